@@ -1,0 +1,330 @@
+// Side-by-side throughput benchmark: Sigil against node-oidc-provider on loopback, same run, same machine.
+//
+//   node bench/run.mjs [--storage sqlite|memory] [--scenarios a,b,c,d,e]     (npm run bench -- ...)
+//   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32)
+//
+// See bench/README.md for what is measured and how to read the ratios.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { decodeProtectedHeader } from 'jose';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const HOST = '127.0.0.1';
+const SECRET = 'bench-secret';
+const API = { id: 'api1', secret: 'api1-secret' };
+const STARTUP_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 5_000;
+const FETCH_TIMEOUT_MS = 10_000;
+
+const SCENARIOS = [
+  { id: 'a', name: 'client_credentials -> JWT ES256', alg: 'ES256', kind: 'token', client: 'bench-jwt' },
+  { id: 'b', name: 'client_credentials -> JWT RS256', alg: 'RS256', kind: 'token', client: 'bench-jwt' },
+  { id: 'c', name: 'client_credentials -> reference', alg: 'ES256', kind: 'token', client: 'bench-ref' },
+  { id: 'd', name: 'introspection of reference token', alg: 'ES256', kind: 'introspect', client: 'bench-ref' },
+  {
+    id: 'e', name: 'introspection of JWT (ES256)', alg: 'ES256', kind: 'introspect', client: 'bench-jwt',
+    unsupported: { provider: 'node-oidc-provider refuses to introspect JWT access tokens (unsupported_token_type)' },
+  },
+];
+
+const SERVERS = {
+  sigil: { label: 'Sigil', tokenPath: '/connect/token', introspectPath: '/connect/introspect' },
+  provider: { label: 'oidc-provider', tokenPath: '/token', introspectPath: '/token/introspection' },
+};
+
+const children = new Set();
+let dataDir; // temp dir for Sigil's SQLite files, removed on every exit path
+
+/** Returns a TCP port on 127.0.0.1 that was free a moment ago. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, HOST, () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Spawns `node ...args` in the repository root and resolves once it prints "listening on".
+ * Rejects (and kills the child) if it exits or stays silent for STARTUP_TIMEOUT_MS.
+ */
+function startChild(label, args, env = process.env) {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let output = '';
+  const keepTail = (chunk) => { output = (output + chunk).slice(-4000); }; // always drain the pipes
+  child.stdout.on('data', keepTail);
+  child.stderr.on('data', keepTail);
+  child.on('exit', () => children.delete(child));
+  child.tail = () => output;
+  return new Promise((resolve, reject) => {
+    const fail = (why) => { clearTimeout(timer); stopChild(child); reject(new Error(`${label} ${why}. Output:\n${output}`)); };
+    const timer = setTimeout(() => fail(`did not print "listening on" within ${STARTUP_TIMEOUT_MS} ms`), STARTUP_TIMEOUT_MS);
+    const onData = () => {
+      if (!/listening on/i.test(output)) return;
+      clearTimeout(timer);
+      child.stdout.off('data', onData);
+      child.stderr.off('data', onData);
+      child.off('exit', onExit);
+      resolve(child);
+    };
+    const onExit = (code, signal) => fail(`exited early (code ${code}, signal ${signal})`);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.once('exit', onExit);
+  });
+}
+
+/** Sends SIGTERM, then SIGKILL after STOP_TIMEOUT_MS; resolves when the child has exited. */
+function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    child.once('exit', () => { clearTimeout(timer); resolve(); });
+    child.kill('SIGTERM');
+  });
+}
+
+/** Starts Sigil (config for `alg`) and node-oidc-provider (signing with `alg`); returns their base URLs. */
+async function startServers(alg, storage, dataDir) {
+  const sigilPort = await freePort();
+  const providerPort = await freePort();
+  const env = { ...process.env };
+  for (const name of ['SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'PORT']) delete env[name];
+  const storageUrl = storage === 'memory' ? 'memory' : `sqlite:${join(dataDir, `sigil-${alg.toLowerCase()}.db`)}`;
+  const sigilBase = `http://${HOST}:${sigilPort}`;
+  const [sigil, provider] = await Promise.all([
+    startChild(`Sigil (${alg})`, ['dist/cli/main.js', 'start', '--config', `bench/sigil.${alg.toLowerCase()}.json`,
+      '--port', String(sigilPort), '--host', HOST, '--issuer', sigilBase, '--storage', storageUrl], env),
+    startChild(`node-oidc-provider (${alg})`, ['bench/oidc-provider-server.mjs', '--port', String(providerPort), '--alg', alg]),
+  ]);
+  return {
+    sigil: { ...SERVERS.sigil, base: sigilBase, child: sigil, storage: storageUrl },
+    provider: { ...SERVERS.provider, base: `http://${HOST}:${providerPort}`, child: provider, storage: 'in-memory adapter (LRU, 1000 entries)' },
+  };
+}
+
+const basic = (id, secret) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+const FORM = 'application/x-www-form-urlencoded';
+const isTokenResponse = (body) => body.includes('"access_token"');
+const isActive = (body) => /"active"\s*:\s*true/.test(body);
+
+/** One HTTP request with the harness's fetch; returns { status, body }. */
+async function send({ url, headers, body }) {
+  const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+  return { status: res.status, body: await res.text() };
+}
+
+/** The client_credentials request every token scenario sends (same shape for both servers). */
+function tokenRequest(server, clientId) {
+  return {
+    url: server.base + server.tokenPath,
+    headers: { 'content-type': FORM, authorization: basic(clientId, SECRET) },
+    body: 'grant_type=client_credentials&scope=api1',
+    verify: isTokenResponse,
+  };
+}
+
+/** Builds the request a scenario repeats; introspection first obtains a fresh token from the same server. */
+async function scenarioRequest(server, scenario) {
+  const issue = tokenRequest(server, scenario.client);
+  if (scenario.kind === 'token') return issue;
+  const res = await send(issue);
+  if (res.status !== 200 || !isTokenResponse(res.body)) {
+    throw Object.assign(new Error('could not obtain the token to introspect'), { request: issue, response: res });
+  }
+  const token = JSON.parse(res.body).access_token;
+  return {
+    url: server.base + server.introspectPath,
+    headers: { 'content-type': FORM, authorization: basic(API.id, API.secret) },
+    body: `token=${encodeURIComponent(token)}`,
+    verify: isActive,
+  };
+}
+
+/** Checks the probe's token response matches the scenario (JWT signed with its alg, or an opaque handle). */
+function tokenProblem(scenario, body) {
+  if (scenario.kind !== 'token') return undefined;
+  const { access_token: token } = JSON.parse(body);
+  let header;
+  try {
+    header = decodeProtectedHeader(token);
+  } catch {
+    return scenario.client === 'bench-jwt' ? 'access token is not a JWT' : undefined;
+  }
+  if (scenario.client === 'bench-ref') return 'reference token expected, got a JWT';
+  if (header.alg !== scenario.alg) return `JWT signed with ${header.alg}, expected ${scenario.alg}`;
+  return undefined;
+}
+
+/** A request and response, printable as evidence in a bug report. */
+const evidence = (req, res) => ({
+  request: `POST ${req.url}\n${Object.entries(req.headers).map(([k, v]) => `${k}: ${v}`).join('\n')}\n\n${req.body}`,
+  response: res && `${res.status} ${res.body}`,
+});
+
+/**
+ * Measures one scenario against one server: a probe request, a discarded warm-up, then the measured
+ * autocannon run. Returns req/s, p50/p99 latency (ms) and counts; `error` is set when anything but a
+ * good 2xx answer was seen.
+ */
+async function measure(server, scenario, opts) {
+  let req;
+  try {
+    req = await scenarioRequest(server, scenario);
+  } catch (err) {
+    return { error: `${err.message}: ${err.cause?.message ?? ''}`.trim(), ...(err.request ? evidence(err.request, err.response) : {}) };
+  }
+  const probe = await send(req).catch((err) => ({ status: 0, body: String(err.cause ?? err) }));
+  const reason = scenario.unsupported?.[server === opts.servers.sigil ? 'sigil' : 'provider'];
+  if (reason) return { skipped: reason, probe: `${probe.status} ${probe.body}` };
+  if (probe.status < 200 || probe.status > 299 || !req.verify(probe.body)) {
+    return { error: 'probe request failed', ...evidence(req, probe) };
+  }
+  const problem = tokenProblem(scenario, probe.body);
+  if (problem) return { error: `probe: ${problem}`, ...evidence(req, probe) };
+
+  const base = { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections };
+  if (opts.warmup > 0) await autocannon({ ...base, duration: opts.warmup });
+  let badBody;
+  const r = await autocannon({
+    ...base,
+    duration: opts.duration,
+    verifyBody: (body) => req.verify(body) || ((badBody ??= body), false),
+  });
+  const result = {
+    rps: r.requests.average, total: r.requests.total, p50: r.latency.p50, p99: r.latency.p99,
+    non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, mismatches: r.mismatches, statusCodes: r.statusCodeStats,
+  };
+  if (r.non2xx || r.errors || r.mismatches) {
+    const last = await send(req).catch((err) => ({ status: 0, body: String(err.cause ?? err) }));
+    Object.assign(result, {
+      error: `${r.non2xx} non-2xx (status counts ${JSON.stringify(r.statusCodeStats)}), ${r.errors} connection errors `
+        + `(${r.timeouts} timeouts), ${r.mismatches} unexpected bodies`,
+      firstBadBody: badBody, retried: true, ...evidence(req, last),
+    });
+  }
+  return result;
+}
+
+const fmt = (n, digits = 0) => (typeof n === 'number' ? n.toFixed(digits) : '-');
+const ratioOf = (s, p) => (s?.rps && p?.rps && !s.error && !p.error ? s.rps / p.rps : undefined);
+
+/** Prints the results table and the errors / notes under it. */
+function printTable(rows) {
+  const head = ['scenario', 'Sigil req/s', 'p50 ms', 'p99 ms', 'provider req/s', 'p50 ms', 'p99 ms', 'Sigil/provider'];
+  const lines = rows.map(({ scenario: s, sigil, provider, ratio }) => [
+    `${s.id}. ${s.name}`,
+    sigil.error ? 'ERROR' : fmt(sigil.rps), fmt(sigil.p50, 1), fmt(sigil.p99, 1),
+    provider.skipped ? 'n/a' : provider.error ? 'ERROR' : fmt(provider.rps), fmt(provider.p50, 1), fmt(provider.p99, 1),
+    ratio === undefined ? '-' : `${ratio.toFixed(2)}x`,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+  const row = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  console.log(`\n${row(head)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
+  for (const l of lines) console.log(row(l));
+  for (const { scenario: s, sigil, provider } of rows) {
+    for (const [label, r] of [['Sigil', sigil], ['oidc-provider', provider]]) {
+      if (r.skipped) console.log(`\n${s.id}. ${label}: not measured: ${r.skipped} (probe: ${r.probe})`);
+      if (!r.error) continue;
+      console.log(`\n${s.id}. ${label} ERROR: ${r.error}`);
+      if (r.firstBadBody !== undefined) console.log(`   first bad response body: ${r.firstBadBody.slice(0, 500)}`);
+      if (!r.request) continue;
+      console.log(`   request:\n${r.request.replace(/^/gm, '     ')}`);
+      console.log(`   ${r.retried ? 'the same request sent again after the run got' : 'response'}: ${r.response}`);
+    }
+  }
+}
+
+/** Reads a short description of the checkout (commit, dirty) for the results file; never throws. */
+function gitDescribe() {
+  try {
+    return execFileSync('git', ['describe', '--always', '--dirty'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs the selected scenarios, grouped by signing algorithm (one Sigil + one provider process per group). */
+async function main() {
+  const { values } = parseArgs({
+    options: { storage: { type: 'string', default: 'sqlite' }, scenarios: { type: 'string', default: 'a,b,c,d,e' } },
+  });
+  if (!['sqlite', 'memory'].includes(values.storage)) throw new Error('--storage must be sqlite or memory');
+  const wanted = new Set(values.scenarios.split(','));
+  const selected = SCENARIOS.filter((s) => wanted.has(s.id));
+  if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error('dist/cli/main.js not found: run `npm run build` first');
+  const opts = {
+    duration: Number(process.env.BENCH_DURATION ?? 10),
+    warmup: Number(process.env.BENCH_WARMUP ?? 2),
+    connections: Number(process.env.BENCH_CONNECTIONS ?? 32),
+  };
+  const providerVersion = JSON.parse(readFileSync(join(ROOT, 'node_modules/oidc-provider/package.json'), 'utf8')).version;
+  console.log(`Sigil ${gitDescribe() ?? ''} vs node-oidc-provider ${providerVersion} on ${HOST}, node ${process.version}, `
+    + `${cpus().length} CPUs shared by both servers and autocannon`);
+  console.log(`autocannon: ${opts.connections} connections, ${opts.warmup} s warm-up (discarded), ${opts.duration} s measured; `
+    + `Sigil storage: ${values.storage}; oidc-provider: default in-memory adapter (LRU, 1000 entries)`);
+
+  dataDir = mkdtempSync(join(tmpdir(), 'sigil-bench-'));
+  const rows = [];
+  try {
+    for (const alg of ['ES256', 'RS256']) {
+      const group = selected.filter((s) => s.alg === alg);
+      if (group.length === 0) continue;
+      const servers = await startServers(alg, values.storage, dataDir);
+      try {
+        for (const scenario of group) {
+          const run = { ...opts, servers };
+          process.stdout.write(`${scenario.id}. ${scenario.name}: Sigil...`);
+          const sigil = await measure(servers.sigil, scenario, run);
+          process.stdout.write(' oidc-provider...');
+          const provider = await measure(servers.provider, scenario, run);
+          console.log(' done');
+          rows.push({ scenario, sigil, provider, ratio: ratioOf(sigil, provider) });
+        }
+      } finally {
+        await Promise.all([stopChild(servers.sigil.child), stopChild(servers.provider.child)]);
+        const crashed = [servers.sigil, servers.provider].filter((s) => s.child.exitCode > 0);
+        for (const s of crashed) console.log(`\n${s.label} exited with code ${s.child.exitCode}. Output:\n${s.child.tail()}`);
+      }
+    }
+  } finally {
+    cleanup();
+  }
+
+  rows.sort((x, y) => x.scenario.id.localeCompare(y.scenario.id));
+  printTable(rows);
+  const file = join(ROOT, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+  writeFileSync(file, `${JSON.stringify({
+    date: new Date().toISOString(), node: process.version, cpus: cpus().map((c) => c.model), git: gitDescribe(),
+    oidcProvider: providerVersion, options: { ...opts, storage: values.storage, host: HOST },
+    scenarios: rows.map(({ scenario, sigil, provider, ratio }) => ({ ...scenario, sigil, provider, ratio })),
+  }, null, 2)}\n`);
+  console.log(`\nresults written to ${file}`);
+  return rows.some((r) => r.sigil.error || r.provider.error) ? 1 : 0;
+}
+
+/** Kills every child still running and removes the temp dir (synchronous, for every exit path). */
+function cleanup() {
+  for (const child of children) child.kill('SIGKILL');
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+}
+
+process.on('SIGINT', () => { console.error('\ninterrupted'); cleanup(); process.exit(130); });
+process.on('SIGTERM', () => { console.error('\nterminated'); cleanup(); process.exit(143); });
+process.on('exit', cleanup);
+
+main().then(
+  (code) => { process.exitCode = code; },
+  (err) => { console.error(`\nbench failed: ${err.message}`); cleanup(); process.exitCode = 1; },
+);

@@ -1,0 +1,204 @@
+/**
+ * The config-file contract (DESIGN §4), as a zod schema. Field names are camelCase, protocol
+ * values keep their wire spelling, every lifetime is in seconds. Unknown fields are refused, so a
+ * typo stops the start with the field's path instead of being ignored.
+ */
+import { z } from 'zod';
+
+const lifetime = z.number().int().positive();
+const nonEmpty = z.string().min(1);
+
+/** Grant type names a client may list (DESIGN §4); any other name is an extension grant. */
+export const BUILT_IN_GRANT_TYPES = [
+  'authorization_code',
+  'refresh_token',
+  'client_credentials',
+  'password',
+  'implicit',
+  'hybrid',
+  'urn:ietf:params:oauth:grant-type:device_code',
+  'urn:ietf:params:oauth:grant-type:token-exchange',
+] as const;
+
+/** Algorithms Sigil can sign tokens with (JWA, RFC 7518 §3.1). */
+export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512'] as const;
+export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
+
+const identityResource = z.strictObject({
+  name: nonEmpty,
+  displayName: z.string().optional(),
+  userClaims: z.array(nonEmpty).default([]),
+  required: z.boolean().default(false),
+});
+
+const apiScope = z.strictObject({
+  name: nonEmpty,
+  displayName: z.string().optional(),
+  userClaims: z.array(nonEmpty).default([]),
+});
+
+const apiResource = z.strictObject({
+  name: nonEmpty,
+  scopes: z.array(nonEmpty).default([]),
+  /** Secrets the API authenticates with at introspection: clear text or `sha256:<base64>`. */
+  secrets: z.array(nonEmpty).default([]),
+  userClaims: z.array(nonEmpty).default([]),
+});
+
+const client = z.strictObject({
+  clientId: nonEmpty.max(100),
+  clientName: z.string().optional(),
+  enabled: z.boolean().default(true),
+  clientSecrets: z.array(nonEmpty).default([]),
+  requireClientSecret: z.boolean().default(true),
+  allowedGrantTypes: z.array(nonEmpty).min(1),
+  allowedScopes: z.array(nonEmpty).default([]),
+  redirectUris: z.array(nonEmpty).default([]),
+  postLogoutRedirectUris: z.array(nonEmpty).default([]),
+  requirePkce: z.boolean().default(true),
+  allowPlainTextPkce: z.boolean().default(false),
+  allowOfflineAccess: z.boolean().default(false),
+  accessTokenType: z.enum(['jwt', 'reference']).default('jwt'),
+  accessTokenLifetime: lifetime.default(3600),
+  identityTokenLifetime: lifetime.default(300),
+  authorizationCodeLifetime: lifetime.max(600).default(300),
+  refreshTokenUsage: z.enum(['oneTime', 'reuse']).default('oneTime'),
+  refreshTokenExpiration: z.enum(['absolute', 'sliding']).default('absolute'),
+  absoluteRefreshTokenLifetime: lifetime.default(2592000),
+  slidingRefreshTokenLifetime: lifetime.default(1296000),
+  deviceCodeLifetime: lifetime.default(300),
+  pollingInterval: lifetime.default(5),
+  requireConsent: z.boolean().default(false),
+  identityProviderRestrictions: z.array(nonEmpty).default([]),
+  enableLocalLogin: z.boolean().default(true),
+  allowAccessTokensViaBrowser: z.boolean().default(false),
+  requestUris: z.array(z.url({ protocol: /^https$/ })).default([]),
+  jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).nullable().default(null),
+  allowedCorsOrigins: z.array(z.url()).default([]),
+});
+
+const jsonValue: z.ZodType<unknown> = z.unknown();
+
+const user = z
+  .strictObject({
+    subjectId: nonEmpty.max(255),
+    username: nonEmpty.max(100),
+    password: z.string().optional(),
+    passwordHash: z.string().startsWith('$argon2').optional(),
+    tenant: nonEmpty.optional(),
+    isActive: z.boolean().default(true),
+    claims: z.record(z.string(), jsonValue).default({}),
+  })
+  .refine((u) => !(u.password !== undefined && u.passwordHash !== undefined), {
+    message: 'give either password or passwordHash, not both',
+  });
+
+const identityProvider = z.strictObject({
+  name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only'),
+  displayName: z.string().optional(),
+  type: z.literal('oidc').default('oidc'),
+  authority: z.url(),
+  clientId: nonEmpty,
+  clientSecret: z.string().optional(),
+  scope: z.string().default('openid profile'),
+  claimMapping: z.record(z.string(), z.string()).optional(),
+});
+
+const rateLimits = z.strictObject({
+  /** Failed credential checks tolerated per key (client, user, address) in one window. */
+  maxFailures: z.number().int().positive().default(20),
+  /** The window, in seconds. */
+  windowSeconds: lifetime.default(60),
+});
+
+/** The whole config file. */
+export const configSchema = z
+  .strictObject({
+    issuer: z.url({ protocol: /^https?$/ }).optional(),
+    storage: nonEmpty.default('sqlite:./data/sigil.db'),
+    port: z.number().int().min(0).max(65535).optional(),
+    host: z.string().optional(),
+    /** Honour `X-Forwarded-*` from a TLS-terminating proxy: true, or the proxy's address(es). */
+    trustProxy: z.union([z.boolean(), z.string(), z.array(z.string())]).default(false),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    signingAlgorithms: z.array(z.enum(SIGNING_ALGORITHMS)).min(1).default(['RS256', 'ES256']),
+    identityResources: z.array(identityResource).default([
+      { name: 'openid', userClaims: ['sub'], required: true },
+      { name: 'profile', userClaims: ['name', 'given_name', 'family_name'], required: false },
+    ]),
+    apiScopes: z.array(apiScope).default([]),
+    apiResources: z.array(apiResource).default([]),
+    clients: z.array(client).default([]),
+    users: z.array(user).default([]),
+    identityProviders: z.array(identityProvider).default([]),
+    rateLimits: rateLimits.default({ maxFailures: 20, windowSeconds: 60 }),
+  })
+  .superRefine((cfg, ctx) => {
+    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+    const duplicates = (names: string[]) => names.filter((n, i) => names.indexOf(n) !== i);
+    for (const d of duplicates(cfg.clients.map((c) => c.clientId))) issue(['clients'], `duplicate clientId "${d}"`);
+    const identity = new Set(cfg.identityResources.map((r) => r.name));
+    const api = new Set(cfg.apiScopes.map((s) => s.name));
+    for (const [i, r] of cfg.identityResources.entries())
+      if (api.has(r.name)) issue(['identityResources', i, 'name'], `"${r.name}" is also an API scope`);
+    for (const d of duplicates(cfg.identityResources.map((r) => r.name)))
+      issue(['identityResources'], `duplicate name "${d}"`);
+    for (const d of duplicates(cfg.apiScopes.map((r) => r.name))) issue(['apiScopes'], `duplicate name "${d}"`);
+    for (const d of duplicates(cfg.apiResources.map((r) => r.name))) issue(['apiResources'], `duplicate name "${d}"`);
+    if (identity.has('offline_access') || api.has('offline_access'))
+      issue(['apiScopes'], '"offline_access" is built in and cannot be declared');
+    cfg.apiResources.forEach((r, i) =>
+      r.scopes.forEach((s, j) => {
+        if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);
+      }),
+    );
+    cfg.clients.forEach((c, i) => {
+      const at = (...rest: (string | number)[]) => ['clients', i, ...rest];
+      c.allowedScopes.forEach((s, j) => {
+        if (s !== 'offline_access' && !identity.has(s) && !api.has(s))
+          issue(at('allowedScopes', j), `unknown scope "${s}"`);
+      });
+      const grants = new Set(c.allowedGrantTypes);
+      const isPublic = !c.requireClientSecret;
+      if (isPublic && grants.has('client_credentials'))
+        issue(at('allowedGrantTypes'), 'client_credentials needs a confidential client (requireClientSecret true)');
+      if (!isPublic && c.clientSecrets.length === 0 && !(grants.size === 1 && grants.has('implicit')))
+        issue(at('clientSecrets'), 'a confidential client needs at least one secret');
+      // RFC 9700 §4.14.2: refresh tokens of public clients must rotate.
+      if (isPublic && c.allowOfflineAccess && c.refreshTokenUsage === 'reuse')
+        issue(at('refreshTokenUsage'), 'public clients must use "oneTime" refresh tokens (RFC 9700 §4.14.2)');
+      if (grants.has('implicit') && grants.has('authorization_code'))
+        issue(at('allowedGrantTypes'), 'list "hybrid" instead of "implicit" with "authorization_code"');
+      c.redirectUris.forEach((u, j) => {
+        if (!URL.canParse(u) || new URL(u).hash !== '')
+          issue(at('redirectUris', j), 'must be an absolute URI without fragment (RFC 6749 §3.1.2)');
+      });
+      c.allowedCorsOrigins.forEach((o, j) => {
+        if (new URL(o).origin !== o) issue(at('allowedCorsOrigins', j), 'must be scheme://host[:port], no path');
+      });
+    });
+    const seen = new Set<string>();
+    cfg.users.forEach((u, i) => {
+      const key = `${u.tenant ?? ''}\u0000${u.username.toLowerCase()}`;
+      if (seen.has(key)) issue(['users', i, 'username'], `duplicate username "${u.username}"`);
+      seen.add(key);
+    });
+    for (const d of duplicates(cfg.users.map((u) => u.subjectId))) issue(['users'], `duplicate subjectId "${d}"`);
+    for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
+      issue(['identityProviders'], `duplicate name "${d}"`);
+  });
+
+/** The config file as written (before defaults). */
+export type ConfigInput = z.input<typeof configSchema>;
+/** The validated config with every default filled in. */
+export type Config = z.output<typeof configSchema>;
+/** A registered client (DESIGN §4), defaults filled in. */
+export type ClientConfig = Config['clients'][number];
+/** A user from the config file. */
+export type UserConfig = Config['users'][number];
+/** An identity resource: an identity scope and the user claims it releases. */
+export type IdentityResource = Config['identityResources'][number];
+/** An API scope and the user claims it puts into access tokens. */
+export type ApiScope = Config['apiScopes'][number];
+/** An API resource: the `aud` of access tokens for its scopes, and an introspection caller. */
+export type ApiResource = Config['apiResources'][number];

@@ -1,0 +1,34 @@
+/**
+ * The services of one Sigil instance, handed to every endpoint and grant (DESIGN §1).
+ */
+import type { Logger } from 'pino';
+import type { ResolvedConfig } from './config/loader.js';
+import type { EventBus } from './events/events.js';
+import type { GrantRegistry } from './grants/registry.js';
+import type { KeyRing } from './keys/keys.js';
+import type { Store } from './stores/types.js';
+import type { TokenService } from './tokens/tokens.js';
+import type { UserService } from './users/users.js';
+import type { ClientRegistry } from './validation/client-auth.js';
+import type { FailureLimiter } from './validation/failure-limiter.js';
+import type { Resources } from './validation/scopes.js';
+import type { ResourceOwnerValidator } from './grants/password.js';
+
+/** One running provider's services. */
+export interface SigilContext {
+  config: ResolvedConfig;
+  issuer: string;
+  store: Store;
+  keys: KeyRing;
+  clients: ClientRegistry;
+  resources: Resources;
+  users: UserService;
+  tokens: TokenService;
+  grantTypes: GrantRegistry;
+  events: EventBus;
+  limiter: FailureLimiter;
+  /** API resource name → SHA-256 digests of its secrets (introspection callers). */
+  apiSecrets: Map<string, Buffer[]>;
+  resourceOwnerValidator: ResourceOwnerValidator;
+  log: Logger;
+}

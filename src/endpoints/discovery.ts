@@ -1,0 +1,61 @@
+/**
+ * Discovery (OpenID Connect Discovery 1.0 §3, RFC 8414 §2) at `/.well-known/openid-configuration`
+ * and the JWKS (RFC 7517) at `/.well-known/openid-configuration/jwks`. Every URL derives from the
+ * configured issuer, never from the request (RFC 9700 §4.13); only what is implemented is advertised.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { methodNotAllowed } from '../http/request.js';
+import { OFFLINE_ACCESS } from '../validation/scopes.js';
+
+/** Seconds that clients may cache discovery and the JWKS. */
+const MAX_AGE = 300;
+
+/** Builds the discovery document of a Sigil instance. */
+export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
+  const base = ctx.issuer;
+  const clients = ctx.clients.all();
+  const grantTypes = ctx.grantTypes
+    .names()
+    .filter((g) => clients.some((c) => (g === 'refresh_token' ? c.allowOfflineAccess : c.allowedGrantTypes.includes(g))));
+  const claims = new Set<string>(['sub']);
+  for (const r of ctx.resources.identity.values()) for (const c of r.userClaims) claims.add(c);
+  for (const s of ctx.resources.apiScopes.values()) for (const c of s.userClaims) claims.add(c);
+  for (const r of ctx.resources.apiResources) for (const c of r.userClaims) claims.add(c);
+  const scopes = ctx.resources.allScopeNames().filter((s) => s !== OFFLINE_ACCESS || clients.some((c) => c.allowOfflineAccess));
+  return {
+    issuer: base,
+    jwks_uri: `${base}/.well-known/openid-configuration/jwks`,
+    token_endpoint: `${base}/connect/token`,
+    userinfo_endpoint: `${base}/connect/userinfo`,
+    introspection_endpoint: `${base}/connect/introspect`,
+    revocation_endpoint: `${base}/connect/revocation`,
+    scopes_supported: scopes,
+    claims_supported: [...claims],
+    grant_types_supported: grantTypes,
+    // The authorization endpoint is not implemented yet: no response type can be asked for.
+    response_types_supported: [],
+    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    id_token_signing_alg_values_supported: ctx.keys.algorithms,
+    code_challenge_methods_supported: clients.some((c) => c.allowPlainTextPkce) ? ['S256', 'plain'] : ['S256'],
+    subject_types_supported: ['public'],
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+  };
+}
+
+/** Registers discovery and the JWKS (GET; other methods 405). */
+export function discoveryEndpoints(app: FastifyInstance, ctx: SigilContext): void {
+  const document = JSON.stringify(discoveryDocument(ctx));
+  app.get('/.well-known/openid-configuration', async (_request, reply) =>
+    reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(document),
+  );
+  app.get('/.well-known/openid-configuration/jwks', async (_request, reply) =>
+    reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(ctx.keys.jwks()),
+  );
+  for (const url of ['/.well-known/openid-configuration', '/.well-known/openid-configuration/jwks'])
+    app.route({ method: ['POST', 'PUT', 'DELETE', 'PATCH'], url, handler: methodNotAllowed('GET') });
+}

@@ -1,0 +1,78 @@
+/**
+ * Token introspection, `POST /connect/introspect` (RFC 7662). Callers authenticate: an API
+ * resource with its name and secret (Basic or form), or a confidential client. An API sees tokens
+ * whose audience includes it; a client sees tokens issued to it. Anything else is `{"active":false}`.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { OAuthError, invalidRequest } from '../errors.js';
+import { credentialSource, formBody, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
+import { findToken, type FoundToken } from '../tokens/lookup.js';
+import { authenticateApiResource, authenticateClient, findCredentials, invalidClient } from '../validation/client-auth.js';
+
+type Caller = { kind: 'api'; name: string } | { kind: 'client'; clientId: string };
+
+/** Registers `/connect/introspect` (POST form; other methods 405, other bodies 415). */
+export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+  app.post('/connect/introspect', async (request, reply) => {
+    try {
+      const params = formBody(request, 'status');
+      const source = credentialSource(request, params);
+      const presented = findCredentials(source);
+      if (!presented) throw invalidClient('authentication is required', undefined);
+      let caller: Caller;
+      const api = authenticateApiResource(presented, ctx.apiSecrets, ctx.limiter, request.ip);
+      if (api !== undefined) caller = { kind: 'api', name: api };
+      else {
+        const { client } = authenticateClient(source, ctx.clients, ctx.limiter, request.ip);
+        if (client.isPublic) throw invalidClient('public clients cannot introspect', presented.method);
+        caller = { kind: 'client', clientId: client.clientId };
+      }
+      const token = params.get('token');
+      if (token === undefined) throw invalidRequest('parameter "token" is missing');
+      const found = await findToken(ctx, token, params.get('token_type_hint'));
+      const body = found && visibleTo(ctx, found, caller) ? describe(ctx, found) : { active: false };
+      return noStore(reply).type('application/json; charset=utf-8').send(body);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      if (err.code === 'invalid_client')
+        ctx.events.emit({ name: 'api_authentication_failed', endpoint: 'introspection', error: err.code, remoteAddress: request.ip });
+      return sendOAuthError(reply, err);
+    }
+  });
+  app.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH'], url: '/connect/introspect', handler: methodNotAllowed('POST') });
+}
+
+function audiences(ctx: SigilContext, found: FoundToken): string[] {
+  if (found.kind === 'refresh_token') return ctx.resources.audiences(found.data.scopes);
+  const aud = found.token.claims.aud;
+  return aud === undefined ? [] : Array.isArray(aud) ? aud : [aud];
+}
+
+function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolean {
+  if (caller.kind === 'api') return audiences(ctx, found).includes(caller.name);
+  const owner = found.kind === 'refresh_token' ? found.row.clientId : found.token.claims.client_id;
+  return owner === caller.clientId;
+}
+
+/** The active response of RFC 7662 §2.2. */
+function describe(ctx: SigilContext, found: FoundToken): Record<string, unknown> {
+  if (found.kind === 'access_token') {
+    // RFC 7662 §2.2: token_type as in RFC 6749 §5.1.
+    return { active: true, ...found.token.claims, token_type: 'Bearer' };
+  }
+  const { row, data } = found;
+  const aud = ctx.resources.audiences(data.scopes);
+  return {
+    active: true,
+    iss: ctx.issuer,
+    sub: data.subject.subjectId,
+    client_id: row.clientId,
+    scope: data.scopes.join(' '),
+    ...(aud.length > 0 ? { aud: aud.length === 1 ? aud[0] : aud } : {}),
+    iat: row.createdAt,
+    exp: row.expiresAt,
+    auth_time: data.subject.authTime,
+    token_type: 'refresh_token',
+  };
+}

@@ -1,0 +1,56 @@
+/**
+ * Token revocation, `POST /connect/revocation` (RFC 7009). A client revokes its own tokens:
+ * a refresh token ends its whole grant family (access tokens included, D-11), an access token
+ * ends itself (a JWT by its `jti`). Unknown tokens and other clients' tokens change nothing and
+ * still get 200 (§2.2).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { OAuthError, invalidRequest } from '../errors.js';
+import { credentialSource, formBody, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
+import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { findToken } from '../tokens/lookup.js';
+import { authenticateClient } from '../validation/client-auth.js';
+
+/** Registers `/connect/revocation` (POST form; other methods 405, other bodies 415). */
+export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+  app.post('/connect/revocation', async (request, reply) => {
+    try {
+      const params = formBody(request, 'status');
+      const { client } = authenticateClient(credentialSource(request, params), ctx.clients, ctx.limiter, request.ip);
+      const value = params.get('token');
+      if (value === undefined) throw invalidRequest('parameter "token" is missing');
+      const found = await findToken(ctx, value, params.get('token_type_hint'));
+      const now = nowSeconds();
+      if (found?.kind === 'refresh_token' && found.row.clientId === client.clientId) {
+        await ctx.store.grants.revokeFamily(found.row.familyId, now);
+        ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: found.data.subject.subjectId, tokenTypes: ['refresh_token'] });
+      } else if (found?.kind === 'access_token' && found.token.claims.client_id === client.clientId) {
+        const claims = found.token.claims;
+        const key = found.token.format === 'jwt' ? hashHandle(String(claims.jti)) : hashHandle(value);
+        await ctx.store.grants.revoke(
+          {
+            key,
+            type: found.token.format === 'jwt' ? 'access_token' : 'reference_token',
+            clientId: client.clientId,
+            subjectId: claims.sub,
+            familyId: String(claims.jti),
+            sessionId: null,
+            data: {},
+            createdAt: now,
+            expiresAt: Number(claims.exp),
+            consumedAt: null,
+            revokedAt: now,
+          },
+          now,
+        );
+        ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: claims.sub, tokenTypes: ['access_token'] });
+      }
+      return noStore(reply).code(200).send();
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      return sendOAuthError(reply, err);
+    }
+  });
+  app.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH'], url: '/connect/revocation', handler: methodNotAllowed('POST') });
+}

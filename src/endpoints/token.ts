@@ -1,0 +1,51 @@
+/**
+ * The token endpoint, `POST /connect/token` (RFC 6749 §3.2, §5): client authentication, then the
+ * grant named by `grant_type`, then a no-store JSON response.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { OAuthError } from '../errors.js';
+import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
+import { authenticateClient } from '../validation/client-auth.js';
+
+/** Registers `/connect/token`. Every method reaches it; anything but a form POST is `invalid_request`. */
+export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
+    url: '/connect/token',
+    handler: async (request, reply) => {
+      let clientId: string | undefined;
+      let grantType: string | undefined;
+      try {
+        const params = formBody(request, 'invalid_request');
+        const { client } = authenticateClient(credentialSource(request, params), ctx.clients, ctx.limiter, request.ip);
+        clientId = client.clientId;
+        grantType = params.get('grant_type');
+        const handler = ctx.grantTypes.resolve(grantType, client);
+        const outcome = await handler(ctx, { params, client, address: request.ip });
+        ctx.events.emit({
+          name: 'token_issued',
+          endpoint: 'token',
+          clientId,
+          ...(outcome.subjectId ? { subjectId: outcome.subjectId } : {}),
+          ...(grantType ? { grantType } : {}),
+          scopes: outcome.response.scope.split(' '),
+          tokenTypes: ['access_token', 'refresh_token', 'id_token'].filter((t) => t in outcome.response),
+        });
+        return noStore(reply).type('application/json; charset=utf-8').send(outcome.response);
+      } catch (err) {
+        if (!(err instanceof OAuthError)) throw err;
+        ctx.events.emit({
+          name: err.code === 'invalid_client' ? 'client_authentication_failed' : 'token_issue_failed',
+          endpoint: 'token',
+          ...(clientId ? { clientId } : {}),
+          ...(grantType ? { grantType } : {}),
+          error: err.code,
+          ...(err.description ? { errorDescription: err.description } : {}),
+          remoteAddress: request.ip,
+        });
+        return sendOAuthError(reply, err);
+      }
+    },
+  });
+}

@@ -1,0 +1,73 @@
+/**
+ * Audit events (DESIGN §2 `events/`): every security-relevant outcome is logged through pino and
+ * handed to subscribers. Subscribers run after the response is decided; one that throws is logged
+ * and does not affect the request.
+ */
+import type { Logger } from 'pino';
+
+/** Event names, after Duende IdentityServer's catalogue (`identityserver-behavior.md` §10). */
+export type SigilEventName =
+  | 'token_issued'
+  | 'token_issue_failed'
+  | 'client_authentication_failed'
+  | 'user_login_succeeded'
+  | 'user_login_failed'
+  | 'token_revoked'
+  | 'api_authentication_failed';
+
+/** One audit event. Token values never appear in events. */
+export interface SigilEvent {
+  name: SigilEventName;
+  /** ISO 8601 time of the event. */
+  time: string;
+  endpoint: string;
+  clientId?: string;
+  subjectId?: string;
+  grantType?: string;
+  scopes?: string[];
+  /** The OAuth error code, for failures. */
+  error?: string;
+  errorDescription?: string;
+  /** What was issued or revoked (`access_token`, `refresh_token`, `id_token`). */
+  tokenTypes?: string[];
+  remoteAddress?: string;
+}
+
+/** A subscriber; may be async, its result is not awaited by the request. */
+export type EventListener = (event: SigilEvent) => void | Promise<void>;
+
+const FAILURES = new Set<SigilEventName>([
+  'token_issue_failed',
+  'client_authentication_failed',
+  'user_login_failed',
+  'api_authentication_failed',
+]);
+
+/** Publishes audit events to the log and to subscribers. */
+export class EventBus {
+  private readonly listeners = new Set<EventListener>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** Adds a subscriber; returns a function that removes it. */
+  subscribe(listener: EventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Records an event (the `time` is filled in here). */
+  emit(event: Omit<SigilEvent, 'time'>): void {
+    const full: SigilEvent = { ...event, time: new Date().toISOString() };
+    if (FAILURES.has(full.name)) this.log.warn({ event: full }, full.name);
+    else this.log.info({ event: full }, full.name);
+    for (const listener of this.listeners) {
+      try {
+        const result = listener(full);
+        if (result && typeof (result as Promise<void>).catch === 'function')
+          (result as Promise<void>).catch((err: unknown) => this.log.error({ err }, 'event subscriber failed'));
+      } catch (err) {
+        this.log.error({ err }, 'event subscriber failed');
+      }
+    }
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * `password` (RFC 6749 §4.3): the resource owner's username and password, checked by a resource
+ * owner validator. `acr_values` may carry `tenant:<name>` (scopes the user lookup) and
+ * `idp:<name>` (handed to the validator; refused when the client's identityProviderRestrictions
+ * exclude it).
+ */
+import { invalidGrant } from '../errors.js';
+import { nowSeconds } from '../tokens/handles.js';
+import { TokenService } from '../tokens/tokens.js';
+import type { User } from '../users/users.js';
+import { parseAcrValues } from '../validation/acr-values.js';
+import type { Client } from '../validation/client-auth.js';
+import { validateScopes } from '../validation/scopes.js';
+import type { SigilContext } from '../context.js';
+import type { GrantHandler } from './registry.js';
+
+/** What a resource owner validator is asked. */
+export interface ResourceOwnerRequest {
+  username: string;
+  password: string;
+  /** From `acr_values=tenant:<name>`, or null. */
+  tenant: string | null;
+  /** From `acr_values=idp:<name>`, or null; already checked against the client's restrictions. */
+  idp: string | null;
+  client: Readonly<Client>;
+}
+
+/**
+ * Checks resource owner credentials (extension point of `createSigil`). Returns the user, or
+ * undefined for wrong credentials (answered with `invalid_grant`); may throw an `OAuthError`.
+ */
+export type ResourceOwnerValidator = (ctx: SigilContext, req: ResourceOwnerRequest) => Promise<User | undefined>;
+
+/** The built-in validator: the config's users and the store's, passwords verified with argon2id. */
+export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) =>
+  ctx.users.checkPassword(req.username, req.password, req.tenant);
+
+/**
+ * Handles `grant_type=password`.
+ * @throws OAuthError `invalid_request` (missing username/password), `invalid_grant` (wrong
+ *   credentials, inactive user, excluded `idp:`), `invalid_scope`, 429 while the user or address
+ *   is blocked after repeated failures.
+ */
+export const passwordGrant: GrantHandler = async (ctx, { params, client, address }) => {
+  const username = params.require('username');
+  const password = params.require('password');
+  if (username.length > 100 || password.length > 1024) throw invalidGrant('invalid username or password');
+  const acr = parseAcrValues(params.get('acr_values'));
+  if (acr.idp !== null && client.identityProviderRestrictions.length > 0 && !client.identityProviderRestrictions.includes(acr.idp))
+    throw invalidGrant('the identity provider is not allowed for this client');
+  const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');
+
+  const keys = [`user:${acr.tenant ?? ''}:${username.toLowerCase()}`, `address:${address}`];
+  ctx.limiter.check(keys);
+  const user = await ctx.resourceOwnerValidator(ctx, { username, password, tenant: acr.tenant, idp: acr.idp, client });
+  if (!user) {
+    ctx.limiter.fail(keys);
+    ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, remoteAddress: address });
+    throw invalidGrant('invalid username or password');
+  }
+  if (!user.isActive) throw invalidGrant('the user is not active');
+  ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId });
+
+  const now = nowSeconds();
+  const subject = {
+    subjectId: user.subjectId,
+    authTime: now,
+    amr: ['pwd'],
+    claims: user.claims,
+    idp: acr.idp ?? 'local',
+    ...(acr.tenant ? { tenant: acr.tenant } : {}),
+  };
+  const response = await ctx.tokens.issue({
+    client,
+    scopes,
+    subject,
+    identityToken: true,
+    refresh: newRefreshPlan(client, scopes, now),
+  });
+  return { response, subjectId: user.subjectId };
+};
+
+/**
+ * The refresh token plan for a fresh grant: a new refresh token when `offline_access` was granted,
+ * expiring per the client's `refreshTokenExpiration` (seconds from `now`).
+ */
+export function newRefreshPlan(client: Client, scopes: string[], now: number) {
+  if (!TokenService.wantsRefreshToken(client, scopes)) return { kind: 'none' as const };
+  const absoluteExpiresAt = now + client.absoluteRefreshTokenLifetime;
+  const expiresAt =
+    client.refreshTokenExpiration === 'sliding'
+      ? Math.min(now + client.slidingRefreshTokenLifetime, absoluteExpiresAt)
+      : absoluteExpiresAt;
+  return { kind: 'new' as const, expiresAt, absoluteExpiresAt, scopes };
+}

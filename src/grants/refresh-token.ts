@@ -1,0 +1,63 @@
+/**
+ * `refresh_token` (RFC 6749 §6; RFC 9700 §4.14.2): bound to its client; `oneTime` tokens rotate
+ * and are consumed atomically, and presenting a consumed one revokes the whole grant family;
+ * `reuse` tokens stay the same; `absolute` or `sliding` expiration. A narrower `scope` is allowed,
+ * a wider one is `invalid_scope`; the refresh token keeps the original scopes (§6).
+ */
+import { invalidGrant } from '../errors.js';
+import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import type { RefreshPlan, RefreshTokenData } from '../tokens/tokens.js';
+import { narrowScopes } from '../validation/scopes.js';
+import type { GrantHandler } from './registry.js';
+
+/**
+ * Handles `grant_type=refresh_token`.
+ * @throws OAuthError `invalid_request` (missing token), `invalid_grant` (unknown, expired,
+ *   revoked, consumed, another client's, user gone or inactive), `invalid_scope`.
+ */
+export const refreshTokenGrant: GrantHandler = async (ctx, { params, client }) => {
+  const handle = params.require('refresh_token');
+  const now = nowSeconds();
+  const key = hashHandle(handle);
+  const row = handle.length <= 512 ? await ctx.store.grants.get(key) : undefined;
+  if (!row || row.type !== 'refresh_token' || row.clientId !== client.clientId)
+    throw invalidGrant('the refresh token is invalid');
+  if (row.revokedAt !== null) throw invalidGrant('the refresh token was revoked');
+  if (row.consumedAt !== null) {
+    await ctx.store.grants.revokeFamily(row.familyId, now);
+    throw invalidGrant('the refresh token was already used');
+  }
+  if (row.expiresAt <= now) throw invalidGrant('the refresh token expired');
+  const data = row.data as RefreshTokenData;
+  const scopes = narrowScopes(params.get('scope'), data.scopes);
+  const user = await ctx.users.findBySubject(data.subject.subjectId);
+  if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
+
+  let refresh: RefreshPlan;
+  if (client.refreshTokenUsage === 'oneTime') {
+    if (!(await ctx.store.grants.consume(key, now))) {
+      // Lost a race with a concurrent use of the same token: that is reuse too.
+      await ctx.store.grants.revokeFamily(row.familyId, now);
+      throw invalidGrant('the refresh token was already used');
+    }
+    refresh = { kind: 'new', expiresAt: nextExpiry(data, client, now), absoluteExpiresAt: data.absoluteExpiresAt, scopes: data.scopes };
+  } else {
+    if (client.refreshTokenExpiration === 'sliding') await ctx.store.grants.update(key, data, nextExpiry(data, client, now));
+    refresh = { kind: 'existing', handle };
+  }
+  const response = await ctx.tokens.issue({
+    client,
+    scopes,
+    subject: { ...data.subject, claims: user.claims },
+    familyId: row.familyId,
+    refresh,
+    identityToken: true,
+  });
+  return { response, subjectId: user.subjectId };
+};
+
+function nextExpiry(data: RefreshTokenData, client: { refreshTokenExpiration: string; slidingRefreshTokenLifetime: number }, now: number): number {
+  return client.refreshTokenExpiration === 'sliding'
+    ? Math.min(now + client.slidingRefreshTokenLifetime, data.absoluteExpiresAt)
+    : data.absoluteExpiresAt;
+}

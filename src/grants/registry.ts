@@ -1,0 +1,64 @@
+/**
+ * The grant registry of the token endpoint (RFC 6749 §4, §4.5): built-in grants plus extension
+ * grants a library user registers by name. A client may use a grant only when it lists it in
+ * `allowedGrantTypes` (refresh tokens: `allowOfflineAccess`).
+ */
+import type { SigilContext } from '../context.js';
+import { OAuthError, invalidRequest } from '../errors.js';
+import type { Params } from '../http/form.js';
+import type { TokenResponse } from '../tokens/tokens.js';
+import type { Client } from '../validation/client-auth.js';
+
+/** One authenticated token request, as a grant sees it. */
+export interface GrantRequest {
+  params: Params;
+  client: Client;
+  /** The caller's IP address (rate limits, events). */
+  address: string;
+}
+
+/** What a grant produced: the response and, for events, who it was for. */
+export interface GrantOutcome {
+  response: TokenResponse;
+  subjectId?: string;
+}
+
+/** A grant type's handler. Throws `OAuthError` for any refusal. */
+export type GrantHandler = (ctx: SigilContext, req: GrantRequest) => Promise<GrantOutcome>;
+
+/** Grant handlers by `grant_type`. */
+export class GrantRegistry {
+  private readonly handlers = new Map<string, GrantHandler>();
+
+  /**
+   * Registers a handler.
+   * @throws Error when the grant type is already registered.
+   */
+  register(grantType: string, handler: GrantHandler): void {
+    if (this.handlers.has(grantType)) throw new Error(`grant type "${grantType}" is already registered`);
+    this.handlers.set(grantType, handler);
+  }
+
+  /** Every registered grant type (discovery `grant_types_supported`). */
+  names(): string[] {
+    return [...this.handlers.keys()];
+  }
+
+  /**
+   * The handler for a request's `grant_type`, checked against the client.
+   * @throws OAuthError `invalid_request` (missing), `unsupported_grant_type` (unknown to the
+   *   server), `unauthorized_client` (not allowed for this client).
+   */
+  resolve(grantType: string | undefined, client: Client): GrantHandler {
+    if (grantType === undefined) throw invalidRequest('parameter "grant_type" is missing');
+    const handler = this.handlers.get(grantType);
+    if (!handler) throw new OAuthError('unsupported_grant_type', 'the grant type is not supported');
+    const grants = client.allowedGrantTypes;
+    const allowed =
+      grantType === 'refresh_token'
+        ? client.allowOfflineAccess
+        : grants.includes(grantType) || (grantType === 'authorization_code' && grants.includes('hybrid'));
+    if (!allowed) throw new OAuthError('unauthorized_client', 'the client may not use this grant type');
+    return handler;
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The Fastify application: body parsing, security headers, CORS, error rendering, metrics and the
+ * routes of every endpoint (DESIGN §1, `http/`).
+ */
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from 'fastify';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { SigilContext } from '../context.js';
+import { discoveryEndpoints } from '../endpoints/discovery.js';
+import { healthEndpoints } from '../endpoints/health.js';
+import { introspectionEndpoint } from '../endpoints/introspection.js';
+import { revocationEndpoint } from '../endpoints/revocation.js';
+import { tokenEndpoint } from '../endpoints/token.js';
+import { userinfoEndpoint } from '../endpoints/userinfo.js';
+import { OAuthError } from '../errors.js';
+import { Params } from './form.js';
+import { NOT_A_FORM, sendOAuthError } from './request.js';
+
+/** Largest request body accepted, in bytes (D-17: 413 beyond). */
+export const BODY_LIMIT = 64 * 1024;
+
+/** Paths that answer cross-origin requests from the clients' `allowedCorsOrigins`. */
+const CORS_PATHS = new Set([
+  '/.well-known/openid-configuration',
+  '/.well-known/openid-configuration/jwks',
+  '/connect/token',
+  '/connect/userinfo',
+  '/connect/revocation',
+]);
+
+/** Builds the HTTP application for a provider's services. Not yet listening. */
+export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.log as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: BODY_LIMIT,
+    trustProxy: ctx.config.trustProxy,
+    requestTimeout: 30_000,
+    return503OnClosing: true,
+  });
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, Params.parse(body as string));
+    } catch (err) {
+      done(err as Error);
+    }
+  });
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, NOT_A_FORM));
+
+  app.setErrorHandler((err: FastifyError | OAuthError, request, reply) => {
+    if (err instanceof OAuthError) return sendOAuthError(reply, err);
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const description =
+        status === 413 ? 'the request body is too large' : status === 415 ? 'unsupported content type' : 'malformed request';
+      return sendOAuthError(reply, new OAuthError('invalid_request', description, status));
+    }
+    request.log.error({ err }, 'request failed');
+    return sendOAuthError(reply, new OAuthError('server_error', 'the server could not complete the request', 500));
+  });
+  app.setNotFoundHandler((_request, reply) =>
+    sendOAuthError(reply, new OAuthError('invalid_request', 'no such endpoint', 404)),
+  );
+
+  await app.register(helmet, {
+    contentSecurityPolicy: {
+      directives: { 'frame-ancestors': ["'none'"], 'upgrade-insecure-requests': null },
+    },
+  });
+  const origins = new Set(ctx.clients.all().flatMap((c) => c.allowedCorsOrigins));
+  await app.register(cors, {
+    delegator: (request, callback) => {
+      const path = (request.url ?? '').split('?')[0] ?? '';
+      const origin = request.headers.origin;
+      const allowed = CORS_PATHS.has(path) && origin !== undefined && origins.has(origin);
+      callback(null, { origin: allowed ? origin : false, methods: ['GET', 'POST'] });
+    },
+  });
+
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+  const duration = new Histogram({
+    name: 'sigil_http_request_duration_seconds',
+    help: 'HTTP request duration by route and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [metrics],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    duration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  discoveryEndpoints(app, ctx);
+  tokenEndpoint(app, ctx);
+  userinfoEndpoint(app, ctx);
+  introspectionEndpoint(app, ctx);
+  revocationEndpoint(app, ctx);
+  healthEndpoints(app, ctx, metrics);
+  return app;
+}

@@ -1,0 +1,61 @@
+/**
+ * Reading OAuth requests off Fastify: the form body (only `application/x-www-form-urlencoded`,
+ * RFC 6749 §3.2), credentials, and the no-store headers of token-like responses.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { OAuthError, invalidRequest } from '../errors.js';
+import type { CredentialSource } from '../validation/client-auth.js';
+import { Params } from './form.js';
+
+/** Body marker for any content type other than a form: the endpoint decides the error. */
+export const NOT_A_FORM = Symbol('not a form');
+
+/** How an endpoint refuses a request that is not a form POST (D-20 of the security checklist). */
+export type FormPolicy =
+  /** Token and device endpoints: 400 `invalid_request` for every such request. */
+  | 'invalid_request'
+  /** Introspection and revocation: 405 for a wrong method, 415 for a wrong content type. */
+  | 'status';
+
+/**
+ * The form parameters of a POST.
+ * @throws OAuthError per `policy` when the method is not POST or the body is not a form.
+ */
+export function formBody(request: FastifyRequest, policy: FormPolicy): Params {
+  if (request.method !== 'POST') {
+    if (policy === 'invalid_request') throw invalidRequest('use POST');
+    throw new OAuthError('invalid_request', 'use POST', 405, { allow: 'POST' });
+  }
+  if (request.body instanceof Params) return request.body;
+  if (policy === 'invalid_request') throw invalidRequest('the body must be application/x-www-form-urlencoded');
+  throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', 415);
+}
+
+/** The request's credential-bearing parts, for client or API authentication. */
+export function credentialSource(request: FastifyRequest, params: Params): CredentialSource {
+  const authorization: string[] = [];
+  const raw = request.raw.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === 'authorization') authorization.push(raw[i + 1] ?? '');
+  const query = request.query as Record<string, unknown> | undefined;
+  // RFC 6749 §2.3.1: credentials never travel in the URL.
+  if (query && ('client_secret' in query || 'client_assertion' in query))
+    throw invalidRequest('client credentials must not be sent in the query string');
+  return { authorization, params };
+}
+
+/** Sets `Cache-Control: no-store` and `Pragma: no-cache` (RFC 6749 §5.1). */
+export function noStore(reply: FastifyReply): FastifyReply {
+  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
+}
+
+/** Renders an `OAuthError` as the JSON error response of RFC 6749 §5.2, uncached. */
+export function sendOAuthError(reply: FastifyReply, err: OAuthError): FastifyReply {
+  noStore(reply).code(err.status).headers(err.headers);
+  return reply.type('application/json; charset=utf-8').send(err.toJSON());
+}
+
+/** A route handler answering 405 with `Allow` (RFC 9110 §15.5.6). */
+export function methodNotAllowed(allow: string) {
+  return async (_request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> =>
+    sendOAuthError(reply, new OAuthError('invalid_request', 'method not allowed', 405, { allow }));
+}

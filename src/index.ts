@@ -1,0 +1,107 @@
+/**
+ * Library entry: `createSigil(config)` builds a provider (store, keys, services, Fastify app)
+ * from a config object of DESIGN §4.
+ */
+import type { FastifyInstance } from 'fastify';
+import { pino, type Logger } from 'pino';
+import { type ConfigOverrides, resolveConfig } from './config/loader.js';
+import type { SigilContext } from './context.js';
+import { EventBus, type EventListener } from './events/events.js';
+import { type ExtensionGrant, extensionGrantHandler } from './grants/extension.js';
+import { clientCredentialsGrant } from './grants/client-credentials.js';
+import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
+import { refreshTokenGrant } from './grants/refresh-token.js';
+import { GrantRegistry } from './grants/registry.js';
+import { tokenExchangeGrant } from './grants/token-exchange.js';
+import { buildApp } from './http/app.js';
+import { KeyRing } from './keys/keys.js';
+import { openStore } from './stores/sql.js';
+import { secretDigest } from './tokens/handles.js';
+import { TokenService } from './tokens/tokens.js';
+import { UserService } from './users/users.js';
+import { ClientRegistry } from './validation/client-auth.js';
+import { FailureLimiter } from './validation/failure-limiter.js';
+import { Resources } from './validation/scopes.js';
+
+export { ConfigError, type ConfigOverrides, type ResolvedConfig } from './config/loader.js';
+export type { ConfigInput, Config, ClientConfig } from './config/schema.js';
+export { OAuthError } from './errors.js';
+export type { SigilEvent, SigilEventName, EventListener } from './events/events.js';
+export type { ExtensionGrant, ExtensionGrantContext, ExtensionGrantResult } from './grants/extension.js';
+export type { ResourceOwnerValidator, ResourceOwnerRequest } from './grants/password.js';
+export { TOKEN_EXCHANGE, ACCESS_TOKEN_TYPE } from './grants/token-exchange.js';
+export type { User } from './users/users.js';
+
+/** Options of `createSigil` beyond the config file. */
+export interface SigilOptions {
+  /** Flags and environment values that win over the config (DESIGN §5). */
+  overrides?: ConfigOverrides;
+  /** A pino logger; default: a pino logger at the config's `logLevel` on stdout. */
+  logger?: Logger;
+  /** Extension grants to register (RFC 6749 §4.5); clients list them by name. */
+  extensionGrants?: ExtensionGrant[];
+  /** Replaces the built-in check of the password grant's credentials. */
+  resourceOwnerValidator?: ResourceOwnerValidator;
+}
+
+/** A provider instance. */
+export interface Sigil {
+  /** The Fastify app with every endpoint; `listen` it or `inject` requests. */
+  app: FastifyInstance;
+  context: SigilContext;
+  /** Subscribes to audit events; returns the unsubscribe function. */
+  subscribe(listener: EventListener): () => void;
+  /** Closes the HTTP server and the store. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates a provider from a config object (DESIGN §4): validates it, opens the store and runs its
+ * migrations, loads or generates the signing keys, and builds the Fastify app.
+ * @throws ConfigError naming each invalid field; Error when the store cannot be opened.
+ */
+export async function createSigil(config: unknown, options: SigilOptions = {}): Promise<Sigil> {
+  const cfg = resolveConfig(config, options.overrides);
+  const log = options.logger ?? pino({ level: cfg.logLevel });
+  const store = await openStore(cfg.storage);
+  try {
+    const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms);
+    const resources = new Resources(cfg);
+    const events = new EventBus(log);
+    const grantTypes = new GrantRegistry();
+    grantTypes.register('client_credentials', clientCredentialsGrant);
+    grantTypes.register('password', passwordGrant);
+    grantTypes.register('refresh_token', refreshTokenGrant);
+    for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
+      grantTypes.register(grant.grantType, extensionGrantHandler(grant));
+    const context: SigilContext = {
+      config: cfg,
+      issuer: cfg.issuer,
+      store,
+      keys,
+      clients: new ClientRegistry(cfg.clients),
+      resources,
+      users: new UserService(cfg.users, store.users),
+      tokens: new TokenService(cfg.issuer, keys, store.grants, resources),
+      grantTypes,
+      events,
+      limiter: new FailureLimiter(cfg.rateLimits.maxFailures, cfg.rateLimits.windowSeconds),
+      apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, r.secrets.map(secretDigest)])),
+      resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
+      log,
+    };
+    const app = await buildApp(context);
+    return {
+      app,
+      context,
+      subscribe: (listener) => events.subscribe(listener),
+      close: async () => {
+        await app.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}

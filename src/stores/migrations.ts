@@ -1,0 +1,60 @@
+/**
+ * Schema migrations, in order. Run on start and by `sigil migrate` (DESIGN §3). A migration is
+ * never edited once released: add a new one.
+ */
+import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely';
+
+const migrations: Record<string, Migration> = {
+  '0001_initial': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('grants')
+        .addColumn('key', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('type', 'varchar(32)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(200)', (c) => c.notNull())
+        .addColumn('subject_id', 'varchar(255)')
+        .addColumn('family_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('session_id', 'varchar(64)')
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('consumed_at', 'bigint')
+        .addColumn('revoked_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('grants_family').on('grants').column('family_id').execute();
+      await db.schema.createIndex('grants_expires').on('grants').column('expires_at').execute();
+      await db.schema.createIndex('grants_subject').on('grants').columns(['subject_id', 'client_id', 'type']).execute();
+      await db.schema
+        .createTable('signing_keys')
+        .addColumn('kid', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('alg', 'varchar(16)', (c) => c.notNull())
+        .addColumn('private_jwk', 'text', (c) => c.notNull())
+        .addColumn('public_jwk', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('retired_at', 'bigint')
+        .execute();
+      await db.schema
+        .createTable('users')
+        .addColumn('subject_id', 'varchar(255)', (c) => c.primaryKey())
+        .addColumn('username', 'varchar(100)', (c) => c.notNull())
+        .addColumn('username_normalized', 'varchar(100)', (c) => c.notNull())
+        .addColumn('tenant', 'varchar(100)', (c) => c.notNull().defaultTo(''))
+        .addColumn('password_hash', 'text')
+        .addColumn('claims', 'text', (c) => c.notNull().defaultTo('{}'))
+        .addColumn('is_active', 'integer', (c) => c.notNull().defaultTo(1))
+        .addColumn('created_at', 'bigint', (c) => c.notNull().defaultTo(sql`0`))
+        .execute();
+      await db.schema
+        .createIndex('users_username')
+        .on('users')
+        .columns(['tenant', 'username_normalized'])
+        .unique()
+        .execute();
+    },
+  },
+};
+
+/** Kysely migration provider over the list above. */
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+};

@@ -1,0 +1,252 @@
+/**
+ * The one SQL implementation of the store interfaces (DESIGN §3), on Kysely. `openStore` picks the
+ * dialect from the storage URL: `sqlite:<path>` (better-sqlite3, WAL) or `memory` (SQLite in
+ * memory, for tests and the library's quick start).
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { type Generated, Kysely, Migrator, SqliteDialect, type Selectable } from 'kysely';
+import { migrationProvider } from './migrations.js';
+import type { GrantRecord, GrantStore, KeyStore, Store, StoredKey, StoredUser, UserStore } from './types.js';
+
+interface GrantsTable {
+  key: string;
+  type: string;
+  client_id: string;
+  subject_id: string | null;
+  family_id: string;
+  session_id: string | null;
+  data: string;
+  created_at: number;
+  expires_at: number;
+  consumed_at: number | null;
+  revoked_at: number | null;
+}
+interface KeysTable {
+  kid: string;
+  alg: string;
+  private_jwk: string;
+  public_jwk: string;
+  created_at: number;
+  retired_at: number | null;
+}
+interface UsersTable {
+  subject_id: string;
+  username: string;
+  username_normalized: string;
+  tenant: string;
+  password_hash: string | null;
+  claims: string;
+  is_active: number;
+  created_at: Generated<number>;
+}
+interface Database {
+  grants: GrantsTable;
+  signing_keys: KeysTable;
+  users: UsersTable;
+}
+
+/** Parses a storage URL (DESIGN §4). @throws Error naming the accepted forms. */
+export function parseStorageUrl(url: string): { kind: 'sqlite'; path: string } {
+  if (url === 'memory') return { kind: 'sqlite', path: ':memory:' };
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (path.length > 0) return { kind: 'sqlite', path };
+  }
+  throw new Error(`unsupported storage "${url}": use "sqlite:<file>" or "memory"`);
+}
+
+/**
+ * Opens the store named by `url`, creating the SQLite file's folder if needed, and runs the
+ * migrations.
+ * @throws Error when the URL is unsupported or a migration fails.
+ */
+export async function openStore(url: string): Promise<Store> {
+  const target = parseStorageUrl(url);
+  if (target.path !== ':memory:') mkdirSync(dirname(resolve(target.path)), { recursive: true });
+  const sqlite = new SQLite(target.path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const { error } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
+  if (error) {
+    await db.destroy();
+    throw error instanceof Error ? error : new Error(String(error));
+  }
+  return new SqlStore(db);
+}
+
+type GrantRow = Selectable<GrantsTable>;
+
+function toRecord(row: GrantRow): GrantRecord {
+  return {
+    key: row.key,
+    type: row.type as GrantRecord['type'],
+    clientId: row.client_id,
+    subjectId: row.subject_id,
+    familyId: row.family_id,
+    sessionId: row.session_id,
+    data: JSON.parse(row.data) as Record<string, unknown>,
+    createdAt: Number(row.created_at),
+    expiresAt: Number(row.expires_at),
+    consumedAt: row.consumed_at === null ? null : Number(row.consumed_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+  };
+}
+
+function toRow(r: GrantRecord): GrantsTable {
+  return {
+    key: r.key,
+    type: r.type,
+    client_id: r.clientId,
+    subject_id: r.subjectId,
+    family_id: r.familyId,
+    session_id: r.sessionId,
+    data: JSON.stringify(r.data),
+    created_at: r.createdAt,
+    expires_at: r.expiresAt,
+    consumed_at: r.consumedAt,
+    revoked_at: r.revokedAt,
+  };
+}
+
+class SqlStore implements Store, GrantStore, KeyStore, UserStore {
+  readonly grants: GrantStore = this;
+  readonly keys: KeyStore = this;
+  readonly users: UserStore = this;
+
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async put(record: GrantRecord): Promise<void> {
+    await this.db.insertInto('grants').values(toRow(record)).execute();
+  }
+
+  async get(key: string): Promise<GrantRecord | undefined> {
+    const row = await this.db.selectFrom('grants').selectAll().where('key', '=', key).executeTakeFirst();
+    return row ? toRecord(row) : undefined;
+  }
+
+  async consume(key: string, now: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('grants')
+      .set({ consumed_at: now })
+      .where('key', '=', key)
+      .where('consumed_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async update(key: string, data: Record<string, unknown>, expiresAt: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('grants')
+      .set({ data: JSON.stringify(data), expires_at: expiresAt })
+      .where('key', '=', key)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async revoke(record: GrantRecord, now: number): Promise<void> {
+    await this.db
+      .insertInto('grants')
+      .values(toRow({ ...record, revokedAt: now }))
+      .onConflict((oc) => oc.column('key').doUpdateSet({ revoked_at: now }).where('grants.revoked_at', 'is', null))
+      .execute();
+  }
+
+  async revokeFamily(familyId: string, now: number): Promise<number> {
+    const result = await this.db
+      .updateTable('grants')
+      .set({ revoked_at: now })
+      .where('family_id', '=', familyId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  async listKeys(): Promise<StoredKey[]> {
+    const rows = await this.db
+      .selectFrom('signing_keys')
+      .selectAll()
+      .where('retired_at', 'is', null)
+      .orderBy('created_at')
+      .orderBy('kid')
+      .execute();
+    return rows.map((r) => ({
+      kid: r.kid,
+      alg: r.alg,
+      privateJwk: JSON.parse(r.private_jwk) as Record<string, unknown>,
+      publicJwk: JSON.parse(r.public_jwk) as Record<string, unknown>,
+      createdAt: Number(r.created_at),
+      retiredAt: r.retired_at === null ? null : Number(r.retired_at),
+    }));
+  }
+
+  async addKey(key: StoredKey): Promise<void> {
+    await this.db
+      .insertInto('signing_keys')
+      .values({
+        kid: key.kid,
+        alg: key.alg,
+        private_jwk: JSON.stringify(key.privateJwk),
+        public_jwk: JSON.stringify(key.publicJwk),
+        created_at: key.createdAt,
+        retired_at: key.retiredAt,
+      })
+      .execute();
+  }
+
+  async findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined> {
+    const row = await this.db
+      .selectFrom('users')
+      .selectAll()
+      .where('tenant', '=', tenant ?? '')
+      .where('username_normalized', '=', username.toLowerCase())
+      .executeTakeFirst();
+    return row ? toUser(row) : undefined;
+  }
+
+  async findUserBySubject(subjectId: string): Promise<StoredUser | undefined> {
+    const row = await this.db.selectFrom('users').selectAll().where('subject_id', '=', subjectId).executeTakeFirst();
+    return row ? toUser(row) : undefined;
+  }
+
+  async addUser(user: StoredUser): Promise<void> {
+    await this.db
+      .insertInto('users')
+      .values({
+        subject_id: user.subjectId,
+        username: user.username,
+        username_normalized: user.username.toLowerCase(),
+        tenant: user.tenant ?? '',
+        password_hash: user.passwordHash,
+        claims: JSON.stringify(user.claims),
+        is_active: user.isActive ? 1 : 0,
+        created_at: Math.floor(Date.now() / 1000),
+      })
+      .execute();
+  }
+
+  async ping(): Promise<void> {
+    await this.db.selectFrom('signing_keys').select('kid').limit(1).execute();
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+}
+
+function toUser(row: Selectable<UsersTable>): StoredUser {
+  return {
+    subjectId: row.subject_id,
+    username: row.username,
+    tenant: row.tenant === '' ? null : row.tenant,
+    passwordHash: row.password_hash,
+    claims: JSON.parse(row.claims) as Record<string, unknown>,
+    isActive: row.is_active === 1,
+  };
+}

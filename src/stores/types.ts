@@ -1,0 +1,99 @@
+/**
+ * Storage interfaces (DESIGN §3). One SQL implementation serves them all (`sql.ts`); clients and
+ * resources come from the config file and are not stored here yet.
+ *
+ * Times are Unix seconds. Handles (codes, refresh tokens, reference tokens) never reach the store:
+ * only `key`, the SHA-256 of the handle, does.
+ */
+
+/** What a stored grant row is. `access_token` rows track JWT access tokens (by `jti`) for revocation. */
+export type GrantType =
+  | 'authorization_code'
+  | 'refresh_token'
+  | 'reference_token'
+  | 'access_token'
+  | 'device_code'
+  | 'consent';
+
+/** One persisted grant artefact. */
+export interface GrantRecord<D = Record<string, unknown>> {
+  /** SHA-256 of the handle, base64url (see `tokens/handles.ts`). */
+  key: string;
+  type: GrantType;
+  clientId: string;
+  /** The user, or null for client-only grants. */
+  subjectId: string | null;
+  /** The grant family: every token that stems from one authorization shares it (RFC 9700 §4.14.2). */
+  familyId: string;
+  sessionId: string | null;
+  data: D;
+  createdAt: number;
+  expiresAt: number;
+  consumedAt: number | null;
+  revokedAt: number | null;
+}
+
+/** Codes, refresh tokens, reference tokens, JWT revocation marks, consents and device codes. */
+export interface GrantStore {
+  /** Stores a new record. */
+  put(record: GrantRecord): Promise<void>;
+  /** The record under `key`, whatever its state, or undefined. */
+  get(key: string): Promise<GrantRecord | undefined>;
+  /**
+   * Marks a single-use record consumed, atomically: of concurrent callers exactly one gets true,
+   * and only while the record is neither consumed, revoked nor expired at `now`.
+   */
+  consume(key: string, now: number): Promise<boolean>;
+  /** Sets new data and expiry on a live record (sliding refresh tokens). Returns false if none. */
+  update(key: string, data: Record<string, unknown>, expiresAt: number): Promise<boolean>;
+  /** Revokes one record; inserts `record` in revoked state when there is no row under its key yet. */
+  revoke(record: GrantRecord, now: number): Promise<void>;
+  /** Revokes every record of a family; returns how many rows changed. */
+  revokeFamily(familyId: string, now: number): Promise<number>;
+}
+
+/** A signing key as stored: both halves as JWKs, private half possibly encrypted later (issue 6). */
+export interface StoredKey {
+  kid: string;
+  alg: string;
+  privateJwk: Record<string, unknown>;
+  publicJwk: Record<string, unknown>;
+  createdAt: number;
+  retiredAt: number | null;
+}
+
+/** Signing keys, shared by every node that uses the store (DESIGN §3). */
+export interface KeyStore {
+  /** All keys that are not retired, oldest first. */
+  listKeys(): Promise<StoredKey[]>;
+  /** Adds a key unless one for the same `alg` was added concurrently; returns the keys afterwards. */
+  addKey(key: StoredKey): Promise<void>;
+}
+
+/** A user kept in the database (`sigil users`, issue 6), password as an argon2id hash. */
+export interface StoredUser {
+  subjectId: string;
+  username: string;
+  tenant: string | null;
+  passwordHash: string | null;
+  claims: Record<string, unknown>;
+  isActive: boolean;
+}
+
+/** Users in the database. */
+export interface UserStore {
+  /** Finds a user by username (case-insensitive) within a tenant (null: users without one). */
+  findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined>;
+  findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
+  addUser(user: StoredUser): Promise<void>;
+}
+
+/** Everything a Sigil instance persists. */
+export interface Store {
+  grants: GrantStore;
+  keys: KeyStore;
+  users: UserStore;
+  /** Runs a trivial query: resolves when the store answers (`/readyz`). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,55 @@
+/**
+ * Random handles and their stored form (DESIGN §3): handles are 256-bit random values in
+ * base64url; the store only ever sees their SHA-256.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** A new opaque handle: 32 random bytes, base64url (43 characters). RFC 6749 §10.10. */
+export function newHandle(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** A new identifier (`jti`, grant family, session): 16 random bytes, base64url (22 characters). */
+export function newId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/** The key a handle is stored under: SHA-256 of its UTF-8 bytes, base64url. */
+export function hashHandle(handle: string): string {
+  return createHash('sha256').update(handle, 'utf8').digest('base64url');
+}
+
+/** SHA-256 digest of a UTF-8 string, as raw bytes. */
+export function sha256(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+/**
+ * Compares a presented secret with stored SHA-256 digests in constant time per digest; every
+ * digest is compared even after a match, so timing does not depend on the position.
+ */
+export function secretMatches(presented: string, digests: readonly Buffer[]): boolean {
+  const candidate = sha256(presented);
+  let ok = false;
+  for (const digest of digests) ok = timingSafeEqual(candidate, digest) || ok;
+  return ok;
+}
+
+/**
+ * Turns a configured secret into its SHA-256 digest: `sha256:<base64>` is taken as the digest
+ * itself, anything else is clear text and hashed here.
+ * @throws Error when a `sha256:` value is not 32 bytes of base64.
+ */
+export function secretDigest(configured: string): Buffer {
+  if (configured.startsWith('sha256:')) {
+    const digest = Buffer.from(configured.slice('sha256:'.length), 'base64');
+    if (digest.length !== 32) throw new Error('a "sha256:" secret must be the base64 of 32 bytes');
+    return digest;
+  }
+  return sha256(configured);
+}
+
+/** Current time in Unix seconds. */
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}

@@ -1,0 +1,288 @@
+/**
+ * Token creation and validation: access tokens (JWT per RFC 9068, or reference), identity tokens
+ * (OIDC Core §2), refresh tokens (RFC 6749 §6), and the check of an access token presented back
+ * to Sigil (userinfo, introspection, revocation, token exchange).
+ */
+import { createHash } from 'node:crypto';
+import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { KeyRing } from '../keys/keys.js';
+import type { GrantStore } from '../stores/types.js';
+import type { Client } from '../validation/client-auth.js';
+import { OFFLINE_ACCESS, type Resources } from '../validation/scopes.js';
+import { hashHandle, newHandle, newId, nowSeconds } from './handles.js';
+
+/** The authenticated user a token is issued for. */
+export interface Subject {
+  subjectId: string;
+  /** Unix seconds of the authentication. */
+  authTime: number;
+  /** Authentication methods (RFC 8176), e.g. `["pwd"]`. */
+  amr: string[];
+  /** Profile claims of the user, filtered per token type when issued. */
+  claims: Record<string, unknown>;
+  idp?: string;
+  sid?: string;
+  tenant?: string;
+}
+
+/** Claims Sigil sets itself; a profile or an extension grant can never supply them. */
+export const PROTOCOL_CLAIMS = new Set([
+  'iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'auth_time', 'amr', 'acr', 'idp', 'sid', 'nonce',
+  'at_hash', 'c_hash', 's_hash', 'azp', 'client_id', 'scope', 'cnf', 'act', 'may_act', 'typ',
+]);
+
+/** What the token endpoint answers on success (RFC 6749 §5.1, OIDC Core §3.1.3.3). */
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+  id_token?: string;
+  issued_token_type?: string;
+}
+
+/** How a refresh token accompanies an issuance. */
+export type RefreshPlan =
+  | { kind: 'none' }
+  /** Create a new refresh token in `familyId`, valid until `expiresAt` (Unix seconds). */
+  | { kind: 'new'; expiresAt: number; absoluteExpiresAt: number; scopes: string[] }
+  /** Return this existing refresh token (usage `reuse`). */
+  | { kind: 'existing'; handle: string };
+
+/** Everything one token response is made from. */
+export interface Issuance {
+  client: Client;
+  /** Granted scopes of the access token. */
+  scopes: string[];
+  /** The user; absent for client-only tokens (`sub` is then the client_id, RFC 9068 §2.2). */
+  subject?: Subject;
+  /** Grant family of the tokens; needed to revoke them together. */
+  familyId?: string;
+  refresh?: RefreshPlan;
+  /** Issue an identity token when `openid` is granted and a user is present. */
+  identityToken?: boolean;
+  nonce?: string;
+  /** Extra access-token claims (e.g. `act`, RFC 8693 §4.1); protocol claims are dropped. */
+  extraClaims?: Record<string, unknown>;
+}
+
+/** An access token that Sigil accepted back. */
+export interface ValidAccessToken {
+  format: 'jwt' | 'reference';
+  claims: JWTPayload & { client_id: string; scope?: string; sub: string };
+}
+
+/** Stored data of a refresh token. */
+export interface RefreshTokenData {
+  scopes: string[];
+  subject: Omit<Subject, 'claims'>;
+  absoluteExpiresAt: number;
+  [key: string]: unknown;
+}
+
+/** Longest token Sigil tries to validate, in characters. */
+const MAX_TOKEN_LENGTH = 8192;
+
+/** Creates and validates tokens for one issuer. */
+export class TokenService {
+  constructor(
+    private readonly issuer: string,
+    private readonly keys: KeyRing,
+    private readonly grants: GrantStore,
+    private readonly resources: Resources,
+  ) {}
+
+  /**
+   * Issues the tokens of one successful request: an access token, and as applicable a refresh
+   * token and an identity token.
+   */
+  async issue(req: Issuance): Promise<TokenResponse> {
+    const now = nowSeconds();
+    const { client, scopes, subject } = req;
+    const familyId = req.familyId ?? newId();
+    const accessToken = await this.accessToken(req, familyId, now);
+    const response: TokenResponse = {
+      access_token: accessToken,
+      token_type: 'Bearer',
+      expires_in: client.accessTokenLifetime,
+      scope: scopes.join(' '),
+    };
+    const plan = req.refresh ?? { kind: 'none' };
+    if (plan.kind === 'existing') response.refresh_token = plan.handle;
+    if (plan.kind === 'new' && subject) {
+      const handle = newHandle();
+      const data: RefreshTokenData = {
+        scopes: plan.scopes,
+        subject: withoutClaims(subject),
+        absoluteExpiresAt: plan.absoluteExpiresAt,
+      };
+      await this.grants.put({
+        key: hashHandle(handle),
+        type: 'refresh_token',
+        clientId: client.clientId,
+        subjectId: subject.subjectId,
+        familyId,
+        sessionId: subject.sid ?? null,
+        data,
+        createdAt: now,
+        expiresAt: plan.expiresAt,
+        consumedAt: null,
+        revokedAt: null,
+      });
+      response.refresh_token = handle;
+    }
+    if (req.identityToken && subject && scopes.includes('openid'))
+      response.id_token = await this.identityToken(client, subject, now, { accessToken, nonce: req.nonce });
+    return response;
+  }
+
+  /** Whether an issuance with these scopes may carry a refresh token (OIDC Core §11). */
+  static wantsRefreshToken(client: Client, scopes: readonly string[]): boolean {
+    return client.allowOfflineAccess && scopes.includes(OFFLINE_ACCESS);
+  }
+
+  private async accessToken(req: Issuance, familyId: string, now: number): Promise<string> {
+    const { client, scopes, subject } = req;
+    const audiences = this.resources.audiences(scopes);
+    const claims: JWTPayload & Record<string, unknown> = {
+      iss: this.issuer,
+      exp: now + client.accessTokenLifetime,
+      iat: now,
+      nbf: now,
+      // RFC 9068 §2.2 requires `aud`. Without an API resource the token is for Sigil's own
+      // userinfo endpoint; Duende's static audience `<issuer>/resources` names that case.
+      aud: audiences.length === 0 ? `${this.issuer}/resources` : audiences.length === 1 ? audiences[0] : audiences,
+      sub: subject ? subject.subjectId : client.clientId,
+      client_id: client.clientId,
+      jti: newId(),
+      scope: scopes.join(' '),
+    };
+    if (subject) {
+      claims.auth_time = subject.authTime;
+      claims.amr = subject.amr;
+      if (subject.idp) claims.idp = subject.idp;
+      if (subject.sid) claims.sid = subject.sid;
+      Object.assign(claims, pickClaims(subject.claims, this.resources.accessTokenClaimNames(scopes)));
+    }
+    for (const [name, value] of Object.entries(req.extraClaims ?? {}))
+      if (!PROTOCOL_CLAIMS.has(name) || name === 'act') claims[name] = value;
+
+    if (client.accessTokenType === 'reference') {
+      const handle = newHandle();
+      await this.grants.put({
+        key: hashHandle(handle),
+        type: 'reference_token',
+        clientId: client.clientId,
+        subjectId: subject?.subjectId ?? null,
+        familyId,
+        sessionId: subject?.sid ?? null,
+        data: { claims },
+        createdAt: now,
+        expiresAt: now + client.accessTokenLifetime,
+        consumedAt: null,
+        revokedAt: null,
+      });
+      return handle;
+    }
+    // JWT access tokens that belong to a revocable grant get a row, so that revoking the grant
+    // (RFC 7009 §2.1, RFC 9700 §4.14.2) also ends them as seen by userinfo and introspection.
+    if (req.familyId !== undefined || (req.refresh && req.refresh.kind !== 'none')) {
+      await this.grants.put({
+        key: hashHandle(claims.jti as string),
+        type: 'access_token',
+        clientId: client.clientId,
+        subjectId: subject?.subjectId ?? null,
+        familyId,
+        sessionId: subject?.sid ?? null,
+        data: {},
+        createdAt: now,
+        expiresAt: now + client.accessTokenLifetime,
+        consumedAt: null,
+        revokedAt: null,
+      });
+    }
+    return this.keys.sign(claims, 'at+jwt');
+  }
+
+  /**
+   * An identity token (OIDC Core §2, §3.1.3.6): `iss, sub, aud, exp, iat, auth_time, amr`, plus
+   * `nonce`, `sid`, `at_hash` and `c_hash` when given. Profile claims go through userinfo.
+   */
+  async identityToken(
+    client: Client,
+    subject: Subject,
+    now: number,
+    opts: { accessToken?: string; code?: string; nonce?: string | undefined },
+  ): Promise<string> {
+    const alg = this.keys.defaultAlgorithm;
+    const claims: JWTPayload & Record<string, unknown> = {
+      iss: this.issuer,
+      sub: subject.subjectId,
+      aud: client.clientId,
+      exp: now + client.identityTokenLifetime,
+      iat: now,
+      auth_time: subject.authTime,
+      amr: subject.amr,
+    };
+    if (subject.idp) claims.idp = subject.idp;
+    if (subject.sid) claims.sid = subject.sid;
+    if (opts.nonce !== undefined) claims.nonce = opts.nonce;
+    if (opts.accessToken) claims.at_hash = leftHalfHash(opts.accessToken, alg);
+    if (opts.code) claims.c_hash = leftHalfHash(opts.code, alg);
+    return this.keys.sign(claims, 'JWT', alg);
+  }
+
+  /**
+   * Validates an access token presented to Sigil: a JWT must carry `typ: at+jwt`, verify against
+   * Sigil's keys and issuer and be unexpired; a reference token must be stored, unexpired and
+   * unrevoked. Either is refused once its grant or it was revoked.
+   * @returns the token's claims, or undefined when it is not a valid access token.
+   */
+  async validateAccessToken(token: string): Promise<ValidAccessToken | undefined> {
+    if (token.length === 0 || token.length > MAX_TOKEN_LENGTH) return undefined;
+    const now = nowSeconds();
+    if (token.includes('.')) {
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, this.keys.verificationKeys, {
+          issuer: this.issuer,
+          typ: 'at+jwt',
+          algorithms: this.keys.algorithms,
+          requiredClaims: ['exp', 'iat', 'jti', 'sub', 'client_id'],
+        }));
+      } catch (err) {
+        if (err instanceof joseErrors.JOSEError || err instanceof TypeError) return undefined;
+        throw err;
+      }
+      const mark = await this.grants.get(hashHandle(String(payload.jti)));
+      if (mark && (mark.revokedAt !== null || mark.type !== 'access_token')) return undefined;
+      return { format: 'jwt', claims: payload as ValidAccessToken['claims'] };
+    }
+    const row = await this.grants.get(hashHandle(token));
+    if (!row || row.type !== 'reference_token' || row.revokedAt !== null || row.expiresAt <= now) return undefined;
+    return { format: 'reference', claims: (row.data as { claims: ValidAccessToken['claims'] }).claims };
+  }
+}
+
+/** The user claims named in `names`, protocol claims excluded; values keep their JSON type. */
+export function pickClaims(claims: Record<string, unknown>, names: Set<string>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name of names) if (!PROTOCOL_CLAIMS.has(name) && Object.hasOwn(claims, name)) out[name] = claims[name];
+  return out;
+}
+
+/**
+ * `at_hash` / `c_hash` (OIDC Core §3.1.3.6, §3.3.2.11): the left half of the hash of the ASCII
+ * value, with the hash of the signing algorithm's size, base64url.
+ */
+export function leftHalfHash(value: string, alg: string): string {
+  const bits = alg.endsWith('512') ? 'sha512' : alg.endsWith('384') ? 'sha384' : 'sha256';
+  const digest = createHash(bits).update(value, 'ascii').digest();
+  return digest.subarray(0, digest.length / 2).toString('base64url');
+}
+
+function withoutClaims(subject: Subject): Omit<Subject, 'claims'> {
+  const { claims: _claims, ...rest } = subject;
+  return rest;
+}
