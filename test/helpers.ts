@@ -1,0 +1,162 @@
+/**
+ * Test fixtures: a config with the checklist's clients (security-checklist.md §0.2), an in-process
+ * provider on a real SQLite file, and the real `sigil start` process on a socket.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pino } from 'pino';
+import { createSigil, type ConfigInput, type Sigil, type SigilOptions } from '../src/index.js';
+
+/** A fixture config; `overrides` replace top-level fields. */
+export function testConfig(overrides: Partial<ConfigInput> = {}): ConfigInput {
+  return {
+    issuer: 'http://127.0.0.1:5999',
+    storage: 'memory',
+    logLevel: 'silent',
+    signingAlgorithms: ['RS256', 'ES256'],
+    identityResources: [
+      { name: 'openid', userClaims: ['sub'], required: true },
+      { name: 'profile', userClaims: ['name', 'given_name', 'family_name'] },
+      { name: 'email', userClaims: ['email', 'email_verified'] },
+      { name: 'roles', userClaims: ['role'] },
+    ],
+    apiScopes: [{ name: 'api1' }, { name: 'api2', userClaims: ['email'] }],
+    apiResources: [
+      { name: 'api1', scopes: ['api1'], secrets: ['api1-secret'], userClaims: ['role'] },
+      { name: 'api2', scopes: ['api2'], secrets: ['sha256:' + createHash('sha256').update('api2-secret').digest('base64')] },
+    ],
+    clients: [
+      { clientId: 'm2m', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1', 'api2'] },
+      { clientId: 'm2m-ref', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'], accessTokenType: 'reference' },
+      {
+        clientId: 'ropc',
+        clientSecrets: ['ropc-secret'],
+        allowedGrantTypes: ['password', 'urn:ietf:params:oauth:grant-type:token-exchange'],
+        allowedScopes: ['openid', 'profile', 'email', 'roles', 'api1', 'api2', 'offline_access'],
+        allowOfflineAccess: true,
+      },
+      {
+        clientId: 'ropc-ref',
+        clientSecrets: ['ropc-secret'],
+        allowedGrantTypes: ['password'],
+        allowedScopes: ['openid', 'profile', 'api1', 'offline_access'],
+        allowOfflineAccess: true,
+        accessTokenType: 'reference',
+        refreshTokenUsage: 'reuse',
+        refreshTokenExpiration: 'sliding',
+      },
+      {
+        clientId: 'spa',
+        requireClientSecret: false,
+        allowedGrantTypes: ['password'],
+        allowedScopes: ['openid', 'api1', 'offline_access'],
+        allowOfflineAccess: true,
+        absoluteRefreshTokenLifetime: 20,
+        allowedCorsOrigins: ['https://spa.example'],
+      },
+      { clientId: 'c:1', clientSecrets: ['s+/%'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] },
+      { clientId: 'other', clientSecrets: ['other-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1', 'offline_access'], allowOfflineAccess: true },
+    ],
+    users: [
+      {
+        subjectId: '1',
+        username: 'alice',
+        password: 'alice',
+        claims: { name: 'Alice Smith', given_name: 'Alice', family_name: 'Smith', email: 'alice@example.com', email_verified: true, role: ['admin'] },
+      },
+      { subjectId: '2', username: 'bob', password: 'bob', claims: { name: 'Bob', role: ['user', 'dev'] } },
+      { subjectId: '3', username: 'carol', password: 'carol', tenant: 'acme', claims: { name: 'Carol of Acme' } },
+      { subjectId: '4', username: 'dave', password: 'dave', isActive: false, claims: {} },
+    ],
+    ...overrides,
+  };
+}
+
+
+/** A fresh temporary directory, removed by the returned `cleanup`. */
+export function tempDir(): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'sigil-test-'));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** An in-process provider on a real SQLite file in a temp dir (use `app.inject`). */
+export async function startSigil(
+  overrides: Partial<ConfigInput> = {},
+  options: SigilOptions = {},
+): Promise<Sigil & { dir: string }> {
+  const { dir, cleanup } = tempDir();
+  const sigil = await createSigil(testConfig({ storage: `sqlite:${join(dir, 'sigil.db')}`, ...overrides }), {
+    logger: pino({ level: 'silent' }),
+    ...options,
+  });
+  const close = sigil.close;
+  return { ...sigil, dir, close: async () => { await close(); cleanup(); } };
+}
+
+/** The real `sigil start` process on a free port, as `npm start` runs it. */
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+const CLI = resolve(import.meta.dirname, '../dist/cli/main.js');
+
+/**
+ * Writes `config` to a temp file and runs `node dist/cli/main.js start --config FILE --port 0`,
+ * resolving once it prints `listening on <url>`. The issuer is set to that URL via a fixed port.
+ */
+export async function startProcess(config: ConfigInput, port: number): Promise<ServerProcess> {
+  const { dir, cleanup } = tempDir();
+  const file = join(dir, 'sigil.json');
+  const issuer = `http://127.0.0.1:${port}`;
+  writeFileSync(file, JSON.stringify({ ...config, issuer, storage: `sqlite:${join(dir, 'sigil.db')}` }));
+  const child = spawn(process.execPath, [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+  await new Promise<void>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`server did not start:\n${out}`)), 20_000);
+    const check = () => {
+      if (/listening on http/.test(out)) {
+        clearTimeout(timer);
+        ok();
+      }
+    };
+    child.stdout?.on('data', check);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`server exited with ${code}:\n${out}`));
+    });
+  });
+  return {
+    url: issuer,
+    child,
+    output: () => out,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      cleanup();
+    },
+  };
+}
+
+/** Form-encodes parameters. */
+export function form(params: Record<string, string>): string {
+  return new URLSearchParams(params).toString();
+}
+
+/** An `Authorization: Basic` value with form-url-encoded id and secret (RFC 6749 §2.3.1). */
+export function basic(id: string, secret: string): string {
+  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return 'Basic ' + Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64');
+}
