@@ -13,6 +13,9 @@ import type { ClientRegistry } from './validation/client-auth.js';
 import type { FailureLimiter } from './validation/failure-limiter.js';
 import type { Resources } from './validation/scopes.js';
 import type { ResourceOwnerValidator } from './grants/password.js';
+import type { Interactions } from './endpoints/interactions.js';
+import type { Pages } from './ui/pages.js';
+import type { SessionService } from './users/sessions.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -30,5 +33,8 @@ export interface SigilContext {
   /** API resource name → SHA-256 digests of its secrets (introspection callers). */
   apiSecrets: Map<string, Buffer[]>;
   resourceOwnerValidator: ResourceOwnerValidator;
+  sessions: SessionService;
+  interactions: Interactions;
+  pages: Pages;
   log: Logger;
 }

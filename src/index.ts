@@ -8,7 +8,11 @@ import { type ConfigOverrides, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
 import { type ExtensionGrant, extensionGrantHandler } from './grants/extension.js';
+import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { clientCredentialsGrant } from './grants/client-credentials.js';
+import { Interactions } from './endpoints/interactions.js';
+import { Pages } from './ui/pages.js';
+import { SessionService } from './users/sessions.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
 import { GrantRegistry } from './grants/registry.js';
@@ -69,6 +73,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     const resources = new Resources(cfg);
     const events = new EventBus(log);
     const grantTypes = new GrantRegistry();
+    grantTypes.register('authorization_code', authorizationCodeGrant);
     grantTypes.register('client_credentials', clientCredentialsGrant);
     grantTypes.register('password', passwordGrant);
     grantTypes.register('refresh_token', refreshTokenGrant);
@@ -88,6 +93,9 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       limiter: new FailureLimiter(cfg.rateLimits.maxFailures, cfg.rateLimits.windowSeconds),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, r.secrets.map(secretDigest)])),
       resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
+      sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime),
+      interactions: new Interactions(store.grants),
+      pages: new Pages(),
       log,
     };
     const app = await buildApp(context);

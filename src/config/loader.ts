@@ -66,7 +66,12 @@ export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}): Re
   const result = configSchema.safeParse(merged);
   if (!result.success) {
     throw new ConfigError(
-      result.error.issues.map((i) => `${formatPath(i.path)}: ${i.message}`),
+      result.error.issues.flatMap((i) =>
+        // An unknown field is reported at its own path, not at the enclosing object's.
+        i.code === 'unrecognized_keys'
+          ? i.keys.map((k) => `${formatPath([...i.path, k])}: unknown field`)
+          : [`${formatPath(i.path)}: ${i.message}`],
+      ),
     );
   }
   const cfg = result.data;

@@ -7,6 +7,11 @@ import { z } from 'zod';
 
 const lifetime = z.number().int().positive();
 const nonEmpty = z.string().min(1);
+/** A secret: clear text, or `sha256:<base64 of the 32-byte digest>` (checked here, not at start). */
+const secret = nonEmpty.refine(
+  (s) => !s.startsWith('sha256:') || Buffer.from(s.slice('sha256:'.length), 'base64').length === 32,
+  'a "sha256:" secret must be the base64 of 32 bytes',
+);
 
 /** Grant type names a client may list (DESIGN §4); any other name is an extension grant. */
 export const BUILT_IN_GRANT_TYPES = [
@@ -41,7 +46,7 @@ const apiResource = z.strictObject({
   name: nonEmpty,
   scopes: z.array(nonEmpty).default([]),
   /** Secrets the API authenticates with at introspection: clear text or `sha256:<base64>`. */
-  secrets: z.array(nonEmpty).default([]),
+  secrets: z.array(secret).default([]),
   userClaims: z.array(nonEmpty).default([]),
 });
 
@@ -49,7 +54,7 @@ const client = z.strictObject({
   clientId: nonEmpty.max(100),
   clientName: z.string().optional(),
   enabled: z.boolean().default(true),
-  clientSecrets: z.array(nonEmpty).default([]),
+  clientSecrets: z.array(secret).default([]),
   requireClientSecret: z.boolean().default(true),
   allowedGrantTypes: z.array(nonEmpty).min(1),
   allowedScopes: z.array(nonEmpty).default([]),
@@ -132,6 +137,8 @@ export const configSchema = z
     users: z.array(user).default([]),
     identityProviders: z.array(identityProvider).default([]),
     rateLimits: rateLimits.default({ maxFailures: 20, windowSeconds: 60 }),
+    /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
+    sessionLifetime: lifetime.default(36000),
   })
   .superRefine((cfg, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });

@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { methodNotAllowed } from '../http/request.js';
+import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../validation/scopes.js';
 
 /** Seconds that clients may cache discovery and the JWKS. */
@@ -26,15 +27,18 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
   return {
     issuer: base,
     jwks_uri: `${base}/.well-known/openid-configuration/jwks`,
+    authorization_endpoint: `${base}/connect/authorize`,
     token_endpoint: `${base}/connect/token`,
     userinfo_endpoint: `${base}/connect/userinfo`,
     introspection_endpoint: `${base}/connect/introspect`,
     revocation_endpoint: `${base}/connect/revocation`,
+    end_session_endpoint: `${base}/connect/endsession`,
     scopes_supported: scopes,
     claims_supported: [...claims],
     grant_types_supported: grantTypes,
-    // The authorization endpoint is not implemented yet: no response type can be asked for.
-    response_types_supported: [],
+    response_types_supported: [...RESPONSE_TYPES],
+    response_modes_supported: ['query', 'fragment', 'form_post'],
+    prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -42,8 +46,11 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     code_challenge_methods_supported: clients.some((c) => c.allowPlainTextPkce) ? ['S256', 'plain'] : ['S256'],
     subject_types_supported: ['public'],
     claims_parameter_supported: false,
-    request_parameter_supported: false,
-    request_uri_parameter_supported: false,
+    request_parameter_supported: true,
+    request_uri_parameter_supported: clients.some((c) => c.requestUris.length > 0),
+    require_request_uri_registration: true,
+    request_object_signing_alg_values_supported: ['RS256', 'PS256', 'ES256', 'HS256'],
+    authorization_response_iss_parameter_supported: true,
   };
 }
 

@@ -50,7 +50,8 @@ function audiences(ctx: SigilContext, found: FoundToken): string[] {
 }
 
 function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolean {
-  if (caller.kind === 'api') return audiences(ctx, found).includes(caller.name);
+  // D-13 (as the seed): an API resource sees access tokens for it, never refresh tokens.
+  if (caller.kind === 'api') return found.kind === 'access_token' && audiences(ctx, found).includes(caller.name);
   const owner = found.kind === 'refresh_token' ? found.row.clientId : found.token.claims.client_id;
   return owner === caller.clientId;
 }

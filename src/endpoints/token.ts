@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError } from '../errors.js';
 import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
-import { authenticateClient } from '../validation/client-auth.js';
+import { authenticateClient, findCredentials } from '../validation/client-auth.js';
 
 /** Registers `/connect/token`. Every method reaches it; anything but a form POST is `invalid_request`. */
 export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
@@ -18,7 +18,10 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
       let grantType: string | undefined;
       try {
         const params = formBody(request, 'invalid_request');
-        const { client } = authenticateClient(credentialSource(request, params), ctx.clients, ctx.limiter, request.ip);
+        const source = credentialSource(request, params);
+        // The claimed client_id, so that a failed authentication's event names it (audit).
+        clientId = findCredentials(source)?.id.slice(0, 100);
+        const { client } = authenticateClient(source, ctx.clients, ctx.limiter, request.ip);
         clientId = client.clientId;
         grantType = params.get('grant_type');
         const handler = ctx.grantTypes.resolve(grantType, client);

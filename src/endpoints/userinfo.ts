@@ -46,7 +46,9 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
 function sendBearerError(reply: FastifyReply, err: OAuthError): FastifyReply {
   // RFC 6750 §3: the error travels in WWW-Authenticate; a JSON body repeats it for convenience,
   // except when no token was sent at all (§3.1: no error code then).
-  if (!err.headers['www-authenticate']?.includes('error=')) {
+  // Other errors (a non-form body, credentials in the query) keep their JSON body.
+  const challenge = err.headers['www-authenticate'];
+  if (challenge !== undefined && !challenge.includes('error=')) {
     return noStore(reply).code(err.status).headers(err.headers).send();
   }
   return sendOAuthError(reply, err);

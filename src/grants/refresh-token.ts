@@ -53,6 +53,10 @@ export const refreshTokenGrant: GrantHandler = async (ctx, { params, client }) =
     refresh,
     identityToken: true,
   });
+  // A concurrent reuse may have revoked the family while the new tokens were being written; the
+  // consumed token's row then carries the revocation, and the new tokens must share it (D-09, R-02).
+  if (client.refreshTokenUsage === 'oneTime' && (await ctx.store.grants.get(key))?.revokedAt != null)
+    await ctx.store.grants.revokeFamily(row.familyId, nowSeconds());
   return { response, subjectId: user.subjectId };
 };
 

@@ -2,18 +2,26 @@
  * The Fastify application: body parsing, security headers, CORS, error rendering, metrics and the
  * routes of every endpoint (DESIGN §1, `http/`).
  */
+import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
+import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from 'fastify';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import type { SigilContext } from '../context.js';
+import { authorizeEndpoint } from '../endpoints/authorize.js';
 import { discoveryEndpoints } from '../endpoints/discovery.js';
+import { endSessionEndpoint } from '../endpoints/end-session.js';
 import { healthEndpoints } from '../endpoints/health.js';
 import { introspectionEndpoint } from '../endpoints/introspection.js';
 import { revocationEndpoint } from '../endpoints/revocation.js';
 import { tokenEndpoint } from '../endpoints/token.js';
 import { userinfoEndpoint } from '../endpoints/userinfo.js';
 import { OAuthError } from '../errors.js';
+import { accountPages } from '../ui/account.js';
+import { consentPage } from '../ui/consent.js';
+import { csrfTokenOf } from '../ui/csrf.js';
+import { STYLES } from '../ui/styles.js';
 import { Params } from './form.js';
 import { NOT_A_FORM, sendOAuthError } from './request.js';
 
@@ -67,8 +75,18 @@ export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
 
   await app.register(helmet, {
     contentSecurityPolicy: {
-      directives: { 'frame-ancestors': ["'none'"], 'upgrade-insecure-requests': null },
+      directives: { 'frame-ancestors': ["'none'"], 'style-src': ["'self'"], 'upgrade-insecure-requests': null },
     },
+    frameguard: { action: 'deny' },
+    referrerPolicy: { policy: 'no-referrer' },
+  });
+  const secureCookies = ctx.issuer.startsWith('https:');
+  await app.register(cookie);
+  await app.register(csrf, {
+    sessionPlugin: '@fastify/cookie',
+    cookieKey: 'sigil.csrf',
+    cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: secureCookies },
+    getToken: csrfTokenOf,
   });
   const origins = new Set(ctx.clients.all().flatMap((c) => c.allowedCorsOrigins));
   await app.register(cors, {
@@ -97,10 +115,17 @@ export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
   });
 
   discoveryEndpoints(app, ctx);
+  authorizeEndpoint(app, ctx);
   tokenEndpoint(app, ctx);
   userinfoEndpoint(app, ctx);
   introspectionEndpoint(app, ctx);
   revocationEndpoint(app, ctx);
+  endSessionEndpoint(app, ctx);
+  accountPages(app, ctx);
+  consentPage(app, ctx);
+  app.get('/assets/sigil.css', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLES),
+  );
   healthEndpoints(app, ctx, metrics);
   return app;
 }

@@ -150,6 +150,16 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore {
     return result.numUpdatedRows === 1n;
   }
 
+  async save(record: GrantRecord): Promise<void> {
+    const row = toRow(record);
+    const { key: _key, ...rest } = row;
+    await this.db
+      .insertInto('grants')
+      .values(row)
+      .onConflict((oc) => oc.column('key').doUpdateSet(rest))
+      .execute();
+  }
+
   async revoke(record: GrantRecord, now: number): Promise<void> {
     await this.db
       .insertInto('grants')

@@ -13,7 +13,9 @@ export type GrantType =
   | 'reference_token'
   | 'access_token'
   | 'device_code'
-  | 'consent';
+  | 'consent'
+  | 'session'
+  | 'interaction';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {
@@ -46,6 +48,8 @@ export interface GrantStore {
   consume(key: string, now: number): Promise<boolean>;
   /** Sets new data and expiry on a live record (sliding refresh tokens). Returns false if none. */
   update(key: string, data: Record<string, unknown>, expiresAt: number): Promise<boolean>;
+  /** Stores `record`, replacing whatever is stored under its key (remembered consents). */
+  save(record: GrantRecord): Promise<void>;
   /** Revokes one record; inserts `record` in revoked state when there is no row under its key yet. */
   revoke(record: GrantRecord, now: number): Promise<void>;
   /** Revokes every record of a family; returns how many rows changed. */

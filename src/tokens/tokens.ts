@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import { compactVerify, decodeProtectedHeader } from 'jose';
 import type { KeyRing } from '../keys/keys.js';
 import type { GrantStore } from '../stores/types.js';
 import type { Client } from '../validation/client-auth.js';
@@ -142,7 +143,11 @@ export class TokenService {
     return client.allowOfflineAccess && scopes.includes(OFFLINE_ACCESS);
   }
 
-  private async accessToken(req: Issuance, familyId: string, now: number): Promise<string> {
+  /**
+   * Creates one access token (RFC 9068 JWT or reference, per the client's `accessTokenType`) in
+   * grant family `familyId`; `now` in Unix seconds.
+   */
+  async accessToken(req: Issuance, familyId: string, now: number): Promise<string> {
     const { client, scopes, subject } = req;
     const audiences = this.resources.audiences(scopes);
     const claims: JWTPayload & Record<string, unknown> = {
@@ -213,7 +218,7 @@ export class TokenService {
     client: Client,
     subject: Subject,
     now: number,
-    opts: { accessToken?: string; code?: string; nonce?: string | undefined },
+    opts: { accessToken?: string; code?: string; nonce?: string | undefined; claims?: Record<string, unknown> },
   ): Promise<string> {
     const alg = this.keys.defaultAlgorithm;
     const claims: JWTPayload & Record<string, unknown> = {
@@ -227,6 +232,7 @@ export class TokenService {
     };
     if (subject.idp) claims.idp = subject.idp;
     if (subject.sid) claims.sid = subject.sid;
+    for (const [name, value] of Object.entries(opts.claims ?? {})) if (!PROTOCOL_CLAIMS.has(name)) claims[name] = value;
     if (opts.nonce !== undefined) claims.nonce = opts.nonce;
     if (opts.accessToken) claims.at_hash = leftHalfHash(opts.accessToken, alg);
     if (opts.code) claims.c_hash = leftHalfHash(opts.code, alg);
@@ -263,6 +269,35 @@ export class TokenService {
     if (!row || row.type !== 'reference_token' || row.revokedAt !== null || row.expiresAt <= now) return undefined;
     return { format: 'reference', claims: (row.data as { claims: ValidAccessToken['claims'] }).claims };
   }
+
+  /**
+   * Verifies an identity token Sigil issued, presented back as `id_token_hint` (OIDC Core
+   * §3.1.2.1; RP-Initiated Logout §2): signature and issuer are checked, expiry is not (an
+   * expired hint is still genuine).
+   * @returns the hint's subject, audience and session, or undefined when it is not genuine.
+   */
+  async verifyIdTokenHint(token: string): Promise<IdTokenHint | undefined> {
+    if (token.length > MAX_TOKEN_LENGTH) return undefined;
+    try {
+      const header = decodeProtectedHeader(token);
+      if (header.typ !== 'JWT' || !this.keys.algorithms.includes(header.alg as never)) return undefined;
+      const { payload } = await compactVerify(token, this.keys.verificationKeys);
+      const claims = JSON.parse(new TextDecoder().decode(payload)) as JWTPayload & { sid?: unknown };
+      if (claims.iss !== this.issuer || typeof claims.sub !== 'string') return undefined;
+      const aud = Array.isArray(claims.aud) ? claims.aud : typeof claims.aud === 'string' ? [claims.aud] : [];
+      return { sub: claims.sub, aud, ...(typeof claims.sid === 'string' ? { sid: claims.sid } : {}) };
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** What a verified `id_token_hint` tells. */
+export interface IdTokenHint {
+  sub: string;
+  /** The client(s) the identity token was issued to. */
+  aud: string[];
+  sid?: string;
 }
 
 /** The user claims named in `names`, protocol claims excluded; values keep their JSON type. */

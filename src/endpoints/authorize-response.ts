@@ -1,0 +1,41 @@
+/**
+ * Delivering authorization responses and errors (RFC 6749 §4.1.2, §4.2.2; OAuth 2.0 Multiple
+ * Response Type Encoding Practices §2; OAuth 2.0 Form Post Response Mode; RFC 9207): `iss` on
+ * every response, 303 for redirects (RFC 9700 §4.12), and an error page that never redirects
+ * when the client or its redirect URI is not known good.
+ */
+import type { FastifyReply } from 'fastify';
+import type { SigilContext } from '../context.js';
+import type { OAuthError } from '../errors.js';
+import type { ResponseTarget } from '../validation/authorize-request.js';
+
+/**
+ * Sends an authorization response to the client: parameters appended to the redirect URI's
+ * query (its own query kept), in the fragment, or in an auto-posting form. `state` and `iss` are
+ * added here.
+ */
+export function sendToClient(ctx: SigilContext, reply: FastifyReply, target: ResponseTarget, fields: Record<string, string>): FastifyReply {
+  const all: Record<string, string> = { ...fields };
+  if (target.state !== undefined) all.state = target.state;
+  all.iss = ctx.issuer;
+  if (target.mode === 'form_post') return ctx.pages.sendFormPost(reply, target.redirectUri, all);
+  const encoded = new URLSearchParams(all).toString();
+  const location =
+    target.mode === 'query'
+      ? `${target.redirectUri}${target.redirectUri.includes('?') ? '&' : '?'}${encoded}`
+      : `${target.redirectUri}#${encoded}`;
+  return reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').redirect(location, 303);
+}
+
+/** Sends an OAuth error back to the client (RFC 6749 §4.1.2.1, OIDC Core §3.1.2.6). */
+export function sendErrorToClient(ctx: SigilContext, reply: FastifyReply, target: ResponseTarget, error: OAuthError): FastifyReply {
+  const fields: Record<string, string> = { error: error.code };
+  if (error.description) fields.error_description = error.description;
+  return sendToClient(ctx, reply, target, fields);
+}
+
+/** The error page (D-25): 400 HTML naming the error; it never links to any client URI. */
+export function sendErrorPage(ctx: SigilContext, reply: FastifyReply, error: OAuthError, lang: string, status = 400): FastifyReply {
+  const data = { titleKey: 'errorTitle', textKey: 'errorIntro', code: error.code, description: error.description };
+  return ctx.pages.send(reply, 'message', lang, data, status);
+}

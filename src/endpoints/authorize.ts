@@ -1,0 +1,257 @@
+/**
+ * The authorization endpoint, `GET`/`POST /connect/authorize` (RFC 6749 §3.1, §4.1, §4.2; OIDC Core
+ * §3.1.2, §3.2.2, §3.3.2): validate the request, decide whether the user must sign in or consent
+ * (OIDC Core §3.1.2.3–§3.1.2.4, prompt and max_age), then issue the authorization code and the
+ * tokens the response type asks for. A request waiting for a page resumes at
+ * `/connect/authorize/resume?interaction=<id>`.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { OAuthError } from '../errors.js';
+import { Params } from '../http/form.js';
+import { methodNotAllowed } from '../http/request.js';
+import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
+import { pickClaims, type Subject } from '../tokens/tokens.js';
+import { pickLocale } from '../ui/i18n.js';
+import type { User } from '../users/users.js';
+import type { Session } from '../users/sessions.js';
+import {
+  AuthorizeError,
+  type AuthorizeRequest,
+  isNativeRedirect,
+  validateAuthorizeRequest,
+} from '../validation/authorize-request.js';
+import { sendErrorPage, sendErrorToClient, sendToClient } from './authorize-response.js';
+import type { Interaction } from './interactions.js';
+
+/** Data stored with an authorization code (RFC 6749 §4.1.2: bound to client, redirect URI, PKCE, nonce). */
+export interface AuthorizationCodeData {
+  redirectUri: string;
+  scopes: string[];
+  nonce?: string;
+  codeChallenge?: string;
+  codeChallengeMethod?: 'S256' | 'plain';
+  subject: Omit<Subject, 'claims'>;
+  [key: string]: unknown;
+}
+
+/** A pending request being resumed. */
+interface Pending {
+  id: string;
+  interaction: Interaction;
+}
+
+/** Registers `/connect/authorize` (GET, POST) and `/connect/authorize/resume` (GET). */
+export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+  app.route({
+    method: ['GET', 'POST'],
+    url: '/connect/authorize',
+    handler: async (request, reply) => {
+      let params: Params;
+      try {
+        if (request.method === 'GET') params = Params.parse(rawQuery(request.url));
+        else if (request.body instanceof Params) params = request.body;
+        else return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the body must be a form'), language(request), 415);
+      } catch (err) {
+        if (err instanceof OAuthError) return sendErrorPage(ctx, reply, err, language(request));
+        throw err;
+      }
+      return authorize(ctx, request, reply, params, undefined);
+    },
+  });
+  app.route({ method: ['PUT', 'DELETE', 'PATCH'], url: '/connect/authorize', handler: methodNotAllowed('GET, POST') });
+
+  app.get('/connect/authorize/resume', async (request, reply) => {
+    const id = (request.query as Record<string, unknown>).interaction;
+    const browser = ctx.sessions.browserId(request, reply);
+    const interaction = typeof id === 'string' ? await ctx.interactions.get(id, browser) : undefined;
+    if (typeof id !== 'string' || !interaction) return expiredPage(ctx, request, reply);
+    return authorize(ctx, request, reply, Params.fromRecord(interaction.params), { id, interaction });
+  });
+}
+
+/** The page shown for an unknown, expired or foreign interaction id. */
+export function expiredPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return ctx.pages.send(reply, 'message', language(request), { titleKey: 'errorTitle', textKey: 'expired' }, 400);
+}
+
+/** The page language of a request from its `ui_locales` parameter or `Accept-Language`. */
+export function language(request: FastifyRequest, uiLocales?: string): string {
+  let fromQuery: string | undefined = uiLocales;
+  if (fromQuery === undefined) {
+    const q = (request.query as Record<string, unknown> | undefined)?.ui_locales;
+    if (typeof q === 'string') fromQuery = q;
+  }
+  return pickLocale(fromQuery, request.headers['accept-language']);
+}
+
+function rawQuery(url: string): string {
+  const i = url.indexOf('?');
+  return i === -1 ? '' : url.slice(i + 1);
+}
+
+async function authorize(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  params: Params,
+  pending: Pending | undefined,
+): Promise<FastifyReply> {
+  let req: AuthorizeRequest;
+  try {
+    req = await validateAuthorizeRequest(ctx, params);
+  } catch (err) {
+    if (!(err instanceof AuthorizeError)) throw err;
+    ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', error: err.error.code, ...(err.error.description ? { errorDescription: err.error.description } : {}) });
+    if (err.target) return sendErrorToClient(ctx, reply, err.target, err.error);
+    return sendErrorPage(ctx, reply, err.error, language(request));
+  }
+  const fail = (code: string, description: string) => {
+    ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: code });
+    return sendErrorToClient(ctx, reply, req, new OAuthError(code, description));
+  };
+
+  const browser = ctx.sessions.browserId(request, reply);
+  const session = await ctx.sessions.current(request);
+  const user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
+
+  if (needsLogin(req, session, user, pending?.interaction)) {
+    if (req.prompt.has('none')) return fail('login_required', 'the user must sign in');
+    return toPage(ctx, reply, req, browser, pending, '/account/login');
+  }
+  const live = session as Session;
+  const liveUser = user as User;
+
+  let scopes = req.scopes;
+  if (pending?.interaction.consented) scopes = req.scopes.filter((s) => pending.interaction.consented?.includes(s));
+  else if (await needsConsent(ctx, req, live)) {
+    if (req.prompt.has('none')) return fail('consent_required', 'the user must consent');
+    return toPage(ctx, reply, req, browser, pending, '/consent');
+  }
+  if (pending && !(await ctx.interactions.finish(pending.id))) return expiredPage(ctx, request, reply);
+
+  const subject: Subject = {
+    subjectId: live.subjectId,
+    authTime: live.authTime,
+    amr: live.amr,
+    idp: live.idp,
+    sid: live.sid,
+    claims: liveUser.claims,
+    ...(live.tenant ? { tenant: live.tenant } : {}),
+  };
+  const fields = await issue(ctx, req, subject, scopes);
+  ctx.events.emit({
+    name: 'token_issued',
+    endpoint: 'authorize',
+    clientId: req.client.clientId,
+    subjectId: subject.subjectId,
+    scopes,
+    tokenTypes: Object.keys(fields).filter((k) => ['code', 'access_token', 'id_token'].includes(k)),
+  });
+  return sendToClient(ctx, reply, req, fields);
+}
+
+/** OIDC Core §3.1.2.3: is a (fresh) sign-in needed before answering? */
+function needsLogin(req: AuthorizeRequest, session: Session | undefined, user: User | undefined, pending: Interaction | undefined): boolean {
+  if (!session || !user || !user.isActive) return true;
+  const justSignedIn = pending?.loginAt !== undefined && session.authTime >= pending.loginAt;
+  if (!justSignedIn) {
+    if (req.prompt.has('login') || req.prompt.has('select_account')) return true;
+    if (req.maxAge !== undefined && nowSeconds() - session.authTime > req.maxAge) return true;
+  }
+  if (req.hintSubject !== undefined && req.hintSubject !== session.subjectId) return true;
+  if (req.acr.tenant !== null && req.acr.tenant !== session.tenant) return true;
+  const restrictions = req.client.identityProviderRestrictions;
+  if (restrictions.length > 0 && !restrictions.includes(session.idp) && session.idp !== 'local') return true;
+  if (!req.client.enableLocalLogin && session.idp === 'local') return true;
+  return false;
+}
+
+/**
+ * OIDC Core §3.1.2.4: is the consent page needed? For clients with `requireConsent`, or when
+ * `prompt=consent`; a remembered consent covering every scope skips it, except for native
+ * clients, whose identity a redirect cannot prove (RFC 8252 §8.6, D-22).
+ */
+async function needsConsent(ctx: SigilContext, req: AuthorizeRequest, session: Session): Promise<boolean> {
+  if (req.prompt.has('consent')) return true;
+  if (!req.client.requireConsent) return false;
+  if (isNativeRedirect(req.redirectUri)) return true;
+  const row = await ctx.store.grants.get(consentKey(session.subjectId, req.client.clientId));
+  if (!row || row.type !== 'consent' || row.revokedAt !== null) return true;
+  const remembered = (row.data as { scopes?: string[] }).scopes ?? [];
+  return !req.scopes.every((s) => remembered.includes(s));
+}
+
+/** Store key of a remembered consent (subject, client). */
+export function consentKey(subjectId: string, clientId: string): string {
+  return hashHandle(`consent\u0000${subjectId}\u0000${clientId}`);
+}
+
+async function toPage(
+  ctx: SigilContext,
+  reply: FastifyReply,
+  req: AuthorizeRequest,
+  browser: string,
+  pending: Pending | undefined,
+  page: '/account/login' | '/consent',
+): Promise<FastifyReply> {
+  let id = pending?.id;
+  if (!id) id = await ctx.interactions.create(req.client.clientId, { params: req.params, browser });
+  return reply.header('cache-control', 'no-store').redirect(`${page}?interaction=${encodeURIComponent(id)}`, 303);
+}
+
+/**
+ * Issues what the response type asks for: a code (stored hashed, single use), an access token
+ * (browser-allowed clients only, no refresh token), an identity token with `nonce`, `at_hash`,
+ * `c_hash` (OIDC Core §3.3.2.11).
+ */
+async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject, scopes: string[]): Promise<Record<string, string>> {
+  const now = nowSeconds();
+  const parts = req.responseType.split(' ');
+  const familyId = newId();
+  const fields: Record<string, string> = {};
+  const client = req.client;
+  if (parts.includes('code')) {
+    const code = newHandle();
+    const { claims: _claims, ...bare } = subject;
+    const data: AuthorizationCodeData = {
+      redirectUri: req.redirectUri,
+      scopes,
+      subject: bare,
+      ...(req.nonce !== undefined ? { nonce: req.nonce } : {}),
+      ...(req.codeChallenge !== undefined ? { codeChallenge: req.codeChallenge, codeChallengeMethod: req.codeChallengeMethod } : {}),
+    };
+    await ctx.store.grants.put({
+      key: hashHandle(code),
+      type: 'authorization_code',
+      clientId: client.clientId,
+      subjectId: subject.subjectId,
+      familyId,
+      sessionId: subject.sid ?? null,
+      data,
+      createdAt: now,
+      expiresAt: now + client.authorizationCodeLifetime,
+      consumedAt: null,
+      revokedAt: null,
+    });
+    fields.code = code;
+  }
+  const browserScopes = scopes.filter((s) => s !== 'offline_access');
+  if (parts.includes('token')) {
+    fields.access_token = await ctx.tokens.accessToken({ client, scopes: browserScopes, subject, familyId }, familyId, now);
+    fields.token_type = 'Bearer';
+    fields.expires_in = String(client.accessTokenLifetime);
+    fields.scope = browserScopes.join(' ');
+  }
+  if (parts.includes('id_token')) {
+    // OIDC Core §5.4: with no access token, the identity scopes' claims go into the identity token.
+    const claims = req.responseType === 'id_token' ? pickClaims(subject.claims, ctx.resources.identityClaimNames(scopes)) : {};
+    fields.id_token = await ctx.tokens.identityToken(client, subject, now, {
+      nonce: req.nonce,
+      claims,
+      ...(fields.access_token ? { accessToken: fields.access_token } : {}),
+      ...(fields.code ? { code: fields.code } : {}),
+    });
+  }
+  return fields;
+}

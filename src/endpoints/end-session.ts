@@ -1,0 +1,59 @@
+/**
+ * End session, `GET`/`POST /connect/endsession` (OpenID Connect RP-Initiated Logout 1.0). With a
+ * genuine `id_token_hint` for the signed-in user (or no session at all), the session ends at once
+ * and the browser goes to `post_logout_redirect_uri` (with `state`) when it is registered exactly
+ * for the hint's client; otherwise the signed-out page. Without such a hint nothing happens
+ * without the user: the logout page asks for confirmation (§2, ASVS 10.6.2).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { Params } from '../http/form.js';
+import { methodNotAllowed } from '../http/request.js';
+import { single } from '../ui/account.js';
+import { matchRedirectUri } from '../validation/redirect-uri.js';
+import { language } from './authorize.js';
+import { sendErrorPage } from './authorize-response.js';
+import { OAuthError } from '../errors.js';
+
+/** Registers `/connect/endsession`. */
+export function endSessionEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+  app.route({
+    method: ['GET', 'POST'],
+    url: '/connect/endsession',
+    handler: async (request, reply) => {
+      let params: Params;
+      try {
+        if (request.method === 'POST') params = request.body instanceof Params ? request.body : Params.empty();
+        else params = Params.parse(request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '');
+      } catch (err) {
+        if (err instanceof OAuthError) return sendErrorPage(ctx, reply, err, language(request));
+        throw err;
+      }
+      return endSession(ctx, request, reply, params);
+    },
+  });
+  app.route({ method: ['PUT', 'DELETE', 'PATCH'], url: '/connect/endsession', handler: methodNotAllowed('GET, POST') });
+}
+
+async function endSession(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, params: Params): Promise<FastifyReply> {
+  const hintValue = single(params, 'id_token_hint');
+  const hint = hintValue === undefined ? undefined : await ctx.tokens.verifyIdTokenHint(hintValue);
+  const clientId = single(params, 'client_id');
+  const hintClient = hint?.aud[0];
+  const session = await ctx.sessions.current(request);
+  const trusted =
+    hint !== undefined &&
+    (clientId === undefined || clientId === hintClient) &&
+    (!session || session.subjectId === hint.sub);
+  if (!trusted) return reply.header('cache-control', 'no-store').redirect('/account/logout', 303);
+
+  await ctx.sessions.end(request, reply);
+  const client = hintClient ? ctx.clients.get(hintClient) : undefined;
+  const target = single(params, 'post_logout_redirect_uri');
+  if (client && target !== undefined && matchRedirectUri(target, client.postLogoutRedirectUris)) {
+    const state = single(params, 'state');
+    const location = state === undefined ? target : `${target}${target.includes('?') ? '&' : '?'}${new URLSearchParams({ state })}`;
+    return reply.header('cache-control', 'no-store').redirect(location, 303);
+  }
+  return ctx.pages.send(reply, 'message', language(request, single(params, 'ui_locales')), { titleKey: 'signedOutTitle', textKey: 'signedOut' });
+}

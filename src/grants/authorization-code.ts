@@ -1,0 +1,59 @@
+/**
+ * `authorization_code` (RFC 6749 §4.1.3; RFC 7636 §4.6; OIDC Core §3.1.3.2): the code is bound to
+ * its client, its redirect URI and its PKCE challenge, and is single use. Every check runs before
+ * the code is consumed, so a failed request changes nothing (D-07); a second use of a consumed
+ * code revokes every token issued from it (RFC 6749 §4.1.2, D-06).
+ */
+import type { AuthorizationCodeData } from '../endpoints/authorize.js';
+import { invalidGrant, invalidRequest } from '../errors.js';
+import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { verifyPkce } from '../validation/pkce.js';
+import { newRefreshPlan } from './password.js';
+import type { GrantHandler } from './registry.js';
+
+/**
+ * Handles `grant_type=authorization_code`.
+ * @throws OAuthError `invalid_request` (missing code or redirect_uri), `invalid_grant` (unknown,
+ *   expired, used, another client's, redirect_uri or PKCE mismatch, user inactive).
+ */
+export const authorizationCodeGrant: GrantHandler = async (ctx, { params, client }) => {
+  const code = params.require('code');
+  const redirectUri = params.get('redirect_uri');
+  const verifier = params.get('code_verifier');
+  const now = nowSeconds();
+  const key = hashHandle(code);
+  const row = code.length <= 512 ? await ctx.store.grants.get(key) : undefined;
+  if (!row || row.type !== 'authorization_code' || row.clientId !== client.clientId)
+    throw invalidGrant('the authorization code is invalid');
+  if (row.consumedAt !== null || row.revokedAt !== null) {
+    await ctx.store.grants.revokeFamily(row.familyId, now);
+    throw invalidGrant('the authorization code was already used');
+  }
+  if (row.expiresAt <= now) throw invalidGrant('the authorization code expired');
+  const data = row.data as AuthorizationCodeData;
+  if (redirectUri === undefined) throw invalidRequest('parameter "redirect_uri" is missing');
+  if (redirectUri !== data.redirectUri) throw invalidGrant('redirect_uri differs from the authorization request');
+  if (data.codeChallenge !== undefined) {
+    if (verifier === undefined || !verifyPkce(verifier, data.codeChallenge, data.codeChallengeMethod ?? 'plain'))
+      throw invalidGrant('PKCE verification failed');
+  } else if (verifier !== undefined) {
+    // RFC 9700 §4.8.2: a verifier for a code issued without a challenge is a downgrade attempt.
+    throw invalidGrant('no code_challenge was sent for this code');
+  }
+  const user = await ctx.users.findBySubject(data.subject.subjectId);
+  if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
+  if (!(await ctx.store.grants.consume(key, now))) {
+    await ctx.store.grants.revokeFamily(row.familyId, now);
+    throw invalidGrant('the authorization code was already used');
+  }
+  const response = await ctx.tokens.issue({
+    client,
+    scopes: data.scopes,
+    subject: { ...data.subject, claims: user.claims },
+    familyId: row.familyId,
+    refresh: newRefreshPlan(client, data.scopes, now),
+    identityToken: true,
+    ...(data.nonce !== undefined ? { nonce: data.nonce } : {}),
+  });
+  return { response, subjectId: user.subjectId };
+};

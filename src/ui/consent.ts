@@ -1,0 +1,89 @@
+/**
+ * The consent page (`/consent`, DESIGN §6; OIDC Core §3.1.2.4): the client's name and every
+ * requested scope, a `remember` checkbox, and `yes`/`no`. `yes` lets the pending request go on
+ * with the consented scopes (remembered per subject and client when asked, except for native
+ * clients, D-22); `no` answers the client with `access_denied`.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { consentKey, expiredPage, language } from '../endpoints/authorize.js';
+import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { OAuthError } from '../errors.js';
+import { Params } from '../http/form.js';
+import { nowSeconds } from '../tokens/handles.js';
+import { isNativeRedirect } from '../validation/authorize-request.js';
+import { denyToClient, queryString, single } from './account.js';
+import { checkCsrf } from './csrf.js';
+import { format } from './i18n.js';
+
+/** How long a remembered consent lasts, in seconds (Duende: no expiry; here one year). */
+const CONSENT_LIFETIME = 365 * 24 * 3600;
+
+/** Registers `/consent` (GET shows, POST answers). */
+export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
+  const origin = new URL(ctx.issuer).origin;
+
+  app.get('/consent', async (request, reply) => {
+    const id = queryString(request, 'interaction');
+    const browser = ctx.sessions.browserId(request, reply);
+    const interaction = await ctx.interactions.get(id, browser);
+    const session = await ctx.sessions.current(request);
+    const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
+    if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
+    const lang = language(request, interaction.params.ui_locales);
+    const scopes = (interaction.params.scope ?? '').split(' ').filter((s) => s !== '');
+    return ctx.pages.send(reply, 'consent', lang, {
+      csrf: reply.generateCsrf(),
+      interaction: id,
+      clientName: client.clientName ?? client.clientId,
+      scopes: scopes.map((s) => describeScope(ctx, lang, s)),
+      canRemember: !isNativeRedirect(interaction.params.redirect_uri ?? ''),
+    });
+  });
+
+  app.post('/consent', async (request, reply) => {
+    const body = request.body instanceof Params ? request.body : Params.empty();
+    if (!(await checkCsrf(app, request, reply, origin)))
+      return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), language(request), 403);
+    const id = single(body, 'interaction');
+    const browser = ctx.sessions.browserId(request, reply);
+    const interaction = await ctx.interactions.get(id, browser);
+    const session = await ctx.sessions.current(request);
+    if (!id || !interaction || !session) return expiredPage(ctx, request, reply);
+    if (single(body, 'button') !== 'yes') return denyToClient(ctx, request, reply, id, interaction);
+    const scopes = (interaction.params.scope ?? '').split(' ').filter((s) => s !== '');
+    const clientId = interaction.params.client_id ?? '';
+    if (single(body, 'remember') === 'yes' && !isNativeRedirect(interaction.params.redirect_uri ?? '')) {
+      const now = nowSeconds();
+      await ctx.store.grants.save({
+        key: consentKey(session.subjectId, clientId),
+        type: 'consent',
+        clientId,
+        subjectId: session.subjectId,
+        familyId: consentKey(session.subjectId, clientId).slice(0, 22),
+        sessionId: null,
+        data: { scopes },
+        createdAt: now,
+        expiresAt: now + CONSENT_LIFETIME,
+        consumedAt: null,
+        revokedAt: null,
+      });
+    }
+    await ctx.interactions.update(id, { ...interaction, consented: scopes });
+    return reply.redirect(`/connect/authorize/resume?interaction=${encodeURIComponent(id)}`, 303);
+  });
+}
+
+/** A person-readable line for a scope, in the page language. */
+function describeScope(ctx: SigilContext, lang: string, scope: string): string {
+  const known: Record<string, 'scopeOpenid' | 'scopeProfile' | 'scopeEmail' | 'offlineAccess'> = {
+    openid: 'scopeOpenid',
+    profile: 'scopeProfile',
+    email: 'scopeEmail',
+    offline_access: 'offlineAccess',
+  };
+  const key = known[scope];
+  if (key) return ctx.pages.text(lang, key);
+  const name = ctx.resources.identity.get(scope)?.displayName ?? ctx.resources.apiScopes.get(scope)?.displayName ?? scope;
+  return format(ctx.pages.text(lang, 'scopeOther'), { scope: name });
+}

@@ -1,0 +1,139 @@
+/**
+ * The pages a browser sees (DESIGN §6), rendered with Eta with auto-escaping on: every value is
+ * HTML-escaped; only the layout's body, itself a rendered template, is inserted raw. Each page
+ * is sent uncached, unframeable (CSP `frame-ancestors 'none'`, `X-Frame-Options: DENY`).
+ */
+import { createHash } from 'node:crypto';
+import { Eta } from 'eta';
+import type { FastifyReply } from 'fastify';
+import { CATALOGUES, format, type Messages } from './i18n.js';
+
+const LAYOUT = `<!doctype html>
+<html lang="<%= it.lang %>">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title><%= it.title %> · Sigil</title>
+<link rel="stylesheet" href="/assets/sigil.css">
+</head>
+<body>
+<main>
+<p class="brand">Sigil</p>
+<%~ it.body %>
+</main>
+</body>
+</html>`;
+
+const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) %>
+<h1><%= it.t.signInTitle %></h1>
+<% if (it.clientName) { %><p><%= it.f(it.t.signInTo, { client: it.clientName }) %></p><% } %>
+<% if (it.tenant) { %><p><%= it.f(it.t.tenant, { tenant: it.tenant }) %></p><% } %>
+<% if (it.error) { %><p class="alert" role="alert"><%= it.error %></p><% } %>
+<form method="post" action="/account/login">
+<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
+<% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
+<label for="username"><%= it.t.username %></label>
+<input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus>
+<label for="password"><%= it.t.password %></label>
+<input type="password" id="password" name="password" autocomplete="current-password" required>
+<div class="actions">
+<button type="submit" name="button" value="login" class="primary"><%= it.t.signIn %></button>
+<button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
+</div>
+</form>`;
+
+const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle }) %>
+<h1><%= it.t.consentTitle %></h1>
+<p><%= it.f(it.t.consentIntro, { client: it.clientName }) %></p>
+<ul class="scopes">
+<% it.scopes.forEach(function (s) { %><li><%= s %></li><% }) %>
+</ul>
+<form method="post" action="/consent">
+<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<input type="hidden" name="interaction" value="<%= it.interaction %>">
+<% if (it.canRemember) { %><label class="check"><input type="checkbox" name="remember" value="yes"> <%= it.t.remember %></label><% } %>
+<div class="actions">
+<button type="submit" name="button" value="yes" class="primary"><%= it.t.allow %></button>
+<button type="submit" name="button" value="no"><%= it.t.deny %></button>
+</div>
+</form>`;
+
+const MESSAGE = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) %>
+<h1><%= it.t[it.titleKey] %></h1>
+<p><%= it.f(it.t[it.textKey], it.values || {}) %></p>
+<% if (it.code) { %><p><%= it.t.errorCode %>: <code><%= it.code %></code><% if (it.description) { %> · <%= it.description %><% } %></p><% } %>`;
+
+const LOGOUT = `<% layout('@layout', { lang: it.lang, title: it.t.logoutTitle }) %>
+<h1><%= it.t.logoutTitle %></h1>
+<p><%= it.t.logoutQuestion %></p>
+<form method="post" action="/account/logout">
+<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<% if (it.logoutId) { %><input type="hidden" name="logout_id" value="<%= it.logoutId %>"><% } %>
+<div class="actions"><button type="submit" name="button" value="logout" class="primary"><%= it.t.logout %></button></div>
+</form>`;
+
+/** The auto-submitting script of form_post; allowed by its hash, never by `unsafe-inline`. */
+const FORM_POST_SCRIPT = 'document.forms[0].submit();';
+const FORM_POST_SCRIPT_HASH = `'sha256-${createHash('sha256').update(FORM_POST_SCRIPT).digest('base64')}'`;
+const FORM_POST = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Submit</title></head>
+<body>
+<form method="post" action="<%= it.action %>">
+<% Object.keys(it.fields).forEach(function (name) { %><input type="hidden" name="<%= name %>" value="<%= it.fields[name] %>">
+<% }) %><noscript><button type="submit">Continue</button></noscript>
+</form>
+<script>${FORM_POST_SCRIPT}</script>
+</body></html>`;
+
+/** Renders and sends pages. */
+export class Pages {
+  private readonly eta = new Eta({ autoEscape: true, cache: true });
+
+  constructor() {
+    this.eta.loadTemplate('@layout', LAYOUT);
+    this.eta.loadTemplate('@login', LOGIN);
+    this.eta.loadTemplate('@consent', CONSENT);
+    this.eta.loadTemplate('@message', MESSAGE);
+    this.eta.loadTemplate('@logout', LOGOUT);
+    this.eta.loadTemplate('@form_post', FORM_POST);
+  }
+
+  /**
+   * Sends a page.
+   * @param name one of `login`, `consent`, `message`, `logout`
+   * @param lang a supported language (see `pickLocale`)
+   * @param status HTTP status, 200 by default
+   */
+  send(reply: FastifyReply, name: 'login' | 'consent' | 'message' | 'logout', lang: string, data: Record<string, unknown>, status = 200): FastifyReply {
+    const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
+    const html = this.eta.render(`@${name}`, { ...data, lang, t, f: format });
+    return pageHeaders(reply).code(status).type('text/html; charset=utf-8').send(html);
+  }
+
+  /** One text of a language's catalogue. */
+  text(lang: string, key: keyof Messages): string {
+    return (CATALOGUES[lang] ?? (CATALOGUES.en as Messages))[key];
+  }
+
+  /**
+   * Sends the Form Post Response Mode page (OAuth 2.0 Form Post Response Mode §2): an
+   * auto-submitting form to the client's redirect URI, its script allowed by hash only.
+   */
+  sendFormPost(reply: FastifyReply, action: string, fields: Record<string, string>): FastifyReply {
+    const html = this.eta.render('@form_post', { action, fields });
+    const url = new URL(action);
+    const formAction = url.origin === 'null' ? url.protocol : url.origin;
+    return pageHeaders(reply)
+      .header(
+        'content-security-policy',
+        `default-src 'none'; script-src ${FORM_POST_SCRIPT_HASH}; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+      )
+      .type('text/html; charset=utf-8')
+      .send(html);
+  }
+}
+
+function pageHeaders(reply: FastifyReply): FastifyReply {
+  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').header('referrer-policy', 'no-referrer');
+}

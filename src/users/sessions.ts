@@ -1,0 +1,111 @@
+/**
+ * Browser sign-in sessions (OIDC Core §3.1.2.3, DESIGN §6): a random handle in an HttpOnly,
+ * SameSite=Lax cookie (Secure on https issuers), the session kept in the store under the handle's
+ * SHA-256 so any node can read it. Also a long-lived random browser id that binds pending
+ * interactions to the browser that started them.
+ */
+import type {} from '@fastify/cookie';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { GrantStore } from '../stores/types.js';
+import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
+
+/** Cookie names. */
+export const SESSION_COOKIE = 'sigil.session';
+export const BROWSER_COOKIE = 'sigil.browser';
+
+/** A signed-in user's session. */
+export interface Session {
+  /** Session id (`sid` claim): public, distinct from the cookie handle. */
+  sid: string;
+  subjectId: string;
+  /** Unix seconds of the authentication. */
+  authTime: number;
+  amr: string[];
+  idp: string;
+  tenant: string | null;
+}
+
+/** Reads, creates and ends sessions. */
+export class SessionService {
+  private readonly secure: boolean;
+
+  /**
+   * @param lifetime session lifetime in seconds
+   */
+  constructor(
+    private readonly grants: GrantStore,
+    issuer: string,
+    private readonly lifetime: number,
+  ) {
+    this.secure = issuer.startsWith('https:');
+  }
+
+  /** The live session of the request's cookie, or undefined. */
+  async current(request: FastifyRequest): Promise<Session | undefined> {
+    const handle = request.cookies[SESSION_COOKIE];
+    if (!handle || handle.length > 100) return undefined;
+    const row = await this.grants.get(hashHandle(handle));
+    if (!row || row.type !== 'session' || row.revokedAt !== null || row.expiresAt <= nowSeconds()) return undefined;
+    return row.data as unknown as Session;
+  }
+
+  /**
+   * Starts a new session for a user, ending the request's previous one: the cookie value always
+   * changes at sign-in (no session fixation).
+   */
+  async create(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    user: { subjectId: string },
+    how: { amr: string[]; idp: string; tenant: string | null },
+  ): Promise<Session> {
+    await this.end(request, reply);
+    const now = nowSeconds();
+    const handle = newHandle();
+    const session: Session = { sid: newId(), subjectId: user.subjectId, authTime: now, ...how };
+    await this.grants.put({
+      key: hashHandle(handle),
+      type: 'session',
+      clientId: '',
+      subjectId: user.subjectId,
+      familyId: session.sid,
+      sessionId: session.sid,
+      data: { ...session },
+      createdAt: now,
+      expiresAt: now + this.lifetime,
+      consumedAt: null,
+      revokedAt: null,
+    });
+    reply.setCookie(SESSION_COOKIE, handle, this.cookieOptions(this.lifetime));
+    return session;
+  }
+
+  /** Ends the request's session, if any, and clears its cookie. */
+  async end(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const handle = request.cookies[SESSION_COOKIE];
+    if (handle && handle.length <= 100) {
+      const key = hashHandle(handle);
+      const row = await this.grants.get(key);
+      if (row && row.type === 'session') await this.grants.revoke(row, nowSeconds());
+    }
+    reply.clearCookie(SESSION_COOKIE, { path: '/' });
+  }
+
+  /**
+   * The browser's id, set on first sight (two years). Returned hashed: that is what interactions
+   * record.
+   */
+  browserId(request: FastifyRequest, reply: FastifyReply): string {
+    let id = request.cookies[BROWSER_COOKIE];
+    if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) {
+      id = newHandle();
+      reply.setCookie(BROWSER_COOKIE, id, this.cookieOptions(2 * 365 * 24 * 3600));
+      request.cookies[BROWSER_COOKIE] = id;
+    }
+    return hashHandle(id);
+  }
+
+  private cookieOptions(maxAge: number) {
+    return { path: '/', httpOnly: true, sameSite: 'lax' as const, secure: this.secure, maxAge };
+  }
+}

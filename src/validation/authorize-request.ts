@@ -1,0 +1,282 @@
+/**
+ * Validation of authorization requests (RFC 6749 §4.1.1, §4.2.1; OIDC Core §3.1.2.1, §3.2.2.1,
+ * §3.3.2.1; RFC 7636 §4.3; RFC 9101). Returns a typed request, or says where the error goes:
+ * to an error page while the client or the redirect URI is not known good (RFC 6749 §4.1.2.1),
+ * back to the client afterwards (D-02).
+ */
+import type { SigilContext } from '../context.js';
+import { OAuthError, invalidRequest, invalidScope } from '../errors.js';
+import { Params } from '../http/form.js';
+import { type AcrValues, parseAcrValues } from './acr-values.js';
+import type { Client } from './client-auth.js';
+import { isPkceValue, type PkceMethod } from './pkce.js';
+import { isAbsoluteRedirectUri, matchRedirectUri } from './redirect-uri.js';
+import { fetchRequestObject, verifyRequestObject } from './request-object.js';
+import { OFFLINE_ACCESS, parseScope } from './scopes.js';
+
+/** How the authorization response travels (OAuth 2.0 Multiple Response Types §2.1, Form Post). */
+export type ResponseMode = 'query' | 'fragment' | 'form_post';
+
+/** The `response_type` values Sigil serves, normalized to this order of their parts. */
+export const RESPONSE_TYPES = ['code', 'id_token', 'id_token token', 'code id_token', 'code token', 'code id_token token', 'token'] as const;
+export type ResponseType = (typeof RESPONSE_TYPES)[number];
+
+/** Where an authorization response or error is delivered. */
+export interface ResponseTarget {
+  redirectUri: string;
+  mode: ResponseMode;
+  state?: string;
+}
+
+/** A valid authorization request. */
+export interface AuthorizeRequest extends ResponseTarget {
+  client: Client;
+  responseType: ResponseType;
+  /** Granted-if-consented scopes, request order; `offline_access` only when a code is returned. */
+  scopes: string[];
+  nonce?: string;
+  prompt: Set<string>;
+  /** Seconds. */
+  maxAge?: number;
+  loginHint?: string;
+  uiLocales?: string;
+  acr: AcrValues;
+  codeChallenge?: string;
+  codeChallengeMethod?: PkceMethod;
+  /** Subject of a genuine `id_token_hint`. */
+  hintSubject?: string;
+  /** The effective parameters (after a request object), to resume the request after login. */
+  params: Record<string, string>;
+}
+
+/** A refused authorization request: shown on an error page, or sent back to the client. */
+export class AuthorizeError extends Error {
+  constructor(
+    readonly error: OAuthError,
+    /** Set once client and redirect URI are known good: the error goes back there. */
+    readonly target?: ResponseTarget,
+  ) {
+    super(error.message);
+  }
+}
+
+const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
+const MODES = new Set<string>(['query', 'fragment', 'form_post']);
+
+/** Normalizes a `response_type` (space-separated, any order) to one of `RESPONSE_TYPES`. */
+export function normalizeResponseType(value: string): ResponseType | undefined {
+  const parts = value.split(' ');
+  if (parts.some((p) => p === '') || new Set(parts).size !== parts.length) return undefined;
+  const order = ['code', 'id_token', 'token'];
+  const sorted = [...parts].sort((a, b) => order.indexOf(a) - order.indexOf(b)).join(' ');
+  return (RESPONSE_TYPES as readonly string[]).includes(sorted) ? (sorted as ResponseType) : undefined;
+}
+
+/** The grant type a client needs for a response type (DESIGN §4 and the authorize issue). */
+function grantFor(rt: ResponseType): string {
+  if (rt === 'code') return 'authorization_code';
+  return rt.startsWith('code ') ? 'hybrid' : 'implicit';
+}
+
+/** Whether a client may redirect to a URI that is a native app's (loopback or private-use scheme; RFC 8252). */
+export function isNativeRedirect(uri: string): boolean {
+  return /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:|\/|$)/.test(uri) || !/^https?:/.test(uri);
+}
+
+/**
+ * Validates an authorization request.
+ * @param raw the query (GET) or form (POST) parameters
+ * @throws AuthorizeError with the OAuth error and, once known good, the response target.
+ */
+export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): Promise<AuthorizeRequest> {
+  const page = (e: OAuthError) => new AuthorizeError(e);
+  let clientId: string | undefined;
+  try {
+    clientId = raw.get('client_id');
+  } catch (err) {
+    throw page(err as OAuthError);
+  }
+  if (clientId === undefined) throw page(invalidRequest('client_id is missing'));
+  const client = ctx.clients.get(clientId);
+  if (!client) throw page(new OAuthError('unauthorized_client', 'unknown client'));
+
+  // A redirect target from the plain parameters, used when the request object itself is refused.
+  const fallbackTarget = (): ResponseTarget | undefined => {
+    try {
+      const uri = raw.get('redirect_uri');
+      if (uri === undefined || !matchRedirectUri(uri, client.redirectUris)) return undefined;
+      const rt = normalizeResponseType(raw.get('response_type') ?? '');
+      const state = raw.get('state');
+      return { redirectUri: uri, mode: rt && rt !== 'code' ? 'fragment' : 'query', ...(state !== undefined ? { state } : {}) };
+    } catch {
+      return undefined;
+    }
+  };
+
+  let params = raw;
+  let request: string | undefined;
+  let requestUri: string | undefined;
+  try {
+    request = raw.get('request');
+    requestUri = raw.get('request_uri');
+    if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
+    if (requestUri !== undefined) request = await fetchRequestObject(requestUri, client);
+    if (request !== undefined) {
+      const fromObject = await verifyRequestObject(request, client, ctx.issuer);
+      const queryType = raw.get('response_type');
+      if (queryType !== undefined && fromObject.response_type !== undefined && queryType !== fromObject.response_type)
+        throw invalidRequest('response_type differs from the request object');
+      // RFC 9101 §6.3: only the parameters inside the request object are used.
+      params = Params.fromRecord(fromObject);
+    }
+  } catch (err) {
+    if (!(err instanceof OAuthError)) throw err;
+    throw new AuthorizeError(err, fallbackTarget());
+  }
+
+  const read = (name: string): string | undefined => {
+    try {
+      return params.get(name);
+    } catch (err) {
+      throw name === 'redirect_uri' ? page(err as OAuthError) : err;
+    }
+  };
+  const redirectUri = read('redirect_uri');
+  if (redirectUri === undefined) throw page(invalidRequest('redirect_uri is missing'));
+  if (!isAbsoluteRedirectUri(redirectUri) || !matchRedirectUri(redirectUri, client.redirectUris))
+    throw page(invalidRequest('redirect_uri is not registered for this client'));
+
+  const target: ResponseTarget = { redirectUri, mode: 'query' };
+  try {
+    const state = params.get('state');
+    if (state !== undefined) target.state = state;
+  } catch (err) {
+    throw new AuthorizeError(err as OAuthError, target);
+  }
+  const modeParam = safeGet(params, 'response_mode');
+  if (modeParam !== undefined && !MODES.has(modeParam))
+    throw page(new OAuthError('invalid_request', 'response_mode is not supported'));
+
+  try {
+    const rtParam = params.get('response_type');
+    const responseType = rtParam === undefined ? undefined : normalizeResponseType(rtParam);
+    // Errors travel in the requested mode when it is valid for the response type, else its default.
+    target.mode = responseType && responseType !== 'code' ? 'fragment' : 'query';
+    if (modeParam === 'form_post' || (modeParam === 'fragment' && target.mode === 'query')) target.mode = modeParam;
+    if (rtParam === undefined) throw invalidRequest('response_type is missing');
+    if (!responseType) throw new OAuthError('unsupported_response_type', 'response_type is not supported');
+    if (modeParam === 'query' && responseType !== 'code')
+      throw invalidRequest('tokens are never returned in the query (response_mode=query)');
+    if (!client.allowedGrantTypes.includes(grantFor(responseType)) && !(responseType === 'code' && client.allowedGrantTypes.includes('hybrid')))
+      throw new OAuthError('unauthorized_client', 'the client may not use this response_type');
+    const returnsToken = responseType.split(' ').includes('token');
+    const returnsCode = responseType.startsWith('code');
+    const returnsIdToken = responseType.includes('id_token');
+    if (returnsToken && !client.allowAccessTokensViaBrowser)
+      throw new OAuthError('unauthorized_client', 'the client may not receive access tokens from this endpoint');
+
+    const scopeParam = params.get('scope');
+    if (scopeParam === undefined) throw invalidRequest('scope is missing');
+    let scopes = parseScope(scopeParam);
+    for (const s of scopes) {
+      const known = s === OFFLINE_ACCESS || ctx.resources.identity.has(s) || ctx.resources.apiScopes.has(s);
+      if (!known) throw invalidScope(`unknown scope "${s}"`);
+      if (s === OFFLINE_ACCESS ? !client.allowOfflineAccess : !client.allowedScopes.includes(s))
+        throw invalidScope(`scope "${s}" is not allowed for this client`);
+    }
+    const hasOpenid = scopes.includes('openid');
+    if (returnsIdToken && !hasOpenid) throw invalidRequest('the openid scope is required for an identity token');
+    if (!hasOpenid && scopes.some((s) => ctx.resources.identity.has(s)))
+      throw invalidScope('identity scopes need the openid scope');
+    // OIDC Core §11: offline_access is ignored unless a code is returned.
+    if (!returnsCode) scopes = scopes.filter((s) => s !== OFFLINE_ACCESS);
+    if (responseType === 'token' && scopes.some((s) => ctx.resources.identity.has(s)))
+      throw invalidScope('response_type token carries API scopes only');
+    if (responseType === 'id_token' && scopes.some((s) => ctx.resources.apiScopes.has(s)))
+      throw invalidScope('response_type id_token carries identity scopes only');
+    if (scopes.length === 0) throw invalidScope('no scope can be granted');
+
+    const nonce = params.get('nonce');
+    if (nonce !== undefined && nonce.length > 300) throw invalidRequest('nonce is too long');
+    if (nonce === undefined && returnsIdToken) throw invalidRequest('nonce is required when an identity token is returned');
+
+    const prompt = new Set((params.get('prompt') ?? '').split(' ').filter((p) => p !== ''));
+    for (const p of prompt) if (!PROMPTS.has(p)) throw invalidRequest(`prompt "${p}" is not supported`);
+    if (prompt.has('none') && prompt.size > 1) throw invalidRequest('prompt=none cannot be combined');
+
+    const maxAgeParam = params.get('max_age');
+    let maxAge: number | undefined;
+    if (maxAgeParam !== undefined) {
+      if (!/^\d{1,10}$/.test(maxAgeParam)) throw invalidRequest('max_age must be a non-negative integer');
+      maxAge = Number(maxAgeParam);
+    }
+    const loginHint = params.get('login_hint');
+    if (loginHint !== undefined && loginHint.length > 100) throw invalidRequest('login_hint is too long');
+    const uiLocales = params.get('ui_locales');
+    if (uiLocales !== undefined && uiLocales.length > 100) throw invalidRequest('ui_locales is too long');
+    const acr = parseAcrValues(params.get('acr_values'));
+
+    let codeChallenge: string | undefined;
+    let codeChallengeMethod: PkceMethod | undefined;
+    if (returnsCode) {
+      codeChallenge = params.get('code_challenge');
+      const method = params.get('code_challenge_method') ?? 'plain';
+      if (codeChallenge === undefined) {
+        if (client.requirePkce || client.isPublic) throw invalidRequest('code_challenge is required (PKCE)');
+      } else {
+        if (method !== 'S256' && method !== 'plain') throw invalidRequest('code_challenge_method is not supported');
+        if (method === 'plain' && !client.allowPlainTextPkce) throw invalidRequest('code_challenge_method must be S256');
+        if (!isPkceValue(codeChallenge)) throw invalidRequest('code_challenge is malformed');
+        codeChallengeMethod = method;
+      }
+    }
+
+    const hint = params.get('id_token_hint');
+    let hintSubject: string | undefined;
+    if (hint !== undefined) {
+      const verified = await ctx.tokens.verifyIdTokenHint(hint);
+      if (!verified) throw invalidRequest('id_token_hint is not valid');
+      hintSubject = verified.sub;
+    }
+
+    const effective: Record<string, string> = {};
+    for (const name of PARAMS_KEPT) {
+      const v = params.get(name);
+      if (v !== undefined) effective[name] = v;
+    }
+    return {
+      ...target,
+      client,
+      responseType,
+      scopes,
+      prompt,
+      acr,
+      params: effective,
+      ...(nonce !== undefined ? { nonce } : {}),
+      ...(maxAge !== undefined ? { maxAge } : {}),
+      ...(loginHint !== undefined ? { loginHint } : {}),
+      ...(uiLocales !== undefined ? { uiLocales } : {}),
+      ...(codeChallenge !== undefined ? { codeChallenge } : {}),
+      ...(codeChallengeMethod !== undefined ? { codeChallengeMethod } : {}),
+      ...(hintSubject !== undefined ? { hintSubject } : {}),
+    };
+  } catch (err) {
+    if (err instanceof AuthorizeError) throw err;
+    if (!(err instanceof OAuthError)) throw err;
+    throw new AuthorizeError(err, target);
+  }
+}
+
+/** The parameters a pending request keeps to be resumed after login and consent. */
+const PARAMS_KEPT = [
+  'client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'prompt', 'max_age',
+  'login_hint', 'ui_locales', 'acr_values', 'code_challenge', 'code_challenge_method', 'id_token_hint',
+];
+
+function safeGet(params: Params, name: string): string | undefined {
+  try {
+    return params.get(name);
+  } catch {
+    return undefined;
+  }
+}
