@@ -10,6 +10,8 @@ import { EventBus, type EventListener } from './events/events.js';
 import { type ExtensionGrant, extensionGrantHandler } from './grants/extension.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { clientCredentialsGrant } from './grants/client-credentials.js';
+import { deviceCodeGrant } from './grants/device-code.js';
+import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
 import { Interactions } from './endpoints/interactions.js';
 import { Pages } from './ui/pages.js';
 import { SessionService } from './users/sessions.js';
@@ -76,6 +78,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     grantTypes.register('authorization_code', authorizationCodeGrant);
     grantTypes.register('client_credentials', clientCredentialsGrant);
     grantTypes.register('password', passwordGrant);
+    grantTypes.register(DEVICE_CODE_GRANT, deviceCodeGrant);
     grantTypes.register('refresh_token', refreshTokenGrant);
     for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
       grantTypes.register(grant.grantType, extensionGrantHandler(grant));

@@ -33,6 +33,7 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     introspection_endpoint: `${base}/connect/introspect`,
     revocation_endpoint: `${base}/connect/revocation`,
     end_session_endpoint: `${base}/connect/endsession`,
+    device_authorization_endpoint: `${base}/connect/deviceauthorization`,
     scopes_supported: scopes,
     claims_supported: [...claims],
     grant_types_supported: grantTypes,

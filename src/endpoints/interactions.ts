@@ -19,6 +19,14 @@ export interface Interaction {
   loginAt?: number;
   /** Scopes the user consented to for this request. */
   consented?: string[];
+  /** Set when the request is a device's (RFC 8628 §3.3): the device code and user code rows. */
+  device?: { deviceKey: string; userCodeKey: string };
+}
+
+/** Where a pending request continues after the login or consent page. */
+export function resumePath(id: string, interaction: Interaction): string {
+  const base = interaction.device ? '/device/resume' : '/connect/authorize/resume';
+  return `${base}?interaction=${encodeURIComponent(id)}`;
 }
 
 /** Stores, reads and updates pending requests. */

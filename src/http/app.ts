@@ -10,6 +10,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstanc
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import type { SigilContext } from '../context.js';
 import { authorizeEndpoint } from '../endpoints/authorize.js';
+import { deviceAuthorizationEndpoint } from '../endpoints/device-authorization.js';
 import { discoveryEndpoints } from '../endpoints/discovery.js';
 import { endSessionEndpoint } from '../endpoints/end-session.js';
 import { healthEndpoints } from '../endpoints/health.js';
@@ -20,6 +21,7 @@ import { userinfoEndpoint } from '../endpoints/userinfo.js';
 import { OAuthError } from '../errors.js';
 import { accountPages } from '../ui/account.js';
 import { consentPage } from '../ui/consent.js';
+import { devicePages } from '../ui/device.js';
 import { csrfTokenOf } from '../ui/csrf.js';
 import { STYLES } from '../ui/styles.js';
 import { Params } from './form.js';
@@ -123,6 +125,8 @@ export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
   endSessionEndpoint(app, ctx);
   accountPages(app, ctx);
   consentPage(app, ctx);
+  deviceAuthorizationEndpoint(app, ctx);
+  devicePages(app, ctx);
   app.get('/assets/sigil.css', async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLES),
   );

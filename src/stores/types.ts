@@ -15,7 +15,8 @@ export type GrantType =
   | 'device_code'
   | 'consent'
   | 'session'
-  | 'interaction';
+  | 'interaction'
+  | 'user_code';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { expiredPage, language } from '../endpoints/authorize.js';
 import { sendErrorPage, sendErrorToClient } from '../endpoints/authorize-response.js';
-import type { Interaction } from '../endpoints/interactions.js';
+import { type Interaction, resumePath } from '../endpoints/interactions.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { parseAcrValues } from '../validation/acr-values.js';
@@ -61,7 +61,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
     if (id && interaction) {
       await ctx.interactions.update(id, { ...interaction, loginAt: session.authTime });
-      return reply.redirect(`/connect/authorize/resume?interaction=${encodeURIComponent(id)}`, 303);
+      return reply.redirect(resumePath(id, interaction), 303);
     }
     return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
   });

@@ -12,7 +12,9 @@ import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { nowSeconds } from '../tokens/handles.js';
 import { isNativeRedirect } from '../validation/authorize-request.js';
+import { resumePath } from '../endpoints/interactions.js';
 import { denyToClient, queryString, single } from './account.js';
+import { answerDevice } from './device.js';
 import { checkCsrf } from './csrf.js';
 import { format } from './i18n.js';
 
@@ -37,7 +39,8 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
       interaction: id,
       clientName: client.clientName ?? client.clientId,
       scopes: scopes.map((s) => describeScope(ctx, lang, s)),
-      canRemember: !isNativeRedirect(interaction.params.redirect_uri ?? ''),
+      canRemember: !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? ''),
+      device: interaction.device !== undefined,
     });
   });
 
@@ -50,10 +53,13 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const interaction = await ctx.interactions.get(id, browser);
     const session = await ctx.sessions.current(request);
     if (!id || !interaction || !session) return expiredPage(ctx, request, reply);
-    if (single(body, 'button') !== 'yes') return denyToClient(ctx, request, reply, id, interaction);
+    if (single(body, 'button') !== 'yes') {
+      if (interaction.device) return answerDevice(ctx, request, reply, id, interaction, undefined);
+      return denyToClient(ctx, request, reply, id, interaction);
+    }
     const scopes = (interaction.params.scope ?? '').split(' ').filter((s) => s !== '');
     const clientId = interaction.params.client_id ?? '';
-    if (single(body, 'remember') === 'yes' && !isNativeRedirect(interaction.params.redirect_uri ?? '')) {
+    if (single(body, 'remember') === 'yes' && !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? '')) {
       const now = nowSeconds();
       await ctx.store.grants.save({
         key: consentKey(session.subjectId, clientId),
@@ -70,7 +76,7 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
       });
     }
     await ctx.interactions.update(id, { ...interaction, consented: scopes });
-    return reply.redirect(`/connect/authorize/resume?interaction=${encodeURIComponent(id)}`, 303);
+    return reply.redirect(resumePath(id, interaction), 303);
   });
 }
 

@@ -35,6 +35,13 @@ const en = {
   scopeProfile: 'See your name',
   scopeEmail: 'See your email address',
   scopeOther: 'Use {scope}',
+  deviceTitle: 'Connect a device',
+  deviceIntro: 'Enter the code shown on your device.',
+  userCode: 'Code',
+  invalidCode: 'This code is not valid or has expired.',
+  deviceWarning: 'A device is asking for access to your account. Only continue if you started this on a device you own and it shows the code you entered.',
+  deviceApproved: 'Done. You can return to your device.',
+  deviceDenied: 'The device was not given access.',
 } as const;
 
 /** A catalogue: every key of the English one. */
@@ -72,6 +79,13 @@ const de: Messages = {
   scopeProfile: 'Ihren Namen sehen',
   scopeEmail: 'Ihre E-Mail-Adresse sehen',
   scopeOther: '{scope} verwenden',
+  deviceTitle: 'Gerät verbinden',
+  deviceIntro: 'Geben Sie den Code ein, den Ihr Gerät anzeigt.',
+  userCode: 'Code',
+  invalidCode: 'Dieser Code ist ungültig oder abgelaufen.',
+  deviceWarning: 'Ein Gerät bittet um Zugriff auf Ihr Konto. Fahren Sie nur fort, wenn Sie dies auf einem eigenen Gerät gestartet haben und es den eingegebenen Code anzeigt.',
+  deviceApproved: 'Fertig. Sie können zu Ihrem Gerät zurückkehren.',
+  deviceDenied: 'Das Gerät hat keinen Zugriff erhalten.',
 };
 
 /** Supported languages and their texts. */

@@ -46,6 +46,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle }) %>
 <h1><%= it.t.consentTitle %></h1>
 <p><%= it.f(it.t.consentIntro, { client: it.clientName }) %></p>
+<% if (it.device) { %><p class="alert" role="note"><%= it.t.deviceWarning %></p><% } %>
 <ul class="scopes">
 <% it.scopes.forEach(function (s) { %><li><%= s %></li><% }) %>
 </ul>
@@ -73,6 +74,17 @@ const LOGOUT = `<% layout('@layout', { lang: it.lang, title: it.t.logoutTitle })
 <div class="actions"><button type="submit" name="button" value="logout" class="primary"><%= it.t.logout %></button></div>
 </form>`;
 
+const DEVICE = `<% layout('@layout', { lang: it.lang, title: it.t.deviceTitle }) %>
+<h1><%= it.t.deviceTitle %></h1>
+<p><%= it.t.deviceIntro %></p>
+<% if (it.error) { %><p class="alert" role="alert"><%= it.error %></p><% } %>
+<form method="post" action="/device">
+<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<label for="userCode"><%= it.t.userCode %></label>
+<input type="text" id="userCode" name="userCode" value="<%= it.userCode %>" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" required autofocus>
+<div class="actions"><button type="submit" name="button" value="submit" class="primary"><%= it.t.continue %></button></div>
+</form>`;
+
 /** The auto-submitting script of form_post; allowed by its hash, never by `unsafe-inline`. */
 const FORM_POST_SCRIPT = 'document.forms[0].submit();';
 const FORM_POST_SCRIPT_HASH = `'sha256-${createHash('sha256').update(FORM_POST_SCRIPT).digest('base64')}'`;
@@ -96,16 +108,17 @@ export class Pages {
     this.eta.loadTemplate('@consent', CONSENT);
     this.eta.loadTemplate('@message', MESSAGE);
     this.eta.loadTemplate('@logout', LOGOUT);
+    this.eta.loadTemplate('@device', DEVICE);
     this.eta.loadTemplate('@form_post', FORM_POST);
   }
 
   /**
    * Sends a page.
-   * @param name one of `login`, `consent`, `message`, `logout`
+   * @param name one of `login`, `consent`, `message`, `logout`, `device`
    * @param lang a supported language (see `pickLocale`)
    * @param status HTTP status, 200 by default
    */
-  send(reply: FastifyReply, name: 'login' | 'consent' | 'message' | 'logout', lang: string, data: Record<string, unknown>, status = 200): FastifyReply {
+  send(reply: FastifyReply, name: 'login' | 'consent' | 'message' | 'logout' | 'device', lang: string, data: Record<string, unknown>, status = 200): FastifyReply {
     const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
     const html = this.eta.render(`@${name}`, { ...data, lang, t, f: format });
     return pageHeaders(reply).code(status).type('text/html; charset=utf-8').send(html);

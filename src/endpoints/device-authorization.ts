@@ -1,0 +1,116 @@
+/**
+ * Device authorization, `POST /connect/deviceauthorization` (RFC 8628 §3.1–§3.2): the device's
+ * client authenticates like at the token endpoint and receives a device code (256-bit, stored
+ * hashed), a user code to type at `{issuer}/device`, and the polling interval.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { OAuthError } from '../errors.js';
+import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
+import { hashHandle, newHandle, nowSeconds } from '../tokens/handles.js';
+import { authenticateClient } from '../validation/client-auth.js';
+import { validateScopes } from '../validation/scopes.js';
+import { formatUserCode, generateUserCode } from '../validation/user-code.js';
+
+/** The device grant type (RFC 8628 §3.4). */
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+/** Stored state of a device code. */
+export interface DeviceCodeData {
+  scopes: string[];
+  /** Key of the user code's row. */
+  userCodeKey: string;
+  status: 'pending' | 'approved' | 'denied';
+  /** Unix milliseconds of the last poll. */
+  lastPollAt?: number;
+  /** Current polling interval in seconds (grows by 5 on each slow_down, RFC 8628 §3.5). */
+  interval: number;
+  /** The approving user, once approved. */
+  subject?: { subjectId: string; authTime: number; amr: string[]; idp: string; sid: string; tenant?: string };
+  [key: string]: unknown;
+}
+
+/** Stored data of a user code: which device code it approves. */
+export interface UserCodeData {
+  deviceKey: string;
+  [key: string]: unknown;
+}
+
+/** Store key of a canonical user code. */
+export function userCodeKey(code: string): string {
+  return hashHandle(`user_code\u0000${code}`);
+}
+
+/** Registers `/connect/deviceauthorization` (anything but a form POST: 400 invalid_request). */
+export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
+    url: '/connect/deviceauthorization',
+    handler: async (request, reply) => {
+      try {
+        const params = formBody(request, 'invalid_request');
+        const { client } = authenticateClient(credentialSource(request, params), ctx.clients, ctx.limiter, request.ip);
+        if (!client.allowedGrantTypes.includes(DEVICE_CODE_GRANT))
+          throw new OAuthError('unauthorized_client', 'the client may not use the device flow');
+        const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');
+        const now = nowSeconds();
+        const expiresAt = now + client.deviceCodeLifetime;
+        const deviceCode = newHandle();
+        const deviceKey = hashHandle(deviceCode);
+        const userCode = await storeUserCode(ctx, client.clientId, deviceKey, now, expiresAt);
+        const data: DeviceCodeData = { scopes, userCodeKey: userCodeKey(userCode), status: 'pending', interval: client.pollingInterval };
+        await ctx.store.grants.put({
+          key: deviceKey,
+          type: 'device_code',
+          clientId: client.clientId,
+          subjectId: null,
+          familyId: deviceKey.slice(0, 22),
+          sessionId: null,
+          data,
+          createdAt: now,
+          expiresAt,
+          consumedAt: null,
+          revokedAt: null,
+        });
+        const shown = formatUserCode(userCode);
+        return noStore(reply).type('application/json; charset=utf-8').send({
+          device_code: deviceCode,
+          user_code: shown,
+          verification_uri: `${ctx.issuer}/device`,
+          verification_uri_complete: `${ctx.issuer}/device?userCode=${shown}`,
+          expires_in: client.deviceCodeLifetime,
+          interval: client.pollingInterval,
+        });
+      } catch (err) {
+        if (!(err instanceof OAuthError)) throw err;
+        return sendOAuthError(reply, err);
+      }
+    },
+  });
+}
+
+/** Stores a fresh user code that no live device code uses; returns it in canonical form. */
+async function storeUserCode(ctx: SigilContext, clientId: string, deviceKey: string, now: number, expiresAt: number): Promise<string> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const code = generateUserCode();
+    const key = userCodeKey(code);
+    const existing = await ctx.store.grants.get(key);
+    if (existing && existing.expiresAt > now && existing.revokedAt === null) continue;
+    const data: UserCodeData = { deviceKey };
+    await ctx.store.grants.save({
+      key,
+      type: 'user_code',
+      clientId,
+      subjectId: null,
+      familyId: deviceKey.slice(0, 22),
+      sessionId: null,
+      data,
+      createdAt: now,
+      expiresAt,
+      consumedAt: null,
+      revokedAt: null,
+    });
+    return code;
+  }
+  throw new OAuthError('temporarily_unavailable', 'could not allocate a user code, retry', 503);
+}

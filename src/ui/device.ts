@@ -1,0 +1,144 @@
+/**
+ * The device verification page (`/device`, DESIGN §6; RFC 8628 §3.3): the person types the user
+ * code (pre-filled from `verification_uri_complete`), signs in if needed, sees the consent page
+ * naming the client and the scopes, and approves or denies. Nothing is approved by a GET
+ * (RFC 8628 §5.4). Wrong codes count against the address and the browser (RFC 8628 §5.1).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { expiredPage, language } from '../endpoints/authorize.js';
+import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { type DeviceCodeData, userCodeKey } from '../endpoints/device-authorization.js';
+import type { Interaction } from '../endpoints/interactions.js';
+import { OAuthError } from '../errors.js';
+import { Params } from '../http/form.js';
+import { nowSeconds } from '../tokens/handles.js';
+import type { Session } from '../users/sessions.js';
+import { formatUserCode, normalizeUserCode } from '../validation/user-code.js';
+import { queryString, single } from './account.js';
+import { checkCsrf } from './csrf.js';
+
+/** Registers `/device` (GET shows, POST takes the code) and `/device/resume`. */
+export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
+  const origin = new URL(ctx.issuer).origin;
+
+  app.get('/device', async (request, reply) => {
+    const given = normalizeUserCode(queryString(request, 'userCode') ?? '');
+    return devicePage(ctx, request, reply, given ? formatUserCode(given) : '', undefined);
+  });
+
+  app.post('/device', async (request, reply) => {
+    const body = request.body instanceof Params ? request.body : Params.empty();
+    const lang = language(request);
+    if (!(await checkCsrf(app, request, reply, origin)))
+      return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
+    const browser = ctx.sessions.browserId(request, reply);
+    const keys = [`device:address:${request.ip}`, `device:browser:${browser}`];
+    const typed = single(body, 'userCode') ?? '';
+    try {
+      ctx.limiter.check(keys);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      reply.headers(err.headers);
+      return devicePage(ctx, request, reply, '', 'tooManyAttempts', 429);
+    }
+    const code = normalizeUserCode(typed);
+    const found = code ? await pendingDevice(ctx, userCodeKey(code)) : undefined;
+    if (!code || !found) {
+      ctx.limiter.fail(keys);
+      return devicePage(ctx, request, reply, '', 'invalidCode');
+    }
+    const interaction: Interaction = {
+      params: { client_id: found.clientId, scope: found.data.scopes.join(' ') },
+      browser,
+      device: { deviceKey: found.key, userCodeKey: userCodeKey(code) },
+    };
+    const id = await ctx.interactions.create(found.clientId, interaction);
+    const session = await ctx.sessions.current(request);
+    const next = session ? '/consent' : '/account/login';
+    return reply.header('cache-control', 'no-store').redirect(`${next}?interaction=${encodeURIComponent(id)}`, 303);
+  });
+
+  app.get('/device/resume', async (request, reply) => {
+    const id = queryString(request, 'interaction');
+    const browser = ctx.sessions.browserId(request, reply);
+    const interaction = await ctx.interactions.get(id, browser);
+    if (!id || !interaction?.device) return expiredPage(ctx, request, reply);
+    const session = await ctx.sessions.current(request);
+    if (!session) return reply.redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);
+    if (!interaction.consented) return reply.redirect(`/consent?interaction=${encodeURIComponent(id)}`, 303);
+    return answerDevice(ctx, request, reply, id, interaction, session);
+  });
+}
+
+/**
+ * Records the person's answer for a device: approved by `session` with the consented scopes, or
+ * denied when `session` is undefined. The user code stops working either way (single use).
+ */
+export async function answerDevice(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  id: string,
+  interaction: Interaction,
+  session: Session | undefined,
+): Promise<FastifyReply> {
+  const device = interaction.device;
+  if (!device || !(await ctx.interactions.finish(id))) return expiredPage(ctx, request, reply);
+  const row = await ctx.store.grants.get(device.deviceKey);
+  const now = nowSeconds();
+  const data = row?.data as DeviceCodeData | undefined;
+  if (!row || !data || data.status !== 'pending' || row.expiresAt <= now || row.consumedAt !== null)
+    return expiredPage(ctx, request, reply);
+  const answered: DeviceCodeData = session
+    ? {
+        ...data,
+        status: 'approved',
+        scopes: data.scopes.filter((s) => interaction.consented?.includes(s)),
+        subject: {
+          subjectId: session.subjectId,
+          authTime: session.authTime,
+          amr: session.amr,
+          idp: session.idp,
+          sid: session.sid,
+          ...(session.tenant ? { tenant: session.tenant } : {}),
+        },
+      }
+    : { ...data, status: 'denied' };
+  await ctx.store.grants.update(device.deviceKey, answered, row.expiresAt);
+  const userCodeRow = await ctx.store.grants.get(device.userCodeKey);
+  if (userCodeRow) await ctx.store.grants.revoke(userCodeRow, now);
+  const lang = language(request);
+  const textKey = session ? 'deviceApproved' : 'deviceDenied';
+  return ctx.pages.send(reply, 'message', lang, { titleKey: 'deviceTitle', textKey });
+}
+
+async function pendingDevice(ctx: SigilContext, key: string) {
+  const now = nowSeconds();
+  const codeRow = await ctx.store.grants.get(key);
+  if (!codeRow || codeRow.type !== 'user_code' || codeRow.revokedAt !== null || codeRow.expiresAt <= now) return undefined;
+  const deviceKey = (codeRow.data as { deviceKey: string }).deviceKey;
+  const row = await ctx.store.grants.get(deviceKey);
+  const data = row?.data as DeviceCodeData | undefined;
+  if (!row || !data || row.type !== 'device_code' || data.status !== 'pending' || row.expiresAt <= now || row.consumedAt !== null)
+    return undefined;
+  return { key: deviceKey, clientId: row.clientId, data };
+}
+
+function devicePage(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  userCode: string,
+  error: 'invalidCode' | 'tooManyAttempts' | undefined,
+  status = 200,
+): FastifyReply {
+  const lang = language(request);
+  return ctx.pages.send(
+    reply,
+    'device',
+    lang,
+    { csrf: reply.generateCsrf(), userCode, error: error ? ctx.pages.text(lang, error) : undefined },
+    status,
+  );
+}
