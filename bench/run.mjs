@@ -268,6 +268,10 @@ async function main() {
     warmup: Number(process.env.BENCH_WARMUP ?? 2),
     connections: Number(process.env.BENCH_CONNECTIONS ?? 32),
   };
+  for (const [name, n] of Object.entries(opts)) {
+    if (!Number.isInteger(n) || n < (name === 'warmup' ? 0 : 1)) throw new Error(`invalid ${name}: ${n}`);
+  }
+  if (selected.length === 0) throw new Error('--scenarios selects none of a,b,c,d,e');
   const providerVersion = JSON.parse(readFileSync(join(ROOT, 'node_modules/oidc-provider/package.json'), 'utf8')).version;
   console.log(`Sigil ${gitDescribe() ?? ''} vs node-oidc-provider ${providerVersion} on ${HOST}, node ${process.version}, `
     + `${cpus().length} CPUs shared by both servers and autocannon`);
