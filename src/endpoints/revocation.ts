@@ -14,7 +14,7 @@ import { authenticateClient } from '../validation/client-auth.js';
 
 /** Registers `/connect/revocation` (POST form; other methods 405, other bodies 415). */
 export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
-  app.post('/connect/revocation', async (request, reply) => {
+  app.post('/connect/revocation', { helmet: false }, async (request, reply) => {
     try {
       const params = formBody(request, 'status');
       const { client } = authenticateClient(credentialSource(request, params), ctx.clients, ctx.limiter, request.ip);

@@ -15,6 +15,8 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
   app.route({
     method: ['GET', 'POST'],
     url: '/connect/userinfo',
+    // JSON API: the browser-page headers of helmet (CSP, frame options) do not apply.
+    helmet: false,
     handler: async (request, reply) => {
       try {
         let form: Params | undefined;

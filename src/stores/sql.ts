@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { type Generated, Kysely, Migrator, SqliteDialect, type Selectable } from 'kysely';
+import { type Generated, Kysely, Migrator, SqliteDialect, type SqliteDatabase, type Selectable } from 'kysely';
 import { migrationProvider } from './migrations.js';
 import type { GrantRecord, GrantStore, KeyStore, Store, StoredKey, StoredUser, UserStore } from './types.js';
 
@@ -69,13 +69,35 @@ export async function openStore(url: string): Promise<Store> {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   const { error } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   if (error) {
     await db.destroy();
     throw error instanceof Error ? error : new Error(String(error));
   }
   return new SqlStore(db);
+}
+
+/**
+ * better-sqlite3 with its prepared statements reused: Kysely prepares every query anew, and the
+ * store runs a small fixed set of SQL texts, so each is prepared once (bounded, in case of growth).
+ */
+function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => {
+      cache.clear();
+      sqlite.close();
+    },
+    prepare: (sql: string) => {
+      let statement = cache.get(sql);
+      if (!statement) {
+        statement = sqlite.prepare(sql);
+        if (cache.size < 500) cache.set(sql, statement);
+      }
+      return statement;
+    },
+  } as unknown as SqliteDatabase;
 }
 
 type GrantRow = Selectable<GrantsTable>;
