@@ -1,12 +1,13 @@
 /**
  * The one SQL implementation of the store interfaces (DESIGN §3), on Kysely. `openStore` picks the
- * dialect from the storage URL: `sqlite:<path>` (better-sqlite3, WAL) or `memory` (SQLite in
- * memory, for tests and the library's quick start).
+ * dialect from the storage URL: `sqlite:<path>` (better-sqlite3, WAL), `postgres://...` (pg pool),
+ * or `memory` (SQLite in memory, for tests and the library's quick start).
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { type Generated, Kysely, Migrator, SqliteDialect, type SqliteDatabase, type Selectable } from 'kysely';
+import { type Generated, Kysely, Migrator, PostgresDialect, SqliteDialect, type SqliteDatabase, type Selectable } from 'kysely';
+import pg from 'pg';
 import { migrationProvider } from './migrations.js';
 import type { GrantRecord, GrantStore, KeyStore, Store, StoredKey, StoredUser, UserStore } from './types.js';
 
@@ -47,14 +48,34 @@ interface Database {
   users: UsersTable;
 }
 
-/** Parses a storage URL (DESIGN §4). @throws Error naming the accepted forms. */
-export function parseStorageUrl(url: string): { kind: 'sqlite'; path: string } {
+/** Where a store lives, from its storage URL. */
+export type StorageTarget =
+  | { kind: 'sqlite'; path: string }
+  /** `schema`: a PostgreSQL schema to create and use (tests, several deployments in one database). */
+  | { kind: 'postgres'; connectionString: string; schema?: string; poolSize: number };
+
+/**
+ * Parses a storage URL (DESIGN §4): `sqlite:<file>`, `memory`, or
+ * `postgres://user@host:port/db[?schema=name&poolSize=n]` (also `postgresql://`).
+ * @throws Error naming the accepted forms.
+ */
+export function parseStorageUrl(url: string): StorageTarget {
   if (url === 'memory') return { kind: 'sqlite', path: ':memory:' };
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
     if (path.length > 0) return { kind: 'sqlite', path };
   }
-  throw new Error(`unsupported storage "${url}": use "sqlite:<file>" or "memory"`);
+  if (/^postgres(ql)?:\/\//.test(url) && URL.canParse(url)) {
+    const parsed = new URL(url);
+    const schema = parsed.searchParams.get('schema') ?? undefined;
+    const poolSize = Number(parsed.searchParams.get('poolSize') ?? 10);
+    if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error('storage: schema must match [a-z_][a-z0-9_]*');
+    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 200) throw new Error('storage: poolSize must be 1 to 200');
+    parsed.searchParams.delete('schema');
+    parsed.searchParams.delete('poolSize');
+    return { kind: 'postgres', connectionString: parsed.toString(), poolSize, ...(schema ? { schema } : {}) };
+  }
+  throw new Error(`unsupported storage "${url}": use "sqlite:<file>", "postgres://..." or "memory"`);
 }
 
 /**
@@ -64,18 +85,45 @@ export function parseStorageUrl(url: string): { kind: 'sqlite'; path: string } {
  */
 export async function openStore(url: string): Promise<Store> {
   const target = parseStorageUrl(url);
-  if (target.path !== ':memory:') mkdirSync(dirname(resolve(target.path)), { recursive: true });
-  const sqlite = new SQLite(target.path);
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const db = target.kind === 'sqlite' ? openSqlite(target.path) : await openPostgres(target);
+  // Kysely's migrator takes a lock first (on PostgreSQL an advisory lock), so several nodes may
+  // start at once.
   const { error } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
   if (error) {
     await db.destroy();
     throw error instanceof Error ? error : new Error(String(error));
   }
   return new SqlStore(db);
+}
+
+function openSqlite(path: string): Kysely<Database> {
+  if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
+  const sqlite = new SQLite(path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+}
+
+async function openPostgres(target: Extract<StorageTarget, { kind: 'postgres' }>): Promise<Kysely<Database>> {
+  const { schema } = target;
+  if (schema) {
+    const setup = new pg.Client({ connectionString: target.connectionString });
+    await setup.connect();
+    try {
+      await setup.query(`create schema if not exists ${schema}`);
+    } finally {
+      await setup.end();
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString: target.connectionString,
+    max: target.poolSize,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 5_000,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
 /**
