@@ -20,7 +20,8 @@ import { refreshTokenGrant } from './grants/refresh-token.js';
 import { GrantRegistry } from './grants/registry.js';
 import { tokenExchangeGrant } from './grants/token-exchange.js';
 import { buildApp } from './http/app.js';
-import { KeyRing } from './keys/keys.js';
+import { KeyRing, parseDataKey } from './keys/keys.js';
+import { startHousekeeping } from './stores/housekeeping.js';
 import { openStore } from './stores/sql.js';
 import { secretDigest } from './tokens/handles.js';
 import { TokenService } from './tokens/tokens.js';
@@ -48,6 +49,8 @@ export interface SigilOptions {
   extensionGrants?: ExtensionGrant[];
   /** Replaces the built-in check of the password grant's credentials. */
   resourceOwnerValidator?: ResourceOwnerValidator;
+  /** Key encrypting private signing keys at rest; default: from `SIGIL_DATA_KEY` (32 bytes, base64 or hex). */
+  dataKey?: Uint8Array;
 }
 
 /** A provider instance. */
@@ -68,10 +71,14 @@ export interface Sigil {
  */
 export async function createSigil(config: unknown, options: SigilOptions = {}): Promise<Sigil> {
   const cfg = resolveConfig(config, options.overrides);
+  options = { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY) };
   const log = options.logger ?? pino({ level: cfg.logLevel });
   const store = await openStore(cfg.storage);
   try {
-    const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms);
+    const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms, {
+      ...cfg.signingKeys,
+      ...(options.dataKey ? { dataKey: options.dataKey } : {}),
+    });
     const resources = new Resources(cfg);
     const events = new EventBus(log);
     const grantTypes = new GrantRegistry();
@@ -102,11 +109,17 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       log,
     };
     const app = await buildApp(context);
+    const housekeeping = startHousekeeping(keys, store.maintenance, log, {
+      keyReloadSeconds: cfg.signingKeys.reloadSeconds,
+      cleanupIntervalSeconds: cfg.cleanup.intervalSeconds,
+      batchSize: cfg.cleanup.batchSize,
+    });
     return {
       app,
       context,
       subscribe: (listener) => events.subscribe(listener),
       close: async () => {
+        housekeeping.stop();
         await app.close();
         await store.close();
       },

@@ -9,12 +9,15 @@ import { realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ConfigError, type ConfigOverrides, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../config/loader.js';
+import { ConfigError, type ConfigOverrides, overridesFromEnv, parsePort, readConfigFile, type ResolvedConfig, resolveConfig } from '../config/loader.js';
+import { describeKeys, parseDataKey, rotateKeys } from '../keys/keys.js';
 import { createSigil } from '../index.js';
 import { openStore } from '../stores/sql.js';
 
 const DEMO_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '../../examples/sigil.json');
-const USAGE = `usage: sigil <start|migrate> [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL]`;
+const USAGE = `usage: sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL]
+       sigil migrate [--config FILE] [--storage URL]
+       sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -26,11 +29,12 @@ async function main(argv: string[]): Promise<number> {
       host: { type: 'string' },
       issuer: { type: 'string' },
       storage: { type: 'string' },
+      alg: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   const command = positionals[0];
-  if (values.help || (command !== 'start' && command !== 'migrate')) {
+  if (values.help || (command !== 'start' && command !== 'migrate' && command !== 'keys')) {
     console.error(USAGE);
     return values.help ? 0 : 2;
   }
@@ -48,10 +52,21 @@ async function main(argv: string[]): Promise<number> {
     console.log('migrations are up to date');
     return 0;
   }
+  if (command === 'keys') return keysCommand(resolveConfig(raw, overrides), positionals.slice(1), values.alg);
 
   const sigil = await createSigil(raw, { overrides });
   const cfg = sigil.context.config;
   const address = await sigil.app.listen({ port: cfg.port, host: cfg.host });
+  // Handlers first: a supervisor may signal as soon as it reads "listening on".
+  const stopped = new Promise<void>((done) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      void sigil.close().finally(done);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
   const url = new URL(address);
   if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';
   console.log(`sigil: issuer ${cfg.issuer}`);
@@ -62,16 +77,47 @@ async function main(argv: string[]): Promise<number> {
     console.log('sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice" (see README)');
   console.log(`sigil: listening on ${url.origin}`);
 
-  await new Promise<void>((done) => {
-    const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      void sigil.close().finally(done);
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await stopped;
   return 0;
+}
+
+/** `sigil keys list | rotate [--alg ALG] | retire KID`: signing key management on the store. */
+async function keysCommand(cfg: ResolvedConfig, args: string[], alg: string | undefined): Promise<number> {
+  const store = await openStore(cfg.storage);
+  try {
+    const policy = { ...cfg.signingKeys, ...(process.env.SIGIL_DATA_KEY ? { dataKey: parseDataKey(process.env.SIGIL_DATA_KEY) } : {}) };
+    const now = Math.floor(Date.now() / 1000);
+    const [action, kid] = args;
+    if (action === 'list') {
+      const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
+      console.log(['kid'.padEnd(43), 'alg'.padEnd(6), 'status'.padEnd(8), 'created'.padEnd(24), 'activates'.padEnd(24), 'published until'].join(' '));
+      for (const k of describeKeys(await store.keys.listKeys(), policy, now))
+        console.log([k.kid.padEnd(43), k.alg.padEnd(6), k.status.padEnd(8), at(k.createdAt).padEnd(24), at(k.activatesAt).padEnd(24), at(k.publishedUntil)].join(' '));
+      return 0;
+    }
+    if (action === 'rotate') {
+      const algorithms = alg === undefined ? cfg.signingAlgorithms : cfg.signingAlgorithms.filter((a) => a === alg);
+      if (algorithms.length === 0) {
+        console.error(`sigil: --alg ${alg} is not one of signingAlgorithms`);
+        return 2;
+      }
+      for (const k of await rotateKeys(store.keys, algorithms, policy, now))
+        console.log(`added ${k.alg} key ${k.kid}: published now, signs from ${new Date(k.activatesAt * 1000).toISOString()}`);
+      return 0;
+    }
+    if (action === 'retire' && kid !== undefined) {
+      if (!(await store.keys.retireKey(kid, now))) {
+        console.error(`sigil: no live key ${kid}`);
+        return 1;
+      }
+      console.log(`retired ${kid}: it signs no more and stays published for ${cfg.signingKeys.retentionSeconds} s`);
+      return 0;
+    }
+    console.error(USAGE);
+    return 2;
+  } finally {
+    await store.close();
+  }
 }
 
 function isDemo(path: string): boolean {

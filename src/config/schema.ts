@@ -139,6 +139,20 @@ export const configSchema = z
     rateLimits: rateLimits.default({ maxFailures: 20, windowSeconds: 60 }),
     /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
     sessionLifetime: lifetime.default(36000),
+    /** Signing key lifecycle, in seconds (Duende's automatic key management defaults). */
+    signingKeys: z
+      .strictObject({
+        propagationSeconds: z.number().int().min(0).default(1209600),
+        retentionSeconds: z.number().int().min(0).default(1209600),
+        rotationSeconds: lifetime.default(7776000),
+        /** How often each node re-reads the keys from the store. */
+        reloadSeconds: lifetime.default(60),
+      })
+      .default({ propagationSeconds: 1209600, retentionSeconds: 1209600, rotationSeconds: 7776000, reloadSeconds: 60 }),
+    /** Removal of expired grants, codes and sessions, by one node at a time. */
+    cleanup: z
+      .strictObject({ intervalSeconds: lifetime.default(300), batchSize: lifetime.default(1000) })
+      .default({ intervalSeconds: 300, batchSize: 1000 }),
   })
   .superRefine((cfg, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });

@@ -1,9 +1,15 @@
 /**
- * Signing keys (DESIGN §3): one key per configured algorithm, generated on first start and kept in
- * the store so every node signs with the same keys; published as a JWKS (RFC 7517, OIDC Core §10.1).
+ * Signing keys (DESIGN §3), in the spirit of Duende's automatic key management: keys live in the
+ * store so every node signs with the same ones; a new key is published in the JWKS for a
+ * propagation period before it signs; a superseded or retired key stays published for a retention
+ * period so the tokens it signed keep validating (OIDC Core §10.1.1); keys rotate on their own after
+ * `rotationSeconds`. Private keys are encrypted at rest (JWE `dir` + `A256GCM`) when a data key is
+ * given. Every node reloads the keys periodically, so rotation needs no restart.
  */
 import {
   calculateJwkThumbprint,
+  CompactEncrypt,
+  compactDecrypt,
   createLocalJWKSet,
   exportJWK,
   generateKeyPair,
@@ -18,67 +24,184 @@ import type { SigningAlgorithm } from '../config/schema.js';
 import type { KeyStore, StoredKey } from '../stores/types.js';
 import { nowSeconds } from '../tokens/handles.js';
 
-interface ActiveKey {
-  kid: string;
-  alg: string;
-  key: CryptoKey;
-  publicJwk: JWK;
+/** Lifecycle settings, in seconds (config `signingKeys`). */
+export interface KeyPolicy {
+  /** How long a new key is published before it signs. */
+  propagationSeconds: number;
+  /** How long a superseded or retired key stays published. */
+  retentionSeconds: number;
+  /** Age of the signing key after which a successor is created. */
+  rotationSeconds: number;
+  /** 32-byte key encrypting private keys at rest (`SIGIL_DATA_KEY`), if any. */
+  dataKey?: Uint8Array;
 }
 
-/** The keys a Sigil instance signs with and publishes. */
+/** Where a key is in its life at a given time. */
+export type KeyStatus = 'pending' | 'active' | 'retired' | 'expired';
+
+/** A stored key with its status. */
+export interface KeyInfo extends StoredKey {
+  status: KeyStatus;
+  /** Until when it is published (Unix seconds), when that is known. */
+  publishedUntil: number | null;
+}
+
+/**
+ * The status of every key at `now`: per algorithm, the newest activated, not retired key is
+ * `active`; older ones are `retired` from the moment their successor activated (or from their
+ * own `retiredAt`) and `expired` once the retention period has passed.
+ */
+export function describeKeys(keys: readonly StoredKey[], policy: KeyPolicy, now: number): KeyInfo[] {
+  const signing = new Map<string, StoredKey>();
+  for (const k of [...keys].sort((a, b) => a.activatesAt - b.activatesAt || a.createdAt - b.createdAt))
+    if (k.activatesAt <= now && k.retiredAt === null) signing.set(k.alg, k);
+  return keys.map((k) => {
+    const current = signing.get(k.alg);
+    if (k.activatesAt > now && k.retiredAt === null) return { ...k, status: 'pending', publishedUntil: null };
+    if (current?.kid === k.kid) return { ...k, status: 'active', publishedUntil: null };
+    const retiredAt = k.retiredAt ?? current?.activatesAt ?? now;
+    const publishedUntil = retiredAt + policy.retentionSeconds;
+    return { ...k, status: publishedUntil > now ? 'retired' : 'expired', publishedUntil };
+  });
+}
+
+/**
+ * Adds a successor key for each algorithm, published now and signing after the propagation
+ * period (or at once when `immediate`, e.g. when no key of that algorithm can sign).
+ * @returns the keys added.
+ */
+export async function rotateKeys(
+  store: KeyStore,
+  algorithms: readonly SigningAlgorithm[],
+  policy: KeyPolicy,
+  now = nowSeconds(),
+  immediate = false,
+): Promise<StoredKey[]> {
+  const added: StoredKey[] = [];
+  for (const alg of algorithms) {
+    const key = await generateKey(alg, now, immediate ? now : now + policy.propagationSeconds, policy.dataKey);
+    await store.addKey(key);
+    added.push(key);
+  }
+  return added;
+}
+
+interface Loaded {
+  signers: Map<string, { kid: string; alg: string; key: CryptoKey }>;
+  published: JWK[];
+  verify: JWTVerifyGetKey;
+}
+
+/** The keys a Sigil instance signs with and publishes; reloadable. */
 export class KeyRing {
+  private loaded: Loaded;
+  private readonly imported = new Map<string, CryptoKey>();
+
   private constructor(
-    private readonly byAlg: Map<string, ActiveKey>,
-    private readonly published: JWK[],
-    readonly defaultAlgorithm: SigningAlgorithm,
-    /** Verifies Sigil's own JWTs against the published keys. */
-    readonly verificationKeys: JWTVerifyGetKey,
+    private readonly store: KeyStore,
     readonly algorithms: SigningAlgorithm[],
-  ) {}
+    private readonly policy: KeyPolicy,
+  ) {
+    this.loaded = { signers: new Map(), published: [], verify: createLocalJWKSet({ keys: [] }) };
+  }
+
+  /** The algorithm tokens are signed with by default: the first configured. */
+  get defaultAlgorithm(): SigningAlgorithm {
+    return this.algorithms[0] as SigningAlgorithm;
+  }
 
   /**
-   * Loads the keys from the store, generating (and storing) one for each algorithm that has none.
-   * The first algorithm signs tokens by default.
+   * Loads the keys, first generating what is missing: a key for an algorithm that has none able to
+   * sign (signing at once), and a successor for a signing key older than `rotationSeconds`.
+   * @throws Error when stored keys are encrypted and no (or the wrong) data key is given.
    */
-  static async load(store: KeyStore, algorithms: SigningAlgorithm[]): Promise<KeyRing> {
-    let stored = await store.listKeys();
-    for (const alg of algorithms) {
-      if (!stored.some((k) => k.alg === alg)) await store.addKey(await generateKey(alg));
-    }
-    stored = await store.listKeys();
-    const byAlg = new Map<string, ActiveKey>();
-    const published: JWK[] = [];
-    for (const k of stored) {
-      const publicJwk = { ...(k.publicJwk as JWK), kid: k.kid, use: 'sig', alg: k.alg };
-      published.push(publicJwk);
-      // The newest key of an algorithm signs.
-      byAlg.set(k.alg, { kid: k.kid, alg: k.alg, key: (await importJWK(k.privateJwk as JWK, k.alg)) as CryptoKey, publicJwk });
-    }
-    const [first] = algorithms;
-    if (!first) throw new Error('signingAlgorithms is empty');
-    return new KeyRing(byAlg, published, first, createLocalJWKSet({ keys: published }), algorithms);
+  static async load(store: KeyStore, algorithms: SigningAlgorithm[], policy: KeyPolicy): Promise<KeyRing> {
+    if (algorithms.length === 0) throw new Error('signingAlgorithms is empty');
+    const ring = new KeyRing(store, algorithms, policy);
+    await ring.refresh();
+    return ring;
   }
+
+  /** Re-reads the store (after rotation on any node), creating keys as `load` does. */
+  async refresh(now = nowSeconds()): Promise<void> {
+    let infos = describeKeys(await this.store.listKeys(), this.policy, now);
+    const missing = this.algorithms.filter((alg) => !infos.some((k) => k.alg === alg && k.status === 'active'));
+    const stale = this.algorithms.filter((alg) => {
+      const active = infos.find((k) => k.alg === alg && k.status === 'active');
+      const pending = infos.some((k) => k.alg === alg && k.status === 'pending');
+      return active !== undefined && !pending && active.activatesAt + this.policy.rotationSeconds <= now;
+    });
+    if (missing.length > 0) await rotateKeys(this.store, missing, this.policy, now, true);
+    if (stale.length > 0) await rotateKeys(this.store, stale, this.policy, now);
+    if (missing.length > 0 || stale.length > 0) infos = describeKeys(await this.store.listKeys(), this.policy, now);
+
+    const signers: Loaded['signers'] = new Map();
+    const published: JWK[] = [];
+    for (const k of infos) {
+      if (k.status === 'expired') continue;
+      published.push({ ...(k.publicJwk as JWK), kid: k.kid, use: 'sig', alg: k.alg });
+      if (k.status === 'active') signers.set(k.alg, { kid: k.kid, alg: k.alg, key: await this.privateKey(k) });
+    }
+    this.loaded = { signers, published, verify: createLocalJWKSet({ keys: published }) };
+  }
+
+  /** Verifies Sigil's own JWTs against the published keys (for jose's `jwtVerify`). */
+  readonly verificationKeys: JWTVerifyGetKey = (header, token) => this.loaded.verify(header, token);
 
   /** The public JWKS document: `{ keys: [...] }` with `kid`, `use`, `alg` on every key. */
   jwks(): { keys: JWK[] } {
-    return { keys: this.published };
+    return { keys: this.loaded.published };
   }
 
   /**
-   * Signs a JWT with the key of `alg` (default: the first configured algorithm).
+   * Signs a JWT with the active key of `alg` (default: the first configured algorithm).
    * @param typ the JOSE `typ` header, e.g. `at+jwt` (RFC 9068 §2.1) or `JWT`.
    */
   async sign(payload: JWTPayload, typ: string, alg: string = this.defaultAlgorithm): Promise<string> {
-    const key = this.byAlg.get(alg);
+    const key = this.loaded.signers.get(alg);
     if (!key) throw new Error(`no signing key for ${alg}`);
     return new SignJWT(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ }).sign(key.key);
   }
+
+  private async privateKey(k: StoredKey): Promise<CryptoKey> {
+    let key = this.imported.get(k.kid);
+    if (!key) {
+      key = (await importJWK(await openPrivateKey(k.privateKey, this.policy.dataKey), k.alg)) as CryptoKey;
+      this.imported.set(k.kid, key);
+    }
+    return key;
+  }
 }
 
-async function generateKey(alg: SigningAlgorithm): Promise<StoredKey> {
+async function generateKey(alg: SigningAlgorithm, now: number, activatesAt: number, dataKey: Uint8Array | undefined): Promise<StoredKey> {
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true, modulusLength: 2048 });
   const publicJwk = await exportJWK(publicKey);
-  const privateJwk = await exportJWK(privateKey);
   const kid = await calculateJwkThumbprint(publicJwk);
-  return { kid, alg, privateJwk: { ...privateJwk }, publicJwk: { ...publicJwk }, createdAt: nowSeconds(), retiredAt: null };
+  const privateJson = JSON.stringify(await exportJWK(privateKey));
+  const stored = dataKey
+    ? await new CompactEncrypt(new TextEncoder().encode(privateJson)).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid }).encrypt(dataKey)
+    : privateJson;
+  return { kid, alg, privateKey: stored, publicJwk: { ...publicJwk }, createdAt: now, activatesAt, retiredAt: null };
+}
+
+async function openPrivateKey(stored: string, dataKey: Uint8Array | undefined): Promise<JWK> {
+  if (stored.startsWith('{')) return JSON.parse(stored) as JWK;
+  if (!dataKey) throw new Error('signing keys are encrypted: set SIGIL_DATA_KEY');
+  try {
+    const { plaintext } = await compactDecrypt(stored, dataKey);
+    return JSON.parse(new TextDecoder().decode(plaintext)) as JWK;
+  } catch {
+    throw new Error('signing keys cannot be decrypted: SIGIL_DATA_KEY is not the key they were encrypted with');
+  }
+}
+
+/**
+ * Reads `SIGIL_DATA_KEY`: 32 bytes as base64/base64url (43-44 characters) or hex (64).
+ * @throws Error for any other length.
+ */
+export function parseDataKey(value: string | undefined): Uint8Array | undefined {
+  if (value === undefined || value === '') return undefined;
+  const bytes = /^[0-9a-fA-F]{64}$/.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64');
+  if (bytes.length !== 32) throw new Error('SIGIL_DATA_KEY must be 32 bytes, as base64 or hex');
+  return new Uint8Array(bytes);
 }

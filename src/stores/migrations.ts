@@ -52,6 +52,19 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_key_lifecycle_and_leases': {
+    async up(db: Kysely<unknown>) {
+      // When a key starts signing (after its propagation period in the JWKS).
+      await db.schema.alterTable('signing_keys').addColumn('activates_at', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      // Named leases: which node runs a periodic job (clean-up) until when.
+      await db.schema
+        .createTable('leases')
+        .addColumn('name', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('holder', 'varchar(64)', (c) => c.notNull())
+        .addColumn('until', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -9,7 +9,7 @@ import SQLite from 'better-sqlite3';
 import { type Generated, Kysely, Migrator, PostgresDialect, SqliteDialect, type SqliteDatabase, type Selectable } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations.js';
-import type { GrantRecord, GrantStore, KeyStore, Store, StoredKey, StoredUser, UserStore } from './types.js';
+import type { GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
 
 interface GrantsTable {
   key: string;
@@ -30,7 +30,13 @@ interface KeysTable {
   private_jwk: string;
   public_jwk: string;
   created_at: number;
+  activates_at: number;
   retired_at: number | null;
+}
+interface LeasesTable {
+  name: string;
+  holder: string;
+  until: number;
 }
 interface UsersTable {
   subject_id: string;
@@ -46,6 +52,7 @@ interface Database {
   grants: GrantsTable;
   signing_keys: KeysTable;
   users: UsersTable;
+  leases: LeasesTable;
 }
 
 /** Where a store lives, from its storage URL. */
@@ -182,10 +189,11 @@ function toRow(r: GrantRecord): GrantsTable {
   };
 }
 
-class SqlStore implements Store, GrantStore, KeyStore, UserStore {
+class SqlStore implements Store, GrantStore, KeyStore, UserStore, Maintenance {
   readonly grants: GrantStore = this;
   readonly keys: KeyStore = this;
   readonly users: UserStore = this;
+  readonly maintenance: Maintenance = this;
 
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -249,19 +257,14 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore {
   }
 
   async listKeys(): Promise<StoredKey[]> {
-    const rows = await this.db
-      .selectFrom('signing_keys')
-      .selectAll()
-      .where('retired_at', 'is', null)
-      .orderBy('created_at')
-      .orderBy('kid')
-      .execute();
+    const rows = await this.db.selectFrom('signing_keys').selectAll().orderBy('created_at').orderBy('kid').execute();
     return rows.map((r) => ({
       kid: r.kid,
       alg: r.alg,
-      privateJwk: JSON.parse(r.private_jwk) as Record<string, unknown>,
+      privateKey: r.private_jwk,
       publicJwk: JSON.parse(r.public_jwk) as Record<string, unknown>,
       createdAt: Number(r.created_at),
+      activatesAt: Number(r.activates_at),
       retiredAt: r.retired_at === null ? null : Number(r.retired_at),
     }));
   }
@@ -272,12 +275,44 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore {
       .values({
         kid: key.kid,
         alg: key.alg,
-        private_jwk: JSON.stringify(key.privateJwk),
+        private_jwk: key.privateKey,
         public_jwk: JSON.stringify(key.publicJwk),
         created_at: key.createdAt,
+        activates_at: key.activatesAt,
         retired_at: key.retiredAt,
       })
       .execute();
+  }
+
+  async retireKey(kid: string, now: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('signing_keys')
+      .set({ retired_at: now })
+      .where('kid', '=', kid)
+      .where('retired_at', 'is', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async acquireLease(name: string, holder: string, now: number, until: number): Promise<boolean> {
+    await this.db
+      .insertInto('leases')
+      .values({ name, holder, until: 0 })
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
+    const result = await this.db
+      .updateTable('leases')
+      .set({ holder, until })
+      .where('name', '=', name)
+      .where((eb) => eb.or([eb('holder', '=', holder), eb('until', '<', now)]))
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async deleteExpired(before: number, limit: number): Promise<number> {
+    const batch = this.db.selectFrom('grants').select('key').where('expires_at', '<', before).limit(limit);
+    const result = await this.db.deleteFrom('grants').where('key', 'in', batch).executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   async findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined> {

@@ -57,22 +57,40 @@ export interface GrantStore {
   revokeFamily(familyId: string, now: number): Promise<number>;
 }
 
-/** A signing key as stored: both halves as JWKs, private half possibly encrypted later (issue 6). */
+/**
+ * A signing key as stored. `privateKey` is the private JWK as JSON, or a compact JWE of it
+ * (`dir`/`A256GCM`) when `SIGIL_DATA_KEY` is set.
+ */
 export interface StoredKey {
   kid: string;
   alg: string;
-  privateJwk: Record<string, unknown>;
+  privateKey: string;
   publicJwk: Record<string, unknown>;
   createdAt: number;
+  /** When it starts signing (Unix seconds). */
+  activatesAt: number;
+  /** When it was retired by hand (`sigil keys retire`), or null. */
   retiredAt: number | null;
 }
 
 /** Signing keys, shared by every node that uses the store (DESIGN §3). */
 export interface KeyStore {
-  /** All keys that are not retired, oldest first. */
+  /** Every key, oldest first. */
   listKeys(): Promise<StoredKey[]>;
-  /** Adds a key unless one for the same `alg` was added concurrently; returns the keys afterwards. */
   addKey(key: StoredKey): Promise<void>;
+  /** Retires a key; returns false when no such key is live. */
+  retireKey(kid: string, now: number): Promise<boolean>;
+}
+
+/** Housekeeping shared by the nodes of one store. */
+export interface Maintenance {
+  /**
+   * Takes or renews the lease `name` for `holder` until `until` (Unix seconds), atomically:
+   * true when this holder has it.
+   */
+  acquireLease(name: string, holder: string, now: number, until: number): Promise<boolean>;
+  /** Deletes up to `limit` grant rows that expired before `before`; returns how many. */
+  deleteExpired(before: number, limit: number): Promise<number>;
 }
 
 /** A user kept in the database (`sigil users`, issue 6), password as an argon2id hash. */
@@ -98,6 +116,7 @@ export interface Store {
   grants: GrantStore;
   keys: KeyStore;
   users: UserStore;
+  maintenance: Maintenance;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;
