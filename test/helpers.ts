@@ -7,6 +7,8 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { LightMyRequestResponse } from 'fastify';
+import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { pino } from 'pino';
 import { createSigil, type ConfigInput, type Sigil, type SigilOptions } from '../src/index.js';
 
@@ -159,4 +161,103 @@ export function form(params: Record<string, string>): string {
 export function basic(id: string, secret: string): string {
   const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
   return 'Basic ' + Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64');
+}
+
+/** A provider started by `startSigil`. */
+export type TestSigil = Awaited<ReturnType<typeof startSigil>>;
+
+/** Client credentials for `client_secret_basic`: `[clientId, secret]`. */
+export type BasicCredentials = readonly [id: string, secret: string];
+
+/** POSTs a form to `url`, with `Authorization: Basic` when `auth` is given, plus extra headers. */
+export function postForm(
+  sigil: TestSigil,
+  url: string,
+  params: Record<string, string>,
+  auth?: BasicCredentials,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
+  return sigil.app.inject({
+    method: 'POST',
+    url,
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(auth ? { authorization: basic(auth[0], auth[1]) } : {}),
+      ...headers,
+    },
+    payload: form(params),
+  });
+}
+
+/** A token request (`POST /connect/token`). */
+export function tokenRequest(sigil: TestSigil, params: Record<string, string>, auth?: BasicCredentials): Promise<LightMyRequestResponse> {
+  return postForm(sigil, '/connect/token', params, auth);
+}
+
+/** The successful token response of RFC 6749 §5.1 as the tests read it. */
+export interface TokenBody {
+  access_token: string;
+  token_type: string;
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+  id_token?: string;
+  issued_token_type?: string;
+}
+
+/**
+ * A password grant for a user (default: `alice` at client `ropc`); fails the test unless it is 200.
+ */
+export async function passwordTokens(
+  sigil: TestSigil,
+  opts: { client?: BasicCredentials; username?: string; password?: string; scope?: string; extra?: Record<string, string> } = {},
+): Promise<TokenBody> {
+  const res = await tokenRequest(
+    sigil,
+    {
+      grant_type: 'password',
+      username: opts.username ?? 'alice',
+      password: opts.password ?? opts.username ?? 'alice',
+      ...(opts.scope !== undefined ? { scope: opts.scope } : {}),
+      ...opts.extra,
+    },
+    opts.client ?? ['ropc', 'ropc-secret'],
+  );
+  if (res.statusCode !== 200) throw new Error(`password grant failed: ${res.statusCode} ${res.body}`);
+  return res.json<TokenBody>();
+}
+
+/** A client_credentials token (default client `m2m`); fails the test unless it is 200. */
+export async function clientTokens(sigil: TestSigil, scope?: string, client: BasicCredentials = ['m2m', 'm2m-secret']): Promise<TokenBody> {
+  const res = await tokenRequest(sigil, { grant_type: 'client_credentials', ...(scope ? { scope } : {}) }, client);
+  if (res.statusCode !== 200) throw new Error(`client_credentials failed: ${res.statusCode} ${res.body}`);
+  return res.json<TokenBody>();
+}
+
+/** Introspects `token` (default caller: API resource `api1`) and returns the response. */
+export function introspect(
+  sigil: TestSigil,
+  token: string,
+  caller: BasicCredentials = ['api1', 'api1-secret'],
+  extra: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
+  return postForm(sigil, '/connect/introspect', { token, ...extra }, caller);
+}
+
+/** The provider's published keys, fetched over HTTP, for `jwtVerify`. */
+export async function fetchJwks(sigil: TestSigil): Promise<ReturnType<typeof createLocalJWKSet>> {
+  const res = await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' });
+  return createLocalJWKSet(res.json<JSONWebKeySet>());
+}
+
+/** Resolves after `ms` milliseconds (only for waiting out token lifetimes). */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Asserts a response is no server error and leaks no stack trace, path or SQL text (HT-02). */
+export function expectNoLeak(res: LightMyRequestResponse): void {
+  if (res.statusCode >= 500) throw new Error(`server error ${res.statusCode}: ${res.body}`);
+  const leak = /\bat \S+ \(|\.ts:\d|\.js:\d|node_modules|SQLITE|syntax error|Error:/.exec(res.body);
+  if (leak) throw new Error(`response leaks internals (${leak[0]}): ${res.body}`);
 }

@@ -58,7 +58,10 @@ export const passwordGrant: GrantHandler = async (ctx, { params, client, address
     ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, remoteAddress: address });
     throw invalidGrant('invalid username or password');
   }
-  if (!user.isActive) throw invalidGrant('the user is not active');
+  if (!user.isActive) {
+    ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId, errorDescription: 'inactive user' });
+    throw invalidGrant('the user is not active');
+  }
   ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId });
 
   const now = nowSeconds();
@@ -67,7 +70,8 @@ export const passwordGrant: GrantHandler = async (ctx, { params, client, address
     authTime: now,
     amr: ['pwd'],
     claims: user.claims,
-    idp: acr.idp ?? 'local',
+    // The built-in validator checks local users; a custom one may have used the idp: hint.
+    idp: ctx.resourceOwnerValidator === defaultResourceOwnerValidator ? 'local' : (acr.idp ?? 'local'),
     ...(acr.tenant ? { tenant: acr.tenant } : {}),
   };
   const response = await ctx.tokens.issue({

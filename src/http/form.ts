@@ -67,6 +67,15 @@ export class Params {
     return value;
   }
 
+  /**
+   * Refuses any parameter sent more than once (RFC 6749 §3.1, §3.2), read or not.
+   * @throws OAuthError `invalid_request` naming the first repeated parameter.
+   */
+  assertNoRepeats(): void {
+    for (const [name, list] of this.values)
+      if (list.length > 1) throw invalidRequest(`parameter "${name.slice(0, 40)}" was sent more than once`);
+  }
+
   /** Whether `name` was sent (with a non-empty value). */
   has(name: string): boolean {
     return this.values.has(name);

@@ -26,7 +26,10 @@ export function formBody(request: FastifyRequest, policy: FormPolicy): Params {
     if (policy === 'invalid_request') throw invalidRequest('use POST');
     throw new OAuthError('invalid_request', 'use POST', 405, { allow: 'POST' });
   }
-  if (request.body instanceof Params) return request.body;
+  if (request.body instanceof Params) {
+    request.body.assertNoRepeats();
+    return request.body;
+  }
   if (policy === 'invalid_request') throw invalidRequest('the body must be application/x-www-form-urlencoded');
   throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', 415);
 }

@@ -316,13 +316,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, Maintenance {
   }
 
   async findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined> {
-    const row = await this.db
-      .selectFrom('users')
-      .selectAll()
-      .where('tenant', '=', tenant ?? '')
-      .where('username_normalized', '=', username.toLowerCase())
-      .executeTakeFirst();
-    return row ? toUser(row) : undefined;
+    let query = this.db.selectFrom('users').selectAll().where('username_normalized', '=', username.toLowerCase());
+    if (tenant !== null) query = query.where('tenant', '=', tenant);
+    // Without a tenant the username must name exactly one user, as for config users.
+    const rows = await query.limit(2).execute();
+    return rows.length === 1 && rows[0] ? toUser(rows[0]) : undefined;
   }
 
   async findUserBySubject(subjectId: string): Promise<StoredUser | undefined> {

@@ -105,7 +105,7 @@ export interface StoredUser {
 
 /** Users in the database. */
 export interface UserStore {
-  /** Finds a user by username (case-insensitive) within a tenant (null: users without one). */
+  /** Finds a user by username (case-insensitive) within a tenant; with null, the one user of that name in any tenant. */
   findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined>;
   findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
   addUser(user: StoredUser): Promise<void>;

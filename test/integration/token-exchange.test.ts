@@ -1,0 +1,269 @@
+/**
+ * Token exchange (RFC 8693, delegation only) and extension grants (RFC 6749 §4.5;
+ * identityserver-behavior §3.3 "Extension grants", §13 items 61-65).
+ */
+import { jwtVerify } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OAuthError, type ExtensionGrant } from '../../src/index.js';
+import {
+  type BasicCredentials,
+  clientTokens,
+  fetchJwks,
+  introspect,
+  passwordTokens,
+  postForm,
+  startSigil,
+  testConfig,
+  tokenRequest,
+  type TestSigil,
+} from '../helpers.js';
+
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const ROPC: BasicCredentials = ['ropc', 'ropc-secret'];
+
+describe('token exchange', () => {
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    sigil = await startSigil();
+  });
+  afterAll(async () => sigil.close());
+
+  const exchange = (params: Record<string, string>, client: BasicCredentials = ROPC) =>
+    tokenRequest(sigil, { grant_type: TOKEN_EXCHANGE, ...params }, client);
+
+  it('exchanges alice\'s access token for a new one that names the acting client', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1' });
+    const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    const body = res.json<Record<string, unknown>>();
+    expect(body).toMatchObject({ token_type: 'Bearer', issued_token_type: ACCESS_TOKEN_TYPE, scope: 'api1', expires_in: 3600 });
+    expect(body).not.toHaveProperty('refresh_token');
+    expect(body).not.toHaveProperty('id_token');
+    const { payload } = await jwtVerify(body.access_token as string, await fetchJwks(sigil), { typ: 'at+jwt' });
+    expect(payload.sub).toBe('1');
+    expect(payload.client_id).toBe('ropc');
+    expect(payload.aud).toBe('api1');
+    expect(payload.act).toEqual({ sub: 'ropc', client_id: 'ropc' });
+    expect(payload.amr).toEqual(['pwd']);
+    expect((await introspect(sigil, body.access_token as string)).json()).toMatchObject({ active: true, sub: '1' });
+  });
+
+  it('keeps only the subject token\'s scopes when scope is omitted', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api2' });
+    const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE });
+    expect(res.statusCode).toBe(200);
+    expect(res.json<{ scope: string }>().scope).toBe('openid api2');
+  });
+
+  it('names the actor token\'s subject in act when an actor_token is sent', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1' });
+    const bob = await passwordTokens(sigil, { username: 'bob', scope: 'api1' });
+    const res = await exchange({
+      subject_token: alice.access_token,
+      subject_token_type: ACCESS_TOKEN_TYPE,
+      actor_token: bob.access_token,
+      actor_token_type: ACCESS_TOKEN_TYPE,
+      scope: 'api1',
+    });
+    expect(res.statusCode).toBe(200);
+    const { payload } = await jwtVerify(res.json<{ access_token: string }>().access_token, await fetchJwks(sigil));
+    expect(payload.sub).toBe('1');
+    expect(payload.act).toEqual({ sub: '2', client_id: 'ropc' });
+  });
+
+  it('nests the earlier actor when an exchanged token is exchanged again', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1' });
+    const once = (await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' })).json<{ access_token: string }>();
+    const twice = await exchange({ subject_token: once.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' });
+    expect(twice.statusCode).toBe(200);
+    const { payload } = await jwtVerify(twice.json<{ access_token: string }>().access_token, await fetchJwks(sigil));
+    expect(payload.act).toEqual({ sub: 'ropc', client_id: 'ropc', act: { sub: 'ropc', client_id: 'ropc' } });
+  });
+
+  it('refuses an actor token issued to another client with invalid_request', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1' });
+    const foreign = await passwordTokens(sigil, { client: ['other', 'other-secret'], username: 'bob', scope: 'api1' });
+    const res = await exchange({
+      subject_token: alice.access_token,
+      subject_token_type: ACCESS_TOKEN_TYPE,
+      actor_token: foreign.access_token,
+      actor_token_type: ACCESS_TOKEN_TYPE,
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('refuses an invalid subject token with invalid_request', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
+    for (const subject_token of ['garbage', alice.refresh_token!, alice.id_token!]) {
+      const res = await exchange({ subject_token, subject_token_type: ACCESS_TOKEN_TYPE });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid_request' });
+    }
+  });
+
+  it('refuses a client token as subject (no user) with invalid_request', async () => {
+    const { access_token } = await clientTokens(sigil, 'api1');
+    const res = await exchange({ subject_token: access_token, subject_token_type: ACCESS_TOKEN_TYPE });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('refuses a revoked subject token with invalid_request', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1' });
+    const revoked = await postForm(sigil, '/connect/revocation', { token: alice.access_token }, ROPC);
+    expect(revoked.statusCode).toBe(200);
+    const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE });
+    expect(res.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('answers a missing subject_token or subject_token_type with invalid_request', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1' });
+    const cases: Record<string, string>[] = [
+      { subject_token: alice.access_token },
+      { subject_token_type: ACCESS_TOKEN_TYPE },
+      { subject_token: alice.access_token, subject_token_type: 'urn:ietf:params:oauth:token-type:id_token' },
+      { subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, actor_token_type: ACCESS_TOKEN_TYPE },
+    ];
+    for (const params of cases) {
+      const res = await exchange(params);
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid_request' });
+    }
+  });
+
+  it('issues no refresh token: offline_access is refused with invalid_scope', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1' });
+    const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1 offline_access' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'invalid_scope' });
+  });
+
+  it('is unauthorized_client for a client that does not list it', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1' });
+    const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, ['other', 'other-secret']);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'unauthorized_client' });
+  });
+});
+
+describe('extension grants', () => {
+  const seen: { scopes: readonly string[]; scopeRequested: boolean }[] = [];
+  const custom: ExtensionGrant = {
+    grantType: 'urn:example:custom',
+    async validate(ctx) {
+      seen.push({ scopes: ctx.scopes, scopeRequested: ctx.scopeRequested });
+      const credential = ctx.params.get('custom_credential');
+      if (credential === undefined) throw new OAuthError('invalid_grant', 'custom_credential is missing');
+      if (credential === 'teapot') throw new OAuthError('invalid_request', 'no coffee here');
+      if (credential === 'machine') return {};
+      if (credential === 'ghost') return { subject: { subjectId: 'no-such-user' } };
+      if (credential === 'dave') return { subject: { subjectId: '4' } };
+      return { subject: { subjectId: credential }, claims: { tenant_hint: 'x', sub: 'forged', act: { sub: 'svc' } } };
+    },
+  };
+
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    const base = testConfig();
+    sigil = await startSigil(
+      {
+        clients: [
+          ...(base.clients ?? []),
+          {
+            clientId: 'custom',
+            clientSecrets: ['custom-secret'],
+            allowedGrantTypes: ['urn:example:custom'],
+            allowedScopes: ['openid', 'api1', 'api2', 'offline_access'],
+            allowOfflineAccess: true,
+          },
+        ],
+      },
+      { extensionGrants: [custom] },
+    );
+  });
+  afterAll(async () => sigil.close());
+
+  const CUSTOM: BasicCredentials = ['custom', 'custom-secret'];
+  const grant = (params: Record<string, string>, client: BasicCredentials = CUSTOM) =>
+    tokenRequest(sigil, { grant_type: 'urn:example:custom', ...params }, client);
+
+  it('issues tokens for a user to a client that lists the grant', async () => {
+    const res = await grant({ custom_credential: '1', scope: 'api1 offline_access' });
+    expect(res.statusCode).toBe(200);
+    const body = res.json<{ access_token: string; refresh_token?: string; scope: string; id_token?: string }>();
+    expect(body.scope).toBe('api1 offline_access');
+    expect(body.refresh_token).toEqual(expect.any(String));
+    expect(body.id_token).toBeUndefined();
+    const { payload } = await jwtVerify(body.access_token, await fetchJwks(sigil));
+    expect(payload.sub).toBe('1');
+    expect(payload.client_id).toBe('custom');
+    expect(payload.amr).toEqual(['urn:example:custom']);
+    expect(payload.role).toEqual(['admin']);
+    // Extra claims: custom ones pass, protocol claims other than act are ignored.
+    expect(payload.tenant_hint).toBe('x');
+    expect(payload.act).toEqual({ sub: 'svc' });
+    // The refresh token works for that client.
+    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: body.refresh_token! }, CUSTOM);
+    expect(refreshed.statusCode).toBe(200);
+  });
+
+  it('hands validate the requested scopes, or all allowed ones when omitted', async () => {
+    seen.length = 0;
+    await grant({ custom_credential: '1', scope: 'api2' });
+    await grant({ custom_credential: '1' });
+    expect(seen[0]).toEqual({ scopes: ['api2'], scopeRequested: true });
+    expect(seen[1]?.scopeRequested).toBe(false);
+    expect([...(seen[1]?.scopes ?? [])].sort()).toEqual(['api1', 'api2', 'offline_access', 'openid']);
+  });
+
+  it('is unauthorized_client for clients that do not list it', async () => {
+    const res = await grant({ custom_credential: '1' }, ['ropc', 'ropc-secret']);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'unauthorized_client' });
+  });
+
+  it('propagates an OAuthError thrown by the validator', async () => {
+    const missing = await grant({});
+    expect(missing.statusCode).toBe(400);
+    expect(missing.json()).toEqual({ error: 'invalid_grant', error_description: 'custom_credential is missing' });
+    const teapot = await grant({ custom_credential: 'teapot' });
+    expect(teapot.statusCode).toBe(400);
+    expect(teapot.json()).toEqual({ error: 'invalid_request', error_description: 'no coffee here' });
+  });
+
+  it('gives a client token for a subject-less result', async () => {
+    const res = await grant({ custom_credential: 'machine' });
+    expect(res.statusCode).toBe(200);
+    const body = res.json<{ access_token: string; scope: string; refresh_token?: string }>();
+    expect(body.refresh_token).toBeUndefined();
+    expect(body.scope.split(' ').sort()).toEqual(['api1', 'api2']);
+    const { payload } = await jwtVerify(body.access_token, await fetchJwks(sigil));
+    expect(payload.sub).toBe('custom');
+    expect(payload.client_id).toBe('custom');
+    expect(payload).not.toHaveProperty('auth_time');
+    expect(payload).not.toHaveProperty('amr');
+  });
+
+  it('refuses user scopes for a subject-less result with invalid_scope', async () => {
+    const res = await grant({ custom_credential: 'machine', scope: 'openid api1' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'invalid_scope' });
+  });
+
+  it('refuses an unknown or inactive subject with invalid_grant', async () => {
+    for (const custom_credential of ['ghost', 'dave']) {
+      const res = await grant({ custom_credential });
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid_grant' });
+    }
+  });
+
+  it('is unsupported_grant_type when no such grant is registered', async () => {
+    const res = await tokenRequest(sigil, { grant_type: 'urn:example:other' }, CUSTOM);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'unsupported_grant_type' });
+  });
+});
