@@ -27,7 +27,7 @@ import { secretDigest } from './tokens/handles.js';
 import { TokenService } from './tokens/tokens.js';
 import { UserService } from './users/users.js';
 import { ClientRegistry } from './validation/client-auth.js';
-import { FailureLimiter } from './validation/failure-limiter.js';
+import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './validation/failure-limiter.js';
 import { Resources } from './validation/scopes.js';
 
 export { ConfigError, type ConfigOverrides, type ResolvedConfig } from './config/loader.js';
@@ -49,6 +49,8 @@ export interface SigilOptions {
   extensionGrants?: ExtensionGrant[];
   /** Replaces the built-in check of the password grant's credentials. */
   resourceOwnerValidator?: ResourceOwnerValidator;
+  /** Redis for counters shared by several nodes (failure limits); default: `SIGIL_REDIS_URL`. */
+  redisUrl?: string;
   /** Key encrypting private signing keys at rest; default: from `SIGIL_DATA_KEY` (32 bytes, base64 or hex). */
   dataKey?: Uint8Array;
 }
@@ -71,9 +73,15 @@ export interface Sigil {
  */
 export async function createSigil(config: unknown, options: SigilOptions = {}): Promise<Sigil> {
   const cfg = resolveConfig(config, options.overrides);
-  options = { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY) };
+  const redisUrl = options.redisUrl ?? process.env.SIGIL_REDIS_URL;
+  options = { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY), ...(redisUrl ? { redisUrl } : {}) };
   const log = options.logger ?? pino({ level: cfg.logLevel });
   const store = await openStore(cfg.storage);
+  const limiter = new FailureLimiter(
+    cfg.rateLimits.maxFailures,
+    cfg.rateLimits.windowSeconds,
+    options.redisUrl ? new RedisFailureCounters(options.redisUrl) : new MemoryFailureCounters(),
+  );
   try {
     const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms, {
       ...cfg.signingKeys,
@@ -100,7 +108,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       tokens: new TokenService(cfg.issuer, keys, store.grants, resources),
       grantTypes,
       events,
-      limiter: new FailureLimiter(cfg.rateLimits.maxFailures, cfg.rateLimits.windowSeconds),
+      limiter,
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, r.secrets.map(secretDigest)])),
       resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
       sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime),
@@ -122,10 +130,12 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
         housekeeping.stop();
         await app.close();
         await store.close();
+        await limiter.counters.close();
       },
     };
   } catch (err) {
     await store.close();
+    await limiter.counters.close();
     throw err;
   }
 }

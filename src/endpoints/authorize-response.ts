@@ -20,11 +20,17 @@ export function sendToClient(ctx: SigilContext, reply: FastifyReply, target: Res
   all.iss = ctx.issuer;
   if (target.mode === 'form_post') return ctx.pages.sendFormPost(reply, target.redirectUri, all);
   const encoded = new URLSearchParams(all).toString();
-  const location =
-    target.mode === 'query'
-      ? `${target.redirectUri}${target.redirectUri.includes('?') ? '&' : '?'}${encoded}`
-      : `${target.redirectUri}#${encoded}`;
+  const base = asciiUri(target.redirectUri);
+  const location = target.mode === 'query' ? `${base}${base.includes('?') ? '&' : '?'}${encoded}` : `${base}#${encoded}`;
   return reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').redirect(location, 303);
+}
+
+/**
+ * A registered URI as it may travel in a `Location` header: non-ASCII characters (an IRI
+ * registered as is) percent-encoded as UTF-8 (RFC 3987 §3.1); Node refuses them in headers.
+ */
+export function asciiUri(uri: string): string {
+  return uri.replace(/[^\x00-\x7f]/gu, (c) => encodeURIComponent(c));
 }
 
 /** Sends an OAuth error back to the client (RFC 6749 §4.1.2.1, OIDC Core §3.1.2.6). */

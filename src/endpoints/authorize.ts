@@ -157,7 +157,9 @@ function needsLogin(req: AuthorizeRequest, session: Session | undefined, user: U
   const justSignedIn = pending?.loginAt !== undefined && session.authTime >= pending.loginAt;
   if (!justSignedIn) {
     if (req.prompt.has('login') || req.prompt.has('select_account')) return true;
-    if (req.maxAge !== undefined && nowSeconds() - session.authTime > req.maxAge) return true;
+    // max_age=0 always re-authenticates (as Duende): auth_time has whole seconds, so a sign-in
+    // earlier in this same second would otherwise count as 0 s old.
+    if (req.maxAge !== undefined && (req.maxAge === 0 || nowSeconds() - session.authTime > req.maxAge)) return true;
   }
   if (req.hintSubject !== undefined && req.hintSubject !== session.subjectId) return true;
   if (req.acr.tenant !== null && req.acr.tenant !== session.tenant) return true;

@@ -12,7 +12,7 @@ import { methodNotAllowed } from '../http/request.js';
 import { single } from '../ui/account.js';
 import { matchRedirectUri } from '../validation/redirect-uri.js';
 import { language } from './authorize.js';
-import { sendErrorPage } from './authorize-response.js';
+import { asciiUri, sendErrorPage } from './authorize-response.js';
 import { OAuthError } from '../errors.js';
 
 /** Registers `/connect/endsession`. */
@@ -52,7 +52,8 @@ async function endSession(ctx: SigilContext, request: FastifyRequest, reply: Fas
   const target = single(params, 'post_logout_redirect_uri');
   if (client && target !== undefined && matchRedirectUri(target, client.postLogoutRedirectUris)) {
     const state = single(params, 'state');
-    const location = state === undefined ? target : `${target}${target.includes('?') ? '&' : '?'}${new URLSearchParams({ state })}`;
+    const base = asciiUri(target);
+    const location = state === undefined ? base : `${base}${base.includes('?') ? '&' : '?'}${new URLSearchParams({ state })}`;
     return reply.header('cache-control', 'no-store').redirect(location, 303);
   }
   return ctx.pages.send(reply, 'message', language(request, single(params, 'ui_locales')), { titleKey: 'signedOutTitle', textKey: 'signedOut' });

@@ -21,10 +21,10 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       const presented = findCredentials(source);
       if (!presented) throw invalidClient('authentication is required', undefined);
       let caller: Caller;
-      const api = authenticateApiResource(presented, ctx.apiSecrets, ctx.limiter, request.ip);
+      const api = await authenticateApiResource(presented, ctx.apiSecrets, ctx.limiter, request.ip);
       if (api !== undefined) caller = { kind: 'api', name: api };
       else {
-        const { client } = authenticateClient(source, ctx.clients, ctx.limiter, request.ip);
+        const { client } = await authenticateClient(source, ctx.clients, ctx.limiter, request.ip);
         if (client.isPublic) throw invalidClient('public clients cannot introspect', presented.method);
         caller = { kind: 'client', clientId: client.clientId };
       }

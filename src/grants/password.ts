@@ -51,10 +51,10 @@ export const passwordGrant: GrantHandler = async (ctx, { params, client, address
   const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');
 
   const keys = [`user:${acr.tenant ?? ''}:${username.toLowerCase()}`, `address:${address}`];
-  ctx.limiter.check(keys);
+  await ctx.limiter.check(keys);
   const user = await ctx.resourceOwnerValidator(ctx, { username, password, tenant: acr.tenant, idp: acr.idp, client });
   if (!user) {
-    ctx.limiter.fail(keys);
+    await ctx.limiter.fail(keys);
     ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, remoteAddress: address });
     throw invalidGrant('invalid username or password');
   }

@@ -45,7 +45,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const tenant = interaction ? parseAcrValues(interaction.params.acr_values).tenant : null;
     const keys = [`user:${tenant ?? ''}:${username.toLowerCase()}`, `address:${request.ip}`];
     try {
-      ctx.limiter.check(keys);
+      await ctx.limiter.check(keys);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       reply.headers(err.headers);
@@ -53,7 +53,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     }
     const user = username.length > 0 && username.length <= 100 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
     if (!user || !user.isActive) {
-      ctx.limiter.fail(keys);
+      await ctx.limiter.fail(keys);
       ctx.events.emit({ name: 'user_login_failed', endpoint: 'login', ...(interaction ? { clientId: interaction.params.client_id } : {}), remoteAddress: request.ip });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');
     }
@@ -66,9 +66,12 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
   });
 
-  app.get('/account/logout', async (request, reply) =>
-    ctx.pages.send(reply, 'logout', language(request), { csrf: reply.generateCsrf() }),
-  );
+  app.get('/account/logout', async (request, reply) => {
+    // Nobody signed in: nothing to confirm (RP-Initiated Logout §4, checklist LO-11).
+    if (!(await ctx.sessions.current(request)))
+      return ctx.pages.send(reply, 'message', language(request), { titleKey: 'signedOutTitle', textKey: 'signedOut' });
+    return ctx.pages.send(reply, 'logout', language(request), { csrf: reply.generateCsrf() });
+  });
 
   app.post('/account/logout', async (request, reply) => {
     const lang = language(request);
@@ -125,6 +128,7 @@ function loginPage(
       error: error ? ctx.pages.text(lang, error) : undefined,
     },
     status,
+    params.redirect_uri ? [params.redirect_uri] : [],
   );
 }
 

@@ -36,7 +36,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     const keys = [`device:address:${request.ip}`, `device:browser:${browser}`];
     const typed = single(body, 'userCode') ?? '';
     try {
-      ctx.limiter.check(keys);
+      await ctx.limiter.check(keys);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       reply.headers(err.headers);
@@ -45,7 +45,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     const code = normalizeUserCode(typed);
     const found = code ? await pendingDevice(ctx, userCodeKey(code)) : undefined;
     if (!code || !found) {
-      ctx.limiter.fail(keys);
+      await ctx.limiter.fail(keys);
       return devicePage(ctx, request, reply, '', 'invalidCode');
     }
     const interaction: Interaction = {

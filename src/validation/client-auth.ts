@@ -102,25 +102,25 @@ export function invalidClient(description: string, method: AuthMethod | undefine
  * @throws OAuthError `invalid_client` (401) for no credentials, an unknown client or a wrong or
  *   missing secret; 429 while blocked; `invalid_request` from `findCredentials`.
  */
-export function authenticateClient(
+export async function authenticateClient(
   source: CredentialSource,
   registry: ClientRegistry,
   limiter: FailureLimiter,
   address: string,
-): { client: Client; method: AuthMethod } {
+): Promise<{ client: Client; method: AuthMethod }> {
   const presented = findCredentials(source);
   if (!presented) throw invalidClient('client authentication is required', undefined);
   const keys = [`client:${presented.id}`, `address:${address}`];
-  limiter.check(keys);
+  await limiter.check(keys);
   const client = registry.get(presented.id);
   if (!client) {
     secretMatches(presented.secret ?? '', DUMMY_DIGEST);
-    limiter.fail(keys);
+    await limiter.fail(keys);
     throw invalidClient('unknown client or wrong credentials', presented.method);
   }
   if (client.isPublic) return { client, method: presented.method };
   if (presented.secret === undefined || !secretMatches(presented.secret, client.secretDigests)) {
-    limiter.fail(keys);
+    await limiter.fail(keys);
     throw invalidClient('unknown client or wrong credentials', presented.method);
   }
   return { client, method: presented.method };
@@ -145,18 +145,18 @@ function decodeBasic(encoded: string): { id: string; secret: string } {
  * @returns the API resource name, or undefined when `presented.id` names no API resource.
  * @throws OAuthError `invalid_client` (401) for a wrong or missing secret; 429 while blocked.
  */
-export function authenticateApiResource(
+export async function authenticateApiResource(
   presented: PresentedCredentials,
   apiSecrets: ReadonlyMap<string, Buffer[]>,
   limiter: FailureLimiter,
   address: string,
-): string | undefined {
+): Promise<string | undefined> {
   const digests = apiSecrets.get(presented.id);
   if (!digests) return undefined;
   const keys = [`api:${presented.id}`, `address:${address}`];
-  limiter.check(keys);
+  await limiter.check(keys);
   if (presented.secret === undefined || !secretMatches(presented.secret, digests)) {
-    limiter.fail(keys);
+    await limiter.fail(keys);
     throw invalidClient('unknown API resource or wrong credentials', presented.method);
   }
   return presented.id;

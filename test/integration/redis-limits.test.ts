@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FailureLimiter, RedisFailureCounters } from '../../src/validation/failure-limiter.js';
+import { basic, form, startSigil } from '../helpers.js';
+
+// Redis runs at 127.0.0.1:6379 on the development machines and in CI.
+const REDIS = 'redis://127.0.0.1:6379';
+
+describe('failure limits shared through Redis', () => {
+  it('counts failures of one key across two limiters (two nodes) and blocks both', async () => {
+    const a = new FailureLimiter(3, 60, new RedisFailureCounters(REDIS));
+    const b = new FailureLimiter(3, 60, new RedisFailureCounters(REDIS));
+    const key = [`test:${randomUUID()}`];
+    try {
+      await a.fail(key);
+      await b.fail(key);
+      await a.check(key);
+      await b.fail(key);
+      await expect(a.check(key)).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 429 });
+      const err = await b.check(key).catch((e: unknown) => e);
+      expect(err).toMatchObject({ status: 429 });
+      expect(Number((err as { headers: Record<string, string> }).headers['retry-after'])).toBeGreaterThan(0);
+    } finally {
+      await a.counters.close();
+      await b.counters.close();
+    }
+  });
+
+  describe('two providers on one Redis', () => {
+    let nodeA: Awaited<ReturnType<typeof startSigil>>;
+    let nodeB: Awaited<ReturnType<typeof startSigil>>;
+    const clientId = `m2m-${randomUUID().slice(0, 8)}`;
+    const overrides = {
+      rateLimits: { maxFailures: 4, windowSeconds: 60 },
+      clients: [{ clientId, clientSecrets: ['right'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }],
+    };
+    beforeAll(async () => {
+      nodeA = await startSigil(overrides, { redisUrl: REDIS });
+      nodeB = await startSigil(overrides, { redisUrl: REDIS });
+    });
+    afterAll(async () => {
+      await nodeA.close();
+      await nodeB.close();
+    });
+
+    const attempt = (node: typeof nodeA, secret: string) =>
+      node.app.inject({
+        method: 'POST',
+        url: '/connect/token',
+        remoteAddress: '10.9.9.9',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(clientId, secret) },
+        payload: form({ grant_type: 'client_credentials' }),
+      });
+
+    it('a client blocked by failures on node A is blocked on node B, even with the right secret', async () => {
+      for (const node of [nodeA, nodeB, nodeA, nodeB]) expect((await attempt(node, 'wrong')).statusCode).toBe(401);
+      const blocked = await attempt(nodeB, 'right');
+      expect(blocked.statusCode).toBe(429);
+      expect(blocked.headers['retry-after']).toBeDefined();
+    });
+  });
+});
