@@ -22,6 +22,7 @@ import { tokenExchangeGrant } from './grants/token-exchange.js';
 import { buildApp } from './http/app.js';
 import { KeyRing, parseDataKey } from './keys/keys.js';
 import { startHousekeeping } from './stores/housekeeping.js';
+import { loadStoredClients } from './stores/stored-clients.js';
 import { openStore } from './stores/sql.js';
 import { secretDigest } from './tokens/handles.js';
 import { TokenService } from './tokens/tokens.js';
@@ -117,7 +118,12 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       log,
     };
     const app = await buildApp(context);
-    const housekeeping = startHousekeeping(keys, store.maintenance, log, {
+    const reloadClients = async () => {
+      const shadowed = context.clients.setStoredClients(await loadStoredClients(store.clients, log));
+      for (const id of shadowed) log.warn({ clientId: id }, 'a stored client has the id of a config-file client: the config file wins');
+    };
+    await reloadClients();
+    const housekeeping = startHousekeeping([() => keys.refresh(), reloadClients], store.maintenance, log, {
       keyReloadSeconds: cfg.signingKeys.reloadSeconds,
       cleanupIntervalSeconds: cfg.cleanup.intervalSeconds,
       batchSize: cfg.cleanup.batchSize,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `sigil` command (DESIGN §5): `sigil start` runs the server, `sigil migrate` brings the store's
- * schema up to date. Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL;
+ * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`). Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL;
  * environment: SIGIL_CONFIG, PORT, SIGIL_ISSUER, SIGIL_STORAGE (flags win).
  * Exit codes: 0 success, 1 runtime failure, 2 invalid usage or configuration.
  */
@@ -9,15 +9,18 @@ import { realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ConfigError, type ConfigOverrides, overridesFromEnv, parsePort, readConfigFile, type ResolvedConfig, resolveConfig } from '../config/loader.js';
-import { describeKeys, parseDataKey, rotateKeys } from '../keys/keys.js';
+import { ConfigError, type ConfigOverrides, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../config/loader.js';
+import { clientsCommand, keysCommand, usersCommand } from './admin.js';
 import { createSigil } from '../index.js';
 import { openStore } from '../stores/sql.js';
 
 const DEMO_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '../../examples/sigil.json');
 const USAGE = `usage: sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL]
        sigil migrate [--config FILE] [--storage URL]
-       sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]`;
+       sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]
+       sigil users list | add USERNAME [--subject ID] [--tenant T] [--claims JSON] [--password P | --password-stdin]
+                  | set-password USERNAME [--password P | --password-stdin] | remove USERNAME|SUBJECT
+       sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -30,11 +33,18 @@ async function main(argv: string[]): Promise<number> {
       issuer: { type: 'string' },
       storage: { type: 'string' },
       alg: { type: 'string' },
+      subject: { type: 'string' },
+      tenant: { type: 'string' },
+      claims: { type: 'string' },
+      password: { type: 'string' },
+      'password-stdin': { type: 'boolean' },
+      json: { type: 'string' },
+      file: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   const command = positionals[0];
-  if (values.help || (command !== 'start' && command !== 'migrate' && command !== 'keys')) {
+  if (values.help || !['start', 'migrate', 'keys', 'users', 'clients'].includes(command ?? '')) {
     console.error(USAGE);
     return values.help ? 0 : 2;
   }
@@ -52,7 +62,13 @@ async function main(argv: string[]): Promise<number> {
     console.log('migrations are up to date');
     return 0;
   }
-  if (command === 'keys') return keysCommand(resolveConfig(raw, overrides), positionals.slice(1), values.alg);
+  if (command === 'keys' || command === 'users' || command === 'clients') {
+    const cfg = resolveConfig(raw, overrides);
+    const args = positionals.slice(1);
+    if (command === 'keys') return keysCommand(cfg, args, values.alg);
+    if (command === 'users') return usersCommand(cfg, args, values);
+    return clientsCommand(cfg, raw, overrides, args, values);
+  }
 
   const sigil = await createSigil(raw, { overrides });
   const cfg = sigil.context.config;
@@ -79,45 +95,6 @@ async function main(argv: string[]): Promise<number> {
 
   await stopped;
   return 0;
-}
-
-/** `sigil keys list | rotate [--alg ALG] | retire KID`: signing key management on the store. */
-async function keysCommand(cfg: ResolvedConfig, args: string[], alg: string | undefined): Promise<number> {
-  const store = await openStore(cfg.storage);
-  try {
-    const policy = { ...cfg.signingKeys, ...(process.env.SIGIL_DATA_KEY ? { dataKey: parseDataKey(process.env.SIGIL_DATA_KEY) } : {}) };
-    const now = Math.floor(Date.now() / 1000);
-    const [action, kid] = args;
-    if (action === 'list') {
-      const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
-      console.log(['kid'.padEnd(43), 'alg'.padEnd(6), 'status'.padEnd(8), 'created'.padEnd(24), 'activates'.padEnd(24), 'published until'].join(' '));
-      for (const k of describeKeys(await store.keys.listKeys(), policy, now))
-        console.log([k.kid.padEnd(43), k.alg.padEnd(6), k.status.padEnd(8), at(k.createdAt).padEnd(24), at(k.activatesAt).padEnd(24), at(k.publishedUntil)].join(' '));
-      return 0;
-    }
-    if (action === 'rotate') {
-      const algorithms = alg === undefined ? cfg.signingAlgorithms : cfg.signingAlgorithms.filter((a) => a === alg);
-      if (algorithms.length === 0) {
-        console.error(`sigil: --alg ${alg} is not one of signingAlgorithms`);
-        return 2;
-      }
-      for (const k of await rotateKeys(store.keys, algorithms, policy, now))
-        console.log(`added ${k.alg} key ${k.kid}: published now, signs from ${new Date(k.activatesAt * 1000).toISOString()}`);
-      return 0;
-    }
-    if (action === 'retire' && kid !== undefined) {
-      if (!(await store.keys.retireKey(kid, now))) {
-        console.error(`sigil: no live key ${kid}`);
-        return 1;
-      }
-      console.log(`retired ${kid}: it signs no more and stays published for ${cfg.signingKeys.retentionSeconds} s`);
-      return 0;
-    }
-    console.error(USAGE);
-    return 2;
-  } finally {
-    await store.close();
-  }
 }
 
 function isDemo(path: string): boolean {

@@ -50,7 +50,8 @@ const apiResource = z.strictObject({
   userClaims: z.array(nonEmpty).default([]),
 });
 
-const client = z.strictObject({
+/** One client (DESIGN §4); also the shape of clients kept in the store (`sigil clients add`). */
+export const clientSchema = z.strictObject({
   clientId: nonEmpty.max(100),
   clientName: z.string().optional(),
   enabled: z.boolean().default(true),
@@ -133,7 +134,7 @@ export const configSchema = z
     ]),
     apiScopes: z.array(apiScope).default([]),
     apiResources: z.array(apiResource).default([]),
-    clients: z.array(client).default([]),
+    clients: z.array(clientSchema).default([]),
     users: z.array(user).default([]),
     identityProviders: z.array(identityProvider).default([]),
     rateLimits: rateLimits.default({ maxFailures: 20, windowSeconds: 60 }),

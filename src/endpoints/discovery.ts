@@ -57,10 +57,13 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
 
 /** Registers discovery and the JWKS (GET; other methods 405). */
 export function discoveryEndpoints(app: FastifyInstance, ctx: SigilContext): void {
-  const document = JSON.stringify(discoveryDocument(ctx));
-  app.get('/.well-known/openid-configuration', async (_request, reply) =>
-    reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(document),
-  );
+  // The document depends on the clients (grant types, PKCE methods): rebuilt when they change.
+  let cached = { version: -1, document: '' };
+  app.get('/.well-known/openid-configuration', async (_request, reply) => {
+    if (cached.version !== ctx.clients.version)
+      cached = { version: ctx.clients.version, document: JSON.stringify(discoveryDocument(ctx)) };
+    return reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(cached.document);
+  });
   app.get('/.well-known/openid-configuration/jwks', async (_request, reply) =>
     reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(ctx.keys.jwks()),
   );

@@ -90,12 +90,17 @@ export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
     cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: secureCookies },
     getToken: csrfTokenOf,
   });
-  const origins = new Set(ctx.clients.all().flatMap((c) => c.allowedCorsOrigins));
+  let origins = { version: -1, set: new Set<string>() };
+  const allowedOrigins = () => {
+    if (origins.version !== ctx.clients.version)
+      origins = { version: ctx.clients.version, set: new Set(ctx.clients.all().flatMap((c) => c.allowedCorsOrigins)) };
+    return origins.set;
+  };
   await app.register(cors, {
     delegator: (request, callback) => {
       const path = (request.url ?? '').split('?')[0] ?? '';
       const origin = request.headers.origin;
-      const allowed = CORS_PATHS.has(path) && origin !== undefined && origins.has(origin);
+      const allowed = CORS_PATHS.has(path) && origin !== undefined && allowedOrigins().has(origin);
       callback(null, { origin: allowed ? origin : false, methods: ['GET', 'POST'] });
     },
   });

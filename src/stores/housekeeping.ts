@@ -1,10 +1,10 @@
 /**
- * Periodic jobs of a node: re-reading the signing keys (rotation without restart), and removing
+ * Periodic jobs of a node: re-reading what other nodes and the command line change in the store
+ * (signing keys, clients), so nothing needs a restart; and removing
  * expired grant rows in batches, by one node at a time (a lease in the store), so tables do not
  * grow without bound. Consumed and revoked rows stay until they expire: reuse detection needs them.
  */
 import type { Logger } from 'pino';
-import type { KeyRing } from '../keys/keys.js';
 import { newId, nowSeconds } from '../tokens/handles.js';
 import type { Maintenance } from './types.js';
 
@@ -34,10 +34,15 @@ export async function cleanUpExpired(maintenance: Maintenance, holder: string, o
 }
 
 /** Starts the timers; `stop` clears them. Timers do not keep the process alive. */
-export function startHousekeeping(keys: KeyRing, maintenance: Maintenance, log: Logger, options: HousekeepingOptions): { stop(): void } {
+export function startHousekeeping(
+  reloaders: ReadonlyArray<() => Promise<void>>,
+  maintenance: Maintenance,
+  log: Logger,
+  options: HousekeepingOptions,
+): { stop(): void } {
   const holder = newId();
   const reload = setInterval(() => {
-    keys.refresh().catch((err: unknown) => log.error({ err }, 'reloading signing keys failed'));
+    for (const reloader of reloaders) reloader().catch((err: unknown) => log.error({ err }, 'reloading from the store failed'));
   }, options.keyReloadSeconds * 1000);
   const cleanup = setInterval(() => {
     cleanUpExpired(maintenance, holder, options)

@@ -65,6 +65,17 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0003_stored_clients': {
+    async up(db: Kysely<unknown>) {
+      // Clients added with `sigil clients add`: the client's config object as JSON, secrets hashed.
+      await db.schema
+        .createTable('clients')
+        .addColumn('client_id', 'varchar(100)', (c) => c.primaryKey())
+        .addColumn('config', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -9,7 +9,7 @@ import SQLite from 'better-sqlite3';
 import { type Generated, Kysely, Migrator, PostgresDialect, SqliteDialect, type SqliteDatabase, type Selectable } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations.js';
-import type { GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
+import type { ClientStore, GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
 
 interface GrantsTable {
   key: string;
@@ -33,6 +33,11 @@ interface KeysTable {
   activates_at: number;
   retired_at: number | null;
 }
+interface ClientsTable {
+  client_id: string;
+  config: string;
+  created_at: number;
+}
 interface LeasesTable {
   name: string;
   holder: string;
@@ -53,6 +58,7 @@ interface Database {
   signing_keys: KeysTable;
   users: UsersTable;
   leases: LeasesTable;
+  clients: ClientsTable;
 }
 
 /** Where a store lives, from its storage URL. */
@@ -189,11 +195,12 @@ function toRow(r: GrantRecord): GrantsTable {
   };
 }
 
-class SqlStore implements Store, GrantStore, KeyStore, UserStore, Maintenance {
+class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, Maintenance {
   readonly grants: GrantStore = this;
   readonly keys: KeyStore = this;
   readonly users: UserStore = this;
   readonly maintenance: Maintenance = this;
+  readonly clients: ClientStore = this;
 
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -342,6 +349,40 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, Maintenance {
         created_at: Math.floor(Date.now() / 1000),
       })
       .execute();
+  }
+
+  async listUsers(): Promise<StoredUser[]> {
+    const rows = await this.db.selectFrom('users').selectAll().orderBy('tenant').orderBy('username_normalized').execute();
+    return rows.map(toUser);
+  }
+
+  async removeUser(subjectId: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
+    return result.numDeletedRows === 1n;
+  }
+
+  async setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean> {
+    const result = await this.db.updateTable('users').set({ password_hash: passwordHash }).where('subject_id', '=', subjectId).executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async listClients(): Promise<Record<string, unknown>[]> {
+    const rows = await this.db.selectFrom('clients').select('config').orderBy('client_id').execute();
+    return rows.map((r) => JSON.parse(r.config) as Record<string, unknown>);
+  }
+
+  async saveClient(clientId: string, config: Record<string, unknown>): Promise<void> {
+    const row = { client_id: clientId, config: JSON.stringify(config), created_at: Math.floor(Date.now() / 1000) };
+    await this.db
+      .insertInto('clients')
+      .values(row)
+      .onConflict((oc) => oc.column('client_id').doUpdateSet({ config: row.config }))
+      .execute();
+  }
+
+  async removeClient(clientId: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('clients').where('client_id', '=', clientId).executeTakeFirst();
+    return result.numDeletedRows === 1n;
   }
 
   async ping(): Promise<void> {

@@ -103,12 +103,26 @@ export interface StoredUser {
   isActive: boolean;
 }
 
+/** Clients kept in the database (`sigil clients`), as config objects of DESIGN §4. */
+export interface ClientStore {
+  listClients(): Promise<Record<string, unknown>[]>;
+  /** Adds or replaces a client. */
+  saveClient(clientId: string, config: Record<string, unknown>): Promise<void>;
+  /** Returns false when there was no such client. */
+  removeClient(clientId: string): Promise<boolean>;
+}
+
 /** Users in the database. */
 export interface UserStore {
   /** Finds a user by username (case-insensitive) within a tenant; with null, the one user of that name in any tenant. */
   findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined>;
   findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
   addUser(user: StoredUser): Promise<void>;
+  listUsers(): Promise<StoredUser[]>;
+  /** Returns false when there was no such user. */
+  removeUser(subjectId: string): Promise<boolean>;
+  /** Returns false when there was no such user. */
+  setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean>;
 }
 
 /** Everything a Sigil instance persists. */
@@ -116,6 +130,7 @@ export interface Store {
   grants: GrantStore;
   keys: KeyStore;
   users: UserStore;
+  clients: ClientStore;
   maintenance: Maintenance;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;

@@ -41,7 +41,7 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
       scopes: scopes.map((s) => describeScope(ctx, lang, s)),
       canRemember: !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? ''),
       device: interaction.device !== undefined,
-    });
+    }, 200, interaction.params.redirect_uri ? [interaction.params.redirect_uri] : []);
   });
 
   app.post('/consent', async (request, reply) => {

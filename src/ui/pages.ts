@@ -63,7 +63,7 @@ const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle 
 const MESSAGE = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) %>
 <h1><%= it.t[it.titleKey] %></h1>
 <p><%= it.f(it.t[it.textKey], it.values || {}) %></p>
-<% if (it.code) { %><p><%= it.t.errorCode %>: <code><%= it.code %></code><% if (it.description) { %> · <%= it.description %><% } %></p><% } %>`;
+<% if (it.code) { %><p class="details"><%= it.t.errorCode %>: <code><%= it.code %></code><% if (it.description) { %> · <%= it.description %><% } %></p><% } %>`;
 
 const LOGOUT = `<% layout('@layout', { lang: it.lang, title: it.t.logoutTitle }) %>
 <h1><%= it.t.logoutTitle %></h1>
@@ -117,11 +117,29 @@ export class Pages {
    * @param name one of `login`, `consent`, `message`, `logout`, `device`
    * @param lang a supported language (see `pickLocale`)
    * @param status HTTP status, 200 by default
+   * @param formTargets validated redirect URIs the page's form may end up at through redirects
+   *   (the pending request's client): CSP `form-action` covers redirect chains in Chromium, so
+   *   `'self'` alone would block the authorization response after login or consent.
    */
-  send(reply: FastifyReply, name: 'login' | 'consent' | 'message' | 'logout' | 'device', lang: string, data: Record<string, unknown>, status = 200): FastifyReply {
+  send(
+    reply: FastifyReply,
+    name: 'login' | 'consent' | 'message' | 'logout' | 'device',
+    lang: string,
+    data: Record<string, unknown>,
+    status = 200,
+    formTargets: readonly string[] = [],
+  ): FastifyReply {
     const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
     const html = this.eta.render(`@${name}`, { ...data, lang, t, f: format });
-    return pageHeaders(reply).code(status).type('text/html; charset=utf-8').send(html);
+    const csp = reply.getHeader('content-security-policy');
+    if (formTargets.length > 0 && typeof csp === 'string') {
+      const sources = formTargets.filter((u) => URL.canParse(u)).map(sourceOf);
+      reply.header('content-security-policy', csp.replace(/form-action [^;]*/, `form-action 'self' ${[...new Set(sources)].join(' ')}`));
+    }
+    // `same-origin`, not `no-referrer`: under no-referrer browsers send `Origin: null` with the
+    // page's own form posts, which the CSRF origin check (csrf.ts) refuses. Other origins still
+    // get no referrer (and an `Origin: null` POST from them stays refused).
+    return pageHeaders(reply).header('referrer-policy', 'same-origin').code(status).type('text/html; charset=utf-8').send(html);
   }
 
   /** One text of a language's catalogue. */
@@ -135,8 +153,7 @@ export class Pages {
    */
   sendFormPost(reply: FastifyReply, action: string, fields: Record<string, string>): FastifyReply {
     const html = this.eta.render('@form_post', { action, fields });
-    const url = new URL(action);
-    const formAction = url.origin === 'null' ? url.protocol : url.origin;
+    const formAction = sourceOf(action);
     return pageHeaders(reply)
       .header(
         'content-security-policy',
@@ -145,6 +162,12 @@ export class Pages {
       .type('text/html; charset=utf-8')
       .send(html);
   }
+}
+
+/** The CSP source of a URI: its origin, or its scheme for a private-use scheme (`com.example.app:`). */
+function sourceOf(uri: string): string {
+  const url = new URL(uri);
+  return url.origin === 'null' ? url.protocol : url.origin;
 }
 
 function pageHeaders(reply: FastifyReply): FastifyReply {

@@ -1,29 +1,53 @@
-/** The pages' style sheet, served at `/assets/sigil.css` (same origin, so CSP `style-src 'self'`). */
+/**
+ * The pages' style sheet, served at `/assets/sigil.css` (same origin, so CSP `style-src 'self'`).
+ * Colours meet WCAG 2.2 AA in light and dark schemes: text 4.5:1, field borders and the focus
+ * ring 3:1 (1.4.11); touch targets are at least 44px high; on phones the card fills the screen.
+ */
 export const STYLES = `
 :root { color-scheme: light dark; --fg: #1b1f24; --muted: #57606a; --bg: #f6f8fa; --card: #fff; --line: #d0d7de;
-  --accent: #0b5cad; --accent-fg: #fff; --danger: #b42318; --focus: #f59e0b; }
+  --field: #848d97; --accent: #0b5cad; --accent-hover: #094c8f; --accent-fg: #fff; --danger: #b42318; --danger-bg: #fef3f2;
+  --focus: #b45309; --chip: #eef1f4; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --muted: #9da7b3; --bg: #0d1117; --card: #161b22;
-  --line: #30363d; --accent: #4493f8; --accent-fg: #0d1117; --danger: #ff7b72; } }
+  --line: #30363d; --field: #6e7681; --accent: #4493f8; --accent-hover: #6aa8fa; --accent-fg: #0d1117; --danger: #ff7b72;
+  --danger-bg: #2d1214; --focus: #f59e0b; --chip: #0d1117; } }
 * { box-sizing: border-box; }
-body { margin: 0; min-height: 100vh; display: flex; align-items: center; justify-content: center; padding: 1rem;
-  font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg); }
+html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
+body { margin: 0; min-height: 100vh; display: flex; align-items: center; justify-content: center; padding: 1.5rem 1rem;
+  font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; color: var(--fg); background: var(--bg); }
 main { width: 100%; max-width: 26rem; background: var(--card); border: 1px solid var(--line); border-radius: 12px;
-  padding: 2rem 1.75rem; box-shadow: 0 1px 3px rgba(0,0,0,.06); }
-.brand { font-weight: 700; letter-spacing: .02em; color: var(--accent); margin: 0 0 1.25rem; font-size: .95rem; }
-h1 { font-size: 1.5rem; margin: 0 0 .5rem; }
+  padding: 2rem 1.75rem; box-shadow: 0 1px 2px rgba(0,0,0,.04), 0 8px 24px rgba(0,0,0,.06); }
+.brand { display: flex; align-items: center; gap: .5rem; font-weight: 700; letter-spacing: .02em; color: var(--fg);
+  margin: 0 0 1.5rem; font-size: 1rem; }
+.brand::before { content: ""; width: 1.5rem; height: 1.5rem; border-radius: 6px; flex: none;
+  background: linear-gradient(135deg, var(--accent) 0%, var(--accent) 45%, #7c3aed 100%); }
+h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; }
 p { margin: .25rem 0 1rem; color: var(--muted); }
 label { display: block; font-weight: 600; margin: 1rem 0 .35rem; }
-input[type=text], input[type=password] { width: 100%; padding: .65rem .75rem; font-size: 1rem; color: var(--fg);
-  background: var(--card); border: 1px solid var(--line); border-radius: 8px; }
+input[type=text], input[type=password] { display: block; width: 100%; min-height: 2.75rem; padding: .6rem .75rem; font: inherit;
+  color: var(--fg); background: var(--card); border: 1px solid var(--field); border-radius: 8px; }
+input[type=text]:focus, input[type=password]:focus { border-color: var(--accent); }
+input[type=checkbox] { width: 1.25rem; height: 1.25rem; margin: 0; flex: none; accent-color: var(--accent); }
 input:focus-visible, button:focus-visible, a:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .actions { display: flex; gap: .75rem; margin-top: 1.5rem; flex-wrap: wrap; }
-button { flex: 1 1 8rem; padding: .7rem 1rem; font-size: 1rem; font-weight: 600; border-radius: 8px; cursor: pointer;
-  border: 1px solid var(--line); background: var(--card); color: var(--fg); }
+button { flex: 1 1 8rem; min-height: 2.75rem; padding: .6rem 1rem; font: inherit; font-weight: 600; border-radius: 8px; cursor: pointer;
+  border: 1px solid var(--field); background: var(--card); color: var(--fg); }
+button:hover { background: var(--bg); }
 button.primary { background: var(--accent); border-color: var(--accent); color: var(--accent-fg); }
-.alert { border: 1px solid var(--danger); color: var(--danger); border-radius: 8px; padding: .6rem .75rem; margin: 1rem 0 0; }
-ul.scopes { list-style: none; padding: 0; margin: 1rem 0; }
-ul.scopes li { padding: .55rem 0; border-bottom: 1px solid var(--line); }
-.check { display: flex; gap: .5rem; align-items: center; font-weight: 400; }
-code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .95em; }
-@media (max-width: 480px) { main { padding: 1.5rem 1.1rem; border-radius: 10px; } h1 { font-size: 1.3rem; } }
+button.primary:hover { background: var(--accent-hover); border-color: var(--accent-hover); }
+a { color: var(--accent); }
+.alert { border: 1px solid var(--danger); background: var(--danger-bg); color: var(--danger); border-radius: 8px;
+  padding: .6rem .75rem; margin: 1rem 0 0; }
+ul.scopes { list-style: none; padding: 0; margin: 1rem 0; border-top: 1px solid var(--line); }
+ul.scopes li { display: flex; gap: .65rem; align-items: baseline; padding: .6rem 0; border-bottom: 1px solid var(--line); }
+ul.scopes li::before { content: "\\2713"; content: "\\2713" / ""; color: var(--accent); font-weight: 700; flex: none; }
+.check { display: flex; gap: .6rem; align-items: center; font-weight: 400; min-height: 2.75rem; margin: .75rem 0 0; cursor: pointer; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; background: var(--chip);
+  border-radius: 4px; padding: .1em .35em; overflow-wrap: anywhere; }
+p.details { font-size: .95rem; border-left: 3px solid var(--line); padding-left: .75rem; overflow-wrap: anywhere; }
+@media (max-width: 480px) {
+  body { display: block; padding: 0; background: var(--card); }
+  main { max-width: none; min-height: 100vh; border: 0; border-radius: 0; box-shadow: none; padding: 1.5rem 1.25rem 2rem; }
+  h1 { font-size: 1.375rem; }
+}
+@media (forced-colors: active) { .brand::before { background: CanvasText; } ul.scopes li::before { color: CanvasText; } }
 `;

@@ -107,7 +107,11 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
       if (uri === undefined || !matchRedirectUri(uri, client.redirectUris)) return undefined;
       const rt = normalizeResponseType(raw.get('response_type') ?? '');
       const state = raw.get('state');
-      return { redirectUri: uri, mode: rt && rt !== 'code' ? 'fragment' : 'query', ...(state !== undefined ? { state } : {}) };
+      // The mode asked for, as below: form_post always, fragment always, query only for code.
+      const asked = raw.get('response_mode');
+      let mode: ResponseMode = rt && rt !== 'code' ? 'fragment' : 'query';
+      if (asked === 'form_post' || (asked === 'fragment' && mode === 'query')) mode = asked;
+      return { redirectUri: uri, mode, ...(state !== undefined ? { state } : {}) };
     } catch {
       return undefined;
     }

@@ -37,14 +37,39 @@ const DUMMY_DIGEST = [secretDigest('sigil-no-such-client')];
 
 /** The clients of the config, by `client_id`, secrets hashed once. Disabled clients are absent. */
 export class ClientRegistry {
-  private readonly clients: Map<string, Client>;
+  private clients: Map<string, Client>;
+  /** Grows whenever the set of clients changes; lets derived data (discovery, CORS) be cached. */
+  version = 0;
 
-  constructor(configs: readonly ClientConfig[]) {
-    this.clients = new Map(
+  /**
+   * @param configs the config file's clients; they win over stored clients with the same id.
+   */
+  constructor(private readonly configs: readonly ClientConfig[]) {
+    this.clients = ClientRegistry.index(configs);
+  }
+
+  private static index(configs: readonly ClientConfig[]): Map<string, Client> {
+    return new Map(
       configs
         .filter((c) => c.enabled)
         .map((c) => [c.clientId, { ...c, isPublic: !c.requireClientSecret, secretDigests: c.clientSecrets.map(secretDigest) }]),
     );
+  }
+
+  /**
+   * Replaces the stored clients (from `sigil clients add`), keeping the config file's.
+   * @returns the ids of stored clients ignored because the config file defines them.
+   */
+  setStoredClients(stored: readonly ClientConfig[]): string[] {
+    const fromConfig = new Set(this.configs.map((c) => c.clientId));
+    const shadowed = stored.filter((c) => fromConfig.has(c.clientId)).map((c) => c.clientId);
+    const next = ClientRegistry.index([...this.configs, ...stored.filter((c) => !fromConfig.has(c.clientId))]);
+    const changed = next.size !== this.clients.size || [...next].some(([id, c]) => JSON.stringify(c) !== JSON.stringify(this.clients.get(id)));
+    if (changed) {
+      this.clients = next;
+      this.version += 1;
+    }
+    return shadowed;
   }
 
   /** The enabled client with that id, or undefined. */

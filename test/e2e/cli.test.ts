@@ -1,0 +1,255 @@
+/**
+ * The `sigil start` command as a process (DESIGN §5): what it prints, /healthz over the socket,
+ * config errors with field paths and exit code 2, YAML configs, environment variables, SIGTERM.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startProcess, tempDir, testConfig } from '../helpers.js';
+import { freePort } from './ports.js';
+
+const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js');
+
+interface Run {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Spawns `node dist/cli/main.js ...args` with a clean environment plus `env`. */
+function run(args: string[], env: Record<string, string> = {}, cwd?: string): Run {
+  const base = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE'].includes(k)),
+  );
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...base, ...env }, cwd });
+  let out = '';
+  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<number | null>((ok) => child.on('exit', (code) => ok(code)));
+  return { child, output: () => out, exited };
+}
+
+/** Resolves with the URL once the process prints `listening on <url>`; rejects if it exits first. */
+function listening(r: Run): Promise<string> {
+  return new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`no "listening on" line:\n${r.output()}`)), 20_000);
+    const check = () => {
+      const m = /listening on (http\S+)/.exec(r.output());
+      if (m) {
+        clearTimeout(timer);
+        ok(m[1]!);
+      }
+    };
+    r.child.stdout?.on('data', check);
+    void r.exited.then((code) => {
+      clearTimeout(timer);
+      fail(new Error(`exited with ${code}:\n${r.output()}`));
+    });
+  });
+}
+
+const running: Run[] = [];
+const cleanups: (() => void)[] = [];
+afterEach(async () => {
+  for (const r of running.splice(0)) {
+    if (r.child.exitCode === null && r.child.signalCode === null) {
+      r.child.kill('SIGTERM');
+      await r.exited;
+    }
+  }
+  for (const c of cleanups.splice(0)) c();
+});
+
+function workDir(): string {
+  const { dir, cleanup } = tempDir();
+  cleanups.push(cleanup);
+  return dir;
+}
+
+/** The fixture config without the fields the tests set through flags or the environment. */
+function baseConfig(): Record<string, unknown> {
+  const { issuer: _issuer, ...rest } = testConfig();
+  return rest;
+}
+
+describe('sigil start', () => {
+  it('prints issuer, discovery URL, clients, users and "listening on", answers /healthz, exits 0 on SIGTERM', async () => {
+    const port = await freePort();
+    const server = await startProcess(testConfig(), port);
+    try {
+      const out = server.output();
+      expect(out).toContain(`issuer ${server.url}`);
+      expect(out).toContain(`${server.url}/.well-known/openid-configuration`);
+      for (const c of ['m2m', 'm2m-ref', 'ropc', 'spa', 'c:1', 'other']) expect(out).toContain(c);
+      for (const u of ['alice', 'bob', 'carol', 'dave']) expect(out).toContain(u);
+      expect(out).toMatch(new RegExp(`listening on http://127\\.0\\.0\\.1:${port}\\b`));
+      expect(out).not.toMatch(/password/i);
+
+      const health = await fetch(`${server.url}/healthz`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toEqual({ status: 'ok' });
+      const discovery = await fetch(`${server.url}/.well-known/openid-configuration`);
+      expect(discovery.status).toBe(200);
+      expect((await discovery.json()).issuer).toBe(server.url);
+    } finally {
+      await server.stop();
+    }
+    expect(server.child.exitCode).toBe(0);
+    expect(server.child.signalCode).toBeNull();
+  });
+
+  it('SIGINT also shuts down cleanly', async () => {
+    const dir = workDir();
+    const file = join(dir, 'sigil.json');
+    writeFileSync(file, JSON.stringify({ ...baseConfig(), storage: 'memory' }));
+    const r = run(['start', '--config', file, '--port', String(await freePort()), '--host', '127.0.0.1']);
+    running.push(r);
+    await listening(r);
+    r.child.kill('SIGINT');
+    expect(await r.exited).toBe(0);
+  });
+
+  describe('an invalid config stops the start with exit code 2 and the field path', () => {
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      [
+        'a client with an unknown scope',
+        {
+          clients: [{ clientId: 'x', clientSecrets: ['s'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['nope'] }],
+        },
+        /clients\[0\]\.allowedScopes\[0\]: unknown scope "nope"/,
+      ],
+      ['an unknown top-level field', { colour: 'blue' }, /colour: unknown field/],
+      [
+        'an unknown field inside a client',
+        { clients: [{ clientId: 'x', clientSecrets: ['s'], allowedGrantTypes: ['client_credentials'], secret: 's' }] },
+        /clients\[0\]\.secret: unknown field/,
+      ],
+      ['a wrong type', { apiScopes: [{ name: 'a', userClaims: 'email' }] }, /apiScopes\[0\]\.userClaims:/],
+      [
+        'a malformed sha256: secret',
+        { clients: [{ clientId: 'x', clientSecrets: ['sha256:abc'], allowedGrantTypes: ['client_credentials'] }] },
+        /clients\[0\]\.clientSecrets\[0\]: .*sha256/,
+      ],
+      [
+        'a public client with reusable refresh tokens',
+        {
+          clients: [
+            {
+              clientId: 'p',
+              requireClientSecret: false,
+              allowedGrantTypes: ['password'],
+              allowOfflineAccess: true,
+              refreshTokenUsage: 'reuse',
+            },
+          ],
+        },
+        /clients\[0\]\.refreshTokenUsage:/,
+      ],
+    ];
+    for (const [name, config, message] of cases) {
+      it(name, async () => {
+        const dir = workDir();
+        const file = join(dir, 'bad.json');
+        writeFileSync(file, JSON.stringify({ storage: 'memory', logLevel: 'silent', ...config }));
+        const r = run(['start', '--config', file, '--port', '0']);
+        running.push(r);
+        expect(await r.exited).toBe(2);
+        expect(r.output()).toMatch(message);
+        expect(r.output()).not.toContain('listening on');
+        expect(r.output()).not.toMatch(/\n\s+at /);
+      });
+    }
+
+    it('unparseable JSON, a missing file and a bad port', async () => {
+      const dir = workDir();
+      const file = join(dir, 'broken.json');
+      writeFileSync(file, '{ "storage": ');
+      const broken = run(['start', '--config', file]);
+      const missing = run(['start', '--config', join(dir, 'absent.json')]);
+      const badPort = run(['start', '--config', file, '--port', 'eighty']);
+      running.push(broken, missing, badPort);
+      expect(await broken.exited).toBe(2);
+      expect(broken.output()).toContain('cannot parse');
+      expect(await missing.exited).toBe(2);
+      expect(missing.output()).toContain('cannot read config file');
+      expect(await badPort.exited).toBe(2);
+      expect(badPort.output()).toContain('--port');
+    });
+
+    it('an unknown command or flag is a usage error', async () => {
+      const cmd = run(['frobnicate']);
+      const flag = run(['start', '--colour', 'blue']);
+      running.push(cmd, flag);
+      expect(await cmd.exited).toBe(2);
+      expect(cmd.output()).toContain('usage: sigil');
+      expect(await flag.exited).toBe(2);
+      expect(flag.output()).toContain('usage: sigil');
+    });
+  });
+
+  it('reads a YAML config file', async () => {
+    const dir = workDir();
+    const port = await freePort();
+    const file = join(dir, 'sigil.yaml');
+    writeFileSync(file, toYaml({ ...baseConfig(), issuer: `http://127.0.0.1:${port}`, storage: `sqlite:${join(dir, 'y.db')}` }));
+    const r = run(['start', '--config', file, '--port', String(port), '--host', '127.0.0.1']);
+    running.push(r);
+    const url = await listening(r);
+    expect(url).toBe(`http://127.0.0.1:${port}`);
+    const doc = await (await fetch(`${url}/.well-known/openid-configuration`)).json();
+    expect(doc.issuer).toBe(`http://127.0.0.1:${port}`);
+    const token = await fetch(`${url}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'm2m', client_secret: 'm2m-secret' }),
+    });
+    expect(token.status).toBe(200);
+    expect(existsSync(join(dir, 'y.db'))).toBe(true);
+  });
+
+  it('honours SIGIL_CONFIG, PORT, SIGIL_ISSUER and SIGIL_STORAGE', async () => {
+    const dir = workDir();
+    const port = await freePort();
+    const file = join(dir, 'env.json');
+    // The file says otherwise on every point the environment overrides.
+    writeFileSync(file, JSON.stringify({ ...baseConfig(), issuer: 'http://file.example', storage: `sqlite:${join(dir, 'file.db')}`, port: 1 }));
+    const issuer = `http://localhost:${port}`;
+    const r = run(['start'], {
+      SIGIL_CONFIG: file,
+      PORT: String(port),
+      SIGIL_ISSUER: issuer,
+      SIGIL_STORAGE: `sqlite:${join(dir, 'env.db')}`,
+    });
+    running.push(r);
+    const url = await listening(r);
+    expect(new URL(url).port).toBe(String(port));
+    expect(r.output()).toContain(`issuer ${issuer}`);
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(health.status).toBe(200);
+    const doc = await (await fetch(`http://127.0.0.1:${port}/.well-known/openid-configuration`)).json();
+    expect(doc.issuer).toBe(issuer);
+    expect(doc.token_endpoint).toBe(`${issuer}/connect/token`);
+    expect(existsSync(join(dir, 'env.db'))).toBe(true);
+    expect(existsSync(join(dir, 'file.db'))).toBe(false);
+    r.child.kill('SIGTERM');
+    expect(await r.exited).toBe(0);
+  });
+
+  it('flags win over the environment', async () => {
+    const dir = workDir();
+    const [envPort, flagPort] = [await freePort(), await freePort()];
+    const file = join(dir, 'f.json');
+    writeFileSync(file, JSON.stringify({ ...baseConfig(), storage: 'memory' }));
+    const r = run(['start', '--config', file, '--port', String(flagPort), '--host', '127.0.0.1', '--issuer', 'http://flag.example'], {
+      SIGIL_CONFIG: join(dir, 'absent.json'),
+      PORT: String(envPort),
+      SIGIL_ISSUER: 'http://env.example',
+    });
+    running.push(r);
+    const url = await listening(r);
+    expect(url).toBe(`http://127.0.0.1:${flagPort}`);
+    expect(r.output()).toContain('issuer http://flag.example');
+  });
+});

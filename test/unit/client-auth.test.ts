@@ -1,0 +1,105 @@
+/** `findCredentials` (src/validation/client-auth.ts): Basic per RFC 6749 §2.3.1, or body params. */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { OAuthError } from '../../src/errors.js';
+import { Params } from '../../src/http/form.js';
+import { findCredentials } from '../../src/validation/client-auth.js';
+import { formEncode, formishText, unicodeText } from './arbitraries.js';
+
+const noNul = (s: string) => !s.includes('\u0000');
+const clientId = unicodeText({ minLength: 1, maxLength: 30 }).filter((s) => s.length > 0 && noNul(s));
+const secret = unicodeText({ maxLength: 60 }).filter(noNul);
+/** RFC 6749 §2.3.1 says "encoded using the application/x-www-form-urlencoded encoding algorithm"; clients in the wild use encodeURIComponent. */
+const encoder = fc.constantFrom(formEncode, (s: string) => encodeURIComponent(s).replace(/%20/g, '+'), encodeURIComponent);
+const scheme = fc.constantFrom('Basic', 'basic', 'BASIC', 'bAsIc');
+
+const basicHeader = (enc: (s: string) => string, id: string, sec: string, sch = 'Basic') =>
+  `${sch} ${Buffer.from(`${enc(id)}:${enc(sec)}`, 'utf8').toString('base64')}`;
+const source = (authorization: string[], body = '') => ({ authorization, params: Params.parse(body) });
+
+function caught(f: () => unknown): OAuthError | undefined {
+  try {
+    f();
+    return undefined;
+  } catch (err) {
+    expect(err).toBeInstanceOf(OAuthError);
+    return err as OAuthError;
+  }
+}
+
+describe('findCredentials', () => {
+  it('round-trips Basic credentials with arbitrary Unicode id and secret', () => {
+    fc.assert(
+      fc.property(encoder, scheme, clientId, secret, (enc, sch, id, sec) => {
+        expect(findCredentials(source([basicHeader(enc, id, sec, sch)]))).toEqual({ id, secret: sec, method: 'client_secret_basic' });
+      }),
+    );
+  });
+
+  it('accepts the same client_id in the body alongside Basic, refuses a different one or a second secret', () => {
+    fc.assert(
+      fc.property(clientId, secret, clientId, (id, sec, other) => {
+        const header = basicHeader(formEncode, id, sec);
+        expect(findCredentials(source([header], `client_id=${formEncode(id)}`))?.id).toBe(id);
+        if (other !== id) expect(caught(() => findCredentials(source([header], `client_id=${formEncode(other)}`)))?.code).toBe('invalid_request');
+        expect(caught(() => findCredentials(source([header], `client_secret=${formEncode(sec || 'x')}`)))?.code).toBe('invalid_request');
+      }),
+    );
+  });
+
+  it('reads client_secret_post and public clients from the body', () => {
+    fc.assert(
+      fc.property(clientId, secret.filter((s) => s.length > 0), (id, sec) => {
+        expect(findCredentials(source([], new URLSearchParams({ client_id: id, client_secret: sec }).toString()))).toEqual({
+          id,
+          secret: sec,
+          method: 'client_secret_post',
+        });
+        expect(findCredentials(source([], new URLSearchParams({ client_id: id }).toString()))).toEqual({ id, secret: undefined, method: 'none' });
+        expect(caught(() => findCredentials(source([], new URLSearchParams({ client_secret: sec }).toString())))?.code).toBe('invalid_request');
+      }),
+    );
+  });
+
+  it('no credentials, or another scheme, is undefined', () => {
+    expect(findCredentials(source([]))).toBeUndefined();
+    expect(findCredentials(source(['Bearer abc']))).toBeUndefined();
+    expect(findCredentials(source(['Digest username="x"'], 'grant_type=x'))).toBeUndefined();
+  });
+
+  it('a malformed Basic header is invalid_client with WWW-Authenticate; a repeated header invalid_request', () => {
+    for (const bad of ['Basic ', 'Basic !!!', 'Basic ' + Buffer.from('nocolon').toString('base64'), 'Basic ' + Buffer.from(':secret').toString('base64'), 'Basic ' + Buffer.from('a%zz:b').toString('base64'), 'Basic ' + Buffer.from('a%00:b').toString('base64')]) {
+      const err = caught(() => findCredentials(source([bad])));
+      expect(err?.code, bad).toBe('invalid_client');
+      expect(err?.status).toBe(401);
+      expect(err?.headers['www-authenticate']).toMatch(/^Basic /);
+    }
+    expect(caught(() => findCredentials(source(['Basic YTpi', 'Basic YTpi'])))?.code).toBe('invalid_request');
+  });
+
+  it('never throws anything but OAuthError, whatever the header and body', () => {
+    const header = fc.oneof(
+      unicodeText({ maxLength: 40 }),
+      fc.tuple(scheme, fc.string({ unit: fc.constantFrom('A', 'z', '0', '+', '/', '=', ' ', '-', '_', '.') , maxLength: 30 })).map(([s, b]) => `${s} ${b}`),
+      fc.tuple(scheme, formishText, formishText).map(([s, a, b]) => `${s} ${Buffer.from(`${a}:${b}`).toString('base64')}`),
+      fc.tuple(scheme, fc.uint8Array({ maxLength: 30 })).map(([s, b]) => `${s} ${Buffer.from(b).toString('base64')}`),
+    );
+    const body = fc.oneof(fc.constant(''), fc.constantFrom('client_id=a', 'client_secret=b', 'client_id=a&client_secret=b', 'client_id=a&client_id=b', 'client_secret=a&client_secret=b'));
+    fc.assert(
+      fc.property(fc.array(header, { maxLength: 2 }), body, (headers, b) => {
+        let out;
+        try {
+          out = findCredentials(source(headers, b));
+        } catch (err) {
+          expect(err).toBeInstanceOf(OAuthError);
+          expect(['invalid_request', 'invalid_client']).toContain((err as OAuthError).code);
+          return;
+        }
+        if (out) {
+          expect(out.id.length).toBeGreaterThan(0);
+          expect(out.id).not.toContain('\u0000');
+        }
+      }),
+    );
+  });
+});

@@ -1,0 +1,202 @@
+/** The config loader (src/config/loader.ts, schema.ts): DESIGN §4 contract, errors with field paths. */
+import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../../src/config/loader.js';
+import { secretDigest, sha256 } from '../../src/tokens/handles.js';
+import { tempDir, testConfig } from '../helpers.js';
+
+/** The problems of a config that must not resolve. */
+function problems(raw: unknown, overrides = {}): string[] {
+  try {
+    resolveConfig(raw, overrides);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).message).toContain('invalid configuration');
+    return (err as ConfigError).problems;
+  }
+  throw new Error('the config was accepted');
+}
+
+const cc = (extra: Record<string, unknown> = {}) => ({ clientId: 'c', clientSecrets: ['s'], allowedGrantTypes: ['client_credentials'], ...extra });
+
+describe('resolveConfig: defaults', () => {
+  it('an empty object is a valid config with every default filled in', () => {
+    const cfg = resolveConfig({});
+    expect(cfg.port).toBe(5000);
+    expect(cfg.host).toBe('0.0.0.0');
+    expect(cfg.issuer).toBe('http://localhost:5000');
+    expect(cfg.storage).toBe('sqlite:./data/sigil.db');
+    expect(cfg.signingAlgorithms).toEqual(['RS256', 'ES256']);
+    expect(cfg.logLevel).toBe('info');
+    expect(cfg.trustProxy).toBe(false);
+    expect(cfg.identityResources.map((r) => r.name)).toEqual(['openid', 'profile']);
+    expect(cfg.rateLimits).toEqual({ maxFailures: 20, windowSeconds: 60 });
+    expect(cfg.clients).toEqual([]);
+    expect(cfg.users).toEqual([]);
+  });
+
+  it('fills client defaults (Duende numbers; refresh tokens oneTime per RFC 9700 §4.14)', () => {
+    const [client] = resolveConfig({ clients: [cc()] }).clients;
+    expect(client).toMatchObject({
+      enabled: true,
+      requireClientSecret: true,
+      allowedScopes: [],
+      redirectUris: [],
+      requirePkce: true,
+      allowPlainTextPkce: false,
+      allowOfflineAccess: false,
+      accessTokenType: 'jwt',
+      accessTokenLifetime: 3600,
+      identityTokenLifetime: 300,
+      authorizationCodeLifetime: 300,
+      refreshTokenUsage: 'oneTime',
+      refreshTokenExpiration: 'absolute',
+      absoluteRefreshTokenLifetime: 2592000,
+      slidingRefreshTokenLifetime: 1296000,
+      deviceCodeLifetime: 300,
+      pollingInterval: 5,
+      requireConsent: false,
+      identityProviderRestrictions: [],
+      enableLocalLogin: true,
+      allowAccessTokensViaBrowser: false,
+      requestUris: [],
+      jwks: null,
+      allowedCorsOrigins: [],
+    });
+  });
+
+  it('fills user and resource defaults, keeps claim types', () => {
+    const cfg = resolveConfig({
+      apiScopes: [{ name: 'api1' }],
+      apiResources: [{ name: 'r' }],
+      users: [{ subjectId: '1', username: 'a', claims: { role: ['x'], n: 1, b: false } }],
+    });
+    expect(cfg.apiScopes[0]).toEqual({ name: 'api1', userClaims: [] });
+    expect(cfg.apiResources[0]).toEqual({ name: 'r', scopes: [], secrets: [], userClaims: [] });
+    expect(cfg.users[0]).toMatchObject({ isActive: true, claims: { role: ['x'], n: 1, b: false } });
+  });
+
+  it('derives the issuer from the port and strips trailing slashes', () => {
+    expect(resolveConfig({ port: 8080 }).issuer).toBe('http://localhost:8080');
+    expect(resolveConfig({ issuer: 'https://id.example/' }).issuer).toBe('https://id.example');
+    expect(resolveConfig({ issuer: 'https://id.example/tenant//' }).issuer).toBe('https://id.example/tenant');
+  });
+
+  it('overrides win over the file', () => {
+    const cfg = resolveConfig({ port: 1, host: 'h', issuer: 'http://file.example', storage: 'memory' }, { port: 2, host: '127.0.0.1', issuer: 'http://flag.example', storage: 'sqlite:x.db' });
+    expect(cfg).toMatchObject({ port: 2, host: '127.0.0.1', issuer: 'http://flag.example', storage: 'sqlite:x.db' });
+    expect(resolveConfig({ port: 7 }, { port: 0 }).port).toBe(0);
+  });
+
+  it('accepts the fixture and the example configs', () => {
+    expect(resolveConfig(testConfig()).clients).toHaveLength(7);
+    expect(resolveConfig(readConfigFile(join(import.meta.dirname, '../../examples/sigil.json'))).issuer).toBe('http://localhost:5000');
+  });
+});
+
+describe('resolveConfig: sha256 secrets', () => {
+  const digest = createHash('sha256').update('api2-secret').digest('base64');
+
+  it('accepts sha256:<base64 of 32 bytes> and uses it as the digest', () => {
+    const cfg = resolveConfig({ apiScopes: [{ name: 'a' }], apiResources: [{ name: 'a', scopes: ['a'], secrets: [`sha256:${digest}`] }], clients: [cc({ clientSecrets: [`sha256:${digest}`, 'clear'] })] });
+    expect(cfg.clients[0]!.clientSecrets).toEqual([`sha256:${digest}`, 'clear']);
+    expect(secretDigest(`sha256:${digest}`).equals(sha256('api2-secret'))).toBe(true);
+    expect(secretDigest('clear').equals(sha256('clear'))).toBe(true);
+  });
+
+  it('refuses a sha256: value that is not 32 bytes, naming the field', () => {
+    expect(problems({ clients: [cc({ clientSecrets: ['ok', 'sha256:abc'] })] })).toEqual([expect.stringMatching(/^clients\[0\]\.clientSecrets\[1\]: .*32 bytes/)]);
+    expect(problems({ apiResources: [{ name: 'r', secrets: [`sha256:${Buffer.alloc(31).toString("base64")}`] }] })).toEqual([expect.stringMatching(/^apiResources\[0\]\.secrets\[0\]:/)]);
+  });
+});
+
+describe('resolveConfig: errors name the field path', () => {
+  it('refuses a non-object root', () => {
+    for (const raw of [null, undefined, 42, 'x', [], true]) expect(problems(raw)).toEqual(['(root): expected an object']);
+  });
+
+  it('unknown fields, at any depth', () => {
+    expect(problems({ colour: 1 })).toEqual(['colour: unknown field']);
+    expect(problems({ clients: [cc({ secret: 'x' })] })).toEqual(['clients[0].secret: unknown field']);
+    expect(problems({ users: [{ subjectId: '1', username: 'a', pasword: 'x' }] })).toEqual(['users[0].pasword: unknown field']);
+    expect(problems({ rateLimits: { max: 1 } })).toEqual(['rateLimits.max: unknown field']);
+  });
+
+  it('wrong types and values', () => {
+    expect(problems({ port: '80' })[0]).toMatch(/^port: /);
+    expect(problems({ port: 70000 })[0]).toMatch(/^port: /);
+    expect(problems({ issuer: 'ftp://x' })[0]).toMatch(/^issuer: /);
+    expect(problems({ issuer: 'not a url' })[0]).toMatch(/^issuer: /);
+    expect(problems({ signingAlgorithms: ['HS256'] })[0]).toMatch(/^signingAlgorithms\[0\]: /);
+    expect(problems({ signingAlgorithms: [] })[0]).toMatch(/^signingAlgorithms: /);
+    expect(problems({ clients: [cc({ accessTokenLifetime: 0 })] })[0]).toMatch(/^clients\[0\]\.accessTokenLifetime: /);
+    expect(problems({ clients: [cc({ accessTokenLifetime: 1.5 })] })[0]).toMatch(/^clients\[0\]\.accessTokenLifetime: /);
+    expect(problems({ clients: [cc({ accessTokenType: 'opaque' })] })[0]).toMatch(/^clients\[0\]\.accessTokenType: /);
+    expect(problems({ clients: [cc({ allowedGrantTypes: [] })] })[0]).toMatch(/^clients\[0\]\.allowedGrantTypes: /);
+    expect(problems({ clients: [cc({ clientId: '' })] })[0]).toMatch(/^clients\[0\]\.clientId: /);
+    expect(problems({ clients: [cc({ requestUris: ['http://x.example/r'] })] })[0]).toMatch(/^clients\[0\]\.requestUris\[0\]: /);
+    expect(problems({ users: [{ subjectId: '1', username: 'a', passwordHash: 'plain' }] })[0]).toMatch(/^users\[0\]\.passwordHash: /);
+  });
+
+  it('cross-field rules', () => {
+    expect(problems({ clients: [cc({ allowedScopes: ['api9'] })] })).toEqual(['clients[0].allowedScopes[0]: unknown scope "api9"']);
+    expect(problems({ clients: [cc(), cc()] })).toEqual(['clients: duplicate clientId "c"']);
+    expect(problems({ clients: [cc({ clientSecrets: [] })] })).toEqual(['clients[0].clientSecrets: a confidential client needs at least one secret']);
+    expect(problems({ clients: [cc({ requireClientSecret: false, clientSecrets: [] })] })[0]).toMatch(/^clients\[0\]\.allowedGrantTypes: client_credentials needs a confidential client/);
+    expect(problems({ clients: [cc({ allowedGrantTypes: ['implicit', 'authorization_code'] })] })[0]).toMatch(/^clients\[0\]\.allowedGrantTypes: /);
+    expect(problems({ clients: [cc({ redirectUris: ['https://a.example/cb#frag'] })] })[0]).toMatch(/^clients\[0\]\.redirectUris\[0\]: /);
+    expect(problems({ clients: [cc({ allowedCorsOrigins: ['https://a.example/path'] })] })[0]).toMatch(/^clients\[0\]\.allowedCorsOrigins\[0\]: /);
+    expect(problems({ apiResources: [{ name: 'r', scopes: ['nope'] }] })).toEqual(['apiResources[0].scopes[0]: unknown API scope "nope"']);
+    expect(problems({ apiScopes: [{ name: 'offline_access' }] })[0]).toMatch(/^apiScopes: /);
+    expect(problems({ apiScopes: [{ name: 'openid' }] })[0]).toMatch(/^identityResources\[0\]\.name: /);
+    expect(problems({ users: [{ subjectId: '1', username: 'a' }, { subjectId: '2', username: 'A' }] })).toEqual(['users[1].username: duplicate username "A"']);
+    expect(problems({ users: [{ subjectId: '1', username: 'a', password: 'x', passwordHash: '$argon2id$x' }] })[0]).toMatch(/^users\[0\]: /);
+  });
+
+  it('refuses a public client with reusable refresh tokens (RFC 9700 §4.14.2)', () => {
+    const spa = { clientId: 'spa', requireClientSecret: false, allowedGrantTypes: ['password'], allowOfflineAccess: true };
+    expect(problems({ clients: [{ ...spa, refreshTokenUsage: 'reuse' }] })).toEqual([expect.stringMatching(/^clients\[0\]\.refreshTokenUsage: public clients must use "oneTime"/)]);
+    expect(resolveConfig({ clients: [spa] }).clients[0]!.refreshTokenUsage).toBe('oneTime');
+    // Without offline access, reuse is moot; confidential clients may reuse.
+    expect(() => resolveConfig({ clients: [{ ...spa, allowOfflineAccess: false, refreshTokenUsage: 'reuse' }] })).not.toThrow();
+    expect(() => resolveConfig({ clients: [cc({ allowedGrantTypes: ['password'], allowOfflineAccess: true, refreshTokenUsage: 'reuse' })] })).not.toThrow();
+  });
+
+  it('reports every problem at once', () => {
+    const list = problems({ colour: 1, port: 'x', clients: [cc({ allowedScopes: ['nope'], bogus: true })] });
+    expect(list).toEqual(expect.arrayContaining(['colour: unknown field', 'clients[0].bogus: unknown field', expect.stringMatching(/^port: /)]));
+  });
+});
+
+describe('readConfigFile, parsePort, overridesFromEnv', () => {
+  const { dir, cleanup } = tempDir();
+  afterAll(cleanup);
+
+  it('reads JSON and YAML (.yaml, .yml), and names unreadable or unparseable files', () => {
+    const cfg = { issuer: 'http://x.example', clients: [cc()] };
+    writeFileSync(join(dir, 'a.json'), JSON.stringify(cfg));
+    writeFileSync(join(dir, 'a.yaml'), toYaml(cfg));
+    writeFileSync(join(dir, 'a.YML'), toYaml(cfg));
+    for (const f of ['a.json', 'a.yaml', 'a.YML']) expect(readConfigFile(join(dir, f))).toEqual(cfg);
+    writeFileSync(join(dir, 'bad.json'), '{"a":');
+    writeFileSync(join(dir, 'bad.yaml'), 'a: [1, 2\nb: }');
+    expect(() => readConfigFile(join(dir, 'bad.json'))).toThrow(/cannot parse/);
+    expect(() => readConfigFile(join(dir, 'bad.yaml'))).toThrow(ConfigError);
+    expect(() => readConfigFile(join(dir, 'missing.json'))).toThrow(/cannot read config file .*ENOENT/);
+  });
+
+  it('parsePort accepts 0..65535 only', () => {
+    expect(parsePort('0', 'p')).toBe(0);
+    expect(parsePort('65535', 'p')).toBe(65535);
+    for (const bad of ['', '-1', '65536', '1e3', ' 80', '80 ', '0x50', 'eighty', '8.0']) expect(() => parsePort(bad, 'PORT'), bad).toThrow(ConfigError);
+  });
+
+  it('overridesFromEnv reads PORT, SIGIL_ISSUER, SIGIL_STORAGE and ignores empty values', () => {
+    expect(overridesFromEnv({ PORT: '8080', SIGIL_ISSUER: 'https://i.example', SIGIL_STORAGE: 'memory' })).toEqual({ port: 8080, issuer: 'https://i.example', storage: 'memory' });
+    expect(overridesFromEnv({ PORT: '', SIGIL_ISSUER: '' })).toEqual({});
+    expect(() => overridesFromEnv({ PORT: 'abc' })).toThrow(/PORT/);
+  });
+});
