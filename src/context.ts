@@ -16,6 +16,7 @@ import type { ResourceOwnerValidator } from './grants/password.js';
 import type { Interactions } from './endpoints/interactions.js';
 import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
+import type { UpstreamProviders } from './federation/upstream.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -36,5 +37,6 @@ export interface SigilContext {
   sessions: SessionService;
   interactions: Interactions;
   pages: Pages;
+  upstream: UpstreamProviders;
   log: Logger;
 }

@@ -14,6 +14,7 @@ import { deviceCodeGrant } from './grants/device-code.js';
 import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
 import { Interactions } from './endpoints/interactions.js';
 import { Pages } from './ui/pages.js';
+import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
@@ -115,6 +116,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime),
       interactions: new Interactions(store.grants),
       pages: new Pages(),
+      upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
       log,
     };
     const app = await buildApp(context);

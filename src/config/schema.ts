@@ -99,16 +99,27 @@ const user = z
     message: 'give either password or passwordHash, not both',
   });
 
+/** Hosts allowed to serve an upstream provider over plain http (development and tests). */
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+
 const identityProvider = z.strictObject({
   name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only'),
   displayName: z.string().optional(),
   type: z.literal('oidc').default('oidc'),
-  authority: z.url(),
+  /** The upstream issuer; https, except loopback hosts. */
+  authority: z.url().refine((u) => {
+    const url = new URL(u);
+    return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname));
+  }, 'must be https (http only for loopback hosts)'),
   clientId: nonEmpty,
   clientSecret: z.string().optional(),
   scope: z.string().default('openid profile'),
+  /** Local claim name → upstream claim name; default maps name, given_name, family_name, email. */
   claimMapping: z.record(z.string(), z.string()).optional(),
 });
+
+/** An upstream OpenID Connect provider (federation, `acr_values=idp:<name>`). */
+export type IdentityProviderConfig = z.output<typeof identityProvider>;
 
 const rateLimits = z.strictObject({
   /** Failed credential checks tolerated per key (client, user, address) in one window. */

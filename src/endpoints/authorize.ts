@@ -115,9 +115,10 @@ async function authorize(
   const session = await ctx.sessions.current(request);
   const user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
 
-  if (needsLogin(req, session, user, pending?.interaction)) {
+  const upstream = chosenUpstream(ctx, req);
+  if (needsLogin(req, session, user, pending?.interaction) || (upstream !== undefined && session?.idp !== upstream)) {
     if (req.prompt.has('none')) return fail('login_required', 'the user must sign in');
-    return toPage(ctx, reply, req, browser, pending, '/account/login');
+    return toPage(ctx, reply, req, browser, pending, upstream ? `/federation/${upstream}/login` : '/account/login');
   }
   const live = session as Session;
   const liveUser = user as User;
@@ -136,7 +137,8 @@ async function authorize(
     amr: live.amr,
     idp: live.idp,
     sid: live.sid,
-    claims: liveUser.claims,
+    // The session's tenant is available to claims mapping as the `tenant` claim.
+    claims: live.tenant ? { ...liveUser.claims, tenant: live.tenant } : liveUser.claims,
     ...(live.tenant ? { tenant: live.tenant } : {}),
   };
   const fields = await issue(ctx, req, subject, scopes);
@@ -149,6 +151,19 @@ async function authorize(
     tokenTypes: Object.keys(fields).filter((k) => ['code', 'access_token', 'id_token'].includes(k)),
   });
   return sendToClient(ctx, reply, req, fields);
+}
+
+/**
+ * The upstream provider the browser goes straight to, if any: the one named by
+ * `acr_values=idp:<name>` when it exists and the client may use it, or the client's only provider
+ * when it has local login disabled. Anything else shows the local login page (never an error that
+ * reveals configuration).
+ */
+function chosenUpstream(ctx: SigilContext, req: AuthorizeRequest): string | undefined {
+  const allowed = ctx.upstream.allowedFor(req.client.identityProviderRestrictions).map((p) => p.name);
+  if (req.acr.idp !== null && allowed.includes(req.acr.idp)) return req.acr.idp;
+  if (!req.client.enableLocalLogin && allowed.length === 1) return allowed[0];
+  return undefined;
 }
 
 /** OIDC Core §3.1.2.3: is a (fresh) sign-in needed before answering? */
@@ -195,7 +210,7 @@ async function toPage(
   req: AuthorizeRequest,
   browser: string,
   pending: Pending | undefined,
-  page: '/account/login' | '/consent',
+  page: string,
 ): Promise<FastifyReply> {
   let id = pending?.id;
   if (!id) id = await ctx.interactions.create(req.client.clientId, { params: req.params, browser });

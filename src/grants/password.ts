@@ -69,7 +69,7 @@ export const passwordGrant: GrantHandler = async (ctx, { params, client, address
     subjectId: user.subjectId,
     authTime: now,
     amr: ['pwd'],
-    claims: user.claims,
+    claims: acr.tenant ? { ...user.claims, tenant: acr.tenant } : user.claims,
     // The built-in validator checks local users; a custom one may have used the idp: hint.
     idp: ctx.resourceOwnerValidator === defaultResourceOwnerValidator ? 'local' : (acr.idp ?? 'local'),
     ...(acr.tenant ? { tenant: acr.tenant } : {}),

@@ -22,6 +22,7 @@ import { OAuthError } from '../errors.js';
 import { accountPages } from '../ui/account.js';
 import { consentPage } from '../ui/consent.js';
 import { devicePages } from '../ui/device.js';
+import { federationRoutes } from '../federation/routes.js';
 import { csrfTokenOf } from '../ui/csrf.js';
 import { STYLES } from '../ui/styles.js';
 import { Params } from './form.js';
@@ -132,6 +133,7 @@ export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
   consentPage(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
   devicePages(app, ctx);
+  federationRoutes(app, ctx);
   app.get('/assets/sigil.css', async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLES),
   );

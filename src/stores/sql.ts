@@ -366,6 +366,10 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
     return result.numUpdatedRows === 1n;
   }
 
+  async updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void> {
+    await this.db.updateTable('users').set({ claims: JSON.stringify(claims) }).where('subject_id', '=', subjectId).execute();
+  }
+
   async listClients(): Promise<Record<string, unknown>[]> {
     const rows = await this.db.selectFrom('clients').select('config').orderBy('client_id').execute();
     return rows.map((r) => JSON.parse(r.config) as Record<string, unknown>);

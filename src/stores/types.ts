@@ -16,7 +16,8 @@ export type GrantType =
   | 'consent'
   | 'session'
   | 'interaction'
-  | 'user_code';
+  | 'user_code'
+  | 'federation';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {
@@ -123,6 +124,8 @@ export interface UserStore {
   removeUser(subjectId: string): Promise<boolean>;
   /** Returns false when there was no such user. */
   setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean>;
+  /** Replaces a user's claims (external users, at each sign-in). */
+  updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void>;
 }
 
 /** Everything a Sigil instance persists. */

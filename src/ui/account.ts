@@ -125,6 +125,14 @@ function loginPage(
       username,
       clientName: client ? (client.clientName ?? client.clientId) : undefined,
       tenant: parseAcrValues(params.acr_values).tenant,
+      // The upstream providers the client may use (federation), as links that keep the request.
+      providers:
+        id && client
+          ? ctx.upstream.allowedFor(client.identityProviderRestrictions).map((p) => ({
+              label: p.displayName ?? p.name,
+              href: `/federation/${encodeURIComponent(p.name)}/login?interaction=${encodeURIComponent(id)}`,
+            }))
+          : [],
       error: error ? ctx.pages.text(lang, error) : undefined,
     },
     status,

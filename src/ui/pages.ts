@@ -41,7 +41,9 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <button type="submit" name="button" value="login" class="primary"><%= it.t.signIn %></button>
 <button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
 </div>
-</form>`;
+</form>
+<% if (it.providers && it.providers.length > 0) { %><p class="or"><%= it.t.orSignInWith %></p>
+<ul class="providers"><% it.providers.forEach(function (p) { %><li><a class="provider" href="<%= p.href %>"><%= p.label %></a></li><% }) %></ul><% } %>`;
 
 const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle }) %>
 <h1><%= it.t.consentTitle %></h1>

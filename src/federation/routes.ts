@@ -1,0 +1,113 @@
+/**
+ * Sign-in through an upstream provider: `/federation/<name>/login?interaction=<id>` sends the
+ * browser to the provider; `/federation/<name>/callback` completes the sign-in, links the external
+ * user to a local subject, starts a Sigil session (`idp` = the provider, `amr: ["external"]`) and
+ * resumes the pending request. Failures end on Sigil's error page; no user or session is created.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { expiredPage, language } from '../endpoints/authorize.js';
+import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { type Interaction, resumePath } from '../endpoints/interactions.js';
+import { OAuthError } from '../errors.js';
+import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { queryString } from '../ui/account.js';
+import { parseAcrValues } from '../validation/acr-values.js';
+import { linkExternalUser } from './upstream.js';
+
+/** Seconds a browser has to come back from the upstream provider. */
+const UPSTREAM_TIMEOUT = 600;
+
+/** What the callback needs, stored under the SHA-256 of `state`. */
+interface FederationState {
+  provider: string;
+  interactionId: string;
+  nonce: string;
+  codeVerifier: string;
+  browser: string;
+  [key: string]: unknown;
+}
+
+/** Registers the federation routes. */
+export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void {
+  app.get('/federation/:name/login', async (request, reply) => {
+    const name = (request.params as { name: string }).name;
+    const id = queryString(request, 'interaction');
+    const browser = ctx.sessions.browserId(request, reply);
+    const interaction = await ctx.interactions.get(id, browser);
+    const provider = ctx.upstream.get(name);
+    if (!id || !interaction || !provider || !providerAllowed(ctx, interaction, name)) return expiredPage(ctx, request, reply);
+    let upstream;
+    try {
+      upstream = await ctx.upstream.start(provider);
+    } catch (err) {
+      ctx.log.warn({ err, provider: name }, 'upstream provider unreachable');
+      return upstreamFailed(ctx, request, reply, 'the identity provider cannot be reached');
+    }
+    const now = nowSeconds();
+    const state: FederationState = { provider: name, interactionId: id, nonce: upstream.nonce, codeVerifier: upstream.codeVerifier, browser };
+    await ctx.store.grants.put({
+      key: hashHandle(upstream.state),
+      type: 'federation',
+      clientId: interaction.params.client_id ?? '',
+      subjectId: null,
+      familyId: hashHandle(upstream.state).slice(0, 22),
+      sessionId: null,
+      data: state,
+      createdAt: now,
+      expiresAt: now + UPSTREAM_TIMEOUT,
+      consumedAt: null,
+      revokedAt: null,
+    });
+    return reply.header('cache-control', 'no-store').redirect(upstream.url, 303);
+  });
+
+  app.get('/federation/:name/callback', async (request, reply) => {
+    const name = (request.params as { name: string }).name;
+    const provider = ctx.upstream.get(name);
+    const stateValue = queryString(request, 'state');
+    if (!provider || !stateValue || stateValue.length > 200) return upstreamFailed(ctx, request, reply, 'the sign-in response is not valid');
+    const key = hashHandle(stateValue);
+    const row = await ctx.store.grants.get(key);
+    const data = row?.data as FederationState | undefined;
+    const browser = ctx.sessions.browserId(request, reply);
+    if (!row || row.type !== 'federation' || !data || data.provider !== name || data.browser !== browser)
+      return upstreamFailed(ctx, request, reply, 'the sign-in response does not belong to this browser');
+    if (!(await ctx.store.grants.consume(key, nowSeconds())))
+      return upstreamFailed(ctx, request, reply, 'the sign-in response was already used or has expired');
+    const interaction = await ctx.interactions.get(data.interactionId, browser);
+    if (!interaction) return expiredPage(ctx, request, reply);
+
+    let claims: Record<string, unknown>;
+    try {
+      const url = new URL(request.url, ctx.issuer);
+      claims = await ctx.upstream.finish(provider, new URL(`${ctx.upstream.callbackUrl(name)}${url.search}`), {
+        state: stateValue,
+        nonce: data.nonce,
+        codeVerifier: data.codeVerifier,
+      });
+    } catch (err) {
+      ctx.log.warn({ err, provider: name }, 'upstream sign-in failed');
+      const upstreamError = queryString(request, 'error');
+      return upstreamFailed(ctx, request, reply, upstreamError ? `the identity provider answered ${upstreamError}` : 'the identity provider sign-in could not be verified');
+    }
+    const tenant = parseAcrValues(interaction.params.acr_values).tenant;
+    const user = await linkExternalUser(ctx.store.users, provider, claims, tenant);
+    if (!user.isActive) return upstreamFailed(ctx, request, reply, 'the account is not active');
+    const session = await ctx.sessions.create(request, reply, user, { amr: ['external'], idp: name, tenant: user.tenant });
+    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'federation', subjectId: user.subjectId, clientId: interaction.params.client_id ?? '' });
+    await ctx.interactions.update(data.interactionId, { ...interaction, loginAt: session.authTime });
+    return reply.redirect(resumePath(data.interactionId, interaction), 303);
+  });
+}
+
+/** Whether the pending request's client may use provider `name`. */
+export function providerAllowed(ctx: SigilContext, interaction: Interaction, name: string): boolean {
+  const client = ctx.clients.get(interaction.params.client_id ?? '');
+  if (!client) return interaction.device !== undefined;
+  return client.identityProviderRestrictions.length === 0 || client.identityProviderRestrictions.includes(name);
+}
+
+function upstreamFailed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, description: string): FastifyReply {
+  return sendErrorPage(ctx, reply, new OAuthError('temporarily_unavailable', description), language(request), 502);
+}

@@ -1,0 +1,133 @@
+import { createHash } from 'node:crypto';
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InjectBrowser } from '../browser-helpers.js';
+import { freePort } from '../e2e/ports.js';
+import { basic, form, startSigil } from '../helpers.js';
+
+const verifier = 'v'.repeat(43);
+const challenge = createHash('sha256').update(verifier).digest('base64url');
+const DOWN = 'http://127.0.0.1:5999';
+
+/**
+ * Two providers: "corp" (listening on a real socket, as openid-client needs for discovery and the
+ * token request) is the upstream identity provider of "down" (driven through inject).
+ */
+describe('upstream identity provider through acr_values=idp:corp', () => {
+  let up: Awaited<ReturnType<typeof startSigil>>;
+  let down: Awaited<ReturnType<typeof startSigil>>;
+  let upIssuer: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    upIssuer = `http://127.0.0.1:${port}`;
+    up = await startSigil({
+      issuer: upIssuer,
+      clients: [
+        {
+          clientId: 'sigil-down',
+          clientSecrets: ['down-secret'],
+          allowedGrantTypes: ['authorization_code'],
+          allowedScopes: ['openid', 'profile', 'email'],
+          redirectUris: [`${DOWN}/federation/corp/callback`],
+        },
+      ],
+    });
+    await up.app.listen({ port, host: '127.0.0.1' });
+    down = await startSigil({
+      identityProviders: [{ name: 'corp', displayName: 'Corp SSO', authority: upIssuer, clientId: 'sigil-down', clientSecret: 'down-secret', scope: 'openid profile email' }],
+      clients: [
+        {
+          clientId: 'web',
+          clientSecrets: ['web-secret'],
+          allowedGrantTypes: ['authorization_code'],
+          allowedScopes: ['openid', 'profile', 'email'],
+          redirectUris: ['https://rp.example/cb'],
+        },
+        {
+          clientId: 'restricted',
+          clientSecrets: ['r-secret'],
+          allowedGrantTypes: ['authorization_code'],
+          allowedScopes: ['openid'],
+          redirectUris: ['https://rp.example/cb'],
+          identityProviderRestrictions: ['other'],
+        },
+      ],
+    });
+  });
+  afterAll(async () => {
+    await down.close();
+    await up.close();
+  });
+
+  const authorizeUrl = (clientId: string, acr: string) =>
+    `/connect/authorize?${new URLSearchParams({
+      client_id: clientId, redirect_uri: 'https://rp.example/cb', response_type: 'code', scope: 'openid profile email',
+      state: 's', nonce: 'n', code_challenge: challenge, code_challenge_method: 'S256', acr_values: acr,
+    })}`;
+
+  /** Runs the whole flow for one upstream user; returns the downstream identity token's subject. */
+  async function signInThroughCorp(username: string): Promise<{ sub: string; email: unknown }> {
+    const browserDown = new InjectBrowser(down.app);
+    const browserUp = new InjectBrowser(up.app);
+    const start = await browserDown.get(authorizeUrl('web', 'idp:corp'));
+    expect(start.location).toMatch(/^\/federation\/corp\/login\?interaction=/);
+    const toUpstream = await browserDown.get(start.location!);
+    expect(toUpstream.status).toBe(303);
+    expect(toUpstream.location!.startsWith(`${upIssuer}/connect/authorize?`)).toBe(true);
+    const upLogin = await browserUp.get(toUpstream.location!);
+    expect(upLogin.location).toMatch(/^\/account\/login/);
+    const back = await browserUp.login(upLogin.location!, username, username);
+    expect(back.location!.startsWith(`${DOWN}/federation/corp/callback?`)).toBe(true);
+    const done = await browserDown.follow(await browserDown.get(back.location!));
+    expect(done.status).toBe(303);
+    const code = new URL(done.location!).searchParams.get('code');
+    expect(code).toBeTruthy();
+    const res = await down.app.inject({
+      method: 'POST', url: '/connect/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('web', 'web-secret') },
+      payload: form({ grant_type: 'authorization_code', code: code!, redirect_uri: 'https://rp.example/cb', code_verifier: verifier }),
+    });
+    expect(res.statusCode).toBe(200);
+    const idToken = decodeJwt(res.json().id_token as string);
+    expect(idToken.amr).toEqual(['external']);
+    expect(idToken.idp).toBe('corp');
+    const info = await down.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${res.json().access_token}` } });
+    return { sub: String(idToken.sub), email: info.json().email };
+  }
+
+  it('goes straight to the upstream login, links the user to a stable local subject, maps claims', async () => {
+    const first = await signInThroughCorp('alice');
+    expect(first.sub).not.toBe('1');
+    expect(first.email).toBe('alice@example.com');
+    const second = await signInThroughCorp('alice');
+    expect(second.sub).toBe(first.sub);
+    const bob = await signInThroughCorp('bob');
+    expect(bob.sub).not.toBe(first.sub);
+  });
+
+  it('does not honour idp: for a client whose restrictions exclude it: the local login page is shown', async () => {
+    const b = new InjectBrowser(down.app);
+    const start = await b.get(authorizeUrl('restricted', 'idp:corp').replace('scope=openid+profile+email', 'scope=openid'));
+    expect(start.location).toMatch(/^\/account\/login\?interaction=/);
+    const page = await b.get(start.location!);
+    expect(page.body).not.toContain('/federation/corp/login');
+  });
+
+  it('lists the allowed providers on the login page and ignores unknown idp: values', async () => {
+    const b = new InjectBrowser(down.app);
+    const start = await b.get(authorizeUrl('web', 'idp:nope'));
+    expect(start.location).toMatch(/^\/account\/login\?interaction=/);
+    const page = await b.get(start.location!);
+    expect(page.body).toContain('Corp SSO');
+    expect(page.body).toContain('/federation/corp/login?interaction=');
+  });
+
+  it('a forged or replayed callback ends on the error page and creates nothing', async () => {
+    const b = new InjectBrowser(down.app);
+    const res = await b.get('/federation/corp/callback?code=x&state=forged');
+    expect(res.status).toBe(502);
+    expect(res.body).toContain('temporarily_unavailable');
+    expect(res.location).toBeUndefined();
+  });
+});
