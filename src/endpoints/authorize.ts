@@ -23,6 +23,7 @@ import {
 } from '../validation/authorize-request.js';
 import { sendErrorPage, sendErrorToClient, sendToClient } from './authorize-response.js';
 import type { Interaction } from './interactions.js';
+import { newGrantRecord } from '../stores/types.js';
 
 /** Data stored with an authorization code (RFC 6749 §4.1.2: bound to client, redirect URI, PKCE, nonce). */
 export interface AuthorizationCodeData {
@@ -238,7 +239,7 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
       ...(req.nonce !== undefined ? { nonce: req.nonce } : {}),
       ...(req.codeChallenge !== undefined ? { codeChallenge: req.codeChallenge, codeChallengeMethod: req.codeChallengeMethod } : {}),
     };
-    await ctx.store.grants.put({
+    await ctx.store.grants.put(newGrantRecord({
       key: hashHandle(code),
       type: 'authorization_code',
       clientId: client.clientId,
@@ -248,9 +249,7 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
       data,
       createdAt: now,
       expiresAt: now + client.authorizationCodeLifetime,
-      consumedAt: null,
-      revokedAt: null,
-    });
+    }));
     fields.code = code;
   }
   const browserScopes = scopes.filter((s) => s !== 'offline_access');

@@ -11,6 +11,7 @@ import { hashHandle, newHandle, nowSeconds } from '../tokens/handles.js';
 import { authenticateClient } from '../validation/client-auth.js';
 import { validateScopes } from '../validation/scopes.js';
 import { formatUserCode, generateUserCode } from '../validation/user-code.js';
+import { newGrantRecord } from '../stores/types.js';
 
 /** The device grant type (RFC 8628 §3.4). */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -61,19 +62,14 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
         const deviceKey = hashHandle(deviceCode);
         const userCode = await storeUserCode(ctx, client.clientId, deviceKey, now, expiresAt);
         const data: DeviceCodeData = { scopes, userCodeKey: userCodeKey(userCode), status: 'pending', interval: client.pollingInterval };
-        await ctx.store.grants.put({
+        await ctx.store.grants.put(newGrantRecord({
           key: deviceKey,
           type: 'device_code',
           clientId: client.clientId,
-          subjectId: null,
-          familyId: deviceKey.slice(0, 22),
-          sessionId: null,
           data,
           createdAt: now,
           expiresAt,
-          consumedAt: null,
-          revokedAt: null,
-        });
+        }));
         const shown = formatUserCode(userCode);
         return noStore(reply).type('application/json; charset=utf-8').send({
           device_code: deviceCode,
@@ -99,19 +95,15 @@ async function storeUserCode(ctx: SigilContext, clientId: string, deviceKey: str
     const existing = await ctx.store.grants.get(key);
     if (existing && existing.expiresAt > now && existing.revokedAt === null) continue;
     const data: UserCodeData = { deviceKey };
-    await ctx.store.grants.save({
+    await ctx.store.grants.save(newGrantRecord({
       key,
       type: 'user_code',
       clientId,
-      subjectId: null,
       familyId: deviceKey.slice(0, 22),
-      sessionId: null,
       data,
       createdAt: now,
       expiresAt,
-      consumedAt: null,
-      revokedAt: null,
-    });
+    }));
     return code;
   }
   throw new OAuthError('temporarily_unavailable', 'could not allocate a user code, retry', 503);

@@ -5,6 +5,7 @@
  */
 import type { GrantStore } from '../stores/types.js';
 import { hashHandle, newHandle, nowSeconds } from '../tokens/handles.js';
+import { newGrantRecord } from '../stores/types.js';
 
 /** How long a pending request waits for the user, in seconds. */
 export const INTERACTION_LIFETIME = 600;
@@ -37,19 +38,14 @@ export class Interactions {
   async create(clientId: string, interaction: Interaction): Promise<string> {
     const id = newHandle();
     const now = nowSeconds();
-    await this.grants.put({
+    await this.grants.put(newGrantRecord({
       key: hashHandle(id),
       type: 'interaction',
       clientId,
-      subjectId: null,
-      familyId: id.slice(0, 22),
-      sessionId: null,
       data: { ...interaction },
       createdAt: now,
       expiresAt: now + INTERACTION_LIFETIME,
-      consumedAt: null,
-      revokedAt: null,
-    });
+    }));
     return id;
   }
 

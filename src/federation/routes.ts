@@ -14,6 +14,7 @@ import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import { queryString } from '../ui/account.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { linkExternalUser } from './upstream.js';
+import { newGrantRecord } from '../stores/types.js';
 
 /** Seconds a browser has to come back from the upstream provider. */
 const UPSTREAM_TIMEOUT = 600;
@@ -46,19 +47,14 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     }
     const now = nowSeconds();
     const state: FederationState = { provider: name, interactionId: id, nonce: upstream.nonce, codeVerifier: upstream.codeVerifier, browser };
-    await ctx.store.grants.put({
+    await ctx.store.grants.put(newGrantRecord({
       key: hashHandle(upstream.state),
       type: 'federation',
       clientId: interaction.params.client_id ?? '',
-      subjectId: null,
-      familyId: hashHandle(upstream.state).slice(0, 22),
-      sessionId: null,
       data: state,
       createdAt: now,
       expiresAt: now + UPSTREAM_TIMEOUT,
-      consumedAt: null,
-      revokedAt: null,
-    });
+    }));
     return reply.header('cache-control', 'no-store').redirect(upstream.url, 303);
   });
 

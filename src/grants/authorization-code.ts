@@ -8,7 +8,7 @@ import type { AuthorizationCodeData } from '../endpoints/authorize.js';
 import { invalidGrant, invalidRequest } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import { verifyPkce } from '../validation/pkce.js';
-import { newRefreshPlan } from './password.js';
+import { redeemApproval } from './redeem.js';
 import type { GrantHandler } from './registry.js';
 
 /**
@@ -40,20 +40,5 @@ export const authorizationCodeGrant: GrantHandler = async (ctx, { params, client
     // RFC 9700 §4.8.2: a verifier for a code issued without a challenge is a downgrade attempt.
     throw invalidGrant('no code_challenge was sent for this code');
   }
-  const user = await ctx.users.findBySubject(data.subject.subjectId);
-  if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
-  if (!(await ctx.store.grants.consume(key, now))) {
-    await ctx.store.grants.revokeFamily(row.familyId, now);
-    throw invalidGrant('the authorization code was already used');
-  }
-  const response = await ctx.tokens.issue({
-    client,
-    scopes: data.scopes,
-    subject: { ...data.subject, claims: user.claims },
-    familyId: row.familyId,
-    refresh: newRefreshPlan(client, data.scopes, now),
-    identityToken: true,
-    ...(data.nonce !== undefined ? { nonce: data.nonce } : {}),
-  });
-  return { response, subjectId: user.subjectId };
+  return redeemApproval(ctx, client, row, data, () => ctx.store.grants.revokeFamily(row.familyId, now).then(() => undefined));
 };

@@ -7,7 +7,7 @@
 import type { DeviceCodeData } from '../endpoints/device-authorization.js';
 import { OAuthError, invalidGrant } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
-import { newRefreshPlan } from './password.js';
+import { redeemApproval } from './redeem.js';
 import type { GrantHandler } from './registry.js';
 
 /**
@@ -35,16 +35,5 @@ export const deviceCodeGrant: GrantHandler = async (ctx, { params, client }) => 
   if (data.status === 'denied') throw new OAuthError('access_denied', 'the user denied the request');
   if (data.status === 'pending' || !data.subject) throw new OAuthError('authorization_pending', 'the user has not answered yet');
 
-  const user = await ctx.users.findBySubject(data.subject.subjectId);
-  if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
-  if (!(await ctx.store.grants.consume(key, now))) throw invalidGrant('the device code was already redeemed');
-  const response = await ctx.tokens.issue({
-    client,
-    scopes: data.scopes,
-    subject: { ...data.subject, claims: user.claims },
-    familyId: row.familyId,
-    refresh: newRefreshPlan(client, data.scopes, now),
-    identityToken: true,
-  });
-  return { response, subjectId: user.subjectId };
+  return redeemApproval(ctx, client, row, { subject: data.subject, scopes: data.scopes }, async () => undefined);
 };

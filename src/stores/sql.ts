@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { type Generated, Kysely, Migrator, PostgresDialect, SqliteDialect, type SqliteDatabase, type Selectable } from 'kysely';
+import { type Generated, Kysely, Migrator, PostgresDialect, SqliteDialect, type SqliteDatabase, type Selectable, sql } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations.js';
 import type { ClientStore, GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
@@ -100,13 +100,23 @@ export async function openStore(url: string): Promise<Store> {
   const target = parseStorageUrl(url);
   const db = target.kind === 'sqlite' ? openSqlite(target.path) : await openPostgres(target);
   // Kysely's migrator takes a lock first (on PostgreSQL an advisory lock), so several nodes may
-  // start at once.
-  const { error } = await new Migrator({ db, provider: migrationProvider }).migrateToLatest();
+  // start at once. On PostgreSQL its tables are the store's schema's: unqualified, Kysely finds
+  // them in any schema of the database (another deployment's) and skips creating them.
+  const { error } = await (target.kind === 'postgres' ? currentSchema(db) : Promise.resolve(undefined)).then(
+    (migrationTableSchema) => new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) }).migrateToLatest(),
+    (err: unknown) => ({ error: err }),
+  );
   if (error) {
     await db.destroy();
     throw error instanceof Error ? error : new Error(String(error));
   }
   return new SqlStore(db);
+}
+
+/** The schema unqualified names resolve to (the `schema` of the URL, else the search path's). */
+async function currentSchema(db: Kysely<Database>): Promise<string | undefined> {
+  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db);
+  return rows[0]?.schema ?? undefined;
 }
 
 function openSqlite(path: string): Kysely<Database> {

@@ -139,3 +139,36 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The fields that vary when a grant row is created; the rest start empty. */
+export interface NewGrant<D> {
+  key: string;
+  type: GrantType;
+  clientId: string;
+  subjectId?: string | null;
+  /** Default: derived from `key` (a family of one). */
+  familyId?: string;
+  sessionId?: string | null;
+  data: D;
+  /** Unix seconds. */
+  createdAt: number;
+  /** Unix seconds. */
+  expiresAt: number;
+}
+
+/** A new, live grant record: not consumed, not revoked. */
+export function newGrantRecord<D extends object>(grant: NewGrant<D>): GrantRecord {
+  return {
+    key: grant.key,
+    type: grant.type,
+    clientId: grant.clientId,
+    subjectId: grant.subjectId ?? null,
+    familyId: grant.familyId ?? grant.key.slice(0, 22),
+    sessionId: grant.sessionId ?? null,
+    data: grant.data as unknown as Record<string, unknown>,
+    createdAt: grant.createdAt,
+    expiresAt: grant.expiresAt,
+    consumedAt: null,
+    revokedAt: null,
+  };
+}

@@ -7,10 +7,10 @@ import { createHash } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import { compactVerify, decodeProtectedHeader } from 'jose';
 import type { KeyRing } from '../keys/keys.js';
-import type { GrantStore } from '../stores/types.js';
 import type { Client } from '../validation/client-auth.js';
 import { OFFLINE_ACCESS, type Resources } from '../validation/scopes.js';
 import { hashHandle, newHandle, newId, nowSeconds } from './handles.js';
+import { type GrantStore, newGrantRecord } from '../stores/types.js';
 
 /** The authenticated user a token is issued for. */
 export interface Subject {
@@ -118,7 +118,7 @@ export class TokenService {
         subject: withoutClaims(subject),
         absoluteExpiresAt: plan.absoluteExpiresAt,
       };
-      await this.grants.put({
+      await this.grants.put(newGrantRecord({
         key: hashHandle(handle),
         type: 'refresh_token',
         clientId: client.clientId,
@@ -128,9 +128,7 @@ export class TokenService {
         data,
         createdAt: now,
         expiresAt: plan.expiresAt,
-        consumedAt: null,
-        revokedAt: null,
-      });
+      }));
       response.refresh_token = handle;
     }
     if (req.identityToken && subject && scopes.includes('openid'))
@@ -175,7 +173,7 @@ export class TokenService {
 
     if (client.accessTokenType === 'reference') {
       const handle = newHandle();
-      await this.grants.put({
+      await this.grants.put(newGrantRecord({
         key: hashHandle(handle),
         type: 'reference_token',
         clientId: client.clientId,
@@ -185,15 +183,13 @@ export class TokenService {
         data: { claims },
         createdAt: now,
         expiresAt: now + client.accessTokenLifetime,
-        consumedAt: null,
-        revokedAt: null,
-      });
+      }));
       return handle;
     }
     // JWT access tokens that belong to a revocable grant get a row, so that revoking the grant
     // (RFC 7009 §2.1, RFC 9700 §4.14.2) also ends them as seen by userinfo and introspection.
     if (req.familyId !== undefined || (req.refresh && req.refresh.kind !== 'none')) {
-      await this.grants.put({
+      await this.grants.put(newGrantRecord({
         key: hashHandle(claims.jti as string),
         type: 'access_token',
         clientId: client.clientId,
@@ -203,9 +199,7 @@ export class TokenService {
         data: {},
         createdAt: now,
         expiresAt: now + client.accessTokenLifetime,
-        consumedAt: null,
-        revokedAt: null,
-      });
+      }));
     }
     return this.keys.sign(claims, 'at+jwt');
   }

@@ -17,6 +17,7 @@ import { denyToClient, queryString, single } from './account.js';
 import { answerDevice } from './device.js';
 import { checkCsrf } from './csrf.js';
 import { format } from './i18n.js';
+import { newGrantRecord } from '../stores/types.js';
 
 /** How long a remembered consent lasts, in seconds (Duende: no expiry; here one year). */
 const CONSENT_LIFETIME = 365 * 24 * 3600;
@@ -61,19 +62,15 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const clientId = interaction.params.client_id ?? '';
     if (single(body, 'remember') === 'yes' && !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? '')) {
       const now = nowSeconds();
-      await ctx.store.grants.save({
+      await ctx.store.grants.save(newGrantRecord({
         key: consentKey(session.subjectId, clientId),
         type: 'consent',
         clientId,
         subjectId: session.subjectId,
-        familyId: consentKey(session.subjectId, clientId).slice(0, 22),
-        sessionId: null,
         data: { scopes },
         createdAt: now,
         expiresAt: now + CONSENT_LIFETIME,
-        consumedAt: null,
-        revokedAt: null,
-      });
+      }));
     }
     await ctx.interactions.update(id, { ...interaction, consented: scopes });
     return reply.redirect(resumePath(id, interaction), 303);

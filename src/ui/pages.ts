@@ -121,7 +121,9 @@ export class Pages {
    * @param status HTTP status, 200 by default
    * @param formTargets validated redirect URIs the page's form may end up at through redirects
    *   (the pending request's client): CSP `form-action` covers redirect chains in Chromium, so
-   *   `'self'` alone would block the authorization response after login or consent.
+   *   `'self'` alone would block the authorization response after login or consent. Such pages
+   *   carry no `form-action` at all: the redirect URI may redirect further (a federating provider
+   *   sends the browser on to its own client), to an origin no policy here can name.
    */
   send(
     reply: FastifyReply,
@@ -134,10 +136,7 @@ export class Pages {
     const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
     const html = this.eta.render(`@${name}`, { ...data, lang, t, f: format });
     const csp = reply.getHeader('content-security-policy');
-    if (formTargets.length > 0 && typeof csp === 'string') {
-      const sources = formTargets.filter((u) => URL.canParse(u)).map(sourceOf);
-      reply.header('content-security-policy', csp.replace(/form-action [^;]*/, `form-action 'self' ${[...new Set(sources)].join(' ')}`));
-    }
+    if (formTargets.length > 0 && typeof csp === 'string') reply.header('content-security-policy', csp.replace(/form-action [^;]*;?/, ''));
     // `same-origin`, not `no-referrer`: under no-referrer browsers send `Origin: null` with the
     // page's own form posts, which the CSRF origin check (csrf.ts) refuses. Other origins still
     // get no referrer (and an `Origin: null` POST from them stays refused).

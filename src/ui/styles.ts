@@ -43,8 +43,9 @@ ul.scopes li::before { content: "\\2713"; content: "\\2713" / ""; color: var(--a
 .check { display: flex; gap: .6rem; align-items: center; font-weight: 400; min-height: 2.75rem; margin: .75rem 0 0; cursor: pointer; }
 .or { margin: 1.5rem 0 .5rem; text-align: center; }
 ul.providers { list-style: none; padding: 0; margin: 0; display: grid; gap: .5rem; }
-a.provider { display: block; text-align: center; padding: .65rem 1rem; border: 1px solid var(--line); border-radius: 8px;
-  color: var(--fg); text-decoration: none; font-weight: 600; }
+a.provider { display: flex; align-items: center; justify-content: center; min-height: 2.75rem; padding: .6rem 1rem;
+  border: 1px solid var(--field); border-radius: 8px; color: var(--fg); text-decoration: none; font-weight: 600; }
+a.provider:hover { background: var(--bg); }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; background: var(--chip);
   border-radius: 4px; padding: .1em .35em; overflow-wrap: anywhere; }
 p.details { font-size: .95rem; border-left: 3px solid var(--line); padding-left: .75rem; overflow-wrap: anywhere; }

@@ -6,8 +6,8 @@
  */
 import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { GrantStore } from '../stores/types.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
+import { type GrantStore, newGrantRecord } from '../stores/types.js';
 
 /** Cookie names. */
 export const SESSION_COOKIE = 'sigil.session';
@@ -63,7 +63,7 @@ export class SessionService {
     const now = nowSeconds();
     const handle = newHandle();
     const session: Session = { sid: newId(), subjectId: user.subjectId, authTime: now, ...how };
-    await this.grants.put({
+    await this.grants.put(newGrantRecord({
       key: hashHandle(handle),
       type: 'session',
       clientId: '',
@@ -73,9 +73,7 @@ export class SessionService {
       data: { ...session },
       createdAt: now,
       expiresAt: now + this.lifetime,
-      consumedAt: null,
-      revokedAt: null,
-    });
+    }));
     reply.setCookie(SESSION_COOKIE, handle, this.cookieOptions(this.lifetime));
     return session;
   }

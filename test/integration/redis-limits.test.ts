@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FailureLimiter, RedisFailureCounters } from '../../src/validation/failure-limiter.js';
 import { basic, form, startSigil } from '../helpers.js';
@@ -30,6 +30,8 @@ describe('failure limits shared through Redis', () => {
     let nodeA: Awaited<ReturnType<typeof startSigil>>;
     let nodeB: Awaited<ReturnType<typeof startSigil>>;
     const clientId = `m2m-${randomUUID().slice(0, 8)}`;
+    // Counters outlive a run in Redis: each run uses its own client and address.
+    const address = `10.${randomInt(256)}.${randomInt(256)}.${randomInt(256)}`;
     const overrides = {
       rateLimits: { maxFailures: 4, windowSeconds: 60 },
       clients: [{ clientId, clientSecrets: ['right'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }],
@@ -47,7 +49,7 @@ describe('failure limits shared through Redis', () => {
       node.app.inject({
         method: 'POST',
         url: '/connect/token',
-        remoteAddress: '10.9.9.9',
+        remoteAddress: address,
         headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(clientId, secret) },
         payload: form({ grant_type: 'client_credentials' }),
       });

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+/**
+ * `npm start`: the plain `sigil start` server (with the demo config of examples/sigil.json unless
+ * --config or SIGIL_CONFIG says otherwise; every flag is passed on), plus the demo relying party
+ * of examples/demo-rp.mjs on http://localhost:5001 when the config has its client `demo-web`.
+ *
+ * Sigil runs as a child process and prints its own lines (issuer, discovery URL, clients, users,
+ * `listening on <url>`); once it listens, the demo relying party starts in this process against
+ * the issuer Sigil printed. SIGINT/SIGTERM/SIGHUP stop both; the exit code is Sigil's.
+ */
+import { spawn } from 'node:child_process';
+import { dirname, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const CLI = resolve(here, '../dist/cli/main.js');
+const DEMO_CONFIG = resolve(here, 'sigil.json');
+
+const args = process.argv.slice(2);
+const hasConfig = args.some((a) => a === '--config' || a.startsWith('--config=')) || process.env.SIGIL_CONFIG !== undefined;
+// Sigil gets its own process group, so a Ctrl-C in the terminal reaches it once, from here.
+const sigil = spawn(process.execPath, [CLI, 'start', ...(hasConfig ? [] : ['--config', DEMO_CONFIG]), ...args], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+  detached: true,
+});
+
+/** @type {{ url: string, close: () => Promise<void> } | undefined} */
+let rp;
+let issuer;
+let clients = [];
+let stopping = false;
+
+createInterface({ input: sigil.stdout }).on('line', (line) => {
+  process.stdout.write(line + '\n');
+  const m = /^sigil: (issuer|clients) (.*)$/.exec(line);
+  if (m?.[1] === 'issuer') issuer = m[2];
+  if (m?.[1] === 'clients') clients = m[2].split(', ');
+  if (/^sigil: listening on http/.test(line)) void startRp();
+});
+
+async function startRp() {
+  if (!clients.includes('demo-web') || !issuer || stopping) return;
+  const url = process.env.DEMO_RP_URL ?? 'http://localhost:5001';
+  try {
+    // openid-client is a devDependency: `npm install` brings it, a production install may not.
+    const { startDemoRp } = await import('./demo-rp.mjs');
+    rp = await startDemoRp({ issuer, url });
+    if (stopping) return void rp.close();
+    console.log(`sigil demo: open ${rp.url} in a browser for the demo application (client "demo-web"), sign in as alice / alice`);
+  } catch (err) {
+    const reason = err?.code === 'ERR_MODULE_NOT_FOUND' ? 'openid-client is not installed (run npm install)' : err?.code === 'EADDRINUSE' ? `${url} is in use` : String(err?.message ?? err);
+    console.log(`sigil demo: the demo application did not start (${reason}); Sigil itself is running`);
+  }
+}
+
+function stop(signal) {
+  if (stopping) return;
+  stopping = true;
+  if (sigil.exitCode === null && sigil.signalCode === null) sigil.kill(signal === 'SIGHUP' ? 'SIGTERM' : signal);
+  void rp?.close();
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => stop(signal));
+// Sigil is in its own process group: never leave it behind, even if this script fails.
+process.on('exit', () => {
+  if (sigil.exitCode === null && sigil.signalCode === null) sigil.kill('SIGTERM');
+});
+
+sigil.on('exit', async (code, signal) => {
+  stopping = true;
+  await rp?.close();
+  process.exit(code ?? (signal ? 1 : 0));
+});

@@ -1,0 +1,51 @@
+/**
+ * The common end of single-use grants approved by a user (authorization code, device code): the
+ * user must still be active, the stored grant is consumed atomically (of concurrent redemptions
+ * exactly one goes on), then the tokens are issued in the grant's family.
+ */
+import { invalidGrant } from '../errors.js';
+import type { GrantRecord } from '../stores/types.js';
+import { nowSeconds } from '../tokens/handles.js';
+import type { Subject } from '../tokens/tokens.js';
+import type { Client } from '../validation/client-auth.js';
+import type { SigilContext } from '../context.js';
+import { newRefreshPlan } from './password.js';
+import type { GrantOutcome } from './registry.js';
+
+/** What the stored grant holds about its approval. */
+export interface Approval {
+  subject: Omit<Subject, 'claims'>;
+  scopes: string[];
+  nonce?: string;
+}
+
+/**
+ * Redeems `row` for `client`.
+ * @param onLostRace called when another request consumed the grant first (reuse handling)
+ * @throws OAuthError `invalid_grant` when the user is gone or inactive, or the grant was used.
+ */
+export async function redeemApproval(
+  ctx: SigilContext,
+  client: Client,
+  row: GrantRecord,
+  approval: Approval,
+  onLostRace: () => Promise<void>,
+): Promise<GrantOutcome> {
+  const now = nowSeconds();
+  const user = await ctx.users.findBySubject(approval.subject.subjectId);
+  if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
+  if (!(await ctx.store.grants.consume(row.key, now))) {
+    await onLostRace();
+    throw invalidGrant('the grant was already used');
+  }
+  const response = await ctx.tokens.issue({
+    client,
+    scopes: approval.scopes,
+    subject: { ...approval.subject, claims: user.claims },
+    familyId: row.familyId,
+    refresh: newRefreshPlan(client, approval.scopes, now),
+    identityToken: true,
+    ...(approval.nonce !== undefined ? { nonce: approval.nonce } : {}),
+  });
+  return { response, subjectId: user.subjectId };
+}

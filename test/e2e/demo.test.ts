@@ -1,0 +1,189 @@
+/**
+ * The newcomer's path: `npm start` (examples/start-demo.mjs) prints Sigil's lines and the demo
+ * application's URL and stops both on SIGTERM; the demo relying party (examples/demo-rp.mjs)
+ * signs in through Sigil's pages in Chromium with the code flow and PKCE, shows the identity
+ * token's claims and the userinfo response (escaped), and signs out through end session.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ConfigInput } from '../../src/index.js';
+import { type ServerProcess, startProcess, tempDir } from '../helpers.js';
+import { launchChromium, newPage, screenshot, submitLogin, VIEWPORTS } from './browser-fixture.js';
+import { freePort } from './ports.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CLEAN_ENV = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'DEMO_RP_URL'].includes(k)),
+);
+
+/** A spawned process with its output, resolving `ready` once a line matches. */
+function run(args: string[], env: Record<string, string>, ready: RegExp): { child: ChildProcess; output: () => string; ready: Promise<void>; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...CLEAN_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<number | null>((ok) => child.on('exit', (code) => ok(code)));
+  const readyPromise = new Promise<void>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`not ready:\n${out}`)), 20_000);
+    const check = () => {
+      if (ready.test(out)) {
+        clearTimeout(timer);
+        ok();
+      }
+    };
+    child.stdout?.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      fail(new Error(`exited with ${code}:\n${out}`));
+    });
+  });
+  return { child, output: () => out, ready: readyPromise, exited };
+}
+
+async function stop(p: { child: ChildProcess; exited: Promise<number | null> } | undefined): Promise<number | null | undefined> {
+  if (!p) return undefined;
+  if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
+  return p.exited;
+}
+
+describe('npm start (examples/start-demo.mjs)', () => {
+  it('is the start script, prints Sigil\'s lines and the demo URL, serves both, and stops both on SIGTERM', async () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string>; bin: Record<string, string> };
+    expect(pkg.scripts.start).toBe('node examples/start-demo.mjs');
+    expect(pkg.bin.sigil).toBe('dist/cli/main.js');
+
+    const { dir, cleanup } = tempDir();
+    const [port, rpPort] = [await freePort(), await freePort()];
+    const issuer = `http://127.0.0.1:${port}`;
+    const rpUrl = `http://127.0.0.1:${rpPort}`;
+    const p = run(
+      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--issuer', issuer, '--storage', `sqlite:${join(dir, 'sigil.db')}`],
+      { DEMO_RP_URL: rpUrl },
+      /sigil demo: open/,
+    );
+    try {
+      await p.ready;
+      const out = p.output();
+      expect(out).toContain(`sigil: issuer ${issuer}`);
+      expect(out).toContain(`sigil: discovery ${issuer}/.well-known/openid-configuration`);
+      expect(out).toMatch(/sigil: clients .*\bdemo\b.*\bdemo-web\b/);
+      expect(out).toContain('sigil: users alice, bob');
+      expect(out).toContain('sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice"');
+      expect(out).toMatch(new RegExp(`listening on ${issuer}\\b`));
+      expect(out).toContain(`sigil demo: open ${rpUrl} in a browser`);
+      // Sigil's own line comes first, then the demo's.
+      expect(out.indexOf('listening on')).toBeLessThan(out.indexOf('sigil demo: open'));
+
+      expect((await fetch(`${issuer}/healthz`)).status).toBe(200);
+      const home = await fetch(rpUrl);
+      expect(home.status).toBe(200);
+      expect(await home.text()).toContain('Sign in');
+      const login = await fetch(`${rpUrl}/login`, { redirect: 'manual' });
+      expect(login.status).toBe(303);
+      const target = new URL(login.headers.get('location')!);
+      expect(target.origin + target.pathname).toBe(`${issuer}/connect/authorize`);
+      expect(target.searchParams.get('code_challenge_method')).toBe('S256');
+      expect(target.searchParams.get('client_id')).toBe('demo-web');
+    } finally {
+      expect(await stop(p)).toBe(0);
+      await expect(fetch(rpUrl)).rejects.toThrow();
+      await expect(fetch(`${issuer}/healthz`)).rejects.toThrow();
+      cleanup();
+    }
+  });
+});
+
+describe('the demo relying party in Chromium', () => {
+  let browser: Browser;
+  let sigil: ServerProcess;
+  let rp: ReturnType<typeof run>;
+  let rpUrl: string;
+
+  beforeAll(async () => {
+    const rpPort = await freePort();
+    rpUrl = `http://127.0.0.1:${rpPort}`;
+    // examples/sigil.json as shipped, with the demo client pointed at this run's port.
+    const config = JSON.parse(readFileSync(join(ROOT, 'examples/sigil.json'), 'utf8')) as ConfigInput & { clients: Record<string, unknown>[]; users: Record<string, unknown>[] };
+    const client = config.clients.find((c) => c.clientId === 'demo-web');
+    expect(client).toBeDefined();
+    client!.redirectUris = [`${rpUrl}/callback`];
+    client!.postLogoutRedirectUris = [`${rpUrl}/`];
+    config.users.push({
+      subjectId: '666',
+      username: 'mallory',
+      password: 'mallory',
+      claims: { name: `<img src=x onerror="alert('xss-name')">`, family_name: `"><script>alert('xss-family')</script>`, email: 'm@example.com' },
+    });
+    [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess({ ...config, logLevel: 'silent' }, port))]);
+    rp = run(['examples/demo-rp.mjs'], { SIGIL_ISSUER: sigil.url, DEMO_RP_URL: rpUrl }, /relying party at/);
+    await rp.ready;
+  });
+  afterAll(async () => {
+    await Promise.allSettled([browser?.close(), sigil?.stop(), stop(rp)]);
+  });
+
+  it('signs in with the code flow, shows the ID token claims and userinfo, signs out at Sigil', async () => {
+    for (const [device, options] of Object.entries(VIEWPORTS)) {
+      const { context, page, dialogs } = await newPage(browser, options);
+      await page.goto(rpUrl);
+      if (device === 'desktop') await screenshot(page, 'demo-home-desktop');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(/\/account\/login\?interaction=/);
+      expect(await page.textContent('main')).toContain('Sigil demo application');
+      await submitLogin(page, 'alice');
+      await page.waitForURL(/\/consent\?interaction=/);
+      await page.locator('button[name=button][value=yes]').click();
+      await page.waitForURL(`${rpUrl}/`);
+      await page.getByRole('heading', { name: 'Hello, Alice Smith' }).waitFor();
+      await screenshot(page, `demo-signed-in-${device}`);
+
+      const claims = JSON.parse((await page.textContent('#id-token-claims'))!) as Record<string, unknown>;
+      expect(claims).toMatchObject({ iss: sigil.url, sub: '1', aud: 'demo-web' });
+      expect(typeof claims.nonce).toBe('string');
+      expect(typeof claims.auth_time).toBe('number');
+      const userinfo = JSON.parse((await page.textContent('#userinfo'))!) as Record<string, unknown>;
+      expect(userinfo).toMatchObject({ sub: '1', name: 'Alice Smith', email: 'alice@example.com', email_verified: true });
+      expect(await page.textContent('main')).toContain('received (offline_access)');
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL((u) => u.href.startsWith(`${rpUrl}/?state=`));
+      await page.getByRole('status').waitFor();
+      expect(await page.getByRole('status').textContent()).toContain('signed out');
+      // Sigil's session ended too: signing in again asks for the password.
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(/\/account\/login\?interaction=/);
+      expect(dialogs).toEqual([]);
+      await context.close();
+    }
+  });
+
+  it('shows claims with markup as text', async () => {
+    const { context, page, dialogs } = await newPage(browser);
+    await page.goto(`${rpUrl}/login`);
+    await page.waitForURL(/\/account\/login\?interaction=/);
+    await submitLogin(page, 'mallory');
+    await page.waitForURL(/\/consent\?interaction=/);
+    await page.locator('button[name=button][value=yes]').click();
+    await page.waitForURL(`${rpUrl}/`);
+    expect(await page.textContent('h1')).toBe(`Hello, <img src=x onerror="alert('xss-name')">`);
+    expect(await page.textContent('#userinfo')).toContain(`<script>alert('xss-family')</script>`);
+    expect(await page.evaluate(() => document.querySelectorAll('img, script').length)).toBe(0);
+    expect(dialogs).toEqual([]);
+    await context.close();
+  });
+
+  it('a callback without a pending sign-in, or with an error, is explained, not trusted', async () => {
+    const { context, page } = await newPage(browser);
+    await page.goto(`${rpUrl}/callback?code=forged&state=x`);
+    expect(await page.textContent('h1')).toBe('Something went wrong');
+    await page.goto(`${rpUrl}/login`);
+    await page.waitForURL(/\/account\/login\?interaction=/);
+    await page.locator('button[name=button][value=cancel]').click();
+    await page.waitForURL((u) => u.href.startsWith(`${rpUrl}/callback`));
+    expect(await page.textContent('main')).toContain('access_denied');
+    await context.close();
+  });
+});
