@@ -75,9 +75,11 @@ async function main(argv: string[]): Promise<number> {
   const address = await sigil.app.listen({ port: cfg.port, host: cfg.host });
   // Handlers first: a supervisor may signal as soon as it reads "listening on".
   const stopped = new Promise<void>((done) => {
+    let stopping = false;
+    // Handlers stay installed: a second signal during shutdown (npm forwarding Ctrl-C too) is ignored.
     const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      if (stopping) return;
+      stopping = true;
       void sigil.close().finally(done);
     };
     process.on('SIGINT', stop);

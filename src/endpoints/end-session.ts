@@ -44,7 +44,8 @@ async function endSession(ctx: SigilContext, request: FastifyRequest, reply: Fas
   const trusted =
     hint !== undefined &&
     (clientId === undefined || clientId === hintClient) &&
-    (!session || session.subjectId === hint.sub);
+    // The hint must be of the current session: its `sid` when it has one (as Duende v8), else its `sub`.
+    (!session || (hint.sid !== undefined ? session.sid === hint.sid : session.subjectId === hint.sub));
   if (!trusted) return reply.header('cache-control', 'no-store').redirect('/account/logout', 303);
 
   await ctx.sessions.end(request, reply);

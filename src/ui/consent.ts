@@ -12,7 +12,7 @@ import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { nowSeconds } from '../tokens/handles.js';
 import { isNativeRedirect } from '../validation/authorize-request.js';
-import { resumePath } from '../endpoints/interactions.js';
+import { type Interaction, resumePath } from '../endpoints/interactions.js';
 import { denyToClient, queryString, single } from './account.js';
 import { answerDevice } from './device.js';
 import { checkCsrf } from './csrf.js';
@@ -34,7 +34,7 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
     if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
     const lang = language(request, interaction.params.ui_locales);
-    const scopes = (interaction.params.scope ?? '').split(' ').filter((s) => s !== '');
+    const scopes = requestedScopes(interaction);
     return ctx.pages.send(reply, 'consent', lang, {
       csrf: reply.generateCsrf(),
       interaction: id,
@@ -58,7 +58,7 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
       if (interaction.device) return answerDevice(ctx, request, reply, id, interaction, undefined);
       return denyToClient(ctx, request, reply, id, interaction);
     }
-    const scopes = (interaction.params.scope ?? '').split(' ').filter((s) => s !== '');
+    const scopes = requestedScopes(interaction);
     const clientId = interaction.params.client_id ?? '';
     if (single(body, 'remember') === 'yes' && !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? '')) {
       const now = nowSeconds();
@@ -75,6 +75,15 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     await ctx.interactions.update(id, { ...interaction, consented: scopes });
     return reply.redirect(resumePath(id, interaction), 303);
   });
+}
+
+/**
+ * The scopes a pending request asks consent for: `offline_access` only where a code is returned
+ * (OIDC Core §11) or for a device.
+ */
+function requestedScopes(interaction: Interaction): string[] {
+  const withCode = interaction.device !== undefined || (interaction.params.response_type ?? '').split(' ').includes('code');
+  return (interaction.params.scope ?? '').split(' ').filter((s) => s !== '' && (withCode || s !== 'offline_access'));
 }
 
 /** A person-readable line for a scope, in the page language. */
