@@ -13,7 +13,7 @@ import { methodNotAllowed } from '../http/request.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
 import { pickClaims, type Subject } from '../tokens/tokens.js';
 import { pickLocale } from '../ui/i18n.js';
-import type { User } from '../users/users.js';
+import { claimsOf, type User } from '../users/users.js';
 import type { Session } from '../users/sessions.js';
 import {
   AuthorizeError,
@@ -138,8 +138,7 @@ async function authorize(
     amr: live.amr,
     idp: live.idp,
     sid: live.sid,
-    // The session's tenant is available to claims mapping as the `tenant` claim.
-    claims: live.tenant ? { ...liveUser.claims, tenant: live.tenant } : liveUser.claims,
+    claims: claimsOf(liveUser),
     ...(live.tenant ? { tenant: live.tenant } : {}),
   };
   const fields = await issue(ctx, req, subject, scopes);

@@ -9,6 +9,7 @@ import { Params } from '../http/form.js';
 import { credentialSource, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
 import { pickClaims } from '../tokens/tokens.js';
 import { bearerError, extractBearer } from '../validation/bearer.js';
+import { claimsOf } from '../users/users.js';
 
 /** Registers `/connect/userinfo` (GET and POST; other methods 405). */
 export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void {
@@ -34,7 +35,7 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
         if (!scopes.includes('openid')) throw bearerError(403, 'insufficient_scope', 'the openid scope is required');
         const user = await ctx.users.findBySubject(valid.claims.sub);
         if (!user || !user.isActive) throw bearerError(401, 'invalid_token', 'the user is no longer active');
-        const body = { sub: user.subjectId, ...pickClaims(user.claims, ctx.resources.identityClaimNames(scopes)) };
+        const body = { sub: user.subjectId, ...pickClaims(claimsOf(user), ctx.resources.identityClaimNames(scopes)) };
         return noStore(reply).type('application/json; charset=utf-8').send(body);
       } catch (err) {
         if (err instanceof OAuthError) return sendBearerError(reply, err);

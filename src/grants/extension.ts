@@ -7,7 +7,7 @@ import type { ClientConfig } from '../config/schema.js';
 import { invalidGrant, invalidScope } from '../errors.js';
 import { nowSeconds } from '../tokens/handles.js';
 import type { Subject, TokenResponse, ValidAccessToken } from '../tokens/tokens.js';
-import type { User } from '../users/users.js';
+import { claimsOf, type User } from '../users/users.js';
 import { OFFLINE_ACCESS, validateScopes } from '../validation/scopes.js';
 import { newRefreshPlan } from './password.js';
 import type { GrantHandler } from './registry.js';
@@ -75,7 +75,7 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
         subjectId: result.subject.subjectId,
         authTime: result.subject.authTime ?? now,
         amr: result.subject.amr ?? [grant.grantType],
-        claims: user?.claims ?? result.subject.claims ?? {},
+        claims: (user ? claimsOf(user) : undefined) ?? result.subject.claims ?? {},
       };
     } else {
       // A client-only token carries API scopes only.

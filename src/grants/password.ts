@@ -13,6 +13,7 @@ import type { Client } from '../validation/client-auth.js';
 import { validateScopes } from '../validation/scopes.js';
 import type { SigilContext } from '../context.js';
 import type { GrantHandler } from './registry.js';
+import { claimsOf } from '../users/users.js';
 
 /** What a resource owner validator is asked. */
 export interface ResourceOwnerRequest {
@@ -69,7 +70,7 @@ export const passwordGrant: GrantHandler = async (ctx, { params, client, address
     subjectId: user.subjectId,
     authTime: now,
     amr: ['pwd'],
-    claims: acr.tenant ? { ...user.claims, tenant: acr.tenant } : user.claims,
+    claims: claimsOf(user),
     // The built-in validator checks local users; a custom one may have used the idp: hint.
     idp: ctx.resourceOwnerValidator === defaultResourceOwnerValidator ? 'local' : (acr.idp ?? 'local'),
     ...(acr.tenant ? { tenant: acr.tenant } : {}),

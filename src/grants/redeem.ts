@@ -11,6 +11,7 @@ import type { Client } from '../validation/client-auth.js';
 import type { SigilContext } from '../context.js';
 import { newRefreshPlan } from './password.js';
 import type { GrantOutcome } from './registry.js';
+import { claimsOf } from '../users/users.js';
 
 /** What the stored grant holds about its approval. */
 export interface Approval {
@@ -41,7 +42,7 @@ export async function redeemApproval(
   const response = await ctx.tokens.issue({
     client,
     scopes: approval.scopes,
-    subject: { ...approval.subject, claims: user.claims },
+    subject: { ...approval.subject, claims: claimsOf(user) },
     familyId: row.familyId,
     refresh: newRefreshPlan(client, approval.scopes, now),
     identityToken: true,

@@ -9,6 +9,7 @@ import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import type { RefreshPlan, RefreshTokenData } from '../tokens/tokens.js';
 import { narrowScopes } from '../validation/scopes.js';
 import type { GrantHandler } from './registry.js';
+import { claimsOf } from '../users/users.js';
 
 /**
  * Handles `grant_type=refresh_token`.
@@ -48,7 +49,7 @@ export const refreshTokenGrant: GrantHandler = async (ctx, { params, client }) =
   const response = await ctx.tokens.issue({
     client,
     scopes,
-    subject: { ...data.subject, claims: user.claims },
+    subject: { ...data.subject, claims: claimsOf(user) },
     familyId: row.familyId,
     refresh,
     identityToken: true,

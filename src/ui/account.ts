@@ -14,6 +14,7 @@ import { Params } from '../http/form.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { checkCsrf } from './csrf.js';
+import { answerDevice } from './device.js';
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
@@ -90,6 +91,8 @@ export async function denyToClient(
   id: string,
   interaction: Interaction,
 ): Promise<FastifyReply> {
+  // A device's request (RFC 8628 §3.3) has no redirect URI: the device learns of the denial by polling.
+  if (interaction.device) return answerDevice(ctx, request, reply, id, interaction, undefined);
   if (!(await ctx.interactions.finish(id))) return expiredPage(ctx, request, reply);
   try {
     const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params));

@@ -16,6 +16,14 @@ export interface User {
   claims: Record<string, unknown>;
 }
 
+/**
+ * The claims a user's tokens and userinfo draw from: the profile claims, plus `tenant` for a
+ * tenant's user (available to claims mapping where a scope asks for it).
+ */
+export function claimsOf(user: User): Record<string, unknown> {
+  return user.tenant ? { ...user.claims, tenant: user.tenant } : user.claims;
+}
+
 interface Candidate {
   user: User;
   /** argon2id hash, or a promise of one (config clear-text passwords are hashed on first use). */
