@@ -105,9 +105,10 @@ export async function answerDevice(
         },
       }
     : { ...data, status: 'denied' };
+  // The user code is single use: consuming it atomically makes exactly one answer count when two
+  // browsers answer for the same code at once.
+  if (!(await ctx.store.grants.consume(device.userCodeKey, now))) return expiredPage(ctx, request, reply);
   await ctx.store.grants.update(device.deviceKey, answered, row.expiresAt);
-  const userCodeRow = await ctx.store.grants.get(device.userCodeKey);
-  if (userCodeRow) await ctx.store.grants.revoke(userCodeRow, now);
   const lang = language(request);
   const textKey = session ? 'deviceApproved' : 'deviceDenied';
   return ctx.pages.send(reply, 'message', lang, { titleKey: 'deviceTitle', textKey });
@@ -116,7 +117,8 @@ export async function answerDevice(
 async function pendingDevice(ctx: SigilContext, key: string) {
   const now = nowSeconds();
   const codeRow = await ctx.store.grants.get(key);
-  if (!codeRow || codeRow.type !== 'user_code' || codeRow.revokedAt !== null || codeRow.expiresAt <= now) return undefined;
+  if (!codeRow || codeRow.type !== 'user_code' || codeRow.revokedAt !== null || codeRow.consumedAt !== null || codeRow.expiresAt <= now)
+    return undefined;
   const deviceKey = (codeRow.data as { deviceKey: string }).deviceKey;
   const row = await ctx.store.grants.get(deviceKey);
   const data = row?.data as DeviceCodeData | undefined;
