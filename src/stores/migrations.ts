@@ -76,6 +76,12 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0004_users_by_username': {
+    async up(db: Kysely<unknown>) {
+      // A username lookup without a tenant searches every tenant.
+      await db.schema.createIndex('users_username_any_tenant').on('users').column('username_normalized').execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -1,0 +1,421 @@
+/**
+ * The store contract (DESIGN §3), one suite run against every backend: `memory`, a SQLite file,
+ * and PostgreSQL in a schema of its own per run (dropped afterwards), so runs cannot collide.
+ * Where the backend is shared (SQLite file, PostgreSQL), races also run across two store instances
+ * on the same database, as two Sigil nodes would.
+ *
+ * Times are explicit Unix seconds; every test uses keys, families, lease names and time ranges of
+ * its own, so the tests of one backend can share its store.
+ */
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/stores/sql.js';
+import type { GrantRecord, Store, StoredKey, StoredUser } from '../../src/stores/types.js';
+import { tempDir } from '../helpers.js';
+
+/** The PostgreSQL database of the tests (CI and here: trust auth, database `test`). */
+const POSTGRES_URL = process.env.SIGIL_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A schema name no other run uses. */
+function uniqueSchema(prefix: string): string {
+  return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+/** Drops a test schema with everything in it. */
+async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(`drop schema if exists ${schema} cascade`);
+  } finally {
+    await client.end();
+  }
+}
+
+interface Backend {
+  name: string;
+  /** The storage URL to open (a fresh database or schema). */
+  url: () => string;
+  /** Whether a second store on the same URL sees the same data (false for `memory`). */
+  shared: boolean;
+  cleanup: () => Promise<void>;
+}
+
+const sqliteDir = tempDir();
+const pgSchema = uniqueSchema('sigil_test');
+
+const backends: Backend[] = [
+  { name: 'memory', url: () => 'memory', shared: false, cleanup: async () => {} },
+  { name: 'SQLite file', url: () => `sqlite:${join(sqliteDir.dir, 'store.db')}`, shared: true, cleanup: async () => sqliteDir.cleanup() },
+  {
+    name: 'PostgreSQL',
+    url: () => `${POSTGRES_URL}?schema=${pgSchema}&poolSize=20`,
+    shared: true,
+    cleanup: () => dropSchema(pgSchema),
+  },
+];
+
+const NOW = 2_000_000_000;
+let counter = 0;
+
+/** A fresh unique key (as a handle hash would be: 43 base64url characters). */
+function key(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** A record with every field set; `over` replaces fields. */
+function record(over: Partial<GrantRecord> = {}): GrantRecord {
+  counter++;
+  return {
+    key: key(),
+    type: 'refresh_token',
+    clientId: 'client-a',
+    subjectId: `user-${counter}`,
+    familyId: randomBytes(16).toString('base64url'),
+    sessionId: 'sid-1',
+    data: { scopes: ['openid', 'api1'], subject: { subjectId: `user-${counter}`, authTime: NOW - 10, amr: ['pwd'] }, n: 1.5, nested: { a: [1, 'b', null, true] } },
+    createdAt: NOW,
+    expiresAt: NOW + 3600,
+    consumedAt: null,
+    revokedAt: null,
+    ...over,
+  };
+}
+
+function storedKey(kid: string, createdAt: number, over: Partial<StoredKey> = {}): StoredKey {
+  return {
+    kid,
+    alg: 'ES256',
+    privateKey: JSON.stringify({ kty: 'EC', crv: 'P-256', d: 'secret', x: 'x', y: 'y' }),
+    publicJwk: { kty: 'EC', crv: 'P-256', x: 'x', y: 'y' },
+    createdAt,
+    activatesAt: createdAt + 10,
+    retiredAt: null,
+    ...over,
+  };
+}
+
+afterAll(async () => {
+  for (const b of backends) await b.cleanup();
+});
+
+describe.each(backends)('store contract on $name', (backend) => {
+  let store: Store;
+  /** A second store on the same database (another node), or the same store for `memory`. */
+  let other: Store;
+
+  beforeAll(async () => {
+    store = await openStore(backend.url());
+    other = backend.shared ? await openStore(backend.url()) : store;
+  });
+  afterAll(async () => {
+    if (other !== store) await other.close();
+    await store.close();
+  });
+
+  it('answers ping', async () => {
+    await expect(store.ping()).resolves.toBeUndefined();
+  });
+
+  // Only where a second store can open the same database (not `memory`).
+  if (backend.shared)
+    it('opening the same database again runs no migration twice and keeps the data', async () => {
+      const r = record();
+      await store.grants.put(r);
+      const again = await openStore(backend.url());
+      try {
+        expect(await again.grants.get(r.key)).toEqual(r);
+      } finally {
+        await again.close();
+      }
+    });
+
+  if (backend.name === 'PostgreSQL')
+    it('a second schema in the same database is a store of its own (its migrations run, its rows are apart)', async () => {
+      // Regression: the migrator found its tables in any schema of the database and then failed
+      // with 'relation "kysely_migration_lock" does not exist' in a new schema.
+      const second = uniqueSchema('sigil_test');
+      try {
+        const apart = await openStore(`${POSTGRES_URL}?schema=${second}`);
+        try {
+          const r = record();
+          await apart.grants.put(r);
+          expect(await apart.grants.get(r.key)).toEqual(r);
+          expect(await store.grants.get(r.key)).toBeUndefined();
+          expect(await apart.keys.listKeys()).toEqual([]);
+        } finally {
+          await apart.close();
+        }
+        const again = await openStore(`${POSTGRES_URL}?schema=${second}`);
+        await again.close();
+      } finally {
+        await dropSchema(second);
+      }
+    });
+
+  describe('GrantStore', () => {
+    it('put then get returns the record as stored, JSON data and nulls included', async () => {
+      const r = record();
+      await store.grants.put(r);
+      expect(await store.grants.get(r.key)).toEqual(r);
+      const bare = record({ type: 'reference_token', subjectId: null, sessionId: null, data: {} });
+      await store.grants.put(bare);
+      expect(await store.grants.get(bare.key)).toEqual(bare);
+      // Another node reads the same row.
+      expect(await other.grants.get(r.key)).toEqual(r);
+    });
+
+    it('get of an unknown key is undefined', async () => {
+      expect(await store.grants.get(key())).toBeUndefined();
+    });
+
+    it('put of an existing key fails and leaves the row alone', async () => {
+      const r = record();
+      await store.grants.put(r);
+      await expect(store.grants.put({ ...r, clientId: 'intruder' })).rejects.toThrow();
+      expect((await store.grants.get(r.key))?.clientId).toBe('client-a');
+    });
+
+    it('consume succeeds once, records the time, then refuses', async () => {
+      const r = record({ type: 'authorization_code' });
+      await store.grants.put(r);
+      expect(await store.grants.consume(r.key, NOW + 5)).toBe(true);
+      expect(await store.grants.consume(r.key, NOW + 6)).toBe(false);
+      expect(await other.grants.consume(r.key, NOW + 6)).toBe(false);
+      expect(await store.grants.get(r.key)).toEqual({ ...r, consumedAt: NOW + 5 });
+    });
+
+    it('consume refuses unknown, revoked and expired records (expired at exactly expiresAt)', async () => {
+      expect(await store.grants.consume(key(), NOW)).toBe(false);
+      const revoked = record({ revokedAt: NOW - 1 });
+      const expired = record({ expiresAt: NOW });
+      const live = record({ expiresAt: NOW + 1 });
+      for (const r of [revoked, expired, live]) await store.grants.put(r);
+      expect(await store.grants.consume(revoked.key, NOW)).toBe(false);
+      expect(await store.grants.consume(expired.key, NOW)).toBe(false);
+      expect(await store.grants.consume(live.key, NOW)).toBe(true);
+      expect((await store.grants.get(revoked.key))?.consumedAt).toBeNull();
+      expect((await store.grants.get(expired.key))?.consumedAt).toBeNull();
+    });
+
+    it('50 concurrent consumes of one record: exactly one wins', async () => {
+      const r = record({ type: 'authorization_code' });
+      await store.grants.put(r);
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? store : other).grants.consume(r.key, NOW + 1)));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect((await store.grants.get(r.key))?.consumedAt).toBe(NOW + 1);
+    });
+
+    it('concurrent consumes of 20 records, 10 callers each: exactly one winner per record', async () => {
+      const records = Array.from({ length: 20 }, () => record({ type: 'device_code' }));
+      for (const r of records) await store.grants.put(r);
+      const attempts = records.flatMap((r) => Array.from({ length: 10 }, (_, i) => ({ key: r.key, s: i % 2 === 0 ? store : other })));
+      const results = await Promise.all(attempts.map(async (a) => ({ key: a.key, won: await a.s.grants.consume(a.key, NOW) })));
+      for (const r of records) expect(results.filter((x) => x.key === r.key && x.won)).toHaveLength(1);
+    });
+
+    it('update replaces data and expiry of a live record; false for unknown or revoked ones', async () => {
+      const r = record();
+      await store.grants.put(r);
+      expect(await store.grants.update(r.key, { sliding: true }, NOW + 99)).toBe(true);
+      expect(await store.grants.get(r.key)).toEqual({ ...r, data: { sliding: true }, expiresAt: NOW + 99 });
+      expect(await store.grants.update(key(), {}, NOW + 99)).toBe(false);
+      const revoked = record({ revokedAt: NOW });
+      await store.grants.put(revoked);
+      expect(await store.grants.update(revoked.key, { x: 1 }, NOW + 99)).toBe(false);
+      expect(await store.grants.get(revoked.key)).toEqual(revoked);
+    });
+
+    it('save inserts a new record and replaces every field of an existing one', async () => {
+      const r = record({ type: 'consent', data: { scopes: ['openid'] } });
+      await store.grants.save(r);
+      expect(await store.grants.get(r.key)).toEqual(r);
+      const replaced: GrantRecord = {
+        ...r,
+        clientId: 'client-b',
+        subjectId: 'someone',
+        familyId: 'family-2',
+        sessionId: null,
+        data: { scopes: ['openid', 'profile'] },
+        createdAt: NOW + 10,
+        expiresAt: NOW + 7200,
+        consumedAt: NOW + 11,
+        revokedAt: NOW + 12,
+      };
+      await store.grants.save(replaced);
+      expect(await store.grants.get(r.key)).toEqual(replaced);
+    });
+
+    it('revoke marks an existing record, keeps its data, and keeps the first revocation time', async () => {
+      const r = record();
+      await store.grants.put(r);
+      await store.grants.revoke({ ...r, data: { other: true } }, NOW + 3);
+      expect(await store.grants.get(r.key)).toEqual({ ...r, revokedAt: NOW + 3 });
+      await store.grants.revoke(r, NOW + 9);
+      expect((await store.grants.get(r.key))?.revokedAt).toBe(NOW + 3);
+    });
+
+    it('revoke of a key with no row inserts the record in revoked state', async () => {
+      const mark = record({ type: 'access_token', data: {} });
+      await store.grants.revoke(mark, NOW + 4);
+      expect(await store.grants.get(mark.key)).toEqual({ ...mark, revokedAt: NOW + 4 });
+    });
+
+    it('revokeFamily revokes the live records of one family only and counts them', async () => {
+      const familyId = `fam-${key()}`;
+      const members = [
+        record({ familyId, type: 'refresh_token' }),
+        record({ familyId, type: 'access_token', data: {} }),
+        record({ familyId, type: 'reference_token', consumedAt: NOW }),
+      ];
+      const earlier = record({ familyId, revokedAt: NOW - 50 });
+      const outsider = record();
+      for (const r of [...members, earlier, outsider]) await store.grants.put(r);
+      expect(await store.grants.revokeFamily(familyId, NOW + 7)).toBe(3);
+      for (const m of members) expect((await store.grants.get(m.key))?.revokedAt).toBe(NOW + 7);
+      expect((await store.grants.get(earlier.key))?.revokedAt).toBe(NOW - 50);
+      expect((await store.grants.get(outsider.key))?.revokedAt).toBeNull();
+      expect(await other.grants.revokeFamily(familyId, NOW + 8)).toBe(0);
+      expect(await store.grants.revokeFamily(`fam-${key()}`, NOW)).toBe(0);
+    });
+
+    it('a revoked family cannot be consumed any more, from either node', async () => {
+      const familyId = `fam-${key()}`;
+      const r = record({ familyId });
+      await store.grants.put(r);
+      expect(await other.grants.revokeFamily(familyId, NOW)).toBe(1);
+      expect(await store.grants.consume(r.key, NOW)).toBe(false);
+    });
+  });
+
+  describe('KeyStore', () => {
+    it('starts empty, lists keys oldest first (kid breaks ties), with the public JWK as an object', async () => {
+      expect(await store.keys.listKeys()).toEqual([]);
+      const c = storedKey('kid-c', 300);
+      const a = storedKey('kid-a', 100, { alg: 'RS256', publicJwk: { kty: 'RSA', n: 'n', e: 'AQAB' } });
+      const b2 = storedKey('kid-b2', 200);
+      const b1 = storedKey('kid-b1', 200, { retiredAt: 250 });
+      for (const k of [c, a, b2, b1]) await store.keys.addKey(k);
+      expect(await store.keys.listKeys()).toEqual([a, b1, b2, c]);
+      expect(await other.keys.listKeys()).toEqual([a, b1, b2, c]);
+    });
+
+    it('refuses a second key with the same kid', async () => {
+      await expect(store.keys.addKey(storedKey('kid-a', 999))).rejects.toThrow();
+      expect((await store.keys.listKeys()).filter((k) => k.kid === 'kid-a')).toHaveLength(1);
+    });
+
+    it('retireKey retires a live key once; false for retired or unknown keys', async () => {
+      expect(await store.keys.retireKey('kid-c', 400)).toBe(true);
+      expect(await other.keys.retireKey('kid-c', 401)).toBe(false);
+      expect(await store.keys.retireKey('kid-b1', 401)).toBe(false);
+      expect(await store.keys.retireKey('no-such-kid', 401)).toBe(false);
+      const keys = await store.keys.listKeys();
+      expect(keys.find((k) => k.kid === 'kid-c')?.retiredAt).toBe(400);
+      expect(keys.find((k) => k.kid === 'kid-b1')?.retiredAt).toBe(250);
+      expect(keys.find((k) => k.kid === 'kid-a')?.retiredAt).toBeNull();
+    });
+  });
+
+  describe('UserStore', () => {
+    const alice: StoredUser = {
+      subjectId: 'u-alice',
+      username: 'Alice',
+      tenant: null,
+      passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaA',
+      claims: { name: 'Alice', role: ['admin', 'dev'], email_verified: true },
+      isActive: true,
+    };
+    const acmeAlice: StoredUser = { ...alice, subjectId: 'u-acme-alice', tenant: 'acme', claims: { name: 'Alice of Acme' } };
+    const inactive: StoredUser = { subjectId: 'u-dave', username: 'dave', tenant: null, passwordHash: null, claims: {}, isActive: false };
+    const carol: StoredUser = { subjectId: 'u-carol', username: 'Carol', tenant: 'acme', passwordHash: null, claims: { name: 'Carol' }, isActive: true };
+
+    beforeAll(async () => {
+      for (const u of [alice, acmeAlice, inactive, carol]) await store.users.addUser(u);
+    });
+
+    it('finds a user by username, case-insensitively, within the tenant', async () => {
+      expect(await store.users.findUserByUsername('ALICE', 'acme')).toEqual(acmeAlice);
+      expect(await other.users.findUserByUsername('aLiCe', 'acme')).toEqual(acmeAlice);
+      expect(await store.users.findUserByUsername('carol', 'acme')).toEqual(carol);
+      expect(await store.users.findUserByUsername('alice', 'other')).toBeUndefined();
+      expect(await store.users.findUserByUsername('dave', 'acme')).toBeUndefined();
+      expect(await store.users.findUserByUsername('nobody', 'acme')).toBeUndefined();
+    });
+
+    it('without a tenant, finds the one user of that name in any tenant, and none when the name is ambiguous', async () => {
+      expect(await store.users.findUserByUsername('DAVE', null)).toEqual(inactive);
+      expect(await store.users.findUserByUsername('carol', null)).toEqual(carol);
+      // "Alice" exists without a tenant and in acme.
+      expect(await store.users.findUserByUsername('alice', null)).toBeUndefined();
+      expect(await store.users.findUserByUsername('nobody', null)).toBeUndefined();
+    });
+
+    it('finds a user by subject, inactive users and null hashes included', async () => {
+      expect(await store.users.findUserBySubject('u-acme-alice')).toEqual(acmeAlice);
+      expect(await store.users.findUserBySubject('u-dave')).toEqual(inactive);
+      expect(await store.users.findUserBySubject('u-none')).toBeUndefined();
+    });
+
+    it('refuses a second user with the same username (any case) in one tenant, or the same subject', async () => {
+      await expect(store.users.addUser({ ...carol, subjectId: 'u-carol-2', username: 'CAROL' })).rejects.toThrow();
+      await expect(store.users.addUser({ ...alice, username: 'alice-2' })).rejects.toThrow();
+      expect(await store.users.findUserBySubject('u-carol-2')).toBeUndefined();
+      expect(await store.users.findUserByUsername('alice-2', null)).toBeUndefined();
+    });
+  });
+
+  describe('Maintenance', () => {
+    it('acquireLease: one holder at a time, renewable by its holder, taken over only after it ends', async () => {
+      const lease = `lease-${key().slice(0, 20)}`;
+      const t = 5_000;
+      expect(await store.maintenance.acquireLease(lease, 'node-a', t, t + 60)).toBe(true);
+      expect(await other.maintenance.acquireLease(lease, 'node-b', t + 1, t + 61)).toBe(false);
+      // The holder renews.
+      expect(await store.maintenance.acquireLease(lease, 'node-a', t + 30, t + 90)).toBe(true);
+      // Still held at its last second.
+      expect(await other.maintenance.acquireLease(lease, 'node-b', t + 90, t + 150)).toBe(false);
+      // Expired: another holder takes it, and the former holder is refused.
+      expect(await other.maintenance.acquireLease(lease, 'node-b', t + 91, t + 151)).toBe(true);
+      expect(await store.maintenance.acquireLease(lease, 'node-a', t + 92, t + 152)).toBe(false);
+      // Leases are independent by name.
+      expect(await store.maintenance.acquireLease(`${lease}-2`, 'node-a', t + 92, t + 152)).toBe(true);
+    });
+
+    it('acquireLease raced by 10 holders on two nodes: exactly one gets it', async () => {
+      const lease = `race-${key().slice(0, 20)}`;
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : other).maintenance.acquireLease(lease, `holder-${i}`, 100, 200)),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      // After it ends, again exactly one of the racers gets it.
+      const again = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : other).maintenance.acquireLease(lease, `late-${i}`, 201, 300)),
+      );
+      expect(again.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('deleteExpired deletes only rows that expired before the cut-off, at most `limit` per call', async () => {
+      // A time range no other test uses: every other row expires far later.
+      const T = 1_000_000;
+      const expired = Array.from({ length: 25 }, (_, i) =>
+        record({ expiresAt: T - 1 - i, createdAt: T - 3600, ...(i % 5 === 0 ? { consumedAt: T - 100 } : {}), ...(i % 7 === 0 ? { revokedAt: T - 50 } : {}) }),
+      );
+      const atCutoff = Array.from({ length: 3 }, () => record({ expiresAt: T, createdAt: T - 3600 }));
+      const later = Array.from({ length: 4 }, (_, i) => record({ expiresAt: T + 1 + i, createdAt: T - 3600 }));
+      for (const r of [...expired, ...atCutoff, ...later]) await store.grants.put(r);
+
+      expect(await store.maintenance.deleteExpired(T, 10)).toBe(10);
+      expect(await other.maintenance.deleteExpired(T, 10)).toBe(10);
+      expect(await store.maintenance.deleteExpired(T, 10)).toBe(5);
+      expect(await store.maintenance.deleteExpired(T, 10)).toBe(0);
+      for (const r of expired) expect(await store.grants.get(r.key)).toBeUndefined();
+      for (const r of [...atCutoff, ...later]) expect(await store.grants.get(r.key)).toEqual(r);
+      // Nothing of the other tests (expiring around NOW) was touched.
+      expect(await store.maintenance.deleteExpired(T + 3, 100)).toBe(5);
+      for (const r of later.slice(2)) expect(await store.grants.get(r.key)).toEqual(r);
+    });
+  });
+});
