@@ -57,9 +57,10 @@ export class EventBus {
 
   /** Records an event (the `time` is filled in here). */
   emit(event: Omit<SigilEvent, 'time'>): void {
+    const level = FAILURES.has(event.name) ? 'warn' : 'info';
+    if (this.listeners.size === 0 && !this.log.isLevelEnabled(level)) return;
     const full: SigilEvent = { ...event, time: new Date().toISOString() };
-    if (FAILURES.has(full.name)) this.log.warn({ event: full }, full.name);
-    else this.log.info({ event: full }, full.name);
+    this.log[level]({ event: full }, full.name);
     for (const listener of this.listeners) {
       try {
         const result = listener(full);

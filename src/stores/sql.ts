@@ -6,7 +6,19 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { type Generated, Kysely, Migrator, PostgresDialect, SqliteDialect, type SqliteDatabase, type Selectable, sql } from 'kysely';
+import {
+  type Compilable,
+  CompiledQuery,
+  type Generated,
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  type QueryResult,
+  SqliteDialect,
+  type SqliteDatabase,
+  type Selectable,
+  sql,
+} from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations.js';
 import type { ClientStore, GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
@@ -212,27 +224,61 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   readonly maintenance: Maintenance = this;
   readonly clients: ClientStore = this;
 
+  private readonly templates = new Map<string, { sql: string; slots: number[] }>();
+
   constructor(private readonly db: Kysely<Database>) {}
 
   async put(record: GrantRecord): Promise<void> {
-    await this.db.insertInto('grants').values(toRow(record)).execute();
+    const row = toRow(record);
+    await this.run('put', (r: GrantsTable) => this.db.insertInto('grants').values(r), [row], Object.values(row));
   }
 
   async get(key: string): Promise<GrantRecord | undefined> {
-    const row = await this.db.selectFrom('grants').selectAll().where('key', '=', key).executeTakeFirst();
+    const result = await this.run('get', (k: string) => this.db.selectFrom('grants').selectAll().where('key', '=', k), [key]);
+    const row = result.rows[0] as GrantRow | undefined;
     return row ? toRecord(row) : undefined;
   }
 
   async consume(key: string, now: number): Promise<boolean> {
-    const result = await this.db
-      .updateTable('grants')
-      .set({ consumed_at: now })
-      .where('key', '=', key)
-      .where('consumed_at', 'is', null)
-      .where('revoked_at', 'is', null)
-      .where('expires_at', '>', now)
-      .executeTakeFirst();
-    return result.numUpdatedRows === 1n;
+    const result = await this.run(
+      'consume',
+      (k: string, t: number) =>
+        this.db
+          .updateTable('grants')
+          .set({ consumed_at: t })
+          .where('key', '=', k)
+          .where('consumed_at', 'is', null)
+          .where('revoked_at', 'is', null)
+          .where('expires_at', '>', t),
+      [key, now],
+    );
+    return result.numAffectedRows === 1n;
+  }
+
+  /**
+   * Runs one of the hot queries (put, get, consume) without rebuilding it: Kysely builds and
+   * compiles it once, with marker values, and later calls reuse the SQL text with the markers'
+   * positions filled from `args` (or with `values` in order, for an insert of one row).
+   */
+  private async run<A extends unknown[]>(
+    name: string,
+    build: (...args: A) => Compilable,
+    args: A,
+    values?: unknown[],
+  ): Promise<QueryResult<unknown>> {
+    let template = this.templates.get(name);
+    if (!template) {
+      if (values) template = { sql: build(...args).compile().sql, slots: values.map((_, i) => i) };
+      else {
+        const markers = args.map((_, i) => `\u0000sigil-marker-${i}`);
+        const compiled = build(...(markers as unknown as A)).compile();
+        template = { sql: compiled.sql, slots: compiled.parameters.map((p) => markers.indexOf(p as string)) };
+        if (template.slots.some((slot) => slot < 0)) throw new Error(`query ${name} has a constant parameter`);
+      }
+      this.templates.set(name, template);
+    }
+    const source = values ?? args;
+    return this.db.executeQuery(CompiledQuery.raw(template.sql, template.slots.map((slot) => source[slot])));
   }
 
   async update(key: string, data: Record<string, unknown>, expiresAt: number): Promise<boolean> {

@@ -4,14 +4,30 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
+/**
+ * Random bytes from the CSPRNG, drawn 4 KiB at a time: one `randomBytes` call per ~100 handles
+ * instead of one per handle (as Node does for `randomUUID`). Every byte is handed out once.
+ */
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+function randomSlice(length: number): Buffer {
+  if (poolOffset + length > pool.length) {
+    pool = randomBytes(4096);
+    poolOffset = 0;
+  }
+  const slice = pool.subarray(poolOffset, poolOffset + length);
+  poolOffset += length;
+  return slice;
+}
+
 /** A new opaque handle: 32 random bytes, base64url (43 characters). RFC 6749 §10.10. */
 export function newHandle(): string {
-  return randomBytes(32).toString('base64url');
+  return randomSlice(32).toString('base64url');
 }
 
 /** A new identifier (`jti`, grant family, session): 16 random bytes, base64url (22 characters). */
 export function newId(): string {
-  return randomBytes(16).toString('base64url');
+  return randomSlice(16).toString('base64url');
 }
 
 /** The key a handle is stored under: SHA-256 of its UTF-8 bytes, base64url. */
