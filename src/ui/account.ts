@@ -139,7 +139,7 @@ function loginPage(
       error: error ? ctx.pages.text(lang, error) : undefined,
     },
     status,
-    params.redirect_uri ? [params.redirect_uri] : [],
+    params.redirect_uri !== undefined,
   );
 }
 

@@ -42,7 +42,7 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
       scopes: scopes.map((s) => describeScope(ctx, lang, s)),
       canRemember: !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? ''),
       device: interaction.device !== undefined,
-    }, 200, interaction.params.redirect_uri ? [interaction.params.redirect_uri] : []);
+    }, 200, interaction.params.redirect_uri !== undefined);
   });
 
   app.post('/consent', async (request, reply) => {

@@ -119,11 +119,11 @@ export class Pages {
    * @param name one of `login`, `consent`, `message`, `logout`, `device`
    * @param lang a supported language (see `pickLocale`)
    * @param status HTTP status, 200 by default
-   * @param formTargets validated redirect URIs the page's form may end up at through redirects
-   *   (the pending request's client): CSP `form-action` covers redirect chains in Chromium, so
-   *   `'self'` alone would block the authorization response after login or consent. Such pages
-   *   carry no `form-action` at all: the redirect URI may redirect further (a federating provider
-   *   sends the browser on to its own client), to an origin no policy here can name.
+   * @param leadsToClient the form's answer ends in a redirect to a client (login or consent of a
+   *   pending authorization request): CSP `form-action` covers redirect chains in Chromium, so
+   *   `'self'` would block the authorization response. Such pages carry no `form-action`: the
+   *   client's redirect URI may itself redirect on (a federating provider sends the browser to its
+   *   own client), to an origin no policy here can name.
    */
   send(
     reply: FastifyReply,
@@ -131,12 +131,12 @@ export class Pages {
     lang: string,
     data: Record<string, unknown>,
     status = 200,
-    formTargets: readonly string[] = [],
+    leadsToClient = false,
   ): FastifyReply {
     const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
     const html = this.eta.render(`@${name}`, { ...data, lang, t, f: format });
     const csp = reply.getHeader('content-security-policy');
-    if (formTargets.length > 0 && typeof csp === 'string') reply.header('content-security-policy', csp.replace(/form-action [^;]*;?/, ''));
+    if (leadsToClient && typeof csp === 'string') reply.header('content-security-policy', csp.replace(/form-action [^;]*;?/, ''));
     // `same-origin`, not `no-referrer`: under no-referrer browsers send `Origin: null` with the
     // page's own form posts, which the CSRF origin check (csrf.ts) refuses. Other origins still
     // get no referrer (and an `Origin: null` POST from them stays refused).
