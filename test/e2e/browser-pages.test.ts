@@ -160,6 +160,8 @@ describe('keyboard', () => {
     const { context, page } = await newPage(f.browser, VIEWPORTS.desktop);
     await page.goto(consentRequest());
     await page.waitForURL(/\/account\/login\?interaction=/);
+    // `autofocus` applies once the page has rendered: wait for it (it fails the test if it never does).
+    await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'username', undefined, { timeout: 5000 });
     const order: string[] = [];
     let current = await focused(page);
     order.push(current.id);
