@@ -109,7 +109,7 @@ export class Browser {
   readonly cookies = new Map<string, string>();
 
   constructor(
-    private readonly sigil: TestSigil,
+    private readonly sigil: Pick<TestSigil, 'app'>,
     private readonly remoteAddress = '127.0.0.1',
   ) {}
 

@@ -1,5 +1,7 @@
-/** Shared fast-check arbitraries for the unit property tests. */
+/** Shared fast-check arbitraries and helpers for the unit property tests. */
 import fc from 'fast-check';
+import { expect } from 'vitest';
+import { OAuthError } from '../../src/errors.js';
 
 /** Awkward characters: emoji (surrogate pairs), RTL text and marks, combining marks, controls, NUL. */
 export const NASTY = ['😀', '👩‍👩‍👧', '\u202e', 'שלום', 'مرحبا', 'e\u0301', '\u200b', '\ufeff', '\u0000', '\t', '\n', '\r', '\\', '"', '\u007f', '\u00a0'];
@@ -23,3 +25,14 @@ export const formishText = fc.string({
 
 /** application/x-www-form-urlencoded encoding of one component (WHATWG URL standard). */
 export const formEncode = (s: string): string => new URLSearchParams({ x: s }).toString().slice(2);
+
+/** Runs `f`; returns the OAuthError it throws (failing on any other error), or undefined. */
+export function caught(f: () => unknown): OAuthError | undefined {
+  try {
+    f();
+    return undefined;
+  } catch (err) {
+    expect(err).toBeInstanceOf(OAuthError);
+    return err as OAuthError;
+  }
+}

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { OAuthError } from '../../src/errors.js';
 import { Params } from '../../src/http/form.js';
 import { extractBearer } from '../../src/validation/bearer.js';
-import { unicodeText } from './arbitraries.js';
+import { unicodeText, caught } from './arbitraries.js';
 
 /** RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=" */
 const b64char = fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/'.split(''));
@@ -12,16 +12,6 @@ const b64token = fc
   .tuple(fc.string({ unit: b64char, minLength: 1, maxLength: 200 }), fc.string({ unit: fc.constant('='), maxLength: 3 }))
   .map(([a, b]) => a + b);
 const bearerScheme = fc.constantFrom('Bearer', 'bearer', 'BEARER', 'bEaReR');
-
-function caught(f: () => unknown): OAuthError | undefined {
-  try {
-    f();
-    return undefined;
-  } catch (err) {
-    expect(err).toBeInstanceOf(OAuthError);
-    return err as OAuthError;
-  }
-}
 
 describe('extractBearer', () => {
   it('returns the b64token of a Bearer header, scheme case-insensitive', () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { OAuthError } from '../../src/errors.js';
 import { Params } from '../../src/http/form.js';
 import { findCredentials } from '../../src/validation/client-auth.js';
-import { formEncode, formishText, unicodeText } from './arbitraries.js';
+import { formEncode, formishText, unicodeText, caught } from './arbitraries.js';
 
 const noNul = (s: string) => !s.includes('\u0000');
 const clientId = unicodeText({ minLength: 1, maxLength: 30 }).filter((s) => s.length > 0 && noNul(s));
@@ -16,16 +16,6 @@ const scheme = fc.constantFrom('Basic', 'basic', 'BASIC', 'bAsIc');
 const basicHeader = (enc: (s: string) => string, id: string, sec: string, sch = 'Basic') =>
   `${sch} ${Buffer.from(`${enc(id)}:${enc(sec)}`, 'utf8').toString('base64')}`;
 const source = (authorization: string[], body = '') => ({ authorization, params: Params.parse(body) });
-
-function caught(f: () => unknown): OAuthError | undefined {
-  try {
-    f();
-    return undefined;
-  } catch (err) {
-    expect(err).toBeInstanceOf(OAuthError);
-    return err as OAuthError;
-  }
-}
 
 describe('findCredentials', () => {
   it('round-trips Basic credentials with arbitrary Unicode id and secret', () => {

@@ -5,23 +5,13 @@ import { resolveConfig } from '../../src/config/loader.js';
 import { OAuthError } from '../../src/errors.js';
 import { MAX_SCOPE_LENGTH, OFFLINE_ACCESS, Resources, allowedScopes, parseScope, validateScopes } from '../../src/validation/scopes.js';
 import { testConfig } from '../helpers.js';
-import { unicodeText } from './arbitraries.js';
+import { unicodeText, caught } from './arbitraries.js';
 
 /** RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ). */
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]+$/;
 const scopeChar = fc.mapToConstant({ num: 1, build: () => '!' }, { num: 0x5b - 0x23 + 1, build: (v) => String.fromCharCode(0x23 + v) }, { num: 0x7e - 0x5d + 1, build: (v) => String.fromCharCode(0x5d + v) });
 const scopeToken = fc.string({ unit: scopeChar, minLength: 1, maxLength: 12 });
 const spaces = fc.string({ unit: fc.constant(' '), minLength: 1, maxLength: 3 });
-
-function caught(f: () => unknown): OAuthError | undefined {
-  try {
-    f();
-    return undefined;
-  } catch (err) {
-    expect(err).toBeInstanceOf(OAuthError);
-    return err as OAuthError;
-  }
-}
 
 describe('parseScope', () => {
   it('splits tokens separated by any run of spaces, drops duplicates, keeps order', () => {
