@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
-import { methodNotAllowed } from '../http/request.js';
+import { browserParams, methodNotAllowed } from '../http/request.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
 import { pickClaims, type Subject } from '../tokens/tokens.js';
 import { pickLocale } from '../ui/i18n.js';
@@ -50,11 +50,9 @@ export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void
     handler: async (request, reply) => {
       let params: Params;
       try {
-        if (request.method === 'GET') params = Params.parse(rawQuery(request.url));
-        else if (request.body instanceof Params) params = request.body;
-        else return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the body must be a form'), language(request), 415);
+        params = browserParams(request);
       } catch (err) {
-        if (err instanceof OAuthError) return sendErrorPage(ctx, reply, err, language(request));
+        if (err instanceof OAuthError) return sendErrorPage(ctx, reply, err, language(request), err.status);
         throw err;
       }
       return authorize(ctx, request, reply, params, undefined);
@@ -84,11 +82,6 @@ export function language(request: FastifyRequest, uiLocales?: string): string {
     if (typeof q === 'string') fromQuery = q;
   }
   return pickLocale(fromQuery, request.headers['accept-language']);
-}
-
-function rawQuery(url: string): string {
-  const i = url.indexOf('?');
-  return i === -1 ? '' : url.slice(i + 1);
 }
 
 async function authorize(

@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { Params } from '../http/form.js';
-import { methodNotAllowed } from '../http/request.js';
+import { browserParams, methodNotAllowed } from '../http/request.js';
 import { single } from '../ui/account.js';
 import { matchRedirectUri } from '../validation/redirect-uri.js';
 import { language } from './authorize.js';
@@ -23,10 +23,9 @@ export function endSessionEndpoint(app: FastifyInstance, ctx: SigilContext): voi
     handler: async (request, reply) => {
       let params: Params;
       try {
-        if (request.method === 'POST') params = request.body instanceof Params ? request.body : Params.empty();
-        else params = Params.parse(request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : '');
+        params = browserParams(request);
       } catch (err) {
-        if (err instanceof OAuthError) return sendErrorPage(ctx, reply, err, language(request));
+        if (err instanceof OAuthError) return sendErrorPage(ctx, reply, err, language(request), err.status);
         throw err;
       }
       return endSession(ctx, request, reply, params);

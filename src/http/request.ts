@@ -34,6 +34,20 @@ export function formBody(request: FastifyRequest, policy: FormPolicy): Params {
   throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', 415);
 }
 
+/**
+ * The parameters of a browser endpoint (authorize, end session): the query of a GET, parsed as
+ * strictly as a form, or the form body of a POST (OIDC Core §3.1.2.1).
+ * @throws OAuthError `invalid_request` for malformed encoding; 415 for a POST that is not a form.
+ */
+export function browserParams(request: FastifyRequest): Params {
+  if (request.method === 'GET') {
+    const i = request.url.indexOf('?');
+    return Params.parse(i === -1 ? '' : request.url.slice(i + 1));
+  }
+  if (request.body instanceof Params) return request.body;
+  throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', 415);
+}
+
 /** The request's credential-bearing parts, for client or API authentication. */
 export function credentialSource(request: FastifyRequest, params: Params): CredentialSource {
   const authorization: string[] = [];
