@@ -4,9 +4,12 @@
  * every response, 303 for redirects (RFC 9700 §4.12), and an error page that never redirects
  * when the client or its redirect URI is not known good.
  */
-import type { FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import type { OAuthError } from '../errors.js';
+import { OAuthError } from '../errors.js';
+import type { Params } from '../http/form.js';
+import { browserParams, methodNotAllowed } from '../http/request.js';
+import { pickLocale } from '../ui/i18n.js';
 import type { ResponseTarget } from '../validation/authorize-request.js';
 
 /**
@@ -38,6 +41,35 @@ export function sendErrorToClient(ctx: SigilContext, reply: FastifyReply, target
   const fields: Record<string, string> = { error: error.code };
   if (error.description) fields.error_description = error.description;
   return sendToClient(ctx, reply, target, fields);
+}
+
+/**
+ * Registers a browser endpoint (authorize, end session): GET with the query and POST with a form,
+ * both handed to `handle` as parameters; malformed input ends on the error page (415 for a POST
+ * that is not a form); PUT, DELETE, PATCH get 405.
+ */
+export function browserEndpoint(
+  app: FastifyInstance,
+  ctx: SigilContext,
+  url: string,
+  handle: (request: FastifyRequest, reply: FastifyReply, params: Params) => Promise<FastifyReply>,
+): void {
+  app.route({
+    method: ['GET', 'POST'],
+    url,
+    handler: async (request, reply) => {
+      let params: Params;
+      try {
+        params = browserParams(request);
+      } catch (err) {
+        if (!(err instanceof OAuthError)) throw err;
+        const lang = pickLocale(undefined, request.headers['accept-language']);
+        return sendErrorPage(ctx, reply, err, lang, err.status);
+      }
+      return handle(request, reply, params);
+    },
+  });
+  app.route({ method: ['PUT', 'DELETE', 'PATCH'], url, handler: methodNotAllowed('GET, POST') });
 }
 
 /** The error page (D-25): 400 HTML naming the error; it never links to any client URI. */

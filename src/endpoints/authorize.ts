@@ -9,7 +9,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
-import { browserParams, methodNotAllowed } from '../http/request.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
 import { pickClaims, type Subject } from '../tokens/tokens.js';
 import { pickLocale } from '../ui/i18n.js';
@@ -21,7 +20,7 @@ import {
   isNativeRedirect,
   validateAuthorizeRequest,
 } from '../validation/authorize-request.js';
-import { sendErrorPage, sendErrorToClient, sendToClient } from './authorize-response.js';
+import { browserEndpoint, sendErrorPage, sendErrorToClient, sendToClient } from './authorize-response.js';
 import type { Interaction } from './interactions.js';
 import { newGrantRecord } from '../stores/types.js';
 
@@ -44,21 +43,7 @@ interface Pending {
 
 /** Registers `/connect/authorize` (GET, POST) and `/connect/authorize/resume` (GET). */
 export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void {
-  app.route({
-    method: ['GET', 'POST'],
-    url: '/connect/authorize',
-    handler: async (request, reply) => {
-      let params: Params;
-      try {
-        params = browserParams(request);
-      } catch (err) {
-        if (err instanceof OAuthError) return sendErrorPage(ctx, reply, err, language(request), err.status);
-        throw err;
-      }
-      return authorize(ctx, request, reply, params, undefined);
-    },
-  });
-  app.route({ method: ['PUT', 'DELETE', 'PATCH'], url: '/connect/authorize', handler: methodNotAllowed('GET, POST') });
+  browserEndpoint(app, ctx, '/connect/authorize', (request, reply, params) => authorize(ctx, request, reply, params, undefined));
 
   app.get('/connect/authorize/resume', async (request, reply) => {
     const id = (request.query as Record<string, unknown>).interaction;

@@ -7,31 +7,15 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { Params } from '../http/form.js';
-import { browserParams, methodNotAllowed } from '../http/request.js';
+import type { Params } from '../http/form.js';
 import { single } from '../ui/account.js';
 import { matchRedirectUri } from '../validation/redirect-uri.js';
 import { language } from './authorize.js';
-import { asciiUri, sendErrorPage } from './authorize-response.js';
-import { OAuthError } from '../errors.js';
+import { asciiUri, browserEndpoint } from './authorize-response.js';
 
 /** Registers `/connect/endsession`. */
 export function endSessionEndpoint(app: FastifyInstance, ctx: SigilContext): void {
-  app.route({
-    method: ['GET', 'POST'],
-    url: '/connect/endsession',
-    handler: async (request, reply) => {
-      let params: Params;
-      try {
-        params = browserParams(request);
-      } catch (err) {
-        if (err instanceof OAuthError) return sendErrorPage(ctx, reply, err, language(request), err.status);
-        throw err;
-      }
-      return endSession(ctx, request, reply, params);
-    },
-  });
-  app.route({ method: ['PUT', 'DELETE', 'PATCH'], url: '/connect/endsession', handler: methodNotAllowed('GET, POST') });
+  browserEndpoint(app, ctx, '/connect/endsession', (request, reply, params) => endSession(ctx, request, reply, params));
 }
 
 async function endSession(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, params: Params): Promise<FastifyReply> {
