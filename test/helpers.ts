@@ -244,6 +244,11 @@ export function introspect(
   return postForm(sigil, '/connect/introspect', { token, ...extra }, caller);
 }
 
+/** `GET /connect/userinfo` with `Authorization: Bearer <accessToken>`. */
+export function userinfo(sigil: TestSigil, accessToken: string): Promise<LightMyRequestResponse> {
+  return sigil.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${accessToken}` } });
+}
+
 /** The provider's published keys, fetched over HTTP, for `jwtVerify`. */
 export async function fetchJwks(sigil: TestSigil): Promise<ReturnType<typeof createLocalJWKSet>> {
   const res = await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' });

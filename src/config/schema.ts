@@ -80,6 +80,12 @@ export const clientSchema = z.strictObject({
   allowAccessTokensViaBrowser: z.boolean().default(false),
   requestUris: z.array(z.url({ protocol: /^https$/ })).default([]),
   jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).nullable().default(null),
+  /**
+   * Token exchange (RFC 8693 §2.1): names of API resources whose user access tokens this client
+   * may exchange (it acts as that API: a subject token is accepted when its `aud` names one).
+   * Default empty: only tokens issued to this client itself. Checked against `apiResources`.
+   */
+  tokenExchangeSubjectAudiences: z.array(nonEmpty).default([]),
   allowedCorsOrigins: z.array(z.url()).default([]),
 });
 
@@ -185,6 +191,7 @@ export const configSchema = z
         if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);
       }),
     );
+    const apiResourceNames = new Set(cfg.apiResources.map((r) => r.name));
     cfg.clients.forEach((c, i) => {
       const at = (...rest: (string | number)[]) => ['clients', i, ...rest];
       c.allowedScopes.forEach((s, j) => {
@@ -205,6 +212,9 @@ export const configSchema = z
       c.redirectUris.forEach((u, j) => {
         if (!URL.canParse(u) || new URL(u).hash !== '')
           issue(at('redirectUris', j), 'must be an absolute URI without fragment (RFC 6749 §3.1.2)');
+      });
+      c.tokenExchangeSubjectAudiences.forEach((a, j) => {
+        if (!apiResourceNames.has(a)) issue(at('tokenExchangeSubjectAudiences', j), `unknown API resource "${a}"`);
       });
       c.allowedCorsOrigins.forEach((o, j) => {
         if (new URL(o).origin !== o) issue(at('allowedCorsOrigins', j), 'must be scheme://host[:port], no path');

@@ -4,13 +4,14 @@
  * around it. A client uses one only when it lists the name in `allowedGrantTypes`.
  */
 import type { ClientConfig } from '../config/schema.js';
-import { invalidGrant, invalidScope } from '../errors.js';
-import { nowSeconds } from '../tokens/handles.js';
+import { invalidGrant, invalidRequest, invalidScope } from '../errors.js';
+import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import type { Subject, TokenResponse, ValidAccessToken } from '../tokens/tokens.js';
 import { claimsOf, type User } from '../users/users.js';
 import { OFFLINE_ACCESS, validateScopes } from '../validation/scopes.js';
 import { newRefreshPlan } from './password.js';
 import type { GrantHandler } from './registry.js';
+import { isMayAct } from './token-exchange.js';
 
 /** What an extension grant's `validate` receives. */
 export interface ExtensionGrantContext {
@@ -22,7 +23,10 @@ export interface ExtensionGrantContext {
   scopes: readonly string[];
   /** Whether the request named its scopes (false: `scopes` are the client's defaults). */
   scopeRequested: boolean;
-  /** Validates an access token issued by this Sigil; undefined when invalid, expired or revoked. */
+  /**
+   * Validates an access token issued by this Sigil; undefined when invalid, expired or revoked.
+   * Its `familyId` is what a result may name as `ExtensionGrantResult.familyId`.
+   */
   validateAccessToken(token: string): Promise<ValidAccessToken | undefined>;
   /** Finds a user by subject. */
   findUser(subjectId: string): Promise<User | undefined>;
@@ -34,8 +38,25 @@ export interface ExtensionGrantResult {
   subject?: { subjectId: string; amr?: string[]; authTime?: number; claims?: Record<string, unknown> };
   /** Scopes to grant, a subset of `ctx.scopes`; default `ctx.scopes`. */
   scopes?: string[];
-  /** Extra access-token claims; protocol claims other than `act` are ignored. */
+  /**
+   * Extra access-token claims; protocol claims other than `act` (RFC 8693 §4.1) and `may_act`
+   * (§4.4) are ignored. `may_act` must be an object with `sub` and/or `client_id` (strings) and
+   * nothing else (see `isMayAct`); it limits who may later exchange the token (the built-in token
+   * exchange enforces it). Anything else there is a programming error and fails the request (500).
+   */
   claims?: Record<string, unknown>;
+  /**
+   * The grant family the tokens join: the `familyId` of a token this request validated through
+   * `ctx.validateAccessToken` (naming any other family is a programming error, 500). The tokens
+   * are then revoked with that grant (RFC 7009 §2.1); should it be revoked while they are being
+   * issued, the request fails with `invalid_request` and they are revoked too. Default: a new family.
+   */
+  familyId?: string;
+  /**
+   * Latest expiry of the issued tokens, Unix seconds: the access token's `exp` (and `expires_in`)
+   * and a refresh token's expiry are capped to it. Already past: `invalid_grant`. Default: no cap.
+   */
+  expiresAt?: number;
   /** Extra members of the token response (e.g. `issued_token_type`). */
   response?: Record<string, string | number>;
 }
@@ -49,24 +70,41 @@ export interface ExtensionGrant {
 /**
  * Wraps an extension grant as a token endpoint handler: validates scopes, runs `validate`, checks
  * its result (scopes within the validated ones; a user must exist unless claims are given, and be
- * active), then issues an access token and, with `offline_access` and a user, a refresh token.
+ * active; a named family validated in this request; an expiry cap not yet past), then issues an
+ * access token and, with `offline_access` and a user, a refresh token, in the named family and
+ * within the cap.
+ * @throws OAuthError `invalid_scope`, `invalid_grant` (unknown or inactive user, cap past),
+ *   `invalid_request` (the named family was revoked meanwhile), or whatever `validate` throws.
  */
 export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
   return async (ctx, { params, client }) => {
     const scopeParam = params.get('scope');
     const validated = validateScopes(scopeParam, client, ctx.resources, 'user');
+    // Grant families of the tokens validated in this request, each with the row key of one of them.
+    const families = new Map<string, string>();
     const result = await grant.validate({
       client,
       params,
       scopes: validated,
       scopeRequested: scopeParam !== undefined,
-      validateAccessToken: (t) => ctx.tokens.validateAccessToken(t),
+      validateAccessToken: async (t) => {
+        const valid = await ctx.tokens.validateAccessToken(t);
+        if (valid?.familyId !== undefined)
+          families.set(valid.familyId, hashHandle(valid.format === 'jwt' ? String(valid.claims.jti) : t));
+        return valid;
+      },
       findUser: (s) => ctx.users.findBySubject(s),
     });
+    const familyKey = result.familyId === undefined ? undefined : families.get(result.familyId);
+    if (result.familyId !== undefined && familyKey === undefined)
+      throw new Error(`extension grant "${grant.grantType}" named a grant family it did not validate`);
+    if (result.claims?.may_act !== undefined && !isMayAct(result.claims.may_act))
+      throw new Error(`extension grant "${grant.grantType}" returned a may_act that is not { sub?, client_id? }`);
     let scopes = result.scopes ?? validated;
     for (const s of scopes) if (!validated.includes(s)) throw invalidScope(`scope "${s}" was not requested`);
     let subject: Subject | undefined;
     const now = nowSeconds();
+    if (result.expiresAt !== undefined && result.expiresAt <= now) throw invalidGrant('the grant has expired');
     if (result.subject) {
       const user = await ctx.users.findBySubject(result.subject.subjectId);
       if (user && !user.isActive) throw invalidGrant('the user is not active');
@@ -90,9 +128,23 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
       client,
       scopes,
       ...(subject ? { subject } : {}),
-      refresh: subject ? newRefreshPlan(client, scopes, now) : { kind: 'none' },
+      refresh: subject ? capRefreshPlan(newRefreshPlan(client, scopes, now), result.expiresAt) : { kind: 'none' },
       ...(result.claims ? { extraClaims: result.claims } : {}),
+      ...(result.familyId !== undefined ? { familyId: result.familyId } : {}),
+      ...(result.expiresAt !== undefined ? { expiresAt: result.expiresAt } : {}),
     });
+    // The family may have been revoked between validation and the writes above; the new tokens
+    // must not outlive it (as a concurrent refresh token reuse, refresh-token.ts).
+    if (result.familyId !== undefined && familyKey !== undefined && (await ctx.store.grants.get(familyKey))?.revokedAt != null) {
+      await ctx.store.grants.revokeFamily(result.familyId, nowSeconds());
+      throw invalidRequest('a token of the request was revoked while it was being processed');
+    }
     return { response: { ...response, ...(result.response ?? {}) } as TokenResponse, ...(subject ? { subjectId: subject.subjectId } : {}) };
   };
+}
+
+/** `plan` with its expiry no later than `cap` (Unix seconds); unchanged without a cap. */
+function capRefreshPlan(plan: ReturnType<typeof newRefreshPlan>, cap: number | undefined): ReturnType<typeof newRefreshPlan> {
+  if (plan.kind === 'none' || cap === undefined) return plan;
+  return { ...plan, expiresAt: Math.min(plan.expiresAt, cap), absoluteExpiresAt: Math.min(plan.absoluteExpiresAt, cap) };
 }

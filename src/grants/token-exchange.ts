@@ -1,11 +1,22 @@
 /**
  * OAuth 2.0 Token Exchange (RFC 8693) for delegation, as a built-in extension grant: a client that
- * received a user's access token (`subject_token`) obtains a new access token for that user, for
- * the scopes it may request, carrying an `act` claim that names the acting party (§4.1).
+ * received a user's access token (`subject_token`) obtains a new access token for that user,
+ * carrying an `act` claim that names the acting party (§4.1).
  *
- * The actor is the subject of `actor_token` when one is sent (it must be an access token issued to
- * the requesting client), otherwise the requesting client itself. Sigil never impersonates: every
- * exchanged token says who acts. No refresh token is issued.
+ * Policy (RFC 8693 §2.1 "MUST perform the appropriate validation", §5):
+ * - Which subject tokens: one issued to the requesting client itself (its `client_id`), or one
+ *   whose `aud` names an API resource listed in the client's `tokenExchangeSubjectAudiences` (the
+ *   client acts as that API). Anything else is `invalid_request` (§2.2.2).
+ * - Who acts: the subject of `actor_token` when one is sent (it must be an access token issued to
+ *   the requesting client), otherwise the requesting client itself. When the subject token carries
+ *   `may_act` (§4.4) the actor must match it, else `invalid_request`. Sigil never impersonates.
+ * - What is granted: never more than the subject token. Requested scopes must all be among the
+ *   subject token's scopes (else `invalid_scope`, RFC 6749 §3.3); omitted `scope` means the subject
+ *   token's scopes that the client may request. Identity scopes therefore only where the subject
+ *   token carried them, and never `offline_access`: no refresh token is issued.
+ * - How long: the new token joins the subject token's grant family, so revoking that grant (a
+ *   refresh token at /connect/revocation, RFC 7009 §2.1) also ends it, and its `exp` is never later
+ *   than the subject token's, so exchanging an exchanged token cannot extend a grant.
  */
 import { invalidRequest, invalidScope } from '../errors.js';
 import { OFFLINE_ACCESS } from '../validation/scopes.js';
@@ -17,9 +28,41 @@ export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 
 /**
+ * The party `may_act` (RFC 8693 §4.4) authorizes, as Sigil issues it: a JSON object with `sub`
+ * and/or `client_id` (strings), nothing else. Sigil's own grants never set it; an extension
+ * grant may put one in its result's `claims` (see `ExtensionGrantResult.claims`), and a token
+ * exchange of that token is then allowed only to the party it names.
+ */
+export interface MayAct {
+  sub?: string;
+  client_id?: string;
+}
+
+const MAY_ACT_MEMBERS = new Set(['sub', 'client_id']);
+
+/**
+ * Whether `value` is a `may_act` claim Sigil can enforce: a plain object with at least one of
+ * `sub` and `client_id`, both strings when present, and no other member.
+ */
+export function isMayAct(value: unknown): value is MayAct {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const entries = Object.entries(value);
+  return entries.length > 0 && entries.every(([k, v]) => MAY_ACT_MEMBERS.has(k) && typeof v === 'string');
+}
+
+/**
+ * Whether `actor` is the party `mayAct` names (RFC 8693 §4.4): every member of `mayAct` equals the
+ * actor's. A `may_act` Sigil cannot read (see `isMayAct`) permits nobody.
+ */
+export function mayActPermits(mayAct: unknown, actor: { sub: string; client_id: string }): boolean {
+  return isMayAct(mayAct) && Object.entries(mayAct).every(([k, v]) => actor[k as keyof MayAct] === v);
+}
+
+/**
  * The token exchange grant. Errors follow RFC 8693 §2.2.2: an invalid or unacceptable
- * `subject_token` or `actor_token` is `invalid_request`; scopes beyond the client's are
- * `invalid_scope`.
+ * `subject_token` or `actor_token` (unknown, expired, revoked, no user, another client's token
+ * outside `tokenExchangeSubjectAudiences`, an actor `may_act` does not name) is `invalid_request`;
+ * scopes beyond the subject token's or the client's, or `offline_access`, are `invalid_scope`.
  */
 export const tokenExchangeGrant: ExtensionGrant = {
   grantType: TOKEN_EXCHANGE,
@@ -33,9 +76,15 @@ export const tokenExchangeGrant: ExtensionGrant = {
     const subject = await ctx.validateAccessToken(subjectToken);
     if (!subject) throw invalidRequest('subject_token is invalid or expired');
     if (typeof subject.claims.auth_time !== 'number') throw invalidRequest('subject_token does not represent a user');
+    if (typeof subject.claims.exp !== 'number') throw invalidRequest('subject_token has no expiry');
+    const aud = subject.claims.aud === undefined ? [] : Array.isArray(subject.claims.aud) ? subject.claims.aud : [subject.claims.aud];
+    const acceptable =
+      subject.claims.client_id === ctx.client.clientId ||
+      aud.some((a) => ctx.client.tokenExchangeSubjectAudiences.includes(a));
+    if (!acceptable) throw invalidRequest('this client may not exchange the subject_token (see tokenExchangeSubjectAudiences)');
 
     const actorToken = ctx.params.get('actor_token');
-    let actor: Record<string, unknown> = { sub: ctx.client.clientId, client_id: ctx.client.clientId };
+    let actor: { sub: string; client_id: string; act?: unknown } = { sub: ctx.client.clientId, client_id: ctx.client.clientId };
     if (actorToken !== undefined) {
       if (ctx.params.require('actor_token_type') !== ACCESS_TOKEN_TYPE)
         throw invalidRequest('actor_token_type must be an access token type');
@@ -44,16 +93,20 @@ export const tokenExchangeGrant: ExtensionGrant = {
         throw invalidRequest('actor_token is invalid or was not issued to this client');
       actor = { sub: validActor.claims.sub, client_id: validActor.claims.client_id };
     } else if (ctx.params.has('actor_token_type')) throw invalidRequest('actor_token_type without actor_token');
+    if (subject.claims.may_act !== undefined && !mayActPermits(subject.claims.may_act, actor))
+      throw invalidRequest('the subject_token\'s may_act does not name this actor');
     // Earlier actors nest inside the new one (RFC 8693 §4.1).
     if (subject.claims.act !== undefined) actor.act = subject.claims.act;
 
-    if (ctx.scopes.includes(OFFLINE_ACCESS)) {
-      if (ctx.scopeRequested) throw invalidScope('token exchange does not issue refresh tokens');
-    }
+    // ctx.scopes are already known and allowed for this client; the subject token bounds them.
     const subjectScopes = String(subject.claims.scope ?? '').split(' ');
-    const scopes = ctx.scopeRequested
-      ? [...ctx.scopes]
-      : ctx.scopes.filter((s) => s !== OFFLINE_ACCESS && subjectScopes.includes(s));
+    let scopes: string[];
+    if (ctx.scopeRequested) {
+      if (ctx.scopes.includes(OFFLINE_ACCESS)) throw invalidScope('token exchange does not issue refresh tokens');
+      const beyond = ctx.scopes.find((s) => !subjectScopes.includes(s));
+      if (beyond !== undefined) throw invalidScope(`scope "${beyond}" exceeds the subject_token's scopes`);
+      scopes = [...ctx.scopes];
+    } else scopes = ctx.scopes.filter((s) => s !== OFFLINE_ACCESS && subjectScopes.includes(s));
     if (scopes.length === 0) throw invalidScope('no scope can be granted');
     return {
       subject: {
@@ -63,6 +116,8 @@ export const tokenExchangeGrant: ExtensionGrant = {
       },
       scopes,
       claims: { act: actor },
+      ...(subject.familyId !== undefined ? { familyId: subject.familyId } : {}),
+      expiresAt: subject.claims.exp,
       response: { issued_token_type: ACCESS_TOKEN_TYPE },
     };
   },

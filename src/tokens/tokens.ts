@@ -60,11 +60,19 @@ export interface Issuance {
   subject?: Subject;
   /** Grant family of the tokens; needed to revoke them together. */
   familyId?: string;
+  /**
+   * Latest expiry of the access token, Unix seconds: its `exp` is the earlier of this and now +
+   * the client's `accessTokenLifetime`, and `expires_in` follows (RFC 8693 §2.2.1). Absent: no cap.
+   */
+  expiresAt?: number;
   refresh?: RefreshPlan;
   /** Issue an identity token when `openid` is granted and a user is present. */
   identityToken?: boolean;
   nonce?: string;
-  /** Extra access-token claims (e.g. `act`, RFC 8693 §4.1); protocol claims are dropped. */
+  /**
+   * Extra access-token claims; protocol claims are dropped except `act` (RFC 8693 §4.1) and
+   * `may_act` (§4.4), which the caller is responsible for.
+   */
   extraClaims?: Record<string, unknown>;
 }
 
@@ -72,7 +80,17 @@ export interface Issuance {
 export interface ValidAccessToken {
   format: 'jwt' | 'reference';
   claims: JWTPayload & { client_id: string; scope?: string; sub: string };
+  /**
+   * The grant family the token belongs to (the `familyId` of its stored row: the reference
+   * handle's row, or a JWT's `jti` row), or undefined for a JWT that was issued outside any
+   * revocable grant and so has no row. Tokens issued into this family are revoked with it
+   * (RFC 7009 §2.1, RFC 9700 §4.14.2).
+   */
+  familyId?: string;
 }
+
+/** Claims of `extraClaims` that Sigil emits although they are protocol claims (RFC 8693 §4.1, §4.4). */
+const DELEGATION_CLAIMS = new Set(['act', 'may_act']);
 
 /** Stored data of a refresh token. */
 export interface RefreshTokenData {
@@ -106,7 +124,7 @@ export class TokenService {
     const response: TokenResponse = {
       access_token: accessToken,
       token_type: 'Bearer',
-      expires_in: client.accessTokenLifetime,
+      expires_in: accessTokenExpiry(req, now) - now,
       scope: scopes.join(' '),
     };
     const plan = req.refresh ?? { kind: 'none' };
@@ -148,9 +166,10 @@ export class TokenService {
   async accessToken(req: Issuance, familyId: string, now: number): Promise<string> {
     const { client, scopes, subject } = req;
     const audiences = this.resources.audiences(scopes);
+    const exp = accessTokenExpiry(req, now);
     const claims: JWTPayload & Record<string, unknown> = {
       iss: this.issuer,
-      exp: now + client.accessTokenLifetime,
+      exp,
       iat: now,
       nbf: now,
       // RFC 9068 §2.2 requires `aud`. Without an API resource the token is for Sigil's own
@@ -169,7 +188,7 @@ export class TokenService {
       Object.assign(claims, pickClaims(subject.claims, this.resources.accessTokenClaimNames(scopes)));
     }
     for (const [name, value] of Object.entries(req.extraClaims ?? {}))
-      if (!PROTOCOL_CLAIMS.has(name) || name === 'act') claims[name] = value;
+      if (!PROTOCOL_CLAIMS.has(name) || DELEGATION_CLAIMS.has(name)) claims[name] = value;
 
     if (client.accessTokenType === 'reference') {
       const handle = newHandle();
@@ -182,7 +201,7 @@ export class TokenService {
         sessionId: subject?.sid ?? null,
         data: { claims },
         createdAt: now,
-        expiresAt: now + client.accessTokenLifetime,
+        expiresAt: exp,
       }));
       return handle;
     }
@@ -198,7 +217,7 @@ export class TokenService {
         sessionId: subject?.sid ?? null,
         data: {},
         createdAt: now,
-        expiresAt: now + client.accessTokenLifetime,
+        expiresAt: exp,
       }));
     }
     return this.keys.sign(claims, 'at+jwt');
@@ -257,11 +276,12 @@ export class TokenService {
       }
       const mark = await this.grants.get(hashHandle(String(payload.jti)));
       if (mark && (mark.revokedAt !== null || mark.type !== 'access_token')) return undefined;
-      return { format: 'jwt', claims: payload as ValidAccessToken['claims'] };
+      const claims = payload as ValidAccessToken['claims'];
+      return mark ? { format: 'jwt', claims, familyId: mark.familyId } : { format: 'jwt', claims };
     }
     const row = await this.grants.get(hashHandle(token));
     if (!row || row.type !== 'reference_token' || row.revokedAt !== null || row.expiresAt <= now) return undefined;
-    return { format: 'reference', claims: (row.data as { claims: ValidAccessToken['claims'] }).claims };
+    return { format: 'reference', claims: (row.data as { claims: ValidAccessToken['claims'] }).claims, familyId: row.familyId };
   }
 
   /**
@@ -309,6 +329,15 @@ export function leftHalfHash(value: string, alg: string): string {
   const bits = alg.endsWith('512') ? 'sha512' : alg.endsWith('384') ? 'sha384' : 'sha256';
   const digest = createHash(bits).update(value, 'ascii').digest();
   return digest.subarray(0, digest.length / 2).toString('base64url');
+}
+
+/**
+ * The `exp` of the access token of `req` issued at `now` (Unix seconds): now + the client's
+ * `accessTokenLifetime`, or `req.expiresAt` when that is earlier.
+ */
+function accessTokenExpiry(req: Issuance, now: number): number {
+  const full = now + req.client.accessTokenLifetime;
+  return req.expiresAt === undefined ? full : Math.min(full, req.expiresAt);
 }
 
 function withoutClaims(subject: Subject): Omit<Subject, 'claims'> {

@@ -2,7 +2,7 @@
  * Token exchange (RFC 8693, delegation only) and extension grants (RFC 6749 §4.5;
  * identityserver-behavior §3.3 "Extension grants", §13 items 61-65).
  */
-import { jwtVerify } from 'jose';
+import { decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OAuthError, type ExtensionGrant } from '../../src/index.js';
 import {
@@ -16,21 +16,182 @@ import {
   testConfig,
   tokenRequest,
   type TestSigil,
+  type TokenBody,
+  userinfo,
 } from '../helpers.js';
 
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 const ROPC: BasicCredentials = ['ropc', 'ropc-secret'];
+/** Acts as API resource api1: may exchange user tokens whose audience is api1. */
+const GATEWAY: BasicCredentials = ['gateway', 'gateway-secret'];
+/** Issues short-lived (30 s) user tokens. */
+const SHORT: BasicCredentials = ['short', 'short-secret'];
+/** Issues reference access tokens and exchanges its own. */
+const REF: BasicCredentials = ['ref-ex', 'ref-secret'];
+const MAY_ACT_GRANT = 'urn:example:may-act';
+
+/**
+ * How a Sigil-issued token carries `may_act` (RFC 8693 §4.4): an extension grant's result sets it
+ * in `claims`. This one issues alice an api1 token whose `may_act` is the `may_act` parameter.
+ */
+const mayActGrant: ExtensionGrant = {
+  grantType: MAY_ACT_GRANT,
+  async validate(ctx) {
+    return { subject: { subjectId: '1' }, scopes: ['api1'], claims: { may_act: JSON.parse(ctx.params.require('may_act')) } };
+  },
+};
 
 describe('token exchange', () => {
   let sigil: TestSigil;
   beforeAll(async () => {
-    sigil = await startSigil();
+    const base = testConfig();
+    const exchangeGrant = ['password', TOKEN_EXCHANGE];
+    sigil = await startSigil(
+      {
+        clients: [
+          ...(base.clients ?? []).map((c) => (c.clientId === 'ropc' ? { ...c, allowedGrantTypes: [...c.allowedGrantTypes, MAY_ACT_GRANT] } : c)),
+          {
+            clientId: 'gateway',
+            clientSecrets: ['gateway-secret'],
+            allowedGrantTypes: [TOKEN_EXCHANGE],
+            allowedScopes: ['openid', 'profile', 'email', 'roles', 'api1', 'api2'],
+            tokenExchangeSubjectAudiences: ['api1'],
+          },
+          { clientId: 'short', clientSecrets: ['short-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1'], accessTokenLifetime: 30 },
+          {
+            clientId: 'ref-ex',
+            clientSecrets: ['ref-secret'],
+            allowedGrantTypes: exchangeGrant,
+            allowedScopes: ['openid', 'profile', 'api1', 'offline_access'],
+            allowOfflineAccess: true,
+            accessTokenType: 'reference',
+            tokenExchangeSubjectAudiences: ['api1'],
+          },
+        ],
+      },
+      { extensionGrants: [mayActGrant] },
+    );
   });
   afterAll(async () => sigil.close());
 
   const exchange = (params: Record<string, string>, client: BasicCredentials = ROPC) =>
     tokenRequest(sigil, { grant_type: TOKEN_EXCHANGE, ...params }, client);
+  /** Exchanges `subject_token` as `client`; fails the test unless it is 200. */
+  const exchanged = async (subject_token: string, client: BasicCredentials = ROPC, extra: Record<string, string> = {}): Promise<TokenBody> => {
+    const res = await exchange({ subject_token, subject_token_type: ACCESS_TOKEN_TYPE, ...extra }, client);
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json<TokenBody>();
+  };
+  const expectError = (res: { statusCode: number; json: () => unknown }, error: string) => {
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error });
+  };
+
+  describe('never widens the subject token (issue 9 item 1)', () => {
+    it('refuses scopes beyond the subject token with invalid_scope, even ones the client may request', async () => {
+      const alice = await passwordTokens(sigil, { scope: 'api1' });
+      const subject = { subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE };
+      for (const scope of ['openid profile email roles api2', 'openid', 'api1 profile', 'api2']) {
+        expectError(await exchange({ ...subject, scope }), 'invalid_scope');
+      }
+      // Omitted scope: what the subject token had, not everything the client may request.
+      expect((await exchanged(alice.access_token)).scope).toBe('api1');
+    });
+
+    it('lets userinfo release no claim the subject token did not allow', async () => {
+      const alice = await passwordTokens(sigil, { scope: 'openid profile api1' });
+      for (const scope of ['openid profile email', 'openid roles', 'openid profile api1 email']) {
+        expectError(await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope }), 'invalid_scope');
+      }
+      const all = await exchanged(alice.access_token);
+      expect(all.scope).toBe('openid profile api1');
+      expect((await userinfo(sigil, all.access_token)).json()).toEqual({ sub: '1', name: 'Alice Smith', given_name: 'Alice', family_name: 'Smith' });
+      const narrower = await exchanged(alice.access_token, ROPC, { scope: 'openid api1' });
+      expect((await userinfo(sigil, narrower.access_token)).json()).toEqual({ sub: '1' });
+      // Re-exchanging the narrower token cannot get profile back.
+      const again = await exchange({ subject_token: narrower.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'openid profile' });
+      expectError(again, 'invalid_scope');
+    });
+  });
+
+  describe('audience and actor policy (issue 9 item 2)', () => {
+    it('refuses another client\'s token unless the client acts as its audience (tokenExchangeSubjectAudiences)', async () => {
+      const foreign = await passwordTokens(sigil, { client: ['other', 'other-secret'], scope: 'openid api1' });
+      // ropc lists no audiences: only its own tokens.
+      expectError(await exchange({ subject_token: foreign.access_token, subject_token_type: ACCESS_TOKEN_TYPE }), 'invalid_request');
+      // gateway acts as api1: a token for api1 is acceptable, and it acts.
+      const body = await exchanged(foreign.access_token, GATEWAY, { scope: 'api1' });
+      const payload = decodeJwt(body.access_token);
+      expect(payload).toMatchObject({ sub: '1', client_id: 'gateway', aud: 'api1', act: { sub: 'gateway', client_id: 'gateway' } });
+      // A token without api1 in its audience is not.
+      const identityOnly = await passwordTokens(sigil, { client: ['other', 'other-secret'], scope: 'openid' });
+      expectError(await exchange({ subject_token: identityOnly.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, GATEWAY), 'invalid_request');
+    });
+
+    it('honours may_act: only the party it names may exchange the token', async () => {
+      const issue = async (mayAct: unknown) => {
+        const res = await tokenRequest(sigil, { grant_type: MAY_ACT_GRANT, may_act: JSON.stringify(mayAct) }, ROPC);
+        expect(res.statusCode, res.body).toBe(200);
+        const token = res.json<TokenBody>().access_token;
+        expect(decodeJwt(token).may_act).toEqual(mayAct);
+        return token;
+      };
+      const bob = await passwordTokens(sigil, { username: 'bob', scope: 'api1' });
+      const withActor = (subject_token: string, actor_token?: string) =>
+        exchange({ subject_token, subject_token_type: ACCESS_TOKEN_TYPE, ...(actor_token ? { actor_token, actor_token_type: ACCESS_TOKEN_TYPE } : {}) });
+
+      const forBob = await issue({ sub: '2' });
+      expectError(await withActor(forBob), 'invalid_request');
+      const asBob = await withActor(forBob, bob.access_token);
+      expect(asBob.statusCode, asBob.body).toBe(200);
+      expect(decodeJwt(asBob.json<TokenBody>().access_token).act).toEqual({ sub: '2', client_id: 'ropc' });
+
+      const forGateway = await issue({ client_id: 'gateway' });
+      expectError(await withActor(forGateway), 'invalid_request');
+      const forRopc = await issue({ client_id: 'ropc', sub: 'ropc' });
+      expect((await withActor(forRopc)).statusCode).toBe(200);
+      expectError(await withActor(forRopc, bob.access_token), 'invalid_request');
+    });
+  });
+
+  describe('belongs to the subject token\'s grant (issue 9 item 3)', () => {
+    for (const [format, client] of [['JWT', ROPC], ['reference', REF]] as const) {
+      it(`ends with the user's grant family when its refresh token is revoked (${format})`, async () => {
+        const alice = await passwordTokens(sigil, { client, scope: 'openid api1 offline_access' });
+        const once = await exchanged(alice.access_token, client);
+        const twice = await exchanged(once.access_token, client);
+        expect(once.scope).toBe('openid api1');
+        for (const t of [once, twice]) {
+          expect((await introspect(sigil, t.access_token)).json()).toMatchObject({ active: true, sub: '1' });
+          expect((await userinfo(sigil, t.access_token)).statusCode).toBe(200);
+        }
+        const revoked = await postForm(sigil, '/connect/revocation', { token: alice.refresh_token!, token_type_hint: 'refresh_token' }, client);
+        expect(revoked.statusCode).toBe(200);
+        for (const t of [once, twice]) {
+          expect((await introspect(sigil, t.access_token)).json()).toEqual({ active: false });
+          expect((await userinfo(sigil, t.access_token)).statusCode).toBe(401);
+          expectError(await exchange({ subject_token: t.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, client), 'invalid_request');
+        }
+      });
+    }
+
+    for (const [format, exchanger] of [['JWT', GATEWAY], ['reference', REF]] as const) {
+      it(`never outlives the subject token, however often it is re-exchanged (${format})`, async () => {
+        const alice = await passwordTokens(sigil, { client: SHORT, scope: 'openid api1' });
+        const subjectExp = decodeJwt(alice.access_token).exp!;
+        let token = alice.access_token;
+        for (let i = 0; i < 3; i++) {
+          const body = await exchanged(token, exchanger, { scope: 'api1' });
+          const seen = (await introspect(sigil, body.access_token)).json<{ active: boolean; exp: number; iat: number }>();
+          expect(seen.active).toBe(true);
+          expect(seen.exp).toBeLessThanOrEqual(subjectExp);
+          expect(body.expires_in).toBe(seen.exp - seen.iat);
+          token = body.access_token;
+        }
+      });
+    }
+  });
 
   it('exchanges alice\'s access token for a new one that names the acting client', async () => {
     const alice = await passwordTokens(sigil, { scope: 'openid api1' });
@@ -38,10 +199,13 @@ describe('token exchange', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     const body = res.json<Record<string, unknown>>();
-    expect(body).toMatchObject({ token_type: 'Bearer', issued_token_type: ACCESS_TOKEN_TYPE, scope: 'api1', expires_in: 3600 });
+    expect(body).toMatchObject({ token_type: 'Bearer', issued_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' });
     expect(body).not.toHaveProperty('refresh_token');
     expect(body).not.toHaveProperty('id_token');
     const { payload } = await jwtVerify(body.access_token as string, await fetchJwks(sigil), { typ: 'at+jwt' });
+    // The subject token's lifetime (3600 s) bounds the new one.
+    expect(payload.exp).toBeLessThanOrEqual(decodeJwt(alice.access_token).exp!);
+    expect(body.expires_in).toBe(payload.exp! - payload.iat!);
     expect(payload.sub).toBe('1');
     expect(payload.client_id).toBe('ropc');
     expect(payload.aud).toBe('api1');

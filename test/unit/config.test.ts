@@ -64,6 +64,7 @@ describe('resolveConfig: defaults', () => {
       allowAccessTokensViaBrowser: false,
       requestUris: [],
       jwks: null,
+      tokenExchangeSubjectAudiences: [],
       allowedCorsOrigins: [],
     });
   });
@@ -154,6 +155,17 @@ describe('resolveConfig: errors name the field path', () => {
     expect(problems({ apiScopes: [{ name: 'openid' }] })[0]).toMatch(/^identityResources\[0\]\.name: /);
     expect(problems({ users: [{ subjectId: '1', username: 'a' }, { subjectId: '2', username: 'A' }] })).toEqual(['users[1].username: duplicate username "A"']);
     expect(problems({ users: [{ subjectId: '1', username: 'a', password: 'x', passwordHash: '$argon2id$x' }] })[0]).toMatch(/^users\[0\]: /);
+  });
+
+  it('refuses tokenExchangeSubjectAudiences that are not API resources, naming the entry', () => {
+    const resources = { apiScopes: [{ name: 's1' }], apiResources: [{ name: 'r1', scopes: ['s1'] }] };
+    const exchanger = (audiences: string[]) => cc({ allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:token-exchange'], tokenExchangeSubjectAudiences: audiences });
+    // An API scope or a client id is not an API resource.
+    expect(problems({ ...resources, clients: [exchanger(['r1', 's1', 'c'])] })).toEqual([
+      'clients[0].tokenExchangeSubjectAudiences[1]: unknown API resource "s1"',
+      'clients[0].tokenExchangeSubjectAudiences[2]: unknown API resource "c"',
+    ]);
+    expect(resolveConfig({ ...resources, clients: [exchanger(['r1'])] }).clients[0]!.tokenExchangeSubjectAudiences).toEqual(['r1']);
   });
 
   it('refuses a public client with reusable refresh tokens (RFC 9700 §4.14.2)', () => {
