@@ -9,7 +9,8 @@
  *   client acts as that API). Anything else is `invalid_request` (§2.2.2).
  * - Who acts: the subject of `actor_token` when one is sent (it must be an access token issued to
  *   the requesting client), otherwise the requesting client itself. When the subject token carries
- *   `may_act` (§4.4) the actor must match it, else `invalid_request`. Sigil never impersonates.
+ *   `may_act` (§4.4) the actor must match it, else `invalid_request`, and the new token carries
+ *   the same `may_act`, so a restriction cannot be shed by one more hop. Sigil never impersonates.
  * - What is granted: never more than the subject token. Requested scopes must all be among the
  *   subject token's scopes (else `invalid_scope`, RFC 6749 §3.3); omitted `scope` means the subject
  *   token's scopes that the client may request. Identity scopes therefore only where the subject
@@ -115,7 +116,7 @@ export const tokenExchangeGrant: ExtensionGrant = {
         amr: Array.isArray(subject.claims.amr) ? (subject.claims.amr as string[]) : ['token-exchange'],
       },
       scopes,
-      claims: { act: actor },
+      claims: { act: actor, ...(subject.claims.may_act !== undefined ? { may_act: subject.claims.may_act } : {}) },
       ...(subject.familyId !== undefined ? { familyId: subject.familyId } : {}),
       expiresAt: subject.claims.exp,
       response: { issued_token_type: ACCESS_TOKEN_TYPE },

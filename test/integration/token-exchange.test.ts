@@ -149,6 +149,12 @@ describe('token exchange', () => {
 
       const forGateway = await issue({ client_id: 'gateway' });
       expectError(await withActor(forGateway), 'invalid_request');
+      // gateway (acting as api1) may; the restriction travels with the new token, so ref-ex (also
+      // acting as api1) may not take it one hop further, while gateway may re-exchange its own.
+      const byGateway = await exchanged(forGateway, GATEWAY, { scope: 'api1' });
+      expect(decodeJwt(byGateway.access_token).may_act).toEqual({ client_id: 'gateway' });
+      expectError(await exchange({ subject_token: byGateway.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, REF), 'invalid_request');
+      await exchanged(byGateway.access_token, GATEWAY, { scope: 'api1' });
       const forRopc = await issue({ client_id: 'ropc', sub: 'ropc' });
       expect((await withActor(forRopc)).statusCode).toBe(200);
       expectError(await withActor(forRopc, bob.access_token), 'invalid_request');
