@@ -27,7 +27,7 @@ const ROPC: BasicCredentials = ['ropc', 'ropc-secret'];
 const GATEWAY: BasicCredentials = ['gateway', 'gateway-secret'];
 /** Issues short-lived (30 s) user tokens. */
 const SHORT: BasicCredentials = ['short', 'short-secret'];
-/** Issues reference access tokens and exchanges its own. */
+/** Issues reference access tokens; exchanges its own and, acting as api1, api1 tokens. */
 const REF: BasicCredentials = ['ref-ex', 'ref-secret'];
 const MAY_ACT_GRANT = 'urn:example:may-act';
 
@@ -46,7 +46,6 @@ describe('token exchange', () => {
   let sigil: TestSigil;
   beforeAll(async () => {
     const base = testConfig();
-    const exchangeGrant = ['password', TOKEN_EXCHANGE];
     sigil = await startSigil(
       {
         clients: [
@@ -62,7 +61,7 @@ describe('token exchange', () => {
           {
             clientId: 'ref-ex',
             clientSecrets: ['ref-secret'],
-            allowedGrantTypes: exchangeGrant,
+            allowedGrantTypes: ['password', TOKEN_EXCHANGE],
             allowedScopes: ['openid', 'profile', 'api1', 'offline_access'],
             allowOfflineAccess: true,
             accessTokenType: 'reference',
