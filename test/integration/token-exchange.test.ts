@@ -330,6 +330,16 @@ describe('extension grants', () => {
       if (credential === 'machine') return {};
       if (credential === 'ghost') return { subject: { subjectId: 'no-such-user' } };
       if (credential === 'dave') return { subject: { subjectId: '4' } };
+      if (credential === 'expired') return { subject: { subjectId: '1' }, expiresAt: Math.floor(Date.now() / 1000) - 1 };
+      if (credential === 'joined' || credential === 'revoked-meanwhile') {
+        // Joins the grant family of a user's access token and expires with it.
+        const valid = await ctx.validateAccessToken(ctx.params.require('user_token'));
+        if (!valid) throw new OAuthError('invalid_grant', 'user_token is invalid');
+        // The user's grant is revoked while this request is in flight.
+        if (credential === 'revoked-meanwhile')
+          await postForm(sigil, '/connect/revocation', { token: ctx.params.require('user_refresh_token') }, ROPC);
+        return { subject: { subjectId: valid.claims.sub }, familyId: valid.familyId!, expiresAt: valid.claims.exp! };
+      }
       return { subject: { subjectId: credential }, claims: { tenant_hint: 'x', sub: 'forged', act: { sub: 'svc' } } };
     },
   };
@@ -428,6 +438,36 @@ describe('extension grants', () => {
       expect(res.statusCode).toBe(400);
       expect(res.json()).toMatchObject({ error: 'invalid_grant' });
     }
+  });
+
+  it('joins a named grant family and expiry cap: the tokens end with that grant', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
+    const res = await grant({ custom_credential: 'joined', user_token: alice.access_token, scope: 'api1 offline_access' });
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json<TokenBody>();
+    const subjectExp = decodeJwt(alice.access_token).exp!;
+    expect(decodeJwt(body.access_token).exp).toBeLessThanOrEqual(subjectExp);
+    // The refresh token is capped too: introspected by its client, it expires with the subject token.
+    const refresh = (await introspect(sigil, body.refresh_token!, CUSTOM)).json<{ active: boolean; exp: number }>();
+    expect(refresh.active).toBe(true);
+    expect(refresh.exp).toBeLessThanOrEqual(subjectExp);
+    // Revoking alice's grant ends the joined tokens.
+    expect((await postForm(sigil, '/connect/revocation', { token: alice.refresh_token! }, ROPC)).statusCode).toBe(200);
+    expect((await introspect(sigil, body.access_token)).json()).toEqual({ active: false });
+    expect((await introspect(sigil, body.refresh_token!, CUSTOM)).json()).toEqual({ active: false });
+  });
+
+  it('refuses with invalid_request when the named family is revoked while the tokens are issued', async () => {
+    const alice = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
+    const res = await grant({ custom_credential: 'revoked-meanwhile', user_token: alice.access_token, user_refresh_token: alice.refresh_token!, scope: 'api1' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('refuses a result whose expiry cap has passed with invalid_grant', async () => {
+    const res = await grant({ custom_credential: 'expired' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
   it('is unsupported_grant_type when no such grant is registered', async () => {
