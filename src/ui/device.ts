@@ -30,7 +30,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
   app.post('/device', async (request, reply) => {
     const body = request.body instanceof Params ? request.body : Params.empty();
     const lang = language(request);
-    if (!(await checkCsrf(app, request, reply, origin)))
+    if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
     const browser = ctx.sessions.browserId(request, reply);
     const keys = [`device:address:${request.ip}`, `device:browser:${browser}`];
