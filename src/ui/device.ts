@@ -9,7 +9,7 @@ import type { SigilContext } from '../context.js';
 import { expiredPage, language } from '../endpoints/authorize.js';
 import { sendErrorPage } from '../endpoints/authorize-response.js';
 import { type DeviceCodeData, userCodeKey } from '../endpoints/device-authorization.js';
-import type { Interaction } from '../endpoints/interactions.js';
+import { type Interaction, takeInteractionQuota } from '../endpoints/interactions.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { nowSeconds } from '../tokens/handles.js';
@@ -47,6 +47,13 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     if (!code || !found) {
       await ctx.limiter.fail(keys);
       return devicePage(ctx, request, reply, '', 'invalidCode');
+    }
+    try {
+      await takeInteractionQuota(ctx, browser, request.ip);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      reply.headers(err.headers);
+      return devicePage(ctx, request, reply, '', 'tooManyAttempts', 429);
     }
     const interaction: Interaction = {
       params: { client_id: found.clientId, scope: found.data.scopes.join(' ') },
