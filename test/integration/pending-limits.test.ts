@@ -22,6 +22,7 @@ import {
   expectClientError,
   expectErrorPage,
   getCode,
+  input,
   isLoginPage,
   pkce,
   redeem,
@@ -202,7 +203,7 @@ describe('quotas on device authorizations (5 per address, 8 per client)', () => 
         { clientId: 'tv', requireClientSecret: false, allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'], allowedScopes: ['openid'] },
         { clientId: 'radio', requireClientSecret: false, allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'], allowedScopes: ['openid'] },
       ],
-      { pendingLimits: { deviceAuthorizationsPerAddress: 5, deviceAuthorizationsPerClient: 8 } },
+      { pendingLimits: { deviceAuthorizationsPerAddress: 5, deviceAuthorizationsPerClient: 8, interactionsPerBrowser: 2 } },
     );
   });
   afterAll(async () => sigil.close());
@@ -232,6 +233,24 @@ describe('quotas on device authorizations (5 per address, 8 per client)', () => 
     expect((await start('radio', '203.0.113.33')).statusCode).toBe(200);
     expect(countGrants(sigil, 'device_code')).toBe(9);
     expect(countGrants(sigil, 'user_code')).toBe(9);
+  });
+
+  it('entering a user code starts a pending request, within the browser quota too (interactionsPerBrowser 2)', async () => {
+    const started = await start('radio', '203.0.113.40');
+    expect(started.statusCode).toBe(200);
+    const userCode = started.json<{ user_code: string }>().user_code;
+    const b = new Browser(sigil, '203.0.113.41');
+    const enter = async () => {
+      const page = await b.get('/device');
+      return b.post('/device', { csrf_token: input(page.body, 'csrf_token'), userCode, button: 'submit' });
+    };
+    for (let i = 0; i < 2; i++) expect((await enter()).status).toBe(303);
+    const rows = countGrants(sigil, 'interaction');
+    const refused = await enter();
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expect(refused.body).toContain('name="userCode"');
+    expect(countGrants(sigil, 'interaction')).toBe(rows);
   });
 });
 
