@@ -126,7 +126,9 @@ export function isNativeRedirect(uri: string): boolean {
 /**
  * Validates an authorization request.
  * @param raw the query (GET) or form (POST) parameters
- * @throws AuthorizeError with the OAuth error and, once known good, the response target.
+ * @throws AuthorizeError with the OAuth error and, once known good, the response target. A
+ *   parameter longer than `PARAM_MAX_LENGTH` is `invalid_request`: on the error page for
+ *   `client_id`, `redirect_uri` and `state` (an oversized state is never echoed), else to the client.
  */
 export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): Promise<AuthorizeRequest> {
   const page = (e: OAuthError) => new AuthorizeError(e);
@@ -317,6 +319,7 @@ const PARAMS_KEPT = [
   'login_hint', 'ui_locales', 'acr_values', 'code_challenge', 'code_challenge_method', 'id_token_hint',
 ];
 
+/** Whether `name` was sent more than once (RFC 6749 §3.1). */
 function isRepeated(params: Params, name: string): boolean {
   try {
     params.get(name);
