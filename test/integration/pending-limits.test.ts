@@ -2,9 +2,10 @@
  * What callers who have not authenticated can make Sigil store (issue 9 item 6; OWASP
  * API4:2023): a length limit on every authorization parameter, quotas on pending interactions per
  * browser and per address (an IPv6 /64), on device authorizations per address and per client,
- * and a clean-up that deletes every expired row in one run. Measured on the real SQLite file.
+ * and a clean-up that deletes every expired row in one run. Measured on the real SQLite file;
+ * the quota counters also shared by two nodes through Redis.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -13,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanUpExpired } from '../../src/stores/housekeeping.js';
 import { newGrantRecord } from '../../src/stores/types.js';
 import { nowSeconds } from '../../src/tokens/handles.js';
+import { RedisFailureCounters } from '../../src/validation/failure-limiter.js';
+import { takeQuota } from '../../src/validation/request-quota.js';
 import { form, type TestSigil } from '../helpers.js';
 import {
   authorizeUrl,
@@ -275,5 +278,27 @@ describe('clean-up of expired rows', () => {
     const options = { keyReloadSeconds: 60, cleanupIntervalSeconds: 300, batchSize: 10 };
     expect(await cleanUpExpired(sigil.context.store.maintenance, 'test-node', options, now)).toBe(700);
     expect(countGrants(sigil, 'interaction')).toBe(0);
+  });
+});
+
+describe('quotas shared through Redis', () => {
+  it('two nodes count one quota together', async () => {
+    const a = new RedisFailureCounters('redis://127.0.0.1:6379');
+    const b = new RedisFailureCounters('redis://127.0.0.1:6379');
+    // Counters outlive a run in Redis: each run uses keys of its own.
+    const entries = [{ key: `test:${randomUUID()}`, limit: 3 }];
+    try {
+      await takeQuota(a, entries, 60);
+      await takeQuota(b, entries, 60);
+      await takeQuota(a, entries, 60);
+      for (const node of [a, b]) {
+        const err = await takeQuota(node, entries, 60).catch((e: unknown) => e);
+        expect(err).toMatchObject({ code: 'temporarily_unavailable', status: 429 });
+        expect(Number((err as { headers: Record<string, string> }).headers['retry-after'])).toBeGreaterThan(0);
+      }
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 });
