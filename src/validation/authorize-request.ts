@@ -70,7 +70,9 @@ const MODES = new Set<string>(['query', 'fragment', 'form_post']);
  * it keeps the header under 8 KB, the request-line limit of common proxies and servers; values
  * that pack the client's own state into `state` fit many times over. A longer `state` is not
  * echoed: the error page answers. The parameter set is bounded too: names not listed here are
- * never stored.
+ * never stored. `request` and `request_uri` have their own errors (RFC 9101 §6.3): a request
+ * object over `MAX_REQUEST_OBJECT` is `invalid_request_object`, a `request_uri` that is not one of
+ * the client's registered ones is `invalid_request_uri`.
  */
 export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   client_id: 100,
@@ -88,8 +90,6 @@ export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   code_challenge: 128,
   code_challenge_method: 10,
   id_token_hint: 4000,
-  request: 51_200,
-  request_uri: 512,
 };
 
 /**
@@ -163,8 +163,8 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
   let request: string | undefined;
   let requestUri: string | undefined;
   try {
-    request = bounded(raw, 'request');
-    requestUri = bounded(raw, 'request_uri');
+    request = raw.get('request');
+    requestUri = raw.get('request_uri');
     if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
     if (requestUri !== undefined) request = await fetchRequestObject(requestUri, client);
     if (request !== undefined) {
