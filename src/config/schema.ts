@@ -134,6 +134,33 @@ const rateLimits = z.strictObject({
   windowSeconds: lifetime.default(60),
 });
 
+/**
+ * Limits on what callers who have not authenticated can make Sigil store (OWASP API4:2023): each
+ * counts stored requests per key in a fixed window of `windowSeconds`, so the live rows per key
+ * stay under twice the limit while their lifetime is at most one window.
+ */
+const pendingLimits = z.strictObject({
+  /** The counting window, in seconds (the lifetime of a pending interaction). */
+  windowSeconds: lifetime.default(600),
+  /** Pending authorization requests (waiting for login or consent) one browser may start per window. */
+  interactionsPerBrowser: z.number().int().positive().default(30),
+  /** Pending authorization requests one address (an IPv6 /64) may start per window. */
+  interactionsPerAddress: z.number().int().positive().default(300),
+  /** Device authorizations (RFC 8628 §3.1) one address (an IPv6 /64) may start per window. */
+  deviceAuthorizationsPerAddress: z.number().int().positive().default(30),
+  /** Device authorizations one client may start per window, from all addresses together. */
+  deviceAuthorizationsPerClient: z.number().int().positive().default(1000),
+});
+
+/** Default `pendingLimits`. */
+export const PENDING_LIMITS_DEFAULTS = {
+  windowSeconds: 600,
+  interactionsPerBrowser: 30,
+  interactionsPerAddress: 300,
+  deviceAuthorizationsPerAddress: 30,
+  deviceAuthorizationsPerClient: 1000,
+};
+
 /** The whole config file. */
 export const configSchema = z
   .strictObject({
@@ -155,6 +182,7 @@ export const configSchema = z
     users: z.array(user).default([]),
     identityProviders: z.array(identityProvider).default([]),
     rateLimits: rateLimits.default({ maxFailures: 20, windowSeconds: 60 }),
+    pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS),
     /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
     sessionLifetime: lifetime.default(36000),
     /** Signing key lifecycle, in seconds (Duende's automatic key management defaults). */

@@ -21,7 +21,7 @@ import {
   validateAuthorizeRequest,
 } from '../validation/authorize-request.js';
 import { browserEndpoint, sendErrorPage, sendErrorToClient, sendToClient } from './authorize-response.js';
-import type { Interaction } from './interactions.js';
+import { type Interaction, takeInteractionQuota } from './interactions.js';
 import { newGrantRecord } from '../stores/types.js';
 
 /** Data stored with an authorization code (RFC 6749 §4.1.2: bound to client, redirect URI, PKCE, nonce). */
@@ -97,7 +97,7 @@ async function authorize(
   const upstream = chosenUpstream(ctx, req);
   if (needsLogin(req, session, user, pending?.interaction) || (upstream !== undefined && session?.idp !== upstream)) {
     if (req.prompt.has('none')) return fail('login_required', 'the user must sign in');
-    return toPage(ctx, reply, req, browser, pending, upstream ? `/federation/${upstream}/login` : '/account/login');
+    return toPage(ctx, request, reply, req, browser, pending, upstream ? `/federation/${upstream}/login` : '/account/login');
   }
   const live = session as Session;
   const liveUser = user as User;
@@ -106,7 +106,7 @@ async function authorize(
   if (pending?.interaction.consented) scopes = req.scopes.filter((s) => pending.interaction.consented?.includes(s));
   else if (await needsConsent(ctx, req, live)) {
     if (req.prompt.has('none')) return fail('consent_required', 'the user must consent');
-    return toPage(ctx, reply, req, browser, pending, '/consent');
+    return toPage(ctx, request, reply, req, browser, pending, '/consent');
   }
   if (pending && !(await ctx.interactions.finish(pending.id))) return expiredPage(ctx, request, reply);
 
@@ -182,8 +182,15 @@ export function consentKey(subjectId: string, clientId: string): string {
   return hashHandle(`consent\u0000${subjectId}\u0000${clientId}`);
 }
 
+/**
+ * Sends the browser to a page (login, consent, an upstream provider) for the request, storing it
+ * as a pending interaction first unless it already is one. A new one counts against the browser's
+ * and the address's quota (`pendingLimits`); over either, the 429 error page with `Retry-After`
+ * answers and nothing is stored.
+ */
 async function toPage(
   ctx: SigilContext,
+  request: FastifyRequest,
   reply: FastifyReply,
   req: AuthorizeRequest,
   browser: string,
@@ -191,7 +198,17 @@ async function toPage(
   page: string,
 ): Promise<FastifyReply> {
   let id = pending?.id;
-  if (!id) id = await ctx.interactions.create(req.client.clientId, { params: req.params, browser });
+  if (!id) {
+    try {
+      await takeInteractionQuota(ctx, browser, request.ip);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: err.code });
+      reply.headers(err.headers);
+      return sendErrorPage(ctx, reply, err, language(request, req.uiLocales), err.status);
+    }
+    id = await ctx.interactions.create(req.client.clientId, { params: req.params, browser });
+  }
   return reply.header('cache-control', 'no-store').redirect(`${page}?interaction=${encodeURIComponent(id)}`, 303);
 }
 

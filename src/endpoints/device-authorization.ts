@@ -1,7 +1,10 @@
 /**
  * Device authorization, `POST /connect/deviceauthorization` (RFC 8628 §3.1–§3.2): the device's
  * client authenticates like at the token endpoint and receives a device code (256-bit, stored
- * hashed), a user code to type at `{issuer}/device`, and the polling interval.
+ * hashed), a user code to type at `{issuer}/device`, and the polling interval. Each authorization
+ * stores two rows, so it counts against the caller's address and the client (`pendingLimits`);
+ * beyond either limit the answer is 429 `temporarily_unavailable` with `Retry-After` (RFC 6585
+ * §4) and nothing is stored.
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
@@ -9,6 +12,7 @@ import { OAuthError } from '../errors.js';
 import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
 import { hashHandle, newHandle, nowSeconds } from '../tokens/handles.js';
 import { authenticateClient } from '../validation/client-auth.js';
+import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
 import { validateScopes } from '../validation/scopes.js';
 import { formatUserCode, generateUserCode } from '../validation/user-code.js';
 import { newGrantRecord } from '../stores/types.js';
@@ -56,6 +60,15 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
         if (!client.allowedGrantTypes.includes(DEVICE_CODE_GRANT))
           throw new OAuthError('unauthorized_client', 'the client may not use the device flow');
         const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');
+        const limits = ctx.config.pendingLimits;
+        await takeQuota(
+          ctx.limiter.counters,
+          [
+            { key: `device:address:${addressQuotaKey(request.ip)}`, limit: limits.deviceAuthorizationsPerAddress },
+            { key: `device:client:${client.clientId}`, limit: limits.deviceAuthorizationsPerClient },
+          ],
+          limits.windowSeconds,
+        );
         const now = nowSeconds();
         const expiresAt = now + client.deviceCodeLifetime;
         const deviceCode = newHandle();

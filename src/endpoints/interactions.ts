@@ -3,12 +3,34 @@
  * SHA-256 of a random id, bound to the browser that started it (SES-05), and lives 10 minutes.
  * Pages carry only the id, never a return URL, so there is nothing to redirect openly to.
  */
+import type { SigilContext } from '../context.js';
 import type { GrantStore } from '../stores/types.js';
+import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
 import { hashHandle, newHandle, nowSeconds } from '../tokens/handles.js';
 import { newGrantRecord } from '../stores/types.js';
 
 /** How long a pending request waits for the user, in seconds. */
 export const INTERACTION_LIFETIME = 600;
+
+/**
+ * Counts a new pending request against its browser's and its address's quota (config
+ * `pendingLimits`: `interactionsPerBrowser`, `interactionsPerAddress` per `windowSeconds`). Call it
+ * before `Interactions.create` for a request that no one has authenticated yet.
+ * @param browser the browser id's hash (`SessionService.browserId`)
+ * @param ip the request's address
+ * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` when over either limit.
+ */
+export async function takeInteractionQuota(ctx: SigilContext, browser: string, ip: string): Promise<void> {
+  const limits = ctx.config.pendingLimits;
+  await takeQuota(
+    ctx.limiter.counters,
+    [
+      { key: `interaction:browser:${browser}`, limit: limits.interactionsPerBrowser },
+      { key: `interaction:address:${addressQuotaKey(ip)}`, limit: limits.interactionsPerAddress },
+    ],
+    limits.windowSeconds,
+  );
+}
 
 /** A pending authorization request. */
 export interface Interaction {

@@ -15,20 +15,24 @@ export interface HousekeepingOptions {
   batchSize: number;
 }
 
-/** Most batches one clean-up run deletes before yielding until the next run. */
-const MAX_BATCHES = 50;
-
 /**
- * Deletes expired grant rows if this node holds the clean-up lease.
+ * Deletes expired grant rows if this node holds the clean-up lease: batch after batch until no
+ * expired row is left, so one run keeps pace with however many rows expired since the last (a
+ * fixed number of batches per run, as before, fell behind any creation rate above
+ * 50 batches per interval). Between batches it yields to other work; it stops early only when
+ * one interval has passed (the lease lasts two), and the next run goes on.
+ * @param now Unix seconds: rows with `expiresAt` before it are deleted
  * @returns how many rows were deleted (0 when another node holds the lease).
  */
 export async function cleanUpExpired(maintenance: Maintenance, holder: string, options: HousekeepingOptions, now = nowSeconds()): Promise<number> {
   if (!(await maintenance.acquireLease('cleanup', holder, now, now + 2 * options.cleanupIntervalSeconds))) return 0;
+  const deadline = Date.now() + options.cleanupIntervalSeconds * 1000;
   let total = 0;
-  for (let i = 0; i < MAX_BATCHES; i++) {
+  for (;;) {
     const deleted = await maintenance.deleteExpired(now, options.batchSize);
     total += deleted;
-    if (deleted < options.batchSize) break;
+    if (deleted < options.batchSize || Date.now() >= deadline) break;
+    await new Promise((resolve) => setImmediate(resolve));
   }
   return total;
 }

@@ -31,7 +31,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
   app.post('/account/login', async (request, reply) => {
     const body = request.body instanceof Params ? request.body : Params.empty();
     const lang = language(request, single(body, 'ui_locales'));
-    if (!(await checkCsrf(app, request, reply, origin)))
+    if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
     const id = single(body, 'interaction');
     const browser = ctx.sessions.browserId(request, reply);
@@ -76,7 +76,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
 
   app.post('/account/logout', async (request, reply) => {
     const lang = language(request);
-    if (!(await checkCsrf(app, request, reply, origin)))
+    if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
     await ctx.sessions.end(request, reply);
     return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedOutTitle', textKey: 'signedOut' });

@@ -47,7 +47,7 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
 
   app.post('/consent', async (request, reply) => {
     const body = request.body instanceof Params ? request.body : Params.empty();
-    if (!(await checkCsrf(app, request, reply, origin)))
+    if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), language(request), 403);
     const id = single(body, 'interaction');
     const browser = ctx.sessions.browserId(request, reply);

@@ -18,14 +18,26 @@ export function csrfTokenOf(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Checks a form POST: same-origin `Origin` (when sent) and a valid CSRF token.
+ * Checks a form POST: same-origin `Origin` (when sent) and a valid CSRF token (RFC 6749 §10.12).
+ * Synchronous, so it always settles: the caller answers a refusal with its own HTML page
+ * (status 403). The plugin's `csrfProtection` would answer a refusal itself, with
+ * `reply.send(error)` (JSON through the error handler), and never call back, leaving the page
+ * handler pending; so it gets a view of the reply whose `send` only records the refusal, and the
+ * real reply stays untouched for the page.
  * @param origin the issuer's origin
  * @returns whether the request may proceed
  */
-export function checkCsrf(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, origin: string): Promise<boolean> {
+export function checkCsrf(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, origin: string): boolean {
   const sentOrigin = request.headers.origin;
-  if (sentOrigin !== undefined && sentOrigin !== origin) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    app.csrfProtection(request, reply, (err?: Error) => resolve(!err));
-  });
+  if (sentOrigin !== undefined && sentOrigin !== origin) return false;
+  let passed = false;
+  const probe: FastifyReply = Object.create(reply, { send: { value: () => probe } });
+  try {
+    app.csrfProtection(request, probe, (err?: Error) => {
+      passed = !err;
+    });
+  } catch {
+    return false;
+  }
+  return passed;
 }

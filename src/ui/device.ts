@@ -9,7 +9,7 @@ import type { SigilContext } from '../context.js';
 import { expiredPage, language } from '../endpoints/authorize.js';
 import { sendErrorPage } from '../endpoints/authorize-response.js';
 import { type DeviceCodeData, userCodeKey } from '../endpoints/device-authorization.js';
-import type { Interaction } from '../endpoints/interactions.js';
+import { type Interaction, takeInteractionQuota } from '../endpoints/interactions.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { nowSeconds } from '../tokens/handles.js';
@@ -30,7 +30,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
   app.post('/device', async (request, reply) => {
     const body = request.body instanceof Params ? request.body : Params.empty();
     const lang = language(request);
-    if (!(await checkCsrf(app, request, reply, origin)))
+    if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
     const browser = ctx.sessions.browserId(request, reply);
     const keys = [`device:address:${request.ip}`, `device:browser:${browser}`];
@@ -47,6 +47,13 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     if (!code || !found) {
       await ctx.limiter.fail(keys);
       return devicePage(ctx, request, reply, '', 'invalidCode');
+    }
+    try {
+      await takeInteractionQuota(ctx, browser, request.ip);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      reply.headers(err.headers);
+      return devicePage(ctx, request, reply, '', 'tooManyAttempts', 429);
     }
     const interaction: Interaction = {
       params: { client_id: found.clientId, scope: found.data.scopes.join(' ') },

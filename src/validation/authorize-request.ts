@@ -63,6 +63,46 @@ export class AuthorizeError extends Error {
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
 const MODES = new Set<string>(['query', 'fragment', 'form_post']);
 
+/**
+ * Most characters of each authorization request parameter Sigil reads or keeps (OWASP API4:2023).
+ * Duende IdentityServer's input limits where it has one; `state` is ours: 2,000 characters, because
+ * Sigil echoes it in the redirect's `Location`, where even percent-encoded (three times as long)
+ * it keeps the header under 8 KB, the request-line limit of common proxies and servers; values
+ * that pack the client's own state into `state` fit many times over. A longer `state` is not
+ * echoed: the error page answers. The parameter set is bounded too: names not listed here are
+ * never stored. `request` and `request_uri` have their own errors (RFC 9101 §6.3): a request
+ * object over `MAX_REQUEST_OBJECT` is `invalid_request_object`, a `request_uri` that is not one of
+ * the client's registered ones is `invalid_request_uri`.
+ */
+export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
+  client_id: 100,
+  redirect_uri: 400,
+  state: 2000,
+  response_type: 50,
+  response_mode: 20,
+  scope: 300,
+  nonce: 300,
+  prompt: 100,
+  max_age: 10,
+  login_hint: 100,
+  ui_locales: 100,
+  acr_values: 300,
+  code_challenge: 128,
+  code_challenge_method: 10,
+  id_token_hint: 4000,
+};
+
+/**
+ * The parameter `name` if within its length limit.
+ * @throws OAuthError `invalid_request` when longer than `PARAM_MAX_LENGTH[name]`, or repeated.
+ */
+function bounded(params: Params, name: string): string | undefined {
+  const value = params.get(name);
+  const max = PARAM_MAX_LENGTH[name];
+  if (value !== undefined && max !== undefined && value.length > max) throw invalidRequest(`${name} is too long`);
+  return value;
+}
+
 /** Normalizes a `response_type` (space-separated, any order) to one of `RESPONSE_TYPES`. */
 export function normalizeResponseType(value: string): ResponseType | undefined {
   const parts = value.split(' ');
@@ -86,13 +126,15 @@ export function isNativeRedirect(uri: string): boolean {
 /**
  * Validates an authorization request.
  * @param raw the query (GET) or form (POST) parameters
- * @throws AuthorizeError with the OAuth error and, once known good, the response target.
+ * @throws AuthorizeError with the OAuth error and, once known good, the response target. A
+ *   parameter longer than `PARAM_MAX_LENGTH` is `invalid_request`: on the error page for
+ *   `client_id`, `redirect_uri` and `state` (an oversized state is never echoed), else to the client.
  */
 export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): Promise<AuthorizeRequest> {
   const page = (e: OAuthError) => new AuthorizeError(e);
   let clientId: string | undefined;
   try {
-    clientId = raw.get('client_id');
+    clientId = bounded(raw, 'client_id');
   } catch (err) {
     throw page(err as OAuthError);
   }
@@ -103,10 +145,10 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
   // A redirect target from the plain parameters, used when the request object itself is refused.
   const fallbackTarget = (): ResponseTarget | undefined => {
     try {
-      const uri = raw.get('redirect_uri');
+      const uri = bounded(raw, 'redirect_uri');
       if (uri === undefined || !matchRedirectUri(uri, client.redirectUris)) return undefined;
       const rt = normalizeResponseType(raw.get('response_type') ?? '');
-      const state = raw.get('state');
+      const state = bounded(raw, 'state');
       // The mode asked for, as below: form_post always, fragment always, query only for code.
       const asked = raw.get('response_mode');
       let mode: ResponseMode = rt && rt !== 'code' ? 'fragment' : 'query';
@@ -140,7 +182,7 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
 
   const read = (name: string): string | undefined => {
     try {
-      return params.get(name);
+      return bounded(params, name);
     } catch (err) {
       throw name === 'redirect_uri' ? page(err as OAuthError) : err;
     }
@@ -152,9 +194,11 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
 
   const target: ResponseTarget = { redirectUri, mode: 'query' };
   try {
-    const state = params.get('state');
+    const state = bounded(params, 'state');
     if (state !== undefined) target.state = state;
   } catch (err) {
+    // A repeated state goes back without one; an oversized one is not echoed (error page).
+    if (params.has('state') && !isRepeated(params, 'state')) throw page(err as OAuthError);
     throw new AuthorizeError(err as OAuthError, target);
   }
   const modeParam = safeGet(params, 'response_mode');
@@ -162,6 +206,7 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
     throw page(new OAuthError('invalid_request', 'response_mode is not supported'));
 
   try {
+    for (const name of Object.keys(PARAM_MAX_LENGTH)) bounded(params, name);
     const rtParam = params.get('response_type');
     const responseType = rtParam === undefined ? undefined : normalizeResponseType(rtParam);
     // Errors travel in the requested mode when it is valid for the response type, else its default.
@@ -201,7 +246,6 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
     if (scopes.length === 0) throw invalidScope('no scope can be granted');
 
     const nonce = params.get('nonce');
-    if (nonce !== undefined && nonce.length > 300) throw invalidRequest('nonce is too long');
     if (nonce === undefined && returnsIdToken) throw invalidRequest('nonce is required when an identity token is returned');
 
     const prompt = new Set((params.get('prompt') ?? '').split(' ').filter((p) => p !== ''));
@@ -215,9 +259,7 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
       maxAge = Number(maxAgeParam);
     }
     const loginHint = params.get('login_hint');
-    if (loginHint !== undefined && loginHint.length > 100) throw invalidRequest('login_hint is too long');
     const uiLocales = params.get('ui_locales');
-    if (uiLocales !== undefined && uiLocales.length > 100) throw invalidRequest('ui_locales is too long');
     const acr = parseAcrValues(params.get('acr_values'));
 
     let codeChallenge: string | undefined;
@@ -276,6 +318,16 @@ const PARAMS_KEPT = [
   'client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'prompt', 'max_age',
   'login_hint', 'ui_locales', 'acr_values', 'code_challenge', 'code_challenge_method', 'id_token_hint',
 ];
+
+/** Whether `name` was sent more than once (RFC 6749 §3.1). */
+function isRepeated(params: Params, name: string): boolean {
+  try {
+    params.get(name);
+    return false;
+  } catch {
+    return true;
+  }
+}
 
 function safeGet(params: Params, name: string): string | undefined {
   try {

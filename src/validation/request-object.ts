@@ -6,6 +6,7 @@
 import { createLocalJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import { OAuthError, invalidRequest } from '../errors.js';
 import type { Client } from './client-auth.js';
+import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from './json-bounds.js';
 
 /** Largest request object accepted, in characters (Duende's limit). */
 export const MAX_REQUEST_OBJECT = 51_200;
@@ -21,10 +22,12 @@ const invalidObject = (description: string) => new OAuthError('invalid_request_o
  * serialized), `client_id` included.
  * @param issuer Sigil's issuer: the required `aud` (OIDC Core §6.1)
  * @throws OAuthError `invalid_request_object` (bad JWT, signature, `aud`, `exp`, nested
- *   request), `invalid_request` (`client_id` differs from the request's).
+ *   request, JSON beyond `CALLER_JSON_BOUNDS`: over 16 levels deep), `invalid_request` (`client_id` differs from the request's).
  */
 export async function verifyRequestObject(jwt: string, client: Client, issuer: string): Promise<Record<string, string>> {
   if (jwt.length > MAX_REQUEST_OBJECT) throw invalidObject('the request object is too large');
+  const violation = jwsBoundsViolation(jwt, CALLER_JSON_BOUNDS);
+  if (violation) throw invalidObject(`the request object's JSON is ${violation}`);
   let alg: string | undefined;
   try {
     alg = decodeProtectedHeader(jwt).alg;

@@ -29,6 +29,9 @@ function deviceConfig(rateLimits: { maxFailures: number; windowSeconds: number }
   };
   return {
     rateLimits,
+    // Every device in this suite asks from one address: room for its few hundred authorizations
+    // (the limits themselves are tested in pending-limits.test.ts).
+    pendingLimits: { deviceAuthorizationsPerAddress: 10_000, deviceAuthorizationsPerClient: 10_000 },
     clients: [
       ...(base.clients ?? []),
       { clientId: 'tv', clientName: 'Living Room TV', requireClientSecret: false, ...device },

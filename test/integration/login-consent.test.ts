@@ -225,6 +225,33 @@ describe('login page', () => {
   });
 });
 
+describe('a failed CSRF check answers the HTML form-expired page (login, consent, device, logout)', () => {
+  /** Asserts the form-expired page: 403 HTML from Sigil's own page, not the plugin's JSON. */
+  const expectExpiredForm = (step: Step) => {
+    expectErrorPage(step, 'invalid_request', 403);
+    expect(step.body).toContain('the form has expired');
+  };
+
+  it('a browser without the CSRF cookie, and one with a wrong token, get the page on every form', async () => {
+    const { b, page } = await atLogin(consentClient());
+    const interaction = input(page.body, 'interaction');
+    const cookieless = new Browser(sigil);
+    for (const [who, token] of [[cookieless, undefined], [b, 'x'.repeat(40)]] as const) {
+      const fields = (extra: Record<string, string>) => ({ ...(token ? { csrf_token: token } : {}), ...extra });
+      expectExpiredForm(await who.post('/account/login', fields({ interaction, username: 'alice', password: 'alice', button: 'login' })));
+      expectExpiredForm(await who.post('/consent', fields({ interaction, button: 'yes' })));
+      expectExpiredForm(await who.post('/device', fields({ userCode: 'BCDF-GHJK', button: 'submit' })));
+      expectExpiredForm(await who.post('/account/logout', fields({ button: 'logout' })));
+    }
+    expect(b.cookies.has('sigil.session')).toBe(false);
+    // The same browser then signs in with the right token, and logout still needs one.
+    const consent = await b.follow(await b.submitLogin(page, 'alice', 'alice'));
+    expect(isConsentPage(consent), consent.body).toBe(true);
+    expectExpiredForm(await b.post('/account/logout', { button: 'logout' }));
+    expect(b.cookies.has('sigil.session')).toBe(true);
+  });
+});
+
 describe('SES-09 rate limit on failed logins (rateLimits.maxFailures 3)', () => {
   let limited: TestSigil;
   beforeAll(async () => {

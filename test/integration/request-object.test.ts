@@ -4,7 +4,7 @@
  * only from registered https URIs, never fetched otherwise.
  */
 import { createServer, type Server } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { CompactSign, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { createSigil } from '../../src/index.js';
@@ -215,6 +215,22 @@ describe('request by value', () => {
     expect(big.length).toBeGreaterThan(51_200);
     const step = await b.post('/connect/authorize', outer({ request: big }));
     expectClientError(step, 'invalid_request_object');
+  });
+
+  it('a request object whose claims nest thousands of levels deep → invalid_request_object, no 5xx', async () => {
+    // Signed and valid except for its shape: 5,000 nested arrays in `claims`. The payload is
+    // written as text (no library walks it on the way out), then signed as bytes.
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { ...inner(), iss: 'jar', aud: ISSUER, iat: now, exp: now + 120 };
+    const text = JSON.stringify(claims).replace(/\}$/, `,"claims":{"userinfo":${'['.repeat(5_000)}"x"${']'.repeat(5_000)}}}`);
+    const jwt = await new CompactSign(new TextEncoder().encode(text)).setProtectedHeader({ alg: 'HS256' }).sign(secretKey);
+    expect(jwt.length).toBeLessThan(51_200);
+    for (const step of [await b.post('/connect/authorize', outer({ request: jwt })), await b.get(authorizeUrl(outer({ request: jwt })))]) {
+      expectClientError(step, 'invalid_request_object', { state: 'outer-state' });
+    }
+    // Deep, but within the bound: a real `claims` request still works.
+    const fine = await hs256(inner({ claims: { userinfo: { name: { essential: true } } } }));
+    expect(readResponse(await b.get(authorizeUrl({ client_id: 'jar', request: fine }))).params.get('code')).toBeTruthy();
   });
 });
 
