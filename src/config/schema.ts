@@ -122,24 +122,31 @@ const identityProvider = z.strictObject({
 /** An upstream OpenID Connect provider (federation, `acr_values=idp:<name>`). */
 export type IdentityProviderConfig = z.output<typeof identityProvider>;
 
-const rateLimits = z.strictObject({
-  /**
-   * Failed credential checks tolerated per identity (client, API resource, user; user codes on the
-   * device page) and address in one window; then that address is refused for it (429).
-   */
-  maxFailures: z.number().int().positive().default(20),
-  /** The window, in seconds. */
-  windowSeconds: lifetime.default(60),
-  /** Failed checks tolerated per address in one window, whatever the identity; then 429. */
-  addressMaxFailures: z.number().int().positive().default(100),
-  /**
-   * Failed checks per identity in one window, from all addresses, before every check for it waits
-   * (100 ms, doubling per further failure). Never a refusal: the right credential still works.
-   */
-  identitySlowDownAfter: z.number().int().positive().default(100),
-  /** The longest such wait, in seconds. */
-  maxDelaySeconds: z.number().int().min(0).max(60).default(5),
-});
+const rateLimits = z
+  .strictObject({
+    /**
+     * Failed credential checks tolerated per identity (client, API resource, user; user codes on
+     * the device page) and address in one window; then that address is refused for it (429).
+     */
+    maxFailures: z.number().int().positive().default(20),
+    /** The window, in seconds. */
+    windowSeconds: lifetime.default(60),
+    /** Failed checks tolerated per address in one window, whatever the identity; then 429. Default 5 × maxFailures. */
+    addressMaxFailures: z.number().int().positive().optional(),
+    /**
+     * Failed checks per identity in one window, from all addresses, before every check for it
+     * waits (100 ms, doubling per further failure). Never a refusal: the right credential still
+     * works. Default 5 × maxFailures.
+     */
+    identitySlowDownAfter: z.number().int().positive().optional(),
+    /** The longest such wait, in seconds. */
+    maxDelaySeconds: z.number().int().min(0).max(60).default(5),
+  })
+  .transform((r) => ({
+    ...r,
+    addressMaxFailures: r.addressMaxFailures ?? 5 * r.maxFailures,
+    identitySlowDownAfter: r.identitySlowDownAfter ?? 5 * r.maxFailures,
+  }));
 
 /** Proxy names that proxy-addr (Fastify's `trustProxy`) understands as address ranges. */
 const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
@@ -205,7 +212,7 @@ export const configSchema = z
     clients: z.array(clientSchema).default([]),
     users: z.array(user).default([]),
     identityProviders: z.array(identityProvider).default([]),
-    rateLimits: rateLimits.default({ maxFailures: 20, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 100, maxDelaySeconds: 5 }),
+    rateLimits: rateLimits.prefault({}),
     /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
     sessionLifetime: lifetime.default(36000),
     /** Signing key lifecycle, in seconds (Duende's automatic key management defaults). */
