@@ -130,11 +130,16 @@ describe('the identity-wide count only slows down', () => {
   });
 });
 
-describe('trustProxy naming the proxy: a caller-written X-Forwarded-For does not escape the limits', () => {
-  const PROXY = '10.6.0.1';
+const PROXY = '10.6.0.1';
+// With a hop count any peer is taken for the proxy: rotating the peer address too shows that the
+// address limited is the one the proxy appended, not the socket's.
+describe.each([
+  ['naming the proxy', [PROXY], () => PROXY],
+  ['as a hop count', 1, (i: number) => `10.6.1.${i + 1}`],
+])('trustProxy %s: a caller-written X-Forwarded-For does not escape the limits', (_name, trustProxy, peer) => {
   let sigil: TestSigil;
   beforeAll(async () => {
-    sigil = await startSigil({ trustProxy: [PROXY], rateLimits: { maxFailures: 5, windowSeconds: 60 } });
+    sigil = await startSigil({ trustProxy, rateLimits: { maxFailures: 5, windowSeconds: 60 } });
   });
   afterAll(async () => sigil.close());
 
@@ -143,11 +148,11 @@ describe('trustProxy naming the proxy: a caller-written X-Forwarded-For does not
     for (let i = 0; i < 30; i++) {
       // A fresh browser each time. The caller writes the first entry; the proxy appends the address it saw.
       const xff = { 'x-forwarded-for': `198.51.100.${i + 1}, 203.0.113.9` };
-      const page = await sigil.app.inject({ method: 'GET', url: '/device', remoteAddress: PROXY, headers: { ...xff } });
+      const page = await sigil.app.inject({ method: 'GET', url: '/device', remoteAddress: peer(i), headers: { ...xff } });
       const res = await sigil.app.inject({
         method: 'POST',
         url: '/device',
-        remoteAddress: PROXY,
+        remoteAddress: peer(i),
         headers: {
           ...xff,
           'content-type': 'application/x-www-form-urlencoded',
