@@ -2,6 +2,7 @@
  * The user service: users from the config file and from the store, password checks with argon2id,
  * and profile claims. Config users win over stored users with the same subject.
  */
+import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import type { UserConfig } from '../config/schema.js';
 import type { UserStore } from '../stores/types.js';
@@ -30,8 +31,6 @@ interface Candidate {
   passwordHash: string | null;
 }
 
-/** What `UserService.create` hashes the dummy password of unknown usernames from. */
-const DUMMY_PASSWORD = 'sigil-dummy-password-for-equal-timing';
 
 /**
  * Looks users up and checks passwords, in equal time for unknown users and wrong passwords: every
@@ -57,7 +56,8 @@ export class UserService {
         passwordHash: u.passwordHash ?? (u.password === undefined ? null : await hash(u.password)),
       })),
     );
-    return new UserService(candidates, store, await hash(DUMMY_PASSWORD));
+    // The dummy's password is random: nobody knows a password that matches it.
+    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')));
   }
 
   /** The user with that subject, or undefined. */
