@@ -14,6 +14,7 @@
  */
 import { Redis } from 'ioredis';
 import { OAuthError } from '../errors.js';
+import { sha256 } from '../tokens/handles.js';
 
 /** A counter's state: failures so far and when the window ends (Unix milliseconds). */
 export interface FailureWindow {
@@ -170,7 +171,7 @@ export class FailureLimiter {
    */
   async before(attempt: CredentialAttempt, now = Date.now()): Promise<number> {
     const keys = keysOf(attempt);
-    const windows = await this.counters.read([keys.address, ...keys.blocking, ...(keys.identity ? [keys.identity] : [])], now);
+    const windows = await this.counters.read(keys.all, now);
     const blocked = (key: string, max: number) => {
       const w = windows.get(key);
       if (!w || w.failures < max) return;
@@ -188,16 +189,18 @@ export class FailureLimiter {
 
   /** After a failed credential check: counts it against the address, the pair and the identity. */
   async failed(attempt: CredentialAttempt, now = Date.now()): Promise<void> {
-    const keys = keysOf(attempt);
-    await this.counters.increment([keys.address, ...keys.blocking, ...(keys.identity ? [keys.identity] : [])], this.limits.windowSeconds * 1000, now);
+    await this.counters.increment(keysOf(attempt).all, this.limits.windowSeconds * 1000, now);
   }
 }
 
-/** The counter keys of an attempt. */
-function keysOf(attempt: CredentialAttempt): { address: string; blocking: string[]; identity: string | undefined } {
-  return {
-    address: `address:${attempt.address}`,
-    blocking: [`pair:${attempt.identity}@${attempt.address}`, ...(attempt.extraKeys ?? [])],
-    identity: attempt.identityWide ? `identity:${attempt.identity}` : undefined,
-  };
+/**
+ * The counter keys of an attempt. An identity longer than 200 characters (a client id is whatever
+ * the caller sends) is keyed by its SHA-256, so keys stay small in memory and in Redis.
+ */
+function keysOf(attempt: CredentialAttempt): { address: string; blocking: string[]; identity: string | undefined; all: string[] } {
+  const id = attempt.identity.length > 200 ? `sha256:${sha256(attempt.identity).toString('base64url')}` : attempt.identity;
+  const address = `address:${attempt.address}`;
+  const blocking = [`pair:${id}@${attempt.address}`, ...(attempt.extraKeys ?? [])];
+  const identity = attempt.identityWide ? `identity:${id}` : undefined;
+  return { address, blocking, identity, all: [address, ...blocking, ...(identity ? [identity] : [])] };
 }
