@@ -56,7 +56,13 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const user = username.length > 0 && username.length <= 100 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
     if (!user || !user.isActive) {
       await ctx.limiter.failed(attempt);
-      ctx.events.emit({ name: 'user_login_failed', endpoint: 'login', ...(interaction ? { clientId: interaction.params.client_id } : {}), remoteAddress: request.ip });
+      ctx.events.emit({
+        name: 'user_login_failed',
+        endpoint: 'login',
+        ...(interaction ? { clientId: interaction.params.client_id } : {}),
+        remoteAddress: request.ip,
+        ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
+      });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');
     }
     const session = await ctx.sessions.create(request, reply, user, { amr: ['pwd'], idp: 'local', tenant: user.tenant });
