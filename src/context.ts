@@ -9,7 +9,7 @@ import type { KeyRing } from './keys/keys.js';
 import type { Store } from './stores/types.js';
 import type { TokenService } from './tokens/tokens.js';
 import type { UserService } from './users/users.js';
-import type { ClientRegistry } from './validation/client-auth.js';
+import type { ApiSecrets, ClientRegistry } from './validation/client-auth.js';
 import type { FailureLimiter } from './validation/failure-limiter.js';
 import type { Resources } from './validation/scopes.js';
 import type { ResourceOwnerValidator } from './grants/password.js';
@@ -31,8 +31,8 @@ export interface SigilContext {
   grantTypes: GrantRegistry;
   events: EventBus;
   limiter: FailureLimiter;
-  /** API resource name → SHA-256 digests of its secrets (introspection callers). */
-  apiSecrets: Map<string, Buffer[]>;
+  /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers). */
+  apiSecrets: Map<string, ApiSecrets>;
   resourceOwnerValidator: ResourceOwnerValidator;
   sessions: SessionService;
   interactions: Interactions;

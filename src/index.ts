@@ -25,10 +25,9 @@ import { KeyRing, parseDataKey } from './keys/keys.js';
 import { startHousekeeping } from './stores/housekeeping.js';
 import { loadStoredClients } from './stores/stored-clients.js';
 import { openStore } from './stores/sql.js';
-import { secretDigest } from './tokens/handles.js';
 import { TokenService } from './tokens/tokens.js';
 import { UserService } from './users/users.js';
-import { ClientRegistry } from './validation/client-auth.js';
+import { apiSecretsOf, ClientRegistry } from './validation/client-auth.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './validation/failure-limiter.js';
 import { Resources } from './validation/scopes.js';
 
@@ -80,8 +79,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
   const log = options.logger ?? pino({ level: cfg.logLevel });
   const store = await openStore(cfg.storage);
   const limiter = new FailureLimiter(
-    cfg.rateLimits.maxFailures,
-    cfg.rateLimits.windowSeconds,
+    cfg.rateLimits,
     options.redisUrl ? new RedisFailureCounters(options.redisUrl) : new MemoryFailureCounters(),
   );
   try {
@@ -100,18 +98,19 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
       grantTypes.register(grant.grantType, extensionGrantHandler(grant));
     const context: SigilContext = {
-      config: cfg,
+      // The users' clear-text passwords are hashed by UserService.create and dropped here.
+      config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
       issuer: cfg.issuer,
       store,
       keys,
       clients: new ClientRegistry(cfg.clients),
       resources,
-      users: new UserService(cfg.users, store.users),
+      users: await UserService.create(cfg.users, store.users),
       tokens: new TokenService(cfg.issuer, keys, store.grants, resources),
       grantTypes,
       events,
       limiter,
-      apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, r.secrets.map(secretDigest)])),
+      apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
       resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
       sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime),
       interactions: new Interactions(store.grants),

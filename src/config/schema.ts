@@ -3,6 +3,7 @@
  * values keep their wire spelling, every lifetime is in seconds. Unknown fields are refused, so a
  * typo stops the start with the field's path instead of being ignored.
  */
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const lifetime = z.number().int().positive();
@@ -127,12 +128,75 @@ const identityProvider = z.strictObject({
 /** An upstream OpenID Connect provider (federation, `acr_values=idp:<name>`). */
 export type IdentityProviderConfig = z.output<typeof identityProvider>;
 
-const rateLimits = z.strictObject({
-  /** Failed credential checks tolerated per key (client, user, address) in one window. */
-  maxFailures: z.number().int().positive().default(20),
-  /** The window, in seconds. */
-  windowSeconds: lifetime.default(60),
-});
+const rateLimits = z
+  .strictObject({
+    /**
+     * Failed credential checks tolerated per identity (client, API resource, user; user codes on
+     * the device page) and address in one window; then that address is refused for it (429).
+     */
+    maxFailures: z.number().int().positive().default(20),
+    /** The window, in seconds. */
+    windowSeconds: lifetime.default(60),
+    /** Failed checks tolerated per address in one window, whatever the identity; then 429. Default 5 × maxFailures. */
+    addressMaxFailures: z.number().int().positive().optional(),
+    /**
+     * Failed checks per identity in one window, from all addresses, before every check for it
+     * waits (100 ms, doubling per further failure). Never a refusal: the right credential still
+     * works. Default 5 × maxFailures.
+     */
+    identitySlowDownAfter: z.number().int().positive().optional(),
+    /** The longest such wait, in seconds. */
+    maxDelaySeconds: z.number().int().min(0).max(60).default(5),
+  })
+  .transform((r) => ({
+    ...r,
+    addressMaxFailures: r.addressMaxFailures ?? 5 * r.maxFailures,
+    identitySlowDownAfter: r.identitySlowDownAfter ?? 5 * r.maxFailures,
+  }));
+
+/** Proxy names that proxy-addr (Fastify's `trustProxy`) understands as address ranges. */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** Whether `s` is an IP address, a CIDR range (`10.0.0.0/8`, `fd00::/8`) or a range name of proxy-addr. */
+function isProxyAddress(s: string): boolean {
+  if (PROXY_RANGE_NAMES.has(s)) return true;
+  const [ip, bits, ...rest] = s.split('/');
+  const version = isIP(ip ?? '');
+  if (version === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (version === 4 ? 32 : 128);
+}
+
+/**
+ * `trustProxy`: whom to believe about the caller's address (`X-Forwarded-For`). `false` (nobody),
+ * the proxies' addresses or CIDR ranges (a string, comma-separated, or an array), or the number of
+ * proxy hops in front of Sigil. `true` is refused: it takes the left-most `X-Forwarded-For`
+ * entry, which the caller writes, as the address, so callers would escape every per-address limit.
+ * Output: `false`, a hop count, or a list of addresses and ranges (as Fastify's `trustProxy` takes).
+ */
+const trustProxy = z
+  .union([z.boolean(), z.number().int().min(0).max(10), z.string(), z.array(z.string()).min(1)])
+  .transform((v, ctx): false | number | string[] => {
+    if (v === true) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          "true is not allowed: the left-most X-Forwarded-For address is written by the caller, so callers could choose their own address and escape every per-address limit; name the proxies' addresses or CIDR ranges, or give the number of proxy hops",
+      });
+      return z.NEVER;
+    }
+    if (v === false || typeof v === 'number') return v;
+    const list = typeof v === 'string' ? v.split(',').map((p) => p.trim()) : v;
+    list.forEach((p, i) => {
+      if (!isProxyAddress(p))
+        ctx.addIssue({
+          code: 'custom',
+          ...(Array.isArray(v) ? { path: [i] } : {}),
+          message: `"${p.slice(0, 60)}" is not an IP address, a CIDR range (address/bits), or one of loopback, linklocal, uniquelocal`,
+        });
+    });
+    return list;
+  });
 
 /**
  * Limits on what callers who have not authenticated can make Sigil store (OWASP API4:2023): each
@@ -168,8 +232,8 @@ export const configSchema = z
     storage: nonEmpty.default('sqlite:./data/sigil.db'),
     port: z.number().int().min(0).max(65535).optional(),
     host: z.string().optional(),
-    /** Honour `X-Forwarded-*` from a TLS-terminating proxy: true, or the proxy's address(es). */
-    trustProxy: z.union([z.boolean(), z.string(), z.array(z.string())]).default(false),
+    /** Honour `X-Forwarded-For` from these proxies (addresses, CIDR ranges) or this many hops; never `true`. */
+    trustProxy: trustProxy.default(false),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     signingAlgorithms: z.array(z.enum(SIGNING_ALGORITHMS)).min(1).default(['RS256', 'ES256']),
     identityResources: z.array(identityResource).default([
@@ -181,7 +245,7 @@ export const configSchema = z
     clients: z.array(clientSchema).default([]),
     users: z.array(user).default([]),
     identityProviders: z.array(identityProvider).default([]),
-    rateLimits: rateLimits.default({ maxFailures: 20, windowSeconds: 60 }),
+    rateLimits: rateLimits.prefault({}),
     pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS),
     /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
     sessionLifetime: lifetime.default(36000),

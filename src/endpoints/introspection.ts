@@ -19,13 +19,13 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       const params = formBody(request, 'status');
       const source = credentialSource(request, params);
       const presented = findCredentials(source);
-      if (!presented) throw invalidClient('authentication is required', undefined);
+      if (!presented) throw invalidClient('authentication is required');
       let caller: Caller;
       const api = await authenticateApiResource(presented, ctx.apiSecrets, ctx.limiter, request.ip);
       if (api !== undefined) caller = { kind: 'api', name: api };
       else {
         const { client } = await authenticateClient(source, ctx.clients, ctx.limiter, request.ip);
-        if (client.isPublic) throw invalidClient('public clients cannot introspect', presented.method);
+        if (client.isPublic) throw invalidClient('public clients cannot introspect');
         caller = { kind: 'client', clientId: client.clientId };
       }
       const token = params.get('token');

@@ -10,6 +10,7 @@ import { TokenService } from '../tokens/tokens.js';
 import type { User } from '../users/users.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import type { Client } from '../validation/client-auth.js';
+import { userAttempt } from '../validation/failure-limiter.js';
 import { validateScopes } from '../validation/scopes.js';
 import type { SigilContext } from '../context.js';
 import type { GrantHandler } from './registry.js';
@@ -39,8 +40,8 @@ export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) 
 /**
  * Handles `grant_type=password`.
  * @throws OAuthError `invalid_request` (missing username/password), `invalid_grant` (wrong
- *   credentials, inactive user, excluded `idp:`), `invalid_scope`, 429 while the user or address
- *   is blocked after repeated failures.
+ *   credentials or inactive user, one description for both; excluded `idp:`), `invalid_scope`,
+ *   429 while the address or the (user, address) pair is blocked after repeated failures.
  */
 export const passwordGrant: GrantHandler = async (ctx, { params, client, address }) => {
   const username = params.require('username');
@@ -51,17 +52,21 @@ export const passwordGrant: GrantHandler = async (ctx, { params, client, address
     throw invalidGrant('the identity provider is not allowed for this client');
   const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');
 
-  const keys = [`user:${acr.tenant ?? ''}:${username.toLowerCase()}`, `address:${address}`];
-  await ctx.limiter.check(keys);
+  const attempt = userAttempt(address, acr.tenant, username);
+  await ctx.limiter.before(attempt);
   const user = await ctx.resourceOwnerValidator(ctx, { username, password, tenant: acr.tenant, idp: acr.idp, client });
-  if (!user) {
-    await ctx.limiter.fail(keys);
-    ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, remoteAddress: address });
+  // An inactive user with the right password gets the wrong password's answer and counts as a
+  // failure: the answer must not tell that the password was right (the event keeps the reason).
+  if (!user || !user.isActive) {
+    await ctx.limiter.failed(attempt);
+    ctx.events.emit({
+      name: 'user_login_failed',
+      endpoint: 'token',
+      clientId: client.clientId,
+      remoteAddress: address,
+      ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
+    });
     throw invalidGrant('invalid username or password');
-  }
-  if (!user.isActive) {
-    ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId, errorDescription: 'inactive user' });
-    throw invalidGrant('the user is not active');
   }
   ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId });
 

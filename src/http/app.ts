@@ -40,13 +40,24 @@ const CORS_PATHS = new Set([
   '/connect/revocation',
 ]);
 
+/**
+ * Fastify's `trustProxy` for config `trustProxy` (never `true`, refused at config load): `false`,
+ * a list of proxy addresses and CIDR ranges, or a hop count. Fastify treats a bare number as
+ * "trust nobody", so a hop count becomes a function trusting the `hops` nearest peers: the
+ * address is then the entry that the farthest of those proxies wrote into `X-Forwarded-For`.
+ */
+function trustedProxies(config: false | number | string[]): false | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof config !== 'number') return config;
+  return (_address, hop) => hop < config;
+}
+
 /** Builds the HTTP application for a provider's services. Not yet listening. */
 export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
-    trustProxy: ctx.config.trustProxy,
+    trustProxy: trustedProxies(ctx.config.trustProxy),
     requestTimeout: 30_000,
     return503OnClosing: true,
   });

@@ -10,6 +10,7 @@ import { expiredPage, language } from '../endpoints/authorize.js';
 import { sendErrorPage, sendErrorToClient } from '../endpoints/authorize-response.js';
 import { type Interaction, resumePath } from '../endpoints/interactions.js';
 import { OAuthError } from '../errors.js';
+import { userAttempt } from '../validation/failure-limiter.js';
 import { Params } from '../http/form.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
@@ -44,9 +45,9 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const username = single(body, 'username') ?? '';
     const password = single(body, 'password') ?? '';
     const tenant = interaction ? parseAcrValues(interaction.params.acr_values).tenant : null;
-    const keys = [`user:${tenant ?? ''}:${username.toLowerCase()}`, `address:${request.ip}`];
+    const attempt = userAttempt(request.ip, tenant, username);
     try {
-      await ctx.limiter.check(keys);
+      await ctx.limiter.before(attempt);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       reply.headers(err.headers);
@@ -54,8 +55,14 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     }
     const user = username.length > 0 && username.length <= 100 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
     if (!user || !user.isActive) {
-      await ctx.limiter.fail(keys);
-      ctx.events.emit({ name: 'user_login_failed', endpoint: 'login', ...(interaction ? { clientId: interaction.params.client_id } : {}), remoteAddress: request.ip });
+      await ctx.limiter.failed(attempt);
+      ctx.events.emit({
+        name: 'user_login_failed',
+        endpoint: 'login',
+        ...(interaction ? { clientId: interaction.params.client_id } : {}),
+        remoteAddress: request.ip,
+        ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
+      });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');
     }
     const session = await ctx.sessions.create(request, reply, user, { amr: ['pwd'], idp: 'local', tenant: user.tenant });

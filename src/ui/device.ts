@@ -14,6 +14,7 @@ import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { nowSeconds } from '../tokens/handles.js';
 import type { Session } from '../users/sessions.js';
+import type { CredentialAttempt } from '../validation/failure-limiter.js';
 import { formatUserCode, normalizeUserCode } from '../validation/user-code.js';
 import { queryString, single } from './account.js';
 import { checkCsrf } from './csrf.js';
@@ -33,10 +34,11 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
     const browser = ctx.sessions.browserId(request, reply);
-    const keys = [`device:address:${request.ip}`, `device:browser:${browser}`];
+    // RFC 8628 §5.1: user codes are limited per address (and per browser), never globally.
+    const attempt: CredentialAttempt = { address: request.ip, identity: 'user-code', identityWide: false, extraKeys: [`device:browser:${browser}`] };
     const typed = single(body, 'userCode') ?? '';
     try {
-      await ctx.limiter.check(keys);
+      await ctx.limiter.before(attempt);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       reply.headers(err.headers);
@@ -45,7 +47,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     const code = normalizeUserCode(typed);
     const found = code ? await pendingDevice(ctx, userCodeKey(code)) : undefined;
     if (!code || !found) {
-      await ctx.limiter.fail(keys);
+      await ctx.limiter.failed(attempt);
       return devicePage(ctx, request, reply, '', 'invalidCode');
     }
     try {

@@ -2,6 +2,7 @@
  * The user service: users from the config file and from the store, password checks with argon2id,
  * and profile claims. Config users win over stored users with the same subject.
  */
+import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import type { UserConfig } from '../config/schema.js';
 import type { UserStore } from '../stores/types.js';
@@ -26,29 +27,37 @@ export function claimsOf(user: User): Record<string, unknown> {
 
 interface Candidate {
   user: User;
-  /** argon2id hash, or a promise of one (config clear-text passwords are hashed on first use). */
-  passwordHash: string | Promise<string> | null;
+  /** argon2id hash (config clear-text passwords are hashed at start), or null: no password. */
+  passwordHash: string | null;
 }
 
-/** Looks users up and checks passwords, in equal time for unknown users and wrong passwords. */
-export class UserService {
-  private readonly configUsers: Candidate[];
-  private dummyHash: Promise<string> | undefined;
 
-  constructor(
-    configUsers: readonly UserConfig[],
+/**
+ * Looks users up and checks passwords, in equal time for unknown users and wrong passwords: every
+ * check runs exactly one argon2id verification, against the user's hash or, for an unknown
+ * username, a dummy hash made at start (OWASP ASVS 5.0 V6.3.8: no user enumeration).
+ */
+export class UserService {
+  private constructor(
+    private readonly configUsers: readonly Candidate[],
     private readonly store: UserStore,
-  ) {
-    this.configUsers = configUsers.map((u) => ({
-      user: {
-        subjectId: u.subjectId,
-        username: u.username,
-        tenant: u.tenant ?? null,
-        isActive: u.isActive,
-        claims: u.claims,
-      },
-      passwordHash: u.passwordHash ?? (u.password === undefined ? null : lazyHash(u.password)),
-    }));
+    private readonly dummyHash: string,
+  ) {}
+
+  /**
+   * Hashes the config's clear-text passwords and the dummy password with argon2id, once, before
+   * the first request: a lazy hash would make the first check of an existing username slower
+   * (username enumeration). No clear-text password is kept.
+   */
+  static async create(configUsers: readonly UserConfig[], store: UserStore): Promise<UserService> {
+    const candidates = await Promise.all(
+      configUsers.map(async (u): Promise<Candidate> => ({
+        user: { subjectId: u.subjectId, username: u.username, tenant: u.tenant ?? null, isActive: u.isActive, claims: u.claims },
+        passwordHash: u.passwordHash ?? (u.password === undefined ? null : await hash(u.password)),
+      })),
+    );
+    // The dummy's password is random: nobody knows a password that matches it.
+    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')));
   }
 
   /** The user with that subject, or undefined. */
@@ -67,14 +76,15 @@ export class UserService {
    */
   async checkPassword(username: string, password: string, tenant: string | null): Promise<User | undefined> {
     const candidate = await this.findCandidate(username, tenant);
-    const storedHash = candidate?.passwordHash ? await candidate.passwordHash : await this.dummy();
+    const storedHash = candidate?.passwordHash ?? this.dummyHash;
     let ok = false;
     try {
       ok = await verify(storedHash, password);
     } catch {
       ok = false;
     }
-    return ok && candidate ? candidate.user : undefined;
+    // A user without a password never signs in with one (not even with the dummy's password).
+    return ok && candidate?.passwordHash ? candidate.user : undefined;
   }
 
   private async findCandidate(username: string, tenant: string | null): Promise<Candidate | undefined> {
@@ -87,22 +97,6 @@ export class UserService {
     const stored = await this.store.findUserByUsername(username, tenant);
     return stored ? { user: storedToUser(stored), passwordHash: stored.passwordHash } : undefined;
   }
-
-  private dummy(): Promise<string> {
-    this.dummyHash ??= hash('sigil-dummy-password-for-equal-timing');
-    return this.dummyHash;
-  }
-}
-
-function lazyHash(password: string): Promise<string> {
-  let promise: Promise<string> | undefined;
-  const thenable = {
-    then<T1, T2>(ok: (v: string) => T1, fail?: (e: unknown) => T2) {
-      promise ??= hash(password);
-      return promise.then(ok, fail);
-    },
-  };
-  return thenable as unknown as Promise<string>;
 }
 
 function storedToUser(s: { subjectId: string; username: string; tenant: string | null; isActive: boolean; claims: Record<string, unknown> }): User {

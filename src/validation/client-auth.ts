@@ -7,13 +7,43 @@ import type { ClientConfig } from '../config/schema.js';
 import { OAuthError, invalidRequest } from '../errors.js';
 import { formDecode, type Params } from '../http/form.js';
 import { secretDigest, secretMatches } from '../tokens/handles.js';
-import type { FailureLimiter } from './failure-limiter.js';
+import type { CredentialAttempt, FailureLimiter } from './failure-limiter.js';
+
+/**
+ * Secrets of at least this many characters are not counted identity-wide (no slow-down for the
+ * client or API resource from every address). Sigil generates 256-bit secrets (43 base64url
+ * characters); 32 characters of even a hexadecimal alphabet carry 128 bits, beyond any online
+ * guessing at the per-address limits. `sha256:` secrets count as long: `sigil clients add` writes
+ * them for generated secrets.
+ */
+export const LONG_SECRET_LENGTH = 32;
+
+/**
+ * Whether every configured secret is long (`LONG_SECRET_LENGTH` characters or more, or a
+ * `sha256:` digest) and there is at least one.
+ */
+export function secretsAreLong(configured: readonly string[]): boolean {
+  return configured.length > 0 && configured.every((s) => s.startsWith('sha256:') || s.length >= LONG_SECRET_LENGTH);
+}
+
+/** An API resource's secrets: SHA-256 digests, and whether they are all long (`secretsAreLong`). */
+export interface ApiSecrets {
+  digests: Buffer[];
+  long: boolean;
+}
+
+/** An API resource's configured secrets (clear text or `sha256:`), ready for `authenticateApiResource`. */
+export function apiSecretsOf(configured: readonly string[]): ApiSecrets {
+  return { digests: configured.map(secretDigest), long: secretsAreLong(configured) };
+}
 
 /** A configured client with its secrets as SHA-256 digests. */
 export interface Client extends ClientConfig {
   /** No secret is required: authenticates by `client_id` only (and PKCE at authorize). */
   isPublic: boolean;
   secretDigests: Buffer[];
+  /** Every secret is long (`secretsAreLong`): failures are counted per address only. */
+  longSecrets: boolean;
 }
 
 /** How a request presented its credentials. */
@@ -52,7 +82,10 @@ export class ClientRegistry {
     return new Map(
       configs
         .filter((c) => c.enabled)
-        .map((c) => [c.clientId, { ...c, isPublic: !c.requireClientSecret, secretDigests: c.clientSecrets.map(secretDigest) }]),
+        .map((c) => [
+          c.clientId,
+          { ...c, isPublic: !c.requireClientSecret, secretDigests: c.clientSecrets.map(secretDigest), longSecrets: secretsAreLong(c.clientSecrets) },
+        ]),
     );
   }
 
@@ -111,21 +144,25 @@ export function findCredentials(source: CredentialSource): PresentedCredentials 
     : { id: bodyId, secret: bodySecret, method: 'client_secret_post' };
 }
 
-/** The `invalid_client` error of RFC 6749 §5.2: 401, with `WWW-Authenticate` when Basic was used. */
-export function invalidClient(description: string, method: AuthMethod | undefined): OAuthError {
-  const headers: Record<string, string> =
-    method === 'client_secret_basic' ? { 'www-authenticate': 'Basic realm="sigil", charset="UTF-8"' } : {};
-  return new OAuthError('invalid_client', description, 401, headers);
+/**
+ * The `invalid_client` error of RFC 6749 §5.2: 401 with `WWW-Authenticate: Basic` on every
+ * answer, whatever method the client tried (RFC 9110 §15.5.2: a 401 carries a challenge).
+ */
+export function invalidClient(description: string): OAuthError {
+  return new OAuthError('invalid_client', description, 401, { 'www-authenticate': 'Basic realm="sigil", charset="UTF-8"' });
 }
 
 /**
  * Authenticates the client of a back-channel request.
  * Confidential clients must present a secret matching one of theirs (constant time, on SHA-256
- * digests); public clients are identified by `client_id`. Failures count against the client and
- * the caller's address in `limiter`.
+ * digests); public clients are identified by `client_id` and must present no secret (RFC 6749
+ * §2.3: they have none). Failures count in `limiter` against the caller's address and the
+ * (client, address) pair, and against the client from every address (a slow-down only) unless
+ * all its secrets are long.
  * @returns the client and the method it used.
- * @throws OAuthError `invalid_client` (401) for no credentials, an unknown client or a wrong or
- *   missing secret; 429 while blocked; `invalid_request` from `findCredentials`.
+ * @throws OAuthError `invalid_client` (401) for no credentials, an unknown client, a wrong or
+ *   missing secret, or a secret sent by a public client; 429 while blocked; `invalid_request`
+ *   from `findCredentials`.
  */
 export async function authenticateClient(
   source: CredentialSource,
@@ -134,25 +171,30 @@ export async function authenticateClient(
   address: string,
 ): Promise<{ client: Client; method: AuthMethod }> {
   const presented = findCredentials(source);
-  if (!presented) throw invalidClient('client authentication is required', undefined);
-  const keys = [`client:${presented.id}`, `address:${address}`];
-  await limiter.check(keys);
+  if (!presented) throw invalidClient('client authentication is required');
   const client = registry.get(presented.id);
+  if (client?.isPublic) {
+    if (presented.method !== 'none') throw invalidClient('a public client has no secret to present');
+    return { client, method: presented.method };
+  }
+  // Unknown ids get no identity-wide counter: there is nobody to protect, and its presence
+  // would tell which ids exist.
+  const attempt: CredentialAttempt = { address, identity: `client:${presented.id}`, identityWide: client !== undefined && !client.longSecrets };
+  await limiter.before(attempt);
   if (!client) {
     secretMatches(presented.secret ?? '', DUMMY_DIGEST);
-    await limiter.fail(keys);
-    throw invalidClient('unknown client or wrong credentials', presented.method);
+    await limiter.failed(attempt);
+    throw invalidClient('unknown client or wrong credentials');
   }
-  if (client.isPublic) return { client, method: presented.method };
   if (presented.secret === undefined || !secretMatches(presented.secret, client.secretDigests)) {
-    await limiter.fail(keys);
-    throw invalidClient('unknown client or wrong credentials', presented.method);
+    await limiter.failed(attempt);
+    throw invalidClient('unknown client or wrong credentials');
   }
   return { client, method: presented.method };
 }
 
 function decodeBasic(encoded: string): { id: string; secret: string } {
-  const malformed = () => invalidClient('malformed Basic credentials', 'client_secret_basic');
+  const malformed = () => invalidClient('malformed Basic credentials');
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) throw malformed();
   const text = Buffer.from(encoded, 'base64').toString('utf8');
   const colon = text.indexOf(':');
@@ -166,23 +208,23 @@ function decodeBasic(encoded: string): { id: string; secret: string } {
 
 /**
  * Authenticates an API resource by its name and one of its secrets (RFC 7662 §2.1: the protected
- * resource authenticates at introspection).
+ * resource authenticates at introspection). Failures count like a client's (`authenticateClient`).
  * @returns the API resource name, or undefined when `presented.id` names no API resource.
  * @throws OAuthError `invalid_client` (401) for a wrong or missing secret; 429 while blocked.
  */
 export async function authenticateApiResource(
   presented: PresentedCredentials,
-  apiSecrets: ReadonlyMap<string, Buffer[]>,
+  apiSecrets: ReadonlyMap<string, ApiSecrets>,
   limiter: FailureLimiter,
   address: string,
 ): Promise<string | undefined> {
-  const digests = apiSecrets.get(presented.id);
-  if (!digests) return undefined;
-  const keys = [`api:${presented.id}`, `address:${address}`];
-  await limiter.check(keys);
-  if (presented.secret === undefined || !secretMatches(presented.secret, digests)) {
-    await limiter.fail(keys);
-    throw invalidClient('unknown API resource or wrong credentials', presented.method);
+  const secrets = apiSecrets.get(presented.id);
+  if (!secrets) return undefined;
+  const attempt: CredentialAttempt = { address, identity: `api:${presented.id}`, identityWide: !secrets.long };
+  await limiter.before(attempt);
+  if (presented.secret === undefined || !secretMatches(presented.secret, secrets.digests)) {
+    await limiter.failed(attempt);
+    throw invalidClient('unknown API resource or wrong credentials');
   }
   return presented.id;
 }

@@ -1,12 +1,20 @@
 /**
- * Slows down credential guessing (RFC 6749 §2.3.1, §10.10; RFC 8628 §5.1): failed checks are
- * counted per key (client, username, address) in a fixed window; once a key reaches the limit,
- * every check for it is refused with 429 and `Retry-After` until the window ends, even with the
- * right credentials. Counters live in this process, or in Redis when `SIGIL_REDIS_URL` is set so
- * that the limits hold across nodes.
+ * Slows down credential guessing (RFC 6749 §2.3.1, §10.10; RFC 8628 §5.1) without letting anyone
+ * lock a credential's owner out (OWASP ASVS 5.0 V6.3.1, v4 2.2.1). Failed checks are counted in
+ * fixed windows of `windowSeconds`:
+ * - per address (`addressMaxFailures`) and per identity and address (`maxFailures`): reaching the
+ *   limit refuses further checks from that address with 429 and `Retry-After` until the window
+ *   ends, even with the right credential;
+ * - per identity, from every address (`identitySlowDownAfter`): past that, each check for the
+ *   identity waits a growing delay capped at `maxDelaySeconds`, and is never refused. Identities
+ *   whose secrets are all long (client and API secrets, see `secretsAreLong` in client-auth.ts)
+ *   have no identity-wide counter at all.
+ * Counters live in this process, or in Redis when `SIGIL_REDIS_URL` is set so that the limits
+ * hold across nodes.
  */
 import { Redis } from 'ioredis';
 import { OAuthError } from '../errors.js';
+import { sha256 } from '../tokens/handles.js';
 
 /** A counter's state: failures so far and when the window ends (Unix milliseconds). */
 export interface FailureWindow {
@@ -85,36 +93,114 @@ function prefix(key: string): string {
   return `sigil:failures:${key}`;
 }
 
-/** Failure counters with a limit (config `rateLimits`). */
+/** The limits of config `rateLimits` (counts per window, seconds). */
+export interface FailureLimits {
+  /** Failures per identity and address per window before that pair is refused (429). */
+  maxFailures: number;
+  /** Window length, seconds. */
+  windowSeconds: number;
+  /** Failures per address per window, whatever the identity, before the address is refused (429). */
+  addressMaxFailures: number;
+  /** Failures per identity per window, from all addresses, before checks for it are delayed. */
+  identitySlowDownAfter: number;
+  /** The longest delay of one check, seconds. */
+  maxDelaySeconds: number;
+}
+
+/** One credential check, as the limiter sees it. */
+export interface CredentialAttempt {
+  /** The caller's address (`request.ip`). */
+  address: string;
+  /**
+   * What is being guessed at: `client:<id>`, `api:<name>`, `user:<tenant>:<username>`, or
+   * `user-code` for the device page (RFC 8628 §5.1: user codes are limited per address).
+   */
+  identity: string;
+  /**
+   * Count failures against the identity from every address too (a slow-down only). False for
+   * identities whose secrets are too long to guess online, and for user codes.
+   */
+  identityWide: boolean;
+  /** Further keys limited like the identity and address pair (the device page's browser). */
+  extraKeys?: readonly string[];
+}
+
+/**
+ * The limiter's view of a password check (login page and password grant): the user is the
+ * identity, counted from every address too (passwords are guessable). Unknown usernames count
+ * the same way, so the limits tell nothing about which users exist.
+ */
+export function userAttempt(address: string, tenant: string | null, username: string): CredentialAttempt {
+  return { address, identity: `user:${tenant ?? ''}:${username.toLowerCase()}`, identityWide: true };
+}
+
+/** The first identity-wide delay, milliseconds; it doubles with every further failure. */
+export const FIRST_DELAY_MS = 100;
+
+/**
+ * The delay before a check for an identity with `failures` failures in the window (milliseconds):
+ * none below `limits.identitySlowDownAfter`, then 100 ms doubling per further failure, capped at
+ * `limits.maxDelaySeconds`.
+ */
+export function slowDownDelay(failures: number, limits: FailureLimits): number {
+  const excess = failures - limits.identitySlowDownAfter;
+  if (excess < 0) return 0;
+  return Math.min(limits.maxDelaySeconds * 1000, FIRST_DELAY_MS * 2 ** Math.min(excess, 30));
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Failure counters with limits (config `rateLimits`). */
 export class FailureLimiter {
   /**
-   * @param maxFailures failures tolerated per key per window
-   * @param windowSeconds window length in seconds
+   * @param limits the config's `rateLimits`
+   * @param counters where the counters live (this process, or Redis)
+   * @param wait how a delay is waited (replaced in tests that watch the delays)
    */
   constructor(
-    private readonly maxFailures: number,
-    private readonly windowSeconds: number,
+    readonly limits: FailureLimits,
     readonly counters: FailureCounterStore = new MemoryFailureCounters(),
+    private readonly wait: (ms: number) => Promise<void> = sleep,
   ) {}
 
   /**
-   * Refuses the attempt when any key is blocked.
+   * Before a credential check: refuses it while the address or the identity and address pair is
+   * blocked, else waits the identity-wide slow-down delay (if any).
+   * @returns the delay waited, milliseconds.
    * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` (seconds).
    */
-  async check(keys: readonly string[], now = Date.now()): Promise<void> {
-    const windows = await this.counters.read(keys, now);
-    for (const w of windows.values()) {
-      if (w.failures >= this.maxFailures) {
-        const retryAfter = Math.max(1, Math.ceil((w.resetAt - now) / 1000));
-        throw new OAuthError('temporarily_unavailable', 'too many failed attempts, retry later', 429, {
-          'retry-after': String(retryAfter),
-        });
-      }
-    }
+  async before(attempt: CredentialAttempt, now = Date.now()): Promise<number> {
+    const keys = keysOf(attempt);
+    const windows = await this.counters.read(keys.all, now);
+    const blocked = (key: string, max: number) => {
+      const w = windows.get(key);
+      if (!w || w.failures < max) return;
+      const retryAfter = Math.max(1, Math.ceil((w.resetAt - now) / 1000));
+      throw new OAuthError('temporarily_unavailable', 'too many failed attempts, retry later', 429, {
+        'retry-after': String(retryAfter),
+      });
+    };
+    blocked(keys.address, this.limits.addressMaxFailures);
+    for (const key of keys.blocking) blocked(key, this.limits.maxFailures);
+    const delay = keys.identity ? slowDownDelay(windows.get(keys.identity)?.failures ?? 0, this.limits) : 0;
+    if (delay > 0) await this.wait(delay);
+    return delay;
   }
 
-  /** Counts one failure against each key. */
-  async fail(keys: readonly string[], now = Date.now()): Promise<void> {
-    await this.counters.increment(keys, this.windowSeconds * 1000, now);
+  /** After a failed credential check: counts it against the address, the pair and the identity. */
+  async failed(attempt: CredentialAttempt, now = Date.now()): Promise<void> {
+    await this.counters.increment(keysOf(attempt).all, this.limits.windowSeconds * 1000, now);
   }
+}
+
+/**
+ * The counter keys of an attempt. An identity longer than 200 characters (a client id is whatever
+ * the caller sends) is keyed by its SHA-256, so keys stay small in memory and in Redis.
+ */
+function keysOf(attempt: CredentialAttempt): { address: string; blocking: string[]; identity: string | undefined; all: string[] } {
+  const id = attempt.identity.length > 200 ? `sha256:${sha256(attempt.identity).toString('base64url')}` : attempt.identity;
+  const address = `address:${attempt.address}`;
+  const blocking = [`pair:${id}@${attempt.address}`, ...(attempt.extraKeys ?? [])];
+  const identity = attempt.identityWide ? `identity:${id}` : undefined;
+  return { address, blocking, identity, all: [address, ...blocking, ...(identity ? [identity] : [])] };
 }

@@ -137,9 +137,13 @@ describe('openid-client against sigil start', () => {
       () => undefined,
       (err: unknown) => err,
     );
-    expect(refused).toBeInstanceOf(oidc.ResponseBodyError);
-    expect((refused as oidc.ResponseBodyError).status).toBe(401);
-    expect((refused as oidc.ResponseBodyError).error).toBe('invalid_client');
+    // Every 401 invalid_client carries a Basic challenge (RFC 9110 §15.5.2), even for
+    // client_secret_post (openid-client's default): openid-client reports the challenge.
+    expect(refused).toBeInstanceOf(oidc.WWWAuthenticateChallengeError);
+    const challenge = refused as oidc.WWWAuthenticateChallengeError;
+    expect(challenge.status).toBe(401);
+    expect(challenge.cause.map((c) => c.scheme)).toEqual(['basic']);
+    expect(await challenge.response.json()).toMatchObject({ error: 'invalid_client' });
   });
 
   it('revoking a refresh token makes introspection report it inactive', async () => {

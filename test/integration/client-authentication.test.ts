@@ -61,11 +61,11 @@ describe('client authentication', () => {
     expect(res.headers['cache-control']).toBe('no-store');
   });
 
-  it('answers a wrong secret via the body with 401 invalid_client and no WWW-Authenticate', async () => {
+  it('answers a wrong secret via the body with 401 invalid_client and WWW-Authenticate: Basic (RFC 9110 §15.5.2)', async () => {
     const res = await tokenRequest(sigil, { ...CC, client_id: 'm2m', client_secret: 'wrong' });
     expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ error: 'invalid_client' });
-    expect(res.headers['www-authenticate']).toBeUndefined();
+    expect(res.headers['www-authenticate']).toMatch(/^Basic realm="[^"]+"/);
   });
 
   it('answers an unknown client with 401 invalid_client, the same body as a wrong secret', async () => {
@@ -77,11 +77,11 @@ describe('client authentication', () => {
     expect(unknown.body).toBe(wrong.body);
   });
 
-  it('answers a request without credentials with 401 invalid_client', async () => {
+  it('answers a request without credentials with 401 invalid_client and WWW-Authenticate: Basic (RFC 9110 §15.5.2)', async () => {
     const res = await tokenRequest(sigil, CC);
     expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ error: 'invalid_client' });
-    expect(res.headers['www-authenticate']).toBeUndefined();
+    expect(res.headers['www-authenticate']).toMatch(/^Basic realm="[^"]+"/);
   });
 
   it('refuses Basic together with client_secret in the body (400 invalid_request)', async () => {
@@ -106,6 +106,21 @@ describe('client authentication', () => {
     const res = await tokenRequest(sigil, { ...CC, client_id: 'm2m' });
     expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ error: 'invalid_client' });
+    expect(res.headers['www-authenticate']).toMatch(/^Basic /);
+  });
+
+  it('refuses a public client that presents a secret, in the body or by Basic (RFC 6749 §2.3)', async () => {
+    const params = { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' };
+    for (const [name, res] of [
+      ['body', await tokenRequest(sigil, { ...params, client_id: 'spa', client_secret: 'anything' })],
+      ['Basic', await tokenRequest(sigil, params, ['spa', 'anything'])],
+      ['Basic, empty secret', await post(form(params), { authorization: 'Basic ' + Buffer.from('spa:').toString('base64') })],
+    ] as const) {
+      expect(res.statusCode, name).toBe(401);
+      expect(res.json(), name).toMatchObject({ error: 'invalid_client' });
+      expect(res.headers['www-authenticate'], name).toMatch(/^Basic /);
+      expect(res.body, name).not.toContain('access_token');
+    }
   });
 
   it('answers malformed Basic credentials with 401 invalid_client', async () => {
@@ -151,7 +166,7 @@ describe('client authentication brute-force limit', () => {
       payload: form(CC),
     });
 
-  it('answers 429 with Retry-After after maxFailures, even for the right secret and from another address', async () => {
+  it('answers 429 with Retry-After after maxFailures from one address, even for the right secret; another address is not blocked', async () => {
     for (let i = 0; i < 3; i++) {
       const res = await attempt('wrong', '10.0.0.1');
       expect(res.statusCode).toBe(401);
@@ -166,9 +181,9 @@ describe('client authentication brute-force limit', () => {
     const right = await attempt('m2m-secret', '10.0.0.1');
     expect(right.statusCode).toBe(429);
     expect(right.headers['retry-after']).toBeDefined();
-    // The client is blocked, whichever address asks.
+    // Failures from one address never lock the client out elsewhere (issue 9, item 4).
     const elsewhere = await attempt('m2m-secret', '10.0.0.2');
-    expect(elsewhere.statusCode).toBe(429);
+    expect(elsewhere.statusCode).toBe(200);
   });
 
   it('does not block other clients from another address', async () => {

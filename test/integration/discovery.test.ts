@@ -66,7 +66,7 @@ describe('discovery', () => {
   });
 
   it('cannot be steered by headers even when a proxy is trusted', async () => {
-    const proxied = await startSigil({ trustProxy: true });
+    const proxied = await startSigil({ trustProxy: ['127.0.0.1'] });
     try {
       const res = await proxied.app.inject({ method: 'GET', url: DISC, headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' } });
       const doc = res.json<Record<string, unknown>>();

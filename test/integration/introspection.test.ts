@@ -132,23 +132,24 @@ describe('introspection', () => {
     expect(res.json()).toMatchObject({ error: 'invalid_request' });
   });
 
-  it('answers missing, wrong and unknown caller credentials with 401 invalid_client and no token data', async () => {
+  it('answers missing, wrong and unknown caller credentials with 401 invalid_client, WWW-Authenticate and no token data', async () => {
     const { access_token } = await clientTokens(sigil, 'api1');
-    const cases: [string, Promise<Awaited<ReturnType<typeof postForm>>>, boolean][] = [
-      ['none', postForm(sigil, '/connect/introspect', { token: access_token }), false],
-      ['wrong API secret', introspect(sigil, access_token, ['api1', 'wrong']), true],
-      ['wrong API secret in body', postForm(sigil, '/connect/introspect', { token: access_token, client_id: 'api1', client_secret: 'x' }), false],
-      ['API without secret', postForm(sigil, '/connect/introspect', { token: access_token, client_id: 'api1' }), false],
-      ['unknown caller', introspect(sigil, access_token, ['nobody', 'x']), true],
-      ['wrong client secret', introspect(sigil, access_token, ['m2m', 'wrong']), true],
+    const cases: [string, Promise<Awaited<ReturnType<typeof postForm>>>][] = [
+      ['none', postForm(sigil, '/connect/introspect', { token: access_token })],
+      ['wrong API secret', introspect(sigil, access_token, ['api1', 'wrong'])],
+      ['wrong API secret in body', postForm(sigil, '/connect/introspect', { token: access_token, client_id: 'api1', client_secret: 'x' })],
+      ['API without secret', postForm(sigil, '/connect/introspect', { token: access_token, client_id: 'api1' })],
+      ['unknown caller', introspect(sigil, access_token, ['nobody', 'x'])],
+      ['wrong client secret', introspect(sigil, access_token, ['m2m', 'wrong'])],
+      ['public client', postForm(sigil, '/connect/introspect', { token: access_token, client_id: 'spa' })],
     ];
-    for (const [name, pending, usedBasic] of cases) {
+    for (const [name, pending] of cases) {
       const res = await pending;
       expect(res.statusCode, name).toBe(401);
       expect(res.json(), name).toMatchObject({ error: 'invalid_client' });
       expect(res.body).not.toContain('active');
-      if (usedBasic) expect(res.headers['www-authenticate'], name).toMatch(/^Basic /);
-      else expect(res.headers['www-authenticate'], name).toBeUndefined();
+      // RFC 9110 §15.5.2: every 401 carries a challenge, whatever the caller tried.
+      expect(res.headers['www-authenticate'], name).toMatch(/^Basic realm="[^"]+"/);
     }
   });
 

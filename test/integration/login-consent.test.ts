@@ -266,33 +266,32 @@ describe('SES-09 rate limit on failed logins (rateLimits.maxFailures 3)', () => 
     return { b, res: await b.submitLogin(page, username, password) };
   }
 
-  it('after the limit the right password is refused with 429 and Retry-After, from any address', async () => {
+  it('after the limit the right password is refused with 429 and Retry-After from that address; another address signs in', async () => {
     for (let i = 0; i < 3; i++) {
-      const { res } = await attempt(`10.0.0.${i + 1}`, 'alice', 'wrong');
+      const { res } = await attempt('10.0.0.1', 'alice', 'wrong');
       expect(res.status).toBe(200);
     }
-    for (const address of ['10.0.0.9', '10.0.1.1']) {
-      const { b, res } = await attempt(address, 'alice', 'alice');
-      expect(res.status).toBe(429);
-      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
-      expect(String(res.headers['content-type'])).toMatch(/^text\/html/);
-      expect(res.body).toContain('Too many failed attempts');
-      expect(b.cookies.has('sigil.session')).toBe(false);
-    }
-    // Another user is not affected.
-    const bob = await attempt('10.0.2.1', 'bob', 'bob');
-    expect(bob.res.status).toBe(303);
+    const { b, res } = await attempt('10.0.0.1', 'alice', 'alice');
+    expect(res.status).toBe(429);
+    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    expect(String(res.headers['content-type'])).toMatch(/^text\/html/);
+    expect(res.body).toContain('Too many failed attempts');
+    expect(b.cookies.has('sigil.session')).toBe(false);
+    // Failures from one address never lock the user out elsewhere (issue 9, item 4).
+    const elsewhere = await attempt('10.0.1.1', 'alice', 'alice');
+    expect(elsewhere.res.status).toBe(303);
+    expect(elsewhere.b.cookies.has('sigil.session')).toBe(true);
   });
 
   it('an unknown username locks the same way (no enumeration through the lock)', async () => {
-    for (let i = 0; i < 3; i++) expect((await attempt(`10.1.0.${i + 1}`, 'ghost', 'x')).res.status).toBe(200);
-    const { res } = await attempt('10.1.0.9', 'ghost', 'x');
+    for (let i = 0; i < 3; i++) expect((await attempt('10.1.0.1', 'ghost', 'x')).res.status).toBe(200);
+    const { res } = await attempt('10.1.0.1', 'ghost', 'x');
     expect(res.status).toBe(429);
     expect(res.headers['retry-after']).toBeDefined();
   });
 
-  it('one address guessing many usernames is locked too', async () => {
-    for (const u of ['u1', 'u2', 'u3']) expect((await attempt('10.2.0.1', u, 'x')).res.status).toBe(200);
+  it('one address guessing many usernames is locked too (addressMaxFailures, 5 × maxFailures)', async () => {
+    for (let i = 0; i < 15; i++) expect((await attempt('10.2.0.1', `u${i}`, 'x')).res.status).toBe(200);
     const { res } = await attempt('10.2.0.1', 'bob', 'bob');
     expect(res.status).toBe(429);
   });

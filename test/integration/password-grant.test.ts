@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SigilEvent } from '../../src/index.js';
 import { fetchJwks, passwordTokens, startSigil, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
 
 const ISSUER = 'http://127.0.0.1:5999';
@@ -151,10 +152,22 @@ describe('password grant', () => {
     expect(noPassword.json()).toMatchObject({ error: 'invalid_request' });
   });
 
-  it('refuses an inactive user (dave) with invalid_grant', async () => {
-    const res = await tokenRequest(sigil, { grant_type: 'password', username: 'dave', password: 'dave' }, ROPC);
-    expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ error: 'invalid_grant' });
+  it('refuses an inactive user (dave) with the right password exactly as a wrong password; the event keeps the reason', async () => {
+    const events: SigilEvent[] = [];
+    const unsubscribe = sigil.subscribe((e) => void events.push(e));
+    try {
+      const inactive = await tokenRequest(sigil, { grant_type: 'password', username: 'dave', password: 'dave' }, ROPC);
+      const wrong = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'wrong' }, ROPC);
+      expect(inactive.statusCode).toBe(400);
+      expect(inactive.json()).toEqual({ error: 'invalid_grant', error_description: 'invalid username or password' });
+      expect(inactive.body).toBe(wrong.body);
+      expect(events.filter((e) => e.name === 'user_login_failed')).toEqual([
+        expect.objectContaining({ subjectId: '4', errorDescription: 'inactive user' }),
+        expect.not.objectContaining({ subjectId: expect.anything() }),
+      ]);
+    } finally {
+      unsubscribe();
+    }
   });
 
   it('refuses scopes beyond the client with invalid_scope', async () => {
@@ -230,18 +243,25 @@ describe('password grant brute-force limit', () => {
   });
   afterAll(async () => sigil.close());
 
-  it('answers 429 with Retry-After for the user after maxFailures, even with the right password', async () => {
-    const attempt = (password: string, remoteAddress: string) =>
-      sigil.app.inject({
-        method: 'POST',
-        url: '/connect/token',
-        remoteAddress,
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('ropc:ropc-secret').toString('base64')}` },
-        payload: new URLSearchParams({ grant_type: 'password', username: 'bob', password, scope: 'api1' }).toString(),
-      });
-    for (const address of ['10.1.0.1', '10.1.0.2', '10.1.0.3']) expect((await attempt('wrong', address)).statusCode).toBe(400);
-    const blocked = await attempt('bob', '10.1.0.4');
+  const attempt = (username: string, password: string, remoteAddress: string) =>
+    sigil.app.inject({
+      method: 'POST',
+      url: '/connect/token',
+      remoteAddress,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('ropc:ropc-secret').toString('base64')}` },
+      payload: new URLSearchParams({ grant_type: 'password', username, password, scope: 'api1' }).toString(),
+    });
+
+  it('answers 429 with Retry-After for the user and address after maxFailures, even with the right password; not from another address', async () => {
+    for (let i = 0; i < 3; i++) expect((await attempt('bob', 'wrong', '10.1.0.1')).statusCode).toBe(400);
+    const blocked = await attempt('bob', 'bob', '10.1.0.1');
     expect(blocked.statusCode).toBe(429);
     expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await attempt('bob', 'bob', '10.1.0.4')).statusCode).toBe(200);
+  });
+
+  it('counts an inactive user with the right password as a failure', async () => {
+    for (let i = 0; i < 3; i++) expect((await attempt('dave', 'dave', '10.1.1.1')).statusCode).toBe(400);
+    expect((await attempt('dave', 'dave', '10.1.1.1')).statusCode).toBe(429);
   });
 });

@@ -7,19 +7,25 @@ import { basic, form, startSigil } from '../helpers.js';
 const REDIS = 'redis://127.0.0.1:6379';
 
 describe('failure limits shared through Redis', () => {
-  it('counts failures of one key across two limiters (two nodes) and blocks both', async () => {
-    const a = new FailureLimiter(3, 60, new RedisFailureCounters(REDIS));
-    const b = new FailureLimiter(3, 60, new RedisFailureCounters(REDIS));
-    const key = [`test:${randomUUID()}`];
+  it('counts failures of one identity and address across two limiters (two nodes) and blocks both; the identity-wide count only delays', async () => {
+    const limits = { maxFailures: 3, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 3, maxDelaySeconds: 5 };
+    const waited: number[] = [];
+    const wait = async (ms: number) => void waited.push(ms);
+    const a = new FailureLimiter(limits, new RedisFailureCounters(REDIS), wait);
+    const b = new FailureLimiter(limits, new RedisFailureCounters(REDIS), wait);
+    const attempt = { address: `test-${randomUUID()}`, identity: `client:${randomUUID()}`, identityWide: true };
     try {
-      await a.fail(key);
-      await b.fail(key);
-      await a.check(key);
-      await b.fail(key);
-      await expect(a.check(key)).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 429 });
-      const err = await b.check(key).catch((e: unknown) => e);
+      await a.failed(attempt);
+      await b.failed(attempt);
+      await a.before(attempt);
+      await b.failed(attempt);
+      await expect(a.before(attempt)).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 429 });
+      const err = await b.before(attempt).catch((e: unknown) => e);
       expect(err).toMatchObject({ status: 429 });
       expect(Number((err as { headers: Record<string, string> }).headers['retry-after'])).toBeGreaterThan(0);
+      // From another address the identity is only slowed down (3 failures counted on two nodes).
+      expect(await b.before({ ...attempt, address: `test-${randomUUID()}` })).toBe(100);
+      expect(waited).toEqual([100]);
     } finally {
       await a.counters.close();
       await b.counters.close();
@@ -45,20 +51,22 @@ describe('failure limits shared through Redis', () => {
       await nodeB.close();
     });
 
-    const attempt = (node: typeof nodeA, secret: string) =>
+    const otherAddress = `10.${randomInt(256)}.${randomInt(256)}.${randomInt(256)}`;
+    const attempt = (node: typeof nodeA, secret: string, remoteAddress = address) =>
       node.app.inject({
         method: 'POST',
         url: '/connect/token',
-        remoteAddress: address,
+        remoteAddress,
         headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(clientId, secret) },
         payload: form({ grant_type: 'client_credentials' }),
       });
 
-    it('a client blocked by failures on node A is blocked on node B, even with the right secret', async () => {
+    it('an address blocked for a client by failures on node A is blocked on node B, even with the right secret; another address is not', async () => {
       for (const node of [nodeA, nodeB, nodeA, nodeB]) expect((await attempt(node, 'wrong')).statusCode).toBe(401);
       const blocked = await attempt(nodeB, 'right');
       expect(blocked.statusCode).toBe(429);
       expect(blocked.headers['retry-after']).toBeDefined();
+      expect((await attempt(nodeA, 'right', otherAddress)).statusCode).toBe(200);
     });
   });
 });

@@ -133,7 +133,7 @@ describe('revocation', () => {
     expect(res.json()).toMatchObject({ error: 'invalid_request' });
   });
 
-  it('answers missing or wrong credentials with 401 invalid_client and revokes nothing', async () => {
+  it('answers missing or wrong credentials with 401 invalid_client, WWW-Authenticate, and revokes nothing', async () => {
     const tokens = await passwordTokens(sigil, { scope: 'api1 offline_access' });
     const wrong = await revoke(tokens.refresh_token!, ['ropc', 'wrong']);
     expect(wrong.statusCode).toBe(401);
@@ -142,8 +142,13 @@ describe('revocation', () => {
     const none = await postForm(sigil, '/connect/revocation', { token: tokens.refresh_token! });
     expect(none.statusCode).toBe(401);
     expect(none.json()).toMatchObject({ error: 'invalid_client' });
+    expect(none.headers['www-authenticate']).toMatch(/^Basic /);
     const idOnly = await postForm(sigil, '/connect/revocation', { token: tokens.refresh_token!, client_id: 'ropc' });
     expect(idOnly.statusCode).toBe(401);
+    expect(idOnly.headers['www-authenticate']).toMatch(/^Basic /);
+    const inBody = await postForm(sigil, '/connect/revocation', { token: tokens.refresh_token!, client_id: 'ropc', client_secret: 'wrong' });
+    expect(inBody.statusCode).toBe(401);
+    expect(inBody.headers['www-authenticate']).toMatch(/^Basic /);
     expect((await refresh(tokens.refresh_token!)).statusCode).toBe(200);
   });
 

@@ -33,7 +33,7 @@ describe('resolveConfig: defaults', () => {
     expect(cfg.logLevel).toBe('info');
     expect(cfg.trustProxy).toBe(false);
     expect(cfg.identityResources.map((r) => r.name)).toEqual(['openid', 'profile']);
-    expect(cfg.rateLimits).toEqual({ maxFailures: 20, windowSeconds: 60 });
+    expect(cfg.rateLimits).toEqual({ maxFailures: 20, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 100, maxDelaySeconds: 5 });
     expect(cfg.clients).toEqual([]);
     expect(cfg.users).toEqual([]);
   });
@@ -111,6 +111,46 @@ describe('resolveConfig: sha256 secrets', () => {
   it('refuses a sha256: value that is not 32 bytes, naming the field', () => {
     expect(problems({ clients: [cc({ clientSecrets: ['ok', 'sha256:abc'] })] })).toEqual([expect.stringMatching(/^clients\[0\]\.clientSecrets\[1\]: .*32 bytes/)]);
     expect(problems({ apiResources: [{ name: 'r', secrets: [`sha256:${Buffer.alloc(31).toString("base64")}`] }] })).toEqual([expect.stringMatching(/^apiResources\[0\]\.secrets\[0\]:/)]);
+  });
+});
+
+describe('resolveConfig: rateLimits and trustProxy (issue 9, items 4 and 5)', () => {
+  it('rateLimits: the address and identity-wide thresholds default to 5 × maxFailures, and may be set', () => {
+    expect(resolveConfig({ rateLimits: { maxFailures: 3 } }).rateLimits).toEqual({
+      maxFailures: 3,
+      windowSeconds: 60,
+      addressMaxFailures: 15,
+      identitySlowDownAfter: 15,
+      maxDelaySeconds: 5,
+    });
+    const set = { maxFailures: 10, windowSeconds: 300, addressMaxFailures: 40, identitySlowDownAfter: 1000, maxDelaySeconds: 2 };
+    expect(resolveConfig({ rateLimits: set }).rateLimits).toEqual(set);
+    expect(problems({ rateLimits: { maxDelaySeconds: 61 } })[0]).toMatch(/^rateLimits\.maxDelaySeconds: /);
+  });
+
+  it('trustProxy true is refused, naming the field and saying why', () => {
+    const found = problems({ trustProxy: true });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(/^trustProxy: /);
+    expect(found[0]).toContain('X-Forwarded-For');
+    expect(found[0]).toContain('written by the caller');
+  });
+
+  it('trustProxy takes proxy addresses and CIDR ranges (string or array) or a hop count', () => {
+    expect(resolveConfig({ trustProxy: '10.0.0.1' }).trustProxy).toEqual(['10.0.0.1']);
+    expect(resolveConfig({ trustProxy: '10.0.0.0/8, fd00::/8' }).trustProxy).toEqual(['10.0.0.0/8', 'fd00::/8']);
+    expect(resolveConfig({ trustProxy: ['127.0.0.1', '::1', '192.168.0.0/16', 'loopback'] }).trustProxy).toEqual(['127.0.0.1', '::1', '192.168.0.0/16', 'loopback']);
+    expect(resolveConfig({ trustProxy: 2 }).trustProxy).toBe(2);
+    expect(resolveConfig({ trustProxy: false }).trustProxy).toBe(false);
+  });
+
+  it('trustProxy refuses anything else, naming the field', () => {
+    expect(problems({ trustProxy: 'proxy.example' })[0]).toMatch(/^trustProxy: .*not an IP address/);
+    expect(problems({ trustProxy: '10.0.0.0/33' })[0]).toMatch(/^trustProxy: /);
+    expect(problems({ trustProxy: ['10.0.0.1', 'everyone'] })[0]).toMatch(/^trustProxy\[1\]: /);
+    expect(problems({ trustProxy: -1 })[0]).toMatch(/^trustProxy: /);
+    expect(problems({ trustProxy: 1.5 })[0]).toMatch(/^trustProxy: /);
+    expect(problems({ trustProxy: [] })[0]).toMatch(/^trustProxy: /);
   });
 });
 
