@@ -21,6 +21,7 @@ import { refreshTokenGrant } from './grants/refresh-token.js';
 import { GrantRegistry } from './grants/registry.js';
 import { tokenExchangeGrant } from './grants/token-exchange.js';
 import { buildApp } from './http/app.js';
+import { buildMetricsApp, RequestMetrics } from './http/metrics.js';
 import { KeyRing, parseDataKey } from './keys/keys.js';
 import { startHousekeeping } from './stores/housekeeping.js';
 import { loadStoredClients } from './stores/stored-clients.js';
@@ -62,9 +63,20 @@ export interface Sigil {
   /** The Fastify app with every endpoint; `listen` it or `inject` requests. */
   app: FastifyInstance;
   context: SigilContext;
+  /**
+   * The management app: `GET /metrics` (Prometheus text) and nothing else, never on `app`.
+   * `listenMetrics` listens it where the config's `metrics` says; or listen it yourself.
+   */
+  metricsApp: FastifyInstance;
+  /**
+   * Starts the management listener at the config's `metrics` host and port (DESIGN §4).
+   * @returns its origin, e.g. `http://127.0.0.1:9464`, or null when `metrics` is false.
+   * @throws Error naming the address when it cannot listen there (e.g. the port is in use).
+   */
+  listenMetrics(): Promise<string | null>;
   /** Subscribes to audit events; returns the unsubscribe function. */
   subscribe(listener: EventListener): () => void;
-  /** Closes the HTTP server and the store. */
+  /** Closes the HTTP servers (public and management) and the store. */
   close(): Promise<void>;
 }
 
@@ -119,7 +131,9 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
       log,
     };
-    const app = await buildApp(context);
+    const metrics = new RequestMetrics();
+    const app = await buildApp(context, metrics);
+    const metricsApp = buildMetricsApp(metrics, log);
     const reloadClients = async () => {
       const shadowed = context.clients.setStoredClients(await loadStoredClients(store.clients, log));
       for (const id of shadowed) log.warn({ clientId: id }, 'a stored client has the id of a config-file client: the config file wins');
@@ -133,9 +147,21 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     return {
       app,
       context,
+      metricsApp,
+      listenMetrics: async () => {
+        if (cfg.metrics === false) return null;
+        const { host, port } = cfg.metrics;
+        try {
+          return new URL(await metricsApp.listen({ host, port })).origin;
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+          throw new Error(`metrics: cannot listen on ${host}:${port} (${code}); set "metrics" to another port or false`);
+        }
+      },
       subscribe: (listener) => events.subscribe(listener),
       close: async () => {
         housekeeping.stop();
+        await metricsApp.close();
         await app.close();
         await store.close();
         await limiter.counters.close();

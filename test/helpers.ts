@@ -18,6 +18,8 @@ export function testConfig(overrides: Partial<ConfigInput> = {}): ConfigInput {
     issuer: 'http://127.0.0.1:5999',
     storage: 'memory',
     logLevel: 'silent',
+    // Any free port: processes started from this config run side by side (`sigil start` prints it).
+    metrics: { host: '127.0.0.1', port: 0 },
     signingAlgorithms: ['RS256', 'ES256'],
     identityResources: [
       { name: 'openid', userClaims: ['sub'], required: true },

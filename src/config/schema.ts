@@ -128,6 +128,23 @@ const rateLimits = z.strictObject({
   windowSeconds: lifetime.default(60),
 });
 
+/** Where the management listener serves `/metrics` (DESIGN §4); port 0 = any free port. */
+export const DEFAULT_METRICS = { host: '127.0.0.1', port: 9464 } as const;
+
+/**
+ * `metrics`: the management listener's address and port (loopback by default, never the public
+ * listener), or `false` for no metrics at all.
+ */
+const metrics = z
+  .union([
+    z.literal(false),
+    z.strictObject({
+      host: nonEmpty.default(DEFAULT_METRICS.host),
+      port: z.number().int().min(0).max(65535).default(DEFAULT_METRICS.port),
+    }),
+  ])
+  .default({ ...DEFAULT_METRICS });
+
 /** The whole config file. */
 export const configSchema = z
   .strictObject({
@@ -149,6 +166,7 @@ export const configSchema = z
     users: z.array(user).default([]),
     identityProviders: z.array(identityProvider).default([]),
     rateLimits: rateLimits.default({ maxFailures: 20, windowSeconds: 60 }),
+    metrics,
     /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
     sessionLifetime: lifetime.default(36000),
     /** Signing key lifecycle, in seconds (Duende's automatic key management defaults). */

@@ -16,7 +16,7 @@ import { freePort } from './ports.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLEAN_ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'DEMO_RP_URL'].includes(k)),
+  Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'SIGIL_METRICS_PORT', 'DEMO_RP_URL'].includes(k)),
 );
 
 /** A spawned process with its output, resolving `ready` once a line matches. */
@@ -60,7 +60,7 @@ describe('npm start (examples/start-demo.mjs)', () => {
     const issuer = `http://127.0.0.1:${port}`;
     const rpUrl = `http://127.0.0.1:${rpPort}`;
     const p = run(
-      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--issuer', issuer, '--storage', `sqlite:${join(dir, 'sigil.db')}`],
+      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--issuer', issuer, '--storage', `sqlite:${join(dir, 'sigil.db')}`, '--metrics-port', '0'],
       { DEMO_RP_URL: rpUrl },
       /sigil demo: open/,
     );
@@ -117,7 +117,7 @@ describe('the demo relying party in Chromium', () => {
       password: 'mallory',
       claims: { name: `<img src=x onerror="alert('xss-name')">`, family_name: `"><script>alert('xss-family')</script>`, email: 'm@example.com' },
     });
-    [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess({ ...config, logLevel: 'silent' }, port))]);
+    [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess({ ...config, logLevel: 'silent', metrics: { host: '127.0.0.1', port: 0 } }, port))]);
     rp = run(['examples/demo-rp.mjs'], { SIGIL_ISSUER: sigil.url, DEMO_RP_URL: rpUrl }, /relying party at/);
     await rp.ready;
   });
