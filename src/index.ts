@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
-import { type ConfigOverrides, resolveConfig } from './config/loader.js';
+import { ConfigError, type ConfigOverrides, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
 import { type ExtensionGrant, extensionGrantHandler } from './grants/extension.js';
@@ -24,7 +24,7 @@ import { buildApp } from './http/app.js';
 import { buildMetricsApp, RequestMetrics } from './http/metrics.js';
 import { KeyRing, parseDataKey } from './keys/keys.js';
 import { startHousekeeping } from './stores/housekeeping.js';
-import { loadStoredClients } from './stores/stored-clients.js';
+import { clientsNamingStoredUsers, loadStoredClients } from './stores/stored-clients.js';
 import { openStore } from './stores/sql.js';
 import { secretDigest } from './tokens/handles.js';
 import { TokenService } from './tokens/tokens.js';
@@ -83,7 +83,8 @@ export interface Sigil {
 /**
  * Creates a provider from a config object (DESIGN §4): validates it, opens the store and runs its
  * migrations, loads or generates the signing keys, and builds the Fastify app.
- * @throws ConfigError naming each invalid field; Error when the store cannot be opened.
+ * @throws ConfigError naming each invalid field, also a config client whose id is a stored
+ *   user's subject (RFC 9068 §5); Error when the store cannot be opened.
  */
 export async function createSigil(config: unknown, options: SigilOptions = {}): Promise<Sigil> {
   const cfg = resolveConfig(config, options.overrides);
@@ -97,6 +98,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     options.redisUrl ? new RedisFailureCounters(options.redisUrl) : new MemoryFailureCounters(),
   );
   try {
+    const collisions = await clientsNamingStoredUsers(cfg.clients, store.users);
+    if (collisions.length > 0) throw new ConfigError(collisions);
     const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms, {
       ...cfg.signingKeys,
       ...(options.dataKey ? { dataKey: options.dataKey } : {}),
@@ -135,7 +138,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     const app = await buildApp(context, metrics);
     const metricsApp = buildMetricsApp(metrics, log);
     const reloadClients = async () => {
-      const shadowed = context.clients.setStoredClients(await loadStoredClients(store.clients, log));
+      const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
+      const shadowed = context.clients.setStoredClients(await loadStoredClients(store.clients, log, isUserSubject));
       for (const id of shadowed) log.warn({ clientId: id }, 'a stored client has the id of a config-file client: the config file wins');
     };
     await reloadClients();

@@ -145,6 +145,15 @@ const metrics = z
   ])
   .default({ ...DEFAULT_METRICS });
 
+/**
+ * Why a client id may not equal a user's subject (RFC 9068 §5): the client's own tokens
+ * (client_credentials) carry `sub` = `client_id`, and a resource server would take them for the
+ * user's. `user` names the user (`users[2]`, `stored user "bob"`).
+ */
+export function clientSubjectCollision(clientId: string, user: string): string {
+  return `clientId "${clientId}" is the subjectId of ${user}: the client's own tokens carry sub = client_id and would name that user (RFC 9068 §5)`;
+}
+
 /** The whole config file. */
 export const configSchema = z
   .strictObject({
@@ -235,6 +244,12 @@ export const configSchema = z
       seen.add(key);
     });
     for (const d of duplicates(cfg.users.map((u) => u.subjectId))) issue(['users'], `duplicate subjectId "${d}"`);
+    // RFC 9068 §5: a client's own tokens carry sub = client_id, so no client id may name a user.
+    const subjects = new Map(cfg.users.map((u, i) => [u.subjectId, i]));
+    cfg.clients.forEach((c, i) => {
+      const j = subjects.get(c.clientId);
+      if (j !== undefined) issue(['clients', i, 'clientId'], clientSubjectCollision(c.clientId, `users[${j}]`));
+    });
     for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
       issue(['identityProviders'], `duplicate name "${d}"`);
   });
