@@ -299,6 +299,20 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
     return result.numUpdatedRows === 1n;
   }
 
+  async replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>): Promise<boolean> {
+    // `data` is always written by JSON.stringify and read by JSON.parse, so stringifying what was
+    // read gives back the stored text exactly: comparing the text compares the data.
+    const result = await this.db
+      .updateTable('grants')
+      .set({ data: JSON.stringify(data) })
+      .where('key', '=', key)
+      .where('data', '=', JSON.stringify(expected))
+      .where('consumed_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
   async save(record: GrantRecord): Promise<void> {
     const row = toRow(record);
     const { key: _key, ...rest } = row;

@@ -51,6 +51,13 @@ export interface GrantStore {
   consume(key: string, now: number): Promise<boolean>;
   /** Sets new data and expiry on a live record (sliding refresh tokens). Returns false if none. */
   update(key: string, data: Record<string, unknown>, expiresAt: number): Promise<boolean>;
+  /**
+   * Compare-and-set of a live record's data: replaces it with `data` only while the stored data is
+   * still `expected` (as read by `get`) and the record is neither consumed nor revoked, in one
+   * conditional update. False when another writer changed it first, or the record is gone; the
+   * caller reads again and decides anew. Two writers starting from one read never both succeed.
+   */
+  replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>): Promise<boolean>;
   /** Stores `record`, replacing whatever is stored under its key (remembered consents). */
   save(record: GrantRecord): Promise<void>;
   /** Revokes one record; inserts `record` in revoked state when there is no row under its key yet. */
