@@ -7,6 +7,11 @@
  * Sigil runs as a child process and prints its own lines (issuer, discovery URL, clients, users,
  * `listening on <url>`); once it listens, the demo relying party starts in this process against
  * the issuer Sigil printed. SIGINT/SIGTERM/SIGHUP stop both; the exit code is Sigil's.
+ *
+ * Sigil stays in this process group (DESIGN §5): whatever signals the group, a terminal's Ctrl-C
+ * or a supervisor's SIGKILL, reaches Sigil too, so nothing of it outlives `npm start`. A Ctrl-C
+ * reaches Sigil twice (from the terminal and forwarded from here); Sigil stops on the first and
+ * ignores the rest.
  */
 import { spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
@@ -19,10 +24,8 @@ const DEMO_CONFIG = resolve(here, 'sigil.json');
 
 const args = process.argv.slice(2);
 const hasConfig = args.some((a) => a === '--config' || a.startsWith('--config=')) || process.env.SIGIL_CONFIG !== undefined;
-// Sigil gets its own process group, so a Ctrl-C in the terminal reaches it once, from here.
 const sigil = spawn(process.execPath, [CLI, 'start', ...(hasConfig ? [] : ['--config', DEMO_CONFIG]), ...args], {
   stdio: ['ignore', 'pipe', 'inherit'],
-  detached: true,
 });
 
 /** @type {{ url: string, close: () => Promise<void> } | undefined} */
@@ -61,7 +64,7 @@ function stop(signal) {
   void rp?.close();
 }
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => stop(signal));
-// Sigil is in its own process group: never leave it behind, even if this script fails.
+// Never leave Sigil behind, even if this script fails or only this process is signalled.
 process.on('exit', () => {
   if (sigil.exitCode === null && sigil.signalCode === null) sigil.kill('SIGTERM');
 });

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
-import { type ConfigOverrides, resolveConfig } from './config/loader.js';
+import { ConfigError, type ConfigOverrides, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
 import { type ExtensionGrant, extensionGrantHandler } from './grants/extension.js';
@@ -21,9 +21,10 @@ import { refreshTokenGrant } from './grants/refresh-token.js';
 import { GrantRegistry } from './grants/registry.js';
 import { tokenExchangeGrant } from './grants/token-exchange.js';
 import { buildApp } from './http/app.js';
+import { buildMetricsApp, RequestMetrics } from './http/metrics.js';
 import { KeyRing, parseDataKey } from './keys/keys.js';
 import { startHousekeeping } from './stores/housekeeping.js';
-import { loadStoredClients } from './stores/stored-clients.js';
+import { clientsNamingStoredUsers, loadStoredClients } from './stores/stored-clients.js';
 import { openStore } from './stores/sql.js';
 import { TokenService } from './tokens/tokens.js';
 import { UserService } from './users/users.js';
@@ -61,16 +62,28 @@ export interface Sigil {
   /** The Fastify app with every endpoint; `listen` it or `inject` requests. */
   app: FastifyInstance;
   context: SigilContext;
+  /**
+   * The management app: `GET /metrics` (Prometheus text) and nothing else, never on `app`.
+   * `listenMetrics` listens it where the config's `metrics` says; or listen it yourself.
+   */
+  metricsApp: FastifyInstance;
+  /**
+   * Starts the management listener at the config's `metrics` host and port (DESIGN §4).
+   * @returns its origin, e.g. `http://127.0.0.1:9464`, or null when `metrics` is false.
+   * @throws Error naming the address when it cannot listen there (e.g. the port is in use).
+   */
+  listenMetrics(): Promise<string | null>;
   /** Subscribes to audit events; returns the unsubscribe function. */
   subscribe(listener: EventListener): () => void;
-  /** Closes the HTTP server and the store. */
+  /** Closes the HTTP servers (public and management) and the store. */
   close(): Promise<void>;
 }
 
 /**
  * Creates a provider from a config object (DESIGN §4): validates it, opens the store and runs its
  * migrations, loads or generates the signing keys, and builds the Fastify app.
- * @throws ConfigError naming each invalid field; Error when the store cannot be opened.
+ * @throws ConfigError naming each invalid field, also a config client whose id is a stored
+ *   user's subject (RFC 9068 §5); Error when the store cannot be opened.
  */
 export async function createSigil(config: unknown, options: SigilOptions = {}): Promise<Sigil> {
   const cfg = resolveConfig(config, options.overrides);
@@ -83,6 +96,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     options.redisUrl ? new RedisFailureCounters(options.redisUrl) : new MemoryFailureCounters(),
   );
   try {
+    const collisions = await clientsNamingStoredUsers(cfg.clients, store.users);
+    if (collisions.length > 0) throw new ConfigError(collisions);
     const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms, {
       ...cfg.signingKeys,
       ...(options.dataKey ? { dataKey: options.dataKey } : {}),
@@ -118,9 +133,12 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
       log,
     };
-    const app = await buildApp(context);
+    const metrics = new RequestMetrics();
+    const app = await buildApp(context, metrics);
+    const metricsApp = buildMetricsApp(metrics, log);
     const reloadClients = async () => {
-      const shadowed = context.clients.setStoredClients(await loadStoredClients(store.clients, log));
+      const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
+      const shadowed = context.clients.setStoredClients(await loadStoredClients(store.clients, log, isUserSubject));
       for (const id of shadowed) log.warn({ clientId: id }, 'a stored client has the id of a config-file client: the config file wins');
     };
     await reloadClients();
@@ -132,9 +150,21 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     return {
       app,
       context,
+      metricsApp,
+      listenMetrics: async () => {
+        if (cfg.metrics === false) return null;
+        const { host, port } = cfg.metrics;
+        try {
+          return new URL(await metricsApp.listen({ host, port })).origin;
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+          throw new Error(`metrics: cannot listen on ${host}:${port} (${code}); set "metrics" to another port or false`);
+        }
+      },
       subscribe: (listener) => events.subscribe(listener),
       close: async () => {
         housekeeping.stop();
+        await metricsApp.close();
         await app.close();
         await store.close();
         await limiter.counters.close();

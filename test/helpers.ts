@@ -3,12 +3,13 @@
  * provider on a real SQLite file, and the real `sigil start` process on a socket.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { createLocalJWKSet, type JSONWebKeySet } from 'jose';
+import pg from 'pg';
 import { pino } from 'pino';
 import { createSigil, type ConfigInput, type Sigil, type SigilOptions } from '../src/index.js';
 
@@ -18,6 +19,8 @@ export function testConfig(overrides: Partial<ConfigInput> = {}): ConfigInput {
     issuer: 'http://127.0.0.1:5999',
     storage: 'memory',
     logLevel: 'silent',
+    // Any free port: processes started from this config run side by side (`sigil start` prints it).
+    metrics: { host: '127.0.0.1', port: 0 },
     signingAlgorithms: ['RS256', 'ES256'],
     identityResources: [
       { name: 'openid', userClaims: ['sub'], required: true },
@@ -77,6 +80,25 @@ export function testConfig(overrides: Partial<ConfigInput> = {}): ConfigInput {
   };
 }
 
+
+/** The PostgreSQL database of the tests (CI and here: trust auth, database `test`). */
+export const POSTGRES_URL = process.env.SIGIL_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A PostgreSQL schema name no other run uses. */
+export function uniqueSchema(prefix: string): string {
+  return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+/** Drops a test schema with everything in it. */
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(`drop schema if exists ${schema} cascade`);
+  } finally {
+    await client.end();
+  }
+}
 
 /** A fresh temporary directory, removed by the returned `cleanup`. */
 export function tempDir(): { dir: string; cleanup: () => void } {

@@ -1,11 +1,14 @@
 /**
  * Store administration from the command line (DESIGN §5): `sigil keys`, `sigil users`,
  * `sigil clients`. Users and clients of the config file stay read-only and win over stored ones
- * with the same name, which these commands warn about. Every function returns the exit code.
+ * with the same name, which these commands warn about. A client id may never be a user's subject
+ * (RFC 9068 §5): `clients add` and `users add` refuse it against the config file and the store
+ * (exit code 2). Every function returns the exit code.
  */
 import { readFileSync } from 'node:fs';
 import { hash } from '@node-rs/argon2';
 import { type ConfigOverrides, type ResolvedConfig, resolveConfig } from '../config/loader.js';
+import { clientSubjectCollision } from '../config/schema.js';
 import { describeKeys, parseDataKey, rotateKeys } from '../keys/keys.js';
 import { openStore } from '../stores/sql.js';
 import { newId, nowSeconds, secretDigest } from '../tokens/handles.js';
@@ -74,6 +77,9 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       const claims = flags.claims === undefined ? {} : parseJsonObject(flags.claims, '--claims');
       if (claims === undefined) return 2;
       if (await store.users.findUserByUsername(name, tenant)) return failure(`a stored user "${name}" exists already`);
+      // RFC 9068 §5: a subject may not be a client id (config or stored), see clientSubjectCollision.
+      const client = cfg.clients.find((c) => c.clientId === subjectId)?.clientId ?? (await store.clients.listClients()).find((c) => c.clientId === subjectId)?.clientId;
+      if (client !== undefined) return usage(`--subject: ${clientSubjectCollision(String(client), `user "${name}"`)}`);
       warnIfConfigUser(cfg, name, subjectId);
       const password = await readPassword(flags);
       await store.users.addUser({ subjectId, username: name, tenant, passwordHash: password === undefined ? null : await hash(password), claims, isActive: true });
@@ -125,6 +131,8 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
       const others = (base.clients ?? []).filter((c) => (c as { clientId?: unknown }).clientId !== clientId);
       // Validated together with the config file, so scope names and the like are checked too.
       resolveConfig({ ...base, clients: [...others, client] }, overrides);
+      const user = await store.users.findUserBySubject(clientId);
+      if (user) return usage(clientSubjectCollision(clientId, `stored user "${user.username}"`));
       if (cfg.clients.some((c) => c.clientId === clientId))
         console.warn(`sigil: warning: the config file defines client "${clientId}"; it wins over the stored one`);
       const secrets = Array.isArray(client.clientSecrets) ? (client.clientSecrets as string[]) : [];

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `sigil` command (DESIGN §5): `sigil start` runs the server, `sigil migrate` brings the store's
- * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`). Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL;
- * environment: SIGIL_CONFIG, PORT, SIGIL_ISSUER, SIGIL_STORAGE (flags win).
+ * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`). Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL,
+ * --metrics-port N; environment: SIGIL_CONFIG, PORT, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
  * Exit codes: 0 success, 1 runtime failure, 2 invalid usage or configuration.
  */
 import { realpathSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { createSigil } from '../index.js';
 import { openStore } from '../stores/sql.js';
 
 const DEMO_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '../../examples/sigil.json');
-const USAGE = `usage: sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL]
+const USAGE = `usage: sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N]
        sigil migrate [--config FILE] [--storage URL]
        sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]
        sigil users list | add USERNAME [--subject ID] [--tenant T] [--claims JSON] [--password P | --password-stdin]
@@ -32,6 +32,7 @@ async function main(argv: string[]): Promise<number> {
       host: { type: 'string' },
       issuer: { type: 'string' },
       storage: { type: 'string' },
+      'metrics-port': { type: 'string' },
       alg: { type: 'string' },
       subject: { type: 'string' },
       tenant: { type: 'string' },
@@ -54,6 +55,7 @@ async function main(argv: string[]): Promise<number> {
   if (values.host !== undefined) overrides.host = values.host;
   if (values.issuer !== undefined) overrides.issuer = values.issuer;
   if (values.storage !== undefined) overrides.storage = values.storage;
+  if (values['metrics-port'] !== undefined) overrides.metricsPort = parsePort(values['metrics-port'], '--metrics-port');
   const raw = readConfigFile(configPath);
 
   if (command === 'migrate') {
@@ -73,6 +75,7 @@ async function main(argv: string[]): Promise<number> {
   const sigil = await createSigil(raw, { overrides });
   const cfg = sigil.context.config;
   const address = await sigil.app.listen({ port: cfg.port, host: cfg.host });
+  const metricsUrl = await sigil.listenMetrics();
   // Handlers first: a supervisor may signal as soon as it reads "listening on".
   const stopped = new Promise<void>((done) => {
     let stopping = false;
@@ -91,6 +94,7 @@ async function main(argv: string[]): Promise<number> {
   console.log(`sigil: discovery ${cfg.issuer}/.well-known/openid-configuration`);
   console.log(`sigil: clients ${cfg.clients.map((c) => c.clientId).join(', ') || '(none)'}`);
   console.log(`sigil: users ${cfg.users.map((u) => u.username).join(', ') || '(none)'}`);
+  console.log(`sigil: metrics ${metricsUrl ? `${metricsUrl}/metrics` : 'off'}`);
   if (isDemo(configPath))
     console.log('sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice" (see README)');
   console.log(`sigil: listening on ${url.origin}`);

@@ -23,6 +23,8 @@ export interface ConfigOverrides {
   host?: string;
   issuer?: string;
   storage?: string;
+  /** The management listener's port (`metrics.port`; 0 = any free port). Ignored when `metrics` is false. */
+  metricsPort?: number;
 }
 
 /** The validated config plus where the server listens. */
@@ -63,6 +65,8 @@ export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}): Re
   const merged: Record<string, unknown> = { ...(raw as ConfigInput) };
   for (const key of ['port', 'host', 'issuer', 'storage'] as const)
     if (overrides[key] !== undefined) merged[key] = overrides[key];
+  if (overrides.metricsPort !== undefined && merged.metrics !== false)
+    merged.metrics = { ...(typeof merged.metrics === 'object' ? merged.metrics : {}), port: overrides.metricsPort };
   const result = configSchema.safeParse(merged);
   if (!result.success) {
     throw new ConfigError(
@@ -80,10 +84,11 @@ export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}): Re
   return { ...cfg, issuer, port, host: cfg.host ?? '0.0.0.0' };
 }
 
-/** Reads environment variables of DESIGN §5 (`PORT`, `SIGIL_ISSUER`, `SIGIL_STORAGE`). */
+/** Reads environment variables of DESIGN §5 (`PORT`, `SIGIL_ISSUER`, `SIGIL_STORAGE`, `SIGIL_METRICS_PORT`). */
 export function overridesFromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
   const out: ConfigOverrides = {};
   if (env.PORT) out.port = parsePort(env.PORT, 'PORT');
+  if (env.SIGIL_METRICS_PORT) out.metricsPort = parsePort(env.SIGIL_METRICS_PORT, 'SIGIL_METRICS_PORT');
   if (env.SIGIL_ISSUER) out.issuer = env.SIGIL_ISSUER;
   if (env.SIGIL_STORAGE) out.storage = env.SIGIL_STORAGE;
   return out;

@@ -225,6 +225,32 @@ export const PENDING_LIMITS_DEFAULTS = {
   deviceAuthorizationsPerClient: 1000,
 };
 
+/** Where the management listener serves `/metrics` (DESIGN §4); port 0 = any free port. */
+export const DEFAULT_METRICS = { host: '127.0.0.1', port: 9464 } as const;
+
+/**
+ * `metrics`: the management listener's address and port (loopback by default, never the public
+ * listener), or `false` for no metrics at all.
+ */
+const metrics = z
+  .union([
+    z.literal(false),
+    z.strictObject({
+      host: nonEmpty.default(DEFAULT_METRICS.host),
+      port: z.number().int().min(0).max(65535).default(DEFAULT_METRICS.port),
+    }),
+  ])
+  .default({ ...DEFAULT_METRICS });
+
+/**
+ * Why a client id may not equal a user's subject (RFC 9068 §5): the client's own tokens
+ * (client_credentials) carry `sub` = `client_id`, and a resource server would take them for the
+ * user's. `user` names the user (`users[2]`, `stored user "bob"`).
+ */
+export function clientSubjectCollision(clientId: string, user: string): string {
+  return `clientId "${clientId}" is the subjectId of ${user}: the client's own tokens carry sub = client_id and would name that user (RFC 9068 §5)`;
+}
+
 /** The whole config file. */
 export const configSchema = z
   .strictObject({
@@ -247,6 +273,7 @@ export const configSchema = z
     identityProviders: z.array(identityProvider).default([]),
     rateLimits: rateLimits.prefault({}),
     pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS),
+    metrics,
     /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
     sessionLifetime: lifetime.default(36000),
     /** Signing key lifecycle, in seconds (Duende's automatic key management defaults). */
@@ -319,6 +346,12 @@ export const configSchema = z
       seen.add(key);
     });
     for (const d of duplicates(cfg.users.map((u) => u.subjectId))) issue(['users'], `duplicate subjectId "${d}"`);
+    // RFC 9068 §5: a client's own tokens carry sub = client_id, so no client id may name a user.
+    const subjects = new Map(cfg.users.map((u, i) => [u.subjectId, i]));
+    cfg.clients.forEach((c, i) => {
+      const j = subjects.get(c.clientId);
+      if (j !== undefined) issue(['clients', i, 'clientId'], clientSubjectCollision(c.clientId, `users[${j}]`));
+    });
     for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
       issue(['identityProviders'], `duplicate name "${d}"`);
   });

@@ -1,7 +1,8 @@
 /**
  * Sign-in through an upstream provider: `/federation/<name>/login?interaction=<id>` sends the
  * browser to the provider; `/federation/<name>/callback` completes the sign-in, links the external
- * user to a local subject, starts a Sigil session (`idp` = the provider, `amr: ["external"]`) and
+ * user (by the pair provider, upstream `sub`; a `sub` over 255 characters is refused) to a local
+ * subject, starts a Sigil session (`idp` = the provider, `amr: ["external"]`) and
  * resumes the pending request. Failures end on Sigil's error page; no user or session is created.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -13,7 +14,7 @@ import { OAuthError } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import { queryString } from '../ui/account.js';
 import { parseAcrValues } from '../validation/acr-values.js';
-import { linkExternalUser } from './upstream.js';
+import { linkExternalUser, upstreamSubject } from './upstream.js';
 import { newGrantRecord } from '../stores/types.js';
 
 /** Seconds a browser has to come back from the upstream provider. */
@@ -87,8 +88,14 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
       const upstreamError = queryString(request, 'error');
       return upstreamFailed(ctx, request, reply, upstreamError ? `the identity provider answered ${upstreamError}` : 'the identity provider sign-in could not be verified');
     }
+    // OIDC Core §2: `sub` is at most 255 characters; a longer one is refused, never cut.
+    const sub = upstreamSubject(claims);
+    if (sub === undefined) {
+      ctx.log.warn({ provider: name }, 'upstream subject refused: longer than 255 characters or not a string');
+      return upstreamFailed(ctx, request, reply, 'the identity provider sent an invalid subject identifier');
+    }
     const tenant = parseAcrValues(interaction.params.acr_values).tenant;
-    const user = await linkExternalUser(ctx.store.users, provider, claims, tenant);
+    const user = await linkExternalUser(ctx.store.users, provider, sub, claims, tenant);
     if (!user.isActive) return upstreamFailed(ctx, request, reply, 'the account is not active');
     const session = await ctx.sessions.create(request, reply, user, { amr: ['external'], idp: name, tenant: user.tenant });
     ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'federation', subjectId: user.subjectId, clientId: interaction.params.client_id ?? '' });

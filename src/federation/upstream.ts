@@ -1,13 +1,13 @@
 /**
  * Upstream OpenID Connect providers (DESIGN §2 `federation/`), as a relying party built on
  * `openid-client`: discovery of the upstream issuer, authorization code with PKCE, `state` and
- * `nonce`, identity token validation. An external user is linked to a stable local subject kept
- * in the user store under the username `<provider>:<upstream sub>`; their mapped claims are
- * refreshed at every sign-in.
+ * `nonce`, identity token validation. An external user is linked to a stable local subject by
+ * the full pair (provider, upstream `sub`) (OIDC Core §2, §5.7), never by a cut or case-folded
+ * name; their mapped claims are refreshed at every sign-in.
  */
 import * as oidc from 'openid-client';
 import type { IdentityProviderConfig } from '../config/schema.js';
-import type { UserStore } from '../stores/types.js';
+import { externalLinkKey, type UserStore } from '../stores/types.js';
 import { newId } from '../tokens/handles.js';
 import type { User } from '../users/users.js';
 
@@ -117,26 +117,50 @@ export class UpstreamProviders {
   }
 }
 
+/** Longest upstream `sub` accepted: OIDC Core §2 allows at most 255 ASCII characters. */
+export const MAX_UPSTREAM_SUBJECT = 255;
+
 /**
- * Finds or creates the local user linked to an upstream identity, with the mapped claims.
- * The subject stays the same across sign-ins (the link is the user's username).
+ * The upstream `sub` of verified claims when it is usable as a link: a string of 1 to 255
+ * characters (OIDC Core §2). Undefined otherwise; the caller ends on the error page.
+ */
+export function upstreamSubject(claims: Record<string, unknown>): string | undefined {
+  const sub = claims.sub;
+  return typeof sub === 'string' && sub.length > 0 && sub.length <= MAX_UPSTREAM_SUBJECT ? sub : undefined;
+}
+
+/** Longest username the user store keeps (`users.username`). */
+const MAX_USERNAME = 100;
+
+/**
+ * Finds or creates the local user linked to the upstream identity (provider, `sub`), with the
+ * mapped claims. The link is the exact pair, so the subject stays the same across sign-ins and
+ * two upstream users never share a local account. A new user's username, for display only, is
+ * `<provider>:<sub>` when that fits and is free, else `<provider>:<local subject>`.
+ * @param sub the upstream subject, checked by `upstreamSubject`.
+ * @throws Error when the link names a user that no longer exists.
  */
 export async function linkExternalUser(
   users: UserStore,
   provider: IdentityProviderConfig,
+  sub: string,
   upstream: Record<string, unknown>,
   tenant: string | null,
 ): Promise<User> {
   const mapping = provider.claimMapping ?? DEFAULT_CLAIM_MAPPING;
   const claims: Record<string, unknown> = {};
   for (const [local, remote] of Object.entries(mapping)) if (upstream[remote] !== undefined) claims[local] = upstream[remote];
-  const username = `${provider.name}:${String(upstream.sub)}`.slice(0, 100);
-  const existing = await users.findUserByUsername(username, null);
-  if (existing) {
-    await users.updateClaims(existing.subjectId, claims);
-    return { subjectId: existing.subjectId, username, tenant: existing.tenant, isActive: existing.isActive, claims };
+  const link = { key: externalLinkKey(provider.name, sub), provider: provider.name, upstreamSubject: sub };
+  let subjectId = await users.findExternalLink(link.key);
+  if (subjectId === undefined) {
+    const fresh = newId();
+    const readable = `${provider.name}:${sub}`;
+    const free = readable.length <= MAX_USERNAME && !(await users.findUserByUsername(readable, tenant ?? ''));
+    const username = free ? readable : `${provider.name}:${fresh}`.slice(-MAX_USERNAME);
+    subjectId = await users.addExternalUser(link, { subjectId: fresh, username, tenant, passwordHash: null, claims, isActive: true });
   }
-  const subjectId = newId();
-  await users.addUser({ subjectId, username, tenant, passwordHash: null, claims, isActive: true });
-  return { subjectId, username, tenant, isActive: true, claims };
+  const existing = await users.findUserBySubject(subjectId);
+  if (!existing) throw new Error('the linked local user no longer exists');
+  await users.updateClaims(existing.subjectId, claims);
+  return { subjectId: existing.subjectId, username: existing.username, tenant: existing.tenant, isActive: existing.isActive, claims };
 }

@@ -3,12 +3,19 @@
  * device code; `authorization_pending` until the user answers, `slow_down` (and 5 s more interval)
  * when polled faster than the interval, `access_denied` after a denial, `expired_token` after the
  * lifetime. Redemption is atomic: of concurrent polls after approval exactly one gets tokens.
+ *
+ * A poll records its time with a compare-and-set on the data it read (`GrantStore.replaceData`),
+ * never by writing back a stale row: an approval stored between a poll's read and its write (on
+ * another node, say) makes the write fail, and the poll judges the row again as it is now.
  */
 import type { DeviceCodeData } from '../endpoints/device-authorization.js';
 import { OAuthError, invalidGrant } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import { redeemApproval } from './redeem.js';
 import type { GrantHandler } from './registry.js';
+
+/** Reads of a changing row before a poll gives up: whoever keeps changing it polls too fast. */
+const MAX_ATTEMPTS = 4;
 
 /**
  * Handles a device code poll.
@@ -19,21 +26,24 @@ import type { GrantHandler } from './registry.js';
 export const deviceCodeGrant: GrantHandler = async (ctx, { params, client }) => {
   const deviceCode = params.require('device_code');
   const key = hashHandle(deviceCode);
-  const row = deviceCode.length <= 512 ? await ctx.store.grants.get(key) : undefined;
-  if (!row || row.type !== 'device_code' || row.clientId !== client.clientId || row.revokedAt !== null)
-    throw invalidGrant('the device code is invalid');
-  if (row.consumedAt !== null) throw invalidGrant('the device code was already redeemed');
-  const now = nowSeconds();
-  if (row.expiresAt <= now) throw new OAuthError('expired_token', 'the device code expired');
-  const data = row.data as DeviceCodeData;
-  const nowMs = Date.now();
-  if (data.lastPollAt !== undefined && nowMs - data.lastPollAt < data.interval * 1000) {
-    await ctx.store.grants.update(key, { ...data, lastPollAt: nowMs, interval: data.interval + 5 }, row.expiresAt);
-    throw new OAuthError('slow_down', 'poll less often');
+  for (let attempt = 1; ; attempt++) {
+    const row = deviceCode.length <= 512 ? await ctx.store.grants.get(key) : undefined;
+    if (!row || row.type !== 'device_code' || row.clientId !== client.clientId || row.revokedAt !== null)
+      throw invalidGrant('the device code is invalid');
+    if (row.consumedAt !== null) throw invalidGrant('the device code was already redeemed');
+    if (row.expiresAt <= nowSeconds()) throw new OAuthError('expired_token', 'the device code expired');
+    const data = row.data as DeviceCodeData;
+    const nowMs = Date.now();
+    const tooFast = data.lastPollAt !== undefined && nowMs - data.lastPollAt < data.interval * 1000;
+    const next: DeviceCodeData = tooFast ? { ...data, lastPollAt: nowMs, interval: data.interval + 5 } : { ...data, lastPollAt: nowMs };
+    if (!(await ctx.store.grants.replaceData(key, row.data, next))) {
+      // Changed since the read: an answer, a redemption or another poll. Judge it again.
+      if (attempt < MAX_ATTEMPTS) continue;
+      throw new OAuthError('slow_down', 'poll less often');
+    }
+    if (tooFast) throw new OAuthError('slow_down', 'poll less often');
+    if (data.status === 'denied') throw new OAuthError('access_denied', 'the user denied the request');
+    if (data.status === 'pending' || !data.subject) throw new OAuthError('authorization_pending', 'the user has not answered yet');
+    return redeemApproval(ctx, client, row, { subject: data.subject, scopes: data.scopes }, async () => undefined);
   }
-  await ctx.store.grants.update(key, { ...data, lastPollAt: nowMs }, row.expiresAt);
-  if (data.status === 'denied') throw new OAuthError('access_denied', 'the user denied the request');
-  if (data.status === 'pending' || !data.subject) throw new OAuthError('authorization_pending', 'the user has not answered yet');
-
-  return redeemApproval(ctx, client, row, { subject: data.subject, scopes: data.scopes }, async () => undefined);
 };

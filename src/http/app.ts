@@ -1,13 +1,12 @@
 /**
- * The Fastify application: body parsing, security headers, CORS, error rendering, metrics and the
- * routes of every endpoint (DESIGN §1, `http/`).
+ * The Fastify application: body parsing, security headers, CORS, error rendering, request metrics
+ * and the routes of every endpoint (DESIGN §1, `http/`).
  */
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from 'fastify';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import type { SigilContext } from '../context.js';
 import { authorizeEndpoint } from '../endpoints/authorize.js';
 import { deviceAuthorizationEndpoint } from '../endpoints/device-authorization.js';
@@ -26,6 +25,7 @@ import { federationRoutes } from '../federation/routes.js';
 import { csrfTokenOf } from '../ui/csrf.js';
 import { STYLES } from '../ui/styles.js';
 import { Params } from './form.js';
+import { RequestMetrics } from './metrics.js';
 import { NOT_A_FORM, sendOAuthError } from './request.js';
 
 /** Largest request body accepted, in bytes (D-17: 413 beyond). */
@@ -51,8 +51,11 @@ function trustedProxies(config: false | number | string[]): false | string[] | (
   return (_address, hop) => hop < config;
 }
 
-/** Builds the HTTP application for a provider's services. Not yet listening. */
-export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
+/**
+ * Builds the HTTP application for a provider's services. Not yet listening. Its requests are
+ * recorded in `metrics`, which the management app serves (`/metrics` is not on this app).
+ */
+export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new RequestMetrics()): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -87,14 +90,16 @@ export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
     sendOAuthError(reply, new OAuthError('invalid_request', 'no such endpoint', 404)),
   );
 
+  const secureCookies = ctx.issuer.startsWith('https:');
   await app.register(helmet, {
     contentSecurityPolicy: {
       directives: { 'frame-ancestors': ["'none'"], 'style-src': ["'self'"], 'upgrade-insecure-requests': null },
     },
     frameguard: { action: 'deny' },
     referrerPolicy: { policy: 'no-referrer' },
+    // RFC 6797 §7.2: Strict-Transport-Security only over secure transport, i.e. an https issuer.
+    hsts: secureCookies,
   });
-  const secureCookies = ctx.issuer.startsWith('https:');
   await app.register(cookie);
   await app.register(csrf, {
     sessionPlugin: '@fastify/cookie',
@@ -117,21 +122,7 @@ export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
     },
   });
 
-  const metrics = new Registry();
-  collectDefaultMetrics({ register: metrics });
-  const duration = new Histogram({
-    name: 'sigil_http_request_duration_seconds',
-    help: 'HTTP request duration by route and status',
-    labelNames: ['method', 'route', 'status'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-    registers: [metrics],
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    duration.observe(
-      { method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
-    );
-  });
+  metrics.observe(app);
 
   discoveryEndpoints(app, ctx);
   authorizeEndpoint(app, ctx);
@@ -148,6 +139,6 @@ export async function buildApp(ctx: SigilContext): Promise<FastifyInstance> {
   app.get('/assets/sigil.css', async (_request, reply) =>
     reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLES),
   );
-  healthEndpoints(app, ctx, metrics);
+  healthEndpoints(app, ctx);
   return app;
 }

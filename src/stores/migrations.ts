@@ -3,6 +3,7 @@
  * never edited once released: add a new one.
  */
 import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely';
+import { externalLinkKey } from './types.js';
 
 const migrations: Record<string, Migration> = {
   '0001_initial': {
@@ -80,6 +81,36 @@ const migrations: Record<string, Migration> = {
     async up(db: Kysely<unknown>) {
       // A username lookup without a tenant searches every tenant.
       await db.schema.createIndex('users_username_any_tenant').on('users').column('username_normalized').execute();
+    },
+  },
+  '0005_external_links': {
+    async up(db: Kysely<unknown>) {
+      // Upstream identities (federation) linked to local subjects by the full pair (provider,
+      // upstream sub), kept as its SHA-256 (`externalLinkKey`) plus the pair in clear for
+      // operators. Before, the link was the username "<provider>:<sub>" cut to 100 characters.
+      await db.schema
+        .createTable('external_links')
+        .addColumn('key', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('provider', 'text', (c) => c.notNull())
+        .addColumn('upstream_subject', 'text', (c) => c.notNull())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('external_links_subject').on('external_links').column('subject_id').execute();
+      // Existing links keep working: a user the old code created (no password, username
+      // "<provider>:<sub>") is linked to that exact pair. A username of 100 characters may have
+      // been cut, so it names no pair for sure and is not linked (the upstream user gets a new
+      // account at the next sign-in; the old one stays for an operator to remove).
+      const legacy = await sql<{ subject_id: string; username: string; created_at: number }>`
+        select subject_id, username, created_at from users where password_hash is null order by created_at, subject_id`.execute(db);
+      for (const u of legacy.rows) {
+        const m = /^([A-Za-z0-9_-]+):(.+)$/s.exec(u.username);
+        if (!m || u.username.length >= 100) continue;
+        const [, provider, upstreamSubject] = m as unknown as [string, string, string];
+        await sql`insert into external_links (key, provider, upstream_subject, subject_id, created_at)
+          values (${externalLinkKey(provider, upstreamSubject)}, ${provider}, ${upstreamSubject}, ${u.subject_id}, ${Number(u.created_at)})
+          on conflict (key) do nothing`.execute(db);
+      }
     },
   },
 };

@@ -21,7 +21,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations.js';
-import type { ClientStore, GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
+import type { ClientStore, ExternalLink, GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
 
 interface GrantsTable {
   key: string;
@@ -65,7 +65,15 @@ interface UsersTable {
   is_active: number;
   created_at: Generated<number>;
 }
+interface ExternalLinksTable {
+  key: string;
+  provider: string;
+  upstream_subject: string;
+  subject_id: string;
+  created_at: number;
+}
 interface Database {
+  external_links: ExternalLinksTable;
   grants: GrantsTable;
   signing_keys: KeysTable;
   users: UsersTable;
@@ -291,6 +299,20 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
     return result.numUpdatedRows === 1n;
   }
 
+  async replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>): Promise<boolean> {
+    // `data` is always written by JSON.stringify and read by JSON.parse, so stringifying what was
+    // read gives back the stored text exactly: comparing the text compares the data.
+    const result = await this.db
+      .updateTable('grants')
+      .set({ data: JSON.stringify(data) })
+      .where('key', '=', key)
+      .where('data', '=', JSON.stringify(expected))
+      .where('consumed_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
   async save(record: GrantRecord): Promise<void> {
     const row = toRow(record);
     const { key: _key, ...rest } = row;
@@ -392,19 +414,30 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   }
 
   async addUser(user: StoredUser): Promise<void> {
-    await this.db
-      .insertInto('users')
-      .values({
-        subject_id: user.subjectId,
-        username: user.username,
-        username_normalized: user.username.toLowerCase(),
-        tenant: user.tenant ?? '',
-        password_hash: user.passwordHash,
-        claims: JSON.stringify(user.claims),
-        is_active: user.isActive ? 1 : 0,
-        created_at: Math.floor(Date.now() / 1000),
-      })
-      .execute();
+    await this.db.insertInto('users').values(toUserRow(user)).execute();
+  }
+
+  async findExternalLink(key: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('external_links').select('subject_id').where('key', '=', key).executeTakeFirst();
+    return row?.subject_id;
+  }
+
+  async addExternalUser(link: ExternalLink, user: StoredUser): Promise<string> {
+    return this.db.transaction().execute(async (trx) => {
+      // The link first: of two first sign-ins at once, the second waits here for the first's
+      // commit, then inserts nothing and takes the first's subject.
+      const inserted = await trx
+        .insertInto('external_links')
+        .values({ key: link.key, provider: link.provider, upstream_subject: link.upstreamSubject, subject_id: user.subjectId, created_at: Math.floor(Date.now() / 1000) })
+        .onConflict((oc) => oc.column('key').doNothing())
+        .executeTakeFirst();
+      if (inserted.numInsertedOrUpdatedRows !== 1n) {
+        const row = await trx.selectFrom('external_links').select('subject_id').where('key', '=', link.key).executeTakeFirstOrThrow();
+        return row.subject_id;
+      }
+      await trx.insertInto('users').values(toUserRow(user)).execute();
+      return user.subjectId;
+    });
   }
 
   async listUsers(): Promise<StoredUser[]> {
@@ -413,8 +446,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   }
 
   async removeUser(subjectId: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
-    return result.numDeletedRows === 1n;
+    return this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
+      const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
+      return result.numDeletedRows === 1n;
+    });
   }
 
   async setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean> {
@@ -452,6 +488,19 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   async close(): Promise<void> {
     await this.db.destroy();
   }
+}
+
+function toUserRow(user: StoredUser): Omit<UsersTable, 'created_at'> & { created_at: number } {
+  return {
+    subject_id: user.subjectId,
+    username: user.username,
+    username_normalized: user.username.toLowerCase(),
+    tenant: user.tenant ?? '',
+    password_hash: user.passwordHash,
+    claims: JSON.stringify(user.claims),
+    is_active: user.isActive ? 1 : 0,
+    created_at: Math.floor(Date.now() / 1000),
+  };
 }
 
 function toUser(row: Selectable<UsersTable>): StoredUser {

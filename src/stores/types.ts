@@ -5,6 +5,7 @@
  * Times are Unix seconds. Handles (codes, refresh tokens, reference tokens) never reach the store:
  * only `key`, the SHA-256 of the handle, does.
  */
+import { hashHandle } from '../tokens/handles.js';
 
 /** What a stored grant row is. `access_token` rows track JWT access tokens (by `jti`) for revocation. */
 export type GrantType =
@@ -50,6 +51,13 @@ export interface GrantStore {
   consume(key: string, now: number): Promise<boolean>;
   /** Sets new data and expiry on a live record (sliding refresh tokens). Returns false if none. */
   update(key: string, data: Record<string, unknown>, expiresAt: number): Promise<boolean>;
+  /**
+   * Compare-and-set of a live record's data: replaces it with `data` only while the stored data is
+   * still `expected` (as read by `get`) and the record is neither consumed nor revoked, in one
+   * conditional update. False when another writer changed it first, or the record is gone; the
+   * caller reads again and decides anew. Two writers starting from one read never both succeed.
+   */
+  replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>): Promise<boolean>;
   /** Stores `record`, replacing whatever is stored under its key (remembered consents). */
   save(record: GrantRecord): Promise<void>;
   /** Revokes one record; inserts `record` in revoked state when there is no row under its key yet. */
@@ -113,6 +121,24 @@ export interface ClientStore {
   removeClient(clientId: string): Promise<boolean>;
 }
 
+/**
+ * Store key of the link of an upstream identity: the SHA-256 (base64url) of the full pair
+ * (provider name, upstream `sub`). OIDC Core §2, §5.7: `sub` is unique only within its issuer and
+ * is compared exactly, never cut or case-folded. Never change it: stored links depend on it.
+ */
+export function externalLinkKey(provider: string, upstreamSubject: string): string {
+  return hashHandle(`${provider}\u0000${upstreamSubject}`);
+}
+
+/** An upstream identity (federation) as linked to a local user. */
+export interface ExternalLink {
+  /** `externalLinkKey(provider, upstreamSubject)`. */
+  key: string;
+  provider: string;
+  /** The upstream `sub`, 1 to 255 characters, as the upstream sent it. */
+  upstreamSubject: string;
+}
+
 /** Users in the database. */
 export interface UserStore {
   /** Finds a user by username (case-insensitive) within a tenant; with null, the one user of that name in any tenant. */
@@ -120,8 +146,16 @@ export interface UserStore {
   findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
   addUser(user: StoredUser): Promise<void>;
   listUsers(): Promise<StoredUser[]>;
-  /** Returns false when there was no such user. */
+  /** Removes a user and the upstream identities linked to them; returns false when there was no such user. */
   removeUser(subjectId: string): Promise<boolean>;
+  /** The local subject linked to an upstream identity (`ExternalLink.key`), or undefined. */
+  findExternalLink(key: string): Promise<string | undefined>;
+  /**
+   * Adds `user` linked to the upstream identity `link`, atomically. When `link.key` is linked
+   * already (two first sign-ins at once), adds nothing and returns the subject linked first.
+   * @returns the linked local subject.
+   */
+  addExternalUser(link: ExternalLink, user: StoredUser): Promise<string>;
   /** Returns false when there was no such user. */
   setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean>;
   /** Replaces a user's claims (external users, at each sign-in). */

@@ -117,6 +117,9 @@ export async function answerDevice(
   // The user code is single use: consuming it atomically makes exactly one answer count when two
   // browsers answer for the same code at once.
   if (!(await ctx.store.grants.consume(device.userCodeKey, now))) return expiredPage(ctx, request, reply);
+  // Unconditional: the consumed user code makes this the only answer. A poll that read the row
+  // before this write cannot write over it (polls use compare-and-set, grants/device-code.ts); at
+  // worst this write drops a poll's bookkeeping (its time, a grown interval), never the answer.
   await ctx.store.grants.update(device.deviceKey, answered, row.expiresAt);
   const lang = language(request);
   const textKey = session ? 'deviceApproved' : 'deviceDenied';

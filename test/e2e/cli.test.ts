@@ -100,6 +100,22 @@ describe('sigil start', () => {
     expect(server.child.signalCode).toBeNull();
   });
 
+  it('serves /metrics on the management listener it prints, not on the public listener', async () => {
+    const server = await startProcess(testConfig(), await freePort());
+    try {
+      const metricsUrl = /sigil: metrics (http:\/\/127\.0\.0\.1:\d+\/metrics)\n/.exec(server.output())?.[1];
+      expect(metricsUrl, server.output()).toBeDefined();
+      expect(server.output().indexOf('sigil: metrics')).toBeLessThan(server.output().indexOf('listening on'));
+      const metrics = await fetch(metricsUrl!);
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toContain('sigil_http_request_duration_seconds');
+      expect((await fetch(`${server.url}/metrics`)).status).toBe(404);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('SIGINT also shuts down cleanly', async () => {
     const dir = workDir();
     const file = join(dir, 'sigil.json');

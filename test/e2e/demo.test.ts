@@ -5,23 +5,27 @@
  * token's claims and the userinfo response (escaped), and signs out through end session.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '../../src/index.js';
-import { type ServerProcess, startProcess, tempDir } from '../helpers.js';
+import { type ServerProcess, sleep, startProcess, tempDir } from '../helpers.js';
 import { launchChromium, newPage, screenshot, submitLogin, VIEWPORTS } from './browser-fixture.js';
 import { freePort } from './ports.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLEAN_ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'DEMO_RP_URL'].includes(k)),
+  Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'SIGIL_METRICS_PORT', 'DEMO_RP_URL'].includes(k)),
 );
 
-/** A spawned process with its output, resolving `ready` once a line matches. */
-function run(args: string[], env: Record<string, string>, ready: RegExp): { child: ChildProcess; output: () => string; ready: Promise<void>; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...CLEAN_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * A spawned process with its output, resolving `ready` once a line matches. `detached`: in a
+ * process group of its own (as a supervisor or a terminal starts `npm start`).
+ */
+function run(args: string[], env: Record<string, string>, ready: RegExp, detached = false): { child: ChildProcess; output: () => string; ready: Promise<void>; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...CLEAN_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached });
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
@@ -60,7 +64,7 @@ describe('npm start (examples/start-demo.mjs)', () => {
     const issuer = `http://127.0.0.1:${port}`;
     const rpUrl = `http://127.0.0.1:${rpPort}`;
     const p = run(
-      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--issuer', issuer, '--storage', `sqlite:${join(dir, 'sigil.db')}`],
+      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--issuer', issuer, '--storage', `sqlite:${join(dir, 'sigil.db')}`, '--metrics-port', '0'],
       { DEMO_RP_URL: rpUrl },
       /sigil demo: open/,
     );
@@ -96,6 +100,80 @@ describe('npm start (examples/start-demo.mjs)', () => {
   });
 });
 
+/** Live processes (zombies have no command line) whose command line contains `marker`. */
+function processesWith(marker: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false; // exited meanwhile
+      }
+    })
+    .map(Number);
+}
+
+/** Whether nothing listens on `port` at 127.0.0.1 (binding it succeeds). */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((ok) => {
+    const server = createServer();
+    server.once('error', () => ok(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => ok(true)));
+  });
+}
+
+/** Polls `check` until it holds; fails with `what` after 15 s. */
+async function eventually(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  for (const started = Date.now(); !(await check()); await sleep(100))
+    if (Date.now() - started > 15_000) throw new Error(`still not true: ${what}`);
+}
+
+describe('npm start in a process group of its own (DESIGN §5)', () => {
+  /** Starts start-demo.mjs as a group leader with a temp data dir and free ports. */
+  async function startGroup() {
+    const { dir, cleanup } = tempDir();
+    const [port, rpPort] = [await freePort(), await freePort()];
+    const p = run(
+      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--storage', `sqlite:${join(dir, 'sigil.db')}`, '--metrics-port', '0'],
+      { DEMO_RP_URL: `http://127.0.0.1:${rpPort}` },
+      /sigil demo: open/,
+      true,
+    );
+    await p.ready;
+    return { p, dir, port, cleanup };
+  }
+
+  it('SIGKILL to the group leaves no Sigil process and frees the port', async () => {
+    const { p, dir, port, cleanup } = await startGroup();
+    try {
+      // Sigil itself (its command line carries this run's storage path) runs beside the wrapper.
+      expect(processesWith(dir).filter((pid) => pid !== p.child.pid)).toHaveLength(1);
+      process.kill(-p.child.pid!, 'SIGKILL');
+      await p.exited;
+      await eventually(() => processesWith(dir).length === 0, `no process of ${dir} remains`);
+      await eventually(() => portIsFree(port), `port ${port} is free`);
+    } finally {
+      for (const pid of processesWith(dir)) process.kill(pid, 'SIGKILL');
+      cleanup();
+    }
+  });
+
+  it('Ctrl-C (SIGINT to the group) stops Sigil once, cleanly: exit code 0, port free', async () => {
+    const { p, dir, port, cleanup } = await startGroup();
+    try {
+      process.kill(-p.child.pid!, 'SIGINT');
+      expect(await p.exited).toBe(0);
+      expect(p.output()).not.toMatch(/error|unhandled/i);
+      await eventually(() => processesWith(dir).length === 0, `no process of ${dir} remains`);
+      expect(await portIsFree(port)).toBe(true);
+    } finally {
+      for (const pid of processesWith(dir)) process.kill(pid, 'SIGKILL');
+      cleanup();
+    }
+  });
+});
+
 describe('the demo relying party in Chromium', () => {
   let browser: Browser;
   let sigil: ServerProcess;
@@ -117,7 +195,7 @@ describe('the demo relying party in Chromium', () => {
       password: 'mallory',
       claims: { name: `<img src=x onerror="alert('xss-name')">`, family_name: `"><script>alert('xss-family')</script>`, email: 'm@example.com' },
     });
-    [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess({ ...config, logLevel: 'silent' }, port))]);
+    [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess({ ...config, logLevel: 'silent', metrics: { host: '127.0.0.1', port: 0 } }, port))]);
     rp = run(['examples/demo-rp.mjs'], { SIGIL_ISSUER: sigil.url, DEMO_RP_URL: rpUrl }, /relying party at/);
     await rp.ready;
   });

@@ -8,7 +8,11 @@ import type { LightMyRequestResponse } from 'fastify';
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InjectBrowser, type Step } from '../browser-helpers.js';
-import { type BasicCredentials, expectNoLeak, fetchJwks, postForm, sleep, startSigil, testConfig, type TestSigil, type TokenBody } from '../helpers.js';
+import type { DeviceCodeData } from '../../src/endpoints/device-authorization.js';
+import { hashHandle } from '../../src/tokens/handles.js';
+import {
+  type BasicCredentials, dropSchema, expectNoLeak, fetchJwks, POSTGRES_URL, postForm, sleep, startSigil, testConfig, type TestSigil, type TokenBody, uniqueSchema,
+} from '../helpers.js';
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 const ISSUER = 'http://127.0.0.1:5999';
@@ -539,5 +543,51 @@ describe('user-code brute force (DV-15)', () => {
     expect(fresh.headers.location).toMatch(/^\/account\/login\?interaction=/);
     await sleep(1100);
     expect(await pollError(limited, d.device_code)).toBe('authorization_pending');
+  });
+});
+
+describe('two nodes on one PostgreSQL schema: approvals racing with polls', () => {
+  const schema = uniqueSchema('sigil_device_race');
+  let nodeA: TestSigil;
+  let nodeB: TestSigil;
+  beforeAll(async () => {
+    const storage = `${POSTGRES_URL}?schema=${schema}&poolSize=10`;
+    nodeA = await startSigil({ ...deviceConfig({ maxFailures: 1000, windowSeconds: 60 }), storage });
+    nodeB = await startSigil({ ...deviceConfig({ maxFailures: 1000, windowSeconds: 60 }), storage });
+  });
+  afterAll(async () => {
+    await nodeA?.close();
+    await nodeB?.close();
+    await dropSchema(schema);
+  });
+
+  /**
+   * Polls on node A without pause (each poll answers slow_down or authorization_pending and writes
+   * the row) until `answered` resolves, then twice more, so polls straddle the approval's write.
+   */
+  async function hammer(deviceCode: string, answered: Promise<unknown>): Promise<string[]> {
+    let done = false;
+    void answered.then(() => (done = true), () => (done = true));
+    const errors: string[] = [];
+    for (let after = 0; after < 2; after += done ? 1 : 0) {
+      const res = await poll(nodeA, deviceCode, 'tv-short');
+      expectNoLeak(res);
+      errors.push(res.json<{ error: string }>().error);
+    }
+    return errors;
+  }
+
+  it('never loses an approval: node B approves while node A is polled without pause', async () => {
+    const browser = await signedIn(nodeB);
+    for (let round = 0; round < 8; round++) {
+      const device = await startDevice(nodeA, 'tv-short');
+      const answered = answer(browser, device.user_code, 'yes');
+      const errors = (await Promise.all([answered, ...Array.from({ length: 4 }, () => hammer(device.device_code, answered))])).slice(1).flat() as string[];
+      expect(errors.filter((e) => e !== 'slow_down' && e !== 'authorization_pending')).toEqual([]);
+      // Whatever polls ran around it, the stored answer is node B's approval, seen by node A.
+      const row = await nodeA.context.store.grants.get(hashHandle(device.device_code));
+      expect((row?.data as DeviceCodeData).status, `round ${round}`).toBe('approved');
+      expect((row?.data as DeviceCodeData).subject?.subjectId).toBe('1');
+    }
   });
 });

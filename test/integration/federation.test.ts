@@ -1,13 +1,19 @@
 import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InjectBrowser } from '../browser-helpers.js';
 import { freePort } from '../e2e/ports.js';
-import { basic, form, startSigil } from '../helpers.js';
+import { hash } from '@node-rs/argon2';
+import { openStore } from '../../src/stores/sql.js';
+import { externalLinkKey } from '../../src/stores/types.js';
+import { basic, form, startSigil, tempDir, testConfig } from '../helpers.js';
 
 const verifier = 'v'.repeat(43);
 const challenge = createHash('sha256').update(verifier).digest('base64url');
 const DOWN = 'http://127.0.0.1:5999';
+const LONG_PREFIX = 'u'.repeat(230);
 
 /**
  * Two providers: "corp" (listening on a real socket, as openid-client needs for discovery and the
@@ -23,6 +29,8 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     upIssuer = `http://127.0.0.1:${port}`;
     up = await startSigil({
       issuer: upIssuer,
+      // Two upstream users whose subjects share their first 230 characters (OIDC Core §2 allows 255).
+      users: [...(testConfig().users ?? []), ...(['a', 'b'] as const).map((c) => ({ subjectId: LONG_PREFIX + c.repeat(10), username: `long${c}`, password: `long${c}` }))],
       clients: [
         {
           clientId: 'sigil-down',
@@ -66,8 +74,8 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
       state: 's', nonce: 'n', code_challenge: challenge, code_challenge_method: 'S256', acr_values: acr,
     })}`;
 
-  /** Runs the whole flow for one upstream user; returns the downstream identity token's subject. */
-  async function signInThroughCorp(username: string): Promise<{ sub: string; email: unknown }> {
+  /** Signs `username` in at the upstream and returns the downstream's answer to the callback. */
+  async function upstreamCallback(username: string) {
     const browserDown = new InjectBrowser(down.app);
     const browserUp = new InjectBrowser(up.app);
     const start = await browserDown.get(authorizeUrl('web', 'idp:corp'));
@@ -79,7 +87,13 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(upLogin.location).toMatch(/^\/account\/login/);
     const back = await browserUp.login(upLogin.location!, username, username);
     expect(back.location!.startsWith(`${DOWN}/federation/corp/callback?`)).toBe(true);
-    const done = await browserDown.follow(await browserDown.get(back.location!));
+    return { browserDown, callback: await browserDown.get(back.location!) };
+  }
+
+  /** Runs the whole flow for one upstream user; returns the downstream identity token's subject. */
+  async function signInThroughCorp(username: string): Promise<{ sub: string; email: unknown }> {
+    const { browserDown, callback } = await upstreamCallback(username);
+    const done = await browserDown.follow(callback);
     expect(done.status).toBe(303);
     const code = new URL(done.location!).searchParams.get('code');
     expect(code).toBeTruthy();
@@ -106,6 +120,27 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(bob.sub).not.toBe(first.sub);
   });
 
+  it('links by the full pair (provider, sub): two upstream subjects sharing a long prefix are two local accounts', async () => {
+    const a = await signInThroughCorp('longa');
+    const b = await signInThroughCorp('longb');
+    expect(a.sub).not.toBe(b.sub);
+    expect((await signInThroughCorp('longa')).sub).toBe(a.sub);
+    expect((await signInThroughCorp('longb')).sub).toBe(b.sub);
+  });
+
+  it('an upstream subject over 255 characters ends on the federation error page and creates no user', async () => {
+    await up.context.store.users.addUser({
+      subjectId: 'w'.repeat(256), username: 'toolong', tenant: null, passwordHash: await hash('toolong'), claims: {}, isActive: true,
+    });
+    const before = await down.context.store.users.listUsers();
+    const { callback } = await upstreamCallback('toolong');
+    expect(callback.status).toBe(502);
+    expect(callback.location).toBeUndefined();
+    expect(callback.body).toContain('temporarily_unavailable');
+    expect(callback.body).toContain('invalid subject identifier');
+    expect(await down.context.store.users.listUsers()).toEqual(before);
+  });
+
   it('does not honour idp: for a client whose restrictions exclude it: the local login page is shown', async () => {
     const b = new InjectBrowser(down.app);
     const start = await b.get(authorizeUrl('restricted', 'idp:corp').replace('scope=openid+profile+email', 'scope=openid'));
@@ -129,5 +164,36 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(res.status).toBe(502);
     expect(res.body).toContain('temporarily_unavailable');
     expect(res.location).toBeUndefined();
+  });
+});
+
+describe('links made before the pair was stored (migration 0005_external_links)', () => {
+  it('keeps an exact "<provider>:<sub>" link, and links no username that may have been cut at 100 characters', async () => {
+    const { dir, cleanup } = tempDir();
+    const file = join(dir, 'sigil.db');
+    try {
+      let store = await openStore(`sqlite:${file}`);
+      const legacy = (subjectId: string, username: string) => ({ subjectId, username, tenant: null, passwordHash: null, claims: {}, isActive: true });
+      await store.users.addUser(legacy('legacy-1', 'corp:1'));
+      await store.users.addUser(legacy('legacy-cut', `corp:${'u'.repeat(95)}`));
+      await store.users.addUser({ ...legacy('local-1', 'corp:admin'), passwordHash: await hash('pw') });
+      await store.close();
+      // The store as the previous release left it: no link table, migration 0005 not run.
+      const db = new SQLite(file);
+      db.exec(`drop table external_links; delete from kysely_migration where name = '0005_external_links'`);
+      db.close();
+
+      store = await openStore(`sqlite:${file}`);
+      try {
+        expect(await store.users.findExternalLink(externalLinkKey('corp', '1'))).toBe('legacy-1');
+        expect(await store.users.findExternalLink(externalLinkKey('corp', 'u'.repeat(95)))).toBeUndefined();
+        // A user with a password was made locally, not by federation.
+        expect(await store.users.findExternalLink(externalLinkKey('corp', 'admin'))).toBeUndefined();
+      } finally {
+        await store.close();
+      }
+    } finally {
+      cleanup();
+    }
   });
 });

@@ -9,30 +9,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/stores/sql.js';
 import type { GrantRecord, Store, StoredKey, StoredUser } from '../../src/stores/types.js';
-import { tempDir } from '../helpers.js';
-
-/** The PostgreSQL database of the tests (CI and here: trust auth, database `test`). */
-const POSTGRES_URL = process.env.SIGIL_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
-
-/** A schema name no other run uses. */
-function uniqueSchema(prefix: string): string {
-  return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
-}
-
-/** Drops a test schema with everything in it. */
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(`drop schema if exists ${schema} cascade`);
-  } finally {
-    await client.end();
-  }
-}
+import { dropSchema, POSTGRES_URL, tempDir, uniqueSchema } from '../helpers.js';
 
 interface Backend {
   name: string;
@@ -214,6 +194,26 @@ describe.each(backends)('store contract on $name', (backend) => {
       const attempts = records.flatMap((r) => Array.from({ length: 10 }, (_, i) => ({ key: r.key, s: i % 2 === 0 ? store : other })));
       const results = await Promise.all(attempts.map(async (a) => ({ key: a.key, won: await a.s.grants.consume(a.key, NOW) })));
       for (const r of records) expect(results.filter((x) => x.key === r.key && x.won)).toHaveLength(1);
+    });
+
+    it('replaceData is compare-and-set: of 20 writers from one read exactly one wins, on either node; never on a consumed record', async () => {
+      const r = record({ type: 'device_code' });
+      await store.grants.put(r);
+      const read = (await other.grants.get(r.key))!.data;
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : other).grants.replaceData(r.key, read, { ...read, writer: i })),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = results.indexOf(true);
+      expect((await store.grants.get(r.key))?.data).toEqual({ ...read, writer: winner });
+      // A stale read loses; a fresh one wins; nothing is written once the record is consumed.
+      expect(await store.grants.replaceData(r.key, read, { ...read, writer: 'stale' })).toBe(false);
+      const fresh = (await store.grants.get(r.key))!.data;
+      expect(await other.grants.replaceData(r.key, fresh, { ...fresh, writer: 'fresh' })).toBe(true);
+      expect(await store.grants.consume(r.key, NOW)).toBe(true);
+      const last = (await store.grants.get(r.key))!.data;
+      expect(await store.grants.replaceData(r.key, last, { ...last, writer: 'late' })).toBe(false);
+      expect(await store.grants.replaceData(key(), last, last)).toBe(false);
     });
 
     it('update replaces data and expiry of a live record; false for unknown or revoked ones', async () => {

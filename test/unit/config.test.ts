@@ -208,6 +208,11 @@ describe('resolveConfig: errors name the field path', () => {
     expect(resolveConfig({ ...resources, clients: [exchanger(['r1'])] }).clients[0]!.tokenExchangeSubjectAudiences).toEqual(['r1']);
   });
 
+  it('refuses a client id that is a user\'s subject, naming the client path (RFC 9068 §5)', () => {
+    const raw = { clients: [cc({ clientId: 'other' }), cc({ clientId: '1' })], users: [{ subjectId: '1', username: 'alice' }] };
+    expect(problems(raw)).toEqual([expect.stringMatching(/^clients\[1\]\.clientId: clientId "1" is the subjectId of users\[0\]: .*RFC 9068 §5/)]);
+  });
+
   it('refuses a public client with reusable refresh tokens (RFC 9700 §4.14.2)', () => {
     const spa = { clientId: 'spa', requireClientSecret: false, allowedGrantTypes: ['password'], allowOfflineAccess: true };
     expect(problems({ clients: [{ ...spa, refreshTokenUsage: 'reuse' }] })).toEqual([expect.stringMatching(/^clients\[0\]\.refreshTokenUsage: public clients must use "oneTime"/)]);

@@ -1,0 +1,51 @@
+/**
+ * Metrics (DESIGN §4 `metrics`): the provider's request histogram and Node's default metrics in
+ * one prom-client registry, served as `GET /metrics` by a management app of its own. The public
+ * listener never serves them: process details and per-route traffic are for operators only.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { Logger } from 'pino';
+
+/** One provider's metrics: a registry with Node's default metrics and the request histogram. */
+export class RequestMetrics {
+  /** The Prometheus registry behind `GET /metrics`. */
+  readonly registry = new Registry();
+  private readonly duration: Histogram<'method' | 'route' | 'status'>;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    this.duration = new Histogram({
+      name: 'sigil_http_request_duration_seconds',
+      help: 'HTTP request duration by route and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers: [this.registry],
+    });
+  }
+
+  /** Records every response of `app` in the request histogram (duration in seconds). */
+  observe(app: FastifyInstance): void {
+    app.addHook('onResponse', async (request, reply) => {
+      this.duration.observe(
+        { method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) },
+        reply.elapsedTime / 1000,
+      );
+    });
+  }
+}
+
+/**
+ * Builds the management app: `GET /metrics` (Prometheus text format, `cache-control: no-store`)
+ * and 404 for anything else. Not yet listening.
+ */
+export function buildMetricsApp(metrics: RequestMetrics, log: Logger): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: log as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+  });
+  app.get('/metrics', async (_request, reply) =>
+    reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
+  return app;
+}
