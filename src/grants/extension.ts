@@ -6,12 +6,12 @@
 import type { ClientConfig } from '../config/schema.js';
 import { invalidGrant, invalidRequest, invalidScope } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { isMayAct } from '../tokens/may-act.js';
 import type { Subject, TokenResponse, ValidAccessToken } from '../tokens/tokens.js';
 import { claimsOf, type User } from '../users/users.js';
 import { OFFLINE_ACCESS, validateScopes } from '../validation/scopes.js';
 import { newRefreshPlan } from './password.js';
 import type { GrantHandler } from './registry.js';
-import { isMayAct } from './token-exchange.js';
 
 /** What an extension grant's `validate` receives. */
 export interface ExtensionGrantContext {

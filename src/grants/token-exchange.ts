@@ -21,43 +21,13 @@
  */
 import { invalidRequest, invalidScope } from '../errors.js';
 import { OFFLINE_ACCESS } from '../validation/scopes.js';
+import { mayActPermits } from '../tokens/may-act.js';
 import type { ExtensionGrant } from './extension.js';
 
 /** `grant_type` of RFC 8693 §2.1. */
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 /** Token type identifier of an access token (RFC 8693 §3). */
 export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
-
-/**
- * The party `may_act` (RFC 8693 §4.4) authorizes, as Sigil issues it: a JSON object with `sub`
- * and/or `client_id` (strings), nothing else. Sigil's own grants never set it; an extension
- * grant may put one in its result's `claims` (see `ExtensionGrantResult.claims`), and a token
- * exchange of that token is then allowed only to the party it names.
- */
-export interface MayAct {
-  sub?: string;
-  client_id?: string;
-}
-
-const MAY_ACT_MEMBERS = new Set(['sub', 'client_id']);
-
-/**
- * Whether `value` is a `may_act` claim Sigil can enforce: a plain object with at least one of
- * `sub` and `client_id`, both strings when present, and no other member.
- */
-export function isMayAct(value: unknown): value is MayAct {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const entries = Object.entries(value);
-  return entries.length > 0 && entries.every(([k, v]) => MAY_ACT_MEMBERS.has(k) && typeof v === 'string');
-}
-
-/**
- * Whether `actor` is the party `mayAct` names (RFC 8693 §4.4): every member of `mayAct` equals the
- * actor's. A `may_act` Sigil cannot read (see `isMayAct`) permits nobody.
- */
-export function mayActPermits(mayAct: unknown, actor: { sub: string; client_id: string }): boolean {
-  return isMayAct(mayAct) && Object.entries(mayAct).every(([k, v]) => actor[k as keyof MayAct] === v);
-}
 
 /**
  * The token exchange grant. Errors follow RFC 8693 §2.2.2: an invalid or unacceptable
