@@ -241,6 +241,15 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
     await this.run('put', (r: GrantsTable) => this.db.insertInto('grants').values(r), [row], Object.values(row));
   }
 
+  async putOnce(record: GrantRecord): Promise<boolean> {
+    const result = await this.db
+      .insertInto('grants')
+      .values(toRow(record))
+      .onConflict((oc) => oc.column('key').doNothing())
+      .executeTakeFirst();
+    return result.numInsertedOrUpdatedRows === 1n;
+  }
+
   async get(key: string): Promise<GrantRecord | undefined> {
     const result = await this.run('get', (k: string) => this.db.selectFrom('grants').selectAll().where('key', '=', k), [key]);
     const row = result.rows[0] as GrantRow | undefined;

@@ -18,7 +18,9 @@ export type GrantType =
   | 'session'
   | 'interaction'
   | 'user_code'
-  | 'federation';
+  | 'federation'
+  /** A one-time identifier seen once (client assertion or DPoP proof `jti`), kept until it expires. */
+  | 'replay';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {
@@ -42,6 +44,11 @@ export interface GrantRecord<D = Record<string, unknown>> {
 export interface GrantStore {
   /** Stores a new record. */
   put(record: GrantRecord): Promise<void>;
+  /**
+   * Stores a new record unless one is stored under its key, atomically: of concurrent callers with
+   * the same key exactly one gets true (the replay cache of one-time identifiers).
+   */
+  putOnce(record: GrantRecord): Promise<boolean>;
   /** The record under `key`, whatever its state, or undefined. */
   get(key: string): Promise<GrantRecord | undefined>;
   /**

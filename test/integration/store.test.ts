@@ -216,6 +216,15 @@ describe.each(backends)('store contract on $name', (backend) => {
       expect(await store.grants.replaceData(key(), last, last)).toBe(false);
     });
 
+    it('putOnce stores a key once: of 20 racing writers on either node exactly one wins, later ones lose', async () => {
+      const r = record({ type: 'replay' });
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : other).grants.putOnce(r)));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect(await other.grants.putOnce(r)).toBe(false);
+      expect(await store.grants.get(r.key)).toEqual(r);
+      expect(await store.grants.putOnce(record({ type: 'replay' }))).toBe(true);
+    });
+
     it('update replaces data and expiry of a live record; false for unknown or revoked ones', async () => {
       const r = record();
       await store.grants.put(r);
