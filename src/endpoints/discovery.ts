@@ -25,6 +25,12 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
   for (const r of ctx.resources.identity.values()) for (const c of r.userClaims) claims.add(c);
   for (const s of ctx.resources.apiScopes.values()) for (const c of s.userClaims) claims.add(c);
   for (const r of ctx.resources.apiResources) for (const c of r.userClaims) claims.add(c);
+  // The classes some client can achieve (users/acr.ts): password when a client allows local
+  // login, federated when an upstream provider is configured for one.
+  const acrs = attainableAcrs(
+    clients.some((c) => c.enableLocalLogin),
+    clients.some((c) => ctx.upstream.allowedFor(c.identityProviderRestrictions).length > 0) ? 1 : 0,
+  );
   const scopes = ctx.resources.allScopeNames().filter((s) => s !== OFFLINE_ACCESS || clients.some((c) => c.allowOfflineAccess));
   return {
     issuer: base,
@@ -49,12 +55,7 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     code_challenge_methods_supported: clients.some((c) => c.allowPlainTextPkce) ? ['S256', 'plain'] : ['S256'],
     subject_types_supported: ['public'],
     claims_parameter_supported: true,
-    // The classes some client can achieve (users/acr.ts): password when a client allows local
-    // login, federated when an upstream provider is configured.
-    acr_values_supported: attainableAcrs(
-      clients.some((c) => c.enableLocalLogin),
-      clients.some((c) => ctx.upstream.allowedFor(c.identityProviderRestrictions).length > 0) ? 1 : 0,
-    ),
+    ...(acrs.length > 0 ? { acr_values_supported: acrs } : {}),
     request_parameter_supported: true,
     request_uri_parameter_supported: clients.some((c) => c.requestUris.length > 0),
     require_request_uri_registration: true,

@@ -208,6 +208,8 @@ export class TokenService {
       claims.amr = subject.amr;
       if (subject.idp) claims.idp = subject.idp;
       if (subject.sid) claims.sid = subject.sid;
+      // RFC 9068 §2.2.1: the authentication information the request asked for (acr_values).
+      if (subject.acr) claims.acr = subject.acr;
       Object.assign(claims, pickClaims(subject.claims, this.resources.accessTokenClaimNames(scopes)));
     }
     for (const [name, value] of Object.entries(req.extraClaims ?? {}))

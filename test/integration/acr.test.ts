@@ -5,6 +5,7 @@
  * Authentication Requirements 1.0); one a new sign-in could meet asks for it, and fails if the
  * sign-in done for the request did not meet it. Discovery lists the attainable classes.
  */
+import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestSigil, tokenRequest } from '../helpers.js';
 import {
@@ -45,7 +46,11 @@ async function idTokenOf(on: TestSigil, extra: Record<string, string>, b = new B
   const code = await getCode(b, codeParams(challenge, extra));
   const res = await redeem(on, code, { verifier });
   expect(res.statusCode, res.body).toBe(200);
-  return { claims: (await verifyIdToken(on, res.json().id_token, 'web')).claims, refreshToken: res.json().refresh_token as string };
+  return {
+    claims: (await verifyIdToken(on, res.json().id_token, 'web')).claims,
+    accessClaims: decodeJwt(res.json().access_token as string),
+    refreshToken: res.json().refresh_token as string,
+  };
 }
 
 describe('discovery', () => {
@@ -58,9 +63,11 @@ describe('discovery', () => {
 });
 
 describe('acr in the identity token', () => {
-  it('acr_values (any value, voluntary) gets the achieved class; refreshed identity tokens keep it', async () => {
-    const { claims, refreshToken } = await idTokenOf(sigil, { acr_values: 'urn:example:gold' });
+  it('acr_values (any value, voluntary) gets the achieved class, in the access token too; refreshed identity tokens keep it', async () => {
+    const { claims, accessClaims, refreshToken } = await idTokenOf(sigil, { acr_values: 'urn:example:gold' });
     expect(claims.acr).toBe(PASSWORD);
+    // RFC 9068 §2.2.1: the JWT access token carries the authentication information asked for.
+    expect(accessClaims.acr).toBe(PASSWORD);
     const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: refreshToken }, ['web', 'web-secret']);
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     expect((await verifyIdToken(sigil, refreshed.json().id_token, 'web')).claims.acr).toBe(PASSWORD);
@@ -68,7 +75,9 @@ describe('acr in the identity token', () => {
 
   it('a claims request for acr (null) gets it too; no request, no acr', async () => {
     expect((await idTokenOf(sigil, { claims: JSON.stringify({ id_token: { acr: null } }) })).claims.acr).toBe(PASSWORD);
-    expect((await idTokenOf(sigil, {})).claims.acr).toBeUndefined();
+    const none = await idTokenOf(sigil, {});
+    expect(none.claims.acr).toBeUndefined();
+    expect(none.accessClaims.acr).toBeUndefined();
   });
 
   it('an essential acr that the sign-in meets succeeds (value or values)', async () => {
