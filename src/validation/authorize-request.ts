@@ -87,7 +87,8 @@ const MODES = new Set<string>(['query', 'fragment', 'form_post']);
  * echoed: the error page answers. The parameter set is bounded too: names not listed here are
  * never stored. `request` and `request_uri` have their own errors (RFC 9101 §6.3): a request
  * object over `MAX_REQUEST_OBJECT` is `invalid_request_object`, a `request_uri` that is not one of
- * the client's registered ones is `invalid_request_uri`.
+ * the client's registered ones is `invalid_request_uri`. `claims` (OIDC Core §5.5) is also held to
+ * `CLAIMS_JSON_BOUNDS` (depth) when parsed.
  */
 export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   client_id: 100,
@@ -145,6 +146,10 @@ export function isNativeRedirect(uri: string): boolean {
  * @throws AuthorizeError with the OAuth error and, once known good, the response target. A
  *   parameter longer than `PARAM_MAX_LENGTH` is `invalid_request`: on the error page for
  *   `client_id`, `redirect_uri` and `state` (an oversized state is never echoed), else to the client.
+ *   The `claims` parameter (OIDC Core §5.5, `parseClaimsParameter`), from the query or a request
+ *   object, is `invalid_request` to the client when malformed, beyond `CLAIMS_JSON_BOUNDS`, sent
+ *   without the `openid` scope, asking `userinfo` claims of `response_type=id_token`, or naming
+ *   `sub` with anything but one string value, or `acr` as essential with an empty `values`.
  */
 export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): Promise<AuthorizeRequest> {
   const page = (e: OAuthError) => new AuthorizeError(e);
