@@ -27,7 +27,16 @@ import {
 
 let sigil: TestSigil;
 beforeAll(async () => {
-  sigil = await startAuthorizeSigil();
+  sigil = await startAuthorizeSigil([
+    {
+      clientId: 'webref',
+      clientSecrets: ['webref-secret'],
+      allowedGrantTypes: ['authorization_code'],
+      allowedScopes: ['openid', 'email'],
+      redirectUris: [CB],
+      accessTokenType: 'reference',
+    },
+  ]);
 });
 afterAll(async () => sigil?.close());
 
@@ -80,6 +89,12 @@ describe('individual claims for the identity token and userinfo', () => {
     const again = refreshed.json<{ id_token: string; access_token: string }>();
     expect((await verifyIdToken(sigil, again.id_token, 'web')).claims.email).toBe('alice@example.com');
     expect(await userinfoOf(again.access_token)).toEqual({ sub: '1', name: 'Alice Smith' });
+  });
+
+  it('reference access tokens keep the userinfo claims in their stored row too', async () => {
+    const out = await codeFlow({ scope: 'openid', ...claimsParam({ userinfo: { email: null } }) }, { client: 'webref' });
+    expect(out.access_token).not.toContain('.');
+    expect(await userinfoOf(out.access_token)).toEqual({ sub: '1', email: 'alice@example.com' });
   });
 
   it('a claim of a granted scope asked for the identity token goes into it (code flow keeps profile claims in userinfo otherwise)', async () => {
