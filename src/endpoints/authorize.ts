@@ -10,7 +10,8 @@ import type { SigilContext } from '../context.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
-import { pickClaims, type Subject } from '../tokens/tokens.js';
+import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
+import { achievedAcr, acrMeets, attainableAcrs } from '../users/acr.js';
 import { pickLocale } from '../ui/i18n.js';
 import { claimsOf, type User } from '../users/users.js';
 import type { Session } from '../users/sessions.js';
@@ -20,6 +21,7 @@ import {
   isNativeRedirect,
   validateAuthorizeRequest,
 } from '../validation/authorize-request.js';
+import { type RequestedClaims, releasableClaims } from '../validation/claims-parameter.js';
 import { browserEndpoint, sendErrorPage, sendErrorToClient, sendToClient } from './authorize-response.js';
 import { type Interaction, takeInteractionQuota } from './interactions.js';
 import { newGrantRecord } from '../stores/types.js';
@@ -32,6 +34,8 @@ export interface AuthorizationCodeData {
   codeChallenge?: string;
   codeChallengeMethod?: 'S256' | 'plain';
   subject: Omit<Subject, 'claims'>;
+  /** Claims the `claims` parameter asked for and may be released (OIDC Core §5.5): names only. */
+  requestedClaims?: RequestedClaims;
   [key: string]: unknown;
 }
 
@@ -94,8 +98,15 @@ async function authorize(
   const session = await ctx.sessions.current(request);
   const user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
 
+  const acrOutcome = essentialAcrOutcome(ctx, req, session, pending?.interaction);
+  if (acrOutcome === 'unmet')
+    return fail('unmet_authentication_requirements', 'the requested authentication context class cannot be met');
   const upstream = chosenUpstream(ctx, req);
-  if (needsLogin(req, session, user, pending?.interaction) || (upstream !== undefined && session?.idp !== upstream)) {
+  if (
+    needsLogin(req, session, user, pending?.interaction) ||
+    acrOutcome === 'sign-in' ||
+    (upstream !== undefined && session?.idp !== upstream)
+  ) {
     if (req.prompt.has('none')) return fail('login_required', 'the user must sign in');
     return toPage(ctx, request, reply, req, browser, pending, upstream ? `/federation/${upstream}/login` : '/account/login');
   }
@@ -118,6 +129,8 @@ async function authorize(
     sid: live.sid,
     claims: claimsOf(liveUser),
     ...(live.tenant ? { tenant: live.tenant } : {}),
+    // OIDC Core §3.1.2.1: acr is returned when asked for, as the class actually achieved.
+    ...(req.acrRequested ? { acr: achievedAcr(live) } : {}),
   };
   const fields = await issue(ctx, req, subject, scopes);
   ctx.events.emit({
@@ -144,6 +157,29 @@ function chosenUpstream(ctx: SigilContext, req: AuthorizeRequest): string | unde
   return undefined;
 }
 
+/**
+ * Where an essential `acr` request stands (OIDC Core §5.5.1.1; OpenID Connect Core Unmet
+ * Authentication Requirements 1.0 §4): `met` when none was asked or the session achieved one of
+ * the requested classes; `sign-in` when a new sign-in could achieve one; `unmet` when no sign-in
+ * open to this client achieves any of them, or the sign-in done for this very request did not.
+ */
+function essentialAcrOutcome(
+  ctx: SigilContext,
+  req: AuthorizeRequest,
+  session: Session | undefined,
+  pending: Interaction | undefined,
+): 'met' | 'sign-in' | 'unmet' {
+  const wanted = req.essentialAcr;
+  if (!wanted) return 'met';
+  const upstreams = ctx.upstream.allowedFor(req.client.identityProviderRestrictions).length;
+  const attainable = attainableAcrs(req.client.enableLocalLogin, upstreams);
+  if (!wanted.some((v) => attainable.some((a) => acrMeets(a, v)))) return 'unmet';
+  if (!session) return 'sign-in';
+  if (wanted.some((v) => acrMeets(achievedAcr(session), v))) return 'met';
+  const justSignedIn = pending?.loginAt !== undefined && session.authTime >= pending.loginAt;
+  return justSignedIn ? 'unmet' : 'sign-in';
+}
+
 /** OIDC Core §3.1.2.3: is a (fresh) sign-in needed before answering? */
 function needsLogin(req: AuthorizeRequest, session: Session | undefined, user: User | undefined, pending: Interaction | undefined): boolean {
   if (!session || !user || !user.isActive) return true;
@@ -155,6 +191,8 @@ function needsLogin(req: AuthorizeRequest, session: Session | undefined, user: U
     if (req.maxAge !== undefined && (req.maxAge === 0 || nowSeconds() - session.authTime > req.maxAge)) return true;
   }
   if (req.hintSubject !== undefined && req.hintSubject !== session.subjectId) return true;
+  // OIDC Core §3.1.2.2: a claims request naming a `sub` is answered only for that user.
+  if (req.claimsSubject !== undefined && req.claimsSubject !== session.subjectId) return true;
   if (req.acr.tenant !== null && req.acr.tenant !== session.tenant) return true;
   const restrictions = req.client.identityProviderRestrictions;
   if (restrictions.length > 0 && !restrictions.includes(session.idp) && session.idp !== 'local') return true;
@@ -223,6 +261,16 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
   const familyId = newId();
   const fields: Record<string, string> = {};
   const client = req.client;
+  // Without a consent page in the way, the client's allowed identity scopes bound what a claims
+  // request may add; with one, the consented scopes do (see releasableClaims).
+  const beyondScopes = !client.requireConsent && !req.prompt.has('consent');
+  const requestedClaims = releasableClaims(
+    req.claims,
+    ctx.resources.identityClaimNames(scopes),
+    ctx.resources.identityClaimNames(client.allowedScopes),
+    beyondScopes,
+    (name) => PROTOCOL_CLAIMS.has(name),
+  );
   if (parts.includes('code')) {
     const code = newHandle();
     const { claims: _claims, ...bare } = subject;
@@ -231,6 +279,7 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
       scopes,
       subject: bare,
       ...(req.nonce !== undefined ? { nonce: req.nonce } : {}),
+      ...(requestedClaims ? { requestedClaims } : {}),
       ...(req.codeChallenge !== undefined ? { codeChallenge: req.codeChallenge, codeChallengeMethod: req.codeChallengeMethod } : {}),
     };
     await ctx.store.grants.put(newGrantRecord({
@@ -248,14 +297,21 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
   }
   const browserScopes = scopes.filter((s) => s !== 'offline_access');
   if (parts.includes('token')) {
-    fields.access_token = await ctx.tokens.accessToken({ client, scopes: browserScopes, subject, familyId }, familyId, now);
+    fields.access_token = await ctx.tokens.accessToken(
+      { client, scopes: browserScopes, subject, familyId, ...(requestedClaims ? { requestedClaims } : {}) },
+      familyId,
+      now,
+    );
     fields.token_type = 'Bearer';
     fields.expires_in = String(client.accessTokenLifetime);
     fields.scope = browserScopes.join(' ');
   }
   if (parts.includes('id_token')) {
     // OIDC Core §5.4: with no access token, the identity scopes' claims go into the identity token.
-    const claims = req.responseType === 'id_token' ? pickClaims(subject.claims, ctx.resources.identityClaimNames(scopes)) : {};
+    // OIDC Core §5.5: individual claims asked for in the identity token join them.
+    const names = req.responseType === 'id_token' ? ctx.resources.identityClaimNames(scopes) : new Set<string>();
+    for (const name of requestedClaims?.id_token ?? []) names.add(name);
+    const claims = pickClaims(subject.claims, names);
     fields.id_token = await ctx.tokens.identityToken(client, subject, now, {
       nonce: req.nonce,
       claims,

@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { methodNotAllowed } from '../http/request.js';
+import { attainableAcrs } from '../users/acr.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../validation/scopes.js';
 
@@ -19,10 +20,17 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
   const grantTypes = ctx.grantTypes
     .names()
     .filter((g) => clients.some((c) => (g === 'refresh_token' ? c.allowOfflineAccess : c.allowedGrantTypes.includes(g))));
-  const claims = new Set<string>(['sub']);
+  // `acr` is a claim a client may ask for (acr_values, the claims parameter) and receive.
+  const claims = new Set<string>(['sub', 'acr']);
   for (const r of ctx.resources.identity.values()) for (const c of r.userClaims) claims.add(c);
   for (const s of ctx.resources.apiScopes.values()) for (const c of s.userClaims) claims.add(c);
   for (const r of ctx.resources.apiResources) for (const c of r.userClaims) claims.add(c);
+  // The classes some client can achieve (users/acr.ts): password when a client allows local
+  // login, federated when an upstream provider is configured for one.
+  const acrs = attainableAcrs(
+    clients.some((c) => c.enableLocalLogin),
+    clients.some((c) => ctx.upstream.allowedFor(c.identityProviderRestrictions).length > 0) ? 1 : 0,
+  );
   const scopes = ctx.resources.allScopeNames().filter((s) => s !== OFFLINE_ACCESS || clients.some((c) => c.allowOfflineAccess));
   return {
     issuer: base,
@@ -46,7 +54,8 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     id_token_signing_alg_values_supported: ctx.keys.algorithms,
     code_challenge_methods_supported: clients.some((c) => c.allowPlainTextPkce) ? ['S256', 'plain'] : ['S256'],
     subject_types_supported: ['public'],
-    claims_parameter_supported: false,
+    claims_parameter_supported: true,
+    ...(acrs.length > 0 ? { acr_values_supported: acrs } : {}),
     request_parameter_supported: true,
     request_uri_parameter_supported: clients.some((c) => c.requestUris.length > 0),
     require_request_uri_registration: true,

@@ -1,6 +1,8 @@
 /**
  * The UserInfo endpoint, `GET`/`POST /connect/userinfo` (OIDC Core §5.3): a valid access token
- * for a user with the `openid` scope returns `sub` and the claims of the granted identity scopes.
+ * for a user with the `openid` scope returns `sub` and the claims of the granted identity scopes,
+ * plus those the authorization request's `claims` parameter asked for under `userinfo` and that
+ * were found releasable then (OIDC Core §5.5; `releasableClaims`).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { SigilContext } from '../context.js';
@@ -35,7 +37,9 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
         if (!scopes.includes('openid')) throw bearerError(403, 'insufficient_scope', 'the openid scope is required');
         const user = await ctx.users.findBySubject(valid.claims.sub);
         if (!user || !user.isActive) throw bearerError(401, 'invalid_token', 'the user is no longer active');
-        const body = { sub: user.subjectId, ...pickClaims(claimsOf(user), ctx.resources.identityClaimNames(scopes)) };
+        const names = ctx.resources.identityClaimNames(scopes);
+        for (const name of valid.userinfoClaims ?? []) names.add(name);
+        const body = { sub: user.subjectId, ...pickClaims(claimsOf(user), names) };
         return noStore(reply).type('application/json; charset=utf-8').send(body);
       } catch (err) {
         if (err instanceof OAuthError) return sendBearerError(reply, err);

@@ -7,6 +7,7 @@ import { invalidGrant } from '../errors.js';
 import type { GrantRecord } from '../stores/types.js';
 import { nowSeconds } from '../tokens/handles.js';
 import type { Subject } from '../tokens/tokens.js';
+import type { RequestedClaims } from '../validation/claims-parameter.js';
 import type { Client } from '../validation/client-auth.js';
 import type { SigilContext } from '../context.js';
 import { newRefreshPlan } from './password.js';
@@ -18,6 +19,8 @@ export interface Approval {
   subject: Omit<Subject, 'claims'>;
   scopes: string[];
   nonce?: string;
+  /** Individual claims the `claims` parameter asked for and may be released (OIDC Core §5.5). */
+  requestedClaims?: RequestedClaims;
 }
 
 /**
@@ -47,6 +50,7 @@ export async function redeemApproval(
     refresh: newRefreshPlan(client, approval.scopes, now),
     identityToken: true,
     ...(approval.nonce !== undefined ? { nonce: approval.nonce } : {}),
+    ...(approval.requestedClaims ? { requestedClaims: approval.requestedClaims } : {}),
   });
   return { response, subjectId: user.subjectId };
 }

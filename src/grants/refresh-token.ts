@@ -53,6 +53,7 @@ export const refreshTokenGrant: GrantHandler = async (ctx, { params, client }) =
     familyId: row.familyId,
     refresh,
     identityToken: true,
+    ...(data.requestedClaims ? { requestedClaims: data.requestedClaims } : {}),
   });
   // A concurrent reuse may have revoked the family while the new tokens were being written; the
   // consumed token's row then carries the revocation, and the new tokens must share it (D-09, R-02).

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import { compactVerify, decodeProtectedHeader } from 'jose';
 import type { KeyRing } from '../keys/keys.js';
+import type { RequestedClaims } from '../validation/claims-parameter.js';
 import type { Client } from '../validation/client-auth.js';
 import { OFFLINE_ACCESS, type Resources } from '../validation/scopes.js';
 import { hashHandle, newHandle, newId, nowSeconds } from './handles.js';
@@ -24,6 +25,11 @@ export interface Subject {
   idp?: string;
   sid?: string;
   tenant?: string;
+  /**
+   * The authentication context class achieved (OIDC Core §2; values in `users/acr.ts`), set only
+   * when the client asked for `acr`; the identity token then carries it.
+   */
+  acr?: string;
 }
 
 /** Claims Sigil sets itself; a profile or an extension grant can never supply them. */
@@ -70,6 +76,12 @@ export interface Issuance {
   identityToken?: boolean;
   nonce?: string;
   /**
+   * Individual claims asked for with the `claims` parameter (OIDC Core §5.5), already filtered to
+   * what may be released: `id_token` names go into the identity token, `userinfo` names are kept
+   * with the access token for the UserInfo endpoint, and both with a new refresh token.
+   */
+  requestedClaims?: RequestedClaims;
+  /**
    * Extra access-token claims; protocol claims are dropped except `act` (RFC 8693 §4.1) and
    * `may_act` (§4.4), which the caller is responsible for.
    */
@@ -87,6 +99,8 @@ export interface ValidAccessToken {
    * (RFC 7009 §2.1, RFC 9700 §4.14.2).
    */
   familyId?: string;
+  /** User claims the UserInfo endpoint releases for this token beyond its scopes' (OIDC Core §5.5). */
+  userinfoClaims?: string[];
 }
 
 /** Claims of `extraClaims` that Sigil emits although they are protocol claims (RFC 8693 §4.1, §4.4). */
@@ -97,6 +111,8 @@ export interface RefreshTokenData {
   scopes: string[];
   subject: Omit<Subject, 'claims'>;
   absoluteExpiresAt: number;
+  /** The `claims` request of the original authorization (OIDC Core §5.5), when it released any. */
+  requestedClaims?: RequestedClaims;
   [key: string]: unknown;
 }
 
@@ -135,6 +151,7 @@ export class TokenService {
         scopes: plan.scopes,
         subject: withoutClaims(subject),
         absoluteExpiresAt: plan.absoluteExpiresAt,
+        ...(req.requestedClaims ? { requestedClaims: req.requestedClaims } : {}),
       };
       await this.grants.put(newGrantRecord({
         key: hashHandle(handle),
@@ -150,7 +167,11 @@ export class TokenService {
       response.refresh_token = handle;
     }
     if (req.identityToken && subject && scopes.includes('openid'))
-      response.id_token = await this.identityToken(client, subject, now, { accessToken, nonce: req.nonce });
+      response.id_token = await this.identityToken(client, subject, now, {
+        accessToken,
+        nonce: req.nonce,
+        claims: pickClaims(subject.claims, new Set(req.requestedClaims?.id_token ?? [])),
+      });
     return response;
   }
 
@@ -167,6 +188,8 @@ export class TokenService {
     const { client, scopes, subject } = req;
     const audiences = this.resources.audiences(scopes);
     const exp = accessTokenExpiry(req, now);
+    // Kept in the token's stored row, not in the token: the API it is sent to has no use for it.
+    const userinfoClaims = req.requestedClaims?.userinfo;
     const claims: JWTPayload & Record<string, unknown> = {
       iss: this.issuer,
       exp,
@@ -185,6 +208,8 @@ export class TokenService {
       claims.amr = subject.amr;
       if (subject.idp) claims.idp = subject.idp;
       if (subject.sid) claims.sid = subject.sid;
+      // RFC 9068 §2.2.1: the authentication information the request asked for (acr_values).
+      if (subject.acr) claims.acr = subject.acr;
       Object.assign(claims, pickClaims(subject.claims, this.resources.accessTokenClaimNames(scopes)));
     }
     for (const [name, value] of Object.entries(req.extraClaims ?? {}))
@@ -199,7 +224,7 @@ export class TokenService {
         subjectId: subject?.subjectId ?? null,
         familyId,
         sessionId: subject?.sid ?? null,
-        data: { claims },
+        data: { claims, ...(userinfoClaims ? { userinfoClaims } : {}) },
         createdAt: now,
         expiresAt: exp,
       }));
@@ -207,7 +232,7 @@ export class TokenService {
     }
     // JWT access tokens that belong to a revocable grant get a row, so that revoking the grant
     // (RFC 7009 §2.1, RFC 9700 §4.14.2) also ends them as seen by userinfo and introspection.
-    if (req.familyId !== undefined || (req.refresh && req.refresh.kind !== 'none')) {
+    if (req.familyId !== undefined || (req.refresh && req.refresh.kind !== 'none') || userinfoClaims) {
       await this.grants.put(newGrantRecord({
         key: hashHandle(claims.jti as string),
         type: 'access_token',
@@ -215,7 +240,7 @@ export class TokenService {
         subjectId: subject?.subjectId ?? null,
         familyId,
         sessionId: subject?.sid ?? null,
-        data: {},
+        data: userinfoClaims ? { userinfoClaims } : {},
         createdAt: now,
         expiresAt: exp,
       }));
@@ -225,7 +250,8 @@ export class TokenService {
 
   /**
    * An identity token (OIDC Core §2, §3.1.3.6): `iss, sub, aud, exp, iat, auth_time, amr`, plus
-   * `nonce`, `sid`, `at_hash` and `c_hash` when given. Profile claims go through userinfo.
+   * `acr`, `nonce`, `sid`, `at_hash` and `c_hash` when given. Profile claims go through userinfo,
+   * except those in `opts.claims` (response type `id_token`, or the `claims` parameter).
    */
   async identityToken(
     client: Client,
@@ -245,6 +271,7 @@ export class TokenService {
     };
     if (subject.idp) claims.idp = subject.idp;
     if (subject.sid) claims.sid = subject.sid;
+    if (subject.acr) claims.acr = subject.acr;
     for (const [name, value] of Object.entries(opts.claims ?? {})) if (!PROTOCOL_CLAIMS.has(name)) claims[name] = value;
     if (opts.nonce !== undefined) claims.nonce = opts.nonce;
     if (opts.accessToken) claims.at_hash = leftHalfHash(opts.accessToken, alg);
@@ -277,11 +304,12 @@ export class TokenService {
       const mark = await this.grants.get(hashHandle(String(payload.jti)));
       if (mark && (mark.revokedAt !== null || mark.type !== 'access_token')) return undefined;
       const claims = payload as ValidAccessToken['claims'];
-      return mark ? { format: 'jwt', claims, familyId: mark.familyId } : { format: 'jwt', claims };
+      return mark ? { format: 'jwt', claims, familyId: mark.familyId, ...userinfoClaimsOf(mark.data) } : { format: 'jwt', claims };
     }
     const row = await this.grants.get(hashHandle(token));
     if (!row || row.type !== 'reference_token' || row.revokedAt !== null || row.expiresAt <= now) return undefined;
-    return { format: 'reference', claims: (row.data as { claims: ValidAccessToken['claims'] }).claims, familyId: row.familyId };
+    const data = row.data as { claims: ValidAccessToken['claims'] };
+    return { format: 'reference', claims: data.claims, familyId: row.familyId, ...userinfoClaimsOf(row.data) };
   }
 
   /**
@@ -338,6 +366,12 @@ export function leftHalfHash(value: string, alg: string): string {
 function accessTokenExpiry(req: Issuance, now: number): number {
   const full = now + req.client.accessTokenLifetime;
   return req.expiresAt === undefined ? full : Math.min(full, req.expiresAt);
+}
+
+/** `{ userinfoClaims }` from a stored access token row's data, when it has them. */
+function userinfoClaimsOf(data: unknown): { userinfoClaims?: string[] } {
+  const names = (data as { userinfoClaims?: unknown } | null)?.userinfoClaims;
+  return Array.isArray(names) ? { userinfoClaims: names.filter((n): n is string => typeof n === 'string') } : {};
 }
 
 function withoutClaims(subject: Subject): Omit<Subject, 'claims'> {

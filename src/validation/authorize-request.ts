@@ -8,6 +8,7 @@ import type { SigilContext } from '../context.js';
 import { OAuthError, invalidRequest, invalidScope } from '../errors.js';
 import { Params } from '../http/form.js';
 import { type AcrValues, parseAcrValues } from './acr-values.js';
+import { type ClaimsParameter, MAX_CLAIMS_LENGTH, parseClaimsParameter } from './claims-parameter.js';
 import type { Client } from './client-auth.js';
 import { isPkceValue, type PkceMethod } from './pkce.js';
 import { isAbsoluteRedirectUri, matchRedirectUri } from './redirect-uri.js';
@@ -41,6 +42,20 @@ export interface AuthorizeRequest extends ResponseTarget {
   loginHint?: string;
   uiLocales?: string;
   acr: AcrValues;
+  /**
+   * Whether the client asked for `acr` (OIDC Core §3.1.2.1 `acr_values`, or `acr` under
+   * `claims.id_token`, §5.5.1.1): the identity token then carries the achieved class.
+   */
+  acrRequested: boolean;
+  /**
+   * The classes an essential `acr` request accepts (`claims.id_token.acr` with `essential: true`
+   * and `value`/`values`, OIDC Core §5.5.1.1); absent when no essential values were asked.
+   */
+  essentialAcr?: unknown[];
+  /** The parsed `claims` parameter (OIDC Core §5.5), when sent. */
+  claims?: ClaimsParameter;
+  /** The subject a `claims` request names with `sub.value` (OIDC Core §3.1.2.2, §5.5.1). */
+  claimsSubject?: string;
   codeChallenge?: string;
   codeChallengeMethod?: PkceMethod;
   /** Subject of a genuine `id_token_hint`. */
@@ -72,7 +87,8 @@ const MODES = new Set<string>(['query', 'fragment', 'form_post']);
  * echoed: the error page answers. The parameter set is bounded too: names not listed here are
  * never stored. `request` and `request_uri` have their own errors (RFC 9101 §6.3): a request
  * object over `MAX_REQUEST_OBJECT` is `invalid_request_object`, a `request_uri` that is not one of
- * the client's registered ones is `invalid_request_uri`.
+ * the client's registered ones is `invalid_request_uri`. `claims` (OIDC Core §5.5) is also held to
+ * `CLAIMS_JSON_BOUNDS` (depth) when parsed.
  */
 export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   client_id: 100,
@@ -90,6 +106,7 @@ export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   code_challenge: 128,
   code_challenge_method: 10,
   id_token_hint: 4000,
+  claims: MAX_CLAIMS_LENGTH,
 };
 
 /**
@@ -129,6 +146,10 @@ export function isNativeRedirect(uri: string): boolean {
  * @throws AuthorizeError with the OAuth error and, once known good, the response target. A
  *   parameter longer than `PARAM_MAX_LENGTH` is `invalid_request`: on the error page for
  *   `client_id`, `redirect_uri` and `state` (an oversized state is never echoed), else to the client.
+ *   The `claims` parameter (OIDC Core §5.5, `parseClaimsParameter`), from the query or a request
+ *   object, is `invalid_request` to the client when malformed, beyond `CLAIMS_JSON_BOUNDS`, sent
+ *   without the `openid` scope, asking `userinfo` claims of `response_type=id_token`, or naming
+ *   `sub` with anything but one string value, or `acr` as essential with an empty `values`.
  */
 export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): Promise<AuthorizeRequest> {
   const page = (e: OAuthError) => new AuthorizeError(e);
@@ -260,7 +281,30 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
     }
     const loginHint = params.get('login_hint');
     const uiLocales = params.get('ui_locales');
-    const acr = parseAcrValues(params.get('acr_values'));
+    const acrValuesParam = params.get('acr_values');
+    const acr = parseAcrValues(acrValuesParam);
+    const claimsParam = params.get('claims');
+    const claims = claimsParam === undefined ? undefined : parseClaimsParameter(claimsParam);
+    let essentialAcr: unknown[] | undefined;
+    let claimsSubject: string | undefined;
+    if (claims) {
+      if (!hasOpenid) throw invalidRequest('the claims parameter needs the openid scope');
+      // OIDC Core §5.5: userinfo claims need a response type that issues an access token.
+      if (claims.userinfo.size > 0 && responseType === 'id_token')
+        throw invalidRequest('claims.userinfo needs a response_type that returns an access token');
+      const acrClaim = claims.id_token.get('acr');
+      if (acrClaim?.essential && acrClaim.values !== undefined) {
+        if (acrClaim.values.length === 0) throw invalidRequest('claims.id_token.acr asks for no value');
+        essentialAcr = acrClaim.values;
+      }
+      const sub = claims.id_token.get('sub') ?? claims.userinfo.get('sub');
+      if (sub?.values !== undefined) {
+        const [only] = sub.values;
+        if (sub.values.length !== 1 || typeof only !== 'string') throw invalidRequest('claims sub.value must be one string');
+        claimsSubject = only;
+      }
+    }
+    const acrRequested = acrValuesParam !== undefined || (claims?.id_token.has('acr') ?? false);
 
     let codeChallenge: string | undefined;
     let codeChallengeMethod: PkceMethod | undefined;
@@ -297,7 +341,11 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
       scopes,
       prompt,
       acr,
+      acrRequested,
       params: effective,
+      ...(claims !== undefined ? { claims } : {}),
+      ...(essentialAcr !== undefined ? { essentialAcr } : {}),
+      ...(claimsSubject !== undefined ? { claimsSubject } : {}),
       ...(nonce !== undefined ? { nonce } : {}),
       ...(maxAge !== undefined ? { maxAge } : {}),
       ...(loginHint !== undefined ? { loginHint } : {}),
@@ -316,7 +364,7 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
 /** The parameters a pending request keeps to be resumed after login and consent. */
 const PARAMS_KEPT = [
   'client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'prompt', 'max_age',
-  'login_hint', 'ui_locales', 'acr_values', 'code_challenge', 'code_challenge_method', 'id_token_hint',
+  'login_hint', 'ui_locales', 'acr_values', 'code_challenge', 'code_challenge_method', 'id_token_hint', 'claims',
 ];
 
 /** Whether `name` was sent more than once (RFC 6749 §3.1). */

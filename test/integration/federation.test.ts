@@ -106,6 +106,8 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     const idToken = decodeJwt(res.json().id_token as string);
     expect(idToken.amr).toEqual(['external']);
     expect(idToken.idp).toBe('corp');
+    // acr_values was sent (idp:corp): the class achieved is a federated sign-in (users/acr.ts).
+    expect(idToken.acr).toBe('urn:sigil:acr:federated');
     const info = await down.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${res.json().access_token}` } });
     return { sub: String(idToken.sub), email: info.json().email };
   }
