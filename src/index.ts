@@ -16,6 +16,8 @@ import { Interactions } from './endpoints/interactions.js';
 import { Pages } from './ui/pages.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
+import { LogoutDeliverer } from './logout/delivery.js';
+import { LogoutService } from './logout/logout.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
 import { GrantRegistry } from './grants/registry.js';
@@ -99,12 +101,16 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     grantTypes.register('refresh_token', refreshTokenGrant);
     for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
       grantTypes.register(grant.grantType, extensionGrantHandler(grant));
+    const clients = new ClientRegistry(cfg.clients);
+    // The deliverer's sweep ends expired sessions through the service, which sends through the deliverer.
+    const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
+    const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const context: SigilContext = {
       config: cfg,
       issuer: cfg.issuer,
       store,
       keys,
-      clients: new ClientRegistry(cfg.clients),
+      clients,
       resources,
       users: new UserService(cfg.users, store.users),
       tokens: new TokenService(cfg.issuer, keys, store.grants, resources),
@@ -113,7 +119,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       limiter,
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, r.secrets.map(secretDigest)])),
       resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
-      sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime),
+      sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime, logout),
+      logout,
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
@@ -130,12 +137,14 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       cleanupIntervalSeconds: cfg.cleanup.intervalSeconds,
       batchSize: cfg.cleanup.batchSize,
     });
+    deliverer.start();
     return {
       app,
       context,
       subscribe: (listener) => events.subscribe(listener),
       close: async () => {
         housekeeping.stop();
+        await deliverer.stop();
         await app.close();
         await store.close();
         await limiter.counters.close();
