@@ -19,7 +19,8 @@ export const BYE = 'https://rp.example/bye';
 
 type ClientInput = NonNullable<ConfigInput['clients']>[number];
 
-const webLike = (clientId: string, extra: Partial<ClientInput> = {}): ClientInput => ({
+/** A confidential code-flow client like `web`, with `extra` settings. */
+export const webLike = (clientId: string, extra: Partial<ClientInput> = {}): ClientInput => ({
   clientId,
   clientName: clientId === 'web' ? 'Web App' : undefined,
   clientSecrets: [`${clientId}-secret`],

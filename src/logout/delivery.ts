@@ -94,9 +94,12 @@ export class LogoutDeliverer {
     return claimed.length;
   }
 
-  /** A lease outlives the request (timeout) with margin for signing and the store. */
+  /**
+   * A lease outlives the request (timeout) with margin for signing and the store; a node that
+   * dies mid-send holds it no longer than this.
+   */
   private leaseSeconds(): number {
-    return this.options.timeoutSeconds + 30;
+    return 2 * this.options.timeoutSeconds + 5;
   }
 
   /** One attempt of a claimed delivery; records the outcome. Never throws for a client's failure. */
