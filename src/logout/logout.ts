@@ -51,12 +51,14 @@ export class LogoutService {
 
   /**
    * Ends session `sid`: revokes it and queues a logout token for each participating client with
-   * a `backChannelLogoutUri`, in one transaction, then tries to send them now (bounded by the
-   * delivery timeout). A session already ended by someone else yields no clients.
+   * a `backChannelLogoutUri`, in one transaction. A session already ended by someone else yields
+   * no clients.
+   * @param sendNow also try to send them before returning (bounded by the delivery timeout), as a
+   *   logout does before its redirect (§2.5); otherwise the next poll sends them.
    */
-  async endSession(sid: string): Promise<EndedSession> {
+  async endSession(sid: string, sendNow = true): Promise<EndedSession> {
     const ended = await this.end(sid, nowSeconds());
-    if (this.deliverNow) await this.deliverNow(ended.deliveryIds);
+    if (sendNow && this.deliverNow) await this.deliverNow(ended.deliveryIds);
     return ended;
   }
 

@@ -63,7 +63,8 @@ export class SessionService {
     user: { subjectId: string },
     how: { amr: string[]; idp: string; tenant: string | null },
   ): Promise<Session> {
-    await this.end(request, reply);
+    // The previous session's clients are told by the next delivery poll: signing in does not wait for them.
+    await this.end(request, reply, false);
     const now = nowSeconds();
     const handle = newHandle();
     const session: Session = { sid: newId(), subjectId: user.subjectId, authTime: now, ...how, expiresAt: now + this.lifetime };
@@ -85,14 +86,15 @@ export class SessionService {
   /**
    * Ends the request's session, if any, and clears its cookie. The session's clients are told
    * through back-channel logout (queued with the revocation, see `LogoutService.endSession`).
+   * @param sendNow send the back-channel logout tokens before returning (see `LogoutService.endSession`)
    * @returns what ending it did (the clients for front-channel logout), or undefined without a session.
    */
-  async end(request: FastifyRequest, reply: FastifyReply): Promise<EndedSession | undefined> {
+  async end(request: FastifyRequest, reply: FastifyReply, sendNow = true): Promise<EndedSession | undefined> {
     const handle = request.cookies[SESSION_COOKIE];
     let ended: EndedSession | undefined;
     if (handle && handle.length <= 100) {
       const row = await this.grants.get(hashHandle(handle));
-      if (row && row.type === 'session' && row.revokedAt === null) ended = await this.logout.endSession(row.familyId);
+      if (row && row.type === 'session' && row.revokedAt === null) ended = await this.logout.endSession(row.familyId, sendNow);
     }
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     return ended;

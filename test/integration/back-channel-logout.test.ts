@@ -118,6 +118,14 @@ describe('back-channel logout', () => {
     expect(receiver.delivered[0]).toMatchObject({ path: '/bc', sid });
   });
 
+  it('signing in again in the same browser ends the previous session and notifies its clients', async () => {
+    const b = new Browser(sigil);
+    const { sid } = await tokenFor(sigil, b, 'bc');
+    await b.signIn('bob');
+    await receiver.waitFor(() => receiver.delivered.length, 1);
+    expect(receiver.delivered[0]).toMatchObject({ path: '/bc', sid });
+  });
+
   it('an administrator ending all sessions of a user notifies each session once', async () => {
     const sids = [];
     for (let i = 0; i < 3; i++) sids.push((await tokenFor(sigil, new Browser(sigil), 'bc')).sid);
