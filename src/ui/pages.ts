@@ -174,11 +174,11 @@ export class Pages {
   sendSignedOut(reply: FastifyReply, lang: string, frames: readonly string[], frameSrc: string, redirect: string | undefined): FastifyReply {
     const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
     const html = this.eta.render('@signed_out', { lang, t, f: format, frames, redirect });
+    // The app's policy (helmet), with the script allowed by hash and the frames named.
+    const base = String(reply.getHeader('content-security-policy') ?? "default-src 'self'; frame-ancestors 'none'");
+    const kept = base.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));
     return pageHeaders(reply)
-      .header(
-        'content-security-policy',
-        `default-src 'none'; style-src 'self'; script-src ${SIGNED_OUT_SCRIPT_HASH}; frame-src ${frameSrc}; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`,
-      )
+      .header('content-security-policy', [...kept, `script-src ${SIGNED_OUT_SCRIPT_HASH}`, `frame-src ${frameSrc}`].join('; '))
       .header('referrer-policy', 'same-origin')
       .type('text/html; charset=utf-8')
       .send(html);
