@@ -8,13 +8,12 @@
 import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSigil } from '../../src/index.js';
-import { authorizeUrl, Browser, BYE, codeParams, input, ISSUER, pkce, readResponse, redeem, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
+import { Browser, BYE, idTokensInSession, input, ISSUER, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
 import { sleep, testConfig, type TestSigil } from '../helpers.js';
 import { type Answer, LogoutReceiver } from '../logout-receiver.js';
 
 let receiver: LogoutReceiver;
 let sigil: TestSigil;
-const { verifier, challenge } = pkce();
 const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
 /** Clients with back-channel logout URIs on the receiver (paths tell them apart). */
@@ -39,15 +38,10 @@ afterEach(() => {
   receiver.script.length = 0;
 });
 
-/** Signs `b` in (if needed) and gets an identity token for `client` in that session. */
+/** An identity token for `client` from `b`'s session (signing in first if needed), and the sid. */
 async function tokenFor(target: TestSigil, b: Browser, client: string): Promise<{ idToken: string; sid: string }> {
-  if (!b.cookies.has('sigil.session')) await b.signIn('alice');
-  const r = readResponse(await b.get(authorizeUrl(codeParams(challenge, { client_id: client, scope: 'openid' }))));
-  const res = await redeem(target, r.params.get('code')!, { client, verifier });
-  expect(res.statusCode, res.body).toBe(200);
-  const idToken = res.json<{ id_token: string }>().id_token;
-  const sid = JSON.parse(Buffer.from(idToken.split('.')[1]!, 'base64url').toString()).sid as string;
-  return { idToken, sid };
+  const { idTokens, sid } = await idTokensInSession(target, b, [client]);
+  return { idToken: idTokens[0]!, sid };
 }
 
 /** Verifies a logout token as a client does (§2.6), with Sigil's published JWKS. */

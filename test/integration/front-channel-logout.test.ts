@@ -5,11 +5,10 @@
  * exactly those frames. Discovery advertises it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeUrl, Browser, BYE, codeParams, input, ISSUER, pkce, readResponse, redeem, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
+import { Browser, BYE, idTokensInSession, input, ISSUER, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
 import type { TestSigil } from '../helpers.js';
 
 let sigil: TestSigil;
-const { verifier, challenge } = pkce();
 
 beforeAll(async () => {
   sigil = await startAuthorizeSigil([
@@ -19,16 +18,10 @@ beforeAll(async () => {
 });
 afterAll(async () => sigil.close());
 
-/** Signs `b` in and gets an identity token for each client in that session; returns the first's and the sid. */
+/** Signs `b` in and gets identity tokens for `clients`; returns the first's and the sid. */
 async function session(b: Browser, clients: string[]): Promise<{ idToken: string; sid: string }> {
-  await b.signIn('alice');
-  const tokens: string[] = [];
-  for (const client of clients) {
-    const r = readResponse(await b.get(authorizeUrl(codeParams(challenge, { client_id: client, scope: 'openid' }))));
-    tokens.push((await redeem(sigil, r.params.get('code')!, { client, verifier })).json<{ id_token: string }>().id_token);
-  }
-  const idToken = tokens[0]!;
-  return { idToken, sid: JSON.parse(Buffer.from(idToken.split('.')[1]!, 'base64url').toString()).sid };
+  const { idTokens, sid } = await idTokensInSession(sigil, b, clients);
+  return { idToken: idTokens[0]!, sid };
 }
 
 const frames = (html: string) => [...html.matchAll(/<iframe hidden title="logout" src="([^"]*)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&'));
