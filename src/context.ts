@@ -17,6 +17,7 @@ import type { Interactions } from './endpoints/interactions.js';
 import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
 import type { UpstreamProviders } from './federation/upstream.js';
+import type { LogoutService } from './logout/logout.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -35,6 +36,8 @@ export interface SigilContext {
   apiSecrets: Map<string, ApiSecrets>;
   resourceOwnerValidator: ResourceOwnerValidator;
   sessions: SessionService;
+  /** Session participants and logout notifications (back- and front-channel). */
+  logout: LogoutService;
   interactions: Interactions;
   pages: Pages;
   upstream: UpstreamProviders;

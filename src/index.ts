@@ -16,6 +16,8 @@ import { Interactions } from './endpoints/interactions.js';
 import { Pages } from './ui/pages.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
+import { LogoutDeliverer } from './logout/delivery.js';
+import { LogoutService } from './logout/logout.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
 import { GrantRegistry } from './grants/registry.js';
@@ -112,13 +114,17 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     grantTypes.register('refresh_token', refreshTokenGrant);
     for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
       grantTypes.register(grant.grantType, extensionGrantHandler(grant));
+    const clients = new ClientRegistry(cfg.clients);
+    // The deliverer's sweep ends expired sessions through the service, which sends through the deliverer.
+    const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
+    const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
       issuer: cfg.issuer,
       store,
       keys,
-      clients: new ClientRegistry(cfg.clients),
+      clients,
       resources,
       users: await UserService.create(cfg.users, store.users),
       tokens: new TokenService(cfg.issuer, keys, store.grants, resources),
@@ -127,7 +133,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       limiter,
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
       resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
-      sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime),
+      sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime, logout),
+      logout,
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
@@ -147,6 +154,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       cleanupIntervalSeconds: cfg.cleanup.intervalSeconds,
       batchSize: cfg.cleanup.batchSize,
     });
+    deliverer.start();
     return {
       app,
       context,
@@ -165,6 +173,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       close: async () => {
         housekeeping.stop();
         await metricsApp.close();
+        await deliverer.stop();
         await app.close();
         await store.close();
         await limiter.counters.close();

@@ -10,7 +10,12 @@ import { hash } from '@node-rs/argon2';
 import { type ConfigOverrides, type ResolvedConfig, resolveConfig } from '../config/loader.js';
 import { clientSubjectCollision } from '../config/schema.js';
 import { describeKeys, parseDataKey, rotateKeys } from '../keys/keys.js';
+import { pino } from 'pino';
+import { LogoutService } from '../logout/logout.js';
 import { openStore } from '../stores/sql.js';
+import { loadStoredClients } from '../stores/stored-clients.js';
+import type { Store } from '../stores/types.js';
+import { ClientRegistry } from '../validation/client-auth.js';
 import { newId, nowSeconds, secretDigest } from '../tokens/handles.js';
 
 /** Flags the admin commands read. */
@@ -101,7 +106,8 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       console.log(`removed user ${user.username} (${user.subjectId})`);
       return 0;
     }
-    return usage('sigil users list | add USERNAME | set-password USERNAME | remove USERNAME');
+    if (action === 'sessions' && name === 'revoke' && args[2] !== undefined) return await revokeSessions(cfg, store, args[2], flags.tenant ?? null);
+    return usage('sigil users list | add USERNAME | set-password USERNAME | remove USERNAME | sessions revoke USERNAME');
   } finally {
     await store.close();
   }
@@ -150,6 +156,23 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `sigil users sessions revoke USERNAME [--tenant T]`: ends every live session of a config-file or
+ * stored user. The back-channel logout tokens for the sessions' clients are queued with each
+ * ending (OIDC Back-Channel Logout 1.0); running nodes send them.
+ */
+async function revokeSessions(cfg: ResolvedConfig, store: Store, username: string, tenant: string | null): Promise<number> {
+  const lower = username.toLowerCase();
+  const inConfig = cfg.users.filter((u) => u.username.toLowerCase() === lower && (tenant === null || (u.tenant ?? null) === tenant));
+  const subjectId = inConfig.length === 1 ? inConfig[0]?.subjectId : (await store.users.findUserByUsername(username, tenant))?.subjectId;
+  if (subjectId === undefined) return failure(`no user "${username}"`);
+  const clients = new ClientRegistry(cfg.clients);
+  clients.setStoredClients(await loadStoredClients(store.clients, pino({ level: 'silent' })));
+  const ended = await new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds).endSessionsOf(subjectId);
+  console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${username}; running nodes send the back-channel logout notifications`);
+  return 0;
 }
 
 function warnIfConfigUser(cfg: ResolvedConfig, username: string, subjectId: string): void {

@@ -51,6 +51,17 @@ const apiResource = z.strictObject({
   userClaims: z.array(nonEmpty).default([]),
 });
 
+/** Hosts allowed to serve an upstream provider or a logout URI over plain http (development and tests). */
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+
+/** An absolute https URL without fragment, or http on a loopback host. */
+function isLogoutUri(u: string): boolean {
+  if (!URL.canParse(u)) return false;
+  const url = new URL(u);
+  return url.hash === '' && (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname)));
+}
+const LOGOUT_URI_RULE = 'must be an https URL without fragment (http only for loopback hosts)';
+
 /** One client (DESIGN §4); also the shape of clients kept in the store (`sigil clients add`). */
 export const clientSchema = z.strictObject({
   clientId: nonEmpty.max(100),
@@ -87,6 +98,14 @@ export const clientSchema = z.strictObject({
    * Default empty: only tokens issued to this client itself. Checked against `apiResources`.
    */
   tokenExchangeSubjectAudiences: z.array(nonEmpty).default([]),
+  /** OIDC Back-Channel Logout 1.0 §2.2: where logout tokens are POSTed; https, or http on a loopback host. */
+  backChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null),
+  /** Back-Channel Logout §2.2: the client needs `sid` in logout tokens (Sigil always sends it). */
+  backChannelLogoutSessionRequired: z.boolean().default(true),
+  /** OIDC Front-Channel Logout 1.0 §2: loaded in a hidden iframe of the signed-out page; https, or http on loopback. */
+  frontChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null),
+  /** Front-Channel Logout §2: the client needs `iss` and `sid` on its URI (Sigil always adds them). */
+  frontChannelLogoutSessionRequired: z.boolean().default(true),
   allowedCorsOrigins: z.array(z.url()).default([]),
 });
 
@@ -105,9 +124,6 @@ const user = z
   .refine((u) => !(u.password !== undefined && u.passwordHash !== undefined), {
     message: 'give either password or passwordHash, not both',
   });
-
-/** Hosts allowed to serve an upstream provider over plain http (development and tests). */
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 
 const identityProvider = z.strictObject({
   name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only'),
@@ -286,6 +302,14 @@ export const configSchema = z
         reloadSeconds: lifetime.default(60),
       })
       .default({ propagationSeconds: 1209600, retentionSeconds: 1209600, rotationSeconds: 7776000, reloadSeconds: 60 }),
+    /**
+     * Back-channel logout delivery (OIDC Back-Channel Logout 1.0 §2.5), in seconds: each POST's
+     * timeout, how long a logout token is retried before it is given up, how often each node
+     * looks for due deliveries and expired sessions. Retries back off from 1 s, doubling, at most 60 s.
+     */
+    backChannelLogout: z
+      .strictObject({ timeoutSeconds: lifetime.max(60).default(5), retrySeconds: lifetime.default(600), pollSeconds: lifetime.default(5) })
+      .default({ timeoutSeconds: 5, retrySeconds: 600, pollSeconds: 5 }),
     /** Removal of expired grants, codes and sessions, by one node at a time. */
     cleanup: z
       .strictObject({ intervalSeconds: lifetime.default(300), batchSize: lifetime.default(1000) })

@@ -133,6 +133,8 @@ async function authorize(
     ...(req.acrRequested ? { acr: achievedAcr(live) } : {}),
   };
   const fields = await issue(ctx, req, subject, scopes);
+  // The client now takes part in the session: it is told when the session ends (back-/front-channel logout).
+  await ctx.logout.participate(live, ctx.sessions.expiryOf(live), req.client);
   ctx.events.emit({
     name: 'token_issued',
     endpoint: 'authorize',

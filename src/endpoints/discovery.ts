@@ -61,6 +61,11 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     require_request_uri_registration: true,
     request_object_signing_alg_values_supported: ['RS256', 'PS256', 'ES256', 'HS256'],
     authorization_response_iss_parameter_supported: true,
+    // OIDC Back-Channel Logout 1.0 §2.1 and Front-Channel Logout 1.0 §3: logout tokens and iframe URIs carry `sid`.
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
+    frontchannel_logout_supported: true,
+    frontchannel_logout_session_supported: true,
   };
 }
 

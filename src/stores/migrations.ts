@@ -113,6 +113,38 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  // Named by date so that it sorts after the numbered migrations of other branches.
+  '2026-11-23_logout': {
+    async up(db: Kysely<unknown>) {
+      // Clients that took part in a session (OIDC Back-/Front-Channel Logout): notified when it ends.
+      await db.schema
+        .createTable('session_participants')
+        .addColumn('sid', 'varchar(64)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(200)', (c) => c.notNull())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('session_participants_pk', ['sid', 'client_id'])
+        .execute();
+      await db.schema.createIndex('session_participants_expires').on('session_participants').column('expires_at').execute();
+      // Back-channel logout tokens to send: the outbox, claimed by one node at a time (lease_until).
+      await db.schema
+        .createTable('logout_deliveries')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('client_id', 'varchar(200)', (c) => c.notNull())
+        .addColumn('uri', 'text', (c) => c.notNull())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('sid', 'varchar(64)', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('give_up_at', 'bigint', (c) => c.notNull())
+        .addColumn('lease_holder', 'varchar(64)')
+        .addColumn('lease_until', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('last_error', 'text')
+        .execute();
+      await db.schema.createIndex('logout_deliveries_due').on('logout_deliveries').column('next_attempt_at').execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

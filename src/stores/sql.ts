@@ -21,7 +21,8 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations.js';
-import type { ClientStore, ExternalLink, GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
+import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
+import type { ClientStore, ExternalLink, GrantRecord, GrantStore, KeyStore, LogoutStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
 
 interface GrantsTable {
   key: string;
@@ -231,10 +232,13 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   readonly users: UserStore = this;
   readonly maintenance: Maintenance = this;
   readonly clients: ClientStore = this;
+  readonly logout: LogoutStore;
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(private readonly db: Kysely<Database>) {
+    this.logout = new SqlLogoutStore(db as unknown as Kysely<LogoutTables>);
+  }
 
   async put(record: GrantRecord): Promise<void> {
     const row = toRow(record);

@@ -169,9 +169,62 @@ export interface UserStore {
   updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void>;
 }
 
+/** A client that took part in a session (received a code or tokens for it). */
+export interface SessionParticipant {
+  sid: string;
+  clientId: string;
+  subjectId: string;
+}
+
+/**
+ * A back-channel logout token waiting to be sent (OIDC Back-Channel Logout 1.0 §2.5). The token
+ * is signed at each attempt from these fields; `id` is its `jti`, the same on every attempt.
+ */
+export interface LogoutDelivery {
+  id: string;
+  clientId: string;
+  uri: string;
+  subjectId: string;
+  sid: string;
+  /** Attempts made so far. */
+  attempts: number;
+  /** Unix seconds: no attempt after this; the delivery is dropped. */
+  giveUpAt: number;
+}
+
+/**
+ * Sessions' participants and the back-channel logout outbox. Ending a session and queueing its
+ * logout tokens happen in one transaction; deliveries are claimed with a lease so that of several
+ * nodes on one store one sends each.
+ */
+export interface LogoutStore {
+  /** Records that `participant.clientId` took part in the session (idempotent). `expiresAt`: the session's end, Unix seconds. */
+  addParticipant(participant: SessionParticipant, expiresAt: number): Promise<void>;
+  /**
+   * Ends the session `sid` in one transaction: revokes its session row, removes its participants
+   * and queues what `plan` returns for them. Of concurrent callers for one session only one gets
+   * the participants; the others get an empty list and queue nothing.
+   */
+  endSession(sid: string, now: number, plan: (participants: SessionParticipant[]) => LogoutDelivery[]): Promise<SessionParticipant[]>;
+  /** The sids of live (not revoked, not expired) sessions of a user. */
+  liveSessions(subjectId: string, now: number): Promise<string[]>;
+  /** Up to `limit` sids of sessions past their end that still have participants. */
+  expiredSessions(now: number, limit: number): Promise<string[]>;
+  /**
+   * Claims up to `limit` due deliveries (or exactly `ids` when given, if due) for `holder` until
+   * `leaseUntil`, each with a conditional update: a delivery leased by a live holder is skipped.
+   */
+  claimDeliveries(holder: string, now: number, leaseUntil: number, limit: number, ids?: string[]): Promise<LogoutDelivery[]>;
+  /** Removes a delivery this holder has claimed (sent, or given up). */
+  finishDelivery(id: string, holder: string): Promise<void>;
+  /** Releases a claimed delivery for another attempt at `nextAttemptAt` (Unix seconds). */
+  retryDelivery(id: string, holder: string, nextAttemptAt: number, lastError: string): Promise<void>;
+}
+
 /** Everything a Sigil instance persists. */
 export interface Store {
   grants: GrantStore;
+  logout: LogoutStore;
   keys: KeyStore;
   users: UserStore;
   clients: ClientStore;

@@ -14,6 +14,8 @@ import { userAttempt } from '../validation/failure-limiter.js';
 import { Params } from '../http/form.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
+import { type LogoutRequest, logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
+import { sendLoggedOut } from '../logout/signed-out.js';
 import { checkCsrf } from './csrf.js';
 import { answerDevice } from './device.js';
 
@@ -78,16 +80,39 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     // Nobody signed in: nothing to confirm (RP-Initiated Logout §4, checklist LO-11).
     if (!(await ctx.sessions.current(request)))
       return ctx.pages.send(reply, 'message', language(request), { titleKey: 'signedOutTitle', textKey: 'signedOut' });
-    return ctx.pages.send(reply, 'logout', language(request), { csrf: reply.generateCsrf() });
+    return sendLogoutPrompt(ctx, reply, language(request), {});
   });
 
   app.post('/account/logout', async (request, reply) => {
-    const lang = language(request);
+    const body = request.body instanceof Params ? request.body : Params.empty();
+    const lang = language(request, single(body, 'ui_locales'));
     if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
-    await ctx.sessions.end(request, reply);
-    return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedOutTitle', textKey: 'signedOut' });
+    // The form carries the end-session request along (client_id, post_logout_redirect_uri, state): checked again.
+    let req: LogoutRequest;
+    try {
+      req = await validateLogoutRequest(ctx, body);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      return sendErrorPage(ctx, reply, err, lang, 400);
+    }
+    const ended = await ctx.sessions.end(request, reply);
+    return sendLoggedOut(ctx, reply, lang, ended, logoutRedirect(req));
   });
+}
+
+/**
+ * Sends the logout confirmation (DESIGN §6), carrying a validated end-session request's client,
+ * post-logout redirect URI and state in hidden fields.
+ */
+export function sendLogoutPrompt(ctx: SigilContext, reply: FastifyReply, lang: string, req: LogoutRequest): FastifyReply {
+  const fields: Record<string, string> = {};
+  if (req.client) fields.client_id = req.client.clientId;
+  if (req.postLogoutRedirectUri !== undefined) fields.post_logout_redirect_uri = req.postLogoutRedirectUri;
+  if (req.state !== undefined) fields.state = req.state;
+  if (req.uiLocales !== undefined) fields.ui_locales = req.uiLocales;
+  // A confirmation that ends in a redirect to the client carries no CSP form-action (see Pages.send).
+  return ctx.pages.send(reply, 'logout', lang, { csrf: reply.generateCsrf(), fields }, 200, req.postLogoutRedirectUri !== undefined);
 }
 
 /** Answers a pending request with `access_denied` (RFC 6749 §4.1.2.1) after cancel or "no". */

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, form, tempDir, testConfig } from '../helpers.js';
 import { createSigil, type Sigil } from '../../src/index.js';
 import { pino } from 'pino';
+import { InjectBrowser } from '../browser-helpers.js';
 
 const run = promisify(execFile);
 const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -112,5 +113,18 @@ describe('sigil users and clients write to the store; a running node picks them 
     await new Promise((r) => setTimeout(r, 1500));
     expect((await token(basic('m2m', 'stolen'), { grant_type: 'client_credentials', scope: 'api1' })).statusCode).toBe(401);
     expect((await token(basic('m2m', 'm2m-secret'), { grant_type: 'client_credentials', scope: 'api1' })).statusCode).toBe(200);
+  });
+
+  it('`users sessions revoke` ends the live sessions of a user; an unknown user is exit code 1', async () => {
+    const browser = new InjectBrowser(sigil.app);
+    await browser.signIn('bob');
+    const signedIn = async () => (await browser.get('/account/logout')).body.includes('name="button" value="logout"');
+    expect(await signedIn()).toBe(true);
+    const { stdout } = await sigilCli('users', 'sessions', 'revoke', 'bob');
+    expect(stdout).toContain('ended 1 session of bob');
+    expect(await signedIn()).toBe(false);
+    const err = await sigilCli('users', 'sessions', 'revoke', 'nobody').catch((e: { code: number; stderr: string }) => e);
+    expect(err).toMatchObject({ code: 1 });
+    expect((err as { stderr: string }).stderr).toContain('no user "nobody"');
   });
 });
