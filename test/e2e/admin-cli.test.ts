@@ -88,7 +88,7 @@ describe('sigil users and clients write to the store; a running node picks them 
     expect(JSON.stringify(await sigil.context.store.clients.listClients())).not.toMatch(/"clientId":"(1|y-1)"/);
     await sigilCli('clients', 'remove', 'svc-7');
     await sigilCli('users', 'remove', 'yuri');
-  });
+  }, 60_000);
 
   it('at run time: a stored client named like a user is ignored, and a config client named like a stored user stops the start', async () => {
     // Written around the CLI (an older version, a restore): bob's subject "2" as a client id.
