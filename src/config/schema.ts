@@ -129,6 +129,9 @@ export const clientSchema = z.strictObject({
   const method = c.tokenEndpointAuthMethod;
   const digests = c.clientSecrets.some((s) => s.startsWith('sha256:'));
   if (c.jwks !== null && c.jwksUri !== null) issue('jwksUri', 'give either jwks or jwksUri, not both');
+  // Private key members (RFC 7518 §6.2.2, §6.3.2, §6.4.1): the provider must never hold the client's signing key.
+  if (c.jwks?.keys.some((k) => ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'].some((m) => m in k)))
+    issue('jwks', 'must hold public keys only (a key has private or symmetric members)');
   if (method === 'none' && !isPublic) issue('tokenEndpointAuthMethod', '"none" is for public clients (requireClientSecret false)');
   if (method !== null && method !== 'none' && isPublic)
     issue('tokenEndpointAuthMethod', `a public client (requireClientSecret false) cannot use "${method}"`);

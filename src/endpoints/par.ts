@@ -54,6 +54,8 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
         return noStore(reply).code(201).type('application/json; charset=utf-8').send({ request_uri: requestUri, expires_in: lifetime });
       } catch (err) {
         if (!(err instanceof OAuthError)) throw err;
+        if (err.code === 'invalid_client')
+          ctx.events.emit({ name: 'client_authentication_failed', endpoint: 'par', error: err.code, ...(err.description ? { errorDescription: err.description } : {}), remoteAddress: request.ip });
         return sendOAuthError(reply, err);
       }
     },

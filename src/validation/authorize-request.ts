@@ -181,24 +181,26 @@ export async function validateAuthorizeRequest(
       if (!(err instanceof OAuthError)) throw err;
       throw page(err);
     }
-  } else try {
-    if (via === 'authorize' && (client.requirePushedAuthorizationRequests || ctx.config.requirePushedAuthorizationRequests))
-      throw invalidRequest('authorization requests must be pushed to the pushed authorization request endpoint first (RFC 9126)');
-    request = raw.get('request');
-    requestUri = raw.get('request_uri');
-    if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
-    if (requestUri !== undefined) request = await fetchRequestObject(requestUri, client);
-    if (request !== undefined) {
-      const fromObject = await verifyRequestObject(request, client, ctx.issuer, ctx.clientKeys.forClient(client));
-      const queryType = raw.get('response_type');
-      if (queryType !== undefined && fromObject.response_type !== undefined && queryType !== fromObject.response_type)
-        throw invalidRequest('response_type differs from the request object');
-      // RFC 9101 §6.3: only the parameters inside the request object are used.
-      params = Params.fromRecord(fromObject);
+  } else {
+    try {
+      if (via === 'authorize' && (client.requirePushedAuthorizationRequests || ctx.config.requirePushedAuthorizationRequests))
+        throw invalidRequest('authorization requests must be pushed to the pushed authorization request endpoint first (RFC 9126)');
+      request = raw.get('request');
+      requestUri = raw.get('request_uri');
+      if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
+      if (requestUri !== undefined) request = await fetchRequestObject(requestUri, client);
+      if (request !== undefined) {
+        const fromObject = await verifyRequestObject(request, client, ctx.issuer, ctx.clientKeys.forClient(client));
+        const queryType = raw.get('response_type');
+        if (queryType !== undefined && fromObject.response_type !== undefined && queryType !== fromObject.response_type)
+          throw invalidRequest('response_type differs from the request object');
+        // RFC 9101 §6.3: only the parameters inside the request object are used.
+        params = Params.fromRecord(fromObject);
+      }
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      throw new AuthorizeError(err, fallbackTarget());
     }
-  } catch (err) {
-    if (!(err instanceof OAuthError)) throw err;
-    throw new AuthorizeError(err, fallbackTarget());
   }
 
   const read = (name: string): string | undefined => {

@@ -318,6 +318,7 @@ describe('config', () => {
     await refused({ clientSecrets: ['s'], tokenEndpointAuthMethod: 'none' }, /clients\[0\]\.tokenEndpointAuthMethod/);
     await refused({ requireClientSecret: false, allowedGrantTypes: ['authorization_code'], tokenEndpointAuthMethod: 'client_secret_basic' }, /clients\[0\]\.tokenEndpointAuthMethod/);
     await refused({ jwks: { keys: [] }, jwksUri: 'https://rp.example/jwks' }, /clients\[0\]\.jwksUri/);
+    await refused({ jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] } }, /clients\[0\]\.jwks.*public keys only/);
     await refused({ jwksUri: 'http://rp.example/jwks' }, /clients\[0\]\.jwksUri.*https/);
     await refused({ jwks: { keys: [] }, tokenEndpointAuthMethod: 'private_key_jwt', tokenEndpointAuthSigningAlgorithms: ['HS256'] }, /tokenEndpointAuthSigningAlgorithms/);
     await refused({ clientSecrets: ['s'], tokenEndpointAuthSigningAlgorithms: ['none'] }, /tokenEndpointAuthSigningAlgorithms/);
