@@ -286,7 +286,8 @@ export function assertionAudiences(issuer: string, endpoint: string): string[] {
  * `tokenEndpointAuthSigningAlgorithms` of the method's kind (HS* over a clear-text client secret
  * for `client_secret_jwt`, its `jwks` / `jwksUri` keys for `private_key_jwt`; never `none`);
  * `iss` = `sub` = client_id; `aud` one of `assertionAudiences`; `exp` present, in the future and at
- * most `clientAssertionMaxLifetime` seconds ahead; `nbf` and `iat` not in the future; a `jti` seen
+ * most `clientAssertionMaxLifetime` seconds ahead (with `typ` `client-authentication+jwt`, `aud` is
+ * the issuer alone); `nbf` and `iat` not in the future; a `jti` seen
  * for the first time, remembered until `exp` (clock skew `ASSERTION_CLOCK_SKEW` seconds). The
  * `jti` is recorded only once the signature and claims hold, so forged assertions burn none.
  * @returns undefined when valid, else why not (an `error_description`).
@@ -311,6 +312,7 @@ export async function verifyClientAssertion(
     clockTolerance: ASSERTION_CLOCK_SKEW,
   };
   let payload: JWTPayload | undefined;
+  let typ: string | undefined;
   try {
     if (symmetric) {
       const secrets = client.clientSecrets.filter((s) => !s.startsWith('sha256:'));
@@ -318,7 +320,7 @@ export async function verifyClientAssertion(
       let lastError: unknown;
       for (const secret of secrets) {
         try {
-          ({ payload } = await jwtVerify(assertion, new TextEncoder().encode(secret), options));
+          ({ payload, protectedHeader: { typ } } = await jwtVerify(assertion, new TextEncoder().encode(secret), options));
           break;
         } catch (err) {
           lastError = err;
@@ -330,10 +332,15 @@ export async function verifyClientAssertion(
     } else {
       const keys = services.clientKeys.forClient(client);
       if (!keys) return 'the client has no registered keys';
-      ({ payload } = await jwtVerify(assertion, keys, options));
+      ({ payload, protectedHeader: { typ } } = await jwtVerify(assertion, keys, options));
     }
   } catch (err) {
     return describeJoseError(err);
+  }
+  // draft-ietf-oauth-rfc7523bis §4 (as Duende): an explicitly typed assertion names the issuer alone.
+  if (typ?.toLowerCase() === 'client-authentication+jwt') {
+    const aud = Array.isArray(payload.aud) && payload.aud.length === 1 ? payload.aud[0] : payload.aud;
+    if (aud !== services.issuer) return 'a client-authentication+jwt assertion\'s aud must be the issuer alone';
   }
   const now = nowSeconds();
   const exp = payload.exp as number;

@@ -78,6 +78,10 @@ describe('client assertions at the token endpoint', () => {
   it('refuses a wrong aud', async () => {
     await expectRefused(assertionFields(await signAssertion(es, 'pk', 'https://other.example')), /aud/);
     await expectRefused(assertionFields(await signAssertion(es, 'pk', `${ISSUER}/connect/userinfo`)), /aud/);
+    // An explicitly typed assertion (rfc7523bis) must name the issuer alone.
+    const typed = { typ: 'client-authentication+jwt' };
+    await expectRefused(assertionFields(await signAssertion(es, 'pk', TOKEN_URL, {}, typed)), /issuer alone/);
+    expect((await token(assertionFields(await signAssertion(es, 'pk', [ISSUER], {}, typed)))).statusCode).toBe(200);
   });
 
   it('refuses an assertion without sub, or with iss or sub other than the client', async () => {
