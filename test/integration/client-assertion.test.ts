@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
-import { base64url } from 'jose';
+import { base64url, SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSigil, ConfigError } from '../../src/index.js';
 import { assertionFields, clientKey, type ClientKey, JWT_BEARER, signAssertion } from '../assertion-helpers.js';
@@ -40,7 +40,18 @@ function clients(jwksUri?: string) {
       tokenEndpointAuthSigningAlgorithms: ['ES256' as const, 'PS256' as const],
     },
     { clientId: 'cs', ...base, clientSecrets: [CS_SECRET], tokenEndpointAuthMethod: 'client_secret_jwt' as const },
-    ...(jwksUri ? [{ clientId: 'remote', ...base, jwksUri, tokenEndpointAuthMethod: 'private_key_jwt' as const }] : []),
+    ...(jwksUri
+      ? [
+          { clientId: 'remote', ...base, jwksUri, tokenEndpointAuthMethod: 'private_key_jwt' as const },
+          {
+            clientId: 'remote-web',
+            jwksUri,
+            allowedGrantTypes: ['authorization_code'],
+            allowedScopes: ['openid'],
+            redirectUris: ['https://rp.example/cb'],
+          },
+        ]
+      : []),
   ];
 }
 
@@ -298,6 +309,21 @@ describe('keys from a jwksUri', () => {
     expect((await token(rotated)).statusCode).toBe(200);
     expect((await token(es)).statusCode).toBe(401);
     expect(fetches).toBe(2);
+  });
+
+  it('verifies signed request objects with the same keys (PAR with a JAR, authenticated by private_key_jwt)', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const params = { client_id: 'remote-web', response_type: 'code', scope: 'openid', redirect_uri: 'https://rp.example/cb', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' };
+    const request = await new SignJWT({ ...params, iss: 'remote-web', aud: ISSUER, exp: now + 60 })
+      .setProtectedHeader({ alg: served.alg, kid: served.kid })
+      .sign(served.privateKey);
+    const res = await postForm(sigil, '/connect/par', { client_id: 'remote-web', request, ...assertionFields(await signAssertion(served, 'remote-web', ISSUER)) });
+    expect(res.statusCode, res.body).toBe(201);
+    const forged = await new SignJWT({ ...params, iss: 'remote-web', aud: ISSUER, exp: now + 60 })
+      .setProtectedHeader({ alg: stranger.alg, kid: served.kid })
+      .sign(stranger.privateKey);
+    const refused = await postForm(sigil, '/connect/par', { client_id: 'remote-web', request: forged, ...assertionFields(await signAssertion(served, 'remote-web', ISSUER)) });
+    expect(refused.json().error).toBe('invalid_request_object');
   });
 });
 
