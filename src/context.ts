@@ -10,7 +10,9 @@ import type { Store } from './stores/types.js';
 import type { TokenService } from './tokens/tokens.js';
 import type { UserService } from './users/users.js';
 import type { ApiSecrets, ClientRegistry } from './validation/client-auth.js';
+import type { ClientKeys } from './validation/client-keys.js';
 import type { FailureLimiter } from './validation/failure-limiter.js';
+import type { ReplayCache } from './validation/replay-cache.js';
 import type { Resources } from './validation/scopes.js';
 import type { ResourceOwnerValidator } from './grants/password.js';
 import type { Interactions } from './endpoints/interactions.js';
@@ -32,6 +34,10 @@ export interface SigilContext {
   grantTypes: GrantRegistry;
   events: EventBus;
   limiter: FailureLimiter;
+  /** One-time identifiers (client assertion and DPoP proof `jti`s), shared by every node of the store. */
+  replay: ReplayCache;
+  /** Clients' public keys (`jwks`, `jwksUri`) for client assertions and request objects. */
+  clientKeys: ClientKeys;
   /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers). */
   apiSecrets: Map<string, ApiSecrets>;
   resourceOwnerValidator: ResourceOwnerValidator;

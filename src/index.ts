@@ -31,7 +31,9 @@ import { openStore } from './stores/sql.js';
 import { TokenService } from './tokens/tokens.js';
 import { UserService } from './users/users.js';
 import { apiSecretsOf, ClientRegistry } from './validation/client-auth.js';
+import { ClientKeys } from './validation/client-keys.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './validation/failure-limiter.js';
+import { ReplayCache } from './validation/replay-cache.js';
 import { Resources } from './validation/scopes.js';
 
 export { ConfigError, type ConfigOverrides, type ResolvedConfig } from './config/loader.js';
@@ -131,6 +133,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       grantTypes,
       events,
       limiter,
+      replay: new ReplayCache(store.grants),
+      clientKeys: new ClientKeys(),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
       resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
       sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime, logout),

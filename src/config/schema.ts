@@ -14,6 +14,29 @@ const secret = nonEmpty.refine(
   'a "sha256:" secret must be the base64 of 32 bytes',
 );
 
+/** Hosts allowed to serve over plain http (development and tests): upstream providers, client JWKS. */
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+
+/** An absolute URL that is https, or http on a loopback host (development and tests). */
+const httpsOrLoopback = z.url().refine((u) => {
+  const url = new URL(u);
+  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname));
+}, 'must be https (http only for loopback hosts)');
+
+/**
+ * How a client authenticates at the back-channel endpoints (RFC 6749 §2.3.1; OIDC Core §9;
+ * RFC 7523 §2.2).
+ */
+export const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt', 'none'] as const;
+export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
+
+/** Algorithms of `private_key_jwt` client assertions (JWA, RFC 7518 §3.1; EdDSA: RFC 8037). */
+export const ASYMMETRIC_ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+/** Algorithms of `client_secret_jwt` client assertions: HMAC over the client's clear-text secret. */
+export const SYMMETRIC_ASSERTION_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as const;
+/** Every client assertion algorithm Sigil verifies (`none` is never one). */
+export const ASSERTION_ALGORITHMS = [...ASYMMETRIC_ASSERTION_ALGORITHMS, ...SYMMETRIC_ASSERTION_ALGORITHMS] as const;
+
 /** Grant type names a client may list (DESIGN §4); any other name is an extension grant. */
 export const BUILT_IN_GRANT_TYPES = [
   'authorization_code',
@@ -93,6 +116,18 @@ export const clientSchema = z.strictObject({
   requestUris: z.array(z.url({ protocol: /^https$/ })).default([]),
   jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).nullable().default(null),
   /**
+   * Where the client serves its public keys (a JWKS), instead of `jwks`: https (http only on a
+   * loopback host). Fetched with a timeout and a size limit, cached, fetched again when an
+   * unknown `kid` arrives (at most once a minute).
+   */
+  jwksUri: httpsOrLoopback.nullable().default(null),
+  /** The one method this client must authenticate with; null: any it has credentials for. */
+  tokenEndpointAuthMethod: z.enum(TOKEN_ENDPOINT_AUTH_METHODS).nullable().default(null),
+  /** Algorithms accepted for this client's assertions (RFC 7523 §3 item 9); default: all of `ASSERTION_ALGORITHMS`. */
+  tokenEndpointAuthSigningAlgorithms: z.array(z.enum(ASSERTION_ALGORITHMS)).min(1).default([...ASSERTION_ALGORITHMS]),
+  /** Authorization requests must come through `/connect/par` (RFC 9126 §5). */
+  requirePushedAuthorizationRequests: z.boolean().default(false),
+  /**
    * Token exchange (RFC 8693 §2.1): names of API resources whose user access tokens this client
    * may exchange (it acts as that API: a subject token is accepted when its `aud` names one).
    * Default empty: only tokens issued to this client itself. Checked against `apiResources`.
@@ -107,6 +142,30 @@ export const clientSchema = z.strictObject({
   /** Front-Channel Logout §2: the client needs `iss` and `sid` on its URI (Sigil always adds them). */
   frontChannelLogoutSessionRequired: z.boolean().default(true),
   allowedCorsOrigins: z.array(z.url()).default([]),
+}).superRefine((c, ctx) => {
+  const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  const isPublic = !c.requireClientSecret;
+  const method = c.tokenEndpointAuthMethod;
+  const digests = c.clientSecrets.some((s) => s.startsWith('sha256:'));
+  if (c.jwks !== null && c.jwksUri !== null) issue('jwksUri', 'give either jwks or jwksUri, not both');
+  // Private key members (RFC 7518 §6.2.2, §6.3.2, §6.4.1): the provider must never hold the client's signing key.
+  if (c.jwks?.keys.some((k) => ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'].some((m) => m in k)))
+    issue('jwks', 'must hold public keys only (a key has private or symmetric members)');
+  if (method === 'none' && !isPublic) issue('tokenEndpointAuthMethod', '"none" is for public clients (requireClientSecret false)');
+  if (method !== null && method !== 'none' && isPublic)
+    issue('tokenEndpointAuthMethod', `a public client (requireClientSecret false) cannot use "${method}"`);
+  if ((method === 'client_secret_basic' || method === 'client_secret_post' || method === 'client_secret_jwt') && c.clientSecrets.length === 0)
+    issue('clientSecrets', `"${method}" needs a client secret`);
+  // RFC 7523 §2.2 with HMAC (OIDC Core §9): the secret itself is the key, a digest cannot sign.
+  if (method === 'client_secret_jwt' && digests)
+    issue('clientSecrets', 'client_secret_jwt needs clear-text secrets: a "sha256:" secret cannot verify an HS256 assertion');
+  if (method === 'private_key_jwt' && c.jwks === null && c.jwksUri === null)
+    issue('tokenEndpointAuthMethod', 'private_key_jwt needs the client\'s public keys (jwks or jwksUri)');
+  const algs = c.tokenEndpointAuthSigningAlgorithms as readonly string[];
+  if (method === 'private_key_jwt' && !algs.some((a) => (ASYMMETRIC_ASSERTION_ALGORITHMS as readonly string[]).includes(a)))
+    issue('tokenEndpointAuthSigningAlgorithms', 'private_key_jwt needs an asymmetric algorithm');
+  if (method === 'client_secret_jwt' && !algs.some((a) => (SYMMETRIC_ASSERTION_ALGORITHMS as readonly string[]).includes(a)))
+    issue('tokenEndpointAuthSigningAlgorithms', 'client_secret_jwt needs an HS algorithm');
 });
 
 const jsonValue: z.ZodType<unknown> = z.unknown();
@@ -130,10 +189,7 @@ const identityProvider = z.strictObject({
   displayName: z.string().optional(),
   type: z.literal('oidc').default('oidc'),
   /** The upstream issuer; https, except loopback hosts. */
-  authority: z.url().refine((u) => {
-    const url = new URL(u);
-    return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname));
-  }, 'must be https (http only for loopback hosts)'),
+  authority: httpsOrLoopback,
   clientId: nonEmpty,
   clientSecret: z.string().optional(),
   scope: z.string().default('openid profile'),
@@ -290,6 +346,15 @@ export const configSchema = z
     rateLimits: rateLimits.prefault({}),
     pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS),
     metrics,
+    /**
+     * Client assertions (RFC 7523 §3): the latest `exp` accepted, in seconds after now. Longer-lived
+     * assertions are refused, so a `jti` need be remembered at most this long.
+     */
+    clientAssertionMaxLifetime: z.number().int().positive().max(3600).default(300),
+    /** Pushed authorization requests (RFC 9126 §2.2): how long a `request_uri` stays usable, in seconds. */
+    pushedAuthorizationRequestLifetime: z.number().int().positive().max(600).default(60),
+    /** Every authorization request must come through `/connect/par` (RFC 9126 §5), for every client. */
+    requirePushedAuthorizationRequests: z.boolean().default(false),
     /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
     sessionLifetime: lifetime.default(36000),
     /** Signing key lifecycle, in seconds (Duende's automatic key management defaults). */
@@ -345,7 +410,8 @@ export const configSchema = z
       const isPublic = !c.requireClientSecret;
       if (isPublic && grants.has('client_credentials'))
         issue(at('allowedGrantTypes'), 'client_credentials needs a confidential client (requireClientSecret true)');
-      if (!isPublic && c.clientSecrets.length === 0 && !(grants.size === 1 && grants.has('implicit')))
+      const hasKeys = c.jwks !== null || c.jwksUri !== null;
+      if (!isPublic && c.clientSecrets.length === 0 && !hasKeys && !(grants.size === 1 && grants.has('implicit')))
         issue(at('clientSecrets'), 'a confidential client needs at least one secret');
       // RFC 9700 §4.14.2: refresh tokens of public clients must rotate.
       if (isPublic && c.allowOfflineAccess && c.refreshTokenUsage === 'reuse')

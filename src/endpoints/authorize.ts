@@ -82,7 +82,8 @@ async function authorize(
 ): Promise<FastifyReply> {
   let req: AuthorizeRequest;
   try {
-    req = await validateAuthorizeRequest(ctx, params);
+    // A resumed request's parameters were validated (and a pushed request taken) when it started.
+    req = await validateAuthorizeRequest(ctx, params, pending ? 'resume' : 'authorize');
   } catch (err) {
     if (!(err instanceof AuthorizeError)) throw err;
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', error: err.error.code, ...(err.error.description ? { errorDescription: err.error.description } : {}) });

@@ -24,7 +24,7 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       const api = await authenticateApiResource(presented, ctx.apiSecrets, ctx.limiter, request.ip);
       if (api !== undefined) caller = { kind: 'api', name: api };
       else {
-        const { client } = await authenticateClient(source, ctx.clients, ctx.limiter, request.ip);
+        const { client } = await authenticateClient(source, ctx, request.ip, '/connect/introspect');
         if (client.isPublic) throw invalidClient('public clients cannot introspect');
         caller = { kind: 'client', clientId: client.clientId };
       }

@@ -23,7 +23,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
         const source = credentialSource(request, params);
         // The claimed client_id, so that a failed authentication's event names it (audit).
         clientId = findCredentials(source)?.id.slice(0, 100);
-        const { client } = await authenticateClient(source, ctx.clients, ctx.limiter, request.ip);
+        const { client } = await authenticateClient(source, ctx, request.ip, '/connect/token');
         clientId = client.clientId;
         grantType = params.get('grant_type');
         const handler = ctx.grantTypes.resolve(grantType, client);

@@ -14,6 +14,7 @@ import { discoveryEndpoints } from '../endpoints/discovery.js';
 import { endSessionEndpoint } from '../endpoints/end-session.js';
 import { healthEndpoints } from '../endpoints/health.js';
 import { introspectionEndpoint } from '../endpoints/introspection.js';
+import { pushedAuthorizationEndpoint } from '../endpoints/par.js';
 import { revocationEndpoint } from '../endpoints/revocation.js';
 import { tokenEndpoint } from '../endpoints/token.js';
 import { userinfoEndpoint } from '../endpoints/userinfo.js';
@@ -127,6 +128,7 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
   discoveryEndpoints(app, ctx);
   authorizeEndpoint(app, ctx);
   tokenEndpoint(app, ctx);
+  pushedAuthorizationEndpoint(app, ctx);
   userinfoEndpoint(app, ctx);
   introspectionEndpoint(app, ctx);
   revocationEndpoint(app, ctx);

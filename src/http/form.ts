@@ -41,6 +41,11 @@ export class Params {
     return new Params(values);
   }
 
+  /** A copy with `name` set to the single value `value` (replacing any values it had). */
+  with(name: string, value: string): Params {
+    return new Params(new Map([...this.values, [name, [value]]]));
+  }
+
   /** An empty parameter set. */
   static empty(): Params {
     return new Params(new Map());

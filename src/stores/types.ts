@@ -19,6 +19,8 @@ export type GrantType =
   | 'interaction'
   | 'user_code'
   | 'federation'
+  /** An authorization request pushed to `/connect/par` (RFC 9126), used once by its `request_uri`. */
+  | 'pushed_request'
   /** A one-time identifier seen once (client assertion or DPoP proof `jti`), kept until it expires. */
   | 'replay';
 

@@ -127,7 +127,7 @@ export async function denyToClient(
   if (interaction.device) return answerDevice(ctx, request, reply, id, interaction, undefined);
   if (!(await ctx.interactions.finish(id))) return expiredPage(ctx, request, reply);
   try {
-    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params));
+    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params), 'resume');
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: 'access_denied' });
     return sendErrorToClient(ctx, reply, req, new OAuthError('access_denied', 'the user denied the request'));
   } catch (err) {

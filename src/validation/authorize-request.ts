@@ -12,6 +12,7 @@ import { type ClaimsParameter, MAX_CLAIMS_LENGTH, parseClaimsParameter } from '.
 import type { Client } from './client-auth.js';
 import { isPkceValue, type PkceMethod } from './pkce.js';
 import { isAbsoluteRedirectUri, matchRedirectUri } from './redirect-uri.js';
+import { isPushedRequestUri, takePushedRequest } from './pushed-request.js';
 import { fetchRequestObject, verifyRequestObject } from './request-object.js';
 import { OFFLINE_ACCESS, parseScope } from './scopes.js';
 
@@ -143,6 +144,10 @@ export function isNativeRedirect(uri: string): boolean {
 /**
  * Validates an authorization request.
  * @param raw the query (GET) or form (POST) parameters
+ * @param via where the request comes from: `authorize` (the browser; a pushed request's
+ *   `request_uri` is taken here, once, and clients that must push are refused otherwise), `par`
+ *   (`/connect/par`, RFC 9126 §2.1: validated exactly as here before it is stored), or `resume`
+ *   (parameters stored server-side by an earlier validation, after login or consent)
  * @throws AuthorizeError with the OAuth error and, once known good, the response target. A
  *   parameter longer than `PARAM_MAX_LENGTH` is `invalid_request`: on the error page for
  *   `client_id`, `redirect_uri` and `state` (an oversized state is never echoed), else to the client.
@@ -151,7 +156,11 @@ export function isNativeRedirect(uri: string): boolean {
  *   without the `openid` scope, asking `userinfo` claims of `response_type=id_token`, or naming
  *   `sub` with anything but one string value, or `acr` as essential with an empty `values`.
  */
-export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): Promise<AuthorizeRequest> {
+export async function validateAuthorizeRequest(
+  ctx: SigilContext,
+  raw: Params,
+  via: 'authorize' | 'par' | 'resume' = 'authorize',
+): Promise<AuthorizeRequest> {
   const page = (e: OAuthError) => new AuthorizeError(e);
   let clientId: string | undefined;
   try {
@@ -183,22 +192,36 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
   let params = raw;
   let request: string | undefined;
   let requestUri: string | undefined;
-  try {
-    request = raw.get('request');
-    requestUri = raw.get('request_uri');
-    if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
-    if (requestUri !== undefined) request = await fetchRequestObject(requestUri, client);
-    if (request !== undefined) {
-      const fromObject = await verifyRequestObject(request, client, ctx.issuer);
-      const queryType = raw.get('response_type');
-      if (queryType !== undefined && fromObject.response_type !== undefined && queryType !== fromObject.response_type)
-        throw invalidRequest('response_type differs from the request object');
-      // RFC 9101 §6.3: only the parameters inside the request object are used.
-      params = Params.fromRecord(fromObject);
+  const pushedUri = via === 'authorize' ? safeGet(raw, 'request_uri') : undefined;
+  if (pushedUri !== undefined && isPushedRequestUri(pushedUri)) {
+    // RFC 9126 §4: the pushed request is the whole request; other parameters than client_id
+    // are ignored. An unknown, expired, used or foreign one is never redirected (error page).
+    try {
+      params = Params.fromRecord(await takePushedRequest(ctx.store.grants, pushedUri, client.clientId)).with('client_id', client.clientId);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      throw page(err);
     }
-  } catch (err) {
-    if (!(err instanceof OAuthError)) throw err;
-    throw new AuthorizeError(err, fallbackTarget());
+  } else {
+    try {
+      if (via === 'authorize' && (client.requirePushedAuthorizationRequests || ctx.config.requirePushedAuthorizationRequests))
+        throw invalidRequest('authorization requests must be pushed to the pushed authorization request endpoint first (RFC 9126)');
+      request = raw.get('request');
+      requestUri = raw.get('request_uri');
+      if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
+      if (requestUri !== undefined) request = await fetchRequestObject(requestUri, client);
+      if (request !== undefined) {
+        const fromObject = await verifyRequestObject(request, client, ctx.issuer, ctx.clientKeys.forClient(client));
+        const queryType = raw.get('response_type');
+        if (queryType !== undefined && fromObject.response_type !== undefined && queryType !== fromObject.response_type)
+          throw invalidRequest('response_type differs from the request object');
+        // RFC 9101 §6.3: only the parameters inside the request object are used.
+        params = Params.fromRecord(fromObject);
+      }
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      throw new AuthorizeError(err, fallbackTarget());
+    }
   }
 
   const read = (name: string): string | undefined => {
