@@ -14,7 +14,7 @@ const secret = nonEmpty.refine(
   'a "sha256:" secret must be the base64 of 32 bytes',
 );
 
-/** Hosts allowed to serve over plain http (development and tests): upstream providers, client JWKS. */
+/** Hosts allowed to serve over plain http (development and tests): upstream providers, client JWKS, logout URIs. */
 const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 
 /** An absolute URL that is https, or http on a loopback host (development and tests). */
@@ -73,9 +73,6 @@ const apiResource = z.strictObject({
   secrets: z.array(secret).default([]),
   userClaims: z.array(nonEmpty).default([]),
 });
-
-/** Hosts allowed to serve an upstream provider or a logout URI over plain http (development and tests). */
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 
 /** An absolute https URL without fragment, or http on a loopback host. */
 function isLogoutUri(u: string): boolean {
