@@ -11,6 +11,8 @@ import type { TokenService } from './tokens/tokens.js';
 import type { UserService } from './users/users.js';
 import type { ApiSecrets, ClientRegistry } from './validation/client-auth.js';
 import type { FailureLimiter } from './validation/failure-limiter.js';
+import type { DPoPVerifier } from './validation/dpop.js';
+import type { ReplayCache } from './validation/replay-cache.js';
 import type { Resources } from './validation/scopes.js';
 import type { ResourceOwnerValidator } from './grants/password.js';
 import type { Interactions } from './endpoints/interactions.js';
@@ -31,6 +33,10 @@ export interface SigilContext {
   grantTypes: GrantRegistry;
   events: EventBus;
   limiter: FailureLimiter;
+  /** One-time identifiers (client assertion and DPoP proof `jti`s), shared by every node. */
+  replay: ReplayCache;
+  /** DPoP proofs (RFC 9449) at the token endpoint and userinfo. */
+  dpop: DPoPVerifier;
   /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers). */
   apiSecrets: Map<string, ApiSecrets>;
   resourceOwnerValidator: ResourceOwnerValidator;

@@ -31,6 +31,8 @@ import { UserService } from './users/users.js';
 import { apiSecretsOf, ClientRegistry } from './validation/client-auth.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './validation/failure-limiter.js';
 import { Resources } from './validation/scopes.js';
+import { DPoPNonces, DPoPVerifier } from './validation/dpop.js';
+import { ReplayCache } from './validation/replay-cache.js';
 
 export { ConfigError, type ConfigOverrides, type ResolvedConfig } from './config/loader.js';
 export type { ConfigInput, Config, ClientConfig } from './config/schema.js';
@@ -112,6 +114,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     grantTypes.register('refresh_token', refreshTokenGrant);
     for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
       grantTypes.register(grant.grantType, extensionGrantHandler(grant));
+    const replay = new ReplayCache(store.grants);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -125,6 +128,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       grantTypes,
       events,
       limiter,
+      replay,
+      dpop: new DPoPVerifier(replay, new DPoPNonces(store.grants, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
       resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
       sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime),

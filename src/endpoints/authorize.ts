@@ -31,6 +31,10 @@ export interface AuthorizationCodeData {
   nonce?: string;
   codeChallenge?: string;
   codeChallengeMethod?: 'S256' | 'plain';
+  /** The DPoP key thumbprint of `dpop_jkt` (RFC 9449 §10): the token request must prove that key. */
+  dpopJkt?: string;
+  /** The API resources (names) of `resource` (RFC 8707 §2.1): the tokens are for these at most. */
+  resources?: string[];
   subject: Omit<Subject, 'claims'>;
   [key: string]: unknown;
 }
@@ -232,6 +236,8 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
       subject: bare,
       ...(req.nonce !== undefined ? { nonce: req.nonce } : {}),
       ...(req.codeChallenge !== undefined ? { codeChallenge: req.codeChallenge, codeChallengeMethod: req.codeChallengeMethod } : {}),
+      ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}),
+      ...(req.resources !== undefined ? { resources: req.resources } : {}),
     };
     await ctx.store.grants.put(newGrantRecord({
       key: hashHandle(code),

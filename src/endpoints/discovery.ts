@@ -8,6 +8,7 @@ import type { SigilContext } from '../context.js';
 import { methodNotAllowed } from '../http/request.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../validation/scopes.js';
+import { DPOP_ALGORITHMS } from '../validation/dpop.js';
 
 /** Seconds that clients may cache discovery and the JWKS. */
 const MAX_AGE = 300;
@@ -52,6 +53,7 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     require_request_uri_registration: true,
     request_object_signing_alg_values_supported: ['RS256', 'PS256', 'ES256', 'HS256'],
     authorization_response_iss_parameter_supported: true,
+    dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
   };
 }
 

@@ -20,7 +20,9 @@ export type GrantType =
   | 'user_code'
   | 'federation'
   /** A one-time identifier seen once (client assertion or DPoP proof `jti`), kept until it expires. */
-  | 'replay';
+  | 'replay'
+  /** A server-provided DPoP nonce (RFC 9449 §8), accepted until it expires. */
+  | 'dpop_nonce';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {

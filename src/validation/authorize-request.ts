@@ -12,6 +12,7 @@ import type { Client } from './client-auth.js';
 import { isPkceValue, type PkceMethod } from './pkce.js';
 import { isAbsoluteRedirectUri, matchRedirectUri } from './redirect-uri.js';
 import { fetchRequestObject, verifyRequestObject } from './request-object.js';
+import { invalidTarget, requestedResources } from './resource-indicators.js';
 import { OFFLINE_ACCESS, parseScope } from './scopes.js';
 
 /** How the authorization response travels (OAuth 2.0 Multiple Response Types §2.1, Form Post). */
@@ -45,6 +46,10 @@ export interface AuthorizeRequest extends ResponseTarget {
   codeChallengeMethod?: PkceMethod;
   /** Subject of a genuine `id_token_hint`. */
   hintSubject?: string;
+  /** `dpop_jkt` (RFC 9449 §10): the JWK thumbprint of the DPoP key the code is bound to. */
+  dpopJkt?: string;
+  /** API resources (names) named by `resource` (RFC 8707 §2.1): the grant is limited to them. */
+  resources?: string[];
   /** The effective parameters (after a request object), to resume the request after login. */
   params: Record<string, string>;
 }
@@ -90,6 +95,7 @@ export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   code_challenge: 128,
   code_challenge_method: 10,
   id_token_hint: 4000,
+  dpop_jkt: 100,
 };
 
 /**
@@ -277,6 +283,16 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
       }
     }
 
+    // RFC 9449 §10: a SHA-256 JWK thumbprint is 43 base64url characters.
+    const dpopJkt = params.get('dpop_jkt');
+    if (dpopJkt !== undefined && !/^[A-Za-z0-9_-]{43}$/.test(dpopJkt))
+      throw invalidRequest('dpop_jkt must be the base64url SHA-256 JWK thumbprint of the DPoP key');
+    // RFC 8707 §2.1. A pending request keeps its resources space-separated in one value (a
+    // resource indicator has no spaces), so both spellings are read.
+    const resources = requestedResources(params.getAll('resource').flatMap((v) => v.split(' ')), client, ctx.resources);
+    if (resources !== undefined && returnsToken)
+      throw invalidTarget('resource indicators are supported with the code flow only (the token endpoint narrows the tokens)');
+
     const hint = params.get('id_token_hint');
     let hintSubject: string | undefined;
     if (hint !== undefined) {
@@ -290,6 +306,7 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
       const v = params.get(name);
       if (v !== undefined) effective[name] = v;
     }
+    if (params.has('resource')) effective.resource = params.getAll('resource').join(' ');
     return {
       ...target,
       client,
@@ -305,6 +322,8 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
       ...(codeChallenge !== undefined ? { codeChallenge } : {}),
       ...(codeChallengeMethod !== undefined ? { codeChallengeMethod } : {}),
       ...(hintSubject !== undefined ? { hintSubject } : {}),
+      ...(dpopJkt !== undefined && returnsCode ? { dpopJkt } : {}),
+      ...(resources !== undefined ? { resources } : {}),
     };
   } catch (err) {
     if (err instanceof AuthorizeError) throw err;
@@ -317,6 +336,7 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
 const PARAMS_KEPT = [
   'client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'prompt', 'max_age',
   'login_hint', 'ui_locales', 'acr_values', 'code_challenge', 'code_challenge_method', 'id_token_hint',
+  'dpop_jkt',
 ];
 
 /** Whether `name` was sent more than once (RFC 6749 §3.1). */
