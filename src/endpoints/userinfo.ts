@@ -42,7 +42,8 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
           throw tokenError('DPoP', 401, 'invalid_token', 'the access token is DPoP-bound: send it with the DPoP scheme and a proof');
         if (scheme === 'DPoP') {
           const proof = await verifyProof(ctx, request, presented.token);
-          if (jkt === undefined || proof.jkt !== jkt) throw tokenError('DPoP', 401, 'invalid_token', 'the access token is not bound to the proof key');
+          // RFC 9449 §4.3 item 12: the proof key must be the key the token is bound to.
+          if (jkt === undefined || proof.jkt !== jkt) throw tokenError('DPoP', 401, 'invalid_dpop_proof', 'the access token is not bound to the proof key');
         }
         const scopes = (valid.claims.scope ?? '').split(' ');
         if (!scopes.includes('openid')) throw tokenError(scheme, 403, 'insufficient_scope', 'the openid scope is required');
