@@ -94,6 +94,7 @@ describe('DPoP at the token endpoint', () => {
     ]) {
       const res = await token(sigil, { grant_type: 'client_credentials' }, M2M, await proof(key, TOKEN_URL, opts));
       expect(res.statusCode, `${JSON.stringify(opts)}: ${res.body}`).toBe(200);
+      expect(res.json<TokenBody>().token_type).toBe('DPoP');
     }
   });
 
@@ -157,6 +158,7 @@ describe('DPoP at the token endpoint', () => {
 
   it("leaves a confidential client's refresh token unbound (RFC 9449 §5)", async () => {
     const first = await token(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, ['ropc', 'ropc-secret'], await proof(key, TOKEN_URL));
+    expect(first.json<TokenBody>().token_type).toBe('DPoP');
     const res = await token(sigil, { grant_type: 'refresh_token', refresh_token: first.json<TokenBody>().refresh_token! }, ['ropc', 'ropc-secret']);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json<TokenBody>().token_type).toBe('Bearer');

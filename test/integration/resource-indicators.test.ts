@@ -103,11 +103,10 @@ describe('resource indicators', () => {
   });
 
   it('remembers the resources of the authorization request in the code', async () => {
-    const web = { scope: 'openid api1 offline_access', resource: API1 };
     const { verifier, challenge } = pkce();
-    const code = await getCode(new Browser(sigil), codeParams(challenge, web));
-    const res = await redeem(sigil, code, { verifier });
-    expect(claimsOf(res)).toMatchObject({ aud: 'api1', scope: 'openid api1 offline_access' });
+    const code = await getCode(new Browser(sigil), codeParams(challenge, { client_id: 'web2', scope: 'openid api1 api2', resource: API1 }));
+    const res = await redeem(sigil, code, { client: 'web2', verifier });
+    expect(claimsOf(res)).toMatchObject({ aud: 'api1', scope: 'openid api1' });
   });
 
   it('refuses a token request for a resource the code was not issued for', async () => {
