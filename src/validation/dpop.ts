@@ -12,7 +12,6 @@ import {
   base64url,
   calculateJwkThumbprint,
   decodeProtectedHeader,
-  errors as joseErrors,
   importJWK,
   type JWK,
   jwtVerify,
@@ -123,10 +122,10 @@ export class DPoPVerifier {
         clockTolerance: this.settings.proofWindowSeconds,
       }));
       jkt = await calculateJwkThumbprint(members as JWK, 'sha256');
-    } catch (err) {
-      if (err instanceof joseErrors.JOSEError || err instanceof TypeError || err instanceof SyntaxError)
-        throw invalidDPoPProof('the DPoP proof does not verify');
-      throw err;
+    } catch {
+      // Only caller data goes into these calls, and they fail in several ways: jose's errors, and
+      // WebCrypto's DOMException (DataError) for key material that is no point on the curve.
+      throw invalidDPoPProof('the DPoP proof does not verify');
     }
 
     const { jti, htm, htu, iat } = payload;

@@ -46,7 +46,7 @@ describe('DPoP at the token endpoint', () => {
         {
           clientId: 'ropc',
           clientSecrets: ['ropc-secret'],
-          allowedGrantTypes: ['password'],
+          allowedGrantTypes: ['password', 'urn:ietf:params:oauth:grant-type:token-exchange'],
           allowedScopes: ['openid', 'profile', 'api1', 'offline_access'],
           allowOfflineAccess: true,
         },
@@ -116,6 +116,8 @@ describe('DPoP at the token endpoint', () => {
       'typ jwt': await proof(key, TOKEN_URL, { typ: 'JWT' }),
       'no jwk': await proof(key, TOKEN_URL, { jwk: null }),
       'private jwk': await proof(key, TOKEN_URL, { jwk: privateJwk }),
+      // WebCrypto refuses such a key with a DOMException, not a jose error (found by the property below).
+      'jwk not on the curve': await proof(key, TOKEN_URL, { jwk: { ...key.jwk, x: key.jwk.x!.slice(1) } }),
       'bad signature': await proof(key, TOKEN_URL, { signWith: other.privateKey }),
       'RS256 proof naming an EC jwk': await proof(rsa, TOKEN_URL, { jwk: key.jwk }),
       'no jti': await proof(key, TOKEN_URL, { claims: { jti: undefined } }),
@@ -162,6 +164,23 @@ describe('DPoP at the token endpoint', () => {
     const res = await token(sigil, { grant_type: 'refresh_token', refresh_token: first.json<TokenBody>().refresh_token! }, ['ropc', 'ropc-secret']);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json<TokenBody>().token_type).toBe('Bearer');
+  });
+
+  it('binds tokens of extension grants (token exchange) too', async () => {
+    const subject = await token(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' }, ['ropc', 'ropc-secret']);
+    const res = await token(
+      sigil,
+      {
+        grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+        subject_token: subject.json<TokenBody>().access_token,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+      },
+      ['ropc', 'ropc-secret'],
+      await proof(key, TOKEN_URL),
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json<TokenBody>().token_type).toBe('DPoP');
+    expect(decodeJwt(res.json<TokenBody>().access_token).cnf).toEqual({ jkt: key.jkt });
   });
 
   describe('userinfo', () => {
