@@ -48,6 +48,8 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
         return noStore(reply).type('application/json; charset=utf-8').send(outcome.response);
       } catch (err) {
         if (!(err instanceof OAuthError)) throw err;
+        // A nonce round trip (RFC 9449 §8) is part of a normal exchange, not a failure to audit.
+        if (err.code === 'use_dpop_nonce') return sendOAuthError(reply, err);
         ctx.events.emit({
           name: err.code === 'invalid_client' ? 'client_authentication_failed' : 'token_issue_failed',
           endpoint: 'token',

@@ -290,7 +290,7 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
     // RFC 8707 §2.1. A pending request keeps its resources space-separated in one value (a
     // resource indicator has no spaces), so both spellings are read.
     const resources = requestedResources(params.getAll('resource').flatMap((v) => v.split(' ')), client, ctx.resources);
-    if (resources !== undefined && returnsToken)
+    if (resources !== undefined && (returnsToken || !returnsCode))
       throw invalidTarget('resource indicators are supported with the code flow only (the token endpoint narrows the tokens)');
 
     const hint = params.get('id_token_hint');
