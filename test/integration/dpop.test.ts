@@ -10,7 +10,7 @@ import { decodeJwt, SignJWT } from 'jose';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ISSUER, Browser, codeParams, expectClientError, getCode, pkce, redeem, startAuthorizeSigil } from '../authorize-helpers.js';
-import { postForm, introspect, startSigil, type BasicCredentials, type TestSigil, type TokenBody } from '../helpers.js';
+import { postForm, introspect, sleep, startSigil, type BasicCredentials, type TestSigil, type TokenBody } from '../helpers.js';
 import { proof, proofKey, type ProofKey } from '../dpop-helpers.js';
 
 const TOKEN_URL = `${ISSUER}/connect/token`;
@@ -299,6 +299,20 @@ describe('DPoP server nonces (RFC 9449 §8)', () => {
     expect(ok.headers['dpop-nonce']).toEqual(expect.any(String));
     // Requests without DPoP are not asked for a nonce.
     expect((await token(sigil, { grant_type: 'client_credentials' }, M2M)).statusCode).toBe(200);
+  });
+
+  it('refuses an expired nonce with use_dpop_nonce and a fresh one', async () => {
+    const short = await startSigil({ dpop: { requireNonce: true, nonceLifetimeSeconds: 2 } });
+    try {
+      const key = await proofKey();
+      const nonce = (await token(short, { grant_type: 'client_credentials' }, M2M, await proof(key, TOKEN_URL))).headers['dpop-nonce'] as string;
+      await sleep(2100);
+      const late = await token(short, { grant_type: 'client_credentials' }, M2M, await proof(key, TOKEN_URL, { nonce }));
+      expectError(late, 'use_dpop_nonce');
+      expect(late.headers['dpop-nonce']).not.toBe(nonce);
+    } finally {
+      await short.close();
+    }
   });
 });
 
