@@ -12,6 +12,7 @@ import type { UserService } from './users/users.js';
 import type { ApiSecrets, ClientRegistry } from './validation/client-auth.js';
 import type { ClientKeys } from './validation/client-keys.js';
 import type { FailureLimiter } from './validation/failure-limiter.js';
+import type { DPoPVerifier } from './validation/dpop.js';
 import type { ReplayCache } from './validation/replay-cache.js';
 import type { Resources } from './validation/scopes.js';
 import type { ResourceOwnerValidator } from './grants/password.js';
@@ -38,6 +39,8 @@ export interface SigilContext {
   replay: ReplayCache;
   /** Clients' public keys (`jwks`, `jwksUri`) for client assertions and request objects. */
   clientKeys: ClientKeys;
+  /** DPoP proofs (RFC 9449) at the token endpoint and userinfo. */
+  dpop: DPoPVerifier;
   /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers). */
   apiSecrets: Map<string, ApiSecrets>;
   resourceOwnerValidator: ResourceOwnerValidator;

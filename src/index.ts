@@ -35,6 +35,7 @@ import { ClientKeys } from './validation/client-keys.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './validation/failure-limiter.js';
 import { ReplayCache } from './validation/replay-cache.js';
 import { Resources } from './validation/scopes.js';
+import { DPoPNonces, DPoPVerifier } from './validation/dpop.js';
 
 export { ConfigError, type ConfigOverrides, type ResolvedConfig } from './config/loader.js';
 export type { ConfigInput, Config, ClientConfig } from './config/schema.js';
@@ -120,6 +121,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     // The deliverer's sweep ends expired sessions through the service, which sends through the deliverer.
     const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
+    const replay = new ReplayCache(store.grants);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -133,8 +135,9 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       grantTypes,
       events,
       limiter,
-      replay: new ReplayCache(store.grants),
+      replay,
       clientKeys: new ClientKeys(),
+      dpop: new DPoPVerifier(replay, new DPoPNonces(store.grants, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
       resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
       sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime, logout),

@@ -303,7 +303,15 @@ export async function getCode(b: Browser, params: Record<string, string>, user =
 export function redeem(
   sigil: TestSigil,
   code: string,
-  opts: { client?: string; secret?: string | null; redirectUri?: string | null; verifier?: string | null; extra?: Record<string, string> } = {},
+  opts: {
+    client?: string;
+    secret?: string | null;
+    redirectUri?: string | null;
+    verifier?: string | null;
+    extra?: Record<string, string>;
+    /** Extra request headers (e.g. `DPoP`). */
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<LightMyRequestResponse> {
   const client = opts.client ?? 'web';
   const secret = opts.secret === undefined ? `${client}-secret` : opts.secret;
@@ -315,7 +323,11 @@ export function redeem(
   return sigil.app.inject({
     method: 'POST',
     url: '/connect/token',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(secret !== null ? { authorization: basic(client, secret) } : {}) },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(secret !== null ? { authorization: basic(client, secret) } : {}),
+      ...opts.headers,
+    },
     payload: form(fields),
   });
 }

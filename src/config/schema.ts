@@ -72,6 +72,12 @@ const apiResource = z.strictObject({
   /** Secrets the API authenticates with at introspection: clear text or `sha256:<base64>`. */
   secrets: z.array(secret).default([]),
   userClaims: z.array(nonEmpty).default([]),
+  /**
+   * Resource indicators (RFC 8707 §2) that name this API: absolute URIs without a fragment. A
+   * `resource` parameter naming one narrows an access token's `aud` to this API and its scopes to
+   * this API's `scopes`. Default none: the API cannot be asked for by `resource`.
+   */
+  resourceUris: z.array(nonEmpty.max(512)).default([]),
 });
 
 /** An absolute https URL without fragment, or http on a loopback host. */
@@ -124,6 +130,11 @@ export const clientSchema = z.strictObject({
   tokenEndpointAuthSigningAlgorithms: z.array(z.enum(ASSERTION_ALGORITHMS)).min(1).default([...ASSERTION_ALGORITHMS]),
   /** Authorization requests must come through `/connect/par` (RFC 9126 §5). */
   requirePushedAuthorizationRequests: z.boolean().default(false),
+  /**
+   * Every token request of this client must carry a DPoP proof (RFC 9449 §5), so all its access
+   * tokens (and, for a public client, its refresh tokens) are bound to a key it holds.
+   */
+  requireDPoP: z.boolean().default(false),
   /**
    * Token exchange (RFC 8693 §2.1): names of API resources whose user access tokens this client
    * may exchange (it acts as that API: a subject token is accepted when its `aud` names one).
@@ -294,6 +305,24 @@ export const PENDING_LIMITS_DEFAULTS = {
   deviceAuthorizationsPerClient: 1000,
 };
 
+/** Default `dpop` settings. */
+export const DPOP_DEFAULTS = { proofWindowSeconds: 300, requireNonce: false, nonceLifetimeSeconds: 300 };
+
+/**
+ * DPoP (RFC 9449) at the token endpoint and userinfo: how far a proof's `iat` may be from the
+ * server's clock, and server-provided nonces (§8).
+ */
+const dpop = z
+  .strictObject({
+    /** Seconds a proof's `iat` may lie before or after now (§11.1); its `jti` is kept this long. */
+    proofWindowSeconds: z.number().int().min(1).max(3600).default(DPOP_DEFAULTS.proofWindowSeconds),
+    /** Token requests must carry a nonce this server issued (`use_dpop_nonce`, `DPoP-Nonce`, §8). */
+    requireNonce: z.boolean().default(DPOP_DEFAULTS.requireNonce),
+    /** Seconds a server nonce is accepted; a fresh one is handed out after half of it. */
+    nonceLifetimeSeconds: z.number().int().min(2).max(86400).default(DPOP_DEFAULTS.nonceLifetimeSeconds),
+  })
+  .default(DPOP_DEFAULTS);
+
 /** Where the management listener serves `/metrics` (DESIGN §4); port 0 = any free port. */
 export const DEFAULT_METRICS = { host: '127.0.0.1', port: 9464 } as const;
 
@@ -320,6 +349,14 @@ export function clientSubjectCollision(clientId: string, user: string): string {
   return `clientId "${clientId}" is the subjectId of ${user}: the client's own tokens carry sub = client_id and would name that user (RFC 9068 §5)`;
 }
 
+/**
+ * Whether `value` may be a resource indicator (RFC 8707 §2): an absolute URI (a scheme and what
+ * follows) without a fragment.
+ */
+export function isResourceIndicator(value: string): boolean {
+  return /^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value) && URL.canParse(value) && !value.includes('#');
+}
+
 /** The whole config file. */
 export const configSchema = z
   .strictObject({
@@ -342,6 +379,7 @@ export const configSchema = z
     identityProviders: z.array(identityProvider).default([]),
     rateLimits: rateLimits.prefault({}),
     pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS),
+    dpop,
     metrics,
     /**
      * Client assertions (RFC 7523 §3): the latest `exp` accepted, in seconds after now. Longer-lived
@@ -394,6 +432,15 @@ export const configSchema = z
     cfg.apiResources.forEach((r, i) =>
       r.scopes.forEach((s, j) => {
         if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);
+      }),
+    );
+    const resourceUriOwners = new Map<string, string>();
+    cfg.apiResources.forEach((r, i) =>
+      r.resourceUris.forEach((u, j) => {
+        if (!isResourceIndicator(u)) issue(['apiResources', i, 'resourceUris', j], 'must be an absolute URI without fragment (RFC 8707 §2)');
+        const owner = resourceUriOwners.get(u);
+        if (owner !== undefined && owner !== r.name) issue(['apiResources', i, 'resourceUris', j], `"${u}" is also a resource URI of "${owner}"`);
+        resourceUriOwners.set(u, r.name);
       }),
     );
     const apiResourceNames = new Set(cfg.apiResources.map((r) => r.name));

@@ -33,6 +33,10 @@ export interface AuthorizationCodeData {
   nonce?: string;
   codeChallenge?: string;
   codeChallengeMethod?: 'S256' | 'plain';
+  /** The DPoP key thumbprint of `dpop_jkt` (RFC 9449 §10): the token request must prove that key. */
+  dpopJkt?: string;
+  /** The API resources (names) of `resource` (RFC 8707 §2.1): the tokens are for these at most. */
+  resources?: string[];
   subject: Omit<Subject, 'claims'>;
   /** Claims the `claims` parameter asked for and may be released (OIDC Core §5.5): names only. */
   requestedClaims?: RequestedClaims;
@@ -284,6 +288,8 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
       ...(req.nonce !== undefined ? { nonce: req.nonce } : {}),
       ...(requestedClaims ? { requestedClaims } : {}),
       ...(req.codeChallenge !== undefined ? { codeChallenge: req.codeChallenge, codeChallengeMethod: req.codeChallengeMethod } : {}),
+      ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}),
+      ...(req.resources !== undefined ? { resources: req.resources } : {}),
     };
     await ctx.store.grants.put(newGrantRecord({
       key: hashHandle(code),

@@ -10,6 +10,7 @@ import { methodNotAllowed } from '../http/request.js';
 import { attainableAcrs } from '../users/acr.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../validation/scopes.js';
+import { DPOP_ALGORITHMS } from '../validation/dpop.js';
 
 /** The methods of confidential clients (RFC 6749 §2.3.1; OIDC Core §9). */
 const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'] as const;
@@ -75,6 +76,7 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     backchannel_logout_session_supported: true,
     frontchannel_logout_supported: true,
     frontchannel_logout_session_supported: true,
+    dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
   };
 }
 

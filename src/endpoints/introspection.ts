@@ -8,6 +8,7 @@ import type { SigilContext } from '../context.js';
 import { OAuthError, invalidRequest } from '../errors.js';
 import { credentialSource, formBody, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
 import { findToken, type FoundToken } from '../tokens/lookup.js';
+import { boundKey } from '../tokens/tokens.js';
 import { authenticateApiResource, authenticateClient, findCredentials, invalidClient } from '../validation/client-auth.js';
 
 type Caller = { kind: 'api'; name: string } | { kind: 'client'; clientId: string };
@@ -59,8 +60,9 @@ function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolea
 /** The active response of RFC 7662 §2.2. */
 function describe(ctx: SigilContext, found: FoundToken): Record<string, unknown> {
   if (found.kind === 'access_token') {
-    // RFC 7662 §2.2: token_type as in RFC 6749 §5.1.
-    return { active: true, ...found.token.claims, token_type: 'Bearer' };
+    // RFC 7662 §2.2: token_type as in RFC 6749 §5.1; RFC 9449 §6.2: `cnf` (among the claims)
+    // and token_type DPoP for a DPoP-bound token, so a resource server can check the binding.
+    return { active: true, ...found.token.claims, token_type: boundKey(found.token.claims) !== undefined ? 'DPoP' : 'Bearer' };
   }
   const { row, data } = found;
   const aud = ctx.resources.audiences(data.scopes);
@@ -74,6 +76,7 @@ function describe(ctx: SigilContext, found: FoundToken): Record<string, unknown>
     iat: row.createdAt,
     exp: row.expiresAt,
     auth_time: data.subject.authTime,
+    ...(data.jkt !== undefined ? { cnf: { jkt: data.jkt } } : {}),
     token_type: 'refresh_token',
   };
 }

@@ -119,7 +119,8 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
       const path = (request.url ?? '').split('?')[0] ?? '';
       const origin = request.headers.origin;
       const allowed = CORS_PATHS.has(path) && origin !== undefined && allowedOrigins().has(origin);
-      callback(null, { origin: allowed ? origin : false, methods: ['GET', 'POST'] });
+      // RFC 9449 §8: a browser client must be able to read the DPoP-Nonce of a response.
+      callback(null, { origin: allowed ? origin : false, methods: ['GET', 'POST'], exposedHeaders: ['DPoP-Nonce', 'WWW-Authenticate'] });
     },
   });
 

@@ -22,7 +22,9 @@ export type GrantType =
   /** An authorization request pushed to `/connect/par` (RFC 9126), used once by its `request_uri`. */
   | 'pushed_request'
   /** A one-time identifier seen once (client assertion or DPoP proof `jti`), kept until it expires. */
-  | 'replay';
+  | 'replay'
+  /** A server-provided DPoP nonce (RFC 9449 §8), accepted until it expires. */
+  | 'dpop_nonce';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {

@@ -14,6 +14,7 @@ import { isPkceValue, type PkceMethod } from './pkce.js';
 import { isAbsoluteRedirectUri, matchRedirectUri } from './redirect-uri.js';
 import { isPushedRequestUri, takePushedRequest } from './pushed-request.js';
 import { fetchRequestObject, verifyRequestObject } from './request-object.js';
+import { invalidTarget, requestedResources } from './resource-indicators.js';
 import { OFFLINE_ACCESS, parseScope } from './scopes.js';
 
 /** How the authorization response travels (OAuth 2.0 Multiple Response Types §2.1, Form Post). */
@@ -61,6 +62,10 @@ export interface AuthorizeRequest extends ResponseTarget {
   codeChallengeMethod?: PkceMethod;
   /** Subject of a genuine `id_token_hint`. */
   hintSubject?: string;
+  /** `dpop_jkt` (RFC 9449 §10): the JWK thumbprint of the DPoP key the code is bound to. */
+  dpopJkt?: string;
+  /** API resources (names) named by `resource` (RFC 8707 §2.1): the grant is limited to them. */
+  resources?: string[];
   /** The effective parameters (after a request object), to resume the request after login. */
   params: Record<string, string>;
 }
@@ -108,6 +113,7 @@ export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   code_challenge_method: 10,
   id_token_hint: 4000,
   claims: MAX_CLAIMS_LENGTH,
+  dpop_jkt: 100,
 };
 
 /**
@@ -344,6 +350,16 @@ export async function validateAuthorizeRequest(
       }
     }
 
+    // RFC 9449 §10: a SHA-256 JWK thumbprint is 43 base64url characters.
+    const dpopJkt = params.get('dpop_jkt');
+    if (dpopJkt !== undefined && !/^[A-Za-z0-9_-]{43}$/.test(dpopJkt))
+      throw invalidRequest('dpop_jkt must be the base64url SHA-256 JWK thumbprint of the DPoP key');
+    // RFC 8707 §2.1. A pending request keeps its resources space-separated in one value (a
+    // resource indicator has no spaces), so both spellings are read.
+    const resources = requestedResources(params.getAll('resource').flatMap((v) => v.split(' ')), client, ctx.resources);
+    if (resources !== undefined && (returnsToken || !returnsCode))
+      throw invalidTarget('resource indicators are supported with the code flow only (the token endpoint narrows the tokens)');
+
     const hint = params.get('id_token_hint');
     let hintSubject: string | undefined;
     if (hint !== undefined) {
@@ -357,6 +373,7 @@ export async function validateAuthorizeRequest(
       const v = params.get(name);
       if (v !== undefined) effective[name] = v;
     }
+    if (params.has('resource')) effective.resource = params.getAll('resource').join(' ');
     return {
       ...target,
       client,
@@ -376,6 +393,8 @@ export async function validateAuthorizeRequest(
       ...(codeChallenge !== undefined ? { codeChallenge } : {}),
       ...(codeChallengeMethod !== undefined ? { codeChallengeMethod } : {}),
       ...(hintSubject !== undefined ? { hintSubject } : {}),
+      ...(dpopJkt !== undefined && returnsCode ? { dpopJkt } : {}),
+      ...(resources !== undefined ? { resources } : {}),
     };
   } catch (err) {
     if (err instanceof AuthorizeError) throw err;
@@ -388,6 +407,7 @@ export async function validateAuthorizeRequest(
 const PARAMS_KEPT = [
   'client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'prompt', 'max_age',
   'login_hint', 'ui_locales', 'acr_values', 'code_challenge', 'code_challenge_method', 'id_token_hint', 'claims',
+  'dpop_jkt',
 ];
 
 /** Whether `name` was sent more than once (RFC 6749 §3.1). */

@@ -39,6 +39,8 @@ const ERROR_CODES = new Set([
   'temporarily_unavailable',
   'unsupported_response_type',
   'invalid_request_object',
+  'invalid_dpop_proof',
+  'invalid_target',
 ]);
 /** RFC 6749 §5.2: error_description = 1*( %x20-21 / %x23-5B / %x5D-7E ). */
 const DESCRIPTION = /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/;
@@ -371,9 +373,10 @@ function checkResponse(res: LightMyRequestResponse): void {
     expect(Object.keys(body).every((k) => ['error', 'error_description', 'error_uri'].includes(k))).toBe(true);
   }
   if (res.statusCode >= 400 && res.body.length === 0) {
-    // RFC 6750 §3.1: a protected resource request without a token gets only the challenge.
+    // RFC 6750 §3.1: a protected resource request without a token gets only the challenges
+    // (Bearer, and DPoP with its algorithms, RFC 9449 §7.1).
     expect(res.statusCode).toBe(401);
-    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="sigil"$/);
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="sigil", DPoP algs="[A-Za-z0-9 ]+"$/);
   }
   if (res.statusCode === 200 && type.startsWith('application/json')) expect(() => JSON.parse(res.body)).not.toThrow();
   const challenge = res.headers['www-authenticate'];
