@@ -14,6 +14,7 @@ import { deviceCodeGrant } from './grants/device-code.js';
 import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
 import { Interactions } from './endpoints/interactions.js';
 import { Pages } from './ui/pages.js';
+import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
@@ -131,6 +132,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
+      webauthn: new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime),
       log,
     };
     const metrics = new RequestMetrics();

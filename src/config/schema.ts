@@ -286,6 +286,19 @@ export const configSchema = z
         reloadSeconds: lifetime.default(60),
       })
       .default({ propagationSeconds: 1209600, retentionSeconds: 1209600, rotationSeconds: 7776000, reloadSeconds: 60 }),
+    /**
+     * WebAuthn (issue 12, `mfa/webauthn.ts`): passkeys and security keys. The relying party ID is
+     * the issuer's host name and the origin the issuer's origin (W3C WebAuthn L3 §5.1.3, §5.1.4).
+     */
+    webauthn: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        /** The name authenticators show next to the credential. */
+        rpName: nonEmpty.max(64).default('Sigil'),
+        /** Lifetime of a ceremony's challenge, seconds. */
+        challengeLifetime: lifetime.default(300),
+      })
+      .default({ enabled: false, rpName: 'Sigil', challengeLifetime: 300 }),
     /** Removal of expired grants, codes and sessions, by one node at a time. */
     cleanup: z
       .strictObject({ intervalSeconds: lifetime.default(300), batchSize: lifetime.default(1000) })

@@ -113,6 +113,26 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  // WebAuthn credentials (issue 12, src/mfa/webauthn.ts): passkeys and security keys.
+  '0006_2026-11-23-webauthn': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('webauthn_credentials')
+        // The credential ID (base64url), unique per authenticator (W3C WebAuthn L3 §6.1).
+        .addColumn('id', 'varchar(1400)', (c) => c.primaryKey())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+        .addColumn('public_key', 'text', (c) => c.notNull())
+        .addColumn('counter', 'bigint', (c) => c.notNull())
+        .addColumn('transports', 'text', (c) => c.notNull())
+        .addColumn('name', 'varchar(100)', (c) => c.notNull())
+        .addColumn('backed_up', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('webauthn_credentials_subject').on('webauthn_credentials').column('subject_id').execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -21,6 +21,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations.js';
+import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
 import type { ClientStore, ExternalLink, GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
 
 interface GrantsTable {
@@ -231,6 +232,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   readonly users: UserStore = this;
   readonly maintenance: Maintenance = this;
   readonly clients: ClientStore = this;
+  // WebAuthn credentials live in a module of their own (issue 12); same database, same dialect.
+  private webauthnStore: WebAuthnCredentialStore | undefined;
+  get webauthn(): WebAuthnCredentialStore {
+    return (this.webauthnStore ??= new SqlWebAuthnCredentials(this.db as Kysely<unknown>));
+  }
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
 

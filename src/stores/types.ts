@@ -6,6 +6,7 @@
  * only `key`, the SHA-256 of the handle, does.
  */
 import { hashHandle } from '../tokens/handles.js';
+import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
 
 /** What a stored grant row is. `access_token` rows track JWT access tokens (by `jti`) for revocation. */
 export type GrantType =
@@ -20,7 +21,11 @@ export type GrantType =
   | 'user_code'
   | 'federation'
   /** A one-time identifier seen once (client assertion or DPoP proof `jti`), kept until it expires. */
-  | 'replay';
+  | 'replay'
+  /** A WebAuthn ceremony's challenge, consumed once (`mfa/webauthn.ts`). */
+  | 'webauthn_challenge'
+  /** A password checked, the security key still to come (`mfa/webauthn.ts`). */
+  | 'webauthn_pending';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {
@@ -176,6 +181,8 @@ export interface Store {
   users: UserStore;
   clients: ClientStore;
   maintenance: Maintenance;
+  /** WebAuthn credentials: passkeys and security keys (issue 12, `webauthn-credentials.ts`). */
+  webauthn: WebAuthnCredentialStore;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;
