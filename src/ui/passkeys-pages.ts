@@ -65,8 +65,11 @@ export const PASSKEY_TEXTS_DE: { [K in keyof typeof PASSKEY_TEXTS_EN]: string } 
 const SCRIPTS = `<script src="/assets/webauthn-browser.js"></script>
 <script src="/assets/passkeys.js"></script>`;
 
-/** The "Sign in with a passkey" form, included in the login page when WebAuthn is enabled. */
-const PASSKEY_LOGIN = `<form method="post" action="/account/passkeys/login" class="passkey" data-webauthn="login" data-options="/account/passkeys/login/options" data-autofill="true" data-error="<%= it.t.passkeyFailed %>">
+/**
+ * The "Sign in with a passkey" form, included in the login page when WebAuthn is enabled. After a
+ * refused passkey the page does not start the autofill request again by itself.
+ */
+const PASSKEY_LOGIN = `<form method="post" action="/account/passkeys/login" class="passkey" data-webauthn="login" data-options="/account/passkeys/login/options" data-autofill="<%= it.error === it.t.passkeyFailed ? 'false' : 'true' %>" data-error="<%= it.t.passkeyFailed %>">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
