@@ -24,6 +24,7 @@ import {
   submitLogin,
   WEB,
 } from './browser-fixture.js';
+import { audit, focused } from './accessibility.js';
 
 let f: BrowserFixture;
 beforeAll(async () => {
@@ -71,15 +72,19 @@ async function idTokenClaims(code: string): Promise<Record<string, unknown>> {
   return decodeJwt(((await res.json()) as { id_token: string }).id_token);
 }
 
-/** Adds a credential on /account/passkeys with the named button. */
-async function addCredential(page: Page, button: 'Add a passkey' | 'Add a security key', name: string, shot: string): Promise<void> {
+/** Adds a credential on /account/passkeys by keyboard alone: type the name, Tab to the button, Enter. */
+async function addCredential(page: Page, kind: 'passkey' | 'security-key', name: string, shot: string): Promise<void> {
   await page.goto(`${f.sigil.url}/account/passkeys`);
+  expect(await audit(page), `${shot}-before`).toEqual([]);
   await page.getByLabel('Name (optional)').fill(name);
   await screenshot(page, `${shot}-before`);
-  await page.getByRole('button', { name: button }).click();
+  for (let i = 0; i < (kind === 'passkey' ? 1 : 2); i++) await page.keyboard.press('Tab');
+  expect(await focused(page)).toEqual({ id: `button[kind=${kind}]`, ring: true });
+  await page.keyboard.press('Enter');
   await page.getByRole('status').filter({ hasText: 'Added.' }).waitFor();
   await page.getByText(name).waitFor();
   await screenshot(page, shot);
+  expect(await audit(page), shot).toEqual([]);
 }
 
 async function signOut(page: Page): Promise<void> {
@@ -93,7 +98,7 @@ describe('WebAuthn in Chromium', () => {
     const { context, page } = await newPage(f.browser);
     const { cdp, authenticatorId } = await virtualAuthenticator(context, page, 'passkey');
     await signInDirectly(page, f.sigil);
-    await addCredential(page, 'Add a passkey', 'Laptop passkey', 'webauthn-passkey-added');
+    await addCredential(page, 'passkey', 'Laptop passkey', 'webauthn-passkey-added');
     const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
     expect(credentials).toHaveLength(1);
     expect(credentials[0]?.isResidentCredential).toBe(true);
@@ -124,6 +129,7 @@ describe('WebAuthn in Chromium', () => {
     await page.goto(`${f.sigil.url}/account/login`);
     await page.getByRole('alert').filter({ hasText: 'That did not work' }).waitFor();
     await screenshot(page, 'webauthn-refused');
+    expect(await audit(page)).toEqual([]);
     await page.evaluate(() => (document.body.dataset.old = 'yes'));
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await page.locator('body:not([data-old])').waitFor();
@@ -136,7 +142,7 @@ describe('WebAuthn in Chromium', () => {
     const { context, page } = await newPage(f.browser);
     await virtualAuthenticator(context, page, 'security-key');
     await signInDirectly(page, f.sigil, 'bob');
-    await addCredential(page, 'Add a security key', 'Blue key', 'webauthn-security-key-added');
+    await addCredential(page, 'security-key', 'Blue key', 'webauthn-security-key-added');
     await signOut(page);
 
     const since = f.cb.hits.length;
@@ -144,8 +150,11 @@ describe('WebAuthn in Chromium', () => {
     await submitLogin(page, 'bob');
     await page.getByRole('heading', { name: 'Use your security key' }).waitFor();
     await screenshot(page, 'webauthn-security-key-step');
+    expect(await audit(page)).toEqual([]);
     expect((await context.cookies()).some((c) => c.name === 'sigil.session')).toBe(false);
-    await page.getByRole('button', { name: 'Use security key' }).click();
+    // Keyboard: the key's button has the focus; Enter runs the ceremony.
+    expect(await focused(page)).toEqual({ id: 'button[button=verify]', ring: true });
+    await page.keyboard.press('Enter');
     const { params } = await callbackResponse(page, f.cb, since);
     const claims = await idTokenClaims(params.code as string);
     expect(claims.sub).toBe('2');
@@ -159,11 +168,13 @@ describe('WebAuthn in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in with a passkey' }).waitFor();
     expect(await page.getByLabel('Username').getAttribute('autocomplete')).toBe('username webauthn');
     await screenshot(page, 'webauthn-login-page');
+    expect(await audit(page)).toEqual([]);
     await context.close();
     ({ context, page } = await newPage(f.browser, { locale: 'de-DE' }));
     await page.goto(`${f.sigil.url}/account/login`);
     await page.getByRole('button', { name: 'Mit einem Passkey anmelden' }).waitFor();
     await screenshot(page, 'webauthn-login-page-de');
+    expect(await audit(page)).toEqual([]);
     await context.close();
   });
 });
