@@ -297,8 +297,12 @@ export const configSchema = z
         rpName: nonEmpty.max(64).default('Sigil'),
         /** Lifetime of a ceremony's challenge, seconds. */
         challengeLifetime: lifetime.default(300),
+        /** Challenges one browser may ask for per `challengeLifetime` (each is a stored row). */
+        challengesPerBrowser: z.number().int().positive().default(30),
+        /** Challenges one address (an IPv6 /64) may ask for per `challengeLifetime`. */
+        challengesPerAddress: z.number().int().positive().default(300),
       })
-      .default({ enabled: false, rpName: 'Sigil', challengeLifetime: 300 }),
+      .default({ enabled: false, rpName: 'Sigil', challengeLifetime: 300, challengesPerBrowser: 30, challengesPerAddress: 300 }),
     /** Removal of expired grants, codes and sessions, by one node at a time. */
     cleanup: z
       .strictObject({ intervalSeconds: lifetime.default(300), batchSize: lifetime.default(1000) })

@@ -39,6 +39,7 @@ import { newGrantRecord } from '../stores/types.js';
 import type { User } from '../users/users.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { type CredentialAttempt, userAttempt } from '../validation/failure-limiter.js';
+import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
 import { finishSignIn, loginPage, single } from './account.js';
 import { checkCsrf } from './csrf.js';
 import { PASSKEYS_SCRIPT } from './passkeys-pages.js';
@@ -151,6 +152,22 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     }
   };
 
+  /**
+   * Counts a new challenge against the browser's and the address's quota (config
+   * `webauthn.challengesPerBrowser`, `challengesPerAddress` per `challengeLifetime`): each is a
+   * stored row, and the sign-in options are open to anyone with the login page.
+   * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After`.
+   */
+  const challengeQuota = (browser: string, ip: string) =>
+    takeQuota(
+      ctx.limiter.counters,
+      [
+        { key: `webauthn:browser:${browser}`, limit: ctx.config.webauthn.challengesPerBrowser },
+        { key: `webauthn:address:${addressQuotaKey(ip)}`, limit: ctx.config.webauthn.challengesPerAddress },
+      ],
+      ctx.config.webauthn.challengeLifetime,
+    );
+
   /** The signed-in user of the request and whether the sign-in is recent enough for changes. */
   const signedIn = async (request: FastifyRequest) => {
     const session = await ctx.sessions.current(request);
@@ -203,10 +220,12 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const kind = single(formOf(request), 'kind');
     if (kind !== 'passkey' && kind !== 'security-key') return sendOAuthError(reply, new OAuthError('invalid_request', 'kind must be passkey or security-key'));
     const display = current.user.claims.name;
+    const browser = ctx.sessions.browserId(request, reply);
+    await challengeQuota(browser, request.ip);
     const options = await ctx.webauthn.registrationOptions(
       { subjectId: current.user.subjectId, username: current.user.username, displayName: typeof display === 'string' ? display : current.user.username },
       kind,
-      ctx.sessions.browserId(request, reply),
+      browser,
     );
     return json(reply, options);
   });
@@ -246,7 +265,9 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
   // Passkey sign-in options (JSON): anyone with the login page's CSRF token.
   app.post('/account/passkeys/login/options', async (request, reply) => {
     if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
-    return json(reply, await ctx.webauthn.authenticationOptions('passkey', ctx.sessions.browserId(request, reply)));
+    const browser = ctx.sessions.browserId(request, reply);
+    await challengeQuota(browser, request.ip);
+    return json(reply, await ctx.webauthn.authenticationOptions('passkey', browser));
   });
 
   app.post('/account/passkeys/login', async (request, reply) => {
@@ -305,6 +326,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
     const step = await pendingOf(request, reply);
     if (!step) return sendOAuthError(reply, new OAuthError('login_required', 'the sign-in has expired', 403));
+    await challengeQuota(step.pending.browser, request.ip);
     return json(reply, await ctx.webauthn.authenticationOptions('second-factor', step.pending.browser, step.pending.subjectId));
   });
 

@@ -237,7 +237,7 @@ async function registrationOptionsFor(sigil: TestSigil) {
 describe('challenge lifetime and failure limits', () => {
   let sigil: TestSigil;
   beforeAll(async () => {
-    sigil = await startAuthorizeSigil([], { webauthn: { enabled: true, challengeLifetime: 2 }, rateLimits: { maxFailures: 2, addressMaxFailures: 100 } });
+    sigil = await startAuthorizeSigil([], { rateLimits: { maxFailures: 2, addressMaxFailures: 100 }, webauthn: { enabled: true, challengeLifetime: 2, challengesPerBrowser: 3 } });
   });
   afterAll(async () => sigil.close());
 
@@ -261,5 +261,13 @@ describe('challenge lifetime and failure limits', () => {
       statuses.push((await passkeyLogin(b, login, stranger.authenticate(await passkeyOptions(b, login)))).status);
     }
     expect(statuses).toEqual([400, 400, 429]);
+  });
+
+  it('limits the challenges one browser may ask for (each is a stored row)', async () => {
+    const b = new Browser(sigil);
+    const login = await b.get('/account/login');
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await b.post('/account/passkeys/login/options', { csrf_token: input(login.body, 'csrf_token') })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
   });
 });
