@@ -10,7 +10,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
 import { authorizeUrl, Browser, codeParams, input, ISSUER, isLoginPage, pkce, readResponse, redeem, type Step, startAuthorizeSigil, verifyIdToken } from '../authorize-helpers.js';
-import { sleep, type TestSigil } from '../helpers.js';
+import { introspect, sleep, type TestSigil } from '../helpers.js';
 import { SoftAuthenticator } from '../webauthn-authenticator.js';
 
 /** Adds a credential of `kind` on /account/passkeys (the browser is signed in). */
@@ -83,6 +83,8 @@ describe('passkeys and security keys over HTTP', () => {
     expect(claims.sub).toBe('1');
     expect(claims.amr).toEqual(['swk', 'user', 'mfa']);
     expect(decodeJwt(tokens.access_token).amr).toEqual(['swk', 'user', 'mfa']);
+    const introspected = (await introspect(sigil, tokens.access_token)).json<{ active: boolean; amr: string[] }>();
+    expect(introspected).toMatchObject({ active: true, amr: ['swk', 'user', 'mfa'] });
     expect(events.map((e) => e.name)).toEqual(expect.arrayContaining(['webauthn_succeeded', 'user_login_succeeded']));
   });
 
