@@ -180,9 +180,10 @@ describe('links made before the pair was stored (migration 0005_external_links)'
       await store.users.addUser(legacy('legacy-cut', `corp:${'u'.repeat(95)}`));
       await store.users.addUser({ ...legacy('local-1', 'corp:admin'), passwordHash: await hash('pw') });
       await store.close();
-      // The store as the previous release left it: no link table, migration 0005 not run.
+      // The store as the previous release left it: no link table, migration 0005 not run (nor
+      // the later ones, whose tables go too).
       const db = new SQLite(file);
-      db.exec(`drop table external_links; delete from kysely_migration where name = '0005_external_links'`);
+      db.exec(`drop table external_links; drop table webauthn_credentials; delete from kysely_migration where name >= '0005_external_links'`);
       db.close();
 
       store = await openStore(`sqlite:${file}`);
