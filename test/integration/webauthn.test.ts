@@ -181,6 +181,24 @@ describe('passkeys and security keys over HTTP', () => {
     expect(replay.body).not.toContain('action="/account/passkeys/second-factor"');
   });
 
+  it('cancelling the security key step goes back to the login page and closes the step', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('carol');
+    expect((await register(b, new SoftAuthenticator(ISSUER, false), 'security-key')).status).toBe(303);
+    b.cookies.delete('sigil.session');
+    const { challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge))));
+    const step = await b.submitLogin(login, 'carol', 'carol');
+    const csrf = input(step.body, 'csrf_token');
+    const cancelled = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, button: 'cancel' });
+    expect(cancelled.status).toBe(303);
+    expect(cancelled.location).toMatch(/^\/account\/login\?interaction=/);
+    const back = await b.get(cancelled.location as string);
+    expect(isLoginPage(back), back.body).toBe(true);
+    expect(b.cookies.has('sigil.session')).toBe(false);
+    expect((await b.post('/account/passkeys/second-factor/options', { csrf_token: csrf })).status).toBe(403);
+  });
+
   it('removes a credential: it is no longer listed and no longer signs anyone in', async () => {
     const { b, auth } = await withPasskey(sigil);
     await b.signIn('alice');
