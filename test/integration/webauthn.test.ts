@@ -233,6 +233,21 @@ describe('passkeys and security keys over HTTP', () => {
     }
   });
 
+  it('serves the browser bundle and the page script itself, under a CSP without inline scripts', async () => {
+    const b = new Browser(sigil);
+    const login = await b.get('/account/login');
+    const csp = String(login.headers['content-security-policy']);
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(login.body).not.toMatch(/<script>/);
+    const bundle = await b.get('/assets/webauthn-browser.js');
+    expect(bundle.status).toBe(200);
+    expect(String(bundle.headers['content-type'])).toMatch(/^text\/javascript/);
+    expect(bundle.body).toContain('SimpleWebAuthnBrowser');
+    const script = await b.get('/assets/passkeys.js');
+    expect(script.body).toContain('startAuthentication');
+  });
+
   it('answers options and changes only with the CSRF token, and only to a signed-in user', async () => {
     const b = new Browser(sigil);
     expect((await b.post('/account/passkeys/login/options', {})).status).toBe(403);
