@@ -57,4 +57,4 @@ p.details { font-size: .95rem; border-left: 3px solid var(--line); padding-left:
   h1 { font-size: 1.375rem; }
 }
 @media (forced-colors: active) { .brand::before { background: CanvasText; } ul.scopes li::before { color: CanvasText; } }
-${PASSKEY_STYLES}`;
+${/* passkey pages (issue 12): src/ui/passkeys-pages.ts */ PASSKEY_STYLES}`;
