@@ -21,6 +21,7 @@ import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
 import type { UpstreamProviders } from './federation/upstream.js';
 import type { LogoutService } from './logout/logout.js';
+import type { WebAuthnService } from './mfa/webauthn.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -50,5 +51,7 @@ export interface SigilContext {
   interactions: Interactions;
   pages: Pages;
   upstream: UpstreamProviders;
+  /** WebAuthn ceremonies: passkeys and security keys (issue 12). */
+  webauthn: WebAuthnService;
   log: Logger;
 }

@@ -2,6 +2,7 @@
  * Library entry: `createSigil(config)` builds a provider (store, keys, services, Fastify app)
  * from a config object of DESIGN §4.
  */
+import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { ConfigError, type ConfigOverrides, resolveConfig } from './config/loader.js';
@@ -14,6 +15,7 @@ import { deviceCodeGrant } from './grants/device-code.js';
 import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
 import { Interactions } from './endpoints/interactions.js';
 import { Pages } from './ui/pages.js';
+import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
 import { LogoutDeliverer } from './logout/delivery.js';
@@ -145,11 +147,15 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
+      webauthn: new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime),
       log,
     };
     const metrics = new RequestMetrics();
     const app = await buildApp(context, metrics);
     const metricsApp = buildMetricsApp(metrics, log);
+    // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
+    if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
+      log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
     const reloadClients = async () => {
       const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
       const shadowed = context.clients.setStoredClients(await loadStoredClients(store.clients, log, isUserSubject));

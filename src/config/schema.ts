@@ -410,6 +410,23 @@ export const configSchema = z
     backChannelLogout: z
       .strictObject({ timeoutSeconds: lifetime.max(60).default(5), retrySeconds: lifetime.default(600), pollSeconds: lifetime.default(5) })
       .default({ timeoutSeconds: 5, retrySeconds: 600, pollSeconds: 5 }),
+    /**
+     * WebAuthn (issue 12, `mfa/webauthn.ts`): passkeys and security keys. The relying party ID is
+     * the issuer's host name and the origin the issuer's origin (W3C WebAuthn L3 §5.1.3, §5.1.4).
+     */
+    webauthn: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        /** The name authenticators show next to the credential. */
+        rpName: nonEmpty.max(64).default('Sigil'),
+        /** Lifetime of a ceremony's challenge, seconds. */
+        challengeLifetime: lifetime.default(300),
+        /** Challenges one browser may ask for per `challengeLifetime` (each is a stored row). */
+        challengesPerBrowser: z.number().int().positive().default(30),
+        /** Challenges one address (an IPv6 /64) may ask for per `challengeLifetime`. */
+        challengesPerAddress: z.number().int().positive().default(300),
+      })
+      .default({ enabled: false, rpName: 'Sigil', challengeLifetime: 300, challengesPerBrowser: 30, challengesPerAddress: 300 }),
     /** Removal of expired grants, codes and sessions, by one node at a time. */
     cleanup: z
       .strictObject({ intervalSeconds: lifetime.default(300), batchSize: lifetime.default(1000) })

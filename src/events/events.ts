@@ -13,7 +13,12 @@ export type SigilEventName =
   | 'user_login_succeeded'
   | 'user_login_failed'
   | 'token_revoked'
-  | 'api_authentication_failed';
+  | 'api_authentication_failed'
+  // WebAuthn (issue 12): a credential registered or removed; an assertion accepted or refused.
+  | 'webauthn_registered'
+  | 'webauthn_removed'
+  | 'webauthn_succeeded'
+  | 'webauthn_failed';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {
@@ -31,6 +36,8 @@ export interface SigilEvent {
   /** What was issued or revoked (`access_token`, `refresh_token`, `id_token`). */
   tokenTypes?: string[];
   remoteAddress?: string;
+  /** The factor an MFA event is about (`passkey`, `security-key`). */
+  factor?: string;
 }
 
 /** A subscriber; may be async, its result is not awaited by the request. */
@@ -41,6 +48,7 @@ const FAILURES = new Set<SigilEventName>([
   'client_authentication_failed',
   'user_login_failed',
   'api_authentication_failed',
+  'webauthn_failed',
 ]);
 
 /** Publishes audit events to the log and to subscribers. */

@@ -21,6 +21,7 @@ import { userinfoEndpoint } from '../endpoints/userinfo.js';
 import { OAuthError } from '../errors.js';
 import { accountPages } from '../ui/account.js';
 import { consentPage } from '../ui/consent.js';
+import { passkeyPages } from '../ui/passkeys.js';
 import { devicePages } from '../ui/device.js';
 import { federationRoutes } from '../federation/routes.js';
 import { csrfTokenOf } from '../ui/csrf.js';
@@ -135,6 +136,7 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
   revocationEndpoint(app, ctx);
   endSessionEndpoint(app, ctx);
   accountPages(app, ctx);
+  passkeyPages(app, ctx); // passkeys and security keys (issue 12)
   consentPage(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
   devicePages(app, ctx);

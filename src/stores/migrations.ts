@@ -113,8 +113,7 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
-  // Named by date so that it sorts after the numbered migrations of other branches.
-  '2026-11-23_logout': {
+  '0006_logout': {
     async up(db: Kysely<unknown>) {
       // Clients that took part in a session (OIDC Back-/Front-Channel Logout): notified when it ends.
       await db.schema
@@ -143,6 +142,26 @@ const migrations: Record<string, Migration> = {
         .addColumn('last_error', 'text')
         .execute();
       await db.schema.createIndex('logout_deliveries_due').on('logout_deliveries').column('next_attempt_at').execute();
+    },
+  },
+  // WebAuthn credentials (issue 12, src/mfa/webauthn.ts): passkeys and security keys.
+  '0007_webauthn': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('webauthn_credentials')
+        // The credential ID (base64url), unique per authenticator (W3C WebAuthn L3 §6.1).
+        .addColumn('id', 'varchar(1400)', (c) => c.primaryKey())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+        .addColumn('public_key', 'text', (c) => c.notNull())
+        .addColumn('counter', 'bigint', (c) => c.notNull())
+        .addColumn('transports', 'text', (c) => c.notNull())
+        .addColumn('name', 'varchar(100)', (c) => c.notNull())
+        .addColumn('backed_up', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('webauthn_credentials_subject').on('webauthn_credentials').column('subject_id').execute();
     },
   },
 };

@@ -40,7 +40,7 @@ export interface LogoutTables {
   grants: GrantsColumns;
 }
 
-/** `LogoutStore` over a Kysely instance whose schema has the `2026-11-23_logout` migration. */
+/** `LogoutStore` over a Kysely instance whose schema has the `0006_logout` migration. */
 export class SqlLogoutStore implements LogoutStore {
   constructor(private readonly db: Kysely<LogoutTables>) {}
 

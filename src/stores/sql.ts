@@ -22,6 +22,7 @@ import {
 import pg from 'pg';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
+import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
 import type { ClientStore, ExternalLink, GrantRecord, GrantStore, KeyStore, LogoutStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
 
 interface GrantsTable {
@@ -233,6 +234,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   readonly maintenance: Maintenance = this;
   readonly clients: ClientStore = this;
   readonly logout: LogoutStore;
+  // WebAuthn credentials live in a module of their own (issue 12); same database, same dialect.
+  private webauthnStore: WebAuthnCredentialStore | undefined;
+  get webauthn(): WebAuthnCredentialStore {
+    return (this.webauthnStore ??= new SqlWebAuthnCredentials(this.db as Kysely<unknown>));
+  }
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
 
@@ -461,6 +467,8 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   async removeUser(subjectId: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
+      // Their passkeys and security keys (issue 12): a later user with the same subject gets none.
+      await sql`delete from webauthn_credentials where subject_id = ${subjectId}`.execute(trx);
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
       return result.numDeletedRows === 1n;
     });

@@ -6,6 +6,7 @@
  * only `key`, the SHA-256 of the handle, does.
  */
 import { hashHandle } from '../tokens/handles.js';
+import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
 
 /** What a stored grant row is. `access_token` rows track JWT access tokens (by `jti`) for revocation. */
 export type GrantType =
@@ -24,7 +25,11 @@ export type GrantType =
   /** A one-time identifier seen once (client assertion or DPoP proof `jti`), kept until it expires. */
   | 'replay'
   /** A server-provided DPoP nonce (RFC 9449 §8), accepted until it expires. */
-  | 'dpop_nonce';
+  | 'dpop_nonce'
+  /** A WebAuthn ceremony's challenge, consumed once (`mfa/webauthn.ts`). */
+  | 'webauthn_challenge'
+  /** A password checked, the security key still to come (`mfa/webauthn.ts`). */
+  | 'webauthn_pending';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {
@@ -157,7 +162,7 @@ export interface UserStore {
   findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
   addUser(user: StoredUser): Promise<void>;
   listUsers(): Promise<StoredUser[]>;
-  /** Removes a user and the upstream identities linked to them; returns false when there was no such user. */
+  /** Removes a user, the upstream identities linked to them and their WebAuthn credentials; returns false when there was no such user. */
   removeUser(subjectId: string): Promise<boolean>;
   /** The local subject linked to an upstream identity (`ExternalLink.key`), or undefined. */
   findExternalLink(key: string): Promise<string | undefined>;
@@ -233,6 +238,8 @@ export interface Store {
   users: UserStore;
   clients: ClientStore;
   maintenance: Maintenance;
+  /** WebAuthn credentials: passkeys and security keys (issue 12, `webauthn-credentials.ts`). */
+  webauthn: WebAuthnCredentialStore;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;

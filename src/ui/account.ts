@@ -18,6 +18,8 @@ import { type LogoutRequest, logoutRedirect, validateLogoutRequest } from '../lo
 import { sendLoggedOut } from '../logout/signed-out.js';
 import { checkCsrf } from './csrf.js';
 import { answerDevice } from './device.js';
+import { securityKeyStep } from './passkeys.js';
+import type { User } from '../users/users.js';
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
@@ -67,13 +69,9 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
       });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');
     }
-    const session = await ctx.sessions.create(request, reply, user, { amr: ['pwd'], idp: 'local', tenant: user.tenant });
-    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
-    if (id && interaction) {
-      await ctx.interactions.update(id, { ...interaction, loginAt: session.authTime });
-      return reply.redirect(resumePath(id, interaction), 303);
-    }
-    return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
+    // Security keys (issue 12, src/ui/passkeys.ts): a user with one proves it before the session starts.
+    if (await securityKeyStep(ctx, request, reply, user, id, lang)) return reply;
+    return finishSignIn(ctx, request, reply, user, ['pwd'], id, interaction, lang);
   });
 
   app.get('/account/logout', async (request, reply) => {
@@ -115,6 +113,30 @@ export function sendLogoutPrompt(ctx: SigilContext, reply: FastifyReply, lang: s
   return ctx.pages.send(reply, 'logout', lang, { csrf: reply.generateCsrf(), fields }, 200, req.postLogoutRedirectUri !== undefined);
 }
 
+/**
+ * Ends a successful sign-in (password, or a WebAuthn step): starts a new session with `amr`
+ * (RFC 8176), records `user_login_succeeded`, then resumes the pending authorization request
+ * `id` (303 to its resume path) or, without one, says who is signed in.
+ */
+export async function finishSignIn(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: User,
+  amr: string[],
+  id: string | undefined,
+  interaction: Interaction | undefined,
+  lang: string,
+): Promise<FastifyReply> {
+  const session = await ctx.sessions.create(request, reply, user, { amr, idp: 'local', tenant: user.tenant });
+  ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
+  if (id && interaction) {
+    await ctx.interactions.update(id, { ...interaction, loginAt: session.authTime });
+    return reply.redirect(resumePath(id, interaction), 303);
+  }
+  return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
+}
+
 /** Answers a pending request with `access_denied` (RFC 6749 §4.1.2.1) after cancel or "no". */
 export async function denyToClient(
   ctx: SigilContext,
@@ -136,14 +158,15 @@ export async function denyToClient(
   }
 }
 
-function loginPage(
+/** Renders the login page (DESIGN §6), with an error text when a sign-in failed. */
+export function loginPage(
   ctx: SigilContext,
   request: FastifyRequest,
   reply: FastifyReply,
   id: string | undefined,
   interaction: Interaction | undefined,
   username: string,
-  error: 'invalidCredentials' | 'tooManyAttempts' | undefined,
+  error: 'invalidCredentials' | 'tooManyAttempts' | 'passkeyFailed' | 'passkeyNeedsScript' | undefined,
   status = 200,
 ): FastifyReply {
   const params = interaction?.params ?? {};
@@ -169,6 +192,7 @@ function loginPage(
             }))
           : [],
       error: error ? ctx.pages.text(lang, error) : undefined,
+      passkeys: ctx.config.webauthn.enabled, // "Sign in with a passkey" (issue 12, src/ui/passkeys.ts)
     },
     status,
     params.redirect_uri !== undefined,

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { Eta } from 'eta';
 import type { FastifyReply } from 'fastify';
 import { CATALOGUES, format, type Messages } from './i18n.js';
+import { PASSKEY_TEMPLATES } from './passkeys-pages.js';
 
 const LAYOUT = `<!doctype html>
 <html lang="<%= it.lang %>">
@@ -34,7 +35,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
 <label for="username"><%= it.t.username %></label>
-<input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus>
+<input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="<%= it.passkeys ? 'username webauthn' : 'username' %>" autocapitalize="none" spellcheck="false" required autofocus>
 <label for="password"><%= it.t.password %></label>
 <input type="password" id="password" name="password" autocomplete="current-password" required>
 <div class="actions">
@@ -42,6 +43,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
 </div>
 </form>
+<% if (it.passkeys) { %><%~ include('@passkey-login', it) %><% } %>
 <% if (it.providers && it.providers.length > 0) { %><p class="or"><%= it.t.orSignInWith %></p>
 <ul class="providers"><% it.providers.forEach(function (p) { %><li><a class="provider" href="<%= p.href %>"><%= p.label %></a></li><% }) %></ul><% } %>`;
 
@@ -129,11 +131,13 @@ export class Pages {
     this.eta.loadTemplate('@device', DEVICE);
     this.eta.loadTemplate('@form_post', FORM_POST);
     this.eta.loadTemplate('@signed_out', SIGNED_OUT);
+    // Passkey and security key pages (issue 12): src/ui/passkeys-pages.ts.
+    for (const [name, template] of Object.entries(PASSKEY_TEMPLATES)) this.eta.loadTemplate(`@${name}`, template);
   }
 
   /**
    * Sends a page.
-   * @param name one of `login`, `consent`, `message`, `logout`, `device`
+   * @param name one of `login`, `consent`, `message`, `logout`, `device`, `passkeys`, `passkey-step`
    * @param lang a supported language (see `pickLocale`)
    * @param status HTTP status, 200 by default
    * @param leadsToClient the form's answer ends in a redirect to a client (login or consent of a
@@ -144,7 +148,7 @@ export class Pages {
    */
   send(
     reply: FastifyReply,
-    name: 'login' | 'consent' | 'message' | 'logout' | 'device',
+    name: 'login' | 'consent' | 'message' | 'logout' | 'device' | 'passkeys' | 'passkey-step',
     lang: string,
     data: Record<string, unknown>,
     status = 200,

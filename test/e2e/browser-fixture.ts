@@ -123,10 +123,13 @@ export interface BrowserFixture {
   close: () => Promise<void>;
 }
 
-/** Starts the fixture (Chromium and the processes start in parallel). */
-export async function startBrowserFixture(config: (cb: string) => ConfigInput = browserConfig): Promise<BrowserFixture> {
+/**
+ * Starts the fixture (Chromium and the processes start in parallel).
+ * @param issuerHost the issuer's host name (see `startProcess`)
+ */
+export async function startBrowserFixture(config: (cb: string) => ConfigInput = browserConfig, issuerHost?: string): Promise<BrowserFixture> {
   const cb = await new CallbackServer().start();
-  const [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess(config(cb.url), port))]);
+  const [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess(config(cb.url), port, issuerHost))]);
   return {
     browser,
     sigil,

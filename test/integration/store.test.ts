@@ -475,4 +475,39 @@ describe.each(backends)('store contract on $name', (backend) => {
       for (const r of later.slice(2)) expect(await store.grants.get(r.key)).toEqual(r);
     });
   });
+
+  it('keeps WebAuthn credentials: one row per credential ID, listed per user, counter by compare-and-set, removed by the owner only', async () => {
+    const subjectId = `webauthn-${backend.name}`;
+    const credential = {
+      id: key(),
+      subjectId,
+      kind: 'passkey' as const,
+      publicKey: key(),
+      counter: 0,
+      transports: ['internal'],
+      name: 'Laptop',
+      backedUp: true,
+      createdAt: NOW,
+      lastUsedAt: null,
+    };
+    expect(await store.webauthn.add(credential)).toBe(true);
+    expect(await other.webauthn.add({ ...credential, subjectId: 'someone-else' })).toBe(false);
+    expect(await other.webauthn.get(credential.id)).toEqual(credential);
+    expect(await store.webauthn.list(subjectId)).toEqual([credential]);
+    // Two uses that read counter 0: exactly one records its new value.
+    const results = await Promise.all([store.webauthn.recordUse(credential.id, 0, 5, NOW + 1), other.webauthn.recordUse(credential.id, 0, 6, NOW + 2)]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const used = await store.webauthn.get(credential.id);
+    expect([5, 6]).toContain(used?.counter);
+    expect(used?.lastUsedAt).toBe(used?.counter === 5 ? NOW + 1 : NOW + 2);
+    expect(await store.webauthn.remove('someone-else', credential.id)).toBe(false);
+    expect(await other.webauthn.remove(subjectId, credential.id)).toBe(true);
+    expect(await store.webauthn.get(credential.id)).toBeUndefined();
+    expect(await store.webauthn.list(subjectId)).toEqual([]);
+    // Removing the user removes their credentials.
+    await store.users.addUser({ subjectId, username: subjectId, tenant: null, passwordHash: null, claims: {}, isActive: true });
+    await store.webauthn.add({ ...credential, id: key() });
+    expect(await store.users.removeUser(subjectId)).toBe(true);
+    expect(await store.webauthn.list(subjectId)).toEqual([]);
+  });
 });
