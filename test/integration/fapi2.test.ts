@@ -38,6 +38,11 @@ beforeAll(async () => {
   [ps, rs, dpopKey] = await Promise.all([clientKey('PS256', 'ps-1'), clientKey('RS256', 'rs-1'), proofKey('ES256')]);
 });
 
+/** The `DPoP` request header carrying `proofJwt`, if any. */
+function dpopHeader(proofJwt: string | undefined): Record<string, string> {
+  return proofJwt === undefined ? {} : { dpop: proofJwt };
+}
+
 /** A fapi2 client `id` (its keys: PS256 and RS256, so that only the profile refuses RS256). */
 const fapiClient = (id: string) => webLike(id, { clientSecrets: [], jwks: { keys: [ps.publicJwk, rs.publicJwk] }, profile: 'fapi2' });
 
@@ -49,7 +54,7 @@ function fapiCalls(sigil: () => TestSigil, clientId: string) {
     auth,
     /** POST /connect/par with the code request `params` (PKCE S256 unless overridden). */
     async push(params: Record<string, string>, opts: { dpop?: string; key?: ClientKey; aud?: string } = {}) {
-      return postForm(sigil(), '/connect/par', { ...params, ...(await auth(opts)) }, undefined, opts.dpop ? { dpop: opts.dpop } : {});
+      return postForm(sigil(), '/connect/par', { ...params, ...(await auth(opts)) }, undefined, dpopHeader(opts.dpop));
     },
     /** Pushes, signs alice in and returns the code. */
     async code(params: Record<string, string>, opts: { dpop?: string } = {}) {
@@ -60,8 +65,7 @@ function fapiCalls(sigil: () => TestSigil, clientId: string) {
     /** A token request with a fresh assertion and, unless null, a proof of `key`. */
     async token(params: Record<string, string>, opts: { proofKey?: ProofKey | null; key?: ClientKey; aud?: string | string[] } = {}) {
       const key = opts.proofKey === undefined ? dpopKey : opts.proofKey;
-      const headers = key ? { dpop: await proof(key, TOKEN_URL) } : {};
-      return postForm(sigil(), '/connect/token', { ...params, ...(await auth(opts)) }, undefined, headers);
+      return postForm(sigil(), '/connect/token', { ...params, ...(await auth(opts)) }, undefined, dpopHeader(key ? await proof(key, TOKEN_URL) : undefined));
     },
   };
 }
