@@ -4,7 +4,8 @@
  * refresh tokens, tokens signed with a FAPI algorithm), and one negative test per check, after
  * the FAPI 2.0 conformance modules (anchors.md §5.2). Also RFC 9449 §10.1: a DPoP header at PAR.
  */
-import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
+import { generateKeyPairSync } from 'node:crypto';
+import { calculateJwkThumbprint, decodeJwt, decodeProtectedHeader, exportJWK, jwtVerify, SignJWT } from 'jose';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { assertionFields, clientKey, type ClientKey, signAssertion } from '../assertion-helpers.js';
@@ -180,6 +181,27 @@ describe('profile "fapi2"', () => {
     expectError(rsProof, 'invalid_dpop_proof');
     expect(rsProof.json().error_description).toMatch(/RS256/);
     expect((await bank.token(redeemParams(code, verifier), { proofKey: await proofKey('EdDSA') })).statusCode).toBe(200);
+  });
+
+  it('refuses an RS256 proof at userinfo for its token, accepts PS256 with the same RSA key', async () => {
+    // One RSA key that can sign both PS256 and RS256 (a node:crypto KeyObject; jose signs with it).
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const jwk = await exportJWK(publicKey);
+    const rsa: ProofKey = { alg: 'PS256', privateKey: privateKey as unknown as ProofKey['privateKey'], jwk, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
+    const { verifier, challenge } = pkce();
+    const code = await bank.code(codeParams(challenge, { client_id: 'bank' }));
+    const res = await bank.token(redeemParams(code, verifier), { proofKey: rsa });
+    expect(res.statusCode, res.body).toBe(200);
+    const accessToken = res.json<{ access_token: string }>().access_token;
+    const call = async (alg: string) =>
+      sigil.app.inject({
+        url: '/connect/userinfo',
+        headers: { authorization: `DPoP ${accessToken}`, dpop: await proof({ ...rsa, alg }, `${ISSUER}/connect/userinfo`, { htm: 'GET', accessToken }) },
+      });
+    const refused = await call('RS256');
+    expect(refused.statusCode).toBe(401);
+    expect(refused.headers['www-authenticate']).toMatch(/error="invalid_dpop_proof"/);
+    expect((await call('PS256')).statusCode).toBe(200);
   });
 
   it('refuses a code older than 60 seconds (codes live at most 60 s)', async () => {
