@@ -1,10 +1,11 @@
 // Side-by-side throughput benchmark: Sigil against node-oidc-provider on loopback, same run, same machine.
 //
-//   node bench/run.mjs [--storage sqlite|memory] [--scenarios a,b,c,d,e]     (npm run bench -- ...)
+//   node bench/run.mjs [--storage sqlite|memory] [--scenarios a,b,c,d,e,f]   (npm run bench -- ...)
 //   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32)
 //
 // See bench/README.md for what is measured and how to read the ratios.
 import { execFileSync, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import { decodeProtectedHeader } from 'jose';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const HOST = '127.0.0.1';
@@ -31,7 +32,45 @@ const SCENARIOS = [
     id: 'e', name: 'introspection of JWT (ES256)', alg: 'ES256', kind: 'introspect', client: 'bench-jwt',
     unsupported: { provider: 'node-oidc-provider refuses to introspect JWT access tokens (unsupported_token_type)' },
   },
+  // Every request carries a fresh client assertion (RFC 7523) and a fresh DPoP proof (RFC 9449),
+  // both ES256, both single-use (jti): the servers verify two signatures and record two jtis.
+  { id: 'f', name: 'client_credentials, private_key_jwt + DPoP -> JWT ES256', alg: 'ES256', kind: 'token', client: 'bench-pkjwt', signed: true },
 ];
+
+/**
+ * The signed-request client of scenario f, in Sigil's config shape (the harness adds it with its
+ * key to a copy of bench/sigil.<alg>.json; bench/oidc-provider-server.mjs defines its own).
+ */
+const sigilSignedClient = (jwk) => ({
+  clientId: 'bench-pkjwt',
+  clientSecrets: [],
+  jwks: { keys: [jwk] },
+  tokenEndpointAuthMethod: 'private_key_jwt',
+  requireDPoP: true,
+  allowedGrantTypes: ['client_credentials'],
+  allowedScopes: ['api1'],
+  accessTokenType: 'jwt',
+  accessTokenLifetime: 3600,
+});
+
+/** A P-256 key pair for ES256: the private KeyObject and the public JWK. */
+function es256Key(kid) {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return { privateKey, jwk: { ...publicKey.export({ format: 'jwk' }), kid, alg: 'ES256', use: 'sig' } };
+}
+
+/**
+ * A compact JWS signed ES256 with `key`, synchronously (autocannon builds each request in a
+ * synchronous callback; jose only signs asynchronously). node:crypto does the signing.
+ */
+function es256Jws(key, header, payload) {
+  const input = `${Buffer.from(JSON.stringify({ ...header, alg: 'ES256' })).toString('base64url')}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
+  return `${input}.${sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
+}
+
+/** The keys of scenario f: the client's assertion key and its DPoP proof key (generated per run). */
+const KEYS = { client: es256Key('bench-pkjwt-1'), dpop: es256Key('dpop') };
+const { kid: _dpopKid, alg: _dpopAlg, use: _dpopUse, ...DPOP_JWK } = KEYS.dpop.jwk;
 
 const SERVERS = {
   sigil: { label: 'Sigil', tokenPath: '/connect/token', introspectPath: '/connect/introspect' },
@@ -102,10 +141,16 @@ async function startServers(alg, storage, dataDir) {
   for (const name of ['SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'PORT']) delete env[name];
   const storageUrl = storage === 'memory' ? 'memory' : `sqlite:${join(dataDir, `sigil-${alg.toLowerCase()}.db`)}`;
   const sigilBase = `http://${HOST}:${sigilPort}`;
+  // bench/sigil.<alg>.json plus the signed-request client of scenario f with this run's key.
+  const config = JSON.parse(readFileSync(join(ROOT, `bench/sigil.${alg.toLowerCase()}.json`), 'utf8'));
+  config.clients.push(sigilSignedClient(KEYS.client.jwk));
+  const configFile = join(dataDir, `sigil.${alg.toLowerCase()}.json`);
+  writeFileSync(configFile, JSON.stringify(config));
   const [sigil, provider] = await Promise.all([
-    startChild(`Sigil (${alg})`, ['dist/cli/main.js', 'start', '--config', `bench/sigil.${alg.toLowerCase()}.json`,
+    startChild(`Sigil (${alg})`, ['dist/cli/main.js', 'start', '--config', configFile,
       '--port', String(sigilPort), '--host', HOST, '--issuer', sigilBase, '--storage', storageUrl], env),
-    startChild(`node-oidc-provider (${alg})`, ['bench/oidc-provider-server.mjs', '--port', String(providerPort), '--alg', alg]),
+    startChild(`node-oidc-provider (${alg})`, ['bench/oidc-provider-server.mjs', '--port', String(providerPort), '--alg', alg,
+      '--client-jwk', JSON.stringify(KEYS.client.jwk)]),
   ]);
   return {
     sigil: { ...SERVERS.sigil, base: sigilBase, child: sigil, storage: storageUrl },
@@ -118,25 +163,47 @@ const FORM = 'application/x-www-form-urlencoded';
 const isTokenResponse = (body) => body.includes('"access_token"');
 const isActive = (body) => /"active"\s*:\s*true/.test(body);
 
-/** One HTTP request with the harness's fetch; returns { status, body }. */
-async function send({ url, headers, body }) {
+/**
+ * One HTTP request with the harness's fetch; returns { status, body }. A request with `fresh`
+ * (scenario f) gets new headers and body first, which are kept on it as evidence.
+ */
+async function send(req) {
+  if (req.fresh) Object.assign(req, req.fresh());
+  const { url, headers, body } = req;
   const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
   return { status: res.status, body: await res.text() };
 }
 
-/** The client_credentials request every token scenario sends (same shape for both servers). */
-function tokenRequest(server, clientId) {
-  return {
-    url: server.base + server.tokenPath,
-    headers: { 'content-type': FORM, authorization: basic(clientId, SECRET) },
+/**
+ * The client_credentials request every token scenario sends (same shape for both servers). For a
+ * `signed` scenario, `fresh()` builds each request anew: a client assertion (aud = the issuer,
+ * exp in 60 s) instead of Basic, and a DPoP proof for the token endpoint, each with a new jti.
+ */
+function tokenRequest(server, scenario) {
+  const url = server.base + server.tokenPath;
+  const request = {
+    url,
+    headers: { 'content-type': FORM, authorization: basic(scenario.client, SECRET) },
     body: 'grant_type=client_credentials&scope=api1',
     verify: isTokenResponse,
   };
+  if (!scenario.signed) return request;
+  const fresh = () => {
+    const now = Math.floor(Date.now() / 1000);
+    const assertion = es256Jws(KEYS.client.privateKey, { kid: KEYS.client.jwk.kid, typ: 'JWT' },
+      { iss: scenario.client, sub: scenario.client, aud: server.base, jti: randomUUID(), iat: now, exp: now + 60 });
+    const proof = es256Jws(KEYS.dpop.privateKey, { typ: 'dpop+jwt', jwk: DPOP_JWK }, { jti: randomUUID(), htm: 'POST', htu: url, iat: now });
+    return {
+      headers: { 'content-type': FORM, dpop: proof },
+      body: `grant_type=client_credentials&scope=api1&client_assertion_type=${encodeURIComponent('urn:ietf:params:oauth:client-assertion-type:jwt-bearer')}&client_assertion=${assertion}`,
+    };
+  };
+  return { ...request, ...fresh(), fresh };
 }
 
 /** Builds the request a scenario repeats; introspection first obtains a fresh token from the same server. */
 async function scenarioRequest(server, scenario) {
-  const issue = tokenRequest(server, scenario.client);
+  const issue = tokenRequest(server, scenario);
   if (scenario.kind === 'token') return issue;
   const res = await send(issue);
   if (res.status !== 200 || !isTokenResponse(res.body)) {
@@ -163,6 +230,11 @@ function tokenProblem(scenario, body) {
   }
   if (scenario.client === 'bench-ref') return 'reference token expected, got a JWT';
   if (header.alg !== scenario.alg) return `JWT signed with ${header.alg}, expected ${scenario.alg}`;
+  if (scenario.signed) {
+    const { token_type: type } = JSON.parse(body);
+    const { cnf } = decodeJwt(token);
+    if (type?.toLowerCase() !== 'dpop' || typeof cnf?.jkt !== 'string') return `a DPoP-bound token expected, got token_type ${type}, cnf ${JSON.stringify(cnf)}`;
+  }
   return undefined;
 }
 
@@ -193,7 +265,12 @@ async function measure(server, scenario, opts) {
   const problem = tokenProblem(scenario, probe.body);
   if (problem) return { error: `probe: ${problem}`, ...evidence(req, probe) };
 
-  const base = { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections };
+  const base = req.fresh
+    ? {
+        url: req.url, connections: opts.connections,
+        requests: [{ method: 'POST', path: new URL(req.url).pathname, setupRequest: (r) => ({ ...r, ...req.fresh() }) }],
+      }
+    : { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections };
   if (opts.warmup > 0) await autocannon({ ...base, duration: opts.warmup });
   let badBody;
   const r = await autocannon({
@@ -257,7 +334,7 @@ function gitDescribe() {
 /** Runs the selected scenarios, grouped by signing algorithm (one Sigil + one provider process per group). */
 async function main() {
   const { values } = parseArgs({
-    options: { storage: { type: 'string', default: 'sqlite' }, scenarios: { type: 'string', default: 'a,b,c,d,e' } },
+    options: { storage: { type: 'string', default: 'sqlite' }, scenarios: { type: 'string', default: 'a,b,c,d,e,f' } },
   });
   if (!['sqlite', 'memory'].includes(values.storage)) throw new Error('--storage must be sqlite or memory');
   const wanted = new Set(values.scenarios.split(','));
@@ -271,7 +348,7 @@ async function main() {
   for (const [name, n] of Object.entries(opts)) {
     if (!Number.isInteger(n) || n < (name === 'warmup' ? 0 : 1)) throw new Error(`invalid ${name}: ${n}`);
   }
-  if (selected.length === 0) throw new Error('--scenarios selects none of a,b,c,d,e');
+  if (selected.length === 0) throw new Error('--scenarios selects none of a,b,c,d,e,f');
   const providerVersion = JSON.parse(readFileSync(join(ROOT, 'node_modules/oidc-provider/package.json'), 'utf8')).version;
   console.log(`Sigil ${gitDescribe() ?? ''} vs node-oidc-provider ${providerVersion} on ${HOST}, node ${process.version}, `
     + `${cpus().length} CPUs shared by both servers and autocannon`);

@@ -49,9 +49,26 @@ export const BUILT_IN_GRANT_TYPES = [
   'urn:ietf:params:oauth:grant-type:token-exchange',
 ] as const;
 
-/** Algorithms Sigil can sign tokens with (JWA, RFC 7518 §3.1). */
-export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512'] as const;
+/** Algorithms Sigil can sign tokens with (JWA, RFC 7518 §3.1; EdDSA with Ed25519: RFC 8037). */
+export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
+/** Default `signingAlgorithms`: RS256 signs by default; PS256, ES256 and EdDSA serve FAPI 2.0 clients. */
+export const DEFAULT_SIGNING_ALGORITHMS: SigningAlgorithm[] = ['RS256', 'ES256', 'PS256', 'EdDSA'];
+
+/**
+ * The signing algorithms of the FAPI 2.0 Security Profile (§5.4.1): what a `profile: "fapi2"`
+ * client may sign its assertions, request objects and DPoP proofs with, and what Sigil signs its
+ * tokens with (RS256 is not among them).
+ */
+export const FAPI2_ALGORITHMS = ['PS256', 'ES256', 'EdDSA'] as const;
+
+/** Per-client security profiles (`profile`): `fapi2` is the FAPI 2.0 Security Profile (final), §5.3.2. */
+export const CLIENT_PROFILES = ['fapi2'] as const;
+
+/** Grant types a `fapi2` client may not have: only `response_type=code`, and no password grant (RFC 9700 §2.4). */
+const FAPI2_REFUSED_GRANTS = ['implicit', 'hybrid', 'password'];
+/** The longest authorization code lifetime of a `fapi2` client, in seconds (FAPI 2.0 SP §5.3.2.1). */
+export const FAPI2_MAX_CODE_LIFETIME = 60;
 
 const identityResource = z.strictObject({
   name: nonEmpty,
@@ -88,6 +105,69 @@ function isLogoutUri(u: string): boolean {
 }
 const LOGOUT_URI_RULE = 'must be an https URL without fragment (http only for loopback hosts)';
 
+/** The client settings the `fapi2` profile constrains, as written (unset: undefined). */
+interface ProfiledSettings {
+  profile: 'fapi2' | null;
+  requireClientSecret: boolean;
+  allowedGrantTypes: string[];
+  requirePkce: boolean;
+  allowPlainTextPkce: boolean;
+  allowAccessTokensViaBrowser: boolean;
+  authorizationCodeLifetime?: number | undefined;
+  tokenEndpointAuthMethod?: TokenEndpointAuthMethod | null | undefined;
+  tokenEndpointAuthSigningAlgorithms?: (typeof ASSERTION_ALGORITHMS)[number][] | undefined;
+  requirePushedAuthorizationRequests?: boolean | undefined;
+  requireDPoP?: boolean | undefined;
+}
+
+/**
+ * The settings of a `profile: "fapi2"` client that the FAPI 2.0 Security Profile (final) forbids,
+ * each as [field, why]. Settings the profile requires and the client leaves unset are implied
+ * (`withProfileDefaults`); only explicit contradictions are refused: a public client (§5.3.2.1:
+ * confidential clients only), `implicit`/`hybrid` (§5.3.2.2: `response_type=code` only) or
+ * `password` grants (RFC 9700 §2.4), PKCE off or plain (§5.3.2.2: S256), access tokens from the
+ * authorization endpoint, a code lifetime over 60 s (§5.3.2.1), an authentication method other
+ * than `private_key_jwt` (§5.3.2.1; mTLS is not implemented), assertion algorithms outside
+ * PS256/ES256/EdDSA (§5.4.1), PAR or DPoP switched off (§5.3.2.2, §5.3.2.1: sender-constrained tokens).
+ * @returns the contradictions, empty for a conforming (or non-`fapi2`) client.
+ */
+export function fapi2Contradictions(c: ProfiledSettings): [string, string][] {
+  if (c.profile !== 'fapi2') return [];
+  const out: [string, string][] = [];
+  const why = (field: string, message: string) => out.push([field, `profile "fapi2": ${message}`]);
+  if (!c.requireClientSecret) why('requireClientSecret', 'FAPI 2.0 allows confidential clients only');
+  const refused = c.allowedGrantTypes.filter((g) => FAPI2_REFUSED_GRANTS.includes(g));
+  if (refused.length > 0) why('allowedGrantTypes', `${refused.map((g) => `"${g}"`).join(', ')} not allowed (response_type=code only, no password grant)`);
+  if (!c.requirePkce) why('requirePkce', 'PKCE is required');
+  if (c.allowPlainTextPkce) why('allowPlainTextPkce', 'PKCE must use S256');
+  if (c.allowAccessTokensViaBrowser) why('allowAccessTokensViaBrowser', 'access tokens come from the token endpoint only');
+  if (c.authorizationCodeLifetime !== undefined && c.authorizationCodeLifetime > FAPI2_MAX_CODE_LIFETIME)
+    why('authorizationCodeLifetime', `authorization codes live at most ${FAPI2_MAX_CODE_LIFETIME} seconds`);
+  if (c.tokenEndpointAuthMethod != null && c.tokenEndpointAuthMethod !== 'private_key_jwt')
+    why('tokenEndpointAuthMethod', 'the client must authenticate with private_key_jwt');
+  const algs = (c.tokenEndpointAuthSigningAlgorithms ?? []).filter((a) => !(FAPI2_ALGORITHMS as readonly string[]).includes(a));
+  if (algs.length > 0) why('tokenEndpointAuthSigningAlgorithms', `${algs.join(', ')} not allowed (PS256, ES256, EdDSA only)`);
+  if (c.requirePushedAuthorizationRequests === false) why('requirePushedAuthorizationRequests', 'authorization requests must be pushed (PAR)');
+  if (c.requireDPoP === false) why('requireDPoP', 'tokens must be sender-constrained (DPoP)');
+  return out;
+}
+
+/**
+ * Fills the settings a client left unset: the profile's values for a `fapi2` client (see
+ * `clientSchema.profile`), the general defaults otherwise.
+ */
+function withProfileDefaults<T extends ProfiledSettings>(c: T) {
+  const fapi2 = c.profile === 'fapi2';
+  return {
+    ...c,
+    authorizationCodeLifetime: c.authorizationCodeLifetime ?? (fapi2 ? FAPI2_MAX_CODE_LIFETIME : 300),
+    tokenEndpointAuthMethod: c.tokenEndpointAuthMethod ?? (fapi2 ? ('private_key_jwt' as const) : null),
+    tokenEndpointAuthSigningAlgorithms: c.tokenEndpointAuthSigningAlgorithms ?? [...(fapi2 ? FAPI2_ALGORITHMS : ASSERTION_ALGORITHMS)],
+    requirePushedAuthorizationRequests: c.requirePushedAuthorizationRequests ?? fapi2,
+    requireDPoP: c.requireDPoP ?? fapi2,
+  };
+}
+
 /** One client (DESIGN §4); also the shape of clients kept in the store (`sigil clients add`). */
 export const clientSchema = z.strictObject({
   clientId: nonEmpty.max(100),
@@ -105,7 +185,8 @@ export const clientSchema = z.strictObject({
   accessTokenType: z.enum(['jwt', 'reference']).default('jwt'),
   accessTokenLifetime: lifetime.default(3600),
   identityTokenLifetime: lifetime.default(300),
-  authorizationCodeLifetime: lifetime.max(600).default(300),
+  /** Default 300, or 60 for a `fapi2` client (at most 60 there). */
+  authorizationCodeLifetime: lifetime.max(600).optional(),
   refreshTokenUsage: z.enum(['oneTime', 'reuse']).default('oneTime'),
   refreshTokenExpiration: z.enum(['absolute', 'sliding']).default('absolute'),
   absoluteRefreshTokenLifetime: lifetime.default(2592000),
@@ -124,17 +205,32 @@ export const clientSchema = z.strictObject({
    * unknown `kid` arrives (at most once a minute).
    */
   jwksUri: httpsOrLoopback.nullable().default(null),
-  /** The one method this client must authenticate with; null: any it has credentials for. */
-  tokenEndpointAuthMethod: z.enum(TOKEN_ENDPOINT_AUTH_METHODS).nullable().default(null),
-  /** Algorithms accepted for this client's assertions (RFC 7523 §3 item 9); default: all of `ASSERTION_ALGORITHMS`. */
-  tokenEndpointAuthSigningAlgorithms: z.array(z.enum(ASSERTION_ALGORITHMS)).min(1).default([...ASSERTION_ALGORITHMS]),
-  /** Authorization requests must come through `/connect/par` (RFC 9126 §5). */
-  requirePushedAuthorizationRequests: z.boolean().default(false),
+  /**
+   * The one method this client must authenticate with; null: any it has credentials for
+   * (`fapi2`: `private_key_jwt`).
+   */
+  tokenEndpointAuthMethod: z.enum(TOKEN_ENDPOINT_AUTH_METHODS).nullable().optional(),
+  /**
+   * Algorithms accepted for this client's assertions (RFC 7523 §3 item 9); default: all of
+   * `ASSERTION_ALGORITHMS` (`fapi2`: `FAPI2_ALGORITHMS`).
+   */
+  tokenEndpointAuthSigningAlgorithms: z.array(z.enum(ASSERTION_ALGORITHMS)).min(1).optional(),
+  /** Authorization requests must come through `/connect/par` (RFC 9126 §5). Default false (`fapi2`: true). */
+  requirePushedAuthorizationRequests: z.boolean().optional(),
   /**
    * Every token request of this client must carry a DPoP proof (RFC 9449 §5), so all its access
-   * tokens (and, for a public client, its refresh tokens) are bound to a key it holds.
+   * tokens (and, for a public or `fapi2` client, its refresh tokens) are bound to a key it holds.
+   * Default false (`fapi2`: true).
    */
-  requireDPoP: z.boolean().default(false),
+  requireDPoP: z.boolean().optional(),
+  /**
+   * A security profile enforced for this client: `fapi2`, the FAPI 2.0 Security Profile (final,
+   * §5.3.2, §5.4). It implies `tokenEndpointAuthMethod: private_key_jwt`,
+   * `tokenEndpointAuthSigningAlgorithms: FAPI2_ALGORITHMS`, `requirePushedAuthorizationRequests`,
+   * `requireDPoP` and `authorizationCodeLifetime: 60`; a setting that contradicts the profile
+   * stops the start (`fapi2Contradictions`).
+   */
+  profile: z.enum(CLIENT_PROFILES).nullable().default(null),
   /**
    * Token exchange (RFC 8693 §2.1): names of API resources whose user access tokens this client
    * may exchange (it acts as that API: a subject token is accepted when its `aud` names one).
@@ -150,7 +246,12 @@ export const clientSchema = z.strictObject({
   /** Front-Channel Logout §2: the client needs `iss` and `sid` on its URI (Sigil always adds them). */
   frontChannelLogoutSessionRequired: z.boolean().default(true),
   allowedCorsOrigins: z.array(z.url()).default([]),
-}).superRefine((c, ctx) => {
+})
+  .superRefine((c, ctx) => {
+    for (const [path, message] of fapi2Contradictions(c)) ctx.addIssue({ code: 'custom', path: [path], message });
+  })
+  .transform(withProfileDefaults)
+  .superRefine((c, ctx) => {
   const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
   const isPublic = !c.requireClientSecret;
   const method = c.tokenEndpointAuthMethod;
@@ -367,7 +468,7 @@ export const configSchema = z
     /** Honour `X-Forwarded-For` from these proxies (addresses, CIDR ranges) or this many hops; never `true`. */
     trustProxy: trustProxy.default(false),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    signingAlgorithms: z.array(z.enum(SIGNING_ALGORITHMS)).min(1).default(['RS256', 'ES256']),
+    signingAlgorithms: z.array(z.enum(SIGNING_ALGORITHMS)).min(1).default(DEFAULT_SIGNING_ALGORITHMS),
     identityResources: z.array(identityResource).default([
       { name: 'openid', userClaims: ['sub'], required: true },
       { name: 'profile', userClaims: ['name', 'given_name', 'family_name'], required: false },
@@ -489,6 +590,9 @@ export const configSchema = z
       c.allowedCorsOrigins.forEach((o, j) => {
         if (new URL(o).origin !== o) issue(at('allowedCorsOrigins', j), 'must be scheme://host[:port], no path');
       });
+      // FAPI 2.0 SP §5.4.1: its identity tokens (and JWT access tokens) are signed with PS256, ES256 or EdDSA.
+      if (c.profile === 'fapi2' && fapi2SigningAlgorithm(cfg.signingAlgorithms) === undefined)
+        issue(at('profile'), 'profile "fapi2" needs PS256, ES256 or EdDSA in signingAlgorithms to sign its tokens');
     });
     const seen = new Set<string>();
     cfg.users.forEach((u, i) => {
@@ -506,6 +610,14 @@ export const configSchema = z
     for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
       issue(['identityProviders'], `duplicate name "${d}"`);
   });
+
+/**
+ * The algorithm Sigil signs a `fapi2` client's tokens with: the first of `signingAlgorithms` that
+ * FAPI 2.0 allows (§5.4.1: PS256, ES256, EdDSA), or undefined when there is none.
+ */
+export function fapi2SigningAlgorithm(signingAlgorithms: readonly SigningAlgorithm[]): SigningAlgorithm | undefined {
+  return signingAlgorithms.find((a) => (FAPI2_ALGORITHMS as readonly string[]).includes(a));
+}
 
 /** The config file as written (before defaults). */
 export type ConfigInput = z.input<typeof configSchema>;

@@ -11,6 +11,7 @@ import { attainableAcrs } from '../users/acr.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../validation/scopes.js';
 import { DPOP_ALGORITHMS } from '../validation/dpop.js';
+import { REQUEST_OBJECT_ASYMMETRIC, REQUEST_OBJECT_SYMMETRIC } from '../validation/request-object.js';
 
 /** The methods of confidential clients (RFC 6749 §2.3.1; OIDC Core §9). */
 const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'] as const;
@@ -69,7 +70,7 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     request_parameter_supported: true,
     request_uri_parameter_supported: clients.some((c) => c.requestUris.length > 0),
     require_request_uri_registration: true,
-    request_object_signing_alg_values_supported: ['RS256', 'PS256', 'ES256', 'HS256'],
+    request_object_signing_alg_values_supported: [...REQUEST_OBJECT_ASYMMETRIC, ...REQUEST_OBJECT_SYMMETRIC],
     authorization_response_iss_parameter_supported: true,
     // OIDC Back-Channel Logout 1.0 §2.1 and Front-Channel Logout 1.0 §3: logout tokens and iframe URIs carry `sid`.
     backchannel_logout_supported: true,

@@ -3,7 +3,9 @@
  * the token endpoint, the request is validated by the authorization endpoint's own validator
  * (`validateAuthorizeRequest`, signed request objects included, RFC 9126 §3), stored for
  * `pushedAuthorizationRequestLifetime` seconds, and answered with 201 and a one-time
- * `request_uri` (§2.2). Errors are the token endpoint's JSON errors (§2.3).
+ * `request_uri` (§2.2). Errors are the token endpoint's JSON errors (§2.3). A `DPoP` header is
+ * verified (RFC 9449 §10.1: `invalid_dpop_proof` when it fails) and binds the pushed request, hence
+ * its code, to the proof key; a `dpop_jkt` naming another key is `invalid_request`.
  *
  * Stored rows and quotas: a confidential client has authenticated, so its requests are its own
  * to make (each row is bounded by `PARAM_MAX_LENGTH` and lives a minute); a public client proves
@@ -13,9 +15,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError, invalidRequest } from '../errors.js';
-import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
+import { credentialSource, formBody, headerValues, noStore, sendOAuthError } from '../http/request.js';
+import { nowSeconds } from '../tokens/handles.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { authenticateClient } from '../validation/client-auth.js';
+import { dpopAlgorithmsFor } from '../validation/dpop.js';
 import { storePushedRequest } from '../validation/pushed-request.js';
 import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
 
@@ -48,6 +52,15 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
         } catch (err) {
           if (err instanceof AuthorizeError) throw err.error;
           throw err;
+        }
+        // RFC 9449 §10.1: a DPoP proof sent with the push binds the code to its key; with
+        // dpop_jkt as well, both must name the same key. Checked after the request is valid, so
+        // that a refused request uses up no proof.
+        const proof = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: 'POST', url: `${ctx.issuer}/connect/par` }, nowSeconds(), dpopAlgorithmsFor(client));
+        if (proof) {
+          const named = validated.params.dpop_jkt;
+          if (named !== undefined && named !== proof.jkt) throw invalidRequest('dpop_jkt does not match the key of the DPoP proof (RFC 9449 §10.1)');
+          validated.params.dpop_jkt = proof.jkt;
         }
         const lifetime = ctx.config.pushedAuthorizationRequestLifetime;
         const requestUri = await storePushedRequest(ctx.store.grants, client.clientId, validated.params, lifetime);

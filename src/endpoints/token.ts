@@ -9,6 +9,7 @@ import { OAuthError, invalidRequest } from '../errors.js';
 import { credentialSource, formBody, headerValues, noStore, sendOAuthError } from '../http/request.js';
 import { nowSeconds } from '../tokens/handles.js';
 import { authenticateClient, findCredentials } from '../validation/client-auth.js';
+import { dpopAlgorithmsFor } from '../validation/dpop.js';
 
 /** Registers `/connect/token`. Every method reaches it; anything but a form POST is `invalid_request`. */
 export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
@@ -30,7 +31,10 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
         grantType = params.get('grant_type');
         const handler = ctx.grantTypes.resolve(grantType, client);
         const now = nowSeconds();
-        const dpop = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: 'POST', url: `${ctx.issuer}/connect/token` }, now, { nonce: true });
+        const dpop = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: 'POST', url: `${ctx.issuer}/connect/token` }, now, {
+          nonce: true,
+          ...dpopAlgorithmsFor(client),
+        });
         if (!dpop && client.requireDPoP) throw invalidRequest('this client must send a DPoP proof (RFC 9449)');
         const outcome = await handler(ctx, { params, client, address: request.ip, ...(dpop ? { dpop } : {}) });
         // RFC 9449 §8.2: the next nonce travels with every response while nonces are required.

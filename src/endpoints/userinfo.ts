@@ -12,7 +12,7 @@ import { Params } from '../http/form.js';
 import { credentialSource, headerValues, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
 import { boundKey, pickClaims } from '../tokens/tokens.js';
 import { bearerError, extractAccessToken, tokenError, type TokenScheme } from '../validation/bearer.js';
-import { type DPoPProof } from '../validation/dpop.js';
+import { type DPoPProof, dpopAlgorithmsFor } from '../validation/dpop.js';
 import { nowSeconds } from '../tokens/handles.js';
 import { claimsOf } from '../users/users.js';
 
@@ -43,7 +43,9 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
           // RFC 9449 §7.2: a DPoP-bound token is not a bearer token.
           throw tokenError('DPoP', 401, 'invalid_token', 'the access token is DPoP-bound: send it with the DPoP scheme and a proof');
         if (scheme === 'DPoP') {
-          const proof = await verifyProof(ctx, request, presented.token);
+          // A fapi2 client's proofs use PS256, ES256 or EdDSA here too (FAPI 2.0 SP §5.4.1).
+          const client = typeof valid.claims.client_id === 'string' ? ctx.clients.get(valid.claims.client_id) : undefined;
+          const proof = await verifyProof(ctx, request, presented.token, client ? dpopAlgorithmsFor(client) : {});
           // RFC 9449 §4.3 item 12: the proof key must be the key the token is bound to.
           if (jkt === undefined || proof.jkt !== jkt) throw tokenError('DPoP', 401, 'invalid_dpop_proof', 'the access token is not bound to the proof key');
         }
@@ -66,13 +68,19 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
 
 /**
  * The DPoP proof of a userinfo request presenting `accessToken` (RFC 9449 §7.1): `htm` the
- * request's method, `htu` the userinfo URL under the configured issuer, `ath` the token's hash.
+ * request's method, `htu` the userinfo URL under the configured issuer, `ath` the token's hash,
+ * signed with one of `algorithms` when given (`dpopAlgorithmsFor` the token's client).
  * @throws OAuthError 401 `invalid_dpop_proof` with a DPoP challenge when it is missing or fails a check.
  */
-async function verifyProof(ctx: SigilContext, request: FastifyRequest, accessToken: string): Promise<DPoPProof> {
+async function verifyProof(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  accessToken: string,
+  algorithms: { algorithms?: readonly string[] },
+): Promise<DPoPProof> {
   let proof: DPoPProof | undefined;
   try {
-    proof = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: request.method, url: `${ctx.issuer}/connect/userinfo`, accessToken }, nowSeconds());
+    proof = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: request.method, url: `${ctx.issuer}/connect/userinfo`, accessToken }, nowSeconds(), algorithms);
   } catch (err) {
     if (err instanceof OAuthError) throw tokenError('DPoP', 401, 'invalid_dpop_proof', err.description);
     throw err;

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import { compactVerify, decodeProtectedHeader } from 'jose';
+import { fapi2SigningAlgorithm } from '../config/schema.js';
 import type { KeyRing } from '../keys/keys.js';
 import type { RequestedClaims } from '../validation/claims-parameter.js';
 import type { Client } from '../validation/client-auth.js';
@@ -168,8 +169,10 @@ export class TokenService {
         subject: withoutClaims(subject),
         absoluteExpiresAt: plan.absoluteExpiresAt,
         ...(req.requestedClaims ? { requestedClaims: req.requestedClaims } : {}),
-        // RFC 9449 §5: a confidential client's refresh token is already bound by its authentication.
-        ...(req.jkt !== undefined && client.isPublic ? { jkt: req.jkt } : {}),
+        // RFC 9449 §5: a confidential client's refresh token is already bound by its
+        // authentication; a fapi2 client's is bound to the key as well (all its tokens are
+        // sender-constrained, FAPI 2.0 SP §5.3.2.1), so a refresh needs a proof with that key.
+        ...(req.jkt !== undefined && (client.isPublic || client.profile === 'fapi2') ? { jkt: req.jkt } : {}),
         ...(plan.resources !== undefined ? { resources: plan.resources } : {}),
       };
       await this.grants.put(newGrantRecord({
@@ -266,7 +269,16 @@ export class TokenService {
         expiresAt: exp,
       }));
     }
-    return this.keys.sign(claims, 'at+jwt');
+    return this.keys.sign(claims, 'at+jwt', this.signingAlgorithmFor(client));
+  }
+
+  /**
+   * The algorithm a client's tokens are signed with: for a `fapi2` client the first of
+   * `signingAlgorithms` that FAPI 2.0 allows (§5.4.1: PS256, ES256, EdDSA; the config refuses a
+   * fapi2 client without one), else the first configured.
+   */
+  signingAlgorithmFor(client: Pick<Client, 'profile'>): string {
+    return (client.profile === 'fapi2' ? fapi2SigningAlgorithm(this.keys.algorithms) : undefined) ?? this.keys.defaultAlgorithm;
   }
 
   /**
@@ -280,7 +292,7 @@ export class TokenService {
     now: number,
     opts: { accessToken?: string; code?: string; nonce?: string | undefined; claims?: Record<string, unknown> },
   ): Promise<string> {
-    const alg = this.keys.defaultAlgorithm;
+    const alg = this.signingAlgorithmFor(client);
     const claims: JWTPayload & Record<string, unknown> = {
       iss: this.issuer,
       sub: subject.subjectId,
@@ -383,7 +395,8 @@ export function pickClaims(claims: Record<string, unknown>, names: Set<string>):
  * value, with the hash of the signing algorithm's size, base64url.
  */
 export function leftHalfHash(value: string, alg: string): string {
-  const bits = alg.endsWith('512') ? 'sha512' : alg.endsWith('384') ? 'sha384' : 'sha256';
+  // OIDC Core §3.1.3.6 (errata set 2): EdDSA with Ed25519 hashes with SHA-512.
+  const bits = alg.endsWith('512') || alg === 'EdDSA' ? 'sha512' : alg.endsWith('384') ? 'sha384' : 'sha256';
   const digest = createHash(bits).update(value, 'ascii').digest();
   return digest.subarray(0, digest.length / 2).toString('base64url');
 }

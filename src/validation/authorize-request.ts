@@ -264,6 +264,9 @@ export async function validateAuthorizeRequest(
     if (modeParam === 'form_post' || (modeParam === 'fragment' && target.mode === 'query')) target.mode = modeParam;
     if (rtParam === undefined) throw invalidRequest('response_type is missing');
     if (!responseType) throw new OAuthError('unsupported_response_type', 'response_type is not supported');
+    // FAPI 2.0 SP §5.3.2.2: a fapi2 client gets an authorization code and nothing else.
+    if (client.profile === 'fapi2' && responseType !== 'code')
+      throw new OAuthError('unsupported_response_type', 'a FAPI 2.0 client may only use response_type=code');
     if (modeParam === 'query' && responseType !== 'code')
       throw invalidRequest('tokens are never returned in the query (response_mode=query)');
     if (!client.allowedGrantTypes.includes(grantFor(responseType)) && !(responseType === 'code' && client.allowedGrantTypes.includes('hybrid')))

@@ -275,9 +275,11 @@ export async function authenticateClient(
 
 /**
  * The audiences a client assertion may name (RFC 7523 §3 item 3): Sigil's issuer identifier, the
- * token endpoint's URL, and the URL of the endpoint it is presented at (RFC 9126 §2 for PAR).
+ * token endpoint's URL, and the URL of the endpoint it is presented at (RFC 9126 §2 for PAR). A
+ * `fapi2` client's assertions name the issuer only (FAPI 2.0 SP §5.3.2.1).
  */
-export function assertionAudiences(issuer: string, endpoint: string): string[] {
+export function assertionAudiences(issuer: string, endpoint: string, client?: Pick<ClientConfig, 'profile'>): string[] {
+  if (client?.profile === 'fapi2') return [issuer];
   return [...new Set([issuer, `${issuer}/connect/token`, `${issuer}${endpoint}`])];
 }
 
@@ -285,7 +287,8 @@ export function assertionAudiences(issuer: string, endpoint: string): string[] {
  * Verifies a client assertion (RFC 7523 §3; OIDC Core §9) for `client`: signed with one of its
  * `tokenEndpointAuthSigningAlgorithms` of the method's kind (HS* over a clear-text client secret
  * for `client_secret_jwt`, its `jwks` / `jwksUri` keys for `private_key_jwt`; never `none`);
- * `iss` = `sub` = client_id; `aud` one of `assertionAudiences`; `exp` present, in the future and at
+ * `iss` = `sub` = client_id; `aud` one of `assertionAudiences` (a `fapi2` client: the issuer
+ * as a string); `exp` present, in the future and at
  * most `clientAssertionMaxLifetime` seconds ahead (with `typ` `client-authentication+jwt`, `aud` is
  * the issuer alone); `nbf` and `iat` not in the future; a `jti` seen
  * for the first time, remembered until `exp` (clock skew `ASSERTION_CLOCK_SKEW` seconds). The
@@ -307,7 +310,7 @@ export async function verifyClientAssertion(
     algorithms,
     issuer: client.clientId,
     subject: client.clientId,
-    audience: assertionAudiences(services.issuer, endpoint),
+    audience: assertionAudiences(services.issuer, endpoint, client),
     requiredClaims: ['iss', 'sub', 'aud', 'exp', 'jti'],
     clockTolerance: ASSERTION_CLOCK_SKEW,
   };
@@ -337,6 +340,9 @@ export async function verifyClientAssertion(
   } catch (err) {
     return describeJoseError(err);
   }
+  // FAPI 2.0 SP §5.3.2.1: a fapi2 client's aud is the issuer "as a string", not an array.
+  if (client.profile === 'fapi2' && payload.aud !== services.issuer)
+    return 'the client assertion\'s aud must be the issuer identifier, as a string (FAPI 2.0)';
   // draft-ietf-oauth-rfc7523bis §4 (as Duende): an explicitly typed assertion names the issuer alone.
   if (typ?.toLowerCase() === 'client-authentication+jwt') {
     const aud = Array.isArray(payload.aud) && payload.aud.length === 1 ? payload.aud[0] : payload.aud;

@@ -16,6 +16,7 @@ import {
   type JWK,
   jwtVerify,
 } from 'jose';
+import { type ClientConfig, FAPI2_ALGORITHMS } from '../config/schema.js';
 import { OAuthError } from '../errors.js';
 import { newGrantRecord, type GrantStore } from '../stores/types.js';
 import { hashHandle, newHandle, sha256 } from '../tokens/handles.js';
@@ -57,6 +58,14 @@ export interface ProofExpectation {
   accessToken?: string;
 }
 
+/**
+ * The proof algorithms a client may use, as `DPoPVerifier.verify` options: PS256, ES256 and EdDSA
+ * for a `fapi2` client (FAPI 2.0 SP §5.4.1), no narrowing (`{}`) for the others.
+ */
+export function dpopAlgorithmsFor(client: Pick<ClientConfig, 'profile'>): { algorithms?: readonly string[] } {
+  return client.profile === 'fapi2' ? { algorithms: FAPI2_ALGORITHMS } : {};
+}
+
 /** The `invalid_dpop_proof` error (RFC 9449 §5, §7.1), HTTP 400. */
 export function invalidDPoPProof(description: string): OAuthError {
   return new OAuthError('invalid_dpop_proof', description);
@@ -79,13 +88,20 @@ export class DPoPVerifier {
    * @param now Unix seconds
    * @param opts.nonce whether this endpoint demands a server nonce (the token endpoint, when
    *   `dpop.requireNonce` is set)
+   * @param opts.algorithms narrows `DPOP_ALGORITHMS` (a `fapi2` client: PS256, ES256, EdDSA,
+   *   FAPI 2.0 SP §5.4.1)
    * @throws OAuthError `invalid_dpop_proof` for any failed check of RFC 9449 §4.3 (more than one
    *   header, too long, nesting too deep, not a JWS, wrong `typ`, an algorithm outside
    *   `DPOP_ALGORITHMS`, a missing, private or symmetric `jwk`, a bad signature, `htm`/`htu`/`ath`
    *   mismatch, `iat` outside the window, a reused `jti`); `use_dpop_nonce` with a `DPoP-Nonce`
    *   header when a nonce is demanded and missing or stale (§8).
    */
-  async verify(headers: readonly string[], expect: ProofExpectation, now: number, opts: { nonce?: boolean } = {}): Promise<DPoPProof | undefined> {
+  async verify(
+    headers: readonly string[],
+    expect: ProofExpectation,
+    now: number,
+    opts: { nonce?: boolean; algorithms?: readonly string[] } = {},
+  ): Promise<DPoPProof | undefined> {
     if (headers.length === 0) return undefined;
     if (headers.length > 1) throw invalidDPoPProof('send one DPoP header');
     const proof = headers[0] ?? '';
@@ -104,6 +120,7 @@ export class DPoPVerifier {
     const alg = header.alg;
     if (typeof alg !== 'string' || !(DPOP_ALGORITHMS as readonly string[]).includes(alg))
       throw invalidDPoPProof('alg is not supported');
+    if (opts.algorithms !== undefined && !opts.algorithms.includes(alg)) throw invalidDPoPProof(`alg ${alg} is not allowed for this client`);
     const jwk = header.jwk as unknown;
     if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) throw invalidDPoPProof('the header must carry the public jwk');
     const members = jwk as Record<string, unknown>;

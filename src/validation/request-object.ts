@@ -4,6 +4,7 @@
  * client's registered `requestUris`, https, short timeout, small size, no redirects).
  */
 import { decodeProtectedHeader, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
+import { FAPI2_ALGORITHMS } from '../config/schema.js';
 import { OAuthError, invalidRequest } from '../errors.js';
 import type { Client } from './client-auth.js';
 import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from './json-bounds.js';
@@ -12,8 +13,11 @@ import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from './json-bounds.js';
 export const MAX_REQUEST_OBJECT = 51_200;
 /** Time allowed to fetch a `request_uri`, in milliseconds. */
 const FETCH_TIMEOUT_MS = 5_000;
-const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
-const SYMMETRIC = ['HS256', 'HS384', 'HS512'];
+/** Asymmetric request object algorithms verified with the client's keys (discovery lists them). */
+export const REQUEST_OBJECT_ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+/** HMAC request object algorithms, keyed with the client's clear-text secret. */
+export const REQUEST_OBJECT_SYMMETRIC = ['HS256', 'HS384', 'HS512'];
+const SYMMETRIC = REQUEST_OBJECT_SYMMETRIC;
 
 const invalidObject = (description: string) => new OAuthError('invalid_request_object', description);
 
@@ -22,7 +26,8 @@ const invalidObject = (description: string) => new OAuthError('invalid_request_o
  * serialized), `client_id` included.
  * @param issuer Sigil's issuer: the required `aud` (OIDC Core §6.1)
  * @param keys the client's public keys (`ClientKeys.forClient`: `jwks` or `jwksUri`), if it has any
- * @throws OAuthError `invalid_request_object` (bad JWT, signature, `aud`, `exp`, nested
+ * @throws OAuthError `invalid_request_object` (bad JWT, signature, an algorithm outside
+ *   PS256/ES256/EdDSA for a `fapi2` client, `aud`, `exp`, nested
  *   request, JSON beyond `CALLER_JSON_BOUNDS`: over 16 levels deep), `invalid_request` (`client_id` differs from the request's).
  */
 export async function verifyRequestObject(jwt: string, client: Client, issuer: string, keys: JWTVerifyGetKey | undefined): Promise<Record<string, string>> {
@@ -38,6 +43,10 @@ export async function verifyRequestObject(jwt: string, client: Client, issuer: s
   let payload: JWTPayload;
   try {
     const options = { audience: issuer, clockTolerance: 30, requiredClaims: ['exp'] };
+    // FAPI 2.0 SP §5.4.1: a fapi2 client signs with PS256, ES256 or EdDSA only.
+    const fapi2 = client.profile === 'fapi2';
+    if (fapi2 && (alg === undefined || !(FAPI2_ALGORITHMS as readonly string[]).includes(alg)))
+      throw invalidObject('a FAPI 2.0 client signs request objects with PS256, ES256 or EdDSA');
     if (alg !== undefined && SYMMETRIC.includes(alg)) {
       // HS* needs the client's secret in clear text (RFC 9101 §10.1 symmetric keys).
       const secret = client.clientSecrets.find((s) => !s.startsWith('sha256:'));
@@ -45,7 +54,7 @@ export async function verifyRequestObject(jwt: string, client: Client, issuer: s
       ({ payload } = await jwtVerify(jwt, new TextEncoder().encode(secret), { ...options, algorithms: SYMMETRIC }));
     } else {
       if (!keys) throw invalidObject('the client has no registered keys');
-      ({ payload } = await jwtVerify(jwt, keys, { ...options, algorithms: ASYMMETRIC }));
+      ({ payload } = await jwtVerify(jwt, keys, { ...options, algorithms: fapi2 ? [...FAPI2_ALGORITHMS] : REQUEST_OBJECT_ASYMMETRIC }));
     }
   } catch (err) {
     if (err instanceof OAuthError) throw err;

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import * as oidc from 'openid-client';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { ConfigInput } from '../../src/index.js';
 import { type ServerProcess, startProcess, testConfig } from '../helpers.js';
@@ -183,6 +184,45 @@ export async function callbackResponse(page: Page, cb: CallbackServer, since: nu
   if (hit?.method === 'POST') return { mode: 'form_post', params: hit.params };
   if (url.hash.length > 1) return { mode: 'fragment', params: Object.fromEntries(new URLSearchParams(url.hash.slice(1))) };
   return { mode: 'query', params: Object.fromEntries(url.searchParams) };
+}
+
+/**
+ * A pushed code flow by openid-client v6 (RFC 9126, PKCE S256, state and nonce): pushes the
+ * request (with a DPoP proof of `dpop` when given, RFC 9449 §10.1), signs `username` in on `page`
+ * and redeems the code (with the same DPoP key).
+ * @returns the authorization URL used (`client_id` and `request_uri`), the callback's
+ *   authorization response, and the token response
+ */
+export async function pushedCodeFlow(
+  f: BrowserFixture,
+  page: Page,
+  rp: oidc.Configuration,
+  opts: { scope: string; dpop?: oidc.DPoPHandle; username?: string },
+): Promise<{ url: URL; response: Awaited<ReturnType<typeof callbackResponse>>; tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>> }> {
+  const codeVerifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  const dpop = opts.dpop ? { DPoP: opts.dpop } : {};
+  const url = await oidc.buildAuthorizationUrlWithPAR(
+    rp,
+    {
+      redirect_uri: `${f.cb.url}/cb`,
+      response_type: 'code',
+      scope: opts.scope,
+      code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+    },
+    dpop,
+  );
+  const since = f.cb.hits.length;
+  await page.goto(url.href);
+  await page.waitForURL(/\/account\/login\?interaction=/);
+  await submitLogin(page, opts.username ?? 'alice');
+  const response = await callbackResponse(page, f.cb, since);
+  const tokens = await oidc.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce }, undefined, dpop);
+  return { url, response, tokens };
 }
 
 /** Where screenshots go (`test-results/` is git-ignored). */

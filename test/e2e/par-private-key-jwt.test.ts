@@ -6,7 +6,7 @@
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientKey, type ClientKey } from '../assertion-helpers.js';
-import { type BrowserFixture, browserConfig, callbackResponse, newPage, startBrowserFixture, submitLogin } from './browser-fixture.js';
+import { type BrowserFixture, browserConfig, callbackResponse, newPage, pushedCodeFlow, startBrowserFixture } from './browser-fixture.js';
 
 let f: BrowserFixture;
 let key: ClientKey;
@@ -52,32 +52,10 @@ describe('openid-client: PAR + private_key_jwt + PKCE', () => {
   it('pushes the request, signs in, redeems the code and refreshes, every call authenticated by a signed JWT', async () => {
     const { context, page } = await newPage(f.browser);
     try {
-      const codeVerifier = oidc.randomPKCECodeVerifier();
-      const state = oidc.randomState();
-      const nonce = oidc.randomNonce();
-      const url = await oidc.buildAuthorizationUrlWithPAR(rp, {
-        redirect_uri: `${f.cb.url}/cb`,
-        response_type: 'code',
-        scope: 'openid profile api1 offline_access',
-        code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
-        code_challenge_method: 'S256',
-        state,
-        nonce,
-      });
+      const { url, response, tokens } = await pushedCodeFlow(f, page, rp, { scope: 'openid profile api1 offline_access' });
       expect(url.searchParams.get('request_uri')).toMatch(/^urn:ietf:params:oauth:request_uri:/);
       expect([...url.searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
-      const since = f.cb.hits.length;
-      await page.goto(url.href);
-      await page.waitForURL(/\/account\/login\?interaction=/);
-      await submitLogin(page, 'alice');
-      const response = await callbackResponse(page, f.cb, since);
       expect(response.params.code).toBeTruthy();
-
-      const tokens = await oidc.authorizationCodeGrant(rp, new URL(page.url()), {
-        pkceCodeVerifier: codeVerifier,
-        expectedState: state,
-        expectedNonce: nonce,
-      });
       expect(tokens.claims()).toMatchObject({ sub: '1', aud: 'signed-rp' });
       expect(tokens.refresh_token).toEqual(expect.any(String));
       const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);

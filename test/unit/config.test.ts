@@ -29,7 +29,7 @@ describe('resolveConfig: defaults', () => {
     expect(cfg.host).toBe('0.0.0.0');
     expect(cfg.issuer).toBe('http://localhost:5000');
     expect(cfg.storage).toBe('sqlite:./data/sigil.db');
-    expect(cfg.signingAlgorithms).toEqual(['RS256', 'ES256']);
+    expect(cfg.signingAlgorithms).toEqual(['RS256', 'ES256', 'PS256', 'EdDSA']);
     expect(cfg.logLevel).toBe('info');
     expect(cfg.trustProxy).toBe(false);
     expect(cfg.identityResources.map((r) => r.name)).toEqual(['openid', 'profile']);
@@ -225,6 +225,68 @@ describe('resolveConfig: errors name the field path', () => {
   it('reports every problem at once', () => {
     const list = problems({ colour: 1, port: 'x', clients: [cc({ allowedScopes: ['nope'], bogus: true })] });
     expect(list).toEqual(expect.arrayContaining(['colour: unknown field', 'clients[0].bogus: unknown field', expect.stringMatching(/^port: /)]));
+  });
+});
+
+describe('resolveConfig: profile "fapi2" (FAPI 2.0 Security Profile)', () => {
+  const jwk = { kty: 'EC', crv: 'P-256', x: 'l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs', y: '9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA' };
+  const fapi = (extra: Record<string, unknown> = {}) => ({
+    clientId: 'bank',
+    jwks: { keys: [jwk] },
+    profile: 'fapi2',
+    allowedGrantTypes: ['authorization_code', 'refresh_token'],
+    allowedScopes: ['openid'],
+    redirectUris: ['https://bank.example/cb'],
+    ...extra,
+  });
+
+  it('implies the settings the profile requires', () => {
+    const [bank] = resolveConfig({ clients: [fapi()] }).clients;
+    expect(bank).toMatchObject({
+      profile: 'fapi2',
+      tokenEndpointAuthMethod: 'private_key_jwt',
+      tokenEndpointAuthSigningAlgorithms: ['PS256', 'ES256', 'EdDSA'],
+      requirePushedAuthorizationRequests: true,
+      requireDPoP: true,
+      requirePkce: true,
+      allowPlainTextPkce: false,
+      authorizationCodeLifetime: 60,
+    });
+    // Other clients keep the general defaults.
+    const [plain] = resolveConfig({ clients: [cc()] }).clients;
+    expect(plain).toMatchObject({ profile: null, tokenEndpointAuthMethod: null, requirePushedAuthorizationRequests: false, requireDPoP: false, authorizationCodeLifetime: 300 });
+    expect(plain?.tokenEndpointAuthSigningAlgorithms).toContain('RS256');
+    // Explicit settings that agree with the profile are accepted.
+    const [explicit] = resolveConfig({ clients: [fapi({ tokenEndpointAuthMethod: 'private_key_jwt', tokenEndpointAuthSigningAlgorithms: ['ES256'], requireDPoP: true, authorizationCodeLifetime: 30 })] }).clients;
+    expect(explicit).toMatchObject({ tokenEndpointAuthSigningAlgorithms: ['ES256'], authorizationCodeLifetime: 30 });
+  });
+
+  it('refuses every explicit contradiction, naming the field', () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ requireClientSecret: false, jwks: null }, 'requireClientSecret'],
+      [{ allowedGrantTypes: ['authorization_code', 'hybrid'] }, 'allowedGrantTypes'],
+      [{ allowedGrantTypes: ['implicit'] }, 'allowedGrantTypes'],
+      [{ allowedGrantTypes: ['authorization_code', 'password'] }, 'allowedGrantTypes'],
+      [{ requirePkce: false }, 'requirePkce'],
+      [{ allowPlainTextPkce: true }, 'allowPlainTextPkce'],
+      [{ allowAccessTokensViaBrowser: true }, 'allowAccessTokensViaBrowser'],
+      [{ authorizationCodeLifetime: 61 }, 'authorizationCodeLifetime'],
+      [{ tokenEndpointAuthMethod: 'client_secret_basic', clientSecrets: ['s'] }, 'tokenEndpointAuthMethod'],
+      [{ tokenEndpointAuthSigningAlgorithms: ['PS256', 'RS256'] }, 'tokenEndpointAuthSigningAlgorithms'],
+      [{ requirePushedAuthorizationRequests: false }, 'requirePushedAuthorizationRequests'],
+      [{ requireDPoP: false }, 'requireDPoP'],
+    ];
+    for (const [extra, field] of cases) {
+      const list = problems({ clients: [fapi(extra)] });
+      expect(list, JSON.stringify(extra)).toContainEqual(expect.stringMatching(new RegExp(`^clients\\[0\\]\\.${field}: profile "fapi2": `)));
+    }
+    expect(problems({ clients: [fapi({ profile: 'fapi1' })] })[0]).toMatch(/^clients\[0\]\.profile: /);
+  });
+
+  it('needs its keys (private_key_jwt) and a FAPI 2.0 algorithm among signingAlgorithms', () => {
+    expect(problems({ clients: [fapi({ jwks: null })] })).toContainEqual(expect.stringMatching(/^clients\[0\]\.tokenEndpointAuthMethod: private_key_jwt needs/));
+    expect(problems({ signingAlgorithms: ['RS256'], clients: [fapi()] })).toEqual([expect.stringMatching(/^clients\[0\]\.profile: .*PS256, ES256 or EdDSA/)]);
+    expect(resolveConfig({ signingAlgorithms: ['RS256', 'EdDSA'], clients: [fapi()] }).clients).toHaveLength(1);
   });
 });
 
