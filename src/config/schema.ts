@@ -52,8 +52,11 @@ export const BUILT_IN_GRANT_TYPES = [
 /** Algorithms Sigil can sign tokens with (JWA, RFC 7518 §3.1; EdDSA with Ed25519: RFC 8037). */
 export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
-/** Default `signingAlgorithms`: RS256 signs by default; PS256, ES256 and EdDSA serve FAPI 2.0 clients. */
-export const DEFAULT_SIGNING_ALGORITHMS: SigningAlgorithm[] = ['RS256', 'ES256', 'PS256', 'EdDSA'];
+/**
+ * Default `signingAlgorithms` (DESIGN §4): RS256 signs by default; ES256 serves FAPI 2.0 clients.
+ * PS256 and EdDSA are available by listing them (one key each is generated on first start).
+ */
+export const DEFAULT_SIGNING_ALGORITHMS: SigningAlgorithm[] = ['RS256', 'ES256'];
 
 /**
  * The signing algorithms of the FAPI 2.0 Security Profile (§5.4.1): what a `profile: "fapi2"`

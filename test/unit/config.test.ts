@@ -29,7 +29,7 @@ describe('resolveConfig: defaults', () => {
     expect(cfg.host).toBe('0.0.0.0');
     expect(cfg.issuer).toBe('http://localhost:5000');
     expect(cfg.storage).toBe('sqlite:./data/sigil.db');
-    expect(cfg.signingAlgorithms).toEqual(['RS256', 'ES256', 'PS256', 'EdDSA']);
+    expect(cfg.signingAlgorithms).toEqual(['RS256', 'ES256']);
     expect(cfg.logLevel).toBe('info');
     expect(cfg.trustProxy).toBe(false);
     expect(cfg.identityResources.map((r) => r.name)).toEqual(['openid', 'profile']);
