@@ -17,6 +17,7 @@ import type { Interactions } from './endpoints/interactions.js';
 import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
 import type { UpstreamProviders } from './federation/upstream.js';
+import type { MfaService } from './mfa/factors.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -38,5 +39,7 @@ export interface SigilContext {
   interactions: Interactions;
   pages: Pages;
   upstream: UpstreamProviders;
+  /** Users' second factors and the second sign-in step (src/mfa/). */
+  mfa: MfaService;
   log: Logger;
 }

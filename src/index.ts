@@ -16,6 +16,7 @@ import { Interactions } from './endpoints/interactions.js';
 import { Pages } from './ui/pages.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
+import { MfaService } from './mfa/factors.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
 import { GrantRegistry } from './grants/registry.js';
@@ -131,6 +132,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
+      mfa: new MfaService(store.factors, store.grants, cfg.mfa, options.dataKey),
       log,
     };
     const metrics = new RequestMetrics();

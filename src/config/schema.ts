@@ -87,6 +87,16 @@ export const clientSchema = z.strictObject({
    * Default empty: only tokens issued to this client itself. Checked against `apiResources`.
    */
   tokenExchangeSubjectAudiences: z.array(nonEmpty).default([]),
+  /**
+   * A second factor (or a passkey) at every sign-in for this client (src/mfa/factors.ts); a user
+   * without one enrolls right after the password. Absent: the global `mfa.required`.
+   */
+  requireMfa: z.boolean().optional(),
+  /**
+   * Let the password grant (RFC 6749 §4.3) sign in users who have a second factor, with the
+   * password alone. Default false: such users get `invalid_grant`.
+   */
+  allowPasswordGrantForMfaUsers: z.boolean().default(false),
   allowedCorsOrigins: z.array(z.url()).default([]),
 });
 
@@ -274,6 +284,17 @@ export const configSchema = z
     rateLimits: rateLimits.prefault({}),
     pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS),
     metrics,
+    /** Multi-factor sign-in (src/mfa/). */
+    mfa: z
+      .strictObject({
+        /** Default of every client's `requireMfa`: a second factor at every sign-in. */
+        required: z.boolean().default(false),
+        /** The issuer name authenticator apps show next to the account (otpauth URI `issuer`). */
+        totpIssuer: nonEmpty.max(100).default('Sigil'),
+        /** How recent a sign-in must be to change factors on /account, in seconds. */
+        freshSignInSeconds: lifetime.default(300),
+      })
+      .default({ required: false, totpIssuer: 'Sigil', freshSignInSeconds: 300 }),
     /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
     sessionLifetime: lifetime.default(36000),
     /** Signing key lifecycle, in seconds (Duende's automatic key management defaults). */

@@ -13,7 +13,15 @@ export type SigilEventName =
   | 'user_login_succeeded'
   | 'user_login_failed'
   | 'token_revoked'
-  | 'api_authentication_failed';
+  | 'api_authentication_failed'
+  /** A second factor was added (`factor` names its kind). */
+  | 'mfa_enrolled'
+  /** A second factor was removed by its user or an operator. */
+  | 'mfa_removed'
+  /** A second factor was verified. */
+  | 'mfa_succeeded'
+  /** A second factor's code was wrong, replayed or out of the window. */
+  | 'mfa_failed';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {
@@ -31,6 +39,8 @@ export interface SigilEvent {
   /** What was issued or revoked (`access_token`, `refresh_token`, `id_token`). */
   tokenTypes?: string[];
   remoteAddress?: string;
+  /** The kind of second factor (`totp`, `recovery_code`, ...), for `mfa_*` events. */
+  factor?: string;
 }
 
 /** A subscriber; may be async, its result is not awaited by the request. */
@@ -41,6 +51,7 @@ const FAILURES = new Set<SigilEventName>([
   'client_authentication_failed',
   'user_login_failed',
   'api_authentication_failed',
+  'mfa_failed',
 ]);
 
 /** Publishes audit events to the log and to subscribers. */

@@ -19,6 +19,7 @@ import { tokenEndpoint } from '../endpoints/token.js';
 import { userinfoEndpoint } from '../endpoints/userinfo.js';
 import { OAuthError } from '../errors.js';
 import { accountPages } from '../ui/account.js';
+import { accountMfaPages } from '../ui/account-mfa.js';
 import { consentPage } from '../ui/consent.js';
 import { devicePages } from '../ui/device.js';
 import { federationRoutes } from '../federation/routes.js';
@@ -132,6 +133,7 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
   revocationEndpoint(app, ctx);
   endSessionEndpoint(app, ctx);
   accountPages(app, ctx);
+  accountMfaPages(app, ctx);
   consentPage(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
   devicePages(app, ctx);

@@ -16,6 +16,7 @@ import { parseAcrValues } from '../validation/acr-values.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { checkCsrf } from './csrf.js';
 import { answerDevice } from './device.js';
+import { secondStepAfterPassword } from './account-mfa.js';
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
@@ -65,12 +66,18 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
       });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');
     }
+    // A user with a second factor, or a client or request needing one: the second step first.
+    const toAccount = !id && single(body, 'return') === 'account';
+    const first = { subjectId: user.subjectId, tenant: user.tenant, amr: ['pwd'], idp: 'local', ...(id ? { interaction: id } : {}), ...(toAccount ? { toAccount } : {}) };
+    const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
+    if (second) return second;
     const session = await ctx.sessions.create(request, reply, user, { amr: ['pwd'], idp: 'local', tenant: user.tenant });
     ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
     if (id && interaction) {
       await ctx.interactions.update(id, { ...interaction, loginAt: session.authTime });
       return reply.redirect(resumePath(id, interaction), 303);
     }
+    if (toAccount) return reply.redirect('/account', 303);
     return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
   });
 
@@ -132,6 +139,8 @@ function loginPage(
       csrf: reply.generateCsrf(),
       interaction: id,
       uiLocales: params.ui_locales,
+      // Continue at /account after signing in (its "sign in again" link); a fixed value, no URL.
+      toAccount: id === undefined && (queryString(request, 'return') === 'account' || (request.body instanceof Params && single(request.body, 'return') === 'account')),
       username,
       clientName: client ? (client.clientName ?? client.clientId) : undefined,
       tenant: parseAcrValues(params.acr_values).tenant,

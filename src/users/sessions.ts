@@ -23,6 +23,8 @@ export interface Session {
   amr: string[];
   idp: string;
   tenant: string | null;
+  /** The upstream provider's `acr`, kept when it asserted MFA (federation). */
+  upstreamAcr?: string;
 }
 
 /** Reads, creates and ends sessions. */
@@ -57,7 +59,7 @@ export class SessionService {
     request: FastifyRequest,
     reply: FastifyReply,
     user: { subjectId: string },
-    how: { amr: string[]; idp: string; tenant: string | null },
+    how: { amr: string[]; idp: string; tenant: string | null; upstreamAcr?: string },
   ): Promise<Session> {
     await this.end(request, reply);
     const now = nowSeconds();
@@ -76,6 +78,22 @@ export class SessionService {
     }));
     reply.setCookie(SESSION_COOKIE, handle, this.cookieOptions(this.lifetime));
     return session;
+  }
+
+  /**
+   * Adds to the `amr` of the request's live session after a second factor (step-up), keeping
+   * its `sid` and `authTime`; one compare-and-set of the stored session.
+   * @param amr the session's new `amr` (RFC 8176)
+   * @returns the updated session, or undefined when there is none or it changed meanwhile.
+   */
+  async upgrade(request: FastifyRequest, amr: string[]): Promise<Session | undefined> {
+    const handle = request.cookies[SESSION_COOKIE];
+    if (!handle || handle.length > 100) return undefined;
+    const key = hashHandle(handle);
+    const row = await this.grants.get(key);
+    if (!row || row.type !== 'session' || row.revokedAt !== null || row.expiresAt <= nowSeconds()) return undefined;
+    const session: Session = { ...(row.data as unknown as Session), amr };
+    return (await this.grants.replaceData(key, row.data, { ...session })) ? session : undefined;
   }
 
   /** Ends the request's session, if any, and clears its cookie. */
