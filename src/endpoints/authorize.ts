@@ -11,7 +11,8 @@ import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
 import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
-import { achievedAcr, acrMeets, attainableAcrs } from '../users/acr.js';
+import { ACR_MFA, achievedAcr, acrMeets, attainableAcrs, requestsMfa } from '../users/acr.js';
+import { sessionHasMfa } from '../mfa/factors.js';
 import { pickLocale } from '../ui/i18n.js';
 import { claimsOf, type User } from '../users/users.js';
 import type { Session } from '../users/sessions.js';
@@ -113,6 +114,22 @@ async function authorize(
   const live = session as Session;
   const liveUser = user as User;
 
+  // The second factor (src/mfa/): a user who has one is always asked; the client's `requireMfa`
+  // and `acr_values=urn:sigil:acr:mfa` ask for one. A session without it gets the second step
+  // only (step-up), not a new password sign-in.
+  if (!sessionHasMfa(live)) {
+    const required = ctx.mfa.requiredFor(req.client) || requestsMfa(req.acr.acr, req.essentialAcr);
+    const step = await ctx.mfa.nextStep(live.subjectId, required);
+    if (step !== 'none') {
+      if (req.prompt.has('none')) return fail('interaction_required', 'the user must complete a second factor');
+      // Enrolling a first factor needs a recent password: an old session could otherwise bind
+      // someone else's authenticator to the account.
+      const fresh = nowSeconds() - live.authTime <= ctx.mfa.config.freshSignInSeconds;
+      const page = step === 'verify' ? '/account/mfa' : fresh ? '/account/totp' : '/account/login';
+      return toPage(ctx, request, reply, req, browser, pending, page);
+    }
+  }
+
   let scopes = req.scopes;
   if (pending?.interaction.consented) scopes = req.scopes.filter((s) => pending.interaction.consented?.includes(s));
   else if (await needsConsent(ctx, req, live)) {
@@ -130,7 +147,7 @@ async function authorize(
     claims: claimsOf(liveUser),
     ...(live.tenant ? { tenant: live.tenant } : {}),
     // OIDC Core §3.1.2.1: acr is returned when asked for, as the class actually achieved.
-    ...(req.acrRequested ? { acr: achievedAcr(live) } : {}),
+    ...(req.acrRequested ? { acr: live.upstreamAcr ?? achievedAcr(live) } : {}),
   };
   const fields = await issue(ctx, req, subject, scopes);
   ctx.events.emit({
@@ -176,6 +193,8 @@ function essentialAcrOutcome(
   if (!wanted.some((v) => attainable.some((a) => acrMeets(a, v)))) return 'unmet';
   if (!session) return 'sign-in';
   if (wanted.some((v) => acrMeets(achievedAcr(session), v))) return 'met';
+  // A second factor is added by step-up (see authorize), not by signing in anew.
+  if (wanted.some((v) => acrMeets(ACR_MFA, v)) && (session.idp === 'local' || sessionHasMfa(session))) return 'met';
   const justSignedIn = pending?.loginAt !== undefined && session.authTime >= pending.loginAt;
   return justSignedIn ? 'unmet' : 'sign-in';
 }

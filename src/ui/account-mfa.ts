@@ -26,6 +26,7 @@ import { nowSeconds } from '../tokens/handles.js';
 import { requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import { parseAcrValues } from '../validation/acr-values.js';
+import { validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { denyToClient, queryString, single } from './account.js';
 import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
@@ -154,12 +155,13 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
     const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+    const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, queryString(request, 'interaction'), browser);
     let enrollment = await ctx.mfa.enrollment(browser, subjectId);
     if (!enrollment) {
       enrollment = { secret: await sealTotpSecret(newTotpSecret(), ctx.mfa.dataKey) };
       await ctx.mfa.saveEnrollment(browser, subjectId, enrollment);
     }
-    return totpPage(ctx, request, reply, who, enrollment.secret, undefined);
+    return totpPage(ctx, request, reply, who, id, enrollment.secret, undefined);
   });
 
   app.post('/account/totp', async (request, reply) => {
@@ -169,6 +171,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
     const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+    const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, single(body, 'interaction'), browser);
     const enrollment = await ctx.mfa.enrollment(browser, subjectId);
     if (!enrollment) return expiredPage(ctx, request, reply);
     const attempt = mfaAttempt(request.ip, subjectId);
@@ -177,7 +180,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       reply.headers(err.headers);
-      return totpPage(ctx, request, reply, who, enrollment.secret, 'tooManyAttempts', 429);
+      return totpPage(ctx, request, reply, who, id, enrollment.secret, 'tooManyAttempts', 429);
     }
     const now = nowSeconds();
     const code = normaliseTotpCode(single(body, 'code') ?? '');
@@ -185,18 +188,17 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (step === undefined || !(await ctx.mfa.finishEnrollment(browser, subjectId))) {
       await ctx.limiter.failed(attempt);
       ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', remoteAddress: request.ip });
-      return totpPage(ctx, request, reply, who, enrollment.secret, 'invalidOneTimeCode');
+      return totpPage(ctx, request, reply, who, id, enrollment.secret, 'invalidOneTimeCode');
     }
     // The confirming code's step is spent: it cannot sign in a second time.
     await ctx.mfa.factors.addFactor({ id: newFactorId(), subjectId, kind: 'totp', label: '', data: { secret: enrollment.secret }, counter: step, createdAt: now, lastUsedAt: now });
     ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: 'totp' });
     const codes = (await unusedRecoveryCodes(ctx.mfa.factors, subjectId)) === 0 ? await newRecoveryCodes(ctx.mfa.factors, subjectId, now) : undefined;
     if (codes) ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: RECOVERY_KIND });
-    const id = who.pending?.interaction;
-    const next: Next = who.pending ? (id ? { interaction: id } : who.pending.toAccount ? { account: true } : { done: '' }) : { account: true };
-    if (!codes) return completeSecondFactor(ctx, request, reply, browser, who, 'totp', 'interaction' in next ? next : undefined);
+    const stepUpNext = !who.pending && id ? { interaction: id } : undefined;
+    if (!codes) return completeSecondFactor(ctx, request, reply, browser, who, 'totp', stepUpNext);
     // The recovery codes are shown once, before continuing.
-    const done = await completeSecondFactor(ctx, request, reply, browser, who, 'totp', 'interaction' in next ? next : undefined, true);
+    const done = await completeSecondFactor(ctx, request, reply, browser, who, 'totp', stepUpNext, true);
     if (typeof done !== 'string') return done;
     return ctx.pages.send(reply, 'recovery', language(request), { codes, next: done });
   });
@@ -248,12 +250,22 @@ export async function secondStepAfterPassword(
   interaction: Interaction | undefined,
 ): Promise<FastifyReply | undefined> {
   const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
-  const requested = interaction ? requestsMfa(parseAcrValues(interaction.params.acr_values).acr, undefined) : false;
+  const requested = interaction ? await requestedMfa(ctx, interaction) : false;
   const step = await ctx.mfa.nextStep(pending.subjectId, ctx.mfa.requiredFor(client) || requested);
   if (step === 'none') return undefined;
   await ctx.mfa.savePending(ctx.sessions.browserId(request, reply), pending);
   const page = step === 'verify' ? '/account/mfa' : '/account/totp';
   return reply.header('cache-control', 'no-store').redirect(page, 303);
+}
+
+/** Whether a pending request asks for MFA (`acr_values`, or an essential `acr` in `claims`). */
+async function requestedMfa(ctx: SigilContext, interaction: Interaction): Promise<boolean> {
+  try {
+    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params));
+    return requestsMfa(req.acr.acr, req.essentialAcr);
+  } catch {
+    return requestsMfa(parseAcrValues(interaction.params.acr_values).acr, undefined);
+  }
 }
 
 /**
@@ -397,6 +409,7 @@ async function totpPage(
   request: FastifyRequest,
   reply: FastifyReply,
   who: Who,
+  interaction: string | undefined,
   sealed: string,
   error: 'invalidOneTimeCode' | 'tooManyAttempts' | undefined,
   status = 200,
@@ -415,12 +428,18 @@ async function totpPage(
       qr,
       // Grouped by four for reading and typing; apps ignore the spaces.
       secret: secret.replace(/(.{4})(?=.)/g, '$1 '),
-      required: who.pending !== undefined,
+      interaction,
+      required: who.pending !== undefined || interaction !== undefined,
       error: error ? ctx.pages.text(lang, error) : undefined,
     },
     status,
-    who.pending?.interaction !== undefined,
+    interaction !== undefined,
   );
+}
+
+/** The id when it names a live pending request of this browser, else undefined. */
+async function liveInteraction(ctx: SigilContext, id: string | undefined, browser: string): Promise<string | undefined> {
+  return id !== undefined && (await ctx.interactions.get(id, browser)) ? id : undefined;
 }
 
 function formOf(request: FastifyRequest): Params {
