@@ -53,6 +53,21 @@ export function amrWith(first: readonly string[], kind: string): string[] {
   return [...new Set([...first.filter((v) => v !== AMR_MFA), ...add, AMR_MFA])];
 }
 
+/**
+ * How an upstream sign-in (federation) counts: when the upstream's identity token asserts MFA
+ * (`amr` containing `mfa`, RFC 8176 §2), its `amr` values and its `acr` (OIDC Core §2) are
+ * carried into the session and so into Sigil's tokens; otherwise the sign-in is one factor,
+ * `amr` `["external"]`. Values are kept only when they are short strings (at most 10 of them,
+ * 100 characters each; `acr` at most 300).
+ * @param claims the verified claims of the upstream identity token (and userinfo)
+ */
+export function upstreamAuthentication(claims: Record<string, unknown>): { amr: string[]; upstreamAcr?: string } {
+  const amr = Array.isArray(claims.amr) ? claims.amr.filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 100).slice(0, 10) : [];
+  if (!amr.includes(AMR_MFA)) return { amr: ['external'] };
+  const acr = typeof claims.acr === 'string' && claims.acr.length > 0 && claims.acr.length <= 300 ? claims.acr : undefined;
+  return { amr, ...(acr ? { upstreamAcr: acr } : {}) };
+}
+
 /** What must happen after the first factor: nothing, verifying a second factor, or enrolling one. */
 export type SecondStep = 'none' | 'verify' | 'enroll';
 
