@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, form, tempDir, testConfig } from '../helpers.js';
 import { createSigil, type Sigil } from '../../src/index.js';
 import { pino } from 'pino';
+import { Browser } from '../authorize-helpers.js';
+import { enrollTotp } from '../mfa-helpers.js';
 
 const run = promisify(execFile);
 const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -46,6 +48,26 @@ describe('sigil users and clients write to the store; a running node picks them 
     expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'new-pass', scope: 'api1' })).statusCode).toBe(200);
     await sigilCli('users', 'remove', 'zoe');
     expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'new-pass', scope: 'api1' })).statusCode).toBe(400);
+  });
+
+  it('lists and resets a user\'s second factors (sigil users mfa list|reset), with an audit event', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('bob');
+    await enrollTotp(b);
+    const bobToken = () => token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'bob', password: 'bob', scope: 'api1' });
+    expect((await bobToken()).json()).toMatchObject({ error: 'invalid_grant' });
+    const { stdout: listed } = await sigilCli('users', 'mfa', 'list', 'bob');
+    expect(listed).toMatch(/^totp\s+\S+\s+\d{4}-/m);
+    expect(listed).toContain('recovery_code: 10 of 10 unused');
+    // The same store under a config that logs (the shared one is silent), to see the audit event.
+    const loud = join(dir, 'loud.json');
+    writeFileSync(loud, JSON.stringify({ ...testConfig(), storage, logLevel: 'info' }));
+    const reset = await run(process.execPath, [CLI, 'users', 'mfa', 'reset', 'bob', '--config', loud, '--storage', storage]);
+    expect(reset.stdout).toContain('removed 11 second factors of bob (2)');
+    expect(reset.stderr).toContain('"name":"mfa_removed"');
+    expect((await sigilCli('users', 'mfa', 'list', 'bob')).stdout).toContain('bob has no second factor');
+    expect((await bobToken()).statusCode).toBe(200);
+    await expect(sigilCli('users', 'mfa', 'reset', 'nobody')).rejects.toMatchObject({ code: 1 });
   });
 
   it('adds a client whose secret is stored hashed; the running node accepts it within the reload period', async () => {
