@@ -238,10 +238,53 @@ describe('/account', () => {
     expect(readResponse(step).params.has('code')).toBe(true);
   });
 
-  it('sends a visitor without a session to the login page', async () => {
-    const res = await new Browser(sigil).get('/account');
+  it('sends a visitor without a session to the login page, which returns to /account', async () => {
+    const b = new Browser(sigil);
+    const res = await b.get('/account');
     expect(res.status).toBe(303);
     expect(res.location).toBe('/account/login?return=account');
+    const login = await b.get(res.location!);
+    expect(input(login.body, 'return')).toBe('account');
+    const signedIn = await b.submitLogin(login, 'bob', 'bob', { return: 'account' });
+    expect(signedIn.location).toBe('/account');
+    expect((await b.get('/account')).body).toContain('href="/account/totp"');
+  });
+
+  it('records enrollment, success, failure and removal as audit events', async () => {
+    const events: { name: string; factor?: string; subjectId?: string }[] = [];
+    const stop = sigil.subscribe((e) => void events.push(e));
+    const { b, secret } = await aliceWithTotp();
+    const c = new Browser(sigil);
+    const { step } = await passwordStep(c);
+    await submitCode(c, step, '999999');
+    await submitCode(c, await c.get('/account/mfa'), totpCode(secret, 1));
+    const page = await b.get('/account');
+    await b.post('/account/factors/remove', { csrf_token: input(page.body, 'csrf_token'), factor: input(page.body, 'factor'), button: 'remove' });
+    stop();
+    const mfa = events.filter((e) => e.name.startsWith('mfa_')).map((e) => `${e.name}:${e.factor ?? ''}:${e.subjectId}`);
+    expect(mfa).toEqual([
+      'mfa_enrolled:totp:1',
+      'mfa_enrolled:recovery_code:1',
+      'mfa_failed::1',
+      'mfa_succeeded:totp:1',
+      'mfa_removed:totp:1',
+      'mfa_removed:recovery_code:1',
+    ]);
+  });
+
+  it('refuses changes from a session older than mfa.freshSignInSeconds, asking to sign in again', async () => {
+    await sigil.close();
+    sigil = await startSigil({ clients: authorizeClients(), mfa: { freshSignInSeconds: 1 } });
+    const { b } = await aliceWithTotp();
+    const fresh = await b.get('/account');
+    await new Promise((r) => setTimeout(r, 2100));
+    const page = await b.get('/account');
+    expect(page.body).toContain('href="/account/login?return=account"');
+    expect(page.body).not.toContain('name="factor"');
+    // A form fetched while the sign-in was fresh is refused once it is not.
+    const refused = await b.post('/account/recovery', { csrf_token: input(fresh.body, 'csrf_token'), button: 'regenerate' });
+    expect(refused.status).toBe(403);
+    expect(refused.body).not.toContain('<code>');
   });
 });
 
