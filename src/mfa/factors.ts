@@ -4,12 +4,14 @@
  *
  * Adding a factor kind (e.g. WebAuthn security keys) takes one entry in `FACTOR_KINDS`: its `amr`
  * values, whether holding it makes the user "a user with a second factor" (so every sign-in asks
- * for one), and the message key of its name on /account. Its rows live in the same store table
- * (`FactorStore`, kind = the entry's key, its own JSON in `data`, `counter` for anything that
- * must only grow, such as a WebAuthn sign count); the /account page lists and removes every kind
- * through `MfaService.listFactors` / `removeFactor` without further changes. The kind's own
- * verification and registration pages (src/mfa/<kind>.ts, src/ui/<kind>.ts) call
- * `MfaService.completeSecondFactor` (ui/account-mfa.ts) once the user proved it.
+ * for one), the message key of its name on /account, and the page that adds one. Its rows live in
+ * the same store table (`FactorStore`: kind = the entry's key, its own JSON in `data`, `counter`
+ * for anything that must only grow, such as a WebAuthn sign count, advanced atomically by
+ * `advanceFactorCounter`). The /account page then lists, links to adding, and removes every kind
+ * without further changes. The kind's own pages (src/mfa/<kind>.ts, src/ui/<kind>.ts) find who
+ * is signing in with `secondStepWho` and finish with `completeSecondFactor` (both in
+ * ui/account-mfa.ts), which starts or steps up the session with the kind's `amr` and resumes the
+ * authorization request.
  */
 import { randomBytes } from 'node:crypto';
 import type { ResolvedConfig } from '../config/loader.js';
@@ -27,6 +29,8 @@ export interface FactorKind {
   secondFactor: boolean;
   /** The message key of its name on the /account page. */
   nameKey: keyof Messages;
+  /** Where /account links to add one (a page of the kind's module), and the link's message key. */
+  add?: { path: string; labelKey: keyof Messages };
 }
 
 /**
@@ -35,7 +39,7 @@ export interface FactorKind {
  * factors but is not one by itself.
  */
 export const FACTOR_KINDS: Record<string, FactorKind> = {
-  totp: { amr: ['otp'], secondFactor: true, nameKey: 'factorTotp' },
+  totp: { amr: ['otp'], secondFactor: true, nameKey: 'factorTotp', add: { path: '/account/totp', labelKey: 'addTotp' } },
   recovery_code: { amr: ['otp'], secondFactor: false, nameKey: 'factorRecoveryCodes' },
 };
 

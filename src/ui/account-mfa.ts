@@ -82,7 +82,7 @@ const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle 
 <button type="submit" name="button" value="remove" aria-label="<%= it.f(it.t.removeFactor, { name: fa.name, date: fa.date }) %>"><%= it.t.remove %></button>
 </form><% } %></li>
 <% }) %></ul><% } %>
-<% if (it.canChange) { %><p><a href="/account/totp"><%= it.t.addTotp %></a></p><% } %>
+<% if (it.canChange) { it.adds.forEach(function (a) { %><p><a href="<%= a.path %>"><%= a.label %></a></p><% }) } %>
 <% if (it.factors.length > 0) { %><h2 id="recovery-heading"><%= it.t.factorRecoveryCodes %></h2>
 <p><%= it.f(it.t.recoveryRemaining, { count: String(it.recoveryLeft) }) %></p>
 <% if (it.canChange) { %><form method="post" action="/account/recovery">
@@ -95,7 +95,7 @@ const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle 
 type Next = { interaction: string } | { account: true } | { done: string };
 
 /** Who the second step is for: a sign-in waiting after its password, or a live session (step-up). */
-type Who = { pending: PendingSignIn; session?: undefined } | { session: Session; pending?: undefined };
+export type Who = { pending: PendingSignIn; session?: undefined } | { session: Session; pending?: undefined };
 
 const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
 
@@ -269,12 +269,17 @@ async function requestedMfa(ctx: SigilContext, interaction: Interaction): Promis
 }
 
 /**
- * Finishes the second step: a pending sign-in becomes a session whose `amr` has the factor's
- * values and `mfa` (RFC 8176); a live session gets them added (step-up). Then continues the
+ * Finishes the second step once a factor of `kind` was proved (also for factor kinds of other
+ * modules, e.g. WebAuthn): a pending sign-in becomes a session whose `amr` has the kind's values
+ * and `mfa` (RFC 8176); a live session gets them added (step-up). Then continues the
  * authorization request, /account, or shows "signed in".
+ * @param who from `secondStepWho`
+ * @param stepUpNext the pending request a step-up continues (a pending sign-in knows its own)
  * @param asLink return where to continue (a path) instead of answering
+ * @returns the reply, or the path when `asLink`; the expired page when the pending sign-in was
+ *   finished by another request first.
  */
-async function completeSecondFactor(
+export async function completeSecondFactor(
   ctx: SigilContext,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -312,8 +317,12 @@ async function completeSecondFactor(
   return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: next.done } });
 }
 
-/** The second step's user: this browser's pending sign-in, else the live session (step-up). */
-async function secondStepWho(ctx: SigilContext, request: FastifyRequest, browser: string): Promise<Who | undefined> {
+/**
+ * The second step's user: this browser's pending sign-in (after the password), else the live
+ * session of a user who has a second factor (step-up); undefined when neither.
+ * @param browser the browser id's hash (`SessionService.browserId`)
+ */
+export async function secondStepWho(ctx: SigilContext, request: FastifyRequest, browser: string): Promise<Who | undefined> {
   const pending = await ctx.mfa.pending(browser);
   if (pending) return { pending };
   const session = await ctx.sessions.current(request);
@@ -383,6 +392,7 @@ async function accountPage(
       csrf: reply.generateCsrf(),
       username: user?.username ?? session.subjectId,
       factors,
+      adds: Object.values(FACTOR_KINDS).flatMap((k) => (k.add ? [{ path: k.add.path, label: ctx.pages.text(lang, k.add.labelKey) }] : [])),
       recoveryLeft: all.filter((f) => f.kind === RECOVERY_KIND && f.counter === 0).length,
       canChange: await canChange(ctx, session),
       reauth: '/account/login?return=account',
