@@ -207,6 +207,36 @@ describe('policy', () => {
     expect(r.params.has('code')).toBe(true);
   });
 
+  it('enrolls within the request when a fresh password session meets a client with requireMfa (step-up by enrollment)', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('bob');
+    const { challenge } = pkce();
+    const enroll = await b.follow(await b.get(authorizeUrl({ ...codeParams(challenge), client_id: 'strict', redirect_uri: 'https://rp.example/cb', scope: 'openid' })));
+    expect(enroll.body).toContain('action="/account/totp"');
+    const codes = await b.post('/account/totp', {
+      csrf_token: input(enroll.body, 'csrf_token'),
+      code: totpCode(secretOnPage(enroll.body)),
+      button: 'confirm',
+      interaction: input(enroll.body, 'interaction'),
+    });
+    const next = /class="button primary" href="([^"]+)"/.exec(codes.body)?.[1] ?? '';
+    expect(next).toMatch(/^\/connect\/authorize\/resume\?interaction=/);
+    expect(readResponse(await b.follow(await b.get(next.replace(/&amp;/g, '&')))).params.has('code')).toBe(true);
+  });
+
+  it('runs both factors again for prompt=login and max_age=0', async () => {
+    const { secret } = await aliceWithTotp();
+    const b = new Browser(sigil);
+    const first = await passwordStep(b);
+    expect(readResponse(await submitCode(b, first.step, totpCode(secret, 1))).params.has('code')).toBe(true);
+    for (const extra of [{ prompt: 'login' }, { max_age: '0' }]) {
+      const { challenge } = pkce();
+      const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge, extra))));
+      expect(isLoginPage(login), JSON.stringify(extra)).toBe(true);
+      expect(isMfaPage(await b.follow(await b.submitLogin(login, 'alice', 'alice')))).toBe(true);
+    }
+  });
+
   it('refuses the password grant for a user with a second factor unless the client is allowed', async () => {
     await aliceWithTotp();
     const res = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid' }, ['ropc', 'ropc-secret']);
