@@ -229,7 +229,7 @@ describe('policy', () => {
     const b = new Browser(sigil);
     const first = await passwordStep(b);
     expect(readResponse(await submitCode(b, first.step, totpCode(secret, 1))).params.has('code')).toBe(true);
-    for (const extra of [{ prompt: 'login' }, { max_age: '0' }]) {
+    for (const extra of [{ prompt: 'login' }, { max_age: '0' }] as Record<string, string>[]) {
       const { challenge } = pkce();
       const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge, extra))));
       expect(isLoginPage(login), JSON.stringify(extra)).toBe(true);
