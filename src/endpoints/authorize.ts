@@ -117,17 +117,10 @@ async function authorize(
   // The second factor (src/mfa/): a user who has one is always asked; the client's `requireMfa`
   // and `acr_values=urn:sigil:acr:mfa` ask for one. A session without it gets the second step
   // only (step-up), not a new password sign-in.
-  if (!sessionHasMfa(live)) {
-    const required = ctx.mfa.requiredFor(req.client) || requestsMfa(req.acr.acr, req.essentialAcr);
-    const step = await ctx.mfa.nextStep(live.subjectId, required);
-    if (step !== 'none') {
-      if (req.prompt.has('none')) return fail('interaction_required', 'the user must complete a second factor');
-      // Enrolling a first factor needs a recent password: an old session could otherwise bind
-      // someone else's authenticator to the account.
-      const fresh = nowSeconds() - live.authTime <= ctx.mfa.config.freshSignInSeconds;
-      const page = step === 'verify' ? '/account/mfa' : fresh ? '/account/totp' : '/account/login';
-      return toPage(ctx, request, reply, req, browser, pending, page);
-    }
+  const stepUp = await ctx.mfa.stepUpPage(live, ctx.mfa.requiredFor(req.client) || requestsMfa(req.acr.acr, req.essentialAcr));
+  if (stepUp) {
+    if (req.prompt.has('none')) return fail('interaction_required', 'the user must complete a second factor');
+    return toPage(ctx, request, reply, req, browser, pending, stepUp);
   }
 
   let scopes = req.scopes;

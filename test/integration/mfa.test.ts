@@ -21,10 +21,11 @@ import {
   startAuthorizeSigil,
   verifyIdToken,
 } from '../authorize-helpers.js';
-import { introspect, startSigil, type TestSigil, tokenRequest } from '../helpers.js';
+import { introspect, postForm, startSigil, type TestSigil, tokenRequest } from '../helpers.js';
 import { enrollTotp, isMfaPage, secretOnPage, submitCode, totpCode } from '../mfa-helpers.js';
 
 const ACR_MFA = 'urn:sigil:acr:mfa';
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 let sigil: TestSigil;
 beforeEach(async () => {
@@ -33,6 +34,7 @@ beforeEach(async () => {
       { clientId: 'strict', clientSecrets: ['strict-secret'], allowedGrantTypes: ['authorization_code', 'password'], allowedScopes: ['openid', 'api1'], redirectUris: ['https://rp.example/cb'], requireMfa: true },
       { clientId: 'legacy-ropc', clientSecrets: ['legacy-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1'], allowPasswordGrantForMfaUsers: true },
       { clientId: 'ropc', clientSecrets: ['ropc-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1'] },
+      { clientId: 'tv', requireClientSecret: false, allowedGrantTypes: [DEVICE_GRANT], allowedScopes: ['openid', 'api1'] },
     ],
     { rateLimits: { maxFailures: 5 } },
   );
@@ -176,6 +178,23 @@ describe('policy', () => {
     expect(claims.acr).toBe(ACR_MFA);
     expect(claims.amr).toEqual(['pwd', 'otp', 'mfa']);
     expect(claims.auth_time).toBe(authTime);
+  });
+
+  it('steps a password session up before it approves a device (RFC 8628), and the device gets amr with mfa', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('alice');
+    const { secret } = await aliceWithTotp();
+    const d = (await postForm(sigil, '/connect/deviceauthorization', { client_id: 'tv', scope: 'openid api1' })).json<{ device_code: string; user_code: string }>();
+    const page = await b.get('/device');
+    const entered = await b.post('/device', { csrf_token: input(page.body, 'csrf_token'), userCode: d.user_code, button: 'submit' });
+    expect(entered.location).toMatch(/^\/account\/mfa\?interaction=/);
+    const consent = await submitCode(b, await b.get(entered.location!), totpCode(secret, 1));
+    expect(consent.body).toContain('action="/consent"');
+    const done = await b.follow(await b.post('/consent', { csrf_token: input(consent.body, 'csrf_token'), interaction: input(consent.body, 'interaction'), button: 'yes' }));
+    expect(done.status).toBe(200);
+    const tokens = await postForm(sigil, '/connect/token', { grant_type: DEVICE_GRANT, client_id: 'tv', device_code: d.device_code });
+    expect(tokens.statusCode, tokens.body).toBe(200);
+    expect(decodeJwt(tokens.json<{ access_token: string }>().access_token).amr).toEqual(['pwd', 'otp', 'mfa']);
   });
 
   it('answers prompt=none without the needed strength with interaction_required', async () => {
