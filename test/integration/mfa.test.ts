@@ -197,6 +197,21 @@ describe('policy', () => {
     expect(decodeJwt(tokens.json<{ access_token: string }>().access_token).amr).toEqual(['pwd', 'otp', 'mfa']);
   });
 
+  it('steps up for an essential acr of urn:sigil:acr:mfa in the claims parameter, not a new password sign-in', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('alice');
+    await aliceWithTotp();
+    const { challenge } = pkce();
+    const claims = JSON.stringify({ id_token: { acr: { essential: true, values: [ACR_MFA] } } });
+    const step = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { claims }))));
+    expect(isMfaPage(step), step.body).toBe(true);
+    // The password class alone is met by the password session as before.
+    const password = JSON.stringify({ id_token: { acr: { essential: true, values: ['urn:sigil:acr:password', ACR_MFA] } } });
+    const plain = new Browser(sigil);
+    await plain.signIn('bob');
+    expect(readResponse(await plain.follow(await plain.get(authorizeUrl(codeParams(challenge, { claims: password }))))).params.has('code')).toBe(true);
+  });
+
   it('answers prompt=none without the needed strength with interaction_required', async () => {
     const b = new Browser(sigil);
     await b.signIn('bob');
