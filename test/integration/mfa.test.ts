@@ -283,6 +283,31 @@ describe('policy', () => {
   });
 });
 
+describe('bad input', () => {
+  it('answers junk posted to the new pages with a page, never a 500 or a changed factor', async () => {
+    const { b, secret } = await aliceWithTotp();
+    const before = await sigil.context.store.factors.listFactors('1');
+    const page = await b.get('/account');
+    const csrf = input(page.body, 'csrf_token');
+    const bodies = [
+      '',
+      'code=1&code=2&button=verify',
+      `csrf_token=${encodeURIComponent(csrf)}&code=${'9'.repeat(5000)}&button=verify`,
+      `csrf_token=${encodeURIComponent(csrf)}&csrf_token=x&factor=%00&factor=y`,
+      `csrf_token=${encodeURIComponent(csrf)}&factor=${encodeURIComponent('../../etc')}&button=remove`,
+    ];
+    for (const url of ['/account/mfa', '/account/totp', '/account/recovery', '/account/factors/remove'])
+      for (const payload of bodies) {
+        const res = await b.send('POST', url, payload);
+        expect(res.status, `${url} ${payload.slice(0, 40)}`).toBeLessThan(500);
+        expect(res.body).not.toMatch(/stack|at .*\.ts:/);
+      }
+    const after = await sigil.context.store.factors.listFactors('1');
+    expect(after.filter((f) => f.kind === 'totp')).toEqual(before.filter((f) => f.kind === 'totp'));
+    expect(secret).toBeTruthy();
+  });
+});
+
 describe('/account', () => {
   it('lists and removes factors with a fresh MFA sign-in, and refuses a form without its CSRF token', async () => {
     const { b } = await aliceWithTotp();
