@@ -169,13 +169,26 @@ describe('keyboard only', () => {
 });
 
 describe('German', () => {
-  it('the second step reads German in the dark scheme and keeps its contrast', async () => {
+  it('the second step, /account, enrollment and recovery codes read German in the dark scheme and keep their contrast', async () => {
     const { context, page } = await newPage(f.browser, { ...VIEWPORTS.phone, colorScheme: 'dark', locale: 'de-DE' });
     await toSecondStep(page);
     expect(await page.getAttribute('html', 'lang')).toBe('de');
     await page.getByRole('heading', { name: 'Bestätigung in zwei Schritten' }).waitFor();
     expect(await page.getByLabel('Bestätigungscode').count()).toBe(1);
     await check(page, 'mfa-verify-dark-de-phone', true);
+    await page.getByLabel('Bestätigungscode').fill(recovery[3] as string);
+    await page.getByRole('button', { name: 'Bestätigen' }).click();
+    await page.waitForURL(/\/consent\?interaction=/);
+    await page.goto(`${f.sigil.url}/account`);
+    await page.getByRole('heading', { name: 'Ihr Konto' }).waitFor();
+    await check(page, 'mfa-account-dark-de-phone', true);
+    await page.getByRole('link', { name: 'Authenticator-App hinzufügen' }).click();
+    await page.getByRole('heading', { name: 'Authenticator-App einrichten' }).waitFor();
+    await check(page, 'mfa-totp-enroll-dark-de-phone', true);
+    await page.goto(`${f.sigil.url}/account`);
+    await page.getByRole('button', { name: 'Neue Wiederherstellungscodes erstellen' }).click();
+    await page.getByRole('heading', { name: 'Ihre Wiederherstellungscodes' }).waitFor();
+    await check(page, 'mfa-recovery-codes-dark-de-phone', true);
     await context.close();
   });
 });
