@@ -304,7 +304,7 @@ export async function completeSecondFactor(
       next = { interaction: p.interaction };
     } else next = p.toAccount ? { account: true } : { done: user.username };
   } else {
-    if (!(await ctx.sessions.upgrade(request, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
+    if (!(await ctx.sessions.upgrade(request, reply, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
     next = stepUpNext ?? { account: true };
   }
   if ('interaction' in next) {

@@ -81,19 +81,24 @@ export class SessionService {
   }
 
   /**
-   * Adds to the `amr` of the request's live session after a second factor (step-up), keeping
-   * its `sid` and `authTime`; one compare-and-set of the stored session.
+   * Adds to the `amr` of the request's live session after a second factor (step-up), keeping its
+   * `sid`, `authTime` and expiry. The cookie value changes, as at any sign-in (OWASP ASVS 5.0
+   * V7.2.4): the upgraded session is stored under a new handle and the old one is revoked.
    * @param amr the session's new `amr` (RFC 8176)
-   * @returns the updated session, or undefined when there is none or it changed meanwhile.
+   * @returns the updated session, or undefined when there is no live session.
    */
-  async upgrade(request: FastifyRequest, amr: string[]): Promise<Session | undefined> {
+  async upgrade(request: FastifyRequest, reply: FastifyReply, amr: string[]): Promise<Session | undefined> {
     const handle = request.cookies[SESSION_COOKIE];
     if (!handle || handle.length > 100) return undefined;
-    const key = hashHandle(handle);
-    const row = await this.grants.get(key);
-    if (!row || row.type !== 'session' || row.revokedAt !== null || row.expiresAt <= nowSeconds()) return undefined;
+    const row = await this.grants.get(hashHandle(handle));
+    const now = nowSeconds();
+    if (!row || row.type !== 'session' || row.revokedAt !== null || row.expiresAt <= now) return undefined;
     const session: Session = { ...(row.data as unknown as Session), amr };
-    return (await this.grants.replaceData(key, row.data, { ...session })) ? session : undefined;
+    const fresh = newHandle();
+    await this.grants.put({ ...row, key: hashHandle(fresh), data: { ...session }, createdAt: now });
+    await this.grants.revoke(row, now);
+    reply.setCookie(SESSION_COOKIE, fresh, this.cookieOptions(row.expiresAt - now));
+    return session;
   }
 
   /** Ends the request's session, if any, and clears its cookie. */

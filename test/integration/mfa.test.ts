@@ -172,7 +172,13 @@ describe('policy', () => {
     const { challenge, verifier } = pkce();
     const step = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { acr_values: ACR_MFA }))));
     expect(isMfaPage(step), step.body).toBe(true);
+    const cookie = b.cookies.get('sigil.session');
     const code = readResponse(await submitCode(b, step, totpCode(secret, 1))).params.get('code') ?? '';
+    // The session handle changes with the new strength; the old handle no longer signs anyone in.
+    expect(b.cookies.get('sigil.session')).not.toBe(cookie);
+    const stale = new Browser(sigil);
+    stale.cookies.set('sigil.session', cookie ?? '');
+    expect(isLoginPage(await stale.follow(await stale.get(authorizeUrl(codeParams(challenge)))))).toBe(true);
     const { id_token } = (await redeem(sigil, code, { verifier })).json<{ id_token: string }>();
     const { claims } = await verifyIdToken(sigil, id_token, 'web');
     expect(claims.acr).toBe(ACR_MFA);
