@@ -10,7 +10,10 @@ import type { Store } from './stores/types.js';
 import type { TokenService } from './tokens/tokens.js';
 import type { UserService } from './users/users.js';
 import type { ApiSecrets, ClientRegistry } from './validation/client-auth.js';
+import type { ClientKeys } from './validation/client-keys.js';
 import type { FailureLimiter } from './validation/failure-limiter.js';
+import type { DPoPVerifier } from './validation/dpop.js';
+import type { ReplayCache } from './validation/replay-cache.js';
 import type { Resources } from './validation/scopes.js';
 import type { ResourceOwnerValidator } from './grants/password.js';
 import type { Interactions } from './endpoints/interactions.js';
@@ -18,6 +21,8 @@ import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
 import type { UpstreamProviders } from './federation/upstream.js';
 import type { MfaService } from './mfa/factors.js';
+import type { LogoutService } from './logout/logout.js';
+import type { WebAuthnService } from './mfa/webauthn.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -32,14 +37,24 @@ export interface SigilContext {
   grantTypes: GrantRegistry;
   events: EventBus;
   limiter: FailureLimiter;
+  /** One-time identifiers (client assertion and DPoP proof `jti`s), shared by every node of the store. */
+  replay: ReplayCache;
+  /** Clients' public keys (`jwks`, `jwksUri`) for client assertions and request objects. */
+  clientKeys: ClientKeys;
+  /** DPoP proofs (RFC 9449) at the token endpoint and userinfo. */
+  dpop: DPoPVerifier;
   /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers). */
   apiSecrets: Map<string, ApiSecrets>;
   resourceOwnerValidator: ResourceOwnerValidator;
   sessions: SessionService;
+  /** Session participants and logout notifications (back- and front-channel). */
+  logout: LogoutService;
   interactions: Interactions;
   pages: Pages;
   upstream: UpstreamProviders;
   /** Users' second factors and the second sign-in step (src/mfa/). */
   mfa: MfaService;
+  /** WebAuthn ceremonies: passkeys and security keys (issue 12). */
+  webauthn: WebAuthnService;
   log: Logger;
 }

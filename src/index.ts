@@ -2,6 +2,7 @@
  * Library entry: `createSigil(config)` builds a provider (store, keys, services, Fastify app)
  * from a config object of DESIGN §4.
  */
+import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { ConfigError, type ConfigOverrides, resolveConfig } from './config/loader.js';
@@ -14,9 +15,12 @@ import { deviceCodeGrant } from './grants/device-code.js';
 import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
 import { Interactions } from './endpoints/interactions.js';
 import { Pages } from './ui/pages.js';
+import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
 import { MfaService } from './mfa/factors.js';
+import { LogoutDeliverer } from './logout/delivery.js';
+import { LogoutService } from './logout/logout.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
 import { GrantRegistry } from './grants/registry.js';
@@ -30,8 +34,11 @@ import { openStore } from './stores/sql.js';
 import { TokenService } from './tokens/tokens.js';
 import { UserService } from './users/users.js';
 import { apiSecretsOf, ClientRegistry } from './validation/client-auth.js';
+import { ClientKeys } from './validation/client-keys.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './validation/failure-limiter.js';
+import { ReplayCache } from './validation/replay-cache.js';
 import { Resources } from './validation/scopes.js';
+import { DPoPNonces, DPoPVerifier } from './validation/dpop.js';
 
 export { ConfigError, type ConfigOverrides, type ResolvedConfig } from './config/loader.js';
 export type { ConfigInput, Config, ClientConfig } from './config/schema.js';
@@ -113,31 +120,44 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     grantTypes.register('refresh_token', refreshTokenGrant);
     for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
       grantTypes.register(grant.grantType, extensionGrantHandler(grant));
+    const clients = new ClientRegistry(cfg.clients);
+    // The deliverer's sweep ends expired sessions through the service, which sends through the deliverer.
+    const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
+    const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
+    const replay = new ReplayCache(store.grants);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
       issuer: cfg.issuer,
       store,
       keys,
-      clients: new ClientRegistry(cfg.clients),
+      clients,
       resources,
       users: await UserService.create(cfg.users, store.users),
       tokens: new TokenService(cfg.issuer, keys, store.grants, resources),
       grantTypes,
       events,
       limiter,
+      replay,
+      clientKeys: new ClientKeys(),
+      dpop: new DPoPVerifier(replay, new DPoPNonces(store.grants, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
       resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
-      sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime),
+      sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime, logout),
+      logout,
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
       mfa: new MfaService(store.factors, store.grants, cfg.mfa, options.dataKey),
+      webauthn: new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime),
       log,
     };
     const metrics = new RequestMetrics();
     const app = await buildApp(context, metrics);
     const metricsApp = buildMetricsApp(metrics, log);
+    // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
+    if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
+      log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
     const reloadClients = async () => {
       const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
       const shadowed = context.clients.setStoredClients(await loadStoredClients(store.clients, log, isUserSubject));
@@ -149,6 +169,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       cleanupIntervalSeconds: cfg.cleanup.intervalSeconds,
       batchSize: cfg.cleanup.batchSize,
     });
+    deliverer.start();
     return {
       app,
       context,
@@ -167,6 +188,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       close: async () => {
         housekeeping.stop();
         await metricsApp.close();
+        await deliverer.stop();
         await app.close();
         await store.close();
         await limiter.counters.close();

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { LightMyRequestResponse } from 'fastify';
-import { decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
+import { decodeJwt, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import { expect } from 'vitest';
 import type { ConfigInput } from '../src/index.js';
 import { basic, fetchJwks, form, startSigil, type TestSigil } from './helpers.js';
@@ -19,7 +19,8 @@ export const BYE = 'https://rp.example/bye';
 
 type ClientInput = NonNullable<ConfigInput['clients']>[number];
 
-const webLike = (clientId: string, extra: Partial<ClientInput> = {}): ClientInput => ({
+/** A confidential code-flow client like `web`, with `extra` settings. */
+export const webLike = (clientId: string, extra: Partial<ClientInput> = {}): ClientInput => ({
   clientId,
   clientName: clientId === 'web' ? 'Web App' : undefined,
   clientSecrets: [`${clientId}-secret`],
@@ -302,7 +303,15 @@ export async function getCode(b: Browser, params: Record<string, string>, user =
 export function redeem(
   sigil: TestSigil,
   code: string,
-  opts: { client?: string; secret?: string | null; redirectUri?: string | null; verifier?: string | null; extra?: Record<string, string> } = {},
+  opts: {
+    client?: string;
+    secret?: string | null;
+    redirectUri?: string | null;
+    verifier?: string | null;
+    extra?: Record<string, string>;
+    /** Extra request headers (e.g. `DPoP`). */
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<LightMyRequestResponse> {
   const client = opts.client ?? 'web';
   const secret = opts.secret === undefined ? `${client}-secret` : opts.secret;
@@ -314,9 +323,32 @@ export function redeem(
   return sigil.app.inject({
     method: 'POST',
     url: '/connect/token',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(secret !== null ? { authorization: basic(client, secret) } : {}) },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(secret !== null ? { authorization: basic(client, secret) } : {}),
+      ...opts.headers,
+    },
     payload: form(fields),
   });
+}
+
+/**
+ * Signs `b` in as alice unless it has a session, then runs the code flow (scope `openid`, PKCE)
+ * for each of `clients` (confidential, secret `<id>-secret`) in that session.
+ * @returns their identity tokens, in order, and the session's `sid`
+ */
+export async function idTokensInSession(sigil: TestSigil, b: Browser, clients: string[]): Promise<{ idTokens: string[]; sid: string }> {
+  if (!b.cookies.has('sigil.session')) await b.signIn('alice');
+  const { verifier, challenge } = pkce();
+  const idTokens: string[] = [];
+  for (const client of clients) {
+    const code = await getCode(b, codeParams(challenge, { client_id: client, scope: 'openid' }));
+    const res = await redeem(sigil, code, { client, verifier });
+    if (res.statusCode !== 200) throw new Error(`redeem for ${client} failed: ${res.body}`);
+    idTokens.push(res.json<{ id_token: string }>().id_token);
+  }
+  const sid = idTokens[0] === undefined ? '' : String(decodeJwt(idTokens[0]).sid);
+  return { idTokens, sid };
 }
 
 /** The OIDC left-half hash (`at_hash`, `c_hash`) computed here, independently of Sigil. */

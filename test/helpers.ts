@@ -132,12 +132,14 @@ const CLI = resolve(import.meta.dirname, '../dist/cli/main.js');
 
 /**
  * Writes `config` to a temp file and runs `node dist/cli/main.js start --config FILE --port 0`,
- * resolving once it prints `listening on <url>`. The issuer is set to that URL via a fixed port.
+ * resolving once it prints `listening on <url>`. The issuer is set to that URL via a fixed port
+ * (host `issuerHost`; the process listens on 127.0.0.1).
  */
-export async function startProcess(config: ConfigInput, port: number): Promise<ServerProcess> {
+export async function startProcess(config: ConfigInput, port: number, issuerHost = '127.0.0.1'): Promise<ServerProcess> {
   const { dir, cleanup } = tempDir();
   const file = join(dir, 'sigil.json');
-  const issuer = `http://127.0.0.1:${port}`;
+  // issuerHost: `localhost` for WebAuthn, whose RP ID must be a domain name, not an IP address.
+  const issuer = `http://${issuerHost}:${port}`;
   writeFileSync(file, JSON.stringify({ ...config, issuer, storage: `sqlite:${join(dir, 'sigil.db')}` }));
   const child = spawn(process.execPath, [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1'], {
     stdio: ['ignore', 'pipe', 'pipe'],

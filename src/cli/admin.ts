@@ -12,9 +12,12 @@ import { clientSubjectCollision } from '../config/schema.js';
 import { describeKeys, parseDataKey, rotateKeys } from '../keys/keys.js';
 import { pino } from 'pino';
 import { EventBus } from '../events/events.js';
+import { LogoutService } from '../logout/logout.js';
 import { RECOVERY_KIND } from '../mfa/recovery.js';
 import { openStore } from '../stores/sql.js';
+import { loadStoredClients } from '../stores/stored-clients.js';
 import type { Store } from '../stores/types.js';
+import { ClientRegistry } from '../validation/client-auth.js';
 import { newId, nowSeconds, secretDigest } from '../tokens/handles.js';
 
 /** Flags the admin commands read. */
@@ -109,7 +112,8 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       return 0;
     }
     if (action === 'mfa') return await mfaCommand(cfg, store, args.slice(1), flags);
-    return usage('sigil users list | add USERNAME | set-password USERNAME | remove USERNAME | mfa list|reset USERNAME');
+    if (action === 'sessions' && name === 'revoke' && args[2] !== undefined) return await revokeSessions(cfg, store, args[2], flags.tenant ?? null);
+    return usage('sigil users list | add USERNAME | set-password USERNAME | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME');
   } finally {
     await store.close();
   }
@@ -190,6 +194,23 @@ async function mfaCommand(cfg: ResolvedConfig, store: Store, args: string[], fla
   const events = new EventBus(pino({ level: cfg.logLevel === 'silent' ? 'silent' : 'info' }, pino.destination({ dest: 2, sync: true })));
   for (const kind of new Set(factors.map((f) => f.kind))) events.emit({ name: 'mfa_removed', endpoint: 'cli', subjectId, factor: kind });
   console.log(`removed ${removed} second factor${removed === 1 ? '' : 's'} of ${name} (${subjectId})`);
+  return 0;
+}
+
+/**
+ * `sigil users sessions revoke USERNAME [--tenant T]`: ends every live session of a config-file or
+ * stored user. The back-channel logout tokens for the sessions' clients are queued with each
+ * ending (OIDC Back-Channel Logout 1.0); running nodes send them.
+ */
+async function revokeSessions(cfg: ResolvedConfig, store: Store, username: string, tenant: string | null): Promise<number> {
+  const lower = username.toLowerCase();
+  const inConfig = cfg.users.filter((u) => u.username.toLowerCase() === lower && (tenant === null || (u.tenant ?? null) === tenant));
+  const subjectId = inConfig.length === 1 ? inConfig[0]?.subjectId : (await store.users.findUserByUsername(username, tenant))?.subjectId;
+  if (subjectId === undefined) return failure(`no user "${username}"`);
+  const clients = new ClientRegistry(cfg.clients);
+  clients.setStoredClients(await loadStoredClients(store.clients, pino({ level: 'silent' })));
+  const ended = await new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds).endSessionsOf(subjectId);
+  console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${username}; running nodes send the back-channel logout notifications`);
   return 0;
 }
 

@@ -14,6 +14,29 @@ const secret = nonEmpty.refine(
   'a "sha256:" secret must be the base64 of 32 bytes',
 );
 
+/** Hosts allowed to serve over plain http (development and tests): upstream providers, client JWKS, logout URIs. */
+const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
+
+/** An absolute URL that is https, or http on a loopback host (development and tests). */
+const httpsOrLoopback = z.url().refine((u) => {
+  const url = new URL(u);
+  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname));
+}, 'must be https (http only for loopback hosts)');
+
+/**
+ * How a client authenticates at the back-channel endpoints (RFC 6749 §2.3.1; OIDC Core §9;
+ * RFC 7523 §2.2).
+ */
+export const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt', 'none'] as const;
+export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
+
+/** Algorithms of `private_key_jwt` client assertions (JWA, RFC 7518 §3.1; EdDSA: RFC 8037). */
+export const ASYMMETRIC_ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+/** Algorithms of `client_secret_jwt` client assertions: HMAC over the client's clear-text secret. */
+export const SYMMETRIC_ASSERTION_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as const;
+/** Every client assertion algorithm Sigil verifies (`none` is never one). */
+export const ASSERTION_ALGORITHMS = [...ASYMMETRIC_ASSERTION_ALGORITHMS, ...SYMMETRIC_ASSERTION_ALGORITHMS] as const;
+
 /** Grant type names a client may list (DESIGN §4); any other name is an extension grant. */
 export const BUILT_IN_GRANT_TYPES = [
   'authorization_code',
@@ -49,7 +72,21 @@ const apiResource = z.strictObject({
   /** Secrets the API authenticates with at introspection: clear text or `sha256:<base64>`. */
   secrets: z.array(secret).default([]),
   userClaims: z.array(nonEmpty).default([]),
+  /**
+   * Resource indicators (RFC 8707 §2) that name this API: absolute URIs without a fragment. A
+   * `resource` parameter naming one narrows an access token's `aud` to this API and its scopes to
+   * this API's `scopes`. Default none: the API cannot be asked for by `resource`.
+   */
+  resourceUris: z.array(nonEmpty.max(512)).default([]),
 });
+
+/** An absolute https URL without fragment, or http on a loopback host. */
+function isLogoutUri(u: string): boolean {
+  if (!URL.canParse(u)) return false;
+  const url = new URL(u);
+  return url.hash === '' && (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname)));
+}
+const LOGOUT_URI_RULE = 'must be an https URL without fragment (http only for loopback hosts)';
 
 /** One client (DESIGN §4); also the shape of clients kept in the store (`sigil clients add`). */
 export const clientSchema = z.strictObject({
@@ -82,6 +119,23 @@ export const clientSchema = z.strictObject({
   requestUris: z.array(z.url({ protocol: /^https$/ })).default([]),
   jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).nullable().default(null),
   /**
+   * Where the client serves its public keys (a JWKS), instead of `jwks`: https (http only on a
+   * loopback host). Fetched with a timeout and a size limit, cached, fetched again when an
+   * unknown `kid` arrives (at most once a minute).
+   */
+  jwksUri: httpsOrLoopback.nullable().default(null),
+  /** The one method this client must authenticate with; null: any it has credentials for. */
+  tokenEndpointAuthMethod: z.enum(TOKEN_ENDPOINT_AUTH_METHODS).nullable().default(null),
+  /** Algorithms accepted for this client's assertions (RFC 7523 §3 item 9); default: all of `ASSERTION_ALGORITHMS`. */
+  tokenEndpointAuthSigningAlgorithms: z.array(z.enum(ASSERTION_ALGORITHMS)).min(1).default([...ASSERTION_ALGORITHMS]),
+  /** Authorization requests must come through `/connect/par` (RFC 9126 §5). */
+  requirePushedAuthorizationRequests: z.boolean().default(false),
+  /**
+   * Every token request of this client must carry a DPoP proof (RFC 9449 §5), so all its access
+   * tokens (and, for a public client, its refresh tokens) are bound to a key it holds.
+   */
+  requireDPoP: z.boolean().default(false),
+  /**
    * Token exchange (RFC 8693 §2.1): names of API resources whose user access tokens this client
    * may exchange (it acts as that API: a subject token is accepted when its `aud` names one).
    * Default empty: only tokens issued to this client itself. Checked against `apiResources`.
@@ -97,7 +151,39 @@ export const clientSchema = z.strictObject({
    * password alone. Default false: such users get `invalid_grant`.
    */
   allowPasswordGrantForMfaUsers: z.boolean().default(false),
+  /** OIDC Back-Channel Logout 1.0 §2.2: where logout tokens are POSTed; https, or http on a loopback host. */
+  backChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null),
+  /** Back-Channel Logout §2.2: the client needs `sid` in logout tokens (Sigil always sends it). */
+  backChannelLogoutSessionRequired: z.boolean().default(true),
+  /** OIDC Front-Channel Logout 1.0 §2: loaded in a hidden iframe of the signed-out page; https, or http on loopback. */
+  frontChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null),
+  /** Front-Channel Logout §2: the client needs `iss` and `sid` on its URI (Sigil always adds them). */
+  frontChannelLogoutSessionRequired: z.boolean().default(true),
   allowedCorsOrigins: z.array(z.url()).default([]),
+}).superRefine((c, ctx) => {
+  const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  const isPublic = !c.requireClientSecret;
+  const method = c.tokenEndpointAuthMethod;
+  const digests = c.clientSecrets.some((s) => s.startsWith('sha256:'));
+  if (c.jwks !== null && c.jwksUri !== null) issue('jwksUri', 'give either jwks or jwksUri, not both');
+  // Private key members (RFC 7518 §6.2.2, §6.3.2, §6.4.1): the provider must never hold the client's signing key.
+  if (c.jwks?.keys.some((k) => ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'].some((m) => m in k)))
+    issue('jwks', 'must hold public keys only (a key has private or symmetric members)');
+  if (method === 'none' && !isPublic) issue('tokenEndpointAuthMethod', '"none" is for public clients (requireClientSecret false)');
+  if (method !== null && method !== 'none' && isPublic)
+    issue('tokenEndpointAuthMethod', `a public client (requireClientSecret false) cannot use "${method}"`);
+  if ((method === 'client_secret_basic' || method === 'client_secret_post' || method === 'client_secret_jwt') && c.clientSecrets.length === 0)
+    issue('clientSecrets', `"${method}" needs a client secret`);
+  // RFC 7523 §2.2 with HMAC (OIDC Core §9): the secret itself is the key, a digest cannot sign.
+  if (method === 'client_secret_jwt' && digests)
+    issue('clientSecrets', 'client_secret_jwt needs clear-text secrets: a "sha256:" secret cannot verify an HS256 assertion');
+  if (method === 'private_key_jwt' && c.jwks === null && c.jwksUri === null)
+    issue('tokenEndpointAuthMethod', 'private_key_jwt needs the client\'s public keys (jwks or jwksUri)');
+  const algs = c.tokenEndpointAuthSigningAlgorithms as readonly string[];
+  if (method === 'private_key_jwt' && !algs.some((a) => (ASYMMETRIC_ASSERTION_ALGORITHMS as readonly string[]).includes(a)))
+    issue('tokenEndpointAuthSigningAlgorithms', 'private_key_jwt needs an asymmetric algorithm');
+  if (method === 'client_secret_jwt' && !algs.some((a) => (SYMMETRIC_ASSERTION_ALGORITHMS as readonly string[]).includes(a)))
+    issue('tokenEndpointAuthSigningAlgorithms', 'client_secret_jwt needs an HS algorithm');
 });
 
 const jsonValue: z.ZodType<unknown> = z.unknown();
@@ -116,18 +202,12 @@ const user = z
     message: 'give either password or passwordHash, not both',
   });
 
-/** Hosts allowed to serve an upstream provider over plain http (development and tests). */
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
-
 const identityProvider = z.strictObject({
   name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only'),
   displayName: z.string().optional(),
   type: z.literal('oidc').default('oidc'),
   /** The upstream issuer; https, except loopback hosts. */
-  authority: z.url().refine((u) => {
-    const url = new URL(u);
-    return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname));
-  }, 'must be https (http only for loopback hosts)'),
+  authority: httpsOrLoopback,
   clientId: nonEmpty,
   clientSecret: z.string().optional(),
   scope: z.string().default('openid profile'),
@@ -235,6 +315,24 @@ export const PENDING_LIMITS_DEFAULTS = {
   deviceAuthorizationsPerClient: 1000,
 };
 
+/** Default `dpop` settings. */
+export const DPOP_DEFAULTS = { proofWindowSeconds: 300, requireNonce: false, nonceLifetimeSeconds: 300 };
+
+/**
+ * DPoP (RFC 9449) at the token endpoint and userinfo: how far a proof's `iat` may be from the
+ * server's clock, and server-provided nonces (§8).
+ */
+const dpop = z
+  .strictObject({
+    /** Seconds a proof's `iat` may lie before or after now (§11.1); its `jti` is kept this long. */
+    proofWindowSeconds: z.number().int().min(1).max(3600).default(DPOP_DEFAULTS.proofWindowSeconds),
+    /** Token requests must carry a nonce this server issued (`use_dpop_nonce`, `DPoP-Nonce`, §8). */
+    requireNonce: z.boolean().default(DPOP_DEFAULTS.requireNonce),
+    /** Seconds a server nonce is accepted; a fresh one is handed out after half of it. */
+    nonceLifetimeSeconds: z.number().int().min(2).max(86400).default(DPOP_DEFAULTS.nonceLifetimeSeconds),
+  })
+  .default(DPOP_DEFAULTS);
+
 /** Where the management listener serves `/metrics` (DESIGN §4); port 0 = any free port. */
 export const DEFAULT_METRICS = { host: '127.0.0.1', port: 9464 } as const;
 
@@ -261,6 +359,14 @@ export function clientSubjectCollision(clientId: string, user: string): string {
   return `clientId "${clientId}" is the subjectId of ${user}: the client's own tokens carry sub = client_id and would name that user (RFC 9068 §5)`;
 }
 
+/**
+ * Whether `value` may be a resource indicator (RFC 8707 §2): an absolute URI (a scheme and what
+ * follows) without a fragment.
+ */
+export function isResourceIndicator(value: string): boolean {
+  return /^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value) && URL.canParse(value) && !value.includes('#');
+}
+
 /** The whole config file. */
 export const configSchema = z
   .strictObject({
@@ -283,6 +389,7 @@ export const configSchema = z
     identityProviders: z.array(identityProvider).default([]),
     rateLimits: rateLimits.prefault({}),
     pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS),
+    dpop,
     metrics,
     /** Multi-factor sign-in (src/mfa/). */
     mfa: z
@@ -295,6 +402,15 @@ export const configSchema = z
         freshSignInSeconds: lifetime.default(300),
       })
       .default({ required: false, totpIssuer: 'Sigil', freshSignInSeconds: 300 }),
+    /**
+     * Client assertions (RFC 7523 §3): the latest `exp` accepted, in seconds after now. Longer-lived
+     * assertions are refused, so a `jti` need be remembered at most this long.
+     */
+    clientAssertionMaxLifetime: z.number().int().positive().max(3600).default(300),
+    /** Pushed authorization requests (RFC 9126 §2.2): how long a `request_uri` stays usable, in seconds. */
+    pushedAuthorizationRequestLifetime: z.number().int().positive().max(600).default(60),
+    /** Every authorization request must come through `/connect/par` (RFC 9126 §5), for every client. */
+    requirePushedAuthorizationRequests: z.boolean().default(false),
     /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
     sessionLifetime: lifetime.default(36000),
     /** Signing key lifecycle, in seconds (Duende's automatic key management defaults). */
@@ -307,6 +423,31 @@ export const configSchema = z
         reloadSeconds: lifetime.default(60),
       })
       .default({ propagationSeconds: 1209600, retentionSeconds: 1209600, rotationSeconds: 7776000, reloadSeconds: 60 }),
+    /**
+     * Back-channel logout delivery (OIDC Back-Channel Logout 1.0 §2.5), in seconds: each POST's
+     * timeout, how long a logout token is retried before it is given up, how often each node
+     * looks for due deliveries and expired sessions. Retries back off from 1 s, doubling, at most 60 s.
+     */
+    backChannelLogout: z
+      .strictObject({ timeoutSeconds: lifetime.max(60).default(5), retrySeconds: lifetime.default(600), pollSeconds: lifetime.default(5) })
+      .default({ timeoutSeconds: 5, retrySeconds: 600, pollSeconds: 5 }),
+    /**
+     * WebAuthn (issue 12, `mfa/webauthn.ts`): passkeys and security keys. The relying party ID is
+     * the issuer's host name and the origin the issuer's origin (W3C WebAuthn L3 §5.1.3, §5.1.4).
+     */
+    webauthn: z
+      .strictObject({
+        enabled: z.boolean().default(false),
+        /** The name authenticators show next to the credential. */
+        rpName: nonEmpty.max(64).default('Sigil'),
+        /** Lifetime of a ceremony's challenge, seconds. */
+        challengeLifetime: lifetime.default(300),
+        /** Challenges one browser may ask for per `challengeLifetime` (each is a stored row). */
+        challengesPerBrowser: z.number().int().positive().default(30),
+        /** Challenges one address (an IPv6 /64) may ask for per `challengeLifetime`. */
+        challengesPerAddress: z.number().int().positive().default(300),
+      })
+      .default({ enabled: false, rpName: 'Sigil', challengeLifetime: 300, challengesPerBrowser: 30, challengesPerAddress: 300 }),
     /** Removal of expired grants, codes and sessions, by one node at a time. */
     cleanup: z
       .strictObject({ intervalSeconds: lifetime.default(300), batchSize: lifetime.default(1000) })
@@ -331,6 +472,15 @@ export const configSchema = z
         if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);
       }),
     );
+    const resourceUriOwners = new Map<string, string>();
+    cfg.apiResources.forEach((r, i) =>
+      r.resourceUris.forEach((u, j) => {
+        if (!isResourceIndicator(u)) issue(['apiResources', i, 'resourceUris', j], 'must be an absolute URI without fragment (RFC 8707 §2)');
+        const owner = resourceUriOwners.get(u);
+        if (owner !== undefined && owner !== r.name) issue(['apiResources', i, 'resourceUris', j], `"${u}" is also a resource URI of "${owner}"`);
+        resourceUriOwners.set(u, r.name);
+      }),
+    );
     const apiResourceNames = new Set(cfg.apiResources.map((r) => r.name));
     cfg.clients.forEach((c, i) => {
       const at = (...rest: (string | number)[]) => ['clients', i, ...rest];
@@ -342,7 +492,8 @@ export const configSchema = z
       const isPublic = !c.requireClientSecret;
       if (isPublic && grants.has('client_credentials'))
         issue(at('allowedGrantTypes'), 'client_credentials needs a confidential client (requireClientSecret true)');
-      if (!isPublic && c.clientSecrets.length === 0 && !(grants.size === 1 && grants.has('implicit')))
+      const hasKeys = c.jwks !== null || c.jwksUri !== null;
+      if (!isPublic && c.clientSecrets.length === 0 && !hasKeys && !(grants.size === 1 && grants.has('implicit')))
         issue(at('clientSecrets'), 'a confidential client needs at least one secret');
       // RFC 9700 §4.14.2: refresh tokens of public clients must rotate.
       if (isPublic && c.allowOfflineAccess && c.refreshTokenUsage === 'reuse')

@@ -34,6 +34,10 @@ export interface AuthorizationCodeData {
   nonce?: string;
   codeChallenge?: string;
   codeChallengeMethod?: 'S256' | 'plain';
+  /** The DPoP key thumbprint of `dpop_jkt` (RFC 9449 §10): the token request must prove that key. */
+  dpopJkt?: string;
+  /** The API resources (names) of `resource` (RFC 8707 §2.1): the tokens are for these at most. */
+  resources?: string[];
   subject: Omit<Subject, 'claims'>;
   /** Claims the `claims` parameter asked for and may be released (OIDC Core §5.5): names only. */
   requestedClaims?: RequestedClaims;
@@ -83,7 +87,8 @@ async function authorize(
 ): Promise<FastifyReply> {
   let req: AuthorizeRequest;
   try {
-    req = await validateAuthorizeRequest(ctx, params);
+    // A resumed request's parameters were validated (and a pushed request taken) when it started.
+    req = await validateAuthorizeRequest(ctx, params, pending ? 'resume' : 'authorize');
   } catch (err) {
     if (!(err instanceof AuthorizeError)) throw err;
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', error: err.error.code, ...(err.error.description ? { errorDescription: err.error.description } : {}) });
@@ -143,6 +148,8 @@ async function authorize(
     ...(req.acrRequested ? { acr: live.upstreamAcr ?? achievedAcr(live) } : {}),
   };
   const fields = await issue(ctx, req, subject, scopes);
+  // The client now takes part in the session: it is told when the session ends (back-/front-channel logout).
+  await ctx.logout.participate(live, ctx.sessions.expiryOf(live), req.client);
   ctx.events.emit({
     name: 'token_issued',
     endpoint: 'authorize',
@@ -293,6 +300,8 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
       ...(req.nonce !== undefined ? { nonce: req.nonce } : {}),
       ...(requestedClaims ? { requestedClaims } : {}),
       ...(req.codeChallenge !== undefined ? { codeChallenge: req.codeChallenge, codeChallengeMethod: req.codeChallengeMethod } : {}),
+      ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}),
+      ...(req.resources !== undefined ? { resources: req.resources } : {}),
     };
     await ctx.store.grants.put(newGrantRecord({
       key: hashHandle(code),

@@ -56,7 +56,7 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
     handler: async (request, reply) => {
       try {
         const params = formBody(request, 'invalid_request');
-        const { client } = await authenticateClient(credentialSource(request, params), ctx.clients, ctx.limiter, request.ip);
+        const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, '/connect/deviceauthorization');
         if (!client.allowedGrantTypes.includes(DEVICE_CODE_GRANT))
           throw new OAuthError('unauthorized_client', 'the client may not use the device flow');
         const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');

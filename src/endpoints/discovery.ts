@@ -5,10 +5,15 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { ASSERTION_ALGORITHMS } from '../config/schema.js';
 import { methodNotAllowed } from '../http/request.js';
 import { attainableAcrs } from '../users/acr.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../validation/scopes.js';
+import { DPOP_ALGORITHMS } from '../validation/dpop.js';
+
+/** The methods of confidential clients (RFC 6749 §2.3.1; OIDC Core §9). */
+const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'] as const;
 
 /** Seconds that clients may cache discovery and the JWKS. */
 const MAX_AGE = 300;
@@ -48,9 +53,14 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     response_types_supported: [...RESPONSE_TYPES],
     response_modes_supported: ['query', 'fragment', 'form_post'],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'none'],
+    token_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
+    introspection_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    introspection_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
+    revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'none'],
+    revocation_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
+    pushed_authorization_request_endpoint: `${base}/connect/par`,
+    require_pushed_authorization_requests: ctx.config.requirePushedAuthorizationRequests,
     id_token_signing_alg_values_supported: ctx.keys.algorithms,
     code_challenge_methods_supported: clients.some((c) => c.allowPlainTextPkce) ? ['S256', 'plain'] : ['S256'],
     subject_types_supported: ['public'],
@@ -61,6 +71,12 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     require_request_uri_registration: true,
     request_object_signing_alg_values_supported: ['RS256', 'PS256', 'ES256', 'HS256'],
     authorization_response_iss_parameter_supported: true,
+    // OIDC Back-Channel Logout 1.0 §2.1 and Front-Channel Logout 1.0 §3: logout tokens and iframe URIs carry `sid`.
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
+    frontchannel_logout_supported: true,
+    frontchannel_logout_session_supported: true,
+    dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
   };
 }
 

@@ -1,17 +1,21 @@
 /**
- * End session, `GET`/`POST /connect/endsession` (OpenID Connect RP-Initiated Logout 1.0). With a
- * genuine `id_token_hint` for the signed-in user (or no session at all), the session ends at once
- * and the browser goes to `post_logout_redirect_uri` (with `state`) when it is registered exactly
- * for the hint's client; otherwise the signed-out page. Without such a hint nothing happens
- * without the user: the logout page asks for confirmation (§2, ASVS 10.6.2).
+ * End session, `GET`/`POST /connect/endsession` (OpenID Connect RP-Initiated Logout 1.0). A
+ * request that is wrong (unknown or mismatched `client_id`, a `post_logout_redirect_uri` not
+ * registered for the client or without a way to tell the client) ends on the error page naming
+ * the problem, changes nothing and never redirects (§3). A fully valid request (a genuine
+ * `id_token_hint` of the signed-in session, or no session at all) signs out at once and goes on to
+ * the registered `post_logout_redirect_uri` (with `state`) through the signed-out page; anything
+ * else asks the user first on the logout page (§2, ASVS 10.6.2), which carries the request along.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { OAuthError } from '../errors.js';
 import type { Params } from '../http/form.js';
-import { single } from '../ui/account.js';
-import { matchRedirectUri } from '../validation/redirect-uri.js';
+import { logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
+import { sendLoggedOut } from '../logout/signed-out.js';
+import { sendLogoutPrompt, single } from '../ui/account.js';
 import { language } from './authorize.js';
-import { asciiUri, browserEndpoint } from './authorize-response.js';
+import { browserEndpoint, sendErrorPage } from './authorize-response.js';
 
 /** Registers `/connect/endsession`. */
 export function endSessionEndpoint(app: FastifyInstance, ctx: SigilContext): void {
@@ -19,26 +23,20 @@ export function endSessionEndpoint(app: FastifyInstance, ctx: SigilContext): voi
 }
 
 async function endSession(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, params: Params): Promise<FastifyReply> {
-  const hintValue = single(params, 'id_token_hint');
-  const hint = hintValue === undefined ? undefined : await ctx.tokens.verifyIdTokenHint(hintValue);
-  const clientId = single(params, 'client_id');
-  const hintClient = hint?.aud[0];
-  const session = await ctx.sessions.current(request);
-  const trusted =
-    hint !== undefined &&
-    (clientId === undefined || clientId === hintClient) &&
-    // The hint must be of the current session: its `sid` when it has one (as Duende v8), else its `sub`.
-    (!session || (hint.sid !== undefined ? session.sid === hint.sid : session.subjectId === hint.sub));
-  if (!trusted) return reply.header('cache-control', 'no-store').redirect('/account/logout', 303);
-
-  await ctx.sessions.end(request, reply);
-  const client = hintClient ? ctx.clients.get(hintClient) : undefined;
-  const target = single(params, 'post_logout_redirect_uri');
-  if (client && target !== undefined && matchRedirectUri(target, client.postLogoutRedirectUris)) {
-    const state = single(params, 'state');
-    const base = asciiUri(target);
-    const location = state === undefined ? base : `${base}${base.includes('?') ? '&' : '?'}${new URLSearchParams({ state })}`;
-    return reply.header('cache-control', 'no-store').redirect(location, 303);
+  const lang = language(request, single(params, 'ui_locales'));
+  let req;
+  try {
+    req = await validateLogoutRequest(ctx, params);
+  } catch (err) {
+    if (!(err instanceof OAuthError)) throw err;
+    return sendErrorPage(ctx, reply, err, lang, 400);
   }
-  return ctx.pages.send(reply, 'message', language(request, single(params, 'ui_locales')), { titleKey: 'signedOutTitle', textKey: 'signedOut' });
+  const session = await ctx.sessions.current(request);
+  if (!session) return sendLoggedOut(ctx, reply, lang, undefined, logoutRedirect(req));
+  const hint = req.hint;
+  // The hint must be of the current session: its `sid` when it has one (as Duende v8), else its `sub`.
+  const ofThisSession = hint !== undefined && (hint.sid !== undefined ? session.sid === hint.sid : session.subjectId === hint.sub);
+  if (!ofThisSession) return sendLogoutPrompt(ctx, reply, lang, req);
+  const ended = await ctx.sessions.end(request, reply);
+  return sendLoggedOut(ctx, reply, lang, ended, logoutRedirect(req));
 }

@@ -8,6 +8,7 @@ import type { SigilContext } from '../context.js';
 import { OAuthError, invalidRequest } from '../errors.js';
 import { credentialSource, formBody, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
 import { findToken, type FoundToken } from '../tokens/lookup.js';
+import { boundKey } from '../tokens/tokens.js';
 import { authenticateApiResource, authenticateClient, findCredentials, invalidClient } from '../validation/client-auth.js';
 
 type Caller = { kind: 'api'; name: string } | { kind: 'client'; clientId: string };
@@ -24,7 +25,7 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       const api = await authenticateApiResource(presented, ctx.apiSecrets, ctx.limiter, request.ip);
       if (api !== undefined) caller = { kind: 'api', name: api };
       else {
-        const { client } = await authenticateClient(source, ctx.clients, ctx.limiter, request.ip);
+        const { client } = await authenticateClient(source, ctx, request.ip, '/connect/introspect');
         if (client.isPublic) throw invalidClient('public clients cannot introspect');
         caller = { kind: 'client', clientId: client.clientId };
       }
@@ -59,8 +60,9 @@ function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolea
 /** The active response of RFC 7662 §2.2. */
 function describe(ctx: SigilContext, found: FoundToken): Record<string, unknown> {
   if (found.kind === 'access_token') {
-    // RFC 7662 §2.2: token_type as in RFC 6749 §5.1.
-    return { active: true, ...found.token.claims, token_type: 'Bearer' };
+    // RFC 7662 §2.2: token_type as in RFC 6749 §5.1; RFC 9449 §6.2: `cnf` (among the claims)
+    // and token_type DPoP for a DPoP-bound token, so a resource server can check the binding.
+    return { active: true, ...found.token.claims, token_type: boundKey(found.token.claims) !== undefined ? 'DPoP' : 'Bearer' };
   }
   const { row, data } = found;
   const aud = ctx.resources.audiences(data.scopes);
@@ -77,6 +79,7 @@ function describe(ctx: SigilContext, found: FoundToken): Record<string, unknown>
     // RFC 8176 / OIDC Core §2: how the user signed in (e.g. `pwd otp mfa`), and the class when asked.
     ...(data.subject.amr ? { amr: data.subject.amr } : {}),
     ...(data.subject.acr ? { acr: data.subject.acr } : {}),
+    ...(data.jkt !== undefined ? { cnf: { jkt: data.jkt } } : {}),
     token_type: 'refresh_token',
   };
 }

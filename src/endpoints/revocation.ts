@@ -17,7 +17,7 @@ export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): voi
   app.post('/connect/revocation', { helmet: false }, async (request, reply) => {
     try {
       const params = formBody(request, 'status');
-      const { client } = await authenticateClient(credentialSource(request, params), ctx.clients, ctx.limiter, request.ip);
+      const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, '/connect/revocation');
       const value = params.get('token');
       if (value === undefined) throw invalidRequest('parameter "token" is missing');
       const found = await findToken(ctx, value, params.get('token_type_hint'));

@@ -1,11 +1,13 @@
 /**
  * The token endpoint, `POST /connect/token` (RFC 6749 §3.2, §5): client authentication, then the
- * grant named by `grant_type`, then a no-store JSON response.
+ * DPoP proof if one was sent (RFC 9449 §5: it binds the tokens), then the grant named by
+ * `grant_type`, then a no-store JSON response.
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError } from '../errors.js';
-import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
+import { OAuthError, invalidRequest } from '../errors.js';
+import { credentialSource, formBody, headerValues, noStore, sendOAuthError } from '../http/request.js';
+import { nowSeconds } from '../tokens/handles.js';
 import { authenticateClient, findCredentials } from '../validation/client-auth.js';
 
 /** Registers `/connect/token`. Every method reaches it; anything but a form POST is `invalid_request`. */
@@ -19,15 +21,21 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
       let clientId: string | undefined;
       let grantType: string | undefined;
       try {
-        const params = formBody(request, 'invalid_request');
+        const params = formBody(request, 'invalid_request', ['resource']);
         const source = credentialSource(request, params);
         // The claimed client_id, so that a failed authentication's event names it (audit).
         clientId = findCredentials(source)?.id.slice(0, 100);
-        const { client } = await authenticateClient(source, ctx.clients, ctx.limiter, request.ip);
+        const { client } = await authenticateClient(source, ctx, request.ip, '/connect/token');
         clientId = client.clientId;
         grantType = params.get('grant_type');
         const handler = ctx.grantTypes.resolve(grantType, client);
-        const outcome = await handler(ctx, { params, client, address: request.ip });
+        const now = nowSeconds();
+        const dpop = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: 'POST', url: `${ctx.issuer}/connect/token` }, now, { nonce: true });
+        if (!dpop && client.requireDPoP) throw invalidRequest('this client must send a DPoP proof (RFC 9449)');
+        const outcome = await handler(ctx, { params, client, address: request.ip, ...(dpop ? { dpop } : {}) });
+        // RFC 9449 §8.2: the next nonce travels with every response while nonces are required.
+        const nonce = dpop ? await ctx.dpop.nonceFor(now) : undefined;
+        if (nonce !== undefined) reply.header('dpop-nonce', nonce);
         ctx.events.emit({
           name: 'token_issued',
           endpoint: 'token',
@@ -40,6 +48,8 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
         return noStore(reply).type('application/json; charset=utf-8').send(outcome.response);
       } catch (err) {
         if (!(err instanceof OAuthError)) throw err;
+        // A nonce round trip (RFC 9449 §8) is part of a normal exchange, not a failure to audit.
+        if (err.code === 'use_dpop_nonce') return sendOAuthError(reply, err);
         ctx.events.emit({
           name: err.code === 'invalid_client' ? 'client_authentication_failed' : 'token_issue_failed',
           endpoint: 'token',

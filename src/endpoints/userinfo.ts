@@ -3,14 +3,17 @@
  * for a user with the `openid` scope returns `sub` and the claims of the granted identity scopes,
  * plus those the authorization request's `claims` parameter asked for under `userinfo` and that
  * were found releasable then (OIDC Core §5.5; `releasableClaims`).
+ * A DPoP-bound token (RFC 9449 §7) must come as `Authorization: DPoP <token>` with a proof of its key.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
-import { credentialSource, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
-import { pickClaims } from '../tokens/tokens.js';
-import { bearerError, extractBearer } from '../validation/bearer.js';
+import { credentialSource, headerValues, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
+import { boundKey, pickClaims } from '../tokens/tokens.js';
+import { bearerError, extractAccessToken, tokenError, type TokenScheme } from '../validation/bearer.js';
+import { type DPoPProof } from '../validation/dpop.js';
+import { nowSeconds } from '../tokens/handles.js';
 import { claimsOf } from '../users/users.js';
 
 /** Registers `/connect/userinfo` (GET and POST; other methods 405). */
@@ -21,6 +24,7 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
     // JSON API: the browser-page headers of helmet (CSP, frame options) do not apply.
     helmet: false,
     handler: async (request, reply) => {
+      let scheme: TokenScheme = 'Bearer';
       try {
         let form: Params | undefined;
         if (request.method === 'POST') {
@@ -29,14 +33,24 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
             throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', 415);
         }
         const { authorization } = credentialSource(request, form ?? Params.empty());
-        const token = extractBearer(authorization, form);
-        if (token === undefined) throw bearerError(401);
-        const valid = await ctx.tokens.validateAccessToken(token);
-        if (!valid) throw bearerError(401, 'invalid_token', 'the access token is invalid or expired');
+        const presented = extractAccessToken(authorization, form);
+        if (presented === undefined) throw bearerError(401);
+        scheme = presented.scheme;
+        const valid = await ctx.tokens.validateAccessToken(presented.token);
+        if (!valid) throw tokenError(scheme, 401, 'invalid_token', 'the access token is invalid or expired');
+        const jkt = boundKey(valid.claims);
+        if (scheme === 'Bearer' && jkt !== undefined)
+          // RFC 9449 §7.2: a DPoP-bound token is not a bearer token.
+          throw tokenError('DPoP', 401, 'invalid_token', 'the access token is DPoP-bound: send it with the DPoP scheme and a proof');
+        if (scheme === 'DPoP') {
+          const proof = await verifyProof(ctx, request, presented.token);
+          // RFC 9449 §4.3 item 12: the proof key must be the key the token is bound to.
+          if (jkt === undefined || proof.jkt !== jkt) throw tokenError('DPoP', 401, 'invalid_dpop_proof', 'the access token is not bound to the proof key');
+        }
         const scopes = (valid.claims.scope ?? '').split(' ');
-        if (!scopes.includes('openid')) throw bearerError(403, 'insufficient_scope', 'the openid scope is required');
+        if (!scopes.includes('openid')) throw tokenError(scheme, 403, 'insufficient_scope', 'the openid scope is required');
         const user = await ctx.users.findBySubject(valid.claims.sub);
-        if (!user || !user.isActive) throw bearerError(401, 'invalid_token', 'the user is no longer active');
+        if (!user || !user.isActive) throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
         const names = ctx.resources.identityClaimNames(scopes);
         for (const name of valid.userinfoClaims ?? []) names.add(name);
         const body = { sub: user.subjectId, ...pickClaims(claimsOf(user), names) };
@@ -48,6 +62,23 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
     },
   });
   app.route({ method: ['PUT', 'DELETE', 'PATCH'], url: '/connect/userinfo', handler: methodNotAllowed('GET, POST') });
+}
+
+/**
+ * The DPoP proof of a userinfo request presenting `accessToken` (RFC 9449 §7.1): `htm` the
+ * request's method, `htu` the userinfo URL under the configured issuer, `ath` the token's hash.
+ * @throws OAuthError 401 `invalid_dpop_proof` with a DPoP challenge when it is missing or fails a check.
+ */
+async function verifyProof(ctx: SigilContext, request: FastifyRequest, accessToken: string): Promise<DPoPProof> {
+  let proof: DPoPProof | undefined;
+  try {
+    proof = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: request.method, url: `${ctx.issuer}/connect/userinfo`, accessToken }, nowSeconds());
+  } catch (err) {
+    if (err instanceof OAuthError) throw tokenError('DPoP', 401, 'invalid_dpop_proof', err.description);
+    throw err;
+  }
+  if (!proof) throw tokenError('DPoP', 401, 'invalid_dpop_proof', 'a DPoP proof is required with the DPoP scheme');
+  return proof;
 }
 
 function sendBearerError(reply: FastifyReply, err: OAuthError): FastifyReply {

@@ -21,7 +21,12 @@ export type SigilEventName =
   /** A second factor was verified. */
   | 'mfa_succeeded'
   /** A second factor's code was wrong, replayed or out of the window. */
-  | 'mfa_failed';
+  | 'mfa_failed'
+  // WebAuthn (issue 12): a credential registered or removed; an assertion accepted or refused.
+  | 'webauthn_registered'
+  | 'webauthn_removed'
+  | 'webauthn_succeeded'
+  | 'webauthn_failed';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {
@@ -39,7 +44,7 @@ export interface SigilEvent {
   /** What was issued or revoked (`access_token`, `refresh_token`, `id_token`). */
   tokenTypes?: string[];
   remoteAddress?: string;
-  /** The kind of second factor (`totp`, `recovery_code`, ...), for `mfa_*` events. */
+  /** The factor an `mfa_*` or `webauthn_*` event is about (`totp`, `recovery_code`, `passkey`, `security-key`). */
   factor?: string;
 }
 
@@ -52,6 +57,7 @@ const FAILURES = new Set<SigilEventName>([
   'user_login_failed',
   'api_authentication_failed',
   'mfa_failed',
+  'webauthn_failed',
 ]);
 
 /** Publishes audit events to the log and to subscribers. */

@@ -8,15 +8,20 @@ import type { AuthorizationCodeData } from '../endpoints/authorize.js';
 import { invalidGrant, invalidRequest } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import { verifyPkce } from '../validation/pkce.js';
+import { narrowResources, requestedResources } from '../validation/resource-indicators.js';
 import { redeemApproval } from './redeem.js';
-import type { GrantHandler } from './registry.js';
+import { bindingOf, type GrantHandler } from './registry.js';
 
 /**
  * Handles `grant_type=authorization_code`.
+ * A code issued for a `dpop_jkt` (RFC 9449 §10) needs a DPoP proof with that key; a code issued
+ * for resources (RFC 8707 §2.1) gives tokens for those or, with `resource`, some of them.
  * @throws OAuthError `invalid_request` (missing code or redirect_uri), `invalid_grant` (unknown,
- *   expired, used, another client's, redirect_uri or PKCE mismatch, user inactive).
+ *   expired, used, another client's, redirect_uri or PKCE mismatch, no or another DPoP key than
+ *   `dpop_jkt`, user inactive), `invalid_target` (a resource outside the code's).
  */
-export const authorizationCodeGrant: GrantHandler = async (ctx, { params, client }) => {
+export const authorizationCodeGrant: GrantHandler = async (ctx, req) => {
+  const { params, client } = req;
   const code = params.require('code');
   const redirectUri = params.get('redirect_uri');
   const verifier = params.get('code_verifier');
@@ -31,6 +36,8 @@ export const authorizationCodeGrant: GrantHandler = async (ctx, { params, client
   }
   if (row.expiresAt <= now) throw invalidGrant('the authorization code expired');
   const data = row.data as AuthorizationCodeData;
+  if (data.dpopJkt !== undefined && req.dpop?.jkt !== data.dpopJkt)
+    throw invalidGrant('the authorization code is bound to another DPoP key (dpop_jkt)');
   if (redirectUri === undefined) throw invalidRequest('parameter "redirect_uri" is missing');
   if (redirectUri !== data.redirectUri) throw invalidGrant('redirect_uri differs from the authorization request');
   if (data.codeChallenge !== undefined) {
@@ -40,5 +47,9 @@ export const authorizationCodeGrant: GrantHandler = async (ctx, { params, client
     // RFC 9700 §4.8.2: a verifier for a code issued without a challenge is a downgrade attempt.
     throw invalidGrant('no code_challenge was sent for this code');
   }
-  return redeemApproval(ctx, client, row, data, () => ctx.store.grants.revokeFamily(row.familyId, now).then(() => undefined));
+  const targets = narrowResources(requestedResources(params.getAll('resource'), client, ctx.resources), data.resources);
+  return redeemApproval(ctx, client, row, data, () => ctx.store.grants.revokeFamily(row.familyId, now).then(() => undefined), {
+    ...bindingOf(req),
+    ...(targets ? { targets } : {}),
+  });
 };

@@ -2,12 +2,19 @@
  * `client_credentials` (RFC 6749 §4.4): an access token for the client itself, API scopes only,
  * never a refresh token (§4.4.3) nor an identity token.
  */
-import type { GrantHandler } from './registry.js';
+import { bindingOf, type GrantHandler } from './registry.js';
+import { requestedResources, scopesForResources } from '../validation/resource-indicators.js';
 import { validateScopes } from '../validation/scopes.js';
 
-/** Handles `grant_type=client_credentials`. @throws OAuthError `invalid_scope`. */
-export const clientCredentialsGrant: GrantHandler = async (ctx, { params, client }) => {
-  const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'client');
-  const response = await ctx.tokens.issue({ client, scopes });
+/**
+ * Handles `grant_type=client_credentials`; `resource` (RFC 8707) narrows the token's audience and
+ * scopes, a DPoP proof binds it (RFC 9449 §5).
+ * @throws OAuthError `invalid_scope`, `invalid_target`.
+ */
+export const clientCredentialsGrant: GrantHandler = async (ctx, req) => {
+  const { params, client } = req;
+  const targets = requestedResources(params.getAll('resource'), client, ctx.resources);
+  const scopes = scopesForResources(validateScopes(params.get('scope'), client, ctx.resources, 'client'), targets, ctx.resources);
+  const response = await ctx.tokens.issue({ client, scopes, ...bindingOf(req), ...(targets ? { audiences: targets } : {}) });
   return { response };
 };

@@ -12,7 +12,7 @@ import type { DeviceCodeData } from '../endpoints/device-authorization.js';
 import { OAuthError, invalidGrant } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import { redeemApproval } from './redeem.js';
-import type { GrantHandler } from './registry.js';
+import { bindingOf, type GrantHandler } from './registry.js';
 
 /** Reads of a changing row before a poll gives up: whoever keeps changing it polls too fast. */
 const MAX_ATTEMPTS = 4;
@@ -21,10 +21,13 @@ const MAX_ATTEMPTS = 4;
  * Handles a device code poll.
  * @throws OAuthError `invalid_request` (no device_code), `invalid_grant` (unknown, another
  *   client's, already redeemed, user inactive), `authorization_pending`, `slow_down`,
- *   `access_denied`, `expired_token`.
+ *   `access_denied`, `expired_token`, `invalid_target` (any `resource`).
  */
-export const deviceCodeGrant: GrantHandler = async (ctx, { params, client }) => {
+export const deviceCodeGrant: GrantHandler = async (ctx, req) => {
+  const { params, client } = req;
   const deviceCode = params.require('device_code');
+  // The device authorization request takes no resource indicators, so the token request cannot narrow to any.
+  if (params.has('resource')) throw new OAuthError('invalid_target', 'resource indicators are not supported with the device grant');
   const key = hashHandle(deviceCode);
   for (let attempt = 1; ; attempt++) {
     const row = deviceCode.length <= 512 ? await ctx.store.grants.get(key) : undefined;
@@ -44,6 +47,6 @@ export const deviceCodeGrant: GrantHandler = async (ctx, { params, client }) => 
     if (tooFast) throw new OAuthError('slow_down', 'poll less often');
     if (data.status === 'denied') throw new OAuthError('access_denied', 'the user denied the request');
     if (data.status === 'pending' || !data.subject) throw new OAuthError('authorization_pending', 'the user has not answered yet');
-    return redeemApproval(ctx, client, row, { subject: data.subject, scopes: data.scopes }, async () => undefined);
+    return redeemApproval(ctx, client, row, { subject: data.subject, scopes: data.scopes }, async () => undefined, bindingOf(req));
   }
 };

@@ -11,7 +11,7 @@ import type { Subject, TokenResponse, ValidAccessToken } from '../tokens/tokens.
 import { claimsOf, type User } from '../users/users.js';
 import { OFFLINE_ACCESS, validateScopes } from '../validation/scopes.js';
 import { newRefreshPlan } from './password.js';
-import type { GrantHandler } from './registry.js';
+import { bindingOf, type GrantHandler } from './registry.js';
 
 /** What an extension grant's `validate` receives. */
 export interface ExtensionGrantContext {
@@ -77,7 +77,8 @@ export interface ExtensionGrant {
  *   `invalid_request` (the named family was revoked meanwhile), or whatever `validate` throws.
  */
 export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
-  return async (ctx, { params, client }) => {
+  return async (ctx, req) => {
+    const { params, client } = req;
     const scopeParam = params.get('scope');
     const validated = validateScopes(scopeParam, client, ctx.resources, 'user');
     // Grant families of the tokens validated in this request, each with the row key of one of them.
@@ -130,6 +131,8 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
       ...(subject ? { subject } : {}),
       refresh: subject ? capRefreshPlan(newRefreshPlan(client, scopes, now), result.expiresAt) : { kind: 'none' },
       ...(result.claims ? { extraClaims: result.claims } : {}),
+      // A DPoP proof binds extension grants' tokens as any other grant's (RFC 9449 §5).
+      ...bindingOf(req),
       ...(result.familyId !== undefined ? { familyId: result.familyId } : {}),
       ...(result.expiresAt !== undefined ? { expiresAt: result.expiresAt } : {}),
     });

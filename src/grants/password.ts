@@ -11,9 +11,10 @@ import type { User } from '../users/users.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import type { Client } from '../validation/client-auth.js';
 import { userAttempt } from '../validation/failure-limiter.js';
+import { requestedResources, scopesForResources } from '../validation/resource-indicators.js';
 import { validateScopes } from '../validation/scopes.js';
 import type { SigilContext } from '../context.js';
-import type { GrantHandler } from './registry.js';
+import { bindingOf, type GrantHandler } from './registry.js';
 import { claimsOf } from '../users/users.js';
 
 /** What a resource owner validator is asked. */
@@ -42,16 +43,19 @@ export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) 
  * @throws OAuthError `invalid_request` (missing username/password), `invalid_grant` (wrong
  *   credentials or inactive user, one description for both; excluded `idp:`; a user with a second
  *   factor or a client with `requireMfa`, unless `allowPasswordGrantForMfaUsers`), `invalid_scope`,
- *   429 while the address or the (user, address) pair is blocked after repeated failures.
+ *   `invalid_target` (RFC 8707), 429 while the address or the (user, address) pair is blocked after repeated failures.
  */
-export const passwordGrant: GrantHandler = async (ctx, { params, client, address }) => {
+export const passwordGrant: GrantHandler = async (ctx, req) => {
+  const { params, client, address } = req;
   const username = params.require('username');
   const password = params.require('password');
   if (username.length > 100 || password.length > 1024) throw invalidGrant('invalid username or password');
   const acr = parseAcrValues(params.get('acr_values'));
   if (acr.idp !== null && client.identityProviderRestrictions.length > 0 && !client.identityProviderRestrictions.includes(acr.idp))
     throw invalidGrant('the identity provider is not allowed for this client');
-  const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');
+  const granted = validateScopes(params.get('scope'), client, ctx.resources, 'user');
+  const targets = requestedResources(params.getAll('resource'), client, ctx.resources);
+  const scopes = scopesForResources(granted, targets, ctx.resources);
 
   const attempt = userAttempt(address, acr.tenant, username);
   await ctx.limiter.before(attempt);
@@ -92,21 +96,24 @@ export const passwordGrant: GrantHandler = async (ctx, { params, client, address
     scopes,
     subject,
     identityToken: true,
-    refresh: newRefreshPlan(client, scopes, now),
+    refresh: newRefreshPlan(client, granted, now, targets),
+    ...bindingOf(req),
+    ...(targets ? { audiences: targets } : {}),
   });
   return { response, subjectId: user.subjectId };
 };
 
 /**
  * The refresh token plan for a fresh grant: a new refresh token when `offline_access` was granted,
- * expiring per the client's `refreshTokenExpiration` (seconds from `now`).
+ * expiring per the client's `refreshTokenExpiration` (seconds from `now`), limited to the API
+ * resources `resources` (names, RFC 8707) when given.
  */
-export function newRefreshPlan(client: Client, scopes: string[], now: number) {
+export function newRefreshPlan(client: Client, scopes: string[], now: number, resources?: string[]) {
   if (!TokenService.wantsRefreshToken(client, scopes)) return { kind: 'none' as const };
   const absoluteExpiresAt = now + client.absoluteRefreshTokenLifetime;
   const expiresAt =
     client.refreshTokenExpiration === 'sliding'
       ? Math.min(now + client.slidingRefreshTokenLifetime, absoluteExpiresAt)
       : absoluteExpiresAt;
-  return { kind: 'new' as const, expiresAt, absoluteExpiresAt, scopes };
+  return { kind: 'new' as const, expiresAt, absoluteExpiresAt, scopes, ...(resources ? { resources } : {}) };
 }

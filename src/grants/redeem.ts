@@ -13,6 +13,7 @@ import type { SigilContext } from '../context.js';
 import { newRefreshPlan } from './password.js';
 import type { GrantOutcome } from './registry.js';
 import { claimsOf } from '../users/users.js';
+import { scopesForResources } from '../validation/resource-indicators.js';
 
 /** What the stored grant holds about its approval. */
 export interface Approval {
@@ -21,12 +22,24 @@ export interface Approval {
   nonce?: string;
   /** Individual claims the `claims` parameter asked for and may be released (OIDC Core §5.5). */
   requestedClaims?: RequestedClaims;
+  /** The API resources (names) the approval was limited to (RFC 8707 §2.1), if any. */
+  resources?: string[];
+}
+
+/** How the tokens of a redemption are constrained. */
+export interface Redemption {
+  /** DPoP key thumbprint to bind them to (RFC 9449 §5). */
+  jkt?: string;
+  /** The API resources (names) the access token is for (RFC 8707 §2.2); absent: no limit. */
+  targets?: string[];
 }
 
 /**
  * Redeems `row` for `client`.
  * @param onLostRace called when another request consumed the grant first (reuse handling)
- * @throws OAuthError `invalid_grant` when the user is gone or inactive, or the grant was used.
+ * @param redemption the DPoP binding and resource indicators of the token request
+ * @throws OAuthError `invalid_grant` when the user is gone or inactive, or the grant was used;
+ *   `invalid_target` when the targets define none of the approved API scopes.
  */
 export async function redeemApproval(
   ctx: SigilContext,
@@ -34,7 +47,9 @@ export async function redeemApproval(
   row: GrantRecord,
   approval: Approval,
   onLostRace: () => Promise<void>,
+  redemption: Redemption = {},
 ): Promise<GrantOutcome> {
+  const scopes = scopesForResources(approval.scopes, redemption.targets, ctx.resources);
   const now = nowSeconds();
   const user = await ctx.users.findBySubject(approval.subject.subjectId);
   if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
@@ -44,10 +59,12 @@ export async function redeemApproval(
   }
   const response = await ctx.tokens.issue({
     client,
-    scopes: approval.scopes,
+    scopes,
     subject: { ...approval.subject, claims: claimsOf(user) },
     familyId: row.familyId,
-    refresh: newRefreshPlan(client, approval.scopes, now),
+    refresh: newRefreshPlan(client, approval.scopes, now, approval.resources),
+    ...(redemption.jkt !== undefined ? { jkt: redemption.jkt } : {}),
+    ...(redemption.targets ? { audiences: redemption.targets } : {}),
     identityToken: true,
     ...(approval.nonce !== undefined ? { nonce: approval.nonce } : {}),
     ...(approval.requestedClaims ? { requestedClaims: approval.requestedClaims } : {}),

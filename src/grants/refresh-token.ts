@@ -7,16 +7,21 @@
 import { invalidGrant } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import type { RefreshPlan, RefreshTokenData } from '../tokens/tokens.js';
+import { narrowResources, requestedResources, scopesForResources } from '../validation/resource-indicators.js';
 import { narrowScopes } from '../validation/scopes.js';
-import type { GrantHandler } from './registry.js';
+import { bindingOf, type GrantHandler } from './registry.js';
 import { claimsOf } from '../users/users.js';
 
 /**
  * Handles `grant_type=refresh_token`.
+ * A public client's refresh token bound to a DPoP key (RFC 9449 §5) needs a proof with that key;
+ * `resource` (RFC 8707 §2.2) may narrow the grant's resources, never widen them.
  * @throws OAuthError `invalid_request` (missing token), `invalid_grant` (unknown, expired,
- *   revoked, consumed, another client's, user gone or inactive), `invalid_scope`.
+ *   revoked, consumed, another client's, no or another DPoP key than it is bound to, user gone or
+ *   inactive), `invalid_scope`, `invalid_target`.
  */
-export const refreshTokenGrant: GrantHandler = async (ctx, { params, client }) => {
+export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
+  const { params, client } = req;
   const handle = params.require('refresh_token');
   const now = nowSeconds();
   const key = hashHandle(handle);
@@ -30,7 +35,9 @@ export const refreshTokenGrant: GrantHandler = async (ctx, { params, client }) =
   }
   if (row.expiresAt <= now) throw invalidGrant('the refresh token expired');
   const data = row.data as RefreshTokenData;
-  const scopes = narrowScopes(params.get('scope'), data.scopes);
+  if (data.jkt !== undefined && req.dpop?.jkt !== data.jkt) throw invalidGrant('the refresh token is bound to another DPoP key');
+  const targets = narrowResources(requestedResources(params.getAll('resource'), client, ctx.resources), data.resources);
+  const scopes = scopesForResources(narrowScopes(params.get('scope'), data.scopes), targets, ctx.resources);
   const user = await ctx.users.findBySubject(data.subject.subjectId);
   if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
 
@@ -41,7 +48,13 @@ export const refreshTokenGrant: GrantHandler = async (ctx, { params, client }) =
       await ctx.store.grants.revokeFamily(row.familyId, now);
       throw invalidGrant('the refresh token was already used');
     }
-    refresh = { kind: 'new', expiresAt: nextExpiry(data, client, now), absoluteExpiresAt: data.absoluteExpiresAt, scopes: data.scopes };
+    refresh = {
+      kind: 'new',
+      expiresAt: nextExpiry(data, client, now),
+      absoluteExpiresAt: data.absoluteExpiresAt,
+      scopes: data.scopes,
+      ...(data.resources ? { resources: data.resources } : {}),
+    };
   } else {
     if (client.refreshTokenExpiration === 'sliding') await ctx.store.grants.update(key, data, nextExpiry(data, client, now));
     refresh = { kind: 'existing', handle };
@@ -54,6 +67,8 @@ export const refreshTokenGrant: GrantHandler = async (ctx, { params, client }) =
     refresh,
     identityToken: true,
     ...(data.requestedClaims ? { requestedClaims: data.requestedClaims } : {}),
+    ...bindingOf(req),
+    ...(targets ? { audiences: targets } : {}),
   });
   // A concurrent reuse may have revoked the family while the new tokens were being written; the
   // consumed token's row then carries the revocation, and the new tokens must share it (D-09, R-02).

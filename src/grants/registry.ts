@@ -8,6 +8,7 @@ import { OAuthError, invalidRequest } from '../errors.js';
 import type { Params } from '../http/form.js';
 import type { TokenResponse } from '../tokens/tokens.js';
 import type { Client } from '../validation/client-auth.js';
+import type { DPoPProof } from '../validation/dpop.js';
 
 /** One authenticated token request, as a grant sees it. */
 export interface GrantRequest {
@@ -15,6 +16,16 @@ export interface GrantRequest {
   client: Client;
   /** The caller's IP address (rate limits, events). */
   address: string;
+  /** The request's valid DPoP proof (RFC 9449 §5), if it sent one: its tokens are bound to that key. */
+  dpop?: DPoPProof;
+}
+
+/**
+ * The key binding of a grant request's tokens (RFC 9449 §6.1), spread into an `Issuance`: the
+ * proof key's thumbprint when a DPoP proof came with the request, else nothing.
+ */
+export function bindingOf(req: Pick<GrantRequest, 'dpop'>): { jkt?: string } {
+  return req.dpop ? { jkt: req.dpop.jkt } : {};
 }
 
 /** What a grant produced: the response and, for events, who it was for. */

@@ -14,6 +14,7 @@ import { discoveryEndpoints } from '../endpoints/discovery.js';
 import { endSessionEndpoint } from '../endpoints/end-session.js';
 import { healthEndpoints } from '../endpoints/health.js';
 import { introspectionEndpoint } from '../endpoints/introspection.js';
+import { pushedAuthorizationEndpoint } from '../endpoints/par.js';
 import { revocationEndpoint } from '../endpoints/revocation.js';
 import { tokenEndpoint } from '../endpoints/token.js';
 import { userinfoEndpoint } from '../endpoints/userinfo.js';
@@ -21,6 +22,7 @@ import { OAuthError } from '../errors.js';
 import { accountPages } from '../ui/account.js';
 import { accountMfaPages } from '../ui/account-mfa.js';
 import { consentPage } from '../ui/consent.js';
+import { passkeyPages } from '../ui/passkeys.js';
 import { devicePages } from '../ui/device.js';
 import { federationRoutes } from '../federation/routes.js';
 import { csrfTokenOf } from '../ui/csrf.js';
@@ -119,7 +121,8 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
       const path = (request.url ?? '').split('?')[0] ?? '';
       const origin = request.headers.origin;
       const allowed = CORS_PATHS.has(path) && origin !== undefined && allowedOrigins().has(origin);
-      callback(null, { origin: allowed ? origin : false, methods: ['GET', 'POST'] });
+      // RFC 9449 §8: a browser client must be able to read the DPoP-Nonce of a response.
+      callback(null, { origin: allowed ? origin : false, methods: ['GET', 'POST'], exposedHeaders: ['DPoP-Nonce', 'WWW-Authenticate'] });
     },
   });
 
@@ -128,12 +131,14 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
   discoveryEndpoints(app, ctx);
   authorizeEndpoint(app, ctx);
   tokenEndpoint(app, ctx);
+  pushedAuthorizationEndpoint(app, ctx);
   userinfoEndpoint(app, ctx);
   introspectionEndpoint(app, ctx);
   revocationEndpoint(app, ctx);
   endSessionEndpoint(app, ctx);
   accountPages(app, ctx);
   accountMfaPages(app, ctx);
+  passkeyPages(app, ctx); // passkeys and security keys (issue 12)
   consentPage(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
   devicePages(app, ctx);

@@ -41,6 +41,11 @@ export class Params {
     return new Params(values);
   }
 
+  /** A copy with `name` set to the single value `value` (replacing any values it had). */
+  with(name: string, value: string): Params {
+    return new Params(new Map([...this.values, [name, [value]]]));
+  }
+
   /** An empty parameter set. */
   static empty(): Params {
     return new Params(new Map());
@@ -57,6 +62,11 @@ export class Params {
     return list[0];
   }
 
+  /** Every value of `name` in the order sent, for the parameters that may repeat (RFC 8707 `resource`). */
+  getAll(name: string): string[] {
+    return [...(this.values.get(name) ?? [])];
+  }
+
   /**
    * Like `get`, but the parameter is required.
    * @throws OAuthError `invalid_request` when absent or repeated.
@@ -68,12 +78,13 @@ export class Params {
   }
 
   /**
-   * Refuses any parameter sent more than once (RFC 6749 §3.1, §3.2), read or not.
+   * Refuses any parameter sent more than once (RFC 6749 §3.1, §3.2), read or not, except the
+   * names in `repeatable` (parameters defined as repeatable, e.g. RFC 8707 `resource`).
    * @throws OAuthError `invalid_request` naming the first repeated parameter.
    */
-  assertNoRepeats(): void {
+  assertNoRepeats(repeatable: readonly string[] = []): void {
     for (const [name, list] of this.values)
-      if (list.length > 1) throw invalidRequest(`parameter "${name.slice(0, 40)}" was sent more than once`);
+      if (list.length > 1 && !repeatable.includes(name)) throw invalidRequest(`parameter "${name.slice(0, 40)}" was sent more than once`);
   }
 
   /** Whether `name` was sent (with a non-empty value). */

@@ -18,16 +18,17 @@ export type FormPolicy =
   | 'status';
 
 /**
- * The form parameters of a POST.
- * @throws OAuthError per `policy` when the method is not POST or the body is not a form.
+ * The form parameters of a POST; a parameter may repeat only when named in `repeatable`.
+ * @throws OAuthError per `policy` when the method is not POST or the body is not a form;
+ *   `invalid_request` for any other repeated parameter.
  */
-export function formBody(request: FastifyRequest, policy: FormPolicy): Params {
+export function formBody(request: FastifyRequest, policy: FormPolicy, repeatable: readonly string[] = []): Params {
   if (request.method !== 'POST') {
     if (policy === 'invalid_request') throw invalidRequest('use POST');
     throw new OAuthError('invalid_request', 'use POST', 405, { allow: 'POST' });
   }
   if (request.body instanceof Params) {
-    request.body.assertNoRepeats();
+    request.body.assertNoRepeats(repeatable);
     return request.body;
   }
   if (policy === 'invalid_request') throw invalidRequest('the body must be application/x-www-form-urlencoded');
@@ -58,6 +59,17 @@ export function credentialSource(request: FastifyRequest, params: Params): Crede
   if (query && ('client_secret' in query || 'client_assertion' in query))
     throw invalidRequest('client credentials must not be sent in the query string');
   return { authorization, params };
+}
+
+/**
+ * Every value of the request header `name` (lower case), in order, however the client spelled
+ * the name (RFC 9110 §5.1): a repeated header is seen as repeated, not joined.
+ */
+export function headerValues(request: FastifyRequest, name: string): string[] {
+  const out: string[] = [];
+  const raw = request.raw.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === name) out.push(raw[i + 1] ?? '');
+  return out;
 }
 
 /** Sets `Cache-Control: no-store` and `Pragma: no-cache` (RFC 6749 §5.1). */

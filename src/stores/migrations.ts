@@ -113,9 +113,61 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
-  '0006_2026-11-23-mfa': {
+  '0006_logout': {
     async up(db: Kysely<unknown>) {
-      // A user's second factors (src/mfa/factors.ts): one row per TOTP authenticator or recovery
+      // Clients that took part in a session (OIDC Back-/Front-Channel Logout): notified when it ends.
+      await db.schema
+        .createTable('session_participants')
+        .addColumn('sid', 'varchar(64)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(200)', (c) => c.notNull())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('session_participants_pk', ['sid', 'client_id'])
+        .execute();
+      await db.schema.createIndex('session_participants_expires').on('session_participants').column('expires_at').execute();
+      // Back-channel logout tokens to send: the outbox, claimed by one node at a time (lease_until).
+      await db.schema
+        .createTable('logout_deliveries')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('client_id', 'varchar(200)', (c) => c.notNull())
+        .addColumn('uri', 'text', (c) => c.notNull())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('sid', 'varchar(64)', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('give_up_at', 'bigint', (c) => c.notNull())
+        .addColumn('lease_holder', 'varchar(64)')
+        .addColumn('lease_until', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('last_error', 'text')
+        .execute();
+      await db.schema.createIndex('logout_deliveries_due').on('logout_deliveries').column('next_attempt_at').execute();
+    },
+  },
+  // WebAuthn credentials (issue 12, src/mfa/webauthn.ts): passkeys and security keys.
+  '0007_webauthn': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('webauthn_credentials')
+        // The credential ID (base64url), unique per authenticator (W3C WebAuthn L3 §6.1).
+        .addColumn('id', 'varchar(1400)', (c) => c.primaryKey())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+        .addColumn('public_key', 'text', (c) => c.notNull())
+        .addColumn('counter', 'bigint', (c) => c.notNull())
+        .addColumn('transports', 'text', (c) => c.notNull())
+        .addColumn('name', 'varchar(100)', (c) => c.notNull())
+        .addColumn('backed_up', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('webauthn_credentials_subject').on('webauthn_credentials').column('subject_id').execute();
+    },
+  },
+  // Second factors (issue 12, src/mfa/factors.ts): TOTP authenticators and recovery codes.
+  '0008_mfa': {
+    async up(db: Kysely<unknown>) {
+      // A user's second factors: one row per TOTP authenticator or recovery
       // code. `data` is the kind's JSON (a TOTP secret sealed with SIGIL_DATA_KEY when set, a
       // recovery code's SHA-256); `counter` only ever grows, by one conditional update (the last
       // TOTP time step used; 1 once a recovery code is spent), so a code counts once.

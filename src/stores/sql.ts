@@ -21,7 +21,23 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { migrationProvider } from './migrations.js';
-import type { ClientStore, ExternalLink, FactorStore, GrantRecord, GrantStore, KeyStore, Maintenance, Store, StoredFactor, StoredKey, StoredUser, UserStore } from './types.js';
+import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
+import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
+import type {
+  ClientStore,
+  ExternalLink,
+  FactorStore,
+  GrantRecord,
+  GrantStore,
+  KeyStore,
+  LogoutStore,
+  Maintenance,
+  Store,
+  StoredFactor,
+  StoredKey,
+  StoredUser,
+  UserStore,
+} from './types.js';
 
 interface GrantsTable {
   key: string;
@@ -243,10 +259,18 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   readonly maintenance: Maintenance = this;
   readonly clients: ClientStore = this;
   readonly factors: FactorStore = this;
+  readonly logout: LogoutStore;
+  // WebAuthn credentials live in a module of their own (issue 12); same database, same dialect.
+  private webauthnStore: WebAuthnCredentialStore | undefined;
+  get webauthn(): WebAuthnCredentialStore {
+    return (this.webauthnStore ??= new SqlWebAuthnCredentials(this.db as Kysely<unknown>));
+  }
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(private readonly db: Kysely<Database>) {
+    this.logout = new SqlLogoutStore(db as unknown as Kysely<LogoutTables>);
+  }
 
   async put(record: GrantRecord): Promise<void> {
     const row = toRow(record);
@@ -470,6 +494,8 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
       await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
+      // Their passkeys and security keys (issue 12): a later user with the same subject gets none.
+      await sql`delete from webauthn_credentials where subject_id = ${subjectId}`.execute(trx);
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
       return result.numDeletedRows === 1n;
     });

@@ -6,6 +6,7 @@
  * only `key`, the SHA-256 of the handle, does.
  */
 import { hashHandle } from '../tokens/handles.js';
+import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
 
 /** What a stored grant row is. `access_token` rows track JWT access tokens (by `jti`) for revocation. */
 export type GrantType =
@@ -19,12 +20,20 @@ export type GrantType =
   | 'interaction'
   | 'user_code'
   | 'federation'
+  /** An authorization request pushed to `/connect/par` (RFC 9126), used once by its `request_uri`. */
+  | 'pushed_request'
   /** A one-time identifier seen once (client assertion or DPoP proof `jti`), kept until it expires. */
   | 'replay'
   /** A sign-in waiting for its second factor (src/mfa/factors.ts). */
   | 'mfa_pending'
   /** A TOTP secret waiting for its confirming code (src/mfa/factors.ts). */
-  | 'mfa_enrollment';
+  | 'mfa_enrollment'
+  /** A server-provided DPoP nonce (RFC 9449 §8), accepted until it expires. */
+  | 'dpop_nonce'
+  /** A WebAuthn ceremony's challenge, consumed once (`mfa/webauthn.ts`). */
+  | 'webauthn_challenge'
+  /** A password checked, the security key still to come (`mfa/webauthn.ts`). */
+  | 'webauthn_pending';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {
@@ -157,7 +166,7 @@ export interface UserStore {
   findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
   addUser(user: StoredUser): Promise<void>;
   listUsers(): Promise<StoredUser[]>;
-  /** Removes a user and the upstream identities linked to them; returns false when there was no such user. */
+  /** Removes a user, the upstream identities linked to them and their WebAuthn credentials; returns false when there was no such user. */
   removeUser(subjectId: string): Promise<boolean>;
   /** The local subject linked to an upstream identity (`ExternalLink.key`), or undefined. */
   findExternalLink(key: string): Promise<string | undefined>;
@@ -216,14 +225,69 @@ export interface FactorStore {
   replaceFactors(subjectId: string, kind: string, factors: readonly StoredFactor[]): Promise<void>;
 }
 
+/** A client that took part in a session (received a code or tokens for it). */
+export interface SessionParticipant {
+  sid: string;
+  clientId: string;
+  subjectId: string;
+}
+
+/**
+ * A back-channel logout token waiting to be sent (OIDC Back-Channel Logout 1.0 §2.5). The token
+ * is signed at each attempt from these fields; `id` is its `jti`, the same on every attempt.
+ */
+export interface LogoutDelivery {
+  id: string;
+  clientId: string;
+  uri: string;
+  subjectId: string;
+  sid: string;
+  /** Attempts made so far. */
+  attempts: number;
+  /** Unix seconds: no attempt after this; the delivery is dropped. */
+  giveUpAt: number;
+}
+
+/**
+ * Sessions' participants and the back-channel logout outbox. Ending a session and queueing its
+ * logout tokens happen in one transaction; deliveries are claimed with a lease so that of several
+ * nodes on one store one sends each.
+ */
+export interface LogoutStore {
+  /** Records that `participant.clientId` took part in the session (idempotent). `expiresAt`: the session's end, Unix seconds. */
+  addParticipant(participant: SessionParticipant, expiresAt: number): Promise<void>;
+  /**
+   * Ends the session `sid` in one transaction: revokes its session row, removes its participants
+   * and queues what `plan` returns for them. Of concurrent callers for one session only one gets
+   * the participants; the others get an empty list and queue nothing.
+   */
+  endSession(sid: string, now: number, plan: (participants: SessionParticipant[]) => LogoutDelivery[]): Promise<SessionParticipant[]>;
+  /** The sids of live (not revoked, not expired) sessions of a user. */
+  liveSessions(subjectId: string, now: number): Promise<string[]>;
+  /** Up to `limit` sids of sessions past their end that still have participants. */
+  expiredSessions(now: number, limit: number): Promise<string[]>;
+  /**
+   * Claims up to `limit` due deliveries (or exactly `ids` when given, if due) for `holder` until
+   * `leaseUntil`, each with a conditional update: a delivery leased by a live holder is skipped.
+   */
+  claimDeliveries(holder: string, now: number, leaseUntil: number, limit: number, ids?: string[]): Promise<LogoutDelivery[]>;
+  /** Removes a delivery this holder has claimed (sent, or given up). */
+  finishDelivery(id: string, holder: string): Promise<void>;
+  /** Releases a claimed delivery for another attempt at `nextAttemptAt` (Unix seconds). */
+  retryDelivery(id: string, holder: string, nextAttemptAt: number, lastError: string): Promise<void>;
+}
+
 /** Everything a Sigil instance persists. */
 export interface Store {
   grants: GrantStore;
+  logout: LogoutStore;
   keys: KeyStore;
   users: UserStore;
   clients: ClientStore;
   factors: FactorStore;
   maintenance: Maintenance;
+  /** WebAuthn credentials: passkeys and security keys (issue 12, `webauthn-credentials.ts`). */
+  webauthn: WebAuthnCredentialStore;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -41,7 +41,8 @@ export const PROTOCOL_CLAIMS = new Set([
 /** What the token endpoint answers on success (RFC 6749 §5.1, OIDC Core §3.1.3.3). */
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  /** `DPoP` when the access token is bound to a DPoP key (RFC 9449 §5). */
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   scope: string;
   refresh_token?: string;
@@ -53,7 +54,7 @@ export interface TokenResponse {
 export type RefreshPlan =
   | { kind: 'none' }
   /** Create a new refresh token in `familyId`, valid until `expiresAt` (Unix seconds). */
-  | { kind: 'new'; expiresAt: number; absoluteExpiresAt: number; scopes: string[] }
+  | { kind: 'new'; expiresAt: number; absoluteExpiresAt: number; scopes: string[]; resources?: string[] }
   /** Return this existing refresh token (usage `reuse`). */
   | { kind: 'existing'; handle: string };
 
@@ -82,6 +83,17 @@ export interface Issuance {
    */
   requestedClaims?: RequestedClaims;
   /**
+   * The DPoP key thumbprint (RFC 7638) to bind the access token to (`cnf.jkt`, RFC 9449 §6.1),
+   * and, for a public client, a new refresh token (§5).
+   */
+  jkt?: string;
+  /**
+   * The API resources (names) the access token is for, from resource indicators (RFC 8707 §2):
+   * its `aud` is limited to those of them that own a granted scope. Absent: every API resource
+   * that owns a granted scope.
+   */
+  audiences?: readonly string[];
+  /**
    * Extra access-token claims; protocol claims are dropped except `act` (RFC 8693 §4.1) and
    * `may_act` (§4.4), which the caller is responsible for.
    */
@@ -109,6 +121,10 @@ const DELEGATION_CLAIMS = new Set(['act', 'may_act']);
 /** Stored data of a refresh token. */
 export interface RefreshTokenData {
   scopes: string[];
+  /** The DPoP key thumbprint a public client's refresh token is bound to (RFC 9449 §5). */
+  jkt?: string;
+  /** The API resources (names) the grant was limited to by resource indicators (RFC 8707 §2). */
+  resources?: string[];
   subject: Omit<Subject, 'claims'>;
   absoluteExpiresAt: number;
   /** The `claims` request of the original authorization (OIDC Core §5.5), when it released any. */
@@ -139,7 +155,7 @@ export class TokenService {
     const accessToken = await this.accessToken(req, familyId, now);
     const response: TokenResponse = {
       access_token: accessToken,
-      token_type: 'Bearer',
+      token_type: req.jkt !== undefined ? 'DPoP' : 'Bearer',
       expires_in: accessTokenExpiry(req, now) - now,
       scope: scopes.join(' '),
     };
@@ -152,6 +168,9 @@ export class TokenService {
         subject: withoutClaims(subject),
         absoluteExpiresAt: plan.absoluteExpiresAt,
         ...(req.requestedClaims ? { requestedClaims: req.requestedClaims } : {}),
+        // RFC 9449 §5: a confidential client's refresh token is already bound by its authentication.
+        ...(req.jkt !== undefined && client.isPublic ? { jkt: req.jkt } : {}),
+        ...(plan.resources !== undefined ? { resources: plan.resources } : {}),
       };
       await this.grants.put(newGrantRecord({
         key: hashHandle(handle),
@@ -186,7 +205,8 @@ export class TokenService {
    */
   async accessToken(req: Issuance, familyId: string, now: number): Promise<string> {
     const { client, scopes, subject } = req;
-    const audiences = this.resources.audiences(scopes);
+    const owners = this.resources.audiences(scopes);
+    const audiences = req.audiences === undefined ? owners : owners.filter((a) => req.audiences?.includes(a));
     const exp = accessTokenExpiry(req, now);
     // Kept in the token's stored row, not in the token: the API it is sent to has no use for it.
     const userinfoClaims = req.requestedClaims?.userinfo;
@@ -203,6 +223,7 @@ export class TokenService {
       jti: newId(),
       scope: scopes.join(' '),
     };
+    if (req.jkt !== undefined) claims.cnf = { jkt: req.jkt };
     if (subject) {
       claims.auth_time = subject.authTime;
       claims.amr = subject.amr;
@@ -340,6 +361,14 @@ export interface IdTokenHint {
   /** The client(s) the identity token was issued to. */
   aud: string[];
   sid?: string;
+}
+
+/** The DPoP key thumbprint an access token is bound to (`cnf.jkt`, RFC 9449 §6.1), if any. */
+export function boundKey(claims: Record<string, unknown>): string | undefined {
+  const cnf = claims.cnf;
+  if (cnf === null || typeof cnf !== 'object') return undefined;
+  const jkt = (cnf as Record<string, unknown>).jkt;
+  return typeof jkt === 'string' ? jkt : undefined;
 }
 
 /** The user claims named in `names`, protocol claims excluded; values keep their JSON type. */

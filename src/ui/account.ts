@@ -14,9 +14,13 @@ import { userAttempt } from '../validation/failure-limiter.js';
 import { Params } from '../http/form.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
+import { type LogoutRequest, logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
+import { sendLoggedOut } from '../logout/signed-out.js';
 import { checkCsrf } from './csrf.js';
 import { answerDevice } from './device.js';
 import { secondStepAfterPassword } from './account-mfa.js';
+import { securityKeyStep } from './passkeys.js';
+import type { User } from '../users/users.js';
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
@@ -71,30 +75,75 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const first = { subjectId: user.subjectId, tenant: user.tenant, amr: ['pwd'], idp: 'local', ...(id ? { interaction: id } : {}), ...(toAccount ? { toAccount } : {}) };
     const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
     if (second) return second;
-    const session = await ctx.sessions.create(request, reply, user, { amr: ['pwd'], idp: 'local', tenant: user.tenant });
-    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
-    if (id && interaction) {
-      await ctx.interactions.update(id, { ...interaction, loginAt: session.authTime });
-      return reply.redirect(resumePath(id, interaction), 303);
-    }
-    if (toAccount) return reply.redirect('/account', 303);
-    return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
+    // Security keys (issue 12, src/ui/passkeys.ts): a user with one proves it before the session starts.
+    if (await securityKeyStep(ctx, request, reply, user, id, lang)) return reply;
+    return finishSignIn(ctx, request, reply, user, ['pwd'], id, interaction, lang, toAccount);
   });
 
   app.get('/account/logout', async (request, reply) => {
     // Nobody signed in: nothing to confirm (RP-Initiated Logout §4, checklist LO-11).
     if (!(await ctx.sessions.current(request)))
       return ctx.pages.send(reply, 'message', language(request), { titleKey: 'signedOutTitle', textKey: 'signedOut' });
-    return ctx.pages.send(reply, 'logout', language(request), { csrf: reply.generateCsrf() });
+    return sendLogoutPrompt(ctx, reply, language(request), {});
   });
 
   app.post('/account/logout', async (request, reply) => {
-    const lang = language(request);
+    const body = request.body instanceof Params ? request.body : Params.empty();
+    const lang = language(request, single(body, 'ui_locales'));
     if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
-    await ctx.sessions.end(request, reply);
-    return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedOutTitle', textKey: 'signedOut' });
+    // The form carries the end-session request along (client_id, post_logout_redirect_uri, state): checked again.
+    let req: LogoutRequest;
+    try {
+      req = await validateLogoutRequest(ctx, body);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      return sendErrorPage(ctx, reply, err, lang, 400);
+    }
+    const ended = await ctx.sessions.end(request, reply);
+    return sendLoggedOut(ctx, reply, lang, ended, logoutRedirect(req));
   });
+}
+
+/**
+ * Sends the logout confirmation (DESIGN §6), carrying a validated end-session request's client,
+ * post-logout redirect URI and state in hidden fields.
+ */
+export function sendLogoutPrompt(ctx: SigilContext, reply: FastifyReply, lang: string, req: LogoutRequest): FastifyReply {
+  const fields: Record<string, string> = {};
+  if (req.client) fields.client_id = req.client.clientId;
+  if (req.postLogoutRedirectUri !== undefined) fields.post_logout_redirect_uri = req.postLogoutRedirectUri;
+  if (req.state !== undefined) fields.state = req.state;
+  if (req.uiLocales !== undefined) fields.ui_locales = req.uiLocales;
+  // A confirmation that ends in a redirect to the client carries no CSP form-action (see Pages.send).
+  return ctx.pages.send(reply, 'logout', lang, { csrf: reply.generateCsrf(), fields }, 200, req.postLogoutRedirectUri !== undefined);
+}
+
+/**
+ * Ends a successful sign-in (password, or a WebAuthn step): starts a new session with `amr`
+ * (RFC 8176), records `user_login_succeeded`, then resumes the pending authorization request
+ * `id` (303 to its resume path) or, without one, goes to /account (`toAccount`: the sign-in
+ * started there) or says who is signed in.
+ */
+export async function finishSignIn(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: User,
+  amr: string[],
+  id: string | undefined,
+  interaction: Interaction | undefined,
+  lang: string,
+  toAccount = false,
+): Promise<FastifyReply> {
+  const session = await ctx.sessions.create(request, reply, user, { amr, idp: 'local', tenant: user.tenant });
+  ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
+  if (id && interaction) {
+    await ctx.interactions.update(id, { ...interaction, loginAt: session.authTime });
+    return reply.redirect(resumePath(id, interaction), 303);
+  }
+  if (toAccount) return reply.redirect('/account', 303);
+  return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
 }
 
 /** Answers a pending request with `access_denied` (RFC 6749 §4.1.2.1) after cancel or "no". */
@@ -109,7 +158,7 @@ export async function denyToClient(
   if (interaction.device) return answerDevice(ctx, request, reply, id, interaction, undefined);
   if (!(await ctx.interactions.finish(id))) return expiredPage(ctx, request, reply);
   try {
-    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params));
+    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params), 'resume');
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: 'access_denied' });
     return sendErrorToClient(ctx, reply, req, new OAuthError('access_denied', 'the user denied the request'));
   } catch (err) {
@@ -118,14 +167,15 @@ export async function denyToClient(
   }
 }
 
-function loginPage(
+/** Renders the login page (DESIGN §6), with an error text when a sign-in failed. */
+export function loginPage(
   ctx: SigilContext,
   request: FastifyRequest,
   reply: FastifyReply,
   id: string | undefined,
   interaction: Interaction | undefined,
   username: string,
-  error: 'invalidCredentials' | 'tooManyAttempts' | undefined,
+  error: 'invalidCredentials' | 'tooManyAttempts' | 'passkeyFailed' | 'passkeyNeedsScript' | undefined,
   status = 200,
 ): FastifyReply {
   const params = interaction?.params ?? {};
@@ -153,6 +203,7 @@ function loginPage(
             }))
           : [],
       error: error ? ctx.pages.text(lang, error) : undefined,
+      passkeys: ctx.config.webauthn.enabled, // "Sign in with a passkey" (issue 12, src/ui/passkeys.ts)
     },
     status,
     params.redirect_uri !== undefined,

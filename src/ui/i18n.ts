@@ -2,8 +2,11 @@
  * Page texts in the supported languages, and the choice of language: the first supported tag of
  * `ui_locales` (OIDC Core §3.1.2.1), else of `Accept-Language`, else English.
  */
+import { PASSKEY_TEXTS_DE, PASSKEY_TEXTS_EN } from './passkeys-pages.js';
 
+// Passkey and security key texts (issue 12): src/ui/passkeys-pages.ts.
 const en = {
+  ...PASSKEY_TEXTS_EN,
   signInTitle: 'Sign in',
   signInTo: 'Sign in to continue to {client}',
   tenant: 'Organisation: {tenant}',
@@ -78,6 +81,7 @@ const en = {
 export type Messages = { [K in keyof typeof en]: string };
 
 const de: Messages = {
+  ...PASSKEY_TEXTS_DE,
   signInTitle: 'Anmelden',
   signInTo: 'Melden Sie sich an, um mit {client} fortzufahren',
   tenant: 'Organisation: {tenant}',

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { Eta } from 'eta';
 import type { FastifyReply } from 'fastify';
 import { CATALOGUES, format, type Messages } from './i18n.js';
+import { PASSKEY_TEMPLATES } from './passkeys-pages.js';
 
 const LAYOUT = `<!doctype html>
 <html lang="<%= it.lang %>">
@@ -35,7 +36,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
 <% if (it.toAccount) { %><input type="hidden" name="return" value="account"><% } %>
 <label for="username"><%= it.t.username %></label>
-<input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus>
+<input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="<%= it.passkeys ? 'username webauthn' : 'username' %>" autocapitalize="none" spellcheck="false" required autofocus>
 <label for="password"><%= it.t.password %></label>
 <input type="password" id="password" name="password" autocomplete="current-password" required>
 <div class="actions">
@@ -43,6 +44,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
 </div>
 </form>
+<% if (it.passkeys) { %><%~ include('@passkey-login', it) %><% } %>
 <% if (it.providers && it.providers.length > 0) { %><p class="or"><%= it.t.orSignInWith %></p>
 <ul class="providers"><% it.providers.forEach(function (p) { %><li><a class="provider" href="<%= p.href %>"><%= p.label %></a></li><% }) %></ul><% } %>`;
 
@@ -73,8 +75,8 @@ const LOGOUT = `<% layout('@layout', { lang: it.lang, title: it.t.logoutTitle })
 <p><%= it.t.logoutQuestion %></p>
 <form method="post" action="/account/logout">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
-<% if (it.logoutId) { %><input type="hidden" name="logout_id" value="<%= it.logoutId %>"><% } %>
-<div class="actions"><button type="submit" name="button" value="logout" class="primary"><%= it.t.logout %></button></div>
+<% Object.keys(it.fields || {}).forEach(function (name) { %><input type="hidden" name="<%= name %>" value="<%= it.fields[name] %>">
+<% }) %><div class="actions"><button type="submit" name="button" value="logout" class="primary"><%= it.t.logout %></button></div>
 </form>`;
 
 const DEVICE = `<% layout('@layout', { lang: it.lang, title: it.t.deviceTitle }) %>
@@ -87,6 +89,22 @@ const DEVICE = `<% layout('@layout', { lang: it.lang, title: it.t.deviceTitle })
 <input type="text" id="userCode" name="userCode" value="<%= it.userCode %>" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" required autofocus>
 <div class="actions"><button type="submit" name="button" value="submit" class="primary"><%= it.t.continue %></button></div>
 </form>`;
+
+/**
+ * The signed-out page's script: once every front-channel logout iframe has loaded (or after 5 s),
+ * the browser follows the "continue" link to the post-logout redirect URI, if there is one.
+ */
+const SIGNED_OUT_SCRIPT =
+  "(function(){var a=document.getElementById('continue'),f=document.querySelectorAll('iframe'),n=f.length,d=false;" +
+  "function go(){if(!d&&a){d=true;location.replace(a.href)}}if(n===0){go();return}" +
+  "f.forEach(function(i){i.addEventListener('load',function(){if(--n===0)go()})});setTimeout(go,5000)})();";
+const SIGNED_OUT_SCRIPT_HASH = `'sha256-${createHash('sha256').update(SIGNED_OUT_SCRIPT).digest('base64')}'`;
+const SIGNED_OUT = `<% layout('@layout', { lang: it.lang, title: it.t.signedOutTitle }) %>
+<h1><%= it.t.signedOutTitle %></h1>
+<p><%= it.t.signedOut %></p>
+<% if (it.redirect) { %><p><a id="continue" href="<%= it.redirect %>"><%= it.t.continue %></a></p><% } %>
+<% it.frames.forEach(function (src) { %><iframe hidden title="logout" src="<%= src %>"></iframe>
+<% }) %><% if (it.redirect) { %><script>${SIGNED_OUT_SCRIPT}</script><% } %>`;
 
 /** The auto-submitting script of form_post; allowed by its hash, never by `unsafe-inline`. */
 const FORM_POST_SCRIPT = 'document.forms[0].submit();';
@@ -113,6 +131,9 @@ export class Pages {
     this.eta.loadTemplate('@logout', LOGOUT);
     this.eta.loadTemplate('@device', DEVICE);
     this.eta.loadTemplate('@form_post', FORM_POST);
+    this.eta.loadTemplate('@signed_out', SIGNED_OUT);
+    // Passkey and security key pages (issue 12): src/ui/passkeys-pages.ts.
+    for (const [name, template] of Object.entries(PASSKEY_TEMPLATES)) this.eta.loadTemplate(`@${name}`, template);
   }
 
   /**
@@ -127,7 +148,7 @@ export class Pages {
 
   /**
    * Sends a page.
-   * @param name one of `login`, `consent`, `message`, `logout`, `device`, or a name given to `register`
+   * @param name one of `login`, `consent`, `message`, `logout`, `device`, `passkeys`, `passkey-step`, or a name given to `register`
    * @param lang a supported language (see `pickLocale`)
    * @param status HTTP status, 200 by default
    * @param leadsToClient the form's answer ends in a redirect to a client (login or consent of a
@@ -157,6 +178,25 @@ export class Pages {
   /** One text of a language's catalogue. */
   text(lang: string, key: keyof Messages): string {
     return (CATALOGUES[lang] ?? (CATALOGUES.en as Messages))[key];
+  }
+
+  /**
+   * Sends the signed-out page (OIDC Front-Channel Logout 1.0 §3): one hidden iframe per URL of
+   * `frames`, then, when `redirect` is given, on to it once they have loaded (script allowed by
+   * hash; without script a "continue" link). Its CSP allows exactly `frameSrc` as frame sources.
+   * @param frameSrc the CSP `frame-src` value for `frames`
+   */
+  sendSignedOut(reply: FastifyReply, lang: string, frames: readonly string[], frameSrc: string, redirect: string | undefined): FastifyReply {
+    const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
+    const html = this.eta.render('@signed_out', { lang, t, f: format, frames, redirect });
+    // The app's policy (helmet), with the script allowed by hash and the frames named.
+    const base = String(reply.getHeader('content-security-policy') ?? "default-src 'self'; frame-ancestors 'none'");
+    const kept = base.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));
+    return pageHeaders(reply)
+      .header('content-security-policy', [...kept, `script-src ${SIGNED_OUT_SCRIPT_HASH}`, `frame-src ${frameSrc}`].join('; '))
+      .header('referrer-policy', 'same-origin')
+      .type('text/html; charset=utf-8')
+      .send(html);
   }
 
   /**

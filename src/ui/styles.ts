@@ -1,3 +1,5 @@
+import { PASSKEY_STYLES } from './passkeys-pages.js';
+
 /**
  * The pages' style sheet, served at `/assets/sigil.css` (same origin, so CSP `style-src 'self'`).
  * Colours meet WCAG 2.2 AA in light and dark schemes: text 4.5:1, field borders and the focus
@@ -68,4 +70,4 @@ a.button.primary:hover { background: var(--accent-hover); }
   h1 { font-size: 1.375rem; }
 }
 @media (forced-colors: active) { .brand::before { background: CanvasText; } ul.scopes li::before { color: CanvasText; } }
-`;
+${/* passkey pages (issue 12): src/ui/passkeys-pages.ts */ PASSKEY_STYLES}`;

@@ -8,6 +8,7 @@ import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
 import { type GrantStore, newGrantRecord } from '../stores/types.js';
+import type { EndedSession, LogoutService } from '../logout/logout.js';
 
 /** Cookie names. */
 export const SESSION_COOKIE = 'sigil.session';
@@ -25,6 +26,8 @@ export interface Session {
   tenant: string | null;
   /** The upstream provider's `acr`, kept when it asserted MFA (federation). */
   upstreamAcr?: string;
+  /** Unix seconds when the session ends (absent on sessions stored before it was recorded). */
+  expiresAt?: number;
 }
 
 /** Reads, creates and ends sessions. */
@@ -38,6 +41,7 @@ export class SessionService {
     private readonly grants: GrantStore,
     issuer: string,
     private readonly lifetime: number,
+    private readonly logout: LogoutService,
   ) {
     this.secure = issuer.startsWith('https:');
   }
@@ -61,10 +65,11 @@ export class SessionService {
     user: { subjectId: string },
     how: { amr: string[]; idp: string; tenant: string | null; upstreamAcr?: string },
   ): Promise<Session> {
-    await this.end(request, reply);
+    // The previous session's clients are told by the next delivery poll: signing in does not wait for them.
+    await this.end(request, reply, false);
     const now = nowSeconds();
     const handle = newHandle();
-    const session: Session = { sid: newId(), subjectId: user.subjectId, authTime: now, ...how };
+    const session: Session = { sid: newId(), subjectId: user.subjectId, authTime: now, ...how, expiresAt: now + this.lifetime };
     await this.grants.put(newGrantRecord({
       key: hashHandle(handle),
       type: 'session',
@@ -101,15 +106,26 @@ export class SessionService {
     return session;
   }
 
-  /** Ends the request's session, if any, and clears its cookie. */
-  async end(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  /**
+   * Ends the request's session, if any, and clears its cookie. The session's clients are told
+   * through back-channel logout (queued with the revocation, see `LogoutService.endSession`).
+   * @param sendNow send the back-channel logout tokens before returning (see `LogoutService.endSession`)
+   * @returns what ending it did (the clients for front-channel logout), or undefined without a session.
+   */
+  async end(request: FastifyRequest, reply: FastifyReply, sendNow = true): Promise<EndedSession | undefined> {
     const handle = request.cookies[SESSION_COOKIE];
+    let ended: EndedSession | undefined;
     if (handle && handle.length <= 100) {
-      const key = hashHandle(handle);
-      const row = await this.grants.get(key);
-      if (row && row.type === 'session') await this.grants.revoke(row, nowSeconds());
+      const row = await this.grants.get(hashHandle(handle));
+      if (row && row.type === 'session' && row.revokedAt === null) ended = await this.logout.endSession(row.familyId, sendNow);
     }
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    return ended;
+  }
+
+  /** The end of a session in Unix seconds (for sessions stored without it: a lifetime from now). */
+  expiryOf(session: Session): number {
+    return session.expiresAt ?? nowSeconds() + this.lifetime;
   }
 
   /**

@@ -12,7 +12,9 @@ import { type ClaimsParameter, MAX_CLAIMS_LENGTH, parseClaimsParameter } from '.
 import type { Client } from './client-auth.js';
 import { isPkceValue, type PkceMethod } from './pkce.js';
 import { isAbsoluteRedirectUri, matchRedirectUri } from './redirect-uri.js';
+import { isPushedRequestUri, takePushedRequest } from './pushed-request.js';
 import { fetchRequestObject, verifyRequestObject } from './request-object.js';
+import { invalidTarget, requestedResources } from './resource-indicators.js';
 import { OFFLINE_ACCESS, parseScope } from './scopes.js';
 
 /** How the authorization response travels (OAuth 2.0 Multiple Response Types §2.1, Form Post). */
@@ -60,6 +62,10 @@ export interface AuthorizeRequest extends ResponseTarget {
   codeChallengeMethod?: PkceMethod;
   /** Subject of a genuine `id_token_hint`. */
   hintSubject?: string;
+  /** `dpop_jkt` (RFC 9449 §10): the JWK thumbprint of the DPoP key the code is bound to. */
+  dpopJkt?: string;
+  /** API resources (names) named by `resource` (RFC 8707 §2.1): the grant is limited to them. */
+  resources?: string[];
   /** The effective parameters (after a request object), to resume the request after login. */
   params: Record<string, string>;
 }
@@ -107,6 +113,7 @@ export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   code_challenge_method: 10,
   id_token_hint: 4000,
   claims: MAX_CLAIMS_LENGTH,
+  dpop_jkt: 100,
 };
 
 /**
@@ -143,6 +150,10 @@ export function isNativeRedirect(uri: string): boolean {
 /**
  * Validates an authorization request.
  * @param raw the query (GET) or form (POST) parameters
+ * @param via where the request comes from: `authorize` (the browser; a pushed request's
+ *   `request_uri` is taken here, once, and clients that must push are refused otherwise), `par`
+ *   (`/connect/par`, RFC 9126 §2.1: validated exactly as here before it is stored), or `resume`
+ *   (parameters stored server-side by an earlier validation, after login or consent)
  * @throws AuthorizeError with the OAuth error and, once known good, the response target. A
  *   parameter longer than `PARAM_MAX_LENGTH` is `invalid_request`: on the error page for
  *   `client_id`, `redirect_uri` and `state` (an oversized state is never echoed), else to the client.
@@ -151,7 +162,11 @@ export function isNativeRedirect(uri: string): boolean {
  *   without the `openid` scope, asking `userinfo` claims of `response_type=id_token`, or naming
  *   `sub` with anything but one string value, or `acr` as essential with an empty `values`.
  */
-export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): Promise<AuthorizeRequest> {
+export async function validateAuthorizeRequest(
+  ctx: SigilContext,
+  raw: Params,
+  via: 'authorize' | 'par' | 'resume' = 'authorize',
+): Promise<AuthorizeRequest> {
   const page = (e: OAuthError) => new AuthorizeError(e);
   let clientId: string | undefined;
   try {
@@ -183,22 +198,36 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
   let params = raw;
   let request: string | undefined;
   let requestUri: string | undefined;
-  try {
-    request = raw.get('request');
-    requestUri = raw.get('request_uri');
-    if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
-    if (requestUri !== undefined) request = await fetchRequestObject(requestUri, client);
-    if (request !== undefined) {
-      const fromObject = await verifyRequestObject(request, client, ctx.issuer);
-      const queryType = raw.get('response_type');
-      if (queryType !== undefined && fromObject.response_type !== undefined && queryType !== fromObject.response_type)
-        throw invalidRequest('response_type differs from the request object');
-      // RFC 9101 §6.3: only the parameters inside the request object are used.
-      params = Params.fromRecord(fromObject);
+  const pushedUri = via === 'authorize' ? safeGet(raw, 'request_uri') : undefined;
+  if (pushedUri !== undefined && isPushedRequestUri(pushedUri)) {
+    // RFC 9126 §4: the pushed request is the whole request; other parameters than client_id
+    // are ignored. An unknown, expired, used or foreign one is never redirected (error page).
+    try {
+      params = Params.fromRecord(await takePushedRequest(ctx.store.grants, pushedUri, client.clientId)).with('client_id', client.clientId);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      throw page(err);
     }
-  } catch (err) {
-    if (!(err instanceof OAuthError)) throw err;
-    throw new AuthorizeError(err, fallbackTarget());
+  } else {
+    try {
+      if (via === 'authorize' && (client.requirePushedAuthorizationRequests || ctx.config.requirePushedAuthorizationRequests))
+        throw invalidRequest('authorization requests must be pushed to the pushed authorization request endpoint first (RFC 9126)');
+      request = raw.get('request');
+      requestUri = raw.get('request_uri');
+      if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
+      if (requestUri !== undefined) request = await fetchRequestObject(requestUri, client);
+      if (request !== undefined) {
+        const fromObject = await verifyRequestObject(request, client, ctx.issuer, ctx.clientKeys.forClient(client));
+        const queryType = raw.get('response_type');
+        if (queryType !== undefined && fromObject.response_type !== undefined && queryType !== fromObject.response_type)
+          throw invalidRequest('response_type differs from the request object');
+        // RFC 9101 §6.3: only the parameters inside the request object are used.
+        params = Params.fromRecord(fromObject);
+      }
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      throw new AuthorizeError(err, fallbackTarget());
+    }
   }
 
   const read = (name: string): string | undefined => {
@@ -321,6 +350,16 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
       }
     }
 
+    // RFC 9449 §10: a SHA-256 JWK thumbprint is 43 base64url characters.
+    const dpopJkt = params.get('dpop_jkt');
+    if (dpopJkt !== undefined && !/^[A-Za-z0-9_-]{43}$/.test(dpopJkt))
+      throw invalidRequest('dpop_jkt must be the base64url SHA-256 JWK thumbprint of the DPoP key');
+    // RFC 8707 §2.1. A pending request keeps its resources space-separated in one value (a
+    // resource indicator has no spaces), so both spellings are read.
+    const resources = requestedResources(params.getAll('resource').flatMap((v) => v.split(' ')), client, ctx.resources);
+    if (resources !== undefined && (returnsToken || !returnsCode))
+      throw invalidTarget('resource indicators are supported with the code flow only (the token endpoint narrows the tokens)');
+
     const hint = params.get('id_token_hint');
     let hintSubject: string | undefined;
     if (hint !== undefined) {
@@ -334,6 +373,7 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
       const v = params.get(name);
       if (v !== undefined) effective[name] = v;
     }
+    if (params.has('resource')) effective.resource = params.getAll('resource').join(' ');
     return {
       ...target,
       client,
@@ -353,6 +393,8 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
       ...(codeChallenge !== undefined ? { codeChallenge } : {}),
       ...(codeChallengeMethod !== undefined ? { codeChallengeMethod } : {}),
       ...(hintSubject !== undefined ? { hintSubject } : {}),
+      ...(dpopJkt !== undefined && returnsCode ? { dpopJkt } : {}),
+      ...(resources !== undefined ? { resources } : {}),
     };
   } catch (err) {
     if (err instanceof AuthorizeError) throw err;
@@ -365,6 +407,7 @@ export async function validateAuthorizeRequest(ctx: SigilContext, raw: Params): 
 const PARAMS_KEPT = [
   'client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'prompt', 'max_age',
   'login_hint', 'ui_locales', 'acr_values', 'code_challenge', 'code_challenge_method', 'id_token_hint', 'claims',
+  'dpop_jkt',
 ];
 
 /** Whether `name` was sent more than once (RFC 6749 §3.1). */

@@ -1,13 +1,33 @@
 /**
  * Client authentication at the back-channel endpoints (RFC 6749 §2.3, §3.2.1): `client_secret_basic`,
- * `client_secret_post`, and public clients by `client_id` alone. API resources authenticate at
- * introspection with the same credential forms (RFC 7662 §2.1).
+ * `client_secret_post`, signed JWT assertions (`private_key_jwt` and `client_secret_jwt`: RFC 7523
+ * §2.2, §3; RFC 7521 §4.2; OIDC Core §9), and public clients by `client_id` alone. Every endpoint
+ * that authenticates clients (token, introspection, revocation, device authorization, PAR) calls
+ * `authenticateClient`. API resources authenticate at introspection with the secret forms
+ * (RFC 7662 §2.1).
  */
-import type { ClientConfig } from '../config/schema.js';
+import { decodeJwt, decodeProtectedHeader, errors as joseErrors, type JWTPayload, jwtVerify } from 'jose';
+import {
+  ASYMMETRIC_ASSERTION_ALGORITHMS,
+  type ClientConfig,
+  SYMMETRIC_ASSERTION_ALGORITHMS,
+} from '../config/schema.js';
 import { OAuthError, invalidRequest } from '../errors.js';
 import { formDecode, type Params } from '../http/form.js';
-import { secretDigest, secretMatches } from '../tokens/handles.js';
+import { nowSeconds, secretDigest, secretMatches } from '../tokens/handles.js';
+import type { ClientKeys } from './client-keys.js';
 import type { CredentialAttempt, FailureLimiter } from './failure-limiter.js';
+import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from './json-bounds.js';
+import type { ReplayCache } from './replay-cache.js';
+
+/** `client_assertion_type` of a JWT client assertion (RFC 7523 §2.2). */
+export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+/** Largest client assertion accepted, in characters (a JWT with a 4096-bit RSA signature is under 1,500). */
+export const MAX_ASSERTION_LENGTH = 8_192;
+/** Clock skew tolerated on a client assertion's `exp`, `nbf` and `iat`, in seconds. */
+export const ASSERTION_CLOCK_SKEW = 30;
+/** Longest `jti` accepted, in characters. */
+const MAX_JTI_LENGTH = 256;
 
 /**
  * Secrets of at least this many characters are not counted identity-wide (no slow-down for the
@@ -46,14 +66,29 @@ export interface Client extends ClientConfig {
   longSecrets: boolean;
 }
 
-/** How a request presented its credentials. */
-export type AuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+/** How a request presented its credentials (the `token_endpoint_auth_method` names of RFC 7591 §2). */
+export type AuthMethod = 'client_secret_basic' | 'client_secret_post' | 'client_secret_jwt' | 'private_key_jwt' | 'none';
 
 /** Credentials as found in a request, not yet checked. */
 export interface PresentedCredentials {
+  /** The client named: `client_id`, or an assertion's (unverified) `sub` when `client_id` is absent. */
   id: string;
   secret: string | undefined;
   method: AuthMethod;
+  /** The JWT of `client_secret_jwt` / `private_key_jwt`, not yet verified. */
+  assertion?: string;
+}
+
+/** What `authenticateClient` needs of a Sigil instance (`SigilContext` has all of it). */
+export interface ClientAuthServices {
+  clients: ClientRegistry;
+  limiter: FailureLimiter;
+  /** Remembers assertion `jti`s until their `exp` (RFC 7523 §3 item 7). */
+  replay: ReplayCache;
+  clientKeys: ClientKeys;
+  /** Sigil's issuer identifier: an accepted assertion `aud` (RFC 7523 §3 item 3). */
+  issuer: string;
+  config: { clientAssertionMaxLifetime: number };
 }
 
 /** Request parts that carry credentials. */
@@ -118,17 +153,30 @@ export class ClientRegistry {
 
 /**
  * Finds the credentials in a request: HTTP Basic (id and secret form-url-decoded, RFC 6749
- * §2.3.1) or `client_id`/`client_secret` in the body. Using both methods at once is refused
- * (RFC 6749 §2.3).
+ * §2.3.1), `client_id`/`client_secret` in the body, or `client_assertion_type`/`client_assertion`
+ * (RFC 7521 §4.2; `client_id` optional and, when sent, the client the assertion must name). An
+ * assertion signed with HS* is `client_secret_jwt`, any other `private_key_jwt`. Using two
+ * methods at once is refused (RFC 6749 §2.3).
  * @returns the credentials, or undefined when the request has none.
- * @throws OAuthError `invalid_request` for two methods, a repeated header or parameter;
- *   `invalid_client` (401, `WWW-Authenticate: Basic`) for a malformed Basic header.
+ * @throws OAuthError `invalid_request` for two methods, a repeated header or parameter, an
+ *   assertion without its type or an unknown type; `invalid_client` (401, `WWW-Authenticate:
+ *   Basic`) for a malformed Basic header, and for an assertion that is no JWT, too large, beyond
+ *   `CALLER_JSON_BOUNDS`, or names no client.
  */
 export function findCredentials(source: CredentialSource): PresentedCredentials | undefined {
   if (source.authorization.length > 1) throw invalidRequest('the Authorization header was sent more than once');
   const header = source.authorization[0];
   const bodyId = source.params.get('client_id');
   const bodySecret = source.params.get('client_secret');
+  const assertionType = source.params.get('client_assertion_type');
+  const assertion = source.params.get('client_assertion');
+  if (assertionType !== undefined || assertion !== undefined) {
+    if ((header !== undefined && /^basic /i.test(header)) || bodySecret !== undefined)
+      throw invalidRequest('use one client authentication method, not two');
+    if (assertionType !== JWT_BEARER_ASSERTION) throw invalidRequest('client_assertion_type is missing or not supported');
+    if (assertion === undefined) throw invalidRequest('client_assertion is missing');
+    return { ...readAssertion(assertion, bodyId), assertion };
+  }
   if (header !== undefined && /^basic /i.test(header)) {
     if (bodySecret !== undefined) throw invalidRequest('use one client authentication method, not two');
     const basic = decodeBasic(header.slice(6).trim());
@@ -152,45 +200,173 @@ export function invalidClient(description: string): OAuthError {
   return new OAuthError('invalid_client', description, 401, { 'www-authenticate': 'Basic realm="sigil", charset="UTF-8"' });
 }
 
+/** The client id and method of an unverified assertion; see `findCredentials`. */
+function readAssertion(assertion: string, bodyId: string | undefined): { id: string; secret: undefined; method: AuthMethod } {
+  const malformed = (why: string) => invalidClient(`the client assertion ${why}`);
+  if (assertion.length > MAX_ASSERTION_LENGTH) throw malformed('is too large');
+  const violation = jwsBoundsViolation(assertion, CALLER_JSON_BOUNDS);
+  if (violation) throw malformed(`JSON is ${violation}`);
+  let alg: unknown;
+  let sub: unknown;
+  try {
+    alg = decodeProtectedHeader(assertion).alg;
+    sub = decodeJwt(assertion).sub;
+  } catch {
+    throw malformed('is not a signed JWT');
+  }
+  if (typeof alg !== 'string') throw malformed('has no alg');
+  const id = bodyId ?? sub;
+  if (typeof id !== 'string' || id === '') throw malformed('names no client (sub)');
+  const method = (SYMMETRIC_ASSERTION_ALGORITHMS as readonly string[]).includes(alg) ? 'client_secret_jwt' : 'private_key_jwt';
+  return { id, secret: undefined, method };
+}
+
 /**
  * Authenticates the client of a back-channel request.
- * Confidential clients must present a secret matching one of theirs (constant time, on SHA-256
- * digests); public clients are identified by `client_id` and must present no secret (RFC 6749
- * §2.3: they have none). Failures count in `limiter` against the caller's address and the
- * (client, address) pair, and against the client from every address (a slow-down only) unless
- * all its secrets are long.
+ * Confidential clients present a secret matching one of theirs (constant time, on SHA-256
+ * digests) or a client assertion (`verifyClientAssertion`); a client with a
+ * `tokenEndpointAuthMethod` must use that method. Public clients are identified by `client_id`
+ * and present no credential (RFC 6749 §2.3: they have none). Failures count in `limiter` against
+ * the caller's address and the (client, address) pair, and against the client from every address
+ * (a slow-down only) unless all its secrets are long or it used `private_key_jwt` (nothing to guess).
+ * @param endpoint the path of the endpoint (`/connect/token`): its URL is an accepted assertion `aud`
  * @returns the client and the method it used.
  * @throws OAuthError `invalid_client` (401) for no credentials, an unknown client, a wrong or
- *   missing secret, or a secret sent by a public client; 429 while blocked; `invalid_request`
- *   from `findCredentials`.
+ *   missing secret or assertion, a method other than the pinned one, or a credential sent by a
+ *   public client; 429 while blocked; `invalid_request` from `findCredentials`.
  */
 export async function authenticateClient(
   source: CredentialSource,
-  registry: ClientRegistry,
-  limiter: FailureLimiter,
+  services: ClientAuthServices,
   address: string,
+  endpoint: string,
 ): Promise<{ client: Client; method: AuthMethod }> {
   const presented = findCredentials(source);
   if (!presented) throw invalidClient('client authentication is required');
-  const client = registry.get(presented.id);
+  const client = services.clients.get(presented.id);
   if (client?.isPublic) {
-    if (presented.method !== 'none') throw invalidClient('a public client has no secret to present');
+    if (presented.method !== 'none') throw invalidClient('a public client has no credential to present');
     return { client, method: presented.method };
   }
   // Unknown ids get no identity-wide counter: there is nobody to protect, and its presence
   // would tell which ids exist.
-  const attempt: CredentialAttempt = { address, identity: `client:${presented.id}`, identityWide: client !== undefined && !client.longSecrets };
-  await limiter.before(attempt);
+  const guessable = presented.method !== 'private_key_jwt' && client !== undefined && !client.longSecrets;
+  const attempt: CredentialAttempt = { address, identity: `client:${presented.id}`, identityWide: guessable };
+  await services.limiter.before(attempt);
+  const refuse = async (description: string) => {
+    await services.limiter.failed(attempt);
+    return invalidClient(description);
+  };
   if (!client) {
     secretMatches(presented.secret ?? '', DUMMY_DIGEST);
-    await limiter.failed(attempt);
-    throw invalidClient('unknown client or wrong credentials');
+    throw await refuse('unknown client or wrong credentials');
   }
-  if (presented.secret === undefined || !secretMatches(presented.secret, client.secretDigests)) {
-    await limiter.failed(attempt);
-    throw invalidClient('unknown client or wrong credentials');
+  const pinned = client.tokenEndpointAuthMethod;
+  if (pinned !== null && pinned !== presented.method) throw await refuse(`this client must authenticate with ${pinned}`);
+  if (presented.assertion !== undefined) {
+    const why = await verifyClientAssertion(presented.assertion, presented.method, client, services, endpoint);
+    if (why !== undefined) throw await refuse(why);
+    return { client, method: presented.method };
   }
+  if (presented.secret === undefined || !secretMatches(presented.secret, client.secretDigests))
+    throw await refuse('unknown client or wrong credentials');
   return { client, method: presented.method };
+}
+
+/**
+ * The audiences a client assertion may name (RFC 7523 §3 item 3): Sigil's issuer identifier, the
+ * token endpoint's URL, and the URL of the endpoint it is presented at (RFC 9126 §2 for PAR).
+ */
+export function assertionAudiences(issuer: string, endpoint: string): string[] {
+  return [...new Set([issuer, `${issuer}/connect/token`, `${issuer}${endpoint}`])];
+}
+
+/**
+ * Verifies a client assertion (RFC 7523 §3; OIDC Core §9) for `client`: signed with one of its
+ * `tokenEndpointAuthSigningAlgorithms` of the method's kind (HS* over a clear-text client secret
+ * for `client_secret_jwt`, its `jwks` / `jwksUri` keys for `private_key_jwt`; never `none`);
+ * `iss` = `sub` = client_id; `aud` one of `assertionAudiences`; `exp` present, in the future and at
+ * most `clientAssertionMaxLifetime` seconds ahead (with `typ` `client-authentication+jwt`, `aud` is
+ * the issuer alone); `nbf` and `iat` not in the future; a `jti` seen
+ * for the first time, remembered until `exp` (clock skew `ASSERTION_CLOCK_SKEW` seconds). The
+ * `jti` is recorded only once the signature and claims hold, so forged assertions burn none.
+ * @returns undefined when valid, else why not (an `error_description`).
+ */
+export async function verifyClientAssertion(
+  assertion: string,
+  method: AuthMethod,
+  client: Client,
+  services: ClientAuthServices,
+  endpoint: string,
+): Promise<string | undefined> {
+  const symmetric = method === 'client_secret_jwt';
+  const kind: readonly string[] = symmetric ? SYMMETRIC_ASSERTION_ALGORITHMS : ASYMMETRIC_ASSERTION_ALGORITHMS;
+  const algorithms = client.tokenEndpointAuthSigningAlgorithms.filter((a) => kind.includes(a));
+  if (algorithms.length === 0) return 'the client assertion\'s algorithm is not allowed for this client';
+  const options = {
+    algorithms,
+    issuer: client.clientId,
+    subject: client.clientId,
+    audience: assertionAudiences(services.issuer, endpoint),
+    requiredClaims: ['iss', 'sub', 'aud', 'exp', 'jti'],
+    clockTolerance: ASSERTION_CLOCK_SKEW,
+  };
+  let payload: JWTPayload | undefined;
+  let typ: string | undefined;
+  try {
+    if (symmetric) {
+      const secrets = client.clientSecrets.filter((s) => !s.startsWith('sha256:'));
+      if (secrets.length === 0) return 'client_secret_jwt needs a clear-text client secret';
+      let lastError: unknown;
+      for (const secret of secrets) {
+        try {
+          ({ payload, protectedHeader: { typ } } = await jwtVerify(assertion, new TextEncoder().encode(secret), options));
+          break;
+        } catch (err) {
+          lastError = err;
+          // Claims are the same whatever the key: only a wrong signature tries the next secret.
+          if (!(err instanceof joseErrors.JWSSignatureVerificationFailed)) break;
+        }
+      }
+      if (!payload) throw lastError;
+    } else {
+      const keys = services.clientKeys.forClient(client);
+      if (!keys) return 'the client has no registered keys';
+      ({ payload, protectedHeader: { typ } } = await jwtVerify(assertion, keys, options));
+    }
+  } catch (err) {
+    return describeJoseError(err);
+  }
+  // draft-ietf-oauth-rfc7523bis §4 (as Duende): an explicitly typed assertion names the issuer alone.
+  if (typ?.toLowerCase() === 'client-authentication+jwt') {
+    const aud = Array.isArray(payload.aud) && payload.aud.length === 1 ? payload.aud[0] : payload.aud;
+    if (aud !== services.issuer) return 'a client-authentication+jwt assertion\'s aud must be the issuer alone';
+  }
+  const now = nowSeconds();
+  const exp = payload.exp as number;
+  if (exp > now + services.config.clientAssertionMaxLifetime + ASSERTION_CLOCK_SKEW)
+    return `the client assertion's exp is more than ${services.config.clientAssertionMaxLifetime} seconds ahead`;
+  if (payload.iat !== undefined && (typeof payload.iat !== 'number' || payload.iat > now + ASSERTION_CLOCK_SKEW))
+    return 'the client assertion\'s iat is in the future';
+  const jti = payload.jti;
+  if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) return 'the client assertion\'s jti is missing or too long';
+  if (!(await services.replay.firstUse('client_assertion', client.clientId, jti, exp + ASSERTION_CLOCK_SKEW, now)))
+    return 'the client assertion was used before (jti)';
+  return undefined;
+}
+
+/** An `error_description` for a failed `jwtVerify` of a client assertion. */
+function describeJoseError(err: unknown): string {
+  if (err instanceof joseErrors.JWTExpired) return 'the client assertion has expired';
+  if (err instanceof joseErrors.JWTClaimValidationFailed) return `the client assertion's ${err.claim} claim is missing or wrong (${err.reason})`;
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'the client assertion\'s algorithm is not allowed for this client';
+  if (err instanceof joseErrors.JWKSNoMatchingKey || err instanceof joseErrors.JWKSMultipleMatchingKeys)
+    return 'no registered key of the client matches the client assertion';
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'the client assertion\'s signature is wrong';
+  if (err instanceof joseErrors.JWKSTimeout) return 'the client\'s keys could not be fetched in time';
+  if (err instanceof joseErrors.JOSEError) return 'the client assertion could not be verified';
+  // Not jose's own: a failed fetch of jwksUri, or a registered key jose cannot use.
+  return 'the client\'s keys could not be fetched or used';
 }
 
 function decodeBasic(encoded: string): { id: string; secret: string } {

@@ -3,7 +3,7 @@
  * client, passed by value (`request`) or by reference (`request_uri`, fetched only from the
  * client's registered `requestUris`, https, short timeout, small size, no redirects).
  */
-import { createLocalJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
+import { decodeProtectedHeader, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { OAuthError, invalidRequest } from '../errors.js';
 import type { Client } from './client-auth.js';
 import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from './json-bounds.js';
@@ -21,10 +21,11 @@ const invalidObject = (description: string) => new OAuthError('invalid_request_o
  * Verifies a request object and returns its parameters as strings (numbers and objects
  * serialized), `client_id` included.
  * @param issuer Sigil's issuer: the required `aud` (OIDC Core §6.1)
+ * @param keys the client's public keys (`ClientKeys.forClient`: `jwks` or `jwksUri`), if it has any
  * @throws OAuthError `invalid_request_object` (bad JWT, signature, `aud`, `exp`, nested
  *   request, JSON beyond `CALLER_JSON_BOUNDS`: over 16 levels deep), `invalid_request` (`client_id` differs from the request's).
  */
-export async function verifyRequestObject(jwt: string, client: Client, issuer: string): Promise<Record<string, string>> {
+export async function verifyRequestObject(jwt: string, client: Client, issuer: string, keys: JWTVerifyGetKey | undefined): Promise<Record<string, string>> {
   if (jwt.length > MAX_REQUEST_OBJECT) throw invalidObject('the request object is too large');
   const violation = jwsBoundsViolation(jwt, CALLER_JSON_BOUNDS);
   if (violation) throw invalidObject(`the request object's JSON is ${violation}`);
@@ -43,8 +44,7 @@ export async function verifyRequestObject(jwt: string, client: Client, issuer: s
       if (!secret) throw invalidObject('the client has no secret usable for HS* request objects');
       ({ payload } = await jwtVerify(jwt, new TextEncoder().encode(secret), { ...options, algorithms: SYMMETRIC }));
     } else {
-      if (!client.jwks) throw invalidObject('the client has no registered keys');
-      const keys = createLocalJWKSet(client.jwks as Parameters<typeof createLocalJWKSet>[0]);
+      if (!keys) throw invalidObject('the client has no registered keys');
       ({ payload } = await jwtVerify(jwt, keys, { ...options, algorithms: ASYMMETRIC }));
     }
   } catch (err) {

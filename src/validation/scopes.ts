@@ -22,11 +22,14 @@ export class Resources {
   readonly identity: Map<string, IdentityResource>;
   readonly apiScopes: Map<string, ApiScope>;
   readonly apiResources: ApiResource[];
+  /** API resources by each of their `resourceUris` (RFC 8707 resource indicators). */
+  readonly byResourceUri: Map<string, ApiResource>;
 
   constructor(cfg: Pick<Config, 'identityResources' | 'apiScopes' | 'apiResources'>) {
     this.identity = new Map(cfg.identityResources.map((r) => [r.name, r]));
     this.apiScopes = new Map(cfg.apiScopes.map((s) => [s.name, s]));
     this.apiResources = cfg.apiResources;
+    this.byResourceUri = new Map(cfg.apiResources.flatMap((r) => (r.resourceUris ?? []).map((u) => [u, r] as const)));
   }
 
   /** Every scope name the server knows, `offline_access` included (discovery `scopes_supported`). */

@@ -8,6 +8,7 @@ import { createSigil, type Sigil } from '../../src/index.js';
 import { pino } from 'pino';
 import { Browser } from '../authorize-helpers.js';
 import { enrollTotp } from '../mfa-helpers.js';
+import { InjectBrowser } from '../browser-helpers.js';
 
 const run = promisify(execFile);
 const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js');
@@ -109,7 +110,7 @@ describe('sigil users and clients write to the store; a running node picks them 
     expect(JSON.stringify(await sigil.context.store.clients.listClients())).not.toMatch(/"clientId":"(1|y-1)"/);
     await sigilCli('clients', 'remove', 'svc-7');
     await sigilCli('users', 'remove', 'yuri');
-  });
+  }, 60_000);
 
   it('at run time: a stored client named like a user is ignored, and a config client named like a stored user stops the start', async () => {
     // Written around the CLI (an older version, a restore): bob's subject "2" as a client id.
@@ -134,5 +135,18 @@ describe('sigil users and clients write to the store; a running node picks them 
     await new Promise((r) => setTimeout(r, 1500));
     expect((await token(basic('m2m', 'stolen'), { grant_type: 'client_credentials', scope: 'api1' })).statusCode).toBe(401);
     expect((await token(basic('m2m', 'm2m-secret'), { grant_type: 'client_credentials', scope: 'api1' })).statusCode).toBe(200);
+  });
+
+  it('`users sessions revoke` ends the live sessions of a user; an unknown user is exit code 1', async () => {
+    const browser = new InjectBrowser(sigil.app);
+    await browser.signIn('bob');
+    const signedIn = async () => (await browser.get('/account/logout')).body.includes('name="button" value="logout"');
+    expect(await signedIn()).toBe(true);
+    const { stdout } = await sigilCli('users', 'sessions', 'revoke', 'bob');
+    expect(stdout).toContain('ended 1 session of bob');
+    expect(await signedIn()).toBe(false);
+    const err = await sigilCli('users', 'sessions', 'revoke', 'nobody').catch((e: { code: number; stderr: string }) => e);
+    expect(err).toMatchObject({ code: 1 });
+    expect((err as { stderr: string }).stderr).toContain('no user "nobody"');
   });
 });

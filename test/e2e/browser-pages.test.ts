@@ -7,18 +7,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  audit,
   authorizeUrl,
   browserConfig,
   type BrowserFixture,
   CONSENT,
-  focused,
   newPage,
   screenshot,
   startBrowserFixture,
   submitLogin,
   VIEWPORTS,
 } from './browser-fixture.js';
+import { audit, focused } from './accessibility.js';
 
 let f: BrowserFixture;
 beforeAll(async () => {

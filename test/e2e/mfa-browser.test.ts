@@ -8,12 +8,10 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totpCode } from '../mfa-helpers.js';
 import {
-  audit,
   authorizeUrl,
   type BrowserFixture,
   callbackResponse,
   CONSENT,
-  focused,
   newPage,
   screenshot,
   signInDirectly,
@@ -21,6 +19,7 @@ import {
   submitLogin,
   VIEWPORTS,
 } from './browser-fixture.js';
+import { audit, focused } from './accessibility.js';
 
 let f: BrowserFixture;
 /** Alice's authenticator key and recovery codes, as read from the pages by the first test. */

@@ -14,6 +14,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '../../src/index.js';
 import { basic, form, sleep, tempDir, testConfig } from '../helpers.js';
+import { LogoutReceiver } from '../logout-receiver.js';
 import { freePort } from './ports.js';
 
 /** The PostgreSQL database of the tests (CI and here: trust auth, database `test`). */
@@ -160,6 +161,19 @@ class CookieBrowser {
   }
 }
 
+/** A new browser signed in as alice on `node`'s login page. */
+async function signIn(node: Node): Promise<CookieBrowser> {
+  const browser = new CookieBrowser();
+  const page = await browser.get(`${node.url}/account/login`);
+  expect(page.status).toBe(200);
+  const csrf = /name="csrf_token" value="([^"]*)"/.exec(page.body)?.[1];
+  expect(csrf).toBeTruthy();
+  const signedIn = await browser.post(`${node.url}/account/login`, { csrf_token: csrf!, username: 'alice', password: 'alice', button: 'login' });
+  expect(signedIn.status, signedIn.body).toBe(200);
+  expect(browser.cookies.has('sigil.session')).toBe(true);
+  return browser;
+}
+
 function authorizeQuery(extra: Record<string, string> = {}): { query: string; verifier: string } {
   const verifier = randomBytes(48).toString('base64url');
   const challenge = createHash('sha256').update(verifier).digest('base64url');
@@ -262,14 +276,7 @@ describe('two Sigil nodes on one PostgreSQL database', () => {
   });
 
   it("a session started on A is honoured by B's authorize endpoint (prompt=none)", async () => {
-    const browser = new CookieBrowser();
-    const page = await browser.get(`${a.url}/account/login`);
-    expect(page.status).toBe(200);
-    const csrf = /name="csrf_token" value="([^"]*)"/.exec(page.body)?.[1];
-    expect(csrf).toBeTruthy();
-    const signedIn = await browser.post(`${a.url}/account/login`, { csrf_token: csrf!, username: 'alice', password: 'alice', button: 'login' });
-    expect(signedIn.status, signedIn.body).toBe(200);
-    expect(browser.cookies.has('sigil.session')).toBe(true);
+    const browser = await signIn(a);
 
     // The same browser (cookies are per host, not per port) on node B, without any prompt.
     const { query, verifier } = authorizeQuery({ prompt: 'none' });
@@ -357,5 +364,129 @@ describe('two Sigil nodes on one PostgreSQL database', () => {
     const refreshed = await refresh(b, before[2]!.refresh_token!);
     expect(refreshed.status, refreshed.body).toBe(200);
     expect(decodeProtectedHeader(refreshed.json<Tokens>().access_token).kid).toBe(newRs256);
+  });
+});
+
+/** A PostgreSQL schema of this run's own, dropped by the returned function. */
+function ownSchema(): { schema: string; drop: () => Promise<void> } {
+  const schema = `sigil_e2e_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const drop = async () => {
+    const db = new pg.Client({ connectionString: POSTGRES_URL });
+    await db.connect();
+    await db.query(`drop schema if exists ${schema} cascade`).finally(() => db.end());
+  };
+  return { schema, drop };
+}
+
+/**
+ * OIDC Back-Channel Logout 1.0 with durable delivery on a cluster: logout tokens are queued in the
+ * store with the session's end and sent by whichever node claims them first, once; a delivery
+ * under way when every node is killed (SIGKILL) is sent after the restart.
+ */
+describe('back-channel logout across two nodes on one PostgreSQL database', () => {
+  const { schema, drop } = ownSchema();
+  const work = tempDir();
+  const configFile = join(work.dir, 'sigil.json');
+  const BYE = 'https://rp.example/bye';
+  let receiver: LogoutReceiver;
+  let ports: number[];
+  let c: Node;
+  let d: Node;
+  let issuer: string;
+
+  beforeAll(async () => {
+    receiver = await LogoutReceiver.start();
+    ports = [await freePort(), await freePort()];
+    issuer = `http://127.0.0.1:${ports[0]}`;
+    const base = testConfig();
+    const config: ConfigInput = {
+      ...base,
+      issuer,
+      storage: `${POSTGRES_URL}?schema=${schema}`,
+      logLevel: 'warn',
+      signingKeys: { propagationSeconds: 0, reloadSeconds: 1 },
+      backChannelLogout: { pollSeconds: 1, timeoutSeconds: 1, retrySeconds: 120 },
+      clients: [
+        ...(base.clients ?? []),
+        {
+          clientId: 'web',
+          clientSecrets: ['web-secret'],
+          allowedGrantTypes: ['authorization_code'],
+          allowedScopes: ['openid', 'profile'],
+          redirectUris: [CB],
+          postLogoutRedirectUris: [BYE],
+          backChannelLogoutUri: `${receiver.url}/bc`,
+        },
+      ],
+    };
+    writeFileSync(configFile, JSON.stringify(config));
+    c = await startNode('C', configFile, ports[0]!);
+    d = await startNode('D', configFile, ports[1]!);
+  });
+
+  afterAll(async () => {
+    await Promise.all([stopNode(c), stopNode(d)]);
+    await receiver.close();
+    await drop();
+    work.cleanup();
+  });
+
+  /** A session of alice signed in on `node`, with an identity token of client `web` from it. */
+  async function session(node: Node): Promise<{ browser: CookieBrowser; idToken: string; sid: string }> {
+    const browser = await signIn(node);
+    const { query, verifier } = authorizeQuery({ scope: 'openid' });
+    const step = await browser.get(`${node.url}/connect/authorize?${query}`);
+    const code = new URL(String(step.headers.location)).searchParams.get('code');
+    expect(code, step.body).toBeTruthy();
+    const { id_token: idToken } = await tokens(node, { grant_type: 'authorization_code', code: code!, redirect_uri: CB, code_verifier: verifier }, ['web', 'web-secret']);
+    const { payload } = await jwtVerify(idToken!, createLocalJWKSet(await jwks(node)), { issuer, audience: 'web' });
+    return { browser, idToken: idToken!, sid: String(payload.sid) };
+  }
+
+  it('RP-initiated logout on D of a session from C: one valid logout token, delivered once though both nodes poll', async () => {
+    const { browser, idToken, sid } = await session(c);
+    const step = await browser.get(`${d.url}/connect/endsession?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: BYE })}`);
+    expect(step.status).toBe(303);
+    expect(step.headers.location).toBe(BYE);
+    await receiver.waitFor(() => receiver.delivered.length, 1);
+    const { payload, protectedHeader } = await jwtVerify(receiver.delivered[0]!.token, createLocalJWKSet(await jwks(c)), { issuer, audience: 'web', typ: 'logout+jwt' });
+    expect(protectedHeader.typ).toBe('logout+jwt');
+    expect(payload).toMatchObject({ sub: '1', sid, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } });
+    await sleep(3000);
+    expect(receiver.received).toHaveLength(1);
+  });
+
+  it('`sigil users sessions revoke alice` ends her sessions; each logout token reaches the client once', async () => {
+    receiver.received.length = 0;
+    const sids: string[] = [];
+    for (let i = 0; i < 6; i++) sids.push((await session(i % 2 === 0 ? c : d)).sid);
+    const revoked = await cli(['users', 'sessions', 'revoke', 'alice', '--config', configFile]);
+    expect(revoked.code, revoked.output).toBe(0);
+    expect(revoked.output).toContain('ended 6 sessions of alice');
+    await receiver.waitFor(() => receiver.delivered.length, 6);
+    await sleep(3000);
+    expect(receiver.received.map((r) => r.sid).sort()).toEqual(sids.sort());
+    expect(receiver.received.every((r) => r.answer === 'ok')).toBe(true);
+  });
+
+  it('kill -9 of every node while a logout token is being sent, then a restart: it is still delivered', async () => {
+    receiver.received.length = 0;
+    const { sid } = await session(c);
+    receiver.script.push('hang');
+    const hung = receiver.nextHang();
+    const revoked = await cli(['users', 'sessions', 'revoke', 'alice', '--config', configFile]);
+    expect(revoked.code, revoked.output).toBe(0);
+    await hung;
+    const exits = [c, d].map((node) => new Promise((ok) => node.child.once('exit', ok)));
+    c.child.kill('SIGKILL');
+    d.child.kill('SIGKILL');
+    await Promise.all(exits);
+    expect(receiver.delivered).toHaveLength(0);
+    c = await startNode('C', configFile, ports[0]!);
+    d = await startNode('D', configFile, ports[1]!);
+    await receiver.waitFor(() => receiver.delivered.length, 1, 30_000);
+    expect(receiver.delivered[0]!.sid).toBe(sid);
+    await sleep(3000);
+    expect(receiver.delivered).toHaveLength(1);
   });
 });

@@ -1,8 +1,10 @@
 /**
  * End session, `/connect/endsession` (security-checklist §1.13 LO-01..LO-11; OpenID Connect
- * RP-Initiated Logout 1.0; DESIGN §6): a genuine id_token_hint for the signed-in user signs out
- * at once and goes to a post_logout_redirect_uri registered exactly for the hint's client (with
- * state); anything else asks for confirmation on the logout page and never redirects to the URI.
+ * RP-Initiated Logout 1.0 §2, §3; DESIGN §6): a genuine id_token_hint for the signed-in user signs
+ * out at once and goes to a post_logout_redirect_uri registered exactly for the hint's client (with
+ * state). A post_logout_redirect_uri that is not registered, or that comes without a way to tell
+ * the client, and a client_id that is not the hint's, end on an error page naming the problem,
+ * the session kept. Anything else asks for confirmation on the logout page first.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, type TestSigil } from '../helpers.js';
@@ -51,18 +53,30 @@ async function signedIn(b: Browser): Promise<boolean> {
   return false;
 }
 
-/** Asserts the browser was sent to the confirmation page (not signed out, nothing toward the client). */
-async function expectConfirmation(b: Browser, step: Step, uri?: string): Promise<Step> {
-  expect(step.status).toBe(303);
-  expect(step.location).toMatch(/^\/account\/logout(\?|$)/);
-  const page = await b.follow(step);
+/**
+ * Asserts the browser is on the confirmation page (not signed out, no redirect toward the client).
+ * `uri`: a URI the page must not name.
+ */
+function expectConfirmation(page: Step, uri?: string): Step {
   expect(page.status).toBe(200);
+  expect(page.location).toBeUndefined();
   expect(String(page.headers['content-type'])).toMatch(/^text\/html/);
   expect(page.body).toContain('name="button" value="logout"');
   expect(page.body).toContain('name="csrf_token"');
   if (uri) expect(page.body).not.toContain(uri);
   expect(page.body).not.toMatch(/http-equiv|<script/i);
   return page;
+}
+
+/** Asserts an end-session request ended on the error page with `problem` and nothing toward the client. */
+function expectLogoutError(page: Step, problem: RegExp, ...absent: string[]): void {
+  expect(page.status).toBe(400);
+  expect(page.location).toBeUndefined();
+  expect(String(page.headers['content-type'])).toMatch(/^text\/html/);
+  expect(page.body).toContain('invalid_request');
+  expect(page.body).toMatch(problem);
+  for (const text of absent) expect(page.body).not.toContain(text);
+  expect(page.body).not.toMatch(/http-equiv|<script|name="button"/i);
 }
 
 /** Presses "sign out" on a confirmation page and checks the signed-out page links nowhere. */
@@ -76,13 +90,9 @@ async function confirm(b: Browser, page: Step): Promise<Step> {
 }
 
 describe('LO-01 methods', () => {
-  it('GET and POST without a hint answer 303 to the logout page; PUT and DELETE are 405', async () => {
-    const b = new Browser(sigil);
-    for (const method of ['GET', 'POST'] as const) {
-      const step = await endSession(b, {}, method);
-      expect(step.status).toBe(303);
-      expect(step.location).toBe('/account/logout');
-    }
+  it('GET and POST without a hint show the confirmation; PUT and DELETE are 405', async () => {
+    const { b } = await session();
+    for (const method of ['GET', 'POST'] as const) expectConfirmation(await endSession(b, {}, method));
     for (const method of ['PUT', 'DELETE'] as const) {
       const res = await sigil.app.inject({ method, url: '/connect/endsession' });
       expect(res.statusCode).toBe(405);
@@ -132,27 +142,26 @@ describe('with a genuine hint for the signed-in user', () => {
     expect(await signedIn(b)).toBe(false);
   });
 
-  it('LO-03 a URI not registered exactly is never redirected to; the browser ends on an AS page without it or the state', async () => {
-    for (const uri of ['https://rp.example/bye/', 'https://rp.example/bye?x=1', 'https://RP.example/bye', 'https://attacker.example/bye', 'https://rp.example/cb']) {
-      const { b, hint } = await session();
-      const step = await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: uri, state: 'secret-state' });
-      if (step.location !== undefined) expect(step.location).toMatch(/^\/(?![/\\])/);
-      const page = await b.follow(step);
-      expect(page.status).toBe(200);
-      expect(String(page.headers['content-type'])).toMatch(/^text\/html/);
-      expect(page.body).not.toContain(uri);
-      expect(page.body).not.toContain('attacker');
-      expect(page.body).not.toContain('secret-state');
-      expect(page.body).not.toMatch(/http-equiv|<script/i);
+  it('LO-03 a URI not registered exactly is never redirected to: error page naming it, session kept', async () => {
+    const { b, hint } = await session();
+    for (const uri of ['https://rp.example/bye/', 'https://rp.example/bye?x=1', `${BYE}?foo=bar`, 'https://RP.example/bye', 'https://attacker.example/bye', 'https://rp.example/cb']) {
+      const page = await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: uri, state: 'secret-state' });
+      expectLogoutError(page, /post_logout_redirect_uri is not registered for the client/, uri, 'attacker', 'secret-state');
+      expect(await signedIn(b)).toBe(true);
     }
   });
 
-  it("LO-03 a URI registered for another client than the hint's is not used", async () => {
+  it("LO-03 a URI registered for another client than the hint's is not used: error page", async () => {
     const { b, hint } = await session('alice', 'spa', 'https://spa.example/cb');
-    const step = await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: BYE, state: 's' });
-    if (step.location !== undefined) expect(step.location.startsWith('/')).toBe(true);
-    const page = await b.follow(step);
-    expect(page.body).not.toContain(BYE);
+    expectLogoutError(await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: BYE, state: 's' }), /not registered for the client/, BYE);
+    expect(await signedIn(b)).toBe(true);
+  });
+
+  it('client_id equal to the hint\'s audience is accepted (§2)', async () => {
+    const { b, hint } = await session();
+    const step = await endSession(b, { id_token_hint: hint, client_id: 'web', post_logout_redirect_uri: BYE, state: 's' });
+    expect(step.location).toBe(`${BYE}?state=s`);
+    expect(await signedIn(b)).toBe(false);
   });
 
   it('LO-07 an expired but genuine hint is accepted', async () => {
@@ -171,25 +180,45 @@ describe('with a genuine hint for the signed-in user', () => {
   });
 });
 
-describe('without a trustworthy hint the user is asked', () => {
-  it('LO-04 post_logout_redirect_uri without a hint → confirmation page, never the URI', async () => {
+describe('without a trustworthy hint the user is asked, a wrong request is refused', () => {
+  it('LO-04 post_logout_redirect_uri without a hint or client_id → error page: the client is unknown', async () => {
     const { b } = await session();
-    const page = await expectConfirmation(b, await endSession(b, { post_logout_redirect_uri: BYE, state: 's' }), BYE);
+    expectLogoutError(await endSession(b, { post_logout_redirect_uri: BYE, state: 's' }), /needs a valid id_token_hint or client_id/, BYE);
     expect(await signedIn(b)).toBe(true);
-    const done = await confirm(b, page);
-    expect(done.body).not.toContain(BYE);
+  });
+
+  it('client_id without a hint and a registered URI → confirmation, then the redirect with state', async () => {
+    const { b } = await session();
+    const page = expectConfirmation(await endSession(b, { client_id: 'web', post_logout_redirect_uri: BYE, state: 's' }));
+    expect(await signedIn(b)).toBe(true);
+    const done = await b.post('/account/logout', {
+      csrf_token: input(page.body, 'csrf_token'),
+      client_id: input(page.body, 'client_id'),
+      post_logout_redirect_uri: input(page.body, 'post_logout_redirect_uri'),
+      state: input(page.body, 'state'),
+      button: 'logout',
+    });
+    expect(done.status).toBe(303);
+    expect(done.location).toBe(`${BYE}?state=s`);
     expect(await signedIn(b)).toBe(false);
   });
 
-  it("LO-05 client_id that is not the hint's audience → confirmation; the session survives until confirmed", async () => {
+  it('a confirmation whose carried URI was altered is refused and changes nothing', async () => {
+    const { b } = await session();
+    const page = expectConfirmation(await endSession(b, { client_id: 'web', post_logout_redirect_uri: BYE }));
+    const done = await b.post('/account/logout', { csrf_token: input(page.body, 'csrf_token'), client_id: 'web', post_logout_redirect_uri: 'https://attacker.example/', button: 'logout' });
+    expectLogoutError(done, /not registered/, 'attacker');
+    expect(await signedIn(b)).toBe(true);
+  });
+
+  it("LO-05 client_id that is not the hint's audience, or unknown → error page; the session survives", async () => {
     const { b, hint } = await session();
-    const page = await expectConfirmation(b, await endSession(b, { id_token_hint: hint, client_id: 'other', post_logout_redirect_uri: BYE, state: 's' }), BYE);
+    expectLogoutError(await endSession(b, { id_token_hint: hint, client_id: 'other', post_logout_redirect_uri: BYE, state: 's' }), /not the client the id_token_hint was issued to/, BYE);
+    expectLogoutError(await endSession(b, { client_id: 'no-such-client' }), /names no registered client/, 'no-such-client');
     expect(await signedIn(b)).toBe(true);
-    await confirm(b, page);
-    expect(await signedIn(b)).toBe(false);
   });
 
-  it('LO-06 a hint with a bad signature, a foreign issuer or a modified payload → confirmation, session kept', async () => {
+  it('LO-06 a hint with a bad signature, a foreign issuer or a modified payload counts as none: with a URI an error page, without one the confirmation', async () => {
     const { b, hint } = await session();
     const [h, p, s] = hint.split('.') as [string, string, string];
     const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
@@ -201,7 +230,8 @@ describe('without a trustworthy hint the user is asked', () => {
       `${enc({ alg: 'none', typ: 'JWT' })}.${p}.`,
       'not-a-token',
     ]) {
-      await expectConfirmation(b, await endSession(b, { id_token_hint: bad, post_logout_redirect_uri: BYE, state: 's' }), BYE);
+      expectLogoutError(await endSession(b, { id_token_hint: bad, post_logout_redirect_uri: BYE, state: 's' }), /needs a valid id_token_hint or client_id/, BYE);
+      expectConfirmation(await endSession(b, { id_token_hint: bad }));
       expect(await signedIn(b)).toBe(true);
     }
   });
@@ -209,13 +239,13 @@ describe('without a trustworthy hint the user is asked', () => {
   it("a genuine hint for another user than the signed-in one → confirmation, that user's session kept", async () => {
     const alice = await session('alice');
     const bob = await session('bob');
-    await expectConfirmation(bob.b, await endSession(bob.b, { id_token_hint: alice.hint, post_logout_redirect_uri: BYE }), BYE);
+    expectConfirmation(await endSession(bob.b, { id_token_hint: alice.hint, post_logout_redirect_uri: BYE }));
     expect(await signedIn(bob.b)).toBe(true);
   });
 
   it('LO-09 a GET alone never ends the session; the confirm POST needs the CSRF token', async () => {
     const { b } = await session();
-    const page = await expectConfirmation(b, await endSession(b, {}));
+    const page = expectConfirmation(await endSession(b, {}));
     expect(await signedIn(b)).toBe(true);
     expect((await b.get('/account/logout')).status).toBe(200);
     expect(await signedIn(b)).toBe(true);
@@ -232,14 +262,11 @@ describe('without a trustworthy hint the user is asked', () => {
 
   it('LO-11 logging out while not signed in ends on the signed-out page, no error', async () => {
     const b = new Browser(sigil);
-    const step = await endSession(b, { post_logout_redirect_uri: BYE, state: 's' });
-    expect(step.status).toBe(303);
-    expect(step.location).toMatch(/^\/account\/logout/);
-    const page = await b.follow(step);
+    const page = await endSession(b, { state: 's' });
     expect(page.status).toBe(200);
     expect(String(page.headers['content-type'])).toMatch(/^text\/html/);
     expect(page.body).toContain('You are now signed out.');
-    expect(page.body).not.toContain(BYE);
+    expect(page.body).not.toContain('state');
   });
 
   it('a malformed end-session query is an error page, not a 5xx', async () => {

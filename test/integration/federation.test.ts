@@ -2,10 +2,12 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { decodeJwt } from 'jose';
+import { Kysely, type MigrationProvider, Migrator, SqliteDialect, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InjectBrowser } from '../browser-helpers.js';
 import { freePort } from '../e2e/ports.js';
 import { hash } from '@node-rs/argon2';
+import { migrationProvider } from '../../src/stores/migrations.js';
 import { openStore } from '../../src/stores/sql.js';
 import { externalLinkKey } from '../../src/stores/types.js';
 import { basic, form, startSigil, tempDir, testConfig } from '../helpers.js';
@@ -185,19 +187,23 @@ describe('links made before the pair was stored (migration 0005_external_links)'
     const { dir, cleanup } = tempDir();
     const file = join(dir, 'sigil.db');
     try {
-      let store = await openStore(`sqlite:${file}`);
-      const legacy = (subjectId: string, username: string) => ({ subjectId, username, tenant: null, passwordHash: null, claims: {}, isActive: true });
-      await store.users.addUser(legacy('legacy-1', 'corp:1'));
-      await store.users.addUser(legacy('legacy-cut', `corp:${'u'.repeat(95)}`));
-      await store.users.addUser({ ...legacy('local-1', 'corp:admin'), passwordHash: await hash('pw') });
-      await store.close();
-      // The store as the previous release left it: no link table, migration 0005 (and the later
-      // ones, whose tables go too) not run.
-      const db = new SQLite(file);
-      db.exec(`drop table external_links; drop table mfa_factors; delete from kysely_migration where name >= '0005_external_links'`);
-      db.close();
+      // The store as the previous release left it: the migrations before 0005 only, and users that
+      // its federation made (no password, username "<provider>:<sub>", cut at 100 characters).
+      const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new SQLite(file) }) });
+      const before0005: MigrationProvider = {
+        getMigrations: async () =>
+          Object.fromEntries(Object.entries(await migrationProvider.getMigrations()).filter(([name]) => name < '0005')),
+      };
+      expect((await new Migrator({ db, provider: before0005 }).migrateToLatest()).error).toBeUndefined();
+      const addUser = (subjectId: string, username: string, passwordHash: string | null) =>
+        sql`insert into users (subject_id, username, username_normalized, tenant, password_hash, claims, is_active, created_at)
+          values (${subjectId}, ${username}, ${username.toLowerCase()}, '', ${passwordHash}, '{}', 1, 0)`.execute(db);
+      await addUser('legacy-1', 'corp:1', null);
+      await addUser('legacy-cut', `corp:${'u'.repeat(95)}`, null);
+      await addUser('local-1', 'corp:admin', await hash('pw'));
+      await db.destroy();
 
-      store = await openStore(`sqlite:${file}`);
+      const store = await openStore(`sqlite:${file}`);
       try {
         expect(await store.users.findExternalLink(externalLinkKey('corp', '1'))).toBe('legacy-1');
         expect(await store.users.findExternalLink(externalLinkKey('corp', 'u'.repeat(95)))).toBeUndefined();

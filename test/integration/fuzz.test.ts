@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, form, startSigil } from '../helpers.js';
+import { basic, form, startSigil, testConfig } from '../helpers.js';
 
 type Sigil = Awaited<ReturnType<typeof startSigil>>;
 
@@ -17,6 +17,7 @@ const ENDPOINTS = [
   '/connect/userinfo',
   '/connect/introspect',
   '/connect/revocation',
+  '/connect/par',
   '/.well-known/openid-configuration',
   '/.well-known/openid-configuration/jwks',
   '/healthz',
@@ -25,7 +26,7 @@ const ENDPOINTS = [
 /** Multiplies the number of runs, for a deeper local session: `SIGIL_FUZZ_SCALE=20 npx vitest run test/integration/fuzz.test.ts`. */
 const SCALE = Number(process.env.SIGIL_FUZZ_SCALE ?? '1') || 1;
 
-const ALLOWED_STATUS = new Set([200, 204, 400, 401, 403, 404, 405, 413, 415, 429]);
+const ALLOWED_STATUS = new Set([200, 201, 204, 400, 401, 403, 404, 405, 413, 415, 429]);
 const ERROR_CODES = new Set([
   'invalid_request',
   'invalid_client',
@@ -36,6 +37,10 @@ const ERROR_CODES = new Set([
   'invalid_token',
   'insufficient_scope',
   'temporarily_unavailable',
+  'unsupported_response_type',
+  'invalid_request_object',
+  'invalid_dpop_proof',
+  'invalid_target',
 ]);
 /** RFC 6749 §5.2: error_description = 1*( %x20-21 / %x23-5B / %x5D-7E ). */
 const DESCRIPTION = /^[\x20\x21\x23-\x5B\x5D-\x7E]+$/;
@@ -250,6 +255,12 @@ function templates(path: string, t: Tokens): Template[] {
         { params: [['token', t.jwt], ['client_id', 'spa']] },
         { authorization: ropc, params: [['token', t.refreshReuse], ['token_type_hint', 'refresh_token']] },
       ];
+    case '/connect/par':
+      return [
+        { authorization: m2m, params: [['response_type', 'code'], ['scope', 'api1'], ['redirect_uri', 'https://rp.example/cb']] },
+        { params: [['client_id', 'par-spa'], ['response_type', 'code'], ['scope', 'openid api1'], ['redirect_uri', 'https://spa.example/cb'], ['code_challenge', 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'], ['code_challenge_method', 'S256']] },
+        { params: [['client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'], ['client_assertion', t.jwt], ['response_type', 'code']] },
+      ];
     case '/connect/userinfo':
       return [
         { authorization: `Bearer ${t.userJwt}`, params: [] },
@@ -362,9 +373,10 @@ function checkResponse(res: LightMyRequestResponse): void {
     expect(Object.keys(body).every((k) => ['error', 'error_description', 'error_uri'].includes(k))).toBe(true);
   }
   if (res.statusCode >= 400 && res.body.length === 0) {
-    // RFC 6750 §3.1: a protected resource request without a token gets only the challenge.
+    // RFC 6750 §3.1: a protected resource request without a token gets only the challenges
+    // (Bearer, and DPoP with its algorithms, RFC 9449 §7.1).
     expect(res.statusCode).toBe(401);
-    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="sigil"$/);
+    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="sigil", DPoP algs="[A-Za-z0-9 ]+"$/);
   }
   if (res.statusCode === 200 && type.startsWith('application/json')) expect(() => JSON.parse(res.body)).not.toThrow();
   const challenge = res.headers['www-authenticate'];
@@ -404,7 +416,9 @@ describe('fuzzing every endpoint', () => {
 
   beforeAll(async () => {
     // A high failure limit keeps most requests past the rate limiter, so they reach the grants.
-    sigil = await startSigil({ rateLimits: { maxFailures: 100_000, windowSeconds: 60 } });
+    // Plus a public code-flow client, so that pushed authorization requests can succeed.
+    const par = { clientId: 'par-spa', requireClientSecret: false, allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid', 'api1'], redirectUris: ['https://spa.example/cb'] };
+    sigil = await startSigil({ rateLimits: { maxFailures: 100_000, windowSeconds: 60 }, clients: [...(testConfig().clients ?? []), par] });
   });
   afterAll(async () => sigil?.close());
 

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/stores/sql.js';
-import type { GrantRecord, Store, StoredFactor, StoredKey, StoredUser } from '../../src/stores/types.js';
+import type { GrantRecord, LogoutDelivery, SessionParticipant, Store, StoredFactor, StoredKey, StoredUser } from '../../src/stores/types.js';
 import { dropSchema, POSTGRES_URL, tempDir, uniqueSchema } from '../helpers.js';
 
 interface Backend {
@@ -425,6 +425,54 @@ describe.each(backends)('store contract on $name', (backend) => {
     });
   });
 
+  describe('LogoutStore', () => {
+    /** A delivery for each participant of a session (as LogoutService plans them). */
+    const plan = (tag: string) => (ps: SessionParticipant[]): LogoutDelivery[] =>
+      ps.map((p, i) => ({ id: `${tag}-${i}`, clientId: p.clientId, uri: 'https://rp.example/bc', subjectId: p.subjectId, sid: p.sid, attempts: 0, giveUpAt: NOW + 600 }));
+
+    it('endSession raced by 10 callers on two nodes: one gets the participants, the session row is revoked, deliveries are queued once', async () => {
+      const sid = `sid-${key().slice(0, 20)}`;
+      const session = record({ type: 'session', familyId: sid, sessionId: sid });
+      await store.grants.put(session);
+      for (const clientId of ['a', 'b', 'a']) await store.logout.addParticipant({ sid, clientId, subjectId: 'u1' }, NOW + 100);
+      // Two SQLite stores in one process cannot race transactions: better-sqlite3 waits for a
+      // lock synchronously, blocking the very thread that holds it. Separate processes (nodes, the
+      // command line) wait for each other; here the SQLite racers share one connection.
+      const node = (i: number) => (i % 2 === 0 || backend.name !== 'PostgreSQL' ? store : other);
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => node(i).logout.endSession(sid, NOW, plan(`${sid}-${i}`))));
+      const winners = results.filter((r) => r.length > 0);
+      expect(winners).toHaveLength(1);
+      expect(winners[0]!.map((p) => p.clientId).sort()).toEqual(['a', 'b']);
+      expect((await store.grants.get(session.key))?.revokedAt).toBe(NOW);
+      const ids = Array.from({ length: 10 }, (_, i) => [`${sid}-${i}-0`, `${sid}-${i}-1`]).flat();
+      expect(await store.logout.claimDeliveries('n1', NOW, NOW + 10, 50, ids)).toHaveLength(2);
+    });
+
+    it('claimDeliveries raced on two nodes: each delivery goes to one holder; after the lease it is claimable again; only the holder retries or finishes it', async () => {
+      const sid = `sid-${key().slice(0, 20)}`;
+      for (const clientId of ['a', 'b', 'c', 'd', 'e']) await store.logout.addParticipant({ sid, clientId, subjectId: 'u2' }, NOW + 100);
+      await store.logout.endSession(sid, NOW, plan(sid));
+      const ids = [0, 1, 2, 3, 4].map((i) => `${sid}-${i}`);
+      const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : other).logout.claimDeliveries(`h${i}`, NOW, NOW + 10, 5, ids)));
+      expect(claims.flat().map((d) => d.id).sort()).toEqual(ids);
+      const holderOf = (id: string) => `h${claims.findIndex((c) => c.some((d) => d.id === id))}`;
+      // Leased until NOW + 10: nobody else gets them before.
+      expect(await other.logout.claimDeliveries('late', NOW + 9, NOW + 20, 5, ids)).toEqual([]);
+      // A stranger cannot release or finish them.
+      await other.logout.retryDelivery(ids[0]!, 'stranger', NOW, 'x');
+      await other.logout.finishDelivery(ids[1]!, 'stranger');
+      expect(await other.logout.claimDeliveries('late', NOW + 9, NOW + 20, 5, ids)).toEqual([]);
+      // The holder releases one for a retry at NOW + 5 and finishes another.
+      await store.logout.retryDelivery(ids[0]!, holderOf(ids[0]!), NOW + 5, 'HTTP 503');
+      await store.logout.finishDelivery(ids[1]!, holderOf(ids[1]!));
+      const retried = await other.logout.claimDeliveries('late', NOW + 5, NOW + 20, 5, ids);
+      expect(retried).toMatchObject([{ id: ids[0], attempts: 1 }]);
+      // The lease of the others ran out (a dead node): claimable again, the finished one never.
+      const taken = await other.logout.claimDeliveries('later', NOW + 11, NOW + 30, 5, ids);
+      expect(taken.map((d) => d.id).sort()).toEqual(ids.slice(2));
+    });
+  });
+
   describe('Maintenance', () => {
     it('acquireLease: one holder at a time, renewable by its holder, taken over only after it ends', async () => {
       const lease = `lease-${key().slice(0, 20)}`;
@@ -475,5 +523,40 @@ describe.each(backends)('store contract on $name', (backend) => {
       expect(await store.maintenance.deleteExpired(T + 3, 100)).toBe(5);
       for (const r of later.slice(2)) expect(await store.grants.get(r.key)).toEqual(r);
     });
+  });
+
+  it('keeps WebAuthn credentials: one row per credential ID, listed per user, counter by compare-and-set, removed by the owner only', async () => {
+    const subjectId = `webauthn-${backend.name}`;
+    const credential = {
+      id: key(),
+      subjectId,
+      kind: 'passkey' as const,
+      publicKey: key(),
+      counter: 0,
+      transports: ['internal'],
+      name: 'Laptop',
+      backedUp: true,
+      createdAt: NOW,
+      lastUsedAt: null,
+    };
+    expect(await store.webauthn.add(credential)).toBe(true);
+    expect(await other.webauthn.add({ ...credential, subjectId: 'someone-else' })).toBe(false);
+    expect(await other.webauthn.get(credential.id)).toEqual(credential);
+    expect(await store.webauthn.list(subjectId)).toEqual([credential]);
+    // Two uses that read counter 0: exactly one records its new value.
+    const results = await Promise.all([store.webauthn.recordUse(credential.id, 0, 5, NOW + 1), other.webauthn.recordUse(credential.id, 0, 6, NOW + 2)]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const used = await store.webauthn.get(credential.id);
+    expect([5, 6]).toContain(used?.counter);
+    expect(used?.lastUsedAt).toBe(used?.counter === 5 ? NOW + 1 : NOW + 2);
+    expect(await store.webauthn.remove('someone-else', credential.id)).toBe(false);
+    expect(await other.webauthn.remove(subjectId, credential.id)).toBe(true);
+    expect(await store.webauthn.get(credential.id)).toBeUndefined();
+    expect(await store.webauthn.list(subjectId)).toEqual([]);
+    // Removing the user removes their credentials.
+    await store.users.addUser({ subjectId, username: subjectId, tenant: null, passwordHash: null, claims: {}, isActive: true });
+    await store.webauthn.add({ ...credential, id: key() });
+    expect(await store.users.removeUser(subjectId)).toBe(true);
+    expect(await store.webauthn.list(subjectId)).toEqual([]);
   });
 });

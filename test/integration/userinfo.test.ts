@@ -105,10 +105,11 @@ describe('userinfo', () => {
     for (const scheme of ['bearer', 'BEARER', 'BeArEr']) expect((await get(`${scheme} ${access_token}`)).statusCode).toBe(200);
   });
 
-  it('answers no token with 401 and a Bearer challenge without error', async () => {
+  it('answers no token with 401 and Bearer and DPoP challenges without error', async () => {
     for (const res of [await get(), await get('Basic ' + Buffer.from('a:b').toString('base64'))]) {
       expect(res.statusCode).toBe(401);
-      expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="[^"]+"$/);
+      // RFC 9449 §7.1: both schemes are offered.
+      expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="[^"]+", DPoP algs="ES256 [^"]+"$/);
       expect(res.headers['www-authenticate']).not.toContain('error');
     }
   });

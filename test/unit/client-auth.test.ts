@@ -93,3 +93,39 @@ describe('findCredentials', () => {
     );
   });
 });
+
+describe('findCredentials: client assertions (RFC 7521 §4.2)', () => {
+  const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const jwt = (header: unknown, payload: unknown) => `${b64(header)}.${b64(payload)}.c2ln`;
+  const body = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+  const TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+
+  it('names the client by client_id, else by the unverified sub, and the method by alg', () => {
+    const es = jwt({ alg: 'ES256' }, { sub: 'pk' });
+    expect(findCredentials(source([], body({ client_assertion_type: TYPE, client_assertion: es })))).toEqual({
+      id: 'pk',
+      secret: undefined,
+      method: 'private_key_jwt',
+      assertion: es,
+    });
+    const hs = jwt({ alg: 'HS256' }, { sub: 'other' });
+    expect(findCredentials(source([], body({ client_id: 'cs', client_assertion_type: TYPE, client_assertion: hs })))).toMatchObject({
+      id: 'cs',
+      method: 'client_secret_jwt',
+    });
+  });
+
+  it('refuses assertions that name no client or are no JWT (invalid_client), and mixed or incomplete forms (invalid_request)', () => {
+    const code = (authorization: string[], fields: Record<string, string>) => caught(() => findCredentials(source(authorization, body(fields))))?.code;
+    const a = jwt({ alg: 'ES256' }, { sub: 'pk' });
+    expect(code([], { client_assertion_type: TYPE, client_assertion: jwt({ alg: 'ES256' }, { iss: 'pk' }) })).toBe('invalid_client');
+    expect(code([], { client_assertion_type: TYPE, client_assertion: 'not-a-jwt' })).toBe('invalid_client');
+    expect(code([], { client_assertion_type: TYPE, client_assertion: jwt({}, { sub: 'pk' }) })).toBe('invalid_client');
+    expect(code([], { client_assertion_type: TYPE, client_assertion: `${b64({ alg: 'ES256' })}.${b64({ sub: 'pk', x: JSON.parse('['.repeat(20) + ']'.repeat(20)) })}.c2ln` })).toBe('invalid_client');
+    expect(code([], { client_assertion_type: TYPE, client_assertion: a, client_secret: 's' })).toBe('invalid_request');
+    expect(code(['Basic cGs6cw=='], { client_assertion_type: TYPE, client_assertion: a })).toBe('invalid_request');
+    expect(code([], { client_assertion: a })).toBe('invalid_request');
+    expect(code([], { client_assertion_type: TYPE })).toBe('invalid_request');
+    expect(code([], { client_assertion_type: 'urn:other', client_assertion: a })).toBe('invalid_request');
+  });
+});

@@ -1,0 +1,63 @@
+/**
+ * Pushed authorization requests, `POST /connect/par` (RFC 9126 §2): the client authenticates as at
+ * the token endpoint, the request is validated by the authorization endpoint's own validator
+ * (`validateAuthorizeRequest`, signed request objects included, RFC 9126 §3), stored for
+ * `pushedAuthorizationRequestLifetime` seconds, and answered with 201 and a one-time
+ * `request_uri` (§2.2). Errors are the token endpoint's JSON errors (§2.3).
+ *
+ * Stored rows and quotas: a confidential client has authenticated, so its requests are its own
+ * to make (each row is bounded by `PARAM_MAX_LENGTH` and lives a minute); a public client proves
+ * nothing by its `client_id`, so its pushes count against the caller's address like pending
+ * authorization requests do (`pendingLimits.interactionsPerAddress`).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { OAuthError, invalidRequest } from '../errors.js';
+import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
+import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
+import { authenticateClient } from '../validation/client-auth.js';
+import { storePushedRequest } from '../validation/pushed-request.js';
+import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
+
+/** Registers `/connect/par` (anything but a form POST: 400 `invalid_request`). */
+export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+  app.route({
+    method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
+    url: '/connect/par',
+    // JSON API: the browser-page headers of helmet (CSP, frame options) do not apply.
+    helmet: false,
+    handler: async (request, reply) => {
+      try {
+        const params = formBody(request, 'invalid_request');
+        const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, '/connect/par');
+        // RFC 9126 §2.1: a pushed request cannot itself reference one.
+        if (params.has('request_uri')) throw invalidRequest('request_uri is not allowed in a pushed authorization request');
+        if (client.isPublic) {
+          const limits = ctx.config.pendingLimits;
+          await takeQuota(
+            ctx.limiter.counters,
+            [{ key: `interaction:address:${addressQuotaKey(request.ip)}`, limit: limits.interactionsPerAddress }],
+            limits.windowSeconds,
+          );
+        }
+        let validated;
+        try {
+          // With Basic authentication the body may lack client_id; findCredentials ensured that a
+          // client_id sent names the authenticated client.
+          validated = await validateAuthorizeRequest(ctx, params.with('client_id', client.clientId), 'par');
+        } catch (err) {
+          if (err instanceof AuthorizeError) throw err.error;
+          throw err;
+        }
+        const lifetime = ctx.config.pushedAuthorizationRequestLifetime;
+        const requestUri = await storePushedRequest(ctx.store.grants, client.clientId, validated.params, lifetime);
+        return noStore(reply).code(201).type('application/json; charset=utf-8').send({ request_uri: requestUri, expires_in: lifetime });
+      } catch (err) {
+        if (!(err instanceof OAuthError)) throw err;
+        if (err.code === 'invalid_client')
+          ctx.events.emit({ name: 'client_authentication_failed', endpoint: 'par', error: err.code, ...(err.description ? { errorDescription: err.description } : {}), remoteAddress: request.ip });
+        return sendOAuthError(reply, err);
+      }
+    },
+  });
+}

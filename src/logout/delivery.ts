@@ -1,0 +1,147 @@
+/**
+ * Back-channel logout delivery (OIDC Back-Channel Logout 1.0 §2.5) from the durable outbox
+ * (`LogoutStore`): each node polls for due deliveries, claims each with a lease (so one node of a
+ * cluster sends it), POSTs `logout_token` with a timeout and without following redirects, and on
+ * failure retries with doubling back-off until the delivery's give-up time. A node killed mid-send
+ * leaves a lease that runs out; another node (or the same after restart) then sends it again.
+ */
+import type { Logger } from 'pino';
+import type { KeyRing } from '../keys/keys.js';
+import { newId, nowSeconds } from '../tokens/handles.js';
+import type { LogoutDelivery, LogoutStore } from '../stores/types.js';
+import { signLogoutToken } from './logout-token.js';
+
+/** Delivery settings, in seconds (config `backChannelLogout`). */
+export interface DeliveryOptions {
+  timeoutSeconds: number;
+  pollSeconds: number;
+}
+
+/** Seconds before the first retry; doubled after each failure, at most `MAX_BACKOFF`. */
+const FIRST_BACKOFF = 1;
+const MAX_BACKOFF = 60;
+/** Deliveries claimed per batch. */
+const BATCH = 20;
+
+/** The seconds to wait before attempt `attempts + 1` (attempts already made ≥ 1). */
+export function backoffSeconds(attempts: number): number {
+  return Math.min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** Math.max(0, attempts - 1));
+}
+
+/** Sends queued logout tokens; one per node. */
+export class LogoutDeliverer {
+  private readonly holder = newId();
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  /**
+   * @param sweep called at each poll before sending: ends sessions found expired (queueing their
+   *   deliveries).
+   */
+  constructor(
+    private readonly store: LogoutStore,
+    private readonly keys: KeyRing,
+    private readonly issuer: string,
+    private readonly log: Logger,
+    private readonly options: DeliveryOptions,
+    private readonly sweep: () => Promise<void> = async () => {},
+  ) {}
+
+  /** Starts polling every `pollSeconds`; the timer does not keep the process alive. */
+  start(): void {
+    this.timer = setInterval(() => this.poll(), this.options.pollSeconds * 1000);
+    this.timer.unref();
+    this.poll();
+  }
+
+  /** Stops polling and waits for a poll under way. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  /** One poll (no-op while one runs): sweep expired sessions, then send what is due. */
+  private poll(): void {
+    if (this.running) return;
+    this.running = (async () => {
+      await this.sweep();
+      for (;;) {
+        const sent = await this.sendDue();
+        if (sent < BATCH) break;
+      }
+    })()
+      .catch((err: unknown) => this.log.error({ err }, 'back-channel logout delivery failed'))
+      .finally(() => (this.running = undefined));
+  }
+
+  /**
+   * Tries the given deliveries now (those this node can claim), waiting at most for their
+   * requests' timeout: an RP-initiated logout sends its tokens before it redirects (§2.5).
+   * Failures stay queued for retries.
+   */
+  async deliverNow(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    const now = nowSeconds();
+    const claimed = await this.store.claimDeliveries(this.holder, now, now + this.leaseSeconds(), ids.length, ids);
+    await Promise.all(claimed.map((d) => this.attempt(d)));
+  }
+
+  /** Claims and sends one batch of due deliveries; returns how many were claimed. */
+  private async sendDue(): Promise<number> {
+    const now = nowSeconds();
+    const claimed = await this.store.claimDeliveries(this.holder, now, now + this.leaseSeconds(), BATCH);
+    await Promise.all(claimed.map((d) => this.attempt(d)));
+    return claimed.length;
+  }
+
+  /**
+   * A lease outlives the request (timeout) with margin for signing and the store; a node that
+   * dies mid-send holds it no longer than this.
+   */
+  private leaseSeconds(): number {
+    return 2 * this.options.timeoutSeconds + 5;
+  }
+
+  /** One attempt of a claimed delivery; records the outcome. Never throws for a client's failure. */
+  private async attempt(delivery: LogoutDelivery): Promise<void> {
+    const now = nowSeconds();
+    const error = await this.post(delivery, now);
+    if (error === undefined) {
+      await this.store.finishDelivery(delivery.id, this.holder);
+      this.log.info({ clientId: delivery.clientId, sid: delivery.sid, attempts: delivery.attempts + 1 }, 'back-channel logout delivered');
+      return;
+    }
+    const next = now + backoffSeconds(delivery.attempts + 1);
+    if (error.final || next > delivery.giveUpAt) {
+      await this.store.finishDelivery(delivery.id, this.holder);
+      this.log.warn({ clientId: delivery.clientId, sid: delivery.sid, attempts: delivery.attempts + 1, error: error.message }, 'back-channel logout given up');
+      return;
+    }
+    await this.store.retryDelivery(delivery.id, this.holder, next, error.message);
+    this.log.warn({ clientId: delivery.clientId, attempts: delivery.attempts + 1, retryAt: next, error: error.message }, 'back-channel logout failed; will retry');
+  }
+
+  /**
+   * POSTs the logout token (§2.5): form-encoded, no redirects followed, `timeoutSeconds`.
+   * @returns undefined on 200/204, else the error; `final` when retrying cannot help (a 4xx other
+   *   than 408 and 429: the client refused the token).
+   */
+  private async post(delivery: LogoutDelivery, now: number): Promise<{ message: string; final: boolean } | undefined> {
+    try {
+      const token = await signLogoutToken(this.keys, this.issuer, delivery, now);
+      const res = await fetch(delivery.uri, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-store' },
+        body: new URLSearchParams({ logout_token: token }).toString(),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(this.options.timeoutSeconds * 1000),
+      });
+      await res.body?.cancel();
+      if (res.status === 200 || res.status === 204) return undefined;
+      const final = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
+      return { message: `HTTP ${res.status}`, final };
+    } catch (err) {
+      return { message: err instanceof Error ? err.message : String(err), final: false };
+    }
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Ending sessions (DESIGN §2 `logout/`): which clients took part in a session, and what ending it
+ * sets off. The session row is revoked and the back-channel logout tokens for its clients are
+ * queued in one store transaction (OIDC Back-Channel Logout 1.0 §2.5, durable); the front-channel
+ * clients are returned for the signed-out page (OIDC Front-Channel Logout 1.0 §3).
+ */
+import type { ClientConfig } from '../config/schema.js';
+import { newId, nowSeconds } from '../tokens/handles.js';
+import type { LogoutDelivery, LogoutStore, SessionParticipant } from '../stores/types.js';
+
+/** Looks up a client by id (the registry: config-file and stored clients). */
+export interface ClientLookup {
+  get(clientId: string): ClientConfig | undefined;
+}
+
+/** What ending one session did. */
+export interface EndedSession {
+  sid: string;
+  /** The clients that took part in it (still registered), for front-channel logout. */
+  clients: ClientConfig[];
+  /** The ids of the back-channel deliveries queued. */
+  deliveryIds: string[];
+}
+
+/** Expired sessions ended per sweep. */
+const SWEEP_BATCH = 100;
+
+/** Records participants and ends sessions with their notifications. */
+export class LogoutService {
+  /**
+   * @param retrySeconds how long a back-channel delivery is retried (config `backChannelLogout.retrySeconds`)
+   * @param deliverNow tries queued deliveries at once (the node's deliverer); absent on the command line,
+   *   where running nodes send them.
+   */
+  constructor(
+    private readonly store: LogoutStore,
+    private readonly clients: ClientLookup,
+    private readonly retrySeconds: number,
+    private readonly deliverNow?: (ids: string[]) => Promise<void>,
+  ) {}
+
+  /**
+   * Records that `client` received a code or tokens for `session`, when it has a back- or
+   * front-channel logout URI (others are never notified, so they are not recorded).
+   * @param expiresAt the session's end, Unix seconds
+   */
+  async participate(session: { sid: string; subjectId: string }, expiresAt: number, client: ClientConfig): Promise<void> {
+    if (!client.backChannelLogoutUri && !client.frontChannelLogoutUri) return;
+    await this.store.addParticipant({ sid: session.sid, clientId: client.clientId, subjectId: session.subjectId }, expiresAt);
+  }
+
+  /**
+   * Ends session `sid`: revokes it and queues a logout token for each participating client with
+   * a `backChannelLogoutUri`, in one transaction. A session already ended by someone else yields
+   * no clients.
+   * @param sendNow also try to send them before returning (bounded by the delivery timeout), as a
+   *   logout does before its redirect (§2.5); otherwise the next poll sends them.
+   */
+  async endSession(sid: string, sendNow = true): Promise<EndedSession> {
+    const ended = await this.end(sid, nowSeconds());
+    if (sendNow && this.deliverNow) await this.deliverNow(ended.deliveryIds);
+    return ended;
+  }
+
+  /** Ends every live session of a user (`sigil users sessions revoke`); returns how many. */
+  async endSessionsOf(subjectId: string): Promise<number> {
+    const sids = await this.store.liveSessions(subjectId, nowSeconds());
+    for (const sid of sids) await this.endSession(sid);
+    return sids.length;
+  }
+
+  /** Ends sessions found past their end that have participants (their deliveries are sent by the next poll). */
+  async endExpired(): Promise<void> {
+    const now = nowSeconds();
+    for (const sid of await this.store.expiredSessions(now, SWEEP_BATCH)) await this.end(sid, now);
+  }
+
+  private async end(sid: string, now: number): Promise<EndedSession> {
+    let deliveries: LogoutDelivery[] = [];
+    const participants = await this.store.endSession(sid, now, (found) => {
+      deliveries = this.plan(found, now);
+      return deliveries;
+    });
+    const clients = participants.map((p) => this.clients.get(p.clientId)).filter((c): c is ClientConfig => c !== undefined);
+    return { sid, clients, deliveryIds: deliveries.map((d) => d.id) };
+  }
+
+  private plan(participants: SessionParticipant[], now: number): LogoutDelivery[] {
+    const out: LogoutDelivery[] = [];
+    for (const p of participants) {
+      const uri = this.clients.get(p.clientId)?.backChannelLogoutUri;
+      if (uri) out.push({ id: newId(), clientId: p.clientId, uri, subjectId: p.subjectId, sid: p.sid, attempts: 0, giveUpAt: now + this.retrySeconds });
+    }
+    return out;
+  }
+}

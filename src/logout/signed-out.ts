@@ -1,0 +1,22 @@
+/**
+ * The end of a logout in the browser: the signed-out page with the front-channel logout iframes
+ * of the session's clients (OIDC Front-Channel Logout 1.0 §3), then the post-logout redirect
+ * (RP-Initiated Logout 1.0 §3). Without iframes to load, the redirect is immediate.
+ */
+import type { FastifyReply } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { asciiUri } from '../endpoints/authorize-response.js';
+import { frameSources, frontChannelFrames } from './front-channel.js';
+import type { EndedSession } from './logout.js';
+
+/**
+ * Answers a completed logout.
+ * @param ended what ending the session did, or undefined when there was none to end
+ * @param redirect the validated post-logout redirect (with `state`), if any
+ */
+export function sendLoggedOut(ctx: SigilContext, reply: FastifyReply, lang: string, ended: EndedSession | undefined, redirect: string | undefined): FastifyReply {
+  const frames = ended ? frontChannelFrames(ctx.issuer, ended.sid, ended.clients) : [];
+  const target = redirect === undefined ? undefined : asciiUri(redirect);
+  if (frames.length === 0 && target !== undefined) return reply.header('cache-control', 'no-store').redirect(target, 303);
+  return ctx.pages.sendSignedOut(reply, lang, frames, frameSources(frames), target);
+}

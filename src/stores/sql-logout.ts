@@ -1,0 +1,154 @@
+/**
+ * The SQL implementation of `LogoutStore` (sessions' participants and the back-channel logout
+ * outbox), on the same Kysely instance as the rest of the store, both dialects.
+ */
+import type { Kysely } from 'kysely';
+import type { LogoutDelivery, LogoutStore, SessionParticipant } from './types.js';
+
+interface ParticipantsTable {
+  sid: string;
+  client_id: string;
+  subject_id: string;
+  expires_at: number;
+}
+interface DeliveriesTable {
+  id: string;
+  client_id: string;
+  uri: string;
+  subject_id: string;
+  sid: string;
+  attempts: number;
+  created_at: number;
+  next_attempt_at: number;
+  give_up_at: number;
+  lease_holder: string | null;
+  lease_until: number;
+  last_error: string | null;
+}
+interface GrantsColumns {
+  key: string;
+  type: string;
+  subject_id: string | null;
+  family_id: string;
+  expires_at: number;
+  revoked_at: number | null;
+}
+/** The tables this module touches. */
+export interface LogoutTables {
+  session_participants: ParticipantsTable;
+  logout_deliveries: DeliveriesTable;
+  grants: GrantsColumns;
+}
+
+/** `LogoutStore` over a Kysely instance whose schema has the `0006_logout` migration. */
+export class SqlLogoutStore implements LogoutStore {
+  constructor(private readonly db: Kysely<LogoutTables>) {}
+
+  async addParticipant(p: SessionParticipant, expiresAt: number): Promise<void> {
+    await this.db
+      .insertInto('session_participants')
+      .values({ sid: p.sid, client_id: p.clientId, subject_id: p.subjectId, expires_at: expiresAt })
+      .onConflict((oc) => oc.columns(['sid', 'client_id']).doNothing())
+      .execute();
+  }
+
+  async endSession(sid: string, now: number, plan: (participants: SessionParticipant[]) => LogoutDelivery[]): Promise<SessionParticipant[]> {
+    return this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('grants')
+        .set({ revoked_at: now })
+        .where('family_id', '=', sid)
+        .where('type', '=', 'session')
+        .where('revoked_at', 'is', null)
+        .execute();
+      // The delete is the claim: of concurrent callers, one gets the rows.
+      const rows = await trx.deleteFrom('session_participants').where('sid', '=', sid).returning(['sid', 'client_id', 'subject_id']).execute();
+      const participants = rows.map((r) => ({ sid: r.sid, clientId: r.client_id, subjectId: r.subject_id }));
+      const deliveries = plan(participants);
+      if (deliveries.length > 0)
+        await trx
+          .insertInto('logout_deliveries')
+          .values(
+            deliveries.map((d) => ({
+              id: d.id,
+              client_id: d.clientId,
+              uri: d.uri,
+              subject_id: d.subjectId,
+              sid: d.sid,
+              attempts: d.attempts,
+              created_at: now,
+              next_attempt_at: now,
+              give_up_at: d.giveUpAt,
+              lease_holder: null,
+              lease_until: 0,
+              last_error: null,
+            })),
+          )
+          .execute();
+      return participants;
+    });
+  }
+
+  async liveSessions(subjectId: string, now: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('grants')
+      .select('family_id')
+      .where('subject_id', '=', subjectId)
+      .where('type', '=', 'session')
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
+      .execute();
+    return rows.map((r) => r.family_id);
+  }
+
+  async expiredSessions(now: number, limit: number): Promise<string[]> {
+    const rows = await this.db.selectFrom('session_participants').select('sid').distinct().where('expires_at', '<=', now).limit(limit).execute();
+    return rows.map((r) => r.sid);
+  }
+
+  async claimDeliveries(holder: string, now: number, leaseUntil: number, limit: number, ids?: string[]): Promise<LogoutDelivery[]> {
+    let due = this.db
+      .selectFrom('logout_deliveries')
+      .selectAll()
+      .where('next_attempt_at', '<=', now)
+      .where('lease_until', '<=', now);
+    if (ids) {
+      if (ids.length === 0) return [];
+      due = due.where('id', 'in', ids);
+    }
+    const candidates = await due.orderBy('next_attempt_at').limit(limit).execute();
+    const claimed: LogoutDelivery[] = [];
+    for (const row of candidates) {
+      const result = await this.db
+        .updateTable('logout_deliveries')
+        .set({ lease_holder: holder, lease_until: leaseUntil })
+        .where('id', '=', row.id)
+        .where('lease_until', '<=', now)
+        .executeTakeFirst();
+      if (result.numUpdatedRows !== 1n) continue;
+      claimed.push({
+        id: row.id,
+        clientId: row.client_id,
+        uri: row.uri,
+        subjectId: row.subject_id,
+        sid: row.sid,
+        attempts: Number(row.attempts),
+        giveUpAt: Number(row.give_up_at),
+      });
+    }
+    return claimed;
+  }
+
+  async finishDelivery(id: string, holder: string): Promise<void> {
+    await this.db.deleteFrom('logout_deliveries').where('id', '=', id).where('lease_holder', '=', holder).execute();
+  }
+
+  async retryDelivery(id: string, holder: string, nextAttemptAt: number, lastError: string): Promise<void> {
+    await this.db
+      .updateTable('logout_deliveries')
+      .set((eb) => ({ attempts: eb('attempts', '+', 1), next_attempt_at: nextAttemptAt, lease_until: 0, last_error: lastError.slice(0, 500) }))
+      .where('id', '=', id)
+      .where('lease_holder', '=', holder)
+      .execute();
+  }
+}

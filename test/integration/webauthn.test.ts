@@ -1,0 +1,308 @@
+/**
+ * WebAuthn over HTTP (issue 12 item 2) with a software authenticator: passkey registration and
+ * passwordless sign-in to a client, the security key step after the password, and the responses
+ * Sigil must refuse (reused and expired challenges, unknown or removed credentials, another
+ * origin or RP ID, a counter that does not grow, a passkey without user verification), each one
+ * counted by the failure limits and reported as an event. The real browser runs in
+ * test/e2e/webauthn-browser.test.ts.
+ */
+import { decodeJwt } from 'jose';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { SigilEvent } from '../../src/events/events.js';
+import { authorizeUrl, Browser, codeParams, input, ISSUER, isLoginPage, pkce, readResponse, redeem, type Step, startAuthorizeSigil, verifyIdToken } from '../authorize-helpers.js';
+import { introspect, sleep, type TestSigil } from '../helpers.js';
+import { SoftAuthenticator } from '../webauthn-authenticator.js';
+
+/** Adds a credential of `kind` on /account/passkeys (the browser is signed in). */
+async function register(b: Browser, auth: SoftAuthenticator, kind: 'passkey' | 'security-key', name = 'My key'): Promise<Step> {
+  const page = await b.get('/account/passkeys');
+  expect(page.status, page.body).toBe(200);
+  const csrf = input(page.body, 'csrf_token');
+  const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind });
+  expect(options.status, options.body).toBe(200);
+  return b.post('/account/passkeys/register', { csrf_token: csrf, kind, name, response: JSON.stringify(auth.register(options.res.json())) });
+}
+
+/** Passkey sign-in options from a login page (already fetched). */
+async function passkeyOptions(b: Browser, loginPage: Step) {
+  const res = await b.post('/account/passkeys/login/options', { csrf_token: input(loginPage.body, 'csrf_token') });
+  expect(res.status, res.body).toBe(200);
+  return res.res.json();
+}
+
+/** Posts a passkey response from a login page (with its interaction, when there is one). */
+function passkeyLogin(b: Browser, loginPage: Step, response: unknown): Promise<Step> {
+  const interaction = /name="interaction" value="([^"]*)"/.exec(loginPage.body)?.[1];
+  return b.post('/account/passkeys/login', {
+    csrf_token: input(loginPage.body, 'csrf_token'),
+    ...(interaction ? { interaction } : {}),
+    response: JSON.stringify(response),
+  });
+}
+
+/** A browser signed in as alice with a registered passkey. */
+async function withPasskey(sigil: TestSigil): Promise<{ b: Browser; auth: SoftAuthenticator }> {
+  const b = new Browser(sigil);
+  await b.signIn('alice');
+  const auth = new SoftAuthenticator(ISSUER);
+  const added = await register(b, auth, 'passkey');
+  expect(added.status, added.body).toBe(303);
+  b.cookies.delete('sigil.session');
+  return { b, auth };
+}
+
+describe('passkeys and security keys over HTTP', () => {
+  let sigil: TestSigil;
+  let events: SigilEvent[] = [];
+  let unsubscribe: () => void;
+  beforeAll(async () => {
+    sigil = await startAuthorizeSigil([], { webauthn: { enabled: true }, rateLimits: { maxFailures: 50 } });
+    unsubscribe = sigil.subscribe((e) => void events.push(e));
+  });
+  afterAll(async () => {
+    unsubscribe();
+    await sigil.close();
+  });
+  afterEach(() => {
+    events = [];
+  });
+
+  it('registers a passkey, then signs in with it alone and gets a code whose identity token says swk, user, mfa', async () => {
+    const { b, auth } = await withPasskey(sigil);
+    expect(events.find((e) => e.name === 'webauthn_registered')).toMatchObject({ subjectId: '1', factor: 'passkey' });
+    const { verifier, challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge))));
+    expect(isLoginPage(login)).toBe(true);
+    expect(login.body).toContain('autocomplete="username webauthn"');
+    expect(login.body).toContain('<script src="/assets/webauthn-browser.js"></script>');
+    const answered = await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login)));
+    const code = readResponse(await b.follow(answered)).params.get('code');
+    expect(code).toBeTruthy();
+    const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string; access_token: string }>();
+    const { claims } = await verifyIdToken(sigil, tokens.id_token, 'web');
+    expect(claims.sub).toBe('1');
+    expect(claims.amr).toEqual(['swk', 'user', 'mfa']);
+    expect(decodeJwt(tokens.access_token).amr).toEqual(['swk', 'user', 'mfa']);
+    const introspected = (await introspect(sigil, tokens.access_token)).json<{ active: boolean; amr: string[] }>();
+    expect(introspected).toMatchObject({ active: true, amr: ['swk', 'user', 'mfa'] });
+    expect(events.map((e) => e.name)).toEqual(expect.arrayContaining(['webauthn_succeeded', 'user_login_succeeded']));
+  });
+
+  it('refuses a reused challenge: the second answer to one set of options signs nobody in', async () => {
+    const { b, auth } = await withPasskey(sigil);
+    const login = await b.get('/account/login');
+    const options = await passkeyOptions(b, login);
+    expect((await passkeyLogin(b, login, auth.authenticate(options))).status).toBe(200);
+    expect(b.cookies.has('sigil.session')).toBe(true);
+    b.cookies.delete('sigil.session');
+    const replay = await passkeyLogin(b, login, auth.authenticate(options));
+    expect(replay.status).toBe(400);
+    expect(replay.body).toContain('That did not work');
+    expect(b.cookies.has('sigil.session')).toBe(false);
+    expect(events.find((e) => e.name === 'webauthn_failed')).toMatchObject({ error: 'challenge', factor: 'passkey' });
+  });
+
+  it('refuses a response from a credential Sigil does not know', async () => {
+    const { b } = await withPasskey(sigil);
+    const stranger = new SoftAuthenticator(ISSUER);
+    stranger.register({ ...(await registrationOptionsFor(sigil)) });
+    const login = await b.get('/account/login');
+    const res = await passkeyLogin(b, login, stranger.authenticate(await passkeyOptions(b, login)));
+    expect(res.status).toBe(400);
+    expect(b.cookies.has('sigil.session')).toBe(false);
+    expect(events.find((e) => e.name === 'webauthn_failed')).toMatchObject({ error: 'unknown_credential' });
+  });
+
+  it('refuses responses made for another origin or another RP ID, and a passkey without user verification', async () => {
+    const { b, auth } = await withPasskey(sigil);
+    for (const bend of [{ origin: 'https://evil.example' }, { rpId: 'evil.example' }, { flags: 0x01 }]) {
+      const login = await b.get('/account/login');
+      const res = await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login), undefined, bend));
+      expect(res.status, JSON.stringify(bend)).toBe(400);
+      expect(b.cookies.has('sigil.session')).toBe(false);
+    }
+    expect(events.filter((e) => e.name === 'webauthn_failed').map((e) => e.error)).toEqual(['verification', 'verification', 'verification']);
+  });
+
+  it('refuses a signature counter that does not grow (a cloned authenticator), and records the one that does', async () => {
+    const { b, auth } = await withPasskey(sigil);
+    let login = await b.get('/account/login');
+    expect((await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login), undefined, { counter: 7 }))).status).toBe(200);
+    b.cookies.delete('sigil.session');
+    login = await b.get('/account/login');
+    const res = await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login), undefined, { counter: 7 }));
+    expect(res.status).toBe(400);
+    expect(b.cookies.has('sigil.session')).toBe(false);
+    expect(events.find((e) => e.name === 'webauthn_failed')).toMatchObject({ error: 'counter' });
+    // 7 was recorded: 8 passes.
+    login = await b.get('/account/login');
+    expect((await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login), undefined, { counter: 8 }))).status).toBe(200);
+    expect(b.cookies.has('sigil.session')).toBe(true);
+  });
+
+  it('asks a user with a security key for it after the password; the session starts only after the key and says pwd, hwk, mfa', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('bob');
+    const key = new SoftAuthenticator(ISSUER, false);
+    expect((await register(b, key, 'security-key', 'Blue key')).status).toBe(303);
+    const listed = await b.get('/account/passkeys');
+    expect(listed.body).toContain('Blue key');
+    expect(listed.body).toContain('Security key');
+    b.cookies.delete('sigil.session');
+
+    const { verifier, challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge))));
+    const step = await b.submitLogin(login, 'bob', 'bob');
+    expect(step.status).toBe(200);
+    expect(step.body).toContain('action="/account/passkeys/second-factor"');
+    expect(b.cookies.has('sigil.session')).toBe(false);
+    const csrf = input(step.body, 'csrf_token');
+    const options = await b.post('/account/passkeys/second-factor/options', { csrf_token: csrf });
+    expect(options.status).toBe(200);
+    expect(options.res.json().allowCredentials).toHaveLength(1);
+
+    // A wrong answer (another key) is refused and counted; the step stays open for the right key.
+    const other = new SoftAuthenticator(ISSUER, false);
+    other.register(await registrationOptionsFor(sigil));
+    const wrong = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, response: JSON.stringify(other.authenticate(options.res.json())) });
+    expect(wrong.status).toBe(400);
+    expect(b.cookies.has('sigil.session')).toBe(false);
+    expect(events.find((e) => e.name === 'webauthn_failed')).toMatchObject({ subjectId: '2', factor: 'security-key' });
+
+    const again = await b.post('/account/passkeys/second-factor/options', { csrf_token: csrf });
+    const done = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, response: JSON.stringify(key.authenticate(again.res.json())) });
+    const code = readResponse(await b.follow(done)).params.get('code');
+    const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string }>();
+    expect((await verifyIdToken(sigil, tokens.id_token, 'web')).claims.amr).toEqual(['pwd', 'hwk', 'mfa']);
+    expect(events.find((e) => e.name === 'webauthn_succeeded')).toMatchObject({ subjectId: '2', factor: 'security-key' });
+
+    // The step is single-use: its cookie no longer opens it.
+    const replay = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, response: JSON.stringify(key.authenticate(again.res.json())) });
+    expect(replay.body).not.toContain('action="/account/passkeys/second-factor"');
+  });
+
+  it('cancelling the security key step goes back to the login page and closes the step', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('carol');
+    expect((await register(b, new SoftAuthenticator(ISSUER, false), 'security-key')).status).toBe(303);
+    b.cookies.delete('sigil.session');
+    const { challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge))));
+    const step = await b.submitLogin(login, 'carol', 'carol');
+    const csrf = input(step.body, 'csrf_token');
+    const cancelled = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, button: 'cancel' });
+    expect(cancelled.status).toBe(303);
+    expect(cancelled.location).toMatch(/^\/account\/login\?interaction=/);
+    const back = await b.get(cancelled.location as string);
+    expect(isLoginPage(back), back.body).toBe(true);
+    expect(b.cookies.has('sigil.session')).toBe(false);
+    expect((await b.post('/account/passkeys/second-factor/options', { csrf_token: csrf })).status).toBe(403);
+  });
+
+  it('removes a credential: it is no longer listed and no longer signs anyone in', async () => {
+    const { b, auth } = await withPasskey(sigil);
+    await b.signIn('alice');
+    const page = await b.get('/account/passkeys');
+    const id = auth.credentials[0]?.id ?? '';
+    expect(page.body).toContain(`value="${id}"`);
+    const removed = await b.post('/account/passkeys/remove', { csrf_token: input(page.body, 'csrf_token'), id });
+    expect(removed.status).toBe(303);
+    expect((await b.get('/account/passkeys')).body).not.toContain(`value="${id}"`);
+    expect(events.find((e) => e.name === 'webauthn_removed')).toMatchObject({ subjectId: '1', factor: 'passkey' });
+    b.cookies.delete('sigil.session');
+    const login = await b.get('/account/login');
+    const res = await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login)));
+    expect(res.status).toBe(400);
+    expect(b.cookies.has('sigil.session')).toBe(false);
+  });
+
+  it('lets a session change credentials only within five minutes of its sign-in', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('alice');
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 301_000 });
+    try {
+      const page = await b.get('/account/passkeys');
+      expect(page.status).toBe(200);
+      expect(page.body).toContain('sign in again');
+      expect(page.body).not.toContain('action="/account/passkeys/register"');
+      const csrf = input((await b.get('/account/login')).body, 'csrf_token');
+      const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind: 'passkey' });
+      expect(options.status).toBe(403);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('serves the browser bundle and the page script itself, under a CSP without inline scripts', async () => {
+    const b = new Browser(sigil);
+    const login = await b.get('/account/login');
+    const csp = String(login.headers['content-security-policy']);
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(login.body).not.toMatch(/<script>/);
+    const bundle = await b.get('/assets/webauthn-browser.js');
+    expect(bundle.status).toBe(200);
+    expect(String(bundle.headers['content-type'])).toMatch(/^text\/javascript/);
+    expect(bundle.body).toContain('SimpleWebAuthnBrowser');
+    const script = await b.get('/assets/passkeys.js');
+    expect(script.body).toContain('startAuthentication');
+  });
+
+  it('answers options and changes only with the CSRF token, and only to a signed-in user', async () => {
+    const b = new Browser(sigil);
+    expect((await b.post('/account/passkeys/login/options', {})).status).toBe(403);
+    const anonymous = await b.get('/account/passkeys');
+    expect(anonymous.status).toBe(401);
+    const login = await b.get('/account/login');
+    const options = await b.post('/account/passkeys/options', { csrf_token: input(login.body, 'csrf_token'), kind: 'passkey' });
+    expect(options.status).toBe(403);
+    expect(options.res.json().error).toBe('login_required');
+  });
+});
+
+/** Registration options of a throw-away user session (for a credential Sigil will not store). */
+async function registrationOptionsFor(sigil: TestSigil) {
+  const b = new Browser(sigil);
+  await b.signIn('carol');
+  const page = await b.get('/account/passkeys');
+  const res = await b.post('/account/passkeys/options', { csrf_token: input(page.body, 'csrf_token'), kind: 'passkey' });
+  return res.res.json();
+}
+
+describe('challenge lifetime and failure limits', () => {
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    sigil = await startAuthorizeSigil([], { rateLimits: { maxFailures: 2, addressMaxFailures: 100 }, webauthn: { enabled: true, challengeLifetime: 2, challengesPerBrowser: 3 } });
+  });
+  afterAll(async () => sigil.close());
+
+  it('refuses an answer after the challenge expired', async () => {
+    const { b, auth } = await withPasskey(sigil);
+    const login = await b.get('/account/login');
+    const options = await passkeyOptions(b, login);
+    await sleep(3100);
+    const res = await passkeyLogin(b, login, auth.authenticate(options));
+    expect(res.status).toBe(400);
+    expect(b.cookies.has('sigil.session')).toBe(false);
+  });
+
+  it('stops repeated failed passkey sign-ins from one address with 429', async () => {
+    const b = new Browser(sigil, '10.9.8.7');
+    const stranger = new SoftAuthenticator(ISSUER);
+    stranger.register(await registrationOptionsFor(sigil));
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const login = await b.get('/account/login');
+      statuses.push((await passkeyLogin(b, login, stranger.authenticate(await passkeyOptions(b, login)))).status);
+    }
+    expect(statuses).toEqual([400, 400, 429]);
+  });
+
+  it('limits the challenges one browser may ask for (each is a stored row)', async () => {
+    const b = new Browser(sigil);
+    const login = await b.get('/account/login');
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await b.post('/account/passkeys/login/options', { csrf_token: input(login.body, 'csrf_token') })).status);
+    expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+});
