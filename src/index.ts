@@ -148,7 +148,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
-      mfa: new MfaService(store.factors, store.grants, cfg.mfa, options.dataKey),
+      // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
+      mfa: new MfaService(store.factors, store.grants, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined),
       webauthn: new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime),
       log,
     };

@@ -13,6 +13,7 @@ import { describeKeys, parseDataKey, rotateKeys } from '../keys/keys.js';
 import { pino } from 'pino';
 import { EventBus } from '../events/events.js';
 import { LogoutService } from '../logout/logout.js';
+import { MfaService } from '../mfa/factors.js';
 import { RECOVERY_KIND } from '../mfa/recovery.js';
 import { openStore } from '../stores/sql.js';
 import { loadStoredClients } from '../stores/stored-clients.js';
@@ -166,7 +167,8 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
 
 /**
  * `sigil users mfa list USERNAME` prints the user's second factors (kind, id, added, last used;
- * recovery codes as a count of unused ones); `sigil users mfa reset USERNAME` removes them all, so
+ * recovery codes as a count of unused ones; security keys and passkeys too); `sigil users mfa
+ * reset USERNAME` removes them all, WebAuthn credentials included, so
  * the next sign-in is by password alone (or enrolls anew where MFA is required). The user is a
  * stored one, else a config-file one (`--tenant T` picks the tenant). A reset is an audit event
  * (`mfa_removed`, endpoint `cli`) on stderr.
@@ -179,7 +181,9 @@ async function mfaCommand(cfg: ResolvedConfig, store: Store, args: string[], fla
   const configured = cfg.users.find((u) => u.username.toLowerCase() === name.toLowerCase() && (tenant === null || (u.tenant ?? null) === tenant));
   const subjectId = configured?.subjectId ?? stored?.subjectId;
   if (subjectId === undefined) return failure(`no user "${name}"`);
-  const factors = await store.factors.listFactors(subjectId);
+  // TOTP, recovery codes and WebAuthn credentials (security keys and passkeys): one list, one reset.
+  const mfa = new MfaService(store.factors, store.grants, cfg.mfa, undefined, store.webauthn);
+  const factors = await mfa.listFactors(subjectId);
   const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
   if (action === 'list') {
     const codes = factors.filter((f) => f.kind === RECOVERY_KIND);
@@ -190,7 +194,7 @@ async function mfaCommand(cfg: ResolvedConfig, store: Store, args: string[], fla
     if (factors.length === 0) console.log(`${name} has no second factor`);
     return 0;
   }
-  const removed = await store.factors.removeFactors(subjectId);
+  const removed = await mfa.removeAllFactors(subjectId);
   const events = new EventBus(pino({ level: cfg.logLevel === 'silent' ? 'silent' : 'info' }, pino.destination({ dest: 2, sync: true })));
   for (const kind of new Set(factors.map((f) => f.kind))) events.emit({ name: 'mfa_removed', endpoint: 'cli', subjectId, factor: kind });
   console.log(`removed ${removed} second factor${removed === 1 ? '' : 's'} of ${name} (${subjectId})`);

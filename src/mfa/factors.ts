@@ -6,9 +6,10 @@
  * values, whether holding it makes the user "a user with a second factor" (so every sign-in asks
  * for one), the message key of its name on /account, and the page that adds one. Its rows live in
  * the same store table (`FactorStore`: kind = the entry's key, its own JSON in `data`, `counter`
- * for anything that must only grow, such as a WebAuthn sign count, advanced atomically by
- * `advanceFactorCounter`). The /account page then lists, links to adding, and removes every kind
- * without further changes. The kind's own pages (src/mfa/<kind>.ts, src/ui/<kind>.ts) find who
+ * for anything that must only grow, advanced atomically by `advanceFactorCounter`), or, for the
+ * WebAuthn kinds (`webauthn: true`), in `webauthn_credentials` (src/stores/webauthn-credentials.ts),
+ * which `MfaService` lists and removes alongside. The /account page then lists, links to adding,
+ * and removes every kind without further changes. The kind's own pages (src/mfa/<kind>.ts, src/ui/<kind>.ts) find who
  * is signing in with `secondStepWho` and finish with `completeSecondFactor` (both in
  * ui/account-mfa.ts), which starts or steps up the session with the kind's `amr` and resumes the
  * authorization request.
@@ -16,6 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ResolvedConfig } from '../config/loader.js';
 import type { GrantStore, FactorStore, StoredFactor } from '../stores/types.js';
+import type { WebAuthnCredentialStore } from '../stores/webauthn-credentials.js';
 import { newGrantRecord } from '../stores/types.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import type { Messages } from '../ui/i18n.js';
@@ -31,16 +33,27 @@ export interface FactorKind {
   nameKey: keyof Messages;
   /** Where /account links to add one (a page of the kind's module), and the link's message key. */
   add?: { path: string; labelKey: keyof Messages };
+  /**
+   * Its rows live in `webauthn_credentials` (src/stores/webauthn-credentials.ts), not in
+   * `mfa_factors`; the kind exists only while `webauthn.enabled`.
+   */
+  webauthn?: true;
 }
 
 /**
  * The factor kinds. `totp`: an authenticator app (RFC 6238), amr `otp`. `recovery_code`: one of
  * the ten single-use codes (a one-time password too, amr `otp`); it stands in for the other
- * factors but is not one by itself.
+ * factors but is not one by itself. `security-key`: a WebAuthn security key (src/mfa/webauthn.ts),
+ * amr `hwk`, a second factor. `passkey`: a WebAuthn passkey, amr `swk`; a way to sign in on its
+ * own (with user verification, which makes that sign-in MFA), not a lock on the password, so it
+ * does not make every password sign-in ask for a second factor; where MFA is required it serves
+ * as the second step (`nextStep`). Both are added at /account/passkeys (one link).
  */
 export const FACTOR_KINDS: Record<string, FactorKind> = {
   totp: { amr: ['otp'], secondFactor: true, nameKey: 'factorTotp', add: { path: '/account/totp', labelKey: 'addTotp' } },
   recovery_code: { amr: ['otp'], secondFactor: false, nameKey: 'factorRecoveryCodes' },
+  'security-key': { amr: ['hwk'], secondFactor: true, nameKey: 'passkeyKindSecurityKey', add: { path: '/account/passkeys', labelKey: 'managePasskeys' }, webauthn: true },
+  passkey: { amr: ['swk'], secondFactor: false, nameKey: 'passkeyKindPasskey', webauthn: true },
 };
 
 /** The `amr` value of a multi-factor sign-in (RFC 8176 §2). */
@@ -72,8 +85,13 @@ export function upstreamAuthentication(claims: Record<string, unknown>): { amr: 
   return { amr, ...(acr ? { upstreamAcr: acr } : {}) };
 }
 
-/** What must happen after the first factor: nothing, verifying a second factor, or enrolling one. */
-export type SecondStep = 'none' | 'verify' | 'enroll';
+/**
+ * What must happen after the first factor: nothing, a one-time code (`verify`: TOTP or a
+ * recovery code), the security key step (`security-key`: a WebAuthn credential, which a user
+ * who has one is asked for first; its page offers the code when the user also has one), or
+ * enrolling one.
+ */
+export type SecondStep = 'none' | 'verify' | 'security-key' | 'enroll';
 
 /**
  * A sign-in waiting for its second factor (after the password), bound to the browser. Stored as a
@@ -110,23 +128,55 @@ export class MfaService {
    * @param grants where pending sign-ins and enrollments live (short-lived grant rows)
    * @param config the resolved config (`mfa`)
    * @param dataKey `SIGIL_DATA_KEY`, sealing TOTP secrets at rest when set
+   * @param webauthn the WebAuthn credentials when `webauthn.enabled`, else undefined (the
+   *   `webauthn` kinds of `FACTOR_KINDS` then do not exist)
    */
   constructor(
     readonly factors: FactorStore,
     private readonly grants: GrantStore,
     readonly config: ResolvedConfig['mfa'],
     readonly dataKey: Uint8Array | undefined,
+    private readonly webauthn?: WebAuthnCredentialStore,
   ) {}
 
-  /** Every factor of the user (all kinds, recovery codes included), oldest first. */
-  listFactors(subjectId: string): Promise<StoredFactor[]> {
-    return this.factors.listFactors(subjectId);
+  /** Whether a factor kind exists here (WebAuthn kinds only with `webauthn.enabled`). */
+  hasKind(kind: string): boolean {
+    const k = FACTOR_KINDS[kind];
+    return k !== undefined && (!k.webauthn || this.webauthn !== undefined);
   }
 
-  /** The user's factors that count as a second factor (`FactorKind.secondFactor`). */
+  /**
+   * Every factor of the user (all kinds, recovery codes included): the `mfa_factors` rows, then
+   * the WebAuthn credentials as factors (`label` its name, `data` empty), each oldest first.
+   */
+  async listFactors(subjectId: string): Promise<StoredFactor[]> {
+    const own = await this.factors.listFactors(subjectId);
+    const keys = this.webauthn ? await this.webauthn.list(subjectId) : [];
+    return [
+      ...own,
+      ...keys.map((c) => ({ id: c.id, subjectId, kind: c.kind, label: c.name, data: {}, counter: c.counter, createdAt: c.createdAt, lastUsedAt: c.lastUsedAt })),
+    ];
+  }
+
+  /** The user's factors that count as a second factor (`FactorKind.secondFactor`), of every source. */
   async secondFactors(subjectId: string): Promise<StoredFactor[]> {
-    const kinds = Object.entries(FACTOR_KINDS).filter(([, k]) => k.secondFactor).map(([name]) => name);
-    return this.factors.listFactors(subjectId, kinds);
+    return (await this.listFactors(subjectId)).filter((f) => FACTOR_KINDS[f.kind]?.secondFactor);
+  }
+
+  /**
+   * Removes one factor of the user from the store its kind lives in.
+   * @returns false when the user has no such factor.
+   */
+  removeFactor(subjectId: string, factor: Pick<StoredFactor, 'id' | 'kind'>): Promise<boolean> {
+    if (FACTOR_KINDS[factor.kind]?.webauthn) return this.webauthn ? this.webauthn.remove(subjectId, factor.id) : Promise.resolve(false);
+    return this.factors.removeFactor(subjectId, factor.id);
+  }
+
+  /** Removes every factor of the user, of every source (`sigil users mfa reset`); returns how many. */
+  async removeAllFactors(subjectId: string): Promise<number> {
+    let removed = await this.factors.removeFactors(subjectId);
+    for (const c of this.webauthn ? await this.webauthn.list(subjectId) : []) if (await this.webauthn?.remove(subjectId, c.id)) removed++;
+    return removed;
   }
 
   /**
@@ -138,13 +188,26 @@ export class MfaService {
   }
 
   /**
-   * The step after the first factor: `verify` when the user has a second factor (always asked),
-   * `enroll` when none but one is required, else `none`.
+   * The step after the first factor (the one decision, for the login page, step-up, the device
+   * flow and the password grant): a user with a second factor is always asked for one, the
+   * security key step when they have a security key, else a one-time code (`verify`); where
+   * one is required: the security key step for a user with only a passkey, `enroll` for a user
+   * with nothing; else `none`.
    * @param required the client's policy or the request's `acr_values` ask for MFA
    */
   async nextStep(subjectId: string, required: boolean): Promise<SecondStep> {
-    if ((await this.secondFactors(subjectId)).length > 0) return 'verify';
-    return required ? 'enroll' : 'none';
+    const all = await this.listFactors(subjectId);
+    const second = all.filter((f) => FACTOR_KINDS[f.kind]?.secondFactor);
+    if (second.some((f) => FACTOR_KINDS[f.kind]?.webauthn)) return 'security-key';
+    if (second.length > 0) return 'verify';
+    if (!required) return 'none';
+    // A passkey serves as the second step where one is required.
+    return all.some((f) => FACTOR_KINDS[f.kind]?.webauthn) ? 'security-key' : 'enroll';
+  }
+
+  /** Whether the user has anything that can serve as the second step (a second factor, or a passkey). */
+  async canStepUp(subjectId: string): Promise<boolean> {
+    return (await this.listFactors(subjectId)).some((f) => FACTOR_KINDS[f.kind]?.secondFactor || FACTOR_KINDS[f.kind]?.webauthn);
   }
 
   /**
@@ -159,7 +222,8 @@ export class MfaService {
     if (sessionHasMfa(session)) return undefined;
     const step = await this.nextStep(session.subjectId, required);
     if (step === 'none') return undefined;
-    if (step === 'verify') return '/account/mfa';
+    // The security key step of a live session starts from /account/mfa too (see its GET).
+    if (step === 'verify' || step === 'security-key') return '/account/mfa';
     return nowSeconds() - session.authTime <= this.config.freshSignInSeconds ? '/account/totp' : '/account/login';
   }
 

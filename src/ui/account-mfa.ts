@@ -30,6 +30,7 @@ import { validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { denyToClient, queryString, single } from './account.js';
 import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
+import { securityKeyStep } from './passkeys.js';
 
 const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
 <h1><%= it.t.mfaTitle %></h1>
@@ -83,7 +84,7 @@ const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle 
 </form><% } %></li>
 <% }) %></ul><% } %>
 <% if (it.canChange) { it.adds.forEach(function (a) { %><p><a href="<%= a.path %>"><%= a.label %></a></p><% }) } %>
-<% if (it.factors.length > 0) { %><h2 id="recovery-heading"><%= it.t.factorRecoveryCodes %></h2>
+<% if (it.hasSecond) { %><h2 id="recovery-heading"><%= it.t.factorRecoveryCodes %></h2>
 <p><%= it.f(it.t.recoveryRemaining, { count: String(it.recoveryLeft) }) %></p>
 <% if (it.canChange) { %><form method="post" action="/account/recovery">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
@@ -112,6 +113,12 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const who = await secondStepWho(ctx, request, browser);
     if (!who) return expiredPage(ctx, request, reply);
     const id = who.pending ? who.pending.interaction : queryString(request, 'interaction');
+    // Step-up of a live session whose user has a WebAuthn credential: the security key step,
+    // unless the user chose the code instead (its link). A pending sign-in got the key step at once.
+    if (who.session && queryString(request, 'use') !== 'code') {
+      const sent = await keyStep(ctx, request, reply, who.session.subjectId, await liveInteraction(ctx, id, browser), false);
+      if (sent) return reply;
+    }
     return mfaPage(ctx, request, reply, id, undefined);
   });
 
@@ -216,9 +223,10 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!session) return reply;
     const id = single(body, 'factor') ?? '';
     const factor = (await ctx.mfa.listFactors(session.subjectId)).find((f) => f.id === id && f.kind !== RECOVERY_KIND);
-    if (!factor || !(await ctx.mfa.factors.removeFactor(session.subjectId, factor.id)))
+    if (!factor || !(await ctx.mfa.removeFactor(session.subjectId, factor)))
       return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
-    ctx.events.emit({ name: 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: factor.kind });
+    const webauthn = FACTOR_KINDS[factor.kind]?.webauthn === true;
+    ctx.events.emit({ name: webauthn ? 'webauthn_removed' : 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: factor.kind });
     // Recovery codes stand in for a second factor: without one they have nothing to stand in for.
     if ((await ctx.mfa.secondFactors(session.subjectId)).length === 0 && (await ctx.mfa.factors.removeFactors(session.subjectId, [RECOVERY_KIND])) > 0)
       ctx.events.emit({ name: 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: RECOVERY_KIND });
@@ -253,9 +261,31 @@ export async function secondStepAfterPassword(
   const requested = interaction ? await requestedMfa(ctx, interaction) : false;
   const step = await ctx.mfa.nextStep(pending.subjectId, ctx.mfa.requiredFor(client) || requested);
   if (step === 'none') return undefined;
+  // Saved for the key step too: its page links to the code form, which continues this sign-in.
   await ctx.mfa.savePending(ctx.sessions.browserId(request, reply), pending);
-  const page = step === 'verify' ? '/account/mfa' : '/account/totp';
+  if (step === 'security-key' && (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.toAccount === true))) return reply;
+  const page = step === 'enroll' ? '/account/totp' : '/account/mfa';
   return reply.header('cache-control', 'no-store').redirect(page, 303);
+}
+
+/**
+ * Sends the security key step (src/ui/passkeys.ts) for a user with a WebAuthn credential, with a
+ * link to the one-time code form when the user also has TOTP or unused recovery codes.
+ * @returns false when the step does not apply (WebAuthn off, no credential, unknown user).
+ */
+async function keyStep(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  subjectId: string,
+  interaction: string | undefined,
+  toAccount: boolean,
+): Promise<boolean> {
+  const user = await ctx.users.findBySubject(subjectId);
+  if (!user || !user.isActive) return false;
+  const codes = (await ctx.mfa.listFactors(subjectId)).some((f) => (f.kind === RECOVERY_KIND ? f.counter === 0 : f.kind === 'totp'));
+  const codeLink = codes ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}` : undefined;
+  return securityKeyStep(ctx, request, reply, user, interaction, language(request), { ...(codeLink ? { codeLink } : {}), toAccount });
 }
 
 /** Whether a pending request asks for MFA (`acr_values`, or an essential `acr` in `claims`). */
@@ -319,14 +349,14 @@ export async function completeSecondFactor(
 
 /**
  * The second step's user: this browser's pending sign-in (after the password), else the live
- * session of a user who has a second factor (step-up); undefined when neither.
+ * session of a user who has a second factor or a passkey (step-up); undefined when neither.
  * @param browser the browser id's hash (`SessionService.browserId`)
  */
 export async function secondStepWho(ctx: SigilContext, request: FastifyRequest, browser: string): Promise<Who | undefined> {
   const pending = await ctx.mfa.pending(browser);
   if (pending) return { pending };
   const session = await ctx.sessions.current(request);
-  if (session && (await ctx.mfa.secondFactors(session.subjectId)).length > 0) return { session };
+  if (session && (await ctx.mfa.canStepUp(session.subjectId))) return { session };
   return undefined;
 }
 
@@ -381,9 +411,11 @@ async function accountPage(
   const user = await ctx.users.findBySubject(session.subjectId);
   const all = await ctx.mfa.listFactors(session.subjectId);
   const date = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+  // One list of every kind (authenticator apps, security keys, passkeys): "name (kind)" when named.
+  const kindName = (kind: string) => ctx.pages.text(lang, (FACTOR_KINDS[kind] as { nameKey: keyof Messages }).nameKey);
   const factors = all
-    .filter((f) => FACTOR_KINDS[f.kind]?.secondFactor)
-    .map((f) => ({ id: f.id, name: f.label || ctx.pages.text(lang, (FACTOR_KINDS[f.kind] as { nameKey: keyof Messages }).nameKey), date: date(f.createdAt) }));
+    .filter((f) => f.kind !== RECOVERY_KIND && FACTOR_KINDS[f.kind])
+    .map((f) => ({ id: f.id, name: f.label ? `${f.label} (${kindName(f.kind)})` : kindName(f.kind), date: date(f.createdAt) }));
   return ctx.pages.send(
     reply,
     'account',
@@ -392,8 +424,9 @@ async function accountPage(
       csrf: reply.generateCsrf(),
       username: user?.username ?? session.subjectId,
       factors,
-      adds: Object.values(FACTOR_KINDS).flatMap((k) => (k.add ? [{ path: k.add.path, label: ctx.pages.text(lang, k.add.labelKey) }] : [])),
+      adds: Object.entries(FACTOR_KINDS).flatMap(([kind, k]) => (k.add && ctx.mfa.hasKind(kind) ? [{ path: k.add.path, label: ctx.pages.text(lang, k.add.labelKey) }] : [])),
       recoveryLeft: all.filter((f) => f.kind === RECOVERY_KIND && f.counter === 0).length,
+      hasSecond: all.some((f) => FACTOR_KINDS[f.kind]?.secondFactor),
       canChange: await canChange(ctx, session),
       reauth: '/account/login?return=account',
       notice: notice ? ctx.pages.text(lang, notice) : undefined,

@@ -19,7 +19,6 @@ import { sendLoggedOut } from '../logout/signed-out.js';
 import { checkCsrf } from './csrf.js';
 import { answerDevice } from './device.js';
 import { secondStepAfterPassword } from './account-mfa.js';
-import { securityKeyStep } from './passkeys.js';
 import type { User } from '../users/users.js';
 
 /** Registers the login and logout pages. */
@@ -70,13 +69,12 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
       });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');
     }
-    // A user with a second factor, or a client or request needing one: the second step first.
+    // A user with a second factor (a one-time code or a security key), or a client or request
+    // needing one: the second step first (src/mfa/factors.ts, MfaService.nextStep).
     const toAccount = !id && single(body, 'return') === 'account';
     const first = { subjectId: user.subjectId, tenant: user.tenant, amr: ['pwd'], idp: 'local', ...(id ? { interaction: id } : {}), ...(toAccount ? { toAccount } : {}) };
     const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
     if (second) return second;
-    // Security keys (issue 12, src/ui/passkeys.ts): a user with one proves it before the session starts.
-    if (await securityKeyStep(ctx, request, reply, user, id, lang)) return reply;
     return finishSignIn(ctx, request, reply, user, ['pwd'], id, interaction, lang, toAccount);
   });
 
