@@ -53,21 +53,26 @@ describe('sigil users and clients write to the store; a running node picks them 
 
   it('lists and resets a user\'s second factors (sigil users mfa list|reset), with an audit event', async () => {
     const b = new Browser(sigil);
-    await b.signIn('bob');
+    await b.signIn('alice');
     await enrollTotp(b);
-    const bobToken = () => token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'bob', password: 'bob', scope: 'api1' });
-    expect((await bobToken()).json()).toMatchObject({ error: 'invalid_grant' });
-    const { stdout: listed } = await sigilCli('users', 'mfa', 'list', 'bob');
+    // A security key (WebAuthn) is one of her factors too: listed and reset with the others.
+    const key = { id: 'key-1', subjectId: '1', kind: 'security-key' as const, publicKey: 'pk', counter: 0, transports: ['usb'], name: 'Blue key', backedUp: false, createdAt: 1_700_000_000, lastUsedAt: null };
+    expect(await sigil.context.store.webauthn.add(key)).toBe(true);
+    const aliceToken = () => token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' });
+    expect((await aliceToken()).json()).toMatchObject({ error: 'invalid_grant' });
+    const { stdout: listed } = await sigilCli('users', 'mfa', 'list', 'alice');
     expect(listed).toMatch(/^totp\s+\S+\s+\d{4}-/m);
     expect(listed).toContain('recovery_code: 10 of 10 unused');
+    expect(listed).toMatch(/^security-key\s+key-1\s+2023-/m);
     // The same store under a config that logs (the shared one is silent), to see the audit event.
     const loud = join(dir, 'loud.json');
     writeFileSync(loud, JSON.stringify({ ...testConfig(), storage, logLevel: 'info' }));
-    const reset = await run(process.execPath, [CLI, 'users', 'mfa', 'reset', 'bob', '--config', loud, '--storage', storage]);
-    expect(reset.stdout).toContain('removed 11 second factors of bob (2)');
+    const reset = await run(process.execPath, [CLI, 'users', 'mfa', 'reset', 'alice', '--config', loud, '--storage', storage]);
+    expect(reset.stdout).toContain('removed 12 second factors of alice (1)');
     expect(reset.stderr).toContain('"name":"mfa_removed"');
-    expect((await sigilCli('users', 'mfa', 'list', 'bob')).stdout).toContain('bob has no second factor');
-    expect((await bobToken()).statusCode).toBe(200);
+    expect((await sigilCli('users', 'mfa', 'list', 'alice')).stdout).toContain('alice has no second factor');
+    expect(await sigil.context.store.webauthn.list('1')).toEqual([]);
+    expect((await aliceToken()).statusCode).toBe(200);
     await expect(sigilCli('users', 'mfa', 'reset', 'nobody')).rejects.toMatchObject({ code: 1 });
   });
 
