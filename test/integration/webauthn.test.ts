@@ -9,9 +9,25 @@
 import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
-import { authorizeUrl, Browser, codeParams, input, ISSUER, isLoginPage, pkce, readResponse, redeem, type Step, startAuthorizeSigil, verifyIdToken } from '../authorize-helpers.js';
+import {
+  authorizeUrl,
+  Browser,
+  codeParams,
+  input,
+  ISSUER,
+  isLoginPage,
+  pkce,
+  readResponse,
+  redeem,
+  type Step,
+  startAuthorizeSigil,
+  unescapeHtml,
+  verifyIdToken,
+} from '../authorize-helpers.js';
 import { introspect, sleep, type TestSigil, tokenRequest } from '../helpers.js';
 import { SoftAuthenticator } from '../webauthn-authenticator.js';
+import { hash } from '@node-rs/argon2';
+import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
 
 /** Adds a credential of `kind` on /account/passkeys (the browser is signed in). */
 async function register(b: Browser, auth: SoftAuthenticator, kind: 'passkey' | 'security-key', name = 'My key'): Promise<Step> {
@@ -416,5 +432,27 @@ describe('WebAuthn credentials in the MFA policy', () => {
     const up = await verifyIdToken(sigil, upgraded.id_token, 'web');
     expect(up.claims.amr).toEqual(['pwd', 'swk', 'mfa']);
     expect(up.claims.acr).toBe(ACR_MFA);
+  });
+
+  it('offers the one-time code on the security key step to a user who also has an authenticator app', async () => {
+    await sigil.context.store.users.addUser({ subjectId: 'erin-1', username: 'erin', tenant: null, passwordHash: await hash('erin'), claims: {}, isActive: true });
+    const b = new Browser(sigil);
+    await b.signIn('erin');
+    const { secret } = await enrollTotp(b);
+    expect((await register(b, new SoftAuthenticator(ISSUER, false), 'security-key')).status).toBe(303);
+    b.cookies.delete('sigil.session');
+
+    const { verifier, challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge))));
+    const step = await b.submitLogin(login, 'erin', 'erin');
+    expect(step.body).toContain('action="/account/passkeys/second-factor"');
+    const link = /href="(\/account\/mfa\?use=code[^"]*)"/.exec(step.body)?.[1];
+    expect(link).toBeDefined();
+    const form = await b.get(unescapeHtml(link as string));
+    expect(isMfaPage(form), form.body).toBe(true);
+    // The enrollment spent the current step: the next one (within the ±1 window).
+    const code = readResponse(await b.follow(await submitCode(b, form, totpCode(secret, 1)))).params.get('code');
+    const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string }>();
+    expect((await verifyIdToken(sigil, tokens.id_token, 'web')).claims.amr).toEqual(['pwd', 'otp', 'mfa']);
   });
 });
