@@ -20,6 +20,7 @@ import type { Interactions } from './endpoints/interactions.js';
 import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
 import type { UpstreamProviders } from './federation/upstream.js';
+import type { MfaService } from './mfa/factors.js';
 import type { LogoutService } from './logout/logout.js';
 import type { WebAuthnService } from './mfa/webauthn.js';
 
@@ -51,6 +52,8 @@ export interface SigilContext {
   interactions: Interactions;
   pages: Pages;
   upstream: UpstreamProviders;
+  /** Users' second factors and the second sign-in step (src/mfa/). */
+  mfa: MfaService;
   /** WebAuthn ceremonies: passkeys and security keys (issue 12). */
   webauthn: WebAuthnService;
   log: Logger;

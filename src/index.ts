@@ -18,6 +18,7 @@ import { Pages } from './ui/pages.js';
 import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
+import { MfaService } from './mfa/factors.js';
 import { LogoutDeliverer } from './logout/delivery.js';
 import { LogoutService } from './logout/logout.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
@@ -147,6 +148,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
+      // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
+      mfa: new MfaService(store.factors, store.grants, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined),
       webauthn: new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime),
       log,
     };

@@ -11,7 +11,10 @@ import { type ConfigOverrides, type ResolvedConfig, resolveConfig } from '../con
 import { clientSubjectCollision } from '../config/schema.js';
 import { describeKeys, parseDataKey, rotateKeys } from '../keys/keys.js';
 import { pino } from 'pino';
+import { EventBus } from '../events/events.js';
 import { LogoutService } from '../logout/logout.js';
+import { MfaService } from '../mfa/factors.js';
+import { RECOVERY_KIND } from '../mfa/recovery.js';
 import { openStore } from '../stores/sql.js';
 import { loadStoredClients } from '../stores/stored-clients.js';
 import type { Store } from '../stores/types.js';
@@ -62,7 +65,10 @@ export async function keysCommand(cfg: ResolvedConfig, args: string[], alg: stri
   }
 }
 
-/** `sigil users list | add | set-password | remove`: users kept in the store, argon2id hashes. */
+/**
+ * `sigil users list | add | set-password | remove`: users kept in the store, argon2id hashes;
+ * `sigil users mfa list|reset USERNAME`: a user's second factors (config or stored user).
+ */
 export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: AdminFlags): Promise<number> {
   const store = await openStore(cfg.storage);
   try {
@@ -106,8 +112,9 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       console.log(`removed user ${user.username} (${user.subjectId})`);
       return 0;
     }
+    if (action === 'mfa') return await mfaCommand(cfg, store, args.slice(1), flags);
     if (action === 'sessions' && name === 'revoke' && args[2] !== undefined) return await revokeSessions(cfg, store, args[2], flags.tenant ?? null);
-    return usage('sigil users list | add USERNAME | set-password USERNAME | remove USERNAME | sessions revoke USERNAME');
+    return usage('sigil users list | add USERNAME | set-password USERNAME | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME');
   } finally {
     await store.close();
   }
@@ -156,6 +163,42 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `sigil users mfa list USERNAME` prints the user's second factors (kind, id, added, last used;
+ * recovery codes as a count of unused ones; security keys and passkeys too); `sigil users mfa
+ * reset USERNAME` removes them all, WebAuthn credentials included, so
+ * the next sign-in is by password alone (or enrolls anew where MFA is required). The user is a
+ * stored one, else a config-file one (`--tenant T` picks the tenant). A reset is an audit event
+ * (`mfa_removed`, endpoint `cli`) on stderr.
+ */
+async function mfaCommand(cfg: ResolvedConfig, store: Store, args: string[], flags: AdminFlags): Promise<number> {
+  const [action, name] = args;
+  if ((action !== 'list' && action !== 'reset') || name === undefined) return usage('sigil users mfa list|reset USERNAME [--tenant T]');
+  const tenant = flags.tenant ?? null;
+  const stored = await store.users.findUserByUsername(name, tenant);
+  const configured = cfg.users.find((u) => u.username.toLowerCase() === name.toLowerCase() && (tenant === null || (u.tenant ?? null) === tenant));
+  const subjectId = configured?.subjectId ?? stored?.subjectId;
+  if (subjectId === undefined) return failure(`no user "${name}"`);
+  // TOTP, recovery codes and WebAuthn credentials (security keys and passkeys): one list, one reset.
+  const mfa = new MfaService(store.factors, store.grants, cfg.mfa, undefined, store.webauthn);
+  const factors = await mfa.listFactors(subjectId);
+  const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
+  if (action === 'list') {
+    const codes = factors.filter((f) => f.kind === RECOVERY_KIND);
+    console.log(['kind'.padEnd(16), 'id'.padEnd(24), 'added'.padEnd(24), 'last used'].join(' '));
+    for (const f of factors.filter((f) => f.kind !== RECOVERY_KIND))
+      console.log([f.kind.padEnd(16), f.id.padEnd(24), at(f.createdAt).padEnd(24), at(f.lastUsedAt)].join(' '));
+    if (codes.length > 0) console.log(`${RECOVERY_KIND}: ${codes.filter((f) => f.counter === 0).length} of ${codes.length} unused`);
+    if (factors.length === 0) console.log(`${name} has no second factor`);
+    return 0;
+  }
+  const removed = await mfa.removeAllFactors(subjectId);
+  const events = new EventBus(pino({ level: cfg.logLevel === 'silent' ? 'silent' : 'info' }, pino.destination({ dest: 2, sync: true })));
+  for (const kind of new Set(factors.map((f) => f.kind))) events.emit({ name: 'mfa_removed', endpoint: 'cli', subjectId, factor: kind });
+  console.log(`removed ${removed} second factor${removed === 1 ? '' : 's'} of ${name} (${subjectId})`);
+  return 0;
 }
 
 /**

@@ -20,6 +20,7 @@ const USAGE = `usage: sigil start   [--config FILE] [--port N] [--host H] [--iss
        sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]
        sigil users list | add USERNAME [--subject ID] [--tenant T] [--claims JSON] [--password P | --password-stdin]
                   | set-password USERNAME [--password P | --password-stdin] | remove USERNAME|SUBJECT
+                  | mfa list|reset USERNAME [--tenant T]
                   | sessions revoke USERNAME [--tenant T]
        sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID`;
 

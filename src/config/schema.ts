@@ -240,6 +240,16 @@ export const clientSchema = z.strictObject({
    * Default empty: only tokens issued to this client itself. Checked against `apiResources`.
    */
   tokenExchangeSubjectAudiences: z.array(nonEmpty).default([]),
+  /**
+   * A second factor (or a passkey) at every sign-in for this client (src/mfa/factors.ts); a user
+   * without one enrolls right after the password. Absent: the global `mfa.required`.
+   */
+  requireMfa: z.boolean().optional(),
+  /**
+   * Let the password grant (RFC 6749 §4.3) sign in users who have a second factor, with the
+   * password alone. Default false: such users get `invalid_grant`.
+   */
+  allowPasswordGrantForMfaUsers: z.boolean().default(false),
   /** OIDC Back-Channel Logout 1.0 §2.2: where logout tokens are POSTed; https, or http on a loopback host. */
   backChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null),
   /** Back-Channel Logout §2.2: the client needs `sid` in logout tokens (Sigil always sends it). */
@@ -485,6 +495,17 @@ export const configSchema = z
     pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS),
     dpop,
     metrics,
+    /** Multi-factor sign-in (src/mfa/). */
+    mfa: z
+      .strictObject({
+        /** Default of every client's `requireMfa`: a second factor at every sign-in. */
+        required: z.boolean().default(false),
+        /** The issuer name authenticator apps show next to the account (otpauth URI `issuer`). */
+        totpIssuer: nonEmpty.max(100).default('Sigil'),
+        /** How recent a sign-in must be to change factors on /account, in seconds. */
+        freshSignInSeconds: lifetime.default(300),
+      })
+      .default({ required: false, totpIssuer: 'Sigil', freshSignInSeconds: 300 }),
     /**
      * Client assertions (RFC 7523 §3): the latest `exp` accepted, in seconds after now. Longer-lived
      * assertions are refused, so a `jti` need be remembered at most this long.

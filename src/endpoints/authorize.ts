@@ -11,7 +11,8 @@ import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
 import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
-import { achievedAcr, acrMeets, attainableAcrs } from '../users/acr.js';
+import { ACR_MFA, achievedAcr, acrMeets, attainableAcrs, requestsMfa } from '../users/acr.js';
+import { sessionHasMfa } from '../mfa/factors.js';
 import { pickLocale } from '../ui/i18n.js';
 import { claimsOf, type User } from '../users/users.js';
 import type { Session } from '../users/sessions.js';
@@ -118,6 +119,15 @@ async function authorize(
   const live = session as Session;
   const liveUser = user as User;
 
+  // The second factor (src/mfa/): a user who has one is always asked; the client's `requireMfa`
+  // and `acr_values=urn:sigil:acr:mfa` ask for one. A session without it gets the second step
+  // only (step-up), not a new password sign-in.
+  const stepUp = await ctx.mfa.stepUpPage(live, ctx.mfa.requiredFor(req.client) || requestsMfa(req.acr.acr, req.essentialAcr));
+  if (stepUp) {
+    if (req.prompt.has('none')) return fail('interaction_required', 'the user must complete a second factor');
+    return toPage(ctx, request, reply, req, browser, pending, stepUp);
+  }
+
   let scopes = req.scopes;
   if (pending?.interaction.consented) scopes = req.scopes.filter((s) => pending.interaction.consented?.includes(s));
   else if (await needsConsent(ctx, req, live)) {
@@ -135,7 +145,7 @@ async function authorize(
     claims: claimsOf(liveUser),
     ...(live.tenant ? { tenant: live.tenant } : {}),
     // OIDC Core §3.1.2.1: acr is returned when asked for, as the class actually achieved.
-    ...(req.acrRequested ? { acr: achievedAcr(live) } : {}),
+    ...(req.acrRequested ? { acr: live.upstreamAcr ?? achievedAcr(live) } : {}),
   };
   const fields = await issue(ctx, req, subject, scopes);
   // The client now takes part in the session: it is told when the session ends (back-/front-channel logout).
@@ -183,6 +193,8 @@ function essentialAcrOutcome(
   if (!wanted.some((v) => attainable.some((a) => acrMeets(a, v)))) return 'unmet';
   if (!session) return 'sign-in';
   if (wanted.some((v) => acrMeets(achievedAcr(session), v))) return 'met';
+  // A second factor is added by step-up (see authorize), not by signing in anew.
+  if (wanted.some((v) => acrMeets(ACR_MFA, v)) && (session.idp === 'local' || sessionHasMfa(session))) return 'met';
   const justSignedIn = pending?.loginAt !== undefined && session.authTime >= pending.loginAt;
   return justSignedIn ? 'unmet' : 'sign-in';
 }

@@ -31,8 +31,8 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
   for (const r of ctx.resources.identity.values()) for (const c of r.userClaims) claims.add(c);
   for (const s of ctx.resources.apiScopes.values()) for (const c of s.userClaims) claims.add(c);
   for (const r of ctx.resources.apiResources) for (const c of r.userClaims) claims.add(c);
-  // The classes some client can achieve (users/acr.ts): password when a client allows local
-  // login, federated when an upstream provider is configured for one.
+  // The classes some client can achieve (users/acr.ts): password and MFA when a client allows
+  // local login, federated when an upstream provider is configured for one.
   const acrs = attainableAcrs(
     clients.some((c) => c.enableLocalLogin),
     clients.some((c) => ctx.upstream.allowedFor(c.identityProviderRestrictions).length > 0) ? 1 : 0,

@@ -76,6 +76,9 @@ function describe(ctx: SigilContext, found: FoundToken): Record<string, unknown>
     iat: row.createdAt,
     exp: row.expiresAt,
     auth_time: data.subject.authTime,
+    // RFC 8176 / OIDC Core §2: how the user signed in (e.g. `pwd otp mfa`), and the class when asked.
+    ...(data.subject.amr ? { amr: data.subject.amr } : {}),
+    ...(data.subject.acr ? { acr: data.subject.acr } : {}),
     ...(data.jkt !== undefined ? { cnf: { jkt: data.jkt } } : {}),
     token_type: 'refresh_token',
   };

@@ -14,6 +14,14 @@ export type SigilEventName =
   | 'user_login_failed'
   | 'token_revoked'
   | 'api_authentication_failed'
+  /** A second factor was added (`factor` names its kind). */
+  | 'mfa_enrolled'
+  /** A second factor was removed by its user or an operator. */
+  | 'mfa_removed'
+  /** A second factor was verified. */
+  | 'mfa_succeeded'
+  /** A second factor's code was wrong, replayed or out of the window. */
+  | 'mfa_failed'
   // WebAuthn (issue 12): a credential registered or removed; an assertion accepted or refused.
   | 'webauthn_registered'
   | 'webauthn_removed'
@@ -36,7 +44,7 @@ export interface SigilEvent {
   /** What was issued or revoked (`access_token`, `refresh_token`, `id_token`). */
   tokenTypes?: string[];
   remoteAddress?: string;
-  /** The factor an MFA event is about (`passkey`, `security-key`). */
+  /** The factor an `mfa_*` or `webauthn_*` event is about (`totp`, `recovery_code`, `passkey`, `security-key`). */
   factor?: string;
 }
 
@@ -48,6 +56,7 @@ const FAILURES = new Set<SigilEventName>([
   'client_authentication_failed',
   'user_login_failed',
   'api_authentication_failed',
+  'mfa_failed',
   'webauthn_failed',
 ]);
 

@@ -2,7 +2,8 @@
  * Sign-in through an upstream provider: `/federation/<name>/login?interaction=<id>` sends the
  * browser to the provider; `/federation/<name>/callback` completes the sign-in, links the external
  * user (by the pair provider, upstream `sub`; a `sub` over 255 characters is refused) to a local
- * subject, starts a Sigil session (`idp` = the provider, `amr: ["external"]`) and
+ * subject, starts a Sigil session (`idp` = the provider, `amr: ["external"]`, or the upstream's
+ * `amr` and `acr` when it asserts MFA) and
  * resumes the pending request. Failures end on Sigil's error page; no user or session is created.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -14,6 +15,7 @@ import { OAuthError } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import { queryString } from '../ui/account.js';
 import { parseAcrValues } from '../validation/acr-values.js';
+import { upstreamAuthentication } from '../mfa/factors.js';
 import { linkExternalUser, upstreamSubject } from './upstream.js';
 import { newGrantRecord } from '../stores/types.js';
 
@@ -97,7 +99,8 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     const tenant = parseAcrValues(interaction.params.acr_values).tenant;
     const user = await linkExternalUser(ctx.store.users, provider, sub, claims, tenant);
     if (!user.isActive) return upstreamFailed(ctx, request, reply, 'the account is not active');
-    const session = await ctx.sessions.create(request, reply, user, { amr: ['external'], idp: name, tenant: user.tenant });
+    // An upstream that asserts MFA passes its amr and acr on (src/mfa/factors.ts).
+    const session = await ctx.sessions.create(request, reply, user, { ...upstreamAuthentication(claims), idp: name, tenant: user.tenant });
     ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'federation', subjectId: user.subjectId, clientId: interaction.params.client_id ?? '' });
     await ctx.interactions.update(data.interactionId, { ...interaction, loginAt: session.authTime });
     return reply.redirect(resumePath(data.interactionId, interaction), 303);

@@ -41,7 +41,8 @@ export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) 
 /**
  * Handles `grant_type=password`.
  * @throws OAuthError `invalid_request` (missing username/password), `invalid_grant` (wrong
- *   credentials or inactive user, one description for both; excluded `idp:`), `invalid_scope`,
+ *   credentials or inactive user, one description for both; excluded `idp:`; a user with a second
+ *   factor or a client with `requireMfa`, unless `allowPasswordGrantForMfaUsers`), `invalid_scope`,
  *   `invalid_target` (RFC 8707), 429 while the address or the (user, address) pair is blocked after repeated failures.
  */
 export const passwordGrant: GrantHandler = async (ctx, req) => {
@@ -71,6 +72,12 @@ export const passwordGrant: GrantHandler = async (ctx, req) => {
       ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
     });
     throw invalidGrant('invalid username or password');
+  }
+  // A password alone does not sign in a user who has a second factor, nor anyone at a client that
+  // requires one, unless the client is allowed (`allowPasswordGrantForMfaUsers`).
+  if (!client.allowPasswordGrantForMfaUsers && (await ctx.mfa.nextStep(user.subjectId, ctx.mfa.requiredFor(client))) !== 'none') {
+    ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId, errorDescription: 'second factor required' });
+    throw invalidGrant('this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser');
   }
   ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId });
 

@@ -20,6 +20,7 @@ import { tokenEndpoint } from '../endpoints/token.js';
 import { userinfoEndpoint } from '../endpoints/userinfo.js';
 import { OAuthError } from '../errors.js';
 import { accountPages } from '../ui/account.js';
+import { accountMfaPages } from '../ui/account-mfa.js';
 import { consentPage } from '../ui/consent.js';
 import { passkeyPages } from '../ui/passkeys.js';
 import { devicePages } from '../ui/device.js';
@@ -136,6 +137,7 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
   revocationEndpoint(app, ctx);
   endSessionEndpoint(app, ctx);
   accountPages(app, ctx);
+  accountMfaPages(app, ctx);
   passkeyPages(app, ctx); // passkeys and security keys (issue 12)
   consentPage(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);

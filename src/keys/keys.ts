@@ -177,21 +177,39 @@ async function generateKey(alg: SigningAlgorithm, now: number, activatesAt: numb
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true, modulusLength: 2048 });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
-  const privateJson = JSON.stringify(await exportJWK(privateKey));
-  const stored = dataKey
-    ? await new CompactEncrypt(new TextEncoder().encode(privateJson)).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid }).encrypt(dataKey)
-    : privateJson;
+  const stored = await sealJson(JSON.stringify(await exportJWK(privateKey)), dataKey, kid);
   return { kid, alg, privateKey: stored, publicJwk: { ...publicJwk }, createdAt: now, activatesAt, retiredAt: null };
 }
 
 async function openPrivateKey(stored: string, dataKey: Uint8Array | undefined): Promise<JWK> {
-  if (stored.startsWith('{')) return JSON.parse(stored) as JWK;
-  if (!dataKey) throw new Error('signing keys are encrypted: set SIGIL_DATA_KEY');
+  return JSON.parse(await openJson(stored, dataKey, 'signing keys')) as JWK;
+}
+
+/**
+ * Seals a JSON text for storage at rest (DESIGN §3): a compact JWE (`dir`, `A256GCM`) under the
+ * data key (`SIGIL_DATA_KEY`) when one is given, else the JSON itself. Used for private signing
+ * keys and for second-factor secrets (TOTP).
+ * @param json a JSON text (starts with `{`, so `openJson` tells it from a JWE)
+ * @param kid an optional `kid` for the JWE header
+ */
+export async function sealJson(json: string, dataKey: Uint8Array | undefined, kid?: string): Promise<string> {
+  if (!dataKey) return json;
+  return new CompactEncrypt(new TextEncoder().encode(json)).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', ...(kid ? { kid } : {}) }).encrypt(dataKey);
+}
+
+/**
+ * Opens what `sealJson` stored: JSON as is, or the JWE decrypted with the data key.
+ * @param what what the value is, for the error message (e.g. "signing keys")
+ * @throws Error when the value is encrypted and no data key, or another one, is given.
+ */
+export async function openJson(stored: string, dataKey: Uint8Array | undefined, what: string): Promise<string> {
+  if (stored.startsWith('{')) return stored;
+  if (!dataKey) throw new Error(`${what} are encrypted: set SIGIL_DATA_KEY`);
   try {
     const { plaintext } = await compactDecrypt(stored, dataKey);
-    return JSON.parse(new TextDecoder().decode(plaintext)) as JWK;
+    return new TextDecoder().decode(plaintext);
   } catch {
-    throw new Error('signing keys cannot be decrypted: SIGIL_DATA_KEY is not the key they were encrypted with');
+    throw new Error(`${what} cannot be decrypted: SIGIL_DATA_KEY is not the key they were encrypted with`);
   }
 }
 

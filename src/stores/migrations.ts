@@ -164,6 +164,27 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('webauthn_credentials_subject').on('webauthn_credentials').column('subject_id').execute();
     },
   },
+  // Second factors (issue 12, src/mfa/factors.ts): TOTP authenticators and recovery codes.
+  '0008_mfa': {
+    async up(db: Kysely<unknown>) {
+      // A user's second factors: one row per TOTP authenticator or recovery
+      // code. `data` is the kind's JSON (a TOTP secret sealed with SIGIL_DATA_KEY when set, a
+      // recovery code's SHA-256); `counter` only ever grows, by one conditional update (the last
+      // TOTP time step used; 1 once a recovery code is spent), so a code counts once.
+      await db.schema
+        .createTable('mfa_factors')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('kind', 'varchar(32)', (c) => c.notNull())
+        .addColumn('label', 'varchar(100)', (c) => c.notNull())
+        .addColumn('data', 'text', (c) => c.notNull())
+        .addColumn('counter', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('mfa_factors_subject').on('mfa_factors').columns(['subject_id', 'kind']).execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -23,7 +23,21 @@ import pg from 'pg';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
-import type { ClientStore, ExternalLink, GrantRecord, GrantStore, KeyStore, LogoutStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
+import type {
+  ClientStore,
+  ExternalLink,
+  FactorStore,
+  GrantRecord,
+  GrantStore,
+  KeyStore,
+  LogoutStore,
+  Maintenance,
+  Store,
+  StoredFactor,
+  StoredKey,
+  StoredUser,
+  UserStore,
+} from './types.js';
 
 interface GrantsTable {
   key: string;
@@ -74,8 +88,19 @@ interface ExternalLinksTable {
   subject_id: string;
   created_at: number;
 }
+interface FactorsTable {
+  id: string;
+  subject_id: string;
+  kind: string;
+  label: string;
+  data: string;
+  counter: number;
+  created_at: number;
+  last_used_at: number | null;
+}
 interface Database {
   external_links: ExternalLinksTable;
+  mfa_factors: FactorsTable;
   grants: GrantsTable;
   signing_keys: KeysTable;
   users: UsersTable;
@@ -227,12 +252,13 @@ function toRow(r: GrantRecord): GrantsTable {
   };
 }
 
-class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, Maintenance {
+class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, FactorStore, Maintenance {
   readonly grants: GrantStore = this;
   readonly keys: KeyStore = this;
   readonly users: UserStore = this;
   readonly maintenance: Maintenance = this;
   readonly clients: ClientStore = this;
+  readonly factors: FactorStore = this;
   readonly logout: LogoutStore;
   // WebAuthn credentials live in a module of their own (issue 12); same database, same dialect.
   private webauthnStore: WebAuthnCredentialStore | undefined;
@@ -467,6 +493,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   async removeUser(subjectId: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
+      await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
       // Their passkeys and security keys (issue 12): a later user with the same subject gets none.
       await sql`delete from webauthn_credentials where subject_id = ${subjectId}`.execute(trx);
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
@@ -502,6 +529,51 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
     return result.numDeletedRows === 1n;
   }
 
+  async listFactors(subjectId: string, kinds?: readonly string[]): Promise<StoredFactor[]> {
+    let query = this.db.selectFrom('mfa_factors').selectAll().where('subject_id', '=', subjectId);
+    if (kinds) {
+      if (kinds.length === 0) return [];
+      query = query.where('kind', 'in', [...kinds]);
+    }
+    const rows = await query.orderBy('created_at').orderBy('id').execute();
+    return rows.map(toFactor);
+  }
+
+  async addFactor(factor: StoredFactor): Promise<void> {
+    await this.db.insertInto('mfa_factors').values(toFactorRow(factor)).execute();
+  }
+
+  async advanceFactorCounter(id: string, next: number, now: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('mfa_factors')
+      .set({ counter: next, last_used_at: now })
+      .where('id', '=', id)
+      .where('counter', '<', next)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async removeFactor(subjectId: string, id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('mfa_factors').where('id', '=', id).where('subject_id', '=', subjectId).executeTakeFirst();
+    return result.numDeletedRows === 1n;
+  }
+
+  async removeFactors(subjectId: string, kinds?: readonly string[]): Promise<number> {
+    let query = this.db.deleteFrom('mfa_factors').where('subject_id', '=', subjectId);
+    if (kinds) {
+      if (kinds.length === 0) return 0;
+      query = query.where('kind', 'in', [...kinds]);
+    }
+    return Number((await query.executeTakeFirst()).numDeletedRows);
+  }
+
+  async replaceFactors(subjectId: string, kind: string, factors: readonly StoredFactor[]): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).where('kind', '=', kind).execute();
+      if (factors.length > 0) await trx.insertInto('mfa_factors').values(factors.map(toFactorRow)).execute();
+    });
+  }
+
   async ping(): Promise<void> {
     await this.db.selectFrom('signing_keys').select('kid').limit(1).execute();
   }
@@ -532,5 +604,31 @@ function toUser(row: Selectable<UsersTable>): StoredUser {
     passwordHash: row.password_hash,
     claims: JSON.parse(row.claims) as Record<string, unknown>,
     isActive: row.is_active === 1,
+  };
+}
+
+function toFactorRow(f: StoredFactor): FactorsTable {
+  return {
+    id: f.id,
+    subject_id: f.subjectId,
+    kind: f.kind,
+    label: f.label,
+    data: JSON.stringify(f.data),
+    counter: f.counter,
+    created_at: f.createdAt,
+    last_used_at: f.lastUsedAt,
+  };
+}
+
+function toFactor(row: Selectable<FactorsTable>): StoredFactor {
+  return {
+    id: row.id,
+    subjectId: row.subject_id,
+    kind: row.kind,
+    label: row.label,
+    data: JSON.parse(row.data) as Record<string, unknown>,
+    counter: Number(row.counter),
+    createdAt: Number(row.created_at),
+    lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
   };
 }

@@ -24,6 +24,10 @@ export type GrantType =
   | 'pushed_request'
   /** A one-time identifier seen once (client assertion or DPoP proof `jti`), kept until it expires. */
   | 'replay'
+  /** A sign-in waiting for its second factor (src/mfa/factors.ts). */
+  | 'mfa_pending'
+  /** A TOTP secret waiting for its confirming code (src/mfa/factors.ts). */
+  | 'mfa_enrollment'
   /** A server-provided DPoP nonce (RFC 9449 §8), accepted until it expires. */
   | 'dpop_nonce'
   /** A WebAuthn ceremony's challenge, consumed once (`mfa/webauthn.ts`). */
@@ -178,6 +182,49 @@ export interface UserStore {
   updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void>;
 }
 
+/**
+ * One second factor of a user as stored (table `mfa_factors`). The kinds and what their `data`
+ * holds are defined in `src/mfa/factors.ts`; the store knows nothing of them.
+ */
+export interface StoredFactor {
+  /** Random id (base64url), public: forms name a factor by it. */
+  id: string;
+  subjectId: string;
+  /** `totp`, `recovery_code`, or a kind another module registers (e.g. WebAuthn). */
+  kind: string;
+  /** What the user calls it (shown on /account), at most 100 characters. */
+  label: string;
+  data: Record<string, unknown>;
+  /** Grows only (`advanceFactorCounter`): last TOTP time step used; 1 for a spent recovery code. */
+  counter: number;
+  /** Unix seconds. */
+  createdAt: number;
+  /** Unix seconds of the last successful use, or null. */
+  lastUsedAt: number | null;
+}
+
+/** Users' second factors. */
+export interface FactorStore {
+  /** The user's factors of `kinds` (all kinds when omitted), oldest first. */
+  listFactors(subjectId: string, kinds?: readonly string[]): Promise<StoredFactor[]>;
+  addFactor(factor: StoredFactor): Promise<void>;
+  /**
+   * Sets a factor's counter to `next` only while it is below `next`, in one conditional update:
+   * of concurrent callers with the same `next` exactly one gets true (a code is used once).
+   * @param now Unix seconds, recorded as `lastUsedAt` on success
+   */
+  advanceFactorCounter(id: string, next: number, now: number): Promise<boolean>;
+  /** Removes one factor of the user; false when the user has no such factor. */
+  removeFactor(subjectId: string, id: string): Promise<boolean>;
+  /** Removes the user's factors of `kinds` (all kinds when omitted); returns how many. */
+  removeFactors(subjectId: string, kinds?: readonly string[]): Promise<number>;
+  /**
+   * Replaces the user's factors of `kind` with `factors` in one transaction (new recovery codes
+   * void the old ones at the same instant).
+   */
+  replaceFactors(subjectId: string, kind: string, factors: readonly StoredFactor[]): Promise<void>;
+}
+
 /** A client that took part in a session (received a code or tokens for it). */
 export interface SessionParticipant {
   sid: string;
@@ -237,6 +284,7 @@ export interface Store {
   keys: KeyStore;
   users: UserStore;
   clients: ClientStore;
+  factors: FactorStore;
   maintenance: Maintenance;
   /** WebAuthn credentials: passkeys and security keys (issue 12, `webauthn-credentials.ts`). */
   webauthn: WebAuthnCredentialStore;

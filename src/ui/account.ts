@@ -18,7 +18,7 @@ import { type LogoutRequest, logoutRedirect, validateLogoutRequest } from '../lo
 import { sendLoggedOut } from '../logout/signed-out.js';
 import { checkCsrf } from './csrf.js';
 import { answerDevice } from './device.js';
-import { securityKeyStep } from './passkeys.js';
+import { secondStepAfterPassword } from './account-mfa.js';
 import type { User } from '../users/users.js';
 
 /** Registers the login and logout pages. */
@@ -69,9 +69,13 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
       });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');
     }
-    // Security keys (issue 12, src/ui/passkeys.ts): a user with one proves it before the session starts.
-    if (await securityKeyStep(ctx, request, reply, user, id, lang)) return reply;
-    return finishSignIn(ctx, request, reply, user, ['pwd'], id, interaction, lang);
+    // A user with a second factor (a one-time code or a security key), or a client or request
+    // needing one: the second step first (src/mfa/factors.ts, MfaService.nextStep).
+    const toAccount = !id && single(body, 'return') === 'account';
+    const first = { subjectId: user.subjectId, tenant: user.tenant, amr: ['pwd'], idp: 'local', ...(id ? { interaction: id } : {}), ...(toAccount ? { toAccount } : {}) };
+    const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
+    if (second) return second;
+    return finishSignIn(ctx, request, reply, user, ['pwd'], id, interaction, lang, toAccount);
   });
 
   app.get('/account/logout', async (request, reply) => {
@@ -116,7 +120,8 @@ export function sendLogoutPrompt(ctx: SigilContext, reply: FastifyReply, lang: s
 /**
  * Ends a successful sign-in (password, or a WebAuthn step): starts a new session with `amr`
  * (RFC 8176), records `user_login_succeeded`, then resumes the pending authorization request
- * `id` (303 to its resume path) or, without one, says who is signed in.
+ * `id` (303 to its resume path) or, without one, goes to /account (`toAccount`: the sign-in
+ * started there) or says who is signed in.
  */
 export async function finishSignIn(
   ctx: SigilContext,
@@ -127,6 +132,7 @@ export async function finishSignIn(
   id: string | undefined,
   interaction: Interaction | undefined,
   lang: string,
+  toAccount = false,
 ): Promise<FastifyReply> {
   const session = await ctx.sessions.create(request, reply, user, { amr, idp: 'local', tenant: user.tenant });
   ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
@@ -134,6 +140,7 @@ export async function finishSignIn(
     await ctx.interactions.update(id, { ...interaction, loginAt: session.authTime });
     return reply.redirect(resumePath(id, interaction), 303);
   }
+  if (toAccount) return reply.redirect('/account', 303);
   return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
 }
 
@@ -180,6 +187,8 @@ export function loginPage(
       csrf: reply.generateCsrf(),
       interaction: id,
       uiLocales: params.ui_locales,
+      // Continue at /account after signing in (its "sign in again" link); a fixed value, no URL.
+      toAccount: id === undefined && (queryString(request, 'return') === 'account' || (request.body instanceof Params && single(request.body, 'return') === 'account')),
       username,
       clientName: client ? (client.clientName ?? client.clientId) : undefined,
       tenant: parseAcrValues(params.acr_values).tenant,

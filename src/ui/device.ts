@@ -64,7 +64,9 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     };
     const id = await ctx.interactions.create(found.clientId, interaction);
     const session = await ctx.sessions.current(request);
-    const next = session ? '/consent' : '/account/login';
+    // A session lacking the second factor the user has or the client requires steps up first (src/mfa/).
+    const stepUp = session ? await ctx.mfa.stepUpPage(session, ctx.mfa.requiredFor(ctx.clients.get(found.clientId))) : undefined;
+    const next = session ? (stepUp ?? '/consent') : '/account/login';
     return reply.header('cache-control', 'no-store').redirect(`${next}?interaction=${encodeURIComponent(id)}`, 303);
   });
 
@@ -75,6 +77,8 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     if (!id || !interaction?.device) return expiredPage(ctx, request, reply);
     const session = await ctx.sessions.current(request);
     if (!session) return reply.redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);
+    const stepUp = await ctx.mfa.stepUpPage(session, ctx.mfa.requiredFor(ctx.clients.get(interaction.params.client_id ?? '')));
+    if (stepUp) return reply.redirect(`${stepUp}?interaction=${encodeURIComponent(id)}`, 303);
     if (!interaction.consented) return reply.redirect(`/consent?interaction=${encodeURIComponent(id)}`, 303);
     return answerDevice(ctx, request, reply, id, interaction, session);
   });

@@ -34,6 +34,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
+<% if (it.toAccount) { %><input type="hidden" name="return" value="account"><% } %>
 <label for="username"><%= it.t.username %></label>
 <input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="<%= it.passkeys ? 'username webauthn' : 'username' %>" autocapitalize="none" spellcheck="false" required autofocus>
 <label for="password"><%= it.t.password %></label>
@@ -136,8 +137,18 @@ export class Pages {
   }
 
   /**
+   * Adds a page template another module renders (e.g. the /account pages of ui/account-mfa.ts),
+   * under the same layout, escaping and headers.
+   * @param name the name `send` takes
+   * @param template an Eta template using `layout('@layout', ...)`, `it.t` and `it.f`
+   */
+  register(name: string, template: string): void {
+    this.eta.loadTemplate(`@${name}`, template);
+  }
+
+  /**
    * Sends a page.
-   * @param name one of `login`, `consent`, `message`, `logout`, `device`, `passkeys`, `passkey-step`
+   * @param name one of `login`, `consent`, `message`, `logout`, `device`, `passkeys`, `passkey-step`, or a name given to `register`
    * @param lang a supported language (see `pickLocale`)
    * @param status HTTP status, 200 by default
    * @param leadsToClient the form's answer ends in a redirect to a client (login or consent of a
@@ -148,7 +159,7 @@ export class Pages {
    */
   send(
     reply: FastifyReply,
-    name: 'login' | 'consent' | 'message' | 'logout' | 'device' | 'passkeys' | 'passkey-step',
+    name: string,
     lang: string,
     data: Record<string, unknown>,
     status = 200,

@@ -32,6 +32,9 @@ export const PASSKEY_TEXTS_EN = {
   securityKeyTitle: 'Use your security key',
   securityKeyIntro: 'Insert or touch your security key to finish signing in.',
   useSecurityKey: 'Use security key',
+  // On /account and the security key step (MFA core, src/ui/account-mfa.ts).
+  managePasskeys: 'Manage passkeys and security keys',
+  useCodeInstead: 'Use a one-time code or a recovery code instead',
 } as const;
 
 /** German texts (the same keys). */
@@ -60,6 +63,8 @@ export const PASSKEY_TEXTS_DE: { [K in keyof typeof PASSKEY_TEXTS_EN]: string } 
   securityKeyTitle: 'Sicherheitsschlüssel verwenden',
   securityKeyIntro: 'Stecken Sie Ihren Sicherheitsschlüssel ein oder berühren Sie ihn, um die Anmeldung abzuschließen.',
   useSecurityKey: 'Sicherheitsschlüssel verwenden',
+  managePasskeys: 'Passkeys und Sicherheitsschlüssel verwalten',
+  useCodeInstead: 'Stattdessen einen Einmalcode oder einen Wiederherstellungscode verwenden',
 };
 
 const SCRIPTS = `<script src="/assets/webauthn-browser.js"></script>
@@ -126,6 +131,7 @@ const PASSKEY_STEP = `<% layout('@layout', { lang: it.lang, title: it.t.security
 <button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
 </div>
 </form>
+<% if (it.codeLink) { %><p><a href="<%= it.codeLink %>"><%= it.t.useCodeInstead %></a></p><% } %>
 ${SCRIPTS}`;
 
 /** Templates by name, loaded by `Pages` (`@passkeys`, `@passkey-step`, `@passkey-login`). */

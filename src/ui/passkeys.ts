@@ -32,6 +32,7 @@ import type { Interaction } from '../endpoints/interactions.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { sendOAuthError } from '../http/request.js';
+import { amrWith } from '../mfa/factors.js';
 import { WebAuthnError } from '../mfa/webauthn.js';
 import type { WebAuthnKind } from '../stores/webauthn-credentials.js';
 import { hashHandle, newHandle, nowSeconds } from '../tokens/handles.js';
@@ -51,9 +52,9 @@ export const REAUTH_SECONDS = 300;
 const PENDING_COOKIE = 'sigil.webauthn';
 const PENDING_PATH = '/account/passkeys';
 
-/** `amr` of a password sign-in completed with a credential (RFC 8176 §2). */
+/** `amr` of a password sign-in completed with a credential (RFC 8176 §2): `pwd`, the kind's value of `FACTOR_KINDS` (`hwk`, `swk`), `mfa`. */
 export function secondFactorAmr(kind: WebAuthnKind): string[] {
-  return ['pwd', kind === 'security-key' ? 'hwk' : 'swk', 'mfa'];
+  return amrWith(['pwd'], kind);
 }
 
 /** `amr` of a passkey sign-in with user verification (RFC 8176 §2; see the module comment). */
@@ -68,6 +69,10 @@ interface Pending {
   interaction: string;
   /** Hashed browser id. */
   browser: string;
+  /** The one-time code page, offered instead (the user also has TOTP or recovery codes). */
+  codeLink?: string;
+  /** Continue at /account afterwards (the sign-in started there). */
+  toAccount?: boolean;
 }
 
 /** The limiter's view of a passkey sign-in: per address (a signature cannot be guessed, so no identity-wide count). */
@@ -83,9 +88,14 @@ function browserBundle(): string {
 }
 
 /**
- * After a right password: when WebAuthn is enabled and the user has a security key, starts the
- * security key step (a pending record under a random handle in an HttpOnly cookie, lifetime
- * `webauthn.challengeLifetime`) and sends its page. The session starts only after the key.
+ * The security key step after a right password, or as the step-up of a live session: when
+ * WebAuthn is enabled and the user has a credential (a security key, or a passkey used as the
+ * second step), starts the step (a pending record under a random handle in an HttpOnly cookie,
+ * lifetime `webauthn.challengeLifetime`) and sends its page. The session starts only after the
+ * key. Whether a user is asked is MFA core's decision (`MfaService.nextStep`, src/mfa/factors.ts);
+ * this is where it sends users with a WebAuthn credential.
+ * @param options.codeLink where the page offers a one-time code instead (the user also has TOTP
+ *   or recovery codes); `toAccount`: continue at /account afterwards
  * @returns true when the step page was sent (the caller returns), false to sign in at once.
  */
 export async function securityKeyStep(
@@ -95,10 +105,11 @@ export async function securityKeyStep(
   user: User,
   interactionId: string | undefined,
   lang: string,
+  options: { codeLink?: string; toAccount?: boolean } = {},
 ): Promise<boolean> {
   if (!ctx.config.webauthn.enabled) return false;
   const credentials = await ctx.store.webauthn.list(user.subjectId);
-  if (!credentials.some((c) => c.kind === 'security-key')) return false;
+  if (credentials.length === 0) return false;
   const handle = newHandle();
   const now = nowSeconds();
   const lifetime = ctx.config.webauthn.challengeLifetime;
@@ -108,9 +119,11 @@ export async function securityKeyStep(
     tenant: user.tenant,
     interaction: interactionId ?? '',
     browser: ctx.sessions.browserId(request, reply),
+    ...(options.codeLink ? { codeLink: options.codeLink } : {}),
+    ...(options.toAccount ? { toAccount: true } : {}),
   };
   await ctx.store.grants.put(
-    newGrantRecord({ key: hashHandle(handle), type: 'webauthn_pending', clientId: '', subjectId: user.subjectId, data: pending, createdAt: now, expiresAt: now + lifetime }),
+    newGrantRecord({ key: hashHandle(handle), type: 'webauthn_pending', clientId: '', subjectId: user.subjectId, data: { ...pending }, createdAt: now, expiresAt: now + lifetime }),
   );
   reply.setCookie(PENDING_COOKIE, handle, { path: PENDING_PATH, httpOnly: true, sameSite: 'lax', secure: ctx.issuer.startsWith('https:'), maxAge: lifetime });
   await stepPage(ctx, request, reply, pending, lang, undefined);
@@ -123,7 +136,7 @@ async function stepPage(ctx: SigilContext, request: FastifyRequest, reply: Fasti
     reply,
     'passkey-step',
     lang,
-    { csrf: reply.generateCsrf(), uiLocales: interaction?.params.ui_locales, error },
+    { csrf: reply.generateCsrf(), uiLocales: interaction?.params.ui_locales, error, codeLink: pending.codeLink },
     status,
     interaction?.params.redirect_uri !== undefined,
   );
@@ -375,9 +388,11 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     // The step is single-use: of two concurrent completions, one signs in.
     if (!(await ctx.store.grants.consume(key, nowSeconds()))) return expiredPage(ctx, request, reply);
     reply.clearCookie(PENDING_COOKIE, { path: PENDING_PATH });
+    // The one-time code form of the same sign-in (MFA core), if one was offered, closes too.
+    await ctx.mfa.finishPending(pending.browser);
     const user = await ctx.users.findBySubject(pending.subjectId);
     if (!user || !user.isActive) return expiredPage(ctx, request, reply);
     ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, remoteAddress: request.ip });
-    return finishSignIn(ctx, request, reply, user, secondFactorAmr(use.credential.kind), id, interaction, lang);
+    return finishSignIn(ctx, request, reply, user, secondFactorAmr(use.credential.kind), id, interaction, lang, pending.toAccount === true);
   });
 }

@@ -51,6 +51,19 @@ a.provider:hover { background: var(--bg); }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; background: var(--chip);
   border-radius: 4px; padding: .1em .35em; overflow-wrap: anywhere; }
 p.details { font-size: .95rem; border-left: 3px solid var(--line); padding-left: .75rem; overflow-wrap: anywhere; }
+h2 { font-size: 1.125rem; line-height: 1.3; margin: 1.5rem 0 .5rem; }
+p.qr { text-align: center; margin: 1rem 0; }
+p.qr img { max-width: 100%; height: auto; background: #fff; border-radius: 8px; }
+ul.codes { list-style: none; padding: 0; margin: 1rem 0; display: grid; grid-template-columns: repeat(2, 1fr); gap: .5rem; }
+ul.codes code { font-size: 1rem; }
+ul.factors { list-style: none; padding: 0; margin: .5rem 0 1rem; border-top: 1px solid var(--line); }
+ul.factors li { display: flex; gap: .75rem; align-items: center; justify-content: space-between; padding: .5rem 0; border-bottom: 1px solid var(--line); }
+form.inline { margin: 0; flex: none; }
+form.inline button { flex: none; }
+a.button { display: flex; align-items: center; justify-content: center; min-height: 2.75rem; padding: .6rem 1rem; border-radius: 8px;
+  font-weight: 600; text-decoration: none; border: 1px solid var(--field); color: var(--fg); }
+a.button.primary { background: var(--accent); border-color: var(--accent); color: var(--accent-fg); }
+a.button.primary:hover { background: var(--accent-hover); }
 @media (max-width: 480px) {
   body { display: block; padding: 0; background: var(--card); }
   main { max-width: none; min-height: 100vh; border: 0; border-radius: 0; box-shadow: none; padding: 1.5rem 1.25rem 2rem; }

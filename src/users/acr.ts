@@ -11,8 +11,12 @@
  * - `urn:sigil:acr:password` (`ACR_PASSWORD`): the user's password at Sigil's own login page.
  * - `urn:sigil:acr:federated` (`ACR_FEDERATED`): sign-in at an upstream identity provider; Sigil
  *   vouches for the link, not for how strongly the upstream authenticated the user.
- * Stronger classes (second factor, passkey) are added by the MFA work; `ACR_SATISFIES` then says
- * which weaker requested classes a stronger achieved one also meets.
+ * - `urn:sigil:acr:mfa` (`ACR_MFA`): a second factor after the first (TOTP, a recovery code, or
+ *   another kind of `FACTOR_KINDS` in src/mfa/factors.ts), or an upstream sign-in whose `amr`
+ *   says `mfa`. It meets a request for `urn:sigil:acr:password` too (`ACR_SATISFIES`).
+ * A client asks for MFA with `acr_values=urn:sigil:acr:mfa` (OIDC Core §3.1.2.1; also as an
+ * essential `acr` in the `claims` parameter): a session without it gets the second step only
+ * (step-up), not a new password sign-in.
  */
 
 /** Password sign-in at Sigil's login page. */
@@ -20,23 +24,41 @@ export const ACR_PASSWORD = 'urn:sigil:acr:password';
 /** Sign-in through an upstream identity provider (federation). */
 export const ACR_FEDERATED = 'urn:sigil:acr:federated';
 
+/** A second factor after the first, at Sigil or at the upstream provider. */
+export const ACR_MFA = 'urn:sigil:acr:mfa';
+
 /**
- * For each achieved class, the requested classes it meets besides itself. Today neither class
- * meets the other: a federated sign-in says nothing about the user's Sigil password, and a
- * password sign-in nothing about the upstream provider.
+ * For each achieved class, the requested classes it meets besides itself. Neither password nor
+ * federated meets the other: a federated sign-in says nothing about the user's Sigil password,
+ * and a password sign-in nothing about the upstream provider. MFA meets a password request.
  */
 export const ACR_SATISFIES: Readonly<Record<string, readonly string[]>> = {
   [ACR_PASSWORD]: [],
   [ACR_FEDERATED]: [],
+  [ACR_MFA]: [ACR_PASSWORD],
 };
 
 /**
- * The `acr` a session achieved: federated when an upstream provider signed the user in, else a
- * password sign-in at Sigil (`idp` "local").
- * @param session the session's `idp` (provider name, or "local")
+ * The `acr` a session achieved: MFA when its `amr` has `mfa` (RFC 8176), else federated when an
+ * upstream provider signed the user in, else a password sign-in at Sigil (`idp` "local").
+ * @param session the session's `idp` (provider name, or "local") and `amr`
  */
-export function achievedAcr(session: { idp: string }): string {
+export function achievedAcr(session: { idp: string; amr?: readonly string[] }): string {
+  if (session.amr?.includes('mfa')) return ACR_MFA;
   return session.idp === 'local' ? ACR_PASSWORD : ACR_FEDERATED;
+}
+
+/**
+ * Whether a request asks for MFA: `acr_values` names `ACR_MFA`, or an essential `acr` accepts
+ * only values that MFA meets and no first factor alone does.
+ * @param acrValues the plain values of `acr_values` (without `idp:` / `tenant:`)
+ * @param essential the values of an essential `acr` claim request, if any
+ */
+export function requestsMfa(acrValues: readonly string[], essential: readonly unknown[] | undefined): boolean {
+  if (acrValues.includes(ACR_MFA)) return true;
+  if (!essential) return false;
+  const firstFactorMeets = essential.some((v) => acrMeets(ACR_PASSWORD, v) || acrMeets(ACR_FEDERATED, v));
+  return !firstFactorMeets && essential.some((v) => acrMeets(ACR_MFA, v));
 }
 
 /** Whether an achieved class meets a requested value (the same class, or a stronger one per `ACR_SATISFIES`). */
@@ -45,11 +67,11 @@ export function acrMeets(achieved: string, requested: unknown): boolean {
 }
 
 /**
- * The classes a client could achieve by signing in: password when local login is enabled for it,
- * federated when at least one upstream provider is configured and allowed for it.
+ * The classes a client could achieve by signing in: password and MFA (a second factor, enrolled
+ * at sign-in when missing) when local login is enabled for it, federated when at least one upstream provider is configured and allowed for it.
  * @param enableLocalLogin the client's `enableLocalLogin`
  * @param upstreamAllowed how many upstream providers the client may use
  */
 export function attainableAcrs(enableLocalLogin: boolean, upstreamAllowed: number): string[] {
-  return [...(enableLocalLogin ? [ACR_PASSWORD] : []), ...(upstreamAllowed > 0 ? [ACR_FEDERATED] : [])];
+  return [...(enableLocalLogin ? [ACR_PASSWORD, ACR_MFA] : []), ...(upstreamAllowed > 0 ? [ACR_FEDERATED] : [])];
 }

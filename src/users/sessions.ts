@@ -24,6 +24,8 @@ export interface Session {
   amr: string[];
   idp: string;
   tenant: string | null;
+  /** The upstream provider's `acr`, kept when it asserted MFA (federation). */
+  upstreamAcr?: string;
   /** Unix seconds when the session ends (absent on sessions stored before it was recorded). */
   expiresAt?: number;
 }
@@ -61,7 +63,7 @@ export class SessionService {
     request: FastifyRequest,
     reply: FastifyReply,
     user: { subjectId: string },
-    how: { amr: string[]; idp: string; tenant: string | null },
+    how: { amr: string[]; idp: string; tenant: string | null; upstreamAcr?: string },
   ): Promise<Session> {
     // The previous session's clients are told by the next delivery poll: signing in does not wait for them.
     await this.end(request, reply, false);
@@ -80,6 +82,27 @@ export class SessionService {
       expiresAt: now + this.lifetime,
     }));
     reply.setCookie(SESSION_COOKIE, handle, this.cookieOptions(this.lifetime));
+    return session;
+  }
+
+  /**
+   * Adds to the `amr` of the request's live session after a second factor (step-up), keeping its
+   * `sid`, `authTime` and expiry. The cookie value changes, as at any sign-in (OWASP ASVS 5.0
+   * V7.2.4): the upgraded session is stored under a new handle and the old one is revoked.
+   * @param amr the session's new `amr` (RFC 8176)
+   * @returns the updated session, or undefined when there is no live session.
+   */
+  async upgrade(request: FastifyRequest, reply: FastifyReply, amr: string[]): Promise<Session | undefined> {
+    const handle = request.cookies[SESSION_COOKIE];
+    if (!handle || handle.length > 100) return undefined;
+    const row = await this.grants.get(hashHandle(handle));
+    const now = nowSeconds();
+    if (!row || row.type !== 'session' || row.revokedAt !== null || row.expiresAt <= now) return undefined;
+    const session: Session = { ...(row.data as unknown as Session), amr };
+    const fresh = newHandle();
+    await this.grants.put({ ...row, key: hashHandle(fresh), data: { ...session }, createdAt: now });
+    await this.grants.revoke(row, now);
+    reply.setCookie(SESSION_COOKIE, fresh, this.cookieOptions(row.expiresAt - now));
     return session;
   }
 

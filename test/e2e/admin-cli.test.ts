@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, form, tempDir, testConfig } from '../helpers.js';
 import { createSigil, type Sigil } from '../../src/index.js';
 import { pino } from 'pino';
+import { Browser } from '../authorize-helpers.js';
+import { enrollTotp } from '../mfa-helpers.js';
 import { InjectBrowser } from '../browser-helpers.js';
 
 const run = promisify(execFile);
@@ -47,6 +49,31 @@ describe('sigil users and clients write to the store; a running node picks them 
     expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'new-pass', scope: 'api1' })).statusCode).toBe(200);
     await sigilCli('users', 'remove', 'zoe');
     expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'new-pass', scope: 'api1' })).statusCode).toBe(400);
+  });
+
+  it('lists and resets a user\'s second factors (sigil users mfa list|reset), with an audit event', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('alice');
+    await enrollTotp(b);
+    // A security key (WebAuthn) is one of her factors too: listed and reset with the others.
+    const key = { id: 'key-1', subjectId: '1', kind: 'security-key' as const, publicKey: 'pk', counter: 0, transports: ['usb'], name: 'Blue key', backedUp: false, createdAt: 1_700_000_000, lastUsedAt: null };
+    expect(await sigil.context.store.webauthn.add(key)).toBe(true);
+    const aliceToken = () => token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' });
+    expect((await aliceToken()).json()).toMatchObject({ error: 'invalid_grant' });
+    const { stdout: listed } = await sigilCli('users', 'mfa', 'list', 'alice');
+    expect(listed).toMatch(/^totp\s+\S+\s+\d{4}-/m);
+    expect(listed).toContain('recovery_code: 10 of 10 unused');
+    expect(listed).toMatch(/^security-key\s+key-1\s+2023-/m);
+    // The same store under a config that logs (the shared one is silent), to see the audit event.
+    const loud = join(dir, 'loud.json');
+    writeFileSync(loud, JSON.stringify({ ...testConfig(), storage, logLevel: 'info' }));
+    const reset = await run(process.execPath, [CLI, 'users', 'mfa', 'reset', 'alice', '--config', loud, '--storage', storage]);
+    expect(reset.stdout).toContain('removed 12 second factors of alice (1)');
+    expect(reset.stderr).toContain('"name":"mfa_removed"');
+    expect((await sigilCli('users', 'mfa', 'list', 'alice')).stdout).toContain('alice has no second factor');
+    expect(await sigil.context.store.webauthn.list('1')).toEqual([]);
+    expect((await aliceToken()).statusCode).toBe(200);
+    await expect(sigilCli('users', 'mfa', 'reset', 'nobody')).rejects.toMatchObject({ code: 1 });
   });
 
   it('adds a client whose secret is stored hashed; the running node accepts it within the reload period', async () => {

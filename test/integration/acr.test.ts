@@ -24,6 +24,7 @@ import {
 
 const PASSWORD = 'urn:sigil:acr:password';
 const FEDERATED = 'urn:sigil:acr:federated';
+const MFA = 'urn:sigil:acr:mfa';
 const essentialAcr = (...values: string[]) => ({ claims: JSON.stringify({ id_token: { acr: { essential: true, values } } }) });
 
 let sigil: TestSigil;
@@ -54,11 +55,11 @@ async function idTokenOf(on: TestSigil, extra: Record<string, string>, b = new B
 }
 
 describe('discovery', () => {
-  it('lists password sign-in, and federated sign-in once an upstream provider is configured', async () => {
+  it('lists password and MFA sign-in, and federated sign-in once an upstream provider is configured', async () => {
     const doc = (await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
-    expect(doc.acr_values_supported).toEqual([PASSWORD]);
+    expect(doc.acr_values_supported).toEqual([PASSWORD, MFA]);
     const up = (await withUpstream.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
-    expect(up.acr_values_supported).toEqual([PASSWORD, FEDERATED]);
+    expect(up.acr_values_supported).toEqual([PASSWORD, MFA, FEDERATED]);
   });
 });
 

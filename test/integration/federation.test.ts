@@ -11,6 +11,7 @@ import { migrationProvider } from '../../src/stores/migrations.js';
 import { openStore } from '../../src/stores/sql.js';
 import { externalLinkKey } from '../../src/stores/types.js';
 import { basic, form, startSigil, tempDir, testConfig } from '../helpers.js';
+import { enrollTotp, submitCode, totpCode } from '../mfa-helpers.js';
 
 const verifier = 'v'.repeat(43);
 const challenge = createHash('sha256').update(verifier).digest('base64url');
@@ -32,7 +33,7 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     up = await startSigil({
       issuer: upIssuer,
       // Two upstream users whose subjects share their first 230 characters (OIDC Core §2 allows 255).
-      users: [...(testConfig().users ?? []), ...(['a', 'b'] as const).map((c) => ({ subjectId: LONG_PREFIX + c.repeat(10), username: `long${c}`, password: `long${c}` }))],
+      users: [...(testConfig().users ?? []), { subjectId: 'mfa-1', username: 'erin', password: 'erin' }, ...(['a', 'b'] as const).map((c) => ({ subjectId: LONG_PREFIX + c.repeat(10), username: `long${c}`, password: `long${c}` }))],
       clients: [
         {
           clientId: 'sigil-down',
@@ -77,7 +78,7 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     })}`;
 
   /** Signs `username` in at the upstream and returns the downstream's answer to the callback. */
-  async function upstreamCallback(username: string) {
+  async function upstreamCallback(username: string, totpSecret?: string) {
     const browserDown = new InjectBrowser(down.app);
     const browserUp = new InjectBrowser(up.app);
     const start = await browserDown.get(authorizeUrl('web', 'idp:corp'));
@@ -87,14 +88,16 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(toUpstream.location!.startsWith(`${upIssuer}/connect/authorize?`)).toBe(true);
     const upLogin = await browserUp.get(toUpstream.location!);
     expect(upLogin.location).toMatch(/^\/account\/login/);
-    const back = await browserUp.login(upLogin.location!, username, username);
+    let back = await browserUp.login(upLogin.location!, username, username);
+    // A user with an authenticator app at the upstream gives a code there too.
+    if (totpSecret) back = await submitCode(browserUp, back, totpCode(totpSecret, 1));
     expect(back.location!.startsWith(`${DOWN}/federation/corp/callback?`)).toBe(true);
     return { browserDown, callback: await browserDown.get(back.location!) };
   }
 
   /** Runs the whole flow for one upstream user; returns the downstream identity token's subject. */
-  async function signInThroughCorp(username: string): Promise<{ sub: string; email: unknown }> {
-    const { browserDown, callback } = await upstreamCallback(username);
+  async function signInThroughCorp(username: string, totpSecret?: string): Promise<{ sub: string; email: unknown }> {
+    const { browserDown, callback } = await upstreamCallback(username, totpSecret);
     const done = await browserDown.follow(callback);
     expect(done.status).toBe(303);
     const code = new URL(done.location!).searchParams.get('code');
@@ -106,10 +109,11 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     });
     expect(res.statusCode).toBe(200);
     const idToken = decodeJwt(res.json().id_token as string);
-    expect(idToken.amr).toEqual(['external']);
+    // An upstream sign-in that asserts MFA passes its amr on, and counts as MFA (mfa/factors.ts).
+    expect(idToken.amr).toEqual(totpSecret ? ['pwd', 'otp', 'mfa'] : ['external']);
     expect(idToken.idp).toBe('corp');
     // acr_values was sent (idp:corp): the class achieved is a federated sign-in (users/acr.ts).
-    expect(idToken.acr).toBe('urn:sigil:acr:federated');
+    expect(idToken.acr).toBe(totpSecret ? 'urn:sigil:acr:mfa' : 'urn:sigil:acr:federated');
     const info = await down.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${res.json().access_token}` } });
     return { sub: String(idToken.sub), email: info.json().email };
   }
@@ -122,6 +126,13 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(second.sub).toBe(first.sub);
     const bob = await signInThroughCorp('bob');
     expect(bob.sub).not.toBe(first.sub);
+  });
+
+  it('carries the upstream amr through when the upstream asserts MFA', async () => {
+    const enrolling = new InjectBrowser(up.app);
+    await enrolling.signIn('erin');
+    const { secret } = await enrollTotp(enrolling);
+    expect((await signInThroughCorp('erin', secret)).sub).toBeTruthy();
   });
 
   it('links by the full pair (provider, sub): two upstream subjects sharing a long prefix are two local accounts', async () => {

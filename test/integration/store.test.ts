@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/stores/sql.js';
-import type { GrantRecord, LogoutDelivery, SessionParticipant, Store, StoredKey, StoredUser } from '../../src/stores/types.js';
+import type { GrantRecord, LogoutDelivery, SessionParticipant, Store, StoredFactor, StoredKey, StoredUser } from '../../src/stores/types.js';
 import { dropSchema, POSTGRES_URL, tempDir, uniqueSchema } from '../helpers.js';
 
 interface Backend {
@@ -373,6 +373,55 @@ describe.each(backends)('store contract on $name', (backend) => {
       await expect(store.users.addUser({ ...alice, username: 'alice-2' })).rejects.toThrow();
       expect(await store.users.findUserBySubject('u-carol-2')).toBeUndefined();
       expect(await store.users.findUserByUsername('alice-2', null)).toBeUndefined();
+    });
+  });
+
+  describe('FactorStore', () => {
+    const factor = (subjectId: string, kind: string, over: Partial<StoredFactor> = {}): StoredFactor => ({
+      id: randomBytes(16).toString('base64url'),
+      subjectId,
+      kind,
+      label: '',
+      data: { secret: 'sealed', n: [1, 'x'] },
+      counter: 0,
+      createdAt: NOW,
+      lastUsedAt: null,
+      ...over,
+    });
+
+    it('lists, by kind, what was added; removes one of the user or all of some kinds', async () => {
+      const totp = factor('f-user-1', 'totp', { counter: 59_000_000 });
+      const codes = [factor('f-user-1', 'recovery_code', { createdAt: NOW + 1 }), factor('f-user-1', 'recovery_code', { createdAt: NOW + 2 })];
+      for (const f of [totp, ...codes, factor('f-user-2', 'totp')]) await store.factors.addFactor(f);
+      expect(await other.factors.listFactors('f-user-1')).toEqual([totp, ...codes]);
+      expect(await store.factors.listFactors('f-user-1', ['totp'])).toEqual([totp]);
+      expect(await store.factors.listFactors('f-user-1', [])).toEqual([]);
+      // Another user's factor is not removable through this user.
+      const [theirs] = await store.factors.listFactors('f-user-2');
+      expect(await store.factors.removeFactor('f-user-1', theirs!.id)).toBe(false);
+      expect(await store.factors.removeFactors('f-user-1', ['recovery_code'])).toBe(2);
+      expect(await store.factors.removeFactor('f-user-1', totp.id)).toBe(true);
+      expect(await store.factors.listFactors('f-user-1')).toEqual([]);
+      expect(await store.factors.listFactors('f-user-2')).toHaveLength(1);
+    });
+
+    it('advances a counter only upwards: of concurrent advances to one value exactly one wins', async () => {
+      const f = factor('f-user-3', 'totp', { counter: 10 });
+      await store.factors.addFactor(f);
+      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).factors.advanceFactorCounter(f.id, 12, NOW + 5)));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect(await store.factors.advanceFactorCounter(f.id, 11, NOW + 6)).toBe(false);
+      expect(await store.factors.advanceFactorCounter(f.id, 13, NOW + 7)).toBe(true);
+      expect(await store.factors.listFactors('f-user-3')).toEqual([{ ...f, counter: 13, lastUsedAt: NOW + 7 }]);
+    });
+
+    it('replaces the factors of one kind at once, leaving other kinds', async () => {
+      const keep = factor('f-user-4', 'totp');
+      await store.factors.addFactor(keep);
+      await store.factors.replaceFactors('f-user-4', 'recovery_code', [factor('f-user-4', 'recovery_code')]);
+      const fresh = [factor('f-user-4', 'recovery_code', { createdAt: NOW + 1 }), factor('f-user-4', 'recovery_code', { createdAt: NOW + 2 })];
+      await store.factors.replaceFactors('f-user-4', 'recovery_code', fresh);
+      expect(await store.factors.listFactors('f-user-4')).toEqual([keep, ...fresh]);
     });
   });
 

@@ -9,9 +9,25 @@
 import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
-import { authorizeUrl, Browser, codeParams, input, ISSUER, isLoginPage, pkce, readResponse, redeem, type Step, startAuthorizeSigil, verifyIdToken } from '../authorize-helpers.js';
-import { introspect, sleep, type TestSigil } from '../helpers.js';
+import {
+  authorizeUrl,
+  Browser,
+  codeParams,
+  input,
+  ISSUER,
+  isLoginPage,
+  pkce,
+  readResponse,
+  redeem,
+  type Step,
+  startAuthorizeSigil,
+  unescapeHtml,
+  verifyIdToken,
+} from '../authorize-helpers.js';
+import { introspect, sleep, type TestSigil, tokenRequest } from '../helpers.js';
 import { SoftAuthenticator } from '../webauthn-authenticator.js';
+import { hash } from '@node-rs/argon2';
+import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
 
 /** Adds a credential of `kind` on /account/passkeys (the browser is signed in). */
 async function register(b: Browser, auth: SoftAuthenticator, kind: 'passkey' | 'security-key', name = 'My key'): Promise<Step> {
@@ -304,5 +320,139 @@ describe('challenge lifetime and failure limits', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await b.post('/account/passkeys/login/options', { csrf_token: input(login.body, 'csrf_token') })).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+});
+
+/**
+ * WebAuthn in MFA core's policy (src/mfa/factors.ts): a security key is a second factor (the
+ * password grant refuses its user, acr_values=urn:sigil:acr:mfa is met by it, /account lists and
+ * removes it); a passkey is a sign-in of its own, meets urn:sigil:acr:mfa, and serves as the
+ * second step where MFA is asked for.
+ */
+describe('WebAuthn credentials in the MFA policy', () => {
+  const ACR_MFA = 'urn:sigil:acr:mfa';
+  let sigil: TestSigil;
+  let events: SigilEvent[] = [];
+  let unsubscribe: () => void;
+  beforeAll(async () => {
+    sigil = await startAuthorizeSigil(
+      [
+        { clientId: 'ropc', clientSecrets: ['ropc-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid'] },
+        { clientId: 'legacy-ropc', clientSecrets: ['legacy-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid'], allowPasswordGrantForMfaUsers: true },
+      ],
+      { webauthn: { enabled: true }, rateLimits: { maxFailures: 50 } },
+    );
+    unsubscribe = sigil.subscribe((e) => void events.push(e));
+  });
+  afterAll(async () => {
+    unsubscribe();
+    await sigil.close();
+  });
+  afterEach(() => {
+    events = [];
+  });
+
+  const passwordGrant = (user: string, client: [string, string]) =>
+    tokenRequest(sigil, { grant_type: 'password', username: user, password: user, scope: 'openid' }, client);
+
+  /** Answers the security key step page `step` with `auth`; returns the next step. */
+  async function answerKeyStep(b: Browser, step: Step, auth: SoftAuthenticator): Promise<Step> {
+    expect(step.body, step.body).toContain('action="/account/passkeys/second-factor"');
+    const csrf = input(step.body, 'csrf_token');
+    const options = await b.post('/account/passkeys/second-factor/options', { csrf_token: csrf });
+    expect(options.status, options.body).toBe(200);
+    return b.post('/account/passkeys/second-factor', { csrf_token: csrf, response: JSON.stringify(auth.authenticate(options.res.json())) });
+  }
+
+  it('counts a security key as a second factor: the password grant refuses its user, acr_values=urn:sigil:acr:mfa is met by it, /account lists and removes it', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('bob');
+    const key = new SoftAuthenticator(ISSUER, false);
+    expect((await register(b, key, 'security-key', 'Blue key')).status).toBe(303);
+    b.cookies.delete('sigil.session');
+
+    // The password grant: a password alone is not enough for a user with a security key.
+    const refused = await passwordGrant('bob', ['ropc', 'ropc-secret']);
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json()).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('second factor') });
+    expect((await passwordGrant('bob', ['legacy-ropc', 'legacy-secret'])).statusCode).toBe(200);
+
+    // acr_values asks for MFA: the password, then the key; the tokens say so.
+    const { verifier, challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { acr_values: ACR_MFA }))));
+    const step = await b.submitLogin(login, 'bob', 'bob');
+    expect(step.status).toBe(200);
+    // Bob has no one-time code: the step offers none.
+    expect(step.body).not.toContain('/account/mfa?use=code');
+    const code = readResponse(await b.follow(await answerKeyStep(b, step, key))).params.get('code');
+    const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string; access_token: string }>();
+    const { claims } = await verifyIdToken(sigil, tokens.id_token, 'web');
+    expect(claims.acr).toBe(ACR_MFA);
+    expect(claims.amr).toEqual(['pwd', 'hwk', 'mfa']);
+    expect((await introspect(sigil, tokens.access_token)).json()).toMatchObject({ active: true, amr: ['pwd', 'hwk', 'mfa'] });
+
+    // /account: one factor list with the key, a link to /account/passkeys; removable there.
+    const account = await b.get('/account');
+    expect(account.status).toBe(200);
+    expect(account.body).toContain('Blue key (Security key)');
+    expect(account.body).toContain('href="/account/passkeys"');
+    const id = key.credentials[0]?.id ?? '';
+    const removed = await b.post('/account/factors/remove', { csrf_token: input(account.body, 'csrf_token'), factor: id, button: 'remove' });
+    expect(removed.status, removed.body).toBe(200);
+    expect(removed.body).not.toContain('Blue key');
+    expect(events.find((e) => e.name === 'webauthn_removed')).toMatchObject({ subjectId: '2', factor: 'security-key' });
+    expect(await sigil.context.store.webauthn.list('2')).toEqual([]);
+    expect((await passwordGrant('bob', ['ropc', 'ropc-secret'])).statusCode).toBe(200);
+  });
+
+  it('gives urn:sigil:acr:mfa to a passkey sign-in, and uses a passkey as the second step of a password session asked for MFA', async () => {
+    const { b, auth } = await withPasskey(sigil);
+    // A passkey is a sign-in of its own, not a lock on the password.
+    expect((await passwordGrant('alice', ['ropc', 'ropc-secret'])).statusCode).toBe(200);
+
+    // Passkey sign-in for a request asking for MFA: amr swk user mfa, acr MFA, no step-up.
+    const first = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(first.challenge, { acr_values: ACR_MFA }))));
+    expect(isLoginPage(login)).toBe(true);
+    const answered = await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login)));
+    const code = readResponse(await b.follow(answered)).params.get('code');
+    const tokens = (await redeem(sigil, code as string, { verifier: first.verifier })).json<{ id_token: string }>();
+    const { claims } = await verifyIdToken(sigil, tokens.id_token, 'web');
+    expect(claims.amr).toEqual(['swk', 'user', 'mfa']);
+    expect(claims.acr).toBe(ACR_MFA);
+
+    // A password session, then a request for MFA: the passkey as the second step (step-up).
+    b.cookies.delete('sigil.session');
+    await b.signIn('alice');
+    const second = pkce();
+    const step = await b.follow(await b.get(authorizeUrl(codeParams(second.challenge, { acr_values: ACR_MFA }))));
+    expect(step.status).toBe(200);
+    const stepped = readResponse(await b.follow(await answerKeyStep(b, step, auth))).params.get('code');
+    const upgraded = (await redeem(sigil, stepped as string, { verifier: second.verifier })).json<{ id_token: string }>();
+    const up = await verifyIdToken(sigil, upgraded.id_token, 'web');
+    expect(up.claims.amr).toEqual(['pwd', 'swk', 'mfa']);
+    expect(up.claims.acr).toBe(ACR_MFA);
+  });
+
+  it('offers the one-time code on the security key step to a user who also has an authenticator app', async () => {
+    await sigil.context.store.users.addUser({ subjectId: 'erin-1', username: 'erin', tenant: null, passwordHash: await hash('erin'), claims: {}, isActive: true });
+    const b = new Browser(sigil);
+    await b.signIn('erin');
+    const { secret } = await enrollTotp(b);
+    expect((await register(b, new SoftAuthenticator(ISSUER, false), 'security-key')).status).toBe(303);
+    b.cookies.delete('sigil.session');
+
+    const { verifier, challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge))));
+    const step = await b.submitLogin(login, 'erin', 'erin');
+    expect(step.body).toContain('action="/account/passkeys/second-factor"');
+    const link = /href="(\/account\/mfa\?use=code[^"]*)"/.exec(step.body)?.[1];
+    expect(link).toBeDefined();
+    const form = await b.get(unescapeHtml(link as string));
+    expect(isMfaPage(form), form.body).toBe(true);
+    // The enrollment spent the current step: the next one (within the ±1 window).
+    const code = readResponse(await b.follow(await submitCode(b, form, totpCode(secret, 1)))).params.get('code');
+    const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string }>();
+    expect((await verifyIdToken(sigil, tokens.id_token, 'web')).claims.amr).toEqual(['pwd', 'otp', 'mfa']);
   });
 });

@@ -1,0 +1,294 @@
+/**
+ * A user's second factors and the decision "which step comes next" after the first factor
+ * (password or upstream sign-in). OWASP ASVS 5.0 V6 (authentication); RFC 8176 (`amr` values).
+ *
+ * Adding a factor kind (e.g. WebAuthn security keys) takes one entry in `FACTOR_KINDS`: its `amr`
+ * values, whether holding it makes the user "a user with a second factor" (so every sign-in asks
+ * for one), the message key of its name on /account, and the page that adds one. Its rows live in
+ * the same store table (`FactorStore`: kind = the entry's key, its own JSON in `data`, `counter`
+ * for anything that must only grow, advanced atomically by `advanceFactorCounter`), or, for the
+ * WebAuthn kinds (`webauthn: true`), in `webauthn_credentials` (src/stores/webauthn-credentials.ts),
+ * which `MfaService` lists and removes alongside. The /account page then lists, links to adding,
+ * and removes every kind without further changes. The kind's own pages (src/mfa/<kind>.ts, src/ui/<kind>.ts) find who
+ * is signing in with `secondStepWho` and finish with `completeSecondFactor` (both in
+ * ui/account-mfa.ts), which starts or steps up the session with the kind's `amr` and resumes the
+ * authorization request.
+ */
+import { randomBytes } from 'node:crypto';
+import type { ResolvedConfig } from '../config/loader.js';
+import type { GrantStore, FactorStore, StoredFactor } from '../stores/types.js';
+import type { WebAuthnCredentialStore } from '../stores/webauthn-credentials.js';
+import { newGrantRecord } from '../stores/types.js';
+import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import type { Messages } from '../ui/i18n.js';
+import type { Session } from '../users/sessions.js';
+
+/** What Sigil knows about one kind of factor. */
+export interface FactorKind {
+  /** RFC 8176 `amr` values a use of the factor adds to the session (besides `mfa`). */
+  amr: readonly string[];
+  /** Holding one makes every sign-in of the user ask for a second factor. */
+  secondFactor: boolean;
+  /** The message key of its name on the /account page. */
+  nameKey: keyof Messages;
+  /** Where /account links to add one (a page of the kind's module), and the link's message key. */
+  add?: { path: string; labelKey: keyof Messages };
+  /**
+   * Its rows live in `webauthn_credentials` (src/stores/webauthn-credentials.ts), not in
+   * `mfa_factors`; the kind exists only while `webauthn.enabled`.
+   */
+  webauthn?: true;
+}
+
+/**
+ * The factor kinds. `totp`: an authenticator app (RFC 6238), amr `otp`. `recovery_code`: one of
+ * the ten single-use codes (a one-time password too, amr `otp`); it stands in for the other
+ * factors but is not one by itself. `security-key`: a WebAuthn security key (src/mfa/webauthn.ts),
+ * amr `hwk`, a second factor. `passkey`: a WebAuthn passkey, amr `swk`; a way to sign in on its
+ * own (with user verification, which makes that sign-in MFA), not a lock on the password, so it
+ * does not make every password sign-in ask for a second factor; where MFA is required it serves
+ * as the second step (`nextStep`). Both are added at /account/passkeys (one link).
+ */
+export const FACTOR_KINDS: Record<string, FactorKind> = {
+  totp: { amr: ['otp'], secondFactor: true, nameKey: 'factorTotp', add: { path: '/account/totp', labelKey: 'addTotp' } },
+  recovery_code: { amr: ['otp'], secondFactor: false, nameKey: 'factorRecoveryCodes' },
+  'security-key': { amr: ['hwk'], secondFactor: true, nameKey: 'passkeyKindSecurityKey', add: { path: '/account/passkeys', labelKey: 'managePasskeys' }, webauthn: true },
+  passkey: { amr: ['swk'], secondFactor: false, nameKey: 'passkeyKindPasskey', webauthn: true },
+};
+
+/** The `amr` value of a multi-factor sign-in (RFC 8176 §2). */
+export const AMR_MFA = 'mfa';
+
+/** Whether a session was signed in with more than one factor (its `amr` has `mfa`). */
+export function sessionHasMfa(session: Pick<Session, 'amr'>): boolean {
+  return session.amr.includes(AMR_MFA);
+}
+
+/** The `amr` of a session after a second factor of `kind`: the first factor's values, the kind's, and `mfa`. */
+export function amrWith(first: readonly string[], kind: string): string[] {
+  const add = FACTOR_KINDS[kind]?.amr ?? [];
+  return [...new Set([...first.filter((v) => v !== AMR_MFA), ...add, AMR_MFA])];
+}
+
+/**
+ * How an upstream sign-in (federation) counts: when the upstream's identity token asserts MFA
+ * (`amr` containing `mfa`, RFC 8176 §2), its `amr` values and its `acr` (OIDC Core §2) are
+ * carried into the session and so into Sigil's tokens; otherwise the sign-in is one factor,
+ * `amr` `["external"]`. Values are kept only when they are short strings (at most 10 of them,
+ * 100 characters each; `acr` at most 300).
+ * @param claims the verified claims of the upstream identity token (and userinfo)
+ */
+export function upstreamAuthentication(claims: Record<string, unknown>): { amr: string[]; upstreamAcr?: string } {
+  const amr = Array.isArray(claims.amr) ? claims.amr.filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 100).slice(0, 10) : [];
+  if (!amr.includes(AMR_MFA)) return { amr: ['external'] };
+  const acr = typeof claims.acr === 'string' && claims.acr.length > 0 && claims.acr.length <= 300 ? claims.acr : undefined;
+  return { amr, ...(acr ? { upstreamAcr: acr } : {}) };
+}
+
+/**
+ * What must happen after the first factor: nothing, a one-time code (`verify`: TOTP or a
+ * recovery code), the security key step (`security-key`: a WebAuthn credential, which a user
+ * who has one is asked for first; its page offers the code when the user also has one), or
+ * enrolling one.
+ */
+export type SecondStep = 'none' | 'verify' | 'security-key' | 'enroll';
+
+/**
+ * A sign-in waiting for its second factor (after the password), bound to the browser. Stored as a
+ * grant row under the SHA-256 of the browser id, lives `PENDING_SIGN_IN_LIFETIME` seconds.
+ */
+export interface PendingSignIn {
+  subjectId: string;
+  tenant: string | null;
+  /** `amr` of the first factor (RFC 8176), e.g. `["pwd"]`. */
+  amr: string[];
+  idp: string;
+  /** The pending authorization request (interaction id) to resume, if any. */
+  interaction?: string;
+  /** Continue at /account afterwards (the sign-in started there). */
+  toAccount?: boolean;
+}
+
+/** How long a sign-in waits for its second factor, seconds. */
+export const PENDING_SIGN_IN_LIFETIME = 300;
+
+/** A TOTP secret waiting for its first code (enrollment), per browser and user. */
+export interface PendingEnrollment {
+  /** The secret sealed with `sealJson` (src/keys/keys.ts). */
+  secret: string;
+}
+
+/** How long an enrollment waits for its confirming code, seconds. */
+export const ENROLLMENT_LIFETIME = 600;
+
+/** A user's factors and the pending states of the second step. */
+export class MfaService {
+  /**
+   * @param factors the store of factors
+   * @param grants where pending sign-ins and enrollments live (short-lived grant rows)
+   * @param config the resolved config (`mfa`)
+   * @param dataKey `SIGIL_DATA_KEY`, sealing TOTP secrets at rest when set
+   * @param webauthn the WebAuthn credentials when `webauthn.enabled`, else undefined (the
+   *   `webauthn` kinds of `FACTOR_KINDS` then do not exist)
+   */
+  constructor(
+    readonly factors: FactorStore,
+    private readonly grants: GrantStore,
+    readonly config: ResolvedConfig['mfa'],
+    readonly dataKey: Uint8Array | undefined,
+    private readonly webauthn?: WebAuthnCredentialStore,
+  ) {}
+
+  /** Whether a factor kind exists here (WebAuthn kinds only with `webauthn.enabled`). */
+  hasKind(kind: string): boolean {
+    const k = FACTOR_KINDS[kind];
+    return k !== undefined && (!k.webauthn || this.webauthn !== undefined);
+  }
+
+  /**
+   * Every factor of the user (all kinds, recovery codes included): the `mfa_factors` rows, then
+   * the WebAuthn credentials as factors (`label` its name, `data` empty), each oldest first.
+   */
+  async listFactors(subjectId: string): Promise<StoredFactor[]> {
+    const own = await this.factors.listFactors(subjectId);
+    const keys = this.webauthn ? await this.webauthn.list(subjectId) : [];
+    return [
+      ...own,
+      ...keys.map((c) => ({ id: c.id, subjectId, kind: c.kind, label: c.name, data: {}, counter: c.counter, createdAt: c.createdAt, lastUsedAt: c.lastUsedAt })),
+    ];
+  }
+
+  /** The user's factors that count as a second factor (`FactorKind.secondFactor`), of every source. */
+  async secondFactors(subjectId: string): Promise<StoredFactor[]> {
+    return (await this.listFactors(subjectId)).filter((f) => FACTOR_KINDS[f.kind]?.secondFactor);
+  }
+
+  /**
+   * Removes one factor of the user from the store its kind lives in.
+   * @returns false when the user has no such factor.
+   */
+  removeFactor(subjectId: string, factor: Pick<StoredFactor, 'id' | 'kind'>): Promise<boolean> {
+    if (FACTOR_KINDS[factor.kind]?.webauthn) return this.webauthn ? this.webauthn.remove(subjectId, factor.id) : Promise.resolve(false);
+    return this.factors.removeFactor(subjectId, factor.id);
+  }
+
+  /** Removes every factor of the user, of every source (`sigil users mfa reset`); returns how many. */
+  async removeAllFactors(subjectId: string): Promise<number> {
+    let removed = await this.factors.removeFactors(subjectId);
+    for (const c of this.webauthn ? await this.webauthn.list(subjectId) : []) if (await this.webauthn?.remove(subjectId, c.id)) removed++;
+    return removed;
+  }
+
+  /**
+   * Whether a client's sign-ins need a second factor: its `requireMfa`, else the global
+   * `mfa.required`.
+   */
+  requiredFor(client: { requireMfa?: boolean | undefined } | undefined): boolean {
+    return client?.requireMfa ?? this.config.required;
+  }
+
+  /**
+   * The step after the first factor (the one decision, for the login page, step-up, the device
+   * flow and the password grant): a user with a second factor is always asked for one, the
+   * security key step when they have a security key, else a one-time code (`verify`); where
+   * one is required: the security key step for a user with only a passkey, `enroll` for a user
+   * with nothing; else `none`.
+   * @param required the client's policy or the request's `acr_values` ask for MFA
+   */
+  async nextStep(subjectId: string, required: boolean): Promise<SecondStep> {
+    const all = await this.listFactors(subjectId);
+    const second = all.filter((f) => FACTOR_KINDS[f.kind]?.secondFactor);
+    if (second.some((f) => FACTOR_KINDS[f.kind]?.webauthn)) return 'security-key';
+    if (second.length > 0) return 'verify';
+    if (!required) return 'none';
+    // A passkey serves as the second step where one is required.
+    return all.some((f) => FACTOR_KINDS[f.kind]?.webauthn) ? 'security-key' : 'enroll';
+  }
+
+  /** Whether the user has anything that can serve as the second step (a second factor, or a passkey). */
+  async canStepUp(subjectId: string): Promise<boolean> {
+    return (await this.listFactors(subjectId)).some((f) => FACTOR_KINDS[f.kind]?.secondFactor || FACTOR_KINDS[f.kind]?.webauthn);
+  }
+
+  /**
+   * Where a live session goes before it may be used for a request: undefined when it has MFA or
+   * needs none; `/account/mfa` (step-up) when the user has a second factor; for a user without
+   * one who needs it, `/account/totp` when the session signed in within `freshSignInSeconds`,
+   * else `/account/login` (enrolling needs a recent password: an old session could otherwise
+   * bind someone else's authenticator to the account).
+   * @param required the client's policy or the request asks for MFA
+   */
+  async stepUpPage(session: Pick<Session, 'amr' | 'subjectId' | 'authTime'>, required: boolean): Promise<string | undefined> {
+    if (sessionHasMfa(session)) return undefined;
+    const step = await this.nextStep(session.subjectId, required);
+    if (step === 'none') return undefined;
+    // The security key step of a live session starts from /account/mfa too (see its GET).
+    if (step === 'verify' || step === 'security-key') return '/account/mfa';
+    return nowSeconds() - session.authTime <= this.config.freshSignInSeconds ? '/account/totp' : '/account/login';
+  }
+
+  /** Stores a sign-in waiting for its second factor, replacing this browser's previous one. */
+  async savePending(browser: string, pending: PendingSignIn): Promise<void> {
+    const now = nowSeconds();
+    await this.grants.save(newGrantRecord({
+      key: pendingKey(browser),
+      type: 'mfa_pending',
+      clientId: '',
+      subjectId: pending.subjectId,
+      data: { ...pending },
+      createdAt: now,
+      expiresAt: now + PENDING_SIGN_IN_LIFETIME,
+    }));
+  }
+
+  /** This browser's live pending sign-in, or undefined. */
+  async pending(browser: string): Promise<PendingSignIn | undefined> {
+    const row = await this.grants.get(pendingKey(browser));
+    if (!row || row.type !== 'mfa_pending' || row.consumedAt !== null || row.revokedAt !== null || row.expiresAt <= nowSeconds()) return undefined;
+    return row.data as unknown as PendingSignIn;
+  }
+
+  /** Ends this browser's pending sign-in, atomically: false when another request ended it first. */
+  finishPending(browser: string): Promise<boolean> {
+    return this.grants.consume(pendingKey(browser), nowSeconds());
+  }
+
+  /** Stores a TOTP secret waiting for its first code, for this browser and user. */
+  async saveEnrollment(browser: string, subjectId: string, enrollment: PendingEnrollment): Promise<void> {
+    const now = nowSeconds();
+    await this.grants.save(newGrantRecord({
+      key: enrollmentKey(browser, subjectId),
+      type: 'mfa_enrollment',
+      clientId: '',
+      subjectId,
+      data: { ...enrollment },
+      createdAt: now,
+      expiresAt: now + ENROLLMENT_LIFETIME,
+    }));
+  }
+
+  /** The live enrollment of this browser and user, or undefined. */
+  async enrollment(browser: string, subjectId: string): Promise<PendingEnrollment | undefined> {
+    const row = await this.grants.get(enrollmentKey(browser, subjectId));
+    if (!row || row.type !== 'mfa_enrollment' || row.consumedAt !== null || row.revokedAt !== null || row.expiresAt <= nowSeconds()) return undefined;
+    return row.data as unknown as PendingEnrollment;
+  }
+
+  /** Ends an enrollment once confirmed, atomically: false when already confirmed. */
+  finishEnrollment(browser: string, subjectId: string): Promise<boolean> {
+    return this.grants.consume(enrollmentKey(browser, subjectId), nowSeconds());
+  }
+}
+
+/** A new random factor id (base64url, 22 characters). */
+export function newFactorId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+function pendingKey(browser: string): string {
+  return hashHandle(`mfa-pending\u0000${browser}`);
+}
+
+function enrollmentKey(browser: string, subjectId: string): string {
+  return hashHandle(`mfa-enrollment\u0000${browser}\u0000${subjectId}`);
+}

@@ -1,0 +1,490 @@
+/**
+ * The pages of multi-factor sign-in (DESIGN §6):
+ * - `/account/mfa`: the second step after the password (input `code`, button `name="button"`
+ *   `value="verify"`), also the step-up of a live session that lacks MFA;
+ * - `/account/totp`: adding an authenticator app (QR code rendered on the server, the key as
+ *   text, confirmed by one valid code), at a forced enrollment after the password or from
+ *   /account; the first factor added also creates the ten recovery codes, shown once;
+ * - `/account`: the signed-in user's second factors, removable; new recovery codes. Every change
+ *   needs a sign-in within `mfa.freshSignInSeconds` and, for a user with a second factor, a
+ *   session that used it.
+ * Every form carries the CSRF token (checkCsrf); codes are checked under the failure limits per
+ * user and address (`mfaAttempt`).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { expiredPage, language } from '../endpoints/authorize.js';
+import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { type Interaction, resumePath } from '../endpoints/interactions.js';
+import { OAuthError } from '../errors.js';
+import { Params } from '../http/form.js';
+import { amrWith, FACTOR_KINDS, newFactorId, type PendingSignIn, sessionHasMfa } from '../mfa/factors.js';
+import { newRecoveryCodes, RECOVERY_KIND, unusedRecoveryCodes } from '../mfa/recovery.js';
+import { newTotpSecret, normaliseTotpCode, openTotpSecret, sealTotpSecret, totpProvisioning, totpStep } from '../mfa/totp.js';
+import { mfaAttempt, verifySecondFactor } from '../mfa/verify.js';
+import { nowSeconds } from '../tokens/handles.js';
+import { requestsMfa } from '../users/acr.js';
+import type { Session } from '../users/sessions.js';
+import { parseAcrValues } from '../validation/acr-values.js';
+import { validateAuthorizeRequest } from '../validation/authorize-request.js';
+import { denyToClient, queryString, single } from './account.js';
+import { checkCsrf } from './csrf.js';
+import type { Messages } from './i18n.js';
+import { securityKeyStep } from './passkeys.js';
+
+const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
+<h1><%= it.t.mfaTitle %></h1>
+<p id="mfa-intro"><%= it.t.mfaIntro %></p>
+<% if (it.error) { %><p class="alert" role="alert" id="mfa-error"><%= it.error %></p><% } %>
+<form method="post" action="/account/mfa">
+<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
+<label for="code"><%= it.t.oneTimeCode %></label>
+<input type="text" id="code" name="code" inputmode="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" maxlength="100" required autofocus aria-describedby="mfa-intro<% if (it.error) { %> mfa-error<% } %>"<% if (it.error) { %> aria-invalid="true"<% } %>>
+<div class="actions">
+<button type="submit" name="button" value="verify" class="primary"><%= it.t.verify %></button>
+<button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
+</div>
+</form>`;
+
+const TOTP = `<% layout('@layout', { lang: it.lang, title: it.t.totpTitle }) %>
+<h1><%= it.t.totpTitle %></h1>
+<% if (it.required) { %><p role="note"><%= it.t.totpRequired %></p><% } %>
+<p id="totp-intro"><%= it.t.totpIntro %></p>
+<% if (it.error) { %><p class="alert" role="alert" id="totp-error"><%= it.error %></p><% } %>
+<p class="qr"><img src="<%= it.qr %>" alt="<%= it.t.totpQrAlt %>" width="240" height="240"></p>
+<p><span id="secret-label"><%= it.t.totpSecret %></span>: <code id="totp-secret" aria-labelledby="secret-label"><%= it.secret %></code></p>
+<form method="post" action="/account/totp">
+<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
+<label for="code"><%= it.t.oneTimeCode %></label>
+<input type="text" id="code" name="code" inputmode="numeric" autocomplete="one-time-code" maxlength="10" pattern="[0-9 ]*" required autofocus aria-describedby="totp-intro<% if (it.error) { %> totp-error<% } %>"<% if (it.error) { %> aria-invalid="true"<% } %>>
+<div class="actions"><button type="submit" name="button" value="confirm" class="primary"><%= it.t.activate %></button></div>
+</form>`;
+
+const RECOVERY = `<% layout('@layout', { lang: it.lang, title: it.t.recoveryTitle }) %>
+<h1><%= it.t.recoveryTitle %></h1>
+<p id="recovery-intro"><%= it.t.recoveryIntro %></p>
+<ul class="codes" aria-labelledby="recovery-intro"><% it.codes.forEach(function (c) { %><li><code><%= c %></code></li><% }) %></ul>
+<p><a class="button primary" href="<%= it.next %>"><%= it.t.continue %></a></p>`;
+
+const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle }) %>
+<h1><%= it.t.accountTitle %></h1>
+<p><%= it.f(it.t.signedInAs, { user: it.username }) %></p>
+<% if (it.notice) { %><p class="alert" role="status"><%= it.notice %></p><% } %>
+<% if (!it.canChange) { %><p class="alert" role="note"><%= it.t.freshSignInNeeded %> <a href="<%= it.reauth %>"><%= it.t.signInAgain %></a></p><% } %>
+<h2 id="factors-heading"><%= it.t.accountFactors %></h2>
+<% if (it.factors.length === 0) { %><p><%= it.t.accountNoFactors %></p><% } else { %>
+<ul class="factors" aria-labelledby="factors-heading">
+<% it.factors.forEach(function (fa) { %><li><span><%= fa.name %>, <%= it.f(it.t.factorAdded, { date: fa.date }) %></span>
+<% if (it.canChange) { %><form method="post" action="/account/factors/remove" class="inline">
+<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<input type="hidden" name="factor" value="<%= fa.id %>">
+<button type="submit" name="button" value="remove" aria-label="<%= it.f(it.t.removeFactor, { name: fa.name, date: fa.date }) %>"><%= it.t.remove %></button>
+</form><% } %></li>
+<% }) %></ul><% } %>
+<% if (it.canChange) { it.adds.forEach(function (a) { %><p><a href="<%= a.path %>"><%= a.label %></a></p><% }) } %>
+<% if (it.hasSecond) { %><h2 id="recovery-heading"><%= it.t.factorRecoveryCodes %></h2>
+<p><%= it.f(it.t.recoveryRemaining, { count: String(it.recoveryLeft) }) %></p>
+<% if (it.canChange) { %><form method="post" action="/account/recovery">
+<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<button type="submit" name="button" value="regenerate"><%= it.t.regenerateRecovery %></button>
+</form><% } %><% } %>
+<p><a href="/account/logout"><%= it.t.signOut %></a></p>`;
+
+/** Where a sign-in continues once complete. */
+type Next = { interaction: string } | { account: true } | { done: string };
+
+/** Who the second step is for: a sign-in waiting after its password, or a live session (step-up). */
+export type Who = { pending: PendingSignIn; session?: undefined } | { session: Session; pending?: undefined };
+
+const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
+
+/** Registers `/account`, `/account/mfa`, `/account/totp`, `/account/recovery`, `/account/factors/remove`. */
+export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
+  const origin = new URL(ctx.issuer).origin;
+  ctx.pages.register('mfa', MFA);
+  ctx.pages.register('totp', TOTP);
+  ctx.pages.register('recovery', RECOVERY);
+  ctx.pages.register('account', ACCOUNT);
+
+  app.get('/account/mfa', async (request, reply) => {
+    const browser = ctx.sessions.browserId(request, reply);
+    const who = await secondStepWho(ctx, request, browser);
+    if (!who) return expiredPage(ctx, request, reply);
+    const id = who.pending ? who.pending.interaction : queryString(request, 'interaction');
+    // Step-up of a live session whose user has a WebAuthn credential: the security key step,
+    // unless the user chose the code instead (its link). A pending sign-in got the key step at once.
+    if (who.session && queryString(request, 'use') !== 'code') {
+      const sent = await keyStep(ctx, request, reply, who.session.subjectId, await liveInteraction(ctx, id, browser), false);
+      if (sent) return reply;
+    }
+    return mfaPage(ctx, request, reply, id, undefined);
+  });
+
+  app.post('/account/mfa', async (request, reply) => {
+    const body = formOf(request);
+    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+    const browser = ctx.sessions.browserId(request, reply);
+    const who = await secondStepWho(ctx, request, browser);
+    if (!who) return expiredPage(ctx, request, reply);
+    const id = who.pending ? who.pending.interaction : single(body, 'interaction');
+    const interaction = id ? await ctx.interactions.get(id, browser) : undefined;
+    if (id && !interaction) return expiredPage(ctx, request, reply);
+    if (single(body, 'button') === 'cancel') {
+      if (who.pending) await ctx.mfa.finishPending(browser);
+      if (id && interaction) {
+        return denyToClient(ctx, request, reply, id, interaction);
+      }
+      return reply.redirect('/account/login', 303);
+    }
+    const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+    const attempt = mfaAttempt(request.ip, subjectId);
+    try {
+      await ctx.limiter.before(attempt);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      reply.headers(err.headers);
+      return mfaPage(ctx, request, reply, id, 'tooManyAttempts', 429);
+    }
+    const kind = await verifySecondFactor(ctx.mfa, subjectId, single(body, 'code') ?? '', nowSeconds());
+    if (!kind) {
+      await ctx.limiter.failed(attempt);
+      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, remoteAddress: request.ip, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
+      return mfaPage(ctx, request, reply, id, 'invalidOneTimeCode');
+    }
+    ctx.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
+    return completeSecondFactor(ctx, request, reply, browser, who, kind, id && interaction ? { interaction: id } : undefined);
+  });
+
+  app.get('/account/totp', async (request, reply) => {
+    const browser = ctx.sessions.browserId(request, reply);
+    const who = await enrollmentWho(ctx, request, reply, browser);
+    if (!who) return reply;
+    const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+    const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, queryString(request, 'interaction'), browser);
+    let enrollment = await ctx.mfa.enrollment(browser, subjectId);
+    if (!enrollment) {
+      enrollment = { secret: await sealTotpSecret(newTotpSecret(), ctx.mfa.dataKey) };
+      await ctx.mfa.saveEnrollment(browser, subjectId, enrollment);
+    }
+    return totpPage(ctx, request, reply, who, id, enrollment.secret, undefined);
+  });
+
+  app.post('/account/totp', async (request, reply) => {
+    const body = formOf(request);
+    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+    const browser = ctx.sessions.browserId(request, reply);
+    const who = await enrollmentWho(ctx, request, reply, browser);
+    if (!who) return reply;
+    const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+    const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, single(body, 'interaction'), browser);
+    const enrollment = await ctx.mfa.enrollment(browser, subjectId);
+    if (!enrollment) return expiredPage(ctx, request, reply);
+    const attempt = mfaAttempt(request.ip, subjectId);
+    try {
+      await ctx.limiter.before(attempt);
+    } catch (err) {
+      if (!(err instanceof OAuthError)) throw err;
+      reply.headers(err.headers);
+      return totpPage(ctx, request, reply, who, id, enrollment.secret, 'tooManyAttempts', 429);
+    }
+    const now = nowSeconds();
+    const code = normaliseTotpCode(single(body, 'code') ?? '');
+    const step = code === undefined ? undefined : totpStep(await openTotpSecret(enrollment.secret, ctx.mfa.dataKey), code, now);
+    if (step === undefined || !(await ctx.mfa.finishEnrollment(browser, subjectId))) {
+      await ctx.limiter.failed(attempt);
+      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', remoteAddress: request.ip });
+      return totpPage(ctx, request, reply, who, id, enrollment.secret, 'invalidOneTimeCode');
+    }
+    // The confirming code's step is spent: it cannot sign in a second time.
+    await ctx.mfa.factors.addFactor({ id: newFactorId(), subjectId, kind: 'totp', label: '', data: { secret: enrollment.secret }, counter: step, createdAt: now, lastUsedAt: now });
+    ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: 'totp' });
+    const codes = (await unusedRecoveryCodes(ctx.mfa.factors, subjectId)) === 0 ? await newRecoveryCodes(ctx.mfa.factors, subjectId, now) : undefined;
+    if (codes) ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: RECOVERY_KIND });
+    const stepUpNext = !who.pending && id ? { interaction: id } : undefined;
+    if (!codes) return completeSecondFactor(ctx, request, reply, browser, who, 'totp', stepUpNext);
+    // The recovery codes are shown once, before continuing.
+    const done = await completeSecondFactor(ctx, request, reply, browser, who, 'totp', stepUpNext, true);
+    if (typeof done !== 'string') return done;
+    return ctx.pages.send(reply, 'recovery', language(request), { codes, next: done });
+  });
+
+  app.get('/account', async (request, reply) => {
+    const session = await ctx.sessions.current(request);
+    if (!session) return reply.header('cache-control', 'no-store').redirect('/account/login?return=account', 303);
+    return accountPage(ctx, request, reply, session, undefined);
+  });
+
+  app.post('/account/factors/remove', async (request, reply) => {
+    const body = formOf(request);
+    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+    const session = await changeAllowed(ctx, request, reply);
+    if (!session) return reply;
+    const id = single(body, 'factor') ?? '';
+    const factor = (await ctx.mfa.listFactors(session.subjectId)).find((f) => f.id === id && f.kind !== RECOVERY_KIND);
+    if (!factor || !(await ctx.mfa.removeFactor(session.subjectId, factor)))
+      return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
+    const webauthn = FACTOR_KINDS[factor.kind]?.webauthn === true;
+    ctx.events.emit({ name: webauthn ? 'webauthn_removed' : 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: factor.kind });
+    // Recovery codes stand in for a second factor: without one they have nothing to stand in for.
+    if ((await ctx.mfa.secondFactors(session.subjectId)).length === 0 && (await ctx.mfa.factors.removeFactors(session.subjectId, [RECOVERY_KIND])) > 0)
+      ctx.events.emit({ name: 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: RECOVERY_KIND });
+    return accountPage(ctx, request, reply, session, 'factorRemoved');
+  });
+
+  app.post('/account/recovery', async (request, reply) => {
+    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+    const session = await changeAllowed(ctx, request, reply);
+    if (!session) return reply;
+    if ((await ctx.mfa.secondFactors(session.subjectId)).length === 0) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
+    const codes = await newRecoveryCodes(ctx.mfa.factors, session.subjectId, nowSeconds());
+    ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'account', subjectId: session.subjectId, factor: RECOVERY_KIND });
+    return ctx.pages.send(reply, 'recovery', language(request), { codes, next: '/account' });
+  });
+}
+
+/**
+ * After the first factor (password at the login page): asks for the second factor when the user
+ * has one, sends the user to enroll one when the client (`requireMfa`, global `mfa.required`) or
+ * the request (`acr_values=urn:sigil:acr:mfa`) needs it, else starts the session at once.
+ * @returns the reply (a redirect to the second step) or undefined when no second step is needed.
+ */
+export async function secondStepAfterPassword(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  pending: PendingSignIn,
+  interaction: Interaction | undefined,
+): Promise<FastifyReply | undefined> {
+  const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
+  const requested = interaction ? await requestedMfa(ctx, interaction) : false;
+  const step = await ctx.mfa.nextStep(pending.subjectId, ctx.mfa.requiredFor(client) || requested);
+  if (step === 'none') return undefined;
+  // Saved for the key step too: its page links to the code form, which continues this sign-in.
+  await ctx.mfa.savePending(ctx.sessions.browserId(request, reply), pending);
+  if (step === 'security-key' && (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.toAccount === true))) return reply;
+  const page = step === 'enroll' ? '/account/totp' : '/account/mfa';
+  return reply.header('cache-control', 'no-store').redirect(page, 303);
+}
+
+/**
+ * Sends the security key step (src/ui/passkeys.ts) for a user with a WebAuthn credential, with a
+ * link to the one-time code form when the user also has TOTP or unused recovery codes.
+ * @returns false when the step does not apply (WebAuthn off, no credential, unknown user).
+ */
+async function keyStep(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  subjectId: string,
+  interaction: string | undefined,
+  toAccount: boolean,
+): Promise<boolean> {
+  const user = await ctx.users.findBySubject(subjectId);
+  if (!user || !user.isActive) return false;
+  const codes = (await ctx.mfa.listFactors(subjectId)).some((f) => (f.kind === RECOVERY_KIND ? f.counter === 0 : f.kind === 'totp'));
+  const codeLink = codes ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}` : undefined;
+  return securityKeyStep(ctx, request, reply, user, interaction, language(request), { ...(codeLink ? { codeLink } : {}), toAccount });
+}
+
+/** Whether a pending request asks for MFA (`acr_values`, or an essential `acr` in `claims`). */
+async function requestedMfa(ctx: SigilContext, interaction: Interaction): Promise<boolean> {
+  try {
+    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params));
+    return requestsMfa(req.acr.acr, req.essentialAcr);
+  } catch {
+    return requestsMfa(parseAcrValues(interaction.params.acr_values).acr, undefined);
+  }
+}
+
+/**
+ * Finishes the second step once a factor of `kind` was proved (also for factor kinds of other
+ * modules, e.g. WebAuthn): a pending sign-in becomes a session whose `amr` has the kind's values
+ * and `mfa` (RFC 8176); a live session gets them added (step-up). Then continues the
+ * authorization request, /account, or shows "signed in".
+ * @param who from `secondStepWho`
+ * @param stepUpNext the pending request a step-up continues (a pending sign-in knows its own)
+ * @param asLink return where to continue (a path) instead of answering
+ * @returns the reply, or the path when `asLink`; the expired page when the pending sign-in was
+ *   finished by another request first.
+ */
+export async function completeSecondFactor(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  browser: string,
+  who: Who,
+  kind: string,
+  stepUpNext: { interaction: string } | undefined,
+  asLink = false,
+): Promise<FastifyReply | string> {
+  const lang = language(request);
+  let next: Next;
+  if (who.pending) {
+    const p = who.pending;
+    if (!(await ctx.mfa.finishPending(browser))) return expiredPage(ctx, request, reply);
+    const user = await ctx.users.findBySubject(p.subjectId);
+    if (!user || !user.isActive) return expiredPage(ctx, request, reply);
+    const session = await ctx.sessions.create(request, reply, user, { amr: amrWith(p.amr, kind), idp: p.idp, tenant: p.tenant });
+    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId });
+    const interaction = p.interaction ? await ctx.interactions.get(p.interaction, browser) : undefined;
+    if (p.interaction && interaction) {
+      await ctx.interactions.update(p.interaction, { ...interaction, loginAt: session.authTime });
+      next = { interaction: p.interaction };
+    } else next = p.toAccount ? { account: true } : { done: user.username };
+  } else {
+    if (!(await ctx.sessions.upgrade(request, reply, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
+    next = stepUpNext ?? { account: true };
+  }
+  if ('interaction' in next) {
+    const interaction = await ctx.interactions.get(next.interaction, browser);
+    if (!interaction) return expiredPage(ctx, request, reply);
+    const path = resumePath(next.interaction, interaction);
+    return asLink ? path : reply.header('cache-control', 'no-store').redirect(path, 303);
+  }
+  if ('account' in next || asLink) return asLink ? '/account' : reply.redirect('/account', 303);
+  return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: next.done } });
+}
+
+/**
+ * The second step's user: this browser's pending sign-in (after the password), else the live
+ * session of a user who has a second factor or a passkey (step-up); undefined when neither.
+ * @param browser the browser id's hash (`SessionService.browserId`)
+ */
+export async function secondStepWho(ctx: SigilContext, request: FastifyRequest, browser: string): Promise<Who | undefined> {
+  const pending = await ctx.mfa.pending(browser);
+  if (pending) return { pending };
+  const session = await ctx.sessions.current(request);
+  if (session && (await ctx.mfa.canStepUp(session.subjectId))) return { session };
+  return undefined;
+}
+
+/**
+ * Who may add an authenticator app: a pending sign-in whose user has no second factor yet
+ * (forced enrollment), else a live session allowed to change factors. Answers the reply itself
+ * (expired page, or the account page's notice) and returns undefined otherwise.
+ */
+async function enrollmentWho(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, browser: string): Promise<Who | undefined> {
+  const pending = await ctx.mfa.pending(browser);
+  if (pending) {
+    if ((await ctx.mfa.secondFactors(pending.subjectId)).length === 0) return { pending };
+    expiredPage(ctx, request, reply);
+    return undefined;
+  }
+  const session = await changeAllowed(ctx, request, reply);
+  return session ? { session } : undefined;
+}
+
+/**
+ * The live session when it may change factors: signed in within `mfa.freshSignInSeconds`, and
+ * with MFA when the user has a second factor. Otherwise answers with /account (its notice asks to
+ * sign in again) or the login page, and returns undefined.
+ */
+async function changeAllowed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
+  const session = await ctx.sessions.current(request);
+  if (!session) {
+    reply.header('cache-control', 'no-store').redirect('/account/login?return=account', 303);
+    return undefined;
+  }
+  if (!(await canChange(ctx, session))) {
+    await accountPage(ctx, request, reply, session, undefined, 403);
+    return undefined;
+  }
+  return session;
+}
+
+async function canChange(ctx: SigilContext, session: Session): Promise<boolean> {
+  if (nowSeconds() - session.authTime > ctx.mfa.config.freshSignInSeconds) return false;
+  return sessionHasMfa(session) || (await ctx.mfa.secondFactors(session.subjectId)).length === 0;
+}
+
+async function accountPage(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  session: Session,
+  notice: keyof Messages | undefined,
+  status = 200,
+): Promise<FastifyReply> {
+  const lang = language(request);
+  const user = await ctx.users.findBySubject(session.subjectId);
+  const all = await ctx.mfa.listFactors(session.subjectId);
+  const date = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+  // One list of every kind (authenticator apps, security keys, passkeys): "name (kind)" when named.
+  const kindName = (kind: string) => ctx.pages.text(lang, (FACTOR_KINDS[kind] as { nameKey: keyof Messages }).nameKey);
+  const factors = all
+    .filter((f) => f.kind !== RECOVERY_KIND && FACTOR_KINDS[f.kind])
+    .map((f) => ({ id: f.id, name: f.label ? `${f.label} (${kindName(f.kind)})` : kindName(f.kind), date: date(f.createdAt) }));
+  return ctx.pages.send(
+    reply,
+    'account',
+    lang,
+    {
+      csrf: reply.generateCsrf(),
+      username: user?.username ?? session.subjectId,
+      factors,
+      adds: Object.entries(FACTOR_KINDS).flatMap(([kind, k]) => (k.add && ctx.mfa.hasKind(kind) ? [{ path: k.add.path, label: ctx.pages.text(lang, k.add.labelKey) }] : [])),
+      recoveryLeft: all.filter((f) => f.kind === RECOVERY_KIND && f.counter === 0).length,
+      hasSecond: all.some((f) => FACTOR_KINDS[f.kind]?.secondFactor),
+      canChange: await canChange(ctx, session),
+      reauth: '/account/login?return=account',
+      notice: notice ? ctx.pages.text(lang, notice) : undefined,
+    },
+    status,
+  );
+}
+
+function mfaPage(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  interaction: string | undefined,
+  error: 'invalidOneTimeCode' | 'tooManyAttempts' | undefined,
+  status = 200,
+): FastifyReply {
+  const lang = language(request);
+  return ctx.pages.send(reply, 'mfa', lang, { csrf: reply.generateCsrf(), interaction, error: error ? ctx.pages.text(lang, error) : undefined }, status, interaction !== undefined);
+}
+
+async function totpPage(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  who: Who,
+  interaction: string | undefined,
+  sealed: string,
+  error: 'invalidOneTimeCode' | 'tooManyAttempts' | undefined,
+  status = 200,
+): Promise<FastifyReply> {
+  const lang = language(request);
+  const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+  const user = await ctx.users.findBySubject(subjectId);
+  const secret = await openTotpSecret(sealed, ctx.mfa.dataKey);
+  const { qr } = await totpProvisioning(ctx.mfa.config.totpIssuer, user?.username ?? subjectId, secret);
+  return ctx.pages.send(
+    reply,
+    'totp',
+    lang,
+    {
+      csrf: reply.generateCsrf(),
+      qr,
+      // Grouped by four for reading and typing; apps ignore the spaces.
+      secret: secret.replace(/(.{4})(?=.)/g, '$1 '),
+      interaction,
+      required: who.pending !== undefined || interaction !== undefined,
+      error: error ? ctx.pages.text(lang, error) : undefined,
+    },
+    status,
+    interaction !== undefined,
+  );
+}
+
+/** The id when it names a live pending request of this browser, else undefined. */
+async function liveInteraction(ctx: SigilContext, id: string | undefined, browser: string): Promise<string | undefined> {
+  return id !== undefined && (await ctx.interactions.get(id, browser)) ? id : undefined;
+}
+
+function formOf(request: FastifyRequest): Params {
+  return request.body instanceof Params ? request.body : Params.empty();
+}
