@@ -22,7 +22,7 @@ describe('claims parameter through openid-client and Chromium', () => {
   it('scope openid: email asked for the identity token, name for userinfo, acr through acr_values', async () => {
     const meta = web.serverMetadata();
     expect(meta.claims_parameter_supported).toBe(true);
-    expect(meta.acr_values_supported).toEqual(['urn:sigil:acr:password']);
+    expect(meta.acr_values_supported).toEqual(['urn:sigil:acr:password', 'urn:sigil:acr:mfa']);
 
     const { context, page } = await newPage(f.browser);
     try {
