@@ -131,15 +131,17 @@ export interface ServerProcess {
 const CLI = resolve(import.meta.dirname, '../dist/cli/main.js');
 
 /**
- * Writes `config` to a temp file and runs `node dist/cli/main.js start --config FILE --port 0`,
+ * Writes `config` to a temp file and runs `node dist/cli/main.js start --config FILE --port PORT`,
  * resolving once it prints `listening on <url>`. The issuer is set to that URL via a fixed port.
+ * `options.dir`: a folder of the caller's holding the SQLite file `sigil.db`, kept on `stop` (to
+ * start again on the same store); `options.args`: more `sigil start` flags (e.g. `--workers 2`).
  */
-export async function startProcess(config: ConfigInput, port: number): Promise<ServerProcess> {
-  const { dir, cleanup } = tempDir();
+export async function startProcess(config: ConfigInput, port: number, options: { dir?: string; args?: string[] } = {}): Promise<ServerProcess> {
+  const { dir, cleanup } = options.dir ? { dir: options.dir, cleanup: () => {} } : tempDir();
   const file = join(dir, 'sigil.json');
   const issuer = `http://127.0.0.1:${port}`;
   writeFileSync(file, JSON.stringify({ ...config, issuer, storage: `sqlite:${join(dir, 'sigil.db')}` }));
-  const child = spawn(process.execPath, [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1'], {
+  const child = spawn(process.execPath, [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1', ...(options.args ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -164,7 +166,7 @@ export async function startProcess(config: ConfigInput, port: number): Promise<S
     child,
     output: () => out,
     stop: async () => {
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGTERM');
         await exited;

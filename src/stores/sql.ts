@@ -20,6 +20,7 @@ import {
   sql,
 } from 'kysely';
 import pg from 'pg';
+import { GroupCommit } from './group-commit.js';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import type { ClientStore, ExternalLink, GrantRecord, GrantStore, KeyStore, LogoutStore, Maintenance, Store, StoredKey, StoredUser, UserStore } from './types.js';
@@ -131,7 +132,7 @@ export async function openStore(url: string): Promise<Store> {
     await db.destroy();
     throw error instanceof Error ? error : new Error(String(error));
   }
-  return new SqlStore(db);
+  return new SqlStore(db, target.kind);
 }
 
 /** The schema unqualified names resolve to (the `schema` of the URL, else the search path's). */
@@ -235,14 +236,43 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, M
   readonly logout: LogoutStore;
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
+  /** New grant rows, committed in groups (see `group-commit.ts`). */
+  private readonly puts: GroupCommit<GrantsTable>;
+  private putSql: string | undefined;
 
-  constructor(private readonly db: Kysely<Database>) {
+  constructor(
+    private readonly db: Kysely<Database>,
+    dialect: StorageTarget['kind'],
+  ) {
     this.logout = new SqlLogoutStore(db as unknown as Kysely<LogoutTables>);
+    this.puts = new GroupCommit((rows) => (dialect === 'postgres' ? this.insertRows(rows) : this.insertInTransaction(rows)));
   }
 
+  /**
+   * Stores a new row durably: resolves once the transaction holding it has committed. Rows put
+   * while another group's commit is in flight are committed together in the next transaction.
+   */
   async put(record: GrantRecord): Promise<void> {
-    const row = toRow(record);
+    await this.puts.add(toRow(record));
+  }
+
+  private async insertOne(row: GrantsTable): Promise<void> {
     await this.run('put', (r: GrantsTable) => this.db.insertInto('grants').values(r), [row], Object.values(row));
+  }
+
+  /** SQLite: the prepared one-row insert, repeated inside one transaction (one WAL commit). */
+  private async insertInTransaction(rows: GrantsTable[]): Promise<void> {
+    const [first] = rows;
+    if (rows.length === 1 && first) return this.insertOne(first);
+    const text = (this.putSql ??= this.db.insertInto('grants').values(first as GrantsTable).compile().sql);
+    await this.db.transaction().execute(async (trx) => {
+      for (const row of rows) await trx.executeQuery(CompiledQuery.raw(text, Object.values(row)));
+    });
+  }
+
+  /** PostgreSQL: one multi-row insert, one statement and one transaction per group. */
+  private async insertRows(rows: GrantsTable[]): Promise<void> {
+    await this.db.insertInto('grants').values(rows).execute();
   }
 
   async putOnce(record: GrantRecord): Promise<boolean> {
