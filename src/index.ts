@@ -95,7 +95,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
   const redisUrl = options.redisUrl ?? process.env.SIGIL_REDIS_URL;
   options = { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY), ...(redisUrl ? { redisUrl } : {}) };
   const log = options.logger ?? pino({ level: cfg.logLevel });
-  const store = await openStore(cfg.storage);
+  const store = await openStore(cfg.storage, cfg.accessTokenCache);
   const limiter = new FailureLimiter(
     cfg.rateLimits,
     options.redisUrl ? new RedisFailureCounters(options.redisUrl) : new MemoryFailureCounters(),

@@ -410,6 +410,14 @@ export const configSchema = z
     backChannelLogout: z
       .strictObject({ timeoutSeconds: lifetime.max(60).default(5), retrySeconds: lifetime.default(600), pollSeconds: lifetime.default(5) })
       .default({ timeoutSeconds: 5, retrySeconds: 600, pollSeconds: 5 }),
+    /**
+     * Access-token lookups (introspection, userinfo) reuse a row this process read less than
+     * `maxAgeMilliseconds` ago: the bound within which a revocation made on another node or process
+     * is seen here (one made through this process is seen at once). 0 reads the store every time.
+     */
+    accessTokenCache: z
+      .strictObject({ maxAgeMilliseconds: z.number().int().min(0).max(60_000).default(1000), maxEntries: z.number().int().min(1).max(1_000_000).default(10_000) })
+      .default({ maxAgeMilliseconds: 1000, maxEntries: 10_000 }),
     /** Removal of expired grants, codes and sessions, by one node at a time. */
     cleanup: z
       .strictObject({ intervalSeconds: lifetime.default(300), batchSize: lifetime.default(1000) })
