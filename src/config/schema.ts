@@ -418,10 +418,14 @@ export const configSchema = z
     accessTokenCache: z
       .strictObject({ maxAgeMilliseconds: z.number().int().min(0).max(60_000).default(1000), maxEntries: z.number().int().min(1).max(1_000_000).default(10_000) })
       .default({ maxAgeMilliseconds: 1000, maxEntries: 10_000 }),
-    /** Removal of expired grants, codes and sessions, by one node at a time. */
+    /**
+     * Removal of expired grants, codes and sessions, by one node at a time, every `intervalSeconds`
+     * (each run goes on until none is left, in batches of `batchSize` rows): the store holds what is
+     * alive plus at most about one interval of expired rows.
+     */
     cleanup: z
-      .strictObject({ intervalSeconds: lifetime.default(300), batchSize: lifetime.default(1000) })
-      .default({ intervalSeconds: 300, batchSize: 1000 }),
+      .strictObject({ intervalSeconds: lifetime.default(60), batchSize: lifetime.default(1000) })
+      .default({ intervalSeconds: 60, batchSize: 1000 }),
   })
   .superRefine((cfg, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
