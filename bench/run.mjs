@@ -1,6 +1,6 @@
 // Side-by-side throughput benchmark: Sigil against node-oidc-provider on loopback, same run, same machine.
 //
-//   node bench/run.mjs [--storage sqlite|memory] [--scenarios a,b,c,d,e]     (npm run bench -- ...)
+//   node bench/run.mjs [--storage sqlite|memory] [--scenarios a,b,c,d,e,f,g]     (npm run bench -- ...)
 //   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32)
 //
 // See bench/README.md for what is measured and how to read the ratios.
@@ -245,6 +245,158 @@ function printTable(rows) {
   }
 }
 
+// ---- Ceilings, the default-config scenario and workers (issue 13) ------------------------------
+
+/** Runs the requests of `req` with autocannon: a discarded warm-up, then the measured run. */
+async function load(req, opts) {
+  const base = { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections };
+  if (opts.warmup > 0) await autocannon({ ...base, duration: opts.warmup });
+  return autocannon({ ...base, duration: opts.duration });
+}
+
+/** jose signatures per second on one core for `alg`, measured alone in a child process. */
+function signCeiling(alg, seconds) {
+  const out = execFileSync(process.execPath, ['bench/ceilings.mjs', 'sign', '--alg', alg, '--seconds', String(seconds)], { cwd: ROOT, encoding: 'utf8' });
+  return JSON.parse(out).perSecond;
+}
+
+/** Requests per second of a bare Fastify server answering a form POST with JSON, loaded like a scenario. */
+async function fastifyCeiling(opts) {
+  const port = await freePort();
+  const child = await startChild('bare Fastify', ['bench/ceilings.mjs', 'fastify', '--port', String(port)]);
+  try {
+    const r = await load({ url: `http://${HOST}:${port}/token`, headers: { 'content-type': FORM, authorization: basic('bench-jwt', SECRET) },
+      body: 'grant_type=client_credentials&scope=api1' }, opts);
+    return r.requests.average;
+  } finally {
+    await stopChild(child);
+  }
+}
+
+/** The environment for Sigil children: nothing that would override the config file. */
+function sigilEnv() {
+  const env = { ...process.env };
+  for (const name of ['SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'PORT']) delete env[name];
+  return env;
+}
+
+/**
+ * Starts Sigil as `npm start` runs it: the ES256 bench config without its `logLevel` (so the default,
+ * info-level audit events on stdout), SQLite in the bench's temp dir, `workers` processes.
+ */
+async function startDefaultSigil(workers) {
+  const config = JSON.parse(readFileSync(join(ROOT, 'bench/sigil.es256.json'), 'utf8'));
+  delete config.logLevel;
+  const file = join(dataDir, 'sigil.default.json');
+  writeFileSync(file, JSON.stringify(config));
+  const port = await freePort();
+  const base = `http://${HOST}:${port}`;
+  const child = await startChild(`Sigil (default config, ${workers} worker${workers > 1 ? 's' : ''})`, ['dist/cli/main.js', 'start', '--config', file,
+    '--port', String(port), '--host', HOST, '--issuer', base, '--storage', `sqlite:${join(dataDir, `sigil-default-${workers}.db`)}`,
+    ...(workers > 1 ? ['--workers', String(workers)] : [])], sigilEnv());
+  return { ...SERVERS.sigil, base, child, storage: 'SQLite (default config)' };
+}
+
+/** CPU time (user + system, seconds) of `pid` and every process under it, from /proc (Linux). */
+function treeCpuSeconds(pid) {
+  const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  const ticks = (p) => {
+    let total = 0;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += Number(fields[11]) + Number(fields[12]); // utime, stime
+      const children = readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+      for (const c of children) total += ticks(c);
+    } catch {
+      // the process ended meanwhile
+    }
+    return total;
+  };
+  return ticks(pid) / ticksPerSecond;
+}
+
+/**
+ * The issue-13 figures: the ceilings (jose signing per core for ES256 and RS256, a bare Fastify form
+ * POST), scenario f (client_credentials ES256 with Sigil's default config) and, as g, requests per
+ * CPU-second of the server processes with 1 and 2 workers (default config; CPU read from /proc,
+ * so the figure holds although autocannon shares the cores).
+ */
+async function measureExtras(wanted, opts) {
+  const extras = {};
+  const wantsCeilings = ['a', 'b', 'c', 'd', 'f'].some((id) => wanted.has(id));
+  if (wantsCeilings) {
+    process.stdout.write('ceilings: jose signing...');
+    extras.ceilings = { sign: { ES256: signCeiling('ES256', Math.min(opts.duration, 5)), RS256: signCeiling('RS256', Math.min(opts.duration, 5)) } };
+    process.stdout.write(' bare Fastify...');
+    extras.ceilings.fastify = await fastifyCeiling(opts);
+    console.log(' done');
+  }
+  if (wanted.has('f')) {
+    process.stdout.write('f. client_credentials -> JWT ES256, default config: Sigil...');
+    const server = await startDefaultSigil(1);
+    try {
+      extras.defaultConfig = await measure(server, { ...SCENARIOS[0], id: 'f' }, { ...opts, servers: { sigil: server } });
+    } finally {
+      await stopChild(server.child);
+    }
+    console.log(' done');
+  }
+  if (wanted.has('g')) {
+    extras.workers = [];
+    for (const workers of [1, 2]) {
+      process.stdout.write(`g. ${workers} worker(s), default config, ES256 JWTs...`);
+      const server = await startDefaultSigil(workers);
+      try {
+        const req = tokenRequest(server, 'bench-jwt');
+        const base = { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections };
+        if (opts.warmup > 0) await autocannon({ ...base, duration: opts.warmup });
+        const before = treeCpuSeconds(server.child.pid);
+        const r = await autocannon({ ...base, duration: opts.duration });
+        const cpuSeconds = treeCpuSeconds(server.child.pid) - before;
+        extras.workers.push({ workers, rps: r.requests.average, total: r.requests.total, non2xx: r.non2xx, errors: r.errors, cpuSeconds,
+          perCpuSecond: cpuSeconds > 0 ? r.requests.total / cpuSeconds : undefined });
+      } finally {
+        await stopChild(server.child);
+      }
+      console.log(' done');
+    }
+  }
+  return extras;
+}
+
+/** Prints the ceilings and each Sigil figure as a share of its ceiling, scenario f and g. */
+function printExtras(extras, rows) {
+  const pct = (x, ceiling) => (x && ceiling ? `${((100 * x) / ceiling).toFixed(0)}%` : '-');
+  const combined = (sign, fastify) => (sign && fastify ? 1 / (1 / sign + 1 / fastify) : undefined);
+  const c = extras.ceilings;
+  if (c) {
+    const issue = { ES256: combined(c.sign.ES256, c.fastify), RS256: combined(c.sign.RS256, c.fastify) };
+    console.log(`\nCeilings (one core each): jose signs ES256 ${fmt(c.sign.ES256)}/s, RS256 ${fmt(c.sign.RS256)}/s; `
+      + `bare Fastify form POST -> JSON ${fmt(c.fastify)} req/s (under the same autocannon load)`);
+    console.log(`combined one-core ceiling of JWT issuance (1 / (1/sign + 1/Fastify)): ES256 ${fmt(issue.ES256)}/s, RS256 ${fmt(issue.RS256)}/s`);
+    for (const { scenario: s, sigil } of rows) {
+      if (sigil.error || !sigil.rps) continue;
+      const ceiling = s.kind === 'token' && s.client === 'bench-jwt' ? issue[s.alg] : c.fastify;
+      console.log(`  ${s.id}. ${s.name}: ${fmt(sigil.rps)} req/s = ${pct(sigil.rps, ceiling)} of ${s.client === 'bench-jwt' && s.kind === 'token' ? `the ${s.alg} issuance ceiling` : 'the bare Fastify ceiling'}`);
+    }
+    if (extras.defaultConfig && !extras.defaultConfig.error)
+      console.log(`  f. default config: ${fmt(extras.defaultConfig.rps)} req/s = ${pct(extras.defaultConfig.rps, issue.ES256)} of the ES256 issuance ceiling`);
+  }
+  const f = extras.defaultConfig;
+  if (f) {
+    const a = rows.find((r) => r.scenario.id === 'a');
+    const ratio = ratioOf(f, a?.provider);
+    console.log(`\nf. client_credentials -> JWT ES256 with Sigil's default config (info-level audit events on stdout, SQLite): `
+      + (f.error ? `ERROR: ${f.error}` : `${fmt(f.rps)} req/s, p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms; `
+      + `vs oidc-provider (a) ${ratio === undefined ? '- (run a too)' : `${ratio.toFixed(2)}x`}`));
+  }
+  for (const w of extras.workers ?? []) {
+    console.log(`g. --workers ${w.workers}: ${fmt(w.rps)} req/s, ${w.cpuSeconds.toFixed(1)} CPU-s of the server processes for ${w.total} requests `
+      + `= ${fmt(w.perCpuSecond)} requests per CPU-second${w.non2xx || w.errors ? ` (ERROR: ${w.non2xx} non-2xx, ${w.errors} errors)` : ''}`);
+  }
+}
+
 /** Reads a short description of the checkout (commit, dirty) for the results file; never throws. */
 function gitDescribe() {
   try {
@@ -257,7 +409,7 @@ function gitDescribe() {
 /** Runs the selected scenarios, grouped by signing algorithm (one Sigil + one provider process per group). */
 async function main() {
   const { values } = parseArgs({
-    options: { storage: { type: 'string', default: 'sqlite' }, scenarios: { type: 'string', default: 'a,b,c,d,e' } },
+    options: { storage: { type: 'string', default: 'sqlite' }, scenarios: { type: 'string', default: 'a,b,c,d,e,f,g' } },
   });
   if (!['sqlite', 'memory'].includes(values.storage)) throw new Error('--storage must be sqlite or memory');
   const wanted = new Set(values.scenarios.split(','));
@@ -271,7 +423,7 @@ async function main() {
   for (const [name, n] of Object.entries(opts)) {
     if (!Number.isInteger(n) || n < (name === 'warmup' ? 0 : 1)) throw new Error(`invalid ${name}: ${n}`);
   }
-  if (selected.length === 0) throw new Error('--scenarios selects none of a,b,c,d,e');
+  if (selected.length === 0 && !wanted.has('f') && !wanted.has('g')) throw new Error('--scenarios selects none of a,b,c,d,e,f,g');
   const providerVersion = JSON.parse(readFileSync(join(ROOT, 'node_modules/oidc-provider/package.json'), 'utf8')).version;
   console.log(`Sigil ${gitDescribe() ?? ''} vs node-oidc-provider ${providerVersion} on ${HOST}, node ${process.version}, `
     + `${cpus().length} CPUs shared by both servers and autocannon`);
@@ -280,6 +432,7 @@ async function main() {
 
   dataDir = mkdtempSync(join(tmpdir(), 'sigil-bench-'));
   const rows = [];
+  let extras = {};
   try {
     for (const alg of ['ES256', 'RS256']) {
       const group = selected.filter((s) => s.alg === alg);
@@ -301,21 +454,24 @@ async function main() {
         for (const s of crashed) console.log(`\n${s.label} exited with code ${s.child.exitCode}. Output:\n${s.child.tail()}`);
       }
     }
+    extras = await measureExtras(wanted, opts);
   } finally {
     cleanup();
   }
 
   rows.sort((x, y) => x.scenario.id.localeCompare(y.scenario.id));
   printTable(rows);
+  printExtras(extras, rows);
   const file = join(ROOT, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(file, `${JSON.stringify({
     date: new Date().toISOString(), node: process.version, cpus: cpus().map((c) => c.model), git: gitDescribe(),
     oidcProvider: providerVersion, options: { ...opts, storage: values.storage, host: HOST },
     scenarios: rows.map(({ scenario, sigil, provider, ratio }) => ({ ...scenario, sigil, provider, ratio })),
+    ...extras,
   }, null, 2)}\n`);
   console.log(`\nresults written to ${file}`);
-  return rows.some((r) => r.sigil.error || r.provider.error) ? 1 : 0;
+  return rows.some((r) => r.sigil.error || r.provider.error) || extras.defaultConfig?.error ? 1 : 0;
 }
 
 /** Kills every child still running and removes the temp dir (synchronous, for every exit path). */
