@@ -1,11 +1,12 @@
 // Side-by-side throughput benchmark: Sigil against node-oidc-provider on loopback, same run, same machine.
 //
-//   node bench/run.mjs [--storage sqlite|memory] [--scenarios a,b,c,d,e,f,g]     (npm run bench -- ...)
-//   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32)
+//   node bench/run.mjs [--storage sqlite|memory] [--scenarios a,b,c,d,e,f,g[,h]]     (npm run bench -- ...)
+//   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32),
+//        BENCH_SUSTAINED (s, default 300: scenario h, not run unless named)
 //
 // See bench/README.md for what is measured and how to read the ratios.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -284,17 +285,43 @@ function sigilEnv() {
  * Starts Sigil as `npm start` runs it: the ES256 bench config without its `logLevel` (so the default,
  * info-level audit events on stdout), SQLite in the bench's temp dir, `workers` processes.
  */
-async function startDefaultSigil(workers) {
-  const config = JSON.parse(readFileSync(join(ROOT, 'bench/sigil.es256.json'), 'utf8'));
+async function startDefaultSigil(workers, edit = (config) => config) {
+  const config = edit(JSON.parse(readFileSync(join(ROOT, 'bench/sigil.es256.json'), 'utf8')));
   delete config.logLevel;
-  const file = join(dataDir, 'sigil.default.json');
+  const file = join(dataDir, `sigil.default-${workers}.json`);
   writeFileSync(file, JSON.stringify(config));
   const port = await freePort();
   const base = `http://${HOST}:${port}`;
   const child = await startChild(`Sigil (default config, ${workers} worker${workers > 1 ? 's' : ''})`, ['dist/cli/main.js', 'start', '--config', file,
     '--port', String(port), '--host', HOST, '--issuer', base, '--storage', `sqlite:${join(dataDir, `sigil-default-${workers}.db`)}`,
     ...(workers > 1 ? ['--workers', String(workers)] : [])], sigilEnv());
-  return { ...SERVERS.sigil, base, child, storage: 'SQLite (default config)' };
+  return { ...SERVERS.sigil, base, child, storage: 'SQLite (default config)', file: join(dataDir, `sigil-default-${workers}.db`) };
+}
+
+/**
+ * Scenario h (not in the default set: it runs BENCH_SUSTAINED seconds, default 300): reference
+ * tokens living 60 s issued without pause with the default config, then the grant rows and the
+ * SQLite file's size (with its WAL) at the end. Clean-up (every 60 s, until none is left) must keep
+ * the table near what is alive: about 60 s of issuance plus at most one clean-up interval.
+ */
+async function measureSustained(opts) {
+  const seconds = Number(process.env.BENCH_SUSTAINED ?? 300);
+  const server = await startDefaultSigil(1, (config) => ({
+    ...config, clients: config.clients.map((c) => (c.clientId === 'bench-ref' ? { ...c, accessTokenLifetime: 60 } : c)),
+  }));
+  try {
+    const req = tokenRequest(server, 'bench-ref');
+    const r = await autocannon({ url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections, duration: seconds });
+    const { default: SQLite } = await import('better-sqlite3');
+    const db = new SQLite(server.file, { readonly: true });
+    const rows = db.prepare('select count(*) as n from grants').get().n;
+    const alive = db.prepare('select count(*) as n from grants where expires_at >= ?').get(Math.floor(Date.now() / 1000)).n;
+    db.close();
+    const size = ['', '-wal'].reduce((sum, suffix) => sum + (existsSync(server.file + suffix) ? statSync(server.file + suffix).size : 0), 0);
+    return { seconds, rps: r.requests.average, total: r.requests.total, non2xx: r.non2xx, rows, alive, bytes: size };
+  } finally {
+    await stopChild(server.child);
+  }
 }
 
 /** CPU time (user + system, seconds) of `pid` and every process under it, from /proc (Linux). */
@@ -362,6 +389,11 @@ async function measureExtras(wanted, opts) {
       console.log(' done');
     }
   }
+  if (wanted.has('h')) {
+    process.stdout.write(`h. sustained reference-token issuance (60 s tokens, default config)...`);
+    extras.sustained = await measureSustained(opts);
+    console.log(' done');
+  }
   return extras;
 }
 
@@ -390,6 +422,11 @@ function printExtras(extras, rows) {
     console.log(`\nf. client_credentials -> JWT ES256 with Sigil's default config (info-level audit events on stdout, SQLite): `
       + (f.error ? `ERROR: ${f.error}` : `${fmt(f.rps)} req/s, p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms; `
       + `vs oidc-provider (a) ${ratio === undefined ? '- (run a too)' : `${ratio.toFixed(2)}x`}`));
+  }
+  const h = extras.sustained;
+  if (h) {
+    console.log(`h. ${h.seconds} s of 60 s reference tokens at ${fmt(h.rps)} req/s (${h.total} issued${h.non2xx ? `, ${h.non2xx} non-2xx` : ''}): `
+      + `${h.rows} grant rows at the end, ${h.alive} of them alive; SQLite file and WAL ${(h.bytes / 1e6).toFixed(1)} MB`);
   }
   for (const w of extras.workers ?? []) {
     console.log(`g. --workers ${w.workers}: ${fmt(w.rps)} req/s, ${w.cpuSeconds.toFixed(1)} CPU-s of the server processes for ${w.total} requests `
@@ -423,7 +460,7 @@ async function main() {
   for (const [name, n] of Object.entries(opts)) {
     if (!Number.isInteger(n) || n < (name === 'warmup' ? 0 : 1)) throw new Error(`invalid ${name}: ${n}`);
   }
-  if (selected.length === 0 && !wanted.has('f') && !wanted.has('g')) throw new Error('--scenarios selects none of a,b,c,d,e,f,g');
+  if (selected.length === 0 && !['f', 'g', 'h'].some((id) => wanted.has(id))) throw new Error('--scenarios selects none of a,b,c,d,e,f,g,h');
   const providerVersion = JSON.parse(readFileSync(join(ROOT, 'node_modules/oidc-provider/package.json'), 'utf8')).version;
   console.log(`Sigil ${gitDescribe() ?? ''} vs node-oidc-provider ${providerVersion} on ${HOST}, node ${process.version}, `
     + `${cpus().length} CPUs shared by both servers and autocannon`);
