@@ -1,6 +1,6 @@
 // Side-by-side throughput benchmark: Sigil against node-oidc-provider on loopback, same run, same machine.
 //
-//   node bench/run.mjs [--storage sqlite|memory] [--scenarios a,b,c,d,e,f,g[,h]]     (npm run bench -- ...)
+//   node bench/run.mjs [--storage sqlite|memory|postgres://...] [--scenarios a,b,c,d,e,f,g[,h]]     (npm run bench -- ...)
 //   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32),
 //        BENCH_SUSTAINED (s, default 300: scenario h, not run unless named)
 //
@@ -101,7 +101,8 @@ async function startServers(alg, storage, dataDir) {
   const providerPort = await freePort();
   const env = { ...process.env };
   for (const name of ['SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'PORT']) delete env[name];
-  const storageUrl = storage === 'memory' ? 'memory' : `sqlite:${join(dataDir, `sigil-${alg.toLowerCase()}.db`)}`;
+  const storageUrl = storage === 'memory' ? 'memory' : isPostgres(storage) ? postgresSchemaUrl(storage, alg)
+    : `sqlite:${join(dataDir, `sigil-${alg.toLowerCase()}.db`)}`;
   const sigilBase = `http://${HOST}:${sigilPort}`;
   const [sigil, provider] = await Promise.all([
     startChild(`Sigil (${alg})`, ['dist/cli/main.js', 'start', '--config', `bench/sigil.${alg.toLowerCase()}.json`,
@@ -459,6 +460,35 @@ function printExtras(extras, rows) {
   }
 }
 
+// ---- PostgreSQL storage (`--storage postgres://...`) ----------------------------------------------
+
+const isPostgres = (storage) => /^postgres(ql)?:\/\//.test(storage);
+const benchSchemas = new Set();
+
+/** `url` with a schema of this run's own for `alg` (dropped at the end), so runs never share rows. */
+function postgresSchemaUrl(url, alg) {
+  const schema = `sigil_bench_${process.pid}_${alg.toLowerCase()}`;
+  benchSchemas.add(schema);
+  const parsed = new URL(url);
+  parsed.searchParams.set('schema', schema);
+  return parsed.toString();
+}
+
+/** Drops the schemas this run created. */
+async function dropPostgresSchemas(url) {
+  const { default: pg } = await import('pg');
+  const parsed = new URL(url);
+  parsed.searchParams.delete('schema');
+  parsed.searchParams.delete('poolSize');
+  const client = new pg.Client({ connectionString: parsed.toString() });
+  await client.connect();
+  try {
+    for (const schema of benchSchemas) await client.query(`drop schema if exists ${schema} cascade`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Reads a short description of the checkout (commit, dirty) for the results file; never throws. */
 function gitDescribe() {
   try {
@@ -473,7 +503,7 @@ async function main() {
   const { values } = parseArgs({
     options: { storage: { type: 'string', default: 'sqlite' }, scenarios: { type: 'string', default: 'a,b,c,d,e,f,g' } },
   });
-  if (!['sqlite', 'memory'].includes(values.storage)) throw new Error('--storage must be sqlite or memory');
+  if (!['sqlite', 'memory'].includes(values.storage) && !isPostgres(values.storage)) throw new Error('--storage must be sqlite, memory or postgres://...');
   const wanted = new Set(values.scenarios.split(','));
   const selected = SCENARIOS.filter((s) => wanted.has(s.id));
   if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error('dist/cli/main.js not found: run `npm run build` first');
@@ -490,7 +520,7 @@ async function main() {
   console.log(`Sigil ${gitDescribe() ?? ''} vs node-oidc-provider ${providerVersion} on ${HOST}, node ${process.version}, `
     + `${cpus().length} CPUs shared by both servers and autocannon`);
   console.log(`autocannon: ${opts.connections} connections, ${opts.warmup} s warm-up (discarded), ${opts.duration} s measured; `
-    + `Sigil storage: ${values.storage}; oidc-provider: default in-memory adapter (LRU, 1000 entries)`);
+    + `Sigil storage: ${isPostgres(values.storage) ? values.storage.replace(/:[^:@/]*@/, ':***@') : values.storage}; oidc-provider: default in-memory adapter (LRU, 1000 entries)`);
 
   dataDir = mkdtempSync(join(tmpdir(), 'sigil-bench-'));
   const rows = [];
@@ -519,6 +549,7 @@ async function main() {
     extras = await measureExtras(wanted, opts);
   } finally {
     cleanup();
+    if (isPostgres(values.storage)) await dropPostgresSchemas(values.storage);
   }
 
   rows.sort((x, y) => x.scenario.id.localeCompare(y.scenario.id));
