@@ -86,6 +86,6 @@ describe('sigil start --workers 2', () => {
 
   it('refuses more than one worker with memory storage, naming --workers (exit code 2)', async () => {
     const started = startProcess(config, await freePort(), { args: ['--workers', '2', '--storage', 'memory'] });
-    await expect(started).rejects.toThrow(/exited with 2[\s\S]*--workers/);
+    await expect(started).rejects.toThrow(/exited with 2[\s\S]*--workers: "memory" storage/);
   }, 30_000);
 });
