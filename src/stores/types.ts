@@ -46,7 +46,10 @@ export interface GrantRecord<D = Record<string, unknown>> {
 
 /** Codes, refresh tokens, reference tokens, JWT revocation marks, consents and device codes. */
 export interface GrantStore {
-  /** Stores a new record. */
+  /**
+   * Stores a new record; resolves once it is committed (puts made at about the same time may share
+   * one transaction: group commit). Rejects, storing nothing, when a record is stored under its key.
+   */
   put(record: GrantRecord): Promise<void>;
   /**
    * Stores a new record unless one is stored under its key, atomically: of concurrent callers with
