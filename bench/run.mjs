@@ -1,12 +1,13 @@
 // Side-by-side throughput benchmark: Sigil against node-oidc-provider on loopback, same run, same machine.
 //
-//   node bench/run.mjs [--storage sqlite|memory] [--scenarios a,b,c,d,e,f]   (npm run bench -- ...)
-//   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32)
+//   node bench/run.mjs [--storage sqlite|memory|postgres://...] [--scenarios a,b,c,d,e,f,g,i[,h]]     (npm run bench -- ...)
+//   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32),
+//        BENCH_SUSTAINED (s, default 300: scenario h, not run unless named)
 //
 // See bench/README.md for what is measured and how to read the ratios.
 import { execFileSync, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,11 +35,11 @@ const SCENARIOS = [
   },
   // Every request carries a fresh client assertion (RFC 7523) and a fresh DPoP proof (RFC 9449),
   // both ES256, both single-use (jti): the servers verify two signatures and record two jtis.
-  { id: 'f', name: 'client_credentials, private_key_jwt + DPoP -> JWT ES256', alg: 'ES256', kind: 'token', client: 'bench-pkjwt', signed: true },
+  { id: 'i', name: 'client_credentials, private_key_jwt + DPoP -> JWT ES256', alg: 'ES256', kind: 'token', client: 'bench-pkjwt', signed: true },
 ];
 
 /**
- * The signed-request client of scenario f, in Sigil's config shape (the harness adds it with its
+ * The signed-request client of scenario i, in Sigil's config shape (the harness adds it with its
  * key to a copy of bench/sigil.<alg>.json; bench/oidc-provider-server.mjs defines its own).
  */
 const sigilSignedClient = (jwk) => ({
@@ -68,7 +69,7 @@ function es256Jws(key, header, payload) {
   return `${input}.${sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }).toString('base64url')}`;
 }
 
-/** The keys of scenario f: the client's assertion key and its DPoP proof key (generated per run). */
+/** The keys of scenario i: the client's assertion key and its DPoP proof key (generated per run). */
 const KEYS = { client: es256Key('bench-pkjwt-1'), dpop: es256Key('dpop') };
 const { kid: _dpopKid, alg: _dpopAlg, use: _dpopUse, ...DPOP_JWK } = KEYS.dpop.jwk;
 
@@ -139,9 +140,10 @@ async function startServers(alg, storage, dataDir) {
   const providerPort = await freePort();
   const env = { ...process.env };
   for (const name of ['SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'PORT']) delete env[name];
-  const storageUrl = storage === 'memory' ? 'memory' : `sqlite:${join(dataDir, `sigil-${alg.toLowerCase()}.db`)}`;
+  const storageUrl = storage === 'memory' ? 'memory' : isPostgres(storage) ? postgresSchemaUrl(storage, alg)
+    : `sqlite:${join(dataDir, `sigil-${alg.toLowerCase()}.db`)}`;
   const sigilBase = `http://${HOST}:${sigilPort}`;
-  // bench/sigil.<alg>.json plus the signed-request client of scenario f with this run's key.
+  // bench/sigil.<alg>.json plus the signed-request client of scenario i with this run's key.
   const config = JSON.parse(readFileSync(join(ROOT, `bench/sigil.${alg.toLowerCase()}.json`), 'utf8'));
   config.clients.push(sigilSignedClient(KEYS.client.jwk));
   const configFile = join(dataDir, `sigil.${alg.toLowerCase()}.json`);
@@ -165,7 +167,7 @@ const isActive = (body) => /"active"\s*:\s*true/.test(body);
 
 /**
  * One HTTP request with the harness's fetch; returns { status, body }. A request with `fresh`
- * (scenario f) gets new headers and body first, which are kept on it as evidence.
+ * (scenario i) gets new headers and body first, which are kept on it as evidence.
  */
 async function send(req) {
   if (req.fresh) Object.assign(req, req.fresh());
@@ -322,6 +324,248 @@ function printTable(rows) {
   }
 }
 
+// ---- Ceilings, the default-config scenario and workers (issue 13) ------------------------------
+
+/** Runs the requests of `req` with autocannon: a discarded warm-up, then the measured run. */
+async function load(req, opts) {
+  const base = { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections };
+  if (opts.warmup > 0) await autocannon({ ...base, duration: opts.warmup });
+  return autocannon({ ...base, duration: opts.duration });
+}
+
+/** jose signatures per second on one core for `alg`, measured alone in a child process. */
+function signCeiling(alg, seconds) {
+  const out = execFileSync(process.execPath, ['bench/ceilings.mjs', 'sign', '--alg', alg, '--seconds', String(seconds)], { cwd: ROOT, encoding: 'utf8' });
+  return JSON.parse(out).perSecond;
+}
+
+/** Requests per second of a bare Fastify server answering a form POST with JSON, loaded like a scenario. */
+async function fastifyCeiling(opts) {
+  const port = await freePort();
+  const child = await startChild('bare Fastify', ['bench/ceilings.mjs', 'fastify', '--port', String(port)]);
+  try {
+    const r = await load({ url: `http://${HOST}:${port}/token`, headers: { 'content-type': FORM, authorization: basic('bench-jwt', SECRET) },
+      body: 'grant_type=client_credentials&scope=api1' }, opts);
+    return r.requests.average;
+  } finally {
+    await stopChild(child);
+  }
+}
+
+/** The environment for Sigil children: nothing that would override the config file. */
+function sigilEnv() {
+  const env = { ...process.env };
+  for (const name of ['SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'PORT']) delete env[name];
+  return env;
+}
+
+/**
+ * Starts Sigil as `npm start` runs it: the ES256 bench config without its `logLevel` (so the default,
+ * info-level audit events on stdout), SQLite in the bench's temp dir, `workers` processes.
+ */
+async function startDefaultSigil(workers, edit = (config) => config) {
+  const config = edit(JSON.parse(readFileSync(join(ROOT, 'bench/sigil.es256.json'), 'utf8')));
+  delete config.logLevel;
+  const file = join(dataDir, `sigil.default-${workers}.json`);
+  writeFileSync(file, JSON.stringify(config));
+  const port = await freePort();
+  const base = `http://${HOST}:${port}`;
+  const child = await startLoggingToFile(`Sigil (default config, ${workers} worker${workers > 1 ? 's' : ''})`, ['dist/cli/main.js', 'start', '--config', file,
+    '--port', String(port), '--host', HOST, '--issuer', base, '--storage', `sqlite:${join(dataDir, `sigil-default-${workers}.db`)}`,
+    ...(workers > 1 ? ['--workers', String(workers)] : [])], join(dataDir, `sigil-default-${workers}.log`));
+  return { ...SERVERS.sigil, base, child, storage: 'SQLite (default config)', file: join(dataDir, `sigil-default-${workers}.db`) };
+}
+
+/**
+ * As `startChild`, but the child's stdout and stderr go to the file `log`, as a supervisor keeps a
+ * server's log: read through a pipe by this process, every audit line would cost the load
+ * generator (autocannon runs here) CPU and make the server look slower than it is.
+ */
+async function startLoggingToFile(label, args, log) {
+  const fd = openSync(log, 'a');
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: sigilEnv(), stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  const tail = () => (existsSync(log) ? readFileSync(log, 'utf8').slice(-4000) : '');
+  child.tail = tail;
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  while (!/listening on/.test(tail())) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${label} exited early. Output:\n${tail()}`);
+    if (Date.now() > deadline) {
+      await stopChild(child);
+      throw new Error(`${label} did not print "listening on" within ${STARTUP_TIMEOUT_MS} ms. Output:\n${tail()}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return child;
+}
+
+/**
+ * Scenario h (not in the default set: it runs BENCH_SUSTAINED seconds, default 300): reference
+ * tokens living 60 s issued without pause with the default config, then the grant rows and the
+ * SQLite file's size (with its WAL) at the end. Clean-up (every 60 s, until none is left) must keep
+ * the table near what is alive: about 60 s of issuance plus at most one clean-up interval.
+ */
+async function measureSustained(opts) {
+  const seconds = Number(process.env.BENCH_SUSTAINED ?? 300);
+  const server = await startDefaultSigil(1, (config) => ({
+    ...config, clients: config.clients.map((c) => (c.clientId === 'bench-ref' ? { ...c, accessTokenLifetime: 60 } : c)),
+  }));
+  try {
+    const req = tokenRequest(server, 'bench-ref');
+    const r = await autocannon({ url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections, duration: seconds });
+    const { default: SQLite } = await import('better-sqlite3');
+    const db = new SQLite(server.file, { readonly: true });
+    const rows = db.prepare('select count(*) as n from grants').get().n;
+    const alive = db.prepare('select count(*) as n from grants where expires_at >= ?').get(Math.floor(Date.now() / 1000)).n;
+    db.close();
+    const size = ['', '-wal'].reduce((sum, suffix) => sum + (existsSync(server.file + suffix) ? statSync(server.file + suffix).size : 0), 0);
+    return { seconds, rps: r.requests.average, total: r.requests.total, non2xx: r.non2xx, rows, alive, bytes: size };
+  } finally {
+    await stopChild(server.child);
+  }
+}
+
+/** CPU time (user + system, seconds) of `pid` and every process under it, from /proc (Linux). */
+function treeCpuSeconds(pid) {
+  const ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  const ticks = (p) => {
+    let total = 0;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += Number(fields[11]) + Number(fields[12]); // utime, stime
+      const children = readFileSync(`/proc/${p}/task/${p}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+      for (const c of children) total += ticks(c);
+    } catch {
+      // the process ended meanwhile
+    }
+    return total;
+  };
+  return ticks(pid) / ticksPerSecond;
+}
+
+/**
+ * The issue-13 figures: the ceilings (jose signing per core for ES256 and RS256, a bare Fastify form
+ * POST), scenario f (client_credentials ES256 with Sigil's default config) and, as g, requests per
+ * CPU-second of the server processes with 1 and 2 workers (default config; CPU read from /proc,
+ * so the figure holds although autocannon shares the cores).
+ */
+async function measureExtras(wanted, opts) {
+  const extras = {};
+  const wantsCeilings = ['a', 'b', 'c', 'd', 'f'].some((id) => wanted.has(id));
+  if (wantsCeilings) {
+    process.stdout.write('ceilings: jose signing...');
+    extras.ceilings = { sign: { ES256: signCeiling('ES256', Math.min(opts.duration, 5)), RS256: signCeiling('RS256', Math.min(opts.duration, 5)) } };
+    process.stdout.write(' bare Fastify...');
+    extras.ceilings.fastify = await fastifyCeiling(opts);
+    console.log(' done');
+  }
+  if (wanted.has('f')) {
+    process.stdout.write('f. client_credentials -> JWT ES256, default config: Sigil...');
+    const server = await startDefaultSigil(1);
+    try {
+      extras.defaultConfig = await measure(server, { ...SCENARIOS[0], id: 'f' }, { ...opts, servers: { sigil: server } });
+    } finally {
+      await stopChild(server.child);
+    }
+    console.log(' done');
+  }
+  if (wanted.has('g')) {
+    extras.workers = [];
+    for (const workers of [1, 2]) {
+      process.stdout.write(`g. ${workers} worker(s), default config, ES256 JWTs...`);
+      const server = await startDefaultSigil(workers);
+      try {
+        const req = tokenRequest(server, 'bench-jwt');
+        const base = { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections };
+        if (opts.warmup > 0) await autocannon({ ...base, duration: opts.warmup });
+        const before = treeCpuSeconds(server.child.pid);
+        const r = await autocannon({ ...base, duration: opts.duration });
+        const cpuSeconds = treeCpuSeconds(server.child.pid) - before;
+        extras.workers.push({ workers, rps: r.requests.average, total: r.requests.total, non2xx: r.non2xx, errors: r.errors, cpuSeconds,
+          perCpuSecond: cpuSeconds > 0 ? r.requests.total / cpuSeconds : undefined });
+      } finally {
+        await stopChild(server.child);
+      }
+      console.log(' done');
+    }
+  }
+  if (wanted.has('h')) {
+    process.stdout.write(`h. sustained reference-token issuance (60 s tokens, default config)...`);
+    extras.sustained = await measureSustained(opts);
+    console.log(' done');
+  }
+  return extras;
+}
+
+/** Prints the ceilings and each Sigil figure as a share of its ceiling, scenario f and g. */
+function printExtras(extras, rows) {
+  const pct = (x, ceiling) => (x && ceiling ? `${((100 * x) / ceiling).toFixed(0)}%` : '-');
+  const combined = (sign, fastify) => (sign && fastify ? 1 / (1 / sign + 1 / fastify) : undefined);
+  const c = extras.ceilings;
+  if (c) {
+    const issue = { ES256: combined(c.sign.ES256, c.fastify), RS256: combined(c.sign.RS256, c.fastify) };
+    console.log(`\nCeilings (one core each): jose signs ES256 ${fmt(c.sign.ES256)}/s, RS256 ${fmt(c.sign.RS256)}/s; `
+      + `bare Fastify form POST -> JSON ${fmt(c.fastify)} req/s (under the same autocannon load)`);
+    console.log(`combined one-core ceiling of JWT issuance (1 / (1/sign + 1/Fastify)): ES256 ${fmt(issue.ES256)}/s, RS256 ${fmt(issue.RS256)}/s`);
+    for (const { scenario: s, sigil } of rows) {
+      if (sigil.error || !sigil.rps) continue;
+      const ceiling = s.kind === 'token' && s.client === 'bench-jwt' ? issue[s.alg] : c.fastify;
+      console.log(`  ${s.id}. ${s.name}: ${fmt(sigil.rps)} req/s = ${pct(sigil.rps, ceiling)} of ${s.client === 'bench-jwt' && s.kind === 'token' ? `the ${s.alg} issuance ceiling` : 'the bare Fastify ceiling'}`);
+    }
+    if (extras.defaultConfig && !extras.defaultConfig.error)
+      console.log(`  f. default config: ${fmt(extras.defaultConfig.rps)} req/s = ${pct(extras.defaultConfig.rps, issue.ES256)} of the ES256 issuance ceiling`);
+  }
+  const f = extras.defaultConfig;
+  if (f) {
+    const a = rows.find((r) => r.scenario.id === 'a');
+    const ratio = ratioOf(f, a?.provider);
+    console.log(`\nf. client_credentials -> JWT ES256 with Sigil's default config (info-level audit events on stdout, SQLite): `
+      + (f.error ? `ERROR: ${f.error}` : `${fmt(f.rps)} req/s, p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms; `
+      + `vs oidc-provider (a) ${ratio === undefined ? '- (run a too)' : `${ratio.toFixed(2)}x`}`));
+  }
+  const h = extras.sustained;
+  if (h) {
+    console.log(`h. ${h.seconds} s of 60 s reference tokens at ${fmt(h.rps)} req/s (${h.total} issued${h.non2xx ? `, ${h.non2xx} non-2xx` : ''}): `
+      + `${h.rows} grant rows at the end, ${h.alive} of them alive; SQLite file and WAL ${(h.bytes / 1e6).toFixed(1)} MB`);
+  }
+  for (const w of extras.workers ?? []) {
+    console.log(`g. --workers ${w.workers}: ${fmt(w.rps)} req/s, ${w.cpuSeconds.toFixed(1)} CPU-s of the server processes for ${w.total} requests `
+      + `= ${fmt(w.perCpuSecond)} requests per CPU-second${w.non2xx || w.errors ? ` (ERROR: ${w.non2xx} non-2xx, ${w.errors} errors)` : ''}`);
+  }
+}
+
+// ---- PostgreSQL storage (`--storage postgres://...`) ----------------------------------------------
+
+const isPostgres = (storage) => /^postgres(ql)?:\/\//.test(storage);
+const benchSchemas = new Set();
+
+/** `url` with a schema of this run's own for `alg` (dropped at the end), so runs never share rows. */
+function postgresSchemaUrl(url, alg) {
+  const schema = `sigil_bench_${process.pid}_${alg.toLowerCase()}`;
+  benchSchemas.add(schema);
+  const parsed = new URL(url);
+  parsed.searchParams.set('schema', schema);
+  return parsed.toString();
+}
+
+/** Drops the schemas this run created. */
+async function dropPostgresSchemas(url) {
+  const { default: pg } = await import('pg');
+  const parsed = new URL(url);
+  parsed.searchParams.delete('schema');
+  parsed.searchParams.delete('poolSize');
+  const client = new pg.Client({ connectionString: parsed.toString() });
+  await client.connect();
+  try {
+    for (const schema of benchSchemas) await client.query(`drop schema if exists ${schema} cascade`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Reads a short description of the checkout (commit, dirty) for the results file; never throws. */
 function gitDescribe() {
   try {
@@ -334,9 +578,9 @@ function gitDescribe() {
 /** Runs the selected scenarios, grouped by signing algorithm (one Sigil + one provider process per group). */
 async function main() {
   const { values } = parseArgs({
-    options: { storage: { type: 'string', default: 'sqlite' }, scenarios: { type: 'string', default: 'a,b,c,d,e,f' } },
+    options: { storage: { type: 'string', default: 'sqlite' }, scenarios: { type: 'string', default: 'a,b,c,d,e,f,g,i' } },
   });
-  if (!['sqlite', 'memory'].includes(values.storage)) throw new Error('--storage must be sqlite or memory');
+  if (!['sqlite', 'memory'].includes(values.storage) && !isPostgres(values.storage)) throw new Error('--storage must be sqlite, memory or postgres://...');
   const wanted = new Set(values.scenarios.split(','));
   const selected = SCENARIOS.filter((s) => wanted.has(s.id));
   if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error('dist/cli/main.js not found: run `npm run build` first');
@@ -348,15 +592,16 @@ async function main() {
   for (const [name, n] of Object.entries(opts)) {
     if (!Number.isInteger(n) || n < (name === 'warmup' ? 0 : 1)) throw new Error(`invalid ${name}: ${n}`);
   }
-  if (selected.length === 0) throw new Error('--scenarios selects none of a,b,c,d,e,f');
+  if (selected.length === 0 && !['f', 'g', 'h'].some((id) => wanted.has(id))) throw new Error('--scenarios selects none of a,b,c,d,e,f,g,h,i');
   const providerVersion = JSON.parse(readFileSync(join(ROOT, 'node_modules/oidc-provider/package.json'), 'utf8')).version;
   console.log(`Sigil ${gitDescribe() ?? ''} vs node-oidc-provider ${providerVersion} on ${HOST}, node ${process.version}, `
     + `${cpus().length} CPUs shared by both servers and autocannon`);
   console.log(`autocannon: ${opts.connections} connections, ${opts.warmup} s warm-up (discarded), ${opts.duration} s measured; `
-    + `Sigil storage: ${values.storage}; oidc-provider: default in-memory adapter (LRU, 1000 entries)`);
+    + `Sigil storage: ${isPostgres(values.storage) ? values.storage.replace(/:[^:@/]*@/, ':***@') : values.storage}; oidc-provider: default in-memory adapter (LRU, 1000 entries)`);
 
   dataDir = mkdtempSync(join(tmpdir(), 'sigil-bench-'));
   const rows = [];
+  let extras = {};
   try {
     for (const alg of ['ES256', 'RS256']) {
       const group = selected.filter((s) => s.alg === alg);
@@ -378,21 +623,25 @@ async function main() {
         for (const s of crashed) console.log(`\n${s.label} exited with code ${s.child.exitCode}. Output:\n${s.child.tail()}`);
       }
     }
+    extras = await measureExtras(wanted, opts);
   } finally {
     cleanup();
+    if (isPostgres(values.storage)) await dropPostgresSchemas(values.storage);
   }
 
   rows.sort((x, y) => x.scenario.id.localeCompare(y.scenario.id));
   printTable(rows);
+  printExtras(extras, rows);
   const file = join(ROOT, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(file, `${JSON.stringify({
     date: new Date().toISOString(), node: process.version, cpus: cpus().map((c) => c.model), git: gitDescribe(),
     oidcProvider: providerVersion, options: { ...opts, storage: values.storage, host: HOST },
     scenarios: rows.map(({ scenario, sigil, provider, ratio }) => ({ ...scenario, sigil, provider, ratio })),
+    ...extras,
   }, null, 2)}\n`);
   console.log(`\nresults written to ${file}`);
-  return rows.some((r) => r.sigil.error || r.provider.error) ? 1 : 0;
+  return rows.some((r) => r.sigil.error || r.provider.error) || extras.defaultConfig?.error ? 1 : 0;
 }
 
 /** Kills every child still running and removes the temp dir (synchronous, for every exit path). */

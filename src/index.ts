@@ -97,8 +97,11 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
   const cfg = resolveConfig(config, options.overrides);
   const redisUrl = options.redisUrl ?? process.env.SIGIL_REDIS_URL;
   options = { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY), ...(redisUrl ? { redisUrl } : {}) };
-  const log = options.logger ?? pino({ level: cfg.logLevel });
-  const store = await openStore(cfg.storage);
+  // Lines are written to stdout asynchronously: those logged while a write is under way go out
+  // together in the next one (one system call for many requests' audit events, instead of one each).
+  // pino writes what is still buffered when the process exits; a SIGKILL may lose the last lines.
+  const log = options.logger ?? pino({ level: cfg.logLevel }, pino.destination({ dest: 1, sync: false }));
+  const store = await openStore(cfg.storage, cfg.accessTokenCache);
   const limiter = new FailureLimiter(
     cfg.rateLimits,
     options.redisUrl ? new RedisFailureCounters(options.redisUrl) : new MemoryFailureCounters(),

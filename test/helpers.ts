@@ -131,17 +131,24 @@ export interface ServerProcess {
 const CLI = resolve(import.meta.dirname, '../dist/cli/main.js');
 
 /**
- * Writes `config` to a temp file and runs `node dist/cli/main.js start --config FILE --port 0`,
+ * Writes `config` to a temp file and runs `node dist/cli/main.js start --config FILE --port PORT`,
  * resolving once it prints `listening on <url>`. The issuer is set to that URL via a fixed port
- * (host `issuerHost`; the process listens on 127.0.0.1).
+ * (host `options.issuerHost`, default 127.0.0.1; the process listens on 127.0.0.1).
+ * `options.dir`: a folder of the caller's holding the SQLite file `sigil.db`, kept on `stop` (to
+ * start again on the same store); `options.args`: more `sigil start` flags (e.g. `--workers 2`).
  */
-export async function startProcess(config: ConfigInput, port: number, issuerHost = '127.0.0.1'): Promise<ServerProcess> {
-  const { dir, cleanup } = tempDir();
+export async function startProcess(
+  config: ConfigInput,
+  port: number,
+  options: { dir?: string; args?: string[]; issuerHost?: string } = {},
+): Promise<ServerProcess> {
+  const issuerHost = options.issuerHost ?? '127.0.0.1';
+  const { dir, cleanup } = options.dir ? { dir: options.dir, cleanup: () => {} } : tempDir();
   const file = join(dir, 'sigil.json');
   // issuerHost: `localhost` for WebAuthn, whose RP ID must be a domain name, not an IP address.
   const issuer = `http://${issuerHost}:${port}`;
   writeFileSync(file, JSON.stringify({ ...config, issuer, storage: `sqlite:${join(dir, 'sigil.db')}` }));
-  const child = spawn(process.execPath, [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1'], {
+  const child = spawn(process.execPath, [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1', ...(options.args ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -166,7 +173,7 @@ export async function startProcess(config: ConfigInput, port: number, issuerHost
     child,
     output: () => out,
     stop: async () => {
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGTERM');
         await exited;

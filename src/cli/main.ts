@@ -2,7 +2,7 @@
 /**
  * The `sigil` command (DESIGN §5): `sigil start` runs the server, `sigil migrate` brings the store's
  * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`). Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL,
- * --metrics-port N; environment: SIGIL_CONFIG, PORT, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
+ * --metrics-port N, --workers N|auto (`sigil start`: N processes on one port, see `workers.ts`); environment: SIGIL_CONFIG, PORT, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
  * Exit codes: 0 success, 1 runtime failure, 2 invalid usage or configuration.
  */
 import { realpathSync } from 'node:fs';
@@ -13,9 +13,10 @@ import { ConfigError, type ConfigOverrides, overridesFromEnv, parsePort, readCon
 import { clientsCommand, keysCommand, usersCommand } from './admin.js';
 import { createSigil } from '../index.js';
 import { openStore } from '../stores/sql.js';
+import { isWorker, parseWorkers, reportListening, runPrimary } from './workers.js';
 
 const DEMO_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '../../examples/sigil.json');
-const USAGE = `usage: sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N]
+const USAGE = `usage: sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N] [--workers N|auto]
        sigil migrate [--config FILE] [--storage URL]
        sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]
        sigil users list | add USERNAME [--subject ID] [--tenant T] [--claims JSON] [--password P | --password-stdin]
@@ -35,6 +36,7 @@ async function main(argv: string[]): Promise<number> {
       issuer: { type: 'string' },
       storage: { type: 'string' },
       'metrics-port': { type: 'string' },
+      workers: { type: 'string' },
       alg: { type: 'string' },
       subject: { type: 'string' },
       tenant: { type: 'string' },
@@ -74,6 +76,17 @@ async function main(argv: string[]): Promise<number> {
     return clientsCommand(cfg, raw, overrides, args, values);
   }
 
+  const workers = parseWorkers(values.workers);
+  if (workers > 1 && !isWorker) {
+    if (resolveConfig(raw, overrides).storage === 'memory')
+      throw new ConfigError(['--workers: "memory" storage lives in one process; use sqlite: or postgres: with more than one worker']);
+    // The store is prepared once, here: migrations and the first signing keys, before any worker.
+    const prepared = await createSigil(raw, { overrides });
+    const cfg = prepared.context.config;
+    await prepared.close();
+    return runPrimary(workers, (address, metricsUrl) => printStart(cfg, configPath, address, workers, metricsUrl));
+  }
+
   const sigil = await createSigil(raw, { overrides });
   const cfg = sigil.context.config;
   const address = await sigil.app.listen({ port: cfg.port, host: cfg.host });
@@ -90,19 +103,27 @@ async function main(argv: string[]): Promise<number> {
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
+  if (isWorker) reportListening(address, metricsUrl);
+  else printStart(cfg, configPath, address, 1, metricsUrl);
+
+  await stopped;
+  return 0;
+}
+
+/** Prints the start lines (DESIGN §5), the last one `listening on <url>`. */
+function printStart(cfg: { issuer: string; clients: { clientId: string }[]; users: { username: string }[] }, configPath: string, address: string, workers: number, metricsUrl: string | null): void {
   const url = new URL(address);
   if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';
   console.log(`sigil: issuer ${cfg.issuer}`);
   console.log(`sigil: discovery ${cfg.issuer}/.well-known/openid-configuration`);
   console.log(`sigil: clients ${cfg.clients.map((c) => c.clientId).join(', ') || '(none)'}`);
   console.log(`sigil: users ${cfg.users.map((u) => u.username).join(', ') || '(none)'}`);
-  console.log(`sigil: metrics ${metricsUrl ? `${metricsUrl}/metrics` : 'off'}`);
+  // With workers, each scrape of the shared metrics port is answered by one worker, for its own requests.
+  console.log(`sigil: metrics ${metricsUrl ? `${metricsUrl}/metrics` : 'off'}${workers > 1 ? ' (per worker)' : ''}`);
+  if (workers > 1) console.log(`sigil: workers ${workers}`);
   if (isDemo(configPath))
     console.log('sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice" (see README)');
   console.log(`sigil: listening on ${url.origin}`);
-
-  await stopped;
-  return 0;
 }
 
 function isDemo(path: string): boolean {

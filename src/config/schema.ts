@@ -552,10 +552,22 @@ export const configSchema = z
         challengesPerAddress: z.number().int().positive().default(300),
       })
       .default({ enabled: false, rpName: 'Sigil', challengeLifetime: 300, challengesPerBrowser: 30, challengesPerAddress: 300 }),
-    /** Removal of expired grants, codes and sessions, by one node at a time. */
+    /**
+     * Access-token lookups (introspection, userinfo) reuse a row this process read less than
+     * `maxAgeMilliseconds` ago: the bound within which a revocation made on another node or process
+     * is seen here (one made through this process is seen at once). 0 reads the store every time.
+     */
+    accessTokenCache: z
+      .strictObject({ maxAgeMilliseconds: z.number().int().min(0).max(60_000).default(1000), maxEntries: z.number().int().min(1).max(1_000_000).default(10_000) })
+      .default({ maxAgeMilliseconds: 1000, maxEntries: 10_000 }),
+    /**
+     * Removal of expired grants, codes and sessions, by one node at a time, every `intervalSeconds`
+     * (each run goes on until none is left, in batches of `batchSize` rows): the store holds what is
+     * alive plus at most about one interval of expired rows.
+     */
     cleanup: z
-      .strictObject({ intervalSeconds: lifetime.default(300), batchSize: lifetime.default(1000) })
-      .default({ intervalSeconds: 300, batchSize: 1000 }),
+      .strictObject({ intervalSeconds: lifetime.default(60), batchSize: lifetime.default(1000) })
+      .default({ intervalSeconds: 60, batchSize: 1000 }),
   })
   .superRefine((cfg, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });

@@ -116,15 +116,21 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
       origins = { version: ctx.clients.version, set: new Set(ctx.clients.all().flatMap((c) => c.allowedCorsOrigins)) };
     return origins.set;
   };
-  await app.register(cors, {
-    delegator: (request, callback) => {
-      const path = (request.url ?? '').split('?')[0] ?? '';
-      const origin = request.headers.origin;
-      const allowed = CORS_PATHS.has(path) && origin !== undefined && allowedOrigins().has(origin);
-      // RFC 9449 §8: a browser client must be able to read the DPoP-Nonce of a response.
-      callback(null, { origin: allowed ? origin : false, methods: ['GET', 'POST'], exposedHeaders: ['DPoP-Nonce', 'WWW-Authenticate'] });
-    },
+  // CORS only on its paths, decided per route at registration: every other route opts out, so
+  // the plugin does no work for it per request, and the options are built once, not per request.
+  app.addHook('onRoute', (route) => {
+    if (!CORS_PATHS.has(route.url)) route.config = { ...route.config, cors: false };
   });
+  await app.register(cors, {
+    origin: (origin, callback) => callback(null, origin !== undefined && allowedOrigins().has(origin) ? origin : false),
+    methods: ['GET', 'POST'],
+    // RFC 9449 §8: a browser client must be able to read the DPoP-Nonce of a response.
+    exposedHeaders: ['DPoP-Nonce', 'WWW-Authenticate'],
+  });
+  // Preflight requests: the plugin's catch-all OPTIONS route has opted out like any other route
+  // (404), so each CORS path answers its own, as the plugin's would.
+  for (const path of CORS_PATHS)
+    app.options(path, (request, reply) => ((request as { corsPreflightEnabled?: boolean }).corsPreflightEnabled ? reply.send() : reply.callNotFound()));
 
   metrics.observe(app);
 

@@ -99,6 +99,11 @@ export class Params {
  * @throws OAuthError `invalid_request`.
  */
 export function formDecode(text: string): string {
+  // Most values (grant types, scopes, client ids) hold no escape: decoding would return them as is.
+  if (!text.includes('%') && !text.includes('+')) {
+    if (text.includes('\u0000')) throw invalidRequest('parameters must not contain NUL');
+    return text;
+  }
   let out: string;
   try {
     out = decodeURIComponent(text.replaceAll('+', ' '));

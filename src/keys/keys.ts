@@ -9,6 +9,7 @@
 import {
   calculateJwkThumbprint,
   CompactEncrypt,
+  CompactSign,
   compactDecrypt,
   createLocalJWKSet,
   exportJWK,
@@ -18,11 +19,12 @@ import {
   type JWK,
   type JWTPayload,
   type JWTVerifyGetKey,
-  SignJWT,
 } from 'jose';
 import type { SigningAlgorithm } from '../config/schema.js';
 import type { KeyStore, StoredKey } from '../stores/types.js';
 import { nowSeconds } from '../tokens/handles.js';
+
+const UTF8 = new TextEncoder();
 
 /** Lifecycle settings, in seconds (config `signingKeys`). */
 export interface KeyPolicy {
@@ -160,7 +162,9 @@ export class KeyRing {
   async sign(payload: JWTPayload, typ: string, alg: string = this.defaultAlgorithm): Promise<string> {
     const key = this.loaded.signers.get(alg);
     if (!key) throw new Error(`no signing key for ${alg}`);
-    return new SignJWT(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ }).sign(key.key);
+    // The claims are Sigil's own plain JSON, so the JWS payload is their JSON text as is: SignJWT
+    // would copy and re-check every claim on each token (a tenth of the signing time for ES256).
+    return new CompactSign(UTF8.encode(JSON.stringify(payload))).setProtectedHeader({ alg: key.alg, kid: key.kid, typ }).sign(key.key);
   }
 
   private async privateKey(k: StoredKey): Promise<CryptoKey> {

@@ -20,6 +20,7 @@ import {
   sql,
 } from 'kysely';
 import pg from 'pg';
+import { GroupCommit } from './group-commit.js';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
@@ -138,12 +139,20 @@ export function parseStorageUrl(url: string): StorageTarget {
   throw new Error(`unsupported storage "${url}": use "sqlite:<file>", "postgres://..." or "memory"`);
 }
 
+/** How much `GrantStore.getRecent` may answer from memory. */
+export interface LookupCacheOptions {
+  /** Longest time a row read is reused, in milliseconds; 0 reads the store every time. */
+  maxAgeMilliseconds: number;
+  /** Most rows kept (the oldest read is dropped first). */
+  maxEntries: number;
+}
+
 /**
  * Opens the store named by `url`, creating the SQLite file's folder if needed, and runs the
- * migrations.
+ * migrations. `lookups`: the bound of `getRecent` (default: no reuse, every read goes to the store).
  * @throws Error when the URL is unsupported or a migration fails.
  */
-export async function openStore(url: string): Promise<Store> {
+export async function openStore(url: string, lookups: LookupCacheOptions = { maxAgeMilliseconds: 0, maxEntries: 0 }): Promise<Store> {
   const target = parseStorageUrl(url);
   const db = target.kind === 'sqlite' ? openSqlite(target.path) : await openPostgres(target);
   // Kysely's migrator takes a lock first (on PostgreSQL an advisory lock), so several nodes may
@@ -157,7 +166,7 @@ export async function openStore(url: string): Promise<Store> {
     await db.destroy();
     throw error instanceof Error ? error : new Error(String(error));
   }
-  return new SqlStore(db);
+  return new SqlStore(db, target.kind, lookups);
 }
 
 /** The schema unqualified names resolve to (the `schema` of the URL, else the search path's). */
@@ -267,14 +276,49 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
+  /** New grant rows, committed in groups (see `group-commit.ts`). */
+  private readonly puts: GroupCommit<GrantsTable>;
+  private putSql: string | undefined;
 
-  constructor(private readonly db: Kysely<Database>) {
+  /** Access-token rows recently read by `getRecent`, with the `performance.now()` of the read's start. */
+  private readonly recent = new Map<string, { row: GrantRecord; at: number }>();
+  /** Counts the changes made through this store, so that a read overtaken by one is not kept. */
+  private generation = 0;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    dialect: StorageTarget['kind'],
+    private readonly lookups: LookupCacheOptions,
+  ) {
     this.logout = new SqlLogoutStore(db as unknown as Kysely<LogoutTables>);
+    this.puts = new GroupCommit((rows) => (dialect === 'postgres' ? this.insertRows(rows) : this.insertInTransaction(rows)));
   }
 
+  /**
+   * Stores a new row durably: resolves once the transaction holding it has committed. Rows put
+   * while another group's commit is in flight are committed together in the next transaction.
+   */
   async put(record: GrantRecord): Promise<void> {
-    const row = toRow(record);
+    await this.puts.add(toRow(record));
+  }
+
+  private async insertOne(row: GrantsTable): Promise<void> {
     await this.run('put', (r: GrantsTable) => this.db.insertInto('grants').values(r), [row], Object.values(row));
+  }
+
+  /** SQLite: the prepared one-row insert, repeated inside one transaction (one WAL commit). */
+  private async insertInTransaction(rows: GrantsTable[]): Promise<void> {
+    const [first] = rows;
+    if (rows.length === 1 && first) return this.insertOne(first);
+    const text = (this.putSql ??= this.db.insertInto('grants').values(first as GrantsTable).compile().sql);
+    await this.db.transaction().execute(async (trx) => {
+      for (const row of rows) await trx.executeQuery(CompiledQuery.raw(text, Object.values(row)));
+    });
+  }
+
+  /** PostgreSQL: one multi-row insert, one statement and one transaction per group. */
+  private async insertRows(rows: GrantsTable[]): Promise<void> {
+    await this.db.insertInto('grants').values(rows).execute();
   }
 
   async putOnce(record: GrantRecord): Promise<boolean> {
@@ -292,7 +336,38 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return row ? toRecord(row) : undefined;
   }
 
+  async getRecent(key: string): Promise<GrantRecord | undefined> {
+    const { maxAgeMilliseconds, maxEntries } = this.lookups;
+    if (maxAgeMilliseconds <= 0) return this.get(key);
+    // The age counts from before the read: a row is never reused later than the bound after the
+    // moment the store was asked, whatever the read's own duration.
+    const started = performance.now();
+    const hit = this.recent.get(key);
+    if (hit && started - hit.at < maxAgeMilliseconds) return hit.row;
+    const generation = this.generation;
+    const row = await this.get(key);
+    this.recent.delete(key);
+    // A change made here while the read was under way may not be in `row`: use it, keep it not.
+    if (row && generation === this.generation && (row.type === 'reference_token' || row.type === 'access_token')) {
+      if (this.recent.size >= maxEntries) {
+        const oldest = this.recent.keys().next();
+        if (!oldest.done) this.recent.delete(oldest.value);
+      }
+      this.recent.set(key, { row, at: started });
+    }
+    return row;
+  }
+
+  /** Drops what `getRecent` remembers of `key`, or of every row of `familyId`. */
+  private forget(key: string | undefined, familyId?: string): void {
+    this.generation++;
+    if (this.recent.size === 0) return;
+    if (key !== undefined) this.recent.delete(key);
+    if (familyId !== undefined) for (const [k, { row }] of this.recent) if (row.familyId === familyId) this.recent.delete(k);
+  }
+
   async consume(key: string, now: number): Promise<boolean> {
+    this.forget(key);
     const result = await this.run(
       'consume',
       (k: string, t: number) =>
@@ -335,6 +410,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async update(key: string, data: Record<string, unknown>, expiresAt: number): Promise<boolean> {
+    this.forget(key);
     const result = await this.db
       .updateTable('grants')
       .set({ data: JSON.stringify(data), expires_at: expiresAt })
@@ -345,6 +421,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>): Promise<boolean> {
+    this.forget(key);
     // `data` is always written by JSON.stringify and read by JSON.parse, so stringifying what was
     // read gives back the stored text exactly: comparing the text compares the data.
     const result = await this.db
@@ -359,6 +436,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async save(record: GrantRecord): Promise<void> {
+    this.forget(record.key);
     const row = toRow(record);
     const { key: _key, ...rest } = row;
     await this.db
@@ -369,6 +447,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async revoke(record: GrantRecord, now: number): Promise<void> {
+    this.forget(record.key);
     await this.db
       .insertInto('grants')
       .values(toRow({ ...record, revokedAt: now }))
@@ -377,6 +456,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async revokeFamily(familyId: string, now: number): Promise<number> {
+    this.forget(undefined, familyId);
     const result = await this.db
       .updateTable('grants')
       .set({ revoked_at: now })

@@ -55,7 +55,10 @@ export interface GrantRecord<D = Record<string, unknown>> {
 
 /** Codes, refresh tokens, reference tokens, JWT revocation marks, consents and device codes. */
 export interface GrantStore {
-  /** Stores a new record. */
+  /**
+   * Stores a new record; resolves once it is committed (puts made at about the same time may share
+   * one transaction: group commit). Rejects, storing nothing, when a record is stored under its key.
+   */
   put(record: GrantRecord): Promise<void>;
   /**
    * Stores a new record unless one is stored under its key, atomically: of concurrent callers with
@@ -64,6 +67,14 @@ export interface GrantStore {
   putOnce(record: GrantRecord): Promise<boolean>;
   /** The record under `key`, whatever its state, or undefined. */
   get(key: string): Promise<GrantRecord | undefined>;
+  /**
+   * As `get`, for access-token lookups (introspection, userinfo): a `reference_token` or
+   * `access_token` row read by this process less than the store's lookup bound ago (config
+   * `accessTokenCache.maxAgeMilliseconds`) may be answered from memory. A change made through this
+   * process (revoke, revokeFamily, update, ...) is seen at once; one made by another process or
+   * node is seen once the bound has passed. The record returned must not be modified.
+   */
+  getRecent(key: string): Promise<GrantRecord | undefined>;
   /**
    * Marks a single-use record consumed, atomically: of concurrent callers exactly one gets true,
    * and only while the record is neither consumed, revoked nor expired at `now`.

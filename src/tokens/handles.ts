@@ -2,7 +2,7 @@
  * Random handles and their stored form (DESIGN §3): handles are 256-bit random values in
  * base64url; the store only ever sees their SHA-256.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * Random bytes from the CSPRNG, drawn 4 KiB at a time: one `randomBytes` call per ~100 handles
@@ -32,12 +32,13 @@ export function newId(): string {
 
 /** The key a handle is stored under: SHA-256 of its UTF-8 bytes, base64url. */
 export function hashHandle(handle: string): string {
-  return createHash('sha256').update(handle, 'utf8').digest('base64url');
+  // crypto.hash: one call, no Hash object per digest (these run several times per request).
+  return hash('sha256', handle, 'base64url');
 }
 
 /** SHA-256 digest of a UTF-8 string, as raw bytes. */
 export function sha256(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
+  return hash('sha256', value, 'buffer');
 }
 
 /**

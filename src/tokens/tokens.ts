@@ -334,12 +334,12 @@ export class TokenService {
         if (err instanceof joseErrors.JOSEError || err instanceof TypeError) return undefined;
         throw err;
       }
-      const mark = await this.grants.get(hashHandle(String(payload.jti)));
+      const mark = await this.grants.getRecent(hashHandle(String(payload.jti)));
       if (mark && (mark.revokedAt !== null || mark.type !== 'access_token')) return undefined;
       const claims = payload as ValidAccessToken['claims'];
       return mark ? { format: 'jwt', claims, familyId: mark.familyId, ...userinfoClaimsOf(mark.data) } : { format: 'jwt', claims };
     }
-    const row = await this.grants.get(hashHandle(token));
+    const row = await this.grants.getRecent(hashHandle(token));
     if (!row || row.type !== 'reference_token' || row.revokedAt !== null || row.expiresAt <= now) return undefined;
     const data = row.data as { claims: ValidAccessToken['claims'] };
     return { format: 'reference', claims: data.claims, familyId: row.familyId, ...userinfoClaimsOf(row.data) };

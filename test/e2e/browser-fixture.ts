@@ -130,7 +130,7 @@ export interface BrowserFixture {
  */
 export async function startBrowserFixture(config: (cb: string) => ConfigInput = browserConfig, issuerHost?: string): Promise<BrowserFixture> {
   const cb = await new CallbackServer().start();
-  const [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess(config(cb.url), port, issuerHost))]);
+  const [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess(config(cb.url), port, issuerHost === undefined ? {} : { issuerHost }))]);
   return {
     browser,
     sigil,

@@ -158,6 +158,24 @@ describe.each(backends)('store contract on $name', (backend) => {
       expect((await store.grants.get(r.key))?.clientId).toBe('client-a');
     });
 
+    it('300 concurrent puts (committed in groups), one of them a duplicate key: each put settles after its own row is readable, only the duplicate fails', async () => {
+      const taken = record();
+      await store.grants.put(taken);
+      const fresh = Array.from({ length: 300 }, () => record());
+      const outcomes = await Promise.allSettled([
+        ...fresh.slice(0, 150).map((r) => store.grants.put(r).then(() => other.grants.get(r.key))),
+        store.grants.put({ ...taken, clientId: 'intruder' }),
+        ...fresh.slice(150).map((r) => store.grants.put(r).then(() => other.grants.get(r.key))),
+      ]);
+      expect(outcomes.filter((o) => o.status === 'rejected')).toHaveLength(1);
+      expect(outcomes[150]?.status).toBe('rejected');
+      for (const [i, r] of fresh.entries()) {
+        const outcome = outcomes[i < 150 ? i : i + 1];
+        expect(outcome?.status === 'fulfilled' ? (outcome.value as GrantRecord | undefined)?.key : undefined).toBe(r.key);
+      }
+      expect((await store.grants.get(taken.key))?.clientId).toBe('client-a');
+    });
+
     it('consume succeeds once, records the time, then refuses', async () => {
       const r = record({ type: 'authorization_code' });
       await store.grants.put(r);

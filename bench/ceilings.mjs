@@ -1,0 +1,55 @@
+// The ceilings a Sigil figure is measured against, each in a process of its own (one core):
+//
+//   node bench/ceilings.mjs sign --alg ES256 --seconds 3   prints {"alg":"ES256","perSecond":N}: jose compact JWS signatures
+//                                                          of a typical access-token payload, one after another
+//   node bench/ceilings.mjs fastify --port N               a bare Fastify server: POST /token with a form body answers
+//                                                          a small JSON object; prints "listening on <url>"
+import { parseArgs } from 'node:util';
+import Fastify from 'fastify';
+import { CompactSign, generateKeyPair } from 'jose';
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { alg: { type: 'string', default: 'ES256' }, seconds: { type: 'string', default: '3' }, port: { type: 'string', default: '0' } },
+});
+
+/** Signs the same kind of payload Sigil signs for `client_credentials`, as fast as one core allows. */
+async function signRate(alg, seconds) {
+  const { privateKey } = await generateKeyPair(alg, { modulusLength: 2048 });
+  const encoder = new TextEncoder();
+  const payload = (n) => encoder.encode(JSON.stringify({
+    iss: 'http://127.0.0.1:5000', exp: 1_900_000_000, iat: 1_800_000_000, nbf: 1_800_000_000, aud: 'api1',
+    sub: 'bench-jwt', client_id: 'bench-jwt', jti: `jti-${n}`, scope: 'api1',
+  }));
+  const sign = (n) => new CompactSign(payload(n)).setProtectedHeader({ alg, kid: 'k1', typ: 'at+jwt' }).sign(privateKey);
+  for (let i = 0; i < 200; i++) await sign(i); // warm-up
+  const end = performance.now() + seconds * 1000;
+  let n = 0;
+  const start = performance.now();
+  while (performance.now() < end) await sign(n++);
+  return n / ((performance.now() - start) / 1000);
+}
+
+/** A Fastify server doing only what every token request needs: parse a form, answer JSON. */
+async function bareFastify(port) {
+  const app = Fastify();
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
+    done(null, Object.fromEntries(new URLSearchParams(body))));
+  app.post('/token', async (request, reply) =>
+    reply.header('cache-control', 'no-store').send({ access_token: 'x'.repeat(40), token_type: 'Bearer', expires_in: 3600, scope: request.body.scope }));
+  const address = await app.listen({ port, host: '127.0.0.1' });
+  console.log(`listening on ${address}`);
+  const stop = () => void app.close().then(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+if (positionals[0] === 'sign') {
+  const alg = values.alg;
+  console.log(JSON.stringify({ alg, perSecond: await signRate(alg, Number(values.seconds)) }));
+} else if (positionals[0] === 'fastify') {
+  await bareFastify(Number(values.port));
+} else {
+  console.error('usage: node bench/ceilings.mjs sign --alg ALG --seconds S | fastify --port N');
+  process.exitCode = 2;
+}
