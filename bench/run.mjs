@@ -413,7 +413,7 @@ async function measureSustained(opts) {
     ...config, clients: config.clients.map((c) => (c.clientId === 'bench-ref' ? { ...c, accessTokenLifetime: 60 } : c)),
   }));
   try {
-    const req = tokenRequest(server, 'bench-ref');
+    const req = tokenRequest(server, SCENARIOS.find((s) => s.id === 'c'));
     const r = await autocannon({ url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections, duration: seconds });
     const { default: SQLite } = await import('better-sqlite3');
     const db = new SQLite(server.file, { readonly: true });
@@ -478,7 +478,7 @@ async function measureExtras(wanted, opts) {
       process.stdout.write(`g. ${workers} worker(s), default config, ES256 JWTs...`);
       const server = await startDefaultSigil(workers);
       try {
-        const req = tokenRequest(server, 'bench-jwt');
+        const req = tokenRequest(server, SCENARIOS.find((s) => s.id === 'a'));
         const base = { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections };
         if (opts.warmup > 0) await autocannon({ ...base, duration: opts.warmup });
         const before = treeCpuSeconds(server.child.pid);
