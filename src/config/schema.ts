@@ -130,7 +130,7 @@ interface ProfiledSettings {
  * confidential clients only), `implicit`/`hybrid` (§5.3.2.2: `response_type=code` only) or
  * `password` grants (RFC 9700 §2.4), PKCE off or plain (§5.3.2.2: S256), access tokens from the
  * authorization endpoint, a code lifetime over 60 s (§5.3.2.1), an authentication method other
- * than `private_key_jwt` (§5.3.2.1; mTLS is not implemented), assertion algorithms outside
+ * than `private_key_jwt` (§5.3.2.1; mTLS comes in a later step), assertion algorithms outside
  * PS256/ES256/EdDSA (§5.4.1), PAR or DPoP switched off (§5.3.2.2, §5.3.2.1: sender-constrained tokens).
  * @returns the contradictions, empty for a conforming (or non-`fapi2`) client.
  */
