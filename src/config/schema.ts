@@ -408,6 +408,12 @@ const pendingLimits = z.strictObject({
   deviceAuthorizationsPerAddress: z.number().int().positive().default(30),
   /** Device authorizations one client may start per window, from all addresses together. */
   deviceAuthorizationsPerClient: z.number().int().positive().default(1000),
+  /**
+   * DPoP proofs of public clients one address (an IPv6 /64) may send to the token endpoint per
+   * window: each proof's `jti` is a stored row (RFC 9449 §11.1) and a public client's `client_id`
+   * authenticates nobody. Confidential clients' proofs are not counted.
+   */
+  dpopProofsPerAddress: z.number().int().positive().default(600),
 });
 
 /** Default `pendingLimits`. */
@@ -417,6 +423,7 @@ export const PENDING_LIMITS_DEFAULTS = {
   interactionsPerAddress: 300,
   deviceAuthorizationsPerAddress: 30,
   deviceAuthorizationsPerClient: 1000,
+  dpopProofsPerAddress: 600,
 };
 
 /** Default `dpop` settings. */

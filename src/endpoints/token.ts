@@ -10,6 +10,7 @@ import { credentialSource, formBody, headerValues, noStore, sendOAuthError } fro
 import { nowSeconds } from '../tokens/handles.js';
 import { authenticateClient, findCredentials } from '../validation/client-auth.js';
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
+import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
 
 /** Registers `/connect/token`. Every method reaches it; anything but a form POST is `invalid_request`. */
 export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
@@ -31,7 +32,15 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
         grantType = params.get('grant_type');
         const handler = ctx.grantTypes.resolve(grantType, client);
         const now = nowSeconds();
-        const dpop = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: 'POST', url: `${ctx.issuer}/connect/token` }, now, {
+        const proofs = headerValues(request, 'dpop');
+        // A public client's proofs come from anyone who knows its client_id, and each proof's jti
+        // is stored until it is too old: count them per address (OWASP API4:2023).
+        if (client.isPublic && proofs.length > 0) {
+          const limits = ctx.config.pendingLimits;
+          const key = `dpop:address:${addressQuotaKey(request.ip)}`;
+          await takeQuota(ctx.limiter.counters, [{ key, limit: limits.dpopProofsPerAddress }], limits.windowSeconds);
+        }
+        const dpop = await ctx.dpop.verify(proofs, { method: 'POST', url: `${ctx.issuer}/connect/token` }, now, {
           nonce: true,
           ...dpopAlgorithmsFor(client),
         });

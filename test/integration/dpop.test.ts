@@ -342,3 +342,45 @@ describe('dpop_jkt binds the authorization code (RFC 9449 §10)', () => {
     expectClientError(step, 'invalid_request', { state: 'st' });
   });
 });
+
+describe("public clients' DPoP proofs are counted per address (each proof's jti is a stored row)", () => {
+  let sigil: TestSigil;
+  let key: ProofKey;
+  beforeAll(async () => {
+    sigil = await startSigil({
+      pendingLimits: { dpopProofsPerAddress: 3 },
+      clients: [
+        { clientId: 'm2m', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] },
+        { clientId: 'spa', requireClientSecret: false, allowedGrantTypes: ['password'], allowedScopes: ['api1'] },
+      ],
+    });
+    key = await proofKey();
+  });
+  afterAll(async () => sigil?.close());
+
+  const from = (address: string, params: Record<string, string>, auth: BasicCredentials | undefined, dpop: string) =>
+    sigil.app.inject({
+      method: 'POST',
+      url: '/connect/token',
+      remoteAddress: address,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        dpop,
+        ...(auth ? { authorization: `Basic ${Buffer.from(`${auth[0]}:${auth[1]}`).toString('base64')}` } : {}),
+      },
+      payload: new URLSearchParams(params).toString(),
+    });
+  const guess = { grant_type: 'password', client_id: 'spa', username: 'alice', password: 'wrong', scope: 'api1' };
+
+  it('past the quota one address gets 429 and stores no proof; another address and confidential clients go on', async () => {
+    for (let i = 0; i < 3; i++) expectError(await from('198.51.100.7', guess, undefined, await proof(key, TOKEN_URL)), 'invalid_grant');
+    const refused = await from('198.51.100.7', guess, undefined, await proof(key, TOKEN_URL));
+    expectError(refused, 'temporarily_unavailable', 429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    expectError(await from('203.0.113.9', guess, undefined, await proof(key, TOKEN_URL)), 'invalid_grant');
+    for (let i = 0; i < 4; i++) {
+      const res = await from('198.51.100.7', { grant_type: 'client_credentials', scope: 'api1' }, M2M, await proof(key, TOKEN_URL));
+      expect(res.statusCode, res.body).toBe(200);
+    }
+  });
+});
