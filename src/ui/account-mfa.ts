@@ -31,6 +31,7 @@ import { denyToClient, queryString, single } from './account.js';
 import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
 import { securityKeyStep } from './passkeys.js';
+import { limiterAllows } from './attempts.js';
 
 const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
 <h1><%= it.t.mfaTitle %></h1>
@@ -140,13 +141,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     }
     const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
     const attempt = mfaAttempt(request.ip, subjectId);
-    try {
-      await ctx.limiter.before(attempt);
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-      reply.headers(err.headers);
-      return mfaPage(ctx, request, reply, id, 'tooManyAttempts', 429);
-    }
+    if (!(await limiterAllows(ctx, reply, attempt))) return mfaPage(ctx, request, reply, id, 'tooManyAttempts', 429);
     const kind = await verifySecondFactor(ctx.mfa, subjectId, single(body, 'code') ?? '', nowSeconds());
     if (!kind) {
       await ctx.limiter.failed(attempt);
@@ -182,13 +177,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const enrollment = await ctx.mfa.enrollment(browser, subjectId);
     if (!enrollment) return expiredPage(ctx, request, reply);
     const attempt = mfaAttempt(request.ip, subjectId);
-    try {
-      await ctx.limiter.before(attempt);
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-      reply.headers(err.headers);
-      return totpPage(ctx, request, reply, who, id, enrollment.secret, 'tooManyAttempts', 429);
-    }
+    if (!(await limiterAllows(ctx, reply, attempt))) return totpPage(ctx, request, reply, who, id, enrollment.secret, 'tooManyAttempts', 429);
     const now = nowSeconds();
     const code = normaliseTotpCode(single(body, 'code') ?? '');
     const step = code === undefined ? undefined : totpStep(await openTotpSecret(enrollment.secret, ctx.mfa.dataKey), code, now);

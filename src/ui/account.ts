@@ -20,6 +20,7 @@ import { checkCsrf } from './csrf.js';
 import { answerDevice } from './device.js';
 import { secondStepAfterPassword } from './account-mfa.js';
 import type { User } from '../users/users.js';
+import { limiterAllows } from './attempts.js';
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
@@ -50,13 +51,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const password = single(body, 'password') ?? '';
     const tenant = interaction ? parseAcrValues(interaction.params.acr_values).tenant : null;
     const attempt = userAttempt(request.ip, tenant, username);
-    try {
-      await ctx.limiter.before(attempt);
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-      reply.headers(err.headers);
-      return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
-    }
+    if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
     const user = username.length > 0 && username.length <= 100 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
     if (!user || !user.isActive) {
       await ctx.limiter.failed(attempt);

@@ -18,6 +18,7 @@ import type { CredentialAttempt } from '../validation/failure-limiter.js';
 import { formatUserCode, normalizeUserCode } from '../validation/user-code.js';
 import { queryString, single } from './account.js';
 import { checkCsrf } from './csrf.js';
+import { limiterAllows } from './attempts.js';
 
 /** Registers `/device` (GET shows, POST takes the code) and `/device/resume`. */
 export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
@@ -37,13 +38,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     // RFC 8628 §5.1: user codes are limited per address (and per browser), never globally.
     const attempt: CredentialAttempt = { address: request.ip, identity: 'user-code', identityWide: false, extraKeys: [`device:browser:${browser}`] };
     const typed = single(body, 'userCode') ?? '';
-    try {
-      await ctx.limiter.before(attempt);
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-      reply.headers(err.headers);
-      return devicePage(ctx, request, reply, '', 'tooManyAttempts', 429);
-    }
+    if (!(await limiterAllows(ctx, reply, attempt))) return devicePage(ctx, request, reply, '', 'tooManyAttempts', 429);
     const code = normalizeUserCode(typed);
     const found = code ? await pendingDevice(ctx, userCodeKey(code)) : undefined;
     if (!code || !found) {

@@ -44,6 +44,7 @@ import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
 import { finishSignIn, loginPage, single } from './account.js';
 import { checkCsrf } from './csrf.js';
 import { PASSKEYS_SCRIPT } from './passkeys-pages.js';
+import { limiterAllows } from './attempts.js';
 
 /** A session may add or remove credentials this many seconds after its sign-in (OWASP ASVS 5.0 V6.2: re-authentication). */
 export const REAUTH_SECONDS = 300;
@@ -294,13 +295,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const response = parseResponse(body);
     if (response === undefined) return loginPage(ctx, request, reply, id, interaction, '', 'passkeyNeedsScript', 400);
     const attempt = passkeyAttempt(request.ip);
-    try {
-      await ctx.limiter.before(attempt);
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-      reply.headers(err.headers);
-      return loginPage(ctx, request, reply, id, interaction, '', 'tooManyAttempts', 429);
-    }
+    if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, '', 'tooManyAttempts', 429);
     const failed = async (reason: string, subjectId?: string) => {
       await ctx.limiter.failed(attempt);
       const common = { endpoint: 'login', remoteAddress: request.ip, ...(subjectId ? { subjectId } : {}), ...(interaction ? { clientId: interaction.params.client_id } : {}) };
@@ -361,13 +356,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const response = parseResponse(body);
     if (response === undefined) return stepPage(ctx, request, reply, pending, lang, ctx.pages.text(lang, 'passkeyNeedsScript'), 400);
     const attempt = userAttempt(request.ip, pending.tenant, pending.username);
-    try {
-      await ctx.limiter.before(attempt);
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-      reply.headers(err.headers);
-      return stepPage(ctx, request, reply, pending, lang, ctx.pages.text(lang, 'tooManyAttempts'), 429);
-    }
+    if (!(await limiterAllows(ctx, reply, attempt))) return stepPage(ctx, request, reply, pending, lang, ctx.pages.text(lang, 'tooManyAttempts'), 429);
     let use;
     try {
       use = await ctx.webauthn.authenticate('second-factor', response, pending.browser, pending.subjectId);

@@ -1,0 +1,27 @@
+/**
+ * The failure limits (src/validation/failure-limiter.ts) as the sign-in pages meet them: before a
+ * credential is checked on a page (password, one-time code, user code, passkey, security key),
+ * the limiter may refuse; the page then answers with its own HTML and status 429.
+ */
+import type { FastifyReply } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { OAuthError } from '../errors.js';
+import type { CredentialAttempt } from '../validation/failure-limiter.js';
+
+/**
+ * Runs `ctx.limiter.before(attempt)` (which may wait the identity-wide slow-down).
+ * @returns true when the check may go on; false when the address or the identity and address
+ *   pair is blocked: `Retry-After` (seconds) is then set on `reply`, and the caller renders its
+ *   page with status 429 (OWASP ASVS 5.0 V6.3.1, RFC 6585 §4).
+ * @throws whatever else the limiter throws (a counter store that fails).
+ */
+export async function limiterAllows(ctx: SigilContext, reply: FastifyReply, attempt: CredentialAttempt): Promise<boolean> {
+  try {
+    await ctx.limiter.before(attempt);
+    return true;
+  } catch (err) {
+    if (!(err instanceof OAuthError) || err.status !== 429) throw err;
+    reply.headers(err.headers);
+    return false;
+  }
+}
