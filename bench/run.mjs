@@ -2,7 +2,8 @@
 //
 //   node bench/run.mjs [--storage sqlite|memory|postgres://...] [--scenarios a,b,c,d,e,f,g,i[,h]]     (npm run bench -- ...)
 //   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32),
-//        BENCH_SUSTAINED (s, default 300: scenario h, not run unless named)
+//        BENCH_SUSTAINED (s, default 300: scenario h, not run unless named),
+//        BENCH_CPU_PROF (a directory: Sigil runs with --cpu-prof there; summarise with bench/profile-top.mjs)
 //
 // See bench/README.md for what is measured and how to read the ratios.
 import { execFileSync, spawn } from 'node:child_process';
@@ -23,6 +24,8 @@ const API = { id: 'api1', secret: 'api1-secret' };
 const STARTUP_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 5_000;
 const FETCH_TIMEOUT_MS = 10_000;
+/** Node options for Sigil's processes: a CPU profile per process when BENCH_CPU_PROF names a directory. */
+const SIGIL_NODE_ARGS = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
 
 const SCENARIOS = [
   { id: 'a', name: 'client_credentials -> JWT ES256', alg: 'ES256', kind: 'token', client: 'bench-jwt' },
@@ -149,7 +152,7 @@ async function startServers(alg, storage, dataDir) {
   const configFile = join(dataDir, `sigil.${alg.toLowerCase()}.json`);
   writeFileSync(configFile, JSON.stringify(config));
   const [sigil, provider] = await Promise.all([
-    startChild(`Sigil (${alg})`, ['dist/cli/main.js', 'start', '--config', configFile,
+    startChild(`Sigil (${alg})`, [...SIGIL_NODE_ARGS, 'dist/cli/main.js', 'start', '--config', configFile,
       '--port', String(sigilPort), '--host', HOST, '--issuer', sigilBase, '--storage', storageUrl], env),
     startChild(`node-oidc-provider (${alg})`, ['bench/oidc-provider-server.mjs', '--port', String(providerPort), '--alg', alg,
       '--client-jwk', JSON.stringify(KEYS.client.jwk)]),
@@ -370,7 +373,7 @@ async function startDefaultSigil(workers, edit = (config) => config) {
   writeFileSync(file, JSON.stringify(config));
   const port = await freePort();
   const base = `http://${HOST}:${port}`;
-  const child = await startLoggingToFile(`Sigil (default config, ${workers} worker${workers > 1 ? 's' : ''})`, ['dist/cli/main.js', 'start', '--config', file,
+  const child = await startLoggingToFile(`Sigil (default config, ${workers} worker${workers > 1 ? 's' : ''})`, [...SIGIL_NODE_ARGS, 'dist/cli/main.js', 'start', '--config', file,
     '--port', String(port), '--host', HOST, '--issuer', base, '--storage', `sqlite:${join(dataDir, `sigil-default-${workers}.db`)}`,
     ...(workers > 1 ? ['--workers', String(workers)] : [])], join(dataDir, `sigil-default-${workers}.log`));
   return { ...SERVERS.sigil, base, child, storage: 'SQLite (default config)', file: join(dataDir, `sigil-default-${workers}.db`) };

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
-import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
+import { hashHandle, newFamilyId, newHandle, nowSeconds } from '../tokens/handles.js';
 import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
 import { ACR_MFA, achievedAcr, acrMeets, attainableAcrs, requestsMfa } from '../users/acr.js';
 import { sessionHasMfa } from '../mfa/factors.js';
@@ -277,7 +277,7 @@ async function toPage(
 async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject, scopes: string[]): Promise<Record<string, string>> {
   const now = nowSeconds();
   const parts = req.responseType.split(' ');
-  const familyId = newId();
+  const familyId = newFamilyId();
   const fields: Record<string, string> = {};
   const client = req.client;
   // Without a consent page in the way, the client's allowed identity scopes bound what a claims

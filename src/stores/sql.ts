@@ -180,6 +180,11 @@ function openSqlite(path: string): Kysely<Database> {
   const sqlite = new SQLite(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
+  // Checkpoint the WAL back into the database every 4,000 pages (16 MB with 4 KB pages) instead
+  // of SQLite's 1,000: grant keys are random, so each commit touches scattered index pages, and
+  // fewer, larger checkpoints write each of those pages back once for many commits (issue 13:
+  // about 20% less CPU per inserted grant in batches of 20). The WAL stays bounded by this size.
+  sqlite.pragma('wal_autocheckpoint = 4000');
   sqlite.pragma('busy_timeout = 5000');
   return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
 }

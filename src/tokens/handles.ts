@@ -30,6 +30,17 @@ export function newId(): string {
   return randomSlice(16).toString('base64url');
 }
 
+/**
+ * A new grant family id: the issuing millisecond as 12 hex digits, then 10 random bytes in
+ * base64url (26 characters). Ids of one period sort together, so a burst of new families adds to
+ * the end of the family index instead of dirtying a random page of it per row: in a batch of 20
+ * SQLite inserts this cuts the write work per row by about a third (issue 13). The family id is
+ * never sent to a client, so its time prefix tells nobody anything.
+ */
+export function newFamilyId(): string {
+  return Date.now().toString(16).padStart(12, '0') + randomSlice(10).toString('base64url');
+}
+
 /** The key a handle is stored under: SHA-256 of its UTF-8 bytes, base64url. */
 export function hashHandle(handle: string): string {
   // crypto.hash: one call, no Hash object per digest (these run several times per request).

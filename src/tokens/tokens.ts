@@ -11,7 +11,7 @@ import type { KeyRing } from '../keys/keys.js';
 import type { RequestedClaims } from '../validation/claims-parameter.js';
 import type { Client } from '../validation/client-auth.js';
 import { OFFLINE_ACCESS, type Resources } from '../validation/scopes.js';
-import { hashHandle, newHandle, newId, nowSeconds } from './handles.js';
+import { hashHandle, newFamilyId, newHandle, newId, nowSeconds } from './handles.js';
 import { type GrantStore, newGrantRecord } from '../stores/types.js';
 
 /** The authenticated user a token is issued for. */
@@ -152,7 +152,7 @@ export class TokenService {
   async issue(req: Issuance): Promise<TokenResponse> {
     const now = nowSeconds();
     const { client, scopes, subject } = req;
-    const familyId = req.familyId ?? newId();
+    const familyId = req.familyId ?? newFamilyId();
     const accessToken = await this.accessToken(req, familyId, now);
     const response: TokenResponse = {
       access_token: accessToken,
