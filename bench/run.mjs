@@ -1,7 +1,7 @@
 // Side-by-side throughput benchmark: Sigil against node-oidc-provider on loopback, same run, same machine.
 //
 //   node bench/run.mjs [--storage sqlite|memory|postgres://...] [--scenarios a,b,c,d,e,f,g,i[,h]]     (npm run bench -- ...)
-//   env: BENCH_DURATION (s, default 10), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32),
+//   env: BENCH_DURATION (s, default 10), BENCH_ROUNDS (default 5), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32),
 //        BENCH_SUSTAINED (s, default 300: scenario h, not run unless named),
 //        BENCH_CPU_PROF (a directory: Sigil runs with --cpu-prof there; summarise with bench/profile-top.mjs)
 //
@@ -31,6 +31,8 @@ const SCENARIOS = [
   { id: 'a', name: 'client_credentials -> JWT ES256', alg: 'ES256', kind: 'token', client: 'bench-jwt' },
   { id: 'b', name: 'client_credentials -> JWT RS256', alg: 'RS256', kind: 'token', client: 'bench-jwt' },
   { id: 'c', name: 'client_credentials -> reference', alg: 'ES256', kind: 'token', client: 'bench-ref' },
+  // a as `npm start` runs Sigil: its default config (info-level audit events on stdout, to a file).
+  { id: 'f', name: 'client_credentials -> JWT ES256, Sigil default config', alg: 'ES256', kind: 'token', client: 'bench-jwt', defaultConfig: true },
   { id: 'd', name: 'introspection of reference token', alg: 'ES256', kind: 'introspect', client: 'bench-ref' },
   {
     id: 'e', name: 'introspection of JWT (ES256)', alg: 'ES256', kind: 'introspect', client: 'bench-jwt',
@@ -250,52 +252,83 @@ const evidence = (req, res) => ({
 });
 
 /**
- * Measures one scenario against one server: a probe request, a discarded warm-up, then the measured
- * autocannon run. Returns req/s, p50/p99 latency (ms) and counts; `error` is set when anything but a
- * good 2xx answer was seen.
+ * Gets one server ready for a scenario: builds the request, sends one probe and checks its answer.
+ * Returns `{ req }`, or `{ result }` when the server is not measured (skipped, or the probe failed).
  */
-async function measure(server, scenario, opts) {
+async function prepare(server, scenario, isSigil) {
   let req;
   try {
     req = await scenarioRequest(server, scenario);
   } catch (err) {
-    return { error: `${err.message}: ${err.cause?.message ?? ''}`.trim(), ...(err.request ? evidence(err.request, err.response) : {}) };
+    return { result: { error: `${err.message}: ${err.cause?.message ?? ''}`.trim(), ...(err.request ? evidence(err.request, err.response) : {}) } };
   }
   const probe = await send(req).catch((err) => ({ status: 0, body: String(err.cause ?? err) }));
-  const reason = scenario.unsupported?.[server === opts.servers.sigil ? 'sigil' : 'provider'];
-  if (reason) return { skipped: reason, probe: `${probe.status} ${probe.body}` };
-  if (probe.status < 200 || probe.status > 299 || !req.verify(probe.body)) {
-    return { error: 'probe request failed', ...evidence(req, probe) };
-  }
+  const reason = scenario.unsupported?.[isSigil ? 'sigil' : 'provider'];
+  if (reason) return { result: { skipped: reason, probe: `${probe.status} ${probe.body}` } };
+  if (probe.status < 200 || probe.status > 299 || !req.verify(probe.body)) return { result: { error: 'probe request failed', ...evidence(req, probe) } };
   const problem = tokenProblem(scenario, probe.body);
-  if (problem) return { error: `probe: ${problem}`, ...evidence(req, probe) };
+  if (problem) return { result: { error: `probe: ${problem}`, ...evidence(req, probe) } };
+  return { req };
+}
 
-  const base = req.fresh
-    ? {
-        url: req.url, connections: opts.connections,
-        requests: [{ method: 'POST', path: new URL(req.url).pathname, setupRequest: (r) => ({ ...r, ...req.fresh() }) }],
-      }
+/** autocannon options repeating `req` (built anew per request for a `fresh` one, scenario i). */
+function loadOptions(req, opts) {
+  return req.fresh
+    ? { url: req.url, connections: opts.connections, requests: [{ method: 'POST', path: new URL(req.url).pathname, setupRequest: (r) => ({ ...r, ...req.fresh() }) }] }
     : { url: req.url, method: 'POST', headers: req.headers, body: req.body, connections: opts.connections };
-  if (opts.warmup > 0) await autocannon({ ...base, duration: opts.warmup });
-  let badBody;
-  const r = await autocannon({
-    ...base,
-    duration: opts.duration,
-    verifyBody: (body) => req.verify(body) || ((badBody ??= body), false),
-  });
-  const result = {
-    rps: r.requests.average, total: r.requests.total, p50: r.latency.p50, p99: r.latency.p99,
-    non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, mismatches: r.mismatches, statusCodes: r.statusCodeStats,
-  };
-  if (r.non2xx || r.errors || r.mismatches) {
-    const last = await send(req).catch((err) => ({ status: 0, body: String(err.cause ?? err) }));
-    Object.assign(result, {
-      error: `${r.non2xx} non-2xx (status counts ${JSON.stringify(r.statusCodeStats)}), ${r.errors} connection errors `
-        + `(${r.timeouts} timeouts), ${r.mismatches} unexpected bodies`,
-      firstBadBody: badBody, retried: true, ...evidence(req, last),
-    });
+}
+
+/**
+ * Measures one scenario on Sigil and on node-oidc-provider, interleaved: after a probe and a
+ * discarded warm-up of each, `opts.rounds` rounds each load Sigil, then the provider, for
+ * duration / rounds seconds, so that a slow spell of the shared machine falls on both. Per server:
+ * req/s over all rounds, p50 (mean of the rounds') and p99 (the worst round's) in ms, and the CPU
+ * time of its process tree during its rounds (from /proc), as requests per CPU-second. `error` is
+ * set when anything but a good 2xx answer was seen.
+ */
+async function measurePair(sigilServer, providerServer, scenario, opts) {
+  const sides = [
+    { server: sigilServer, ...(await prepare(sigilServer, scenario, true)) },
+    { server: providerServer, ...(await prepare(providerServer, scenario, false)) },
+  ];
+  const live = sides.filter((side) => side.req);
+  for (const side of live) {
+    side.rounds = [];
+    side.cpuSeconds = 0;
+    if (opts.warmup > 0) await autocannon({ ...loadOptions(side.req, opts), duration: opts.warmup });
   }
-  return result;
+  for (let round = 0; round < opts.rounds; round++) {
+    for (const side of live) {
+      const before = treeCpuSeconds(side.server.child.pid);
+      side.rounds.push(await autocannon({
+        ...loadOptions(side.req, opts),
+        duration: opts.duration / opts.rounds,
+        verifyBody: (body) => side.req.verify(body) || ((side.badBody ??= body), false),
+      }));
+      side.cpuSeconds += treeCpuSeconds(side.server.child.pid) - before;
+    }
+  }
+  for (const side of live) {
+    const sum = (key) => side.rounds.reduce((total, r) => total + r[key], 0);
+    const total = side.rounds.reduce((n, r) => n + r.requests.total, 0);
+    const result = {
+      rps: total / opts.duration, total,
+      p50: side.rounds.reduce((n, r) => n + r.latency.p50, 0) / side.rounds.length,
+      p99: Math.max(...side.rounds.map((r) => r.latency.p99)),
+      cpuSeconds: side.cpuSeconds, perCpuSecond: side.cpuSeconds > 0 ? total / side.cpuSeconds : undefined,
+      non2xx: sum('non2xx'), errors: sum('errors'), timeouts: sum('timeouts'), mismatches: sum('mismatches'),
+    };
+    if (result.non2xx || result.errors || result.mismatches) {
+      const last = await send(side.req).catch((err) => ({ status: 0, body: String(err.cause ?? err) }));
+      Object.assign(result, {
+        error: `${result.non2xx} non-2xx, ${result.errors} connection errors (${result.timeouts} timeouts), ${result.mismatches} unexpected bodies`,
+        firstBadBody: side.badBody, retried: true, ...evidence(side.req, last),
+      });
+    }
+    side.result = result;
+  }
+  const [sigil, provider] = sides.map((side) => side.result);
+  return { sigil, provider };
 }
 
 const fmt = (n, digits = 0) => (typeof n === 'number' ? n.toFixed(digits) : '-');
@@ -303,11 +336,11 @@ const ratioOf = (s, p) => (s?.rps && p?.rps && !s.error && !p.error ? s.rps / p.
 
 /** Prints the results table and the errors / notes under it. */
 function printTable(rows) {
-  const head = ['scenario', 'Sigil req/s', 'p50 ms', 'p99 ms', 'provider req/s', 'p50 ms', 'p99 ms', 'Sigil/provider'];
+  const head = ['scenario', 'Sigil req/s', 'p50 ms', 'p99 ms', 'req/CPU-s', 'provider req/s', 'p50 ms', 'p99 ms', 'req/CPU-s', 'Sigil/provider'];
   const lines = rows.map(({ scenario: s, sigil, provider, ratio }) => [
     `${s.id}. ${s.name}`,
-    sigil.error ? 'ERROR' : fmt(sigil.rps), fmt(sigil.p50, 1), fmt(sigil.p99, 1),
-    provider.skipped ? 'n/a' : provider.error ? 'ERROR' : fmt(provider.rps), fmt(provider.p50, 1), fmt(provider.p99, 1),
+    sigil.error ? 'ERROR' : fmt(sigil.rps), fmt(sigil.p50, 1), fmt(sigil.p99, 1), fmt(sigil.perCpuSecond),
+    provider.skipped ? 'n/a' : provider.error ? 'ERROR' : fmt(provider.rps), fmt(provider.p50, 1), fmt(provider.p99, 1), fmt(provider.perCpuSecond),
     ratio === undefined ? '-' : `${ratio.toFixed(2)}x`,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
@@ -375,6 +408,8 @@ async function startDefaultSigil(workers, edit = (config) => config) {
   const base = `http://${HOST}:${port}`;
   const child = await startLoggingToFile(`Sigil (default config, ${workers} worker${workers > 1 ? 's' : ''})`, [...SIGIL_NODE_ARGS, 'dist/cli/main.js', 'start', '--config', file,
     '--port', String(port), '--host', HOST, '--issuer', base, '--storage', `sqlite:${join(dataDir, `sigil-default-${workers}.db`)}`,
+    // The management listener as by default, on a port of its own: f runs while a's Sigil holds 9464.
+    '--metrics-port', String(await freePort()),
     ...(workers > 1 ? ['--workers', String(workers)] : [])], join(dataDir, `sigil-default-${workers}.log`));
   return { ...SERVERS.sigil, base, child, storage: 'SQLite (default config)', file: join(dataDir, `sigil-default-${workers}.db`) };
 }
@@ -465,16 +500,6 @@ async function measureExtras(wanted, opts) {
     extras.ceilings.fastify = await fastifyCeiling(opts);
     console.log(' done');
   }
-  if (wanted.has('f')) {
-    process.stdout.write('f. client_credentials -> JWT ES256, default config: Sigil...');
-    const server = await startDefaultSigil(1);
-    try {
-      extras.defaultConfig = await measure(server, { ...SCENARIOS[0], id: 'f' }, { ...opts, servers: { sigil: server } });
-    } finally {
-      await stopChild(server.child);
-    }
-    console.log(' done');
-  }
   if (wanted.has('g')) {
     extras.workers = [];
     for (const workers of [1, 2]) {
@@ -518,16 +543,6 @@ function printExtras(extras, rows) {
       const ceiling = s.kind === 'token' && s.client === 'bench-jwt' ? issue[s.alg] : c.fastify;
       console.log(`  ${s.id}. ${s.name}: ${fmt(sigil.rps)} req/s = ${pct(sigil.rps, ceiling)} of ${s.client === 'bench-jwt' && s.kind === 'token' ? `the ${s.alg} issuance ceiling` : 'the bare Fastify ceiling'}`);
     }
-    if (extras.defaultConfig && !extras.defaultConfig.error)
-      console.log(`  f. default config: ${fmt(extras.defaultConfig.rps)} req/s = ${pct(extras.defaultConfig.rps, issue.ES256)} of the ES256 issuance ceiling`);
-  }
-  const f = extras.defaultConfig;
-  if (f) {
-    const a = rows.find((r) => r.scenario.id === 'a');
-    const ratio = ratioOf(f, a?.provider);
-    console.log(`\nf. client_credentials -> JWT ES256 with Sigil's default config (info-level audit events on stdout, SQLite): `
-      + (f.error ? `ERROR: ${f.error}` : `${fmt(f.rps)} req/s, p50 ${fmt(f.p50, 1)} ms, p99 ${fmt(f.p99, 1)} ms; `
-      + `vs oidc-provider (a) ${ratio === undefined ? '- (run a too)' : `${ratio.toFixed(2)}x`}`));
   }
   const h = extras.sustained;
   if (h) {
@@ -591,11 +606,12 @@ async function main() {
     duration: Number(process.env.BENCH_DURATION ?? 10),
     warmup: Number(process.env.BENCH_WARMUP ?? 2),
     connections: Number(process.env.BENCH_CONNECTIONS ?? 32),
+    rounds: Number(process.env.BENCH_ROUNDS ?? 5),
   };
   for (const [name, n] of Object.entries(opts)) {
     if (!Number.isInteger(n) || n < (name === 'warmup' ? 0 : 1)) throw new Error(`invalid ${name}: ${n}`);
   }
-  if (selected.length === 0 && !['f', 'g', 'h'].some((id) => wanted.has(id))) throw new Error('--scenarios selects none of a,b,c,d,e,f,g,h,i');
+  if (selected.length === 0 && !['g', 'h'].some((id) => wanted.has(id))) throw new Error('--scenarios selects none of a,b,c,d,e,f,g,h,i');
   const providerVersion = JSON.parse(readFileSync(join(ROOT, 'node_modules/oidc-provider/package.json'), 'utf8')).version;
   console.log(`Sigil ${gitDescribe() ?? ''} vs node-oidc-provider ${providerVersion} on ${HOST}, node ${process.version}, `
     + `${cpus().length} CPUs shared by both servers and autocannon`);
@@ -612,13 +628,15 @@ async function main() {
       const servers = await startServers(alg, values.storage, dataDir);
       try {
         for (const scenario of group) {
-          const run = { ...opts, servers };
-          process.stdout.write(`${scenario.id}. ${scenario.name}: Sigil...`);
-          const sigil = await measure(servers.sigil, scenario, run);
-          process.stdout.write(' oidc-provider...');
-          const provider = await measure(servers.provider, scenario, run);
+          process.stdout.write(`${scenario.id}. ${scenario.name}: Sigil and oidc-provider, ${opts.rounds} rounds...`);
+          const sigilServer = scenario.defaultConfig ? await startDefaultSigil(1) : servers.sigil;
+          try {
+            const { sigil, provider } = await measurePair(sigilServer, servers.provider, scenario, opts);
+            rows.push({ scenario, sigil, provider, ratio: ratioOf(sigil, provider) });
+          } finally {
+            if (scenario.defaultConfig) await stopChild(sigilServer.child);
+          }
           console.log(' done');
-          rows.push({ scenario, sigil, provider, ratio: ratioOf(sigil, provider) });
         }
       } finally {
         await Promise.all([stopChild(servers.sigil.child), stopChild(servers.provider.child)]);
@@ -644,7 +662,7 @@ async function main() {
     ...extras,
   }, null, 2)}\n`);
   console.log(`\nresults written to ${file}`);
-  return rows.some((r) => r.sigil.error || r.provider.error) || extras.defaultConfig?.error ? 1 : 0;
+  return rows.some((r) => r.sigil.error || r.provider.error) ? 1 : 0;
 }
 
 /** Kills every child still running and removes the temp dir (synchronous, for every exit path). */

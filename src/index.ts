@@ -97,10 +97,10 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
   const cfg = resolveConfig(config, options.overrides);
   const redisUrl = options.redisUrl ?? process.env.SIGIL_REDIS_URL;
   options = { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY), ...(redisUrl ? { redisUrl } : {}) };
-  // Lines are written to stdout asynchronously: those logged while a write is under way go out
-  // together in the next one (one system call for many requests' audit events, instead of one each).
-  // pino writes what is still buffered when the process exits; a SIGKILL may lose the last lines.
-  const log = options.logger ?? pino({ level: cfg.logLevel }, pino.destination({ dest: 1, sync: false }));
+  // Lines are written to stdout asynchronously, 4 KB at a time (one system call for some fifteen
+  // audit events under load, instead of one each) and at least once a second when traffic is low.
+  // pino writes what is still buffered when the process exits; a SIGKILL may lose the last second.
+  const log = options.logger ?? pino({ level: cfg.logLevel }, pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 1000 }));
   const store = await openStore(cfg.storage, cfg.accessTokenCache);
   const limiter = new FailureLimiter(
     cfg.rateLimits,

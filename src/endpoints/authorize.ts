@@ -320,7 +320,7 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
   if (parts.includes('token')) {
     fields.access_token = await ctx.tokens.accessToken(
       { client, scopes: browserScopes, subject, familyId, ...(requestedClaims ? { requestedClaims } : {}) },
-      familyId,
+      () => familyId,
       now,
     );
     fields.token_type = 'Bearer';

@@ -26,11 +26,19 @@ export class RequestMetrics {
 
   /** Records every response of `app` in the request histogram (duration in seconds). */
   observe(app: FastifyInstance): void {
+    // One labelled child per (method, route, status), looked up by a plain string: prom-client
+    // would otherwise hash the label object on every response. Bounded: routes are registered
+    // ones (or "unknown"), methods those Node's parser accepts, statuses three digits.
+    const children = new Map<string, { observe(seconds: number): void }>();
     app.addHook('onResponse', async (request, reply) => {
-      this.duration.observe(
-        { method: request.method, route: request.routeOptions.url ?? 'unknown', status: String(reply.statusCode) },
-        reply.elapsedTime / 1000,
-      );
+      const route = request.routeOptions.url ?? 'unknown';
+      const key = `${request.method} ${reply.statusCode} ${route}`;
+      let child = children.get(key);
+      if (!child) {
+        child = this.duration.labels({ method: request.method, route, status: String(reply.statusCode) });
+        children.set(key, child);
+      }
+      child.observe(reply.elapsedTime / 1000);
     });
   }
 }

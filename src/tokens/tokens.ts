@@ -152,8 +152,10 @@ export class TokenService {
   async issue(req: Issuance): Promise<TokenResponse> {
     const now = nowSeconds();
     const { client, scopes, subject } = req;
-    const familyId = req.familyId ?? newFamilyId();
-    const accessToken = await this.accessToken(req, familyId, now);
+    // A new family id only when a row will name it: a JWT of client_credentials has none.
+    let familyId = req.familyId;
+    const family = (): string => (familyId ??= newFamilyId());
+    const accessToken = await this.accessToken(req, family, now);
     const response: TokenResponse = {
       access_token: accessToken,
       token_type: req.jkt !== undefined ? 'DPoP' : 'Bearer',
@@ -180,7 +182,7 @@ export class TokenService {
         type: 'refresh_token',
         clientId: client.clientId,
         subjectId: subject.subjectId,
-        familyId,
+        familyId: family(),
         sessionId: subject.sid ?? null,
         data,
         createdAt: now,
@@ -204,9 +206,10 @@ export class TokenService {
 
   /**
    * Creates one access token (RFC 9068 JWT or reference, per the client's `accessTokenType`) in
-   * grant family `familyId`; `now` in Unix seconds.
+   * the grant family that `family()` names (called only when the token gets a stored row); `now` in
+   * Unix seconds.
    */
-  async accessToken(req: Issuance, familyId: string, now: number): Promise<string> {
+  async accessToken(req: Issuance, family: () => string, now: number): Promise<string> {
     const { client, scopes, subject } = req;
     const owners = this.resources.audiences(scopes);
     const audiences = req.audiences === undefined ? owners : owners.filter((a) => req.audiences?.includes(a));
@@ -246,7 +249,7 @@ export class TokenService {
         type: 'reference_token',
         clientId: client.clientId,
         subjectId: subject?.subjectId ?? null,
-        familyId,
+        familyId: family(),
         sessionId: subject?.sid ?? null,
         data: { claims, ...(userinfoClaims ? { userinfoClaims } : {}) },
         createdAt: now,
@@ -262,7 +265,7 @@ export class TokenService {
         type: 'access_token',
         clientId: client.clientId,
         subjectId: subject?.subjectId ?? null,
-        familyId,
+        familyId: family(),
         sessionId: subject?.sid ?? null,
         data: userinfoClaims ? { userinfoClaims } : {},
         createdAt: now,
