@@ -291,10 +291,15 @@ function cleanEnv() {
   return env;
 }
 
-/** `sigil start` on `storage`; resolves once it prints "listening on". */
-function startSigil(configFile, storage, port) {
+/**
+ * `sigil start` on `storage`; resolves once it prints "listening on", with `startMs`: the cold
+ * start, milliseconds from spawning the process to that line (issue 13: under 500 ms at 1M grants).
+ */
+function startSigil(configFile, storage, port, metricsPort) {
+  const spawnedAt = performance.now();
+  // Each process's management listener on a port of its own: one Sigil runs per size at once.
   const child = spawn(process.execPath, [CLI, 'start', '--config', configFile, '--port', String(port), '--host', HOST,
-    '--issuer', `http://${HOST}:${port}`, '--storage', storage], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    '--issuer', `http://${HOST}:${port}`, '--storage', storage, '--metrics-port', String(metricsPort)], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   let output = '';
   const keep = (chunk) => { output = (output + chunk).slice(-4000); };
@@ -311,7 +316,7 @@ function startSigil(configFile, storage, port) {
       clearTimeout(timer);
       child.off('exit', onExit);
       child.stdout.off('data', ready);
-      resolve({ child, base: `http://${HOST}:${port}` });
+      resolve({ child, base: `http://${HOST}:${port}`, startMs: performance.now() - spawnedAt });
     });
   });
 }
@@ -534,7 +539,7 @@ async function main() {
           db = new PostgresDb(pgUrl, schema);
         }
         dbs.push(db);
-        targets.push({ size, storage, db, port: await freePort(), state: { sample: [], seen: 0, refresh: [], refreshNext: 0 } });
+        targets.push({ size, storage, db, port: await freePort(), metricsPort: await freePort(), state: { sample: [], seen: 0, refresh: [], refreshNext: 0 } });
       }
       results.stores[kind] = await benchStore(kind, targets, configFile, opts);
       for (const t of targets) {
@@ -639,8 +644,9 @@ async function benchStore(kind, targets, configFile, opts) {
   const largest = targets.at(-1);
   for (let round = 1; round <= opts.rounds; round++) {
     console.log(`   round ${round}/${opts.rounds}:`);
-    const measured = await measureRound(targets, round === 1, opts, configFile);
+    const { measured, startMs } = await measureRound(targets, round === 1, opts, configFile);
     measured.forEach((m, i) => out.sizes[i].rounds.push(m));
+    startMs.forEach((ms, i) => (out.sizes[i].startMs ??= []).push(ms));
   }
   out.writes = await countWrites([...SCALE_SCENARIOS, ...SIZING_SCENARIOS], largest, configFile, opts);
   for (const z of out.sizes) {
@@ -656,6 +662,7 @@ async function benchStore(kind, targets, configFile, opts) {
       );
       z.median[name].runs = runs.length;
     }
+    z.median.startMs = median(z.startMs ?? []);
   }
   return out;
 }
@@ -672,12 +679,12 @@ function median(values) {
  * time); then the latency of requests one at a time, in short slices alternating between the sizes
  * (so that a change in the machine's load weighs on every size alike); then delete every row the
  * scenario created, so each scenario starts from the filled size.
- * @returns per target, scenario name -> result
+ * @returns `measured`: per target, scenario name -> result; `startMs`: per target, its cold start (ms)
  */
 async function measureRound(targets, withSizing, opts, configFile) {
   const servers = [];
   try {
-    for (const t of targets) servers.push(await startSigil(configFile, t.storage, t.port));
+    for (const t of targets) servers.push(await startSigil(configFile, t.storage, t.port, t.metricsPort));
     const out = targets.map(() => ({}));
     const largest = targets.length - 1;
     for (const name of [...SCALE_SCENARIOS, ...(withSizing ? SIZING_SCENARIOS : [])]) {
@@ -730,7 +737,7 @@ async function measureRound(targets, withSizing, opts, configFile) {
           + `load ${fmt(r.loadavg1, 1)})${r.error ? `  ERROR: ${r.error}` : ''}`);
       }
     }
-    return out;
+    return { measured: out, startMs: servers.map((x) => x.startMs) };
   } finally {
     for (const s of servers) await stopSigil(s.child);
   }
@@ -757,7 +764,7 @@ async function countWrites(scenarios, target, configFile, opts) {
   const since = nowSeconds();
   await preIssueRefreshTokens(db, state, since, COUNTED.default + 1000);
   await db.installCounters();
-  const { child, base } = await startSigil(configFile, target.storage, target.port);
+  const { child, base } = await startSigil(configFile, target.storage, target.port, target.metricsPort);
   try {
     for (const name of scenarios) {
       const amount = COUNTED[name] ?? COUNTED.default;
@@ -819,6 +826,8 @@ function report(results, sizes) {
   }
   printTable(`Sizing at ${large} grants: one Sigil process (one Node.js thread; argon2 also uses libuv worker threads); req/s and CPU under load, latency one at a time`,
     ['store: scenario', 'req/s', 'Sigil CPU (cores)', 'req per CPU-second', 'p50 ms', 'p99 ms', 'DB rows written/req'], sizing);
+  const starts = Object.entries(results.stores).map(([kind, st]) => `${kind} ${st.sizes.map((z) => `${fmt(z.median.startMs)} ms at ${k(z.size)}`).join(', ')}`);
+  console.log(`\nCold start (spawn of \`sigil start\` to "listening on", median of ${rounds} rounds; target under 500 ms at 1M grants): ${starts.join('; ')}`);
   console.log(`\nload average: ${results.loadavgStart.map((l) => l.toFixed(2)).join(' ')} at start, ${results.loadavgEnd.map((l) => l.toFixed(2)).join(' ')} at end`);
   for (const [kind, s] of Object.entries(results.stores))
     for (const z of s.sizes)

@@ -3,8 +3,8 @@
  * variables on top, then the schema. Every problem is reported with the field's path.
  */
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { configSchema, type Config, type ConfigInput } from './schema.js';
 
 /** A config that cannot be used: `problems` name each field path and the reason. */
@@ -48,7 +48,8 @@ export function readConfigFile(path: string): unknown {
   }
   const ext = extname(path).toLowerCase();
   try {
-    return ext === '.yaml' || ext === '.yml' ? parseYaml(text) : JSON.parse(text);
+    // The YAML parser is loaded only for a YAML file (issue 13, cold start).
+    return ext === '.yaml' || ext === '.yml' ? (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text) : JSON.parse(text);
   } catch (err) {
     throw new ConfigError([`cannot parse ${path}: ${(err as Error).message.split('\n')[0]}`]);
   }

@@ -6,7 +6,6 @@
  * one after a newer, is refused (RFC 6238 §5.2 "MUST NOT accept the second attempt").
  */
 import { Secret, TOTP } from 'otpauth';
-import QRCode from 'qrcode';
 import { openJson, sealJson } from '../keys/keys.js';
 import type { FactorStore, StoredFactor } from '../stores/types.js';
 
@@ -28,6 +27,8 @@ export function newTotpSecret(): string {
  */
 export async function totpProvisioning(issuer: string, account: string, secret: string): Promise<{ uri: string; qr: string }> {
   const uri = new TOTP({ issuer, label: account, secret: Secret.fromBase32(secret), period: TOTP_PERIOD }).toString();
+  // Loaded at the first enrollment, not at start (issue 13, cold start).
+  const { default: QRCode } = await import('qrcode');
   return { uri, qr: await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 2, width: 240 }) };
 }
 

@@ -14,21 +14,29 @@
  *   credential's owner (§7.2 step 6).
  */
 import { createHash } from 'node:crypto';
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
-import { decodeClientDataJSON, isoBase64URL } from '@simplewebauthn/server/helpers';
 import type { Store } from '../stores/types.js';
 import { newGrantRecord } from '../stores/types.js';
 import type { StoredWebAuthnCredential, WebAuthnKind } from '../stores/webauthn-credentials.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
+
+
+/**
+ * `@simplewebauthn/server` and its helpers, loaded at the first ceremony: about 240 ms of module
+ * loading that a start without WebAuthn traffic does not pay (issue 13, cold start).
+ */
+let library: Promise<typeof import('@simplewebauthn/server') & typeof import('@simplewebauthn/server/helpers')> | undefined;
+function webauthnLibrary(): NonNullable<typeof library> {
+  return (library ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]).then(([server, helpers]) => ({
+    ...server,
+    ...helpers,
+  })));
+}
 
 /** The relying party as the authenticator sees it (W3C WebAuthn L3 §5.4.1). */
 export interface RelyingParty {
@@ -112,6 +120,7 @@ export class WebAuthnService {
     kind: WebAuthnKind,
     browser: string,
   ): Promise<PublicKeyCredentialCreationOptionsJSON> {
+    const { generateRegistrationOptions, isoBase64URL } = await webauthnLibrary();
     const existing = await this.store.webauthn.list(user.subjectId);
     const options = await generateRegistrationOptions({
       rpName: this.rp.name,
@@ -139,6 +148,7 @@ export class WebAuthnService {
    */
   async register(subjectId: string, kind: WebAuthnKind, response: unknown, browser: string, name: string): Promise<StoredWebAuthnCredential> {
     const parsed = asResponse<RegistrationResponseJSON>(response, 'attestationObject');
+    const { verifyRegistrationResponse, isoBase64URL } = await webauthnLibrary();
     const challenge = await this.consumeChallenge(parsed, kind === 'passkey' ? 'register-passkey' : 'register-security-key', browser, subjectId);
     let result;
     try {
@@ -181,6 +191,7 @@ export class WebAuthnService {
    * @param subjectId the user, for `second-factor`
    */
   async authenticationOptions(purpose: 'passkey' | 'second-factor', browser: string, subjectId = ''): Promise<PublicKeyCredentialRequestOptionsJSON> {
+    const { generateAuthenticationOptions } = await webauthnLibrary();
     const allow = purpose === 'second-factor' ? await this.store.webauthn.list(subjectId) : [];
     const options = await generateAuthenticationOptions({
       rpID: this.rp.id,
@@ -201,6 +212,7 @@ export class WebAuthnService {
    */
   async authenticate(purpose: 'passkey' | 'second-factor', response: unknown, browser: string, subjectId = ''): Promise<VerifiedUse> {
     const parsed = asResponse<AuthenticationResponseJSON>(response, 'authenticatorData');
+    const { verifyAuthenticationResponse, isoBase64URL } = await webauthnLibrary();
     const challenge = await this.consumeChallenge(parsed, purpose, browser, purpose === 'passkey' ? '' : subjectId);
     const credential = await this.store.webauthn.get(parsed.id);
     if (!credential) throw new WebAuthnError('unknown_credential', 'no such credential');
@@ -250,6 +262,7 @@ export class WebAuthnService {
    * @returns the challenge, for the library's exact comparison.
    */
   private async consumeChallenge(response: RegistrationResponseJSON | AuthenticationResponseJSON, purpose: CeremonyPurpose, browser: string, subjectId: string): Promise<string> {
+    const { decodeClientDataJSON } = await webauthnLibrary();
     let challenge: string;
     try {
       challenge = decodeClientDataJSON(response.response.clientDataJSON).challenge;

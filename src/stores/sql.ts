@@ -19,7 +19,6 @@ import {
   type Selectable,
   sql,
 } from 'kysely';
-import pg from 'pg';
 import { GroupCommit } from './group-commit.js';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
@@ -190,6 +189,8 @@ function openSqlite(path: string): Kysely<Database> {
 }
 
 async function openPostgres(target: Extract<StorageTarget, { kind: 'postgres' }>): Promise<Kysely<Database>> {
+  // Loaded only for PostgreSQL storage (issue 13, cold start).
+  const { default: pg } = await import('pg');
   const { schema } = target;
   if (schema) {
     const setup = new pg.Client({ connectionString: target.connectionString });

@@ -12,7 +12,8 @@
  * Counters live in this process, or in Redis when `SIGIL_REDIS_URL` is set so that the limits
  * hold across nodes.
  */
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis } from 'ioredis';
 import { OAuthError } from '../errors.js';
 import { sha256 } from '../tokens/handles.js';
 
@@ -62,7 +63,9 @@ export class RedisFailureCounters implements FailureCounterStore {
 
   /** @param url a `redis://` URL */
   constructor(url: string) {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    // Loaded here, not at start: a node without Redis never pays for the module (issue 13, cold start).
+    const { Redis: Client } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+    this.redis = new Client(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
   }
 
   async read(keys: readonly string[], now: number): Promise<Map<string, FailureWindow>> {
