@@ -20,6 +20,7 @@ import {
   sql,
 } from 'kysely';
 import { GroupCommit } from './group-commit.js';
+import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
@@ -153,7 +154,7 @@ export interface LookupCacheOptions {
  */
 export async function openStore(url: string, lookups: LookupCacheOptions = { maxAgeMilliseconds: 0, maxEntries: 0 }): Promise<Store> {
   const target = parseStorageUrl(url);
-  const db = target.kind === 'sqlite' ? openSqlite(target.path) : await openPostgres(target);
+  const { db, checkpointer } = target.kind === 'sqlite' ? openSqlite(target.path) : { db: await openPostgres(target), checkpointer: undefined };
   // Kysely's migrator takes a lock first (on PostgreSQL an advisory lock), so several nodes may
   // start at once. On PostgreSQL its tables are the store's schema's: unqualified, Kysely finds
   // them in any schema of the database (another deployment's) and skips creating them.
@@ -162,10 +163,11 @@ export async function openStore(url: string, lookups: LookupCacheOptions = { max
     (err: unknown) => ({ error: err }),
   );
   if (error) {
+    await checkpointer?.stop();
     await db.destroy();
     throw error instanceof Error ? error : new Error(String(error));
   }
-  return new SqlStore(db, target.kind, lookups);
+  return new SqlStore(db, target.kind, lookups, checkpointer);
 }
 
 /** The schema unqualified names resolve to (the `schema` of the URL, else the search path's). */
@@ -174,18 +176,15 @@ async function currentSchema(db: Kysely<Database>): Promise<string | undefined> 
   return rows[0]?.schema ?? undefined;
 }
 
-function openSqlite(path: string): Kysely<Database> {
+/** SQLite in WAL mode; a file database gets its checkpoints from a worker thread (see `sqlite-checkpointer.ts`). */
+function openSqlite(path: string): { db: Kysely<Database>; checkpointer: SqliteCheckpointer | undefined } {
   if (path !== ':memory:') mkdirSync(dirname(resolve(path)), { recursive: true });
   const sqlite = new SQLite(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
-  // Checkpoint the WAL back into the database every 4,000 pages (16 MB with 4 KB pages) instead
-  // of SQLite's 1,000: grant keys are random, so each commit touches scattered index pages, and
-  // fewer, larger checkpoints write each of those pages back once for many commits (issue 13:
-  // about 20% less CPU per inserted grant in batches of 20). The WAL stays bounded by this size.
-  sqlite.pragma('wal_autocheckpoint = 4000');
   sqlite.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const checkpointer = path === ':memory:' ? undefined : SqliteCheckpointer.start(sqlite, path);
+  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) }), checkpointer };
 }
 
 async function openPostgres(target: Extract<StorageTarget, { kind: 'postgres' }>): Promise<Kysely<Database>> {
@@ -295,6 +294,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     private readonly db: Kysely<Database>,
     dialect: StorageTarget['kind'],
     private readonly lookups: LookupCacheOptions,
+    private readonly checkpointer?: SqliteCheckpointer,
   ) {
     this.logout = new SqlLogoutStore(db as unknown as Kysely<LogoutTables>);
     this.puts = new GroupCommit((rows) => (dialect === 'postgres' ? this.insertRows(rows) : this.insertInTransaction(rows)));
@@ -665,6 +665,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async close(): Promise<void> {
+    await this.checkpointer?.stop();
     await this.db.destroy();
   }
 }
