@@ -583,7 +583,13 @@ describe('two nodes on one PostgreSQL schema: approvals racing with polls', () =
       const device = await startDevice(nodeA, 'tv-short');
       const answered = answer(browser, device.user_code, 'yes');
       const errors = (await Promise.all([answered, ...Array.from({ length: 4 }, () => hammer(device.device_code, answered))])).slice(1).flat() as string[];
-      expect(errors.filter((e) => e !== 'slow_down' && e !== 'authorization_pending')).toEqual([]);
+      // On a loaded machine a poll may come a full interval after the approval and redeem it (no
+      // error): that is the approval delivered, once; later polls then find the code used.
+      const redeemed = errors.filter((e) => e === undefined).length;
+      expect(redeemed, `round ${round}`).toBeLessThanOrEqual(1);
+      const allowed = new Set<string | undefined>(['slow_down', 'authorization_pending', undefined, ...(redeemed === 1 ? ['invalid_grant'] : [])]);
+      expect(errors.filter((e) => !allowed.has(e))).toEqual([]);
+      if (redeemed === 1) continue;
       // Whatever polls ran around it, the stored answer is node B's approval, seen by node A.
       const row = await nodeA.context.store.grants.get(hashHandle(device.device_code));
       expect((row?.data as DeviceCodeData).status, `round ${round}`).toBe('approved');
