@@ -18,14 +18,14 @@ import { Worker } from 'node:worker_threads';
 import type SQLite from 'better-sqlite3';
 
 /** How often the worker checkpoints, in milliseconds. */
-export const CHECKPOINT_INTERVAL_MS = 200;
+const CHECKPOINT_INTERVAL_MS = 200;
 
 /**
  * Pages after which the event loop's connection checkpoints inline (the commit that crosses it): 4,000
  * (16 MB of 4 KB pages) instead of SQLite's 1,000, because grant keys are random and fewer, larger
  * checkpoints write each scattered index page back once for many commits.
  */
-export const INLINE_CHECKPOINT_PAGES = 4000;
+const INLINE_CHECKPOINT_PAGES = 4000;
 
 // The worker's code, as CommonJS source (an eval worker): the same text runs from `dist/` and from
 // the TypeScript sources under test, and it needs nothing but the driver, passed by absolute path.
