@@ -99,6 +99,11 @@ type Next = { interaction: string } | { account: true } | { done: string };
 /** Who the second step is for: a sign-in waiting after its password, or a live session (step-up). */
 export type Who = { pending: PendingSignIn; session?: undefined } | { session: Session; pending?: undefined };
 
+/** The user a second-factor page is for: the pending sign-in's, else the session's. */
+function subjectOf(who: Who): string {
+  return who.pending ? who.pending.subjectId : who.session.subjectId;
+}
+
 const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
 
 /** Registers `/account`, `/account/mfa`, `/account/totp`, `/account/recovery`, `/account/factors/remove`. */
@@ -139,7 +144,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
       }
       return reply.redirect('/account/login', 303);
     }
-    const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+    const subjectId = subjectOf(who);
     const attempt = mfaAttempt(request.ip, subjectId);
     if (!(await limiterAllows(ctx, reply, attempt))) return mfaPage(ctx, request, reply, id, 'tooManyAttempts', 429);
     const kind = await verifySecondFactor(ctx.mfa, subjectId, single(body, 'code') ?? '', nowSeconds());
@@ -156,7 +161,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const browser = ctx.sessions.browserId(request, reply);
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
-    const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+    const subjectId = subjectOf(who);
     const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, queryString(request, 'interaction'), browser);
     let enrollment = await ctx.mfa.enrollment(browser, subjectId);
     if (!enrollment) {
@@ -172,7 +177,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const browser = ctx.sessions.browserId(request, reply);
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
-    const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+    const subjectId = subjectOf(who);
     const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, single(body, 'interaction'), browser);
     const enrollment = await ctx.mfa.enrollment(browser, subjectId);
     if (!enrollment) return expiredPage(ctx, request, reply);
@@ -447,7 +452,7 @@ async function totpPage(
   status = 200,
 ): Promise<FastifyReply> {
   const lang = language(request);
-  const subjectId = who.pending ? who.pending.subjectId : who.session.subjectId;
+  const subjectId = subjectOf(who);
   const user = await ctx.users.findBySubject(subjectId);
   const secret = await openTotpSecret(sealed, ctx.mfa.dataKey);
   const { qr } = await totpProvisioning(ctx.mfa.config.totpIssuer, user?.username ?? subjectId, secret);
