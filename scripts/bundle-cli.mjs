@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+/**
+ * The second step of `npm run build`: writes the `sigil` command, dist/cli/main.js, as one file
+ * with its imports inlined (issue 13, goal 7: start under 500 ms).
+ *
+ * Why: Node 20 loads ES modules one file at a time (resolve, read, compile, link), and Sigil's
+ * dependencies are about a thousand files; that loading was most of the start-up time. The library
+ * entry (dist/index.js, what `import 'sigil'` gives) stays as tsc wrote it, one file per module.
+ *
+ * Left outside the bundle and loaded from node_modules at run time:
+ * - packages with native code, which find their binaries relative to their own files:
+ *   better-sqlite3 and @node-rs/argon2;
+ * - packages Sigil loads only when first used, so that they cost nothing at start:
+ *   pg, ioredis, yaml, qrcode and @simplewebauthn/server.
+ * A package missing from this list still works: it is bundled, and loaded at start.
+ *
+ * It runs after tsc, which type-checks and writes every other file; this overwrites tsc's
+ * dist/cli/main.js with the bundle of src/cli/main.ts, so running it again gives the same file.
+ */
+import { build } from 'esbuild';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+await build({
+  entryPoints: [join(ROOT, 'src/cli/main.ts')],
+  outfile: join(ROOT, 'dist/cli/main.js'),
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  external: ['better-sqlite3', '@node-rs/argon2', 'pg', 'ioredis', 'yaml', 'qrcode', '@simplewebauthn/server'],
+  // CommonJS dependencies call require(); an ES module has none, so the bundle makes one.
+  banner: { js: "import { createRequire as __sigilCreateRequire } from 'node:module';\nconst require = __sigilCreateRequire(import.meta.url);" },
+  // Stack traces name the bundle's lines; `node --enable-source-maps` maps them back to src/.
+  sourcemap: 'linked',
+  sourcesContent: false,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
