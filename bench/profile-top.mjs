@@ -4,7 +4,9 @@
 //
 //   BENCH_CPU_PROF=/tmp/prof npm run bench -- --scenarios f
 //   node bench/profile-top.mjs /tmp/prof/*.cpuprofile [--top 25]
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } });
@@ -14,12 +16,27 @@ if (positionals.length === 0) {
 }
 const top = Number(values.top);
 
-/** Where a frame's code lives: Sigil's file under dist/, a dependency's package name, or node's internals. */
-function moduleOf(url) {
+/** Source maps of bundled files (dist/cli/main.js is one file, see scripts/bundle-cli.mjs), by URL. */
+const sourceMaps = new Map();
+function sourceMapOf(url) {
+  if (!sourceMaps.has(url)) {
+    const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+    sourceMaps.set(url, existsSync(`${file}.map`) ? new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8'))) : null);
+  }
+  return sourceMaps.get(url);
+}
+
+/**
+ * Where a frame's code lives: Sigil's file under src/ or dist/, a dependency's package name, or
+ * node's internals. A frame in a bundle is looked up in the bundle's source map first.
+ */
+function moduleOf(url, lineNumber, columnNumber) {
   if (!url) return '(native or V8)';
+  const entry = url.startsWith('node:') ? undefined : sourceMapOf(url)?.findEntry(lineNumber, columnNumber);
+  if (entry?.originalSource) url = entry.originalSource;
   const pkg = url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/);
   if (pkg) return pkg[1];
-  const own = url.match(/\/dist\/(.+)$/);
+  const own = url.match(/\/(?:dist|src)\/(.+)$/);
   if (own) return `sigil: ${own[1]}`;
   if (url.startsWith('node:')) return url;
   return url;
@@ -36,19 +53,24 @@ for (const file of positionals) {
   const busy = total - idle;
 
   const perFrame = new Map();
+  const frameName = (n) => {
+    const { functionName, url, lineNumber, columnNumber } = n.callFrame;
+    const entry = url && !url.startsWith('node:') ? sourceMapOf(url)?.findEntry(lineNumber, columnNumber) : undefined;
+    const line = entry?.originalSource ? entry.originalLine : lineNumber;
+    return `${functionName || '(anonymous)'}  ${moduleOf(url, lineNumber, columnNumber)}${url ? `:${line + 1}` : ''}`;
+  };
   const perModule = new Map();
   for (const [id, micros] of selfMicros) {
-    const { functionName, url, lineNumber } = byId.get(id).callFrame;
+    const { functionName, url, lineNumber, columnNumber } = byId.get(id).callFrame;
     if (functionName === '(idle)') continue;
-    const frame = `${functionName || '(anonymous)'}  ${moduleOf(url)}${url ? `:${lineNumber + 1}` : ''}`;
+    const frame = frameName(byId.get(id));
     perFrame.set(frame, (perFrame.get(frame) ?? 0) + micros);
-    const mod = moduleOf(url);
+    const mod = moduleOf(url, lineNumber, columnNumber);
     perModule.set(mod, (perModule.get(mod) ?? 0) + micros);
   }
   // Inclusive time: a sample counts once for every distinct function on its stack.
   const parentOf = new Map();
   for (const n of nodes) for (const child of n.children ?? []) parentOf.set(child, n.id);
-  const frameName = (n) => `${n.callFrame.functionName || '(anonymous)'}  ${moduleOf(n.callFrame.url)}${n.callFrame.url ? `:${n.callFrame.lineNumber + 1}` : ''}`;
   const inclusive = new Map();
   for (const [id, micros] of selfMicros) {
     if (byId.get(id).callFrame.functionName === '(idle)') continue;
