@@ -97,10 +97,22 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
   const cfg = resolveConfig(config, options.overrides);
   const redisUrl = options.redisUrl ?? process.env.SIGIL_REDIS_URL;
   options = { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY), ...(redisUrl ? { redisUrl } : {}) };
-  // Lines are written to stdout asynchronously, 4 KB at a time (one system call for some fifteen
-  // audit events under load, instead of one each) and at least once a second when traffic is low.
-  // pino writes what is still buffered when the process exits; a SIGKILL may lose the last second.
-  const log = options.logger ?? pino({ level: cfg.logLevel }, pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 1000 }));
+  // Lines are buffered and written to stdout 4 KB at a time (one system call for some fifteen
+  // audit events under load, instead of one each), and at least once a second when traffic is low.
+  // The writes are synchronous, as pino's are by default: an asynchronous write is a job on libuv's
+  // thread pool, which also signs every JWT, and under load those jobs cost more CPU per token
+  // than the write itself (issue 13; measured in the README's Performance notes).
+  // pino flushes only an asynchronous destination at exit, so Sigil writes what is still buffered
+  // when it closes and, should it die of an error, when the process exits. A SIGKILL may lose up
+  // to the last second of lines.
+  const destination = options.logger ? undefined : pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: 1000 });
+  const log = options.logger ?? pino({ level: cfg.logLevel }, destination);
+  const flushLog = () => {
+    process.off('exit', flushLog);
+    // After EPIPE (stdout's reader gone) pino has made this a no-op.
+    destination?.flushSync();
+  };
+  if (destination) process.on('exit', flushLog);
   const store = await openStore(cfg.storage, cfg.accessTokenCache);
   const limiter = new FailureLimiter(
     cfg.rateLimits,
@@ -196,11 +208,13 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
         await app.close();
         await store.close();
         await limiter.counters.close();
+        flushLog();
       },
     };
   } catch (err) {
     await store.close();
     await limiter.counters.close();
+    flushLog();
     throw err;
   }
 }

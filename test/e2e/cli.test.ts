@@ -116,6 +116,40 @@ describe('sigil start', () => {
     }
   });
 
+  it('writes buffered audit lines to stdout within a few seconds when idle, and every one still buffered when stopped (SIGTERM)', async () => {
+    const dir = workDir();
+    const file = join(dir, 'sigil.json');
+    writeFileSync(file, JSON.stringify({ ...baseConfig(), storage: 'memory', logLevel: 'info' }));
+    const r = run(['start', '--config', file, '--port', String(await freePort()), '--host', '127.0.0.1']);
+    running.push(r);
+    const url = await listening(r);
+    const issue = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const res = await fetch(`${url}/connect/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('m2m:m2m-secret').toString('base64')}` },
+          body: 'grant_type=client_credentials&scope=api1',
+        });
+        expect(res.status).toBe(200);
+      }
+    };
+    const issued = () => r.output().split('\n').filter((line) => line.includes('"name":"token_issued"')).length;
+
+    // Three lines are far below the 4 KB buffer: only the periodic flush (every second) writes them.
+    await issue(3);
+    const deadline = Date.now() + 5_000;
+    while (issued() < 3 && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 100));
+    expect(issued(), r.output()).toBe(3);
+
+    // Two more, then stop at once: they are written before the process exits.
+    await issue(2);
+    r.child.kill('SIGTERM');
+    expect(await r.exited).toBe(0);
+    expect(issued(), r.output()).toBe(5);
+    for (const line of r.output().split('\n').filter((l) => l.includes('"name":"token_issued"')))
+      expect(JSON.parse(line)).toMatchObject({ level: 30, msg: 'token_issued', event: { clientId: 'm2m', grantType: 'client_credentials', scopes: ['api1'] } });
+  });
+
   it('SIGINT also shuts down cleanly', async () => {
     const dir = workDir();
     const file = join(dir, 'sigil.json');
