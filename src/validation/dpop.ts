@@ -37,6 +37,18 @@ const MAX_JTI_LENGTH = 128;
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 /** Key types a proof key may have (RFC 7518 §6.1; RFC 8037 §2). */
 const KEY_TYPES = new Set(['EC', 'RSA', 'OKP']);
+/**
+ * Most proof keys kept imported, with their thumbprints (the oldest is dropped first). A client
+ * signs its proofs with one key for many requests, and importing a key from its JWK is a large part
+ * of checking a proof. At most 1,000 × `MAX_PROOF_LENGTH` characters of header text.
+ */
+const IMPORTED_KEYS = 1000;
+
+/** A proof key from a `jwk` header, imported for one algorithm, and its RFC 7638 thumbprint. */
+interface ProofKey {
+  key: Awaited<ReturnType<typeof importJWK>>;
+  jkt: string;
+}
 
 /** A proof that passed every check. */
 export interface DPoPProof {
@@ -76,6 +88,9 @@ export function invalidDPoPProof(description: string): OAuthError {
  * per key until the proof would be too old anyway (§11.1), and server nonces when configured.
  */
 export class DPoPVerifier {
+  /** Imported proof keys by algorithm and JWK text (see `proofKey`), oldest first. */
+  private readonly importedKeys = new Map<string, Promise<ProofKey>>();
+
   constructor(
     private readonly replay: ReplayCache,
     private readonly nonces: DPoPNonces,
@@ -130,7 +145,8 @@ export class DPoPVerifier {
     let payload: Record<string, unknown>;
     let jkt: string;
     try {
-      const key = await importJWK(members as JWK, alg);
+      let key: ProofKey['key'];
+      ({ key, jkt } = await this.proofKey(members as JWK, alg));
       ({ payload } = await jwtVerify(proof, key, {
         typ: 'dpop+jwt',
         algorithms: [alg],
@@ -138,7 +154,6 @@ export class DPoPVerifier {
         currentDate: new Date(now * 1000),
         clockTolerance: this.settings.proofWindowSeconds,
       }));
-      jkt = await calculateJwkThumbprint(members as JWK, 'sha256');
     } catch {
       // Only caller data goes into these calls, and they fail in several ways: jose's errors, and
       // WebCrypto's DOMException (DataError) for key material that is no point on the curve.
@@ -165,6 +180,26 @@ export class DPoPVerifier {
     if (!(await this.replay.firstUse('dpop_proof', jkt, jti, Math.floor(iat) + this.settings.proofWindowSeconds + 1, now)))
       throw invalidDPoPProof('the DPoP proof was already used');
     return { jkt, jti, iat };
+  }
+
+  /**
+   * The proof key of `jwk` for `alg`, imported once for as long as it stays among the last
+   * `IMPORTED_KEYS` keys seen. Kept by the exact header text of the JWK and the algorithm, so a
+   * proof whose JWK differs in any member imports its own; every proof's signature is still
+   * verified. A JWK that fails to import is not kept.
+   * @throws what jose's `importJWK` throws (key material that is not a valid public key)
+   */
+  private proofKey(jwk: JWK, alg: string): Promise<ProofKey> {
+    const id = `${alg}\u0000${JSON.stringify(jwk)}`;
+    const known = this.importedKeys.get(id);
+    if (known) return known;
+    const imported = Promise.all([importJWK(jwk, alg), calculateJwkThumbprint(jwk, 'sha256')]).then(([key, jkt]) => ({ key, jkt }));
+    this.importedKeys.set(id, imported);
+    if (this.importedKeys.size > IMPORTED_KEYS) this.importedKeys.delete(this.importedKeys.keys().next().value as string);
+    imported.catch(() => {
+      if (this.importedKeys.get(id) === imported) this.importedKeys.delete(id);
+    });
+    return imported;
   }
 
   /**

@@ -135,6 +135,33 @@ describe('DPoP at the token endpoint', () => {
     }
   });
 
+  it('checks every proof of a key it has imported before: another signer, a changed JWK or another alg is refused; 1,100 other keys later it still binds', async () => {
+    const seen = await proofKey();
+    const first = await token(sigil, { grant_type: 'client_credentials', scope: 'api1' }, M2M, await proof(seen, TOKEN_URL));
+    expect(decodeJwt(first.json<TokenBody>().access_token).cnf).toEqual({ jkt: seen.jkt });
+
+    // The attacker copies the known public JWK into a proof signed with its own key.
+    const attacker = await proofKey();
+    expectError(await token(sigil, { grant_type: 'client_credentials' }, M2M, await proof(seen, TOKEN_URL, { signWith: attacker.privateKey })), 'invalid_dpop_proof');
+    // The same JWK with one coordinate changed is another key, imported (and refused) on its own.
+    const changed = { ...seen.jwk, y: attacker.jwk.y! };
+    expectError(await token(sigil, { grant_type: 'client_credentials' }, M2M, await proof(seen, TOKEN_URL, { jwk: changed })), 'invalid_dpop_proof');
+    // The same JWK under another algorithm.
+    const es384 = await proofKey('ES384');
+    expectError(await token(sigil, { grant_type: 'client_credentials' }, M2M, await proof(es384, TOKEN_URL, { jwk: seen.jwk })), 'invalid_dpop_proof');
+
+    // More keys than are kept imported (1,000): each binds its own token, and the first key still works.
+    for (let i = 0; i < 1_100; i++) {
+      const k = await proofKey();
+      const res = await token(sigil, { grant_type: 'client_credentials', scope: 'api1' }, M2M, await proof(k, TOKEN_URL));
+      expect(res.statusCode, res.body).toBe(200);
+      if (i % 100 === 0) expect(decodeJwt(res.json<TokenBody>().access_token).cnf).toEqual({ jkt: k.jkt });
+    }
+    const again = await token(sigil, { grant_type: 'client_credentials', scope: 'api1' }, M2M, await proof(seen, TOKEN_URL));
+    expect(again.statusCode, again.body).toBe(200);
+    expect(decodeJwt(again.json<TokenBody>().access_token).cnf).toEqual({ jkt: seen.jkt });
+  }, 60_000);
+
   it('refuses a proof used twice (jti single use per key)', async () => {
     const p = await proof(key, TOKEN_URL);
     expect((await token(sigil, { grant_type: 'client_credentials' }, M2M, p)).statusCode).toBe(200);
