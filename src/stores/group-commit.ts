@@ -8,9 +8,9 @@
 /** Most rows in one transaction (SQLite's bound-parameter limit allows ~2,900 rows of 11 columns). */
 const MAX_BATCH = 256;
 
-interface Waiter<T> {
+interface Waiter<T, R> {
   item: T;
-  resolve: () => void;
+  resolve: (result: R) => void;
   reject: (err: unknown) => void;
 }
 
@@ -18,17 +18,21 @@ interface Waiter<T> {
  * Queues items and commits them in batches with `commit(items)`, one transaction per call.
  * When a batch fails as a whole (one bad row, e.g. a duplicate key), each of its items is retried
  * on its own, so every caller gets the outcome of its own row and a failed row changes nothing.
+ * `R` is what a caller learns of its own row once committed (e.g. whether it was inserted).
  */
-export class GroupCommit<T> {
-  private queue: Waiter<T>[] = [];
+export class GroupCommit<T, R = void> {
+  private queue: Waiter<T, R>[] = [];
   private running = false;
 
-  /** `commit` stores all of `items` in one transaction, or none of them and throws. */
-  constructor(private readonly commit: (items: T[]) => Promise<void>) {}
+  /**
+   * `commit` stores all of `items` in one transaction, or none of them and throws; it returns one
+   * result per item, in the order of `items`.
+   */
+  constructor(private readonly commit: (items: T[]) => Promise<R[]>) {}
 
-  /** Resolves once `item` is committed; rejects with the commit's error when its row failed. */
-  add(item: T): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  /** Resolves with its row's result once `item` is committed; rejects with the commit's error when its row failed. */
+  add(item: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
       if (!this.running) {
         this.running = true;
@@ -50,9 +54,10 @@ export class GroupCommit<T> {
     }
   }
 
-  private async commitBatch(batch: Waiter<T>[]): Promise<void> {
+  private async commitBatch(batch: Waiter<T, R>[]): Promise<void> {
+    let results: R[];
     try {
-      await this.commit(batch.map((w) => w.item));
+      results = await this.commit(batch.map((w) => w.item));
     } catch (err) {
       if (batch.length === 1) {
         batch[0]?.reject(err);
@@ -61,6 +66,6 @@ export class GroupCommit<T> {
       for (const waiter of batch) await this.commitBatch([waiter]);
       return;
     }
-    for (const waiter of batch) waiter.resolve();
+    batch.forEach((waiter, i) => waiter.resolve(results[i] as R));
   }
 }

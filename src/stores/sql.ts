@@ -234,6 +234,12 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
 
 type GrantRow = Selectable<GrantsTable>;
 
+/** A grant row waiting for its group's commit; `once`: skipped (false) if its key is stored already. */
+interface NewRow {
+  row: GrantsTable;
+  once: boolean;
+}
+
 function toRecord(row: GrantRow): GrantRecord {
   return {
     key: row.key,
@@ -281,9 +287,9 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
-  /** New grant rows, committed in groups (see `group-commit.ts`). */
-  private readonly puts: GroupCommit<GrantsTable>;
-  private putSql: string | undefined;
+  /** New grant rows, `put` and `putOnce` alike, committed in groups (see `group-commit.ts`). */
+  private readonly puts: GroupCommit<NewRow, boolean>;
+  private putSql: { plain: string; once: string } | undefined;
 
   /** Access-token rows recently read by `getRecent`, with the `performance.now()` of the read's start. */
   private readonly recent = new Map<string, { row: GrantRecord; at: number }>();
@@ -305,35 +311,50 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
    * while another group's commit is in flight are committed together in the next transaction.
    */
   async put(record: GrantRecord): Promise<void> {
-    await this.puts.add(toRow(record));
+    await this.puts.add({ row: toRow(record), once: false });
   }
 
-  private async insertOne(row: GrantsTable): Promise<void> {
-    await this.run('put', (r: GrantsTable) => this.db.insertInto('grants').values(r), [row], Object.values(row));
+  /** As `put`, but a row whose key is stored already is skipped (false) instead of failing. */
+  async putOnce(record: GrantRecord): Promise<boolean> {
+    return this.puts.add({ row: toRow(record), once: true });
   }
 
-  /** SQLite: the prepared one-row insert, repeated inside one transaction (one WAL commit). */
-  private async insertInTransaction(rows: GrantsTable[]): Promise<void> {
-    const [first] = rows;
-    if (rows.length === 1 && first) return this.insertOne(first);
-    const text = (this.putSql ??= this.db.insertInto('grants').values(first as GrantsTable).compile().sql);
-    await this.db.transaction().execute(async (trx) => {
-      for (const row of rows) await trx.executeQuery(CompiledQuery.raw(text, Object.values(row)));
+  /**
+   * SQLite: the prepared one-row insert (`putOnce`: with `ON CONFLICT DO NOTHING`), repeated inside
+   * one transaction (one WAL commit). A row's result is whether it was inserted.
+   */
+  private async insertInTransaction(rows: NewRow[]): Promise<boolean[]> {
+    const [first] = rows as [NewRow];
+    const sql = (this.putSql ??= {
+      plain: this.db.insertInto('grants').values(first.row).compile().sql,
+      once: this.db.insertInto('grants').values(first.row).onConflict((oc) => oc.column('key').doNothing()).compile().sql,
+    });
+    const insert = async (db: Kysely<Database>, { row, once }: NewRow) =>
+      (await db.executeQuery(CompiledQuery.raw(once ? sql.once : sql.plain, Object.values(row)))).numAffectedRows === 1n;
+    if (rows.length === 1) return [await insert(this.db, first)];
+    return this.db.transaction().execute(async (trx) => {
+      const inserted: boolean[] = [];
+      for (const row of rows) inserted.push(await insert(trx, row));
+      return inserted;
     });
   }
 
-  /** PostgreSQL: one multi-row insert, one statement and one transaction per group. */
-  private async insertRows(rows: GrantsTable[]): Promise<void> {
-    await this.db.insertInto('grants').values(rows).execute();
-  }
-
-  async putOnce(record: GrantRecord): Promise<boolean> {
-    const result = await this.db
-      .insertInto('grants')
-      .values(toRow(record))
-      .onConflict((oc) => oc.column('key').doNothing())
-      .executeTakeFirst();
-    return result.numInsertedOrUpdatedRows === 1n;
+  /**
+   * PostgreSQL: one multi-row insert for the `put` rows and one `ON CONFLICT DO NOTHING ...
+   * RETURNING key` for the `putOnce` rows, in one transaction when there are both. Of `putOnce`
+   * rows sharing a key in one group, the first is the one inserted.
+   */
+  private async insertRows(rows: NewRow[]): Promise<boolean[]> {
+    const plain = rows.filter((r) => !r.once).map((r) => r.row);
+    const once = rows.filter((r) => r.once).map((r) => r.row);
+    const write = async (db: Kysely<Database>) => {
+      if (plain.length > 0) await db.insertInto('grants').values(plain).execute();
+      if (once.length === 0) return new Set<string>();
+      const inserted = await db.insertInto('grants').values(once).onConflict((oc) => oc.column('key').doNothing()).returning('key').execute();
+      return new Set(inserted.map((r) => r.key));
+    };
+    const inserted = plain.length > 0 && once.length > 0 ? await this.db.transaction().execute(write) : await write(this.db);
+    return rows.map(({ row, once }) => !once || inserted.delete(row.key));
   }
 
   async get(key: string): Promise<GrantRecord | undefined> {

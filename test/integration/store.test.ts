@@ -243,6 +243,30 @@ describe.each(backends)('store contract on $name', (backend) => {
       expect(await store.grants.putOnce(record({ type: 'replay' }))).toBe(true);
     });
 
+    it('put and putOnce in one group: a duplicate put fails alone, each putOnce gets its own outcome, nothing else is lost', async () => {
+      const existing = record();
+      await store.grants.put(existing);
+      const fresh = Array.from({ length: 40 }, () => record());
+      const once = Array.from({ length: 40 }, () => record({ type: 'replay' }));
+      const seenOnce = record({ type: 'replay' });
+      expect(await store.grants.putOnce(seenOnce)).toBe(true);
+      // All handed over in one turn of the event loop, so they share a group commit.
+      const outcomes = await Promise.allSettled([
+        store.grants.put(existing),
+        ...fresh.map((r) => store.grants.put(r)),
+        ...once.map((r) => store.grants.putOnce(r)),
+        ...once.map((r) => store.grants.putOnce(r)),
+        store.grants.putOnce(seenOnce),
+      ]);
+      expect(outcomes[0]?.status).toBe('rejected');
+      expect(outcomes.slice(1, 41).every((o) => o.status === 'fulfilled')).toBe(true);
+      const onceResults = outcomes.slice(41).map((o) => (o.status === 'fulfilled' ? o.value : 'rejected'));
+      expect(onceResults.slice(0, 40)).toEqual(Array(40).fill(true));
+      expect(onceResults.slice(40, 80)).toEqual(Array(40).fill(false));
+      expect(onceResults[80]).toBe(false);
+      for (const r of [...fresh, ...once, existing]) expect(await other.grants.get(r.key)).toEqual(r);
+    });
+
     it('update replaces data and expiry of a live record; false for unknown or revoked ones', async () => {
       const r = record();
       await store.grants.put(r);
