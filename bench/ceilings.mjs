@@ -5,6 +5,8 @@
 //                                                          JWS signatures of a typical access-token payload, 32 under way
 //   node bench/ceilings.mjs fastify --port N               a bare Fastify server: POST /token with a form body answers
 //                                                          a small JSON object; prints "listening on <url>"
+//   node bench/ceilings.mjs fastify --port N --sign ES256  the same, each answer carrying a new JWT signed with jose
+//                                                          (the same payload as `sign`): issuance and nothing else
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import { CompactSign, generateKeyPair } from 'jose';
@@ -13,7 +15,7 @@ const { positionals, values } = parseArgs({
   allowPositionals: true,
   options: {
     alg: { type: 'string', default: 'ES256' }, seconds: { type: 'string', default: '3' }, port: { type: 'string', default: '0' },
-    'in-flight': { type: 'string', default: '32' },
+    'in-flight': { type: 'string', default: '32' }, sign: { type: 'string' },
   },
 });
 
@@ -24,13 +26,7 @@ const { positionals, values } = parseArgs({
  * process (every thread: the event loop's glue and the pool's signing).
  */
 async function signRate(alg, seconds, inFlight) {
-  const { privateKey } = await generateKeyPair(alg, { modulusLength: 2048 });
-  const encoder = new TextEncoder();
-  const payload = (n) => encoder.encode(JSON.stringify({
-    iss: 'http://127.0.0.1:5000', exp: 1_900_000_000, iat: 1_800_000_000, nbf: 1_800_000_000, aud: 'api1',
-    sub: 'bench-jwt', client_id: 'bench-jwt', jti: `jti-${n}`, scope: 'api1',
-  }));
-  const sign = (n) => new CompactSign(payload(n)).setProtectedHeader({ alg, kid: 'k1', typ: 'at+jwt' }).sign(privateKey);
+  const sign = await signer(alg);
   for (let i = 0; i < 200; i++) await sign(i); // warm-up
   let n = 0;
   const end = performance.now() + seconds * 1000;
@@ -44,13 +40,31 @@ async function signRate(alg, seconds, inFlight) {
   return { perSecond: n / ((performance.now() - start) / 1000), perCpuSecond: n / ((cpu.user + cpu.system) / 1e6) };
 }
 
-/** A Fastify server doing only what every token request needs: parse a form, answer JSON. */
-async function bareFastify(port) {
+/** `sign(n)`: a compact JWS of the payload Sigil signs for `client_credentials`, with `jti-n`, under a new `alg` key. */
+async function signer(alg) {
+  const { privateKey } = await generateKeyPair(alg, { modulusLength: 2048 });
+  const encoder = new TextEncoder();
+  const payload = (n) => encoder.encode(JSON.stringify({
+    iss: 'http://127.0.0.1:5000', exp: 1_900_000_000, iat: 1_800_000_000, nbf: 1_800_000_000, aud: 'api1',
+    sub: 'bench-jwt', client_id: 'bench-jwt', jti: `jti-${n}`, scope: 'api1',
+  }));
+  return (n) => new CompactSign(payload(n)).setProtectedHeader({ alg, kid: 'k1', typ: 'at+jwt' }).sign(privateKey);
+}
+
+/**
+ * A Fastify server doing only what every token request needs: parse a form, answer JSON; with
+ * `alg`, the answer's access token is a JWT signed for this request.
+ */
+async function bareFastify(port, alg) {
+  const sign = alg ? await signer(alg) : undefined;
+  let n = 0;
   const app = Fastify();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
     done(null, Object.fromEntries(new URLSearchParams(body))));
   app.post('/token', async (request, reply) =>
-    reply.header('cache-control', 'no-store').send({ access_token: 'x'.repeat(40), token_type: 'Bearer', expires_in: 3600, scope: request.body.scope }));
+    reply.header('cache-control', 'no-store').send({
+      access_token: sign ? await sign(n++) : 'x'.repeat(40), token_type: 'Bearer', expires_in: 3600, scope: request.body.scope,
+    }));
   const address = await app.listen({ port, host: '127.0.0.1' });
   console.log(`listening on ${address}`);
   const stop = () => void app.close().then(() => process.exit(0));
@@ -62,8 +76,8 @@ if (positionals[0] === 'sign') {
   const alg = values.alg;
   console.log(JSON.stringify({ alg, ...(await signRate(alg, Number(values.seconds), Number(values['in-flight']))) }));
 } else if (positionals[0] === 'fastify') {
-  await bareFastify(Number(values.port));
+  await bareFastify(Number(values.port), values.sign);
 } else {
-  console.error('usage: node bench/ceilings.mjs sign --alg ALG --seconds S [--in-flight N] | fastify --port N');
+  console.error('usage: node bench/ceilings.mjs sign --alg ALG --seconds S [--in-flight N] | fastify --port N [--sign ALG]');
   process.exitCode = 2;
 }
