@@ -30,7 +30,8 @@ export class RequestMetrics {
     // would otherwise hash the label object on every response. Bounded: routes are registered
     // ones (or "unknown"), methods those Node's parser accepts, statuses three digits.
     const children = new Map<string, { observe(seconds: number): void }>();
-    app.addHook('onResponse', async (request, reply) => {
+    // A callback hook, not an async one: no promise per response.
+    app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unknown';
       const key = `${request.method} ${reply.statusCode} ${route}`;
       let child = children.get(key);
@@ -39,6 +40,7 @@ export class RequestMetrics {
         children.set(key, child);
       }
       child.observe(reply.elapsedTime / 1000);
+      done();
     });
   }
 }
