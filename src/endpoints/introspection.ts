@@ -15,7 +15,7 @@ type Caller = { kind: 'api'; name: string } | { kind: 'client'; clientId: string
 
 /** Registers `/connect/introspect` (POST form; other methods 405, other bodies 415). */
 export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): void {
-  app.post('/connect/introspect', { helmet: false }, async (request, reply) => {
+  app.post('/connect/introspect', async (request, reply) => {
     try {
       const params = formBody(request, 'status');
       const source = credentialSource(request, params);

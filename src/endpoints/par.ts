@@ -28,8 +28,6 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
   app.route({
     method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
     url: '/connect/par',
-    // JSON API: the browser-page headers of helmet (CSP, frame options) do not apply.
-    helmet: false,
     handler: async (request, reply) => {
       try {
         const params = formBody(request, 'invalid_request');

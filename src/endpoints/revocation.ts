@@ -14,7 +14,7 @@ import { authenticateClient } from '../validation/client-auth.js';
 
 /** Registers `/connect/revocation` (POST form; other methods 405, other bodies 415). */
 export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
-  app.post('/connect/revocation', { helmet: false }, async (request, reply) => {
+  app.post('/connect/revocation', async (request, reply) => {
     try {
       const params = formBody(request, 'status');
       const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, '/connect/revocation');

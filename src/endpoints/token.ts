@@ -17,8 +17,6 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
   app.route({
     method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
     url: '/connect/token',
-    // JSON API: the browser-page headers of helmet (CSP, frame options) do not apply.
-    helmet: false,
     handler: async (request, reply) => {
       let clientId: string | undefined;
       let grantType: string | undefined;

