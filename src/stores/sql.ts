@@ -342,7 +342,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   /**
    * PostgreSQL: one multi-row insert for the `put` rows and one `ON CONFLICT DO NOTHING ...
    * RETURNING key` for the `putOnce` rows, in one transaction when there are both. Of `putOnce`
-   * rows sharing a key in one group, the first is the one inserted.
+   * rows sharing a key in one group, one is stored and the first caller is told true.
    */
   private async insertRows(rows: NewRow[]): Promise<boolean[]> {
     const plain = rows.filter((r) => !r.once).map((r) => r.row);
