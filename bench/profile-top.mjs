@@ -27,19 +27,19 @@ function sourceMapOf(url) {
 }
 
 /**
- * Where a frame's code lives: Sigil's file under src/ or dist/, a dependency's package name, or
- * node's internals. A frame in a bundle is looked up in the bundle's source map first.
+ * Where a frame's code lives (Sigil's file under src/ or dist/, a dependency's package name, or
+ * node's internals) and its 1-based line there. A frame in a bundle is looked up in the bundle's
+ * source map first.
  */
-function moduleOf(url, lineNumber, columnNumber) {
-  if (!url) return '(native or V8)';
+function locate({ url, lineNumber, columnNumber }) {
+  if (!url) return { module: '(native or V8)', line: undefined };
   const entry = url.startsWith('node:') ? undefined : sourceMapOf(url)?.findEntry(lineNumber, columnNumber);
-  if (entry?.originalSource) url = entry.originalSource;
-  const pkg = url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/);
-  if (pkg) return pkg[1];
-  const own = url.match(/\/(?:dist|src)\/(.+)$/);
-  if (own) return `sigil: ${own[1]}`;
-  if (url.startsWith('node:')) return url;
-  return url;
+  const source = entry?.originalSource ?? url;
+  const line = (entry?.originalSource ? entry.originalLine : lineNumber) + 1;
+  const pkg = source.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/);
+  if (pkg) return { module: pkg[1], line };
+  const own = source.match(/\/(?:dist|src)\/(.+)$/);
+  return { module: own ? `sigil: ${own[1]}` : source, line };
 }
 
 for (const file of positionals) {
@@ -53,20 +53,23 @@ for (const file of positionals) {
   const busy = total - idle;
 
   const perFrame = new Map();
-  const frameName = (n) => {
-    const { functionName, url, lineNumber, columnNumber } = n.callFrame;
-    const entry = url && !url.startsWith('node:') ? sourceMapOf(url)?.findEntry(lineNumber, columnNumber) : undefined;
-    const line = entry?.originalSource ? entry.originalLine : lineNumber;
-    return `${functionName || '(anonymous)'}  ${moduleOf(url, lineNumber, columnNumber)}${url ? `:${line + 1}` : ''}`;
-  };
   const perModule = new Map();
+  const located = new Map();
+  /** The frame's name and its module, each looked up once per profile node. */
+  const describe = (n) => {
+    if (!located.has(n.id)) {
+      const { module, line } = locate(n.callFrame);
+      located.set(n.id, { frame: `${n.callFrame.functionName || '(anonymous)'}  ${module}${line === undefined ? '' : `:${line}`}`, module });
+    }
+    return located.get(n.id);
+  };
+  const frameName = (n) => describe(n).frame;
   for (const [id, micros] of selfMicros) {
-    const { functionName, url, lineNumber, columnNumber } = byId.get(id).callFrame;
-    if (functionName === '(idle)') continue;
-    const frame = frameName(byId.get(id));
+    const node = byId.get(id);
+    if (node.callFrame.functionName === '(idle)') continue;
+    const { frame, module } = describe(node);
     perFrame.set(frame, (perFrame.get(frame) ?? 0) + micros);
-    const mod = moduleOf(url, lineNumber, columnNumber);
-    perModule.set(mod, (perModule.get(mod) ?? 0) + micros);
+    perModule.set(module, (perModule.get(module) ?? 0) + micros);
   }
   // Inclusive time: a sample counts once for every distinct function on its stack.
   const parentOf = new Map();
