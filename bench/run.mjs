@@ -81,6 +81,9 @@ const { kid: _dpopKid, alg: _dpopAlg, use: _dpopUse, ...DPOP_JWK } = KEYS.dpop.j
 const SERVERS = {
   sigil: { label: 'Sigil', tokenPath: '/connect/token', introspectPath: '/connect/introspect' },
   provider: { label: 'oidc-provider', tokenPath: '/token', introspectPath: '/token/introspection' },
+  // The measured issuance ceiling (bench/ceilings.mjs fastify --sign ES256): loaded in the same
+  // rounds as the ES256 JWT scenarios, so that a slow spell of the machine weighs on it alike.
+  ceiling: { label: 'bare Fastify signing ES256', tokenPath: '/token' },
 };
 
 const children = new Set();
@@ -279,17 +282,19 @@ function loadOptions(req, opts) {
 }
 
 /**
- * Measures one scenario on Sigil and on node-oidc-provider, interleaved: after a probe and a
- * discarded warm-up of each, `opts.rounds` rounds each load Sigil, then the provider, for
- * duration / rounds seconds, so that a slow spell of the shared machine falls on both. Per server:
- * req/s over all rounds, p50 (mean of the rounds') and p99 (the worst round's) in ms, and the CPU
- * time of its process tree during its rounds (from /proc), as requests per CPU-second. `error` is
- * set when anything but a good 2xx answer was seen.
+ * Measures one scenario on Sigil and on node-oidc-provider (and, given `ceilingServer`, on the bare
+ * Fastify server that only signs), interleaved: after a probe and a discarded warm-up of each,
+ * `opts.rounds` rounds each load Sigil, then the provider (then the ceiling), for duration / rounds
+ * seconds, so that a slow spell of the shared machine falls on all. Per server: req/s over all
+ * rounds, p50 (mean of the rounds') and p99 (the worst round's) in ms, and the CPU time of its
+ * process tree during its rounds (from /proc), as requests per CPU-second. `error` is set when
+ * anything but a good 2xx answer was seen.
  */
-async function measurePair(sigilServer, providerServer, scenario, opts) {
+async function measurePair(sigilServer, providerServer, scenario, opts, ceilingServer = undefined) {
   const sides = [
     { server: sigilServer, ...(await prepare(sigilServer, scenario, true)) },
     { server: providerServer, ...(await prepare(providerServer, scenario, false)) },
+    ...(ceilingServer ? [{ server: ceilingServer, ...(await prepare(ceilingServer, scenario, true)) }] : []),
   ];
   const live = sides.filter((side) => side.req);
   for (const side of live) {
@@ -327,8 +332,8 @@ async function measurePair(sigilServer, providerServer, scenario, opts) {
     }
     side.result = result;
   }
-  const [sigil, provider] = sides.map((side) => side.result);
-  return { sigil, provider };
+  const [sigil, provider, ceiling] = sides.map((side) => side.result);
+  return { sigil, provider, ceiling };
 }
 
 const fmt = (n, digits = 0) => (typeof n === 'number' ? n.toFixed(digits) : '-');
@@ -374,12 +379,12 @@ function signCeiling(alg, seconds, inFlight) {
 }
 
 /**
- * Requests per second of a bare Fastify server answering a form POST with JSON, loaded like a
- * scenario; with `alg`, each answer carries a JWT it signed with jose (issuance and nothing else).
+ * Requests per CPU-second of a bare Fastify server answering a form POST with JSON (no signing),
+ * loaded like a scenario, measured alone.
  */
-async function fastifyCeiling(opts, alg) {
+async function fastifyCeiling(opts) {
   const port = await freePort();
-  const child = await startChild(alg ? `bare Fastify signing ${alg}` : 'bare Fastify', ['bench/ceilings.mjs', 'fastify', '--port', String(port), ...(alg ? ['--sign', alg] : [])]);
+  const child = await startChild('bare Fastify', ['bench/ceilings.mjs', 'fastify', '--port', String(port)]);
   try {
     const req = { url: `http://${HOST}:${port}/token`, headers: { 'content-type': FORM, authorization: basic('bench-jwt', SECRET) },
       body: 'grant_type=client_credentials&scope=api1' };
@@ -390,6 +395,20 @@ async function fastifyCeiling(opts, alg) {
   } finally {
     await stopChild(child);
   }
+}
+
+/** Scenarios that issue a JWT for a client secret: a, b and f, which the issuance ceilings apply to. */
+const isJwtIssuance = (scenario) => scenario.kind === 'token' && scenario.client === 'bench-jwt';
+
+/**
+ * Starts the measured issuance ceiling: a bare Fastify server whose `/token` answers each form POST
+ * with a JWT it signed with jose (`alg`), and nothing else. Loaded as a third server in the rounds
+ * of the JWT scenarios (see `measurePair`).
+ */
+async function startCeilingServer(alg) {
+  const port = await freePort();
+  const child = await startChild(`bare Fastify signing ${alg}`, ['bench/ceilings.mjs', 'fastify', '--port', String(port), '--sign', alg]);
+  return { ...SERVERS.ceiling, base: `http://${HOST}:${port}`, child };
 }
 
 /** The environment for Sigil children: nothing that would override the config file. */
@@ -503,8 +522,6 @@ async function measureExtras(wanted, opts) {
     extras.ceilings = { sign: { ES256: signCeiling('ES256', seconds, opts.connections), RS256: signCeiling('RS256', seconds, opts.connections) } };
     process.stdout.write(' bare Fastify...');
     extras.ceilings.fastify = await fastifyCeiling(opts);
-    process.stdout.write(' bare Fastify signing ES256...');
-    extras.ceilings.fastifySigning = await fastifyCeiling(opts, 'ES256');
     console.log(' done');
   }
   if (wanted.has('g')) {
@@ -547,15 +564,21 @@ function printExtras(extras, rows) {
       + `(${fmt(c.sign.ES256.perSecond)}/s and ${fmt(c.sign.RS256.perSecond)}/s on the whole machine); bare Fastify answers `
       + `${fmt(c.fastify.perCpuSecond)} form POSTs with JSON (${fmt(c.fastify.perSecond)} req/s under the same autocannon load)`);
     console.log(`combined ceiling of JWT issuance per CPU-second (1 / (1/sign + 1/Fastify)): ES256 ${fmt(issue.ES256)}, RS256 ${fmt(issue.RS256)}`);
-    const measured = c.fastifySigning;
-    console.log(`measured ceiling: bare Fastify signing each answer's ES256 JWT with jose answers ${fmt(measured.perCpuSecond)} per CPU-second `
-      + `(${fmt(measured.perSecond)} req/s); the thread pool's hand-offs under HTTP load are in it, not in the combined figure`);
-    for (const { scenario: s, sigil } of rows) {
+    const measured = rows.filter((r) => r.ceiling && !r.ceiling.error);
+    if (measured.length > 0) {
+      console.log(`measured ceiling (loaded in the same rounds as ${measured.map((r) => r.scenario.id).join(' and ')}): bare Fastify signing each answer's ES256 JWT `
+        + `with jose answers ${measured.map((r) => `${fmt(r.ceiling.perCpuSecond)}`).join(' and ')} per CPU-second `
+        + `(${measured.map((r) => fmt(r.ceiling.rps)).join(' and ')} req/s); the thread pool's hand-offs under HTTP load are in it, not in the combined figure`);
+    }
+    for (const { scenario: s, sigil, ceiling: sameRounds } of rows) {
       if (sigil.error || !sigil.perCpuSecond) continue;
-      const jwt = s.kind === 'token' && s.client === 'bench-jwt';
+      const jwt = isJwtIssuance(s);
       const ceiling = jwt ? issue[s.alg] : c.fastify.perCpuSecond;
-      const ofMeasured = jwt && s.alg === 'ES256' ? `, ${pct(sigil.perCpuSecond, measured.perCpuSecond)} of the measured one` : '';
+      const ofMeasured = sameRounds && !sameRounds.error ? `, ${pct(sigil.perCpuSecond, sameRounds.perCpuSecond)} of the measured one` : '';
       console.log(`  ${s.id}. ${s.name}: ${fmt(sigil.perCpuSecond)} req/CPU-s = ${pct(sigil.perCpuSecond, ceiling)} of ${jwt ? `the ${s.alg} issuance ceiling` : 'the bare Fastify ceiling'}${ofMeasured}`);
+    }
+    for (const { scenario: s, ceiling: sameRounds } of rows) {
+      if (sameRounds?.error) console.log(`  ${s.id}. measured ceiling ERROR: ${sameRounds.error}`);
     }
   }
   const h = extras.sustained;
@@ -640,21 +663,23 @@ async function main() {
       const group = selected.filter((s) => s.alg === alg);
       if (group.length === 0) continue;
       const servers = await startServers(alg, values.storage, dataDir);
+      if (alg === 'ES256' && group.some(isJwtIssuance)) servers.ceiling = await startCeilingServer('ES256');
       try {
         for (const scenario of group) {
-          process.stdout.write(`${scenario.id}. ${scenario.name}: Sigil and oidc-provider, ${opts.rounds} rounds...`);
+          const ceilingServer = isJwtIssuance(scenario) ? servers.ceiling : undefined;
+          process.stdout.write(`${scenario.id}. ${scenario.name}: Sigil and oidc-provider${ceilingServer ? ' (and the measured ceiling)' : ''}, ${opts.rounds} rounds...`);
           const sigilServer = scenario.defaultConfig ? await startDefaultSigil(1) : servers.sigil;
           try {
-            const { sigil, provider } = await measurePair(sigilServer, servers.provider, scenario, opts);
-            rows.push({ scenario, sigil, provider, ratio: ratioOf(sigil, provider) });
+            const { sigil, provider, ceiling } = await measurePair(sigilServer, servers.provider, scenario, opts, ceilingServer);
+            rows.push({ scenario, sigil, provider, ratio: ratioOf(sigil, provider), ...(ceiling ? { ceiling } : {}) });
           } finally {
             if (scenario.defaultConfig) await stopChild(sigilServer.child);
           }
           console.log(' done');
         }
       } finally {
-        await Promise.all([stopChild(servers.sigil.child), stopChild(servers.provider.child)]);
-        const crashed = [servers.sigil, servers.provider].filter((s) => s.child.exitCode > 0);
+        await Promise.all([servers.sigil, servers.provider, servers.ceiling].filter(Boolean).map((s) => stopChild(s.child)));
+        const crashed = [servers.sigil, servers.provider, servers.ceiling].filter(Boolean).filter((s) => s.child.exitCode > 0);
         for (const s of crashed) console.log(`\n${s.label} exited with code ${s.child.exitCode}. Output:\n${s.child.tail()}`);
       }
     }
@@ -672,7 +697,7 @@ async function main() {
   writeFileSync(file, `${JSON.stringify({
     date: new Date().toISOString(), node: process.version, cpus: cpus().map((c) => c.model), git: gitDescribe(),
     oidcProvider: providerVersion, options: { ...opts, storage: values.storage, host: HOST },
-    scenarios: rows.map(({ scenario, sigil, provider, ratio }) => ({ ...scenario, sigil, provider, ratio })),
+    scenarios: rows.map(({ scenario, sigil, provider, ratio, ceiling }) => ({ ...scenario, sigil, provider, ratio, ceiling })),
     ...extras,
   }, null, 2)}\n`);
   console.log(`\nresults written to ${file}`);
