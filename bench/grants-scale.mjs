@@ -20,7 +20,9 @@
 //   refresh     refresh_token grant of a one-time (rotating) refresh token: read + consume + write;
 //               every request presents its own refresh token, pre-issued just before the run by
 //               inserting rows exactly as Sigil stores them (only the SHA-256 of the handle)
-//   introspect  introspection of reference tokens picked at random among all filled ones (a read)
+//   introspect  introspection of reference tokens picked at random among as many filled ones at every
+//               size as the smallest table holds (a read; Sigil's cache of recent lookups is off, so
+//               that every request reads the store)
 // and prints median p50 / p99 latency and req/s per size over the rounds, with the ratio largest /
 // smallest size.
 // At the largest size it also measures, for the README's sizing table, client_credentials with a
@@ -578,9 +580,22 @@ function gitDescribe() {
   }
 }
 
+/** A copy of `items` in random order (Fisher-Yates); a random prefix of a uniform sample is one too. */
+function shuffled(items) {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = rnd.int(i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
 function benchConfig() {
   return {
     logLevel: 'warn',
+    // Every introspection reads the store: the in-process cache of recent lookups (on by default,
+    // 1 s) would answer most of them from memory and hide how the table's size weighs on a read.
+    accessTokenCache: { maxAgeMilliseconds: 0 },
     signingAlgorithms: ['ES256'],
     identityResources: [{ name: 'openid', userClaims: ['sub'] }, { name: 'profile', userClaims: ['name'] }],
     apiScopes: [{ name: 'api1' }],
@@ -641,6 +656,11 @@ const SIZING_SCENARIOS = ['cc-jwt', 'password'];
 async function benchStore(kind, targets, configFile, opts) {
   const out = { storage: kind, sizes: [] };
   for (const t of targets) out.sizes.push({ size: t.size, fill: await fill(kind, t), rounds: [] });
+  // The same number of distinct tokens to introspect at every size (as many as the smallest table
+  // has), so that the sizes differ in the table alone, not in how many rows the run touches.
+  const tokens = Math.min(...targets.map((t) => t.state.sample.length));
+  for (const t of targets) t.state.sample = shuffled(t.state.sample).slice(0, tokens);
+  console.log(`   introspection: ${tokens.toLocaleString('en')} distinct reference tokens per size, picked at random from each table`);
   const largest = targets.at(-1);
   for (let round = 1; round <= opts.rounds; round++) {
     console.log(`   round ${round}/${opts.rounds}:`);
