@@ -72,11 +72,17 @@ export class EventBus {
     return () => this.listeners.delete(listener);
   }
 
-  /** Records an event (the `time` is filled in here). */
+  /**
+   * Records an event. The object becomes the event: `time` is set on it here, and the log line and
+   * every subscriber get that same object, so pass a new one each time (every caller passes a literal).
+   */
   emit(event: Omit<SigilEvent, 'time'>): void {
     const level = FAILURES.has(event.name) ? 'warn' : 'info';
     if (this.listeners.size === 0 && !this.log.isLevelEnabled(level)) return;
-    const full: SigilEvent = { ...event, time: new Date().toISOString() };
+    // Set on the caller's object rather than copied into a new one: a copy was the costliest line of
+    // a logged token request's event (its own CPU profile line, ahead of pino's serialisation).
+    const full = event as SigilEvent;
+    full.time = new Date().toISOString();
     this.log[level]({ event: full }, full.name);
     for (const listener of this.listeners) {
       try {
