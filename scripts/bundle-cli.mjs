@@ -37,5 +37,9 @@ await build({
   sourcemap: 'linked',
   sourcesContent: false,
   legalComments: 'none',
+  // Less text for V8 to parse at start (3.0 -> 1.9 MB). Identifiers keep their names, so error
+  // names and class names in logs read the same as without the bundle.
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
 });

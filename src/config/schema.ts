@@ -4,7 +4,9 @@
  * typo stops the start with the field's path instead of being ignored.
  */
 import { isIP } from 'node:net';
-import { z } from 'zod';
+// A namespace import, as zod documents it: a bundler then keeps only the schema kinds used here,
+// where `import { z }` keeps all of zod, its forty-odd locales included (dist/cli/main.js).
+import * as z from 'zod';
 
 const lifetime = z.number().int().positive();
 const nonEmpty = z.string().min(1);
