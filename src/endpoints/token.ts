@@ -39,7 +39,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
           const key = `dpop:address:${addressQuotaKey(request.ip)}`;
           await takeQuota(ctx.limiter.counters, [{ key, limit: limits.dpopProofsPerAddress }], limits.windowSeconds);
         }
-        const dpop = proofs.length === 0 ? undefined : await ctx.dpop.verify(proofs, { method: 'POST', url: tokenUrl }, now, {
+        const dpop = await ctx.dpop.verify(proofs, { method: 'POST', url: tokenUrl }, now, {
           nonce: true,
           ...dpopAlgorithmsFor(client),
         });
