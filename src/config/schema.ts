@@ -224,7 +224,7 @@ export const clientSchema = z.strictObject({
   requirePushedAuthorizationRequests: z.boolean().optional(),
   /**
    * Every token request of this client must carry a DPoP proof (RFC 9449 §5), so all its access
-   * tokens (and, for a public or `fapi2` client, its refresh tokens) are bound to a key it holds.
+   * and refresh tokens are bound to a key it holds.
    * Default false (`fapi2`: true).
    */
   requireDPoP: z.boolean().optional(),

@@ -14,11 +14,14 @@ import { claimsOf } from '../users/users.js';
 
 /**
  * Handles `grant_type=refresh_token`.
- * A public client's refresh token bound to a DPoP key (RFC 9449 §5) needs a proof with that key;
- * `resource` (RFC 8707 §2.2) may narrow the grant's resources, never widen them.
+ * Once bound, always bound: a refresh token bound to a DPoP key (RFC 9449 §5; any client's, not
+ * only a public one's) needs a proof with that key, and a proof on an unbound grant binds the
+ * grant from then on (a `reuse` token's stored data records it), so a grant that got bound tokens
+ * never again gets Bearer ones. `resource` (RFC 8707 §2.2) may narrow the grant's resources, never
+ * widen them.
  * @throws OAuthError `invalid_request` (missing token), `invalid_grant` (unknown, expired,
- *   revoked, consumed, another client's, no or another DPoP key than it is bound to, user gone or
- *   inactive), `invalid_scope`, `invalid_target`.
+ *   revoked, consumed, another client's, no or another DPoP key than it is bound to, bound by a
+ *   concurrent use meanwhile, user gone or inactive), `invalid_scope`, `invalid_target`.
  */
 export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   const { params, client } = req;
@@ -56,7 +59,12 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
       ...(data.resources ? { resources: data.resources } : {}),
     };
   } else {
-    if (client.refreshTokenExpiration === 'sliding') await ctx.store.grants.update(key, data, nextExpiry(data, client, now));
+    // The token stays: it records the binding itself. Compare-and-set, so that of two concurrent
+    // first proofs with different keys only one binds the grant.
+    const kept = data.jkt === undefined && req.dpop ? { ...data, jkt: req.dpop.jkt } : data;
+    if (kept !== data && !(await ctx.store.grants.replaceData(key, data, kept)))
+      throw invalidGrant('the refresh token was changed by a concurrent request');
+    if (client.refreshTokenExpiration === 'sliding') await ctx.store.grants.update(key, kept, nextExpiry(data, client, now));
     refresh = { kind: 'existing', handle };
   }
   const response = await ctx.tokens.issue({

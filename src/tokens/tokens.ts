@@ -85,7 +85,7 @@ export interface Issuance {
   requestedClaims?: RequestedClaims;
   /**
    * The DPoP key thumbprint (RFC 7638) to bind the access token to (`cnf.jkt`, RFC 9449 §6.1),
-   * and, for a public client, a new refresh token (§5).
+   * and a new refresh token (§5, for every client: once bound, always bound).
    */
   jkt?: string;
   /**
@@ -122,7 +122,11 @@ const DELEGATION_CLAIMS = new Set(['act', 'may_act']);
 /** Stored data of a refresh token. */
 export interface RefreshTokenData {
   scopes: string[];
-  /** The DPoP key thumbprint a public client's refresh token is bound to (RFC 9449 §5). */
+  /**
+   * The DPoP key thumbprint the refresh token, and so its grant, is bound to (RFC 9449 §5): every
+   * refresh needs a proof with this key. Absent: unbound (also every refresh token a confidential,
+   * non-fapi2 client got before Sigil recorded the binding for all clients).
+   */
   jkt?: string;
   /** The API resources (names) the grant was limited to by resource indicators (RFC 8707 §2). */
   resources?: string[];
@@ -171,10 +175,10 @@ export class TokenService {
         subject: withoutClaims(subject),
         absoluteExpiresAt: plan.absoluteExpiresAt,
         ...(req.requestedClaims ? { requestedClaims: req.requestedClaims } : {}),
-        // RFC 9449 §5: a confidential client's refresh token is already bound by its
-        // authentication; a fapi2 client's is bound to the key as well (all its tokens are
-        // sender-constrained, FAPI 2.0 SP §5.3.2.1), so a refresh needs a proof with that key.
-        ...(req.jkt !== undefined && (client.isPublic || client.profile === 'fapi2') ? { jkt: req.jkt } : {}),
+        // Once bound, always bound: RFC 9449 §5 binds a public client's refresh token to the key;
+        // Sigil binds every client's, so that a stolen refresh token and client secret without
+        // the key give no Bearer tokens, and a refresh needs a proof with that key.
+        ...(req.jkt !== undefined ? { jkt: req.jkt } : {}),
         ...(plan.resources !== undefined ? { resources: plan.resources } : {}),
       };
       await this.grants.put(newGrantRecord({

@@ -1,6 +1,6 @@
 /**
  * DPoP (RFC 9449) over HTTP: proofs at the token endpoint bind access tokens (`cnf.jkt`,
- * `token_type: DPoP`) and public clients' refresh tokens; every failed check of §4.3 is
+ * `token_type: DPoP`) and refresh tokens, confidential clients' too; every failed check of §4.3 is
  * `invalid_dpop_proof` and issues nothing; `dpop_jkt` binds the authorization code (§10); server
  * nonces (§8); userinfo with the DPoP scheme (§7.1) and refusal of a bound token as Bearer (§7.2);
  * introspection shows the binding (§6.2).
@@ -185,12 +185,22 @@ describe('DPoP at the token endpoint', () => {
     expectError(await token(sigil, { ...refresh, refresh_token: next.refresh_token! }, undefined, await proof(other, TOKEN_URL)), 'invalid_grant');
   });
 
-  it("leaves a confidential client's refresh token unbound (RFC 9449 §5)", async () => {
-    const first = await token(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, ['ropc', 'ropc-secret'], await proof(key, TOKEN_URL));
+  it("binds a confidential client's grant once its tokens are bound: every refresh needs the same key (issue 20 item 3)", async () => {
+    const ROPC: BasicCredentials = ['ropc', 'ropc-secret'];
+    const first = await token(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, ROPC, await proof(key, TOKEN_URL));
     expect(first.json<TokenBody>().token_type).toBe('DPoP');
-    const res = await token(sigil, { grant_type: 'refresh_token', refresh_token: first.json<TokenBody>().refresh_token! }, ['ropc', 'ropc-secret']);
-    expect(res.statusCode, res.body).toBe(200);
-    expect(res.json<TokenBody>().token_type).toBe('Bearer');
+    const refresh = { grant_type: 'refresh_token', refresh_token: first.json<TokenBody>().refresh_token! };
+    expect((await introspect(sigil, refresh.refresh_token, ROPC)).json()).toMatchObject({ active: true, cnf: { jkt: key.jkt } });
+    // A stolen refresh token and client secret, without the key: no Bearer tokens.
+    expectError(await token(sigil, refresh, ROPC), 'invalid_grant');
+    expectError(await token(sigil, refresh, ROPC, await proof(await proofKey(), TOKEN_URL)), 'invalid_grant');
+    const ok = await token(sigil, refresh, ROPC, await proof(key, TOKEN_URL));
+    expect(ok.statusCode, ok.body).toBe(200);
+    const next = ok.json<TokenBody>();
+    expect(next.token_type).toBe('DPoP');
+    expect(decodeJwt(next.access_token).cnf).toEqual({ jkt: key.jkt });
+    // The rotated refresh token carries the binding on.
+    expectError(await token(sigil, { ...refresh, refresh_token: next.refresh_token! }, ROPC), 'invalid_grant');
   });
 
   it('binds tokens of extension grants (token exchange) too', async () => {

@@ -3,19 +3,21 @@
  * rotation with family revocation on reuse, reuse mode, absolute and sliding expiry, narrowing,
  * client binding, and one winner among concurrent redemptions.
  */
-import { jwtVerify } from 'jose';
+import { decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type BasicCredentials,
   fetchJwks,
   introspect,
   passwordTokens,
+  postForm,
   sleep,
   startSigil,
   testConfig,
   tokenRequest,
   type TestSigil,
 } from '../helpers.js';
+import { proof, proofKey } from '../dpop-helpers.js';
 
 const ROPC: BasicCredentials = ['ropc', 'ropc-secret'];
 
@@ -86,6 +88,38 @@ describe('refresh_token grant', () => {
       expect(body.refresh_token).toBe(first.refresh_token);
       expect(body.access_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(body.access_token).not.toBe(first.access_token);
+    }
+  });
+
+  describe('once bound, always bound (issue 20 item 3)', () => {
+    const TOKEN_URL = `${testConfig().issuer}/connect/token`;
+    const withProof = async (token: string, client: BasicCredentials, key?: Awaited<ReturnType<typeof proofKey>>) =>
+      postForm(sigil, '/connect/token', { grant_type: 'refresh_token', refresh_token: token }, client, key ? { dpop: await proof(key, TOKEN_URL) } : {});
+    const expectRefused = (res: { statusCode: number; json: () => unknown }) => {
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid_grant' });
+    };
+
+    for (const [usage, client] of [['oneTime', ROPC], ['reuse', ['ropc-ref', 'ropc-secret']]] as const) {
+      it(`binds an unbound grant (${usage}) to the key of the first refresh with a proof; later refreshes need that key`, async () => {
+        const [key, other] = await Promise.all([proofKey(), proofKey()]);
+        const first = await passwordTokens(sigil, { client, scope: 'openid api1 offline_access' });
+        // A grant stored unbound (as every grant from before the binding was recorded) refreshes without a proof.
+        const bearer = await withProof(first.refresh_token!, client);
+        expect(bearer.statusCode, bearer.body).toBe(200);
+        expect(bearer.json<{ token_type: string }>().token_type).toBe('Bearer');
+        const bound = await withProof(bearer.json<{ refresh_token: string }>().refresh_token, client, key);
+        expect(bound.statusCode, bound.body).toBe(200);
+        const body = bound.json<{ token_type: string; access_token: string; refresh_token: string }>();
+        expect(body.token_type).toBe('DPoP');
+        expect((await introspect(sigil, body.access_token)).json()).toMatchObject({ active: true, cnf: { jkt: key.jkt } });
+        expectRefused(await withProof(body.refresh_token, client));
+        expectRefused(await withProof(body.refresh_token, client, other));
+        const again = await withProof(body.refresh_token, client, key);
+        expect(again.statusCode, again.body).toBe(200);
+        expect(again.json<{ token_type: string }>().token_type).toBe('DPoP');
+        if (usage === 'oneTime') expect(decodeJwt(again.json<{ access_token: string }>().access_token).cnf).toEqual({ jkt: key.jkt });
+      });
     }
   });
 
