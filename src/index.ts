@@ -45,6 +45,7 @@ export type { ConfigInput, Config, ClientConfig } from './config/schema.js';
 export { OAuthError } from './errors.js';
 export type { SigilEvent, SigilEventName, EventListener } from './events/events.js';
 export type { ExtensionGrant, ExtensionGrantContext, ExtensionGrantResult } from './grants/extension.js';
+export type { DPoPProof } from './validation/dpop.js';
 export type { ResourceOwnerValidator, ResourceOwnerRequest } from './grants/password.js';
 export { TOKEN_EXCHANGE, ACCESS_TOKEN_TYPE } from './grants/token-exchange.js';
 export type { User } from './users/users.js';

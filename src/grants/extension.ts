@@ -7,8 +7,9 @@ import type { ClientConfig } from '../config/schema.js';
 import { invalidGrant, invalidRequest, invalidScope } from '../errors.js';
 import { hashHandle, nowSeconds } from '../tokens/handles.js';
 import { isMayAct } from '../tokens/may-act.js';
-import type { Subject, TokenResponse, ValidAccessToken } from '../tokens/tokens.js';
+import { boundKey, type Subject, type TokenResponse, type ValidAccessToken } from '../tokens/tokens.js';
 import { claimsOf, type User } from '../users/users.js';
+import { type DPoPProof, invalidDPoPProof } from '../validation/dpop.js';
 import { OFFLINE_ACCESS, validateScopes } from '../validation/scopes.js';
 import { newRefreshPlan } from './password.js';
 import { bindingOf, type GrantHandler } from './registry.js';
@@ -25,9 +26,15 @@ export interface ExtensionGrantContext {
   scopeRequested: boolean;
   /**
    * Validates an access token issued by this Sigil; undefined when invalid, expired or revoked.
-   * Its `familyId` is what a result may name as `ExtensionGrantResult.familyId`.
+   * Its `familyId` is what a result may name as `ExtensionGrantResult.familyId`. A token bound to
+   * a DPoP key (`cnf.jkt`, RFC 9449 §6.1) is accepted only with a proof of that key (`dpop`), and
+   * the issued tokens are then bound to the key, so no grant turns a bound token into Bearer tokens.
+   * @throws OAuthError `invalid_request` (a bound token and no proof), `invalid_dpop_proof` (the
+   *   proof is made with another key)
    */
   validateAccessToken(token: string): Promise<ValidAccessToken | undefined>;
+  /** The request's checked DPoP proof (RFC 9449 §4.3), if it sent one: the issued tokens are bound to its key. */
+  dpop?: DPoPProof;
   /** Finds a user by subject. */
   findUser(subjectId: string): Promise<User | undefined>;
 }
@@ -72,9 +79,11 @@ export interface ExtensionGrant {
  * its result (scopes within the validated ones; a user must exist unless claims are given, and be
  * active; a named family validated in this request; an expiry cap not yet past), then issues an
  * access token and, with `offline_access` and a user, a refresh token, in the named family and
- * within the cap.
+ * within the cap, bound to the request's DPoP key if it sent a proof (RFC 9449 §5).
  * @throws OAuthError `invalid_scope`, `invalid_grant` (unknown or inactive user, cap past),
- *   `invalid_request` (the named family was revoked meanwhile), or whatever `validate` throws.
+ *   `invalid_request` (the named family was revoked meanwhile; a DPoP-bound token validated without
+ *   a proof), `invalid_dpop_proof` (a bound token validated with another key's proof), or whatever
+ *   `validate` throws.
  */
 export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
   return async (ctx, req) => {
@@ -90,11 +99,17 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
       scopeRequested: scopeParam !== undefined,
       validateAccessToken: async (t) => {
         const valid = await ctx.tokens.validateAccessToken(t);
+        const jkt = valid && boundKey(valid.claims);
+        if (jkt !== undefined) {
+          if (!req.dpop) throw invalidRequest('an access token of this request is bound to a DPoP key: send a DPoP proof made with that key (RFC 9449)');
+          if (req.dpop.jkt !== jkt) throw invalidDPoPProof('the DPoP proof is not made with the key an access token of this request is bound to');
+        }
         if (valid?.familyId !== undefined)
           families.set(valid.familyId, hashHandle(valid.format === 'jwt' ? String(valid.claims.jti) : t));
         return valid;
       },
       findUser: (s) => ctx.users.findBySubject(s),
+      ...(req.dpop ? { dpop: req.dpop } : {}),
     });
     const familyKey = result.familyId === undefined ? undefined : families.get(result.familyId);
     if (result.familyId !== undefined && familyKey === undefined)
@@ -131,7 +146,8 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
       ...(subject ? { subject } : {}),
       refresh: subject ? capRefreshPlan(newRefreshPlan(client, scopes, now), result.expiresAt) : { kind: 'none' },
       ...(result.claims ? { extraClaims: result.claims } : {}),
-      // A DPoP proof binds extension grants' tokens as any other grant's (RFC 9449 §5).
+      // A DPoP proof binds extension grants' tokens as any other grant's (RFC 9449 §5), and is the
+      // key of every bound token validated above.
       ...bindingOf(req),
       ...(result.familyId !== undefined ? { familyId: result.familyId } : {}),
       ...(result.expiresAt !== undefined ? { expiresAt: result.expiresAt } : {}),

@@ -18,10 +18,17 @@
  * - How long: the new token joins the subject token's grant family, so revoking that grant (a
  *   refresh token at /connect/revocation, RFC 7009 §2.1) also ends it, and its `exp` is never later
  *   than the subject token's, so exchanging an exchanged token cannot extend a grant.
+ * - Which key: a subject token bound to a DPoP key (`cnf.jkt`, RFC 9449 §6.1) needs a proof made
+ *   with that key whose `ath` is the subject token's hash (§4.2: the proof names the access token
+ *   it comes with); a bound actor token needs a proof made with its key (one proof carries one
+ *   `ath`, which belongs to the subject token). The new token is bound to the proof's key, so a
+ *   stolen bound token is no use without its key and no exchange turns it into a Bearer token.
  */
 import { invalidRequest, invalidScope } from '../errors.js';
 import { OFFLINE_ACCESS } from '../validation/scopes.js';
 import { mayActPermits } from '../tokens/may-act.js';
+import { boundKey } from '../tokens/tokens.js';
+import { accessTokenHash, invalidDPoPProof } from '../validation/dpop.js';
 import type { ExtensionGrant } from './extension.js';
 
 /** `grant_type` of RFC 8693 §2.1. */
@@ -32,8 +39,10 @@ export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token'
 /**
  * The token exchange grant. Errors follow RFC 8693 §2.2.2: an invalid or unacceptable
  * `subject_token` or `actor_token` (unknown, expired, revoked, no user, another client's token
- * outside `tokenExchangeSubjectAudiences`, an actor `may_act` does not name) is `invalid_request`;
- * scopes beyond the subject token's or the client's, or `offline_access`, are `invalid_scope`.
+ * outside `tokenExchangeSubjectAudiences`, an actor `may_act` does not name, a DPoP-bound one sent
+ * without a proof) is `invalid_request`; a proof of another key than a bound token's, or without
+ * the subject token's `ath` when that is bound, is `invalid_dpop_proof` (RFC 9449 §5); scopes
+ * beyond the subject token's or the client's, or `offline_access`, are `invalid_scope`.
  */
 export const tokenExchangeGrant: ExtensionGrant = {
   grantType: TOKEN_EXCHANGE,
@@ -46,6 +55,9 @@ export const tokenExchangeGrant: ExtensionGrant = {
       throw invalidRequest('only access tokens can be requested');
     const subject = await ctx.validateAccessToken(subjectToken);
     if (!subject) throw invalidRequest('subject_token is invalid or expired');
+    // validateAccessToken matched the proof's key to a bound token's; ath ties the proof to it.
+    if (boundKey(subject.claims) !== undefined && ctx.dpop?.ath !== accessTokenHash(subjectToken))
+      throw invalidDPoPProof('the DPoP proof\'s ath must be the hash of the subject_token');
     if (typeof subject.claims.auth_time !== 'number') throw invalidRequest('subject_token does not represent a user');
     if (typeof subject.claims.exp !== 'number') throw invalidRequest('subject_token has no expiry');
     const aud = subject.claims.aud === undefined ? [] : Array.isArray(subject.claims.aud) ? subject.claims.aud : [subject.claims.aud];

@@ -58,6 +58,11 @@ export interface DPoPProof {
   jti: string;
   /** The proof's `iat`, Unix seconds. */
   iat: number;
+  /**
+   * The proof's `ath` (§4.2), when it has one: at the token endpoint no access token is expected,
+   * so it is not checked there; a grant that takes an access token checks it (token exchange).
+   */
+  ath?: string;
 }
 
 /** What a proof must match: the request it came with. */
@@ -179,7 +184,7 @@ export class DPoPVerifier {
     // iat leaves the window: no later use could be accepted anyway.
     if (!(await this.replay.firstUse('dpop_proof', jkt, jti, Math.floor(iat) + this.settings.proofWindowSeconds + 1, now)))
       throw invalidDPoPProof('the DPoP proof was already used');
-    return { jkt, jti, iat };
+    return { jkt, jti, iat, ...(typeof payload.ath === 'string' ? { ath: payload.ath } : {}) };
   }
 
   /**

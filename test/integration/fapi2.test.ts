@@ -26,6 +26,8 @@ import { fetchJwks, introspect, postForm, type TestSigil } from '../helpers.js';
 
 const TOKEN_URL = `${ISSUER}/connect/token`;
 const PAR_URL = `${ISSUER}/connect/par`;
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
 
 function expectError(res: LightMyRequestResponse, error: string, status = 400): void {
   expect(res.statusCode, res.body).toBe(status);
@@ -75,7 +77,8 @@ describe('profile "fapi2"', () => {
   let sigil: TestSigil;
   // RS256 comes first in signingAlgorithms: other clients' tokens are RS256, the fapi2 client's are not.
   beforeAll(async () => {
-    sigil = await startAuthorizeSigil([fapiClient('bank'), webLike('signed', { clientSecrets: [], jwks: { keys: [ps.publicJwk, rs.publicJwk] } })], {
+    const gateway = { clientId: 'gateway', clientSecrets: ['gateway-secret'], allowedGrantTypes: [TOKEN_EXCHANGE], allowedScopes: ['api1'], tokenExchangeSubjectAudiences: ['api1'] };
+    sigil = await startAuthorizeSigil([fapiClient('bank'), webLike('signed', { clientSecrets: [], jwks: { keys: [ps.publicJwk, rs.publicJwk] } }), gateway], {
       signingAlgorithms: ['RS256', 'ES256'],
       rateLimits: { maxFailures: 1000, windowSeconds: 60 },
     });
@@ -112,6 +115,21 @@ describe('profile "fapi2"', () => {
     expect(at.json()).toMatchObject({ active: true, token_type: 'DPoP', cnf: { jkt: dpopKey.jkt } });
     const rt = await postForm(sigil, '/connect/introspect', { token: refreshed.json().refresh_token, ...(await bank.auth()) });
     expect(rt.json()).toMatchObject({ active: true, cnf: { jkt: dpopKey.jkt } });
+  });
+
+  it("never turns its tokens into Bearer tokens: another client's token exchange needs the bound key (issue 20 item 2)", async () => {
+    const { verifier, challenge } = pkce();
+    const code = await bank.code(codeParams(challenge, { client_id: 'bank' }));
+    const subject = (await bank.token(redeemParams(code, verifier))).json<{ access_token: string }>().access_token;
+    // The gateway acts as api1, the audience of bank's token, and is no fapi2 client: it may send no proof at all.
+    const params = { grant_type: TOKEN_EXCHANGE, subject_token: subject, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' };
+    const exchange = (proofJwt?: string) => postForm(sigil, '/connect/token', params, ['gateway', 'gateway-secret'], dpopHeader(proofJwt));
+    expectError(await exchange(), 'invalid_request');
+    expectError(await exchange(await proof(await proofKey('ES256'), TOKEN_URL, { accessToken: subject })), 'invalid_dpop_proof');
+    const res = await exchange(await proof(dpopKey, TOKEN_URL, { accessToken: subject }));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().token_type).toBe('DPoP');
+    expect(decodeJwt(res.json().access_token).cnf).toEqual({ jkt: dpopKey.jkt });
   });
 
   it("refuses a client assertion whose aud is the token endpoint URL or an array (ensure-client-assertion-with-wrong-aud-fails)", async () => {

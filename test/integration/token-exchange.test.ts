@@ -5,6 +5,7 @@
 import { decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OAuthError, type ExtensionGrant } from '../../src/index.js';
+import { proof, proofKey, type ProofKey } from '../dpop-helpers.js';
 import {
   type BasicCredentials,
   clientTokens,
@@ -30,6 +31,25 @@ const SHORT: BasicCredentials = ['short', 'short-secret'];
 /** Issues reference access tokens; exchanges its own and, acting as api1, api1 tokens. */
 const REF: BasicCredentials = ['ref-ex', 'ref-secret'];
 const MAY_ACT_GRANT = 'urn:example:may-act';
+const TOKEN_URL = `${testConfig().issuer}/connect/token`;
+
+/** alice's tokens from `client` by the password grant, bound to `key` (RFC 9449 §5). */
+async function boundTokens(sigil: TestSigil, client: BasicCredentials, key: ProofKey, scope: string): Promise<TokenBody> {
+  const params = { grant_type: 'password', username: 'alice', password: 'alice', scope };
+  const res = await postForm(sigil, '/connect/token', params, client, { dpop: await proof(key, TOKEN_URL) });
+  expect(res.json<TokenBody>().token_type, res.body).toBe('DPoP');
+  return res.json<TokenBody>();
+}
+
+function expectError(res: { statusCode: number; json: () => unknown }, error: string): void {
+  expect(res.statusCode).toBe(400);
+  expect(res.json()).toMatchObject({ error });
+}
+
+/** A token request of `client` with `proofJwt` as its DPoP header, if any. */
+function tokenRequestWithProof(sigil: TestSigil, params: Record<string, string>, client: BasicCredentials, proofJwt?: string) {
+  return postForm(sigil, '/connect/token', params, client, proofJwt === undefined ? {} : { dpop: proofJwt });
+}
 
 /**
  * How a Sigil-issued token carries `may_act` (RFC 8693 §4.4): an extension grant's result sets it
@@ -81,10 +101,6 @@ describe('token exchange', () => {
     const res = await exchange({ subject_token, subject_token_type: ACCESS_TOKEN_TYPE, ...extra }, client);
     expect(res.statusCode, res.body).toBe(200);
     return res.json<TokenBody>();
-  };
-  const expectError = (res: { statusCode: number; json: () => unknown }, error: string) => {
-    expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ error });
   };
 
   describe('never widens the subject token (issue 9 item 1)', () => {
@@ -196,6 +212,56 @@ describe('token exchange', () => {
         }
       });
     }
+  });
+
+  describe('keeps the DPoP binding of the tokens it is given (issue 20 item 2)', () => {
+    const withProof = (params: Record<string, string>, client: BasicCredentials, proofJwt?: string) =>
+      tokenRequestWithProof(sigil, { grant_type: TOKEN_EXCHANGE, ...params }, client, proofJwt);
+
+    for (const [format, owner, exchanger] of [['JWT', ROPC, GATEWAY], ['reference', REF, REF]] as const) {
+      it(`needs a proof of a bound subject_token's key with its ath, and binds the new token to that key (${format})`, async () => {
+        const [key, other] = await Promise.all([proofKey(), proofKey()]);
+        const subject = (await boundTokens(sigil, owner, key, 'openid api1')).access_token;
+        const params = { subject_token: subject, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' };
+        // A stolen bound token, no key: no proof, a proof of the thief's own key.
+        expectError(await withProof(params, exchanger), 'invalid_request');
+        expectError(await withProof(params, exchanger, await proof(other, TOKEN_URL, { accessToken: subject })), 'invalid_dpop_proof');
+        // The right key, but the proof is not tied to the subject token: no ath, another token's.
+        expectError(await withProof(params, exchanger, await proof(key, TOKEN_URL)), 'invalid_dpop_proof');
+        expectError(await withProof(params, exchanger, await proof(key, TOKEN_URL, { accessToken: 'another token' })), 'invalid_dpop_proof');
+
+        const res = await withProof(params, exchanger, await proof(key, TOKEN_URL, { accessToken: subject }));
+        expect(res.statusCode, res.body).toBe(200);
+        const body = res.json<TokenBody>();
+        expect(body.token_type).toBe('DPoP');
+        expect((await introspect(sigil, body.access_token)).json()).toMatchObject({ active: true, sub: '1', cnf: { jkt: key.jkt } });
+        if (format === 'JWT') expect(decodeJwt(body.access_token).cnf).toEqual({ jkt: key.jkt });
+        // The new token is bound as well: one more hop needs the key again.
+        const next = { ...params, subject_token: body.access_token };
+        expectError(await withProof(next, exchanger), 'invalid_request');
+        const again = await withProof(next, exchanger, await proof(key, TOKEN_URL, { accessToken: body.access_token }));
+        expect(again.statusCode, again.body).toBe(200);
+        expect((await introspect(sigil, again.json<TokenBody>().access_token)).json()).toMatchObject({ active: true, cnf: { jkt: key.jkt } });
+      });
+    }
+
+    it('needs a proof of a bound actor_token\'s key too, and binds the new token to it', async () => {
+      const [key, other] = await Promise.all([proofKey(), proofKey()]);
+      const alice = await passwordTokens(sigil, { scope: 'openid api1' });
+      const actor = (await boundTokens(sigil, ROPC, key, 'api1')).access_token;
+      const params = { subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, actor_token: actor, actor_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' };
+      expectError(await withProof(params, ROPC), 'invalid_request');
+      expectError(await withProof(params, ROPC, await proof(other, TOKEN_URL)), 'invalid_dpop_proof');
+      const res = await withProof(params, ROPC, await proof(key, TOKEN_URL));
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json<TokenBody>().token_type).toBe('DPoP');
+      expect(decodeJwt(res.json<TokenBody>().access_token).cnf).toEqual({ jkt: key.jkt });
+      // A subject and an actor bound to two keys: one proof cannot show both.
+      const subject = (await boundTokens(sigil, ROPC, other, 'openid api1')).access_token;
+      const both = { ...params, subject_token: subject };
+      expectError(await withProof(both, ROPC, await proof(other, TOKEN_URL, { accessToken: subject })), 'invalid_dpop_proof');
+      expectError(await withProof(both, ROPC, await proof(key, TOKEN_URL, { accessToken: subject })), 'invalid_dpop_proof');
+    });
   });
 
   it('exchanges alice\'s access token for a new one that names the acting client', async () => {
@@ -455,6 +521,24 @@ describe('extension grants', () => {
     expect((await postForm(sigil, '/connect/revocation', { token: alice.refresh_token! }, ROPC)).statusCode).toBe(200);
     expect((await introspect(sigil, body.access_token)).json()).toEqual({ active: false });
     expect((await introspect(sigil, body.refresh_token!, CUSTOM)).json()).toEqual({ active: false });
+  });
+
+  it('needs a proof of the key a validated token is bound to, and binds its tokens to it (issue 20 item 2)', async () => {
+    const key = await proofKey();
+    const alice = await boundTokens(sigil, ROPC, key, 'openid api1 offline_access');
+    const params = { grant_type: 'urn:example:custom', custom_credential: 'joined', user_token: alice.access_token, scope: 'api1 offline_access' };
+    expectError(await tokenRequestWithProof(sigil, params, CUSTOM), 'invalid_request');
+    expectError(await tokenRequestWithProof(sigil, params, CUSTOM, await proof(await proofKey(), TOKEN_URL)), 'invalid_dpop_proof');
+    const res = await tokenRequestWithProof(sigil, params, CUSTOM, await proof(key, TOKEN_URL));
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json<TokenBody>();
+    expect(decodeJwt(body.access_token).cnf).toEqual({ jkt: key.jkt });
+    // Its refresh token is bound too (issue 20 item 3): no Bearer tokens by refreshing either.
+    const refresh = { grant_type: 'refresh_token', refresh_token: body.refresh_token! };
+    expectError(await tokenRequestWithProof(sigil, refresh, CUSTOM), 'invalid_grant');
+    const refreshed = await tokenRequestWithProof(sigil, refresh, CUSTOM, await proof(key, TOKEN_URL));
+    expect(refreshed.statusCode, refreshed.body).toBe(200);
+    expect(decodeJwt(refreshed.json<TokenBody>().access_token).cnf).toEqual({ jkt: key.jkt });
   });
 
   it('refuses with invalid_request when the named family is revoked while the tokens are issued', async () => {
