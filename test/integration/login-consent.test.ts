@@ -100,6 +100,19 @@ describe('login page', () => {
     const page = await b.get(authorizeUrl(web({ client_id: 'nope', ui_locales: 'de' })));
     expectErrorPage(page, 'unauthorized_client');
     expect(page.body).toContain('<html lang="de">');
+    // The same request as a form POST (OIDC Core §3.1.2.1) carries ui_locales in the body.
+    const posted = await b.post('/connect/authorize', web({ client_id: 'nope', ui_locales: 'de' }), { 'accept-language': 'en' });
+    expectErrorPage(posted, 'unauthorized_client');
+    expect(posted.body).toContain('<html lang="de">');
+  });
+
+  it('the consent form posted without its CSRF token gets the expired-form page in the language of the request', async () => {
+    const { b, page } = await atLogin(consentClient({ ui_locales: 'de' }));
+    const consent = await b.follow(await b.submitLogin(page, 'alice', 'alice'));
+    expect(isConsentPage(consent)).toBe(true);
+    const refused = await b.post('/consent', { interaction: input(consent.body, 'interaction'), button: 'yes' }, { 'accept-language': 'en' });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toContain('<html lang="de">');
   });
 
   it('SES-01 a login POST without or with a wrong CSRF token → 403, not signed in', async () => {
