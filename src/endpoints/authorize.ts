@@ -78,6 +78,15 @@ export function language(request: FastifyRequest, uiLocales?: string): string {
   return pickLocale(fromQuery, request.headers['accept-language']);
 }
 
+/**
+ * The language of a page shown for the pending authorization request `id` of this browser (login
+ * steps, consent): the request's `ui_locales` (OIDC Core §3.1.2.1), else as `language`.
+ */
+export async function pendingLanguage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, id: string | undefined): Promise<string> {
+  const interaction = await ctx.interactions.get(id, ctx.sessions.browserId(request, reply));
+  return language(request, interaction?.params.ui_locales);
+}
+
 async function authorize(
   ctx: SigilContext,
   request: FastifyRequest,
@@ -93,7 +102,8 @@ async function authorize(
     if (!(err instanceof AuthorizeError)) throw err;
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', error: err.error.code, ...(err.error.description ? { errorDescription: err.error.description } : {}) });
     if (err.target) return sendErrorToClient(ctx, reply, err.target, err.error);
-    return sendErrorPage(ctx, reply, err.error, language(request));
+    // The request's ui_locales wherever it came from: the query, a POSTed form, a resumed request.
+    return sendErrorPage(ctx, reply, err.error, language(request, params.getAll('ui_locales')[0]));
   }
   const fail = (code: string, description: string) => {
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: code });

@@ -46,7 +46,7 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
       upstream = await ctx.upstream.start(provider);
     } catch (err) {
       ctx.log.warn({ err, provider: name }, 'upstream provider unreachable');
-      return upstreamFailed(ctx, request, reply, 'the identity provider cannot be reached');
+      return upstreamFailed(ctx, request, reply, 'the identity provider cannot be reached', interaction);
     }
     const now = nowSeconds();
     const state: FederationState = { provider: name, interactionId: id, nonce: upstream.nonce, codeVerifier: upstream.codeVerifier, browser };
@@ -88,17 +88,17 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     } catch (err) {
       ctx.log.warn({ err, provider: name }, 'upstream sign-in failed');
       const upstreamError = queryString(request, 'error');
-      return upstreamFailed(ctx, request, reply, upstreamError ? `the identity provider answered ${upstreamError}` : 'the identity provider sign-in could not be verified');
+      return upstreamFailed(ctx, request, reply, upstreamError ? `the identity provider answered ${upstreamError}` : 'the identity provider sign-in could not be verified', interaction);
     }
     // OIDC Core §2: `sub` is at most 255 characters; a longer one is refused, never cut.
     const sub = upstreamSubject(claims);
     if (sub === undefined) {
       ctx.log.warn({ provider: name }, 'upstream subject refused: longer than 255 characters or not a string');
-      return upstreamFailed(ctx, request, reply, 'the identity provider sent an invalid subject identifier');
+      return upstreamFailed(ctx, request, reply, 'the identity provider sent an invalid subject identifier', interaction);
     }
     const tenant = parseAcrValues(interaction.params.acr_values).tenant;
     const user = await linkExternalUser(ctx.store.users, provider, sub, claims, tenant);
-    if (!user.isActive) return upstreamFailed(ctx, request, reply, 'the account is not active');
+    if (!user.isActive) return upstreamFailed(ctx, request, reply, 'the account is not active', interaction);
     // An upstream that asserts MFA passes its amr and acr on (src/mfa/factors.ts).
     const session = await ctx.sessions.create(request, reply, user, { ...upstreamAuthentication(claims), idp: name, tenant: user.tenant });
     ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'federation', subjectId: user.subjectId, clientId: interaction.params.client_id ?? '' });
@@ -114,6 +114,7 @@ export function providerAllowed(ctx: SigilContext, interaction: Interaction, nam
   return client.identityProviderRestrictions.length === 0 || client.identityProviderRestrictions.includes(name);
 }
 
-function upstreamFailed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, description: string): FastifyReply {
-  return sendErrorPage(ctx, reply, new OAuthError('temporarily_unavailable', description), language(request), 502);
+/** The 502 error page of a failed upstream sign-in, in the language of the pending request once it is known. */
+function upstreamFailed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, description: string, interaction?: Interaction): FastifyReply {
+  return sendErrorPage(ctx, reply, new OAuthError('temporarily_unavailable', description), language(request, interaction?.params.ui_locales), 502);
 }

@@ -13,7 +13,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language } from '../endpoints/authorize.js';
+import { expiredPage, language, pendingLanguage } from '../endpoints/authorize.js';
 import { sendErrorPage } from '../endpoints/authorize-response.js';
 import { type Interaction, resumePath } from '../endpoints/interactions.js';
 import { OAuthError } from '../errors.js';
@@ -130,7 +130,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
 
   app.post('/account/mfa', async (request, reply) => {
     const body = formOf(request);
-    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+    if (!checkCsrf(app, request, reply, origin)) return formExpired(ctx, request, reply, body);
     const browser = ctx.sessions.browserId(request, reply);
     const who = await secondStepWho(ctx, request, browser);
     if (!who) return expiredPage(ctx, request, reply);
@@ -173,7 +173,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
 
   app.post('/account/totp', async (request, reply) => {
     const body = formOf(request);
-    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+    if (!checkCsrf(app, request, reply, origin)) return formExpired(ctx, request, reply, body);
     const browser = ctx.sessions.browserId(request, reply);
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
@@ -201,7 +201,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     // The recovery codes are shown once, before continuing.
     const done = await completeSecondFactor(ctx, request, reply, browser, who, 'totp', stepUpNext, true);
     if (typeof done !== 'string') return done;
-    return ctx.pages.send(reply, 'recovery', language(request), { codes, next: done });
+    return ctx.pages.send(reply, 'recovery', await pendingLanguage(ctx, request, reply, id), { codes, next: done });
   });
 
   app.get('/account', async (request, reply) => {
@@ -279,7 +279,8 @@ async function keyStep(
   if (!user || !user.isActive) return false;
   const codes = (await ctx.mfa.listFactors(subjectId)).some((f) => (f.kind === RECOVERY_KIND ? f.counter === 0 : f.kind === 'totp'));
   const codeLink = codes ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}` : undefined;
-  return securityKeyStep(ctx, request, reply, user, interaction, language(request), { ...(codeLink ? { codeLink } : {}), toAccount });
+  const lang = await pendingLanguage(ctx, request, reply, interaction);
+  return securityKeyStep(ctx, request, reply, user, interaction, lang, { ...(codeLink ? { codeLink } : {}), toAccount });
 }
 
 /** Whether a pending request asks for MFA (`acr_values`, or an essential `acr` in `claims`). */
@@ -429,15 +430,15 @@ async function accountPage(
   );
 }
 
-function mfaPage(
+async function mfaPage(
   ctx: SigilContext,
   request: FastifyRequest,
   reply: FastifyReply,
   interaction: string | undefined,
   error: 'invalidOneTimeCode' | 'tooManyAttempts' | undefined,
   status = 200,
-): FastifyReply {
-  const lang = language(request);
+): Promise<FastifyReply> {
+  const lang = await pendingLanguage(ctx, request, reply, interaction);
   return ctx.pages.send(reply, 'mfa', lang, { csrf: reply.generateCsrf(), interaction, error: error ? ctx.pages.text(lang, error) : undefined }, status, interaction !== undefined);
 }
 
@@ -451,7 +452,7 @@ async function totpPage(
   error: 'invalidOneTimeCode' | 'tooManyAttempts' | undefined,
   status = 200,
 ): Promise<FastifyReply> {
-  const lang = language(request);
+  const lang = await pendingLanguage(ctx, request, reply, interaction);
   const subjectId = subjectOf(who);
   const user = await ctx.users.findBySubject(subjectId);
   const secret = await openTotpSecret(sealed, ctx.mfa.dataKey);
@@ -472,6 +473,11 @@ async function totpPage(
     status,
     interaction !== undefined,
   );
+}
+
+/** The "form has expired" page (403) of a second-factor form, in the language of the request it names. */
+async function formExpired(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, body: Params): Promise<FastifyReply> {
+  return sendErrorPage(ctx, reply, FORM_EXPIRED, await pendingLanguage(ctx, request, reply, single(body, 'interaction')), 403);
 }
 
 /** The id when it names a live pending request of this browser, else undefined. */

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { consentKey, expiredPage, language } from '../endpoints/authorize.js';
+import { consentKey, expiredPage, language, pendingLanguage } from '../endpoints/authorize.js';
 import { sendErrorPage } from '../endpoints/authorize-response.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
@@ -48,7 +48,7 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
   app.post('/consent', async (request, reply) => {
     const body = request.body instanceof Params ? request.body : Params.empty();
     if (!checkCsrf(app, request, reply, origin))
-      return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), language(request), 403);
+      return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), await pendingLanguage(ctx, request, reply, single(body, 'interaction')), 403);
     const id = single(body, 'interaction');
     const browser = ctx.sessions.browserId(request, reply);
     const interaction = await ctx.interactions.get(id, browser);

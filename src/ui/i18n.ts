@@ -1,7 +1,9 @@
 /**
  * Page texts in the supported languages, and the choice of language: the first supported tag of
- * `ui_locales` (OIDC Core §3.1.2.1), else of `Accept-Language`, else English.
+ * `ui_locales` (OIDC Core §3.1.2.1), else the most preferred supported language of
+ * `Accept-Language` by its q-values (RFC 9110 §12.5.4), else English.
  */
+import Negotiator from 'negotiator';
 import { PASSKEY_TEXTS_DE, PASSKEY_TEXTS_EN } from './passkeys-pages.js';
 
 // Passkey and security key texts (issue 12): src/ui/passkeys-pages.ts.
@@ -157,21 +159,30 @@ export const CATALOGUES: Record<string, Messages> = { en, de };
 /** A supported language tag. */
 export type Locale = keyof typeof CATALOGUES;
 
+/** The supported languages, English first: it wins a tie and is the default. */
+const SUPPORTED = Object.keys(CATALOGUES);
+/** The syntax of a BCP 47 language tag (RFC 5646 §2.1, loosely): no wildcard, no parameters. */
+const LANGUAGE_TAG = /^[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*$/;
+
+/** The supported language an `Accept-Language` value prefers (negotiator: q-values, then specificity, then order). */
+function negotiate(acceptLanguage: string): string | undefined {
+  return new Negotiator({ headers: { 'accept-language': acceptLanguage } }).language(SUPPORTED);
+}
+
 /**
- * Picks the page language.
- * @param uiLocales the `ui_locales` parameter (space-separated BCP 47 tags), if any
+ * Picks the page language: the first tag of `uiLocales` that names a supported language (a
+ * region or script subtag falls back to its language: `de-CH` is `de`), else the supported
+ * language `acceptLanguage` prefers (a language with `q=0` never), else English.
+ * @param uiLocales the `ui_locales` parameter (space-separated BCP 47 tags in order of preference), if any
  * @param acceptLanguage the `Accept-Language` header, if any
+ * @returns a key of `CATALOGUES`
  */
 export function pickLocale(uiLocales: string | undefined, acceptLanguage: string | undefined): string {
-  const candidates = [
-    ...(uiLocales ?? '').split(' '),
-    ...(acceptLanguage ?? '').split(',').map((part) => part.split(';')[0] ?? ''),
-  ];
-  for (const tag of candidates) {
-    const primary = tag.trim().toLowerCase().split('-')[0] ?? '';
-    if (Object.hasOwn(CATALOGUES, primary)) return primary;
+  for (const tag of (uiLocales ?? '').split(' ')) {
+    const lang = LANGUAGE_TAG.test(tag) ? negotiate(tag) : undefined;
+    if (lang) return lang;
   }
-  return 'en';
+  return negotiate(acceptLanguage ?? '') ?? 'en';
 }
 
 /** Fills `{name}` placeholders of a text. Values are escaped later by the template. */

@@ -73,6 +73,7 @@ export type AuthMethod = 'client_secret_basic' | 'client_secret_post' | 'client_
 export interface PresentedCredentials {
   /** The client named: `client_id`, or an assertion's (unverified) `sub` when `client_id` is absent. */
   id: string;
+  /** The secret; undefined when none was sent, or an empty one (`Basic base64(client_id:)`, RFC 6749 §2.3.1). */
   secret: string | undefined;
   method: AuthMethod;
   /** The JWT of `client_secret_jwt` / `private_key_jwt`, not yet verified. */
@@ -153,7 +154,7 @@ export class ClientRegistry {
 
 /**
  * Finds the credentials in a request: HTTP Basic (id and secret form-url-decoded, RFC 6749
- * §2.3.1), `client_id`/`client_secret` in the body, or `client_assertion_type`/`client_assertion`
+ * §2.3.1; an empty secret is none), `client_id`/`client_secret` in the body, or `client_assertion_type`/`client_assertion`
  * (RFC 7521 §4.2; `client_id` optional and, when sent, the client the assertion must name). An
  * assertion signed with HS* is `client_secret_jwt`, any other `private_key_jwt`. Using two
  * methods at once is refused (RFC 6749 §2.3).
@@ -181,7 +182,8 @@ export function findCredentials(source: CredentialSource): PresentedCredentials 
     if (bodySecret !== undefined) throw invalidRequest('use one client authentication method, not two');
     const basic = decodeBasic(header.slice(6).trim());
     if (bodyId !== undefined && bodyId !== basic.id) throw invalidRequest('client_id differs from the Basic credentials');
-    return { id: basic.id, secret: basic.secret, method: 'client_secret_basic' };
+    // RFC 6749 §2.3.1: an empty secret is no secret, as an empty client_secret in the body is absent.
+    return { id: basic.id, secret: basic.secret === '' ? undefined : basic.secret, method: 'client_secret_basic' };
   }
   if (bodyId === undefined) {
     if (bodySecret !== undefined) throw invalidRequest('client_secret without client_id');
@@ -226,7 +228,8 @@ function readAssertion(assertion: string, bodyId: string | undefined): { id: str
  * Confidential clients present a secret matching one of theirs (constant time, on SHA-256
  * digests) or a client assertion (`verifyClientAssertion`); a client with a
  * `tokenEndpointAuthMethod` must use that method. Public clients are identified by `client_id`
- * and present no credential (RFC 6749 §2.3: they have none). Failures count in `limiter` against
+ * and present no credential (RFC 6749 §2.3: they have none; `Basic base64(client_id:)` carries
+ * none, RFC 6749 §2.3.1), authenticating with method `none`. Failures count in `limiter` against
  * the caller's address and the (client, address) pair, and against the client from every address
  * (a slow-down only) unless all its secrets are long or it used `private_key_jwt` (nothing to guess).
  * @param endpoint the path of the endpoint (`/connect/token`): its URL is an accepted assertion `aud`
@@ -245,8 +248,9 @@ export async function authenticateClient(
   if (!presented) throw invalidClient('client authentication is required');
   const client = services.clients.get(presented.id);
   if (client?.isPublic) {
-    if (presented.method !== 'none') throw invalidClient('a public client has no credential to present');
-    return { client, method: presented.method };
+    // Basic with an empty password (oidc-agent's form for public clients) presents no secret either.
+    if (presented.secret !== undefined || presented.assertion !== undefined) throw invalidClient('a public client has no credential to present');
+    return { client, method: 'none' };
   }
   // Unknown ids get no identity-wide counter: there is nobody to protect, and its presence
   // would tell which ids exist.

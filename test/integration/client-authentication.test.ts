@@ -3,7 +3,7 @@
  * D-08, D-18).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, form, startSigil, tokenRequest, type TestSigil } from '../helpers.js';
+import { basic, form, startSigil, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
 
 const CC = { grant_type: 'client_credentials', scope: 'api1' };
 
@@ -109,12 +109,11 @@ describe('client authentication', () => {
     expect(res.headers['www-authenticate']).toMatch(/^Basic /);
   });
 
-  it('refuses a public client that presents a secret, in the body or by Basic (RFC 6749 §2.3)', async () => {
+  it('refuses a public client that presents a secret, in the body or by Basic (RFC 6749 §2.3; an empty Basic password is none, see below)', async () => {
     const params = { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' };
     for (const [name, res] of [
       ['body', await tokenRequest(sigil, { ...params, client_id: 'spa', client_secret: 'anything' })],
       ['Basic', await tokenRequest(sigil, params, ['spa', 'anything'])],
-      ['Basic, empty secret', await post(form(params), { authorization: 'Basic ' + Buffer.from('spa:').toString('base64') })],
     ] as const) {
       expect(res.statusCode, name).toBe(401);
       expect(res.json(), name).toMatchObject({ error: 'invalid_client' });
@@ -186,6 +185,19 @@ describe('client authentication brute-force limit', () => {
     expect(elsewhere.statusCode).toBe(200);
   });
 
+  it('does not count a public client\'s empty Basic password as a failure', async () => {
+    for (let i = 0; i < 5; i++) {
+      const res = await sigil.app.inject({
+        method: 'POST',
+        url: '/connect/token',
+        remoteAddress: '10.0.0.4',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Basic ' + Buffer.from('spa:').toString('base64') },
+        payload: form({ grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' }),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+    }
+  });
+
   it('does not block other clients from another address', async () => {
     const res = await sigil.app.inject({
       method: 'POST',
@@ -195,5 +207,92 @@ describe('client authentication brute-force limit', () => {
       payload: form(CC),
     });
     expect(res.statusCode).toBe(200);
+  });
+});
+
+describe('an empty Basic password is no secret (RFC 6749 §2.3.1), at every endpoint that authenticates clients', () => {
+  const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    const base = testConfig();
+    sigil = await startSigil({
+      rateLimits: { maxFailures: 1000, windowSeconds: 60 },
+      clients: [
+        ...(base.clients ?? []),
+        // A public client as oidc-agent registers it: it sends `Basic base64(client_id:)` everywhere.
+        {
+          clientId: 'agent',
+          requireClientSecret: false,
+          allowedGrantTypes: ['password', 'refresh_token', 'authorization_code', DEVICE_GRANT],
+          allowedScopes: ['openid', 'api1', 'offline_access'],
+          allowOfflineAccess: true,
+          redirectUris: ['http://127.0.0.1/cb'],
+        },
+      ],
+    });
+  });
+  afterAll(async () => sigil.close());
+
+  const emptyPassword = (id: string) => 'Basic ' + Buffer.from(`${id}:`).toString('base64');
+  const pushed = { response_type: 'code', redirect_uri: 'http://127.0.0.1/cb', scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWjuydleJV84e4', code_challenge_method: 'S256' };
+  const call = (url: string, params: Record<string, string>, authorization?: string) =>
+    sigil.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) }, payload: form(params) });
+
+  it('authenticates a public client sending Basic with an empty password as method none at token, revocation, PAR and device authorization', async () => {
+    const tokens = await call('/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, emptyPassword('agent'));
+    expect(tokens.statusCode, tokens.body).toBe(200);
+    const { refresh_token: refreshToken } = tokens.json<{ refresh_token: string }>();
+    const refreshed = await call('/connect/token', { grant_type: 'refresh_token', refresh_token: refreshToken }, emptyPassword('agent'));
+    expect(refreshed.statusCode, refreshed.body).toBe(200);
+    const next = refreshed.json<{ refresh_token: string }>().refresh_token;
+
+    const par = await call('/connect/par', pushed, emptyPassword('agent'));
+    expect(par.statusCode, par.body).toBe(201);
+    expect(par.json()).toHaveProperty('request_uri');
+
+    const device = await call('/connect/deviceauthorization', { scope: 'openid api1' }, emptyPassword('agent'));
+    expect(device.statusCode, device.body).toBe(200);
+    expect(device.json()).toHaveProperty('device_code');
+
+    const revoked = await call('/connect/revocation', { token: next, token_type_hint: 'refresh_token' }, emptyPassword('agent'));
+    expect(revoked.statusCode, revoked.body).toBe(200);
+    const afterRevocation = await call('/connect/token', { grant_type: 'refresh_token', refresh_token: next }, emptyPassword('agent'));
+    expect(afterRevocation.statusCode).toBe(400);
+    expect(afterRevocation.json()).toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('still refuses introspection to a public client, with or without the empty Basic password', async () => {
+    const { access_token: token } = (await call('/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' }, emptyPassword('agent'))).json<{ access_token: string }>();
+    for (const [name, res] of [
+      ['empty Basic password', await call('/connect/introspect', { token }, emptyPassword('agent'))],
+      ['client_id in the body', await call('/connect/introspect', { token, client_id: 'agent' })],
+    ] as const) {
+      expect(res.statusCode, name).toBe(401);
+      expect(res.json(), name).toEqual({ error: 'invalid_client', error_description: 'public clients cannot introspect' });
+      expect(res.body, name).not.toContain('"active"');
+    }
+  });
+
+  it('refuses a non-empty secret from a public client, and an empty Basic password from a confidential client, at every endpoint', async () => {
+    const endpoints: [string, Record<string, string>][] = [
+      ['/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' }],
+      ['/connect/revocation', { token: 'x'.repeat(43) }],
+      ['/connect/introspect', { token: 'x'.repeat(43) }],
+      ['/connect/par', pushed],
+      ['/connect/deviceauthorization', { scope: 'api1' }],
+    ];
+    for (const [url, params] of endpoints) {
+      for (const [name, authorization] of [
+        ['public client, non-empty secret', basic('agent', 'x')],
+        ['public client, a space as secret', basic('agent', ' ')],
+        ['confidential client, empty password', emptyPassword('ropc')],
+        ['unknown client, empty password', emptyPassword('nobody')],
+      ] as const) {
+        const res = await call(url, params, authorization);
+        expect(res.statusCode, `${url}: ${name}`).toBe(401);
+        expect(res.json(), `${url}: ${name}`).toMatchObject({ error: 'invalid_client' });
+        expect(res.headers['www-authenticate'], `${url}: ${name}`).toMatch(/^Basic /);
+      }
+    }
   });
 });

@@ -71,17 +71,17 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     await up.close();
   });
 
-  const authorizeUrl = (clientId: string, acr: string) =>
+  const authorizeUrl = (clientId: string, acr: string, extra: Record<string, string> = {}) =>
     `/connect/authorize?${new URLSearchParams({
       client_id: clientId, redirect_uri: 'https://rp.example/cb', response_type: 'code', scope: 'openid profile email',
-      state: 's', nonce: 'n', code_challenge: challenge, code_challenge_method: 'S256', acr_values: acr,
+      state: 's', nonce: 'n', code_challenge: challenge, code_challenge_method: 'S256', acr_values: acr, ...extra,
     })}`;
 
   /** Signs `username` in at the upstream and returns the downstream's answer to the callback. */
-  async function upstreamCallback(username: string, totpSecret?: string) {
+  async function upstreamCallback(username: string, totpSecret?: string, extra: Record<string, string> = {}) {
     const browserDown = new InjectBrowser(down.app);
     const browserUp = new InjectBrowser(up.app);
-    const start = await browserDown.get(authorizeUrl('web', 'idp:corp'));
+    const start = await browserDown.get(authorizeUrl('web', 'idp:corp', extra));
     expect(start.location).toMatch(/^\/federation\/corp\/login\?interaction=/);
     const toUpstream = await browserDown.get(start.location!);
     expect(toUpstream.status).toBe(303);
@@ -143,13 +143,14 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect((await signInThroughCorp('longb')).sub).toBe(b.sub);
   });
 
-  it('an upstream subject over 255 characters ends on the federation error page and creates no user', async () => {
+  it('an upstream subject over 255 characters ends on the federation error page (in the request\'s ui_locales) and creates no user', async () => {
     await up.context.store.users.addUser({
       subjectId: 'w'.repeat(256), username: 'toolong', tenant: null, passwordHash: await hash('toolong'), claims: {}, isActive: true,
     });
     const before = await down.context.store.users.listUsers();
-    const { callback } = await upstreamCallback('toolong');
+    const { callback } = await upstreamCallback('toolong', undefined, { ui_locales: 'de' });
     expect(callback.status).toBe(502);
+    expect(callback.body).toContain('<html lang="de">');
     expect(callback.location).toBeUndefined();
     expect(callback.body).toContain('temporarily_unavailable');
     expect(callback.body).toContain('invalid subject identifier');

@@ -77,11 +77,42 @@ describe('login page', () => {
     expect(consent.body).toContain('Erlauben');
   });
 
+  it('Accept-Language q-values decide, not the order of the header; ui_locales still comes first', async () => {
+    const b = new Browser(sigil);
+    for (const [header, lang] of [
+      ['de;q=0.1, en;q=0.9', 'en'],
+      ['de-DE;q=0.2, en-GB;q=0.8', 'en'],
+      ['en;q=0.1, de;q=0.9', 'de'],
+      ['en;q=0, *;q=0.5', 'de'],
+      ['de;q=0, fr', 'en'],
+    ] as const) {
+      const page = await b.get('/account/login', { 'accept-language': header });
+      expect(page.body, header).toContain(`<html lang="${lang}">`);
+    }
+    const { b: pending, page } = await atLogin(web({ ui_locales: 'de' }));
+    const again = await pending.get(`/account/login?interaction=${encodeURIComponent(input(page.body, 'interaction'))}`, { 'accept-language': 'de;q=0.1, en;q=0.9' });
+    expect(again.status).toBe(200);
+    expect(again.body).toContain('<html lang="de">');
+  });
+
   it('the error page follows ui_locales too', async () => {
     const b = new Browser(sigil);
     const page = await b.get(authorizeUrl(web({ client_id: 'nope', ui_locales: 'de' })));
     expectErrorPage(page, 'unauthorized_client');
     expect(page.body).toContain('<html lang="de">');
+    // The same request as a form POST (OIDC Core §3.1.2.1) carries ui_locales in the body.
+    const posted = await b.post('/connect/authorize', web({ client_id: 'nope', ui_locales: 'de' }), { 'accept-language': 'en' });
+    expectErrorPage(posted, 'unauthorized_client');
+    expect(posted.body).toContain('<html lang="de">');
+  });
+
+  it('the consent form posted without its CSRF token gets the expired-form page in the language of the request', async () => {
+    const { b, page } = await atLogin(consentClient({ ui_locales: 'de' }));
+    const consent = await b.follow(await b.submitLogin(page, 'alice', 'alice'));
+    expect(isConsentPage(consent)).toBe(true);
+    const refused = await b.post('/consent', { interaction: input(consent.body, 'interaction'), button: 'yes' }, { 'accept-language': 'en' });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toContain('<html lang="de">');
   });
 
   it('SES-01 a login POST without or with a wrong CSRF token → 403, not signed in', async () => {

@@ -289,6 +289,60 @@ describe('policy', () => {
   });
 });
 
+describe('ui_locales of the pending request (DESIGN §6)', () => {
+  const DE = '<html lang="de">';
+
+  it('the one-time code page, its error and its expired form are German for ui_locales=de, whatever Accept-Language says', async () => {
+    const { secret } = await aliceWithTotp();
+    const b = new Browser(sigil);
+    const english = { 'accept-language': 'en' };
+    const { challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { ui_locales: 'de' })), english));
+    const step = await b.follow(await b.submitLogin(login, 'alice', 'alice'));
+    expect(isMfaPage(step), step.body).toBe(true);
+    expect(step.body).toContain(DE);
+    expect(step.body).toContain('Bestätigung in zwei Schritten');
+    expect((await b.get('/account/mfa', english)).body).toContain(DE);
+    const wrong = await b.follow(await b.post('/account/mfa', { csrf_token: input(step.body, 'csrf_token'), interaction: input(step.body, 'interaction'), code: '000000', button: 'verify' }, english));
+    expect(wrong.body).toContain(DE);
+    expect(wrong.body).toContain('Dieser Code ist ungültig.');
+    const noCsrf = await b.post('/account/mfa', { interaction: input(step.body, 'interaction'), code: totpCode(secret, 1), button: 'verify' }, english);
+    expect(noCsrf.status).toBe(403);
+    expect(noCsrf.body).toContain(DE);
+    expect(readResponse(await submitCode(b, step, totpCode(secret, 1))).params.has('code')).toBe(true);
+  });
+
+  it('the step-up code page of a live session is German for the request\'s ui_locales=de', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('alice');
+    await aliceWithTotp();
+    const { challenge } = pkce();
+    const step = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { acr_values: ACR_MFA, ui_locales: 'de' }))));
+    expect(isMfaPage(step), step.body).toBe(true);
+    expect(step.body).toContain(DE);
+  });
+
+  it('the authenticator app enrollment, its error and the recovery codes page are German for ui_locales=de', async () => {
+    const b = new Browser(sigil);
+    const { challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl({ ...codeParams(challenge, { ui_locales: 'de' }), client_id: 'strict', redirect_uri: 'https://rp.example/cb', scope: 'openid' })));
+    const enroll = await b.follow(await b.submitLogin(login, 'bob', 'bob'));
+    expect(enroll.body).toContain('action="/account/totp"');
+    expect(enroll.body).toContain(DE);
+    expect(enroll.body).toContain('Authenticator-App einrichten');
+    const fields = { csrf_token: input(enroll.body, 'csrf_token'), interaction: input(enroll.body, 'interaction'), button: 'confirm' };
+    const wrong = await b.post('/account/totp', { ...fields, code: '000000' });
+    expect(wrong.body).toContain(DE);
+    const noCsrf = await b.post('/account/totp', { interaction: fields.interaction, code: '000000', button: 'confirm' });
+    expect(noCsrf.status).toBe(403);
+    expect(noCsrf.body).toContain(DE);
+    const codes = await b.post('/account/totp', { ...fields, code: totpCode(secretOnPage(enroll.body)) });
+    expect(codes.body).toContain('<code>');
+    expect(codes.body).toContain(DE);
+    expect(codes.body).toContain('Ihre Wiederherstellungscodes');
+  });
+});
+
 describe('bad input', () => {
   it('answers junk posted to the new pages with a page, never a 500 or a changed factor', async () => {
     const { b, secret } = await aliceWithTotp();

@@ -285,6 +285,35 @@ async function registrationOptionsFor(sigil: TestSigil) {
   return res.res.json();
 }
 
+describe('the security key step in the language of the pending request', () => {
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    sigil = await startAuthorizeSigil([], { webauthn: { enabled: true } });
+  });
+  afterAll(async () => sigil.close());
+
+  it('is German for ui_locales=de, whatever Accept-Language says, and stays German after a failed key', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('bob');
+    const key = new SoftAuthenticator(ISSUER, false);
+    expect((await register(b, key, 'security-key')).status).toBe(303);
+    b.cookies.delete('sigil.session');
+    const english = { 'accept-language': 'en' };
+    const { challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { ui_locales: 'de' })), english));
+    const step = await b.post('/account/login', { csrf_token: input(login.body, 'csrf_token'), interaction: input(login.body, 'interaction'), ui_locales: 'de', username: 'bob', password: 'bob', button: 'login' }, english);
+    expect(step.body).toContain('action="/account/passkeys/second-factor"');
+    expect(step.body).toContain('<html lang="de">');
+    const csrf = input(step.body, 'csrf_token');
+    const options = await b.post('/account/passkeys/second-factor/options', { csrf_token: csrf });
+    const other = new SoftAuthenticator(ISSUER, false);
+    other.register(await registrationOptionsFor(sigil));
+    const wrong = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, ui_locales: input(step.body, 'ui_locales'), response: JSON.stringify(other.authenticate(options.res.json())) }, english);
+    expect(wrong.status).toBe(400);
+    expect(wrong.body).toContain('<html lang="de">');
+  });
+});
+
 describe('challenge lifetime and failure limits', () => {
   let sigil: TestSigil;
   beforeAll(async () => {

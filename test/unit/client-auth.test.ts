@@ -18,10 +18,11 @@ const basicHeader = (enc: (s: string) => string, id: string, sec: string, sch = 
 const source = (authorization: string[], body = '') => ({ authorization, params: Params.parse(body) });
 
 describe('findCredentials', () => {
-  it('round-trips Basic credentials with arbitrary Unicode id and secret', () => {
+  it('round-trips Basic credentials with arbitrary Unicode id and secret; an empty secret is none (RFC 6749 §2.3.1)', () => {
     fc.assert(
       fc.property(encoder, scheme, clientId, secret, (enc, sch, id, sec) => {
-        expect(findCredentials(source([basicHeader(enc, id, sec, sch)]))).toEqual({ id, secret: sec, method: 'client_secret_basic' });
+        const expected = { id, secret: sec === '' ? undefined : sec, method: 'client_secret_basic' };
+        expect(findCredentials(source([basicHeader(enc, id, sec, sch)]))).toEqual(expected);
       }),
     );
   });
