@@ -23,7 +23,7 @@ import { newRecoveryCodes, RECOVERY_KIND, unusedRecoveryCodes } from '../mfa/rec
 import { newTotpSecret, normaliseTotpCode, openTotpSecret, sealTotpSecret, totpProvisioning, totpStep } from '../mfa/totp.js';
 import { mfaAttempt, verifySecondFactor } from '../mfa/verify.js';
 import { nowSeconds } from '../tokens/handles.js';
-import { requestsMfa } from '../users/acr.js';
+import { achievedAcr, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { validateAuthorizeRequest } from '../validation/authorize-request.js';
@@ -252,7 +252,7 @@ export async function secondStepAfterPassword(
   interaction: Interaction | undefined,
 ): Promise<FastifyReply | undefined> {
   const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
-  const requested = interaction ? await requestedMfa(ctx, interaction) : false;
+  const requested = interaction ? await requestedMfa(ctx, interaction, achievedAcr(pending)) : false;
   const step = await ctx.mfa.nextStep(pending.subjectId, ctx.mfa.requiredFor(client) || requested);
   if (step === 'none') return undefined;
   // Saved for the key step too: its page links to the code form, which continues this sign-in.
@@ -282,13 +282,16 @@ async function keyStep(
   return securityKeyStep(ctx, request, reply, user, interaction, language(request), { ...(codeLink ? { codeLink } : {}), toAccount });
 }
 
-/** Whether a pending request asks for MFA (`acr_values`, or an essential `acr` in `claims`). */
-async function requestedMfa(ctx: SigilContext, interaction: Interaction): Promise<boolean> {
+/**
+ * Whether a pending request asks for MFA of a sign-in whose first factor achieved `achieved`
+ * (`acr_values`, or an essential `acr` in `claims`; `requestsMfa`).
+ */
+async function requestedMfa(ctx: SigilContext, interaction: Interaction, achieved: string): Promise<boolean> {
   try {
     const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params));
-    return requestsMfa(req.acr.acr, req.essentialAcr);
+    return requestsMfa(achieved, req.acr.acr, req.essentialAcr);
   } catch {
-    return requestsMfa(parseAcrValues(interaction.params.acr_values).acr, undefined);
+    return requestsMfa(achieved, parseAcrValues(interaction.params.acr_values).acr, undefined);
   }
 }
 
