@@ -11,7 +11,7 @@ import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
 import { hashHandle, newFamilyId, newHandle, nowSeconds } from '../tokens/handles.js';
 import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
-import { ACR_MFA, achievedAcr, acrMeets, attainableAcrs, requestsMfa } from '../users/acr.js';
+import { ACR_MFA, achievedAcr, acrMeets, attainableAcrs, preferredAcr, requestsMfa } from '../users/acr.js';
 import { sessionHasMfa } from '../mfa/factors.js';
 import { pickLocale } from '../ui/i18n.js';
 import { claimsOf, type User } from '../users/users.js';
@@ -130,9 +130,11 @@ async function authorize(
   const liveUser = user as User;
 
   // The second factor (src/mfa/): a user who has one is always asked; the client's `requireMfa`
-  // and `acr_values=urn:sigil:acr:mfa` ask for one. A session without it gets the second step
-  // only (step-up), not a new password sign-in.
-  const stepUp = await ctx.mfa.stepUpPage(live, ctx.mfa.requiredFor(req.client) || requestsMfa(req.acr.acr, req.essentialAcr));
+  // asks for one, and so do `acr_values` and an essential `acr` when the session meets none of
+  // their values and MFA would. A session without it gets the second step only (step-up), not a
+  // new password sign-in.
+  const achieved = achievedAcr(live);
+  const stepUp = await ctx.mfa.stepUpPage(live, ctx.mfa.requiredFor(req.client) || requestsMfa(achieved, req.acr.acr, req.essentialAcr));
   if (stepUp) {
     if (req.prompt.has('none')) return fail('interaction_required', 'the user must complete a second factor');
     return toPage(ctx, request, reply, req, browser, pending, stepUp);
@@ -154,8 +156,9 @@ async function authorize(
     sid: live.sid,
     claims: claimsOf(liveUser),
     ...(live.tenant ? { tenant: live.tenant } : {}),
-    // OIDC Core §3.1.2.1: acr is returned when asked for, as the class actually achieved.
-    ...(req.acrRequested ? { acr: live.upstreamAcr ?? achievedAcr(live) } : {}),
+    // OIDC Core §3.1.2.1: acr is returned when asked for: the most preferred requested value the
+    // sign-in meets, else the class actually achieved (the upstream's own, when it sent one).
+    ...(req.acrRequested ? { acr: preferredAcr(achieved, [...(req.essentialAcr ?? []), ...req.acr.acr]) ?? live.upstreamAcr ?? achieved } : {}),
   };
   const fields = await issue(ctx, req, subject, scopes);
   // The client now takes part in the session: it is told when the session ends (back-/front-channel logout).

@@ -4,7 +4,8 @@
  *
  * Adding a factor kind (e.g. WebAuthn security keys) takes one entry in `FACTOR_KINDS`: its `amr`
  * values, whether holding it makes the user "a user with a second factor" (so every sign-in asks
- * for one), the message key of its name on /account, and the page that adds one. Its rows live in
+ * for one), its strength (which sign-ins may change the factors of a user who holds it), the
+ * message key of its name on /account, and the page that adds one. Its rows live in
  * the same store table (`FactorStore`: kind = the entry's key, its own JSON in `data`, `counter`
  * for anything that must only grow, advanced atomically by `advanceFactorCounter`), or, for the
  * WebAuthn kinds (`webauthn: true`), in `webauthn_credentials` (src/stores/webauthn-credentials.ts),
@@ -29,6 +30,12 @@ export interface FactorKind {
   amr: readonly string[];
   /** Holding one makes every sign-in of the user ask for a second factor. */
   secondFactor: boolean;
+  /**
+   * How strong a proof of the user a use of it is, for adding and removing factors
+   * (`MfaService.mayChangeFactors`): a session whose `amr` shows a use of a kind of this strength
+   * (one of `amr`) may change the factors of a user who holds nothing stronger.
+   */
+  strength: number;
   /** The message key of its name on the /account page. */
   nameKey: keyof Messages;
   /** Where /account links to add one (a page of the kind's module), and the link's message key. */
@@ -48,12 +55,14 @@ export interface FactorKind {
  * own (with user verification, which makes that sign-in MFA), not a lock on the password, so it
  * does not make every password sign-in ask for a second factor; where MFA is required it serves
  * as the second step (`nextStep`). Both are added at /account/passkeys (one link).
+ * Strength: the WebAuthn kinds 2 (a signature by a key that never leaves the authenticator), the
+ * one-time codes 1.
  */
 export const FACTOR_KINDS: Record<string, FactorKind> = {
-  totp: { amr: ['otp'], secondFactor: true, nameKey: 'factorTotp', add: { path: '/account/totp', labelKey: 'addTotp' } },
-  recovery_code: { amr: ['otp'], secondFactor: false, nameKey: 'factorRecoveryCodes' },
-  'security-key': { amr: ['hwk'], secondFactor: true, nameKey: 'passkeyKindSecurityKey', add: { path: '/account/passkeys', labelKey: 'managePasskeys' }, webauthn: true },
-  passkey: { amr: ['swk'], secondFactor: false, nameKey: 'passkeyKindPasskey', webauthn: true },
+  totp: { amr: ['otp'], secondFactor: true, strength: 1, nameKey: 'factorTotp', add: { path: '/account/totp', labelKey: 'addTotp' } },
+  recovery_code: { amr: ['otp'], secondFactor: false, strength: 1, nameKey: 'factorRecoveryCodes' },
+  'security-key': { amr: ['hwk'], secondFactor: true, strength: 2, nameKey: 'passkeyKindSecurityKey', add: { path: '/account/passkeys', labelKey: 'managePasskeys' }, webauthn: true },
+  passkey: { amr: ['swk'], secondFactor: false, strength: 2, nameKey: 'passkeyKindPasskey', webauthn: true },
 };
 
 /** The `amr` value of a multi-factor sign-in (RFC 8176 §2). */
@@ -107,6 +116,11 @@ export interface PendingSignIn {
   interaction?: string;
   /** Continue at /account afterwards (the sign-in started there). */
   toAccount?: boolean;
+  /**
+   * The sign-in's decision (`nextStep`) was `enroll`: the only case in which this pending sign-in
+   * may add a factor (/account/totp), and only while the user still has none.
+   */
+  enroll?: true;
 }
 
 /** How long a sign-in waits for its second factor, seconds. */
@@ -191,8 +205,9 @@ export class MfaService {
    * The step after the first factor (the one decision, for the login page, step-up, the device
    * flow and the password grant): a user with a second factor is always asked for one, the
    * security key step when they have a security key, else a one-time code (`verify`); where
-   * one is required: the security key step for a user with only a passkey, `enroll` for a user
-   * with nothing; else `none`.
+   * one is required: the security key step for a user with only a passkey, `enroll` only for a
+   * user with nothing at all (any credential locks enrollment: left-over recovery codes are
+   * typed at `verify`); else `none`.
    * @param required the client's policy or the request's `acr_values` ask for MFA
    */
   async nextStep(subjectId: string, required: boolean): Promise<SecondStep> {
@@ -202,7 +217,23 @@ export class MfaService {
     if (second.length > 0) return 'verify';
     if (!required) return 'none';
     // A passkey serves as the second step where one is required.
-    return all.some((f) => FACTOR_KINDS[f.kind]?.webauthn) ? 'security-key' : 'enroll';
+    if (all.some((f) => FACTOR_KINDS[f.kind]?.webauthn)) return 'security-key';
+    return all.length === 0 ? 'enroll' : 'verify';
+  }
+
+  /**
+   * Whether a live session may add or remove the user's factors: signed in within
+   * `mfa.freshSignInSeconds`, and with a use of the strongest kind the user holds
+   * (`FactorKind.strength`, read from the session's `amr`): a passkey or security key when the
+   * user has one, else a one-time code when the user has an authenticator app (or recovery
+   * codes). A user with nothing may enroll from any recent session. OWASP ASVS 5.0 V6.2
+   * (re-authentication before changes to authentication factors).
+   */
+  async mayChangeFactors(session: Pick<Session, 'amr' | 'subjectId' | 'authTime'>): Promise<boolean> {
+    if (nowSeconds() - session.authTime > this.config.freshSignInSeconds) return false;
+    const held = Math.max(0, ...(await this.listFactors(session.subjectId)).map((f) => FACTOR_KINDS[f.kind]?.strength ?? 0));
+    const proved = Math.max(0, ...Object.values(FACTOR_KINDS).filter((k) => k.amr.some((v) => session.amr.includes(v))).map((k) => k.strength));
+    return proved >= held;
   }
 
   /** Whether the user has anything that can serve as the second step (a second factor, or a passkey). */

@@ -6,8 +6,8 @@
  *   text, confirmed by one valid code), at a forced enrollment after the password or from
  *   /account; the first factor added also creates the ten recovery codes, shown once;
  * - `/account`: the signed-in user's second factors, removable; new recovery codes. Every change
- *   needs a sign-in within `mfa.freshSignInSeconds` and, for a user with a second factor, a
- *   session that used it.
+ *   needs a sign-in within `mfa.freshSignInSeconds` that used the strongest kind of factor the
+ *   user holds (`MfaService.mayChangeFactors`).
  * Every form carries the CSRF token (checkCsrf); codes are checked under the failure limits per
  * user and address (`mfaAttempt`).
  */
@@ -18,12 +18,12 @@ import { sendErrorPage } from '../endpoints/authorize-response.js';
 import { type Interaction, resumePath } from '../endpoints/interactions.js';
 import { OAuthError } from '../errors.js';
 import { Params } from '../http/form.js';
-import { amrWith, FACTOR_KINDS, newFactorId, type PendingSignIn, sessionHasMfa } from '../mfa/factors.js';
+import { amrWith, FACTOR_KINDS, newFactorId, type PendingSignIn } from '../mfa/factors.js';
 import { newRecoveryCodes, RECOVERY_KIND, unusedRecoveryCodes } from '../mfa/recovery.js';
 import { newTotpSecret, normaliseTotpCode, openTotpSecret, sealTotpSecret, totpProvisioning, totpStep } from '../mfa/totp.js';
 import { mfaAttempt, verifySecondFactor } from '../mfa/verify.js';
 import { nowSeconds } from '../tokens/handles.js';
-import { requestsMfa } from '../users/acr.js';
+import { achievedAcr, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { validateAuthorizeRequest } from '../validation/authorize-request.js';
@@ -252,11 +252,12 @@ export async function secondStepAfterPassword(
   interaction: Interaction | undefined,
 ): Promise<FastifyReply | undefined> {
   const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
-  const requested = interaction ? await requestedMfa(ctx, interaction) : false;
+  const requested = interaction ? await requestedMfa(ctx, interaction, achievedAcr(pending)) : false;
   const step = await ctx.mfa.nextStep(pending.subjectId, ctx.mfa.requiredFor(client) || requested);
   if (step === 'none') return undefined;
   // Saved for the key step too: its page links to the code form, which continues this sign-in.
-  await ctx.mfa.savePending(ctx.sessions.browserId(request, reply), pending);
+  // Only the decision `enroll` lets it add a factor (`enrollmentWho`).
+  await ctx.mfa.savePending(ctx.sessions.browserId(request, reply), { ...pending, ...(step === 'enroll' ? { enroll: true as const } : {}) });
   if (step === 'security-key' && (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.toAccount === true))) return reply;
   const page = step === 'enroll' ? '/account/totp' : '/account/mfa';
   return reply.header('cache-control', 'no-store').redirect(page, 303);
@@ -283,13 +284,16 @@ async function keyStep(
   return securityKeyStep(ctx, request, reply, user, interaction, lang, { ...(codeLink ? { codeLink } : {}), toAccount });
 }
 
-/** Whether a pending request asks for MFA (`acr_values`, or an essential `acr` in `claims`). */
-async function requestedMfa(ctx: SigilContext, interaction: Interaction): Promise<boolean> {
+/**
+ * Whether a pending request asks for MFA of a sign-in whose first factor achieved `achieved`
+ * (`acr_values`, or an essential `acr` in `claims`; `requestsMfa`).
+ */
+async function requestedMfa(ctx: SigilContext, interaction: Interaction, achieved: string): Promise<boolean> {
   try {
     const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params));
-    return requestsMfa(req.acr.acr, req.essentialAcr);
+    return requestsMfa(achieved, req.acr.acr, req.essentialAcr);
   } catch {
-    return requestsMfa(parseAcrValues(interaction.params.acr_values).acr, undefined);
+    return requestsMfa(achieved, parseAcrValues(interaction.params.acr_values).acr, undefined);
   }
 }
 
@@ -356,14 +360,15 @@ export async function secondStepWho(ctx: SigilContext, request: FastifyRequest, 
 }
 
 /**
- * Who may add an authenticator app: a pending sign-in whose user has no second factor yet
- * (forced enrollment), else a live session allowed to change factors. Answers the reply itself
+ * Who may add an authenticator app: a pending sign-in whose own decision was `enroll` and whose
+ * user still has no factor of any kind (forced enrollment; a passkey, a security key or recovery
+ * codes lock it), else a live session allowed to change factors. Answers the reply itself
  * (expired page, or the account page's notice) and returns undefined otherwise.
  */
 async function enrollmentWho(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, browser: string): Promise<Who | undefined> {
   const pending = await ctx.mfa.pending(browser);
   if (pending) {
-    if ((await ctx.mfa.secondFactors(pending.subjectId)).length === 0) return { pending };
+    if (pending.enroll && (await ctx.mfa.listFactors(pending.subjectId)).length === 0) return { pending };
     expiredPage(ctx, request, reply);
     return undefined;
   }
@@ -372,9 +377,9 @@ async function enrollmentWho(ctx: SigilContext, request: FastifyRequest, reply: 
 }
 
 /**
- * The live session when it may change factors: signed in within `mfa.freshSignInSeconds`, and
- * with MFA when the user has a second factor. Otherwise answers with /account (its notice asks to
- * sign in again) or the login page, and returns undefined.
+ * The live session when it may change factors (`MfaService.mayChangeFactors`: recent, and using
+ * the strongest kind the user holds). Otherwise answers with /account (its notice asks to sign in
+ * again) or the login page, and returns undefined.
  */
 async function changeAllowed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
   const session = await ctx.sessions.current(request);
@@ -382,16 +387,11 @@ async function changeAllowed(ctx: SigilContext, request: FastifyRequest, reply: 
     reply.header('cache-control', 'no-store').redirect('/account/login?return=account', 303);
     return undefined;
   }
-  if (!(await canChange(ctx, session))) {
+  if (!(await ctx.mfa.mayChangeFactors(session))) {
     await accountPage(ctx, request, reply, session, undefined, 403);
     return undefined;
   }
   return session;
-}
-
-async function canChange(ctx: SigilContext, session: Session): Promise<boolean> {
-  if (nowSeconds() - session.authTime > ctx.mfa.config.freshSignInSeconds) return false;
-  return sessionHasMfa(session) || (await ctx.mfa.secondFactors(session.subjectId)).length === 0;
 }
 
 async function accountPage(
@@ -422,7 +422,7 @@ async function accountPage(
       adds: Object.entries(FACTOR_KINDS).flatMap(([kind, k]) => (k.add && ctx.mfa.hasKind(kind) ? [{ path: k.add.path, label: ctx.pages.text(lang, k.add.labelKey) }] : [])),
       recoveryLeft: all.filter((f) => f.kind === RECOVERY_KIND && f.counter === 0).length,
       hasSecond: all.some((f) => FACTOR_KINDS[f.kind]?.secondFactor),
-      canChange: await canChange(ctx, session),
+      canChange: await ctx.mfa.mayChangeFactors(session),
       reauth: '/account/login?return=account',
       notice: notice ? ctx.pages.text(lang, notice) : undefined,
     },

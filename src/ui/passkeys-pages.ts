@@ -94,13 +94,13 @@ const PASSKEYS = `<% layout('@layout', { lang: it.lang, title: it.t.passkeysTitl
 <% if (it.credentials.length === 0) { %><p><%= it.t.passkeysNone %></p><% } else { %>
 <ul class="credentials">
 <% it.credentials.forEach(function (c) { %><li><span><strong><%= c.name %></strong><br><%= c.details %></span>
-<% if (it.fresh) { %><form method="post" action="/account/passkeys/remove">
+<% if (it.canChange) { %><form method="post" action="/account/passkeys/remove">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <input type="hidden" name="id" value="<%= c.id %>">
 <button type="submit" name="button" value="remove" aria-label="<%= c.removeLabel %>"><%= it.t.removeCredential %></button>
 </form><% } %></li>
 <% }) %></ul><% } %>
-<% if (it.fresh) { %><form method="post" action="/account/passkeys/register" data-webauthn="register" data-options="/account/passkeys/options" data-error="<%= it.t.passkeyFailed %>">
+<% if (it.canChange) { %><form method="post" action="/account/passkeys/register" data-webauthn="register" data-options="/account/passkeys/options" data-error="<%= it.t.passkeyFailed %>">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <input type="hidden" name="response" value="">
 <label for="name"><%= it.t.passkeyName %></label>

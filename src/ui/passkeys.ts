@@ -1,7 +1,8 @@
 /**
  * Passkeys and security keys in the browser (issue 12; ceremonies in `mfa/webauthn.ts`):
  * - `/account/passkeys`: the signed-in user's credentials, added (passkey or security key) and
- *   removed there; changes need a sign-in within `REAUTH_SECONDS`.
+ *   removed there; changes need what every factor change needs (`MfaService.mayChangeFactors`:
+ *   a recent sign-in that used the strongest kind the user holds).
  * - "Sign in with a passkey" on the login page: a passwordless sign-in (`/account/passkeys/login`),
  *   with conditional mediation (autofill) where the browser supports it.
  * - The security key step after the password (`securityKeyStep`, `/account/passkeys/second-factor`)
@@ -45,9 +46,6 @@ import { finishSignIn, loginPage, single } from './account.js';
 import { checkCsrf } from './csrf.js';
 import { PASSKEYS_SCRIPT } from './passkeys-pages.js';
 import { limiterAllows } from './attempts.js';
-
-/** A session may add or remove credentials this many seconds after its sign-in (OWASP ASVS 5.0 V6.2: re-authentication). */
-export const REAUTH_SECONDS = 300;
 
 /** Cookie of the pending security key step (HttpOnly; only sent to `/account/passkeys`). */
 const PENDING_COOKIE = 'sigil.webauthn';
@@ -182,13 +180,13 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
       ctx.config.webauthn.challengeLifetime,
     );
 
-  /** The signed-in user of the request and whether the sign-in is recent enough for changes. */
+  /** The signed-in user of the request and whether the session may change credentials (`MfaService.mayChangeFactors`). */
   const signedIn = async (request: FastifyRequest) => {
     const session = await ctx.sessions.current(request);
     if (!session) return undefined;
     const user = await ctx.users.findBySubject(session.subjectId);
     if (!user || !user.isActive) return undefined;
-    return { session, user, fresh: session.authTime >= nowSeconds() - REAUTH_SECONDS };
+    return { session, user, canChange: await ctx.mfa.mayChangeFactors(session) };
   };
 
   const listPage = async (request: FastifyRequest, reply: FastifyReply, notice?: 'passkeyRegistered' | 'passkeyRemoved', error?: 'passkeyFailed' | 'passkeyNeedsScript', status = 200) => {
@@ -213,7 +211,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
       {
         csrf: reply.generateCsrf(),
         credentials,
-        fresh: current.fresh,
+        canChange: current.canChange,
         notice: notice ? ctx.pages.text(lang, notice) : undefined,
         error: error ? ctx.pages.text(lang, error) : undefined,
       },
@@ -226,11 +224,11 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     return listPage(request, reply, done === 'added' ? 'passkeyRegistered' : done === 'removed' ? 'passkeyRemoved' : undefined);
   });
 
-  // Registration options (JSON): a fresh session, a CSRF token, and the kind.
+  // Registration options (JSON): a session that may change credentials, a CSRF token, and the kind.
   app.post('/account/passkeys/options', async (request, reply) => {
     if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
     const current = await signedIn(request);
-    if (!current?.fresh) return sendOAuthError(reply, new OAuthError('login_required', 'sign in again to change credentials', 403));
+    if (!current?.canChange) return sendOAuthError(reply, new OAuthError('login_required', 'sign in again to change credentials', 403));
     const kind = single(formOf(request), 'kind');
     if (kind !== 'passkey' && kind !== 'security-key') return sendOAuthError(reply, new OAuthError('invalid_request', 'kind must be passkey or security-key'));
     const display = current.user.claims.name;
@@ -248,7 +246,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const lang = language(request);
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, csrfRefused(), lang, 403);
     const current = await signedIn(request);
-    if (!current?.fresh) return listPage(request, reply, undefined, undefined, current ? 403 : 401);
+    if (!current?.canChange) return listPage(request, reply, undefined, undefined, current ? 403 : 401);
     const body = formOf(request);
     const kind = single(body, 'kind') === 'security-key' ? 'security-key' : 'passkey';
     const response = parseResponse(body);
@@ -268,7 +266,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const lang = language(request);
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, csrfRefused(), lang, 403);
     const current = await signedIn(request);
-    if (!current?.fresh) return listPage(request, reply, undefined, undefined, current ? 403 : 401);
+    if (!current?.canChange) return listPage(request, reply, undefined, undefined, current ? 403 : 401);
     const id = single(formOf(request), 'id') ?? '';
     const credential = id.length > 0 && id.length <= 1400 ? await ctx.store.webauthn.get(id) : undefined;
     if (!credential || !(await ctx.store.webauthn.remove(current.user.subjectId, id))) return listPage(request, reply, undefined, 'passkeyFailed', 404);

@@ -14,9 +14,12 @@
  * - `urn:sigil:acr:mfa` (`ACR_MFA`): a second factor after the first (TOTP, a recovery code, or
  *   another kind of `FACTOR_KINDS` in src/mfa/factors.ts), or an upstream sign-in whose `amr`
  *   says `mfa`. It meets a request for `urn:sigil:acr:password` too (`ACR_SATISFIES`).
- * A client asks for MFA with `acr_values=urn:sigil:acr:mfa` (OIDC Core §3.1.2.1; also as an
- * essential `acr` in the `claims` parameter): a session without it gets the second step only
- * (step-up), not a new password sign-in.
+ * `acr_values` is a voluntary list in order of preference (OIDC Core §3.1.2.1), and so are the
+ * values of an essential `acr` in the `claims` parameter (§5.5.1.1), which must be met: a sign-in
+ * that meets any listed value takes no further step, and the token says the most preferred value
+ * it meets (`preferredAcr`). A list that the sign-in does not meet but MFA would asks for MFA
+ * (`requestsMfa`): a session without it gets the second step only (step-up), not a new password
+ * sign-in.
  */
 
 /** Password sign-in at Sigil's login page. */
@@ -49,16 +52,26 @@ export function achievedAcr(session: { idp: string; amr?: readonly string[] }): 
 }
 
 /**
- * Whether a request asks for MFA: `acr_values` names `ACR_MFA`, or an essential `acr` accepts
- * only values that MFA meets and no first factor alone does.
+ * Whether a request asks a sign-in that achieved `achieved` for MFA (step-up): `acr_values`, or
+ * an essential `acr`, lists no value `achieved` meets and one that MFA meets (OIDC Core
+ * §3.1.2.1, §5.5.1.1). A list with a met value asks for nothing more.
+ * @param achieved the class of the sign-in so far (`achievedAcr`)
  * @param acrValues the plain values of `acr_values` (without `idp:` / `tenant:`)
  * @param essential the values of an essential `acr` claim request, if any
  */
-export function requestsMfa(acrValues: readonly string[], essential: readonly unknown[] | undefined): boolean {
-  if (acrValues.includes(ACR_MFA)) return true;
-  if (!essential) return false;
-  const firstFactorMeets = essential.some((v) => acrMeets(ACR_PASSWORD, v) || acrMeets(ACR_FEDERATED, v));
-  return !firstFactorMeets && essential.some((v) => acrMeets(ACR_MFA, v));
+export function requestsMfa(achieved: string, acrValues: readonly string[], essential: readonly unknown[] | undefined): boolean {
+  const asksMfa = (values: readonly unknown[]) => !values.some((v) => acrMeets(achieved, v)) && values.some((v) => acrMeets(ACR_MFA, v));
+  return asksMfa(acrValues) || (essential !== undefined && asksMfa(essential));
+}
+
+/**
+ * The `acr` to assert for a sign-in that achieved `achieved`: the first of the requested values,
+ * in order of preference, that it meets (OIDC Core §3.1.2.1 `acr_values`, §5.5.1.1 `values`);
+ * undefined when it meets none (the caller then asserts what was achieved).
+ * @param requested the essential `acr` values, then the plain values of `acr_values`
+ */
+export function preferredAcr(achieved: string, requested: readonly unknown[]): string | undefined {
+  return requested.find((v): v is string => typeof v === 'string' && acrMeets(achieved, v));
 }
 
 /** Whether an achieved class meets a requested value (the same class, or a stronger one per `ACR_SATISFIES`). */

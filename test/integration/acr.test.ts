@@ -93,6 +93,46 @@ describe('acr in the identity token', () => {
   });
 });
 
+/**
+ * acr_values is a voluntary list in order of preference (OIDC Core §3.1.2.1; issue 20 item 5): a
+ * sign-in that meets any listed value takes no further step and gets the most preferred value it
+ * meets; step-up only when it meets none. An essential acr stays strict (§5.5.1.1).
+ */
+describe('acr_values in order of preference', () => {
+  it('every supported class listed (oidcc-ensure-request-with-acr-values-succeeds): the password alone completes, acr is one of them', async () => {
+    const listed = `${PASSWORD} ${FEDERATED} ${MFA}`;
+    const { claims, accessClaims } = await idTokenOf(sigil, { acr_values: listed });
+    expect(claims.acr).toBe(PASSWORD);
+    expect(accessClaims.acr).toBe(PASSWORD);
+    expect(claims.amr).toEqual(['pwd']);
+  });
+
+  it('the most preferred value the sign-in meets, not the first listed: MFA first, then password', async () => {
+    const { claims } = await idTokenOf(sigil, { acr_values: `urn:example:gold ${MFA} ${PASSWORD}` });
+    expect(claims.acr).toBe(PASSWORD);
+    expect(claims.amr).toEqual(['pwd']);
+  });
+
+  it('steps up when no listed value is met (federated or MFA asked, password given): the enrollment page, no code', async () => {
+    const b = new Browser(sigil);
+    const { challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { acr_values: `${FEDERATED} ${MFA}` }))));
+    expect(isLoginPage(login), login.body).toBe(true);
+    const next = await b.follow(await b.submitLogin(login, 'bob', 'bob'));
+    expect(next.body).toContain('action="/account/totp"');
+    expect(b.cookies.has('sigil.session')).toBe(false);
+  });
+
+  it('an essential acr stays strict: [federated, mfa] without an upstream provider steps a password session up, it does not answer with password', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('carol');
+    const { challenge } = pkce();
+    const step = await b.follow(await b.get(authorizeUrl(codeParams(challenge, essentialAcr(FEDERATED, MFA)))));
+    expect(step.status, step.location).toBe(200);
+    expect(step.body).toContain('action="/account/totp"');
+  });
+});
+
 describe('essential acr that cannot be met: unmet_authentication_requirements to the client', () => {
   it('a class no sign-in offers (unknown, or federated without an upstream provider): refused before any page', async () => {
     for (const value of ['urn:example:gold', FEDERATED]) {

@@ -27,7 +27,7 @@ import {
 import { introspect, sleep, type TestSigil, tokenRequest } from '../helpers.js';
 import { SoftAuthenticator } from '../webauthn-authenticator.js';
 import { hash } from '@node-rs/argon2';
-import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
+import { enrollTotp, isMfaPage, recoveryCodesOnPage, secretOnPage, submitCode, totpCode } from '../mfa-helpers.js';
 
 /** Adds a credential of `kind` on /account/passkeys (the browser is signed in). */
 async function register(b: Browser, auth: SoftAuthenticator, kind: 'passkey' | 'security-key', name = 'My key'): Promise<Step> {
@@ -56,15 +56,23 @@ function passkeyLogin(b: Browser, loginPage: Step, response: unknown): Promise<S
   });
 }
 
-/** A browser signed in as alice with a registered passkey. */
-async function withPasskey(sigil: TestSigil): Promise<{ b: Browser; auth: SoftAuthenticator }> {
+let users = 0;
+
+/**
+ * A new user (password = username) whose only credential is a passkey, added from a password
+ * session (a user with nothing may enroll from any recent sign-in); the browser is signed out.
+ */
+async function withPasskey(sigil: TestSigil): Promise<{ b: Browser; auth: SoftAuthenticator; name: string; subjectId: string }> {
+  const name = `pk${++users}`;
+  const subjectId = `pk-${users}`;
+  await sigil.context.store.users.addUser({ subjectId, username: name, tenant: null, passwordHash: await hash(name), claims: {}, isActive: true });
   const b = new Browser(sigil);
-  await b.signIn('alice');
+  await b.signIn(name);
   const auth = new SoftAuthenticator(ISSUER);
   const added = await register(b, auth, 'passkey');
   expect(added.status, added.body).toBe(303);
   b.cookies.delete('sigil.session');
-  return { b, auth };
+  return { b, auth, name, subjectId };
 }
 
 describe('passkeys and security keys over HTTP', () => {
@@ -84,8 +92,8 @@ describe('passkeys and security keys over HTTP', () => {
   });
 
   it('registers a passkey, then signs in with it alone and gets a code whose identity token says swk, user, mfa', async () => {
-    const { b, auth } = await withPasskey(sigil);
-    expect(events.find((e) => e.name === 'webauthn_registered')).toMatchObject({ subjectId: '1', factor: 'passkey' });
+    const { b, auth, subjectId } = await withPasskey(sigil);
+    expect(events.find((e) => e.name === 'webauthn_registered')).toMatchObject({ subjectId, factor: 'passkey' });
     const { verifier, challenge } = pkce();
     const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge))));
     expect(isLoginPage(login)).toBe(true);
@@ -96,7 +104,7 @@ describe('passkeys and security keys over HTTP', () => {
     expect(code).toBeTruthy();
     const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string; access_token: string }>();
     const { claims } = await verifyIdToken(sigil, tokens.id_token, 'web');
-    expect(claims.sub).toBe('1');
+    expect(claims.sub).toBe(subjectId);
     expect(claims.amr).toEqual(['swk', 'user', 'mfa']);
     expect(decodeJwt(tokens.access_token).amr).toEqual(['swk', 'user', 'mfa']);
     const introspected = (await introspect(sigil, tokens.access_token)).json<{ active: boolean; amr: string[] }>();
@@ -216,15 +224,17 @@ describe('passkeys and security keys over HTTP', () => {
   });
 
   it('removes a credential: it is no longer listed and no longer signs anyone in', async () => {
-    const { b, auth } = await withPasskey(sigil);
-    await b.signIn('alice');
+    const { b, auth, subjectId } = await withPasskey(sigil);
+    // Removing the user's passkey needs a sign-in with a passkey.
+    const signIn = await b.get('/account/login');
+    expect((await passkeyLogin(b, signIn, auth.authenticate(await passkeyOptions(b, signIn)))).status).toBe(200);
     const page = await b.get('/account/passkeys');
     const id = auth.credentials[0]?.id ?? '';
     expect(page.body).toContain(`value="${id}"`);
     const removed = await b.post('/account/passkeys/remove', { csrf_token: input(page.body, 'csrf_token'), id });
     expect(removed.status).toBe(303);
     expect((await b.get('/account/passkeys')).body).not.toContain(`value="${id}"`);
-    expect(events.find((e) => e.name === 'webauthn_removed')).toMatchObject({ subjectId: '1', factor: 'passkey' });
+    expect(events.find((e) => e.name === 'webauthn_removed')).toMatchObject({ subjectId, factor: 'passkey' });
     b.cookies.delete('sigil.session');
     const login = await b.get('/account/login');
     const res = await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login)));
@@ -435,9 +445,9 @@ describe('WebAuthn credentials in the MFA policy', () => {
   });
 
   it('gives urn:sigil:acr:mfa to a passkey sign-in, and uses a passkey as the second step of a password session asked for MFA', async () => {
-    const { b, auth } = await withPasskey(sigil);
+    const { b, auth, name } = await withPasskey(sigil);
     // A passkey is a sign-in of its own, not a lock on the password.
-    expect((await passwordGrant('alice', ['ropc', 'ropc-secret'])).statusCode).toBe(200);
+    expect((await passwordGrant(name, ['ropc', 'ropc-secret'])).statusCode).toBe(200);
 
     // Passkey sign-in for a request asking for MFA: amr swk user mfa, acr MFA, no step-up.
     const first = pkce();
@@ -452,7 +462,7 @@ describe('WebAuthn credentials in the MFA policy', () => {
 
     // A password session, then a request for MFA: the passkey as the second step (step-up).
     b.cookies.delete('sigil.session');
-    await b.signIn('alice');
+    await b.signIn(name);
     const second = pkce();
     const step = await b.follow(await b.get(authorizeUrl(codeParams(second.challenge, { acr_values: ACR_MFA }))));
     expect(step.status).toBe(200);
@@ -483,5 +493,127 @@ describe('WebAuthn credentials in the MFA policy', () => {
     const code = readResponse(await b.follow(await submitCode(b, form, totpCode(secret, 1)))).params.get('code');
     const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string }>();
     expect((await verifyIdToken(sigil, tokens.id_token, 'web')).claims.amr).toEqual(['pwd', 'otp', 'mfa']);
+  });
+});
+
+/**
+ * Any credential locks enrolment (issue 20 item 1): adding or removing a factor needs a sign-in
+ * that used the strongest kind the user holds, and a pending sign-in may enrol only when its own
+ * decision was "enrol" for a user with nothing. The attack: the password of a user whose only
+ * credential is a passkey, at a client with requireMfa, then /account/totp instead of the key.
+ */
+describe('enrolment for a user with only a passkey', () => {
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    sigil = await startAuthorizeSigil(
+      [{ clientId: 'strict', clientSecrets: ['strict-secret'], allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid'], redirectUris: ['https://rp.example/cb'], requireMfa: true }],
+      { webauthn: { enabled: true }, rateLimits: { maxFailures: 50 } },
+    );
+  });
+  afterAll(async () => sigil.close());
+
+  const strictParams = (challenge: string) => ({ ...codeParams(challenge), client_id: 'strict', redirect_uri: 'https://rp.example/cb', scope: 'openid' });
+
+  const factorsOf = async (subjectId: string) => (await sigil.context.mfa.listFactors(subjectId)).map((f) => f.kind);
+
+  it('the password, then /account/totp instead of the passkey step: no enrolment, no factor, no recovery codes, no session, no code', async () => {
+    const { name, subjectId } = await withPasskey(sigil);
+    const attacker = new Browser(sigil);
+    const { challenge } = pkce();
+    const login = await attacker.follow(await attacker.get(authorizeUrl(strictParams(challenge))));
+    const step = await attacker.submitLogin(login, name, name);
+    expect(step.body).toContain('action="/account/passkeys/second-factor"');
+    const interaction = /interaction=([^&"]+)/.exec(login.body)?.[1] ?? input(login.body, 'interaction');
+
+    // Skip the key: the enrollment page, and a code from the attacker's own app if it showed a key.
+    const enroll = await attacker.get('/account/totp');
+    const shown = enroll.body.includes('id="totp-secret"');
+    const posted = await attacker.follow(
+      await attacker.post('/account/totp', {
+        csrf_token: input(shown ? enroll.body : step.body, 'csrf_token'),
+        code: shown ? totpCode(secretOnPage(enroll.body)) : '000000',
+        button: 'confirm',
+        interaction,
+      }),
+    );
+    expect(shown, enroll.body).toBe(false);
+    expect(enroll.status).toBe(400);
+    expect(recoveryCodesOnPage(posted.body)).toEqual([]);
+    expect(await factorsOf(subjectId)).toEqual(['passkey']);
+    expect(attacker.cookies.has('sigil.session')).toBe(false);
+    const resumed = await attacker.follow(await attacker.get(`/connect/authorize/resume?interaction=${interaction}`));
+    expect(resumed.location ?? '').not.toMatch(/code=/);
+    // The code form is no way around the key either: the user has no code to type.
+    const mfa = await attacker.get('/account/mfa');
+    expect((await submitCode(attacker, mfa, '000000')).location ?? '').not.toMatch(/code=/);
+    expect(attacker.cookies.has('sigil.session')).toBe(false);
+  });
+
+  it('a fresh password-only session adds no authenticator app and no passkey, and removes nothing', async () => {
+    const { name, subjectId, auth } = await withPasskey(sigil);
+    const b = new Browser(sigil);
+    await b.signIn(name);
+    const totp = await b.get('/account/totp');
+    expect(totp.status).toBe(403);
+    expect(totp.body).not.toContain('id="totp-secret"');
+    const account = await b.get('/account');
+    expect(account.body).toContain('href="/account/login?return=account"');
+    expect(account.body).not.toContain('action="/account/factors/remove"');
+    // The forms are not shown; a token from any page of this browser tries them anyway.
+    const csrf = input((await b.get('/account/login')).body, 'csrf_token');
+    const confirm = await b.post('/account/totp', { csrf_token: csrf, code: '000000', button: 'confirm' });
+    expect(confirm.status).toBe(403);
+    const passkeys = await b.get('/account/passkeys');
+    expect(passkeys.body).not.toContain('action="/account/passkeys/register"');
+    const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind: 'passkey' });
+    expect(options.status).toBe(403);
+    expect(options.res.json().error).toBe('login_required');
+    const other = new SoftAuthenticator(ISSUER);
+    const registered = await b.post('/account/passkeys/register', { csrf_token: csrf, kind: 'security-key', response: JSON.stringify(other.register(await registrationOptionsFor(sigil))) });
+    expect(registered.status).toBe(403);
+    const id = auth.credentials[0]?.id ?? '';
+    expect((await b.post('/account/passkeys/remove', { csrf_token: csrf, id })).status).toBe(403);
+    expect((await b.post('/account/factors/remove', { csrf_token: csrf, factor: id, button: 'remove' })).status).toBe(403);
+    expect(await factorsOf(subjectId)).toEqual(['passkey']);
+  });
+
+  it('a session signed in with the passkey adds an authenticator app and a security key and removes the passkey; the app alone then does not change the key', async () => {
+    const { b, name, subjectId, auth } = await withPasskey(sigil);
+    const login = await b.get('/account/login');
+    expect((await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login)))).status).toBe(200);
+    const { secret } = await enrollTotp(b);
+    const key = new SoftAuthenticator(ISSUER, false);
+    expect((await register(b, key, 'security-key')).status).toBe(303);
+    expect((await factorsOf(subjectId)).sort()).toEqual(['passkey', 'recovery_code', 'security-key', 'totp'].flatMap((k) => (k === 'recovery_code' ? Array(10).fill(k) : [k])).sort());
+    const account = await b.get('/account');
+    const removed = await b.post('/account/factors/remove', { csrf_token: input(account.body, 'csrf_token'), factor: auth.credentials[0]?.id ?? '', button: 'remove' });
+    expect(removed.status, removed.body).toBe(200);
+    expect(await factorsOf(subjectId)).not.toContain('passkey');
+
+    // Password + app: weaker than the security key the user holds, so no changes.
+    const c = new Browser(sigil);
+    const { challenge } = pkce();
+    const keyStep = await c.follow(await c.submitLogin(await c.follow(await c.get(authorizeUrl(codeParams(challenge)))), name, name));
+    const link = /href="(\/account\/mfa\?use=code[^"]*)"/.exec(keyStep.body)?.[1] ?? '';
+    const form = await c.get(unescapeHtml(link));
+    expect(readResponse(await submitCode(c, form, totpCode(secret, 1))).params.has('code')).toBe(true);
+    expect((await c.get('/account/totp')).status).toBe(403);
+    expect((await c.get('/account')).body).not.toContain('action="/account/factors/remove"');
+    expect((await c.post('/account/factors/remove', { csrf_token: input((await c.get('/account/login')).body, 'csrf_token'), factor: key.credentials[0]?.id ?? '', button: 'remove' })).status).toBe(403);
+    expect(await factorsOf(subjectId)).toContain('security-key');
+  });
+
+  it('a user with nothing at a client with requireMfa still enrols an authenticator app after the password, and the request continues', async () => {
+    const name = `pk${++users}`;
+    await sigil.context.store.users.addUser({ subjectId: `pk-${users}`, username: name, tenant: null, passwordHash: await hash(name), claims: {}, isActive: true });
+    const b = new Browser(sigil);
+    const { challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(strictParams(challenge))));
+    const enroll = await b.follow(await b.submitLogin(login, name, name));
+    expect(enroll.body).toContain('action="/account/totp"');
+    const codes = await b.post('/account/totp', { csrf_token: input(enroll.body, 'csrf_token'), code: totpCode(secretOnPage(enroll.body)), button: 'confirm', interaction: input(enroll.body, 'interaction') });
+    expect(recoveryCodesOnPage(codes.body)).toHaveLength(10);
+    const next = /class="button primary" href="([^"]+)"/.exec(codes.body)?.[1] ?? '';
+    expect(readResponse(await b.follow(await b.get(unescapeHtml(next)))).params.has('code')).toBe(true);
   });
 });
