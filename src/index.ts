@@ -36,6 +36,7 @@ import { UserService } from './users/users.js';
 import { apiSecretsOf, ClientRegistry } from './validation/client-auth.js';
 import { ClientKeys } from './validation/client-keys.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './validation/failure-limiter.js';
+import { PrimaryFailureCounters } from './validation/primary-counters.js';
 import { ReplayCache } from './validation/replay-cache.js';
 import { Resources } from './validation/scopes.js';
 import { DPoPNonces, DPoPVerifier } from './validation/dpop.js';
@@ -62,6 +63,12 @@ export interface SigilOptions {
   resourceOwnerValidator?: ResourceOwnerValidator;
   /** Redis for counters shared by several nodes (failure limits); default: `SIGIL_REDIS_URL`. */
   redisUrl?: string;
+  /**
+   * Without Redis, keep the failure counters and request quotas in the cluster primary (set by
+   * `sigil start --workers` in its workers, whose primary answers; see `PrimaryFailureCounters`)
+   * instead of this process's memory, so the limits hold for all workers together.
+   */
+  countersInPrimary?: boolean;
   /** Key encrypting private signing keys at rest; default: from `SIGIL_DATA_KEY` (32 bytes, base64 or hex). */
   dataKey?: Uint8Array;
 }
@@ -117,7 +124,11 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
   const store = await openStore(cfg.storage, cfg.accessTokenCache);
   const limiter = new FailureLimiter(
     cfg.rateLimits,
-    options.redisUrl ? new RedisFailureCounters(options.redisUrl) : new MemoryFailureCounters(),
+    options.redisUrl
+      ? new RedisFailureCounters(options.redisUrl)
+      : options.countersInPrimary
+        ? new PrimaryFailureCounters()
+        : new MemoryFailureCounters(),
   );
   try {
     const collisions = await clientsNamingStoredUsers(cfg.clients, store.users);

@@ -87,7 +87,8 @@ async function main(argv: string[]): Promise<number> {
     return runPrimary(workers, (address, metricsUrl) => printStart(cfg, configPath, address, workers, metricsUrl));
   }
 
-  const sigil = await createSigil(raw, { overrides });
+  // A worker's failure counters are its primary's (unless Redis holds them): see workers.ts.
+  const sigil = await createSigil(raw, { overrides, countersInPrimary: isWorker });
   const cfg = sigil.context.config;
   const address = await sigil.app.listen({ port: cfg.port, host: cfg.host });
   const metricsUrl = await sigil.listenMetrics();

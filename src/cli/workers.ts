@@ -4,13 +4,19 @@
  * forks the workers, prints `listening on` when every worker listens, replaces a worker that dies,
  * and on SIGTERM or SIGINT lets every worker drain its requests before it exits itself.
  *
- * Each worker is a whole Sigil: key reloads read the shared store; failure counters (rate limits)
- * are per worker unless Redis is configured (`SIGIL_REDIS_URL`); the access-token lookup cache is
- * per worker, with the same bound as between nodes.
+ * Each worker is a whole Sigil: key reloads read the shared store, and a JWT signed with a key a
+ * sibling added since the last reload makes the worker re-read the keys (`KeyRing`). The failure
+ * counters (`rateLimits`) and request quotas (`pendingLimits`) count for all workers together:
+ * without Redis the primary keeps them and the workers ask it over the cluster's IPC channel
+ * (`PrimaryFailureCounters`); with Redis (`SIGIL_REDIS_URL`) every worker of every node counts
+ * there. One-time identifiers (DPoP proofs', client assertions' `jti`) are rows of the shared
+ * store. The access-token lookup cache is per worker, with the same bound as between nodes.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { ConfigError } from '../config/loader.js';
+import { MemoryFailureCounters } from '../validation/failure-limiter.js';
+import { answerCounterRequest, isCounterRequest } from '../validation/primary-counters.js';
 
 /** Message a worker sends the primary once its listeners are up. */
 interface ListeningMessage {
@@ -43,7 +49,8 @@ export function reportListening(address: string, metricsUrl: string | null): voi
 
 /**
  * Runs the primary of `count` workers, each running this same command. `announce` prints
- * the start lines once every worker listens. Resolves with the exit code: 0 after a signal stopped
+ * the start lines once every worker listens. The primary keeps the workers' failure counters
+ * (answering `PrimaryFailureCounters`). Resolves with the exit code: 0 after a signal stopped
  * every worker, 1 when a worker failed to start.
  */
 export function runPrimary(count: number, announce: (address: string, metricsUrl: string | null) => void): Promise<number> {
@@ -51,9 +58,17 @@ export function runPrimary(count: number, announce: (address: string, metricsUrl
     let stopping = false;
     let started = false;
     const ready = new Set<number>();
+    const counters = new MemoryFailureCounters();
     const fork = () => {
       const worker = cluster.fork();
       worker.on('message', (message: Partial<ListeningMessage>) => {
+        if (isCounterRequest(message)) {
+          void answerCounterRequest(counters, message).then((reply) => {
+            // A worker that exited meanwhile no longer needs its answer.
+            if (worker.isConnected()) worker.send(reply);
+          });
+          return;
+        }
         if (message?.sigil !== 'listening' || typeof message.address !== 'string') return;
         ready.add(worker.id);
         if (!started && ready.size === count) {

@@ -4,7 +4,9 @@
  * propagation period before it signs; a superseded or retired key stays published for a retention
  * period so the tokens it signed keep validating (OIDC Core §10.1.1); keys rotate on their own after
  * `rotationSeconds`. Private keys are encrypted at rest (JWE `dir` + `A256GCM`) when a data key is
- * given. Every node reloads the keys periodically, so rotation needs no restart.
+ * given. Every node reloads the keys periodically, so rotation needs no restart, and at once when
+ * it meets a JWT signed with a key it does not know: another node or worker may have added the key
+ * since (issue 20 item 4).
  */
 import {
   calculateJwkThumbprint,
@@ -12,6 +14,7 @@ import {
   CompactSign,
   compactDecrypt,
   createLocalJWKSet,
+  errors as joseErrors,
   exportJWK,
   generateKeyPair,
   importJWK,
@@ -94,10 +97,25 @@ interface Loaded {
   verify: JWTVerifyGetKey;
 }
 
+/**
+ * The shortest time between two reloads caused by JWTs of unknown keys, milliseconds: tokens forged
+ * with made-up `kid`s cost the store at most one read of the keys per interval.
+ */
+export const UNKNOWN_KEY_RELOAD_INTERVAL_MS = 1000;
+
 /** The keys a Sigil instance signs with and publishes; reloadable. */
 export class KeyRing {
   private loaded: Loaded;
   private readonly imported = new Map<string, CryptoKey>();
+  /** The next reload for JWTs of unknown keys, shared by every such JWT until it starts. */
+  private unknownKeyReload: Promise<void> | undefined;
+  /** When the last such reload started (`performance.now()`). */
+  private unknownKeyReloadAt = -Infinity;
+  /** How many reads of the store this ring started, and the one whose keys are in use. */
+  private reads = 0;
+  private usedRead = 0;
+  /** The time of the last read's statuses (Unix seconds). */
+  private readAt = 0;
 
   private constructor(
     private readonly store: KeyStore,
@@ -126,17 +144,31 @@ export class KeyRing {
 
   /** Re-reads the store (after rotation on any node), creating keys as `load` does. */
   async refresh(now = nowSeconds()): Promise<void> {
-    let infos = describeKeys(await this.store.listKeys(), this.policy, now);
-    const missing = this.algorithms.filter((alg) => !infos.some((k) => k.alg === alg && k.status === 'active'));
+    let read = await this.read(now);
+    const missing = this.algorithms.filter((alg) => !read.infos.some((k) => k.alg === alg && k.status === 'active'));
     const stale = this.algorithms.filter((alg) => {
-      const active = infos.find((k) => k.alg === alg && k.status === 'active');
-      const pending = infos.some((k) => k.alg === alg && k.status === 'pending');
+      const active = read.infos.find((k) => k.alg === alg && k.status === 'active');
+      const pending = read.infos.some((k) => k.alg === alg && k.status === 'pending');
       return active !== undefined && !pending && active.activatesAt + this.policy.rotationSeconds <= now;
     });
     if (missing.length > 0) await rotateKeys(this.store, missing, this.policy, now, true);
     if (stale.length > 0) await rotateKeys(this.store, stale, this.policy, now);
-    if (missing.length > 0 || stale.length > 0) infos = describeKeys(await this.store.listKeys(), this.policy, now);
+    if (missing.length > 0 || stale.length > 0) read = await this.read(now);
+    await this.use(read);
+  }
 
+  /** Reads the stored keys, with their status at `now`; `seq` orders the reads of this ring. */
+  private async read(now: number): Promise<{ seq: number; infos: KeyInfo[] }> {
+    const seq = ++this.reads;
+    this.readAt = now;
+    return { seq, infos: describeKeys(await this.store.listKeys(), this.policy, now) };
+  }
+
+  /**
+   * Signs and publishes with the keys of a read, unless a later read is in use already (reads
+   * overlap: a periodic one and one for an unknown key).
+   */
+  private async use({ seq, infos }: { seq: number; infos: KeyInfo[] }): Promise<void> {
     const signers: Loaded['signers'] = new Map();
     const published: JWK[] = [];
     for (const k of infos) {
@@ -144,11 +176,49 @@ export class KeyRing {
       published.push({ ...(k.publicJwk as JWK), kid: k.kid, use: 'sig', alg: k.alg });
       if (k.status === 'active') signers.set(k.alg, { kid: k.kid, alg: k.alg, key: await this.privateKey(k) });
     }
+    if (seq < this.usedRead) return;
+    this.usedRead = seq;
     this.loaded = { signers, published, verify: createLocalJWKSet({ keys: published }) };
   }
 
-  /** Verifies Sigil's own JWTs against the published keys (for jose's `jwtVerify`). */
-  readonly verificationKeys: JWTVerifyGetKey = (header, token) => this.loaded.verify(header, token);
+  /**
+   * Verifies Sigil's own JWTs against the published keys (for jose's `jwtVerify`). A JWT whose key
+   * is not among them waits for a read of the store that starts after it arrived, then is checked
+   * against the keys read: a key another node or worker added is committed before it signs, so
+   * that read has it. Such reads start at most once per `UNKNOWN_KEY_RELOAD_INTERVAL_MS`.
+   * @throws jose's JWKSNoMatchingKey when the key is still unknown after the read.
+   */
+  readonly verificationKeys: JWTVerifyGetKey = async (header, token) => {
+    try {
+      return await this.loaded.verify(header, token);
+    } catch (err) {
+      if (!(err instanceof joseErrors.JWKSNoMatchingKey)) throw err;
+      await this.reloadForUnknownKey();
+      return this.loaded.verify(header, token);
+    }
+  };
+
+  /**
+   * Re-reads the keys (without creating any: that is `refresh`'s), starting no sooner than the
+   * interval after the previous such read; callers until it starts share it. A failed read leaves
+   * the keys as they were (the periodic `refresh` reports a store that fails).
+   */
+  private reloadForUnknownKey(): Promise<void> {
+    if (!this.unknownKeyReload) {
+      const wait = Math.max(0, this.unknownKeyReloadAt + UNKNOWN_KEY_RELOAD_INTERVAL_MS - performance.now());
+      this.unknownKeyReload = new Promise((resolve) => setTimeout(resolve, wait))
+        .then(() => {
+          // From here on, a JWT of an unknown key needs a later read than this one.
+          this.unknownKeyReload = undefined;
+          this.unknownKeyReloadAt = performance.now();
+          // Statuses never go back to before the last read (a clock set back revives no expired key).
+          return this.read(Math.max(nowSeconds(), this.readAt));
+        })
+        .then((read) => this.use(read))
+        .catch(() => {});
+    }
+    return this.unknownKeyReload;
+  }
 
   /** The public JWKS document: `{ keys: [...] }` with `kid`, `use`, `alg` on every key. */
   jwks(): { keys: JWK[] } {

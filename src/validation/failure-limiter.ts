@@ -9,8 +9,9 @@
  *   identity waits a growing delay capped at `maxDelaySeconds`, and is never refused. Identities
  *   whose secrets are all long (client and API secrets, see `secretsAreLong` in client-auth.ts)
  *   have no identity-wide counter at all.
- * Counters live in this process, or in Redis when `SIGIL_REDIS_URL` is set so that the limits
- * hold across nodes.
+ * Counters live in this process, in the cluster primary for the workers of `sigil start --workers`
+ * (`PrimaryFailureCounters`), or in Redis when `SIGIL_REDIS_URL` is set so that the limits hold
+ * across nodes.
  */
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';

@@ -2,8 +2,8 @@
  * Quotas on requests that make Sigil store something before anyone has authenticated (pending
  * authorization requests, device authorizations): OWASP API4:2023, unrestricted resource
  * consumption. Each key (an address, a browser, a client) may take `limit` requests per fixed
- * window; the counters are the failure limiter's (`FailureCounterStore`: this process's memory, or
- * Redis when several nodes share the limits).
+ * window; the counters are the failure limiter's (`FailureCounterStore`: this process's memory, the
+ * cluster primary's for `sigil start --workers`, or Redis when several nodes share the limits).
  */
 import { isIPv4 } from 'node:net';
 import { OAuthError } from '../errors.js';

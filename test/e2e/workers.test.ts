@@ -3,30 +3,60 @@
  * fresh connections are spread over both workers (the primary hands connections out in turn), and
  * tokens, refresh, introspection and revocation agree across them; a revocation is seen by every
  * worker within the access-token cache bound; SIGTERM stops every worker; `memory` is refused.
+ * Without Redis the failure limits and request quotas are the deployment's, not each worker's
+ * (issue 20 item 4), a DPoP proof's replay is refused by either worker, and a worker accepts the
+ * JWTs of a sibling's brand-new signing key.
  */
 import { readFileSync } from 'node:fs';
+import { decodeProtectedHeader } from 'jose';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
+import { proof, proofKey } from '../dpop-helpers.js';
 import { basic, form, type ServerProcess, sleep, startProcess, testConfig } from '../helpers.js';
 import { freePort } from './ports.js';
 
 const BOUND_MS = 100;
 const config = testConfig({ logLevel: 'warn', accessTokenCache: { maxAgeMilliseconds: BOUND_MS, maxEntries: 1000 } });
 let server: ServerProcess | undefined;
-afterAll(async () => server?.stop());
+const started: ServerProcess[] = [];
+afterAll(async () => {
+  for (const s of started) await s.stop();
+});
 
-/** POSTs a form on a connection of its own, so that successive calls reach the workers in turn. */
-async function post(path: string, params: Record<string, string>, auth: [string, string]): Promise<{ status: number; body: Record<string, unknown> }> {
+/** Starts `sigil start --workers 2` on `cfg`; `post` then talks to it. */
+async function startWorkers(cfg: typeof config): Promise<ServerProcess> {
+  server = await startProcess(cfg, await freePort(), { args: ['--workers', '2'] });
+  started.push(server);
+  return server;
+}
+
+/**
+ * POSTs a form on a connection of its own, so that successive calls reach the workers in turn;
+ * with `auth` as `client_secret_basic`, and `headers`.
+ */
+async function post(
+  path: string,
+  params: Record<string, string>,
+  auth?: [string, string],
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }> {
   const res = await request(`${server?.url}${path}`, {
     method: 'POST',
     reset: true,
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(...auth) },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(auth ? { authorization: basic(...auth) } : {}), ...headers },
     body: form(params),
   });
   const text = await res.body.text();
-  return { status: res.statusCode, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
+  return { status: res.statusCode, body: (text ? JSON.parse(text) : {}) as Record<string, unknown>, headers: res.headers };
+}
+/** The statuses of `n` calls of `send`, one after the other. */
+async function statuses(n: number, send: () => Promise<{ status: number }>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push((await send()).status);
+  return out;
 }
 const API1: [string, string] = ['api1', 'api1-secret'];
+const M2M: [string, string] = ['m2m', 'm2m-secret'];
 const ROPC: [string, string] = ['ropc', 'ropc-secret'];
 const REF: [string, string] = ['m2m-ref', 'm2m-secret'];
 
@@ -45,7 +75,7 @@ const alive = (pid: number) => {
 
 describe('sigil start --workers 2', () => {
   it('runs two workers that agree on tokens, refresh, introspection and revocation; SIGTERM stops them all', async () => {
-    server = await startProcess(config, await freePort(), { args: ['--workers', '2'] });
+    server = await startWorkers(config);
     const workers = childrenOf(server.child.pid!);
     expect(workers).toHaveLength(2);
 
@@ -83,6 +113,68 @@ describe('sigil start --workers 2', () => {
     expect(await exited).toBe(0);
     expect(workers.filter(alive)).toEqual([]);
   }, 90_000);
+
+  it('without Redis, wrong client secrets, wrong passwords and device authorizations from one address are limited for the deployment, not per worker', async () => {
+    const limit = 4;
+    await startWorkers(
+      testConfig({
+        logLevel: 'warn',
+        // Only the identity-and-address counter and the address quota are in play.
+        rateLimits: { maxFailures: limit, windowSeconds: 60, addressMaxFailures: 1000, identitySlowDownAfter: 1000 },
+        pendingLimits: { deviceAuthorizationsPerAddress: limit },
+        clients: [
+          ...(config.clients ?? []),
+          { clientId: 'tv', requireClientSecret: false, allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'], allowedScopes: ['openid'] },
+        ],
+      }),
+    );
+    const refused = (n: number) => Array<number>(n).fill(429);
+    // Each call on a fresh connection: the two workers take turns, so each sees half of them.
+    expect(await statuses(2 * limit + 2, () => post('/connect/token', { grant_type: 'client_credentials' }, ['m2m', 'wrong']))).toEqual([
+      ...Array<number>(limit).fill(401),
+      ...refused(limit + 2),
+    ]);
+    expect(await statuses(2 * limit + 2, () => post('/connect/token', { grant_type: 'password', username: 'bob', password: 'wrong' }, ROPC))).toEqual([
+      ...Array<number>(limit).fill(400),
+      ...refused(limit + 2),
+    ]);
+    // Refused even with the right credential, on every worker, until the window ends.
+    for (let i = 0; i < 2; i++) {
+      const right = await post('/connect/token', { grant_type: 'client_credentials' }, M2M);
+      expect(right.status).toBe(429);
+      expect(Number(right.headers['retry-after'])).toBeGreaterThan(0);
+    }
+    expect(await statuses(2 * limit + 2, () => post('/connect/deviceauthorization', { client_id: 'tv', scope: 'openid' }))).toEqual([
+      ...Array<number>(limit).fill(200),
+      ...refused(limit + 2),
+    ]);
+  }, 60_000);
+
+  it('right after start, every worker accepts the JWTs every worker signs, also while the workers add signing keys at the same moments', async () => {
+    // Keys replaced every second with no propagation: each worker adds a signing key at start and
+    // at every reload, about when its sibling does, and signs at once with it.
+    await startWorkers(testConfig({ logLevel: 'warn', signingKeys: { propagationSeconds: 0, rotationSeconds: 1, reloadSeconds: 1 } }));
+    const rejected: string[] = [];
+    let checked = 0;
+    for (const until = Date.now() + 4000; Date.now() < until; ) {
+      const issued = await post('/connect/token', { grant_type: 'client_credentials', scope: 'api1' }, M2M);
+      expect(issued.status).toBe(200);
+      const token = issued.body.access_token as string;
+      // The next two connections: the other worker and the issuing one.
+      for (let i = 0; i < 2; i++, checked++) if ((await post('/connect/introspect', { token }, API1)).body.active !== true) rejected.push(String(decodeProtectedHeader(token).kid));
+    }
+    expect(checked).toBeGreaterThan(20);
+    expect(rejected).toEqual([]);
+  }, 60_000);
+
+  it('a DPoP proof is used once for the deployment: replayed to either worker it is refused', async () => {
+    await startWorkers(config);
+    const dpop = await proof(await proofKey(), `${server?.url}/connect/token`);
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push(await post('/connect/token', { grant_type: 'client_credentials', scope: 'api1' }, M2M, { dpop }));
+    expect(answers.map((a) => a.status)).toEqual([200, 400, 400, 400]);
+    expect(answers.slice(1).map((a) => a.body.error)).toEqual(Array(3).fill('invalid_dpop_proof'));
+  }, 60_000);
 
   it('refuses more than one worker with memory storage, naming --workers (exit code 2)', async () => {
     const started = startProcess(config, await freePort(), { args: ['--workers', '2', '--storage', 'memory'] });

@@ -4,12 +4,12 @@
  * at rest with the data key, and the lease-guarded clean-up of expired grants.
  */
 import { randomBytes } from 'node:crypto';
-import { compactDecrypt, decodeProtectedHeader, jwtVerify, type JWK } from 'jose';
+import { CompactSign, compactDecrypt, decodeProtectedHeader, generateKeyPair, jwtVerify, type JWK } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { describeKeys, KeyRing, type KeyPolicy, parseDataKey, rotateKeys } from '../../src/keys/keys.js';
 import { cleanUpExpired } from '../../src/stores/housekeeping.js';
 import { openStore } from '../../src/stores/sql.js';
-import type { GrantRecord, Store, StoredKey } from '../../src/stores/types.js';
+import type { GrantRecord, KeyStore, Store, StoredKey } from '../../src/stores/types.js';
 import { nowSeconds } from '../../src/tokens/handles.js';
 
 const opened: Store[] = [];
@@ -187,6 +187,46 @@ describe('KeyRing', () => {
     expect(active[0]!.activatesAt).toBe(now);
     expect(decodeProtectedHeader(await ring.sign({}, 'JWT')).kid).toBe(active[0]!.kid);
     expect(ring.jwks().keys.map((k) => k.kid)).toContain(old!.kid);
+  });
+
+  it('verifies a JWT of a key another node added since its last read (issue 20 item 4); made-up kids arriving together cost one read of the store', async () => {
+    const store = await memoryStore();
+    let reads = 0;
+    const counted: KeyStore = {
+      listKeys: () => {
+        reads++;
+        return store.keys.listKeys();
+      },
+      addKey: (k) => store.keys.addKey(k),
+      retireKey: (kid, now) => store.keys.retireKey(kid, now),
+    };
+    const policy: KeyPolicy = { propagationSeconds: 0, retentionSeconds: 3600, rotationSeconds: 1_000_000 };
+    const ring = await KeyRing.load(counted, ['ES256'], policy);
+    const node2 = await KeyRing.load(store.keys, ['ES256'], policy);
+    // node2 adds a key that signs at once (as two workers that both find no signing key do), and
+    // signs with it before `ring` reads the store again.
+    const [old] = await store.keys.listKeys();
+    const t = old!.createdAt + 1;
+    const [added] = await rotateKeys(store.keys, ['ES256'], policy, t, true);
+    await node2.refresh(t);
+    const token = await node2.sign({ sub: 'new key' }, 'at+jwt');
+    expect(decodeProtectedHeader(token).kid).toBe(added!.kid);
+    expect(ring.jwks().keys.map((k) => k.kid)).toEqual([old!.kid]);
+    expect((await jwtVerify(token, ring.verificationKeys)).payload.sub).toBe('new key');
+    expect(ring.jwks().keys.map((k) => k.kid).sort()).toEqual([old!.kid, added!.kid].sort());
+
+    // Forged tokens with made-up kids: refused; those arriving until the next read starts (at the
+    // earliest one interval after the last) share it.
+    const { privateKey } = await generateKeyPair('ES256');
+    const forged = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        new CompactSign(new TextEncoder().encode('{"sub":"forged"}')).setProtectedHeader({ alg: 'ES256', kid: randomBytes(8).toString('hex') }).sign(privateKey),
+      ),
+    );
+    const before = reads;
+    const results = await Promise.allSettled(forged.map((jwt) => jwtVerify(jwt, ring.verificationKeys)));
+    expect(results.map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : 'verified'))).toEqual(Array(20).fill('ERR_JWKS_NO_MATCHING_KEY'));
+    expect(reads - before).toBe(1);
   });
 });
 
