@@ -79,7 +79,12 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, NOT_A_FORM));
 
   app.setErrorHandler((err: FastifyError | OAuthError, request, reply) => {
-    if (err instanceof OAuthError) return sendOAuthError(reply, err);
+    if (err instanceof OAuthError) {
+      // A 5xx OAuthError (a shared counter store that does not answer) carries its reason in the
+      // message, not in the description the caller sees: the log keeps it.
+      if (err.status >= 500) request.log.error({ err }, 'request failed');
+      return sendOAuthError(reply, err);
+    }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const description =

@@ -115,7 +115,10 @@ describe('PrimaryFailureCounters', () => {
 
   it('fails a call, instead of waiting for ever, when the primary does not answer in time or the channel is closed', async () => {
     const silent = new PrimaryFailureCounters(channelTo(() => {}), 50);
-    await expect(silent.increment(['k'], 60_000, Date.now())).rejects.toThrow('failure counters: the primary process did not answer within 50 ms');
+    const unanswered = silent.increment(['k'], 60_000, Date.now());
+    await expect(unanswered).rejects.toThrow('failure counters: the primary process did not answer within 50 ms');
+    // The caller sees a standard 503 with Retry-After, never a 500 (the reason stays in the message).
+    await expect(unanswered).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 503, headers: { 'retry-after': '1' } });
     const cut = new PrimaryFailureCounters(channelTo(primaryOf(), true), 10_000);
     await expect(cut.read(['k'], Date.now())).rejects.toThrow('failure counters: cannot reach the primary process (channel closed)');
     await silent.close();
