@@ -1,7 +1,8 @@
 /**
- * The one error the admin services (DESIGN §2 `admin/`) throw for a refused request. Callers map
- * it to their own answer: the command line to a message and an exit code, a management API to an
- * HTTP status (DESIGN §4: config-file items are read-only through it, 409).
+ * The one error the admin services (DESIGN §2 `admin/`) throw for a refused request, and the input
+ * check they share. Callers map the error to their own answer: the command line to a message and
+ * an exit code, a management API to an HTTP status (DESIGN §4: config-file items are read-only
+ * through it, 409).
  */
 
 /**
