@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
+import { ClientAdmin } from './admin/clients.js';
 import { ConfigError, type ConfigOverrides, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
@@ -29,7 +30,7 @@ import { buildApp } from './http/app.js';
 import { buildMetricsApp, RequestMetrics } from './http/metrics.js';
 import { KeyRing, parseDataKey } from './keys/keys.js';
 import { startHousekeeping } from './stores/housekeeping.js';
-import { clientsNamingStoredUsers, loadStoredClients } from './stores/stored-clients.js';
+import { clientsNamingStoredUsers } from './stores/stored-clients.js';
 import { openStore } from './stores/sql.js';
 import { TokenService } from './tokens/tokens.js';
 import { UserService } from './users/users.js';
@@ -186,11 +187,9 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
       log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
-    const reloadClients = async () => {
-      const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
-      const shadowed = context.clients.setStoredClients(await loadStoredClients(store.clients, log, isUserSubject));
-      for (const id of shadowed) log.warn({ clientId: id }, 'a stored client has the id of a config-file client: the config file wins');
-    };
+    const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, log });
+    const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
+    const reloadClients = () => clientAdmin.reload(context.clients, isUserSubject);
     await reloadClients();
     const housekeeping = startHousekeeping([() => keys.refresh(), reloadClients], store.maintenance, log, {
       keyReloadSeconds: cfg.signingKeys.reloadSeconds,

@@ -1,25 +1,25 @@
 /**
  * Store administration from the command line (DESIGN §5): `sigil keys`, `sigil users`,
- * `sigil clients`. Users and clients of the config file stay read-only and win over stored ones
- * with the same name, which these commands warn about. A client id may never be a user's subject
- * (RFC 9068 §5): `clients add` and `users add` refuse it against the config file and the store
- * (exit code 2). Every function returns the exit code.
+ * `sigil clients`, a thin caller of the admin services (src/admin/): it parses the flags, prints
+ * what the services return and maps their refusals (AdminError) to its messages and exit codes,
+ * 2 for invalid input and 1 for the rest. Users and clients of the config file stay read-only and
+ * win over stored ones with the same name, which these commands warn about. A client id may never
+ * be a user's subject (RFC 9068 §5): `clients add` and `users add` refuse it against the config
+ * file and the store (exit code 2). Every function returns the exit code.
  */
 import { readFileSync } from 'node:fs';
-import { hash } from '@node-rs/argon2';
-import { type ConfigOverrides, type ResolvedConfig, resolveConfig } from '../config/loader.js';
-import { clientSubjectCollision } from '../config/schema.js';
-import { describeKeys, parseDataKey, rotateKeys } from '../keys/keys.js';
 import { pino } from 'pino';
+import { ClientAdmin } from '../admin/clients.js';
+import { AdminError } from '../admin/errors.js';
+import { KeyAdmin } from '../admin/keys.js';
+import { SessionAdmin } from '../admin/sessions.js';
+import { UserAdmin } from '../admin/users.js';
+import type { ConfigOverrides, ResolvedConfig } from '../config/loader.js';
 import { EventBus } from '../events/events.js';
-import { LogoutService } from '../logout/logout.js';
-import { MfaService } from '../mfa/factors.js';
+import { parseDataKey } from '../keys/keys.js';
 import { RECOVERY_KIND } from '../mfa/recovery.js';
 import { openStore } from '../stores/sql.js';
-import { loadStoredClients } from '../stores/stored-clients.js';
-import type { Store } from '../stores/types.js';
-import { ClientRegistry } from '../validation/client-auth.js';
-import { newId, nowSeconds, secretDigest } from '../tokens/handles.js';
+import { nowSeconds } from '../tokens/handles.js';
 
 /** Flags the admin commands read. */
 export interface AdminFlags {
@@ -36,30 +36,29 @@ export interface AdminFlags {
 export async function keysCommand(cfg: ResolvedConfig, args: string[], alg: string | undefined): Promise<number> {
   const store = await openStore(cfg.storage);
   try {
-    const dataKey = parseDataKey(process.env.SIGIL_DATA_KEY);
-    const policy = { ...cfg.signingKeys, ...(dataKey ? { dataKey } : {}) };
+    const keys = new KeyAdmin(store.keys, cfg, parseDataKey(process.env.SIGIL_DATA_KEY));
     const now = nowSeconds();
     const [action, kid] = args;
     if (action === 'list') {
       const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
       console.log(['kid'.padEnd(43), 'alg'.padEnd(6), 'status'.padEnd(8), 'created'.padEnd(24), 'activates'.padEnd(24), 'published until'].join(' '));
-      for (const k of describeKeys(await store.keys.listKeys(), policy, now))
+      for (const k of await keys.list(now))
         console.log([k.kid.padEnd(43), k.alg.padEnd(6), k.status.padEnd(8), at(k.createdAt).padEnd(24), at(k.activatesAt).padEnd(24), at(k.publishedUntil)].join(' '));
       return 0;
     }
     if (action === 'rotate') {
-      const algorithms = alg === undefined ? cfg.signingAlgorithms : cfg.signingAlgorithms.filter((a) => a === alg);
-      if (algorithms.length === 0) return usage(`--alg ${alg} is not one of signingAlgorithms`);
-      for (const k of await rotateKeys(store.keys, algorithms, policy, now))
+      for (const k of await keys.rotate(alg, now))
         console.log(`added ${k.alg} key ${k.kid}: published now, signs from ${new Date(k.activatesAt * 1000).toISOString()}`);
       return 0;
     }
     if (action === 'retire' && kid !== undefined) {
-      if (!(await store.keys.retireKey(kid, now))) return failure(`no live key ${kid}`);
+      await keys.retire(kid, now);
       console.log(`retired ${kid}: it signs no more and stays published for ${cfg.signingKeys.retentionSeconds} s`);
       return 0;
     }
     return usage('sigil keys list | rotate [--alg ALG] | retire KID');
+  } catch (err) {
+    return refused(err, (e) => (e.field === 'alg' ? `--alg ${e.message}` : undefined));
   } finally {
     await store.close();
   }
@@ -67,54 +66,54 @@ export async function keysCommand(cfg: ResolvedConfig, args: string[], alg: stri
 
 /**
  * `sigil users list | add | set-password | remove`: users kept in the store, argon2id hashes;
- * `sigil users mfa list|reset USERNAME`: a user's second factors (config or stored user).
+ * `sigil users mfa list|reset USERNAME`: a user's second factors (config or stored user);
+ * `sigil users sessions revoke USERNAME`: ends a user's sessions.
  */
 export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: AdminFlags): Promise<number> {
   const store = await openStore(cfg.storage);
+  const [action, name] = args;
+  const tenant = flags.tenant ?? null;
   try {
-    const [action, name] = args;
+    const users = new UserAdmin(store, cfg);
     if (action === 'list') {
       console.log(['subject'.padEnd(24), 'username'.padEnd(24), 'tenant'.padEnd(16), 'active', 'source'].join(' '));
-      for (const u of cfg.users)
-        console.log([u.subjectId.padEnd(24), u.username.padEnd(24), (u.tenant ?? '-').padEnd(16), String(u.isActive).padEnd(6), 'config'].join(' '));
-      for (const u of await store.users.listUsers())
-        console.log([u.subjectId.padEnd(24), u.username.padEnd(24), (u.tenant ?? '-').padEnd(16), String(u.isActive).padEnd(6), 'store'].join(' '));
+      for (const u of await users.list())
+        console.log([u.subjectId.padEnd(24), u.username.padEnd(24), (u.tenant ?? '-').padEnd(16), String(u.isActive).padEnd(6), u.source].join(' '));
       return 0;
     }
     if (action === 'add' && name !== undefined) {
-      if (name.length > 100) return usage('the username is longer than 100 characters');
-      const tenant = flags.tenant ?? null;
-      const subjectId = flags.subject ?? newId();
-      const claims = flags.claims === undefined ? {} : parseJsonObject(flags.claims, '--claims');
-      if (claims === undefined) return 2;
-      if (await store.users.findUserByUsername(name, tenant)) return failure(`a stored user "${name}" exists already`);
-      // RFC 9068 §5: a subject may not be a client id (config or stored), see clientSubjectCollision.
-      const client = cfg.clients.find((c) => c.clientId === subjectId)?.clientId ?? (await store.clients.listClients()).find((c) => c.clientId === subjectId)?.clientId;
-      if (client !== undefined) return usage(`--subject: ${clientSubjectCollision(String(client), `user "${name}"`)}`);
-      warnIfConfigUser(cfg, name, subjectId);
-      const password = await readPassword(flags);
-      await store.users.addUser({ subjectId, username: name, tenant, passwordHash: password === undefined ? null : await hash(password), claims, isActive: true });
-      console.log(`added user ${name} with subject ${subjectId}`);
+      const claims = flags.claims === undefined ? undefined : jsonOf(flags.claims);
+      const added = await users.add({ username: name, subjectId: flags.subject, tenant, claims, password: await readPassword(flags) });
+      if (added.shadowedBy)
+        console.warn(`sigil: warning: the config file has a user "${added.shadowedBy.username}" (${added.shadowedBy.subjectId}); config users win`);
+      console.log(`added user ${name} with subject ${added.subjectId}`);
       return 0;
     }
     if (action === 'set-password' && name !== undefined) {
-      const user = await store.users.findUserByUsername(name, flags.tenant ?? null);
-      if (!user) return failure(`no stored user "${name}"`);
-      const password = await readPassword(flags);
-      if (password === undefined) return usage('give --password or --password-stdin');
-      await store.users.setPasswordHash(user.subjectId, await hash(password));
+      await users.setPassword(name, tenant, await readPassword(flags));
       console.log(`password of ${name} changed`);
       return 0;
     }
     if (action === 'remove' && name !== undefined) {
-      const user = (await store.users.findUserByUsername(name, flags.tenant ?? null)) ?? (await store.users.findUserBySubject(name));
-      if (!user || !(await store.users.removeUser(user.subjectId))) return failure(`no stored user "${name}"`);
+      const user = await users.remove(name, tenant);
       console.log(`removed user ${user.username} (${user.subjectId})`);
       return 0;
     }
-    if (action === 'mfa') return await mfaCommand(cfg, store, args.slice(1), flags);
-    if (action === 'sessions' && name === 'revoke' && args[2] !== undefined) return await revokeSessions(cfg, store, args[2], flags.tenant ?? null);
+    if (action === 'mfa') return await mfaCommand(cfg, users, args.slice(1), tenant);
+    if (action === 'sessions' && name === 'revoke' && args[2] !== undefined) {
+      const { ended } = await new SessionAdmin(store, cfg, pino({ level: 'silent' })).revokeAll(args[2], tenant);
+      console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${args[2]}; running nodes send the back-channel logout notifications`);
+      return 0;
+    }
     return usage('sigil users list | add USERNAME | set-password USERNAME | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME');
+  } catch (err) {
+    return refused(err, (e) => {
+      if (e.field === 'subjectId') return `--subject: ${e.message}`;
+      if (e.field === 'claims') return '--claims must be a JSON object';
+      if (e.field === 'password') return 'give --password or --password-stdin';
+      // A config-file user is not one of the stored users these commands change.
+      return e.code === 'read_only' ? `no stored user "${name}"` : undefined;
+    });
   } finally {
     await store.close();
   }
@@ -126,40 +125,30 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
  */
 export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, overrides: ConfigOverrides, args: string[], flags: AdminFlags): Promise<number> {
   const store = await openStore(cfg.storage);
+  const [action, id] = args;
   try {
-    const [action, id] = args;
+    const clients = new ClientAdmin(store, { config: cfg, raw, overrides, log: pino({ level: 'silent' }) });
     if (action === 'list') {
-      const stored = await store.clients.listClients();
-      for (const c of cfg.clients) console.log(`${c.clientId.padEnd(32)} config  ${c.allowedGrantTypes.join(',')}`);
-      for (const c of stored) console.log(`${String(c.clientId).padEnd(32)} store   ${(c.allowedGrantTypes as string[] | undefined)?.join(',') ?? ''}`);
+      for (const c of await clients.list()) console.log(`${c.clientId.padEnd(32)} ${c.source.padEnd(7)} ${c.allowedGrantTypes.join(',')}`);
       return 0;
     }
     if (action === 'add') {
       const text = flags.json ?? (flags.file ? readFileSync(flags.file, 'utf8') : undefined);
       if (text === undefined) return usage('give --json JSON or --file FILE');
-      const client = parseJsonObject(text, 'client');
-      if (!client) return 2;
-      const clientId = String(client.clientId ?? '');
-      const base = raw as { clients?: unknown[] };
-      const others = (base.clients ?? []).filter((c) => (c as { clientId?: unknown }).clientId !== clientId);
-      // Validated together with the config file, so scope names and the like are checked too.
-      resolveConfig({ ...base, clients: [...others, client] }, overrides);
-      const user = await store.users.findUserBySubject(clientId);
-      if (user) return usage(clientSubjectCollision(clientId, `stored user "${user.username}"`));
-      if (cfg.clients.some((c) => c.clientId === clientId))
-        console.warn(`sigil: warning: the config file defines client "${clientId}"; it wins over the stored one`);
-      const secrets = Array.isArray(client.clientSecrets) ? (client.clientSecrets as string[]) : [];
-      const hashed = secrets.map((s) => `sha256:${secretDigest(s).toString('base64')}`);
-      await store.clients.saveClient(clientId, { ...client, clientSecrets: hashed });
+      const { clientId, shadowedByConfig } = await clients.add(jsonOf(text));
+      if (shadowedByConfig) console.warn(`sigil: warning: the config file defines client "${clientId}"; it wins over the stored one`);
       console.log(`saved client ${clientId}; running nodes pick it up within ${cfg.signingKeys.reloadSeconds} s`);
       return 0;
     }
     if (action === 'remove' && id !== undefined) {
-      if (!(await store.clients.removeClient(id))) return failure(`no stored client "${id}"`);
+      await clients.remove(id);
       console.log(`removed client ${id}`);
       return 0;
     }
     return usage('sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID');
+  } catch (err) {
+    // A config-file client is not one of the stored clients these commands change.
+    return refused(err, (e) => (e.code === 'read_only' ? `no stored client "${id}"` : undefined));
   } finally {
     await store.close();
   }
@@ -168,24 +157,16 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
 /**
  * `sigil users mfa list USERNAME` prints the user's second factors (kind, id, added, last used;
  * recovery codes as a count of unused ones; security keys and passkeys too); `sigil users mfa
- * reset USERNAME` removes them all, WebAuthn credentials included, so
- * the next sign-in is by password alone (or enrolls anew where MFA is required). The user is a
- * stored one, else a config-file one (`--tenant T` picks the tenant). A reset is an audit event
+ * reset USERNAME` removes them all (see `UserAdmin.resetSecondFactors`). The user is a config-file
+ * one, else a stored one (`--tenant T` picks the tenant). A reset is an audit event
  * (`mfa_removed`, endpoint `cli`) on stderr.
  */
-async function mfaCommand(cfg: ResolvedConfig, store: Store, args: string[], flags: AdminFlags): Promise<number> {
+async function mfaCommand(cfg: ResolvedConfig, users: UserAdmin, args: string[], tenant: string | null): Promise<number> {
   const [action, name] = args;
   if ((action !== 'list' && action !== 'reset') || name === undefined) return usage('sigil users mfa list|reset USERNAME [--tenant T]');
-  const tenant = flags.tenant ?? null;
-  const stored = await store.users.findUserByUsername(name, tenant);
-  const configured = cfg.users.find((u) => u.username.toLowerCase() === name.toLowerCase() && (tenant === null || (u.tenant ?? null) === tenant));
-  const subjectId = configured?.subjectId ?? stored?.subjectId;
-  if (subjectId === undefined) return failure(`no user "${name}"`);
-  // TOTP, recovery codes and WebAuthn credentials (security keys and passkeys): one list, one reset.
-  const mfa = new MfaService(store.factors, store.grants, cfg.mfa, undefined, store.webauthn);
-  const factors = await mfa.listFactors(subjectId);
-  const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
   if (action === 'list') {
+    const { factors } = await users.secondFactors(name, tenant);
+    const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
     const codes = factors.filter((f) => f.kind === RECOVERY_KIND);
     console.log(['kind'.padEnd(16), 'id'.padEnd(24), 'added'.padEnd(24), 'last used'].join(' '));
     for (const f of factors.filter((f) => f.kind !== RECOVERY_KIND))
@@ -194,33 +175,10 @@ async function mfaCommand(cfg: ResolvedConfig, store: Store, args: string[], fla
     if (factors.length === 0) console.log(`${name} has no second factor`);
     return 0;
   }
-  const removed = await mfa.removeAllFactors(subjectId);
   const events = new EventBus(pino({ level: cfg.logLevel === 'silent' ? 'silent' : 'info' }, pino.destination({ dest: 2, sync: true })));
-  for (const kind of new Set(factors.map((f) => f.kind))) events.emit({ name: 'mfa_removed', endpoint: 'cli', subjectId, factor: kind });
+  const { subjectId, removed } = await users.resetSecondFactors(name, tenant, { events, endpoint: 'cli' });
   console.log(`removed ${removed} second factor${removed === 1 ? '' : 's'} of ${name} (${subjectId})`);
   return 0;
-}
-
-/**
- * `sigil users sessions revoke USERNAME [--tenant T]`: ends every live session of a config-file or
- * stored user. The back-channel logout tokens for the sessions' clients are queued with each
- * ending (OIDC Back-Channel Logout 1.0); running nodes send them.
- */
-async function revokeSessions(cfg: ResolvedConfig, store: Store, username: string, tenant: string | null): Promise<number> {
-  const lower = username.toLowerCase();
-  const inConfig = cfg.users.filter((u) => u.username.toLowerCase() === lower && (tenant === null || (u.tenant ?? null) === tenant));
-  const subjectId = inConfig.length === 1 ? inConfig[0]?.subjectId : (await store.users.findUserByUsername(username, tenant))?.subjectId;
-  if (subjectId === undefined) return failure(`no user "${username}"`);
-  const clients = new ClientRegistry(cfg.clients);
-  clients.setStoredClients(await loadStoredClients(store.clients, pino({ level: 'silent' })));
-  const ended = await new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds).endSessionsOf(subjectId);
-  console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${username}; running nodes send the back-channel logout notifications`);
-  return 0;
-}
-
-function warnIfConfigUser(cfg: ResolvedConfig, username: string, subjectId: string): void {
-  const clash = cfg.users.find((u) => u.subjectId === subjectId || u.username.toLowerCase() === username.toLowerCase());
-  if (clash) console.warn(`sigil: warning: the config file has a user "${clash.username}" (${clash.subjectId}); config users win`);
 }
 
 async function readPassword(flags: AdminFlags): Promise<string | undefined> {
@@ -231,23 +189,27 @@ async function readPassword(flags: AdminFlags): Promise<string | undefined> {
   return text.replace(/\r?\n$/, '');
 }
 
-function parseJsonObject(text: string, what: string): Record<string, unknown> | undefined {
+/** A flag's JSON value; text that is not JSON is passed on as it is, which the services refuse as not a JSON object. */
+function jsonOf(text: string): unknown {
   try {
-    const value: unknown = JSON.parse(text);
-    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+    return JSON.parse(text) as unknown;
   } catch {
-    // reported below
+    return text;
   }
-  console.error(`sigil: ${what} must be a JSON object`);
-  return undefined;
+}
+
+/**
+ * Prints an admin service's refusal and returns its exit code: 2 for invalid input, 1 for the
+ * rest. `reword` gives the command's own wording where it differs from the service's (a flag's
+ * name). Anything but an AdminError is rethrown: `main` reports it with exit code 1.
+ */
+function refused(err: unknown, reword: (e: AdminError) => string | undefined): number {
+  if (!(err instanceof AdminError)) throw err;
+  console.error(`sigil: ${reword(err) ?? err.message}`);
+  return err.code === 'invalid' ? 2 : 1;
 }
 
 function usage(message: string): number {
   console.error(`sigil: ${message}`);
   return 2;
-}
-
-function failure(message: string): number {
-  console.error(`sigil: ${message}`);
-  return 1;
 }

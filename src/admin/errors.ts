@@ -1,0 +1,35 @@
+/**
+ * The one error the admin services (DESIGN §2 `admin/`) throw for a refused request, and the input
+ * check they share. Callers map the error to their own answer: the command line to a message and
+ * an exit code, a management API to an HTTP status (DESIGN §4: config-file items are read-only
+ * through it, 409).
+ */
+
+/**
+ * Why a request was refused: `invalid` bad input (including a client id that is a user's subject,
+ * RFC 9068 §5); `conflict` the item exists already; `not_found` no such stored item; `read_only`
+ * the item is defined in the config file, which the services never change.
+ */
+export type AdminErrorCode = 'invalid' | 'conflict' | 'not_found' | 'read_only';
+
+/** A refused admin request; nothing was stored. */
+export class AdminError extends Error {
+  /**
+   * @param code why it was refused
+   * @param message what was wrong, for an operator (names the item, never a secret)
+   * @param field the input field at fault, when one is (`username`, `subjectId`, `claims`, `password`, `clientId`, `alg`)
+   */
+  constructor(
+    readonly code: AdminErrorCode,
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = 'AdminError';
+  }
+}
+
+/** Whether `value` is a JSON object (not null, not an array), as client metadata and user claims must be. */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

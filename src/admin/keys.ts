@@ -1,0 +1,50 @@
+/**
+ * Signing key administration (DESIGN §2 `admin/`, §3: keys live in the store, so every node signs
+ * with the same ones and picks up a change within `signingKeys.reloadSeconds`): list, rotate and
+ * retire, for `sigil keys` and, later, the management API.
+ */
+import type { ResolvedConfig } from '../config/loader.js';
+import { describeKeys, type KeyInfo, type KeyPolicy, rotateKeys } from '../keys/keys.js';
+import type { KeyStore, StoredKey } from '../stores/types.js';
+import { nowSeconds } from '../tokens/handles.js';
+import { AdminError } from './errors.js';
+
+/** Lists, rotates and retires the stored signing keys under the config's `signingKeys` policy. */
+export class KeyAdmin {
+  private readonly policy: KeyPolicy;
+
+  /** @param dataKey the key sealing private keys at rest (`SIGIL_DATA_KEY`), if any */
+  constructor(
+    private readonly store: KeyStore,
+    private readonly config: ResolvedConfig,
+    dataKey?: Uint8Array,
+  ) {
+    this.policy = { ...config.signingKeys, ...(dataKey ? { dataKey } : {}) };
+  }
+
+  /** Every stored key with its status at `now` (Unix seconds), oldest first. */
+  async list(now = nowSeconds()): Promise<KeyInfo[]> {
+    return describeKeys(await this.store.listKeys(), this.policy, now);
+  }
+
+  /**
+   * Adds a successor key for `alg`, or for each of `signingAlgorithms` when undefined: published
+   * from `now` (Unix seconds), signing after `signingKeys.propagationSeconds`.
+   * @returns the keys added.
+   * @throws AdminError `invalid` (field `alg`) when `alg` is not one of `signingAlgorithms`.
+   */
+  async rotate(alg?: string, now = nowSeconds()): Promise<StoredKey[]> {
+    const algorithms = alg === undefined ? this.config.signingAlgorithms : this.config.signingAlgorithms.filter((a) => a === alg);
+    if (algorithms.length === 0) throw new AdminError('invalid', `${alg} is not one of signingAlgorithms`, 'alg');
+    return rotateKeys(this.store, algorithms, this.policy, now);
+  }
+
+  /**
+   * Retires a key at `now` (Unix seconds): it signs no more and stays published for
+   * `signingKeys.retentionSeconds`.
+   * @throws AdminError `not_found` when no live key has that kid.
+   */
+  async retire(kid: string, now = nowSeconds()): Promise<void> {
+    if (!(await this.store.retireKey(kid, now))) throw new AdminError('not_found', `no live key ${kid}`);
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * Session administration (DESIGN §2 `admin/`): ending a user's sessions from outside a browser,
+ * for `sigil users sessions revoke` and, later, the management API.
+ */
+import type { Logger } from 'pino';
+import type { ResolvedConfig } from '../config/loader.js';
+import { LogoutService } from '../logout/logout.js';
+import { loadStoredClients } from '../stores/stored-clients.js';
+import type { Store } from '../stores/types.js';
+import { ClientRegistry } from '../validation/client-auth.js';
+import { AdminError } from './errors.js';
+import { configUsersNamed } from './users.js';
+
+/** Ends the live sessions of config-file and stored users. */
+export class SessionAdmin {
+  /** @param log where stored clients that no longer validate are reported */
+  constructor(
+    private readonly store: Pick<Store, 'users' | 'clients' | 'logout'>,
+    private readonly config: ResolvedConfig,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Ends every live session of a user. The back-channel logout tokens for each session's clients
+   * (config-file or stored) are queued with its ending (OIDC Back-Channel Logout 1.0 §2.5, durable);
+   * running nodes send them.
+   * @param tenant with null, the username must name one config-file user, else the stored user of
+   *   that name; otherwise the lookup is within that tenant
+   * @returns the user's subject and how many sessions were ended.
+   * @throws AdminError `not_found` when there is no such user.
+   */
+  async revokeAll(username: string, tenant: string | null): Promise<{ subjectId: string; ended: number }> {
+    const inConfig = configUsersNamed(this.config.users, username, tenant);
+    const subjectId = inConfig.length === 1 ? inConfig[0]?.subjectId : (await this.store.users.findUserByUsername(username, tenant))?.subjectId;
+    if (subjectId === undefined) throw new AdminError('not_found', `no user "${username}"`);
+    // A one-off registry, as the nodes' is not at hand: only the logout URIs of the clients are needed.
+    const clients = new ClientRegistry(this.config.clients);
+    clients.setStoredClients(await loadStoredClients(this.store.clients, this.log));
+    const ended = await new LogoutService(this.store.logout, clients, this.config.backChannelLogout.retrySeconds).endSessionsOf(subjectId);
+    return { subjectId, ended };
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * User administration (DESIGN §1, §2 `admin/`): the one door to the stored users (`sigil users`)
+ * and to every user's second factors, for the command line and, later, the management API and
+ * SCIM. Passwords are stored as argon2id hashes only. Config-file users are read-only and win over
+ * stored ones of the same username or subject. A user's subject may never be a client id
+ * (RFC 9068 §5).
+ */
+import { hash } from '@node-rs/argon2';
+import type { ResolvedConfig } from '../config/loader.js';
+import { clientSubjectCollision, type UserConfig } from '../config/schema.js';
+import type { EventBus } from '../events/events.js';
+import { MfaService } from '../mfa/factors.js';
+import type { Store, StoredFactor, StoredUser } from '../stores/types.js';
+import { newId } from '../tokens/handles.js';
+import { AdminError, isJsonObject } from './errors.js';
+
+/** The longest username, as in the config file. */
+const MAX_USERNAME_LENGTH = 100;
+
+/** A user as listed: where they are defined. */
+export interface UserListing {
+  subjectId: string;
+  username: string;
+  tenant: string | null;
+  isActive: boolean;
+  source: 'config' | 'store';
+}
+
+/** A user to add to the store. */
+export interface NewUser {
+  /** At most 100 characters; unique (case-insensitive) among the stored users of its tenant. */
+  username: string;
+  /** Default: a new random id. */
+  subjectId?: string;
+  /** Default: null, no tenant. */
+  tenant?: string | null;
+  /** The user's claims, a JSON object (values keep their JSON type); default `{}`. */
+  claims?: unknown;
+  /** Clear text, stored as an argon2id hash; none: no password sign-in. */
+  password?: string;
+}
+
+/** A user saved by `UserAdmin.add`. */
+export interface AddedUser {
+  subjectId: string;
+  /** The config-file user with the same username or subject, who wins over the stored one. */
+  shadowedBy?: { username: string; subjectId: string };
+}
+
+/** The config-file users named `username` (case-insensitive), of `tenant` when it is not null. */
+export function configUsersNamed(users: readonly UserConfig[], username: string, tenant: string | null): UserConfig[] {
+  const lower = username.toLowerCase();
+  return users.filter((u) => u.username.toLowerCase() === lower && (tenant === null || (u.tenant ?? null) === tenant));
+}
+
+/** Adds, changes, removes and lists the stored users; lists and resets any user's second factors. */
+export class UserAdmin {
+  private readonly mfa: MfaService;
+
+  constructor(
+    private readonly store: Pick<Store, 'users' | 'clients' | 'factors' | 'grants' | 'webauthn'>,
+    private readonly config: ResolvedConfig,
+  ) {
+    // Listing and removing factors reads no secret: no data key. WebAuthn credentials are factors
+    // here whether or not WebAuthn is on, so a reset leaves none behind.
+    this.mfa = new MfaService(store.factors, store.grants, config.mfa, undefined, store.webauthn);
+  }
+
+  /** Every user: the config file's first, then the stored ones (those the config shadows too). */
+  async list(): Promise<UserListing[]> {
+    const stored = await this.store.users.listUsers();
+    const listing = (u: UserConfig | StoredUser, source: UserListing['source']): UserListing =>
+      ({ subjectId: u.subjectId, username: u.username, tenant: u.tenant ?? null, isActive: u.isActive, source });
+    return [...this.config.users.map((u) => listing(u, 'config')), ...stored.map((u) => listing(u, 'store'))];
+  }
+
+  /**
+   * Adds a user to the store. One of the config file's users may have the same username or subject:
+   * the user is saved, and the config one wins (`shadowedBy`).
+   * @throws AdminError `invalid` for a username over 100 characters (field `username`), claims that
+   *   are not a JSON object (`claims`), or a subject that is a config-file or stored client's id
+   *   (`subjectId`, RFC 9068 §5); `conflict` when a stored user of the tenant has that username.
+   */
+  async add(user: NewUser): Promise<AddedUser> {
+    const { username } = user;
+    if (username.length > MAX_USERNAME_LENGTH)
+      throw new AdminError('invalid', `the username is longer than ${MAX_USERNAME_LENGTH} characters`, 'username');
+    const tenant = user.tenant ?? null;
+    const subjectId = user.subjectId ?? newId();
+    const claims = user.claims === undefined ? {} : user.claims;
+    if (!isJsonObject(claims)) throw new AdminError('invalid', 'claims must be a JSON object', 'claims');
+    if (await this.store.users.findUserByUsername(username, tenant))
+      throw new AdminError('conflict', `a stored user "${username}" exists already`, 'username');
+    const client = this.config.clients.find((c) => c.clientId === subjectId)?.clientId
+      ?? (await this.store.clients.listClients()).find((c) => c.clientId === subjectId)?.clientId;
+    if (client !== undefined) throw new AdminError('invalid', clientSubjectCollision(String(client), `user "${username}"`), 'subjectId');
+    const shadow = this.config.users.find((u) => u.subjectId === subjectId || u.username.toLowerCase() === username.toLowerCase());
+    const passwordHash = user.password === undefined ? null : await hash(user.password);
+    await this.store.users.addUser({ subjectId, username, tenant, passwordHash, claims, isActive: true });
+    return { subjectId, ...(shadow ? { shadowedBy: { username: shadow.username, subjectId: shadow.subjectId } } : {}) };
+  }
+
+  /**
+   * Replaces a stored user's password (argon2id hash). The user is looked up first.
+   * @param password clear text; undefined is refused once the user is found
+   * @throws AdminError `read_only` for a config-file user, `not_found` for no such user, then
+   *   `invalid` (field `password`) without a password.
+   */
+  async setPassword(username: string, tenant: string | null, password: string | undefined): Promise<void> {
+    const user = await this.store.users.findUserByUsername(username, tenant);
+    if (!user) throw this.notStored(username, tenant);
+    if (password === undefined) throw new AdminError('invalid', 'a password is required', 'password');
+    await this.store.users.setPasswordHash(user.subjectId, await hash(password));
+  }
+
+  /**
+   * Removes a stored user, found by username (in `tenant`) or else by subject, with their linked
+   * upstream identities and WebAuthn credentials.
+   * @returns the user removed.
+   * @throws AdminError `read_only` for a config-file user (by username or subject), `not_found` for no such user.
+   */
+  async remove(usernameOrSubject: string, tenant: string | null): Promise<StoredUser> {
+    const user = (await this.store.users.findUserByUsername(usernameOrSubject, tenant)) ?? (await this.store.users.findUserBySubject(usernameOrSubject));
+    if (!user || !(await this.store.users.removeUser(user.subjectId))) throw this.notStored(usernameOrSubject, tenant, true);
+    return user;
+  }
+
+  /**
+   * A user's second factors: TOTP, recovery codes, security keys and passkeys. The user is the
+   * first config-file user of that name (in `tenant` when not null), else the stored one.
+   * @throws AdminError `not_found` when there is no such user.
+   */
+  async secondFactors(username: string, tenant: string | null): Promise<{ subjectId: string; factors: StoredFactor[] }> {
+    const subjectId = await this.factorOwner(username, tenant);
+    return { subjectId, factors: await this.mfa.listFactors(subjectId) };
+  }
+
+  /**
+   * Removes every second factor of a user (found as by `secondFactors`), WebAuthn credentials
+   * included: the next sign-in is by password alone, or enrols anew where MFA is required. Emits
+   * one `mfa_removed` audit event per kind removed.
+   * @param audit where the events go, and the `endpoint` they name (e.g. `cli`)
+   * @returns the subject and how many factors were removed.
+   * @throws AdminError `not_found` when there is no such user.
+   */
+  async resetSecondFactors(username: string, tenant: string | null, audit: { events: EventBus; endpoint: string }): Promise<{ subjectId: string; removed: number }> {
+    const subjectId = await this.factorOwner(username, tenant);
+    const factors = await this.mfa.listFactors(subjectId);
+    const removed = await this.mfa.removeAllFactors(subjectId);
+    for (const kind of new Set(factors.map((f) => f.kind))) audit.events.emit({ name: 'mfa_removed', endpoint: audit.endpoint, subjectId, factor: kind });
+    return { subjectId, removed };
+  }
+
+  private async factorOwner(username: string, tenant: string | null): Promise<string> {
+    const stored = await this.store.users.findUserByUsername(username, tenant);
+    const subjectId = configUsersNamed(this.config.users, username, tenant)[0]?.subjectId ?? stored?.subjectId;
+    if (subjectId === undefined) throw new AdminError('not_found', `no user "${username}"`);
+    return subjectId;
+  }
+
+  /** The refusal for a user that is not stored: `read_only` when the config file defines them. */
+  private notStored(name: string, tenant: string | null, orSubject = false): AdminError {
+    const inConfig = configUsersNamed(this.config.users, name, tenant).length > 0 || (orSubject && this.config.users.some((u) => u.subjectId === name));
+    return inConfig
+      ? new AdminError('read_only', `user "${name}" is defined in the config file, which is read-only`)
+      : new AdminError('not_found', `no stored user "${name}"`);
+  }
+}
