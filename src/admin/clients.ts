@@ -8,10 +8,10 @@
 import type { Logger } from 'pino';
 import { ConfigError, type ConfigOverrides, type ResolvedConfig, resolveConfig } from '../config/loader.js';
 import { clientSubjectCollision } from '../config/schema.js';
-import { loadStoredClients } from '../stores/stored-clients.js';
+import { loadStoredClients } from '../clients/stored-clients.js';
 import type { Store } from '../stores/types.js';
-import { secretDigest } from '../tokens/handles.js';
-import type { ClientRegistry } from '../validation/client-auth.js';
+import { secretDigest } from '../crypto/handles.js';
+import type { ClientRegistry } from '../clients/registry.js';
 import { AdminError, isJsonObject } from './errors.js';
 
 /** A client as listed: where it is defined and the grant types it may use. */

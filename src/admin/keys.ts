@@ -6,7 +6,7 @@
 import type { ResolvedConfig } from '../config/loader.js';
 import { describeKeys, type KeyInfo, type KeyPolicy, rotateKeys } from '../keys/keys.js';
 import type { KeyStore, StoredKey } from '../stores/types.js';
-import { nowSeconds } from '../tokens/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 import { AdminError } from './errors.js';
 
 /** Lists, rotates and retires the stored signing keys under the config's `signingKeys` policy. */

@@ -5,9 +5,9 @@
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/loader.js';
 import { LogoutService } from '../logout/logout.js';
-import { loadStoredClients } from '../stores/stored-clients.js';
+import { loadStoredClients } from '../clients/stored-clients.js';
 import type { Store } from '../stores/types.js';
-import { ClientRegistry } from '../validation/client-auth.js';
+import { ClientRegistry } from '../clients/registry.js';
 import { AdminError } from './errors.js';
 import { configUsersNamed } from './users.js';
 

@@ -11,7 +11,7 @@ import { clientSubjectCollision, type UserConfig } from '../config/schema.js';
 import type { EventBus } from '../events/events.js';
 import { MfaService } from '../mfa/factors.js';
 import type { Store, StoredFactor, StoredUser } from '../stores/types.js';
-import { newId } from '../tokens/handles.js';
+import { newId } from '../crypto/handles.js';
 import { AdminError, isJsonObject } from './errors.js';
 
 /** The longest username, as in the config file. */

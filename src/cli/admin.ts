@@ -19,7 +19,7 @@ import { EventBus } from '../events/events.js';
 import { parseDataKey } from '../keys/keys.js';
 import { RECOVERY_KIND } from '../mfa/recovery.js';
 import { openStore } from '../stores/sql.js';
-import { nowSeconds } from '../tokens/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 
 /** Flags the admin commands read. */
 export interface AdminFlags {

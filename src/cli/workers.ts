@@ -15,8 +15,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import { ConfigError } from '../config/loader.js';
-import { MemoryFailureCounters } from '../validation/failure-limiter.js';
-import { answerCounterRequest, isCounterRequest } from '../validation/primary-counters.js';
+import { MemoryFailureCounters } from '../limits/failure-limiter.js';
+import { answerCounterRequest, isCounterRequest } from '../limits/primary-counters.js';
 
 /** Message a worker sends the primary once its listeners are up. */
 interface ListeningMessage {

@@ -6,8 +6,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError } from '../errors.js';
-import type { Params } from '../http/form.js';
+import { OAuthError } from '../protocol/errors.js';
+import type { Params } from '../protocol/params.js';
 import { browserParams, methodNotAllowed } from '../http/request.js';
 import { pickLocale } from '../ui/i18n.js';
 import type { ResponseTarget } from '../validation/authorize-request.js';

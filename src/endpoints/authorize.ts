@@ -7,9 +7,9 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError } from '../errors.js';
-import { Params } from '../http/form.js';
-import { hashHandle, newFamilyId, newHandle, nowSeconds } from '../tokens/handles.js';
+import { OAuthError } from '../protocol/errors.js';
+import { Params } from '../protocol/params.js';
+import { hashHandle, newFamilyId, newHandle, nowSeconds } from '../crypto/handles.js';
 import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
 import { ACR_MFA, achievedAcr, acrMeets, attainableAcrs, preferredAcr, requestsMfa } from '../users/acr.js';
 import { sessionHasMfa } from '../mfa/factors.js';
@@ -24,7 +24,7 @@ import {
 } from '../validation/authorize-request.js';
 import { type RequestedClaims, releasableClaims } from '../validation/claims-parameter.js';
 import { browserEndpoint, sendErrorPage, sendErrorToClient, sendToClient } from './authorize-response.js';
-import { type Interaction, takeInteractionQuota } from './interactions.js';
+import { type Interaction, takeInteractionQuota } from '../interaction/interactions.js';
 import { newGrantRecord } from '../stores/types.js';
 
 /** Data stored with an authorization code (RFC 6749 §4.1.2: bound to client, redirect URI, PKCE, nonce). */

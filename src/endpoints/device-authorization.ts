@@ -8,12 +8,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError } from '../errors.js';
+import { OAuthError } from '../protocol/errors.js';
 import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
-import { hashHandle, newHandle, nowSeconds } from '../tokens/handles.js';
-import { authenticateClient } from '../validation/client-auth.js';
-import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
-import { validateScopes } from '../validation/scopes.js';
+import { hashHandle, newHandle, nowSeconds } from '../crypto/handles.js';
+import { authenticateClient } from '../clients/authentication.js';
+import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
+import { validateScopes } from '../resources/scopes.js';
 import { formatUserCode, generateUserCode } from '../validation/user-code.js';
 import { newGrantRecord } from '../stores/types.js';
 

@@ -9,7 +9,7 @@ import { ASSERTION_ALGORITHMS } from '../config/schema.js';
 import { methodNotAllowed } from '../http/request.js';
 import { attainableAcrs } from '../users/acr.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
-import { OFFLINE_ACCESS } from '../validation/scopes.js';
+import { OFFLINE_ACCESS } from '../resources/scopes.js';
 import { DPOP_ALGORITHMS } from '../validation/dpop.js';
 import { REQUEST_OBJECT_ASYMMETRIC, REQUEST_OBJECT_SYMMETRIC } from '../validation/request-object.js';
 

@@ -9,10 +9,10 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError } from '../errors.js';
-import type { Params } from '../http/form.js';
+import { OAuthError } from '../protocol/errors.js';
+import type { Params } from '../protocol/params.js';
 import { logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
-import { sendLoggedOut } from '../logout/signed-out.js';
+import { sendLoggedOut } from '../ui/signed-out.js';
 import { sendLogoutPrompt, single } from '../ui/account.js';
 import { language } from './authorize.js';
 import { browserEndpoint, sendErrorPage } from './authorize-response.js';

@@ -5,11 +5,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError, invalidRequest } from '../errors.js';
+import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
 import { findToken, type FoundToken } from '../tokens/lookup.js';
 import { boundKey } from '../tokens/tokens.js';
-import { authenticateApiResource, authenticateClient, findCredentials, invalidClient } from '../validation/client-auth.js';
+import { authenticateApiResource, authenticateClient, findCredentials, invalidClient } from '../clients/authentication.js';
 
 type Caller = { kind: 'api'; name: string } | { kind: 'client'; clientId: string };
 

@@ -14,14 +14,14 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError, invalidRequest } from '../errors.js';
+import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, headerValues, noStore, sendOAuthError } from '../http/request.js';
-import { nowSeconds } from '../tokens/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
-import { authenticateClient } from '../validation/client-auth.js';
+import { authenticateClient } from '../clients/authentication.js';
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
 import { storePushedRequest } from '../validation/pushed-request.js';
-import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
+import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
 
 /** Registers `/connect/par` (anything but a form POST: 400 `invalid_request`). */
 export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilContext): void {

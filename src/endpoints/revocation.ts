@@ -6,11 +6,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError, invalidRequest } from '../errors.js';
+import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
-import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { hashHandle, nowSeconds } from '../crypto/handles.js';
 import { findToken } from '../tokens/lookup.js';
-import { authenticateClient } from '../validation/client-auth.js';
+import { authenticateClient } from '../clients/authentication.js';
 
 /** Registers `/connect/revocation` (POST form; other methods 405, other bodies 415). */
 export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): void {

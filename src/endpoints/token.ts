@@ -5,12 +5,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError, invalidRequest } from '../errors.js';
+import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, headerValues, noStore, sendOAuthError } from '../http/request.js';
-import { nowSeconds } from '../tokens/handles.js';
-import { authenticateClient, findCredentials } from '../validation/client-auth.js';
+import { nowSeconds } from '../crypto/handles.js';
+import { authenticateClient, findCredentials } from '../clients/authentication.js';
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
-import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
+import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
 
 /** Registers `/connect/token`. Every method reaches it; anything but a form POST is `invalid_request`. */
 export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {

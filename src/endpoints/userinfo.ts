@@ -7,13 +7,13 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError } from '../errors.js';
-import { Params } from '../http/form.js';
+import { OAuthError } from '../protocol/errors.js';
+import { Params } from '../protocol/params.js';
 import { credentialSource, headerValues, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
 import { boundKey, pickClaims } from '../tokens/tokens.js';
 import { bearerError, extractAccessToken, tokenError, type TokenScheme } from '../validation/bearer.js';
 import { type DPoPProof, dpopAlgorithmsFor } from '../validation/dpop.js';
-import { nowSeconds } from '../tokens/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 import { claimsOf } from '../users/users.js';
 
 /** Registers `/connect/userinfo` (GET and POST; other methods 405). */

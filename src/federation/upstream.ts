@@ -8,7 +8,7 @@
 import * as oidc from 'openid-client';
 import type { IdentityProviderConfig } from '../config/schema.js';
 import { externalLinkKey, type UserStore } from '../stores/types.js';
-import { newId } from '../tokens/handles.js';
+import { newId } from '../crypto/handles.js';
 import type { User } from '../users/users.js';
 
 /** Local claim → upstream claim used when a provider has no `claimMapping`. */

@@ -5,10 +5,10 @@
  * code revokes every token issued from it (RFC 6749 §4.1.2, D-06).
  */
 import type { AuthorizationCodeData } from '../endpoints/authorize.js';
-import { invalidGrant, invalidRequest } from '../errors.js';
-import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { invalidGrant, invalidRequest } from '../protocol/errors.js';
+import { hashHandle, nowSeconds } from '../crypto/handles.js';
 import { verifyPkce } from '../validation/pkce.js';
-import { narrowResources, requestedResources } from '../validation/resource-indicators.js';
+import { narrowResources, requestedResources } from '../resources/resource-indicators.js';
 import { redeemApproval } from './redeem.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 

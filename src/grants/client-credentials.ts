@@ -3,8 +3,8 @@
  * never a refresh token (§4.4.3) nor an identity token.
  */
 import { bindingOf, type GrantHandler } from './registry.js';
-import { requestedResources, scopesForResources } from '../validation/resource-indicators.js';
-import { validateScopes } from '../validation/scopes.js';
+import { requestedResources, scopesForResources } from '../resources/resource-indicators.js';
+import { validateScopes } from '../resources/scopes.js';
 
 /**
  * Handles `grant_type=client_credentials`; `resource` (RFC 8707) narrows the token's audience and

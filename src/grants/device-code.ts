@@ -9,8 +9,8 @@
  * another node, say) makes the write fail, and the poll judges the row again as it is now.
  */
 import type { DeviceCodeData } from '../endpoints/device-authorization.js';
-import { OAuthError, invalidGrant } from '../errors.js';
-import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { OAuthError, invalidGrant } from '../protocol/errors.js';
+import { hashHandle, nowSeconds } from '../crypto/handles.js';
 import { redeemApproval } from './redeem.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 

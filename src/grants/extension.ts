@@ -4,13 +4,13 @@
  * around it. A client uses one only when it lists the name in `allowedGrantTypes`.
  */
 import type { ClientConfig } from '../config/schema.js';
-import { invalidGrant, invalidRequest, invalidScope } from '../errors.js';
-import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { invalidGrant, invalidRequest, invalidScope } from '../protocol/errors.js';
+import { hashHandle, nowSeconds } from '../crypto/handles.js';
 import { isMayAct } from '../tokens/may-act.js';
 import { boundKey, type Subject, type TokenResponse, type ValidAccessToken } from '../tokens/tokens.js';
 import { claimsOf, type User } from '../users/users.js';
 import { type DPoPProof, invalidDPoPProof } from '../validation/dpop.js';
-import { OFFLINE_ACCESS, validateScopes } from '../validation/scopes.js';
+import { OFFLINE_ACCESS, validateScopes } from '../resources/scopes.js';
 import { newRefreshPlan } from './password.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 

@@ -4,15 +4,15 @@
  * `idp:<name>` (handed to the validator; refused when the client's identityProviderRestrictions
  * exclude it).
  */
-import { invalidGrant } from '../errors.js';
-import { nowSeconds } from '../tokens/handles.js';
+import { invalidGrant } from '../protocol/errors.js';
+import { nowSeconds } from '../crypto/handles.js';
 import { TokenService } from '../tokens/tokens.js';
 import type { User } from '../users/users.js';
 import { parseAcrValues } from '../validation/acr-values.js';
-import type { Client } from '../validation/client-auth.js';
-import { userAttempt } from '../validation/failure-limiter.js';
-import { requestedResources, scopesForResources } from '../validation/resource-indicators.js';
-import { validateScopes } from '../validation/scopes.js';
+import type { Client } from '../clients/registry.js';
+import { userAttempt } from '../limits/failure-limiter.js';
+import { requestedResources, scopesForResources } from '../resources/resource-indicators.js';
+import { validateScopes } from '../resources/scopes.js';
 import type { SigilContext } from '../context.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 import { claimsOf } from '../users/users.js';

@@ -3,17 +3,17 @@
  * user must still be active, the stored grant is consumed atomically (of concurrent redemptions
  * exactly one goes on), then the tokens are issued in the grant's family.
  */
-import { invalidGrant } from '../errors.js';
+import { invalidGrant } from '../protocol/errors.js';
 import type { GrantRecord } from '../stores/types.js';
-import { nowSeconds } from '../tokens/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 import type { Subject } from '../tokens/tokens.js';
 import type { RequestedClaims } from '../validation/claims-parameter.js';
-import type { Client } from '../validation/client-auth.js';
+import type { Client } from '../clients/registry.js';
 import type { SigilContext } from '../context.js';
 import { newRefreshPlan } from './password.js';
 import type { GrantOutcome } from './registry.js';
 import { claimsOf } from '../users/users.js';
-import { scopesForResources } from '../validation/resource-indicators.js';
+import { scopesForResources } from '../resources/resource-indicators.js';
 
 /** What the stored grant holds about its approval. */
 export interface Approval {

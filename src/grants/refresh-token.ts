@@ -4,11 +4,11 @@
  * `reuse` tokens stay the same; `absolute` or `sliding` expiration. A narrower `scope` is allowed,
  * a wider one is `invalid_scope`; the refresh token keeps the original scopes (§6).
  */
-import { invalidGrant } from '../errors.js';
-import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { invalidGrant } from '../protocol/errors.js';
+import { hashHandle, nowSeconds } from '../crypto/handles.js';
 import type { RefreshPlan, RefreshTokenData } from '../tokens/tokens.js';
-import { narrowResources, requestedResources, scopesForResources } from '../validation/resource-indicators.js';
-import { narrowScopes } from '../validation/scopes.js';
+import { narrowResources, requestedResources, scopesForResources } from '../resources/resource-indicators.js';
+import { narrowScopes } from '../resources/scopes.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 import { claimsOf } from '../users/users.js';
 

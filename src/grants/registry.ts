@@ -4,10 +4,10 @@
  * `allowedGrantTypes` (refresh tokens: `allowOfflineAccess`).
  */
 import type { SigilContext } from '../context.js';
-import { OAuthError, invalidRequest } from '../errors.js';
-import type { Params } from '../http/form.js';
+import { OAuthError, invalidRequest } from '../protocol/errors.js';
+import type { Params } from '../protocol/params.js';
 import type { TokenResponse } from '../tokens/tokens.js';
-import type { Client } from '../validation/client-auth.js';
+import type { Client } from '../clients/registry.js';
 import type { DPoPProof } from '../validation/dpop.js';
 
 /** One authenticated token request, as a grant sees it. */

@@ -24,8 +24,8 @@
  *   `ath`, which belongs to the subject token). The new token is bound to the proof's key, so a
  *   stolen bound token is no use without its key and no exchange turns it into a Bearer token.
  */
-import { invalidRequest, invalidScope } from '../errors.js';
-import { OFFLINE_ACCESS } from '../validation/scopes.js';
+import { invalidRequest, invalidScope } from '../protocol/errors.js';
+import { OFFLINE_ACCESS } from '../resources/scopes.js';
 import { mayActPermits } from '../tokens/may-act.js';
 import { boundKey } from '../tokens/tokens.js';
 import { accessTokenHash, invalidDPoPProof } from '../validation/dpop.js';

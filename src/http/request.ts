@@ -3,9 +3,9 @@
  * RFC 6749 §3.2), credentials, and the no-store headers of token-like responses.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { OAuthError, invalidRequest } from '../errors.js';
-import type { CredentialSource } from '../validation/client-auth.js';
-import { Params } from './form.js';
+import { OAuthError, invalidRequest } from '../protocol/errors.js';
+import type { CredentialSource } from '../clients/authentication.js';
+import { Params } from '../protocol/params.js';
 
 /** Body marker for any content type other than a form: the endpoint decides the error. */
 export const NOT_A_FORM = Symbol('not a form');

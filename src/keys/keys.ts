@@ -25,7 +25,7 @@ import {
 } from 'jose';
 import type { SigningAlgorithm } from '../config/schema.js';
 import type { KeyStore, StoredKey } from '../stores/types.js';
-import { nowSeconds } from '../tokens/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 
 const UTF8 = new TextEncoder();
 

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { KeyRing } from '../keys/keys.js';
-import { newId, nowSeconds } from '../tokens/handles.js';
+import { newId, nowSeconds } from '../crypto/handles.js';
 import type { LogoutDelivery, LogoutStore } from '../stores/types.js';
 import { signLogoutToken } from './logout-token.js';
 

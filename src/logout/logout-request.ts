@@ -5,10 +5,10 @@
  * the parameters back.
  */
 import type { SigilContext } from '../context.js';
-import { invalidRequest } from '../errors.js';
-import type { Params } from '../http/form.js';
+import { invalidRequest } from '../protocol/errors.js';
+import type { Params } from '../protocol/params.js';
 import type { IdTokenHint } from '../tokens/tokens.js';
-import type { Client } from '../validation/client-auth.js';
+import type { Client } from '../clients/registry.js';
 import { matchRedirectUri } from '../validation/redirect-uri.js';
 
 /** A validated logout request. */

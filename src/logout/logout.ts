@@ -5,7 +5,7 @@
  * clients are returned for the signed-out page (OIDC Front-Channel Logout 1.0 §3).
  */
 import type { ClientConfig } from '../config/schema.js';
-import { newId, nowSeconds } from '../tokens/handles.js';
+import { newId, nowSeconds } from '../crypto/handles.js';
 import type { LogoutDelivery, LogoutStore, SessionParticipant } from '../stores/types.js';
 
 /** Looks up a client by id (the registry: config-file and stored clients). */

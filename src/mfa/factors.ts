@@ -20,7 +20,7 @@ import type { ResolvedConfig } from '../config/loader.js';
 import type { GrantStore, FactorStore, StoredFactor } from '../stores/types.js';
 import type { WebAuthnCredentialStore } from '../stores/webauthn-credentials.js';
 import { newGrantRecord } from '../stores/types.js';
-import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { hashHandle, nowSeconds } from '../crypto/handles.js';
 import type { Messages } from '../ui/i18n.js';
 import type { Session } from '../users/sessions.js';
 

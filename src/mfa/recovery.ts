@@ -6,7 +6,7 @@
  */
 import { randomInt } from 'node:crypto';
 import type { FactorStore, StoredFactor } from '../stores/types.js';
-import { hashHandle } from '../tokens/handles.js';
+import { hashHandle } from '../crypto/handles.js';
 import { newFactorId } from './factors.js';
 
 /** How many codes a set has. */

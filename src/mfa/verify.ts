@@ -3,7 +3,7 @@
  * the user's TOTP factors (RFC 6238), anything else as a recovery code. Both spend what they use
  * atomically (a time step, a code), so the same code never counts twice.
  */
-import type { CredentialAttempt } from '../validation/failure-limiter.js';
+import type { CredentialAttempt } from '../limits/failure-limiter.js';
 import type { MfaService } from './factors.js';
 import { RECOVERY_KIND, useRecoveryCode } from './recovery.js';
 import { normaliseTotpCode, useTotp } from './totp.js';

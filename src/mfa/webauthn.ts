@@ -23,7 +23,7 @@ import type {
 import type { Store } from '../stores/types.js';
 import { newGrantRecord } from '../stores/types.js';
 import type { StoredWebAuthnCredential, WebAuthnKind } from '../stores/webauthn-credentials.js';
-import { hashHandle, nowSeconds } from '../tokens/handles.js';
+import { hashHandle, nowSeconds } from '../crypto/handles.js';
 
 
 /**

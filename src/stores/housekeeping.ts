@@ -5,7 +5,7 @@
  * grow without bound. Consumed and revoked rows stay until they expire: reuse detection needs them.
  */
 import type { Logger } from 'pino';
-import { newId, nowSeconds } from '../tokens/handles.js';
+import { newId, nowSeconds } from '../crypto/handles.js';
 import type { Maintenance } from './types.js';
 
 /** Settings of the jobs, in seconds. */

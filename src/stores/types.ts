@@ -5,7 +5,7 @@
  * Times are Unix seconds. Handles (codes, refresh tokens, reference tokens) never reach the store:
  * only `key`, the SHA-256 of the handle, does.
  */
-import { hashHandle } from '../tokens/handles.js';
+import { hashHandle } from '../crypto/handles.js';
 import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
 
 /** What a stored grant row is. `access_token` rows track JWT access tokens (by `jti`) for revocation. */
@@ -37,7 +37,7 @@ export type GrantType =
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {
-  /** SHA-256 of the handle, base64url (see `tokens/handles.ts`). */
+  /** SHA-256 of the handle, base64url (see `crypto/handles.ts`). */
   key: string;
   type: GrantType;
   clientId: string;

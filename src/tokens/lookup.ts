@@ -4,7 +4,7 @@
  */
 import type { SigilContext } from '../context.js';
 import type { GrantRecord } from '../stores/types.js';
-import { hashHandle, nowSeconds } from './handles.js';
+import { hashHandle, nowSeconds } from '../crypto/handles.js';
 import type { RefreshTokenData, ValidAccessToken } from './tokens.js';
 
 /** A live token. */

@@ -9,9 +9,9 @@ import { compactVerify, decodeProtectedHeader } from 'jose';
 import { fapi2SigningAlgorithm } from '../config/schema.js';
 import type { KeyRing } from '../keys/keys.js';
 import type { RequestedClaims } from '../validation/claims-parameter.js';
-import type { Client } from '../validation/client-auth.js';
-import { OFFLINE_ACCESS, type Resources } from '../validation/scopes.js';
-import { hashHandle, newFamilyId, newHandle, newId, nowSeconds } from './handles.js';
+import type { Client } from '../clients/registry.js';
+import { OFFLINE_ACCESS, type Resources } from '../resources/scopes.js';
+import { hashHandle, newFamilyId, newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import { type GrantStore, newGrantRecord } from '../stores/types.js';
 
 /** The authenticated user a token is issued for. */

@@ -1,12 +1,12 @@
 /**
- * The failure limits (src/validation/failure-limiter.ts) as the sign-in pages meet them: before a
+ * The failure limits (src/limits/failure-limiter.ts) as the sign-in pages meet them: before a
  * credential is checked on a page (password, one-time code, user code, passkey, security key),
  * the limiter may refuse; the page then answers with its own HTML and status 429.
  */
 import type { FastifyReply } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError } from '../errors.js';
-import type { CredentialAttempt } from '../validation/failure-limiter.js';
+import { OAuthError } from '../protocol/errors.js';
+import type { CredentialAttempt } from '../limits/failure-limiter.js';
 
 /**
  * Runs `ctx.limiter.before(attempt)` (which may wait the identity-wide slow-down).

@@ -5,7 +5,7 @@
  */
 import type {} from '@fastify/csrf-protection';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Params } from '../http/form.js';
+import { Params } from '../protocol/params.js';
 
 /** Reads `csrf_token` from a form body, for the plugin's `getToken`. */
 export function csrfTokenOf(request: FastifyRequest): string | undefined {

@@ -6,7 +6,7 @@
  */
 import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { hashHandle, newHandle, newId, nowSeconds } from '../tokens/handles.js';
+import { hashHandle, newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import { type GrantStore, newGrantRecord } from '../stores/types.js';
 import type { EndedSession, LogoutService } from '../logout/logout.js';
 

@@ -2,7 +2,7 @@
  * `acr_values` (OIDC Core §3.1.2.1) with Duende's special values: `idp:<name>` names an upstream
  * identity provider, `tenant:<name>` a tenant; other values are requested ACRs.
  */
-import { invalidRequest } from '../errors.js';
+import { invalidRequest } from '../protocol/errors.js';
 
 /** Parsed `acr_values`. */
 export interface AcrValues {

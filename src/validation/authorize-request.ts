@@ -5,17 +5,17 @@
  * back to the client afterwards (D-02).
  */
 import type { SigilContext } from '../context.js';
-import { OAuthError, invalidRequest, invalidScope } from '../errors.js';
-import { Params } from '../http/form.js';
+import { OAuthError, invalidRequest, invalidScope } from '../protocol/errors.js';
+import { Params } from '../protocol/params.js';
 import { type AcrValues, parseAcrValues } from './acr-values.js';
 import { type ClaimsParameter, MAX_CLAIMS_LENGTH, parseClaimsParameter } from './claims-parameter.js';
-import type { Client } from './client-auth.js';
+import type { Client } from '../clients/registry.js';
 import { isPkceValue, type PkceMethod } from './pkce.js';
 import { isAbsoluteRedirectUri, matchRedirectUri } from './redirect-uri.js';
 import { isPushedRequestUri, takePushedRequest } from './pushed-request.js';
 import { fetchRequestObject, verifyRequestObject } from './request-object.js';
-import { invalidTarget, requestedResources } from './resource-indicators.js';
-import { OFFLINE_ACCESS, parseScope } from './scopes.js';
+import { invalidTarget, requestedResources } from '../resources/resource-indicators.js';
+import { OFFLINE_ACCESS, parseScope } from '../resources/scopes.js';
 
 /** How the authorization response travels (OAuth 2.0 Multiple Response Types §2.1, Form Post). */
 export type ResponseMode = 'query' | 'fragment' | 'form_post';

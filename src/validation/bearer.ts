@@ -4,8 +4,8 @@
  * `Authorization: DPoP` header of DPoP-bound tokens (RFC 9449 §7.1). Never from the query string
  * (RFC 9700 §4.3.2). Errors per RFC 6750 §3 and RFC 9449 §7.1.
  */
-import { OAuthError } from '../errors.js';
-import type { Params } from '../http/form.js';
+import { OAuthError } from '../protocol/errors.js';
+import type { Params } from '../protocol/params.js';
 import { DPOP_ALGORITHMS } from './dpop.js';
 
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;

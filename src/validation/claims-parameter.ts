@@ -5,8 +5,8 @@
  * the authorize request validator (plain parameter or inside a request object); what is released
  * is decided at issuance by `releasableClaims`.
  */
-import { invalidRequest } from '../errors.js';
-import { type JsonBounds, jsonBoundsViolation } from './json-bounds.js';
+import { invalidRequest } from '../protocol/errors.js';
+import { type JsonBounds, jsonBoundsViolation } from '../protocol/json-bounds.js';
 
 /** Most characters of the `claims` parameter (about ten times a request naming every standard claim). */
 export const MAX_CLAIMS_LENGTH = 4000;

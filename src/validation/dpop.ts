@@ -17,11 +17,11 @@ import {
   jwtVerify,
 } from 'jose';
 import { type ClientConfig, FAPI2_ALGORITHMS } from '../config/schema.js';
-import { OAuthError } from '../errors.js';
+import { OAuthError } from '../protocol/errors.js';
 import { newGrantRecord, type GrantStore } from '../stores/types.js';
-import { hashHandle, newHandle, sha256 } from '../tokens/handles.js';
-import { jwsBoundsViolation } from './json-bounds.js';
-import type { ReplayCache } from './replay-cache.js';
+import { hashHandle, newHandle, sha256 } from '../crypto/handles.js';
+import { jwsBoundsViolation } from '../protocol/json-bounds.js';
+import type { ReplayCache } from '../limits/replay-cache.js';
 
 /**
  * Proof signing algorithms accepted (discovery `dpop_signing_alg_values_supported`): asymmetric

@@ -4,9 +4,9 @@
  * endpoint, where its client uses it once (§4: one-time use, bound to the client that pushed it).
  * The store keeps the SHA-256 of the handle only.
  */
-import { OAuthError } from '../errors.js';
+import { OAuthError } from '../protocol/errors.js';
 import { newGrantRecord, type GrantStore } from '../stores/types.js';
-import { hashHandle, newHandle, nowSeconds } from '../tokens/handles.js';
+import { hashHandle, newHandle, nowSeconds } from '../crypto/handles.js';
 
 /** The prefix of every `request_uri` Sigil hands out (RFC 9126 §2.2). */
 export const PUSHED_REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:';

@@ -5,9 +5,9 @@
  */
 import { decodeProtectedHeader, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
 import { FAPI2_ALGORITHMS } from '../config/schema.js';
-import { OAuthError, invalidRequest } from '../errors.js';
-import type { Client } from './client-auth.js';
-import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from './json-bounds.js';
+import { OAuthError, invalidRequest } from '../protocol/errors.js';
+import type { Client } from '../clients/registry.js';
+import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from '../protocol/json-bounds.js';
 
 /** Largest request object accepted, in characters (Duende's limit). */
 export const MAX_REQUEST_OBJECT = 51_200;

@@ -19,8 +19,8 @@ import type { ConfigInput } from '../../src/config/schema.js';
 import { EventBus, type SigilEvent } from '../../src/events/events.js';
 import { openStore } from '../../src/stores/sql.js';
 import { newGrantRecord, type Store } from '../../src/stores/types.js';
-import { secretDigest } from '../../src/tokens/handles.js';
-import { ClientRegistry } from '../../src/validation/client-auth.js';
+import { secretDigest } from '../../src/crypto/handles.js';
+import { ClientRegistry } from '../../src/clients/registry.js';
 import { tempDir, testConfig } from '../helpers.js';
 
 const silent = pino({ level: 'silent' });

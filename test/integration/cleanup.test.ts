@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanUpExpired } from '../../src/stores/housekeeping.js';
 import { newGrantRecord } from '../../src/stores/types.js';
-import { nowSeconds } from '../../src/tokens/handles.js';
+import { nowSeconds } from '../../src/crypto/handles.js';
 import { clientTokens, introspect, startSigil, type TestSigil } from '../helpers.js';
 
 const EXPIRED = 40_000;

@@ -10,7 +10,7 @@ import { describeKeys, KeyRing, type KeyPolicy, parseDataKey, rotateKeys } from 
 import { cleanUpExpired } from '../../src/stores/housekeeping.js';
 import { openStore } from '../../src/stores/sql.js';
 import type { GrantRecord, KeyStore, Store, StoredKey } from '../../src/stores/types.js';
-import { nowSeconds } from '../../src/tokens/handles.js';
+import { nowSeconds } from '../../src/crypto/handles.js';
 
 const opened: Store[] = [];
 afterEach(async () => {

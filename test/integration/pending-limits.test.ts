@@ -13,9 +13,9 @@ import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanUpExpired } from '../../src/stores/housekeeping.js';
 import { newGrantRecord } from '../../src/stores/types.js';
-import { nowSeconds } from '../../src/tokens/handles.js';
-import { RedisFailureCounters } from '../../src/validation/failure-limiter.js';
-import { takeQuota } from '../../src/validation/request-quota.js';
+import { nowSeconds } from '../../src/crypto/handles.js';
+import { RedisFailureCounters } from '../../src/limits/failure-limiter.js';
+import { takeQuota } from '../../src/limits/request-quota.js';
 import { form, type TestSigil } from '../helpers.js';
 import {
   authorizeUrl,

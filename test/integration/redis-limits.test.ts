@@ -1,6 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FailureLimiter, RedisFailureCounters } from '../../src/validation/failure-limiter.js';
+import { FailureLimiter, RedisFailureCounters } from '../../src/limits/failure-limiter.js';
 import { basic, form, startSigil } from '../helpers.js';
 
 // Redis runs at 127.0.0.1:6379 on the development machines and in CI.

@@ -1,5 +1,5 @@
 /**
- * Which responses carry the page plugins' work (src/http/app.ts): browser pages and public
+ * Which responses carry the page plugins' work (src/app.ts): browser pages and public
  * documents have helmet's headers (CSP, frame options, nosniff, referrer policy) and CSRF
  * cookies; the JSON APIs of clients and resource servers are registered outside that context and
  * answer with neither, whatever cookies a request brings.

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { OAuthError } from '../../src/errors.js';
+import { OAuthError } from '../../src/protocol/errors.js';
 import { ACR_FEDERATED, ACR_MFA, ACR_PASSWORD, preferredAcr, requestsMfa } from '../../src/users/acr.js';
 import { parseAcrValues } from '../../src/validation/acr-values.js';
 import { unicodeText } from './arbitraries.js';

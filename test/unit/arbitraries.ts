@@ -1,7 +1,7 @@
 /** Shared fast-check arbitraries and helpers for the unit property tests. */
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import { OAuthError } from '../../src/errors.js';
+import { OAuthError } from '../../src/protocol/errors.js';
 
 /** Awkward characters: emoji (surrogate pairs), RTL text and marks, combining marks, controls, NUL. */
 export const NASTY = ['😀', '👩‍👩‍👧', '\u202e', 'שלום', 'مرحبا', 'e\u0301', '\u200b', '\ufeff', '\u0000', '\t', '\n', '\r', '\\', '"', '\u007f', '\u00a0'];

@@ -1,8 +1,8 @@
 /** `extractBearer` (src/validation/bearer.ts): RFC 6750 §2.1 header and §2.2 form body. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { OAuthError } from '../../src/errors.js';
-import { Params } from '../../src/http/form.js';
+import { OAuthError } from '../../src/protocol/errors.js';
+import { Params } from '../../src/protocol/params.js';
 import { extractBearer } from '../../src/validation/bearer.js';
 import { unicodeText, caught } from './arbitraries.js';
 

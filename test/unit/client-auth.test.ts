@@ -1,9 +1,9 @@
-/** `findCredentials` (src/validation/client-auth.ts): Basic per RFC 6749 §2.3.1, or body params. */
+/** `findCredentials` (src/clients/authentication.ts): Basic per RFC 6749 §2.3.1, or body params. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { OAuthError } from '../../src/errors.js';
-import { Params } from '../../src/http/form.js';
-import { findCredentials } from '../../src/validation/client-auth.js';
+import { OAuthError } from '../../src/protocol/errors.js';
+import { Params } from '../../src/protocol/params.js';
+import { findCredentials } from '../../src/clients/authentication.js';
 import { formEncode, formishText, unicodeText, caught } from './arbitraries.js';
 
 const noNul = (s: string) => !s.includes('\u0000');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../../src/config/loader.js';
-import { secretDigest, sha256 } from '../../src/tokens/handles.js';
+import { secretDigest, sha256 } from '../../src/crypto/handles.js';
 import { tempDir, testConfig } from '../helpers.js';
 
 /** The problems of a config that must not resolve. */

@@ -1,7 +1,7 @@
-/** `sanitizeDescription` and `OAuthError` (src/errors.ts): error_description per RFC 6749 §5.2. */
+/** `sanitizeDescription` and `OAuthError` (src/protocol/errors.ts): error_description per RFC 6749 §5.2. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { OAuthError, sanitizeDescription } from '../../src/errors.js';
+import { OAuthError, sanitizeDescription } from '../../src/protocol/errors.js';
 import { unicodeText } from './arbitraries.js';
 
 /** RFC 6749 §5.2: error_description = 1*( %x20-21 / %x23-5B / %x5D-7E ). */

@@ -4,8 +4,8 @@
  * not counted identity-wide. Delays are recorded by a stand-in `wait`, not timed.
  */
 import { describe, expect, it } from 'vitest';
-import { type CredentialAttempt, FailureLimiter, MemoryFailureCounters, slowDownDelay } from '../../src/validation/failure-limiter.js';
-import { secretsAreLong } from '../../src/validation/client-auth.js';
+import { type CredentialAttempt, FailureLimiter, MemoryFailureCounters, slowDownDelay } from '../../src/limits/failure-limiter.js';
+import { secretsAreLong } from '../../src/clients/registry.js';
 
 const LIMITS = { maxFailures: 20, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 100, maxDelaySeconds: 5 };
 

@@ -1,8 +1,8 @@
-/** `Params.parse` and `formDecode` (src/http/form.ts): strict urlencoded decoding, RFC 6749 §3.1. */
+/** `Params.parse` and `formDecode` (src/protocol/params.ts): strict urlencoded decoding, RFC 6749 §3.1. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { OAuthError } from '../../src/errors.js';
-import { Params, formDecode } from '../../src/http/form.js';
+import { OAuthError } from '../../src/protocol/errors.js';
+import { Params, formDecode } from '../../src/protocol/params.js';
 import { formishText, unicodeText } from './arbitraries.js';
 
 const noNul = (s: string) => !s.includes('\u0000');

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
-import { newFamilyId, newHandle, newId } from '../../src/tokens/handles.js';
+import { newFamilyId, newHandle, newId } from '../../src/crypto/handles.js';
 
 describe('random identifiers', () => {
   it('handles are 43 base64url characters (256 bits), ids 22 (128 bits), and none repeats in 20,000 draws', () => {

@@ -3,7 +3,7 @@
  * and escaped quotes ignored, length checked first.
  */
 import { describe, expect, it } from 'vitest';
-import { jsonBoundsViolation } from '../../src/validation/json-bounds.js';
+import { jsonBoundsViolation } from '../../src/protocol/json-bounds.js';
 
 describe('jsonBoundsViolation', () => {
   const bounds = { maxDepth: 3, maxLength: 100 };

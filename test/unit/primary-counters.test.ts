@@ -7,15 +7,15 @@
  */
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { type CredentialAttempt, FailureLimiter, MemoryFailureCounters } from '../../src/validation/failure-limiter.js';
+import { type CredentialAttempt, FailureLimiter, MemoryFailureCounters } from '../../src/limits/failure-limiter.js';
 import {
   answerCounterRequest,
   type CounterRequest,
   isCounterRequest,
   type PrimaryChannel,
   PrimaryFailureCounters,
-} from '../../src/validation/primary-counters.js';
-import { takeQuota } from '../../src/validation/request-quota.js';
+} from '../../src/limits/primary-counters.js';
+import { takeQuota } from '../../src/limits/request-quota.js';
 
 const copy = <T>(message: T): T => JSON.parse(JSON.stringify(message)) as T;
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/stores/sql.js';
 import type { Store } from '../../src/stores/types.js';
-import { ReplayCache } from '../../src/validation/replay-cache.js';
+import { ReplayCache } from '../../src/limits/replay-cache.js';
 
 describe('ReplayCache over the store', () => {
   let store: Store;

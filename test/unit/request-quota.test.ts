@@ -3,7 +3,7 @@
  * IPv6 by its /64 whatever its spelling.
  */
 import { describe, expect, it } from 'vitest';
-import { addressQuotaKey } from '../../src/validation/request-quota.js';
+import { addressQuotaKey } from '../../src/limits/request-quota.js';
 
 describe('addressQuotaKey', () => {
   it('keeps IPv4 addresses, also IPv4-mapped ones', () => {

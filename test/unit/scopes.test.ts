@@ -1,9 +1,9 @@
-/** `parseScope` and `validateScopes` (src/validation/scopes.ts), RFC 6749 §3.3. */
+/** `parseScope` and `validateScopes` (src/resources/scopes.ts), RFC 6749 §3.3. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/config/loader.js';
-import { OAuthError } from '../../src/errors.js';
-import { MAX_SCOPE_LENGTH, OFFLINE_ACCESS, Resources, allowedScopes, parseScope, validateScopes } from '../../src/validation/scopes.js';
+import { OAuthError } from '../../src/protocol/errors.js';
+import { MAX_SCOPE_LENGTH, OFFLINE_ACCESS, Resources, allowedScopes, parseScope, validateScopes } from '../../src/resources/scopes.js';
 import { testConfig } from '../helpers.js';
 import { unicodeText, caught } from './arbitraries.js';
 

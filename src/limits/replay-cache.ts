@@ -4,7 +4,7 @@
  * so every node that shares the store sees every use; expired entries go with the regular clean-up.
  */
 import { newGrantRecord, type GrantStore } from '../stores/types.js';
-import { hashHandle } from '../tokens/handles.js';
+import { hashHandle } from '../crypto/handles.js';
 
 /** What a one-time identifier belongs to; the same `jti` in two kinds are two entries. */
 export type ReplayKind = 'client_assertion' | 'dpop_proof';

@@ -6,7 +6,7 @@
  * is one message and one answer, matched by a request id; the primary handles messages one at a
  * time, so every `read` and `increment` is atomic as in Redis.
  */
-import { OAuthError } from '../errors.js';
+import { OAuthError } from '../protocol/errors.js';
 import { type FailureCounterStore, type FailureWindow } from './failure-limiter.js';
 
 /** A worker's question to the primary. `now` is the worker's Unix milliseconds. */

@@ -5,8 +5,8 @@
  */
 import type { SigilContext } from '../context.js';
 import type { GrantStore } from '../stores/types.js';
-import { addressQuotaKey, takeQuota } from '../validation/request-quota.js';
-import { hashHandle, newHandle, nowSeconds } from '../tokens/handles.js';
+import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
+import { hashHandle, newHandle, nowSeconds } from '../crypto/handles.js';
 import { newGrantRecord } from '../stores/types.js';
 
 /** How long a pending request waits for the user, in seconds. */

@@ -7,7 +7,7 @@
  *   ends, even with the right credential;
  * - per identity, from every address (`identitySlowDownAfter`): past that, each check for the
  *   identity waits a growing delay capped at `maxDelaySeconds`, and is never refused. Identities
- *   whose secrets are all long (client and API secrets, see `secretsAreLong` in client-auth.ts)
+ *   whose secrets are all long (client and API secrets, see `secretsAreLong` in clients/registry.ts)
  *   have no identity-wide counter at all.
  * Counters live in this process, in the cluster primary for the workers of `sigil start --workers`
  * (`PrimaryFailureCounters`), or in Redis when `SIGIL_REDIS_URL` is set so that the limits hold
@@ -15,8 +15,8 @@
  */
 import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
-import { OAuthError } from '../errors.js';
-import { sha256 } from '../tokens/handles.js';
+import { OAuthError } from '../protocol/errors.js';
+import { sha256 } from '../crypto/handles.js';
 
 /** A counter's state: failures so far and when the window ends (Unix milliseconds). */
 export interface FailureWindow {

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import { type ClientConfig, clientSchema, clientSubjectCollision } from '../config/schema.js';
-import type { ClientStore, UserStore } from './types.js';
+import type { ClientStore, UserStore } from '../stores/types.js';
 
 /**
  * The valid stored clients, defaults filled in. `isUserSubject` tells whether an id is a user's

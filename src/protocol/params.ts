@@ -3,7 +3,7 @@
  * `application/x-www-form-urlencoded` decoding, empty values treated as absent, and a parameter
  * sent twice refused when it is read.
  */
-import { invalidRequest } from '../errors.js';
+import { invalidRequest } from './errors.js';
 
 /** Parameters of one request; names map to every value sent, in order. */
 export class Params {

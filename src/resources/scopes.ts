@@ -2,7 +2,7 @@
  * Scope parsing and validation, shared by every grant and endpoint (RFC 6749 §3.3).
  */
 import type { ApiResource, ApiScope, ClientConfig, Config, IdentityResource } from '../config/schema.js';
-import { invalidScope } from '../errors.js';
+import { invalidScope } from '../protocol/errors.js';
 
 /** The built-in scope that asks for a refresh token (OIDC Core §11). */
 export const OFFLINE_ACCESS = 'offline_access';

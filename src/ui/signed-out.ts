@@ -6,8 +6,8 @@
 import type { FastifyReply } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { asciiUri } from '../endpoints/authorize-response.js';
-import { frameSources, frontChannelFrames } from './front-channel.js';
-import type { EndedSession } from './logout.js';
+import { frameSources, frontChannelFrames } from '../logout/front-channel.js';
+import type { EndedSession } from '../logout/logout.js';
 
 /**
  * Answers a completed logout.

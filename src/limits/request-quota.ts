@@ -6,7 +6,7 @@
  * cluster primary's for `sigil start --workers`, or Redis when several nodes share the limits).
  */
 import { isIPv4 } from 'node:net';
-import { OAuthError } from '../errors.js';
+import { OAuthError } from '../protocol/errors.js';
 import type { FailureCounterStore } from './failure-limiter.js';
 
 /** One key and how many requests it may make per window. */

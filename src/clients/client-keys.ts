@@ -5,7 +5,7 @@
  * when an unknown `kid` arrives, at most once per `JWKS_REFETCH_SECONDS` (successful or not).
  */
 import { createLocalJWKSet, createRemoteJWKSet, customFetch, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
-import { CALLER_JSON_BOUNDS, jsonBoundsViolation } from './json-bounds.js';
+import { CALLER_JSON_BOUNDS, jsonBoundsViolation } from '../protocol/json-bounds.js';
 
 /** Most bytes of a client's JWKS document (a few dozen keys of 4096-bit RSA fit). */
 export const MAX_JWKS_BYTES = 64 * 1024;

@@ -4,8 +4,8 @@
  * token endpoint's grants, so each checks them the same way.
  */
 import { isResourceIndicator } from '../config/schema.js';
-import { OAuthError } from '../errors.js';
-import type { Client } from './client-auth.js';
+import { OAuthError } from '../protocol/errors.js';
+import type { Client } from '../clients/registry.js';
 import type { Resources } from './scopes.js';
 
 /** Longest resource indicator accepted, in characters (Duende IdentityServer's limit). */

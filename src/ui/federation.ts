@@ -10,13 +10,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { expiredPage, language } from '../endpoints/authorize.js';
 import { sendErrorPage } from '../endpoints/authorize-response.js';
-import { type Interaction, resumePath } from '../endpoints/interactions.js';
-import { OAuthError } from '../errors.js';
-import { hashHandle, nowSeconds } from '../tokens/handles.js';
-import { queryString } from '../ui/account.js';
+import { type Interaction, resumePath } from '../interaction/interactions.js';
+import { OAuthError } from '../protocol/errors.js';
+import { hashHandle, nowSeconds } from '../crypto/handles.js';
+import { queryString } from './account.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { upstreamAuthentication } from '../mfa/factors.js';
-import { linkExternalUser, upstreamSubject } from './upstream.js';
+import { linkExternalUser, upstreamSubject } from '../federation/upstream.js';
 import { newGrantRecord } from '../stores/types.js';
 
 /** Seconds a browser has to come back from the upstream provider. */

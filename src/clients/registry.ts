@@ -1,0 +1,96 @@
+/**
+ * The client model and the registry of clients (RFC 6749 §2): the config file's clients and the
+ * stored ones (`sigil clients add`, later the management API and dynamic registration), by
+ * `client_id`, with their secrets kept only as SHA-256 digests (DESIGN §3). Also the API
+ * resources' secrets, which authenticate at introspection the same way.
+ */
+import type { ClientConfig } from '../config/schema.js';
+import { secretDigest } from '../crypto/handles.js';
+
+/**
+ * Secrets of at least this many characters are not counted identity-wide (no slow-down for the
+ * client or API resource from every address). Sigil generates 256-bit secrets (43 base64url
+ * characters); 32 characters of even a hexadecimal alphabet carry 128 bits, beyond any online
+ * guessing at the per-address limits. `sha256:` secrets count as long: `sigil clients add` writes
+ * them for generated secrets.
+ */
+export const LONG_SECRET_LENGTH = 32;
+
+/**
+ * Whether every configured secret is long (`LONG_SECRET_LENGTH` characters or more, or a
+ * `sha256:` digest) and there is at least one.
+ */
+export function secretsAreLong(configured: readonly string[]): boolean {
+  return configured.length > 0 && configured.every((s) => s.startsWith('sha256:') || s.length >= LONG_SECRET_LENGTH);
+}
+
+/** An API resource's secrets: SHA-256 digests, and whether they are all long (`secretsAreLong`). */
+export interface ApiSecrets {
+  digests: Buffer[];
+  long: boolean;
+}
+
+/** An API resource's configured secrets (clear text or `sha256:`), ready for `authenticateApiResource`. */
+export function apiSecretsOf(configured: readonly string[]): ApiSecrets {
+  return { digests: configured.map(secretDigest), long: secretsAreLong(configured) };
+}
+
+/** A configured client with its secrets as SHA-256 digests. */
+export interface Client extends ClientConfig {
+  /** No secret is required: authenticates by `client_id` only (and PKCE at authorize). */
+  isPublic: boolean;
+  secretDigests: Buffer[];
+  /** Every secret is long (`secretsAreLong`): failures are counted per address only. */
+  longSecrets: boolean;
+}
+
+/** The clients of the config, by `client_id`, secrets hashed once. Disabled clients are absent. */
+export class ClientRegistry {
+  private clients: Map<string, Client>;
+  /** Grows whenever the set of clients changes; lets derived data (discovery, CORS) be cached. */
+  version = 0;
+
+  /**
+   * @param configs the config file's clients; they win over stored clients with the same id.
+   */
+  constructor(private readonly configs: readonly ClientConfig[]) {
+    this.clients = ClientRegistry.index(configs);
+  }
+
+  private static index(configs: readonly ClientConfig[]): Map<string, Client> {
+    return new Map(
+      configs
+        .filter((c) => c.enabled)
+        .map((c) => [
+          c.clientId,
+          { ...c, isPublic: !c.requireClientSecret, secretDigests: c.clientSecrets.map(secretDigest), longSecrets: secretsAreLong(c.clientSecrets) },
+        ]),
+    );
+  }
+
+  /**
+   * Replaces the stored clients (from `sigil clients add`), keeping the config file's.
+   * @returns the ids of stored clients ignored because the config file defines them.
+   */
+  setStoredClients(stored: readonly ClientConfig[]): string[] {
+    const fromConfig = new Set(this.configs.map((c) => c.clientId));
+    const shadowed = stored.filter((c) => fromConfig.has(c.clientId)).map((c) => c.clientId);
+    const next = ClientRegistry.index([...this.configs, ...stored.filter((c) => !fromConfig.has(c.clientId))]);
+    const changed = next.size !== this.clients.size || [...next].some(([id, c]) => JSON.stringify(c) !== JSON.stringify(this.clients.get(id)));
+    if (changed) {
+      this.clients = next;
+      this.version += 1;
+    }
+    return shadowed;
+  }
+
+  /** The enabled client with that id, or undefined. */
+  get(clientId: string): Client | undefined {
+    return this.clients.get(clientId);
+  }
+
+  /** Every enabled client. */
+  all(): Client[] {
+    return [...this.clients.values()];
+  }
+}
