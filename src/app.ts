@@ -8,6 +8,7 @@ import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from 'fastify';
 import type { SigilContext } from './context.js';
+import type { GrantRegistry } from './grants/registry.js';
 import { authorizeEndpoint } from './endpoints/authorize.js';
 import { deviceAuthorizationEndpoint } from './endpoints/device-authorization.js';
 import { discoveryEndpoints } from './endpoints/discovery.js';
@@ -57,8 +58,11 @@ function trustedProxies(config: false | number | string[]): false | string[] | (
 /**
  * Builds the HTTP application for a provider's services. Not yet listening. Its requests are
  * recorded in `metrics`, which the management app serves (`/metrics` is not on this app).
+ * `grantTypes` is the token endpoint's grant registry (built-in and extension grants): it is
+ * handed to the token endpoint and discovery here, not kept on the context, so that the grants,
+ * which take the context, stay above it.
  */
-export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new RequestMetrics()): Promise<FastifyInstance> {
+export async function buildApp(ctx: SigilContext, grantTypes: GrantRegistry, metrics: RequestMetrics = new RequestMetrics()): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -125,7 +129,7 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
   // The JSON APIs of clients and resource servers use no cookie and render no page: they are
   // registered outside the context of the page plugins, so no helmet, cookie or CSRF hook runs for
   // their requests (about 3% of a token request's CPU).
-  tokenEndpoint(app, ctx);
+  tokenEndpoint(app, ctx, grantTypes);
   pushedAuthorizationEndpoint(app, ctx);
   userinfoEndpoint(app, ctx);
   introspectionEndpoint(app, ctx);
@@ -151,7 +155,7 @@ export async function buildApp(ctx: SigilContext, metrics: RequestMetrics = new 
       cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: secureCookies },
       getToken: csrfTokenOf,
     });
-    discoveryEndpoints(pages, ctx);
+    discoveryEndpoints(pages, ctx, grantTypes.names());
     authorizeEndpoint(pages, ctx);
     endSessionEndpoint(pages, ctx);
     accountPages(pages, ctx);

@@ -4,7 +4,6 @@
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from './config/loader.js';
 import type { EventBus } from './events/events.js';
-import type { GrantRegistry } from './grants/registry.js';
 import type { KeyRing } from './keys/keys.js';
 import type { Store } from './stores/types.js';
 import type { TokenService } from './tokens/tokens.js';
@@ -15,7 +14,6 @@ import type { FailureLimiter } from './limits/failure-limiter.js';
 import type { DPoPVerifier } from './validation/dpop.js';
 import type { ReplayCache } from './limits/replay-cache.js';
 import type { Resources } from './resources/scopes.js';
-import type { ResourceOwnerValidator } from './grants/password.js';
 import type { Interactions } from './interaction/interactions.js';
 import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
@@ -34,7 +32,6 @@ export interface SigilContext {
   resources: Resources;
   users: UserService;
   tokens: TokenService;
-  grantTypes: GrantRegistry;
   events: EventBus;
   limiter: FailureLimiter;
   /** One-time identifiers (client assertion and DPoP proof `jti`s), shared by every node of the store. */
@@ -45,7 +42,6 @@ export interface SigilContext {
   dpop: DPoPVerifier;
   /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers). */
   apiSecrets: Map<string, ApiSecrets>;
-  resourceOwnerValidator: ResourceOwnerValidator;
   sessions: SessionService;
   /** Session participants and logout notifications (back- and front-channel). */
   logout: LogoutService;

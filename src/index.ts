@@ -143,7 +143,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     const grantTypes = new GrantRegistry();
     grantTypes.register('authorization_code', authorizationCodeGrant);
     grantTypes.register('client_credentials', clientCredentialsGrant);
-    grantTypes.register('password', passwordGrant);
+    grantTypes.register('password', passwordGrant(options.resourceOwnerValidator ?? defaultResourceOwnerValidator));
     grantTypes.register(DEVICE_CODE_GRANT, deviceCodeGrant);
     grantTypes.register('refresh_token', refreshTokenGrant);
     for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
@@ -163,14 +163,12 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       resources,
       users: await UserService.create(cfg.users, store.users),
       tokens: new TokenService(cfg.issuer, keys, store.grants, resources),
-      grantTypes,
       events,
       limiter,
       replay,
       clientKeys: new ClientKeys(),
       dpop: new DPoPVerifier(replay, new DPoPNonces(store.grants, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
-      resourceOwnerValidator: options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
       sessions: new SessionService(store.grants, cfg.issuer, cfg.sessionLifetime, logout),
       logout,
       interactions: new Interactions(store.grants),
@@ -182,7 +180,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       log,
     };
     const metrics = new RequestMetrics();
-    const app = await buildApp(context, metrics);
+    const app = await buildApp(context, grantTypes, metrics);
     const metricsApp = buildMetricsApp(metrics, log);
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)

@@ -13,7 +13,7 @@ import {
   SYMMETRIC_ASSERTION_ALGORITHMS,
 } from '../config/schema.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
-import { formDecode, type Params } from '../protocol/params.js';
+import { type CredentialSource, formDecode } from '../protocol/params.js';
 import { nowSeconds, secretDigest, secretMatches } from '../crypto/handles.js';
 import type { ClientKeys } from './client-keys.js';
 import type { CredentialAttempt, FailureLimiter } from '../limits/failure-limiter.js';
@@ -57,12 +57,6 @@ export interface ClientAuthServices {
   config: { clientAssertionMaxLifetime: number };
 }
 
-/** Request parts that carry credentials. */
-export interface CredentialSource {
-  /** Every `Authorization` header value sent (a repeated header is refused). */
-  authorization: string[];
-  params: Params;
-}
 
 const DUMMY_DIGEST = [secretDigest('sigil-no-such-client')];
 

@@ -19,13 +19,14 @@ const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'clien
 /** Seconds that clients may cache discovery and the JWKS. */
 const MAX_AGE = 300;
 
-/** Builds the discovery document of a Sigil instance. */
-export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
+/**
+ * Builds the discovery document of a Sigil instance (OpenID Connect Discovery 1.0 §3, RFC 8414 §2).
+ * @param grantTypes every grant type the token endpoint handles; the document lists those some client may use
+ */
+export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string[]): Record<string, unknown> {
   const base = ctx.issuer;
   const clients = ctx.clients.all();
-  const grantTypes = ctx.grantTypes
-    .names()
-    .filter((g) => clients.some((c) => (g === 'refresh_token' ? c.allowOfflineAccess : c.allowedGrantTypes.includes(g))));
+  const usedGrantTypes = grantTypes.filter((g) => clients.some((c) => (g === 'refresh_token' ? c.allowOfflineAccess : c.allowedGrantTypes.includes(g))));
   // `acr` is a claim a client may ask for (acr_values, the claims parameter) and receive.
   const claims = new Set<string>(['sub', 'acr']);
   for (const r of ctx.resources.identity.values()) for (const c of r.userClaims) claims.add(c);
@@ -50,7 +51,7 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
     device_authorization_endpoint: `${base}/connect/deviceauthorization`,
     scopes_supported: scopes,
     claims_supported: [...claims],
-    grant_types_supported: grantTypes,
+    grant_types_supported: usedGrantTypes,
     response_types_supported: [...RESPONSE_TYPES],
     response_modes_supported: ['query', 'fragment', 'form_post'],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
@@ -82,12 +83,12 @@ export function discoveryDocument(ctx: SigilContext): Record<string, unknown> {
 }
 
 /** Registers discovery and the JWKS (GET; other methods 405). */
-export function discoveryEndpoints(app: FastifyInstance, ctx: SigilContext): void {
+export function discoveryEndpoints(app: FastifyInstance, ctx: SigilContext, grantTypes: readonly string[]): void {
   // The document depends on the clients (grant types, PKCE methods): rebuilt when they change.
   let cached = { version: -1, document: '' };
   app.get('/.well-known/openid-configuration', async (_request, reply) => {
     if (cached.version !== ctx.clients.version)
-      cached = { version: ctx.clients.version, document: JSON.stringify(discoveryDocument(ctx)) };
+      cached = { version: ctx.clients.version, document: JSON.stringify(discoveryDocument(ctx, grantTypes)) };
     return reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(cached.document);
   });
   app.get('/.well-known/openid-configuration/jwks', async (_request, reply) =>

@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
+import type { GrantRegistry } from '../grants/registry.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, headerValues, noStore, sendOAuthError } from '../http/request.js';
 import { nowSeconds } from '../crypto/handles.js';
@@ -12,8 +13,11 @@ import { authenticateClient, findCredentials } from '../clients/authentication.j
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
 import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
 
-/** Registers `/connect/token`. Every method reaches it; anything but a form POST is `invalid_request`. */
-export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+/**
+ * Registers `/connect/token` (RFC 6749 §3.2), running the handler `grantTypes` resolves for the
+ * request's `grant_type`. Every method reaches it; anything but a form POST is `invalid_request`.
+ */
+export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext, grantTypes: GrantRegistry): void {
   const tokenUrl = `${ctx.issuer}/connect/token`;
   app.route({
     method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
@@ -29,7 +33,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext): void {
         const { client } = await authenticateClient(source, ctx, request.ip, '/connect/token');
         clientId = client.clientId;
         grantType = params.get('grant_type');
-        const handler = ctx.grantTypes.resolve(grantType, client);
+        const handler = grantTypes.resolve(grantType, client);
         const now = nowSeconds();
         const proofs = headerValues(request, 'dpop');
         // A public client's proofs come from anyone who knows its client_id, and each proof's jti

@@ -39,69 +39,72 @@ export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) 
   ctx.users.checkPassword(req.username, req.password, req.tenant);
 
 /**
- * Handles `grant_type=password`.
+ * The handler of `grant_type=password` that checks credentials with `validator` (the built-in
+ * `defaultResourceOwnerValidator`, or a library user's `resourceOwnerValidator`).
  * @throws OAuthError `invalid_request` (missing username/password), `invalid_grant` (wrong
  *   credentials or inactive user, one description for both; excluded `idp:`; a user with a second
  *   factor or a client with `requireMfa`, unless `allowPasswordGrantForMfaUsers`), `invalid_scope`,
  *   `invalid_target` (RFC 8707), 429 while the address or the (user, address) pair is blocked after repeated failures.
  */
-export const passwordGrant: GrantHandler = async (ctx, req) => {
-  const { params, client, address } = req;
-  const username = params.require('username');
-  const password = params.require('password');
-  if (username.length > 100 || password.length > 1024) throw invalidGrant('invalid username or password');
-  const acr = parseAcrValues(params.get('acr_values'));
-  if (acr.idp !== null && client.identityProviderRestrictions.length > 0 && !client.identityProviderRestrictions.includes(acr.idp))
-    throw invalidGrant('the identity provider is not allowed for this client');
-  const granted = validateScopes(params.get('scope'), client, ctx.resources, 'user');
-  const targets = requestedResources(params.getAll('resource'), client, ctx.resources);
-  const scopes = scopesForResources(granted, targets, ctx.resources);
+export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
+  return async (ctx, req) => {
+    const { params, client, address } = req;
+    const username = params.require('username');
+    const password = params.require('password');
+    if (username.length > 100 || password.length > 1024) throw invalidGrant('invalid username or password');
+    const acr = parseAcrValues(params.get('acr_values'));
+    if (acr.idp !== null && client.identityProviderRestrictions.length > 0 && !client.identityProviderRestrictions.includes(acr.idp))
+      throw invalidGrant('the identity provider is not allowed for this client');
+    const granted = validateScopes(params.get('scope'), client, ctx.resources, 'user');
+    const targets = requestedResources(params.getAll('resource'), client, ctx.resources);
+    const scopes = scopesForResources(granted, targets, ctx.resources);
 
-  const attempt = userAttempt(address, acr.tenant, username);
-  await ctx.limiter.before(attempt);
-  const user = await ctx.resourceOwnerValidator(ctx, { username, password, tenant: acr.tenant, idp: acr.idp, client });
-  // An inactive user with the right password gets the wrong password's answer and counts as a
-  // failure: the answer must not tell that the password was right (the event keeps the reason).
-  if (!user || !user.isActive) {
-    await ctx.limiter.failed(attempt);
-    ctx.events.emit({
-      name: 'user_login_failed',
-      endpoint: 'token',
-      clientId: client.clientId,
-      remoteAddress: address,
-      ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
+    const attempt = userAttempt(address, acr.tenant, username);
+    await ctx.limiter.before(attempt);
+    const user = await validator(ctx, { username, password, tenant: acr.tenant, idp: acr.idp, client });
+    // An inactive user with the right password gets the wrong password's answer and counts as a
+    // failure: the answer must not tell that the password was right (the event keeps the reason).
+    if (!user || !user.isActive) {
+      await ctx.limiter.failed(attempt);
+      ctx.events.emit({
+        name: 'user_login_failed',
+        endpoint: 'token',
+        clientId: client.clientId,
+        remoteAddress: address,
+        ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
+      });
+      throw invalidGrant('invalid username or password');
+    }
+    // A password alone does not sign in a user who has a second factor, nor anyone at a client that
+    // requires one, unless the client is allowed (`allowPasswordGrantForMfaUsers`).
+    if (!client.allowPasswordGrantForMfaUsers && (await ctx.mfa.nextStep(user.subjectId, ctx.mfa.requiredFor(client))) !== 'none') {
+      ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId, errorDescription: 'second factor required' });
+      throw invalidGrant('this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser');
+    }
+    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId });
+
+    const now = nowSeconds();
+    const subject = {
+      subjectId: user.subjectId,
+      authTime: now,
+      amr: ['pwd'],
+      claims: claimsOf(user),
+      // The built-in validator checks local users; a custom one may have used the idp: hint.
+      idp: validator === defaultResourceOwnerValidator ? 'local' : (acr.idp ?? 'local'),
+      ...(acr.tenant ? { tenant: acr.tenant } : {}),
+    };
+    const response = await ctx.tokens.issue({
+      client,
+      scopes,
+      subject,
+      identityToken: true,
+      refresh: newRefreshPlan(client, granted, now, targets),
+      ...bindingOf(req),
+      ...(targets ? { audiences: targets } : {}),
     });
-    throw invalidGrant('invalid username or password');
-  }
-  // A password alone does not sign in a user who has a second factor, nor anyone at a client that
-  // requires one, unless the client is allowed (`allowPasswordGrantForMfaUsers`).
-  if (!client.allowPasswordGrantForMfaUsers && (await ctx.mfa.nextStep(user.subjectId, ctx.mfa.requiredFor(client))) !== 'none') {
-    ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId, errorDescription: 'second factor required' });
-    throw invalidGrant('this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser');
-  }
-  ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId });
-
-  const now = nowSeconds();
-  const subject = {
-    subjectId: user.subjectId,
-    authTime: now,
-    amr: ['pwd'],
-    claims: claimsOf(user),
-    // The built-in validator checks local users; a custom one may have used the idp: hint.
-    idp: ctx.resourceOwnerValidator === defaultResourceOwnerValidator ? 'local' : (acr.idp ?? 'local'),
-    ...(acr.tenant ? { tenant: acr.tenant } : {}),
+    return { response, subjectId: user.subjectId };
   };
-  const response = await ctx.tokens.issue({
-    client,
-    scopes,
-    subject,
-    identityToken: true,
-    refresh: newRefreshPlan(client, granted, now, targets),
-    ...bindingOf(req),
-    ...(targets ? { audiences: targets } : {}),
-  });
-  return { response, subjectId: user.subjectId };
-};
+}
 
 /**
  * The refresh token plan for a fresh grant: a new refresh token when `offline_access` was granted,

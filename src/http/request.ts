@@ -4,8 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
-import type { CredentialSource } from '../clients/authentication.js';
-import { Params } from '../protocol/params.js';
+import { type CredentialSource, Params } from '../protocol/params.js';
 
 /** Body marker for any content type other than a form: the endpoint decides the error. */
 export const NOT_A_FORM = Symbol('not a form');

@@ -4,12 +4,17 @@
  * `/connect/endsession` and again when the user confirms on the logout page, whose form carries
  * the parameters back.
  */
-import type { SigilContext } from '../context.js';
 import { invalidRequest } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
-import type { IdTokenHint } from '../tokens/tokens.js';
-import type { Client } from '../clients/registry.js';
+import type { IdTokenHint, TokenService } from '../tokens/tokens.js';
+import type { Client, ClientRegistry } from '../clients/registry.js';
 import { matchRedirectUri } from '../validation/redirect-uri.js';
+
+/** What `validateLogoutRequest` needs of a Sigil instance (`SigilContext` has it). */
+export interface LogoutRequestServices {
+  tokens: Pick<TokenService, 'verifyIdTokenHint'>;
+  clients: Pick<ClientRegistry, 'get'>;
+}
 
 /** A validated logout request. */
 export interface LogoutRequest {
@@ -30,7 +35,7 @@ export interface LogoutRequest {
  * @throws OAuthError `invalid_request` naming the problem (never echoing the input); also for a
  *   repeated parameter.
  */
-export async function validateLogoutRequest(ctx: SigilContext, params: Params): Promise<LogoutRequest> {
+export async function validateLogoutRequest(ctx: LogoutRequestServices, params: Params): Promise<LogoutRequest> {
   const hintValue = params.get('id_token_hint');
   const clientId = params.get('client_id');
   const target = params.get('post_logout_redirect_uri');

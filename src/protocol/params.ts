@@ -113,3 +113,13 @@ export function formDecode(text: string): string {
   if (out.includes('\u0000')) throw invalidRequest('parameters must not contain NUL');
   return out;
 }
+
+/**
+ * The parts of a request that carry client credentials (RFC 6749 §2.3.1: the `Authorization`
+ * header and the form), as `findCredentials` in clients/authentication.ts reads them.
+ */
+export interface CredentialSource {
+  /** Every `Authorization` header value sent (a repeated header is refused). */
+  authorization: string[];
+  params: Params;
+}
