@@ -1,0 +1,34 @@
+/**
+ * What the validation of an authorization request needs of a running provider, and nothing more:
+ * declared here, typed from the layers below validation/, so that this folder depends on no
+ * higher layer. A `SigilContext` satisfies it as it is.
+ */
+import type { ClientKeys } from '../../clients/client-keys.js';
+import type { ClientRegistry } from '../../clients/registry.js';
+import type { Config } from '../../config/schema.js';
+import type { Resources } from '../../resources/scopes.js';
+import type { GrantStore } from '../../stores/types.js';
+
+/** Checks an `id_token_hint` (OIDC Core §3.1.2.1): one of this provider's own identity tokens. */
+export interface IdTokenHintVerifier {
+  /** The hint's subject when Sigil issued it (expired ones included), else undefined; never throws. */
+  verifyIdTokenHint(token: string): Promise<{ sub: string } | undefined>;
+}
+
+/** The services `validateAuthorizeRequest` uses. */
+export interface AuthorizeValidationServices {
+  /** The enabled clients, by `client_id`. */
+  clients: Pick<ClientRegistry, 'get'>;
+  /** Identity and API scopes, API resources by resource indicator. */
+  resources: Resources;
+  /** Clients' public keys, for signed request objects (RFC 9101 §6.1). */
+  clientKeys: Pick<ClientKeys, 'forClient'>;
+  /** Sigil's issuer: the `aud` a request object must name (OIDC Core §6.1). */
+  issuer: string;
+  /** Whether every client must push its requests first (RFC 9126 §6). */
+  config: Pick<Config, 'requirePushedAuthorizationRequests'>;
+  /** The grants, where pushed requests wait to be taken once (RFC 9126 §4). */
+  store: { grants: GrantStore };
+  /** The verifier of `id_token_hint`s. */
+  tokens: IdTokenHintVerifier;
+}
