@@ -20,7 +20,7 @@ export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): voi
       const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, '/connect/revocation');
       const value = params.get('token');
       if (value === undefined) throw invalidRequest('parameter "token" is missing');
-      const found = await findToken(ctx, value, params.get('token_type_hint'));
+      const found = await findToken(ctx.tokens, ctx.store.records.refreshTokens, value, params.get('token_type_hint'));
       const now = nowSeconds();
       if (found?.kind === 'refresh_token' && found.row.clientId === client.clientId) {
         await ctx.store.grants.revokeFamily(found.row.familyId, now);
