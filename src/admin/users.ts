@@ -58,12 +58,12 @@ export class UserAdmin {
   private readonly mfa: MfaService;
 
   constructor(
-    private readonly store: Pick<Store, 'users' | 'clients' | 'factors' | 'grants' | 'webauthn'>,
+    private readonly store: Pick<Store, 'users' | 'clients' | 'factors' | 'records' | 'webauthn'>,
     private readonly config: ResolvedConfig,
   ) {
     // Listing and removing factors reads no secret: no data key. WebAuthn credentials are factors
     // here whether or not WebAuthn is on, so a reset leaves none behind.
-    this.mfa = new MfaService(store.factors, store.grants, config.mfa, undefined, store.webauthn);
+    this.mfa = new MfaService(store.factors, store.records, config.mfa, undefined, store.webauthn);
   }
 
   /** Every user: the config file's first, then the stored ones (those the config shadows too). */

@@ -10,41 +10,18 @@ import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError } from '../protocol/errors.js';
 import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
-import { hashHandle, newHandle, nowSeconds } from '../crypto/handles.js';
+import { newHandle, nowSeconds } from '../crypto/handles.js';
 import { authenticateClient } from '../clients/authentication.js';
 import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
 import { validateScopes } from '../resources/scopes.js';
 import { formatUserCode, generateUserCode } from '../validation/user-code.js';
-import { newGrantRecord } from '../stores/types.js';
+import { userCodeKey, type DeviceCodeData } from '../stores/records/device-codes.js';
 
 /** The device grant type (RFC 8628 §3.4). */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
-/** Stored state of a device code. */
-export interface DeviceCodeData {
-  scopes: string[];
-  /** Key of the user code's row. */
-  userCodeKey: string;
-  status: 'pending' | 'approved' | 'denied';
-  /** Unix milliseconds of the last poll. */
-  lastPollAt?: number;
-  /** Current polling interval in seconds (grows by 5 on each slow_down, RFC 8628 §3.5). */
-  interval: number;
-  /** The approving user, once approved. */
-  subject?: { subjectId: string; authTime: number; amr: string[]; idp: string; sid: string; tenant?: string };
-  [key: string]: unknown;
-}
-
-/** Stored data of a user code: which device code it approves. */
-export interface UserCodeData {
-  deviceKey: string;
-  [key: string]: unknown;
-}
-
-/** Store key of a canonical user code. */
-export function userCodeKey(code: string): string {
-  return hashHandle(`user_code\u0000${code}`);
-}
+/** The stored shapes, for `ui/device.ts` until it reads them through `ctx.store.records.deviceCodes`. */
+export { type DeviceCodeData, userCodeKey } from '../stores/records/device-codes.js';
 
 /** Registers `/connect/deviceauthorization` (anything but a form POST: 400 invalid_request). */
 export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
@@ -70,17 +47,10 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
         const now = nowSeconds();
         const expiresAt = now + client.deviceCodeLifetime;
         const deviceCode = newHandle();
-        const deviceKey = hashHandle(deviceCode);
+        const deviceKey = ctx.store.records.deviceCodes.keyOf(deviceCode);
         const userCode = await storeUserCode(ctx, client.clientId, deviceKey, now, expiresAt);
         const data: DeviceCodeData = { scopes, userCodeKey: userCodeKey(userCode), status: 'pending', interval: client.pollingInterval };
-        await ctx.store.grants.put(newGrantRecord({
-          key: deviceKey,
-          type: 'device_code',
-          clientId: client.clientId,
-          data,
-          createdAt: now,
-          expiresAt,
-        }));
+        await ctx.store.records.deviceCodes.put(deviceCode, { clientId: client.clientId, data, createdAt: now, expiresAt });
         const shown = formatUserCode(userCode);
         return noStore(reply).type('application/json; charset=utf-8').send({
           device_code: deviceCode,
@@ -102,19 +72,9 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
 async function storeUserCode(ctx: SigilContext, clientId: string, deviceKey: string, now: number, expiresAt: number): Promise<string> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const code = generateUserCode();
-    const key = userCodeKey(code);
-    const existing = await ctx.store.grants.get(key);
+    const existing = await ctx.store.records.deviceCodes.findUserCode(code);
     if (existing && existing.expiresAt > now && existing.revokedAt === null) continue;
-    const data: UserCodeData = { deviceKey };
-    await ctx.store.grants.save(newGrantRecord({
-      key,
-      type: 'user_code',
-      clientId,
-      familyId: deviceKey.slice(0, 22),
-      data,
-      createdAt: now,
-      expiresAt,
-    }));
+    await ctx.store.records.deviceCodes.saveUserCode(code, { clientId, deviceKey, createdAt: now, expiresAt });
     return code;
   }
   throw new OAuthError('temporarily_unavailable', 'could not allocate a user code, retry', 503);

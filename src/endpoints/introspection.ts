@@ -31,7 +31,7 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       }
       const token = params.get('token');
       if (token === undefined) throw invalidRequest('parameter "token" is missing');
-      const found = await findToken(ctx, token, params.get('token_type_hint'));
+      const found = await findToken(ctx.tokens, ctx.store.records.refreshTokens, token, params.get('token_type_hint'));
       const body = found && visibleTo(ctx, found, caller) ? describe(ctx, found) : { active: false };
       return noStore(reply).type('application/json; charset=utf-8').send(body);
     } catch (err) {

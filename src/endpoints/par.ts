@@ -20,7 +20,6 @@ import { nowSeconds } from '../crypto/handles.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { authenticateClient } from '../clients/authentication.js';
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
-import { storePushedRequest } from '../validation/pushed-request.js';
 import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
 
 /** Registers `/connect/par` (anything but a form POST: 400 `invalid_request`). */
@@ -61,7 +60,7 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
           validated.params.dpop_jkt = proof.jkt;
         }
         const lifetime = ctx.config.pushedAuthorizationRequestLifetime;
-        const requestUri = await storePushedRequest(ctx.store.grants, client.clientId, validated.params, lifetime);
+        const requestUri = await ctx.store.records.pushedRequests.push(client.clientId, validated.params, lifetime, nowSeconds());
         return noStore(reply).code(201).type('application/json; charset=utf-8').send({ request_uri: requestUri, expires_in: lifetime });
       } catch (err) {
         if (!(err instanceof OAuthError)) throw err;

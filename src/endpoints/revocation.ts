@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
-import { hashHandle, nowSeconds } from '../crypto/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 import { findToken } from '../tokens/lookup.js';
 import { authenticateClient } from '../clients/authentication.js';
 
@@ -20,30 +20,16 @@ export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): voi
       const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, '/connect/revocation');
       const value = params.get('token');
       if (value === undefined) throw invalidRequest('parameter "token" is missing');
-      const found = await findToken(ctx, value, params.get('token_type_hint'));
+      const found = await findToken(ctx.tokens, ctx.store.records.refreshTokens, value, params.get('token_type_hint'));
       const now = nowSeconds();
       if (found?.kind === 'refresh_token' && found.row.clientId === client.clientId) {
-        await ctx.store.grants.revokeFamily(found.row.familyId, now);
+        await ctx.store.records.families.revoke(found.row.familyId, now);
         ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: found.data.subject.subjectId, tokenTypes: ['refresh_token'] });
       } else if (found?.kind === 'access_token' && found.token.claims.client_id === client.clientId) {
         const claims = found.token.claims;
-        const key = found.token.format === 'jwt' ? hashHandle(String(claims.jti)) : hashHandle(value);
-        await ctx.store.grants.revoke(
-          {
-            key,
-            type: found.token.format === 'jwt' ? 'access_token' : 'reference_token',
-            clientId: client.clientId,
-            subjectId: claims.sub,
-            familyId: String(claims.jti),
-            sessionId: null,
-            data: {},
-            createdAt: now,
-            expiresAt: Number(claims.exp),
-            consumedAt: null,
-            revokedAt: now,
-          },
-          now,
-        );
+        const revocation = { jti: String(claims.jti), clientId: client.clientId, subjectId: claims.sub, expiresAt: Number(claims.exp) };
+        if (found.token.format === 'jwt') await ctx.store.records.accessTokens.revokeJwt(revocation, now);
+        else await ctx.store.records.accessTokens.revokeReference(value, revocation, now);
         ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: claims.sub, tokenTypes: ['access_token'] });
       }
       return noStore(reply).code(200).send();

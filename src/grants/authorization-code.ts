@@ -4,9 +4,8 @@
  * the code is consumed, so a failed request changes nothing (D-07); a second use of a consumed
  * code revokes every token issued from it (RFC 6749 §4.1.2, D-06).
  */
-import type { AuthorizationCodeData } from '../endpoints/authorize.js';
 import { invalidGrant, invalidRequest } from '../protocol/errors.js';
-import { hashHandle, nowSeconds } from '../crypto/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 import { verifyPkce } from '../validation/pkce.js';
 import { narrowResources, requestedResources } from '../resources/resource-indicators.js';
 import { redeemApproval } from './redeem.js';
@@ -26,16 +25,16 @@ export const authorizationCodeGrant: GrantHandler = async (ctx, req) => {
   const redirectUri = params.get('redirect_uri');
   const verifier = params.get('code_verifier');
   const now = nowSeconds();
-  const key = hashHandle(code);
-  const row = code.length <= 512 ? await ctx.store.grants.get(key) : undefined;
-  if (!row || row.type !== 'authorization_code' || row.clientId !== client.clientId)
+  const codes = ctx.store.records.codes;
+  const row = code.length <= 512 ? await codes.find(code) : undefined;
+  if (!row || row.clientId !== client.clientId)
     throw invalidGrant('the authorization code is invalid');
   if (row.consumedAt !== null || row.revokedAt !== null) {
-    await ctx.store.grants.revokeFamily(row.familyId, now);
+    await ctx.store.records.families.revoke(row.familyId, now);
     throw invalidGrant('the authorization code was already used');
   }
   if (row.expiresAt <= now) throw invalidGrant('the authorization code expired');
-  const data = row.data as AuthorizationCodeData;
+  const data = row.data;
   if (data.dpopJkt !== undefined && req.dpop?.jkt !== data.dpopJkt)
     throw invalidGrant('the authorization code is bound to another DPoP key (dpop_jkt)');
   if (redirectUri === undefined) throw invalidRequest('parameter "redirect_uri" is missing');
@@ -48,7 +47,8 @@ export const authorizationCodeGrant: GrantHandler = async (ctx, req) => {
     throw invalidGrant('no code_challenge was sent for this code');
   }
   const targets = narrowResources(requestedResources(params.getAll('resource'), client, ctx.resources), data.resources);
-  return redeemApproval(ctx, client, row, data, () => ctx.store.grants.revokeFamily(row.familyId, now).then(() => undefined), {
+  const grant = { familyId: row.familyId, consume: (at: number) => codes.consume(code, at) };
+  return redeemApproval(ctx, client, grant, data, () => ctx.store.records.families.revoke(row.familyId, now).then(() => undefined), {
     ...bindingOf(req),
     ...(targets ? { targets } : {}),
   });

@@ -5,7 +5,7 @@
  */
 import type { ClientConfig } from '../config/schema.js';
 import { invalidGrant, invalidRequest, invalidScope } from '../protocol/errors.js';
-import { hashHandle, nowSeconds } from '../crypto/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 import { isMayAct } from '../tokens/may-act.js';
 import { boundKey, type Subject, type TokenResponse, type ValidAccessToken } from '../tokens/tokens.js';
 import { claimsOf, type User } from '../users/users.js';
@@ -90,7 +90,8 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
     const { params, client } = req;
     const scopeParam = params.get('scope');
     const validated = validateScopes(scopeParam, client, ctx.resources, 'user');
-    // Grant families of the tokens validated in this request, each with the row key of one of them.
+    // Grant families of the tokens validated in this request, each with the id of one of them
+    // (a JWT's jti, a reference token's handle: what its row is stored under).
     const families = new Map<string, string>();
     const result = await grant.validate({
       client,
@@ -105,14 +106,14 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
           if (req.dpop.jkt !== jkt) throw invalidDPoPProof('the DPoP proof is not made with the key an access token of this request is bound to');
         }
         if (valid?.familyId !== undefined)
-          families.set(valid.familyId, hashHandle(valid.format === 'jwt' ? String(valid.claims.jti) : t));
+          families.set(valid.familyId, valid.format === 'jwt' ? String(valid.claims.jti) : t);
         return valid;
       },
       findUser: (s) => ctx.users.findBySubject(s),
       ...(req.dpop ? { dpop: req.dpop } : {}),
     });
-    const familyKey = result.familyId === undefined ? undefined : families.get(result.familyId);
-    if (result.familyId !== undefined && familyKey === undefined)
+    const familyToken = result.familyId === undefined ? undefined : families.get(result.familyId);
+    if (result.familyId !== undefined && familyToken === undefined)
       throw new Error(`extension grant "${grant.grantType}" named a grant family it did not validate`);
     if (result.claims?.may_act !== undefined && !isMayAct(result.claims.may_act))
       throw new Error(`extension grant "${grant.grantType}" returned a may_act that is not { sub?, client_id? }`);
@@ -154,8 +155,8 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
     });
     // The family may have been revoked between validation and the writes above; the new tokens
     // must not outlive it (as a concurrent refresh token reuse, refresh-token.ts).
-    if (result.familyId !== undefined && familyKey !== undefined && (await ctx.store.grants.get(familyKey))?.revokedAt != null) {
-      await ctx.store.grants.revokeFamily(result.familyId, nowSeconds());
+    if (result.familyId !== undefined && familyToken !== undefined && (await ctx.store.records.accessTokens.isRevoked(familyToken))) {
+      await ctx.store.records.families.revoke(result.familyId, nowSeconds());
       throw invalidRequest('a token of the request was revoked while it was being processed');
     }
     return { response: { ...response, ...(result.response ?? {}) } as TokenResponse, ...(subject ? { subjectId: subject.subjectId } : {}) };

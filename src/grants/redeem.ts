@@ -4,10 +4,9 @@
  * exactly one goes on), then the tokens are issued in the grant's family.
  */
 import { invalidGrant } from '../protocol/errors.js';
-import type { GrantRecord } from '../stores/types.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { Subject } from '../tokens/tokens.js';
-import type { RequestedClaims } from '../validation/claims-parameter.js';
+import type { RequestedClaims } from '../stores/records/grant-data.js';
 import type { Client } from '../clients/registry.js';
 import type { SigilContext } from '../context.js';
 import { newRefreshPlan } from './password.js';
@@ -26,6 +25,13 @@ export interface Approval {
   resources?: string[];
 }
 
+/** The stored single-use grant being redeemed: its family, and how to consume it (its repository's atomic `consume`). */
+export interface RedeemedGrant {
+  familyId: string;
+  /** Consumes the grant at `now` (Unix seconds); false when it was consumed, revoked or expired first. */
+  consume(now: number): Promise<boolean>;
+}
+
 /** How the tokens of a redemption are constrained. */
 export interface Redemption {
   /** DPoP key thumbprint to bind them to (RFC 9449 §5). */
@@ -35,7 +41,7 @@ export interface Redemption {
 }
 
 /**
- * Redeems `row` for `client`.
+ * Redeems `grant` for `client`.
  * @param onLostRace called when another request consumed the grant first (reuse handling)
  * @param redemption the DPoP binding and resource indicators of the token request
  * @throws OAuthError `invalid_grant` when the user is gone or inactive, or the grant was used;
@@ -44,7 +50,7 @@ export interface Redemption {
 export async function redeemApproval(
   ctx: SigilContext,
   client: Client,
-  row: GrantRecord,
+  grant: RedeemedGrant,
   approval: Approval,
   onLostRace: () => Promise<void>,
   redemption: Redemption = {},
@@ -53,7 +59,7 @@ export async function redeemApproval(
   const now = nowSeconds();
   const user = await ctx.users.findBySubject(approval.subject.subjectId);
   if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
-  if (!(await ctx.store.grants.consume(row.key, now))) {
+  if (!(await grant.consume(now))) {
     await onLostRace();
     throw invalidGrant('the grant was already used');
   }
@@ -61,7 +67,7 @@ export async function redeemApproval(
     client,
     scopes,
     subject: { ...approval.subject, claims: claimsOf(user) },
-    familyId: row.familyId,
+    familyId: grant.familyId,
     refresh: newRefreshPlan(client, approval.scopes, now, approval.resources),
     ...(redemption.jkt !== undefined ? { jkt: redemption.jkt } : {}),
     ...(redemption.targets ? { audiences: redemption.targets } : {}),

@@ -5,8 +5,9 @@
  * a wider one is `invalid_scope`; the refresh token keeps the original scopes (§6).
  */
 import { invalidGrant } from '../protocol/errors.js';
-import { hashHandle, nowSeconds } from '../crypto/handles.js';
-import type { RefreshPlan, RefreshTokenData } from '../tokens/tokens.js';
+import { nowSeconds } from '../crypto/handles.js';
+import type { RefreshPlan } from '../tokens/tokens.js';
+import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
 import { narrowResources, requestedResources, scopesForResources } from '../resources/resource-indicators.js';
 import { narrowScopes } from '../resources/scopes.js';
 import { bindingOf, type GrantHandler } from './registry.js';
@@ -27,17 +28,17 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   const { params, client } = req;
   const handle = params.require('refresh_token');
   const now = nowSeconds();
-  const key = hashHandle(handle);
-  const row = handle.length <= 512 ? await ctx.store.grants.get(key) : undefined;
-  if (!row || row.type !== 'refresh_token' || row.clientId !== client.clientId)
+  const { refreshTokens, families } = ctx.store.records;
+  const row = handle.length <= 512 ? await refreshTokens.find(handle) : undefined;
+  if (!row || row.clientId !== client.clientId)
     throw invalidGrant('the refresh token is invalid');
   if (row.revokedAt !== null) throw invalidGrant('the refresh token was revoked');
   if (row.consumedAt !== null) {
-    await ctx.store.grants.revokeFamily(row.familyId, now);
+    await families.revoke(row.familyId, now);
     throw invalidGrant('the refresh token was already used');
   }
   if (row.expiresAt <= now) throw invalidGrant('the refresh token expired');
-  const data = row.data as RefreshTokenData;
+  const data = row.data;
   if (data.jkt !== undefined && req.dpop?.jkt !== data.jkt) throw invalidGrant('the refresh token is bound to another DPoP key');
   const targets = narrowResources(requestedResources(params.getAll('resource'), client, ctx.resources), data.resources);
   const scopes = scopesForResources(narrowScopes(params.get('scope'), data.scopes), targets, ctx.resources);
@@ -46,9 +47,9 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
 
   let refresh: RefreshPlan;
   if (client.refreshTokenUsage === 'oneTime') {
-    if (!(await ctx.store.grants.consume(key, now))) {
+    if (!(await refreshTokens.consume(handle, now))) {
       // Lost a race with a concurrent use of the same token: that is reuse too.
-      await ctx.store.grants.revokeFamily(row.familyId, now);
+      await families.revoke(row.familyId, now);
       throw invalidGrant('the refresh token was already used');
     }
     refresh = {
@@ -62,9 +63,9 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
     // The token stays: it records the binding itself. Compare-and-set, so that of two concurrent
     // first proofs with different keys only one binds the grant.
     const kept = data.jkt === undefined && req.dpop ? { ...data, jkt: req.dpop.jkt } : data;
-    if (kept !== data && !(await ctx.store.grants.replaceData(key, data, kept)))
+    if (kept !== data && !(await refreshTokens.replaceData(handle, data, kept)))
       throw invalidGrant('the refresh token was changed by a concurrent request');
-    if (client.refreshTokenExpiration === 'sliding') await ctx.store.grants.update(key, kept, nextExpiry(data, client, now));
+    if (client.refreshTokenExpiration === 'sliding') await refreshTokens.slide(handle, kept, nextExpiry(data, client, now));
     refresh = { kind: 'existing', handle };
   }
   const response = await ctx.tokens.issue({
@@ -80,8 +81,8 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   });
   // A concurrent reuse may have revoked the family while the new tokens were being written; the
   // consumed token's row then carries the revocation, and the new tokens must share it (D-09, R-02).
-  if (client.refreshTokenUsage === 'oneTime' && (await ctx.store.grants.get(key))?.revokedAt != null)
-    await ctx.store.grants.revokeFamily(row.familyId, nowSeconds());
+  if (client.refreshTokenUsage === 'oneTime' && (await refreshTokens.find(handle))?.revokedAt != null)
+    await families.revoke(row.familyId, nowSeconds());
   return { response, subjectId: user.subjectId };
 };
 

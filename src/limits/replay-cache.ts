@@ -1,17 +1,22 @@
 /**
  * The replay cache of one-time identifiers: a client assertion's `jti` (RFC 7523 §3 item 7) and a
- * DPoP proof's `jti` (RFC 9449 §11.1) may each be used once until they expire. Kept in the store,
- * so every node that shares the store sees every use; expired entries go with the regular clean-up.
+ * DPoP proof's `jti` (RFC 9449 §11.1) may each be used once until they expire. Kept in the store
+ * (`stores/records/replay-marks.ts`), so every node that shares the store sees every use; expired
+ * entries go with the regular clean-up.
  */
-import { newGrantRecord, type GrantStore } from '../stores/types.js';
-import { hashHandle } from '../crypto/handles.js';
+import type { GrantStore } from '../stores/grant-store.js';
+import { ReplayMarks, type ReplayKind } from '../stores/records/replay-marks.js';
 
-/** What a one-time identifier belongs to; the same `jti` in two kinds are two entries. */
-export type ReplayKind = 'client_assertion' | 'dpop_proof';
+export type { ReplayKind };
 
 /** Remembers one-time identifiers until they expire. */
 export class ReplayCache {
-  constructor(private readonly grants: GrantStore) {}
+  private readonly marks: ReplayMarks;
+
+  /** @param grants the store's grant table; the cache keeps its entries as `replay` records in it */
+  constructor(grants: GrantStore) {
+    this.marks = new ReplayMarks(grants);
+  }
 
   /**
    * Records the first use of `jti` by `issuer` (a client id, or a DPoP key thumbprint).
@@ -19,17 +24,7 @@ export class ReplayCache {
    *   own acceptance window)
    * @returns true for the first use, false for a replay (also when two uses race: exactly one wins)
    */
-  async firstUse(kind: ReplayKind, issuer: string, jti: string, expiresAt: number, now: number): Promise<boolean> {
-    return this.grants.putOnce(
-      newGrantRecord({
-        key: hashHandle(`${kind}\u0000${issuer}\u0000${jti}`),
-        type: 'replay',
-        clientId: kind === 'client_assertion' ? issuer : '',
-        subjectId: null,
-        data: {},
-        createdAt: now,
-        expiresAt,
-      }),
-    );
+  firstUse(kind: ReplayKind, issuer: string, jti: string, expiresAt: number, now: number): Promise<boolean> {
+    return this.marks.firstUse(kind, issuer, jti, expiresAt, now);
   }
 }

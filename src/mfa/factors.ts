@@ -17,10 +17,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ResolvedConfig } from '../config/loader.js';
-import type { GrantStore, FactorStore, StoredFactor } from '../stores/types.js';
+import type { FactorStore, StoredFactor } from '../stores/types.js';
+import type { GrantRecords } from '../stores/records/index.js';
+import type { PendingEnrollment } from '../stores/records/mfa-enrollments.js';
+import type { PendingSignIn } from '../stores/records/mfa-pending.js';
 import type { WebAuthnCredentialStore } from '../stores/webauthn-credentials.js';
-import { newGrantRecord } from '../stores/types.js';
-import { hashHandle, nowSeconds } from '../crypto/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 import type { Messages } from '../ui/i18n.js';
 import type { Session } from '../users/sessions.js';
 
@@ -102,35 +104,11 @@ export function upstreamAuthentication(claims: Record<string, unknown>): { amr: 
  */
 export type SecondStep = 'none' | 'verify' | 'security-key' | 'enroll';
 
-/**
- * A sign-in waiting for its second factor (after the password), bound to the browser. Stored as a
- * grant row under the SHA-256 of the browser id, lives `PENDING_SIGN_IN_LIFETIME` seconds.
- */
-export interface PendingSignIn {
-  subjectId: string;
-  tenant: string | null;
-  /** `amr` of the first factor (RFC 8176), e.g. `["pwd"]`. */
-  amr: string[];
-  idp: string;
-  /** The pending authorization request (interaction id) to resume, if any. */
-  interaction?: string;
-  /** Continue at /account afterwards (the sign-in started there). */
-  toAccount?: boolean;
-  /**
-   * The sign-in's decision (`nextStep`) was `enroll`: the only case in which this pending sign-in
-   * may add a factor (/account/totp), and only while the user still has none.
-   */
-  enroll?: true;
-}
+/** The pending states of the second step, as stored (`stores/records/mfa-pending.ts`, `mfa-enrollments.ts`). */
+export type { PendingEnrollment, PendingSignIn };
 
-/** How long a sign-in waits for its second factor, seconds. */
+/** How long a sign-in waits for its second factor (`PendingSignIn`, one per browser), seconds. */
 export const PENDING_SIGN_IN_LIFETIME = 300;
-
-/** A TOTP secret waiting for its first code (enrollment), per browser and user. */
-export interface PendingEnrollment {
-  /** The secret sealed with `sealJson` (src/keys/keys.ts). */
-  secret: string;
-}
 
 /** How long an enrollment waits for its confirming code, seconds. */
 export const ENROLLMENT_LIFETIME = 600;
@@ -139,7 +117,7 @@ export const ENROLLMENT_LIFETIME = 600;
 export class MfaService {
   /**
    * @param factors the store of factors
-   * @param grants where pending sign-ins and enrollments live (short-lived grant rows)
+   * @param records where pending sign-ins and enrollments live (short-lived grant records)
    * @param config the resolved config (`mfa`)
    * @param dataKey `SIGIL_DATA_KEY`, sealing TOTP secrets at rest when set
    * @param webauthn the WebAuthn credentials when `webauthn.enabled`, else undefined (the
@@ -147,7 +125,7 @@ export class MfaService {
    */
   constructor(
     readonly factors: FactorStore,
-    private readonly grants: GrantStore,
+    private readonly records: Pick<GrantRecords, 'pendingSignIns' | 'enrollments'>,
     readonly config: ResolvedConfig['mfa'],
     readonly dataKey: Uint8Array | undefined,
     private readonly webauthn?: WebAuthnCredentialStore,
@@ -261,53 +239,33 @@ export class MfaService {
   /** Stores a sign-in waiting for its second factor, replacing this browser's previous one. */
   async savePending(browser: string, pending: PendingSignIn): Promise<void> {
     const now = nowSeconds();
-    await this.grants.save(newGrantRecord({
-      key: pendingKey(browser),
-      type: 'mfa_pending',
-      clientId: '',
-      subjectId: pending.subjectId,
-      data: { ...pending },
-      createdAt: now,
-      expiresAt: now + PENDING_SIGN_IN_LIFETIME,
-    }));
+    await this.records.pendingSignIns.save(browser, pending, now, now + PENDING_SIGN_IN_LIFETIME);
   }
 
   /** This browser's live pending sign-in, or undefined. */
   async pending(browser: string): Promise<PendingSignIn | undefined> {
-    const row = await this.grants.get(pendingKey(browser));
-    if (!row || row.type !== 'mfa_pending' || row.consumedAt !== null || row.revokedAt !== null || row.expiresAt <= nowSeconds()) return undefined;
-    return row.data as unknown as PendingSignIn;
+    return this.records.pendingSignIns.find(browser, nowSeconds());
   }
 
   /** Ends this browser's pending sign-in, atomically: false when another request ended it first. */
   finishPending(browser: string): Promise<boolean> {
-    return this.grants.consume(pendingKey(browser), nowSeconds());
+    return this.records.pendingSignIns.finish(browser, nowSeconds());
   }
 
   /** Stores a TOTP secret waiting for its first code, for this browser and user. */
   async saveEnrollment(browser: string, subjectId: string, enrollment: PendingEnrollment): Promise<void> {
     const now = nowSeconds();
-    await this.grants.save(newGrantRecord({
-      key: enrollmentKey(browser, subjectId),
-      type: 'mfa_enrollment',
-      clientId: '',
-      subjectId,
-      data: { ...enrollment },
-      createdAt: now,
-      expiresAt: now + ENROLLMENT_LIFETIME,
-    }));
+    await this.records.enrollments.save(browser, subjectId, enrollment, now, now + ENROLLMENT_LIFETIME);
   }
 
   /** The live enrollment of this browser and user, or undefined. */
   async enrollment(browser: string, subjectId: string): Promise<PendingEnrollment | undefined> {
-    const row = await this.grants.get(enrollmentKey(browser, subjectId));
-    if (!row || row.type !== 'mfa_enrollment' || row.consumedAt !== null || row.revokedAt !== null || row.expiresAt <= nowSeconds()) return undefined;
-    return row.data as unknown as PendingEnrollment;
+    return this.records.enrollments.find(browser, subjectId, nowSeconds());
   }
 
   /** Ends an enrollment once confirmed, atomically: false when already confirmed. */
   finishEnrollment(browser: string, subjectId: string): Promise<boolean> {
-    return this.grants.consume(enrollmentKey(browser, subjectId), nowSeconds());
+    return this.records.enrollments.finish(browser, subjectId, nowSeconds());
   }
 }
 
@@ -316,10 +274,3 @@ export function newFactorId(): string {
   return randomBytes(16).toString('base64url');
 }
 
-function pendingKey(browser: string): string {
-  return hashHandle(`mfa-pending\u0000${browser}`);
-}
-
-function enrollmentKey(browser: string, subjectId: string): string {
-  return hashHandle(`mfa-enrollment\u0000${browser}\u0000${subjectId}`);
-}

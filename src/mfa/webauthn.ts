@@ -21,9 +21,9 @@ import type {
   RegistrationResponseJSON,
 } from '@simplewebauthn/server';
 import type { Store } from '../stores/types.js';
-import { newGrantRecord } from '../stores/types.js';
+import type { CeremonyPurpose, ChallengeData } from '../stores/records/webauthn-challenges.js';
 import type { StoredWebAuthnCredential, WebAuthnKind } from '../stores/webauthn-credentials.js';
-import { hashHandle, nowSeconds } from '../crypto/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 
 
 /**
@@ -58,12 +58,6 @@ export function relyingPartyOf(issuer: string, name: string): RelyingParty {
   return { id: url.hostname, origin: url.origin, name };
 }
 
-/**
- * What a challenge may be answered with: a new credential of a kind (`register`), a passkey
- * sign-in (`passkey`), or the assertion after the password (`second-factor`).
- */
-export type CeremonyPurpose = 'register-passkey' | 'register-security-key' | 'passkey' | 'second-factor';
-
 /** Why a response was refused; `reason` is for logs and events, never shown to the user as is. */
 export class WebAuthnError extends Error {
   constructor(
@@ -72,15 +66,6 @@ export class WebAuthnError extends Error {
   ) {
     super(message);
   }
-}
-
-/** The challenge row's data. */
-interface ChallengeData {
-  purpose: CeremonyPurpose;
-  /** Hashed browser id (`SessionService.browserId`). */
-  browser: string;
-  /** The user it was issued for; empty for a passkey sign-in (the user is not known yet). */
-  subjectId: string;
 }
 
 /** The accepted assertion of a credential. */
@@ -243,17 +228,7 @@ export class WebAuthnService {
 
   private async saveChallenge(challenge: string, data: ChallengeData): Promise<void> {
     const now = nowSeconds();
-    await this.store.grants.put(
-      newGrantRecord({
-        key: hashHandle(challenge),
-        type: 'webauthn_challenge',
-        clientId: '',
-        subjectId: data.subjectId || null,
-        data,
-        createdAt: now,
-        expiresAt: now + this.challengeLifetime,
-      }),
-    );
+    await this.store.records.webauthnChallenges.put(challenge, data, now, now + this.challengeLifetime);
   }
 
   /**
@@ -270,12 +245,11 @@ export class WebAuthnService {
       throw new WebAuthnError('malformed', 'client data is not valid');
     }
     if (typeof challenge !== 'string' || challenge.length === 0 || challenge.length > 200) throw new WebAuthnError('malformed', 'no challenge');
-    const key = hashHandle(challenge);
-    const row = await this.store.grants.get(key);
-    const data = row?.data as ChallengeData | undefined;
-    if (!row || row.type !== 'webauthn_challenge' || !data || data.purpose !== purpose || data.browser !== browser || data.subjectId !== subjectId)
+    const challenges = this.store.records.webauthnChallenges;
+    const data = (await challenges.find(challenge))?.data;
+    if (!data || data.purpose !== purpose || data.browser !== browser || data.subjectId !== subjectId)
       throw new WebAuthnError('challenge', 'unknown challenge');
-    if (!(await this.store.grants.consume(key, nowSeconds()))) throw new WebAuthnError('challenge', 'challenge used or expired');
+    if (!(await challenges.consume(challenge, nowSeconds()))) throw new WebAuthnError('challenge', 'challenge used or expired');
     return challenge;
   }
 }

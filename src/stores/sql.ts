@@ -24,6 +24,7 @@ import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
+import { grantRecords, type GrantRecords } from './records/index.js';
 import type {
   ClientStore,
   ExternalLink,
@@ -274,6 +275,7 @@ function toRow(r: GrantRecord): GrantsTable {
 
 class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, FactorStore, Maintenance {
   readonly grants: GrantStore = this;
+  readonly records: GrantRecords = grantRecords(this);
   readonly keys: KeyStore = this;
   readonly users: UserStore = this;
   readonly maintenance: Maintenance = this;

@@ -8,29 +8,17 @@ import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import { compactVerify, decodeProtectedHeader } from 'jose';
 import { fapi2SigningAlgorithm } from '../config/schema.js';
 import type { KeyRing } from '../keys/keys.js';
-import type { RequestedClaims } from '../validation/claims-parameter.js';
 import type { Client } from '../clients/registry.js';
 import { OFFLINE_ACCESS, type Resources } from '../resources/scopes.js';
-import { hashHandle, newFamilyId, newHandle, newId, nowSeconds } from '../crypto/handles.js';
-import { type GrantStore, newGrantRecord } from '../stores/types.js';
+import { newFamilyId, newHandle, newId, nowSeconds } from '../crypto/handles.js';
+import type { GrantSubject, RequestedClaims } from '../stores/records/grant-data.js';
+import type { GrantRecords } from '../stores/records/index.js';
+import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
 
-/** The authenticated user a token is issued for. */
-export interface Subject {
-  subjectId: string;
-  /** Unix seconds of the authentication. */
-  authTime: number;
-  /** Authentication methods (RFC 8176), e.g. `["pwd"]`. */
-  amr: string[];
+/** The authenticated user a token is issued for: the grant's user with their profile claims. */
+export interface Subject extends GrantSubject {
   /** Profile claims of the user, filtered per token type when issued. */
   claims: Record<string, unknown>;
-  idp?: string;
-  sid?: string;
-  tenant?: string;
-  /**
-   * The authentication context class achieved (OIDC Core §2; values in `users/acr.ts`), set only
-   * when the client asked for `acr`; the identity token then carries it.
-   */
-  acr?: string;
 }
 
 /** Claims Sigil sets itself; a profile or an extension grant can never supply them. */
@@ -119,24 +107,6 @@ export interface ValidAccessToken {
 /** Claims of `extraClaims` that Sigil emits although they are protocol claims (RFC 8693 §4.1, §4.4). */
 const DELEGATION_CLAIMS = new Set(['act', 'may_act']);
 
-/** Stored data of a refresh token. */
-export interface RefreshTokenData {
-  scopes: string[];
-  /**
-   * The DPoP key thumbprint the refresh token, and so its grant, is bound to (RFC 9449 §5): every
-   * refresh needs a proof with this key. Absent: unbound (also every refresh token a confidential,
-   * non-fapi2 client got before Sigil recorded the binding for all clients).
-   */
-  jkt?: string;
-  /** The API resources (names) the grant was limited to by resource indicators (RFC 8707 §2). */
-  resources?: string[];
-  subject: Omit<Subject, 'claims'>;
-  absoluteExpiresAt: number;
-  /** The `claims` request of the original authorization (OIDC Core §5.5), when it released any. */
-  requestedClaims?: RequestedClaims;
-  [key: string]: unknown;
-}
-
 /** Longest token Sigil tries to validate, in characters. */
 const MAX_TOKEN_LENGTH = 8192;
 
@@ -145,7 +115,7 @@ export class TokenService {
   constructor(
     private readonly issuer: string,
     private readonly keys: KeyRing,
-    private readonly grants: GrantStore,
+    private readonly records: Pick<GrantRecords, 'refreshTokens' | 'accessTokens'>,
     private readonly resources: Resources,
   ) {}
 
@@ -181,9 +151,7 @@ export class TokenService {
         ...(req.jkt !== undefined ? { jkt: req.jkt } : {}),
         ...(plan.resources !== undefined ? { resources: plan.resources } : {}),
       };
-      await this.grants.put(newGrantRecord({
-        key: hashHandle(handle),
-        type: 'refresh_token',
+      await this.records.refreshTokens.issue(handle, {
         clientId: client.clientId,
         subjectId: subject.subjectId,
         familyId: family(),
@@ -191,7 +159,7 @@ export class TokenService {
         data,
         createdAt: now,
         expiresAt: plan.expiresAt,
-      }));
+      });
       response.refresh_token = handle;
     }
     if (req.identityToken && subject && scopes.includes('openid'))
@@ -220,7 +188,7 @@ export class TokenService {
     const exp = accessTokenExpiry(req, now);
     // Kept in the token's stored row, not in the token: the API it is sent to has no use for it.
     const userinfoClaims = req.requestedClaims?.userinfo;
-    const claims: JWTPayload & Record<string, unknown> = {
+    const claims: ValidAccessToken['claims'] & Record<string, unknown> = {
       iss: this.issuer,
       exp,
       iat: now,
@@ -248,9 +216,7 @@ export class TokenService {
 
     if (client.accessTokenType === 'reference') {
       const handle = newHandle();
-      await this.grants.put(newGrantRecord({
-        key: hashHandle(handle),
-        type: 'reference_token',
+      await this.records.accessTokens.putReference(handle, {
         clientId: client.clientId,
         subjectId: subject?.subjectId ?? null,
         familyId: family(),
@@ -258,15 +224,13 @@ export class TokenService {
         data: { claims, ...(userinfoClaims ? { userinfoClaims } : {}) },
         createdAt: now,
         expiresAt: exp,
-      }));
+      });
       return handle;
     }
     // JWT access tokens that belong to a revocable grant get a row, so that revoking the grant
     // (RFC 7009 §2.1, RFC 9700 §4.14.2) also ends them as seen by userinfo and introspection.
     if (req.familyId !== undefined || (req.refresh && req.refresh.kind !== 'none') || userinfoClaims) {
-      await this.grants.put(newGrantRecord({
-        key: hashHandle(claims.jti as string),
-        type: 'access_token',
+      await this.records.accessTokens.putMark(claims.jti as string, {
         clientId: client.clientId,
         subjectId: subject?.subjectId ?? null,
         familyId: family(),
@@ -274,7 +238,7 @@ export class TokenService {
         data: userinfoClaims ? { userinfoClaims } : {},
         createdAt: now,
         expiresAt: exp,
-      }));
+      });
     }
     return this.keys.sign(claims, 'at+jwt', this.signingAlgorithmFor(client));
   }
@@ -341,15 +305,14 @@ export class TokenService {
         if (err instanceof joseErrors.JOSEError || err instanceof TypeError) return undefined;
         throw err;
       }
-      const mark = await this.grants.getRecent(hashHandle(String(payload.jti)));
-      if (mark && (mark.revokedAt !== null || mark.type !== 'access_token')) return undefined;
+      const mark = await this.records.accessTokens.findMark(String(payload.jti));
+      if (mark === 'revoked') return undefined;
       const claims = payload as ValidAccessToken['claims'];
       return mark ? { format: 'jwt', claims, familyId: mark.familyId, ...userinfoClaimsOf(mark.data) } : { format: 'jwt', claims };
     }
-    const row = await this.grants.getRecent(hashHandle(token));
-    if (!row || row.type !== 'reference_token' || row.revokedAt !== null || row.expiresAt <= now) return undefined;
-    const data = row.data as { claims: ValidAccessToken['claims'] };
-    return { format: 'reference', claims: data.claims, familyId: row.familyId, ...userinfoClaimsOf(row.data) };
+    const row = await this.records.accessTokens.findReference(token, now);
+    if (!row) return undefined;
+    return { format: 'reference', claims: row.data.claims, familyId: row.familyId, ...userinfoClaimsOf(row.data) };
   }
 
   /**

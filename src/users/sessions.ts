@@ -7,28 +7,14 @@
 import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hashHandle, newHandle, newId, nowSeconds } from '../crypto/handles.js';
-import { type GrantStore, newGrantRecord } from '../stores/types.js';
+import type { Session, SessionRecords } from '../stores/records/sessions.js';
 import type { EndedSession, LogoutService } from '../logout/logout.js';
 
 /** Cookie names. */
 export const SESSION_COOKIE = 'sigil.session';
 export const BROWSER_COOKIE = 'sigil.browser';
 
-/** A signed-in user's session. */
-export interface Session {
-  /** Session id (`sid` claim): public, distinct from the cookie handle. */
-  sid: string;
-  subjectId: string;
-  /** Unix seconds of the authentication. */
-  authTime: number;
-  amr: string[];
-  idp: string;
-  tenant: string | null;
-  /** The upstream provider's `acr`, kept when it asserted MFA (federation). */
-  upstreamAcr?: string;
-  /** Unix seconds when the session ends (absent on sessions stored before it was recorded). */
-  expiresAt?: number;
-}
+export type { Session };
 
 /** Reads, creates and ends sessions. */
 export class SessionService {
@@ -38,7 +24,7 @@ export class SessionService {
    * @param lifetime session lifetime in seconds
    */
   constructor(
-    private readonly grants: GrantStore,
+    private readonly records: SessionRecords,
     issuer: string,
     private readonly lifetime: number,
     private readonly logout: LogoutService,
@@ -50,9 +36,7 @@ export class SessionService {
   async current(request: FastifyRequest): Promise<Session | undefined> {
     const handle = request.cookies[SESSION_COOKIE];
     if (!handle || handle.length > 100) return undefined;
-    const row = await this.grants.get(hashHandle(handle));
-    if (!row || row.type !== 'session' || row.revokedAt !== null || row.expiresAt <= nowSeconds()) return undefined;
-    return row.data as unknown as Session;
+    return (await this.records.findLive(handle, nowSeconds()))?.data;
   }
 
   /**
@@ -70,17 +54,7 @@ export class SessionService {
     const now = nowSeconds();
     const handle = newHandle();
     const session: Session = { sid: newId(), subjectId: user.subjectId, authTime: now, ...how, expiresAt: now + this.lifetime };
-    await this.grants.put(newGrantRecord({
-      key: hashHandle(handle),
-      type: 'session',
-      clientId: '',
-      subjectId: user.subjectId,
-      familyId: session.sid,
-      sessionId: session.sid,
-      data: { ...session },
-      createdAt: now,
-      expiresAt: now + this.lifetime,
-    }));
+    await this.records.create(handle, session, now, now + this.lifetime);
     reply.setCookie(SESSION_COOKIE, handle, this.cookieOptions(this.lifetime));
     return session;
   }
@@ -95,13 +69,12 @@ export class SessionService {
   async upgrade(request: FastifyRequest, reply: FastifyReply, amr: string[]): Promise<Session | undefined> {
     const handle = request.cookies[SESSION_COOKIE];
     if (!handle || handle.length > 100) return undefined;
-    const row = await this.grants.get(hashHandle(handle));
     const now = nowSeconds();
-    if (!row || row.type !== 'session' || row.revokedAt !== null || row.expiresAt <= now) return undefined;
-    const session: Session = { ...(row.data as unknown as Session), amr };
+    const row = await this.records.findLive(handle, now);
+    if (!row) return undefined;
+    const session: Session = { ...row.data, amr };
     const fresh = newHandle();
-    await this.grants.put({ ...row, key: hashHandle(fresh), data: { ...session }, createdAt: now });
-    await this.grants.revoke(row, now);
+    await this.records.reissue(row, fresh, session, now);
     reply.setCookie(SESSION_COOKIE, fresh, this.cookieOptions(row.expiresAt - now));
     return session;
   }
@@ -116,8 +89,8 @@ export class SessionService {
     const handle = request.cookies[SESSION_COOKIE];
     let ended: EndedSession | undefined;
     if (handle && handle.length <= 100) {
-      const row = await this.grants.get(hashHandle(handle));
-      if (row && row.type === 'session' && row.revokedAt === null) ended = await this.logout.endSession(row.familyId, sendNow);
+      const row = await this.records.find(handle);
+      if (row && row.revokedAt === null) ended = await this.logout.endSession(row.familyId, sendNow);
     }
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     return ended;

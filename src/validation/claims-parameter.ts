@@ -7,6 +7,7 @@
  */
 import { invalidRequest } from '../protocol/errors.js';
 import { type JsonBounds, jsonBoundsViolation } from '../protocol/json-bounds.js';
+import type { RequestedClaims } from '../stores/records/grant-data.js';
 
 /** Most characters of the `claims` parameter (about ten times a request naming every standard claim). */
 export const MAX_CLAIMS_LENGTH = 4000;
@@ -33,14 +34,8 @@ export interface ClaimsParameter {
   userinfo: Map<string, ClaimRequest>;
 }
 
-/**
- * The requested claims that travel with a code, a refresh token and an access token: claim names
- * only, already filtered to what may be released (see `releasableClaims`). Absent members mean none.
- */
-export interface RequestedClaims {
-  id_token?: string[];
-  userinfo?: string[];
-}
+/** The requested claims that travel with a code, a refresh token and an access token (stored shape). */
+export type { RequestedClaims };
 
 /**
  * Parses the `claims` parameter (OIDC Core §5.5). Members other than `id_token` and `userinfo`

@@ -18,8 +18,8 @@ import {
 } from 'jose';
 import { type ClientConfig, FAPI2_ALGORITHMS } from '../config/schema.js';
 import { OAuthError } from '../protocol/errors.js';
-import { newGrantRecord, type GrantStore } from '../stores/types.js';
-import { hashHandle, newHandle, sha256 } from '../crypto/handles.js';
+import type { DPoPNonceRecords } from '../stores/records/dpop-nonces.js';
+import { newHandle, sha256 } from '../crypto/handles.js';
 import { jwsBoundsViolation } from '../protocol/json-bounds.js';
 import type { ReplayCache } from '../limits/replay-cache.js';
 
@@ -246,7 +246,7 @@ export class DPoPNonces {
 
   /** @param lifetimeSeconds how long a nonce is accepted */
   constructor(
-    private readonly grants: GrantStore,
+    private readonly records: DPoPNonceRecords,
     private readonly lifetimeSeconds: number,
   ) {}
 
@@ -254,15 +254,7 @@ export class DPoPNonces {
   async current(now: number): Promise<string> {
     if (this.latest && now < this.latest.renewAt) return this.latest.nonce;
     const nonce = newHandle();
-    await this.grants.put(newGrantRecord({
-      key: nonceKey(nonce),
-      type: 'dpop_nonce',
-      clientId: '',
-      subjectId: null,
-      data: {},
-      createdAt: now,
-      expiresAt: now + this.lifetimeSeconds,
-    }));
+    await this.records.put(nonce, now, now + this.lifetimeSeconds);
     this.latest = { nonce, renewAt: now + Math.floor(this.lifetimeSeconds / 2) };
     return nonce;
   }
@@ -270,11 +262,6 @@ export class DPoPNonces {
   /** Whether `nonce` was issued by a node of this provider and has not expired at `now`. */
   async isValid(nonce: string, now: number): Promise<boolean> {
     if (nonce.length > 100) return false;
-    const row = await this.grants.get(nonceKey(nonce));
-    return row !== undefined && row.type === 'dpop_nonce' && row.expiresAt > now;
+    return this.records.isLive(nonce, now);
   }
-}
-
-function nonceKey(nonce: string): string {
-  return hashHandle(`dpop_nonce\u0000${nonce}`);
 }

@@ -8,7 +8,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InjectBrowser, type Step } from '../browser-helpers.js';
-import type { DeviceCodeData } from '../../src/endpoints/device-authorization.js';
+import type { DeviceCodeData } from '../../src/stores/records/device-codes.js';
 import { hashHandle } from '../../src/crypto/handles.js';
 import {
   type BasicCredentials, dropSchema, expectNoLeak, fetchJwks, POSTGRES_URL, postForm, sleep, startSigil, testConfig, type TestSigil, type TokenBody, uniqueSchema,

@@ -1,0 +1,16 @@
+/**
+ * Grant families (RFC 9700 §4.14.2): every record that stems from one authorization (its code,
+ * refresh tokens, access-token rows) shares a `familyId`, and a family is revoked as one: reuse of
+ * a code or a one-time refresh token, revocation of a refresh token (RFC 7009 §2.1).
+ */
+import type { GrantStore } from '../grant-store.js';
+
+/** Revocation of whole grant families, whatever the kinds of their records. */
+export class GrantFamilies {
+  constructor(private readonly grants: GrantStore) {}
+
+  /** Revokes every record of the family at `now` (Unix seconds); returns how many rows changed. */
+  revoke(familyId: string, now: number): Promise<number> {
+    return this.grants.revokeFamily(familyId, now);
+  }
+}
