@@ -28,9 +28,9 @@ import { checkResourceIndicators, checkScopes } from '../../src/validation/autho
 import { AuthorizeError, RESPONSE_TYPES, type ResponseTarget } from '../../src/validation/authorize/types.js';
 import { validateAuthorizeRequest } from '../../src/validation/authorize-request.js';
 import { parseClaimsParameter } from '../../src/validation/claims-parameter.js';
-import { storePushedRequest } from '../../src/validation/pushed-request.js';
 import { startSigil, testConfig } from '../helpers.js';
 import { caught, unicodeText } from './arbitraries.js';
+import { nowSeconds } from '../../src/crypto/handles.js';
 
 const CB = 'https://app.example/cb';
 const API1 = 'https://api1.example';
@@ -375,7 +375,7 @@ describe('request-object step and the composed validation, over a real provider'
   });
 
   it('takes a pushed request once at the front channel; another client, or a second use, gets the error page', async () => {
-    const uri = await storePushedRequest(sigil.context.store.grants, 'web', { ...plain, scope: 'openid api1' }, 60);
+    const uri = await sigil.context.store.records.pushedRequests.push('web', { ...plain, scope: 'openid api1' }, 60, nowSeconds());
     const foreign = await refused(() => loadRequestParameters(sigil.context, params({ client_id: 'pub', request_uri: uri }), client('pub'), { frontChannel: true }));
     onPage(foreign, 'invalid_request_uri');
     const taken = await loadRequestParameters(sigil.context, params({ client_id: 'web', request_uri: uri, scope: 'ignored' }), client('web'), { frontChannel: true });
@@ -384,7 +384,7 @@ describe('request-object step and the composed validation, over a real provider'
   });
 
   it('never takes a pushed request, nor requires one, when the request was already admitted', async () => {
-    const uri = await storePushedRequest(sigil.context.store.grants, 'web', plain, 60);
+    const uri = await sigil.context.store.records.pushedRequests.push('web', plain, 60, nowSeconds());
     const err = await refused(() => loadRequestParameters(sigil.context, params({ ...plain, request_uri: uri }), client('web'), { frontChannel: false }));
     toClient(err, 'request_uri_not_supported', { state: 'st' });
     const pushy = params({ ...plain, client_id: 'pushy' });

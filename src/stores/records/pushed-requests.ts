@@ -12,6 +12,11 @@ import { RecordKind } from './record-kind.js';
 /** The prefix of every `request_uri` Sigil hands out (RFC 9126 §2.2). */
 export const PUSHED_REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:';
 
+/** Whether `requestUri` is one of Sigil's pushed-request references (else a JAR URL, RFC 9101 §5.2). */
+export function isPushedRequestUri(requestUri: string): boolean {
+  return requestUri.startsWith(PUSHED_REQUEST_URI_PREFIX);
+}
+
 /** Stored data of a pushed request: its validated parameters. */
 export interface PushedRequestData {
   params: Record<string, string>;

@@ -7,7 +7,8 @@
 import { OAuthError, invalidRequest } from '../../protocol/errors.js';
 import { Params } from '../../protocol/params.js';
 import type { Client } from '../../clients/registry.js';
-import { isPushedRequestUri, takePushedRequest } from '../pushed-request.js';
+import { nowSeconds } from '../../crypto/handles.js';
+import { isPushedRequestUri } from '../../stores/records/pushed-requests.js';
 import { fetchRequestObject, verifyRequestObject } from '../request-object.js';
 import { fallbackTarget } from './client.js';
 import { safeGet } from './parameters.js';
@@ -45,7 +46,7 @@ export async function loadRequestParameters(
     // RFC 9126 §4: the pushed request is the whole request; other parameters than client_id
     // are ignored. An unknown, expired, used or foreign one is never redirected (error page).
     try {
-      return Params.fromRecord(await takePushedRequest(services.store.grants, pushedUri, client.clientId)).with('client_id', client.clientId);
+      return Params.fromRecord(await services.store.records.pushedRequests.take(pushedUri, client.clientId, nowSeconds())).with('client_id', client.clientId);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       throw new AuthorizeError(err);

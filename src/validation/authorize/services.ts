@@ -7,7 +7,7 @@ import type { ClientKeys } from '../../clients/client-keys.js';
 import type { ClientRegistry } from '../../clients/registry.js';
 import type { Config } from '../../config/schema.js';
 import type { Resources } from '../../resources/scopes.js';
-import type { GrantStore } from '../../stores/types.js';
+import type { GrantRecords } from '../../stores/records/index.js';
 
 /** Checks an `id_token_hint` (OIDC Core §3.1.2.1): one of this provider's own identity tokens. */
 export interface IdTokenHintVerifier {
@@ -28,7 +28,7 @@ export interface AuthorizeValidationServices {
   /** Whether every client must push its requests first (RFC 9126 §6). */
   config: Pick<Config, 'requirePushedAuthorizationRequests'>;
   /** The grants, where pushed requests wait to be taken once (RFC 9126 §4). */
-  store: { grants: GrantStore };
+  store: { records: Pick<GrantRecords, 'pushedRequests'> };
   /** The verifier of `id_token_hint`s. */
   tokens: IdTokenHintVerifier;
 }
