@@ -13,7 +13,8 @@ import { hashHandle, newFamilyId, newHandle, nowSeconds } from '../crypto/handle
 import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
 import { ACR_MFA, achievedAcr, acrMeets, attainableAcrs, preferredAcr, requestsMfa } from '../users/acr.js';
 import { sessionHasMfa } from '../mfa/factors.js';
-import { pickLocale } from '../ui/i18n.js';
+import { expiredPage, sendErrorPage } from '../ui/error-page.js';
+import { language } from '../ui/language.js';
 import { claimsOf, type User } from '../users/users.js';
 import type { Session } from '../users/sessions.js';
 import {
@@ -23,7 +24,8 @@ import {
   validateAuthorizeRequest,
 } from '../validation/authorize-request.js';
 import { type RequestedClaims, releasableClaims } from '../validation/claims-parameter.js';
-import { browserEndpoint, sendErrorPage, sendErrorToClient, sendToClient } from './authorize-response.js';
+import { sendErrorToClient, sendToClient } from '../http/authorization-response.js';
+import { browserEndpoint } from './browser-endpoint.js';
 import { type Interaction, takeInteractionQuota } from '../interaction/interactions.js';
 import { newGrantRecord } from '../stores/types.js';
 
@@ -61,30 +63,6 @@ export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void
     if (typeof id !== 'string' || !interaction) return expiredPage(ctx, request, reply);
     return authorize(ctx, request, reply, Params.fromRecord(interaction.params), { id, interaction });
   });
-}
-
-/** The page shown for an unknown, expired or foreign interaction id. */
-export function expiredPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return ctx.pages.send(reply, 'message', language(request), { titleKey: 'errorTitle', textKey: 'expired' }, 400);
-}
-
-/** The page language of a request from its `ui_locales` parameter or `Accept-Language`. */
-export function language(request: FastifyRequest, uiLocales?: string): string {
-  let fromQuery: string | undefined = uiLocales;
-  if (fromQuery === undefined) {
-    const q = (request.query as Record<string, unknown> | undefined)?.ui_locales;
-    if (typeof q === 'string') fromQuery = q;
-  }
-  return pickLocale(fromQuery, request.headers['accept-language']);
-}
-
-/**
- * The language of a page shown for the pending authorization request `id` of this browser (login
- * steps, consent): the request's `ui_locales` (OIDC Core §3.1.2.1), else as `language`.
- */
-export async function pendingLanguage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, id: string | undefined): Promise<string> {
-  const interaction = await ctx.interactions.get(id, ctx.sessions.browserId(request, reply));
-  return language(request, interaction?.params.ui_locales);
 }
 
 async function authorize(

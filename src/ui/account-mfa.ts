@@ -13,8 +13,9 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language, pendingLanguage } from '../endpoints/authorize.js';
-import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { single, queryString } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language, pendingLanguage } from './language.js';
 import { type Interaction, resumePath } from '../interaction/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
@@ -27,7 +28,7 @@ import { achievedAcr, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { validateAuthorizeRequest } from '../validation/authorize-request.js';
-import { denyToClient, queryString, single } from './account.js';
+import { denyToClient } from './account.js';
 import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
 import { securityKeyStep } from './passkeys.js';

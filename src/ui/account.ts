@@ -6,8 +6,10 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language } from '../endpoints/authorize.js';
-import { sendErrorPage, sendErrorToClient } from '../endpoints/authorize-response.js';
+import { sendErrorToClient } from '../http/authorization-response.js';
+import { queryString, single } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language } from './language.js';
 import { type Interaction, resumePath } from '../interaction/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { userAttempt } from '../limits/failure-limiter.js';
@@ -201,19 +203,4 @@ export function loginPage(
     status,
     params.redirect_uri !== undefined,
   );
-}
-
-/** One value of a form field, or undefined (absent or repeated). */
-export function single(params: Params, name: string): string | undefined {
-  try {
-    return params.get(name);
-  } catch {
-    return undefined;
-  }
-}
-
-/** One string value of a query parameter, or undefined. */
-export function queryString(request: FastifyRequest, name: string): string | undefined {
-  const v = (request.query as Record<string, unknown> | undefined)?.[name];
-  return typeof v === 'string' ? v : undefined;
 }

@@ -6,14 +6,16 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { consentKey, expiredPage, language, pendingLanguage } from '../endpoints/authorize.js';
-import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { consentKey } from '../endpoints/authorize.js';
+import { queryString, single } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language, pendingLanguage } from './language.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { isNativeRedirect } from '../validation/authorize-request.js';
 import { type Interaction, resumePath } from '../interaction/interactions.js';
-import { denyToClient, queryString, single } from './account.js';
+import { denyToClient } from './account.js';
 import { answerDevice } from './device.js';
 import { checkCsrf } from './csrf.js';
 import { format } from './i18n.js';

@@ -6,8 +6,9 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language } from '../endpoints/authorize.js';
-import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { queryString, single } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language } from './language.js';
 import { type DeviceCodeData, userCodeKey } from '../endpoints/device-authorization.js';
 import { type Interaction, takeInteractionQuota } from '../interaction/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
@@ -16,7 +17,6 @@ import { nowSeconds } from '../crypto/handles.js';
 import type { Session } from '../users/sessions.js';
 import type { CredentialAttempt } from '../limits/failure-limiter.js';
 import { formatUserCode, normalizeUserCode } from '../validation/user-code.js';
-import { queryString, single } from './account.js';
 import { checkCsrf } from './csrf.js';
 import { limiterAllows } from './attempts.js';
 

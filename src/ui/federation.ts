@@ -8,12 +8,12 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language } from '../endpoints/authorize.js';
-import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { queryString } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language } from './language.js';
 import { type Interaction, resumePath } from '../interaction/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { hashHandle, nowSeconds } from '../crypto/handles.js';
-import { queryString } from './account.js';
 import { parseAcrValues } from '../validation/acr-values.js';
 import { upstreamAuthentication } from '../mfa/factors.js';
 import { linkExternalUser, upstreamSubject } from '../federation/upstream.js';
