@@ -26,7 +26,8 @@ import {
 import { type RequestedClaims, releasableClaims } from '../validation/claims-parameter.js';
 import { sendErrorToClient, sendToClient } from '../http/authorization-response.js';
 import { browserEndpoint } from './browser-endpoint.js';
-import { type Interaction, takeInteractionQuota } from '../interaction/interactions.js';
+import { pendingRequest, takeInteractionQuota } from '../interaction/interactions.js';
+import type { Interaction } from '../stores/records/interactions.js';
 import { newGrantRecord } from '../stores/types.js';
 
 /** Data stored with an authorization code (RFC 6749 §4.1.2: bound to client, redirect URI, PKCE, nonce). */
@@ -255,7 +256,7 @@ async function toPage(
       reply.headers(err.headers);
       return sendErrorPage(ctx, reply, err, language(request, req.uiLocales), err.status);
     }
-    id = await ctx.interactions.create(req.client.clientId, { params: req.params, browser });
+    id = await ctx.interactions.create(req.client.clientId, { request: pendingRequest(req), params: req.params, browser });
   }
   return reply.header('cache-control', 'no-store').redirect(`${page}?interaction=${encodeURIComponent(id)}`, 303);
 }

@@ -16,7 +16,8 @@ import type { SigilContext } from '../context.js';
 import { single, queryString } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language, pendingLanguage } from './language.js';
-import { type Interaction, resumePath } from '../interaction/interactions.js';
+import { resumePath } from '../interaction/outcomes.js';
+import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { amrWith, FACTOR_KINDS, newFactorId, type PendingSignIn } from '../mfa/factors.js';
@@ -26,8 +27,6 @@ import { mfaAttempt, verifySecondFactor } from '../mfa/verify.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { achievedAcr, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
-import { parseAcrValues } from '../validation/acr-values.js';
-import { validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { denyToClient } from './account.js';
 import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
@@ -151,10 +150,10 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const kind = await verifySecondFactor(ctx.mfa, subjectId, single(body, 'code') ?? '', nowSeconds());
     if (!kind) {
       await ctx.limiter.failed(attempt);
-      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, remoteAddress: request.ip, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
+      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, remoteAddress: request.ip, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
       return mfaPage(ctx, request, reply, id, 'invalidOneTimeCode');
     }
-    ctx.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
+    ctx.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
     return completeSecondFactor(ctx, request, reply, browser, who, kind, id && interaction ? { interaction: id } : undefined);
   });
 
@@ -252,8 +251,8 @@ export async function secondStepAfterPassword(
   pending: PendingSignIn,
   interaction: Interaction | undefined,
 ): Promise<FastifyReply | undefined> {
-  const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
-  const requested = interaction ? await requestedMfa(ctx, interaction, achievedAcr(pending)) : false;
+  const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
+  const requested = interaction ? requestsMfa(achievedAcr(pending), interaction.request.acrValues, interaction.request.essentialAcr) : false;
   const step = await ctx.mfa.nextStep(pending.subjectId, ctx.mfa.requiredFor(client) || requested);
   if (step === 'none') return undefined;
   // Saved for the key step too: its page links to the code form, which continues this sign-in.
@@ -283,19 +282,6 @@ async function keyStep(
   const codeLink = codes ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}` : undefined;
   const lang = await pendingLanguage(ctx, request, reply, interaction);
   return securityKeyStep(ctx, request, reply, user, interaction, lang, { ...(codeLink ? { codeLink } : {}), toAccount });
-}
-
-/**
- * Whether a pending request asks for MFA of a sign-in whose first factor achieved `achieved`
- * (`acr_values`, or an essential `acr` in `claims`; `requestsMfa`).
- */
-async function requestedMfa(ctx: SigilContext, interaction: Interaction, achieved: string): Promise<boolean> {
-  try {
-    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params));
-    return requestsMfa(achieved, req.acr.acr, req.essentialAcr);
-  } catch {
-    return requestsMfa(achieved, parseAcrValues(interaction.params.acr_values).acr, undefined);
-  }
 }
 
 /**

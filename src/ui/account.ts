@@ -10,12 +10,12 @@ import { sendErrorToClient } from '../http/authorization-response.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
-import { type Interaction, resumePath } from '../interaction/interactions.js';
+import { resumePath } from '../interaction/outcomes.js';
+import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { userAttempt } from '../limits/failure-limiter.js';
 import { Params } from '../protocol/params.js';
-import { parseAcrValues } from '../validation/acr-values.js';
-import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
+import { matchRedirectUri } from '../validation/redirect-uri.js';
 import { type LogoutRequest, logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
 import { sendLoggedOut } from './signed-out.js';
 import { checkCsrf } from './csrf.js';
@@ -33,7 +33,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const browser = ctx.sessions.browserId(request, reply);
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
     if (id !== undefined && !interaction) return expiredPage(ctx, request, reply);
-    return loginPage(ctx, request, reply, id, interaction, interaction?.params.login_hint ?? '', undefined);
+    return loginPage(ctx, request, reply, id, interaction, interaction?.request.loginHint ?? '', undefined);
   });
 
   app.post('/account/login', async (request, reply) => {
@@ -51,7 +51,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     }
     const username = single(body, 'username') ?? '';
     const password = single(body, 'password') ?? '';
-    const tenant = interaction ? parseAcrValues(interaction.params.acr_values).tenant : null;
+    const tenant = interaction ? interaction.request.tenant : null;
     const attempt = userAttempt(request.ip, tenant, username);
     if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
     const user = username.length > 0 && username.length <= 100 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
@@ -60,7 +60,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
       ctx.events.emit({
         name: 'user_login_failed',
         endpoint: 'login',
-        ...(interaction ? { clientId: interaction.params.client_id } : {}),
+        ...(interaction ? { clientId: interaction.request.clientId } : {}),
         remoteAddress: request.ip,
         ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
       });
@@ -132,7 +132,7 @@ export async function finishSignIn(
   toAccount = false,
 ): Promise<FastifyReply> {
   const session = await ctx.sessions.create(request, reply, user, { amr, idp: 'local', tenant: user.tenant });
-  ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
+  ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
   if (id && interaction) {
     await ctx.interactions.update(id, { ...interaction, loginAt: session.authTime });
     return reply.redirect(resumePath(id, interaction), 303);
@@ -152,14 +152,12 @@ export async function denyToClient(
   // A device's request (RFC 8628 §3.3) has no redirect URI: the device learns of the denial by polling.
   if (interaction.device) return answerDevice(ctx, request, reply, id, interaction, undefined);
   if (!(await ctx.interactions.finish(id))) return expiredPage(ctx, request, reply);
-  try {
-    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params), 'resume');
-    ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: 'access_denied' });
-    return sendErrorToClient(ctx, reply, req, new OAuthError('access_denied', 'the user denied the request'));
-  } catch (err) {
-    if (err instanceof AuthorizeError && err.target) return sendErrorToClient(ctx, reply, err.target, new OAuthError('access_denied', 'the user denied the request'));
-    return expiredPage(ctx, request, reply);
-  }
+  // The request was validated when it started; the client or its redirect URI may have gone since.
+  const { clientId, target } = interaction.request;
+  const client = ctx.clients.get(clientId);
+  if (!client || !target || !matchRedirectUri(target.redirectUri, client.redirectUris)) return expiredPage(ctx, request, reply);
+  ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId, error: 'access_denied' });
+  return sendErrorToClient(ctx, reply, target, new OAuthError('access_denied', 'the user denied the request'));
 }
 
 /** Renders the login page (DESIGN §6), with an error text when a sign-in failed. */
@@ -173,9 +171,9 @@ export function loginPage(
   error: 'invalidCredentials' | 'tooManyAttempts' | 'passkeyFailed' | 'passkeyNeedsScript' | undefined,
   status = 200,
 ): FastifyReply {
-  const params = interaction?.params ?? {};
-  const client = params.client_id ? ctx.clients.get(params.client_id) : undefined;
-  const lang = language(request, params.ui_locales);
+  const pending = interaction?.request;
+  const client = pending ? ctx.clients.get(pending.clientId) : undefined;
+  const lang = language(request, pending?.uiLocales);
   return ctx.pages.send(
     reply,
     'login',
@@ -183,12 +181,12 @@ export function loginPage(
     {
       csrf: reply.generateCsrf(),
       interaction: id,
-      uiLocales: params.ui_locales,
+      uiLocales: pending?.uiLocales,
       // Continue at /account after signing in (its "sign in again" link); a fixed value, no URL.
       toAccount: id === undefined && (queryString(request, 'return') === 'account' || (request.body instanceof Params && single(request.body, 'return') === 'account')),
       username,
       clientName: client ? (client.clientName ?? client.clientId) : undefined,
-      tenant: parseAcrValues(params.acr_values).tenant,
+      tenant: pending?.tenant ?? null,
       // The upstream providers the client may use (federation), as links that keep the request.
       providers:
         id && client
@@ -201,6 +199,6 @@ export function loginPage(
       passkeys: ctx.config.webauthn.enabled, // "Sign in with a passkey" (issue 12, src/ui/passkeys.ts)
     },
     status,
-    params.redirect_uri !== undefined,
+    pending?.target !== undefined,
   );
 }

@@ -14,7 +14,7 @@ import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { isNativeRedirect } from '../validation/authorize-request.js';
-import { type Interaction, resumePath } from '../interaction/interactions.js';
+import { resumePath } from '../interaction/outcomes.js';
 import { denyToClient } from './account.js';
 import { answerDevice } from './device.js';
 import { checkCsrf } from './csrf.js';
@@ -33,18 +33,18 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const browser = ctx.sessions.browserId(request, reply);
     const interaction = await ctx.interactions.get(id, browser);
     const session = await ctx.sessions.current(request);
-    const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
+    const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
     if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
-    const lang = language(request, interaction.params.ui_locales);
-    const scopes = requestedScopes(interaction);
+    const lang = language(request, interaction.request.uiLocales);
+    const scopes = interaction.request.scopes;
     return ctx.pages.send(reply, 'consent', lang, {
       csrf: reply.generateCsrf(),
       interaction: id,
       clientName: client.clientName ?? client.clientId,
       scopes: scopes.map((s) => describeScope(ctx, lang, s)),
-      canRemember: !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? ''),
+      canRemember: !interaction.device && !isNativeRedirect(interaction.request.target?.redirectUri ?? ''),
       device: interaction.device !== undefined,
-    }, 200, interaction.params.redirect_uri !== undefined);
+    }, 200, interaction.request.target !== undefined);
   });
 
   app.post('/consent', async (request, reply) => {
@@ -60,9 +60,9 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
       if (interaction.device) return answerDevice(ctx, request, reply, id, interaction, undefined);
       return denyToClient(ctx, request, reply, id, interaction);
     }
-    const scopes = requestedScopes(interaction);
-    const clientId = interaction.params.client_id ?? '';
-    if (single(body, 'remember') === 'yes' && !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? '')) {
+    const scopes = interaction.request.scopes;
+    const clientId = interaction.request.clientId;
+    if (single(body, 'remember') === 'yes' && !interaction.device && !isNativeRedirect(interaction.request.target?.redirectUri ?? '')) {
       const now = nowSeconds();
       await ctx.store.grants.save(newGrantRecord({
         key: consentKey(session.subjectId, clientId),
@@ -77,15 +77,6 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     await ctx.interactions.update(id, { ...interaction, consented: scopes });
     return reply.redirect(resumePath(id, interaction), 303);
   });
-}
-
-/**
- * The scopes a pending request asks consent for: `offline_access` only where a code is returned
- * (OIDC Core §11) or for a device.
- */
-function requestedScopes(interaction: Interaction): string[] {
-  const withCode = interaction.device !== undefined || (interaction.params.response_type ?? '').split(' ').includes('code');
-  return (interaction.params.scope ?? '').split(' ').filter((s) => s !== '' && (withCode || s !== 'offline_access'));
 }
 
 /** A person-readable line for a scope, in the page language. */

@@ -10,7 +10,8 @@ import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
 import { type DeviceCodeData, userCodeKey } from '../endpoints/device-authorization.js';
-import { type Interaction, takeInteractionQuota } from '../interaction/interactions.js';
+import { takeInteractionQuota } from '../interaction/interactions.js';
+import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { nowSeconds } from '../crypto/handles.js';
@@ -53,6 +54,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
       return devicePage(ctx, request, reply, '', 'tooManyAttempts', 429);
     }
     const interaction: Interaction = {
+      request: { clientId: found.clientId, scopes: found.data.scopes, tenant: null, acrValues: [] },
       params: { client_id: found.clientId, scope: found.data.scopes.join(' ') },
       browser,
       device: { deviceKey: found.key, userCodeKey: userCodeKey(code) },
@@ -72,7 +74,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     if (!id || !interaction?.device) return expiredPage(ctx, request, reply);
     const session = await ctx.sessions.current(request);
     if (!session) return reply.redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);
-    const stepUp = await ctx.mfa.stepUpPage(session, ctx.mfa.requiredFor(ctx.clients.get(interaction.params.client_id ?? '')));
+    const stepUp = await ctx.mfa.stepUpPage(session, ctx.mfa.requiredFor(ctx.clients.get(interaction.request.clientId)));
     if (stepUp) return reply.redirect(`${stepUp}?interaction=${encodeURIComponent(id)}`, 303);
     if (!interaction.consented) return reply.redirect(`/consent?interaction=${encodeURIComponent(id)}`, 303);
     return answerDevice(ctx, request, reply, id, interaction, session);

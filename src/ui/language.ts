@@ -22,5 +22,5 @@ export function language(request: FastifyRequest, uiLocales?: string): string {
  */
 export async function pendingLanguage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, id: string | undefined): Promise<string> {
   const interaction = await ctx.interactions.get(id, ctx.sessions.browserId(request, reply));
-  return language(request, interaction?.params.ui_locales);
+  return language(request, interaction?.request.uiLocales);
 }

@@ -30,7 +30,7 @@ import type { SigilContext } from '../context.js';
 import { single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
-import type { Interaction } from '../interaction/interactions.js';
+import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { sendOAuthError } from '../http/request.js';
@@ -40,7 +40,6 @@ import type { WebAuthnKind } from '../stores/webauthn-credentials.js';
 import { hashHandle, newHandle, nowSeconds } from '../crypto/handles.js';
 import { newGrantRecord } from '../stores/types.js';
 import type { User } from '../users/users.js';
-import { parseAcrValues } from '../validation/acr-values.js';
 import { type CredentialAttempt, userAttempt } from '../limits/failure-limiter.js';
 import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
 import { finishSignIn, loginPage } from './account.js';
@@ -136,9 +135,9 @@ async function stepPage(ctx: SigilContext, request: FastifyRequest, reply: Fasti
     reply,
     'passkey-step',
     lang,
-    { csrf: reply.generateCsrf(), uiLocales: interaction?.params.ui_locales, error, codeLink: pending.codeLink },
+    { csrf: reply.generateCsrf(), uiLocales: interaction?.request.uiLocales, error, codeLink: pending.codeLink },
     status,
-    interaction?.params.redirect_uri !== undefined,
+    interaction?.request.target !== undefined,
   );
 }
 
@@ -297,7 +296,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, '', 'tooManyAttempts', 429);
     const failed = async (reason: string, subjectId?: string) => {
       await ctx.limiter.failed(attempt);
-      const common = { endpoint: 'login', remoteAddress: request.ip, ...(subjectId ? { subjectId } : {}), ...(interaction ? { clientId: interaction.params.client_id } : {}) };
+      const common = { endpoint: 'login', remoteAddress: request.ip, ...(subjectId ? { subjectId } : {}), ...(interaction ? { clientId: interaction.request.clientId } : {}) };
       ctx.events.emit({ name: 'webauthn_failed', factor: 'passkey', error: reason, ...common });
       ctx.events.emit({ name: 'user_login_failed', errorDescription: `passkey: ${reason}`, ...common });
       return loginPage(ctx, request, reply, id, interaction, '', 'passkeyFailed', 400);
@@ -310,7 +309,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
       return failed(err.reason);
     }
     const user = await ctx.users.findBySubject(use.credential.subjectId);
-    const tenant = interaction ? parseAcrValues(interaction.params.acr_values).tenant : null;
+    const tenant = interaction ? interaction.request.tenant : null;
     if (!user || !user.isActive) return failed('inactive user', use.credential.subjectId);
     if (tenant !== null && user.tenant !== tenant) return failed('other tenant', user.subjectId);
     ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: 'passkey', remoteAddress: request.ip });
@@ -369,7 +368,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
         factor: 'security-key',
         error: err.reason,
         remoteAddress: request.ip,
-        ...(interaction ? { clientId: interaction.params.client_id } : {}),
+        ...(interaction ? { clientId: interaction.request.clientId } : {}),
       });
       return stepPage(ctx, request, reply, pending, lang, ctx.pages.text(lang, 'passkeyFailed'), 400);
     }
