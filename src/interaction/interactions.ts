@@ -4,7 +4,7 @@
  */
 import type { SigilContext } from '../context.js';
 import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
-import type { PendingRequest } from '../stores/records/interactions.js';
+import type { Interaction, PendingRequest } from '../stores/records/interactions.js';
 import type { AuthorizeRequest } from '../validation/authorize-request.js';
 
 /**
@@ -25,6 +25,12 @@ export async function takeInteractionQuota(ctx: SigilContext, browser: string, i
     ],
     limits.windowSeconds,
   );
+}
+
+/** A pending request as pages and outcomes hold it: its id and its record. */
+export interface Pending {
+  id: string;
+  interaction: Interaction;
 }
 
 /** What a pending request keeps of its validated authorization request for the pages. */

@@ -16,7 +16,7 @@ import type { SigilContext } from '../context.js';
 import { single, queryString } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language, pendingLanguage } from './language.js';
-import { resumePath } from '../interaction/outcomes.js';
+import { finishSignIn, resumePath } from '../interaction/outcomes.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
@@ -27,7 +27,7 @@ import { mfaAttempt, verifySecondFactor } from '../mfa/verify.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { achievedAcr, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
-import { denyToClient } from './account.js';
+import { denyPage } from './outcome-pages.js';
 import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
 import { securityKeyStep } from './passkeys.js';
@@ -139,9 +139,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (id && !interaction) return expiredPage(ctx, request, reply);
     if (single(body, 'button') === 'cancel') {
       if (who.pending) await ctx.mfa.finishPending(browser);
-      if (id && interaction) {
-        return denyToClient(ctx, request, reply, id, interaction);
-      }
+      if (id && interaction) return denyPage(ctx, request, reply, { id, interaction });
       return reply.redirect('/account/login', 303);
     }
     const subjectId = subjectOf(who);
@@ -312,13 +310,11 @@ export async function completeSecondFactor(
     if (!(await ctx.mfa.finishPending(browser))) return expiredPage(ctx, request, reply);
     const user = await ctx.users.findBySubject(p.subjectId);
     if (!user || !user.isActive) return expiredPage(ctx, request, reply);
-    const session = await ctx.sessions.create(request, reply, user, { amr: amrWith(p.amr, kind), idp: p.idp, tenant: p.tenant });
-    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId });
     const interaction = p.interaction ? await ctx.interactions.get(p.interaction, browser) : undefined;
-    if (p.interaction && interaction) {
-      await ctx.interactions.update(p.interaction, { ...interaction, loginAt: session.authTime });
-      next = { interaction: p.interaction };
-    } else next = p.toAccount ? { account: true } : { done: user.username };
+    const pending = p.interaction && interaction ? { id: p.interaction, interaction } : undefined;
+    await finishSignIn(ctx, request, reply, user, { amr: amrWith(p.amr, kind), idp: p.idp, tenant: p.tenant, endpoint: 'login' }, pending);
+    if (pending) next = { interaction: pending.id };
+    else next = p.toAccount ? { account: true } : { done: user.username };
   } else {
     if (!(await ctx.sessions.upgrade(request, reply, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
     next = stepUpNext ?? { account: true };

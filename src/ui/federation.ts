@@ -11,7 +11,7 @@ import type { SigilContext } from '../context.js';
 import { queryString } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
-import { resumePath } from '../interaction/outcomes.js';
+import { finishSignIn, resume } from '../interaction/outcomes.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { hashHandle, nowSeconds } from '../crypto/handles.js';
@@ -100,10 +100,9 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     const user = await linkExternalUser(ctx.store.users, provider, sub, claims, tenant);
     if (!user.isActive) return upstreamFailed(ctx, request, reply, 'the account is not active', interaction);
     // An upstream that asserts MFA passes its amr and acr on (src/mfa/factors.ts).
-    const session = await ctx.sessions.create(request, reply, user, { ...upstreamAuthentication(claims), idp: name, tenant: user.tenant });
-    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'federation', subjectId: user.subjectId, clientId: interaction.request.clientId });
-    await ctx.interactions.update(data.interactionId, { ...interaction, loginAt: session.authTime });
-    return reply.redirect(resumePath(data.interactionId, interaction), 303);
+    const pending = { id: data.interactionId, interaction };
+    await finishSignIn(ctx, request, reply, user, { ...upstreamAuthentication(claims), idp: name, tenant: user.tenant, endpoint: 'federation' }, pending);
+    return resume(reply, pending);
   });
 }
 

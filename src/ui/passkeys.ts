@@ -42,7 +42,7 @@ import { newGrantRecord } from '../stores/types.js';
 import type { User } from '../users/users.js';
 import { type CredentialAttempt, userAttempt } from '../limits/failure-limiter.js';
 import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
-import { finishSignIn, loginPage } from './account.js';
+import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { checkCsrf } from './csrf.js';
 import { PASSKEYS_SCRIPT } from './passkeys-pages.js';
 import { limiterAllows } from './attempts.js';
@@ -313,7 +313,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!user || !user.isActive) return failed('inactive user', use.credential.subjectId);
     if (tenant !== null && user.tenant !== tenant) return failed('other tenant', user.subjectId);
     ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: 'passkey', remoteAddress: request.ip });
-    return finishSignIn(ctx, request, reply, user, [...PASSKEY_AMR], id, interaction, lang);
+    return continueAfterSignIn(ctx, request, reply, user, [...PASSKEY_AMR], id && interaction ? { id, interaction } : undefined, lang);
   });
 
   /** The live pending step of the request's cookie, for this browser. */
@@ -380,6 +380,6 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const user = await ctx.users.findBySubject(pending.subjectId);
     if (!user || !user.isActive) return expiredPage(ctx, request, reply);
     ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, remoteAddress: request.ip });
-    return finishSignIn(ctx, request, reply, user, secondFactorAmr(use.credential.kind), id, interaction, lang, pending.toAccount === true);
+    return continueAfterSignIn(ctx, request, reply, user, secondFactorAmr(use.credential.kind), id && interaction ? { id, interaction } : undefined, lang, pending.toAccount === true);
   });
 }
