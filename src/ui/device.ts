@@ -11,6 +11,7 @@ import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
 import { type DeviceCodeData, userCodeKey } from '../endpoints/device-authorization.js';
 import { answerDevice } from '../interaction/device.js';
+import { stepUpPage } from '../interaction/facts.js';
 import { takeInteractionQuota } from '../interaction/interactions.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
@@ -63,7 +64,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     const id = await ctx.interactions.create(found.clientId, interaction);
     const session = await ctx.sessions.current(request);
     // A session lacking the second factor the user has or the client requires steps up first (src/mfa/).
-    const stepUp = session ? await ctx.mfa.stepUpPage(session, ctx.mfa.requiredFor(ctx.clients.get(found.clientId))) : undefined;
+    const stepUp = session ? await stepUpPage(ctx, session, ctx.mfa.requiredFor(ctx.clients.get(found.clientId))) : undefined;
     const next = session ? (stepUp ?? '/consent') : '/account/login';
     return reply.header('cache-control', 'no-store').redirect(`${next}?interaction=${encodeURIComponent(id)}`, 303);
   });
@@ -75,7 +76,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     if (!id || !interaction?.device) return expiredPage(ctx, request, reply);
     const session = await ctx.sessions.current(request);
     if (!session) return reply.redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);
-    const stepUp = await ctx.mfa.stepUpPage(session, ctx.mfa.requiredFor(ctx.clients.get(interaction.request.clientId)));
+    const stepUp = await stepUpPage(ctx, session, ctx.mfa.requiredFor(ctx.clients.get(interaction.request.clientId)));
     if (stepUp) return reply.redirect(`${stepUp}?interaction=${encodeURIComponent(id)}`, 303);
     if (!interaction.consented) return reply.redirect(`/consent?interaction=${encodeURIComponent(id)}`, 303);
     if (!(await answerDevice(ctx, { id, interaction }, session))) return expiredPage(ctx, request, reply);
