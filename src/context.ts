@@ -14,7 +14,7 @@ import type { FailureLimiter } from './limits/failure-limiter.js';
 import type { DPoPVerifier } from './validation/dpop.js';
 import type { ReplayCache } from './limits/replay-cache.js';
 import type { Resources } from './resources/scopes.js';
-import type { Interactions } from './interaction/interactions.js';
+import type { Interactions } from './stores/records/interactions.js';
 import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
 import type { UpstreamProviders } from './federation/upstream.js';

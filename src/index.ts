@@ -14,7 +14,7 @@ import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { clientCredentialsGrant } from './grants/client-credentials.js';
 import { deviceCodeGrant } from './grants/device-code.js';
 import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
-import { Interactions } from './interaction/interactions.js';
+import { Interactions } from './stores/records/interactions.js';
 import { Pages } from './ui/pages.js';
 import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { UpstreamProviders } from './federation/upstream.js';

@@ -1,8 +1,8 @@
 /**
  * The authorization endpoint, `GET`/`POST /connect/authorize` (RFC 6749 §3.1, §4.1, §4.2; OIDC Core
- * §3.1.2, §3.2.2, §3.3.2): validate the request, decide whether the user must sign in or consent
- * (OIDC Core §3.1.2.3–§3.1.2.4, prompt and max_age), then issue the authorization code and the
- * tokens the response type asks for. A request waiting for a page resumes at
+ * §3.1.2, §3.2.2, §3.3.2): validate the request, decide what it needs (interaction/decide.ts: sign-in,
+ * an upstream provider, a second factor, consent; OIDC Core §3.1.2.3–§3.1.2.4), then issue the
+ * authorization code and the tokens the response type asks for. A request waiting for a page resumes at
  * `/connect/authorize/resume?interaction=<id>`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -11,20 +11,17 @@ import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { hashHandle, newFamilyId, newHandle, nowSeconds } from '../crypto/handles.js';
 import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
-import { ACR_MFA, achievedAcr, acrMeets, attainableAcrs, preferredAcr, requestsMfa } from '../users/acr.js';
-import { sessionHasMfa } from '../mfa/factors.js';
-import { pickLocale } from '../ui/i18n.js';
+import { expiredPage, sendErrorPage } from '../ui/error-page.js';
+import { language } from '../ui/language.js';
 import { claimsOf, type User } from '../users/users.js';
 import type { Session } from '../users/sessions.js';
-import {
-  AuthorizeError,
-  type AuthorizeRequest,
-  isNativeRedirect,
-  validateAuthorizeRequest,
-} from '../validation/authorize-request.js';
+import { AuthorizeError, type AuthorizeRequest, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { type RequestedClaims, releasableClaims } from '../validation/claims-parameter.js';
-import { browserEndpoint, sendErrorPage, sendErrorToClient, sendToClient } from './authorize-response.js';
-import { type Interaction, takeInteractionQuota } from '../interaction/interactions.js';
+import { sendErrorToClient, sendToClient } from '../http/authorization-response.js';
+import { browserEndpoint } from './browser-endpoint.js';
+import { decide, pageOf } from '../interaction/decide.js';
+import { decisionFacts } from '../interaction/facts.js';
+import { type Pending, pendingRequest, takeInteractionQuota } from '../interaction/interactions.js';
 import { newGrantRecord } from '../stores/types.js';
 
 /** Data stored with an authorization code (RFC 6749 §4.1.2: bound to client, redirect URI, PKCE, nonce). */
@@ -44,12 +41,6 @@ export interface AuthorizationCodeData {
   [key: string]: unknown;
 }
 
-/** A pending request being resumed. */
-interface Pending {
-  id: string;
-  interaction: Interaction;
-}
-
 /** Registers `/connect/authorize` (GET, POST) and `/connect/authorize/resume` (GET). */
 export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void {
   browserEndpoint(app, ctx, '/connect/authorize', (request, reply, params) => authorize(ctx, request, reply, params, undefined));
@@ -61,30 +52,6 @@ export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void
     if (typeof id !== 'string' || !interaction) return expiredPage(ctx, request, reply);
     return authorize(ctx, request, reply, Params.fromRecord(interaction.params), { id, interaction });
   });
-}
-
-/** The page shown for an unknown, expired or foreign interaction id. */
-export function expiredPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return ctx.pages.send(reply, 'message', language(request), { titleKey: 'errorTitle', textKey: 'expired' }, 400);
-}
-
-/** The page language of a request from its `ui_locales` parameter or `Accept-Language`. */
-export function language(request: FastifyRequest, uiLocales?: string): string {
-  let fromQuery: string | undefined = uiLocales;
-  if (fromQuery === undefined) {
-    const q = (request.query as Record<string, unknown> | undefined)?.ui_locales;
-    if (typeof q === 'string') fromQuery = q;
-  }
-  return pickLocale(fromQuery, request.headers['accept-language']);
-}
-
-/**
- * The language of a page shown for the pending authorization request `id` of this browser (login
- * steps, consent): the request's `ui_locales` (OIDC Core §3.1.2.1), else as `language`.
- */
-export async function pendingLanguage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, id: string | undefined): Promise<string> {
-  const interaction = await ctx.interactions.get(id, ctx.sessions.browserId(request, reply));
-  return language(request, interaction?.params.ui_locales);
 }
 
 async function authorize(
@@ -114,38 +81,12 @@ async function authorize(
   const session = await ctx.sessions.current(request);
   const user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
 
-  const acrOutcome = essentialAcrOutcome(ctx, req, session, pending?.interaction);
-  if (acrOutcome === 'unmet')
-    return fail('unmet_authentication_requirements', 'the requested authentication context class cannot be met');
-  const upstream = chosenUpstream(ctx, req);
-  if (
-    needsLogin(req, session, user, pending?.interaction) ||
-    acrOutcome === 'sign-in' ||
-    (upstream !== undefined && session?.idp !== upstream)
-  ) {
-    if (req.prompt.has('none')) return fail('login_required', 'the user must sign in');
-    return toPage(ctx, request, reply, req, browser, pending, upstream ? `/federation/${upstream}/login` : '/account/login');
-  }
+  const decision = decide(req, session, user, req.client, await decisionFacts(ctx, req, session, user, pending?.interaction));
+  if (decision.kind === 'error') return fail(decision.error, decision.description);
+  if (decision.kind !== 'issue') return toPage(ctx, request, reply, req, browser, pending, pageOf(decision));
+  // decide issues only for the session of an active user.
   const live = session as Session;
   const liveUser = user as User;
-
-  // The second factor (src/mfa/): a user who has one is always asked; the client's `requireMfa`
-  // asks for one, and so do `acr_values` and an essential `acr` when the session meets none of
-  // their values and MFA would. A session without it gets the second step only (step-up), not a
-  // new password sign-in.
-  const achieved = achievedAcr(live);
-  const stepUp = await ctx.mfa.stepUpPage(live, ctx.mfa.requiredFor(req.client) || requestsMfa(achieved, req.acr.acr, req.essentialAcr));
-  if (stepUp) {
-    if (req.prompt.has('none')) return fail('interaction_required', 'the user must complete a second factor');
-    return toPage(ctx, request, reply, req, browser, pending, stepUp);
-  }
-
-  let scopes = req.scopes;
-  if (pending?.interaction.consented) scopes = req.scopes.filter((s) => pending.interaction.consented?.includes(s));
-  else if (await needsConsent(ctx, req, live)) {
-    if (req.prompt.has('none')) return fail('consent_required', 'the user must consent');
-    return toPage(ctx, request, reply, req, browser, pending, '/consent');
-  }
   if (pending && !(await ctx.interactions.finish(pending.id))) return expiredPage(ctx, request, reply);
 
   const subject: Subject = {
@@ -156,10 +97,9 @@ async function authorize(
     sid: live.sid,
     claims: claimsOf(liveUser),
     ...(live.tenant ? { tenant: live.tenant } : {}),
-    // OIDC Core §3.1.2.1: acr is returned when asked for: the most preferred requested value the
-    // sign-in meets, else the class actually achieved (the upstream's own, when it sent one).
-    ...(req.acrRequested ? { acr: preferredAcr(achieved, [...(req.essentialAcr ?? []), ...req.acr.acr]) ?? live.upstreamAcr ?? achieved } : {}),
+    ...(decision.acr !== undefined ? { acr: decision.acr } : {}),
   };
+  const scopes = decision.scopes;
   const fields = await issue(ctx, req, subject, scopes);
   // The client now takes part in the session: it is told when the session ends (back-/front-channel logout).
   await ctx.logout.participate(live, ctx.sessions.expiryOf(live), req.client);
@@ -172,84 +112,6 @@ async function authorize(
     tokenTypes: Object.keys(fields).filter((k) => ['code', 'access_token', 'id_token'].includes(k)),
   });
   return sendToClient(ctx, reply, req, fields);
-}
-
-/**
- * The upstream provider the browser goes straight to, if any: the one named by
- * `acr_values=idp:<name>` when it exists and the client may use it, or the client's only provider
- * when it has local login disabled. Anything else shows the local login page (never an error that
- * reveals configuration).
- */
-function chosenUpstream(ctx: SigilContext, req: AuthorizeRequest): string | undefined {
-  const allowed = ctx.upstream.allowedFor(req.client.identityProviderRestrictions).map((p) => p.name);
-  if (req.acr.idp !== null && allowed.includes(req.acr.idp)) return req.acr.idp;
-  if (!req.client.enableLocalLogin && allowed.length === 1) return allowed[0];
-  return undefined;
-}
-
-/**
- * Where an essential `acr` request stands (OIDC Core §5.5.1.1; OpenID Connect Core Unmet
- * Authentication Requirements 1.0 §4): `met` when none was asked or the session achieved one of
- * the requested classes; `sign-in` when a new sign-in could achieve one; `unmet` when no sign-in
- * open to this client achieves any of them, or the sign-in done for this very request did not.
- */
-function essentialAcrOutcome(
-  ctx: SigilContext,
-  req: AuthorizeRequest,
-  session: Session | undefined,
-  pending: Interaction | undefined,
-): 'met' | 'sign-in' | 'unmet' {
-  const wanted = req.essentialAcr;
-  if (!wanted) return 'met';
-  const upstreams = ctx.upstream.allowedFor(req.client.identityProviderRestrictions).length;
-  const attainable = attainableAcrs(req.client.enableLocalLogin, upstreams);
-  if (!wanted.some((v) => attainable.some((a) => acrMeets(a, v)))) return 'unmet';
-  if (!session) return 'sign-in';
-  if (wanted.some((v) => acrMeets(achievedAcr(session), v))) return 'met';
-  // A second factor is added by step-up (see authorize), not by signing in anew.
-  if (wanted.some((v) => acrMeets(ACR_MFA, v)) && (session.idp === 'local' || sessionHasMfa(session))) return 'met';
-  const justSignedIn = pending?.loginAt !== undefined && session.authTime >= pending.loginAt;
-  return justSignedIn ? 'unmet' : 'sign-in';
-}
-
-/** OIDC Core §3.1.2.3: is a (fresh) sign-in needed before answering? */
-function needsLogin(req: AuthorizeRequest, session: Session | undefined, user: User | undefined, pending: Interaction | undefined): boolean {
-  if (!session || !user || !user.isActive) return true;
-  const justSignedIn = pending?.loginAt !== undefined && session.authTime >= pending.loginAt;
-  if (!justSignedIn) {
-    if (req.prompt.has('login') || req.prompt.has('select_account')) return true;
-    // max_age=0 always re-authenticates (as Duende): auth_time has whole seconds, so a sign-in
-    // earlier in this same second would otherwise count as 0 s old.
-    if (req.maxAge !== undefined && (req.maxAge === 0 || nowSeconds() - session.authTime > req.maxAge)) return true;
-  }
-  if (req.hintSubject !== undefined && req.hintSubject !== session.subjectId) return true;
-  // OIDC Core §3.1.2.2: a claims request naming a `sub` is answered only for that user.
-  if (req.claimsSubject !== undefined && req.claimsSubject !== session.subjectId) return true;
-  if (req.acr.tenant !== null && req.acr.tenant !== session.tenant) return true;
-  const restrictions = req.client.identityProviderRestrictions;
-  if (restrictions.length > 0 && !restrictions.includes(session.idp) && session.idp !== 'local') return true;
-  if (!req.client.enableLocalLogin && session.idp === 'local') return true;
-  return false;
-}
-
-/**
- * OIDC Core §3.1.2.4: is the consent page needed? For clients with `requireConsent`, or when
- * `prompt=consent`; a remembered consent covering every scope skips it, except for native
- * clients, whose identity a redirect cannot prove (RFC 8252 §8.6, D-22).
- */
-async function needsConsent(ctx: SigilContext, req: AuthorizeRequest, session: Session): Promise<boolean> {
-  if (req.prompt.has('consent')) return true;
-  if (!req.client.requireConsent) return false;
-  if (isNativeRedirect(req.redirectUri)) return true;
-  const row = await ctx.store.grants.get(consentKey(session.subjectId, req.client.clientId));
-  if (!row || row.type !== 'consent' || row.revokedAt !== null) return true;
-  const remembered = (row.data as { scopes?: string[] }).scopes ?? [];
-  return !req.scopes.every((s) => remembered.includes(s));
-}
-
-/** Store key of a remembered consent (subject, client). */
-export function consentKey(subjectId: string, clientId: string): string {
-  return hashHandle(`consent\u0000${subjectId}\u0000${clientId}`);
 }
 
 /**
@@ -277,7 +139,7 @@ async function toPage(
       reply.headers(err.headers);
       return sendErrorPage(ctx, reply, err, language(request, req.uiLocales), err.status);
     }
-    id = await ctx.interactions.create(req.client.clientId, { params: req.params, browser });
+    id = await ctx.interactions.create(req.client.clientId, { request: pendingRequest(req), params: req.params, browser });
   }
   return reply.header('cache-control', 'no-store').redirect(`${page}?interaction=${encodeURIComponent(id)}`, 303);
 }

@@ -13,9 +13,11 @@ import { OAuthError } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
 import { logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
 import { sendLoggedOut } from '../ui/signed-out.js';
-import { sendLogoutPrompt, single } from '../ui/account.js';
-import { language } from './authorize.js';
-import { browserEndpoint, sendErrorPage } from './authorize-response.js';
+import { sendLogoutPrompt } from '../ui/account.js';
+import { sendErrorPage } from '../ui/error-page.js';
+import { language } from '../ui/language.js';
+import { single } from '../http/fields.js';
+import { browserEndpoint } from './browser-endpoint.js';
 
 /** Registers `/connect/endsession`. */
 export function endSessionEndpoint(app: FastifyInstance, ctx: SigilContext): void {

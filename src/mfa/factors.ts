@@ -219,23 +219,6 @@ export class MfaService {
     return (await this.listFactors(subjectId)).some((f) => FACTOR_KINDS[f.kind]?.secondFactor || FACTOR_KINDS[f.kind]?.webauthn);
   }
 
-  /**
-   * Where a live session goes before it may be used for a request: undefined when it has MFA or
-   * needs none; `/account/mfa` (step-up) when the user has a second factor; for a user without
-   * one who needs it, `/account/totp` when the session signed in within `freshSignInSeconds`,
-   * else `/account/login` (enrolling needs a recent password: an old session could otherwise
-   * bind someone else's authenticator to the account).
-   * @param required the client's policy or the request asks for MFA
-   */
-  async stepUpPage(session: Pick<Session, 'amr' | 'subjectId' | 'authTime'>, required: boolean): Promise<string | undefined> {
-    if (sessionHasMfa(session)) return undefined;
-    const step = await this.nextStep(session.subjectId, required);
-    if (step === 'none') return undefined;
-    // The security key step of a live session starts from /account/mfa too (see its GET).
-    if (step === 'verify' || step === 'security-key') return '/account/mfa';
-    return nowSeconds() - session.authTime <= this.config.freshSignInSeconds ? '/account/totp' : '/account/login';
-  }
-
   /** Stores a sign-in waiting for its second factor, replacing this browser's previous one. */
   async savePending(browser: string, pending: PendingSignIn): Promise<void> {
     const now = nowSeconds();

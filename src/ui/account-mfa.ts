@@ -13,9 +13,11 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language, pendingLanguage } from '../endpoints/authorize.js';
-import { sendErrorPage } from '../endpoints/authorize-response.js';
-import { type Interaction, resumePath } from '../interaction/interactions.js';
+import { single, queryString } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language, pendingLanguage } from './language.js';
+import { finishSignIn, resumePath } from '../interaction/outcomes.js';
+import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { amrWith, FACTOR_KINDS, newFactorId, type PendingSignIn } from '../mfa/factors.js';
@@ -25,9 +27,7 @@ import { mfaAttempt, verifySecondFactor } from '../mfa/verify.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { achievedAcr, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
-import { parseAcrValues } from '../validation/acr-values.js';
-import { validateAuthorizeRequest } from '../validation/authorize-request.js';
-import { denyToClient, queryString, single } from './account.js';
+import { denyPage } from './outcome-pages.js';
 import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
 import { securityKeyStep } from './passkeys.js';
@@ -139,9 +139,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (id && !interaction) return expiredPage(ctx, request, reply);
     if (single(body, 'button') === 'cancel') {
       if (who.pending) await ctx.mfa.finishPending(browser);
-      if (id && interaction) {
-        return denyToClient(ctx, request, reply, id, interaction);
-      }
+      if (id && interaction) return denyPage(ctx, request, reply, { id, interaction });
       return reply.redirect('/account/login', 303);
     }
     const subjectId = subjectOf(who);
@@ -150,10 +148,10 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const kind = await verifySecondFactor(ctx.mfa, subjectId, single(body, 'code') ?? '', nowSeconds());
     if (!kind) {
       await ctx.limiter.failed(attempt);
-      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, remoteAddress: request.ip, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
+      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, remoteAddress: request.ip, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
       return mfaPage(ctx, request, reply, id, 'invalidOneTimeCode');
     }
-    ctx.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
+    ctx.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
     return completeSecondFactor(ctx, request, reply, browser, who, kind, id && interaction ? { interaction: id } : undefined);
   });
 
@@ -251,8 +249,8 @@ export async function secondStepAfterPassword(
   pending: PendingSignIn,
   interaction: Interaction | undefined,
 ): Promise<FastifyReply | undefined> {
-  const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
-  const requested = interaction ? await requestedMfa(ctx, interaction, achievedAcr(pending)) : false;
+  const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
+  const requested = interaction ? requestsMfa(achievedAcr(pending), interaction.request.acrValues, interaction.request.essentialAcr) : false;
   const step = await ctx.mfa.nextStep(pending.subjectId, ctx.mfa.requiredFor(client) || requested);
   if (step === 'none') return undefined;
   // Saved for the key step too: its page links to the code form, which continues this sign-in.
@@ -285,19 +283,6 @@ async function keyStep(
 }
 
 /**
- * Whether a pending request asks for MFA of a sign-in whose first factor achieved `achieved`
- * (`acr_values`, or an essential `acr` in `claims`; `requestsMfa`).
- */
-async function requestedMfa(ctx: SigilContext, interaction: Interaction, achieved: string): Promise<boolean> {
-  try {
-    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params));
-    return requestsMfa(achieved, req.acr.acr, req.essentialAcr);
-  } catch {
-    return requestsMfa(achieved, parseAcrValues(interaction.params.acr_values).acr, undefined);
-  }
-}
-
-/**
  * Finishes the second step once a factor of `kind` was proved (also for factor kinds of other
  * modules, e.g. WebAuthn): a pending sign-in becomes a session whose `amr` has the kind's values
  * and `mfa` (RFC 8176); a live session gets them added (step-up). Then continues the
@@ -325,13 +310,11 @@ export async function completeSecondFactor(
     if (!(await ctx.mfa.finishPending(browser))) return expiredPage(ctx, request, reply);
     const user = await ctx.users.findBySubject(p.subjectId);
     if (!user || !user.isActive) return expiredPage(ctx, request, reply);
-    const session = await ctx.sessions.create(request, reply, user, { amr: amrWith(p.amr, kind), idp: p.idp, tenant: p.tenant });
-    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId });
     const interaction = p.interaction ? await ctx.interactions.get(p.interaction, browser) : undefined;
-    if (p.interaction && interaction) {
-      await ctx.interactions.update(p.interaction, { ...interaction, loginAt: session.authTime });
-      next = { interaction: p.interaction };
-    } else next = p.toAccount ? { account: true } : { done: user.username };
+    const pending = p.interaction && interaction ? { id: p.interaction, interaction } : undefined;
+    await finishSignIn(ctx, request, reply, user, { amr: amrWith(p.amr, kind), idp: p.idp, tenant: p.tenant, endpoint: 'login' }, pending);
+    if (pending) next = { interaction: pending.id };
+    else next = p.toAccount ? { account: true } : { done: user.username };
   } else {
     if (!(await ctx.sessions.upgrade(request, reply, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
     next = stepUpNext ?? { account: true };

@@ -4,22 +4,20 @@
  * and wrong passwords; failures rate-limited per user and address), starts a new session and
  * resumes the pending authorization request by its interaction id.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language } from '../endpoints/authorize.js';
-import { sendErrorPage, sendErrorToClient } from '../endpoints/authorize-response.js';
-import { type Interaction, resumePath } from '../interaction/interactions.js';
+import { queryString, single } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language } from './language.js';
 import { OAuthError } from '../protocol/errors.js';
 import { userAttempt } from '../limits/failure-limiter.js';
 import { Params } from '../protocol/params.js';
-import { parseAcrValues } from '../validation/acr-values.js';
-import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { type LogoutRequest, logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
 import { sendLoggedOut } from './signed-out.js';
 import { checkCsrf } from './csrf.js';
-import { answerDevice } from './device.js';
 import { secondStepAfterPassword } from './account-mfa.js';
-import type { User } from '../users/users.js';
+import { denyPage } from './outcome-pages.js';
+import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { limiterAllows } from './attempts.js';
 
 /** Registers the login and logout pages. */
@@ -31,7 +29,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const browser = ctx.sessions.browserId(request, reply);
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
     if (id !== undefined && !interaction) return expiredPage(ctx, request, reply);
-    return loginPage(ctx, request, reply, id, interaction, interaction?.params.login_hint ?? '', undefined);
+    return loginPage(ctx, request, reply, id, interaction, interaction?.request.loginHint ?? '', undefined);
   });
 
   app.post('/account/login', async (request, reply) => {
@@ -44,12 +42,12 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
     if (id !== undefined && !interaction) return expiredPage(ctx, request, reply);
     if (single(body, 'button') === 'cancel') {
-      if (id && interaction) return denyToClient(ctx, request, reply, id, interaction);
+      if (id && interaction) return denyPage(ctx, request, reply, { id, interaction });
       return loginPage(ctx, request, reply, id, interaction, '', undefined);
     }
     const username = single(body, 'username') ?? '';
     const password = single(body, 'password') ?? '';
-    const tenant = interaction ? parseAcrValues(interaction.params.acr_values).tenant : null;
+    const tenant = interaction ? interaction.request.tenant : null;
     const attempt = userAttempt(request.ip, tenant, username);
     if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
     const user = username.length > 0 && username.length <= 100 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
@@ -58,7 +56,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
       ctx.events.emit({
         name: 'user_login_failed',
         endpoint: 'login',
-        ...(interaction ? { clientId: interaction.params.client_id } : {}),
+        ...(interaction ? { clientId: interaction.request.clientId } : {}),
         remoteAddress: request.ip,
         ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
       });
@@ -70,7 +68,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const first = { subjectId: user.subjectId, tenant: user.tenant, amr: ['pwd'], idp: 'local', ...(id ? { interaction: id } : {}), ...(toAccount ? { toAccount } : {}) };
     const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
     if (second) return second;
-    return finishSignIn(ctx, request, reply, user, ['pwd'], id, interaction, lang, toAccount);
+    return continueAfterSignIn(ctx, request, reply, user, ['pwd'], id && interaction ? { id, interaction } : undefined, lang, toAccount);
   });
 
   app.get('/account/logout', async (request, reply) => {
@@ -112,108 +110,3 @@ export function sendLogoutPrompt(ctx: SigilContext, reply: FastifyReply, lang: s
   return ctx.pages.send(reply, 'logout', lang, { csrf: reply.generateCsrf(), fields }, 200, req.postLogoutRedirectUri !== undefined);
 }
 
-/**
- * Ends a successful sign-in (password, or a WebAuthn step): starts a new session with `amr`
- * (RFC 8176), records `user_login_succeeded`, then resumes the pending authorization request
- * `id` (303 to its resume path) or, without one, goes to /account (`toAccount`: the sign-in
- * started there) or says who is signed in.
- */
-export async function finishSignIn(
-  ctx: SigilContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  user: User,
-  amr: string[],
-  id: string | undefined,
-  interaction: Interaction | undefined,
-  lang: string,
-  toAccount = false,
-): Promise<FastifyReply> {
-  const session = await ctx.sessions.create(request, reply, user, { amr, idp: 'local', tenant: user.tenant });
-  ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'login', subjectId: user.subjectId, ...(interaction ? { clientId: interaction.params.client_id } : {}) });
-  if (id && interaction) {
-    await ctx.interactions.update(id, { ...interaction, loginAt: session.authTime });
-    return reply.redirect(resumePath(id, interaction), 303);
-  }
-  if (toAccount) return reply.redirect('/account', 303);
-  return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
-}
-
-/** Answers a pending request with `access_denied` (RFC 6749 §4.1.2.1) after cancel or "no". */
-export async function denyToClient(
-  ctx: SigilContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  id: string,
-  interaction: Interaction,
-): Promise<FastifyReply> {
-  // A device's request (RFC 8628 §3.3) has no redirect URI: the device learns of the denial by polling.
-  if (interaction.device) return answerDevice(ctx, request, reply, id, interaction, undefined);
-  if (!(await ctx.interactions.finish(id))) return expiredPage(ctx, request, reply);
-  try {
-    const req = await validateAuthorizeRequest(ctx, Params.fromRecord(interaction.params), 'resume');
-    ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: 'access_denied' });
-    return sendErrorToClient(ctx, reply, req, new OAuthError('access_denied', 'the user denied the request'));
-  } catch (err) {
-    if (err instanceof AuthorizeError && err.target) return sendErrorToClient(ctx, reply, err.target, new OAuthError('access_denied', 'the user denied the request'));
-    return expiredPage(ctx, request, reply);
-  }
-}
-
-/** Renders the login page (DESIGN §6), with an error text when a sign-in failed. */
-export function loginPage(
-  ctx: SigilContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  id: string | undefined,
-  interaction: Interaction | undefined,
-  username: string,
-  error: 'invalidCredentials' | 'tooManyAttempts' | 'passkeyFailed' | 'passkeyNeedsScript' | undefined,
-  status = 200,
-): FastifyReply {
-  const params = interaction?.params ?? {};
-  const client = params.client_id ? ctx.clients.get(params.client_id) : undefined;
-  const lang = language(request, params.ui_locales);
-  return ctx.pages.send(
-    reply,
-    'login',
-    lang,
-    {
-      csrf: reply.generateCsrf(),
-      interaction: id,
-      uiLocales: params.ui_locales,
-      // Continue at /account after signing in (its "sign in again" link); a fixed value, no URL.
-      toAccount: id === undefined && (queryString(request, 'return') === 'account' || (request.body instanceof Params && single(request.body, 'return') === 'account')),
-      username,
-      clientName: client ? (client.clientName ?? client.clientId) : undefined,
-      tenant: parseAcrValues(params.acr_values).tenant,
-      // The upstream providers the client may use (federation), as links that keep the request.
-      providers:
-        id && client
-          ? ctx.upstream.allowedFor(client.identityProviderRestrictions).map((p) => ({
-              label: p.displayName ?? p.name,
-              href: `/federation/${encodeURIComponent(p.name)}/login?interaction=${encodeURIComponent(id)}`,
-            }))
-          : [],
-      error: error ? ctx.pages.text(lang, error) : undefined,
-      passkeys: ctx.config.webauthn.enabled, // "Sign in with a passkey" (issue 12, src/ui/passkeys.ts)
-    },
-    status,
-    params.redirect_uri !== undefined,
-  );
-}
-
-/** One value of a form field, or undefined (absent or repeated). */
-export function single(params: Params, name: string): string | undefined {
-  try {
-    return params.get(name);
-  } catch {
-    return undefined;
-  }
-}
-
-/** One string value of a query parameter, or undefined. */
-export function queryString(request: FastifyRequest, name: string): string | undefined {
-  const v = (request.query as Record<string, unknown> | undefined)?.[name];
-  return typeof v === 'string' ? v : undefined;
-}

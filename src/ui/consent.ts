@@ -6,21 +6,15 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { consentKey, expiredPage, language, pendingLanguage } from '../endpoints/authorize.js';
-import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { queryString, single } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language, pendingLanguage } from './language.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
-import { nowSeconds } from '../crypto/handles.js';
-import { isNativeRedirect } from '../validation/authorize-request.js';
-import { type Interaction, resumePath } from '../interaction/interactions.js';
-import { denyToClient, queryString, single } from './account.js';
-import { answerDevice } from './device.js';
+import { grantConsent, mayRememberConsent, resume } from '../interaction/outcomes.js';
+import { denyPage } from './outcome-pages.js';
 import { checkCsrf } from './csrf.js';
 import { format } from './i18n.js';
-import { newGrantRecord } from '../stores/types.js';
-
-/** How long a remembered consent lasts, in seconds (Duende: no expiry; here one year). */
-const CONSENT_LIFETIME = 365 * 24 * 3600;
 
 /** Registers `/consent` (GET shows, POST answers). */
 export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
@@ -31,18 +25,17 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const browser = ctx.sessions.browserId(request, reply);
     const interaction = await ctx.interactions.get(id, browser);
     const session = await ctx.sessions.current(request);
-    const client = interaction ? ctx.clients.get(interaction.params.client_id ?? '') : undefined;
+    const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
     if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
-    const lang = language(request, interaction.params.ui_locales);
-    const scopes = requestedScopes(interaction);
+    const lang = language(request, interaction.request.uiLocales);
     return ctx.pages.send(reply, 'consent', lang, {
       csrf: reply.generateCsrf(),
       interaction: id,
       clientName: client.clientName ?? client.clientId,
-      scopes: scopes.map((s) => describeScope(ctx, lang, s)),
-      canRemember: !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? ''),
+      scopes: interaction.request.scopes.map((s) => describeScope(ctx, lang, s)),
+      canRemember: mayRememberConsent(interaction),
       device: interaction.device !== undefined,
-    }, 200, interaction.params.redirect_uri !== undefined);
+    }, 200, interaction.request.target !== undefined);
   });
 
   app.post('/consent', async (request, reply) => {
@@ -54,36 +47,10 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const interaction = await ctx.interactions.get(id, browser);
     const session = await ctx.sessions.current(request);
     if (!id || !interaction || !session) return expiredPage(ctx, request, reply);
-    if (single(body, 'button') !== 'yes') {
-      if (interaction.device) return answerDevice(ctx, request, reply, id, interaction, undefined);
-      return denyToClient(ctx, request, reply, id, interaction);
-    }
-    const scopes = requestedScopes(interaction);
-    const clientId = interaction.params.client_id ?? '';
-    if (single(body, 'remember') === 'yes' && !interaction.device && !isNativeRedirect(interaction.params.redirect_uri ?? '')) {
-      const now = nowSeconds();
-      await ctx.store.grants.save(newGrantRecord({
-        key: consentKey(session.subjectId, clientId),
-        type: 'consent',
-        clientId,
-        subjectId: session.subjectId,
-        data: { scopes },
-        createdAt: now,
-        expiresAt: now + CONSENT_LIFETIME,
-      }));
-    }
-    await ctx.interactions.update(id, { ...interaction, consented: scopes });
-    return reply.redirect(resumePath(id, interaction), 303);
+    if (single(body, 'button') !== 'yes') return denyPage(ctx, request, reply, { id, interaction });
+    await grantConsent(ctx, { id, interaction }, session, single(body, 'remember') === 'yes');
+    return resume(reply, { id, interaction });
   });
-}
-
-/**
- * The scopes a pending request asks consent for: `offline_access` only where a code is returned
- * (OIDC Core §11) or for a device.
- */
-function requestedScopes(interaction: Interaction): string[] {
-  const withCode = interaction.device !== undefined || (interaction.params.response_type ?? '').split(' ').includes('code');
-  return (interaction.params.scope ?? '').split(' ').filter((s) => s !== '' && (withCode || s !== 'offline_access'));
 }
 
 /** A person-readable line for a scope, in the page language. */

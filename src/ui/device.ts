@@ -6,19 +6,22 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language } from '../endpoints/authorize.js';
-import { sendErrorPage } from '../endpoints/authorize-response.js';
+import { queryString, single } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language } from './language.js';
 import { type DeviceCodeData, userCodeKey } from '../endpoints/device-authorization.js';
-import { type Interaction, takeInteractionQuota } from '../interaction/interactions.js';
+import { answerDevice } from '../interaction/device.js';
+import { stepUpPage } from '../interaction/facts.js';
+import { takeInteractionQuota } from '../interaction/interactions.js';
+import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { nowSeconds } from '../crypto/handles.js';
-import type { Session } from '../users/sessions.js';
 import type { CredentialAttempt } from '../limits/failure-limiter.js';
 import { formatUserCode, normalizeUserCode } from '../validation/user-code.js';
-import { queryString, single } from './account.js';
 import { checkCsrf } from './csrf.js';
 import { limiterAllows } from './attempts.js';
+import { deviceAnsweredPage } from './outcome-pages.js';
 
 /** Registers `/device` (GET shows, POST takes the code) and `/device/resume`. */
 export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
@@ -53,6 +56,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
       return devicePage(ctx, request, reply, '', 'tooManyAttempts', 429);
     }
     const interaction: Interaction = {
+      request: { clientId: found.clientId, scopes: found.data.scopes, tenant: null, acrValues: [] },
       params: { client_id: found.clientId, scope: found.data.scopes.join(' ') },
       browser,
       device: { deviceKey: found.key, userCodeKey: userCodeKey(code) },
@@ -60,7 +64,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     const id = await ctx.interactions.create(found.clientId, interaction);
     const session = await ctx.sessions.current(request);
     // A session lacking the second factor the user has or the client requires steps up first (src/mfa/).
-    const stepUp = session ? await ctx.mfa.stepUpPage(session, ctx.mfa.requiredFor(ctx.clients.get(found.clientId))) : undefined;
+    const stepUp = session ? await stepUpPage(ctx, session, ctx.mfa.requiredFor(ctx.clients.get(found.clientId))) : undefined;
     const next = session ? (stepUp ?? '/consent') : '/account/login';
     return reply.header('cache-control', 'no-store').redirect(`${next}?interaction=${encodeURIComponent(id)}`, 303);
   });
@@ -72,57 +76,12 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     if (!id || !interaction?.device) return expiredPage(ctx, request, reply);
     const session = await ctx.sessions.current(request);
     if (!session) return reply.redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);
-    const stepUp = await ctx.mfa.stepUpPage(session, ctx.mfa.requiredFor(ctx.clients.get(interaction.params.client_id ?? '')));
+    const stepUp = await stepUpPage(ctx, session, ctx.mfa.requiredFor(ctx.clients.get(interaction.request.clientId)));
     if (stepUp) return reply.redirect(`${stepUp}?interaction=${encodeURIComponent(id)}`, 303);
     if (!interaction.consented) return reply.redirect(`/consent?interaction=${encodeURIComponent(id)}`, 303);
-    return answerDevice(ctx, request, reply, id, interaction, session);
+    if (!(await answerDevice(ctx, { id, interaction }, session))) return expiredPage(ctx, request, reply);
+    return deviceAnsweredPage(ctx, request, reply, true);
   });
-}
-
-/**
- * Records the person's answer for a device: approved by `session` with the consented scopes, or
- * denied when `session` is undefined. The user code stops working either way (single use).
- */
-export async function answerDevice(
-  ctx: SigilContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  id: string,
-  interaction: Interaction,
-  session: Session | undefined,
-): Promise<FastifyReply> {
-  const device = interaction.device;
-  if (!device || !(await ctx.interactions.finish(id))) return expiredPage(ctx, request, reply);
-  const row = await ctx.store.grants.get(device.deviceKey);
-  const now = nowSeconds();
-  const data = row?.data as DeviceCodeData | undefined;
-  if (!row || !data || data.status !== 'pending' || row.expiresAt <= now || row.consumedAt !== null)
-    return expiredPage(ctx, request, reply);
-  const answered: DeviceCodeData = session
-    ? {
-        ...data,
-        status: 'approved',
-        scopes: data.scopes.filter((s) => interaction.consented?.includes(s)),
-        subject: {
-          subjectId: session.subjectId,
-          authTime: session.authTime,
-          amr: session.amr,
-          idp: session.idp,
-          sid: session.sid,
-          ...(session.tenant ? { tenant: session.tenant } : {}),
-        },
-      }
-    : { ...data, status: 'denied' };
-  // The user code is single use: consuming it atomically makes exactly one answer count when two
-  // browsers answer for the same code at once.
-  if (!(await ctx.store.grants.consume(device.userCodeKey, now))) return expiredPage(ctx, request, reply);
-  // Unconditional: the consumed user code makes this the only answer. A poll that read the row
-  // before this write cannot write over it (polls use compare-and-set, grants/device-code.ts); at
-  // worst this write drops a poll's bookkeeping (its time, a grown interval), never the answer.
-  await ctx.store.grants.update(device.deviceKey, answered, row.expiresAt);
-  const lang = language(request);
-  const textKey = session ? 'deviceApproved' : 'deviceDenied';
-  return ctx.pages.send(reply, 'message', lang, { titleKey: 'deviceTitle', textKey });
 }
 
 async function pendingDevice(ctx: SigilContext, key: string) {

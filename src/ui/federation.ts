@@ -8,13 +8,13 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language } from '../endpoints/authorize.js';
-import { sendErrorPage } from '../endpoints/authorize-response.js';
-import { type Interaction, resumePath } from '../interaction/interactions.js';
+import { queryString } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language } from './language.js';
+import { finishSignIn, resume } from '../interaction/outcomes.js';
+import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { hashHandle, nowSeconds } from '../crypto/handles.js';
-import { queryString } from './account.js';
-import { parseAcrValues } from '../validation/acr-values.js';
 import { upstreamAuthentication } from '../mfa/factors.js';
 import { linkExternalUser, upstreamSubject } from '../federation/upstream.js';
 import { newGrantRecord } from '../stores/types.js';
@@ -53,7 +53,7 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     await ctx.store.grants.put(newGrantRecord({
       key: hashHandle(upstream.state),
       type: 'federation',
-      clientId: interaction.params.client_id ?? '',
+      clientId: interaction.request.clientId,
       data: state,
       createdAt: now,
       expiresAt: now + UPSTREAM_TIMEOUT,
@@ -96,25 +96,24 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
       ctx.log.warn({ provider: name }, 'upstream subject refused: longer than 255 characters or not a string');
       return upstreamFailed(ctx, request, reply, 'the identity provider sent an invalid subject identifier', interaction);
     }
-    const tenant = parseAcrValues(interaction.params.acr_values).tenant;
+    const tenant = interaction.request.tenant;
     const user = await linkExternalUser(ctx.store.users, provider, sub, claims, tenant);
     if (!user.isActive) return upstreamFailed(ctx, request, reply, 'the account is not active', interaction);
     // An upstream that asserts MFA passes its amr and acr on (src/mfa/factors.ts).
-    const session = await ctx.sessions.create(request, reply, user, { ...upstreamAuthentication(claims), idp: name, tenant: user.tenant });
-    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'federation', subjectId: user.subjectId, clientId: interaction.params.client_id ?? '' });
-    await ctx.interactions.update(data.interactionId, { ...interaction, loginAt: session.authTime });
-    return reply.redirect(resumePath(data.interactionId, interaction), 303);
+    const pending = { id: data.interactionId, interaction };
+    await finishSignIn(ctx, request, reply, user, { ...upstreamAuthentication(claims), idp: name, tenant: user.tenant, endpoint: 'federation' }, pending);
+    return resume(reply, pending);
   });
 }
 
 /** Whether the pending request's client may use provider `name`. */
 export function providerAllowed(ctx: SigilContext, interaction: Interaction, name: string): boolean {
-  const client = ctx.clients.get(interaction.params.client_id ?? '');
+  const client = ctx.clients.get(interaction.request.clientId);
   if (!client) return interaction.device !== undefined;
   return client.identityProviderRestrictions.length === 0 || client.identityProviderRestrictions.includes(name);
 }
 
 /** The 502 error page of a failed upstream sign-in, in the language of the pending request once it is known. */
 function upstreamFailed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, description: string, interaction?: Interaction): FastifyReply {
-  return sendErrorPage(ctx, reply, new OAuthError('temporarily_unavailable', description), language(request, interaction?.params.ui_locales), 502);
+  return sendErrorPage(ctx, reply, new OAuthError('temporarily_unavailable', description), language(request, interaction?.request.uiLocales), 502);
 }

@@ -27,9 +27,10 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { expiredPage, language } from '../endpoints/authorize.js';
-import { sendErrorPage } from '../endpoints/authorize-response.js';
-import type { Interaction } from '../interaction/interactions.js';
+import { single } from '../http/fields.js';
+import { expiredPage, sendErrorPage } from './error-page.js';
+import { language } from './language.js';
+import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { sendOAuthError } from '../http/request.js';
@@ -39,10 +40,9 @@ import type { WebAuthnKind } from '../stores/webauthn-credentials.js';
 import { hashHandle, newHandle, nowSeconds } from '../crypto/handles.js';
 import { newGrantRecord } from '../stores/types.js';
 import type { User } from '../users/users.js';
-import { parseAcrValues } from '../validation/acr-values.js';
 import { type CredentialAttempt, userAttempt } from '../limits/failure-limiter.js';
 import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
-import { finishSignIn, loginPage, single } from './account.js';
+import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { checkCsrf } from './csrf.js';
 import { PASSKEYS_SCRIPT } from './passkeys-pages.js';
 import { limiterAllows } from './attempts.js';
@@ -135,9 +135,9 @@ async function stepPage(ctx: SigilContext, request: FastifyRequest, reply: Fasti
     reply,
     'passkey-step',
     lang,
-    { csrf: reply.generateCsrf(), uiLocales: interaction?.params.ui_locales, error, codeLink: pending.codeLink },
+    { csrf: reply.generateCsrf(), uiLocales: interaction?.request.uiLocales, error, codeLink: pending.codeLink },
     status,
-    interaction?.params.redirect_uri !== undefined,
+    interaction?.request.target !== undefined,
   );
 }
 
@@ -296,7 +296,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, '', 'tooManyAttempts', 429);
     const failed = async (reason: string, subjectId?: string) => {
       await ctx.limiter.failed(attempt);
-      const common = { endpoint: 'login', remoteAddress: request.ip, ...(subjectId ? { subjectId } : {}), ...(interaction ? { clientId: interaction.params.client_id } : {}) };
+      const common = { endpoint: 'login', remoteAddress: request.ip, ...(subjectId ? { subjectId } : {}), ...(interaction ? { clientId: interaction.request.clientId } : {}) };
       ctx.events.emit({ name: 'webauthn_failed', factor: 'passkey', error: reason, ...common });
       ctx.events.emit({ name: 'user_login_failed', errorDescription: `passkey: ${reason}`, ...common });
       return loginPage(ctx, request, reply, id, interaction, '', 'passkeyFailed', 400);
@@ -309,11 +309,11 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
       return failed(err.reason);
     }
     const user = await ctx.users.findBySubject(use.credential.subjectId);
-    const tenant = interaction ? parseAcrValues(interaction.params.acr_values).tenant : null;
+    const tenant = interaction ? interaction.request.tenant : null;
     if (!user || !user.isActive) return failed('inactive user', use.credential.subjectId);
     if (tenant !== null && user.tenant !== tenant) return failed('other tenant', user.subjectId);
     ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: 'passkey', remoteAddress: request.ip });
-    return finishSignIn(ctx, request, reply, user, [...PASSKEY_AMR], id, interaction, lang);
+    return continueAfterSignIn(ctx, request, reply, user, [...PASSKEY_AMR], id && interaction ? { id, interaction } : undefined, lang);
   });
 
   /** The live pending step of the request's cookie, for this browser. */
@@ -368,7 +368,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
         factor: 'security-key',
         error: err.reason,
         remoteAddress: request.ip,
-        ...(interaction ? { clientId: interaction.params.client_id } : {}),
+        ...(interaction ? { clientId: interaction.request.clientId } : {}),
       });
       return stepPage(ctx, request, reply, pending, lang, ctx.pages.text(lang, 'passkeyFailed'), 400);
     }
@@ -380,6 +380,6 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const user = await ctx.users.findBySubject(pending.subjectId);
     if (!user || !user.isActive) return expiredPage(ctx, request, reply);
     ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, remoteAddress: request.ip });
-    return finishSignIn(ctx, request, reply, user, secondFactorAmr(use.credential.kind), id, interaction, lang, pending.toAccount === true);
+    return continueAfterSignIn(ctx, request, reply, user, secondFactorAmr(use.credential.kind), id && interaction ? { id, interaction } : undefined, lang, pending.toAccount === true);
   });
 }

@@ -5,7 +5,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { asciiUri } from '../endpoints/authorize-response.js';
+import { asciiUri } from '../http/authorization-response.js';
 import { frameSources, frontChannelFrames } from '../logout/front-channel.js';
 import type { EndedSession } from '../logout/logout.js';
 

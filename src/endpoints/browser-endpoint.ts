@@ -1,0 +1,41 @@
+/**
+ * The two browser endpoints' common front (authorize, end session; OIDC Core §3.1.2.1, RP-Initiated
+ * Logout 1.0 §2): the parameters of a GET's query or a POST's form, and an error page that never
+ * redirects while nothing about the client is known good.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { OAuthError } from '../protocol/errors.js';
+import type { Params } from '../protocol/params.js';
+import { browserParams, methodNotAllowed } from '../http/request.js';
+import { pickLocale } from '../ui/i18n.js';
+import { sendErrorPage } from '../ui/error-page.js';
+
+/**
+ * Registers a browser endpoint (authorize, end session): GET with the query and POST with a form,
+ * both handed to `handle` as parameters; malformed input ends on the error page (415 for a POST
+ * that is not a form); PUT, DELETE, PATCH get 405.
+ */
+export function browserEndpoint(
+  app: FastifyInstance,
+  ctx: SigilContext,
+  url: string,
+  handle: (request: FastifyRequest, reply: FastifyReply, params: Params) => Promise<FastifyReply>,
+): void {
+  app.route({
+    method: ['GET', 'POST'],
+    url,
+    handler: async (request, reply) => {
+      let params: Params;
+      try {
+        params = browserParams(request);
+      } catch (err) {
+        if (!(err instanceof OAuthError)) throw err;
+        const lang = pickLocale(undefined, request.headers['accept-language']);
+        return sendErrorPage(ctx, reply, err, lang, err.status);
+      }
+      return handle(request, reply, params);
+    },
+  });
+  app.route({ method: ['PUT', 'DELETE', 'PATCH'], url, handler: methodNotAllowed('GET, POST') });
+}

@@ -1,0 +1,54 @@
+/**
+ * The facts `decide` (interaction/decide.ts) needs, looked up for one request: the upstream
+ * providers open to its client, the user's second step (src/mfa/), the remembered consent, and
+ * how far the pending request got.
+ */
+import type { SigilContext } from '../context.js';
+import { nowSeconds } from '../crypto/handles.js';
+import { type SecondStep, sessionHasMfa } from '../mfa/factors.js';
+import type { Interaction } from '../stores/records/interactions.js';
+import { achievedAcr } from '../users/acr.js';
+import type { Session } from '../users/sessions.js';
+import type { User } from '../users/users.js';
+import type { AuthorizeRequest } from '../validation/authorize-request.js';
+import { rememberedConsent } from './consent.js';
+import { type DecisionFacts, mfaRequired, pageOf, stepUp } from './decide.js';
+
+/**
+ * The facts for deciding an authorization request of `session` (undefined: none) and its `user`.
+ * @param pending the pending request being resumed, if any
+ */
+export async function decisionFacts(
+  ctx: SigilContext,
+  req: AuthorizeRequest,
+  session: Session | undefined,
+  user: User | undefined,
+  pending: Interaction | undefined,
+): Promise<DecisionFacts> {
+  const live = session && user?.isActive ? session : undefined;
+  const required = live ? mfaRequired(ctx.mfa.requiredFor(req.client), achievedAcr(live), { acrValues: req.acr.acr, essentialAcr: req.essentialAcr }) : false;
+  const remembered = live && req.client.requireConsent ? await rememberedConsent(ctx.store.grants, live.subjectId, req.client.clientId) : undefined;
+  return {
+    now: nowSeconds(),
+    upstreams: ctx.upstream.allowedFor(req.client.identityProviderRestrictions).map((p) => p.name),
+    secondStep: live ? await secondStep(ctx, live, required) : 'none',
+    freshSignInSeconds: ctx.mfa.config.freshSignInSeconds,
+    pending,
+    rememberedConsent: remembered,
+  };
+}
+
+/**
+ * Where a live session goes before a device's request may use it (`stepUp`): the second factor,
+ * enrolment or a new sign-in; undefined when it may be used as it is.
+ * @param required the client's policy asks for MFA (`MfaService.requiredFor`)
+ */
+export async function stepUpPage(ctx: SigilContext, session: Session, required: boolean): Promise<string | undefined> {
+  const step = stepUp(await secondStep(ctx, session, required), session, nowSeconds(), ctx.mfa.config.freshSignInSeconds);
+  return step && pageOf({ kind: step });
+}
+
+/** The user's step after the first factor (`MfaService.nextStep`); none for a session that has MFA already. */
+async function secondStep(ctx: SigilContext, session: Session, required: boolean): Promise<SecondStep> {
+  return sessionHasMfa(session) ? 'none' : ctx.mfa.nextStep(session.subjectId, required);
+}

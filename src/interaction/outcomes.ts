@@ -1,0 +1,111 @@
+/**
+ * What happens to a pending authorization request when a page is done with it: the one door
+ * between the pages (login, second factor, consent, device, federation) and the protocol, as
+ * IdentityServer's interaction service and node-oidc-provider's `interactionFinished` are.
+ * - `finishSignIn`: the user signed in (password, passkey, second factor, upstream provider);
+ * - `grantConsent`: the user allowed the requested scopes;
+ * - `deny`: the user cancelled or said no: `access_denied` for the client (RFC 6749 §4.1.2.1);
+ * - `resume`: back to the authorization endpoint (or the device flow), which decides what next
+ *   (interaction/decide.ts).
+ * Outcomes return values or redirects; the pages render.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import type { ResponseTarget } from '../http/authorization-response.js';
+import { OAuthError } from '../protocol/errors.js';
+import type { Interaction } from '../stores/records/interactions.js';
+import type { Session } from '../users/sessions.js';
+import type { User } from '../users/users.js';
+import { isNativeRedirect } from '../validation/authorize-request.js';
+import { matchRedirectUri } from '../validation/redirect-uri.js';
+import { rememberConsent } from './consent.js';
+import { answerDevice } from './device.js';
+import type { Pending } from './interactions.js';
+
+/** Where a pending request continues after the login or consent page. */
+export function resumePath(id: string, interaction: Interaction): string {
+  const base = interaction.device ? '/device/resume' : '/connect/authorize/resume';
+  return `${base}?interaction=${encodeURIComponent(id)}`;
+}
+
+/** Sends the browser on to where the pending request continues (303, RFC 9700 §4.12). */
+export function resume(reply: FastifyReply, pending: Pending): FastifyReply {
+  return reply.redirect(resumePath(pending.id, pending.interaction), 303);
+}
+
+/**
+ * How a user signed in: `amr` (RFC 8176), the identity provider (`local` or an upstream
+ * provider's name), the tenant, the upstream provider's `acr` when it asserted MFA, and the
+ * endpoint the audit event names.
+ */
+export interface SignIn {
+  amr: string[];
+  idp: string;
+  tenant: string | null;
+  upstreamAcr?: string;
+  endpoint: 'login' | 'federation';
+}
+
+/**
+ * Ends a successful sign-in: starts a new session (ending this browser's previous one), records
+ * `user_login_succeeded`, and for a pending request records the sign-in's time (`loginAt`), with
+ * which its `prompt=login` and `max_age` count as met when it resumes (OIDC Core §3.1.2.1).
+ * @returns the new session
+ */
+export async function finishSignIn(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: User,
+  how: SignIn,
+  pending: Pending | undefined,
+): Promise<Session> {
+  const { endpoint, ...start } = how;
+  const session = await ctx.sessions.create(request, reply, user, start);
+  ctx.events.emit({ name: 'user_login_succeeded', endpoint, subjectId: user.subjectId, ...(pending ? { clientId: pending.interaction.request.clientId } : {}) });
+  if (pending) await ctx.interactions.update(pending.id, { ...pending.interaction, loginAt: session.authTime });
+  return session;
+}
+
+/**
+ * Whether consent to a pending request may be remembered: not for a device, and not for a native
+ * app's redirect URI, whose owner a redirect cannot prove (RFC 8252 §8.6, D-22).
+ */
+export function mayRememberConsent(interaction: Interaction): boolean {
+  return !interaction.device && !isNativeRedirect(interaction.request.target?.redirectUri ?? '');
+}
+
+/**
+ * The user allowed the pending request's scopes (OIDC Core §3.1.2.4): they become its consented
+ * scopes and, when asked (`remember`) and allowed (`mayRememberConsent`), the remembered consent
+ * of the session's subject for the client.
+ */
+export async function grantConsent(ctx: SigilContext, pending: Pending, session: Session, remember: boolean): Promise<void> {
+  const { id, interaction } = pending;
+  const scopes = interaction.request.scopes;
+  if (remember && mayRememberConsent(interaction)) await rememberConsent(ctx.store.grants, session.subjectId, interaction.request.clientId, scopes);
+  await ctx.interactions.update(id, { ...interaction, consented: scopes });
+}
+
+/**
+ * How a denied request is answered: `access_denied` to the client's validated target; a device's
+ * request is answered by its next poll (the page says it was denied); `expired` when it was
+ * already answered or ran out, or the client or its redirect URI has gone since it was validated.
+ */
+export type Denial = { to: 'client'; target: ResponseTarget; error: OAuthError } | { to: 'device' } | { to: 'expired' };
+
+/**
+ * The user cancelled the sign-in or declined consent: ends the pending request with
+ * `access_denied` (RFC 6749 §4.1.2.1; a device's with `access_denied` at its next poll, RFC 8628
+ * §3.5) and records `token_issue_failed`.
+ */
+export async function deny(ctx: SigilContext, pending: Pending): Promise<Denial> {
+  const { id, interaction } = pending;
+  if (interaction.device) return (await answerDevice(ctx, pending, undefined)) ? { to: 'device' } : { to: 'expired' };
+  if (!(await ctx.interactions.finish(id))) return { to: 'expired' };
+  const { clientId, target } = interaction.request;
+  const client = ctx.clients.get(clientId);
+  if (!client || !target || !matchRedirectUri(target.redirectUri, client.redirectUris)) return { to: 'expired' };
+  ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId, error: 'access_denied' });
+  return { to: 'client', target, error: new OAuthError('access_denied', 'the user denied the request') };
+}

@@ -1,0 +1,26 @@
+/**
+ * The language of a page (DESIGN §6: `ui_locales` honoured): the request's `ui_locales`, or the
+ * pending authorization request's (OIDC Core §3.1.2.1), else `Accept-Language`.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { pickLocale } from './i18n.js';
+
+/** The page language of a request from its `ui_locales` parameter or `Accept-Language`. */
+export function language(request: FastifyRequest, uiLocales?: string): string {
+  let fromQuery: string | undefined = uiLocales;
+  if (fromQuery === undefined) {
+    const q = (request.query as Record<string, unknown> | undefined)?.ui_locales;
+    if (typeof q === 'string') fromQuery = q;
+  }
+  return pickLocale(fromQuery, request.headers['accept-language']);
+}
+
+/**
+ * The language of a page shown for the pending authorization request `id` of this browser (login
+ * steps, consent): the request's `ui_locales` (OIDC Core §3.1.2.1), else as `language`.
+ */
+export async function pendingLanguage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, id: string | undefined): Promise<string> {
+  const interaction = await ctx.interactions.get(id, ctx.sessions.browserId(request, reply));
+  return language(request, interaction?.request.uiLocales);
+}

@@ -1,0 +1,77 @@
+/**
+ * The login page (`/account/login`, DESIGN §6) and where a sign-in made there or at one of the
+ * login steps (passkeys, security keys) goes on to: the pending request, /account, or a "signed in"
+ * page.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { queryString, single } from '../http/fields.js';
+import type { Pending } from '../interaction/interactions.js';
+import { finishSignIn, resume } from '../interaction/outcomes.js';
+import { Params } from '../protocol/params.js';
+import type { Interaction } from '../stores/records/interactions.js';
+import type { User } from '../users/users.js';
+import { language } from './language.js';
+
+/**
+ * Ends a successful sign-in at Sigil (`finishSignIn`), then resumes the pending request, or,
+ * without one, goes to /account (`toAccount`: the sign-in started there) or says who is signed in.
+ */
+export async function continueAfterSignIn(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: User,
+  amr: string[],
+  pending: Pending | undefined,
+  lang: string,
+  toAccount = false,
+): Promise<FastifyReply> {
+  await finishSignIn(ctx, request, reply, user, { amr, idp: 'local', tenant: user.tenant, endpoint: 'login' }, pending);
+  if (pending) return resume(reply, pending);
+  if (toAccount) return reply.redirect('/account', 303);
+  return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
+}
+
+/** Renders the login page (DESIGN §6), with an error text when a sign-in failed. */
+export function loginPage(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  id: string | undefined,
+  interaction: Interaction | undefined,
+  username: string,
+  error: 'invalidCredentials' | 'tooManyAttempts' | 'passkeyFailed' | 'passkeyNeedsScript' | undefined,
+  status = 200,
+): FastifyReply {
+  const pending = interaction?.request;
+  const client = pending ? ctx.clients.get(pending.clientId) : undefined;
+  const lang = language(request, pending?.uiLocales);
+  return ctx.pages.send(
+    reply,
+    'login',
+    lang,
+    {
+      csrf: reply.generateCsrf(),
+      interaction: id,
+      uiLocales: pending?.uiLocales,
+      // Continue at /account after signing in (its "sign in again" link); a fixed value, no URL.
+      toAccount: id === undefined && (queryString(request, 'return') === 'account' || (request.body instanceof Params && single(request.body, 'return') === 'account')),
+      username,
+      clientName: client ? (client.clientName ?? client.clientId) : undefined,
+      tenant: pending?.tenant ?? null,
+      // The upstream providers the client may use (federation), as links that keep the request.
+      providers:
+        id && client
+          ? ctx.upstream.allowedFor(client.identityProviderRestrictions).map((p) => ({
+              label: p.displayName ?? p.name,
+              href: `/federation/${encodeURIComponent(p.name)}/login?interaction=${encodeURIComponent(id)}`,
+            }))
+          : [],
+      error: error ? ctx.pages.text(lang, error) : undefined,
+      passkeys: ctx.config.webauthn.enabled, // "Sign in with a passkey" (issue 12, src/ui/passkeys.ts)
+    },
+    status,
+    pending?.target !== undefined,
+  );
+}
