@@ -9,37 +9,20 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
-import { hashHandle, newFamilyId, newHandle, nowSeconds } from '../crypto/handles.js';
+import { newFamilyId, newHandle, nowSeconds } from '../crypto/handles.js';
 import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
 import { expiredPage, sendErrorPage } from '../ui/error-page.js';
 import { language } from '../ui/language.js';
 import { claimsOf, type User } from '../users/users.js';
 import type { Session } from '../users/sessions.js';
 import { AuthorizeError, type AuthorizeRequest, validateAuthorizeRequest } from '../validation/authorize-request.js';
-import { type RequestedClaims, releasableClaims } from '../validation/claims-parameter.js';
+import { releasableClaims } from '../validation/claims-parameter.js';
 import { sendErrorToClient, sendToClient } from '../http/authorization-response.js';
 import { browserEndpoint } from './browser-endpoint.js';
 import { decide, pageOf } from '../interaction/decide.js';
 import { decisionFacts } from '../interaction/facts.js';
 import { type Pending, pendingRequest, takeInteractionQuota } from '../interaction/interactions.js';
-import { newGrantRecord } from '../stores/types.js';
-
-/** Data stored with an authorization code (RFC 6749 §4.1.2: bound to client, redirect URI, PKCE, nonce). */
-export interface AuthorizationCodeData {
-  redirectUri: string;
-  scopes: string[];
-  nonce?: string;
-  codeChallenge?: string;
-  codeChallengeMethod?: 'S256' | 'plain';
-  /** The DPoP key thumbprint of `dpop_jkt` (RFC 9449 §10): the token request must prove that key. */
-  dpopJkt?: string;
-  /** The API resources (names) of `resource` (RFC 8707 §2.1): the tokens are for these at most. */
-  resources?: string[];
-  subject: Omit<Subject, 'claims'>;
-  /** Claims the `claims` parameter asked for and may be released (OIDC Core §5.5): names only. */
-  requestedClaims?: RequestedClaims;
-  [key: string]: unknown;
-}
+import type { AuthorizationCodeData } from '../stores/records/authorization-codes.js';
 
 /** Registers `/connect/authorize` (GET, POST) and `/connect/authorize/resume` (GET). */
 export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void {
@@ -178,9 +161,7 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
       ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}),
       ...(req.resources !== undefined ? { resources: req.resources } : {}),
     };
-    await ctx.store.grants.put(newGrantRecord({
-      key: hashHandle(code),
-      type: 'authorization_code',
+    await ctx.store.records.codes.issue(code, {
       clientId: client.clientId,
       subjectId: subject.subjectId,
       familyId,
@@ -188,7 +169,7 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
       data,
       createdAt: now,
       expiresAt: now + client.authorizationCodeLifetime,
-    }));
+    });
     fields.code = code;
   }
   const browserScopes = scopes.filter((s) => s !== 'offline_access');

@@ -20,9 +20,6 @@ import { userCodeKey, type DeviceCodeData } from '../stores/records/device-codes
 /** The device grant type (RFC 8628 §3.4). */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
-/** The stored shapes, for `ui/device.ts` until it reads them through `ctx.store.records.deviceCodes`. */
-export { type DeviceCodeData, userCodeKey } from '../stores/records/device-codes.js';
-
 /** Registers `/connect/deviceauthorization` (anything but a form POST: 400 invalid_request). */
 export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
   app.route({

@@ -10,14 +10,17 @@ import type { OAuthError } from '../protocol/errors.js';
 
 /**
  * Where an authorization response or error is delivered: the registered redirect URI, the
- * response mode and the request's `state`. The shape `validateAuthorizeRequest` returns
- * (validation/authorize-request.ts), declared here so that http/ needs nothing above it.
+ * response mode and the request's `state`; `validateAuthorizeRequest` (validation/) returns it as
+ * part of a valid request, and the pending request keeps it (stores/records/interactions.ts).
  */
 export interface ResponseTarget {
   redirectUri: string;
-  mode: 'query' | 'fragment' | 'form_post';
+  mode: ResponseMode;
   state?: string;
 }
+
+/** How the authorization response travels (OAuth 2.0 Multiple Response Types §2.1, Form Post). */
+export type ResponseMode = 'query' | 'fragment' | 'form_post';
 
 /**
  * What delivering a response needs of the server (`SigilContext` has both): the issuer for `iss`

@@ -4,7 +4,7 @@
  */
 import type { SigilContext } from '../context.js';
 import { nowSeconds } from '../crypto/handles.js';
-import type { DeviceCodeData } from '../endpoints/device-authorization.js';
+import type { DeviceCodeData } from '../stores/records/device-codes.js';
 import type { Session } from '../users/sessions.js';
 import type { Pending } from './interactions.js';
 
@@ -19,9 +19,9 @@ export async function answerDevice(ctx: SigilContext, pending: Pending, session:
   const { id, interaction } = pending;
   const device = interaction.device;
   if (!device || !(await ctx.interactions.finish(id))) return false;
-  const row = await ctx.store.grants.get(device.deviceKey);
+  const row = await ctx.store.records.deviceCodes.findByKey(device.deviceKey);
   const now = nowSeconds();
-  const data = row?.data as DeviceCodeData | undefined;
+  const data = row?.data;
   if (!row || !data || data.status !== 'pending' || row.expiresAt <= now || row.consumedAt !== null) return false;
   const answered: DeviceCodeData = session
     ? {
@@ -40,10 +40,10 @@ export async function answerDevice(ctx: SigilContext, pending: Pending, session:
     : { ...data, status: 'denied' };
   // The user code is single use: consuming it atomically makes exactly one answer count when two
   // browsers answer for the same code at once.
-  if (!(await ctx.store.grants.consume(device.userCodeKey, now))) return false;
+  if (!(await ctx.store.records.deviceCodes.consumeUserCode(device.userCodeKey, now))) return false;
   // Unconditional: the consumed user code makes this the only answer. A poll that read the row
   // before this write cannot write over it (polls use compare-and-set, grants/device-code.ts); at
   // worst this write drops a poll's bookkeeping (its time, a grown interval), never the answer.
-  await ctx.store.grants.update(device.deviceKey, answered, row.expiresAt);
+  await ctx.store.records.deviceCodes.answer(device.deviceKey, answered, row.expiresAt);
   return true;
 }

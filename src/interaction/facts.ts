@@ -11,7 +11,6 @@ import { achievedAcr } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
 import type { AuthorizeRequest } from '../validation/authorize-request.js';
-import { rememberedConsent } from './consent.js';
 import { type DecisionFacts, mfaRequired, pageOf, stepUp } from './decide.js';
 
 /**
@@ -27,7 +26,7 @@ export async function decisionFacts(
 ): Promise<DecisionFacts> {
   const live = session && user?.isActive ? session : undefined;
   const required = live ? mfaRequired(ctx.mfa.requiredFor(req.client), achievedAcr(live), { acrValues: req.acr.acr, essentialAcr: req.essentialAcr }) : false;
-  const remembered = live && req.client.requireConsent ? await rememberedConsent(ctx.store.grants, live.subjectId, req.client.clientId) : undefined;
+  const remembered = live && req.client.requireConsent ? await ctx.store.records.consents.remembered(live.subjectId, req.client.clientId) : undefined;
   return {
     now: nowSeconds(),
     upstreams: ctx.upstream.allowedFor(req.client.identityProviderRestrictions).map((p) => p.name),

@@ -13,12 +13,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import type { ResponseTarget } from '../http/authorization-response.js';
 import { OAuthError } from '../protocol/errors.js';
+import { nowSeconds } from '../crypto/handles.js';
+import { CONSENT_LIFETIME } from '../stores/records/consents.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
 import { isNativeRedirect } from '../validation/authorize-request.js';
 import { matchRedirectUri } from '../validation/redirect-uri.js';
-import { rememberConsent } from './consent.js';
 import { answerDevice } from './device.js';
 import type { Pending } from './interactions.js';
 
@@ -83,7 +84,10 @@ export function mayRememberConsent(interaction: Interaction): boolean {
 export async function grantConsent(ctx: SigilContext, pending: Pending, session: Session, remember: boolean): Promise<void> {
   const { id, interaction } = pending;
   const scopes = interaction.request.scopes;
-  if (remember && mayRememberConsent(interaction)) await rememberConsent(ctx.store.grants, session.subjectId, interaction.request.clientId, scopes);
+  if (remember && mayRememberConsent(interaction)) {
+    const now = nowSeconds();
+    await ctx.store.records.consents.remember(session.subjectId, interaction.request.clientId, scopes, now, now + CONSENT_LIFETIME);
+  }
   await ctx.interactions.update(id, { ...interaction, consented: scopes });
 }
 

@@ -9,7 +9,7 @@ import type { SigilContext } from '../context.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
-import { type DeviceCodeData, userCodeKey } from '../endpoints/device-authorization.js';
+import { userCodeKey } from '../stores/records/device-codes.js';
 import { answerDevice } from '../interaction/device.js';
 import { stepUpPage } from '../interaction/facts.js';
 import { takeInteractionQuota } from '../interaction/interactions.js';
@@ -86,15 +86,12 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
 
 async function pendingDevice(ctx: SigilContext, key: string) {
   const now = nowSeconds();
-  const codeRow = await ctx.store.grants.get(key);
-  if (!codeRow || codeRow.type !== 'user_code' || codeRow.revokedAt !== null || codeRow.consumedAt !== null || codeRow.expiresAt <= now)
-    return undefined;
-  const deviceKey = (codeRow.data as { deviceKey: string }).deviceKey;
-  const row = await ctx.store.grants.get(deviceKey);
-  const data = row?.data as DeviceCodeData | undefined;
-  if (!row || !data || row.type !== 'device_code' || data.status !== 'pending' || row.expiresAt <= now || row.consumedAt !== null)
-    return undefined;
-  return { key: deviceKey, clientId: row.clientId, data };
+  const codeRow = await ctx.store.records.deviceCodes.findLiveUserCode(key, now);
+  if (!codeRow) return undefined;
+  const deviceKey = codeRow.data.deviceKey;
+  const row = await ctx.store.records.deviceCodes.findByKey(deviceKey);
+  if (!row || row.data.status !== 'pending' || row.expiresAt <= now || row.consumedAt !== null) return undefined;
+  return { key: deviceKey, clientId: row.clientId, data: row.data };
 }
 
 function devicePage(

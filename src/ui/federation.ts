@@ -14,23 +14,13 @@ import { language } from './language.js';
 import { finishSignIn, resume } from '../interaction/outcomes.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
-import { hashHandle, nowSeconds } from '../crypto/handles.js';
+import { nowSeconds } from '../crypto/handles.js';
 import { upstreamAuthentication } from '../mfa/factors.js';
 import { linkExternalUser, upstreamSubject } from '../federation/upstream.js';
-import { newGrantRecord } from '../stores/types.js';
+import type { FederationState } from '../stores/records/federation-states.js';
 
 /** Seconds a browser has to come back from the upstream provider. */
 const UPSTREAM_TIMEOUT = 600;
-
-/** What the callback needs, stored under the SHA-256 of `state`. */
-interface FederationState {
-  provider: string;
-  interactionId: string;
-  nonce: string;
-  codeVerifier: string;
-  browser: string;
-  [key: string]: unknown;
-}
 
 /** Registers the federation routes. */
 export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void {
@@ -50,14 +40,12 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     }
     const now = nowSeconds();
     const state: FederationState = { provider: name, interactionId: id, nonce: upstream.nonce, codeVerifier: upstream.codeVerifier, browser };
-    await ctx.store.grants.put(newGrantRecord({
-      key: hashHandle(upstream.state),
-      type: 'federation',
+    await ctx.store.records.federationStates.put(upstream.state, {
       clientId: interaction.request.clientId,
       data: state,
       createdAt: now,
       expiresAt: now + UPSTREAM_TIMEOUT,
-    }));
+    });
     return reply.header('cache-control', 'no-store').redirect(upstream.url, 303);
   });
 
@@ -66,13 +54,12 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     const provider = ctx.upstream.get(name);
     const stateValue = queryString(request, 'state');
     if (!provider || !stateValue || stateValue.length > 200) return upstreamFailed(ctx, request, reply, 'the sign-in response is not valid');
-    const key = hashHandle(stateValue);
-    const row = await ctx.store.grants.get(key);
-    const data = row?.data as FederationState | undefined;
+    const row = await ctx.store.records.federationStates.find(stateValue);
+    const data = row?.data;
     const browser = ctx.sessions.browserId(request, reply);
-    if (!row || row.type !== 'federation' || !data || data.provider !== name || data.browser !== browser)
+    if (!row || !data || data.provider !== name || data.browser !== browser)
       return upstreamFailed(ctx, request, reply, 'the sign-in response does not belong to this browser');
-    if (!(await ctx.store.grants.consume(key, nowSeconds())))
+    if (!(await ctx.store.records.federationStates.consume(stateValue, nowSeconds())))
       return upstreamFailed(ctx, request, reply, 'the sign-in response was already used or has expired');
     const interaction = await ctx.interactions.get(data.interactionId, browser);
     if (!interaction) return expiredPage(ctx, request, reply);

@@ -16,6 +16,9 @@ export function consentKey(subjectId: string, clientId: string): string {
   return hashHandle(`consent\u0000${subjectId}\u0000${clientId}`);
 }
 
+/** How long a remembered consent lasts, in seconds (Duende keeps it without expiry; Sigil one year). */
+export const CONSENT_LIFETIME = 365 * 24 * 3600;
+
 /** The `consent` records. Times are Unix seconds. */
 export class Consents {
   private readonly kind: RecordKind<ConsentData>;

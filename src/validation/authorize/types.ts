@@ -8,20 +8,13 @@ import type { Client } from '../../clients/registry.js';
 import type { AcrValues } from '../acr-values.js';
 import type { ClaimsParameter } from '../claims-parameter.js';
 import type { PkceMethod } from '../pkce.js';
+import type { ResponseTarget } from '../../http/authorization-response.js';
 
-/** How the authorization response travels (OAuth 2.0 Multiple Response Types §2.1, Form Post). */
-export type ResponseMode = 'query' | 'fragment' | 'form_post';
+export type { ResponseMode, ResponseTarget } from '../../http/authorization-response.js';
 
 /** The `response_type` values Sigil serves, normalized to this order of their parts. */
 export const RESPONSE_TYPES = ['code', 'id_token', 'id_token token', 'code id_token', 'code token', 'code id_token token', 'token'] as const;
 export type ResponseType = (typeof RESPONSE_TYPES)[number];
-
-/** Where an authorization response or error is delivered. */
-export interface ResponseTarget {
-  redirectUri: string;
-  mode: ResponseMode;
-  state?: string;
-}
 
 /** A valid authorization request. */
 export interface AuthorizeRequest extends ResponseTarget {
