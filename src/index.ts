@@ -40,7 +40,8 @@ import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './l
 import { PrimaryFailureCounters } from './limits/primary-counters.js';
 import { ReplayCache } from './limits/replay-cache.js';
 import { Resources } from './resources/scopes.js';
-import { DPoPNonces, DPoPVerifier } from './validation/dpop.js';
+import { DPoPNonces } from './limits/dpop-nonces.js';
+import { DPoPVerifier } from './validation/dpop.js';
 
 export { ConfigError, type ConfigOverrides, type ResolvedConfig } from './config/loader.js';
 export type { ConfigInput, Config, ClientConfig } from './config/schema.js';

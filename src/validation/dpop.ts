@@ -18,8 +18,8 @@ import {
 } from 'jose';
 import { type ClientConfig, FAPI2_ALGORITHMS } from '../config/schema.js';
 import { OAuthError } from '../protocol/errors.js';
-import type { DPoPNonceRecords } from '../stores/records/dpop-nonces.js';
-import { newHandle, sha256 } from '../crypto/handles.js';
+import type { DPoPNonces } from '../limits/dpop-nonces.js';
+import { sha256 } from '../crypto/handles.js';
 import { jwsBoundsViolation } from '../protocol/json-bounds.js';
 import type { ReplayCache } from '../limits/replay-cache.js';
 
@@ -233,35 +233,4 @@ export function sameTarget(htu: string, expected: string): boolean {
   const a = new URL(htu);
   const b = new URL(expected);
   return a.protocol === b.protocol && a.host === b.host && a.pathname === b.pathname && a.username === '' && a.password === '';
-}
-
-/**
- * Server-provided DPoP nonces (RFC 9449 §8): random values from `newHandle` (256 bits), kept in
- * the store (hashed, as every handle) with a short life, so every node that shares the store
- * accepts every node's nonces. Each node hands out its current nonce until half its life has
- * passed, then makes a new one; a nonce is accepted until its life ends.
- */
-export class DPoPNonces {
-  private latest: { nonce: string; renewAt: number } | undefined;
-
-  /** @param lifetimeSeconds how long a nonce is accepted */
-  constructor(
-    private readonly records: DPoPNonceRecords,
-    private readonly lifetimeSeconds: number,
-  ) {}
-
-  /** The nonce to hand out now (`now` in Unix seconds); stores a new one when due. */
-  async current(now: number): Promise<string> {
-    if (this.latest && now < this.latest.renewAt) return this.latest.nonce;
-    const nonce = newHandle();
-    await this.records.put(nonce, now, now + this.lifetimeSeconds);
-    this.latest = { nonce, renewAt: now + Math.floor(this.lifetimeSeconds / 2) };
-    return nonce;
-  }
-
-  /** Whether `nonce` was issued by a node of this provider and has not expired at `now`. */
-  async isValid(nonce: string, now: number): Promise<boolean> {
-    if (nonce.length > 100) return false;
-    return this.records.isLive(nonce, now);
-  }
 }
