@@ -169,7 +169,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       clientKeys: new ClientKeys(),
       dpop: new DPoPVerifier(replay, new DPoPNonces(store.records.dpopNonces, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
-      sessions: new SessionService(store.records.sessions, cfg.issuer, cfg.sessionLifetime, logout),
+      sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
       logout,
       interactions: new Interactions(store.grants),
       pages: new Pages(),

@@ -13,6 +13,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf, sessionOf, upgradeSession } from '../interaction/browser.js';
 import { single, queryString } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language, pendingLanguage } from './language.js';
@@ -115,7 +116,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
   ctx.pages.register('account', ACCOUNT);
 
   app.get('/account/mfa', async (request, reply) => {
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const who = await secondStepWho(ctx, request, browser);
     if (!who) return expiredPage(ctx, request, reply);
     const id = who.pending ? who.pending.interaction : queryString(request, 'interaction');
@@ -131,7 +132,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
   app.post('/account/mfa', async (request, reply) => {
     const body = formOf(request);
     if (!checkCsrf(app, request, reply, origin)) return formExpired(ctx, request, reply, body);
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const who = await secondStepWho(ctx, request, browser);
     if (!who) return expiredPage(ctx, request, reply);
     const id = who.pending ? who.pending.interaction : single(body, 'interaction');
@@ -156,7 +157,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
   });
 
   app.get('/account/totp', async (request, reply) => {
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
     const subjectId = subjectOf(who);
@@ -172,7 +173,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
   app.post('/account/totp', async (request, reply) => {
     const body = formOf(request);
     if (!checkCsrf(app, request, reply, origin)) return formExpired(ctx, request, reply, body);
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
     const subjectId = subjectOf(who);
@@ -203,7 +204,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
   });
 
   app.get('/account', async (request, reply) => {
-    const session = await ctx.sessions.current(request);
+    const session = await sessionOf(ctx, request);
     if (!session) return reply.header('cache-control', 'no-store').redirect('/account/login?return=account', 303);
     return accountPage(ctx, request, reply, session, undefined);
   });
@@ -255,7 +256,7 @@ export async function secondStepAfterPassword(
   if (step === 'none') return undefined;
   // Saved for the key step too: its page links to the code form, which continues this sign-in.
   // Only the decision `enroll` lets it add a factor (`enrollmentWho`).
-  await ctx.mfa.savePending(ctx.sessions.browserId(request, reply), { ...pending, ...(step === 'enroll' ? { enroll: true as const } : {}) });
+  await ctx.mfa.savePending(browserOf(ctx, request, reply), { ...pending, ...(step === 'enroll' ? { enroll: true as const } : {}) });
   if (step === 'security-key' && (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.toAccount === true))) return reply;
   const page = step === 'enroll' ? '/account/totp' : '/account/mfa';
   return reply.header('cache-control', 'no-store').redirect(page, 303);
@@ -316,7 +317,7 @@ export async function completeSecondFactor(
     if (pending) next = { interaction: pending.id };
     else next = p.toAccount ? { account: true } : { done: user.username };
   } else {
-    if (!(await ctx.sessions.upgrade(request, reply, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
+    if (!(await upgradeSession(ctx, request, reply, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
     next = stepUpNext ?? { account: true };
   }
   if ('interaction' in next) {
@@ -337,7 +338,7 @@ export async function completeSecondFactor(
 export async function secondStepWho(ctx: SigilContext, request: FastifyRequest, browser: string): Promise<Who | undefined> {
   const pending = await ctx.mfa.pending(browser);
   if (pending) return { pending };
-  const session = await ctx.sessions.current(request);
+  const session = await sessionOf(ctx, request);
   if (session && (await ctx.mfa.canStepUp(session.subjectId))) return { session };
   return undefined;
 }
@@ -365,7 +366,7 @@ async function enrollmentWho(ctx: SigilContext, request: FastifyRequest, reply: 
  * again) or the login page, and returns undefined.
  */
 async function changeAllowed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
-  const session = await ctx.sessions.current(request);
+  const session = await sessionOf(ctx, request);
   if (!session) {
     reply.header('cache-control', 'no-store').redirect('/account/login?return=account', 303);
     return undefined;

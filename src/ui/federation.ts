@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf } from '../interaction/browser.js';
 import { queryString } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
@@ -37,7 +38,7 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
   app.get('/federation/:name/login', async (request, reply) => {
     const name = (request.params as { name: string }).name;
     const id = queryString(request, 'interaction');
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const interaction = await ctx.interactions.get(id, browser);
     const provider = ctx.upstream.get(name);
     if (!id || !interaction || !provider || !providerAllowed(ctx, interaction, name)) return expiredPage(ctx, request, reply);
@@ -69,7 +70,7 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     const key = hashHandle(stateValue);
     const row = await ctx.store.grants.get(key);
     const data = row?.data as FederationState | undefined;
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     if (!row || row.type !== 'federation' || !data || data.provider !== name || data.browser !== browser)
       return upstreamFailed(ctx, request, reply, 'the sign-in response does not belong to this browser');
     if (!(await ctx.store.grants.consume(key, nowSeconds())))

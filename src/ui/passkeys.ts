@@ -27,6 +27,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf, sessionOf } from '../interaction/browser.js';
 import { single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
@@ -117,7 +118,7 @@ export async function securityKeyStep(
     username: user.username,
     tenant: user.tenant,
     interaction: interactionId ?? '',
-    browser: ctx.sessions.browserId(request, reply),
+    browser: browserOf(ctx, request, reply),
     ...(options.codeLink ? { codeLink: options.codeLink } : {}),
     ...(options.toAccount ? { toAccount: true } : {}),
   };
@@ -182,7 +183,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
 
   /** The signed-in user of the request and whether the session may change credentials (`MfaService.mayChangeFactors`). */
   const signedIn = async (request: FastifyRequest) => {
-    const session = await ctx.sessions.current(request);
+    const session = await sessionOf(ctx, request);
     if (!session) return undefined;
     const user = await ctx.users.findBySubject(session.subjectId);
     if (!user || !user.isActive) return undefined;
@@ -232,7 +233,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const kind = single(formOf(request), 'kind');
     if (kind !== 'passkey' && kind !== 'security-key') return sendOAuthError(reply, new OAuthError('invalid_request', 'kind must be passkey or security-key'));
     const display = current.user.claims.name;
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     await challengeQuota(browser, request.ip);
     const options = await ctx.webauthn.registrationOptions(
       { subjectId: current.user.subjectId, username: current.user.username, displayName: typeof display === 'string' ? display : current.user.username },
@@ -252,7 +253,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const response = parseResponse(body);
     if (response === undefined) return listPage(request, reply, undefined, 'passkeyNeedsScript', 400);
     try {
-      await ctx.webauthn.register(current.user.subjectId, kind, response, ctx.sessions.browserId(request, reply), single(body, 'name') ?? '');
+      await ctx.webauthn.register(current.user.subjectId, kind, response, browserOf(ctx, request, reply), single(body, 'name') ?? '');
     } catch (err) {
       if (!(err instanceof WebAuthnError)) throw err;
       ctx.events.emit({ name: 'webauthn_failed', endpoint: 'account', subjectId: current.user.subjectId, factor: kind, error: err.reason, remoteAddress: request.ip });
@@ -277,7 +278,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
   // Passkey sign-in options (JSON): anyone with the login page's CSRF token.
   app.post('/account/passkeys/login/options', async (request, reply) => {
     if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     await challengeQuota(browser, request.ip);
     return json(reply, await ctx.webauthn.authenticationOptions('passkey', browser));
   });
@@ -287,7 +288,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const lang = language(request, single(body, 'ui_locales'));
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, csrfRefused(), lang, 403);
     const id = single(body, 'interaction');
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
     if (id !== undefined && !interaction) return expiredPage(ctx, request, reply);
     const response = parseResponse(body);
@@ -324,7 +325,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const row = await ctx.store.grants.get(key);
     if (!row || row.type !== 'webauthn_pending' || row.consumedAt !== null || row.revokedAt !== null || row.expiresAt <= nowSeconds()) return undefined;
     const pending = row.data as unknown as Pending;
-    if (pending.browser !== ctx.sessions.browserId(request, reply)) return undefined;
+    if (pending.browser !== browserOf(ctx, request, reply)) return undefined;
     return { key, pending };
   };
 
