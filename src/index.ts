@@ -20,6 +20,8 @@ import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
 import { MfaService } from './mfa/factors.js';
+import { FactorEnrollment } from './mfa/enrollment.js';
+import { SecondStepService } from './mfa/second-step.js';
 import { LogoutDeliverer } from './logout/delivery.js';
 import { LogoutService } from './logout/logout.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
@@ -153,6 +155,9 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const replay = new ReplayCache(store.grants);
+    const users = await UserService.create(cfg.users, store.users);
+    // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
+    const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -161,7 +166,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       keys,
       clients,
       resources,
-      users: await UserService.create(cfg.users, store.users),
+      users,
       tokens: new TokenService(cfg.issuer, keys, store.records, resources),
       events,
       limiter,
@@ -174,8 +179,9 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
-      // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
-      mfa: new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined),
+      mfa,
+      secondStep: new SecondStepService(mfa, clients, limiter, events),
+      enrollment: new FactorEnrollment(mfa, users, limiter, events),
       webauthn: new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime),
       log,
     };
