@@ -23,6 +23,7 @@ import type { FactorEnrollment } from './mfa/enrollment.js';
 import type { SecondStepService } from './mfa/second-step.js';
 import type { LogoutService } from './logout/logout.js';
 import type { WebAuthnService } from './mfa/webauthn.js';
+import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -58,5 +59,7 @@ export interface SigilContext {
   enrollment: FactorEnrollment;
   /** WebAuthn ceremonies: passkeys and security keys (issue 12). */
   webauthn: WebAuthnService;
+  /** Passkeys and security keys as the pages use them: quotas, limits, the security key step, events (src/mfa/passkey-ceremonies.ts). */
+  passkeys: PasskeyCeremonies;
   log: Logger;
 }

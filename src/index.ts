@@ -17,6 +17,7 @@ import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
 import { Interactions } from './stores/records/interactions.js';
 import { Pages } from './ui/pages.js';
 import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
+import { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
 import { MfaService } from './mfa/factors.js';
@@ -158,6 +159,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     const users = await UserService.create(cfg.users, store.users);
     // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
     const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
+    const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -182,7 +184,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       mfa,
       secondStep: new SecondStepService(mfa, clients, limiter, events),
       enrollment: new FactorEnrollment(mfa, users, limiter, events),
-      webauthn: new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime),
+      webauthn,
+      passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
       log,
     };
     const metrics = new RequestMetrics();
