@@ -182,7 +182,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
       mfa,
-      secondStep: new SecondStepService(mfa, clients, limiter, events),
+      secondStep: new SecondStepService(mfa, users, clients, limiter, events),
       enrollment: new FactorEnrollment(mfa, users, limiter, events),
       webauthn,
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),

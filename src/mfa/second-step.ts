@@ -13,7 +13,8 @@ import type { OAuthError } from '../protocol/errors.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { achievedAcr, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
-import type { MfaService, PendingSignIn, SecondStep } from './factors.js';
+import type { User, UserService } from '../users/users.js';
+import { amrWith, type MfaService, type PendingSignIn, type SecondStep } from './factors.js';
 import { RECOVERY_KIND } from './recovery.js';
 import { mfaAttempt, verifySecondFactor } from './verify.js';
 
@@ -36,6 +37,7 @@ export type CodeCheck = { outcome: 'verified'; kind: string } | { outcome: 'inva
 export class SecondStepService {
   constructor(
     private readonly mfa: MfaService,
+    private readonly users: Pick<UserService, 'findBySubject'>,
     private readonly clients: Pick<ClientRegistry, 'get'>,
     private readonly limiter: FailureLimiter,
     private readonly events: EventBus,
@@ -68,6 +70,20 @@ export class SecondStepService {
     const live = await session();
     if (live && (await this.mfa.canStepUp(live.subjectId))) return { session: live };
     return undefined;
+  }
+
+  /**
+   * Ends this browser's pending sign-in once a factor of `kind` was proved (this step's code, or a
+   * factor of another module): of two concurrent completions one gets it, and only for a user
+   * still active.
+   * @returns the user and the session's `amr` (the first factor's, the kind's, `mfa`; RFC 8176), or
+   *   undefined when another request finished the sign-in first or the user is gone or inactive.
+   */
+  async finishPending(browser: string, pending: PendingSignIn, kind: string): Promise<{ user: User; amr: string[] } | undefined> {
+    if (!(await this.mfa.finishPending(browser))) return undefined;
+    const user = await this.users.findBySubject(pending.subjectId);
+    if (!user || !user.isActive) return undefined;
+    return { user, amr: amrWith(pending.amr, kind) };
   }
 
   /** Whether the user can type a one-time code instead of the security key: an authenticator app, or an unused recovery code. */

@@ -250,7 +250,7 @@ async function keyStep(
  * modules, e.g. WebAuthn): a pending sign-in becomes a session whose `amr` has the kind's values
  * and `mfa` (RFC 8176); a live session gets them added (step-up). Then continues the
  * authorization request, /account, or shows "signed in".
- * @param who from `secondStepWho`
+ * @param who from `SecondStepService.who`
  * @param stepUpNext the pending request a step-up continues (a pending sign-in knows its own)
  * @param asLink return where to continue (a path) instead of answering
  * @returns the reply, or the path when `asLink`; the expired page when the pending sign-in was
@@ -270,12 +270,12 @@ export async function completeSecondFactor(
   let next: Next;
   if (who.pending) {
     const p = who.pending;
-    if (!(await ctx.mfa.finishPending(browser))) return expiredPage(ctx, request, reply);
-    const user = await ctx.users.findBySubject(p.subjectId);
-    if (!user || !user.isActive) return expiredPage(ctx, request, reply);
+    const finished = await ctx.secondStep.finishPending(browser, p, kind);
+    if (!finished) return expiredPage(ctx, request, reply);
+    const { user, amr } = finished;
     const interaction = p.interaction ? await ctx.interactions.get(p.interaction, browser) : undefined;
     const pending = p.interaction && interaction ? { id: p.interaction, interaction } : undefined;
-    await finishSignIn(ctx, request, reply, user, { amr: amrWith(p.amr, kind), idp: p.idp, tenant: p.tenant, endpoint: 'login' }, pending);
+    await finishSignIn(ctx, request, reply, user, { amr, idp: p.idp, tenant: p.tenant, endpoint: 'login' }, pending);
     if (pending) next = { interaction: pending.id };
     else next = p.toAccount ? { account: true } : { done: user.username };
   } else {

@@ -35,7 +35,7 @@ const MAX_FAILURES = 3;
 function services(over: MfaService) {
   const bus = new EventBus(pino({ level: 'silent' }));
   bus.subscribe((e) => void events.push(e));
-  return { enrollment: new FactorEnrollment(over, users, limiter, bus), secondStep: new SecondStepService(over, new ClientRegistry(cfg.clients), limiter, bus) };
+  return { enrollment: new FactorEnrollment(over, users, limiter, bus), secondStep: new SecondStepService(over, users, new ClientRegistry(cfg.clients), limiter, bus) };
 }
 let users: UserService;
 
@@ -183,6 +183,22 @@ describe('SecondStepService', () => {
     expect(await mfa.pending('b-verify')).not.toHaveProperty('enroll');
     expect(await secondStep.offersCode('u-verify')).toBe(true);
     expect(await secondStep.offersCode('u-none')).toBe(false);
+  });
+
+  it('finishes a pending sign-in once, with the amr of the factor used', async () => {
+    const pending = { subjectId: '1', tenant: null, amr: ['pwd'], idp: 'local' };
+    await mfa.savePending('b-finish', pending);
+    const [first, second] = await Promise.all([
+      secondStep.finishPending('b-finish', pending, RECOVERY_KIND),
+      secondStep.finishPending('b-finish', pending, RECOVERY_KIND),
+    ]);
+    expect([first, second].filter((f) => f !== undefined)).toEqual([{ user: expect.objectContaining({ subjectId: '1' }), amr: ['pwd', 'otp', 'mfa'] }]);
+    expect(await mfa.pending('b-finish')).toBeUndefined();
+    // A user who is gone or inactive does not sign in.
+    for (const subjectId of ['nobody', '4']) {
+      await mfa.savePending('b-gone', { ...pending, subjectId });
+      expect(await secondStep.finishPending('b-gone', { ...pending, subjectId }, 'totp')).toBeUndefined();
+    }
   });
 
   it('is for the pending sign-in first, else a session that can step up', async () => {
