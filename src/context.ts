@@ -19,8 +19,11 @@ import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
 import type { UpstreamProviders } from './federation/upstream.js';
 import type { MfaService } from './mfa/factors.js';
+import type { FactorEnrollment } from './mfa/enrollment.js';
+import type { SecondStepService } from './mfa/second-step.js';
 import type { LogoutService } from './logout/logout.js';
 import type { WebAuthnService } from './mfa/webauthn.js';
+import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -50,7 +53,13 @@ export interface SigilContext {
   upstream: UpstreamProviders;
   /** Users' second factors and the second sign-in step (src/mfa/). */
   mfa: MfaService;
+  /** The second sign-in step: what follows the first factor, and one-time code checks (src/mfa/second-step.ts). */
+  secondStep: SecondStepService;
+  /** Adding authenticator apps, recovery codes, removing factors (src/mfa/enrollment.ts). */
+  enrollment: FactorEnrollment;
   /** WebAuthn ceremonies: passkeys and security keys (issue 12). */
   webauthn: WebAuthnService;
+  /** Passkeys and security keys as the pages use them: quotas, limits, the security key step, events (src/mfa/passkey-ceremonies.ts). */
+  passkeys: PasskeyCeremonies;
   log: Logger;
 }

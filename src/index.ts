@@ -17,9 +17,12 @@ import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
 import { Interactions } from './stores/records/interactions.js';
 import { Pages } from './ui/pages.js';
 import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
+import { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
 import { MfaService } from './mfa/factors.js';
+import { FactorEnrollment } from './mfa/enrollment.js';
+import { SecondStepService } from './mfa/second-step.js';
 import { LogoutDeliverer } from './logout/delivery.js';
 import { LogoutService } from './logout/logout.js';
 import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidator } from './grants/password.js';
@@ -154,6 +157,10 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const replay = new ReplayCache(store.grants);
+    const users = await UserService.create(cfg.users, store.users);
+    // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
+    const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
+    const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -162,7 +169,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       keys,
       clients,
       resources,
-      users: await UserService.create(cfg.users, store.users),
+      users,
       tokens: new TokenService(cfg.issuer, keys, store.records, resources),
       events,
       limiter,
@@ -170,14 +177,16 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       clientKeys: new ClientKeys(),
       dpop: new DPoPVerifier(replay, new DPoPNonces(store.records.dpopNonces, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
-      sessions: new SessionService(store.records.sessions, cfg.issuer, cfg.sessionLifetime, logout),
+      sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
       logout,
       interactions: new Interactions(store.grants),
       pages: new Pages(),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
-      // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
-      mfa: new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined),
-      webauthn: new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime),
+      mfa,
+      secondStep: new SecondStepService(mfa, users, clients, limiter, events),
+      enrollment: new FactorEnrollment(mfa, users, limiter, events),
+      webauthn,
+      passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
       log,
     };
     const metrics = new RequestMetrics();

@@ -7,6 +7,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf, sessionOf } from '../interaction/browser.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { newFamilyId, newHandle, nowSeconds } from '../crypto/handles.js';
@@ -30,7 +31,7 @@ export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void
 
   app.get('/connect/authorize/resume', async (request, reply) => {
     const id = (request.query as Record<string, unknown>).interaction;
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const interaction = typeof id === 'string' ? await ctx.interactions.get(id, browser) : undefined;
     if (typeof id !== 'string' || !interaction) return expiredPage(ctx, request, reply);
     return authorize(ctx, request, reply, Params.fromRecord(interaction.params), { id, interaction });
@@ -60,8 +61,8 @@ async function authorize(
     return sendErrorToClient(ctx, reply, req, new OAuthError(code, description));
   };
 
-  const browser = ctx.sessions.browserId(request, reply);
-  const session = await ctx.sessions.current(request);
+  const browser = browserOf(ctx, request, reply);
+  const session = await sessionOf(ctx, request);
   const user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
 
   const decision = decide(req, session, user, req.client, await decisionFacts(ctx, req, session, user, pending?.interaction));

@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { sessionOf, signOut } from '../interaction/browser.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
 import { logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
@@ -33,12 +34,12 @@ async function endSession(ctx: SigilContext, request: FastifyRequest, reply: Fas
     if (!(err instanceof OAuthError)) throw err;
     return sendErrorPage(ctx, reply, err, lang, 400);
   }
-  const session = await ctx.sessions.current(request);
+  const session = await sessionOf(ctx, request);
   if (!session) return sendLoggedOut(ctx, reply, lang, undefined, logoutRedirect(req));
   const hint = req.hint;
   // The hint must be of the current session: its `sid` when it has one (as Duende v8), else its `sub`.
   const ofThisSession = hint !== undefined && (hint.sid !== undefined ? session.sid === hint.sid : session.subjectId === hint.sub);
   if (!ofThisSession) return sendLogoutPrompt(ctx, reply, lang, req);
-  const ended = await ctx.sessions.end(request, reply);
+  const ended = await signOut(ctx, request, reply);
   return sendLoggedOut(ctx, reply, lang, ended, logoutRedirect(req));
 }

@@ -11,6 +11,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { startSession } from './browser.js';
 import type { ResponseTarget } from '../http/authorization-response.js';
 import { OAuthError } from '../protocol/errors.js';
 import { nowSeconds } from '../crypto/handles.js';
@@ -62,7 +63,7 @@ export async function finishSignIn(
   pending: Pending | undefined,
 ): Promise<Session> {
   const { endpoint, ...start } = how;
-  const session = await ctx.sessions.create(request, reply, user, start);
+  const session = await startSession(ctx, request, reply, user, start);
   ctx.events.emit({ name: 'user_login_succeeded', endpoint, subjectId: user.subjectId, ...(pending ? { clientId: pending.interaction.request.clientId } : {}) });
   if (pending) await ctx.interactions.update(pending.id, { ...pending.interaction, loginAt: session.authTime });
   return session;

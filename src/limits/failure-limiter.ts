@@ -191,6 +191,23 @@ export class FailureLimiter {
     return delay;
   }
 
+  /**
+   * `before`, with its refusal returned rather than thrown, for callers that answer it with a page
+   * of their own (the sign-in steps).
+   * @returns undefined when the check may go on (after the slow-down delay, if any), else the
+   *   refusal: OAuthError 429 `temporarily_unavailable` with `Retry-After` (seconds).
+   * @throws whatever else `before` throws (a counter store that fails).
+   */
+  async refusal(attempt: CredentialAttempt): Promise<OAuthError | undefined> {
+    try {
+      await this.before(attempt);
+      return undefined;
+    } catch (err) {
+      if (err instanceof OAuthError && err.status === 429) return err;
+      throw err;
+    }
+  }
+
   /** After a failed credential check: counts it against the address, the pair and the identity. */
   async failed(attempt: CredentialAttempt, now = Date.now()): Promise<void> {
     await this.counters.increment(keysOf(attempt).all, this.limits.windowSeconds * 1000, now);

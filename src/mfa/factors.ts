@@ -11,9 +11,9 @@
  * WebAuthn kinds (`webauthn: true`), in `webauthn_credentials` (src/stores/webauthn-credentials.ts),
  * which `MfaService` lists and removes alongside. The /account page then lists, links to adding,
  * and removes every kind without further changes. The kind's own pages (src/mfa/<kind>.ts, src/ui/<kind>.ts) find who
- * is signing in with `secondStepWho` and finish with `completeSecondFactor` (both in
- * ui/account-mfa.ts), which starts or steps up the session with the kind's `amr` and resumes the
- * authorization request.
+ * is signing in with `SecondStepService.who` (src/mfa/second-step.ts) and finish with
+ * `completeSecondFactor` (ui/account-mfa.ts), which starts or steps up the session with the
+ * kind's `amr` and resumes the authorization request.
  */
 import { randomBytes } from 'node:crypto';
 import type { ResolvedConfig } from '../config/loader.js';

@@ -8,11 +8,14 @@
  * - `/account`: the signed-in user's second factors, removable; new recovery codes. Every change
  *   needs a sign-in within `mfa.freshSignInSeconds` that used the strongest kind of factor the
  *   user holds (`MfaService.mayChangeFactors`).
- * Every form carries the CSRF token (checkCsrf); codes are checked under the failure limits per
- * user and address (`mfaAttempt`).
+ * Every form carries the CSRF token (checkCsrf). What is decided and stored is the services':
+ * the second step and its code checks (`ctx.secondStep`, src/mfa/second-step.ts), enrollment and
+ * removal (`ctx.enrollment`, src/mfa/enrollment.ts); these routes read the request, call them and
+ * the interaction outcomes, and render.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf, sessionOf, upgradeSession } from '../interaction/browser.js';
 import { single, queryString } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language, pendingLanguage } from './language.js';
@@ -20,18 +23,16 @@ import { finishSignIn, resumePath } from '../interaction/outcomes.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
-import { amrWith, FACTOR_KINDS, newFactorId, type PendingSignIn } from '../mfa/factors.js';
-import { newRecoveryCodes, RECOVERY_KIND, unusedRecoveryCodes } from '../mfa/recovery.js';
-import { newTotpSecret, normaliseTotpCode, openTotpSecret, sealTotpSecret, totpProvisioning, totpStep } from '../mfa/totp.js';
-import { mfaAttempt, verifySecondFactor } from '../mfa/verify.js';
-import { nowSeconds } from '../crypto/handles.js';
-import { achievedAcr, requestsMfa } from '../users/acr.js';
+import type { TotpSetup } from '../mfa/enrollment.js';
+import { amrWith, FACTOR_KINDS, type PendingSignIn } from '../mfa/factors.js';
+import { RECOVERY_KIND } from '../mfa/recovery.js';
+import { subjectOf, type Who } from '../mfa/second-step.js';
 import type { Session } from '../users/sessions.js';
 import { denyPage } from './outcome-pages.js';
 import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
 import { securityKeyStep } from './passkeys.js';
-import { limiterAllows } from './attempts.js';
+import { refused } from './attempts.js';
 
 const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
 <h1><%= it.t.mfaTitle %></h1>
@@ -96,14 +97,6 @@ const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle 
 /** Where a sign-in continues once complete. */
 type Next = { interaction: string } | { account: true } | { done: string };
 
-/** Who the second step is for: a sign-in waiting after its password, or a live session (step-up). */
-export type Who = { pending: PendingSignIn; session?: undefined } | { session: Session; pending?: undefined };
-
-/** The user a second-factor page is for: the pending sign-in's, else the session's. */
-function subjectOf(who: Who): string {
-  return who.pending ? who.pending.subjectId : who.session.subjectId;
-}
-
 const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
 
 /** Registers `/account`, `/account/mfa`, `/account/totp`, `/account/recovery`, `/account/factors/remove`. */
@@ -115,8 +108,8 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
   ctx.pages.register('account', ACCOUNT);
 
   app.get('/account/mfa', async (request, reply) => {
-    const browser = ctx.sessions.browserId(request, reply);
-    const who = await secondStepWho(ctx, request, browser);
+    const browser = browserOf(ctx, request, reply);
+    const who = await ctx.secondStep.who(browser, () => sessionOf(ctx, request));
     if (!who) return expiredPage(ctx, request, reply);
     const id = who.pending ? who.pending.interaction : queryString(request, 'interaction');
     // Step-up of a live session whose user has a WebAuthn credential: the security key step,
@@ -131,8 +124,8 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
   app.post('/account/mfa', async (request, reply) => {
     const body = formOf(request);
     if (!checkCsrf(app, request, reply, origin)) return formExpired(ctx, request, reply, body);
-    const browser = ctx.sessions.browserId(request, reply);
-    const who = await secondStepWho(ctx, request, browser);
+    const browser = browserOf(ctx, request, reply);
+    const who = await ctx.secondStep.who(browser, () => sessionOf(ctx, request));
     if (!who) return expiredPage(ctx, request, reply);
     const id = who.pending ? who.pending.interaction : single(body, 'interaction');
     const interaction = id ? await ctx.interactions.get(id, browser) : undefined;
@@ -142,58 +135,41 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
       if (id && interaction) return denyPage(ctx, request, reply, { id, interaction });
       return reply.redirect('/account/login', 303);
     }
-    const subjectId = subjectOf(who);
-    const attempt = mfaAttempt(request.ip, subjectId);
-    if (!(await limiterAllows(ctx, reply, attempt))) return mfaPage(ctx, request, reply, id, 'tooManyAttempts', 429);
-    const kind = await verifySecondFactor(ctx.mfa, subjectId, single(body, 'code') ?? '', nowSeconds());
-    if (!kind) {
-      await ctx.limiter.failed(attempt);
-      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, remoteAddress: request.ip, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
-      return mfaPage(ctx, request, reply, id, 'invalidOneTimeCode');
+    const check = await ctx.secondStep.verifyCode(subjectOf(who), single(body, 'code') ?? '', {
+      address: request.ip,
+      ...(interaction ? { clientId: interaction.request.clientId } : {}),
+    });
+    if (check.outcome === 'refused') {
+      refused(reply, check.refusal);
+      return mfaPage(ctx, request, reply, id, 'tooManyAttempts', 429);
     }
-    ctx.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
-    return completeSecondFactor(ctx, request, reply, browser, who, kind, id && interaction ? { interaction: id } : undefined);
+    if (check.outcome === 'invalid') return mfaPage(ctx, request, reply, id, 'invalidOneTimeCode');
+    return completeSecondFactor(ctx, request, reply, browser, who, check.kind, id && interaction ? { interaction: id } : undefined);
   });
 
   app.get('/account/totp', async (request, reply) => {
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
-    const subjectId = subjectOf(who);
     const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, queryString(request, 'interaction'), browser);
-    let enrollment = await ctx.mfa.enrollment(browser, subjectId);
-    if (!enrollment) {
-      enrollment = { secret: await sealTotpSecret(newTotpSecret(), ctx.mfa.dataKey) };
-      await ctx.mfa.saveEnrollment(browser, subjectId, enrollment);
-    }
-    return totpPage(ctx, request, reply, who, id, enrollment.secret, undefined);
+    return totpPage(ctx, request, reply, who, id, await ctx.enrollment.begin(browser, subjectOf(who)), undefined);
   });
 
   app.post('/account/totp', async (request, reply) => {
     const body = formOf(request);
     if (!checkCsrf(app, request, reply, origin)) return formExpired(ctx, request, reply, body);
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
-    const subjectId = subjectOf(who);
     const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, single(body, 'interaction'), browser);
-    const enrollment = await ctx.mfa.enrollment(browser, subjectId);
-    if (!enrollment) return expiredPage(ctx, request, reply);
-    const attempt = mfaAttempt(request.ip, subjectId);
-    if (!(await limiterAllows(ctx, reply, attempt))) return totpPage(ctx, request, reply, who, id, enrollment.secret, 'tooManyAttempts', 429);
-    const now = nowSeconds();
-    const code = normaliseTotpCode(single(body, 'code') ?? '');
-    const step = code === undefined ? undefined : totpStep(await openTotpSecret(enrollment.secret, ctx.mfa.dataKey), code, now);
-    if (step === undefined || !(await ctx.mfa.finishEnrollment(browser, subjectId))) {
-      await ctx.limiter.failed(attempt);
-      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', remoteAddress: request.ip });
-      return totpPage(ctx, request, reply, who, id, enrollment.secret, 'invalidOneTimeCode');
+    const confirmed = await ctx.enrollment.confirm(browser, subjectOf(who), single(body, 'code') ?? '', request.ip);
+    if (confirmed.outcome === 'expired') return expiredPage(ctx, request, reply);
+    if (confirmed.outcome === 'refused') {
+      refused(reply, confirmed.refusal);
+      return totpPage(ctx, request, reply, who, id, confirmed.setup, 'tooManyAttempts', 429);
     }
-    // The confirming code's step is spent: it cannot sign in a second time.
-    await ctx.mfa.factors.addFactor({ id: newFactorId(), subjectId, kind: 'totp', label: '', data: { secret: enrollment.secret }, counter: step, createdAt: now, lastUsedAt: now });
-    ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: 'totp' });
-    const codes = (await unusedRecoveryCodes(ctx.mfa.factors, subjectId)) === 0 ? await newRecoveryCodes(ctx.mfa.factors, subjectId, now) : undefined;
-    if (codes) ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: RECOVERY_KIND });
+    if (confirmed.outcome === 'invalid') return totpPage(ctx, request, reply, who, id, confirmed.setup, 'invalidOneTimeCode');
+    const codes = confirmed.recoveryCodes;
     const stepUpNext = !who.pending && id ? { interaction: id } : undefined;
     if (!codes) return completeSecondFactor(ctx, request, reply, browser, who, 'totp', stepUpNext);
     // The recovery codes are shown once, before continuing.
@@ -203,7 +179,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
   });
 
   app.get('/account', async (request, reply) => {
-    const session = await ctx.sessions.current(request);
+    const session = await sessionOf(ctx, request);
     if (!session) return reply.header('cache-control', 'no-store').redirect('/account/login?return=account', 303);
     return accountPage(ctx, request, reply, session, undefined);
   });
@@ -213,15 +189,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
     const session = await changeAllowed(ctx, request, reply);
     if (!session) return reply;
-    const id = single(body, 'factor') ?? '';
-    const factor = (await ctx.mfa.listFactors(session.subjectId)).find((f) => f.id === id && f.kind !== RECOVERY_KIND);
-    if (!factor || !(await ctx.mfa.removeFactor(session.subjectId, factor)))
-      return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
-    const webauthn = FACTOR_KINDS[factor.kind]?.webauthn === true;
-    ctx.events.emit({ name: webauthn ? 'webauthn_removed' : 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: factor.kind });
-    // Recovery codes stand in for a second factor: without one they have nothing to stand in for.
-    if ((await ctx.mfa.secondFactors(session.subjectId)).length === 0 && (await ctx.mfa.factors.removeFactors(session.subjectId, [RECOVERY_KIND])) > 0)
-      ctx.events.emit({ name: 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: RECOVERY_KIND });
+    if (!(await ctx.enrollment.removeFactor(session.subjectId, single(body, 'factor') ?? ''))) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
     return accountPage(ctx, request, reply, session, 'factorRemoved');
   });
 
@@ -229,18 +197,18 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
     const session = await changeAllowed(ctx, request, reply);
     if (!session) return reply;
-    if ((await ctx.mfa.secondFactors(session.subjectId)).length === 0) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
-    const codes = await newRecoveryCodes(ctx.mfa.factors, session.subjectId, nowSeconds());
-    ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'account', subjectId: session.subjectId, factor: RECOVERY_KIND });
+    const codes = await ctx.enrollment.renewRecoveryCodes(session.subjectId);
+    if (!codes) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
     return ctx.pages.send(reply, 'recovery', language(request), { codes, next: '/account' });
   });
 }
 
 /**
- * After the first factor (password at the login page): asks for the second factor when the user
- * has one, sends the user to enroll one when the client (`requireMfa`, global `mfa.required`) or
- * the request (`acr_values=urn:sigil:acr:mfa`) needs it, else starts the session at once.
- * @returns the reply (a redirect to the second step) or undefined when no second step is needed.
+ * After the first factor (password at the login page): the second step the service decides
+ * (`SecondStepService.afterFirstFactor`): the security key step, the code form, or the enrollment
+ * of an authenticator app.
+ * @returns the reply (the step's page or a redirect to it) or undefined when no second step is
+ *   needed (the caller starts the session).
  */
 export async function secondStepAfterPassword(
   ctx: SigilContext,
@@ -249,13 +217,9 @@ export async function secondStepAfterPassword(
   pending: PendingSignIn,
   interaction: Interaction | undefined,
 ): Promise<FastifyReply | undefined> {
-  const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
-  const requested = interaction ? requestsMfa(achievedAcr(pending), interaction.request.acrValues, interaction.request.essentialAcr) : false;
-  const step = await ctx.mfa.nextStep(pending.subjectId, ctx.mfa.requiredFor(client) || requested);
-  if (step === 'none') return undefined;
   // Saved for the key step too: its page links to the code form, which continues this sign-in.
-  // Only the decision `enroll` lets it add a factor (`enrollmentWho`).
-  await ctx.mfa.savePending(ctx.sessions.browserId(request, reply), { ...pending, ...(step === 'enroll' ? { enroll: true as const } : {}) });
+  const step = await ctx.secondStep.afterFirstFactor(browserOf(ctx, request, reply), pending, interaction);
+  if (step === 'none') return undefined;
   if (step === 'security-key' && (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.toAccount === true))) return reply;
   const page = step === 'enroll' ? '/account/totp' : '/account/mfa';
   return reply.header('cache-control', 'no-store').redirect(page, 303);
@@ -276,8 +240,7 @@ async function keyStep(
 ): Promise<boolean> {
   const user = await ctx.users.findBySubject(subjectId);
   if (!user || !user.isActive) return false;
-  const codes = (await ctx.mfa.listFactors(subjectId)).some((f) => (f.kind === RECOVERY_KIND ? f.counter === 0 : f.kind === 'totp'));
-  const codeLink = codes ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}` : undefined;
+  const codeLink = (await ctx.secondStep.offersCode(subjectId)) ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}` : undefined;
   const lang = await pendingLanguage(ctx, request, reply, interaction);
   return securityKeyStep(ctx, request, reply, user, interaction, lang, { ...(codeLink ? { codeLink } : {}), toAccount });
 }
@@ -287,7 +250,7 @@ async function keyStep(
  * modules, e.g. WebAuthn): a pending sign-in becomes a session whose `amr` has the kind's values
  * and `mfa` (RFC 8176); a live session gets them added (step-up). Then continues the
  * authorization request, /account, or shows "signed in".
- * @param who from `secondStepWho`
+ * @param who from `SecondStepService.who`
  * @param stepUpNext the pending request a step-up continues (a pending sign-in knows its own)
  * @param asLink return where to continue (a path) instead of answering
  * @returns the reply, or the path when `asLink`; the expired page when the pending sign-in was
@@ -307,16 +270,16 @@ export async function completeSecondFactor(
   let next: Next;
   if (who.pending) {
     const p = who.pending;
-    if (!(await ctx.mfa.finishPending(browser))) return expiredPage(ctx, request, reply);
-    const user = await ctx.users.findBySubject(p.subjectId);
-    if (!user || !user.isActive) return expiredPage(ctx, request, reply);
+    const finished = await ctx.secondStep.finishPending(browser, p, kind);
+    if (!finished) return expiredPage(ctx, request, reply);
+    const { user, amr } = finished;
     const interaction = p.interaction ? await ctx.interactions.get(p.interaction, browser) : undefined;
     const pending = p.interaction && interaction ? { id: p.interaction, interaction } : undefined;
-    await finishSignIn(ctx, request, reply, user, { amr: amrWith(p.amr, kind), idp: p.idp, tenant: p.tenant, endpoint: 'login' }, pending);
+    await finishSignIn(ctx, request, reply, user, { amr, idp: p.idp, tenant: p.tenant, endpoint: 'login' }, pending);
     if (pending) next = { interaction: pending.id };
     else next = p.toAccount ? { account: true } : { done: user.username };
   } else {
-    if (!(await ctx.sessions.upgrade(request, reply, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
+    if (!(await upgradeSession(ctx, request, reply, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
     next = stepUpNext ?? { account: true };
   }
   if ('interaction' in next) {
@@ -330,28 +293,14 @@ export async function completeSecondFactor(
 }
 
 /**
- * The second step's user: this browser's pending sign-in (after the password), else the live
- * session of a user who has a second factor or a passkey (step-up); undefined when neither.
- * @param browser the browser id's hash (`SessionService.browserId`)
- */
-export async function secondStepWho(ctx: SigilContext, request: FastifyRequest, browser: string): Promise<Who | undefined> {
-  const pending = await ctx.mfa.pending(browser);
-  if (pending) return { pending };
-  const session = await ctx.sessions.current(request);
-  if (session && (await ctx.mfa.canStepUp(session.subjectId))) return { session };
-  return undefined;
-}
-
-/**
- * Who may add an authenticator app: a pending sign-in whose own decision was `enroll` and whose
- * user still has no factor of any kind (forced enrollment; a passkey, a security key or recovery
- * codes lock it), else a live session allowed to change factors. Answers the reply itself
- * (expired page, or the account page's notice) and returns undefined otherwise.
+ * Who may add an authenticator app: this browser's pending sign-in when it may
+ * (`FactorEnrollment.pendingMayEnroll`), else a live session allowed to change factors. Answers
+ * the reply itself (expired page, or the account page's notice) and returns undefined otherwise.
  */
 async function enrollmentWho(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, browser: string): Promise<Who | undefined> {
   const pending = await ctx.mfa.pending(browser);
   if (pending) {
-    if (pending.enroll && (await ctx.mfa.listFactors(pending.subjectId)).length === 0) return { pending };
+    if (await ctx.enrollment.pendingMayEnroll(pending)) return { pending };
     expiredPage(ctx, request, reply);
     return undefined;
   }
@@ -365,7 +314,7 @@ async function enrollmentWho(ctx: SigilContext, request: FastifyRequest, reply: 
  * again) or the login page, and returns undefined.
  */
 async function changeAllowed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
-  const session = await ctx.sessions.current(request);
+  const session = await sessionOf(ctx, request);
   if (!session) {
     reply.header('cache-control', 'no-store').redirect('/account/login?return=account', 303);
     return undefined;
@@ -431,24 +380,20 @@ async function totpPage(
   reply: FastifyReply,
   who: Who,
   interaction: string | undefined,
-  sealed: string,
+  setup: TotpSetup,
   error: 'invalidOneTimeCode' | 'tooManyAttempts' | undefined,
   status = 200,
 ): Promise<FastifyReply> {
   const lang = await pendingLanguage(ctx, request, reply, interaction);
-  const subjectId = subjectOf(who);
-  const user = await ctx.users.findBySubject(subjectId);
-  const secret = await openTotpSecret(sealed, ctx.mfa.dataKey);
-  const { qr } = await totpProvisioning(ctx.mfa.config.totpIssuer, user?.username ?? subjectId, secret);
   return ctx.pages.send(
     reply,
     'totp',
     lang,
     {
       csrf: reply.generateCsrf(),
-      qr,
+      qr: setup.qr,
       // Grouped by four for reading and typing; apps ignore the spaces.
-      secret: secret.replace(/(.{4})(?=.)/g, '$1 '),
+      secret: setup.secret.replace(/(.{4})(?=.)/g, '$1 '),
       interaction,
       required: who.pending !== undefined || interaction !== undefined,
       error: error ? ctx.pages.text(lang, error) : undefined,

@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf, sessionOf, signOut } from '../interaction/browser.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
@@ -26,7 +27,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
 
   app.get('/account/login', async (request, reply) => {
     const id = queryString(request, 'interaction');
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
     if (id !== undefined && !interaction) return expiredPage(ctx, request, reply);
     return loginPage(ctx, request, reply, id, interaction, interaction?.request.loginHint ?? '', undefined);
@@ -38,7 +39,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
     const id = single(body, 'interaction');
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
     if (id !== undefined && !interaction) return expiredPage(ctx, request, reply);
     if (single(body, 'button') === 'cancel') {
@@ -73,7 +74,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
 
   app.get('/account/logout', async (request, reply) => {
     // Nobody signed in: nothing to confirm (RP-Initiated Logout §4, checklist LO-11).
-    if (!(await ctx.sessions.current(request)))
+    if (!(await sessionOf(ctx, request)))
       return ctx.pages.send(reply, 'message', language(request), { titleKey: 'signedOutTitle', textKey: 'signedOut' });
     return sendLogoutPrompt(ctx, reply, language(request), {});
   });
@@ -91,7 +92,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
       if (!(err instanceof OAuthError)) throw err;
       return sendErrorPage(ctx, reply, err, lang, 400);
     }
-    const ended = await ctx.sessions.end(request, reply);
+    const ended = await signOut(ctx, request, reply);
     return sendLoggedOut(ctx, reply, lang, ended, logoutRedirect(req));
   });
 }

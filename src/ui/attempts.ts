@@ -5,7 +5,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { OAuthError } from '../protocol/errors.js';
+import type { OAuthError } from '../protocol/errors.js';
 import type { CredentialAttempt } from '../limits/failure-limiter.js';
 
 /**
@@ -16,12 +16,12 @@ import type { CredentialAttempt } from '../limits/failure-limiter.js';
  * @throws whatever else the limiter throws (a counter store that fails).
  */
 export async function limiterAllows(ctx: SigilContext, reply: FastifyReply, attempt: CredentialAttempt): Promise<boolean> {
-  try {
-    await ctx.limiter.before(attempt);
-    return true;
-  } catch (err) {
-    if (!(err instanceof OAuthError) || err.status !== 429) throw err;
-    reply.headers(err.headers);
-    return false;
-  }
+  const refusal = await ctx.limiter.refusal(attempt);
+  if (refusal) refused(reply, refusal);
+  return refusal === undefined;
+}
+
+/** Sets the headers of a refusal of the failure limits (`Retry-After`) on a page's reply; the caller renders with status 429. */
+export function refused(reply: FastifyReply, refusal: OAuthError): void {
+  reply.headers(refusal.headers);
 }

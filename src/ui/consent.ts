@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf, sessionOf } from '../interaction/browser.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language, pendingLanguage } from './language.js';
@@ -22,9 +23,9 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
 
   app.get('/consent', async (request, reply) => {
     const id = queryString(request, 'interaction');
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const interaction = await ctx.interactions.get(id, browser);
-    const session = await ctx.sessions.current(request);
+    const session = await sessionOf(ctx, request);
     const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
     if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
     const lang = language(request, interaction.request.uiLocales);
@@ -43,9 +44,9 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), await pendingLanguage(ctx, request, reply, single(body, 'interaction')), 403);
     const id = single(body, 'interaction');
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const interaction = await ctx.interactions.get(id, browser);
-    const session = await ctx.sessions.current(request);
+    const session = await sessionOf(ctx, request);
     if (!id || !interaction || !session) return expiredPage(ctx, request, reply);
     if (single(body, 'button') !== 'yes') return denyPage(ctx, request, reply, { id, interaction });
     await grantConsent(ctx, { id, interaction }, session, single(body, 'remember') === 'yes');

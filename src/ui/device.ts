@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf, sessionOf } from '../interaction/browser.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
@@ -37,7 +38,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     const lang = language(request);
     if (!checkCsrf(app, request, reply, origin))
       return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     // RFC 8628 §5.1: user codes are limited per address (and per browser), never globally.
     const attempt: CredentialAttempt = { address: request.ip, identity: 'user-code', identityWide: false, extraKeys: [`device:browser:${browser}`] };
     const typed = single(body, 'userCode') ?? '';
@@ -62,7 +63,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
       device: { deviceKey: found.key, userCodeKey: userCodeKey(code) },
     };
     const id = await ctx.interactions.create(found.clientId, interaction);
-    const session = await ctx.sessions.current(request);
+    const session = await sessionOf(ctx, request);
     // A session lacking the second factor the user has or the client requires steps up first (src/mfa/).
     const stepUp = session ? await stepUpPage(ctx, session, ctx.mfa.requiredFor(ctx.clients.get(found.clientId))) : undefined;
     const next = session ? (stepUp ?? '/consent') : '/account/login';
@@ -71,10 +72,10 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
 
   app.get('/device/resume', async (request, reply) => {
     const id = queryString(request, 'interaction');
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const interaction = await ctx.interactions.get(id, browser);
     if (!id || !interaction?.device) return expiredPage(ctx, request, reply);
-    const session = await ctx.sessions.current(request);
+    const session = await sessionOf(ctx, request);
     if (!session) return reply.redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);
     const stepUp = await stepUpPage(ctx, session, ctx.mfa.requiredFor(ctx.clients.get(interaction.request.clientId)));
     if (stepUp) return reply.redirect(`${stepUp}?interaction=${encodeURIComponent(id)}`, 303);

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf } from '../interaction/browser.js';
 import { queryString } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
@@ -27,7 +28,7 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
   app.get('/federation/:name/login', async (request, reply) => {
     const name = (request.params as { name: string }).name;
     const id = queryString(request, 'interaction');
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     const interaction = await ctx.interactions.get(id, browser);
     const provider = ctx.upstream.get(name);
     if (!id || !interaction || !provider || !providerAllowed(ctx, interaction, name)) return expiredPage(ctx, request, reply);
@@ -56,7 +57,7 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     if (!provider || !stateValue || stateValue.length > 200) return upstreamFailed(ctx, request, reply, 'the sign-in response is not valid');
     const row = await ctx.store.records.federationStates.find(stateValue);
     const data = row?.data;
-    const browser = ctx.sessions.browserId(request, reply);
+    const browser = browserOf(ctx, request, reply);
     if (!row || !data || data.provider !== name || data.browser !== browser)
       return upstreamFailed(ctx, request, reply, 'the sign-in response does not belong to this browser');
     if (!(await ctx.store.records.federationStates.consume(stateValue, nowSeconds())))

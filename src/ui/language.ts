@@ -4,6 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
+import { browserOf } from '../interaction/browser.js';
 import { pickLocale } from './i18n.js';
 
 /** The page language of a request from its `ui_locales` parameter or `Accept-Language`. */
@@ -21,6 +22,6 @@ export function language(request: FastifyRequest, uiLocales?: string): string {
  * steps, consent): the request's `ui_locales` (OIDC Core §3.1.2.1), else as `language`.
  */
 export async function pendingLanguage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, id: string | undefined): Promise<string> {
-  const interaction = await ctx.interactions.get(id, ctx.sessions.browserId(request, reply));
+  const interaction = await ctx.interactions.get(id, browserOf(ctx, request, reply));
   return language(request, interaction?.request.uiLocales);
 }

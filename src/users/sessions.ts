@@ -1,99 +1,111 @@
 /**
- * Browser sign-in sessions (OIDC Core §3.1.2.3, DESIGN §6): a random handle in an HttpOnly,
- * SameSite=Lax cookie (Secure on https issuers), the session kept in the store under the handle's
- * SHA-256 so any node can read it. Also a long-lived random browser id that binds pending
- * interactions to the browser that started them.
+ * Browser sign-in sessions (OIDC Core §3.1.2.3, DESIGN §6): a random handle that the browser keeps
+ * in a cookie, the session kept in the store under the handle's SHA-256 so any node can read it.
+ * Also a long-lived random browser id that binds pending interactions to the browser that started
+ * them. The service takes the cookies' values and says what to set; reading and writing the
+ * cookies is http/cookies.ts's.
  */
-import type {} from '@fastify/cookie';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { hashHandle, newHandle, newId, nowSeconds } from '../crypto/handles.js';
+import type { CookieValue } from '../http/cookies.js';
 import type { Session, SessionRecords } from '../stores/records/sessions.js';
 import type { EndedSession, LogoutService } from '../logout/logout.js';
 
-/** Cookie names. */
-export const SESSION_COOKIE = 'sigil.session';
-export const BROWSER_COOKIE = 'sigil.browser';
-
 export type { Session };
+
+/** How long a browser id is kept, seconds (two years). */
+const BROWSER_ID_LIFETIME = 2 * 365 * 24 * 3600;
+
+/** A session and the cookie that now names it. */
+export interface IssuedSession {
+  session: Session;
+  cookie: CookieValue;
+}
+
+/** A browser's id, hashed (what interactions record), and the new cookie to set when the browser had none valid. */
+export interface BrowserId {
+  id: string;
+  cookie?: CookieValue;
+}
+
+/** The session handle of a cookie value, or undefined when there is none or it is too long to be one. */
+function handleOf(cookie: string | undefined): string | undefined {
+  return cookie && cookie.length <= 100 ? cookie : undefined;
+}
 
 /** Reads, creates and ends sessions. */
 export class SessionService {
-  private readonly secure: boolean;
-
   /**
    * @param lifetime session lifetime in seconds
    */
   constructor(
     private readonly records: SessionRecords,
-    issuer: string,
     private readonly lifetime: number,
     private readonly logout: LogoutService,
-  ) {
-    this.secure = issuer.startsWith('https:');
-  }
+  ) {}
 
-  /** The live session of the request's cookie, or undefined. */
-  async current(request: FastifyRequest): Promise<Session | undefined> {
-    const handle = request.cookies[SESSION_COOKIE];
-    if (!handle || handle.length > 100) return undefined;
+  /**
+   * The live session of a session cookie, or undefined.
+   * @param cookie the session cookie's value as sent
+   */
+  async current(cookie: string | undefined): Promise<Session | undefined> {
+    const handle = handleOf(cookie);
+    if (!handle) return undefined;
     return (await this.records.findLive(handle, nowSeconds()))?.data;
   }
 
   /**
-   * Starts a new session for a user, ending the request's previous one: the cookie value always
-   * changes at sign-in (no session fixation).
+   * Starts a new session for a user, ending the one of the previous cookie: the cookie value
+   * always changes at sign-in (no session fixation).
+   * @param previous the session cookie's value as sent
+   * @returns the session and the cookie to set (Max-Age the session lifetime)
    */
   async create(
-    request: FastifyRequest,
-    reply: FastifyReply,
+    previous: string | undefined,
     user: { subjectId: string },
     how: { amr: string[]; idp: string; tenant: string | null; upstreamAcr?: string },
-  ): Promise<Session> {
+  ): Promise<IssuedSession> {
     // The previous session's clients are told by the next delivery poll: signing in does not wait for them.
-    await this.end(request, reply, false);
+    await this.end(previous, false);
     const now = nowSeconds();
     const handle = newHandle();
     const session: Session = { sid: newId(), subjectId: user.subjectId, authTime: now, ...how, expiresAt: now + this.lifetime };
     await this.records.create(handle, session, now, now + this.lifetime);
-    reply.setCookie(SESSION_COOKIE, handle, this.cookieOptions(this.lifetime));
-    return session;
+    return { session, cookie: { value: handle, maxAge: this.lifetime } };
   }
 
   /**
-   * Adds to the `amr` of the request's live session after a second factor (step-up), keeping its
-   * `sid`, `authTime` and expiry. The cookie value changes, as at any sign-in (OWASP ASVS 5.0
-   * V7.2.4): the upgraded session is stored under a new handle and the old one is revoked.
+   * Adds to the `amr` of a live session after a second factor (step-up), keeping its `sid`,
+   * `authTime` and expiry. The cookie value changes, as at any sign-in (OWASP ASVS 5.0 V7.2.4):
+   * the upgraded session is stored under a new handle and the old one is revoked.
+   * @param cookie the session cookie's value as sent
    * @param amr the session's new `amr` (RFC 8176)
-   * @returns the updated session, or undefined when there is no live session.
+   * @returns the updated session and its new cookie (Max-Age its remaining lifetime), or undefined
+   *   when there is no live session.
    */
-  async upgrade(request: FastifyRequest, reply: FastifyReply, amr: string[]): Promise<Session | undefined> {
-    const handle = request.cookies[SESSION_COOKIE];
-    if (!handle || handle.length > 100) return undefined;
+  async upgrade(cookie: string | undefined, amr: string[]): Promise<IssuedSession | undefined> {
+    const handle = handleOf(cookie);
+    if (!handle) return undefined;
     const now = nowSeconds();
     const row = await this.records.findLive(handle, now);
     if (!row) return undefined;
     const session: Session = { ...row.data, amr };
     const fresh = newHandle();
     await this.records.reissue(row, fresh, session, now);
-    reply.setCookie(SESSION_COOKIE, fresh, this.cookieOptions(row.expiresAt - now));
-    return session;
+    return { session, cookie: { value: fresh, maxAge: row.expiresAt - now } };
   }
 
   /**
-   * Ends the request's session, if any, and clears its cookie. The session's clients are told
-   * through back-channel logout (queued with the revocation, see `LogoutService.endSession`).
+   * Ends the session of a cookie, if any (the caller clears the cookie). The session's clients are
+   * told through back-channel logout (queued with the revocation, see `LogoutService.endSession`).
+   * @param cookie the session cookie's value as sent
    * @param sendNow send the back-channel logout tokens before returning (see `LogoutService.endSession`)
    * @returns what ending it did (the clients for front-channel logout), or undefined without a session.
    */
-  async end(request: FastifyRequest, reply: FastifyReply, sendNow = true): Promise<EndedSession | undefined> {
-    const handle = request.cookies[SESSION_COOKIE];
-    let ended: EndedSession | undefined;
-    if (handle && handle.length <= 100) {
-      const row = await this.records.find(handle);
-      if (row && row.revokedAt === null) ended = await this.logout.endSession(row.familyId, sendNow);
-    }
-    reply.clearCookie(SESSION_COOKIE, { path: '/' });
-    return ended;
+  async end(cookie: string | undefined, sendNow = true): Promise<EndedSession | undefined> {
+    const handle = handleOf(cookie);
+    if (!handle) return undefined;
+    const row = await this.records.find(handle);
+    return row && row.revokedAt === null ? this.logout.endSession(row.familyId, sendNow) : undefined;
   }
 
   /** The end of a session in Unix seconds (for sessions stored without it: a lifetime from now). */
@@ -102,20 +114,13 @@ export class SessionService {
   }
 
   /**
-   * The browser's id, set on first sight (two years). Returned hashed: that is what interactions
-   * record.
+   * The browser id of a browser id cookie, hashed: that is what interactions record. A browser
+   * without a well-formed one gets a new random id, and the cookie to set (two years).
+   * @param cookie the browser id cookie's value as sent
    */
-  browserId(request: FastifyRequest, reply: FastifyReply): string {
-    let id = request.cookies[BROWSER_COOKIE];
-    if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) {
-      id = newHandle();
-      reply.setCookie(BROWSER_COOKIE, id, this.cookieOptions(2 * 365 * 24 * 3600));
-      request.cookies[BROWSER_COOKIE] = id;
-    }
-    return hashHandle(id);
-  }
-
-  private cookieOptions(maxAge: number) {
-    return { path: '/', httpOnly: true, sameSite: 'lax' as const, secure: this.secure, maxAge };
+  browserId(cookie: string | undefined): BrowserId {
+    if (cookie && /^[A-Za-z0-9_-]{43}$/.test(cookie)) return { id: hashHandle(cookie) };
+    const value = newHandle();
+    return { id: hashHandle(value), cookie: { value, maxAge: BROWSER_ID_LIFETIME } };
   }
 }

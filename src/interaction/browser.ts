@@ -1,0 +1,61 @@
+/**
+ * The browser a page or endpoint answers, as the session service (users/sessions.ts) sees it over
+ * the cookies (http/cookies.ts): its id, and its session started, stepped up, read and ended. The
+ * only place where the session service meets a request.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { browserCookie, clearSessionCookie, sessionCookie, setBrowserCookie, setSessionCookie } from '../http/cookies.js';
+import type { EndedSession } from '../logout/logout.js';
+import type { Session } from '../users/sessions.js';
+
+/** This browser's id, hashed (`SessionService.browserId`); a browser without one gets one (two years). */
+export function browserOf(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): string {
+  const { id, cookie } = ctx.sessions.browserId(browserCookie(request));
+  if (cookie) setBrowserCookie(request, reply, ctx.issuer, cookie);
+  return id;
+}
+
+/** The live session of this browser's session cookie, or undefined. */
+export function sessionOf(ctx: SigilContext, request: FastifyRequest): Promise<Session | undefined> {
+  return ctx.sessions.current(sessionCookie(request));
+}
+
+/**
+ * Starts a new session for a user, ending the browser's previous one, and sets its cookie (a new
+ * value at every sign-in: no session fixation).
+ */
+export async function startSession(
+  ctx: SigilContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  user: { subjectId: string },
+  how: { amr: string[]; idp: string; tenant: string | null; upstreamAcr?: string },
+): Promise<Session> {
+  const { session, cookie } = await ctx.sessions.create(sessionCookie(request), user, how);
+  clearSessionCookie(reply);
+  setSessionCookie(reply, ctx.issuer, cookie);
+  return session;
+}
+
+/**
+ * Sets the `amr` of the browser's live session after a second factor (step-up), under a new
+ * cookie value (`SessionService.upgrade`).
+ * @returns the updated session, or undefined when there is no live session.
+ */
+export async function upgradeSession(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, amr: string[]): Promise<Session | undefined> {
+  const upgraded = await ctx.sessions.upgrade(sessionCookie(request), amr);
+  if (!upgraded) return undefined;
+  setSessionCookie(reply, ctx.issuer, upgraded.cookie);
+  return upgraded.session;
+}
+
+/**
+ * Ends the browser's session, if any, and clears its cookie (`SessionService.end`).
+ * @returns what ending it did, or undefined without a session.
+ */
+export async function signOut(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): Promise<EndedSession | undefined> {
+  const ended = await ctx.sessions.end(sessionCookie(request));
+  clearSessionCookie(reply);
+  return ended;
+}
