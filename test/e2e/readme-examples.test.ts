@@ -15,7 +15,7 @@
  * and an announced status that does not occur fails it too (the text would be wrong).
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '../../src/index.js';
@@ -107,10 +107,8 @@ describe('README examples run as printed against the demo server', () => {
     expect(BLOCKS.length).toBeGreaterThanOrEqual(14);
   });
 
-  it.each(BLOCKS.map((b) => [`${b.heading}, line ${b.line}`, b] as const))('%s', async (_name, block) => {
-    const script = block.text.replaceAll(DEMO_URL, server.url).replaceAll(METRICS_URL, metricsUrl);
-    // A demo URL written another way would reach port 5000 instead of this run's server.
-    expect(script).not.toMatch(/:5000\b|:9464\b/);
+  /** Runs a block's `script` with the curl wrapper; its exit code, output and HTTP statuses (200 and up). */
+  async function runBlock(script: string): Promise<{ code: number; output: string; statuses: number[] }> {
     const { dir, cleanup } = tempDir();
     try {
       const env = {
@@ -120,22 +118,33 @@ describe('README examples run as printed against the demo server', () => {
         DPOP_KEY_FILE: join(dir, 'dpop-key.json'),
       };
       const { code, output } = await bash(PRELUDE + script, env);
-      const responses = (() => {
-        try {
-          return readFileSync(join(dir, 'responses'), 'utf8');
-        } catch {
-          return '';
-        }
-      })();
+      const responses = existsSync(join(dir, 'responses')) ? readFileSync(join(dir, 'responses'), 'utf8') : '';
       const statuses = [...responses.matchAll(/^HTTP\/[\d.]+ (\d{3})/gm)].map((m) => Number(m[1])).filter((s) => s >= 200);
-      const context = `block at README.md line ${block.line}:\n${script}\n--- output ---\n${output}\n--- statuses: ${statuses.join(', ')}`;
-      expect(code, context).toBe(0);
-      expect(statuses.length, context).toBeGreaterThan(0);
-      const announced = announcedStatuses(block.text);
-      expect(statuses.filter((s) => s >= 400 && !announced.includes(s)), `unannounced error statuses in ${context}`).toEqual([]);
-      expect(announced.filter((s) => !statuses.includes(s)), `announced statuses that did not occur in ${context}`).toEqual([]);
+      return { code, output, statuses };
     } finally {
       cleanup();
     }
+  }
+
+  it('the harness sees the error statuses curl ignores, and a request that never got an answer', async () => {
+    const refused = await runBlock(`curl -s ${server.url}/connect/userinfo; echo`);
+    expect(refused).toMatchObject({ code: 0, statuses: [401] });
+    expect(announcedStatuses('curl x   # 401: refused\ncurl "y#400"')).toEqual([401]);
+    const closed = await runBlock(`curl -s http://127.0.0.1:${await freePort()}/; echo never`);
+    expect(closed.code).not.toBe(0);
+    expect(closed.output).not.toContain('never');
+  });
+
+  it.each(BLOCKS.map((b) => [`${b.heading}, line ${b.line}`, b] as const))('%s', async (_name, block) => {
+    const script = block.text.replaceAll(DEMO_URL, server.url).replaceAll(METRICS_URL, metricsUrl);
+    // A demo URL written another way would reach port 5000 instead of this run's server.
+    expect(script).not.toMatch(/:5000\b|:9464\b/);
+    const { code, output, statuses } = await runBlock(script);
+    const context = `block at README.md line ${block.line}:\n${script}\n--- output ---\n${output}\n--- statuses: ${statuses.join(', ')}`;
+    expect(code, context).toBe(0);
+    expect(statuses.length, context).toBeGreaterThan(0);
+    const announced = announcedStatuses(block.text);
+    expect(statuses.filter((s) => s >= 400 && !announced.includes(s)), `unannounced error statuses in ${context}`).toEqual([]);
+    expect(announced.filter((s) => !statuses.includes(s)), `announced statuses that did not occur in ${context}`).toEqual([]);
   });
 });
