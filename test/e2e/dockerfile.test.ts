@@ -97,6 +97,15 @@ const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
 const stages = parseDockerfile(dockerfile);
 const finalStage = stages.at(-1)!;
 
+function stageNamed(name: string): Stage {
+  const stage = stages.find((s) => s.name === name);
+  if (!stage) throw new Error(`COPY --from=${name}: no such stage`);
+  return stage;
+}
+
+/** Instructions that describe the image without changing its files; the test reads them where it needs them. */
+const DESCRIPTIVE = new Set(['USER', 'VOLUME', 'EXPOSE', 'HEALTHCHECK', 'CMD', 'LABEL']);
+
 /** Rewrites absolute paths (also after `sqlite:` or `=`) into the stage's folder. */
 function rooted(root: string, value: string): string {
   return value.replace(/(^|[:=\s])\/(?!\/)/g, `$1${root}/`);
@@ -132,7 +141,7 @@ async function buildStage(stage: Stage): Promise<BuiltStage> {
   mkdirSync(root, { recursive: true });
   // The stages this one copies from start at once, side by side (as BuildKit builds them).
   for (const from of stage.steps.flatMap((s) => /--from=(\S+)/.exec(s.op === 'COPY' ? s.args : '')?.[1] ?? []))
-    build(stages.find((s) => s.name === from)!).catch(() => {});
+    build(stageNamed(from)).catch(() => {});
   for (const { op, args } of stage.steps) {
     if (op === 'WORKDIR') {
       state.workdir = posix.resolve(state.workdir, args);
@@ -146,7 +155,7 @@ async function buildStage(stage: Stage): Promise<BuiltStage> {
       const flags = words.filter((w) => w.startsWith('--'));
       const [dest, ...sources] = words.filter((w) => !w.startsWith('--')).reverse();
       const from = flags.find((f) => f.startsWith('--from='))?.slice('--from='.length);
-      const source = from === undefined ? undefined : await build(stages.find((s) => s.name === from)!);
+      const source = from === undefined ? undefined : await build(stageNamed(from));
       for (const src of sources.reverse()) {
         if (/[*?[]/.test(src)) throw new Error(`COPY: no globs, the test copies plain paths: ${src}`);
         const origin = source ? join(source.root, posix.resolve(source.workdir, src)) : join(ROOT, src);
@@ -162,6 +171,9 @@ async function buildStage(stage: Stage): Promise<BuiltStage> {
       }
       const env: Record<string, string> = { ...cleanEnv(), ...state.env, npm_config_prefer_offline: 'true', npm_config_better_sqlite3_local_prebuilds: prebuilds };
       await runStep(args, path('.'), env);
+    } else if (!DESCRIPTIVE.has(op)) {
+      // ARG, ADD, SHELL, ENTRYPOINT...: teach the test first, else the recipe could drift from what it checks.
+      throw new Error(`${op}: an instruction this test does not carry out`);
     }
   }
   return state;
