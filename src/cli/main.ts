@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, type ConfigOverrides, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../config/loader.js';
 import { clientsCommand, keysCommand, usersCommand } from './admin.js';
+import { backupCommand } from './backup.js';
 import { createSigil } from '../index.js';
 import { openStore } from '../stores/sql.js';
 import { isWorker, parseWorkers, reportListening, runPrimary } from './workers.js';
@@ -18,6 +19,7 @@ import { isWorker, parseWorkers, reportListening, runPrimary } from './workers.j
 const DEMO_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '../../examples/sigil.json');
 const USAGE = `usage: sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N] [--workers N|auto]
        sigil migrate [--config FILE] [--storage URL]
+       sigil backup FILE [--config FILE] [--storage URL]
        sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]
        sigil users list | add USERNAME [--subject ID] [--tenant T] [--claims JSON] [--password P | --password-stdin]
                   | set-password USERNAME [--password P | --password-stdin] | remove USERNAME|SUBJECT
@@ -49,7 +51,7 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   const command = positionals[0];
-  if (values.help || !['start', 'migrate', 'keys', 'users', 'clients'].includes(command ?? '')) {
+  if (values.help || !['start', 'migrate', 'backup', 'keys', 'users', 'clients'].includes(command ?? '')) {
     console.error(USAGE);
     return values.help ? 0 : 2;
   }
@@ -68,6 +70,7 @@ async function main(argv: string[]): Promise<number> {
     console.log('migrations are up to date');
     return 0;
   }
+  if (command === 'backup') return backupCommand(resolveConfig(raw, overrides).storage, positionals.slice(1));
   if (command === 'keys' || command === 'users' || command === 'clients') {
     const cfg = resolveConfig(raw, overrides);
     const args = positionals.slice(1);
