@@ -28,6 +28,7 @@ import { GrantRegistry } from './grants/registry.js';
 import { tokenExchangeGrant } from './grants/token-exchange.js';
 import { buildApp } from './app.js';
 import { buildMetricsApp, RequestMetrics } from './http/metrics.js';
+import { DomainMetrics } from './telemetry/metrics.js';
 import { KeyRing, parseDataKey } from './keys/keys.js';
 import { startHousekeeping } from './stores/housekeeping.js';
 import { clientsNamingStoredUsers } from './clients/stored-clients.js';
@@ -123,7 +124,9 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     destination?.flushSync();
   };
   if (destination) process.on('exit', flushLog);
-  const store = await openStore(cfg.storage, cfg.accessTokenCache);
+  const metrics = new RequestMetrics();
+  const domainMetrics = new DomainMetrics(metrics.registry);
+  const store = await openStore(cfg.storage, cfg.accessTokenCache, domainMetrics.timedCommit);
   const limiter = new FailureLimiter(
     cfg.rateLimits,
     options.redisUrl
@@ -132,6 +135,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
         ? new PrimaryFailureCounters()
         : new MemoryFailureCounters(),
   );
+  limiter.onRefused = domainMetrics.refused;
   try {
     const collisions = await clientsNamingStoredUsers(cfg.clients, store.users);
     if (collisions.length > 0) throw new ConfigError(collisions);
@@ -140,7 +144,12 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       ...(options.dataKey ? { dataKey: options.dataKey } : {}),
     });
     const resources = new Resources(cfg);
-    const events = new EventBus(log);
+    domainMetrics.watch({
+      outbox: () => store.logout.outbox(),
+      liveInteractions: (now) => store.maintenance.liveInteractions(now),
+      signingSince: () => keys.signingSince(),
+    });
+    const events = new EventBus(log, { count: domainMetrics.count });
     const grantTypes = new GrantRegistry();
     grantTypes.register('authorization_code', authorizationCodeGrant);
     grantTypes.register('client_credentials', clientCredentialsGrant);
@@ -180,7 +189,6 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       webauthn: new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime),
       log,
     };
-    const metrics = new RequestMetrics();
     const app = await buildApp(context, grantTypes, metrics);
     const metricsApp = buildMetricsApp(metrics, log);
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).

@@ -41,7 +41,7 @@ import { hashHandle, newHandle, nowSeconds } from '../crypto/handles.js';
 import { newGrantRecord } from '../stores/types.js';
 import type { User } from '../users/users.js';
 import { type CredentialAttempt, userAttempt } from '../limits/failure-limiter.js';
-import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
+import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { checkCsrf } from './csrf.js';
 import { PASSKEYS_SCRIPT } from './passkeys-pages.js';
@@ -171,8 +171,9 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
    * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After`.
    */
   const challengeQuota = (browser: string, ip: string) =>
-    takeQuota(
-      ctx.limiter.counters,
+    chargeQuota(
+      ctx.limiter,
+      'passkey_challenge_quota',
       [
         { key: `webauthn:browser:${browser}`, limit: ctx.config.webauthn.challengesPerBrowser },
         { key: `webauthn:address:${addressQuotaKey(ip)}`, limit: ctx.config.webauthn.challengesPerAddress },
@@ -298,7 +299,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
       await ctx.limiter.failed(attempt);
       const common = { endpoint: 'login', remoteAddress: request.ip, ...(subjectId ? { subjectId } : {}), ...(interaction ? { clientId: interaction.request.clientId } : {}) };
       ctx.events.emit({ name: 'webauthn_failed', factor: 'passkey', error: reason, ...common });
-      ctx.events.emit({ name: 'user_login_failed', errorDescription: `passkey: ${reason}`, ...common });
+      ctx.events.emit({ name: 'user_login_failed', method: 'passkey', errorDescription: `passkey: ${reason}`, ...common });
       return loginPage(ctx, request, reply, id, interaction, '', 'passkeyFailed', 400);
     };
     let use;
