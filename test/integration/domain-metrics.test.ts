@@ -4,8 +4,9 @@
  * counters and gauges, with bounded labels only (never a subject, username or address).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeClients, authorizeUrl, Browser, codeParams, pkce } from '../authorize-helpers.js';
+import { authorizeClients, authorizeUrl, Browser, codeParams, idTokensInSession, pkce, webLike } from '../authorize-helpers.js';
 import { basic, clientTokens, form, startSigil, type TestSigil } from '../helpers.js';
+import { LogoutReceiver } from '../logout-receiver.js';
 
 /** The value of the sample `name{labels}` (labels as printed, in prom-client's order), or undefined. */
 function sample(text: string, series: string): number | undefined {
@@ -16,16 +17,26 @@ function sample(text: string, series: string): number | undefined {
 describe('domain metrics', () => {
   let sigil: TestSigil;
   let origin: string;
+  let receiver: LogoutReceiver;
   beforeAll(async () => {
+    receiver = await LogoutReceiver.start();
     sigil = await startSigil({
-      clients: [...authorizeClients(), { clientId: 'm2m', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }],
+      clients: [
+        ...authorizeClients(),
+        { clientId: 'm2m', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] },
+        webLike('bc', { backChannelLogoutUri: `${receiver.url}/bc` }),
+      ],
+      backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },
       metrics: { host: '127.0.0.1', port: 0 },
       rateLimits: { maxFailures: 2 },
       pendingLimits: { interactionsPerBrowser: 2 },
     });
     origin = (await sigil.listenMetrics()) as string;
   });
-  afterAll(async () => sigil?.close());
+  afterAll(async () => {
+    await sigil?.close();
+    await receiver?.close();
+  });
 
   const scrape = async () => {
     const res = await fetch(`${origin}/metrics`);
@@ -83,5 +94,17 @@ describe('domain metrics', () => {
     const keyAge = sample(text, 'sigil_signing_key_age_seconds{alg="RS256"}');
     expect(keyAge).toBeGreaterThanOrEqual(0);
     expect(keyAge).toBeLessThan(600);
+  });
+
+  it('shows a back-channel logout delivery waiting in the outbox after its receiver failed', async () => {
+    receiver.script.push('fail');
+    const b = new Browser(sigil, '10.9.3.1');
+    const { idTokens } = await idTokensInSession(sigil, b, ['bc']);
+    await b.get(`/connect/endsession?${new URLSearchParams({ id_token_hint: idTokens[0]! })}`);
+    await receiver.waitFor(() => receiver.received.length, 1);
+    const text = await scrape();
+    expect(sample(text, 'sigil_backchannel_outbox_depth')).toBe(1);
+    expect(sample(text, 'sigil_backchannel_outbox_oldest_age_seconds')).toBeGreaterThanOrEqual(0);
+    expect(sample(text, 'sigil_backchannel_outbox_oldest_age_seconds')).toBeLessThan(60);
   });
 });

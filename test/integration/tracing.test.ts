@@ -12,7 +12,9 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tracingRequested } from '../../src/telemetry/tracing.js';
-import { basic, form, sleep, startSigil, type TestSigil } from '../helpers.js';
+import { Browser, idTokensInSession, webLike } from '../authorize-helpers.js';
+import { basic, form, sleep, startSigil, testConfig, type TestSigil } from '../helpers.js';
+import { LogoutReceiver } from '../logout-receiver.js';
 
 /** The receiver: keeps every OTLP/JSON body posted to /v1/traces, hands them out at GET /received. */
 const RECEIVER = `
@@ -50,10 +52,21 @@ const attribute = (span: OtlpSpan, key: string) => {
   return value?.stringValue ?? value?.intValue;
 };
 
+/** Polls the receiver (up to 5 s) until `done` accepts the spans received so far. */
+async function waitForSpans(done: (spans: OtlpSpan[]) => boolean): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const bodies = (await (await fetch(`${receiverOrigin}/received`)).json()) as Parameters<typeof spansOf>[0];
+    if (done(spansOf(bodies))) return;
+    await sleep(50);
+  }
+}
+
+let receiverOrigin: string;
+
 describe('tracing with OTEL_* set', () => {
   let receiver: ChildProcess;
-  let receiverOrigin: string;
   let sigil: TestSigil;
+  let logoutReceiver: LogoutReceiver;
   const logLines: Record<string, unknown>[] = [];
   beforeAll(async () => {
     receiver = spawn(process.execPath, ['--input-type=module', '-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -76,11 +89,13 @@ describe('tracing with OTEL_* set', () => {
         },
       }),
     );
-    sigil = await startSigil({}, { logger });
+    logoutReceiver = await LogoutReceiver.start();
+    sigil = await startSigil({ clients: [...(testConfig().clients ?? []), webLike('bc', { backChannelLogoutUri: `${logoutReceiver.url}/bc` })] }, { logger });
     await sigil.app.listen({ host: '127.0.0.1', port: 0 });
   });
   afterAll(async () => {
     await sigil?.close();
+    await logoutReceiver?.close();
     receiver?.kill();
   });
 
@@ -97,13 +112,12 @@ describe('tracing with OTEL_* set', () => {
     let spans: OtlpSpan[] = [];
     let request: OtlpSpan | undefined;
     let store: OtlpSpan | undefined;
-    for (let i = 0; i < 100 && !(request && store); i++) {
-      await sleep(50);
-      const bodies = (await (await fetch(`${receiverOrigin}/received`)).json()) as Parameters<typeof spansOf>[0];
-      spans = spansOf(bodies);
+    await waitForSpans((received) => {
+      spans = received;
       request = spans.find((s) => s.name === 'POST /connect/token');
       store = request && spans.find((s) => s.name === 'store.grants.put' && s.traceId === request!.traceId);
-    }
+      return Boolean(request && store);
+    });
     expect(request, JSON.stringify(spans.map((s) => s.name))).toBeDefined();
     expect(attribute(request!, 'http.route')).toBe('/connect/token');
     expect(attribute(request!, 'sigil.client_id')).toBe('m2m-ref');
@@ -118,6 +132,22 @@ describe('tracing with OTEL_* set', () => {
 
     const audit = logLines.find((l) => (l.event as { name?: string } | undefined)?.name === 'token_issued');
     expect((audit?.event as { traceId?: string }).traceId).toBe(request!.traceId);
+  });
+
+  it('exports a span per back-channel logout delivery, with the logout store calls under it', async () => {
+    const b = new Browser(sigil, '10.8.0.1');
+    const { idTokens } = await idTokensInSession(sigil, b, ['bc']);
+    await b.get(`/connect/endsession?${new URLSearchParams({ id_token_hint: idTokens[0]! })}`);
+    await logoutReceiver.waitFor(() => logoutReceiver.delivered.length, 1);
+    let spans: OtlpSpan[] = [];
+    let delivery: OtlpSpan | undefined;
+    await waitForSpans((received) => {
+      spans = received;
+      delivery = spans.find((s) => s.name === 'logout.delivery.attempt');
+      return delivery !== undefined && spans.some((s) => s.parentSpanId === delivery!.spanId && s.name === 'store.logout.finishDelivery');
+    });
+    expect(delivery, JSON.stringify(spans.map((s) => s.name))).toBeDefined();
+    expect(spans.find((s) => s.name === 'store.logout.finishDelivery' && s.parentSpanId === delivery!.spanId)).toBeDefined();
   });
 });
 
