@@ -19,8 +19,8 @@ export interface Tracing {
   /**
    * Replaces the named methods of `target` (an object of Sigil's own, e.g. the store) with ones
    * that run each call in a span `<prefix>.<method>`, a child of the current span, ended when the
-   * call settles (status error when it throws or rejects). A call outside any span (housekeeping)
-   * gets none, unless `roots` is set: its calls start traces of their own (logout deliveries).
+   * call settles (status error when it throws or rejects). A call outside any recorded span
+   * (housekeeping) gets none, unless `roots` is set: its calls start traces of their own (logout deliveries).
    */
   traceMethods(target: object, prefix: string, methods: readonly string[], roots?: boolean): void;
   /**
@@ -86,7 +86,7 @@ export async function start(): Promise<Tracing> {
         if (typeof original !== 'function') throw new Error(`traceMethods: ${prefix}.${method} is not a method`);
         const name = `${prefix}.${method}`;
         object[method] = function traced(this: unknown, ...args: unknown[]) {
-          if (!roots && trace.getActiveSpan() === undefined) return (original as (...a: unknown[]) => unknown).apply(this, args);
+          if (!roots && trace.getActiveSpan()?.isRecording() !== true) return (original as (...a: unknown[]) => unknown).apply(this, args);
           return tracer.startActiveSpan(name, async (span) => {
             try {
               return await (original as (...a: unknown[]) => unknown).apply(this, args);
