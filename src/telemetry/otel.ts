@@ -86,8 +86,10 @@ export async function start(): Promise<Tracing> {
         if (typeof original !== 'function') throw new Error(`traceMethods: ${prefix}.${method} is not a method`);
         const name = `${prefix}.${method}`;
         object[method] = function traced(this: unknown, ...args: unknown[]) {
-          if (!roots && trace.getActiveSpan()?.isRecording() !== true) return (original as (...a: unknown[]) => unknown).apply(this, args);
-          return tracer.startActiveSpan(name, async (span) => {
+          // An ended span may still be in the context (instrumented callbacks keep theirs): not a parent.
+          const inSpan = trace.getActiveSpan()?.isRecording() === true;
+          if (!inSpan && !roots) return (original as (...a: unknown[]) => unknown).apply(this, args);
+          return tracer.startActiveSpan(name, { root: !inSpan }, async (span) => {
             try {
               return await (original as (...a: unknown[]) => unknown).apply(this, args);
             } catch (err) {
