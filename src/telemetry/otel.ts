@@ -34,6 +34,22 @@ export interface Tracing {
   flush(): Promise<void>;
 }
 
+/**
+ * What the HTTP instrumentation would record of a request and must not: the query's values (an
+ * `id_token_hint`, a request object, a `login_hint`, a code are tokens or personal data; only the
+ * parameter names stay, valued `REDACTED`) and the caller's address. The instrumentation lets
+ * these attributes override its own; an undefined value is not recorded.
+ */
+function privateRequestAttributes(url: string): Attributes {
+  const query = url.indexOf('?');
+  return {
+    'client.address': undefined,
+    'network.peer.address': undefined,
+    'network.peer.port': undefined,
+    ...(query >= 0 ? { 'url.query': [...new URLSearchParams(url.slice(query + 1)).keys()].map((name) => `${encodeURIComponent(name)}=REDACTED`).join('&') } : {}),
+  };
+}
+
 /** The tracer's name (instrumentation scope) of Sigil's own spans. */
 const SCOPE = 'sigil';
 
@@ -53,9 +69,14 @@ export async function start(): Promise<Tracing> {
   const sdk = new NodeSDK({
     instrumentations: [
       // Health probes would be most of the traces; they say nothing about the provider.
-      new HttpInstrumentation({ ignoreIncomingRequestHook: (request) => /^\/(healthz|readyz)(\?|$)/.test(request.url ?? '') }),
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (request) => /^\/(healthz|readyz)(\?|$)/.test(request.url ?? ''),
+        startIncomingSpanHook: (request) => privateRequestAttributes(request.url ?? ''),
+      }),
+      // Kysely's statements carry their values as parameters, which the pg instrumentation leaves out.
       new PgInstrumentation(),
-      new IORedisInstrumentation(),
+      // The command alone: Redis keys name the caller's address and the username (failure limits).
+      new IORedisInstrumentation({ dbStatementSerializer: (command) => command }),
     ],
   });
   sdk.start();

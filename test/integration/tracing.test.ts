@@ -134,6 +134,21 @@ describe('tracing with OTEL_* set', () => {
     expect((audit?.event as { traceId?: string }).traceId).toBe(request!.traceId);
   });
 
+  it('records no query value and no caller address of a request', async () => {
+    const { port } = sigil.app.server.address() as { port: number };
+    const hint = 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJzZWNyZXQtaGludCJ9.';
+    const res = await fetch(`http://127.0.0.1:${port}/connect/endsession?id_token_hint=${hint}&state=private-state`, { redirect: 'manual' });
+    expect(res.status).toBeLessThan(500);
+    let span: OtlpSpan | undefined;
+    await waitForSpans((spans) => (span = spans.find((s) => s.name === 'GET /connect/endsession')) !== undefined);
+    expect(span).toBeDefined();
+    expect(attribute(span!, 'url.query')).toBe('id_token_hint=REDACTED&state=REDACTED');
+    const exported = JSON.stringify(span);
+    expect(exported).not.toContain(hint);
+    expect(exported).not.toContain('private-state');
+    for (const key of ['client.address', 'network.peer.address', 'network.peer.port']) expect(attribute(span!, key)).toBeUndefined();
+  });
+
   it('exports a span per back-channel logout delivery, with the logout store calls under it', async () => {
     const b = new Browser(sigil, '10.8.0.1');
     const { idTokens } = await idTokensInSession(sigil, b, ['bc']);
