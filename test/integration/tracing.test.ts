@@ -63,6 +63,16 @@ async function waitForSpans(done: (spans: OtlpSpan[]) => boolean): Promise<void>
 
 let receiverOrigin: string;
 
+/** The variables the test sets (this file's worker process only), as an operator would. */
+const otelEnvironment = () => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: receiverOrigin,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_SERVICE_NAME: 'sigil-test',
+  OTEL_METRICS_EXPORTER: 'none',
+  OTEL_LOGS_EXPORTER: 'none',
+  OTEL_BSP_SCHEDULE_DELAY: '50',
+});
+
 describe('tracing with OTEL_* set', () => {
   let receiver: ChildProcess;
   let sigil: TestSigil;
@@ -72,14 +82,7 @@ describe('tracing with OTEL_* set', () => {
     receiver = spawn(process.execPath, ['--input-type=module', '-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit'] });
     const [port] = (await once(receiver.stdout!, 'data')) as [Buffer];
     receiverOrigin = `http://127.0.0.1:${port.toString().trim()}`;
-    Object.assign(process.env, {
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiverOrigin,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_SERVICE_NAME: 'sigil-test',
-      OTEL_METRICS_EXPORTER: 'none',
-      OTEL_LOGS_EXPORTER: 'none',
-      OTEL_BSP_SCHEDULE_DELAY: '50',
-    });
+    Object.assign(process.env, otelEnvironment());
     const logger = pino(
       { level: 'info' },
       new Writable({
@@ -97,6 +100,7 @@ describe('tracing with OTEL_* set', () => {
     await sigil?.close();
     await logoutReceiver?.close();
     receiver?.kill();
+    for (const name of Object.keys(otelEnvironment())) delete process.env[name];
   });
 
   it('exports the token request span, with client and grant type, and the store span under it', async () => {
