@@ -30,6 +30,7 @@ const LAYERS = [
   ['limits', '^src/limits/'],
   ['stores', '^src/stores/'],
   ['page templates and texts', '^src/ui/(pages|i18n|styles|passkeys-pages)\\.ts$'],
+  ['telemetry', '^src/telemetry/'],
   ['config, events, http', '^src/(config|events|http)/'],
   ['protocol', '^src/protocol/'],
   ['crypto', '^src/crypto/'],

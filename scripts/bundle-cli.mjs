@@ -11,7 +11,9 @@
  * - packages with native code, which find their binaries relative to their own files:
  *   better-sqlite3 and @node-rs/argon2;
  * - packages Sigil loads only when first used, so that they cost nothing at start:
- *   pg, ioredis, yaml, qrcode and @simplewebauthn/server.
+ *   pg, ioredis, yaml, qrcode and @simplewebauthn/server;
+ * - OpenTelemetry (@opentelemetry/*), loaded only when the OTEL_* variables ask for traces
+ *   (src/telemetry/otel.ts imports it with import()), so that tracing off costs nothing at start.
  * A package missing from this list still works: it is bundled, and loaded at start.
  *
  * It runs after tsc, which type-checks and writes every other file; this overwrites tsc's
@@ -30,7 +32,7 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['better-sqlite3', '@node-rs/argon2', 'pg', 'ioredis', 'yaml', 'qrcode', '@simplewebauthn/server'],
+  external: ['better-sqlite3', '@node-rs/argon2', 'pg', 'ioredis', 'yaml', 'qrcode', '@simplewebauthn/server', '@opentelemetry/*'],
   // CommonJS dependencies call require(); an ES module has none, so the bundle makes one.
   banner: { js: "import { createRequire as __sigilCreateRequire } from 'node:module';\nconst require = __sigilCreateRequire(import.meta.url);" },
   // Stack traces name the bundle's lines; `node --enable-source-maps` maps them back to src/.

@@ -30,6 +30,7 @@ import { csrfTokenOf } from './ui/csrf.js';
 import { STYLES } from './ui/styles.js';
 import { Params } from './protocol/params.js';
 import { RequestMetrics } from './http/metrics.js';
+import type { Tracing } from './telemetry/tracing.js';
 import { NOT_A_FORM, sendOAuthError } from './http/request.js';
 
 /** Largest request body accepted, in bytes (D-17: 413 beyond). */
@@ -57,12 +58,18 @@ function trustedProxies(config: false | number | string[]): false | string[] | (
 
 /**
  * Builds the HTTP application for a provider's services. Not yet listening. Its requests are
- * recorded in `metrics`, which the management app serves (`/metrics` is not on this app).
+ * recorded in `metrics`, which the management app serves (`/metrics` is not on this app), and, when
+ * tracing is on, named after their routes in their spans (`tracing`).
  * `grantTypes` is the token endpoint's grant registry (built-in and extension grants): it is
  * handed to the token endpoint and discovery here, not kept on the context, so that the grants,
  * which take the context, stay above it.
  */
-export async function buildApp(ctx: SigilContext, grantTypes: GrantRegistry, metrics: RequestMetrics = new RequestMetrics()): Promise<FastifyInstance> {
+export async function buildApp(
+  ctx: SigilContext,
+  grantTypes: GrantRegistry,
+  metrics: RequestMetrics = new RequestMetrics(),
+  tracing?: Tracing,
+): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
@@ -125,6 +132,7 @@ export async function buildApp(ctx: SigilContext, grantTypes: GrantRegistry, met
     app.options(path, (request, reply) => ((request as { corsPreflightEnabled?: boolean }).corsPreflightEnabled ? reply.send() : reply.callNotFound()));
 
   metrics.observe(app);
+  tracing?.observe(app);
 
   // The JSON APIs of clients and resource servers use no cookie and render no page: they are
   // registered outside the context of the page plugins, so no helmet, cookie or CSRF hook runs for

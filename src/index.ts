@@ -31,6 +31,10 @@ import { GrantRegistry } from './grants/registry.js';
 import { tokenExchangeGrant } from './grants/token-exchange.js';
 import { buildApp } from './app.js';
 import { buildMetricsApp, RequestMetrics } from './http/metrics.js';
+import { DomainMetrics } from './telemetry/metrics.js';
+import { startTracing } from './telemetry/tracing.js';
+import type { GrantStore } from './stores/grant-store.js';
+import type { LogoutStore } from './stores/types.js';
 import { KeyRing, parseDataKey } from './keys/keys.js';
 import { startHousekeeping } from './stores/housekeeping.js';
 import { clientsNamingStoredUsers } from './clients/stored-clients.js';
@@ -55,6 +59,10 @@ export type { DPoPProof } from './validation/dpop.js';
 export type { ResourceOwnerValidator, ResourceOwnerRequest } from './grants/password.js';
 export { TOKEN_EXCHANGE, ACCESS_TOKEN_TYPE } from './grants/token-exchange.js';
 export type { User } from './users/users.js';
+
+/** The store calls that get a span of their own when tracing is on: every grant-table and logout-store call. */
+const TRACED_GRANT_CALLS = ['put', 'putOnce', 'get', 'getRecent', 'consume', 'update', 'replaceData', 'save', 'revoke', 'revokeFamily'] as const satisfies readonly (keyof GrantStore)[];
+const TRACED_LOGOUT_CALLS = ['addParticipant', 'endSession', 'liveSessions', 'expiredSessions', 'claimDeliveries', 'finishDelivery', 'retryDelivery'] as const satisfies readonly (keyof LogoutStore)[];
 
 /** Options of `createSigil` beyond the config file. */
 export interface SigilOptions {
@@ -126,7 +134,13 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     destination?.flushSync();
   };
   if (destination) process.on('exit', flushLog);
-  const store = await openStore(cfg.storage, cfg.accessTokenCache);
+  // Before the store: pg is loaded with a PostgreSQL store, and its instrumentation must be there first.
+  const tracing = await startTracing();
+  const metrics = new RequestMetrics();
+  const domainMetrics = new DomainMetrics(metrics.registry);
+  const store = await openStore(cfg.storage, cfg.accessTokenCache, domainMetrics.timedCommit);
+  tracing?.traceMethods(store.grants, 'store.grants', TRACED_GRANT_CALLS);
+  tracing?.traceMethods(store.logout, 'store.logout', TRACED_LOGOUT_CALLS);
   const limiter = new FailureLimiter(
     cfg.rateLimits,
     options.redisUrl
@@ -135,6 +149,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
         ? new PrimaryFailureCounters()
         : new MemoryFailureCounters(),
   );
+  limiter.onRefused = domainMetrics.refused;
   try {
     const collisions = await clientsNamingStoredUsers(cfg.clients, store.users);
     if (collisions.length > 0) throw new ConfigError(collisions);
@@ -143,7 +158,23 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       ...(options.dataKey ? { dataKey: options.dataKey } : {}),
     });
     const resources = new Resources(cfg);
-    const events = new EventBus(log);
+    domainMetrics.watch({
+      outbox: () => store.logout.outbox(),
+      liveInteractions: (now) => store.maintenance.liveInteractions(now),
+      signingSince: () => keys.signingSince(),
+    });
+    const events = new EventBus(
+      log,
+      tracing
+        ? {
+            count: (event) => {
+              domainMetrics.count(event);
+              tracing.annotate(event);
+            },
+            traceId: () => tracing.traceId(),
+          }
+        : { count: domainMetrics.count },
+    );
     const grantTypes = new GrantRegistry();
     grantTypes.register('authorization_code', authorizationCodeGrant);
     grantTypes.register('client_credentials', clientCredentialsGrant);
@@ -189,8 +220,11 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
       log,
     };
-    const metrics = new RequestMetrics();
-    const app = await buildApp(context, grantTypes, metrics);
+    // Upstream providers' calls and each back-channel logout delivery (`attempt`, the deliverer's
+    // private method that posts one logout token) get spans too.
+    tracing?.traceMethods(context.upstream, 'upstream', ['start', 'finish'] satisfies (keyof UpstreamProviders)[]);
+    tracing?.traceMethods(deliverer, 'logout.delivery', ['attempt'], true);
+    const app = await buildApp(context, grantTypes, metrics, tracing);
     const metricsApp = buildMetricsApp(metrics, log);
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
@@ -227,6 +261,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
         await app.close();
         await store.close();
         await limiter.counters.close();
+        await tracing?.flush();
         flushLog();
       },
     };

@@ -12,7 +12,7 @@ import { OAuthError } from '../protocol/errors.js';
 import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
 import { newHandle, nowSeconds } from '../crypto/handles.js';
 import { authenticateClient } from '../clients/authentication.js';
-import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
+import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { validateScopes } from '../resources/scopes.js';
 import { formatUserCode, generateUserCode } from '../validation/user-code.js';
 import { userCodeKey, type DeviceCodeData } from '../stores/records/device-codes.js';
@@ -33,8 +33,9 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
           throw new OAuthError('unauthorized_client', 'the client may not use the device flow');
         const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');
         const limits = ctx.config.pendingLimits;
-        await takeQuota(
-          ctx.limiter.counters,
+        await chargeQuota(
+          ctx.limiter,
+          'device_quota',
           [
             { key: `device:address:${addressQuotaKey(request.ip)}`, limit: limits.deviceAuthorizationsPerAddress },
             { key: `device:client:${client.clientId}`, limit: limits.deviceAuthorizationsPerClient },

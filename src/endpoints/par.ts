@@ -20,7 +20,7 @@ import { nowSeconds } from '../crypto/handles.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { authenticateClient } from '../clients/authentication.js';
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
-import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
+import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 
 /** Registers `/connect/par` (anything but a form POST: 400 `invalid_request`). */
 export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
@@ -35,8 +35,9 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
         if (params.has('request_uri')) throw invalidRequest('request_uri is not allowed in a pushed authorization request');
         if (client.isPublic) {
           const limits = ctx.config.pendingLimits;
-          await takeQuota(
-            ctx.limiter.counters,
+          await chargeQuota(
+            ctx.limiter,
+            'interaction_quota',
             [{ key: `interaction:address:${addressQuotaKey(request.ip)}`, limit: limits.interactionsPerAddress }],
             limits.windowSeconds,
           );

@@ -11,7 +11,7 @@ import { credentialSource, formBody, headerValues, noStore, sendOAuthError } fro
 import { nowSeconds } from '../crypto/handles.js';
 import { authenticateClient, findCredentials } from '../clients/authentication.js';
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
-import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
+import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 
 /**
  * Registers `/connect/token` (RFC 6749 §3.2), running the handler `grantTypes` resolves for the
@@ -41,7 +41,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext, grantType
         if (client.isPublic && proofs.length > 0) {
           const limits = ctx.config.pendingLimits;
           const key = `dpop:address:${addressQuotaKey(request.ip)}`;
-          await takeQuota(ctx.limiter.counters, [{ key, limit: limits.dpopProofsPerAddress }], limits.windowSeconds);
+          await chargeQuota(ctx.limiter, 'dpop_proof_quota', [{ key, limit: limits.dpopProofsPerAddress }], limits.windowSeconds);
         }
         const dpop = await ctx.dpop.verify(proofs, { method: 'POST', url: tokenUrl }, now, {
           nonce: true,

@@ -46,6 +46,26 @@ export interface SigilEvent {
   remoteAddress?: string;
   /** The factor an `mfa_*` or `webauthn_*` event is about (`totp`, `recovery_code`, `passkey`, `security-key`). */
   factor?: string;
+  /** How a `user_login_*` event's user signed in (its first step; a second factor is an `mfa_*` or `webauthn_*` event). */
+  method?: SignInMethod;
+  /** The OpenTelemetry trace the event happened in (32 hex digits), when tracing is on. */
+  traceId?: string;
+}
+
+/**
+ * The first step of a sign-in: a password on the login page, a passkey, an upstream provider
+ * (federation), or the password grant (RFC 6749 §4.3).
+ */
+export type SignInMethod = 'password' | 'passkey' | 'upstream' | 'password_grant';
+
+/**
+ * What an `EventBus` tells besides the log and the subscribers, synchronously and before the log
+ * line, for every event: `count` sees each event (metrics; it must be cheap and must not throw),
+ * `traceId` names the current trace, if any, for the log line.
+ */
+export interface EventObservers {
+  count?: (event: Omit<SigilEvent, 'time'>) => void;
+  traceId?: () => string | undefined;
 }
 
 /** A subscriber; may be async, its result is not awaited by the request. */
@@ -64,7 +84,10 @@ const FAILURES = new Set<SigilEventName>([
 export class EventBus {
   private readonly listeners = new Set<EventListener>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    private readonly observers: EventObservers = {},
+  ) {}
 
   /** Adds a subscriber; returns a function that removes it. */
   subscribe(listener: EventListener): () => void {
@@ -77,12 +100,15 @@ export class EventBus {
    * every subscriber get that same object, so pass a new one each time (every caller passes a literal).
    */
   emit(event: Omit<SigilEvent, 'time'>): void {
+    this.observers.count?.(event);
     const level = FAILURES.has(event.name) ? 'warn' : 'info';
     if (this.listeners.size === 0 && !this.log.isLevelEnabled(level)) return;
     // Set on the caller's object rather than copied into a new one: a copy was the costliest line of
     // a logged token request's event (its own CPU profile line, ahead of pino's serialisation).
     const full = event as SigilEvent;
     full.time = new Date().toISOString();
+    const traceId = this.observers.traceId?.();
+    if (traceId !== undefined) full.traceId = traceId;
     this.log[level]({ event: full }, full.name);
     for (const listener of this.listeners) {
       try {

@@ -69,6 +69,7 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
       ctx.events.emit({
         name: 'user_login_failed',
         endpoint: 'token',
+        method: 'password_grant',
         clientId: client.clientId,
         remoteAddress: address,
         ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
@@ -78,10 +79,10 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
     // A password alone does not sign in a user who has a second factor, nor anyone at a client that
     // requires one, unless the client is allowed (`allowPasswordGrantForMfaUsers`).
     if (!client.allowPasswordGrantForMfaUsers && (await ctx.mfa.nextStep(user.subjectId, ctx.mfa.requiredFor(client))) !== 'none') {
-      ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId, errorDescription: 'second factor required' });
+      ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', method: 'password_grant', clientId: client.clientId, subjectId: user.subjectId, errorDescription: 'second factor required' });
       throw invalidGrant('this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser');
     }
-    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', clientId: client.clientId, subjectId: user.subjectId });
+    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', method: 'password_grant', clientId: client.clientId, subjectId: user.subjectId });
 
     const now = nowSeconds();
     const subject = {

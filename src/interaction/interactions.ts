@@ -3,7 +3,7 @@
  * quotas a new one counts against, and what of the validated request it keeps for the pages.
  */
 import type { SigilContext } from '../context.js';
-import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
+import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import type { Interaction, PendingRequest } from '../stores/records/interactions.js';
 import type { AuthorizeRequest } from '../validation/authorize-request.js';
 
@@ -17,8 +17,9 @@ import type { AuthorizeRequest } from '../validation/authorize-request.js';
  */
 export async function takeInteractionQuota(ctx: SigilContext, browser: string, ip: string): Promise<void> {
   const limits = ctx.config.pendingLimits;
-  await takeQuota(
-    ctx.limiter.counters,
+  await chargeQuota(
+    ctx.limiter,
+    'interaction_quota',
     [
       { key: `interaction:browser:${browser}`, limit: limits.interactionsPerBrowser },
       { key: `interaction:address:${addressQuotaKey(ip)}`, limit: limits.interactionsPerAddress },

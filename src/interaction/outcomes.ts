@@ -64,7 +64,9 @@ export async function finishSignIn(
 ): Promise<Session> {
   const { endpoint, ...start } = how;
   const session = await startSession(ctx, request, reply, user, start);
-  ctx.events.emit({ name: 'user_login_succeeded', endpoint, subjectId: user.subjectId, ...(pending ? { clientId: pending.interaction.request.clientId } : {}) });
+  // A sign-in at Sigil without a password (`pwd` in `amr`, RFC 8176 §2) was a passkey's.
+  const method = endpoint === 'federation' ? 'upstream' : start.amr.includes('pwd') ? 'password' : 'passkey';
+  ctx.events.emit({ name: 'user_login_succeeded', endpoint, method, subjectId: user.subjectId, ...(pending ? { clientId: pending.interaction.request.clientId } : {}) });
   if (pending) await ctx.interactions.update(pending.id, { ...pending.interaction, loginAt: session.authTime });
   return session;
 }

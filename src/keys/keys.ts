@@ -92,7 +92,7 @@ export async function rotateKeys(
 }
 
 interface Loaded {
-  signers: Map<string, { kid: string; alg: string; key: CryptoKey }>;
+  signers: Map<string, { kid: string; alg: string; key: CryptoKey; activatesAt: number }>;
   published: JWK[];
   verify: JWTVerifyGetKey;
 }
@@ -174,7 +174,7 @@ export class KeyRing {
     for (const k of infos) {
       if (k.status === 'expired') continue;
       published.push({ ...(k.publicJwk as JWK), kid: k.kid, use: 'sig', alg: k.alg });
-      if (k.status === 'active') signers.set(k.alg, { kid: k.kid, alg: k.alg, key: await this.privateKey(k) });
+      if (k.status === 'active') signers.set(k.alg, { kid: k.kid, alg: k.alg, key: await this.privateKey(k), activatesAt: k.activatesAt });
     }
     if (seq < this.usedRead) return;
     this.usedRead = seq;
@@ -218,6 +218,11 @@ export class KeyRing {
         .catch(() => {});
     }
     return this.unknownKeyReload;
+  }
+
+  /** The signing key of each algorithm and when it started signing (Unix seconds). */
+  signingSince(): { alg: string; activatesAt: number }[] {
+    return [...this.loaded.signers.values()].map(({ alg, activatesAt }) => ({ alg, activatesAt }));
   }
 
   /** The public JWKS document: `{ keys: [...] }` with `kid`, `use`, `alg` on every key. */

@@ -154,8 +154,20 @@ export function slowDownDelay(failures: number, limits: FailureLimits): number {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The limits that refuse requests (429), as metrics name them: the failure limits of this module
+ * (`failed_attempts`) and the request quotas of `request-quota.ts`, one per kind of stored thing.
+ */
+export type LimitName = 'failed_attempts' | 'interaction_quota' | 'device_quota' | 'passkey_challenge_quota' | 'dpop_proof_quota';
+
 /** Failure counters with limits (config `rateLimits`). */
 export class FailureLimiter {
+  /**
+   * Told of every request a limit refused, by the limit's name: the failure limits here, the
+   * quotas through `chargeQuota`. Set by the metrics (`sigil_limiter_refusals_total`); none by default.
+   */
+  onRefused: (limit: LimitName) => void = () => {};
+
   /**
    * @param limits the config's `rateLimits`
    * @param counters where the counters live (this process, or Redis)
@@ -180,6 +192,7 @@ export class FailureLimiter {
       const w = windows.get(key);
       if (!w || w.failures < max) return;
       const retryAfter = Math.max(1, Math.ceil((w.resetAt - now) / 1000));
+      this.onRefused('failed_attempts');
       throw new OAuthError('temporarily_unavailable', 'too many failed attempts, retry later', 429, {
         'retry-after': String(retryAfter),
       });

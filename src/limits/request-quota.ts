@@ -7,7 +7,7 @@
  */
 import { isIPv4 } from 'node:net';
 import { OAuthError } from '../protocol/errors.js';
-import type { FailureCounterStore } from './failure-limiter.js';
+import type { FailureCounterStore, FailureLimiter, LimitName } from './failure-limiter.js';
 
 /** One key and how many requests it may make per window. */
 export interface QuotaEntry {
@@ -47,6 +47,25 @@ export async function takeQuota(
   await refuseBeyond(1);
   await counters.increment(keys, windowSeconds * 1000, nowMs);
   await refuseBeyond(0);
+}
+
+/**
+ * `takeQuota` on the limiter's counters, telling the limiter (`onRefused`) when `limit` refuses
+ * the request.
+ * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After`, as `takeQuota`.
+ */
+export async function chargeQuota(
+  limiter: FailureLimiter,
+  limit: Exclude<LimitName, 'failed_attempts'>,
+  entries: readonly QuotaEntry[],
+  windowSeconds: number,
+): Promise<void> {
+  try {
+    await takeQuota(limiter.counters, entries, windowSeconds);
+  } catch (err) {
+    if (err instanceof OAuthError) limiter.onRefused(limit);
+    throw err;
+  }
 }
 
 /**

@@ -26,7 +26,7 @@ import { newHandle, nowSeconds } from '../crypto/handles.js';
 import type { EventBus } from '../events/events.js';
 import type { CookieValue } from '../http/cookies.js';
 import { type CredentialAttempt, type FailureLimiter, userAttempt } from '../limits/failure-limiter.js';
-import { addressQuotaKey, takeQuota } from '../limits/request-quota.js';
+import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import type { OAuthError } from '../protocol/errors.js';
 import type { WebAuthnPending, WebAuthnPendingSteps } from '../stores/records/webauthn-pending.js';
 import type { StoredWebAuthnCredential, WebAuthnCredentialStore, WebAuthnKind } from '../stores/webauthn-credentials.js';
@@ -162,7 +162,7 @@ export class PasskeyCeremonies {
       await this.limiter.failed(attempt);
       const common = { endpoint: 'login', remoteAddress: from.address, ...(subjectId ? { subjectId } : {}), ...(from.clientId !== undefined ? { clientId: from.clientId } : {}) };
       this.events.emit({ name: 'webauthn_failed', factor: 'passkey', error: reason, ...common });
-      this.events.emit({ name: 'user_login_failed', errorDescription: `passkey: ${reason}`, ...common });
+      this.events.emit({ name: 'user_login_failed', method: 'passkey', errorDescription: `passkey: ${reason}`, ...common });
       return { outcome: 'failed' };
     };
     let use;
@@ -286,8 +286,9 @@ export class PasskeyCeremonies {
    * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After`.
    */
   private challengeQuota(browser: string, address: string): Promise<void> {
-    return takeQuota(
-      this.limiter.counters,
+    return chargeQuota(
+      this.limiter,
+      'passkey_challenge_quota',
       [
         { key: `webauthn:browser:${browser}`, limit: this.config.challengesPerBrowser },
         { key: `webauthn:address:${addressQuotaKey(address)}`, limit: this.config.challengesPerAddress },

@@ -139,6 +139,14 @@ export class SqlLogoutStore implements LogoutStore {
     return claimed;
   }
 
+  async outbox(): Promise<{ depth: number; oldestCreatedAt: number | null }> {
+    const row = await this.db
+      .selectFrom('logout_deliveries')
+      .select((eb) => [eb.fn.countAll<number | string | bigint>().as('depth'), eb.fn.min('created_at').as('oldest')])
+      .executeTakeFirstOrThrow();
+    return { depth: Number(row.depth), oldestCreatedAt: row.oldest === null ? null : Number(row.oldest) };
+  }
+
   async finishDelivery(id: string, holder: string): Promise<void> {
     await this.db.deleteFrom('logout_deliveries').where('id', '=', id).where('lease_holder', '=', holder).execute();
   }

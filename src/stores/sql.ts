@@ -151,9 +151,14 @@ export interface LookupCacheOptions {
 /**
  * Opens the store named by `url`, creating the SQLite file's folder if needed, and runs the
  * migrations. `lookups`: the bound of `getRecent` (default: no reuse, every read goes to the store).
+ * `timedCommit`, if given, is told the duration of each group commit of new grant rows, in seconds.
  * @throws Error when the URL is unsupported or a migration fails.
  */
-export async function openStore(url: string, lookups: LookupCacheOptions = { maxAgeMilliseconds: 0, maxEntries: 0 }): Promise<Store> {
+export async function openStore(
+  url: string,
+  lookups: LookupCacheOptions = { maxAgeMilliseconds: 0, maxEntries: 0 },
+  timedCommit?: (seconds: number) => void,
+): Promise<Store> {
   const target = parseStorageUrl(url);
   const { db, checkpointer } = target.kind === 'sqlite' ? openSqlite(target.path) : { db: await openPostgres(target), checkpointer: undefined };
   // Kysely's migrator takes a lock first (on PostgreSQL an advisory lock), so several nodes may
@@ -168,7 +173,7 @@ export async function openStore(url: string, lookups: LookupCacheOptions = { max
     await db.destroy();
     throw error instanceof Error ? error : new Error(String(error));
   }
-  return new SqlStore(db, target.kind, lookups, checkpointer);
+  return new SqlStore(db, target.kind, lookups, checkpointer, timedCommit);
 }
 
 /** The schema unqualified names resolve to (the `schema` of the URL, else the search path's). */
@@ -303,9 +308,10 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     dialect: StorageTarget['kind'],
     private readonly lookups: LookupCacheOptions,
     private readonly checkpointer?: SqliteCheckpointer,
+    timedCommit?: (seconds: number) => void,
   ) {
     this.logout = new SqlLogoutStore(db as unknown as Kysely<LogoutTables>);
-    this.puts = new GroupCommit((rows) => (dialect === 'postgres' ? this.insertRows(rows) : this.insertInTransaction(rows)));
+    this.puts = new GroupCommit((rows) => (dialect === 'postgres' ? this.insertRows(rows) : this.insertInTransaction(rows)), timedCommit);
   }
 
   /**
@@ -546,6 +552,17 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
       .where((eb) => eb.or([eb('holder', '=', holder), eb('until', '<', now)]))
       .executeTakeFirst();
     return result.numUpdatedRows === 1n;
+  }
+
+  async liveInteractions(now: number): Promise<number> {
+    const row = await this.db
+      .selectFrom('grants')
+      .select((eb) => eb.fn.countAll<number | string | bigint>().as('live'))
+      .where('type', '=', 'interaction')
+      .where('expires_at', '>', now)
+      .where('consumed_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    return Number(row.live);
   }
 
   async deleteExpired(before: number, limit: number): Promise<number> {

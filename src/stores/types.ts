@@ -46,6 +46,8 @@ export interface Maintenance {
   acquireLease(name: string, holder: string, now: number, until: number): Promise<boolean>;
   /** Deletes up to `limit` grant rows that expired before `before`; returns how many. */
   deleteExpired(before: number, limit: number): Promise<number>;
+  /** How many pending authorization requests (interactions) are live at `now` (Unix seconds). */
+  liveInteractions(now: number): Promise<number>;
 }
 
 /** A user kept in the database (`sigil users`, issue 6), password as an argon2id hash. */
@@ -201,6 +203,8 @@ export interface LogoutStore {
   finishDelivery(id: string, holder: string): Promise<void>;
   /** Releases a claimed delivery for another attempt at `nextAttemptAt` (Unix seconds). */
   retryDelivery(id: string, holder: string, nextAttemptAt: number, lastError: string): Promise<void>;
+  /** The outbox: how many deliveries are queued, and when the oldest was queued (Unix seconds; null when none). */
+  outbox(): Promise<{ depth: number; oldestCreatedAt: number | null }>;
 }
 
 /** Everything a Sigil instance persists. */

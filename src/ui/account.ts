@@ -57,6 +57,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
       ctx.events.emit({
         name: 'user_login_failed',
         endpoint: 'login',
+        method: 'password',
         ...(interaction ? { clientId: interaction.request.clientId } : {}),
         remoteAddress: request.ip,
         ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
