@@ -57,13 +57,18 @@ export function readConfigFile(path: string): unknown {
 
 /**
  * Validates raw config data, applies overrides, fills defaults (port 5000, host 0.0.0.0 unless the
- * file or a flag says otherwise, issuer `http://localhost:<port>`).
- * @throws ConfigError listing every invalid field as `path: reason`.
+ * file or a flag says otherwise, issuer `http://localhost:<port>`). Any string value may be written
+ * as `{ "$env": "NAME" }` or `{ "$file": "/run/secrets/x" }` (see `resolveReferences`).
+ * @param env where `$env` references are looked up.
+ * @throws ConfigError listing every invalid field as `path: reason`; a value taken from a reference
+ *   never appears in it.
  */
-export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}): ResolvedConfig {
+export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}, env: NodeJS.ProcessEnv = process.env): ResolvedConfig {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
     throw new ConfigError(['(root): expected an object']);
-  const merged: Record<string, unknown> = { ...(raw as ConfigInput) };
+  const references = resolveReferences(raw, env);
+  if (references.problems.length > 0) throw new ConfigError(references.problems);
+  const merged: Record<string, unknown> = { ...(references.value as ConfigInput) };
   for (const key of ['port', 'host', 'issuer', 'storage'] as const)
     if (overrides[key] !== undefined) merged[key] = overrides[key];
   if (overrides.metricsPort !== undefined && merged.metrics !== false)
@@ -75,7 +80,7 @@ export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}): Re
         // An unknown field is reported at its own path, not at the enclosing object's.
         i.code === 'unrecognized_keys'
           ? i.keys.map((k) => `${formatPath([...i.path, k])}: unknown field`)
-          : [`${formatPath(i.path)}: ${i.message}`],
+          : [`${formatPath(i.path)}: ${redact(i.message, references.secrets)}`],
       ),
     );
   }
@@ -103,6 +108,66 @@ export function parsePort(value: string, name: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || n > 65535) throw new ConfigError([`${name}: not a port number: ${JSON.stringify(value)}`]);
   return n;
+}
+
+/** A string value that comes from outside the file: `{ "$env": NAME }` or `{ "$file": PATH }`. */
+function referenceOf(value: unknown): { kind: '$env' | '$file'; name: string } | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const entries = Object.entries(value);
+  if (entries.length !== 1) return undefined;
+  const [kind, name] = entries[0]!;
+  return (kind === '$env' || kind === '$file') && typeof name === 'string' ? { kind, name } : undefined;
+}
+
+/**
+ * Replaces every `{ "$env": NAME }` and `{ "$file": PATH }` in raw config data, at any depth, by
+ * the variable's value or the file's content (one trailing newline dropped, as secret files often
+ * end with one). An object with any other member is left for the schema to judge.
+ * @returns the data with the values in place, the values taken (to keep them out of messages),
+ *   and a problem naming the field path for each unset variable or unreadable file.
+ */
+function resolveReferences(raw: unknown, env: NodeJS.ProcessEnv): { value: unknown; secrets: string[]; problems: string[] } {
+  const secrets: string[] = [];
+  const problems: string[] = [];
+  const walk = (value: unknown, path: PropertyKey[]): unknown => {
+    const ref = referenceOf(value);
+    if (ref?.kind === '$env') {
+      const found = env[ref.name];
+      if (found === undefined) problems.push(`${formatPath(path)}: environment variable ${ref.name} is not set`);
+      else secrets.push(found);
+      return found;
+    }
+    if (ref?.kind === '$file') {
+      try {
+        const content = readFileSync(ref.name, 'utf8').replace(/\r?\n$/, '');
+        secrets.push(content);
+        return content;
+      } catch (err) {
+        problems.push(`${formatPath(path)}: cannot read file ${ref.name}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+        return undefined;
+      }
+    }
+    if (Array.isArray(value)) return value.map((v, i) => walk(v, [...path, i]));
+    if (value !== null && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, [...path, k])]));
+    return value;
+  };
+  return { value: walk(raw, []), secrets, problems };
+}
+
+/**
+ * Keeps values taken from `$env`/`$file` out of a message: each such value, and each quoted part of
+ * one (a rule may quote a piece of what it refuses), becomes `[secret]`. Quoted parts shorter than
+ * eight characters stay: they are the rules' own words (`"sha256:"`), too short to give a secret away.
+ */
+function redact(message: string, secrets: string[]): string {
+  const present = secrets.filter((s) => s.length > 0);
+  if (present.length === 0) return message;
+  let out = message.replace(/"([^"]+)"/g, (quoted, inner: string) =>
+    inner.length >= 8 && present.some((s) => s.includes(inner)) ? '"[secret]"' : quoted,
+  );
+  for (const s of present) out = out.split(s).join('[secret]');
+  return out;
 }
 
 function formatPath(path: PropertyKey[]): string {

@@ -239,6 +239,34 @@ describe('sigil start', () => {
     });
   });
 
+  it('takes secrets from $env and $file, and a missing one stops the start naming the field (issue 26 item 2)', async () => {
+    const dir = workDir();
+    writeFileSync(join(dir, 'm2m-secret'), 'secret-from-a-file\n');
+    const config = {
+      ...baseConfig(),
+      storage: { $env: 'SIGIL_TEST_STORAGE' },
+      clients: [{ clientId: 'm2m', clientSecrets: [{ $file: join(dir, 'm2m-secret') }], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }],
+    };
+    const file = join(dir, 'sigil.json');
+    writeFileSync(file, JSON.stringify(config));
+    const port = await freePort();
+    const r = run(['start', '--config', file, '--port', String(port), '--host', '127.0.0.1', '--issuer', `http://127.0.0.1:${port}`], { SIGIL_TEST_STORAGE: 'memory' });
+    running.push(r);
+    const url = await listening(r);
+    const res = await fetch(`${url}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('m2m:secret-from-a-file').toString('base64')}` },
+      body: 'grant_type=client_credentials&scope=api1',
+    });
+    expect(res.status).toBe(200);
+
+    const missing = run(['start', '--config', file, '--port', '0']);
+    running.push(missing);
+    expect(await missing.exited).toBe(2);
+    expect(missing.output()).toContain('storage: environment variable SIGIL_TEST_STORAGE is not set');
+    expect(missing.output()).not.toContain('listening on');
+  });
+
   it('reads a YAML config file', async () => {
     const dir = workDir();
     const port = await freePort();

@@ -6,6 +6,7 @@ import { stringify as toYaml } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../../src/config/loader.js';
 import { secretDigest, sha256 } from '../../src/crypto/handles.js';
+import { parseStorageUrl } from '../../src/stores/sql.js';
 import { tempDir, testConfig } from '../helpers.js';
 
 /** The problems of a config that must not resolve. */
@@ -317,5 +318,67 @@ describe('readConfigFile, parsePort, overridesFromEnv', () => {
     expect(overridesFromEnv({ PORT: '8080', SIGIL_ISSUER: 'https://i.example', SIGIL_STORAGE: 'memory' })).toEqual({ port: 8080, issuer: 'https://i.example', storage: 'memory' });
     expect(overridesFromEnv({ PORT: '', SIGIL_ISSUER: '' })).toEqual({});
     expect(() => overridesFromEnv({ PORT: 'abc' })).toThrow(/PORT/);
+  });
+});
+
+describe('resolveConfig: secrets from the environment or a file (issue 26 item 2)', () => {
+  const { dir, cleanup } = tempDir();
+  afterAll(cleanup);
+
+  it('takes any string value from { "$env": NAME } or { "$file": PATH } (one trailing newline dropped)', () => {
+    writeFileSync(join(dir, 'idp-secret'), 'upstream-secret\n');
+    const env = { SIGIL_TEST_STORAGE: 'memory', SIGIL_TEST_CLIENT_SECRET: 'from-env' };
+    const cfg = resolveConfig(
+      {
+        storage: { $env: 'SIGIL_TEST_STORAGE' },
+        clients: [cc({ clientSecrets: [{ $env: 'SIGIL_TEST_CLIENT_SECRET' }] })],
+        identityProviders: [{ name: 'up', authority: 'https://up.example', clientId: 'sigil', clientSecret: { $file: join(dir, 'idp-secret') } }],
+      },
+      {},
+      env,
+    );
+    expect(cfg.storage).toBe('memory');
+    expect(cfg.clients[0]!.clientSecrets).toEqual(['from-env']);
+    expect(cfg.identityProviders[0]!.clientSecret).toBe('upstream-secret');
+  });
+
+  it('a missing variable or file stops the load, naming the field path', () => {
+    expect(problems({ clients: [cc({ clientSecrets: [{ $env: 'SIGIL_TEST_UNSET' }] })] }, {})).toEqual([
+      'clients[0].clientSecrets[0]: environment variable SIGIL_TEST_UNSET is not set',
+    ]);
+    expect(problems({ storage: { $file: join(dir, 'absent') } })).toEqual([`storage: cannot read file ${join(dir, 'absent')}: ENOENT`]);
+    // A reference object with anything else in it is no reference: the schema refuses it as usual.
+    expect(problems({ storage: { $env: 'X', other: 1 } })[0]).toMatch(/^storage: /);
+  });
+
+  it('a value taken from a secret never appears in an error message', () => {
+    const value = 'very secret value 4711';
+    writeFileSync(join(dir, 'wrong'), value);
+    const env = { SIGIL_TEST_WRONG: value };
+    const cases: unknown[] = [
+      { issuer: { $env: 'SIGIL_TEST_WRONG' } },
+      { trustProxy: { $env: 'SIGIL_TEST_WRONG' } },
+      { clients: [cc({ clientSecrets: [{ $file: join(dir, 'wrong') }], requireClientSecret: false })] },
+      { identityProviders: [{ name: { $env: 'SIGIL_TEST_WRONG' }, authority: 'https://up.example', clientId: 'x' }] },
+      // A rule about two fields quotes the value at another path.
+      { clients: [cc({ clientId: { $env: 'SIGIL_TEST_WRONG' } }), cc({ clientId: { $env: 'SIGIL_TEST_WRONG' } })] },
+      { clients: [cc({ clientSecrets: ['sha256:' + value] })].map((c) => ({ ...c, clientSecrets: [{ $env: 'SIGIL_TEST_SHA' }] })) },
+    ];
+    for (const raw of cases) {
+      let message = '';
+      try {
+        resolveConfig(raw, {}, { ...env, SIGIL_TEST_SHA: 'sha256:' + value });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        message = (err as ConfigError).message;
+      }
+      expect(message, JSON.stringify(raw)).toMatch(/invalid configuration/);
+      expect(message).not.toContain(value);
+    }
+  });
+
+  it('an unusable storage URL is refused without quoting it (it may hold a password)', () => {
+    expect(() => parseStorageUrl('mysql://sigil:db-password-17@db/sigil')).toThrow(/^storage: unsupported URL/);
+    expect(() => parseStorageUrl('mysql://sigil:db-password-17@db/sigil')).not.toThrow(/db-password-17/);
   });
 });
