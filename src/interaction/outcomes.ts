@@ -22,6 +22,7 @@ import { isNativeRedirect } from '../validation/authorize-request.js';
 import { matchRedirectUri } from '../validation/redirect-uri.js';
 import { answerDevice } from './device.js';
 import type { Pending } from './interactions.js';
+import { originOf } from '../http/request.js';
 
 /** Where a pending request continues after the login or consent page. */
 export function resumePath(id: string, interaction: Interaction): string {
@@ -63,7 +64,7 @@ export async function finishSignIn(
 ): Promise<Session> {
   const { endpoint, ...start } = how;
   const session = await ctx.sessions.create(request, reply, user, start);
-  ctx.events.emit({ name: 'user_login_succeeded', endpoint, subjectId: user.subjectId, ...(pending ? { clientId: pending.interaction.request.clientId } : {}) });
+  ctx.events.emit({ name: 'user_login_succeeded', endpoint, subjectId: user.subjectId, ...(pending ? { clientId: pending.interaction.request.clientId } : {}), ...originOf(request) });
   if (pending) await ctx.interactions.update(pending.id, { ...pending.interaction, loginAt: session.authTime });
   return session;
 }

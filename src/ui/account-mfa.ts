@@ -32,6 +32,7 @@ import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
 import { securityKeyStep } from './passkeys.js';
 import { limiterAllows } from './attempts.js';
+import { originOf } from '../http/request.js';
 
 const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
 <h1><%= it.t.mfaTitle %></h1>
@@ -148,10 +149,10 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const kind = await verifySecondFactor(ctx.mfa, subjectId, single(body, 'code') ?? '', nowSeconds());
     if (!kind) {
       await ctx.limiter.failed(attempt);
-      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, remoteAddress: request.ip, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
+      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, ...originOf(request), ...(interaction ? { clientId: interaction.request.clientId } : {}) });
       return mfaPage(ctx, request, reply, id, 'invalidOneTimeCode');
     }
-    ctx.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
+    ctx.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...(interaction ? { clientId: interaction.request.clientId } : {}), ...originOf(request) });
     return completeSecondFactor(ctx, request, reply, browser, who, kind, id && interaction ? { interaction: id } : undefined);
   });
 
@@ -186,14 +187,14 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const step = code === undefined ? undefined : totpStep(await openTotpSecret(enrollment.secret, ctx.mfa.dataKey), code, now);
     if (step === undefined || !(await ctx.mfa.finishEnrollment(browser, subjectId))) {
       await ctx.limiter.failed(attempt);
-      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', remoteAddress: request.ip });
+      ctx.events.emit({ name: 'mfa_failed', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', ...originOf(request) });
       return totpPage(ctx, request, reply, who, id, enrollment.secret, 'invalidOneTimeCode');
     }
     // The confirming code's step is spent: it cannot sign in a second time.
     await ctx.mfa.factors.addFactor({ id: newFactorId(), subjectId, kind: 'totp', label: '', data: { secret: enrollment.secret }, counter: step, createdAt: now, lastUsedAt: now });
-    ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: 'totp' });
+    ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', ...originOf(request) });
     const codes = (await unusedRecoveryCodes(ctx.mfa.factors, subjectId)) === 0 ? await newRecoveryCodes(ctx.mfa.factors, subjectId, now) : undefined;
-    if (codes) ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: RECOVERY_KIND });
+    if (codes) ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: RECOVERY_KIND, ...originOf(request) });
     const stepUpNext = !who.pending && id ? { interaction: id } : undefined;
     if (!codes) return completeSecondFactor(ctx, request, reply, browser, who, 'totp', stepUpNext);
     // The recovery codes are shown once, before continuing.
@@ -218,10 +219,10 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!factor || !(await ctx.mfa.removeFactor(session.subjectId, factor)))
       return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
     const webauthn = FACTOR_KINDS[factor.kind]?.webauthn === true;
-    ctx.events.emit({ name: webauthn ? 'webauthn_removed' : 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: factor.kind });
+    ctx.events.emit({ name: webauthn ? 'webauthn_removed' : 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: factor.kind, ...originOf(request) });
     // Recovery codes stand in for a second factor: without one they have nothing to stand in for.
     if ((await ctx.mfa.secondFactors(session.subjectId)).length === 0 && (await ctx.mfa.factors.removeFactors(session.subjectId, [RECOVERY_KIND])) > 0)
-      ctx.events.emit({ name: 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: RECOVERY_KIND });
+      ctx.events.emit({ name: 'mfa_removed', endpoint: 'account', subjectId: session.subjectId, factor: RECOVERY_KIND, ...originOf(request) });
     return accountPage(ctx, request, reply, session, 'factorRemoved');
   });
 
@@ -231,7 +232,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!session) return reply;
     if ((await ctx.mfa.secondFactors(session.subjectId)).length === 0) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
     const codes = await newRecoveryCodes(ctx.mfa.factors, session.subjectId, nowSeconds());
-    ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'account', subjectId: session.subjectId, factor: RECOVERY_KIND });
+    ctx.events.emit({ name: 'mfa_enrolled', endpoint: 'account', subjectId: session.subjectId, factor: RECOVERY_KIND, ...originOf(request) });
     return ctx.pages.send(reply, 'recovery', language(request), { codes, next: '/account' });
   });
 }

@@ -19,6 +19,7 @@ import { secondStepAfterPassword } from './account-mfa.js';
 import { denyPage } from './outcome-pages.js';
 import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { limiterAllows } from './attempts.js';
+import { originOf } from '../http/request.js';
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
@@ -57,7 +58,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
         name: 'user_login_failed',
         endpoint: 'login',
         ...(interaction ? { clientId: interaction.request.clientId } : {}),
-        remoteAddress: request.ip,
+        ...originOf(request),
         ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
       });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');

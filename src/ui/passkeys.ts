@@ -33,7 +33,7 @@ import { language } from './language.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
-import { sendOAuthError } from '../http/request.js';
+import { originOf, sendOAuthError } from '../http/request.js';
 import { amrWith } from '../mfa/factors.js';
 import { WebAuthnError } from '../mfa/webauthn.js';
 import type { WebAuthnKind } from '../stores/webauthn-credentials.js';
@@ -255,10 +255,10 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
       await ctx.webauthn.register(current.user.subjectId, kind, response, ctx.sessions.browserId(request, reply), single(body, 'name') ?? '');
     } catch (err) {
       if (!(err instanceof WebAuthnError)) throw err;
-      ctx.events.emit({ name: 'webauthn_failed', endpoint: 'account', subjectId: current.user.subjectId, factor: kind, error: err.reason, remoteAddress: request.ip });
+      ctx.events.emit({ name: 'webauthn_failed', endpoint: 'account', subjectId: current.user.subjectId, factor: kind, error: err.reason, ...originOf(request) });
       return listPage(request, reply, undefined, 'passkeyFailed', 400);
     }
-    ctx.events.emit({ name: 'webauthn_registered', endpoint: 'account', subjectId: current.user.subjectId, factor: kind, remoteAddress: request.ip });
+    ctx.events.emit({ name: 'webauthn_registered', endpoint: 'account', subjectId: current.user.subjectId, factor: kind, ...originOf(request) });
     return reply.redirect('/account/passkeys?done=added', 303);
   });
 
@@ -270,7 +270,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const id = single(formOf(request), 'id') ?? '';
     const credential = id.length > 0 && id.length <= 1400 ? await ctx.store.webauthn.get(id) : undefined;
     if (!credential || !(await ctx.store.webauthn.remove(current.user.subjectId, id))) return listPage(request, reply, undefined, 'passkeyFailed', 404);
-    ctx.events.emit({ name: 'webauthn_removed', endpoint: 'account', subjectId: current.user.subjectId, factor: credential.kind, remoteAddress: request.ip });
+    ctx.events.emit({ name: 'webauthn_removed', endpoint: 'account', subjectId: current.user.subjectId, factor: credential.kind, ...originOf(request) });
     return reply.redirect('/account/passkeys?done=removed', 303);
   });
 
@@ -296,7 +296,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, '', 'tooManyAttempts', 429);
     const failed = async (reason: string, subjectId?: string) => {
       await ctx.limiter.failed(attempt);
-      const common = { endpoint: 'login', remoteAddress: request.ip, ...(subjectId ? { subjectId } : {}), ...(interaction ? { clientId: interaction.request.clientId } : {}) };
+      const common = { endpoint: 'login', ...originOf(request), ...(subjectId ? { subjectId } : {}), ...(interaction ? { clientId: interaction.request.clientId } : {}) };
       ctx.events.emit({ name: 'webauthn_failed', factor: 'passkey', error: reason, ...common });
       ctx.events.emit({ name: 'user_login_failed', errorDescription: `passkey: ${reason}`, ...common });
       return loginPage(ctx, request, reply, id, interaction, '', 'passkeyFailed', 400);
@@ -312,7 +312,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const tenant = interaction ? interaction.request.tenant : null;
     if (!user || !user.isActive) return failed('inactive user', use.credential.subjectId);
     if (tenant !== null && user.tenant !== tenant) return failed('other tenant', user.subjectId);
-    ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: 'passkey', remoteAddress: request.ip });
+    ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: 'passkey', ...originOf(request) });
     return continueAfterSignIn(ctx, request, reply, user, [...PASSKEY_AMR], id && interaction ? { id, interaction } : undefined, lang);
   });
 
@@ -367,7 +367,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
         subjectId: pending.subjectId,
         factor: 'security-key',
         error: err.reason,
-        remoteAddress: request.ip,
+        ...originOf(request),
         ...(interaction ? { clientId: interaction.request.clientId } : {}),
       });
       return stepPage(ctx, request, reply, pending, lang, ctx.pages.text(lang, 'passkeyFailed'), 400);
@@ -379,7 +379,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     await ctx.mfa.finishPending(pending.browser);
     const user = await ctx.users.findBySubject(pending.subjectId);
     if (!user || !user.isActive) return expiredPage(ctx, request, reply);
-    ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, remoteAddress: request.ip });
+    ctx.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, ...originOf(request) });
     return continueAfterSignIn(ctx, request, reply, user, secondFactorAmr(use.credential.kind), id && interaction ? { id, interaction } : undefined, lang, pending.toAccount === true);
   });
 }

@@ -3,7 +3,7 @@
  * config errors with field paths and exit code 2, YAML configs, environment variables, SIGTERM.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -148,6 +148,79 @@ describe('sigil start', () => {
     expect(issued(), r.output()).toBe(5);
     for (const line of r.output().split('\n').filter((l) => l.includes('"name":"token_issued"')))
       expect(JSON.parse(line)).toMatchObject({ level: 30, msg: 'token_issued', event: { clientId: 'm2m', grantType: 'client_credentials', scopes: ['api1'] } });
+    // Issue 26 item 5: the audit line says who asked, and which request it was.
+    const events = r.output().split('\n').filter((l) => l.includes('"name":"token_issued"')).map((l) => JSON.parse(l).event as Record<string, string>);
+    for (const e of events) expect(e).toMatchObject({ remoteAddress: '127.0.0.1', userAgent: 'node', requestId: expect.any(String) });
+    expect(new Set(events.map((e) => e.requestId)).size).toBe(5);
+  });
+
+  it('warns when the issuer\'s port is not the listening port and no proxy is configured, and says when it stops (issue 26 item 5)', async () => {
+    const dir = workDir();
+    const port = await freePort();
+    const file = join(dir, 'sigil.json');
+    writeFileSync(file, JSON.stringify({ ...baseConfig(), issuer: 'http://localhost:5999', storage: 'memory' }));
+    const r = run(['start', '--config', file, '--port', String(port), '--host', '127.0.0.1']);
+    running.push(r);
+    await listening(r);
+    expect(r.output()).toContain(`sigil: warning: the issuer http://localhost:5999 names port 5999, but Sigil listens on port ${port}`);
+    r.child.kill('SIGTERM');
+    expect(await r.exited).toBe(0);
+    expect(r.output()).toMatch(/sigil: stopping \(SIGTERM\)\n[^]*sigil: stopped\n$/);
+
+    // Behind a proxy (trustProxy set), or when the ports agree, there is nothing to warn about.
+    const proxied = join(dir, 'proxied.json');
+    writeFileSync(proxied, JSON.stringify({ ...baseConfig(), issuer: 'https://id.example', trustProxy: 1, storage: 'memory' }));
+    const behind = run(['start', '--config', proxied, '--port', String(port), '--host', '127.0.0.1']);
+    running.push(behind);
+    await listening(behind);
+    const same = run(['start', '--config', file, '--port', String(await freePort()), '--host', '127.0.0.1', '--issuer', 'http://127.0.0.1:1']);
+    running.push(same);
+    await listening(same);
+    expect(behind.output()).not.toContain('warning');
+    expect(same.output()).toContain('warning');
+  });
+
+  describe('answers as a command line should (issue 26 item 5)', () => {
+    it('--version prints the package version', async () => {
+      const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+      for (const args of [['--version'], ['-v']]) {
+        const r = run(args);
+        running.push(r);
+        expect(await r.exited).toBe(0);
+        expect(r.output()).toBe(`${version}\n`);
+      }
+    });
+
+    it('<command> --help prints that command\'s usage only', async () => {
+      for (const command of ['start', 'migrate', 'keys', 'users', 'clients', 'config']) {
+        const r = run([command, '--help']);
+        running.push(r);
+        expect(await r.exited).toBe(0);
+        expect(r.output(), command).toMatch(new RegExp(`^usage: sigil ${command} `));
+        for (const other of ['start', 'migrate', 'keys', 'users', 'clients', 'config'].filter((c) => c !== command))
+          expect(r.output(), `${command} --help`).not.toMatch(new RegExp(`sigil ${other} `));
+      }
+      const all = run(['--help']);
+      running.push(all);
+      expect(await all.exited).toBe(0);
+      for (const command of ['start', 'migrate', 'keys', 'users', 'clients', 'config']) expect(all.output()).toContain(`sigil ${command} `);
+    });
+
+    it('an unknown command or option names itself and suggests the closest one, exit code 2', async () => {
+      const cases: [string[], RegExp][] = [
+        [['strat'], /sigil: unknown command "strat"; did you mean "start"\?/],
+        [['bogus'], /sigil: unknown command "bogus"\n/],
+        [['start', '--prot', '6000'], /sigil: unknown option "--prot"; did you mean "--port"\?/],
+        [['users', 'list', '--tennant', 'x'], /sigil: unknown option "--tennant"; did you mean "--tenant"\?/],
+      ];
+      for (const [args, message] of cases) {
+        const r = run(args);
+        running.push(r);
+        expect(await r.exited, args.join(' ')).toBe(2);
+        expect(r.output(), args.join(' ')).toMatch(message);
+        expect(r.output()).toContain('usage: sigil');
+      }
+    });
   });
 
   it('SIGINT also shuts down cleanly', async () => {
