@@ -36,6 +36,8 @@ export interface ClientAdminOptions {
   raw: unknown;
   /** The overrides `config` was resolved with (DESIGN §5). */
   overrides?: ConfigOverrides;
+  /** The registered extension grants' names, which a client may list (none from the CLI). */
+  extensionGrants?: readonly string[];
   /** Where `reload` warns of stored clients it skips or that the config file shadows. */
   log: Logger;
 }
@@ -77,7 +79,7 @@ export class ClientAdmin {
     const others = (base.clients ?? []).filter((c) => (c as { clientId?: unknown }).clientId !== clientId);
     try {
       // A config-file user's subject as client id is one of the problems found here.
-      resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides);
+      resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, { extensionGrants: this.options.extensionGrants ?? [] });
     } catch (err) {
       if (err instanceof ConfigError) throw new AdminError('invalid', err.message);
       throw err;

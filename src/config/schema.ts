@@ -39,7 +39,10 @@ export const SYMMETRIC_ASSERTION_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as con
 /** Every client assertion algorithm Sigil verifies (`none` is never one). */
 export const ASSERTION_ALGORITHMS = [...ASYMMETRIC_ASSERTION_ALGORITHMS, ...SYMMETRIC_ASSERTION_ALGORITHMS] as const;
 
-/** Grant type names a client may list (DESIGN §4); any other name is an extension grant. */
+/**
+ * Grant type names a client may list (DESIGN §4); any other name must be a registered extension
+ * grant (checked by `resolveConfig`, which knows them).
+ */
 export const BUILT_IN_GRANT_TYPES = [
   'authorization_code',
   'refresh_token',

@@ -335,7 +335,7 @@ describe('resolveConfig: secrets from the environment or a file (issue 26 item 2
         identityProviders: [{ name: 'up', authority: 'https://up.example', clientId: 'sigil', clientSecret: { $file: join(dir, 'idp-secret') } }],
       },
       {},
-      env,
+      { env },
     );
     expect(cfg.storage).toBe('memory');
     expect(cfg.clients[0]!.clientSecrets).toEqual(['from-env']);
@@ -367,7 +367,7 @@ describe('resolveConfig: secrets from the environment or a file (issue 26 item 2
     for (const raw of cases) {
       let message = '';
       try {
-        resolveConfig(raw, {}, { ...env, SIGIL_TEST_SHA: 'sha256:' + value });
+        resolveConfig(raw, {}, { env: { ...env, SIGIL_TEST_SHA: 'sha256:' + value } });
       } catch (err) {
         expect(err).toBeInstanceOf(ConfigError);
         message = (err as ConfigError).message;
@@ -380,5 +380,29 @@ describe('resolveConfig: secrets from the environment or a file (issue 26 item 2
   it('an unusable storage URL is refused without quoting it (it may hold a password)', () => {
     expect(() => parseStorageUrl('mysql://sigil:db-password-17@db/sigil')).toThrow(/^storage: unsupported URL/);
     expect(() => parseStorageUrl('mysql://sigil:db-password-17@db/sigil')).not.toThrow(/db-password-17/);
+  });
+});
+
+describe('resolveConfig: grant type names (issue 26 item 1)', () => {
+  it('refuses a name that is neither built in nor a registered extension grant, suggesting the closest', () => {
+    expect(problems({ clients: [cc({ allowedGrantTypes: ['client_credential'] })] })).toEqual([
+      'clients[0].allowedGrantTypes[0]: unknown grant type "client_credential"; did you mean "client_credentials"?',
+    ]);
+    expect(problems({ clients: [cc({ allowedGrantTypes: ['client_credentials', 'urn:example:grant'] })] })).toEqual([
+      'clients[0].allowedGrantTypes[1]: unknown grant type "urn:example:grant" (neither built in nor a registered extension grant)',
+    ]);
+  });
+
+  it('accepts the extension grants the library user registers, and still suggests for their typos', () => {
+    const extensionGrants = ['urn:example:grant'];
+    expect(resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grant'] })] }, {}, { extensionGrants }).clients[0]!.allowedGrantTypes).toEqual(['urn:example:grant']);
+    expect(() => resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grnat'] })] }, {}, { extensionGrants })).toThrow(/did you mean "urn:example:grant"/);
+  });
+
+  it('reports a grant type typo together with the type errors of the same file', () => {
+    expect(problems({ port: 'eighty', clients: [cc({ allowedGrantTypes: ['pasword'] })] })).toEqual([
+      'clients[0].allowedGrantTypes[0]: unknown grant type "pasword"; did you mean "password"?',
+      'port: Invalid input: expected number, received string',
+    ]);
   });
 });
