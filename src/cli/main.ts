@@ -2,7 +2,7 @@
 /**
  * The `sigil` command (DESIGN §5): `sigil start` runs the server, `sigil migrate` brings the store's
  * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`), `sigil config
- * check FILE` validates a config file. `sigil --version`; `sigil <command> --help` prints that
+ * schema` prints the config file's JSON Schema, `sigil config check FILE` validates a config file. `sigil --version`; `sigil <command> --help` prints that
  * command's usage. Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL,
  * --metrics-port N, --workers N|auto (`sigil start`: N processes on one port, see `workers.ts`); environment: SIGIL_CONFIG, PORT, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
  * An unknown command or option is named, with the closest known one when there is one.
@@ -13,6 +13,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, type ConfigOverrides, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../config/loader.js';
+import { configJsonSchema } from '../config/reference.js';
 import { closest } from '../config/suggest.js';
 import { clientsCommand, keysCommand, usersCommand } from './admin.js';
 import { createSigil } from '../index.js';
@@ -33,7 +34,7 @@ const COMMANDS: Record<string, string> = {
            | mfa list|reset USERNAME [--tenant T]
            | sessions revoke USERNAME [--tenant T]`,
   clients: 'sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID',
-  config: 'sigil config check FILE',
+  config: 'sigil config schema | check FILE',
 };
 
 const OPTIONS = {
@@ -174,15 +175,20 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /**
- * `sigil config check FILE`: reads and validates a config file as `sigil start` would (references
+ * `sigil config schema` prints the config file's JSON Schema (as shipped in dist/sigil.schema.json);
+ * `sigil config check FILE` reads and validates a config file as `sigil start` would (references
  * to the environment and files included), printing every problem with its field path.
- * @returns 0 when the file is valid.
- * @throws ConfigError (exit code 2) listing every problem; UsageError without exactly one FILE.
+ * @returns 0 when done, or when the file is valid.
+ * @throws ConfigError (exit code 2) listing every problem; UsageError for anything else.
  */
 function configCommand(args: string[]): number {
   const [action, file, ...rest] = args;
+  if (action === 'schema' && file === undefined) {
+    console.log(JSON.stringify(configJsonSchema(), null, 2));
+    return 0;
+  }
   if (action !== 'check' || file === undefined || rest.length > 0)
-    throw new UsageError(action === undefined || action === 'check' ? 'config check needs one FILE' : unknown('config action', action, ['check']), 'config');
+    throw new UsageError(action === 'check' ? 'config check needs one FILE' : action === undefined ? 'config needs schema or check' : unknown('config action', action, ['schema', 'check']), 'config');
   resolveConfig(readConfigFile(file));
   console.log(`${file}: valid`);
   return 0;

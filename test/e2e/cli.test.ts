@@ -180,6 +180,34 @@ describe('sigil start', () => {
     expect(same.output()).toContain('warning');
   });
 
+  describe('sigil config (issue 26 item 1)', () => {
+    it('config schema prints the JSON Schema the package ships in dist/sigil.schema.json', async () => {
+      const r = run(['config', 'schema']);
+      running.push(r);
+      expect(await r.exited).toBe(0);
+      const printed = JSON.parse(r.output()) as { properties: Record<string, unknown> };
+      expect(printed).toEqual(JSON.parse(readFileSync(resolve(import.meta.dirname, '../../dist/sigil.schema.json'), 'utf8')));
+      expect(Object.keys(printed.properties)).toEqual(expect.arrayContaining(['$schema', 'issuer', 'clients']));
+    });
+
+    it('config check FILE reports every problem at once with its field path (exit code 2), or that the file is valid', async () => {
+      const dir = workDir();
+      const bad = join(dir, 'bad.json');
+      writeFileSync(bad, JSON.stringify({ port: 'eighty', colour: 'blue', clients: [{ clientId: 'c', clientSecrets: ['s'], allowedGrantTypes: ['client_credential'] }] }));
+      const r = run(['config', 'check', bad]);
+      running.push(r);
+      expect(await r.exited).toBe(2);
+      for (const problem of ['clients[0].allowedGrantTypes[0]: unknown grant type "client_credential"; did you mean "client_credentials"?', 'port: ', 'colour: unknown field'])
+        expect(r.output()).toContain(problem);
+      const good = join(dir, 'good.json');
+      writeFileSync(good, JSON.stringify({ $schema: './node_modules/sigil/dist/sigil.schema.json', ...baseConfig() }));
+      const ok = run(['config', 'check', good]);
+      running.push(ok);
+      expect(await ok.exited).toBe(0);
+      expect(ok.output()).toBe(`${good}: valid\n`);
+    });
+  });
+
   describe('answers as a command line should (issue 26 item 5)', () => {
     it('--version prints the package version', async () => {
       const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
