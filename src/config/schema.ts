@@ -408,6 +408,9 @@ export function isResourceIndicator(value: string): boolean {
   return /^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value) && URL.canParse(value) && !value.includes('#');
 }
 
+/** The top-level fields the config's cross-field rules read. */
+const CROSS_CHECKED = new Set(['clients', 'users', 'identityResources', 'apiScopes', 'apiResources', 'identityProviders', 'signingAlgorithms']);
+
 /** The whole config file. */
 export const configSchema = z
   .strictObject({
@@ -556,6 +559,11 @@ export const configSchema = z
     });
     for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
       issue(['identityProviders'], `duplicate name "${d}"`);
+  }, {
+    // Run even when other fields have type errors (a wrong port), so that one check reports every
+    // problem; skipped only when a field these rules read has one (zod's aborting issues, as by
+    // default: `continue` not true).
+    when: (payload) => payload.issues.every((i) => i.continue === true || !CROSS_CHECKED.has(String(i.path?.[0]))),
   });
 
 /**

@@ -399,6 +399,19 @@ describe('resolveConfig: grant type names (issue 26 item 1)', () => {
     expect(() => resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grnat'] })] }, {}, { extensionGrants })).toThrow(/did you mean "urn:example:grant"/);
   });
 
+  it('reports the cross-field rules together with type errors in other fields (issue 26 item 1)', () => {
+    expect(problems({ port: 'eighty', colour: 'blue', clients: [cc({ allowedScopes: ['nope'] })] })).toEqual([
+      'port: Invalid input: expected number, received string',
+      'colour: unknown field',
+      'clients[0].allowedScopes[0]: unknown scope "nope"',
+    ]);
+    // A rule of one field (a malformed sha256: secret) does not hide the rules across fields either.
+    expect(problems({ clients: [cc({ clientSecrets: ['sha256:abc'] }), cc({ clientId: 'd', allowedScopes: ['nope'] })] })).toEqual([
+      'clients[0].clientSecrets[0]: a "sha256:" secret must be the base64 of 32 bytes',
+      'clients[1].allowedScopes[0]: unknown scope "nope"',
+    ]);
+  });
+
   it('reports a grant type typo together with the type errors of the same file', () => {
     expect(problems({ port: 'eighty', clients: [cc({ allowedGrantTypes: ['pasword'] })] })).toEqual([
       'clients[0].allowedGrantTypes[0]: unknown grant type "pasword"; did you mean "password"?',
