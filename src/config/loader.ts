@@ -149,6 +149,13 @@ function referenceOf(value: unknown): { kind: '$env' | '$file'; name: string } |
   return (kind === '$env' || kind === '$file') && typeof name === 'string' ? { kind, name } : undefined;
 }
 
+/** Whether `value` holds a `$env` or `$file` reference at any depth. */
+export function containsReference(value: unknown): boolean {
+  if (referenceOf(value)) return true;
+  if (value === null || typeof value !== 'object') return false;
+  return Object.values(value).some(containsReference);
+}
+
 /**
  * Replaces every `{ "$env": NAME }` and `{ "$file": PATH }` in raw config data, at any depth, by
  * the variable's value or the file's content (one trailing newline dropped, as secret files often
