@@ -2,6 +2,7 @@
  * The Fastify application: body parsing, security headers, CORS, error rendering, request metrics
  * and the routes of every endpoint (DESIGN §1, `http/`).
  */
+import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
@@ -77,6 +78,9 @@ export async function buildApp(
     trustProxy: trustedProxies(ctx.config.trustProxy),
     requestTimeout: 30_000,
     return503OnClosing: true,
+    // Audit events carry the request's id (http/request.ts originOf): random, so ids from several
+    // nodes or restarts never collide. A caller's X-Request-Id is not taken: callers could reuse one.
+    genReqId: () => randomUUID(),
   });
 
   app.removeAllContentTypeParsers();

@@ -70,7 +70,10 @@ export interface SigilOptions {
   overrides?: ConfigOverrides;
   /** A pino logger; default: a pino logger at the config's `logLevel` on stdout. */
   logger?: Logger;
-  /** Extension grants to register (RFC 6749 §4.5); clients list them by name. */
+  /**
+   * Extension grants to register (RFC 6749 §4.5); clients list them by name. A client's grant type
+   * that is neither built in nor registered here stops the start (ConfigError, "did you mean").
+   */
   extensionGrants?: ExtensionGrant[];
   /** Replaces the built-in check of the password grant's credentials. */
   resourceOwnerValidator?: ResourceOwnerValidator;
@@ -115,7 +118,9 @@ export interface Sigil {
  *   user's subject (RFC 9068 §5); Error when the store cannot be opened.
  */
 export async function createSigil(config: unknown, options: SigilOptions = {}): Promise<Sigil> {
-  const cfg = resolveConfig(config, options.overrides);
+  // A client may list the extension grants registered here; any other unknown name is a typo.
+  const extensionGrants = (options.extensionGrants ?? []).map((g) => g.grantType);
+  const cfg = resolveConfig(config, options.overrides, { extensionGrants });
   const redisUrl = options.redisUrl ?? process.env.SIGIL_REDIS_URL;
   options = { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY), ...(redisUrl ? { redisUrl } : {}) };
   // Lines are buffered and written to stdout 4 KB at a time (one system call for some fifteen
@@ -229,7 +234,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
       log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
-    const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, log });
+    const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log });
     const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
     const reloadClients = () => clientAdmin.reload(context.clients, isUserSubject);
     await reloadClients();

@@ -6,7 +6,7 @@
  * of the same id. A client id may never be a user's subject (RFC 9068 §5).
  */
 import type { Logger } from 'pino';
-import { ConfigError, type ConfigOverrides, type ResolvedConfig, resolveConfig } from '../config/loader.js';
+import { ConfigError, type ConfigOverrides, containsReference, type ResolvedConfig, resolveConfig } from '../config/loader.js';
 import { clientSubjectCollision } from '../config/schema.js';
 import { loadStoredClients } from '../clients/stored-clients.js';
 import type { Store } from '../stores/types.js';
@@ -36,6 +36,8 @@ export interface ClientAdminOptions {
   raw: unknown;
   /** The overrides `config` was resolved with (DESIGN §5). */
   overrides?: ConfigOverrides;
+  /** The registered extension grants' names, which a client may list (none from the CLI). */
+  extensionGrants?: readonly string[];
   /** Where `reload` warns of stored clients it skips or that the config file shadows. */
   log: Logger;
 }
@@ -66,18 +68,20 @@ export class ClientAdmin {
    * saves it, replacing a stored client of the same id. Its `clientSecrets` are stored as
    * `sha256:<base64>` digests.
    * @param client the client's settings as in the config file's `clients` (a JSON object)
-   * @throws AdminError `invalid` when it is not a JSON object or not a valid client (the message
+   * @throws AdminError `invalid` when it is not a JSON object, holds a `$env`/`$file` reference, or is not a valid client (the message
    *   is the config check's, `invalid configuration:` and one line per problem), or when its id is
    *   the subject of a config-file or stored user (RFC 9068 §5; field `clientId`).
    */
   async add(client: unknown): Promise<AddedClient> {
     if (!isJsonObject(client)) throw new AdminError('invalid', 'client must be a JSON object');
+    // References are the operator's config file's: stored data may not read the server's environment or files.
+    if (containsReference(client)) throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
     const clientId = String(client.clientId ?? '');
     const base = this.options.raw as { clients?: unknown[] };
     const others = (base.clients ?? []).filter((c) => (c as { clientId?: unknown }).clientId !== clientId);
     try {
       // A config-file user's subject as client id is one of the problems found here.
-      resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides);
+      resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, { extensionGrants: this.options.extensionGrants ?? [] });
     } catch (err) {
       if (err instanceof ConfigError) throw new AdminError('invalid', err.message);
       throw err;

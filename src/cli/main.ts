@@ -1,67 +1,126 @@
 #!/usr/bin/env node
 /**
  * The `sigil` command (DESIGN §5): `sigil start` runs the server, `sigil migrate` brings the store's
- * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`). Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL,
+ * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`), `sigil config
+ * schema` prints the config file's JSON Schema, `sigil config check FILE` validates a config file. `sigil --version`; `sigil <command> --help` prints that
+ * command's usage. Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL,
  * --metrics-port N, --workers N|auto (`sigil start`: N processes on one port, see `workers.ts`); environment: SIGIL_CONFIG, PORT, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
+ * An unknown command or option is named, with the closest known one when there is one.
  * Exit codes: 0 success, 1 runtime failure, 2 invalid usage or configuration.
  */
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, type ConfigOverrides, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../config/loader.js';
+import { configJsonSchema } from '../config/reference.js';
+import { closest } from '../config/suggest.js';
 import { clientsCommand, keysCommand, usersCommand } from './admin.js';
 import { backupCommand } from './backup.js';
 import { createSigil } from '../index.js';
 import { openStore } from '../stores/sql.js';
 import { isWorker, parseWorkers, reportListening, runPrimary } from './workers.js';
 
-const DEMO_CONFIG = resolve(dirname(fileURLToPath(import.meta.url)), '../../examples/sigil.json');
-const USAGE = `usage: sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N] [--workers N|auto]
-       sigil migrate [--config FILE] [--storage URL]
-       sigil backup FILE [--config FILE] [--storage URL]
-       sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]
-       sigil users list | add USERNAME [--subject ID] [--tenant T] [--claims JSON] [--password P | --password-stdin]
-                  | set-password USERNAME [--password P | --password-stdin] | remove USERNAME|SUBJECT
-                  | mfa list|reset USERNAME [--tenant T]
-                  | sessions revoke USERNAME [--tenant T]
-       sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID`;
+/** The package's root: dist/cli/ is two levels below it, in the bundle as in tsc's output. */
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const DEMO_CONFIG = resolve(ROOT, 'examples/sigil.json');
+
+/** Each command's usage; continuation lines are indented under the command. */
+const COMMANDS: Record<string, string> = {
+  start: 'sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N] [--workers N|auto]',
+  migrate: 'sigil migrate [--config FILE] [--storage URL]',
+  backup: 'sigil backup FILE [--config FILE] [--storage URL]',
+  keys: 'sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]',
+  users: `sigil users list | add USERNAME [--subject ID] [--tenant T] [--claims JSON] [--password P | --password-stdin]
+           | set-password USERNAME [--password P | --password-stdin] | remove USERNAME|SUBJECT
+           | mfa list|reset USERNAME [--tenant T]
+           | sessions revoke USERNAME [--tenant T]`,
+  clients: 'sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID',
+  config: 'sigil config schema | check FILE',
+};
+
+const OPTIONS = {
+  config: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  issuer: { type: 'string' },
+  storage: { type: 'string' },
+  'metrics-port': { type: 'string' },
+  workers: { type: 'string' },
+  alg: { type: 'string' },
+  subject: { type: 'string' },
+  tenant: { type: 'string' },
+  claims: { type: 'string' },
+  password: { type: 'string' },
+  'password-stdin': { type: 'boolean' },
+  json: { type: 'string' },
+  file: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const;
+
+/** The usage of `command`, or of every command when it is none of them. */
+function usage(command?: string): string {
+  const text = command !== undefined && command in COMMANDS ? COMMANDS[command]! : Object.values(COMMANDS).join('\n');
+  return `usage: ${text.replace(/\n/g, '\n       ')}`;
+}
+
+/** Wrong use of the command line: printed with the usage of `command` (all commands if none), exit code 2. */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly command?: string,
+  ) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/** `unknown <what> "<name>"`, with the closest known name when one is near enough to be a typo. */
+function unknown(what: string, name: string, known: Iterable<string>): string {
+  const near = closest(name, known);
+  return `unknown ${what} "${name}"${near ? `; did you mean "${near}"?` : ''}`;
+}
+
+/** Parses the arguments; an unknown option is a `UsageError` naming it. */
+function parse(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+  } catch (err) {
+    const command = argv.find((a) => !a.startsWith('-'));
+    const option = /^Unknown option '([^']+)'/.exec((err as Error).message)?.[1];
+    if ((err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option !== undefined)
+      throw new UsageError(unknown('option', option, Object.keys(OPTIONS).map((o) => `--${o}`)), command);
+    throw new UsageError((err as Error).message, command);
+  }
+}
 
 async function main(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      config: { type: 'string' },
-      port: { type: 'string' },
-      host: { type: 'string' },
-      issuer: { type: 'string' },
-      storage: { type: 'string' },
-      'metrics-port': { type: 'string' },
-      workers: { type: 'string' },
-      alg: { type: 'string' },
-      subject: { type: 'string' },
-      tenant: { type: 'string' },
-      claims: { type: 'string' },
-      password: { type: 'string' },
-      'password-stdin': { type: 'boolean' },
-      json: { type: 'string' },
-      file: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { positionals, values } = parse(argv);
   const command = positionals[0];
-  if (values.help || !['start', 'migrate', 'backup', 'keys', 'users', 'clients'].includes(command ?? '')) {
-    console.error(USAGE);
-    return values.help ? 0 : 2;
+  if (values.version) {
+    console.log((JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+    return 0;
   }
+  if (values.help) {
+    console.log(usage(command));
+    return 0;
+  }
+  if (command === undefined) throw new UsageError('no command given');
+  if (!(command in COMMANDS)) throw new UsageError(unknown('command', command, Object.keys(COMMANDS)));
+  if (command === 'config') return configCommand(positionals.slice(1));
+
   const configPath = values.config ?? process.env.SIGIL_CONFIG ?? DEMO_CONFIG;
+  const demo = isDemo(configPath);
   const overrides: ConfigOverrides = { ...overridesFromEnv(process.env) };
   if (values.port !== undefined) overrides.port = parsePort(values.port, '--port');
   if (values.host !== undefined) overrides.host = values.host;
   if (values.issuer !== undefined) overrides.issuer = values.issuer;
   if (values.storage !== undefined) overrides.storage = values.storage;
   if (values['metrics-port'] !== undefined) overrides.metricsPort = parsePort(values['metrics-port'], '--metrics-port');
+  // The demo config's issuer names port 5000; another port (`npm start -- --port 6000`) moves it along.
+  if (demo && overrides.port !== undefined && overrides.port !== 0 && overrides.issuer === undefined)
+    overrides.issuer = `http://localhost:${overrides.port}`;
   const raw = readConfigFile(configPath);
 
   if (command === 'migrate') {
@@ -87,7 +146,9 @@ async function main(argv: string[]): Promise<number> {
     const prepared = await createSigil(raw, { overrides });
     const cfg = prepared.context.config;
     await prepared.close();
-    return runPrimary(workers, (address, metricsUrl) => printStart(cfg, configPath, address, workers, metricsUrl));
+    const code = await runPrimary(workers, (address, metricsUrl) => printStart(cfg, demo, address, workers, metricsUrl));
+    console.log('sigil: stopped');
+    return code;
   }
 
   // A worker's failure counters are its primary's (unless Redis holds them): see workers.ts.
@@ -99,25 +160,68 @@ async function main(argv: string[]): Promise<number> {
   const stopped = new Promise<void>((done) => {
     let stopping = false;
     // Handlers stay installed: a second signal during shutdown (npm forwarding Ctrl-C too) is ignored.
-    const stop = () => {
+    const stop = (signal: NodeJS.Signals) => {
       if (stopping) return;
       stopping = true;
+      if (!isWorker) console.log(`sigil: stopping (${signal})`);
       void sigil.close().finally(done);
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
   });
   if (isWorker) reportListening(address, metricsUrl);
-  else printStart(cfg, configPath, address, 1, metricsUrl);
+  else printStart(cfg, demo, address, 1, metricsUrl);
 
   await stopped;
+  if (!isWorker) console.log('sigil: stopped');
   return 0;
 }
 
-/** Prints the start lines (DESIGN §5), the last one `listening on <url>`. */
-function printStart(cfg: { issuer: string; clients: { clientId: string }[]; users: { username: string }[] }, configPath: string, address: string, workers: number, metricsUrl: string | null): void {
+/**
+ * `sigil config schema` prints the config file's JSON Schema (as shipped in dist/sigil.schema.json);
+ * `sigil config check FILE` reads and validates a config file as `sigil start` would (references
+ * to the environment and files included), printing every problem with its field path.
+ * @returns 0 when done, or when the file is valid.
+ * @throws ConfigError (exit code 2) listing every problem; UsageError for anything else.
+ */
+function configCommand(args: string[]): number {
+  const [action, file, ...rest] = args;
+  if (action === 'schema' && file === undefined) {
+    console.log(JSON.stringify(configJsonSchema(), null, 2));
+    return 0;
+  }
+  if (action !== 'check' || file === undefined || rest.length > 0)
+    throw new UsageError(action === 'check' ? 'config check needs one FILE' : action === undefined ? 'config needs schema or check' : unknown('config action', action, ['schema', 'check']), 'config');
+  resolveConfig(readConfigFile(file));
+  console.log(`${file}: valid`);
+  return 0;
+}
+
+/** The port a URL names, explicit or its scheme's default. */
+function portOf(url: URL): number {
+  return url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+}
+
+/**
+ * Prints the start lines (DESIGN §5), the last one `listening on <url>`; before them, on stderr, a
+ * warning when the issuer names another port than the one Sigil listens on and no proxy is
+ * configured (`trustProxy`), since clients would then be sent where nothing answers.
+ */
+function printStart(
+  cfg: { issuer: string; trustProxy: unknown; clients: { clientId: string }[]; users: { username: string }[] },
+  demo: boolean,
+  address: string,
+  workers: number,
+  metricsUrl: string | null,
+): void {
   const url = new URL(address);
   if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';
+  const issuerPort = portOf(new URL(cfg.issuer));
+  if (!demo && cfg.trustProxy === false && issuerPort !== portOf(url))
+    console.error(
+      `sigil: warning: the issuer ${cfg.issuer} names port ${issuerPort}, but Sigil listens on port ${portOf(url)}; ` +
+        'set "issuer" (or --issuer) to the URL clients reach, and "trustProxy" when a proxy forwards to Sigil',
+    );
   console.log(`sigil: issuer ${cfg.issuer}`);
   console.log(`sigil: discovery ${cfg.issuer}/.well-known/openid-configuration`);
   console.log(`sigil: clients ${cfg.clients.map((c) => c.clientId).join(', ') || '(none)'}`);
@@ -125,8 +229,7 @@ function printStart(cfg: { issuer: string; clients: { clientId: string }[]; user
   // With workers, each scrape of the shared metrics port is answered by one worker, for its own requests.
   console.log(`sigil: metrics ${metricsUrl ? `${metricsUrl}/metrics` : 'off'}${workers > 1 ? ' (per worker)' : ''}`);
   if (workers > 1) console.log(`sigil: workers ${workers}`);
-  if (isDemo(configPath))
-    console.log('sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice" (see README)');
+  if (demo) console.log('sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice" (see README)');
   console.log(`sigil: listening on ${url.origin}`);
 }
 
@@ -145,8 +248,8 @@ main(process.argv.slice(2)).then(
       console.error(`sigil: ${err.message}`);
       process.exit(2);
     }
-    if (err instanceof TypeError && (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS')) {
-      console.error(`sigil: ${err.message}\n${USAGE}`);
+    if (err instanceof UsageError) {
+      console.error(`sigil: ${err.message}\n${usage(err.command)}`);
       process.exit(2);
     }
     console.error(`sigil: ${err instanceof Error ? err.message : String(err)}`);

@@ -5,7 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { configSchema, type Config, type ConfigInput } from './schema.js';
+import { BUILT_IN_GRANT_TYPES, configSchema, type Config, type ConfigInput } from './schema.js';
+import { closest } from './suggest.js';
 
 /** A config that cannot be used: `problems` name each field path and the reason. */
 export class ConfigError extends Error {
@@ -25,6 +26,14 @@ export interface ConfigOverrides {
   storage?: string;
   /** The management listener's port (`metrics.port`; 0 = any free port). Ignored when `metrics` is false. */
   metricsPort?: number;
+}
+
+/** What `resolveConfig` needs besides the data. */
+export interface ResolveOptions {
+  /** Where `$env` references are looked up (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+  /** Names of the extension grants registered (`createSigil`'s `extensionGrants`); default none. */
+  extensionGrants?: readonly string[];
 }
 
 /** The validated config plus where the server listens. */
@@ -57,27 +66,34 @@ export function readConfigFile(path: string): unknown {
 
 /**
  * Validates raw config data, applies overrides, fills defaults (port 5000, host 0.0.0.0 unless the
- * file or a flag says otherwise, issuer `http://localhost:<port>`).
- * @throws ConfigError listing every invalid field as `path: reason`.
+ * file or a flag says otherwise, issuer `http://localhost:<port>`). Any string value may be written
+ * as `{ "$env": "NAME" }` or `{ "$file": "/run/secrets/x" }` (see `resolveReferences`).
+ * A client's grant type must be built in or one of `options.extensionGrants`.
+ * @throws ConfigError listing every invalid field as `path: reason`; a value taken from a reference
+ *   never appears in it.
  */
-export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}): ResolvedConfig {
+export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}, options: ResolveOptions = {}): ResolvedConfig {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
     throw new ConfigError(['(root): expected an object']);
-  const merged: Record<string, unknown> = { ...(raw as ConfigInput) };
+  const references = resolveReferences(raw, options.env ?? process.env);
+  if (references.problems.length > 0) throw new ConfigError(references.problems);
+  const merged: Record<string, unknown> = { ...(references.value as ConfigInput) };
   for (const key of ['port', 'host', 'issuer', 'storage'] as const)
     if (overrides[key] !== undefined) merged[key] = overrides[key];
   if (overrides.metricsPort !== undefined && merged.metrics !== false)
     merged.metrics = { ...(typeof merged.metrics === 'object' ? merged.metrics : {}), port: overrides.metricsPort };
   const result = configSchema.safeParse(merged);
-  if (!result.success) {
-    throw new ConfigError(
-      result.error.issues.flatMap((i) =>
+  const grantProblems = unknownGrantTypes(merged.clients, options.extensionGrants ?? []);
+  if (!result.success || grantProblems.length > 0) {
+    throw new ConfigError([
+      ...grantProblems.map((p) => redact(p, references.secrets)),
+      ...(result.error?.issues ?? []).flatMap((i) =>
         // An unknown field is reported at its own path, not at the enclosing object's.
         i.code === 'unrecognized_keys'
           ? i.keys.map((k) => `${formatPath([...i.path, k])}: unknown field`)
-          : [`${formatPath(i.path)}: ${i.message}`],
+          : [`${formatPath(i.path)}: ${redact(i.message, references.secrets)}`],
       ),
-    );
+    ]);
   }
   const cfg = result.data;
   const port = cfg.port ?? 5000;
@@ -103,6 +119,92 @@ export function parsePort(value: string, name: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || n > 65535) throw new ConfigError([`${name}: not a port number: ${JSON.stringify(value)}`]);
   return n;
+}
+
+/**
+ * Grant type names of the config's clients that are neither built in nor registered extension
+ * grants, each as `path: reason` with the closest known name ("did you mean"). Checked on the data
+ * as written, so a typo is reported together with any type error elsewhere in the file.
+ */
+function unknownGrantTypes(clients: unknown, extensionGrants: readonly string[]): string[] {
+  if (!Array.isArray(clients)) return [];
+  const known = new Set<string>([...BUILT_IN_GRANT_TYPES, ...extensionGrants]);
+  return clients.flatMap((client, i) => {
+    const names: unknown = (client as { allowedGrantTypes?: unknown } | null)?.allowedGrantTypes;
+    if (!Array.isArray(names)) return [];
+    return names.flatMap((name, j) => {
+      if (typeof name !== 'string' || name === '' || known.has(name)) return [];
+      const near = closest(name, known);
+      return [`${formatPath(['clients', i, 'allowedGrantTypes', j])}: unknown grant type "${name}"${near ? `; did you mean "${near}"?` : ' (neither built in nor a registered extension grant)'}`];
+    });
+  });
+}
+
+/** A string value that comes from outside the file: `{ "$env": NAME }` or `{ "$file": PATH }`. */
+function referenceOf(value: unknown): { kind: '$env' | '$file'; name: string } | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const entries = Object.entries(value);
+  if (entries.length !== 1) return undefined;
+  const [kind, name] = entries[0]!;
+  return (kind === '$env' || kind === '$file') && typeof name === 'string' ? { kind, name } : undefined;
+}
+
+/** Whether `value` holds a `$env` or `$file` reference at any depth. */
+export function containsReference(value: unknown): boolean {
+  if (referenceOf(value)) return true;
+  if (value === null || typeof value !== 'object') return false;
+  return Object.values(value).some(containsReference);
+}
+
+/**
+ * Replaces every `{ "$env": NAME }` and `{ "$file": PATH }` in raw config data, at any depth, by
+ * the variable's value or the file's content (one trailing newline dropped, as secret files often
+ * end with one). An object with any other member is left for the schema to judge.
+ * @returns the data with the values in place, the values taken (to keep them out of messages),
+ *   and a problem naming the field path for each unset variable or unreadable file.
+ */
+function resolveReferences(raw: unknown, env: NodeJS.ProcessEnv): { value: unknown; secrets: string[]; problems: string[] } {
+  const secrets: string[] = [];
+  const problems: string[] = [];
+  const walk = (value: unknown, path: PropertyKey[]): unknown => {
+    const ref = referenceOf(value);
+    if (ref?.kind === '$env') {
+      const found = env[ref.name];
+      if (found === undefined) problems.push(`${formatPath(path)}: environment variable ${ref.name} is not set`);
+      else secrets.push(found);
+      return found;
+    }
+    if (ref?.kind === '$file') {
+      try {
+        const content = readFileSync(ref.name, 'utf8').replace(/\r?\n$/, '');
+        secrets.push(content);
+        return content;
+      } catch (err) {
+        problems.push(`${formatPath(path)}: cannot read file ${ref.name}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+        return undefined;
+      }
+    }
+    if (Array.isArray(value)) return value.map((v, i) => walk(v, [...path, i]));
+    if (value !== null && typeof value === 'object')
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, [...path, k])]));
+    return value;
+  };
+  return { value: walk(raw, []), secrets, problems };
+}
+
+/**
+ * Keeps values taken from `$env`/`$file` out of a message: each such value, and each quoted part of
+ * one (a rule may quote a piece of what it refuses), becomes `[secret]`. Quoted parts shorter than
+ * eight characters stay: they are the rules' own words (`"sha256:"`), too short to give a secret away.
+ */
+function redact(message: string, secrets: string[]): string {
+  const present = secrets.filter((s) => s.length > 0);
+  if (present.length === 0) return message;
+  let out = message.replace(/"([^"]+)"/g, (quoted, inner: string) =>
+    inner.length >= 8 && present.some((s) => s.includes(inner)) ? '"[secret]"' : quoted,
+  );
+  for (const s of present) out = out.split(s).join('[secret]');
+  return out;
 }
 
 function formatPath(path: PropertyKey[]): string {

@@ -39,7 +39,10 @@ export const SYMMETRIC_ASSERTION_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as con
 /** Every client assertion algorithm Sigil verifies (`none` is never one). */
 export const ASSERTION_ALGORITHMS = [...ASYMMETRIC_ASSERTION_ALGORITHMS, ...SYMMETRIC_ASSERTION_ALGORITHMS] as const;
 
-/** Grant type names a client may list (DESIGN §4); any other name is an extension grant. */
+/**
+ * Grant type names a client may list (DESIGN §4); any other name must be a registered extension
+ * grant (checked by `resolveConfig`, which knows them).
+ */
 export const BUILT_IN_GRANT_TYPES = [
   'authorization_code',
   'refresh_token',
@@ -76,30 +79,24 @@ const FAPI2_REFUSED_GRANTS = ['implicit', 'hybrid', 'password'];
 export const FAPI2_MAX_CODE_LIFETIME = 60;
 
 const identityResource = z.strictObject({
-  name: nonEmpty,
-  displayName: z.string().optional(),
-  userClaims: z.array(nonEmpty).default([]),
-  required: z.boolean().default(false),
+  name: nonEmpty.meta({ description: "The scope name" }),
+  displayName: z.string().optional().meta({ description: "Shown on the consent page" }),
+  userClaims: z.array(nonEmpty).default([]).meta({ description: "User claims the scope releases" }),
+  required: z.boolean().default(false).meta({ description: "Always granted when requested (not optional on the consent page)" }),
 });
 
 const apiScope = z.strictObject({
-  name: nonEmpty,
-  displayName: z.string().optional(),
-  userClaims: z.array(nonEmpty).default([]),
+  name: nonEmpty.meta({ description: "The scope name" }),
+  displayName: z.string().optional().meta({ description: "Shown on the consent page" }),
+  userClaims: z.array(nonEmpty).default([]).meta({ description: "User claims that go into access tokens carrying this scope" }),
 });
 
 const apiResource = z.strictObject({
-  name: nonEmpty,
-  scopes: z.array(nonEmpty).default([]),
-  /** Secrets the API authenticates with at introspection: clear text or `sha256:<base64>`. */
-  secrets: z.array(secret).default([]),
-  userClaims: z.array(nonEmpty).default([]),
-  /**
-   * Resource indicators (RFC 8707 §2) that name this API: absolute URIs without a fragment. A
-   * `resource` parameter naming one narrows an access token's `aud` to this API and its scopes to
-   * this API's `scopes`. Default none: the API cannot be asked for by `resource`.
-   */
-  resourceUris: z.array(nonEmpty.max(512)).default([]),
+  name: nonEmpty.meta({ description: "The API's name: the aud of access tokens for its scopes" }),
+  scopes: z.array(nonEmpty).default([]).meta({ description: "Names of the apiScopes that belong to this API" }),
+  secrets: z.array(secret).default([]).meta({ description: "Secrets the API authenticates with at introspection: clear text or sha256:<base64>", spec: "RFC 7662 §2.1" }),
+  userClaims: z.array(nonEmpty).default([]).meta({ description: "User claims that go into access tokens for this API" }),
+  resourceUris: z.array(nonEmpty.max(512)).default([]).meta({ description: "Resource indicators that name this API: absolute URIs without fragment, at most 512 characters, each owned by one API; a resource parameter naming one narrows the token's aud and scopes to this API", spec: "RFC 8707 §2" }),
 });
 
 /** An absolute https URL without fragment, or http on a loopback host. */
@@ -175,92 +172,48 @@ function withProfileDefaults<T extends ProfiledSettings>(c: T) {
 
 /** One client (DESIGN §4); also the shape of clients kept in the store (`sigil clients add`). */
 export const clientSchema = z.strictObject({
-  clientId: nonEmpty.max(100),
-  clientName: z.string().optional(),
-  enabled: z.boolean().default(true),
-  clientSecrets: z.array(secret).default([]),
-  requireClientSecret: z.boolean().default(true),
-  allowedGrantTypes: z.array(nonEmpty).min(1),
-  allowedScopes: z.array(nonEmpty).default([]),
-  redirectUris: z.array(nonEmpty).default([]),
-  postLogoutRedirectUris: z.array(nonEmpty).default([]),
-  requirePkce: z.boolean().default(true),
-  allowPlainTextPkce: z.boolean().default(false),
-  allowOfflineAccess: z.boolean().default(false),
-  accessTokenType: z.enum(['jwt', 'reference']).default('jwt'),
-  accessTokenLifetime: lifetime.default(3600),
-  identityTokenLifetime: lifetime.default(300),
-  /** Default 300, or 60 for a `fapi2` client (at most 60 there). */
-  authorizationCodeLifetime: lifetime.max(600).optional(),
-  refreshTokenUsage: z.enum(['oneTime', 'reuse']).default('oneTime'),
-  refreshTokenExpiration: z.enum(['absolute', 'sliding']).default('absolute'),
-  absoluteRefreshTokenLifetime: lifetime.default(2592000),
-  slidingRefreshTokenLifetime: lifetime.default(1296000),
-  deviceCodeLifetime: lifetime.default(300),
-  pollingInterval: lifetime.default(5),
-  requireConsent: z.boolean().default(false),
-  identityProviderRestrictions: z.array(nonEmpty).default([]),
-  enableLocalLogin: z.boolean().default(true),
-  allowAccessTokensViaBrowser: z.boolean().default(false),
-  requestUris: z.array(z.url({ protocol: /^https$/ })).default([]),
-  jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }).nullable().default(null),
-  /**
-   * Where the client serves its public keys (a JWKS), instead of `jwks`: https (http only on a
-   * loopback host). Fetched with a timeout and a size limit, cached, fetched again when an
-   * unknown `kid` arrives (at most once a minute).
-   */
-  jwksUri: httpsOrLoopback.nullable().default(null),
-  /**
-   * The one method this client must authenticate with; null: any it has credentials for
-   * (`fapi2`: `private_key_jwt`).
-   */
-  tokenEndpointAuthMethod: z.enum(TOKEN_ENDPOINT_AUTH_METHODS).nullable().optional(),
-  /**
-   * Algorithms accepted for this client's assertions (RFC 7523 §3 item 9); default: all of
-   * `ASSERTION_ALGORITHMS` (`fapi2`: `FAPI2_ALGORITHMS`).
-   */
-  tokenEndpointAuthSigningAlgorithms: z.array(z.enum(ASSERTION_ALGORITHMS)).min(1).optional(),
-  /** Authorization requests must come through `/connect/par` (RFC 9126 §5). Default false (`fapi2`: true). */
-  requirePushedAuthorizationRequests: z.boolean().optional(),
-  /**
-   * Every token request of this client must carry a DPoP proof (RFC 9449 §5), so all its access
-   * and refresh tokens are bound to a key it holds.
-   * Default false (`fapi2`: true).
-   */
-  requireDPoP: z.boolean().optional(),
-  /**
-   * A security profile enforced for this client: `fapi2`, the FAPI 2.0 Security Profile (final,
-   * §5.3.2, §5.4). It implies `tokenEndpointAuthMethod: private_key_jwt`,
-   * `tokenEndpointAuthSigningAlgorithms: FAPI2_ALGORITHMS`, `requirePushedAuthorizationRequests`,
-   * `requireDPoP` and `authorizationCodeLifetime: 60`; a setting that contradicts the profile
-   * stops the start (`fapi2Contradictions`).
-   */
-  profile: z.enum(CLIENT_PROFILES).nullable().default(null),
-  /**
-   * Token exchange (RFC 8693 §2.1): names of API resources whose user access tokens this client
-   * may exchange (it acts as that API: a subject token is accepted when its `aud` names one).
-   * Default empty: only tokens issued to this client itself. Checked against `apiResources`.
-   */
-  tokenExchangeSubjectAudiences: z.array(nonEmpty).default([]),
-  /**
-   * A second factor (or a passkey) at every sign-in for this client (src/mfa/factors.ts); a user
-   * without one enrolls right after the password. Absent: the global `mfa.required`.
-   */
-  requireMfa: z.boolean().optional(),
-  /**
-   * Let the password grant (RFC 6749 §4.3) sign in users who have a second factor, with the
-   * password alone. Default false: such users get `invalid_grant`.
-   */
-  allowPasswordGrantForMfaUsers: z.boolean().default(false),
-  /** OIDC Back-Channel Logout 1.0 §2.2: where logout tokens are POSTed; https, or http on a loopback host. */
-  backChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null),
-  /** Back-Channel Logout §2.2: the client needs `sid` in logout tokens (Sigil always sends it). */
-  backChannelLogoutSessionRequired: z.boolean().default(true),
-  /** OIDC Front-Channel Logout 1.0 §2: loaded in a hidden iframe of the signed-out page; https, or http on loopback. */
-  frontChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null),
-  /** Front-Channel Logout §2: the client needs `iss` and `sid` on its URI (Sigil always adds them). */
-  frontChannelLogoutSessionRequired: z.boolean().default(true),
-  allowedCorsOrigins: z.array(z.url()).default([]),
+  clientId: nonEmpty.max(100).meta({ description: "The client identifier; at most 100 characters; never a user's subjectId", spec: "RFC 6749 §2.2; RFC 9068 §5" }),
+  clientName: z.string().optional().meta({ description: "Shown on the login and consent pages" }),
+  enabled: z.boolean().default(true).meta({ description: "A disabled client is unknown" }),
+  clientSecrets: z.array(secret).default([]).meta({ description: "Clear text, or sha256:<base64 of the SHA-256 digest>; compared in constant time", spec: "RFC 6749 §2.3.1" }),
+  requireClientSecret: z.boolean().default(true).meta({ description: "false makes a public client, identified by client_id alone", spec: "RFC 6749 §2.1" }),
+  allowedGrantTypes: z.array(nonEmpty).min(1).meta({ description: "client_credentials, password, authorization_code, refresh_token, implicit, hybrid, the device code and token exchange URNs, or a registered extension grant's name; any other name stops the start", spec: "RFC 6749 §4; RFC 8628; RFC 8693" }),
+  allowedScopes: z.array(nonEmpty).default([]).meta({ description: "Identity and API scope names; scope omitted at the token endpoint means all that the grant can carry", spec: "RFC 6749 §3.3" }),
+  redirectUris: z.array(nonEmpty).default([]).meta({ description: "Absolute URIs without fragment, matched string for string (a registered loopback URI matches any port)", spec: "RFC 6749 §3.1.2; RFC 8252 §7.3" }),
+  postLogoutRedirectUris: z.array(nonEmpty).default([]).meta({ description: "Where end session may send the browser back, matched string for string", spec: "OIDC RP-Initiated Logout §3" }),
+  requirePkce: z.boolean().default(true).meta({ description: "PKCE at the authorize endpoint", spec: "RFC 7636" }),
+  allowPlainTextPkce: z.boolean().default(false).meta({ description: "Accept code_challenge_method=plain (S256 otherwise)", spec: "RFC 7636 §4.2" }),
+  allowOfflineAccess: z.boolean().default(false).meta({ description: "Refresh tokens through the offline_access scope", spec: "OIDC Core §11" }),
+  accessTokenType: z.enum(['jwt', 'reference']).default('jwt').meta({ description: "jwt (RFC 9068) or reference (opaque, stored hashed, checked by introspection)", spec: "RFC 9068; RFC 7662" }),
+  accessTokenLifetime: lifetime.default(3600).meta({ description: "Lifetime of access tokens, seconds" }),
+  identityTokenLifetime: lifetime.default(300).meta({ description: "Lifetime of identity tokens, seconds", spec: "OIDC Core §2" }),
+  authorizationCodeLifetime: lifetime.max(600).optional().meta({ description: "Lifetime of authorization codes, seconds; default 300, or 60 for a fapi2 client (at most 60 there)", spec: "RFC 6749 §4.1.2; FAPI 2.0 SP §5.3.2.1" }),
+  refreshTokenUsage: z.enum(['oneTime', 'reuse']).default('oneTime').meta({ description: "oneTime: rotation, and reusing a used token revokes the grant; reuse: the same token again. Public clients must rotate", spec: "RFC 9700 §4.14.2" }),
+  refreshTokenExpiration: z.enum(['absolute', 'sliding']).default('absolute').meta({ description: "absolute, or sliding (each use extends the token by slidingRefreshTokenLifetime)" }),
+  absoluteRefreshTokenLifetime: lifetime.default(2592000).meta({ description: "The longest a refresh token lives, seconds" }),
+  slidingRefreshTokenLifetime: lifetime.default(1296000).meta({ description: "With sliding expiration, how much each use extends the token, seconds, never past the absolute lifetime" }),
+  deviceCodeLifetime: lifetime.default(300).meta({ description: "Lifetime of device codes, seconds", spec: "RFC 8628 §3.2" }),
+  pollingInterval: lifetime.default(5).meta({ description: "How often a device may poll the token endpoint, seconds", spec: "RFC 8628 §3.5" }),
+  requireConsent: z.boolean().default(false).meta({ description: "Show the consent page before issuing", spec: "OIDC Core §3.1.2.4" }),
+  identityProviderRestrictions: z.array(nonEmpty).default([]).meta({ description: "Upstream provider names allowed in acr_values=idp:<name>; empty allows all" }),
+  enableLocalLogin: z.boolean().default(true).meta({ description: "The login form; false: upstream providers only" }),
+  allowAccessTokensViaBrowser: z.boolean().default(false).meta({ description: "Access tokens from the authorization endpoint (implicit and hybrid response types)", spec: "OIDC Core §3.2" }),
+  requestUris: z.array(z.url({ protocol: /^https$/ })).default([]).meta({ description: "https URLs this client may pass as request_uri (signed request objects by reference)", spec: "OIDC Core §6.2" }),
+  jwks: z.object({ keys: z.array(z.record(z.string(), z.unknown())).meta({ description: 'The JWKs', spec: 'RFC 7517 §5' }) }).nullable().default(null).meta({ description: "The client's public keys as a JWKS ({\"keys\":[…]}), to verify its private_key_jwt assertions and signed request objects; public keys only", spec: "RFC 7517 §5; RFC 7523" }),
+  jwksUri: httpsOrLoopback.nullable().default(null).meta({ description: "Or where the client serves its public keys: https (http only on a loopback host); fetched with a 5 s timeout and a 64 KB limit, cached 10 minutes, fetched again for an unknown kid at most once a minute. Not together with jwks", spec: "RFC 7591 §2" }),
+  tokenEndpointAuthMethod: z.enum(TOKEN_ENDPOINT_AUTH_METHODS).nullable().optional().meta({ description: "The one method the client must authenticate with at the back-channel endpoints; null: any it has credentials for (fapi2: private_key_jwt)", spec: "RFC 7591 §2; OIDC Core §9" }),
+  tokenEndpointAuthSigningAlgorithms: z.array(z.enum(ASSERTION_ALGORITHMS)).min(1).optional().meta({ description: "Algorithms accepted in this client's assertions; default all (fapi2: PS256, ES256, EdDSA); none is never accepted", spec: "RFC 7523 §3" }),
+  requirePushedAuthorizationRequests: z.boolean().optional().meta({ description: "This client's authorization requests must come through /connect/par. Default false (fapi2: true)", spec: "RFC 9126 §5" }),
+  requireDPoP: z.boolean().optional().meta({ description: "Every token request must carry a DPoP proof, so all its tokens are bound to a key it holds. Default false (fapi2: true)", spec: "RFC 9449 §5" }),
+  profile: z.enum(CLIENT_PROFILES).nullable().default(null).meta({ description: "fapi2: the FAPI 2.0 Security Profile is enforced for this client; it implies private_key_jwt, PAR, DPoP and a 60 s code lifetime, and a contradicting setting stops the start", spec: "FAPI 2.0 SP §5.3.2, §5.4" }),
+  tokenExchangeSubjectAudiences: z.array(nonEmpty).default([]).meta({ description: "API resource names whose users' access tokens this client may exchange, acting as that API; empty: only tokens issued to this client", spec: "RFC 8693 §2.1" }),
+  requireMfa: z.boolean().optional().meta({ description: "A second factor (or a passkey) at every sign-in to this client; absent: the global mfa.required" }),
+  allowPasswordGrantForMfaUsers: z.boolean().default(false).meta({ description: "The password grant may sign in users who have a second factor with the password alone; otherwise invalid_grant", spec: "RFC 9700 §2.4" }),
+  backChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null).meta({ description: "Where logout tokens are POSTed: https, or http on a loopback host; no fragment", spec: "OIDC Back-Channel Logout §2.2" }),
+  backChannelLogoutSessionRequired: z.boolean().default(true).meta({ description: "The client needs sid in logout tokens (Sigil always sends it)", spec: "OIDC Back-Channel Logout §2.2" }),
+  frontChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null).meta({ description: "Loaded in a hidden iframe of the signed-out page with iss and sid: https, or http on a loopback host; no fragment", spec: "OIDC Front-Channel Logout §2" }),
+  frontChannelLogoutSessionRequired: z.boolean().default(true).meta({ description: "The client needs iss and sid on its front-channel URI (Sigil always adds them)", spec: "OIDC Front-Channel Logout §2" }),
+  allowedCorsOrigins: z.array(z.url()).default([]).meta({ description: "scheme://host[:port] origins allowed to call discovery, JWKS, token, userinfo and revocation from a browser" }),
 })
   .superRefine((c, ctx) => {
     for (const [path, message] of fapi2Contradictions(c)) ctx.addIssue({ code: 'custom', path: [path], message });
@@ -296,29 +249,27 @@ const jsonValue: z.ZodType<unknown> = z.unknown();
 
 const user = z
   .strictObject({
-    subjectId: nonEmpty.max(255),
-    username: nonEmpty.max(100),
-    password: z.string().optional(),
-    passwordHash: z.string().startsWith('$argon2').optional(),
-    tenant: nonEmpty.optional(),
-    isActive: z.boolean().default(true),
-    claims: z.record(z.string(), jsonValue).default({}),
+    subjectId: nonEmpty.max(255).meta({ description: "The user's stable identifier (sub); never a client id", spec: "OIDC Core §2; RFC 9068 §5" }),
+    username: nonEmpty.max(100).meta({ description: "The sign-in name, unique per tenant (case-insensitive)" }),
+    password: z.string().optional().meta({ description: "A clear-text password, hashed with argon2id at start and not kept" }),
+    passwordHash: z.string().startsWith('$argon2').optional().meta({ description: "An argon2id hash ($argon2id$...) instead of password" }),
+    tenant: nonEmpty.optional().meta({ description: "The tenant the user belongs to (acr_values=tenant:<name>)" }),
+    isActive: z.boolean().default(true).meta({ description: "An inactive user cannot sign in" }),
+    claims: z.record(z.string(), jsonValue).default({}).meta({ description: "User claims by name; a claim given as an array stays an array", spec: "OIDC Core §5.1" }),
   })
   .refine((u) => !(u.password !== undefined && u.passwordHash !== undefined), {
     message: 'give either password or passwordHash, not both',
   });
 
 const identityProvider = z.strictObject({
-  name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only'),
-  displayName: z.string().optional(),
-  type: z.literal('oidc').default('oidc'),
-  /** The upstream issuer; https, except loopback hosts. */
-  authority: httpsOrLoopback,
-  clientId: nonEmpty,
-  clientSecret: z.string().optional(),
-  scope: z.string().default('openid profile'),
-  /** Local claim name → upstream claim name; default maps name, given_name, family_name, email. */
-  claimMapping: z.record(z.string(), z.string()).optional(),
+  name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only').meta({ description: "The name in acr_values=idp:<name> and in the login page's button: letters, digits, - and _" }),
+  displayName: z.string().optional().meta({ description: "Shown on the login page" }),
+  type: z.literal('oidc').default('oidc').meta({ description: "The provider kind; oidc only" }),
+  authority: httpsOrLoopback.meta({ description: "The upstream issuer: https (http only on a loopback host)", spec: "OIDC Discovery §4" }),
+  clientId: nonEmpty.meta({ description: "Sigil's client id at the upstream provider" }),
+  clientSecret: z.string().optional().meta({ description: "Sigil's client secret at the upstream provider (best given as { \"$env\": ... } or { \"$file\": ... })" }),
+  scope: z.string().default('openid profile').meta({ description: "The scopes asked of the upstream provider" }),
+  claimMapping: z.record(z.string(), z.string()).optional().meta({ description: "Local claim name → upstream claim name; default maps name, given_name, family_name, email" }),
 });
 
 /** An upstream OpenID Connect provider (federation, `acr_values=idp:<name>`). */
@@ -326,23 +277,11 @@ export type IdentityProviderConfig = z.output<typeof identityProvider>;
 
 const rateLimits = z
   .strictObject({
-    /**
-     * Failed credential checks tolerated per identity (client, API resource, user; user codes on
-     * the device page) and address in one window; then that address is refused for it (429).
-     */
-    maxFailures: z.number().int().positive().default(20),
-    /** The window, in seconds. */
-    windowSeconds: lifetime.default(60),
-    /** Failed checks tolerated per address in one window, whatever the identity; then 429. Default 5 × maxFailures. */
-    addressMaxFailures: z.number().int().positive().optional(),
-    /**
-     * Failed checks per identity in one window, from all addresses, before every check for it
-     * waits (100 ms, doubling per further failure). Never a refusal: the right credential still
-     * works. Default 5 × maxFailures.
-     */
-    identitySlowDownAfter: z.number().int().positive().optional(),
-    /** The longest such wait, in seconds. */
-    maxDelaySeconds: z.number().int().min(0).max(60).default(5),
+    maxFailures: z.number().int().positive().default(20).meta({ description: "Failed checks tolerated per identity and address in one window; then that address gets 429 for that identity" }),
+    windowSeconds: lifetime.default(60).meta({ description: "The counting window, seconds" }),
+    addressMaxFailures: z.number().int().positive().optional().meta({ description: "Failed checks per address in one window, whatever the identity; then 429. Default 5 × maxFailures" }),
+    identitySlowDownAfter: z.number().int().positive().optional().meta({ description: "Failed checks per identity in one window from all addresses before every check for it waits (100 ms, doubling per further failure); never a refusal. Default 5 × maxFailures" }),
+    maxDelaySeconds: z.number().int().min(0).max(60).default(5).meta({ description: "The longest such wait, seconds" }),
   })
   .transform((r) => ({
     ...r,
@@ -400,22 +339,12 @@ const trustProxy = z
  * stay under twice the limit while their lifetime is at most one window.
  */
 const pendingLimits = z.strictObject({
-  /** The counting window, in seconds (the lifetime of a pending interaction). */
-  windowSeconds: lifetime.default(600),
-  /** Pending authorization requests (waiting for login or consent) one browser may start per window. */
-  interactionsPerBrowser: z.number().int().positive().default(30),
-  /** Pending authorization requests one address (an IPv6 /64) may start per window. */
-  interactionsPerAddress: z.number().int().positive().default(300),
-  /** Device authorizations (RFC 8628 §3.1) one address (an IPv6 /64) may start per window. */
-  deviceAuthorizationsPerAddress: z.number().int().positive().default(30),
-  /** Device authorizations one client may start per window, from all addresses together. */
-  deviceAuthorizationsPerClient: z.number().int().positive().default(1000),
-  /**
-   * DPoP proofs of public clients one address (an IPv6 /64) may send to the token endpoint per
-   * window: each proof's `jti` is a stored row (RFC 9449 §11.1) and a public client's `client_id`
-   * authenticates nobody. Confidential clients' proofs are not counted.
-   */
-  dpopProofsPerAddress: z.number().int().positive().default(600),
+  windowSeconds: lifetime.default(600).meta({ description: "The counting window, seconds (the lifetime of a pending interaction)" }),
+  interactionsPerBrowser: z.number().int().positive().default(30).meta({ description: "Pending authorization requests (waiting for login or consent) one browser may start per window" }),
+  interactionsPerAddress: z.number().int().positive().default(300).meta({ description: "Pending authorization requests one address (an IPv6 /64) may start per window" }),
+  deviceAuthorizationsPerAddress: z.number().int().positive().default(30).meta({ description: "Device authorizations one address (an IPv6 /64) may start per window", spec: "RFC 8628 §3.1" }),
+  deviceAuthorizationsPerClient: z.number().int().positive().default(1000).meta({ description: "Device authorizations one client may start per window, from all addresses together", spec: "RFC 8628 §3.1" }),
+  dpopProofsPerAddress: z.number().int().positive().default(600).meta({ description: "DPoP proofs of public clients one address (an IPv6 /64) may send to the token endpoint per window (each proof's jti is a stored row)", spec: "RFC 9449 §11.1" }),
 });
 
 /** Default `pendingLimits`. */
@@ -437,14 +366,12 @@ export const DPOP_DEFAULTS = { proofWindowSeconds: 300, requireNonce: false, non
  */
 const dpop = z
   .strictObject({
-    /** Seconds a proof's `iat` may lie before or after now (§11.1); its `jti` is kept this long. */
-    proofWindowSeconds: z.number().int().min(1).max(3600).default(DPOP_DEFAULTS.proofWindowSeconds),
-    /** Token requests must carry a nonce this server issued (`use_dpop_nonce`, `DPoP-Nonce`, §8). */
-    requireNonce: z.boolean().default(DPOP_DEFAULTS.requireNonce),
-    /** Seconds a server nonce is accepted; a fresh one is handed out after half of it. */
-    nonceLifetimeSeconds: z.number().int().min(2).max(86400).default(DPOP_DEFAULTS.nonceLifetimeSeconds),
+    proofWindowSeconds: z.number().int().min(1).max(3600).default(DPOP_DEFAULTS.proofWindowSeconds).meta({ description: "Seconds a proof's iat may lie before or after now; its jti is kept this long", spec: "RFC 9449 §11.1" }),
+    requireNonce: z.boolean().default(DPOP_DEFAULTS.requireNonce).meta({ description: "Token requests must carry a nonce this server issued (use_dpop_nonce, DPoP-Nonce)", spec: "RFC 9449 §8" }),
+    nonceLifetimeSeconds: z.number().int().min(2).max(86400).default(DPOP_DEFAULTS.nonceLifetimeSeconds).meta({ description: "Seconds a server nonce is accepted; a fresh one is handed out after half of it", spec: "RFC 9449 §8" }),
   })
-  .default(DPOP_DEFAULTS);
+  .default(DPOP_DEFAULTS)
+  .meta({ description: 'DPoP at the token endpoint and userinfo: the proof window and server nonces', spec: 'RFC 9449' });
 
 /** Where the management listener serves `/metrics` (DESIGN §4); port 0 = any free port. */
 export const DEFAULT_METRICS = { host: '127.0.0.1', port: 9464 } as const;
@@ -457,11 +384,12 @@ const metrics = z
   .union([
     z.literal(false),
     z.strictObject({
-      host: nonEmpty.default(DEFAULT_METRICS.host),
-      port: z.number().int().min(0).max(65535).default(DEFAULT_METRICS.port),
+      host: nonEmpty.default(DEFAULT_METRICS.host).meta({ description: "The management listener's address; never one the public can reach" }),
+      port: z.number().int().min(0).max(65535).default(DEFAULT_METRICS.port).meta({ description: "The management listener's port; 0 takes any free port (printed at start). --metrics-port and SIGIL_METRICS_PORT override it" }),
     }),
   ])
-  .default({ ...DEFAULT_METRICS });
+  .default({ ...DEFAULT_METRICS })
+  .meta({ description: 'The management listener serving /metrics (Prometheus text), never the public listener; false turns metrics off' });
 
 /**
  * Why a client id may not equal a user's subject (RFC 9068 §5): the client's own tokens
@@ -480,103 +408,80 @@ export function isResourceIndicator(value: string): boolean {
   return /^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value) && URL.canParse(value) && !value.includes('#');
 }
 
+/** The top-level fields the config's cross-field rules read. */
+const CROSS_CHECKED = new Set(['clients', 'users', 'identityResources', 'apiScopes', 'apiResources', 'identityProviders', 'signingAlgorithms']);
+
 /** The whole config file. */
 export const configSchema = z
   .strictObject({
-    issuer: z.url({ protocol: /^https?$/ }).optional(),
-    storage: nonEmpty.default('sqlite:./data/sigil.db'),
-    port: z.number().int().min(0).max(65535).optional(),
-    host: z.string().optional(),
-    /** Honour `X-Forwarded-For` from these proxies (addresses, CIDR ranges) or this many hops; never `true`. */
-    trustProxy: trustProxy.default(false),
-    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    signingAlgorithms: z.array(z.enum(SIGNING_ALGORITHMS)).min(1).default(DEFAULT_SIGNING_ALGORITHMS),
+    $schema: z.string().optional().meta({ description: 'The JSON Schema of this file, for editors (sigil config schema); Sigil ignores it' }),
+    issuer: z.url({ protocol: /^https?$/ }).optional().meta({ description: "The issuer URL; every published URL derives from it, never from the request's Host. Default http://localhost:<port>", spec: "OIDC Discovery §3; RFC 8414 §2" }),
+    storage: nonEmpty.default('sqlite:./data/sigil.db').meta({ description: "sqlite:<file>, postgres://user@host:port/db[?schema=name&poolSize=10], or memory (tests only)" }),
+    port: z.number().int().min(0).max(65535).optional().meta({ description: "Where to listen. Default 5000" }),
+    host: z.string().optional().meta({ description: "The address to listen on. Default 0.0.0.0" }),
+    trustProxy: trustProxy.default(false).meta({ description: "Whose X-Forwarded-For to believe: the proxies' addresses or CIDR ranges (also loopback, linklocal, uniquelocal), or the number of proxies in front of Sigil; true is refused. Affects client addresses only, never the issuer" }),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').meta({ description: "pino log level, or silent" }),
+    signingAlgorithms: z.array(z.enum(SIGNING_ALGORITHMS)).min(1).default(DEFAULT_SIGNING_ALGORITHMS).meta({ description: "Algorithms Sigil signs with, one key each; the first signs identity and access tokens (fapi2 clients: the first of PS256, ES256, EdDSA listed)", spec: "RFC 7518 §3.1; RFC 8037" }),
     identityResources: z.array(identityResource).default([
       { name: 'openid', userClaims: ['sub'], required: true },
       { name: 'profile', userClaims: ['name', 'given_name', 'family_name'], required: false },
-    ]),
-    apiScopes: z.array(apiScope).default([]),
-    apiResources: z.array(apiResource).default([]),
-    clients: z.array(clientSchema).default([]),
-    users: z.array(user).default([]),
-    identityProviders: z.array(identityProvider).default([]),
-    rateLimits: rateLimits.prefault({}),
-    pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS),
+    ]).meta({ description: "Identity scopes and the user claims they release (identity token, userinfo)", spec: "OIDC Core §5.4" }),
+    apiScopes: z.array(apiScope).default([]).meta({ description: "API scopes; their user claims go into access tokens" }),
+    apiResources: z.array(apiResource).default([]).meta({ description: "APIs: a name is the aud of tokens for its scopes, and the API authenticates at introspection with a secret", spec: "RFC 7662; RFC 8707" }),
+    clients: z.array(clientSchema).default([]).meta({ description: "The registered clients (more may be stored with sigil clients add)", spec: "RFC 6749 §2" }),
+    users: z.array(user).default([]).meta({ description: "Users of the config file; clear-text passwords are hashed at start" }),
+    identityProviders: z.array(identityProvider).default([]).meta({ description: "Upstream OpenID Connect providers (federation, acr_values=idp:<name>)" }),
+    rateLimits: rateLimits.prefault({}).meta({ description: "Limits on failed credential checks (client secrets, API secrets, passwords, user codes), shared through Redis when SIGIL_REDIS_URL is set" }),
+    pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS).meta({ description: "How many stored requests callers who have not signed in may start per window (OWASP API4:2023)" }),
     dpop,
     metrics,
-    /** Multi-factor sign-in (src/mfa/). */
     mfa: z
       .strictObject({
-        /** Default of every client's `requireMfa`: a second factor at every sign-in. */
-        required: z.boolean().default(false),
-        /** The issuer name authenticator apps show next to the account (otpauth URI `issuer`). */
-        totpIssuer: nonEmpty.max(100).default('Sigil'),
-        /** How recent a sign-in must be to change factors on /account, in seconds. */
-        freshSignInSeconds: lifetime.default(300),
+        required: z.boolean().default(false).meta({ description: "Default of every client's requireMfa: a second factor at every sign-in" }),
+        totpIssuer: nonEmpty.max(100).default('Sigil').meta({ description: "The issuer name authenticator apps show next to the account (otpauth URI issuer)" }),
+        freshSignInSeconds: lifetime.default(300).meta({ description: "How recent a sign-in must be to change factors on /account, seconds" }),
       })
-      .default({ required: false, totpIssuer: 'Sigil', freshSignInSeconds: 300 }),
-    /**
-     * Client assertions (RFC 7523 §3): the latest `exp` accepted, in seconds after now. Longer-lived
-     * assertions are refused, so a `jti` need be remembered at most this long.
-     */
-    clientAssertionMaxLifetime: z.number().int().positive().max(3600).default(300),
-    /** Pushed authorization requests (RFC 9126 §2.2): how long a `request_uri` stays usable, in seconds. */
-    pushedAuthorizationRequestLifetime: z.number().int().positive().max(600).default(60),
-    /** Every authorization request must come through `/connect/par` (RFC 9126 §5), for every client. */
-    requirePushedAuthorizationRequests: z.boolean().default(false),
-    /** Lifetime of a browser sign-in session, in seconds (Duende's cookie lifetime: 10 h). */
-    sessionLifetime: lifetime.default(36000),
-    /** Signing key lifecycle, in seconds (Duende's automatic key management defaults). */
+      .default({ required: false, totpIssuer: 'Sigil', freshSignInSeconds: 300 }).meta({ description: "Multi-factor sign-in" }),
+    clientAssertionMaxLifetime: z.number().int().positive().max(3600).default(300).meta({ description: "Client assertions whose exp is further ahead than this many seconds are refused, so a jti need be remembered at most this long", spec: "RFC 7523 §3" }),
+    pushedAuthorizationRequestLifetime: z.number().int().positive().max(600).default(60).meta({ description: "How long a request_uri from /connect/par stays usable, seconds", spec: "RFC 9126 §2.2" }),
+    requirePushedAuthorizationRequests: z.boolean().default(false).meta({ description: "Every authorization request of every client must come through /connect/par", spec: "RFC 9126 §5" }),
+    sessionLifetime: lifetime.default(36000).meta({ description: "Lifetime of a browser sign-in session, seconds" }),
     signingKeys: z
       .strictObject({
-        propagationSeconds: z.number().int().min(0).default(1209600),
-        retentionSeconds: z.number().int().min(0).default(1209600),
-        rotationSeconds: lifetime.default(7776000),
-        /** How often each node re-reads the keys from the store. */
-        reloadSeconds: lifetime.default(60),
+        propagationSeconds: z.number().int().min(0).default(1209600).meta({ description: "A new key is published this long before it signs" }),
+        retentionSeconds: z.number().int().min(0).default(1209600).meta({ description: "A replaced key stays published this long" }),
+        rotationSeconds: lifetime.default(7776000).meta({ description: "Keys rotate after this long" }),
+        reloadSeconds: lifetime.default(60).meta({ description: "How often each node re-reads the keys and stored clients from the store" }),
       })
-      .default({ propagationSeconds: 1209600, retentionSeconds: 1209600, rotationSeconds: 7776000, reloadSeconds: 60 }),
-    /**
-     * Back-channel logout delivery (OIDC Back-Channel Logout 1.0 §2.5), in seconds: each POST's
-     * timeout, how long a logout token is retried before it is given up, how often each node
-     * looks for due deliveries and expired sessions. Retries back off from 1 s, doubling, at most 60 s.
-     */
+      .default({ propagationSeconds: 1209600, retentionSeconds: 1209600, rotationSeconds: 7776000, reloadSeconds: 60 }).meta({ description: "Signing key lifecycle, seconds: published propagationSeconds before signing, kept retentionSeconds after replacement, rotated every rotationSeconds, re-read every reloadSeconds" }),
     backChannelLogout: z
-      .strictObject({ timeoutSeconds: lifetime.max(60).default(5), retrySeconds: lifetime.default(600), pollSeconds: lifetime.default(5) })
-      .default({ timeoutSeconds: 5, retrySeconds: 600, pollSeconds: 5 }),
-    /**
-     * WebAuthn (issue 12, `mfa/webauthn.ts`): passkeys and security keys. The relying party ID is
-     * the issuer's host name and the origin the issuer's origin (W3C WebAuthn L3 §5.1.3, §5.1.4).
-     */
+      .strictObject({
+        timeoutSeconds: lifetime.max(60).default(5).meta({ description: "Each POST's timeout, seconds", spec: "OIDC Back-Channel Logout §2.5" }),
+        retrySeconds: lifetime.default(600).meta({ description: "How long a logout token is retried before it is given up, seconds" }),
+        pollSeconds: lifetime.default(5).meta({ description: "How often each node looks for due deliveries and expired sessions, seconds" }),
+      })
+      .default({ timeoutSeconds: 5, retrySeconds: 600, pollSeconds: 5 }).meta({ description: "Back-channel logout delivery: each POST's timeout, how long a logout token is retried (backing off from 1 s to 60 s), how often each node looks for due deliveries", spec: "OIDC Back-Channel Logout §2.5" }),
     webauthn: z
       .strictObject({
-        enabled: z.boolean().default(false),
-        /** The name authenticators show next to the credential. */
-        rpName: nonEmpty.max(64).default('Sigil'),
-        /** Lifetime of a ceremony's challenge, seconds. */
-        challengeLifetime: lifetime.default(300),
-        /** Challenges one browser may ask for per `challengeLifetime` (each is a stored row). */
-        challengesPerBrowser: z.number().int().positive().default(30),
-        /** Challenges one address (an IPv6 /64) may ask for per `challengeLifetime`. */
-        challengesPerAddress: z.number().int().positive().default(300),
+        enabled: z.boolean().default(false).meta({ description: "Passkeys and security keys: /account/passkeys, the passkey button on the login page, security keys as factors" }),
+        rpName: nonEmpty.max(64).default('Sigil').meta({ description: "The name authenticators show next to the credential", spec: "W3C WebAuthn L3 §5.4.2" }),
+        challengeLifetime: lifetime.default(300).meta({ description: "How long a registration or sign-in challenge may be answered, seconds" }),
+        challengesPerBrowser: z.number().int().positive().default(30).meta({ description: "Challenges one browser may ask for per challengeLifetime (each is a stored row)" }),
+        challengesPerAddress: z.number().int().positive().default(300).meta({ description: "Challenges one address (an IPv6 /64) may ask for per challengeLifetime" }),
       })
-      .default({ enabled: false, rpName: 'Sigil', challengeLifetime: 300, challengesPerBrowser: 30, challengesPerAddress: 300 }),
-    /**
-     * Access-token lookups (introspection, userinfo) reuse a row this process read less than
-     * `maxAgeMilliseconds` ago: the bound within which a revocation made on another node or process
-     * is seen here (one made through this process is seen at once). 0 reads the store every time.
-     */
+      .default({ enabled: false, rpName: 'Sigil', challengeLifetime: 300, challengesPerBrowser: 30, challengesPerAddress: 300 }).meta({ description: "Passkeys and security keys; the relying party ID is the issuer's host name", spec: "W3C WebAuthn L3 §5.1.3, §5.1.4" }),
     accessTokenCache: z
-      .strictObject({ maxAgeMilliseconds: z.number().int().min(0).max(60_000).default(1000), maxEntries: z.number().int().min(1).max(1_000_000).default(10_000) })
-      .default({ maxAgeMilliseconds: 1000, maxEntries: 10_000 }),
-    /**
-     * Removal of expired grants, codes and sessions, by one node at a time, every `intervalSeconds`
-     * (each run goes on until none is left, in batches of `batchSize` rows): the store holds what is
-     * alive plus at most about one interval of expired rows.
-     */
+      .strictObject({
+        maxAgeMilliseconds: z.number().int().min(0).max(60_000).default(1000).meta({ description: "Reuse a token row read less than this long ago; 0 reads the store every time" }),
+        maxEntries: z.number().int().min(1).max(1_000_000).default(10_000).meta({ description: "The most rows kept per process" }),
+      })
+      .default({ maxAgeMilliseconds: 1000, maxEntries: 10_000 }).meta({ description: "Introspection and userinfo reuse a token row read less than maxAgeMilliseconds ago: the bound within which a revocation on another node is seen; 0 reads the store every time" }),
     cleanup: z
-      .strictObject({ intervalSeconds: lifetime.default(60), batchSize: lifetime.default(1000) })
-      .default({ intervalSeconds: 60, batchSize: 1000 }),
+      .strictObject({
+        intervalSeconds: lifetime.default(60).meta({ description: "How often expired rows are removed, seconds" }),
+        batchSize: lifetime.default(1000).meta({ description: "Rows removed per batch" }),
+      })
+      .default({ intervalSeconds: 60, batchSize: 1000 }).meta({ description: "Removal of expired grants, codes and sessions by one node at a time, every intervalSeconds, in batches of batchSize rows" }),
   })
   .superRefine((cfg, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
@@ -654,6 +559,11 @@ export const configSchema = z
     });
     for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
       issue(['identityProviders'], `duplicate name "${d}"`);
+  }, {
+    // Run even when other fields have type errors (a wrong port), so that one check reports every
+    // problem; skipped only when a field these rules read has one (zod's aborting issues, as by
+    // default: `continue` not true).
+    when: (payload) => payload.issues.every((i) => i.continue === true || !CROSS_CHECKED.has(String(i.path?.[0]))),
   });
 
 /**

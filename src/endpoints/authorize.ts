@@ -24,6 +24,7 @@ import { decide, pageOf } from '../interaction/decide.js';
 import { decisionFacts } from '../interaction/facts.js';
 import { type Pending, pendingRequest, takeInteractionQuota } from '../interaction/interactions.js';
 import type { AuthorizationCodeData } from '../stores/records/authorization-codes.js';
+import { originOf } from '../http/request.js';
 
 /** Registers `/connect/authorize` (GET, POST) and `/connect/authorize/resume` (GET). */
 export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void {
@@ -94,6 +95,7 @@ async function authorize(
     subjectId: subject.subjectId,
     scopes,
     tokenTypes: Object.keys(fields).filter((k) => ['code', 'access_token', 'id_token'].includes(k)),
+    ...originOf(request),
   });
   return sendToClient(ctx, reply, req, fields);
 }

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
-import { credentialSource, formBody, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
+import { credentialSource, formBody, methodNotAllowed, noStore, originOf, sendOAuthError } from '../http/request.js';
 import { findToken, type FoundToken } from '../tokens/lookup.js';
 import { boundKey } from '../tokens/tokens.js';
 import { authenticateApiResource, authenticateClient, findCredentials, invalidClient } from '../clients/authentication.js';
@@ -37,7 +37,7 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       if (err.code === 'invalid_client')
-        ctx.events.emit({ name: 'api_authentication_failed', endpoint: 'introspection', error: err.code, remoteAddress: request.ip });
+        ctx.events.emit({ name: 'api_authentication_failed', endpoint: 'introspection', error: err.code, ...originOf(request) });
       return sendOAuthError(reply, err);
     }
   });

@@ -15,7 +15,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
-import { credentialSource, formBody, headerValues, noStore, sendOAuthError } from '../http/request.js';
+import { credentialSource, formBody, headerValues, noStore, originOf, sendOAuthError } from '../http/request.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { AuthorizeError, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { authenticateClient } from '../clients/authentication.js';
@@ -66,7 +66,7 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
       } catch (err) {
         if (!(err instanceof OAuthError)) throw err;
         if (err.code === 'invalid_client')
-          ctx.events.emit({ name: 'client_authentication_failed', endpoint: 'par', error: err.code, ...(err.description ? { errorDescription: err.description } : {}), remoteAddress: request.ip });
+          ctx.events.emit({ name: 'client_authentication_failed', endpoint: 'par', error: err.code, ...(err.description ? { errorDescription: err.description } : {}), ...originOf(request) });
         return sendOAuthError(reply, err);
       }
     },

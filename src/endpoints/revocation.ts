@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
-import { credentialSource, formBody, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
+import { credentialSource, formBody, methodNotAllowed, noStore, originOf, sendOAuthError } from '../http/request.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { findToken } from '../tokens/lookup.js';
 import { authenticateClient } from '../clients/authentication.js';
@@ -24,13 +24,13 @@ export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): voi
       const now = nowSeconds();
       if (found?.kind === 'refresh_token' && found.row.clientId === client.clientId) {
         await ctx.store.records.families.revoke(found.row.familyId, now);
-        ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: found.data.subject.subjectId, tokenTypes: ['refresh_token'] });
+        ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: found.data.subject.subjectId, tokenTypes: ['refresh_token'], ...originOf(request) });
       } else if (found?.kind === 'access_token' && found.token.claims.client_id === client.clientId) {
         const claims = found.token.claims;
         const revocation = { jti: String(claims.jti), clientId: client.clientId, subjectId: claims.sub, expiresAt: Number(claims.exp) };
         if (found.token.format === 'jwt') await ctx.store.records.accessTokens.revokeJwt(revocation, now);
         else await ctx.store.records.accessTokens.revokeReference(value, revocation, now);
-        ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: claims.sub, tokenTypes: ['access_token'] });
+        ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: claims.sub, tokenTypes: ['access_token'], ...originOf(request) });
       }
       return noStore(reply).code(200).send();
     } catch (err) {

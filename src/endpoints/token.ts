@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
 import type { GrantRegistry } from '../grants/registry.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
-import { credentialSource, formBody, headerValues, noStore, sendOAuthError } from '../http/request.js';
+import { credentialSource, formBody, headerValues, noStore, originOf, sendOAuthError } from '../http/request.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { authenticateClient, findCredentials } from '../clients/authentication.js';
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
@@ -48,7 +48,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext, grantType
           ...dpopAlgorithmsFor(client),
         });
         if (!dpop && client.requireDPoP) throw invalidRequest('this client must send a DPoP proof (RFC 9449)');
-        const outcome = await handler(ctx, { params, client, address: request.ip, ...(dpop ? { dpop } : {}) });
+        const outcome = await handler(ctx, { params, client, origin: originOf(request), ...(dpop ? { dpop } : {}) });
         // RFC 9449 §8.2: the next nonce travels with every response while nonces are required.
         const nonce = dpop ? await ctx.dpop.nonceFor(now) : undefined;
         if (nonce !== undefined) reply.header('dpop-nonce', nonce);
@@ -63,6 +63,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext, grantType
           grantType,
           scopes: outcome.response.scope.split(' '),
           tokenTypes: ['access_token', 'refresh_token', 'id_token'].filter((t) => t in outcome.response),
+          ...originOf(request),
         });
         return noStore(reply).type('application/json; charset=utf-8').send(outcome.response);
       } catch (err) {
@@ -76,7 +77,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext, grantType
           ...(grantType ? { grantType } : {}),
           error: err.code,
           ...(err.description ? { errorDescription: err.description } : {}),
-          remoteAddress: request.ip,
+          ...originOf(request),
         });
         return sendOAuthError(reply, err);
       }

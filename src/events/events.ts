@@ -43,7 +43,12 @@ export interface SigilEvent {
   errorDescription?: string;
   /** What was issued or revoked (`access_token`, `refresh_token`, `id_token`). */
   tokenTypes?: string[];
+  /** The caller's address (after `trustProxy`), for events about a request. */
   remoteAddress?: string;
+  /** The caller's `User-Agent`, at most 256 characters. */
+  userAgent?: string;
+  /** The request's id: one per HTTP request, unique across nodes (a random UUID). */
+  requestId?: string;
   /** The factor an `mfa_*` or `webauthn_*` event is about (`totp`, `recovery_code`, `passkey`, `security-key`). */
   factor?: string;
   /** How a `user_login_*` event's user signed in (its first step; a second factor is an `mfa_*` or `webauthn_*` event). */
@@ -66,6 +71,13 @@ export type SignInMethod = 'password' | 'passkey' | 'upstream' | 'password_grant
 export interface EventObservers {
   count?: (event: Omit<SigilEvent, 'time'>) => void;
   traceId?: () => string | undefined;
+}
+
+/** Who made the request an event is about (issue 26): spread into the event. */
+export interface RequestOrigin {
+  remoteAddress: string;
+  userAgent: string | undefined;
+  requestId: string;
 }
 
 /** A subscriber; may be async, its result is not awaited by the request. */

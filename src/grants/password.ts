@@ -48,7 +48,7 @@ export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) 
  */
 export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
   return async (ctx, req) => {
-    const { params, client, address } = req;
+    const { params, client, origin } = req;
     const username = params.require('username');
     const password = params.require('password');
     if (username.length > 100 || password.length > 1024) throw invalidGrant('invalid username or password');
@@ -59,7 +59,7 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
     const targets = requestedResources(params.getAll('resource'), client, ctx.resources);
     const scopes = scopesForResources(granted, targets, ctx.resources);
 
-    const attempt = userAttempt(address, acr.tenant, username);
+    const attempt = userAttempt(origin.remoteAddress, acr.tenant, username);
     await ctx.limiter.before(attempt);
     const user = await validator(ctx, { username, password, tenant: acr.tenant, idp: acr.idp, client });
     // An inactive user with the right password gets the wrong password's answer and counts as a
@@ -71,7 +71,7 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
         endpoint: 'token',
         method: 'password_grant',
         clientId: client.clientId,
-        remoteAddress: address,
+        ...origin,
         ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
       });
       throw invalidGrant('invalid username or password');
@@ -82,7 +82,7 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
       ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', method: 'password_grant', clientId: client.clientId, subjectId: user.subjectId, errorDescription: 'second factor required' });
       throw invalidGrant('this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser');
     }
-    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', method: 'password_grant', clientId: client.clientId, subjectId: user.subjectId });
+    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', method: 'password_grant', clientId: client.clientId, subjectId: user.subjectId, ...origin });
 
     const now = nowSeconds();
     const subject = {

@@ -9,13 +9,14 @@ import type { Params } from '../protocol/params.js';
 import type { TokenResponse } from '../tokens/tokens.js';
 import type { Client } from '../clients/registry.js';
 import type { DPoPProof } from '../validation/dpop.js';
+import type { RequestOrigin } from '../events/events.js';
 
 /** One authenticated token request, as a grant sees it. */
 export interface GrantRequest {
   params: Params;
   client: Client;
-  /** The caller's IP address (rate limits, events). */
-  address: string;
+  /** Who made the request: its address counts in the rate limits; all of it goes into events. */
+  origin: RequestOrigin;
   /** The request's valid DPoP proof (RFC 9449 §5), if it sent one: its tokens are bound to that key. */
   dpop?: DPoPProof;
 }

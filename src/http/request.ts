@@ -3,6 +3,7 @@
  * RFC 6749 §3.2), credentials, and the no-store headers of token-like responses.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RequestOrigin } from '../events/events.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { type CredentialSource, Params } from '../protocol/params.js';
 
@@ -86,4 +87,12 @@ export function sendOAuthError(reply: FastifyReply, err: OAuthError): FastifyRep
 export function methodNotAllowed(allow: string) {
   return async (_request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> =>
     sendOAuthError(reply, new OAuthError('invalid_request', 'method not allowed', 405, { allow }));
+}
+
+/** The longest `User-Agent` an audit event keeps, in characters (a header may be kilobytes long). */
+const USER_AGENT_MAX = 256;
+
+/** Who made a request, for its audit events: address (after `trustProxy`), user agent, request id. */
+export function originOf(request: FastifyRequest): RequestOrigin {
+  return { remoteAddress: request.ip, userAgent: request.headers['user-agent']?.slice(0, USER_AGENT_MAX), requestId: request.id };
 }

@@ -23,6 +23,7 @@ import { isNativeRedirect } from '../validation/authorize-request.js';
 import { matchRedirectUri } from '../validation/redirect-uri.js';
 import { answerDevice } from './device.js';
 import type { Pending } from './interactions.js';
+import { originOf } from '../http/request.js';
 
 /** Where a pending request continues after the login or consent page. */
 export function resumePath(id: string, interaction: Interaction): string {
@@ -66,7 +67,7 @@ export async function finishSignIn(
   const session = await startSession(ctx, request, reply, user, start);
   // A sign-in at Sigil without a password (`pwd` in `amr`, RFC 8176 §2) was a passkey's.
   const method = endpoint === 'federation' ? 'upstream' : start.amr.includes('pwd') ? 'password' : 'passkey';
-  ctx.events.emit({ name: 'user_login_succeeded', endpoint, method, subjectId: user.subjectId, ...(pending ? { clientId: pending.interaction.request.clientId } : {}) });
+  ctx.events.emit({ name: 'user_login_succeeded', endpoint, method, subjectId: user.subjectId, ...(pending ? { clientId: pending.interaction.request.clientId } : {}), ...originOf(request) });
   if (pending) await ctx.interactions.update(pending.id, { ...pending.interaction, loginAt: session.authTime });
   return session;
 }

@@ -11,6 +11,7 @@
  * pages' check). Every change is an audit event. The pages (ui/account-mfa.ts) read the request,
  * call these and render.
  */
+import type { RequestOrigin } from '../events/events.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { EventBus } from '../events/events.js';
 import type { FailureLimiter } from '../limits/failure-limiter.js';
@@ -78,13 +79,13 @@ export class FactorEnrollment {
    * spent; when the user had no unused recovery codes, ten new ones are made. Records
    * `mfa_enrolled` (for the factor, and for the recovery codes) or `mfa_failed`.
    * @param input the form's `code`
-   * @param address the caller's address
+   * @param origin the request's origin (address, user agent, request id)
    * @throws whatever the failure limiter throws other than its refusal (a counter store that fails).
    */
-  async confirm(browser: string, subjectId: string, input: string, address: string): Promise<TotpConfirmation> {
+  async confirm(browser: string, subjectId: string, input: string, origin: RequestOrigin): Promise<TotpConfirmation> {
     const enrollment = await this.mfa.enrollment(browser, subjectId);
     if (!enrollment) return { outcome: 'expired' };
-    const attempt = mfaAttempt(address, subjectId);
+    const attempt = mfaAttempt(origin.remoteAddress, subjectId);
     const refusal = await this.limiter.refusal(attempt);
     if (refusal) return { outcome: 'refused', refusal, setup: await this.setupOf(subjectId, enrollment.secret) };
     const now = nowSeconds();
@@ -92,15 +93,15 @@ export class FactorEnrollment {
     const step = code === undefined ? undefined : totpStep(await openTotpSecret(enrollment.secret, this.mfa.dataKey), code, now);
     if (step === undefined || !(await this.mfa.finishEnrollment(browser, subjectId))) {
       await this.limiter.failed(attempt);
-      this.events.emit({ name: 'mfa_failed', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', remoteAddress: address });
+      this.events.emit({ name: 'mfa_failed', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', ...origin });
       return { outcome: 'invalid', setup: await this.setupOf(subjectId, enrollment.secret) };
     }
     // The confirming code's step is spent: it cannot sign in a second time.
     await this.mfa.factors.addFactor({ id: newFactorId(), subjectId, kind: 'totp', label: '', data: { secret: enrollment.secret }, counter: step, createdAt: now, lastUsedAt: now });
-    this.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: 'totp' });
+    this.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', ...origin });
     if ((await unusedRecoveryCodes(this.mfa.factors, subjectId)) > 0) return { outcome: 'enrolled' };
     const recoveryCodes = await newRecoveryCodes(this.mfa.factors, subjectId, now);
-    this.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: RECOVERY_KIND });
+    this.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: RECOVERY_KIND, ...origin });
     return { outcome: 'enrolled', recoveryCodes };
   }
 
@@ -109,10 +110,10 @@ export class FactorEnrollment {
    * @returns the codes in clear, to show once; undefined when the user has no second factor for
    *   them to stand in for.
    */
-  async renewRecoveryCodes(subjectId: string): Promise<string[] | undefined> {
+  async renewRecoveryCodes(subjectId: string, origin: RequestOrigin): Promise<string[] | undefined> {
     if ((await this.mfa.secondFactors(subjectId)).length === 0) return undefined;
     const codes = await newRecoveryCodes(this.mfa.factors, subjectId, nowSeconds());
-    this.events.emit({ name: 'mfa_enrolled', endpoint: 'account', subjectId, factor: RECOVERY_KIND });
+    this.events.emit({ name: 'mfa_enrolled', endpoint: 'account', subjectId, factor: RECOVERY_KIND, ...origin });
     return codes;
   }
 
@@ -123,14 +124,14 @@ export class FactorEnrollment {
    * @param id the factor's id, as the form sent it
    * @returns false when the user has no such factor.
    */
-  async removeFactor(subjectId: string, id: string): Promise<boolean> {
+  async removeFactor(subjectId: string, id: string, origin: RequestOrigin): Promise<boolean> {
     const factor = (await this.mfa.listFactors(subjectId)).find((f) => f.id === id && f.kind !== RECOVERY_KIND);
     if (!factor || !(await this.mfa.removeFactor(subjectId, factor))) return false;
     const webauthn = FACTOR_KINDS[factor.kind]?.webauthn === true;
-    this.events.emit({ name: webauthn ? 'webauthn_removed' : 'mfa_removed', endpoint: 'account', subjectId, factor: factor.kind });
+    this.events.emit({ name: webauthn ? 'webauthn_removed' : 'mfa_removed', endpoint: 'account', subjectId, factor: factor.kind, ...origin });
     // Recovery codes stand in for a second factor: without one they have nothing to stand in for.
     if ((await this.mfa.secondFactors(subjectId)).length === 0 && (await this.mfa.factors.removeFactors(subjectId, [RECOVERY_KIND])) > 0)
-      this.events.emit({ name: 'mfa_removed', endpoint: 'account', subjectId, factor: RECOVERY_KIND });
+      this.events.emit({ name: 'mfa_removed', endpoint: 'account', subjectId, factor: RECOVERY_KIND, ...origin });
     return true;
   }
 

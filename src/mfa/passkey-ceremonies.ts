@@ -20,6 +20,7 @@
  *   plus that verification are two factors (a multi-factor cryptographic authenticator).
  *   A passkey is only accepted with user verification, so a passkey sign-in always carries `mfa`.
  */
+import type { RequestOrigin } from '../events/events.js';
 import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
 import type { ResolvedConfig } from '../config/loader.js';
 import { newHandle, nowSeconds } from '../crypto/handles.js';
@@ -49,9 +50,12 @@ function passkeyAttempt(address: string): CredentialAttempt {
   return { address, identity: 'webauthn:passkey', identityWide: false };
 }
 
-/** Where a ceremony's request came from: the caller's address, and the pending request's client, if any. */
+/**
+ * Where a ceremony's request came from: its origin (address, user agent, request id, for the
+ * limits and the audit events), and the pending request's client, if any.
+ */
 export interface Caller {
-  address: string;
+  origin: RequestOrigin;
   clientId?: string;
 }
 
@@ -113,15 +117,15 @@ export class PasskeyCeremonies {
    * @param name the label the user gave it
    * @returns false when the response was refused.
    */
-  async register(subjectId: string, kind: WebAuthnKind, response: unknown, browser: string, name: string, address: string): Promise<boolean> {
+  async register(subjectId: string, kind: WebAuthnKind, response: unknown, browser: string, name: string, origin: RequestOrigin): Promise<boolean> {
     try {
       await this.webauthn.register(subjectId, kind, response, browser, name);
     } catch (err) {
       if (!(err instanceof WebAuthnError)) throw err;
-      this.events.emit({ name: 'webauthn_failed', endpoint: 'account', subjectId, factor: kind, error: err.reason, remoteAddress: address });
+      this.events.emit({ name: 'webauthn_failed', endpoint: 'account', subjectId, factor: kind, error: err.reason, ...origin });
       return false;
     }
-    this.events.emit({ name: 'webauthn_registered', endpoint: 'account', subjectId, factor: kind, remoteAddress: address });
+    this.events.emit({ name: 'webauthn_registered', endpoint: 'account', subjectId, factor: kind, ...origin });
     return true;
   }
 
@@ -130,10 +134,10 @@ export class PasskeyCeremonies {
    * @param id the credential id as the form sent it
    * @returns false when the user has no such credential.
    */
-  async remove(subjectId: string, id: string, address: string): Promise<boolean> {
+  async remove(subjectId: string, id: string, origin: RequestOrigin): Promise<boolean> {
     const credential = id.length > 0 && id.length <= 1400 ? await this.credentials.get(id) : undefined;
     if (!credential || !(await this.credentials.remove(subjectId, id))) return false;
-    this.events.emit({ name: 'webauthn_removed', endpoint: 'account', subjectId, factor: credential.kind, remoteAddress: address });
+    this.events.emit({ name: 'webauthn_removed', endpoint: 'account', subjectId, factor: credential.kind, ...origin });
     return true;
   }
 
@@ -155,12 +159,12 @@ export class PasskeyCeremonies {
    * @param tenant the pending request's tenant, or null
    */
   async signIn(response: unknown, browser: string, tenant: string | null, from: Caller): Promise<CeremonySignIn> {
-    const attempt = passkeyAttempt(from.address);
+    const attempt = passkeyAttempt(from.origin.remoteAddress);
     const refusal = await this.limiter.refusal(attempt);
     if (refusal) return { outcome: 'refused', refusal };
     const failed = async (reason: string, subjectId?: string): Promise<CeremonySignIn> => {
       await this.limiter.failed(attempt);
-      const common = { endpoint: 'login', remoteAddress: from.address, ...(subjectId ? { subjectId } : {}), ...(from.clientId !== undefined ? { clientId: from.clientId } : {}) };
+      const common = { endpoint: 'login', ...from.origin, ...(subjectId ? { subjectId } : {}), ...(from.clientId !== undefined ? { clientId: from.clientId } : {}) };
       this.events.emit({ name: 'webauthn_failed', factor: 'passkey', error: reason, ...common });
       this.events.emit({ name: 'user_login_failed', method: 'passkey', errorDescription: `passkey: ${reason}`, ...common });
       return { outcome: 'failed' };
@@ -175,7 +179,7 @@ export class PasskeyCeremonies {
     const user = await this.users.findBySubject(use.credential.subjectId);
     if (!user || !user.isActive) return failed('inactive user', use.credential.subjectId);
     if (tenant !== null && user.tenant !== tenant) return failed('other tenant', user.subjectId);
-    this.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: 'passkey', remoteAddress: from.address });
+    this.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: 'passkey', ...from.origin });
     return { outcome: 'signed-in', user, amr: [...PASSKEY_AMR] };
   }
 
@@ -250,7 +254,7 @@ export class PasskeyCeremonies {
    * @param response the parsed form field `response`
    */
   async completeStep(cookie: string, pending: WebAuthnPending, response: unknown, from: Caller): Promise<StepCompletion> {
-    const attempt = userAttempt(from.address, pending.tenant, pending.username);
+    const attempt = userAttempt(from.origin.remoteAddress, pending.tenant, pending.username);
     const refusal = await this.limiter.refusal(attempt);
     if (refusal) return { outcome: 'refused', refusal };
     let use;
@@ -265,7 +269,7 @@ export class PasskeyCeremonies {
         subjectId: pending.subjectId,
         factor: 'security-key',
         error: err.reason,
-        remoteAddress: from.address,
+        ...from.origin,
         ...(from.clientId !== undefined ? { clientId: from.clientId } : {}),
       });
       return { outcome: 'failed' };
@@ -275,7 +279,7 @@ export class PasskeyCeremonies {
     await this.mfa.finishPending(pending.browser);
     const user = await this.users.findBySubject(pending.subjectId);
     if (!user || !user.isActive) return { outcome: 'ended' };
-    this.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, remoteAddress: from.address });
+    this.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, ...from.origin });
     return { outcome: 'signed-in', user, amr: secondFactorAmr(use.credential.kind) };
   }
 

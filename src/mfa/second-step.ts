@@ -5,6 +5,7 @@
  * (an authenticator app's, or a recovery code) under the failure limits (`mfaAttempt`), with its
  * audit events. The pages (ui/account-mfa.ts) read the request, call these and render.
  */
+import type { RequestOrigin } from '../events/events.js';
 import type { ClientRegistry } from '../clients/registry.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { EventBus } from '../events/events.js';
@@ -95,21 +96,21 @@ export class SecondStepService {
    * Checks a typed code for the user under the failure limits and spends it (`verifySecondFactor`);
    * a wrong code counts as a failure. Records `mfa_succeeded` or `mfa_failed`.
    * @param input the form's `code`
-   * @param from the caller's address, and the client of the pending request, if any
+   * @param from the request's origin (address, user agent, request id), and the client of the pending request, if any
    * @throws whatever the failure limiter throws other than its refusal (a counter store that fails).
    */
-  async verifyCode(subjectId: string, input: string, from: { address: string; clientId?: string }): Promise<CodeCheck> {
-    const attempt = mfaAttempt(from.address, subjectId);
+  async verifyCode(subjectId: string, input: string, from: { origin: RequestOrigin; clientId?: string }): Promise<CodeCheck> {
+    const attempt = mfaAttempt(from.origin.remoteAddress, subjectId);
     const refusal = await this.limiter.refusal(attempt);
     if (refusal) return { outcome: 'refused', refusal };
     const client = from.clientId !== undefined ? { clientId: from.clientId } : {};
     const kind = await verifySecondFactor(this.mfa, subjectId, input, nowSeconds());
     if (!kind) {
       await this.limiter.failed(attempt);
-      this.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, remoteAddress: from.address, ...client });
+      this.events.emit({ name: 'mfa_failed', endpoint: 'mfa', subjectId, ...from.origin, ...client });
       return { outcome: 'invalid' };
     }
-    this.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...client });
+    this.events.emit({ name: 'mfa_succeeded', endpoint: 'mfa', subjectId, factor: kind, ...from.origin, ...client });
     return { outcome: 'verified', kind };
   }
 }

@@ -119,7 +119,7 @@ export type StorageTarget =
 /**
  * Parses a storage URL (DESIGN §4): `sqlite:<file>`, `memory`, or
  * `postgres://user@host:port/db[?schema=name&poolSize=n]` (also `postgresql://`).
- * @throws Error naming the accepted forms.
+ * @throws Error naming the accepted forms (never quoting the URL, which may hold a password).
  */
 export function parseStorageUrl(url: string): StorageTarget {
   if (url === 'memory') return { kind: 'sqlite', path: ':memory:' };
@@ -137,7 +137,8 @@ export function parseStorageUrl(url: string): StorageTarget {
     parsed.searchParams.delete('poolSize');
     return { kind: 'postgres', connectionString: parsed.toString(), poolSize, ...(schema ? { schema } : {}) };
   }
-  throw new Error(`unsupported storage "${url}": use "sqlite:<file>", "postgres://..." or "memory"`);
+  // The URL is not quoted: it may hold a database password (or come from `$env`/`$file`).
+  throw new Error('storage: unsupported URL: use "sqlite:<file>", "postgres://..." or "memory"');
 }
 
 /** How much `GrantStore.getRecent` may answer from memory. */

@@ -33,6 +33,7 @@ import { checkCsrf } from './csrf.js';
 import type { Messages } from './i18n.js';
 import { securityKeyStep } from './passkeys.js';
 import { refused } from './attempts.js';
+import { originOf } from '../http/request.js';
 
 const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
 <h1><%= it.t.mfaTitle %></h1>
@@ -136,7 +137,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
       return reply.redirect('/account/login', 303);
     }
     const check = await ctx.secondStep.verifyCode(subjectOf(who), single(body, 'code') ?? '', {
-      address: request.ip,
+      origin: originOf(request),
       ...(interaction ? { clientId: interaction.request.clientId } : {}),
     });
     if (check.outcome === 'refused') {
@@ -162,7 +163,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
     const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, single(body, 'interaction'), browser);
-    const confirmed = await ctx.enrollment.confirm(browser, subjectOf(who), single(body, 'code') ?? '', request.ip);
+    const confirmed = await ctx.enrollment.confirm(browser, subjectOf(who), single(body, 'code') ?? '', originOf(request));
     if (confirmed.outcome === 'expired') return expiredPage(ctx, request, reply);
     if (confirmed.outcome === 'refused') {
       refused(reply, confirmed.refusal);
@@ -189,7 +190,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
     const session = await changeAllowed(ctx, request, reply);
     if (!session) return reply;
-    if (!(await ctx.enrollment.removeFactor(session.subjectId, single(body, 'factor') ?? ''))) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
+    if (!(await ctx.enrollment.removeFactor(session.subjectId, single(body, 'factor') ?? '', originOf(request)))) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
     return accountPage(ctx, request, reply, session, 'factorRemoved');
   });
 
@@ -197,7 +198,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
     const session = await changeAllowed(ctx, request, reply);
     if (!session) return reply;
-    const codes = await ctx.enrollment.renewRecoveryCodes(session.subjectId);
+    const codes = await ctx.enrollment.renewRecoveryCodes(session.subjectId, originOf(request));
     if (!codes) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
     return ctx.pages.send(reply, 'recovery', language(request), { codes, next: '/account' });
   });

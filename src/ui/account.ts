@@ -20,6 +20,7 @@ import { secondStepAfterPassword } from './account-mfa.js';
 import { denyPage } from './outcome-pages.js';
 import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { limiterAllows } from './attempts.js';
+import { originOf } from '../http/request.js';
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
@@ -59,7 +60,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
         endpoint: 'login',
         method: 'password',
         ...(interaction ? { clientId: interaction.request.clientId } : {}),
-        remoteAddress: request.ip,
+        ...originOf(request),
         ...(user ? { subjectId: user.subjectId, errorDescription: 'inactive user' } : {}),
       });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');

@@ -24,7 +24,7 @@ import { language } from './language.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
-import { sendOAuthError } from '../http/request.js';
+import { originOf, sendOAuthError } from '../http/request.js';
 import { clearSecurityKeyStepCookie, securityKeyStepCookie, setSecurityKeyStepCookie } from '../http/cookies.js';
 import type { WebAuthnPending } from '../mfa/passkey-ceremonies.js';
 import type { User } from '../users/users.js';
@@ -162,7 +162,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const kind = single(body, 'kind') === 'security-key' ? 'security-key' : 'passkey';
     const response = parseResponse(body);
     if (response === undefined) return listPage(request, reply, undefined, 'passkeyNeedsScript', 400);
-    if (!(await ctx.passkeys.register(current.user.subjectId, kind, response, browserOf(ctx, request, reply), single(body, 'name') ?? '', request.ip)))
+    if (!(await ctx.passkeys.register(current.user.subjectId, kind, response, browserOf(ctx, request, reply), single(body, 'name') ?? '', originOf(request))))
       return listPage(request, reply, undefined, 'passkeyFailed', 400);
     return reply.redirect('/account/passkeys?done=added', 303);
   });
@@ -172,7 +172,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, csrfRefused(), lang, 403);
     const current = await signedIn(request);
     if (!current?.canChange) return listPage(request, reply, undefined, undefined, current ? 403 : 401);
-    if (!(await ctx.passkeys.remove(current.user.subjectId, single(formOf(request), 'id') ?? '', request.ip))) return listPage(request, reply, undefined, 'passkeyFailed', 404);
+    if (!(await ctx.passkeys.remove(current.user.subjectId, single(formOf(request), 'id') ?? '', originOf(request)))) return listPage(request, reply, undefined, 'passkeyFailed', 404);
     return reply.redirect('/account/passkeys?done=removed', 303);
   });
 
@@ -193,7 +193,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const response = parseResponse(body);
     if (response === undefined) return loginPage(ctx, request, reply, id, interaction, '', 'passkeyNeedsScript', 400);
     const tenant = interaction ? interaction.request.tenant : null;
-    const signIn = await ctx.passkeys.signIn(response, browser, tenant, { address: request.ip, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
+    const signIn = await ctx.passkeys.signIn(response, browser, tenant, { origin: originOf(request), ...(interaction ? { clientId: interaction.request.clientId } : {}) });
     if (signIn.outcome === 'refused') {
       refused(reply, signIn.refusal);
       return loginPage(ctx, request, reply, id, interaction, '', 'tooManyAttempts', 429);
@@ -233,7 +233,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     }
     const response = parseResponse(body);
     if (response === undefined) return stepPage(ctx, reply, pending, lang, ctx.pages.text(lang, 'passkeyNeedsScript'), 400);
-    const done = await ctx.passkeys.completeStep(cookie, pending, response, { address: request.ip, ...(interaction ? { clientId: interaction.request.clientId } : {}) });
+    const done = await ctx.passkeys.completeStep(cookie, pending, response, { origin: originOf(request), ...(interaction ? { clientId: interaction.request.clientId } : {}) });
     if (done.outcome === 'refused') {
       refused(reply, done.refusal);
       return stepPage(ctx, reply, pending, lang, ctx.pages.text(lang, 'tooManyAttempts'), 429);

@@ -3,7 +3,7 @@
  * config errors with field paths and exit code 2, YAML configs, environment variables, SIGTERM.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -148,6 +148,107 @@ describe('sigil start', () => {
     expect(issued(), r.output()).toBe(5);
     for (const line of r.output().split('\n').filter((l) => l.includes('"name":"token_issued"')))
       expect(JSON.parse(line)).toMatchObject({ level: 30, msg: 'token_issued', event: { clientId: 'm2m', grantType: 'client_credentials', scopes: ['api1'] } });
+    // Issue 26 item 5: the audit line says who asked, and which request it was.
+    const events = r.output().split('\n').filter((l) => l.includes('"name":"token_issued"')).map((l) => JSON.parse(l).event as Record<string, string>);
+    for (const e of events) expect(e).toMatchObject({ remoteAddress: '127.0.0.1', userAgent: 'node', requestId: expect.any(String) });
+    expect(new Set(events.map((e) => e.requestId)).size).toBe(5);
+  });
+
+  it('warns when the issuer\'s port is not the listening port and no proxy is configured, and says when it stops (issue 26 item 5)', async () => {
+    const dir = workDir();
+    const port = await freePort();
+    const file = join(dir, 'sigil.json');
+    writeFileSync(file, JSON.stringify({ ...baseConfig(), issuer: 'http://localhost:5999', storage: 'memory' }));
+    const r = run(['start', '--config', file, '--port', String(port), '--host', '127.0.0.1']);
+    running.push(r);
+    await listening(r);
+    expect(r.output()).toContain(`sigil: warning: the issuer http://localhost:5999 names port 5999, but Sigil listens on port ${port}`);
+    r.child.kill('SIGTERM');
+    expect(await r.exited).toBe(0);
+    expect(r.output()).toMatch(/sigil: stopping \(SIGTERM\)\n[^]*sigil: stopped\n$/);
+
+    // Behind a proxy (trustProxy set), or when the ports agree, there is nothing to warn about.
+    const proxied = join(dir, 'proxied.json');
+    writeFileSync(proxied, JSON.stringify({ ...baseConfig(), issuer: 'https://id.example', trustProxy: 1, storage: 'memory' }));
+    const behind = run(['start', '--config', proxied, '--port', String(port), '--host', '127.0.0.1']);
+    running.push(behind);
+    await listening(behind);
+    const same = run(['start', '--config', file, '--port', String(await freePort()), '--host', '127.0.0.1', '--issuer', 'http://127.0.0.1:1']);
+    running.push(same);
+    await listening(same);
+    expect(behind.output()).not.toContain('warning');
+    expect(same.output()).toContain('warning');
+  });
+
+  describe('sigil config (issue 26 item 1)', () => {
+    it('config schema prints the JSON Schema the package ships in dist/sigil.schema.json', async () => {
+      const r = run(['config', 'schema']);
+      running.push(r);
+      expect(await r.exited).toBe(0);
+      const printed = JSON.parse(r.output()) as { properties: Record<string, unknown> };
+      expect(printed).toEqual(JSON.parse(readFileSync(resolve(import.meta.dirname, '../../dist/sigil.schema.json'), 'utf8')));
+      expect(Object.keys(printed.properties)).toEqual(expect.arrayContaining(['$schema', 'issuer', 'clients']));
+    });
+
+    it('config check FILE reports every problem at once with its field path (exit code 2), or that the file is valid', async () => {
+      const dir = workDir();
+      const bad = join(dir, 'bad.json');
+      writeFileSync(bad, JSON.stringify({ port: 'eighty', colour: 'blue', clients: [{ clientId: 'c', clientSecrets: ['s'], allowedGrantTypes: ['client_credential'] }] }));
+      const r = run(['config', 'check', bad]);
+      running.push(r);
+      expect(await r.exited).toBe(2);
+      for (const problem of ['clients[0].allowedGrantTypes[0]: unknown grant type "client_credential"; did you mean "client_credentials"?', 'port: ', 'colour: unknown field'])
+        expect(r.output()).toContain(problem);
+      const good = join(dir, 'good.json');
+      writeFileSync(good, JSON.stringify({ $schema: './node_modules/sigil/dist/sigil.schema.json', ...baseConfig() }));
+      const ok = run(['config', 'check', good]);
+      running.push(ok);
+      expect(await ok.exited).toBe(0);
+      expect(ok.output()).toBe(`${good}: valid\n`);
+    });
+  });
+
+  describe('answers as a command line should (issue 26 item 5)', () => {
+    it('--version prints the package version', async () => {
+      const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+      for (const args of [['--version'], ['-v']]) {
+        const r = run(args);
+        running.push(r);
+        expect(await r.exited).toBe(0);
+        expect(r.output()).toBe(`${version}\n`);
+      }
+    });
+
+    it('<command> --help prints that command\'s usage only', async () => {
+      for (const command of ['start', 'migrate', 'keys', 'users', 'clients', 'config']) {
+        const r = run([command, '--help']);
+        running.push(r);
+        expect(await r.exited).toBe(0);
+        expect(r.output(), command).toMatch(new RegExp(`^usage: sigil ${command} `));
+        for (const other of ['start', 'migrate', 'keys', 'users', 'clients', 'config'].filter((c) => c !== command))
+          expect(r.output(), `${command} --help`).not.toMatch(new RegExp(`sigil ${other} `));
+      }
+      const all = run(['--help']);
+      running.push(all);
+      expect(await all.exited).toBe(0);
+      for (const command of ['start', 'migrate', 'keys', 'users', 'clients', 'config']) expect(all.output()).toContain(`sigil ${command} `);
+    });
+
+    it('an unknown command or option names itself and suggests the closest one, exit code 2', async () => {
+      const cases: [string[], RegExp][] = [
+        [['strat'], /sigil: unknown command "strat"; did you mean "start"\?/],
+        [['bogus'], /sigil: unknown command "bogus"\n/],
+        [['start', '--prot', '6000'], /sigil: unknown option "--prot"; did you mean "--port"\?/],
+        [['users', 'list', '--tennant', 'x'], /sigil: unknown option "--tennant"; did you mean "--tenant"\?/],
+      ];
+      for (const [args, message] of cases) {
+        const r = run(args);
+        running.push(r);
+        expect(await r.exited, args.join(' ')).toBe(2);
+        expect(r.output(), args.join(' ')).toMatch(message);
+        expect(r.output()).toContain('usage: sigil');
+      }
+    });
   });
 
   it('SIGINT also shuts down cleanly', async () => {
@@ -237,6 +338,34 @@ describe('sigil start', () => {
       expect(await flag.exited).toBe(2);
       expect(flag.output()).toContain('usage: sigil');
     });
+  });
+
+  it('takes secrets from $env and $file, and a missing one stops the start naming the field (issue 26 item 2)', async () => {
+    const dir = workDir();
+    writeFileSync(join(dir, 'm2m-secret'), 'secret-from-a-file\n');
+    const config = {
+      ...baseConfig(),
+      storage: { $env: 'SIGIL_TEST_STORAGE' },
+      clients: [{ clientId: 'm2m', clientSecrets: [{ $file: join(dir, 'm2m-secret') }], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }],
+    };
+    const file = join(dir, 'sigil.json');
+    writeFileSync(file, JSON.stringify(config));
+    const port = await freePort();
+    const r = run(['start', '--config', file, '--port', String(port), '--host', '127.0.0.1', '--issuer', `http://127.0.0.1:${port}`], { SIGIL_TEST_STORAGE: 'memory' });
+    running.push(r);
+    const url = await listening(r);
+    const res = await fetch(`${url}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('m2m:secret-from-a-file').toString('base64')}` },
+      body: 'grant_type=client_credentials&scope=api1',
+    });
+    expect(res.status).toBe(200);
+
+    const missing = run(['start', '--config', file, '--port', '0']);
+    running.push(missing);
+    expect(await missing.exited).toBe(2);
+    expect(missing.output()).toContain('storage: environment variable SIGIL_TEST_STORAGE is not set');
+    expect(missing.output()).not.toContain('listening on');
   });
 
   it('reads a YAML config file', async () => {

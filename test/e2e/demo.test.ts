@@ -98,6 +98,32 @@ describe('npm start (examples/start-demo.mjs)', () => {
       cleanup();
     }
   });
+
+  it('--port moves the demo issuer to that port, so discovery and the demo application agree (issue 26 item 5)', async () => {
+    const { dir, cleanup } = tempDir();
+    const [port, rpPort] = [await freePort(), await freePort()];
+    const rpUrl = `http://127.0.0.1:${rpPort}`;
+    const p = run(
+      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--storage', `sqlite:${join(dir, 'sigil.db')}`, '--metrics-port', '0'],
+      { DEMO_RP_URL: rpUrl },
+      /sigil demo: open/,
+    );
+    try {
+      await p.ready;
+      const issuer = `http://localhost:${port}`;
+      expect(p.output()).toContain(`sigil: issuer ${issuer}\n`);
+      expect(p.output()).not.toContain('warning');
+      const discovery = (await (await fetch(`http://127.0.0.1:${port}/.well-known/openid-configuration`)).json()) as { issuer: string; token_endpoint: string };
+      expect(discovery.issuer).toBe(issuer);
+      expect(discovery.token_endpoint).toBe(`${issuer}/connect/token`);
+      const login = await fetch(`${rpUrl}/login`, { redirect: 'manual' });
+      expect(login.status).toBe(303);
+      expect(login.headers.get('location')).toMatch(new RegExp(`^${issuer}/connect/authorize\\?`));
+    } finally {
+      expect(await stop(p)).toBe(0);
+      cleanup();
+    }
+  });
 });
 
 /** Live processes (zombies have no command line) whose command line contains `marker`. */

@@ -78,6 +78,13 @@ describe('admin services over SQLite', () => {
       expect(unknownScope.message).toMatch(/^invalid configuration:\n {2}clients\[\d+\]\.allowedScopes\[0\]: unknown scope "nope"$/);
       const overlong = await refusal(clients.add(m2m('x'.repeat(300))));
       expect(overlong).toMatchObject({ code: 'invalid', message: expect.stringMatching(/clients\[\d+\]\.clientId: /) });
+      // $env/$file belong to the operator's config file: a stored client is data and may not read
+      // the server's environment or files (nor probe which files exist).
+      for (const reference of [{ $file: '/etc/hostname' }, { $env: 'PATH' }])
+        expect(await refusal(clients.add({ ...m2m('x'), clientSecrets: [reference] }))).toMatchObject({
+          code: 'invalid',
+          message: 'a stored client cannot take values from $env or $file',
+        });
       expect(await store.clients.listClients()).toEqual([]);
     });
 

@@ -119,6 +119,20 @@ describe('audit events', () => {
     ]);
   });
 
+  it('success events carry the caller\'s address, user agent and a request id of their own (issue 26 item 5)', async () => {
+    const ua = { 'user-agent': 'audit-test/1.0' };
+    const cc = await postForm(sigil, '/connect/token', { grant_type: 'client_credentials', scope: 'api1' }, ['m2m', 'm2m-secret'], ua);
+    const pw = await postForm(sigil, '/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' }, ['ropc', 'ropc-secret'], ua);
+    await postForm(sigil, '/connect/revocation', { token: remember(cc.json()).access_token }, ['m2m', 'm2m-secret'], ua);
+    remember(pw.json());
+    const successes = [...named('token_issued'), ...named('user_login_succeeded'), ...named('token_revoked')];
+    expect(successes).toHaveLength(4);
+    for (const e of successes) expect(e).toMatchObject({ remoteAddress: '127.0.0.1', userAgent: 'audit-test/1.0', requestId: expect.stringMatching(/^[\w-]{16,}$/) });
+    // One id per request: the password grant's two events share it, the other requests have their own.
+    expect(new Set(successes.map((e) => e.requestId)).size).toBe(3);
+    expect(named('user_login_succeeded')[0]!.requestId).toBe(named('token_issued')[1]!.requestId);
+  });
+
   it('emits no token_revoked when nothing was revoked', async () => {
     const tokens = remember(await passwordTokens(sigil, { scope: 'api1 offline_access' }));
     events = [];

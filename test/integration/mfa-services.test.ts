@@ -21,6 +21,9 @@ import { UserService } from '../../src/users/users.js';
 import { tempDir, testConfig } from '../helpers.js';
 import { totpCode } from '../mfa-helpers.js';
 
+/** A request's origin as the pages pass it (address, user agent, request id). */
+const at = (remoteAddress: string) => ({ remoteAddress, userAgent: 'mfa-services-test', requestId: `req-${remoteAddress}` });
+
 const cfg = resolveConfig(testConfig());
 const dir = tempDir();
 let store: Store;
@@ -58,7 +61,7 @@ const eventsOf = (subjectId: string) => events.filter((e) => e.subjectId === sub
 /** Enrolls an authenticator app for the user from browser `b`; returns the secret and the recovery codes. */
 async function enrolled(subjectId: string, browser = 'b'): Promise<{ secret: string; recoveryCodes: string[] | undefined }> {
   const { secret } = await enrollment.begin(browser, subjectId);
-  const done = await enrollment.confirm(browser, subjectId, totpCode(secret), '192.0.2.1');
+  const done = await enrollment.confirm(browser, subjectId, totpCode(secret), at('192.0.2.1'));
   if (done.outcome !== 'enrolled') throw new Error(`not enrolled: ${done.outcome}`);
   return { secret, recoveryCodes: done.recoveryCodes };
 }
@@ -79,13 +82,13 @@ describe('FactorEnrollment', () => {
     const { secret } = await enrollment.begin('b', subjectId);
     const wrong = String((Number(totpCode(secret)) + 1) % 1_000_000).padStart(6, '0');
     for (const code of [wrong, 'abcdef', '']) {
-      const answer = await enrollment.confirm('b', subjectId, code, '192.0.2.2');
+      const answer = await enrollment.confirm('b', subjectId, code, at('192.0.2.2'));
       expect(answer).toMatchObject({ outcome: 'invalid', setup: { secret } });
     }
     expect(await mfa.listFactors(subjectId)).toEqual([]);
     expect(eventsOf(subjectId)).toEqual(['mfa_failed:totp', 'mfa_failed:totp', 'mfa_failed:totp']);
     // Over the limit even the right code is not checked: nothing is stored.
-    const refused = await enrollment.confirm('b', subjectId, totpCode(secret), '192.0.2.2');
+    const refused = await enrollment.confirm('b', subjectId, totpCode(secret), at('192.0.2.2'));
     expect(refused).toMatchObject({ outcome: 'refused', setup: { secret } });
     expect(refused.outcome === 'refused' && refused.refusal.status).toBe(429);
     expect(refused.outcome === 'refused' && Number(refused.refusal.headers['retry-after'])).toBeGreaterThan(0);
@@ -95,7 +98,7 @@ describe('FactorEnrollment', () => {
   it('stores the factor for a right code, with ten recovery codes for the first one, once', async () => {
     const subjectId = 'u-first';
     const { secret } = await enrollment.begin('b', subjectId);
-    const done = await enrollment.confirm('b', subjectId, totpCode(secret), '192.0.2.3');
+    const done = await enrollment.confirm('b', subjectId, totpCode(secret), at('192.0.2.3'));
     expect(done.outcome).toBe('enrolled');
     const codes = done.outcome === 'enrolled' ? (done.recoveryCodes ?? []) : [];
     expect(codes).toHaveLength(10);
@@ -107,7 +110,7 @@ describe('FactorEnrollment', () => {
     expect(JSON.stringify(factors)).not.toContain(codes[0]?.replace('-', ''));
     expect(eventsOf(subjectId)).toEqual(['mfa_enrolled:totp', `mfa_enrolled:${RECOVERY_KIND}`]);
     // The enrollment is over: the same code again finds none.
-    expect(await enrollment.confirm('b', subjectId, totpCode(secret), '192.0.2.3')).toEqual({ outcome: 'expired' });
+    expect(await enrollment.confirm('b', subjectId, totpCode(secret), at('192.0.2.3'))).toEqual({ outcome: 'expired' });
     // A second app while unused recovery codes remain makes no new ones.
     expect((await enrolled(subjectId, 'other')).recoveryCodes).toBeUndefined();
     expect((await mfa.listFactors(subjectId)).filter((f) => f.kind === RECOVERY_KIND)).toHaveLength(10);
@@ -122,18 +125,18 @@ describe('FactorEnrollment', () => {
   });
 
   it('renews recovery codes only for a user with a second factor, and removes them with the last one', async () => {
-    expect(await enrollment.renewRecoveryCodes('u-nothing')).toBeUndefined();
+    expect(await enrollment.renewRecoveryCodes('u-nothing', at('192.0.2.1'))).toBeUndefined();
     const subjectId = 'u-remove';
     const first = await enrolled(subjectId);
-    const renewed = await enrollment.renewRecoveryCodes(subjectId);
+    const renewed = await enrollment.renewRecoveryCodes(subjectId, at('192.0.2.1'));
     expect(renewed).toHaveLength(10);
     expect(renewed).not.toContain(first.recoveryCodes?.[0]);
     const totp = (await mfa.listFactors(subjectId)).find((f) => f.kind === 'totp');
     const recovery = (await mfa.listFactors(subjectId)).find((f) => f.kind === RECOVERY_KIND);
     // Recovery codes go as a set, never one by one; another user's factor is not this user's.
-    expect(await enrollment.removeFactor(subjectId, recovery?.id ?? '')).toBe(false);
-    expect(await enrollment.removeFactor('u-first', totp?.id ?? '')).toBe(false);
-    expect(await enrollment.removeFactor(subjectId, totp?.id ?? '')).toBe(true);
+    expect(await enrollment.removeFactor(subjectId, recovery?.id ?? '', at('192.0.2.1'))).toBe(false);
+    expect(await enrollment.removeFactor('u-first', totp?.id ?? '', at('192.0.2.1'))).toBe(false);
+    expect(await enrollment.removeFactor(subjectId, totp?.id ?? '', at('192.0.2.1'))).toBe(true);
     expect(await mfa.listFactors(subjectId)).toEqual([]);
     expect(eventsOf(subjectId).slice(-2)).toEqual(['mfa_removed:totp', `mfa_removed:${RECOVERY_KIND}`]);
   });
@@ -144,7 +147,7 @@ describe('SecondStepService', () => {
     const subjectId = 'u-codes';
     const { secret, recoveryCodes } = await enrolled(subjectId);
     const code = recoveryCodes?.[0] ?? '';
-    const from = { address: '192.0.2.4', clientId: 'c1' };
+    const from = { origin: at('192.0.2.4'), clientId: 'c1' };
     expect(await secondStep.verifyCode(subjectId, code.toUpperCase(), from)).toEqual({ outcome: 'verified', kind: RECOVERY_KIND });
     expect(await secondStep.verifyCode(subjectId, code, from)).toEqual({ outcome: 'invalid' });
     // The enrollment spent the current step; the next one is within the window, once.
@@ -156,17 +159,20 @@ describe('SecondStepService', () => {
       ['mfa_succeeded', 'totp', 'c1'],
       ['mfa_failed', undefined, 'c1'],
     ]);
+    // Successes and failures carry the request's origin for the audit line (address, user agent, request id).
+    for (const e of events.filter((e) => e.subjectId === subjectId && e.endpoint === 'mfa'))
+      expect(e).toMatchObject({ remoteAddress: '192.0.2.4', userAgent: 'mfa-services-test', requestId: 'req-192.0.2.4' });
   });
 
   it('stops checking codes at the failure limit, per user and address', async () => {
     const subjectId = 'u-limit';
     const { secret } = await enrolled(subjectId);
-    const from = { address: '192.0.2.5' };
+    const from = { origin: at('192.0.2.5') };
     for (let i = 0; i < MAX_FAILURES; i++) expect(await secondStep.verifyCode(subjectId, '000000x', from)).toEqual({ outcome: 'invalid' });
     const refused = await secondStep.verifyCode(subjectId, totpCode(secret, 1), from);
     expect(refused.outcome).toBe('refused');
     // The code was not spent: from another address it still signs in.
-    expect(await secondStep.verifyCode(subjectId, totpCode(secret, 1), { address: '192.0.2.6' })).toEqual({ outcome: 'verified', kind: 'totp' });
+    expect(await secondStep.verifyCode(subjectId, totpCode(secret, 1), { origin: at('192.0.2.6') })).toEqual({ outcome: 'verified', kind: 'totp' });
   });
 
   it('decides the step after the password and marks only an enroll decision on the pending sign-in', async () => {

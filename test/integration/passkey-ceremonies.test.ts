@@ -29,7 +29,7 @@ let alice: User;
 const events: SigilEvent[] = [];
 const MAX_FAILURES = 2;
 const key = new SoftAuthenticator(ISSUER, false);
-const from = { address: '192.0.2.7' };
+const from = { origin: { remoteAddress: '192.0.2.7', userAgent: 'passkey-test', requestId: 'req-1' } };
 
 /** The ceremonies over the store, with WebAuthn `enabled` or not. */
 function ceremoniesOf(users: UserService, enabled: boolean): PasskeyCeremonies {
@@ -64,14 +64,14 @@ async function started(browser: string): Promise<string> {
 async function assertion(cookie: string, browser: string): Promise<unknown> {
   const pending = await ceremonies.step(cookie, () => browser);
   if (!pending) throw new Error('no live step');
-  return key.authenticate(await ceremonies.stepOptions(pending, from.address));
+  return key.authenticate(await ceremonies.stepOptions(pending, from.origin.remoteAddress));
 }
 
 describe('PasskeyCeremonies', () => {
   it('has no security key step for a user without a credential, nor while WebAuthn is off', async () => {
     expect(await ceremonies.startStep(alice, 'b', undefined, {})).toBeUndefined();
-    const options = await ceremonies.registrationOptions(alice, 'security-key', 'b', from.address);
-    expect(await ceremonies.register(alice.subjectId, 'security-key', key.register(options), 'b', 'My key', from.address)).toBe(true);
+    const options = await ceremonies.registrationOptions(alice, 'security-key', 'b', from.origin.remoteAddress);
+    expect(await ceremonies.register(alice.subjectId, 'security-key', key.register(options), 'b', 'My key', from.origin)).toBe(true);
     expect((await ceremonies.list(alice.subjectId)).map((c) => [c.kind, c.name])).toEqual([['security-key', 'My key']]);
     expect(events.map((e) => `${e.name}:${e.factor}`)).toEqual(['webauthn_registered:security-key']);
     const off = ceremoniesOf(await UserService.create(cfg.users, store.users), false);
@@ -101,14 +101,14 @@ describe('PasskeyCeremonies', () => {
     expect(first).toMatchObject({ outcome: 'signed-in', user: { subjectId: '1' }, amr: ['pwd', 'hwk', 'mfa'] });
     expect(await ceremonies.step(cookie, () => 'b3')).toBeUndefined();
     // The same step answered again (a fresh, valid assertion) does not sign in a second time.
-    const options = await ceremonies.stepOptions(pending!, from.address);
+    const options = await ceremonies.stepOptions(pending!, from.origin.remoteAddress);
     expect(await ceremonies.completeStep(cookie, pending!, key.authenticate(options), from)).toEqual({ outcome: 'used' });
   });
 
   it('counts refused assertions against the limits of the user, then refuses before checking', async () => {
     const cookie = await started('b4');
     const pending = await ceremonies.step(cookie, () => 'b4');
-    const bent = async () => key.authenticate(await ceremonies.stepOptions(pending!, from.address), undefined, { origin: 'https://evil.example' });
+    const bent = async () => key.authenticate(await ceremonies.stepOptions(pending!, from.origin.remoteAddress), undefined, { origin: 'https://evil.example' });
     const before = events.length;
     for (let i = 0; i < MAX_FAILURES; i++) expect(await ceremonies.completeStep(cookie, pending!, await bent(), from)).toEqual({ outcome: 'failed' });
     expect(events.slice(before).map((e) => [e.name, e.error])).toEqual([
@@ -123,10 +123,10 @@ describe('PasskeyCeremonies', () => {
 
   it('removes only the user\'s own credential, once', async () => {
     const [credential] = await ceremonies.list(alice.subjectId);
-    expect(await ceremonies.remove('someone-else', credential?.id ?? '', from.address)).toBe(false);
-    expect(await ceremonies.remove(alice.subjectId, 'x'.repeat(1401), from.address)).toBe(false);
-    expect(await ceremonies.remove(alice.subjectId, credential?.id ?? '', from.address)).toBe(true);
-    expect(await ceremonies.remove(alice.subjectId, credential?.id ?? '', from.address)).toBe(false);
+    expect(await ceremonies.remove('someone-else', credential?.id ?? '', from.origin)).toBe(false);
+    expect(await ceremonies.remove(alice.subjectId, 'x'.repeat(1401), from.origin)).toBe(false);
+    expect(await ceremonies.remove(alice.subjectId, credential?.id ?? '', from.origin)).toBe(true);
+    expect(await ceremonies.remove(alice.subjectId, credential?.id ?? '', from.origin)).toBe(false);
     expect(events.at(-1)).toMatchObject({ name: 'webauthn_removed', subjectId: '1', factor: 'security-key' });
   });
 });

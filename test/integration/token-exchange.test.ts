@@ -435,6 +435,12 @@ describe('extension grants', () => {
   const grant = (params: Record<string, string>, client: BasicCredentials = CUSTOM) =>
     tokenRequest(sigil, { grant_type: 'urn:example:custom', ...params }, client);
 
+  it('the same client without the grant registered is refused at load, naming the field (issue 26 item 1)', async () => {
+    await expect(startSigil({ clients: [{ clientId: 'custom', clientSecrets: ['s'], allowedGrantTypes: ['urn:example:custom'] }] })).rejects.toThrow(
+      /clients\[0\]\.allowedGrantTypes\[0\]: unknown grant type "urn:example:custom"/,
+    );
+  });
+
   it('issues tokens for a user to a client that lists the grant', async () => {
     const res = await grant({ custom_credential: '1', scope: 'api1 offline_access' });
     expect(res.statusCode).toBe(200);

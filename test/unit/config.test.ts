@@ -6,6 +6,7 @@ import { stringify as toYaml } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../../src/config/loader.js';
 import { secretDigest, sha256 } from '../../src/crypto/handles.js';
+import { parseStorageUrl } from '../../src/stores/sql.js';
 import { tempDir, testConfig } from '../helpers.js';
 
 /** The problems of a config that must not resolve. */
@@ -317,5 +318,104 @@ describe('readConfigFile, parsePort, overridesFromEnv', () => {
     expect(overridesFromEnv({ PORT: '8080', SIGIL_ISSUER: 'https://i.example', SIGIL_STORAGE: 'memory' })).toEqual({ port: 8080, issuer: 'https://i.example', storage: 'memory' });
     expect(overridesFromEnv({ PORT: '', SIGIL_ISSUER: '' })).toEqual({});
     expect(() => overridesFromEnv({ PORT: 'abc' })).toThrow(/PORT/);
+  });
+});
+
+describe('resolveConfig: secrets from the environment or a file (issue 26 item 2)', () => {
+  const { dir, cleanup } = tempDir();
+  afterAll(cleanup);
+
+  it('takes any string value from { "$env": NAME } or { "$file": PATH } (one trailing newline dropped)', () => {
+    writeFileSync(join(dir, 'idp-secret'), 'upstream-secret\n');
+    const env = { SIGIL_TEST_STORAGE: 'memory', SIGIL_TEST_CLIENT_SECRET: 'from-env' };
+    const cfg = resolveConfig(
+      {
+        storage: { $env: 'SIGIL_TEST_STORAGE' },
+        clients: [cc({ clientSecrets: [{ $env: 'SIGIL_TEST_CLIENT_SECRET' }] })],
+        identityProviders: [{ name: 'up', authority: 'https://up.example', clientId: 'sigil', clientSecret: { $file: join(dir, 'idp-secret') } }],
+      },
+      {},
+      { env },
+    );
+    expect(cfg.storage).toBe('memory');
+    expect(cfg.clients[0]!.clientSecrets).toEqual(['from-env']);
+    expect(cfg.identityProviders[0]!.clientSecret).toBe('upstream-secret');
+  });
+
+  it('a missing variable or file stops the load, naming the field path', () => {
+    expect(problems({ clients: [cc({ clientSecrets: [{ $env: 'SIGIL_TEST_UNSET' }] })] }, {})).toEqual([
+      'clients[0].clientSecrets[0]: environment variable SIGIL_TEST_UNSET is not set',
+    ]);
+    expect(problems({ storage: { $file: join(dir, 'absent') } })).toEqual([`storage: cannot read file ${join(dir, 'absent')}: ENOENT`]);
+    // A reference object with anything else in it is no reference: the schema refuses it as usual.
+    expect(problems({ storage: { $env: 'X', other: 1 } })[0]).toMatch(/^storage: /);
+  });
+
+  it('a value taken from a secret never appears in an error message', () => {
+    const value = 'very secret value 4711';
+    writeFileSync(join(dir, 'wrong'), value);
+    const env = { SIGIL_TEST_WRONG: value };
+    const cases: unknown[] = [
+      { issuer: { $env: 'SIGIL_TEST_WRONG' } },
+      { trustProxy: { $env: 'SIGIL_TEST_WRONG' } },
+      { clients: [cc({ clientSecrets: [{ $file: join(dir, 'wrong') }], requireClientSecret: false })] },
+      { identityProviders: [{ name: { $env: 'SIGIL_TEST_WRONG' }, authority: 'https://up.example', clientId: 'x' }] },
+      // A rule about two fields quotes the value at another path.
+      { clients: [cc({ clientId: { $env: 'SIGIL_TEST_WRONG' } }), cc({ clientId: { $env: 'SIGIL_TEST_WRONG' } })] },
+      { clients: [cc({ clientSecrets: ['sha256:' + value] })].map((c) => ({ ...c, clientSecrets: [{ $env: 'SIGIL_TEST_SHA' }] })) },
+    ];
+    for (const raw of cases) {
+      let message = '';
+      try {
+        resolveConfig(raw, {}, { env: { ...env, SIGIL_TEST_SHA: 'sha256:' + value } });
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        message = (err as ConfigError).message;
+      }
+      expect(message, JSON.stringify(raw)).toMatch(/invalid configuration/);
+      expect(message).not.toContain(value);
+    }
+  });
+
+  it('an unusable storage URL is refused without quoting it (it may hold a password)', () => {
+    expect(() => parseStorageUrl('mysql://sigil:db-password-17@db/sigil')).toThrow(/^storage: unsupported URL/);
+    expect(() => parseStorageUrl('mysql://sigil:db-password-17@db/sigil')).not.toThrow(/db-password-17/);
+  });
+});
+
+describe('resolveConfig: grant type names (issue 26 item 1)', () => {
+  it('refuses a name that is neither built in nor a registered extension grant, suggesting the closest', () => {
+    expect(problems({ clients: [cc({ allowedGrantTypes: ['client_credential'] })] })).toEqual([
+      'clients[0].allowedGrantTypes[0]: unknown grant type "client_credential"; did you mean "client_credentials"?',
+    ]);
+    expect(problems({ clients: [cc({ allowedGrantTypes: ['client_credentials', 'urn:example:grant'] })] })).toEqual([
+      'clients[0].allowedGrantTypes[1]: unknown grant type "urn:example:grant" (neither built in nor a registered extension grant)',
+    ]);
+  });
+
+  it('accepts the extension grants the library user registers, and still suggests for their typos', () => {
+    const extensionGrants = ['urn:example:grant'];
+    expect(resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grant'] })] }, {}, { extensionGrants }).clients[0]!.allowedGrantTypes).toEqual(['urn:example:grant']);
+    expect(() => resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grnat'] })] }, {}, { extensionGrants })).toThrow(/did you mean "urn:example:grant"/);
+  });
+
+  it('reports the cross-field rules together with type errors in other fields (issue 26 item 1)', () => {
+    expect(problems({ port: 'eighty', colour: 'blue', clients: [cc({ allowedScopes: ['nope'] })] })).toEqual([
+      'port: Invalid input: expected number, received string',
+      'colour: unknown field',
+      'clients[0].allowedScopes[0]: unknown scope "nope"',
+    ]);
+    // A rule of one field (a malformed sha256: secret) does not hide the rules across fields either.
+    expect(problems({ clients: [cc({ clientSecrets: ['sha256:abc'] }), cc({ clientId: 'd', allowedScopes: ['nope'] })] })).toEqual([
+      'clients[0].clientSecrets[0]: a "sha256:" secret must be the base64 of 32 bytes',
+      'clients[1].allowedScopes[0]: unknown scope "nope"',
+    ]);
+  });
+
+  it('reports a grant type typo together with the type errors of the same file', () => {
+    expect(problems({ port: 'eighty', clients: [cc({ allowedGrantTypes: ['pasword'] })] })).toEqual([
+      'clients[0].allowedGrantTypes[0]: unknown grant type "pasword"; did you mean "password"?',
+      'port: Invalid input: expected number, received string',
+    ]);
   });
 });
