@@ -14,7 +14,7 @@
  * across nodes.
  */
 import { createRequire } from 'node:module';
-import type { Redis } from 'ioredis';
+import type { ChainableCommander, Redis } from 'ioredis';
 import { OAuthError } from '../protocol/errors.js';
 import { sha256 } from '../crypto/handles.js';
 
@@ -67,12 +67,15 @@ export class RedisFailureCounters implements FailureCounterStore {
     // Loaded here, not at start: a node without Redis never pays for the module (issue 13, cold start).
     const { Redis: Client } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
     this.redis = new Client(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+    // A lost connection reaches the callers as failed commands (503, logged with the request);
+    // without a listener ioredis would print every reconnect failure as an unhandled error.
+    this.redis.on('error', () => {});
   }
 
   async read(keys: readonly string[], now: number): Promise<Map<string, FailureWindow>> {
     const pipeline = this.redis.pipeline();
     for (const key of keys) pipeline.get(prefix(key)).pttl(prefix(key));
-    const results = (await pipeline.exec()) ?? [];
+    const results = await answered(pipeline);
     const out = new Map<string, FailureWindow>();
     keys.forEach((key, i) => {
       const count = Number(results[2 * i]?.[1] ?? 0);
@@ -85,12 +88,41 @@ export class RedisFailureCounters implements FailureCounterStore {
   async increment(keys: readonly string[], windowMs: number): Promise<void> {
     const pipeline = this.redis.pipeline();
     for (const key of keys) pipeline.incr(prefix(key)).pexpire(prefix(key), windowMs, 'NX');
-    await pipeline.exec();
+    await answered(pipeline);
   }
 
   async close(): Promise<void> {
     await this.redis.quit();
   }
+}
+
+/**
+ * The answers of a Redis pipeline, or, when Redis cannot be reached or a command failed, a 503
+ * `temporarily_unavailable` with `Retry-After: 1` (RFC 9110 §15.6.4): a credential is never
+ * checked, and a failure never goes uncounted, without the shared limits (fail closed). The reason
+ * stays in the error's message, which the server's log records; the caller sees a generic text.
+ */
+async function answered(pipeline: ChainableCommander): Promise<[Error | null, unknown][]> {
+  let results: [Error | null, unknown][] | null;
+  try {
+    results = await pipeline.exec();
+  } catch (err) {
+    throw countersUnavailable(`failure counters: Redis did not answer (${(err as Error).message})`);
+  }
+  const failed = results?.find(([err]) => err !== null)?.[0];
+  if (!results || failed) throw countersUnavailable(`failure counters: Redis did not answer (${failed?.message ?? 'no reply'})`);
+  return results;
+}
+
+/**
+ * The error of a counter store that cannot answer (Redis, or the primary of `--workers`): 503
+ * `temporarily_unavailable` with `Retry-After: 1` and a generic description; `reason` becomes the
+ * error's message, for the log.
+ */
+export function countersUnavailable(reason: string): OAuthError {
+  const err = new OAuthError('temporarily_unavailable', 'the failure limits cannot be checked right now, retry later', 503, { 'retry-after': '1' });
+  err.message = reason;
+  return err;
 }
 
 function prefix(key: string): string {

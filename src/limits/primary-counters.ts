@@ -6,8 +6,7 @@
  * is one message and one answer, matched by a request id; the primary handles messages one at a
  * time, so every `read` and `increment` is atomic as in Redis.
  */
-import { OAuthError } from '../protocol/errors.js';
-import { type FailureCounterStore, type FailureWindow } from './failure-limiter.js';
+import { countersUnavailable, type FailureCounterStore, type FailureWindow } from './failure-limiter.js';
 
 /** A worker's question to the primary. `now` is the worker's Unix milliseconds. */
 export type CounterRequest =
@@ -76,7 +75,7 @@ export class PrimaryFailureCounters implements FailureCounterStore {
     for (const [id, call] of this.pending) {
       this.pending.delete(id);
       clearTimeout(call.timer);
-      call.reject(unavailable('failure counters: closed'));
+      call.reject(countersUnavailable('failure counters: closed'));
     }
   }
 
@@ -88,25 +87,14 @@ export class PrimaryFailureCounters implements FailureCounterStore {
         clearTimeout(timer);
         reject(err);
       };
-      const timer = setTimeout(() => fail(unavailable(`failure counters: the primary process did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      const timer = setTimeout(() => fail(countersUnavailable(`failure counters: the primary process did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
       timer.unref();
       this.pending.set(id, { resolve, reject, timer });
       this.channel.send?.({ sigil: 'counters', id, ...request } as CounterRequest, undefined, undefined, (err) => {
-        if (err) fail(unavailable(`failure counters: cannot reach the primary process (${err.message})`));
+        if (err) fail(countersUnavailable(`failure counters: cannot reach the primary process (${err.message})`));
       });
     });
   }
-}
-
-/**
- * The error of a call that got no answer: 503 `temporarily_unavailable` (RFC 6749 §4.1.2.1 names
- * the code; RFC 9110 §15.6.4 the status) with a generic description for the caller; `reason`
- * stays in the error's message, which the server's log records.
- */
-function unavailable(reason: string): OAuthError {
-  const err = new OAuthError('temporarily_unavailable', 'the failure limits cannot be checked right now, retry later', 503, { 'retry-after': '1' });
-  err.message = reason;
-  return err;
 }
 
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;

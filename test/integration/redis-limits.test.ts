@@ -32,6 +32,45 @@ describe('failure limits shared through Redis', () => {
     }
   });
 
+  it('fails closed when Redis cannot be reached: 503 with Retry-After before a credential is checked, and a failure is never left uncounted', async () => {
+    // Port 1 on loopback: nothing listens, every connection is refused.
+    const limiter = new FailureLimiter(
+      { maxFailures: 3, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 3, maxDelaySeconds: 5 },
+      new RedisFailureCounters('redis://127.0.0.1:1'),
+    );
+    const attempt = { address: 'test-down', identity: 'client:down', identityWide: true };
+    try {
+      const unavailable = { code: 'temporarily_unavailable', status: 503, headers: { 'retry-after': '1' } };
+      await expect(limiter.before(attempt)).rejects.toMatchObject(unavailable);
+      await expect(limiter.failed(attempt)).rejects.toMatchObject(unavailable);
+    } finally {
+      await limiter.counters.close().catch(() => {});
+    }
+  });
+
+  it('a provider whose Redis is down answers 503 temporarily_unavailable at the token endpoint, never a token or a 401 without limits', async () => {
+    const sigil = await startSigil(
+      { clients: [{ clientId: 'down', clientSecrets: ['right'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }] },
+      { redisUrl: 'redis://127.0.0.1:1' },
+    );
+    try {
+      for (const secret of ['wrong', 'right']) {
+        const res = await sigil.app.inject({
+          method: 'POST',
+          url: '/connect/token',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('down', secret) },
+          payload: form({ grant_type: 'client_credentials', scope: 'api1' }),
+        });
+        expect(res.statusCode).toBe(503);
+        expect(res.headers['retry-after']).toBe('1');
+        expect(res.json()).toMatchObject({ error: 'temporarily_unavailable' });
+        expect(res.body).not.toContain('Redis');
+      }
+    } finally {
+      await sigil.close();
+    }
+  });
+
   describe('two providers on one Redis', () => {
     let nodeA: Awaited<ReturnType<typeof startSigil>>;
     let nodeB: Awaited<ReturnType<typeof startSigil>>;
