@@ -25,7 +25,7 @@
  */
 import type { Client } from '../clients/registry.js';
 import { type SecondStep, sessionHasMfa } from '../mfa/factors.js';
-import { ACR_MFA, achievedAcr, acrMeets, attainableAcrs, preferredAcr, requestsMfa } from '../users/acr.js';
+import { ACR_MFA, type AcrSession, achievedAcr, acrMeets, attainableAcrs, metAcrs, preferredAcr, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
 import { type AuthorizeRequest, isNativeRedirect } from '../validation/authorize-request.js';
@@ -118,17 +118,17 @@ export function decide(
   // OIDC Core §3.1.2.1: acr is returned when asked for: the most preferred requested value the
   // sign-in meets, else the class actually achieved (the upstream's own, when it sent one).
   const achieved = achievedAcr(session);
-  return { kind: 'issue', scopes, acr: preferredAcr(achieved, [...(req.essentialAcr ?? []), ...req.acr.acr]) ?? session.upstreamAcr ?? achieved };
+  return { kind: 'issue', scopes, acr: preferredAcr(session, [...(req.essentialAcr ?? []), ...req.acr.acr]) ?? session.upstreamAcr ?? achieved };
 }
 
 /**
- * Whether MFA is needed of a sign-in that achieved `achieved` (users/acr.ts): the client's or the
+ * Whether MFA is needed of a sign-in (`session`: its `idp` and `amr`, users/acr.ts): the client's or the
  * server's policy (`MfaService.requiredFor`: `requireMfa`, `mfa.required`), or the request's
  * `acr_values` or essential `acr` (`requestsMfa`). Ask `MfaService.nextStep` with it.
  * @param request the plain `acr_values` and the essential `acr` values of the request
  */
-export function mfaRequired(policy: boolean, achieved: string, request: { acrValues: readonly string[]; essentialAcr?: readonly unknown[] | undefined }): boolean {
-  return policy || requestsMfa(achieved, request.acrValues, request.essentialAcr);
+export function mfaRequired(policy: boolean, session: AcrSession, request: { acrValues: readonly string[]; essentialAcr?: readonly unknown[] | undefined }): boolean {
+  return policy || requestsMfa(session, request.acrValues, request.essentialAcr);
 }
 
 /**
@@ -196,9 +196,9 @@ export function essentialAcrOutcome(
   const attainable = attainableAcrs(client.enableLocalLogin, facts.upstreams.length);
   if (!wanted.some((v) => attainable.some((a) => acrMeets(a, v)))) return 'unmet';
   if (!session) return 'sign-in';
-  if (wanted.some((v) => acrMeets(achievedAcr(session), v))) return 'met';
+  if (wanted.some((v) => metAcrs(session).includes(v as string))) return 'met';
   // A second factor is added by step-up (see decide), not by signing in anew.
-  if (wanted.some((v) => acrMeets(ACR_MFA, v)) && (session.idp === 'local' || sessionHasMfa(session))) return 'met';
+  if (wanted.includes(ACR_MFA) && (session.idp === 'local' || sessionHasMfa(session))) return 'met';
   return signedInForRequest(session, facts.pending) ? 'unmet' : 'sign-in';
 }
 

@@ -25,10 +25,11 @@ export async function decisionFacts(
   pending: Interaction | undefined,
 ): Promise<DecisionFacts> {
   const live = session && user?.isActive ? session : undefined;
-  const required = live ? mfaRequired(ctx.mfa.requiredFor(req.client), achievedAcr(live), { acrValues: req.acr.acr, essentialAcr: req.essentialAcr }) : false;
-  const remembered = live && req.client.requireConsent ? await ctx.store.records.consents.remembered(live.subjectId, req.client.clientId) : undefined;
+  const required = live ? mfaRequired(ctx.mfa.requiredFor(req.client), live, { acrValues: req.acr.acr, essentialAcr: req.essentialAcr }) : false;
+  const now = nowSeconds();
+  const remembered = live && req.client.requireConsent ? await ctx.store.records.consents.remembered(live.subjectId, req.client.clientId, now) : undefined;
   return {
-    now: nowSeconds(),
+    now,
     upstreams: ctx.upstream.allowedFor(req.client.identityProviderRestrictions).map((p) => p.name),
     secondStep: live ? await secondStep(ctx, live, required) : 'none',
     freshSignInSeconds: ctx.mfa.config.freshSignInSeconds,

@@ -53,7 +53,7 @@ export class SecondStepService {
    */
   async afterFirstFactor(browser: string, pending: PendingSignIn, interaction: Interaction | undefined): Promise<SecondStep> {
     const client = interaction ? this.clients.get(interaction.request.clientId) : undefined;
-    const requested = interaction ? requestsMfa(achievedAcr(pending), interaction.request.acrValues, interaction.request.essentialAcr) : false;
+    const requested = interaction ? requestsMfa(pending, interaction.request.acrValues, interaction.request.essentialAcr) : false;
     const step = await this.mfa.nextStep(pending.subjectId, this.mfa.requiredFor(client) || requested);
     if (step !== 'none') await this.mfa.savePending(browser, { ...pending, ...(step === 'enroll' ? { enroll: true as const } : {}) });
     return step;

@@ -13,7 +13,8 @@
  *   vouches for the link, not for how strongly the upstream authenticated the user.
  * - `urn:sigil:acr:mfa` (`ACR_MFA`): a second factor after the first (TOTP, a recovery code, or
  *   another kind of `FACTOR_KINDS` in src/mfa/factors.ts), or an upstream sign-in whose `amr`
- *   says `mfa`. It meets a request for `urn:sigil:acr:password` too (`ACR_SATISFIES`).
+ *   says `mfa`. It also meets a request for the class of its first factor (`metAcrs`): password
+ *   after a password at Sigil, federated after an upstream sign-in, never the other one.
  * `acr_values` is a voluntary list in order of preference (OIDC Core §3.1.2.1), and so are the
  * values of an essential `acr` in the `claims` parameter (§5.5.1.1), which must be met: a sign-in
  * that meets any listed value takes no further step, and the token says the most preferred value
@@ -51,27 +52,46 @@ export function achievedAcr(session: { idp: string; amr?: readonly string[] }): 
   return session.idp === 'local' ? ACR_PASSWORD : ACR_FEDERATED;
 }
 
+/** What the `acr` rules read of a sign-in: where its first factor was (`idp`) and its `amr`. */
+export interface AcrSession {
+  /** "local" for Sigil's own login, else the upstream provider's name. */
+  idp: string;
+  amr?: readonly string[];
+}
+
 /**
- * Whether a request asks a sign-in that achieved `achieved` for MFA (step-up): `acr_values`, or
- * an essential `acr`, lists no value `achieved` meets and one that MFA meets (OIDC Core
- * §3.1.2.1, §5.5.1.1). A list with a met value asks for nothing more.
- * @param achieved the class of the sign-in so far (`achievedAcr`)
+ * The classes a sign-in meets: the class of its first factor (password at Sigil, or federated),
+ * and MFA on top of it when its `amr` has `mfa`. An upstream's MFA never meets the password
+ * class: it says nothing about the user's Sigil password.
+ */
+export function metAcrs(session: AcrSession): string[] {
+  const first = session.idp === 'local' ? ACR_PASSWORD : ACR_FEDERATED;
+  return session.amr?.includes('mfa') ? [ACR_MFA, first] : [first];
+}
+
+/**
+ * Whether a request asks a sign-in for MFA (step-up): `acr_values`, or an essential `acr`, lists
+ * no value the sign-in meets (`metAcrs`) and lists MFA (OIDC Core §3.1.2.1, §5.5.1.1). A list
+ * with a met value asks for nothing more.
+ * @param session the sign-in so far (its `idp` and `amr`)
  * @param acrValues the plain values of `acr_values` (without `idp:` / `tenant:`)
  * @param essential the values of an essential `acr` claim request, if any
  */
-export function requestsMfa(achieved: string, acrValues: readonly string[], essential: readonly unknown[] | undefined): boolean {
-  const asksMfa = (values: readonly unknown[]) => !values.some((v) => acrMeets(achieved, v)) && values.some((v) => acrMeets(ACR_MFA, v));
+export function requestsMfa(session: AcrSession, acrValues: readonly string[], essential: readonly unknown[] | undefined): boolean {
+  const met = metAcrs(session);
+  const asksMfa = (values: readonly unknown[]) => !values.some((v) => met.includes(v as string)) && values.includes(ACR_MFA);
   return asksMfa(acrValues) || (essential !== undefined && asksMfa(essential));
 }
 
 /**
- * The `acr` to assert for a sign-in that achieved `achieved`: the first of the requested values,
- * in order of preference, that it meets (OIDC Core §3.1.2.1 `acr_values`, §5.5.1.1 `values`);
- * undefined when it meets none (the caller then asserts what was achieved).
+ * The `acr` to assert for a sign-in: the first of the requested values, in order of preference,
+ * that it meets (`metAcrs`; OIDC Core §3.1.2.1 `acr_values`, §5.5.1.1 `values`); undefined when
+ * it meets none (the caller then asserts what was achieved).
  * @param requested the essential `acr` values, then the plain values of `acr_values`
  */
-export function preferredAcr(achieved: string, requested: readonly unknown[]): string | undefined {
-  return requested.find((v): v is string => typeof v === 'string' && acrMeets(achieved, v));
+export function preferredAcr(session: AcrSession, requested: readonly unknown[]): string | undefined {
+  const met = metAcrs(session);
+  return requested.find((v): v is string => typeof v === 'string' && met.includes(v));
 }
 
 /** Whether an achieved class meets a requested value (the same class, or a stronger one per `ACR_SATISFIES`). */

@@ -59,35 +59,48 @@ describe('parseAcrValues', () => {
 
 describe('acr values in order of preference', () => {
   const classes = fc.constantFrom(ACR_PASSWORD, ACR_FEDERATED, ACR_MFA, 'urn:example:gold');
-  const achievable = fc.constantFrom(ACR_PASSWORD, ACR_FEDERATED, ACR_MFA);
-  /** The table of users/acr.ts, stated again: MFA also meets a request for the password class. */
-  const meets = (achieved: string, v: string) => v === achieved || (achieved === ACR_MFA && v === ACR_PASSWORD);
+  const LOCAL = { idp: 'local', amr: ['pwd'] };
+  const LOCAL_MFA = { idp: 'local', amr: ['pwd', 'otp', 'mfa'] };
+  const UPSTREAM = { idp: 'corp', amr: ['pwd'] };
+  const UPSTREAM_MFA = { idp: 'corp', amr: ['hwk', 'mfa'] };
+  const sessions = fc.constantFrom(LOCAL, LOCAL_MFA, UPSTREAM, UPSTREAM_MFA);
+  /** The rule of users/acr.ts, stated again: a sign-in meets its first factor's class, and MFA when it has it. */
+  const meets = (session: { idp: string; amr: string[] }, v: unknown) =>
+    v === (session.idp === 'local' ? ACR_PASSWORD : ACR_FEDERATED) || (session.amr.includes('mfa') && v === ACR_MFA);
 
   it('every class listed: no step-up after a password or an upstream sign-in, and acr is the first class met', () => {
     const all = [ACR_PASSWORD, ACR_FEDERATED, ACR_MFA];
-    for (const achieved of all) {
-      expect(requestsMfa(achieved, all, undefined)).toBe(false);
-      expect(preferredAcr(achieved, all)).toBe(achieved === ACR_MFA ? ACR_PASSWORD : achieved);
-    }
+    for (const session of [LOCAL, LOCAL_MFA, UPSTREAM, UPSTREAM_MFA]) expect(requestsMfa(session, all, undefined)).toBe(false);
+    expect(preferredAcr(LOCAL, all)).toBe(ACR_PASSWORD);
+    expect(preferredAcr(LOCAL_MFA, all)).toBe(ACR_PASSWORD);
+    expect(preferredAcr(UPSTREAM, all)).toBe(ACR_FEDERATED);
+    expect(preferredAcr(UPSTREAM_MFA, all)).toBe(ACR_FEDERATED);
   });
 
-  it('asks for MFA exactly when no value is met and MFA meets one, for acr_values and an essential acr alike', () => {
+  it("an upstream's MFA never meets the password class: it says nothing about the user's Sigil password", () => {
+    expect(preferredAcr(UPSTREAM_MFA, [ACR_PASSWORD])).toBeUndefined();
+    expect(preferredAcr(UPSTREAM_MFA, [ACR_PASSWORD, ACR_MFA])).toBe(ACR_MFA);
+    expect(preferredAcr(UPSTREAM_MFA, [ACR_FEDERATED])).toBe(ACR_FEDERATED);
+    expect(preferredAcr(LOCAL_MFA, [ACR_FEDERATED])).toBeUndefined();
+  });
+
+  it('asks for MFA exactly when no value is met and MFA is listed, for acr_values and an essential acr alike', () => {
     fc.assert(
-      fc.property(achievable, fc.array(classes, { maxLength: 5 }), fc.boolean(), (achieved, values, essential) => {
-        const asks = essential ? requestsMfa(achieved, [], values) : requestsMfa(achieved, values, undefined);
-        expect(asks).toBe(!values.some((v) => meets(achieved, v)) && values.some((v) => meets(ACR_MFA, v)));
+      fc.property(sessions, fc.array(classes, { maxLength: 5 }), fc.boolean(), (session, values, essential) => {
+        const asks = essential ? requestsMfa(session, [], values) : requestsMfa(session, values, undefined);
+        expect(asks).toBe(!values.some((v) => meets(session, v)) && values.includes(ACR_MFA));
       }),
     );
   });
 
   it('asserts the first listed value the sign-in meets, else nothing (the caller then asserts the achieved class)', () => {
-    expect(preferredAcr(ACR_PASSWORD, ['urn:example:gold', ACR_MFA, ACR_PASSWORD])).toBe(ACR_PASSWORD);
-    expect(preferredAcr(ACR_MFA, ['urn:example:gold', ACR_MFA, ACR_PASSWORD])).toBe(ACR_MFA);
-    expect(preferredAcr(ACR_FEDERATED, [ACR_PASSWORD, ACR_MFA])).toBeUndefined();
-    expect(preferredAcr(ACR_PASSWORD, [42, null, ACR_PASSWORD])).toBe(ACR_PASSWORD);
+    expect(preferredAcr(LOCAL, ['urn:example:gold', ACR_MFA, ACR_PASSWORD])).toBe(ACR_PASSWORD);
+    expect(preferredAcr(LOCAL_MFA, ['urn:example:gold', ACR_MFA, ACR_PASSWORD])).toBe(ACR_MFA);
+    expect(preferredAcr(UPSTREAM, [ACR_PASSWORD, ACR_MFA])).toBeUndefined();
+    expect(preferredAcr(LOCAL, [42, null, ACR_PASSWORD])).toBe(ACR_PASSWORD);
     fc.assert(
-      fc.property(achievable, fc.array(classes, { maxLength: 5 }), (achieved, values) => {
-        expect(preferredAcr(achieved, values)).toBe(values.find((v) => meets(achieved, v)));
+      fc.property(sessions, fc.array(classes, { maxLength: 5 }), (session, values) => {
+        expect(preferredAcr(session, values)).toBe(values.find((v) => meets(session, v)));
       }),
     );
   });

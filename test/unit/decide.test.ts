@@ -202,19 +202,33 @@ describe('decide: the second factor (src/mfa/)', () => {
     expect(errorOf(run(request({ prompt: ['none'] }), { facts: facts({ secondStep: 'enroll' }) }))).toBe('interaction_required');
   });
 
-  it('mfaRequired: the policy, or acr_values / an essential acr that lists no value the sign-in meets and one MFA meets', () => {
+  it('mfaRequired: the policy, or acr_values / an essential acr that lists no value the sign-in meets, and MFA', () => {
     const none = { acrValues: [] };
-    expect(mfaRequired(true, ACR_PASSWORD, none)).toBe(true);
-    expect(mfaRequired(false, ACR_PASSWORD, none)).toBe(false);
-    expect(mfaRequired(false, ACR_PASSWORD, { acrValues: [ACR_MFA] })).toBe(true);
-    // MFA meets a password request; a federated sign-in does not (users/acr.ts ACR_SATISFIES).
-    expect(mfaRequired(false, ACR_FEDERATED, { acrValues: [ACR_PASSWORD] })).toBe(true);
-    expect(mfaRequired(false, ACR_FEDERATED, { acrValues: [ACR_FEDERATED] })).toBe(false);
+    const local = { idp: 'local', amr: ['pwd'] };
+    const localMfa = { idp: 'local', amr: ['pwd', 'otp', 'mfa'] };
+    const upstream = { idp: 'corp', amr: ['pwd'] };
+    expect(mfaRequired(true, local, none)).toBe(true);
+    expect(mfaRequired(false, local, none)).toBe(false);
+    expect(mfaRequired(false, local, { acrValues: [ACR_MFA] })).toBe(true);
+    // A federated sign-in meets neither password nor MFA; a second factor on top of it would not
+    // meet password either (users/acr.ts metAcrs), so only a listed MFA asks for one.
+    expect(mfaRequired(false, upstream, { acrValues: [ACR_PASSWORD] })).toBe(false);
+    expect(mfaRequired(false, upstream, { acrValues: [ACR_PASSWORD, ACR_MFA] })).toBe(true);
+    expect(mfaRequired(false, upstream, { acrValues: [ACR_FEDERATED] })).toBe(false);
     // acr_values is a preference list: a met value asks for nothing more.
-    expect(mfaRequired(false, ACR_PASSWORD, { acrValues: [ACR_MFA, ACR_PASSWORD] })).toBe(false);
-    expect(mfaRequired(false, ACR_MFA, { acrValues: [ACR_MFA] })).toBe(false);
-    expect(mfaRequired(false, ACR_PASSWORD, { acrValues: [], essentialAcr: [ACR_MFA] })).toBe(true);
-    expect(mfaRequired(false, ACR_PASSWORD, { acrValues: [], essentialAcr: [ACR_PASSWORD, ACR_MFA] })).toBe(false);
+    expect(mfaRequired(false, local, { acrValues: [ACR_MFA, ACR_PASSWORD] })).toBe(false);
+    expect(mfaRequired(false, localMfa, { acrValues: [ACR_MFA] })).toBe(false);
+    expect(mfaRequired(false, local, { acrValues: [], essentialAcr: [ACR_MFA] })).toBe(true);
+    expect(mfaRequired(false, local, { acrValues: [], essentialAcr: [ACR_PASSWORD, ACR_MFA] })).toBe(false);
+  });
+
+  it("an upstream's MFA never answers an essential password acr: a password sign-in at Sigil is needed", () => {
+    const upstreamMfa = session({ idp: 'corp', amr: ['hwk', 'mfa'] });
+    const decision = run(request({ essentialAcr: [ACR_PASSWORD] }), { session: upstreamMfa, facts: facts({ upstreams: ['corp'] }) });
+    expect(decision).not.toMatchObject({ kind: 'issue', acr: ACR_PASSWORD });
+    expect(decision).toMatchObject({ kind: 'login' });
+    // Its federated class is met, and asserted, when asked for.
+    expect(run(request({ essentialAcr: [ACR_FEDERATED], acrRequested: true }), { session: upstreamMfa, facts: facts({ upstreams: ['corp'] }) })).toMatchObject({ kind: 'issue', acr: ACR_FEDERATED });
   });
 
   it('stepUp and pageOf name the pages', () => {
