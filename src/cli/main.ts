@@ -191,7 +191,10 @@ function configCommand(args: string[]): number {
     return 0;
   }
   if (action !== 'check' || file === undefined || rest.length > 0)
-    throw new UsageError(action === 'check' ? 'config check needs one FILE' : action === undefined ? 'config needs schema or check' : unknown('config action', action, ['schema', 'check']), 'config');
+    throw new UsageError(
+      action === 'check' ? 'config check needs one FILE' : action === 'schema' ? 'config schema takes no argument' : action === undefined ? 'config needs schema or check' : unknown('config action', action, ['schema', 'check']),
+      'config',
+    );
   resolveConfig(readConfigFile(file));
   console.log(`${file}: valid`);
   return 0;

@@ -538,7 +538,7 @@ export const configSchema = z
         if (!apiResourceNames.has(a)) issue(at('tokenExchangeSubjectAudiences', j), `unknown API resource "${a}"`);
       });
       c.allowedCorsOrigins.forEach((o, j) => {
-        if (new URL(o).origin !== o) issue(at('allowedCorsOrigins', j), 'must be scheme://host[:port], no path');
+        if (!URL.canParse(o) || new URL(o).origin !== o) issue(at('allowedCorsOrigins', j), 'must be scheme://host[:port], no path');
       });
       // FAPI 2.0 SP §5.4.1: its identity tokens (and JWT access tokens) are signed with PS256, ES256 or EdDSA.
       if (c.profile === 'fapi2' && fapi2SigningAlgorithm(cfg.signingAlgorithms) === undefined)

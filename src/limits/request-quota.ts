@@ -63,7 +63,8 @@ export async function chargeQuota(
   try {
     await takeQuota(limiter.counters, entries, windowSeconds);
   } catch (err) {
-    if (err instanceof OAuthError) limiter.onRefused(limit);
+    // Only a refusal (429) counts; a counter store that cannot answer (503) refuses nobody's quota.
+    if (err instanceof OAuthError && err.status === 429) limiter.onRefused(limit);
     throw err;
   }
 }

@@ -45,7 +45,9 @@ describe('record repositories', () => {
     const consentData = { scopes: ['openid', 'api1'] };
     await records.consents.remember('u1', 'c', consentData.scopes, now, now + 60);
     expect(await raw(hashHandle('consent\u0000u1\u0000c'))).toMatchObject({ type: 'consent', subjectId: 'u1', data: consentData });
-    expect(await records.consents.remembered('u1', 'c')).toEqual(consentData.scopes);
+    expect(await records.consents.remembered('u1', 'c', now)).toEqual(consentData.scopes);
+    // Past its lifetime a consent counts as none, before the clean-up deletes the row.
+    expect(await records.consents.remembered('u1', 'c', now + 60)).toBeUndefined();
 
     const uri = await records.pushedRequests.push('c', { scope: 'openid' }, 60, now);
     const handle = uri.slice('urn:ietf:params:oauth:request_uri:'.length);

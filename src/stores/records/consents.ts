@@ -32,10 +32,14 @@ export class Consents {
     return this.kind.save({ key: consentKey(subjectId, clientId), clientId, subjectId, data: { scopes }, createdAt: now, expiresAt });
   }
 
-  /** The scopes of the user's unrevoked consent for the client, or undefined when there is none. */
-  async remembered(subjectId: string, clientId: string): Promise<string[] | undefined> {
-    const row = await this.kind.find(consentKey(subjectId, clientId));
-    if (!row || row.revokedAt !== null) return undefined;
+  /**
+   * The scopes of the user's live consent for the client at `now` (Unix seconds), or undefined when
+   * there is none: revoked or past its `CONSENT_LIFETIME` counts as none, whether or not the
+   * clean-up has deleted the row yet.
+   */
+  async remembered(subjectId: string, clientId: string, now: number): Promise<string[] | undefined> {
+    const row = await this.kind.findLive(consentKey(subjectId, clientId), now);
+    if (!row) return undefined;
     return row.data.scopes ?? [];
   }
 }
