@@ -204,13 +204,16 @@ export class MfaService {
    * `mfa.freshSignInSeconds`, and with a use of the strongest kind the user holds
    * (`FactorKind.strength`, read from the session's `amr`): a passkey or security key when the
    * user has one, else a one-time code when the user has an authenticator app (or recovery
-   * codes). A user with nothing may enroll from any recent session. OWASP ASVS 5.0 V6.2
-   * (re-authentication before changes to authentication factors).
+   * codes). Only a sign-in at Sigil proves a factor: an upstream provider's `amr` (`hwk`, `otp`,
+   * ...) tells how it authenticated the user, not that the user used the factors held here. A
+   * user with nothing may enroll from any recent session. OWASP ASVS 5.0 V6.2 (re-authentication
+   * before changes to authentication factors).
    */
-  async mayChangeFactors(session: Pick<Session, 'amr' | 'subjectId' | 'authTime'>): Promise<boolean> {
+  async mayChangeFactors(session: Pick<Session, 'amr' | 'idp' | 'subjectId' | 'authTime'>): Promise<boolean> {
     if (nowSeconds() - session.authTime > this.config.freshSignInSeconds) return false;
     const held = Math.max(0, ...(await this.listFactors(session.subjectId)).map((f) => FACTOR_KINDS[f.kind]?.strength ?? 0));
-    const proved = Math.max(0, ...Object.values(FACTOR_KINDS).filter((k) => k.amr.some((v) => session.amr.includes(v))).map((k) => k.strength));
+    const used = session.idp === 'local' ? session.amr : [];
+    const proved = Math.max(0, ...Object.values(FACTOR_KINDS).filter((k) => k.amr.some((v) => used.includes(v))).map((k) => k.strength));
     return proved >= held;
   }
 

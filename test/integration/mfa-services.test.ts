@@ -22,6 +22,8 @@ import { tempDir, testConfig } from '../helpers.js';
 import { totpCode } from '../mfa-helpers.js';
 
 /** A request's origin as the pages pass it (address, user agent, request id). */
+import { nowSeconds } from '../../src/crypto/handles.js';
+
 const at = (remoteAddress: string) => ({ remoteAddress, userAgent: 'mfa-services-test', requestId: `req-${remoteAddress}` });
 
 const cfg = resolveConfig(testConfig());
@@ -114,6 +116,19 @@ describe('FactorEnrollment', () => {
     // A second app while unused recovery codes remain makes no new ones.
     expect((await enrolled(subjectId, 'other')).recoveryCodes).toBeUndefined();
     expect((await mfa.listFactors(subjectId)).filter((f) => f.kind === RECOVERY_KIND)).toHaveLength(10);
+  });
+
+  it("counts only factors used at Sigil toward changing them: an upstream provider's amr proves nothing held here", async () => {
+    const subjectId = 'u-upstream';
+    await enrolled(subjectId);
+    const recent = { subjectId, authTime: nowSeconds() - 10 };
+    expect(await mfa.mayChangeFactors({ ...recent, idp: 'local', amr: ['pwd', 'otp', 'mfa'] })).toBe(true);
+    expect(await mfa.mayChangeFactors({ ...recent, idp: 'local', amr: ['pwd'] })).toBe(false);
+    // An upstream sign-in asserting a one-time code or a hardware key: not a use of this user's app.
+    expect(await mfa.mayChangeFactors({ ...recent, idp: 'corp', amr: ['otp', 'mfa'] })).toBe(false);
+    expect(await mfa.mayChangeFactors({ ...recent, idp: 'corp', amr: ['hwk', 'mfa'] })).toBe(false);
+    // A user with nothing may still enroll after any recent sign-in, an upstream one too.
+    expect(await mfa.mayChangeFactors({ subjectId: 'u-nothing-at-all', authTime: nowSeconds() - 10, idp: 'corp', amr: ['pwd'] })).toBe(true);
   });
 
   it('lets a pending sign-in enroll only when its decision was enroll and the user still holds nothing', async () => {
