@@ -60,12 +60,14 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
       ...(data.resources ? { resources: data.resources } : {}),
     };
   } else {
-    // The token stays: it records the binding itself. Compare-and-set, so that of two concurrent
-    // first proofs with different keys only one binds the grant.
+    // The token stays: it records the binding itself. Compare-and-set of the data (with the new
+    // expiry of a sliding token in the same update), so that of two concurrent first proofs with
+    // different keys only one binds the grant, and a request without a proof that read the data
+    // before a concurrent binding cannot write the unbound data back.
     const kept = data.jkt === undefined && req.dpop ? { ...data, jkt: req.dpop.jkt } : data;
-    if (kept !== data && !(await refreshTokens.replaceData(handle, data, kept)))
+    const sliding = client.refreshTokenExpiration === 'sliding';
+    if ((kept !== data || sliding) && !(await refreshTokens.replaceData(handle, data, kept, sliding ? nextExpiry(data, client, now) : undefined)))
       throw invalidGrant('the refresh token was changed by a concurrent request');
-    if (client.refreshTokenExpiration === 'sliding') await refreshTokens.slide(handle, kept, nextExpiry(data, client, now));
     refresh = { kind: 'existing', handle };
   }
   const response = await ctx.tokens.issue({

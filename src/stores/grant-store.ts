@@ -86,8 +86,9 @@ export interface GrantStore {
    * still `expected` (as read by `get`) and the record is neither consumed nor revoked, in one
    * conditional update. False when another writer changed it first, or the record is gone; the
    * caller reads again and decides anew. Two writers starting from one read never both succeed.
+   * With `expiresAt` (Unix seconds) the same update also sets the expiry (a sliding refresh token).
    */
-  replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>): Promise<boolean>;
+  replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>, expiresAt?: number): Promise<boolean>;
   /** Stores `record`, replacing whatever is stored under its key (remembered consents). */
   save(record: GrantRecord): Promise<void>;
   /** Revokes one record; inserts `record` in revoked state when there is no row under its key yet. */

@@ -456,13 +456,13 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return result.numUpdatedRows === 1n;
   }
 
-  async replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>): Promise<boolean> {
+  async replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>, expiresAt?: number): Promise<boolean> {
     this.forget(key);
     // `data` is always written by JSON.stringify and read by JSON.parse, so stringifying what was
     // read gives back the stored text exactly: comparing the text compares the data.
     const result = await this.db
       .updateTable('grants')
-      .set({ data: JSON.stringify(data) })
+      .set(expiresAt === undefined ? { data: JSON.stringify(data) } : { data: JSON.stringify(data), expires_at: expiresAt })
       .where('key', '=', key)
       .where('data', '=', JSON.stringify(expected))
       .where('consumed_at', 'is', null)

@@ -106,6 +106,22 @@ describe('record repositories', () => {
     for (const t of takes) if (t.status === 'rejected') expect(t.reason).toBeInstanceOf(OAuthError);
   });
 
+  it("a sliding reuse refresh token: a request that read it before a concurrent DPoP binding cannot write the unbound data back", async () => {
+    const now = nowSeconds();
+    const refresh = newHandle();
+    const unbound = { scopes: ['openid'], subject, absoluteExpiresAt: now + 600 };
+    await store.records.refreshTokens.issue(refresh, { clientId: 'c', subjectId: 'u1', familyId: 'f-slide', sessionId: null, data: unbound, createdAt: now, expiresAt: now + 60 });
+    // Request B binds the token (its first proof); request A, without a proof, read it before.
+    expect(await store.records.refreshTokens.replaceData(refresh, unbound, { ...unbound, jkt: 'key-b' })).toBe(true);
+    expect(await store.records.refreshTokens.replaceData(refresh, unbound, unbound, now + 120)).toBe(false);
+    const row = await store.records.refreshTokens.find(refresh);
+    expect(row?.data.jkt).toBe('key-b');
+    expect(row?.expiresAt).toBe(now + 60);
+    // Sliding with the data as stored sets the new expiry and keeps the binding.
+    expect(await store.records.refreshTokens.replaceData(refresh, row!.data, row!.data, now + 120)).toBe(true);
+    expect(await store.records.refreshTokens.find(refresh)).toMatchObject({ expiresAt: now + 120, data: { jkt: 'key-b' } });
+  });
+
   it('do not hand out expired or used records as live', async () => {
     const now = nowSeconds();
     const refresh = newHandle();

@@ -81,10 +81,10 @@ export class RecordKind<T extends object> {
   /**
    * Compare-and-set of the data: replaces it with `data` only while the stored data is still
    * `expected` (as `find` read it) and the record is neither consumed nor revoked. False when
-   * another writer changed it first.
+   * another writer changed it first. With `expiresAt` (Unix seconds) it also sets the expiry.
    */
-  replaceData(key: string, expected: T, data: T): Promise<boolean> {
-    return this.grants.replaceData(key, dataOf(expected), dataOf(data));
+  replaceData(key: string, expected: T, data: T, expiresAt?: number): Promise<boolean> {
+    return this.grants.replaceData(key, dataOf(expected), dataOf(data), expiresAt);
   }
 
   /** Revokes the record under `record.key`; stores `record` revoked when no row is stored under its key yet. */

@@ -59,13 +59,13 @@ export class RefreshTokens {
     return this.kind.consume(hashHandle(handle), now);
   }
 
-  /** Compare-and-set of a `reuse` token's data (its first DPoP binding): false when changed meanwhile. */
-  replaceData(handle: string, expected: RefreshTokenData, data: RefreshTokenData): Promise<boolean> {
-    return this.kind.replaceData(hashHandle(handle), expected, data);
-  }
-
-  /** Sets a sliding token's data and new expiry; false when it is revoked or gone. */
-  slide(handle: string, data: RefreshTokenData, expiresAt: number): Promise<boolean> {
-    return this.kind.update(hashHandle(handle), data, expiresAt);
+  /**
+   * Compare-and-set of a `reuse` token's data (its first DPoP binding) and, for a sliding token,
+   * its new expiry (`expiresAt`, Unix seconds) in the same update: false when the data was changed
+   * meanwhile (a concurrent request bound it), or the token is revoked or gone, so that no request
+   * writes back data it read before a binding.
+   */
+  replaceData(handle: string, expected: RefreshTokenData, data: RefreshTokenData, expiresAt?: number): Promise<boolean> {
+    return this.kind.replaceData(hashHandle(handle), expected, data, expiresAt);
   }
 }
