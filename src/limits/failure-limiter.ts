@@ -58,7 +58,7 @@ export class MemoryFailureCounters implements FailureCounterStore {
   async close(): Promise<void> {}
 }
 
-/** Counters in Redis: `INCR` plus `PEXPIRE` on the first failure of a window. */
+/** Counters in Redis: `SET … PX … NX` opens a window on its first failure, `INCR` counts. */
 export class RedisFailureCounters implements FailureCounterStore {
   private readonly redis: Redis;
 
@@ -87,7 +87,9 @@ export class RedisFailureCounters implements FailureCounterStore {
 
   async increment(keys: readonly string[], windowMs: number): Promise<void> {
     const pipeline = this.redis.pipeline();
-    for (const key of keys) pipeline.incr(prefix(key)).pexpire(prefix(key), windowMs, 'NX');
+    // SET … PX … NX opens the window (with its expiry) only where none is live, and INCR keeps
+    // that expiry: Redis 2.6.12 and later (PEXPIRE's NX flag would need Redis 7).
+    for (const key of keys) pipeline.set(prefix(key), 0, 'PX', windowMs, 'NX').incr(prefix(key));
     await answered(pipeline);
   }
 
