@@ -112,12 +112,21 @@ export class DomainMetrics {
   /** Registers the gauges, which read `sources` at every scrape. Call once. */
   watch(sources: GaugeSources): void {
     const registers = [this.registry];
+    // Both outbox gauges come from one read of the store per scrape: prom-client collects every
+    // metric of a scrape at once (Promise.all), so the second gauge joins the read in flight.
+    let outboxRead: ReturnType<GaugeSources['outbox']> | undefined;
+    const outbox = () => {
+      outboxRead ??= sources.outbox().finally(() => {
+        outboxRead = undefined;
+      });
+      return outboxRead;
+    };
     new Gauge({
       name: 'sigil_backchannel_outbox_depth',
       help: 'Back-channel logout deliveries waiting in the outbox',
       registers,
       async collect() {
-        this.set((await sources.outbox()).depth);
+        this.set((await outbox()).depth);
       },
     });
     new Gauge({
@@ -125,7 +134,7 @@ export class DomainMetrics {
       help: 'Age of the oldest back-channel logout delivery in the outbox, seconds (0 when empty)',
       registers,
       async collect() {
-        const { oldestCreatedAt } = await sources.outbox();
+        const { oldestCreatedAt } = await outbox();
         this.set(oldestCreatedAt === null ? 0 : Math.max(0, nowSeconds() - oldestCreatedAt));
       },
     });

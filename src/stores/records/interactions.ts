@@ -7,7 +7,7 @@
  */
 import type { ResponseTarget } from '../../http/authorization-response.js';
 import { hashHandle, newHandle, nowSeconds } from '../../crypto/handles.js';
-import { type GrantStore, newGrantRecord } from '../types.js';
+import { type GrantStore, newGrantRecord } from '../grant-store.js';
 
 /** How long a pending request waits for the user, in seconds. */
 export const INTERACTION_LIFETIME = 600;
