@@ -185,6 +185,52 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('mfa_factors_subject').on('mfa_factors').columns(['subject_id', 'kind']).execute();
     },
   },
+  '0009_people': {
+    async up(db: Kysely<unknown>) {
+      // What SCIM (RFC 7643 §4.1, §4.2), the account pages and email verification keep of stored
+      // users, with the lookups they need indexed (never a scan of the users):
+      // - users.external_id: the provisioning client's identifier (SCIM externalId, §3.1);
+      // - users.version: grows by one at every change, the SCIM meta.version (an ETag, RFC 7644
+      //   §3.14); users.updated_at: the last change, epoch seconds like created_at;
+      // - user_emails: a user's addresses (SCIM emails; the email claim is the primary one), with
+      //   their verification state (OIDC Core §5.1 email_verified); value_normalized is the
+      //   lower-cased address, looked up by reset, verification and SCIM's emails.value filter;
+      // - user_groups and group_members: SCIM groups; a group's display_name goes into its
+      //   members' role claim.
+      await db.schema.alterTable('users').addColumn('external_id', 'varchar(255)').execute();
+      await db.schema.alterTable('users').addColumn('version', 'bigint', (c) => c.notNull().defaultTo(1)).execute();
+      await db.schema.alterTable('users').addColumn('updated_at', 'bigint', (c) => c.notNull().defaultTo(sql`0`)).execute();
+      await db.schema.createIndex('users_external_id').on('users').column('external_id').execute();
+      await db.schema
+        .createTable('user_emails')
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('value', 'varchar(320)', (c) => c.notNull())
+        .addColumn('value_normalized', 'varchar(320)', (c) => c.notNull())
+        .addColumn('type', 'varchar(32)')
+        .addColumn('is_primary', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('verified', 'integer', (c) => c.notNull().defaultTo(0))
+        .addPrimaryKeyConstraint('user_emails_pk', ['subject_id', 'value_normalized'])
+        .execute();
+      await db.schema.createIndex('user_emails_value').on('user_emails').column('value_normalized').execute();
+      await db.schema
+        .createTable('user_groups')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('display_name', 'varchar(255)', (c) => c.notNull())
+        .addColumn('display_name_normalized', 'varchar(255)', (c) => c.notNull().unique())
+        .addColumn('external_id', 'varchar(255)')
+        .addColumn('version', 'bigint', (c) => c.notNull().defaultTo(1))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('group_members')
+        .addColumn('group_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('subject_id', 'varchar(255)', (c) => c.notNull())
+        .addPrimaryKeyConstraint('group_members_pk', ['group_id', 'subject_id'])
+        .execute();
+      await db.schema.createIndex('group_members_subject').on('group_members').column('subject_id').execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -16,6 +16,7 @@ import {
   type QueryResult,
   SqliteDialect,
   type SqliteDatabase,
+  type Insertable,
   type Selectable,
   sql,
 } from 'kysely';
@@ -82,6 +83,30 @@ interface UsersTable {
   claims: string;
   is_active: number;
   created_at: Generated<number>;
+  external_id: string | null;
+  version: Generated<number>;
+  updated_at: Generated<number>;
+}
+interface UserEmailsTable {
+  subject_id: string;
+  value: string;
+  value_normalized: string;
+  type: string | null;
+  is_primary: number;
+  verified: number;
+}
+interface UserGroupsTable {
+  id: string;
+  display_name: string;
+  display_name_normalized: string;
+  external_id: string | null;
+  version: Generated<number>;
+  created_at: number;
+  updated_at: number;
+}
+interface GroupMembersTable {
+  group_id: string;
+  subject_id: string;
 }
 interface ExternalLinksTable {
   key: string;
@@ -106,6 +131,9 @@ interface Database {
   grants: GrantsTable;
   signing_keys: KeysTable;
   users: UsersTable;
+  user_emails: UserEmailsTable;
+  user_groups: UserGroupsTable;
+  group_members: GroupMembersTable;
   leases: LeasesTable;
   clients: ClientsTable;
 }
@@ -711,7 +739,8 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 }
 
-function toUserRow(user: StoredUser): Omit<UsersTable, 'created_at'> & { created_at: number } {
+function toUserRow(user: StoredUser): Insertable<UsersTable> {
+  const now = Math.floor(Date.now() / 1000);
   return {
     subject_id: user.subjectId,
     username: user.username,
@@ -720,7 +749,8 @@ function toUserRow(user: StoredUser): Omit<UsersTable, 'created_at'> & { created
     password_hash: user.passwordHash,
     claims: JSON.stringify(user.claims),
     is_active: user.isActive ? 1 : 0,
-    created_at: Math.floor(Date.now() / 1000),
+    created_at: now,
+    updated_at: now,
   };
 }
 
