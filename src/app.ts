@@ -7,7 +7,7 @@ import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, LogController } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify';
 import type { SigilContext } from './context.js';
 import type { GrantRegistry } from './grants/registry.js';
 import { authorizeEndpoint } from './endpoints/authorize.js';
@@ -33,6 +33,7 @@ import { Params } from './protocol/params.js';
 import { RequestMetrics } from './http/metrics.js';
 import type { Tracing } from './telemetry/tracing.js';
 import { NOT_A_FORM, sendOAuthError } from './http/request.js';
+import { cookieAttributes, cookiePath } from './http/cookies.js';
 
 /** Largest request body accepted, in bytes (D-17: 413 beyond). */
 export const BODY_LIMIT = 64 * 1024;
@@ -58,20 +59,11 @@ function trustedProxies(config: false | number | string[]): false | string[] | (
 }
 
 /**
- * Builds the HTTP application for a provider's services. Not yet listening. Its requests are
- * recorded in `metrics`, which the management app serves (`/metrics` is not on this app), and, when
- * tracing is on, named after their routes in their spans (`tracing`).
- * `grantTypes` is the token endpoint's grant registry (built-in and extension grants): it is
- * handed to the token endpoint and discovery here, not kept on the context, so that the grants,
- * which take the context, stay above it.
+ * Fastify's server options of the standalone app (DESIGN §4): logger, body limit, `trustProxy`,
+ * timeouts and request ids. Mounted in a host app, the host's own options apply instead.
  */
-export async function buildApp(
-  ctx: SigilContext,
-  grantTypes: GrantRegistry,
-  metrics: RequestMetrics = new RequestMetrics(),
-  tracing?: Tracing,
-): Promise<FastifyInstance> {
-  const app = Fastify({
+function serverOptions(ctx: SigilContext): FastifyServerOptions {
+  return {
     loggerInstance: ctx.log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
@@ -81,8 +73,53 @@ export async function buildApp(
     // Audit events carry the request's id (http/request.ts originOf): random, so ids from several
     // nodes or restarts never collide. A caller's X-Request-Id is not taken: callers could reuse one.
     genReqId: () => randomUUID(),
-  });
+  };
+}
 
+/**
+ * Builds the standalone HTTP application: a bare Fastify app with Sigil mounted at the issuer's
+ * path (`mountSigil`, the same code `sigilPlugin` runs in a host app). Not yet listening.
+ * Closing it runs `stop` (housekeeping, store) after the server has stopped taking requests.
+ */
+export async function buildApp(
+  ctx: SigilContext,
+  grantTypes: GrantRegistry,
+  stop: () => Promise<void>,
+  metrics: RequestMetrics = new RequestMetrics(),
+  tracing?: Tracing,
+): Promise<FastifyInstance> {
+  const app = Fastify(serverOptions(ctx));
+  await app.register((sigil) => mountSigil(sigil, ctx, grantTypes, stop, metrics, tracing), { prefix: ctx.basePath });
+  return app;
+}
+
+/**
+ * Registers every Sigil route on `app`, an encapsulated context (a plugin's instance) whose prefix
+ * is the issuer's path: body parsing, security headers, CORS, error and not-found rendering and
+ * request metrics, all scoped to Sigil's routes, so none of them reaches the routes of a host app.
+ * Its requests are recorded in `metrics`, which the management app serves (`/metrics` is not on
+ * this app), and, when tracing is on, named after their routes in their spans (`tracing`).
+ * `grantTypes` is the token endpoint's grant registry (built-in and extension grants): it is
+ * handed to the token endpoint and discovery here, not kept on the context, so that the grants,
+ * which take the context, stay above it. `stop` runs when the app closes.
+ * @throws Error when the host app already registered `@fastify/csrf-protection` where Sigil would
+ *   inherit it: Sigil's forms need their own (cookie scoped to the issuer's path).
+ */
+export async function mountSigil(
+  app: FastifyInstance,
+  ctx: SigilContext,
+  grantTypes: GrantRegistry,
+  stop: () => Promise<void>,
+  metrics: RequestMetrics,
+  tracing?: Tracing,
+): Promise<void> {
+  if (app.hasReplyDecorator('generateCsrf'))
+    throw new Error('sigil: the host app registers @fastify/csrf-protection for all its routes; register it inside a plugin of your own routes so that Sigil keeps its own CSRF protection');
+  app.addHook('onClose', stop);
+  // Sigil's limit on every route of its own, whatever the host's server-wide limit (D-17: 413 beyond).
+  app.addHook('onRoute', (route) => {
+    route.bodyLimit ??= BODY_LIMIT;
+  });
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
     try {
@@ -121,15 +158,25 @@ export async function buildApp(
   };
   // CORS only on its paths, decided per route at registration: every other route opts out, so
   // the plugin does no work for it per request, and the options are built once, not per request.
-  app.addHook('onRoute', (route) => {
-    if (!CORS_PATHS.has(route.url)) route.config = { ...route.config, cors: false };
-  });
-  await app.register(cors, {
-    origin: (origin, callback) => callback(null, origin !== undefined && allowedOrigins().has(origin) ? origin : false),
+  // The policy travels in the route's config, which @fastify/cors reads over its plugin-wide
+  // options: a host app that registered @fastify/cors for all its routes (Sigil cannot register it
+  // a second time below it) applies Sigil's policy to Sigil's routes, and Sigil's never reaches
+  // the host's routes. Every field a host's options could set to something wider is named.
+  const corsPolicy = {
+    origin: (origin: string | undefined, callback: (err: Error | null, allow: string | false) => void) =>
+      callback(null, origin !== undefined && allowedOrigins().has(origin) ? origin : false),
     methods: ['GET', 'POST'],
     // RFC 9449 §8: a browser client must be able to read the DPoP-Nonce of a response.
     exposedHeaders: ['DPoP-Nonce', 'WWW-Authenticate'],
+    credentials: false,
+    preflight: true,
+    preflightContinue: false,
+    strictPreflight: false,
+  };
+  app.addHook('onRoute', (route) => {
+    route.config = { ...route.config, cors: CORS_PATHS.has(route.routePath) ? corsPolicy : false };
   });
+  if (!app.hasRequestDecorator('corsPreflightEnabled')) await app.register(cors, corsPolicy);
   // Preflight requests: the plugin's catch-all OPTIONS route has opted out like any other route
   // (404), so each CORS path answers its own, as the plugin's would.
   for (const path of CORS_PATHS)
@@ -158,13 +205,16 @@ export async function buildApp(
       frameguard: { action: 'deny' },
       referrerPolicy: { policy: 'no-referrer' },
       // RFC 6797 §7.2: Strict-Transport-Security only over secure transport, i.e. an https issuer.
-      hsts: secureCookies,
+      // Under a path the host name is not Sigil's alone: its subdomains are left to their owner.
+      hsts: secureCookies && { maxAge: 31_536_000, includeSubDomains: ctx.basePath === '' },
     });
-    await pages.register(cookie);
+    // A host app's @fastify/cookie, registered for all its routes, already parses and sets cookies
+    // here (it cannot be registered twice); Sigil's cookies name all their attributes (cookies.ts).
+    if (!pages.hasRequestDecorator('cookies')) await pages.register(cookie);
     await pages.register(csrf, {
       sessionPlugin: '@fastify/cookie',
       cookieKey: 'sigil.csrf',
-      cookieOpts: { path: '/', httpOnly: true, sameSite: 'lax', secure: secureCookies },
+      cookieOpts: cookieAttributes(ctx.issuer, cookiePath(ctx.issuer)),
       getToken: csrfTokenOf,
     });
     discoveryEndpoints(pages, ctx, grantTypes.names());
@@ -181,5 +231,4 @@ export async function buildApp(
     );
     healthEndpoints(pages, ctx);
   });
-  return app;
 }

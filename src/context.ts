@@ -29,6 +29,11 @@ import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 export interface SigilContext {
   config: ResolvedConfig;
   issuer: string;
+  /**
+   * The issuer's path, '' when the issuer has none (`https://example.com/id` → `/id`): where the
+   * routes are mounted. Redirects to Sigil's own pages and the pages' links start with it.
+   */
+  basePath: string;
   store: Store;
   keys: KeyRing;
   clients: ClientRegistry;

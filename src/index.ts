@@ -29,10 +29,10 @@ import { defaultResourceOwnerValidator, passwordGrant, type ResourceOwnerValidat
 import { refreshTokenGrant } from './grants/refresh-token.js';
 import { GrantRegistry } from './grants/registry.js';
 import { tokenExchangeGrant } from './grants/token-exchange.js';
-import { buildApp } from './app.js';
+import { buildApp, mountSigil } from './app.js';
 import { buildMetricsApp, RequestMetrics } from './http/metrics.js';
 import { DomainMetrics } from './telemetry/metrics.js';
-import { startTracing } from './telemetry/tracing.js';
+import { startTracing, type Tracing } from './telemetry/tracing.js';
 import type { GrantStore } from './stores/grant-store.js';
 import type { LogoutStore } from './stores/types.js';
 import { KeyRing, parseDataKey } from './keys/keys.js';
@@ -113,14 +113,82 @@ export interface Sigil {
 
 /**
  * Creates a provider from a config object (DESIGN §4): validates it, opens the store and runs its
- * migrations, loads or generates the signing keys, and builds the Fastify app.
+ * migrations, loads or generates the signing keys, and builds the Fastify app: a bare Fastify app
+ * with Sigil mounted at the issuer's path, as `sigilPlugin` mounts it in a host app.
  * @throws ConfigError naming each invalid field, also a config client whose id is a stored
  *   user's subject (RFC 9068 §5); Error when the store cannot be opened.
  */
 export async function createSigil(config: unknown, options: SigilOptions = {}): Promise<Sigil> {
+  const services = await startServices(config, options);
+  const { context, grantTypes, metrics, tracing, stop } = services;
+  let app: FastifyInstance;
+  try {
+    app = await buildApp(context, grantTypes, stop, metrics, tracing);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  // Closing the app stops the services (mountSigil's onClose), after the server stopped taking requests.
+  return { app, context, metricsApp: services.metricsApp, listenMetrics: services.listenMetrics, subscribe: services.subscribe, close: () => app.close() };
+}
+
+/** Options of `sigilPlugin`: the config (DESIGN §4) and the options of `createSigil`. */
+export interface SigilPluginOptions extends SigilOptions {
+  /** The config object; its `issuer`'s path must be the prefix the plugin is registered with. */
+  config: unknown;
+}
+
+/**
+ * Sigil as a Fastify plugin, mounted in a host app under the issuer's path (OIDC Discovery §4:
+ * discovery at `<issuer>/.well-known/openid-configuration`):
+ * `app.register(sigilPlugin, { prefix: '/id', config: { issuer: 'https://example.com/id', ... } })`.
+ * Every endpoint, page, asset, discovery and the JWKS answer under the prefix; Sigil's headers,
+ * CORS, cookies (Path the prefix), error and not-found handlers stay within it. The host's own
+ * Fastify options apply (logger of requests, `trustProxy`, timeouts); the management listener
+ * (`/metrics`) is not started. Closing the host app stops Sigil's housekeeping and closes its store.
+ * The failure limits count per `request.ip`: give the host app a `trustProxy` naming the proxies
+ * (never `true`, which lets callers pick their address in `X-Forwarded-For`).
+ * @throws ConfigError as `createSigil`; Error when the issuer's path is not the prefix, or the host
+ *   registered @fastify/csrf-protection for all its routes (see `mountSigil`).
+ */
+export async function sigilPlugin(fastify: FastifyInstance, opts: SigilPluginOptions): Promise<void> {
+  const { config, ...options } = opts;
+  const services = await startServices(config, options, fastify.prefix.replace(/\/+$/, ''));
+  if (services.context.config.trustProxy !== false)
+    services.context.log.warn('sigil: the config\'s trustProxy applies to the standalone server only; in a host app, its own Fastify trustProxy decides');
+  await mountSigil(fastify, services.context, services.grantTypes, services.stop, services.metrics, services.tracing).catch(async (err: unknown) => {
+    await services.stop();
+    throw err;
+  });
+}
+
+/** The issuer's path without a trailing slash, '' when it has none (`https://example.com/id` → `/id`). */
+function issuerPath(issuer: string): string {
+  return new URL(issuer).pathname.replace(/\/+$/, '');
+}
+
+/** A provider's services, not yet mounted on any app: what `createSigil` and `sigilPlugin` share. */
+interface Services extends Pick<Sigil, 'context' | 'metricsApp' | 'listenMetrics' | 'subscribe'> {
+  grantTypes: GrantRegistry;
+  metrics: RequestMetrics;
+  tracing: Tracing | undefined;
+  /** Stops housekeeping and logout delivery, closes the management app, the store and the counters; once. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Builds a provider's services: validates the config, opens the store and runs its migrations,
+ * loads or generates the signing keys, starts housekeeping and logout delivery.
+ * @param mountedAt the prefix of the host app's plugin, checked against the issuer's path before
+ *   anything is opened
+ */
+async function startServices(config: unknown, options: SigilOptions, mountedAt?: string): Promise<Services> {
   // A client may list the extension grants registered here; any other unknown name is a typo.
   const extensionGrants = (options.extensionGrants ?? []).map((g) => g.grantType);
   const cfg = resolveConfig(config, options.overrides, { extensionGrants });
+  const basePath = issuerPath(cfg.issuer);
+  if (mountedAt !== undefined && mountedAt !== basePath)
+    throw new Error(`sigil: the plugin is registered at prefix '${mountedAt}' but the issuer ${cfg.issuer} has the path '${basePath}'; the prefix must be the issuer's path (OIDC Discovery §4)`);
   const redisUrl = options.redisUrl ?? process.env.SIGIL_REDIS_URL;
   options = { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY), ...(redisUrl ? { redisUrl } : {}) };
   // Lines are buffered and written to stdout 4 KB at a time (one system call for some fifteen
@@ -201,6 +269,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
       issuer: cfg.issuer,
+      basePath,
       store,
       keys,
       clients,
@@ -216,7 +285,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
       logout,
       interactions: new Interactions(store.grants),
-      pages: new Pages(),
+      pages: new Pages(basePath),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
       mfa,
       secondStep: new SecondStepService(mfa, users, clients, limiter, events),
@@ -229,7 +298,6 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     // private method that posts one logout token) get spans too.
     tracing?.traceMethods(context.upstream, 'upstream', ['start', 'finish'] satisfies (keyof UpstreamProviders)[]);
     tracing?.traceMethods(deliverer, 'logout.delivery', ['attempt'], true);
-    const app = await buildApp(context, grantTypes, metrics, tracing);
     const metricsApp = buildMetricsApp(metrics, log);
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
@@ -244,9 +312,12 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       batchSize: cfg.cleanup.batchSize,
     });
     deliverer.start();
+    let stopped: Promise<void> | undefined;
     return {
-      app,
       context,
+      grantTypes,
+      metrics,
+      tracing,
       metricsApp,
       listenMetrics: async () => {
         if (cfg.metrics === false) return null;
@@ -259,16 +330,16 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
         }
       },
       subscribe: (listener) => events.subscribe(listener),
-      close: async () => {
-        housekeeping.stop();
-        await metricsApp.close();
-        await deliverer.stop();
-        await app.close();
-        await store.close();
-        await limiter.counters.close();
-        await tracing?.flush();
-        flushLog();
-      },
+      stop: () =>
+        (stopped ??= (async () => {
+          housekeeping.stop();
+          await metricsApp.close();
+          await deliverer.stop();
+          await store.close();
+          await limiter.counters.close();
+          await tracing?.flush();
+          flushLog();
+        })()),
     };
   } catch (err) {
     await store.close();

@@ -127,7 +127,7 @@ async function toPage(
     }
     id = await ctx.interactions.create(req.client.clientId, { request: pendingRequest(req), params: req.params, browser });
   }
-  return reply.header('cache-control', 'no-store').redirect(`${page}?interaction=${encodeURIComponent(id)}`, 303);
+  return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${page}?interaction=${encodeURIComponent(id)}`, 303);
 }
 
 /**

@@ -3,11 +3,16 @@
  * place that names them and sets their attributes; the services that decide their values (the
  * session service, users/sessions.ts; the security key step, mfa/passkey-ceremonies.ts) never see
  * the request:
- * - `sigil.session`: the session's random handle; HttpOnly, SameSite=Lax, path `/`, Secure on
- *   https issuers, Max-Age the session's remaining lifetime.
+ * - `sigil.session`: the session's random handle; HttpOnly, SameSite=Lax, Path the issuer's path
+ *   (`/` at the root, `/id` when mounted at `/id`), Secure on https issuers, Max-Age the session's
+ *   remaining lifetime.
  * - `sigil.browser`: the long-lived random browser id; the same attributes.
  * - `sigil.webauthn`: the pending security key step's handle; the same attributes, but only sent to
- *   `/account/passkeys`.
+ *   `<issuer path>/account/passkeys`.
+ * Mounted in a host app, the Path keeps the cookies away from the host's other routes (RFC 6265
+ * §5.1.4: `/id` matches `/id` and `/id/…`, never `/idx` or `/`). That is why the names carry no
+ * `__Host-` prefix: it requires `Path=/` (RFC 6265bis §4.1.3.2), which would send them to every
+ * route of the host. No cookie ever has a `Domain`, so all are host-only all the same.
  * The readers hand out the values as sent; the services check them.
  */
 import type {} from '@fastify/cookie';
@@ -18,8 +23,13 @@ export const SESSION_COOKIE = 'sigil.session';
 export const BROWSER_COOKIE = 'sigil.browser';
 export const SECURITY_KEY_STEP_COOKIE = 'sigil.webauthn';
 
-/** The path the security key step's cookie is sent to. */
+/** The path the security key step's cookie is sent to, below the issuer's path. */
 const SECURITY_KEY_STEP_PATH = '/account/passkeys';
+
+/** The path of Sigil's cookies: the issuer's path, `/` for an issuer without one. */
+export function cookiePath(issuer: string): string {
+  return new URL(issuer).pathname;
+}
 
 /** A cookie value to set, and how long the browser keeps it (`Max-Age`, seconds). */
 export interface CookieValue {
@@ -27,9 +37,22 @@ export interface CookieValue {
   maxAge: number;
 }
 
-/** The attributes every cookie of Sigil's own has: HttpOnly, SameSite=Lax, Secure on an https issuer. */
-function attributes(issuer: string, path: string, maxAge: number) {
-  return { path, httpOnly: true, sameSite: 'lax' as const, secure: issuer.startsWith('https:'), maxAge };
+/**
+ * The attributes every cookie of Sigil's own has: HttpOnly, SameSite=Lax, Secure on an https
+ * issuer, no Domain, unsigned. Named in full, so that a host app's own `@fastify/cookie` defaults
+ * (its `parseOptions`, merged into every cookie it sets) cannot widen them, e.g. with a `Domain`.
+ */
+export function cookieAttributes(issuer: string, path: string, maxAge?: number) {
+  return {
+    path,
+    httpOnly: true,
+    sameSite: 'lax' as const,
+    secure: issuer.startsWith('https:'),
+    domain: undefined,
+    partitioned: false,
+    signed: false,
+    ...(maxAge !== undefined ? { maxAge } : {}),
+  };
 }
 
 /** The request's session cookie (`sigil.session`) as sent, or undefined. */
@@ -39,12 +62,12 @@ export function sessionCookie(request: FastifyRequest): string | undefined {
 
 /** Sets the session cookie to a new handle. */
 export function setSessionCookie(reply: FastifyReply, issuer: string, cookie: CookieValue): void {
-  reply.setCookie(SESSION_COOKIE, cookie.value, attributes(issuer, '/', cookie.maxAge));
+  reply.setCookie(SESSION_COOKIE, cookie.value, cookieAttributes(issuer, cookiePath(issuer), cookie.maxAge));
 }
 
 /** Clears the session cookie. */
-export function clearSessionCookie(reply: FastifyReply): void {
-  reply.clearCookie(SESSION_COOKIE, { path: '/' });
+export function clearSessionCookie(reply: FastifyReply, issuer: string): void {
+  reply.clearCookie(SESSION_COOKIE, cookieAttributes(issuer, cookiePath(issuer)));
 }
 
 /** The request's browser id cookie (`sigil.browser`) as sent, or undefined. */
@@ -57,7 +80,7 @@ export function browserCookie(request: FastifyRequest): string | undefined {
  * the same id.
  */
 export function setBrowserCookie(request: FastifyRequest, reply: FastifyReply, issuer: string, cookie: CookieValue): void {
-  reply.setCookie(BROWSER_COOKIE, cookie.value, attributes(issuer, '/', cookie.maxAge));
+  reply.setCookie(BROWSER_COOKIE, cookie.value, cookieAttributes(issuer, cookiePath(issuer), cookie.maxAge));
   request.cookies[BROWSER_COOKIE] = cookie.value;
 }
 
@@ -66,12 +89,16 @@ export function securityKeyStepCookie(request: FastifyRequest): string | undefin
   return request.cookies[SECURITY_KEY_STEP_COOKIE];
 }
 
-/** Sets the security key step's cookie, sent only to `/account/passkeys`. */
+function securityKeyStepPath(issuer: string): string {
+  return `${new URL(issuer).pathname.replace(/\/$/, '')}${SECURITY_KEY_STEP_PATH}`;
+}
+
+/** Sets the security key step's cookie, sent only to `<issuer path>/account/passkeys`. */
 export function setSecurityKeyStepCookie(reply: FastifyReply, issuer: string, cookie: CookieValue): void {
-  reply.setCookie(SECURITY_KEY_STEP_COOKIE, cookie.value, attributes(issuer, SECURITY_KEY_STEP_PATH, cookie.maxAge));
+  reply.setCookie(SECURITY_KEY_STEP_COOKIE, cookie.value, cookieAttributes(issuer, securityKeyStepPath(issuer), cookie.maxAge));
 }
 
 /** Clears the security key step's cookie. */
-export function clearSecurityKeyStepCookie(reply: FastifyReply): void {
-  reply.clearCookie(SECURITY_KEY_STEP_COOKIE, { path: SECURITY_KEY_STEP_PATH });
+export function clearSecurityKeyStepCookie(reply: FastifyReply, issuer: string): void {
+  reply.clearCookie(SECURITY_KEY_STEP_COOKIE, cookieAttributes(issuer, securityKeyStepPath(issuer)));
 }

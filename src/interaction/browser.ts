@@ -33,7 +33,7 @@ export async function startSession(
   how: { amr: string[]; idp: string; tenant: string | null; upstreamAcr?: string },
 ): Promise<Session> {
   const { session, cookie } = await ctx.sessions.create(sessionCookie(request), user, how);
-  clearSessionCookie(reply);
+  clearSessionCookie(reply, ctx.issuer);
   setSessionCookie(reply, ctx.issuer, cookie);
   return session;
 }
@@ -56,6 +56,6 @@ export async function upgradeSession(ctx: SigilContext, request: FastifyRequest,
  */
 export async function signOut(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): Promise<EndedSession | undefined> {
   const ended = await ctx.sessions.end(sessionCookie(request));
-  clearSessionCookie(reply);
+  clearSessionCookie(reply, ctx.issuer);
   return ended;
 }

@@ -25,15 +25,15 @@ import { answerDevice } from './device.js';
 import type { Pending } from './interactions.js';
 import { originOf } from '../http/request.js';
 
-/** Where a pending request continues after the login or consent page. */
+/** Where a pending request continues after the login or consent page, relative to the issuer's path. */
 export function resumePath(id: string, interaction: Interaction): string {
   const base = interaction.device ? '/device/resume' : '/connect/authorize/resume';
   return `${base}?interaction=${encodeURIComponent(id)}`;
 }
 
 /** Sends the browser on to where the pending request continues (303, RFC 9700 §4.12). */
-export function resume(reply: FastifyReply, pending: Pending): FastifyReply {
-  return reply.redirect(resumePath(pending.id, pending.interaction), 303);
+export function resume(ctx: SigilContext, reply: FastifyReply, pending: Pending): FastifyReply {
+  return reply.redirect(`${ctx.basePath}${resumePath(pending.id, pending.interaction)}`, 303);
 }
 
 /**

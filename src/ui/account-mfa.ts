@@ -39,7 +39,7 @@ const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
 <h1><%= it.t.mfaTitle %></h1>
 <p id="mfa-intro"><%= it.t.mfaIntro %></p>
 <% if (it.error) { %><p class="alert" role="alert" id="mfa-error"><%= it.error %></p><% } %>
-<form method="post" action="/account/mfa">
+<form method="post" action="<%= it.base %>/account/mfa">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <label for="code"><%= it.t.oneTimeCode %></label>
@@ -57,7 +57,7 @@ const TOTP = `<% layout('@layout', { lang: it.lang, title: it.t.totpTitle }) %>
 <% if (it.error) { %><p class="alert" role="alert" id="totp-error"><%= it.error %></p><% } %>
 <p class="qr"><img src="<%= it.qr %>" alt="<%= it.t.totpQrAlt %>" width="240" height="240"></p>
 <p><span id="secret-label"><%= it.t.totpSecret %></span>: <code id="totp-secret" aria-labelledby="secret-label"><%= it.secret %></code></p>
-<form method="post" action="/account/totp">
+<form method="post" action="<%= it.base %>/account/totp">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <label for="code"><%= it.t.oneTimeCode %></label>
@@ -69,31 +69,31 @@ const RECOVERY = `<% layout('@layout', { lang: it.lang, title: it.t.recoveryTitl
 <h1><%= it.t.recoveryTitle %></h1>
 <p id="recovery-intro"><%= it.t.recoveryIntro %></p>
 <ul class="codes" aria-labelledby="recovery-intro"><% it.codes.forEach(function (c) { %><li><code><%= c %></code></li><% }) %></ul>
-<p><a class="button primary" href="<%= it.next %>"><%= it.t.continue %></a></p>`;
+<p><a class="button primary" href="<%= it.base %><%= it.next %>"><%= it.t.continue %></a></p>`;
 
 const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle }) %>
 <h1><%= it.t.accountTitle %></h1>
 <p><%= it.f(it.t.signedInAs, { user: it.username }) %></p>
 <% if (it.notice) { %><p class="alert" role="status"><%= it.notice %></p><% } %>
-<% if (!it.canChange) { %><p class="alert" role="note"><%= it.t.freshSignInNeeded %> <a href="<%= it.reauth %>"><%= it.t.signInAgain %></a></p><% } %>
+<% if (!it.canChange) { %><p class="alert" role="note"><%= it.t.freshSignInNeeded %> <a href="<%= it.base %><%= it.reauth %>"><%= it.t.signInAgain %></a></p><% } %>
 <h2 id="factors-heading"><%= it.t.accountFactors %></h2>
 <% if (it.factors.length === 0) { %><p><%= it.t.accountNoFactors %></p><% } else { %>
 <ul class="factors" aria-labelledby="factors-heading">
 <% it.factors.forEach(function (fa) { %><li><span><%= fa.name %>, <%= it.f(it.t.factorAdded, { date: fa.date }) %></span>
-<% if (it.canChange) { %><form method="post" action="/account/factors/remove" class="inline">
+<% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/factors/remove" class="inline">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <input type="hidden" name="factor" value="<%= fa.id %>">
 <button type="submit" name="button" value="remove" aria-label="<%= it.f(it.t.removeFactor, { name: fa.name, date: fa.date }) %>"><%= it.t.remove %></button>
 </form><% } %></li>
 <% }) %></ul><% } %>
-<% if (it.canChange) { it.adds.forEach(function (a) { %><p><a href="<%= a.path %>"><%= a.label %></a></p><% }) } %>
+<% if (it.canChange) { it.adds.forEach(function (a) { %><p><a href="<%= it.base %><%= a.path %>"><%= a.label %></a></p><% }) } %>
 <% if (it.hasSecond) { %><h2 id="recovery-heading"><%= it.t.factorRecoveryCodes %></h2>
 <p><%= it.f(it.t.recoveryRemaining, { count: String(it.recoveryLeft) }) %></p>
-<% if (it.canChange) { %><form method="post" action="/account/recovery">
+<% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/recovery">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <button type="submit" name="button" value="regenerate"><%= it.t.regenerateRecovery %></button>
 </form><% } %><% } %>
-<p><a href="/account/logout"><%= it.t.signOut %></a></p>`;
+<p><a href="<%= it.base %>/account/logout"><%= it.t.signOut %></a></p>`;
 
 /** Where a sign-in continues once complete. */
 type Next = { interaction: string } | { account: true } | { done: string };
@@ -134,7 +134,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
     if (single(body, 'button') === 'cancel') {
       if (who.pending) await ctx.mfa.finishPending(browser);
       if (id && interaction) return denyPage(ctx, request, reply, { id, interaction });
-      return reply.redirect('/account/login', 303);
+      return reply.redirect(`${ctx.basePath}/account/login`, 303);
     }
     const check = await ctx.secondStep.verifyCode(subjectOf(who), single(body, 'code') ?? '', {
       origin: originOf(request),
@@ -181,7 +181,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
 
   app.get('/account', async (request, reply) => {
     const session = await sessionOf(ctx, request);
-    if (!session) return reply.header('cache-control', 'no-store').redirect('/account/login?return=account', 303);
+    if (!session) return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
     return accountPage(ctx, request, reply, session, undefined);
   });
 
@@ -223,7 +223,7 @@ export async function secondStepAfterPassword(
   if (step === 'none') return undefined;
   if (step === 'security-key' && (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.toAccount === true))) return reply;
   const page = step === 'enroll' ? '/account/totp' : '/account/mfa';
-  return reply.header('cache-control', 'no-store').redirect(page, 303);
+  return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${page}`, 303);
 }
 
 /**
@@ -287,9 +287,9 @@ export async function completeSecondFactor(
     const interaction = await ctx.interactions.get(next.interaction, browser);
     if (!interaction) return expiredPage(ctx, request, reply);
     const path = resumePath(next.interaction, interaction);
-    return asLink ? path : reply.header('cache-control', 'no-store').redirect(path, 303);
+    return asLink ? path : reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${path}`, 303);
   }
-  if ('account' in next || asLink) return asLink ? '/account' : reply.redirect('/account', 303);
+  if ('account' in next || asLink) return asLink ? '/account' : reply.redirect(`${ctx.basePath}/account`, 303);
   return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: next.done } });
 }
 
@@ -317,7 +317,7 @@ async function enrollmentWho(ctx: SigilContext, request: FastifyRequest, reply: 
 async function changeAllowed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
   const session = await sessionOf(ctx, request);
   if (!session) {
-    reply.header('cache-control', 'no-store').redirect('/account/login?return=account', 303);
+    reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
     return undefined;
   }
   if (!(await ctx.mfa.mayChangeFactors(session))) {

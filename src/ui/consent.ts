@@ -50,7 +50,7 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     if (!id || !interaction || !session) return expiredPage(ctx, request, reply);
     if (single(body, 'button') !== 'yes') return denyPage(ctx, request, reply, { id, interaction });
     await grantConsent(ctx, { id, interaction }, session, single(body, 'remember') === 'yes');
-    return resume(reply, { id, interaction });
+    return resume(ctx, reply, { id, interaction });
   });
 }
 

@@ -67,7 +67,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     // A session lacking the second factor the user has or the client requires steps up first (src/mfa/).
     const stepUp = session ? await stepUpPage(ctx, session, ctx.mfa.requiredFor(ctx.clients.get(found.clientId))) : undefined;
     const next = session ? (stepUp ?? '/consent') : '/account/login';
-    return reply.header('cache-control', 'no-store').redirect(`${next}?interaction=${encodeURIComponent(id)}`, 303);
+    return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${next}?interaction=${encodeURIComponent(id)}`, 303);
   });
 
   app.get('/device/resume', async (request, reply) => {
@@ -76,10 +76,10 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
     const interaction = await ctx.interactions.get(id, browser);
     if (!id || !interaction?.device) return expiredPage(ctx, request, reply);
     const session = await sessionOf(ctx, request);
-    if (!session) return reply.redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);
+    if (!session) return reply.redirect(`${ctx.basePath}/account/login?interaction=${encodeURIComponent(id)}`, 303);
     const stepUp = await stepUpPage(ctx, session, ctx.mfa.requiredFor(ctx.clients.get(interaction.request.clientId)));
-    if (stepUp) return reply.redirect(`${stepUp}?interaction=${encodeURIComponent(id)}`, 303);
-    if (!interaction.consented) return reply.redirect(`/consent?interaction=${encodeURIComponent(id)}`, 303);
+    if (stepUp) return reply.redirect(`${ctx.basePath}${stepUp}?interaction=${encodeURIComponent(id)}`, 303);
+    if (!interaction.consented) return reply.redirect(`${ctx.basePath}/consent?interaction=${encodeURIComponent(id)}`, 303);
     if (!(await answerDevice(ctx, { id, interaction }, session))) return expiredPage(ctx, request, reply);
     return deviceAnsweredPage(ctx, request, reply, true);
   });

@@ -90,7 +90,7 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
     // An upstream that asserts MFA passes its amr and acr on (src/mfa/factors.ts).
     const pending = { id: data.interactionId, interaction };
     await finishSignIn(ctx, request, reply, user, { ...upstreamAuthentication(claims), idp: name, tenant: user.tenant, endpoint: 'federation' }, pending);
-    return resume(reply, pending);
+    return resume(ctx, reply, pending);
   });
 }
 

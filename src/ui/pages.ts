@@ -15,7 +15,7 @@ const LAYOUT = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title><%= it.title %> · Sigil</title>
-<link rel="stylesheet" href="/assets/sigil.css">
+<link rel="stylesheet" href="<%= it.base %>/assets/sigil.css">
 </head>
 <body>
 <main>
@@ -30,7 +30,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <% if (it.clientName) { %><p><%= it.f(it.t.signInTo, { client: it.clientName }) %></p><% } %>
 <% if (it.tenant) { %><p><%= it.f(it.t.tenant, { tenant: it.tenant }) %></p><% } %>
 <% if (it.error) { %><p class="alert" role="alert"><%= it.error %></p><% } %>
-<form method="post" action="/account/login">
+<form method="post" action="<%= it.base %>/account/login">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
@@ -46,7 +46,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 </form>
 <% if (it.passkeys) { %><%~ include('@passkey-login', it) %><% } %>
 <% if (it.providers && it.providers.length > 0) { %><p class="or"><%= it.t.orSignInWith %></p>
-<ul class="providers"><% it.providers.forEach(function (p) { %><li><a class="provider" href="<%= p.href %>"><%= p.label %></a></li><% }) %></ul><% } %>`;
+<ul class="providers"><% it.providers.forEach(function (p) { %><li><a class="provider" href="<%= it.base %><%= p.href %>"><%= p.label %></a></li><% }) %></ul><% } %>`;
 
 const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle }) %>
 <h1><%= it.t.consentTitle %></h1>
@@ -55,7 +55,7 @@ const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle 
 <ul class="scopes">
 <% it.scopes.forEach(function (s) { %><li><%= s %></li><% }) %>
 </ul>
-<form method="post" action="/consent">
+<form method="post" action="<%= it.base %>/consent">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <input type="hidden" name="interaction" value="<%= it.interaction %>">
 <% if (it.canRemember) { %><label class="check"><input type="checkbox" name="remember" value="yes"> <%= it.t.remember %></label><% } %>
@@ -73,7 +73,7 @@ const MESSAGE = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] 
 const LOGOUT = `<% layout('@layout', { lang: it.lang, title: it.t.logoutTitle }) %>
 <h1><%= it.t.logoutTitle %></h1>
 <p><%= it.t.logoutQuestion %></p>
-<form method="post" action="/account/logout">
+<form method="post" action="<%= it.base %>/account/logout">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <% Object.keys(it.fields || {}).forEach(function (name) { %><input type="hidden" name="<%= name %>" value="<%= it.fields[name] %>">
 <% }) %><div class="actions"><button type="submit" name="button" value="logout" class="primary"><%= it.t.logout %></button></div>
@@ -83,7 +83,7 @@ const DEVICE = `<% layout('@layout', { lang: it.lang, title: it.t.deviceTitle })
 <h1><%= it.t.deviceTitle %></h1>
 <p><%= it.t.deviceIntro %></p>
 <% if (it.error) { %><p class="alert" role="alert"><%= it.error %></p><% } %>
-<form method="post" action="/device">
+<form method="post" action="<%= it.base %>/device">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <label for="userCode"><%= it.t.userCode %></label>
 <input type="text" id="userCode" name="userCode" value="<%= it.userCode %>" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" required autofocus>
@@ -123,7 +123,12 @@ const FORM_POST = `<!doctype html>
 export class Pages {
   private readonly eta = new Eta({ autoEscape: true, cache: true });
 
-  constructor() {
+  /**
+   * @param base the issuer's path, '' at the host's root (e.g. `/id`): every template reads it as
+   *   `it.base` and starts its links, form actions and asset URLs with it, so the pages work where
+   *   Sigil is mounted (OIDC Discovery §4: the issuer may have a path).
+   */
+  constructor(readonly base = '') {
     this.eta.loadTemplate('@layout', LAYOUT);
     this.eta.loadTemplate('@login', LOGIN);
     this.eta.loadTemplate('@consent', CONSENT);
@@ -166,7 +171,7 @@ export class Pages {
     leadsToClient = false,
   ): FastifyReply {
     const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
-    const html = this.eta.render(`@${name}`, { ...data, lang, t, f: format });
+    const html = this.eta.render(`@${name}`, { ...data, lang, t, f: format, base: this.base });
     const csp = reply.getHeader('content-security-policy');
     if (leadsToClient && typeof csp === 'string') reply.header('content-security-policy', csp.replace(/form-action [^;]*;?/, ''));
     // `same-origin`, not `no-referrer`: under no-referrer browsers send `Origin: null` with the
@@ -188,7 +193,7 @@ export class Pages {
    */
   sendSignedOut(reply: FastifyReply, lang: string, frames: readonly string[], frameSrc: string, redirect: string | undefined): FastifyReply {
     const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
-    const html = this.eta.render('@signed_out', { lang, t, f: format, frames, redirect });
+    const html = this.eta.render('@signed_out', { lang, t, f: format, frames, redirect, base: this.base });
     // The app's policy (helmet), with the script allowed by hash and the frames named.
     const base = String(reply.getHeader('content-security-policy') ?? "default-src 'self'; frame-ancestors 'none'");
     const kept = base.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));

@@ -67,14 +67,14 @@ export const PASSKEY_TEXTS_DE: { [K in keyof typeof PASSKEY_TEXTS_EN]: string } 
   useCodeInstead: 'Stattdessen einen Einmalcode oder einen Wiederherstellungscode verwenden',
 };
 
-const SCRIPTS = `<script src="/assets/webauthn-browser.js"></script>
-<script src="/assets/passkeys.js"></script>`;
+const SCRIPTS = `<script src="<%= it.base %>/assets/webauthn-browser.js"></script>
+<script src="<%= it.base %>/assets/passkeys.js"></script>`;
 
 /**
  * The "Sign in with a passkey" form, included in the login page when WebAuthn is enabled. After a
  * refused passkey the page does not start the autofill request again by itself.
  */
-const PASSKEY_LOGIN = `<form method="post" action="/account/passkeys/login" class="passkey" data-webauthn="login" data-options="/account/passkeys/login/options" data-autofill="<%= it.error === it.t.passkeyFailed ? 'false' : 'true' %>" data-error="<%= it.t.passkeyFailed %>">
+const PASSKEY_LOGIN = `<form method="post" action="<%= it.base %>/account/passkeys/login" class="passkey" data-webauthn="login" data-options="<%= it.base %>/account/passkeys/login/options" data-autofill="<%= it.error === it.t.passkeyFailed ? 'false' : 'true' %>" data-error="<%= it.t.passkeyFailed %>">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
@@ -94,13 +94,13 @@ const PASSKEYS = `<% layout('@layout', { lang: it.lang, title: it.t.passkeysTitl
 <% if (it.credentials.length === 0) { %><p><%= it.t.passkeysNone %></p><% } else { %>
 <ul class="credentials">
 <% it.credentials.forEach(function (c) { %><li><span><strong><%= c.name %></strong><br><%= c.details %></span>
-<% if (it.canChange) { %><form method="post" action="/account/passkeys/remove">
+<% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/passkeys/remove">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <input type="hidden" name="id" value="<%= c.id %>">
 <button type="submit" name="button" value="remove" aria-label="<%= c.removeLabel %>"><%= it.t.removeCredential %></button>
 </form><% } %></li>
 <% }) %></ul><% } %>
-<% if (it.canChange) { %><form method="post" action="/account/passkeys/register" data-webauthn="register" data-options="/account/passkeys/options" data-error="<%= it.t.passkeyFailed %>">
+<% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/passkeys/register" data-webauthn="register" data-options="<%= it.base %>/account/passkeys/options" data-error="<%= it.t.passkeyFailed %>">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <input type="hidden" name="response" value="">
 <label for="name"><%= it.t.passkeyName %></label>
@@ -113,14 +113,14 @@ const PASSKEYS = `<% layout('@layout', { lang: it.lang, title: it.t.passkeysTitl
 </div>
 </form>
 ${SCRIPTS}<% } else { %><p><%= it.t.passkeyReauth %></p>
-<p><a href="/account/login"><%= it.t.signInAgain %></a></p><% } %>`;
+<p><a href="<%= it.base %>/account/login"><%= it.t.signInAgain %></a></p><% } %>`;
 
 /** The security key step after the password. */
 const PASSKEY_STEP = `<% layout('@layout', { lang: it.lang, title: it.t.securityKeyTitle }) %>
 <h1><%= it.t.securityKeyTitle %></h1>
 <p><%= it.t.securityKeyIntro %></p>
 <% if (it.error) { %><p class="alert" role="alert"><%= it.error %></p><% } %>
-<form method="post" action="/account/passkeys/second-factor" data-webauthn="second-factor" data-options="/account/passkeys/second-factor/options" data-error="<%= it.t.passkeyFailed %>">
+<form method="post" action="<%= it.base %>/account/passkeys/second-factor" data-webauthn="second-factor" data-options="<%= it.base %>/account/passkeys/second-factor/options" data-error="<%= it.t.passkeyFailed %>">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
 <input type="hidden" name="response" value="">
@@ -131,7 +131,7 @@ const PASSKEY_STEP = `<% layout('@layout', { lang: it.lang, title: it.t.security
 <button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
 </div>
 </form>
-<% if (it.codeLink) { %><p><a href="<%= it.codeLink %>"><%= it.t.useCodeInstead %></a></p><% } %>
+<% if (it.codeLink) { %><p><a href="<%= it.base %><%= it.codeLink %>"><%= it.t.useCodeInstead %></a></p><% } %>
 ${SCRIPTS}`;
 
 /** Templates by name, loaded by `Pages` (`@passkeys`, `@passkey-step`, `@passkey-login`). */

@@ -164,7 +164,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     if (response === undefined) return listPage(request, reply, undefined, 'passkeyNeedsScript', 400);
     if (!(await ctx.passkeys.register(current.user.subjectId, kind, response, browserOf(ctx, request, reply), single(body, 'name') ?? '', originOf(request))))
       return listPage(request, reply, undefined, 'passkeyFailed', 400);
-    return reply.redirect('/account/passkeys?done=added', 303);
+    return reply.redirect(`${ctx.basePath}/account/passkeys?done=added`, 303);
   });
 
   app.post('/account/passkeys/remove', async (request, reply) => {
@@ -173,7 +173,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const current = await signedIn(request);
     if (!current?.canChange) return listPage(request, reply, undefined, undefined, current ? 403 : 401);
     if (!(await ctx.passkeys.remove(current.user.subjectId, single(formOf(request), 'id') ?? '', originOf(request)))) return listPage(request, reply, undefined, 'passkeyFailed', 404);
-    return reply.redirect('/account/passkeys?done=removed', 303);
+    return reply.redirect(`${ctx.basePath}/account/passkeys?done=removed`, 303);
   });
 
   // Passkey sign-in options (JSON): anyone with the login page's CSRF token.
@@ -228,8 +228,8 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     const id = pending.interaction || undefined;
     if (single(body, 'button') === 'cancel') {
       await ctx.passkeys.cancelStep(cookie);
-      clearSecurityKeyStepCookie(reply);
-      return reply.redirect(id ? `/account/login?interaction=${encodeURIComponent(id)}` : '/account/login', 303);
+      clearSecurityKeyStepCookie(reply, ctx.issuer);
+      return reply.redirect(`${ctx.basePath}/account/login${id ? `?interaction=${encodeURIComponent(id)}` : ''}`, 303);
     }
     const response = parseResponse(body);
     if (response === undefined) return stepPage(ctx, reply, pending, lang, ctx.pages.text(lang, 'passkeyNeedsScript'), 400);
@@ -240,7 +240,7 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     }
     if (done.outcome === 'failed') return stepPage(ctx, reply, pending, lang, ctx.pages.text(lang, 'passkeyFailed'), 400);
     if (done.outcome === 'used') return expiredPage(ctx, request, reply);
-    clearSecurityKeyStepCookie(reply);
+    clearSecurityKeyStepCookie(reply, ctx.issuer);
     if (done.outcome === 'ended') return expiredPage(ctx, request, reply);
     return continueAfterSignIn(ctx, request, reply, done.user, done.amr, id && interaction ? { id, interaction } : undefined, lang, pending.toAccount === true);
   });

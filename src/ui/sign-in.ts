@@ -28,8 +28,8 @@ export async function continueAfterSignIn(
   toAccount = false,
 ): Promise<FastifyReply> {
   await finishSignIn(ctx, request, reply, user, { amr, idp: 'local', tenant: user.tenant, endpoint: 'login' }, pending);
-  if (pending) return resume(reply, pending);
-  if (toAccount) return reply.redirect('/account', 303);
+  if (pending) return resume(ctx, reply, pending);
+  if (toAccount) return reply.redirect(`${ctx.basePath}/account`, 303);
   return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
 }
 
