@@ -90,6 +90,9 @@ export async function buildApp(
 ): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(ctx));
   await app.register((sigil) => mountSigil(sigil, ctx, grantTypes, stop, metrics, tracing), { prefix: ctx.basePath });
+  // The listener is Sigil's alone: liveness and readiness also at its root, where load balancers
+  // and the image's HEALTHCHECK look, whatever the issuer's path.
+  if (ctx.basePath !== '') healthEndpoints(app, ctx);
   return app;
 }
 
@@ -177,6 +180,8 @@ export async function mountSigil(
     route.config = { ...route.config, cors: CORS_PATHS.has(route.routePath) ? corsPolicy : false };
   });
   if (!app.hasRequestDecorator('corsPreflightEnabled')) await app.register(cors, corsPolicy);
+  // Else the host's catch-all OPTIONS route would answer preflights under the prefix with its policy.
+  else app.options('*', (_request, reply) => reply.callNotFound());
   // Preflight requests: the plugin's catch-all OPTIONS route has opted out like any other route
   // (404), so each CORS path answers its own, as the plugin's would.
   for (const path of CORS_PATHS)

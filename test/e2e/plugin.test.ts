@@ -121,7 +121,11 @@ describe('the host app keeps its own behaviour', () => {
     const allowed = await preflight('/id/connect/token', 'https://spa.example');
     expect(allowed.headers.get('access-control-allow-origin')).toBe('https://spa.example');
     expect(allowed.headers.get('access-control-allow-credentials')).toBeNull();
-    // A page is not a CORS path at all.
+    // A page is not a CORS path at all: no preflight (Sigil's 404, not the host's catch-all), no header.
+    const pagePreflight = await preflight('/id/account/login', 'https://spa.example');
+    expect(pagePreflight.status).toBe(404);
+    expect(pagePreflight.headers.get('access-control-allow-origin')).toBeNull();
+    expect(await pagePreflight.json()).toMatchObject({ error: 'invalid_request' });
     const page = await fetch(`${issuer}/account/login`, { headers: { origin: 'https://spa.example' } });
     expect(page.headers.get('access-control-allow-origin')).toBeNull();
     // The host's policy on the host's route, not Sigil's (which would refuse evil.example).
@@ -217,6 +221,9 @@ describe('the standalone server is the same mount at the issuer’s path', () =>
       expect(doc.statusCode).toBe(200);
       expect(doc.json()).toMatchObject({ issuer: 'http://127.0.0.1:5999/tenant', token_endpoint: 'http://127.0.0.1:5999/tenant/connect/token' });
       expect((await sigil.app.inject('/.well-known/openid-configuration')).statusCode).toBe(404);
+      // Health at the listener's root too, for the image's HEALTHCHECK and load balancers.
+      expect((await sigil.app.inject('/healthz')).json()).toEqual({ status: 'ok' });
+      expect((await sigil.app.inject('/tenant/healthz')).json()).toEqual({ status: 'ok' });
       const token = await sigil.app.inject({
         method: 'POST',
         url: '/tenant/connect/token',
