@@ -136,6 +136,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
 export interface SigilPluginOptions extends SigilOptions {
   /** The config object; its `issuer`'s path must be the prefix the plugin is registered with. */
   config: unknown;
+  /** Subscribed to the audit events, as `Sigil.subscribe` does. */
+  onEvent?: EventListener;
 }
 
 /**
@@ -152,8 +154,9 @@ export interface SigilPluginOptions extends SigilOptions {
  *   registered @fastify/csrf-protection for all its routes (see `mountSigil`).
  */
 export async function sigilPlugin(fastify: FastifyInstance, opts: SigilPluginOptions): Promise<void> {
-  const { config, ...options } = opts;
+  const { config, onEvent, ...options } = opts;
   const services = await startServices(config, options, fastify.prefix.replace(/\/+$/, ''));
+  if (onEvent) services.subscribe(onEvent);
   if (services.context.config.trustProxy !== false)
     services.context.log.warn('sigil: the config\'s trustProxy applies to the standalone server only; in a host app, its own Fastify trustProxy decides');
   await mountSigil(fastify, services.context, services.grantTypes, services.stop, services.metrics, services.tracing).catch(async (err: unknown) => {

@@ -5,6 +5,7 @@
  * the prefix. openid-client discovers the prefixed issuer and completes code + PKCE (signed in by
  * Chromium on the mounted login and consent pages), refresh and userinfo; then signs out.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
@@ -12,7 +13,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import * as oidc from 'openid-client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSigil, sigilPlugin } from '../../src/index.js';
+import { createSigil, type SigilEvent, sigilPlugin } from '../../src/index.js';
 import { tempDir, testConfig } from '../helpers.js';
 import { type Browser } from 'playwright-core';
 import { browserConfig, CallbackServer, CONSENT, callbackResponse, launchChromium, newPage, submitLogin } from './browser-fixture.js';
@@ -26,6 +27,7 @@ let issuer: string;
 let cb: CallbackServer;
 let browser: Browser;
 let cleanup: () => void;
+const events: SigilEvent[] = [];
 
 /** The host app: its own cookie parser (with loose defaults), CORS for everyone, 404 and error handlers, routes. */
 async function hostApp(): Promise<FastifyInstance> {
@@ -54,6 +56,9 @@ beforeAll(async () => {
     prefix: '/id',
     config: { ...browserConfig(cb.url), issuer, storage: `sqlite:${join(dir.dir, 'sigil.db')}` },
     logger: silent,
+    onEvent: (event) => {
+      events.push(event);
+    },
   });
   [browser] = await Promise.all([launchChromium(), host.listen({ host: '127.0.0.1', port })]);
 });
@@ -160,6 +165,23 @@ describe('the host app keeps its own behaviour', () => {
   });
 });
 
+describe('shutdown', () => {
+  it('closing the host app closes Sigil’s store (SQLite removes its write-ahead log at the last close)', async () => {
+    const { dir, cleanup: remove } = tempDir();
+    try {
+      const app = Fastify();
+      await app.register(sigilPlugin, { prefix: '/id', config: testConfig({ issuer: 'http://127.0.0.1:5999/id', storage: `sqlite:${join(dir, 'sigil.db')}` }), logger: silent });
+      await app.ready();
+      expect((await app.inject('/id/readyz')).statusCode).toBe(200);
+      expect(existsSync(join(dir, 'sigil.db-wal'))).toBe(true);
+      await app.close();
+      expect(existsSync(join(dir, 'sigil.db-wal'))).toBe(false);
+    } finally {
+      remove();
+    }
+  });
+});
+
 describe('a relying party and a browser through the mounted pages', () => {
   it('code + PKCE with login and consent, refresh, userinfo, then sign-out', async () => {
     const rp = await oidc.discovery(new URL(issuer), CONSENT.id, CONSENT.secret, oidc.ClientSecretBasic(CONSENT.secret), {
@@ -196,6 +218,7 @@ describe('a relying party and a browser through the mounted pages', () => {
     const callback = new URL(`${cb.url}/cb?${new URLSearchParams(cb.hits.slice(since).find((h) => h.path === '/cb')!.params)}`);
     const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: state });
     expect(tokens.claims()).toMatchObject({ iss: issuer, sub: '1', aud: CONSENT.id });
+    expect(events).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'user_login_succeeded', subjectId: '1' }), expect.objectContaining({ name: 'token_issued', clientId: CONSENT.id })]));
     const info = await oidc.fetchUserInfo(rp, tokens.access_token, '1');
     expect(info).toMatchObject({ sub: '1', name: 'Alice Smith', email: 'alice@example.com' });
     const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
