@@ -415,7 +415,7 @@ const CROSS_CHECKED = new Set(['clients', 'users', 'identityResources', 'apiScop
 export const configSchema = z
   .strictObject({
     $schema: z.string().optional().meta({ description: 'The JSON Schema of this file, for editors (sigil config schema); Sigil ignores it' }),
-    issuer: z.url({ protocol: /^https?$/ }).optional().meta({ description: "The issuer URL; every published URL derives from it, never from the request's Host. Default http://localhost:<port>", spec: "OIDC Discovery §3; RFC 8414 §2" }),
+    issuer: z.url({ protocol: /^https?$/ }).optional().meta({ description: "The issuer URL; every published URL derives from it, never from the request's Host. Its path, if any, is where every route answers (https://example.com/id: /id/connect/token). Default http://localhost:<port>", spec: "OIDC Discovery §3; RFC 8414 §2" }),
     storage: nonEmpty.default('sqlite:./data/sigil.db').meta({ description: "sqlite:<file>, postgres://user@host:port/db[?schema=name&poolSize=10], or memory (tests only)" }),
     port: z.number().int().min(0).max(65535).optional().meta({ description: "Where to listen. Default 5000" }),
     host: z.string().optional().meta({ description: "The address to listen on. Default 0.0.0.0" }),
