@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { ClientAdmin } from './admin/clients.js';
-import { ConfigError, type ConfigOverrides, resolveConfig } from './config/loader.js';
+import { ConfigError, type ConfigOverrides, issuerPath, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
 import { type ExtensionGrant, extensionGrantHandler } from './grants/extension.js';
@@ -163,11 +163,6 @@ export async function sigilPlugin(fastify: FastifyInstance, opts: SigilPluginOpt
     await services.stop();
     throw err;
   });
-}
-
-/** The issuer's path without a trailing slash, '' when it has none (`https://example.com/id` → `/id`). */
-function issuerPath(issuer: string): string {
-  return new URL(issuer).pathname.replace(/\/+$/, '');
 }
 
 /** A provider's services, not yet mounted on any app: what `createSigil` and `sigilPlugin` share. */

@@ -101,6 +101,15 @@ export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}, opt
   return { ...cfg, issuer, port, host: cfg.host ?? '0.0.0.0' };
 }
 
+/**
+ * The path of a resolved issuer (no trailing slash), '' when it has none: `https://example.com/id`
+ * → `/id`. Sigil's routes answer under it (OIDC Discovery §4), its cookies are scoped to it.
+ */
+export function issuerPath(issuer: string): string {
+  const path = new URL(issuer).pathname;
+  return path === '/' ? '' : path;
+}
+
 /** Reads environment variables of DESIGN §5 (`PORT`, `SIGIL_ISSUER`, `SIGIL_STORAGE`, `SIGIL_METRICS_PORT`). */
 export function overridesFromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
   const out: ConfigOverrides = {};

@@ -17,6 +17,7 @@
  */
 import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { issuerPath } from '../config/loader.js';
 
 /** Cookie names. */
 export const SESSION_COOKIE = 'sigil.session';
@@ -28,7 +29,7 @@ const SECURITY_KEY_STEP_PATH = '/account/passkeys';
 
 /** The path of Sigil's cookies: the issuer's path, `/` for an issuer without one. */
 export function cookiePath(issuer: string): string {
-  return new URL(issuer).pathname;
+  return issuerPath(issuer) || '/';
 }
 
 /** A cookie value to set, and how long the browser keeps it (`Max-Age`, seconds). */
@@ -90,7 +91,7 @@ export function securityKeyStepCookie(request: FastifyRequest): string | undefin
 }
 
 function securityKeyStepPath(issuer: string): string {
-  return `${new URL(issuer).pathname.replace(/\/$/, '')}${SECURITY_KEY_STEP_PATH}`;
+  return `${issuerPath(issuer)}${SECURITY_KEY_STEP_PATH}`;
 }
 
 /** Sets the security key step's cookie, sent only to `<issuer path>/account/passkeys`. */
