@@ -152,6 +152,10 @@ describe('the host app keeps its own behaviour', () => {
     expect(html).toContain('href="/id/assets/sigil.css"');
     expect(html).toContain('action="/id/account/login"');
     expect((await fetch(`${issuer}/assets/sigil.css`)).headers.get('content-type')).toMatch(/^text\/css/);
+    // Redirects to Sigil's own pages keep the prefix.
+    const account = await fetch(`${issuer}/account`, { redirect: 'manual' });
+    expect(account.status).toBe(303);
+    expect(account.headers.get('location')).toBe('/id/account/login?return=account');
   });
 
   it('registration is refused when the prefix is not the issuer’s path', async () => {
@@ -225,6 +229,17 @@ describe('a relying party and a browser through the mounted pages', () => {
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
     expect(refreshed.claims()?.sub).toBe('1');
     expect((await oidc.fetchUserInfo(rp, refreshed.access_token, '1')).sub).toBe('1');
+
+    // Every link, form, stylesheet and script of the account and device pages stays under the prefix.
+    for (const path of ['/account', '/device']) {
+      await page.goto(`${issuer}${path}`);
+      expect(new URL(page.url()).pathname).toBe(`/id${path}`);
+      const urls = await page.$$eval('a[href], form[action], link[href], script[src]', (els) =>
+        els.map((e) => e.getAttribute('href') ?? e.getAttribute('action') ?? e.getAttribute('src') ?? ''),
+      );
+      expect(urls.length).toBeGreaterThan(1);
+      for (const u of urls) expect(u).toMatch(/^\/id\//);
+    }
 
     // RP-initiated logout at the mounted end-session endpoint; back at the client's registered URI.
     const before = cb.hits.length;
