@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
+import csrf from '@fastify/csrf-protection';
 import Fastify, { type FastifyInstance } from 'fastify';
 import * as oidc from 'openid-client';
 import { pino } from 'pino';
@@ -158,7 +159,7 @@ describe('the host app keeps its own behaviour', () => {
     expect(account.headers.get('location')).toBe('/id/account/login?return=account');
   });
 
-  it('registration is refused when the prefix is not the issuer’s path', async () => {
+  it('registration is refused when the prefix is not the issuer’s path, or the host’s CSRF protection would be inherited', async () => {
     const app = Fastify();
     const config = testConfig({ issuer: 'https://example.com/id', storage: 'memory' });
     await expect(app.register(sigilPlugin, { prefix: '/auth', config, logger: silent })).rejects.toThrow(
@@ -166,6 +167,12 @@ describe('the host app keeps its own behaviour', () => {
     );
     // At the host's root, too: the issuer's path is where the routes are.
     await expect(Fastify().register(sigilPlugin, { config, logger: silent })).rejects.toThrow("registered at prefix ''");
+    // A host whose CSRF protection would be inherited: Sigil keeps its own or does not mount.
+    const withCsrf = Fastify();
+    await withCsrf.register(cookie);
+    await withCsrf.register(csrf);
+    await expect(withCsrf.register(sigilPlugin, { prefix: '/id', config, logger: silent })).rejects.toThrow(/register it inside a plugin of your own routes/);
+    await withCsrf.close();
   });
 });
 
