@@ -16,6 +16,7 @@ import { deviceCodeGrant } from './grants/device-code.js';
 import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
 import { Interactions } from './stores/records/interactions.js';
 import { Pages } from './ui/pages.js';
+import { loadLook } from './ui/look.js';
 import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import { UpstreamProviders } from './federation/upstream.js';
@@ -216,7 +217,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
       logout,
       interactions: new Interactions(store.grants),
-      pages: new Pages(),
+      pages: new Pages(loadLook(cfg.branding, cfg.localesDir)),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
       mfa,
       secondStep: new SecondStepService(mfa, users, clients, limiter, events),
@@ -230,6 +231,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     tracing?.traceMethods(context.upstream, 'upstream', ['start', 'finish'] satisfies (keyof UpstreamProviders)[]);
     tracing?.traceMethods(deliverer, 'logout.delivery', ['attempt'], true);
     const app = await buildApp(context, grantTypes, metrics, tracing);
+    context.pages.checkOverrides(); // every page is registered now (issue 24, branding.templatesDir)
     const metricsApp = buildMetricsApp(metrics, log);
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
