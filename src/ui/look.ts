@@ -159,8 +159,10 @@ function readTemplates(dir: string, problems: string[]): Map<string, string> {
 
 /**
  * The theme's colour properties for a primary colour (`#rgb` or `#rrggbb`, checked again here: the
- * value goes into CSS), in light and dark schemes: buttons and links in the colour, the text on
- * buttons black or white, whichever contrasts more (WCAG 2.x relative luminance).
+ * value goes into CSS): buttons and links in the colour, the text on buttons black or white,
+ * whichever contrasts more (WCAG 2.x relative luminance). The light scheme only: a brand colour
+ * chosen against white rarely contrasts with the dark card, so the dark scheme keeps Sigil's
+ * accessible accent unless `customCss` sets `--accent` under `prefers-color-scheme: dark`.
  */
 export function themeColours(colour: string): string {
   if (!CSS_HEX_COLOUR.test(colour)) throw new Error('primaryColor must be #rgb or #rrggbb');
@@ -172,8 +174,7 @@ export function themeColours(colour: string): string {
   const luminance = 0.2126 * channel(0) + 0.7152 * channel(2) + 0.0722 * channel(4);
   // Contrast with white (1.0) against contrast with black (0.0): (L1 + 0.05) / (L2 + 0.05).
   const onColour = 1.05 / (luminance + 0.05) >= (luminance + 0.05) / 0.05 ? '#fff' : '#000';
-  const vars = `--accent: ${colour}; --accent-hover: color-mix(in srgb, ${colour} 85%, #000); --accent-fg: ${onColour};`;
-  return `:root { ${vars} }\n@media (prefers-color-scheme: dark) { :root { ${vars} } }`;
+  return `@media (prefers-color-scheme: light) { :root { --accent: ${colour}; --accent-hover: color-mix(in srgb, ${colour} 85%, #000); --accent-fg: ${onColour}; } }`;
 }
 
 /**
