@@ -10,7 +10,7 @@ import type { OAuthError } from '../protocol/errors.js';
 import type { Messages } from './i18n.js';
 import { language } from './language.js';
 
-/** The plain-words text of each OAuth error code (RFC 6749 §4.1.2.1, §5.2; OIDC Core §3.1.2.6; RFC 9126 §2.3); others get `errorIntro`. */
+/** The plain-words text of each OAuth error code (RFC 6749 §4.1.2.1, §5.2; RFC 9101 §6.2; RFC 9126 §2.3); others get `errorIntro`. */
 const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
   invalid_request: 'errorInvalidRequest',
   invalid_client: 'errorInvalidClient',
@@ -22,8 +22,6 @@ const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
   temporarily_unavailable: 'errorTemporarilyUnavailable',
   invalid_request_object: 'errorInvalidRequestObject',
   invalid_request_uri: 'errorInvalidRequestUri',
-  login_required: 'errorLoginRequired',
-  too_many_requests: 'errorTooManyRequests',
 };
 
 /**
