@@ -68,6 +68,25 @@ describe('localesDir', () => {
   });
 });
 
+describe('localesDir, any content', () => {
+  it('loads or refuses with a localesDir error, never anything else (property)', () => {
+    const keys = fc.oneof(fc.constantFrom(...Object.keys(CATALOGUES.en)), fc.string({ maxLength: 12 }));
+    const value = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('{client}', '{user} {x}'), fc.integer(), fc.constant(null));
+    fc.assert(
+      fc.property(fc.oneof(fc.dictionary(keys, value, { maxKeys: 5 }).map((o) => JSON.stringify(o)), fc.string({ maxLength: 60 })), (text) => {
+        const dir = folder({ 'it.json': text });
+        try {
+          const locales = loadLocales(dir);
+          expect(locales.tags).toContain('it');
+        } catch (err) {
+          expect((err as Error).message).toMatch(/^localesDir: /);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
 describe('page templates', () => {
   const override = (templates: Record<string, string>) => new Pages({ ...DEFAULT_LOOK, templates: new Map(Object.entries(templates)) });
   const LOGIN_OK = `<% layout('@layout', { title: it.t.signInTitle }) %><h1>Acme</h1>
