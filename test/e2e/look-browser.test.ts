@@ -233,6 +233,28 @@ describe('errors', () => {
   });
 });
 
+describe('the other pages', () => {
+  it('the device page, its error, the signed-in page and /account pass axe with the branding', async () => {
+    const { context, page } = await newPage(f.browser, VIEWPORTS.phone);
+    await page.goto(`${f.sigil.url}/device`);
+    await page.locator('h1').waitFor();
+    expect(await audit(page)).toEqual([]);
+    await page.locator('input[name=userCode]').fill('BCDF-GHJK');
+    await page.locator('button[value=submit]').click();
+    await page.getByRole('alert').waitFor();
+    expect(await audit(page)).toEqual([]);
+    await page.goto(`${f.sigil.url}/account/login`);
+    await submitLogin(page, 'alice');
+    await page.getByRole('heading', { name: 'Signed in' }).waitFor();
+    expect(await audit(page)).toEqual([]);
+    await page.goto(`${f.sigil.url}/account`);
+    await page.locator('h1').waitFor();
+    expect(await audit(page)).toEqual([]);
+    await screenshot(page, 'account-branded-phone');
+    await context.close();
+  });
+});
+
 describe('the axe check itself', () => {
   it('finds the violations of a page without language, with an unnamed button and an unlabelled field', async () => {
     const { context, page } = await newPage(f.browser);
