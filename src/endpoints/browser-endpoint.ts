@@ -31,6 +31,7 @@ export function browserEndpoint(
         params = browserParams(request);
       } catch (err) {
         if (!(err instanceof OAuthError)) throw err;
+        // The parameters are malformed, ui_locales too: the page follows Accept-Language alone.
         return sendErrorPage(ctx, reply, err, language(request, ''), err.status);
       }
       return handle(request, reply, params);

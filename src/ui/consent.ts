@@ -1,9 +1,10 @@
 /**
  * The consent page (`/consent`, DESIGN §6; OIDC Core §3.1.2.4): the client's name, logo and
  * pages, who is signed in, every requested scope, a `remember` checkbox, and `yes`/`no`;
- * `switch` ("not you?") signs out and returns to the login page of the same request. `yes` lets the pending request go on
- * with the consented scopes (remembered per subject and client when asked, except for native
- * clients, D-22); `no` answers the client with `access_denied`.
+ * `switch` ("not you?") signs out and returns to the login page of the same request, as
+ * `prompt=login` would. `yes` lets the pending request go on with the consented scopes
+ * (remembered per subject and client when asked, except for native clients, D-22); `no` answers
+ * the client with `access_denied`.
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
@@ -55,7 +56,9 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const interaction = await ctx.interactions.get(id, browser);
     const session = await sessionOf(ctx, request);
     if (!id || !interaction || !session) return expiredPage(ctx, request, reply);
-    // "Not you?": sign out and show the login page for the same pending request.
+    // "Not you?": sign out (the session's clients hear of it by back-channel logout; no
+    // front-channel iframes here, the browser goes straight on) and show the login page of the
+    // same pending request, which stays bound to this browser, not to the session.
     if (single(body, 'button') === 'switch') {
       await signOut(ctx, request, reply);
       return reply.header('cache-control', 'no-store').redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);

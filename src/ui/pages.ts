@@ -159,7 +159,8 @@ const FIXED_TEMPLATES = new Set(['form_post', 'csrf']);
  *   as `CSRF_FIELD` writes it; RFC 6749 §10.12);
  * - raw output (`<%~ ... %>`) only for `include('@name', it)` and the layout's `it.body`: every
  *   value is escaped, as Eta's `<%= %>` does;
- * - no code reaching around the escaping (`__eta`, `output(`, `this`).
+ * - no code reaching around the escaping (`__eta`, `output(`, `this`), and includes of templates
+ *   by name only (`'@name'`, never a file).
  * Templates are code that runs in Sigil: these checks catch mistakes, they do not sandbox.
  * @returns the problems, empty when there are none
  */
@@ -178,6 +179,7 @@ export function templateProblems(source: string): string[] {
       if (!/^include\(\s*'@[a-z][\w-]*'\s*,\s*it\s*\)$/.test(raw) && raw !== 'it.body') problems.push(`raw output of "${raw}" (only include('@name', it) and it.body may be raw)`);
     }
     if (/__eta|\boutput\s*\(|\bthis\b/.test(body)) problems.push(`"${body.slice(0, 60)}" reaches around the escaping`);
+    if (/\b(?:include|includeAsync|layout)\s*\((?!\s*'@[a-z][\w-]*'\s*[,)])/.test(body)) problems.push(`"${body.slice(0, 60)}" must name a template as '@name' (no files)`);
   }
   return problems;
 }

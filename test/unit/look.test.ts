@@ -117,6 +117,8 @@ describe('page templates', () => {
       [{ login: LOGIN_OK.replace('<h1>Acme</h1>', '<% __eta.res += it.username %>') }, /reaches around the escaping/],
       [{ login: LOGIN_OK.replace('<h1>Acme</h1>', '<% output(it.username) %>') }, /reaches around the escaping/],
       [{ login: LOGIN_OK.replace('</form>', '') }, /a <form> without its <\/form>/],
+      [{ login: LOGIN_OK.replace('<h1>Acme</h1>', "<%~ include('/etc/passwd', it) %>") }, /must name a template as '@name'/],
+      [{ login: LOGIN_OK.replace("layout('@layout'", 'layout(it.which') }, /must name a template as '@name'/],
       [{ login: LOGIN_OK.replace('<h1>Acme</h1>', '<% if (it.error { %>') }, /login\.eta/],
     ];
     for (const [templates, message] of refused) {
