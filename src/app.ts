@@ -7,7 +7,7 @@ import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest, type FastifyServerOptions, LogController } from 'fastify';
 import type { SigilContext } from './context.js';
 import type { GrantRegistry } from './grants/registry.js';
 import { authorizeEndpoint } from './endpoints/authorize.js';
@@ -32,8 +32,11 @@ import { STYLES } from './ui/styles.js';
 import { Params } from './protocol/params.js';
 import { RequestMetrics } from './http/metrics.js';
 import type { Tracing } from './telemetry/tracing.js';
-import { NOT_A_FORM, sendOAuthError } from './http/request.js';
+import { NOT_A_FORM, prefersHtml, sendOAuthError } from './http/request.js';
 import { cookieAttributes, cookiePath } from './http/cookies.js';
+import { notFoundPage, sendErrorPage } from './ui/error-page.js';
+import { language } from './ui/language.js';
+import { lookAssets } from './ui/look.js';
 
 /** Largest request body accepted, in bytes (D-17: 413 beyond). */
 export const BODY_LIMIT = 64 * 1024;
@@ -56,6 +59,26 @@ const CORS_PATHS = new Set([
 function trustedProxies(config: false | number | string[]): false | string[] | ((address: string, hop: number) => boolean) {
   if (typeof config !== 'number') return config;
   return (_address, hop) => hop < config;
+}
+
+/**
+ * The OAuth error a failed request is answered with: its own, 400 `invalid_request` for a
+ * malformed request (413, 415 kept), 500 `server_error` otherwise. The log keeps the reason of a
+ * 5xx (a 5xx OAuthError, a shared counter store that does not answer, carries it in its message,
+ * not in the description the caller sees); the caller never sees a stack trace.
+ */
+function oauthErrorOf(err: FastifyError | OAuthError, request: FastifyRequest): OAuthError {
+  if (err instanceof OAuthError) {
+    if (err.status >= 500) request.log.error({ err }, 'request failed');
+    return err;
+  }
+  const status = err.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    const description = status === 413 ? 'the request body is too large' : status === 415 ? 'unsupported content type' : 'malformed request';
+    return new OAuthError('invalid_request', description, status);
+  }
+  request.log.error({ err }, 'request failed');
+  return new OAuthError('server_error', 'the server could not complete the request', 500);
 }
 
 /**
@@ -133,25 +156,8 @@ export async function mountSigil(
   });
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, NOT_A_FORM));
 
-  app.setErrorHandler((err: FastifyError | OAuthError, request, reply) => {
-    if (err instanceof OAuthError) {
-      // A 5xx OAuthError (a shared counter store that does not answer) carries its reason in the
-      // message, not in the description the caller sees: the log keeps it.
-      if (err.status >= 500) request.log.error({ err }, 'request failed');
-      return sendOAuthError(reply, err);
-    }
-    const status = err.statusCode ?? 500;
-    if (status >= 400 && status < 500) {
-      const description =
-        status === 413 ? 'the request body is too large' : status === 415 ? 'unsupported content type' : 'malformed request';
-      return sendOAuthError(reply, new OAuthError('invalid_request', description, status));
-    }
-    request.log.error({ err }, 'request failed');
-    return sendOAuthError(reply, new OAuthError('server_error', 'the server could not complete the request', 500));
-  });
-  app.setNotFoundHandler((_request, reply) =>
-    sendOAuthError(reply, new OAuthError('invalid_request', 'no such endpoint', 404)),
-  );
+  app.decorate('locales', ctx.pages.locales);
+  app.setErrorHandler((err: FastifyError | OAuthError, request, reply) => sendOAuthError(reply, oauthErrorOf(err, request)));
 
   let origins = { version: -1, set: new Set<string>() };
   const allowedOrigins = () => {
@@ -205,7 +211,8 @@ export async function mountSigil(
     const secureCookies = ctx.issuer.startsWith('https:');
     await pages.register(helmet, {
       contentSecurityPolicy: {
-        directives: { 'frame-ancestors': ["'none'"], 'style-src': ["'self'"], 'upgrade-insecure-requests': null },
+        // img-src: the https origins of a branding logo or icon, and no other (README "Look and language").
+        directives: { 'frame-ancestors': ["'none'"], 'style-src': ["'self'"], 'img-src': ["'self'", 'data:', ...ctx.pages.look.imageOrigins], 'upgrade-insecure-requests': null },
       },
       frameguard: { action: 'deny' },
       referrerPolicy: { policy: 'no-referrer' },
@@ -235,5 +242,14 @@ export async function mountSigil(
       reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLES),
     );
     healthEndpoints(pages, ctx);
+    lookAssets(pages, ctx.pages.look); // branding: theme, logo, icon (issue 24)
+    // Browsers get errors and unknown paths as pages, API clients as JSON (issue 24).
+    pages.setErrorHandler((err: FastifyError | OAuthError, request, reply) => {
+      const error = oauthErrorOf(err, request);
+      return prefersHtml(request) ? sendErrorPage(ctx, reply, error, language(request), error.status) : sendOAuthError(reply, error);
+    });
+    pages.setNotFoundHandler((request, reply) =>
+      prefersHtml(request) ? notFoundPage(ctx, request, reply) : sendOAuthError(reply, new OAuthError('invalid_request', 'no such endpoint', 404)),
+    );
   });
 }

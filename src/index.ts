@@ -16,6 +16,7 @@ import { deviceCodeGrant } from './grants/device-code.js';
 import { DEVICE_CODE_GRANT } from './endpoints/device-authorization.js';
 import { Interactions } from './stores/records/interactions.js';
 import { Pages } from './ui/pages.js';
+import { loadLook } from './ui/look.js';
 import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import { UpstreamProviders } from './federation/upstream.js';
@@ -124,6 +125,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
   let app: FastifyInstance;
   try {
     app = await buildApp(context, grantTypes, stop, metrics, tracing);
+    context.pages.checkOverrides(); // every page is registered now (branding.templatesDir)
   } catch (err) {
     await stop();
     throw err;
@@ -157,6 +159,8 @@ export async function sigilPlugin(fastify: FastifyInstance, opts: SigilPluginOpt
   const { config, onEvent, ...options } = opts;
   const services = await startServices(config, options, fastify.prefix.replace(/\/+$/, ''));
   if (onEvent) services.subscribe(onEvent);
+  // Sigil's pages register below this plugin, once the host loads them: the overrides are checked then.
+  fastify.addHook('onReady', async () => services.context.pages.checkOverrides());
   if (services.context.config.trustProxy !== false)
     services.context.log.warn('sigil: the config\'s trustProxy applies to the standalone server only; in a host app, its own Fastify trustProxy decides');
   await mountSigil(fastify, services.context, services.grantTypes, services.stop, services.metrics, services.tracing).catch(async (err: unknown) => {
@@ -283,7 +287,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
       logout,
       interactions: new Interactions(store.grants),
-      pages: new Pages(basePath),
+      pages: new Pages(loadLook(cfg.branding, cfg.localesDir), basePath),
       upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
       mfa,
       secondStep: new SecondStepService(mfa, users, clients, limiter, events),

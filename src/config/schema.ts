@@ -80,14 +80,16 @@ export const FAPI2_MAX_CODE_LIFETIME = 60;
 
 const identityResource = z.strictObject({
   name: nonEmpty.meta({ description: "The scope name" }),
-  displayName: z.string().optional().meta({ description: "Shown on the consent page" }),
+  displayName: z.string().max(200).optional().meta({ description: "Shown on the consent page instead of the scope name" }),
+  description: z.string().max(500).optional().meta({ description: "Shown on the consent page under the display name" }),
   userClaims: z.array(nonEmpty).default([]).meta({ description: "User claims the scope releases" }),
   required: z.boolean().default(false).meta({ description: "Always granted when requested (not optional on the consent page)" }),
 });
 
 const apiScope = z.strictObject({
   name: nonEmpty.meta({ description: "The scope name" }),
-  displayName: z.string().optional().meta({ description: "Shown on the consent page" }),
+  displayName: z.string().max(200).optional().meta({ description: "Shown on the consent page instead of \"Use <name>\"" }),
+  description: z.string().max(500).optional().meta({ description: "Shown on the consent page under the display name" }),
   userClaims: z.array(nonEmpty).default([]).meta({ description: "User claims that go into access tokens carrying this scope" }),
 });
 
@@ -106,6 +108,8 @@ function isLogoutUri(u: string): boolean {
   return url.hash === '' && (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname)));
 }
 const LOGOUT_URI_RULE = 'must be an https URL without fragment (http only for loopback hosts)';
+/** A client's page for people (OpenID Connect Dynamic Client Registration 1.0 §2): the same rule as logout URIs. */
+const clientPageUri = nonEmpty.max(2048).refine(isLogoutUri, LOGOUT_URI_RULE);
 
 /** The client settings the `fapi2` profile constrains, as written (unset: undefined). */
 interface ProfiledSettings {
@@ -174,6 +178,10 @@ function withProfileDefaults<T extends ProfiledSettings>(c: T) {
 export const clientSchema = z.strictObject({
   clientId: nonEmpty.max(100).meta({ description: "The client identifier; at most 100 characters; never a user's subjectId", spec: "RFC 6749 §2.2; RFC 9068 §5" }),
   clientName: z.string().optional().meta({ description: "Shown on the login and consent pages" }),
+  logoUri: clientPageUri.optional().meta({ description: "The client's logo, shown on the consent page (its origin is allowed as an image source there)", spec: "OIDC Dynamic Client Registration §2 logo_uri" }),
+  clientUri: clientPageUri.optional().meta({ description: "The client's home page: linked from the consent page and the way back on error pages", spec: "OIDC Dynamic Client Registration §2 client_uri" }),
+  policyUri: clientPageUri.optional().meta({ description: "The client's privacy policy, linked from the consent page", spec: "OIDC Dynamic Client Registration §2 policy_uri" }),
+  tosUri: clientPageUri.optional().meta({ description: "The client's terms of service, linked from the consent page", spec: "OIDC Dynamic Client Registration §2 tos_uri" }),
   enabled: z.boolean().default(true).meta({ description: "A disabled client is unknown" }),
   clientSecrets: z.array(secret).default([]).meta({ description: "Clear text, or sha256:<base64 of the SHA-256 digest>; compared in constant time", spec: "RFC 6749 §2.3.1" }),
   requireClientSecret: z.boolean().default(true).meta({ description: "false makes a public client, identified by client_id alone", spec: "RFC 6749 §2.1" }),
@@ -408,6 +416,21 @@ export function isResourceIndicator(value: string): boolean {
   return /^[A-Za-z][A-Za-z0-9+.-]*:\S+$/.test(value) && URL.canParse(value) && !value.includes('#');
 }
 
+/** A CSS colour as `#rgb` or `#rrggbb`: nothing else, so the value cannot end the declaration it is put in. */
+export const CSS_HEX_COLOUR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/;
+/** An image of the pages: an https URL (its origin joins the pages' CSP img-src), or a file Sigil reads at start and serves itself. */
+const brandImage = nonEmpty.max(2048).refine((v) => !/^[A-Za-z][A-Za-z0-9+.-]*:/.test(v) || (URL.canParse(v) && new URL(v).protocol === 'https:' && !v.includes('#')), 'must be an https URL without fragment, or the path of a file to serve');
+
+/** The look of the pages (README "Look and language"). Paths are relative to the working directory. */
+const branding = z.strictObject({
+  productName: nonEmpty.max(64).default('Sigil').meta({ description: "Shown on every page (heading and title)" }),
+  logoUrl: brandImage.optional().meta({ description: "The logo shown on every page: an https URL (its origin is added to the pages' CSP img-src) or the path of an image file (PNG, JPEG, GIF, WebP, SVG or ICO, at most 512 KiB) that Sigil serves from its own origin" }),
+  faviconUrl: brandImage.optional().meta({ description: "The pages' icon: an https URL or the path of an image file, as logoUrl" }),
+  primaryColor: z.string().regex(CSS_HEX_COLOUR, 'must be a colour as #rgb or #rrggbb').optional().meta({ description: "The colour of buttons and links (CSS custom property --accent), #rgb or #rrggbb" }),
+  customCss: nonEmpty.optional().meta({ description: "The path of a style sheet read at start and served from Sigil's origin after the built-in one (at most 256 KiB; the CSP stays style-src 'self')" }),
+  templatesDir: nonEmpty.optional().meta({ description: "A folder of page templates (<name>.eta, e.g. login.eta, layout.eta) replacing the built-in ones; checked at start" }),
+});
+
 /** The top-level fields the config's cross-field rules read. */
 const CROSS_CHECKED = new Set(['clients', 'users', 'identityResources', 'apiScopes', 'apiResources', 'identityProviders', 'signingAlgorithms']);
 
@@ -482,6 +505,9 @@ export const configSchema = z
         batchSize: lifetime.default(1000).meta({ description: "Rows removed per batch" }),
       })
       .default({ intervalSeconds: 60, batchSize: 1000 }).meta({ description: "Removal of expired grants, codes and sessions by one node at a time, every intervalSeconds, in batches of batchSize rows" }),
+    // Look and language (issue 24).
+    branding: branding.prefault({}).meta({ description: "The look of the pages: product name, logo, icon, colour, extra style sheet, template overrides" }),
+    localesDir: nonEmpty.optional().meta({ description: "A folder of page text catalogues (<tag>.json, e.g. it.json) merged over the shipped English, German, French and Spanish ones; a new tag adds a language" }),
   })
   .superRefine((cfg, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });

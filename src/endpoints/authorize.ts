@@ -55,7 +55,8 @@ async function authorize(
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', error: err.error.code, ...(err.error.description ? { errorDescription: err.error.description } : {}) });
     if (err.target) return sendErrorToClient(ctx, reply, err.target, err.error);
     // The request's ui_locales wherever it came from: the query, a POSTed form, a resumed request.
-    return sendErrorPage(ctx, reply, err.error, language(request, params.getAll('ui_locales')[0]));
+    // The way back: the home page of the client the request names, if it is registered.
+    return sendErrorPage(ctx, reply, err.error, language(request, params.getAll('ui_locales')[0]), 400, params.getAll('client_id')[0]);
   }
   const fail = (code: string, description: string) => {
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: code });
@@ -123,7 +124,7 @@ async function toPage(
       if (!(err instanceof OAuthError)) throw err;
       ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: err.code });
       reply.headers(err.headers);
-      return sendErrorPage(ctx, reply, err, language(request, req.uiLocales), err.status);
+      return sendErrorPage(ctx, reply, err, language(request, req.uiLocales), err.status, req.client.clientId);
     }
     id = await ctx.interactions.create(req.client.clientId, { request: pendingRequest(req), params: req.params, browser });
   }

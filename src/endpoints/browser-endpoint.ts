@@ -8,7 +8,7 @@ import type { SigilContext } from '../context.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
 import { browserParams, methodNotAllowed } from '../http/request.js';
-import { pickLocale } from '../ui/i18n.js';
+import { language } from '../ui/language.js';
 import { sendErrorPage } from '../ui/error-page.js';
 
 /**
@@ -31,8 +31,8 @@ export function browserEndpoint(
         params = browserParams(request);
       } catch (err) {
         if (!(err instanceof OAuthError)) throw err;
-        const lang = pickLocale(undefined, request.headers['accept-language']);
-        return sendErrorPage(ctx, reply, err, lang, err.status);
+        // The parameters are malformed, ui_locales too: the page follows Accept-Language alone.
+        return sendErrorPage(ctx, reply, err, language(request, ''), err.status);
       }
       return handle(request, reply, params);
     },

@@ -3,6 +3,7 @@
  * RFC 6749 §3.2), credentials, and the no-store headers of token-like responses.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import Negotiator from 'negotiator';
 import type { RequestOrigin } from '../events/events.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { type CredentialSource, Params } from '../protocol/params.js';
@@ -95,4 +96,13 @@ const USER_AGENT_MAX = 256;
 /** Who made a request, for its audit events: address (after `trustProxy`), user agent, request id. */
 export function originOf(request: FastifyRequest): RequestOrigin {
   return { remoteAddress: request.ip, userAgent: request.headers['user-agent']?.slice(0, USER_AGENT_MAX), requestId: request.id };
+}
+
+/**
+ * Whether a request prefers an HTML page to JSON (RFC 9110 §12.5.1, by negotiator): a browser
+ * navigating (`Accept: text/html,...,*\/*;q=0.8`) does; an API client sending `application/json`,
+ * `*\/*` or no `Accept` does not (JSON wins a tie).
+ */
+export function prefersHtml(request: FastifyRequest): boolean {
+  return new Negotiator(request).mediaType(['application/json', 'text/html']) === 'text/html';
 }

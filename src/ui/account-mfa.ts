@@ -40,7 +40,7 @@ const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
 <p id="mfa-intro"><%= it.t.mfaIntro %></p>
 <% if (it.error) { %><p class="alert" role="alert" id="mfa-error"><%= it.error %></p><% } %>
 <form method="post" action="<%= it.base %>/account/mfa">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <label for="code"><%= it.t.oneTimeCode %></label>
 <input type="text" id="code" name="code" inputmode="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" maxlength="100" required autofocus aria-describedby="mfa-intro<% if (it.error) { %> mfa-error<% } %>"<% if (it.error) { %> aria-invalid="true"<% } %>>
@@ -58,7 +58,7 @@ const TOTP = `<% layout('@layout', { lang: it.lang, title: it.t.totpTitle }) %>
 <p class="qr"><img src="<%= it.qr %>" alt="<%= it.t.totpQrAlt %>" width="240" height="240"></p>
 <p><span id="secret-label"><%= it.t.totpSecret %></span>: <code id="totp-secret" aria-labelledby="secret-label"><%= it.secret %></code></p>
 <form method="post" action="<%= it.base %>/account/totp">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <label for="code"><%= it.t.oneTimeCode %></label>
 <input type="text" id="code" name="code" inputmode="numeric" autocomplete="one-time-code" maxlength="10" pattern="[0-9 ]*" required autofocus aria-describedby="totp-intro<% if (it.error) { %> totp-error<% } %>"<% if (it.error) { %> aria-invalid="true"<% } %>>
@@ -81,7 +81,7 @@ const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle 
 <ul class="factors" aria-labelledby="factors-heading">
 <% it.factors.forEach(function (fa) { %><li><span><%= fa.name %>, <%= it.f(it.t.factorAdded, { date: fa.date }) %></span>
 <% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/factors/remove" class="inline">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <input type="hidden" name="factor" value="<%= fa.id %>">
 <button type="submit" name="button" value="remove" aria-label="<%= it.f(it.t.removeFactor, { name: fa.name, date: fa.date }) %>"><%= it.t.remove %></button>
 </form><% } %></li>
@@ -90,7 +90,7 @@ const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle 
 <% if (it.hasSecond) { %><h2 id="recovery-heading"><%= it.t.factorRecoveryCodes %></h2>
 <p><%= it.f(it.t.recoveryRemaining, { count: String(it.recoveryLeft) }) %></p>
 <% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/recovery">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <button type="submit" name="button" value="regenerate"><%= it.t.regenerateRecovery %></button>
 </form><% } %><% } %>
 <p><a href="<%= it.base %>/account/logout"><%= it.t.signOut %></a></p>`;

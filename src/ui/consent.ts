@@ -1,12 +1,14 @@
 /**
- * The consent page (`/consent`, DESIGN §6; OIDC Core §3.1.2.4): the client's name and every
- * requested scope, a `remember` checkbox, and `yes`/`no`. `yes` lets the pending request go on
- * with the consented scopes (remembered per subject and client when asked, except for native
- * clients, D-22); `no` answers the client with `access_denied`.
+ * The consent page (`/consent`, DESIGN §6; OIDC Core §3.1.2.4): the client's name, logo and
+ * pages, who is signed in, every requested scope, a `remember` checkbox, and `yes`/`no`;
+ * `switch` ("not you?") signs out and returns to the login page of the same request, as
+ * `prompt=login` would. `yes` lets the pending request go on with the consented scopes
+ * (remembered per subject and client when asked, except for native clients, D-22); `no` answers
+ * the client with `access_denied`.
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { browserOf, sessionOf } from '../interaction/browser.js';
+import { browserOf, sessionOf, signOut } from '../interaction/browser.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language, pendingLanguage } from './language.js';
@@ -15,6 +17,7 @@ import { Params } from '../protocol/params.js';
 import { grantConsent, mayRememberConsent, resume } from '../interaction/outcomes.js';
 import { denyPage } from './outcome-pages.js';
 import { checkCsrf } from './csrf.js';
+import { allowImagesFrom } from './pages.js';
 import { format } from './i18n.js';
 
 /** Registers `/consent` (GET shows, POST answers). */
@@ -29,10 +32,15 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
     if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
     const lang = language(request, interaction.request.uiLocales);
+    const user = await ctx.users.findBySubject(session.subjectId);
+    const links = (['policyUri', 'tosUri', 'clientUri'] as const).flatMap((k) => (client[k] ? [{ href: client[k], key: LINK_TEXTS[k] }] : []));
+    // The client's logo comes from its own origin: allowed as an image source on this page only.
+    if (client.logoUri) allowImagesFrom(reply, new URL(client.logoUri).origin);
     return ctx.pages.send(reply, 'consent', lang, {
       csrf: reply.generateCsrf(),
       interaction: id,
-      clientName: client.clientName ?? client.clientId,
+      client: { name: client.clientName ?? client.clientId, logoUri: client.logoUri, links },
+      user: user?.username ?? session.subjectId,
       scopes: interaction.request.scopes.map((s) => describeScope(ctx, lang, s)),
       canRemember: mayRememberConsent(interaction),
       device: interaction.device !== undefined,
@@ -48,22 +56,36 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const interaction = await ctx.interactions.get(id, browser);
     const session = await sessionOf(ctx, request);
     if (!id || !interaction || !session) return expiredPage(ctx, request, reply);
+    // "Not you?": sign out (the session's clients hear of it by back-channel logout; no
+    // front-channel iframes here, the browser goes straight on) and show the login page of the
+    // same pending request, which stays bound to this browser, not to the session.
+    if (single(body, 'button') === 'switch') {
+      await signOut(ctx, request, reply);
+      return reply.header('cache-control', 'no-store').redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);
+    }
     if (single(body, 'button') !== 'yes') return denyPage(ctx, request, reply, { id, interaction });
     await grantConsent(ctx, { id, interaction }, session, single(body, 'remember') === 'yes');
     return resume(ctx, reply, { id, interaction });
   });
 }
 
-/** A person-readable line for a scope, in the page language. */
-function describeScope(ctx: SigilContext, lang: string, scope: string): string {
+/** The link text of each of a client's pages (OIDC Dynamic Client Registration §2). */
+const LINK_TEXTS = { policyUri: 'clientPolicy', tosUri: 'clientTos', clientUri: 'clientLinks' } as const;
+
+/**
+ * A person-readable name for a scope in the page language, and its description: the built-in
+ * texts of the standard scopes (OIDC Core §5.4, translated), else the scope's `displayName`
+ * (as Duende's DisplayName), else "Use <scope>"; the `description` from the config when given.
+ */
+function describeScope(ctx: SigilContext, lang: string, scope: string): { name: string; description?: string | undefined } {
   const known: Record<string, 'scopeOpenid' | 'scopeProfile' | 'scopeEmail' | 'offlineAccess'> = {
     openid: 'scopeOpenid',
     profile: 'scopeProfile',
     email: 'scopeEmail',
     offline_access: 'offlineAccess',
   };
+  const configured = ctx.resources.identity.get(scope) ?? ctx.resources.apiScopes.get(scope);
   const key = known[scope];
-  if (key) return ctx.pages.text(lang, key);
-  const name = ctx.resources.identity.get(scope)?.displayName ?? ctx.resources.apiScopes.get(scope)?.displayName ?? scope;
-  return format(ctx.pages.text(lang, 'scopeOther'), { scope: name });
+  const name = key ? ctx.pages.text(lang, key) : (configured?.displayName ?? format(ctx.pages.text(lang, 'scopeOther'), { scope }));
+  return { name, description: configured?.description };
 }

@@ -1,19 +1,51 @@
 /**
  * The error pages every browser route shares (DESIGN §6: an error page that names the error and
- * never reflects raw input): a refused request, and an unknown or expired pending request.
+ * never reflects raw input): a refused request in plain words, an unknown or expired pending
+ * request, and the page of an unknown path. Each error page carries an error id, the id of the
+ * request, which the log line written for it carries too (`reqId`), so that support can find it.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import type { OAuthError } from '../protocol/errors.js';
+import type { Messages } from './i18n.js';
 import { language } from './language.js';
 
-/** The error page (D-25): 400 HTML naming the error; it never links to any client URI. */
-export function sendErrorPage(ctx: SigilContext, reply: FastifyReply, error: OAuthError, lang: string, status = 400): FastifyReply {
-  const data = { titleKey: 'errorTitle', textKey: 'errorIntro', code: error.code, description: error.description };
-  return ctx.pages.send(reply, 'message', lang, data, status);
+/** The plain-words text of each OAuth error code (RFC 6749 §4.1.2.1, §5.2; RFC 9101 §6.2; RFC 9126 §2.3); others get `errorIntro`. */
+const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
+  invalid_request: 'errorInvalidRequest',
+  invalid_client: 'errorInvalidClient',
+  unauthorized_client: 'errorUnauthorizedClient',
+  access_denied: 'errorAccessDenied',
+  unsupported_response_type: 'errorUnsupportedResponseType',
+  invalid_scope: 'errorInvalidScope',
+  server_error: 'errorServerError',
+  temporarily_unavailable: 'errorTemporarilyUnavailable',
+  invalid_request_object: 'errorInvalidRequestObject',
+  invalid_request_uri: 'errorInvalidRequestUri',
+};
+
+/**
+ * The error page (D-25): HTML naming the error in plain words, its code and the error id, logged
+ * with the request's id. The way back is the home page (`clientUri`) of the client the request
+ * names, when that client is registered: a URI from the config or the store, never from the
+ * request, so the page sends nobody to an unverified redirect URI.
+ * @param clientId the `client_id` the request named, if any
+ */
+export function sendErrorPage(ctx: SigilContext, reply: FastifyReply, error: OAuthError, lang: string, status = 400, clientId?: string): FastifyReply {
+  const request = reply.request;
+  request.log.info({ errorId: request.id, error: error.code, errorDescription: error.description, status, url: request.routeOptions.url }, 'error page');
+  const client = clientId === undefined ? undefined : ctx.clients.get(clientId);
+  const back = client?.clientUri ? { href: client.clientUri, name: client.clientName ?? client.clientId } : undefined;
+  const data = { titleKey: 'errorTitle', textKey: ERROR_TEXTS[error.code] ?? 'errorIntro', code: error.code, description: error.description, errorId: request.id, back };
+  return ctx.pages.send(reply.headers(error.headers), 'message', lang, data, status);
 }
 
 /** The page shown for an unknown, expired or foreign interaction id (400). */
 export function expiredPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return ctx.pages.send(reply, 'message', language(request), { titleKey: 'errorTitle', textKey: 'expired' }, 400);
+}
+
+/** The page of an unknown path (404), for a browser (see `prefersHtml`). */
+export function notFoundPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return ctx.pages.send(reply, 'message', language(request), { titleKey: 'notFoundTitle', textKey: 'notFoundText' }, 404);
 }

@@ -1,172 +1,37 @@
 /**
- * Page texts in the supported languages, and the choice of language: the first supported tag of
- * `ui_locales` (OIDC Core §3.1.2.1), else the most preferred supported language of
- * `Accept-Language` by its q-values (RFC 9110 §12.5.4), else English.
+ * Page texts and the choice of language. The texts live in JSON catalogues, one per language
+ * (`locales/<tag>.json`: English, German, French, Spanish); a deployment adds languages or
+ * overrides texts with its own `<tag>.json` files (config `localesDir`). The language is the first
+ * available tag of `ui_locales` (OIDC Core §3.1.2.1), else the most preferred available language
+ * of `Accept-Language` by its q-values (RFC 9110 §12.5.4), else English.
+ *
+ * New texts go into every file of `locales/` (a unit test checks that each has every key of
+ * en.json, with the same `{placeholders}`).
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import Negotiator from 'negotiator';
-import { PASSKEY_TEXTS_DE, PASSKEY_TEXTS_EN } from './passkeys-pages.js';
-
-// Passkey and security key texts (issue 12): src/ui/passkeys-pages.ts.
-const en = {
-  ...PASSKEY_TEXTS_EN,
-  signInTitle: 'Sign in',
-  signInTo: 'Sign in to continue to {client}',
-  tenant: 'Organisation: {tenant}',
-  username: 'Username',
-  password: 'Password',
-  signIn: 'Sign in',
-  cancel: 'Cancel',
-  invalidCredentials: 'The username or password is incorrect.',
-  tooManyAttempts: 'Too many failed attempts. Please wait a moment and try again.',
-  consentTitle: 'Allow access?',
-  consentIntro: '{client} would like to:',
-  offlineAccess: 'Keep access when you are not using it (offline access)',
-  remember: 'Remember my decision',
-  allow: 'Allow',
-  deny: 'Deny',
-  errorTitle: 'Something went wrong',
-  errorIntro: 'The request could not be completed.',
-  errorCode: 'Error',
-  logoutTitle: 'Sign out',
-  logoutQuestion: 'Do you want to sign out?',
-  logout: 'Sign out',
-  signedOutTitle: 'Signed out',
-  signedOut: 'You are now signed out.',
-  signedInTitle: 'Signed in',
-  signedInAs: 'You are signed in as {user}.',
-  expired: 'This sign-in request has expired or is not valid in this browser. Please start again from the application.',
-  continue: 'Continue',
-  scopeOpenid: 'Know who you are',
-  scopeProfile: 'See your name',
-  scopeEmail: 'See your email address',
-  scopeOther: 'Use {scope}',
-  orSignInWith: 'Or sign in with',
-  deviceTitle: 'Connect a device',
-  deviceIntro: 'Enter the code shown on your device.',
-  userCode: 'Code',
-  invalidCode: 'This code is not valid or has expired.',
-  deviceWarning: 'A device is asking for access to your account. Only continue if you started this on a device you own and it shows the code you entered.',
-  deviceApproved: 'Done. You can return to your device.',
-  deviceDenied: 'The device was not given access.',
-  mfaTitle: 'Two-step verification',
-  mfaIntro: 'Enter the 6-digit code from your authenticator app, or one of your recovery codes.',
-  oneTimeCode: 'Verification code',
-  verify: 'Verify',
-  invalidOneTimeCode: 'This code is not valid. Each code can be used only once.',
-  totpTitle: 'Set up an authenticator app',
-  totpIntro: 'Scan the QR code with your authenticator app, or type the key into it. Then enter the 6-digit code the app shows.',
-  totpRequired: 'This application asks for a second factor. Set one up to continue.',
-  totpQrAlt: 'QR code to add Sigil to your authenticator app',
-  totpSecret: 'Key to type in',
-  activate: 'Activate',
-  recoveryTitle: 'Your recovery codes',
-  recoveryIntro: 'Keep these codes in a safe place. Each one works once, instead of your authenticator app. They are shown only now.',
-  accountTitle: 'Your account',
-  accountFactors: 'Second factors',
-  accountNoFactors: 'You have no second factor yet.',
-  factorTotp: 'Authenticator app',
-  factorRecoveryCodes: 'Recovery codes',
-  factorAdded: 'added {date}',
-  remove: 'Remove',
-  removeFactor: 'Remove {name} ({date})',
-  addTotp: 'Add an authenticator app',
-  recoveryRemaining: '{count} of 10 recovery codes left.',
-  regenerateRecovery: 'Create new recovery codes',
-  freshSignInNeeded: 'For your security, sign in again before you change your second factors.',
-  signInAgain: 'Sign in again',
-  factorRemoved: 'The second factor was removed.',
-  unknownFactor: 'This second factor does not exist (any more).',
-  signOut: 'Sign out',
-} as const;
+import de from './locales/de.json' with { type: 'json' };
+import en from './locales/en.json' with { type: 'json' };
+import es from './locales/es.json' with { type: 'json' };
+import fr from './locales/fr.json' with { type: 'json' };
 
 /** A catalogue: every key of the English one. */
 export type Messages = { [K in keyof typeof en]: string };
 
-const de: Messages = {
-  ...PASSKEY_TEXTS_DE,
-  signInTitle: 'Anmelden',
-  signInTo: 'Melden Sie sich an, um mit {client} fortzufahren',
-  tenant: 'Organisation: {tenant}',
-  username: 'Benutzername',
-  password: 'Passwort',
-  signIn: 'Anmelden',
-  cancel: 'Abbrechen',
-  invalidCredentials: 'Benutzername oder Passwort ist falsch.',
-  tooManyAttempts: 'Zu viele Fehlversuche. Bitte warten Sie einen Moment und versuchen Sie es erneut.',
-  consentTitle: 'Zugriff erlauben?',
-  consentIntro: '{client} möchte:',
-  offlineAccess: 'Zugriff behalten, auch wenn Sie die Anwendung nicht nutzen (Offline-Zugriff)',
-  remember: 'Entscheidung merken',
-  allow: 'Erlauben',
-  deny: 'Ablehnen',
-  errorTitle: 'Etwas ist schiefgelaufen',
-  errorIntro: 'Die Anfrage konnte nicht abgeschlossen werden.',
-  errorCode: 'Fehler',
-  logoutTitle: 'Abmelden',
-  logoutQuestion: 'Möchten Sie sich abmelden?',
-  logout: 'Abmelden',
-  signedOutTitle: 'Abgemeldet',
-  signedOut: 'Sie sind jetzt abgemeldet.',
-  signedInTitle: 'Angemeldet',
-  signedInAs: 'Sie sind als {user} angemeldet.',
-  expired: 'Diese Anmeldeanfrage ist abgelaufen oder in diesem Browser nicht gültig. Bitte beginnen Sie erneut in der Anwendung.',
-  continue: 'Weiter',
-  scopeOpenid: 'Wissen, wer Sie sind',
-  scopeProfile: 'Ihren Namen sehen',
-  scopeEmail: 'Ihre E-Mail-Adresse sehen',
-  scopeOther: '{scope} verwenden',
-  orSignInWith: 'Oder anmelden mit',
-  deviceTitle: 'Gerät verbinden',
-  deviceIntro: 'Geben Sie den Code ein, den Ihr Gerät anzeigt.',
-  userCode: 'Code',
-  invalidCode: 'Dieser Code ist ungültig oder abgelaufen.',
-  deviceWarning: 'Ein Gerät bittet um Zugriff auf Ihr Konto. Fahren Sie nur fort, wenn Sie dies auf einem eigenen Gerät gestartet haben und es den eingegebenen Code anzeigt.',
-  deviceApproved: 'Fertig. Sie können zu Ihrem Gerät zurückkehren.',
-  deviceDenied: 'Das Gerät hat keinen Zugriff erhalten.',
-  mfaTitle: 'Bestätigung in zwei Schritten',
-  mfaIntro: 'Geben Sie den 6-stelligen Code aus Ihrer Authenticator-App oder einen Ihrer Wiederherstellungscodes ein.',
-  oneTimeCode: 'Bestätigungscode',
-  verify: 'Bestätigen',
-  invalidOneTimeCode: 'Dieser Code ist ungültig. Jeder Code gilt nur einmal.',
-  totpTitle: 'Authenticator-App einrichten',
-  totpIntro: 'Scannen Sie den QR-Code mit Ihrer Authenticator-App oder tippen Sie den Schlüssel ein. Geben Sie dann den 6-stelligen Code aus der App ein.',
-  totpRequired: 'Diese Anwendung verlangt einen zweiten Faktor. Richten Sie einen ein, um fortzufahren.',
-  totpQrAlt: 'QR-Code, um Sigil zu Ihrer Authenticator-App hinzuzufügen',
-  totpSecret: 'Schlüssel zum Eintippen',
-  activate: 'Aktivieren',
-  recoveryTitle: 'Ihre Wiederherstellungscodes',
-  recoveryIntro: 'Bewahren Sie diese Codes sicher auf. Jeder gilt einmal, anstelle Ihrer Authenticator-App. Sie werden nur jetzt angezeigt.',
-  accountTitle: 'Ihr Konto',
-  accountFactors: 'Zweite Faktoren',
-  accountNoFactors: 'Sie haben noch keinen zweiten Faktor.',
-  factorTotp: 'Authenticator-App',
-  factorRecoveryCodes: 'Wiederherstellungscodes',
-  factorAdded: 'hinzugefügt am {date}',
-  remove: 'Entfernen',
-  removeFactor: '{name} ({date}) entfernen',
-  addTotp: 'Authenticator-App hinzufügen',
-  recoveryRemaining: 'Noch {count} von 10 Wiederherstellungscodes.',
-  regenerateRecovery: 'Neue Wiederherstellungscodes erstellen',
-  freshSignInNeeded: 'Melden Sie sich zu Ihrer Sicherheit erneut an, bevor Sie Ihre zweiten Faktoren ändern.',
-  signInAgain: 'Erneut anmelden',
-  factorRemoved: 'Der zweite Faktor wurde entfernt.',
-  unknownFactor: 'Diesen zweiten Faktor gibt es nicht (mehr).',
-  signOut: 'Abmelden',
-};
+/** The shipped languages and their texts, English first: it wins a tie and is the default. */
+export const CATALOGUES: Readonly<Record<string, Messages>> = { en, de, fr, es };
 
-/** Supported languages and their texts. */
-export const CATALOGUES: Record<string, Messages> = { en, de };
-/** A supported language tag. */
-export type Locale = keyof typeof CATALOGUES;
-
-/** The supported languages, English first: it wins a tie and is the default. */
-const SUPPORTED = Object.keys(CATALOGUES);
 /** The syntax of a BCP 47 language tag (RFC 5646 §2.1, loosely): no wildcard, no parameters. */
 const LANGUAGE_TAG = /^[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*$/;
+/** A catalogue file of `localesDir`: `<tag>.json`. */
+const CATALOGUE_FILE = /^([A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*)\.json$/;
+/** The largest catalogue file read from `localesDir`, in bytes. */
+const MAX_CATALOGUE_BYTES = 256 * 1024;
 
 /** The supported language an `Accept-Language` value prefers (negotiator: q-values, then specificity, then order). */
-function negotiate(acceptLanguage: string): string | undefined {
-  return new Negotiator({ headers: { 'accept-language': acceptLanguage } }).language(SUPPORTED);
+function negotiate(acceptLanguage: string, supported: readonly string[]): string | undefined {
+  return new Negotiator({ headers: { 'accept-language': acceptLanguage } }).language(supported as string[]);
 }
 
 /**
@@ -175,17 +40,97 @@ function negotiate(acceptLanguage: string): string | undefined {
  * language `acceptLanguage` prefers (a language with `q=0` never), else English.
  * @param uiLocales the `ui_locales` parameter (space-separated BCP 47 tags in order of preference), if any
  * @param acceptLanguage the `Accept-Language` header, if any
- * @returns a key of `CATALOGUES`
+ * @param supported the available languages, English first (default: the shipped ones)
+ * @returns one of `supported`
  */
-export function pickLocale(uiLocales: string | undefined, acceptLanguage: string | undefined): string {
+export function pickLocale(uiLocales: string | undefined, acceptLanguage: string | undefined, supported: readonly string[] = Object.keys(CATALOGUES)): string {
   for (const tag of (uiLocales ?? '').split(' ')) {
-    const lang = LANGUAGE_TAG.test(tag) ? negotiate(tag) : undefined;
+    const lang = LANGUAGE_TAG.test(tag) ? negotiate(tag, supported) : undefined;
     if (lang) return lang;
   }
-  return negotiate(acceptLanguage ?? '') ?? 'en';
+  return negotiate(acceptLanguage ?? '', supported) ?? 'en';
 }
 
 /** Fills `{name}` placeholders of a text. Values are escaped later by the template. */
 export function format(text: string, values: Record<string, string>): string {
   return text.replace(/\{(\w+)\}/g, (whole, name: string) => values[name] ?? whole);
+}
+
+/** The `{placeholders}` of a text, sorted. */
+export function placeholders(text: string): string[] {
+  return [...text.matchAll(/\{(\w+)\}/g)].map((m) => m[1] as string).sort();
+}
+
+/**
+ * The languages of one Sigil instance: the shipped catalogues with a deployment's files merged
+ * over them. A key missing from a language falls back to English.
+ */
+export class Locales {
+  /** The available language tags (lower case), English first. */
+  readonly tags: readonly string[];
+  private readonly catalogues: ReadonlyMap<string, Messages>;
+
+  /** @param catalogues texts by language tag, over English (see `loadLocales`) */
+  constructor(catalogues: Readonly<Record<string, Partial<Messages>>> = CATALOGUES) {
+    const merged = new Map<string, Messages>();
+    for (const [tag, texts] of Object.entries(catalogues)) merged.set(tag.toLowerCase(), { ...en, ...texts });
+    merged.set('en', { ...en, ...catalogues.en });
+    this.catalogues = merged;
+    this.tags = ['en', ...[...merged.keys()].filter((t) => t !== 'en')];
+  }
+
+  /** The page language for `ui_locales` and `Accept-Language` (see `pickLocale`). */
+  pick(uiLocales: string | undefined, acceptLanguage: string | undefined): string {
+    return pickLocale(uiLocales, acceptLanguage, this.tags);
+  }
+
+  /** The texts of a language; English for an unknown tag. */
+  messages(lang: string): Messages {
+    return this.catalogues.get(lang) ?? (this.catalogues.get('en') as Messages);
+  }
+}
+
+/**
+ * Reads a deployment's catalogues (config `localesDir`, at start): each `<tag>.json` (a BCP 47
+ * tag, e.g. `it.json`, `pt-BR.json`) is an object of texts by key, merged over the shipped
+ * catalogue of that tag (a new tag adds a language). Other files are ignored.
+ * @throws Error naming the file: unreadable, larger than 256 KiB, not a JSON object of strings,
+ *   an unknown key (a typo would otherwise be silently ignored), or a text whose `{placeholders}`
+ *   differ from English
+ */
+export function loadLocales(dir: string | undefined): Locales {
+  if (dir === undefined) return new Locales();
+  const catalogues: Record<string, Partial<Messages>> = { ...CATALOGUES };
+  let files: string[];
+  try {
+    files = readdirSync(dir);
+  } catch (err) {
+    throw new Error(`localesDir: cannot read ${dir} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  for (const file of files.sort()) {
+    const match = CATALOGUE_FILE.exec(file);
+    if (!match) continue;
+    const path = join(dir, file);
+    const text = readFileSync(path);
+    if (text.length > MAX_CATALOGUE_BYTES) throw new Error(`localesDir: ${path} is larger than ${MAX_CATALOGUE_BYTES} bytes`);
+    let data: unknown;
+    try {
+      data = JSON.parse(text.toString('utf8'));
+    } catch (err) {
+      throw new Error(`localesDir: ${path} is not valid JSON (${(err as Error).message})`);
+    }
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new Error(`localesDir: ${path} must be a JSON object of texts by key`);
+    const tag = (match[1] as string).toLowerCase();
+    const texts: Partial<Messages> = {};
+    for (const [key, value] of Object.entries(data)) {
+      if (!Object.hasOwn(en, key)) throw new Error(`localesDir: ${path}: unknown key "${key}"`);
+      if (typeof value !== 'string') throw new Error(`localesDir: ${path}: "${key}" must be a string`);
+      const expected = placeholders(en[key as keyof Messages]);
+      if (placeholders(value).join() !== expected.join())
+        throw new Error(`localesDir: ${path}: "${key}" must have the placeholders ${expected.map((p) => `{${p}}`).join(' ') || '(none)'}`);
+      texts[key as keyof Messages] = value;
+    }
+    catalogues[tag] = { ...catalogues[tag], ...texts };
+  }
+  return new Locales(catalogues);
 }

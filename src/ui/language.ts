@@ -5,7 +5,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { browserOf } from '../interaction/browser.js';
-import { pickLocale } from './i18n.js';
+import type { Locales } from './i18n.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The languages of the Sigil instance this app serves (`Pages.locales`), decorated by `buildApp`. */
+    locales: Locales;
+  }
+}
 
 /** The page language of a request from its `ui_locales` parameter or `Accept-Language`. */
 export function language(request: FastifyRequest, uiLocales?: string): string {
@@ -14,7 +21,7 @@ export function language(request: FastifyRequest, uiLocales?: string): string {
     const q = (request.query as Record<string, unknown> | undefined)?.ui_locales;
     if (typeof q === 'string') fromQuery = q;
   }
-  return pickLocale(fromQuery, request.headers['accept-language']);
+  return request.server.locales.pick(fromQuery, request.headers['accept-language']);
 }
 
 /**

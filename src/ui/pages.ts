@@ -6,24 +6,38 @@
 import { createHash } from 'node:crypto';
 import { Eta } from 'eta';
 import type { FastifyReply } from 'fastify';
-import { CATALOGUES, format, type Messages } from './i18n.js';
+import { ConfigError } from '../config/loader.js';
+import { format, type Locales, type Messages } from './i18n.js';
+import { DEFAULT_LOOK, type Look } from './look.js';
 import { PASSKEY_TEMPLATES } from './passkeys-pages.js';
 
+/**
+ * The layout of every page: the product name and logo (config `branding`), the icon, the style
+ * sheets (built-in, then the theme), the page's body. The logo is decorative (`alt=""`): the
+ * product name next to it says the same.
+ */
 const LAYOUT = `<!doctype html>
 <html lang="<%= it.lang %>">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title><%= it.title %> · Sigil</title>
-<link rel="stylesheet" href="<%= it.base %>/assets/sigil.css">
-</head>
+<title><%= it.title %> · <%= it.brand.productName %></title>
+<% if (it.brand.favicon) { %><link rel="icon" href="<%= it.brand.favicon %>">
+<% } %><link rel="stylesheet" href="<%= it.base %>/assets/sigil.css">
+<% if (it.brand.theme) { %><link rel="stylesheet" href="<%= it.brand.theme %>">
+<% } %></head>
 <body>
 <main>
-<p class="brand">Sigil</p>
+<p class="brand<%= it.brand.logo ? ' with-logo' : '' %>"><% if (it.brand.logo) { %><img src="<%= it.brand.logo %>" alt=""><% } %><%= it.brand.productName %></p>
 <%~ it.body %>
 </main>
 </body>
 </html>`;
+
+/** The CSRF field every POST form carries (RFC 6749 §10.12), as the partial `@csrf`. */
+const CSRF_FIELD = '<input type="hidden" name="csrf_token" value="<%= it.csrf %>">';
+/** How a template includes the CSRF field (checked in every POST form of an overriding template). */
+const CSRF_INCLUDE = "<%~ include('@csrf', it) %>";
 
 const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) %>
 <h1><%= it.t.signInTitle %></h1>
@@ -31,7 +45,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <% if (it.tenant) { %><p><%= it.f(it.t.tenant, { tenant: it.tenant }) %></p><% } %>
 <% if (it.error) { %><p class="alert" role="alert"><%= it.error %></p><% } %>
 <form method="post" action="<%= it.base %>/account/login">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
 <% if (it.toAccount) { %><input type="hidden" name="return" value="account"><% } %>
@@ -48,15 +62,24 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <% if (it.providers && it.providers.length > 0) { %><p class="or"><%= it.t.orSignInWith %></p>
 <ul class="providers"><% it.providers.forEach(function (p) { %><li><a class="provider" href="<%= it.base %><%= p.href %>"><%= p.label %></a></li><% }) %></ul><% } %>`;
 
+/**
+ * The consent page: the client's logo, name and pages (OIDC Dynamic Client Registration §2:
+ * logo_uri, client_uri, policy_uri, tos_uri), who is signed in with a "not you?" button that
+ * signs out and restarts the same request at the login page, and each scope's display name and
+ * description.
+ */
 const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle }) %>
+<% if (it.client.logoUri) { %><p class="client-logo"><img src="<%= it.client.logoUri %>" alt="<%= it.client.name %>"></p><% } %>
 <h1><%= it.t.consentTitle %></h1>
-<p><%= it.f(it.t.consentIntro, { client: it.clientName }) %></p>
+<p class="signed-in"><%= it.f(it.t.consentSignedInAs, { user: it.user }) %> <button type="submit" form="consent" name="button" value="switch" class="link" formnovalidate><%= it.t.notYou %></button></p>
+<p><%= it.f(it.t.consentIntro, { client: it.client.name }) %></p>
 <% if (it.device) { %><p class="alert" role="note"><%= it.t.deviceWarning %></p><% } %>
 <ul class="scopes">
-<% it.scopes.forEach(function (s) { %><li><%= s %></li><% }) %>
+<% it.scopes.forEach(function (s) { %><li><span><%= s.name %><% if (s.description) { %><small><%= s.description %></small><% } %></span></li><% }) %>
 </ul>
-<form method="post" action="<%= it.base %>/consent">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<% if (it.client.links.length > 0) { %><nav aria-label="<%= it.f(it.t.clientLinks, { client: it.client.name }) %>"><ul class="client-links"><% it.client.links.forEach(function (l) { %><li><a href="<%= l.href %>" rel="noopener"><%= it.f(it.t[l.key], { client: it.client.name }) %></a></li><% }) %></ul></nav><% } %>
+<form method="post" action="<%= it.base %>/consent" id="consent">
+<%~ include('@csrf', it) %>
 <input type="hidden" name="interaction" value="<%= it.interaction %>">
 <% if (it.canRemember) { %><label class="check"><input type="checkbox" name="remember" value="yes"> <%= it.t.remember %></label><% } %>
 <div class="actions">
@@ -65,16 +88,23 @@ const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle 
 </div>
 </form>`;
 
+/**
+ * A message or error page. An error page says what happened in plain words (`textKey`, one per
+ * OAuth error code), names the code and the error id that the log line of the request carries,
+ * and links back to the client's home page when it is known.
+ */
 const MESSAGE = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) %>
 <h1><%= it.t[it.titleKey] %></h1>
 <p><%= it.f(it.t[it.textKey], it.values || {}) %></p>
-<% if (it.code) { %><p class="details"><%= it.t.errorCode %>: <code><%= it.code %></code><% if (it.description) { %> · <%= it.description %><% } %></p><% } %>`;
+<% if (it.code) { %><p class="details"><%= it.t.errorCode %>: <code><%= it.code %></code><% if (it.description) { %> · <%= it.description %><% } %></p><% } %>
+<% if (it.errorId) { %><p class="details"><%= it.t.errorId %>: <code><%= it.errorId %></code></p><% } %>
+<% if (it.back) { %><p><a href="<%= it.back.href %>"><%= it.f(it.t.backTo, { client: it.back.name }) %></a></p><% } %>`;
 
 const LOGOUT = `<% layout('@layout', { lang: it.lang, title: it.t.logoutTitle }) %>
 <h1><%= it.t.logoutTitle %></h1>
 <p><%= it.t.logoutQuestion %></p>
 <form method="post" action="<%= it.base %>/account/logout">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <% Object.keys(it.fields || {}).forEach(function (name) { %><input type="hidden" name="<%= name %>" value="<%= it.fields[name] %>">
 <% }) %><div class="actions"><button type="submit" name="button" value="logout" class="primary"><%= it.t.logout %></button></div>
 </form>`;
@@ -84,7 +114,7 @@ const DEVICE = `<% layout('@layout', { lang: it.lang, title: it.t.deviceTitle })
 <p><%= it.t.deviceIntro %></p>
 <% if (it.error) { %><p class="alert" role="alert"><%= it.error %></p><% } %>
 <form method="post" action="<%= it.base %>/device">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <label for="userCode"><%= it.t.userCode %></label>
 <input type="text" id="userCode" name="userCode" value="<%= it.userCode %>" autocomplete="one-time-code" autocapitalize="characters" spellcheck="false" required autofocus>
 <div class="actions"><button type="submit" name="button" value="submit" class="primary"><%= it.t.continue %></button></div>
@@ -119,42 +149,128 @@ const FORM_POST = `<!doctype html>
 <script>${FORM_POST_SCRIPT}</script>
 </body></html>`;
 
+/** Templates an override may not replace: the form_post page's script is allowed by its hash. */
+const FIXED_TEMPLATES = new Set(['form_post', 'csrf']);
+
+/**
+ * The problems of a page template, checked for every page when it is registered, so that a
+ * deployment's template (`branding.templatesDir`) keeps what the built-in pages guarantee:
+ * - every POST form includes the CSRF field (`<%~ include('@csrf', it) %>`, or the field itself
+ *   as `CSRF_FIELD` writes it; RFC 6749 §10.12);
+ * - raw output (`<%~ ... %>`) only for `include('@name', it)` and the layout's `it.body`: every
+ *   value is escaped, as Eta's `<%= %>` does;
+ * - no code reaching around the escaping (`__eta`, `output(`, `this`), and includes of templates
+ *   by name only (`'@name'`, never a file).
+ * Templates are code that runs in Sigil: these checks catch mistakes, they do not sandbox.
+ * @returns the problems, empty when there are none
+ */
+export function templateProblems(source: string): string[] {
+  const problems: string[] = [];
+  const forms = [...source.matchAll(/<form\b([^>]*)>([\s\S]*?)<\/form>/gi)];
+  if ((source.match(/<form\b/gi) ?? []).length !== forms.length) problems.push('a <form> without its </form>');
+  for (const form of forms) {
+    const post = /\bmethod\s*=\s*["']?post\b/i.test(form[1] ?? '');
+    if (post && !(form[2] ?? '').includes(CSRF_INCLUDE) && !(form[2] ?? '').includes(CSRF_FIELD)) problems.push(`a POST form without ${CSRF_INCLUDE}`);
+  }
+  for (const tag of source.matchAll(/<%([\s\S]*?)%>/g)) {
+    const body = (tag[1] ?? '').replace(/^[-_]/, '').replace(/[-_]$/, '').trim();
+    if (body.startsWith('~')) {
+      const raw = body.slice(1).trim();
+      if (!/^include\(\s*'@[a-z][\w-]*'\s*,\s*it\s*\)$/.test(raw) && raw !== 'it.body') problems.push(`raw output of "${raw}" (only include('@name', it) and it.body may be raw)`);
+    }
+    if (/__eta|\boutput\s*\(|\bthis\b/.test(body)) problems.push(`"${body.slice(0, 60)}" reaches around the escaping`);
+    if (/\b(?:include|includeAsync|layout)\s*\((?!\s*'@[a-z][\w-]*'\s*[,)])/.test(body)) problems.push(`"${body.slice(0, 60)}" must name a template as '@name' (no files)`);
+  }
+  return problems;
+}
+
 /** Renders and sends pages. */
 export class Pages {
   private readonly eta = new Eta({ autoEscape: true, cache: true });
+  /** The languages and their texts. */
+  readonly locales: Locales;
+  /** The branding the pages show and the files served for it. */
+  readonly look: Look;
+  private readonly brand: { productName: string; logo?: string | undefined; favicon?: string | undefined; theme?: string | undefined };
+  private readonly overrides: ReadonlyMap<string, string>;
+  private readonly overridden = new Set<string>();
 
   /**
+   * @param look the branding, template overrides and catalogues (`loadLook`)
    * @param base the issuer's path, '' at the host's root (e.g. `/id`): every template reads it as
    *   `it.base` and starts its links, form actions and asset URLs with it, so the pages work where
-   *   Sigil is mounted (OIDC Discovery §4: the issuer may have a path).
+   *   Sigil is mounted (OIDC Discovery §4: the issuer may have a path); the branding's own files
+   *   (`/assets/…`) are served there too
+   * @throws ConfigError when an override of a built-in template is broken (see `templateProblems`)
    */
-  constructor(readonly base = '') {
-    this.eta.loadTemplate('@layout', LAYOUT);
-    this.eta.loadTemplate('@login', LOGIN);
-    this.eta.loadTemplate('@consent', CONSENT);
-    this.eta.loadTemplate('@message', MESSAGE);
-    this.eta.loadTemplate('@logout', LOGOUT);
-    this.eta.loadTemplate('@device', DEVICE);
+  constructor(look: Look = DEFAULT_LOOK, readonly base = '') {
+    this.look = look;
+    this.locales = look.locales;
+    const local = (src: string | undefined) => (src?.startsWith('/') ? `${base}${src}` : src);
+    this.brand = { productName: look.productName, logo: local(look.logo), favicon: local(look.favicon), theme: local(look.theme) };
+    this.overrides = look.templates;
+    this.eta.loadTemplate('@csrf', CSRF_FIELD);
     this.eta.loadTemplate('@form_post', FORM_POST);
-    this.eta.loadTemplate('@signed_out', SIGNED_OUT);
+    this.register('layout', LAYOUT);
+    this.register('login', LOGIN);
+    this.register('consent', CONSENT);
+    this.register('message', MESSAGE);
+    this.register('logout', LOGOUT);
+    this.register('device', DEVICE);
+    this.register('signed_out', SIGNED_OUT);
     // Passkey and security key pages (issue 12): src/ui/passkeys-pages.ts.
-    for (const [name, template] of Object.entries(PASSKEY_TEMPLATES)) this.eta.loadTemplate(`@${name}`, template);
+    for (const [name, template] of Object.entries(PASSKEY_TEMPLATES)) this.register(name, template);
   }
 
   /**
    * Adds a page template another module renders (e.g. the /account pages of ui/account-mfa.ts),
-   * under the same layout, escaping and headers.
+   * under the same layout, escaping and headers; a deployment's template of the same name
+   * (`branding.templatesDir`) replaces it.
    * @param name the name `send` takes
-   * @param template an Eta template using `layout('@layout', ...)`, `it.t` and `it.f`
+   * @param template an Eta template using `layout('@layout', ...)`, `it.t` and `it.f`, its POST
+   *   forms including `<%~ include('@csrf', it) %>`
+   * @throws ConfigError when the deployment's template of that name is broken; Error when the
+   *   built-in template itself is (a POST form without the CSRF field, raw output)
    */
   register(name: string, template: string): void {
-    this.eta.loadTemplate(`@${name}`, template);
+    const override = FIXED_TEMPLATES.has(name) ? undefined : this.overrides.get(name);
+    if (override === undefined) {
+      const problems = templateProblems(template);
+      if (problems.length > 0) throw new Error(`page template ${name}: ${problems.join('; ')}`);
+      this.eta.loadTemplate(`@${name}`, template);
+      return;
+    }
+    const problems = templateProblems(override);
+    try {
+      this.eta.loadTemplate(`@${name}`, override);
+    } catch (err) {
+      problems.push((err as Error).message.split('\n')[0] as string);
+    }
+    if (problems.length > 0) throw new ConfigError(problems.map((p) => `branding.templatesDir: ${name}.eta: ${p}`));
+    this.overridden.add(name);
+  }
+
+  /**
+   * Checks, once every page is registered, that each template of `branding.templatesDir` replaced
+   * a page and includes only known templates: a typo in a file name would otherwise go unnoticed,
+   * a wrong include fail at request time.
+   * @throws ConfigError listing the problems
+   */
+  checkOverrides(): void {
+    const problems: string[] = [];
+    for (const name of this.overrides.keys()) {
+      if (FIXED_TEMPLATES.has(name)) problems.push(`${name}.eta: the ${name} template cannot be replaced`);
+      else if (!this.overridden.has(name)) problems.push(`${name}.eta: there is no page template "${name}"`);
+      for (const m of (this.overrides.get(name) ?? '').matchAll(/\b(?:include|layout)\(\s*'@([\w-]+)'/g))
+        if (!this.eta.templatesSync.get(`@${m[1]}`)) problems.push(`${name}.eta: includes the unknown template "${m[1]}"`);
+    }
+    if (problems.length > 0) throw new ConfigError(problems.map((p) => `branding.templatesDir: ${p}`));
   }
 
   /**
    * Sends a page.
    * @param name one of `login`, `consent`, `message`, `logout`, `device`, `passkeys`, `passkey-step`, or a name given to `register`
-   * @param lang a supported language (see `pickLocale`)
+   * @param lang an available language (see `Locales.pick`)
    * @param status HTTP status, 200 by default
    * @param leadsToClient the form's answer ends in a redirect to a client (login or consent of a
    *   pending authorization request): CSP `form-action` covers redirect chains in Chromium, so
@@ -170,8 +286,7 @@ export class Pages {
     status = 200,
     leadsToClient = false,
   ): FastifyReply {
-    const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
-    const html = this.eta.render(`@${name}`, { ...data, lang, t, f: format, base: this.base });
+    const html = this.eta.render(`@${name}`, { ...data, lang, t: this.locales.messages(lang), f: format, brand: this.brand, base: this.base });
     const csp = reply.getHeader('content-security-policy');
     if (leadsToClient && typeof csp === 'string') reply.header('content-security-policy', csp.replace(/form-action [^;]*;?/, ''));
     // `same-origin`, not `no-referrer`: under no-referrer browsers send `Origin: null` with the
@@ -182,7 +297,7 @@ export class Pages {
 
   /** One text of a language's catalogue. */
   text(lang: string, key: keyof Messages): string {
-    return (CATALOGUES[lang] ?? (CATALOGUES.en as Messages))[key];
+    return this.locales.messages(lang)[key];
   }
 
   /**
@@ -192,8 +307,7 @@ export class Pages {
    * @param frameSrc the CSP `frame-src` value for `frames`
    */
   sendSignedOut(reply: FastifyReply, lang: string, frames: readonly string[], frameSrc: string, redirect: string | undefined): FastifyReply {
-    const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
-    const html = this.eta.render('@signed_out', { lang, t, f: format, frames, redirect, base: this.base });
+    const html = this.eta.render('@signed_out', { lang, t: this.locales.messages(lang), f: format, brand: this.brand, frames, redirect, base: this.base });
     // The app's policy (helmet), with the script allowed by hash and the frames named.
     const base = String(reply.getHeader('content-security-policy') ?? "default-src 'self'; frame-ancestors 'none'");
     const kept = base.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));
@@ -219,6 +333,15 @@ export class Pages {
       .type('text/html; charset=utf-8')
       .send(html);
   }
+}
+
+/**
+ * Adds an origin to the CSP `img-src` of the page about to be sent (a client's logo on the
+ * consent page), keeping the rest of the policy.
+ */
+export function allowImagesFrom(reply: FastifyReply, origin: string): void {
+  const csp = reply.getHeader('content-security-policy');
+  if (typeof csp === 'string') reply.header('content-security-policy', csp.replace(/(^|;)\s*img-src ([^;]*)/, `$1img-src $2 ${origin}`));
 }
 
 /** The CSP source of a URI: its origin, or its scheme for a private-use scheme (`com.example.app:`). */

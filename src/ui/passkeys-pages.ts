@@ -1,71 +1,9 @@
 /**
  * What the passkey and security key pages show (issue 12): their templates (Eta, auto-escaped
- * like every page, see `pages.ts`), their texts in English and German (merged into the
- * catalogues of `i18n.ts`), and the small browser script that runs the WebAuthn ceremonies with
- * `@simplewebauthn/browser`. Both scripts are served by Sigil itself (`/assets/...`), so the CSP
+ * like every page, see `pages.ts`; their texts are in the catalogues of `locales/`), and the
+ * small browser script that runs the WebAuthn ceremonies with `@simplewebauthn/browser`. Both scripts are served by Sigil itself (`/assets/...`), so the CSP
  * stays `script-src 'self'`; the pages carry no inline script.
  */
-
-/** English texts. */
-export const PASSKEY_TEXTS_EN = {
-  passkeysTitle: 'Passkeys and security keys',
-  passkeysIntro: 'A passkey signs you in without a password. A security key protects your password as a second step.',
-  passkeysList: 'Your passkeys and security keys',
-  passkeysNone: 'You have no passkeys or security keys yet.',
-  passkeyKindPasskey: 'Passkey',
-  passkeyKindSecurityKey: 'Security key',
-  passkeyCreated: 'added {date}',
-  passkeyLastUsed: 'last used {date}',
-  passkeyName: 'Name (optional)',
-  addPasskey: 'Add a passkey',
-  addSecurityKey: 'Add a security key',
-  removeCredential: 'Remove',
-  removeCredentialNamed: 'Remove {name}',
-  passkeyRegistered: 'Added.',
-  passkeyRemoved: 'Removed. It can no longer be used to sign in.',
-  passkeyFailed: 'That did not work. Please try again.',
-  passkeyNeedsScript: 'Passkeys and security keys need JavaScript and a browser that supports them.',
-  passkeyReauth: 'For your security, sign in again before you change your passkeys and security keys.',
-  signInAgain: 'Sign in again',
-  notSignedIn: 'Please sign in first.',
-  signInWithPasskey: 'Sign in with a passkey',
-  securityKeyTitle: 'Use your security key',
-  securityKeyIntro: 'Insert or touch your security key to finish signing in.',
-  useSecurityKey: 'Use security key',
-  // On /account and the security key step (MFA core, src/ui/account-mfa.ts).
-  managePasskeys: 'Manage passkeys and security keys',
-  useCodeInstead: 'Use a one-time code or a recovery code instead',
-} as const;
-
-/** German texts (the same keys). */
-export const PASSKEY_TEXTS_DE: { [K in keyof typeof PASSKEY_TEXTS_EN]: string } = {
-  passkeysTitle: 'Passkeys und Sicherheitsschlüssel',
-  passkeysIntro: 'Mit einem Passkey melden Sie sich ohne Passwort an. Ein Sicherheitsschlüssel schützt Ihr Passwort als zweiter Schritt.',
-  passkeysList: 'Ihre Passkeys und Sicherheitsschlüssel',
-  passkeysNone: 'Sie haben noch keine Passkeys oder Sicherheitsschlüssel.',
-  passkeyKindPasskey: 'Passkey',
-  passkeyKindSecurityKey: 'Sicherheitsschlüssel',
-  passkeyCreated: 'hinzugefügt am {date}',
-  passkeyLastUsed: 'zuletzt verwendet am {date}',
-  passkeyName: 'Name (optional)',
-  addPasskey: 'Passkey hinzufügen',
-  addSecurityKey: 'Sicherheitsschlüssel hinzufügen',
-  removeCredential: 'Entfernen',
-  removeCredentialNamed: '{name} entfernen',
-  passkeyRegistered: 'Hinzugefügt.',
-  passkeyRemoved: 'Entfernt. Er kann nicht mehr zur Anmeldung verwendet werden.',
-  passkeyFailed: 'Das hat nicht funktioniert. Bitte versuchen Sie es erneut.',
-  passkeyNeedsScript: 'Passkeys und Sicherheitsschlüssel benötigen JavaScript und einen Browser, der sie unterstützt.',
-  passkeyReauth: 'Melden Sie sich zu Ihrer Sicherheit erneut an, bevor Sie Ihre Passkeys und Sicherheitsschlüssel ändern.',
-  signInAgain: 'Erneut anmelden',
-  notSignedIn: 'Bitte melden Sie sich zuerst an.',
-  signInWithPasskey: 'Mit einem Passkey anmelden',
-  securityKeyTitle: 'Sicherheitsschlüssel verwenden',
-  securityKeyIntro: 'Stecken Sie Ihren Sicherheitsschlüssel ein oder berühren Sie ihn, um die Anmeldung abzuschließen.',
-  useSecurityKey: 'Sicherheitsschlüssel verwenden',
-  managePasskeys: 'Passkeys und Sicherheitsschlüssel verwalten',
-  useCodeInstead: 'Stattdessen einen Einmalcode oder einen Wiederherstellungscode verwenden',
-};
 
 const SCRIPTS = `<script src="<%= it.base %>/assets/webauthn-browser.js"></script>
 <script src="<%= it.base %>/assets/passkeys.js"></script>`;
@@ -75,7 +13,7 @@ const SCRIPTS = `<script src="<%= it.base %>/assets/webauthn-browser.js"></scrip
  * refused passkey the page does not start the autofill request again by itself.
  */
 const PASSKEY_LOGIN = `<form method="post" action="<%= it.base %>/account/passkeys/login" class="passkey" data-webauthn="login" data-options="<%= it.base %>/account/passkeys/login/options" data-autofill="<%= it.error === it.t.passkeyFailed ? 'false' : 'true' %>" data-error="<%= it.t.passkeyFailed %>">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
 <input type="hidden" name="response" value="">
@@ -95,13 +33,13 @@ const PASSKEYS = `<% layout('@layout', { lang: it.lang, title: it.t.passkeysTitl
 <ul class="credentials">
 <% it.credentials.forEach(function (c) { %><li><span><strong><%= c.name %></strong><br><%= c.details %></span>
 <% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/passkeys/remove">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <input type="hidden" name="id" value="<%= c.id %>">
 <button type="submit" name="button" value="remove" aria-label="<%= c.removeLabel %>"><%= it.t.removeCredential %></button>
 </form><% } %></li>
 <% }) %></ul><% } %>
 <% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/passkeys/register" data-webauthn="register" data-options="<%= it.base %>/account/passkeys/options" data-error="<%= it.t.passkeyFailed %>">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <input type="hidden" name="response" value="">
 <label for="name"><%= it.t.passkeyName %></label>
 <input type="text" id="name" name="name" maxlength="100" autocomplete="off">
@@ -121,7 +59,7 @@ const PASSKEY_STEP = `<% layout('@layout', { lang: it.lang, title: it.t.security
 <p><%= it.t.securityKeyIntro %></p>
 <% if (it.error) { %><p class="alert" role="alert"><%= it.error %></p><% } %>
 <form method="post" action="<%= it.base %>/account/passkeys/second-factor" data-webauthn="second-factor" data-options="<%= it.base %>/account/passkeys/second-factor/options" data-error="<%= it.t.passkeyFailed %>">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<%~ include('@csrf', it) %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
 <input type="hidden" name="response" value="">
 <p class="alert" role="alert" data-webauthn-error hidden></p>

@@ -64,6 +64,18 @@ a.button { display: flex; align-items: center; justify-content: center; min-heig
   font-weight: 600; text-decoration: none; border: 1px solid var(--field); color: var(--fg); }
 a.button.primary { background: var(--accent); border-color: var(--accent); color: var(--accent-fg); }
 a.button.primary:hover { background: var(--accent-hover); }
+/* Branding (issue 24): a logo replaces the built-in mark; the consent page's client, user and scopes. */
+.brand.with-logo::before { content: none; }
+.brand img { max-height: 2rem; max-width: 10rem; width: auto; }
+p.client-logo { margin: 0 0 1rem; }
+p.client-logo img { max-height: 3rem; max-width: 12rem; width: auto; }
+button.link { flex: none; min-height: 2.75rem; padding: 0 .25rem; border: 0; background: none; color: var(--accent);
+  text-decoration: underline; font-weight: 400; }
+button.link:hover { background: none; color: var(--accent-hover); }
+ul.scopes li span { display: flex; flex-direction: column; }
+ul.scopes small { color: var(--muted); font-size: .9rem; }
+ul.client-links { list-style: none; padding: 0; margin: 0 0 1rem; display: flex; flex-wrap: wrap; gap: .25rem 1rem; }
+ul.client-links a { display: inline-block; padding: .5rem 0; }
 @media (max-width: 480px) {
   body { display: block; padding: 0; background: var(--card); }
   main { max-width: none; min-height: 100vh; border: 0; border-radius: 0; box-shadow: none; padding: 1.5rem 1.25rem 2rem; }

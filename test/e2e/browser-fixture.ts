@@ -41,7 +41,7 @@ export class CallbackServer {
   readonly hits: Hit[] = [];
   private server!: Server;
   url = '';
-  /** Extra pages by path (HTML), e.g. a page framing Sigil. */
+  /** Extra pages by path (HTML, or SVG for a path ending in .svg), e.g. a page framing Sigil. */
   readonly pages = new Map<string, string>();
 
   async start(): Promise<this> {
@@ -60,7 +60,7 @@ export class CallbackServer {
     }
     const extra = this.pages.get(url.pathname);
     if (extra !== undefined) {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.writeHead(200, { 'content-type': url.pathname.endsWith('.svg') ? 'image/svg+xml' : 'text/html; charset=utf-8' });
       res.end(extra);
       return;
     }

@@ -116,16 +116,16 @@ describe('keyboard', () => {
     await page.keyboard.type('alice');
     await page.keyboard.press('Enter');
     await page.waitForURL(/\/consent\?interaction=/);
-    // On consent: the checkbox, then allow, then deny.
+    // On consent: "not you?" next to the user's name, the checkbox, then allow, then deny.
     const consentOrder: string[] = [];
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 4; i++) {
       await page.keyboard.press('Tab');
       const now = await focused(page);
       expect(now.ring, `focus ring on ${now.id}`).toBe(true);
       consentOrder.push(now.id);
     }
-    expect(consentOrder).toEqual(['input[remember]', 'button[button=yes]', 'button[button=no]']);
+    expect(consentOrder).toEqual(['button[button=switch]', 'input[remember]', 'button[button=yes]', 'button[button=no]']);
     await context.close();
   });
 });

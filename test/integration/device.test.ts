@@ -407,7 +407,7 @@ describe.concurrent('the /device pages', () => {
     expect(consent.body).toContain('Living Room TV');
     expect(consent.body).toContain(DEVICE_WARNING);
     expect([...consent.body.matchAll(/<li>/g)]).toHaveLength(3);
-    expect(consent.body).toContain('<form method="post" action="/consent">');
+    expect(consent.body).toContain('<form method="post" action="/consent" id="consent">');
     expect(consent.body).toContain('name="button" value="yes"');
     expect(consent.body).toContain('name="button" value="no"');
     expect(consent.body).not.toContain('name="remember"');

@@ -53,13 +53,13 @@ describe('login page', () => {
   });
 
   it('ui_locales=de gives the German page; the first supported tag wins; Accept-Language as fallback', async () => {
-    const de = (await atLogin(web({ ui_locales: 'fr-CA de-DE en' }))).page;
+    const de = (await atLogin(web({ ui_locales: 'it-CH de-DE en' }))).page;
     expect(de.body).toContain('<html lang="de">');
     expect(de.body).toContain('Anmelden');
     expect(de.body).toContain('Benutzername');
     expect(de.body).toContain('Passwort');
     expect(de.body).not.toContain('Username');
-    const en = (await atLogin(web({ ui_locales: 'fr' }))).page;
+    const en = (await atLogin(web({ ui_locales: 'it' }))).page;
     expect(en.body).toContain('<html lang="en">');
     expect(en.body).toContain('Username');
     const b = new Browser(sigil);
@@ -84,7 +84,8 @@ describe('login page', () => {
       ['de-DE;q=0.2, en-GB;q=0.8', 'en'],
       ['en;q=0.1, de;q=0.9', 'de'],
       ['en;q=0, *;q=0.5', 'de'],
-      ['de;q=0, fr', 'en'],
+      ['de;q=0, it', 'en'],
+      ['de;q=0, fr', 'fr'],
     ] as const) {
       const page = await b.get('/account/login', { 'accept-language': header });
       expect(page.body, header).toContain(`<html lang="${lang}">`);
