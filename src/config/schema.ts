@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 // A namespace import, as zod documents it: a bundler then keeps only the schema kinds used here,
 // where `import { z }` keeps all of zod, its forty-odd locales included (dist/cli/main.js).
 import * as z from 'zod';
+import { userDirectories } from './user-directories.js';
 
 const lifetime = z.number().int().positive();
 const nonEmpty = z.string().min(1);
@@ -431,6 +432,7 @@ export const configSchema = z
     clients: z.array(clientSchema).default([]).meta({ description: "The registered clients (more may be stored with sigil clients add)", spec: "RFC 6749 §2" }),
     users: z.array(user).default([]).meta({ description: "Users of the config file; clear-text passwords are hashed at start" }),
     identityProviders: z.array(identityProvider).default([]).meta({ description: "Upstream OpenID Connect providers (federation, acr_values=idp:<name>)" }),
+    userDirectories,
     rateLimits: rateLimits.prefault({}).meta({ description: "Limits on failed credential checks (client secrets, API secrets, passwords, user codes), shared through Redis when SIGIL_REDIS_URL is set" }),
     pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS).meta({ description: "How many stored requests callers who have not signed in may start per window (OWASP API4:2023)" }),
     dpop,

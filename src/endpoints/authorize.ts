@@ -11,7 +11,7 @@ import { browserOf, sessionOf } from '../interaction/browser.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { newFamilyId, newHandle, nowSeconds } from '../crypto/handles.js';
-import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
+import { PROTOCOL_CLAIMS, type Subject } from '../tokens/tokens.js';
 import { expiredPage, sendErrorPage } from '../ui/error-page.js';
 import { language } from '../ui/language.js';
 import { claimsOf, type User } from '../users/users.js';
@@ -191,7 +191,7 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
     // OIDC Core §5.5: individual claims asked for in the identity token join them.
     const names = req.responseType === 'id_token' ? ctx.resources.identityClaimNames(scopes) : new Set<string>();
     for (const name of requestedClaims?.id_token ?? []) names.add(name);
-    const claims = pickClaims(subject.claims, names);
+    const claims = await ctx.tokens.releasedClaims(subject, client, names, 'id_token');
     fields.id_token = await ctx.tokens.identityToken(client, subject, now, {
       nonce: req.nonce,
       claims,
