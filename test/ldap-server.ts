@@ -7,10 +7,10 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'ldapts';
+import { freePort } from './e2e/ports.js';
 
 export const BASE = 'dc=example,dc=org';
 export const PEOPLE = `ou=people,${BASE}`;
@@ -50,15 +50,6 @@ export interface Slapd {
   start(): Promise<void>;
   /** Stops slapd and removes its directory. */
   close(): Promise<void>;
-}
-
-/** A free TCP port on 127.0.0.1. */
-export async function freeLoopbackPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((ok) => server.close(ok));
-  return port;
 }
 
 function slappasswd(password: string): string {
@@ -124,7 +115,7 @@ export async function startSlapd(users: LdapUser[] = LDAP_USERS): Promise<Slapd>
   writeFileSync(conf, slapdConf(dir));
   writeFileSync(join(dir, 'users.ldif'), ldif(users));
   execFileSync('/usr/sbin/slapadd', ['-f', conf, '-l', join(dir, 'users.ldif')], { stdio: 'pipe' });
-  const port = await freeLoopbackPort();
+  const port = await freePort();
   const url = `ldap://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
   let output = '';
