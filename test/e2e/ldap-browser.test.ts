@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
 import { basic, form } from '../helpers.js';
 import { authorizeUrl, type BrowserFixture, browserConfig, callbackResponse, CONSENT, newPage, startBrowserFixture, submitLogin } from './browser-fixture.js';
-import { type Slapd, startSlapd } from '../ldap-server.js';
+import { type Slapd, startSlapd } from '../ldap-server.mjs';
 
 const VERIFIER = randomBytes(32).toString('base64url');
 let slapd: Slapd;

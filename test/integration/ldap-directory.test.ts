@@ -10,7 +10,7 @@ import type { SigilEvent } from '../../src/index.js';
 import { authorizeUrl, Browser, codeParams, input, isConsentPage, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
 import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
 import { startSigil, testConfig, tokenRequest, userinfo, type TestSigil } from '../helpers.js';
-import { PEOPLE, type Slapd, startSlapd } from '../ldap-server.js';
+import { PEOPLE, type Slapd, startSlapd } from '../ldap-server.mjs';
 
 const ROPC = ['ropc', 'ropc-secret'] as const;
 const FAILED = { error: 'invalid_grant', error_description: 'invalid username or password' };

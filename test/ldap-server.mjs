@@ -5,12 +5,12 @@
  * hashed with slappasswd, {SSHA}); groups are added over LDAP afterwards so that memberof writes
  * memberOf (slapadd bypasses overlays).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'ldapts';
-import { freePort } from './e2e/ports.js';
 
 export const BASE = 'dc=example,dc=org';
 export const PEOPLE = `ou=people,${BASE}`;
@@ -19,44 +19,28 @@ export const ROOT_PW = 'root-secret';
 export const SERVICE_DN = `cn=sigil,${BASE}`;
 export const SERVICE_PW = 'service-secret';
 
-/** A test user of the LDIF. */
-export interface LdapUser {
-  uid: string;
-  password: string;
-  cn: string;
-  givenName: string;
-  sn: string;
-  mail: string;
-  groups: string[];
-  /** Locked by the password policy (pwdAccountLockedTime). */
-  locked?: boolean;
-}
-
-export const LDAP_USERS: LdapUser[] = [
+/** @type {import('./ldap-server.d.mts').LdapUser[]} */
+export const LDAP_USERS = [
   { uid: 'alice', password: 'alice-pw', cn: 'Alice Liddell', givenName: 'Alice', sn: 'Liddell', mail: 'alice@corp.example', groups: ['admins', 'devs'] },
   { uid: 'bob', password: 'bob-pw', cn: 'Bob Builder', givenName: 'Bob', sn: 'Builder', mail: 'bob@corp.example', groups: ['devs'] },
   { uid: 'mallory', password: 'mallory-pw', cn: 'Mallory Locked', givenName: 'Mallory', sn: 'Locked', mail: 'mallory@corp.example', groups: ['devs'], locked: true },
 ];
 
-/** A running slapd; `stop` and `start` again keep its data (same port). */
-export interface Slapd {
-  url: string;
-  port: number;
-  /** The `userDirectories` entry for this server. */
-  directoryConfig(extra?: Record<string, unknown>): Record<string, unknown>;
-  /** A client bound as the rootdn, for changes made by the tests (modrdn, modify); unbind it. */
-  admin(): Promise<Client>;
-  stop(): Promise<void>;
-  start(): Promise<void>;
-  /** Stops slapd and removes its directory. */
-  close(): Promise<void>;
+/** An {SSHA} hash of `password`, by slappasswd. */
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export async function freeLoopbackPort() {
+  const server = createServer();
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const { port } = server.address();
+  await new Promise((ok) => server.close(ok));
+  return port;
 }
 
-function slappasswd(password: string): string {
+function slappasswd(password) {
   return execFileSync('/usr/sbin/slappasswd', ['-h', '{SSHA}', '-s', password], { encoding: 'utf8' }).trim();
 }
 
-function ldif(users: LdapUser[]): string {
+function ldif(users) {
   const entries = [
     `dn: ${BASE}\nobjectClass: dcObject\nobjectClass: organization\ndc: example\no: Example`,
     `dn: ${PEOPLE}\nobjectClass: organizationalUnit\nou: people`,
@@ -83,7 +67,7 @@ function ldif(users: LdapUser[]): string {
   return entries.join('\n\n') + '\n';
 }
 
-function slapdConf(dir: string): string {
+function slapdConf(dir) {
   const modules = ['back_mdb', 'memberof', ...(existsSync('/usr/lib/ldap/ppolicy.la') ? ['ppolicy'] : [])];
   return [
     'include /etc/ldap/schema/core.schema',
@@ -107,23 +91,26 @@ function slapdConf(dir: string): string {
   ].join('\n');
 }
 
-/** Starts a slapd with `users` and their groups; resolves once it answers a bind. */
-export async function startSlapd(users: LdapUser[] = LDAP_USERS): Promise<Slapd> {
+/**
+ * Starts a slapd with `users` and their groups; resolves once it answers a bind.
+ * @type {import('./ldap-server.d.mts').startSlapd}
+ */
+export async function startSlapd(users = LDAP_USERS) {
   const dir = mkdtempSync(join(tmpdir(), 'sigil-slapd-'));
   mkdirSync(join(dir, 'data'));
   const conf = join(dir, 'slapd.conf');
   writeFileSync(conf, slapdConf(dir));
   writeFileSync(join(dir, 'users.ldif'), ldif(users));
   execFileSync('/usr/sbin/slapadd', ['-f', conf, '-l', join(dir, 'users.ldif')], { stdio: 'pipe' });
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const url = `ldap://127.0.0.1:${port}`;
-  let child: ChildProcess | undefined;
+  let child;
   let output = '';
 
   const start = async () => {
     child = spawn('/usr/sbin/slapd', ['-h', url, '-f', conf, '-d', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
-    child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
+    child.stdout?.on('data', (b) => (output += b.toString()));
+    child.stderr?.on('data', (b) => (output += b.toString()));
     const deadline = Date.now() + 15_000;
     for (;;) {
       if (child.exitCode !== null) throw new Error(`slapd exited with ${child.exitCode}:\n${output}`);
@@ -185,6 +172,7 @@ export async function startSlapd(users: LdapUser[] = LDAP_USERS): Promise<Slapd>
       timeoutSeconds: 2,
       ...extra,
     }),
+    pid: () => child?.pid,
     admin,
     stop,
     start,
