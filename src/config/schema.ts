@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 // A namespace import, as zod documents it: a bundler then keeps only the schema kinds used here,
 // where `import { z }` keeps all of zod, its forty-odd locales included (dist/cli/main.js).
 import * as z from 'zod';
+import { LOOPBACK } from './hosts.js';
 import { userDirectories } from './user-directories.js';
 
 const lifetime = z.number().int().positive();
@@ -16,9 +17,6 @@ const secret = nonEmpty.refine(
   (s) => !s.startsWith('sha256:') || Buffer.from(s.slice('sha256:'.length), 'base64').length === 32,
   'a "sha256:" secret must be the base64 of 32 bytes',
 );
-
-/** Hosts allowed to serve over plain http (development and tests): upstream providers, client JWKS, logout URIs. */
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 
 /** An absolute URL that is https, or http on a loopback host (development and tests). */
 const httpsOrLoopback = z.url().refine((u) => {

@@ -4,6 +4,7 @@
  * (OpenLDAP, Active Directory and other LDAPv3 servers, RFC 4511).
  */
 import * as z from 'zod';
+import { LOOPBACK } from './hosts.js';
 
 const nonEmpty = z.string().min(1);
 /** An LDAP attribute description (RFC 4512 §2.5: a descriptor or an OID, no options here). */
@@ -25,7 +26,13 @@ const ldapDirectory = z.strictObject({
   claimsCacheSeconds: z.number().int().min(0).max(3600).default(60).meta({ description: "How long a user's attributes read for userinfo, refresh and sessions are reused before the directory is asked again, seconds; 0: every time" }),
   maxConnections: z.number().int().positive().max(100).default(5).meta({ description: "Connections to the server at most; further requests wait for one (up to timeoutSeconds)" }),
   timeoutSeconds: z.number().int().positive().max(60).default(5).meta({ description: "Connect timeout, operation timeout and the longest wait for a free connection, seconds; then the directory counts as unavailable" }),
-});
+})
+  // Passwords travel in the bind: never in clear text beyond this machine (RFC 4513 §6.3.1).
+  .refine((d) => d.url.startsWith('ldaps://') || d.startTls || LOOPBACK.test(new URL(d.url.replace(/^ldap/, 'http')).hostname), {
+    message: 'ldap:// sends passwords in clear text: use ldaps://, or startTls: true (plain ldap:// only on a loopback host)',
+    path: ['url'],
+  })
+  .refine((d) => !(d.url.startsWith('ldaps://') && d.startTls), { message: 'startTls is for ldap:// URLs; ldaps:// is TLS already', path: ['startTls'] });
 
 /** One LDAP directory of `userDirectories`. */
 export type LdapDirectoryConfig = z.output<typeof ldapDirectory>;

@@ -16,6 +16,7 @@ import { expiredPage, sendErrorPage } from '../ui/error-page.js';
 import { language } from '../ui/language.js';
 import { claimsOf, type User } from '../users/users.js';
 import type { Session } from '../users/sessions.js';
+import { DirectoryUnavailable } from '../users/directory.js';
 import { AuthorizeError, type AuthorizeRequest, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { releasableClaims } from '../validation/claims-parameter.js';
 import { sendErrorToClient, sendToClient } from '../http/authorization-response.js';
@@ -64,7 +65,15 @@ async function authorize(
 
   const browser = browserOf(ctx, request, reply);
   const session = await sessionOf(ctx, request);
-  const user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
+  let user: User | undefined;
+  try {
+    user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
+  } catch (err) {
+    // The session's user is in a directory that cannot answer: the client hears so (RFC 6749 §4.1.2.1).
+    if (!(err instanceof DirectoryUnavailable)) throw err;
+    request.log.error({ err, directory: err.directory, reason: err.reason }, 'user directory unavailable');
+    return fail(err.code, err.description ?? 'sign-in is temporarily unavailable');
+  }
 
   const decision = decide(req, session, user, req.client, await decisionFacts(ctx, req, session, user, pending?.interaction));
   if (decision.kind === 'error') return fail(decision.error, decision.description);

@@ -164,6 +164,8 @@ describe('LDAP user directory', () => {
 
   it('answers temporarily_unavailable (503) while the directory is down, stores nothing, and recovers', async () => {
     const failuresBefore = events.filter((e) => e.name === 'user_login_failed').length;
+    const signedIn = new Browser(sigil);
+    await signedIn.signIn('robert', 'bob-pw');
     await slapd.stop();
     try {
       const res = await grant(sigil, 'robert', 'bob-pw');
@@ -185,6 +187,10 @@ describe('LDAP user directory', () => {
       // No failure was counted against the users: the directory's outage is nobody's wrong password.
       expect(events.filter((e) => e.name === 'user_login_failed').length).toBe(failuresBefore);
       expect(await sigil.context.store.users.findUserByUsername('nobody-at-all', null)).toBeUndefined();
+      // A signed-in directory user's session cannot be checked: the client hears temporarily_unavailable (RFC 6749 §4.1.2.1).
+      const authz = readResponse(await signedIn.follow(await signedIn.get(authorizeUrl(codeParams(pkce().challenge)))));
+      expect(authz.params.get('error')).toBe('temporarily_unavailable');
+      expect(authz.params.get('state')).toBe('st');
     } finally {
       await slapd.start();
     }
