@@ -11,7 +11,7 @@ const nonEmpty = z.string().min(1);
 const attribute = z.string().regex(/^([A-Za-z][A-Za-z0-9-]*|\d+(\.\d+)+)$/, 'an LDAP attribute name');
 
 const ldapDirectory = z.strictObject({
-  name: nonEmpty.max(50).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only').meta({ description: "The directory's name, in logs and events (the idp claim stays local)" }),
+  name: nonEmpty.max(50).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only').meta({ description: "The directory's name, in logs (its users' idp claim stays local)" }),
   type: z.literal('ldap').meta({ description: "The directory kind; ldap (OpenLDAP, Active Directory)" }),
   url: z.string().regex(/^ldaps?:\/\/[^/?#\s]+\/?$/, 'ldap://host[:port] or ldaps://host[:port]').meta({ description: "The server: ldaps://host[:port], or ldap://host[:port] (with startTls outside loopback)", spec: "RFC 4516" }),
   startTls: z.boolean().default(false).meta({ description: "Upgrade an ldap:// connection with StartTLS before binding", spec: "RFC 4511 §4.14" }),
