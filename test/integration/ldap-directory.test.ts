@@ -2,15 +2,17 @@
  * LDAP user directory (issue 22) against a real OpenLDAP server (Debian slapd, test/ldap-server.ts):
  * password grant and login page, claims and roles from attributes and memberOf, the subject from
  * entryUUID (kept across a rename), locked accounts and wrong passwords answered alike, LDAP
- * injection in the username, MFA and consent for a directory user, and the directory going away.
+ * injection in the username, MFA, passkeys and consent for a directory user, the failure limits,
+ * and the directory going away.
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigilEvent } from '../../src/index.js';
-import { authorizeUrl, Browser, codeParams, input, isConsentPage, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
+import { authorizeUrl, Browser, codeParams, input, ISSUER, isConsentPage, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
 import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
 import { startSigil, testConfig, tokenRequest, userinfo, type TestSigil } from '../helpers.js';
 import { PEOPLE, type Slapd, startSlapd } from '../ldap-server.mjs';
+import { SoftAuthenticator } from '../webauthn-authenticator.js';
 
 const ROPC = ['ropc', 'ropc-secret'] as const;
 const FAILED = { error: 'invalid_grant', error_description: 'invalid username or password' };
@@ -41,6 +43,7 @@ describe('LDAP user directory', () => {
       users: [],
       clients: [...(base.clients ?? []), webLike('web'), webLike('consent', { requireConsent: true, allowedScopes: ['openid', 'profile', 'email', 'roles', 'api1'] })],
       userDirectories: [slapd.directoryConfig({ claimsCacheSeconds: 0 })] as never,
+      webauthn: { enabled: true },
     });
     sigil.subscribe((e) => void events.push(e));
   });
@@ -103,6 +106,18 @@ describe('LDAP user directory', () => {
     }
   });
 
+  it('applies the failure limits to directory users as to Sigil\'s own (rateLimits)', async () => {
+    const strict = await startSigil({ users: [], userDirectories: [slapd.directoryConfig()] as never, rateLimits: { maxFailures: 2, windowSeconds: 60 } });
+    try {
+      for (let i = 0; i < 2; i++) expect((await grant(strict, 'alice', 'wrong')).json()).toEqual(FAILED);
+      const blocked = await grant(strict, 'alice', 'alice-pw');
+      expect(blocked.statusCode).toBe(429);
+      expect(blocked.headers['retry-after']).toBeDefined();
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('refuses an overlong username before asking the directory', async () => {
     const res = await grant(sigil, 'a'.repeat(101), 'alice-pw');
     expect(res.json()).toEqual(FAILED);
@@ -145,6 +160,28 @@ describe('LDAP user directory', () => {
     const ropc = await grant(sigil, 'alice', 'alice-pw');
     expect(ropc.json().error).toBe('invalid_grant');
     expect(ropc.json().error_description).toContain('second factor');
+  });
+
+  it('registers a passkey for a directory user, who then signs in with it alone', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('carol', 'carol-pw');
+    const auth = new SoftAuthenticator(ISSUER);
+    const page = await b.get('/account/passkeys');
+    const csrf = input(page.body, 'csrf_token');
+    const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind: 'passkey' });
+    const added = await b.post('/account/passkeys/register', { csrf_token: csrf, kind: 'passkey', name: 'Carol key', response: JSON.stringify(auth.register(options.res.json())) });
+    expect(added.status, added.body).toBe(303);
+    b.cookies.delete('sigil.session');
+    const { verifier, challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge))));
+    const loginCsrf = input(login.body, 'csrf_token');
+    const loginOptions = await b.post('/account/passkeys/login/options', { csrf_token: loginCsrf });
+    const interaction = /name="interaction" value="([^"]*)"/.exec(login.body)?.[1] ?? '';
+    const answered = await b.post('/account/passkeys/login', { csrf_token: loginCsrf, interaction, response: JSON.stringify(auth.authenticate(loginOptions.res.json())) });
+    const code = readResponse(await b.follow(answered)).params.get('code');
+    expect(code).toBeTruthy();
+    const tokens = await redeem(sigil, code!, { verifier });
+    expect(decodeJwt(tokens.json<{ id_token: string }>().id_token)).toMatchObject({ sub: uuids.get('carol'), amr: ['swk', 'user', 'mfa'] });
   });
 
   it('keeps the subject when the user is renamed in the directory (modrdn)', async () => {
