@@ -75,7 +75,8 @@ export class UserService {
    * An unknown user costs the same argon2id verification as a wrong password. A username that
    * names no config or stored user goes on to the directories in order (not for a tenant: directory
    * users belong to none); the first that knows the user and password answers. A directory that
-   * cannot answer stops the check (a later directory must not sign in a namesake meanwhile).
+   * cannot answer stops the check (a later directory must not sign in a namesake meanwhile). A
+   * directory user whose subject is a config or stored user's is refused.
    * @returns the user (active or not), or undefined for unknown user or wrong password.
    * @throws DirectoryUnavailable when a directory asked cannot answer.
    */
@@ -93,7 +94,11 @@ export class UserService {
     if (tenant !== null) return undefined;
     for (const directory of this.directories) {
       const user = await directory.authenticate(username, password);
-      if (user) return user;
+      if (!user) continue;
+      // A subject a config or stored user holds would name that user at every later lookup
+      // (sessions, refresh, userinfo): such a directory user cannot sign in.
+      if (this.configUsers.some((c) => c.user.subjectId === user.subjectId) || (await this.store.findUserBySubject(user.subjectId))) return undefined;
+      return user;
     }
     return undefined;
   }
