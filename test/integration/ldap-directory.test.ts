@@ -6,6 +6,7 @@
  * and the directory going away.
  */
 import { decodeJwt } from 'jose';
+import { Attribute, Change } from 'ldapts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigilEvent } from '../../src/index.js';
 import { authorizeUrl, Browser, codeParams, input, ISSUER, isConsentPage, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
@@ -116,6 +117,28 @@ describe('LDAP user directory', () => {
     } finally {
       await strict.close();
     }
+  });
+
+  it('shares a bounded pool: with one connection, concurrent sign-ins wait their turn and all succeed', async () => {
+    const narrow = await startSigil({ users: [], userDirectories: [slapd.directoryConfig({ maxConnections: 1 })] as never, rateLimits: { maxFailures: 1000, windowSeconds: 60 } });
+    try {
+      const answers = await Promise.all([...Array(6).keys()].map((i) => grant(narrow, i % 2 ? 'alice' : 'carol', i % 2 ? 'alice-pw' : 'wrong')));
+      expect(answers.map((r) => r.statusCode)).toEqual([400, 200, 400, 200, 400, 200]);
+    } finally {
+      await narrow.close();
+    }
+  });
+
+  it('re-reads a user\'s attributes at userinfo (claimsCacheSeconds 0 here)', async () => {
+    const { access_token } = (await grant(sigil, 'carol', 'carol-pw', 'openid email')).json<{ access_token: string }>();
+    expect((await userinfo(sigil, access_token)).json().email).toBe('carol@corp.example');
+    const admin = await slapd.admin();
+    try {
+      await admin.modify(`uid=carol,${PEOPLE}`, new Change({ operation: 'replace', modification: new Attribute({ type: 'mail', values: ['carol.keys@corp.example'] }) }));
+    } finally {
+      await admin.unbind();
+    }
+    expect((await userinfo(sigil, access_token)).json().email).toBe('carol.keys@corp.example');
   });
 
   it('refuses an overlong username before asking the directory', async () => {
