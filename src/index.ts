@@ -207,7 +207,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const replay = new ReplayCache(store.grants);
     const directories = [...cfg.userDirectories.map((d) => new LdapDirectory(d)), ...(options.userDirectories ?? [])];
-    const users = await UserService.create(cfg.users, store.users, directories);
+    const profile = options.profileService;
+    const users = await UserService.create(cfg.users, store.users, directories, profile?.isActive?.bind(profile));
     // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
     const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
     const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);

@@ -53,8 +53,8 @@ function audiences(ctx: SigilContext, found: FoundToken): string[] {
 
 /** Whether the profile service (if any) counts the token's user active; true for a client's own token (no `auth_time`). */
 async function userActive(ctx: SigilContext, found: FoundToken): Promise<boolean> {
-  if (found.kind === 'refresh_token') return ctx.tokens.isActive(found.data.subject.subjectId);
-  return found.token.claims.auth_time === undefined || ctx.tokens.isActive(found.token.claims.sub);
+  if (found.kind === 'refresh_token') return ctx.users.profileActive(found.data.subject.subjectId);
+  return found.token.claims.auth_time === undefined || ctx.users.profileActive(found.token.claims.sub);
 }
 
 function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolean {

@@ -50,8 +50,7 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
         const scopes = (valid.claims.scope ?? '').split(' ');
         if (!scopes.includes('openid')) throw tokenError(scheme, 403, 'insufficient_scope', 'the openid scope is required');
         const user = await ctx.users.findBySubject(valid.claims.sub);
-        if (!user || !user.isActive || !(await ctx.tokens.isActive(user.subjectId)))
-          throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
+        if (!user || !user.isActive) throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
         const names = ctx.resources.identityClaimNames(scopes);
         for (const name of valid.userinfoClaims ?? []) names.add(name);
         // A token of a removed client is no longer valid (as Duende's token validation has it).

@@ -2,8 +2,8 @@
  * The profile service (issue 22): a library user's say over which user claims Sigil releases and
  * whether a user is still active, as Duende IdentityServer's `IProfileService`
  * (`GetProfileDataAsync`, `IsActiveAsync`) does. Optional: without one, Sigil releases the
- * requested claims from the user's profile (config, store or directory) and asks the user's
- * `isActive`.
+ * requested claims from the user's profile (config, store or directory) and asks only the user's
+ * `isActive`. The user service applies `isActive` (users/users.ts), the token service `getProfileData`.
  */
 import type { Client } from '../clients/registry.js';
 
@@ -39,9 +39,11 @@ export interface ProfileService {
    */
   getProfileData(req: ProfileDataRequest): Promise<Record<string, unknown>>;
   /**
-   * Whether the user may still get tokens: false ends refresh (`invalid_grant`, RFC 6749 §5.2),
-   * introspection (`active: false`, RFC 7662 §2.2) and userinfo (`invalid_token`, RFC 6750 §3.1)
-   * for their tokens. Asked on top of the user's own `isActive`.
+   * Whether the user may still sign in and get tokens, asked on top of the user's own `isActive`
+   * wherever Sigil looks a user up (the user service folds it in): false refuses a sign-in as a
+   * wrong password would, and ends the session's authorizations, code and device code redemption
+   * and refresh (`invalid_grant`, RFC 6749 §5.2), userinfo (`invalid_token`, RFC 6750 §3.1) and
+   * introspection (`active: false`, RFC 7662 §2.2) for their tokens.
    */
   isActive?(subject: string): Promise<boolean>;
 }

@@ -140,14 +140,6 @@ export class TokenService {
   }
 
   /**
-   * Whether the profile service (if any) still counts the user active; true without one.
-   * The user's own `isActive` is checked by the caller.
-   */
-  async isActive(subjectId: string): Promise<boolean> {
-    return this.profile?.isActive ? this.profile.isActive(subjectId) : true;
-  }
-
-  /**
    * Issues the tokens of one successful request: an access token, and as applicable a refresh
    * token and an identity token.
    */

@@ -30,6 +30,7 @@ export class UserService {
     private readonly store: UserStore,
     private readonly dummyHash: string,
     private readonly directories: readonly UserDirectory[],
+    private readonly isActiveHook: ((subjectId: string) => Promise<boolean>) | undefined,
   ) {}
 
   /**
@@ -37,7 +38,12 @@ export class UserService {
    * the first request: a lazy hash would make the first check of an existing username slower
    * (username enumeration). No clear-text password is kept.
    */
-  static async create(configUsers: readonly UserConfig[], store: UserStore, directories: readonly UserDirectory[] = []): Promise<UserService> {
+  static async create(
+    configUsers: readonly UserConfig[],
+    store: UserStore,
+    directories: readonly UserDirectory[] = [],
+    isActive?: (subjectId: string) => Promise<boolean>,
+  ): Promise<UserService> {
     const candidates = await Promise.all(
       configUsers.map(async (u): Promise<Candidate> => ({
         user: { subjectId: u.subjectId, username: u.username, tenant: u.tenant ?? null, isActive: u.isActive, claims: u.claims },
@@ -45,7 +51,22 @@ export class UserService {
       })),
     );
     // The dummy's password is random: nobody knows a password that matches it.
-    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')), directories);
+    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')), directories, isActive);
+  }
+
+  /**
+   * Whether the library user's profile service (`ProfileService.isActive`) still counts the subject
+   * active; true without one. Every user this service returns has it folded into `isActive`
+   * already; introspection, which looks no user up, asks here.
+   */
+  async profileActive(subjectId: string): Promise<boolean> {
+    return this.isActiveHook ? this.isActiveHook(subjectId) : true;
+  }
+
+  /** `user` with the profile service's answer folded into `isActive` (asked only for an active user). */
+  private async checked(user: User | undefined): Promise<User | undefined> {
+    if (!user || !user.isActive || !this.isActiveHook) return user;
+    return (await this.isActiveHook(user.subjectId)) ? user : { ...user, isActive: false };
   }
 
   /**
@@ -53,6 +74,10 @@ export class UserService {
    * @throws DirectoryUnavailable when a directory asked cannot answer.
    */
   async findBySubject(subjectId: string): Promise<User | undefined> {
+    return this.checked(await this.lookUp(subjectId));
+  }
+
+  private async lookUp(subjectId: string): Promise<User | undefined> {
     const fromConfig = this.configUsers.find((c) => c.user.subjectId === subjectId);
     if (fromConfig) return fromConfig.user;
     const stored = await this.store.findUserBySubject(subjectId);
@@ -81,6 +106,10 @@ export class UserService {
    * @throws DirectoryUnavailable when a directory asked cannot answer.
    */
   async checkPassword(username: string, password: string, tenant: string | null): Promise<User | undefined> {
+    return this.checked(await this.passwordUser(username, password, tenant));
+  }
+
+  private async passwordUser(username: string, password: string, tenant: string | null): Promise<User | undefined> {
     const candidate = await this.findCandidate(username, tenant);
     const storedHash = candidate?.passwordHash ?? this.dummyHash;
     let ok = false;

@@ -66,7 +66,7 @@ describe('profile service', () => {
     expect(profile.asked).toEqual([]);
   });
 
-  it('an inactive user: refresh invalid_grant, introspection active:false, userinfo invalid_token; client tokens unaffected', async () => {
+  it('an inactive user: refresh invalid_grant, introspection active:false, userinfo invalid_token, no new sign-in; client tokens unaffected', async () => {
     const tokens = await passwordTokens(sigil, { scope: 'openid api1 offline_access', username: 'bob', password: 'bob' });
     const m2m = await clientTokens(sigil, 'api1');
     expect((await introspect(sigil, tokens.access_token)).json().active).toBe(true);
@@ -78,6 +78,9 @@ describe('profile service', () => {
       expect((await introspect(sigil, tokens.access_token)).json()).toEqual({ active: false });
       expect((await introspect(sigil, tokens.refresh_token!, ['ropc', 'ropc-secret'])).json()).toEqual({ active: false });
       expect((await userinfo(sigil, tokens.access_token)).statusCode).toBe(401);
+      // A new sign-in gets the wrong password's answer.
+      const again = await tokenRequest(sigil, { grant_type: 'password', username: 'bob', password: 'bob', scope: 'openid' }, ['ropc', 'ropc-secret']);
+      expect(again.json()).toEqual({ error: 'invalid_grant', error_description: 'invalid username or password' });
       expect((await introspect(sigil, m2m.access_token)).json().active).toBe(true);
     } finally {
       profile.inactive.delete('2');
