@@ -141,6 +141,17 @@ describe('LDAP user directory', () => {
     expect((await userinfo(sigil, access_token)).json().email).toBe('carol.keys@corp.example');
   });
 
+  it('signs nobody in when the username names two entries', async () => {
+    const admin = await slapd.admin();
+    try {
+      for (const cn of ['Twin One', 'Twin Two'])
+        await admin.add(`cn=${cn},${PEOPLE}`, { objectClass: 'inetOrgPerson', cn, sn: 'Twin', uid: 'twin', userPassword: 'twin-pw' });
+    } finally {
+      await admin.unbind();
+    }
+    expect((await grant(sigil, 'twin', 'twin-pw')).json()).toEqual(FAILED);
+  });
+
   it('refuses an overlong username before asking the directory', async () => {
     const res = await grant(sigil, 'a'.repeat(101), 'alice-pw');
     expect(res.json()).toEqual(FAILED);
