@@ -1,6 +1,6 @@
 // Side-by-side throughput benchmark: Sigil against node-oidc-provider on loopback, same run, same machine.
 //
-//   node bench/run.mjs [--storage sqlite|memory|postgres://...] [--scenarios a,b,c,d,e,f,g,i[,h]]     (npm run bench -- ...)
+//   node bench/run.mjs [--storage sqlite|memory|postgres://...] [--scenarios a,b,c,d,e,f,g,i[,h][,j]]     (npm run bench -- ...)
 //   env: BENCH_DURATION (s, default 10), BENCH_ROUNDS (default 5), BENCH_WARMUP (s, default 2), BENCH_CONNECTIONS (default 32),
 //        BENCH_SUSTAINED (s, default 300: scenario h, not run unless named),
 //        BENCH_CPU_PROF (a directory: Sigil runs with --cpu-prof there; summarise with bench/profile-top.mjs)
@@ -41,6 +41,14 @@ const SCENARIOS = [
   // Every request carries a fresh client assertion (RFC 7523) and a fresh DPoP proof (RFC 9449),
   // both ES256, both single-use (jti): the servers verify two signatures and record two jtis.
   { id: 'i', name: 'client_credentials, private_key_jwt + DPoP -> JWT ES256', alg: 'ES256', kind: 'token', client: 'bench-pkjwt', signed: true },
+  // The password grant of a user in an LDAP directory (issue 22), against a local slapd started by
+  // the harness (test/ldap-server.mjs). node-oidc-provider has neither the password grant nor LDAP:
+  // the comparison column is Sigil's own password grant for a config user, on the same Sigil
+  // process in the same rounds. Only when named (it needs Debian's slapd).
+  {
+    id: 'j', name: 'password grant, LDAP directory user -> JWT ES256', alg: 'ES256', kind: 'token', client: 'bench-ropc', directory: true,
+    comparedWith: "Sigil's own password grant for a config user (same process, same rounds); node-oidc-provider has no password grant and no LDAP",
+  },
 ];
 
 /**
@@ -142,6 +150,50 @@ function stopChild(child) {
   });
 }
 
+/**
+ * Scenario j: a local slapd with the test users (test/ldap-server.mjs) and one Sigil process whose
+ * config adds the password client `bench-ropc`, a config user and the slapd as a user directory.
+ * Returns its two sides: the directory user (whose CPU includes slapd's) and the config user.
+ */
+async function startDirectorySigil(storage, dataDir) {
+  const { startSlapd } = await import('../test/ldap-server.mjs');
+  const slapd = await startSlapd();
+  const port = await freePort();
+  const base = `http://${HOST}:${port}`;
+  const config = JSON.parse(readFileSync(join(ROOT, 'bench/sigil.es256.json'), 'utf8'));
+  config.clients.push({ clientId: 'bench-ropc', clientSecrets: [SECRET], allowedGrantTypes: ['password'], allowedScopes: ['api1'], accessTokenType: 'jwt', accessTokenLifetime: 3600 });
+  config.users = [{ subjectId: 'bench-local', username: 'local-user', password: 'local-password', claims: {} }];
+  config.userDirectories = [slapd.directoryConfig({ timeoutSeconds: 5 })];
+  const configFile = join(dataDir, 'sigil.directory.json');
+  writeFileSync(configFile, JSON.stringify(config));
+  const storageUrl = storage === 'memory' ? 'memory' : isPostgres(storage) ? postgresSchemaUrl(storage, 'directory') : `sqlite:${join(dataDir, 'sigil-directory.db')}`;
+  // Killed with the other children on every exit path (cleanup), should the run be interrupted.
+  const slapdHandle = { kill: (signal) => { try { process.kill(slapd.pid() ?? 0, signal); } catch { /* gone */ } } };
+  children.add(slapdHandle);
+  let child;
+  try {
+    child = await startChild('Sigil (LDAP directory)', [...SIGIL_NODE_ARGS, 'dist/cli/main.js', 'start', '--config', configFile,
+      '--port', String(port), '--host', HOST, '--issuer', base, '--storage', storageUrl]);
+  } catch (err) {
+    children.delete(slapdHandle);
+    await slapd.close();
+    throw err;
+  }
+  const server = { ...SERVERS.sigil, base, child, storage: storageUrl };
+  return {
+    directory: { ...server, label: 'Sigil, LDAP user', user: { username: 'alice', password: 'alice-pw' }, alsoPids: () => [slapd.pid()].filter(Boolean) },
+    local: { ...server, label: 'Sigil, config user', user: { username: 'local-user', password: 'local-password' } },
+    close: async () => {
+      await stopChild(child);
+      children.delete(slapdHandle);
+      await slapd.close();
+    },
+  };
+}
+
+/** CPU seconds of a server's process tree, plus those of the processes it relies on (scenario j: slapd). */
+const serverCpuSeconds = (server) => treeCpuSeconds(server.child.pid) + (server.alsoPids?.() ?? []).reduce((n, pid) => n + treeCpuSeconds(pid), 0);
+
 /** Starts Sigil (config for `alg`) and node-oidc-provider (signing with `alg`); returns their base URLs. */
 async function startServers(alg, storage, dataDir) {
   const sigilPort = await freePort();
@@ -194,7 +246,9 @@ function tokenRequest(server, scenario) {
   const request = {
     url,
     headers: { 'content-type': FORM, authorization: basic(scenario.client, SECRET) },
-    body: 'grant_type=client_credentials&scope=api1',
+    body: server.user
+      ? `grant_type=password&username=${encodeURIComponent(server.user.username)}&password=${encodeURIComponent(server.user.password)}&scope=api1`
+      : 'grant_type=client_credentials&scope=api1',
     verify: isTokenResponse,
   };
   if (!scenario.signed) return request;
@@ -304,13 +358,13 @@ async function measurePair(sigilServer, providerServer, scenario, opts, ceilingS
   }
   for (let round = 0; round < opts.rounds; round++) {
     for (const side of live) {
-      const before = treeCpuSeconds(side.server.child.pid);
+      const before = serverCpuSeconds(side.server);
       side.rounds.push(await autocannon({
         ...loadOptions(side.req, opts),
         duration: opts.duration / opts.rounds,
         verifyBody: (body) => side.req.verify(body) || ((side.badBody ??= body), false),
       }));
-      side.cpuSeconds += treeCpuSeconds(side.server.child.pid) - before;
+      side.cpuSeconds += serverCpuSeconds(side.server) - before;
     }
   }
   for (const side of live) {
@@ -353,7 +407,8 @@ function printTable(rows) {
   console.log(`\n${row(head)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
   for (const l of lines) console.log(row(l));
   for (const { scenario: s, sigil, provider } of rows) {
-    for (const [label, r] of [['Sigil', sigil], ['oidc-provider', provider]]) {
+    if (s.comparedWith) console.log(`\n${s.id}. the provider columns are ${s.comparedWith}; Sigil's CPU includes slapd's`);
+    for (const [label, r] of [['Sigil', sigil], [s.comparedWith ? 'Sigil, config user' : 'oidc-provider', provider]]) {
       if (r.skipped) console.log(`\n${s.id}. ${label}: not measured: ${r.skipped} (probe: ${r.probe})`);
       if (!r.error) continue;
       console.log(`\n${s.id}. ${label} ERROR: ${r.error}`);
@@ -648,7 +703,7 @@ async function main() {
   for (const [name, n] of Object.entries(opts)) {
     if (!Number.isInteger(n) || n < (name === 'warmup' ? 0 : 1)) throw new Error(`invalid ${name}: ${n}`);
   }
-  if (selected.length === 0 && !['g', 'h'].some((id) => wanted.has(id))) throw new Error('--scenarios selects none of a,b,c,d,e,f,g,h,i');
+  if (selected.length === 0 && !['g', 'h'].some((id) => wanted.has(id))) throw new Error('--scenarios selects none of a,b,c,d,e,f,g,h,i,j');
   const providerVersion = JSON.parse(readFileSync(join(ROOT, 'node_modules/oidc-provider/package.json'), 'utf8')).version;
   console.log(`Sigil ${gitDescribe() ?? ''} vs node-oidc-provider ${providerVersion} on ${HOST}, node ${process.version}, `
     + `${cpus().length} CPUs shared by both servers and autocannon`);
@@ -660,7 +715,7 @@ async function main() {
   let extras = {};
   try {
     for (const alg of ['ES256', 'RS256']) {
-      const group = selected.filter((s) => s.alg === alg);
+      const group = selected.filter((s) => s.alg === alg && !s.directory);
       if (group.length === 0) continue;
       const servers = await startServers(alg, values.storage, dataDir);
       if (alg === 'ES256' && group.some(isJwtIssuance)) servers.ceiling = await startCeilingServer('ES256');
@@ -682,6 +737,17 @@ async function main() {
         const crashed = [servers.sigil, servers.provider, servers.ceiling].filter(Boolean).filter((s) => s.child.exitCode > 0);
         for (const s of crashed) console.log(`\n${s.label} exited with code ${s.child.exitCode}. Output:\n${s.child.tail()}`);
       }
+    }
+    for (const scenario of selected.filter((s) => s.directory)) {
+      process.stdout.write(`${scenario.id}. ${scenario.name}: LDAP user and config user, ${opts.rounds} rounds...`);
+      const pair = await startDirectorySigil(values.storage, dataDir);
+      try {
+        const { sigil, provider } = await measurePair(pair.directory, pair.local, scenario, opts);
+        rows.push({ scenario, sigil, provider, ratio: ratioOf(sigil, provider) });
+      } finally {
+        await pair.close();
+      }
+      console.log(' done');
     }
     extras = await measureExtras(wanted, opts);
   } finally {

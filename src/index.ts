@@ -42,6 +42,9 @@ import { clientsNamingStoredUsers } from './clients/stored-clients.js';
 import { openStore } from './stores/sql.js';
 import { TokenService } from './tokens/tokens.js';
 import { UserService } from './users/users.js';
+import { DirectoryUnavailable, type UserDirectory } from './users/directory.js';
+import { LdapDirectory } from './users/ldap/ldap-directory.js';
+import type { ProfileService } from './tokens/profile.js';
 import { apiSecretsOf, ClientRegistry } from './clients/registry.js';
 import { ClientKeys } from './clients/client-keys.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './limits/failure-limiter.js';
@@ -60,6 +63,8 @@ export type { DPoPProof } from './validation/dpop.js';
 export type { ResourceOwnerValidator, ResourceOwnerRequest } from './grants/password.js';
 export { TOKEN_EXCHANGE, ACCESS_TOKEN_TYPE } from './grants/token-exchange.js';
 export type { User } from './users/users.js';
+export { DirectoryUnavailable, type UserDirectory } from './users/directory.js';
+export type { ProfileService, ProfileDataRequest, ProfileCaller } from './tokens/profile.js';
 
 /** The store calls that get a span of their own when tracing is on: every grant-table and logout-store call. */
 const TRACED_GRANT_CALLS = ['put', 'putOnce', 'get', 'getRecent', 'consume', 'update', 'replaceData', 'save', 'revoke', 'revokeFamily'] as const satisfies readonly (keyof GrantStore)[];
@@ -78,6 +83,14 @@ export interface SigilOptions {
   extensionGrants?: ExtensionGrant[];
   /** Replaces the built-in check of the password grant's credentials. */
   resourceOwnerValidator?: ResourceOwnerValidator;
+  /**
+   * Your own user directories (e.g. over an existing database), asked in order after config users,
+   * stored users and the config's `userDirectories`, at the login page, the password grant and
+   * wherever a user is looked up by subject. See `UserDirectory` for the guarantees they give.
+   */
+  userDirectories?: UserDirectory[];
+  /** Decides the user claims released in tokens and at userinfo, and whether a user is still active (`ProfileService`). */
+  profileService?: ProfileService;
   /** Redis for counters shared by several nodes (failure limits); default: `SIGIL_REDIS_URL`. */
   redisUrl?: string;
   /**
@@ -263,7 +276,9 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const replay = new ReplayCache(store.grants);
-    const users = await UserService.create(cfg.users, store.users);
+    const directories = [...cfg.userDirectories.map((d) => new LdapDirectory(d)), ...(options.userDirectories ?? [])];
+    const profile = options.profileService;
+    const users = await UserService.create(cfg.users, store.users, directories, profile?.isActive?.bind(profile));
     // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
     const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
     const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);
@@ -277,7 +292,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       clients,
       resources,
       users,
-      tokens: new TokenService(cfg.issuer, keys, store.records, resources),
+      tokens: new TokenService(cfg.issuer, keys, store.records, resources, options.profileService),
       events,
       limiter,
       replay,
@@ -305,7 +320,16 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
       log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
     const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log });
-    const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
+    // A directory that cannot answer names no user here: the check of clients naming users must
+    // not stop the start or the reload while a directory is down.
+    const isUserSubject = async (id: string) => {
+      try {
+        return (await context.users.findBySubject(id)) !== undefined;
+      } catch (err) {
+        if (err instanceof DirectoryUnavailable) return false;
+        throw err;
+      }
+    };
     const reloadClients = () => clientAdmin.reload(context.clients, isUserSubject);
     await reloadClients();
     const housekeeping = startHousekeeping([() => keys.refresh(), reloadClients], store.maintenance, log, {
@@ -337,6 +361,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
           housekeeping.stop();
           await metricsApp.close();
           await deliverer.stop();
+          await context.users.close();
           await store.close();
           await limiter.counters.close();
           await tracing?.flush();

@@ -7,6 +7,8 @@ import { isIP } from 'node:net';
 // A namespace import, as zod documents it: a bundler then keeps only the schema kinds used here,
 // where `import { z }` keeps all of zod, its forty-odd locales included (dist/cli/main.js).
 import * as z from 'zod';
+import { LOOPBACK } from './hosts.js';
+import { userDirectories } from './user-directories.js';
 
 const lifetime = z.number().int().positive();
 const nonEmpty = z.string().min(1);
@@ -15,9 +17,6 @@ const secret = nonEmpty.refine(
   (s) => !s.startsWith('sha256:') || Buffer.from(s.slice('sha256:'.length), 'base64').length === 32,
   'a "sha256:" secret must be the base64 of 32 bytes',
 );
-
-/** Hosts allowed to serve over plain http (development and tests): upstream providers, client JWKS, logout URIs. */
-const LOOPBACK = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/;
 
 /** An absolute URL that is https, or http on a loopback host (development and tests). */
 const httpsOrLoopback = z.url().refine((u) => {
@@ -454,6 +453,7 @@ export const configSchema = z
     clients: z.array(clientSchema).default([]).meta({ description: "The registered clients (more may be stored with sigil clients add)", spec: "RFC 6749 §2" }),
     users: z.array(user).default([]).meta({ description: "Users of the config file; clear-text passwords are hashed at start" }),
     identityProviders: z.array(identityProvider).default([]).meta({ description: "Upstream OpenID Connect providers (federation, acr_values=idp:<name>)" }),
+    userDirectories,
     rateLimits: rateLimits.prefault({}).meta({ description: "Limits on failed credential checks (client secrets, API secrets, passwords, user codes), shared through Redis when SIGIL_REDIS_URL is set" }),
     pendingLimits: pendingLimits.default(PENDING_LIMITS_DEFAULTS).meta({ description: "How many stored requests callers who have not signed in may start per window (OWASP API4:2023)" }),
     dpop,

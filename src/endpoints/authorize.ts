@@ -11,11 +11,12 @@ import { browserOf, sessionOf } from '../interaction/browser.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { newFamilyId, newHandle, nowSeconds } from '../crypto/handles.js';
-import { PROTOCOL_CLAIMS, pickClaims, type Subject } from '../tokens/tokens.js';
+import { PROTOCOL_CLAIMS, type Subject } from '../tokens/tokens.js';
 import { expiredPage, sendErrorPage } from '../ui/error-page.js';
 import { language } from '../ui/language.js';
 import { claimsOf, type User } from '../users/users.js';
 import type { Session } from '../users/sessions.js';
+import { DirectoryUnavailable } from '../users/directory.js';
 import { AuthorizeError, type AuthorizeRequest, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { releasableClaims } from '../validation/claims-parameter.js';
 import { sendErrorToClient, sendToClient } from '../http/authorization-response.js';
@@ -65,7 +66,15 @@ async function authorize(
 
   const browser = browserOf(ctx, request, reply);
   const session = await sessionOf(ctx, request);
-  const user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
+  let user: User | undefined;
+  try {
+    user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
+  } catch (err) {
+    // The session's user is in a directory that cannot answer: the client hears so (RFC 6749 §4.1.2.1).
+    if (!(err instanceof DirectoryUnavailable)) throw err;
+    request.log.error({ err, directory: err.directory, reason: err.reason }, 'user directory unavailable');
+    return fail(err.code, err.description ?? 'sign-in is temporarily unavailable');
+  }
 
   const decision = decide(req, session, user, req.client, await decisionFacts(ctx, req, session, user, pending?.interaction));
   if (decision.kind === 'error') return fail(decision.error, decision.description);
@@ -192,7 +201,7 @@ async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject,
     // OIDC Core §5.5: individual claims asked for in the identity token join them.
     const names = req.responseType === 'id_token' ? ctx.resources.identityClaimNames(scopes) : new Set<string>();
     for (const name of requestedClaims?.id_token ?? []) names.add(name);
-    const claims = pickClaims(subject.claims, names);
+    const claims = await ctx.tokens.releasedClaims(subject, client, names, 'id_token');
     fields.id_token = await ctx.tokens.identityToken(client, subject, now, {
       nonce: req.nonce,
       claims,

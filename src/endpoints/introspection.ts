@@ -32,7 +32,8 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       const token = params.get('token');
       if (token === undefined) throw invalidRequest('parameter "token" is missing');
       const found = await findToken(ctx.tokens, ctx.store.records.refreshTokens, token, params.get('token_type_hint'));
-      const body = found && visibleTo(ctx, found, caller) ? describe(ctx, found) : { active: false };
+      // A user the profile service no longer counts active has no active tokens (issue 22).
+      const body = found && visibleTo(ctx, found, caller) && (await userActive(ctx, found)) ? describe(ctx, found) : { active: false };
       return noStore(reply).type('application/json; charset=utf-8').send(body);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
@@ -48,6 +49,12 @@ function audiences(ctx: SigilContext, found: FoundToken): string[] {
   if (found.kind === 'refresh_token') return ctx.resources.audiences(found.data.scopes);
   const aud = found.token.claims.aud;
   return aud === undefined ? [] : Array.isArray(aud) ? aud : [aud];
+}
+
+/** Whether the profile service (if any) counts the token's user active; true for a client's own token (no `auth_time`). */
+async function userActive(ctx: SigilContext, found: FoundToken): Promise<boolean> {
+  if (found.kind === 'refresh_token') return ctx.users.profileActive(found.data.subject.subjectId);
+  return found.token.claims.auth_time === undefined || ctx.users.profileActive(found.token.claims.sub);
 }
 
 function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolean {

@@ -70,6 +70,8 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext, grantType
         if (!(err instanceof OAuthError)) throw err;
         // A nonce round trip (RFC 9449 §8) is part of a normal exchange, not a failure to audit.
         if (err.code === 'use_dpop_nonce') return sendOAuthError(reply, err);
+        // A store of users that cannot answer (DirectoryUnavailable): the log keeps the reason.
+        if (err.status >= 500) request.log.error({ err }, 'token request failed');
         ctx.events.emit({
           name: err.code === 'invalid_client' ? 'client_authentication_failed' : 'token_issue_failed',
           endpoint: 'token',

@@ -10,7 +10,7 @@ import type { SigilContext } from '../context.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { credentialSource, headerValues, methodNotAllowed, noStore, sendOAuthError } from '../http/request.js';
-import { boundKey, pickClaims } from '../tokens/tokens.js';
+import { boundKey } from '../tokens/tokens.js';
 import { bearerError, extractAccessToken, tokenError, type TokenScheme } from '../validation/bearer.js';
 import { type DPoPProof, dpopAlgorithmsFor } from '../validation/dpop.js';
 import { nowSeconds } from '../crypto/handles.js';
@@ -53,7 +53,11 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
         if (!user || !user.isActive) throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
         const names = ctx.resources.identityClaimNames(scopes);
         for (const name of valid.userinfoClaims ?? []) names.add(name);
-        const body = { sub: user.subjectId, ...pickClaims(claimsOf(user), names) };
+        // A token of a removed client is no longer valid (as Duende's token validation has it).
+        const tokenClient = ctx.clients.get(valid.claims.client_id);
+        if (!tokenClient) throw tokenError(scheme, 401, 'invalid_token', 'the client of the access token no longer exists');
+        const released = await ctx.tokens.releasedClaims({ subjectId: user.subjectId, claims: claimsOf(user) }, tokenClient, names, 'userinfo');
+        const body = { sub: user.subjectId, ...released };
         return noStore(reply).type('application/json; charset=utf-8').send(body);
       } catch (err) {
         if (err instanceof OAuthError) return sendBearerError(reply, err);

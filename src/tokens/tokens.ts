@@ -14,6 +14,7 @@ import { newFamilyId, newHandle, newId, nowSeconds } from '../crypto/handles.js'
 import type { GrantSubject, RequestedClaims } from '../stores/records/grant-data.js';
 import type { GrantRecords } from '../stores/records/index.js';
 import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
+import type { ProfileCaller, ProfileService } from './profile.js';
 
 /** The authenticated user a token is issued for: the grant's user with their profile claims. */
 export interface Subject extends GrantSubject {
@@ -117,7 +118,26 @@ export class TokenService {
     private readonly keys: KeyRing,
     private readonly records: Pick<GrantRecords, 'refreshTokens' | 'accessTokens'>,
     private readonly resources: Resources,
+    private readonly profile?: ProfileService,
   ) {}
+
+  /**
+   * The user claims released to `client` for `caller`: the claims named in `names` from the
+   * user's profile, or, with a profile service, what its `getProfileData` answers (protocol claims
+   * dropped). Nothing requested, nothing released (the service is not asked).
+   */
+  async releasedClaims(
+    subject: { subjectId: string; claims: Record<string, unknown> },
+    client: Client,
+    names: Set<string>,
+    caller: ProfileCaller,
+  ): Promise<Record<string, unknown>> {
+    if (!this.profile || names.size === 0) return pickClaims(subject.claims, names);
+    const released = await this.profile.getProfileData({ subject: subject.subjectId, client, requestedClaims: [...names], caller, userClaims: subject.claims });
+    const out: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(released)) if (!PROTOCOL_CLAIMS.has(name) && value !== undefined) out[name] = value;
+    return out;
+  }
 
   /**
    * Issues the tokens of one successful request: an access token, and as applicable a refresh
@@ -166,7 +186,7 @@ export class TokenService {
       response.id_token = await this.identityToken(client, subject, now, {
         accessToken,
         nonce: req.nonce,
-        claims: pickClaims(subject.claims, new Set(req.requestedClaims?.id_token ?? [])),
+        claims: await this.releasedClaims(subject, client, new Set(req.requestedClaims?.id_token ?? []), 'id_token'),
       });
     return response;
   }
@@ -209,7 +229,7 @@ export class TokenService {
       if (subject.sid) claims.sid = subject.sid;
       // RFC 9068 §2.2.1: the authentication information the request asked for (acr_values).
       if (subject.acr) claims.acr = subject.acr;
-      Object.assign(claims, pickClaims(subject.claims, this.resources.accessTokenClaimNames(scopes)));
+      Object.assign(claims, await this.releasedClaims(subject, client, this.resources.accessTokenClaimNames(scopes), 'access_token'));
     }
     for (const [name, value] of Object.entries(req.extraClaims ?? {}))
       if (!PROTOCOL_CLAIMS.has(name) || DELEGATION_CLAIMS.has(name)) claims[name] = value;

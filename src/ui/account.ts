@@ -21,6 +21,7 @@ import { denyPage } from './outcome-pages.js';
 import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { limiterAllows } from './attempts.js';
 import { originOf } from '../http/request.js';
+import { DirectoryUnavailable } from '../users/directory.js';
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
@@ -52,7 +53,15 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     const tenant = interaction ? interaction.request.tenant : null;
     const attempt = userAttempt(request.ip, tenant, username);
     if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
-    const user = username.length > 0 && username.length <= 100 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
+    let user;
+    try {
+      user = username.length > 0 && username.length <= 100 && password.length <= 1024 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
+    } catch (err) {
+      // A user directory that cannot answer: no failure counted, nothing stored (issue 22).
+      if (!(err instanceof DirectoryUnavailable)) throw err;
+      request.log.error({ err, directory: err.directory, reason: err.reason }, 'user directory unavailable');
+      return loginPage(ctx, request, reply, id, interaction, username, 'signInUnavailable', 503);
+    }
     if (!user || !user.isActive) {
       await ctx.limiter.failed(attempt);
       ctx.events.emit({

@@ -41,7 +41,7 @@ export function loginPage(
   id: string | undefined,
   interaction: Interaction | undefined,
   username: string,
-  error: 'invalidCredentials' | 'tooManyAttempts' | 'passkeyFailed' | 'passkeyNeedsScript' | undefined,
+  error: 'invalidCredentials' | 'tooManyAttempts' | 'signInUnavailable' | 'passkeyFailed' | 'passkeyNeedsScript' | undefined,
   status = 200,
 ): FastifyReply {
   const pending = interaction?.request;

@@ -1,29 +1,16 @@
 /**
  * The user service: users from the config file and from the store, password checks with argon2id,
- * and profile claims. Config users win over stored users with the same subject.
+ * and profile claims; then the user directories (LDAP, a library user's own), asked in order.
+ * Config users win over stored users with the same subject, both over directories.
  */
 import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import type { UserConfig } from '../config/schema.js';
 import type { UserStore } from '../stores/types.js';
+import type { UserDirectory } from './directory.js';
+import type { User } from './user.js';
 
-/** A user as the protocol layer sees it. */
-export interface User {
-  subjectId: string;
-  username: string;
-  tenant: string | null;
-  isActive: boolean;
-  /** Profile claims; a claim given as an array stays an array (DESIGN §4). */
-  claims: Record<string, unknown>;
-}
-
-/**
- * The claims a user's tokens and userinfo draw from: the profile claims, plus `tenant` for a
- * tenant's user (available to claims mapping where a scope asks for it).
- */
-export function claimsOf(user: User): Record<string, unknown> {
-  return user.tenant ? { ...user.claims, tenant: user.tenant } : user.claims;
-}
+export { claimsOf, type User } from './user.js';
 
 interface Candidate {
   user: User;
@@ -42,6 +29,8 @@ export class UserService {
     private readonly configUsers: readonly Candidate[],
     private readonly store: UserStore,
     private readonly dummyHash: string,
+    private readonly directories: readonly UserDirectory[],
+    private readonly isActiveHook: ((subjectId: string) => Promise<boolean>) | undefined,
   ) {}
 
   /**
@@ -49,7 +38,12 @@ export class UserService {
    * the first request: a lazy hash would make the first check of an existing username slower
    * (username enumeration). No clear-text password is kept.
    */
-  static async create(configUsers: readonly UserConfig[], store: UserStore): Promise<UserService> {
+  static async create(
+    configUsers: readonly UserConfig[],
+    store: UserStore,
+    directories: readonly UserDirectory[] = [],
+    isActive?: (subjectId: string) => Promise<boolean>,
+  ): Promise<UserService> {
     const candidates = await Promise.all(
       configUsers.map(async (u): Promise<Candidate> => ({
         user: { subjectId: u.subjectId, username: u.username, tenant: u.tenant ?? null, isActive: u.isActive, claims: u.claims },
@@ -57,24 +51,65 @@ export class UserService {
       })),
     );
     // The dummy's password is random: nobody knows a password that matches it.
-    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')));
+    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')), directories, isActive);
   }
 
-  /** The user with that subject, or undefined. */
+  /**
+   * Whether the library user's profile service (`ProfileService.isActive`) still counts the subject
+   * active; true without one. Every user this service returns has it folded into `isActive`
+   * already; introspection, which looks no user up, asks here.
+   */
+  async profileActive(subjectId: string): Promise<boolean> {
+    return this.isActiveHook ? this.isActiveHook(subjectId) : true;
+  }
+
+  /** `user` with the profile service's answer folded into `isActive` (asked only for an active user). */
+  private async checked(user: User | undefined): Promise<User | undefined> {
+    if (!user || !user.isActive || !this.isActiveHook) return user;
+    return (await this.isActiveHook(user.subjectId)) ? user : { ...user, isActive: false };
+  }
+
+  /**
+   * The user with that subject, or undefined: config users, stored users, then each directory.
+   * @throws DirectoryUnavailable when a directory asked cannot answer.
+   */
   async findBySubject(subjectId: string): Promise<User | undefined> {
+    return this.checked(await this.lookUp(subjectId));
+  }
+
+  private async lookUp(subjectId: string): Promise<User | undefined> {
     const fromConfig = this.configUsers.find((c) => c.user.subjectId === subjectId);
     if (fromConfig) return fromConfig.user;
     const stored = await this.store.findUserBySubject(subjectId);
-    return stored ? storedToUser(stored) : undefined;
+    if (stored) return storedToUser(stored);
+    for (const directory of this.directories) {
+      const user = await directory.findBySubject(subjectId);
+      if (user) return user;
+    }
+    return undefined;
+  }
+
+  /** Closes the directories' connections. */
+  async close(): Promise<void> {
+    await Promise.all(this.directories.map((d) => d.close?.()));
   }
 
   /**
    * Checks a username and password. Usernames compare case-insensitively; with `tenant` only users
    * of that tenant are candidates, without it the username must name exactly one user.
-   * An unknown user costs the same argon2id verification as a wrong password.
+   * An unknown user costs the same argon2id verification as a wrong password. A username that
+   * names no config or stored user goes on to the directories in order (not for a tenant: directory
+   * users belong to none); the first that knows the user and password answers. A directory that
+   * cannot answer stops the check (a later directory must not sign in a namesake meanwhile). A
+   * directory user whose subject is a config or stored user's is refused.
    * @returns the user (active or not), or undefined for unknown user or wrong password.
+   * @throws DirectoryUnavailable when a directory asked cannot answer.
    */
   async checkPassword(username: string, password: string, tenant: string | null): Promise<User | undefined> {
+    return this.checked(await this.passwordUser(username, password, tenant));
+  }
+
+  private async passwordUser(username: string, password: string, tenant: string | null): Promise<User | undefined> {
     const candidate = await this.findCandidate(username, tenant);
     const storedHash = candidate?.passwordHash ?? this.dummyHash;
     let ok = false;
@@ -84,7 +119,17 @@ export class UserService {
       ok = false;
     }
     // A user without a password never signs in with one (not even with the dummy's password).
-    return ok && candidate?.passwordHash ? candidate.user : undefined;
+    if (candidate) return ok && candidate.passwordHash ? candidate.user : undefined;
+    if (tenant !== null) return undefined;
+    for (const directory of this.directories) {
+      const user = await directory.authenticate(username, password);
+      if (!user) continue;
+      // A subject a config or stored user holds would name that user at every later lookup
+      // (sessions, refresh, userinfo): such a directory user cannot sign in.
+      if (this.configUsers.some((c) => c.user.subjectId === user.subjectId) || (await this.store.findUserBySubject(user.subjectId))) return undefined;
+      return user;
+    }
+    return undefined;
   }
 
   private async findCandidate(username: string, tenant: string | null): Promise<Candidate | undefined> {

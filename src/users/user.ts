@@ -1,0 +1,21 @@
+/**
+ * A user as the protocol layer sees it, wherever it comes from (config, store, a user directory).
+ */
+
+/** A user as the protocol layer sees it. */
+export interface User {
+  subjectId: string;
+  username: string;
+  tenant: string | null;
+  isActive: boolean;
+  /** Profile claims; a claim given as an array stays an array (DESIGN §4). */
+  claims: Record<string, unknown>;
+}
+
+/**
+ * The claims a user's tokens and userinfo draw from: the profile claims, plus `tenant` for a
+ * tenant's user (available to claims mapping where a scope asks for it).
+ */
+export function claimsOf(user: User): Record<string, unknown> {
+  return user.tenant ? { ...user.claims, tenant: user.tenant } : user.claims;
+}
