@@ -43,6 +43,7 @@ import { TokenService } from './tokens/tokens.js';
 import { UserService } from './users/users.js';
 import { apiSecretsOf, ClientRegistry } from './clients/registry.js';
 import { ClientKeys } from './clients/client-keys.js';
+import { ClientMetadataDocuments } from './clients/metadata-documents.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './limits/failure-limiter.js';
 import { PrimaryFailureCounters } from './limits/primary-counters.js';
 import { ReplayCache } from './limits/replay-cache.js';
@@ -188,7 +189,10 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     grantTypes.register('refresh_token', refreshTokenGrant);
     for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
       grantTypes.register(grant.grantType, extensionGrantHandler(grant));
-    const clients = new ClientRegistry(cfg.clients);
+    const documents = new ClientMetadataDocuments(cfg.clientIdMetadataDocuments, () => resources.allScopeNames(), limiter, cfg.pendingLimits.windowSeconds);
+    if (documents.settings.enabled && documents.settings.allowLoopback)
+      log.warn('clientIdMetadataDocuments.allowLoopback is on: client metadata documents may be fetched from loopback addresses (development only)');
+    const clients = new ClientRegistry(cfg.clients, documents);
     // The deliverer's sweep ends expired sessions through the service, which sends through the deliverer.
     const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
@@ -210,7 +214,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       events,
       limiter,
       replay,
-      clientKeys: new ClientKeys(),
+      clientKeys: new ClientKeys(cfg.clientIdMetadataDocuments.allowLoopback),
       dpop: new DPoPVerifier(replay, new DPoPNonces(store.records.dpopNonces, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
       sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),

@@ -49,7 +49,7 @@ async function authorize(
   let req: AuthorizeRequest;
   try {
     // A resumed request's parameters were validated (and a pushed request taken) when it started.
-    req = await validateAuthorizeRequest(ctx, params, pending ? 'resume' : 'authorize');
+    req = await validateAuthorizeRequest(ctx, params, pending ? 'resume' : 'authorize', request.ip);
   } catch (err) {
     if (!(err instanceof AuthorizeError)) throw err;
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', error: err.error.code, ...(err.error.description ? { errorDescription: err.error.description } : {}) });

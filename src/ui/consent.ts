@@ -26,15 +26,20 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const browser = browserOf(ctx, request, reply);
     const interaction = await ctx.interactions.get(id, browser);
     const session = await sessionOf(ctx, request);
-    const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
+    // A client of a metadata document whose document can no longer be fetched has gone.
+    const client = interaction ? await ctx.clients.resolve(interaction.request.clientId, request.ip).catch(() => undefined) : undefined;
     if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
     const lang = language(request, interaction.request.uiLocales);
     return ctx.pages.send(reply, 'consent', lang, {
       csrf: reply.generateCsrf(),
       interaction: id,
       clientName: client.clientName ?? client.clientId,
+      // draft-ietf-oauth-client-id-metadata-document §"OAuth Phishing Attacks": the host of the
+      // client_id URL is shown, as the name is whatever the document says; such consent is
+      // asked every time (interaction/facts.ts remembers none).
+      ...(client.metadataDocument ? { clientHost: new URL(client.clientId).host } : {}),
       scopes: interaction.request.scopes.map((s) => describeScope(ctx, lang, s)),
-      canRemember: mayRememberConsent(interaction),
+      canRemember: mayRememberConsent(interaction) && !client.metadataDocument,
       device: interaction.device !== undefined,
     }, 200, interaction.request.target !== undefined);
   });

@@ -51,6 +51,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle }) %>
 <h1><%= it.t.consentTitle %></h1>
 <p><%= it.f(it.t.consentIntro, { client: it.clientName }) %></p>
+<% if (it.clientHost) { %><p class="alert" role="note"><%= it.f(it.t.consentClientHost, { host: it.clientHost }) %></p><% } %>
 <% if (it.device) { %><p class="alert" role="note"><%= it.t.deviceWarning %></p><% } %>
 <ul class="scopes">
 <% it.scopes.forEach(function (s) { %><li><%= s %></li><% }) %>
