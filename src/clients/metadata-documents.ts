@@ -72,12 +72,12 @@ export function clientIdUrlProblem(clientId: string): string | undefined {
   if (!URL.canParse(clientId)) return 'client_id is not a URL';
   const url = new URL(clientId);
   if (url.protocol !== 'https:') return 'a client_id URL must be https';
-  if (clientId.includes('#')) return 'a client_id URL has no fragment';
+  if (clientId.includes('#')) return 'a client_id URL must not have a fragment';
   if (url.username !== '' || url.password !== '' || clientId.slice(0, clientId.indexOf(url.host)).includes('@'))
-    return 'a client_id URL has no user name or password';
+    return 'a client_id URL must not carry a user name or password';
   const path = clientId.slice(`https://${url.host}`.length).split('?')[0] ?? '';
-  if (path.split('/').some((s) => /^(\.|%2e){1,2}$/i.test(s))) return 'a client_id URL has no . or .. path segments';
-  if (url.pathname === '/' || url.pathname === '') return 'a client_id URL has a path';
+  if (path.split('/').some((s) => /^(\.|%2e){1,2}$/i.test(s))) return 'a client_id URL must not have . or .. path segments';
+  if (url.pathname === '/' || url.pathname === '') return 'a client_id URL must have a path other than /';
   if (url.href !== clientId) return 'a client_id URL must be in normalized form (lower-case host, no default port)';
   return undefined;
 }

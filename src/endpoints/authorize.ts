@@ -55,7 +55,10 @@ async function authorize(
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', error: err.error.code, ...(err.error.description ? { errorDescription: err.error.description } : {}) });
     if (err.target) return sendErrorToClient(ctx, reply, err.target, err.error);
     // The request's ui_locales wherever it came from: the query, a POSTed form, a resumed request.
-    return sendErrorPage(ctx, reply, err.error, language(request, params.getAll('ui_locales')[0]));
+    const lang = language(request, params.getAll('ui_locales')[0]);
+    // A quota (client metadata document fetches) answers 429 with Retry-After; everything else 400.
+    if (err.error.status === 429) return sendErrorPage(ctx, reply.headers(err.error.headers), err.error, lang, 429);
+    return sendErrorPage(ctx, reply, err.error, lang);
   }
   const fail = (code: string, description: string) => {
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: code });

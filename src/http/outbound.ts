@@ -132,24 +132,25 @@ function get(url: URL, host: string, vetted: { address: string; family: number }
       },
       (res) => {
         if (res.statusCode !== 200) {
-          res.destroy();
           reject(new OutboundRefused(res.statusCode !== undefined && res.statusCode >= 300 && res.statusCode < 400 ? 'redirects are not followed' : `the answer was HTTP ${res.statusCode ?? '?'}, not 200`));
+          res.destroy();
           return;
         }
         const declared = Number(res.headers['content-length'] ?? 0);
         const tooLarge = () => new OutboundRefused(`the document is larger than ${maxBytes / 1024} KB`);
         if (declared > maxBytes) {
-          res.destroy();
           reject(tooLarge());
+          res.destroy();
           return;
         }
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
           size += chunk.byteLength;
+          // Rejected first: destroying the response emits its own error.
           if (size > maxBytes) {
-            res.destroy();
             reject(tooLarge());
+            res.destroy();
           } else chunks.push(chunk);
         });
         res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
