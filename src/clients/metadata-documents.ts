@@ -174,9 +174,8 @@ export class ClientMetadataDocuments {
   }
 
   private allowedScopes(): string[] {
-    const all = this.scopeNames().filter((s) => !s.startsWith('sigil:'));
     const allowed = this.settings.allowedScopes;
-    return allowed === null ? all : all.filter((s) => allowed.includes(s));
+    return allowed === null ? this.scopeNames() : this.scopeNames().filter((s) => allowed.includes(s));
   }
 }
 
@@ -206,7 +205,7 @@ export function freshnessSeconds(headers: Record<string, string | string[] | und
 /**
  * The client a document describes (RFC 7591 §2 metadata, draft §4).
  * @param url the Client Identifier URL it was fetched from
- * @param allowedScopes the scopes such a client may request at most
+ * @param allowedScopes the scopes such a client may request at most (`sigil:*` ones are dropped)
  * @throws MetadataDocumentError naming the first problem.
  */
 export function clientFromDocument(url: string, document: unknown, allowedScopes: readonly string[]): Client {
@@ -231,7 +230,8 @@ export function clientFromDocument(url: string, document: unknown, allowedScopes
   for (const uri of redirectUris) if (!isAcceptableRedirectUri(uri)) throw refuse('has a redirect_uri that is not https, loopback http, or a private-use scheme without fragment');
   const offline = grantTypes.includes('refresh_token');
   const requested = typeof doc.scope === 'string' ? doc.scope.split(' ').filter((s) => s !== '') : undefined;
-  const scopes = allowedScopes.filter((s) => (s !== 'offline_access' || offline) && (requested === undefined || requested.includes(s)));
+  // Sigil's own API (sigil:* scopes) is never for a client nobody registered.
+  const scopes = allowedScopes.filter((s) => !s.startsWith('sigil:') && (s !== 'offline_access' || offline) && (requested === undefined || requested.includes(s)));
   const display = {
     clientName: optionalText(doc.client_name, 'client_name', refuse),
     logoUri: optionalHttpsUrl(doc.logo_uri, 'logo_uri', refuse),

@@ -35,25 +35,26 @@ export interface OutboundResponse {
 /**
  * Special-use address blocks (IANA IPv4 and IPv6 Special-Purpose Address Registries, RFC 6890 and
  * its updates) and multicast: no caller-chosen URL may reach them. IPv4-mapped, IPv4-compatible,
- * NAT64 and 6to4 IPv6 blocks are refused whole, as they can carry any IPv4 address.
+ * NAT64 and 6to4 IPv6 blocks are refused whole, as they can carry any IPv4 address. One list per
+ * family: a BlockList matches IPv4 addresses against IPv4-mapped IPv6 rules too.
  */
-const SPECIAL_USE = new BlockList();
+const SPECIAL_USE = { ipv4: new BlockList(), ipv6: new BlockList() };
 for (const [net, bits] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
   ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.31.196.0', 24], ['192.52.193.0', 24], ['192.88.99.0', 24],
   ['192.168.0.0', 16], ['192.175.48.0', 24], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
   ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const)
-  SPECIAL_USE.addSubnet(net, bits, 'ipv4');
+  SPECIAL_USE.ipv4.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
   ['::', 96], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
   ['2002::', 16], ['3fff::', 20], ['5f00::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
 ] as const)
-  SPECIAL_USE.addSubnet(net, bits, 'ipv6');
+  SPECIAL_USE.ipv6.addSubnet(net, bits, 'ipv6');
 
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
+const LOOPBACK = { ipv4: new BlockList(), ipv6: new BlockList() };
+LOOPBACK.ipv4.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.ipv6.addAddress('::1', 'ipv6');
 
 /**
  * Whether a caller-chosen URL may be fetched from `address`: not special-use (RFC 6890), except
@@ -64,8 +65,8 @@ export function isFetchableAddress(address: string, allowLoopback: boolean): boo
   const family = isIP(address);
   if (family === 0) return false;
   const type = family === 4 ? 'ipv4' : 'ipv6';
-  if (allowLoopback && LOOPBACK.check(address, type)) return true;
-  return !SPECIAL_USE.check(address, type);
+  if (allowLoopback && LOOPBACK[type].check(address, type)) return true;
+  return !SPECIAL_USE[type].check(address, type);
 }
 
 /**
