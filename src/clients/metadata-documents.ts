@@ -33,6 +33,8 @@ export const CACHE_MAX_SECONDS = 86_400;
 export const CACHE_DEFAULT_SECONDS = 600;
 /** Most documents cached per process; the oldest makes room. */
 export const CACHE_MAX_ENTRIES = 1_000;
+/** Longest Client Identifier URL, in characters: the bound of every `client_id` at the authorization endpoint. */
+export const MAX_CLIENT_ID_LENGTH = 100;
 /** Most `redirect_uris` of one document. */
 const MAX_REDIRECT_URIS = 20;
 /** Longest URL accepted in a document (redirect, logo, policy, terms, JWKS), in characters. */
@@ -64,11 +66,12 @@ export function isClientIdUrl(clientId: string): boolean {
 /**
  * Why `clientId` is no valid Client Identifier URL (draft §3), or undefined when it is one: https,
  * no userinfo, a path other than `/`, no `.` or `..` segment (also percent-encoded), no
- * fragment, and in the form a URL parser gives it (lower-case host, no default port,
- * percent-encoding as normalized), so that the string compared with the document's `client_id`
- * is the URL fetched.
+ * fragment, at most `MAX_CLIENT_ID_LENGTH` characters, and in the form a URL parser gives it
+ * (lower-case host, no default port, percent-encoding as normalized), so that the string compared
+ * with the document's `client_id` is the URL fetched.
  */
 export function clientIdUrlProblem(clientId: string): string | undefined {
+  if (clientId.length > MAX_CLIENT_ID_LENGTH) return `a client_id URL must not be longer than ${MAX_CLIENT_ID_LENGTH} characters`;
   if (!URL.canParse(clientId)) return 'client_id is not a URL';
   const url = new URL(clientId);
   if (url.protocol !== 'https:') return 'a client_id URL must be https';
@@ -273,7 +276,8 @@ export function clientFromDocument(url: string, document: unknown, allowedScopes
     ...Object.fromEntries(Object.entries(display).filter(([, v]) => v !== undefined)),
     isPublic: method === 'none',
     secretDigests: [],
-    longSecrets: false,
+    // No secret to guess: failures count per address only, never slowing the client down for all.
+    longSecrets: true,
     metadataDocument: true,
   };
 }

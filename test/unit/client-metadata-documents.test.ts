@@ -58,6 +58,7 @@ describe('Client Identifier URLs: clientIdUrlProblem', () => {
     expect(clientIdUrlProblem('https://Agent.example/c')).toContain('normalized');
     expect(clientIdUrlProblem('https://agent.example:443/c')).toContain('normalized');
     expect(clientIdUrlProblem('https://agent.example/c d')).toContain('normalized');
+    expect(clientIdUrlProblem(`https://agent.example/${'c'.repeat(100)}`)).toContain('longer than 100');
   });
 
   it('accepts no string that is not exactly the https URL a parser makes of it', () => {
