@@ -42,7 +42,9 @@ class LoopbackCallback {
     this.server = createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       res.end('<!doctype html><html lang="en"><title>Done</title><p>You may close this window.</p></html>');
-      this.waiting?.(new URL(req.url ?? '/', this.url).searchParams);
+      const url = new URL(req.url ?? '/', this.url);
+      // Only the redirect itself, not the browser's favicon request.
+      if (url.pathname === '/callback') this.waiting?.(url.searchParams);
     });
     await new Promise<void>((ok) => this.server.listen(0, '127.0.0.1', ok));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/callback`;
@@ -246,6 +248,38 @@ describe.each(REGISTRATIONS)('an MCP client registered by $name', (registration)
     expect(JSON.parse(text)).toEqual({ sub: '1', client_id: claims.client_id, scope: SCOPE });
     await client.close();
   }, 60_000);
+});
+
+describe('a client of a metadata document', () => {
+  it('gets the consent page at every sign-in, without a remember box', async () => {
+    const { context, page } = await newPage(browser);
+    const params = {
+      client_id: `${docs.origin}${CIMD_PATH}`,
+      redirect_uri: callback.url,
+      response_type: 'code',
+      scope: SCOPE,
+      resource: mcpUrl,
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    };
+    const authorizeUrl = `${sigil.url}/connect/authorize?${new URLSearchParams(params)}`;
+    for (const round of [1, 2]) {
+      const arrived = callback.next();
+      await page.goto(authorizeUrl);
+      // The second time the session is there: no login, but consent again.
+      if (round === 1) {
+        await page.waitForURL(/\/account\/login\?interaction=/);
+        await submitLogin(page, 'alice');
+      }
+      await page.waitForURL(/\/consent\?interaction=/);
+      expect(await page.locator('input[name=remember]').count()).toBe(0);
+      await expect(page.locator('main').innerText()).resolves.toContain(new URL(docs.origin).host);
+      await page.locator('button[name=button][value=yes]').click();
+      const answer = await arrived;
+      expect(answer.get('code'), answer.toString()).toBeTruthy();
+    }
+    await context.close();
+  }, 30_000);
 });
 
 describe('the example MCP server', () => {
