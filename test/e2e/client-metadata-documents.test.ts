@@ -168,9 +168,15 @@ describe('client ID metadata documents', () => {
     const privateKeys = await withKeys(url('/keys'));
     expect(privateKeys.status).toBe(401);
     expect(((await privateKeys.json()) as { error_description: string }).error_description).toContain('could not be fetched');
-    // The same assertion against keys in the document authenticates: the code is what fails then.
+    // The same assertion against keys in the document, or at a jwks_uri Sigil may reach,
+    // authenticates: the code is what fails then.
     const inline = await withKeys(url('/inline-keys'));
     expect(((await inline.json()) as { error: string }).error).toBe('invalid_grant');
+    docs.routes.set('/jwks', json({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] }));
+    docs.routes.set('/remote-keys', json(document('/remote-keys', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: url('/jwks') })));
+    const remote = await withKeys(url('/remote-keys'));
+    expect(((await remote.json()) as { error: string }).error).toBe('invalid_grant');
+    expect(docs.count('/jwks')).toBe(1);
   });
 
   it('limits the fetches one address may cause: past 5 per window, 429 with Retry-After and no fetch', async () => {
