@@ -206,7 +206,7 @@ describe('client ID metadata documents', () => {
         expect(res.status, id).toBeLessThan(500);
         expect([303, 400], id).toContain(res.status);
       }),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   }, 60_000);
 });
