@@ -83,7 +83,7 @@ export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string
     frontchannel_logout_supported: true,
     frontchannel_logout_session_supported: true,
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
-    // draft-ietf-oauth-client-id-metadata-document §5 (also in the RFC 8414 document built here).
+    // draft-ietf-oauth-client-id-metadata-document §6 (also in the RFC 8414 document built here).
     client_id_metadata_document_supported: documents,
   };
 }
