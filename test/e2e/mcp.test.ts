@@ -251,7 +251,7 @@ describe.each(REGISTRATIONS)('an MCP client registered by $name', (registration)
 });
 
 describe('a client of a metadata document', () => {
-  it('gets the consent page at every sign-in, without a remember box', async () => {
+  it('gets the consent page at every sign-in, without a remember box, even after a forged remember=yes', async () => {
     const { context, page } = await newPage(browser);
     const params = {
       client_id: `${docs.origin}${CIMD_PATH}`,
@@ -274,6 +274,11 @@ describe('a client of a metadata document', () => {
       await page.waitForURL(/\/consent\?interaction=/);
       expect(await page.locator('input[name=remember]').count()).toBe(0);
       await expect(page.locator('main').innerText()).resolves.toContain(new URL(docs.origin).host);
+      // Even a hand-made remember=yes is not remembered for such a client.
+      await page.evaluate(() => {
+        const input = Object.assign(document.createElement('input'), { type: 'hidden', name: 'remember', value: 'yes' });
+        document.querySelector('form[action="/consent"]')?.append(input);
+      });
       await page.locator('button[name=button][value=yes]').click();
       const answer = await arrived;
       expect(answer.get('code'), answer.toString()).toBeTruthy();
