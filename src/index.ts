@@ -47,6 +47,7 @@ import { LdapDirectory } from './users/ldap/ldap-directory.js';
 import type { ProfileService } from './tokens/profile.js';
 import { apiSecretsOf, ClientRegistry } from './clients/registry.js';
 import { ClientKeys } from './clients/client-keys.js';
+import { ClientMetadataDocuments } from './clients/metadata-documents.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './limits/failure-limiter.js';
 import { PrimaryFailureCounters } from './limits/primary-counters.js';
 import { ReplayCache } from './limits/replay-cache.js';
@@ -271,7 +272,10 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     grantTypes.register('refresh_token', refreshTokenGrant);
     for (const grant of [tokenExchangeGrant, ...(options.extensionGrants ?? [])])
       grantTypes.register(grant.grantType, extensionGrantHandler(grant));
-    const clients = new ClientRegistry(cfg.clients);
+    const documents = new ClientMetadataDocuments(cfg.clientIdMetadataDocuments, () => resources.allScopeNames(), limiter, cfg.pendingLimits.windowSeconds);
+    if (documents.settings.enabled && documents.settings.allowLoopback)
+      log.warn('clientIdMetadataDocuments.allowLoopback is on: client metadata documents may be fetched from loopback addresses (development only)');
+    const clients = new ClientRegistry(cfg.clients, documents);
     // The deliverer's sweep ends expired sessions through the service, which sends through the deliverer.
     const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
@@ -296,7 +300,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       events,
       limiter,
       replay,
-      clientKeys: new ClientKeys(),
+      clientKeys: new ClientKeys(cfg.clientIdMetadataDocuments.allowLoopback),
       dpop: new DPoPVerifier(replay, new DPoPNonces(store.records.dpopNonces, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
       sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),

@@ -135,12 +135,13 @@ const CLI = resolve(import.meta.dirname, '../dist/cli/main.js');
  * resolving once it prints `listening on <url>`. The issuer is set to that URL via a fixed port
  * (host `options.issuerHost`, default 127.0.0.1; the process listens on 127.0.0.1).
  * `options.dir`: a folder of the caller's holding the SQLite file `sigil.db`, kept on `stop` (to
- * start again on the same store); `options.args`: more `sigil start` flags (e.g. `--workers 2`).
+ * start again on the same store); `options.args`: more `sigil start` flags (e.g. `--workers 2`);
+ * `options.env`: more environment variables (e.g. `NODE_EXTRA_CA_CERTS` for a test's own CA).
  */
 export async function startProcess(
   config: ConfigInput,
   port: number,
-  options: { dir?: string; args?: string[]; issuerHost?: string } = {},
+  options: { dir?: string; args?: string[]; issuerHost?: string; env?: Record<string, string> } = {},
 ): Promise<ServerProcess> {
   const issuerHost = options.issuerHost ?? '127.0.0.1';
   const { dir, cleanup } = options.dir ? { dir: options.dir, cleanup: () => {} } : tempDir();
@@ -150,6 +151,7 @@ export async function startProcess(
   writeFileSync(file, JSON.stringify({ ...config, issuer, storage: `sqlite:${join(dir, 'sigil.db')}` }));
   const child = spawn(process.execPath, [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1', ...(options.args ?? [])], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.env ? { env: { ...process.env, ...options.env } } : {}),
   });
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));

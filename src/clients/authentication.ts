@@ -19,6 +19,7 @@ import type { ClientKeys } from './client-keys.js';
 import type { CredentialAttempt, FailureLimiter } from '../limits/failure-limiter.js';
 import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from '../protocol/json-bounds.js';
 import type { ReplayCache } from '../limits/replay-cache.js';
+import { MetadataDocumentError } from './metadata-documents.js';
 import type { ApiSecrets, Client, ClientRegistry } from './registry.js';
 
 /** `client_assertion_type` of a JWT client assertion (RFC 7523 §2.2). */
@@ -143,9 +144,12 @@ function readAssertion(assertion: string, bodyId: string | undefined): { id: str
  * (a slow-down only) unless all its secrets are long or it used `private_key_jwt` (nothing to guess).
  * @param endpoint the path of the endpoint (`/connect/token`): its URL is an accepted assertion `aud`
  * @returns the client and the method it used.
+ * A `client_id` that is an https URL naming no registered client is the client of its metadata
+ * document (`ClientRegistry.resolve`).
  * @throws OAuthError `invalid_client` (401) for no credentials, an unknown client, a wrong or
- *   missing secret or assertion, a method other than the pinned one, or a credential sent by a
- *   public client; 429 while blocked; `invalid_request` from `findCredentials`.
+ *   missing secret or assertion, a method other than the pinned one, a credential sent by a
+ *   public client, or a client metadata document refused or not fetched; 429 while blocked or
+ *   when the address has used up its document fetches; `invalid_request` from `findCredentials`.
  */
 export async function authenticateClient(
   source: CredentialSource,
@@ -155,7 +159,13 @@ export async function authenticateClient(
 ): Promise<{ client: Client; method: AuthMethod }> {
   const presented = findCredentials(source);
   if (!presented) throw invalidClient('client authentication is required');
-  const client = services.clients.get(presented.id);
+  let client: Client | undefined;
+  try {
+    client = await services.clients.resolve(presented.id, address);
+  } catch (err) {
+    if (err instanceof MetadataDocumentError) throw invalidClient(err.message);
+    throw err;
+  }
   if (client?.isPublic) {
     // Basic with an empty password (oidc-agent's form for public clients) presents no secret either.
     if (presented.secret !== undefined || presented.assertion !== undefined) throw invalidClient('a public client has no credential to present');

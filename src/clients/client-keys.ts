@@ -5,6 +5,7 @@
  * when an unknown `kid` arrives, at most once per `JWKS_REFETCH_SECONDS` (successful or not).
  */
 import { createLocalJWKSet, createRemoteJWKSet, customFetch, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { guardedGet } from '../http/outbound.js';
 import { CALLER_JSON_BOUNDS, jsonBoundsViolation } from '../protocol/json-bounds.js';
 
 /** Most bytes of a client's JWKS document (a few dozen keys of 4096-bit RSA fit). */
@@ -16,10 +17,15 @@ export const JWKS_REFETCH_SECONDS = 60;
 /** How long a fetched JWKS is used before it is fetched again, in seconds. */
 export const JWKS_CACHE_SECONDS = 600;
 
+/** Most `jwksUri` resolvers kept for clients of metadata documents; the oldest makes room. */
+const MAX_GUARDED_KEY_SETS = 1_000;
+
 /** The key material of one client. */
 export interface KeySource {
   jwks: { keys: Record<string, unknown>[] } | null;
   jwksUri: string | null;
+  /** The `jwksUri` was chosen by whoever serves a metadata document: fetched under the SSRF guard (`http/outbound.ts`). */
+  metadataDocument?: boolean;
 }
 
 /**
@@ -28,7 +34,11 @@ export interface KeySource {
  */
 export class ClientKeys {
   private readonly remote = new Map<string, JWTVerifyGetKey>();
+  private readonly guarded = new Map<string, JWTVerifyGetKey>();
   private readonly local = new WeakMap<object, JWTVerifyGetKey>();
+
+  /** @param allowLoopback the guarded fetches may reach loopback addresses (development; `clientIdMetadataDocuments.allowLoopback`) */
+  constructor(private readonly allowLoopback = false) {}
 
   /**
    * The resolver of a client's keys, or undefined when it registered none.
@@ -45,20 +55,29 @@ export class ClientKeys {
       return set;
     }
     if (client.jwksUri) {
-      let set = this.remote.get(client.jwksUri);
+      // Any caller can name a metadata document, so their key sets are bounded in number.
+      const sets = client.metadataDocument ? this.guarded : this.remote;
+      let set = sets.get(client.jwksUri);
       if (!set) {
         set = createRemoteJWKSet(new URL(client.jwksUri), {
           timeoutDuration: JWKS_FETCH_TIMEOUT_MS,
           cooldownDuration: JWKS_REFETCH_SECONDS * 1000,
           cacheMaxAge: JWKS_CACHE_SECONDS * 1000,
-          [customFetch]: boundedFetch(),
+          [customFetch]: boundedFetch(client.metadataDocument ? this.guardedGet : fetch),
         });
-        this.remote.set(client.jwksUri, set);
+        if (client.metadataDocument && sets.size >= MAX_GUARDED_KEY_SETS) sets.delete(sets.keys().next().value as string);
+        sets.set(client.jwksUri, set);
       }
       return set;
     }
     return undefined;
   }
+
+  /** A fetch of a JWKS under the SSRF guard and the JWKS bounds; the answer is always a 200. */
+  private readonly guardedGet = async (url: string): Promise<Response> => {
+    const res = await guardedGet(new URL(url), 'application/json', { timeoutMs: JWKS_FETCH_TIMEOUT_MS, maxBytes: MAX_JWKS_BYTES, allowLoopback: this.allowLoopback });
+    return new Response(new Uint8Array(res.body), { status: 200 });
+  };
 }
 
 /**
@@ -66,13 +85,14 @@ export class ClientKeys {
  * beyond `CALLER_JSON_BOUNDS`, follows no redirect (jose asks for `manual`; anything but 200 is
  * refused), and after a failed fetch refuses to try again for `JWKS_REFETCH_SECONDS` (jose's
  * cool-down counts successful fetches only).
+ * @param get the fetch underneath: the global one, or `guardedGet` for metadata documents' keys
  */
-function boundedFetch(): (url: string, options: RequestInit) => Promise<Response> {
+function boundedFetch(get: (url: string, options: RequestInit) => Promise<Response>): (url: string, options: RequestInit) => Promise<Response> {
   let failedAt = -Infinity;
   return async (url, options) => {
     if (Date.now() - failedAt < JWKS_REFETCH_SECONDS * 1000) throw new Error('the last fetch of this JWKS failed recently');
     try {
-      const res = await fetch(url, { ...options, redirect: 'manual' });
+      const res = await get(url, { ...options, redirect: 'manual' });
       if (res.status !== 200 || !res.body) throw new Error(`status ${res.status}`);
       const chunks: Uint8Array[] = [];
       let size = 0;

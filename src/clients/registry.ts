@@ -42,6 +42,21 @@ export interface Client extends ClientConfig {
   secretDigests: Buffer[];
   /** Every secret is long (`secretsAreLong`): failures are counted per address only. */
   longSecrets: boolean;
+  /** Known by its Client ID Metadata Document (`clients/metadata-documents.ts`): its client_id is that document's URL. */
+  metadataDocument?: boolean;
+}
+
+/**
+ * Clients known by a document at their `client_id` URL, not registered (`ClientMetadataDocuments`
+ * of clients/metadata-documents.ts is the one source).
+ */
+export interface ClientDocuments {
+  /** Whether a `client_id` is looked up here. */
+  handles(clientId: string): boolean;
+  /** The client while its document is cached and fresh, without fetching. */
+  cached(clientId: string): Client | undefined;
+  /** The client, fetched when needed; throws when its document is refused. */
+  resolve(clientId: string, address: string): Promise<Client>;
 }
 
 /** The clients of the config, by `client_id`, secrets hashed once. Disabled clients are absent. */
@@ -52,8 +67,13 @@ export class ClientRegistry {
 
   /**
    * @param configs the config file's clients; they win over stored clients with the same id.
+   * @param documents Client ID Metadata Documents, for `client_id`s that are https URLs naming
+   *   no registered client; they never count among `all()` and leave `version` alone.
    */
-  constructor(private readonly configs: readonly ClientConfig[]) {
+  constructor(
+    private readonly configs: readonly ClientConfig[],
+    private readonly documents?: ClientDocuments,
+  ) {
     this.clients = ClientRegistry.index(configs);
   }
 
@@ -84,9 +104,26 @@ export class ClientRegistry {
     return shadowed;
   }
 
-  /** The enabled client with that id, or undefined. */
+  /**
+   * The enabled client with that id, or undefined; a client of a metadata document only while
+   * its document is cached and fresh (`resolve` fetches it).
+   */
   get(clientId: string): Client | undefined {
-    return this.clients.get(clientId);
+    return this.clients.get(clientId) ?? this.documents?.cached(clientId);
+  }
+
+  /**
+   * The enabled client with that id; for an https URL naming no registered client, the client of
+   * its metadata document, fetched when not cached (`ClientMetadataDocuments.resolve`).
+   * @param address the caller's address, against whose quota a fetch counts
+   * @returns the client, or undefined when there is none
+   * @throws MetadataDocumentError when the document is refused or cannot be fetched; OAuthError
+   *   429 when the address has used up its fetches.
+   */
+  async resolve(clientId: string, address: string): Promise<Client | undefined> {
+    const registered = this.clients.get(clientId);
+    if (registered || !this.documents?.handles(clientId)) return registered;
+    return this.documents.resolve(clientId, address);
   }
 
   /** Every enabled client. */

@@ -493,6 +493,14 @@ export const configSchema = z
         challengesPerAddress: z.number().int().positive().default(300).meta({ description: "Challenges one address (an IPv6 /64) may ask for per challengeLifetime" }),
       })
       .default({ enabled: false, rpName: 'Sigil', challengeLifetime: 300, challengesPerBrowser: 30, challengesPerAddress: 300 }).meta({ description: "Passkeys and security keys; the relying party ID is the issuer's host name", spec: "W3C WebAuthn L3 §5.1.3, §5.1.4" }),
+    clientIdMetadataDocuments: z
+      .strictObject({
+        enabled: z.boolean().default(true).meta({ description: "A client_id that is an https URL names the client's metadata document, fetched (5 s, 64 KB, no redirects, never from private or other special-use addresses) and cached as its HTTP caching headers say (60 s to 24 h); such clients are public or private_key_jwt, use the code flow with PKCE and refresh tokens, and always see the consent page, which names the URL's host", spec: "draft-ietf-oauth-client-id-metadata-document" }),
+        allowLoopback: z.boolean().default(false).meta({ description: "Development and tests only: documents and their jwks_uri may be served from loopback addresses (127.0.0.0/8, ::1); never in production" }),
+        fetchesPerAddress: z.number().int().positive().default(60).meta({ description: "Document fetches one address (an IPv6 /64) may cause per pendingLimits.windowSeconds; cached documents do not count" }),
+        allowedScopes: z.array(nonEmpty).nullable().default(null).meta({ description: "The scopes such clients may request; null: every identity and API scope except sigil:* ones (never allowed). Names not defined are ignored" }),
+      })
+      .default({ enabled: true, allowLoopback: false, fetchesPerAddress: 60, allowedScopes: null }).meta({ description: "Client ID Metadata Documents: clients that identify themselves by an https URL instead of registering (MCP clients)", spec: "draft-ietf-oauth-client-id-metadata-document" }),
     accessTokenCache: z
       .strictObject({
         maxAgeMilliseconds: z.number().int().min(0).max(60_000).default(1000).meta({ description: "Reuse a token row read less than this long ago; 0 reads the store every time" }),

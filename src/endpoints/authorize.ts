@@ -50,14 +50,16 @@ async function authorize(
   let req: AuthorizeRequest;
   try {
     // A resumed request's parameters were validated (and a pushed request taken) when it started.
-    req = await validateAuthorizeRequest(ctx, params, pending ? 'resume' : 'authorize');
+    req = await validateAuthorizeRequest(ctx, params, pending ? 'resume' : 'authorize', request.ip);
   } catch (err) {
     if (!(err instanceof AuthorizeError)) throw err;
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', error: err.error.code, ...(err.error.description ? { errorDescription: err.error.description } : {}) });
     if (err.target) return sendErrorToClient(ctx, reply, err.target, err.error);
     // The request's ui_locales wherever it came from: the query, a POSTed form, a resumed request.
-    // The way back: the home page of the client the request names, if it is registered.
-    return sendErrorPage(ctx, reply, err.error, language(request, params.getAll('ui_locales')[0]), 400, params.getAll('client_id')[0]);
+    // The way back: the home page of the client the request names, if it is registered. A quota
+    // (client metadata document fetches) answers 429 with Retry-After; everything else 400.
+    const lang = language(request, params.getAll('ui_locales')[0]);
+    return sendErrorPage(ctx, reply, err.error, lang, err.error.status === 429 ? 429 : 400, params.getAll('client_id')[0]);
   }
   const fail = (code: string, description: string) => {
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: code });

@@ -26,7 +26,11 @@ const MAX_AGE = 300;
 export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string[]): Record<string, unknown> {
   const base = ctx.issuer;
   const clients = ctx.clients.all();
-  const usedGrantTypes = grantTypes.filter((g) => clients.some((c) => (g === 'refresh_token' ? c.allowOfflineAccess : c.allowedGrantTypes.includes(g))));
+  // Clients of metadata documents (draft-ietf-oauth-client-id-metadata-document) use the code flow and refresh tokens.
+  const documents = ctx.config.clientIdMetadataDocuments.enabled;
+  const usedGrantTypes = grantTypes.filter(
+    (g) => (documents && (g === 'authorization_code' || g === 'refresh_token')) || clients.some((c) => (g === 'refresh_token' ? c.allowOfflineAccess : c.allowedGrantTypes.includes(g))),
+  );
   // `acr` is a claim a client may ask for (acr_values, the claims parameter) and receive.
   const claims = new Set<string>(['sub', 'acr']);
   for (const r of ctx.resources.identity.values()) for (const c of r.userClaims) claims.add(c);
@@ -38,7 +42,7 @@ export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string
     clients.some((c) => c.enableLocalLogin),
     clients.some((c) => ctx.upstream.allowedFor(c.identityProviderRestrictions).length > 0) ? 1 : 0,
   );
-  const scopes = ctx.resources.allScopeNames().filter((s) => s !== OFFLINE_ACCESS || clients.some((c) => c.allowOfflineAccess));
+  const scopes = ctx.resources.allScopeNames().filter((s) => s !== OFFLINE_ACCESS || documents || clients.some((c) => c.allowOfflineAccess));
   return {
     issuer: base,
     jwks_uri: `${base}/.well-known/openid-configuration/jwks`,
@@ -79,6 +83,8 @@ export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string
     frontchannel_logout_supported: true,
     frontchannel_logout_session_supported: true,
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
+    // draft-ietf-oauth-client-id-metadata-document §6 (also in the RFC 8414 document built here).
+    client_id_metadata_document_supported: documents,
   };
 }
 

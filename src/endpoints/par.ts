@@ -46,7 +46,7 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
         try {
           // With Basic authentication the body may lack client_id; findCredentials ensured that a
           // client_id sent names the authenticated client.
-          validated = await validateAuthorizeRequest(ctx, params.with('client_id', client.clientId), 'par');
+          validated = await validateAuthorizeRequest(ctx, params.with('client_id', client.clientId), 'par', request.ip);
         } catch (err) {
           if (err instanceof AuthorizeError) throw err.error;
           throw err;

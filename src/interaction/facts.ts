@@ -27,7 +27,8 @@ export async function decisionFacts(
   const live = session && user?.isActive ? session : undefined;
   const required = live ? mfaRequired(ctx.mfa.requiredFor(req.client), live, { acrValues: req.acr.acr, essentialAcr: req.essentialAcr }) : false;
   const now = nowSeconds();
-  const remembered = live && req.client.requireConsent ? await ctx.store.records.consents.remembered(live.subjectId, req.client.clientId, now) : undefined;
+  // A metadata document's client is asked every time (its consent page shows no remember box).
+  const remembered = live && req.client.requireConsent && !req.client.metadataDocument ? await ctx.store.records.consents.remembered(live.subjectId, req.client.clientId, now) : undefined;
   return {
     now,
     upstreams: ctx.upstream.allowedFor(req.client.identityProviderRestrictions).map((p) => p.name),

@@ -106,13 +106,15 @@ export type Denial = { to: 'client'; target: ResponseTarget; error: OAuthError }
  * The user cancelled the sign-in or declined consent: ends the pending request with
  * `access_denied` (RFC 6749 §4.1.2.1; a device's with `access_denied` at its next poll, RFC 8628
  * §3.5) and records `token_issue_failed`.
+ * @param address the browser's address (a client metadata document fetched again counts against it)
  */
-export async function deny(ctx: SigilContext, pending: Pending): Promise<Denial> {
+export async function deny(ctx: SigilContext, pending: Pending, address: string): Promise<Denial> {
   const { id, interaction } = pending;
   if (interaction.device) return (await answerDevice(ctx, pending, undefined)) ? { to: 'device' } : { to: 'expired' };
   if (!(await ctx.interactions.finish(id))) return { to: 'expired' };
   const { clientId, target } = interaction.request;
-  const client = ctx.clients.get(clientId);
+  // A metadata document's client is fetched again if its document left the cache; gone if refused now.
+  const client = await ctx.clients.resolve(clientId, address).catch(() => undefined);
   if (!client || !target || !matchRedirectUri(target.redirectUri, client.redirectUris)) return { to: 'expired' };
   ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId, error: 'access_denied' });
   return { to: 'client', target, error: new OAuthError('access_denied', 'the user denied the request') };

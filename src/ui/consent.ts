@@ -29,7 +29,8 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     const browser = browserOf(ctx, request, reply);
     const interaction = await ctx.interactions.get(id, browser);
     const session = await sessionOf(ctx, request);
-    const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
+    // A client of a metadata document whose document can no longer be fetched has gone.
+    const client = interaction ? await ctx.clients.resolve(interaction.request.clientId, request.ip).catch(() => undefined) : undefined;
     if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
     const lang = language(request, interaction.request.uiLocales);
     const user = await ctx.users.findBySubject(session.subjectId);
@@ -41,8 +42,12 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
       interaction: id,
       client: { name: client.clientName ?? client.clientId, logoUri: client.logoUri, links },
       user: user?.username ?? session.subjectId,
+      // draft-ietf-oauth-client-id-metadata-document §"OAuth Phishing Attacks": the host of the
+      // client_id URL is shown, as the name is whatever the document says; such consent is
+      // asked every time (interaction/facts.ts remembers none).
+      ...(client.metadataDocument ? { clientHost: new URL(client.clientId).host } : {}),
       scopes: interaction.request.scopes.map((s) => describeScope(ctx, lang, s)),
-      canRemember: mayRememberConsent(interaction),
+      canRemember: mayRememberConsent(interaction) && !client.metadataDocument,
       device: interaction.device !== undefined,
     }, 200, interaction.request.target !== undefined);
   });

@@ -13,7 +13,7 @@ import { language } from './language.js';
 
 /** Answers a pending request with `access_denied` (`deny`) after cancel or "no". */
 export async function denyPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, pending: Pending): Promise<FastifyReply> {
-  const denial = await deny(ctx, pending);
+  const denial = await deny(ctx, pending, request.ip);
   if (denial.to === 'client') return sendErrorToClient(ctx, reply, denial.target, denial.error);
   if (denial.to === 'device') return deviceAnsweredPage(ctx, request, reply, false);
   return expiredPage(ctx, request, reply);

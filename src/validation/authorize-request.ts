@@ -7,7 +7,7 @@
  * `validateAuthorizeRequest` composes the steps of src/validation/authorize/, in this order:
  * | step                     | module                  | errors go to                       |
  * |--------------------------|-------------------------|------------------------------------|
- * | `loadClient`             | client.ts               | the error page                     |
+ * | `loadClient`             | client.ts (fetches a client metadata document) | the error page |
  * | `loadRequestParameters`  | request-object.ts       | the plain parameters' target, or the page |
  * | `responseTarget`         | client.ts               | the error page                     |
  * | `checkParameterLengths`  | parameters.ts           | the client, in mode `query`        |
@@ -16,8 +16,9 @@
  * | `checkOptionalParameters`| optional-parameters.ts  |                                    |
  * | `checkResourceIndicators`| scopes.ts               |                                    |
  * | `idTokenHintSubject`     | optional-parameters.ts  |                                    |
- * Only `loadRequestParameters` has side effects (a pushed request is used up, a `request_uri`
- * fetched); the other steps are pure, apart from the `id_token_hint` signature check.
+ * Only `loadClient` (a client metadata document fetched) and `loadRequestParameters` have side
+ * effects (a pushed request is used up, a `request_uri` fetched); the other steps are pure, apart
+ * from the `id_token_hint` signature check.
  */
 import { OAuthError } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
@@ -45,6 +46,8 @@ export { AuthorizeError, RESPONSE_TYPES, type AuthorizeRequest, type ResponseMod
  *   (parameters stored server-side by an earlier validation, after login or consent). It matters
  *   to the request-object step only (`RequestEntry.frontChannel`): `par` and `resume` are
  *   validated alike.
+ * @param address the caller's address: a client metadata document fetched for it counts against
+ *   its quota (`loadClient`)
  * @throws AuthorizeError with the OAuth error and, once known good, the response target. A
  *   parameter longer than `PARAM_MAX_LENGTH` is `invalid_request`: on the error page for
  *   `client_id`, `redirect_uri` and `state` (an oversized state is never echoed), else to the client.
@@ -57,9 +60,10 @@ export { AuthorizeError, RESPONSE_TYPES, type AuthorizeRequest, type ResponseMod
 export async function validateAuthorizeRequest(
   services: AuthorizeValidationServices,
   raw: Params,
-  via: 'authorize' | 'par' | 'resume' = 'authorize',
+  via: 'authorize' | 'par' | 'resume',
+  address: string,
 ): Promise<AuthorizeRequest> {
-  const client = loadClient(services.clients, raw);
+  const client = await loadClient(services.clients, raw, address);
   const params = await loadRequestParameters(services, raw, client, { frontChannel: via === 'authorize' });
   const { target: known, responseMode } = responseTarget(params, client);
   let target: ResponseTarget = known;

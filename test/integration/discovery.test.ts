@@ -42,7 +42,8 @@ describe('discovery', () => {
   it('advertises only grant types some client may use', async () => {
     const doc = (await get(DISC)).json<{ grant_types_supported: string[] }>();
     const clients = testConfig().clients ?? [];
-    const used = new Set(clients.flatMap((c) => [...c.allowedGrantTypes, ...(c.allowOfflineAccess ? ['refresh_token'] : [])]));
+    // Clients of metadata documents (on by default) use the code flow and refresh tokens.
+    const used = new Set(['authorization_code', 'refresh_token', ...clients.flatMap((c) => [...c.allowedGrantTypes, ...(c.allowOfflineAccess ? ['refresh_token'] : [])])]);
     for (const g of doc.grant_types_supported) expect(used.has(g), g).toBe(true);
     expect(doc.grant_types_supported).toEqual(
       expect.arrayContaining(['client_credentials', 'password', 'refresh_token', 'urn:ietf:params:oauth:grant-type:token-exchange']),

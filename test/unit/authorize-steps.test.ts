@@ -91,15 +91,17 @@ const toClient = (err: AuthorizeError | undefined, code: string, target: Partial
   expect(err?.error.code).toBe(code);
   expect(err?.target).toEqual({ redirectUri: CB, mode: 'query', ...target });
 };
+/** The caller's address the client step counts document fetches against. */
+const ADDRESS = '127.0.0.1';
 const flowOf = (rt: string): ResponseFlow => checkResponseType(rt, undefined, client('hybrid'));
 
 describe('client step: loadClient, responseTarget, fallbackTarget', () => {
   it('refuses a missing, repeated, oversized or unknown client_id on the error page', async () => {
-    onPage(await refused(() => loadClient(registry, params({}))), 'invalid_request');
-    onPage(await refused(() => loadClient(registry, params({ client_id: ['web', 'web'] }))), 'invalid_request');
-    onPage(await refused(() => loadClient(registry, params({ client_id: 'w'.repeat(101) }))), 'invalid_request');
-    onPage(await refused(() => loadClient(registry, params({ client_id: 'nobody' }))), 'unauthorized_client');
-    expect(loadClient(registry, params({ client_id: 'web' })).clientId).toBe('web');
+    onPage(await refused(() => loadClient(registry, params({}), ADDRESS)), 'invalid_request');
+    onPage(await refused(() => loadClient(registry, params({ client_id: ['web', 'web'] }), ADDRESS)), 'invalid_request');
+    onPage(await refused(() => loadClient(registry, params({ client_id: 'w'.repeat(101) }), ADDRESS)), 'invalid_request');
+    onPage(await refused(() => loadClient(registry, params({ client_id: 'nobody' }), ADDRESS)), 'unauthorized_client');
+    expect((await loadClient(registry, params({ client_id: 'web' }), ADDRESS)).clientId).toBe('web');
   });
 
   it('shows redirect_uri errors, an oversized state and an unknown response_mode on the page', async () => {
@@ -408,15 +410,15 @@ describe('request-object step and the composed validation, over a real provider'
 
   it('sends errors before the response type is read in mode query, later ones in the mode of the response type', async () => {
     const hybrid = { client_id: 'hybrid', redirect_uri: CB, response_type: 'code id_token', scope: 'openid', nonce: 'n', state: 'st' };
-    toClient(await refused(() => validateAuthorizeRequest(sigil.context, params({ ...hybrid, nonce: 'n'.repeat(301) }))), 'invalid_request', { state: 'st' });
-    toClient(await refused(() => validateAuthorizeRequest(sigil.context, params({ ...hybrid, prompt: 'x' }))), 'invalid_request', { state: 'st', mode: 'fragment' });
-    toClient(await refused(() => validateAuthorizeRequest(sigil.context, params({ ...hybrid, id_token_hint: 'forged' }))), 'invalid_request', { state: 'st', mode: 'fragment' });
-    const req = await validateAuthorizeRequest(sigil.context, params({ ...hybrid, response_type: 'code token', resource: API1, response_mode: 'form_post' }), 'resume').catch((e: AuthorizeError) => e);
+    toClient(await refused(() => validateAuthorizeRequest(sigil.context, params({ ...hybrid, nonce: 'n'.repeat(301) }), 'authorize', ADDRESS)), 'invalid_request', { state: 'st' });
+    toClient(await refused(() => validateAuthorizeRequest(sigil.context, params({ ...hybrid, prompt: 'x' }), 'authorize', ADDRESS)), 'invalid_request', { state: 'st', mode: 'fragment' });
+    toClient(await refused(() => validateAuthorizeRequest(sigil.context, params({ ...hybrid, id_token_hint: 'forged' }), 'authorize', ADDRESS)), 'invalid_request', { state: 'st', mode: 'fragment' });
+    const req = await validateAuthorizeRequest(sigil.context, params({ ...hybrid, response_type: 'code token', resource: API1, response_mode: 'form_post' }), 'resume', ADDRESS).catch((e: AuthorizeError) => e);
     toClient(req as AuthorizeError, 'invalid_target', { state: 'st', mode: 'form_post' });
   });
 
   it('composes the steps into the typed request', async () => {
-    const req = await validateAuthorizeRequest(sigil.context, params({ ...plain, scope: 'openid api1 offline_access', resource: API1, max_age: '0' }));
+    const req = await validateAuthorizeRequest(sigil.context, params({ ...plain, scope: 'openid api1 offline_access', resource: API1, max_age: '0' }), 'authorize', ADDRESS);
     expect(req).toMatchObject({ redirectUri: CB, mode: 'query', state: 'st', responseType: 'code', scopes: ['openid', 'api1', 'offline_access'], maxAge: 0, resources: ['api1'] });
     expect(req.client.clientId).toBe('web');
     expect(req.params).toEqual({ ...plain, scope: 'openid api1 offline_access', max_age: '0', resource: API1 });
@@ -433,7 +435,7 @@ describe('request-object step and the composed validation, over a real provider'
         } catch {
           return; // NUL: refused by Params before validation
         }
-        const err = await refused(() => validateAuthorizeRequest(sigil.context, raw));
+        const err = await refused(() => validateAuthorizeRequest(sigil.context, raw, 'authorize', ADDRESS));
         if (err) {
           expect(err.error).toBeInstanceOf(OAuthError);
           expect(err.error.status).toBeLessThan(500);

@@ -5,6 +5,7 @@
  */
 import { OAuthError, invalidRequest } from '../../protocol/errors.js';
 import type { Params } from '../../protocol/params.js';
+import { MetadataDocumentError } from '../../clients/metadata-documents.js';
 import type { Client, ClientRegistry } from '../../clients/registry.js';
 import { isAbsoluteRedirectUri, matchRedirectUri } from '../redirect-uri.js';
 import { normalizeResponseType, responseModeFor } from './core-parameters.js';
@@ -14,11 +15,16 @@ import { AuthorizeError, type ResponseTarget } from './types.js';
 const MODES = new Set<string>(['query', 'fragment', 'form_post']);
 
 /**
- * The enabled client named by `client_id` (RFC 6749 §4.1.1).
+ * The enabled client named by `client_id` (RFC 6749 §4.1.1); for an https URL naming no
+ * registered client, the client of its metadata document (fetched when not cached; the one side
+ * effect of this step, counted against `address`).
+ * @param address the caller's address (a fetch counts against its quota)
  * @throws AuthorizeError for the error page: `invalid_request` (missing, too long, repeated),
- *   `unauthorized_client` (unknown or disabled).
+ *   `unauthorized_client` (unknown or disabled), `invalid_client` (a metadata document refused or
+ *   not fetched, draft-ietf-oauth-client-id-metadata-document §5.1: the request is aborted),
+ *   `temporarily_unavailable` (429: the address has used up its document fetches).
  */
-export function loadClient(clients: Pick<ClientRegistry, 'get'>, raw: Params): Client {
+export async function loadClient(clients: Pick<ClientRegistry, 'resolve'>, raw: Params, address: string): Promise<Client> {
   let clientId: string | undefined;
   try {
     clientId = bounded(raw, 'client_id');
@@ -26,7 +32,14 @@ export function loadClient(clients: Pick<ClientRegistry, 'get'>, raw: Params): C
     throw new AuthorizeError(err as OAuthError);
   }
   if (clientId === undefined) throw new AuthorizeError(invalidRequest('client_id is missing'));
-  const client = clients.get(clientId);
+  let client: Client | undefined;
+  try {
+    client = await clients.resolve(clientId, address);
+  } catch (err) {
+    if (err instanceof MetadataDocumentError) throw new AuthorizeError(new OAuthError('invalid_client', err.message));
+    if (err instanceof OAuthError) throw new AuthorizeError(err);
+    throw err;
+  }
   if (!client) throw new AuthorizeError(new OAuthError('unauthorized_client', 'unknown client'));
   return client;
 }

@@ -17,8 +17,8 @@ export interface IdTokenHintVerifier {
 
 /** The services `validateAuthorizeRequest` uses. */
 export interface AuthorizeValidationServices {
-  /** The enabled clients, by `client_id`. */
-  clients: Pick<ClientRegistry, 'get'>;
+  /** The enabled clients, by `client_id` (and clients of metadata documents). */
+  clients: Pick<ClientRegistry, 'resolve'>;
   /** Identity and API scopes, API resources by resource indicator. */
   resources: Resources;
   /** Clients' public keys, for signed request objects (RFC 9101 §6.1). */

@@ -1,0 +1,165 @@
+/**
+ * GET requests to URLs that callers choose (Client ID Metadata Documents and the `jwks_uri` they
+ * name), guarded against server-side request forgery (draft-ietf-oauth-client-id-metadata-document
+ * §"SSRF Attacks": never to special-use addresses of RFC 6890). The host is resolved here, every
+ * address it resolves to must be an ordinary public one, and the connection goes to the vetted
+ * address only (the socket's lookup answers with it), so a DNS answer that changes between the
+ * check and the connection (DNS rebinding) cannot steer it; TLS still checks the certificate
+ * against the URL's host name. One deadline covers resolving, connecting and reading; the body is
+ * read up to a size cap; redirects are never followed.
+ */
+import { lookup } from 'node:dns/promises';
+import type { IncomingHttpHeaders } from 'node:http';
+import { request } from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+
+/** Bounds of one guarded request. */
+export interface OutboundLimits {
+  /** The whole request (resolving, connecting, reading), in milliseconds. */
+  timeoutMs: number;
+  /** Most bytes of the body. */
+  maxBytes: number;
+  /** Loopback addresses (127.0.0.0/8, ::1) are allowed: development and tests only. */
+  allowLoopback: boolean;
+}
+
+/** A guarded request was refused or failed; the message names why, without the URL, fit for an `error_description`. */
+export class OutboundRefused extends Error {}
+
+/** A response of status 200 with its body. */
+export interface OutboundResponse {
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * Special-use address blocks (IANA IPv4 and IPv6 Special-Purpose Address Registries, RFC 6890 and
+ * its updates) and multicast: no caller-chosen URL may reach them. IPv4-mapped, IPv4-compatible,
+ * NAT64 and 6to4 IPv6 blocks are refused whole, as they can carry any IPv4 address. One list per
+ * family: a BlockList matches IPv4 addresses against IPv4-mapped IPv6 rules too.
+ */
+const SPECIAL_USE = { ipv4: new BlockList(), ipv6: new BlockList() };
+for (const [net, bits] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.31.196.0', 24], ['192.52.193.0', 24], ['192.88.99.0', 24],
+  ['192.168.0.0', 16], ['192.175.48.0', 24], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
+  ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const)
+  SPECIAL_USE.ipv4.addSubnet(net, bits, 'ipv4');
+for (const [net, bits] of [
+  ['::', 96], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
+  ['2002::', 16], ['3fff::', 20], ['5f00::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+] as const)
+  SPECIAL_USE.ipv6.addSubnet(net, bits, 'ipv6');
+
+const LOOPBACK = { ipv4: new BlockList(), ipv6: new BlockList() };
+LOOPBACK.ipv4.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.ipv6.addAddress('::1', 'ipv6');
+
+/**
+ * Whether a caller-chosen URL may be fetched from `address`: not special-use (RFC 6890), except
+ * loopback when `allowLoopback`.
+ * @param address an IPv4 or IPv6 address (no brackets, no zone)
+ */
+export function isFetchableAddress(address: string, allowLoopback: boolean): boolean {
+  const family = isIP(address);
+  if (family === 0) return false;
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  if (allowLoopback && LOOPBACK[type].check(address, type)) return true;
+  return !SPECIAL_USE[type].check(address, type);
+}
+
+/**
+ * GETs an https URL under the SSRF guard and `limits`.
+ * @param accept the `Accept` header
+ * @returns the headers and body of a 200 response
+ * @throws OutboundRefused when the URL is not https, its host resolves to no address or to one
+ *   that `isFetchableAddress` refuses, the connection or TLS fails, the deadline passes, the
+ *   status is not 200 (redirects included), or the body is larger than `limits.maxBytes`.
+ */
+export async function guardedGet(url: URL, accept: string, limits: OutboundLimits): Promise<OutboundResponse> {
+  if (url.protocol !== 'https:') throw new OutboundRefused('only https URLs are fetched');
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), limits.timeoutMs);
+  try {
+    const address = await vettedAddress(host, limits.allowLoopback, controller.signal);
+    return await get(url, host, address, accept, limits.maxBytes, controller.signal);
+  } catch (err) {
+    if (controller.signal.aborted) throw new OutboundRefused(`no complete answer within ${limits.timeoutMs / 1000} s`);
+    if (err instanceof OutboundRefused) throw err;
+    throw new OutboundRefused('the host could not be reached');
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The address to connect to: the host's first, once every address it resolves to is fetchable. */
+async function vettedAddress(host: string, allowLoopback: boolean, signal: AbortSignal): Promise<{ address: string; family: number }> {
+  const family = isIP(host);
+  const resolving = family !== 0 ? Promise.resolve([{ address: host, family }]) : lookup(host, { all: true, verbatim: true });
+  const aborted = new Promise<never>((_, fail) => signal.addEventListener('abort', () => fail(new Error('aborted')), { once: true }));
+  let addresses: { address: string; family: number }[];
+  try {
+    addresses = await Promise.race([resolving, aborted]);
+  } catch (err) {
+    if (signal.aborted) throw err;
+    throw new OutboundRefused('the host name does not resolve');
+  }
+  // All of them: a name answering with one public and one private address is refused.
+  if (addresses.length === 0 || addresses.some((a) => !isFetchableAddress(a.address.split('%')[0] ?? '', allowLoopback)))
+    throw new OutboundRefused('the host resolves to a private, loopback or other special-use address');
+  return addresses[0] as { address: string; family: number };
+}
+
+/** One GET to `address` (TLS verified against `host`), body read up to `maxBytes`. */
+function get(url: URL, host: string, vetted: { address: string; family: number }, accept: string, maxBytes: number, signal: AbortSignal): Promise<OutboundResponse> {
+  // The socket's only answer to "where is host?" is the vetted address (pinning).
+  const pinned = ((_name: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (options.all) callback(null, [vetted]);
+    else callback(null, vetted.address, vetted.family);
+  }) as unknown as LookupFunction;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host,
+        port: url.port === '' ? 443 : Number(url.port),
+        path: `${url.pathname}${url.search}`,
+        method: 'GET',
+        headers: { accept, 'user-agent': 'Sigil' },
+        agent: false,
+        lookup: pinned,
+        signal,
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          reject(new OutboundRefused(res.statusCode !== undefined && res.statusCode >= 300 && res.statusCode < 400 ? 'redirects are not followed' : `the answer was HTTP ${res.statusCode ?? '?'}, not 200`));
+          res.destroy();
+          return;
+        }
+        const declared = Number(res.headers['content-length'] ?? 0);
+        const tooLarge = () => new OutboundRefused(`the document is larger than ${maxBytes / 1024} KB`);
+        if (declared > maxBytes) {
+          reject(tooLarge());
+          res.destroy();
+          return;
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.byteLength;
+          // Rejected first: destroying the response emits its own error.
+          if (size > maxBytes) {
+            reject(tooLarge());
+            res.destroy();
+          } else chunks.push(chunk);
+        });
+        res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+        res.on('aborted', () => reject(new OutboundRefused('the connection was closed early')));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
