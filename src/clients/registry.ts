@@ -84,9 +84,17 @@ export class ClientRegistry {
     return shadowed;
   }
 
+  /**
+   * Told of every client found by `get` (a request naming it): dynamic registration records last
+   * use from it (`ClientRegistrations.touch`, cheap for all but a day's first use). None by default.
+   */
+  onLookup: (clientId: string) => void = () => {};
+
   /** The enabled client with that id, or undefined. */
   get(clientId: string): Client | undefined {
-    return this.clients.get(clientId);
+    const client = this.clients.get(clientId);
+    if (client) this.onLookup(clientId);
+    return client;
   }
 
   /** Every enabled client. */
