@@ -287,6 +287,27 @@ export class ClientRegistrations {
   }
 }
 
+/** The prefix of minted initial access tokens, so that secret scanners and people can tell them. */
+export const INITIAL_TOKEN_PREFIX = 'sigil_iat_';
+
+/**
+ * Mints an initial access token (RFC 7591 §3) for `sigil clients initial-token`: `sigil_iat_` and
+ * 256 random bits (base64url), stored as its SHA-256 only, good for `maxRegistrations`
+ * registrations until `lifetimeSeconds` from `now`.
+ * @returns the token (shown once) and its expiry, Unix seconds
+ */
+export async function mintInitialToken(
+  store: RegistrationStore,
+  maxRegistrations: number,
+  lifetimeSeconds: number,
+  now = nowSeconds(),
+): Promise<{ token: string; expiresAt: number }> {
+  const token = `${INITIAL_TOKEN_PREFIX}${newHandle()}`;
+  const expiresAt = now + lifetimeSeconds;
+  await store.addInitialToken({ tokenHash: hashHandle(token), kind: 'minted', maxRegistrations, registrations: 0, expiresAt });
+  return { token, expiresAt };
+}
+
 /** Compares two base64url SHA-256 hashes in constant time. */
 function sameHash(a: string, b: string): boolean {
   const x = Buffer.from(a);
