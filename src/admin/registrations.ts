@@ -18,6 +18,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/loader.js';
+import { isManagementScope, MANAGEMENT_SCOPES } from '../config/schema.js';
 import type { ClientRegistry } from '../clients/registry.js';
 import { checkMetadata, type CheckedMetadata, type RegistrationPolicy } from '../clients/registration-metadata.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../crypto/handles.js';
@@ -29,7 +30,7 @@ import { AdminError } from './errors.js';
 import type { ClientAdmin } from './clients.js';
 
 /** The scope an access token needs to serve as an initial access token. */
-export const REGISTER_SCOPE = 'sigil:register';
+export const REGISTER_SCOPE: (typeof MANAGEMENT_SCOPES)[number] = 'sigil:register';
 /** Seconds in a day: last use is recorded at most once per client per day. */
 const DAY = 86_400;
 /** Most unused clients removed per run. */
@@ -76,7 +77,7 @@ export class ClientRegistrations {
   ) {
     const r = services.config.registration;
     const defaults = services.config.identityResources.map((i) => i.name);
-    const scopes = (r.allowedScopes ?? [...defaults, 'offline_access']).filter((s) => !s.startsWith('sigil:') && services.scopes.includes(s));
+    const scopes = (r.allowedScopes ?? [...defaults, 'offline_access']).filter((s) => !isManagementScope(s) && services.scopes.includes(s));
     this.policy = {
       allowedGrantTypes: r.allowedGrantTypes,
       allowedScopes: r.allowedGrantTypes.includes('refresh_token') ? scopes : scopes.filter((s) => s !== 'offline_access'),

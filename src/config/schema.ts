@@ -89,6 +89,11 @@ export const MANAGEMENT_RESOURCE = 'sigil';
 /** The scopes of `MANAGEMENT_RESOURCE`. */
 export const MANAGEMENT_SCOPES = ['scim', 'sigil:admin', 'sigil:admin:read', 'sigil:register'] as const;
 
+/** Whether a scope belongs to Sigil's management API (`MANAGEMENT_SCOPES`, or any `sigil:` name): never a dynamic client's. */
+export function isManagementScope(scope: string): boolean {
+  return scope.startsWith('sigil:') || (MANAGEMENT_SCOPES as readonly string[]).includes(scope);
+}
+
 const identityResource = z.strictObject({
   name: nonEmpty.meta({ description: "The scope name" }),
   displayName: z.string().optional().meta({ description: "Shown on the consent page" }),
@@ -614,7 +619,7 @@ export const configSchema = z
     });
     cfg.registration.allowedScopes?.forEach((s, j) => {
       const at = ['registration', 'allowedScopes', j];
-      if (s.startsWith('sigil:')) issue(at, `"${s}" is Sigil's own scope and never given to a dynamic client`);
+      if (isManagementScope(s)) issue(at, `"${s}" is a scope of Sigil's management API and never given to a dynamic client`);
       else if (s !== 'offline_access' && !identity.has(s) && !api.has(s)) issue(at, `unknown scope "${s}"`);
     });
     for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))

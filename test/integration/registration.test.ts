@@ -13,11 +13,10 @@ import { nowSeconds } from '../../src/crypto/handles.js';
 import { basic, form, startSigil, testConfig, type TestSigil } from '../helpers.js';
 
 const ISSUER = 'http://127.0.0.1:5999';
-/** The test config, with registration on, the sigil:register scope and a client that may get it. */
+/** The test config, with registration on and a client that may get the built-in scope sigil:register. */
 export function registrationConfig(registration: Record<string, unknown> = {}) {
   const base = testConfig();
   return {
-    apiScopes: [...(base.apiScopes ?? []), { name: 'sigil:register' }],
     clients: [
       ...(base.clients ?? []),
       { clientId: 'registrar', clientSecrets: ['registrar-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:register'] },
@@ -45,7 +44,7 @@ describe('dynamic client registration', () => {
   });
 
   /** A fresh access token with sigil:register (each may register 3 clients here). */
-  const registerToken = async (scope = 'sigil:register', client = ['registrar', 'registrar-secret'] as const) => {
+  const registerToken = async (scope = 'sigil:register', client: readonly [string, string] = ['registrar', 'registrar-secret']) => {
     const res = await sigil.app.inject({
       method: 'POST',
       url: '/connect/token',
@@ -215,7 +214,7 @@ describe('dynamic client registration', () => {
       await expectError({ ...web, grant_types: ['refresh_token'] }, 'invalid_client_metadata');
       await expectError({ ...web, response_types: ['code id_token'] }, 'invalid_client_metadata');
       await expectError({ ...web, response_types: ['token'] }, 'invalid_client_metadata');
-      for (const scope of ['openid sigil:register', 'openid api1', 'openid nope', 'offline_access'])
+      for (const scope of ['openid sigil:register', 'openid scim', 'openid api1', 'openid nope', 'offline_access'])
         await expectError({ ...web, scope }, 'invalid_client_metadata');
       const ok = await accepted({ ...web, grant_types: ['authorization_code', 'refresh_token'], scope: 'openid profile' });
       expect(ok.scope).toBe('openid profile offline_access');
