@@ -10,21 +10,10 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintInitialToken } from '../../src/admin/registrations.js';
 import { nowSeconds } from '../../src/crypto/handles.js';
-import { basic, form, startSigil, testConfig, type TestSigil } from '../helpers.js';
+import { basic, form, startSigil, type TestSigil } from '../helpers.js';
+import { registrationConfig } from '../registration-helpers.js';
 
 const ISSUER = 'http://127.0.0.1:5999';
-/** The test config, with registration on and a client that may get the built-in scope sigil:register. */
-export function registrationConfig(registration: Record<string, unknown> = {}) {
-  const base = testConfig();
-  return {
-    clients: [
-      ...(base.clients ?? []),
-      { clientId: 'registrar', clientSecrets: ['registrar-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:register'] },
-    ],
-    registration: { enabled: true, ...registration },
-  };
-}
-
 type Json = Record<string, unknown>;
 
 describe('dynamic client registration', () => {
