@@ -4,10 +4,14 @@
  * the registrar client got by client_credentials, then runs the authorization code flow with PKCE
  * with the new client (the user signs in and consents over the same server), and reads userinfo.
  */
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Browser, isConsentPage, isLoginPage, readResponse } from '../authorize-helpers.js';
-import { startSigil, type TestSigil } from '../helpers.js';
+import { startSigil, tempDir, testConfig, type TestSigil } from '../helpers.js';
 import { registrationConfig } from '../registration-helpers.js';
 import { freePort } from './ports.js';
 
@@ -74,5 +78,40 @@ describe('openid-client registers dynamically and signs in with code + PKCE', ()
     // Without the verifier the code would not redeem: a second run proves PKCE is enforced.
     const again = await browser.follow(await browser.get(oidc.buildAuthorizationUrl(config, { redirect_uri: 'https://rp.example/cb', scope: 'openid' }).href));
     expect(readResponse(again).params.get('error')).toBe('invalid_request');
+  });
+});
+
+describe('sigil clients initial-token', () => {
+  const run = promisify(execFile);
+  const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js');
+
+  it('prints a token once that registers --max-registrations clients at a running node, then no more', async () => {
+    const { dir, cleanup } = tempDir();
+    const storage = `sqlite:${join(dir, 'sigil.db')}`;
+    const config = { ...testConfig(), ...registrationConfig(), storage };
+    const configFile = join(dir, 'sigil.json');
+    writeFileSync(configFile, JSON.stringify(config));
+    const sigil = await startSigil(config);
+    try {
+      const { stdout, stderr } = await run(process.execPath, [CLI, 'clients', 'initial-token', '--max-registrations', '2', '--lifetime', '600', '--config', configFile, '--storage', storage]);
+      const token = stdout.trim();
+      expect(token).toMatch(/^sigil_iat_[A-Za-z0-9_-]{43}$/);
+      expect(stderr).toContain('2 registration(s)');
+      const register = () =>
+        sigil.app.inject({
+          method: 'POST',
+          url: '/connect/register',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          payload: { redirect_uris: ['https://rp.example/cb'] },
+        });
+      expect((await register()).statusCode).toBe(201);
+      expect((await register()).statusCode).toBe(201);
+      expect((await register()).statusCode).toBe(401);
+      const bad = await run(process.execPath, [CLI, 'clients', 'initial-token', '--max-registrations', '0', '--config', configFile, '--storage', storage]).catch((err: { code: number; stderr: string }) => err);
+      expect((bad as { code: number }).code).toBe(2);
+    } finally {
+      await sigil.close();
+      cleanup();
+    }
   });
 });

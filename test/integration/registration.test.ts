@@ -346,6 +346,23 @@ describe('dynamic client registration', () => {
       expect(auth.json<Json>().error).toBe('invalid_grant');
     });
 
+    it('gives a public client that becomes confidential a new secret on update, shown once', async () => {
+      const created = (await register({ ...web, token_endpoint_auth_method: 'none' }, await registerToken())).json<Json>();
+      expect(created).not.toHaveProperty('client_secret');
+      const updated = (await manage('PUT', String(created.registration_client_uri), String(created.registration_access_token), { ...web, client_id: created.client_id })).json<Json>();
+      expect(updated).toMatchObject({ token_endpoint_auth_method: 'client_secret_basic', client_secret_expires_at: 0 });
+      expect(updated.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      const auth = await sigil.app.inject({
+        method: 'POST',
+        url: '/connect/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(String(created.client_id), String(updated.client_secret)) },
+        payload: form({ grant_type: 'authorization_code', code: 'nope', redirect_uri: 'https://rp.example/cb' }),
+      });
+      expect(auth.json<Json>().error).toBe('invalid_grant');
+      const read = await manage('GET', String(created.registration_client_uri), String(updated.registration_access_token));
+      expect(read.json()).not.toHaveProperty('client_secret');
+    });
+
     it('refuses an update naming another client_id or a wrong client_secret, and changes nothing', async () => {
       const created = (await register(web, await registerToken())).json<Json>();
       const uri = String(created.registration_client_uri);
