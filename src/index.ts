@@ -212,6 +212,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       idTokenAlg: tokens.signingAlgorithmFor({ profile: null }),
       reload: reloadClients,
       fetchText: (url) => fetchBoundedText(url),
+      events,
       log,
     });
     clients.onLookup = (id) => registrations.touch(id);

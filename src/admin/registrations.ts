@@ -24,6 +24,7 @@ import { checkMetadata, type CheckedMetadata, type RegistrationPolicy } from '..
 import { hashHandle, newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { ClientRegistration, RegistrationStore } from '../stores/client-registrations.js';
+import type { EventBus, RequestOrigin } from '../events/events.js';
 import type { TokenService } from '../tokens/tokens.js';
 import { boundKey } from '../tokens/tokens.js';
 import { AdminError } from './errors.js';
@@ -54,8 +55,13 @@ export interface RegistrationServices {
   reload: () => Promise<void>;
   /** Fetches a client's JSON document within bounds (`fetchBoundedText`). */
   fetchText: (url: string) => Promise<string>;
+  /** Audit events: `client_registered`, `client_updated`, `client_deleted`. */
+  events: EventBus;
   log: Logger;
 }
+
+/** The endpoint name of the audit events of registration and management. */
+const ENDPOINT = 'register';
 
 /** A 401 with a Bearer challenge (RFC 6750 §3, §3.1). */
 function unauthorized(description?: string): OAuthError {
@@ -97,11 +103,12 @@ export class ClientRegistrations {
    * Registers a client (RFC 7591 §3.1).
    * @param body the parsed JSON body
    * @param initialToken the bearer token of the request, if any
+   * @param origin who asked, for the audit event
    * @returns the 201 response body, with the client secret (shown this once) and the registration access token
    * @throws OAuthError 401 without or with a bad, expired or used-up initial access token
    *   (unless open), 403 `insufficient_scope`, 400 RFC 7591 §3.2.2 errors
    */
-  async register(body: unknown, initialToken: string | undefined): Promise<RegistrationResponse> {
+  async register(body: unknown, initialToken: string | undefined, origin?: RequestOrigin): Promise<RegistrationResponse> {
     const now = nowSeconds();
     const slot = await this.initialTokenSlot(initialToken, now);
     const checked = await this.check(body);
@@ -113,6 +120,7 @@ export class ClientRegistrations {
     if (!(await this.store.register(stored, registration, slot, now))) throw unauthorized('the initial access token is used up or expired');
     await this.services.reload();
     this.dynamic.add(clientId);
+    this.services.events.emit({ name: 'client_registered', endpoint: ENDPOINT, clientId, scopes: String(checked.metadata.scope).split(' '), ...origin });
     return this.response(registration, { registration_access_token: token, ...(secret !== undefined ? { client_secret: secret } : {}) });
   }
 
@@ -133,7 +141,7 @@ export class ClientRegistrations {
    * @throws OAuthError 401 as `read`; 400 RFC 7591 §3.2.2 errors, also when `client_id` is not
    *   this client's or `client_secret` is not its current secret
    */
-  async update(clientId: string, token: string | undefined, body: unknown): Promise<RegistrationResponse> {
+  async update(clientId: string, token: string | undefined, body: unknown, origin?: RequestOrigin): Promise<RegistrationResponse> {
     const registration = await this.authorize(clientId, token);
     const m = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
     if (m.client_id !== clientId) throw new OAuthError('invalid_client_metadata', 'client_id must be the client\'s own');
@@ -149,6 +157,7 @@ export class ClientRegistrations {
     if (!(await this.store.update(clientId, registration.tokenHash, stored, checked.metadata, hashHandle(next), nowSeconds())))
       throw unauthorized('the registration access token is no longer valid');
     await this.services.reload();
+    this.services.events.emit({ name: 'client_updated', endpoint: ENDPOINT, clientId, scopes: String(checked.metadata.scope).split(' '), ...origin });
     return this.response({ ...registration, metadata: checked.metadata }, { registration_access_token: next, ...(secret !== undefined ? { client_secret: secret } : {}) });
   }
 
@@ -157,11 +166,12 @@ export class ClientRegistrations {
    * then on (at once on this node, within `signingKeys.reloadSeconds` on the others).
    * @throws OAuthError 401 as `read`
    */
-  async remove(clientId: string, token: string | undefined): Promise<void> {
+  async remove(clientId: string, token: string | undefined, origin?: RequestOrigin): Promise<void> {
     await this.authorize(clientId, token);
-    await this.store.remove(clientId);
+    if (!(await this.store.remove(clientId))) throw unauthorized('the registration access token is invalid');
     this.dynamic.delete(clientId);
     await this.services.reload();
+    this.services.events.emit({ name: 'client_deleted', endpoint: ENDPOINT, clientId, ...origin });
   }
 
   /**
@@ -186,7 +196,7 @@ export class ClientRegistrations {
   async removeUnused(now = nowSeconds()): Promise<string[]> {
     const days = this.services.config.registration.unusedClientDays;
     const removed = days === 0 ? [] : await this.store.removeUnused(now - days * DAY, now, REMOVAL_BATCH);
-    for (const id of removed) this.services.log.info({ clientId: id }, 'dynamic client removed: unused');
+    for (const id of removed) this.services.events.emit({ name: 'client_deleted', endpoint: 'housekeeping', clientId: id });
     this.dynamic = new Set(await this.store.ids());
     for (const id of this.touched.keys()) if (!this.dynamic.has(id)) this.touched.delete(id);
     if (removed.length > 0) await this.services.reload();

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { credentialSource, methodNotAllowed, noStore } from '../http/request.js';
+import { credentialSource, methodNotAllowed, noStore, originOf } from '../http/request.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { CALLER_JSON_BOUNDS, jsonBoundsViolation } from '../protocol/json-bounds.js';
@@ -46,7 +46,7 @@ export async function registrationEndpoint(app: FastifyInstance, ctx: SigilConte
       const limits = ctx.config.registration;
       await chargeQuota(ctx.limiter, 'registration_quota', [{ key: `register:${addressQuotaKey(request.ip)}`, limit: limits.registrationsPerAddress }], limits.windowSeconds);
       const token = bearerOf(request);
-      const response = await registrations.register(jsonOf(request), token);
+      const response = await registrations.register(jsonOf(request), token, originOf(request));
       return noStore(reply).code(201).type('application/json; charset=utf-8').send(response);
     });
     scope.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH'], url: REGISTRATION_PATH, handler: methodNotAllowed('POST') });
@@ -56,10 +56,10 @@ export async function registrationEndpoint(app: FastifyInstance, ctx: SigilConte
     const send = (reply: FastifyReply, body: unknown) => noStore(reply).type('application/json; charset=utf-8').send(body);
     scope.get(configurationPath, async (request, reply) => send(reply, await registrations.read(clientIdOf(request), bearerOf(request))));
     scope.put(configurationPath, async (request, reply) =>
-      send(reply, await registrations.update(clientIdOf(request), bearerOf(request), jsonOf(request))),
+      send(reply, await registrations.update(clientIdOf(request), bearerOf(request), jsonOf(request), originOf(request))),
     );
     scope.delete(configurationPath, async (request, reply) => {
-      await registrations.remove(clientIdOf(request), bearerOf(request));
+      await registrations.remove(clientIdOf(request), bearerOf(request), originOf(request));
       return noStore(reply).code(204).send();
     });
     scope.route({ method: ['POST', 'PATCH'], url: configurationPath, handler: methodNotAllowed('GET, PUT, DELETE') });

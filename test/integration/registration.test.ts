@@ -373,6 +373,22 @@ describe('dynamic client registration', () => {
       expect((await manage('GET', uri, token)).statusCode).toBe(200);
     });
 
+    it('emits audit events for registration, update and deletion, with the caller\'s origin', async () => {
+      const seen: { name: string; clientId?: string; remoteAddress?: string; endpoint: string }[] = [];
+      const unsubscribe = sigil.subscribe((e) => void seen.push(e));
+      try {
+        const created = (await register(web, await registerToken())).json<Json>();
+        const uri = String(created.registration_client_uri);
+        const next = (await manage('PUT', uri, String(created.registration_access_token), { ...web, client_id: created.client_id })).json<Json>();
+        await manage('DELETE', uri, String(next.registration_access_token));
+        const mine = seen.filter((e) => e.clientId === created.client_id);
+        expect(mine.map((e) => e.name)).toEqual(['client_registered', 'client_updated', 'client_deleted']);
+        expect(mine.every((e) => e.endpoint === 'register' && e.remoteAddress === '127.0.0.1')).toBe(true);
+      } finally {
+        unsubscribe();
+      }
+    });
+
     it('answers 401 for a missing or wrong registration access token and for another client\'s', async () => {
       const a = (await register(web, await registerToken())).json<Json>();
       const b = (await register(web, await registerToken())).json<Json>();
