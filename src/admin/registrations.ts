@@ -23,7 +23,7 @@ import type { ClientRegistry } from '../clients/registry.js';
 import { checkMetadata, type CheckedMetadata, type RegistrationPolicy } from '../clients/registration-metadata.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import { OAuthError } from '../protocol/errors.js';
-import type { ClientRegistration, RegistrationStore } from '../stores/client-registrations.js';
+import type { ClientRegistration, InitialAccessToken, RegistrationStore } from '../stores/client-registrations.js';
 import type { EventBus, RequestOrigin } from '../events/events.js';
 import type { TokenService } from '../tokens/tokens.js';
 import { boundKey } from '../tokens/tokens.js';
@@ -110,14 +110,16 @@ export class ClientRegistrations {
    */
   async register(body: unknown, initialToken: string | undefined, origin?: RequestOrigin): Promise<RegistrationResponse> {
     const now = nowSeconds();
+    // The token first (no sector fetch for a caller without one), recorded only once the metadata passed.
     const slot = await this.initialTokenSlot(initialToken, now);
     const checked = await this.check(body);
+    if (slot?.first) await this.store.addInitialToken(slot.first);
     const clientId = newId();
     const secret = checked.needsSecret ? newHandle() : undefined;
     const token = newHandle();
     const stored = this.prepare({ clientId, ...checked.client, clientSecrets: secret === undefined ? [] : [secret] });
     const registration: ClientRegistration = { clientId, tokenHash: hashHandle(token), metadata: checked.metadata, issuedAt: now, lastUsedAt: now };
-    if (!(await this.store.register(stored, registration, slot, now))) throw unauthorized('the initial access token is used up or expired');
+    if (!(await this.store.register(stored, registration, slot?.hash, now))) throw unauthorized('the initial access token is used up or expired');
     await this.services.reload();
     this.dynamic.add(clientId);
     this.services.events.emit({ name: 'client_registered', endpoint: ENDPOINT, clientId, scopes: String(checked.metadata.scope).split(' '), ...origin });
@@ -241,15 +243,20 @@ export class ClientRegistrations {
     return client;
   }
 
-  /** The hash of the initial access token whose registration count applies, or undefined for open registration. */
-  private async initialTokenSlot(token: string | undefined, now: number): Promise<string | undefined> {
+  /**
+   * The initial access token whose registration count applies: its hash, and for an access token
+   * used for the first time the row to record (with `registrationsPerAccessToken`) once the
+   * registration is otherwise good; undefined for open registration without a token.
+   */
+  private async initialTokenSlot(token: string | undefined, now: number): Promise<{ hash: string; first?: InitialAccessToken } | undefined> {
     if (token === undefined) {
       if (this.services.config.registration.open) return undefined;
       throw unauthorized();
     }
     const hash = hashHandle(token);
-    const known = await this.store.findInitialToken(hash);
-    if (known?.kind !== 'minted') {
+    let row = await this.store.findInitialToken(hash);
+    let first: InitialAccessToken | undefined;
+    if (row?.kind !== 'minted') {
       const valid = await this.services.tokens.validateAccessToken(token);
       if (!valid) throw unauthorized('the initial access token is invalid or expired');
       // RFC 9449 §7.2: a DPoP-bound token is no bearer token.
@@ -258,20 +265,20 @@ export class ClientRegistrations {
         throw new OAuthError('insufficient_scope', `the access token needs the scope ${REGISTER_SCOPE}`, 403, {
           'www-authenticate': `Bearer error="insufficient_scope", scope="${REGISTER_SCOPE}"`,
         });
-      const exp = Number(valid.claims.exp);
-      if (!known)
-        await this.store.addInitialToken({
+      if (!row) {
+        const exp = Number(valid.claims.exp);
+        row = first = {
           tokenHash: hash,
           kind: 'access_token',
           maxRegistrations: this.services.config.registration.registrationsPerAccessToken,
           registrations: 0,
           expiresAt: Number.isFinite(exp) ? exp : now + 3600,
-        });
+        };
+      }
     }
-    const row = known ?? (await this.store.findInitialToken(hash));
-    if (!row || row.expiresAt <= now) throw unauthorized('the initial access token is expired');
+    if (row.expiresAt <= now) throw unauthorized('the initial access token is expired');
     if (row.registrations >= row.maxRegistrations) throw unauthorized('the initial access token is used up');
-    return hash;
+    return { hash, ...(first ? { first } : {}) };
   }
 
   /** The registration of `clientId` when `token` is its registration access token. */

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintInitialToken } from '../../src/admin/registrations.js';
-import { nowSeconds } from '../../src/crypto/handles.js';
+import { hashHandle, nowSeconds } from '../../src/crypto/handles.js';
 import { basic, form, startSigil, type TestSigil } from '../helpers.js';
 import { registrationConfig } from '../registration-helpers.js';
 
@@ -130,6 +130,8 @@ describe('dynamic client registration', () => {
     it('stops an access token after registrationsPerAccessToken registrations (the cap), counting only successful ones', async () => {
       const token = await registerToken();
       expect((await register({ redirect_uris: ['http://rp.example/cb'] }, token)).statusCode).toBe(400);
+      // A refused registration stored nothing, not even the token's count.
+      expect(await sigil.context.store.registrations.findInitialToken(hashHandle(token))).toBeUndefined();
       for (let i = 0; i < 3; i++) expect((await register(web, token)).statusCode).toBe(201);
       const over = await register(web, token);
       expect(over.statusCode).toBe(401);
@@ -248,6 +250,8 @@ describe('dynamic client registration', () => {
         payload: 'redirect_uris=https://rp.example/cb',
       });
       expect(formBody.json<Json>().error).toBe('invalid_client_metadata');
+      const huge = await register({ ...web, client_name: 'x'.repeat(70_000) }, (await mintInitialToken(sigil.context.store.registrations, 1, 60)).token);
+      expect(huge.statusCode).toBe(413);
     });
 
     it('ignores unknown members and language-tagged names (RFC 7591 §2, §2.2)', async () => {
