@@ -8,7 +8,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { decodeProtectedHeader } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mintInitialToken } from '../../src/admin/registrations.js';
 import { assertionFields, type ClientKey, clientKey, signAssertion } from '../assertion-helpers.js';
 import { authorizeUrl, Browser, isConsentPage, isLoginPage, pkce, readResponse, type Step } from '../authorize-helpers.js';
@@ -200,6 +200,24 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
     const refreshed = await token(String(client.client_id), { grant_type: 'refresh_token', refresh_token: tokens.refresh_token });
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     expect(refreshed.json<Json>().access_token).toEqual(expect.any(String));
+  });
+
+  it('OIDCCRefreshTokenRPKeyRotation: 60 s after the client rotates the keys at its jwks_uri, a refresh signed with the new key works', async () => {
+    served.set('/rotating', { keys: [key.publicJwk] });
+    const client = await registered(planClient({ jwks: undefined, jwks_uri: `${jwksBase}/rotating` }));
+    const tokens = await codeFlow(String(client.client_id));
+    const next = await clientKey('RS256', 'k2');
+    served.set('/rotating', { keys: [next.publicJwk] });
+    // The plan waits 60 s (WaitFor60Seconds) so that the jwks_uri refetch limit (once a minute,
+    // clients/client-keys.ts) has passed; the clock is moved instead of waited for.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      vi.setSystemTime(Date.now() + 61_000);
+      const refreshed = await token(String(client.client_id), { grant_type: 'refresh_token', refresh_token: tokens.refresh_token }, next);
+      expect(refreshed.statusCode, refreshed.body).toBe(200);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('OIDCCEnsureClientAssertionWithIssAudSucceeds: an assertion whose aud is the issuer is accepted', async () => {
