@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { KeyAdmin } from '../../src/admin/keys.js';
 import { mintInitialToken } from '../../src/admin/registrations.js';
 import { assertionFields, type ClientKey, clientKey, signAssertion } from '../assertion-helpers.js';
 import { authorizeUrl, Browser, isConsentPage, isLoginPage, pkce, readResponse, type Step } from '../authorize-helpers.js';
@@ -226,5 +227,40 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
     const code = readResponse(step).params.get('code') ?? '';
     const res = await token(String(client.client_id), { grant_type: 'authorization_code', code, redirect_uri: 'https://rp.example/cb', code_verifier: verifier }, key, ISSUER);
     expect(res.statusCode, res.body).toBe(200);
+  });
+
+  it('OIDCCServerRotateKeys: after the OP rotates its signing key, identity tokens carry the new kid, published in the JWKS', async () => {
+    const rotating = await startSigil({ ...registrationConfig(), signingKeys: { propagationSeconds: 0, retentionSeconds: 3600, rotationSeconds: 7_776_000, reloadSeconds: 60 } });
+    try {
+      const jwks = async () => (await rotating.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' })).json<{ keys: { kid: string; alg: string }[] }>().keys;
+      const before = (await jwks()).filter((k) => k.alg === 'RS256').map((k) => k.kid);
+      const [added] = await new KeyAdmin(rotating.context.store.keys, rotating.context.config).rotate('RS256');
+      await rotating.context.keys.refresh();
+      const after = await jwks();
+      expect(after.map((k) => k.kid)).toEqual(expect.arrayContaining([...before, added?.kid]));
+      // The new key signs the identity token of a freshly registered client's code flow.
+      const { token: iat } = await mintInitialToken(rotating.context.store.registrations, 1, 600);
+      const created = (
+        await rotating.app.inject({ method: 'POST', url: '/connect/register', headers: { 'content-type': 'application/json', authorization: `Bearer ${iat}` }, payload: planClient() })
+      ).json<Json>();
+      const { verifier, challenge } = pkce();
+      const browser = new Browser(rotating);
+      let step = await browser.follow(
+        await browser.get(authorizeUrl({ client_id: String(created.client_id), response_type: 'code', scope: 'openid', redirect_uri: 'https://rp.example/cb', code_challenge: challenge, code_challenge_method: 'S256' })),
+      );
+      step = await browser.follow(await browser.submitLogin(step, 'alice', 'alice'));
+      step = await browser.consent(step, 'yes');
+      const code = readResponse(step).params.get('code') ?? '';
+      const res = await rotating.app.inject({
+        method: 'POST',
+        url: '/connect/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: form({ grant_type: 'authorization_code', code, redirect_uri: 'https://rp.example/cb', code_verifier: verifier, ...assertionFields(await signAssertion(key, String(created.client_id), `${ISSUER}/connect/token`), String(created.client_id)) }),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(decodeProtectedHeader(res.json<{ id_token: string }>().id_token).kid).toBe(added?.kid);
+    } finally {
+      await rotating.close();
+    }
   });
 });
