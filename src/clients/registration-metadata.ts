@@ -111,6 +111,7 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
   if (grants.has('authorization_code') && redirectUris.length === 0) throw redirectError('redirect_uris are required for authorization_code');
   const postLogoutRedirectUris = uriList(m, 'post_logout_redirect_uris', metadataError, (u) => checkRedirectUri(u, applicationType)) ?? [];
 
+  /** Why a URI Sigil fetches, posts to or shows is refused: https only (loopback http in development). */
   const fetched = (name: string, value: string) => {
     const url = new URL(value);
     if (!(url.protocol === 'https:' || (policy.loopbackHttp && url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))))
@@ -134,7 +135,7 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
   if (subjectType === 'pairwise') throw metadataError('subject_type "pairwise" is not supported (public only)');
   const idTokenAlg = optionalString(m, 'id_token_signed_response_alg', 20) ?? policy.idTokenAlg;
   if (idTokenAlg !== policy.idTokenAlg) throw metadataError(`id_token_signed_response_alg must be ${policy.idTokenAlg}`);
-  const sectorIdentifierUri = optionalUri(m, 'sector_identifier_uri', (n, v) => fetched(n, v) ?? (new URL(v).protocol === 'https:' || policy.loopbackHttp ? undefined : `${n} must be https`));
+  const sectorIdentifierUri = optionalUri(m, 'sector_identifier_uri', fetched);
   const requestUris = uriList(m, 'request_uris', metadataError, (u) => (new URL(u).protocol === 'https:' ? undefined : 'request_uris must be https URLs'));
   const backchannel = optionalUri(m, 'backchannel_logout_uri', fetched);
   const frontchannel = optionalUri(m, 'frontchannel_logout_uri', fetched);
@@ -154,8 +155,8 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     if (value !== undefined) metadata[name] = value;
   };
   copy('client_name', optionalString(m, 'client_name', MAX_TEXT_LENGTH));
-  for (const name of ['client_uri', 'logo_uri', 'policy_uri', 'tos_uri'])
-    copy(name, optionalUri(m, name, (n, v) => (['https:', 'http:'].includes(new URL(v).protocol) ? undefined : `${n} must be an http(s) URL`)));
+  // Shown to users (the consent page may load the logo): https, as the other URIs.
+  for (const name of ['client_uri', 'logo_uri', 'policy_uri', 'tos_uri']) copy(name, optionalUri(m, name, fetched));
   copy('contacts', contacts);
   copy('software_id', optionalString(m, 'software_id', MAX_TEXT_LENGTH));
   copy('software_version', optionalString(m, 'software_version', MAX_TEXT_LENGTH));

@@ -235,6 +235,8 @@ describe('dynamic client registration', () => {
       await expectError({ ...web, contacts: ['a@example.com', 7] }, 'invalid_client_metadata');
       await expectError({ ...web, request_uris: ['http://rp.example/req'] }, 'invalid_client_metadata');
       await expectError({ ...web, backchannel_logout_uri: 'http://rp.example/bcl' }, 'invalid_client_metadata');
+      await expectError({ ...web, logo_uri: 'javascript:alert(1)' }, 'invalid_client_metadata');
+      await expectError({ ...web, tos_uri: 'http://rp.example/tos' }, 'invalid_client_metadata');
     });
 
     it('refuses bodies that are not a JSON object, too deep or not JSON', async () => {
