@@ -17,6 +17,7 @@ import { endSessionEndpoint } from './endpoints/end-session.js';
 import { healthEndpoints } from './endpoints/health.js';
 import { introspectionEndpoint } from './endpoints/introspection.js';
 import { pushedAuthorizationEndpoint } from './endpoints/par.js';
+import { registrationEndpoint } from './endpoints/registration.js';
 import { revocationEndpoint } from './endpoints/revocation.js';
 import { tokenEndpoint } from './endpoints/token.js';
 import { userinfoEndpoint } from './endpoints/userinfo.js';
@@ -45,6 +46,7 @@ export const BODY_LIMIT = 64 * 1024;
 const CORS_PATHS = new Set([
   '/.well-known/openid-configuration',
   '/.well-known/openid-configuration/jwks',
+  '/.well-known/oauth-authorization-server',
   '/connect/token',
   '/connect/userinfo',
   '/connect/revocation',
@@ -205,6 +207,7 @@ export async function mountSigil(
   introspectionEndpoint(app, ctx);
   revocationEndpoint(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
+  await registrationEndpoint(app, ctx); // RFC 7591/7592, when registration.enabled
 
   // Browser pages, redirects and public documents: security headers, cookies, CSRF protection.
   await app.register(async (pages) => {

@@ -24,6 +24,7 @@ import type { SecondStepService } from './mfa/second-step.js';
 import type { LogoutService } from './logout/logout.js';
 import type { WebAuthnService } from './mfa/webauthn.js';
 import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
+import type { ClientRegistrations } from './admin/registrations.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -66,5 +67,7 @@ export interface SigilContext {
   webauthn: WebAuthnService;
   /** Passkeys and security keys as the pages use them: quotas, limits, the security key step, events (src/mfa/passkey-ceremonies.ts). */
   passkeys: PasskeyCeremonies;
+  /** Dynamic client registration and management (RFC 7591/7592, src/admin/registrations.ts). */
+  registrations: ClientRegistrations;
   log: Logger;
 }

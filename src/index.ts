@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { ClientAdmin } from './admin/clients.js';
+import { ClientRegistrations } from './admin/registrations.js';
 import { ConfigError, type ConfigOverrides, issuerPath, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
@@ -46,7 +47,7 @@ import { DirectoryUnavailable, type UserDirectory } from './users/directory.js';
 import { LdapDirectory } from './users/ldap/ldap-directory.js';
 import type { ProfileService } from './tokens/profile.js';
 import { apiSecretsOf, ClientRegistry } from './clients/registry.js';
-import { ClientKeys } from './clients/client-keys.js';
+import { ClientKeys, fetchBoundedText } from './clients/client-keys.js';
 import { ClientMetadataDocuments } from './clients/metadata-documents.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './limits/failure-limiter.js';
 import { PrimaryFailureCounters } from './limits/primary-counters.js';
@@ -286,6 +287,33 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
     const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
     const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);
+    const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log });
+    // A directory that cannot answer names no user here: the check of clients naming users must
+    // not stop the start or the reload while a directory is down.
+    const isUserSubject = async (id: string) => {
+      try {
+        return (await users.findBySubject(id)) !== undefined;
+      } catch (err) {
+        if (err instanceof DirectoryUnavailable) return false;
+        throw err;
+      }
+    };
+    const reloadClients = () => clientAdmin.reload(clients, isUserSubject);
+    const tokens = new TokenService(cfg.issuer, keys, store.records, resources, options.profileService);
+    const registrations = new ClientRegistrations(store.registrations, {
+      config: cfg,
+      issuer: cfg.issuer,
+      admin: clientAdmin,
+      clients,
+      tokens,
+      scopes: resources.allScopeNames(),
+      idTokenAlg: tokens.signingAlgorithmFor({ profile: null }),
+      reload: reloadClients,
+      fetchText: (url) => fetchBoundedText(url),
+      events,
+      log,
+    });
+    clients.onLookup = (id) => registrations.touch(id);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -296,7 +324,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       clients,
       resources,
       users,
-      tokens: new TokenService(cfg.issuer, keys, store.records, resources, options.profileService),
+      tokens,
       events,
       limiter,
       replay,
@@ -312,6 +340,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       secondStep: new SecondStepService(mfa, users, clients, limiter, events),
       enrollment: new FactorEnrollment(mfa, users, limiter, events),
       webauthn,
+      registrations,
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
       log,
     };
@@ -323,20 +352,11 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
       log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
-    const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log });
-    // A directory that cannot answer names no user here: the check of clients naming users must
-    // not stop the start or the reload while a directory is down.
-    const isUserSubject = async (id: string) => {
-      try {
-        return (await context.users.findBySubject(id)) !== undefined;
-      } catch (err) {
-        if (err instanceof DirectoryUnavailable) return false;
-        throw err;
-      }
-    };
-    const reloadClients = () => clientAdmin.reload(context.clients, isUserSubject);
     await reloadClients();
-    const housekeeping = startHousekeeping([() => keys.refresh(), reloadClients], store.maintenance, log, {
+    await registrations.removeUnused();
+    // Unused dynamic clients go at each reload (an indexed query; conditional deletes, so nodes may race).
+    const removeUnusedClients = async () => void (await registrations.removeUnused());
+    const housekeeping = startHousekeeping([() => keys.refresh(), reloadClients, removeUnusedClients], store.maintenance, log, {
       keyReloadSeconds: cfg.signingKeys.reloadSeconds,
       cleanupIntervalSeconds: cfg.cleanup.intervalSeconds,
       batchSize: cfg.cleanup.batchSize,

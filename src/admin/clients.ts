@@ -73,6 +73,21 @@ export class ClientAdmin {
    *   the subject of a config-file or stored user (RFC 9068 §5; field `clientId`).
    */
   async add(client: unknown): Promise<AddedClient> {
+    const stored = this.prepare(client);
+    const clientId = String(stored.clientId);
+    const user = await this.store.users.findUserBySubject(clientId);
+    if (user) throw new AdminError('invalid', clientSubjectCollision(clientId, `stored user "${user.username}"`), 'clientId');
+    await this.store.clients.saveClient(clientId, stored);
+    return { clientId, shadowedByConfig: this.options.config.clients.some((c) => c.clientId === clientId) };
+  }
+
+  /**
+   * Validates `client` as `add` does (together with the config file) and returns the form it is
+   * stored in: clear-text `clientSecrets` as `sha256:<base64>` digests (digests stay as given).
+   * Dynamic registration (`ClientRegistrations`) stores through it too.
+   * @throws AdminError `invalid` as `add` (not the user-subject check, which needs the store)
+   */
+  prepare(client: unknown): Record<string, unknown> {
     if (!isJsonObject(client)) throw new AdminError('invalid', 'client must be a JSON object');
     // References are the operator's config file's: stored data may not read the server's environment or files.
     if (containsReference(client)) throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
@@ -86,11 +101,8 @@ export class ClientAdmin {
       if (err instanceof ConfigError) throw new AdminError('invalid', err.message);
       throw err;
     }
-    const user = await this.store.users.findUserBySubject(clientId);
-    if (user) throw new AdminError('invalid', clientSubjectCollision(clientId, `stored user "${user.username}"`), 'clientId');
     const secrets = Array.isArray(client.clientSecrets) ? (client.clientSecrets as string[]) : [];
-    await this.store.clients.saveClient(clientId, { ...client, clientSecrets: secrets.map((s) => `sha256:${secretDigest(s).toString('base64')}`) });
-    return { clientId, shadowedByConfig: this.options.config.clients.some((c) => c.clientId === clientId) };
+    return { ...client, clientSecrets: secrets.map((s) => (s.startsWith('sha256:') ? s : `sha256:${secretDigest(s).toString('base64')}`)) };
   }
 
   /**

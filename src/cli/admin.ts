@@ -10,6 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { ClientAdmin } from '../admin/clients.js';
+import { mintInitialToken } from '../admin/registrations.js';
 import { AdminError } from '../admin/errors.js';
 import { KeyAdmin } from '../admin/keys.js';
 import { SessionAdmin } from '../admin/sessions.js';
@@ -30,6 +31,8 @@ export interface AdminFlags {
   'password-stdin'?: boolean;
   json?: string;
   file?: string;
+  'max-registrations'?: string;
+  lifetime?: string;
 }
 
 /** `sigil keys list | rotate [--alg ALG] | retire KID`: signing key management on the store. */
@@ -122,6 +125,8 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
 /**
  * `sigil clients list | add | remove`: clients kept in the store. A new client is validated as if
  * it were in the config file (errors name the field path); its secrets are stored as SHA-256.
+ * `sigil clients initial-token`: an initial access token for dynamic registration (RFC 7591 §3),
+ * printed on stdout once (the note on stderr), stored as its SHA-256.
  */
 export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, overrides: ConfigOverrides, args: string[], flags: AdminFlags): Promise<number> {
   const store = await openStore(cfg.storage);
@@ -145,7 +150,19 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
       console.log(`removed client ${id}`);
       return 0;
     }
-    return usage('sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID');
+    if (action === 'initial-token') {
+      // RFC 7591 §3: an initial access token for /connect/register, printed once, stored as its hash.
+      const max = Number(flags['max-registrations'] ?? 1);
+      const lifetime = Number(flags.lifetime ?? 86_400);
+      if (!Number.isInteger(max) || max < 1 || max > 10_000) return usage('--max-registrations takes a whole number from 1 to 10000');
+      if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > 31_536_000) return usage('--lifetime takes seconds from 1 to 31536000');
+      const { token, expiresAt } = await mintInitialToken(store.registrations, max, lifetime);
+      if (!cfg.registration.enabled) console.warn('sigil: warning: registration.enabled is false in the config: /connect/register is not served');
+      console.log(token);
+      console.warn(`an initial access token for ${max} registration(s), valid until ${new Date(expiresAt * 1000).toISOString()}; shown once`);
+      return 0;
+    }
+    return usage('sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID | initial-token [--max-registrations N] [--lifetime SECONDS]');
   } catch (err) {
     // A config-file client is not one of the stored clients these commands change.
     return refused(err, (e) => (e.code === 'read_only' ? `no stored client "${id}"` : undefined));

@@ -35,7 +35,8 @@ const COMMANDS: Record<string, string> = {
            | set-password USERNAME [--password P | --password-stdin] | remove USERNAME|SUBJECT
            | mfa list|reset USERNAME [--tenant T]
            | sessions revoke USERNAME [--tenant T]`,
-  clients: 'sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID',
+  clients: `sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID
+           | initial-token [--max-registrations N] [--lifetime SECONDS]`,
   config: 'sigil config schema | check FILE',
 };
 
@@ -55,6 +56,8 @@ const OPTIONS = {
   'password-stdin': { type: 'boolean' },
   json: { type: 'string' },
   file: { type: 'string' },
+  'max-registrations': { type: 'string' },
+  lifetime: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
 } as const;

@@ -92,21 +92,42 @@ function boundedFetch(get: (url: string, options: RequestInit) => Promise<Respon
   return async (url, options) => {
     if (Date.now() - failedAt < JWKS_REFETCH_SECONDS * 1000) throw new Error('the last fetch of this JWKS failed recently');
     try {
-      const res = await get(url, { ...options, redirect: 'manual' });
-      if (res.status !== 200 || !res.body) throw new Error(`status ${res.status}`);
-      const chunks: Uint8Array[] = [];
-      let size = 0;
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        size += chunk.byteLength;
-        if (size > MAX_JWKS_BYTES) throw new Error('the JWKS is too large');
-        chunks.push(chunk);
-      }
-      const text = Buffer.concat(chunks).toString('utf8');
-      if (jsonBoundsViolation(text, { ...CALLER_JSON_BOUNDS, maxLength: MAX_JWKS_BYTES })) throw new Error('the JWKS is out of bounds');
+      const text = await fetchBoundedText(url, options, get);
       return new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
     } catch (err) {
       failedAt = Date.now();
       throw err;
     }
   };
+}
+
+/**
+ * Fetches a client's JSON document (a JWKS; a `sector_identifier_uri`, OIDC Core §8.1) within the
+ * bounds of the JWKS fetch: `JWKS_FETCH_TIMEOUT_MS` unless `options` carries its own signal, at
+ * most `MAX_JWKS_BYTES`, nesting within `CALLER_JSON_BOUNDS`, no redirect, status 200 only.
+ * @param get the fetch underneath: the global one, or one under the SSRF guard
+ *   (`ClientKeys.guardedGet`) for URLs that callers choose
+ * @returns the body as text
+ * @throws Error naming the bound that failed (status, size, bounds, timeout, network)
+ */
+export async function fetchBoundedText(
+  url: string,
+  options: RequestInit = {},
+  get: (url: string, options: RequestInit) => Promise<Response> = fetch,
+): Promise<string> {
+  const res = await get(url, { signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS), ...options, redirect: 'manual' });
+  if (res.status !== 200 || !res.body) {
+    await res.body?.cancel();
+    throw new Error(`status ${res.status}`);
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength;
+    if (size > MAX_JWKS_BYTES) throw new Error('the document is too large');
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (jsonBoundsViolation(text, { ...CALLER_JSON_BOUNDS, maxLength: MAX_JWKS_BYTES })) throw new Error('the document is out of bounds');
+  return text;
 }

@@ -11,10 +11,10 @@
  *
  * Such clients are kept narrow: public (`none`) or `private_key_jwt` with public keys from
  * `jwks` or `jwks_uri` (draft §4.1: no shared secrets), the authorization code grant with PKCE
- * and refresh tokens only, never a `sigil:*` scope, and consent is asked every time, naming the
+ * and refresh tokens only, never a management scope (`scim`, `sigil:*`), and consent is asked every time, naming the
  * URL's host (draft §"OAuth Phishing Attacks").
  */
-import { type ClientConfig, clientSchema } from '../config/schema.js';
+import { type ClientConfig, clientSchema, isManagementScope } from '../config/schema.js';
 import { guardedGet, OutboundRefused } from '../http/outbound.js';
 import type { FailureLimiter } from '../limits/failure-limiter.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
@@ -51,7 +51,7 @@ export interface MetadataDocumentSettings {
   allowLoopback: boolean;
   /** Fetches one address (an IPv6 /64) may cause per `windowSeconds`. */
   fetchesPerAddress: number;
-  /** Scopes such clients may request; null: every identity and API scope but `sigil:*` ones. */
+  /** Scopes such clients may request; null: every identity and API scope but the management ones (`scim`, `sigil:*`). */
   allowedScopes: string[] | null;
 }
 
@@ -208,7 +208,7 @@ export function freshnessSeconds(headers: Record<string, string | string[] | und
 /**
  * The client a document describes (RFC 7591 §2 metadata, draft §4).
  * @param url the Client Identifier URL it was fetched from
- * @param allowedScopes the scopes such a client may request at most (`sigil:*` ones are dropped)
+ * @param allowedScopes the scopes such a client may request at most (the management ones, `scim` and `sigil:*`, are dropped)
  * @throws MetadataDocumentError naming the first problem.
  */
 export function clientFromDocument(url: string, document: unknown, allowedScopes: readonly string[]): Client {
@@ -233,8 +233,8 @@ export function clientFromDocument(url: string, document: unknown, allowedScopes
   for (const uri of redirectUris) if (!isAcceptableRedirectUri(uri)) throw refuse('has a redirect_uri that is not https, loopback http, or a private-use scheme without fragment');
   const offline = grantTypes.includes('refresh_token');
   const requested = typeof doc.scope === 'string' ? doc.scope.split(' ').filter((s) => s !== '') : undefined;
-  // Sigil's own API (sigil:* scopes) is never for a client nobody registered.
-  const scopes = allowedScopes.filter((s) => !s.startsWith('sigil:') && (s !== 'offline_access' || offline) && (requested === undefined || requested.includes(s)));
+  // Sigil's own API (scim, sigil:* scopes) is never for a client nobody registered.
+  const scopes = allowedScopes.filter((s) => !isManagementScope(s) && (s !== 'offline_access' || offline) && (requested === undefined || requested.includes(s)));
   const display = {
     clientName: optionalText(doc.client_name, 'client_name', refuse),
     logoUri: optionalHttpsUrl(doc.logo_uri, 'logo_uri', refuse),

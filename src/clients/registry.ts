@@ -105,11 +105,20 @@ export class ClientRegistry {
   }
 
   /**
+   * Told of every registered client found by `get` or `resolve` (a request naming it): dynamic
+   * registration records last use from it (`ClientRegistrations.touch`, cheap for all but a day's
+   * first use). None by default.
+   */
+  onLookup: (clientId: string) => void = () => {};
+
+  /**
    * The enabled client with that id, or undefined; a client of a metadata document only while
    * its document is cached and fresh (`resolve` fetches it).
    */
   get(clientId: string): Client | undefined {
-    return this.clients.get(clientId) ?? this.documents?.cached(clientId);
+    const client = this.clients.get(clientId);
+    if (client) this.onLookup(clientId);
+    return client ?? this.documents?.cached(clientId);
   }
 
   /**
@@ -122,6 +131,7 @@ export class ClientRegistry {
    */
   async resolve(clientId: string, address: string): Promise<Client | undefined> {
     const registered = this.clients.get(clientId);
+    if (registered) this.onLookup(clientId);
     if (registered || !this.documents?.handles(clientId)) return registered;
     return this.documents.resolve(clientId, address);
   }

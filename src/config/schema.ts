@@ -77,6 +77,22 @@ const FAPI2_REFUSED_GRANTS = ['implicit', 'hybrid', 'password'];
 /** The longest authorization code lifetime of a `fapi2` client, in seconds (FAPI 2.0 SP §5.3.2.1). */
 export const FAPI2_MAX_CODE_LIFETIME = 60;
 
+/**
+ * Sigil's own API (issue 25): the built-in API resource `sigil` (the `aud` of its tokens) and its
+ * scopes. `scim`: SCIM 2.0 users and groups at /scim/v2 (RFC 7644); `sigil:admin`: everything
+ * under /admin/v1; `sigil:admin:read`: its GET requests; `sigil:register`: initial access tokens
+ * for Dynamic Client Registration (RFC 7591 §3). Clients list them in `allowedScopes` like any API
+ * scope; a token acting for a user carries them only for an `admin.userRole` user after MFA.
+ */
+export const MANAGEMENT_RESOURCE = 'sigil';
+/** The scopes of `MANAGEMENT_RESOURCE`. */
+export const MANAGEMENT_SCOPES = ['scim', 'sigil:admin', 'sigil:admin:read', 'sigil:register'] as const;
+
+/** Whether a scope belongs to Sigil's management API (`MANAGEMENT_SCOPES`, or any `sigil:` name): never a dynamic client's. */
+export function isManagementScope(scope: string): boolean {
+  return scope.startsWith('sigil:') || (MANAGEMENT_SCOPES as readonly string[]).includes(scope);
+}
+
 const identityResource = z.strictObject({
   name: nonEmpty.meta({ description: "The scope name" }),
   displayName: z.string().max(200).optional().meta({ description: "Shown on the consent page instead of the scope name" }),
@@ -380,6 +396,41 @@ const dpop = z
   .default(DPOP_DEFAULTS)
   .meta({ description: 'DPoP at the token endpoint and userinfo: the proof window and server nonces', spec: 'RFC 9449' });
 
+/** Grant types a dynamically registered client may be given (never password or token exchange). */
+export const DYNAMIC_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+/** Token endpoint methods a dynamically registered client may use: no client_secret_jwt, its secret is kept as a digest only. */
+export const DYNAMIC_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'] as const;
+/** Default `registration` settings. */
+export const REGISTRATION_DEFAULTS = {
+  enabled: false,
+  open: false,
+  allowedGrantTypes: ['authorization_code', 'refresh_token'] as (typeof DYNAMIC_GRANT_TYPES)[number][],
+  allowedTokenEndpointAuthMethods: [...DYNAMIC_AUTH_METHODS],
+  registrationsPerAccessToken: 10,
+  registrationsPerAddress: 20,
+  windowSeconds: 3600,
+  unusedClientDays: 90,
+};
+
+/**
+ * Dynamic Client Registration (RFC 7591) and its management (RFC 7592) at /connect/register:
+ * off unless `enabled`; without `open` every registration needs an initial access token.
+ */
+const registration = z
+  .strictObject({
+    enabled: z.boolean().default(REGISTRATION_DEFAULTS.enabled).meta({ description: "Serve /connect/register and advertise registration_endpoint", spec: "RFC 7591 §3; RFC 8414 §2" }),
+    open: z.boolean().default(REGISTRATION_DEFAULTS.open).meta({ description: "Anyone may register a client without an initial access token (still bound by the policies and registrationsPerAddress)", spec: "RFC 7591 §3" }),
+    allowedGrantTypes: z.array(z.enum(DYNAMIC_GRANT_TYPES)).min(1).default(REGISTRATION_DEFAULTS.allowedGrantTypes).meta({ description: "Grant types a dynamic client may register: authorization_code, refresh_token, client_credentials (password and token exchange never)", spec: "RFC 7591 §2" }),
+    allowedScopes: z.array(nonEmpty).optional().meta({ description: "Scopes a dynamic client may register; default every identity scope and offline_access; sigil:* scopes never", spec: "RFC 7591 §2" }),
+    allowedTokenEndpointAuthMethods: z.array(z.enum(DYNAMIC_AUTH_METHODS)).min(1).default(REGISTRATION_DEFAULTS.allowedTokenEndpointAuthMethods).meta({ description: "token_endpoint_auth_method values a dynamic client may register", spec: "RFC 7591 §2" }),
+    registrationsPerAccessToken: z.number().int().positive().default(REGISTRATION_DEFAULTS.registrationsPerAccessToken).meta({ description: "Registrations one access token with the sigil:register scope may make (tokens of sigil clients initial-token carry their own cap)" }),
+    registrationsPerAddress: z.number().int().positive().default(REGISTRATION_DEFAULTS.registrationsPerAddress).meta({ description: "Registrations one address (an IPv6 /64) may make per windowSeconds, with or without an initial access token" }),
+    windowSeconds: lifetime.default(REGISTRATION_DEFAULTS.windowSeconds).meta({ description: "The window of registrationsPerAddress, seconds" }),
+    unusedClientDays: z.number().int().min(0).default(REGISTRATION_DEFAULTS.unusedClientDays).meta({ description: "A dynamic client neither used nor managed for this many days is removed; 0 keeps them" }),
+  })
+  .default(REGISTRATION_DEFAULTS)
+  .meta({ description: 'Dynamic client registration and management', spec: 'RFC 7591; RFC 7592' });
+
 /** Where the management listener serves `/metrics` (DESIGN §4); port 0 = any free port. */
 export const DEFAULT_METRICS = { host: '127.0.0.1', port: 9464 } as const;
 
@@ -431,7 +482,7 @@ const branding = z.strictObject({
 });
 
 /** The top-level fields the config's cross-field rules read. */
-const CROSS_CHECKED = new Set(['clients', 'users', 'identityResources', 'apiScopes', 'apiResources', 'identityProviders', 'signingAlgorithms']);
+const CROSS_CHECKED = new Set(['clients', 'registration', 'users', 'identityResources', 'apiScopes', 'apiResources', 'identityProviders', 'signingAlgorithms']);
 
 /** The whole config file. */
 export const configSchema = z
@@ -507,6 +558,12 @@ export const configSchema = z
         maxEntries: z.number().int().min(1).max(1_000_000).default(10_000).meta({ description: "The most rows kept per process" }),
       })
       .default({ maxAgeMilliseconds: 1000, maxEntries: 10_000 }).meta({ description: "Introspection and userinfo reuse a token row read less than maxAgeMilliseconds ago: the bound within which a revocation on another node is seen; 0 reads the store every time" }),
+    registration,
+    admin: z
+      .strictObject({
+        userRole: nonEmpty.max(200).default('sigil-admin').meta({ description: "The role (a value of the user's role claim, or a SCIM group's displayName) a user needs for a token acting for them to carry the scopes of Sigil's management API (scim, sigil:admin, sigil:admin:read, sigil:register); a multi-factor sign-in is required too" }),
+      })
+      .default({ userRole: 'sigil-admin' }).meta({ description: "Sigil's management API (SCIM at /scim/v2, /admin/v1): who may manage it" }),
     cleanup: z
       .strictObject({
         intervalSeconds: lifetime.default(60).meta({ description: "How often expired rows are removed, seconds" }),
@@ -522,7 +579,7 @@ export const configSchema = z
     const duplicates = (names: string[]) => names.filter((n, i) => names.indexOf(n) !== i);
     for (const d of duplicates(cfg.clients.map((c) => c.clientId))) issue(['clients'], `duplicate clientId "${d}"`);
     const identity = new Set(cfg.identityResources.map((r) => r.name));
-    const api = new Set(cfg.apiScopes.map((s) => s.name));
+    const api = new Set([...cfg.apiScopes.map((s) => s.name), ...MANAGEMENT_SCOPES]);
     for (const [i, r] of cfg.identityResources.entries())
       if (api.has(r.name)) issue(['identityResources', i, 'name'], `"${r.name}" is also an API scope`);
     for (const d of duplicates(cfg.identityResources.map((r) => r.name)))
@@ -531,6 +588,9 @@ export const configSchema = z
     for (const d of duplicates(cfg.apiResources.map((r) => r.name))) issue(['apiResources'], `duplicate name "${d}"`);
     if (identity.has('offline_access') || api.has('offline_access'))
       issue(['apiScopes'], '"offline_access" is built in and cannot be declared');
+    for (const [field, names] of [['apiScopes', cfg.apiScopes.map((r) => r.name)], ['apiResources', cfg.apiResources.map((r) => r.name)]] as const)
+      for (const n of names)
+        if (n === MANAGEMENT_RESOURCE || (MANAGEMENT_SCOPES as readonly string[]).includes(n)) issue([field], `"${n}" is built in (Sigil's management API) and cannot be declared`);
     cfg.apiResources.forEach((r, i) =>
       r.scopes.forEach((s, j) => {
         if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);
@@ -590,6 +650,11 @@ export const configSchema = z
     cfg.clients.forEach((c, i) => {
       const j = subjects.get(c.clientId);
       if (j !== undefined) issue(['clients', i, 'clientId'], clientSubjectCollision(c.clientId, `users[${j}]`));
+    });
+    cfg.registration.allowedScopes?.forEach((s, j) => {
+      const at = ['registration', 'allowedScopes', j];
+      if (isManagementScope(s)) issue(at, `"${s}" is a scope of Sigil's management API and never given to a dynamic client`);
+      else if (s !== 'offline_access' && !identity.has(s) && !api.has(s)) issue(at, `unknown scope "${s}"`);
     });
     for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
       issue(['identityProviders'], `duplicate name "${d}"`);

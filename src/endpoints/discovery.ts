@@ -1,9 +1,11 @@
 /**
- * Discovery (OpenID Connect Discovery 1.0 §3, RFC 8414 §2) at `/.well-known/openid-configuration`
- * and the JWKS (RFC 7517) at `/.well-known/openid-configuration/jwks`. Every URL derives from the
- * configured issuer, never from the request (RFC 9700 §4.13); only what is implemented is advertised.
+ * Discovery (OpenID Connect Discovery 1.0 §3, RFC 8414 §2) at `/.well-known/openid-configuration`,
+ * the same document as OAuth 2.0 Authorization Server Metadata at
+ * `/.well-known/oauth-authorization-server` (RFC 8414 §3), and the JWKS (RFC 7517) at
+ * `/.well-known/openid-configuration/jwks`. Every URL derives from the configured issuer, never
+ * from the request (RFC 9700 §4.13); only what is implemented is advertised.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { ASSERTION_ALGORITHMS } from '../config/schema.js';
 import { methodNotAllowed } from '../http/request.js';
@@ -11,6 +13,7 @@ import { attainableAcrs } from '../users/acr.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../resources/scopes.js';
 import { DPOP_ALGORITHMS } from '../validation/dpop.js';
+import { REGISTRATION_PATH } from './registration.js';
 import { REQUEST_OBJECT_ASYMMETRIC, REQUEST_OBJECT_SYMMETRIC } from '../validation/request-object.js';
 
 /** The methods of confidential clients (RFC 6749 §2.3.1; OIDC Core §9). */
@@ -85,21 +88,43 @@ export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
     // draft-ietf-oauth-client-id-metadata-document §6 (also in the RFC 8414 document built here).
     client_id_metadata_document_supported: documents,
+    // RFC 7591 §3, RFC 8414 §2: advertised only where registration is served.
+    ...(ctx.config.registration.enabled ? { registration_endpoint: `${base}${REGISTRATION_PATH}` } : {}),
   };
 }
 
-/** Registers discovery and the JWKS (GET; other methods 405). */
+/**
+ * The paths of the RFC 8414 metadata: `/.well-known/oauth-authorization-server`, and for an issuer
+ * with a path also that path appended to it (RFC 8414 §3.1: the well-known segment goes between
+ * the host and the issuer's path, so a client of issuer `https://h/tenant` asks
+ * `https://h/.well-known/oauth-authorization-server/tenant`; a proxy that mounts Sigil under the
+ * issuer's path forwards either form).
+ */
+export function metadataPaths(issuer: string): string[] {
+  const path = new URL(issuer).pathname.replace(/\/+$/, '');
+  return path === '' ? [METADATA_PATH] : [METADATA_PATH, `${METADATA_PATH}${path}`];
+}
+
+const DISCOVERY_PATH = '/.well-known/openid-configuration';
+const METADATA_PATH = '/.well-known/oauth-authorization-server';
+const JWKS_PATH = '/.well-known/openid-configuration/jwks';
+
+/** Registers discovery, the RFC 8414 metadata and the JWKS (GET; other methods 405). */
 export function discoveryEndpoints(app: FastifyInstance, ctx: SigilContext, grantTypes: readonly string[]): void {
   // The document depends on the clients (grant types, PKCE methods): rebuilt when they change.
+  // OpenID discovery and RFC 8414 metadata are one document from one builder (RFC 8414 §2 is the
+  // superset OIDC Discovery §3 registers into), so they can never disagree.
   let cached = { version: -1, document: '' };
-  app.get('/.well-known/openid-configuration', async (_request, reply) => {
+  const document = async (_request: unknown, reply: FastifyReply) => {
     if (cached.version !== ctx.clients.version)
       cached = { version: ctx.clients.version, document: JSON.stringify(discoveryDocument(ctx, grantTypes)) };
     return reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(cached.document);
-  });
-  app.get('/.well-known/openid-configuration/jwks', async (_request, reply) =>
+  };
+  const documentPaths = [DISCOVERY_PATH, ...metadataPaths(ctx.issuer)];
+  for (const url of documentPaths) app.get(url, document);
+  app.get(JWKS_PATH, async (_request, reply) =>
     reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(ctx.keys.jwks()),
   );
-  for (const url of ['/.well-known/openid-configuration', '/.well-known/openid-configuration/jwks'])
+  for (const url of [...documentPaths, JWKS_PATH])
     app.route({ method: ['POST', 'PUT', 'DELETE', 'PATCH'], url, handler: methodNotAllowed('GET') });
 }

@@ -26,7 +26,12 @@ export type SigilEventName =
   | 'webauthn_registered'
   | 'webauthn_removed'
   | 'webauthn_succeeded'
-  | 'webauthn_failed';
+  | 'webauthn_failed'
+  // Dynamic client registration (RFC 7591, RFC 7592): a client registered, its registration
+  // replaced, the client deleted by itself or removed unused (endpoint `housekeeping`).
+  | 'client_registered'
+  | 'client_updated'
+  | 'client_deleted';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {

@@ -231,6 +231,33 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('group_members_subject').on('group_members').column('subject_id').execute();
     },
   },
+  '0013_dynamic_clients': {
+    async up(db: Kysely<unknown>) {
+      // Dynamic client registration (RFC 7591, RFC 7592; stores/client-registrations.ts): the
+      // registration record of each dynamic client (its settings stay in `clients`), with the
+      // SHA-256 of its registration access token and, to the day, its last use (the unused-client
+      // clean-up reads it by last_used_at); and the SHA-256 of initial access tokens with their
+      // expiry and how many registrations they have made of how many.
+      await db.schema
+        .createTable('client_registrations')
+        .addColumn('client_id', 'varchar(100)', (c) => c.primaryKey())
+        .addColumn('token_hash', 'varchar(64)', (c) => c.notNull())
+        .addColumn('metadata', 'text', (c) => c.notNull())
+        .addColumn('issued_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('client_registrations_last_used').on('client_registrations').column('last_used_at').execute();
+      await db.schema
+        .createTable('initial_access_tokens')
+        .addColumn('token_hash', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('kind', 'varchar(16)', (c) => c.notNull())
+        .addColumn('max_registrations', 'integer', (c) => c.notNull())
+        .addColumn('registrations', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('initial_access_tokens_expires').on('initial_access_tokens').column('expires_at').execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -25,6 +25,7 @@ import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
+import { type RegistrationStore, SqlRegistrationStore } from './client-registrations.js';
 import { grantRecords, type GrantRecords } from './records/index.js';
 import type {
   ClientStore,
@@ -320,6 +321,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   private webauthnStore: WebAuthnCredentialStore | undefined;
   get webauthn(): WebAuthnCredentialStore {
     return (this.webauthnStore ??= new SqlWebAuthnCredentials(this.db as Kysely<unknown>));
+  }
+  // Dynamic client registration (RFC 7591/7592): its own module, same database.
+  private registrationStore: RegistrationStore | undefined;
+  get registrations(): RegistrationStore {
+    return (this.registrationStore ??= new SqlRegistrationStore(this.db as Kysely<unknown>));
   }
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
