@@ -2,6 +2,9 @@
  * Library entry: `createSigil(config)` builds a provider (store, keys, services, Fastify app)
  * from a config object of DESIGN §4.
  */
+import { AccountEmail } from './email/account-email.js';
+import { Mailer } from './email/mailer.js';
+import { productName } from './config/product-name.js';
 import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
@@ -193,10 +196,11 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const replay = new ReplayCache(store.grants);
-    const users = await UserService.create(cfg.users, store.users);
+    const users = await UserService.create(cfg.users, store.users, store.emails);
     // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
     const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
     const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);
+    const mailer = cfg.email ? new Mailer(cfg.email, productName(cfg)) : undefined;
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -223,6 +227,10 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       enrollment: new FactorEnrollment(mfa, users, limiter, events),
       webauthn,
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
+      // Email through SMTP (issue 24): reset, verification, self-registration.
+      ...(mailer && cfg.email
+        ? { email: new AccountEmail({ store, logout, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log }) }
+        : {}),
       log,
     };
     // Upstream providers' calls and each back-channel logout delivery (`attempt`, the deliverer's
@@ -264,6 +272,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
         await metricsApp.close();
         await deliverer.stop();
         await app.close();
+        mailer?.close();
         await store.close();
         await limiter.counters.close();
         await tracing?.flush();

@@ -9,6 +9,7 @@ import { hashHandle } from '../crypto/handles.js';
 import type { GrantStore } from './grant-store.js';
 import type { GrantRecords } from './records/index.js';
 import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
+import type { UserEmailStore } from './user-emails.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -221,6 +222,8 @@ export interface Store {
   maintenance: Maintenance;
   /** WebAuthn credentials: passkeys and security keys (issue 12, `webauthn-credentials.ts`). */
   webauthn: WebAuthnCredentialStore;
+  /** Users' email addresses (issue 24, `user-emails.ts`). */
+  emails: UserEmailStore;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import type { UserConfig } from '../config/schema.js';
 import type { UserStore } from '../stores/types.js';
+import type { UserEmailStore } from '../stores/user-emails.js';
 
 /** A user as the protocol layer sees it. */
 export interface User {
@@ -42,14 +43,17 @@ export class UserService {
     private readonly configUsers: readonly Candidate[],
     private readonly store: UserStore,
     private readonly dummyHash: string,
+    private readonly emails: UserEmailStore | undefined,
   ) {}
 
   /**
    * Hashes the config's clear-text passwords and the dummy password with argon2id, once, before
    * the first request: a lazy hash would make the first check of an existing username slower
    * (username enumeration). No clear-text password is kept.
+   * @param emails the stored users' addresses: a stored user's primary address is their `email`
+   *   claim, its verified flag `email_verified` (OIDC Core §5.1), over any such claims they have
    */
-  static async create(configUsers: readonly UserConfig[], store: UserStore): Promise<UserService> {
+  static async create(configUsers: readonly UserConfig[], store: UserStore, emails?: UserEmailStore): Promise<UserService> {
     const candidates = await Promise.all(
       configUsers.map(async (u): Promise<Candidate> => ({
         user: { subjectId: u.subjectId, username: u.username, tenant: u.tenant ?? null, isActive: u.isActive, claims: u.claims },
@@ -57,7 +61,7 @@ export class UserService {
       })),
     );
     // The dummy's password is random: nobody knows a password that matches it.
-    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')));
+    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')), emails);
   }
 
   /** The user with that subject, or undefined. */
@@ -65,7 +69,7 @@ export class UserService {
     const fromConfig = this.configUsers.find((c) => c.user.subjectId === subjectId);
     if (fromConfig) return fromConfig.user;
     const stored = await this.store.findUserBySubject(subjectId);
-    return stored ? storedToUser(stored) : undefined;
+    return stored ? this.storedToUser(stored) : undefined;
   }
 
   /**
@@ -95,10 +99,12 @@ export class UserService {
     if (matches.length === 1) return matches[0];
     if (matches.length > 1) return undefined;
     const stored = await this.store.findUserByUsername(username, tenant);
-    return stored ? { user: storedToUser(stored), passwordHash: stored.passwordHash } : undefined;
+    return stored ? { user: await this.storedToUser(stored), passwordHash: stored.passwordHash } : undefined;
   }
-}
 
-function storedToUser(s: { subjectId: string; username: string; tenant: string | null; isActive: boolean; claims: Record<string, unknown> }): User {
-  return { subjectId: s.subjectId, username: s.username, tenant: s.tenant, isActive: s.isActive, claims: s.claims };
+  private async storedToUser(s: { subjectId: string; username: string; tenant: string | null; isActive: boolean; claims: Record<string, unknown> }): Promise<User> {
+    const email = await this.emails?.primary(s.subjectId);
+    const claims = email ? { ...s.claims, email: email.value, email_verified: email.verified } : s.claims;
+    return { subjectId: s.subjectId, username: s.username, tenant: s.tenant, isActive: s.isActive, claims };
+  }
 }
