@@ -4,7 +4,10 @@
  * enumeration, single use, the 15-minute expiry, sessions and refresh tokens ended), email
  * verification and the email claims, self-registration.
  */
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -14,9 +17,12 @@ import { nowSeconds } from '../../src/crypto/handles.js';
 import { Browser as InjectBrowser, input } from '../authorize-helpers.js';
 import { form, basic, tempDir, testConfig } from '../helpers.js';
 import { linkIn, SmtpReceiver } from '../smtp-receiver.js';
+import { audit } from './accessibility.js';
 import { launchChromium } from './browser-fixture.js';
 import { freePort } from './ports.js';
 
+const run = promisify(execFile);
+const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const ERIN = { username: 'erin', email: 'Erin@Example.org', password: 'harbour-violet-19' };
 const NEW_PASSWORD = 'lantern-orchard-74';
 
@@ -92,9 +98,11 @@ describe('password reset by mail', () => {
     await page.goto(`${base}/account/login`);
     await go('text=Forgot password?');
     expect(page.url()).toBe(`${base}/account/forgot`);
+    expect(await audit(page)).toEqual([]);
     await page.fill('#identifier', 'erin@example.ORG');
     await go('button[type=submit]');
     expect(await text('h1')).toBe('Check your email');
+    expect(await audit(page)).toEqual([]);
 
     const mail = await smtp.waitFor(1);
     expect(mail.to.map((a) => a.toLowerCase())).toEqual([ERIN.email.toLowerCase()]);
@@ -112,6 +120,7 @@ describe('password reset by mail', () => {
 
     await page.goto(link);
     expect(await text('h1')).toBe('Choose a new password');
+    expect(await audit(page)).toEqual([]);
     // A weak password is refused with the policy's reason; the link stays usable.
     await page.fill('#password', 'password1');
     await go('button[type=submit]');
@@ -196,10 +205,30 @@ describe('email verification', () => {
     await page.goto(link);
     expect(await claims()).toMatchObject({ email_verified: false });
     expect(await text('main')).toContain('Confirm that frank@example.org is your address.');
+    expect(await audit(page)).toEqual([]);
     await go('button[type=submit]');
     expect(await text('main')).toContain('Your email address is confirmed.');
     expect(await claims()).toMatchObject({ email: 'frank@example.org', email_verified: true });
     expect((await page.goto(link))?.status()).toBe(400);
+  });
+});
+
+describe('sigil users add --email (the CLI)', () => {
+  it('stores the address unverified and mails a verification link through the configured SMTP server', async () => {
+    const configFile = join(dir, 'cli.json');
+    writeFileSync(configFile, JSON.stringify(testConfig({ issuer: base, mfa: { totpIssuer: 'Acme ID' }, email: { smtpUrl: smtp.url, from: 'Acme ID <id@acme.example>' } })));
+    const sent = smtp.mails.length;
+    const { stdout } = await run(process.execPath, [CLI, 'users', 'add', 'ivan', '--password', 'velvet-canyon-31', '--email', 'ivan@example.org', '--config', configFile, '--storage', `sqlite:${join(dir, 'sigil.db')}`]);
+    expect(stdout).toContain('a verification link was sent to the address');
+    const mail = await smtp.waitFor(sent + 1);
+    expect(mail.subject).toBe('Confirm your email address for Acme ID');
+    expect(mail.text).toContain('the address of the account ivan:');
+    expect(linkIn(mail, '/account/verify').startsWith(`${base}/account/verify?token=`)).toBe(true);
+    const subjectId = (await sigil.context.store.users.findUserByUsername('ivan', null))?.subjectId ?? '';
+    expect(await sigil.context.store.emails.primary(subjectId)).toMatchObject({ value: 'ivan@example.org', verified: false });
+    // An address that is not one is refused with exit code 2.
+    await expect(run(process.execPath, [CLI, 'users', 'set-email', 'ivan', 'not-an-address', '--config', configFile, '--storage', `sqlite:${join(dir, 'sigil.db')}`]))
+      .rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--email: "not-an-address" is not an email address') });
   });
 });
 
@@ -221,6 +250,7 @@ describe('self-registration', () => {
     const sent = smtp.mails.length;
     await page.goto(`${base}/account/login`);
     await go('text=Create an account');
+    expect(await audit(page)).toEqual([]);
     await page.fill('#email', 'grace@example.net');
     await page.fill('#password', 'password');
     await go('button[type=submit]');
