@@ -48,7 +48,7 @@ export function isEmailAddress(value: string): boolean {
 }
 
 /** The outcome of a new password through a reset link. */
-export type ResetOutcome = { ok: true; username: string } | { ok: false; reason: 'invalid_link' } | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
+export type ResetOutcome = { ok: true; subjectId: string; username: string } | { ok: false; reason: 'invalid_link' } | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
 
 /** Links by mail for one Sigil instance. */
 export class AccountEmail {
@@ -115,7 +115,7 @@ export class AccountEmail {
     await this.deps.store.users.setPasswordHash(user.subjectId, passwordHash);
     await this.deps.logout.endSessionsOf(user.subjectId);
     await this.deps.store.records.families.revokeAllOf(user.subjectId, now);
-    return { ok: true, username: user.username };
+    return { ok: true, subjectId: user.subjectId, username: user.username };
   }
 
   /** Mails a link that confirms the user's primary address (nothing when they have none, or the cap holds). */
@@ -162,7 +162,7 @@ export class AccountEmail {
   /**
    * Creates the account of a registration link: username and verified primary address are the
    * address, the password the one chosen on the form.
-   * @returns the new user's username, or undefined for a link that is not live or an address
+   * @returns the new user's subject, or undefined for a link that is not live or an address
    *   taken meanwhile.
    */
   async confirmRegistration(handle: string): Promise<string | undefined> {
@@ -170,11 +170,11 @@ export class AccountEmail {
     const link = await this.deps.store.records.emailLinks.findLive(handle, 'register', now);
     if (!link || !(await this.deps.store.records.emailLinks.consume(handle, now))) return undefined;
     const { email, passwordHash } = link.data;
-    if (await this.addressTaken(email)) return undefined;
+    if (!(await this.deps.store.records.emailLinks.claimAddress(normalizeEmail(email), now)) || (await this.addressTaken(email))) return undefined;
     const subjectId = newId();
     await this.deps.store.users.addUser({ subjectId, username: email, tenant: null, passwordHash: passwordHash ?? null, claims: {}, isActive: true });
     await this.deps.store.emails.setPrimary(subjectId, email, true);
-    return email;
+    return subjectId;
   }
 
   private async addressTaken(email: string): Promise<boolean> {

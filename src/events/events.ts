@@ -26,7 +26,10 @@ export type SigilEventName =
   | 'webauthn_registered'
   | 'webauthn_removed'
   | 'webauthn_succeeded'
-  | 'webauthn_failed';
+  | 'webauthn_failed'
+  // Email (issue 24): a password set through a reset link; an account created by self-registration.
+  | 'password_reset'
+  | 'user_registered';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {

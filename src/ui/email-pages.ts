@@ -14,6 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { isEmailAddress } from '../email/account-email.js';
 import { queryString, single } from '../http/fields.js';
+import { originOf } from '../http/request.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
@@ -113,15 +114,13 @@ export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
     const forgotFields = (value = ''): Field[] => [{ name: 'identifier', type: 'text', labelKey: 'emailOrUsername', autocomplete: 'username', value }];
     const forgotForm = (reply: FastifyReply, lang: string, errors?: string[], status = 200) =>
       form(reply, lang, { titleKey: 'forgotTitle', introKey: 'forgotIntro', action: '/account/forgot', fields: forgotFields(), buttonKey: 'sendLink', errors }, status);
-    const resetForm = (reply: FastifyReply, lang: string, token: string, username: string, errors?: string[]) =>
+    const resetForm = (reply: FastifyReply, lang: string, token: string, errors?: string[]) =>
       form(reply, lang, {
         titleKey: 'resetTitle',
         action: '/account/reset',
         token,
-        // The username travels for password managers (autocomplete="username"), read-only in effect: the link decides the account.
         fields: [{ name: 'password', type: 'password', labelKey: 'newPassword', autocomplete: 'new-password' }],
         buttonKey: 'savePassword',
-        values: { username },
         errors,
       });
 
@@ -141,8 +140,9 @@ export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
       const lang = language(request);
       const token = tokenOf(queryString(request, 'token'));
       const user = token ? await email.resetLinkUser(token) : undefined;
-      if (!token || !user) return invalidLink(reply, lang);
-      return resetForm(reply, lang, token, user.username);
+      // An inactive user's link shows no form: resetPassword would refuse it.
+      if (!token || !user?.isActive) return invalidLink(reply, lang);
+      return resetForm(reply, lang, token);
     });
 
     app.post('/account/reset', async (request, reply) => {
@@ -152,7 +152,8 @@ export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
       const token = tokenOf(single(body, 'token'));
       const outcome = token ? await email.resetPassword(token, single(body, 'password') ?? '') : undefined;
       if (!token || !outcome || (!outcome.ok && outcome.reason === 'invalid_link')) return invalidLink(reply, lang);
-      if (!outcome.ok) return resetForm(reply, lang, token, '', problemTexts(lang, outcome.problems));
+      if (!outcome.ok) return resetForm(reply, lang, token, problemTexts(lang, outcome.problems));
+      ctx.events.emit({ name: 'password_reset', endpoint: 'reset', subjectId: outcome.subjectId, ...originOf(request) });
       return done(reply, lang, 'resetTitle', 'passwordChanged', true);
     });
   }
@@ -189,7 +190,12 @@ export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
       return done(reply, lang, 'checkEmailTitle', 'checkEmail');
     });
 
-    confirmPages(app, kit, '/account/register/confirm', 'registerTitle', (t) => email.linkAddress(t, 'register'), async (t) => ((await email.confirmRegistration(t)) ? 'accountCreated' : undefined));
+    confirmPages(app, kit, '/account/register/confirm', 'registerTitle', (t) => email.linkAddress(t, 'register'), async (t, request) => {
+      const subjectId = await email.confirmRegistration(t);
+      if (subjectId === undefined) return undefined;
+      ctx.events.emit({ name: 'user_registered', endpoint: 'register', subjectId, ...originOf(request) });
+      return 'accountCreated';
+    });
   }
 }
 
@@ -205,7 +211,7 @@ function confirmPages(
   path: string,
   titleKey: keyof Messages,
   address: (token: string) => Promise<string | undefined>,
-  confirm: (token: string) => Promise<keyof Messages | undefined>,
+  confirm: (token: string, request: FastifyRequest) => Promise<keyof Messages | undefined>,
 ): void {
   app.get(path, async (request, reply) => {
     const lang = language(request);
@@ -219,7 +225,7 @@ function confirmPages(
     const body = kit.checkedBody(request, reply, lang);
     if (!body) return reply;
     const token = tokenOf(single(body, 'token'));
-    const textKey = token ? await confirm(token) : undefined;
+    const textKey = token ? await confirm(token, request) : undefined;
     if (!textKey) return kit.invalidLink(reply, lang);
     return kit.done(reply, lang, titleKey, textKey, true);
   });

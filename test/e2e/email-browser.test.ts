@@ -12,6 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSigil, type Sigil } from '../../src/index.js';
+import type { SigilEvent } from '../../src/events/events.js';
 import { UserAdmin } from '../../src/admin/users.js';
 import { nowSeconds } from '../../src/crypto/handles.js';
 import { Browser as InjectBrowser, input } from '../authorize-helpers.js';
@@ -31,6 +32,7 @@ let sigil: Sigil;
 let base = '';
 let chromium: Browser;
 let page: Page;
+const events: SigilEvent[] = [];
 const { dir, cleanup } = tempDir();
 
 beforeAll(async () => {
@@ -47,6 +49,7 @@ beforeAll(async () => {
     { logger: pino({ level: 'silent' }) },
   );
   await sigil.app.listen({ port, host: '127.0.0.1' });
+  sigil.subscribe((e) => void events.push(e));
   await new UserAdmin(sigil.context.store, sigil.context.config).add({ username: ERIN.username, password: ERIN.password, email: ERIN.email, emailVerified: true });
   chromium = await launchChromium();
   page = await (await chromium.newContext()).newPage();
@@ -136,6 +139,7 @@ describe('password reset by mail', () => {
     expect(await sigil.context.store.logout.liveSessions(subjectId, nowSeconds())).toEqual([]);
     expect((await passwordGrant(ERIN.password)).status).toBe(400);
     expect((await passwordGrant(NEW_PASSWORD)).status).toBe(200);
+    expect(events.filter((e) => e.name === 'password_reset')).toEqual([expect.objectContaining({ endpoint: 'reset', subjectId, remoteAddress: '127.0.0.1' })]);
 
     // Single use: the same link again is refused.
     const again = await page.goto(link);
@@ -265,6 +269,8 @@ describe('self-registration', () => {
     await page.goto(linkIn(mail, '/account/register/confirm'));
     await go('button[type=submit]');
     expect(await text('main')).toContain('Your account is ready.');
+    const grace = await sigil.context.store.users.findUserByUsername('grace@example.net', null);
+    expect(events.filter((e) => e.name === 'user_registered')).toEqual([expect.objectContaining({ endpoint: 'register', subjectId: grace?.subjectId })]);
     await go('main a[href="/account/login"]');
     await page.fill('#username', 'grace@example.net');
     await page.fill('#password', 'quiet-lantern-52');

@@ -16,7 +16,7 @@ let sigil: TestSigil & { close: () => Promise<void> };
 
 beforeAll(async () => {
   smtp = await new SmtpReceiver().start();
-  sigil = await startSigil({ email: { smtpUrl: smtp.url, from: 'id@acme.example', requestsPerAddress: 3, mailsPerAccount: 2 } });
+  sigil = await startSigil({ email: { smtpUrl: smtp.url, from: 'id@acme.example', requestsPerAddress: 3, mailsPerAccount: 2, selfRegistration: true } });
   await new UserAdmin(sigil.context.store, sigil.context.config).add({ username: 'victim', password: 'harbour-violet-19', email: VICTIM, emailVerified: true });
 });
 afterAll(async () => {
@@ -70,5 +70,30 @@ describe('limits on reset requests', () => {
     expect(post.body).toContain('This link does not work any more');
     await new Promise((r) => setTimeout(r, 300));
     expect(smtp.mails).toHaveLength(sent);
+  });
+});
+
+describe('self-registration under concurrency', () => {
+  it('two links for one address confirmed at once create one account; a guessed claim key is no link', async () => {
+    const sent = smtp.mails.length;
+    for (const address of ['192.0.2.50', '192.0.2.51']) {
+      const b = new Browser(sigil, address);
+      const page = await b.get('/account/register');
+      expect((await b.post('/account/register', { csrf_token: input(page.body, 'csrf_token'), email: 'twin@example.org', password: 'velvet-canyon-31' })).status).toBe(200);
+    }
+    await smtp.waitFor(sent + 2);
+    const links = smtp.mails.slice(sent).map((m) => linkIn(m, '/account/register/confirm'));
+    const confirm = async (link: string, address: string) => {
+      const b = new Browser(sigil, address);
+      const page = await b.get(link);
+      expect(page.status).toBe(200);
+      return b.post('/account/register/confirm', { csrf_token: input(page.body, 'csrf_token'), token: input(page.body, 'token') });
+    };
+    const results = await Promise.all(links.map((link, i) => confirm(link, `192.0.2.6${i}`)));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
+    expect((await sigil.context.store.users.listUsers()).filter((u) => u.username === 'twin@example.org')).toHaveLength(1);
+    // The claim record's key derives from the address; presented as a link it is refused.
+    const b = new Browser(sigil, '192.0.2.70');
+    expect((await b.get(`/account/register/confirm?token=${encodeURIComponent('claim:twin@example.org')}`)).status).toBe(400);
   });
 });

@@ -11,9 +11,13 @@ import { RecordKind } from './record-kind.js';
 /** What a link does when followed. */
 export type EmailLinkPurpose = 'reset' | 'verify' | 'register';
 
+/** How long a registration holds its address against a concurrent one, seconds. */
+const CLAIM_SECONDS = 60;
+
 /** Stored data of a link. */
 export interface EmailLinkData {
-  purpose: EmailLinkPurpose;
+  /** `claim`: an address held by a registration being confirmed (`claimAddress`), never a link. */
+  purpose: EmailLinkPurpose | 'claim';
   /** The address the link was sent to. */
   email: string;
   /** `register` only: the argon2id hash of the password chosen on the form. */
@@ -41,6 +45,17 @@ export class EmailLinks {
   async findLive(handle: string, purpose: EmailLinkPurpose, now: number): Promise<GrantRecord<EmailLinkData> | undefined> {
     const row = await this.kind.findLive(hashHandle(handle), now);
     return row?.data.purpose === purpose ? row : undefined;
+  }
+
+  /**
+   * Claims an address for the account being created from it, atomically: of concurrent
+   * registrations of one address exactly one gets true (the users table cannot refuse the second:
+   * its unique index treats the null tenants of self-registered users as distinct). The claim is
+   * a record of its own purpose, which no link lookup answers.
+   */
+  claimAddress(normalizedEmail: string, now: number): Promise<boolean> {
+    const data: EmailLinkData = { purpose: 'claim', email: normalizedEmail };
+    return this.kind.putOnce({ key: hashHandle(`claim:${normalizedEmail}`), clientId: '', subjectId: null, data, createdAt: now, expiresAt: now + CLAIM_SECONDS });
   }
 
   /** Uses the link, atomically: of concurrent uses exactly one gets true, and only while it is live. */
