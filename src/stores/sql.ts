@@ -674,6 +674,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
       await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
+      await trx.deleteFrom('user_emails').where('subject_id', '=', subjectId).execute();
       // Their passkeys and security keys (issue 12): a later user with the same subject gets none.
       await sql`delete from webauthn_credentials where subject_id = ${subjectId}`.execute(trx);
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();

@@ -95,7 +95,7 @@ export interface UserStore {
   findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
   addUser(user: StoredUser): Promise<void>;
   listUsers(): Promise<StoredUser[]>;
-  /** Removes a user, the upstream identities linked to them and their WebAuthn credentials; returns false when there was no such user. */
+  /** Removes a user, the upstream identities linked to them, their WebAuthn credentials and email addresses; returns false when there was no such user. */
   removeUser(subjectId: string): Promise<boolean>;
   /** The local subject linked to an upstream identity (`ExternalLink.key`), or undefined. */
   findExternalLink(key: string): Promise<string | undefined>;
