@@ -18,7 +18,7 @@ import { originOf } from '../http/request.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
-import { PASSWORD_PROBLEM_TEXTS, passwordProblems } from '../users/password-policy.js';
+import { PASSWORD_PROBLEM_TEXTS, type PasswordProblem, passwordProblems } from '../users/password-policy.js';
 import { productName } from '../config/product-name.js';
 import { checkCsrf } from './csrf.js';
 import { sendErrorPage } from './error-page.js';
@@ -108,12 +108,12 @@ export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
       return false;
     }
   };
-  const problemTexts = (lang: string, problems: readonly (keyof typeof PASSWORD_PROBLEM_TEXTS)[]) => problems.map((p) => ctx.pages.text(lang, PASSWORD_PROBLEM_TEXTS[p]));
+  const problemTexts = (lang: string, problems: readonly PasswordProblem[]) => problems.map((p) => ctx.pages.text(lang, PASSWORD_PROBLEM_TEXTS[p]));
 
   if (config.passwordReset) {
-    const forgotFields = (value = ''): Field[] => [{ name: 'identifier', type: 'text', labelKey: 'emailOrUsername', autocomplete: 'username', value }];
+    const forgotFields: Field[] = [{ name: 'identifier', type: 'text', labelKey: 'emailOrUsername', autocomplete: 'username' }];
     const forgotForm = (reply: FastifyReply, lang: string, errors?: string[], status = 200) =>
-      form(reply, lang, { titleKey: 'forgotTitle', introKey: 'forgotIntro', action: '/account/forgot', fields: forgotFields(), buttonKey: 'sendLink', errors }, status);
+      form(reply, lang, { titleKey: 'forgotTitle', introKey: 'forgotIntro', action: '/account/forgot', fields: forgotFields, buttonKey: 'sendLink', errors }, status);
     const resetForm = (reply: FastifyReply, lang: string, token: string, errors?: string[]) =>
       form(reply, lang, {
         titleKey: 'resetTitle',
