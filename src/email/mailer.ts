@@ -61,7 +61,9 @@ export class Mailer {
     private readonly config: NonNullable<Config['email']>,
     private readonly productName: string,
   ) {
-    this.transport = createTransport(config.smtpUrl);
+    // Bounded waits: a server that hangs must not hold background sends (and their sockets) for
+    // nodemailer's default of minutes. The URL's own settings win over these.
+    this.transport = createTransport({ url: config.smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 });
     this.html.loadTemplate('@mail', HTML);
     this.text.loadTemplate('@mail', TEXT);
   }

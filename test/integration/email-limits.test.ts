@@ -4,6 +4,8 @@
  * fills the victim's mailbox with at most the cap, and never keeps a working link from the victim.
  * Real SMTP to an smtp-server on loopback; the pages through Fastify's inject.
  */
+import { createServer, type AddressInfo } from 'node:net';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UserAdmin } from '../../src/admin/users.js';
 import { Browser, input } from '../authorize-helpers.js';
@@ -23,6 +25,15 @@ afterAll(async () => {
   await sigil.close();
   await smtp.close();
 });
+
+/** A loopback port nothing listens on (taken, then released). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((ok) => server.close(ok));
+  return port;
+}
 
 /** Submits the "forgot password" form from `address`. */
 async function forgot(address: string, identifier: string) {
@@ -70,6 +81,28 @@ describe('limits on reset requests', () => {
     expect(post.body).toContain('This link does not work any more');
     await new Promise((r) => setTimeout(r, 300));
     expect(smtp.mails).toHaveLength(sent);
+  });
+});
+
+describe('an SMTP server that does not answer', () => {
+  it('changes nothing the caller sees: the same page, no error, the failure only logged', async () => {
+    const lines: string[] = [];
+    const down = await startSigil(
+      { email: { smtpUrl: `smtp://127.0.0.1:${await closedPort()}`, from: 'id@acme.example' } },
+      { logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }) },
+    );
+    try {
+      await new UserAdmin(down.context.store, down.context.config).add({ username: 'walt', password: 'harbour-violet-19', email: 'walt@example.org', emailVerified: true });
+      const b = new Browser(down);
+      const page = await b.get('/account/forgot');
+      const res = await b.post('/account/forgot', { csrf_token: input(page.body, 'csrf_token'), identifier: 'walt' });
+      expect(res.status).toBe(200);
+      expect(res.body).toContain('Check your email');
+      for (let i = 0; i < 100 && lines.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(lines.join('')).toContain('email: sending failed');
+    } finally {
+      await down.close();
+    }
   });
 });
 
