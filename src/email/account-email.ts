@@ -92,7 +92,7 @@ export class AccountEmail {
     }
   }
 
-  /** The username a live reset link is for (to show the form), or undefined. */
+  /** The stored user a live reset link is for (to show the form), or undefined. */
   async resetLinkUser(handle: string): Promise<StoredUser | undefined> {
     const link = await this.deps.store.records.emailLinks.findLive(handle, 'reset', nowSeconds());
     return link?.subjectId ? this.deps.store.users.findUserBySubject(link.subjectId) : undefined;
