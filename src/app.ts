@@ -26,6 +26,7 @@ import { accountPages } from './ui/account.js';
 import { accountMfaPages } from './ui/account-mfa.js';
 import { consentPage } from './ui/consent.js';
 import { passkeyPages } from './ui/passkeys.js';
+import { emailPages } from './ui/email-pages.js';
 import { devicePages } from './ui/device.js';
 import { federationRoutes } from './ui/federation.js';
 import { csrfTokenOf } from './ui/csrf.js';
@@ -238,6 +239,7 @@ export async function mountSigil(
     accountPages(pages, ctx);
     accountMfaPages(pages, ctx);
     passkeyPages(pages, ctx); // passkeys and security keys (issue 12)
+    emailPages(pages, ctx); // password reset, address verification, self-registration (issue 24)
     consentPage(pages, ctx);
     devicePages(pages, ctx);
     federationRoutes(pages, ctx);

@@ -25,6 +25,7 @@ import type { LogoutService } from './logout/logout.js';
 import type { WebAuthnService } from './mfa/webauthn.js';
 import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import type { ClientRegistrations } from './admin/registrations.js';
+import type { AccountEmail } from './email/account-email.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -69,5 +70,7 @@ export interface SigilContext {
   passkeys: PasskeyCeremonies;
   /** Dynamic client registration and management (RFC 7591/7592, src/admin/registrations.ts). */
   registrations: ClientRegistrations;
+  /** Links by mail: password reset, address verification, self-registration; absent without config `email` (issue 24). */
+  email?: AccountEmail;
   log: Logger;
 }

@@ -2,6 +2,9 @@
  * Library entry: `createSigil(config)` builds a provider (store, keys, services, Fastify app)
  * from a config object of DESIGN §4.
  */
+import { AccountEmail } from './email/account-email.js';
+import { Mailer } from './email/mailer.js';
+import { productName } from './config/product-name.js';
 import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
@@ -283,7 +286,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     const replay = new ReplayCache(store.grants);
     const directories = [...cfg.userDirectories.map((d) => new LdapDirectory(d)), ...(options.userDirectories ?? [])];
     const profile = options.profileService;
-    const users = await UserService.create(cfg.users, store.users, directories, profile?.isActive?.bind(profile));
+    const users = await UserService.create(cfg.users, store.users, { directories, isActive: profile?.isActive?.bind(profile), emails: store.emails });
     // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
     const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
     const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);
@@ -314,6 +317,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       log,
     });
     clients.onLookup = (id) => registrations.touch(id);
+    const mailer = cfg.email ? new Mailer(cfg.email, productName(cfg)) : undefined;
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -342,6 +346,10 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       webauthn,
       registrations,
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
+      // Email through SMTP (issue 24): reset, verification, self-registration.
+      ...(mailer && cfg.email
+        ? { email: new AccountEmail({ store, logout, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log }) }
+        : {}),
       log,
     };
     // Upstream providers' calls and each back-channel logout delivery (`attempt`, the deliverer's
@@ -386,6 +394,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
           await metricsApp.close();
           await deliverer.stop();
           await context.users.close();
+          mailer?.close();
           await store.close();
           await limiter.counters.close();
           await tracing?.flush();

@@ -12,7 +12,10 @@ import type { EventBus } from '../events/events.js';
 import { MfaService } from '../mfa/factors.js';
 import type { Store, StoredFactor, StoredUser } from '../stores/types.js';
 import { newId } from '../crypto/handles.js';
+import { productName } from '../config/product-name.js';
+import { describePasswordProblems, passwordProblems } from '../users/password-policy.js';
 import { AdminError, isJsonObject } from './errors.js';
+import { isEmailAddress } from '../email/account-email.js';
 
 /** The longest username, as in the config file. */
 const MAX_USERNAME_LENGTH = 100;
@@ -36,8 +39,12 @@ export interface NewUser {
   tenant?: string | null;
   /** The user's claims, a JSON object (values keep their JSON type); default `{}`. */
   claims?: unknown;
-  /** Clear text, stored as an argon2id hash; none: no password sign-in. */
+  /** Clear text, stored as an argon2id hash; none: no password sign-in. Checked by the password policy. */
   password?: string;
+  /** The primary email address (the `email` claim), at most 320 characters; default none. */
+  email?: string;
+  /** Whether `email` is known to be the user's (`email_verified`); default false. */
+  emailVerified?: boolean;
 }
 
 /** A user saved by `UserAdmin.add`. */
@@ -53,12 +60,17 @@ export function configUsersNamed(users: readonly UserConfig[], username: string,
   return users.filter((u) => u.username.toLowerCase() === lower && (tenant === null || (u.tenant ?? null) === tenant));
 }
 
+/** @throws AdminError `invalid` (field `email`) unless `email` looks like an address (`isEmailAddress`). */
+function checkEmail(email: string): void {
+  if (!isEmailAddress(email)) throw new AdminError('invalid', `"${email.slice(0, 50)}" is not an email address`, 'email');
+}
+
 /** Adds, changes, removes and lists the stored users; lists and resets any user's second factors. */
 export class UserAdmin {
   private readonly mfa: MfaService;
 
   constructor(
-    private readonly store: Pick<Store, 'users' | 'clients' | 'factors' | 'records' | 'webauthn'>,
+    private readonly store: Pick<Store, 'users' | 'clients' | 'factors' | 'records' | 'webauthn' | 'emails'>,
     private readonly config: ResolvedConfig,
   ) {
     // Listing and removing factors reads no secret: no data key. WebAuthn credentials are factors
@@ -79,7 +91,9 @@ export class UserAdmin {
    * the user is saved, and the config one wins (`shadowedBy`).
    * @throws AdminError `invalid` for a username over 100 characters (field `username`), claims that
    *   are not a JSON object (`claims`), or a subject that is a config-file or stored client's id
-   *   (`subjectId`, RFC 9068 §5); `conflict` when a stored user of the tenant has that username.
+   *   (`subjectId`, RFC 9068 §5); `conflict` when a stored user of the tenant has that username;
+   *   then `invalid` (field `password`) for a password the policy refuses (`users/password-policy.ts`),
+   *   `invalid` (field `email`) for an address that is not one.
    */
   async add(user: NewUser): Promise<AddedUser> {
     const { username } = user;
@@ -95,8 +109,11 @@ export class UserAdmin {
       ?? (await this.store.clients.listClients()).find((c) => c.clientId === subjectId)?.clientId;
     if (client !== undefined) throw new AdminError('invalid', clientSubjectCollision(String(client), `user "${username}"`), 'subjectId');
     const shadow = this.config.users.find((u) => u.subjectId === subjectId || u.username.toLowerCase() === username.toLowerCase());
+    if (user.password !== undefined) this.checkPolicy(user.password, username);
+    if (user.email !== undefined) checkEmail(user.email);
     const passwordHash = user.password === undefined ? null : await hash(user.password);
     await this.store.users.addUser({ subjectId, username, tenant, passwordHash, claims, isActive: true });
+    if (user.email !== undefined) await this.store.emails.setPrimary(subjectId, user.email, user.emailVerified ?? false);
     return { subjectId, ...(shadow ? { shadowedBy: { username: shadow.username, subjectId: shadow.subjectId } } : {}) };
   }
 
@@ -104,13 +121,28 @@ export class UserAdmin {
    * Replaces a stored user's password (argon2id hash). The user is looked up first.
    * @param password clear text; undefined is refused once the user is found
    * @throws AdminError `read_only` for a config-file user, `not_found` for no such user, then
-   *   `invalid` (field `password`) without a password.
+   *   `invalid` (field `password`) without a password or for one the password policy refuses.
    */
   async setPassword(username: string, tenant: string | null, password: string | undefined): Promise<void> {
     const user = await this.store.users.findUserByUsername(username, tenant);
     if (!user) throw this.notStored(username, tenant);
     if (password === undefined) throw new AdminError('invalid', 'a password is required', 'password');
+    this.checkPolicy(password, user.username);
     await this.store.users.setPasswordHash(user.subjectId, await hash(password));
+  }
+
+  /**
+   * Sets a stored user's primary email address (the `email` claim; `email_verified` as given).
+   * @returns the user's subject.
+   * @throws AdminError `read_only` for a config-file user, `not_found` for no such user, `invalid`
+   *   (field `email`) for an address that is not one.
+   */
+  async setEmail(username: string, tenant: string | null, email: string, verified: boolean): Promise<string> {
+    const user = await this.store.users.findUserByUsername(username, tenant);
+    if (!user) throw this.notStored(username, tenant);
+    checkEmail(email);
+    await this.store.emails.setPrimary(user.subjectId, email, verified);
+    return user.subjectId;
   }
 
   /**
@@ -149,6 +181,16 @@ export class UserAdmin {
     const removed = await this.mfa.removeAllFactors(subjectId);
     for (const kind of new Set(factors.map((f) => f.kind))) audit.events.emit({ name: 'mfa_removed', endpoint: audit.endpoint, subjectId, factor: kind });
     return { subjectId, removed };
+  }
+
+  /**
+   * NIST SP 800-63B-4 §3.1.1.2 through the password policy.
+   * @throws AdminError `invalid` (field `password`) naming every problem, e.g. "the password is a
+   *   common or breached password".
+   */
+  private checkPolicy(password: string, username: string): void {
+    const problems = passwordProblems(password, { username, productName: productName(this.config) });
+    if (problems.length > 0) throw new AdminError('invalid', describePasswordProblems(problems), 'password');
   }
 
   private async factorOwner(username: string, tenant: string | null): Promise<string> {

@@ -21,6 +21,13 @@ import { parseDataKey } from '../keys/keys.js';
 import { RECOVERY_KIND } from '../mfa/recovery.js';
 import { openStore } from '../stores/sql.js';
 import { nowSeconds } from '../crypto/handles.js';
+import { AccountEmail } from '../email/account-email.js';
+import { Mailer } from '../email/mailer.js';
+import { productName } from '../config/product-name.js';
+import { LogoutService } from '../logout/logout.js';
+import { ClientRegistry } from '../clients/registry.js';
+import { MemoryFailureCounters } from '../limits/failure-limiter.js';
+import type { Store } from '../stores/types.js';
 
 /** Flags the admin commands read. */
 export interface AdminFlags {
@@ -29,6 +36,8 @@ export interface AdminFlags {
   claims?: string;
   password?: string;
   'password-stdin'?: boolean;
+  email?: string;
+  'email-verified'?: boolean;
   json?: string;
   file?: string;
   'max-registrations'?: string;
@@ -86,10 +95,19 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
     }
     if (action === 'add' && name !== undefined) {
       const claims = flags.claims === undefined ? undefined : jsonOf(flags.claims);
-      const added = await users.add({ username: name, subjectId: flags.subject, tenant, claims, password: await readPassword(flags) });
+      const verified = flags['email-verified'] ?? false;
+      const added = await users.add({ username: name, subjectId: flags.subject, tenant, claims, password: await readPassword(flags), email: flags.email, emailVerified: verified });
       if (added.shadowedBy)
         console.warn(`sigil: warning: the config file has a user "${added.shadowedBy.username}" (${added.shadowedBy.subjectId}); config users win`);
       console.log(`added user ${name} with subject ${added.subjectId}`);
+      if (flags.email !== undefined && !verified) await sendVerification(cfg, store, added.subjectId);
+      return 0;
+    }
+    if (action === 'set-email' && name !== undefined && args[2] !== undefined) {
+      const verified = flags['email-verified'] ?? false;
+      const subjectId = await users.setEmail(name, tenant, args[2], verified);
+      console.log(`email of ${name} set${verified ? ' (verified)' : ''}`);
+      if (!verified) await sendVerification(cfg, store, subjectId);
       return 0;
     }
     if (action === 'set-password' && name !== undefined) {
@@ -108,17 +126,43 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${args[2]}; running nodes send the back-channel logout notifications`);
       return 0;
     }
-    return usage('sigil users list | add USERNAME | set-password USERNAME | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME');
+    return usage('sigil users list | add USERNAME | set-password USERNAME | set-email USERNAME ADDRESS | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME');
   } catch (err) {
     return refused(err, (e) => {
       if (e.field === 'subjectId') return `--subject: ${e.message}`;
       if (e.field === 'claims') return '--claims must be a JSON object';
-      if (e.field === 'password') return 'give --password or --password-stdin';
+      if (e.field === 'email') return `--email: ${e.message}`;
+      if (e.field === 'password') return e.message === 'a password is required' ? 'give --password or --password-stdin' : `--password: ${e.message}`;
       // A config-file user is not one of the stored users these commands change.
       return e.code === 'read_only' ? `no stored user "${name}"` : undefined;
     });
   } finally {
     await store.close();
+  }
+}
+
+/**
+ * Mails the user a link that confirms their primary address, when the config has `email`;
+ * otherwise says the address stays unverified. The SMTP server's refusal is reported, not thrown:
+ * the address is stored either way.
+ */
+async function sendVerification(cfg: ResolvedConfig, store: Store, subjectId: string): Promise<void> {
+  if (!cfg.email) {
+    console.log('the address is not verified (no "email" in the config to send a verification link)');
+    return;
+  }
+  const mailer = new Mailer(cfg.email, productName(cfg));
+  const log = pino({ level: 'silent' });
+  try {
+    // Only the verification path is used: the logout service ends no session here.
+    const logout = new LogoutService(store.logout, new ClientRegistry(cfg.clients), cfg.backChannelLogout.retrySeconds);
+    const email = new AccountEmail({ store, logout, counters: new MemoryFailureCounters(), mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log });
+    await email.requestVerification(subjectId, 'en');
+    console.log('a verification link was sent to the address');
+  } catch (err) {
+    console.error(`sigil: the verification link could not be sent: ${(err as Error).message}`);
+  } finally {
+    mailer.close();
   }
 }
 

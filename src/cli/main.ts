@@ -32,7 +32,9 @@ const COMMANDS: Record<string, string> = {
   backup: 'sigil backup FILE [--config FILE] [--storage URL]',
   keys: 'sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]',
   users: `sigil users list | add USERNAME [--subject ID] [--tenant T] [--claims JSON] [--password P | --password-stdin]
+               [--email ADDRESS [--email-verified]]
            | set-password USERNAME [--password P | --password-stdin] | remove USERNAME|SUBJECT
+           | set-email USERNAME ADDRESS [--email-verified]
            | mfa list|reset USERNAME [--tenant T]
            | sessions revoke USERNAME [--tenant T]`,
   clients: `sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID
@@ -54,6 +56,8 @@ const OPTIONS = {
   claims: { type: 'string' },
   password: { type: 'string' },
   'password-stdin': { type: 'boolean' },
+  email: { type: 'string' },
+  'email-verified': { type: 'boolean' },
   json: { type: 'string' },
   file: { type: 'string' },
   'max-registrations': { type: 'string' },

@@ -552,6 +552,17 @@ export const configSchema = z
         allowedScopes: z.array(nonEmpty).nullable().default(null).meta({ description: "The scopes such clients may request; null: every identity and API scope except sigil:* ones (never allowed). Names not defined are ignored" }),
       })
       .default({ enabled: true, allowLoopback: false, fetchesPerAddress: 60, allowedScopes: null }).meta({ description: "Client ID Metadata Documents: clients that identify themselves by an https URL instead of registering (MCP clients)", spec: "draft-ietf-oauth-client-id-metadata-document" }),
+    // Email through SMTP (issue 24): password reset, email verification, self-registration.
+    email: z
+      .strictObject({
+        smtpUrl: z.url({ protocol: /^smtps?$/ }).meta({ description: "The SMTP server: smtp://host:port (STARTTLS when the server offers it; add ?requireTLS=true to insist) or smtps://host:port (TLS from the start); user and password in the URL when it asks for them" }),
+        from: nonEmpty.max(200).meta({ description: "The From of every message, e.g. \"Acme ID <id@acme.example>\"" }),
+        passwordReset: z.boolean().default(true).meta({ description: "\"Forgot password?\" on the login page: a single-use link by mail, valid 15 minutes, for stored users with a verified primary address" }),
+        selfRegistration: z.boolean().default(false).meta({ description: "/account/register: anyone may create an account with an email address and password; it can sign in once the address is verified" }),
+        requestsPerAddress: z.number().int().positive().default(10).meta({ description: "Reset and registration forms one client address (an IPv6 /64) may send per hour" }),
+        mailsPerAccount: z.number().int().positive().default(3).meta({ description: "Messages one account or email address is sent per 15 minutes; more requests get the same answer but no mail" }),
+      })
+      .optional().meta({ description: "Email through SMTP: password reset, email verification and self-registration. Without it no mail is sent and those pages do not exist" }),
     accessTokenCache: z
       .strictObject({
         maxAgeMilliseconds: z.number().int().min(0).max(60_000).default(1000).meta({ description: "Reuse a token row read less than this long ago; 0 reads the store every time" }),

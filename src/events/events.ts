@@ -31,7 +31,10 @@ export type SigilEventName =
   // replaced, the client deleted by itself or removed unused (endpoint `housekeeping`).
   | 'client_registered'
   | 'client_updated'
-  | 'client_deleted';
+  | 'client_deleted'
+  // Email (issue 24): a password set through a reset link; an account created by self-registration.
+  | 'password_reset'
+  | 'user_registered';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {

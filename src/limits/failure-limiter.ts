@@ -192,7 +192,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * The limits that refuse requests (429), as metrics name them: the failure limits of this module
  * (`failed_attempts`) and the request quotas of `request-quota.ts`, one per kind of stored thing.
  */
-export type LimitName = 'failed_attempts' | 'interaction_quota' | 'device_quota' | 'passkey_challenge_quota' | 'dpop_proof_quota' | 'client_metadata_quota' | 'registration_quota';
+export type LimitName = 'failed_attempts' | 'interaction_quota' | 'device_quota' | 'passkey_challenge_quota' | 'dpop_proof_quota' | 'client_metadata_quota' | 'registration_quota' | 'email_quota';
 
 /** Failure counters with limits (config `rateLimits`). */
 export class FailureLimiter {

@@ -32,7 +32,9 @@ export type GrantType =
   /** A WebAuthn ceremony's challenge, consumed once (`mfa/webauthn.ts`). */
   | 'webauthn_challenge'
   /** A password checked, the security key still to come (`mfa/webauthn.ts`). */
-  | 'webauthn_pending';
+  | 'webauthn_pending'
+  /** A link sent by mail: password reset, address verification, registration (`records/email-links.ts`). */
+  | 'email_link';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {
@@ -93,6 +95,11 @@ export interface GrantStore {
   save(record: GrantRecord): Promise<void>;
   /** Revokes one record; inserts `record` in revoked state when there is no row under its key yet. */
   revoke(record: GrantRecord, now: number): Promise<void>;
+  /**
+   * Revokes every live record of the subject of one of `types` (a password reset ends the user's
+   * refresh tokens); returns how many rows changed.
+   */
+  revokeSubject(subjectId: string, types: readonly GrantType[], now: number): Promise<number>;
   /** Revokes every record of a family; returns how many rows changed. */
   revokeFamily(familyId: string, now: number): Promise<number>;
 }

@@ -26,6 +26,7 @@ import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
 import { type RegistrationStore, SqlRegistrationStore } from './client-registrations.js';
+import { SqlUserEmails, type UserEmailStore } from './user-emails.js';
 import { grantRecords, type GrantRecords } from './records/index.js';
 import type {
   ClientStore,
@@ -33,6 +34,7 @@ import type {
   FactorStore,
   GrantRecord,
   GrantStore,
+  GrantType,
   KeyStore,
   LogoutStore,
   Maintenance,
@@ -327,6 +329,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   get registrations(): RegistrationStore {
     return (this.registrationStore ??= new SqlRegistrationStore(this.db as Kysely<unknown>));
   }
+  // Users' email addresses (issue 24): user_emails of migration 0009_people.
+  private emailStore: UserEmailStore | undefined;
+  get emails(): UserEmailStore {
+    return (this.emailStore ??= new SqlUserEmails(this.db as Kysely<unknown>));
+  }
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
   /** New grant rows, `put` and `putOnce` alike, committed in groups (see `group-commit.ts`). */
@@ -428,6 +435,12 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return row;
   }
 
+  /** Drops everything `getRecent` remembers. */
+  private forgetAll(): void {
+    this.generation++;
+    this.recent.clear();
+  }
+
   /** Drops what `getRecent` remembers of `key`, or of every row of `familyId`. */
   private forget(key: string | undefined, familyId?: string): void {
     this.generation++;
@@ -523,6 +536,18 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
       .values(toRow({ ...record, revokedAt: now }))
       .onConflict((oc) => oc.column('key').doUpdateSet({ revoked_at: now }).where('grants.revoked_at', 'is', null))
       .execute();
+  }
+
+  async revokeSubject(subjectId: string, types: readonly GrantType[], now: number): Promise<number> {
+    this.forgetAll();
+    const result = await this.db
+      .updateTable('grants')
+      .set({ revoked_at: now })
+      .where('subject_id', '=', subjectId)
+      .where('type', 'in', [...types])
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
   }
 
   async revokeFamily(familyId: string, now: number): Promise<number> {
@@ -655,6 +680,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
       await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
+      await trx.deleteFrom('user_emails').where('subject_id', '=', subjectId).execute();
       // Their passkeys and security keys (issue 12): a later user with the same subject gets none.
       await sql`delete from webauthn_credentials where subject_id = ${subjectId}`.execute(trx);
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();

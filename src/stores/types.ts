@@ -10,6 +10,7 @@ import type { GrantStore } from './grant-store.js';
 import type { GrantRecords } from './records/index.js';
 import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
 import type { RegistrationStore } from './client-registrations.js';
+import type { UserEmailStore } from './user-emails.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -95,7 +96,7 @@ export interface UserStore {
   findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
   addUser(user: StoredUser): Promise<void>;
   listUsers(): Promise<StoredUser[]>;
-  /** Removes a user, the upstream identities linked to them and their WebAuthn credentials; returns false when there was no such user. */
+  /** Removes a user, the upstream identities linked to them, their WebAuthn credentials and email addresses; returns false when there was no such user. */
   removeUser(subjectId: string): Promise<boolean>;
   /** The local subject linked to an upstream identity (`ExternalLink.key`), or undefined. */
   findExternalLink(key: string): Promise<string | undefined>;
@@ -224,6 +225,8 @@ export interface Store {
   webauthn: WebAuthnCredentialStore;
   /** Dynamic clients' registration records and initial access tokens (RFC 7591/7592, `client-registrations.ts`). */
   registrations: RegistrationStore;
+  /** Users' email addresses (issue 24, `user-emails.ts`). */
+  emails: UserEmailStore;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -58,6 +58,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
 </div>
 </form>
+<% if (it.forgot || it.register) { %><p class="links"><% if (it.forgot) { %><a href="/account/forgot"><%= it.t.forgotPassword %></a><% } %><% if (it.forgot && it.register) { %> · <% } %><% if (it.register) { %><a href="/account/register"><%= it.t.registerTitle %></a><% } %></p><% } %>
 <% if (it.passkeys) { %><%~ include('@passkey-login', it) %><% } %>
 <% if (it.providers && it.providers.length > 0) { %><p class="or"><%= it.t.orSignInWith %></p>
 <ul class="providers"><% it.providers.forEach(function (p) { %><li><a class="provider" href="<%= it.base %><%= p.href %>"><%= p.label %></a></li><% }) %></ul><% } %>`;

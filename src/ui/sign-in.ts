@@ -70,6 +70,9 @@ export function loginPage(
           : [],
       error: error ? ctx.pages.text(lang, error) : undefined,
       passkeys: ctx.config.webauthn.enabled, // "Sign in with a passkey" (issue 12, src/ui/passkeys.ts)
+      // "Forgot password?" and "Create an account" (issue 24, src/ui/email-pages.ts).
+      forgot: ctx.email !== undefined && ctx.config.email?.passwordReset === true,
+      register: ctx.email !== undefined && ctx.config.email?.selfRegistration === true,
     },
     status,
     pending?.target !== undefined,

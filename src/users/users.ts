@@ -9,6 +9,7 @@ import type { UserConfig } from '../config/schema.js';
 import type { UserStore } from '../stores/types.js';
 import type { UserDirectory } from './directory.js';
 import type { User } from './user.js';
+import type { UserEmailStore } from '../stores/user-emails.js';
 
 export { claimsOf, type User } from './user.js';
 
@@ -31,18 +32,21 @@ export class UserService {
     private readonly dummyHash: string,
     private readonly directories: readonly UserDirectory[],
     private readonly isActiveHook: ((subjectId: string) => Promise<boolean>) | undefined,
+    private readonly emails: UserEmailStore | undefined,
   ) {}
 
   /**
    * Hashes the config's clear-text passwords and the dummy password with argon2id, once, before
    * the first request: a lazy hash would make the first check of an existing username slower
    * (username enumeration). No clear-text password is kept.
+   * @param sources the directories asked after config and stored users, the library's
+   *   `ProfileService.isActive`, and `emails`: the stored users' addresses: a stored user's primary address is their `email`
+   *   claim, its verified flag `email_verified` (OIDC Core §5.1), over any such claims they have
    */
   static async create(
     configUsers: readonly UserConfig[],
     store: UserStore,
-    directories: readonly UserDirectory[] = [],
-    isActive?: (subjectId: string) => Promise<boolean>,
+    sources: { directories?: readonly UserDirectory[]; isActive?: (subjectId: string) => Promise<boolean>; emails?: UserEmailStore } = {},
   ): Promise<UserService> {
     const candidates = await Promise.all(
       configUsers.map(async (u): Promise<Candidate> => ({
@@ -51,7 +55,7 @@ export class UserService {
       })),
     );
     // The dummy's password is random: nobody knows a password that matches it.
-    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')), directories, isActive);
+    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')), sources.directories ?? [], sources.isActive, sources.emails);
   }
 
   /**
@@ -81,7 +85,7 @@ export class UserService {
     const fromConfig = this.configUsers.find((c) => c.user.subjectId === subjectId);
     if (fromConfig) return fromConfig.user;
     const stored = await this.store.findUserBySubject(subjectId);
-    if (stored) return storedToUser(stored);
+    if (stored) return this.storedToUser(stored);
     for (const directory of this.directories) {
       const user = await directory.findBySubject(subjectId);
       if (user) return user;
@@ -140,10 +144,12 @@ export class UserService {
     if (matches.length === 1) return matches[0];
     if (matches.length > 1) return undefined;
     const stored = await this.store.findUserByUsername(username, tenant);
-    return stored ? { user: storedToUser(stored), passwordHash: stored.passwordHash } : undefined;
+    return stored ? { user: await this.storedToUser(stored), passwordHash: stored.passwordHash } : undefined;
   }
-}
 
-function storedToUser(s: { subjectId: string; username: string; tenant: string | null; isActive: boolean; claims: Record<string, unknown> }): User {
-  return { subjectId: s.subjectId, username: s.username, tenant: s.tenant, isActive: s.isActive, claims: s.claims };
+  private async storedToUser(s: { subjectId: string; username: string; tenant: string | null; isActive: boolean; claims: Record<string, unknown> }): Promise<User> {
+    const email = await this.emails?.primary(s.subjectId);
+    const claims = email ? { ...s.claims, email: email.value, email_verified: email.verified } : s.claims;
+    return { subjectId: s.subjectId, username: s.username, tenant: s.tenant, isActive: s.isActive, claims };
+  }
 }

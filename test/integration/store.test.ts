@@ -332,12 +332,50 @@ describe.each(backends)('store contract on $name', (backend) => {
       expect(await store.grants.revokeFamily(`fam-${key()}`, NOW)).toBe(0);
     });
 
+    it('revokeSubject revokes the live records of the given kinds of one subject, in every family', async () => {
+      const subjectId = `sub-${key()}`;
+      const mine = [record({ subjectId, type: 'refresh_token' }), record({ subjectId, type: 'reference_token', data: {} })];
+      const otherKind = record({ subjectId, type: 'consent', data: {} });
+      const someoneElse = record({ subjectId: `sub-${key()}`, type: 'refresh_token' });
+      for (const r of [...mine, otherKind, someoneElse]) await store.grants.put(r);
+      expect(await store.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token'], NOW + 3)).toBe(2);
+      for (const r of mine) expect((await other.grants.get(r.key))?.revokedAt).toBe(NOW + 3);
+      expect((await store.grants.get(otherKind.key))?.revokedAt).toBeNull();
+      expect((await store.grants.get(someoneElse.key))?.revokedAt).toBeNull();
+      expect(await store.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token'], NOW + 4)).toBe(0);
+    });
+
     it('a revoked family cannot be consumed any more, from either node', async () => {
       const familyId = `fam-${key()}`;
       const r = record({ familyId });
       await store.grants.put(r);
       expect(await other.grants.revokeFamily(familyId, NOW)).toBe(1);
       expect(await store.grants.consume(r.key, NOW)).toBe(false);
+    });
+  });
+
+  describe('UserEmailStore', () => {
+    it('keeps one primary address per user, found by value ignoring case, and marks it verified', async () => {
+      const subjectId = `em-${key()}`;
+      expect(await store.emails.primary(subjectId)).toBeUndefined();
+      await store.emails.setPrimary(subjectId, 'Old@Example.org', true);
+      await store.emails.setPrimary(subjectId, 'New@Example.org', false);
+      expect(await other.emails.primary(subjectId)).toEqual({ subjectId, value: 'New@Example.org', isPrimary: true, verified: false });
+      expect(await store.emails.findByValue('old@EXAMPLE.org')).toEqual([{ subjectId, value: 'Old@Example.org', isPrimary: false, verified: true }]);
+      expect(await store.emails.markVerified(subjectId, 'new@example.org')).toBe(true);
+      expect((await store.emails.primary(subjectId))?.verified).toBe(true);
+      expect(await store.emails.markVerified(subjectId, 'none@example.org')).toBe(false);
+      // Setting an address the user has again makes it primary, without a second row.
+      await store.emails.setPrimary(subjectId, 'OLD@example.org', false);
+      expect(await store.emails.findByValue('old@example.org')).toEqual([{ subjectId, value: 'OLD@example.org', isPrimary: true, verified: false }]);
+    });
+
+    it('removing a user removes their addresses', async () => {
+      const subjectId = `em-${key()}`;
+      await store.users.addUser({ subjectId, username: `u-${subjectId}`, tenant: null, passwordHash: null, claims: {}, isActive: true });
+      await store.emails.setPrimary(subjectId, `${subjectId}@example.org`, true);
+      expect(await store.users.removeUser(subjectId)).toBe(true);
+      expect(await store.emails.findByValue(`${subjectId}@example.org`)).toEqual([]);
     });
   });
 

@@ -13,4 +13,12 @@ export class GrantFamilies {
   revoke(familyId: string, now: number): Promise<number> {
     return this.grants.revokeFamily(familyId, now);
   }
+
+  /**
+   * Revokes every live refresh token, reference access token and unused authorization code of a
+   * user, of every family (a password reset, issue 24); returns how many rows changed.
+   */
+  revokeAllOf(subjectId: string, now: number): Promise<number> {
+    return this.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token', 'authorization_code', 'device_code'], now);
+  }
 }

@@ -8,6 +8,7 @@ import { AuthorizationCodes } from './authorization-codes.js';
 import { Consents } from './consents.js';
 import { DeviceCodes } from './device-codes.js';
 import { DPoPNonceRecords } from './dpop-nonces.js';
+import { EmailLinks } from './email-links.js';
 import { GrantFamilies } from './families.js';
 import { FederationStates } from './federation-states.js';
 import { PendingEnrollments } from './mfa-enrollments.js';
@@ -35,6 +36,7 @@ export interface GrantRecords {
   webauthnChallenges: WebAuthnChallenges;
   dpopNonces: DPoPNonceRecords;
   families: GrantFamilies;
+  emailLinks: EmailLinks;
 }
 
 /** The repositories over `grants` (once per store: `Store.records`). */
@@ -54,5 +56,6 @@ export function grantRecords(grants: GrantStore): GrantRecords {
     webauthnChallenges: new WebAuthnChallenges(grants),
     dpopNonces: new DPoPNonceRecords(grants),
     families: new GrantFamilies(grants),
+    emailLinks: new EmailLinks(grants),
   };
 }

@@ -1,0 +1,208 @@
+/**
+ * What people do through links sent by mail (issue 24): reset a forgotten password, confirm an
+ * address, create an account. Links are random handles (`crypto/handles.ts`), stored as their
+ * SHA-256 only (`records/email-links.ts`) and consumed atomically, once.
+ *
+ * No enumeration: the pages answer a request the same whether the address or username is known or
+ * not, and hand the work (lookup, link, SMTP) to `inBackground`, so the answer takes the same time
+ * either way (OWASP ASVS 5.0 V6.3.8).
+ *
+ * Limits, and why nobody can lock another out (OWASP ASVS 5.0 V6.3.1):
+ * - per client address (the pages, `email.requestsPerAddress` per hour, 429): one party cannot
+ *   flood many mailboxes or fill the store;
+ * - per account or target address (here, `email.mailsPerAccount` per `MAIL_WINDOW_SECONDS`):
+ *   beyond it a request gets the same answer and no mail, so distributed callers cannot flood
+ *   one mailbox either. This cannot deny the owner a link: every mail goes only to the owner's
+ *   mailbox, a new link does not cancel the earlier ones, and the window is no longer than a reset
+ *   link lives, so while the cap holds back mails, the last one sent in the window still works.
+ *   An attacker who triggers mails thus only gives the owner working links.
+ */
+import { hash } from '@node-rs/argon2';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.js';
+import { newHandle, newId, nowSeconds } from '../crypto/handles.js';
+import type { FailureCounterStore } from '../limits/failure-limiter.js';
+import { takeQuota } from '../limits/request-quota.js';
+import type { LogoutService } from '../logout/logout.js';
+import { OAuthError } from '../protocol/errors.js';
+import type { EmailLinkPurpose } from '../stores/records/email-links.js';
+import { normalizeEmail } from '../stores/user-emails.js';
+import type { Store, StoredUser } from '../stores/types.js';
+import { passwordProblems, type PasswordProblem } from '../users/password-policy.js';
+import type { Mailer, MailKind } from './mailer.js';
+
+/** How long a password reset link works, seconds (issue 24: 15 minutes). */
+export const RESET_LINK_SECONDS = 900;
+/** How long a verification or registration link works, seconds. */
+export const CONFIRM_LINK_SECONDS = 86_400;
+/** The window of the per-account mail cap, seconds: no longer than a reset link lives (see above). */
+export const MAIL_WINDOW_SECONDS = RESET_LINK_SECONDS;
+/** Most accounts one reset request mails (an address shared by accounts in several tenants). */
+const MAX_ACCOUNTS_PER_REQUEST = 5;
+/** Longest address accepted (RFC 5321 §4.5.3.1: 64 + 1 + 255). */
+export const MAX_EMAIL_LENGTH = 320;
+
+/** A syntactically plausible address: one @, something on each side, no spaces or angle brackets. */
+export function isEmailAddress(value: string): boolean {
+  return value.length <= MAX_EMAIL_LENGTH && /^[^\s@<>()",;]+@[^\s@<>()",;]+\.[^\s@<>()",;]+$/.test(value);
+}
+
+/** The outcome of a new password through a reset link. */
+export type ResetOutcome = { ok: true; subjectId: string; username: string } | { ok: false; reason: 'invalid_link' } | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
+
+/** Links by mail for one Sigil instance. */
+export class AccountEmail {
+  constructor(
+    private readonly deps: {
+      store: Pick<Store, 'users' | 'emails' | 'records'>;
+      logout: Pick<LogoutService, 'endSessionsOf'>;
+      counters: FailureCounterStore;
+      mailer: Mailer;
+      config: NonNullable<Config['email']>;
+      issuer: string;
+      productName: string;
+      log: Logger;
+    },
+  ) {}
+
+  /**
+   * Runs `work` after the page has answered; its failures (an SMTP server that is down) are logged,
+   * never shown, so that the answer is the same either way.
+   */
+  inBackground(work: () => Promise<void>): void {
+    void work().catch((err: unknown) => this.deps.log.error({ err }, 'email: sending failed'));
+  }
+
+  /**
+   * Mails a reset link to every active stored user named by `identifier` (their username, or their
+   * verified primary address), at most one per account per the mail cap. Config-file users have
+   * no stored password to reset; an unverified address is never trusted with one.
+   */
+  async requestReset(identifier: string, lang: string): Promise<void> {
+    const value = identifier.trim();
+    const byName = value.length <= 100 ? await this.deps.store.users.findUserByUsername(value, null) : undefined;
+    const subjects = new Set<string>(byName ? [byName.subjectId] : []);
+    if (isEmailAddress(value))
+      for (const e of await this.deps.store.emails.findByValue(value)) if (e.isPrimary && e.verified) subjects.add(e.subjectId);
+    for (const subjectId of [...subjects].slice(0, MAX_ACCOUNTS_PER_REQUEST)) {
+      const user = await this.deps.store.users.findUserBySubject(subjectId);
+      const email = await this.deps.store.emails.primary(subjectId);
+      if (!user || !user.isActive || !email?.verified) continue;
+      await this.sendLink('reset', user, email.value, lang);
+    }
+  }
+
+  /** The stored user a live reset link is for (to show the form), or undefined. */
+  async resetLinkUser(handle: string): Promise<StoredUser | undefined> {
+    const link = await this.deps.store.records.emailLinks.findLive(handle, 'reset', nowSeconds());
+    return link?.subjectId ? this.deps.store.users.findUserBySubject(link.subjectId) : undefined;
+  }
+
+  /**
+   * Sets a new password through a reset link: the policy first (a refused password leaves the
+   * link usable), then the link is consumed (once, atomically), the password replaced, and every
+   * session, refresh token, reference token and unused code of the user ended: whoever knew the
+   * old password is signed out everywhere (OWASP ASVS 5.0 V7.4.3).
+   */
+  async resetPassword(handle: string, password: string): Promise<ResetOutcome> {
+    const user = await this.resetLinkUser(handle);
+    if (!user || !user.isActive) return { ok: false, reason: 'invalid_link' };
+    const problems = passwordProblems(password, { username: user.username, productName: this.deps.productName });
+    if (problems.length > 0) return { ok: false, reason: 'policy', problems };
+    const passwordHash = await hash(password);
+    const now = nowSeconds();
+    if (!(await this.deps.store.records.emailLinks.consume(handle, now))) return { ok: false, reason: 'invalid_link' };
+    await this.deps.store.users.setPasswordHash(user.subjectId, passwordHash);
+    await this.deps.logout.endSessionsOf(user.subjectId);
+    await this.deps.store.records.families.revokeAllOf(user.subjectId, now);
+    return { ok: true, subjectId: user.subjectId, username: user.username };
+  }
+
+  /** Mails a link that confirms the user's primary address (nothing when they have none, or the cap holds). */
+  async requestVerification(subjectId: string, lang: string): Promise<void> {
+    const user = await this.deps.store.users.findUserBySubject(subjectId);
+    const email = await this.deps.store.emails.primary(subjectId);
+    if (user && email && !email.verified) await this.sendLink('verify', user, email.value, lang);
+  }
+
+  /**
+   * Confirms an address through its link (GET shows a button, POST calls this: mail scanners that
+   * fetch links confirm nothing). The address must still be the user's.
+   * @returns the address confirmed, or undefined for a link that is not live.
+   */
+  async confirmAddress(handle: string): Promise<string | undefined> {
+    const now = nowSeconds();
+    const link = await this.deps.store.records.emailLinks.findLive(handle, 'verify', now);
+    if (!link?.subjectId || !(await this.deps.store.records.emailLinks.consume(handle, now))) return undefined;
+    return (await this.deps.store.emails.markVerified(link.subjectId, link.data.email)) ? link.data.email : undefined;
+  }
+
+  /** The address a live link of `purpose` was sent to, to show before it is confirmed. */
+  async linkAddress(handle: string, purpose: EmailLinkPurpose): Promise<string | undefined> {
+    return (await this.deps.store.records.emailLinks.findLive(handle, purpose, nowSeconds()))?.data.email;
+  }
+
+  /**
+   * Self-registration: an address that is taken (some account's address, or a username) gets a
+   * note to its owner; a free one a link that creates the account when followed. No account exists
+   * before the address is confirmed, so an unconfirmed one can neither sign in nor hold the name.
+   * @param password checked by the caller against the policy (with the address as username)
+   */
+  async register(email: string, password: string, lang: string): Promise<void> {
+    if (await this.addressTaken(email)) {
+      if (await this.capAllows(`address:${normalizeEmail(email)}`)) await this.deps.mailer.send({ to: email, kind: 'registered', lang, link: `${this.deps.issuer}/account/forgot` });
+      return;
+    }
+    if (!(await this.capAllows(`address:${normalizeEmail(email)}`))) return;
+    const handle = newHandle();
+    await this.deps.store.records.emailLinks.issue(handle, null, { purpose: 'register', email, passwordHash: await hash(password) }, nowSeconds(), CONFIRM_LINK_SECONDS);
+    await this.deps.mailer.send({ to: email, kind: 'register', lang, link: this.linkUrl('register', handle) });
+  }
+
+  /**
+   * Creates the account of a registration link: username and verified primary address are the
+   * address, the password the one chosen on the form.
+   * @returns the new user's subject, or undefined for a link that is not live or an address
+   *   taken meanwhile.
+   */
+  async confirmRegistration(handle: string): Promise<string | undefined> {
+    const now = nowSeconds();
+    const link = await this.deps.store.records.emailLinks.findLive(handle, 'register', now);
+    if (!link || !(await this.deps.store.records.emailLinks.consume(handle, now))) return undefined;
+    const { email, passwordHash } = link.data;
+    if (!(await this.deps.store.records.emailLinks.claimAddress(normalizeEmail(email), now)) || (await this.addressTaken(email))) return undefined;
+    const subjectId = newId();
+    await this.deps.store.users.addUser({ subjectId, username: email, tenant: null, passwordHash: passwordHash ?? null, claims: {}, isActive: true });
+    await this.deps.store.emails.setPrimary(subjectId, email, true);
+    return subjectId;
+  }
+
+  private async addressTaken(email: string): Promise<boolean> {
+    return (await this.deps.store.emails.findByValue(email)).length > 0 || (await this.deps.store.users.findUserByUsername(email, null)) !== undefined;
+  }
+
+  private async sendLink(kind: Extract<MailKind, 'reset' | 'verify'>, user: StoredUser, to: string, lang: string): Promise<void> {
+    if (!(await this.capAllows(`account:${user.subjectId}`))) return;
+    const handle = newHandle();
+    const lifetime = kind === 'reset' ? RESET_LINK_SECONDS : CONFIRM_LINK_SECONDS;
+    await this.deps.store.records.emailLinks.issue(handle, user.subjectId, { purpose: kind, email: to }, nowSeconds(), lifetime);
+    await this.deps.mailer.send({ to, kind, lang, link: this.linkUrl(kind, handle), values: { username: user.username } });
+  }
+
+  /** The per-account (or per-address) mail cap: false once `mailsPerAccount` mails went out in the window. */
+  private async capAllows(key: string): Promise<boolean> {
+    try {
+      await takeQuota(this.deps.counters, [{ key: `email:${key}`, limit: this.deps.config.mailsPerAccount }], MAIL_WINDOW_SECONDS);
+      return true;
+    } catch (err) {
+      // A full cap is a refusal (429); a counter store that cannot answer is an error, logged.
+      if (err instanceof OAuthError && err.status === 429) return false;
+      throw err;
+    }
+  }
+
+  private linkUrl(purpose: EmailLinkPurpose, handle: string): string {
+    const path = purpose === 'reset' ? '/account/reset' : purpose === 'verify' ? '/account/verify' : '/account/register/confirm';
+    return `${this.deps.issuer}${path}?token=${encodeURIComponent(handle)}`;
+  }
+}

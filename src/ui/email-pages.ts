@@ -1,0 +1,237 @@
+/**
+ * The pages behind links sent by mail (issue 24; config `email`): "Forgot password?"
+ * (`/account/forgot`, `/account/reset`), confirming an address (`/account/verify`) and
+ * self-registration (`/account/register`, `/account/register/confirm`). The routes exist only
+ * when their feature is configured; otherwise these paths are unknown (404).
+ *
+ * A link opened with GET only shows a form: the POST that consumes it carries the CSRF token, so a
+ * mail scanner that fetches links spends none. Every POST is CSRF-checked and charged to the
+ * caller's address (`email.requestsPerAddress` per hour, 429); a request for a mail gets the same
+ * page whether the address or username is known or not, the mail going out in the background
+ * (src/email/account-email.ts explains the limits).
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { isEmailAddress } from '../email/account-email.js';
+import { queryString, single } from '../http/fields.js';
+import { originOf } from '../http/request.js';
+import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
+import { OAuthError } from '../protocol/errors.js';
+import { Params } from '../protocol/params.js';
+import { PASSWORD_PROBLEM_TEXTS, type PasswordProblem, passwordProblems } from '../users/password-policy.js';
+import { productName } from '../config/product-name.js';
+import { checkCsrf } from './csrf.js';
+import { sendErrorPage } from './error-page.js';
+import type { Messages } from './i18n.js';
+import { language } from './language.js';
+
+/** Longest handle accepted from a link (ours are 43 characters). */
+const MAX_TOKEN_LENGTH = 100;
+/** Longest identifier accepted on the "forgot password" form. */
+const MAX_IDENTIFIER_LENGTH = 320;
+
+const FORM = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) %>
+<h1><%= it.t[it.titleKey] %></h1>
+<% if (it.introKey) { %><p><%= it.f(it.t[it.introKey], it.values || {}) %></p><% } %>
+<% if (it.errors && it.errors.length > 0) { %><div class="alert" role="alert"><% it.errors.forEach(function (e) { %><p><%= e %></p><% }) %></div><% } %>
+<form method="post" action="<%= it.action %>">
+<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
+<% if (it.token) { %><input type="hidden" name="token" value="<%= it.token %>"><% } %>
+<% it.fields.forEach(function (field) { %><label for="<%= field.name %>"><%= it.t[field.labelKey] %></label>
+<input type="<%= field.type %>" id="<%= field.name %>" name="<%= field.name %>" value="<%= field.value || '' %>" autocomplete="<%= field.autocomplete %>" autocapitalize="none" spellcheck="false" required<%= field.name === it.fields[0].name ? ' autofocus' : '' %>>
+<% }) %><div class="actions"><button type="submit" class="primary"><%= it.t[it.buttonKey] %></button></div>
+</form>`;
+
+const DONE = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) %>
+<h1><%= it.t[it.titleKey] %></h1>
+<p><%= it.t[it.textKey] %></p>
+<% if (it.signIn) { %><p><a href="/account/login"><%= it.t.signIn %></a></p><% } %>`;
+
+/** What a form page shows. */
+interface FormData {
+  titleKey: keyof Messages;
+  introKey?: keyof Messages;
+  values?: Record<string, string>;
+  action: string;
+  token?: string;
+  fields: Field[];
+  buttonKey: keyof Messages;
+  errors?: string[];
+}
+
+/** The page helpers the routes of this module share. */
+interface PageKit {
+  form(reply: FastifyReply, lang: string, data: FormData, status?: number): FastifyReply;
+  done(reply: FastifyReply, lang: string, titleKey: keyof Messages, textKey: keyof Messages, signIn?: boolean, status?: number): FastifyReply;
+  invalidLink(reply: FastifyReply, lang: string): FastifyReply;
+  /** The form body once the CSRF check passed; undefined after sending the 403 page. */
+  checkedBody(request: FastifyRequest, reply: FastifyReply, lang: string): Params | undefined;
+}
+
+interface Field {
+  name: string;
+  type: 'text' | 'email' | 'password';
+  labelKey: keyof Messages;
+  autocomplete: string;
+  value?: string;
+}
+
+/** Registers the pages of the configured email features (none without `email`). */
+export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
+  const email = ctx.email;
+  const config = ctx.config.email;
+  if (!email || !config) return;
+  ctx.pages.register('email-form', FORM);
+  ctx.pages.register('email-done', DONE);
+  const origin = new URL(ctx.issuer).origin;
+  const product = productName(ctx.config);
+
+  const kit: PageKit = {
+    form: (reply, lang, data, status = 200) => ctx.pages.send(reply, 'email-form', lang, { ...data, csrf: reply.generateCsrf() }, status),
+    done: (reply, lang, titleKey, textKey, signIn = false, status = 200) => ctx.pages.send(reply, 'email-done', lang, { titleKey, textKey, signIn }, status),
+    invalidLink: (reply, lang) => kit.done(reply, lang, 'errorTitle', 'linkInvalid', false, 400),
+    checkedBody: (request, reply, lang) => {
+      if (checkCsrf(app, request, reply, origin)) return request.body instanceof Params ? request.body : Params.empty();
+      sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
+      return undefined;
+    },
+  };
+  const { form, done, invalidLink, checkedBody } = kit;
+  /** Charges the caller's address; false (with Retry-After set) when it is over its quota. */
+  const addressAllows = async (request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
+    try {
+      await chargeQuota(ctx.limiter, 'email_quota', [{ key: `email:address:${addressQuotaKey(request.ip)}`, limit: config.requestsPerAddress }], 3600);
+      return true;
+    } catch (err) {
+      if (!(err instanceof OAuthError) || err.status !== 429) throw err;
+      reply.headers(err.headers);
+      return false;
+    }
+  };
+  const problemTexts = (lang: string, problems: readonly PasswordProblem[]) => problems.map((p) => ctx.pages.text(lang, PASSWORD_PROBLEM_TEXTS[p]));
+
+  if (config.passwordReset) {
+    const forgotFields: Field[] = [{ name: 'identifier', type: 'text', labelKey: 'emailOrUsername', autocomplete: 'username' }];
+    const forgotForm = (reply: FastifyReply, lang: string, errors?: string[], status = 200) =>
+      form(reply, lang, { titleKey: 'forgotTitle', introKey: 'forgotIntro', action: '/account/forgot', fields: forgotFields, buttonKey: 'sendLink', errors }, status);
+    const resetForm = (reply: FastifyReply, lang: string, token: string, errors?: string[]) =>
+      form(reply, lang, {
+        titleKey: 'resetTitle',
+        action: '/account/reset',
+        token,
+        fields: [{ name: 'password', type: 'password', labelKey: 'newPassword', autocomplete: 'new-password' }],
+        buttonKey: 'savePassword',
+        errors,
+      });
+
+    app.get('/account/forgot', async (request, reply) => forgotForm(reply, language(request)));
+
+    app.post('/account/forgot', async (request, reply) => {
+      const lang = language(request);
+      const body = checkedBody(request, reply, lang);
+      if (!body) return reply;
+      if (!(await addressAllows(request, reply))) return forgotForm(reply, lang, [ctx.pages.text(lang, 'tooManyRequests')], 429);
+      const identifier = (single(body, 'identifier') ?? '').trim();
+      if (identifier.length > 0 && identifier.length <= MAX_IDENTIFIER_LENGTH) email.inBackground(() => email.requestReset(identifier, lang));
+      return done(reply, lang, 'checkEmailTitle', 'checkEmail');
+    });
+
+    app.get('/account/reset', async (request, reply) => {
+      const lang = language(request);
+      const token = tokenOf(queryString(request, 'token'));
+      const user = token ? await email.resetLinkUser(token) : undefined;
+      // An inactive user's link shows no form: resetPassword would refuse it.
+      if (!token || !user?.isActive) return invalidLink(reply, lang);
+      return resetForm(reply, lang, token);
+    });
+
+    app.post('/account/reset', async (request, reply) => {
+      const lang = language(request);
+      const body = checkedBody(request, reply, lang);
+      if (!body) return reply;
+      const token = tokenOf(single(body, 'token'));
+      const outcome = token ? await email.resetPassword(token, single(body, 'password') ?? '') : undefined;
+      if (!token || !outcome || (!outcome.ok && outcome.reason === 'invalid_link')) return invalidLink(reply, lang);
+      if (!outcome.ok) return resetForm(reply, lang, token, problemTexts(lang, outcome.problems));
+      ctx.events.emit({ name: 'password_reset', endpoint: 'reset', subjectId: outcome.subjectId, ...originOf(request) });
+      return done(reply, lang, 'resetTitle', 'passwordResetDone', true);
+    });
+  }
+
+  confirmPages(app, kit, '/account/verify', 'confirmEmailTitle', (t) => email.linkAddress(t, 'verify'), async (t) => ((await email.confirmAddress(t)) ? 'emailConfirmed' : undefined));
+
+  if (config.selfRegistration) {
+    const registerForm = (reply: FastifyReply, lang: string, value: string, errors?: string[], status = 200) =>
+      form(reply, lang, {
+        titleKey: 'registerTitle',
+        action: '/account/register',
+        fields: [
+          { name: 'email', type: 'email', labelKey: 'emailAddress', autocomplete: 'email', value },
+          { name: 'password', type: 'password', labelKey: 'password', autocomplete: 'new-password' },
+        ],
+        buttonKey: 'createAccount',
+        errors,
+      }, status);
+
+    app.get('/account/register', async (request, reply) => registerForm(reply, language(request), ''));
+
+    app.post('/account/register', async (request, reply) => {
+      const lang = language(request);
+      const body = checkedBody(request, reply, lang);
+      if (!body) return reply;
+      if (!(await addressAllows(request, reply))) return registerForm(reply, lang, '', [ctx.pages.text(lang, 'tooManyRequests')], 429);
+      const address = (single(body, 'email') ?? '').trim();
+      const password = single(body, 'password') ?? '';
+      if (!isEmailAddress(address)) return registerForm(reply, lang, '', [ctx.pages.text(lang, 'invalidEmail')], 400);
+      // The policy depends only on what was typed, never on whether the address is taken.
+      const problems = passwordProblems(password, { username: address, productName: product });
+      if (problems.length > 0) return registerForm(reply, lang, address, problemTexts(lang, problems), 400);
+      email.inBackground(() => email.register(address, password, lang));
+      return done(reply, lang, 'checkEmailTitle', 'checkEmail');
+    });
+
+    confirmPages(app, kit, '/account/register/confirm', 'registerTitle', (t) => email.linkAddress(t, 'register'), async (t, request) => {
+      const subjectId = await email.confirmRegistration(t);
+      if (subjectId === undefined) return undefined;
+      ctx.events.emit({ name: 'user_registered', endpoint: 'register', subjectId, ...originOf(request) });
+      return 'accountCreated';
+    });
+  }
+}
+
+/**
+ * A link that is confirmed with a button: GET shows the address and the button, POST consumes the
+ * link (`confirm`, returning the text to show, or undefined for a link that is not live) and says
+ * what happened, with a way to sign in.
+ * @param address the address a live link was sent to
+ */
+function confirmPages(
+  app: FastifyInstance,
+  kit: PageKit,
+  path: string,
+  titleKey: keyof Messages,
+  address: (token: string) => Promise<string | undefined>,
+  confirm: (token: string, request: FastifyRequest) => Promise<keyof Messages | undefined>,
+): void {
+  app.get(path, async (request, reply) => {
+    const lang = language(request);
+    const token = tokenOf(queryString(request, 'token'));
+    const to = token ? await address(token) : undefined;
+    if (!token || !to) return kit.invalidLink(reply, lang);
+    return kit.form(reply, lang, { titleKey, introKey: 'confirmEmailIntro', values: { email: to }, action: path, token, fields: [], buttonKey: 'confirm' });
+  });
+  app.post(path, async (request, reply) => {
+    const lang = language(request);
+    const body = kit.checkedBody(request, reply, lang);
+    if (!body) return reply;
+    const token = tokenOf(single(body, 'token'));
+    const textKey = token ? await confirm(token, request) : undefined;
+    if (!textKey) return kit.invalidLink(reply, lang);
+    return kit.done(reply, lang, titleKey, textKey, true);
+  });
+}
+
+/** A handle from a link or form, when of a plausible length. */
+function tokenOf(value: string | undefined): string | undefined {
+  return value !== undefined && value.length > 0 && value.length <= MAX_TOKEN_LENGTH ? value : undefined;
+}
