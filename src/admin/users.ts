@@ -12,6 +12,8 @@ import type { EventBus } from '../events/events.js';
 import { MfaService } from '../mfa/factors.js';
 import type { Store, StoredFactor, StoredUser } from '../stores/types.js';
 import { newId } from '../crypto/handles.js';
+import { productName } from '../config/product-name.js';
+import { describePasswordProblems, passwordProblems } from '../users/password-policy.js';
 import { AdminError, isJsonObject } from './errors.js';
 
 /** The longest username, as in the config file. */
@@ -36,7 +38,7 @@ export interface NewUser {
   tenant?: string | null;
   /** The user's claims, a JSON object (values keep their JSON type); default `{}`. */
   claims?: unknown;
-  /** Clear text, stored as an argon2id hash; none: no password sign-in. */
+  /** Clear text, stored as an argon2id hash; none: no password sign-in. Checked by the password policy. */
   password?: string;
 }
 
@@ -79,7 +81,8 @@ export class UserAdmin {
    * the user is saved, and the config one wins (`shadowedBy`).
    * @throws AdminError `invalid` for a username over 100 characters (field `username`), claims that
    *   are not a JSON object (`claims`), or a subject that is a config-file or stored client's id
-   *   (`subjectId`, RFC 9068 §5); `conflict` when a stored user of the tenant has that username.
+   *   (`subjectId`, RFC 9068 §5); `conflict` when a stored user of the tenant has that username;
+   *   then `invalid` (field `password`) for a password the policy refuses (`users/password-policy.ts`).
    */
   async add(user: NewUser): Promise<AddedUser> {
     const { username } = user;
@@ -95,6 +98,7 @@ export class UserAdmin {
       ?? (await this.store.clients.listClients()).find((c) => c.clientId === subjectId)?.clientId;
     if (client !== undefined) throw new AdminError('invalid', clientSubjectCollision(String(client), `user "${username}"`), 'subjectId');
     const shadow = this.config.users.find((u) => u.subjectId === subjectId || u.username.toLowerCase() === username.toLowerCase());
+    if (user.password !== undefined) this.checkPolicy(user.password, username);
     const passwordHash = user.password === undefined ? null : await hash(user.password);
     await this.store.users.addUser({ subjectId, username, tenant, passwordHash, claims, isActive: true });
     return { subjectId, ...(shadow ? { shadowedBy: { username: shadow.username, subjectId: shadow.subjectId } } : {}) };
@@ -104,12 +108,13 @@ export class UserAdmin {
    * Replaces a stored user's password (argon2id hash). The user is looked up first.
    * @param password clear text; undefined is refused once the user is found
    * @throws AdminError `read_only` for a config-file user, `not_found` for no such user, then
-   *   `invalid` (field `password`) without a password.
+   *   `invalid` (field `password`) without a password or for one the password policy refuses.
    */
   async setPassword(username: string, tenant: string | null, password: string | undefined): Promise<void> {
     const user = await this.store.users.findUserByUsername(username, tenant);
     if (!user) throw this.notStored(username, tenant);
     if (password === undefined) throw new AdminError('invalid', 'a password is required', 'password');
+    this.checkPolicy(password, user.username);
     await this.store.users.setPasswordHash(user.subjectId, await hash(password));
   }
 
@@ -149,6 +154,16 @@ export class UserAdmin {
     const removed = await this.mfa.removeAllFactors(subjectId);
     for (const kind of new Set(factors.map((f) => f.kind))) audit.events.emit({ name: 'mfa_removed', endpoint: audit.endpoint, subjectId, factor: kind });
     return { subjectId, removed };
+  }
+
+  /**
+   * NIST SP 800-63B-4 §3.1.1.2 through the password policy.
+   * @throws AdminError `invalid` (field `password`) naming every problem, e.g. "the password is a
+   *   common or breached password".
+   */
+  private checkPolicy(password: string, username: string): void {
+    const problems = passwordProblems(password, { username, productName: productName(this.config) });
+    if (problems.length > 0) throw new AdminError('invalid', describePasswordProblems(problems), 'password');
   }
 
   private async factorOwner(username: string, tenant: string | null): Promise<string> {

@@ -110,7 +110,7 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
     return refused(err, (e) => {
       if (e.field === 'subjectId') return `--subject: ${e.message}`;
       if (e.field === 'claims') return '--claims must be a JSON object';
-      if (e.field === 'password') return 'give --password or --password-stdin';
+      if (e.field === 'password') return e.message === 'a password is required' ? 'give --password or --password-stdin' : `--password: ${e.message}`;
       // A config-file user is not one of the stored users these commands change.
       return e.code === 'read_only' ? `no stored user "${name}"` : undefined;
     });

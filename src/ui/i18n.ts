@@ -77,6 +77,13 @@ const en = {
   factorRemoved: 'The second factor was removed.',
   unknownFactor: 'This second factor does not exist (any more).',
   signOut: 'Sign out',
+  // Password policy (issue 24, users/password-policy.ts).
+  passwordTooShort: 'The password must have at least 8 characters.',
+  passwordTooLong: 'The password must have at most 256 characters.',
+  passwordCommon: 'This password is common or has appeared in data breaches. Please choose another.',
+  passwordGuessable: 'This password is too easy to guess. A few unrelated words make a strong one.',
+  passwordContainsUsername: 'The password must not contain your username.',
+  passwordContainsProductName: 'The password must not contain the name of this service.',
 } as const;
 
 /** A catalogue: every key of the English one. */
@@ -152,6 +159,12 @@ const de: Messages = {
   factorRemoved: 'Der zweite Faktor wurde entfernt.',
   unknownFactor: 'Diesen zweiten Faktor gibt es nicht (mehr).',
   signOut: 'Abmelden',
+  passwordTooShort: 'Das Passwort muss mindestens 8 Zeichen haben.',
+  passwordTooLong: 'Das Passwort darf höchstens 256 Zeichen haben.',
+  passwordCommon: 'Dieses Passwort ist verbreitet oder ist bei Datenlecks bekannt geworden. Bitte wählen Sie ein anderes.',
+  passwordGuessable: 'Dieses Passwort ist zu leicht zu erraten. Einige Wörter ohne Zusammenhang ergeben ein starkes.',
+  passwordContainsUsername: 'Das Passwort darf Ihren Benutzernamen nicht enthalten.',
+  passwordContainsProductName: 'Das Passwort darf den Namen dieses Dienstes nicht enthalten.',
 };
 
 /** Supported languages and their texts. */

@@ -39,16 +39,32 @@ describe('sigil users and clients write to the store; a running node picks them 
     });
 
   it('adds a user with an argon2id hash who can then use the password grant, and removes them', async () => {
-    await sigilCli('users', 'add', 'zoe', '--subject', 'z-1', '--password', 'zoe-pass', '--claims', '{"name":"Zoe"}');
+    await sigilCli('users', 'add', 'zoe', '--subject', 'z-1', '--password', 'harbour-violet-19', '--claims', '{"name":"Zoe"}');
     const { stdout } = await sigilCli('users', 'list');
     expect(stdout).toMatch(/z-1\s+zoe\s+-\s+true\s+store/);
-    const ok = await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'zoe-pass', scope: 'api1' });
+    const ok = await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'harbour-violet-19', scope: 'api1' });
     expect(ok.statusCode).toBe(200);
-    await sigilCli('users', 'set-password', 'zoe', '--password', 'new-pass');
-    expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'zoe-pass', scope: 'api1' })).statusCode).toBe(400);
-    expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'new-pass', scope: 'api1' })).statusCode).toBe(200);
+    await sigilCli('users', 'set-password', 'zoe', '--password', 'quiet-lantern-52');
+    expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'harbour-violet-19', scope: 'api1' })).statusCode).toBe(400);
+    expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'quiet-lantern-52', scope: 'api1' })).statusCode).toBe(200);
     await sigilCli('users', 'remove', 'zoe');
-    expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'new-pass', scope: 'api1' })).statusCode).toBe(400);
+    expect((await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'zoe', password: 'quiet-lantern-52', scope: 'api1' })).statusCode).toBe(400);
+  });
+
+  it('refuses a weak password on users add and set-password with the policy\'s reason (NIST SP 800-63B-4 §3.1.1.2), storing nothing', async () => {
+    const refused = (...args: string[]) => sigilCli(...args).then(
+      (ok) => ({ code: 0, stderr: ok.stderr }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+    expect(await refused('users', 'add', 'walt', '--password', 'password1')).toEqual({ code: 2, stderr: 'sigil: --password: the password is a common or breached password\n' });
+    expect(await refused('users', 'add', 'walt', '--password', 'short')).toEqual({ code: 2, stderr: 'sigil: --password: the password is shorter than 8 characters\n' });
+    expect((await sigilCli('users', 'list')).stdout).not.toContain('walt');
+    await sigilCli('users', 'add', 'walter', '--password', 'harbour-violet-19');
+    expect(await refused('users', 'set-password', 'walter', '--password', 'Walter-rocks-2026!')).toMatchObject({ code: 2, stderr: expect.stringContaining('the password contains the username') });
+    expect(await refused('users', 'set-password', 'walter', '--password', 'qwertyuiop')).toMatchObject({ code: 2, stderr: expect.stringMatching(/common or breached|too easy to guess/) });
+    const ok = await token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'walter', password: 'harbour-violet-19', scope: 'api1' });
+    expect(ok.statusCode).toBe(200);
+    await sigilCli('users', 'remove', 'walter');
   });
 
   it('lists and resets a user\'s second factors (sigil users mfa list|reset), with an audit event', async () => {
@@ -104,7 +120,7 @@ describe('sigil users and clients write to the store; a running node picks them 
     // A config user's subject ("1" is alice).
     expect(await refused('clients', 'add', '--json', m2m('1'))).toMatchObject({ code: 2, stderr: expect.stringMatching(/clients\[\d+\]\.clientId: clientId "1" is the subjectId of users\[0\]/) });
     // A stored user's subject.
-    await sigilCli('users', 'add', 'yuri', '--subject', 'y-1', '--password', 'yuri-pass');
+    await sigilCli('users', 'add', 'yuri', '--subject', 'y-1', '--password', 'copper-meadow-88');
     expect(await refused('clients', 'add', '--json', m2m('y-1'))).toMatchObject({ code: 2, stderr: expect.stringContaining('clientId "y-1" is the subjectId of stored user "yuri"') });
     // A config client's id, and a stored client's id, as a new user's subject.
     expect(await refused('users', 'add', 'mallory', '--subject', 'm2m', '--password', 'p')).toMatchObject({ code: 2, stderr: expect.stringContaining('clientId "m2m" is the subjectId of user "mallory"') });

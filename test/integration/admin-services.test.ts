@@ -195,7 +195,7 @@ describe('admin services over SQLite', () => {
     });
 
     it('sets a stored user\'s password (argon2id); config users are read-only', async () => {
-      await users.add({ username: 'zoe', subjectId: 'z-1', password: 'old' });
+      await users.add({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
       await users.setPassword('zoe', null, 'new-pass');
       const hash = (await store.users.findUserBySubject('z-1'))?.passwordHash ?? '';
       expect(hash).toMatch(/^\$argon2id\$/);
@@ -205,6 +205,16 @@ describe('admin services over SQLite', () => {
       expect(await refusal(users.setPassword('nobody', null, 'x'))).toMatchObject({ code: 'not_found', message: 'no stored user "nobody"' });
       // The user is looked up before the password is required.
       expect(await refusal(users.setPassword('nobody', null, undefined))).toMatchObject({ code: 'not_found' });
+    });
+
+    it('applies the password policy on add and setPassword: invalid, field password, nothing stored or changed', async () => {
+      expect(await refusal(users.add({ username: 'zoe', password: 'password' }))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is a common or breached password' });
+      expect(await refusal(users.add({ username: 'zoe', password: 'Sigil-2026-zoe' }))).toMatchObject({ code: 'invalid', field: 'password', message: expect.stringContaining('the password contains the product name') });
+      expect(await store.users.listUsers()).toEqual([]);
+      await users.add({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
+      const before = (await store.users.findUserBySubject('z-1'))?.passwordHash;
+      expect(await refusal(users.setPassword('zoe', null, 'seven77'))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is shorter than 8 characters' });
+      expect((await store.users.findUserBySubject('z-1'))?.passwordHash).toBe(before);
     });
 
     it('refuses to remove a config user (by name or subject) and an unknown one', async () => {
