@@ -23,6 +23,7 @@ import { userinfoEndpoint } from './endpoints/userinfo.js';
 import { OAuthError } from './protocol/errors.js';
 import { accountPages } from './ui/account.js';
 import { accountMfaPages } from './ui/account-mfa.js';
+import { accountSelfServicePages } from './ui/account-self-service.js';
 import { consentPage } from './ui/consent.js';
 import { passkeyPages } from './ui/passkeys.js';
 import { devicePages } from './ui/device.js';
@@ -172,6 +173,7 @@ export async function buildApp(
     endSessionEndpoint(pages, ctx);
     accountPages(pages, ctx);
     accountMfaPages(pages, ctx);
+    accountSelfServicePages(pages, ctx);
     passkeyPages(pages, ctx); // passkeys and security keys (issue 12)
     consentPage(pages, ctx);
     devicePages(pages, ctx);

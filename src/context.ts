@@ -24,6 +24,7 @@ import type { SecondStepService } from './mfa/second-step.js';
 import type { LogoutService } from './logout/logout.js';
 import type { WebAuthnService } from './mfa/webauthn.js';
 import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
+import type { AccountService } from './users/account.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -61,5 +62,7 @@ export interface SigilContext {
   webauthn: WebAuthnService;
   /** Passkeys and security keys as the pages use them: quotas, limits, the security key step, events (src/mfa/passkey-ceremonies.ts). */
   passkeys: PasskeyCeremonies;
+  /** Self-service on /account (issue 24): password, sessions, connected apps, profile. */
+  account: AccountService;
   log: Logger;
 }

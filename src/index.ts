@@ -49,6 +49,8 @@ import { ReplayCache } from './limits/replay-cache.js';
 import { Resources } from './resources/scopes.js';
 import { DPoPNonces } from './limits/dpop-nonces.js';
 import { DPoPVerifier } from './validation/dpop.js';
+import { AccountService } from './users/account.js';
+import { productName } from './config/product-name.js';
 
 export { ConfigError, type ConfigOverrides, type ResolvedConfig } from './config/loader.js';
 export type { ConfigInput, Config, ClientConfig } from './config/schema.js';
@@ -223,6 +225,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
       enrollment: new FactorEnrollment(mfa, users, limiter, events),
       webauthn,
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
+      account: new AccountService(users, store.users, store.records, logout, clients, limiter, events, cfg.account.editableClaims, productName(cfg)),
       log,
     };
     // Upstream providers' calls and each back-channel logout delivery (`attempt`, the deliverer's

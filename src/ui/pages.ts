@@ -119,6 +119,18 @@ const FORM_POST = `<!doctype html>
 <script>${FORM_POST_SCRIPT}</script>
 </body></html>`;
 
+/**
+ * Sets the reply's CSP to the app's policy (helmet) with `frame-src` naming exactly `frameSrc`
+ * (front-channel logout iframes, OIDC Front-Channel Logout 1.0 §3), and `scriptSrc` as its script
+ * directive when given (else no script at all).
+ * @param frameSrc the CSP `frame-src` value (`frameSources` of logout/front-channel.ts)
+ */
+export function allowFrames(reply: FastifyReply, frameSrc: string, scriptSrc?: string): void {
+  const base = String(reply.getHeader('content-security-policy') ?? "default-src 'self'; frame-ancestors 'none'");
+  const kept = base.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));
+  reply.header('content-security-policy', [...kept, ...(scriptSrc ? [scriptSrc] : []), `frame-src ${frameSrc}`].join('; '));
+}
+
 /** Renders and sends pages. */
 export class Pages {
   private readonly eta = new Eta({ autoEscape: true, cache: true });
@@ -190,10 +202,8 @@ export class Pages {
     const t: Messages = CATALOGUES[lang] ?? (CATALOGUES.en as Messages);
     const html = this.eta.render('@signed_out', { lang, t, f: format, frames, redirect });
     // The app's policy (helmet), with the script allowed by hash and the frames named.
-    const base = String(reply.getHeader('content-security-policy') ?? "default-src 'self'; frame-ancestors 'none'");
-    const kept = base.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));
+    allowFrames(reply, frameSrc, `script-src ${SIGNED_OUT_SCRIPT_HASH}`);
     return pageHeaders(reply)
-      .header('content-security-policy', [...kept, `script-src ${SIGNED_OUT_SCRIPT_HASH}`, `frame-src ${frameSrc}`].join('; '))
       .header('referrer-policy', 'same-origin')
       .type('text/html; charset=utf-8')
       .send(html);
