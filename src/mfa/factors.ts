@@ -223,12 +223,15 @@ export class MfaService {
    * `hwk`, `swk`). Such a session may change the password without the current one (OWASP ASVS 5.0
    * V6.2.3 asks for the current password or a re-authentication; NIST SP 800-63B §6.1.2.3 allows
    * the change after authenticating with another factor, as Keycloak's "max auth age" does). A
-   * password alone, or an upstream provider's word, is not strong.
+   * password alone, or an upstream provider's word, is not strong; nor is a factor enrolled during
+   * the session (enrolling adds its `amr` to the session, but proves only the session itself):
+   * the factor used must have been held before the sign-in.
    */
-  recentStrongSignIn(session: Pick<Session, 'amr' | 'idp' | 'authTime'>): boolean {
+  async recentStrongSignIn(session: Pick<Session, 'amr' | 'idp' | 'authTime' | 'subjectId'>): Promise<boolean> {
     if (nowSeconds() - session.authTime > this.config.freshSignInSeconds) return false;
     const used = session.idp === 'local' ? session.amr : [];
-    return Object.values(FACTOR_KINDS).some((k) => k.amr.some((v) => used.includes(v)));
+    if (used.length === 0) return false;
+    return (await this.listFactors(session.subjectId)).some((f) => f.createdAt < session.authTime && FACTOR_KINDS[f.kind]?.amr.some((v) => used.includes(v)));
   }
 
   /** Whether the user has anything that can serve as the second step (a second factor, or a passkey). */

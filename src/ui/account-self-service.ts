@@ -159,7 +159,7 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: SigilContext)
     const change = await ctx.account.changePassword(
       session,
       { current: single(body, 'current_password'), password: single(body, 'new_password') ?? '', confirm: single(body, 'confirm_password') ?? '' },
-      ctx.mfa.recentStrongSignIn(session),
+      await ctx.mfa.recentStrongSignIn(session),
       originOf(request),
     );
     if (change.outcome === 'refused') refused(reply, change.refusal);
@@ -235,7 +235,7 @@ async function passwordPage(ctx: SigilContext, request: FastifyRequest, reply: F
     {
       csrf: reply.generateCsrf(),
       readOnly: await readOnlyReason(ctx, lang, session.subjectId),
-      recent: ctx.mfa.recentStrongSignIn(session),
+      recent: await ctx.mfa.recentStrongSignIn(session),
       error,
       notice: outcome === 'changed' ? t('passwordChanged') : undefined,
     },
