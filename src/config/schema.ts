@@ -447,7 +447,7 @@ export const configSchema = z
       .strictObject({
         required: z.boolean().default(false).meta({ description: "Default of every client's requireMfa: a second factor at every sign-in" }),
         totpIssuer: nonEmpty.max(100).default('Sigil').meta({ description: "The issuer name authenticator apps show next to the account (otpauth URI issuer)" }),
-        freshSignInSeconds: lifetime.default(300).meta({ description: "How recent a sign-in must be to change factors on /account, seconds" }),
+        freshSignInSeconds: lifetime.default(300).meta({ description: "How recent a sign-in must be to change factors on /account, seconds; a sign-in this recent with a second factor or passkey may also change the password without the current one" }),
       })
       .default({ required: false, totpIssuer: 'Sigil', freshSignInSeconds: 300 }).meta({ description: "Multi-factor sign-in" }),
     // Self-service on /account (issue 24): which profile claims stored users may edit themselves.
