@@ -559,11 +559,13 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
         .where('subject_id', '=', subjectId)
         .where('client_id', '=', clientId)
         .where('revoked_at', 'is', null)
+        .where('expires_at', '>', now)
         .execute();
       const result = await trx
         .updateTable('grants')
         .set({ revoked_at: now })
         .where('revoked_at', 'is', null)
+        .where('expires_at', '>', now)
         .where((eb) =>
           eb.or([
             eb.and([eb('subject_id', '=', subjectId), eb('client_id', '=', clientId)]),
@@ -587,6 +589,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
       .where('subject_id', '=', subjectId)
       .where('type', 'in', ['refresh_token', 'reference_token', 'access_token'])
       .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
       .where((eb) => eb.or([eb('session_id', 'is', null), eb('session_id', '!=', keepSessionId)]))
       .executeTakeFirst();
     return Number(result.numUpdatedRows);

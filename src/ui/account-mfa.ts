@@ -76,11 +76,6 @@ const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle 
 <p><%= it.f(it.t.signedInAs, { user: it.username }) %></p>
 <% if (it.notice) { %><p class="alert" role="status"><%= it.notice %></p><% } %>
 <% if (!it.canChange) { %><p class="alert" role="note"><%= it.t.freshSignInNeeded %> <a href="<%= it.reauth %>"><%= it.t.signInAgain %></a></p><% } %>
-<nav aria-labelledby="manage-heading"><h2 id="manage-heading"><%= it.t.accountManage %></h2>
-<ul><li><a href="/account/password"><%= it.t.accountPasswordTitle %></a></li>
-<li><a href="/account/sessions"><%= it.t.accountSessionsTitle %></a></li>
-<li><a href="/account/apps"><%= it.t.accountAppsTitle %></a></li>
-<li><a href="/account/profile"><%= it.t.accountProfileTitle %></a></li></ul></nav>
 <h2 id="factors-heading"><%= it.t.accountFactors %></h2>
 <% if (it.factors.length === 0) { %><p><%= it.t.accountNoFactors %></p><% } else { %>
 <ul class="factors" aria-labelledby="factors-heading">
@@ -98,6 +93,11 @@ const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle 
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <button type="submit" name="button" value="regenerate"><%= it.t.regenerateRecovery %></button>
 </form><% } %><% } %>
+<nav aria-labelledby="manage-heading"><h2 id="manage-heading"><%= it.t.accountManage %></h2>
+<ul><li><a href="/account/password"><%= it.t.accountPasswordTitle %></a></li>
+<li><a href="/account/sessions"><%= it.t.accountSessionsTitle %></a></li>
+<li><a href="/account/apps"><%= it.t.accountAppsTitle %></a></li>
+<li><a href="/account/profile"><%= it.t.accountProfileTitle %></a></li></ul></nav>
 <p><a href="/account/logout"><%= it.t.signOut %></a></p>`;
 
 /** Where a sign-in continues once complete. */
