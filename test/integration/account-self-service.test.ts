@@ -257,6 +257,13 @@ describe('profile', () => {
     expect((await sigil.context.store.users.findUserBySubject(ERIN.subjectId))?.claims.name).toBe('Erin Example');
   });
 
+  it('refuses a profile form without its CSRF token or from another origin (403, nothing stored)', async () => {
+    const b = await signedIn(ERIN.username, ERIN.password);
+    expect((await b.post('/account/profile', { name: 'Mallory' })).status).toBe(403);
+    expect((await b.post('/account/profile', { csrf_token: await csrf(b), name: 'Mallory' }, { origin: 'https://evil.example' })).status).toBe(403);
+    expect((await sigil.context.store.users.findUserBySubject(ERIN.subjectId))?.claims.name).toBe('Erin Example');
+  });
+
   it('is read-only for a config-file user (403, nothing stored)', async () => {
     const b = await signedIn('alice', 'alice');
     const res = await submit(b, '/account/profile', '/account/profile', { name: 'Mallory' });
