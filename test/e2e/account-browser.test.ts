@@ -4,10 +4,12 @@
  * device and one ended (that browser is signed out), a connected app revoked (its refresh token
  * then fails with invalid_grant), profile claims edited and seen at userinfo, and a config user's
  * read-only account. Sigil runs in this process (`createSigil`, listening on a free port), so that
- * the stored user can be added to its store first. Screenshots under test-results/screenshots/ and
- * the accessibility basics (`audit`) on each new page.
+ * the stored user can be added to its store first. Screenshots under test-results/screenshots/,
+ * the accessibility basics (`audit`) and axe-core (no serious or critical violation) on each new page.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { hash } from '@node-rs/argon2';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,11 +39,22 @@ afterAll(async () => {
   await Promise.allSettled([browser?.close(), sigil?.close(), cb?.close()]);
 });
 
-/** Screenshot and accessibility basics of the page the browser shows. */
+/** axe-core's rules engine, evaluated in the page through the DevTools protocol (the page's CSP allows no inline script). */
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** Screenshot, the accessibility basics, and axe-core with no serious or critical violation (WCAG 2.1 AA rules). */
 async function check(page: Page, name: string): Promise<void> {
   await page.locator('h1').waitFor();
   await screenshot(page, name);
   expect(await audit(page), name).toEqual([]);
+  await page.evaluate(AXE);
+  const violations = await page.evaluate(async () => {
+    const result = await (window as unknown as { axe: { run: (o: object) => Promise<{ violations: { id: string; impact: string | null }[] }> } }).axe.run({
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+    });
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
+  });
+  expect(violations, name).toEqual([]);
 }
 
 /** Signs in on the bare login page. */
@@ -118,9 +131,9 @@ describe('sessions', () => {
     const items = await here.page.locator('ul.factors li').allTextContents();
     expect(items.join('|')).toContain('Firefox on Windows');
     expect(items.join('|')).toMatch(/Chrome on Linux \(this browser\)|Headless Chrome on Linux \(this browser\)/);
-    await here.page.getByRole('button', { name: /^End the session of Firefox on Windows/ }).click();
+    await here.page.getByRole('button', { name: /^End session: Firefox on Windows/ }).click();
     await expect.poll(() => here.page.getByRole('status').textContent()).toContain('The session has been ended.');
-    expect(await here.page.getByRole('button', { name: /End the session/ }).count()).toBe(0);
+    expect(await here.page.getByRole('button', { name: /^End session/ }).count()).toBe(0);
 
     await there.page.goto(`${url}/account`);
     await there.page.waitForURL(/\/account\/login/);
@@ -158,7 +171,7 @@ describe('connected apps', () => {
     await page.goto(`${url}/account/apps`);
     await check(page, 'account-apps-desktop');
     expect(await page.locator('main').textContent()).toContain('Consent <Example> & Co');
-    await page.getByRole('button', { name: 'Revoke the access of Consent <Example> & Co' }).click();
+    await page.getByRole('button', { name: 'Revoke access: Consent <Example> & Co' }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain("The app's access has been revoked.");
     expect(await page.locator('main').textContent()).toContain('No app can access your account.');
 
