@@ -163,14 +163,9 @@ export class AccountService {
       return { outcome: 'weak', problems };
     }
     await this.store.setPasswordHash(subjectId, await hash(form.password));
-    const now = nowSeconds();
-    let endedSessions = 0;
-    for (const other of await this.records.sessions.liveOf(subjectId, now)) {
-      if (other.sid === session.sid) continue;
-      await this.logout.endSession(other.sid, false);
-      endedSessions++;
-    }
-    const revokedTokens = await this.records.refreshTokens.revokeAllBut(subjectId, session.sid, now);
+    // Every other session, not only those the page lists; their clients are told by the next poll.
+    const endedSessions = await this.logout.endSessionsOf(subjectId, session.sid, false);
+    const revokedTokens = await this.records.refreshTokens.revokeAllBut(subjectId, session.sid, nowSeconds());
     this.events.emit({ name: 'password_changed', endpoint: 'account', subjectId, method: current.length > 0 ? 'password' : 'recent_sign_in', ...origin });
     return { outcome: 'changed', endedSessions, revokedTokens };
   }

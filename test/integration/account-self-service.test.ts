@@ -235,6 +235,17 @@ describe('connected apps', () => {
   });
 });
 
+describe('languages', () => {
+  it('speaks German to a German browser', async () => {
+    const b = await signedIn(ERIN.username, ERIN.password);
+    const de = { 'accept-language': 'de-DE,de;q=0.9,en;q=0.5' };
+    expect((await b.get('/account/password', de)).body).toContain('<h1>Passwort ändern</h1>');
+    expect((await b.get('/account/sessions', de)).body).toContain('(dieser Browser), angemeldet am');
+    expect((await b.get('/account/apps', de)).body).toContain('Keine App hat Zugriff auf Ihr Konto.');
+    expect((await b.get('/account/profile', de)).body).toContain('Vollständiger Name');
+  });
+});
+
 describe('profile', () => {
   it('saves the editable claims, visible at userinfo; ignores any other field', async () => {
     const b = await signedIn(ERIN.username, ERIN.password);
