@@ -24,6 +24,7 @@ import { userinfoEndpoint } from './endpoints/userinfo.js';
 import { OAuthError } from './protocol/errors.js';
 import { accountPages } from './ui/account.js';
 import { accountMfaPages } from './ui/account-mfa.js';
+import { accountSelfServicePages } from './ui/account-self-service.js';
 import { consentPage } from './ui/consent.js';
 import { passkeyPages } from './ui/passkeys.js';
 import { emailPages } from './ui/email-pages.js';
@@ -238,6 +239,7 @@ export async function mountSigil(
     endSessionEndpoint(pages, ctx);
     accountPages(pages, ctx);
     accountMfaPages(pages, ctx);
+    accountSelfServicePages(pages, ctx);
     passkeyPages(pages, ctx); // passkeys and security keys (issue 12)
     emailPages(pages, ctx); // password reset, address verification, self-registration (issue 24)
     consentPage(pages, ctx);

@@ -26,6 +26,7 @@ import type { WebAuthnService } from './mfa/webauthn.js';
 import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import type { ClientRegistrations } from './admin/registrations.js';
 import type { AccountEmail } from './email/account-email.js';
+import type { AccountService } from './users/account.js';
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -72,5 +73,7 @@ export interface SigilContext {
   registrations: ClientRegistrations;
   /** Links by mail: password reset, address verification, self-registration; absent without config `email` (issue 24). */
   email?: AccountEmail;
+  /** Self-service on /account (issue 24): password, sessions, connected apps, profile. */
+  account: AccountService;
   log: Logger;
 }

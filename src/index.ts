@@ -58,6 +58,7 @@ import { ReplayCache } from './limits/replay-cache.js';
 import { Resources } from './resources/scopes.js';
 import { DPoPNonces } from './limits/dpop-nonces.js';
 import { DPoPVerifier } from './validation/dpop.js';
+import { AccountService } from './users/account.js';
 
 export { ConfigError, type ConfigOverrides, type ResolvedConfig } from './config/loader.js';
 export type { ConfigInput, Config, ClientConfig } from './config/schema.js';
@@ -350,6 +351,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       ...(mailer && cfg.email
         ? { email: new AccountEmail({ store, logout, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log }) }
         : {}),
+      account: new AccountService(users, store.users, store.records, logout, clients, limiter, events, cfg.account.editableClaims, productName(cfg)),
       log,
     };
     // Upstream providers' calls and each back-channel logout delivery (`attempt`, the deliverer's

@@ -11,6 +11,14 @@ import { LOOPBACK } from './hosts.js';
 import { userDirectories } from './user-directories.js';
 
 const lifetime = z.number().int().positive();
+/**
+ * The profile claims a user may edit on /account/profile (config `account.editableClaims`): OIDC
+ * Core §5.1 claims that describe the person and that no app should trust for access. Left out on
+ * purpose: `sub`, `email`, `email_verified`, `phone_number(_verified)`, `preferred_username`
+ * (apps may key on them), `role`, `tenant`, and URL claims (`picture`, `website`, `profile`).
+ */
+export const EDITABLE_CLAIMS = ['name', 'given_name', 'family_name', 'middle_name', 'nickname', 'gender', 'birthdate', 'zoneinfo', 'locale'] as const;
+
 const nonEmpty = z.string().min(1);
 /** A secret: clear text, or `sha256:<base64 of the 32-byte digest>` (checked here, not at start). */
 const secret = nonEmpty.refine(
@@ -513,9 +521,15 @@ export const configSchema = z
       .strictObject({
         required: z.boolean().default(false).meta({ description: "Default of every client's requireMfa: a second factor at every sign-in" }),
         totpIssuer: nonEmpty.max(100).default('Sigil').meta({ description: "The issuer name authenticator apps show next to the account (otpauth URI issuer)" }),
-        freshSignInSeconds: lifetime.default(300).meta({ description: "How recent a sign-in must be to change factors on /account, seconds" }),
+        freshSignInSeconds: lifetime.default(300).meta({ description: "How recent a sign-in must be to change factors on /account, seconds; a sign-in this recent with a second factor or passkey may also change the password without the current one" }),
       })
       .default({ required: false, totpIssuer: 'Sigil', freshSignInSeconds: 300 }).meta({ description: "Multi-factor sign-in" }),
+    // Self-service on /account (issue 24): which profile claims stored users may edit themselves.
+    account: z
+      .strictObject({
+        editableClaims: z.array(z.enum(EDITABLE_CLAIMS)).max(EDITABLE_CLAIMS.length).refine((a) => new Set(a).size === a.length, 'each claim once').default(['name', 'given_name', 'family_name']).meta({ description: `Profile claims stored users may edit on /account/profile, among ${EDITABLE_CLAIMS.join(', ')}; never sub, email, email_verified, role or other claims that apps may trust for access. Empty: no editing`, spec: "OIDC Core §5.1" }),
+      })
+      .default({ editableClaims: ['name', 'given_name', 'family_name'] }).meta({ description: "The account pages (/account)" }),
     clientAssertionMaxLifetime: z.number().int().positive().max(3600).default(300).meta({ description: "Client assertions whose exp is further ahead than this many seconds are refused, so a jti need be remembered at most this long", spec: "RFC 7523 §3" }),
     pushedAuthorizationRequestLifetime: z.number().int().positive().max(600).default(60).meta({ description: "How long a request_uri from /connect/par stays usable, seconds", spec: "RFC 9126 §2.2" }),
     requirePushedAuthorizationRequests: z.boolean().default(false).meta({ description: "Every authorization request of every client must come through /connect/par", spec: "RFC 9126 §5" }),

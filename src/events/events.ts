@@ -34,7 +34,18 @@ export type SigilEventName =
   | 'client_deleted'
   // Email (issue 24): a password set through a reset link; an account created by self-registration.
   | 'password_reset'
-  | 'user_registered';
+  | 'user_registered'
+  // Self-service on /account (issue 24), after Duende's catalogue where it has one.
+  /** A user changed their own password (`method`: `password` when the current one was given, else `recent_sign_in`). */
+  | 'password_changed'
+  /** A password change was refused: wrong current password, or a new one the policy refuses. */
+  | 'password_change_failed'
+  /** A user ended one of their sessions from /account/sessions (`sessionId` names it). */
+  | 'session_ended'
+  /** A user revoked a client's consent and tokens (Duende `GrantsRevokedEvent`; `clientId` names it). */
+  | 'grants_revoked'
+  /** A user edited their profile claims (`claims` names them, never their values). */
+  | 'profile_updated';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {
@@ -59,8 +70,15 @@ export interface SigilEvent {
   requestId?: string;
   /** The factor an `mfa_*` or `webauthn_*` event is about (`totp`, `recovery_code`, `passkey`, `security-key`). */
   factor?: string;
-  /** How a `user_login_*` event's user signed in (its first step; a second factor is an `mfa_*` or `webauthn_*` event). */
+  /**
+   * How a `user_login_*` event's user signed in (its first step; a second factor is an `mfa_*` or
+   * `webauthn_*` event); for `password_changed`, what proved the user (`password` or `recent_sign_in`).
+   */
   method?: SignInMethod;
+  /** The session an event is about (`sid`), for `session_ended`. */
+  sessionId?: string;
+  /** The claim names a `profile_updated` event changed (never their values: personal data). */
+  claims?: string[];
   /** The OpenTelemetry trace the event happened in (32 hex digits), when tracing is on. */
   traceId?: string;
 }
@@ -69,7 +87,7 @@ export interface SigilEvent {
  * The first step of a sign-in: a password on the login page, a passkey, an upstream provider
  * (federation), or the password grant (RFC 6749 §4.3).
  */
-export type SignInMethod = 'password' | 'passkey' | 'upstream' | 'password_grant';
+export type SignInMethod = 'password' | 'passkey' | 'upstream' | 'password_grant' | 'recent_sign_in';
 
 /**
  * What an `EventBus` tells besides the log and the subscribers, synchronously and before the log
@@ -98,6 +116,7 @@ const FAILURES = new Set<SigilEventName>([
   'api_authentication_failed',
   'mfa_failed',
   'webauthn_failed',
+  'password_change_failed',
 ]);
 
 /** Publishes audit events to the log and to subscribers. */

@@ -32,7 +32,8 @@ export async function startSession(
   user: { subjectId: string },
   how: { amr: string[]; idp: string; tenant: string | null; upstreamAcr?: string },
 ): Promise<Session> {
-  const { session, cookie } = await ctx.sessions.create(sessionCookie(request), user, how);
+  const userAgent = request.headers['user-agent'];
+  const { session, cookie } = await ctx.sessions.create(sessionCookie(request), user, how, { userAgent, address: request.ip });
   clearSessionCookie(reply, ctx.issuer);
   setSessionCookie(reply, ctx.issuer, cookie);
   return session;

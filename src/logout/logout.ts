@@ -62,10 +62,14 @@ export class LogoutService {
     return ended;
   }
 
-  /** Ends every live session of a user (`sigil users sessions revoke`); returns how many. */
-  async endSessionsOf(subjectId: string): Promise<number> {
-    const sids = await this.store.liveSessions(subjectId, nowSeconds());
-    for (const sid of sids) await this.endSession(sid);
+  /**
+   * Ends every live session of a user (`sigil users sessions revoke`), or every one but `keepSid`
+   * (a password change on /account keeps the browser's own); returns how many.
+   * @param sendNow as for `endSession`
+   */
+  async endSessionsOf(subjectId: string, keepSid?: string, sendNow = true): Promise<number> {
+    const sids = (await this.store.liveSessions(subjectId, nowSeconds())).filter((sid) => sid !== keepSid);
+    for (const sid of sids) await this.endSession(sid, sendNow);
     return sids.length;
   }
 

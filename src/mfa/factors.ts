@@ -217,6 +217,23 @@ export class MfaService {
     return proved >= held;
   }
 
+  /**
+   * Whether a live session is a recent strong sign-in: signed in at Sigil within
+   * `mfa.freshSignInSeconds`, with a second factor or a passkey (an `amr` of a factor kind: `otp`,
+   * `hwk`, `swk`). Such a session may change the password without the current one (OWASP ASVS 5.0
+   * V6.2.3 asks for the current password or a re-authentication; NIST SP 800-63B §6.1.2.3 allows
+   * the change after authenticating with another factor, as Keycloak's "max auth age" does). A
+   * password alone, or an upstream provider's word, is not strong; nor is a factor enrolled during
+   * the session (enrolling adds its `amr` to the session, but proves only the session itself):
+   * the factor used must have been held before the sign-in.
+   */
+  async recentStrongSignIn(session: Pick<Session, 'amr' | 'idp' | 'authTime' | 'subjectId'>): Promise<boolean> {
+    if (nowSeconds() - session.authTime > this.config.freshSignInSeconds) return false;
+    const used = session.idp === 'local' ? session.amr : [];
+    if (used.length === 0) return false;
+    return (await this.listFactors(session.subjectId)).some((f) => f.createdAt < session.authTime && FACTOR_KINDS[f.kind]?.amr.some((v) => used.includes(v)));
+  }
+
   /** Whether the user has anything that can serve as the second step (a second factor, or a passkey). */
   async canStepUp(subjectId: string): Promise<boolean> {
     return (await this.listFactors(subjectId)).some((f) => FACTOR_KINDS[f.kind]?.secondFactor || FACTOR_KINDS[f.kind]?.webauthn);

@@ -102,6 +102,24 @@ export interface GrantStore {
   revokeSubject(subjectId: string, types: readonly GrantType[], now: number): Promise<number>;
   /** Revokes every record of a family; returns how many rows changed. */
   revokeFamily(familyId: string, now: number): Promise<number>;
+  /**
+   * The live records (neither consumed, revoked nor expired at `now`) of one user and kind, newest
+   * first, at most `limit`: a read along the `grants_subject` index (subject, client, type), never
+   * a scan of the table (the account pages' sessions and connected apps).
+   */
+  listLive(subjectId: string, type: GrantType, now: number, limit: number): Promise<GrantRecord[]>;
+  /**
+   * Revokes every live record of one user at one client, whatever its kind (consent, refresh and
+   * reference tokens, access-token marks, codes), in one update along the `grants_subject` index;
+   * returns how many rows changed. The families of the refresh tokens it hit are revoked with them.
+   */
+  revokeSubjectAtClient(subjectId: string, clientId: string, now: number): Promise<number>;
+  /**
+   * Revokes every live token of one user (refresh and reference tokens, access-token marks) that
+   * was not issued into the session `keepSessionId`, in one update along the `grants_subject`
+   * index; returns how many rows changed. Consents and sessions are left alone.
+   */
+  revokeSubjectTokens(subjectId: string, keepSessionId: string, now: number): Promise<number>;
 }
 
 /** The fields that vary when a grant row is created; the rest start empty. */

@@ -561,6 +561,70 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return Number(result.numUpdatedRows);
   }
 
+  async listLive(subjectId: string, type: GrantType, now: number, limit: number): Promise<GrantRecord[]> {
+    // subject_id, then type: the grants_subject index (subject_id, client_id, type) serves both.
+    const rows = await this.db
+      .selectFrom('grants')
+      .selectAll()
+      .where('subject_id', '=', subjectId)
+      .where('type', '=', type)
+      .where('revoked_at', 'is', null)
+      .where('consumed_at', 'is', null)
+      .where('expires_at', '>', now)
+      .orderBy('created_at', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => toRecord(r as GrantRow));
+  }
+
+  async revokeSubjectAtClient(subjectId: string, clientId: string, now: number): Promise<number> {
+    // What getRecent remembers is dropped whole: these updates reach rows of many families.
+    this.forget(undefined);
+    this.recent.clear();
+    return this.db.transaction().execute(async (trx) => {
+      const families = await trx
+        .selectFrom('grants')
+        .select('family_id')
+        .distinct()
+        .where('subject_id', '=', subjectId)
+        .where('client_id', '=', clientId)
+        .where('revoked_at', 'is', null)
+        .where('expires_at', '>', now)
+        .execute();
+      const result = await trx
+        .updateTable('grants')
+        .set({ revoked_at: now })
+        .where('revoked_at', 'is', null)
+        .where('expires_at', '>', now)
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('subject_id', '=', subjectId), eb('client_id', '=', clientId)]),
+            // A refresh token's family (its access-token marks and reference tokens), but never a
+            // session: sessions are the user's, not the client's.
+            ...(families.length > 0 ? [eb.and([eb('family_id', 'in', families.map((f) => f.family_id)), eb('type', '!=', 'session')])] : []),
+          ]),
+        )
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    });
+  }
+
+  async revokeSubjectTokens(subjectId: string, keepSessionId: string, now: number): Promise<number> {
+    // As revokeSubjectAtClient: what getRecent remembers is dropped whole.
+    this.forget(undefined);
+    this.recent.clear();
+    const result = await this.db
+      .updateTable('grants')
+      .set({ revoked_at: now })
+      .where('subject_id', '=', subjectId)
+      .where('type', 'in', ['refresh_token', 'reference_token', 'access_token'])
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
+      .where((eb) => eb.or([eb('session_id', 'is', null), eb('session_id', '!=', keepSessionId)]))
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
   async listKeys(): Promise<StoredKey[]> {
     const rows = await this.db.selectFrom('signing_keys').selectAll().orderBy('created_at').orderBy('kid').execute();
     return rows.map((r) => ({

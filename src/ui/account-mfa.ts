@@ -93,6 +93,11 @@ const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle 
 <%~ include('@csrf', it) %>
 <button type="submit" name="button" value="regenerate"><%= it.t.regenerateRecovery %></button>
 </form><% } %><% } %>
+<nav aria-labelledby="manage-heading"><h2 id="manage-heading"><%= it.t.accountManage %></h2>
+<ul><li><a href="<%= it.base %>/account/password"><%= it.t.accountPasswordTitle %></a></li>
+<li><a href="<%= it.base %>/account/sessions"><%= it.t.accountSessionsTitle %></a></li>
+<li><a href="<%= it.base %>/account/apps"><%= it.t.accountAppsTitle %></a></li>
+<li><a href="<%= it.base %>/account/profile"><%= it.t.accountProfileTitle %></a></li></ul></nav>
 <p><a href="<%= it.base %>/account/logout"><%= it.t.signOut %></a></p>`;
 
 /** Where a sign-in continues once complete. */

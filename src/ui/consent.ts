@@ -66,7 +66,7 @@ export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
     // same pending request, which stays bound to this browser, not to the session.
     if (single(body, 'button') === 'switch') {
       await signOut(ctx, request, reply);
-      return reply.header('cache-control', 'no-store').redirect(`/account/login?interaction=${encodeURIComponent(id)}`, 303);
+      return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?interaction=${encodeURIComponent(id)}`, 303);
     }
     if (single(body, 'button') !== 'yes') return denyPage(ctx, request, reply, { id, interaction });
     await grantConsent(ctx, { id, interaction }, session, single(body, 'remember') === 'yes');

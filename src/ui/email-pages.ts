@@ -45,7 +45,7 @@ const FORM = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) 
 const DONE = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) %>
 <h1><%= it.t[it.titleKey] %></h1>
 <p><%= it.t[it.textKey] %></p>
-<% if (it.signIn) { %><p><a href="/account/login"><%= it.t.signIn %></a></p><% } %>`;
+<% if (it.signIn) { %><p><a href="<%= it.base %>/account/login"><%= it.t.signIn %></a></p><% } %>`;
 
 /** What a form page shows. */
 interface FormData {

@@ -58,7 +58,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
 </div>
 </form>
-<% if (it.forgot || it.register) { %><p class="links"><% if (it.forgot) { %><a href="/account/forgot"><%= it.t.forgotPassword %></a><% } %><% if (it.forgot && it.register) { %> · <% } %><% if (it.register) { %><a href="/account/register"><%= it.t.registerTitle %></a><% } %></p><% } %>
+<% if (it.forgot || it.register) { %><p class="links"><% if (it.forgot) { %><a href="<%= it.base %>/account/forgot"><%= it.t.forgotPassword %></a><% } %><% if (it.forgot && it.register) { %> · <% } %><% if (it.register) { %><a href="<%= it.base %>/account/register"><%= it.t.registerTitle %></a><% } %></p><% } %>
 <% if (it.passkeys) { %><%~ include('@passkey-login', it) %><% } %>
 <% if (it.providers && it.providers.length > 0) { %><p class="or"><%= it.t.orSignInWith %></p>
 <ul class="providers"><% it.providers.forEach(function (p) { %><li><a class="provider" href="<%= it.base %><%= p.href %>"><%= p.label %></a></li><% }) %></ul><% } %>`;
@@ -186,6 +186,18 @@ export function templateProblems(source: string): string[] {
   return problems;
 }
 
+/**
+ * Sets the reply's CSP to the app's policy (helmet) with `frame-src` naming exactly `frameSrc`
+ * (front-channel logout iframes, OIDC Front-Channel Logout 1.0 §3), and `scriptSrc` as its script
+ * directive when given (else no script at all).
+ * @param frameSrc the CSP `frame-src` value (`frameSources` of logout/front-channel.ts)
+ */
+export function allowFrames(reply: FastifyReply, frameSrc: string, scriptSrc?: string): void {
+  const base = String(reply.getHeader('content-security-policy') ?? "default-src 'self'; frame-ancestors 'none'");
+  const kept = base.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));
+  reply.header('content-security-policy', [...kept, ...(scriptSrc ? [scriptSrc] : []), `frame-src ${frameSrc}`].join('; '));
+}
+
 /** Renders and sends pages. */
 export class Pages {
   private readonly eta = new Eta({ autoEscape: true, cache: true });
@@ -311,10 +323,8 @@ export class Pages {
   sendSignedOut(reply: FastifyReply, lang: string, frames: readonly string[], frameSrc: string, redirect: string | undefined): FastifyReply {
     const html = this.eta.render('@signed_out', { lang, t: this.locales.messages(lang), f: format, brand: this.brand, frames, redirect, base: this.base });
     // The app's policy (helmet), with the script allowed by hash and the frames named.
-    const base = String(reply.getHeader('content-security-policy') ?? "default-src 'self'; frame-ancestors 'none'");
-    const kept = base.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));
+    allowFrames(reply, frameSrc, `script-src ${SIGNED_OUT_SCRIPT_HASH}`);
     return pageHeaders(reply)
-      .header('content-security-policy', [...kept, `script-src ${SIGNED_OUT_SCRIPT_HASH}`, `frame-src ${frameSrc}`].join('; '))
       .header('referrer-policy', 'same-origin')
       .type('text/html; charset=utf-8')
       .send(html);

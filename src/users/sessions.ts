@@ -7,7 +7,7 @@
  */
 import { hashHandle, newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import type { CookieValue } from '../http/cookies.js';
-import type { Session, SessionRecords } from '../stores/records/sessions.js';
+import { type Session, type SessionRecords, USER_AGENT_MAX } from '../stores/records/sessions.js';
 import type { EndedSession, LogoutService } from '../logout/logout.js';
 
 export type { Session };
@@ -57,18 +57,29 @@ export class SessionService {
    * Starts a new session for a user, ending the one of the previous cookie: the cookie value
    * always changes at sign-in (no session fixation).
    * @param previous the session cookie's value as sent
+   * @param device the browser's `User-Agent` (kept cut to `USER_AGENT_MAX` characters) and address,
+   *   listed on the user's /account/sessions
    * @returns the session and the cookie to set (Max-Age the session lifetime)
    */
   async create(
     previous: string | undefined,
     user: { subjectId: string },
     how: { amr: string[]; idp: string; tenant: string | null; upstreamAcr?: string },
+    device: { userAgent?: string | undefined; address?: string } = {},
   ): Promise<IssuedSession> {
     // The previous session's clients are told by the next delivery poll: signing in does not wait for them.
     await this.end(previous, false);
     const now = nowSeconds();
     const handle = newHandle();
-    const session: Session = { sid: newId(), subjectId: user.subjectId, authTime: now, ...how, expiresAt: now + this.lifetime };
+    const session: Session = {
+      sid: newId(),
+      subjectId: user.subjectId,
+      authTime: now,
+      ...how,
+      expiresAt: now + this.lifetime,
+      ...(device.userAgent ? { userAgent: device.userAgent.slice(0, USER_AGENT_MAX) } : {}),
+      ...(device.address ? { address: device.address.slice(0, 64) } : {}),
+    };
     await this.records.create(handle, session, now, now + this.lifetime);
     return { session, cookie: { value: handle, maxAge: this.lifetime } };
   }

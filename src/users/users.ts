@@ -98,6 +98,11 @@ export class UserService {
     await Promise.all(this.directories.map((d) => d.close?.()));
   }
 
+  /** Whether the subject is a config-file user's (read-only: changed in the file, never by Sigil). */
+  isConfigUser(subjectId: string): boolean {
+    return this.configUsers.some((c) => c.user.subjectId === subjectId);
+  }
+
   /**
    * Checks a username and password. Usernames compare case-insensitively; with `tenant` only users
    * of that tenant are candidates, without it the username must name exactly one user.

@@ -23,13 +23,29 @@ export const CONSENT_LIFETIME = 365 * 24 * 3600;
 export class Consents {
   private readonly kind: RecordKind<ConsentData>;
 
-  constructor(grants: GrantStore) {
+  constructor(private readonly grants: GrantStore) {
     this.kind = new RecordKind(grants, 'consent');
   }
 
   /** Remembers that the user consented to `scopes` for the client until `expiresAt`, replacing an earlier consent. */
   remember(subjectId: string, clientId: string, scopes: string[], now: number, expiresAt: number): Promise<void> {
     return this.kind.save({ key: consentKey(subjectId, clientId), clientId, subjectId, data: { scopes }, createdAt: now, expiresAt });
+  }
+
+  /** The user's live consents at `now` (client and scopes), newest first, at most `limit`. */
+  async liveOf(subjectId: string, now: number, limit: number): Promise<{ clientId: string; scopes: string[]; createdAt: number }[]> {
+    return (await this.kind.liveOf(subjectId, now, limit)).map((row) => ({ clientId: row.clientId, scopes: row.data.scopes ?? [], createdAt: row.createdAt }));
+  }
+
+  /**
+   * Withdraws everything the user gave the client (Keycloak's "revoke grant", Duende's
+   * `IPersistedGrantService.RemoveAllGrantsAsync(subject, client)`): the consent and every live
+   * grant of the user at the client (refresh and reference tokens, access-token marks, codes, with
+   * their families), in one update. Afterwards the client's refresh tokens fail with
+   * `invalid_grant` (RFC 6749 §5.2). Returns how many records were revoked.
+   */
+  withdraw(subjectId: string, clientId: string, now: number): Promise<number> {
+    return this.grants.revokeSubjectAtClient(subjectId, clientId, now);
   }
 
   /**

@@ -87,6 +87,14 @@ export class RecordKind<T extends object> {
     return this.grants.replaceData(key, dataOf(expected), dataOf(data), expiresAt);
   }
 
+  /**
+   * The live records of this kind of one user, newest first, at most `limit` (along the
+   * `grants_subject` index, `GrantStore.listLive`).
+   */
+  async liveOf(subjectId: string, now: number, limit: number): Promise<GrantRecord<T>[]> {
+    return (await this.grants.listLive(subjectId, this.type, now, limit)).flatMap((row) => this.narrow(row) ?? []);
+  }
+
   /** Revokes the record under `record.key`; stores `record` revoked when no row is stored under its key yet. */
   revoke(record: NewRecord<T>, now: number): Promise<void> {
     return this.grants.revoke(this.row(record), now);

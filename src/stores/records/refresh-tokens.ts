@@ -32,7 +32,7 @@ export interface RefreshTokenData {
 export class RefreshTokens {
   private readonly kind: RecordKind<RefreshTokenData>;
 
-  constructor(grants: GrantStore) {
+  constructor(private readonly grants: GrantStore) {
     this.kind = new RecordKind(grants, 'refresh_token');
   }
 
@@ -42,6 +42,19 @@ export class RefreshTokens {
     record: { clientId: string; subjectId: string; familyId: string; sessionId: string | null; data: RefreshTokenData; createdAt: number; expiresAt: number },
   ): Promise<void> {
     return this.kind.put({ key: hashHandle(handle), ...record });
+  }
+
+  /** The user's live refresh tokens at `now` (client, scopes, issue time), newest first, at most `limit`. */
+  async liveOf(subjectId: string, now: number, limit: number): Promise<{ clientId: string; scopes: string[]; createdAt: number }[]> {
+    return (await this.kind.liveOf(subjectId, now, limit)).map((row) => ({ clientId: row.clientId, scopes: row.data.scopes, createdAt: row.createdAt }));
+  }
+
+  /**
+   * Revokes the user's tokens (refresh and reference tokens, access-token marks) except those
+   * issued into the session `keepSessionId` (after a password change); returns how many.
+   */
+  revokeAllBut(subjectId: string, keepSessionId: string, now: number): Promise<number> {
+    return this.grants.revokeSubjectTokens(subjectId, keepSessionId, now);
   }
 
   /** The token's record whatever its state (the caller tells revoked, used and expired apart), or undefined. */

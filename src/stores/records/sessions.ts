@@ -21,7 +21,20 @@ export interface Session {
   upstreamAcr?: string;
   /** Unix seconds when the session ends (absent on sessions stored before it was recorded). */
   expiresAt?: number;
+  /**
+   * The browser's `User-Agent` at sign-in, cut to `USER_AGENT_MAX` characters, and its address
+   * (after `trustProxy`): shown on the user's own /account/sessions page only. Personal data
+   * (GDPR Art. 4(1)); gone with the session row. Absent on sessions stored before they were kept.
+   */
+  userAgent?: string;
+  address?: string;
 }
+
+/** The longest `User-Agent` kept with a session, characters. */
+export const USER_AGENT_MAX = 200;
+
+/** The most sessions of one user the account page lists (and so the most one user can end there). */
+export const SESSIONS_LISTED = 50;
 
 /** The `session` records, by cookie handle. Times are Unix seconds. */
 export class SessionRecords {
@@ -43,6 +56,11 @@ export class SessionRecords {
       createdAt: now,
       expiresAt,
     });
+  }
+
+  /** The live sessions of a user at `now`, newest first, at most `SESSIONS_LISTED`. */
+  async liveOf(subjectId: string, now: number): Promise<Session[]> {
+    return (await this.kind.liveOf(subjectId, now, SESSIONS_LISTED)).map((row) => row.data);
   }
 
   /** The session's record whatever its state, or undefined. */
