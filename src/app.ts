@@ -19,6 +19,7 @@ import { introspectionEndpoint } from './endpoints/introspection.js';
 import { pushedAuthorizationEndpoint } from './endpoints/par.js';
 import { revocationEndpoint } from './endpoints/revocation.js';
 import { tokenEndpoint } from './endpoints/token.js';
+import { scimEndpoints } from './endpoints/scim.js';
 import { userinfoEndpoint } from './endpoints/userinfo.js';
 import { OAuthError } from './protocol/errors.js';
 import { accountPages } from './ui/account.js';
@@ -147,6 +148,7 @@ export async function buildApp(
   introspectionEndpoint(app, ctx);
   revocationEndpoint(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
+  await scimEndpoints(app, ctx); // SCIM 2.0 at /scim/v2 (issue 25)
 
   // Browser pages, redirects and public documents: security headers, cookies, CSRF protection.
   await app.register(async (pages) => {

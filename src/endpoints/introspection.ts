@@ -32,7 +32,7 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       const token = params.get('token');
       if (token === undefined) throw invalidRequest('parameter "token" is missing');
       const found = await findToken(ctx.tokens, ctx.store.records.refreshTokens, token, params.get('token_type_hint'));
-      const body = found && visibleTo(ctx, found, caller) ? describe(ctx, found) : { active: false };
+      const body = found && visibleTo(ctx, found, caller) && (await userActive(ctx, found)) ? describe(ctx, found) : { active: false };
       return noStore(reply).type('application/json; charset=utf-8').send(body);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
@@ -48,6 +48,16 @@ function audiences(ctx: SigilContext, found: FoundToken): string[] {
   if (found.kind === 'refresh_token') return ctx.resources.audiences(found.data.scopes);
   const aud = found.token.claims.aud;
   return aud === undefined ? [] : Array.isArray(aud) ? aud : [aud];
+}
+
+/**
+ * Whether the user a token acts for is still there and active (a client's own token: yes). A user
+ * made inactive (SCIM `active: false`) has no active tokens (RFC 7662 §2.2 `active`).
+ */
+async function userActive(ctx: SigilContext, found: FoundToken): Promise<boolean> {
+  const sub = found.kind === 'refresh_token' ? found.data.subject.subjectId : found.token.claims.sub === found.token.claims.client_id ? undefined : found.token.claims.sub;
+  if (sub === undefined) return true;
+  return (await ctx.users.findBySubject(sub))?.isActive === true;
 }
 
 function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolean {

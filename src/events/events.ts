@@ -26,7 +26,12 @@ export type SigilEventName =
   | 'webauthn_registered'
   | 'webauthn_removed'
   | 'webauthn_succeeded'
-  | 'webauthn_failed';
+  | 'webauthn_failed'
+  // Management (issue 25): a user or group created, changed or deleted through SCIM; `clientId`
+  // and `subjectId` name the actor (the subject only when a user acts), `target` what changed.
+  | 'resource_created'
+  | 'resource_updated'
+  | 'resource_deleted';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {
@@ -53,6 +58,10 @@ export interface SigilEvent {
   factor?: string;
   /** How a `user_login_*` event's user signed in (its first step; a second factor is an `mfa_*` or `webauthn_*` event). */
   method?: SignInMethod;
+  /** The resource a `resource_*` event is about: its type (`User`, `Group`) and id. */
+  target?: { type: string; id: string };
+  /** The attributes a `resource_*` event changed (names only, never values: no password or hash). */
+  changed?: string[];
   /** The OpenTelemetry trace the event happened in (32 hex digits), when tracing is on. */
   traceId?: string;
 }

@@ -25,6 +25,7 @@ import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
+import { SqlDirectory } from './directory.js';
 import { grantRecords, type GrantRecords } from './records/index.js';
 import type {
   ClientStore,
@@ -321,6 +322,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   get webauthn(): WebAuthnCredentialStore {
     return (this.webauthnStore ??= new SqlWebAuthnCredentials(this.db as Kysely<unknown>));
   }
+  // SCIM's view of users and groups (issue 25), over the tables of 0009_people.
+  private directoryStore: SqlDirectory | undefined;
+  get directory(): SqlDirectory {
+    return (this.directoryStore ??= new SqlDirectory(this.db as Kysely<unknown>, this.dialect));
+  }
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
   /** New grant rows, `put` and `putOnce` alike, committed in groups (see `group-commit.ts`). */
@@ -334,7 +340,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
 
   constructor(
     private readonly db: Kysely<Database>,
-    dialect: StorageTarget['kind'],
+    private readonly dialect: StorageTarget['kind'],
     private readonly lookups: LookupCacheOptions,
     private readonly checkpointer?: SqliteCheckpointer,
     timedCommit?: (seconds: number) => void,
@@ -651,6 +657,9 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
       await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
       // Their passkeys and security keys (issue 12): a later user with the same subject gets none.
       await sql`delete from webauthn_credentials where subject_id = ${subjectId}`.execute(trx);
+      // Their addresses and group memberships (0009_people): a later user with the same subject has none.
+      await trx.deleteFrom('user_emails').where('subject_id', '=', subjectId).execute();
+      await trx.deleteFrom('group_members').where('subject_id', '=', subjectId).execute();
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
       return result.numDeletedRows === 1n;
     });
@@ -659,6 +668,10 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   async setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean> {
     const result = await this.db.updateTable('users').set({ password_hash: passwordHash }).where('subject_id', '=', subjectId).executeTakeFirst();
     return result.numUpdatedRows === 1n;
+  }
+
+  async groupNames(subjectId: string): Promise<string[]> {
+    return this.directory.groupNamesOf(subjectId);
   }
 
   async updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void> {

@@ -9,6 +9,7 @@ import { hashHandle } from '../crypto/handles.js';
 import type { GrantStore } from './grant-store.js';
 import type { GrantRecords } from './records/index.js';
 import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
+import type { SqlDirectory } from './directory.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -106,6 +107,8 @@ export interface UserStore {
   addExternalUser(link: ExternalLink, user: StoredUser): Promise<string>;
   /** Returns false when there was no such user. */
   setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean>;
+  /** The display names of the SCIM groups a user is a member of (their `role` claim gets them). */
+  groupNames(subjectId: string): Promise<string[]>;
   /** Replaces a user's claims (external users, at each sign-in). */
   updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void>;
 }
@@ -221,6 +224,8 @@ export interface Store {
   maintenance: Maintenance;
   /** WebAuthn credentials: passkeys and security keys (issue 12, `webauthn-credentials.ts`). */
   webauthn: WebAuthnCredentialStore;
+  /** Users and groups as SCIM manages them (issue 25, `directory.ts`). */
+  directory: SqlDirectory;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -65,7 +65,19 @@ export class UserService {
     const fromConfig = this.configUsers.find((c) => c.user.subjectId === subjectId);
     if (fromConfig) return fromConfig.user;
     const stored = await this.store.findUserBySubject(subjectId);
-    return stored ? storedToUser(stored) : undefined;
+    return stored ? this.withGroupRoles(storedToUser(stored)) : undefined;
+  }
+
+  /**
+   * A stored user with the display names of their SCIM groups added to their `role` claim (issue
+   * 25): read per request, so a group change is in force on every node at once.
+   */
+  private async withGroupRoles(user: User): Promise<User> {
+    const groups = await this.store.groupNames(user.subjectId);
+    if (groups.length === 0) return user;
+    const own = user.claims.role;
+    const roles = own === undefined ? [] : Array.isArray(own) ? own : [own];
+    return { ...user, claims: { ...user.claims, role: [...new Set([...roles, ...groups])] } };
   }
 
   /**
@@ -95,7 +107,7 @@ export class UserService {
     if (matches.length === 1) return matches[0];
     if (matches.length > 1) return undefined;
     const stored = await this.store.findUserByUsername(username, tenant);
-    return stored ? { user: storedToUser(stored), passwordHash: stored.passwordHash } : undefined;
+    return stored ? { user: await this.withGroupRoles(storedToUser(stored)), passwordHash: stored.passwordHash } : undefined;
   }
 }
 
