@@ -8,12 +8,16 @@
  * indexed columns: `id` → `users.subject_id` / `user_groups.id`, `userName` →
  * `users.username_normalized` (caseExact false: the value is lower-cased), `externalId` →
  * `external_id`, `emails.value` (and `emails[...]` value filters over value, type, primary) →
- * an EXISTS over `user_emails.value_normalized`, `groups.value` / `members.value` → an EXISTS
- * over `group_members`, group `displayName` → `display_name_normalized`, `active`,
+ * `subject_id IN (...)` over `user_emails.value_normalized`, `groups.value` / `members.value` →
+ * the same over `group_members`, group `displayName` → `display_name_normalized`, `active`,
  * `meta.created`, `meta.lastModified`. Attributes kept in the claims JSON (`name.*`,
- * `displayName` of users) are not filterable: `invalidFilter` names what is. `co`, `sw` and `ew`
- * are `LIKE` patterns (wildcards in the value escaped); on PostgreSQL every list query runs with
- * a statement timeout (`LIST_TIMEOUT_MS`), answered as `tooMany` (§3.12) when it is exceeded.
+ * `displayName` of users) are not filterable: `invalidFilter` names what is.
+ *
+ * How `sw`, `co` and `ew` stay bounded in time: on SQLite `sw` is an index range (BINARY
+ * collation), `co` and `ew` compare exactly (`instr`, `substr`) and scan at most the one table;
+ * on PostgreSQL they are `LIKE` patterns (wildcards in the value escaped), and every list query
+ * runs under a statement timeout (`LIST_TIMEOUT_MS`), answered as `tooMany` (§3.12) when it is
+ * exceeded. The total of an unfiltered list is the count kept by triggers (`0011_scim`).
  */
 import { type ExpressionBuilder, type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import { type AttrPath, type CompValue, type Filter, ScimError } from '../protocol/scim-filter.js';
@@ -109,6 +113,7 @@ interface DirectoryTables {
   user_groups: { id: string; display_name: string; display_name_normalized: string; external_id: string | null; version: number; created_at: number; updated_at: number };
   group_members: { group_id: string; subject_id: string };
   grants: { subject_id: string | null; type: string; revoked_at: number | null };
+  user_count: { id: number; n: number };
 }
 
 type Column = { column: string; type: 'string' | 'lower' | 'boolean' | 'time' };
@@ -144,6 +149,7 @@ const USER_FILTERABLE = 'id, userName, externalId, active, emails (value, type, 
 const GROUP_FILTERABLE = 'id, displayName, externalId, members.value, meta.created, meta.lastModified';
 
 type Eb = ExpressionBuilder<DirectoryTables, keyof DirectoryTables>;
+type Dialect = 'sqlite' | 'postgres';
 
 function filterError(detail: string): ScimError {
   return new ScimError(400, detail, 'invalidFilter');
@@ -176,7 +182,7 @@ function likeEscape(value: string): string {
 }
 
 /** One comparison of a column (RFC 7644 §3.4.2.2 Table 3). */
-function compareColumn(col: Column, op: string, value: CompValue): Expression<SqlBool> {
+function compareColumn(col: Column, op: string, value: CompValue, d: Dialect): Expression<SqlBool> {
   const ref = sql.ref(col.column);
   if (value === null) {
     if (op === 'eq') return sql<SqlBool>`${ref} is null`;
@@ -193,7 +199,17 @@ function compareColumn(col: Column, op: string, value: CompValue): Expression<Sq
     case 'le': return sql<SqlBool>`${ref} <= ${v}`;
   }
   if (col.type === 'time') throw filterError(`"${op}" does not apply to a dateTime`);
-  const s = likeEscape(String(v));
+  const text = String(v);
+  if (d === 'sqlite') {
+    // SQLite's LIKE ignores ASCII case, wrong for case-exact attributes, and uses no index. Its
+    // BINARY collation compares UTF-8 bytes, so a prefix is an index range (U+10FFFF, a
+    // noncharacter, sorts after every other character); co and ew compare exactly.
+    if (op === 'sw') return sql<SqlBool>`(${ref} >= ${text} and ${ref} < ${`${text}\u{10FFFF}`})`;
+    if (op === 'co') return sql<SqlBool>`instr(${ref}, ${text}) > 0`;
+    return sql<SqlBool>`(length(${ref}) >= ${text.length} and substr(${ref}, ${-text.length}) = ${text})`;
+  }
+  // PostgreSQL's LIKE is case-exact; the lower-cased columns hold lower-cased values.
+  const s = likeEscape(text);
   const pattern = op === 'co' ? `%${s}%` : op === 'sw' ? `${s}%` : `%${s}`;
   return sql<SqlBool>`${ref} like ${pattern} escape '\\'`;
 }
@@ -204,33 +220,37 @@ function present(col: Column): Expression<SqlBool> {
 }
 
 /** A filter over one email row (inside the EXISTS). */
-function emailCondition(f: Filter): Expression<SqlBool> {
+function emailCondition(f: Filter, d: Dialect): Expression<SqlBool> {
   switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${emailCondition(f.left)} and ${emailCondition(f.right)})`;
-    case 'or': return sql<SqlBool>`(${emailCondition(f.left)} or ${emailCondition(f.right)})`;
-    case 'not': return sql<SqlBool>`not (${emailCondition(f.filter)})`;
+    case 'and': return sql<SqlBool>`(${emailCondition(f.left, d)} and ${emailCondition(f.right, d)})`;
+    case 'or': return sql<SqlBool>`(${emailCondition(f.left, d)} or ${emailCondition(f.right, d)})`;
+    case 'not': return sql<SqlBool>`not (${emailCondition(f.filter, d)})`;
     case 'valuePath': throw filterError('value filters do not nest');
     case 'present':
     case 'compare': {
       const col = f.path.sub === undefined ? EMAIL_COLUMNS[f.path.attr.toLowerCase()] : undefined;
       if (!col) throw filterError(`emails can be filtered by value, type and primary`);
-      return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value);
+      return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value, d);
     }
   }
 }
 
+/**
+ * Users with an email row matching `condition`: `subject_id IN (subquery)`, which both planners
+ * answer from the `user_emails_value` index (SQLite runs a correlated EXISTS once per user).
+ */
 function emailsExist(eb: Eb, condition: Expression<SqlBool>): Expression<SqlBool> {
-  return eb.exists(eb.selectFrom('user_emails').select(sql.lit(1).as('one')).whereRef('user_emails.subject_id', '=', 'users.subject_id').where(condition));
+  return sql<SqlBool>`${sql.ref('users.subject_id')} in (${eb.selectFrom('user_emails').select('user_emails.subject_id').where(condition)})`;
 }
 
 /** A filter over users, as a SQL condition on `users`. */
-function userCondition(eb: Eb, f: Filter): Expression<SqlBool> {
+function userCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool> {
   switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${userCondition(eb, f.left)} and ${userCondition(eb, f.right)})`;
-    case 'or': return sql<SqlBool>`(${userCondition(eb, f.left)} or ${userCondition(eb, f.right)})`;
-    case 'not': return sql<SqlBool>`not (${userCondition(eb, f.filter)})`;
+    case 'and': return sql<SqlBool>`(${userCondition(eb, f.left, d)} and ${userCondition(eb, f.right, d)})`;
+    case 'or': return sql<SqlBool>`(${userCondition(eb, f.left, d)} or ${userCondition(eb, f.right, d)})`;
+    case 'not': return sql<SqlBool>`not (${userCondition(eb, f.filter, d)})`;
     case 'valuePath':
-      if (f.path.attr.toLowerCase() === 'emails' && f.path.sub === undefined) return emailsExist(eb, emailCondition(f.filter));
+      if (f.path.attr.toLowerCase() === 'emails' && f.path.sub === undefined) return emailsExist(eb, emailCondition(f.filter, d));
       throw filterError(`value filters apply to emails; filterable: ${USER_FILTERABLE}`);
     case 'present':
     case 'compare': {
@@ -241,59 +261,59 @@ function userCondition(eb: Eb, f: Filter): Expression<SqlBool> {
         if (!col) throw filterError(`emails can be filtered by value, type and primary`);
         if (f.kind === 'present') return emailsExist(eb, present(col));
         // `ne` on a multi-valued attribute: no value equals it.
-        if (f.op === 'ne') return sql<SqlBool>`not ${emailsExist(eb, compareColumn(col, 'eq', f.value))}`;
-        return emailsExist(eb, compareColumn(col, f.op, f.value));
+        if (f.op === 'ne') return sql<SqlBool>`not ${emailsExist(eb, compareColumn(col, 'eq', f.value, d))}`;
+        return emailsExist(eb, compareColumn(col, f.op, f.value, d));
       }
       if (k === 'groups' || k === 'groups.value') {
         const col: Column = { column: 'group_members.group_id', type: 'string' };
-        const exists = (c: Expression<SqlBool>) => eb.exists(eb.selectFrom('group_members').select(sql.lit(1).as('one')).whereRef('group_members.subject_id', '=', 'users.subject_id').where(c));
+        const exists = (c: Expression<SqlBool>) => sql<SqlBool>`${sql.ref('users.subject_id')} in (${eb.selectFrom('group_members').select('group_members.subject_id').where(c)})`;
         if (f.kind === 'present') return exists(sql<SqlBool>`1 = 1`);
-        if (f.op === 'ne') return sql<SqlBool>`not ${exists(compareColumn(col, 'eq', f.value))}`;
-        return exists(compareColumn(col, f.op, f.value));
+        if (f.op === 'ne') return sql<SqlBool>`not ${exists(compareColumn(col, 'eq', f.value, d))}`;
+        return exists(compareColumn(col, f.op, f.value, d));
       }
       const col = USER_COLUMNS[k];
       if (!col) throw filterError(`"${f.path.sub === undefined ? f.path.attr : `${f.path.attr}.${f.path.sub}`}" is not filterable; filterable: ${USER_FILTERABLE}`);
-      return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value);
+      return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value, d);
     }
   }
 }
 
 /** A filter over groups, as a SQL condition on `user_groups`. */
-function groupCondition(eb: Eb, f: Filter): Expression<SqlBool> {
+function groupCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool> {
   switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${groupCondition(eb, f.left)} and ${groupCondition(eb, f.right)})`;
-    case 'or': return sql<SqlBool>`(${groupCondition(eb, f.left)} or ${groupCondition(eb, f.right)})`;
-    case 'not': return sql<SqlBool>`not (${groupCondition(eb, f.filter)})`;
+    case 'and': return sql<SqlBool>`(${groupCondition(eb, f.left, d)} and ${groupCondition(eb, f.right, d)})`;
+    case 'or': return sql<SqlBool>`(${groupCondition(eb, f.left, d)} or ${groupCondition(eb, f.right, d)})`;
+    case 'not': return sql<SqlBool>`not (${groupCondition(eb, f.filter, d)})`;
     case 'valuePath':
     case 'present':
     case 'compare': {
       const k = key(f.path);
       if (k === 'members' || k === 'members.value') {
         const col: Column = { column: 'group_members.subject_id', type: 'string' };
-        const exists = (c: Expression<SqlBool>) => eb.exists(eb.selectFrom('group_members').select(sql.lit(1).as('one')).whereRef('group_members.group_id', '=', 'user_groups.id').where(c));
-        if (f.kind === 'valuePath') return exists(memberCondition(f.filter));
+        const exists = (c: Expression<SqlBool>) => sql<SqlBool>`${sql.ref('user_groups.id')} in (${eb.selectFrom('group_members').select('group_members.group_id').where(c)})`;
+        if (f.kind === 'valuePath') return exists(memberCondition(f.filter, d));
         if (f.kind === 'present') return exists(sql<SqlBool>`1 = 1`);
-        if (f.op === 'ne') return sql<SqlBool>`not ${exists(compareColumn(col, 'eq', f.value))}`;
-        return exists(compareColumn(col, f.op, f.value));
+        if (f.op === 'ne') return sql<SqlBool>`not ${exists(compareColumn(col, 'eq', f.value, d))}`;
+        return exists(compareColumn(col, f.op, f.value, d));
       }
       const col = f.kind === 'valuePath' ? undefined : GROUP_COLUMNS[k];
       if (!col || f.kind === 'valuePath') throw filterError(`"${f.path.attr}" is not filterable; filterable: ${GROUP_FILTERABLE}`);
-      return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value);
+      return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value, d);
     }
   }
 }
 
-function memberCondition(f: Filter): Expression<SqlBool> {
+function memberCondition(f: Filter, d: Dialect): Expression<SqlBool> {
   switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${memberCondition(f.left)} and ${memberCondition(f.right)})`;
-    case 'or': return sql<SqlBool>`(${memberCondition(f.left)} or ${memberCondition(f.right)})`;
-    case 'not': return sql<SqlBool>`not (${memberCondition(f.filter)})`;
+    case 'and': return sql<SqlBool>`(${memberCondition(f.left, d)} and ${memberCondition(f.right, d)})`;
+    case 'or': return sql<SqlBool>`(${memberCondition(f.left, d)} or ${memberCondition(f.right, d)})`;
+    case 'not': return sql<SqlBool>`not (${memberCondition(f.filter, d)})`;
     case 'valuePath': throw filterError('value filters do not nest');
     case 'present':
     case 'compare': {
       if (f.path.attr.toLowerCase() !== 'value' || f.path.sub !== undefined) throw filterError('members can be filtered by value');
       const col: Column = { column: 'group_members.subject_id', type: 'string' };
-      return f.kind === 'present' ? sql<SqlBool>`1 = 1` : compareColumn(col, f.op, f.value);
+      return f.kind === 'present' ? sql<SqlBool>`1 = 1` : compareColumn(col, f.op, f.value, d);
     }
   }
 }
@@ -322,7 +342,7 @@ export class SqlDirectory {
 
   constructor(
     db: Kysely<unknown>,
-    private readonly dialect: 'sqlite' | 'postgres',
+    private readonly dialect: Dialect,
   ) {
     this.db = db as Kysely<DirectoryTables>;
   }
@@ -349,8 +369,11 @@ export class SqlDirectory {
   async listUsers(query: ListQuery): Promise<{ total: number; users: DirectoryUser[] }> {
     const order = sortColumn(query.sortBy, USER_SORT, 'users.subject_id');
     return this.bounded(async (db) => {
-      const where = (eb: Eb) => (query.filter ? userCondition(eb, query.filter) : sql<SqlBool>`1 = 1`);
-      const count = await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).where(where).executeTakeFirstOrThrow();
+      const where = (eb: Eb) => (query.filter ? userCondition(eb, query.filter, this.dialect) : sql<SqlBool>`1 = 1`);
+      // Unfiltered: the count kept by triggers (migration 0011_scim), not a scan of every user.
+      const count = query.filter
+        ? await db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).where(where).executeTakeFirstOrThrow()
+        : await db.selectFrom('user_count').select('n').where('id', '=', 1).executeTakeFirstOrThrow();
       const rows = query.limit === 0 ? [] : await db
         .selectFrom('users')
         .selectAll()
@@ -448,7 +471,7 @@ export class SqlDirectory {
   async listGroups(query: ListQuery): Promise<{ total: number; groups: DirectoryGroup[] }> {
     const order = sortColumn(query.sortBy, GROUP_SORT, 'user_groups.id');
     return this.bounded(async (db) => {
-      const where = (eb: Eb) => (query.filter ? groupCondition(eb, query.filter) : sql<SqlBool>`1 = 1`);
+      const where = (eb: Eb) => (query.filter ? groupCondition(eb, query.filter, this.dialect) : sql<SqlBool>`1 = 1`);
       const count = await db.selectFrom('user_groups').select((eb) => eb.fn.countAll<number>().as('n')).where(where).executeTakeFirstOrThrow();
       const rows = query.limit === 0 ? [] : await db
         .selectFrom('user_groups')
