@@ -657,8 +657,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
       await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
       // Their passkeys and security keys (issue 12): a later user with the same subject gets none.
       await sql`delete from webauthn_credentials where subject_id = ${subjectId}`.execute(trx);
-      // Their addresses and group memberships (0009_people): a later user with the same subject has none.
+      // Their addresses and group memberships (0009_people): a later user with the same subject has
+      // none; the groups they leave change (their SCIM version grows).
       await trx.deleteFrom('user_emails').where('subject_id', '=', subjectId).execute();
+      const memberOf = trx.selectFrom('group_members').select('group_id').where('subject_id', '=', subjectId);
+      await trx.updateTable('user_groups').set({ version: sql<number>`version + 1` }).where('id', 'in', memberOf).execute();
       await trx.deleteFrom('group_members').where('subject_id', '=', subjectId).execute();
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
       return result.numDeletedRows === 1n;

@@ -274,6 +274,20 @@ describe.each([
       expect((await userinfo(sigil, access_token)).json().role).toBeUndefined();
     });
 
+    it('deleting a user takes them out of their groups (a new group version) and lowers the total', async () => {
+      const before = (await scim('GET', '/Users?count=0')).json().totalResults;
+      const u = await create({ userName: 'goner' });
+      expect((await scim('GET', '/Users?count=0')).json().totalResults).toBe(before + 1);
+      const group = (await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'goners', members: [{ value: u.id }] })).json();
+      expect((await scim('DELETE', `/Users/${u.id}`)).statusCode).toBe(204);
+      const after = await scim('GET', `/Groups/${group.id}`);
+      expect(after.json().members).toBeUndefined();
+      expect(after.headers.etag).toBe('W/"2"');
+      expect((await scim('GET', '/Users?count=0')).json().totalResults).toBe(before);
+      const deleted = events.find((e) => e.name === 'resource_deleted' && e.target?.id === u.id);
+      expect(deleted).toMatchObject({ clientId: 'scim-bot', target: { type: 'User', id: u.id } });
+    });
+
     it('active:false ends refresh tokens and access tokens, and refuses sign-in like a wrong password', async () => {
       const u = await create({ userName: 'leaver', password: 'leaver-pw' });
       const tokens = await passwordTokens(sigil, { username: 'leaver', password: 'leaver-pw', scope: 'openid offline_access' });
