@@ -49,7 +49,10 @@ export function applyPatch(resource: Json, body: unknown, attributes: readonly A
       continue;
     }
     if (kind !== 'remove' && value === undefined) throw bad('invalidSyntax', `${kind} needs a value`);
-    applyOne(out, kind, resolve(path, attributes, schema), value);
+    const target = resolve(path, attributes, schema);
+    // §3.5.2.2: removing a required attribute is a mutability error.
+    if (kind === 'remove' && target.def.required && target.subName === undefined) throw bad('mutability', `"${target.name}" is required`);
+    applyOne(out, kind, target, value);
   }
   return out;
 }

@@ -230,6 +230,7 @@ describe.each([
       expectError(await patch([{ op: 'replace', path: 'emails[type eq', value: 'x' }]), 400, 'invalidPath');
       expectError(await patch([{ op: 'replace', path: 'id', value: 'x' }]), 400, 'mutability');
       expectError(await patch([{ op: 'add', path: 'groups', value: [{ value: 'g' }] }]), 400, 'mutability');
+      expectError(await patch([{ op: 'remove', path: 'userName' }]), 400, 'mutability');
       expectError(await patch([{ op: 'jump', path: 'userName', value: 'x' }]), 400, 'invalidSyntax');
       expectError(await scim('PATCH', `/Users/${u.id}`, { Operations: [] }), 400, 'invalidSyntax');
       // A failed PATCH changes nothing.
