@@ -86,14 +86,26 @@ function etagOf(version: number): string {
 }
 
 /**
- * The version an `If-Match` header asks for: undefined for none or `*`.
- * @throws ScimError 412 when it names another version than `current` (RFC 7644 §3.14).
+ * Checks an `If-Match` header (none or `*`: any version) against the `current` version.
+ * @throws ScimError 412 when it names another version (RFC 7644 §3.14).
  */
-function checkIfMatch(ifMatch: string | undefined, current: number): number | undefined {
-  if (ifMatch === undefined || ifMatch.trim() === '*') return undefined;
+function checkIfMatch(ifMatch: string | undefined, current: number): void {
+  if (ifMatch === undefined || ifMatch.trim() === '*') return;
   const wanted = ifMatch.split(',').map((t) => t.trim().replace(/^W\//, ''));
   if (!wanted.includes(`"${current}"`)) throw new ScimError(412, 'the resource was changed: its version is not the one in If-Match');
-  return current;
+}
+
+/**
+ * Runs a read-check-write `attempt` (undefined: the version moved on before the write). With
+ * `If-Match` the first lost race is a 412 (§3.14: the client's version is stale); without it the
+ * change is applied to the newest version, up to three times, then 412.
+ */
+async function retried(ifMatch: string | undefined, attempt: () => Promise<ScimResult | undefined>): Promise<ScimResult> {
+  for (let i = 0; i < (ifMatch === undefined ? 3 : 1); i++) {
+    const result = await attempt();
+    if (result) return result;
+  }
+  throw new ScimError(412, 'the resource was changed concurrently; read it again');
 }
 
 /** Parses `startIndex`/`count` (§3.4.2.4): 1-based, below 1 is 1; count below 0 is 0, above `MAX_COUNT` is `MAX_COUNT`. */
@@ -235,9 +247,12 @@ export class ScimService {
    * @throws ScimError 404, 412 (If-Match), 400, 409 `uniqueness`.
    */
   async replaceUser(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
-    const before = await this.findUser(id);
-    const expected = checkIfMatch(ifMatch, before.version);
-    return this.writeUser(before, schemasOf(body, USER_SCHEMA), expected ?? before.version, actor);
+    const input = schemasOf(body, USER_SCHEMA);
+    return retried(ifMatch, async () => {
+      const before = await this.findUser(id);
+      checkIfMatch(ifMatch, before.version);
+      return this.writeUser(before, input, actor);
+    });
   }
 
   /**
@@ -245,10 +260,11 @@ export class ScimService {
    * @throws ScimError 404, 412, 400 (`invalidSyntax`, `invalidPath`, `noTarget`, `mutability`, `invalidValue`), 409.
    */
   async patchUser(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
-    const before = await this.findUser(id);
-    const expected = checkIfMatch(ifMatch, before.version);
-    const patched = applyPatch(this.userResource(before), body, USER_ATTRIBUTES, USER_SCHEMA);
-    return this.writeUser(before, patched, expected ?? before.version, actor);
+    return retried(ifMatch, async () => {
+      const before = await this.findUser(id);
+      checkIfMatch(ifMatch, before.version);
+      return this.writeUser(before, applyPatch(this.userResource(before), body, USER_ATTRIBUTES, USER_SCHEMA), actor);
+    });
   }
 
   /**
@@ -264,17 +280,18 @@ export class ScimService {
     this.audit('resource_deleted', actor, 'User', id, []);
   }
 
-  private async writeUser(before: DirectoryUser, body: Json, expected: number, actor: ScimActor): Promise<ScimResult> {
+  /** Writes `body` over `before` if its version is still current; undefined when it is not. */
+  private async writeUser(before: DirectoryUser, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
     const input = await this.userInput(body, before);
     if (input.write.username.toLowerCase() !== before.username.toLowerCase()) await this.assertUsernameFree(input.write.username, before.subjectId);
     let written: boolean;
     try {
-      written = await this.store.directory.replaceUser(before.subjectId, input.write, expected, nowSeconds());
+      written = await this.store.directory.replaceUser(before.subjectId, input.write, before.version, nowSeconds());
     } catch (err) {
       throw this.conflict(err);
     }
     // The version moved on between the read and the write: a concurrent change (§3.14).
-    if (!written) throw new ScimError(412, 'the resource was changed concurrently; read it again');
+    if (!written) return undefined;
     if (before.isActive && !input.write.isActive) await this.signOutEverywhere(before.subjectId);
     const after = await this.findUser(before.subjectId);
     const resource = this.userResource(after);
@@ -428,17 +445,21 @@ export class ScimService {
 
   /** Replaces a group. @throws ScimError 404, 412, 400, 409. */
   async replaceGroup(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
-    const before = await this.findGroup(id);
-    const expected = checkIfMatch(ifMatch, before.version);
-    return this.writeGroup(before, schemasOf(body, GROUP_SCHEMA), expected ?? before.version, actor);
+    const input = schemasOf(body, GROUP_SCHEMA);
+    return retried(ifMatch, async () => {
+      const before = await this.findGroup(id);
+      checkIfMatch(ifMatch, before.version);
+      return this.writeGroup(before, input, actor);
+    });
   }
 
   /** Applies a PATCH to a group. @throws ScimError 404, 412, 400, 409. */
   async patchGroup(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
-    const before = await this.findGroup(id);
-    const expected = checkIfMatch(ifMatch, before.version);
-    const patched = applyPatch(this.groupResource(before), body, GROUP_ATTRIBUTES, GROUP_SCHEMA);
-    return this.writeGroup(before, patched, expected ?? before.version, actor);
+    return retried(ifMatch, async () => {
+      const before = await this.findGroup(id);
+      checkIfMatch(ifMatch, before.version);
+      return this.writeGroup(before, applyPatch(this.groupResource(before), body, GROUP_ATTRIBUTES, GROUP_SCHEMA), actor);
+    });
   }
 
   /** Deletes a group; its members lose its role. @throws ScimError 404, 412. */
@@ -449,15 +470,16 @@ export class ScimService {
     this.audit('resource_deleted', actor, 'Group', id, []);
   }
 
-  private async writeGroup(before: DirectoryGroup, body: Json, expected: number, actor: ScimActor): Promise<ScimResult> {
+  /** Writes `body` over `before` if its version is still current; undefined when it is not. */
+  private async writeGroup(before: DirectoryGroup, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
     const write = await this.groupInput(body);
     let written: boolean;
     try {
-      written = await this.store.directory.replaceGroup(before.id, write, expected, nowSeconds());
+      written = await this.store.directory.replaceGroup(before.id, write, before.version, nowSeconds());
     } catch (err) {
       throw this.conflict(err);
     }
-    if (!written) throw new ScimError(412, 'the resource was changed concurrently; read it again');
+    if (!written) return undefined;
     const after = await this.findGroup(before.id);
     const resource = this.groupResource(after);
     this.audit('resource_updated', actor, 'Group', before.id, changedAttributes(this.groupResource(before), resource));

@@ -246,7 +246,16 @@ describe.each([
       expectError(await scim('PATCH', `/Users/${u.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'y' }] }, { 'if-match': 'W/"1"' }), 412);
       expectError(await scim('DELETE', `/Users/${u.id}`, undefined, { 'if-match': 'W/"1"' }), 412);
       expect((await scim('GET', `/Users/${u.id}`, undefined, { 'if-none-match': 'W/"2"' })).statusCode).toBe(304);
-      expect((await scim('DELETE', `/Users/${u.id}`, undefined, { 'if-match': 'W/"2"' })).statusCode).toBe(204);
+      // Without If-Match, concurrent PATCHes each apply to the newest version: none is lost.
+      const both = await Promise.all([
+        scim('PATCH', `/Users/${u.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'a' }] }),
+        scim('PATCH', `/Users/${u.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'externalId', value: 'b' }] }),
+      ]);
+      expect(both.map((r) => r.statusCode)).toEqual([200, 200]);
+      const merged = await scim('GET', `/Users/${u.id}`);
+      expect(merged.json()).toMatchObject({ displayName: 'a', externalId: 'b' });
+      expect(merged.headers.etag).toBe('W/"4"');
+      expect((await scim('DELETE', `/Users/${u.id}`, undefined, { 'if-match': 'W/"4"' })).statusCode).toBe(204);
       expectError(await scim('GET', `/Users/${u.id}`), 404);
     });
   });
