@@ -244,12 +244,20 @@ const migrations: Record<string, Migration> = {
         .execute();
       await sql`insert into user_count (id, n) select 1, count(*) from users`.execute(db);
       if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        // Per statement, over the transition table: one update of the row per statement. Per row,
+        // a bulk insert would update the same row thousands of times in one transaction, each
+        // update walking the row's growing chain of versions (quadratic).
         await sql`create function users_counted() returns trigger language plpgsql as $$
           begin
-            update user_count set n = n + (case when tg_op = 'INSERT' then 1 else -1 end) where id = 1;
+            if tg_op = 'INSERT' then
+              update user_count set n = n + (select count(*) from changed_users) where id = 1;
+            else
+              update user_count set n = n - (select count(*) from changed_users) where id = 1;
+            end if;
             return null;
           end $$`.execute(db);
-        await sql`create trigger users_counted after insert or delete on users for each row execute function users_counted()`.execute(db);
+        await sql`create trigger users_counted_insert after insert on users referencing new table as changed_users for each statement execute function users_counted()`.execute(db);
+        await sql`create trigger users_counted_delete after delete on users referencing old table as changed_users for each statement execute function users_counted()`.execute(db);
       } else {
         await sql`create trigger users_counted_insert after insert on users begin update user_count set n = n + 1 where id = 1; end`.execute(db);
         await sql`create trigger users_counted_delete after delete on users begin update user_count set n = n - 1 where id = 1; end`.execute(db);
