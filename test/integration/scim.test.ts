@@ -39,7 +39,7 @@ describe.each([
     token = (await clientTokens(sigil, 'scim', ['scim-bot', 'scim-bot-secret'])).access_token;
   });
   afterAll(async () => {
-    await sigil.close();
+    await sigil?.close();
     if (_name === 'PostgreSQL') await dropSchema(schemaName);
   });
 
