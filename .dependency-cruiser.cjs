@@ -18,7 +18,7 @@ const LAYERS = [
   ['interaction', '^src/interaction/'],
   ['grants', '^src/grants/'],
   ['context', '^src/context\\.ts$'],
-  ['application services', '^src/(admin|federation|email)/'],
+  ['application services', '^src/(admin|federation|email|scim)/'],
   ['mfa', '^src/mfa/'],
   ['users', '^src/users/'],
   ['logout', '^src/logout/'],

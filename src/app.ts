@@ -20,6 +20,7 @@ import { pushedAuthorizationEndpoint } from './endpoints/par.js';
 import { registrationEndpoint } from './endpoints/registration.js';
 import { revocationEndpoint } from './endpoints/revocation.js';
 import { tokenEndpoint } from './endpoints/token.js';
+import { scimEndpoints } from './endpoints/scim.js';
 import { userinfoEndpoint } from './endpoints/userinfo.js';
 import { OAuthError } from './protocol/errors.js';
 import { accountPages } from './ui/account.js';
@@ -210,6 +211,7 @@ export async function mountSigil(
   revocationEndpoint(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
   await registrationEndpoint(app, ctx); // RFC 7591/7592, when registration.enabled
+  await scimEndpoints(app, ctx); // SCIM 2.0 at /scim/v2 (issue 25)
 
   // Browser pages, redirects and public documents: security headers, cookies, CSRF protection.
   await app.register(async (pages) => {

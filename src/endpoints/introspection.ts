@@ -32,7 +32,6 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       const token = params.get('token');
       if (token === undefined) throw invalidRequest('parameter "token" is missing');
       const found = await findToken(ctx.tokens, ctx.store.records.refreshTokens, token, params.get('token_type_hint'));
-      // A user the profile service no longer counts active has no active tokens (issue 22).
       const body = found && visibleTo(ctx, found, caller) && (await userActive(ctx, found)) ? describe(ctx, found) : { active: false };
       return noStore(reply).type('application/json; charset=utf-8').send(body);
     } catch (err) {
@@ -51,10 +50,15 @@ function audiences(ctx: SigilContext, found: FoundToken): string[] {
   return aud === undefined ? [] : Array.isArray(aud) ? aud : [aud];
 }
 
-/** Whether the profile service (if any) counts the token's user active; true for a client's own token (no `auth_time`). */
+/**
+ * Whether the user a token acts for is still there and active (a client's own token: yes). A user
+ * made inactive (SCIM `active: false`, or by the profile service's `isActive`, which
+ * `findBySubject` folds in) has no active tokens (RFC 7662 §2.2 `active`).
+ */
 async function userActive(ctx: SigilContext, found: FoundToken): Promise<boolean> {
-  if (found.kind === 'refresh_token') return ctx.users.profileActive(found.data.subject.subjectId);
-  return found.token.claims.auth_time === undefined || ctx.users.profileActive(found.token.claims.sub);
+  const sub = found.kind === 'refresh_token' ? found.data.subject.subjectId : found.token.claims.sub === found.token.claims.client_id ? undefined : found.token.claims.sub;
+  if (sub === undefined) return true;
+  return (await ctx.users.findBySubject(sub))?.isActive === true;
 }
 
 function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolean {

@@ -45,7 +45,12 @@ export type SigilEventName =
   /** A user revoked a client's consent and tokens (Duende `GrantsRevokedEvent`; `clientId` names it). */
   | 'grants_revoked'
   /** A user edited their profile claims (`claims` names them, never their values). */
-  | 'profile_updated';
+  | 'profile_updated'
+  // Management (issue 25): a user or group created, changed or deleted through SCIM; `clientId`
+  // and `subjectId` name the actor (the subject only when a user acts), `target` what changed.
+  | 'resource_created'
+  | 'resource_updated'
+  | 'resource_deleted';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {
@@ -79,6 +84,10 @@ export interface SigilEvent {
   sessionId?: string;
   /** The claim names a `profile_updated` event changed (never their values: personal data). */
   claims?: string[];
+  /** The resource a `resource_*` event is about: its type (`User`, `Group`) and id. */
+  target?: { type: string; id: string };
+  /** The attributes a `resource_*` event changed (names only, never values: no password or hash). */
+  changed?: string[];
   /** The OpenTelemetry trace the event happened in (32 hex digits), when tracing is on. */
   traceId?: string;
 }

@@ -2,7 +2,7 @@
  * Schema migrations, in order. Run on start and by `sigil migrate` (DESIGN §3). A migration is
  * never edited once released: add a new one.
  */
-import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely';
+import { type Kysely, type Migration, type MigrationProvider, PostgresAdapter, sql } from 'kysely';
 import { externalLinkKey } from './types.js';
 
 const migrations: Record<string, Migration> = {
@@ -229,6 +229,39 @@ const migrations: Record<string, Migration> = {
         .addPrimaryKeyConstraint('group_members_pk', ['group_id', 'subject_id'])
         .execute();
       await db.schema.createIndex('group_members_subject').on('group_members').column('subject_id').execute();
+    },
+  },
+  '0011_scim': {
+    async up(db: Kysely<unknown>) {
+      // SCIM lists answer totalResults (RFC 7644 §3.4.2.4): an unfiltered list of a million users
+      // would count them all at every page. The number of users is kept in one row instead,
+      // exact, by triggers on every insert and delete of a user (the CLI's, federation's and
+      // SCIM's alike).
+      await db.schema
+        .createTable('user_count')
+        .addColumn('id', 'integer', (c) => c.primaryKey())
+        .addColumn('n', 'bigint', (c) => c.notNull())
+        .execute();
+      await sql`insert into user_count (id, n) select 1, count(*) from users`.execute(db);
+      if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        // Per statement, over the transition table: one update of the row per statement. Per row,
+        // a bulk insert would update the same row thousands of times in one transaction, each
+        // update walking the row's growing chain of versions (quadratic).
+        await sql`create function users_counted() returns trigger language plpgsql as $$
+          begin
+            if tg_op = 'INSERT' then
+              update user_count set n = n + (select count(*) from changed_users) where id = 1;
+            else
+              update user_count set n = n - (select count(*) from changed_users) where id = 1;
+            end if;
+            return null;
+          end $$`.execute(db);
+        await sql`create trigger users_counted_insert after insert on users referencing new table as changed_users for each statement execute function users_counted()`.execute(db);
+        await sql`create trigger users_counted_delete after delete on users referencing old table as changed_users for each statement execute function users_counted()`.execute(db);
+      } else {
+        await sql`create trigger users_counted_insert after insert on users begin update user_count set n = n + 1 where id = 1; end`.execute(db);
+        await sql`create trigger users_counted_delete after delete on users begin update user_count set n = n - 1 where id = 1; end`.execute(db);
+      }
     },
   },
   '0013_dynamic_clients': {

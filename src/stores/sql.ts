@@ -27,6 +27,7 @@ import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
 import { type RegistrationStore, SqlRegistrationStore } from './client-registrations.js';
 import { SqlUserEmails, type UserEmailStore } from './user-emails.js';
+import { SqlDirectory } from './directory.js';
 import { grantRecords, type GrantRecords } from './records/index.js';
 import type {
   ClientStore,
@@ -334,6 +335,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   get emails(): UserEmailStore {
     return (this.emailStore ??= new SqlUserEmails(this.db as Kysely<unknown>));
   }
+  // SCIM's view of users and groups (issue 25), over the tables of 0009_people.
+  private directoryStore: SqlDirectory | undefined;
+  get directory(): SqlDirectory {
+    return (this.directoryStore ??= new SqlDirectory(this.db as Kysely<unknown>, this.dialect));
+  }
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
   /** New grant rows, `put` and `putOnce` alike, committed in groups (see `group-commit.ts`). */
@@ -347,7 +353,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
 
   constructor(
     private readonly db: Kysely<Database>,
-    dialect: StorageTarget['kind'],
+    private readonly dialect: StorageTarget['kind'],
     private readonly lookups: LookupCacheOptions,
     private readonly checkpointer?: SqliteCheckpointer,
     timedCommit?: (seconds: number) => void,
@@ -744,9 +750,14 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
       await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
-      await trx.deleteFrom('user_emails').where('subject_id', '=', subjectId).execute();
       // Their passkeys and security keys (issue 12): a later user with the same subject gets none.
       await sql`delete from webauthn_credentials where subject_id = ${subjectId}`.execute(trx);
+      // Their addresses and group memberships (0009_people): a later user with the same subject has
+      // none; the groups they leave change (their SCIM version grows).
+      await trx.deleteFrom('user_emails').where('subject_id', '=', subjectId).execute();
+      const memberOf = trx.selectFrom('group_members').select('group_id').where('subject_id', '=', subjectId);
+      await trx.updateTable('user_groups').set({ version: sql<number>`version + 1` }).where('id', 'in', memberOf).execute();
+      await trx.deleteFrom('group_members').where('subject_id', '=', subjectId).execute();
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
       return result.numDeletedRows === 1n;
     });
@@ -755,6 +766,10 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   async setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean> {
     const result = await this.db.updateTable('users').set({ password_hash: passwordHash }).where('subject_id', '=', subjectId).executeTakeFirst();
     return result.numUpdatedRows === 1n;
+  }
+
+  async groupNames(subjectId: string): Promise<string[]> {
+    return this.directory.groupNamesOf(subjectId);
   }
 
   async updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void> {

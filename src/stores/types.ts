@@ -11,6 +11,7 @@ import type { GrantRecords } from './records/index.js';
 import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
 import type { RegistrationStore } from './client-registrations.js';
 import type { UserEmailStore } from './user-emails.js';
+import type { SqlDirectory } from './directory.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -108,6 +109,8 @@ export interface UserStore {
   addExternalUser(link: ExternalLink, user: StoredUser): Promise<string>;
   /** Returns false when there was no such user. */
   setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean>;
+  /** The display names of the SCIM groups a user is a member of (their `role` claim gets them). */
+  groupNames(subjectId: string): Promise<string[]>;
   /** Replaces a user's claims (external users, at each sign-in). */
   updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void>;
 }
@@ -227,6 +230,8 @@ export interface Store {
   registrations: RegistrationStore;
   /** Users' email addresses (issue 24, `user-emails.ts`). */
   emails: UserEmailStore;
+  /** Users and groups as SCIM manages them (issue 25, `directory.ts`). */
+  directory: SqlDirectory;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;

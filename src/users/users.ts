@@ -152,9 +152,19 @@ export class UserService {
     return stored ? { user: await this.storedToUser(stored), passwordHash: stored.passwordHash } : undefined;
   }
 
+  /**
+   * A stored user as the protocol sees them: their primary address is the `email` claim and its
+   * verified flag `email_verified` (OIDC Core §5.1); the display names of their SCIM groups join
+   * their `role` claim (issue 25). Read per request, so a change is in force on every node at once.
+   */
   private async storedToUser(s: { subjectId: string; username: string; tenant: string | null; isActive: boolean; claims: Record<string, unknown> }): Promise<User> {
-    const email = await this.emails?.primary(s.subjectId);
-    const claims = email ? { ...s.claims, email: email.value, email_verified: email.verified } : s.claims;
+    const [email, groups] = await Promise.all([this.emails?.primary(s.subjectId), this.store.groupNames(s.subjectId)]);
+    let claims = email ? { ...s.claims, email: email.value, email_verified: email.verified } : s.claims;
+    if (groups.length > 0) {
+      const own = claims.role;
+      const roles = own === undefined ? [] : Array.isArray(own) ? own : [own];
+      claims = { ...claims, role: [...new Set([...roles, ...groups])] };
+    }
     return { subjectId: s.subjectId, username: s.username, tenant: s.tenant, isActive: s.isActive, claims };
   }
 }

@@ -1,0 +1,163 @@
+/**
+ * SCIM 2.0 at `/scim/v2` (RFC 7644): Users and Groups (§3.3–§3.6, `.search` §3.4.3), and the
+ * discovery resources ServiceProviderConfig, ResourceTypes and Schemas (§4). Every route needs an
+ * access token with the scope `scim` (the management guard: 401 with a Bearer challenge, 403
+ * `insufficient_scope`); the discovery resources too, as nothing public needs them. Bodies are
+ * `application/scim+json` (or `application/json`), bounded in length and depth; answers are
+ * `application/scim+json`, errors in the SCIM error schema (§3.12), never a 500 for bad input.
+ * The logic is in `scim/service.ts`; this module parses, calls and renders.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { SigilContext } from '../context.js';
+import { OAuthError } from '../protocol/errors.js';
+import { jsonBoundsViolation } from '../protocol/json-bounds.js';
+import { ScimError } from '../protocol/scim-filter.js';
+import { attributeList, type ListParams, project, type ScimActor, type ScimResult, ScimService } from '../scim/service.js';
+import { resourceTypes, schemas, SEARCH_REQUEST, serviceProviderConfig } from '../scim/schemas.js';
+import { requireScope } from './protected-resource.js';
+
+const PREFIX = '/scim/v2';
+const SCIM_TYPE = 'application/scim+json; charset=utf-8';
+/** The largest SCIM body, in characters, and its deepest nesting. */
+const SCIM_JSON_BOUNDS = { maxLength: 64 * 1024, maxDepth: 8 };
+
+/** Registers the SCIM routes (their own plugin context, for the JSON body parsers). */
+export async function scimEndpoints(app: FastifyInstance, ctx: SigilContext): Promise<void> {
+  const base = `${ctx.issuer}${PREFIX}`;
+  const service = new ScimService(ctx.store, ctx.config.users, ctx.events, ctx.logout, base);
+  await app.register(async (scim) => {
+    for (const type of ['application/scim+json', 'application/json'])
+      scim.addContentTypeParser(type, { parseAs: 'string' }, (_req, body, done) => done(null, { text: body as string }));
+
+    /** Runs `handle` after the guard, rendering SCIM errors. */
+    const route = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, handle: (request: FastifyRequest, reply: FastifyReply, actor: ScimActor) => Promise<FastifyReply>) =>
+      scim.route({
+        method,
+        url,
+        handler: async (request, reply) => {
+          try {
+            const path = request.url.split('?')[0] ?? request.url;
+            const caller = await requireScope(ctx, request, path, ['scim']);
+            return await handle(request, reply, { clientId: caller.clientId, ...(caller.sub !== undefined ? { sub: caller.sub } : {}) });
+          } catch (err) {
+            return sendScimError(reply, err);
+          }
+        },
+      });
+
+    const result = (reply: FastifyReply, r: ScimResult, status = 200, request?: FastifyRequest) => {
+      reply.code(status).header('etag', r.etag).type(SCIM_TYPE).header('cache-control', 'no-store');
+      if (status === 201) reply.header('location', String((r.resource.meta as { location: string }).location));
+      const q = (request?.query ?? {}) as Record<string, unknown>;
+      return reply.send(project(r.resource, attributeList(str(q.attributes)), attributeList(str(q.excludedAttributes))));
+    };
+    const json = (reply: FastifyReply, body: unknown) => reply.type(SCIM_TYPE).header('cache-control', 'no-store').send(body);
+    const ifMatch = (request: FastifyRequest) => str(request.headers['if-match']);
+
+    route('GET', '/ServiceProviderConfig', async (_q, reply) => json(reply, serviceProviderConfig(base, `${ctx.issuer}/`)));
+    route('GET', '/ResourceTypes', async (_q, reply) => json(reply, listOf(resourceTypes(base))));
+    route('GET', '/ResourceTypes/:id', async (request, reply) => json(reply, byId(resourceTypes(base), request)));
+    route('GET', '/Schemas', async (_q, reply) => json(reply, listOf(schemas(base))));
+    route('GET', '/Schemas/:id', async (request, reply) => json(reply, byId(schemas(base), request)));
+
+    for (const [type, get, list, create, replace, patch, remove] of [
+      ['Users', service.getUser, service.listUsers, service.createUser, service.replaceUser, service.patchUser, service.deleteUser],
+      ['Groups', service.getGroup, service.listGroups, service.createGroup, service.replaceGroup, service.patchGroup, service.deleteGroup],
+    ] as const) {
+      route('GET', `/${type}`, async (request, reply) => json(reply, await list.call(service, listParams(request.query))));
+      route('POST', `/${type}/.search`, async (request, reply) => json(reply, await list.call(service, searchParams(body(request)))));
+      route('POST', `/${type}`, async (request, reply, actor) => result(reply, await create.call(service, body(request), actor), 201, request));
+      route('GET', `/${type}/:id`, async (request, reply) => {
+        const r = await get.call(service, id(request));
+        // §3.14: a GET with If-None-Match naming the current version answers 304.
+        if (str(request.headers['if-none-match'])?.split(',').some((t) => t.trim() === r.etag)) return reply.code(304).header('etag', r.etag).send();
+        return result(reply, r, 200, request);
+      });
+      route('PUT', `/${type}/:id`, async (request, reply, actor) => result(reply, await replace.call(service, id(request), body(request), ifMatch(request), actor), 200, request));
+      route('PATCH', `/${type}/:id`, async (request, reply, actor) => result(reply, await patch.call(service, id(request), body(request), ifMatch(request), actor), 200, request));
+      route('DELETE', `/${type}/:id`, async (request, reply, actor) => {
+        await remove.call(service, id(request), ifMatch(request), actor);
+        return reply.code(204).send();
+      });
+    }
+    scim.setNotFoundHandler((_request, reply) => sendScimError(reply, new ScimError(404, 'no such SCIM resource')));
+  }, { prefix: PREFIX });
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}
+
+function id(request: FastifyRequest): string {
+  return (request.params as { id: string }).id;
+}
+
+/** The JSON body of a SCIM request. @throws ScimError 400 `invalidSyntax`. */
+function body(request: FastifyRequest): unknown {
+  const raw = request.body as { text?: unknown } | undefined;
+  if (!raw || typeof raw.text !== 'string') throw new ScimError(400, 'the body must be application/scim+json', 'invalidSyntax');
+  if (jsonBoundsViolation(raw.text, SCIM_JSON_BOUNDS)) throw new ScimError(400, 'the body is too long or nested too deeply', 'invalidSyntax');
+  try {
+    return JSON.parse(raw.text) as unknown;
+  } catch {
+    throw new ScimError(400, 'the body is not JSON', 'invalidSyntax');
+  }
+}
+
+/** The list parameters of a GET's query (§3.4.2): only single string values. */
+function listParams(query: unknown): ListParams {
+  const q = (query ?? {}) as Record<string, unknown>;
+  const out: ListParams = {};
+  for (const k of ['filter', 'sortBy', 'sortOrder', 'startIndex', 'count', 'attributes', 'excludedAttributes'] as const) {
+    const v = q[k];
+    if (v === undefined) continue;
+    if (typeof v !== 'string') throw new ScimError(400, `${k} may be given once`, 'invalidValue');
+    out[k] = v;
+  }
+  return out;
+}
+
+/** The SearchRequest of `POST .search` (§3.4.3). */
+function searchParams(body: unknown): ListParams {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ScimError(400, 'the body must be a SearchRequest', 'invalidSyntax');
+  const o = body as Record<string, unknown>;
+  if (!Array.isArray(o.schemas) || !o.schemas.includes(SEARCH_REQUEST)) throw new ScimError(400, `schemas must list ${SEARCH_REQUEST}`, 'invalidSyntax');
+  const out: ListParams = {};
+  for (const k of ['filter', 'sortBy', 'sortOrder'] as const) {
+    if (o[k] === undefined) continue;
+    if (typeof o[k] !== 'string') throw new ScimError(400, `${k} must be a string`, 'invalidValue');
+    out[k] = o[k];
+  }
+  for (const k of ['startIndex', 'count'] as const) {
+    if (o[k] === undefined) continue;
+    if (typeof o[k] !== 'number') throw new ScimError(400, `${k} must be an integer`, 'invalidValue');
+    out[k] = o[k];
+  }
+  for (const k of ['attributes', 'excludedAttributes'] as const) {
+    const v = o[k];
+    if (v === undefined) continue;
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new ScimError(400, `${k} must be an array of strings`, 'invalidValue');
+    out[k] = v.join(',');
+  }
+  return out;
+}
+
+function listOf(resources: Record<string, unknown>[]): Record<string, unknown> {
+  return { schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources };
+}
+
+function byId(resources: Record<string, unknown>[], request: FastifyRequest): Record<string, unknown> {
+  const found = resources.find((r) => r.id === id(request));
+  if (!found) throw new ScimError(404, `no such ${request.url.includes('/Schemas/') ? 'schema' : 'resource type'}`);
+  return found;
+}
+
+/**
+ * Renders an error in the SCIM error schema (§3.12): a `ScimError` as it is; the guard's
+ * `OAuthError` with its status and `WWW-Authenticate` challenge (RFC 6750 §3).
+ */
+function sendScimError(reply: FastifyReply, err: unknown): FastifyReply {
+  const scim = err instanceof ScimError ? err : err instanceof OAuthError ? new ScimError(err.status, err.description ?? err.code, undefined, err.headers) : undefined;
+  if (!scim) throw err;
+  return reply.code(scim.status).headers(scim.headers).type(SCIM_TYPE).header('cache-control', 'no-store').send(scim.toJSON());
+}

@@ -1,0 +1,559 @@
+/**
+ * The SCIM 2.0 service (RFC 7643, RFC 7644) over the stored users and groups: representations,
+ * input validation, versions (ETags, §3.14), create, replace, PATCH, delete and lists, the audit
+ * events of every change, and what deactivating a user means: their sessions end (with
+ * back-channel logout), their tokens are revoked, and every later sign-in or grant is refused as
+ * a wrong password is (the `is_active` checks of the login page and the grants).
+ *
+ * Users: the stored users (config-file users are not SCIM resources; their userNames are taken).
+ * `name.formatted`, `name.givenName`, `name.familyName` are the OIDC claims `name`, `given_name`,
+ * `family_name`; `displayName` is the claim `display_name`; the primary email (else the first) is
+ * the claim `email`, with `email_verified` from its verification state. Every read goes to the
+ * database, so a change is in force on every node at once (there is no per-node user cache).
+ */
+import { hash } from '@node-rs/argon2';
+import type { UserConfig } from '../config/schema.js';
+import type { EventBus } from '../events/events.js';
+import type { LogoutService } from '../logout/logout.js';
+import { newId, nowSeconds } from '../crypto/handles.js';
+import { type AttrPath, parseAttrPathText, parseFilter, ScimError } from '../protocol/scim-filter.js';
+import { DirectoryConflict, type DirectoryEmail, type DirectoryGroup, type DirectoryUser, type ListQuery } from '../stores/directory.js';
+import type { Store } from '../stores/types.js';
+import { applyPatch } from './patch.js';
+import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_RESPONSE, MAX_COUNT, USER_ATTRIBUTES, USER_SCHEMA } from './schemas.js';
+
+type Json = Record<string, unknown>;
+
+/** Who made a change (the management guard's caller). */
+export interface ScimActor {
+  clientId: string;
+  sub?: string;
+}
+
+/** A resource as answered, with its version for the ETag. */
+export interface ScimResult {
+  resource: Json;
+  /** The weak ETag `W/"<version>"` (RFC 7644 §3.14). */
+  etag: string;
+}
+
+/** The list parameters of RFC 7644 §3.4.2 as received (query or SearchRequest). */
+export interface ListParams {
+  filter?: string;
+  sortBy?: string;
+  sortOrder?: string;
+  startIndex?: string | number;
+  count?: string | number;
+  attributes?: string;
+  excludedAttributes?: string;
+}
+
+const MAX_USERNAME = 100;
+const MAX_STRING = 255;
+const MAX_EMAILS = 20;
+const MAX_EMAIL = 320;
+const MAX_PASSWORD = 1024;
+const MAX_MEMBERS = 1000;
+
+function invalidValue(detail: string): ScimError {
+  return new ScimError(400, detail, 'invalidValue');
+}
+
+/** An attribute of `o`, found case-insensitively (RFC 7643 §2.1). */
+function field(o: Json, name: string): unknown {
+  const key = Object.keys(o).find((k) => k.toLowerCase() === name.toLowerCase());
+  return key === undefined ? undefined : o[key];
+}
+
+function optionalString(o: Json, name: string, max: number): string | undefined {
+  const v = field(o, name);
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v.length > max) throw invalidValue(`${name} must be a string of at most ${max} characters`);
+  return v.length === 0 ? undefined : v;
+}
+
+function schemasOf(body: unknown, schema: string): Json {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ScimError(400, 'the body must be a JSON object', 'invalidSyntax');
+  const o = body as Json;
+  const schemas = field(o, 'schemas');
+  if (!Array.isArray(schemas) || !schemas.includes(schema)) throw new ScimError(400, `schemas must list ${schema}`, 'invalidSyntax');
+  return o;
+}
+
+/** `W/"<n>"` (RFC 7232 §2.3 weak validator). */
+function etagOf(version: number): string {
+  return `W/"${version}"`;
+}
+
+/**
+ * Checks an `If-Match` header (none or `*`: any version) against the `current` version.
+ * @throws ScimError 412 when it names another version (RFC 7644 §3.14).
+ */
+function checkIfMatch(ifMatch: string | undefined, current: number): void {
+  if (ifMatch === undefined || ifMatch.trim() === '*') return;
+  const wanted = ifMatch.split(',').map((t) => t.trim().replace(/^W\//, ''));
+  if (!wanted.includes(`"${current}"`)) throw new ScimError(412, 'the resource was changed: its version is not the one in If-Match');
+}
+
+/**
+ * Runs a read-check-write `attempt` (undefined: the version moved on before the write). With
+ * `If-Match` the first lost race is a 412 (§3.14: the client's version is stale); without it the
+ * change is applied to the newest version, up to three times, then 412.
+ */
+async function retried(ifMatch: string | undefined, attempt: () => Promise<ScimResult | undefined>): Promise<ScimResult> {
+  for (let i = 0; i < (ifMatch === undefined ? 3 : 1); i++) {
+    const result = await attempt();
+    if (result) return result;
+  }
+  throw new ScimError(412, 'the resource was changed concurrently; read it again');
+}
+
+/** Parses `startIndex`/`count` (§3.4.2.4): 1-based, below 1 is 1; count below 0 is 0, above `MAX_COUNT` is `MAX_COUNT`. */
+function page(params: ListParams): { offset: number; limit: number; startIndex: number } {
+  const int = (v: string | number | undefined, name: string): number | undefined => {
+    if (v === undefined || v === '') return undefined;
+    const n = typeof v === 'number' ? v : /^-?\d{1,9}$/.test(v) ? Number(v) : Number.NaN;
+    if (!Number.isInteger(n)) throw invalidValue(`${name} must be an integer`);
+    return n;
+  };
+  const startIndex = Math.max(1, int(params.startIndex, 'startIndex') ?? 1);
+  const limit = Math.min(MAX_COUNT, Math.max(0, int(params.count, 'count') ?? MAX_COUNT));
+  return { offset: startIndex - 1, limit, startIndex };
+}
+
+function listQuery(params: ListParams): ListQuery & { startIndex: number } {
+  const { offset, limit, startIndex } = page(params);
+  const order = params.sortOrder?.toLowerCase();
+  if (order !== undefined && order !== 'ascending' && order !== 'descending') throw invalidValue('sortOrder must be "ascending" or "descending"');
+  return {
+    ...(params.filter !== undefined ? { filter: parseFilter(params.filter) } : {}),
+    ...(params.sortBy !== undefined ? { sortBy: parseAttrPathText(params.sortBy, 'invalidValue') } : {}),
+    descending: order === 'descending',
+    offset,
+    limit,
+    startIndex,
+  };
+}
+
+/**
+ * `resource` with only `attributes` (plus `id` and `schemas`, returned always), or without
+ * `excludedAttributes` (§3.4.2.5, §3.9). Sub-attribute paths select within complex values.
+ */
+export function project(resource: Json, attributes: AttrPath[] | undefined, excluded: AttrPath[] | undefined): Json {
+  const ALWAYS = new Set(['id', 'schemas']);
+  const name = (k: string) => k.toLowerCase();
+  if (attributes !== undefined && attributes.length > 0) {
+    const out: Json = {};
+    for (const [k, v] of Object.entries(resource)) {
+      if (ALWAYS.has(k)) {
+        out[k] = v;
+        continue;
+      }
+      const wanted = attributes.filter((a) => name(a.attr) === name(k));
+      if (wanted.length === 0) continue;
+      if (wanted.some((a) => a.sub === undefined)) out[k] = v;
+      else {
+        const subs = new Set(wanted.map((a) => name(a.sub as string)));
+        const pick = (o: unknown) => (o !== null && typeof o === 'object' ? Object.fromEntries(Object.entries(o as Json).filter(([s]) => subs.has(name(s)))) : o);
+        out[k] = Array.isArray(v) ? v.map(pick) : pick(v);
+      }
+    }
+    return out;
+  }
+  if (excluded !== undefined && excluded.length > 0) {
+    const out: Json = { ...resource };
+    for (const e of excluded) {
+      const k = Object.keys(out).find((x) => name(x) === name(e.attr));
+      if (k === undefined || ALWAYS.has(k)) continue;
+      if (e.sub === undefined) delete out[k];
+      else {
+        const drop = (o: unknown) => (o !== null && typeof o === 'object' ? Object.fromEntries(Object.entries(o as Json).filter(([s]) => name(s) !== name(e.sub as string))) : o);
+        out[k] = Array.isArray(out[k]) ? (out[k] as unknown[]).map(drop) : drop(out[k]);
+      }
+    }
+    return out;
+  }
+  return resource;
+}
+
+/** Parses `attributes` / `excludedAttributes` (comma-separated attribute paths). */
+export function attributeList(text: string | undefined): AttrPath[] | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  const parts = text.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
+  if (parts.length > 50) throw invalidValue('at most 50 attribute paths');
+  return parts.map((p) => {
+    const path = parseAttrPathText(p, 'invalidValue');
+    return path.uri !== undefined && path.uri !== USER_SCHEMA && path.uri !== GROUP_SCHEMA ? path : { attr: path.attr, ...(path.sub ? { sub: path.sub } : {}) };
+  });
+}
+
+/** The names of the top-level attributes whose values differ between two representations. */
+function changedAttributes(before: Json, after: Json, extra: string[] = []): string[] {
+  const skip = new Set(['meta', 'schemas', 'id']);
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...[...keys].filter((k) => !skip.has(k) && JSON.stringify(before[k]) !== JSON.stringify(after[k])), ...extra];
+}
+
+/** SCIM users and groups. */
+export class ScimService {
+  /**
+   * @param base the SCIM base URL (`<issuer>/scim/v2`), for `meta.location` and `$ref`
+   * @param logout ends a deactivated or deleted user's sessions (back-channel logout queued)
+   */
+  constructor(
+    private readonly store: Pick<Store, 'directory' | 'users'>,
+    private readonly configUsers: readonly Pick<UserConfig, 'username'>[],
+    private readonly events: EventBus,
+    private readonly logout: Pick<LogoutService, 'endSessionsOf'>,
+    private readonly base: string,
+  ) {}
+
+  // ---------------------------------------------------------------- users
+
+  /** The user resource (§3.4.1). @throws ScimError 404. */
+  async getUser(id: string): Promise<ScimResult> {
+    const user = await this.findUser(id);
+    return { resource: this.userResource(user), etag: etagOf(user.version) };
+  }
+
+  /** A ListResponse of users (§3.4.2). @throws ScimError 400 for bad parameters. */
+  async listUsers(params: ListParams): Promise<Json> {
+    const q = listQuery(params);
+    const { total, users } = await this.store.directory.listUsers(q);
+    return this.listResponse(total, q.startIndex, users.map((u) => this.userResource(u)), params);
+  }
+
+  /**
+   * Creates a user (§3.3).
+   * @throws ScimError 400 (`invalidSyntax`, `invalidValue`), 409 `uniqueness` for a taken userName.
+   */
+  async createUser(body: unknown, actor: ScimActor): Promise<ScimResult> {
+    const input = await this.userInput(schemasOf(body, USER_SCHEMA), undefined);
+    await this.assertUsernameFree(input.write.username, undefined);
+    const id = newId();
+    try {
+      await this.store.directory.addUser(id, input.write, nowSeconds());
+    } catch (err) {
+      throw this.conflict(err);
+    }
+    const created = await this.findUser(id);
+    const resource = this.userResource(created);
+    this.audit('resource_created', actor, 'User', id, changedAttributes({}, resource, input.write.passwordHash ? ['password'] : []));
+    return { resource, etag: etagOf(created.version) };
+  }
+
+  /**
+   * Replaces a user (§3.5.1): attributes left out are cleared, except the password (kept).
+   * @throws ScimError 404, 412 (If-Match), 400, 409 `uniqueness`.
+   */
+  async replaceUser(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
+    const input = schemasOf(body, USER_SCHEMA);
+    return retried(ifMatch, async () => {
+      const before = await this.findUser(id);
+      checkIfMatch(ifMatch, before.version);
+      return this.writeUser(before, input, actor);
+    });
+  }
+
+  /**
+   * Applies a PATCH to a user (§3.5.2).
+   * @throws ScimError 404, 412, 400 (`invalidSyntax`, `invalidPath`, `noTarget`, `mutability`, `invalidValue`), 409.
+   */
+  async patchUser(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
+    return retried(ifMatch, async () => {
+      const before = await this.findUser(id);
+      checkIfMatch(ifMatch, before.version);
+      return this.writeUser(before, applyPatch(this.userResource(before), body, USER_ATTRIBUTES, USER_SCHEMA), actor);
+    });
+  }
+
+  /**
+   * Deletes a user (§3.6): their sessions end (back-channel logout), their tokens are revoked,
+   * their emails, memberships, factors and links go with them.
+   * @throws ScimError 404, 412.
+   */
+  async deleteUser(id: string, ifMatch: string | undefined, actor: ScimActor): Promise<void> {
+    const user = await this.findUser(id);
+    checkIfMatch(ifMatch, user.version);
+    await this.signOutEverywhere(id);
+    if (!(await this.store.users.removeUser(id))) throw new ScimError(404, `no user "${id}"`);
+    this.audit('resource_deleted', actor, 'User', id, []);
+  }
+
+  /** Writes `body` over `before` if its version is still current; undefined when it is not. */
+  private async writeUser(before: DirectoryUser, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
+    const input = await this.userInput(body, before);
+    if (input.write.username.toLowerCase() !== before.username.toLowerCase()) await this.assertUsernameFree(input.write.username, before.subjectId);
+    let written: boolean;
+    try {
+      written = await this.store.directory.replaceUser(before.subjectId, input.write, before.version, nowSeconds());
+    } catch (err) {
+      throw this.conflict(err);
+    }
+    // The version moved on between the read and the write: a concurrent change (§3.14).
+    if (!written) return undefined;
+    if (before.isActive && !input.write.isActive) await this.signOutEverywhere(before.subjectId);
+    const after = await this.findUser(before.subjectId);
+    const resource = this.userResource(after);
+    const changed = changedAttributes(this.userResource(before), resource, input.write.passwordHash ? ['password'] : []);
+    this.audit('resource_updated', actor, 'User', before.subjectId, changed);
+    return { resource, etag: etagOf(after.version) };
+  }
+
+  /** Ends every session (logout tokens queued for back-channel delivery) and revokes every token of a user. */
+  private async signOutEverywhere(subjectId: string): Promise<void> {
+    await this.logout.endSessionsOf(subjectId);
+    await this.store.directory.revokeTokensOf(subjectId, nowSeconds());
+  }
+
+  private async assertUsernameFree(username: string, except: string | undefined): Promise<void> {
+    const lower = username.toLowerCase();
+    if (this.configUsers.some((u) => u.username.toLowerCase() === lower) || (await this.store.directory.usernameTaken(username, except)))
+      throw new ScimError(409, `userName "${username}" is taken`, 'uniqueness');
+  }
+
+  private conflict(err: unknown): unknown {
+    if (err instanceof DirectoryConflict) return new ScimError(409, `${err.field} is taken`, 'uniqueness');
+    return err;
+  }
+
+  private async findUser(id: string): Promise<DirectoryUser> {
+    const user = id.length <= 255 ? await this.store.directory.user(id) : undefined;
+    if (!user) throw new ScimError(404, `no user "${id}"`);
+    return user;
+  }
+
+  /** Validates a user representation into what is stored; the password is hashed (argon2id). */
+  private async userInput(o: Json, before: DirectoryUser | undefined): Promise<{ write: Parameters<Store['directory']['addUser']>[1] }> {
+    const username = field(o, 'userName');
+    if (typeof username !== 'string' || username.trim().length === 0 || username.length > MAX_USERNAME)
+      throw invalidValue(`userName is required: a string of 1 to ${MAX_USERNAME} characters`);
+    const externalId = optionalString(o, 'externalId', MAX_STRING) ?? null;
+    const activeValue = field(o, 'active');
+    if (activeValue !== undefined && activeValue !== null && typeof activeValue !== 'boolean') throw invalidValue('active must be true or false');
+    const nameValue = field(o, 'name');
+    if (nameValue !== undefined && nameValue !== null && (typeof nameValue !== 'object' || Array.isArray(nameValue))) throw invalidValue('name must be an object');
+    const name = (nameValue ?? {}) as Json;
+    const formatted = optionalString(name, 'formatted', MAX_STRING);
+    const givenName = optionalString(name, 'givenName', MAX_STRING);
+    const familyName = optionalString(name, 'familyName', MAX_STRING);
+    const displayName = optionalString(o, 'displayName', MAX_STRING);
+    const emails = this.emailsInput(field(o, 'emails'), before?.emails ?? []);
+    const password = field(o, 'password');
+    if (password !== undefined && password !== null && (typeof password !== 'string' || password.length === 0 || password.length > MAX_PASSWORD))
+      throw invalidValue(`password must be a string of 1 to ${MAX_PASSWORD} characters`);
+    // The other claims (role, picture, ... set through the CLI) are kept; the SCIM-owned ones follow the input.
+    const claims: Json = { ...(before?.claims ?? {}) };
+    const set = (k: string, v: unknown) => (v === undefined ? delete claims[k] : (claims[k] = v));
+    set('name', formatted);
+    set('given_name', givenName);
+    set('family_name', familyName);
+    set('display_name', displayName);
+    const primary = emails.find((e) => e.primary) ?? emails[0];
+    set('email', primary?.value);
+    set('email_verified', primary ? primary.verified : undefined);
+    return {
+      write: {
+        username,
+        externalId,
+        isActive: activeValue === undefined || activeValue === null ? true : activeValue,
+        claims,
+        emails,
+        ...(typeof password === 'string' ? { passwordHash: await hash(password) } : {}),
+      },
+    };
+  }
+
+  private emailsInput(value: unknown, previous: readonly DirectoryEmail[]): DirectoryEmail[] {
+    if (value === undefined || value === null) return [];
+    if (!Array.isArray(value) || value.length > MAX_EMAILS) throw invalidValue(`emails must be an array of at most ${MAX_EMAILS}`);
+    const out: DirectoryEmail[] = [];
+    for (const e of value) {
+      if (e === null || typeof e !== 'object' || Array.isArray(e)) throw invalidValue('each email must be an object');
+      const v = field(e as Json, 'value');
+      if (typeof v !== 'string' || v.length > MAX_EMAIL || !/^[^@\s]+@[^@\s]+$/.test(v)) throw invalidValue('an email value must be an address (local@domain) of at most 320 characters');
+      const type = optionalString(e as Json, 'type', 32) ?? null;
+      const primary = field(e as Json, 'primary');
+      if (primary !== undefined && typeof primary !== 'boolean') throw invalidValue('email primary must be true or false');
+      if (out.some((x) => x.value.toLowerCase() === v.toLowerCase())) throw invalidValue(`the email "${v}" is listed twice`);
+      // A verified address stays verified (issue 24's verification); a new one is not.
+      const verified = previous.find((p) => p.value.toLowerCase() === v.toLowerCase())?.verified ?? false;
+      out.push({ value: v, type, primary: primary === true, verified });
+    }
+    // RFC 7643 §2.4: the primary value "true" appears no more than once.
+    if (out.filter((e) => e.primary).length > 1) throw invalidValue('at most one email may be primary');
+    return out;
+  }
+
+  private userResource(u: DirectoryUser): Json {
+    const c = u.claims;
+    const str = (k: string) => (typeof c[k] === 'string' ? (c[k] as string) : undefined);
+    const name = { formatted: str('name'), familyName: str('family_name'), givenName: str('given_name') };
+    const hasName = Object.values(name).some((v) => v !== undefined);
+    const location = `${this.base}/Users/${encodeURIComponent(u.subjectId)}`;
+    return {
+      schemas: [USER_SCHEMA],
+      id: u.subjectId,
+      ...(u.externalId !== null ? { externalId: u.externalId } : {}),
+      userName: u.username,
+      ...(hasName ? { name: Object.fromEntries(Object.entries(name).filter(([, v]) => v !== undefined)) } : {}),
+      ...(str('display_name') !== undefined ? { displayName: str('display_name') } : {}),
+      active: u.isActive,
+      ...(u.emails.length > 0 ? { emails: u.emails.map((e) => ({ value: e.value, ...(e.type !== null ? { type: e.type } : {}), primary: e.primary })) } : {}),
+      ...(u.groups.length > 0
+        ? { groups: u.groups.map((g) => ({ value: g.id, $ref: `${this.base}/Groups/${encodeURIComponent(g.id)}`, display: g.displayName })) }
+        : {}),
+      meta: {
+        resourceType: 'User',
+        created: new Date(u.createdAt * 1000).toISOString(),
+        lastModified: new Date(u.updatedAt * 1000).toISOString(),
+        location,
+        version: etagOf(u.version),
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------- groups
+
+  /** The group resource. @throws ScimError 404. */
+  async getGroup(id: string, params: { excludeMembers?: boolean } = {}): Promise<ScimResult> {
+    const group = await this.findGroup(id);
+    return { resource: this.groupResource(group, params.excludeMembers), etag: etagOf(group.version) };
+  }
+
+  /** A ListResponse of groups. @throws ScimError 400. */
+  async listGroups(params: ListParams): Promise<Json> {
+    const q = listQuery(params);
+    const { total, groups } = await this.store.directory.listGroups(q);
+    return this.listResponse(total, q.startIndex, groups.map((g) => this.groupResource(g)), params);
+  }
+
+  /** Creates a group. @throws ScimError 400, 409 `uniqueness` for a taken displayName. */
+  async createGroup(body: unknown, actor: ScimActor): Promise<ScimResult> {
+    const write = await this.groupInput(schemasOf(body, GROUP_SCHEMA));
+    const id = newId();
+    try {
+      await this.store.directory.addGroup(id, write, nowSeconds());
+    } catch (err) {
+      throw this.conflict(err);
+    }
+    const created = await this.findGroup(id);
+    const resource = this.groupResource(created);
+    this.audit('resource_created', actor, 'Group', id, changedAttributes({}, resource));
+    return { resource, etag: etagOf(created.version) };
+  }
+
+  /** Replaces a group. @throws ScimError 404, 412, 400, 409. */
+  async replaceGroup(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
+    const input = schemasOf(body, GROUP_SCHEMA);
+    return retried(ifMatch, async () => {
+      const before = await this.findGroup(id);
+      checkIfMatch(ifMatch, before.version);
+      return this.writeGroup(before, input, actor);
+    });
+  }
+
+  /** Applies a PATCH to a group. @throws ScimError 404, 412, 400, 409. */
+  async patchGroup(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
+    return retried(ifMatch, async () => {
+      const before = await this.findGroup(id);
+      checkIfMatch(ifMatch, before.version);
+      return this.writeGroup(before, applyPatch(this.groupResource(before), body, GROUP_ATTRIBUTES, GROUP_SCHEMA), actor);
+    });
+  }
+
+  /** Deletes a group; its members lose its role. @throws ScimError 404, 412. */
+  async deleteGroup(id: string, ifMatch: string | undefined, actor: ScimActor): Promise<void> {
+    const group = await this.findGroup(id);
+    checkIfMatch(ifMatch, group.version);
+    if (!(await this.store.directory.removeGroup(id))) throw new ScimError(404, `no group "${id}"`);
+    this.audit('resource_deleted', actor, 'Group', id, []);
+  }
+
+  /** Writes `body` over `before` if its version is still current; undefined when it is not. */
+  private async writeGroup(before: DirectoryGroup, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
+    const write = await this.groupInput(body);
+    let written: boolean;
+    try {
+      written = await this.store.directory.replaceGroup(before.id, write, before.version, nowSeconds());
+    } catch (err) {
+      throw this.conflict(err);
+    }
+    if (!written) return undefined;
+    const after = await this.findGroup(before.id);
+    const resource = this.groupResource(after);
+    this.audit('resource_updated', actor, 'Group', before.id, changedAttributes(this.groupResource(before), resource));
+    return { resource, etag: etagOf(after.version) };
+  }
+
+  private async findGroup(id: string): Promise<DirectoryGroup> {
+    const group = id.length <= 64 ? await this.store.directory.group(id) : undefined;
+    if (!group) throw new ScimError(404, `no group "${id}"`);
+    return group;
+  }
+
+  private async groupInput(o: Json): Promise<{ displayName: string; externalId: string | null; members: string[] }> {
+    const displayName = field(o, 'displayName');
+    if (typeof displayName !== 'string' || displayName.trim().length === 0 || displayName.length > MAX_STRING)
+      throw invalidValue(`displayName is required: a string of 1 to ${MAX_STRING} characters`);
+    const externalId = optionalString(o, 'externalId', MAX_STRING) ?? null;
+    const list = field(o, 'members') ?? [];
+    if (!Array.isArray(list) || list.length > MAX_MEMBERS) throw invalidValue(`members must be an array of at most ${MAX_MEMBERS}`);
+    const members: string[] = [];
+    for (const m of list) {
+      const value = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'value') : undefined;
+      const type = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'type') : undefined;
+      if (typeof value !== 'string' || value.length === 0 || value.length > 255) throw invalidValue('each member needs a value: the id of a user');
+      if (type !== undefined && type !== 'User') throw invalidValue('members are users (groups in groups are not supported)');
+      if (!members.includes(value)) members.push(value);
+    }
+    const existing = await this.store.directory.existingUsers(members);
+    const missing = members.find((m) => !existing.has(m));
+    if (missing !== undefined) throw invalidValue(`member "${missing}" is not a user`);
+    return { displayName, externalId, members };
+  }
+
+  private groupResource(g: DirectoryGroup, excludeMembers = false): Json {
+    return {
+      schemas: [GROUP_SCHEMA],
+      id: g.id,
+      ...(g.externalId !== null ? { externalId: g.externalId } : {}),
+      displayName: g.displayName,
+      ...(g.members.length > 0 && !excludeMembers
+        ? { members: g.members.map((m) => ({ value: m.subjectId, $ref: `${this.base}/Users/${encodeURIComponent(m.subjectId)}`, display: m.username, type: 'User' })) }
+        : {}),
+      meta: {
+        resourceType: 'Group',
+        created: new Date(g.createdAt * 1000).toISOString(),
+        lastModified: new Date(g.updatedAt * 1000).toISOString(),
+        location: `${this.base}/Groups/${encodeURIComponent(g.id)}`,
+        version: etagOf(g.version),
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------- shared
+
+  private listResponse(total: number, startIndex: number, resources: Json[], params: ListParams): Json {
+    const attributes = attributeList(params.attributes);
+    const excluded = attributeList(params.excludedAttributes);
+    return {
+      schemas: [LIST_RESPONSE],
+      totalResults: total,
+      startIndex,
+      itemsPerPage: resources.length,
+      Resources: resources.map((r) => project(r, attributes, excluded)),
+    };
+  }
+
+  private audit(name: 'resource_created' | 'resource_updated' | 'resource_deleted', actor: ScimActor, type: 'User' | 'Group', id: string, changed: string[]): void {
+    this.events.emit({
+      name,
+      endpoint: 'scim',
+      clientId: actor.clientId,
+      ...(actor.sub !== undefined ? { subjectId: actor.sub } : {}),
+      target: { type, id },
+      changed,
+    });
+  }
+}
