@@ -12,7 +12,7 @@ import type { SigilContext } from './context.js';
 import type { GrantRegistry } from './grants/registry.js';
 import { authorizeEndpoint } from './endpoints/authorize.js';
 import { deviceAuthorizationEndpoint } from './endpoints/device-authorization.js';
-import { discoveryEndpoints } from './endpoints/discovery.js';
+import { discoveryEndpoints, pathInsertedMetadataEndpoint } from './endpoints/discovery.js';
 import { endSessionEndpoint } from './endpoints/end-session.js';
 import { healthEndpoints } from './endpoints/health.js';
 import { introspectionEndpoint } from './endpoints/introspection.js';
@@ -119,8 +119,12 @@ export async function buildApp(
   const app = Fastify(serverOptions(ctx));
   await app.register((sigil) => mountSigil(sigil, ctx, grantTypes, stop, metrics, tracing), { prefix: ctx.basePath });
   // The listener is Sigil's alone: liveness and readiness also at its root, where load balancers
-  // and the image's HEALTHCHECK look, whatever the issuer's path.
-  if (ctx.basePath !== '') healthEndpoints(app, ctx);
+  // and the image's HEALTHCHECK look, whatever the issuer's path; and the RFC 8414 §3.1 location
+  // of the metadata of an issuer with a path, which is outside that path.
+  if (ctx.basePath !== '') {
+    healthEndpoints(app, ctx);
+    pathInsertedMetadataEndpoint(app, ctx, grantTypes.names());
+  }
   return app;
 }
 

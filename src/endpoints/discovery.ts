@@ -93,38 +93,51 @@ export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string
   };
 }
 
-/**
- * The paths of the RFC 8414 metadata: `/.well-known/oauth-authorization-server`, and for an issuer
- * with a path also that path appended to it (RFC 8414 §3.1: the well-known segment goes between
- * the host and the issuer's path, so a client of issuer `https://h/tenant` asks
- * `https://h/.well-known/oauth-authorization-server/tenant`; a proxy that mounts Sigil under the
- * issuer's path forwards either form).
- */
-export function metadataPaths(issuer: string): string[] {
-  const path = new URL(issuer).pathname.replace(/\/+$/, '');
-  return path === '' ? [METADATA_PATH] : [METADATA_PATH, `${METADATA_PATH}${path}`];
-}
-
 const DISCOVERY_PATH = '/.well-known/openid-configuration';
 const METADATA_PATH = '/.well-known/oauth-authorization-server';
 const JWKS_PATH = '/.well-known/openid-configuration/jwks';
 
-/** Registers discovery, the RFC 8414 metadata and the JWKS (GET; other methods 405). */
-export function discoveryEndpoints(app: FastifyInstance, ctx: SigilContext, grantTypes: readonly string[]): void {
-  // The document depends on the clients (grant types, PKCE methods): rebuilt when they change.
-  // OpenID discovery and RFC 8414 metadata are one document from one builder (RFC 8414 §2 is the
-  // superset OIDC Discovery §3 registers into), so they can never disagree.
+/**
+ * The discovery document's handler: the document depends on the clients (grant types, PKCE
+ * methods), so it is rebuilt when they change. OpenID discovery and RFC 8414 metadata are one
+ * document from one builder (RFC 8414 §2 is the superset OIDC Discovery §3 registers into), so
+ * they can never disagree.
+ */
+function documentHandler(ctx: SigilContext, grantTypes: readonly string[]): (request: unknown, reply: FastifyReply) => Promise<FastifyReply> {
   let cached = { version: -1, document: '' };
-  const document = async (_request: unknown, reply: FastifyReply) => {
+  return async (_request, reply) => {
     if (cached.version !== ctx.clients.version)
       cached = { version: ctx.clients.version, document: JSON.stringify(discoveryDocument(ctx, grantTypes)) };
     return reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(cached.document);
   };
-  const documentPaths = [DISCOVERY_PATH, ...metadataPaths(ctx.issuer)];
-  for (const url of documentPaths) app.get(url, document);
+}
+
+/**
+ * Registers discovery (OIDC Discovery §4: `<issuer>/.well-known/openid-configuration`), the
+ * RFC 8414 metadata below the issuer's path too (`<issuer>/.well-known/oauth-authorization-server`,
+ * where clients that treat the issuer as a base URL look) and the JWKS (GET; other methods 405).
+ * For an issuer with a path, RFC 8414 §3.1's own location is at the host's root: see
+ * `pathInsertedMetadataEndpoint`.
+ */
+export function discoveryEndpoints(app: FastifyInstance, ctx: SigilContext, grantTypes: readonly string[]): void {
+  const document = documentHandler(ctx, grantTypes);
+  for (const url of [DISCOVERY_PATH, METADATA_PATH]) app.get(url, document);
   app.get(JWKS_PATH, async (_request, reply) =>
     reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(ctx.keys.jwks()),
   );
-  for (const url of [...documentPaths, JWKS_PATH])
+  for (const url of [DISCOVERY_PATH, METADATA_PATH, JWKS_PATH])
     app.route({ method: ['POST', 'PUT', 'DELETE', 'PATCH'], url, handler: methodNotAllowed('GET') });
+}
+
+/**
+ * Registers, on an app at the host's root, the RFC 8414 metadata of an issuer with a path at the
+ * location §3.1 gives it: the well-known segment between the host and the issuer's path, so a
+ * client of issuer `https://h/tenant` asks `https://h/.well-known/oauth-authorization-server/tenant`.
+ * The standalone server does (its listener is Sigil's alone); a host app mounting `sigilPlugin`
+ * under a path routes that URL itself (README, "Sigil inside your app").
+ */
+export function pathInsertedMetadataEndpoint(app: FastifyInstance, ctx: SigilContext, grantTypes: readonly string[]): void {
+  const url = `${METADATA_PATH}${ctx.basePath}`;
+  app.get(url, documentHandler(ctx, grantTypes));
+  app.route({ method: ['POST', 'PUT', 'DELETE', 'PATCH'], url, handler: methodNotAllowed('GET') });
 }

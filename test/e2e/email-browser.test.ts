@@ -43,7 +43,7 @@ beforeAll(async () => {
     testConfig({
       issuer: base,
       storage: `sqlite:${join(dir, 'sigil.db')}`,
-      mfa: { totpIssuer: 'Acme ID' },
+      branding: { productName: 'Acme ID' },
       email: { smtpUrl: smtp.url, from: 'Acme ID <id@acme.example>', selfRegistration: true, requestsPerAddress: 100, mailsPerAccount: 10 },
     }),
     { logger: pino({ level: 'silent' }) },
@@ -220,7 +220,7 @@ describe('email verification', () => {
 describe('sigil users add --email (the CLI)', () => {
   it('stores the address unverified and mails a verification link through the configured SMTP server', async () => {
     const configFile = join(dir, 'cli.json');
-    writeFileSync(configFile, JSON.stringify(testConfig({ issuer: base, mfa: { totpIssuer: 'Acme ID' }, email: { smtpUrl: smtp.url, from: 'Acme ID <id@acme.example>' } })));
+    writeFileSync(configFile, JSON.stringify(testConfig({ issuer: base, branding: { productName: 'Acme ID' }, email: { smtpUrl: smtp.url, from: 'Acme ID <id@acme.example>' } })));
     const sent = smtp.mails.length;
     const { stdout } = await run(process.execPath, [CLI, 'users', 'add', 'ivan', '--password', 'velvet-canyon-31', '--email', 'ivan@example.org', '--config', configFile, '--storage', `sqlite:${join(dir, 'sigil.db')}`]);
     expect(stdout).toContain('a verification link was sent to the address');

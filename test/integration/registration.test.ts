@@ -76,8 +76,9 @@ describe('dynamic client registration', () => {
         expect(inserted.statusCode).toBe(200);
         expect(inserted.json<Json>().issuer).toBe('http://127.0.0.1:5999/tenant-a');
         expect(inserted.json<Json>()).not.toHaveProperty('registration_endpoint');
-        expect((await tenant.app.inject({ method: 'GET', url: '/.well-known/oauth-authorization-server' })).statusCode).toBe(200);
-        expect((await tenant.app.inject({ method: 'POST', url: '/connect/register', payload: {} })).statusCode).toBe(404);
+        // Below the issuer's path too, where every other endpoint of this issuer is.
+        expect((await tenant.app.inject({ method: 'GET', url: '/tenant-a/.well-known/oauth-authorization-server' })).statusCode).toBe(200);
+        expect((await tenant.app.inject({ method: 'POST', url: '/tenant-a/connect/register', payload: {} })).statusCode).toBe(404);
       } finally {
         await tenant.close();
       }
