@@ -196,6 +196,8 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     frontChannelLogoutUri: frontchannel ?? null,
     frontChannelLogoutSessionRequired: optionalBoolean(m, 'frontchannel_logout_session_required') ?? true,
     requireDPoP: optionalBoolean(m, 'dpop_bound_access_tokens') ?? false,
+    // Its URLs are the registrant's choice (with open registration, anyone's): fetched under the SSRF guard.
+    registeredDynamically: true,
   };
   return { metadata, client, needsSecret: method !== 'none' && method !== 'private_key_jwt', ...(sectorIdentifierUri ? { sectorIdentifierUri } : {}) };
 }

@@ -22,7 +22,8 @@ describe('dynamic client registration', () => {
   let sectorUrl = '';
   let sectorDoc: unknown = [];
   beforeAll(async () => {
-    sigil = await startSigil(registrationConfig({ registrationsPerAccessToken: 3, registrationsPerAddress: 1000 }));
+    // The registrant's documents are served by a loopback listener: the development setting lets the guarded fetch reach it.
+    sigil = await startSigil({ ...registrationConfig({ registrationsPerAccessToken: 3, registrationsPerAddress: 1000 }), clientIdMetadataDocuments: { allowLoopback: true } });
     sector = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(sectorDoc)));
     await new Promise<void>((r) => sector.listen(0, '127.0.0.1', r));
     sectorUrl = `http://127.0.0.1:${(sector.address() as AddressInfo).port}/sector.json`;
