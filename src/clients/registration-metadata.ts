@@ -176,6 +176,11 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
 
   const client: Record<string, unknown> = {
     ...(metadata.client_name !== undefined ? { clientName: metadata.client_name } : {}),
+    // Shown on the consent page; the client schema's rule for them (https, no fragment) holds, as `fetched` is stricter.
+    ...(metadata.logo_uri !== undefined ? { logoUri: metadata.logo_uri } : {}),
+    ...(metadata.client_uri !== undefined ? { clientUri: metadata.client_uri } : {}),
+    ...(metadata.policy_uri !== undefined ? { policyUri: metadata.policy_uri } : {}),
+    ...(metadata.tos_uri !== undefined ? { tosUri: metadata.tos_uri } : {}),
     requireClientSecret: method !== 'none',
     tokenEndpointAuthMethod: method,
     allowedGrantTypes: [...grants].filter((g) => g !== 'refresh_token'),
