@@ -50,7 +50,7 @@ import { DirectoryUnavailable, type UserDirectory } from './users/directory.js';
 import { LdapDirectory } from './users/ldap/ldap-directory.js';
 import type { ProfileService } from './tokens/profile.js';
 import { apiSecretsOf, ClientRegistry } from './clients/registry.js';
-import { ClientKeys, fetchBoundedText } from './clients/client-keys.js';
+import { ClientKeys, fetchBoundedText, hasCallerChosenUrls } from './clients/client-keys.js';
 import { ClientMetadataDocuments } from './clients/metadata-documents.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './limits/failure-limiter.js';
 import { PrimaryFailureCounters } from './limits/primary-counters.js';
@@ -282,7 +282,12 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       log.warn('clientIdMetadataDocuments.allowLoopback is on: client metadata documents may be fetched from loopback addresses (development only)');
     const clients = new ClientRegistry(cfg.clients, documents);
     // The deliverer's sweep ends expired sessions through the service, which sends through the deliverer.
-    const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, () => logout.endExpired());
+    const callerChosen = (clientId: string) => {
+      const client = clients.get(clientId);
+      return client === undefined || hasCallerChosenUrls(client);
+    };
+    const guard = { callerChosen, allowLoopback: cfg.clientIdMetadataDocuments.allowLoopback };
+    const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, guard, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const replay = new ReplayCache(store.grants);
     const directories = [...cfg.userDirectories.map((d) => new LdapDirectory(d)), ...(options.userDirectories ?? [])];
@@ -304,6 +309,8 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     };
     const reloadClients = () => clientAdmin.reload(clients, isUserSubject);
     const tokens = new TokenService(cfg.issuer, keys, store.records, resources, options.profileService);
+    // One development switch (clientIdMetadataDocuments.allowLoopback) for every fetch of a caller-chosen URL.
+    const clientKeys = new ClientKeys(cfg.clientIdMetadataDocuments.allowLoopback);
     const registrations = new ClientRegistrations(store.registrations, {
       config: cfg,
       issuer: cfg.issuer,
@@ -313,7 +320,8 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       scopes: resources.allScopeNames(),
       idTokenAlg: tokens.signingAlgorithmFor({ profile: null }),
       reload: reloadClients,
-      fetchText: (url) => fetchBoundedText(url),
+      // The registrant chose sector_identifier_uri: fetched under the SSRF guard.
+      fetchText: (url) => fetchBoundedText(url, {}, clientKeys.guardedGet),
       events,
       log,
     });
@@ -333,7 +341,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       events,
       limiter,
       replay,
-      clientKeys: new ClientKeys(cfg.clientIdMetadataDocuments.allowLoopback),
+      clientKeys,
       dpop: new DPoPVerifier(replay, new DPoPNonces(store.records.dpopNonces, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
       sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),

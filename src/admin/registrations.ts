@@ -53,7 +53,7 @@ export interface RegistrationServices {
   idTokenAlg: string;
   /** Re-reads the stored clients into `clients` (this node; others on their reload). */
   reload: () => Promise<void>;
-  /** Fetches a client's JSON document within bounds (`fetchBoundedText`). */
+  /** Fetches a registrant's JSON document (`sector_identifier_uri`) within bounds and under the SSRF guard (`fetchBoundedText` with `ClientKeys.guardedGet`). */
   fetchText: (url: string) => Promise<string>;
   /** Audit events: `client_registered`, `client_updated`, `client_deleted`. */
   events: EventBus;

@@ -17,7 +17,7 @@ export const JWKS_REFETCH_SECONDS = 60;
 /** How long a fetched JWKS is used before it is fetched again, in seconds. */
 export const JWKS_CACHE_SECONDS = 600;
 
-/** Most `jwksUri` resolvers kept for clients of metadata documents; the oldest makes room. */
+/** Most `jwksUri` resolvers kept for clients whose URLs callers chose; the oldest makes room. */
 const MAX_GUARDED_KEY_SETS = 1_000;
 
 /** The key material of one client. */
@@ -26,6 +26,17 @@ export interface KeySource {
   jwksUri: string | null;
   /** The `jwksUri` was chosen by whoever serves a metadata document: fetched under the SSRF guard (`http/outbound.ts`). */
   metadataDocument?: boolean;
+  /** The `jwksUri` was chosen by whoever registered the client (RFC 7591): fetched under the SSRF guard too. */
+  registeredDynamically?: boolean;
+}
+
+/**
+ * Whether a client's URLs were chosen by a caller (a metadata document's server, or whoever
+ * registered it dynamically, with open registration anyone): every fetch of them goes through
+ * the SSRF guard (`http/outbound.ts`).
+ */
+export function hasCallerChosenUrls(client: Pick<KeySource, 'metadataDocument' | 'registeredDynamically'>): boolean {
+  return client.metadataDocument === true || client.registeredDynamically === true;
 }
 
 /**
@@ -38,7 +49,7 @@ export class ClientKeys {
   private readonly local = new WeakMap<object, JWTVerifyGetKey>();
 
   /** @param allowLoopback the guarded fetches may reach loopback addresses (development; `clientIdMetadataDocuments.allowLoopback`) */
-  constructor(private readonly allowLoopback = false) {}
+  constructor(readonly allowLoopback = false) {}
 
   /**
    * The resolver of a client's keys, or undefined when it registered none.
@@ -55,17 +66,18 @@ export class ClientKeys {
       return set;
     }
     if (client.jwksUri) {
-      // Any caller can name a metadata document, so their key sets are bounded in number.
-      const sets = client.metadataDocument ? this.guarded : this.remote;
+      // Any caller can name a metadata document (or register, when registration is open), so their key sets are bounded in number.
+      const guarded = hasCallerChosenUrls(client);
+      const sets = guarded ? this.guarded : this.remote;
       let set = sets.get(client.jwksUri);
       if (!set) {
         set = createRemoteJWKSet(new URL(client.jwksUri), {
           timeoutDuration: JWKS_FETCH_TIMEOUT_MS,
           cooldownDuration: JWKS_REFETCH_SECONDS * 1000,
           cacheMaxAge: JWKS_CACHE_SECONDS * 1000,
-          [customFetch]: boundedFetch(client.metadataDocument ? this.guardedGet : fetch),
+          [customFetch]: boundedFetch(guarded ? this.guardedGet : fetch),
         });
-        if (client.metadataDocument && sets.size >= MAX_GUARDED_KEY_SETS) sets.delete(sets.keys().next().value as string);
+        if (guarded && sets.size >= MAX_GUARDED_KEY_SETS) sets.delete(sets.keys().next().value as string);
         sets.set(client.jwksUri, set);
       }
       return set;
@@ -73,8 +85,13 @@ export class ClientKeys {
     return undefined;
   }
 
-  /** A fetch of a JWKS under the SSRF guard and the JWKS bounds; the answer is always a 200. */
-  private readonly guardedGet = async (url: string): Promise<Response> => {
+  /**
+   * A GET under the SSRF guard and the JWKS bounds (`JWKS_FETCH_TIMEOUT_MS`, `MAX_JWKS_BYTES`), as
+   * a fetch: for every URL a caller chose (keys, `sector_identifier_uri`, `request_uri`). The
+   * answer is always a 200.
+   * @throws OutboundRefused as `guardedGet` of `http/outbound.ts`
+   */
+  readonly guardedGet = async (url: string): Promise<Response> => {
     const res = await guardedGet(new URL(url), 'application/json', { timeoutMs: JWKS_FETCH_TIMEOUT_MS, maxBytes: MAX_JWKS_BYTES, allowLoopback: this.allowLoopback });
     return new Response(new Uint8Array(res.body), { status: 200 });
   };
@@ -85,7 +102,7 @@ export class ClientKeys {
  * beyond `CALLER_JSON_BOUNDS`, follows no redirect (jose asks for `manual`; anything but 200 is
  * refused), and after a failed fetch refuses to try again for `JWKS_REFETCH_SECONDS` (jose's
  * cool-down counts successful fetches only).
- * @param get the fetch underneath: the global one, or `guardedGet` for metadata documents' keys
+ * @param get the fetch underneath: the global one, or `guardedGet` for keys at caller-chosen URLs
  */
 function boundedFetch(get: (url: string, options: RequestInit) => Promise<Response>): (url: string, options: RequestInit) => Promise<Response> {
   let failedAt = -Infinity;

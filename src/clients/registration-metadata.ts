@@ -176,6 +176,11 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
 
   const client: Record<string, unknown> = {
     ...(metadata.client_name !== undefined ? { clientName: metadata.client_name } : {}),
+    // Shown on the consent page; the client schema's rule for them (https, no fragment) holds, as `fetched` is stricter.
+    ...(metadata.logo_uri !== undefined ? { logoUri: metadata.logo_uri } : {}),
+    ...(metadata.client_uri !== undefined ? { clientUri: metadata.client_uri } : {}),
+    ...(metadata.policy_uri !== undefined ? { policyUri: metadata.policy_uri } : {}),
+    ...(metadata.tos_uri !== undefined ? { tosUri: metadata.tos_uri } : {}),
     requireClientSecret: method !== 'none',
     tokenEndpointAuthMethod: method,
     allowedGrantTypes: [...grants].filter((g) => g !== 'refresh_token'),
@@ -196,6 +201,8 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     frontChannelLogoutUri: frontchannel ?? null,
     frontChannelLogoutSessionRequired: optionalBoolean(m, 'frontchannel_logout_session_required') ?? true,
     requireDPoP: optionalBoolean(m, 'dpop_bound_access_tokens') ?? false,
+    // Its URLs are the registrant's choice (with open registration, anyone's): fetched under the SSRF guard.
+    registeredDynamically: true,
   };
   return { metadata, client, needsSecret: method !== 'none' && method !== 'private_key_jwt', ...(sectorIdentifierUri ? { sectorIdentifierUri } : {}) };
 }

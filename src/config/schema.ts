@@ -245,6 +245,7 @@ export const clientSchema = z.strictObject({
   frontChannelLogoutUri: z.string().refine(isLogoutUri, LOGOUT_URI_RULE).nullable().default(null).meta({ description: "Loaded in a hidden iframe of the signed-out page with iss and sid: https, or http on a loopback host; no fragment", spec: "OIDC Front-Channel Logout §2" }),
   frontChannelLogoutSessionRequired: z.boolean().default(true).meta({ description: "The client needs iss and sid on its front-channel URI (Sigil always adds them)", spec: "OIDC Front-Channel Logout §2" }),
   allowedCorsOrigins: z.array(z.url()).default([]).meta({ description: "scheme://host[:port] origins allowed to call discovery, JWKS, token, userinfo and revocation from a browser" }),
+  registeredDynamically: z.boolean().default(false).meta({ description: "Set by dynamic registration: whoever registered chose this client's URLs, so its jwksUri, requestUris and backChannelLogoutUri are fetched under the SSRF guard (no private, loopback or link-local addresses unless clientIdMetadataDocuments.allowLoopback)", spec: "RFC 7591 §5" }),
 })
   .superRefine((c, ctx) => {
     for (const [path, message] of fapi2Contradictions(c)) ctx.addIssue({ code: 'custom', path: [path], message });
@@ -561,7 +562,7 @@ export const configSchema = z
     clientIdMetadataDocuments: z
       .strictObject({
         enabled: z.boolean().default(true).meta({ description: "A client_id that is an https URL names the client's metadata document, fetched (5 s, 64 KB, no redirects, never from private or other special-use addresses) and cached as its HTTP caching headers say (60 s to 24 h); such clients are public or private_key_jwt, use the code flow with PKCE and refresh tokens, and always see the consent page, which names the URL's host", spec: "draft-ietf-oauth-client-id-metadata-document" }),
-        allowLoopback: z.boolean().default(false).meta({ description: "Development and tests only: documents and their jwks_uri may be served from loopback addresses (127.0.0.0/8, ::1); never in production" }),
+        allowLoopback: z.boolean().default(false).meta({ description: "Development and tests only: documents, their jwks_uri and the URLs of dynamically registered clients may be on loopback addresses (127.0.0.0/8, ::1; plain http there too); never in production" }),
         fetchesPerAddress: z.number().int().positive().default(60).meta({ description: "Document fetches one address (an IPv6 /64) may cause per pendingLimits.windowSeconds; cached documents do not count" }),
         allowedScopes: z.array(nonEmpty).nullable().default(null).meta({ description: "The scopes such clients may request; null: every identity and API scope except sigil:* ones (never allowed). Names not defined are ignored" }),
       })

@@ -1,6 +1,7 @@
 /**
- * GET requests to URLs that callers choose (Client ID Metadata Documents and the `jwks_uri` they
- * name), guarded against server-side request forgery (draft-ietf-oauth-client-id-metadata-document
+ * Requests to URLs that callers choose (Client ID Metadata Documents and the `jwks_uri` they
+ * name; what a dynamically registered client names: `jwks_uri`, `sector_identifier_uri`,
+ * `request_uris`, `backchannel_logout_uri`), guarded against server-side request forgery (draft-ietf-oauth-client-id-metadata-document
  * §"SSRF Attacks": never to special-use addresses of RFC 6890). The host is resolved here, every
  * address it resolves to must be an ordinary public one, and the connection goes to the vetted
  * address only (the socket's lookup answers with it), so a DNS answer that changes between the
@@ -9,8 +10,8 @@
  * read up to a size cap; redirects are never followed.
  */
 import { lookup } from 'node:dns/promises';
-import type { IncomingHttpHeaders } from 'node:http';
-import { request } from 'node:https';
+import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
 /** Bounds of one guarded request. */
@@ -19,7 +20,10 @@ export interface OutboundLimits {
   timeoutMs: number;
   /** Most bytes of the body. */
   maxBytes: number;
-  /** Loopback addresses (127.0.0.0/8, ::1) are allowed: development and tests only. */
+  /**
+   * Loopback addresses (127.0.0.0/8, ::1) are allowed, and plain http to them (and to them only):
+   * development and tests only.
+   */
   allowLoopback: boolean;
 }
 
@@ -73,18 +77,44 @@ export function isFetchableAddress(address: string, allowLoopback: boolean): boo
  * GETs an https URL under the SSRF guard and `limits`.
  * @param accept the `Accept` header
  * @returns the headers and body of a 200 response
- * @throws OutboundRefused when the URL is not https, its host resolves to no address or to one
- *   that `isFetchableAddress` refuses, the connection or TLS fails, the deadline passes, the
- *   status is not 200 (redirects included), or the body is larger than `limits.maxBytes`.
+ * @throws OutboundRefused when the URL is not https (http to loopback with `allowLoopback`), its
+ *   host resolves to no address or to one that `isFetchableAddress` refuses, the connection or
+ *   TLS fails, the deadline passes, the status is not 200 (redirects included), or the body is
+ *   larger than `limits.maxBytes`.
  */
 export async function guardedGet(url: URL, accept: string, limits: OutboundLimits): Promise<OutboundResponse> {
-  if (url.protocol !== 'https:') throw new OutboundRefused('only https URLs are fetched');
+  const { headers, body } = await guarded(url, limits, (host, address, signal) => exchange(url, host, address, { method: 'GET', headers: { accept } }, limits.maxBytes, signal));
+  return { headers, body };
+}
+
+/**
+ * POSTs a form (`application/x-www-form-urlencoded`) to an https URL under the SSRF guard and
+ * `limits`, as back-channel logout does (OIDC Back-Channel Logout 1.0 §2.5). The answer's body is
+ * not read.
+ * @returns the answer's HTTP status (a redirect is returned as such, never followed)
+ * @throws OutboundRefused as `guardedGet`, but for the status
+ */
+export async function guardedPostForm(url: URL, form: string, limits: OutboundLimits): Promise<number> {
+  const headers = { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(form)) };
+  const { status } = await guarded(url, limits, (host, address, signal) => exchange(url, host, address, { method: 'POST', headers, body: form }, 0, signal));
+  return status;
+}
+
+/** Vets the URL's host, then runs `send` to the vetted address under one deadline. */
+async function guarded<T>(
+  url: URL,
+  limits: OutboundLimits,
+  send: (host: string, address: { address: string; family: number }, signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const plainLoopback = url.protocol === 'http:' && limits.allowLoopback;
+  if (url.protocol !== 'https:' && !plainLoopback) throw new OutboundRefused('only https URLs are fetched');
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), limits.timeoutMs);
   try {
     const address = await vettedAddress(host, limits.allowLoopback, controller.signal);
-    return await get(url, host, address, accept, limits.maxBytes, controller.signal);
+    if (plainLoopback && !isLoopback(address.address)) throw new OutboundRefused('only https URLs are fetched');
+    return await send(host, address, controller.signal);
   } catch (err) {
     if (controller.signal.aborted) throw new OutboundRefused(`no complete answer within ${limits.timeoutMs / 1000} s`);
     if (err instanceof OutboundRefused) throw err;
@@ -92,6 +122,11 @@ export async function guardedGet(url: URL, accept: string, limits: OutboundLimit
   } finally {
     clearTimeout(timer);
   }
+}
+
+function isLoopback(address: string): boolean {
+  const type = isIP(address) === 4 ? 'ipv4' : 'ipv6';
+  return LOOPBACK[type].check(address, type);
 }
 
 /** The address to connect to: the host's first, once every address it resolves to is fetchable. */
@@ -112,26 +147,43 @@ async function vettedAddress(host: string, allowLoopback: boolean, signal: Abort
   return addresses[0] as { address: string; family: number };
 }
 
-/** One GET to `address` (TLS verified against `host`), body read up to `maxBytes`. */
-function get(url: URL, host: string, vetted: { address: string; family: number }, accept: string, maxBytes: number, signal: AbortSignal): Promise<OutboundResponse> {
+/** One request as `guardedGet` and `guardedPostForm` send it. */
+interface OutboundRequest {
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: string;
+}
+
+/**
+ * One request to `address` (TLS verified against `host`). A GET resolves with a 200's headers and
+ * body read up to `maxBytes`, and rejects any other status; a POST resolves with any status and
+ * an empty body (`maxBytes` unused), the answer's body unread.
+ */
+function exchange(url: URL, host: string, vetted: { address: string; family: number }, out: OutboundRequest, maxBytes: number, signal: AbortSignal): Promise<OutboundResponse & { status: number }> {
   // The socket's only answer to "where is host?" is the vetted address (pinning).
   const pinned = ((_name: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     if (options.all) callback(null, [vetted]);
     else callback(null, vetted.address, vetted.family);
   }) as unknown as LookupFunction;
+  const https = url.protocol === 'https:';
   return new Promise((resolve, reject) => {
-    const req = request(
+    const req = (https ? httpsRequest : httpRequest)(
       {
         host,
-        port: url.port === '' ? 443 : Number(url.port),
+        port: url.port === '' ? (https ? 443 : 80) : Number(url.port),
         path: `${url.pathname}${url.search}`,
-        method: 'GET',
-        headers: { accept, 'user-agent': 'Sigil' },
+        method: out.method,
+        headers: { ...out.headers, 'user-agent': 'Sigil' },
         agent: false,
         lookup: pinned,
         signal,
       },
       (res) => {
+        if (out.method === 'POST') {
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.alloc(0) });
+          res.destroy();
+          return;
+        }
         if (res.statusCode !== 200) {
           reject(new OutboundRefused(res.statusCode !== undefined && res.statusCode >= 300 && res.statusCode < 400 ? 'redirects are not followed' : `the answer was HTTP ${res.statusCode ?? '?'}, not 200`));
           res.destroy();
@@ -154,12 +206,12 @@ function get(url: URL, host: string, vetted: { address: string; family: number }
             res.destroy();
           } else chunks.push(chunk);
         });
-        res.on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('end', () => resolve({ status: 200, headers: res.headers, body: Buffer.concat(chunks) }));
         res.on('error', reject);
         res.on('aborted', () => reject(new OutboundRefused('the connection was closed early')));
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(out.body);
   });
 }

@@ -4,10 +4,13 @@
  * cluster sends it), POSTs `logout_token` with a timeout and without following redirects, and on
  * failure retries with doubling back-off until the delivery's give-up time. A node killed mid-send
  * leaves a lease that runs out; another node (or the same after restart) then sends it again.
+ * The URI of a client whose URLs a caller chose (dynamic registration) is posted to under the
+ * SSRF guard (`http/outbound.ts`): a registrant cannot make Sigil post into its own network.
  */
 import type { Logger } from 'pino';
 import type { KeyRing } from '../keys/keys.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
+import { guardedPostForm } from '../http/outbound.js';
 import type { LogoutDelivery, LogoutStore } from '../stores/types.js';
 import { signLogoutToken } from './logout-token.js';
 
@@ -15,6 +18,14 @@ import { signLogoutToken } from './logout-token.js';
 export interface DeliveryOptions {
   timeoutSeconds: number;
   pollSeconds: number;
+}
+
+/** Which deliveries go under the SSRF guard. */
+export interface DeliveryGuard {
+  /** Whether the client's logout URI was chosen by a caller (`hasCallerChosenUrls`); true for a client no longer known. */
+  callerChosen: (clientId: string) => boolean;
+  /** Loopback addresses are allowed (development; `clientIdMetadataDocuments.allowLoopback`). */
+  allowLoopback: boolean;
 }
 
 /** Seconds before the first retry; doubled after each failure, at most `MAX_BACKOFF`. */
@@ -35,6 +46,7 @@ export class LogoutDeliverer {
   private running: Promise<void> | undefined;
 
   /**
+   * @param guard which clients' URIs are posted to under the SSRF guard
    * @param sweep called at each poll before sending: ends sessions found expired (queueing their
    *   deliveries).
    */
@@ -44,6 +56,7 @@ export class LogoutDeliverer {
     private readonly issuer: string,
     private readonly log: Logger,
     private readonly options: DeliveryOptions,
+    private readonly guard: DeliveryGuard,
     private readonly sweep: () => Promise<void> = async () => {},
   ) {}
 
@@ -129,19 +142,29 @@ export class LogoutDeliverer {
   private async post(delivery: LogoutDelivery, now: number): Promise<{ message: string; final: boolean } | undefined> {
     try {
       const token = await signLogoutToken(this.keys, this.issuer, delivery, now);
-      const res = await fetch(delivery.uri, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-store' },
-        body: new URLSearchParams({ logout_token: token }).toString(),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.options.timeoutSeconds * 1000),
-      });
-      await res.body?.cancel();
-      if (res.status === 200 || res.status === 204) return undefined;
-      const final = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
-      return { message: `HTTP ${res.status}`, final };
+      const form = new URLSearchParams({ logout_token: token }).toString();
+      const status = await this.send(delivery, form);
+      if (status === 200 || status === 204) return undefined;
+      const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
+      return { message: `HTTP ${status}`, final };
     } catch (err) {
       return { message: err instanceof Error ? err.message : String(err), final: false };
     }
+  }
+
+  /** POSTs the form to the delivery's URI, under the SSRF guard for a caller-chosen URI; the answer's status. */
+  private async send(delivery: LogoutDelivery, form: string): Promise<number> {
+    const timeoutMs = this.options.timeoutSeconds * 1000;
+    if (this.guard.callerChosen(delivery.clientId))
+      return guardedPostForm(new URL(delivery.uri), form, { timeoutMs, maxBytes: 0, allowLoopback: this.guard.allowLoopback });
+    const res = await fetch(delivery.uri, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-store' },
+      body: form,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    await res.body?.cancel();
+    return res.status;
   }
 }

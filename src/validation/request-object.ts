@@ -74,15 +74,17 @@ export async function verifyRequestObject(jwt: string, client: Client, issuer: s
 /**
  * Fetches a request object by reference (OIDC Core §6.2) from one of the client's registered
  * `requestUris`. Never fetches any other URL (RFC 9101 §10.4.1).
+ * @param get the fetch underneath: the global one, or one under the SSRF guard
+ *   (`ClientKeys.guardedGet`) for a client whose URLs a caller chose (RFC 9101 §10.4.1)
  * @throws OAuthError `request_uri_not_supported` (the client registered none),
- *   `invalid_request_uri` (not registered, fetch failed, too large, timed out).
+ *   `invalid_request_uri` (not registered, fetch failed or refused, too large, timed out).
  */
-export async function fetchRequestObject(uri: string, client: Client): Promise<string> {
+export async function fetchRequestObject(uri: string, client: Client, get: (url: string, options: RequestInit) => Promise<Response> = fetch): Promise<string> {
   if (client.requestUris.length === 0) throw new OAuthError('request_uri_not_supported', 'request_uri is not enabled for this client');
   if (!client.requestUris.includes(uri)) throw new OAuthError('invalid_request_uri', 'request_uri is not registered');
   let body = '';
   try {
-    const res = await fetch(uri, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+    const res = await get(uri, { redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
     if (res.status !== 200 || !res.body) throw new Error('status');
     const decoder = new TextDecoder();
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {

@@ -6,11 +6,13 @@
  * Sigil's pages, and calls the server's tool. The access token's `aud` is the MCP server; a token
  * for another API is refused by it.
  *
- * Each way of registering is a case of `REGISTRATIONS`: Client ID Metadata Documents here (a
- * document served by the test on loopback, with Sigil's development setting allowing loopback).
- * Observed with this Sigil: the SDK asks `/.well-known/oauth-authorization-server` first, gets a
- * 404, and falls back to `/.well-known/openid-configuration`, whose
- * `client_id_metadata_document_supported` makes it use the document's URL as its client_id.
+ * Each way of registering is a case of `REGISTRATIONS`: Client ID Metadata Documents (a
+ * document served by the test on loopback, with Sigil's development setting allowing loopback),
+ * and Dynamic Client Registration (RFC 7591) at /connect/register, open for this test's Sigil
+ * only: the SDK (1.32) sends no initial access token. The SDK asks
+ * `/.well-known/oauth-authorization-server` (RFC 8414) first; its
+ * `client_id_metadata_document_supported` makes it use a document's URL as its client_id when the
+ * provider has one, its `registration_endpoint` the way to register otherwise.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
@@ -126,6 +128,11 @@ const REGISTRATIONS: Registration[] = [
     clientMetadataUrl: () => `${docs.origin}${CIMD_PATH}`,
     expectedClientId: () => `${docs.origin}${CIMD_PATH}`,
   },
+  {
+    name: 'Dynamic Client Registration',
+    // The client_id Sigil issued at /connect/register, as the SDK saved it.
+    expectedClientId: (info) => info?.client_id,
+  },
 ];
 
 beforeAll(async () => {
@@ -147,6 +154,8 @@ beforeAll(async () => {
       {
         ...base,
         clientIdMetadataDocuments: { allowLoopback: true },
+        // Open registration for the DCR case (this process only): the SDK registers without an initial access token.
+        registration: { enabled: true, open: true, allowedScopes: ['openid', SCOPE] },
         apiScopes: [...(base.apiScopes ?? []), { name: SCOPE, displayName: 'Use the example MCP tools' }],
         // The API resource is named by the MCP server's URL, so that URL is the tokens' aud.
         apiResources: [...(base.apiResources ?? []), { name: mcpUrl, scopes: [SCOPE], resourceUris: [mcpUrl] }],
@@ -201,7 +210,8 @@ async function signIn(registration: Registration): Promise<{ client: Client; pro
   };
   const provider = new MemoryProvider(
     callback.url,
-    { client_name: 'MCP test agent', redirect_uris: [callback.url], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' },
+    // A native app with a loopback redirect (RFC 8252 §7.3): OIDC DCR §2 application_type, which the SDK passes through as given.
+    { client_name: 'MCP test agent', redirect_uris: [callback.url], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', application_type: 'native' } as OAuthClientMetadata,
     visit,
     registration.clientMetadataUrl?.(callback.url),
   );
@@ -236,6 +246,11 @@ describe.each(REGISTRATIONS)('an MCP client registered by $name', (registration)
     expect(fetched[asMetadata]).toBe(`${sigil.url}/.well-known/oauth-authorization-server`);
     // The consent page names the document's host (draft-ietf-oauth-client-id-metadata-document §"OAuth Phishing Attacks").
     if (registration.clientMetadataUrl) expect(consentText).toContain(new URL(docs.origin).host);
+    else {
+      // Registered through the advertised registration endpoint, and shown by its registered name.
+      expect(fetched).toContain(`${sigil.url}/connect/register`);
+      expect(consentText).toContain('MCP test agent');
+    }
 
     const tokens = provider.tokens() as OAuthTokens;
     const claims = decodeJwt(tokens.access_token);

@@ -22,6 +22,8 @@ function logoutClients(base: string) {
     webLike('bc', { backChannelLogoutUri: `${base}/bc` }),
     webLike('bc2', { backChannelLogoutUri: `${base}/bc2`, backChannelLogoutSessionRequired: false }),
     webLike('bc-idle', { backChannelLogoutUri: `${base}/idle` }),
+    // As dynamic registration stores a client: its URIs are the registrant's choice.
+    webLike('bc-dynamic', { backChannelLogoutUri: `${base}/dynamic`, registeredDynamically: true }),
   ];
 }
 
@@ -75,6 +77,18 @@ describe('back-channel logout', () => {
     }
     await sleep(1500);
     expect(receiver.received).toHaveLength(2);
+  });
+
+  it('a dynamically registered client\'s logout URI is posted to under the SSRF guard: on loopback (allowLoopback off) it gets nothing', async () => {
+    const b = new Browser(sigil);
+    const { idToken } = await tokenFor(sigil, b, 'bc');
+    await tokenFor(sigil, b, 'bc-dynamic');
+    const step = await b.get(`/connect/endsession?${new URLSearchParams({ id_token_hint: idToken })}`);
+    expect(step.status).toBe(200);
+    expect(receiver.delivered.map((r) => r.path)).toEqual(['/bc']);
+    // Retries (pollSeconds 1) are refused the same way.
+    await sleep(2500);
+    expect(receiver.received.map((r) => r.path)).toEqual(['/bc']);
   });
 
   it('a receiver that fails twice gets the token on the third attempt, exactly once, with the same jti', async () => {

@@ -28,7 +28,8 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
   let key: ClientKey;
 
   beforeAll(async () => {
-    sigil = await startSigil(registrationConfig({ allowedGrantTypes: ['authorization_code', 'refresh_token'] }));
+    // The registrant's documents are served by a loopback listener: the development setting lets the guarded fetch reach it.
+    sigil = await startSigil({ ...registrationConfig({ allowedGrantTypes: ['authorization_code', 'refresh_token'] }), clientIdMetadataDocuments: { allowLoopback: true } });
     jwksServer = createServer((req, res) => {
       const doc = served.get(req.url ?? '');
       if (doc === undefined) res.writeHead(404).end();

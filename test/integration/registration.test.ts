@@ -10,10 +10,12 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintInitialToken } from '../../src/admin/registrations.js';
 import { hashHandle, nowSeconds } from '../../src/crypto/handles.js';
+import { authorizeUrl, Browser, isConsentPage, isLoginPage, pkce } from '../authorize-helpers.js';
 import { basic, form, startSigil, type TestSigil } from '../helpers.js';
 import { registrationConfig } from '../registration-helpers.js';
 
 const ISSUER = 'http://127.0.0.1:5999';
+const pkceParams = () => ({ code_challenge: pkce().challenge, code_challenge_method: 'S256' });
 type Json = Record<string, unknown>;
 
 describe('dynamic client registration', () => {
@@ -22,7 +24,8 @@ describe('dynamic client registration', () => {
   let sectorUrl = '';
   let sectorDoc: unknown = [];
   beforeAll(async () => {
-    sigil = await startSigil(registrationConfig({ registrationsPerAccessToken: 3, registrationsPerAddress: 1000 }));
+    // The registrant's documents are served by a loopback listener: the development setting lets the guarded fetch reach it.
+    sigil = await startSigil({ ...registrationConfig({ registrationsPerAccessToken: 3, registrationsPerAddress: 1000 }), clientIdMetadataDocuments: { allowLoopback: true } });
     sector = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(sectorDoc)));
     await new Promise<void>((r) => sector.listen(0, '127.0.0.1', r));
     sectorUrl = `http://127.0.0.1:${(sector.address() as AddressInfo).port}/sector.json`;
@@ -274,6 +277,25 @@ describe('dynamic client registration', () => {
       await expectError({ ...web, sector_identifier_uri: sectorUrl }, 'invalid_client_metadata');
       await expectError({ ...web, sector_identifier_uri: 'http://127.0.0.1:1/nothing-listens' }, 'invalid_client_metadata');
     });
+  });
+
+  it('shows a registered client\'s logo, name and links (client_uri, policy_uri, tos_uri) on its consent page', async () => {
+    const client = await register(
+      { ...web, token_endpoint_auth_method: 'none', client_name: 'Registered RP', logo_uri: 'https://cdn.rp.example/logo.png', client_uri: 'https://rp.example/', policy_uri: 'https://rp.example/privacy', tos_uri: 'https://rp.example/terms' },
+      await registerToken(),
+    );
+    expect(client.statusCode, client.body).toBe(201);
+    const browser = new Browser(sigil);
+    let step = await browser.follow(
+      await browser.get(authorizeUrl({ client_id: String(client.json<Json>().client_id), response_type: 'code', scope: 'openid', redirect_uri: 'https://rp.example/cb', ...pkceParams() })),
+    );
+    if (isLoginPage(step)) step = await browser.follow(await browser.submitLogin(step, 'alice', 'alice'));
+    expect(isConsentPage(step)).toBe(true);
+    expect(step.body).toContain('Registered RP');
+    expect(step.body).toContain('src="https://cdn.rp.example/logo.png"');
+    for (const href of ['https://rp.example/', 'https://rp.example/privacy', 'https://rp.example/terms']) expect(step.body).toContain(`href="${href}"`);
+    // The logo's origin is allowed as an image source on that page.
+    expect(String(step.headers['content-security-policy'])).toContain('https://cdn.rp.example');
   });
 
   describe('management (RFC 7592)', () => {

@@ -10,6 +10,7 @@ import type { Client } from '../../clients/registry.js';
 import { nowSeconds } from '../../crypto/handles.js';
 import { isPushedRequestUri } from '../../stores/records/pushed-requests.js';
 import { fetchRequestObject, verifyRequestObject } from '../request-object.js';
+import { hasCallerChosenUrls } from '../../clients/client-keys.js';
 import { fallbackTarget } from './client.js';
 import { safeGet } from './parameters.js';
 import type { AuthorizeValidationServices } from './services.js';
@@ -77,7 +78,8 @@ async function requestObjectParameters(
   let request = raw.get('request');
   const requestUri = raw.get('request_uri');
   if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
-  if (requestUri !== undefined) request = await fetchRequestObject(requestUri, client);
+  if (requestUri !== undefined)
+    request = await fetchRequestObject(requestUri, client, hasCallerChosenUrls(client) ? services.clientKeys.guardedGet : undefined);
   if (request === undefined) return raw;
   const fromObject = await verifyRequestObject(request, client, services.issuer, services.clientKeys.forClient(client));
   const queryType = raw.get('response_type');

@@ -22,7 +22,7 @@ export interface AuthorizeValidationServices {
   /** Identity and API scopes, API resources by resource indicator. */
   resources: Resources;
   /** Clients' public keys, for signed request objects (RFC 9101 §6.1). */
-  clientKeys: Pick<ClientKeys, 'forClient'>;
+  clientKeys: Pick<ClientKeys, 'forClient' | 'guardedGet'>;
   /** Sigil's issuer: the `aud` a request object must name (OIDC Core §6.1). */
   issuer: string;
   /** Whether every client must push its requests first (RFC 9126 §6). */
