@@ -7,10 +7,12 @@
  * Rules beyond the RFC, each a refusal with `invalid_redirect_uri` or `invalid_client_metadata`
  * (RFC 7591 §3.2.2):
  * - redirect URIs (RFC 8252; OIDC DCR §2 `application_type`): absolute, no fragment, no user
- *   info, no `*`; a `web` client's are https on a host other than localhost; a `native` client's
- *   are https, http on a loopback host (127.0.0.1, [::1], localhost; RFC 8252 §7.3, §8.3), or a
- *   private-use scheme in reverse-DNS form (a `.` in the scheme, RFC 8252 §7.1), never
- *   `javascript:`, `data:`, `file:` and the like;
+ *   info, no `*`; https, or http on a loopback host (127.0.0.1, [::1], localhost; RFC 8252 §7.3,
+ *   §8.3), whatever the `application_type`; a `native` client's also a private-use scheme in
+ *   reverse-DNS form (a `.` in the scheme, RFC 8252 §7.1); never `javascript:`, `data:`, `file:`
+ *   and the like. OIDC DCR §2 keeps `web` clients off localhost only for the implicit grant,
+ *   which dynamic clients never get; MCP clients register loopback redirects without naming an
+ *   `application_type` (default `web`), and refusing them would break their sign-in;
  * - grant types, scopes and authentication methods only from the policy's lists; `sigil:*`
  *   scopes, password and token exchange never (the config cannot list them);
  * - only `response_types` `code` (with `authorization_code`): implicit and hybrid are not
@@ -218,12 +220,9 @@ export function checkRedirectUri(uri: string, applicationType: 'web' | 'native')
   const url = new URL(uri);
   if (DANGEROUS_SCHEMES.has(url.protocol)) return `the scheme ${url.protocol} is not allowed`;
   if (url.username !== '' || url.password !== '') return 'must not carry user info';
-  if (url.protocol === 'https:') {
-    if (applicationType === 'web' && LOOPBACK_HOSTS.has(url.hostname)) return 'a web client may not use a loopback host (register as native)';
-    return undefined;
-  }
-  if (applicationType === 'web') return 'a web client must use https';
+  if (url.protocol === 'https:') return undefined;
   if (url.protocol === 'http:') return LOOPBACK_HOSTS.has(url.hostname) ? undefined : 'http is allowed only on a loopback host';
+  if (applicationType === 'web') return 'a web client must use https, or http on a loopback host';
   // RFC 8252 §7.1: a private-use scheme is a reverse domain name of the client's, hence has a dot.
   return url.protocol.slice(0, -1).includes('.') ? undefined : 'a private-use scheme must be a reverse domain name (com.example.app)';
 }

@@ -210,8 +210,8 @@ async function signIn(registration: Registration): Promise<{ client: Client; pro
   };
   const provider = new MemoryProvider(
     callback.url,
-    // A native app with a loopback redirect (RFC 8252 §7.3): OIDC DCR §2 application_type, which the SDK passes through as given.
-    { client_name: 'MCP test agent', redirect_uris: [callback.url], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none', application_type: 'native' } as OAuthClientMetadata,
+    // A loopback redirect (RFC 8252 §7.3) and no application_type, as the SDK's clients register.
+    { client_name: 'MCP test agent', redirect_uris: [callback.url], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' } as OAuthClientMetadata,
     visit,
     registration.clientMetadataUrl?.(callback.url),
   );

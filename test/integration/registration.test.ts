@@ -185,7 +185,7 @@ describe('dynamic client registration', () => {
         'javascript:alert(1)',
         'data:text/html,hi',
         'file:///etc/passwd',
-        'https://127.0.0.1/cb',
+        'com.example.app:/cb',
         'https://user:pw@rp.example/cb',
         'not a uri',
       ])
@@ -195,7 +195,12 @@ describe('dynamic client registration', () => {
       await expectError({ redirect_uris: Array.from({ length: 21 }, (_, i) => `https://rp.example/${i}`) }, 'invalid_redirect_uri');
     });
 
-    it('takes loopback and reverse-DNS private-use schemes for native clients only (RFC 8252 §7.1, §7.3)', async () => {
+    it('takes loopback redirects without application_type, as MCP clients register (RFC 8252 §7.3; OIDC DCR §2 bars localhost for implicit only)', async () => {
+      for (const uri of ['http://127.0.0.1:33418/callback', 'http://localhost:6274/oauth/callback', 'http://[::1]/cb', 'https://127.0.0.1/cb'])
+        expect((await accepted({ redirect_uris: [uri], token_endpoint_auth_method: 'none' })).redirect_uris).toEqual([uri]);
+    });
+
+    it('takes reverse-DNS private-use schemes for native clients only (RFC 8252 §7.1), and loopback for both', async () => {
       for (const uri of ['http://127.0.0.1/cb', 'http://[::1]:8080/cb', 'http://localhost/cb', 'com.example.app:/oauth2redirect', 'https://app.example/cb'])
         expect((await accepted({ application_type: 'native', redirect_uris: [uri], token_endpoint_auth_method: 'none' })).redirect_uris).toEqual([uri]);
       for (const uri of ['myapp:/cb', 'http://192.168.1.10/cb', 'javascript:alert(1)', 'data:x', 'file:///x', 'com.example.app:/cb#x'])
