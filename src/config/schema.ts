@@ -78,6 +78,17 @@ const FAPI2_REFUSED_GRANTS = ['implicit', 'hybrid', 'password'];
 /** The longest authorization code lifetime of a `fapi2` client, in seconds (FAPI 2.0 SP §5.3.2.1). */
 export const FAPI2_MAX_CODE_LIFETIME = 60;
 
+/**
+ * Sigil's own API (issue 25): the built-in API resource `sigil` (the `aud` of its tokens) and its
+ * scopes. `scim`: SCIM 2.0 users and groups at /scim/v2 (RFC 7644); `sigil:admin`: everything
+ * under /admin/v1; `sigil:admin:read`: its GET requests; `sigil:register`: initial access tokens
+ * for Dynamic Client Registration (RFC 7591 §3). Clients list them in `allowedScopes` like any API
+ * scope; a token acting for a user carries them only for an `admin.userRole` user after MFA.
+ */
+export const MANAGEMENT_RESOURCE = 'sigil';
+/** The scopes of `MANAGEMENT_RESOURCE`. */
+export const MANAGEMENT_SCOPES = ['scim', 'sigil:admin', 'sigil:admin:read', 'sigil:register'] as const;
+
 const identityResource = z.strictObject({
   name: nonEmpty.meta({ description: "The scope name" }),
   displayName: z.string().optional().meta({ description: "Shown on the consent page" }),
@@ -476,6 +487,11 @@ export const configSchema = z
         maxEntries: z.number().int().min(1).max(1_000_000).default(10_000).meta({ description: "The most rows kept per process" }),
       })
       .default({ maxAgeMilliseconds: 1000, maxEntries: 10_000 }).meta({ description: "Introspection and userinfo reuse a token row read less than maxAgeMilliseconds ago: the bound within which a revocation on another node is seen; 0 reads the store every time" }),
+    admin: z
+      .strictObject({
+        userRole: nonEmpty.max(200).default('sigil-admin').meta({ description: "The role (a value of the user's role claim, or a SCIM group's displayName) a user needs for a token acting for them to carry the scopes of Sigil's management API (scim, sigil:admin, sigil:admin:read, sigil:register); a multi-factor sign-in is required too" }),
+      })
+      .default({ userRole: 'sigil-admin' }).meta({ description: "Sigil's management API (SCIM at /scim/v2, /admin/v1): who may manage it" }),
     cleanup: z
       .strictObject({
         intervalSeconds: lifetime.default(60).meta({ description: "How often expired rows are removed, seconds" }),
@@ -488,7 +504,7 @@ export const configSchema = z
     const duplicates = (names: string[]) => names.filter((n, i) => names.indexOf(n) !== i);
     for (const d of duplicates(cfg.clients.map((c) => c.clientId))) issue(['clients'], `duplicate clientId "${d}"`);
     const identity = new Set(cfg.identityResources.map((r) => r.name));
-    const api = new Set(cfg.apiScopes.map((s) => s.name));
+    const api = new Set([...cfg.apiScopes.map((s) => s.name), ...MANAGEMENT_SCOPES]);
     for (const [i, r] of cfg.identityResources.entries())
       if (api.has(r.name)) issue(['identityResources', i, 'name'], `"${r.name}" is also an API scope`);
     for (const d of duplicates(cfg.identityResources.map((r) => r.name)))
@@ -497,6 +513,9 @@ export const configSchema = z
     for (const d of duplicates(cfg.apiResources.map((r) => r.name))) issue(['apiResources'], `duplicate name "${d}"`);
     if (identity.has('offline_access') || api.has('offline_access'))
       issue(['apiScopes'], '"offline_access" is built in and cannot be declared');
+    for (const [field, names] of [['apiScopes', cfg.apiScopes.map((r) => r.name)], ['apiResources', cfg.apiResources.map((r) => r.name)]] as const)
+      for (const n of names)
+        if (n === MANAGEMENT_RESOURCE || (MANAGEMENT_SCOPES as readonly string[]).includes(n)) issue([field], `"${n}" is built in (Sigil's management API) and cannot be declared`);
     cfg.apiResources.forEach((r, i) =>
       r.scopes.forEach((s, j) => {
         if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);

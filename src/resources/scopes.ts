@@ -1,7 +1,7 @@
 /**
  * Scope parsing and validation, shared by every grant and endpoint (RFC 6749 §3.3).
  */
-import type { ApiResource, ApiScope, ClientConfig, Config, IdentityResource } from '../config/schema.js';
+import { MANAGEMENT_RESOURCE, MANAGEMENT_SCOPES, type ApiResource, type ApiScope, type ClientConfig, type Config, type IdentityResource } from '../config/schema.js';
 import { invalidScope } from '../protocol/errors.js';
 
 /** The built-in scope that asks for a refresh token (OIDC Core §11). */
@@ -25,10 +25,22 @@ export class Resources {
   /** API resources by each of their `resourceUris` (RFC 8707 resource indicators). */
   readonly byResourceUri: Map<string, ApiResource>;
 
-  constructor(cfg: Pick<Config, 'identityResources' | 'apiScopes' | 'apiResources'>) {
+  /** The role a user needs for management scopes in tokens acting for them (`admin.userRole`). */
+  readonly managementRole: string;
+
+  /**
+   * Indexes the config's resources, with the built-in management API (`MANAGEMENT_RESOURCE` and
+   * its scopes) added after the configured ones.
+   */
+  constructor(cfg: Pick<Config, 'identityResources' | 'apiScopes' | 'apiResources'> & { admin?: Pick<Config['admin'], 'userRole'> }) {
     this.identity = new Map(cfg.identityResources.map((r) => [r.name, r]));
-    this.apiScopes = new Map(cfg.apiScopes.map((s) => [s.name, s]));
-    this.apiResources = cfg.apiResources;
+    const builtIn = MANAGEMENT_SCOPES.map((name): ApiScope => ({ name, userClaims: [] }));
+    this.apiScopes = new Map([...cfg.apiScopes, ...builtIn].map((s) => [s.name, s]));
+    this.apiResources = [
+      ...cfg.apiResources,
+      { name: MANAGEMENT_RESOURCE, scopes: [...MANAGEMENT_SCOPES], secrets: [], userClaims: [], resourceUris: [] },
+    ];
+    this.managementRole = cfg.admin?.userRole ?? 'sigil-admin';
     this.byResourceUri = new Map(cfg.apiResources.flatMap((r) => (r.resourceUris ?? []).map((u) => [u, r] as const)));
   }
 
@@ -57,6 +69,21 @@ export class Resources {
       if (r.scopes.some((s) => scopes.includes(s))) for (const c of r.userClaims) out.add(c);
     return out;
   }
+}
+
+/**
+ * The scopes a token acting for a user may carry of `scopes`: the management scopes
+ * (`MANAGEMENT_SCOPES`) only when the user holds `role` (their `role` claim, a string or an array
+ * of strings, names it) and signed in with more than one factor (`amr` has `mfa`, RFC 8176 §2;
+ * a passkey sign-in says so too). Otherwise they are dropped silently, as scope narrowing does
+ * (RFC 6749 §3.3: the server may grant fewer scopes than asked and says which in `scope`), so
+ * that the answer tells nothing about the user's roles.
+ */
+export function scopesForUser(scopes: readonly string[], user: { claims: Record<string, unknown>; amr: readonly string[] }, role: string): string[] {
+  const roles = user.claims.role;
+  const holds = roles === role || (Array.isArray(roles) && roles.includes(role));
+  if (holds && user.amr.includes('mfa')) return [...scopes];
+  return scopes.filter((s) => !(MANAGEMENT_SCOPES as readonly string[]).includes(s));
 }
 
 /**

@@ -9,7 +9,7 @@ import { compactVerify, decodeProtectedHeader } from 'jose';
 import { fapi2SigningAlgorithm } from '../config/schema.js';
 import type { KeyRing } from '../keys/keys.js';
 import type { Client } from '../clients/registry.js';
-import { OFFLINE_ACCESS, type Resources } from '../resources/scopes.js';
+import { OFFLINE_ACCESS, scopesForUser, type Resources } from '../resources/scopes.js';
 import { newFamilyId, newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import type { GrantSubject, RequestedClaims } from '../stores/records/grant-data.js';
 import type { GrantRecords } from '../stores/records/index.js';
@@ -123,8 +123,9 @@ export class TokenService {
    * Issues the tokens of one successful request: an access token, and as applicable a refresh
    * token and an identity token.
    */
-  async issue(req: Issuance): Promise<TokenResponse> {
+  async issue(request: Issuance): Promise<TokenResponse> {
     const now = nowSeconds();
+    const req = this.withUserScopes(request);
     const { client, scopes, subject } = req;
     // A new family id only when a row will name it: a JWT of client_credentials has none.
     let familyId = req.familyId;
@@ -169,6 +170,21 @@ export class TokenService {
         claims: pickClaims(subject.claims, new Set(req.requestedClaims?.id_token ?? [])),
       });
     return response;
+  }
+
+  /**
+   * `req` with the scopes a user's tokens may carry (`scopesForUser`): every grant that acts for a
+   * user (authorization code, refresh, device, token exchange, password, extension grants) comes
+   * through here, so none can hand a user's token the management scopes without the admin role
+   * and MFA. A new refresh token keeps the narrowed scopes too.
+   */
+  private withUserScopes(req: Issuance): Issuance {
+    const { subject } = req;
+    if (!subject) return req;
+    const role = this.resources.managementRole;
+    const scopes = scopesForUser(req.scopes, subject, role);
+    const refresh = req.refresh?.kind === 'new' ? { ...req.refresh, scopes: scopesForUser(req.refresh.scopes, subject, role) } : req.refresh;
+    return { ...req, scopes, ...(refresh ? { refresh } : {}) };
   }
 
   /** Whether an issuance with these scopes may carry a refresh token (OIDC Core §11). */

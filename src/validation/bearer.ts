@@ -16,14 +16,16 @@ export type TokenScheme = 'Bearer' | 'DPoP';
 /**
  * An error with its `WWW-Authenticate` challenge for `scheme`: RFC 6750 §3 (`Bearer
  * realm="sigil"[, error=..., error_description=...]`) or RFC 9449 §7.1 (`DPoP algs="...",
- * error=...`). Without a code (no token sent) both schemes are offered, in one header (RFC 9110
+ * error=...`), with `scope` when given (§3). Without a code (no token sent) both schemes are offered, in one header (RFC 9110
  * §11.6.1), so a client learns that DPoP is accepted.
  */
-export function tokenError(scheme: TokenScheme, status: 400 | 401 | 403, code?: string, description?: string): OAuthError {
+export function tokenError(scheme: TokenScheme, status: 400 | 401 | 403, code?: string, description?: string, scope?: string): OAuthError {
   const algs = `DPoP algs="${DPOP_ALGORITHMS.join(' ')}"`;
   let challenge = code === undefined ? `Bearer realm="sigil", ${algs}` : scheme === 'Bearer' ? 'Bearer realm="sigil"' : algs;
   if (code) challenge += `, error="${code}"`;
   if (code && description) challenge += `, error_description="${description}"`;
+  // RFC 6750 §3 `scope`: the scope(s) needed, with `insufficient_scope` (§3.1).
+  if (code && scope) challenge += `, scope="${scope}"`;
   return new OAuthError(code ?? 'invalid_token', description, status, { 'www-authenticate': challenge });
 }
 
