@@ -10,6 +10,7 @@ import helmet from '@fastify/helmet';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyServerOptions, LogController } from 'fastify';
 import type { SigilContext } from './context.js';
 import type { GrantRegistry } from './grants/registry.js';
+import { adminApiEndpoints } from './endpoints/admin-api.js';
 import { authorizeEndpoint } from './endpoints/authorize.js';
 import { deviceAuthorizationEndpoint } from './endpoints/device-authorization.js';
 import { discoveryEndpoints } from './endpoints/discovery.js';
@@ -199,6 +200,7 @@ export async function mountSigil(
   introspectionEndpoint(app, ctx);
   revocationEndpoint(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
+  await adminApiEndpoints(app, ctx);
 
   // Browser pages, redirects and public documents: security headers, cookies, CSRF protection.
   await app.register(async (pages) => {

@@ -24,6 +24,20 @@ import type { SecondStepService } from './mfa/second-step.js';
 import type { LogoutService } from './logout/logout.js';
 import type { WebAuthnService } from './mfa/webauthn.js';
 import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
+import type { ClientAdmin } from './admin/clients.js';
+import type { KeyAdmin } from './admin/keys.js';
+import type { SessionAdmin } from './admin/sessions.js';
+
+/** The admin services (src/admin/) as the management API uses them on a running node. */
+export interface Management {
+  clients: ClientAdmin;
+  keys: KeyAdmin;
+  sessions: SessionAdmin;
+  /** Re-reads the stored clients on this node now (other nodes do within `signingKeys.reloadSeconds`). */
+  reloadClients(): Promise<void>;
+  /** Re-reads the signing keys on this node now. */
+  reloadKeys(): Promise<void>;
+}
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -66,5 +80,7 @@ export interface SigilContext {
   webauthn: WebAuthnService;
   /** Passkeys and security keys as the pages use them: quotas, limits, the security key step, events (src/mfa/passkey-ceremonies.ts). */
   passkeys: PasskeyCeremonies;
+  /** The admin services behind /admin/v1 (issue 25). */
+  management: Management;
   log: Logger;
 }

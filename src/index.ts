@@ -6,6 +6,8 @@ import { isIP } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { ClientAdmin } from './admin/clients.js';
+import { KeyAdmin } from './admin/keys.js';
+import { SessionAdmin } from './admin/sessions.js';
 import { ConfigError, type ConfigOverrides, issuerPath, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
@@ -290,6 +292,13 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       enrollment: new FactorEnrollment(mfa, users, limiter, events),
       webauthn,
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
+      management: {
+        clients: new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log }),
+        keys: new KeyAdmin(store.keys, cfg, options.dataKey),
+        sessions: new SessionAdmin(store, cfg, log, logout),
+        reloadClients: () => reloadClients(),
+        reloadKeys: () => keys.refresh(),
+      },
       log,
     };
     // Upstream providers' calls and each back-channel logout delivery (`attempt`, the deliverer's
@@ -300,7 +309,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
       log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
-    const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log });
+    const clientAdmin = context.management.clients;
     const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
     const reloadClients = () => clientAdmin.reload(context.clients, isUserSubject);
     await reloadClients();

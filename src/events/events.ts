@@ -26,7 +26,9 @@ export type SigilEventName =
   | 'webauthn_registered'
   | 'webauthn_removed'
   | 'webauthn_succeeded'
-  | 'webauthn_failed';
+  | 'webauthn_failed'
+  /** A change through the management API (issue 25): `clientId`/`subjectId` name the actor, `action`, `target`, `changes` what changed. */
+  | 'admin_changed';
 
 /** One audit event. Token values never appear in events. */
 export interface SigilEvent {
@@ -53,6 +55,12 @@ export interface SigilEvent {
   factor?: string;
   /** How a `user_login_*` event's user signed in (its first step; a second factor is an `mfa_*` or `webauthn_*` event). */
   method?: SignInMethod;
+  /** An `admin_changed` event's action (`client.create`, `client.update`, `key.rotate`, ...). */
+  action?: string;
+  /** An `admin_changed` event's target (`client:web`, `key:KID`, `user:SUB`, `session:SID`). */
+  target?: string;
+  /** An `admin_changed` event's changed fields and their new values; secrets never appear (a rotated secret is named, not given). */
+  changes?: Record<string, unknown>;
   /** The OpenTelemetry trace the event happened in (32 hex digits), when tracing is on. */
   traceId?: string;
 }

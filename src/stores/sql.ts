@@ -684,6 +684,18 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return result.numDeletedRows === 1n;
   }
 
+  async getClient(clientId: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('clients').select('config').where('client_id', '=', clientId).executeTakeFirst();
+    return row?.config;
+  }
+
+  async replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean> {
+    const result = config === undefined
+      ? await this.db.deleteFrom('clients').where('client_id', '=', clientId).where('config', '=', expected).executeTakeFirst()
+      : await this.db.updateTable('clients').set({ config: JSON.stringify(config) }).where('client_id', '=', clientId).where('config', '=', expected).executeTakeFirst();
+    return ('numDeletedRows' in result ? result.numDeletedRows : result.numUpdatedRows) === 1n;
+  }
+
   async listFactors(subjectId: string, kinds?: readonly string[]): Promise<StoredFactor[]> {
     let query = this.db.selectFrom('mfa_factors').selectAll().where('subject_id', '=', subjectId);
     if (kinds) {

@@ -67,6 +67,14 @@ export interface ClientStore {
   saveClient(clientId: string, config: Record<string, unknown>): Promise<void>;
   /** Returns false when there was no such client. */
   removeClient(clientId: string): Promise<boolean>;
+  /** The stored client's config as saved (JSON text, the basis of its ETag), or undefined. */
+  getClient(clientId: string): Promise<string | undefined>;
+  /**
+   * Replaces a stored client only while its saved JSON text is still `expected` (one conditional
+   * UPDATE, so two concurrent changes cannot both win); with `config` undefined, deletes it so.
+   * @returns whether it was replaced (or deleted).
+   */
+  replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean>;
 }
 
 /**
