@@ -312,12 +312,22 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     const clientAdmin = context.management.clients;
     const isUserSubject = async (id: string) => (await context.users.findBySubject(id)) !== undefined;
     const reloadClients = () => clientAdmin.reload(context.clients, isUserSubject);
+    let clientsVersion = await store.clients.clientsVersion();
     await reloadClients();
-    const housekeeping = startHousekeeping([() => keys.refresh(), reloadClients], store.maintenance, log, {
-      keyReloadSeconds: cfg.signingKeys.reloadSeconds,
-      cleanupIntervalSeconds: cfg.cleanup.intervalSeconds,
-      batchSize: cfg.cleanup.batchSize,
-    });
+    // A stored client changed on any node (or by the CLI): re-read them now, not at the next reload.
+    const pollChanges = async () => {
+      const version = await store.clients.clientsVersion();
+      if (version === clientsVersion) return;
+      clientsVersion = version;
+      await reloadClients();
+    };
+    const housekeeping = startHousekeeping(
+      [() => keys.refresh(), reloadClients],
+      store.maintenance,
+      log,
+      { keyReloadSeconds: cfg.signingKeys.reloadSeconds, cleanupIntervalSeconds: cfg.cleanup.intervalSeconds, batchSize: cfg.cleanup.batchSize },
+      pollChanges,
+    );
     deliverer.start();
     let stopped: Promise<void> | undefined;
     return {

@@ -231,6 +231,18 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('group_members_subject').on('group_members').column('subject_id').execute();
     },
   },
+  '0012_admin': {
+    async up(db: Kysely<unknown>) {
+      // Issue 25 item 5: a counter per kind of managed item, raised with every change through the
+      // admin services; each node polls it (one primary-key read a second) and re-reads that kind
+      // when it moved, so a change is in force on every node within about a second.
+      await db.schema
+        .createTable('admin_versions')
+        .addColumn('kind', 'varchar(32)', (c) => c.primaryKey())
+        .addColumn('version', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

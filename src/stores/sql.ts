@@ -136,6 +136,13 @@ interface Database {
   group_members: GroupMembersTable;
   leases: LeasesTable;
   clients: ClientsTable;
+  admin_versions: AdminVersionsTable;
+}
+
+/** Migration 0012_admin: a change counter per kind of managed item (`clients`). */
+interface AdminVersionsTable {
+  kind: string;
+  version: number;
 }
 
 /** Where a store lives, from its storage URL. */
@@ -677,11 +684,28 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
       .values(row)
       .onConflict((oc) => oc.column('client_id').doUpdateSet({ config: row.config }))
       .execute();
+    await this.clientsChanged();
   }
 
   async removeClient(clientId: string): Promise<boolean> {
     const result = await this.db.deleteFrom('clients').where('client_id', '=', clientId).executeTakeFirst();
-    return result.numDeletedRows === 1n;
+    if (result.numDeletedRows !== 1n) return false;
+    await this.clientsChanged();
+    return true;
+  }
+
+  async clientsVersion(): Promise<number> {
+    const row = await this.db.selectFrom('admin_versions').select('version').where('kind', '=', 'clients').executeTakeFirst();
+    return Number(row?.version ?? 0);
+  }
+
+  /** Raises the stored clients' change counter (`clientsVersion`). */
+  private async clientsChanged(): Promise<void> {
+    await this.db
+      .insertInto('admin_versions')
+      .values({ kind: 'clients', version: 1 })
+      .onConflict((oc) => oc.column('kind').doUpdateSet({ version: sql<number>`admin_versions.version + 1` }))
+      .execute();
   }
 
   async getClient(clientId: string): Promise<string | undefined> {
@@ -693,7 +717,9 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     const result = config === undefined
       ? await this.db.deleteFrom('clients').where('client_id', '=', clientId).where('config', '=', expected).executeTakeFirst()
       : await this.db.updateTable('clients').set({ config: JSON.stringify(config) }).where('client_id', '=', clientId).where('config', '=', expected).executeTakeFirst();
-    return ('numDeletedRows' in result ? result.numDeletedRows : result.numUpdatedRows) === 1n;
+    if (('numDeletedRows' in result ? result.numDeletedRows : result.numUpdatedRows) !== 1n) return false;
+    await this.clientsChanged();
+    return true;
   }
 
   async listFactors(subjectId: string, kinds?: readonly string[]): Promise<StoredFactor[]> {

@@ -75,6 +75,8 @@ export interface ClientStore {
    * @returns whether it was replaced (or deleted).
    */
   replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean>;
+  /** A counter every change of the stored clients raises (0 before the first): nodes poll it to re-read them at once. */
+  clientsVersion(): Promise<number>;
 }
 
 /**
