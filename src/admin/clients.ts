@@ -165,13 +165,14 @@ export class ClientAdmin {
 
   /**
    * Changes a stored client by a JSON Merge Patch (RFC 7396) of its settings, if it is still the
-   * version `ifMatch` names (one conditional UPDATE). `clientId` and `clientSecrets` cannot be
+   * version `ifMatch` names when given, and in any case the version read here (one conditional
+   * UPDATE, so a concurrent change is never overwritten unseen). `clientId` and `clientSecrets` cannot be
    * patched (`rotateSecret` replaces secrets).
    * @returns the new version and the names of the settings that changed.
    * @throws AdminError `read_only` for a config-file client, `not_found`, `precondition_failed`
    *   when `ifMatch` is not its current ETag, `invalid` (with `problems`) when the result is not a valid client.
    */
-  async update(clientId: string, patch: unknown, ifMatch: string): Promise<{ view: ClientView; changed: string[] }> {
+  async update(clientId: string, patch: unknown, ifMatch: string | undefined): Promise<{ view: ClientView; changed: string[] }> {
     const saved = await this.writable(clientId, ifMatch);
     if (!isJsonObject(patch)) throw new AdminError('invalid', 'a merge patch of a client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
     for (const field of ['clientId', 'clientSecrets'])

@@ -33,9 +33,10 @@ const COMMANDS: Record<string, string> = {
   keys: 'sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]',
   users: `sigil users list | add USERNAME [--subject ID] [--tenant T] [--claims JSON] [--password P | --password-stdin]
            | set-password USERNAME [--password P | --password-stdin] | remove USERNAME|SUBJECT
+           | disable USERNAME | enable USERNAME | set-claims USERNAME --claims JSON [--tenant T]
            | mfa list|reset USERNAME [--tenant T]
            | sessions revoke USERNAME [--tenant T]`,
-  clients: 'sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID',
+  clients: 'sigil clients list | add (--json JSON | --file FILE) | update CLIENT_ID (--json PATCH | --file FILE) | remove CLIENT_ID',
   config: 'sigil config schema | check FILE',
 };
 

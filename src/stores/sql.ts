@@ -668,6 +668,15 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return result.numUpdatedRows === 1n;
   }
 
+  async setUserActive(subjectId: string, active: boolean): Promise<boolean> {
+    const result = await this.db
+      .updateTable('users')
+      .set({ is_active: active ? 1 : 0, version: sql<number>`version + 1`, updated_at: Math.floor(Date.now() / 1000) })
+      .where('subject_id', '=', subjectId)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
   async updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void> {
     await this.db.updateTable('users').set({ claims: JSON.stringify(claims) }).where('subject_id', '=', subjectId).execute();
   }

@@ -118,6 +118,8 @@ export interface UserStore {
   setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean>;
   /** Replaces a user's claims (external users, at each sign-in). */
   updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void>;
+  /** Makes a stored user active or inactive (an inactive user signs in nowhere); raises their version. Returns false when there is no such user. */
+  setUserActive(subjectId: string, active: boolean): Promise<boolean>;
 }
 
 /**
