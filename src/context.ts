@@ -27,12 +27,15 @@ import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import type { ClientAdmin } from './admin/clients.js';
 import type { KeyAdmin } from './admin/keys.js';
 import type { SessionAdmin } from './admin/sessions.js';
+import type { AuditLog } from './admin/audit.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
 export interface Management {
   clients: ClientAdmin;
   keys: KeyAdmin;
   sessions: SessionAdmin;
+  /** The stored audit events. */
+  audit: AuditLog;
   /** Re-reads the stored clients on this node now (other nodes do within `signingKeys.reloadSeconds`). */
   reloadClients(): Promise<void>;
   /** Re-reads the signing keys on this node now. */

@@ -8,6 +8,7 @@ import { pino, type Logger } from 'pino';
 import { ClientAdmin } from './admin/clients.js';
 import { KeyAdmin } from './admin/keys.js';
 import { SessionAdmin } from './admin/sessions.js';
+import { AuditLog } from './admin/audit.js';
 import { ConfigError, type ConfigOverrides, issuerPath, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
@@ -296,6 +297,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
         clients: new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log }),
         keys: new KeyAdmin(store.keys, cfg, options.dataKey),
         sessions: new SessionAdmin(store, cfg, log, logout),
+        audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
         reloadClients: () => reloadClients(),
         reloadKeys: () => keys.refresh(),
       },
@@ -314,15 +316,19 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     const reloadClients = () => clientAdmin.reload(context.clients, isUserSubject);
     let clientsVersion = await store.clients.clientsVersion();
     await reloadClients();
-    // A stored client changed on any node (or by the CLI): re-read them now, not at the next reload.
+    const { audit } = context.management;
+    const unsubscribeAudit = events.subscribe(audit.record);
+    // Every second: the audit events of the last second are stored in one batch, and when a
+    // stored client changed on any node (or by the CLI), they are re-read now, not at the next reload.
     const pollChanges = async () => {
+      await audit.flush();
       const version = await store.clients.clientsVersion();
       if (version === clientsVersion) return;
       clientsVersion = version;
       await reloadClients();
     };
     const housekeeping = startHousekeeping(
-      [() => keys.refresh(), reloadClients],
+      [() => keys.refresh(), reloadClients, async () => void (await audit.prune())],
       store.maintenance,
       log,
       { keyReloadSeconds: cfg.signingKeys.reloadSeconds, cleanupIntervalSeconds: cfg.cleanup.intervalSeconds, batchSize: cfg.cleanup.batchSize },
@@ -350,6 +356,8 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       stop: () =>
         (stopped ??= (async () => {
           housekeeping.stop();
+          unsubscribeAudit();
+          await audit.flush().catch((err: unknown) => log.error({ err }, 'storing the last audit events failed'));
           await metricsApp.close();
           await deliverer.stop();
           await store.close();

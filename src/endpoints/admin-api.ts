@@ -20,6 +20,7 @@ import type { SigilContext } from '../context.js';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import { type ClientView, DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin/clients.js';
 import { clientSchema } from '../config/schema.js';
+import { MAX_PAGE_SIZE } from '../admin/audit.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { noStore } from '../http/request.js';
@@ -58,6 +59,16 @@ const clientOut = z.object({
   retiringSecretsExpireAt: z.array(z.number().int()),
   secret: z.string().optional().meta({ description: 'The new client secret: shown in this response only' }),
 });
+const isoTime = z.iso.datetime({ offset: true });
+const eventsQuery = z.strictObject({
+  from: isoTime.optional().meta({ description: 'Events at or after this time (RFC 3339)' }),
+  to: isoTime.optional().meta({ description: 'Events before this time (RFC 3339)' }),
+  type: z.string().min(1).max(64).optional().meta({ description: 'The event name (token_issued, admin_changed, ...)' }),
+  client_id: z.string().min(1).max(255).optional(),
+  subject: z.string().min(1).max(255).optional().meta({ description: 'The subject (sub) the event is about' }),
+  cursor: z.string().min(1).max(100).optional().meta({ description: 'The next of the previous page' }),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(50).meta({ description: `Events per page, 1 to ${MAX_PAGE_SIZE}` }),
+});
 const problem = z.object({
   type: z.string(),
   title: z.string(),
@@ -78,6 +89,8 @@ interface Route {
   url: string;
   summary: string;
   params?: Record<string, z.ZodType>;
+  /** The query parameters' schema (each member one parameter). */
+  query?: z.ZodObject;
   /** The request body's schema; with `mediaType` when not application/json. */
   body?: z.ZodType;
   mediaType?: string;
@@ -247,6 +260,26 @@ const ROUTES: Route[] = [
       return { status: 204 };
     },
   },
+  {
+    method: 'GET',
+    url: '/events',
+    summary: 'Audit events, newest first, by time range, type, client or subject; a page at a time',
+    query: eventsQuery,
+    response: z.object({ events: z.array(z.record(z.string(), z.unknown())), next: z.string().optional().meta({ description: 'The cursor of the next page; absent on the last' }) }),
+    handle: async (ctx, _c, _p, _b, request) => {
+      const q = parsed(eventsQuery, request.query);
+      const page = await ctx.management.audit.query({
+        from: q.from === undefined ? undefined : Date.parse(q.from),
+        to: q.to === undefined ? undefined : Date.parse(q.to),
+        name: q.type,
+        clientId: q.client_id,
+        subjectId: q.subject,
+        cursor: q.cursor,
+        limit: q.limit,
+      });
+      return { status: 200, body: page };
+    },
+  },
 ];
 
 /** A PATCH without `If-Match` (RFC 6585 §3). */
@@ -290,6 +323,7 @@ export function openApiDocument(ctx: SigilContext): Record<string, unknown> {
       security: [{ bearer: [route.method === 'GET' ? 'sigil:admin:read' : 'sigil:admin'] }],
       parameters: [
         ...Object.entries(route.params ?? {}).map(([name, schema]) => ({ name, in: 'path', required: true, schema: json(schema, 'input') })),
+        ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({ name, in: 'query', required: false, schema: json(schema as z.ZodType, 'input') })),
         ...(route.method === 'PATCH' || route.method === 'DELETE' || route.url.endsWith('/secret')
           ? [{ name: 'If-Match', in: 'header', required: route.method === 'PATCH', schema: { type: 'string' } }]
           : []),

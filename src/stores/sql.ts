@@ -25,6 +25,7 @@ import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { migrationProvider } from './migrations.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
+import { type AuditEventStore, SqlAuditEvents } from './audit-events.js';
 import { grantRecords, type GrantRecords } from './records/index.js';
 import type {
   ClientStore,
@@ -325,6 +326,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   readonly logout: LogoutStore;
   // WebAuthn credentials live in a module of their own (issue 12); same database, same dialect.
   private webauthnStore: WebAuthnCredentialStore | undefined;
+  private auditStore: AuditEventStore | undefined;
+  /** The stored audit events (issue 25), a module of their own like WebAuthn's. */
+  get audit(): AuditEventStore {
+    return (this.auditStore ??= new SqlAuditEvents(this.db as Kysely<unknown>));
+  }
   get webauthn(): WebAuthnCredentialStore {
     return (this.webauthnStore ??= new SqlWebAuthnCredentials(this.db as Kysely<unknown>));
   }

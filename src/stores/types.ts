@@ -9,6 +9,7 @@ import { hashHandle } from '../crypto/handles.js';
 import type { GrantStore } from './grant-store.js';
 import type { GrantRecords } from './records/index.js';
 import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
+import type { AuditEventStore } from './audit-events.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -236,4 +237,6 @@ export interface Store {
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** Stored audit events (issue 25; migration 0012_admin). */
+  audit: AuditEventStore;
 }

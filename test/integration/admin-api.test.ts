@@ -197,6 +197,48 @@ describe('/admin/v1 keys and sessions', () => {
   });
 });
 
+describe('/admin/v1/events', () => {
+  it('queries the stored audit events by type, client, subject and time, a page at a time, never with a secret', async () => {
+    const { secret } = (await call('POST', '/clients', newClient('evented'))).json();
+    await call('POST', '/clients/evented/secret', { graceSeconds: 0 });
+    await sigil.context.management.audit.flush();
+    const get = (query: string) => call('GET', `/events?${query}`, undefined, {}, reader);
+    const changes = await get('type=admin_changed&client_id=automation&limit=200');
+    expect(changes.statusCode, changes.body).toBe(200);
+    const targets = changes.json().events.map((e: SigilEvent) => `${e.action} ${e.target}`);
+    expect(targets.slice(0, 2)).toEqual(['client.rotate_secret client:evented', 'client.create client:evented']);
+    expect(changes.body).not.toContain(secret);
+    expect(changes.body).not.toContain('sha256:');
+    // Pages of 2 cover the same events, newest first, with no repeats.
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = (await get(`type=admin_changed&limit=2${cursor ? `&cursor=${cursor}` : ''}`)).json();
+      expect(page.events.length).toBeLessThanOrEqual(2);
+      seen.push(...page.events.map((e: SigilEvent) => `${e.time} ${e.action} ${e.target}`));
+      cursor = page.next;
+    } while (cursor);
+    expect(seen).toHaveLength(changes.json().events.length);
+    // (The rotation test drove the clock an hour ahead: its events are that late.)
+    const future = new Date(Date.now() + 3 * 3600_000).toISOString();
+    expect((await get(`from=${encodeURIComponent(future)}`)).json().events).toEqual([]);
+    expect((await get(`subject=1&type=user_login_succeeded`)).json().events.every((e: SigilEvent) => e.subjectId === '1')).toBe(true);
+    const bad = await get('limit=1000');
+    expect(bad.statusCode).toBe(422);
+    expect(bad.json().errors[0].path).toBe('limit');
+    expect((await get('cursor=bm90IGEgY3Vyc29y')).statusCode).toBe(422);
+    expect((await get('from=yesterday')).json().errors[0].path).toBe('from');
+  });
+
+  it('removes events older than admin.auditRetentionSeconds', async () => {
+    await sigil.context.management.audit.flush();
+    expect((await call('GET', '/events?limit=1')).json().events).toHaveLength(1);
+    const retention = sigil.context.config.admin.auditRetentionSeconds;
+    await sigil.context.management.audit.prune(Date.now() + retention * 1000 + 3 * 3600_000);
+    expect((await call('GET', '/events?limit=1')).json().events).toHaveLength(0);
+  });
+});
+
 describe('/admin/v1/openapi.json', () => {
   it('is a valid OpenAPI 3.1 document listing every route', async () => {
     const res = await sigil.app.inject({ method: 'GET', url: '/admin/v1/openapi.json' });
