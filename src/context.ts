@@ -28,6 +28,7 @@ import type { ClientAdmin } from './admin/clients.js';
 import type { KeyAdmin } from './admin/keys.js';
 import type { SessionAdmin } from './admin/sessions.js';
 import type { AuditLog } from './admin/audit.js';
+import type { GrantAdmin } from './admin/grants.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
 export interface Management {
@@ -36,6 +37,8 @@ export interface Management {
   sessions: SessionAdmin;
   /** The stored audit events. */
   audit: AuditLog;
+  /** Users' consents and refresh token grants. */
+  grants: GrantAdmin;
   /** Re-reads the stored clients on this node now (other nodes do within `signingKeys.reloadSeconds`). */
   reloadClients(): Promise<void>;
   /** Re-reads the signing keys on this node now. */

@@ -9,6 +9,7 @@ import { ClientAdmin } from './admin/clients.js';
 import { KeyAdmin } from './admin/keys.js';
 import { SessionAdmin } from './admin/sessions.js';
 import { AuditLog } from './admin/audit.js';
+import { GrantAdmin } from './admin/grants.js';
 import { ConfigError, type ConfigOverrides, issuerPath, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
@@ -298,6 +299,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
         keys: new KeyAdmin(store.keys, cfg, options.dataKey),
         sessions: new SessionAdmin(store, cfg, log, logout),
         audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
+        grants: new GrantAdmin(store.grants),
         reloadClients: () => reloadClients(),
         reloadKeys: () => keys.refresh(),
       },

@@ -262,6 +262,26 @@ const ROUTES: Route[] = [
   },
   {
     method: 'GET',
+    url: '/users/:subject/grants',
+    summary: 'A user\'s remembered consents and refresh token grants',
+    params: { subject },
+    response: z.object({ grants: z.array(z.object({ clientId: z.string(), type: z.enum(['consent', 'refresh_token']), scopes: z.array(z.string()), createdAt: z.number().int(), expiresAt: z.number().int() })) }),
+    handle: async (ctx, _c, p) => ({ status: 200, body: { grants: await ctx.management.grants.list(p.subject ?? '') } }),
+  },
+  {
+    method: 'DELETE',
+    url: '/users/:subject/grants/:clientId',
+    summary: 'Revoke a user\'s consent and refresh token grants for one client',
+    params: { subject, clientId },
+    response: z.object({ revoked: z.number().int() }),
+    handle: async (ctx, caller, p) => {
+      const revoked = await ctx.management.grants.revoke(p.subject ?? '', p.clientId ?? '');
+      audited(ctx, caller, 'grant.revoke', `user:${p.subject}`, { clientId: p.clientId, revoked });
+      return { status: 200, body: { revoked } };
+    },
+  },
+  {
+    method: 'GET',
     url: '/events',
     summary: 'Audit events, newest first, by time range, type, client or subject; a page at a time',
     query: eventsQuery,

@@ -95,6 +95,8 @@ export interface GrantStore {
   revoke(record: GrantRecord, now: number): Promise<void>;
   /** Revokes every record of a family; returns how many rows changed. */
   revokeFamily(familyId: string, now: number): Promise<number>;
+  /** Up to `limit` live (not consumed, revoked or expired at `now`) records of `types` of a user, oldest first (index grants_subject). */
+  liveOfSubject(subjectId: string, types: readonly GrantType[], now: number, limit: number): Promise<GrantRecord[]>;
 }
 
 /** The fields that vary when a grant row is created; the rest start empty. */

@@ -32,6 +32,7 @@ import type {
   ExternalLink,
   FactorStore,
   GrantRecord,
+  GrantType,
   GrantStore,
   KeyStore,
   LogoutStore,
@@ -530,6 +531,21 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
       .values(toRow({ ...record, revokedAt: now }))
       .onConflict((oc) => oc.column('key').doUpdateSet({ revoked_at: now }).where('grants.revoked_at', 'is', null))
       .execute();
+  }
+
+  async liveOfSubject(subjectId: string, types: readonly GrantType[], now: number, limit: number): Promise<GrantRecord[]> {
+    const rows = await this.db
+      .selectFrom('grants')
+      .selectAll()
+      .where('subject_id', '=', subjectId)
+      .where('type', 'in', [...types])
+      .where('revoked_at', 'is', null)
+      .where('consumed_at', 'is', null)
+      .where('expires_at', '>', now)
+      .orderBy('created_at')
+      .limit(limit)
+      .execute();
+    return rows.map(toRecord);
   }
 
   async revokeFamily(familyId: string, now: number): Promise<number> {

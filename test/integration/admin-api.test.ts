@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { adminRoutes } from '../../src/endpoints/admin-api.js';
 import type { SigilEvent } from '../../src/events/events.js';
 import { Browser, startAuthorizeSigil } from '../authorize-helpers.js';
-import { clientTokens, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
+import { clientTokens, passwordTokens, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
 
 let sigil: TestSigil;
 let admin: string;
@@ -24,7 +24,7 @@ beforeAll(async () => {
   const base = testConfig();
   sigil = await startAuthorizeSigil([
     { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin', 'sigil:admin:read', 'api1'] },
-    ...base.clients!.filter((c) => c.clientId === 'm2m'),
+    ...base.clients!.filter((c) => c.clientId === 'm2m' || c.clientId === 'ropc'),
   ]);
   sigil.subscribe((e) => void events.push(e));
   admin = (await clientTokens(sigil, 'sigil:admin', ['automation', 'automation-secret'])).access_token;
@@ -194,6 +194,23 @@ describe('/admin/v1 keys and sessions', () => {
     expect((await call('DELETE', `/users/1/sessions/${session.sid}`)).statusCode).toBe(204);
     expect((await call('GET', '/users/1/sessions')).json().sessions).toEqual([]);
     expect((await call('DELETE', `/users/1/sessions/${session.sid}`)).statusCode).toBe(404);
+  });
+});
+
+describe("/admin/v1 a user's grants", () => {
+  it('lists a refresh token grant once across rotations and revokes it: the refresh token stops working', async () => {
+    const first = await passwordTokens(sigil, { username: 'bob', scope: 'openid api1 offline_access' });
+    const refresh = (token: string) => tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: token }, ['ropc', 'ropc-secret']);
+    const rotated = (await refresh(first.refresh_token ?? '')).json();
+    const subject = '2'; // bob
+    const listed = await call('GET', `/users/${subject}/grants`, undefined, {}, reader);
+    expect(listed.statusCode, listed.body).toBe(200);
+    expect(listed.json().grants).toEqual([expect.objectContaining({ clientId: 'ropc', type: 'refresh_token', scopes: expect.arrayContaining(['api1', 'offline_access']) })]);
+    const revoked = await call('DELETE', `/users/${subject}/grants/ropc`);
+    expect(revoked.json()).toEqual({ revoked: 1 });
+    expect((await refresh(rotated.refresh_token)).statusCode).toBe(400);
+    expect((await call('GET', `/users/${subject}/grants`)).json().grants).toEqual([]);
+    expect((await call('DELETE', `/users/${subject}/grants/ropc`)).statusCode).toBe(404);
   });
 });
 
