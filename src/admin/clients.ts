@@ -146,13 +146,15 @@ export class ClientAdmin {
    * its secret (`newHandle`, 256 bits) unless it is public (`requireClientSecret: false`) or
    * authenticates with `private_key_jwt`; only the secret's digest is stored.
    * @returns the new client and its secret, which is shown this once.
-   * @throws AdminError `invalid` (with `problems`) when it is not a valid client or names `clientSecrets`;
+   * @throws AdminError `invalid` (with `problems`) when it is not a valid client, names `clientSecrets`, or its id has a control character;
    *   `conflict` when a config-file or stored client has its id.
    */
   async create(client: unknown): Promise<{ view: ClientView; secret?: string }> {
     if (!isJsonObject(client)) throw new AdminError('invalid', 'the client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
     if ('clientSecrets' in client) throw this.invalidField('clientSecrets', 'Sigil generates the secret; it is shown once in the response');
     const clientId = typeof client.clientId === 'string' ? client.clientId : '';
+    // PostgreSQL refuses a NUL in text; no client id needs a control character.
+    if (/[\u0000-\u001f\u007f]/.test(clientId)) throw this.invalidField('clientId', 'control characters are not allowed');
     if (clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined))
       throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId');
     const needsSecret = client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';

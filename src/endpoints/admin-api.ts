@@ -35,7 +35,12 @@ const UNREADABLE = Symbol('unreadable JSON');
 /** A body of another media type: answered 415 by the route. */
 const WRONG_TYPE = Symbol('not JSON');
 
-const clientId = z.string().min(1).max(100).meta({ description: 'The client_id' });
+/**
+ * A name in a path or query: bounded, and without control characters (PostgreSQL refuses a NUL
+ * in text, which would otherwise surface as a server error).
+ */
+const name = (max: number) => z.string().min(1).max(max).regex(/^[^\u0000-\u001f\u007f]+$/, 'control characters are not allowed');
+const clientId = name(100).meta({ description: 'The client_id' });
 const rotateSecretBody = z.strictObject({
   graceSeconds: z
     .number()
@@ -46,9 +51,9 @@ const rotateSecretBody = z.strictObject({
     .meta({ description: `How long the replaced secret keeps working, seconds (0 ends it now; default ${DEFAULT_SECRET_GRACE_SECONDS}, at most ${MAX_SECRET_GRACE_SECONDS})` }),
 });
 const rotateKeysBody = z.strictObject({ alg: z.string().min(1).max(10).optional().meta({ description: 'One of signingAlgorithms; all of them when absent' }) });
-const kid = z.string().min(1).max(200);
-const subject = z.string().min(1).max(200);
-const sid = z.string().min(1).max(200);
+const kid = name(200);
+const subject = name(255);
+const sid = name(200);
 /** A client's settings as the config file's `clients` take them (the schema the service validates with); `clientSecrets` is refused, Sigil generates the secret. */
 const clientCreate = clientSchema;
 /** A JSON Merge Patch of a client's settings: any member of a client but `clientId` and `clientSecrets`, `null` removes one. */
@@ -63,10 +68,10 @@ const isoTime = z.iso.datetime({ offset: true });
 const eventsQuery = z.strictObject({
   from: isoTime.optional().meta({ description: 'Events at or after this time (RFC 3339)' }),
   to: isoTime.optional().meta({ description: 'Events before this time (RFC 3339)' }),
-  type: z.string().min(1).max(64).optional().meta({ description: 'The event name (token_issued, admin_changed, ...)' }),
-  client_id: z.string().min(1).max(255).optional(),
-  subject: z.string().min(1).max(255).optional().meta({ description: 'The subject (sub) the event is about' }),
-  cursor: z.string().min(1).max(100).optional().meta({ description: 'The next of the previous page' }),
+  type: name(64).optional().meta({ description: 'The event name (token_issued, admin_changed, ...)' }),
+  client_id: name(255).optional(),
+  subject: name(255).optional().meta({ description: 'The subject (sub) the event is about' }),
+  cursor: name(100).optional().meta({ description: 'The next of the previous page' }),
   limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(50).meta({ description: `Events per page, 1 to ${MAX_PAGE_SIZE}` }),
 });
 const problem = z.object({

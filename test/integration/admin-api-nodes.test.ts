@@ -61,6 +61,18 @@ function onA(method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, h
   });
 }
 
+describe('control characters on PostgreSQL, which refuses a NUL in text', () => {
+  it('answers 404 or 422, never a 500', async () => {
+    const get = (url: string) => a.app.inject({ method: 'GET', url: `/admin/v1${url}`, headers: { authorization: `Bearer ${token}` } });
+    expect((await get('/clients/a%00b')).statusCode).toBe(404);
+    expect((await get('/users/a%00b/sessions')).statusCode).toBe(404);
+    expect((await get('/users/a%00b/grants')).statusCode).toBe(404);
+    expect((await get('/events?client_id=a%00b')).statusCode).toBe(422);
+    const created = await onA('POST', '/clients', { clientId: 'a\u0000b', allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] });
+    expect(created.statusCode, created.body).toBe(422);
+  });
+});
+
 describe('a change on node A is in force on node B within 2 s', () => {
   it('creates, updates and deletes a client', async () => {
     const created = await onA('POST', '/clients', { clientId: 'live', allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] });
