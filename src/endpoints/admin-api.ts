@@ -338,7 +338,11 @@ function pathParams(route: Route, request: FastifyRequest): Params {
 export function openApiDocument(ctx: SigilContext): Record<string, unknown> {
   const json = (schema: z.ZodType, io: 'input' | 'output') => z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' });
   const problemContent = { 'application/problem+json': { schema: json(problem, 'output') } };
-  const paths: Record<string, Record<string, unknown>> = {};
+  const paths: Record<string, Record<string, unknown>> = {
+    [`${ADMIN_API_PATH}/openapi.json`]: {
+      get: { summary: 'This document', operationId: 'getOpenapiJson', security: [], responses: { '200': { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
+    },
+  };
   for (const route of ROUTES) {
     const path = `${ADMIN_API_PATH}${route.url.replace(/:(\w+)/g, '{$1}')}`;
     const success = route.method === 'POST' && route.url === '/clients' ? '201' : route.response ? '200' : '204';

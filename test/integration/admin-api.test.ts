@@ -264,6 +264,7 @@ describe('/admin/v1/openapi.json', () => {
     const result = await new Validator().validate(doc);
     expect(result.errors ?? [], JSON.stringify(result.errors)).toEqual([]);
     expect(result.valid).toBe(true);
+    expect(doc.paths['/admin/v1/openapi.json'].get).toBeDefined();
     for (const route of adminRoutes()) {
       const path = route.url.replace(/:(\w+)/g, '{$1}');
       expect(doc.paths[path]?.[route.method.toLowerCase()], `${route.method} ${path}`).toBeDefined();
