@@ -16,7 +16,9 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
   const out: Record<string, unknown> = isObject(target) ? { ...target } : {};
   for (const [name, value] of Object.entries(patch)) {
     if (value === null) delete out[name];
-    else out[name] = applyMergePatch(out[name], value);
+    // Defined, not assigned: a member named "__proto__" (JSON.parse makes it an own member) stays
+    // a member instead of replacing the object's prototype.
+    else Object.defineProperty(out, name, { value: applyMergePatch(Object.hasOwn(out, name) ? out[name] : undefined, value), enumerable: true, writable: true, configurable: true });
   }
   return out;
 }
