@@ -10,6 +10,7 @@ import helmet from '@fastify/helmet';
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest, type FastifyServerOptions, LogController } from 'fastify';
 import type { SigilContext } from './context.js';
 import type { GrantRegistry } from './grants/registry.js';
+import { adminApiEndpoints } from './endpoints/admin-api.js';
 import { authorizeEndpoint } from './endpoints/authorize.js';
 import { deviceAuthorizationEndpoint } from './endpoints/device-authorization.js';
 import { discoveryEndpoints, pathInsertedMetadataEndpoint } from './endpoints/discovery.js';
@@ -216,6 +217,7 @@ export async function mountSigil(
   deviceAuthorizationEndpoint(app, ctx);
   await registrationEndpoint(app, ctx); // RFC 7591/7592, when registration.enabled
   await scimEndpoints(app, ctx); // SCIM 2.0 at /scim/v2 (issue 25)
+  await adminApiEndpoints(app, ctx);
 
   // Browser pages, redirects and public documents: security headers, cookies, CSRF protection.
   await app.register(async (pages) => {

@@ -27,6 +27,26 @@ import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import type { ClientRegistrations } from './admin/registrations.js';
 import type { AccountEmail } from './email/account-email.js';
 import type { AccountService } from './users/account.js';
+import type { ClientAdmin } from './admin/clients.js';
+import type { KeyAdmin } from './admin/keys.js';
+import type { SessionAdmin } from './admin/sessions.js';
+import type { AuditLog } from './admin/audit.js';
+import type { GrantAdmin } from './admin/grants.js';
+
+/** The admin services (src/admin/) as the management API uses them on a running node. */
+export interface Management {
+  clients: ClientAdmin;
+  keys: KeyAdmin;
+  sessions: SessionAdmin;
+  /** The stored audit events. */
+  audit: AuditLog;
+  /** Users' consents and refresh token grants. */
+  grants: GrantAdmin;
+  /** Re-reads the stored clients on this node now (other nodes do within `signingKeys.reloadSeconds`). */
+  reloadClients(): Promise<void>;
+  /** Re-reads the signing keys on this node now. */
+  reloadKeys(): Promise<void>;
+}
 
 /** One running provider's services. */
 export interface SigilContext {
@@ -75,5 +95,7 @@ export interface SigilContext {
   email?: AccountEmail;
   /** Self-service on /account (issue 24): password, sessions, connected apps, profile. */
   account: AccountService;
+  /** The admin services behind /admin/v1 (issue 25). */
+  management: Management;
   log: Logger;
 }

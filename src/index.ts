@@ -10,6 +10,10 @@ import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { ClientAdmin } from './admin/clients.js';
 import { ClientRegistrations } from './admin/registrations.js';
+import { KeyAdmin } from './admin/keys.js';
+import { SessionAdmin } from './admin/sessions.js';
+import { AuditLog } from './admin/audit.js';
+import { GrantAdmin } from './admin/grants.js';
 import { ConfigError, type ConfigOverrides, issuerPath, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
@@ -360,6 +364,15 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
         ? { email: new AccountEmail({ store, logout, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log }) }
         : {}),
       account: new AccountService(users, store.users, store.records, logout, clients, limiter, events, cfg.account.editableClaims, productName(cfg)),
+      management: {
+        clients: clientAdmin,
+        keys: new KeyAdmin(store.keys, cfg, options.dataKey),
+        sessions: new SessionAdmin(store, cfg, log, logout),
+        audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
+        grants: new GrantAdmin(store.grants),
+        reloadClients: () => reloadClients(),
+        reloadKeys: () => keys.refresh(),
+      },
       log,
     };
     // Upstream providers' calls and each back-channel logout delivery (`attempt`, the deliverer's
@@ -370,15 +383,29 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
       log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
+    let clientsVersion = await store.clients.clientsVersion();
     await reloadClients();
     await registrations.removeUnused();
+    const { audit } = context.management;
+    const unsubscribeAudit = events.subscribe(audit.record);
+    // Every second: the audit events of the last second are stored in one batch, and when a
+    // stored client changed on any node (or by the CLI), they are re-read now, not at the next reload.
+    const pollChanges = async () => {
+      await audit.flush();
+      const version = await store.clients.clientsVersion();
+      if (version === clientsVersion) return;
+      clientsVersion = version;
+      await reloadClients();
+    };
     // Unused dynamic clients go at each reload (an indexed query; conditional deletes, so nodes may race).
     const removeUnusedClients = async () => void (await registrations.removeUnused());
-    const housekeeping = startHousekeeping([() => keys.refresh(), reloadClients, removeUnusedClients], store.maintenance, log, {
-      keyReloadSeconds: cfg.signingKeys.reloadSeconds,
-      cleanupIntervalSeconds: cfg.cleanup.intervalSeconds,
-      batchSize: cfg.cleanup.batchSize,
-    });
+    const housekeeping = startHousekeeping(
+      [() => keys.refresh(), reloadClients, removeUnusedClients, async () => void (await audit.prune())],
+      store.maintenance,
+      log,
+      { keyReloadSeconds: cfg.signingKeys.reloadSeconds, cleanupIntervalSeconds: cfg.cleanup.intervalSeconds, batchSize: cfg.cleanup.batchSize },
+      pollChanges,
+    );
     deliverer.start();
     let stopped: Promise<void> | undefined;
     return {
@@ -401,6 +428,8 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       stop: () =>
         (stopped ??= (async () => {
           housekeeping.stop();
+          unsubscribeAudit();
+          await audit.flush().catch((err: unknown) => log.error({ err }, 'storing the last audit events failed'));
           await metricsApp.close();
           await deliverer.stop();
           await context.users.close();

@@ -8,11 +8,48 @@
 import type { Logger } from 'pino';
 import { ConfigError, type ConfigOverrides, containsReference, type ResolvedConfig, resolveConfig } from '../config/loader.js';
 import { clientSubjectCollision } from '../config/schema.js';
-import { loadStoredClients } from '../clients/stored-clients.js';
+import { loadStoredClients, type RetiringSecret, splitStoredClient } from '../clients/stored-clients.js';
 import type { Store } from '../stores/types.js';
-import { secretDigest } from '../crypto/handles.js';
+import { newHandle, nowSeconds, secretDigest, sha256 } from '../crypto/handles.js';
 import type { ClientRegistry } from '../clients/registry.js';
-import { AdminError, isJsonObject } from './errors.js';
+import { applyMergePatch, changedMembers } from '../protocol/merge-patch.js';
+import { AdminError, type FieldProblem, isJsonObject } from './errors.js';
+
+/** The longest grace period of a secret rotation: 30 days, in seconds. */
+export const MAX_SECRET_GRACE_SECONDS = 30 * 24 * 3600;
+/** The grace period of a secret rotation that names none: 24 hours, in seconds. */
+export const DEFAULT_SECRET_GRACE_SECONDS = 24 * 3600;
+
+/** One client as the management API shows it: never a secret nor a secret's digest. */
+export interface ClientView {
+  /** The client's settings as in the config file's `clients`, without `clientSecrets`. */
+  client: Record<string, unknown>;
+  source: 'config' | 'store';
+  /** The strong ETag of this version (RFC 9110 §8.8.3), quotes included. */
+  etag: string;
+  /** When each secret replaced by a rotation stops working, Unix seconds, soonest first. */
+  retiringSecretsExpireAt: number[];
+}
+
+/** A stored client's saved JSON text and what it holds. */
+interface SavedClient {
+  text: string;
+  config: Record<string, unknown>;
+  retiringSecrets: RetiringSecret[];
+}
+
+function etagOf(text: string): string {
+  return `"${sha256(text).toString('base64url')}"`;
+}
+
+function digestOf(secret: string): string {
+  return `sha256:${secretDigest(secret).toString('base64')}`;
+}
+
+function view(config: Record<string, unknown>, source: 'config' | 'store', text: string, retiring: RetiringSecret[] = []): ClientView {
+  const { clientSecrets: _secrets, ...client } = config;
+  return { client, source, etag: etagOf(text), retiringSecretsExpireAt: retiring.map((r) => r.expiresAt).sort((a, b) => a - b) };
+}
 
 /** A client as listed: where it is defined and the grant types it may use. */
 export interface ClientListing {
@@ -103,6 +140,153 @@ export class ClientAdmin {
     }
     const secrets = Array.isArray(client.clientSecrets) ? (client.clientSecrets as string[]) : [];
     return { ...client, clientSecrets: secrets.map((s) => (s.startsWith('sha256:') ? s : `sha256:${secretDigest(s).toString('base64')}`)) };
+  }
+
+  /**
+   * One client, config-file or stored.
+   * @throws AdminError `not_found`.
+   */
+  async get(clientId: string): Promise<ClientView> {
+    const inConfig = this.configClient(clientId);
+    if (inConfig) return view(inConfig, 'config', JSON.stringify(inConfig));
+    const saved = await this.saved(clientId);
+    return view(saved.config, 'store', saved.text, saved.retiringSecrets);
+  }
+
+  /**
+   * Creates a stored client from its settings as in the config file's `clients`. Sigil generates
+   * its secret (`newHandle`, 256 bits) unless it is public (`requireClientSecret: false`) or
+   * authenticates with `private_key_jwt`; only the secret's digest is stored.
+   * @returns the new client and its secret, which is shown this once.
+   * @throws AdminError `invalid` (with `problems`) when it is not a valid client, names `clientSecrets`, or its id has a control character;
+   *   `conflict` when a config-file or stored client has its id.
+   */
+  async create(client: unknown): Promise<{ view: ClientView; secret?: string }> {
+    if (!isJsonObject(client)) throw new AdminError('invalid', 'the client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
+    if ('clientSecrets' in client) throw this.invalidField('clientSecrets', 'Sigil generates the secret; it is shown once in the response');
+    const clientId = typeof client.clientId === 'string' ? client.clientId : '';
+    // PostgreSQL refuses a NUL in text; no client id needs a control character.
+    if (/[\u0000-\u001f\u007f]/.test(clientId)) throw this.invalidField('clientId', 'control characters are not allowed');
+    if (clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined))
+      throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId');
+    const needsSecret = client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';
+    const secret = needsSecret ? newHandle() : undefined;
+    const config = { ...client, clientSecrets: secret === undefined ? [] : [digestOf(secret)] };
+    await this.validate(config);
+    await this.store.clients.saveClient(clientId, config);
+    return { view: view(config, 'store', JSON.stringify(config)), ...(secret === undefined ? {} : { secret }) };
+  }
+
+  /**
+   * Changes a stored client by a JSON Merge Patch (RFC 7396) of its settings, if it is still the
+   * version `ifMatch` names when given, and in any case the version read here (one conditional
+   * UPDATE, so a concurrent change is never overwritten unseen). `clientId` and `clientSecrets` cannot be
+   * patched (`rotateSecret` replaces secrets).
+   * @returns the new version and the names of the settings that changed.
+   * @throws AdminError `read_only` for a config-file client, `not_found`, `precondition_failed`
+   *   when `ifMatch` is not its current ETag, `invalid` (with `problems`) when the result is not a valid client.
+   */
+  async update(clientId: string, patch: unknown, ifMatch: string | undefined): Promise<{ view: ClientView; changed: string[] }> {
+    const saved = await this.writable(clientId, ifMatch);
+    if (!isJsonObject(patch)) throw new AdminError('invalid', 'a merge patch of a client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
+    for (const field of ['clientId', 'clientSecrets'])
+      if (field in patch) throw this.invalidField(field, field === 'clientId' ? 'a client id cannot change' : 'secrets change by rotation only');
+    const next = applyMergePatch(saved.config, patch) as Record<string, unknown>;
+    await this.validate(next);
+    return { view: await this.replace(clientId, saved, next, saved.retiringSecrets), changed: changedMembers(saved.config, next) };
+  }
+
+  /**
+   * Replaces a stored client's secret by a new one; the secrets it had stay valid for
+   * `graceSeconds` more (0 ends them now), so its deployments can move over.
+   * @param graceSeconds 0 to `MAX_SECRET_GRACE_SECONDS`
+   * @param ifMatch when given, the ETag the client must still have
+   * @returns the new version and the new secret, shown this once.
+   * @throws AdminError `read_only`, `not_found`, `precondition_failed`, `invalid` (field
+   *   `graceSeconds`; a public client, which has no secret).
+   */
+  async rotateSecret(clientId: string, graceSeconds: number, ifMatch?: string, now = nowSeconds()): Promise<{ view: ClientView; secret: string }> {
+    if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_SECRET_GRACE_SECONDS)
+      throw this.invalidField('graceSeconds', `must be a whole number of seconds from 0 to ${MAX_SECRET_GRACE_SECONDS}`);
+    const saved = await this.writable(clientId, ifMatch);
+    if (saved.config.requireClientSecret === false) throw this.invalidField('requireClientSecret', 'a public client has no secret');
+    const secret = newHandle();
+    const current = Array.isArray(saved.config.clientSecrets) ? (saved.config.clientSecrets as string[]) : [];
+    const retiring = [
+      ...saved.retiringSecrets.filter((r) => r.expiresAt > now),
+      ...(graceSeconds > 0 ? current.map((s) => ({ secret: s.startsWith('sha256:') ? s : digestOf(s), expiresAt: now + graceSeconds })) : []),
+    ];
+    return { view: await this.replace(clientId, saved, { ...saved.config, clientSecrets: [digestOf(secret)] }, retiring), secret };
+  }
+
+  /**
+   * Deletes a stored client, if it is still the version `ifMatch` names when given.
+   * @throws AdminError `read_only`, `not_found`, `precondition_failed`.
+   */
+  async delete(clientId: string, ifMatch?: string): Promise<void> {
+    const saved = await this.writable(clientId, ifMatch);
+    if (!(await this.store.clients.replaceClientIf(clientId, saved.text, undefined)))
+      throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`);
+  }
+
+  private configClient(clientId: string): Record<string, unknown> | undefined {
+    const raw = (this.options.raw as { clients?: unknown[] }).clients ?? [];
+    const found = raw.find((c) => isJsonObject(c) && c.clientId === clientId);
+    return found === undefined ? undefined : (found as Record<string, unknown>);
+  }
+
+  private async saved(clientId: string): Promise<SavedClient> {
+    const text = await this.store.clients.getClient(clientId);
+    if (text === undefined) throw new AdminError('not_found', `no client "${clientId}"`);
+    return { text, ...splitStoredClient(JSON.parse(text) as Record<string, unknown>) };
+  }
+
+  /** The stored client to change: not a config-file one, existing, at version `ifMatch` when given. */
+  private async writable(clientId: string, ifMatch: string | undefined): Promise<SavedClient> {
+    if (this.configClient(clientId))
+      throw new AdminError('read_only', `client "${clientId}" is managed by the config file; change it there`);
+    const saved = await this.saved(clientId);
+    if (ifMatch !== undefined && ifMatch !== '*' && !ifMatch.split(',').map((t) => t.trim()).includes(etagOf(saved.text)))
+      throw new AdminError('precondition_failed', `client "${clientId}" is not at the version If-Match names`);
+    return saved;
+  }
+
+  private async replace(clientId: string, saved: SavedClient, config: Record<string, unknown>, retiring: RetiringSecret[]): Promise<ClientView> {
+    const next = retiring.length > 0 ? { ...config, retiringSecrets: retiring } : config;
+    if (!(await this.store.clients.replaceClientIf(clientId, saved.text, next)))
+      throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`);
+    return view(config, 'store', JSON.stringify(next), retiring);
+  }
+
+  private invalidField(field: string, message: string): AdminError {
+    return new AdminError('invalid', `${field}: ${message}`, field, [{ path: field, message }]);
+  }
+
+  /**
+   * Checks a client as the config file's would be, together with the config (scope names and
+   * the like), and that its id is no user's subject (RFC 9068 §5).
+   * @throws AdminError `invalid` with each problem's path within the client.
+   */
+  private async validate(client: Record<string, unknown>): Promise<void> {
+    if (containsReference(client)) throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
+    const base = this.options.raw as { clients?: unknown[] };
+    const others = (base.clients ?? []).filter((c) => (c as { clientId?: unknown }).clientId !== client.clientId);
+    try {
+      resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, { extensionGrants: this.options.extensionGrants ?? [] });
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      const own = `clients[${others.length}]`;
+      const problems: FieldProblem[] = err.problems.map((p) => {
+        const colon = p.indexOf(': ');
+        const path = colon < 0 ? '' : p.slice(0, colon);
+        const message = colon < 0 ? p : p.slice(colon + 2);
+        return path.startsWith(own) ? { path: path.slice(own.length).replace(/^\./, '').replace(/\[(\d+)\]/g, '.$1').replace(/^\./, ''), message } : { path: '', message: p };
+      });
+      throw new AdminError('invalid', err.message, problems[0]?.path, problems);
+    }
+    const clientId = String(client.clientId);
+    const user = await this.store.users.findUserBySubject(clientId);
+    if (user) throw new AdminError('invalid', clientSubjectCollision(clientId, `stored user "${user.username}"`), 'clientId', [{ path: 'clientId', message: 'is the subject of a user' }]);
   }
 
   /**

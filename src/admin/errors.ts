@@ -8,9 +8,16 @@
 /**
  * Why a request was refused: `invalid` bad input (including a client id that is a user's subject,
  * RFC 9068 §5); `conflict` the item exists already; `not_found` no such stored item; `read_only`
- * the item is defined in the config file, which the services never change.
+ * the item is defined in the config file, which the services never change; `precondition_failed`
+ * the item changed since the version the caller named (its ETag, RFC 9110 §13.1.1).
  */
-export type AdminErrorCode = 'invalid' | 'conflict' | 'not_found' | 'read_only';
+export type AdminErrorCode = 'invalid' | 'conflict' | 'not_found' | 'read_only' | 'precondition_failed';
+
+/** One problem of an input: the path of its field (`allowedScopes.0`, empty for the whole input) and what is wrong. */
+export interface FieldProblem {
+  path: string;
+  message: string;
+}
 
 /** A refused admin request; nothing was stored. */
 export class AdminError extends Error {
@@ -18,11 +25,13 @@ export class AdminError extends Error {
    * @param code why it was refused
    * @param message what was wrong, for an operator (names the item, never a secret)
    * @param field the input field at fault, when one is (`username`, `subjectId`, `claims`, `password`, `clientId`, `alg`)
+   * @param problems each problem of an `invalid` input with its field path (`allowedScopes.0`), when known
    */
   constructor(
     readonly code: AdminErrorCode,
     message: string,
     readonly field?: string,
+    readonly problems?: readonly FieldProblem[],
   ) {
     super(message);
     this.name = 'AdminError';

@@ -10,15 +10,47 @@ import type { Store } from '../stores/types.js';
 import { ClientRegistry } from '../clients/registry.js';
 import { AdminError } from './errors.js';
 import { configUsersNamed } from './users.js';
+import { nowSeconds } from '../crypto/handles.js';
 
 /** Ends the live sessions of config-file and stored users. */
 export class SessionAdmin {
   /** @param log where stored clients that no longer validate are reported */
+  /** @param logout a running node's logout service, which sends the back-channel logout tokens at once; without it a one-off service queues them */
   constructor(
     private readonly store: Pick<Store, 'users' | 'clients' | 'logout'>,
     private readonly config: ResolvedConfig,
     private readonly log: Logger,
+    private readonly logout?: LogoutService,
   ) {}
+
+  /** The ids (`sid`) of a user's live sessions at `now` (Unix seconds). */
+  async sessionsOf(subjectId: string, now = nowSeconds()): Promise<string[]> {
+    return this.store.logout.liveSessions(subjectId, now);
+  }
+
+  /**
+   * Ends one live session of a user, queueing the back-channel logout tokens of its clients
+   * (OIDC Back-Channel Logout 1.0 §2.5). Front-channel logout (OIDC Front-Channel Logout 1.0 §2)
+   * needs the user's browser: the session is ended, so its cookie signs in nobody any more.
+   * @throws AdminError `not_found` when the user has no live session `sid`.
+   */
+  async revoke(subjectId: string, sid: string, now = nowSeconds()): Promise<void> {
+    if (!(await this.sessionsOf(subjectId, now)).includes(sid)) throw new AdminError('not_found', `no live session ${sid} of that user`);
+    await (await this.logoutService()).endSession(sid);
+  }
+
+  /** Ends every live session of a user (by subject); returns how many. */
+  async revokeAllOf(subjectId: string): Promise<number> {
+    return (await this.logoutService()).endSessionsOf(subjectId);
+  }
+
+  private async logoutService(): Promise<LogoutService> {
+    if (this.logout) return this.logout;
+    // A one-off registry, as the nodes' is not at hand: only the logout URIs of the clients are needed.
+    const clients = new ClientRegistry(this.config.clients);
+    clients.setStoredClients(await loadStoredClients(this.store.clients, this.log));
+    return new LogoutService(this.store.logout, clients, this.config.backChannelLogout.retrySeconds);
+  }
 
   /**
    * Ends every live session of a user. The back-channel logout tokens for each session's clients
@@ -33,10 +65,7 @@ export class SessionAdmin {
     const inConfig = configUsersNamed(this.config.users, username, tenant);
     const subjectId = inConfig.length === 1 ? inConfig[0]?.subjectId : (await this.store.users.findUserByUsername(username, tenant))?.subjectId;
     if (subjectId === undefined) throw new AdminError('not_found', `no user "${username}"`);
-    // A one-off registry, as the nodes' is not at hand: only the logout URIs of the clients are needed.
-    const clients = new ClientRegistry(this.config.clients);
-    clients.setStoredClients(await loadStoredClients(this.store.clients, this.log));
-    const ended = await new LogoutService(this.store.logout, clients, this.config.backChannelLogout.retrySeconds).endSessionsOf(subjectId);
+    const ended = await this.revokeAllOf(subjectId);
     return { subjectId, ended };
   }
 }

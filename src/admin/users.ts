@@ -146,6 +146,33 @@ export class UserAdmin {
   }
 
   /**
+   * Makes a stored user active or inactive. An inactive user's password, passkeys and upstream
+   * sign-ins are refused and their access tokens stop working at userinfo and the management API;
+   * callers end their sessions (`SessionAdmin.revokeAllOf`).
+   * @returns the user's subject.
+   * @throws AdminError `read_only` for a config-file user, `not_found` for no such user.
+   */
+  async setActive(username: string, tenant: string | null, active: boolean): Promise<string> {
+    const user = await this.store.users.findUserByUsername(username, tenant);
+    if (!user || !(await this.store.users.setUserActive(user.subjectId, active))) throw this.notStored(username, tenant);
+    return user.subjectId;
+  }
+
+  /**
+   * Replaces a stored user's claims.
+   * @param claims a JSON object of claim names and values
+   * @throws AdminError `read_only` for a config-file user, `not_found` for no such user, then
+   *   `invalid` (field `claims`) when `claims` is not a JSON object.
+   */
+  async setClaims(username: string, tenant: string | null, claims: unknown): Promise<string> {
+    const user = await this.store.users.findUserByUsername(username, tenant);
+    if (!user) throw this.notStored(username, tenant);
+    if (!isJsonObject(claims)) throw new AdminError('invalid', 'claims must be a JSON object', 'claims');
+    await this.store.users.updateClaims(user.subjectId, claims);
+    return user.subjectId;
+  }
+
+  /**
    * Removes a stored user, found by username (in `tenant`) or else by subject, with their linked
    * upstream identities and WebAuthn credentials.
    * @returns the user removed.

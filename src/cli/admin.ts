@@ -77,7 +77,8 @@ export async function keysCommand(cfg: ResolvedConfig, args: string[], alg: stri
 }
 
 /**
- * `sigil users list | add | set-password | remove`: users kept in the store, argon2id hashes;
+ * `sigil users list | add | set-password | disable | enable | set-claims | remove`: users kept in
+ * the store, argon2id hashes; `disable` also ends the user's sessions (back-channel logout);
  * `sigil users mfa list|reset USERNAME`: a user's second factors (config or stored user);
  * `sigil users sessions revoke USERNAME`: ends a user's sessions.
  */
@@ -120,13 +121,29 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       console.log(`removed user ${user.username} (${user.subjectId})`);
       return 0;
     }
+    if ((action === 'disable' || action === 'enable') && name !== undefined) {
+      const subjectId = await users.setActive(name, tenant, action === 'enable');
+      if (action === 'enable') {
+        console.log(`enabled user ${name} (${subjectId})`);
+        return 0;
+      }
+      // A disabled user is signed out everywhere: their sessions end, with back-channel logout.
+      const ended = await new SessionAdmin(store, cfg, pino({ level: 'silent' })).revokeAllOf(subjectId);
+      console.log(`disabled user ${name} (${subjectId}); ended ${ended} session${ended === 1 ? '' : 's'}`);
+      return 0;
+    }
+    if (action === 'set-claims' && name !== undefined) {
+      const subjectId = await users.setClaims(name, tenant, flags.claims === undefined ? undefined : jsonOf(flags.claims));
+      console.log(`claims of ${name} (${subjectId}) replaced`);
+      return 0;
+    }
     if (action === 'mfa') return await mfaCommand(cfg, users, args.slice(1), tenant);
     if (action === 'sessions' && name === 'revoke' && args[2] !== undefined) {
       const { ended } = await new SessionAdmin(store, cfg, pino({ level: 'silent' })).revokeAll(args[2], tenant);
       console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${args[2]}; running nodes send the back-channel logout notifications`);
       return 0;
     }
-    return usage('sigil users list | add USERNAME | set-password USERNAME | set-email USERNAME ADDRESS | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME');
+    return usage('sigil users list | add USERNAME | set-password USERNAME | set-email USERNAME ADDRESS | disable USERNAME | enable USERNAME | set-claims USERNAME --claims JSON | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME');
   } catch (err) {
     return refused(err, (e) => {
       if (e.field === 'subjectId') return `--subject: ${e.message}`;
@@ -167,10 +184,12 @@ async function sendVerification(cfg: ResolvedConfig, store: Store, subjectId: st
 }
 
 /**
- * `sigil clients list | add | remove`: clients kept in the store. A new client is validated as if
- * it were in the config file (errors name the field path); its secrets are stored as SHA-256.
- * `sigil clients initial-token`: an initial access token for dynamic registration (RFC 7591 §3),
- * printed on stdout once (the note on stderr), stored as its SHA-256.
+ * `sigil clients list | add | update | remove | initial-token`: clients kept in the store. A new
+ * client is validated as if it were in the config file (errors name the field path); its secrets
+ * are stored as SHA-256. `update` takes a JSON Merge Patch (RFC 7396) of the client's settings, as
+ * PATCH /admin/v1/clients/{clientId} does. `initial-token` mints an initial access token for
+ * dynamic registration (RFC 7591 §3), printed on stdout once (the note on stderr), stored as its
+ * SHA-256.
  */
 export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, overrides: ConfigOverrides, args: string[], flags: AdminFlags): Promise<number> {
   const store = await openStore(cfg.storage);
@@ -187,6 +206,13 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
       const { clientId, shadowedByConfig } = await clients.add(jsonOf(text));
       if (shadowedByConfig) console.warn(`sigil: warning: the config file defines client "${clientId}"; it wins over the stored one`);
       console.log(`saved client ${clientId}; running nodes pick it up within ${cfg.signingKeys.reloadSeconds} s`);
+      return 0;
+    }
+    if (action === 'update' && id !== undefined) {
+      const text = flags.json ?? (flags.file ? readFileSync(flags.file, 'utf8') : undefined);
+      if (text === undefined) return usage('give --json PATCH or --file FILE (a JSON Merge Patch, RFC 7396)');
+      const { changed } = await clients.update(id, jsonOf(text), undefined);
+      console.log(`updated client ${id}: ${changed.length === 0 ? 'nothing changed' : `changed ${changed.join(', ')}`}; running nodes pick it up within a few seconds`);
       return 0;
     }
     if (action === 'remove' && id !== undefined) {
@@ -206,10 +232,10 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
       console.warn(`an initial access token for ${max} registration(s), valid until ${new Date(expiresAt * 1000).toISOString()}; shown once`);
       return 0;
     }
-    return usage('sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID | initial-token [--max-registrations N] [--lifetime SECONDS]');
+    return usage('sigil clients list | add (--json JSON | --file FILE) | update CLIENT_ID (--json PATCH | --file FILE) | remove CLIENT_ID | initial-token [--max-registrations N] [--lifetime SECONDS]');
   } catch (err) {
     // A config-file client is not one of the stored clients these commands change.
-    return refused(err, (e) => (e.code === 'read_only' ? `no stored client "${id}"` : undefined));
+    return refused(err, (e) => (e.code === 'read_only' && action !== 'update' ? `no stored client "${id}"` : undefined));
   } finally {
     await store.close();
   }

@@ -35,10 +35,11 @@ const COMMANDS: Record<string, string> = {
                [--email ADDRESS [--email-verified]]
            | set-password USERNAME [--password P | --password-stdin] | remove USERNAME|SUBJECT
            | set-email USERNAME ADDRESS [--email-verified]
+           | disable USERNAME | enable USERNAME | set-claims USERNAME --claims JSON [--tenant T]
            | mfa list|reset USERNAME [--tenant T]
            | sessions revoke USERNAME [--tenant T]`,
-  clients: `sigil clients list | add (--json JSON | --file FILE) | remove CLIENT_ID
-           | initial-token [--max-registrations N] [--lifetime SECONDS]`,
+  clients: `sigil clients list | add (--json JSON | --file FILE) | update CLIENT_ID (--json PATCH | --file FILE)
+           | remove CLIENT_ID | initial-token [--max-registrations N] [--lifetime SECONDS]`,
   config: 'sigil config schema | check FILE',
 };
 

@@ -191,9 +191,15 @@ export async function authenticateClient(
     if (why !== undefined) throw await refuse(why);
     return { client, method: presented.method };
   }
-  if (presented.secret === undefined || !secretMatches(presented.secret, client.secretDigests))
+  if (presented.secret === undefined || !secretMatches(presented.secret, liveSecretDigests(client, nowSeconds())))
     throw await refuse('unknown client or wrong credentials');
   return { client, method: presented.method };
+}
+
+/** A client's secrets' digests at `now` (Unix seconds): its current ones and those still in a rotation's grace period. */
+function liveSecretDigests(client: Client, now: number): Buffer[] {
+  if (client.retiringSecrets.length === 0) return client.secretDigests;
+  return [...client.secretDigests, ...client.retiringSecrets.filter((r) => r.expiresAt > now).map((r) => r.digest)];
 }
 
 /**

@@ -276,6 +276,7 @@ export function clientFromDocument(url: string, document: unknown, allowedScopes
     ...Object.fromEntries(Object.entries(display).filter(([, v]) => v !== undefined)),
     isPublic: method === 'none',
     secretDigests: [],
+    retiringSecrets: [],
     // No secret to guess: failures count per address only, never slowing the client down for all.
     longSecrets: true,
     metadataDocument: true,

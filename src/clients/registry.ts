@@ -6,6 +6,7 @@
  */
 import type { ClientConfig } from '../config/schema.js';
 import { secretDigest } from '../crypto/handles.js';
+import type { StoredClientConfig } from './stored-clients.js';
 
 /**
  * Secrets of at least this many characters are not counted identity-wide (no slow-down for the
@@ -40,6 +41,8 @@ export interface Client extends ClientConfig {
   /** No secret is required: authenticates by `client_id` only (and PKCE at authorize). */
   isPublic: boolean;
   secretDigests: Buffer[];
+  /** Replaced secrets' digests, accepted until `expiresAt` (Unix seconds): a rotation's grace period. */
+  retiringSecrets: { digest: Buffer; expiresAt: number }[];
   /** Every secret is long (`secretsAreLong`): failures are counted per address only. */
   longSecrets: boolean;
   /** Known by its Client ID Metadata Document (`clients/metadata-documents.ts`): its client_id is that document's URL. */
@@ -77,13 +80,19 @@ export class ClientRegistry {
     this.clients = ClientRegistry.index(configs);
   }
 
-  private static index(configs: readonly ClientConfig[]): Map<string, Client> {
+  private static index(configs: readonly StoredClientConfig[]): Map<string, Client> {
     return new Map(
       configs
         .filter((c) => c.enabled)
         .map((c) => [
           c.clientId,
-          { ...c, isPublic: !c.requireClientSecret, secretDigests: c.clientSecrets.map(secretDigest), longSecrets: secretsAreLong(c.clientSecrets) },
+          {
+            ...c,
+            isPublic: !c.requireClientSecret,
+            secretDigests: c.clientSecrets.map(secretDigest),
+            retiringSecrets: (c.retiringSecrets ?? []).map((r) => ({ digest: secretDigest(r.secret), expiresAt: r.expiresAt })),
+            longSecrets: secretsAreLong(c.clientSecrets),
+          },
         ]),
     );
   }
@@ -92,7 +101,7 @@ export class ClientRegistry {
    * Replaces the stored clients (from `sigil clients add`), keeping the config file's.
    * @returns the ids of stored clients ignored because the config file defines them.
    */
-  setStoredClients(stored: readonly ClientConfig[]): string[] {
+  setStoredClients(stored: readonly StoredClientConfig[]): string[] {
     const fromConfig = new Set(this.configs.map((c) => c.clientId));
     const shadowed = stored.filter((c) => fromConfig.has(c.clientId)).map((c) => c.clientId);
     const next = ClientRegistry.index([...this.configs, ...stored.filter((c) => !fromConfig.has(c.clientId))]);

@@ -37,14 +37,30 @@ export async function cleanUpExpired(maintenance: Maintenance, holder: string, o
   return total;
 }
 
-/** Starts the timers; `stop` clears them. Timers do not keep the process alive. */
+/**
+ * How often `pollChanges` runs, milliseconds: the management API's changes (issue 25 item 5) are
+ * in force on every node within this plus the time to re-read them.
+ */
+export const CHANGE_POLL_MILLISECONDS = 1000;
+
+/** Starts the timers; `stop` clears them. Timers do not keep the process alive. `pollChanges` runs every CHANGE_POLL_MILLISECONDS, one call at a time. */
 export function startHousekeeping(
   reloaders: ReadonlyArray<() => Promise<void>>,
   maintenance: Maintenance,
   log: Logger,
   options: HousekeepingOptions,
+  pollChanges?: () => Promise<void>,
 ): { stop(): void } {
   const holder = newId();
+  let polling = false;
+  const poll = setInterval(() => {
+    if (!pollChanges || polling) return;
+    polling = true;
+    pollChanges()
+      .catch((err: unknown) => log.error({ err }, 'polling the store for changes failed'))
+      .finally(() => (polling = false));
+  }, CHANGE_POLL_MILLISECONDS);
+  poll.unref();
   const reload = setInterval(() => {
     for (const reloader of reloaders) reloader().catch((err: unknown) => log.error({ err }, 'reloading from the store failed'));
   }, options.keyReloadSeconds * 1000);
@@ -59,6 +75,7 @@ export function startHousekeeping(
   cleanup.unref();
   return {
     stop() {
+      clearInterval(poll);
       clearInterval(reload);
       clearInterval(cleanup);
     },

@@ -291,6 +291,33 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('initial_access_tokens_expires').on('initial_access_tokens').column('expires_at').execute();
     },
   },
+  '0012_admin': {
+    async up(db: Kysely<unknown>) {
+      // Issue 25 item 5: a counter per kind of managed item, raised with every change through the
+      // admin services; each node polls it (one primary-key read a second) and re-reads that kind
+      // when it moved, so a change is in force on every node within about a second.
+      await db.schema
+        .createTable('admin_versions')
+        .addColumn('kind', 'varchar(32)', (c) => c.primaryKey())
+        .addColumn('version', 'bigint', (c) => c.notNull())
+        .execute();
+      // The audit events the management API queries (by time, name, client, subject; newest
+      // first, a page at a time). Ids sort by time (stores/audit-events.ts), so each filter has
+      // one index ending in the id. Removed after admin.auditRetentionSeconds.
+      await db.schema
+        .createTable('audit_events')
+        .addColumn('id', 'varchar(40)', (c) => c.primaryKey())
+        .addColumn('time', 'bigint', (c) => c.notNull())
+        .addColumn('name', 'varchar(64)', (c) => c.notNull())
+        .addColumn('client_id', 'varchar(255)')
+        .addColumn('subject_id', 'varchar(255)')
+        .addColumn('event', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('audit_events_name').on('audit_events').columns(['name', 'id']).execute();
+      await db.schema.createIndex('audit_events_client').on('audit_events').columns(['client_id', 'id']).execute();
+      await db.schema.createIndex('audit_events_subject').on('audit_events').columns(['subject_id', 'id']).execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -28,6 +28,7 @@ import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn
 import { type RegistrationStore, SqlRegistrationStore } from './client-registrations.js';
 import { SqlUserEmails, type UserEmailStore } from './user-emails.js';
 import { SqlDirectory } from './directory.js';
+import { type AuditEventStore, SqlAuditEvents } from './audit-events.js';
 import { grantRecords, type GrantRecords } from './records/index.js';
 import type {
   ClientStore,
@@ -140,6 +141,13 @@ interface Database {
   group_members: GroupMembersTable;
   leases: LeasesTable;
   clients: ClientsTable;
+  admin_versions: AdminVersionsTable;
+}
+
+/** Migration 0012_admin: a change counter per kind of managed item (`clients`). */
+interface AdminVersionsTable {
+  kind: string;
+  version: number;
 }
 
 /** Where a store lives, from its storage URL. */
@@ -322,6 +330,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   readonly logout: LogoutStore;
   // WebAuthn credentials live in a module of their own (issue 12); same database, same dialect.
   private webauthnStore: WebAuthnCredentialStore | undefined;
+  private auditStore: AuditEventStore | undefined;
+  /** The stored audit events (issue 25), a module of their own like WebAuthn's. */
+  get audit(): AuditEventStore {
+    return (this.auditStore ??= new SqlAuditEvents(this.db as Kysely<unknown>));
+  }
   get webauthn(): WebAuthnCredentialStore {
     return (this.webauthnStore ??= new SqlWebAuthnCredentials(this.db as Kysely<unknown>));
   }
@@ -772,6 +785,15 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return this.directory.groupNamesOf(subjectId);
   }
 
+  async setUserActive(subjectId: string, active: boolean): Promise<boolean> {
+    const result = await this.db
+      .updateTable('users')
+      .set({ is_active: active ? 1 : 0, version: sql<number>`version + 1`, updated_at: Math.floor(Date.now() / 1000) })
+      .where('subject_id', '=', subjectId)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
   async updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void> {
     await this.db.updateTable('users').set({ claims: JSON.stringify(claims) }).where('subject_id', '=', subjectId).execute();
   }
@@ -788,11 +810,42 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
       .values(row)
       .onConflict((oc) => oc.column('client_id').doUpdateSet({ config: row.config }))
       .execute();
+    await this.clientsChanged();
   }
 
   async removeClient(clientId: string): Promise<boolean> {
     const result = await this.db.deleteFrom('clients').where('client_id', '=', clientId).executeTakeFirst();
-    return result.numDeletedRows === 1n;
+    if (result.numDeletedRows !== 1n) return false;
+    await this.clientsChanged();
+    return true;
+  }
+
+  async clientsVersion(): Promise<number> {
+    const row = await this.db.selectFrom('admin_versions').select('version').where('kind', '=', 'clients').executeTakeFirst();
+    return Number(row?.version ?? 0);
+  }
+
+  /** Raises the stored clients' change counter (`clientsVersion`). */
+  private async clientsChanged(): Promise<void> {
+    await this.db
+      .insertInto('admin_versions')
+      .values({ kind: 'clients', version: 1 })
+      .onConflict((oc) => oc.column('kind').doUpdateSet({ version: sql<number>`admin_versions.version + 1` }))
+      .execute();
+  }
+
+  async getClient(clientId: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('clients').select('config').where('client_id', '=', clientId).executeTakeFirst();
+    return row?.config;
+  }
+
+  async replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean> {
+    const result = config === undefined
+      ? await this.db.deleteFrom('clients').where('client_id', '=', clientId).where('config', '=', expected).executeTakeFirst()
+      : await this.db.updateTable('clients').set({ config: JSON.stringify(config) }).where('client_id', '=', clientId).where('config', '=', expected).executeTakeFirst();
+    if (('numDeletedRows' in result ? result.numDeletedRows : result.numUpdatedRows) !== 1n) return false;
+    await this.clientsChanged();
+    return true;
   }
 
   async listFactors(subjectId: string, kinds?: readonly string[]): Promise<StoredFactor[]> {

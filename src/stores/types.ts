@@ -12,6 +12,7 @@ import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
 import type { RegistrationStore } from './client-registrations.js';
 import type { UserEmailStore } from './user-emails.js';
 import type { SqlDirectory } from './directory.js';
+import type { AuditEventStore } from './audit-events.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -70,6 +71,16 @@ export interface ClientStore {
   saveClient(clientId: string, config: Record<string, unknown>): Promise<void>;
   /** Returns false when there was no such client. */
   removeClient(clientId: string): Promise<boolean>;
+  /** The stored client's config as saved (JSON text, the basis of its ETag), or undefined. */
+  getClient(clientId: string): Promise<string | undefined>;
+  /**
+   * Replaces a stored client only while its saved JSON text is still `expected` (one conditional
+   * UPDATE, so two concurrent changes cannot both win); with `config` undefined, deletes it so.
+   * @returns whether it was replaced (or deleted).
+   */
+  replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean>;
+  /** A counter every change of the stored clients raises (0 before the first): nodes poll it to re-read them at once. */
+  clientsVersion(): Promise<number>;
 }
 
 /**
@@ -113,6 +124,8 @@ export interface UserStore {
   groupNames(subjectId: string): Promise<string[]>;
   /** Replaces a user's claims (external users, at each sign-in). */
   updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void>;
+  /** Makes a stored user active or inactive (an inactive user signs in nowhere); raises their version. Returns false when there is no such user. */
+  setUserActive(subjectId: string, active: boolean): Promise<boolean>;
 }
 
 /**
@@ -235,4 +248,6 @@ export interface Store {
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** Stored audit events (issue 25; migration 0012_admin). */
+  audit: AuditEventStore;
 }

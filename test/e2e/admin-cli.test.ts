@@ -149,6 +149,41 @@ describe('sigil users and clients write to the store; a running node picks them 
     await sigil.context.store.users.removeUser('svc-9');
   });
 
+  it('`clients update` applies a JSON Merge Patch through the same service as the admin API; config clients are read-only', async () => {
+    const client = { clientId: 'cli-upd', clientSecrets: ['cli-upd-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] };
+    await sigilCli('clients', 'add', '--json', JSON.stringify(client));
+    const { stdout } = await sigilCli('clients', 'update', 'cli-upd', '--json', JSON.stringify({ allowedScopes: ['api1', 'api2'], clientName: 'Updated' }));
+    expect(stdout).toMatch(/changed (allowedScopes, clientName|clientName, allowedScopes)/);
+    const scoped = async () => (await token(basic('cli-upd', 'cli-upd-secret'), { grant_type: 'client_credentials', scope: 'api2' })).statusCode;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await scoped()).toBe(200);
+    const bad = await sigilCli('clients', 'update', 'cli-upd', '--json', JSON.stringify({ allowedScopes: ['nope'] })).catch((e: { code: number; stderr: string }) => e);
+    expect(bad).toMatchObject({ code: 2 });
+    const config = await sigilCli('clients', 'update', 'm2m', '--json', '{"clientName":"x"}').catch((e: { code: number; stderr: string }) => e);
+    expect(config).toMatchObject({ code: 1 });
+    expect((config as { stderr: string }).stderr).toContain('managed by the config file');
+  });
+
+  it('`users disable` refuses sign-in and ends sessions, `enable` restores it, `set-claims` replaces the claims', async () => {
+    await sigilCli('users', 'add', 'dora', '--subject', 'd-1', '--password', 'dora-pass', '--claims', '{"name":"Dora"}');
+    const password = () => token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'dora', password: 'dora-pass', scope: 'openid profile' });
+    expect((await password()).statusCode).toBe(200);
+    const browser = new InjectBrowser(sigil.app);
+    await browser.signIn('dora', 'dora-pass');
+    const { stdout } = await sigilCli('users', 'disable', 'dora');
+    expect(stdout).toContain('ended 1 session');
+    expect((await password()).statusCode).toBe(400);
+    await sigilCli('users', 'enable', 'dora');
+    expect((await password()).statusCode).toBe(200);
+    await sigilCli('users', 'set-claims', 'dora', '--claims', '{"name":"Dora Explorer"}');
+    expect((await sigil.context.users.findBySubject('d-1'))?.claims).toMatchObject({ name: 'Dora Explorer' });
+    const bad = await sigilCli('users', 'set-claims', 'dora', '--claims', '[1]').catch((e: { code: number; stderr: string }) => e);
+    expect(bad).toMatchObject({ code: 2 });
+    const config = await sigilCli('users', 'disable', 'alice').catch((e: { code: number; stderr: string }) => e);
+    expect(config).toMatchObject({ code: 1 });
+    await sigilCli('users', 'remove', 'dora');
+  });
+
   it('a config-file client wins over a stored one with the same id', async () => {
     const shadow = { clientId: 'm2m', clientSecrets: ['stolen'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] };
     const { stderr } = await sigilCli('clients', 'add', '--json', JSON.stringify(shadow));

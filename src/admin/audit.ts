@@ -1,0 +1,97 @@
+/**
+ * The audit log (issue 25 items 3 and 6): every audit event of the event bus is stored, in
+ * batches written off the request path, and queried by the management API by time, name, client
+ * or subject, newest first, a page at a time with an opaque cursor. Events older than the
+ * retention period are removed by each node's housekeeping.
+ */
+import type { Logger } from 'pino';
+import type { SigilEvent } from '../events/events.js';
+import type { AuditEventStore } from '../stores/audit-events.js';
+import { auditIdAt } from '../stores/audit-events.js';
+import { newId } from '../crypto/handles.js';
+import { AdminError } from './errors.js';
+
+/** The most events held for the next batch; beyond it the oldest are dropped and counted in the log. */
+export const MAX_PENDING_EVENTS = 10_000;
+/** The largest page of a query. */
+export const MAX_PAGE_SIZE = 200;
+/** Events removed per housekeeping round. */
+const PRUNE_BATCH = 10_000;
+
+/** A query of the audit log. */
+export interface AuditQuery {
+  /** Milliseconds since the epoch; inclusive. */
+  from?: number;
+  /** Milliseconds since the epoch; exclusive. */
+  to?: number;
+  name?: string;
+  clientId?: string;
+  subjectId?: string;
+  /** The `next` of the previous page. */
+  cursor?: string;
+  /** 1 to MAX_PAGE_SIZE. */
+  limit: number;
+}
+
+/** Stores the bus's events and answers queries over them. */
+export class AuditLog {
+  private pending: SigilEvent[] = [];
+  private dropped = 0;
+
+  /** @param retentionSeconds how long events are kept */
+  constructor(
+    private readonly store: AuditEventStore,
+    private readonly retentionSeconds: number,
+    private readonly log: Logger,
+  ) {}
+
+  /** The bus subscriber: queues an event for the next `flush`. */
+  readonly record = (event: SigilEvent): void => {
+    if (this.pending.length >= MAX_PENDING_EVENTS) {
+      this.pending.shift();
+      this.dropped += 1;
+    }
+    this.pending.push(event);
+  };
+
+  /** Writes the queued events in one statement. */
+  async flush(): Promise<void> {
+    if (this.dropped > 0) {
+      this.log.warn({ dropped: this.dropped }, 'audit events dropped: the store could not keep up');
+      this.dropped = 0;
+    }
+    const batch = this.pending;
+    if (batch.length === 0) return;
+    this.pending = [];
+    await this.store.append(
+      batch.map((e) => {
+        const time = Date.parse(e.time);
+        return { id: `${auditIdAt(time)}${newId()}`, time, name: e.name, clientId: e.clientId ?? null, subjectId: e.subjectId ?? null, event: JSON.stringify(e) };
+      }),
+    );
+  }
+
+  /** Removes events older than the retention period (a batch per call). */
+  async prune(now = Date.now()): Promise<number> {
+    return this.store.deleteOlderThan(now - this.retentionSeconds * 1000, PRUNE_BATCH);
+  }
+
+  /**
+   * One page of events, newest first, and the cursor of the next page (undefined on the last).
+   * @throws AdminError `invalid` (field `cursor`) for a cursor this log did not give.
+   */
+  async query(q: AuditQuery): Promise<{ events: SigilEvent[]; next?: string }> {
+    let before: string | undefined;
+    if (q.cursor !== undefined) {
+      before = Buffer.from(q.cursor, 'base64url').toString('utf8');
+      if (!/^[0-9a-f]{12}[\w-]{22}$/.test(before)) throw new AdminError('invalid', 'cursor: not a cursor of this log', 'cursor', [{ path: 'cursor', message: 'not a cursor of this log' }]);
+    }
+    const rows = await this.store.query({ from: q.from, to: q.to, name: q.name, clientId: q.clientId, subjectId: q.subjectId, before }, q.limit + 1);
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return {
+      events: page.map((r) => JSON.parse(r.event) as SigilEvent),
+      ...(rows.length > q.limit && last ? { next: Buffer.from(last.id).toString('base64url') } : {}),
+    };
+  }
+}

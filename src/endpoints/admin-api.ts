@@ -1,0 +1,437 @@
+/**
+ * The management REST API at /admin/v1 (issue 25 item 3): thin routes over the admin services
+ * (src/admin/), guarded by Sigil's own tokens (`requireScope`: `sigil:admin` for everything,
+ * `sigil:admin:read` for GET requests). Conventions:
+ * - JSON bodies; PATCH is a JSON Merge Patch (RFC 7396, `application/merge-patch+json`) and needs
+ *   `If-Match` with the item's ETag (RFC 9110 §13.1.1): 412 when stale, 428 when missing (RFC 6585
+ *   §3: the API requires conditional updates, so two administrators cannot overwrite each other's
+ *   change unknowingly); DELETE and secret rotation honour `If-Match` when sent.
+ * - Errors are `application/problem+json` (RFC 9457) with an `errors` member listing each failing
+ *   field's path (`allowedScopes.0`) and message; 400 unreadable JSON, 404, 409 (exists already,
+ *   or managed by the config file), 412, 415, 422 invalid input, 428.
+ * - The OpenAPI 3.1 document at /admin/v1/openapi.json is generated from this module's route
+ *   table and the zod schemas that validate the requests, so it lists every route.
+ * Every change emits an `admin_changed` audit event naming the caller, the action, the target and
+ * the changed fields with their new values; secrets never appear in it.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { SigilContext } from '../context.js';
+import { AdminError, type FieldProblem } from '../admin/errors.js';
+import { type ClientView, DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin/clients.js';
+import { clientSchema } from '../config/schema.js';
+import { MAX_PAGE_SIZE } from '../admin/audit.js';
+import { OAuthError } from '../protocol/errors.js';
+import { jsonBoundsViolation } from '../protocol/json-bounds.js';
+import { noStore } from '../http/request.js';
+import { type Caller, requireScope, sendTokenError } from './protected-resource.js';
+
+/** Where the API is mounted, below the issuer's path. */
+export const ADMIN_API_PATH = '/admin/v1';
+
+const MERGE_PATCH = 'application/merge-patch+json';
+/** A body that is no JSON, or JSON beyond the bounds: answered 400 by the route. */
+const UNREADABLE = Symbol('unreadable JSON');
+/** A body of another media type: answered 415 by the route. */
+const WRONG_TYPE = Symbol('not JSON');
+
+/**
+ * A name in a path or query: bounded, and without control characters (PostgreSQL refuses a NUL
+ * in text, which would otherwise surface as a server error).
+ */
+const name = (max: number) => z.string().min(1).max(max).regex(/^[^\u0000-\u001f\u007f]+$/, 'control characters are not allowed');
+const clientId = name(100).meta({ description: 'The client_id' });
+const rotateSecretBody = z.strictObject({
+  graceSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_SECRET_GRACE_SECONDS)
+    .default(DEFAULT_SECRET_GRACE_SECONDS)
+    .meta({ description: `How long the replaced secret keeps working, seconds (0 ends it now; default ${DEFAULT_SECRET_GRACE_SECONDS}, at most ${MAX_SECRET_GRACE_SECONDS})` }),
+});
+const rotateKeysBody = z.strictObject({ alg: z.string().min(1).max(10).optional().meta({ description: 'One of signingAlgorithms; all of them when absent' }) });
+const kid = name(200);
+const subject = name(255);
+const sid = name(200);
+/** A client's settings as the config file's `clients` take them (the schema the service validates with); `clientSecrets` is refused, Sigil generates the secret. */
+const clientCreate = clientSchema;
+/** A JSON Merge Patch of a client's settings: any member of a client but `clientId` and `clientSecrets`, `null` removes one. */
+const clientPatch = z.record(z.string(), z.unknown()).meta({ description: 'A JSON Merge Patch (RFC 7396) of the client settings; clientId and clientSecrets cannot change' });
+const clientOut = z.object({
+  client: z.record(z.string(), z.unknown()),
+  source: z.enum(['config', 'store']),
+  retiringSecretsExpireAt: z.array(z.number().int()),
+  secret: z.string().optional().meta({ description: 'The new client secret: shown in this response only' }),
+});
+const isoTime = z.iso.datetime({ offset: true });
+const eventsQuery = z.strictObject({
+  from: isoTime.optional().meta({ description: 'Events at or after this time (RFC 3339)' }),
+  to: isoTime.optional().meta({ description: 'Events before this time (RFC 3339)' }),
+  type: name(64).optional().meta({ description: 'The event name (token_issued, admin_changed, ...)' }),
+  client_id: name(255).optional(),
+  subject: name(255).optional().meta({ description: 'The subject (sub) the event is about' }),
+  cursor: name(100).optional().meta({ description: 'The next of the previous page' }),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(50).meta({ description: `Events per page, 1 to ${MAX_PAGE_SIZE}` }),
+});
+const problem = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string().optional(),
+  errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+});
+
+type Params = Record<string, string>;
+interface Answer {
+  status: number;
+  body?: unknown;
+  etag?: string;
+}
+interface Route {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** Below ADMIN_API_PATH, Fastify style (`/clients/:clientId`). */
+  url: string;
+  summary: string;
+  params?: Record<string, z.ZodType>;
+  /** The query parameters' schema (each member one parameter). */
+  query?: z.ZodObject;
+  /** The request body's schema; with `mediaType` when not application/json. */
+  body?: z.ZodType;
+  mediaType?: string;
+  /** The 2xx answer's schema, if it has a body. */
+  response?: z.ZodType;
+  handle(ctx: SigilContext, caller: Caller, params: Params, body: unknown, request: FastifyRequest): Promise<Answer>;
+}
+
+/** Emits the audit event of one change (issue 25 item 6). */
+function audited(ctx: SigilContext, caller: Caller, action: string, target: { type: string; id: string }, changes: Record<string, unknown> = {}): void {
+  ctx.events.emit({ name: 'admin_changed', endpoint: ADMIN_API_PATH, clientId: caller.clientId, ...(caller.sub ? { subjectId: caller.sub } : {}), action, target, changes });
+}
+
+function clientAnswer(view: ClientView, status = 200, secret?: string): Answer {
+  const { etag, ...rest } = view;
+  return { status, etag, body: { ...rest, ...(secret === undefined ? {} : { secret }) } };
+}
+
+/** The request's `If-Match`, or undefined. */
+function ifMatch(request: FastifyRequest): string | undefined {
+  const value = request.headers['if-match'];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Parses `body` with `schema`, or refuses it with each zod issue's path. */
+function parsed<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  const result = schema.safeParse(body ?? {});
+  if (result.success) return result.data;
+  const problems: FieldProblem[] = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+  throw new AdminError('invalid', 'the request body is not valid', problems[0]?.path, problems);
+}
+
+const ROUTES: Route[] = [
+  {
+    method: 'GET',
+    url: '/clients',
+    summary: 'Every client: the config file\'s (read-only) and the stored ones',
+    response: z.object({ clients: z.array(z.object({ clientId: z.string(), source: z.enum(['config', 'store']), allowedGrantTypes: z.array(z.string()) })) }),
+    handle: async (ctx) => ({ status: 200, body: { clients: await ctx.management.clients.list() } }),
+  },
+  {
+    method: 'POST',
+    url: '/clients',
+    summary: 'Create a stored client; its secret is generated and shown in this response only',
+    body: clientCreate,
+    response: clientOut,
+    handle: async (ctx, caller, _p, body) => {
+      const { view, secret } = await ctx.management.clients.create(body);
+      await ctx.management.reloadClients();
+      audited(ctx, caller, 'client.create', { type: 'client', id: String(view.client.clientId) }, view.client);
+      return clientAnswer(view, 201, secret);
+    },
+  },
+  {
+    method: 'GET',
+    url: '/clients/:clientId',
+    summary: 'One client, never its secrets',
+    params: { clientId },
+    response: clientOut,
+    handle: async (ctx, _c, p) => clientAnswer(await ctx.management.clients.get(p.clientId ?? '')),
+  },
+  {
+    method: 'PATCH',
+    url: '/clients/:clientId',
+    summary: 'Change a stored client by a JSON Merge Patch (RFC 7396); If-Match is required',
+    params: { clientId },
+    body: clientPatch,
+    mediaType: MERGE_PATCH,
+    response: clientOut,
+    handle: async (ctx, caller, p, body, request) => {
+      const etag = ifMatch(request);
+      if (etag === undefined) throw new PreconditionRequired();
+      const { view, changed } = await ctx.management.clients.update(p.clientId ?? '', body, etag);
+      await ctx.management.reloadClients();
+      audited(ctx, caller, 'client.update', { type: 'client', id: String(p.clientId) }, Object.fromEntries(changed.map((f) => [f, view.client[f] ?? null])));
+      return clientAnswer(view);
+    },
+  },
+  {
+    method: 'DELETE',
+    url: '/clients/:clientId',
+    summary: 'Delete a stored client',
+    params: { clientId },
+    handle: async (ctx, caller, p, _b, request) => {
+      await ctx.management.clients.delete(p.clientId ?? '', ifMatch(request));
+      await ctx.management.reloadClients();
+      audited(ctx, caller, 'client.delete', { type: 'client', id: String(p.clientId) });
+      return { status: 204 };
+    },
+  },
+  {
+    method: 'POST',
+    url: '/clients/:clientId/secret',
+    summary: 'Rotate a stored client\'s secret; the replaced one works for graceSeconds more',
+    params: { clientId },
+    body: rotateSecretBody,
+    response: clientOut,
+    handle: async (ctx, caller, p, body, request) => {
+      const { graceSeconds } = parsed(rotateSecretBody, body);
+      const { view, secret } = await ctx.management.clients.rotateSecret(p.clientId ?? '', graceSeconds, ifMatch(request));
+      await ctx.management.reloadClients();
+      audited(ctx, caller, 'client.rotate_secret', { type: 'client', id: String(p.clientId) }, { clientSecrets: '(rotated)', graceSeconds });
+      return clientAnswer(view, 200, secret);
+    },
+  },
+  {
+    method: 'GET',
+    url: '/keys',
+    summary: 'The signing keys and their status',
+    response: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }),
+    handle: async (ctx) => ({ status: 200, body: { keys: await ctx.management.keys.list() } }),
+  },
+  {
+    method: 'POST',
+    url: '/keys/rotate',
+    summary: 'Add successor signing keys (published now, signing after signingKeys.propagationSeconds)',
+    body: rotateKeysBody,
+    response: z.object({ added: z.array(z.object({ kid: z.string(), alg: z.string(), activatesAt: z.number().int() })) }),
+    handle: async (ctx, caller, _p, body) => {
+      const { alg } = parsed(rotateKeysBody, body);
+      const added = (await ctx.management.keys.rotate(alg)).map((k) => ({ kid: k.kid, alg: k.alg, activatesAt: k.activatesAt }));
+      await ctx.management.reloadKeys();
+      for (const k of added) audited(ctx, caller, 'key.rotate', { type: 'key', id: String(k.kid) }, { alg: k.alg, activatesAt: k.activatesAt });
+      return { status: 200, body: { added } };
+    },
+  },
+  {
+    method: 'POST',
+    url: '/keys/:kid/retire',
+    summary: 'Retire a signing key: it signs no more and stays published for signingKeys.retentionSeconds',
+    params: { kid },
+    handle: async (ctx, caller, p) => {
+      await ctx.management.keys.retire(p.kid ?? '');
+      await ctx.management.reloadKeys();
+      audited(ctx, caller, 'key.retire', { type: 'key', id: String(p.kid) });
+      return { status: 204 };
+    },
+  },
+  {
+    method: 'GET',
+    url: '/users/:subject/sessions',
+    summary: 'A user\'s live sessions (their sid)',
+    params: { subject },
+    response: z.object({ sessions: z.array(z.object({ sid: z.string() })) }),
+    handle: async (ctx, _c, p) => ({ status: 200, body: { sessions: (await ctx.management.sessions.sessionsOf(p.subject ?? '')).map((s) => ({ sid: s })) } }),
+  },
+  {
+    method: 'DELETE',
+    url: '/users/:subject/sessions',
+    summary: 'End every live session of a user (back-channel logout to their clients)',
+    params: { subject },
+    response: z.object({ ended: z.number().int() }),
+    handle: async (ctx, caller, p) => {
+      const ended = await ctx.management.sessions.revokeAllOf(p.subject ?? '');
+      audited(ctx, caller, 'session.revoke_all', { type: 'user', id: String(p.subject) }, { ended });
+      return { status: 200, body: { ended } };
+    },
+  },
+  {
+    method: 'DELETE',
+    url: '/users/:subject/sessions/:sid',
+    summary: 'End one live session of a user (back-channel logout to its clients)',
+    params: { subject, sid },
+    handle: async (ctx, caller, p) => {
+      await ctx.management.sessions.revoke(p.subject ?? '', p.sid ?? '');
+      audited(ctx, caller, 'session.revoke', { type: 'session', id: String(p.sid) }, { subject: p.subject });
+      return { status: 204 };
+    },
+  },
+  {
+    method: 'GET',
+    url: '/users/:subject/grants',
+    summary: 'A user\'s remembered consents and refresh token grants',
+    params: { subject },
+    response: z.object({ grants: z.array(z.object({ clientId: z.string(), type: z.enum(['consent', 'refresh_token']), scopes: z.array(z.string()), createdAt: z.number().int(), expiresAt: z.number().int() })) }),
+    handle: async (ctx, _c, p) => ({ status: 200, body: { grants: await ctx.management.grants.list(p.subject ?? '') } }),
+  },
+  {
+    method: 'DELETE',
+    url: '/users/:subject/grants/:clientId',
+    summary: 'Revoke a user\'s consent and refresh token grants for one client',
+    params: { subject, clientId },
+    response: z.object({ revoked: z.number().int() }),
+    handle: async (ctx, caller, p) => {
+      const revoked = await ctx.management.grants.revoke(p.subject ?? '', p.clientId ?? '');
+      audited(ctx, caller, 'grant.revoke', { type: 'user', id: String(p.subject) }, { clientId: p.clientId, revoked });
+      return { status: 200, body: { revoked } };
+    },
+  },
+  {
+    method: 'GET',
+    url: '/events',
+    summary: 'Audit events, newest first, by time range, type, client or subject; a page at a time',
+    query: eventsQuery,
+    response: z.object({ events: z.array(z.record(z.string(), z.unknown())), next: z.string().optional().meta({ description: 'The cursor of the next page; absent on the last' }) }),
+    handle: async (ctx, _c, _p, _b, request) => {
+      const q = parsed(eventsQuery, request.query);
+      const page = await ctx.management.audit.query({
+        from: q.from === undefined ? undefined : Date.parse(q.from),
+        to: q.to === undefined ? undefined : Date.parse(q.to),
+        name: q.type,
+        clientId: q.client_id,
+        subjectId: q.subject,
+        cursor: q.cursor,
+        limit: q.limit,
+      });
+      return { status: 200, body: page };
+    },
+  },
+];
+
+/** A PATCH without `If-Match` (RFC 6585 §3). */
+class PreconditionRequired extends Error {}
+
+const STATUS: Record<AdminError['code'], { status: number; title: string }> = {
+  invalid: { status: 422, title: 'Invalid input' },
+  conflict: { status: 409, title: 'Conflict' },
+  read_only: { status: 409, title: 'Managed by the config file' },
+  not_found: { status: 404, title: 'Not found' },
+  precondition_failed: { status: 412, title: 'Precondition failed' },
+};
+
+/** Sends an RFC 9457 problem detail. */
+function sendProblem(reply: FastifyReply, status: number, title: string, detail?: string, errors?: readonly FieldProblem[]): FastifyReply {
+  return noStore(reply)
+    .code(status)
+    .type('application/problem+json')
+    .send({ type: 'about:blank', title, status, ...(detail ? { detail } : {}), ...(errors && errors.length > 0 ? { errors } : {}) });
+}
+
+/** The route's path parameters, checked against its schemas; refused with 404 when one is out of bounds. */
+function pathParams(route: Route, request: FastifyRequest): Params {
+  const raw = (request.params ?? {}) as Params;
+  for (const [name, schema] of Object.entries(route.params ?? {}))
+    if (!schema.safeParse(raw[name]).success) throw new AdminError('not_found', `no such ${name}`);
+  return raw;
+}
+
+/** The OpenAPI 3.1 document of the API, built from `ROUTES` and their zod schemas (draft 2020-12, as OAS 3.1 uses). */
+export function openApiDocument(ctx: SigilContext): Record<string, unknown> {
+  const json = (schema: z.ZodType, io: 'input' | 'output') => z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' });
+  const problemContent = { 'application/problem+json': { schema: json(problem, 'output') } };
+  const paths: Record<string, Record<string, unknown>> = {
+    [`${ADMIN_API_PATH}/openapi.json`]: {
+      get: { summary: 'This document', operationId: 'getOpenapiJson', security: [], responses: { '200': { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
+    },
+  };
+  for (const route of ROUTES) {
+    const path = `${ADMIN_API_PATH}${route.url.replace(/:(\w+)/g, '{$1}')}`;
+    const success = route.method === 'POST' && route.url === '/clients' ? '201' : route.response ? '200' : '204';
+    (paths[path] ??= {})[route.method.toLowerCase()] = {
+      summary: route.summary,
+      operationId: `${route.method.toLowerCase()}${route.url.replace(/[/:](\w)/g, (_m, c: string) => c.toUpperCase()).replace(/\W/g, '')}`,
+      security: [{ bearer: [route.method === 'GET' ? 'sigil:admin:read' : 'sigil:admin'] }],
+      parameters: [
+        ...Object.entries(route.params ?? {}).map(([name, schema]) => ({ name, in: 'path', required: true, schema: json(schema, 'input') })),
+        ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({ name, in: 'query', required: false, schema: json(schema as z.ZodType, 'input') })),
+        ...(route.method === 'PATCH' || route.method === 'DELETE' || route.url.endsWith('/secret')
+          ? [{ name: 'If-Match', in: 'header', required: route.method === 'PATCH', schema: { type: 'string' } }]
+          : []),
+      ],
+      ...(route.body ? { requestBody: { required: route.method === 'PATCH', content: { [route.mediaType ?? 'application/json']: { schema: json(route.body, 'input') } } } } : {}),
+      responses: {
+        [success]: route.response ? { description: 'Success', content: { 'application/json': { schema: json(route.response, 'output') } } } : { description: 'Success' },
+        default: { description: 'An error (RFC 9457)', content: problemContent },
+      },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Sigil management API', version: '1' },
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    servers: [{ url: ctx.issuer }],
+    components: {
+      securitySchemes: {
+        bearer: { type: 'oauth2', flows: { clientCredentials: { tokenUrl: `${ctx.issuer}/connect/token`, scopes: { 'sigil:admin': 'Everything under /admin/v1', 'sigil:admin:read': 'GET requests under /admin/v1' } } } },
+      },
+    },
+    paths,
+  };
+}
+
+/** The paths and methods of every route of the API, as Fastify registers them (for tests and the document). */
+export function adminRoutes(): { method: string; url: string }[] {
+  return ROUTES.map((r) => ({ method: r.method, url: `${ADMIN_API_PATH}${r.url}` }));
+}
+
+/**
+ * Registers /admin/v1 and its OpenAPI document on `app` (an encapsulated context of its own:
+ * JSON body parsers apply to these routes only).
+ */
+export async function adminApiEndpoints(app: FastifyInstance, ctx: SigilContext): Promise<void> {
+  await app.register(async (api) => {
+    api.removeAllContentTypeParsers();
+    const parseJson = (_req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => {
+      if (jsonBoundsViolation(body) !== undefined) return done(null, UNREADABLE);
+      try {
+        done(null, JSON.parse(body));
+      } catch {
+        done(null, UNREADABLE);
+      }
+    };
+    api.addContentTypeParser(['application/json', MERGE_PATCH], { parseAs: 'string' }, parseJson);
+    api.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, WRONG_TYPE));
+    let document: Record<string, unknown> | undefined;
+    api.get(`${ADMIN_API_PATH}/openapi.json`, async (_request, reply) => reply.type('application/json').send((document ??= openApiDocument(ctx))));
+    for (const route of ROUTES) {
+      const url = `${ADMIN_API_PATH}${route.url}`;
+      api.route({
+        method: route.method,
+        url,
+        handler: async (request, reply) => {
+          try {
+            const caller = await requireScope(ctx, request, request.url.split('?')[0]?.slice(ctx.basePath.length) ?? url, route.method === 'GET' ? ['sigil:admin', 'sigil:admin:read'] : ['sigil:admin']);
+            if (request.body === WRONG_TYPE || (route.body && request.body !== undefined && contentType(request) !== (route.mediaType ?? 'application/json')))
+              return sendProblem(reply, 415, 'Unsupported media type', `send ${route.mediaType ?? 'application/json'}`);
+            if (request.body === UNREADABLE) return sendProblem(reply, 400, 'Bad request', 'the body is not JSON, or too long or deeply nested');
+            const answer = await route.handle(ctx, caller, pathParams(route, request), request.body, request);
+            noStore(reply).code(answer.status);
+            if (answer.etag) reply.header('etag', answer.etag);
+            return answer.body === undefined ? reply.send() : reply.type('application/json').send(answer.body);
+          } catch (err) {
+            if (err instanceof OAuthError) return sendTokenError(reply, err);
+            if (err instanceof AdminError) {
+              const { status, title } = STATUS[err.code];
+              return sendProblem(reply, status, title, err.message, err.problems ?? (err.field ? [{ path: err.field, message: err.message }] : undefined));
+            }
+            if (err instanceof PreconditionRequired) return sendProblem(reply, 428, 'Precondition required', 'send If-Match with the ETag of the version you change');
+            throw err;
+          }
+        },
+      });
+    }
+  });
+}
+
+function contentType(request: FastifyRequest): string {
+  return (request.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+}

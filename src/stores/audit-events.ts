@@ -1,0 +1,96 @@
+/**
+ * Stored audit events (issue 25 item 3: the management API queries them), one row per event in
+ * `audit_events` (migration `0012_admin`). Part of the one SQL store (DESIGN §3); reached as
+ * `store.audit`. Rows are written in batches off the request path and removed after the
+ * retention period (`admin.auditRetentionSeconds`).
+ *
+ * An event's id starts with its time in milliseconds as 12 hex digits, then random characters:
+ * ids sort by time, so one index per filter (the primary key, and name, client or subject with
+ * the id) serves the time range, the order and the cursor.
+ */
+import type { Kysely } from 'kysely';
+
+/** One stored event. */
+export interface StoredAuditEvent {
+  /** Time-ordered id (see above); the cursor of a page. */
+  id: string;
+  /** Milliseconds since the epoch. */
+  time: number;
+  name: string;
+  clientId: string | null;
+  subjectId: string | null;
+  /** The whole event as logged, JSON. */
+  event: string;
+}
+
+/** What a query selects: all given conditions hold. */
+export interface AuditEventFilter {
+  /** From this time (milliseconds since the epoch), inclusive. */
+  from?: number;
+  /** Until this time (milliseconds since the epoch), exclusive. */
+  to?: number;
+  name?: string;
+  clientId?: string;
+  subjectId?: string;
+  /** Only events older than the one with this id (the previous page's last). */
+  before?: string;
+}
+
+/** The stored audit events. */
+export interface AuditEventStore {
+  /** Stores a batch of events in one statement. */
+  append(events: readonly StoredAuditEvent[]): Promise<void>;
+  /** Up to `limit` events matching `filter`, newest first. */
+  query(filter: AuditEventFilter, limit: number): Promise<StoredAuditEvent[]>;
+  /** Removes up to `limit` events older than `before` (milliseconds since the epoch); returns how many. */
+  deleteOlderThan(before: number, limit: number): Promise<number>;
+}
+
+interface AuditEventsTable {
+  id: string;
+  time: number;
+  name: string;
+  client_id: string | null;
+  subject_id: string | null;
+  event: string;
+}
+
+/** The id bound of a time: every id of an event at `ms` or later is at least this. */
+export function auditIdAt(ms: number): string {
+  return Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
+}
+
+/** `AuditEventStore` over the SQL store's database. */
+export class SqlAuditEvents implements AuditEventStore {
+  private readonly db: Kysely<{ audit_events: AuditEventsTable }>;
+
+  constructor(db: Kysely<unknown>) {
+    this.db = db as Kysely<{ audit_events: AuditEventsTable }>;
+  }
+
+  async append(events: readonly StoredAuditEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.db
+      .insertInto('audit_events')
+      .values(events.map((e) => ({ id: e.id, time: e.time, name: e.name, client_id: e.clientId, subject_id: e.subjectId, event: e.event })))
+      .execute();
+  }
+
+  async query(filter: AuditEventFilter, limit: number): Promise<StoredAuditEvent[]> {
+    let q = this.db.selectFrom('audit_events').selectAll();
+    if (filter.from !== undefined) q = q.where('id', '>=', auditIdAt(filter.from));
+    if (filter.to !== undefined) q = q.where('id', '<', auditIdAt(filter.to));
+    if (filter.before !== undefined) q = q.where('id', '<', filter.before);
+    if (filter.name !== undefined) q = q.where('name', '=', filter.name);
+    if (filter.clientId !== undefined) q = q.where('client_id', '=', filter.clientId);
+    if (filter.subjectId !== undefined) q = q.where('subject_id', '=', filter.subjectId);
+    const rows = await q.orderBy('id', 'desc').limit(limit).execute();
+    return rows.map((r) => ({ id: r.id, time: Number(r.time), name: r.name, clientId: r.client_id, subjectId: r.subject_id, event: r.event }));
+  }
+
+  async deleteOlderThan(before: number, limit: number): Promise<number> {
+    const batch = this.db.selectFrom('audit_events').select('id').where('id', '<', auditIdAt(before)).limit(limit);
+    const result = await this.db.deleteFrom('audit_events').where('id', 'in', batch).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}

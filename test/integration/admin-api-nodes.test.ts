@@ -1,0 +1,91 @@
+/**
+ * Live everywhere (issue 25 item 5): two Sigil nodes on one PostgreSQL database (a schema of this
+ * run's own), each with its own client registry, as two nodes behind a load balancer. A client
+ * created, updated or deleted through /admin/v1 on node A is in force on node B within 2 s, with
+ * the key and client reload interval left at its default (60 s): node B sees the change counter
+ * move (migration 0012_admin) and re-reads the stored clients.
+ */
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSigil } from '../../src/index.js';
+import { clientTokens, dropSchema, POSTGRES_URL, sleep, testConfig, tokenRequest, type TestSigil, uniqueSchema } from '../helpers.js';
+
+const schema = uniqueSchema('adminnodes');
+let a: TestSigil;
+let b: TestSigil;
+let token: string;
+
+async function node(): Promise<TestSigil> {
+  const base = testConfig();
+  const sigil = await createSigil(
+    testConfig({
+      storage: `${POSTGRES_URL}?schema=${schema}`,
+      clients: [
+        ...base.clients!.filter((c) => c.clientId === 'm2m'),
+        { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] },
+      ],
+    }),
+    { logger: pino({ level: 'silent' }) },
+  );
+  // No data directory: the store is the shared PostgreSQL schema.
+  return { ...sigil, dir: '' };
+}
+
+beforeAll(async () => {
+  a = await node();
+  b = await node();
+  token = (await clientTokens(a, 'sigil:admin', ['automation', 'automation-secret'])).access_token;
+});
+afterAll(async () => {
+  await a?.close();
+  await b?.close();
+  await dropSchema(schema);
+});
+
+/** Polls `check` every 100 ms until it holds; returns the milliseconds it took, failing after 2 s. */
+async function within2s(check: () => Promise<boolean>): Promise<number> {
+  const start = Date.now();
+  while (!(await check())) {
+    if (Date.now() - start > 2000) throw new Error('not in force on node B within 2 s');
+    await sleep(100);
+  }
+  return Date.now() - start;
+}
+
+function onA(method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, headers: Record<string, string> = {}) {
+  return a.app.inject({
+    method,
+    url: `/admin/v1${url}`,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' } : {}), ...headers },
+    ...(body ? { payload: JSON.stringify(body) } : {}),
+  });
+}
+
+describe('control characters on PostgreSQL, which refuses a NUL in text', () => {
+  it('answers 404 or 422, never a 500', async () => {
+    const get = (url: string) => a.app.inject({ method: 'GET', url: `/admin/v1${url}`, headers: { authorization: `Bearer ${token}` } });
+    expect((await get('/clients/a%00b')).statusCode).toBe(404);
+    expect((await get('/users/a%00b/sessions')).statusCode).toBe(404);
+    expect((await get('/users/a%00b/grants')).statusCode).toBe(404);
+    expect((await get('/events?client_id=a%00b')).statusCode).toBe(422);
+    const created = await onA('POST', '/clients', { clientId: 'a\u0000b', allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] });
+    expect(created.statusCode, created.body).toBe(422);
+  });
+});
+
+describe('a change on node A is in force on node B within 2 s', () => {
+  it('creates, updates and deletes a client', async () => {
+    const created = await onA('POST', '/clients', { clientId: 'live', allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] });
+    expect(created.statusCode, created.body).toBe(201);
+    const { secret } = created.json();
+    const onB = (scope: string) => tokenRequest(b, { grant_type: 'client_credentials', scope }, ['live', secret]);
+    await within2s(async () => (await onB('api1')).statusCode === 200);
+
+    const updated = await onA('PATCH', '/clients/live', { allowedScopes: ['api1', 'api2'] }, { 'if-match': created.headers.etag as string });
+    expect(updated.statusCode, updated.body).toBe(200);
+    await within2s(async () => (await onB('api2')).statusCode === 200);
+
+    expect((await onA('DELETE', '/clients/live')).statusCode).toBe(204);
+    await within2s(async () => (await onB('api1')).statusCode === 401);
+  });
+});
