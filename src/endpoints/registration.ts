@@ -42,9 +42,15 @@ export async function registrationEndpoint(app: FastifyInstance, ctx: SigilConte
       }
     });
 
-    scope.post(REGISTRATION_PATH, async (request, reply) => {
+    // Every write (a registration, and a change or removal at the configuration endpoint, each of
+    // which reloads the clients and may fetch a sector_identifier_uri) counts against the address's
+    // quota: one registration access token must not buy unbounded work.
+    const charge = async (request: FastifyRequest) => {
       const limits = ctx.config.registration;
       await chargeQuota(ctx.limiter, 'registration_quota', [{ key: `register:${addressQuotaKey(request.ip)}`, limit: limits.registrationsPerAddress }], limits.windowSeconds);
+    };
+    scope.post(REGISTRATION_PATH, async (request, reply) => {
+      await charge(request);
       const token = bearerOf(request);
       const response = await registrations.register(jsonOf(request), token, originOf(request));
       return noStore(reply).code(201).type('application/json; charset=utf-8').send(response);
@@ -55,10 +61,12 @@ export async function registrationEndpoint(app: FastifyInstance, ctx: SigilConte
     const clientIdOf = (request: FastifyRequest) => (request.params as { clientId: string }).clientId;
     const send = (reply: FastifyReply, body: unknown) => noStore(reply).type('application/json; charset=utf-8').send(body);
     scope.get(configurationPath, async (request, reply) => send(reply, await registrations.read(clientIdOf(request), bearerOf(request))));
-    scope.put(configurationPath, async (request, reply) =>
-      send(reply, await registrations.update(clientIdOf(request), bearerOf(request), jsonOf(request), originOf(request))),
-    );
+    scope.put(configurationPath, async (request, reply) => {
+      await charge(request);
+      return send(reply, await registrations.update(clientIdOf(request), bearerOf(request), jsonOf(request), originOf(request)));
+    });
     scope.delete(configurationPath, async (request, reply) => {
+      await charge(request);
       await registrations.remove(clientIdOf(request), bearerOf(request), originOf(request));
       return noStore(reply).code(204).send();
     });

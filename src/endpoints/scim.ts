@@ -24,7 +24,7 @@ const SCIM_JSON_BOUNDS = { maxLength: 64 * 1024, maxDepth: 8 };
 /** Registers the SCIM routes (their own plugin context, for the JSON body parsers). */
 export async function scimEndpoints(app: FastifyInstance, ctx: SigilContext): Promise<void> {
   const base = `${ctx.issuer}${PREFIX}`;
-  const service = new ScimService(ctx.store, ctx.config.users, ctx.events, ctx.logout, base);
+  const service = new ScimService(ctx.store, ctx.config.users, ctx.events, ctx.logout, base, ctx.config.admin.userRole);
   await app.register(async (scim) => {
     for (const type of ['application/scim+json', 'application/json'])
       scim.addContentTypeParser(type, { parseAs: 'string' }, (_req, body, done) => done(null, { text: body as string }));
@@ -36,7 +36,8 @@ export async function scimEndpoints(app: FastifyInstance, ctx: SigilContext): Pr
         url,
         handler: async (request, reply) => {
           try {
-            const path = request.url.split('?')[0] ?? request.url;
+            // The DPoP proof's htu is the issuer plus the path below it (the URL without Sigil's mount).
+            const path = (request.url.split('?')[0] ?? request.url).slice(ctx.basePath.length);
             const caller = await requireScope(ctx, request, path, ['scim']);
             return await handle(request, reply, { clientId: caller.clientId, ...(caller.sub !== undefined ? { sub: caller.sub } : {}) });
           } catch (err) {
@@ -89,7 +90,10 @@ function str(v: unknown): string | undefined {
 }
 
 function id(request: FastifyRequest): string {
-  return (request.params as { id: string }).id;
+  const value = (request.params as { id: string }).id;
+  // No resource id has control characters, and PostgreSQL refuses a NUL in text: 404, not a 500.
+  if (/[\u0000-\u001f]/.test(value)) throw new ScimError(404, 'no such resource');
+  return value;
 }
 
 /** The JSON body of a SCIM request. @throws ScimError 400 `invalidSyntax`. */
@@ -97,6 +101,9 @@ function body(request: FastifyRequest): unknown {
   const raw = request.body as { text?: unknown } | undefined;
   if (!raw || typeof raw.text !== 'string') throw new ScimError(400, 'the body must be application/scim+json', 'invalidSyntax');
   if (jsonBoundsViolation(raw.text, SCIM_JSON_BOUNDS)) throw new ScimError(400, 'the body is too long or nested too deeply', 'invalidSyntax');
+  // A NUL (only possible as the escape \u0000 in JSON text) is never a valid value, and PostgreSQL
+  // refuses it in text columns: refused here rather than failing at the store.
+  if (/\\u0000/i.test(raw.text)) throw new ScimError(400, 'strings must not contain NUL characters', 'invalidValue');
   try {
     return JSON.parse(raw.text) as unknown;
   } catch {

@@ -113,7 +113,10 @@ function tokenize(text: string, scimType: ScimType): Token[] {
       // A JSON string (RFC 7159 §7), escapes included.
       const m = /^"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9A-Fa-f]{4})*"/.exec(text.slice(i));
       if (!m) throw invalid(scimType, `unterminated or malformed string at ${i}`);
-      out.push({ t: 'string', v: JSON.parse(m[0]) as string, at: i });
+      const v = JSON.parse(m[0]) as string;
+      // PostgreSQL refuses a NUL in text; no stored value has one.
+      if (v.includes('\u0000')) throw invalid(scimType, `a NUL character in the string at ${i}`);
+      out.push({ t: 'string', v, at: i });
       i += m[0].length;
       continue;
     }

@@ -108,7 +108,7 @@ async function retried(ifMatch: string | undefined, attempt: () => Promise<ScimR
   throw new ScimError(412, 'the resource was changed concurrently; read it again');
 }
 
-/** Parses `startIndex`/`count` (§3.4.2.4): 1-based, below 1 is 1; count below 0 is 0, above `MAX_COUNT` is `MAX_COUNT`. */
+/** Parses `startIndex`/`count` (§3.4.2.4): 1-based, below 1 is 1, above 2^31 - 1 is that; count below 0 is 0, above `MAX_COUNT` is `MAX_COUNT`. */
 function page(params: ListParams): { offset: number; limit: number; startIndex: number } {
   const int = (v: string | number | undefined, name: string): number | undefined => {
     if (v === undefined || v === '') return undefined;
@@ -116,7 +116,8 @@ function page(params: ListParams): { offset: number; limit: number; startIndex: 
     if (!Number.isInteger(n)) throw invalidValue(`${name} must be an integer`);
     return n;
   };
-  const startIndex = Math.max(1, int(params.startIndex, 'startIndex') ?? 1);
+  // At most 2^31 - 1 (an offset the stores' integers hold; far past any list).
+  const startIndex = Math.min(2 ** 31 - 1, Math.max(1, int(params.startIndex, 'startIndex') ?? 1));
   const limit = Math.min(MAX_COUNT, Math.max(0, int(params.count, 'count') ?? MAX_COUNT));
   return { offset: startIndex - 1, limit, startIndex };
 }
@@ -206,6 +207,8 @@ export class ScimService {
     private readonly events: EventBus,
     private readonly logout: Pick<LogoutService, 'endSessionsOf'>,
     private readonly base: string,
+    /** `admin.userRole`: no group may carry it (see `groupInput`). */
+    private readonly adminRole: string,
   ) {}
 
   // ---------------------------------------------------------------- users
@@ -496,6 +499,11 @@ export class ScimService {
     const displayName = field(o, 'displayName');
     if (typeof displayName !== 'string' || displayName.trim().length === 0 || displayName.length > MAX_STRING)
       throw invalidValue(`displayName is required: a string of 1 to ${MAX_STRING} characters`);
+    // A group's name joins its members' role claim; the admin role (config admin.userRole) gives
+    // the management scopes. Provisioning (the scim scope) must not make anyone an administrator,
+    // so no group may carry that name: the role comes from the config, the CLI or the admin API.
+    if (displayName.trim().toLowerCase() === this.adminRole.toLowerCase())
+      throw invalidValue(`a group may not be named "${this.adminRole}" (the role admin.userRole names, which only the configuration or the admin API gives)`);
     const externalId = optionalString(o, 'externalId', MAX_STRING) ?? null;
     const list = field(o, 'members') ?? [];
     if (!Array.isArray(list) || list.length > MAX_MEMBERS) throw invalidValue(`members must be an array of at most ${MAX_MEMBERS}`);

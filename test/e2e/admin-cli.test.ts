@@ -165,11 +165,11 @@ describe('sigil users and clients write to the store; a running node picks them 
   });
 
   it('`users disable` refuses sign-in and ends sessions, `enable` restores it, `set-claims` replaces the claims', async () => {
-    await sigilCli('users', 'add', 'dora', '--subject', 'd-1', '--password', 'dora-pass', '--claims', '{"name":"Dora"}');
-    const password = () => token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'dora', password: 'dora-pass', scope: 'openid profile' });
+    await sigilCli('users', 'add', 'dora', '--subject', 'd-1', '--password', 'plum-harbour-lantern-47', '--claims', '{"name":"Dora"}');
+    const password = () => token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'dora', password: 'plum-harbour-lantern-47', scope: 'openid profile' });
     expect((await password()).statusCode).toBe(200);
     const browser = new InjectBrowser(sigil.app);
-    await browser.signIn('dora', 'dora-pass');
+    await browser.signIn('dora', 'plum-harbour-lantern-47');
     const { stdout } = await sigilCli('users', 'disable', 'dora');
     expect(stdout).toContain('ended 1 session');
     expect((await password()).statusCode).toBe(400);

@@ -516,4 +516,21 @@ describe('open registration and the per-address quota', () => {
     expect((await from('2001:db8:1:2::3')).statusCode).toBe(429);
     expect((await from('198.51.100.8')).statusCode).toBe(201);
   });
+
+  it('counts changes and removals at the configuration endpoint against the same quota (each reloads the clients)', async () => {
+    const made = (await from('203.0.113.9')).json<Json>();
+    const update = () =>
+      sigil.app.inject({
+        method: 'PUT',
+        url: new URL(String(made.registration_client_uri)).pathname,
+        remoteAddress: '203.0.113.9',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${String(made.registration_access_token)}` },
+        payload: JSON.stringify({ client_id: made.client_id, redirect_uris: ['https://rp.example/cb'] }),
+      });
+    const second = await update();
+    expect(second.statusCode, second.body).toBe(200);
+    const third = await update();
+    expect(third.statusCode).toBe(429);
+    expect(Number(third.headers['retry-after'])).toBeGreaterThan(0);
+  });
 });

@@ -93,6 +93,16 @@ describe.each([
     expectError(await scim('GET', '/Schemas/urn:nope'), 404);
   });
 
+  it('refuses NUL characters and out-of-range pages with SCIM errors, never a 500 (PostgreSQL refuses NUL in text)', async () => {
+    expectError(await scim('POST', '/Users', `{"schemas":["${USER}"],"userName":"nul\\u0000user"}`), 400, 'invalidValue');
+    expectError(await scim('GET', `/Users?filter=${encodeURIComponent('userName eq "a\\u0000b"')}`), 400, 'invalidFilter');
+    expectError(await scim('GET', '/Users/%00'), 404);
+    expectError(await scim('GET', '/Groups/a%01b'), 404);
+    const far = await scim('POST', '/Users/.search', { schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'], startIndex: 1e300, count: 1e300 });
+    expect(far.statusCode, far.body).toBe(200);
+    expect(far.json().Resources ?? []).toEqual([]);
+  });
+
   it('creates a user (201, Location, ETag), reads it back, keeps the OIDC claims in step, never returns the password', async () => {
     const res = await scim('POST', '/Users', {
       schemas: [USER],
@@ -282,6 +292,16 @@ describe.each([
       expect((await userinfo(sigil, access_token)).json().role).toEqual(['Auditors 2']);
       expect((await scim('DELETE', `/Groups/${group.id}`)).statusCode).toBe(204);
       expect((await userinfo(sigil, access_token)).json().role).toBeUndefined();
+    });
+
+    it('never names a group after admin.userRole: provisioning cannot make an administrator (create, replace, PATCH)', async () => {
+      const u = await create({ userName: 'climber', password: 'climber-pw' });
+      for (const displayName of ['sigil-admin', 'SIGIL-Admin', ' sigil-admin '])
+        expectError(await scim('POST', '/Groups', { schemas: [GROUP], displayName, members: [{ value: u.id }] }), 400, 'invalidValue');
+      const group = (await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'climbers', members: [{ value: u.id }] })).json();
+      expectError(await scim('PATCH', `/Groups/${group.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'displayName', value: 'sigil-admin' }] }), 400, 'invalidValue');
+      expectError(await scim('PUT', `/Groups/${group.id}`, { schemas: [GROUP], displayName: 'Sigil-Admin', members: [{ value: u.id }] }), 400, 'invalidValue');
+      expect((await scim('GET', `/Groups/${group.id}`)).json().displayName).toBe('climbers');
     });
 
     it('deleting a user takes them out of their groups (a new group version) and lowers the total', async () => {
