@@ -130,12 +130,14 @@ export class UserService {
     // A user without a password never signs in with one (not even with the dummy's password).
     if (candidate) return ok && candidate.passwordHash ? candidate.user : undefined;
     if (tenant !== null) return undefined;
-    for (const directory of this.directories) {
+    for (const [i, directory] of this.directories.entries()) {
       const user = await directory.authenticate(username, password);
       if (!user) continue;
-      // A subject a config or stored user holds would name that user at every later lookup
-      // (sessions, refresh, userinfo): such a directory user cannot sign in.
+      // A subject a config or stored user, or a user of an earlier directory, holds would name that
+      // user at every later lookup (sessions, refresh, userinfo: `lookUp` asks in this order): such
+      // a directory user cannot sign in.
       if (this.configUsers.some((c) => c.user.subjectId === user.subjectId) || (await this.store.findUserBySubject(user.subjectId))) return undefined;
+      for (const earlier of this.directories.slice(0, i)) if (await earlier.findBySubject(user.subjectId)) return undefined;
       return user;
     }
     return undefined;

@@ -63,7 +63,8 @@ describe('custom user directory', () => {
   beforeAll(async () => {
     // "mallory" claims subject 1, which is the config user alice's.
     first = new TableDirectory('hr', await table([['hr-7', 'zoe', 'zoe-pw', 'Zoe'], ['1', 'mallory', 'mallory-pw', 'Mallory']]));
-    second = new TableDirectory('partners', await table([['p-1', 'yuri', 'yuri-pw', 'Yuri']]));
+    // "trudy" of the later directory claims subject hr-7, which is zoe's of the earlier one.
+    second = new TableDirectory('partners', await table([['p-1', 'yuri', 'yuri-pw', 'Yuri'], ['hr-7', 'trudy', 'trudy-pw', 'Trudy']]));
     sigil = await startSigil({ rateLimits: { maxFailures: 1000, windowSeconds: 60 } }, { userDirectories: [first, second] });
   });
   afterAll(async () => sigil?.close());
@@ -82,6 +83,11 @@ describe('custom user directory', () => {
 
   it('refuses a directory user whose subject a config user holds (it would become that user)', async () => {
     expect((await grant('mallory', 'mallory-pw')).json()).toEqual(FAILED);
+  });
+
+  it('refuses a directory user whose subject an earlier directory\'s user holds (lookups by subject would find that user)', async () => {
+    expect((await grant('trudy', 'trudy-pw')).json()).toEqual(FAILED);
+    expect((await grant('zoe', 'zoe-pw')).statusCode).toBe(200);
   });
 
   it('answers temporarily_unavailable while a directory is down, also for a user of a later directory', async () => {
