@@ -235,6 +235,9 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
     try {
       const jwks = async () => (await rotating.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' })).json<{ keys: { kid: string; alg: string }[] }>().keys;
       const before = (await jwks()).filter((k) => k.alg === 'RS256').map((k) => k.kid);
+      // Keys carry their times in whole seconds: a key made in the start's second would tie with
+      // the first key for "newest", so the rotation happens in a later second.
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
       const [added] = await new KeyAdmin(rotating.context.store.keys, rotating.context.config).rotate('RS256');
       await rotating.context.keys.refresh();
       const after = await jwks();
