@@ -49,19 +49,17 @@ export class GrantAdmin {
   }
 
   /**
-   * Revokes the user's consent and refresh token grants for one client.
-   * @returns how many grants were revoked.
+   * Revokes the user's consent and refresh token grants for one client, with everything else the
+   * user holds there (reference tokens, access-token marks, unused codes), in one transaction
+   * (`GrantStore.revokeSubjectAtClient`, as the account pages revoke a connected app).
+   * @returns how many grants were revoked (consents, and refresh token families).
    * @throws AdminError `not_found` when the user has no live grant for that client.
    */
   async revoke(subjectId: string, clientId: string, now = nowSeconds()): Promise<number> {
     const records = (await this.live(subjectId, now)).filter((r) => r.clientId === clientId);
     if (records.length === 0) throw new AdminError('not_found', `no live grant of that user for client "${clientId}"`);
-    const families = new Set<string>();
-    for (const r of records) {
-      if (r.type === 'consent') await this.grants.revoke(r, now);
-      else families.add(r.familyId);
-    }
-    for (const family of families) await this.grants.revokeFamily(family, now);
+    await this.grants.revokeSubjectAtClient(subjectId, clientId, now);
+    const families = new Set(records.filter((r) => r.type === 'refresh_token').map((r) => r.familyId));
     return records.filter((r) => r.type === 'consent').length + families.size;
   }
 
