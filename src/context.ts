@@ -32,6 +32,7 @@ import type { KeyAdmin } from './admin/keys.js';
 import type { SessionAdmin } from './admin/sessions.js';
 import type { AuditLog } from './admin/audit.js';
 import type { GrantAdmin } from './admin/grants.js';
+import type { ResourceAdmin } from './admin/resources.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
 export interface Management {
@@ -42,6 +43,12 @@ export interface Management {
   audit: AuditLog;
   /** Users' consents and refresh token grants. */
   grants: GrantAdmin;
+  /**
+   * Identity resources, API scopes and resources, upstream providers managed at run time; each
+   * change is in force on this node when it returns (it reloads `resources`, `apiSecrets` and
+   * `upstream`), on the others within about a second.
+   */
+  resources: ResourceAdmin;
   /** Re-reads the stored clients on this node now (other nodes do within `signingKeys.reloadSeconds`). */
   reloadClients(): Promise<void>;
   /** Re-reads the signing keys on this node now. */
@@ -60,6 +67,11 @@ export interface SigilContext {
   store: Store;
   keys: KeyRing;
   clients: ClientRegistry;
+  /**
+   * Identity resources, API scopes and API resources: the config file's, the built-in management
+   * API's and the stored ones (`management.resources`); the same object for the server's life,
+   * its maps replaced on each change (`Resources.sourceOf` tells where an item is defined).
+   */
   resources: Resources;
   users: UserService;
   tokens: TokenService;
@@ -71,13 +83,14 @@ export interface SigilContext {
   clientKeys: ClientKeys;
   /** DPoP proofs (RFC 9449) at the token endpoint and userinfo. */
   dpop: DPoPVerifier;
-  /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers). */
+  /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers); config-file and stored API resources, changed in place on each change. */
   apiSecrets: Map<string, ApiSecrets>;
   sessions: SessionService;
   /** Session participants and logout notifications (back- and front-channel). */
   logout: LogoutService;
   interactions: Interactions;
   pages: Pages;
+  /** Upstream OpenID Connect providers: the config file's and the stored ones (`UpstreamProviders.sourceOf`). */
   upstream: UpstreamProviders;
   /** Users' second factors and the second sign-in step (src/mfa/). */
   mfa: MfaService;

@@ -14,6 +14,7 @@ import { KeyAdmin } from './admin/keys.js';
 import { SessionAdmin } from './admin/sessions.js';
 import { AuditLog } from './admin/audit.js';
 import { GrantAdmin } from './admin/grants.js';
+import { ResourceAdmin } from './admin/resources.js';
 import { ConfigError, type ConfigOverrides, issuerPath, resolveConfig } from './config/loader.js';
 import type { SigilContext } from './context.js';
 import { EventBus, type EventListener } from './events/events.js';
@@ -53,7 +54,7 @@ import { UserService } from './users/users.js';
 import { DirectoryUnavailable, type UserDirectory } from './users/directory.js';
 import { LdapDirectory } from './users/ldap/ldap-directory.js';
 import type { ProfileService } from './tokens/profile.js';
-import { apiSecretsOf, ClientRegistry } from './clients/registry.js';
+import { type ApiSecrets, ClientRegistry } from './clients/registry.js';
 import { ClientKeys, fetchBoundedText, hasCallerChosenUrls } from './clients/client-keys.js';
 import { ClientMetadataDocuments } from './clients/metadata-documents.js';
 import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from './limits/failure-limiter.js';
@@ -300,7 +301,11 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
     const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
     const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);
-    const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log });
+    const upstream = new UpstreamProviders(cfg.identityProviders, cfg.issuer);
+    // Filled by the resource admin's reload (config-file and stored API resources).
+    const apiSecrets = new Map<string, ApiSecrets>();
+    const resourceAdmin = new ResourceAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log, live: { resources, upstream, apiSecrets } });
+    const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log, resources: resourceAdmin });
     // A directory that cannot answer names no user here: the check of clients naming users must
     // not stop the start or the reload while a directory is down.
     const isUserSubject = async (id: string) => {
@@ -347,12 +352,12 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       replay,
       clientKeys,
       dpop: new DPoPVerifier(replay, new DPoPNonces(store.records.dpopNonces, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
-      apiSecrets: new Map(cfg.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)])),
+      apiSecrets,
       sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
       logout,
       interactions: new Interactions(store.grants),
       pages: new Pages(loadLook(cfg.branding, cfg.localesDir), basePath),
-      upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
+      upstream,
       mfa,
       secondStep: new SecondStepService(mfa, users, clients, limiter, events),
       enrollment: new FactorEnrollment(mfa, users, limiter, events),
@@ -370,6 +375,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
         sessions: new SessionAdmin(store, cfg, log, logout),
         audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
         grants: new GrantAdmin(store.grants),
+        resources: resourceAdmin,
         reloadClients: () => reloadClients(),
         reloadKeys: () => keys.refresh(),
       },
@@ -384,14 +390,22 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
       log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
     let clientsVersion = await store.clients.clientsVersion();
+    let resourcesVersion = await store.resources.version();
+    await resourceAdmin.reload();
     await reloadClients();
     await registrations.removeUnused();
     const { audit } = context.management;
     const unsubscribeAudit = events.subscribe(audit.record);
     // Every second: the audit events of the last second are stored in one batch, and when a
-    // stored client changed on any node (or by the CLI), they are re-read now, not at the next reload.
+    // stored client or resource changed on any node (or by the CLI), they are re-read now, not at
+    // the next reload. Resources first: a new client may name a new scope.
     const pollChanges = async () => {
       await audit.flush();
+      const resourcesNow = await store.resources.version();
+      if (resourcesNow !== resourcesVersion) {
+        resourcesVersion = resourcesNow;
+        await resourceAdmin.reload();
+      }
       const version = await store.clients.clientsVersion();
       if (version === clientsVersion) return;
       clientsVersion = version;
@@ -400,7 +414,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     // Unused dynamic clients go at each reload (an indexed query; conditional deletes, so nodes may race).
     const removeUnusedClients = async () => void (await registrations.removeUnused());
     const housekeeping = startHousekeeping(
-      [() => keys.refresh(), reloadClients, removeUnusedClients, async () => void (await audit.prune())],
+      [() => keys.refresh(), () => resourceAdmin.reload(), reloadClients, removeUnusedClients, async () => void (await audit.prune())],
       store.maintenance,
       log,
       { keyReloadSeconds: cfg.signingKeys.reloadSeconds, cleanupIntervalSeconds: cfg.cleanup.intervalSeconds, batchSize: cfg.cleanup.batchSize },

@@ -10,10 +10,10 @@ import { ConfigError, type ConfigOverrides, containsReference, type ResolvedConf
 import { clientSubjectCollision } from '../config/schema.js';
 import { loadStoredClients, type RetiringSecret, splitStoredClient } from '../clients/stored-clients.js';
 import type { Store } from '../stores/types.js';
-import { newHandle, nowSeconds, secretDigest, sha256 } from '../crypto/handles.js';
+import { newHandle, nowSeconds } from '../crypto/handles.js';
 import type { ClientRegistry } from '../clients/registry.js';
 import { applyMergePatch, changedMembers } from '../protocol/merge-patch.js';
-import { AdminError, type FieldProblem, isJsonObject } from './errors.js';
+import { AdminError, etagOf, ifMatchHolds, isJsonObject, problemsOfItem, storedSecret } from './errors.js';
 
 /** The longest grace period of a secret rotation: 30 days, in seconds. */
 export const MAX_SECRET_GRACE_SECONDS = 30 * 24 * 3600;
@@ -36,14 +36,6 @@ interface SavedClient {
   text: string;
   config: Record<string, unknown>;
   retiringSecrets: RetiringSecret[];
-}
-
-function etagOf(text: string): string {
-  return `"${sha256(text).toString('base64url')}"`;
-}
-
-function digestOf(secret: string): string {
-  return `sha256:${secretDigest(secret).toString('base64')}`;
 }
 
 function view(config: Record<string, unknown>, source: 'config' | 'store', text: string, retiring: RetiringSecret[] = []): ClientView {
@@ -77,6 +69,11 @@ export interface ClientAdminOptions {
   extensionGrants?: readonly string[];
   /** Where `reload` warns of stored clients it skips or that the config file shadows. */
   log: Logger;
+  /**
+   * The resources managed at run time (`ResourceAdmin`): a client is checked against them too, so
+   * it may list a stored scope. Without it, against the config file's only (the command line).
+   */
+  resources?: { withStored(raw: Record<string, unknown>): Record<string, unknown> };
 }
 
 /** Adds, removes, lists and reloads the stored clients. */
@@ -129,7 +126,7 @@ export class ClientAdmin {
     // References are the operator's config file's: stored data may not read the server's environment or files.
     if (containsReference(client)) throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
     const clientId = String(client.clientId ?? '');
-    const base = this.options.raw as { clients?: unknown[] };
+    const base = this.base();
     const others = (base.clients ?? []).filter((c) => (c as { clientId?: unknown }).clientId !== clientId);
     try {
       // A config-file user's subject as client id is one of the problems found here.
@@ -139,7 +136,7 @@ export class ClientAdmin {
       throw err;
     }
     const secrets = Array.isArray(client.clientSecrets) ? (client.clientSecrets as string[]) : [];
-    return { ...client, clientSecrets: secrets.map((s) => (s.startsWith('sha256:') ? s : `sha256:${secretDigest(s).toString('base64')}`)) };
+    return { ...client, clientSecrets: secrets.map((s) => (s.startsWith('sha256:') ? s : storedSecret(s))) };
   }
 
   /**
@@ -171,7 +168,7 @@ export class ClientAdmin {
       throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId');
     const needsSecret = client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';
     const secret = needsSecret ? newHandle() : undefined;
-    const config = { ...client, clientSecrets: secret === undefined ? [] : [digestOf(secret)] };
+    const config = { ...client, clientSecrets: secret === undefined ? [] : [storedSecret(secret)] };
     await this.validate(config);
     await this.store.clients.saveClient(clientId, config);
     return { view: view(config, 'store', JSON.stringify(config)), ...(secret === undefined ? {} : { secret }) };
@@ -214,9 +211,9 @@ export class ClientAdmin {
     const current = Array.isArray(saved.config.clientSecrets) ? (saved.config.clientSecrets as string[]) : [];
     const retiring = [
       ...saved.retiringSecrets.filter((r) => r.expiresAt > now),
-      ...(graceSeconds > 0 ? current.map((s) => ({ secret: s.startsWith('sha256:') ? s : digestOf(s), expiresAt: now + graceSeconds })) : []),
+      ...(graceSeconds > 0 ? current.map((s) => ({ secret: s.startsWith('sha256:') ? s : storedSecret(s), expiresAt: now + graceSeconds })) : []),
     ];
-    return { view: await this.replace(clientId, saved, { ...saved.config, clientSecrets: [digestOf(secret)] }, retiring), secret };
+    return { view: await this.replace(clientId, saved, { ...saved.config, clientSecrets: [storedSecret(secret)] }, retiring), secret };
   }
 
   /**
@@ -227,6 +224,12 @@ export class ClientAdmin {
     const saved = await this.writable(clientId, ifMatch);
     if (!(await this.store.clients.replaceClientIf(clientId, saved.text, undefined)))
       throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`);
+  }
+
+  /** The config as read, with the stored resources when known: what a client is checked against. */
+  private base(): { clients?: unknown[] } {
+    const raw = this.options.raw as Record<string, unknown>;
+    return this.options.resources?.withStored(raw) ?? raw;
   }
 
   private configClient(clientId: string): Record<string, unknown> | undefined {
@@ -246,7 +249,7 @@ export class ClientAdmin {
     if (this.configClient(clientId))
       throw new AdminError('read_only', `client "${clientId}" is managed by the config file; change it there`);
     const saved = await this.saved(clientId);
-    if (ifMatch !== undefined && ifMatch !== '*' && !ifMatch.split(',').map((t) => t.trim()).includes(etagOf(saved.text)))
+    if (!ifMatchHolds(ifMatch, etagOf(saved.text)))
       throw new AdminError('precondition_failed', `client "${clientId}" is not at the version If-Match names`);
     return saved;
   }
@@ -269,19 +272,13 @@ export class ClientAdmin {
    */
   private async validate(client: Record<string, unknown>): Promise<void> {
     if (containsReference(client)) throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
-    const base = this.options.raw as { clients?: unknown[] };
+    const base = this.base();
     const others = (base.clients ?? []).filter((c) => (c as { clientId?: unknown }).clientId !== client.clientId);
     try {
       resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, { extensionGrants: this.options.extensionGrants ?? [] });
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      const own = `clients[${others.length}]`;
-      const problems: FieldProblem[] = err.problems.map((p) => {
-        const colon = p.indexOf(': ');
-        const path = colon < 0 ? '' : p.slice(0, colon);
-        const message = colon < 0 ? p : p.slice(colon + 2);
-        return path.startsWith(own) ? { path: path.slice(own.length).replace(/^\./, '').replace(/\[(\d+)\]/g, '.$1').replace(/^\./, ''), message } : { path: '', message: p };
-      });
+      const problems = problemsOfItem(err.problems, `clients[${others.length}]`);
       throw new AdminError('invalid', err.message, problems[0]?.path, problems);
     }
     const clientId = String(client.clientId);

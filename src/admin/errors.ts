@@ -4,6 +4,7 @@
  * an exit code, a management API to an HTTP status (DESIGN §4: config-file items are read-only
  * through it, 409).
  */
+import { secretDigest, sha256 } from '../crypto/handles.js';
 
 /**
  * Why a request was refused: `invalid` bad input (including a client id that is a user's subject,
@@ -41,4 +42,37 @@ export class AdminError extends Error {
 /** Whether `value` is a JSON object (not null, not an array), as client metadata and user claims must be. */
 export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * The problems of a config check (`ConfigError.problems`, `path: message` lines) as field problems
+ * of one item of it: those under `own` (`clients[3]`) get their path within the item
+ * (`allowedScopes.0`), others the whole line as message and an empty path.
+ */
+export function problemsOfItem(problems: readonly string[], own: string): FieldProblem[] {
+  return problems.map((p) => {
+    const colon = p.indexOf(': ');
+    const path = colon < 0 ? '' : p.slice(0, colon);
+    const message = colon < 0 ? p : p.slice(colon + 2);
+    const within = path === own || path.startsWith(`${own}.`) || path.startsWith(`${own}[`);
+    return within ? { path: path.slice(own.length).replace(/\[(\d+)\]/g, '.$1').replace(/^\./, ''), message } : { path: '', message: p };
+  });
+}
+
+/** The strong ETag (RFC 9110 §8.8.3) of an item saved as `text`, quotes included. */
+export function etagOf(text: string): string {
+  return `"${sha256(text).toString('base64url')}"`;
+}
+
+/**
+ * Whether an `If-Match` value (RFC 9110 §13.1.1: `*` or a list of ETags) names `etag`; true when
+ * there is none.
+ */
+export function ifMatchHolds(ifMatch: string | undefined, etag: string): boolean {
+  return ifMatch === undefined || ifMatch === '*' || ifMatch.split(',').map((t) => t.trim()).includes(etag);
+}
+
+/** A secret as stored: `sha256:` and the base64 of its SHA-256 digest (DESIGN §3). */
+export function storedSecret(secret: string): string {
+  return `sha256:${secretDigest(secret).toString('base64')}`;
 }

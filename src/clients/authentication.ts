@@ -333,7 +333,9 @@ export async function authenticateApiResource(
   if (!secrets) return undefined;
   const attempt: CredentialAttempt = { address, identity: `api:${presented.id}`, identityWide: !secrets.long };
   await limiter.before(attempt);
-  if (presented.secret === undefined || !secretMatches(presented.secret, secrets.digests)) {
+  const now = nowSeconds();
+  const live = secrets.retiring ? [...secrets.digests, ...secrets.retiring.filter((r) => r.expiresAt > now).map((r) => r.digest)] : secrets.digests;
+  if (presented.secret === undefined || !secretMatches(presented.secret, live)) {
     await limiter.failed(attempt);
     throw invalidClient('unknown API resource or wrong credentials');
   }

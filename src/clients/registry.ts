@@ -29,11 +29,20 @@ export function secretsAreLong(configured: readonly string[]): boolean {
 export interface ApiSecrets {
   digests: Buffer[];
   long: boolean;
+  /** Replaced secrets' digests, accepted until `expiresAt` (Unix seconds): a rotation's grace period (stored API resources). */
+  retiring?: { digest: Buffer; expiresAt: number }[];
 }
 
-/** An API resource's configured secrets (clear text or `sha256:`), ready for `authenticateApiResource`. */
-export function apiSecretsOf(configured: readonly string[]): ApiSecrets {
-  return { digests: configured.map(secretDigest), long: secretsAreLong(configured) };
+/**
+ * An API resource's configured secrets (clear text or `sha256:`), ready for `authenticateApiResource`.
+ * @param retiring secrets replaced by a rotation (`sha256:` digests) and when each stops working, Unix seconds
+ */
+export function apiSecretsOf(configured: readonly string[], retiring: readonly { secret: string; expiresAt: number }[] = []): ApiSecrets {
+  return {
+    digests: configured.map(secretDigest),
+    long: secretsAreLong(configured),
+    ...(retiring.length > 0 ? { retiring: retiring.map((r) => ({ digest: secretDigest(r.secret), expiresAt: r.expiresAt })) } : {}),
+  };
 }
 
 /** A configured client with its secrets as SHA-256 digests. */

@@ -101,7 +101,8 @@ export function isManagementScope(scope: string): boolean {
   return scope.startsWith('sigil:') || (MANAGEMENT_SCOPES as readonly string[]).includes(scope);
 }
 
-const identityResource = z.strictObject({
+/** One entry of `identityResources` (also a stored identity resource, /admin/v1/identity-resources). */
+export const identityResource = z.strictObject({
   name: nonEmpty.meta({ description: "The scope name" }),
   displayName: z.string().max(200).optional().meta({ description: "Shown on the consent page instead of the scope name" }),
   description: z.string().max(500).optional().meta({ description: "Shown on the consent page under the display name" }),
@@ -109,14 +110,16 @@ const identityResource = z.strictObject({
   required: z.boolean().default(false).meta({ description: "Always granted when requested (not optional on the consent page)" }),
 });
 
-const apiScope = z.strictObject({
+/** One entry of `apiScopes` (also a stored API scope, /admin/v1/api-scopes). */
+export const apiScope = z.strictObject({
   name: nonEmpty.meta({ description: "The scope name" }),
   displayName: z.string().max(200).optional().meta({ description: "Shown on the consent page instead of \"Use <name>\"" }),
   description: z.string().max(500).optional().meta({ description: "Shown on the consent page under the display name" }),
   userClaims: z.array(nonEmpty).default([]).meta({ description: "User claims that go into access tokens carrying this scope" }),
 });
 
-const apiResource = z.strictObject({
+/** One entry of `apiResources` (also a stored API resource, /admin/v1/api-resources). */
+export const apiResource = z.strictObject({
   name: nonEmpty.meta({ description: "The API's name: the aud of access tokens for its scopes" }),
   scopes: z.array(nonEmpty).default([]).meta({ description: "Names of the apiScopes that belong to this API" }),
   secrets: z.array(secret).default([]).meta({ description: "Secrets the API authenticates with at introspection: clear text or sha256:<base64>", spec: "RFC 7662 §2.1" }),
@@ -293,7 +296,8 @@ const user = z
     message: 'give either password or passwordHash, not both',
   });
 
-const identityProvider = z.strictObject({
+/** One entry of `identityProviders` (also a stored upstream provider, /admin/v1/identity-providers). */
+export const identityProvider = z.strictObject({
   name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only').meta({ description: "The name in acr_values=idp:<name> and in the login page's button: letters, digits, - and _" }),
   displayName: z.string().optional().meta({ description: "Shown on the login page" }),
   type: z.literal('oidc').default('oidc').meta({ description: "The provider kind; oidc only" }),

@@ -99,15 +99,16 @@ const JWKS_PATH = '/.well-known/openid-configuration/jwks';
 
 /**
  * The discovery document's handler: the document depends on the clients (grant types, PKCE
- * methods), so it is rebuilt when they change. OpenID discovery and RFC 8414 metadata are one
- * document from one builder (RFC 8414 §2 is the superset OIDC Discovery §3 registers into), so
- * they can never disagree.
+ * methods), the resources (scopes, claims) and the upstream providers (acr values), so it is
+ * rebuilt when one of them changes. OpenID discovery and RFC 8414 metadata are one document from
+ * one builder (RFC 8414 §2 is the superset OIDC Discovery §3 registers into), so they can never
+ * disagree.
  */
 function documentHandler(ctx: SigilContext, grantTypes: readonly string[]): (request: unknown, reply: FastifyReply) => Promise<FastifyReply> {
-  let cached = { version: -1, document: '' };
+  let cached = { version: '', document: '' };
   return async (_request, reply) => {
-    if (cached.version !== ctx.clients.version)
-      cached = { version: ctx.clients.version, document: JSON.stringify(discoveryDocument(ctx, grantTypes)) };
+    const version = `${ctx.clients.version}.${ctx.resources.version}.${ctx.upstream.version}`;
+    if (cached.version !== version) cached = { version, document: JSON.stringify(discoveryDocument(ctx, grantTypes)) };
     return reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(cached.document);
   };
 }

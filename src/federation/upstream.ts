@@ -28,16 +28,48 @@ export interface UpstreamRequest {
   codeVerifier: string;
 }
 
-/** The upstream providers of the config, by name. */
+/**
+ * The upstream providers by name: the config file's, then those managed at run time through
+ * /admin/v1 (`setStored`; a name the config file uses keeps its definition there). One object
+ * lives as long as the server; every call reads the current providers.
+ */
 export class UpstreamProviders {
-  private readonly providers: Map<string, IdentityProviderConfig>;
+  private providers: Map<string, IdentityProviderConfig>;
+  private stored = new Set<string>();
   private readonly configs = new Map<string, Promise<oidc.Configuration>>();
+  /** Grows whenever the stored providers change; lets derived data (discovery) be cached. */
+  version = 0;
 
   constructor(
-    providers: readonly IdentityProviderConfig[],
+    private readonly configured: readonly IdentityProviderConfig[],
     private readonly issuer: string,
   ) {
-    this.providers = new Map(providers.map((p) => [p.name, p]));
+    this.providers = new Map(configured.map((p) => [p.name, p]));
+  }
+
+  /**
+   * Replaces the stored providers (checked by the caller). A provider whose settings changed or
+   * that is gone is discovered anew at its next use; a sign-in under way at it fails at the
+   * callback when it is gone.
+   */
+  setStored(stored: readonly IdentityProviderConfig[]): void {
+    const fresh = stored.filter((p) => !this.configured.some((c) => c.name === p.name));
+    const next = new Map([...this.configured, ...fresh].map((p) => [p.name, p]));
+    let changed = next.size !== this.providers.size;
+    for (const [name, before] of this.providers) {
+      if (JSON.stringify(next.get(name)) === JSON.stringify(before)) continue;
+      this.configs.delete(name);
+      changed = true;
+    }
+    this.providers = next;
+    this.stored = new Set(fresh.map((p) => p.name));
+    if (changed) this.version += 1;
+  }
+
+  /** Where the provider named `name` is defined, or undefined when there is none. */
+  sourceOf(name: string): 'config' | 'store' | undefined {
+    if (!this.providers.has(name)) return undefined;
+    return this.stored.has(name) ? 'store' : 'config';
   }
 
   /** The provider named `name`, or undefined. */
@@ -45,7 +77,7 @@ export class UpstreamProviders {
     return this.providers.get(name);
   }
 
-  /** Every provider, in config order. */
+  /** Every provider: the config file's in config order, then stored ones. */
   all(): IdentityProviderConfig[] {
     return [...this.providers.values()];
   }

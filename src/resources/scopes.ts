@@ -17,13 +17,37 @@ export type ScopeAudience =
   /** A user: identity scopes, API scopes and `offline_access`. */
   | 'user';
 
-/** The identity and API resources of the config, indexed. */
+/** Where a resource is defined: the config file, the store (`/admin/v1`), or built into Sigil. */
+export type ResourceSource = 'config' | 'store' | 'built-in';
+
+/** The resources managed at run time (`admin/resources.ts`), as `Resources.setStored` takes them. */
+export interface StoredResourceLists {
+  identityResources: readonly IdentityResource[];
+  apiScopes: readonly ApiScope[];
+  apiResources: readonly ApiResource[];
+}
+
+/** One consistent state of the resources, replaced as a whole. */
+interface ResourceIndex {
+  identity: Map<string, IdentityResource>;
+  apiScopes: Map<string, ApiScope>;
+  apiResources: ApiResource[];
+  byResourceUri: Map<string, ApiResource>;
+  /** Names of the stored items, per map (`identity`, `apiScopes`, `apiResources`). */
+  stored: { identity: Set<string>; apiScopes: Set<string>; apiResources: Set<string> };
+}
+
+/**
+ * The identity and API resources, indexed: the config file's, the built-in management API's, and
+ * those managed at run time through /admin/v1 (`setStored`, on every node within about a second of
+ * a change). One object lives as long as the server: everything holding it (token service, grants,
+ * endpoints) reads the current state at each call. Read a map once per decision: a reload between
+ * two reads may replace it.
+ */
 export class Resources {
-  readonly identity: Map<string, IdentityResource>;
-  readonly apiScopes: Map<string, ApiScope>;
-  readonly apiResources: ApiResource[];
-  /** API resources by each of their `resourceUris` (RFC 8707 resource indicators). */
-  readonly byResourceUri: Map<string, ApiResource>;
+  private index: ResourceIndex;
+  /** Grows whenever the stored resources change; lets derived data (discovery) be cached. */
+  version = 0;
 
   /** The role a user needs for management scopes in tokens acting for them (`admin.userRole`). */
   readonly managementRole: string;
@@ -32,40 +56,98 @@ export class Resources {
    * Indexes the config's resources, with the built-in management API (`MANAGEMENT_RESOURCE` and
    * its scopes) added after the configured ones.
    */
-  constructor(cfg: Pick<Config, 'identityResources' | 'apiScopes' | 'apiResources'> & { admin?: Pick<Config['admin'], 'userRole'> }) {
-    this.identity = new Map(cfg.identityResources.map((r) => [r.name, r]));
-    const builtIn = MANAGEMENT_SCOPES.map((name): ApiScope => ({ name, userClaims: [] }));
-    this.apiScopes = new Map([...cfg.apiScopes, ...builtIn].map((s) => [s.name, s]));
-    this.apiResources = [
-      ...cfg.apiResources,
-      { name: MANAGEMENT_RESOURCE, scopes: [...MANAGEMENT_SCOPES], secrets: [], userClaims: [], resourceUris: [] },
-    ];
+  constructor(private readonly cfg: Pick<Config, 'identityResources' | 'apiScopes' | 'apiResources'> & { admin?: Pick<Config['admin'], 'userRole'> }) {
     this.managementRole = cfg.admin?.userRole ?? 'sigil-admin';
-    this.byResourceUri = new Map(cfg.apiResources.flatMap((r) => (r.resourceUris ?? []).map((u) => [u, r] as const)));
+    this.index = this.build({ identityResources: [], apiScopes: [], apiResources: [] });
   }
 
-  /** Every scope name the server knows, `offline_access` included (discovery `scopes_supported`). */
+  /** Identity scopes by name (OIDC Core §5.4): config file's first, then stored ones. */
+  get identity(): ReadonlyMap<string, IdentityResource> {
+    return this.index.identity;
+  }
+
+  /** API scopes by name: config file's, the built-in management scopes, then stored ones. */
+  get apiScopes(): ReadonlyMap<string, ApiScope> {
+    return this.index.apiScopes;
+  }
+
+  /** API resources (`aud` values): config file's, the built-in `MANAGEMENT_RESOURCE`, then stored ones. */
+  get apiResources(): readonly ApiResource[] {
+    return this.index.apiResources;
+  }
+
+  /** API resources by each of their `resourceUris` (RFC 8707 resource indicators). */
+  get byResourceUri(): ReadonlyMap<string, ApiResource> {
+    return this.index.byResourceUri;
+  }
+
+  /**
+   * Where an identity resource, API scope or API resource of that name is defined, or undefined
+   * when there is none (the admin console tells config-file items from stored ones by it).
+   */
+  sourceOf(map: 'identity' | 'apiScopes' | 'apiResources', name: string): ResourceSource | undefined {
+    const { index } = this;
+    const known = map === 'apiResources' ? index.apiResources.some((r) => r.name === name) : index[map].has(name);
+    if (!known) return undefined;
+    if (index.stored[map].has(name)) return 'store';
+    if (name === MANAGEMENT_RESOURCE || (map === 'apiScopes' && (MANAGEMENT_SCOPES as readonly string[]).includes(name))) return 'built-in';
+    return 'config';
+  }
+
+  /**
+   * Replaces the stored resources (checked by the caller together with the config's; a name the
+   * config file or the built-in API defines keeps its definition there). Takes effect at once for
+   * every later call; `version` grows when anything changed.
+   */
+  setStored(stored: StoredResourceLists): void {
+    const next = this.build(stored);
+    const same = JSON.stringify([...next.identity, ...next.apiScopes, ...next.apiResources]) === JSON.stringify([...this.index.identity, ...this.index.apiScopes, ...this.index.apiResources]);
+    this.index = next;
+    if (!same) this.version += 1;
+  }
+
+  private build(stored: StoredResourceLists): ResourceIndex {
+    const { cfg } = this;
+    const builtInScopes = MANAGEMENT_SCOPES.map((name): ApiScope => ({ name, userClaims: [] }));
+    const builtIn: ApiResource = { name: MANAGEMENT_RESOURCE, scopes: [...MANAGEMENT_SCOPES], secrets: [], userClaims: [], resourceUris: [] };
+    const fresh = <T extends { name: string }>(taken: readonly T[], more: readonly T[]) => more.filter((m) => !taken.some((t) => t.name === m.name));
+    const identity = fresh(cfg.identityResources, stored.identityResources);
+    const scopes = fresh([...cfg.apiScopes, ...builtInScopes], stored.apiScopes);
+    const apis = fresh([...cfg.apiResources, builtIn], stored.apiResources);
+    const apiResources = [...cfg.apiResources, builtIn, ...apis];
+    return {
+      identity: new Map([...cfg.identityResources, ...identity].map((r) => [r.name, r])),
+      apiScopes: new Map([...cfg.apiScopes, ...builtInScopes, ...scopes].map((s) => [s.name, s])),
+      apiResources,
+      byResourceUri: new Map(apiResources.flatMap((r) => (r.resourceUris ?? []).map((u) => [u, r] as const))),
+      stored: { identity: new Set(identity.map((r) => r.name)), apiScopes: new Set(scopes.map((s) => s.name)), apiResources: new Set(apis.map((r) => r.name)) },
+    };
+  }
+
+  /** Every scope name the server knows now, `offline_access` included (discovery `scopes_supported`). */
   allScopeNames(): string[] {
-    return [...this.identity.keys(), ...this.apiScopes.keys(), OFFLINE_ACCESS];
+    return [...this.index.identity.keys(), ...this.index.apiScopes.keys(), OFFLINE_ACCESS];
   }
 
-  /** The API resources (`aud` values) that own any of `scopes`, in config order. */
+  /** The API resources (`aud` values) that own any of `scopes`: the config's in config order, then stored ones. */
   audiences(scopes: readonly string[]): string[] {
-    return this.apiResources.filter((r) => r.scopes.some((s) => scopes.includes(s))).map((r) => r.name);
+    return this.index.apiResources.filter((r) => r.scopes.some((s) => scopes.includes(s))).map((r) => r.name);
   }
 
   /** User claim names that the granted identity scopes release (ID token, userinfo). */
   identityClaimNames(scopes: readonly string[]): Set<string> {
     const out = new Set<string>();
-    for (const s of scopes) for (const c of this.identity.get(s)?.userClaims ?? []) out.add(c);
+    const { identity } = this.index;
+    for (const s of scopes) for (const c of identity.get(s)?.userClaims ?? []) out.add(c);
     return out;
   }
 
   /** User claim names that the granted API scopes and their API resources put into access tokens. */
   accessTokenClaimNames(scopes: readonly string[]): Set<string> {
     const out = new Set<string>();
-    for (const s of scopes) for (const c of this.apiScopes.get(s)?.userClaims ?? []) out.add(c);
-    for (const r of this.apiResources)
+    const { apiScopes, apiResources } = this.index;
+    for (const s of scopes) for (const c of apiScopes.get(s)?.userClaims ?? []) out.add(c);
+    for (const r of apiResources)
       if (r.scopes.some((s) => scopes.includes(s))) for (const c of r.userClaims) out.add(c);
     return out;
   }

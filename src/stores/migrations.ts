@@ -318,6 +318,23 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('audit_events_subject').on('audit_events').columns(['subject_id', 'id']).execute();
     },
   },
+  '0014_resources': {
+    async up(db: Kysely<unknown>) {
+      // Issue 25 item 3 (stores/managed-resources.ts): identity resources, API scopes, API
+      // resources and upstream identity providers created through /admin/v1, beside the config
+      // file's. `kind` is identity_resource, api_scope, api_resource or identity_provider; `config`
+      // the item's settings as JSON (an API resource's secrets as SHA-256 digests only). Changes
+      // raise the admin_versions row `resources`.
+      await db.schema
+        .createTable('managed_resources')
+        .addColumn('kind', 'varchar(32)', (c) => c.notNull())
+        .addColumn('name', 'varchar(200)', (c) => c.notNull())
+        .addColumn('config', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('managed_resources_pk', ['kind', 'name'])
+        .execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -29,6 +29,7 @@ import { type RegistrationStore, SqlRegistrationStore } from './client-registrat
 import { SqlUserEmails, type UserEmailStore } from './user-emails.js';
 import { SqlDirectory } from './directory.js';
 import { type AuditEventStore, SqlAuditEvents } from './audit-events.js';
+import { type ManagedResourceStore, SqlManagedResources } from './managed-resources.js';
 import { grantRecords, type GrantRecords } from './records/index.js';
 import type {
   ClientStore,
@@ -334,6 +335,11 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   /** The stored audit events (issue 25), a module of their own like WebAuthn's. */
   get audit(): AuditEventStore {
     return (this.auditStore ??= new SqlAuditEvents(this.db as Kysely<unknown>));
+  }
+  // Identity resources, API scopes and resources, upstream providers managed at run time (0014_resources).
+  private resourceStore: ManagedResourceStore | undefined;
+  get resources(): ManagedResourceStore {
+    return (this.resourceStore ??= new SqlManagedResources(this.db as Kysely<unknown>));
   }
   get webauthn(): WebAuthnCredentialStore {
     return (this.webauthnStore ??= new SqlWebAuthnCredentials(this.db as Kysely<unknown>));

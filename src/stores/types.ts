@@ -1,6 +1,7 @@
 /**
- * Storage interfaces (DESIGN §3). One SQL implementation serves them all (`sql.ts`); clients and
- * resources come from the config file and are not stored here yet.
+ * Storage interfaces (DESIGN §3). One SQL implementation serves them all (`sql.ts`). Clients and
+ * resources come from the config file and, beside them, from the store (`ClientStore`,
+ * `managed-resources.ts`).
  *
  * Times are Unix seconds. Handles (codes, refresh tokens, reference tokens) never reach the store:
  * only `key`, the SHA-256 of the handle, does.
@@ -13,6 +14,7 @@ import type { RegistrationStore } from './client-registrations.js';
 import type { UserEmailStore } from './user-emails.js';
 import type { SqlDirectory } from './directory.js';
 import type { AuditEventStore } from './audit-events.js';
+import type { ManagedResourceStore } from './managed-resources.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -250,4 +252,6 @@ export interface Store {
   close(): Promise<void>;
   /** Stored audit events (issue 25; migration 0012_admin). */
   audit: AuditEventStore;
+  /** Identity resources, API scopes and resources, upstream providers managed at run time (issue 25; migration 0014_resources). */
+  resources: ManagedResourceStore;
 }
