@@ -1,6 +1,7 @@
 /**
  * The management REST API at /admin/v1 (issue 25 item 3): thin routes over the admin services
- * (src/admin/), guarded by Sigil's own tokens (`requireScope`: `sigil:admin` for everything,
+ * (src/admin/) for clients, signing keys, users' sessions and grants, audit events, and identity
+ * resources, API scopes, API resources and upstream identity providers, guarded by Sigil's own tokens (`requireScope`: `sigil:admin` for everything,
  * `sigil:admin:read` for GET requests). Conventions:
  * - JSON bodies; PATCH is a JSON Merge Patch (RFC 7396, `application/merge-patch+json`) and needs
  *   `If-Match` with the item's ETag (RFC 9110 §13.1.1): 412 when stale, 428 when missing (RFC 6585
@@ -19,7 +20,8 @@ import { z } from 'zod';
 import type { SigilContext } from '../context.js';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import { type ClientView, DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin/clients.js';
-import { clientSchema } from '../config/schema.js';
+import { apiResource, apiScope, clientSchema, identityProvider, identityResource } from '../config/schema.js';
+import { type ManagedKind, MAX_RESOURCE_NAME, type ResourceView } from '../admin/resources.js';
 import { MAX_PAGE_SIZE } from '../admin/audit.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
@@ -101,6 +103,8 @@ interface Route {
   mediaType?: string;
   /** The 2xx answer's schema, if it has a body. */
   response?: z.ZodType;
+  /** Success is 201 Created (a POST that creates an item), not 200. */
+  created?: boolean;
   handle(ctx: SigilContext, caller: Caller, params: Params, body: unknown, request: FastifyRequest): Promise<Answer>;
 }
 
@@ -128,6 +132,118 @@ function parsed<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   throw new AdminError('invalid', 'the request body is not valid', problems[0]?.path, problems);
 }
 
+/**
+ * The kinds of resources managed at run time (`ResourceAdmin`): their paths, the member naming
+ * one in answers, and the config file's entry schema (the service checks with it, and more).
+ */
+const RESOURCE_KINDS: { kind: ManagedKind; path: string; member: string; plural: string; label: string; schema: z.ZodObject }[] = [
+  { kind: 'identity_resource', path: '/identity-resources', member: 'identityResource', plural: 'identityResources', label: 'identity resource (OIDC Core §5.4)', schema: identityResource },
+  { kind: 'api_scope', path: '/api-scopes', member: 'apiScope', plural: 'apiScopes', label: 'API scope', schema: apiScope },
+  // Sigil generates an API resource's secret (`secrets` is refused).
+  { kind: 'api_resource', path: '/api-resources', member: 'apiResource', plural: 'apiResources', label: 'API resource (RFC 7662, RFC 8707)', schema: apiResource.omit({ secrets: true }) },
+  { kind: 'identity_provider', path: '/identity-providers', member: 'identityProvider', plural: 'identityProviders', label: 'upstream OpenID Connect provider', schema: identityProvider },
+];
+const resourceName = name(MAX_RESOURCE_NAME).meta({ description: 'The name' });
+
+/** The answer of one item: its settings under the kind's member, never a secret; the new secret when one was made. */
+function resourceAnswer(member: string, view: ResourceView, status = 200, secret?: string): Answer {
+  const { etag, settings, ...rest } = view;
+  return { status, etag, body: { [member]: settings, ...rest, ...(secret === undefined ? {} : { secret }) } };
+}
+
+/**
+ * The changed settings of an item for its audit event: new values, except an upstream
+ * provider's `clientSecret`, which is only said to have changed.
+ */
+function resourceChanges(view: ResourceView, fields: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(fields.map((f) => [f, f === 'clientSecret' ? '(changed)' : (view.settings[f] ?? null)]));
+}
+
+/** List, create, read, change and delete routes of one kind of resource (and secret rotation for API resources). */
+function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof RESOURCE_KINDS)[number]): Route[] {
+  const out = z.object({
+    [member]: z.record(z.string(), z.unknown()),
+    source: z.enum(['config', 'store', 'built-in']),
+    ...(kind === 'api_resource' ? { retiringSecretsExpireAt: z.array(z.number().int()) } : {}),
+  });
+  const withSecret = out.extend({ secret: z.string().optional().meta({ description: 'The new secret of the API resource (introspection): shown in this response only' }) });
+  const target = (id: string) => ({ type: kind, id });
+  const routes: Route[] = [
+    {
+      method: 'GET',
+      url: path,
+      summary: `Every ${label}: built-in, the config file's (read-only) and the stored ones`,
+      response: z.object({ [plural]: z.array(out) }),
+      handle: async (ctx) => ({ status: 200, body: { [plural]: (await ctx.management.resources.list(kind)).map((v) => resourceAnswer(member, v).body) } }),
+    },
+    {
+      method: 'POST',
+      url: path,
+      summary: `Create a stored ${label}${kind === 'api_resource' ? '; its secret is generated and shown in this response only' : ''}`,
+      created: true,
+      body: schema,
+      response: withSecret,
+      handle: async (ctx, caller, _p, body) => {
+        const { view, secret } = await ctx.management.resources.create(kind, body);
+        const hasClientSecret = typeof (body as { clientSecret?: unknown }).clientSecret === 'string';
+        audited(ctx, caller, `${kind}.create`, target(String(view.settings.name)), { ...view.settings, ...(hasClientSecret ? { clientSecret: '(set)' } : {}) });
+        return resourceAnswer(member, view, 201, secret);
+      },
+    },
+    {
+      method: 'GET',
+      url: `${path}/:name`,
+      summary: `One ${label}, never its secrets`,
+      params: { name: resourceName },
+      response: out,
+      handle: async (ctx, _c, p) => resourceAnswer(member, await ctx.management.resources.get(kind, p.name ?? '')),
+    },
+    {
+      method: 'PATCH',
+      url: `${path}/:name`,
+      summary: `Change a stored ${label} by a JSON Merge Patch (RFC 7396); If-Match is required`,
+      params: { name: resourceName },
+      body: z.record(z.string(), z.unknown()).meta({ description: `A JSON Merge Patch (RFC 7396) of the settings; name${kind === 'api_resource' ? ' and secrets' : ''} cannot change` }),
+      mediaType: MERGE_PATCH,
+      response: out,
+      handle: async (ctx, caller, p, body, request) => {
+        const etag = ifMatch(request);
+        if (etag === undefined) throw new PreconditionRequired();
+        const { view, changed } = await ctx.management.resources.update(kind, p.name ?? '', body, etag);
+        audited(ctx, caller, `${kind}.update`, target(String(p.name)), resourceChanges(view, changed));
+        return resourceAnswer(member, view);
+      },
+    },
+    {
+      method: 'DELETE',
+      url: `${path}/:name`,
+      summary: `Delete a stored ${label} that nothing uses any more`,
+      params: { name: resourceName },
+      handle: async (ctx, caller, p, _b, request) => {
+        await ctx.management.resources.delete(kind, p.name ?? '', ifMatch(request));
+        audited(ctx, caller, `${kind}.delete`, target(String(p.name)));
+        return { status: 204 };
+      },
+    },
+  ];
+  if (kind === 'api_resource')
+    routes.push({
+      method: 'POST',
+      url: `${path}/:name/secret`,
+      summary: 'Rotate a stored API resource\'s secret; the replaced one works at introspection for graceSeconds more',
+      params: { name: resourceName },
+      body: rotateSecretBody,
+      response: withSecret,
+      handle: async (ctx, caller, p, body, request) => {
+        const { graceSeconds } = parsed(rotateSecretBody, body);
+        const { view, secret } = await ctx.management.resources.rotateSecret(p.name ?? '', graceSeconds, ifMatch(request));
+        audited(ctx, caller, `${kind}.rotate_secret`, target(String(p.name)), { secrets: '(rotated)', graceSeconds });
+        return resourceAnswer(member, view, 200, secret);
+      },
+    });
+  return routes;
+}
+
 const ROUTES: Route[] = [
   {
     method: 'GET',
@@ -140,6 +256,7 @@ const ROUTES: Route[] = [
     method: 'POST',
     url: '/clients',
     summary: 'Create a stored client; its secret is generated and shown in this response only',
+    created: true,
     body: clientCreate,
     response: clientOut,
     handle: async (ctx, caller, _p, body) => {
@@ -305,6 +422,7 @@ const ROUTES: Route[] = [
       return { status: 200, body: page };
     },
   },
+  ...RESOURCE_KINDS.flatMap(resourceRoutes),
 ];
 
 /** A PATCH without `If-Match` (RFC 6585 §3). */
@@ -345,7 +463,7 @@ export function openApiDocument(ctx: SigilContext): Record<string, unknown> {
   };
   for (const route of ROUTES) {
     const path = `${ADMIN_API_PATH}${route.url.replace(/:(\w+)/g, '{$1}')}`;
-    const success = route.method === 'POST' && route.url === '/clients' ? '201' : route.response ? '200' : '204';
+    const success = route.created ? '201' : route.response ? '200' : '204';
     (paths[path] ??= {})[route.method.toLowerCase()] = {
       summary: route.summary,
       operationId: `${route.method.toLowerCase()}${route.url.replace(/[/:](\w)/g, (_m, c: string) => c.toUpperCase()).replace(/\W/g, '')}`,
