@@ -3,12 +3,14 @@
  * run's own), each with its own client registry, as two nodes behind a load balancer. A client
  * created, updated or deleted through /admin/v1 on node A is in force on node B within 2 s, with
  * the key and client reload interval left at its default (60 s): node B sees the change counter
- * move (migration 0012_admin) and re-reads the stored clients.
+ * move (migration 0012_admin) and re-reads the stored clients; likewise a new API scope and API
+ * resource, and their deletion (migration 0014_resources).
  */
+import { decodeJwt } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigil } from '../../src/index.js';
-import { clientTokens, dropSchema, POSTGRES_URL, sleep, testConfig, tokenRequest, type TestSigil, uniqueSchema } from '../helpers.js';
+import { clientTokens, dropSchema, introspect, POSTGRES_URL, sleep, testConfig, tokenRequest, type TestSigil, uniqueSchema } from '../helpers.js';
 
 const schema = uniqueSchema('adminnodes');
 let a: TestSigil;
@@ -87,5 +89,31 @@ describe('a change on node A is in force on node B within 2 s', () => {
 
     expect((await onA('DELETE', '/clients/live')).statusCode).toBe(204);
     await within2s(async () => (await onB('api1')).statusCode === 401);
+  });
+});
+
+describe('a resource created on node A is in force on node B within 2 s', () => {
+  it('an API scope and API resource: tokens for them on B carry the new aud, and B accepts the new secret at introspection', async () => {
+    expect((await onA('POST', '/api-scopes', { name: 'ledger.read' })).statusCode).toBe(201);
+    const api = await onA('POST', '/api-resources', { name: 'ledger', scopes: ['ledger.read'] });
+    expect(api.statusCode, api.body).toBe(201);
+    const created = await onA('POST', '/clients', { clientId: 'ledger-bot', allowedGrantTypes: ['client_credentials'], allowedScopes: ['ledger.read'] });
+    expect(created.statusCode, created.body).toBe(201);
+    const onB = () => tokenRequest(b, { grant_type: 'client_credentials', scope: 'ledger.read' }, ['ledger-bot', created.json().secret]);
+    const took = await within2s(async () => (await onB()).statusCode === 200);
+    expect(took).toBeLessThan(2000);
+    const access = (await onB()).json().access_token as string;
+    expect(decodeJwt(access).aud).toBe('ledger');
+    await within2s(async () => (await introspect(b, access, ['ledger', api.json().secret])).statusCode === 200);
+    expect((await introspect(b, access, ['ledger', api.json().secret])).json()).toMatchObject({ active: true, scope: 'ledger.read' });
+
+    // Deleted on A (client first, then resource and scope): B refuses the scope.
+    expect((await onA('DELETE', '/clients/ledger-bot')).statusCode).toBe(204);
+    expect((await onA('DELETE', '/api-resources/ledger')).statusCode).toBe(204);
+    expect((await onA('DELETE', '/api-scopes/ledger.read')).statusCode).toBe(204);
+    await within2s(async () => {
+      const refused = await tokenRequest(b, { grant_type: 'client_credentials', scope: 'ledger.read' }, ['m2m', 'm2m-secret']);
+      return refused.statusCode === 400 && refused.json().error === 'invalid_scope';
+    });
   });
 });
