@@ -742,6 +742,12 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return row?.subject_id;
   }
 
+  async hasExternalLinks(provider: string): Promise<boolean> {
+    // No index on provider: a rare management check (a new upstream provider's name) reads the table.
+    const row = await this.db.selectFrom('external_links').select('key').where('provider', '=', provider).limit(1).executeTakeFirst();
+    return row !== undefined;
+  }
+
   async addExternalUser(link: ExternalLink, user: StoredUser): Promise<string> {
     return this.db.transaction().execute(async (trx) => {
       // The link first: of two first sign-ins at once, the second waits here for the first's

@@ -112,6 +112,8 @@ export interface UserStore {
   listUsers(): Promise<StoredUser[]>;
   /** Removes a user, the upstream identities linked to them, their WebAuthn credentials and email addresses; returns false when there was no such user. */
   removeUser(subjectId: string): Promise<boolean>;
+  /** Whether any upstream identity of the provider named `provider` is linked to a local user (a full scan: management only). */
+  hasExternalLinks(provider: string): Promise<boolean>;
   /** The local subject linked to an upstream identity (`ExternalLink.key`), or undefined. */
   findExternalLink(key: string): Promise<string | undefined>;
   /**

@@ -11,6 +11,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
+import { externalLinkKey } from '../../src/stores/types.js';
 import { Browser, codeParams, isLoginPage, pkce, startAuthorizeSigil } from '../authorize-helpers.js';
 import { clientTokens, dropSchema, introspect, passwordTokens, POSTGRES_URL, testConfig, tokenRequest, type TestSigil, uniqueSchema, userinfo } from '../helpers.js';
 
@@ -192,6 +193,9 @@ describe.each(['sqlite', 'postgres'] as const)('/admin/v1 resources on %s', (dia
     expect(typed.statusCode).toBe(422);
     expect(typed.json().errors[0].path).toBe('userClaims');
     expect((await call('POST', '/api-resources', { name: 'given', secrets: ['mine'] })).json().errors[0].path).toBe('secrets');
+    const management = await call('POST', '/api-resources', { name: 'sneaky', scopes: ['api1', 'sigil:admin'] });
+    expect(management.statusCode).toBe(422);
+    expect(management.json().errors[0].path).toBe('scopes.1');
     expect((await call('POST', '/identity-providers', { name: 'bad name', authority: 'https://idp.example', clientId: 'x' })).json().errors[0].path).toBe('name');
     expect((await call('POST', '/identity-providers', { name: 'plain', authority: 'http://idp.example', clientId: 'x' })).json().errors[0].path).toBe('authority');
     expect((await call('POST', '/api-scopes', { name: 'a\u0000b' })).statusCode).toBe(422);
@@ -234,12 +238,21 @@ describe.each(['sqlite', 'postgres'] as const)('/admin/v1 resources on %s', (dia
     expect(await loginPage()).toContain('/federation/corp/login');
     const read = await call('GET', '/identity-providers/corp');
     expect(read.body).not.toContain('upstream-secret-value');
+    const moved = await call('PATCH', '/identity-providers/corp', { authority: 'https://other-idp.example' }, { 'if-match': read.headers.etag as string });
+    expect(moved.statusCode).toBe(422);
+    expect(moved.json().errors[0].path).toBe('authority');
     const patched = await call('PATCH', '/identity-providers/corp', { clientSecret: 'rotated-upstream-secret', displayName: 'Corp' }, { 'if-match': read.headers.etag as string });
     expect(patched.statusCode, patched.body).toBe(200);
     expect(sigil.context.upstream.get('corp')?.clientSecret).toBe('rotated-upstream-secret');
     expect(sigil.context.upstream.sourceOf('corp')).toBe('store');
     expect((await call('DELETE', '/identity-providers/corp')).statusCode).toBe(204);
     expect(await loginPage()).not.toContain('/federation/corp/login');
+    // Once an upstream user was linked under the name (as a sign-in there does), no new provider takes it.
+    const link = { key: externalLinkKey('corp', 'upstream-7'), provider: 'corp', upstreamSubject: 'upstream-7' };
+    await sigil.context.store.users.addExternalUser(link, { subjectId: `corp-user-${dialect}`, username: 'corp:upstream-7', tenant: null, passwordHash: null, claims: {}, isActive: true });
+    const again = await call('POST', '/identity-providers', { name: 'corp', authority: 'https://elsewhere.example', clientId: 'sigil' });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().detail).toContain('linked');
     const changes = events.filter((e) => e.name === 'admin_changed');
     expect(changes.map((e) => e.action)).toEqual(['identity_provider.create', 'identity_provider.update', 'identity_provider.delete']);
     expect(changes[0]?.changes).toMatchObject({ name: 'corp', clientSecret: '(set)' });
