@@ -108,3 +108,31 @@ describe('validateScopes', () => {
     expect(caught(() => validateScopes('unknown', ropc, resources, 'user'))?.description).toContain('unknown scope');
   });
 });
+
+describe('Resources.setStored', () => {
+  it('adds stored resources after the config file\'s, never over a config or built-in name, and counts changes', () => {
+    const resources = new Resources(resolveConfig(testConfig()));
+    const before = resources.version;
+    resources.setStored({
+      identityResources: [{ name: 'team', userClaims: ['role'], required: false }],
+      apiScopes: [{ name: 'billing.read', userClaims: [] }, { name: 'api1', displayName: 'shadow', userClaims: ['email'] }],
+      apiResources: [{ name: 'billing', scopes: ['billing.read'], secrets: [], userClaims: [], resourceUris: ['https://billing.example/'] }],
+    });
+    expect(resources.version).toBe(before + 1);
+    expect(resources.audiences(['billing.read'])).toEqual(['billing']);
+    expect(resources.byResourceUri.get('https://billing.example/')?.name).toBe('billing');
+    expect(resources.identityClaimNames(['team'])).toEqual(new Set(['role']));
+    expect(resources.apiScopes.get('api1')?.displayName).toBeUndefined();
+    expect(resources.sourceOf('apiScopes', 'api1')).toBe('config');
+    expect(resources.sourceOf('apiScopes', 'billing.read')).toBe('store');
+    expect(resources.sourceOf('apiResources', 'sigil')).toBe('built-in');
+    expect(resources.allScopeNames()).toEqual(expect.arrayContaining(['team', 'billing.read']));
+    // The same state again changes nothing; an empty one removes the stored resources.
+    resources.setStored({ identityResources: [{ name: 'team', userClaims: ['role'], required: false }], apiScopes: [{ name: 'billing.read', userClaims: [] }, { name: 'api1', displayName: 'shadow', userClaims: ['email'] }], apiResources: [{ name: 'billing', scopes: ['billing.read'], secrets: [], userClaims: [], resourceUris: ['https://billing.example/'] }] });
+    expect(resources.version).toBe(before + 1);
+    resources.setStored({ identityResources: [], apiScopes: [], apiResources: [] });
+    expect(resources.version).toBe(before + 2);
+    expect(resources.audiences(['billing.read'])).toEqual([]);
+    expect(resources.sourceOf('apiScopes', 'billing.read')).toBeUndefined();
+  });
+});
