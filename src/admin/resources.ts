@@ -126,6 +126,8 @@ function view(kind: ManagedKind, settings: Record<string, unknown>, source: Reso
 export class ResourceAdmin {
   /** The valid stored items as last loaded (`reload`): what `withStored` adds to a config. */
   private current: StoredResources = NONE;
+  /** The reload under way (or the last one), which the next waits for. */
+  private reloading: Promise<void> = Promise.resolve();
   /** The config file's API resources' secrets, hashed once. */
   private readonly configSecrets: [string, ApiSecrets][];
 
@@ -258,7 +260,15 @@ export class ResourceAdmin {
    * `signingKeys.reloadSeconds`. A stored item that no longer passes the check together with the
    * config file (the file changed since) is skipped with a warning, never half-used.
    */
-  async reload(): Promise<void> {
+  reload(): Promise<void> {
+    // One at a time, each reading the store after the previous applied: a slow reload that read
+    // before a change can never overwrite the state of one that read after it.
+    const run = this.reloading.then(() => this.load());
+    this.reloading = run.catch(() => {});
+    return run;
+  }
+
+  private async load(): Promise<void> {
     const stored = this.effective(await this.store.resources.list());
     const { resources, upstream, apiSecrets } = this.options.live;
     this.current = stored.lists;
