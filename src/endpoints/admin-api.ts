@@ -162,7 +162,8 @@ function resourceChanges(view: ResourceView, fields: readonly string[]): Record<
 /** List, create, read, change and delete routes of one kind of resource (and secret rotation for API resources). */
 function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof RESOURCE_KINDS)[number]): Route[] {
   const out = z.object({
-    [member]: z.record(z.string(), z.unknown()),
+    // As the config file's entry, never a secret (an upstream provider's clientSecret is write-only).
+    [member]: kind === 'identity_provider' ? schema.omit({ clientSecret: true }) : schema,
     source: z.enum(['config', 'store', 'built-in']),
     ...(kind === 'api_resource' ? { retiringSecretsExpireAt: z.array(z.number().int()) } : {}),
   });
