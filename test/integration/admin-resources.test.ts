@@ -4,7 +4,8 @@
  * merge-patch with If-Match, delete, API resource secret rotation; 401/403/404/409/412/422/428;
  * config-file and built-in items read-only; a scope in use cannot be deleted; and every change is
  * in force at once: a new API scope and resource give tokens with the new `aud` that the new
- * resource introspects with its secret, a new identity scope releases its claims at userinfo, a
+ * resource introspects with its secret, a new identity scope releases its claims at userinfo and
+ * (response_type id_token) in the identity token, a
  * new provider is on the login page, a deleted scope is refused as invalid_scope. Audit events
  * never carry a secret.
  */
@@ -12,7 +13,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
 import { externalLinkKey } from '../../src/stores/types.js';
-import { Browser, codeParams, isLoginPage, pkce, startAuthorizeSigil } from '../authorize-helpers.js';
+import { Browser, CB, codeParams, isLoginPage, pkce, readResponse, startAuthorizeSigil } from '../authorize-helpers.js';
 import { clientTokens, dropSchema, introspect, passwordTokens, POSTGRES_URL, testConfig, tokenRequest, type TestSigil, uniqueSchema, userinfo } from '../helpers.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -133,9 +134,15 @@ describe.each(['sqlite', 'postgres'] as const)('/admin/v1 resources on %s', (dia
     const client = ['team-app', app.json().secret as string] as const;
     const withTeam = await passwordTokens(sigil, { client, scope: 'openid team' });
     expect((await userinfo(sigil, withTeam.access_token)).json()).toMatchObject({ sub: '1', role: ['admin'] });
-    if (withTeam.id_token) expect(decodeJwt(withTeam.id_token).sub).toBe('1');
     const without = await passwordTokens(sigil, { client, scope: 'openid' });
     expect((await userinfo(sigil, without.access_token)).json().role).toBeUndefined();
+    // OIDC Core §5.4: without an access token (response_type id_token) the claims are in the identity token.
+    const implicit = await call('POST', '/clients', { clientId: 'team-implicit', allowedGrantTypes: ['implicit'], allowedScopes: ['openid', 'team'], redirectUris: [CB] });
+    expect(implicit.statusCode, implicit.body).toBe(201);
+    const step = await new Browser(sigil).authorize({ client_id: 'team-implicit', redirect_uri: CB, response_type: 'id_token', scope: 'openid team', nonce: 'n-team', state: 's' });
+    const idToken = readResponse(step).params.get('id_token');
+    expect(idToken, step.location).toBeTruthy();
+    expect(decodeJwt(idToken ?? '')).toMatchObject({ sub: '1', role: ['admin'], nonce: 'n-team' });
     const read = await call('GET', '/identity-resources/team');
     const patched = await call('PATCH', '/identity-resources/team', { userClaims: ['role', 'email'] }, { 'if-match': read.headers.etag as string });
     expect(patched.statusCode, patched.body).toBe(200);
