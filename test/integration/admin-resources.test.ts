@@ -5,9 +5,8 @@
  * config-file and built-in items read-only; a scope in use cannot be deleted; and every change is
  * in force at once: a new API scope and resource give tokens with the new `aud` that the new
  * resource introspects with its secret, a new identity scope releases its claims at userinfo and
- * (response_type id_token) in the identity token, a
- * new provider is on the login page, a deleted scope is refused as invalid_scope. Audit events
- * never carry a secret.
+ * (response_type id_token) in the identity token, a new provider is on the login page, a deleted
+ * scope is refused as invalid_scope. Audit events never carry a secret.
  */
 import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
