@@ -28,6 +28,8 @@ const secret = nonEmpty.refine(
 
 /** An absolute URL that is https, or http on a loopback host (development and tests). */
 const httpsOrLoopback = z.url().refine((u) => {
+  // Runs after a failed z.url() check too (its issue does not abort): an unparsable value is z.url()'s to report.
+  if (!URL.canParse(u)) return true;
   const url = new URL(u);
   return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname));
 }, 'must be https (http only for loopback hosts)');
