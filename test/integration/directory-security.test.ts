@@ -1,13 +1,14 @@
 /**
  * Security checks of directory users against a real OpenLDAP server (Debian slapd,
  * test/ldap-server.mjs): whether a token acts for a user or for a client is read from the token,
- * never from a directory user's subject naming a client (or a client's id naming a user).
+ * never from a directory user's subject naming a client (or a client's id naming a user); wrong
+ * passwords of a directory account stop reaching the server before its own lockout would.
  */
 import { decodeJwt } from 'jose';
-import { Attribute, Change } from 'ldapts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authorizeUrl, Browser, codeParams, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
-import { clientTokens, introspect, startSigil, userinfo, type TestSigil } from '../helpers.js';
+import { Attribute, Change, Client } from 'ldapts';
+import { basic, clientTokens, form, introspect, sleep, startSigil, userinfo, type TestSigil } from '../helpers.js';
 import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
 import { LDAP_USERS, type LdapUser, PEOPLE, type Slapd, startSlapd } from '../ldap-server.mjs';
 
@@ -106,5 +107,107 @@ describe('directory users named like clients', () => {
     expect((await introspect(sigil, access_token, ['robot', 'robot-secret'])).json().active).toBe(true);
     // Nor does it pass for the user at userinfo.
     expect((await userinfo(sigil, access_token)).statusCode).toBe(403);
+  });
+});
+
+describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBinds)', () => {
+  const CAP = 4;
+  const WINDOW = 2;
+  let slapd: Slapd;
+  let sigil: TestSigil;
+
+  beforeAll(async () => {
+    // The directory locks an account after 5 failed binds in a row, as a common AD policy does.
+    slapd = await startSlapd(LDAP_USERS, { lockoutAfter: 5 });
+    sigil = await startSigil({
+      users: [],
+      // Sigil's own limits far away: what stops the binds here is the directory's cap.
+      rateLimits: { maxFailures: 1000, windowSeconds: 60, identitySlowDownAfter: 1000 },
+      userDirectories: [slapd.directoryConfig({ maxFailedBinds: CAP, failedBindWindowSeconds: WINDOW })] as never,
+    });
+  });
+  afterAll(async () => {
+    await sigil?.close();
+    await slapd?.close();
+  });
+
+  /** The account's failed binds as the server counts them (ppolicy pwdFailureTime) and whether it is locked. */
+  async function serverView(uid: string): Promise<{ failedBinds: number; locked: boolean }> {
+    const admin = await slapd.admin();
+    try {
+      const { searchEntries } = await admin.search(`uid=${uid},${PEOPLE}`, { scope: 'base', attributes: ['pwdFailureTime', 'pwdAccountLockedTime'] });
+      const e = searchEntries[0]!;
+      // ldapts answers an attribute the entry lacks as [].
+      const count = (v: unknown) => (v === undefined ? 0 : Array.isArray(v) ? v.length : 1);
+      return { failedBinds: count(e.pwdFailureTime), locked: count(e.pwdAccountLockedTime) > 0 };
+    } finally {
+      await admin.unbind();
+    }
+  }
+
+  /** The password grant for `username` from `address`. */
+  function grant(username: string, password: string, address: string) {
+    return sigil.app.inject({
+      method: 'POST',
+      url: '/connect/token',
+      remoteAddress: address,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('ropc', 'ropc-secret') },
+      payload: form({ grant_type: 'password', username, password, scope: 'openid' }),
+    });
+  }
+
+  it('the server itself locks an account after 5 wrong binds (the policy the cap protects from)', async () => {
+    const client = new Client({ url: slapd.url });
+    try {
+      for (let i = 0; i < 5; i++) await expect(client.bind(`uid=bob,${PEOPLE}`, 'wrong')).rejects.toThrow();
+    } finally {
+      await client.unbind();
+    }
+    expect(await serverView('bob')).toEqual({ failedBinds: 5, locked: true });
+  });
+
+  it('binds at most maxFailedBinds wrong passwords from every address together, then answers 429 without a bind; the account stays unlocked', async () => {
+    const answers = [];
+    // From ten addresses: no address's own count is ever near a limit.
+    for (let i = 0; i < 10; i++) answers.push(await grant('alice', `wrong-${i}`, `198.51.100.${i + 1}`));
+    expect(answers.slice(0, CAP).map((r) => r.json())).toEqual(Array(CAP).fill({ error: 'invalid_grant', error_description: 'invalid username or password' }));
+    for (const res of answers.slice(CAP)) {
+      expect(res.statusCode).toBe(429);
+      expect(res.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'too many failed attempts, retry later' });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(WINDOW);
+    }
+    // The server saw only the first CAP binds: its count stops there, below its threshold of 5.
+    expect(await serverView('alice')).toEqual({ failedBinds: CAP, locked: false });
+    // The right password is refused too while the cap holds (it would need a bind), on the login page as well.
+    expect((await grant('alice', 'alice-pw', '203.0.113.7')).statusCode).toBe(429);
+    const b = new Browser(sigil, '203.0.113.8');
+    const page = await b.submitLogin(await b.get('/account/login'), 'alice', 'alice-pw');
+    expect(page.status).toBe(429);
+    expect(page.body).toContain('Too many failed attempts');
+    expect(page.headers['retry-after']).toBeDefined();
+    expect(await serverView('alice')).toEqual({ failedBinds: CAP, locked: false });
+  });
+
+  it('lets the account bind again once the window passes without a wrong password; a right password clears the count', async () => {
+    await sleep(WINDOW * 1000 + 100);
+    const ok = await grant('alice', 'alice-pw', '203.0.113.7');
+    expect(ok.statusCode, ok.body).toBe(200);
+    // The server cleared its own count at the successful bind; Sigil cleared the cap.
+    expect(await serverView('alice')).toEqual({ failedBinds: 0, locked: false });
+    for (let i = 0; i < CAP; i++) expect((await grant('alice', 'wrong', '198.51.100.1')).statusCode).toBe(400);
+    expect((await grant('alice', 'wrong', '198.51.100.1')).statusCode).toBe(429);
+  });
+
+  it('never lets concurrent guesses past the cap', async () => {
+    const answers = await Promise.all([...Array(12).keys()].map((i) => grant('carol', `wrong-${i}`, `192.0.2.${i + 1}`)));
+    expect(answers.filter((r) => r.statusCode === 400)).toHaveLength(CAP);
+    expect(answers.filter((r) => r.statusCode === 429)).toHaveLength(12 - CAP);
+    expect(await serverView('carol')).toEqual({ failedBinds: CAP, locked: false });
+  });
+
+  it('caps an unknown username as a known one (spellings the server compares alike share the cap)', async () => {
+    for (let i = 0; i < CAP; i++) expect((await grant('nobody', 'wrong', '198.51.100.200')).statusCode).toBe(400);
+    for (const spelling of ['nobody', 'NOBODY', '  Nobody ']) expect((await grant(spelling, 'wrong', '198.51.100.201')).statusCode, spelling).toBe(429);
   });
 });
