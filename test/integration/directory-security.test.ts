@@ -2,11 +2,12 @@
  * Security checks of directory users against a real OpenLDAP server (Debian slapd,
  * test/ldap-server.mjs): whether a token acts for a user or for a client is read from the token,
  * never from a directory user's subject naming a client (or a client's id naming a user); wrong
- * passwords of a directory account stop reaching the server before its own lockout would.
+ * passwords of a directory account stop reaching the server before its own lockout would; a
+ * directory that goes down mid-step gets the localized 503 page on every page route.
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeUrl, Browser, codeParams, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
+import { authorizeUrl, Browser, codeParams, input, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
 import { Attribute, Change, Client } from 'ldapts';
 import { basic, clientTokens, form, introspect, sleep, startSigil, userinfo, type TestSigil } from '../helpers.js';
 import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
@@ -209,5 +210,80 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
   it('caps an unknown username as a known one (spellings the server compares alike share the cap)', async () => {
     for (let i = 0; i < CAP; i++) expect((await grant('nobody', 'wrong', '198.51.100.200')).statusCode).toBe(400);
     for (const spelling of ['nobody', 'NOBODY', '  Nobody ']) expect((await grant(spelling, 'wrong', '198.51.100.201')).statusCode, spelling).toBe(429);
+  });
+});
+
+describe('pages of a signed-in directory user while the directory is down', () => {
+  let slapd: Slapd;
+  let sigil: TestSigil;
+
+  beforeAll(async () => {
+    slapd = await startSlapd();
+    sigil = await startSigil({
+      users: [],
+      rateLimits: { maxFailures: 1000, windowSeconds: 60 },
+      clients: [webLike('web')],
+      // 0: every step asks the directory again, as it does once the cache time has passed.
+      userDirectories: [slapd.directoryConfig({ claimsCacheSeconds: 0 })] as never,
+      webauthn: { enabled: true },
+    });
+  });
+  afterAll(async () => {
+    await sigil?.close();
+    await slapd?.close();
+  });
+
+  /** The localized 503 page: HTML, no-store, Retry-After, the directory's text in `lang`. */
+  function expectUnavailablePage(step: { status: number; body: string; headers: Record<string, unknown> }, lang: 'en' | 'de', where: string): void {
+    expect(step.status, where).toBe(503);
+    expect(String(step.headers['content-type']), where).toMatch(/^text\/html/);
+    expect(step.headers['retry-after'], where).toBe('30');
+    expect(step.body, where).toContain(lang === 'en' ? 'Sign-in is unavailable at the moment. Please try again later.' : 'Die Anmeldung ist im Moment nicht möglich.');
+    expect(step.body, where).toContain(`<html lang="${lang}"`);
+  }
+
+  it('answers the second-factor step with the 503 page when the directory goes down between password and code', async () => {
+    const enrol = new Browser(sigil);
+    await enrol.signIn('alice', 'alice-pw');
+    const { secret } = await enrollTotp(enrol);
+    const b = new Browser(sigil);
+    const { challenge } = pkce();
+    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge))));
+    const mfa = await b.follow(await b.submitLogin(login, 'alice', 'alice-pw'));
+    expect(isMfaPage(mfa), mfa.body).toBe(true);
+    await slapd.stop();
+    try {
+      expectUnavailablePage(await submitCode(b, mfa, totpCode(secret, 1)), 'en', 'POST /account/mfa');
+      const fields = { csrf_token: input(mfa.body, 'csrf_token'), code: totpCode(secret, 1), button: 'verify', interaction: input(mfa.body, 'interaction') };
+      // As a browser sends it: the page, in the browser's language.
+      const browserAccept = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'de' };
+      expectUnavailablePage(await b.post('/account/mfa', fields, browserAccept), 'de', 'POST /account/mfa (de)');
+    } finally {
+      await slapd.start();
+    }
+    // Nothing was spent: the same code finishes the same step once the directory is back.
+    const done = await submitCode(b, mfa, totpCode(secret, 1));
+    expect(readResponse(done).params.get('code'), done.body).toBeTruthy();
+  });
+
+  it('answers /account, its pages and the passkey pages with the 503 page, and the passkey script\'s JSON routes with JSON', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('carol', 'carol-pw');
+    const passkeys = await b.get('/account/passkeys');
+    expect(passkeys.status, passkeys.body).toBe(200);
+    await slapd.stop();
+    try {
+      for (const url of ['/account', '/account/passkeys', '/account/totp', '/account/profile']) expectUnavailablePage(await b.get(url), 'en', `GET ${url}`);
+      expectUnavailablePage(await b.get('/account/passkeys', { 'accept-language': 'de' }), 'de', 'GET /account/passkeys (de)');
+      const csrf = input(passkeys.body, 'csrf_token');
+      expectUnavailablePage(await b.post('/account/passkeys/register', { csrf_token: csrf, kind: 'passkey', name: 'k', response: '{}' }), 'en', 'POST /account/passkeys/register');
+      // The options the page's script fetches stay JSON (the script shows its own error).
+      const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind: 'passkey' }, { accept: 'application/json' });
+      expect(options.status).toBe(503);
+      expect(options.res.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'sign-in is temporarily unavailable, please try again later' });
+    } finally {
+      await slapd.start();
+    }
+    expect((await b.get('/account/passkeys')).status).toBe(200);
   });
 });
