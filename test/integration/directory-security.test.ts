@@ -7,11 +7,12 @@
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeUrl, Browser, codeParams, input, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
+import { authorizeUrl, Browser, codeParams, input, ISSUER, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
 import { Attribute, Change, Client } from 'ldapts';
 import { basic, clientTokens, form, introspect, sleep, startSigil, userinfo, type TestSigil } from '../helpers.js';
 import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
 import { LDAP_USERS, type LdapUser, PEOPLE, type Slapd, startSlapd } from '../ldap-server.mjs';
+import { SoftAuthenticator } from '../webauthn-authenticator.js';
 
 const ACR_MFA = 'urn:sigil:acr:mfa';
 
@@ -285,5 +286,28 @@ describe('pages of a signed-in directory user while the directory is down', () =
       await slapd.start();
     }
     expect((await b.get('/account/passkeys')).status).toBe(200);
+  });
+
+  it('answers a passkey sign-in with the 503 page when the directory is down', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('bob', 'bob-pw');
+    const auth = new SoftAuthenticator(ISSUER);
+    const page = await b.get('/account/passkeys');
+    const csrf = input(page.body, 'csrf_token');
+    const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind: 'passkey' });
+    const added = await b.post('/account/passkeys/register', { csrf_token: csrf, kind: 'passkey', name: 'Bob key', response: JSON.stringify(auth.register(options.res.json())) });
+    expect(added.status, added.body).toBe(303);
+    const fresh = new Browser(sigil);
+    const login = await fresh.follow(await fresh.get(authorizeUrl(codeParams(pkce().challenge))));
+    const loginCsrf = input(login.body, 'csrf_token');
+    const loginOptions = await fresh.post('/account/passkeys/login/options', { csrf_token: loginCsrf });
+    await slapd.stop();
+    try {
+      const answered = await fresh.post('/account/passkeys/login', { csrf_token: loginCsrf, interaction: input(login.body, 'interaction'), response: JSON.stringify(auth.authenticate(loginOptions.res.json())) });
+      expectUnavailablePage(answered, 'en', 'POST /account/passkeys/login');
+      expect(fresh.cookies.has('sigil.session')).toBe(false);
+    } finally {
+      await slapd.start();
+    }
   });
 });
