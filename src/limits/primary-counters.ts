@@ -1,10 +1,11 @@
 /**
  * Failure counters and request quotas shared by the workers of `sigil start --workers N` without
- * Redis (issue 20 item 4): each worker forwards `read` and `increment` to the cluster primary over
- * the IPC channel node:cluster opens (and `extend` and `reset`), and the primary answers from one `MemoryFailureCounters`, so
- * the limits of config `rateLimits` and `pendingLimits` hold for all workers together. Each call
- * is one message and one answer, matched by a request id; the primary handles messages one at a
- * time, so every `read` and `increment` is atomic as in Redis.
+ * Redis (issue 20 item 4): each worker forwards `read`, `increment`, `extend` and `reset` to the
+ * cluster primary over the IPC channel node:cluster opens, and the primary answers from one
+ * `MemoryFailureCounters`, so the limits of config `rateLimits` and `pendingLimits` (and the LDAP
+ * directories' `maxFailedBinds`) hold for all workers together. Each call is one message and one
+ * answer, matched by a request id; the primary handles messages one at a time, so every call is
+ * atomic as in Redis.
  */
 import { countersUnavailable, type FailureCounterStore, type FailureWindow } from './failure-limiter.js';
 

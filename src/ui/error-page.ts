@@ -28,9 +28,10 @@ const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
 /**
  * The error page (D-25): HTML naming the error in plain words, its code and the error id, logged
  * with the request's id. A user directory that cannot answer (`DirectoryUnavailable`, 503 with
- * `Retry-After`) is named as the login page names it: sign-in is unavailable for the moment. The way back is the home page (`clientUri`) of the client the request
- * names, when that client is registered: a URI from the config or the store, never from the
- * request, so the page sends nobody to an unverified redirect URI.
+ * `Retry-After`) is named as the login page names it: sign-in is unavailable for the moment. The
+ * way back is the home page (`clientUri`) of the client the request names, when that client is
+ * registered: a URI from the config or the store, never from the request, so the page sends nobody
+ * to an unverified redirect URI.
  * @param clientId the `client_id` the request named, if any
  */
 export function sendErrorPage(ctx: SigilContext, reply: FastifyReply, error: OAuthError, lang: string, status = 400, clientId?: string): FastifyReply {
