@@ -8,7 +8,10 @@
  * - per identity, from every address (`identitySlowDownAfter`): past that, each check for the
  *   identity waits a growing delay capped at `maxDelaySeconds`, and is never refused. Identities
  *   whose secrets are all long (client and API secrets, see `secretsAreLong` in clients/registry.ts)
- *   have no identity-wide counter at all.
+ *   have no identity-wide counter at all;
+ * - per capped thing from every address (`refuseCapped`: an LDAP account's wrong passwords, each a
+ *   bind the directory counts towards its own lockout): refused, the right credential too, once
+ *   the cap is reached, until its window passes without a failure.
  * Counters live in this process, in the cluster primary for the workers of `sigil start --workers`
  * (`PrimaryFailureCounters`), or in Redis when `SIGIL_REDIS_URL` is set so that the limits hold
  * across nodes.
