@@ -11,7 +11,8 @@
  *   have no identity-wide counter at all;
  * - per capped thing from every address (`refuseCapped`: an LDAP account's wrong passwords, each a
  *   bind the directory counts towards its own lockout): refused, the right credential too, once
- *   the cap is reached, until its window passes without a failure.
+ *   the cap is reached, until its window passes without a failure: the one pause others can
+ *   cause, accepted in place of the directory's lockout, which would be longer and reach further.
  * Counters live in this process, in the cluster primary for the workers of `sigil start --workers`
  * (`PrimaryFailureCounters`), or in Redis when `SIGIL_REDIS_URL` is set so that the limits hold
  * across nodes.
