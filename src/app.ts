@@ -40,6 +40,7 @@ import type { Tracing } from './telemetry/tracing.js';
 import { NOT_A_FORM, prefersHtml, sendOAuthError } from './http/request.js';
 import { cookieAttributes, cookiePath } from './http/cookies.js';
 import { notFoundPage, sendErrorPage } from './ui/error-page.js';
+import { DirectoryUnavailable } from './users/directory.js';
 import { language } from './ui/language.js';
 import { lookAssets } from './ui/look.js';
 
@@ -259,9 +260,13 @@ export async function mountSigil(
     healthEndpoints(pages, ctx);
     lookAssets(pages, ctx.pages.look); // branding: theme, logo, icon (issue 24)
     // Browsers get errors and unknown paths as pages, API clients as JSON (issue 24).
+    // A user directory that goes down mid-step (second factor, passkeys, /account) is a page whatever
+    // the Accept header: every route here that asks a directory is a page, save the passkey script's
+    // JSON routes, which answer for themselves.
     pages.setErrorHandler((err: FastifyError | OAuthError, request, reply) => {
       const error = oauthErrorOf(err, request);
-      return prefersHtml(request) ? sendErrorPage(ctx, reply, error, language(request), error.status) : sendOAuthError(reply, error);
+      const page = error instanceof DirectoryUnavailable || prefersHtml(request);
+      return page ? sendErrorPage(ctx, reply, error, language(request), error.status) : sendOAuthError(reply, error);
     });
     pages.setNotFoundHandler((request, reply) =>
       prefersHtml(request) ? notFoundPage(ctx, request, reply) : sendOAuthError(reply, new OAuthError('invalid_request', 'no such endpoint', 404)),

@@ -295,7 +295,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, guard, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const replay = new ReplayCache(store.grants);
-    const directories = [...cfg.userDirectories.map((d) => new LdapDirectory(d)), ...(options.userDirectories ?? [])];
+    const directories = [...cfg.userDirectories.map((d) => new LdapDirectory(d, limiter)), ...(options.userDirectories ?? [])];
     const profile = options.profileService;
     const users = await UserService.create(cfg.users, store.users, { directories, isActive: profile?.isActive?.bind(profile), emails: store.emails });
     // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).

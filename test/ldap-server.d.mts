@@ -40,4 +40,14 @@ export interface Slapd {
 }
 
 export declare function freeLoopbackPort(): Promise<number>;
-export declare function startSlapd(users?: LdapUser[]): Promise<Slapd>;
+/** How the server is set up beyond its users. */
+export interface SlapdOptions {
+  /**
+   * Lock an account after this many failed binds in a row (ppolicy pwdLockout, pwdMaxFailure;
+   * each failure is kept in the entry's pwdFailureTime, cleared by a successful bind). Default:
+   * no lockout by failures.
+   */
+  lockoutAfter?: number;
+}
+
+export declare function startSlapd(users?: LdapUser[], options?: SlapdOptions): Promise<Slapd>;

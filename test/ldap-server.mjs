@@ -41,14 +41,17 @@ function slappasswd(password) {
   return execFileSync('/usr/sbin/slappasswd', ['-h', '{SSHA}', '-s', password], { encoding: 'utf8' }).trim();
 }
 
-function ldif(users) {
+function ldif(users, options) {
   const entries = [
     `dn: ${BASE}\nobjectClass: dcObject\nobjectClass: organization\ndc: example\no: Example`,
     `dn: ${PEOPLE}\nobjectClass: organizationalUnit\nou: people`,
     `dn: ou=groups,${BASE}\nobjectClass: organizationalUnit\nou: groups`,
     `dn: ou=policies,${BASE}\nobjectClass: organizationalUnit\nou: policies`,
-    // The password policy: no lockout by failures (Sigil's own limits count them), locks set by hand.
-    `dn: cn=default,ou=policies,${BASE}\nobjectClass: person\nobjectClass: pwdPolicy\ncn: default\nsn: policy\npwdAttribute: userPassword\npwdLockout: FALSE`,
+    // The password policy: no lockout by failures (Sigil's own limits count them), locks set by
+    // hand; or, with `lockoutAfter`, a lockout after that many failed binds in a row, as Active
+    // Directory's threshold has it (pwdFailureTime records each failed bind).
+    `dn: cn=default,ou=policies,${BASE}\nobjectClass: person\nobjectClass: pwdPolicy\ncn: default\nsn: policy\npwdAttribute: userPassword\n` +
+      (options.lockoutAfter ? `pwdLockout: TRUE\npwdMaxFailure: ${options.lockoutAfter}` : 'pwdLockout: FALSE'),
     `dn: ${SERVICE_DN}\nobjectClass: organizationalRole\nobjectClass: simpleSecurityObject\ncn: sigil\nuserPassword: ${slappasswd(SERVICE_PW)}`,
     ...users.map((u) =>
       [
@@ -96,12 +99,12 @@ function slapdConf(dir) {
  * Starts a slapd with `users` and their groups; resolves once it answers a bind.
  * @type {import('./ldap-server.d.mts').startSlapd}
  */
-export async function startSlapd(users = LDAP_USERS) {
+export async function startSlapd(users = LDAP_USERS, options = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'sigil-slapd-'));
   mkdirSync(join(dir, 'data'));
   const conf = join(dir, 'slapd.conf');
   writeFileSync(conf, slapdConf(dir));
-  writeFileSync(join(dir, 'users.ldif'), ldif(users));
+  writeFileSync(join(dir, 'users.ldif'), ldif(users, options));
   execFileSync('/usr/sbin/slapadd', ['-f', conf, '-l', join(dir, 'users.ldif')], { stdio: 'pipe' });
   const port = await freeLoopbackPort();
   const url = `ldap://127.0.0.1:${port}`;

@@ -579,7 +579,7 @@ export const configSchema = z
         smtpUrl: z.url({ protocol: /^smtps?$/ }).meta({ description: "The SMTP server: smtp://host:port (STARTTLS when the server offers it; add ?requireTLS=true to insist) or smtps://host:port (TLS from the start); user and password in the URL when it asks for them" }),
         from: nonEmpty.max(200).meta({ description: "The From of every message, e.g. \"Acme ID <id@acme.example>\"" }),
         passwordReset: z.boolean().default(true).meta({ description: "\"Forgot password?\" on the login page: a single-use link by mail, valid 15 minutes, for stored users with a verified primary address" }),
-        selfRegistration: z.boolean().default(false).meta({ description: "/account/register: anyone may create an account with an email address and password; it can sign in once the address is verified" }),
+        selfRegistration: z.boolean().default(false).meta({ description: "/account/register: anyone may create an account with an email address; the password is chosen on the page the mailed link opens, and the account exists once that page is sent" }),
         requestsPerAddress: z.number().int().positive().default(10).meta({ description: "Reset and registration forms one client address (an IPv6 /64) may send per hour" }),
         mailsPerAccount: z.number().int().positive().default(3).meta({ description: "Messages one account or email address is sent per 15 minutes; more requests get the same answer but no mail" }),
       })

@@ -26,6 +26,14 @@ const ldapDirectory = z.strictObject({
   claimsCacheSeconds: z.number().int().min(0).max(3600).default(60).meta({ description: "How long a user's attributes read for userinfo, refresh and sessions are reused before the directory is asked again, seconds; 0: every time" }),
   maxConnections: z.number().int().positive().max(100).default(5).meta({ description: "Connections to the server at most; further requests wait for one (up to timeoutSeconds)" }),
   timeoutSeconds: z.number().int().positive().max(60).default(5).meta({ description: "Connect timeout, operation timeout and the longest wait for a free connection, seconds; then the directory counts as unavailable" }),
+  maxFailedBinds: z.number().int().min(0).max(100).default(4).meta({
+    description:
+      "Wrong passwords of one directory account that Sigil passes on to the server (binds) before it stops binding for that account: further sign-ins with its username answer 'too many failed attempts' (429, Retry-After) without a bind, from every address, the right password included, until failedBindWindowSeconds pass without a wrong one, or at once after a right one. Keeps anyone who knows a username from pushing the account past the directory's own lockout (Active Directory's lockout threshold, OpenLDAP's pwdMaxFailure), which would lock its owner out of everything the directory serves; the price is that the same person can pause the account's password sign-in at Sigil (passkeys still work). Set it below the directory's threshold, leaving room for the owner's own typos elsewhere (threshold 5: 4 or less). Counted across workers and nodes, as rateLimits are. 0: no cap (a directory without a lockout)",
+  }),
+  failedBindWindowSeconds: z.number().int().positive().max(86400).default(900).meta({
+    description:
+      "How long after an account's last wrong password its count of maxFailedBinds lapses, seconds; at least the directory's own reset time of its failure count (Active Directory: 'Reset account lockout counter after'; OpenLDAP: pwdFailureCountInterval), else the directory may still count failures that Sigil forgot",
+  }),
 })
   // Passwords travel in the bind: never in clear text beyond this machine (RFC 4513 §6.3.1).
   .refine((d) => d.url.startsWith('ldaps://') || d.startTls || LOOPBACK.test(new URL(d.url.replace(/^ldap/, 'http')).hostname), {

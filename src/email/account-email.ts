@@ -50,6 +50,9 @@ export function isEmailAddress(value: string): boolean {
 /** The outcome of a new password through a reset link. */
 export type ResetOutcome = { ok: true; subjectId: string; username: string } | { ok: false; reason: 'invalid_link' } | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
 
+/** The outcome of a registration link confirmed with a password. */
+export type RegistrationOutcome = { ok: true; subjectId: string } | { ok: false; reason: 'invalid_link' } | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
+
 /** Links by mail for one Sigil instance. */
 export class AccountEmail {
   constructor(
@@ -146,35 +149,44 @@ export class AccountEmail {
    * Self-registration: an address that is taken (some account's address, or a username) gets a
    * note to its owner; a free one a link that creates the account when followed. No account exists
    * before the address is confirmed, so an unconfirmed one can neither sign in nor hold the name.
-   * @param password checked by the caller against the policy (with the address as username)
+   * Nothing chosen here goes into the account: its password is chosen on the page the link opens
+   * (`confirmRegistration`), by whoever reads the mailbox, so nobody who starts a registration for
+   * someone else's address keeps a way into the account its owner then creates (account
+   * pre-hijacking).
    */
-  async register(email: string, password: string, lang: string): Promise<void> {
+  async register(email: string, lang: string): Promise<void> {
     if (await this.addressTaken(email)) {
       if (await this.capAllows(`address:${normalizeEmail(email)}`)) await this.deps.mailer.send({ to: email, kind: 'registered', lang, link: `${this.deps.issuer}/account/forgot` });
       return;
     }
     if (!(await this.capAllows(`address:${normalizeEmail(email)}`))) return;
     const handle = newHandle();
-    await this.deps.store.records.emailLinks.issue(handle, null, { purpose: 'register', email, passwordHash: await hash(password) }, nowSeconds(), CONFIRM_LINK_SECONDS);
+    await this.deps.store.records.emailLinks.issue(handle, null, { purpose: 'register', email }, nowSeconds(), CONFIRM_LINK_SECONDS);
     await this.deps.mailer.send({ to: email, kind: 'register', lang, link: this.linkUrl('register', handle) });
   }
 
   /**
-   * Creates the account of a registration link: username and verified primary address are the
-   * address, the password the one chosen on the form.
-   * @returns the new user's subject, or undefined for a link that is not live or an address
-   *   taken meanwhile.
+   * Creates the account of a registration link with the password chosen on the link's page:
+   * username and verified primary address are the address. The policy first (a refused password
+   * leaves the link usable), then the link is consumed (once, atomically). A password hash that a
+   * link issued by an earlier version carries is never used.
+   * @returns the new user's subject; `invalid_link` for a link that is not live or an address
+   *   taken meanwhile; `policy` with the problems of a refused password.
    */
-  async confirmRegistration(handle: string): Promise<string | undefined> {
+  async confirmRegistration(handle: string, password: string): Promise<RegistrationOutcome> {
     const now = nowSeconds();
     const link = await this.deps.store.records.emailLinks.findLive(handle, 'register', now);
-    if (!link || !(await this.deps.store.records.emailLinks.consume(handle, now))) return undefined;
-    const { email, passwordHash } = link.data;
-    if (!(await this.deps.store.records.emailLinks.claimAddress(normalizeEmail(email), now)) || (await this.addressTaken(email))) return undefined;
+    if (!link) return { ok: false, reason: 'invalid_link' };
+    const { email } = link.data;
+    const problems = passwordProblems(password, { username: email, productName: this.deps.productName });
+    if (problems.length > 0) return { ok: false, reason: 'policy', problems };
+    const passwordHash = await hash(password);
+    if (!(await this.deps.store.records.emailLinks.consume(handle, now))) return { ok: false, reason: 'invalid_link' };
+    if (!(await this.deps.store.records.emailLinks.claimAddress(normalizeEmail(email), now)) || (await this.addressTaken(email))) return { ok: false, reason: 'invalid_link' };
     const subjectId = newId();
-    await this.deps.store.users.addUser({ subjectId, username: email, tenant: null, passwordHash: passwordHash ?? null, claims: {}, isActive: true });
+    await this.deps.store.users.addUser({ subjectId, username: email, tenant: null, passwordHash, claims: {}, isActive: true });
     await this.deps.store.emails.setPrimary(subjectId, email, true);
-    return subjectId;
+    return { ok: true, subjectId };
   }
 
   private async addressTaken(email: string): Promise<boolean> {

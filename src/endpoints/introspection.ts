@@ -8,7 +8,7 @@ import type { SigilContext } from '../context.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, methodNotAllowed, noStore, originOf, sendOAuthError } from '../http/request.js';
 import { findToken, type FoundToken } from '../tokens/lookup.js';
-import { boundKey } from '../tokens/tokens.js';
+import { boundKey, userSubjectOf } from '../tokens/tokens.js';
 import { authenticateApiResource, authenticateClient, findCredentials, invalidClient } from '../clients/authentication.js';
 
 type Caller = { kind: 'api'; name: string } | { kind: 'client'; clientId: string };
@@ -56,7 +56,7 @@ function audiences(ctx: SigilContext, found: FoundToken): string[] {
  * `findBySubject` folds in) has no active tokens (RFC 7662 §2.2 `active`).
  */
 async function userActive(ctx: SigilContext, found: FoundToken): Promise<boolean> {
-  const sub = found.kind === 'refresh_token' ? found.data.subject.subjectId : found.token.claims.sub === found.token.claims.client_id ? undefined : found.token.claims.sub;
+  const sub = found.kind === 'refresh_token' ? found.data.subject.subjectId : userSubjectOf(found.token.claims);
   if (sub === undefined) return true;
   return (await ctx.users.findBySubject(sub))?.isActive === true;
 }

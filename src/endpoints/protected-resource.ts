@@ -9,7 +9,7 @@ import type { SigilContext } from '../context.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { credentialSource, headerValues, noStore, sendOAuthError } from '../http/request.js';
-import { boundKey, type ValidAccessToken } from '../tokens/tokens.js';
+import { boundKey, userSubjectOf, type ValidAccessToken } from '../tokens/tokens.js';
 import { bearerError, extractAccessToken, tokenError, type TokenScheme } from '../validation/bearer.js';
 import { type DPoPProof, dpopAlgorithmsFor } from '../validation/dpop.js';
 import { nowSeconds } from '../crypto/handles.js';
@@ -21,7 +21,7 @@ export interface PresentedToken {
   scheme: TokenScheme;
   /** The token's scopes. */
   scopes: string[];
-  /** The active user the token acts for, or undefined for a client's own token (`sub` = `client_id`, RFC 9068 §2.2). */
+  /** The active user the token acts for, or undefined for a client's own token (`userSubjectOf`). */
   user?: User;
 }
 
@@ -53,9 +53,10 @@ export async function authenticateAccessToken(ctx: SigilContext, request: Fastif
     if (jkt === undefined || proof.jkt !== jkt) throw tokenError('DPoP', 401, 'invalid_dpop_proof', 'the access token is not bound to the proof key');
   }
   const scopes = (valid.claims.scope ?? '').split(' ').filter((s) => s.length > 0);
-  // A client's own token names the client as `sub`; no user's subject is a client id (RFC 9068 §5).
-  if (valid.claims.sub === valid.claims.client_id) return { valid, scheme, scopes };
-  const user = await ctx.users.findBySubject(valid.claims.sub);
+  // Whether the token acts for a user is read from the token, never from `sub` naming a client.
+  const subject = userSubjectOf(valid.claims);
+  if (subject === undefined) return { valid, scheme, scopes };
+  const user = await ctx.users.findBySubject(subject);
   if (!user || !user.isActive) throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
   return { valid, scheme, scopes, user };
 }

@@ -8,7 +8,11 @@
  * - per identity, from every address (`identitySlowDownAfter`): past that, each check for the
  *   identity waits a growing delay capped at `maxDelaySeconds`, and is never refused. Identities
  *   whose secrets are all long (client and API secrets, see `secretsAreLong` in clients/registry.ts)
- *   have no identity-wide counter at all.
+ *   have no identity-wide counter at all;
+ * - per capped thing from every address (`refuseCapped`: an LDAP account's wrong passwords, each a
+ *   bind the directory counts towards its own lockout): refused, the right credential too, once
+ *   the cap is reached, until its window passes without a failure: the one pause others can
+ *   cause, accepted in place of the directory's lockout, which would be longer and reach further.
  * Counters live in this process, in the cluster primary for the workers of `sigil start --workers`
  * (`PrimaryFailureCounters`), or in Redis when `SIGIL_REDIS_URL` is set so that the limits hold
  * across nodes.
@@ -30,6 +34,13 @@ export interface FailureCounterStore {
   read(keys: readonly string[], now: number): Promise<Map<string, FailureWindow>>;
   /** Counts one failure for each key, opening a window of `windowMs` where none is live. */
   increment(keys: readonly string[], windowMs: number, now: number): Promise<void>;
+  /**
+   * Counts one failure for each key and ends its window `windowMs` from `now`, live or not: a
+   * window that slides with every failure, so a count only lapses after `windowMs` without one.
+   */
+  extend(keys: readonly string[], windowMs: number, now: number): Promise<void>;
+  /** Forgets the windows of `keys`. */
+  reset(keys: readonly string[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -53,6 +64,17 @@ export class MemoryFailureCounters implements FailureCounterStore {
       if (!w || w.resetAt <= now) this.windows.set(key, { failures: 1, resetAt: now + windowMs });
       else w.failures += 1;
     }
+  }
+
+  async extend(keys: readonly string[], windowMs: number, now: number): Promise<void> {
+    for (const key of keys) {
+      const w = this.windows.get(key);
+      this.windows.set(key, { failures: w && w.resetAt > now ? w.failures + 1 : 1, resetAt: now + windowMs });
+    }
+  }
+
+  async reset(keys: readonly string[]): Promise<void> {
+    for (const key of keys) this.windows.delete(key);
   }
 
   async close(): Promise<void> {}
@@ -91,6 +113,18 @@ export class RedisFailureCounters implements FailureCounterStore {
     // that expiry: Redis 2.6.12 and later (PEXPIRE's NX flag would need Redis 7).
     for (const key of keys) pipeline.set(prefix(key), 0, 'PX', windowMs, 'NX').incr(prefix(key));
     await answered(pipeline);
+  }
+
+  async extend(keys: readonly string[], windowMs: number): Promise<void> {
+    const pipeline = this.redis.pipeline();
+    // INCR on a lapsed key starts again from 1 (Redis removed it); PEXPIRE then slides the window.
+    for (const key of keys) pipeline.incr(prefix(key)).pexpire(prefix(key), windowMs);
+    await answered(pipeline);
+  }
+
+  async reset(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return;
+    await answered(this.redis.pipeline().del(...keys.map(prefix)));
   }
 
   async close(): Promise<void> {
@@ -225,11 +259,8 @@ export class FailureLimiter {
     const blocked = (key: string, max: number) => {
       const w = windows.get(key);
       if (!w || w.failures < max) return;
-      const retryAfter = Math.max(1, Math.ceil((w.resetAt - now) / 1000));
       this.onRefused('failed_attempts');
-      throw new OAuthError('temporarily_unavailable', 'too many failed attempts, retry later', 429, {
-        'retry-after': String(retryAfter),
-      });
+      throw tooManyFailures(w, now);
     };
     blocked(keys.address, this.limits.addressMaxFailures);
     for (const key of keys.blocking) blocked(key, this.limits.maxFailures);
@@ -259,6 +290,42 @@ export class FailureLimiter {
   async failed(attempt: CredentialAttempt, now = Date.now()): Promise<void> {
     await this.counters.increment(keysOf(attempt).all, this.limits.windowSeconds * 1000, now);
   }
+
+  /**
+   * A cap on consecutive failures of one thing from every address together, with its own limit
+   * and window (an LDAP directory account's failed binds: `maxFailedBinds`): refuses once `max`
+   * failures were counted (`capFailed`) with no `windowSeconds` free of failures since. Unlike the
+   * limits of `before`, the right credential is refused too, from any address: a cap is for a
+   * credential whose every wrong check costs something beyond Sigil (a bind that counts towards
+   * the directory's own lockout).
+   * @param key what is capped, unique among the caps (e.g. `ldap:<directory>:<subject>`)
+   * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After`, as `before` answers.
+   */
+  async refuseCapped(key: string, max: number, now = Date.now()): Promise<void> {
+    const w = (await this.counters.read([`cap:${key}`], now)).get(`cap:${key}`);
+    if (!w || w.failures < max) return;
+    this.onRefused('failed_attempts');
+    throw tooManyFailures(w, now);
+  }
+
+  /** Counts a failure of a capped thing (`refuseCapped`); its window ends `windowSeconds` after this failure. */
+  async capFailed(key: string, windowSeconds: number, now = Date.now()): Promise<void> {
+    await this.counters.extend([`cap:${key}`], windowSeconds * 1000, now);
+  }
+
+  /** Forgets the failures of a capped thing (`refuseCapped`), after its right credential. */
+  async capSucceeded(key: string): Promise<void> {
+    await this.counters.reset([`cap:${key}`]);
+  }
+}
+
+/**
+ * The limiter's refusal while `window` is full: 429 `temporarily_unavailable` with `Retry-After`,
+ * the seconds until the window ends (at least 1; RFC 6585 §4).
+ */
+function tooManyFailures(window: FailureWindow, now: number): OAuthError {
+  const retryAfter = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
+  return new OAuthError('temporarily_unavailable', 'too many failed attempts, retry later', 429, { 'retry-after': String(retryAfter) });
 }
 
 /**

@@ -1,19 +1,21 @@
 /**
  * Failure counters and request quotas shared by the workers of `sigil start --workers N` without
- * Redis (issue 20 item 4): each worker forwards `read` and `increment` to the cluster primary over
- * the IPC channel node:cluster opens, and the primary answers from one `MemoryFailureCounters`, so
- * the limits of config `rateLimits` and `pendingLimits` hold for all workers together. Each call
- * is one message and one answer, matched by a request id; the primary handles messages one at a
- * time, so every `read` and `increment` is atomic as in Redis.
+ * Redis (issue 20 item 4): each worker forwards `read`, `increment`, `extend` and `reset` to the
+ * cluster primary over the IPC channel node:cluster opens, and the primary answers from one
+ * `MemoryFailureCounters`, so the limits of config `rateLimits` and `pendingLimits` (and the LDAP
+ * directories' `maxFailedBinds`) hold for all workers together. Each call is one message and one
+ * answer, matched by a request id; the primary handles messages one at a time, so every call is
+ * atomic as in Redis.
  */
 import { countersUnavailable, type FailureCounterStore, type FailureWindow } from './failure-limiter.js';
 
 /** A worker's question to the primary. `now` is the worker's Unix milliseconds. */
 export type CounterRequest =
   | { sigil: 'counters'; id: number; op: 'read'; keys: string[]; now: number }
-  | { sigil: 'counters'; id: number; op: 'increment'; keys: string[]; windowMs: number; now: number };
+  | { sigil: 'counters'; id: number; op: 'increment' | 'extend'; keys: string[]; windowMs: number; now: number }
+  | { sigil: 'counters'; id: number; op: 'reset'; keys: string[]; now: number };
 
-/** The primary's answer to the request `id`: the live windows of a `read` (none for `increment`). */
+/** The primary's answer to the request `id`: the live windows of a `read` (none for the others). */
 export interface CounterReply {
   sigil: 'counters';
   id: number;
@@ -69,6 +71,14 @@ export class PrimaryFailureCounters implements FailureCounterStore {
     await this.call({ op: 'increment', keys: [...keys], windowMs, now });
   }
 
+  async extend(keys: readonly string[], windowMs: number, now: number): Promise<void> {
+    await this.call({ op: 'extend', keys: [...keys], windowMs, now });
+  }
+
+  async reset(keys: readonly string[]): Promise<void> {
+    await this.call({ op: 'reset', keys: [...keys], now: Date.now() });
+  }
+
   /** Stops listening; calls still waiting fail. */
   async close(): Promise<void> {
     this.channel.off('message', this.onMessage);
@@ -115,8 +125,12 @@ function isReply(message: unknown): message is CounterReply {
  * returns the answer to send back to that worker.
  */
 export async function answerCounterRequest(counters: FailureCounterStore, request: CounterRequest): Promise<CounterReply> {
-  if (request.op === 'increment') {
-    await counters.increment(request.keys, request.windowMs, request.now);
+  if (request.op === 'increment' || request.op === 'extend') {
+    await counters[request.op](request.keys, request.windowMs, request.now);
+    return { sigil: 'counters', id: request.id, windows: [] };
+  }
+  if (request.op === 'reset') {
+    await counters.reset(request.keys);
     return { sigil: 'counters', id: request.id, windows: [] };
   }
   return { sigil: 'counters', id: request.id, windows: [...(await counters.read(request.keys, request.now))] };

@@ -252,11 +252,14 @@ export class PasskeyCeremonies {
    * `webauthn_succeeded` (the caller starts the session, `amr` as `secondFactorAmr`).
    * @param cookie the step cookie's value (of `pending`, from `step`)
    * @param response the parsed form field `response`
+   * @throws DirectoryUnavailable when the user's directory cannot answer, before anything is spent.
    */
   async completeStep(cookie: string, pending: WebAuthnPending, response: unknown, from: Caller): Promise<StepCompletion> {
     const attempt = userAttempt(from.origin.remoteAddress, pending.tenant, pending.username);
     const refusal = await this.limiter.refusal(attempt);
     if (refusal) return { outcome: 'refused', refusal };
+    // The user first: a user directory that cannot answer leaves the challenge and the step for a retry.
+    const user = await this.users.findBySubject(pending.subjectId);
     let use;
     try {
       use = await this.webauthn.authenticate('second-factor', response, pending.browser, pending.subjectId);
@@ -277,7 +280,6 @@ export class PasskeyCeremonies {
     if (!(await this.steps.consume(cookie, nowSeconds()))) return { outcome: 'used' };
     // The one-time code form of the same sign-in (MFA core), if one was offered, closes too.
     await this.mfa.finishPending(pending.browser);
-    const user = await this.users.findBySubject(pending.subjectId);
     if (!user || !user.isActive) return { outcome: 'ended' };
     this.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, ...from.origin });
     return { outcome: 'signed-in', user, amr: secondFactorAmr(use.credential.kind) };

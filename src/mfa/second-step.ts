@@ -79,10 +79,12 @@ export class SecondStepService {
    * still active.
    * @returns the user and the session's `amr` (the first factor's, the kind's, `mfa`; RFC 8176), or
    *   undefined when another request finished the sign-in first or the user is gone or inactive.
+   * @throws DirectoryUnavailable before the pending sign-in ends, which then stays for a retry.
    */
   async finishPending(browser: string, pending: PendingSignIn, kind: string): Promise<{ user: User; amr: string[] } | undefined> {
-    if (!(await this.mfa.finishPending(browser))) return undefined;
+    // The user first: a user directory that cannot answer must not end the sign-in half way.
     const user = await this.users.findBySubject(pending.subjectId);
+    if (!(await this.mfa.finishPending(browser))) return undefined;
     if (!user || !user.isActive) return undefined;
     return { user, amr: amrWith(pending.amr, kind) };
   }
@@ -97,9 +99,13 @@ export class SecondStepService {
    * a wrong code counts as a failure. Records `mfa_succeeded` or `mfa_failed`.
    * @param input the form's `code`
    * @param from the request's origin (address, user agent, request id), and the client of the pending request, if any
-   * @throws whatever the failure limiter throws other than its refusal (a counter store that fails).
+   * @throws whatever the failure limiter throws other than its refusal (a counter store that fails);
+   *   DirectoryUnavailable when the user's directory cannot answer, before the code is spent.
    */
   async verifyCode(subjectId: string, input: string, from: { origin: RequestOrigin; clientId?: string }): Promise<CodeCheck> {
+    // The user's directory is asked before the code is spent (the sign-in then needs the user):
+    // one that cannot answer leaves the code and the step for a retry.
+    await this.users.findBySubject(subjectId);
     const attempt = mfaAttempt(from.origin.remoteAddress, subjectId);
     const refusal = await this.limiter.refusal(attempt);
     if (refusal) return { outcome: 'refused', refusal };

@@ -381,6 +381,19 @@ export interface IdTokenHint {
   sid?: string;
 }
 
+/**
+ * The subject of the user an access token acts for, or undefined for a client's own token
+ * (client_credentials, or an extension grant without a user: `sub` is then the client_id, RFC 9068
+ * §2.2). Decided from the token alone: every token issued for a user carries `auth_time` (RFC 9068
+ * §2.2.1; `Issuance.subject.authTime` is required), a client's own never does (it is a protocol
+ * claim: no profile or extension grant can add it). Never from comparing `sub` with `client_id` or
+ * looking `sub` up as a client id: a directory user's subject may equal a client's id, and a
+ * client's id a user's subject, and a name collision must not decide whose token it is.
+ */
+export function userSubjectOf(claims: ValidAccessToken['claims']): string | undefined {
+  return typeof claims.auth_time === 'number' ? claims.sub : undefined;
+}
+
 /** The DPoP key thumbprint an access token is bound to (`cnf.jkt`, RFC 9449 §6.1), if any. */
 export function boundKey(claims: Record<string, unknown>): string | undefined {
   const cnf = claims.cnf;

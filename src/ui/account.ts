@@ -19,7 +19,7 @@ import { checkCsrf } from './csrf.js';
 import { secondStepAfterPassword } from './account-mfa.js';
 import { denyPage } from './outcome-pages.js';
 import { continueAfterSignIn, loginPage } from './sign-in.js';
-import { limiterAllows } from './attempts.js';
+import { limiterAllows, refused } from './attempts.js';
 import { originOf } from '../http/request.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 
@@ -57,6 +57,11 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     try {
       user = username.length > 0 && username.length <= 100 && password.length <= 1024 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
     } catch (err) {
+      // An LDAP directory's cap of wrong passwords (maxFailedBinds): the limiter's answer.
+      if (err instanceof OAuthError && err.status === 429) {
+        refused(reply, err);
+        return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
+      }
       // A user directory that cannot answer: no failure counted, nothing stored (issue 22).
       if (!(err instanceof DirectoryUnavailable)) throw err;
       request.log.error({ err, directory: err.directory, reason: err.reason }, 'user directory unavailable');

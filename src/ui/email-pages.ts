@@ -18,8 +18,7 @@ import { originOf } from '../http/request.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
-import { PASSWORD_PROBLEM_TEXTS, type PasswordProblem, passwordProblems } from '../users/password-policy.js';
-import { productName } from '../config/product-name.js';
+import { PASSWORD_PROBLEM_TEXTS, type PasswordProblem } from '../users/password-policy.js';
 import { checkCsrf } from './csrf.js';
 import { sendErrorPage } from './error-page.js';
 import type { Messages } from './i18n.js';
@@ -84,7 +83,6 @@ export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
   ctx.pages.register('email-form', FORM);
   ctx.pages.register('email-done', DONE);
   const origin = new URL(ctx.issuer).origin;
-  const product = productName(ctx.config);
 
   const kit: PageKit = {
     form: (reply, lang, data, status = 200) => ctx.pages.send(reply, 'email-form', lang, { ...data, csrf: reply.generateCsrf() }, status),
@@ -158,18 +156,20 @@ export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
     });
   }
 
-  confirmPages(app, kit, '/account/verify', 'confirmEmailTitle', (t) => email.linkAddress(t, 'verify'), async (t) => ((await email.confirmAddress(t)) ? 'emailConfirmed' : undefined));
+  confirmPages(app, kit, { path: '/account/verify', titleKey: 'confirmEmailTitle', buttonKey: 'confirm' }, (t) => email.linkAddress(t, 'verify'), async (t) =>
+    (await email.confirmAddress(t)) ? 'emailConfirmed' : undefined,
+  );
 
   if (config.selfRegistration) {
+    // The address only: the password is chosen on the page the mailed link opens, by whoever
+    // reads that mailbox (account pre-hijacking: see AccountEmail.register).
     const registerForm = (reply: FastifyReply, lang: string, value: string, errors?: string[], status = 200) =>
       form(reply, lang, {
         titleKey: 'registerTitle',
+        introKey: 'registerIntro',
         action: '/account/register',
-        fields: [
-          { name: 'email', type: 'email', labelKey: 'emailAddress', autocomplete: 'email', value },
-          { name: 'password', type: 'password', labelKey: 'password', autocomplete: 'new-password' },
-        ],
-        buttonKey: 'createAccount',
+        fields: [{ name: 'email', type: 'email', labelKey: 'emailAddress', autocomplete: 'email', value }],
+        buttonKey: 'sendLink',
         errors,
       }, status);
 
@@ -181,53 +181,65 @@ export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
       if (!body) return reply;
       if (!(await addressAllows(request, reply))) return registerForm(reply, lang, '', [ctx.pages.text(lang, 'tooManyRequests')], 429);
       const address = (single(body, 'email') ?? '').trim();
-      const password = single(body, 'password') ?? '';
       if (!isEmailAddress(address)) return registerForm(reply, lang, '', [ctx.pages.text(lang, 'invalidEmail')], 400);
-      // The policy depends only on what was typed, never on whether the address is taken.
-      const problems = passwordProblems(password, { username: address, productName: product });
-      if (problems.length > 0) return registerForm(reply, lang, address, problemTexts(lang, problems), 400);
-      email.inBackground(() => email.register(address, password, lang));
+      email.inBackground(() => email.register(address, lang));
       return done(reply, lang, 'checkEmailTitle', 'checkEmail');
     });
 
-    confirmPages(app, kit, '/account/register/confirm', 'registerTitle', (t) => email.linkAddress(t, 'register'), async (t, request) => {
-      const subjectId = await email.confirmRegistration(t);
-      if (subjectId === undefined) return undefined;
-      ctx.events.emit({ name: 'user_registered', endpoint: 'register', subjectId, ...originOf(request) });
+    const passwordField: Field = { name: 'password', type: 'password', labelKey: 'password', autocomplete: 'new-password' };
+    const registration = { path: '/account/register/confirm', titleKey: 'registerTitle', buttonKey: 'createAccount', fields: [passwordField] } as const;
+    confirmPages(app, kit, registration, (t) => email.linkAddress(t, 'register'), async (t, request, body, lang) => {
+      const outcome = await email.confirmRegistration(t, single(body, 'password') ?? '');
+      if (!outcome.ok) return outcome.reason === 'policy' ? { errors: problemTexts(lang, outcome.problems) } : undefined;
+      ctx.events.emit({ name: 'user_registered', endpoint: 'register', subjectId: outcome.subjectId, ...originOf(request) });
       return 'accountCreated';
     });
   }
 }
 
+/** A page that confirms a link: where it is, its title and button, and the fields it asks for. */
+interface ConfirmPage {
+  path: string;
+  titleKey: keyof Messages;
+  buttonKey: keyof Messages;
+  fields?: readonly Field[];
+}
+
 /**
- * A link that is confirmed with a button: GET shows the address and the button, POST consumes the
- * link (`confirm`, returning the text to show, or undefined for a link that is not live) and says
- * what happened, with a way to sign in.
+ * A link that is confirmed with a button: GET shows the address, the page's fields and the button;
+ * POST consumes the link (`confirm`, returning the text to show, undefined for a link that is not
+ * live, or errors to show on the form again with status 400, the link kept) and says what
+ * happened, with a way to sign in.
  * @param address the address a live link was sent to
  */
 function confirmPages(
   app: FastifyInstance,
   kit: PageKit,
-  path: string,
-  titleKey: keyof Messages,
+  page: ConfirmPage,
   address: (token: string) => Promise<string | undefined>,
-  confirm: (token: string, request: FastifyRequest) => Promise<keyof Messages | undefined>,
+  confirm: (token: string, request: FastifyRequest, body: Params, lang: string) => Promise<keyof Messages | { errors: string[] } | undefined>,
 ): void {
+  const { path, titleKey, buttonKey } = page;
+  const fields = [...(page.fields ?? [])];
+  const confirmForm = (reply: FastifyReply, lang: string, token: string, to: string, errors?: string[]) =>
+    kit.form(reply, lang, { titleKey, introKey: 'confirmEmailIntro', values: { email: to }, action: path, token, fields, buttonKey, errors }, errors ? 400 : 200);
   app.get(path, async (request, reply) => {
     const lang = language(request);
     const token = tokenOf(queryString(request, 'token'));
     const to = token ? await address(token) : undefined;
     if (!token || !to) return kit.invalidLink(reply, lang);
-    return kit.form(reply, lang, { titleKey, introKey: 'confirmEmailIntro', values: { email: to }, action: path, token, fields: [], buttonKey: 'confirm' });
+    return confirmForm(reply, lang, token, to);
   });
   app.post(path, async (request, reply) => {
     const lang = language(request);
     const body = kit.checkedBody(request, reply, lang);
     if (!body) return reply;
     const token = tokenOf(single(body, 'token'));
-    const textKey = token ? await confirm(token, request) : undefined;
-    if (!textKey) return kit.invalidLink(reply, lang);
-    return kit.done(reply, lang, titleKey, textKey, true);
+    const to = token ? await address(token) : undefined;
+    const answer = token && to ? await confirm(token, request, body, lang) : undefined;
+    if (!token || !to || !answer) return kit.invalidLink(reply, lang);
+    if (typeof answer !== 'string') return confirmForm(reply, lang, token, to, answer.errors);
+    return kit.done(reply, lang, titleKey, answer, true);
   });
 }
 

@@ -7,6 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import type { OAuthError } from '../protocol/errors.js';
+import { DirectoryUnavailable } from '../users/directory.js';
 import type { Messages } from './i18n.js';
 import { language } from './language.js';
 
@@ -26,9 +27,11 @@ const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
 
 /**
  * The error page (D-25): HTML naming the error in plain words, its code and the error id, logged
- * with the request's id. The way back is the home page (`clientUri`) of the client the request
- * names, when that client is registered: a URI from the config or the store, never from the
- * request, so the page sends nobody to an unverified redirect URI.
+ * with the request's id. A user directory that cannot answer (`DirectoryUnavailable`, 503 with
+ * `Retry-After`) is named as the login page names it: sign-in is unavailable for the moment. The
+ * way back is the home page (`clientUri`) of the client the request names, when that client is
+ * registered: a URI from the config or the store, never from the request, so the page sends nobody
+ * to an unverified redirect URI.
  * @param clientId the `client_id` the request named, if any
  */
 export function sendErrorPage(ctx: SigilContext, reply: FastifyReply, error: OAuthError, lang: string, status = 400, clientId?: string): FastifyReply {
@@ -36,7 +39,8 @@ export function sendErrorPage(ctx: SigilContext, reply: FastifyReply, error: OAu
   request.log.info({ errorId: request.id, error: error.code, errorDescription: error.description, status, url: request.routeOptions.url }, 'error page');
   const client = clientId === undefined ? undefined : ctx.clients.get(clientId);
   const back = client?.clientUri ? { href: client.clientUri, name: client.clientName ?? client.clientId } : undefined;
-  const data = { titleKey: 'errorTitle', textKey: ERROR_TEXTS[error.code] ?? 'errorIntro', code: error.code, description: error.description, errorId: request.id, back };
+  const textKey = error instanceof DirectoryUnavailable ? 'signInUnavailable' : (ERROR_TEXTS[error.code] ?? 'errorIntro');
+  const data = { titleKey: 'errorTitle', textKey, code: error.code, description: error.description, errorId: request.id, back };
   return ctx.pages.send(reply.headers(error.headers), 'message', lang, data, status);
 }
 

@@ -32,6 +32,7 @@ import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { checkCsrf } from './csrf.js';
 import { PASSKEYS_SCRIPT } from './passkeys-pages.js';
 import { refused } from './attempts.js';
+import { DirectoryUnavailable } from '../users/directory.js';
 
 /** The UMD bundle of `@simplewebauthn/browser`, read once from node_modules. */
 function browserBundle(): string {
@@ -89,6 +90,22 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
   const formOf = (request: FastifyRequest) => (request.body instanceof Params ? request.body : Params.empty());
   const csrfRefused = () => new OAuthError('invalid_request', 'the form has expired, please try again', 403);
   const json = (reply: FastifyReply, body: unknown) => reply.header('cache-control', 'no-store').send(body);
+  /**
+   * A route the page's script fetches as JSON (the ceremonies' options): a user directory that
+   * cannot answer is a JSON 503 here (the script shows its own error), not the page every other
+   * route renders for it.
+   */
+  const jsonRoute =
+    (handler: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>) =>
+    async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+      try {
+        return await handler(request, reply);
+      } catch (err) {
+        if (!(err instanceof DirectoryUnavailable)) throw err;
+        request.log.error({ err, directory: err.directory, reason: err.reason }, 'user directory unavailable');
+        return sendOAuthError(reply, err);
+      }
+    };
   const parseResponse = (body: Params): unknown => {
     const raw = single(body, 'response') ?? '';
     if (raw.length === 0) return undefined;
@@ -144,14 +161,14 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
   });
 
   // Registration options (JSON): a session that may change credentials, a CSRF token, and the kind.
-  app.post('/account/passkeys/options', async (request, reply) => {
+  app.post('/account/passkeys/options', jsonRoute(async (request, reply) => {
     if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
     const current = await signedIn(request);
     if (!current?.canChange) return sendOAuthError(reply, new OAuthError('login_required', 'sign in again to change credentials', 403));
     const kind = single(formOf(request), 'kind');
     if (kind !== 'passkey' && kind !== 'security-key') return sendOAuthError(reply, new OAuthError('invalid_request', 'kind must be passkey or security-key'));
     return json(reply, await ctx.passkeys.registrationOptions(current.user, kind, browserOf(ctx, request, reply), request.ip));
-  });
+  }));
 
   app.post('/account/passkeys/register', async (request, reply) => {
     const lang = language(request);
@@ -177,10 +194,10 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
   });
 
   // Passkey sign-in options (JSON): anyone with the login page's CSRF token.
-  app.post('/account/passkeys/login/options', async (request, reply) => {
+  app.post('/account/passkeys/login/options', jsonRoute(async (request, reply) => {
     if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
     return json(reply, await ctx.passkeys.passkeyOptions(browserOf(ctx, request, reply), request.ip));
-  });
+  }));
 
   app.post('/account/passkeys/login', async (request, reply) => {
     const body = formOf(request);
@@ -209,12 +226,12 @@ export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
     return cookie !== undefined && pending ? { cookie, pending } : undefined;
   };
 
-  app.post('/account/passkeys/second-factor/options', async (request, reply) => {
+  app.post('/account/passkeys/second-factor/options', jsonRoute(async (request, reply) => {
     if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
     const step = await stepOf(request, reply);
     if (!step) return sendOAuthError(reply, new OAuthError('login_required', 'the sign-in has expired', 403));
     return json(reply, await ctx.passkeys.stepOptions(step.pending, request.ip));
-  });
+  }));
 
   app.post('/account/passkeys/second-factor', async (request, reply) => {
     const body = formOf(request);

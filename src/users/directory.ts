@@ -26,7 +26,10 @@ export interface UserDirectory {
   /**
    * Checks a username and password.
    * @returns the user (`isActive` false for a disabled account), or undefined for an unknown user or a wrong password.
-   * @throws DirectoryUnavailable when the directory cannot answer.
+   * @throws DirectoryUnavailable when the directory cannot answer; OAuthError 429
+   *   `temporarily_unavailable` with `Retry-After` when the directory caps wrong passwords per
+   *   account (the LDAP directory's `maxFailedBinds`) and the cap is reached: answered as the
+   *   failure limits' refusal.
    */
   authenticate(username: string, password: string): Promise<User | undefined>;
   /**

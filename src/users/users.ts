@@ -112,7 +112,8 @@ export class UserService {
    * cannot answer stops the check (a later directory must not sign in a namesake meanwhile). A
    * directory user whose subject is a config or stored user's is refused.
    * @returns the user (active or not), or undefined for unknown user or wrong password.
-   * @throws DirectoryUnavailable when a directory asked cannot answer.
+   * @throws DirectoryUnavailable when a directory asked cannot answer; OAuthError 429 when a
+   *   directory's cap of wrong passwords for the account is reached (`UserDirectory.authenticate`).
    */
   async checkPassword(username: string, password: string, tenant: string | null): Promise<User | undefined> {
     return this.checked(await this.passwordUser(username, password, tenant));

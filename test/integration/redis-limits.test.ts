@@ -32,6 +32,28 @@ describe('failure limits shared through Redis', () => {
     }
   });
 
+  it('holds a cap of consecutive failures (refuseCapped) across two nodes: the window slides with each failure, a success clears it', async () => {
+    const limits = { maxFailures: 3, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 3, maxDelaySeconds: 5 };
+    const a = new FailureLimiter(limits, new RedisFailureCounters(REDIS));
+    const b = new FailureLimiter(limits, new RedisFailureCounters(REDIS));
+    const key = `ldap:corp:subject:${randomUUID()}`;
+    try {
+      await a.capFailed(key, 2);
+      await b.capFailed(key, 2);
+      await a.refuseCapped(key, 3);
+      await new Promise((r) => setTimeout(r, 1500));
+      // 1.5 s after the first failure of a 2 s window: a further one keeps the count and slides it.
+      await b.capFailed(key, 2);
+      const err = await a.refuseCapped(key, 3).catch((e: unknown) => e);
+      expect(err).toMatchObject({ status: 429, headers: { 'retry-after': '2' } });
+      await b.capSucceeded(key);
+      await a.refuseCapped(key, 1);
+    } finally {
+      await a.counters.close();
+      await b.counters.close();
+    }
+  });
+
   it('fails closed when Redis cannot be reached: 503 with Retry-After before a credential is checked, and a failure is never left uncounted', async () => {
     // Port 1 on loopback: nothing listens, every connection is refused.
     const limiter = new FailureLimiter(

@@ -72,6 +72,25 @@ describe('PrimaryFailureCounters', () => {
     await b.close();
   });
 
+  it('holds a cap (refuseCapped) for two workers together: sliding window, cleared by a success', async () => {
+    const primary = primaryOf();
+    const [a, b] = [new PrimaryFailureCounters(channelTo(primary)), new PrimaryFailureCounters(channelTo(primary))];
+    const [onA, onB] = [new FailureLimiter(LIMITS, a, async () => {}), new FailureLimiter(LIMITS, b, async () => {})];
+    const now = Date.now();
+    await onA.capFailed('ldap:corp:subject:x', 60, now);
+    await onB.capFailed('ldap:corp:subject:x', 60, now + 30_000);
+    await onA.refuseCapped('ldap:corp:subject:x', 3, now + 30_000);
+    await onB.capFailed('ldap:corp:subject:x', 60, now + 50_000);
+    // The window ends 60 s after the last failure, not after the first.
+    for (const limiter of [onA, onB])
+      await expect(limiter.refuseCapped('ldap:corp:subject:x', 3, now + 100_000)).rejects.toMatchObject({ status: 429, headers: { 'retry-after': '10' } });
+    await onA.refuseCapped('ldap:corp:subject:x', 3, now + 110_001);
+    await onB.capSucceeded('ldap:corp:subject:x');
+    expect(await a.read(['cap:ldap:corp:subject:x'], now + 50_000)).toEqual(new Map());
+    await a.close();
+    await b.close();
+  });
+
   it('matches answers to requests by id, whatever order the primary answers in', async () => {
     const store = new MemoryFailureCounters();
     const now = Date.now();

@@ -20,8 +20,6 @@ export interface EmailLinkData {
   purpose: EmailLinkPurpose | 'claim';
   /** The address the link was sent to. */
   email: string;
-  /** `register` only: the argon2id hash of the password chosen on the form. */
-  passwordHash?: string;
   [key: string]: unknown;
 }
 

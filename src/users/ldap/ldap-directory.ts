@@ -2,11 +2,14 @@
  * The LDAP user directory (issue 22): OpenLDAP, Active Directory or any LDAPv3 server (RFC 4511).
  * A sign-in binds as the service account, searches the user by the username attribute with a
  * filter built as a value (never by pasting text into a filter string: RFC 4515 injection is
- * impossible), then binds as the user's DN with the password (RFC 4513 §5.1.3).
+ * impossible), then binds as the user's DN with the password (RFC 4513 §5.1.3). Wrong passwords of
+ * one account are capped (`maxFailedBinds`) so that Sigil never drives it into the directory's own
+ * lockout.
  */
 import { randomBytes } from 'node:crypto';
 import { AndFilter, type Entry, EqualityFilter, type Filter, InvalidCredentialsError, PresenceFilter, ResultCodeError } from 'ldapts';
 import type { LdapDirectoryConfig } from '../../config/user-directories.js';
+import type { FailureLimiter } from '../../limits/failure-limiter.js';
 import { DirectoryUnavailable, type UserDirectory } from '../directory.js';
 import type { User } from '../user.js';
 import { LdapPool, type Connection } from './pool.js';
@@ -22,7 +25,14 @@ export class LdapDirectory implements UserDirectory {
   private readonly attributes: string[];
   private readonly cache = new Map<string, { user: User; until: number }>();
 
-  constructor(private readonly config: LdapDirectoryConfig) {
+  /**
+   * @param limiter the failure limiter, whose shared counters (this process, the primary of
+   *   `--workers`, or Redis) hold the cap of `maxFailedBinds`
+   */
+  constructor(
+    private readonly config: LdapDirectoryConfig,
+    private readonly limiter: FailureLimiter,
+  ) {
     this.name = config.name;
     this.pool = new LdapPool({ url: config.url, startTls: config.startTls, timeoutMs: config.timeoutSeconds * 1000, max: config.maxConnections });
     this.attributes = [
@@ -41,18 +51,31 @@ export class LdapDirectory implements UserDirectory {
    * costs a bind too (as a DN that does not exist, which no server locks), so its answer takes
    * as long as a wrong password's. An empty password is refused without a bind: an LDAP simple bind
    * with an empty password is an unauthenticated bind that succeeds (RFC 4513 §5.1.2).
+   * Past `maxFailedBinds` wrong passwords of the account (from every address, counted before the
+   * bind so that concurrent guesses cannot all pass), the check is refused without a bind until
+   * `failedBindWindowSeconds` pass without one; a right password clears the count. Unknown
+   * usernames are capped alike (keyed by the name as the server would compare it), so the
+   * refusal tells nothing about which accounts exist.
+   * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` while the account is capped.
    */
   async authenticate(username: string, password: string): Promise<User | undefined> {
     if (username.length === 0 || password.length === 0) return undefined;
-    return this.run(async (conn) => {
-      const entry = await this.searchOne(conn, new EqualityFilter({ attribute: this.config.usernameAttribute, value: username }));
-      const user = entry ? this.toUser(entry) : undefined;
-      const dn = entry && user ? entry.dn : `${this.config.usernameAttribute}=${randomBytes(16).toString('hex')},${this.config.baseDn}`;
-      const ok = await this.bind(conn, dn, password);
-      if (!ok || !user) return undefined;
-      this.remember(user);
-      return user;
-    });
+    const entry = await this.run((conn) => this.searchOne(conn, new EqualityFilter({ attribute: this.config.usernameAttribute, value: username })));
+    const user = entry ? this.toUser(entry) : undefined;
+    const dn = entry && user ? entry.dn : `${this.config.usernameAttribute}=${randomBytes(16).toString('hex')},${this.config.baseDn}`;
+    const cap = this.config.maxFailedBinds > 0 ? `ldap:${this.name}:${user ? `subject:${user.subjectId}` : `name:${comparedName(username)}`}` : undefined;
+    if (cap !== undefined) {
+      await this.limiter.refuseCapped(cap, this.config.maxFailedBinds);
+      // Counted as a failure before the bind, then read again: of concurrent guesses, only those
+      // within the cap bind. A bind that ends in an outage stays counted (the server may have seen it).
+      await this.limiter.capFailed(cap, this.config.failedBindWindowSeconds);
+      await this.limiter.refuseCapped(cap, this.config.maxFailedBinds + 1);
+    }
+    const ok = await this.run((conn) => this.bind(conn, dn, password));
+    if (!ok || !user) return undefined;
+    if (cap !== undefined) await this.limiter.capSucceeded(cap);
+    this.remember(user);
+    return user;
   }
 
   /** The user with that subject, from the cache while it is fresh (`claimsCacheSeconds`), else from the server. */
@@ -163,4 +186,14 @@ export class LdapDirectory implements UserDirectory {
     if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(user.subjectId, { user, until: Date.now() + this.config.claimsCacheSeconds * 1000 });
   }
+}
+
+/**
+ * A username as an LDAP server compares it for the usual username attributes (caseIgnoreMatch,
+ * RFC 4517 §4.2.11, with the insignificant space handling of RFC 4518 §2.6.1): compatibility
+ * normalised, case folded, outer spaces dropped and inner runs of spaces made one, so that spellings
+ * of one unknown name share a cap as the spellings of a known account's name do.
+ */
+function comparedName(username: string): string {
+  return username.normalize('NFKC').toLowerCase().trim().replace(/\s+/g, ' ');
 }
