@@ -15,6 +15,7 @@ import { ScimError } from '../protocol/scim-filter.js';
 import { attributeList, type ListParams, project, type ScimActor, type ScimResult, ScimService } from '../scim/service.js';
 import { resourceTypes, schemas, SEARCH_REQUEST, serviceProviderConfig } from '../scim/schemas.js';
 import { requireScope } from './protected-resource.js';
+import { UserAdmin } from '../admin/users.js';
 
 const PREFIX = '/scim/v2';
 const SCIM_TYPE = 'application/scim+json; charset=utf-8';
@@ -24,7 +25,7 @@ const SCIM_JSON_BOUNDS = { maxLength: 64 * 1024, maxDepth: 8 };
 /** Registers the SCIM routes (their own plugin context, for the JSON body parsers). */
 export async function scimEndpoints(app: FastifyInstance, ctx: SigilContext): Promise<void> {
   const base = `${ctx.issuer}${PREFIX}`;
-  const service = new ScimService(ctx.store, ctx.config.users, ctx.events, ctx.logout, base, ctx.config.admin.userRole);
+  const service = new ScimService(ctx.store, ctx.config.users, ctx.events, new UserAdmin(ctx.store, ctx.config, ctx.management.sessions), base, ctx.config.admin.userRole);
   await app.register(async (scim) => {
     for (const type of ['application/scim+json', 'application/json'])
       scim.addContentTypeParser(type, { parseAs: 'string' }, (_req, body, done) => done(null, { text: body as string }));

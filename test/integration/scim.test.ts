@@ -333,6 +333,10 @@ describe.each([
       const inactive = await tokenRequest(sigil, { grant_type: 'password', username: 'leaver', password: 'leaver-pw' }, ['ropc', 'ropc-secret']);
       expect(inactive.statusCode).toBe(wrong.statusCode);
       expect(inactive.body).toBe(wrong.body);
+      // The one way users are made inactive (UserAdmin.setActiveOf, as `sigil users disable`): its audit event names the actor.
+      expect(events.find((e) => e.name === 'admin_changed' && e.target?.id === u.id)).toMatchObject({
+        endpoint: 'scim', clientId: 'scim-bot', action: 'user.deactivate', target: { type: 'user', id: u.id }, changes: { active: false, endedSessions: 0 },
+      });
     });
   });
 

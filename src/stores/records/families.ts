@@ -15,10 +15,12 @@ export class GrantFamilies {
   }
 
   /**
-   * Revokes every live refresh token, reference access token and unused authorization code of a
-   * user, of every family (a password reset, issue 24); returns how many rows changed.
+   * Revokes everything a user holds, of every family: refresh tokens, reference access tokens,
+   * JWT access-token marks (introspection says inactive), unused authorization and device codes
+   * (a password reset, issue 24; a user made inactive, `admin/users.ts`); returns how many rows
+   * changed. Sessions are ended by the logout service, consents stay.
    */
   revokeAllOf(subjectId: string, now: number): Promise<number> {
-    return this.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token', 'authorization_code', 'device_code'], now);
+    return this.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code'], now);
   }
 }
