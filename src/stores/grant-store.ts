@@ -102,6 +102,12 @@ export interface GrantStore {
    * A password reset or change and a user made inactive end the user's tokens this way.
    */
   revokeSubject(subjectId: string, types: readonly GrantType[], now: number, keepSessionId?: string): Promise<number>;
+  /**
+   * Revokes every live record (not revoked, not expired at `now`) of one client of one of `types`
+   * (a client deleted: RFC 7592 §2.3); returns how many rows changed. No index leads with the
+   * client, so this reads the table: for the rare removal of a client, never a request's path.
+   */
+  revokeClient(clientId: string, types: readonly GrantType[], now: number): Promise<number>;
   /** Revokes every record of a family; returns how many rows changed. */
   revokeFamily(familyId: string, now: number): Promise<number>;
   /**

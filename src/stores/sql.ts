@@ -572,6 +572,19 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return Number(result.numUpdatedRows);
   }
 
+  async revokeClient(clientId: string, types: readonly GrantType[], now: number): Promise<number> {
+    this.forgetAll();
+    const result = await this.db
+      .updateTable('grants')
+      .set({ revoked_at: now })
+      .where('client_id', '=', clientId)
+      .where('type', 'in', [...types])
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
   async revokeFamily(familyId: string, now: number): Promise<number> {
     this.forget(undefined, familyId);
     const result = await this.db
