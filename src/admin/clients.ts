@@ -79,7 +79,7 @@ export interface ClientAdminOptions {
 /** Adds, removes, lists and reloads the stored clients. */
 export class ClientAdmin {
   constructor(
-    private readonly store: Pick<Store, 'clients' | 'users'>,
+    private readonly store: Pick<Store, 'clients' | 'users' | 'records'>,
     private readonly options: ClientAdminOptions,
   ) {}
 
@@ -217,13 +217,29 @@ export class ClientAdmin {
   }
 
   /**
-   * Deletes a stored client, if it is still the version `ifMatch` names when given.
+   * Deletes a stored client, if it is still the version `ifMatch` names when given, and then
+   * everything issued to it (`revokeIssuedTo`).
    * @throws AdminError `read_only`, `not_found`, `precondition_failed`.
    */
   async delete(clientId: string, ifMatch?: string): Promise<void> {
     const saved = await this.writable(clientId, ifMatch);
     if (!(await this.store.clients.replaceClientIf(clientId, saved.text, undefined)))
       throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`);
+    await this.revokeIssuedTo(clientId);
+  }
+
+  /**
+   * Ends everything issued to a client that was just removed, whichever door removed it (the
+   * management API, `sigil clients remove`, the client configuration endpoint, the removal of
+   * unused dynamic clients): RFC 7592 §2.3 asks that a deleted client's grants and tokens be
+   * invalidated at once. Its refresh tokens, reference and JWT access tokens (introspection says
+   * inactive), unused codes, pushed requests and its users' consents are revoked
+   * (`GrantFamilies.revokeAllOfClient`), so that none comes back to life under a client later
+   * created with the same id.
+   * @returns how many grant rows were revoked.
+   */
+  async revokeIssuedTo(clientId: string, now = nowSeconds()): Promise<number> {
+    return this.store.records.families.revokeAllOfClient(clientId, now);
   }
 
   /** The config as read, with the stored resources when known: what a client is checked against. */
@@ -287,11 +303,14 @@ export class ClientAdmin {
   }
 
   /**
-   * Removes a stored client.
+   * Removes a stored client, and then everything issued to it (`revokeIssuedTo`).
    * @throws AdminError `read_only` when only the config file defines it; `not_found` when no one does.
    */
   async remove(clientId: string): Promise<void> {
-    if (await this.store.clients.removeClient(clientId)) return;
+    if (await this.store.clients.removeClient(clientId)) {
+      await this.revokeIssuedTo(clientId);
+      return;
+    }
     if (this.options.config.clients.some((c) => c.clientId === clientId))
       throw new AdminError('read_only', `client "${clientId}" is defined in the config file, which is read-only`);
     throw new AdminError('not_found', `no stored client "${clientId}"`);

@@ -165,12 +165,14 @@ export class ClientRegistrations {
 
   /**
    * Deletes a client (RFC 7592 §2.3): its settings and registration; its credentials fail from
-   * then on (at once on this node, within `signingKeys.reloadSeconds` on the others).
+   * then on (at once on this node, within `signingKeys.reloadSeconds` on the others), and the
+   * grants and tokens issued to it are revoked (`ClientAdmin.revokeIssuedTo`).
    * @throws OAuthError 401 as `read`
    */
   async remove(clientId: string, token: string | undefined, origin?: RequestOrigin): Promise<void> {
     await this.authorize(clientId, token);
     if (!(await this.store.remove(clientId))) throw unauthorized('the registration access token is invalid');
+    await this.services.admin.revokeIssuedTo(clientId);
     this.dynamic.delete(clientId);
     await this.services.reload();
     this.services.events.emit({ name: 'client_deleted', endpoint: ENDPOINT, clientId, ...origin });
@@ -198,7 +200,10 @@ export class ClientRegistrations {
   async removeUnused(now = nowSeconds()): Promise<string[]> {
     const days = this.services.config.registration.unusedClientDays;
     const removed = days === 0 ? [] : await this.store.removeUnused(now - days * DAY, now, REMOVAL_BATCH);
-    for (const id of removed) this.services.events.emit({ name: 'client_deleted', endpoint: 'housekeeping', clientId: id });
+    for (const id of removed) {
+      await this.services.admin.revokeIssuedTo(id, now);
+      this.services.events.emit({ name: 'client_deleted', endpoint: 'housekeeping', clientId: id });
+    }
     this.dynamic = new Set(await this.store.ids());
     for (const id of this.touched.keys()) if (!this.dynamic.has(id)) this.touched.delete(id);
     if (removed.length > 0) await this.services.reload();

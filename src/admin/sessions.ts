@@ -9,7 +9,7 @@ import { loadStoredClients } from '../clients/stored-clients.js';
 import type { Store } from '../stores/types.js';
 import { ClientRegistry } from '../clients/registry.js';
 import { AdminError } from './errors.js';
-import { configUsersNamed } from './users.js';
+import { configUsersNamed } from './config-users.js';
 import { nowSeconds } from '../crypto/handles.js';
 
 /** Ends the live sessions of config-file and stored users. */

@@ -6,15 +6,18 @@
  * (RFC 9068 §5).
  */
 import { hash } from '@node-rs/argon2';
+import { pino } from 'pino';
 import type { ResolvedConfig } from '../config/loader.js';
 import { clientSubjectCollision, type UserConfig } from '../config/schema.js';
 import type { EventBus } from '../events/events.js';
 import { MfaService } from '../mfa/factors.js';
 import type { Store, StoredFactor, StoredUser } from '../stores/types.js';
-import { newId } from '../crypto/handles.js';
+import { newId, nowSeconds } from '../crypto/handles.js';
 import { productName } from '../config/product-name.js';
 import { describePasswordProblems, passwordProblems } from '../users/password-policy.js';
 import { AdminError, isJsonObject } from './errors.js';
+import { configUsersNamed } from './config-users.js';
+import { SessionAdmin } from './sessions.js';
 import { isEmailAddress } from '../email/account-email.js';
 
 /** The longest username, as in the config file. */
@@ -54,10 +57,24 @@ export interface AddedUser {
   shadowedBy?: { username: string; subjectId: string };
 }
 
-/** The config-file users named `username` (case-insensitive), of `tenant` when it is not null. */
-export function configUsersNamed(users: readonly UserConfig[], username: string, tenant: string | null): UserConfig[] {
-  const lower = username.toLowerCase();
-  return users.filter((u) => u.username.toLowerCase() === lower && (tenant === null || (u.tenant ?? null) === tenant));
+/**
+ * Who makes a management change, for its audit event: the door (`endpoint`: `cli`, `scim`, ...)
+ * and, through the management API or SCIM, the client and user acting.
+ */
+export interface AdminAudit {
+  events: EventBus;
+  endpoint: string;
+  clientId?: string;
+  sub?: string;
+}
+
+/** What making a user inactive ended (zero and zero when the user was made active). */
+export interface SignedOut {
+  subjectId: string;
+  /** Sessions ended, each with back-channel logout queued to its clients. */
+  endedSessions: number;
+  /** Grant rows revoked: refresh and reference tokens, access-token marks, unused codes. */
+  revokedTokens: number;
 }
 
 /** @throws AdminError `invalid` (field `email`) unless `email` looks like an address (`isEmailAddress`). */
@@ -69,9 +86,14 @@ function checkEmail(email: string): void {
 export class UserAdmin {
   private readonly mfa: MfaService;
 
+  /**
+   * @param sessions ends a user's sessions (a running node's, which sends the back-channel logout
+   *   tokens at once); default: a one-off service that queues them for the running nodes
+   */
   constructor(
-    private readonly store: Pick<Store, 'users' | 'clients' | 'factors' | 'records' | 'webauthn' | 'emails'>,
+    private readonly store: Pick<Store, 'users' | 'clients' | 'factors' | 'records' | 'webauthn' | 'emails' | 'logout'>,
     private readonly config: ResolvedConfig,
+    private readonly sessions = new SessionAdmin(store, config, pino({ level: 'silent' })),
   ) {
     // Listing and removing factors reads no secret: no data key. WebAuthn credentials are factors
     // here whether or not WebAuthn is on, so a reset leaves none behind.
@@ -146,16 +168,56 @@ export class UserAdmin {
   }
 
   /**
-   * Makes a stored user active or inactive. An inactive user's password, passkeys and upstream
-   * sign-ins are refused and their access tokens stop working at userinfo and the management API;
-   * callers end their sessions (`SessionAdmin.revokeAllOf`).
-   * @returns the user's subject.
+   * Makes a stored user, found by username, active or inactive (`sigil users enable|disable`), as
+   * `setActiveOf` does.
    * @throws AdminError `read_only` for a config-file user, `not_found` for no such user.
    */
-  async setActive(username: string, tenant: string | null, active: boolean): Promise<string> {
+  async setActive(username: string, tenant: string | null, active: boolean, audit: AdminAudit): Promise<SignedOut> {
     const user = await this.store.users.findUserByUsername(username, tenant);
-    if (!user || !(await this.store.users.setUserActive(user.subjectId, active))) throw this.notStored(username, tenant);
-    return user.subjectId;
+    const done = user && (await this.setActiveOf(user.subjectId, active, audit));
+    if (!done) throw this.notStored(username, tenant);
+    return done;
+  }
+
+  /**
+   * Makes a stored user active or inactive: the one way every management door (the CLI, SCIM)
+   * does it. The flag is stored first, so that every later sign-in (password, passkey, upstream)
+   * and every grant is refused as a wrong password is, and access tokens stop working at userinfo
+   * and the management API. Made inactive, the user is then signed out everywhere
+   * (`signOutEverywhere`). One `admin_changed` audit event (action `user.activate` or
+   * `user.deactivate`, target the user) tells who did it.
+   * @param write stores the flag and says whether it did; default: the flag alone
+   *   (`UserStore.setUserActive`). SCIM passes its versioned write of the whole resource, so that
+   *   the flag changes with the other attributes or not at all.
+   * @returns undefined, changing nothing more, when `write` stored nothing (no such user, or a
+   *   version moved on); else what was ended.
+   */
+  async setActiveOf(subjectId: string, active: boolean, audit: AdminAudit, write = () => this.store.users.setUserActive(subjectId, active)): Promise<SignedOut | undefined> {
+    if (!(await write())) return undefined;
+    const ended = active ? { subjectId, endedSessions: 0, revokedTokens: 0 } : await this.signOutEverywhere(subjectId);
+    audit.events.emit({
+      name: 'admin_changed',
+      endpoint: audit.endpoint,
+      ...(audit.clientId !== undefined ? { clientId: audit.clientId } : {}),
+      ...(audit.sub !== undefined ? { subjectId: audit.sub } : {}),
+      action: active ? 'user.activate' : 'user.deactivate',
+      target: { type: 'user', id: subjectId },
+      changes: { active, ...(active ? {} : { endedSessions: ended.endedSessions, revokedTokens: ended.revokedTokens }) },
+    });
+    return ended;
+  }
+
+  /**
+   * Signs a user out everywhere: ends every live session (back-channel logout tokens sent or
+   * queued, OIDC Back-Channel Logout 1.0 §2.5; front-channel logout needs the browser, whose
+   * session cookie then signs in nobody), then revokes every refresh token, reference token,
+   * access-token mark and unused code the user holds, of every client (`GrantFamilies.revokeAllOf`).
+   * Consents stay. For a user made inactive or removed.
+   */
+  async signOutEverywhere(subjectId: string): Promise<SignedOut> {
+    const endedSessions = await this.sessions.revokeAllOf(subjectId);
+    const revokedTokens = await this.store.records.families.revokeAllOf(subjectId, nowSeconds());
+    return { subjectId, endedSessions, revokedTokens };
   }
 
   /**
@@ -174,12 +236,14 @@ export class UserAdmin {
 
   /**
    * Removes a stored user, found by username (in `tenant`) or else by subject, with their linked
-   * upstream identities and WebAuthn credentials.
+   * upstream identities and WebAuthn credentials, once they are signed out everywhere
+   * (`signOutEverywhere`).
    * @returns the user removed.
    * @throws AdminError `read_only` for a config-file user (by username or subject), `not_found` for no such user.
    */
   async remove(usernameOrSubject: string, tenant: string | null): Promise<StoredUser> {
     const user = (await this.store.users.findUserByUsername(usernameOrSubject, tenant)) ?? (await this.store.users.findUserBySubject(usernameOrSubject));
+    if (user) await this.signOutEverywhere(user.subjectId);
     if (!user || !(await this.store.users.removeUser(user.subjectId))) throw this.notStored(usernameOrSubject, tenant, true);
     return user;
   }
@@ -202,7 +266,7 @@ export class UserAdmin {
    * @returns the subject and how many factors were removed.
    * @throws AdminError `not_found` when there is no such user.
    */
-  async resetSecondFactors(username: string, tenant: string | null, audit: { events: EventBus; endpoint: string }): Promise<{ subjectId: string; removed: number }> {
+  async resetSecondFactors(username: string, tenant: string | null, audit: AdminAudit): Promise<{ subjectId: string; removed: number }> {
     const subjectId = await this.factorOwner(username, tenant);
     const factors = await this.mfa.listFactors(subjectId);
     const removed = await this.mfa.removeAllFactors(subjectId);

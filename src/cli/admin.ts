@@ -14,7 +14,7 @@ import { mintInitialToken } from '../admin/registrations.js';
 import { AdminError } from '../admin/errors.js';
 import { KeyAdmin } from '../admin/keys.js';
 import { SessionAdmin } from '../admin/sessions.js';
-import { UserAdmin } from '../admin/users.js';
+import { type AdminAudit, UserAdmin } from '../admin/users.js';
 import type { ConfigOverrides, ResolvedConfig } from '../config/loader.js';
 import { EventBus } from '../events/events.js';
 import { parseDataKey } from '../keys/keys.js';
@@ -78,7 +78,9 @@ export async function keysCommand(cfg: ResolvedConfig, args: string[], alg: stri
 
 /**
  * `sigil users list | add | set-password | disable | enable | set-claims | remove`: users kept in
- * the store, argon2id hashes; `disable` also ends the user's sessions (back-channel logout);
+ * the store, argon2id hashes; `disable` (`UserAdmin.setActive`) also signs the user out
+ * everywhere: sessions end (back-channel logout), tokens and unused codes are revoked, as
+ * `remove` does before removing;
  * `sigil users mfa list|reset USERNAME`: a user's second factors (config or stored user);
  * `sigil users sessions revoke USERNAME`: ends a user's sessions.
  */
@@ -122,14 +124,12 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       return 0;
     }
     if ((action === 'disable' || action === 'enable') && name !== undefined) {
-      const subjectId = await users.setActive(name, tenant, action === 'enable');
+      const { subjectId, endedSessions: ended, revokedTokens: revoked } = await users.setActive(name, tenant, action === 'enable', cliAudit(cfg));
       if (action === 'enable') {
         console.log(`enabled user ${name} (${subjectId})`);
         return 0;
       }
-      // A disabled user is signed out everywhere: their sessions end, with back-channel logout.
-      const ended = await new SessionAdmin(store, cfg, pino({ level: 'silent' })).revokeAllOf(subjectId);
-      console.log(`disabled user ${name} (${subjectId}); ended ${ended} session${ended === 1 ? '' : 's'}`);
+      console.log(`disabled user ${name} (${subjectId}); ended ${ended} session${ended === 1 ? '' : 's'}, revoked ${revoked} token${revoked === 1 ? '' : 's'} and code${revoked === 1 ? '' : 's'}`);
       return 0;
     }
     if (action === 'set-claims' && name !== undefined) {
@@ -262,10 +262,14 @@ async function mfaCommand(cfg: ResolvedConfig, users: UserAdmin, args: string[],
     if (factors.length === 0) console.log(`${name} has no second factor`);
     return 0;
   }
-  const events = new EventBus(pino({ level: cfg.logLevel === 'silent' ? 'silent' : 'info' }, pino.destination({ dest: 2, sync: true })));
-  const { subjectId, removed } = await users.resetSecondFactors(name, tenant, { events, endpoint: 'cli' });
+  const { subjectId, removed } = await users.resetSecondFactors(name, tenant, cliAudit(cfg));
   console.log(`removed ${removed} second factor${removed === 1 ? '' : 's'} of ${name} (${subjectId})`);
   return 0;
+}
+
+/** The audit of a change made from the command line: endpoint `cli`, its events on stderr. */
+function cliAudit(cfg: ResolvedConfig): AdminAudit {
+  return { events: new EventBus(pino({ level: cfg.logLevel === 'silent' ? 'silent' : 'info' }, pino.destination({ dest: 2, sync: true }))), endpoint: 'cli' };
 }
 
 async function readPassword(flags: AdminFlags): Promise<string | undefined> {

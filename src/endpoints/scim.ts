@@ -7,7 +7,7 @@
  * `application/scim+json`, errors in the SCIM error schema (§3.12), never a 500 for bad input.
  * The logic is in `scim/service.ts`; this module parses, calls and renders.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
@@ -15,6 +15,7 @@ import { ScimError } from '../protocol/scim-filter.js';
 import { attributeList, type ListParams, project, type ScimActor, type ScimResult, ScimService } from '../scim/service.js';
 import { resourceTypes, schemas, SEARCH_REQUEST, serviceProviderConfig } from '../scim/schemas.js';
 import { requireScope } from './protected-resource.js';
+import { UserAdmin } from '../admin/users.js';
 
 const PREFIX = '/scim/v2';
 const SCIM_TYPE = 'application/scim+json; charset=utf-8';
@@ -24,10 +25,18 @@ const SCIM_JSON_BOUNDS = { maxLength: 64 * 1024, maxDepth: 8 };
 /** Registers the SCIM routes (their own plugin context, for the JSON body parsers). */
 export async function scimEndpoints(app: FastifyInstance, ctx: SigilContext): Promise<void> {
   const base = `${ctx.issuer}${PREFIX}`;
-  const service = new ScimService(ctx.store, ctx.config.users, ctx.events, ctx.logout, base, ctx.config.admin.userRole);
+  const service = new ScimService(ctx.store, ctx.config.users, ctx.events, new UserAdmin(ctx.store, ctx.config, ctx.management.sessions), base, ctx.config.admin.userRole);
   await app.register(async (scim) => {
     for (const type of ['application/scim+json', 'application/json'])
       scim.addContentTypeParser(type, { parseAs: 'string' }, (_req, body, done) => done(null, { text: body as string }));
+    // What Fastify refuses before a handler runs (a body over the app's limit: 413; a media type
+    // without a parser: 415) is answered in the SCIM error schema too (§3.12); anything else goes
+    // on to the app's error handler.
+    scim.setErrorHandler((err: FastifyError, _request, reply) => {
+      const status = err.statusCode ?? 500;
+      if (status < 400 || status >= 500) throw err;
+      return sendScimError(reply, new ScimError(status, status === 413 ? 'the body is too large' : status === 415 ? 'unsupported content type' : 'malformed request'));
+    });
 
     /** Runs `handle` after the guard, rendering SCIM errors. */
     const route = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, handle: (request: FastifyRequest, reply: FastifyReply, actor: ScimActor) => Promise<FastifyReply>) =>

@@ -52,14 +52,33 @@ export interface KeyInfo extends StoredKey {
 }
 
 /**
- * The status of every key at `now`: per algorithm, the newest activated, not retired key is
- * `active`; older ones are `retired` from the moment their successor activated (or from their
- * own `retiredAt`) and `expired` once the retention period has passed.
+ * The order of keys of one algorithm, oldest first: by activation, then creation (Unix seconds),
+ * then `kid`. The `kid` decides only between keys made in the same second to activate in the same
+ * second, which `rotateKeys` never does on one node (it activates a successor strictly after the
+ * newest key); two nodes adding a key at once may. The `kid` order (of the JWK thumbprint
+ * strings, RFC 7638: the greater signs) is arbitrary but the same on every node, whatever order
+ * the store lists the keys in, so every node signs with the same key.
+ */
+export function compareKeys(a: StoredKey, b: StoredKey): number {
+  return a.activatesAt - b.activatesAt || a.createdAt - b.createdAt || (a.kid < b.kid ? -1 : a.kid > b.kid ? 1 : 0);
+}
+
+/** The newest (`compareKeys`) not retired key of `alg` activating at `at` (Unix seconds) or before, if any. */
+function newestLive(keys: readonly StoredKey[], alg: string, at: number): StoredKey | undefined {
+  return keys.filter((k) => k.alg === alg && k.retiredAt === null && k.activatesAt <= at).sort(compareKeys).at(-1);
+}
+
+/**
+ * The status of every key at `now`: per algorithm, the newest (`compareKeys`) activated, not
+ * retired key is `active`; older ones are `retired` from the moment their successor activated (or
+ * from their own `retiredAt`) and `expired` once the retention period has passed.
  */
 export function describeKeys(keys: readonly StoredKey[], policy: KeyPolicy, now: number): KeyInfo[] {
   const signing = new Map<string, StoredKey>();
-  for (const k of [...keys].sort((a, b) => a.activatesAt - b.activatesAt || a.createdAt - b.createdAt))
-    if (k.activatesAt <= now && k.retiredAt === null) signing.set(k.alg, k);
+  for (const alg of new Set(keys.map((k) => k.alg))) {
+    const newest = newestLive(keys, alg, now);
+    if (newest) signing.set(alg, newest);
+  }
   return keys.map((k) => {
     const current = signing.get(k.alg);
     if (k.activatesAt > now && k.retiredAt === null) return { ...k, status: 'pending', publishedUntil: null };
@@ -72,7 +91,11 @@ export function describeKeys(keys: readonly StoredKey[], policy: KeyPolicy, now:
 
 /**
  * Adds a successor key for each algorithm, published now and signing after the propagation
- * period (or at once when `immediate`, e.g. when no key of that algorithm can sign).
+ * period (or at once when `immediate`, e.g. when no key of that algorithm can sign). A successor
+ * activates strictly after every live (not retired) key of its algorithm, later than planned
+ * when one activates in that second or after it (two rotations within one second; a pending key
+ * of a longer propagation period): the latest rotation is the newest key in `compareKeys` order,
+ * on every node. An `immediate` key activates now whatever is pending, as none can sign.
  * @returns the keys added.
  */
 export async function rotateKeys(
@@ -83,8 +106,12 @@ export async function rotateKeys(
   immediate = false,
 ): Promise<StoredKey[]> {
   const added: StoredKey[] = [];
+  const stored = await store.listKeys();
   for (const alg of algorithms) {
-    const key = await generateKey(alg, now, immediate ? now : now + policy.propagationSeconds, policy.dataKey);
+    const planned = immediate ? now : now + policy.propagationSeconds;
+    const newest = immediate ? undefined : newestLive(stored, alg, Infinity);
+    const activatesAt = newest === undefined ? planned : Math.max(planned, newest.activatesAt + 1);
+    const key = await generateKey(alg, now, activatesAt, policy.dataKey);
     await store.addKey(key);
     added.push(key);
   }

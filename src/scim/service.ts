@@ -14,7 +14,7 @@
 import { hash } from '@node-rs/argon2';
 import type { UserConfig } from '../config/schema.js';
 import type { EventBus } from '../events/events.js';
-import type { LogoutService } from '../logout/logout.js';
+import type { UserAdmin } from '../admin/users.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
 import { type AttrPath, parseAttrPathText, parseFilter, ScimError } from '../protocol/scim-filter.js';
 import { DirectoryConflict, type DirectoryEmail, type DirectoryGroup, type DirectoryUser, type ListQuery } from '../stores/directory.js';
@@ -199,13 +199,14 @@ function changedAttributes(before: Json, after: Json, extra: string[] = []): str
 export class ScimService {
   /**
    * @param base the SCIM base URL (`<issuer>/scim/v2`), for `meta.location` and `$ref`
-   * @param logout ends a deactivated or deleted user's sessions (back-channel logout queued)
+   * @param users deactivates users and signs deactivated or deleted ones out everywhere
+   *   (`UserAdmin.setActiveOf`, `UserAdmin.signOutEverywhere`), as the command line does
    */
   constructor(
     private readonly store: Pick<Store, 'directory' | 'users'>,
     private readonly configUsers: readonly Pick<UserConfig, 'username'>[],
     private readonly events: EventBus,
-    private readonly logout: Pick<LogoutService, 'endSessionsOf'>,
+    private readonly users: Pick<UserAdmin, 'setActiveOf' | 'signOutEverywhere'>,
     private readonly base: string,
     /** `admin.userRole`: no group may carry it (see `groupInput`). */
     private readonly adminRole: string,
@@ -278,7 +279,7 @@ export class ScimService {
   async deleteUser(id: string, ifMatch: string | undefined, actor: ScimActor): Promise<void> {
     const user = await this.findUser(id);
     checkIfMatch(ifMatch, user.version);
-    await this.signOutEverywhere(id);
+    await this.users.signOutEverywhere(id);
     if (!(await this.store.users.removeUser(id))) throw new ScimError(404, `no user "${id}"`);
     this.audit('resource_deleted', actor, 'User', id, []);
   }
@@ -287,26 +288,25 @@ export class ScimService {
   private async writeUser(before: DirectoryUser, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
     const input = await this.userInput(body, before);
     if (input.write.username.toLowerCase() !== before.username.toLowerCase()) await this.assertUsernameFree(input.write.username, before.subjectId);
-    let written: boolean;
-    try {
-      written = await this.store.directory.replaceUser(before.subjectId, input.write, before.version, nowSeconds());
-    } catch (err) {
-      throw this.conflict(err);
-    }
+    const write = async () => {
+      try {
+        return await this.store.directory.replaceUser(before.subjectId, input.write, before.version, nowSeconds());
+      } catch (err) {
+        throw this.conflict(err);
+      }
+    };
+    // A change of `active` is the one way users are made (in)active: the user service stores it
+    // with the rest, then signs a deactivated user out everywhere.
+    const written = input.write.isActive === before.isActive
+      ? await write()
+      : (await this.users.setActiveOf(before.subjectId, input.write.isActive, { events: this.events, endpoint: 'scim', ...actor }, write)) !== undefined;
     // The version moved on between the read and the write: a concurrent change (§3.14).
     if (!written) return undefined;
-    if (before.isActive && !input.write.isActive) await this.signOutEverywhere(before.subjectId);
     const after = await this.findUser(before.subjectId);
     const resource = this.userResource(after);
     const changed = changedAttributes(this.userResource(before), resource, input.write.passwordHash ? ['password'] : []);
     this.audit('resource_updated', actor, 'User', before.subjectId, changed);
     return { resource, etag: etagOf(after.version) };
-  }
-
-  /** Ends every session (logout tokens queued for back-channel delivery) and revokes every token of a user. */
-  private async signOutEverywhere(subjectId: string): Promise<void> {
-    await this.logout.endSessionsOf(subjectId);
-    await this.store.directory.revokeTokensOf(subjectId, nowSeconds());
   }
 
   private async assertUsernameFree(username: string, except: string | undefined): Promise<void> {

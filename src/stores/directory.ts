@@ -112,7 +112,6 @@ interface DirectoryTables {
   user_emails: { subject_id: string; value: string; value_normalized: string; type: string | null; is_primary: number; verified: number };
   user_groups: { id: string; display_name: string; display_name_normalized: string; external_id: string | null; version: number; created_at: number; updated_at: number };
   group_members: { group_id: string; subject_id: string };
-  grants: { subject_id: string | null; type: string; revoked_at: number | null };
   user_count: { id: number; n: number };
 }
 
@@ -439,22 +438,6 @@ export class SqlDirectory {
         return true;
       }),
     );
-  }
-
-  /**
-   * Revokes every refresh token, reference token and tracked access token of a user at `now`
-   * (a user made inactive): one UPDATE over the `grants_subject` index.
-   * @returns how many rows were revoked.
-   */
-  async revokeTokensOf(subjectId: string, now: number): Promise<number> {
-    const result = await this.db
-      .updateTable('grants')
-      .set({ revoked_at: now })
-      .where('subject_id', '=', subjectId)
-      .where('type', 'in', ['refresh_token', 'reference_token', 'access_token'])
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows);
   }
 
   /** The stored group with that id, with its members, or undefined. */

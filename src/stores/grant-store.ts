@@ -96,10 +96,18 @@ export interface GrantStore {
   /** Revokes one record; inserts `record` in revoked state when there is no row under its key yet. */
   revoke(record: GrantRecord, now: number): Promise<void>;
   /**
-   * Revokes every live record of the subject of one of `types` (a password reset ends the user's
-   * refresh tokens); returns how many rows changed.
+   * Revokes every live record (not revoked, not expired at `now`) of the subject of one of `types`,
+   * in one update along the `grants_subject` index, except, with `keepSessionId`, those issued
+   * into that session (a password change keeps the browser's own); returns how many rows changed.
+   * A password reset or change and a user made inactive end the user's tokens this way.
    */
-  revokeSubject(subjectId: string, types: readonly GrantType[], now: number): Promise<number>;
+  revokeSubject(subjectId: string, types: readonly GrantType[], now: number, keepSessionId?: string): Promise<number>;
+  /**
+   * Revokes every live record (not revoked, not expired at `now`) of one client of one of `types`
+   * (a client deleted: RFC 7592 §2.3); returns how many rows changed. No index leads with the
+   * client, so this reads the table: for the rare removal of a client, never a request's path.
+   */
+  revokeClient(clientId: string, types: readonly GrantType[], now: number): Promise<number>;
   /** Revokes every record of a family; returns how many rows changed. */
   revokeFamily(familyId: string, now: number): Promise<number>;
   /**
@@ -114,12 +122,6 @@ export interface GrantStore {
    * returns how many rows changed. The families of the refresh tokens it hit are revoked with them.
    */
   revokeSubjectAtClient(subjectId: string, clientId: string, now: number): Promise<number>;
-  /**
-   * Revokes every live token of one user (refresh and reference tokens, access-token marks) that
-   * was not issued into the session `keepSessionId`, in one update along the `grants_subject`
-   * index; returns how many rows changed. Consents and sessions are left alone.
-   */
-  revokeSubjectTokens(subjectId: string, keepSessionId: string, now: number): Promise<number>;
 }
 
 /** The fields that vary when a grant row is created; the rest start empty. */

@@ -563,14 +563,30 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
       .execute();
   }
 
-  async revokeSubject(subjectId: string, types: readonly GrantType[], now: number): Promise<number> {
+  async revokeSubject(subjectId: string, types: readonly GrantType[], now: number, keepSessionId?: string): Promise<number> {
+    // What getRecent remembers is dropped whole: the update reaches rows of many families.
     this.forgetAll();
-    const result = await this.db
+    let update = this.db
       .updateTable('grants')
       .set({ revoked_at: now })
       .where('subject_id', '=', subjectId)
       .where('type', 'in', [...types])
       .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now);
+    if (keepSessionId !== undefined) update = update.where((eb) => eb.or([eb('session_id', 'is', null), eb('session_id', '!=', keepSessionId)]));
+    const result = await update.executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  async revokeClient(clientId: string, types: readonly GrantType[], now: number): Promise<number> {
+    this.forgetAll();
+    const result = await this.db
+      .updateTable('grants')
+      .set({ revoked_at: now })
+      .where('client_id', '=', clientId)
+      .where('type', 'in', [...types])
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
       .executeTakeFirst();
     return Number(result.numUpdatedRows);
   }
@@ -604,8 +620,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
 
   async revokeSubjectAtClient(subjectId: string, clientId: string, now: number): Promise<number> {
     // What getRecent remembers is dropped whole: these updates reach rows of many families.
-    this.forget(undefined);
-    this.recent.clear();
+    this.forgetAll();
     return this.db.transaction().execute(async (trx) => {
       const families = await trx
         .selectFrom('grants')
@@ -632,22 +647,6 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
         .executeTakeFirst();
       return Number(result.numUpdatedRows);
     });
-  }
-
-  async revokeSubjectTokens(subjectId: string, keepSessionId: string, now: number): Promise<number> {
-    // As revokeSubjectAtClient: what getRecent remembers is dropped whole.
-    this.forget(undefined);
-    this.recent.clear();
-    const result = await this.db
-      .updateTable('grants')
-      .set({ revoked_at: now })
-      .where('subject_id', '=', subjectId)
-      .where('type', 'in', ['refresh_token', 'reference_token', 'access_token'])
-      .where('revoked_at', 'is', null)
-      .where('expires_at', '>', now)
-      .where((eb) => eb.or([eb('session_id', 'is', null), eb('session_id', '!=', keepSessionId)]))
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows);
   }
 
   async listKeys(): Promise<StoredKey[]> {

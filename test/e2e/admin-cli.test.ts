@@ -164,17 +164,31 @@ describe('sigil users and clients write to the store; a running node picks them 
     expect((config as { stderr: string }).stderr).toContain('managed by the config file');
   });
 
-  it('`users disable` refuses sign-in and ends sessions, `enable` restores it, `set-claims` replaces the claims', async () => {
+  it('`users disable` refuses sign-in, ends sessions and revokes tokens, `enable` restores sign-in only, `set-claims` replaces the claims', async () => {
     await sigilCli('users', 'add', 'dora', '--subject', 'd-1', '--password', 'plum-harbour-lantern-47', '--claims', '{"name":"Dora"}');
-    const password = () => token(basic('ropc', 'ropc-secret'), { grant_type: 'password', username: 'dora', password: 'plum-harbour-lantern-47', scope: 'openid profile' });
+    const password = (client = 'ropc', scope = 'openid profile') => token(basic(client, 'ropc-secret'), { grant_type: 'password', username: 'dora', password: 'plum-harbour-lantern-47', scope });
     expect((await password()).statusCode).toBe(200);
+    const refreshToken = String((await password('ropc', 'openid api1 offline_access')).json().refresh_token);
+    const reference = (await password('ropc-ref', 'openid api1 offline_access')).json() as { access_token: string; refresh_token: string };
+    const active = async (t: string) =>
+      (await sigil.app.inject({ method: 'POST', url: '/connect/introspect', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('api1', 'api1-secret') }, payload: form({ token: t }) })).json().active;
+    expect(await active(reference.access_token)).toBe(true);
     const browser = new InjectBrowser(sigil.app);
     await browser.signIn('dora', 'plum-harbour-lantern-47');
     const { stdout } = await sigilCli('users', 'disable', 'dora');
-    expect(stdout).toContain('ended 1 session');
+    expect(stdout).toMatch(/ended 1 session, revoked [1-9]\d* tokens/);
     expect((await password()).statusCode).toBe(400);
     await sigilCli('users', 'enable', 'dora');
     expect((await password()).statusCode).toBe(200);
+    // Enabling again brings none of the revoked tokens back.
+    const refresh = await token(basic('ropc', 'ropc-secret'), { grant_type: 'refresh_token', refresh_token: refreshToken });
+    expect(refresh.statusCode).toBe(400);
+    expect(refresh.json().error).toBe('invalid_grant');
+    expect((await token(basic('ropc-ref', 'ropc-secret'), { grant_type: 'refresh_token', refresh_token: reference.refresh_token })).json().error).toBe('invalid_grant');
+    // The node saw the token active less than accessTokenCache.maxAgeMilliseconds (1 s) ago: the
+    // CLI's revocation, made by another process, is seen once that bound has passed.
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await active(reference.access_token)).toBe(false);
     await sigilCli('users', 'set-claims', 'dora', '--claims', '{"name":"Dora Explorer"}');
     expect((await sigil.context.users.findBySubject('d-1'))?.claims).toMatchObject({ name: 'Dora Explorer' });
     const bad = await sigilCli('users', 'set-claims', 'dora', '--claims', '[1]').catch((e: { code: number; stderr: string }) => e);

@@ -2,7 +2,7 @@
  * The grant-store reads and revocations of the account pages (issue 24), on SQLite and PostgreSQL:
  * a user's live records of one kind (`listLive`), everything of a user at one client
  * (`revokeSubjectAtClient`, with the families of its tokens), a user's tokens but those of one
- * session (`revokeSubjectTokens`); other users and other clients untouched. The lookups go along
+ * session (`revokeSubject` with `keepSessionId`); other users and other clients untouched. The lookups go along
  * the grants_subject index, never a scan of the table (SQLite's query plan shows it).
  */
 import { randomBytes } from 'node:crypto';
@@ -75,10 +75,11 @@ describe.each(backends)('account lookups on $name', ({ url }) => {
     expect((await store.grants.get(someoneElse.key))?.revokedAt).toBeNull();
 
     // The user's tokens but those of session `gone`... of `keep`: older (session gone) and noSession go.
-    expect(await store.grants.revokeSubjectTokens(u, 'gone', NOW)).toBe(1);
+    const tokens = ['refresh_token', 'reference_token', 'access_token'] as const;
+    expect(await store.grants.revokeSubject(u, tokens, NOW, 'gone')).toBe(1);
     expect((await store.grants.get(noSession.key))?.revokedAt).toBe(NOW);
     expect((await store.grants.get(older.key))?.revokedAt).toBeNull();
-    expect(await store.grants.revokeSubjectTokens(u, 'keep', NOW)).toBe(1);
+    expect(await store.grants.revokeSubject(u, tokens, NOW, 'keep')).toBe(1);
     expect((await store.grants.get(older.key))?.revokedAt).toBe(NOW);
     expect((await store.grants.get(session.key))?.revokedAt).toBeNull();
     expect((await store.grants.get(someoneElse.key))?.revokedAt).toBeNull();

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { adminRoutes } from '../../src/endpoints/admin-api.js';
 import type { SigilEvent } from '../../src/events/events.js';
 import { Browser, startAuthorizeSigil } from '../authorize-helpers.js';
-import { clientTokens, passwordTokens, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
+import { clientTokens, introspect, passwordTokens, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
 
 let sigil: TestSigil;
 let admin: string;
@@ -194,6 +194,27 @@ describe('/admin/v1 keys and sessions', () => {
     expect((await call('DELETE', `/users/1/sessions/${session.sid}`)).statusCode).toBe(204);
     expect((await call('GET', '/users/1/sessions')).json().sessions).toEqual([]);
     expect((await call('DELETE', `/users/1/sessions/${session.sid}`)).statusCode).toBe(404);
+  });
+});
+
+describe('/admin/v1 deleting a client (RFC 7592 §2.3)', () => {
+  it('revokes what was issued to it: a client later made with the same id gets none of it (invalid_grant, introspection inactive)', async () => {
+    const client = { clientId: 'gone', allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1', 'offline_access'], allowOfflineAccess: true, accessTokenType: 'reference' };
+    const created = await call('POST', '/clients', client);
+    expect(created.statusCode, created.body).toBe(201);
+    const tokens = await passwordTokens(sigil, { client: ['gone', created.json().secret], username: 'bob', scope: 'openid api1 offline_access' });
+    expect((await introspect(sigil, tokens.access_token)).json().active).toBe(true);
+    expect((await call('DELETE', '/clients/gone')).statusCode).toBe(204);
+    const again = await call('POST', '/clients', client);
+    expect(again.statusCode, again.body).toBe(201);
+    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' }, ['gone', again.json().secret]);
+    expect(refreshed.statusCode, refreshed.body).toBe(400);
+    expect(refreshed.json().error).toBe('invalid_grant');
+    expect((await introspect(sigil, tokens.access_token)).json()).toEqual({ active: false });
+    // The new client's own grants work.
+    const fresh = await passwordTokens(sigil, { client: ['gone', again.json().secret], username: 'bob', scope: 'openid api1 offline_access' });
+    expect((await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: fresh.refresh_token ?? '' }, ['gone', again.json().secret])).statusCode).toBe(200);
+    expect((await call('DELETE', '/clients/gone')).statusCode).toBe(204);
   });
 });
 

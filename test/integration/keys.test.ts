@@ -62,6 +62,15 @@ describe('describeKeys', () => {
     expect(statuses(after, 1700)).toEqual({ k1: 'expired@1600', k2: 'active', r1: 'expired@1700', r2: 'active' });
   });
 
+  it('keys made in the same second to activate in the same second: the greater kid signs, whatever order the store lists them in', () => {
+    const a = key('kid-a', 'ES256', 10, 10);
+    const b = key('kid-b', 'ES256', 10, 10);
+    for (const order of [[a, b], [b, a]]) expect(statuses(order, 10)).toEqual({ 'kid-a': 'retired@1010', 'kid-b': 'active' });
+    // The creation time still comes before the kid, the activation before both.
+    expect(statuses([key('kid-z', 'ES256', 9, 10), b], 10)).toEqual({ 'kid-z': 'retired@1010', 'kid-b': 'active' });
+    expect(statuses([key('kid-z', 'ES256', 10, 9), b], 10)).toEqual({ 'kid-z': 'retired@1010', 'kid-b': 'active' });
+  });
+
   it('retiring the only active key leaves none active; a pending key retired by hand never signs', () => {
     // k2 was retired at 250 while pending, k1 at 300 while active.
     const keys = [key('k1', 'ES256', 0, 0, 300), key('k2', 'ES256', 200, 400, 250)];
@@ -119,7 +128,8 @@ describe('KeyRing', () => {
     const before = await ring.sign({ sub: 'before' }, 'at+jwt');
     expect(decodeProtectedHeader(before).kid).toBe(old!.kid);
 
-    // Rotate one second later (keys of one second cannot be ordered), as `sigil keys rotate` does.
+    // Rotate one second later, as `sigil keys rotate` does (a rotation in the old key's own second
+    // activates a second later: see 'two rotations within one second' below).
     const t = old!.createdAt + 1;
     const [added] = await rotateKeys(store.keys, ['ES256'], policy, t);
     expect(added!.activatesAt).toBe(t);
@@ -146,6 +156,33 @@ describe('KeyRing', () => {
     expect(ring.jwks().keys.map((k) => k.kid)).toEqual([added!.kid]);
     await expect(jwtVerify(before, ring.verificationKeys)).rejects.toThrow();
     expect((await jwtVerify(after, ring.verificationKeys)).payload.sub).toBe('after');
+  });
+
+  it('two rotations within one second (propagation 0): each successor activates strictly after the key it supersedes, and every node signs with it', async () => {
+    const store = await memoryStore();
+    const policy: KeyPolicy = { propagationSeconds: 0, retentionSeconds: 3600, rotationSeconds: 1_000_000 };
+    const ring = await KeyRing.load(store.keys, ['ES256'], policy);
+    const node2 = await KeyRing.load(store.keys, ['ES256'], policy);
+    const [first] = await store.keys.listKeys();
+    // In the first key's own second: twice.
+    const t = first!.createdAt;
+    const [second] = await rotateKeys(store.keys, ['ES256'], policy, t);
+    const [third] = await rotateKeys(store.keys, ['ES256'], policy, t);
+    expect([second!.activatesAt, third!.activatesAt]).toEqual([t + 1, t + 2]);
+    for (const [at, signer] of [[t, first], [t + 1, second], [t + 2, third]] as const) {
+      await ring.refresh(at);
+      await node2.refresh(at);
+      expect(decodeProtectedHeader(await ring.sign({}, 'JWT')).kid).toBe(signer!.kid);
+      expect(decodeProtectedHeader(await node2.sign({}, 'JWT')).kid).toBe(signer!.kid);
+    }
+    // With a propagation period, a second rotation within the second activates a second after the
+    // first's successor; a rotation without one, after the pending keys: the latest rotation signs last.
+    const [p1] = await rotateKeys(store.keys, ['ES256'], POLICY, t + 2);
+    const [p2] = await rotateKeys(store.keys, ['ES256'], POLICY, t + 2);
+    const [p3] = await rotateKeys(store.keys, ['ES256'], policy, t + 3);
+    expect([p1!.activatesAt, p2!.activatesAt, p3!.activatesAt]).toEqual([t + 102, t + 103, t + 104]);
+    const active = async (at: number) => describeKeys(await store.keys.listKeys(), POLICY, at).find((k) => k.status === 'active')?.kid;
+    expect([await active(t + 101), await active(t + 102), await active(t + 103), await active(t + 104)]).toEqual([third!.kid, p1!.kid, p2!.kid, p3!.kid]);
   });
 
   it('with a propagation period, a rotated key is published first and signs only once it activates', async () => {

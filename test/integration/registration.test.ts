@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintInitialToken } from '../../src/admin/registrations.js';
 import { hashHandle, nowSeconds } from '../../src/crypto/handles.js';
-import { authorizeUrl, Browser, isConsentPage, isLoginPage, pkce } from '../authorize-helpers.js';
+import { authorizeUrl, Browser, codeParams, getCode, isActive, isConsentPage, isLoginPage, pkce, redeem } from '../authorize-helpers.js';
 import { basic, form, startSigil, type TestSigil } from '../helpers.js';
 import { registrationConfig } from '../registration-helpers.js';
 
@@ -450,6 +450,38 @@ describe('dynamic client registration', () => {
       expect(auth.statusCode).toBe(401);
       expect(auth.json<Json>().error).toBe('invalid_client');
     });
+  });
+
+  it('deleting a client revokes its grants and tokens (RFC 7592 §2.3): a client later made with the same id gets none of them', async () => {
+    const created = (await register({ ...web, grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' }, await registerToken())).json<Json>();
+    const id = String(created.client_id);
+    const { verifier, challenge } = pkce();
+    const browser = new Browser(sigil);
+    const code = await getCode(browser, codeParams(challenge, { client_id: id, scope: 'openid offline_access' }));
+    const redeemed = await redeem(sigil, code, { client: id, secret: String(created.client_secret), verifier });
+    expect(redeemed.statusCode, redeemed.body).toBe(200);
+    const tokens = redeemed.json<{ access_token: string; refresh_token: string }>();
+    // An unused code of the same client, issued before the deletion.
+    const unused = pkce();
+    const pending = await getCode(browser, codeParams(unused.challenge, { client_id: id, scope: 'openid' }));
+    expect((await manage('DELETE', String(created.registration_client_uri), String(created.registration_access_token))).statusCode).toBe(204);
+
+    // Someone later creates a stored client with that id (the management API's service).
+    const again = await sigil.context.management.clients.create({ clientId: id, allowedGrantTypes: ['authorization_code', 'refresh_token'], allowedScopes: ['openid', 'offline_access'], allowOfflineAccess: true, redirectUris: ['https://rp.example/cb'] });
+    await sigil.context.management.reloadClients();
+    const secret = String(again.secret);
+    const refreshed = await sigil.app.inject({
+      method: 'POST',
+      url: '/connect/token',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(id, secret) },
+      payload: form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token }),
+    });
+    expect(refreshed.statusCode, refreshed.body).toBe(400);
+    expect(refreshed.json<Json>().error).toBe('invalid_grant');
+    const late = await redeem(sigil, pending, { client: id, secret, verifier: unused.verifier });
+    expect(late.json<Json>().error).toBe('invalid_grant');
+    expect(await isActive(sigil, tokens.access_token)).toBe(false);
+    await sigil.context.management.clients.delete(id);
   });
 
   describe('last use and removal of unused clients', () => {

@@ -333,6 +333,10 @@ describe.each([
       const inactive = await tokenRequest(sigil, { grant_type: 'password', username: 'leaver', password: 'leaver-pw' }, ['ropc', 'ropc-secret']);
       expect(inactive.statusCode).toBe(wrong.statusCode);
       expect(inactive.body).toBe(wrong.body);
+      // The one way users are made inactive (UserAdmin.setActiveOf, as `sigil users disable`): its audit event names the actor.
+      expect(events.find((e) => e.name === 'admin_changed' && e.target?.id === u.id)).toMatchObject({
+        endpoint: 'scim', clientId: 'scim-bot', action: 'user.deactivate', target: { type: 'user', id: u.id }, changes: { active: false, endedSessions: 0 },
+      });
     });
   });
 
@@ -364,6 +368,81 @@ describe.each([
         }),
         { numRuns: 150 },
       );
+    });
+
+    it('for any PATCH body against a group: success or a SCIM error, and a failed PATCH changes nothing (fast-check)', async () => {
+      const [a, b] = [await create({ userName: 'gfuzz-a' }), await create({ userName: 'gfuzz-b' })];
+      const created = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'gfuzz', members: [{ value: a.id }] });
+      expect(created.statusCode, created.body).toBe(201);
+      const id = String(created.json().id);
+      const read = async () => {
+        const res = await scim('GET', `/Groups/${id}`);
+        expect(res.statusCode, res.body).toBe(200);
+        return { etag: res.headers.etag, body: res.json() as Record<string, unknown> };
+      };
+      const deep = (depth: number): unknown => (depth === 0 ? 'x' : { value: deep(depth - 1) });
+      const path = fc.constantFrom(
+        'members', `members[value eq "${a.id}"]`, `members[value eq "${b.id}"]`, 'members[value eq "x"]', `members[value eq "${a.id}"].display`,
+        'members[value pr]', 'members[display co "gfuzz"]', 'members[', 'members[value eq]', 'members]', 'members.value', 'members[value eq "x"',
+        'displayName', 'DisplayName', 'externalId', 'id', 'meta', 'meta.version', 'schemas', `${GROUP}:displayName`, `${GROUP}:members`,
+        'urn:x:y:displayName', 'a.b.c', '', ' ', 'displayName[value eq "x"]', 'members[not (value eq "x")]', `members[value eq "${'\u0000'}"]`,
+      );
+      const value = fc.oneof(
+        fc.jsonValue({ maxDepth: 3 }),
+        fc.constantFrom([{ value: a.id }], [{ value: b.id }], [{ value: a.id }, { value: b.id }], [{ value: 'nobody' }], [{ value: b.id, display: 'x' }], { value: b.id }, [{}], [null]),
+        fc.constantFrom('gfuzz renamed', 'sigil-admin', '', 'é'.repeat(300), 'x'.repeat(70_000)),
+        fc.constantFrom({ displayName: 'gfuzz 2' }, { members: [{ value: b.id }] }, { displayName: 'sigil-admin' }, { externalId: 'ext-1' }, { id: 'other' }),
+        fc.integer({ min: 3, max: 40 }).map(deep),
+        fc.array(fc.record({ value: fc.constantFrom(a.id, b.id, 'x') }), { maxLength: 1200 }),
+      );
+      const op = fc.record(
+        { op: fc.constantFrom('add', 'remove', 'replace', 'Add', 'REPLACE', 'x', 1, null), path, value },
+        { requiredKeys: ['op'] },
+      );
+      // Operations a directory sends, which mostly succeed, so that failures are tried against changed states.
+      const member = fc.constantFrom(a.id, b.id);
+      const validOp = fc.oneof(
+        member.map((m) => ({ op: 'add', path: 'members', value: [{ value: m }] })),
+        member.map((m) => ({ op: 'remove', path: `members[value eq "${m}"]` })),
+        fc.constantFrom('gfuzz', 'gfuzz 2', 'GFuzz ü').map((v) => ({ op: 'replace', path: 'displayName', value: v })),
+        fc.string({ maxLength: 20 }).map((v) => ({ op: 'replace', path: 'externalId', value: v })),
+        member.map((m) => ({ op: 'replace', value: { displayName: 'gfuzz 3', members: [{ value: m }] } })),
+        fc.constant({ op: 'remove', path: 'members' }),
+      );
+      const body = fc.oneof(
+        { weight: 3, arbitrary: fc.record({ schemas: fc.constant([PATCH]), Operations: fc.array(validOp, { minLength: 1, maxLength: 3 }) }) },
+        // A valid operation followed by a bad one: the PATCH is atomic (§3.5.2), the first must not stay applied.
+        fc.tuple(validOp, op).map(([good, bad]) => ({ schemas: [PATCH], Operations: [good, bad] })),
+        fc.record({ schemas: fc.constant([PATCH]), Operations: fc.array(op, { maxLength: 5 }) }),
+        fc.record({ schemas: fc.constantFrom([PATCH], [GROUP], [], 'x'), Operations: fc.oneof(fc.array(op, { maxLength: 2 }), fc.jsonValue({ maxDepth: 2 })) }),
+        fc.jsonValue({ maxDepth: 3 }),
+        // Text that is not JSON, or is JSON cut short.
+        fc.string({ maxLength: 40 }).map((t) => `{"schemas":["${PATCH}"],"Operations":[${t}`),
+      );
+      let before = await read();
+      const seen = new Map<number, number>();
+      await fc.assert(
+        fc.asyncProperty(body, async (patch) => {
+          const res = await scim('PATCH', `/Groups/${id}`, typeof patch === 'string' ? patch : JSON.stringify(patch));
+          expectNoLeak(res);
+          seen.set(res.statusCode, (seen.get(res.statusCode) ?? 0) + 1);
+          if (res.statusCode === 200) {
+            before = await read();
+            expect(res.headers.etag).toBe(before.etag);
+            expect(res.json()).toEqual(before.body);
+            return;
+          }
+          expectError(res, res.statusCode);
+          // 413: a body over the app's 64 KB limit, refused before SCIM reads it.
+          expect([400, 409, 413]).toContain(res.statusCode);
+          // A failed PATCH changes nothing: same version, same representation.
+          expect(await read()).toEqual(before);
+        }),
+        { numRuns: 200 },
+      );
+      // Both outcomes were tried.
+      expect(seen.get(200)).toBeGreaterThan(10);
+      expect(seen.get(400)).toBeGreaterThan(10);
     });
   });
 });

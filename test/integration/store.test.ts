@@ -345,6 +345,26 @@ describe.each(backends)('store contract on $name', (backend) => {
       expect(await store.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token'], NOW + 4)).toBe(0);
     });
 
+    it('revokeClient revokes the live records of the given kinds of one client, of every user; keepSessionId spares a session in revokeSubject', async () => {
+      const clientId = `client-${key()}`;
+      const mine = [record({ clientId }), record({ clientId, type: 'consent', data: {} }), record({ clientId, subjectId: null, type: 'reference_token', data: {} })];
+      const otherKind = record({ clientId, type: 'session', data: {} });
+      const expired = record({ clientId, expiresAt: NOW - 1 });
+      const otherClient = record({ clientId: `${clientId}-b` });
+      for (const r of [...mine, otherKind, expired, otherClient]) await store.grants.put(r);
+      expect(await store.grants.revokeClient(clientId, ['refresh_token', 'reference_token', 'consent'], NOW + 3)).toBe(3);
+      for (const r of mine) expect((await other.grants.get(r.key))?.revokedAt).toBe(NOW + 3);
+      for (const r of [otherKind, expired, otherClient]) expect((await store.grants.get(r.key))?.revokedAt).toBeNull();
+      expect(await store.grants.revokeClient(clientId, ['refresh_token', 'reference_token', 'consent'], NOW + 4)).toBe(0);
+
+      const subjectId = `sub-${key()}`;
+      const kept = record({ subjectId, sessionId: 'keep' });
+      const ended = [record({ subjectId, sessionId: 'other' }), record({ subjectId, sessionId: null })];
+      for (const r of [kept, ...ended]) await store.grants.put(r);
+      expect(await store.grants.revokeSubject(subjectId, ['refresh_token'], NOW + 5, 'keep')).toBe(2);
+      expect((await store.grants.get(kept.key))?.revokedAt).toBeNull();
+    });
+
     it('a revoked family cannot be consumed any more, from either node', async () => {
       const familyId = `fam-${key()}`;
       const r = record({ familyId });

@@ -15,10 +15,26 @@ export class GrantFamilies {
   }
 
   /**
-   * Revokes every live refresh token, reference access token and unused authorization code of a
-   * user, of every family (a password reset, issue 24); returns how many rows changed.
+   * Revokes everything a user holds, of every family: refresh tokens, reference access tokens,
+   * JWT access-token marks (introspection says inactive), unused authorization and device codes
+   * (a password reset, issue 24; a user made inactive, `admin/users.ts`); returns how many rows
+   * changed. Sessions are ended by the logout service, consents stay.
    */
   revokeAllOf(subjectId: string, now: number): Promise<number> {
-    return this.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token', 'authorization_code', 'device_code'], now);
+    return this.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code'], now);
+  }
+
+  /**
+   * Revokes everything issued to a client, of every user and family: refresh tokens, reference
+   * access tokens, JWT access-token marks, unused authorization and device codes (with their user
+   * codes), pushed authorization requests and the users' consents (a client deleted, RFC 7592
+   * §2.3); returns how many rows changed.
+   */
+  revokeAllOfClient(clientId: string, now: number): Promise<number> {
+    return this.grants.revokeClient(
+      clientId,
+      ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code', 'user_code', 'pushed_request', 'consent'],
+      now,
+    );
   }
 }

@@ -54,7 +54,7 @@ export class RefreshTokens {
    * issued into the session `keepSessionId` (after a password change); returns how many.
    */
   revokeAllBut(subjectId: string, keepSessionId: string, now: number): Promise<number> {
-    return this.grants.revokeSubjectTokens(subjectId, keepSessionId, now);
+    return this.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token', 'access_token'], now, keepSessionId);
   }
 
   /** The token's record whatever its state (the caller tells revoked, used and expired apart), or undefined. */
