@@ -24,10 +24,11 @@
  *   plan (EXPLAIN QUERY PLAN of its count) scans a table is refused as `tooMany` when there are
  *   more than `sqliteScanUsers` users, before it runs.
  * The total of an unfiltered list is the count kept by triggers (`0011_scim`). A page is three
- * queries whatever its size (rows, then every listed user's emails and groups at once), plus the
- * count.
+ * queries whatever its size: the rows (for a filter with at most `FILTER_FIRST` matches, with
+ * their count in the same query), then every listed user's emails and groups at once; a filter
+ * with more matches adds its count.
  */
-import { CompiledQuery, type ExpressionBuilder, type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { CompiledQuery, type ExpressionBuilder, type Expression, type Kysely, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import { type AttrPath, type CompValue, type Filter, ScimError } from '../protocol/scim-filter.js';
 
 /** How long one list query may run on PostgreSQL, milliseconds; beyond it the answer is `tooMany`. */
@@ -405,32 +406,36 @@ export class SqlDirectory {
    */
   async listUsers(query: ListQuery): Promise<{ total: number; users: DirectoryUser[] }> {
     const order = sortColumn(query.sortBy, USER_SORT, 'users.subject_id');
+    const direction = query.descending ? 'desc' : 'asc';
     return this.bounded(async (db) => {
       const where = (eb: Eb) => (query.filter ? userCondition(eb, query.filter, this.dialect) : sql<SqlBool>`1 = 1`);
-      // Unfiltered: the count kept by triggers (migration 0011_scim), not a scan of every user.
-      let total: number;
-      if (query.filter) {
-        const count = db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).where(where);
-        await this.refuseLongScan(db, count.compile());
-        total = Number((await count.executeTakeFirstOrThrow()).n);
-      } else {
-        total = Number((await db.selectFrom('user_count').select('n').where('id', '=', 1).executeTakeFirstOrThrow()).n);
+      const inOrder = <T extends keyof DirectoryTables, O>(q: SelectQueryBuilder<DirectoryTables, T, O>) => sorted(q, order, 'users.subject_id', direction);
+      const pageOf = async (total: number) =>
+        query.limit === 0 || query.offset >= total ? [] : inOrder(db.selectFrom('users').selectAll().where(where)).limit(query.limit).offset(query.offset).execute();
+      if (!query.filter) {
+        // The count kept by triggers (migration 0011_scim), not a scan of every user.
+        const total = Number((await db.selectFrom('user_count').select('n').where('id', '=', 1).executeTakeFirstOrThrow()).n);
+        return { total, users: await this.withDetails(await pageOf(total), db) };
       }
-      // A few matches: found first (by the filter's index), then sorted. Otherwise both planners may
-      // walk the sort order's index hoping to meet a page of matches early, which reads most users
-      // when the matches are few or cluster (EXPLAIN at 1,000,000 users: userName sw "user045" 92 ms
-      // on PostgreSQL, userName gt "user0999990" 150 ms on SQLite; 1 to 4 ms found first). An
-      // OFFSET keeps the subquery apart (neither planner merges it into the outer query); SQLite
-      // takes an OFFSET only after a LIMIT, -1 there for none.
-      const matches = db.selectFrom('users').selectAll().where(where);
-      const source = query.filter && total <= FILTER_FIRST
-        ? db.selectFrom((this.dialect === 'sqlite' ? matches.limit(-1) : matches).offset(0).as('users')).selectAll()
-        : matches;
-      let rows = source.orderBy(sql.ref(order), query.descending ? 'desc' : 'asc');
-      // The id breaks ties, so that pages do not overlap.
-      if (order !== 'users.subject_id') rows = rows.orderBy('users.subject_id', query.descending ? 'desc' : 'asc');
-      const page = query.limit === 0 || query.offset >= total ? [] : await rows.limit(query.limit).offset(query.offset).execute();
-      return { total, users: await this.withDetails(page, db) };
+      const count = db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).where(where);
+      await this.refuseLongScan(db, count.compile());
+      // Up to FILTER_FIRST matches (eq, sw, narrow ranges): found first by the filter's index, then
+      // counted and sorted, in one query. Otherwise both planners may walk the sort order's index
+      // hoping to meet a page of matches early, which reads most users when the matches are few or
+      // cluster (EXPLAIN at 1,000,000 users: userName sw "user045" 92 ms on PostgreSQL, userName gt
+      // "user0999990" 150 ms on SQLite; 1 to 4 ms found first). The subquery's LIMIT keeps it apart
+      // (neither planner merges it into the outer query) and says when there are more.
+      if (query.limit > 0) {
+        const found = db.selectFrom('users').selectAll().where(where).limit(FILTER_FIRST + 1).as('users');
+        const first = await inOrder(db.selectFrom(found).selectAll().select(sql<number | string>`count(*) over ()`.as('matches'))).limit(query.limit).offset(query.offset).execute();
+        const matches = first[0] === undefined ? undefined : Number(first[0].matches);
+        if (matches !== undefined && matches <= FILTER_FIRST) return { total: matches, users: await this.withDetails(first, db) };
+        if (matches === undefined && query.offset === 0) return { total: 0, users: [] };
+      }
+      // Many matches, a page past the first ones, or count=0: the count, then the page in the
+      // planner's order.
+      const total = Number((await count.executeTakeFirstOrThrow()).n);
+      return { total, users: await this.withDetails(await pageOf(total), db) };
     });
   }
 
@@ -522,8 +527,7 @@ export class SqlDirectory {
       const count = db.selectFrom('user_groups').select((eb) => eb.fn.countAll<number>().as('n')).where(where);
       if (query.filter) await this.refuseLongScan(db, count.compile());
       const total = Number((await count.executeTakeFirstOrThrow()).n);
-      let rows = db.selectFrom('user_groups').selectAll().where(where).orderBy(sql.ref(order), query.descending ? 'desc' : 'asc');
-      if (order !== 'user_groups.id') rows = rows.orderBy('user_groups.id', query.descending ? 'desc' : 'asc');
+      const rows = sorted(db.selectFrom('user_groups').selectAll().where(where), order, 'user_groups.id', query.descending ? 'desc' : 'asc');
       const page = query.limit === 0 || query.offset >= total ? [] : await rows.limit(query.limit).offset(query.offset).execute();
       return { total, groups: await this.groupsWithMembers(page, db) };
     });
@@ -618,11 +622,20 @@ export class SqlDirectory {
    */
   private async bounded<T>(run: (db: Kysely<DirectoryTables>) => Promise<T>): Promise<T> {
     if (this.dialect !== 'postgres') return run(this.db);
-    const ms = this.limits.listTimeoutMs;
+    const ms = Math.trunc(this.limits.listTimeoutMs);
     try {
-      return await this.db.transaction().execute(async (trx) => {
-        await sql`set local statement_timeout = ${sql.lit(ms)}`.execute(trx);
-        return run(trx);
+      return await this.db.connection().execute(async (conn) => {
+        // BEGIN and SET LOCAL in one round trip (a round trip is most of an indexed list's time):
+        // a statement without parameters goes by the simple query protocol, which takes several.
+        await sql.raw(`begin; set local statement_timeout = ${ms}`).execute(conn);
+        try {
+          const result = await run(conn);
+          await sql`commit`.execute(conn);
+          return result;
+        } catch (err) {
+          await sql`rollback`.execute(conn);
+          throw err;
+        }
       });
     } catch (err) {
       if (isStatementTimeout(err)) throw new ScimError(400, `the filter takes longer than ${ms} ms; ${NARROW}`, 'tooMany');
@@ -701,6 +714,12 @@ export class SqlDirectory {
       members: members.filter((m) => m.group_id === r.id).map((m) => ({ subjectId: m.subject_id, username: m.username })),
     }));
   }
+}
+
+/** `q` ordered by `order`, then by the id (`tiebreak`) so that pages do not overlap. */
+function sorted<T extends keyof DirectoryTables, O>(q: SelectQueryBuilder<DirectoryTables, T, O>, order: string, tiebreak: string, direction: 'asc' | 'desc'): SelectQueryBuilder<DirectoryTables, T, O> {
+  const first = q.orderBy(sql.ref(order), direction);
+  return order === tiebreak ? first : first.orderBy(sql.ref(tiebreak), direction);
 }
 
 function sortColumn(sortBy: AttrPath | undefined, columns: Record<string, string>, fallback: string): string {

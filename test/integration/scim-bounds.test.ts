@@ -73,6 +73,18 @@ describe('SCIM list bounds on SQLite: a scanning filter above sqliteScanUsers us
     for (const [filter, names] of answered) expect((await bounded.listUsers(list(filter))).users.map((u) => u.username).sort(), filter).toEqual(names);
   });
 
+  it('counts and pages few matches, past the end and count=0', async () => {
+    const page = async (filter: string, offset: number, limit: number) => {
+      const r = await bounded.listUsers({ filter: parseFilter(filter), offset, limit, sortBy: { attr: 'userName' }, descending: true });
+      return { total: r.total, names: r.users.map((u) => u.username) };
+    };
+    expect(await page('userName sw "a" or userName sw "d"', 0, 1)).toEqual({ total: 2, names: ['dave'] });
+    expect(await page('userName sw "a" or userName sw "d"', 1, 5)).toEqual({ total: 2, names: ['alice'] });
+    expect(await page('userName sw "a" or userName sw "d"', 2, 5)).toEqual({ total: 2, names: [] });
+    expect(await page('userName sw "a" or userName sw "d"', 0, 0)).toEqual({ total: 2, names: [] });
+    expect(await page('userName eq "nobody"', 0, 5)).toEqual({ total: 0, names: [] });
+  });
+
   it('refuses a group filter that scans the memberships above it', async () => {
     await store.directory.addGroup('g1', { displayName: 'auditors', externalId: null, members: ['sub-alice'] }, 1764000000);
     const err = await scimError(bounded.listGroups(list('members.value co "alice"')));
@@ -110,6 +122,22 @@ describe('SCIM list bounds on PostgreSQL: the statement timeout answers tooMany'
     expect((await store.directory.listUsers(list('userName co "99999"'))).users.map((u) => u.username).sort()).toEqual(['user199999', 'user99999']);
     expect((await store.directory.listUsers(list('userName eq "USER4242"'))).users.map((u) => u.subjectId)).toEqual(['sub-4242']);
     expect((await store.directory.listUsers(list('userName sw "user19999"'))).total).toBe(11);
+  });
+
+  it('counts and pages every way a list is answered: few matches, many, past the end, count=0', async () => {
+    const page = async (filter: string, offset: number, limit: number) => {
+      const r = await store.directory.listUsers({ filter: parseFilter(filter), offset, limit });
+      return { total: r.total, ids: r.users.map((u) => u.subjectId) };
+    };
+    // Ids sort as text: sub-1, sub-10, sub-100, ...
+    expect(await page('userName sw "user1999"', 0, 3)).toEqual({ total: 111, ids: ['sub-1999', 'sub-19990', 'sub-199900'] });
+    expect(await page('userName sw "user1999"', 110, 5)).toEqual({ total: 111, ids: ['sub-199999'] });
+    expect(await page('userName sw "user1999"', 111, 5)).toEqual({ total: 111, ids: [] });
+    expect(await page('userName sw "user1999"', 0, 0)).toEqual({ total: 111, ids: [] });
+    expect(await page('userName eq "nobody"', 0, 5)).toEqual({ total: 0, ids: [] });
+    // More matches than are found before sorting (10,000): counted, then paged in order.
+    expect(await page('userName sw "user1"', 0, 2)).toEqual({ total: 111111, ids: ['sub-1', 'sub-10'] });
+    expect(await page('userName sw "user1"', 20000, 2)).toEqual({ total: 111111, ids: ['sub-117999', 'sub-118'] });
   });
 });
 
