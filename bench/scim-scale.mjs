@@ -17,7 +17,8 @@
 //   page         GET /scim/v2/Users?count=100&startIndex=<1..901>               target p99 < 50 ms
 //   sw           GET /scim/v2/Users?filter=userName sw "<random 6-char prefix>" (for the docs)
 //   co           GET /scim/v2/Users?filter=userName co "<random 5 chars>"       (a scan: the bound)
-// and prints p50 / p99 in milliseconds per scenario.
+// and prints p50 / p99 in milliseconds per scenario. A scan is bounded (README, SCIM): on SQLite above
+// 250,000 users `co` is refused at once with 400 tooMany, which the co row counts ("refused").
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -114,7 +115,14 @@ async function fillPostgres(url, schema, count) {
     await client.query(`insert into user_emails (${EMAIL_COLUMNS}) select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[])`, Array.from({ length: 6 }, (_, i) => col(emails, i)));
     await client.query('commit');
   }
-  await client.query('analyze');
+  // As a directory of a million users is in production: vacuumed (the visibility map lets index-only
+  // scans skip the table), analysed and written out. Otherwise autovacuum starts on the fresh
+  // tables during the first scenarios, and the checkpoint writes the load's pages, competing with
+  // the measured requests for the CPUs and the disk. (CHECKPOINT needs a superuser or, from
+  // PostgreSQL 15, pg_checkpoint; without either the bench goes on.)
+  await client.query('vacuum analyze users');
+  await client.query('vacuum analyze user_emails');
+  await client.query('checkpoint').catch((err) => console.log(`postgres: no CHECKPOINT after the load (${err.message})`));
   await client.end();
 }
 
@@ -146,19 +154,25 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-async function measure(http, token, makePath, requests) {
+/** `bounded`: a 400 tooMany (the bound of a scan) is an answer too, counted as refused. */
+async function measure(http, token, makePath, requests, bounded = false) {
   const times = [];
+  let refused = 0;
   for (let i = 0; i < requests + 30; i++) {
     const path = makePath();
     const t0 = performance.now();
     const res = await http.request({ method: 'GET', path, headers: { authorization: `Bearer ${token}` } });
     const body = await res.body.json();
     const ms = performance.now() - t0;
-    if (res.statusCode !== 200) throw new Error(`${path}: ${res.statusCode} ${JSON.stringify(body)}`);
-    if (i >= 30) times.push(ms);
+    const tooMany = bounded && res.statusCode === 400 && body.scimType === 'tooMany';
+    if (res.statusCode !== 200 && !tooMany) throw new Error(`${path}: ${res.statusCode} ${JSON.stringify(body)}`);
+    if (i >= 30) {
+      times.push(ms);
+      if (tooMany) refused++;
+    }
   }
   times.sort((a, b) => a - b);
-  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+  return { p50: percentile(times, 50), p99: percentile(times, 99), ...(bounded ? { refused, of: requests } : {}) };
 }
 
 async function benchStore(kind, count, work, configFile, pgUrl, requests) {
@@ -200,7 +214,7 @@ async function benchStore(kind, count, work, configFile, pgUrl, requests) {
     };
     for (const [name, path] of Object.entries(scenarios)) out.scenarios[name] = await measure(http, token, path, requests);
     // A substring filter scans: a few requests show its bound.
-    out.scenarios.co = await measure(http, token, () => q(`userName co "${String(any()).padStart(7, '0').slice(2)}"`), 10);
+    out.scenarios.co = await measure(http, token, () => q(`userName co "${String(any()).padStart(7, '0').slice(2)}"`), 10, true);
   } finally {
     await http.close();
     await stop(child);
@@ -230,9 +244,9 @@ async function main() {
     for (const kind of stores) {
       const result = await benchStore(kind, count, work, configFile, pgUrl, requests);
       console.log(`\n  ${kind}, ${count.toLocaleString('en')} users     p50 ms    p99 ms   target p99`);
-      for (const [name, { p50, p99 }] of Object.entries(result.scenarios)) {
+      for (const [name, { p50, p99, refused, of }] of Object.entries(result.scenarios)) {
         const target = TARGETS[name];
-        const verdict = target === undefined ? '' : p99 < target ? `< ${target} ok` : `< ${target} MISSED`;
+        const verdict = target === undefined ? (refused ? `${refused} of ${of} refused (tooMany)` : '') : p99 < target ? `< ${target} ok` : `< ${target} MISSED`;
         if (target !== undefined && p99 >= target) failed = true;
         console.log(`  ${name.padEnd(24)} ${p50.toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(9)}   ${verdict}`);
       }

@@ -335,6 +335,27 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0015_scim_indexes': {
+    async up(db: Kysely<unknown>) {
+      // SCIM at a million users (RFC 7644 §3.4.2; stores/directory.ts), read from EXPLAIN plans:
+      // - `sw` on PostgreSQL is `LIKE 'prefix%'`, which a btree of the database's collation cannot
+      //   answer unless that collation is C (en_US.UTF-8 and C.UTF-8 are not): a text_pattern_ops
+      //   index (bytewise order) makes it an index range, for userName (lower-cased, so
+      //   case-insensitive as RFC 7643 §2.1 wants), emails.value, externalId and group displayName.
+      //   SQLite compares bytewise (BINARY) already and answers `sw` from the existing indexes.
+      // - sortBy meta.lastModified / meta.created (and `gt`/`lt` on them, the incremental sync's
+      //   filter) read every user and sorted them: an index per column, ending in the id that
+      //   breaks ties, gives a page in index order on both dialects.
+      if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        await sql`create index users_username_pattern on users (username_normalized text_pattern_ops)`.execute(db);
+        await sql`create index users_external_id_pattern on users (external_id text_pattern_ops)`.execute(db);
+        await sql`create index user_emails_value_pattern on user_emails (value_normalized text_pattern_ops)`.execute(db);
+        await sql`create index user_groups_display_name_pattern on user_groups (display_name_normalized text_pattern_ops)`.execute(db);
+      }
+      await db.schema.createIndex('users_updated_at').on('users').columns(['updated_at', 'subject_id']).execute();
+      await db.schema.createIndex('users_created_at').on('users').columns(['created_at', 'subject_id']).execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */
