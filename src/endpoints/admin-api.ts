@@ -20,7 +20,7 @@ import type { SigilContext } from '../context.js';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import { type ClientView, DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin/clients.js';
 import { clientSchema } from '../config/schema.js';
-import { MAX_PAGE_SIZE } from '../admin/audit.js';
+import { emitAdminChange, MAX_PAGE_SIZE } from '../admin/audit.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { noStore } from '../http/request.js';
@@ -106,7 +106,7 @@ interface Route {
 
 /** Emits the audit event of one change (issue 25 item 6). */
 function audited(ctx: SigilContext, caller: Caller, action: string, target: { type: string; id: string }, changes: Record<string, unknown> = {}): void {
-  ctx.events.emit({ name: 'admin_changed', endpoint: ADMIN_API_PATH, clientId: caller.clientId, ...(caller.sub ? { subjectId: caller.sub } : {}), action, target, changes });
+  emitAdminChange(ctx.events, ADMIN_API_PATH, caller, action, target, changes);
 }
 
 function clientAnswer(view: ClientView, status = 200, secret?: string): Answer {
