@@ -258,7 +258,7 @@ export const CONSOLE_TEMPLATES: Readonly<Record<string, string>> = {
  */
 export const CONSOLE_STYLES = `
 body.console { display: block; padding: 0; }
-body.console main { max-width: 64rem; margin: 1.5rem auto; padding: 1.5rem 1.75rem; }
+body.console main { width: calc(100% - 2rem); max-width: 64rem; margin: 1.5rem auto; padding: 1.5rem 1.75rem; }
 body.console main:focus { outline: none; }
 .skip { position: absolute; left: .5rem; top: -3rem; padding: .5rem 1rem; background: var(--card); color: var(--accent); border-radius: 8px; z-index: 1; }
 .skip:focus { top: .5rem; }

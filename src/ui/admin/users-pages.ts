@@ -161,6 +161,7 @@ export function userPages(admin: Console): void {
     try {
       if (text.length > MAX_CLAIMS) throw new Error('too long');
       claims = JSON.parse(text);
+      if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) throw new Error('not an object');
     } catch {
       return userPage(request, reply, sub, undefined, admin.text(request, 'consoleClaimsInvalid'), 400, text);
     }
