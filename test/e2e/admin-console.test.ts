@@ -98,6 +98,19 @@ describe('the web console', () => {
     await context.close();
   });
 
+  it('sends a browser with an unusable console token to sign in again, and ends a failed sign-in on an error page', async () => {
+    const { context, page } = await newPage(f.browser);
+    const url = new URL(f.sigil.url);
+    await context.addCookies([{ name: 'sigil.console', value: 'not-a-token', domain: url.hostname, path: '/admin', httpOnly: true, sameSite: 'Strict' }]);
+    await page.goto(`${f.sigil.url}/admin/users`);
+    await page.waitForURL(/\/account\/login\?interaction=/);
+    expect((await context.cookies()).some((c) => c.name === 'sigil.console')).toBe(false);
+    const failed = await page.goto(`${f.sigil.url}/admin/callback?error=access_denied&state=x`);
+    expect(failed?.status()).toBe(400);
+    await page.getByRole('heading', { name: 'Something went wrong' }).waitFor();
+    await context.close();
+  });
+
   it('signs the admin in by keyboard alone, enrolling an authenticator app, into the users page', async () => {
     await signInEnrolling(admin, 'alice');
     await admin.waitForURL(/\/admin\/users$/);

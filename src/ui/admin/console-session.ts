@@ -17,6 +17,7 @@ import { cookieAttributes } from '../../http/cookies.js';
 import { queryString } from '../../http/fields.js';
 import { OAuthError } from '../../protocol/errors.js';
 import type { SigilContext } from '../../context.js';
+import { sendErrorPage } from '../error-page.js';
 import { language } from '../language.js';
 
 /** The console session's cookie: the access token. */
@@ -91,7 +92,9 @@ export class ConsoleSession {
       reply.clearCookie(SIGN_IN_COOKIE, this.signInCookie());
       const [state, verifier] = (pending ?? '').split('.');
       const code = queryString(request, 'code');
-      if (queryString(request, 'error') === 'access_denied') return this.notAllowed(request, reply);
+      // An error answer, or a redemption that fails, ends here: signing in again would loop.
+      if (queryString(request, 'error') !== undefined) return this.notCompleted(request, reply);
+      // No pending sign-in of this browser, or another's answer (login CSRF): a fresh sign-in.
       if (!state || !verifier || code === undefined || !sameText(queryString(request, 'state') ?? '', state)) return this.startSignIn(reply);
       const answer = await this.app.inject({
         method: 'POST',
@@ -106,7 +109,7 @@ export class ConsoleSession {
         }).toString(),
       });
       const body = answer.json<{ access_token?: unknown; expires_in?: unknown }>();
-      if (answer.statusCode !== 200 || typeof body.access_token !== 'string' || body.access_token.length > MAX_TOKEN_LENGTH) return this.startSignIn(reply);
+      if (answer.statusCode !== 200 || typeof body.access_token !== 'string' || body.access_token.length > MAX_TOKEN_LENGTH) return this.notCompleted(request, reply);
       try {
         await this.deps.check(request, body.access_token);
       } catch (err) {
@@ -155,6 +158,11 @@ export class ConsoleSession {
 
   private notAllowed(request: FastifyRequest, reply: FastifyReply): FastifyReply {
     return this.ctx.pages.send(reply, 'message', language(request), { titleKey: 'consoleNotAllowedTitle', textKey: 'consoleNotAllowedText', values: { role: this.ctx.config.admin.userRole } }, 403);
+  }
+
+  /** The error page of a console sign-in that did not complete (an error answer, or a code the token endpoint refused). */
+  private notCompleted(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+    return sendErrorPage(this.ctx, reply, new OAuthError('access_denied', 'the sign-in to the console did not complete; open the console again'), language(request), 400);
   }
 
   private clear(reply: FastifyReply): void {

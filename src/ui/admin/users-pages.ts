@@ -18,6 +18,8 @@ import type { ConsoleCaller } from './console-session.js';
 const PAGE_SIZE = 50;
 /** The longest claims document, characters. */
 const MAX_CLAIMS = 16_000;
+/** The longest subject, as in the config file. */
+const MAX_SUBJECT = 255;
 /** The most groups offered on a user's page. */
 const MAX_GROUPS = 200;
 
@@ -54,6 +56,10 @@ export function userPages(admin: Console): void {
 
   /** The user of a page: a config-file one, else a stored (SCIM) one; undefined after the 404 page. */
   const find = async (request: FastifyRequest, reply: FastifyReply, sub: string) => {
+    if (sub.length > MAX_SUBJECT) {
+      reply.callNotFound();
+      return undefined;
+    }
     const configUser = ctx.config.users.find((u) => u.subjectId === sub);
     if (configUser) return { subjectId: sub, username: configUser.username, tenant: configUser.tenant ?? null, active: configUser.isActive, source: 'config' as const, groups: [] as { value: string; display: string }[] };
     try {
@@ -215,7 +221,7 @@ export function userPages(admin: Console): void {
     const { sub } = request.params as { sub: string };
     const sid = single(w.form, 'sid') ?? '';
     try {
-      if (sid.length === 0 || sid.length > 200) throw new AdminError('not_found', 'no such session');
+      if (sid.length === 0 || sid.length > 200 || sub.length > MAX_SUBJECT) throw new AdminError('not_found', 'no such session');
       await ctx.management.sessions.revoke(sub, sid);
     } catch (err) {
       const refusal = refusalOf(err);
