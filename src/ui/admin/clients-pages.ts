@@ -65,14 +65,12 @@ export function clientPages(admin: Console): void {
     const id = single(w.form, 'client_id')?.trim() ?? '';
     const name = single(w.form, 'client_name')?.trim() ?? '';
     try {
-      const { view, secret } = await clients.create({
+      const { view, secret } = await admin.changes(w.caller).createClient({
         clientId: id,
         ...(name ? { clientName: name } : {}),
         ...settings,
         ...(isPublic ? { requireClientSecret: false, tokenEndpointAuthMethod: 'none' } : {}),
       });
-      await ctx.management.reloadClients();
-      admin.audit(w.caller, 'client.create', { type: 'client', id: String(view.client.clientId) }, view.client);
       return clientPage(request, reply, String(view.client.clientId), { notice: admin.text(request, 'consoleClientCreated'), ...(secret ? { secret } : {}) }, 201);
     } catch (err) {
       const refusal = refusalOf(err);
@@ -89,9 +87,7 @@ export function clientPages(admin: Console): void {
     if (!w) return reply;
     const id = clientId(request);
     try {
-      const { view, changed } = await clients.update(id, editedSettings(w.form), single(w.form, 'etag') ?? '');
-      await ctx.management.reloadClients();
-      admin.audit(w.caller, 'client.update', { type: 'client', id }, Object.fromEntries(changed.map((f) => [f, view.client[f] ?? null])));
+      await admin.changes(w.caller).updateClient(id, editedSettings(w.form), single(w.form, 'etag') ?? '');
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
@@ -106,9 +102,7 @@ export function clientPages(admin: Console): void {
     const id = clientId(request);
     let secret: string;
     try {
-      secret = (await clients.rotateSecret(id, DEFAULT_SECRET_GRACE_SECONDS, single(w.form, 'etag') ?? '')).secret;
-      await ctx.management.reloadClients();
-      admin.audit(w.caller, 'client.rotate_secret', { type: 'client', id }, { clientSecrets: '(rotated)', graceSeconds: DEFAULT_SECRET_GRACE_SECONDS });
+      secret = (await admin.changes(w.caller).rotateClientSecret(id, DEFAULT_SECRET_GRACE_SECONDS, single(w.form, 'etag') ?? '')).secret;
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;

@@ -3,6 +3,7 @@
  * and CSRF guards, the audit helper) and how a refused change reads.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditedChanges } from '../../admin/audited-changes.js';
 import { AdminError } from '../../admin/errors.js';
 import type { SigilContext } from '../../context.js';
 import type { Params } from '../../protocol/params.js';
@@ -30,7 +31,9 @@ export interface Console {
   render(request: FastifyRequest, reply: FastifyReply, name: string, section: Section, data: Record<string, unknown>, status?: number): FastifyReply;
   /** A text of the request's language. */
   text(request: FastifyRequest, key: keyof Messages): string;
-  /** Emits the `admin_changed` event of a change made in the console. */
+  /** The changes /admin/v1 makes too, reloaded and audited as there, made by `caller` in the console. */
+  changes(caller: ConsoleCaller): AuditedChanges;
+  /** Emits the `admin_changed` event of a change only the console makes. */
   audit(caller: ConsoleCaller, action: string, target: { type: string; id: string }, changes?: Record<string, unknown>): void;
 }
 

@@ -8,6 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { emitAdminChange } from '../../admin/audit.js';
+import { AuditedChanges } from '../../admin/audited-changes.js';
 import { CONSOLE_PATH } from '../../config/console-client.js';
 import type { SigilContext } from '../../context.js';
 import { OAuthError } from '../../protocol/errors.js';
@@ -56,6 +57,7 @@ export function adminConsole(app: FastifyInstance, ctx: SigilContext, deps: Cons
     render: (request, reply, name, section, data, status = 200) =>
       ctx.pages.send(reply, name, language(request), { ...data, section, csrf: reply.generateCsrf() }, status),
     text: (request, key) => ctx.pages.text(language(request), key),
+    changes: (caller) => new AuditedChanges(ctx.management, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
     audit: (caller, action, target, changes) => emitAdminChange(ctx.events, CONSOLE_PATH, caller, action, target, changes),
   };
 

@@ -26,9 +26,7 @@ export function keyPages(admin: Console): void {
   app.post('/admin/keys/rotate', async (request, reply) => {
     const w = await admin.writer(request, reply);
     if (!w) return reply;
-    const added = await ctx.management.keys.rotate();
-    await ctx.management.reloadKeys();
-    for (const k of added) admin.audit(w.caller, 'key.rotate', { type: 'key', id: k.kid }, { alg: k.alg, activatesAt: k.activatesAt });
+    await admin.changes(w.caller).rotateKeys();
     return page(request, reply, admin.text(request, 'consoleKeysRotated'));
   });
 
@@ -38,14 +36,12 @@ export function keyPages(admin: Console): void {
     const kid = single(w.form, 'kid') ?? '';
     try {
       if (kid.length === 0 || kid.length > 200) throw new AdminError('not_found', 'no such key');
-      await ctx.management.keys.retire(kid);
+      await admin.changes(w.caller).retireKey(kid);
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
       return page(request, reply, undefined, refusal.message, refusal.status);
     }
-    await ctx.management.reloadKeys();
-    admin.audit(w.caller, 'key.retire', { type: 'key', id: kid });
     return page(request, reply, admin.text(request, 'consoleKeyRetired'));
   });
 }

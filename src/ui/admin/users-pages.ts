@@ -222,13 +222,12 @@ export function userPages(admin: Console): void {
     const sid = single(w.form, 'sid') ?? '';
     try {
       if (sid.length === 0 || sid.length > 200 || sub.length > MAX_SUBJECT) throw new AdminError('not_found', 'no such session');
-      await ctx.management.sessions.revoke(sub, sid);
+      await admin.changes(w.caller).revokeSession(sub, sid);
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
       return userPage(request, reply, sub, undefined, refusal.message, refusal.status);
     }
-    admin.audit(w.caller, 'session.revoke', { type: 'session', id: sid }, { subject: sub });
     return userPage(request, reply, sub, admin.text(request, 'consoleSessionRevoked'));
   });
 }
