@@ -73,3 +73,21 @@ describe('admin.console false', () => {
     expect(authorize.body).toContain('unknown client');
   });
 });
+
+describe('the console under an issuer path', () => {
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    sigil = await startAuthorizeSigil([], { issuer: 'http://127.0.0.1:5999/id' });
+  });
+  afterAll(async () => sigil.close());
+
+  it('redirects, scopes its cookies and names its callback below the path', async () => {
+    const res = await sigil.app.inject({ method: 'GET', url: '/id/admin' });
+    expect(res.statusCode).toBe(303);
+    const location = new URL(String(res.headers.location), 'http://127.0.0.1:5999');
+    expect(location.pathname).toBe('/id/connect/authorize');
+    expect(location.searchParams.get('redirect_uri')).toBe('http://127.0.0.1:5999/id/admin/callback');
+    expect(String(res.headers['set-cookie'])).toContain('Path=/id/admin/callback');
+    expect((await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode).toBe(404);
+  });
+});

@@ -55,7 +55,7 @@ export function userPages(admin: Console): void {
   };
 
   /** The user of a page: a config-file one, else a stored (SCIM) one; undefined after the 404 page. */
-  const find = async (request: FastifyRequest, reply: FastifyReply, sub: string) => {
+  const find = async (reply: FastifyReply, sub: string) => {
     if (sub.length > MAX_SUBJECT) {
       reply.callNotFound();
       return undefined;
@@ -75,7 +75,7 @@ export function userPages(admin: Console): void {
   };
 
   const userPage = async (request: FastifyRequest, reply: FastifyReply, sub: string, notice?: string, error?: string, status = 200, claimsText?: string) => {
-    const user = await find(request, reply, sub);
+    const user = await find(reply, sub);
     if (!user) return reply;
     const { factors } = await users.secondFactors(user.username, user.tenant);
     const stored = await ctx.users.findBySubject(sub);
@@ -161,7 +161,7 @@ export function userPages(admin: Console): void {
     if (!w) return reply;
     const { sub } = request.params as { sub: string };
     const text = single(w.form, 'claims') ?? '';
-    const user = await find(request, reply, sub);
+    const user = await find(reply, sub);
     if (!user) return reply;
     let claims: unknown;
     try {
@@ -187,7 +187,7 @@ export function userPages(admin: Console): void {
     const w = await admin.writer(request, reply);
     if (!w) return reply;
     const { sub } = request.params as { sub: string };
-    const user = await find(request, reply, sub);
+    const user = await find(reply, sub);
     if (!user) return reply;
     const wanted = new Set(w.form.getAll('group').slice(0, MAX_GROUPS));
     const current = new Set(user.groups.map((g) => g.value));
@@ -208,7 +208,7 @@ export function userPages(admin: Console): void {
     const w = await admin.writer(request, reply);
     if (!w) return reply;
     const { sub } = request.params as { sub: string };
-    const user = await find(request, reply, sub);
+    const user = await find(reply, sub);
     if (!user) return reply;
     const { removed } = await users.resetSecondFactors(user.username, user.tenant, { events: ctx.events, endpoint: '/admin' });
     admin.audit(w.caller, 'user.reset_mfa', { type: 'user', id: sub }, { removed });
