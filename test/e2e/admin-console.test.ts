@@ -31,6 +31,7 @@ function config(cb: string): ConfigInput {
   return {
     ...base,
     users: (base.users ?? []).map((u) => (u.username === 'alice' ? { ...u, claims: { ...u.claims, role: ['admin', 'sigil-admin'] } } : u)),
+    clients: [...(base.clients ?? []), { clientId: 'provisioner', clientSecrets: ['provisioner-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'] }],
   };
 }
 
@@ -45,6 +46,21 @@ afterAll(async () => {
   await closeAdmin?.();
   await f?.close();
 });
+
+/** Creates a SCIM group as the `provisioner` client, over HTTP. */
+async function createGroup(name: string): Promise<void> {
+  const token = await fetch(`${f.sigil.url}/connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('provisioner:provisioner-secret').toString('base64')}` },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
+  }).then((r) => r.json() as Promise<{ access_token: string }>);
+  const created = await fetch(`${f.sigil.url}/scim/v2/Groups`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/scim+json', authorization: `Bearer ${token.access_token}` },
+    body: JSON.stringify({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: name }),
+  });
+  expect(created.status).toBe(201);
+}
 
 /** Presses Tab until the element matching `selector` has the focus (keyboard only), at most 40 times. */
 async function tabTo(page: Page, selector: string): Promise<void> {
@@ -131,7 +147,7 @@ describe('the web console', () => {
   });
 
   let erin = '';
-  it('creates a user with the keyboard alone, ends their session, edits their claims and disables them, after which their sign-in fails as a wrong password does', async () => {
+  it('creates a user with the keyboard alone, ends their session, edits their claims and groups and disables them, after which their sign-in fails as a wrong password does', async () => {
     await admin.goto(`${f.sigil.url}/admin/users`);
     await tabTo(admin, '#new-username');
     await admin.keyboard.type('erin');
@@ -165,6 +181,14 @@ describe('the web console', () => {
     await admin.getByLabel('Claims (JSON object)').fill('[1, 2]');
     await admin.locator('form[action$="/claims"] button').click();
     await admin.getByText('The claims must be a JSON object.').waitFor();
+
+    await createGroup('staff');
+    await admin.reload();
+    await admin.getByLabel('staff').check();
+    await admin.locator('form[action$="/groups"] button').click();
+    await admin.getByText('The group memberships have been saved.').waitFor();
+    expect(await admin.locator('dl').textContent()).toContain('staff');
+    await expect(admin.getByLabel('staff').isChecked()).resolves.toBe(true);
 
     await admin.getByRole('button', { name: 'Disable user' }).click();
     await admin.getByText('The user has been disabled').waitFor();
