@@ -99,6 +99,8 @@ export class ConsoleSession {
       const answer = await this.app.inject({
         method: 'POST',
         url: `${this.ctx.basePath}/connect/token`,
+        // The browser's address: the token endpoint's failure limits count against it, not against this node.
+        remoteAddress: request.ip,
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         payload: new URLSearchParams({
           grant_type: 'authorization_code',
@@ -133,6 +135,7 @@ export class ConsoleSession {
     await this.app.inject({
       method: 'POST',
       url: `${this.ctx.basePath}/connect/revocation`,
+      remoteAddress: request.ip,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       payload: new URLSearchParams({ token, token_type_hint: 'access_token', client_id: CONSOLE_CLIENT_ID }).toString(),
     });
