@@ -6,8 +6,8 @@
  * sees its secret once, edits its redirect URIs, rotates the signing keys and finds all of it in
  * the event log with the admin as actor. A user without the admin role gets the "not allowed"
  * page; a POST without the CSRF token is refused and changes nothing; each page is axe-clean,
- * uncached and unframeable, and reads German for a German browser. Each page's screenshot is
- * saved to docs/images/console-*.png (1000 px wide) for the README.
+ * uncached and unframeable, and reads German for a German browser. Each page's screenshot
+ * (1000 px wide) is saved as console-<page>.png, for the README with CONSOLE_SCREENSHOTS=docs.
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -15,10 +15,15 @@ import type { Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '../../src/index.js';
 import { totpCode } from '../mfa-helpers.js';
-import { type BrowserFixture, browserConfig, newPage, startBrowserFixture, submitLogin } from './browser-fixture.js';
+import { type BrowserFixture, browserConfig, newPage, SCREENSHOTS, startBrowserFixture, submitLogin } from './browser-fixture.js';
 import { audit } from './accessibility.js';
 
-const IMAGES = resolve(import.meta.dirname, '../../docs/images');
+/**
+ * Where the page screenshots go: the README's images in docs/images with
+ * `CONSOLE_SCREENSHOTS=docs` (run it so when the pages change, and commit them), else
+ * test-results/screenshots, so that an ordinary run leaves the work tree as it was.
+ */
+const IMAGES = process.env.CONSOLE_SCREENSHOTS === 'docs' ? resolve(import.meta.dirname, '../../docs/images') : SCREENSHOTS;
 /** The admin: alice, given the admin role. */
 const ADMIN_SUB = '1';
 
