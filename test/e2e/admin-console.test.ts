@@ -149,6 +149,10 @@ describe('the web console', () => {
     const rows = admin.locator('table tbody tr');
     await expect(rows.count()).resolves.toBe(1);
     expect(await rows.first().textContent()).toContain('bob');
+    // Quotes, backslashes and control characters are searched for as text, never a server error.
+    const odd = await admin.goto(`${f.sigil.url}/admin/users?q=${encodeURIComponent('"\\ or \u0000 x')}`);
+    expect(odd?.status()).toBe(200);
+    await expect(admin.locator('table tbody tr').textContent()).resolves.toContain('None');
   });
 
   let erin = '';

@@ -45,8 +45,16 @@ export function userPages(admin: Console): void {
   const userUrl = (sub: string) => `${ctx.basePath}/admin/users/${encodeURIComponent(sub)}`;
 
   const listPage = async (request: FastifyRequest, reply: FastifyReply, form: Json, error?: string, status = 200) => {
-    const q = (queryString(request, 'q') ?? '').trim().slice(0, 100);
-    const list = (await scim.listUsers({ ...(q ? { filter: `userName co ${scimString(q)}` } : {}), count: PAGE_SIZE, sortBy: 'userName' })) as { Resources?: Json[] };
+    // Control characters never match a username (and PostgreSQL refuses a NUL): left out.
+    const q = (queryString(request, 'q') ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 100);
+    let list: { Resources?: Json[] };
+    try {
+      list = (await scim.listUsers({ ...(q ? { filter: `userName co ${scimString(q)}` } : {}), count: PAGE_SIZE, sortBy: 'userName' })) as { Resources?: Json[] };
+    } catch (err) {
+      const refusal = refusalOf(err);
+      if (!refusal) throw err;
+      return admin.render(request, reply, 'console-users', 'users', { q, users: [], form, error: refusal.message }, 400);
+    }
     const stored = (list.Resources ?? []).map((r) => ({ subjectId: String(r.id), username: String(r.userName), name: nameOf(r), active: r.active !== false, source: 'store' }));
     const fromConfig = ctx.config.users
       .filter((u) => u.username.toLowerCase().includes(q.toLowerCase()))
