@@ -23,6 +23,9 @@ import { revocationEndpoint } from './endpoints/revocation.js';
 import { tokenEndpoint } from './endpoints/token.js';
 import { scimEndpoints } from './endpoints/scim.js';
 import { userinfoEndpoint } from './endpoints/userinfo.js';
+import { callerWithScope, checkAccessToken } from './endpoints/protected-resource.js';
+import { adminConsole } from './ui/admin/console.js';
+import { CONSOLE_PATH } from './config/console-client.js';
 import { OAuthError } from './protocol/errors.js';
 import { accountPages } from './ui/account.js';
 import { accountMfaPages } from './ui/account-mfa.js';
@@ -254,6 +257,10 @@ export async function mountSigil(
     consentPage(pages, ctx);
     devicePages(pages, ctx);
     federationRoutes(pages, ctx);
+    // The web console at /admin (issue 25 item 7): its token is checked as the management API's are.
+    adminConsole(pages, ctx, {
+      check: async (request, token) => callerWithScope(await checkAccessToken(ctx, request, token, 'Bearer', CONSOLE_PATH), ['sigil:admin']),
+    });
     pages.get('/assets/sigil.css', async (_request, reply) =>
       reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLES),
     );

@@ -5,7 +5,7 @@
  * retention period are removed by each node's housekeeping.
  */
 import type { Logger } from 'pino';
-import type { SigilEvent } from '../events/events.js';
+import type { EventBus, SigilEvent } from '../events/events.js';
 import type { AuditEventStore } from '../stores/audit-events.js';
 import { auditIdAt } from '../stores/audit-events.js';
 import { newId } from '../crypto/handles.js';
@@ -31,6 +31,30 @@ export interface AuditQuery {
   cursor?: string;
   /** 1 to MAX_PAGE_SIZE. */
   limit: number;
+}
+
+/** Who made a management change: the client of the token, and the user it acts for, if any. */
+export interface ChangeActor {
+  clientId: string;
+  sub?: string;
+}
+
+/**
+ * Emits the `admin_changed` audit event of one management change (issue 25 item 6), the one
+ * shape /admin/v1 and the console share.
+ * @param endpoint where the change was made (`/admin/v1`, `/admin`)
+ * @param action e.g. `client.create`, `key.rotate`, `user.claims`
+ * @param changes the changed fields and their new values; never a secret (name it instead)
+ */
+export function emitAdminChange(
+  events: EventBus,
+  endpoint: string,
+  actor: ChangeActor,
+  action: string,
+  target: { type: string; id: string },
+  changes: Record<string, unknown> = {},
+): void {
+  events.emit({ name: 'admin_changed', endpoint, clientId: actor.clientId, ...(actor.sub ? { subjectId: actor.sub } : {}), action, target, changes });
 }
 
 /** Stores the bus's events and answers queries over them. */

@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import { ConfigError, type ConfigOverrides, containsReference, type ResolvedConfig, resolveConfig } from '../config/loader.js';
 import { clientSubjectCollision } from '../config/schema.js';
+import { CONSOLE_CLIENT_ID } from '../config/console-client.js';
 import { loadStoredClients, type RetiringSecret, splitStoredClient } from '../clients/stored-clients.js';
 import type { Store } from '../stores/types.js';
 import { newHandle, nowSeconds } from '../crypto/handles.js';
@@ -248,10 +249,12 @@ export class ClientAdmin {
     return this.options.resources?.withStored(raw) ?? raw;
   }
 
+  /** The config file's client as written, or the web console's built-in one (config `admin.console`), which only the resolved config holds. */
   private configClient(clientId: string): Record<string, unknown> | undefined {
     const raw = (this.options.raw as { clients?: unknown[] }).clients ?? [];
     const found = raw.find((c) => isJsonObject(c) && c.clientId === clientId);
-    return found === undefined ? undefined : (found as Record<string, unknown>);
+    if (found !== undefined) return found as Record<string, unknown>;
+    return clientId === CONSOLE_CLIENT_ID ? (this.options.config.clients.find((c) => c.clientId === clientId) as Record<string, unknown> | undefined) : undefined;
   }
 
   private async saved(clientId: string): Promise<SavedClient> {

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { extname } from 'node:path';
 import { BUILT_IN_GRANT_TYPES, configSchema, type Config, type ConfigInput } from './schema.js';
 import { closest } from './suggest.js';
+import { CONSOLE_CLIENT_ID, consoleClient } from './console-client.js';
 
 /** A config that cannot be used: `problems` name each field path and the reason. */
 export class ConfigError extends Error {
@@ -98,7 +99,12 @@ export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}, opt
   const cfg = result.data;
   const port = cfg.port ?? 5000;
   const issuer = (cfg.issuer ?? `http://localhost:${port}`).replace(/\/+$/, '');
-  return { ...cfg, issuer, port, host: cfg.host ?? '0.0.0.0' };
+  if (!cfg.admin.console) return { ...cfg, issuer, port, host: cfg.host ?? '0.0.0.0' };
+  // The web console's built-in client joins the config file's clients (read-only like them).
+  const taken = cfg.clients.findIndex((c) => c.clientId === CONSOLE_CLIENT_ID);
+  if (taken >= 0) throw new ConfigError([`${formatPath(['clients', taken, 'clientId'])}: "${CONSOLE_CLIENT_ID}" is the web console's built-in client (admin.console false frees the id)`]);
+  const clients = [...cfg.clients, consoleClient(issuer, cfg.identityResources.some((r) => r.name === 'openid'))];
+  return { ...cfg, clients, issuer, port, host: cfg.host ?? '0.0.0.0' };
 }
 
 /**

@@ -595,8 +595,9 @@ export const configSchema = z
       .strictObject({
         auditRetentionSeconds: lifetime.max(10 * 365 * 24 * 3600).default(2592000).meta({ description: "How long the stored audit events (queried at /admin/v1/events) are kept, seconds; older ones are removed by the housekeeping" }),
         userRole: nonEmpty.max(200).default('sigil-admin').meta({ description: "The role (a value of the user's role claim, or a SCIM group's displayName) a user needs for a token acting for them to carry the scopes of Sigil's management API (scim, sigil:admin, sigil:admin:read, sigil:register); a multi-factor sign-in is required too" }),
+        console: z.boolean().default(true).meta({ description: "The web console at /admin: users with admin.userRole sign in through Sigil itself (the built-in public client sigil-console, code flow with PKCE, a second factor required). false: no console, and the client sigil-console does not exist" }),
       })
-      .default({ auditRetentionSeconds: 2592000, userRole: 'sigil-admin' }).meta({ description: "Sigil's management API (SCIM at /scim/v2, /admin/v1): who may manage it" }),
+      .default({ auditRetentionSeconds: 2592000, userRole: 'sigil-admin', console: true }).meta({ description: "Sigil's management API (SCIM at /scim/v2, /admin/v1) and web console (/admin): who may manage it" }),
     cleanup: z
       .strictObject({
         intervalSeconds: lifetime.default(60).meta({ description: "How often expired rows are removed, seconds" }),

@@ -13,7 +13,9 @@
  * - The OpenAPI 3.1 document at /admin/v1/openapi.json is generated from this module's route
  *   table and the zod schemas that validate the requests, so it lists every route.
  * Every change emits an `admin_changed` audit event naming the caller, the action, the target and
- * the changed fields with their new values; secrets never appear in it.
+ * the changed fields with their new values; secrets never appear in it. The changes, with their
+ * reloads and events, are `AuditedChanges` (src/admin/audited-changes.ts), which the web console
+ * makes too.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -23,6 +25,7 @@ import { type ClientView, DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS
 import { apiResource, apiScope, clientSchema, identityProvider, identityResource } from '../config/schema.js';
 import { type ManagedKind, MAX_RESOURCE_NAME, type ResourceView } from '../admin/resources.js';
 import { MAX_PAGE_SIZE } from '../admin/audit.js';
+import { AuditedChanges } from '../admin/audited-changes.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { noStore } from '../http/request.js';
@@ -108,10 +111,11 @@ interface Route {
   handle(ctx: SigilContext, caller: Caller, params: Params, body: unknown, request: FastifyRequest): Promise<Answer>;
 }
 
-/** Emits the audit event of one change (issue 25 item 6). */
-function audited(ctx: SigilContext, caller: Caller, action: string, target: { type: string; id: string }, changes: Record<string, unknown> = {}): void {
-  ctx.events.emit({ name: 'admin_changed', endpoint: ADMIN_API_PATH, clientId: caller.clientId, ...(caller.sub ? { subjectId: caller.sub } : {}), action, target, changes });
+/** The audited changes (src/admin/audited-changes.ts) of one caller of the API. */
+function changes(ctx: SigilContext, caller: Caller): AuditedChanges {
+  return new AuditedChanges(ctx.management, { events: ctx.events, endpoint: ADMIN_API_PATH, actor: caller });
 }
+
 
 function clientAnswer(view: ClientView, status = 200, secret?: string): Answer {
   const { etag, ...rest } = view;
@@ -261,9 +265,7 @@ const ROUTES: Route[] = [
     body: clientCreate,
     response: clientOut,
     handle: async (ctx, caller, _p, body) => {
-      const { view, secret } = await ctx.management.clients.create(body);
-      await ctx.management.reloadClients();
-      audited(ctx, caller, 'client.create', { type: 'client', id: String(view.client.clientId) }, view.client);
+      const { view, secret } = await changes(ctx, caller).createClient(body);
       return clientAnswer(view, 201, secret);
     },
   },
@@ -286,10 +288,7 @@ const ROUTES: Route[] = [
     handle: async (ctx, caller, p, body, request) => {
       const etag = ifMatch(request);
       if (etag === undefined) throw new PreconditionRequired();
-      const { view, changed } = await ctx.management.clients.update(p.clientId ?? '', body, etag);
-      await ctx.management.reloadClients();
-      audited(ctx, caller, 'client.update', { type: 'client', id: String(p.clientId) }, Object.fromEntries(changed.map((f) => [f, view.client[f] ?? null])));
-      return clientAnswer(view);
+      return clientAnswer(await changes(ctx, caller).updateClient(p.clientId ?? '', body, etag));
     },
   },
   {
@@ -298,9 +297,7 @@ const ROUTES: Route[] = [
     summary: 'Delete a stored client',
     params: { clientId },
     handle: async (ctx, caller, p, _b, request) => {
-      await ctx.management.clients.delete(p.clientId ?? '', ifMatch(request));
-      await ctx.management.reloadClients();
-      audited(ctx, caller, 'client.delete', { type: 'client', id: String(p.clientId) });
+      await changes(ctx, caller).deleteClient(p.clientId ?? '', ifMatch(request));
       return { status: 204 };
     },
   },
@@ -313,9 +310,7 @@ const ROUTES: Route[] = [
     response: clientOut,
     handle: async (ctx, caller, p, body, request) => {
       const { graceSeconds } = parsed(rotateSecretBody, body);
-      const { view, secret } = await ctx.management.clients.rotateSecret(p.clientId ?? '', graceSeconds, ifMatch(request));
-      await ctx.management.reloadClients();
-      audited(ctx, caller, 'client.rotate_secret', { type: 'client', id: String(p.clientId) }, { clientSecrets: '(rotated)', graceSeconds });
+      const { view, secret } = await changes(ctx, caller).rotateClientSecret(p.clientId ?? '', graceSeconds, ifMatch(request));
       return clientAnswer(view, 200, secret);
     },
   },
@@ -334,10 +329,7 @@ const ROUTES: Route[] = [
     response: z.object({ added: z.array(z.object({ kid: z.string(), alg: z.string(), activatesAt: z.number().int() })) }),
     handle: async (ctx, caller, _p, body) => {
       const { alg } = parsed(rotateKeysBody, body);
-      const added = (await ctx.management.keys.rotate(alg)).map((k) => ({ kid: k.kid, alg: k.alg, activatesAt: k.activatesAt }));
-      await ctx.management.reloadKeys();
-      for (const k of added) audited(ctx, caller, 'key.rotate', { type: 'key', id: String(k.kid) }, { alg: k.alg, activatesAt: k.activatesAt });
-      return { status: 200, body: { added } };
+      return { status: 200, body: { added: await changes(ctx, caller).rotateKeys(alg) } };
     },
   },
   {
@@ -346,9 +338,7 @@ const ROUTES: Route[] = [
     summary: 'Retire a signing key: it signs no more and stays published for signingKeys.retentionSeconds',
     params: { kid },
     handle: async (ctx, caller, p) => {
-      await ctx.management.keys.retire(p.kid ?? '');
-      await ctx.management.reloadKeys();
-      audited(ctx, caller, 'key.retire', { type: 'key', id: String(p.kid) });
+      await changes(ctx, caller).retireKey(p.kid ?? '');
       return { status: 204 };
     },
   },
@@ -367,8 +357,7 @@ const ROUTES: Route[] = [
     params: { subject },
     response: z.object({ ended: z.number().int() }),
     handle: async (ctx, caller, p) => {
-      const ended = await ctx.management.sessions.revokeAllOf(p.subject ?? '');
-      audited(ctx, caller, 'session.revoke_all', { type: 'user', id: String(p.subject) }, { ended });
+      const ended = await changes(ctx, caller).revokeAllSessions(p.subject ?? '');
       return { status: 200, body: { ended } };
     },
   },
@@ -378,8 +367,7 @@ const ROUTES: Route[] = [
     summary: 'End one live session of a user (back-channel logout to its clients)',
     params: { subject, sid },
     handle: async (ctx, caller, p) => {
-      await ctx.management.sessions.revoke(p.subject ?? '', p.sid ?? '');
-      audited(ctx, caller, 'session.revoke', { type: 'session', id: String(p.sid) }, { subject: p.subject });
+      await changes(ctx, caller).revokeSession(p.subject ?? '', p.sid ?? '');
       return { status: 204 };
     },
   },
@@ -398,8 +386,7 @@ const ROUTES: Route[] = [
     params: { subject, clientId },
     response: z.object({ revoked: z.number().int() }),
     handle: async (ctx, caller, p) => {
-      const revoked = await ctx.management.grants.revoke(p.subject ?? '', p.clientId ?? '');
-      audited(ctx, caller, 'grant.revoke', { type: 'user', id: String(p.subject) }, { clientId: p.clientId, revoked });
+      const revoked = await changes(ctx, caller).revokeGrants(p.subject ?? '', p.clientId ?? '');
       return { status: 200, body: { revoked } };
     },
   },

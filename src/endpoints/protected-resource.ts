@@ -38,8 +38,17 @@ export async function authenticateAccessToken(ctx: SigilContext, request: Fastif
   const { authorization } = credentialSource(request, form ?? Params.empty());
   const presented = extractAccessToken(authorization, form);
   if (presented === undefined) throw bearerError(401);
-  const { scheme } = presented;
-  const valid = await ctx.tokens.validateAccessToken(presented.token);
+  return checkAccessToken(ctx, request, presented.token, presented.scheme, path);
+}
+
+/**
+ * Checks one access token, however it was presented (the Authorization header, a form, or the
+ * console's cookie): as `authenticateAccessToken` does after extracting it.
+ * @param scheme how it was sent; `DPoP` needs the request's proof
+ * @throws OAuthError as `authenticateAccessToken`, but never the bare 401 of a missing token.
+ */
+export async function checkAccessToken(ctx: SigilContext, request: FastifyRequest, token: string, scheme: TokenScheme, path: string): Promise<PresentedToken> {
+  const valid = await ctx.tokens.validateAccessToken(token);
   if (!valid) throw tokenError(scheme, 401, 'invalid_token', 'the access token is invalid or expired');
   const jkt = boundKey(valid.claims);
   if (scheme === 'Bearer' && jkt !== undefined)
@@ -48,7 +57,7 @@ export async function authenticateAccessToken(ctx: SigilContext, request: Fastif
   if (scheme === 'DPoP') {
     // A fapi2 client's proofs use PS256, ES256 or EdDSA here too (FAPI 2.0 SP §5.4.1).
     const client = typeof valid.claims.client_id === 'string' ? ctx.clients.get(valid.claims.client_id) : undefined;
-    const proof = await verifyProof(ctx, request, presented.token, path, client ? dpopAlgorithmsFor(client) : {});
+    const proof = await verifyProof(ctx, request, token, path, client ? dpopAlgorithmsFor(client) : {});
     // RFC 9449 §4.3 item 12: the proof key must be the key the token is bound to.
     if (jkt === undefined || proof.jkt !== jkt) throw tokenError('DPoP', 401, 'invalid_dpop_proof', 'the access token is not bound to the proof key');
   }
@@ -78,7 +87,14 @@ export interface Caller {
  *   scope(s) in the challenge (RFC 6750 §3.1).
  */
 export async function requireScope(ctx: SigilContext, request: FastifyRequest, path: string, scopes: readonly string[]): Promise<Caller> {
-  const token = await authenticateAccessToken(ctx, request, undefined, path);
+  return callerWithScope(await authenticateAccessToken(ctx, request, undefined, path), scopes);
+}
+
+/**
+ * The caller of a checked token (`checkAccessToken`) that carries one of `scopes`.
+ * @throws OAuthError 403 `insufficient_scope` with the needed scope(s) in the challenge (RFC 6750 §3.1).
+ */
+export function callerWithScope(token: PresentedToken, scopes: readonly string[]): Caller {
   if (!scopes.some((s) => token.scopes.includes(s)))
     throw tokenError(token.scheme, 403, 'insufficient_scope', 'the access token lacks the scope this resource needs', scopes.join(' '));
   return { clientId: token.valid.claims.client_id, ...(token.user ? { sub: token.user.subjectId } : {}), scopes: token.scopes };

@@ -131,6 +131,16 @@ describe('/admin/v1/clients', () => {
     expect((await call('POST', '/clients/m2m/secret', {})).statusCode).toBe(409);
   });
 
+  it("keeps the web console's built-in client read-only and its id taken", async () => {
+    const read = await call('GET', '/clients/sigil-console');
+    expect(read.statusCode).toBe(200);
+    expect(read.json()).toMatchObject({ source: 'config', client: { clientId: 'sigil-console', requireClientSecret: false } });
+    expect((await call('PATCH', '/clients/sigil-console', { redirectUris: ['https://evil.example/cb'] }, { 'if-match': read.headers.etag as string })).statusCode).toBe(409);
+    expect((await call('DELETE', '/clients/sigil-console')).statusCode).toBe(409);
+    const taken = await call('POST', '/clients', { ...newClient('sigil-console') });
+    expect(taken.statusCode).toBe(409);
+  });
+
   it('rotates a secret: the old one works during the grace period and stops after it', async () => {
     const { secret: first } = (await call('POST', '/clients', newClient('rotating'))).json();
     const tooLong = await call('POST', '/clients/rotating/secret', { graceSeconds: 31 * 24 * 3600 });

@@ -35,8 +35,29 @@ describe('resolveConfig: defaults', () => {
     expect(cfg.trustProxy).toBe(false);
     expect(cfg.identityResources.map((r) => r.name)).toEqual(['openid', 'profile']);
     expect(cfg.rateLimits).toEqual({ maxFailures: 20, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 100, maxDelaySeconds: 5 });
-    expect(cfg.clients).toEqual([]);
+    // The web console's built-in client (admin.console, default on) is the only client.
+    expect(cfg.clients.map((c) => c.clientId)).toEqual(['sigil-console']);
     expect(cfg.users).toEqual([]);
+  });
+
+  it('adds the web console\'s public client (code + PKCE S256, MFA) unless admin.console is false, and keeps its id for it', () => {
+    const console = resolveConfig({ issuer: 'https://id.example/base/' }).clients.find((c) => c.clientId === 'sigil-console');
+    expect(console).toMatchObject({
+      requireClientSecret: false,
+      tokenEndpointAuthMethod: 'none',
+      allowedGrantTypes: ['authorization_code'],
+      allowedScopes: ['openid', 'sigil:admin', 'scim'],
+      redirectUris: ['https://id.example/base/admin/callback'],
+      requirePkce: true,
+      allowPlainTextPkce: false,
+      requireMfa: true,
+      clientSecrets: [],
+    });
+    expect(resolveConfig({ admin: { console: false } }).clients).toEqual([]);
+    expect(problems({ clients: [cc({ clientId: 'sigil-console' })] })).toEqual([
+      'clients[0].clientId: "sigil-console" is the web console\'s built-in client (admin.console false frees the id)',
+    ]);
+    expect(resolveConfig({ admin: { console: false }, clients: [cc({ clientId: 'sigil-console' })] }).clients).toHaveLength(1);
   });
 
   it('fills client defaults (Duende numbers; refresh tokens oneTime per RFC 9700 §4.14)', () => {
@@ -94,7 +115,7 @@ describe('resolveConfig: defaults', () => {
   });
 
   it('accepts the fixture and the example configs', () => {
-    expect(resolveConfig(testConfig()).clients).toHaveLength(7);
+    expect(resolveConfig(testConfig()).clients).toHaveLength(8); // with the console's
     expect(resolveConfig(readConfigFile(join(import.meta.dirname, '../../examples/sigil.json'))).issuer).toBe('http://localhost:5000');
   });
 });
@@ -287,7 +308,7 @@ describe('resolveConfig: profile "fapi2" (FAPI 2.0 Security Profile)', () => {
   it('needs its keys (private_key_jwt) and a FAPI 2.0 algorithm among signingAlgorithms', () => {
     expect(problems({ clients: [fapi({ jwks: null })] })).toContainEqual(expect.stringMatching(/^clients\[0\]\.tokenEndpointAuthMethod: private_key_jwt needs/));
     expect(problems({ signingAlgorithms: ['RS256'], clients: [fapi()] })).toEqual([expect.stringMatching(/^clients\[0\]\.profile: .*PS256, ES256 or EdDSA/)]);
-    expect(resolveConfig({ signingAlgorithms: ['RS256', 'EdDSA'], clients: [fapi()] }).clients).toHaveLength(1);
+    expect(resolveConfig({ signingAlgorithms: ['RS256', 'EdDSA'], clients: [fapi()] }).clients.map((c) => c.clientId)).toEqual([fapi().clientId, 'sigil-console']);
   });
 });
 

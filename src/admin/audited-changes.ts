@@ -1,0 +1,107 @@
+/**
+ * The management changes that /admin/v1 and the web console both make, each as one step: the
+ * service's change, the reload that puts it in force on this node now (other nodes follow with
+ * their poll), and its `admin_changed` audit event naming the actor. One place, so that the two
+ * front ends cannot drift apart in what they reload or record.
+ */
+import type { EventBus } from '../events/events.js';
+import { type ChangeActor, emitAdminChange } from './audit.js';
+import type { ClientAdmin, ClientView } from './clients.js';
+import type { GrantAdmin } from './grants.js';
+import type { KeyAdmin } from './keys.js';
+import type { SessionAdmin } from './sessions.js';
+
+/** The services a change uses (the running node's `ctx.management`, and its event bus). */
+export interface ChangeServices {
+  clients: ClientAdmin;
+  keys: KeyAdmin;
+  sessions: SessionAdmin;
+  grants: GrantAdmin;
+  reloadClients(): Promise<void>;
+  reloadKeys(): Promise<void>;
+}
+
+/** Who makes a change, and where (`/admin/v1`, `/admin`): for the audit event. */
+export interface ChangeOrigin {
+  events: EventBus;
+  endpoint: string;
+  actor: ChangeActor;
+}
+
+/** Makes the management changes, each reloaded and audited. Errors are the services' (`AdminError`), and nothing is audited then. */
+export class AuditedChanges {
+  constructor(
+    private readonly services: ChangeServices,
+    private readonly origin: ChangeOrigin,
+  ) {}
+
+  private audit(action: string, target: { type: string; id: string }, changes: Record<string, unknown> = {}): void {
+    emitAdminChange(this.origin.events, this.origin.endpoint, this.origin.actor, action, target, changes);
+  }
+
+  /** `ClientAdmin.create`; the event lists the new client's settings (never its secret). */
+  async createClient(client: unknown): Promise<{ view: ClientView; secret?: string }> {
+    const created = await this.services.clients.create(client);
+    await this.services.reloadClients();
+    this.audit('client.create', { type: 'client', id: String(created.view.client.clientId) }, created.view.client);
+    return created;
+  }
+
+  /** `ClientAdmin.update`; the event lists the changed settings with their new values. */
+  async updateClient(clientId: string, patch: unknown, ifMatch: string | undefined): Promise<ClientView> {
+    const { view, changed } = await this.services.clients.update(clientId, patch, ifMatch);
+    await this.services.reloadClients();
+    this.audit('client.update', { type: 'client', id: clientId }, Object.fromEntries(changed.map((f) => [f, view.client[f] ?? null])));
+    return view;
+  }
+
+  /** `ClientAdmin.delete`. */
+  async deleteClient(clientId: string, ifMatch: string | undefined): Promise<void> {
+    await this.services.clients.delete(clientId, ifMatch);
+    await this.services.reloadClients();
+    this.audit('client.delete', { type: 'client', id: clientId });
+  }
+
+  /** `ClientAdmin.rotateSecret`; the event names the rotation, never the secret. */
+  async rotateClientSecret(clientId: string, graceSeconds: number, ifMatch: string | undefined): Promise<{ view: ClientView; secret: string }> {
+    const rotated = await this.services.clients.rotateSecret(clientId, graceSeconds, ifMatch);
+    await this.services.reloadClients();
+    this.audit('client.rotate_secret', { type: 'client', id: clientId }, { clientSecrets: '(rotated)', graceSeconds });
+    return rotated;
+  }
+
+  /** `KeyAdmin.rotate`: one event per key added. */
+  async rotateKeys(alg?: string): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
+    const added = (await this.services.keys.rotate(alg)).map((k) => ({ kid: k.kid, alg: k.alg, activatesAt: k.activatesAt }));
+    await this.services.reloadKeys();
+    for (const k of added) this.audit('key.rotate', { type: 'key', id: k.kid }, { alg: k.alg, activatesAt: k.activatesAt });
+    return added;
+  }
+
+  /** `KeyAdmin.retire`. */
+  async retireKey(kid: string): Promise<void> {
+    await this.services.keys.retire(kid);
+    await this.services.reloadKeys();
+    this.audit('key.retire', { type: 'key', id: kid });
+  }
+
+  /** `SessionAdmin.revoke`: one live session of a user ends (back-channel logout). */
+  async revokeSession(subjectId: string, sid: string): Promise<void> {
+    await this.services.sessions.revoke(subjectId, sid);
+    this.audit('session.revoke', { type: 'session', id: sid }, { subject: subjectId });
+  }
+
+  /** `SessionAdmin.revokeAllOf`: every live session of a user ends. @returns how many. */
+  async revokeAllSessions(subjectId: string): Promise<number> {
+    const ended = await this.services.sessions.revokeAllOf(subjectId);
+    this.audit('session.revoke_all', { type: 'user', id: subjectId }, { ended });
+    return ended;
+  }
+
+  /** `GrantAdmin.revoke`: a user's consent and refresh token grants for one client. @returns how many. */
+  async revokeGrants(subjectId: string, clientId: string): Promise<number> {
+    const revoked = await this.services.grants.revoke(subjectId, clientId);
+    this.audit('grant.revoke', { type: 'user', id: subjectId }, { clientId, revoked });
+    return revoked;
+  }
+}

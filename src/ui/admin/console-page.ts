@@ -1,0 +1,50 @@
+/**
+ * What the console's page modules share: the `Console` they are given (rendering, the session
+ * and CSRF guards, the audit helper) and how a refused change reads.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditedChanges } from '../../admin/audited-changes.js';
+import { AdminError } from '../../admin/errors.js';
+import type { SigilContext } from '../../context.js';
+import type { Params } from '../../protocol/params.js';
+import { ScimError } from '../../protocol/scim-filter.js';
+import type { Messages } from '../i18n.js';
+import type { ConsoleCaller } from './console-session.js';
+
+/** The console's sections, as the navigation names them. */
+export type Section = 'users' | 'clients' | 'resources' | 'keys' | 'events';
+
+/** What each console page module gets: rendering, the guards, and the audit helper. */
+export interface Console {
+  ctx: SigilContext;
+  app: FastifyInstance;
+  /**
+   * The admin of a GET request, or undefined after answering (sign-in redirect, "not allowed").
+   */
+  reader(request: FastifyRequest, reply: FastifyReply): Promise<ConsoleCaller | undefined>;
+  /**
+   * The admin and form of a POST: CSRF checked first (403 page and no change without a valid
+   * token), then the session; undefined after answering.
+   */
+  writer(request: FastifyRequest, reply: FastifyReply): Promise<{ caller: ConsoleCaller; form: Params } | undefined>;
+  /** Sends a console page of `section`. */
+  render(request: FastifyRequest, reply: FastifyReply, name: string, section: Section, data: Record<string, unknown>, status?: number): FastifyReply;
+  /** A text of the request's language. */
+  text(request: FastifyRequest, key: keyof Messages): string;
+  /** The changes /admin/v1 makes too, reloaded and audited as there, made by `caller` in the console. */
+  changes(caller: ConsoleCaller): AuditedChanges;
+  /** Emits the `admin_changed` event of a change only the console makes. */
+  audit(caller: ConsoleCaller, action: string, target: { type: string; id: string }, changes?: Record<string, unknown>): void;
+}
+
+
+/**
+ * The message of a refused change, as the service words it (an AdminError or ScimError: bad
+ * input, a conflict, a stale version), or undefined for any other error (rethrown by the caller).
+ */
+export function refusalOf(err: unknown): { message: string; status: number } | undefined {
+  if (err instanceof AdminError) return { message: err.message, status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code] };
+  if (err instanceof ScimError) return { message: err.message, status: err.status };
+  return undefined;
+}
+

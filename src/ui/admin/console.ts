@@ -1,0 +1,81 @@
+/**
+ * The web console at `/admin` (issue 25 item 7; DESIGN §6): server-rendered pages over the same
+ * application services as `/admin/v1` and the CLI (src/admin/, the SCIM service), never the
+ * store. Every page is answered uncached and unframeable (the pages' headers), every POST needs
+ * the CSRF token (403 and no change without it) and a console session (`ConsoleSession`); every
+ * change emits the `admin_changed` audit event (or the SCIM service's own events) naming the
+ * console client and the admin's subject. Without `admin.console` nothing here is registered.
+ */
+import type { FastifyInstance } from 'fastify';
+import { emitAdminChange } from '../../admin/audit.js';
+import { AuditedChanges } from '../../admin/audited-changes.js';
+import { CONSOLE_PATH } from '../../config/console-client.js';
+import type { SigilContext } from '../../context.js';
+import { OAuthError } from '../../protocol/errors.js';
+import { Params } from '../../protocol/params.js';
+import { checkCsrf } from '../csrf.js';
+import { sendErrorPage } from '../error-page.js';
+import { language } from '../language.js';
+import { type ConsoleDeps, ConsoleSession } from './console-session.js';
+import type { Console } from './console-page.js';
+import { clientPages } from './clients-pages.js';
+import { CONSOLE_STYLES, CONSOLE_TEMPLATES } from './templates.js';
+import { resourcesPage } from './resources-page.js';
+import { userPages } from './users-pages.js';
+import { keyPages } from './keys-pages.js';
+import { eventsPage } from './events-page.js';
+
+const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
+
+/**
+ * Registers the console's pages on the browser pages' context, when `admin.console` is on.
+ * @param deps the token check of the management guard, handed in by the route table (the
+ *   endpoints layer is above the pages)
+ */
+export function adminConsole(app: FastifyInstance, ctx: SigilContext, deps: ConsoleDeps): void {
+  if (!ctx.config.admin.console) return;
+  for (const [name, template] of Object.entries(CONSOLE_TEMPLATES)) ctx.pages.register(name, template);
+  const origin = new URL(ctx.issuer).origin;
+  const session = new ConsoleSession(app, ctx, deps);
+  session.routes();
+
+  const admin: Console = {
+    ctx,
+    app,
+    reader: async (request, reply) => {
+      const check = await session.caller(request, reply);
+      return check.kind === 'caller' ? check.caller : undefined;
+    },
+    writer: async (request, reply) => {
+      if (!checkCsrf(app, request, reply, origin) || !(request.body instanceof Params)) {
+        sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+        return undefined;
+      }
+      const check = await session.caller(request, reply);
+      return check.kind === 'caller' ? { caller: check.caller, form: request.body } : undefined;
+    },
+    render: (request, reply, name, section, data, status = 200) =>
+      ctx.pages.send(reply, name, language(request), { ...data, section, csrf: reply.generateCsrf() }, status),
+    text: (request, key) => ctx.pages.text(language(request), key),
+    changes: (caller) => new AuditedChanges(ctx.management, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
+    audit: (caller, action, target, changes) => emitAdminChange(ctx.events, CONSOLE_PATH, caller, action, target, changes),
+  };
+
+  app.get('/admin/console.css', async (_request, reply) =>
+    reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(CONSOLE_STYLES),
+  );
+  app.get(CONSOLE_PATH, async (request, reply) => {
+    const caller = await admin.reader(request, reply);
+    return caller ? reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${CONSOLE_PATH}/users`, 303) : reply;
+  });
+  app.post(`${CONSOLE_PATH}/logout`, async (request, reply) => {
+    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+    await session.signOut(request, reply);
+    return ctx.pages.send(reply, 'message', language(request), { titleKey: 'consoleSignedOutTitle', textKey: 'consoleSignedOutText' });
+  });
+  userPages(admin);
+  clientPages(admin);
+  resourcesPage(admin);
+  keyPages(admin);
+  eventsPage(admin);
+}

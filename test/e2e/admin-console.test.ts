@@ -1,0 +1,298 @@
+/**
+ * The web console at /admin in a real Chromium (issue 25 item 7): the admin signs in through
+ * Sigil itself (keyboard only: Tab, typing and Enter), enrolling an authenticator app on the way
+ * (the console client requires a second factor; codes computed here with otpauth), then searches,
+ * creates, disables and edits users, resets a second factor, ends a session, creates a client and
+ * sees its secret once, edits its redirect URIs, rotates the signing keys and finds all of it in
+ * the event log with the admin as actor. A user without the admin role gets the "not allowed"
+ * page; a POST without the CSRF token is refused and changes nothing; each page is axe-clean,
+ * uncached and unframeable, and reads German for a German browser. Each page's screenshot
+ * (1000 px wide) is saved as console-<page>.png, for the README with CONSOLE_SCREENSHOTS=docs.
+ */
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Page, Response } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ConfigInput } from '../../src/index.js';
+import { totpCode } from '../mfa-helpers.js';
+import { type BrowserFixture, browserConfig, newPage, SCREENSHOTS, startBrowserFixture, submitLogin } from './browser-fixture.js';
+import { audit } from './accessibility.js';
+
+/**
+ * Where the page screenshots go: the README's images in docs/images with
+ * `CONSOLE_SCREENSHOTS=docs` (run it so when the pages change, and commit them), else
+ * test-results/screenshots, so that an ordinary run leaves the work tree as it was.
+ */
+const IMAGES = process.env.CONSOLE_SCREENSHOTS === 'docs' ? resolve(import.meta.dirname, '../../docs/images') : SCREENSHOTS;
+/** The admin: alice, given the admin role. */
+const ADMIN_SUB = '1';
+
+let f: BrowserFixture;
+let admin: Page;
+let closeAdmin: () => Promise<void>;
+
+function config(cb: string): ConfigInput {
+  const base = browserConfig(cb);
+  return {
+    ...base,
+    users: (base.users ?? []).map((u) => (u.username === 'alice' ? { ...u, claims: { ...u.claims, role: ['admin', 'sigil-admin'] } } : u)),
+    clients: [...(base.clients ?? []), { clientId: 'provisioner', clientSecrets: ['provisioner-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'] }],
+  };
+}
+
+beforeAll(async () => {
+  f = await startBrowserFixture(config);
+  const opened = await newPage(f.browser, { viewport: { width: 1000, height: 700 } });
+  admin = opened.page;
+  admin.setDefaultTimeout(10_000);
+  closeAdmin = () => opened.context.close();
+}, 60_000);
+afterAll(async () => {
+  await closeAdmin?.();
+  await f?.close();
+});
+
+/** Creates a SCIM group as the `provisioner` client, over HTTP. */
+async function createGroup(name: string): Promise<void> {
+  const token = await fetch(`${f.sigil.url}/connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('provisioner:provisioner-secret').toString('base64')}` },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
+  }).then((r) => r.json() as Promise<{ access_token: string }>);
+  const created = await fetch(`${f.sigil.url}/scim/v2/Groups`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/scim+json', authorization: `Bearer ${token.access_token}` },
+    body: JSON.stringify({ schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: name }),
+  });
+  expect(created.status).toBe(201);
+}
+
+/** Presses Tab until the element matching `selector` has the focus (keyboard only), at most 40 times. */
+async function tabTo(page: Page, selector: string): Promise<void> {
+  for (let i = 0; i < 40; i++) {
+    if (await page.evaluate((s) => document.activeElement?.matches(s) ?? false, selector)) return;
+    await page.keyboard.press('Tab');
+  }
+  throw new Error(`Tab never reached ${selector}`);
+}
+
+/** The console page's checks: the headers every page has, axe-clean, and its screenshot in docs/images. */
+async function check(page: Page, response: Response | null, name: string): Promise<void> {
+  await page.locator('h1').waitFor();
+  if (response) {
+    const headers = response.headers();
+    expect(headers['cache-control'], name).toContain('no-store');
+    expect(headers['content-security-policy'], name).toContain("frame-ancestors 'none'");
+  }
+  expect(await audit(page), name).toEqual([]);
+  mkdirSync(IMAGES, { recursive: true });
+  await page.screenshot({ path: join(IMAGES, `console-${name}.png`), fullPage: true });
+}
+
+/** Signs a user in at the console through the login page and the authenticator enrolment, by keyboard only. Ends where the console sends them. */
+async function signInEnrolling(page: Page, username: string): Promise<void> {
+  await page.goto(`${f.sigil.url}/admin`);
+  await page.waitForURL(/\/account\/login\?interaction=/);
+  await tabTo(page, '#username');
+  await page.keyboard.type(username);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(username);
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/account\/totp/);
+  const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
+  await tabTo(page, 'input[name=code]');
+  await page.keyboard.type(totpCode(secret));
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
+  await tabTo(page, 'a.button.primary');
+  await page.keyboard.press('Enter');
+}
+
+describe('the web console', () => {
+  it('refuses a user without the admin role with a clear page after their second factor', async () => {
+    const { context, page } = await newPage(f.browser);
+    await signInEnrolling(page, 'bob');
+    await page.getByRole('heading', { name: 'Not allowed' }).waitFor();
+    expect(await page.textContent('main')).toContain('sigil-admin');
+    expect(await audit(page)).toEqual([]);
+    expect((await context.cookies()).some((c) => c.name === 'sigil.console')).toBe(false);
+    await context.close();
+  });
+
+  it('sends a browser with an unusable console token to sign in again, and ends a failed sign-in on an error page', async () => {
+    const { context, page } = await newPage(f.browser);
+    const url = new URL(f.sigil.url);
+    await context.addCookies([{ name: 'sigil.console', value: 'not-a-token', domain: url.hostname, path: '/admin', httpOnly: true, sameSite: 'Strict' }]);
+    await page.goto(`${f.sigil.url}/admin/users`);
+    await page.waitForURL(/\/account\/login\?interaction=/);
+    expect((await context.cookies()).some((c) => c.name === 'sigil.console')).toBe(false);
+    const failed = await page.goto(`${f.sigil.url}/admin/callback?error=access_denied&state=x`);
+    expect(failed?.status()).toBe(400);
+    await page.getByRole('heading', { name: 'Something went wrong' }).waitFor();
+    await context.close();
+  });
+
+  it('signs the admin in by keyboard alone, enrolling an authenticator app, into the users page', async () => {
+    await signInEnrolling(admin, 'alice');
+    await admin.waitForURL(/\/admin\/users$/);
+    const cookie = (await admin.context().cookies()).find((c) => c.name === 'sigil.console');
+    expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/admin' });
+    const response = await admin.reload();
+    await check(admin, response, 'users');
+    await expect(admin.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Users' }).getAttribute('aria-current')).resolves.toBe('page');
+  });
+
+  it('searches users', async () => {
+    await admin.getByLabel('Search users by username').fill('bo');
+    await admin.getByRole('button', { name: 'Search', exact: true }).click();
+    await admin.waitForURL(/q=bo/);
+    const rows = admin.locator('table tbody tr');
+    await expect(rows.count()).resolves.toBe(1);
+    expect(await rows.first().textContent()).toContain('bob');
+    // Quotes, backslashes and control characters are searched for as text, never a server error.
+    const odd = await admin.goto(`${f.sigil.url}/admin/users?q=${encodeURIComponent('"\\ or \u0000 x')}`);
+    expect(odd?.status()).toBe(200);
+    await expect(admin.locator('table tbody tr').textContent()).resolves.toContain('None');
+  });
+
+  let erin = '';
+  it('creates a user with the keyboard alone, ends their session, edits their claims and groups and disables them, after which their sign-in fails as a wrong password does', async () => {
+    await admin.goto(`${f.sigil.url}/admin/users`);
+    await tabTo(admin, '#new-username');
+    await admin.keyboard.type('erin');
+    await admin.keyboard.press('Tab');
+    await admin.keyboard.type('Erin Example');
+    await admin.keyboard.press('Tab');
+    await admin.keyboard.type('erin@example.com');
+    await admin.keyboard.press('Tab');
+    await admin.keyboard.type('a long enough passphrase 4 erin');
+    await admin.keyboard.press('Enter');
+    await admin.getByText('The user has been created.').waitFor();
+    erin = decodeURIComponent(new URL(admin.url()).pathname.split('/').at(-1) ?? '');
+    await expect(admin.locator('h1').textContent()).resolves.toBe('erin');
+
+    const other = await newPage(f.browser);
+    await other.page.goto(`${f.sigil.url}/account/login`);
+    await submitLogin(other.page, 'erin', 'a long enough passphrase 4 erin');
+    await other.page.getByRole('heading', { name: 'Signed in' }).waitFor();
+
+    const response = await admin.goto(`${f.sigil.url}/admin/users/${encodeURIComponent(erin)}`);
+    await check(admin, response, 'user');
+    await expect(admin.locator('ul.factors li').count()).resolves.toBe(1);
+    await admin.locator('ul.factors li button').click();
+    await admin.getByText('The session has been ended.').waitFor();
+    await expect(admin.getByText('No live sessions.').count()).resolves.toBe(1);
+
+    await admin.getByLabel('Claims (JSON object)').fill('{"name": "Erin E.", "role": ["staff"]}');
+    await admin.locator('form[action$="/claims"] button').click();
+    await admin.getByText('The claims have been saved.').waitFor();
+    expect(await admin.getByLabel('Claims (JSON object)').inputValue()).toContain('staff');
+    await admin.getByLabel('Claims (JSON object)').fill('[1, 2]');
+    await admin.locator('form[action$="/claims"] button').click();
+    await admin.getByText('The claims must be a JSON object.').waitFor();
+
+    await createGroup('staff');
+    await admin.reload();
+    await admin.getByLabel('staff').check();
+    await admin.locator('form[action$="/groups"] button').click();
+    await admin.getByText('The group memberships have been saved.').waitFor();
+    expect(await admin.locator('dl').textContent()).toContain('staff');
+    await expect(admin.getByLabel('staff').isChecked()).resolves.toBe(true);
+
+    await admin.getByRole('button', { name: 'Disable user' }).click();
+    await admin.getByText('The user has been disabled').waitFor();
+    await other.page.goto(`${f.sigil.url}/account/login`);
+    await submitLogin(other.page, 'erin', 'a long enough passphrase 4 erin');
+    await other.page.getByText('The username or password is incorrect.').waitFor();
+    await other.context.close();
+  });
+
+  it('removes a user\'s second factors', async () => {
+    await admin.goto(`${f.sigil.url}/admin/users/2`);
+    expect(await admin.locator('dl').textContent()).toContain('totp');
+    await admin.getByRole('button', { name: 'Remove all second factors' }).click();
+    await admin.getByText('The user\'s second factors have been removed').waitFor();
+    expect(await admin.locator('dl').textContent()).not.toContain('totp');
+  });
+
+  it('creates a client and shows its secret once, then edits its redirect URIs', async () => {
+    const list = await admin.goto(`${f.sigil.url}/admin/clients`);
+    await check(admin, list, 'clients');
+    expect(await admin.locator('table').textContent()).toContain('sigil-console');
+    await admin.getByLabel('client_id').fill('made-in-console');
+    await admin.getByLabel('Name').fill('Made in the console');
+    await admin.getByLabel('authorization_code').check();
+    await admin.getByLabel('Redirect URIs').fill('https://app.example/cb');
+    await admin.getByLabel('Scopes').fill('openid profile');
+    await admin.getByRole('button', { name: 'Create', exact: true }).click();
+    await admin.getByText('The client has been created.').waitFor();
+    const secret = (await admin.locator('#client-secret').textContent()) ?? '';
+    expect(secret.length).toBeGreaterThanOrEqual(32);
+    await check(admin, null, 'client');
+
+    await admin.goto(`${f.sigil.url}/admin/clients/made-in-console`);
+    await expect(admin.locator('#client-secret').count()).resolves.toBe(0);
+    await admin.getByLabel('Redirect URIs').fill('https://app.example/cb\nhttps://app.example/other');
+    await admin.getByRole('button', { name: 'Save' }).click();
+    await admin.getByText('The client has been saved.').waitFor();
+    expect(await admin.getByLabel('Redirect URIs').inputValue()).toBe('https://app.example/cb\nhttps://app.example/other');
+
+    // The console's own client is read-only here, as it is to the admin API.
+    await admin.goto(`${f.sigil.url}/admin/clients/sigil-console`);
+    await admin.getByText('This client is defined in the config file').waitFor();
+  });
+
+  it('lists the resources read-only with their source', async () => {
+    const response = await admin.goto(`${f.sigil.url}/admin/resources`);
+    await check(admin, response, 'resources');
+    expect(await admin.locator('main').textContent()).toContain('sigil:admin');
+  });
+
+  it('rotates the signing keys; a POST without the CSRF token is refused and changes nothing', async () => {
+    const response = await admin.goto(`${f.sigil.url}/admin/keys`);
+    const before = await admin.locator('table tbody tr').count();
+    const forged = await admin.request.post(`${f.sigil.url}/admin/keys/rotate`, { form: { button: 'rotate' } });
+    expect(forged.status()).toBe(403);
+    await admin.reload();
+    await expect(admin.locator('table tbody tr').count()).resolves.toBe(before);
+    await admin.getByRole('button', { name: 'Rotate the signing keys' }).click();
+    await admin.getByText('New signing keys have been added.').waitFor();
+    expect(await admin.locator('table tbody tr').count()).toBeGreaterThan(before);
+    await check(admin, response, 'keys');
+  });
+
+  it('filters the event log, which shows the changes with the admin as actor', async () => {
+    await admin.goto(`${f.sigil.url}/admin/events`);
+    await admin.getByLabel('Event', { exact: true }).fill('admin_changed');
+    await admin.getByLabel('client_id').fill('sigil-console');
+    await admin.getByRole('button', { name: 'Filter' }).click();
+    await admin.waitForURL(/type=admin_changed/);
+    // Audit events are stored in a batch each second.
+    let rows: string[] = [];
+    for (let i = 0; i < 10 && !rows.some((r) => r.includes('key.rotate')); i++) {
+      if (i > 0) await admin.waitForTimeout(500).then(() => admin.reload());
+      rows = await admin.locator('table tbody tr').allTextContents();
+    }
+    for (const action of ['client.create', 'client.update', 'key.rotate', 'user.claims', 'user.reset_mfa', 'session.revoke'])
+      expect(rows.some((r) => r.includes(action)), action).toBe(true);
+    for (const row of rows) expect(row).toContain(`sigil-console${ADMIN_SUB}`);
+    await check(admin, null, 'events');
+  });
+
+  it('reads German for a German browser', async () => {
+    await admin.context().setExtraHTTPHeaders({ 'accept-language': 'de-DE,de;q=0.9' });
+    await admin.goto(`${f.sigil.url}/admin/users`);
+    await admin.getByRole('heading', { name: 'Benutzer', exact: true }).waitFor();
+    expect(await admin.getAttribute('html', 'lang')).toBe('de');
+    await expect(admin.getByRole('button', { name: 'Von der Konsole abmelden' }).count()).resolves.toBe(1);
+    expect(await audit(admin)).toEqual([]);
+    await admin.context().setExtraHTTPHeaders({});
+  });
+
+  it('signs out of the console', async () => {
+    await admin.goto(`${f.sigil.url}/admin/users`);
+    await admin.getByRole('button', { name: 'Sign out of the console' }).click();
+    await admin.getByRole('heading', { name: 'Signed out of the console' }).waitFor();
+    expect((await admin.context().cookies()).some((c) => c.name === 'sigil.console')).toBe(false);
+  });
+});

@@ -1,0 +1,93 @@
+/**
+ * The web console's HTTP contract without a browser (issue 25 item 7): `/admin` sends a browser
+ * without a console session to the authorization endpoint as the built-in public client (code,
+ * PKCE S256, state), remembering the sign-in in a cookie sent only to the callback; pages are
+ * uncached and unframeable; a POST without the CSRF token is refused before anything else; with
+ * `admin.console` false there is no console and no client `sigil-console`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pkce, startAuthorizeSigil } from '../authorize-helpers.js';
+import type { TestSigil } from '../helpers.js';
+
+describe('the console at /admin', () => {
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    sigil = await startAuthorizeSigil();
+  });
+  afterAll(async () => sigil.close());
+
+  it('sends a browser without a console session to sign in as sigil-console with PKCE S256 and state', async () => {
+    const res = await sigil.app.inject({ method: 'GET', url: '/admin/users' });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers['cache-control']).toContain('no-store');
+    const location = new URL(String(res.headers.location), 'http://localhost');
+    expect(location.pathname).toBe('/connect/authorize');
+    expect(Object.fromEntries(location.searchParams)).toMatchObject({
+      response_type: 'code',
+      client_id: 'sigil-console',
+      redirect_uri: `${sigil.context.issuer}/admin/callback`,
+      scope: 'openid sigil:admin scim',
+      code_challenge_method: 'S256',
+    });
+    expect(location.searchParams.get('state')).toMatch(/^[\w-]{43}$/);
+    expect(location.searchParams.get('code_challenge')).toMatch(/^[\w-]{43}$/);
+    const cookie = String(res.headers['set-cookie']);
+    expect(cookie).toMatch(/^sigil\.console\.signin=[\w-]{43}\.[\w-]{43};/);
+    expect(cookie).toContain('Path=/admin/callback');
+    expect(cookie).toContain('HttpOnly');
+  });
+
+  it('refuses a POST without the CSRF token with 403, before looking at the session', async () => {
+    const res = await sigil.app.inject({ method: 'POST', url: '/admin/keys/rotate', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'button=rotate' });
+    expect(res.statusCode).toBe(403);
+    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(res.headers['cache-control']).toContain('no-store');
+  });
+
+  it('ends a callback without this browser\'s pending sign-in in a new sign-in, and an error answer on an error page', async () => {
+    const stray = await sigil.app.inject({ method: 'GET', url: '/admin/callback?code=x&state=y' });
+    expect(stray.statusCode).toBe(303);
+    expect(String(stray.headers.location)).toContain('/connect/authorize?');
+    const refused = await sigil.app.inject({ method: 'GET', url: '/admin/callback?error=access_denied&state=y', headers: { accept: 'text/html' } });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toContain('access_denied');
+  });
+});
+
+describe('admin.console false', () => {
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    sigil = await startAuthorizeSigil([], { admin: { console: false } });
+  });
+  afterAll(async () => sigil.close());
+
+  it('has no console and no client sigil-console', async () => {
+    expect((await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode).toBe(404);
+    const { challenge } = pkce();
+    const authorize = await sigil.app.inject({
+      method: 'GET',
+      url: `/connect/authorize?${new URLSearchParams({ response_type: 'code', client_id: 'sigil-console', redirect_uri: `${sigil.context.issuer}/admin/callback`, scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256' })}`,
+      headers: { accept: 'text/html' },
+    });
+    expect(authorize.statusCode).toBe(400);
+    expect(authorize.body).toContain('unknown client');
+  });
+});
+
+describe('the console under an issuer path', () => {
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    sigil = await startAuthorizeSigil([], { issuer: 'http://127.0.0.1:5999/id' });
+  });
+  afterAll(async () => sigil.close());
+
+  it('redirects, scopes its cookies and names its callback below the path', async () => {
+    const res = await sigil.app.inject({ method: 'GET', url: '/id/admin' });
+    expect(res.statusCode).toBe(303);
+    const location = new URL(String(res.headers.location), 'http://127.0.0.1:5999');
+    expect(location.pathname).toBe('/id/connect/authorize');
+    expect(location.searchParams.get('redirect_uri')).toBe('http://127.0.0.1:5999/id/admin/callback');
+    expect(String(res.headers['set-cookie'])).toContain('Path=/id/admin/callback');
+    expect((await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode).toBe(404);
+  });
+});
