@@ -33,12 +33,18 @@ import type { SessionAdmin } from './admin/sessions.js';
 import type { AuditLog } from './admin/audit.js';
 import type { GrantAdmin } from './admin/grants.js';
 import type { ResourceAdmin } from './admin/resources.js';
+import type { UserAdmin } from './admin/users.js';
+import type { ScimService } from './scim/service.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
 export interface Management {
   clients: ClientAdmin;
   keys: KeyAdmin;
   sessions: SessionAdmin;
+  /** Stored users: activation (with sign-out everywhere), claims, second factors. */
+  users: UserAdmin;
+  /** SCIM 2.0 users and groups (RFC 7643, RFC 7644). */
+  scim: ScimService;
   /** The stored audit events. */
   audit: AuditLog;
   /** Users' consents and refresh token grants. */

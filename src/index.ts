@@ -12,6 +12,8 @@ import { ClientAdmin } from './admin/clients.js';
 import { ClientRegistrations } from './admin/registrations.js';
 import { KeyAdmin } from './admin/keys.js';
 import { SessionAdmin } from './admin/sessions.js';
+import { UserAdmin } from './admin/users.js';
+import { ScimService } from './scim/service.js';
 import { AuditLog } from './admin/audit.js';
 import { GrantAdmin } from './admin/grants.js';
 import { ResourceAdmin } from './admin/resources.js';
@@ -336,6 +338,8 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     });
     clients.onLookup = (id) => registrations.touch(id);
     const mailer = cfg.email ? new Mailer(cfg.email, productName(cfg)) : undefined;
+    const sessionAdmin = new SessionAdmin(store, cfg, log, logout);
+    const userAdmin = new UserAdmin(store, cfg, sessionAdmin);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -372,7 +376,11 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       management: {
         clients: clientAdmin,
         keys: new KeyAdmin(store.keys, cfg, options.dataKey),
-        sessions: new SessionAdmin(store, cfg, log, logout),
+        sessions: sessionAdmin,
+        users: userAdmin,
+        // SCIM 2.0 (/scim/v2) and the console's user pages: one service, whose activation and
+        // removal of users go through `userAdmin` (sign-out everywhere, audit).
+        scim: new ScimService(store, cfg.users, events, userAdmin, `${cfg.issuer}/scim/v2`, cfg.admin.userRole),
         audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
         grants: new GrantAdmin(store.grants),
         resources: resourceAdmin,

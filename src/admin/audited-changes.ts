@@ -9,6 +9,7 @@ import { type ChangeActor, emitAdminChange } from './audit.js';
 import type { ClientAdmin, ClientView } from './clients.js';
 import type { GrantAdmin } from './grants.js';
 import type { KeyAdmin } from './keys.js';
+import type { ManagedKind, ResourceAdmin, ResourceView } from './resources.js';
 import type { SessionAdmin } from './sessions.js';
 
 /** The services a change uses (the running node's `ctx.management`, and its event bus). */
@@ -17,6 +18,7 @@ export interface ChangeServices {
   keys: KeyAdmin;
   sessions: SessionAdmin;
   grants: GrantAdmin;
+  resources: ResourceAdmin;
   reloadClients(): Promise<void>;
   reloadKeys(): Promise<void>;
 }
@@ -103,5 +105,36 @@ export class AuditedChanges {
     const revoked = await this.services.grants.revoke(subjectId, clientId);
     this.audit('grant.revoke', { type: 'user', id: subjectId }, { clientId, revoked });
     return revoked;
+  }
+
+  /**
+   * `ResourceAdmin.create` (the service reloads); the event lists the new item's settings, an
+   * upstream provider's `clientSecret` only as `(set)`, never an API resource's secret.
+   */
+  async createResource(kind: ManagedKind, settings: unknown): Promise<{ view: ResourceView; secret?: string }> {
+    const created = await this.services.resources.create(kind, settings);
+    const hasClientSecret = typeof (settings as { clientSecret?: unknown } | null)?.clientSecret === 'string';
+    this.audit(`${kind}.create`, { type: kind, id: String(created.view.settings.name) }, { ...created.view.settings, ...(hasClientSecret ? { clientSecret: '(set)' } : {}) });
+    return created;
+  }
+
+  /** `ResourceAdmin.update`; the event lists the changed settings' new values, a `clientSecret` only as `(changed)`. */
+  async updateResource(kind: ManagedKind, name: string, patch: unknown, ifMatch: string | undefined): Promise<ResourceView> {
+    const { view, changed } = await this.services.resources.update(kind, name, patch, ifMatch);
+    this.audit(`${kind}.update`, { type: kind, id: name }, Object.fromEntries(changed.map((f) => [f, f === 'clientSecret' ? '(changed)' : (view.settings[f] ?? null)])));
+    return view;
+  }
+
+  /** `ResourceAdmin.delete`. */
+  async deleteResource(kind: ManagedKind, name: string, ifMatch: string | undefined): Promise<void> {
+    await this.services.resources.delete(kind, name, ifMatch);
+    this.audit(`${kind}.delete`, { type: kind, id: name });
+  }
+
+  /** `ResourceAdmin.rotateSecret` of an API resource; the event names the rotation, never the secret. */
+  async rotateResourceSecret(name: string, graceSeconds: number, ifMatch: string | undefined): Promise<{ view: ResourceView; secret: string }> {
+    const rotated = await this.services.resources.rotateSecret(name, graceSeconds, ifMatch);
+    this.audit('api_resource.rotate_secret', { type: 'api_resource', id: name }, { secrets: '(rotated)', graceSeconds });
+    return rotated;
   }
 }

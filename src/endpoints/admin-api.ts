@@ -155,14 +155,6 @@ function resourceAnswer(member: string, view: ResourceView, status = 200, secret
   return { status, etag, body: { [member]: settings, ...rest, ...(secret === undefined ? {} : { secret }) } };
 }
 
-/**
- * The changed settings of an item for its audit event: new values, except an upstream
- * provider's `clientSecret`, which is only said to have changed.
- */
-function resourceChanges(view: ResourceView, fields: readonly string[]): Record<string, unknown> {
-  return Object.fromEntries(fields.map((f) => [f, f === 'clientSecret' ? '(changed)' : (view.settings[f] ?? null)]));
-}
-
 /** List, create, read, change and delete routes of one kind of resource (and secret rotation for API resources). */
 function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof RESOURCE_KINDS)[number]): Route[] {
   const out = z.object({
@@ -172,7 +164,6 @@ function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof R
     ...(kind === 'api_resource' ? { retiringSecretsExpireAt: z.array(z.number().int()) } : {}),
   });
   const withSecret = out.extend({ secret: z.string().optional().meta({ description: 'The new secret of the API resource (introspection): shown in this response only' }) });
-  const target = (id: string) => ({ type: kind, id });
   const routes: Route[] = [
     {
       method: 'GET',
@@ -189,9 +180,7 @@ function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof R
       body: schema,
       response: withSecret,
       handle: async (ctx, caller, _p, body) => {
-        const { view, secret } = await ctx.management.resources.create(kind, body);
-        const hasClientSecret = typeof (body as { clientSecret?: unknown }).clientSecret === 'string';
-        audited(ctx, caller, `${kind}.create`, target(String(view.settings.name)), { ...view.settings, ...(hasClientSecret ? { clientSecret: '(set)' } : {}) });
+        const { view, secret } = await changes(ctx, caller).createResource(kind, body);
         return resourceAnswer(member, view, 201, secret);
       },
     },
@@ -214,9 +203,7 @@ function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof R
       handle: async (ctx, caller, p, body, request) => {
         const etag = ifMatch(request);
         if (etag === undefined) throw new PreconditionRequired();
-        const { view, changed } = await ctx.management.resources.update(kind, p.name ?? '', body, etag);
-        audited(ctx, caller, `${kind}.update`, target(String(p.name)), resourceChanges(view, changed));
-        return resourceAnswer(member, view);
+        return resourceAnswer(member, await changes(ctx, caller).updateResource(kind, p.name ?? '', body, etag));
       },
     },
     {
@@ -225,8 +212,7 @@ function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof R
       summary: `Delete a stored ${label} that nothing uses any more`,
       params: { name: resourceName },
       handle: async (ctx, caller, p, _b, request) => {
-        await ctx.management.resources.delete(kind, p.name ?? '', ifMatch(request));
-        audited(ctx, caller, `${kind}.delete`, target(String(p.name)));
+        await changes(ctx, caller).deleteResource(kind, p.name ?? '', ifMatch(request));
         return { status: 204 };
       },
     },
@@ -241,8 +227,7 @@ function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof R
       response: withSecret,
       handle: async (ctx, caller, p, body, request) => {
         const { graceSeconds } = parsed(rotateSecretBody, body);
-        const { view, secret } = await ctx.management.resources.rotateSecret(p.name ?? '', graceSeconds, ifMatch(request));
-        audited(ctx, caller, `${kind}.rotate_secret`, target(String(p.name)), { secrets: '(rotated)', graceSeconds });
+        const { view, secret } = await changes(ctx, caller).rotateResourceSecret(p.name ?? '', graceSeconds, ifMatch(request));
         return resourceAnswer(member, view, 200, secret);
       },
     });

@@ -7,10 +7,8 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AdminError } from '../../admin/errors.js';
-import { UserAdmin } from '../../admin/users.js';
 import { queryString, single } from '../../http/fields.js';
 import { PATCH_OP, USER_SCHEMA } from '../../scim/schemas.js';
-import { ScimService } from '../../scim/service.js';
 import { type Console, refusalOf } from './console-page.js';
 import type { ConsoleCaller } from './console-session.js';
 
@@ -39,8 +37,7 @@ function nameOf(resource: Json): string {
 /** Registers `/admin/users` and the pages of one user. */
 export function userPages(admin: Console): void {
   const { ctx, app } = admin;
-  const scim = new ScimService(ctx.store, ctx.config.users, ctx.events, ctx.logout, `${ctx.issuer}/scim/v2`, ctx.config.admin.userRole);
-  const users = new UserAdmin(ctx.store, ctx.config);
+  const { scim, users } = ctx.management;
   const actor = (caller: ConsoleCaller) => ({ clientId: caller.clientId, sub: caller.sub });
   const userUrl = (sub: string) => `${ctx.basePath}/admin/users/${encodeURIComponent(sub)}`;
 
