@@ -306,7 +306,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     const upstream = new UpstreamProviders(cfg.identityProviders, cfg.issuer);
     // Filled by the resource admin's reload (config-file and stored API resources).
     const apiSecrets = new Map<string, ApiSecrets>();
-    const resourceAdmin = new ResourceAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log, live: { resources, upstream, apiSecrets } });
+    const resourceAdmin = new ResourceAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log, live: { resources, upstream, apiSecrets }, ...(options.dataKey ? { dataKey: options.dataKey } : {}) });
     const clientAdmin = new ClientAdmin(store, { config: cfg, raw: config, overrides: options.overrides, extensionGrants, log, resources: resourceAdmin });
     // A directory that cannot answer names no user here: the check of clients naming users must
     // not stop the start or the reload while a directory is down.

@@ -10,7 +10,7 @@ import { hash } from '@node-rs/argon2';
 import { migrationProvider } from '../../src/stores/migrations.js';
 import { openStore } from '../../src/stores/sql.js';
 import { externalLinkKey } from '../../src/stores/types.js';
-import { basic, form, startSigil, tempDir, testConfig } from '../helpers.js';
+import { basic, clientTokens, form, startSigil, tempDir, testConfig } from '../helpers.js';
 import { enrollTotp, submitCode, totpCode } from '../mfa-helpers.js';
 
 const verifier = 'v'.repeat(43);
@@ -25,6 +25,8 @@ const LONG_PREFIX = 'u'.repeat(230);
 describe('upstream identity provider through acr_values=idp:corp', () => {
   let up: Awaited<ReturnType<typeof startSigil>>;
   let down: Awaited<ReturnType<typeof startSigil>>;
+  /** A downstream with a data key (`SIGIL_DATA_KEY`) whose "corp" is created through /admin/v1. */
+  let sealedDown: Awaited<ReturnType<typeof startSigil>>;
   let upIssuer: string;
 
   beforeAll(async () => {
@@ -65,8 +67,18 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
         },
       ],
     });
+    sealedDown = await startSigil(
+      {
+        clients: [
+          { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] },
+          { clientId: 'web', clientSecrets: ['web-secret'], allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid', 'profile', 'email'], redirectUris: ['https://rp.example/cb'] },
+        ],
+      },
+      { dataKey: new Uint8Array(32).fill(9) },
+    );
   });
   afterAll(async () => {
+    await sealedDown?.close();
     await down.close();
     await up.close();
   });
@@ -78,8 +90,8 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     })}`;
 
   /** Signs `username` in at the upstream and returns the downstream's answer to the callback. */
-  async function upstreamCallback(username: string, totpSecret?: string, extra: Record<string, string> = {}) {
-    const browserDown = new InjectBrowser(down.app);
+  async function upstreamCallback(username: string, totpSecret?: string, extra: Record<string, string> = {}, target = down) {
+    const browserDown = new InjectBrowser(target.app);
     const browserUp = new InjectBrowser(up.app);
     const start = await browserDown.get(authorizeUrl('web', 'idp:corp', extra));
     expect(start.location).toMatch(/^\/federation\/corp\/login\?interaction=/);
@@ -96,13 +108,13 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
   }
 
   /** Runs the whole flow for one upstream user; returns the downstream identity token's subject. */
-  async function signInThroughCorp(username: string, totpSecret?: string): Promise<{ sub: string; email: unknown }> {
-    const { browserDown, callback } = await upstreamCallback(username, totpSecret);
+  async function signInThroughCorp(username: string, totpSecret?: string, target = down): Promise<{ sub: string; email: unknown }> {
+    const { browserDown, callback } = await upstreamCallback(username, totpSecret, {}, target);
     const done = await browserDown.follow(callback);
     expect(done.status).toBe(303);
     const code = new URL(done.location!).searchParams.get('code');
     expect(code).toBeTruthy();
-    const res = await down.app.inject({
+    const res = await target.app.inject({
       method: 'POST', url: '/connect/token',
       headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('web', 'web-secret') },
       payload: form({ grant_type: 'authorization_code', code: code!, redirect_uri: 'https://rp.example/cb', code_verifier: verifier }),
@@ -114,7 +126,7 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(idToken.idp).toBe('corp');
     // acr_values was sent (idp:corp): the class achieved is a federated sign-in (users/acr.ts).
     expect(idToken.acr).toBe(totpSecret ? 'urn:sigil:acr:mfa' : 'urn:sigil:acr:federated');
-    const info = await down.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${res.json().access_token}` } });
+    const info = await target.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${res.json().access_token}` } });
     return { sub: String(idToken.sub), email: info.json().email };
   }
 
@@ -126,6 +138,30 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(second.sub).toBe(first.sub);
     const bob = await signInThroughCorp('bob');
     expect(bob.sub).not.toBe(first.sub);
+  });
+
+  it('a provider created through /admin/v1 with a data key stores its client secret sealed, and signs in with it', async () => {
+    const token = (await clientTokens(sealedDown, 'sigil:admin', ['automation', 'automation-secret'])).access_token;
+    const admin = (method: 'POST' | 'PATCH', url: string, body: unknown, headers: Record<string, string> = {}) =>
+      sealedDown.app.inject({ method, url: `/admin/v1${url}`, headers: { authorization: `Bearer ${token}`, 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json', ...headers }, payload: JSON.stringify(body) });
+    const created = await admin('POST', '/identity-providers', { name: 'corp', authority: upIssuer, clientId: 'sigil-down', clientSecret: 'down-secret', scope: 'openid profile email' });
+    expect(created.statusCode, created.body).toBe(201);
+    const row = async () => (await sealedDown.context.store.resources.get('identity_provider', 'corp'))!;
+    expect(await row()).not.toContain('down-secret');
+    expect(JSON.parse(await row())).toMatchObject({ name: 'corp', sealedClientSecret: expect.stringMatching(/^[\w-]+\.\.[\w-]+\.[\w-]+\.[\w-]+$/) });
+    expect(JSON.parse(await row())).not.toHaveProperty('clientSecret');
+    expect((await signInThroughCorp('alice', undefined, sealedDown)).email).toBe('alice@example.com');
+    // A patch of other settings keeps the sealed secret: sign-in still works.
+    const patched = await admin('PATCH', '/identity-providers/corp', { displayName: 'Corp' }, { 'if-match': created.headers.etag as string });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(patched.json().changed ?? []).not.toContain('clientSecret');
+    expect(await row()).not.toContain('down-secret');
+    expect((await signInThroughCorp('bob', undefined, sealedDown)).sub).toBeTruthy();
+    // A new secret by PATCH is sealed too, and opened into the live provider.
+    const wrong = await admin('PATCH', '/identity-providers/corp', { clientSecret: 'not-the-secret' }, { 'if-match': patched.headers.etag as string });
+    expect(wrong.statusCode, wrong.body).toBe(200);
+    expect(await row()).not.toContain('not-the-secret');
+    expect(sealedDown.context.upstream.get('corp')?.clientSecret).toBe('not-the-secret');
   });
 
   it('carries the upstream amr through when the upstream asserts MFA', async () => {
