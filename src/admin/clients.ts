@@ -72,7 +72,8 @@ export interface ClientAdminOptions {
   log: Logger;
   /**
    * The resources managed at run time (`ResourceAdmin`): a client is checked against them too, so
-   * it may list a stored scope. Without it, against the config file's only (the command line).
+   * it may list a stored scope (a running node and the command line). Without it, against the
+   * config file's only.
    */
   resources?: { withStored(raw: Record<string, unknown>): Record<string, unknown> };
 }

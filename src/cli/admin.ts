@@ -13,6 +13,7 @@ import { ClientAdmin } from '../admin/clients.js';
 import { mintInitialToken } from '../admin/registrations.js';
 import { AdminError } from '../admin/errors.js';
 import { KeyAdmin } from '../admin/keys.js';
+import { ResourceAdmin } from '../admin/resources.js';
 import { SessionAdmin } from '../admin/sessions.js';
 import { type AdminAudit, UserAdmin } from '../admin/users.js';
 import type { ConfigOverrides, ResolvedConfig } from '../config/loader.js';
@@ -26,6 +27,8 @@ import { Mailer } from '../email/mailer.js';
 import { productName } from '../config/product-name.js';
 import { LogoutService } from '../logout/logout.js';
 import { ClientRegistry } from '../clients/registry.js';
+import { UpstreamProviders } from '../federation/upstream.js';
+import { Resources } from '../resources/scopes.js';
 import { MemoryFailureCounters } from '../limits/failure-limiter.js';
 import type { Store } from '../stores/types.js';
 
@@ -184,6 +187,18 @@ async function sendVerification(cfg: ResolvedConfig, store: Store, subjectId: st
 }
 
 /**
+ * The resources managed at run time (`ResourceAdmin`), read once from the store: a client the
+ * command line adds or changes is checked against them too, as on a running node, so that it may
+ * list an API scope or identity resource created through /admin/v1.
+ */
+async function storedResources(store: Store, cfg: ResolvedConfig, raw: unknown, overrides: ConfigOverrides): Promise<ResourceAdmin> {
+  const live = { resources: new Resources(cfg), upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer), apiSecrets: new Map() };
+  const resources = new ResourceAdmin(store, { config: cfg, raw, overrides, log: pino({ level: 'silent' }), live });
+  await resources.reload();
+  return resources;
+}
+
+/**
  * `sigil clients list | add | update | remove | initial-token`: clients kept in the store. A new
  * client is validated as if it were in the config file (errors name the field path); its secrets
  * are stored as SHA-256. `update` takes a JSON Merge Patch (RFC 7396) of the client's settings, as
@@ -195,7 +210,8 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
   const store = await openStore(cfg.storage);
   const [action, id] = args;
   try {
-    const clients = new ClientAdmin(store, { config: cfg, raw, overrides, log: pino({ level: 'silent' }) });
+    const resources = action === 'add' || action === 'update' ? await storedResources(store, cfg, raw, overrides) : undefined;
+    const clients = new ClientAdmin(store, { config: cfg, raw, overrides, log: pino({ level: 'silent' }), ...(resources ? { resources } : {}) });
     if (action === 'list') {
       for (const c of await clients.list()) console.log(`${c.clientId.padEnd(32)} ${c.source.padEnd(7)} ${c.allowedGrantTypes.join(',')}`);
       return 0;

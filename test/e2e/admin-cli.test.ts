@@ -104,6 +104,24 @@ describe('sigil users and clients write to the store; a running node picks them 
     expect((await token(basic('cli-m2m', 'cli-secret'), { grant_type: 'client_credentials' })).statusCode).toBe(401);
   });
 
+  it('`clients add` and `update` accept an API scope created through /admin/v1 (the stored resources), as the admin API does', async () => {
+    // The same service /admin/v1/api-scopes and /admin/v1/api-resources call on the running node.
+    await sigil.context.management.resources.create('api_scope', { name: 'cli-reports' });
+    await sigil.context.management.resources.create('api_resource', { name: 'cli-reports-api', scopes: ['cli-reports'] });
+    const client = { clientId: 'cli-reports-client', clientSecrets: ['cli-reports-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['cli-reports'] };
+    await sigilCli('clients', 'add', '--json', JSON.stringify(client));
+    await sigilCli('clients', 'update', 'cli-reports-client', '--json', JSON.stringify({ allowedScopes: ['cli-reports', 'api1'] }));
+    await new Promise((r) => setTimeout(r, 1500));
+    const res = await token(basic('cli-reports-client', 'cli-reports-secret'), { grant_type: 'client_credentials', scope: 'cli-reports api1' });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().scope.split(' ').sort()).toEqual(['api1', 'cli-reports']);
+    // A scope neither in the config file nor stored is still refused.
+    const bad = await sigilCli('clients', 'update', 'cli-reports-client', '--json', JSON.stringify({ allowedScopes: ['cli-nope'] })).catch((e: { code: number; stderr: string }) => e);
+    expect(bad).toMatchObject({ code: 2 });
+    expect((bad as { stderr: string }).stderr).toContain('unknown scope "cli-nope"');
+    await sigilCli('clients', 'remove', 'cli-reports-client');
+  });
+
   it('refuses an invalid client with exit code 2 and the field path', async () => {
     const bad = { clientId: 'bad', clientSecrets: ['x'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['nope'] };
     const err = await sigilCli('clients', 'add', '--json', JSON.stringify(bad)).catch((e: { code: number; stderr: string }) => e);
