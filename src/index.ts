@@ -328,7 +328,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       admin: clientAdmin,
       clients,
       tokens,
-      scopes: resources.allScopeNames(),
+      scopes: () => ({ all: resources.allScopeNames(), identity: [...resources.identity.keys()] }),
       idTokenAlg: tokens.signingAlgorithmFor({ profile: null }),
       reload: reloadClients,
       // The registrant chose sector_identifier_uri: fetched under the SSRF guard.

@@ -47,8 +47,12 @@ export interface RegistrationServices {
   admin: ClientAdmin;
   clients: ClientRegistry;
   tokens: Pick<TokenService, 'validateAccessToken'>;
-  /** Every scope name the config declares (identity, API, offline_access). */
-  scopes: readonly string[];
+  /**
+   * The scopes known now, read at each registration and update: `all`, every scope name (identity,
+   * API, `offline_access`), and `identity`, the identity scopes' names; the config file's and
+   * those stored through /admin/v1 (`Resources`).
+   */
+  scopes: () => { all: readonly string[]; identity: readonly string[] };
   /** The algorithm of dynamic clients' identity tokens (the first of `signingAlgorithms`). */
   idTokenAlg: string;
   /** Re-reads the stored clients into `clients` (this node; others on their reload). */
@@ -71,7 +75,8 @@ function unauthorized(description?: string): OAuthError {
 
 /** Registration, read, update and delete of dynamic clients; last-use records and their removal. */
 export class ClientRegistrations {
-  private readonly policy: RegistrationPolicy;
+  /** The policy of config `registration`, but for `allowedScopes` (`policy()` adds the scopes known then). */
+  private readonly fixedPolicy: Omit<RegistrationPolicy, 'allowedScopes'>;
   /** The ids of dynamic clients (refreshed by `refresh`), so `touch` ignores every other client cheaply. */
   private dynamic = new Set<string>();
   /** Client id → the day (Unix days) its use was last recorded by this node. */
@@ -82,16 +87,26 @@ export class ClientRegistrations {
     private readonly services: RegistrationServices,
   ) {
     const r = services.config.registration;
-    const defaults = services.config.identityResources.map((i) => i.name);
-    const scopes = (r.allowedScopes ?? [...defaults, 'offline_access']).filter((s) => !isManagementScope(s) && services.scopes.includes(s));
-    this.policy = {
+    this.fixedPolicy = {
       allowedGrantTypes: r.allowedGrantTypes,
-      allowedScopes: r.allowedGrantTypes.includes('refresh_token') ? scopes : scopes.filter((s) => s !== 'offline_access'),
       allowedAuthMethods: r.allowedTokenEndpointAuthMethods,
       idTokenAlg: services.idTokenAlg,
       // Development: an http issuer on a loopback host accepts loopback http URIs, as the config file does.
       loopbackHttp: /^http:\/\/(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?(\/|$)/.test(services.issuer),
     };
+  }
+
+  /**
+   * The registration policy with the scopes a dynamic client may have now: config
+   * `registration.allowedScopes`, by default every identity scope (config file's and stored) and
+   * `offline_access`, less the scopes no longer known, never `sigil:*`, and `offline_access` only
+   * when `refresh_token` is allowed.
+   */
+  private policy(): RegistrationPolicy {
+    const r = this.services.config.registration;
+    const known = this.services.scopes();
+    const scopes = (r.allowedScopes ?? [...known.identity, 'offline_access']).filter((s) => !isManagementScope(s) && known.all.includes(s));
+    return { ...this.fixedPolicy, allowedScopes: r.allowedGrantTypes.includes('refresh_token') ? scopes : scopes.filter((s) => s !== 'offline_access') };
   }
 
   /** The client configuration endpoint of a client (RFC 7592 §3 `registration_client_uri`). */
@@ -212,7 +227,7 @@ export class ClientRegistrations {
 
   /** The metadata checked, with its sector identifier document (OIDC Core §8.1). */
   private async check(body: unknown): Promise<CheckedMetadata> {
-    const checked = checkMetadata(body, this.policy);
+    const checked = checkMetadata(body, this.policy());
     if (checked.sectorIdentifierUri !== undefined) {
       let listed: unknown;
       try {

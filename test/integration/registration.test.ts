@@ -220,6 +220,37 @@ describe('dynamic client registration', () => {
       expect(ok.scope).toBe('openid profile offline_access');
     });
 
+    it('reads the scopes at each registration: a stored identity scope is registrable by default, a stored API scope not, a deleted one no longer', async () => {
+      // Its own server: the stored scopes must not change what the other tests' clients get.
+      const own = await startSigil(registrationConfig());
+      try {
+        const resources = own.context.management.resources;
+        await resources.create('identity_resource', { name: 'reg-badge', userClaims: ['badge'] });
+        await resources.create('identity_resource', { name: 'reg-gone', userClaims: ['gone'] });
+        await resources.create('api_scope', { name: 'reg-api' });
+        await resources.delete('identity_resource', 'reg-gone');
+        const registerOn = async (scope?: string) =>
+          own.app.inject({
+            method: 'POST',
+            url: '/connect/register',
+            headers: { 'content-type': 'application/json', authorization: `Bearer ${(await mintInitialToken(own.context.store.registrations, 1, 600)).token}` },
+            payload: JSON.stringify({ ...web, ...(scope === undefined ? {} : { scope }) }),
+          });
+        const badge = await registerOn('openid reg-badge');
+        expect(badge.statusCode, badge.body).toBe(201);
+        expect(badge.json<Json>().scope).toBe('openid reg-badge');
+        // No scope asked: every identity scope the policy allows, the stored one included.
+        expect(String((await registerOn()).json<Json>().scope).split(' ')).toContain('reg-badge');
+        for (const scope of ['openid reg-api', 'openid reg-gone']) {
+          const refused = await registerOn(scope);
+          expect(refused.statusCode, scope).toBe(400);
+          expect(refused.json<Json>().error).toBe('invalid_client_metadata');
+        }
+      } finally {
+        await own.close();
+      }
+    });
+
     it('limits token_endpoint_auth_method to the allowed list and checks its keys', async () => {
       await expectError({ ...web, token_endpoint_auth_method: 'client_secret_jwt' }, 'invalid_client_metadata');
       await expectError({ ...web, token_endpoint_auth_method: 'tls_client_auth' }, 'invalid_client_metadata');
