@@ -3,7 +3,8 @@
  * scopes, client_credentials for automation, the admin role and MFA for tokens acting for a user
  * (scopes dropped silently otherwise), and the guard of management routes: 401 with a Bearer
  * challenge (RFC 6750 §3), 403 `insufficient_scope` naming the scope (§3.1), DPoP-bound tokens
- * (RFC 9449 §7).
+ * (RFC 9449 §7); a SCIM change made with a token acting for a user is stored in the audit log
+ * with the client and the user.
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -189,3 +190,31 @@ describe('the guard of management routes', () => {
   });
 });
 
+
+describe('SCIM changes made by a user', () => {
+  it('a group membership change is in the audit log with the client and the user who made it (resource_updated)', async () => {
+    const tokens = await codeFlow('erin', await withTotp('erin'));
+    const call = (method: 'GET' | 'POST' | 'PATCH', url: string, body?: unknown) =>
+      sigil.app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${tokens.access_token}`, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}) },
+        ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
+      });
+    const user = await call('POST', '/scim/v2/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'audited-member' });
+    expect(user.statusCode, user.body).toBe(201);
+    const group = await call('POST', '/scim/v2/Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'audited-group' });
+    expect(group.statusCode, group.body).toBe(201);
+    const groupId = String(group.json().id);
+    const patched = await call('PATCH', `/scim/v2/Groups/${groupId}`, {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+      Operations: [{ op: 'add', path: 'members', value: [{ value: user.json().id }] }],
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    await sigil.context.management.audit.flush();
+    const log = await call('GET', '/admin/v1/events?type=resource_updated&subject=9&client_id=admin-web');
+    expect(log.statusCode, log.body).toBe(200);
+    const change = log.json().events.find((e: { target?: { id: string } }) => e.target?.id === groupId);
+    expect(change).toMatchObject({ name: 'resource_updated', endpoint: 'scim', clientId: 'admin-web', subjectId: '9', target: { type: 'Group', id: groupId }, changed: ['members'] });
+  });
+});
