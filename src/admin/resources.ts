@@ -242,7 +242,10 @@ export class ResourceAdmin {
     const next = await this.validate(kind, name, applyMergePatch(saved.settings, patch) as Record<string, unknown>);
     // A sealed client secret stays unless the patch sets or removes `clientSecret`.
     const sealed = 'clientSecret' in patch ? undefined : saved.sealedClientSecret;
-    return { view: await this.replace(kind, name, saved, next, saved.retiringSecrets, sealed), changed: changedMembers(saved.settings, next) };
+    const changed = changedMembers(saved.settings, next);
+    // A sealed secret is not among the settings compared: set or removed, it changed.
+    if ('clientSecret' in patch && saved.sealedClientSecret !== undefined && !changed.includes('clientSecret')) changed.push('clientSecret');
+    return { view: await this.replace(kind, name, saved, next, saved.retiringSecrets, sealed), changed };
   }
 
   /**

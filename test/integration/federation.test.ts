@@ -141,6 +141,8 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
   });
 
   it('a provider created through /admin/v1 with a data key stores its client secret sealed, and signs in with it', async () => {
+    const changes: Record<string, unknown>[] = [];
+    sealedDown.subscribe((e) => void (e.name === 'admin_changed' && e.action === 'identity_provider.update' && changes.push(e.changes ?? {})));
     const token = (await clientTokens(sealedDown, 'sigil:admin', ['automation', 'automation-secret'])).access_token;
     const admin = (method: 'POST' | 'PATCH', url: string, body: unknown, headers: Record<string, string> = {}) =>
       sealedDown.app.inject({ method, url: `/admin/v1${url}`, headers: { authorization: `Bearer ${token}`, 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json', ...headers }, payload: JSON.stringify(body) });
@@ -154,7 +156,6 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     // A patch of other settings keeps the sealed secret: sign-in still works.
     const patched = await admin('PATCH', '/identity-providers/corp', { displayName: 'Corp' }, { 'if-match': created.headers.etag as string });
     expect(patched.statusCode, patched.body).toBe(200);
-    expect(patched.json().changed ?? []).not.toContain('clientSecret');
     expect(await row()).not.toContain('down-secret');
     expect((await signInThroughCorp('bob', undefined, sealedDown)).sub).toBeTruthy();
     // A new secret by PATCH is sealed too, and opened into the live provider.
@@ -162,6 +163,11 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(wrong.statusCode, wrong.body).toBe(200);
     expect(await row()).not.toContain('not-the-secret');
     expect(sealedDown.context.upstream.get('corp')?.clientSecret).toBe('not-the-secret');
+    // Removed by `null`: nothing sealed is left. Each change names what changed, never a value of the secret.
+    expect((await admin('PATCH', '/identity-providers/corp', { clientSecret: null }, { 'if-match': wrong.headers.etag as string })).statusCode).toBe(200);
+    expect(JSON.parse(await row())).not.toHaveProperty('sealedClientSecret');
+    expect(sealedDown.context.upstream.get('corp')?.clientSecret).toBeUndefined();
+    expect(changes).toEqual([{ displayName: 'Corp' }, { clientSecret: '(changed)' }, { clientSecret: '(changed)' }]);
   });
 
   it('carries the upstream amr through when the upstream asserts MFA', async () => {
