@@ -10,6 +10,10 @@ import { hash } from '@node-rs/argon2';
 import { migrationProvider } from '../../src/stores/migrations.js';
 import { openStore } from '../../src/stores/sql.js';
 import { externalLinkKey } from '../../src/stores/types.js';
+import { pino } from 'pino';
+import { ResourceAdmin } from '../../src/admin/resources.js';
+import { UpstreamProviders } from '../../src/federation/upstream.js';
+import { Resources } from '../../src/resources/scopes.js';
 import { basic, clientTokens, form, startSigil, tempDir, testConfig } from '../helpers.js';
 import { enrollTotp, submitCode, totpCode } from '../mfa-helpers.js';
 
@@ -17,6 +21,11 @@ const verifier = 'v'.repeat(43);
 const challenge = createHash('sha256').update(verifier).digest('base64url');
 const DOWN = 'http://127.0.0.1:5999';
 const LONG_PREFIX = 'u'.repeat(230);
+/** The clients of the downstream with a data key: an admin API caller and the relying party. */
+const sealedClients = [
+  { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] },
+  { clientId: 'web', clientSecrets: ['web-secret'], allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid', 'profile', 'email'], redirectUris: ['https://rp.example/cb'] },
+];
 
 /**
  * Two providers: "corp" (listening on a real socket, as openid-client needs for discovery and the
@@ -67,15 +76,7 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
         },
       ],
     });
-    sealedDown = await startSigil(
-      {
-        clients: [
-          { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] },
-          { clientId: 'web', clientSecrets: ['web-secret'], allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid', 'profile', 'email'], redirectUris: ['https://rp.example/cb'] },
-        ],
-      },
-      { dataKey: new Uint8Array(32).fill(9) },
-    );
+    sealedDown = await startSigil({ clients: sealedClients }, { dataKey: new Uint8Array(32).fill(9) });
   });
   afterAll(async () => {
     await sealedDown?.close();
@@ -163,6 +164,18 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(wrong.statusCode, wrong.body).toBe(200);
     expect(await row()).not.toContain('not-the-secret');
     expect(sealedDown.context.upstream.get('corp')?.clientSecret).toBe('not-the-secret');
+    // Read with another data key, or none (after a change of key that replaced the signing keys),
+    // the sealed secret cannot be opened: the provider is left out with an error logged, never
+    // used without its secret.
+    for (const dataKey of [undefined, new Uint8Array(32).fill(8)]) {
+      const cfg = sealedDown.context.config;
+      const errors: unknown[] = [];
+      const log = pino({ level: 'error' }, { write: (line: string) => void errors.push(JSON.parse(line)) });
+      const live = { resources: new Resources(cfg), upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer), apiSecrets: new Map() };
+      await new ResourceAdmin(sealedDown.context.store, { config: cfg, raw: testConfig({ clients: sealedClients }), log, live, ...(dataKey ? { dataKey } : {}) }).reload();
+      expect(live.upstream.get('corp')).toBeUndefined();
+      expect(errors).toEqual([expect.objectContaining({ name: 'corp', msg: expect.stringContaining('client secret cannot be opened') })]);
+    }
     // Removed by `null`: nothing sealed is left. Each change names what changed, never a value of the secret.
     expect((await admin('PATCH', '/identity-providers/corp', { clientSecret: null }, { 'if-match': wrong.headers.etag as string })).statusCode).toBe(200);
     expect(JSON.parse(await row())).not.toHaveProperty('sealedClientSecret');
