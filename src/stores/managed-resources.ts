@@ -3,7 +3,8 @@
  * time (issue 25 item 3; `admin/resources.ts` is the one door to them), one row per item in
  * `managed_resources` (migration `0014_resources`), keyed by kind and name. Each item is its
  * settings as the config file's entry of that kind takes them, saved as JSON text; an API
- * resource's secrets only as `sha256:` digests (DESIGN §3). Every change raises the
+ * resource's secrets only as `sha256:` digests (DESIGN §3), an upstream provider's `clientSecret`
+ * as `sealedClientSecret` (a JWE under `SIGIL_DATA_KEY`) when a data key is set. Every change raises the
  * `admin_versions` row `resources`, which each node polls to re-read them (DESIGN §3, 0012_admin).
  */
 import { type Kysely, sql } from 'kysely';
