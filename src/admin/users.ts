@@ -195,15 +195,7 @@ export class UserAdmin {
   async setActiveOf(subjectId: string, active: boolean, audit: AdminAudit, write = () => this.store.users.setUserActive(subjectId, active)): Promise<SignedOut | undefined> {
     if (!(await write())) return undefined;
     const ended = active ? { subjectId, endedSessions: 0, revokedTokens: 0 } : await this.signOutEverywhere(subjectId);
-    audit.events.emit({
-      name: 'admin_changed',
-      endpoint: audit.endpoint,
-      ...(audit.clientId !== undefined ? { clientId: audit.clientId } : {}),
-      ...(audit.sub !== undefined ? { subjectId: audit.sub } : {}),
-      action: active ? 'user.activate' : 'user.deactivate',
-      target: { type: 'user', id: subjectId },
-      changes: { active, ...(active ? {} : { endedSessions: ended.endedSessions, revokedTokens: ended.revokedTokens }) },
-    });
+    emitUserChange(audit, active ? 'user.activate' : 'user.deactivate', subjectId, { active, ...(active ? {} : { endedSessions: ended.endedSessions, revokedTokens: ended.revokedTokens }) });
     return ended;
   }
 
@@ -238,13 +230,15 @@ export class UserAdmin {
    * Removes a stored user, found by username (in `tenant`) or else by subject, with their linked
    * upstream identities and WebAuthn credentials, once they are signed out everywhere
    * (`signOutEverywhere`).
+   * Emits the `admin_changed` event `user.remove` through `audit`.
    * @returns the user removed.
    * @throws AdminError `read_only` for a config-file user (by username or subject), `not_found` for no such user.
    */
-  async remove(usernameOrSubject: string, tenant: string | null): Promise<StoredUser> {
+  async remove(usernameOrSubject: string, tenant: string | null, audit: AdminAudit): Promise<StoredUser> {
     const user = (await this.store.users.findUserByUsername(usernameOrSubject, tenant)) ?? (await this.store.users.findUserBySubject(usernameOrSubject));
-    if (user) await this.signOutEverywhere(user.subjectId);
-    if (!user || !(await this.store.users.removeUser(user.subjectId))) throw this.notStored(usernameOrSubject, tenant, true);
+    const ended = user ? await this.signOutEverywhere(user.subjectId) : undefined;
+    if (!user || !ended || !(await this.store.users.removeUser(user.subjectId))) throw this.notStored(usernameOrSubject, tenant, true);
+    emitUserChange(audit, 'user.remove', user.subjectId, { username: user.username, endedSessions: ended.endedSessions, revokedTokens: ended.revokedTokens });
     return user;
   }
 
@@ -298,4 +292,17 @@ export class UserAdmin {
       ? new AdminError('read_only', `user "${name}" is defined in the config file, which is read-only`)
       : new AdminError('not_found', `no stored user "${name}"`);
   }
+}
+
+/** Emits the `admin_changed` event of a change to the user `subjectId`, naming the actor of `audit`. */
+function emitUserChange(audit: AdminAudit, action: string, subjectId: string, changes: Record<string, unknown>): void {
+  audit.events.emit({
+    name: 'admin_changed',
+    endpoint: audit.endpoint,
+    ...(audit.clientId !== undefined ? { clientId: audit.clientId } : {}),
+    ...(audit.sub !== undefined ? { subjectId: audit.sub } : {}),
+    action,
+    target: { type: 'user', id: subjectId },
+    changes,
+  });
 }

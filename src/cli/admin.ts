@@ -122,7 +122,7 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       return 0;
     }
     if (action === 'remove' && name !== undefined) {
-      const user = await users.remove(name, tenant);
+      const user = await users.remove(name, tenant, cliAudit(cfg));
       console.log(`removed user ${user.username} (${user.subjectId})`);
       return 0;
     }

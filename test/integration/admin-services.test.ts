@@ -167,10 +167,19 @@ describe('admin services over SQLite', () => {
       expect(listed.map((u) => `${u.username}:${u.source}`)).toEqual(['alice:config', 'bob:config', 'carol:config', 'dave:config', 'zoe:store']);
       expect(listed.find((u) => u.username === 'dave')?.isActive).toBe(false);
       expect(listed.find((u) => u.username === 'carol')?.tenant).toBe('acme');
-      expect((await users.remove('zoe', null)).subjectId).toBe('z-1');
+      const events = new EventBus(silent);
+      const seen: SigilEvent[] = [];
+      events.subscribe((e) => void seen.push(e));
+      const audit = { events, endpoint: 'test', clientId: 'cli' };
+      expect((await users.remove('zoe', null, audit)).subjectId).toBe('z-1');
       await users.add({ username: 'zed', subjectId: 'z-2' });
-      expect((await users.remove('z-2', null)).username).toBe('zed');
+      expect((await users.remove('z-2', null, audit)).username).toBe('zed');
       expect(await store.users.listUsers()).toEqual([]);
+      // Each removal is audited, naming the actor and the user removed.
+      expect(seen.map((e) => [e.name, e.clientId, e.action, e.target])).toEqual([
+        ['admin_changed', 'cli', 'user.remove', { type: 'user', id: 'z-1' }],
+        ['admin_changed', 'cli', 'user.remove', { type: 'user', id: 'z-2' }],
+      ]);
     });
 
     it('gives a new user a random subject and no password unless told', async () => {
@@ -218,9 +227,9 @@ describe('admin services over SQLite', () => {
     });
 
     it('refuses to remove a config user (by name or subject) and an unknown one', async () => {
-      expect(await refusal(users.remove('alice', null))).toMatchObject({ code: 'read_only' });
-      expect(await refusal(users.remove('2', null))).toMatchObject({ code: 'read_only' });
-      expect(await refusal(users.remove('nobody', null))).toMatchObject({ code: 'not_found', message: 'no stored user "nobody"' });
+      expect(await refusal(users.remove('alice', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({ code: 'read_only' });
+      expect(await refusal(users.remove('2', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({ code: 'read_only' });
+      expect(await refusal(users.remove('nobody', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({ code: 'not_found', message: 'no stored user "nobody"' });
     });
 
     it('lists and resets a user\'s second factors, with an mfa_removed audit event per kind', async () => {
