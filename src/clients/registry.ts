@@ -154,6 +154,15 @@ export class ClientRegistry {
     return this.documents.resolve(clientId, address);
   }
 
+  /**
+   * Whether tokens issued to `clientId` may still be honoured: an enabled client has that id, or it
+   * is the URL of a Client ID Metadata Document (such a client is never removed, only re-fetched).
+   * A removed client's tokens end with it (RFC 7592 §2.3).
+   */
+  stillIssuesTo(clientId: string): boolean {
+    return this.clients.has(clientId) || this.documents?.handles(clientId) === true;
+  }
+
   /** Every enabled client. */
   all(): Client[] {
     return [...this.clients.values()];

@@ -99,6 +99,10 @@ export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}, opt
   const cfg = result.data;
   const port = cfg.port ?? 5000;
   const issuer = (cfg.issuer ?? `http://localhost:${port}`).replace(/\/+$/, '');
+  // Access tokens for no API name `<issuer>/resources` (TokenService.accessToken): an API resource
+  // of that name would see, at introspection, every client's tokens for Sigil's own userinfo.
+  const ownAudience = cfg.apiResources.findIndex((r) => r.name === `${issuer}/resources`);
+  if (ownAudience >= 0) throw new ConfigError([`${formatPath(['apiResources', ownAudience, 'name'])}: "${issuer}/resources" is the audience of access tokens for Sigil's own userinfo endpoint and cannot be declared`]);
   if (!cfg.admin.console) return { ...cfg, issuer, port, host: cfg.host ?? '0.0.0.0' };
   // The web console's built-in client joins the config file's clients (read-only like them).
   const taken = cfg.clients.findIndex((c) => c.clientId === CONSOLE_CLIENT_ID);

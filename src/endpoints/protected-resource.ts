@@ -14,6 +14,7 @@ import { bearerError, extractAccessToken, tokenError, type TokenScheme } from '.
 import { type DPoPProof, dpopAlgorithmsFor } from '../validation/dpop.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { User } from '../users/users.js';
+import type { Client } from '../clients/registry.js';
 
 /** An access token that passed `authenticateAccessToken`. */
 export interface PresentedToken {
@@ -21,6 +22,8 @@ export interface PresentedToken {
   scheme: TokenScheme;
   /** The token's scopes. */
   scopes: string[];
+  /** The client the token was issued to, which still exists. */
+  client: Client;
   /** The active user the token acts for, or undefined for a client's own token (`userSubjectOf`). */
   user?: User;
 }
@@ -29,7 +32,7 @@ export interface PresentedToken {
  * Checks the access token of a request to the resource at `path` (below the issuer): present
  * (else 401 with a bare challenge, RFC 6750 §3.1), valid and unrevoked, sent as DPoP with a proof
  * of its key when it is DPoP-bound (RFC 9449 §7.1, §7.2; the proof's `htu` is the issuer plus
- * `path`), and for a user that still exists and is active.
+ * `path`), of a client that still exists, and for a user that still exists and is active.
  * @param form the form body of a POST that may carry `access_token` (RFC 6750 §2.2), if any
  * @throws OAuthError 400 `invalid_request` (malformed credentials), 401 without a code (no
  *   token), `invalid_token` or `invalid_dpop_proof`, each with its challenge.
@@ -50,24 +53,27 @@ export async function authenticateAccessToken(ctx: SigilContext, request: Fastif
 export async function checkAccessToken(ctx: SigilContext, request: FastifyRequest, token: string, scheme: TokenScheme, path: string): Promise<PresentedToken> {
   const valid = await ctx.tokens.validateAccessToken(token);
   if (!valid) throw tokenError(scheme, 401, 'invalid_token', 'the access token is invalid or expired');
+  // A removed client's tokens end with it (RFC 7592 §2.3), also its JWT access tokens that have no
+  // stored mark to revoke (client_credentials): as Duende's token validation has it.
+  const client = ctx.clients.get(valid.claims.client_id);
+  if (!client) throw tokenError(scheme, 401, 'invalid_token', 'the client of the access token no longer exists');
   const jkt = boundKey(valid.claims);
   if (scheme === 'Bearer' && jkt !== undefined)
     // RFC 9449 §7.2: a DPoP-bound token is not a bearer token.
     throw tokenError('DPoP', 401, 'invalid_token', 'the access token is DPoP-bound: send it with the DPoP scheme and a proof');
   if (scheme === 'DPoP') {
     // A fapi2 client's proofs use PS256, ES256 or EdDSA here too (FAPI 2.0 SP §5.4.1).
-    const client = typeof valid.claims.client_id === 'string' ? ctx.clients.get(valid.claims.client_id) : undefined;
-    const proof = await verifyProof(ctx, request, token, path, client ? dpopAlgorithmsFor(client) : {});
+    const proof = await verifyProof(ctx, request, token, path, dpopAlgorithmsFor(client));
     // RFC 9449 §4.3 item 12: the proof key must be the key the token is bound to.
     if (jkt === undefined || proof.jkt !== jkt) throw tokenError('DPoP', 401, 'invalid_dpop_proof', 'the access token is not bound to the proof key');
   }
   const scopes = (valid.claims.scope ?? '').split(' ').filter((s) => s.length > 0);
   // Whether the token acts for a user is read from the token, never from `sub` naming a client.
   const subject = userSubjectOf(valid.claims);
-  if (subject === undefined) return { valid, scheme, scopes };
+  if (subject === undefined) return { valid, scheme, scopes, client };
   const user = await ctx.users.findBySubject(subject);
   if (!user || !user.isActive) throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
-  return { valid, scheme, scopes, user };
+  return { valid, scheme, scopes, client, user };
 }
 
 /** Who called a management route, for its audit events. */

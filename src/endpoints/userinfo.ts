@@ -34,10 +34,7 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
         if (!user) throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
         const names = ctx.resources.identityClaimNames(token.scopes);
         for (const name of token.valid.userinfoClaims ?? []) names.add(name);
-        // A token of a removed client is no longer valid (as Duende's token validation has it).
-        const tokenClient = ctx.clients.get(token.valid.claims.client_id);
-        if (!tokenClient) throw tokenError(scheme, 401, 'invalid_token', 'the client of the access token no longer exists');
-        const released = await ctx.tokens.releasedClaims({ subjectId: user.subjectId, claims: claimsOf(user) }, tokenClient, names, 'userinfo');
+        const released = await ctx.tokens.releasedClaims({ subjectId: user.subjectId, claims: claimsOf(user) }, token.client, names, 'userinfo');
         const body = { sub: user.subjectId, ...released };
         return noStore(reply).type('application/json; charset=utf-8').send(body);
       } catch (err) {

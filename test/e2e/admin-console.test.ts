@@ -36,7 +36,10 @@ function config(cb: string): ConfigInput {
   return {
     ...base,
     users: (base.users ?? []).map((u) => (u.username === 'alice' ? { ...u, claims: { ...u.claims, role: ['admin', 'sigil-admin'] } } : u)),
-    clients: [...(base.clients ?? []), { clientId: 'provisioner', clientSecrets: ['provisioner-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'] }],
+    clients: [
+      ...(base.clients ?? []),
+      { clientId: 'provisioner', clientSecrets: ['provisioner-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim', 'sigil:admin'] },
+    ],
   };
 }
 
@@ -243,9 +246,24 @@ describe('the web console', () => {
   });
 
   it('lists the resources read-only with their source', async () => {
+    // One stored through /admin/v1: the page says so, not "config file".
+    const token = await fetch(`${f.sigil.url}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('provisioner:provisioner-secret').toString('base64')}` },
+      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'sigil:admin' }),
+    }).then((r) => r.json() as Promise<{ access_token: string }>);
+    const created = await fetch(`${f.sigil.url}/admin/v1/api-scopes`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token.access_token}` },
+      body: JSON.stringify({ name: 'stored-scope' }),
+    });
+    expect(created.status).toBe(201);
     const response = await admin.goto(`${f.sigil.url}/admin/resources`);
     await check(admin, response, 'resources');
     expect(await admin.locator('main').textContent()).toContain('sigil:admin');
+    const row = (name: string) => admin.locator('tr', { has: admin.locator('code', { hasText: new RegExp(`^${name}$`) }) }).locator('td').nth(2);
+    expect(await row('stored-scope').textContent()).toBe('Stored');
+    expect(await row('sigil:admin').textContent()).toBe('Built in');
   });
 
   it('rotates the signing keys; a POST without the CSRF token is refused and changes nothing', async () => {

@@ -226,6 +226,20 @@ describe('/admin/v1 deleting a client (RFC 7592 §2.3)', () => {
     expect((await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: fresh.refresh_token ?? '' }, ['gone', again.json().secret])).statusCode).toBe(200);
     expect((await call('DELETE', '/clients/gone')).statusCode).toBe(204);
   });
+
+  it("ends its client_credentials JWT access tokens (no stored mark): 401 at /admin/v1, inactive at introspection", async () => {
+    const created = await call('POST', '/clients', { clientId: 'gone-robot', allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin:read', 'api1'] });
+    expect(created.statusCode, created.body).toBe(201);
+    const token = (await clientTokens(sigil, 'sigil:admin:read', ['gone-robot', created.json().secret])).access_token;
+    const apiToken = (await clientTokens(sigil, 'api1', ['gone-robot', created.json().secret])).access_token;
+    expect((await call('GET', '/clients', undefined, {}, token)).statusCode).toBe(200);
+    expect((await introspect(sigil, apiToken)).json().active).toBe(true);
+    expect((await call('DELETE', '/clients/gone-robot')).statusCode).toBe(204);
+    expect((await introspect(sigil, apiToken)).json()).toEqual({ active: false });
+    const after = await call('GET', '/clients', undefined, {}, token);
+    expect(after.statusCode, after.body).toBe(401);
+    expect(after.headers['www-authenticate']).toContain('invalid_token');
+  });
 });
 
 describe("/admin/v1 a user's grants", () => {

@@ -13,7 +13,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
 import { externalLinkKey } from '../../src/stores/types.js';
-import { Browser, CB, codeParams, isLoginPage, pkce, readResponse, startAuthorizeSigil } from '../authorize-helpers.js';
+import { Browser, CB, codeParams, ISSUER, isLoginPage, pkce, readResponse, startAuthorizeSigil } from '../authorize-helpers.js';
 import { clientTokens, dropSchema, introspect, passwordTokens, POSTGRES_URL, testConfig, tokenRequest, type TestSigil, uniqueSchema, userinfo } from '../helpers.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -198,6 +198,10 @@ describe.each(['sqlite', 'postgres'] as const)('/admin/v1 resources on %s', (dia
     expect(unknownScope.json().errors).toContainEqual(expect.objectContaining({ path: 'scopes.1' }));
     const typed = await call('POST', '/api-scopes', { name: 'typed', userClaims: 'role' });
     expect(typed.statusCode).toBe(422);
+    // The audience of tokens for Sigil's own userinfo: such an API would introspect every client's.
+    const own = await call('POST', '/api-resources', { name: `${ISSUER}/resources` });
+    expect(own.statusCode, own.body).toBe(422);
+    expect(own.json().errors).toContainEqual(expect.objectContaining({ path: 'name' }));
     expect(typed.json().errors[0].path).toBe('userClaims');
     expect((await call('POST', '/api-resources', { name: 'given', secrets: ['mine'] })).json().errors[0].path).toBe('secrets');
     const management = await call('POST', '/api-resources', { name: 'sneaky', scopes: ['api1', 'sigil:admin'] });

@@ -106,6 +106,17 @@ describe('dynamic client registration', () => {
       expect(wrongScope.headers['www-authenticate']).toContain('scope="sigil:register"');
     });
 
+    it("refuses the sigil:register token of a client removed since (401): it has no stored mark to revoke", async () => {
+      const { secret } = await sigil.context.management.clients.create({ clientId: 'gone-registrar', allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:register'] });
+      await sigil.context.management.reloadClients();
+      const token = await registerToken('sigil:register', ['gone-registrar', secret ?? '']);
+      await sigil.context.management.clients.delete('gone-registrar');
+      await sigil.context.management.reloadClients();
+      const res = await register(web, token);
+      expect(res.statusCode, res.body).toBe(401);
+      expect(res.json<Json>().error).toBe('invalid_token');
+    });
+
     it('registers with an access token carrying sigil:register: 201, no-store, secret and registration access token', async () => {
       const res = await register(web, await registerToken());
       expect(res.statusCode).toBe(201);

@@ -1,9 +1,9 @@
 /**
  * The console's resources page: the identity resources, API scopes, API resources and upstream
  * identity providers in force on this node (`ctx.resources`, `ctx.upstream`), read-only, each
- * with its source: the config file, or built in (Sigil's management API).
+ * with its source: the config file, stored (managed through /admin/v1), or built in (Sigil's
+ * management API).
  */
-import { MANAGEMENT_RESOURCE, MANAGEMENT_SCOPES } from '../../config/schema.js';
 import type { Console } from './console-page.js';
 
 /** Registers GET `/admin/resources`. */
@@ -12,28 +12,28 @@ export function resourcesPage(admin: Console): void {
   app.get('/admin/resources', async (request, reply) => {
     if (!(await admin.reader(request, reply))) return reply;
     const t = (key: Parameters<Console['text']>[1]) => admin.text(request, key);
-    const builtIn = (name: string) => name === MANAGEMENT_RESOURCE || (MANAGEMENT_SCOPES as readonly string[]).includes(name);
-    const source = (name: string) => (builtIn(name) ? t('consoleSourceBuiltIn') : t('consoleSourceConfig'));
+    const label = { 'built-in': t('consoleSourceBuiltIn'), config: t('consoleSourceConfig'), store: t('consoleSourceStore') };
+    const source = (map: 'identity' | 'apiScopes' | 'apiResources', name: string) => label[ctx.resources.sourceOf(map, name) ?? 'config'];
     const tables = [
       {
         caption: t('consoleIdentityResources'),
         detailHeading: t('consoleClaims'),
-        rows: [...ctx.resources.identity.values()].map((r) => ({ name: r.name, detail: r.userClaims.join(', '), source: source(r.name) })),
+        rows: [...ctx.resources.identity.values()].map((r) => ({ name: r.name, detail: r.userClaims.join(', '), source: source('identity', r.name) })),
       },
       {
         caption: t('consoleApiScopes'),
         detailHeading: t('consoleClaims'),
-        rows: [...ctx.resources.apiScopes.values()].map((s) => ({ name: s.name, detail: s.userClaims.join(', '), source: source(s.name) })),
+        rows: [...ctx.resources.apiScopes.values()].map((s) => ({ name: s.name, detail: s.userClaims.join(', '), source: source('apiScopes', s.name) })),
       },
       {
         caption: t('consoleApiResources'),
         detailHeading: t('consoleScopes'),
-        rows: ctx.resources.apiResources.map((r) => ({ name: r.name, detail: r.scopes.join(', '), source: source(r.name) })),
+        rows: ctx.resources.apiResources.map((r) => ({ name: r.name, detail: r.scopes.join(', '), source: source('apiResources', r.name) })),
       },
       {
         caption: t('consoleUpstreamProviders'),
         detailHeading: t('consoleAuthority'),
-        rows: ctx.upstream.all().map((p) => ({ name: p.name, detail: p.authority, source: t('consoleSourceConfig') })),
+        rows: ctx.upstream.all().map((p) => ({ name: p.name, detail: p.authority, source: label[ctx.upstream.sourceOf(p.name) ?? 'config'] })),
       },
     ];
     return admin.render(request, reply, 'console-resources', 'resources', { tables });
