@@ -251,7 +251,8 @@ describe('the web console', () => {
     await admin.getByRole('link', { name: 'api1' }).first().click();
     await admin.getByText('This item is defined in the config file').waitFor();
     await expect(admin.locator('form[action*="/admin/resources/"]').count()).resolves.toBe(0);
-    expect(await admin.locator('main dl').first().textContent()).toContain('Config file');
+    expect(await admin.locator('main dl').textContent()).toContain('Config file');
+    expect(await admin.locator('main dl').textContent()).toContain('role');
   });
 
   it('creates an API scope, an API resource (secret shown once) and a client, whose client_credentials token names the new API as aud', async () => {
@@ -336,6 +337,7 @@ describe('the web console', () => {
     await admin.getByText('It has been created.').waitFor();
     expect(await admin.content()).not.toContain('upstream-secret-value');
     expect(await admin.getByLabel('Client secret at the provider').inputValue()).toBe('');
+    expect(await admin.locator('main dl').textContent()).toContain('https://partner.example');
     await admin.getByRole('button', { name: 'Delete' }).click();
     await admin.getByText('It has been deleted.').waitFor();
     expect(await admin.locator('main').textContent()).not.toContain('partner.example');

@@ -178,7 +178,11 @@ export function resourcesPage(admin: Console): void {
       return reply.callNotFound();
     }
     const { refusal } = extra;
-    const settings = Object.entries(view.settings).map(([key, value]) => ({ key, value: typeof value === 'string' ? value : JSON.stringify(value) }));
+    // Read-only items show every setting; stored ones those their form cannot change (a provider's authority).
+    const fixed = new Set(KINDS[kind].fields.filter((spec) => spec.fixed && spec.name !== 'name').map((spec) => spec.name));
+    const settings = Object.entries(view.settings)
+      .filter(([key]) => view.source !== 'store' || fixed.has(key))
+      .map(([key, value]) => ({ key, value: typeof value === 'string' ? value : JSON.stringify(value) }));
     return admin.render(
       request,
       reply,

@@ -250,7 +250,8 @@ ${NOTICE}
 <dl>
 <dt><%= it.t.consoleKind %></dt><dd><%= it.kindCaption %></dd>
 <dt><%= it.t.consoleSource %></dt><dd>${SOURCE}</dd>
-</dl>
+<% it.settings.forEach(function (s) { %><dt><code><%= s.key %></code></dt><dd><%= s.value %></dd>
+<% }) %></dl>
 <% if (it.source === 'store') { %>
 <h2 id="edit-resource"><%= it.t.consoleEditClient %></h2>
 <form method="post" action="<%= it.base %>/admin/resources/<%= it.slug %>/<%= encodeURIComponent(it.name) %>" aria-labelledby="edit-resource">
@@ -273,9 +274,7 @@ ${RESOURCE_FIELDS}
 <input type="hidden" name="etag" value="<%= it.etag %>">
 <div class="actions"><button type="submit" name="button" value="delete"><%= it.t.consoleDeleteResource %></button></div>
 </form>
-<% } else { %><p class="notice" role="note"><%= it.t.consoleResourceReadOnly %></p>
-<dl><% it.settings.forEach(function (s) { %><dt><code><%= s.key %></code></dt><dd><%= s.value %></dd>
-<% }) %></dl><% } %>`;
+<% } else { %><p class="notice" role="note"><%= it.t.consoleResourceReadOnly %></p><% } %>`;
 
 const KEYS = `<% layout('@console-layout', { title: it.t.consoleKeys }) %>
 <h1><%= it.t.consoleKeys %></h1>
