@@ -252,7 +252,7 @@ describe('the web console', () => {
     await admin.getByText('This item is defined in the config file').waitFor();
     await expect(admin.locator('form[action*="/admin/resources/"]').count()).resolves.toBe(0);
     expect(await admin.locator('main dl').textContent()).toContain('Config file');
-    expect(await admin.locator('main dl').textContent()).toContain('role');
+    expect(await admin.locator('main dl').textContent()).toContain('userClaims');
   });
 
   it('creates an API scope, an API resource (secret shown once) and a client, whose client_credentials token names the new API as aud', async () => {
