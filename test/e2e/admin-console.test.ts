@@ -3,8 +3,10 @@
  * Sigil itself (keyboard only: Tab, typing and Enter), enrolling an authenticator app on the way
  * (the console client requires a second factor; codes computed here with otpauth), then searches,
  * creates, disables and edits users, resets a second factor, ends a session, creates a client and
- * sees its secret once, edits its redirect URIs, rotates the signing keys and finds all of it in
- * the event log with the admin as actor. A user without the admin role gets the "not allowed"
+ * sees its secret once, edits its redirect URIs, creates an API scope and an API resource (secret
+ * shown once) whose name becomes the aud of a client_credentials token, is refused deleting a
+ * scope still in use, creates and deletes an upstream provider and a group, rotates the signing
+ * keys and finds all of it in the event log with the admin as actor. A user without the admin role gets the "not allowed"
  * page; a POST without the CSRF token is refused and changes nothing; each page is axe-clean,
  * uncached and unframeable, and reads German for a German browser. Each page's screenshot
  * (1000 px wide) is saved as console-<page>.png, for the README with CONSOLE_SCREENSHOTS=docs.
@@ -149,13 +151,13 @@ describe('the web console', () => {
     await admin.getByLabel('Search users by username').fill('bo');
     await admin.getByRole('button', { name: 'Search', exact: true }).click();
     await admin.waitForURL(/q=bo/);
-    const rows = admin.locator('table tbody tr');
+    const rows = admin.locator('table').first().locator('tbody tr');
     await expect(rows.count()).resolves.toBe(1);
     expect(await rows.first().textContent()).toContain('bob');
     // Quotes, backslashes and control characters are searched for as text, never a server error.
     const odd = await admin.goto(`${f.sigil.url}/admin/users?q=${encodeURIComponent('"\\ or \u0000 x')}`);
     expect(odd?.status()).toBe(200);
-    await expect(admin.locator('table tbody tr').textContent()).resolves.toContain('None');
+    await expect(admin.locator('table').first().locator('tbody tr').textContent()).resolves.toContain('None');
   });
 
   let erin = '';
@@ -223,7 +225,7 @@ describe('the web console', () => {
     await check(admin, list, 'clients');
     expect(await admin.locator('table').textContent()).toContain('sigil-console');
     await admin.getByLabel('client_id').fill('made-in-console');
-    await admin.getByLabel('Name').fill('Made in the console');
+    await admin.getByLabel('Name', { exact: true }).fill('Made in the console');
     await admin.getByLabel('authorization_code').check();
     await admin.getByLabel('Redirect URIs').fill('https://app.example/cb');
     await admin.getByLabel('Scopes').fill('openid profile');
@@ -245,8 +247,8 @@ describe('the web console', () => {
     await admin.getByText('This client is defined in the config file').waitFor();
   });
 
-  it('lists the resources read-only with their source', async () => {
-    // One stored through /admin/v1: the page says so, not "config file".
+  it('lists the resources with their source; a config-file one has no edit form', async () => {
+    // One stored through /admin/v1: the console says so, not "config file".
     const token = await fetch(`${f.sigil.url}/connect/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('provisioner:provisioner-secret').toString('base64')}` },
@@ -261,9 +263,114 @@ describe('the web console', () => {
     const response = await admin.goto(`${f.sigil.url}/admin/resources`);
     await check(admin, response, 'resources');
     expect(await admin.locator('main').textContent()).toContain('sigil:admin');
-    const row = (name: string) => admin.locator('tr', { has: admin.locator('code', { hasText: new RegExp(`^${name}$`) }) }).locator('td').nth(2);
-    expect(await row('stored-scope').textContent()).toBe('Stored');
-    expect(await row('sigil:admin').textContent()).toBe('Built in');
+    const row = (name: string) => admin.locator('tr', { has: admin.getByRole('link', { name, exact: true }) });
+    expect(await row('stored-scope').textContent()).toContain('Stored');
+    expect(await row('api1').first().textContent()).toContain('Config file');
+    await admin.getByRole('link', { name: 'api1' }).first().click();
+    await admin.getByText('This item is defined in the config file').waitFor();
+    await expect(admin.locator('form[action*="/admin/resources/"]').count()).resolves.toBe(0);
+    expect(await admin.locator('main dl').textContent()).toContain('Config file');
+    expect(await admin.locator('main dl').textContent()).toContain('userClaims');
+  });
+
+  it('creates an API scope, an API resource (secret shown once) and a client, whose client_credentials token names the new API as aud', async () => {
+    await admin.goto(`${f.sigil.url}/admin/resources`);
+    await admin.getByRole('link', { name: 'New API scope' }).click();
+    await check(admin, null, 'resource-new');
+    await admin.getByLabel('Name', { exact: true }).fill('reports.read');
+    await admin.getByLabel('Display name').fill('Read reports');
+    await admin.getByRole('button', { name: 'Create', exact: true }).click();
+    await admin.getByText('It has been created.').waitFor();
+
+    // A refused field's message is shown next to it, the form keeping what was typed.
+    await admin.goto(`${f.sigil.url}/admin/resources/new/api-resources`);
+    await admin.getByLabel('Name', { exact: true }).fill('reports');
+    await admin.getByLabel('Scopes').fill('no-such-scope');
+    await admin.getByRole('button', { name: 'Create', exact: true }).click();
+    await admin.locator('#f-scopes-error').waitFor();
+    expect(await admin.locator('#f-scopes').getAttribute('aria-invalid')).toBe('true');
+    expect(await admin.locator('#f-scopes').getAttribute('aria-describedby')).toContain('f-scopes-error');
+    expect(await admin.locator('#form-error').textContent()).toContain('The change was not made:');
+    expect(await admin.getByLabel('Name', { exact: true }).inputValue()).toBe('reports');
+    expect(await audit(admin)).toEqual([]);
+
+    await admin.getByLabel('Scopes').fill('reports.read');
+    await admin.getByRole('button', { name: 'Create', exact: true }).click();
+    await admin.getByText('It has been created.').waitFor();
+    const secret = (await admin.locator('#resource-secret').textContent()) ?? '';
+    expect(secret.length).toBeGreaterThanOrEqual(32);
+    await check(admin, null, 'resource');
+    await admin.goto(`${f.sigil.url}/admin/resources/api-resources/reports`);
+    await expect(admin.locator('#resource-secret').count()).resolves.toBe(0);
+    // The API authenticates at introspection with the secret it was shown.
+    const introspected = await fetch(`${f.sigil.url}/connect/introspect`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`reports:${secret}`).toString('base64')}` },
+      body: new URLSearchParams({ token: 'not-a-token' }),
+    });
+    expect(introspected.status).toBe(200);
+
+    await admin.getByLabel('User claims').fill('role');
+    await admin.getByRole('button', { name: 'Save' }).click();
+    await admin.getByText('It has been saved.').waitFor();
+    expect(await admin.getByLabel('User claims').inputValue()).toBe('role');
+
+    await admin.goto(`${f.sigil.url}/admin/clients`);
+    await admin.getByLabel('client_id').fill('reporter');
+    await admin.getByLabel('client_credentials').check();
+    await admin.getByLabel('Scopes').fill('reports.read');
+    await admin.getByRole('button', { name: 'Create', exact: true }).click();
+    await admin.getByText('The client has been created.').waitFor();
+    const clientSecret = (await admin.locator('#client-secret').textContent()) ?? '';
+    const token = await fetch(`${f.sigil.url}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`reporter:${encodeURIComponent(clientSecret)}`).toString('base64')}` },
+      body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'reports.read' }),
+    });
+    expect(token.status).toBe(200);
+    const { access_token } = (await token.json()) as { access_token: string };
+    const claims = JSON.parse(Buffer.from(access_token.split('.')[1] ?? '', 'base64url').toString()) as { aud: string | string[]; scope: string };
+    expect([claims.aud].flat()).toContain('reports');
+    expect(claims.scope).toBe('reports.read');
+  });
+
+  it('refuses to delete an API scope an API resource uses, with the reason', async () => {
+    await admin.goto(`${f.sigil.url}/admin/resources/api-scopes/reports.read`);
+    const [response] = await Promise.all([admin.waitForResponse((r) => r.url().endsWith('/delete')), admin.getByRole('button', { name: 'Delete' }).click()]);
+    expect(response.status()).toBe(409);
+    const message = (await admin.locator('#form-error').textContent()) ?? '';
+    expect(message).toContain('The change was not made:');
+    expect(message).toContain('API resource "reports"');
+    await admin.goto(`${f.sigil.url}/admin/resources`);
+    expect(await admin.locator('main').textContent()).toContain('reports.read');
+  });
+
+  it('creates an upstream provider without ever showing its client secret back, and deletes it', async () => {
+    await admin.goto(`${f.sigil.url}/admin/resources/new/identity-providers`);
+    await admin.getByLabel('Name', { exact: true }).fill('partner');
+    await admin.getByLabel('Issuer').fill('https://partner.example');
+    await admin.getByLabel('Client ID at the provider').fill('sigil-at-partner');
+    await admin.getByLabel('Client secret at the provider').fill('upstream-secret-value');
+    await admin.getByRole('button', { name: 'Create', exact: true }).click();
+    await admin.getByText('It has been created.').waitFor();
+    expect(await admin.content()).not.toContain('upstream-secret-value');
+    expect(await admin.getByLabel('Client secret at the provider').inputValue()).toBe('');
+    expect(await admin.locator('main dl').textContent()).toContain('https://partner.example');
+    await admin.getByRole('button', { name: 'Delete' }).click();
+    await admin.getByText('It has been deleted.').waitFor();
+    expect(await admin.locator('main').textContent()).not.toContain('partner.example');
+  });
+
+  it('creates and deletes a group', async () => {
+    await admin.goto(`${f.sigil.url}/admin/users`);
+    await admin.getByLabel('Group name').fill('auditors');
+    await admin.getByRole('button', { name: 'Create a group' }).click();
+    await admin.getByText('The group has been created.').waitFor();
+    expect(await admin.locator('table').nth(1).textContent()).toContain('auditors');
+    await check(admin, null, 'users');
+    await admin.getByRole('button', { name: 'Delete group auditors' }).click();
+    await admin.getByText('The group has been deleted').waitFor();
+    expect(await admin.locator('table').nth(1).textContent()).not.toContain('auditors');
   });
 
   it('rotates the signing keys; a POST without the CSRF token is refused and changes nothing', async () => {
@@ -291,7 +398,7 @@ describe('the web console', () => {
       if (i > 0) await admin.waitForTimeout(500).then(() => admin.reload());
       rows = await admin.locator('table tbody tr').allTextContents();
     }
-    for (const action of ['client.create', 'client.update', 'key.rotate', 'user.claims', 'user.reset_mfa', 'session.revoke'])
+    for (const action of ['client.create', 'client.update', 'api_scope.create', 'api_resource.create', 'api_resource.update', 'identity_provider.delete', 'key.rotate', 'user.claims', 'user.reset_mfa', 'session.revoke'])
       expect(rows.some((r) => r.includes(action)), action).toBe(true);
     for (const row of rows) expect(row).toContain(`sigil-console${ADMIN_SUB}`);
     await check(admin, null, 'events');

@@ -44,6 +44,16 @@ describe('the console at /admin', () => {
     expect(res.headers['cache-control']).toContain('no-store');
   });
 
+  it('refuses the resource and group changes without the CSRF token with 403, storing nothing', async () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    for (const url of ['/admin/resources/new/api-scopes', '/admin/resources/api-scopes/api1', '/admin/resources/api-scopes/api1/delete', '/admin/resources/api-resources/api1/secret', '/admin/groups', '/admin/groups/x/delete']) {
+      const res = await sigil.app.inject({ method: 'POST', url, headers: form, payload: 'name=forged&displayName=forged' });
+      expect(res.statusCode, url).toBe(403);
+    }
+    expect((await sigil.context.management.resources.list('api_scope')).map((v) => v.settings.name)).not.toContain('forged');
+    expect(((await sigil.context.management.scim.listGroups({})) as { totalResults: number }).totalResults).toBe(0);
+  });
+
   it('ends a callback without this browser\'s pending sign-in in a new sign-in, and an error answer on an error page', async () => {
     const stray = await sigil.app.inject({ method: 'GET', url: '/admin/callback?code=x&state=y' });
     expect(stray.statusCode).toBe(303);

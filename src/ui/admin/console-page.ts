@@ -39,12 +39,21 @@ export interface Console {
 
 
 /**
- * The message of a refused change, as the service words it (an AdminError or ScimError: bad
- * input, a conflict, a stale version), or undefined for any other error (rethrown by the caller).
+ * A refused change as the console shows it: the service's message (an AdminError or ScimError:
+ * bad input, a conflict, a stale version) with its HTTP status, and for an `invalid` AdminError
+ * each problem's message by the form field at fault (the first segment of its path:
+ * `scopes.0` → `scopes`), for the page to show next to that field. Undefined for any other
+ * error (rethrown by the caller).
  */
-export function refusalOf(err: unknown): { message: string; status: number } | undefined {
-  if (err instanceof AdminError) return { message: err.message, status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code] };
-  if (err instanceof ScimError) return { message: err.message, status: err.status };
+export function refusalOf(err: unknown): { message: string; status: number; fields: Record<string, string> } | undefined {
+  if (err instanceof AdminError) {
+    const fields: Record<string, string> = {};
+    for (const p of err.problems ?? (err.field ? [{ path: err.field, message: err.message }] : [])) {
+      const field = p.path.split('.')[0] ?? '';
+      if (field !== '' && fields[field] === undefined) fields[field] = p.message;
+    }
+    return { message: err.message, status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code], fields };
+  }
+  if (err instanceof ScimError) return { message: err.message, status: err.status, fields: {} };
   return undefined;
 }
-

@@ -66,6 +66,25 @@ ${NOTICE}
 <label for="new-password"><%= it.t.password %></label>
 <input type="password" id="new-password" name="password" maxlength="256" autocomplete="new-password">
 <div class="actions"><button type="submit" name="button" value="create" class="primary"><%= it.t.consoleCreate %></button></div>
+</form>
+<h2 id="groups-heading"><%= it.t.consoleGroups %></h2>
+<table>
+<caption><%= it.t.consoleGroupsList %></caption>
+<thead><tr><th scope="col"><%= it.t.consoleName %></th><th scope="col"><%= it.t.consoleMembers %></th><th scope="col"><%= it.t.consoleActions %></th></tr></thead>
+<tbody>
+<% it.groups.forEach(function (g) { %><tr><td><%= g.name %></td><td><%= g.members %></td><td><form method="post" action="<%= it.base %>/admin/groups/<%= encodeURIComponent(g.id) %>/delete" class="inline">
+<%~ include('@csrf', it) %>
+<button type="submit" name="button" value="delete" aria-label="<%= it.f(it.t.consoleDeleteGroupLabel, { name: g.name }) %>"><%= it.t.consoleDeleteResource %></button>
+</form></td></tr>
+<% }) %><% if (it.groups.length === 0) { %><tr><td colspan="3"><%= it.t.consoleNoGroups %></td></tr><% } %>
+</tbody>
+</table>
+<h3 id="create-group"><%= it.t.consoleCreateGroup %></h3>
+<form method="post" action="<%= it.base %>/admin/groups" aria-labelledby="create-group">
+<%~ include('@csrf', it) %>
+<label for="new-group"><%= it.t.consoleGroupName %></label>
+<input type="text" id="new-group" name="displayName" value="<%= it.form.displayName || '' %>" maxlength="200" autocomplete="off" required>
+<div class="actions"><button type="submit" name="button" value="create-group"><%= it.t.consoleCreateGroup %></button></div>
 </form>`;
 
 const USER = `<% layout('@console-layout', { title: it.user.username }) %>
@@ -185,16 +204,77 @@ ${GRANTS}
 <% } else { %><p class="notice" role="note"><%= it.t.consoleClientReadOnly %></p>
 <dl><dt><%= it.t.consoleRedirectUris %></dt><dd><%= it.form.redirect_uris || it.t.consoleNone %></dd><dt><%= it.t.consoleScopes %></dt><dd><%= it.form.scopes || it.t.consoleNone %></dd></dl><% } %>`;
 
+const SOURCE = `<%= it.source === 'config' ? it.t.consoleSourceConfig : it.source === 'built-in' ? it.t.consoleSourceBuiltIn : it.t.consoleSourceStore %>`;
+
 const RESOURCES = `<% layout('@console-layout', { title: it.t.consoleResources }) %>
 <h1><%= it.t.consoleResources %></h1>
+${NOTICE}
 <p><%= it.t.consoleResourcesIntro %></p>
 <% it.tables.forEach(function (tb) { %><table>
 <caption><%= tb.caption %></caption>
 <thead><tr><th scope="col"><%= it.t.consoleName %></th><th scope="col"><%= tb.detailHeading %></th><th scope="col"><%= it.t.consoleSource %></th></tr></thead>
-<tbody><% tb.rows.forEach(function (r) { %><tr><td><code><%= r.name %></code></td><td><%= r.detail %></td><td><%= r.source %></td></tr>
+<tbody><% tb.rows.forEach(function (r) { %><tr><td><a href="<%= it.base %>/admin/resources/<%= tb.slug %>/<%= encodeURIComponent(r.name) %>"><code><%= r.name %></code></a></td><td><%= r.detail %></td><td><%= r.source === 'config' ? it.t.consoleSourceConfig : r.source === 'built-in' ? it.t.consoleSourceBuiltIn : it.t.consoleSourceStore %></td></tr>
 <% }) %><% if (tb.rows.length === 0) { %><tr><td colspan="3"><%= it.t.consoleNone %></td></tr><% } %></tbody>
 </table>
+<p><a href="<%= it.base %>/admin/resources/new/<%= tb.slug %>"><%= tb.create %></a></p>
 <% }) %>`;
+
+/**
+ * A resource form's fields (`it.fields`: name, type, label key, max, required, value, error), each
+ * refused field's message next to it (`aria-describedby`, `aria-invalid`).
+ */
+const RESOURCE_FIELDS = `<% it.fields.forEach(function (fd) { var id = 'f-' + fd.name; var hint = fd.type === 'words' ? it.t.consoleSpaceSeparated : fd.type === 'lines' ? it.t.consoleOnePerLine : fd.type === 'secret' ? it.t.consoleWriteOnlySecret : ''; var described = [hint ? id + '-hint' : '', fd.error ? id + '-error' : ''].filter(Boolean).join(' '); %>
+<% if (fd.type === 'check') { %><label class="check"><input type="checkbox" id="<%= id %>" name="<%= fd.name %>" value="yes"<% if (fd.value) { %> checked<% } %><% if (described) { %> aria-describedby="<%= described %>"<% } %>> <%= it.t[fd.label] %></label>
+<% } else { %><label for="<%= id %>"><%= it.t[fd.label] %></label>
+<% if (fd.type === 'lines') { %><textarea id="<%= id %>" name="<%= fd.name %>" rows="3" maxlength="<%= fd.max %>" spellcheck="false"<% if (described) { %> aria-describedby="<%= described %>"<% } %><% if (fd.error) { %> aria-invalid="true"<% } %>><%= fd.value %></textarea>
+<% } else { %><input type="<%= fd.type === 'secret' ? 'password' : 'text' %>" id="<%= id %>" name="<%= fd.name %>" value="<%= fd.value %>" maxlength="<%= fd.max %>" autocomplete="<%= fd.type === 'secret' ? 'new-password' : 'off' %>" spellcheck="false"<% if (fd.required) { %> required<% } %><% if (described) { %> aria-describedby="<%= described %>"<% } %><% if (fd.error) { %> aria-invalid="true"<% } %>>
+<% } %><% } %><% if (hint) { %><p id="<%= id %>-hint"><%= hint %></p><% } %>
+<% if (fd.error) { %><p class="alert" id="<%= id %>-error"><%= fd.error %></p><% } %>
+<% }) %>`;
+
+const RESOURCE_NEW = `<% layout('@console-layout', { title: it.title }) %>
+<p><a href="<%= it.base %>/admin/resources"><%= it.t.consoleBackToResources %></a></p>
+<h1><%= it.title %></h1>
+${NOTICE}
+<form method="post" action="<%= it.base %>/admin/resources/new/<%= it.slug %>" aria-label="<%= it.title %>">
+<%~ include('@csrf', it) %>
+${RESOURCE_FIELDS}
+<div class="actions"><button type="submit" name="button" value="create" class="primary"><%= it.t.consoleCreate %></button></div>
+</form>`;
+
+const RESOURCE = `<% layout('@console-layout', { title: it.name }) %>
+<p><a href="<%= it.base %>/admin/resources"><%= it.t.consoleBackToResources %></a></p>
+<h1><%= it.name %></h1>
+${NOTICE}
+<% if (it.secret) { %><div class="secret" role="status"><p><strong><%= it.t.consoleApiSecretOnce %></strong></p><p><code id="resource-secret"><%= it.secret %></code></p></div><% } %>
+<dl>
+<dt><%= it.t.consoleKind %></dt><dd><%= it.kindCaption %></dd>
+<dt><%= it.t.consoleSource %></dt><dd>${SOURCE}</dd>
+<% it.settings.forEach(function (s) { %><dt><code><%= s.key %></code></dt><dd><%= s.value %></dd>
+<% }) %></dl>
+<% if (it.source === 'store') { %>
+<h2 id="edit-resource"><%= it.t.consoleEditClient %></h2>
+<form method="post" action="<%= it.base %>/admin/resources/<%= it.slug %>/<%= encodeURIComponent(it.name) %>" aria-labelledby="edit-resource">
+<%~ include('@csrf', it) %>
+<input type="hidden" name="etag" value="<%= it.etag %>">
+${RESOURCE_FIELDS}
+<div class="actions"><button type="submit" name="button" value="save" class="primary"><%= it.t.consoleSave %></button></div>
+</form>
+<% if (it.rotatable) { %><h2 id="rotate-secret"><%= it.t.consoleRotateSecret %></h2>
+<p><%= it.t.consoleRotateSecretHint %></p>
+<form method="post" action="<%= it.base %>/admin/resources/<%= it.slug %>/<%= encodeURIComponent(it.name) %>/secret" aria-labelledby="rotate-secret">
+<%~ include('@csrf', it) %>
+<input type="hidden" name="etag" value="<%= it.etag %>">
+<div class="actions"><button type="submit" name="button" value="rotate"><%= it.t.consoleRotateSecret %></button></div>
+</form><% } %>
+<h2 id="delete-resource"><%= it.t.consoleDeleteResource %></h2>
+<p><%= it.t.consoleDeleteResourceHint %></p>
+<form method="post" action="<%= it.base %>/admin/resources/<%= it.slug %>/<%= encodeURIComponent(it.name) %>/delete" aria-labelledby="delete-resource">
+<%~ include('@csrf', it) %>
+<input type="hidden" name="etag" value="<%= it.etag %>">
+<div class="actions"><button type="submit" name="button" value="delete"><%= it.t.consoleDeleteResource %></button></div>
+</form>
+<% } else { %><p class="notice" role="note"><%= it.t.consoleResourceReadOnly %></p><% } %>`;
 
 const KEYS = `<% layout('@console-layout', { title: it.t.consoleKeys }) %>
 <h1><%= it.t.consoleKeys %></h1>
@@ -247,6 +327,8 @@ export const CONSOLE_TEMPLATES: Readonly<Record<string, string>> = {
   'console-clients': CLIENTS,
   'console-client': CLIENT,
   'console-resources': RESOURCES,
+  'console-resource-new': RESOURCE_NEW,
+  'console-resource': RESOURCE,
   'console-keys': KEYS,
   'console-events': EVENTS,
 };

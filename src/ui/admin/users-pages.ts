@@ -3,12 +3,14 @@
  * users are listed read-only), and one user's page: disable or enable (SCIM `active`: disabling
  * ends their sessions and revokes their tokens), claims (`UserAdmin.setClaims`, as `sigil users`),
  * group memberships (SCIM group PATCH), second factors reset (`UserAdmin.resetSecondFactors`) and
- * live sessions (`ctx.management.sessions`, as `/admin/v1/users/:subject/sessions`).
+ * live sessions (`ctx.management.sessions`, as `/admin/v1/users/:subject/sessions`). The users
+ * page also lists the groups, and creates and deletes them (SCIM, as `/scim/v2/Groups`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AdminError } from '../../admin/errors.js';
 import { queryString, single } from '../../http/fields.js';
-import { PATCH_OP, USER_SCHEMA } from '../../scim/schemas.js';
+import { GROUP_SCHEMA, PATCH_OP, USER_SCHEMA } from '../../scim/schemas.js';
+import { format } from '../i18n.js';
 import { type Console, refusalOf } from './console-page.js';
 import type { ConsoleCaller } from './console-session.js';
 
@@ -41,7 +43,15 @@ export function userPages(admin: Console): void {
   const actor = (caller: ConsoleCaller) => ({ clientId: caller.clientId, sub: caller.sub });
   const userUrl = (sub: string) => `${ctx.basePath}/admin/users/${encodeURIComponent(sub)}`;
 
-  const listPage = async (request: FastifyRequest, reply: FastifyReply, form: Json, error?: string, status = 200) => {
+  /** The groups, by name, with their member counts. */
+  const groupList = async () =>
+    (((await scim.listGroups({ count: MAX_GROUPS, sortBy: 'displayName' })) as { Resources?: Json[] }).Resources ?? []).map((g) => ({
+      id: String(g.id),
+      name: String(g.displayName),
+      members: Array.isArray(g.members) ? g.members.length : 0,
+    }));
+
+  const listPage = async (request: FastifyRequest, reply: FastifyReply, form: Json, error?: string, status = 200, notice?: string) => {
     // Control characters never match a username (and PostgreSQL refuses a NUL): left out.
     const q = (queryString(request, 'q') ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 100);
     let list: { Resources?: Json[] };
@@ -50,13 +60,13 @@ export function userPages(admin: Console): void {
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
-      return admin.render(request, reply, 'console-users', 'users', { q, users: [], form, error: refusal.message }, 400);
+      return admin.render(request, reply, 'console-users', 'users', { q, users: [], groups: await groupList(), form, error: refusal.message }, 400);
     }
     const stored = (list.Resources ?? []).map((r) => ({ subjectId: String(r.id), username: String(r.userName), name: nameOf(r), active: r.active !== false, source: 'store' }));
     const fromConfig = ctx.config.users
       .filter((u) => u.username.toLowerCase().includes(q.toLowerCase()))
       .map((u) => ({ subjectId: u.subjectId, username: u.username, name: typeof u.claims.name === 'string' ? u.claims.name : '', active: u.isActive, source: 'config' }));
-    return admin.render(request, reply, 'console-users', 'users', { q, users: [...fromConfig, ...stored], form, error }, status);
+    return admin.render(request, reply, 'console-users', 'users', { q, users: [...fromConfig, ...stored], groups: await groupList(), form, error, notice }, status);
   };
 
   /** The user of a page: a config-file one, else a stored (SCIM) one; undefined after the 404 page. */
@@ -137,6 +147,34 @@ export function userPages(admin: Console): void {
       if (!refusal) throw err;
       return listPage(request, reply, form, refusal.message, refusal.status);
     }
+  });
+
+  app.post('/admin/groups', async (request, reply) => {
+    const w = await admin.writer(request, reply);
+    if (!w) return reply;
+    const displayName = (single(w.form, 'displayName') ?? '').trim().slice(0, 200);
+    try {
+      await scim.createGroup({ schemas: [GROUP_SCHEMA], displayName }, actor(w.caller));
+    } catch (err) {
+      const refusal = refusalOf(err);
+      if (!refusal) throw err;
+      return listPage(request, reply, { displayName }, format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }), refusal.status);
+    }
+    return listPage(request, reply, {}, undefined, 201, admin.text(request, 'consoleGroupCreated'));
+  });
+
+  app.post('/admin/groups/:id/delete', async (request, reply) => {
+    const w = await admin.writer(request, reply);
+    if (!w) return reply;
+    const { id } = request.params as { id: string };
+    try {
+      await scim.deleteGroup(id.slice(0, MAX_SUBJECT), undefined, actor(w.caller));
+    } catch (err) {
+      const refusal = refusalOf(err);
+      if (!refusal) throw err;
+      return listPage(request, reply, {}, format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }), refusal.status);
+    }
+    return listPage(request, reply, {}, undefined, 200, admin.text(request, 'consoleGroupDeleted'));
   });
 
   app.get('/admin/users/:sub', async (request, reply) => {
