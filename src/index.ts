@@ -407,17 +407,22 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     // Every second: the audit events of the last second are stored in one batch, and when a
     // stored client or resource changed on any node (or by the CLI), they are re-read now, not at
     // the next reload. Resources first: a new client may name a new scope.
+    // A version is taken as seen only once its reload succeeded, so a failed reload is retried at
+    // the next poll (a second later), not at the periodic reload; a failed flush of the audit
+    // events (kept for the next flush) does not hold the reloads back.
     const pollChanges = async () => {
-      await audit.flush();
+      const flushed = audit.flush();
       const resourcesNow = await store.resources.version();
       if (resourcesNow !== resourcesVersion) {
-        resourcesVersion = resourcesNow;
         await resourceAdmin.reload();
+        resourcesVersion = resourcesNow;
       }
       const version = await store.clients.clientsVersion();
-      if (version === clientsVersion) return;
-      clientsVersion = version;
-      await reloadClients();
+      if (version !== clientsVersion) {
+        await reloadClients();
+        clientsVersion = version;
+      }
+      await flushed;
     };
     // Unused dynamic clients go at each reload (an indexed query; conditional deletes, so nodes may race).
     const removeUnusedClients = async () => void (await registrations.removeUnused());

@@ -78,7 +78,10 @@ export class AuditLog {
     this.pending.push(event);
   };
 
-  /** Writes the queued events in one statement. */
+  /**
+   * Writes the queued events in one statement.
+   * @throws the store's error; the events are then queued again for the next flush.
+   */
   async flush(): Promise<void> {
     if (this.dropped > 0) {
       this.log.warn({ dropped: this.dropped }, 'audit events dropped: the store could not keep up');
@@ -87,12 +90,21 @@ export class AuditLog {
     const batch = this.pending;
     if (batch.length === 0) return;
     this.pending = [];
-    await this.store.append(
-      batch.map((e) => {
-        const time = Date.parse(e.time);
-        return { id: `${auditIdAt(time)}${newId()}`, time, name: e.name, clientId: e.clientId ?? null, subjectId: e.subjectId ?? null, event: JSON.stringify(e) };
-      }),
-    );
+    try {
+      await this.store.append(
+        batch.map((e) => {
+          const time = Date.parse(e.time);
+          return { id: `${auditIdAt(time)}${newId()}`, time, name: e.name, clientId: e.clientId ?? null, subjectId: e.subjectId ?? null, event: JSON.stringify(e) };
+        }),
+      );
+    } catch (err) {
+      // Kept for the next flush, oldest first, within the same bound as the queue (the oldest go
+      // first when it overflows, counted as dropped).
+      const kept = [...batch, ...this.pending];
+      this.dropped += Math.max(0, kept.length - MAX_PENDING_EVENTS);
+      this.pending = kept.slice(-MAX_PENDING_EVENTS);
+      throw err;
+    }
   }
 
   /** Removes events older than the retention period (a batch per call). */

@@ -7,11 +7,13 @@
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { verify } from '@node-rs/argon2';
+import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AdminError } from '../../src/admin/errors.js';
 import { ClientAdmin } from '../../src/admin/clients.js';
 import { KeyAdmin } from '../../src/admin/keys.js';
+import { AuditLog } from '../../src/admin/audit.js';
 import { SessionAdmin } from '../../src/admin/sessions.js';
 import { UserAdmin } from '../../src/admin/users.js';
 import { type ResolvedConfig, resolveConfig } from '../../src/config/loader.js';
@@ -38,6 +40,7 @@ async function refusal(promise: Promise<unknown>): Promise<AdminError> {
 describe('admin services over SQLite', () => {
   const { dir, cleanup } = tempDir();
   let n = 0;
+  let file: string;
   let store: Store;
   let raw: ConfigInput;
   let cfg: ResolvedConfig;
@@ -45,7 +48,8 @@ describe('admin services over SQLite', () => {
   let users: UserAdmin;
 
   beforeEach(async () => {
-    raw = testConfig({ storage: `sqlite:${join(dir, `admin-${++n}.db`)}` });
+    file = join(dir, `admin-${++n}.db`);
+    raw = testConfig({ storage: `sqlite:${file}` });
     cfg = resolveConfig(raw);
     store = await openStore(cfg.storage);
     clients = new ClientAdmin(store, { config: cfg, raw, log: silent });
@@ -253,6 +257,26 @@ describe('admin services over SQLite', () => {
       // A config user has second factors too.
       expect((await users.secondFactors('alice', null)).subjectId).toBe('1');
       expect(await refusal(users.secondFactors('nobody', null))).toMatchObject({ code: 'not_found', message: 'no user "nobody"' });
+    });
+  });
+
+  describe('audit log', () => {
+    it('keeps the events of a failed flush for the next one, in order', async () => {
+      const log = new AuditLog(store.audit, 3600, silent);
+      const events = new EventBus(silent);
+      events.subscribe(log.record);
+      const change = (id: string) => events.emit({ name: 'admin_changed', endpoint: 'test', clientId: 'cli', action: 'client.update', target: { type: 'client', id }, changes: {} });
+      change('one');
+      // The database refuses the write (its table is gone for a moment): the flush fails.
+      const other = new Database(file);
+      other.exec('alter table audit_events rename to audit_events_away');
+      await expect(log.flush()).rejects.toThrow();
+      change('two');
+      other.exec('alter table audit_events_away rename to audit_events');
+      other.close();
+      await log.flush();
+      const { events: stored } = await log.query({ limit: 10 });
+      expect(stored.map((e) => e.target?.id)).toEqual(['two', 'one']);
     });
   });
 
