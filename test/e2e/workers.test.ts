@@ -8,7 +8,7 @@
  * JWTs of a sibling's brand-new signing key.
  */
 import { readFileSync } from 'node:fs';
-import { decodeProtectedHeader } from 'jose';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { proof, proofKey } from '../dpop-helpers.js';
@@ -112,6 +112,44 @@ describe('sigil start --workers 2', () => {
     server.child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(workers.filter(alive)).toEqual([]);
+  }, 90_000);
+
+  it('a client and an API scope created through /admin/v1 on one worker are in force on both within 2 s (the version poll)', async () => {
+    const admin: [string, string] = ['workers-admin', 'workers-admin-secret'];
+    server = await startWorkers({
+      ...config,
+      clients: [...(config.clients ?? []), { clientId: 'workers-admin', clientSecrets: ['workers-admin-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] }],
+    });
+    const token = (await post('/connect/token', { grant_type: 'client_credentials', scope: 'sigil:admin' }, admin)).body.access_token as string;
+    const create = async (path: string, body: unknown) => {
+      const res = await request(`${server?.url}/admin/v1${path}`, {
+        method: 'POST',
+        reset: true,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      });
+      return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+    };
+    expect((await create('/api-scopes', { name: 'reports.read' })).status).toBe(201);
+    expect((await create('/api-resources', { name: 'reports', scopes: ['reports.read'] })).status).toBe(201);
+    const client = await create('/clients', { clientId: 'reporter', allowedGrantTypes: ['client_credentials'], allowedScopes: ['reports.read'] });
+    expect(client.status).toBe(201);
+    const reporter: [string, string] = ['reporter', client.body.secret as string];
+    // Both workers (fresh connections alternate between them) issue for the new client and scope
+    // within 2 s of the change: the one that made it at once, the other at its next poll.
+    const deadline = Date.now() + 2000;
+    let answers: { status: number; body: Record<string, unknown> }[] = [];
+    do {
+      answers = [];
+      for (let i = 0; i < 4; i++) answers.push(await post('/connect/token', { grant_type: 'client_credentials', scope: 'reports.read' }, reporter));
+      if (answers.every((a) => a.status === 200)) break;
+      await sleep(100);
+    } while (Date.now() < deadline);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    for (const a of answers) {
+      expect(a.body.scope).toBe('reports.read');
+      expect(decodeJwt(a.body.access_token as string).aud).toContain('reports');
+    }
   }, 90_000);
 
   it('without Redis, wrong client secrets, wrong passwords and device authorizations from one address are limited for the deployment, not per worker', async () => {
