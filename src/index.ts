@@ -409,9 +409,9 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     // the next reload. Resources first: a new client may name a new scope.
     // A version is taken as seen only once its reload succeeded, so a failed reload is retried at
     // the next poll (a second later), not at the periodic reload; a failed flush of the audit
-    // events (kept for the next flush) does not hold the reloads back.
+    // events (kept for the next flush) is logged and does not hold the reloads back.
     const pollChanges = async () => {
-      const flushed = audit.flush();
+      const flushed = audit.flush().catch((err: unknown) => log.error({ err }, 'storing the audit events failed; they are kept for the next attempt'));
       const resourcesNow = await store.resources.version();
       if (resourcesNow !== resourcesVersion) {
         await resourceAdmin.reload();

@@ -307,7 +307,9 @@ describe('admin services over SQLite', () => {
       const sessions = new SessionAdmin(store, cfg, silent);
       expect(await sessions.revokeAll('zoe', null)).toEqual({ subjectId: 'z-1', ended: 2 });
       expect(await store.logout.liveSessions('z-1', now)).toEqual([]);
-      const queued = await store.logout.claimDeliveries('test', now, now + 60, 10);
+      // Claimed at the current second: the deliveries are due from the second they were queued in.
+      const claimAt = Math.floor(Date.now() / 1000);
+      const queued = await store.logout.claimDeliveries('test', claimAt, claimAt + 60, 10);
       expect(queued).toMatchObject([{ clientId: 'rp', uri: 'https://rp.example/logout', subjectId: 'z-1', sid: 's-1' }]);
       expect(await sessions.revokeAll('zoe', null)).toEqual({ subjectId: 'z-1', ended: 0 });
       expect(await refusal(sessions.revokeAll('nobody', null))).toMatchObject({ code: 'not_found', message: 'no user "nobody"' });
