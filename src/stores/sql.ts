@@ -329,36 +329,15 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   readonly clients: ClientStore = this;
   readonly factors: FactorStore = this;
   readonly logout: LogoutStore;
-  // WebAuthn credentials live in a module of their own (issue 12); same database, same dialect.
-  private webauthnStore: WebAuthnCredentialStore | undefined;
-  private auditStore: AuditEventStore | undefined;
-  /** The stored audit events (issue 25), a module of their own like WebAuthn's. */
-  get audit(): AuditEventStore {
-    return (this.auditStore ??= new SqlAuditEvents(this.db as Kysely<unknown>));
-  }
-  // Identity resources, API scopes and resources, upstream providers managed at run time (0014_resources).
-  private resourceStore: ManagedResourceStore | undefined;
-  get resources(): ManagedResourceStore {
-    return (this.resourceStore ??= new SqlManagedResources(this.db as Kysely<unknown>));
-  }
-  get webauthn(): WebAuthnCredentialStore {
-    return (this.webauthnStore ??= new SqlWebAuthnCredentials(this.db as Kysely<unknown>));
-  }
-  // Dynamic client registration (RFC 7591/7592): its own module, same database.
-  private registrationStore: RegistrationStore | undefined;
-  get registrations(): RegistrationStore {
-    return (this.registrationStore ??= new SqlRegistrationStore(this.db as Kysely<unknown>));
-  }
-  // Users' email addresses (issue 24): user_emails of migration 0009_people.
-  private emailStore: UserEmailStore | undefined;
-  get emails(): UserEmailStore {
-    return (this.emailStore ??= new SqlUserEmails(this.db as Kysely<unknown>));
-  }
-  // SCIM's view of users and groups (issue 25), over the tables of 0009_people.
-  private directoryStore: SqlDirectory | undefined;
-  get directory(): SqlDirectory {
-    return (this.directoryStore ??= new SqlDirectory(this.db as Kysely<unknown>, this.dialect));
-  }
+  // Modules of their own over the same database: WebAuthn credentials (issue 12), the stored
+  // audit events, the resources managed at run time (0014_resources), dynamic client registration
+  // (RFC 7591/7592), users' email addresses (0009_people) and SCIM's view of users and groups.
+  readonly webauthn: WebAuthnCredentialStore;
+  readonly audit: AuditEventStore;
+  readonly resources: ManagedResourceStore;
+  readonly registrations: RegistrationStore;
+  readonly emails: UserEmailStore;
+  readonly directory: SqlDirectory;
 
   private readonly templates = new Map<string, { sql: string; slots: number[] }>();
   /** New grant rows, `put` and `putOnce` alike, committed in groups (see `group-commit.ts`). */
@@ -378,6 +357,13 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     timedCommit?: (seconds: number) => void,
   ) {
     this.logout = new SqlLogoutStore(db as unknown as Kysely<LogoutTables>);
+    const untyped = db as Kysely<unknown>;
+    this.webauthn = new SqlWebAuthnCredentials(untyped);
+    this.audit = new SqlAuditEvents(untyped);
+    this.resources = new SqlManagedResources(untyped);
+    this.registrations = new SqlRegistrationStore(untyped);
+    this.emails = new SqlUserEmails(untyped);
+    this.directory = new SqlDirectory(untyped, dialect);
     this.puts = new GroupCommit((rows) => (dialect === 'postgres' ? this.insertRows(rows) : this.insertInTransaction(rows)), timedCommit);
   }
 

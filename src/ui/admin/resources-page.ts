@@ -33,6 +33,12 @@ interface FieldSpec {
 }
 
 /** The console's kinds: URL segment, the list's caption, the "new" link's text and the editable settings. */
+const NAME: FieldSpec = { name: 'name', type: 'text', label: 'consoleName', max: 200, required: true, fixed: true };
+const DISPLAY_NAME: FieldSpec = { name: 'displayName', type: 'text', label: 'consoleDisplayName', max: 200 };
+const USER_CLAIMS: FieldSpec = { name: 'userClaims', type: 'words', label: 'consoleUserClaims', max: 2000 };
+/** The settings identity resources (OIDC Core §5.4) and API scopes share. */
+const SCOPE_FIELDS: FieldSpec[] = [NAME, DISPLAY_NAME, { name: 'description', type: 'text', label: 'consoleDescription', max: 500 }, USER_CLAIMS];
+
 const KINDS: Record<ManagedKind, { slug: string; caption: keyof Messages; create: keyof Messages; detail: keyof Messages; fields: FieldSpec[] }> = {
   identity_resource: {
     slug: 'identity-resources',
@@ -40,10 +46,7 @@ const KINDS: Record<ManagedKind, { slug: string; caption: keyof Messages; create
     create: 'consoleNewIdentityResource',
     detail: 'consoleClaims',
     fields: [
-      { name: 'name', type: 'text', label: 'consoleName', max: 200, required: true, fixed: true },
-      { name: 'displayName', type: 'text', label: 'consoleDisplayName', max: 200 },
-      { name: 'description', type: 'text', label: 'consoleDescription', max: 500 },
-      { name: 'userClaims', type: 'words', label: 'consoleUserClaims', max: 2000 },
+      ...SCOPE_FIELDS,
       { name: 'required', type: 'check', label: 'consoleRequiredScope', max: 0 },
     ],
   },
@@ -52,12 +55,7 @@ const KINDS: Record<ManagedKind, { slug: string; caption: keyof Messages; create
     caption: 'consoleApiScopes',
     create: 'consoleNewApiScope',
     detail: 'consoleClaims',
-    fields: [
-      { name: 'name', type: 'text', label: 'consoleName', max: 200, required: true, fixed: true },
-      { name: 'displayName', type: 'text', label: 'consoleDisplayName', max: 200 },
-      { name: 'description', type: 'text', label: 'consoleDescription', max: 500 },
-      { name: 'userClaims', type: 'words', label: 'consoleUserClaims', max: 2000 },
-    ],
+    fields: SCOPE_FIELDS,
   },
   api_resource: {
     slug: 'api-resources',
@@ -65,9 +63,9 @@ const KINDS: Record<ManagedKind, { slug: string; caption: keyof Messages; create
     create: 'consoleNewApiResource',
     detail: 'consoleScopes',
     fields: [
-      { name: 'name', type: 'text', label: 'consoleName', max: 200, required: true, fixed: true },
+      NAME,
       { name: 'scopes', type: 'words', label: 'consoleScopes', max: 2000 },
-      { name: 'userClaims', type: 'words', label: 'consoleUserClaims', max: 2000 },
+      USER_CLAIMS,
       { name: 'resourceUris', type: 'lines', label: 'consoleResourceUris', max: 8000 },
     ],
   },
@@ -78,7 +76,7 @@ const KINDS: Record<ManagedKind, { slug: string; caption: keyof Messages; create
     detail: 'consoleAuthority',
     fields: [
       { name: 'name', type: 'text', label: 'consoleName', max: 100, required: true, fixed: true },
-      { name: 'displayName', type: 'text', label: 'consoleDisplayName', max: 200 },
+      DISPLAY_NAME,
       { name: 'authority', type: 'text', label: 'consoleAuthority', max: 512, required: true, fixed: true },
       { name: 'clientId', type: 'text', label: 'consoleUpstreamClientId', max: 255, required: true },
       { name: 'clientSecret', type: 'secret', label: 'consoleUpstreamClientSecret', max: 1000 },
