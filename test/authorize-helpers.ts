@@ -41,7 +41,10 @@ export function authorizeClients(): ClientInput[] {
     webLike('consent', { requireConsent: true, clientName: 'Consent <App>' }),
     webLike('legacy', { requirePkce: false }),
     webLike('plain', { allowPlainTextPkce: true }),
-    webLike('short', { authorizationCodeLifetime: 1, identityTokenLifetime: 1 }),
+    // A 1 s identity token (hints that expire); its codes keep the default lifetime, so a slow
+    // machine never sees one expire between issue and redemption.
+    webLike('short', { identityTokenLifetime: 1 }),
+    webLike('short-code', { authorizationCodeLifetime: 1 }),
     {
       clientId: 'spa',
       requireClientSecret: false,

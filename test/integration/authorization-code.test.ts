@@ -200,9 +200,9 @@ describe('RU-13 the redirect URI must equal the authorization request value', ()
 
 describe('TK-10 codes expire', () => {
   it('a code of a client with a 1 s lifetime is refused after 2 s', async () => {
-    const c = await getCode(b, codeParams(challenge, { client_id: 'short' }));
+    const c = await getCode(b, codeParams(challenge, { client_id: 'short-code' }));
     await sleep(2100);
-    const res = await redeem(sigil, c, { client: 'short', verifier });
+    const res = await redeem(sigil, c, { client: 'short-code', verifier });
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toBe('invalid_grant');
   });
