@@ -17,6 +17,7 @@
 //   page         GET /scim/v2/Users?count=100&startIndex=<1..901>               target p99 < 50 ms
 //   sw           GET /scim/v2/Users?filter=userName sw "<random 6-char prefix>" (for the docs)
 //   co           GET /scim/v2/Users?filter=userName co "<random 5 chars>"       (a scan: the bound)
+//   deep         GET /scim/v2/Users?count=100&startIndex=<near the last user>   (what deep paging costs)
 // and prints p50 / p99 in milliseconds per scenario. A scan is bounded (README, SCIM): on SQLite above
 // 250,000 users `co` is refused at once with 400 tooMany, which the co row counts ("refused").
 import { execFileSync, spawn } from 'node:child_process';
@@ -215,6 +216,8 @@ async function benchStore(kind, count, work, configFile, pgUrl, requests) {
     for (const [name, path] of Object.entries(scenarios)) out.scenarios[name] = await measure(http, token, path, requests);
     // A substring filter scans: a few requests show its bound.
     out.scenarios.co = await measure(http, token, () => q(`userName co "${String(any()).padStart(7, '0').slice(2)}"`), 10, true);
+    // A page near the end: OFFSET walks the index up to it (what deep paging costs).
+    out.scenarios.deep = await measure(http, token, () => `/scim/v2/Users?count=100&startIndex=${count - 199 - Math.floor(Math.random() * 100)}`, 10, true);
   } finally {
     await http.close();
     await stop(child);
