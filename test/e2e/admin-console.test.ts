@@ -6,7 +6,8 @@
  * sees its secret once, edits its redirect URIs, creates an API scope and an API resource (secret
  * shown once) whose name becomes the aud of a client_credentials token, is refused deleting a
  * scope still in use, creates and deletes an upstream provider and a group, rotates the signing
- * keys and finds all of it in the event log with the admin as actor. A user without the admin role gets the "not allowed"
+ * keys and finds all of it in the event log with the admin as actor; signing out ends the Sigil
+ * session too, so the next visit asks for the password again. A user without the admin role gets the "not allowed"
  * page; a POST without the CSRF token is refused and changes nothing; each page is axe-clean,
  * uncached and unframeable, and reads German for a German browser. Each page's screenshot
  * (1000 px wide) is saved as console-<page>.png, for the README with CONSOLE_SCREENSHOTS=docs.
@@ -414,10 +415,17 @@ describe('the web console', () => {
     await admin.context().setExtraHTTPHeaders({});
   });
 
-  it('signs out of the console', async () => {
+  it('signs out of the console and of Sigil: the next visit asks for the password again', async () => {
     await admin.goto(`${f.sigil.url}/admin/users`);
     await admin.getByRole('button', { name: 'Sign out of the console' }).click();
     await admin.getByRole('heading', { name: 'Signed out of the console' }).waitFor();
-    expect((await admin.context().cookies()).some((c) => c.name === 'sigil.console')).toBe(false);
+    expect(await admin.textContent('main')).toContain('Your console session and your sign-in have ended.');
+    expect(await audit(admin)).toEqual([]);
+    const names = (await admin.context().cookies()).map((c) => c.name);
+    expect(names).not.toContain('sigil.console');
+    expect(names).not.toContain('sigil.session');
+    await admin.goto(`${f.sigil.url}/admin`);
+    await admin.waitForURL(/\/account\/login\?interaction=/);
+    await admin.locator('input[name=password]').waitFor();
   });
 });
