@@ -4,7 +4,9 @@
  * store. Every page is answered uncached and unframeable (the pages' headers), every POST needs
  * the CSRF token (403 and no change without it) and a console session (`ConsoleSession`); every
  * change emits the `admin_changed` audit event (or the SCIM service's own events) naming the
- * console client and the admin's subject. Signing out ends the browser's Sigil session as well.
+ * console client and the admin's subject. A change whose answer shows no secret redirects to its
+ * page (`Console.done`, Post/Redirect/Get); one that shows a secret once renders it directly.
+ * Signing out ends the browser's Sigil session as well.
  * Without `admin.console` nothing here is registered.
  */
 import type { FastifyInstance } from 'fastify';
@@ -15,12 +17,13 @@ import { signOut } from '../../interaction/browser.js';
 import type { SigilContext } from '../../context.js';
 import { OAuthError } from '../../protocol/errors.js';
 import { Params } from '../../protocol/params.js';
+import { queryString } from '../../http/fields.js';
 import { checkCsrf } from '../csrf.js';
 import { sendErrorPage } from '../error-page.js';
 import { language } from '../language.js';
 import { sendLoggedOut } from '../signed-out.js';
 import { type ConsoleDeps, ConsoleSession } from './console-session.js';
-import type { Console } from './console-page.js';
+import { type Console, noticeOf } from './console-page.js';
 import { clientPages } from './clients-pages.js';
 import { CONSOLE_STYLES, CONSOLE_TEMPLATES } from './templates.js';
 import { resourcesPage } from './resources-page.js';
@@ -60,8 +63,12 @@ export function adminConsole(app: FastifyInstance, ctx: SigilContext, deps: Cons
       const check = await session.caller(request, reply);
       return check.kind === 'caller' ? { caller: check.caller, form: request.body } : undefined;
     },
-    render: (request, reply, name, section, data, status = 200) =>
-      ctx.pages.send(reply, name, language(request), { ...data, section, csrf: reply.generateCsrf() }, status),
+    done: (reply, path, notice) => reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${path}?${new URLSearchParams({ done: notice })}`, 303),
+    render: (request, reply, name, section, data, status = 200) => {
+      const done = request.method === 'GET' ? noticeOf(queryString(request, 'done')) : undefined;
+      const notice = data.notice ?? (done ? ctx.pages.text(language(request), done) : undefined);
+      return ctx.pages.send(reply, name, language(request), { ...data, notice, section, csrf: reply.generateCsrf() }, status);
+    },
     text: (request, key) => ctx.pages.text(language(request), key),
     changes: (caller) => new AuditedChanges(ctx.management, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
     audit: (caller, action, target, changes) => emitAdminChange(ctx.events, CONSOLE_PATH, caller, action, target, changes),
