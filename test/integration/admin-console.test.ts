@@ -102,6 +102,15 @@ describe('the console under an issuer path', () => {
     expect(location.searchParams.get('redirect_uri')).toBe('http://127.0.0.1:5999/id/admin/callback');
     expect(String(res.headers['set-cookie'])).toContain('Path=/id/admin/callback');
     expect((await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode).toBe(404);
+    expect((await sigil.app.inject({ method: 'GET', url: '/id/admin/signed-out' })).statusCode).toBe(200);
+  });
+
+  it('ends a sign-out on the signed-out page below the path', async () => {
+    const b = new Browser(sigil);
+    const csrf = input((await b.get('/id/account/login')).body, 'csrf_token');
+    const done = await b.post('/id/admin/logout', { csrf_token: csrf, button: 'logout' });
+    expect(done.status).toBe(303);
+    expect(done.location).toBe('http://127.0.0.1:5999/id/admin/signed-out');
   });
 });
 
