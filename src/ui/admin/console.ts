@@ -86,8 +86,9 @@ export function adminConsole(app: FastifyInstance, ctx: SigilContext, deps: Cons
   // The end is the end-session endpoint's own (`signOut`, `sendLoggedOut`): back-channel logout
   // tokens for the session's clients are queued and sent, and the signed-out page loads their
   // front-channel logout frames before going on to the console's signed-out page. No identity
-  // token is needed: unlike a GET to /connect/endsession, this POST carries the CSRF token of a
-  // console page, so it is this browser's own request, and it ends this browser's session only.
+  // token is needed: unlike a GET to /connect/endsession, which any site can send the browser to,
+  // this POST needs the CSRF token of one of Sigil's own forms, so it is this browser's own
+  // request, and it ends this browser's session only.
   app.post(`${CONSOLE_PATH}/logout`, async (request, reply) => {
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
     await session.signOut(request, reply);
