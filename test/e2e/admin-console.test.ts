@@ -5,8 +5,10 @@
  * creates, disables and edits users, resets a second factor, ends a session, creates a client and
  * sees its secret once, edits its redirect URIs, creates an API scope and an API resource (secret
  * shown once) whose name becomes the aud of a client_credentials token, is refused deleting a
- * scope still in use, creates and deletes an upstream provider and a group, rotates the signing
- * keys and finds all of it in the event log with the admin as actor. A user without the admin role gets the "not allowed"
+ * scope still in use, rotates the API resource's secret (old and new both pass introspection during
+ * the grace period), creates, edits (its secret write-only) and deletes an upstream provider, creates and deletes a group, rotates the signing
+ * keys and finds all of it in the event log with the admin as actor; signing out ends the Sigil
+ * session too, so the next visit asks for the password again. A user without the admin role gets the "not allowed"
  * page; a POST without the CSRF token is refused and changes nothing; each page is axe-clean,
  * uncached and unframeable, and reads German for a German browser. Each page's screenshot
  * (1000 px wide) is saved as console-<page>.png, for the README with CONSOLE_SCREENSHOTS=docs.
@@ -161,6 +163,9 @@ describe('the web console', () => {
   });
 
   let erin = '';
+/** The API resource `reports`' first secret, and a token whose aud names it (the API test makes them). */
+let reportsSecret = '';
+let reportsToken = '';
   it('creates a user with the keyboard alone, ends their session, edits their claims and groups and disables them, after which their sign-in fails as a wrong password does', async () => {
     await admin.goto(`${f.sigil.url}/admin/users`);
     await tabTo(admin, '#new-username');
@@ -299,6 +304,7 @@ describe('the web console', () => {
     await admin.getByText('It has been created.').waitFor();
     const secret = (await admin.locator('#resource-secret').textContent()) ?? '';
     expect(secret.length).toBeGreaterThanOrEqual(32);
+    reportsSecret = secret;
     await check(admin, null, 'resource');
     await admin.goto(`${f.sigil.url}/admin/resources/api-resources/reports`);
     await expect(admin.locator('#resource-secret').count()).resolves.toBe(0);
@@ -313,6 +319,8 @@ describe('the web console', () => {
     await admin.getByLabel('User claims').fill('role');
     await admin.getByRole('button', { name: 'Save' }).click();
     await admin.getByText('It has been saved.').waitFor();
+    // Post/Redirect/Get: the saved page is a GET of the item, so a reload repeats no change.
+    expect(admin.url()).toBe(`${f.sigil.url}/admin/resources/api-resources/reports?done=consoleResourceSaved`);
     expect(await admin.getByLabel('User claims').inputValue()).toBe('role');
 
     await admin.goto(`${f.sigil.url}/admin/clients`);
@@ -329,9 +337,40 @@ describe('the web console', () => {
     });
     expect(token.status).toBe(200);
     const { access_token } = (await token.json()) as { access_token: string };
+    reportsToken = access_token;
     const claims = JSON.parse(Buffer.from(access_token.split('.')[1] ?? '', 'base64url').toString()) as { aud: string | string[]; scope: string };
     expect([claims.aud].flat()).toContain('reports');
     expect(claims.scope).toBe('reports.read');
+  });
+
+  it('rotates a stored API resource\'s secret: the new one is shown once, and both work at introspection during the grace period', async () => {
+    expect(reportsSecret).not.toBe('');
+    await admin.goto(`${f.sigil.url}/admin/resources/api-resources/reports`);
+    await expect(admin.locator('#resource-secret').count()).resolves.toBe(0);
+    await admin.getByRole('button', { name: 'Rotate the secret' }).click();
+    await admin.getByText('The secret has been rotated.').waitFor();
+    const rotated = (await admin.locator('#resource-secret').textContent()) ?? '';
+    expect(rotated.length).toBeGreaterThanOrEqual(32);
+    expect(rotated).not.toBe(reportsSecret);
+    expect(await audit(admin)).toEqual([]);
+    // Shown on that answer only: the item's page never shows it again.
+    await admin.goto(`${f.sigil.url}/admin/resources/api-resources/reports`);
+    await expect(admin.locator('#resource-secret').count()).resolves.toBe(0);
+    expect(await admin.content()).not.toContain(rotated);
+    const introspect = (secret: string) =>
+      fetch(`${f.sigil.url}/connect/introspect`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`reports:${secret}`).toString('base64')}` },
+        body: new URLSearchParams({ token: reportsToken }),
+      });
+    for (const secret of [reportsSecret, rotated]) {
+      const answer = await introspect(secret);
+      expect(answer.status).toBe(200);
+      const body = (await answer.json()) as { active: boolean; aud?: string | string[] };
+      expect(body.active).toBe(true);
+      expect([body.aud].flat()).toContain('reports');
+    }
+    expect((await introspect('not-the-secret')).status).toBe(401);
   });
 
   it('refuses to delete an API scope an API resource uses, with the reason', async () => {
@@ -345,7 +384,7 @@ describe('the web console', () => {
     expect(await admin.locator('main').textContent()).toContain('reports.read');
   });
 
-  it('creates an upstream provider without ever showing its client secret back, and deletes it', async () => {
+  it('creates an upstream provider, edits it, never showing its client secret back, and deletes it', async () => {
     await admin.goto(`${f.sigil.url}/admin/resources/new/identity-providers`);
     await admin.getByLabel('Name', { exact: true }).fill('partner');
     await admin.getByLabel('Issuer').fill('https://partner.example');
@@ -353,11 +392,31 @@ describe('the web console', () => {
     await admin.getByLabel('Client secret at the provider').fill('upstream-secret-value');
     await admin.getByRole('button', { name: 'Create', exact: true }).click();
     await admin.getByText('It has been created.').waitFor();
+    expect(admin.url()).toBe(`${f.sigil.url}/admin/resources/identity-providers/partner?done=consoleResourceCreated`);
     expect(await admin.content()).not.toContain('upstream-secret-value');
     expect(await admin.getByLabel('Client secret at the provider').inputValue()).toBe('');
     expect(await admin.locator('main dl').textContent()).toContain('https://partner.example');
+
+    // An edit with the secret field left empty keeps the secret (the event log names no clientSecret change).
+    await admin.getByLabel('Display name').fill('Partner Inc.');
+    await admin.getByLabel('Client ID at the provider').fill('sigil-at-partner-2');
+    await admin.getByRole('button', { name: 'Save' }).click();
+    await admin.getByText('It has been saved.').waitFor();
+    expect(await admin.getByLabel('Display name').inputValue()).toBe('Partner Inc.');
+    expect(await admin.getByLabel('Client ID at the provider').inputValue()).toBe('sigil-at-partner-2');
+    expect(await admin.getByLabel('Client secret at the provider').inputValue()).toBe('');
+    // A new secret is taken, and not shown back either.
+    await admin.getByLabel('Client secret at the provider').fill('upstream-secret-two');
+    await admin.getByRole('button', { name: 'Save' }).click();
+    await admin.getByText('It has been saved.').waitFor();
+    const page = await admin.content();
+    for (const secret of ['upstream-secret-value', 'upstream-secret-two']) expect(page).not.toContain(secret);
+    expect(await admin.getByLabel('Client secret at the provider').inputValue()).toBe('');
+    expect(await audit(admin)).toEqual([]);
+
     await admin.getByRole('button', { name: 'Delete' }).click();
     await admin.getByText('It has been deleted.').waitFor();
+    expect(admin.url()).toBe(`${f.sigil.url}/admin/resources?done=consoleResourceDeleted`);
     expect(await admin.locator('main').textContent()).not.toContain('partner.example');
   });
 
@@ -382,8 +441,18 @@ describe('the web console', () => {
     await expect(admin.locator('table tbody tr').count()).resolves.toBe(before);
     await admin.getByRole('button', { name: 'Rotate the signing keys' }).click();
     await admin.getByText('New signing keys have been added.').waitFor();
-    expect(await admin.locator('table tbody tr').count()).toBeGreaterThan(before);
+    const after = await admin.locator('table tbody tr').count();
+    expect(after).toBeGreaterThan(before);
+    // Post/Redirect/Get: a reload shows the page again and rotates nothing.
+    expect(admin.url()).toBe(`${f.sigil.url}/admin/keys?done=consoleKeysRotated`);
+    await admin.reload();
+    await admin.getByText('New signing keys have been added.').waitFor();
+    await expect(admin.locator('table tbody tr').count()).resolves.toBe(after);
     await check(admin, response, 'keys');
+    // The confirmation is a message key: anything else shows no notice, and nothing of the query.
+    await admin.goto(`${f.sigil.url}/admin/keys?done=${encodeURIComponent('<b>forged</b>')}`);
+    await expect(admin.locator('p.notice').count()).resolves.toBe(0);
+    expect(await admin.content()).not.toContain('forged');
   });
 
   it('filters the event log, which shows the changes with the admin as actor', async () => {
@@ -398,8 +467,12 @@ describe('the web console', () => {
       if (i > 0) await admin.waitForTimeout(500).then(() => admin.reload());
       rows = await admin.locator('table tbody tr').allTextContents();
     }
-    for (const action of ['client.create', 'client.update', 'api_scope.create', 'api_resource.create', 'api_resource.update', 'identity_provider.delete', 'key.rotate', 'user.claims', 'user.reset_mfa', 'session.revoke'])
+    for (const action of ['client.create', 'client.update', 'api_scope.create', 'api_resource.create', 'api_resource.update', 'api_resource.rotate_secret', 'identity_provider.update', 'identity_provider.delete', 'key.rotate', 'user.claims', 'user.reset_mfa', 'session.revoke'])
       expect(rows.some((r) => r.includes(action)), action).toBe(true);
+    const providerUpdates = rows.filter((r) => r.includes('identity_provider.update'));
+    expect(providerUpdates).toHaveLength(2);
+    expect(providerUpdates.filter((r) => r.includes('clientSecret'))).toHaveLength(1);
+    for (const row of rows) expect(row).not.toMatch(/upstream-secret/);
     for (const row of rows) expect(row).toContain(`sigil-console${ADMIN_SUB}`);
     await check(admin, null, 'events');
   });
@@ -414,10 +487,17 @@ describe('the web console', () => {
     await admin.context().setExtraHTTPHeaders({});
   });
 
-  it('signs out of the console', async () => {
+  it('signs out of the console and of Sigil: the next visit asks for the password again', async () => {
     await admin.goto(`${f.sigil.url}/admin/users`);
     await admin.getByRole('button', { name: 'Sign out of the console' }).click();
     await admin.getByRole('heading', { name: 'Signed out of the console' }).waitFor();
-    expect((await admin.context().cookies()).some((c) => c.name === 'sigil.console')).toBe(false);
+    expect(await admin.textContent('main')).toContain('Your console session and your sign-in have ended.');
+    expect(await audit(admin)).toEqual([]);
+    const names = (await admin.context().cookies()).map((c) => c.name);
+    expect(names).not.toContain('sigil.console');
+    expect(names).not.toContain('sigil.session');
+    await admin.goto(`${f.sigil.url}/admin`);
+    await admin.waitForURL(/\/account\/login\?interaction=/);
+    await admin.locator('input[name=password]').waitFor();
   });
 });

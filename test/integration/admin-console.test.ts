@@ -3,11 +3,14 @@
  * without a console session to the authorization endpoint as the built-in public client (code,
  * PKCE S256, state), remembering the sign-in in a cookie sent only to the callback; pages are
  * uncached and unframeable; a POST without the CSRF token is refused before anything else; with
- * `admin.console` false there is no console and no client `sigil-console`.
+ * `admin.console` false there is no console and no client `sigil-console`. Signing out of the
+ * console (a CSRF-protected POST) ends the browser's Sigil session as the end-session endpoint
+ * does, with back- and front-channel logout of the session's clients.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pkce, startAuthorizeSigil } from '../authorize-helpers.js';
+import { authorizeUrl, Browser, codeParams, idTokensInSession, input, pkce, readResponse, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
 import type { TestSigil } from '../helpers.js';
+import { LogoutReceiver } from '../logout-receiver.js';
 
 describe('the console at /admin', () => {
   let sigil: TestSigil;
@@ -99,5 +102,80 @@ describe('the console under an issuer path', () => {
     expect(location.searchParams.get('redirect_uri')).toBe('http://127.0.0.1:5999/id/admin/callback');
     expect(String(res.headers['set-cookie'])).toContain('Path=/id/admin/callback');
     expect((await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode).toBe(404);
+    expect((await sigil.app.inject({ method: 'GET', url: '/id/admin/signed-out' })).statusCode).toBe(200);
+  });
+
+  it('ends a sign-out on the signed-out page below the path', async () => {
+    const b = new Browser(sigil);
+    const csrf = input((await b.get('/id/account/login')).body, 'csrf_token');
+    const done = await b.post('/id/admin/logout', { csrf_token: csrf, button: 'logout' });
+    expect(done.status).toBe(303);
+    expect(done.location).toBe('http://127.0.0.1:5999/id/admin/signed-out');
+  });
+});
+
+describe('signing out of the console', () => {
+  let sigil: TestSigil;
+  let receiver: LogoutReceiver;
+  beforeAll(async () => {
+    receiver = await LogoutReceiver.start();
+    sigil = await startAuthorizeSigil([webLike('bc', { backChannelLogoutUri: `${receiver.url}/bc` }), webLike('fc', { frontChannelLogoutUri: 'https://rp.example/fc' })], {
+      backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },
+    });
+  });
+  afterAll(async () => {
+    await sigil.close();
+    await receiver.close();
+  });
+
+  /** Whether the browser's session still yields a code with prompt=none. */
+  async function signedIn(b: Browser): Promise<boolean> {
+    const r = readResponse(await b.get(authorizeUrl(codeParams(pkce().challenge, { prompt: 'none' }))));
+    if (r.params.get('code')) return true;
+    expect(r.params.get('error')).toBe('login_required');
+    return false;
+  }
+
+  it('refuses the sign-out POST without the CSRF token with 403, the Sigil session kept', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('alice');
+    const forged = await b.post('/admin/logout', { button: 'logout' });
+    expect(forged.status).toBe(403);
+    expect(forged.body).not.toContain('Signed out');
+    const wrong = await b.post('/admin/logout', { csrf_token: 'not-a-token', button: 'logout' });
+    expect(wrong.status).toBe(403);
+    expect(b.cookies.has('sigil.session')).toBe(true);
+    expect(await signedIn(b)).toBe(true);
+    expect(receiver.received).toEqual([]);
+  });
+
+  it('ends the Sigil session with the CSRF token: back-channel logout sent, front-channel frames loaded, then the console\'s signed-out page', async () => {
+    const b = new Browser(sigil);
+    const { sid } = await idTokensInSession(sigil, b, ['bc', 'fc']);
+    // Any page of this browser's carries a CSRF token for its secret cookie; the logout prompt is one.
+    const csrf = input((await b.get('/account/logout')).body, 'csrf_token');
+    const done = await b.post('/admin/logout', { csrf_token: csrf, button: 'logout' });
+    expect(done.status).toBe(200);
+    expect(done.headers['cache-control']).toContain('no-store');
+    const cookies = done.res.cookies.map((c) => `${c.name}:${c.path}:${c.value}`);
+    expect(cookies).toContain('sigil.console:/admin:');
+    expect(cookies).toContain('sigil.session:/:');
+    expect(done.body).toContain(`https://rp.example/fc?iss=${encodeURIComponent(sigil.context.issuer)}&amp;sid=${sid}`);
+    expect(done.body).toContain(`href="${sigil.context.issuer}/admin/signed-out"`);
+    expect(receiver.received.map((r) => [r.path, r.sid])).toEqual([['/bc', sid]]);
+    expect(await signedIn(b)).toBe(false);
+    const page = await b.get('/admin/signed-out', { 'accept-language': 'de' });
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('Von der Konsole abgemeldet');
+  });
+
+  it('goes straight to the console\'s signed-out page when no client needs a front-channel frame', async () => {
+    const b = new Browser(sigil);
+    await b.signIn('alice');
+    const csrf = input((await b.get('/account/logout')).body, 'csrf_token');
+    const done = await b.post('/admin/logout', { csrf_token: csrf, button: 'logout' });
+    expect(done.status).toBe(303);
+    expect(done.location).toBe(`${sigil.context.issuer}/admin/signed-out`);
+    expect(await signedIn(b)).toBe(false);
   });
 });

@@ -36,6 +36,7 @@ export function clientPages(admin: Console): void {
   const { ctx, app } = admin;
   const clients = ctx.management.clients;
   const clientId = (request: FastifyRequest) => (request.params as { clientId: string }).clientId;
+  const clientPath = (id: string) => `/admin/clients/${encodeURIComponent(id)}`;
 
   const listPage = async (request: FastifyRequest, reply: FastifyReply, form: Record<string, unknown>, error?: string, status = 200) =>
     admin.render(request, reply, 'console-clients', 'clients', { clients: await clients.list(), grantTypes: GRANT_TYPES, form, error }, status);
@@ -71,7 +72,9 @@ export function clientPages(admin: Console): void {
         ...settings,
         ...(isPublic ? { requireClientSecret: false, tokenEndpointAuthMethod: 'none' } : {}),
       });
-      return clientPage(request, reply, String(view.client.clientId), { notice: admin.text(request, 'consoleClientCreated'), ...(secret ? { secret } : {}) }, 201);
+      // A confidential client's secret is shown on this answer only (no-store); a public one's page is a redirect.
+      if (!secret) return admin.done(reply, clientPath(String(view.client.clientId)), 'consoleClientCreated');
+      return clientPage(request, reply, String(view.client.clientId), { notice: admin.text(request, 'consoleClientCreated'), secret }, 201);
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
@@ -93,7 +96,7 @@ export function clientPages(admin: Console): void {
       if (!refusal) throw err;
       return clientPage(request, reply, id, { error: refusal.message }, refusal.status);
     }
-    return clientPage(request, reply, id, { notice: admin.text(request, 'consoleClientSaved') });
+    return admin.done(reply, clientPath(id), 'consoleClientSaved');
   });
 
   app.post('/admin/clients/:clientId/secret', async (request, reply) => {

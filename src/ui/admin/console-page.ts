@@ -11,6 +11,37 @@ import { ScimError } from '../../protocol/scim-filter.js';
 import type { Messages } from '../i18n.js';
 import type { ConsoleCaller } from './console-session.js';
 
+/**
+ * The confirmations a change's redirect may name (`?done=<key>`, Post/Redirect/Get): message keys
+ * of fixed texts, so the page shows one of these or nothing, never text from the request.
+ */
+export const NOTICES = [
+  'consoleUserCreated',
+  'consoleUserEnabled',
+  'consoleUserDisabled',
+  'consoleClaimsSaved',
+  'consoleGroupsSaved',
+  'consoleMfaReset',
+  'consoleSessionRevoked',
+  'consoleGroupCreated',
+  'consoleGroupDeleted',
+  'consoleClientCreated',
+  'consoleClientSaved',
+  'consoleResourceCreated',
+  'consoleResourceSaved',
+  'consoleResourceDeleted',
+  'consoleKeysRotated',
+  'consoleKeyRetired',
+] as const satisfies readonly (keyof Messages)[];
+
+/** A confirmation a change's redirect names. */
+export type Notice = (typeof NOTICES)[number];
+
+/** The notice a `done` query value names, if it is one of `NOTICES`. */
+export function noticeOf(value: string | undefined): Notice | undefined {
+  return NOTICES.find((key) => key === value);
+}
+
 /** The console's sections, as the navigation names them. */
 export type Section = 'users' | 'clients' | 'resources' | 'keys' | 'events';
 
@@ -27,7 +58,13 @@ export interface Console {
    * token), then the session; undefined after answering.
    */
   writer(request: FastifyRequest, reply: FastifyReply): Promise<{ caller: ConsoleCaller; form: Params } | undefined>;
-  /** Sends a console page of `section`. */
+  /**
+   * Answers a change whose page shows no secret (Post/Redirect/Get): a 303 to `path` (below the
+   * issuer's path, its segments already encoded) with `?done=<notice>`, which `render` shows there.
+   * A reload of that page then repeats the GET, never the change.
+   */
+  done(reply: FastifyReply, path: string, notice: Notice): FastifyReply;
+  /** Sends a console page of `section`; without a `notice` of its own, the one its `done` query names. */
   render(request: FastifyRequest, reply: FastifyReply, name: string, section: Section, data: Record<string, unknown>, status?: number): FastifyReply;
   /** A text of the request's language. */
   text(request: FastifyRequest, key: keyof Messages): string;

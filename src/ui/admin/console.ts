@@ -4,26 +4,35 @@
  * store. Every page is answered uncached and unframeable (the pages' headers), every POST needs
  * the CSRF token (403 and no change without it) and a console session (`ConsoleSession`); every
  * change emits the `admin_changed` audit event (or the SCIM service's own events) naming the
- * console client and the admin's subject. Without `admin.console` nothing here is registered.
+ * console client and the admin's subject. A change whose answer shows no secret redirects to its
+ * page (`Console.done`, Post/Redirect/Get); one that shows a secret once renders it directly.
+ * Signing out ends the browser's Sigil session as well.
+ * Without `admin.console` nothing here is registered.
  */
 import type { FastifyInstance } from 'fastify';
 import { emitAdminChange } from '../../admin/audit.js';
 import { AuditedChanges } from '../../admin/audited-changes.js';
 import { CONSOLE_PATH } from '../../config/console-client.js';
+import { signOut } from '../../interaction/browser.js';
 import type { SigilContext } from '../../context.js';
 import { OAuthError } from '../../protocol/errors.js';
 import { Params } from '../../protocol/params.js';
+import { queryString } from '../../http/fields.js';
 import { checkCsrf } from '../csrf.js';
 import { sendErrorPage } from '../error-page.js';
 import { language } from '../language.js';
+import { sendLoggedOut } from '../signed-out.js';
 import { type ConsoleDeps, ConsoleSession } from './console-session.js';
-import type { Console } from './console-page.js';
+import { type Console, noticeOf } from './console-page.js';
 import { clientPages } from './clients-pages.js';
 import { CONSOLE_STYLES, CONSOLE_TEMPLATES } from './templates.js';
 import { resourcesPage } from './resources-page.js';
 import { userPages } from './users-pages.js';
 import { keyPages } from './keys-pages.js';
 import { eventsPage } from './events-page.js';
+
+/** The page a console sign-out ends on, below the issuer's path. */
+const CONSOLE_SIGNED_OUT_PATH = `${CONSOLE_PATH}/signed-out`;
 
 const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
 
@@ -54,8 +63,12 @@ export function adminConsole(app: FastifyInstance, ctx: SigilContext, deps: Cons
       const check = await session.caller(request, reply);
       return check.kind === 'caller' ? { caller: check.caller, form: request.body } : undefined;
     },
-    render: (request, reply, name, section, data, status = 200) =>
-      ctx.pages.send(reply, name, language(request), { ...data, section, csrf: reply.generateCsrf() }, status),
+    done: (reply, path, notice) => reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${path}?${new URLSearchParams({ done: notice })}`, 303),
+    render: (request, reply, name, section, data, status = 200) => {
+      const done = request.method === 'GET' ? noticeOf(queryString(request, 'done')) : undefined;
+      const notice = data.notice ?? (done ? ctx.pages.text(language(request), done) : undefined);
+      return ctx.pages.send(reply, name, language(request), { ...data, notice, section, csrf: reply.generateCsrf() }, status);
+    },
     text: (request, key) => ctx.pages.text(language(request), key),
     changes: (caller) => new AuditedChanges(ctx.management, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
     audit: (caller, action, target, changes) => emitAdminChange(ctx.events, CONSOLE_PATH, caller, action, target, changes),
@@ -68,11 +81,23 @@ export function adminConsole(app: FastifyInstance, ctx: SigilContext, deps: Cons
     const caller = await admin.reader(request, reply);
     return caller ? reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${CONSOLE_PATH}/users`, 303) : reply;
   });
+  // Signing out of the console ends this browser's Sigil session too (as Keycloak's console does):
+  // the console signed in through it, and leaving it would sign the next visit straight back in.
+  // The end is the end-session endpoint's own (`signOut`, `sendLoggedOut`): back-channel logout
+  // tokens for the session's clients are queued and sent, and the signed-out page loads their
+  // front-channel logout frames before going on to the console's signed-out page. No identity
+  // token is needed: unlike a GET to /connect/endsession, which any site can send the browser to,
+  // this POST needs the CSRF token of one of Sigil's own forms, so it is this browser's own
+  // request, and it ends this browser's session only.
   app.post(`${CONSOLE_PATH}/logout`, async (request, reply) => {
     if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
     await session.signOut(request, reply);
-    return ctx.pages.send(reply, 'message', language(request), { titleKey: 'consoleSignedOutTitle', textKey: 'consoleSignedOutText' });
+    const ended = await signOut(ctx, request, reply);
+    return sendLoggedOut(ctx, reply, language(request), ended, `${ctx.issuer}${CONSOLE_SIGNED_OUT_PATH}`);
   });
+  app.get(CONSOLE_SIGNED_OUT_PATH, async (request, reply) =>
+    ctx.pages.send(reply, 'message', language(request), { titleKey: 'consoleSignedOutTitle', textKey: 'consoleSignedOutText' }),
+  );
   userPages(admin);
   clientPages(admin);
   resourcesPage(admin);

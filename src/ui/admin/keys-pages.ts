@@ -10,7 +10,7 @@ import { type Console, refusalOf } from './console-page.js';
 /** Registers GET `/admin/keys`, POST `/admin/keys/rotate` and `/admin/keys/retire`. */
 export function keyPages(admin: Console): void {
   const { ctx, app } = admin;
-  const page = async (request: Parameters<Console['render']>[0], reply: Parameters<Console['render']>[1], notice?: string, error?: string, status = 200) => {
+  const page = async (request: Parameters<Console['render']>[0], reply: Parameters<Console['render']>[1], error?: string, status = 200) => {
     const keys = (await ctx.management.keys.list()).map((k) => ({
       kid: k.kid,
       alg: k.alg,
@@ -18,7 +18,7 @@ export function keyPages(admin: Console): void {
       activatesAt: new Date(k.activatesAt * 1000).toISOString(),
       retirable: (k.status === 'active' || k.status === 'pending') && k.retiredAt === null,
     }));
-    return admin.render(request, reply, 'console-keys', 'keys', { keys, notice, error }, status);
+    return admin.render(request, reply, 'console-keys', 'keys', { keys, error }, status);
   };
 
   app.get('/admin/keys', async (request, reply) => ((await admin.reader(request, reply)) ? page(request, reply) : reply));
@@ -27,7 +27,7 @@ export function keyPages(admin: Console): void {
     const w = await admin.writer(request, reply);
     if (!w) return reply;
     await admin.changes(w.caller).rotateKeys();
-    return page(request, reply, admin.text(request, 'consoleKeysRotated'));
+    return admin.done(reply, '/admin/keys', 'consoleKeysRotated');
   });
 
   app.post('/admin/keys/retire', async (request, reply) => {
@@ -40,8 +40,8 @@ export function keyPages(admin: Console): void {
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
-      return page(request, reply, undefined, refusal.message, refusal.status);
+      return page(request, reply, refusal.message, refusal.status);
     }
-    return page(request, reply, admin.text(request, 'consoleKeyRetired'));
+    return admin.done(reply, '/admin/keys', 'consoleKeyRetired');
   });
 }

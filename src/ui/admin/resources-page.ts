@@ -131,7 +131,9 @@ export function resourcesPage(admin: Console): void {
   const resources = ctx.management.resources;
   const params = (request: FastifyRequest) => request.params as { kind: string; name?: string };
 
-  const listPage = async (request: FastifyRequest, reply: FastifyReply, notice?: string) => {
+  const itemPath = (kind: ManagedKind, name: string) => `/admin/resources/${KINDS[kind].slug}/${encodeURIComponent(name)}`;
+
+  const listPage = async (request: FastifyRequest, reply: FastifyReply) => {
     const t = (key: keyof Messages) => admin.text(request, key);
     const tables = await Promise.all(
       ORDER.map(async (kind) => ({
@@ -142,7 +144,7 @@ export function resourcesPage(admin: Console): void {
         rows: (await resources.list(kind)).map((v) => ({ name: String(v.settings.name), detail: detailOf(kind, v.settings), source: v.source })),
       })),
     );
-    return admin.render(request, reply, 'console-resources', 'resources', { tables, notice });
+    return admin.render(request, reply, 'console-resources', 'resources', { tables });
   };
 
   const newPage = (request: FastifyRequest, reply: FastifyReply, kind: ManagedKind, values: Record<string, unknown>, refusal?: { message: string; status: number; fields: Record<string, string> }) =>
@@ -230,7 +232,9 @@ export function resourcesPage(admin: Console): void {
     const values = Object.fromEntries(KINDS[kind].fields.map((spec) => [spec.name, read(spec, w.form)]).filter(([, v]) => v !== undefined));
     try {
       const { view, secret } = await admin.changes(w.caller).createResource(kind, values);
-      return itemPage(request, reply, kind, String(view.settings.name), { notice: admin.text(request, 'consoleResourceCreated'), ...(secret ? { secret } : {}) }, 201);
+      // An API resource's secret is shown on this answer only (no-store); any other kind's page is a redirect.
+      if (!secret) return admin.done(reply, itemPath(kind, String(view.settings.name)), 'consoleResourceCreated');
+      return itemPage(request, reply, kind, String(view.settings.name), { notice: admin.text(request, 'consoleResourceCreated'), secret }, 201);
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
@@ -263,7 +267,7 @@ export function resourcesPage(admin: Console): void {
       if (!refusal) throw err;
       return itemPage(request, reply, at.kind, at.name, { refusal, values: patch });
     }
-    return itemPage(request, reply, at.kind, at.name, { notice: admin.text(request, 'consoleResourceSaved') });
+    return admin.done(reply, itemPath(at.kind, at.name), 'consoleResourceSaved');
   });
 
   app.post('/admin/resources/:kind/:name/delete', async (request, reply) => {
@@ -278,7 +282,7 @@ export function resourcesPage(admin: Console): void {
       if (!refusal) throw err;
       return itemPage(request, reply, at.kind, at.name, { refusal });
     }
-    return listPage(request, reply, admin.text(request, 'consoleResourceDeleted'));
+    return admin.done(reply, '/admin/resources', 'consoleResourceDeleted');
   });
 
   app.post('/admin/resources/:kind/:name/secret', async (request, reply) => {

@@ -41,7 +41,7 @@ export function userPages(admin: Console): void {
   const { ctx, app } = admin;
   const { scim, users } = ctx.management;
   const actor = (caller: ConsoleCaller) => ({ clientId: caller.clientId, sub: caller.sub });
-  const userUrl = (sub: string) => `${ctx.basePath}/admin/users/${encodeURIComponent(sub)}`;
+  const userPath = (sub: string) => `/admin/users/${encodeURIComponent(sub)}`;
 
   /** The groups, by name, with their member counts. */
   const groupList = async () =>
@@ -51,7 +51,7 @@ export function userPages(admin: Console): void {
       members: Array.isArray(g.members) ? g.members.length : 0,
     }));
 
-  const listPage = async (request: FastifyRequest, reply: FastifyReply, form: Json, error?: string, status = 200, notice?: string) => {
+  const listPage = async (request: FastifyRequest, reply: FastifyReply, form: Json, error?: string, status = 200) => {
     // Control characters never match a username (and PostgreSQL refuses a NUL): left out.
     const q = (queryString(request, 'q') ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 100);
     let list: { Resources?: Json[] };
@@ -66,7 +66,7 @@ export function userPages(admin: Console): void {
     const fromConfig = ctx.config.users
       .filter((u) => u.username.toLowerCase().includes(q.toLowerCase()))
       .map((u) => ({ subjectId: u.subjectId, username: u.username, name: typeof u.claims.name === 'string' ? u.claims.name : '', active: u.isActive, source: 'config' }));
-    return admin.render(request, reply, 'console-users', 'users', { q, users: [...fromConfig, ...stored], groups: await groupList(), form, error, notice }, status);
+    return admin.render(request, reply, 'console-users', 'users', { q, users: [...fromConfig, ...stored], groups: await groupList(), form, error }, status);
   };
 
   /** The user of a page: a config-file one, else a stored (SCIM) one; undefined after the 404 page. */
@@ -89,7 +89,7 @@ export function userPages(admin: Console): void {
     }
   };
 
-  const userPage = async (request: FastifyRequest, reply: FastifyReply, sub: string, notice?: string, error?: string, status = 200, claimsText?: string) => {
+  const userPage = async (request: FastifyRequest, reply: FastifyReply, sub: string, error?: string, status = 200, claimsText?: string) => {
     const user = await find(reply, sub);
     if (!user) return reply;
     const { factors } = await users.secondFactors(user.username, user.tenant);
@@ -115,7 +115,6 @@ export function userPages(admin: Console): void {
         factors: factors.length > 0 ? [...new Set(factors.map((f) => f.kind))].join(', ') : admin.text(request, 'consoleNone'),
         claims: claimsText ?? JSON.stringify(stored?.claims ?? {}, null, 2),
         sessions: await ctx.management.sessions.sessionsOf(sub),
-        notice,
         error,
       },
       status,
@@ -141,7 +140,7 @@ export function userPages(admin: Console): void {
         },
         actor(w.caller),
       );
-      return reply.header('cache-control', 'no-store').redirect(`${userUrl(String(resource.id))}?created=1`, 303);
+      return admin.done(reply, userPath(String(resource.id)), 'consoleUserCreated');
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
@@ -160,7 +159,7 @@ export function userPages(admin: Console): void {
       if (!refusal) throw err;
       return listPage(request, reply, { displayName }, format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }), refusal.status);
     }
-    return listPage(request, reply, {}, undefined, 201, admin.text(request, 'consoleGroupCreated'));
+    return admin.done(reply, '/admin/users', 'consoleGroupCreated');
   });
 
   app.post('/admin/groups/:id/delete', async (request, reply) => {
@@ -174,14 +173,13 @@ export function userPages(admin: Console): void {
       if (!refusal) throw err;
       return listPage(request, reply, {}, format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }), refusal.status);
     }
-    return listPage(request, reply, {}, undefined, 200, admin.text(request, 'consoleGroupDeleted'));
+    return admin.done(reply, '/admin/users', 'consoleGroupDeleted');
   });
 
   app.get('/admin/users/:sub', async (request, reply) => {
     if (!(await admin.reader(request, reply))) return reply;
     const { sub } = request.params as { sub: string };
-    const notice = queryString(request, 'created') === '1' ? admin.text(request, 'consoleUserCreated') : undefined;
-    return userPage(request, reply, sub, notice);
+    return userPage(request, reply, sub);
   });
 
   app.post('/admin/users/:sub/active', async (request, reply) => {
@@ -194,9 +192,9 @@ export function userPages(admin: Console): void {
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
-      return userPage(request, reply, sub, undefined, refusal.message, refusal.status);
+      return userPage(request, reply, sub, refusal.message, refusal.status);
     }
-    return userPage(request, reply, sub, admin.text(request, active ? 'consoleUserEnabled' : 'consoleUserDisabled'));
+    return admin.done(reply, userPath(sub), active ? 'consoleUserEnabled' : 'consoleUserDisabled');
   });
 
   app.post('/admin/users/:sub/claims', async (request, reply) => {
@@ -212,18 +210,18 @@ export function userPages(admin: Console): void {
       claims = JSON.parse(text);
       if (claims === null || typeof claims !== 'object' || Array.isArray(claims)) throw new Error('not an object');
     } catch {
-      return userPage(request, reply, sub, undefined, admin.text(request, 'consoleClaimsInvalid'), 400, text);
+      return userPage(request, reply, sub, admin.text(request, 'consoleClaimsInvalid'), 400, text);
     }
     try {
       await users.setClaims(user.username, user.tenant, claims);
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
-      return userPage(request, reply, sub, undefined, refusal.message, refusal.status, text);
+      return userPage(request, reply, sub, refusal.message, refusal.status, text);
     }
     // Claim names only: their values are personal data (as profile_updated events).
     admin.audit(w.caller, 'user.claims', { type: 'user', id: sub }, { claims: Object.keys(claims as Json) });
-    return userPage(request, reply, sub, admin.text(request, 'consoleClaimsSaved'));
+    return admin.done(reply, userPath(sub), 'consoleClaimsSaved');
   });
 
   app.post('/admin/users/:sub/groups', async (request, reply) => {
@@ -242,9 +240,9 @@ export function userPages(admin: Console): void {
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
-      return userPage(request, reply, sub, undefined, refusal.message, refusal.status);
+      return userPage(request, reply, sub, refusal.message, refusal.status);
     }
-    return userPage(request, reply, sub, admin.text(request, 'consoleGroupsSaved'));
+    return admin.done(reply, userPath(sub), 'consoleGroupsSaved');
   });
 
   app.post('/admin/users/:sub/mfa', async (request, reply) => {
@@ -255,7 +253,7 @@ export function userPages(admin: Console): void {
     if (!user) return reply;
     const { removed } = await users.resetSecondFactors(user.username, user.tenant, { events: ctx.events, endpoint: '/admin' });
     admin.audit(w.caller, 'user.reset_mfa', { type: 'user', id: sub }, { removed });
-    return userPage(request, reply, sub, admin.text(request, 'consoleMfaReset'));
+    return admin.done(reply, userPath(sub), 'consoleMfaReset');
   });
 
   app.post('/admin/users/:sub/sessions/revoke', async (request, reply) => {
@@ -269,8 +267,8 @@ export function userPages(admin: Console): void {
     } catch (err) {
       const refusal = refusalOf(err);
       if (!refusal) throw err;
-      return userPage(request, reply, sub, undefined, refusal.message, refusal.status);
+      return userPage(request, reply, sub, refusal.message, refusal.status);
     }
-    return userPage(request, reply, sub, admin.text(request, 'consoleSessionRevoked'));
+    return admin.done(reply, userPath(sub), 'consoleSessionRevoked');
   });
 }
