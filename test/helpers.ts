@@ -299,3 +299,18 @@ export function expectNoLeak(res: LightMyRequestResponse): void {
   const leak = /\bat \S+ \(|\.ts:\d|\.js:\d|node_modules|SQLITE|syntax error|Error:/.exec(res.body);
   if (leak) throw new Error(`response leaks internals (${leak[0]}): ${res.body}`);
 }
+
+/**
+ * Calls `probe` every 100 ms until `done(answer)` holds or `ms` milliseconds have passed, and
+ * returns the last answer either way, for the caller to assert on (a failure then shows what was
+ * last seen). For what another process or a background poll does in its own time: a fixed sleep
+ * before the assertion races that poll on a slow machine.
+ */
+export async function settled<T>(probe: () => Promise<T>, done: (answer: T) => boolean, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const answer = await probe();
+    if (done(answer) || Date.now() >= deadline) return answer;
+    await sleep(100);
+  }
+}

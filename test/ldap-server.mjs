@@ -173,7 +173,10 @@ export async function startSlapd(users = LDAP_USERS, options = {}) {
       claims: { name: 'cn', given_name: 'givenName', family_name: 'sn', email: 'mail' },
       groupsAttribute: 'memberOf',
       roleFromGroup: 'cn',
-      timeoutSeconds: 2,
+      // Room for a slapd answering late on a loaded machine (with 2 s a merely slow answer is a
+      // 503 and fails the test); no test waits for this bound to fire (a stopped slapd refuses
+      // connections at once).
+      timeoutSeconds: 10,
       ...extra,
     }),
     pid: () => child?.pid,

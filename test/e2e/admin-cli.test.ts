@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basic, form, tempDir, testConfig } from '../helpers.js';
+import { basic, form, settled, tempDir, testConfig } from '../helpers.js';
 import { createSigil, type Sigil } from '../../src/index.js';
 import { pino } from 'pino';
 import { Browser } from '../authorize-helpers.js';
@@ -97,11 +97,11 @@ describe('sigil users and clients write to the store; a running node picks them 
     await sigilCli('clients', 'add', '--json', JSON.stringify(client));
     const stored = await sigil.context.store.clients.listClients();
     expect(JSON.stringify(stored)).not.toContain('cli-secret');
-    await new Promise((r) => setTimeout(r, 1500));
-    expect((await token(basic('cli-m2m', 'cli-secret'), { grant_type: 'client_credentials' })).statusCode).toBe(200);
+    // The node reads stored changes at its next poll (about a second): wait for it, with a deadline.
+    const status = async () => (await token(basic('cli-m2m', 'cli-secret'), { grant_type: 'client_credentials' })).statusCode;
+    expect(await settled(status, (s) => s === 200)).toBe(200);
     await sigilCli('clients', 'remove', 'cli-m2m');
-    await new Promise((r) => setTimeout(r, 1500));
-    expect((await token(basic('cli-m2m', 'cli-secret'), { grant_type: 'client_credentials' })).statusCode).toBe(401);
+    expect(await settled(status, (s) => s === 401)).toBe(401);
   });
 
   it('`clients add` and `update` accept an API scope created through /admin/v1 (the stored resources), as the admin API does', async () => {
@@ -111,8 +111,10 @@ describe('sigil users and clients write to the store; a running node picks them 
     const client = { clientId: 'cli-reports-client', clientSecrets: ['cli-reports-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['cli-reports'] };
     await sigilCli('clients', 'add', '--json', JSON.stringify(client));
     await sigilCli('clients', 'update', 'cli-reports-client', '--json', JSON.stringify({ allowedScopes: ['cli-reports', 'api1'] }));
-    await new Promise((r) => setTimeout(r, 1500));
-    const res = await token(basic('cli-reports-client', 'cli-reports-secret'), { grant_type: 'client_credentials', scope: 'cli-reports api1' });
+    const res = await settled(
+      () => token(basic('cli-reports-client', 'cli-reports-secret'), { grant_type: 'client_credentials', scope: 'cli-reports api1' }),
+      (r) => r.statusCode === 200,
+    );
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json().scope.split(' ').sort()).toEqual(['api1', 'cli-reports']);
     // A scope neither in the config file nor stored is still refused.
@@ -173,8 +175,7 @@ describe('sigil users and clients write to the store; a running node picks them 
     const { stdout } = await sigilCli('clients', 'update', 'cli-upd', '--json', JSON.stringify({ allowedScopes: ['api1', 'api2'], clientName: 'Updated' }));
     expect(stdout).toMatch(/changed (allowedScopes, clientName|clientName, allowedScopes)/);
     const scoped = async () => (await token(basic('cli-upd', 'cli-upd-secret'), { grant_type: 'client_credentials', scope: 'api2' })).statusCode;
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(await scoped()).toBe(200);
+    expect(await settled(scoped, (s) => s === 200)).toBe(200);
     const bad = await sigilCli('clients', 'update', 'cli-upd', '--json', JSON.stringify({ allowedScopes: ['nope'] })).catch((e: { code: number; stderr: string }) => e);
     expect(bad).toMatchObject({ code: 2 });
     const config = await sigilCli('clients', 'update', 'm2m', '--json', '{"clientName":"x"}').catch((e: { code: number; stderr: string }) => e);

@@ -6,7 +6,7 @@
  * once), never follows redirects, and gives up on a refusal.
  */
 import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from 'jose';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSigil } from '../../src/index.js';
 import { Browser, BYE, idTokensInSession, input, ISSUER, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
 import { sleep, testConfig, type TestSigil } from '../helpers.js';
@@ -146,13 +146,20 @@ describe('back-channel logout', () => {
 
 describe('back-channel logout on session expiry', () => {
   it('a session that runs out is ended and its clients are told', async () => {
-    const expiring = await startAuthorizeSigil(logoutClients(receiver.url), { sessionLifetime: 2, backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 } });
+    // Sign-in and the code flow for 'bc' must happen inside the session's life: with a 2 s
+    // session a slow machine could see it run out before the client took part (then no client is
+    // told). The session lives 60 s; Sigil's clock (Date only, running on from there) is then
+    // moved past it and its poll, on real timers, finds the session run out.
+    const expiring = await startAuthorizeSigil(logoutClients(receiver.url), { sessionLifetime: 60, backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 } });
     try {
       const { sid } = await tokenFor(expiring, new Browser(expiring), 'bc');
+      expect(receiver.received).toEqual([]);
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 61_000, shouldAdvanceTime: true });
       await receiver.waitFor(() => receiver.delivered.length, 1);
       expect(receiver.delivered[0]).toMatchObject({ path: '/bc', sid });
       await verifyLogoutToken(expiring, receiver.delivered[0]!.token, 'bc');
     } finally {
+      vi.useRealTimers();
       await expiring.close();
     }
   });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InjectBrowser } from '../browser-helpers.js';
 import { form, startSigil } from '../helpers.js';
 
@@ -21,6 +21,15 @@ describe('device flow through the pages', () => {
     });
   });
   afterAll(async () => sigil.close());
+  // Sigil's clock (Date only; timers run) stands still and is moved on instead of slept through:
+  // two polls meant to come "at once" (slow_down) could be more than the 1 s interval apart on a
+  // slow machine and get authorization_pending.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   const poll = (deviceCode: string) =>
     sigil.app.inject({
@@ -63,7 +72,8 @@ describe('device flow through the pages', () => {
       }),
     );
     expect(done.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 6200));
+    // Past the interval, 1 + 5 s after the slow_down.
+    vi.setSystemTime(Date.now() + 6200);
     const [a, b2] = await Promise.all([poll(d.device_code), poll(d.device_code)]);
     const ok = [a, b2].filter((r) => r.statusCode === 200);
     expect(ok).toHaveLength(1);

@@ -3,7 +3,7 @@
  * Sigil answers unauthenticated callers with a 401 `invalid_client` JSON body (RFC 7662 §2.3 →
  * RFC 6749 §5.2) and a missing token with `invalid_request`.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type BasicCredentials,
   basic,
@@ -11,7 +11,6 @@ import {
   introspect,
   passwordTokens,
   postForm,
-  sleep,
   startSigil,
   testConfig,
   type TestSigil,
@@ -107,12 +106,20 @@ describe('introspection', () => {
       expect(res.body).toBe('{"active":false}');
     }
 
-    const brief = await clientTokens(sigil, 'api1', ['brief', 's']);
-    const briefRef = await clientTokens(sigil, 'api1', ['brief-ref', 's']);
-    expect((await introspect(sigil, briefRef.access_token, API1)).json()).toMatchObject({ active: true });
-    await sleep(3100);
-    expect((await introspect(sigil, brief.access_token, API1)).body).toBe('{"active":false}');
-    expect((await introspect(sigil, briefRef.access_token, API1)).body).toBe('{"active":false}');
+    // Sigil's clock (Date only) stands still from issuance to the first look and is then moved past
+    // the 2 s lifetime: with real time a slow machine could see the tokens expire before the first.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      const brief = await clientTokens(sigil, 'api1', ['brief', 's']);
+      const briefRef = await clientTokens(sigil, 'api1', ['brief-ref', 's']);
+      expect((await introspect(sigil, brief.access_token, API1)).json()).toMatchObject({ active: true });
+      expect((await introspect(sigil, briefRef.access_token, API1)).json()).toMatchObject({ active: true });
+      vi.setSystemTime(Date.now() + 3100);
+      expect((await introspect(sigil, brief.access_token, API1)).body).toBe('{"active":false}');
+      expect((await introspect(sigil, briefRef.access_token, API1)).body).toBe('{"active":false}');
+    } finally {
+      vi.useRealTimers();
+    }
 
     const ref = await clientTokens(sigil, 'api1', ['m2m-ref', 'm2m-secret']);
     expect((await postForm(sigil, '/connect/revocation', { token: ref.access_token }, ['m2m-ref', 'm2m-secret'])).statusCode).toBe(200);

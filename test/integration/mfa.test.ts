@@ -6,7 +6,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   authorizeClients,
   authorizeUrl,
@@ -423,17 +423,25 @@ describe('/account', () => {
 
   it('refuses changes from a session older than mfa.freshSignInSeconds, asking to sign in again', async () => {
     await sigil.close();
-    sigil = await startSigil({ clients: authorizeClients(), mfa: { freshSignInSeconds: 1 } });
+    // A window the sign-in, enrolment and first fetch fit in on any machine; the clock is then
+    // moved past it (a 1 s window and a real 2 s sleep let a slow setup see the page stale already).
+    sigil = await startSigil({ clients: authorizeClients(), mfa: { freshSignInSeconds: 60 } });
     const { b } = await aliceWithTotp();
     const fresh = await b.get('/account');
-    await new Promise((r) => setTimeout(r, 2100));
-    const page = await b.get('/account');
-    expect(page.body).toContain('href="/account/login?return=account"');
-    expect(page.body).not.toContain('name="factor"');
-    // A form fetched while the sign-in was fresh is refused once it is not.
-    const refused = await b.post('/account/recovery', { csrf_token: input(fresh.body, 'csrf_token'), button: 'regenerate' });
-    expect(refused.status).toBe(403);
-    expect(refused.body).not.toContain('<code>');
+    expect(fresh.body).toContain('name="factor"');
+    expect(fresh.body).not.toContain('href="/account/login?return=account"');
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 61_000 });
+    try {
+      const page = await b.get('/account');
+      expect(page.body).toContain('href="/account/login?return=account"');
+      expect(page.body).not.toContain('name="factor"');
+      // A form fetched while the sign-in was fresh is refused once it is not.
+      const refused = await b.post('/account/recovery', { csrf_token: input(fresh.body, 'csrf_token'), button: 'regenerate' });
+      expect(refused.status).toBe(403);
+      expect(refused.body).not.toContain('<code>');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

@@ -38,14 +38,21 @@ describe('failure limits shared through Redis', () => {
     const b = new FailureLimiter(limits, new RedisFailureCounters(REDIS));
     const key = `ldap:corp:subject:${randomUUID()}`;
     try {
-      await a.capFailed(key, 2);
-      await b.capFailed(key, 2);
+      // Redis keeps the window (its own expiry, its own clock), so real time passes here. A 30 s
+      // window with a 3 s pause: the third failure surely falls inside the window (with 2 s and
+      // 1.5 s, a slow round trip could let it lapse), and the window left after it (> 27 s if it
+      // slid; at most 27 s if not) tells the two apart with 2 s of room for the round trips (a
+      // Retry-After of exactly 2 s for a 2 s window left under 1 s).
+      const WINDOW = 30;
+      await a.capFailed(key, WINDOW);
+      await b.capFailed(key, WINDOW);
       await a.refuseCapped(key, 3);
-      await new Promise((r) => setTimeout(r, 1500));
-      // 1.5 s after the first failure of a 2 s window: a further one keeps the count and slides it.
-      await b.capFailed(key, 2);
+      await new Promise((r) => setTimeout(r, 3000));
+      // 3 s after the second failure: a further one keeps the count and slides the window.
+      await b.capFailed(key, WINDOW);
       const err = await a.refuseCapped(key, 3).catch((e: unknown) => e);
-      expect(err).toMatchObject({ status: 429, headers: { 'retry-after': '2' } });
+      expect(err).toMatchObject({ status: 429 });
+      expect(Number((err as { headers: Record<string, string> }).headers['retry-after'])).toBeGreaterThan(WINDOW - 3);
       await b.capSucceeded(key);
       await a.refuseCapped(key, 1);
     } finally {

@@ -4,14 +4,13 @@
  * client binding, and one winner among concurrent redemptions.
  */
 import { decodeJwt, jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   type BasicCredentials,
   fetchJwks,
   introspect,
   passwordTokens,
   postForm,
-  sleep,
   startSigil,
   testConfig,
   tokenRequest,
@@ -213,47 +212,61 @@ describe('refresh_token grant', () => {
     }
   });
 
-  describe.concurrent('expiry (waits a few seconds)', () => {
-    it('absolute: rotation does not extend the lifetime', async ({ expect }) => {
+  describe('expiry', () => {
+    // Sigil's clock (Date only; timers run as usual) is set to each step instead of sleeping
+    // through it: with real sleeps a slow machine could push a use that must still succeed past
+    // the 4 s or 6 s lifetime. Steps start on a whole second (token times are whole seconds).
+    let t0 = 0;
+    const at = (seconds: number) => vi.setSystemTime(t0 + seconds * 1000);
+    beforeEach(() => {
+      t0 = (Math.floor(Date.now() / 1000) + 1) * 1000;
+      vi.useFakeTimers({ toFake: ['Date'], now: t0 });
+    });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('absolute: rotation does not extend the lifetime', async () => {
       const client: BasicCredentials = ['abs', 's'];
       const first = await passwordTokens(sigil, { client, scope: 'api1 offline_access' });
-      await sleep(2000);
+      at(2);
       const rotated = await refresh(first.refresh_token!, client);
       expect(rotated.statusCode).toBe(200);
       const rt2 = rotated.json<{ refresh_token: string }>().refresh_token;
-      await sleep(2100);
+      at(4.1);
       // Past 4 s from the first issuance: the rotated token expired with its family.
       const late = await refresh(rt2, client);
       expect(late.statusCode).toBe(400);
       expect(late.json()).toMatchObject({ error: 'invalid_grant' });
     });
 
-    it('sliding: each use extends the lifetime, an unused token expires', async ({ expect }) => {
+    it('sliding: each use extends the lifetime, an unused token expires', async () => {
       const client: BasicCredentials = ['slide', 's'];
       const first = await passwordTokens(sigil, { client, scope: 'api1 offline_access' });
-      await sleep(2000);
+      at(2);
       expect((await refresh(first.refresh_token!, client)).statusCode).toBe(200);
-      await sleep(2100);
+      at(4.1);
       // More than 4 s after issuance: alive only because the previous use slid the window.
       const slid = await refresh(first.refresh_token!, client);
       expect(slid.statusCode).toBe(200);
       expect(slid.json<{ refresh_token: string }>().refresh_token).toBe(first.refresh_token);
-      await sleep(4600);
+      at(8.7);
+      // 4.6 s after the last use.
       const idle = await refresh(first.refresh_token!, client);
       expect(idle.statusCode).toBe(400);
       expect(idle.json()).toMatchObject({ error: 'invalid_grant' });
     });
 
-    it('sliding: the absolute lifetime caps the window', async ({ expect }) => {
+    it('sliding: the absolute lifetime caps the window', async () => {
       const client: BasicCredentials = ['capped', 's'];
       let rt = (await passwordTokens(sigil, { client, scope: 'api1 offline_access' })).refresh_token!;
-      for (let i = 0; i < 2; i++) {
-        await sleep(2000);
+      for (const step of [2, 4]) {
+        at(step);
         const res = await refresh(rt, client);
         expect(res.statusCode).toBe(200);
         rt = res.json<{ refresh_token: string }>().refresh_token;
       }
-      await sleep(2200);
+      at(6.2);
       // 6.2 s after issuance: inside the last sliding window (4 s) but past the absolute 6 s.
       const res = await refresh(rt, client);
       expect(res.statusCode).toBe(400);

@@ -1,14 +1,13 @@
 /**
  * UserInfo (OIDC Core §5.3, §5.4; RFC 6750 §2, §3; checklist 1.9 UI-01..09, D-21, IDT-09).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import {
   clientTokens,
   form,
   passwordTokens,
   postForm,
-  sleep,
   startSigil,
   testConfig,
   type TestSigil,
@@ -134,12 +133,20 @@ describe('userinfo', () => {
   });
 
   it('answers expired JWT and reference tokens with 401 invalid_token', async () => {
-    const jwt = await passwordTokens(sigil, { client: ['brief', 's'], scope: 'openid' });
-    const ref = await passwordTokens(sigil, { client: ['brief-ref', 's'], scope: 'openid' });
-    expect((await get(`Bearer ${jwt.access_token}`)).statusCode).toBe(200);
-    await sleep(3100);
-    expectBearerError(await get(`Bearer ${jwt.access_token}`), 401, 'invalid_token');
-    expectBearerError(await get(`Bearer ${ref.access_token}`), 401, 'invalid_token');
+    // Sigil's clock (Date only) stands still from issuance to the first use and is then moved past
+    // the 2 s lifetime: with real time a slow machine could see the tokens expire before the first.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      const jwt = await passwordTokens(sigil, { client: ['brief', 's'], scope: 'openid' });
+      const ref = await passwordTokens(sigil, { client: ['brief-ref', 's'], scope: 'openid' });
+      expect((await get(`Bearer ${jwt.access_token}`)).statusCode).toBe(200);
+      expect((await get(`Bearer ${ref.access_token}`)).statusCode).toBe(200);
+      vi.setSystemTime(Date.now() + 3100);
+      expectBearerError(await get(`Bearer ${jwt.access_token}`), 401, 'invalid_token');
+      expectBearerError(await get(`Bearer ${ref.access_token}`), 401, 'invalid_token');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('answers a revoked token with 401 invalid_token', async () => {
