@@ -69,6 +69,12 @@ export interface StoredUser {
 /** Clients kept in the database (`sigil clients`), as config objects of DESIGN §4. */
 export interface ClientStore {
   listClients(): Promise<Record<string, unknown>[]>;
+  /**
+   * The stored clients as `listClients` has them, each with when its row was created (Unix seconds,
+   * whole: `clients.created_at`). A change (`saveClient` over an existing id, `replaceClientIf`)
+   * keeps the time; only a client removed and created again gets a new one.
+   */
+  listClientsWithCreation(): Promise<{ config: Record<string, unknown>; createdAt: number }[]>;
   /** Adds or replaces a client. */
   saveClient(clientId: string, config: Record<string, unknown>): Promise<void>;
   /** Returns false when there was no such client. */
