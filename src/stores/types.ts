@@ -218,6 +218,13 @@ export interface LogoutStore {
    * the participants; the others get an empty list and queue nothing.
    */
   endSession(sid: string, now: number, plan: (participants: SessionParticipant[]) => LogoutDelivery[]): Promise<SessionParticipant[]>;
+  /**
+   * Forgets that `clientId` took part in any session (a client deleted, RFC 7592 §2.3): a client
+   * created later with the same id is not sent logout tokens, with their users' `sub` and `sid`,
+   * for sessions the removed one took part in. Returns how many rows went. No index leads with the
+   * client, so this reads the table: for the rare removal of a client only.
+   */
+  forgetClient(clientId: string): Promise<number>;
   /** The sids of live (not revoked, not expired) sessions of a user. */
   liveSessions(subjectId: string, now: number): Promise<string[]>;
   /** Up to `limit` sids of sessions past their end that still have participants. */
