@@ -2,12 +2,13 @@
  * A client deleted through /admin/v1 and created again with the same client_id is another client:
  * the self-contained JWT access tokens (client_credentials, no stored row to revoke) issued to the
  * old one stay refused, at introspection and at Sigil's own protected resources (/admin/v1), while
- * the new client's tokens work (RFC 7592 §2.3). Real SQLite and PostgreSQL, over HTTP (inject).
+ * the new client's tokens work (RFC 7592 §2.3); a user's tokens too, should the revocation at the
+ * deletion have been missed. Real SQLite and PostgreSQL, over HTTP (inject).
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAuthorizeSigil } from '../authorize-helpers.js';
-import { clientTokens, dropSchema, introspect, POSTGRES_URL, testConfig, type TestSigil, uniqueSchema } from '../helpers.js';
+import { clientTokens, dropSchema, introspect, passwordTokens, POSTGRES_URL, testConfig, tokenRequest, type TestSigil, uniqueSchema, userinfo } from '../helpers.js';
 
 describe.each(['sqlite', 'postgres'] as const)('a client re-created with the same id on %s', (dialect) => {
   const schema = uniqueSchema('recreated');
@@ -37,8 +38,8 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
   const client = { clientId: 'reborn', allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1', 'sigil:admin:read'] };
-  const create = async () => {
-    const res = await call('POST', '/clients', admin, client);
+  const create = async (body: unknown = client) => {
+    const res = await call('POST', '/clients', admin, body);
     expect(res.statusCode, res.body).toBe(201);
     return res.json<{ secret: string }>().secret;
   };
@@ -70,5 +71,24 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     const fresh = (await clientTokens(sigil, 'api1 sigil:admin:read', ['reborn', second])).access_token;
     expect((await introspect(sigil, fresh)).json()).toMatchObject({ active: true, client_id: 'reborn' });
     expect((await call('GET', '/clients', fresh)).statusCode).toBe(200);
+  });
+
+  it("refuses an earlier client's refresh and access tokens for a user even when its revocation was missed", async () => {
+    const ropc = { clientId: 'reborn-ropc', allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1', 'offline_access'], allowOfflineAccess: true };
+    const first = await create(ropc);
+    const old = await passwordTokens(sigil, { client: ['reborn-ropc', first], scope: 'openid api1 offline_access' });
+    // Removed around ClientAdmin (as a crash between the deletion and its revocation would leave it).
+    expect(await sigil.context.store.clients.removeClient('reborn-ropc')).toBe(true);
+    await afterSecond(Number(decodeJwt(old.access_token).iat));
+    const second = await create(ropc);
+
+    const refresh = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: old.refresh_token! }, ['reborn-ropc', second]);
+    expect(refresh.statusCode).toBe(400);
+    expect(refresh.json().error).toBe('invalid_grant');
+    expect((await introspect(sigil, old.access_token)).json()).toEqual({ active: false });
+    expect((await userinfo(sigil, old.access_token)).statusCode).toBe(401);
+    const fresh = await passwordTokens(sigil, { client: ['reborn-ropc', second], scope: 'openid api1 offline_access' });
+    expect((await userinfo(sigil, fresh.access_token)).statusCode).toBe(200);
+    expect((await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: fresh.refresh_token! }, ['reborn-ropc', second])).statusCode).toBe(200);
   });
 });
