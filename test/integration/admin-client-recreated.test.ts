@@ -3,12 +3,14 @@
  * the self-contained JWT access tokens (client_credentials, no stored row to revoke) issued to the
  * old one stay refused, at introspection and at Sigil's own protected resources (/admin/v1), while
  * the new client's tokens work (RFC 7592 §2.3); a user's tokens too, should the revocation at the
- * deletion have been missed. Real SQLite and PostgreSQL, over HTTP (inject).
+ * deletion have been missed, and as a token exchange's subject_token. Real SQLite and PostgreSQL, over HTTP (inject).
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAuthorizeSigil } from '../authorize-helpers.js';
 import { clientTokens, dropSchema, introspect, passwordTokens, POSTGRES_URL, testConfig, tokenRequest, type TestSigil, uniqueSchema, userinfo } from '../helpers.js';
+
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
 describe.each(['sqlite', 'postgres'] as const)('a client re-created with the same id on %s', (dialect) => {
   const schema = uniqueSchema('recreated');
@@ -20,6 +22,7 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
       [
         { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] },
         ...testConfig().clients!.filter((c) => c.clientId === 'm2m'),
+        { clientId: 'exchanger', clientSecrets: ['exchanger-secret'], allowedGrantTypes: [TOKEN_EXCHANGE], allowedScopes: ['api1'], tokenExchangeSubjectAudiences: ['api1'] },
       ],
       dialect === 'postgres' ? { storage: `${POSTGRES_URL}?schema=${schema}` } : {},
     );
@@ -90,5 +93,19 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     const fresh = await passwordTokens(sigil, { client: ['reborn-ropc', second], scope: 'openid api1 offline_access' });
     expect((await userinfo(sigil, fresh.access_token)).statusCode).toBe(200);
     expect((await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: fresh.refresh_token! }, ['reborn-ropc', second])).statusCode).toBe(200);
+  });
+
+  it("refuses a removed client's user JWT (no stored row) as another client's token exchange subject_token", async () => {
+    const ropc = { clientId: 'gone-ropc', allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1'] };
+    const first = await create(ropc);
+    const old = (await passwordTokens(sigil, { client: ['gone-ropc', first], scope: 'openid api1' })).access_token;
+    const exchange = () =>
+      tokenRequest(sigil, { grant_type: TOKEN_EXCHANGE, subject_token: old, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token' }, ['exchanger', 'exchanger-secret']);
+    expect((await exchange()).statusCode).toBe(200);
+    expect((await call('DELETE', '/clients/gone-ropc', admin)).statusCode).toBe(204);
+    expect((await exchange()).json().error).toBe('invalid_request');
+    await afterSecond(Number(decodeJwt(old).iat));
+    await create(ropc);
+    expect((await exchange()).json().error).toBe('invalid_request');
   });
 });
