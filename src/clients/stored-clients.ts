@@ -36,9 +36,9 @@ export function splitStoredClient(raw: Record<string, unknown>): { config: Recor
 }
 
 /**
- * The valid stored clients, defaults filled in, each with its `createdAt`. `isUserSubject` tells whether an id is a user's
- * subject (config or stored): such a client is skipped, as its own tokens would carry that
- * user's `sub` (RFC 9068 §5).
+ * The valid stored clients, defaults filled in, each with its `createdAt`. `isUserSubject` tells
+ * whether an id is a user's subject (config or stored): such a client is skipped, as its own
+ * tokens would carry that user's `sub` (RFC 9068 §5).
  */
 export async function loadStoredClients(
   store: ClientStore,
