@@ -81,7 +81,7 @@ export interface ClientAdminOptions {
 /** Adds, removes, lists and reloads the stored clients. */
 export class ClientAdmin {
   constructor(
-    private readonly store: Pick<Store, 'clients' | 'users' | 'records'>,
+    private readonly store: Pick<Store, 'clients' | 'users' | 'records' | 'logout'>,
     private readonly options: ClientAdminOptions,
   ) {}
 
@@ -237,11 +237,16 @@ export class ClientAdmin {
    * invalidated at once. Its refresh tokens, reference and JWT access tokens (introspection says
    * inactive), unused codes, pushed requests and its users' consents are revoked
    * (`GrantFamilies.revokeAllOfClient`), so that none comes back to life under a client later
-   * created with the same id.
+   * created with the same id; its part in users' sessions is forgotten (`LogoutStore.forgetClient`),
+   * so that such a client is not sent back-channel logout tokens for them. Self-contained JWT access
+   * tokens, which have no row, end by `ClientRegistry.stillIssuesTo` (the re-created client's
+   * `createdAt`).
    * @returns how many grant rows were revoked.
    */
   async revokeIssuedTo(clientId: string, now = nowSeconds()): Promise<number> {
-    return this.store.records.families.revokeAllOfClient(clientId, now);
+    const revoked = await this.store.records.families.revokeAllOfClient(clientId, now);
+    await this.store.logout.forgetClient(clientId);
+    return revoked;
   }
 
   /** The config as read, with the stored resources when known: what a client is checked against. */

@@ -279,7 +279,7 @@ export class ClientRegistrations {
     if (row?.kind !== 'minted') {
       const valid = await this.services.tokens.validateAccessToken(token);
       // A removed client's tokens end with it (RFC 7592 §2.3), also its JWTs without a stored mark.
-      if (!valid || !this.services.clients.stillIssuesTo(valid.claims.client_id)) throw unauthorized('the initial access token is invalid or expired');
+      if (!valid || !this.services.clients.stillIssuesTo(valid.claims.client_id, valid.claims.iat)) throw unauthorized('the initial access token is invalid or expired');
       // RFC 9449 §7.2: a DPoP-bound token is no bearer token.
       if (boundKey(valid.claims) !== undefined) throw unauthorized('a DPoP-bound access token is not accepted here');
       if (!(valid.claims.scope ?? '').split(' ').includes(REGISTER_SCOPE))

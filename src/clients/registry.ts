@@ -56,6 +56,35 @@ export interface Client extends ClientConfig {
   longSecrets: boolean;
   /** Known by its Client ID Metadata Document (`clients/metadata-documents.ts`): its client_id is that document's URL. */
   metadataDocument?: boolean;
+  /**
+   * When a stored client was created, Unix seconds (whole; `clients.created_at`); absent for the
+   * config file's clients and those of metadata documents. See `issuedToCurrentClient`.
+   */
+  createdAt?: number;
+}
+
+/**
+ * Whether a token issued at `issuedAt` (Unix seconds: a JWT's or reference token's `iat`, a refresh
+ * token's row time) can have been issued to `client` as it is now, and not to an earlier client of
+ * the same `client_id` that was removed (RFC 7592 §2.3) before this one was created. A JWT access
+ * token without a stored row (client_credentials) has nothing to revoke at the removal, so only
+ * this comparison keeps it from coming back to life under a re-created client.
+ *
+ * The rule is `issuedAt >= createdAt`: a token issued in an earlier second than the client's
+ * creation is refused, one of the same second is accepted. Both are whole seconds (JWT `iat`,
+ * `clients.created_at`), and the same-second case cannot be told apart: refusing it would refuse the
+ * new client's own first tokens, so accepting it is chosen. The gap left is an old client's token
+ * issued in the very second in which that client was removed and the new one created. The times
+ * come from the clocks of the nodes that issued and created; a node whose clock lags the creating
+ * node's could refuse a new client's token issued in its first second or so (NTP keeps this small).
+ * A non-numeric `issuedAt` is refused when the client has a creation time.
+ *
+ * Clients without `createdAt` (the config file's, whose lifetime is the config's, and metadata
+ * documents', whose identity is their URL) accept every `issuedAt`, as before.
+ */
+export function issuedToCurrentClient(client: Pick<Client, 'createdAt'>, issuedAt: number | undefined): boolean {
+  if (client.createdAt === undefined) return true;
+  return typeof issuedAt === 'number' && issuedAt >= client.createdAt;
 }
 
 /**
@@ -155,12 +184,17 @@ export class ClientRegistry {
   }
 
   /**
-   * Whether tokens issued to `clientId` may still be honoured: an enabled client has that id, or it
-   * is the URL of a Client ID Metadata Document (such a client is never removed, only re-fetched).
-   * A removed client's tokens end with it (RFC 7592 §2.3).
+   * Whether a token issued to `clientId` at `issuedAt` (Unix seconds, its `iat`) may still be
+   * honoured: an enabled client has that id and was there when the token was issued
+   * (`issuedToCurrentClient`: a stored client created later is another client that took the id),
+   * or no registered client has it and it is the URL of a Client ID Metadata Document (such a client
+   * is never removed, only re-fetched). A removed client's tokens end with it (RFC 7592 §2.3).
+   * Config-file clients have no creation time: their tokens are honoured while the id is there.
    */
-  stillIssuesTo(clientId: string): boolean {
-    return this.clients.has(clientId) || this.documents?.handles(clientId) === true;
+  stillIssuesTo(clientId: string, issuedAt: number | undefined): boolean {
+    const client = this.clients.get(clientId);
+    if (client) return issuedToCurrentClient(client, issuedAt);
+    return this.documents?.handles(clientId) === true;
   }
 
   /** Every enabled client. */

@@ -32,8 +32,13 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       const token = params.get('token');
       if (token === undefined) throw invalidRequest('parameter "token" is missing');
       const found = await findToken(ctx.tokens, ctx.store.records.refreshTokens, token, params.get('token_type_hint'));
-      // A removed client's tokens are inactive (RFC 7592 §2.3), also its JWT access tokens without a stored mark.
-      const live = found && ctx.clients.stillIssuesTo(found.kind === 'refresh_token' ? found.row.clientId : found.token.claims.client_id);
+      // A removed client's tokens are inactive (RFC 7592 §2.3), also its JWT access tokens without a
+      // stored mark, and they stay so under a client later created with the same id.
+      const live =
+        found &&
+        (found.kind === 'refresh_token'
+          ? ctx.clients.stillIssuesTo(found.row.clientId, found.row.createdAt)
+          : ctx.clients.stillIssuesTo(found.token.claims.client_id, found.token.claims.iat));
       const body = found && live && visibleTo(ctx, found, caller) && (await userActive(ctx, found)) ? describe(ctx, found) : { active: false };
       return noStore(reply).type('application/json; charset=utf-8').send(body);
     } catch (err) {

@@ -14,7 +14,7 @@ import { bearerError, extractAccessToken, tokenError, type TokenScheme } from '.
 import { type DPoPProof, dpopAlgorithmsFor } from '../validation/dpop.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { User } from '../users/users.js';
-import type { Client } from '../clients/registry.js';
+import { type Client, issuedToCurrentClient } from '../clients/registry.js';
 
 /** An access token that passed `authenticateAccessToken`. */
 export interface PresentedToken {
@@ -32,7 +32,7 @@ export interface PresentedToken {
  * Checks the access token of a request to the resource at `path` (below the issuer): present
  * (else 401 with a bare challenge, RFC 6750 §3.1), valid and unrevoked, sent as DPoP with a proof
  * of its key when it is DPoP-bound (RFC 9449 §7.1, §7.2; the proof's `htu` is the issuer plus
- * `path`), of a client that still exists, and for a user that still exists and is active.
+ * `path`), of a client that still exists and existed when it was issued, and for a user that still exists and is active.
  * @param form the form body of a POST that may carry `access_token` (RFC 6750 §2.2), if any
  * @throws OAuthError 400 `invalid_request` (malformed credentials), 401 without a code (no
  *   token), `invalid_token` or `invalid_dpop_proof`, each with its challenge.
@@ -54,9 +54,11 @@ export async function checkAccessToken(ctx: SigilContext, request: FastifyReques
   const valid = await ctx.tokens.validateAccessToken(token);
   if (!valid) throw tokenError(scheme, 401, 'invalid_token', 'the access token is invalid or expired');
   // A removed client's tokens end with it (RFC 7592 §2.3), also its JWT access tokens that have no
-  // stored mark to revoke (client_credentials): as Duende's token validation has it.
+  // stored mark to revoke (client_credentials): as Duende's token validation has it. A client
+  // created later with the same id does not revive them (`issuedToCurrentClient`).
   const client = ctx.clients.get(valid.claims.client_id);
-  if (!client) throw tokenError(scheme, 401, 'invalid_token', 'the client of the access token no longer exists');
+  if (!client || !issuedToCurrentClient(client, valid.claims.iat))
+    throw tokenError(scheme, 401, 'invalid_token', 'the client of the access token no longer exists');
   const jkt = boundKey(valid.claims);
   if (scheme === 'Bearer' && jkt !== undefined)
     // RFC 9449 §7.2: a DPoP-bound token is not a bearer token.

@@ -25,7 +25,8 @@ export interface ExtensionGrantContext {
   /** Whether the request named its scopes (false: `scopes` are the client's defaults). */
   scopeRequested: boolean;
   /**
-   * Validates an access token issued by this Sigil; undefined when invalid, expired or revoked.
+   * Validates an access token issued by this Sigil; undefined when invalid, expired or revoked, or
+   * when its client was removed since (also when a client of the same id was created after it).
    * Its `familyId` is what a result may name as `ExtensionGrantResult.familyId`. A token bound to
    * a DPoP key (`cnf.jkt`, RFC 9449 §6.1) is accepted only with a proof of that key (`dpop`), and
    * the issued tokens are then bound to the key, so no grant turns a bound token into Bearer tokens.
@@ -99,7 +100,10 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
       scopes: validated,
       scopeRequested: scopeParam !== undefined,
       validateAccessToken: async (t) => {
-        const valid = await ctx.tokens.validateAccessToken(t);
+        const found = await ctx.tokens.validateAccessToken(t);
+        // A removed client's tokens are no subject or actor token either (RFC 7592 §2.3), also under
+        // a client later created with the same id, as at introspection.
+        const valid = found && ctx.clients.stillIssuesTo(found.claims.client_id, found.claims.iat) ? found : undefined;
         const jkt = valid && boundKey(valid.claims);
         if (jkt !== undefined) {
           if (!req.dpop) throw invalidRequest('an access token of this request is bound to a DPoP key: send a DPoP proof made with that key (RFC 9449)');

@@ -5,6 +5,7 @@
  * a wider one is `invalid_scope`; the refresh token keeps the original scopes (§6).
  */
 import { invalidGrant } from '../protocol/errors.js';
+import { issuedToCurrentClient } from '../clients/registry.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { RefreshPlan } from '../tokens/tokens.js';
 import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
@@ -21,7 +22,7 @@ import { claimsOf } from '../users/users.js';
  * never again gets Bearer ones. `resource` (RFC 8707 §2.2) may narrow the grant's resources, never
  * widen them.
  * @throws OAuthError `invalid_request` (missing token), `invalid_grant` (unknown, expired,
- *   revoked, consumed, another client's, no or another DPoP key than it is bound to, bound by a
+ *   revoked, consumed, another client's (also an earlier client's of the same id), no or another DPoP key than it is bound to, bound by a
  *   concurrent use meanwhile, user gone or inactive), `invalid_scope`, `invalid_target`.
  */
 export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
@@ -30,7 +31,9 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   const now = nowSeconds();
   const { refreshTokens, families } = ctx.store.records;
   const row = handle.length <= 512 ? await refreshTokens.find(handle) : undefined;
-  if (!row || row.clientId !== client.clientId)
+  // A client created after the token is another client that took the id (`issuedToCurrentClient`):
+  // deleting a client revokes its refresh tokens, and this holds should that revocation be missed.
+  if (!row || row.clientId !== client.clientId || !issuedToCurrentClient(client, row.createdAt))
     throw invalidGrant('the refresh token is invalid');
   if (row.revokedAt !== null) throw invalidGrant('the refresh token was revoked');
   if (row.consumedAt !== null) {

@@ -52,6 +52,11 @@ export class SqlLogoutStore implements LogoutStore {
       .execute();
   }
 
+  async forgetClient(clientId: string): Promise<number> {
+    const result = await this.db.deleteFrom('session_participants').where('client_id', '=', clientId).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   async endSession(sid: string, now: number, plan: (participants: SessionParticipant[]) => LogoutDelivery[]): Promise<SessionParticipant[]> {
     return this.db.transaction().execute(async (trx) => {
       await trx

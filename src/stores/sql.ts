@@ -796,8 +796,12 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async listClients(): Promise<Record<string, unknown>[]> {
-    const rows = await this.db.selectFrom('clients').select('config').orderBy('client_id').execute();
-    return rows.map((r) => JSON.parse(r.config) as Record<string, unknown>);
+    return (await this.listClientsWithCreation()).map((r) => r.config);
+  }
+
+  async listClientsWithCreation(): Promise<{ config: Record<string, unknown>; createdAt: number }[]> {
+    const rows = await this.db.selectFrom('clients').select(['config', 'created_at']).orderBy('client_id').execute();
+    return rows.map((r) => ({ config: JSON.parse(r.config) as Record<string, unknown>, createdAt: Number(r.created_at) }));
   }
 
   async saveClient(clientId: string, config: Record<string, unknown>): Promise<void> {

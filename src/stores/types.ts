@@ -69,6 +69,12 @@ export interface StoredUser {
 /** Clients kept in the database (`sigil clients`), as config objects of DESIGN §4. */
 export interface ClientStore {
   listClients(): Promise<Record<string, unknown>[]>;
+  /**
+   * The stored clients as `listClients` has them, each with when its row was created (Unix seconds,
+   * whole: `clients.created_at`). A change (`saveClient` over an existing id, `replaceClientIf`)
+   * keeps the time; only a client removed and created again gets a new one.
+   */
+  listClientsWithCreation(): Promise<{ config: Record<string, unknown>; createdAt: number }[]>;
   /** Adds or replaces a client. */
   saveClient(clientId: string, config: Record<string, unknown>): Promise<void>;
   /** Returns false when there was no such client. */
@@ -212,6 +218,13 @@ export interface LogoutStore {
    * the participants; the others get an empty list and queue nothing.
    */
   endSession(sid: string, now: number, plan: (participants: SessionParticipant[]) => LogoutDelivery[]): Promise<SessionParticipant[]>;
+  /**
+   * Forgets that `clientId` took part in any session (a client deleted, RFC 7592 §2.3): a client
+   * created later with the same id is not sent logout tokens, with their users' `sub` and `sid`,
+   * for sessions the removed one took part in. Returns how many rows went. No index leads with the
+   * client, so this reads the table: for the rare removal of a client only.
+   */
+  forgetClient(clientId: string): Promise<number>;
   /** The sids of live (not revoked, not expired) sessions of a user. */
   liveSessions(subjectId: string, now: number): Promise<string[]>;
   /** Up to `limit` sids of sessions past their end that still have participants. */

@@ -314,5 +314,19 @@ describe('admin services over SQLite', () => {
       expect(await sessions.revokeAll('zoe', null)).toEqual({ subjectId: 'z-1', ended: 0 });
       expect(await refusal(sessions.revokeAll('nobody', null))).toMatchObject({ code: 'not_found', message: 'no user "nobody"' });
     });
+
+    it('queues no back-channel logout for a client re-created with the id of a removed one that took part', async () => {
+      await users.add({ username: 'zoe', subjectId: 'z-1' });
+      const rp = { ...m2m('rp'), allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], backChannelLogoutUri: 'https://rp.example/logout' };
+      await clients.add(rp);
+      const now = Math.floor(Date.now() / 1000);
+      await store.grants.put(newGrantRecord({ key: 'k-s-1', type: 'session', clientId: '', subjectId: 'z-1', familyId: 's-1', sessionId: 's-1', data: { sid: 's-1' }, createdAt: now, expiresAt: now + 600 }));
+      await store.logout.addParticipant({ sid: 's-1', clientId: 'rp', subjectId: 'z-1' }, now + 600);
+      await clients.remove('rp');
+      await clients.add({ ...rp, backChannelLogoutUri: 'https://new-owner.example/logout' });
+      expect(await new SessionAdmin(store, cfg, silent).revokeAll('zoe', null)).toEqual({ subjectId: 'z-1', ended: 1 });
+      const claimAt = Math.floor(Date.now() / 1000);
+      expect(await store.logout.claimDeliveries('test', claimAt, claimAt + 60, 10)).toEqual([]);
+    });
   });
 });
