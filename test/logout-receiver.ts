@@ -34,10 +34,13 @@ export class LogoutReceiver {
     readonly url: string,
   ) {}
 
-  /** Starts a receiver on a free loopback port; `url` is its base (`http://127.0.0.1:PORT`). */
-  static async start(): Promise<LogoutReceiver> {
+  /**
+   * Starts a receiver on a loopback port, a free one unless `port` is given (a receiver that was
+   * down comes up where a client's logout URI points); `url` is its base (`http://127.0.0.1:PORT`).
+   */
+  static async start(port = 0): Promise<LogoutReceiver> {
     const server = createServer();
-    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    await new Promise<void>((ok) => server.listen(port, '127.0.0.1', ok));
     const receiver = new LogoutReceiver(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
     server.on('request', (req, res) => receiver.handle(req, res));
     return receiver;

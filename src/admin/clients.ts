@@ -10,6 +10,7 @@ import { ConfigError, type ConfigOverrides, containsReference, type ResolvedConf
 import { clientSubjectCollision } from '../config/schema.js';
 import { CONSOLE_CLIENT_ID } from '../config/console-client.js';
 import { loadStoredClients, type RetiringSecret, splitStoredClient } from '../clients/stored-clients.js';
+import { isClientIdUrl } from '../clients/metadata-documents.js';
 import type { Store } from '../stores/types.js';
 import { newHandle, nowSeconds } from '../crypto/handles.js';
 import type { ClientRegistry } from '../clients/registry.js';
@@ -111,6 +112,7 @@ export class ClientAdmin {
   async add(client: unknown): Promise<AddedClient> {
     const stored = this.prepare(client);
     const clientId = String(stored.clientId);
+    this.checkIdNamespace(clientId);
     const user = await this.store.users.findUserBySubject(clientId);
     if (user) throw new AdminError('invalid', clientSubjectCollision(clientId, `stored user "${user.username}"`), 'clientId');
     await this.store.clients.saveClient(clientId, stored);
@@ -166,6 +168,7 @@ export class ClientAdmin {
     const clientId = typeof client.clientId === 'string' ? client.clientId : '';
     // PostgreSQL refuses a NUL in text; no client id needs a control character.
     if (/[\u0000-\u001f\u007f]/.test(clientId)) throw this.invalidField('clientId', 'control characters are not allowed');
+    this.checkIdNamespace(clientId);
     if (clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined))
       throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId');
     const needsSecret = client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';
@@ -237,8 +240,10 @@ export class ClientAdmin {
    * invalidated at once. Its refresh tokens, reference and JWT access tokens (introspection says
    * inactive), unused codes, pushed requests and its users' consents are revoked
    * (`GrantFamilies.revokeAllOfClient`), so that none comes back to life under a client later
-   * created with the same id; its part in users' sessions is forgotten (`LogoutStore.forgetClient`),
-   * so that such a client is not sent back-channel logout tokens for them. Self-contained JWT access
+   * created with the same id; its pending sign-ins end with them (a consent given inside one must
+   * not carry over to such a client); its part in users' sessions and its queued back-channel
+   * logout deliveries are forgotten (`LogoutStore.forgetClient`), so that neither such a client nor
+   * the removed one's logout URI is sent logout tokens for them. Self-contained JWT access
    * tokens, which have no row, end by `ClientRegistry.stillIssuesTo` (the re-created client's
    * `createdAt`).
    * @returns how many grant rows were revoked.
@@ -284,6 +289,28 @@ export class ClientAdmin {
     if (!(await this.store.clients.replaceClientIf(clientId, saved.text, next)))
       throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`);
     return view(config, 'store', JSON.stringify(next), retiring);
+  }
+
+  /**
+   * Refuses a stored client whose id is a Client Identifier URL (starts with `https://`) while
+   * Client ID Metadata Documents are enabled (config `clientIdMetadataDocuments.enabled`). The
+   * draft (draft-ietf-oauth-client-id-metadata-document, "Supporting Both Pre-Registered and
+   * Unregistered Clients") asks a server that has both kinds to keep the ids it gives other
+   * clients out of `https://` and to have a reliable way of its own to tell a document's client
+   * from one registered otherwise. Sigil's way is this split of the namespace: while documents are
+   * enabled every `https://` id is a document's, so the tokens of a deleted stored client cannot
+   * pass for the document's at introspection or token exchange (`ClientRegistry.stillIssuesTo`,
+   * which cannot tell a JWT's issuing client apart once the stored one is gone). Pre-registering a
+   * Client Identifier URL (the draft's "Pre-Registering Client Identifier URLs", a MAY) remains
+   * possible with documents disabled.
+   * @throws AdminError `invalid`, field `clientId`.
+   */
+  private checkIdNamespace(clientId: string): void {
+    if (this.options.config.clientIdMetadataDocuments.enabled && isClientIdUrl(clientId))
+      throw this.invalidField(
+        'clientId',
+        'an https:// client id names a Client ID Metadata Document while clientIdMetadataDocuments.enabled is true; choose another id, or disable metadata documents to pre-register this URL',
+      );
   }
 
   private invalidField(field: string, message: string): AdminError {

@@ -53,8 +53,11 @@ export class SqlLogoutStore implements LogoutStore {
   }
 
   async forgetClient(clientId: string): Promise<number> {
-    const result = await this.db.deleteFrom('session_participants').where('client_id', '=', clientId).executeTakeFirst();
-    return Number(result.numDeletedRows);
+    return this.db.transaction().execute(async (trx) => {
+      const participants = await trx.deleteFrom('session_participants').where('client_id', '=', clientId).executeTakeFirst();
+      const deliveries = await trx.deleteFrom('logout_deliveries').where('client_id', '=', clientId).executeTakeFirst();
+      return Number(participants.numDeletedRows) + Number(deliveries.numDeletedRows);
+    });
   }
 
   async endSession(sid: string, now: number, plan: (participants: SessionParticipant[]) => LogoutDelivery[]): Promise<SessionParticipant[]> {

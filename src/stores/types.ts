@@ -221,8 +221,10 @@ export interface LogoutStore {
   /**
    * Forgets that `clientId` took part in any session (a client deleted, RFC 7592 §2.3): a client
    * created later with the same id is not sent logout tokens, with their users' `sub` and `sid`,
-   * for sessions the removed one took part in. Returns how many rows went. No index leads with the
-   * client, so this reads the table: for the rare removal of a client only.
+   * for sessions the removed one took part in; and drops its queued back-channel logout deliveries,
+   * which would otherwise still go to the removed client's logout URI (one already claimed by a
+   * sender may still go out once). Returns how many rows went, of both. No index leads with the
+   * client, so this reads the tables: for the rare removal of a client only.
    */
   forgetClient(clientId: string): Promise<number>;
   /** The sids of live (not revoked, not expired) sessions of a user. */

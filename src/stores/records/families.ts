@@ -27,13 +27,14 @@ export class GrantFamilies {
   /**
    * Revokes everything issued to a client, of every user and family: refresh tokens, reference
    * access tokens, JWT access-token marks, unused authorization and device codes (with their user
-   * codes), pushed authorization requests and the users' consents (a client deleted, RFC 7592
-   * §2.3); returns how many rows changed.
+   * codes), pushed authorization requests, pending sign-ins (interactions: a consent given inside
+   * one must not carry over to a client later created with the same id) and the users' consents
+   * (a client deleted, RFC 7592 §2.3); returns how many rows changed.
    */
   revokeAllOfClient(clientId: string, now: number): Promise<number> {
     return this.grants.revokeClient(
       clientId,
-      ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code', 'user_code', 'pushed_request', 'consent'],
+      ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code', 'user_code', 'pushed_request', 'interaction', 'consent'],
       now,
     );
   }
