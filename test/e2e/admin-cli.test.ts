@@ -131,6 +131,14 @@ describe('sigil users and clients write to the store; a running node picks them 
     expect((err as { stderr: string }).stderr).toMatch(/clients\[\d+\]\.allowedScopes\[0\]: unknown scope "nope"/);
   });
 
+  it('refuses a client id that is an https:// URL while metadata documents are enabled (exit code 2, naming clientId), storing nothing', async () => {
+    const url = { clientId: 'https://agent.example/cli', clientSecrets: ['a-long-enough-secret-for-this-client-0123'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] };
+    const err = await sigilCli('clients', 'add', '--json', JSON.stringify(url)).catch((e: { code: number; stderr: string }) => e);
+    expect(err).toMatchObject({ code: 2 });
+    expect((err as { stderr: string }).stderr).toMatch(/clientId: an https:\/\/ client id names a Client ID Metadata Document/);
+    expect((await sigilCli('clients', 'list')).stdout).not.toContain('https://agent.example/cli');
+  });
+
   it('refuses a client id that is a user\'s subject and a user subject that is a client id, config or stored (RFC 9068 §5)', async () => {
     const refused = (...args: string[]) => sigilCli(...args).then(
       (ok) => ({ code: 0, stderr: ok.stderr }),
