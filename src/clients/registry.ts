@@ -190,6 +190,10 @@ export class ClientRegistry {
    * or no registered client has it and it is the URL of a Client ID Metadata Document (such a client
    * is never removed, only re-fetched). A removed client's tokens end with it (RFC 7592 §2.3).
    * Config-file clients have no creation time: their tokens are honoured while the id is there.
+   * A token names its client by id only, so a removed stored client whose id a document handles
+   * would pass for the document's here: while documents are enabled no stored client may take such
+   * an id (`ClientAdmin`'s namespace check, draft-ietf-oauth-client-id-metadata-document,
+   * "Supporting Both Pre-Registered and Unregistered Clients").
    */
   stillIssuesTo(clientId: string, issuedAt: number | undefined): boolean {
     const client = this.clients.get(clientId);
