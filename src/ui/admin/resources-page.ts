@@ -13,7 +13,7 @@ import type { ManagedKind, ResourceView } from '../../admin/resources.js';
 import { single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
 import { format, type Messages } from '../i18n.js';
-import { type Console, KIND_LABELS } from './console-page.js';
+import { type Console, KIND_LABELS, type Refusal } from './console-page.js';
 
 /** How a form field reads and writes a setting: one line, space-separated words, one item per line, a write-only secret, a checkbox. */
 type FieldType = 'text' | 'words' | 'lines' | 'secret' | 'check';
@@ -147,7 +147,7 @@ export function resourcesPage(admin: Console): void {
     return admin.render(request, reply, 'console-resources', 'resources', { tables });
   };
 
-  const newPage = (request: FastifyRequest, reply: FastifyReply, kind: ManagedKind, values: Record<string, unknown>, refusal?: { message: string; status: number; fields: Record<string, string> }) =>
+  const newPage = (request: FastifyRequest, reply: FastifyReply, kind: ManagedKind, values: Record<string, unknown>, refusal?: Refusal) =>
     admin.render(
       request,
       reply,
@@ -167,7 +167,7 @@ export function resourcesPage(admin: Console): void {
     reply: FastifyReply,
     kind: ManagedKind,
     name: string,
-    extra: { notice?: string; secret?: string; refusal?: { message: string; status: number; fields: Record<string, string> }; values?: Record<string, unknown> } = {},
+    extra: { notice?: string; secret?: string; refusal?: Refusal; values?: Record<string, unknown> } = {},
     status = 200,
   ) => {
     let view: ResourceView;
