@@ -170,7 +170,7 @@ export class ClientAdmin {
     if (/[\u0000-\u001f\u007f]/.test(clientId)) throw this.invalidField('clientId', 'control characters are not allowed');
     this.checkIdNamespace(clientId);
     if (clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined))
-      throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId');
+      throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId', undefined, { reason: 'exists', item: { kind: 'client', name: clientId } });
     const needsSecret = client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';
     const secret = needsSecret ? newHandle() : undefined;
     const config = { ...client, clientSecrets: secret === undefined ? [] : [storedSecret(secret)] };
@@ -229,7 +229,7 @@ export class ClientAdmin {
   async delete(clientId: string, ifMatch?: string): Promise<void> {
     const saved = await this.writable(clientId, ifMatch);
     if (!(await this.store.clients.replaceClientIf(clientId, saved.text, undefined)))
-      throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`);
+      throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`, undefined, undefined, { reason: 'changed', item: { kind: 'client', name: clientId } });
     await this.revokeIssuedTo(clientId);
   }
 
@@ -270,24 +270,24 @@ export class ClientAdmin {
 
   private async saved(clientId: string): Promise<SavedClient> {
     const text = await this.store.clients.getClient(clientId);
-    if (text === undefined) throw new AdminError('not_found', `no client "${clientId}"`);
+    if (text === undefined) throw new AdminError('not_found', `no client "${clientId}"`, undefined, undefined, { reason: 'not_found', item: { kind: 'client', name: clientId } });
     return { text, ...splitStoredClient(JSON.parse(text) as Record<string, unknown>) };
   }
 
   /** The stored client to change: not a config-file one, existing, at version `ifMatch` when given. */
   private async writable(clientId: string, ifMatch: string | undefined): Promise<SavedClient> {
     if (this.configClient(clientId))
-      throw new AdminError('read_only', `client "${clientId}" is managed by the config file; change it there`);
+      throw new AdminError('read_only', `client "${clientId}" is managed by the config file; change it there`, undefined, undefined, { reason: 'read_only', item: { kind: 'client', name: clientId } });
     const saved = await this.saved(clientId);
     if (!ifMatchHolds(ifMatch, etagOf(saved.text)))
-      throw new AdminError('precondition_failed', `client "${clientId}" is not at the version If-Match names`);
+      throw new AdminError('precondition_failed', `client "${clientId}" is not at the version If-Match names`, undefined, undefined, { reason: 'changed', item: { kind: 'client', name: clientId } });
     return saved;
   }
 
   private async replace(clientId: string, saved: SavedClient, config: Record<string, unknown>, retiring: RetiringSecret[]): Promise<ClientView> {
     const next = retiring.length > 0 ? { ...config, retiringSecrets: retiring } : config;
     if (!(await this.store.clients.replaceClientIf(clientId, saved.text, next)))
-      throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`);
+      throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`, undefined, undefined, { reason: 'changed', item: { kind: 'client', name: clientId } });
     return view(config, 'store', JSON.stringify(next), retiring);
   }
 
@@ -348,8 +348,8 @@ export class ClientAdmin {
       return;
     }
     if (this.options.config.clients.some((c) => c.clientId === clientId))
-      throw new AdminError('read_only', `client "${clientId}" is defined in the config file, which is read-only`);
-    throw new AdminError('not_found', `no stored client "${clientId}"`);
+      throw new AdminError('read_only', `client "${clientId}" is defined in the config file, which is read-only`, undefined, undefined, { reason: 'read_only', item: { kind: 'client', name: clientId } });
+    throw new AdminError('not_found', `no stored client "${clientId}"`, undefined, undefined, { reason: 'not_found', item: { kind: 'client', name: clientId } });
   }
 
   /**

@@ -20,19 +20,56 @@ export interface FieldProblem {
   message: string;
 }
 
+/**
+ * The kinds of item a refusal names: a client, a user, or a kind the resource service manages
+ * (`ManagedKind` of admin/resources.ts).
+ */
+export type ItemKind = 'client' | 'user' | 'identity_resource' | 'api_scope' | 'api_resource' | 'identity_provider';
+
+/** An item a refusal names: its kind and its name (client id, username, resource name). */
+export interface ItemRef {
+  kind: ItemKind;
+  name: string;
+}
+
+/**
+ * The stable reason of a refusal, finer than its `AdminErrorCode`, for a caller that words the
+ * refusal itself (the console, in the page's language) instead of showing the English message.
+ * Each names what its `RefusalDetail` carries:
+ * - `exists`: `item` exists already (config file or stored; for scopes, of either scope kind);
+ * - `in_use`: `item` is still used by `users` (at most 5), which must drop it first;
+ * - `built_in`: `item` is built into Sigil: it can be neither declared nor changed;
+ * - `read_only`: `item` is managed by the config file;
+ * - `changed`: `item` is not at the version the caller read (If-Match, or a concurrent change);
+ * - `not_found`: `item` does not exist (as a stored item).
+ * A refusal without one is worded from its code and field path alone.
+ */
+export type RefusalReason = 'exists' | 'in_use' | 'built_in' | 'read_only' | 'changed' | 'not_found';
+
+/** A refusal's stable reason and the items it names. */
+export interface RefusalDetail {
+  reason: RefusalReason;
+  item: ItemRef;
+  /** For `in_use`: the items using `item`, at most 5. */
+  users?: readonly ItemRef[];
+}
+
 /** A refused admin request; nothing was stored. */
 export class AdminError extends Error {
   /**
    * @param code why it was refused
-   * @param message what was wrong, for an operator (names the item, never a secret)
+   * @param message what was wrong, for an operator (names the item, never a secret); English,
+   *   the `detail` of /admin/v1's problem answer
    * @param field the input field at fault, when one is (`username`, `subjectId`, `claims`, `password`, `clientId`, `alg`)
    * @param problems each problem of an `invalid` input with its field path (`allowedScopes.0`), when known
+   * @param detail the stable reason and the items it names, when the refusal has one
    */
   constructor(
     readonly code: AdminErrorCode,
     message: string,
     readonly field?: string,
     readonly problems?: readonly FieldProblem[],
+    readonly detail?: RefusalDetail,
   ) {
     super(message);
     this.name = 'AdminError';

@@ -34,7 +34,7 @@ import { OFFLINE_ACCESS, type Resources } from '../resources/scopes.js';
 import type { ManagedItem, ManagedKind } from '../stores/managed-resources.js';
 import type { Store } from '../stores/types.js';
 import { MAX_SECRET_GRACE_SECONDS } from './clients.js';
-import { AdminError, etagOf, type FieldProblem, ifMatchHolds, isJsonObject, problemsOfItem, storedSecret } from './errors.js';
+import { AdminError, etagOf, type FieldProblem, ifMatchHolds, isJsonObject, type ItemRef, problemsOfItem, storedSecret } from './errors.js';
 
 export type { ManagedKind } from '../stores/managed-resources.js';
 
@@ -207,7 +207,7 @@ export class ResourceAdmin {
     // PostgreSQL refuses a NUL in text; no name needs a control character.
     if (/[\u0000-\u001f\u007f]/.test(name)) throw invalidField('name', 'control characters are not allowed');
     if (name.length > MAX_RESOURCE_NAME) throw invalidField('name', `at most ${MAX_RESOURCE_NAME} characters`);
-    if (builtIn(kind, name)) throw new AdminError('conflict', `"${name}" is built into Sigil and cannot be declared`, 'name');
+    if (builtIn(kind, name)) throw new AdminError('conflict', `"${name}" is built into Sigil and cannot be declared`, 'name', undefined, { reason: 'built_in', item: { kind, name } });
     if (name !== '') await this.ensureFree(kind, name);
     // A provider of that name existed: its users' links (provider name, upstream sub) would pass
     // to whoever has those subs at the new one (OIDC Core §2: a sub is unique within its issuer).
@@ -216,7 +216,8 @@ export class ResourceAdmin {
     const secret = kind === 'api_resource' ? newHandle() : undefined;
     const settings = await this.validate(kind, name, secret === undefined ? body : { ...body, secrets: [storedSecret(secret)] });
     const stored = await this.toStored(settings, []);
-    if (!(await this.store.resources.add(kind, name, stored))) throw new AdminError('conflict', `${KINDS[kind].label} "${name}" exists already`, 'name');
+    if (!(await this.store.resources.add(kind, name, stored)))
+      throw new AdminError('conflict', `${KINDS[kind].label} "${name}" exists already`, 'name', undefined, { reason: 'exists', item: { kind, name } });
     await this.reload();
     return { view: view(kind, settings, 'store', JSON.stringify(stored)), ...(secret === undefined ? {} : { secret }) };
   }
@@ -277,10 +278,16 @@ export class ResourceAdmin {
   async delete(kind: ManagedKind, name: string, ifMatch?: string): Promise<void> {
     const saved = await this.writable(kind, name, ifMatch);
     const users = await this.usersOf(kind, name);
-    if (users.length > 0)
-      throw new AdminError('conflict', `${KINDS[kind].label} "${name}" is still used by ${users.slice(0, 5).join(', ')}${users.length > 5 ? ` and ${users.length - 5} more` : ''}; remove it there first`);
+    if (users.length > 0) {
+      const named = users.slice(0, 5).map((u) => `${u.kind === 'client' || u.kind === 'user' ? u.kind : KINDS[u.kind].label} "${u.name}"`);
+      throw new AdminError('conflict', `${KINDS[kind].label} "${name}" is still used by ${named.join(', ')}${users.length > 5 ? ` and ${users.length - 5} more` : ''}; remove it there first`, undefined, undefined, {
+        reason: 'in_use',
+        item: { kind, name },
+        users: users.slice(0, 5),
+      });
+    }
     if (!(await this.store.resources.replaceIf(kind, name, saved.text, undefined)))
-      throw new AdminError('precondition_failed', `${KINDS[kind].label} "${name}" changed meanwhile`);
+      throw new AdminError('precondition_failed', `${KINDS[kind].label} "${name}" changed meanwhile`, undefined, undefined, { reason: 'changed', item: { kind, name } });
     await this.reload();
   }
 
@@ -454,18 +461,19 @@ export class ResourceAdmin {
     const kinds: ManagedKind[] = kind === 'identity_resource' || kind === 'api_scope' ? ['identity_resource', 'api_scope'] : [kind];
     for (const k of kinds)
       if (this.configItem(k, name) !== undefined || (await this.store.resources.get(k, name)) !== undefined)
-        throw new AdminError('conflict', `${k === kind ? KINDS[k].label : `an ${KINDS[k].label}`} "${name}" exists already`, 'name');
+        throw new AdminError('conflict', `${k === kind ? KINDS[k].label : `an ${KINDS[k].label}`} "${name}" exists already`, 'name', undefined, { reason: 'exists', item: { kind: k, name } });
   }
 
   /** Who uses an item: API resources listing a scope, clients (config and stored) naming it. */
-  private async usersOf(kind: ManagedKind, name: string): Promise<string[]> {
+  private async usersOf(kind: ManagedKind, name: string): Promise<ItemRef[]> {
     const stored = await this.store.clients.listClients();
     const clients = [...this.options.config.clients, ...stored] as Record<string, unknown>[];
-    const naming = (member: string) => clients.filter((c) => Array.isArray(c[member]) && (c[member] as unknown[]).includes(name)).map((c) => `client "${String(c.clientId)}"`);
+    const naming = (member: string): ItemRef[] =>
+      clients.filter((c) => Array.isArray(c[member]) && (c[member] as unknown[]).includes(name)).map((c) => ({ kind: 'client', name: String(c.clientId) }));
     switch (kind) {
       case 'api_scope': {
         const apis = [...this.options.config.apiResources, ...this.effective(await this.store.resources.list()).lists.apiResources];
-        return [...apis.filter((r) => r.scopes.includes(name)).map((r) => `API resource "${r.name}"`), ...naming('allowedScopes')];
+        return [...apis.filter((r) => r.scopes.includes(name)).map((r): ItemRef => ({ kind: 'api_resource', name: r.name })), ...naming('allowedScopes')];
       }
       case 'identity_resource':
         return naming('allowedScopes');
@@ -492,23 +500,27 @@ export class ResourceAdmin {
 
   private async saved(kind: ManagedKind, name: string): Promise<SavedItem> {
     const text = await this.store.resources.get(kind, name);
-    if (text === undefined) throw new AdminError('not_found', `no ${KINDS[kind].label} "${name}"`);
+    if (text === undefined) throw new AdminError('not_found', `no ${KINDS[kind].label} "${name}"`, undefined, undefined, { reason: 'not_found', item: { kind, name } });
     return parseSaved(text);
   }
 
   /** The stored item to change: not built in, not a config-file one, existing, at version `ifMatch` when given. */
   private async writable(kind: ManagedKind, name: string, ifMatch: string | undefined): Promise<SavedItem> {
-    if (this.builtIns(kind).some((s) => s.name === name)) throw new AdminError('conflict', `${KINDS[kind].label} "${name}" is built into Sigil and cannot change`);
-    if (this.configItem(kind, name)) throw new AdminError('read_only', `${KINDS[kind].label} "${name}" is managed by the config file; change it there`);
+    const item: ItemRef = { kind, name };
+    if (this.builtIns(kind).some((s) => s.name === name))
+      throw new AdminError('conflict', `${KINDS[kind].label} "${name}" is built into Sigil and cannot change`, undefined, undefined, { reason: 'built_in', item });
+    if (this.configItem(kind, name))
+      throw new AdminError('read_only', `${KINDS[kind].label} "${name}" is managed by the config file; change it there`, undefined, undefined, { reason: 'read_only', item });
     const saved = await this.saved(kind, name);
-    if (!ifMatchHolds(ifMatch, etagOf(saved.text))) throw new AdminError('precondition_failed', `${KINDS[kind].label} "${name}" is not at the version If-Match names`);
+    if (!ifMatchHolds(ifMatch, etagOf(saved.text)))
+      throw new AdminError('precondition_failed', `${KINDS[kind].label} "${name}" is not at the version If-Match names`, undefined, undefined, { reason: 'changed', item });
     return saved;
   }
 
   private async replace(kind: ManagedKind, name: string, saved: SavedItem, settings: Record<string, unknown>, retiring: RetiringSecret[], sealed?: string): Promise<ResourceView> {
     const next = await this.toStored(settings, retiring, sealed);
     if (!(await this.store.resources.replaceIf(kind, name, saved.text, next)))
-      throw new AdminError('precondition_failed', `${KINDS[kind].label} "${name}" changed meanwhile`);
+      throw new AdminError('precondition_failed', `${KINDS[kind].label} "${name}" changed meanwhile`, undefined, undefined, { reason: 'changed', item: { kind, name } });
     await this.reload();
     return view(kind, settings, 'store', JSON.stringify(next), retiring);
   }

@@ -126,7 +126,7 @@ export class UserAdmin {
     const claims = user.claims === undefined ? {} : user.claims;
     if (!isJsonObject(claims)) throw new AdminError('invalid', 'claims must be a JSON object', 'claims');
     if (await this.store.users.findUserByUsername(username, tenant))
-      throw new AdminError('conflict', `a stored user "${username}" exists already`, 'username');
+      throw new AdminError('conflict', `a stored user "${username}" exists already`, 'username', undefined, { reason: 'exists', item: { kind: 'user', name: username } });
     const client = this.config.clients.find((c) => c.clientId === subjectId)?.clientId
       ?? (await this.store.clients.listClients()).find((c) => c.clientId === subjectId)?.clientId;
     if (client !== undefined) throw new AdminError('invalid', clientSubjectCollision(String(client), `user "${username}"`), 'subjectId');
@@ -289,8 +289,8 @@ export class UserAdmin {
   private notStored(name: string, tenant: string | null, orSubject = false): AdminError {
     const inConfig = configUsersNamed(this.config.users, name, tenant).length > 0 || (orSubject && this.config.users.some((u) => u.subjectId === name));
     return inConfig
-      ? new AdminError('read_only', `user "${name}" is defined in the config file, which is read-only`)
-      : new AdminError('not_found', `no stored user "${name}"`);
+      ? new AdminError('read_only', `user "${name}" is defined in the config file, which is read-only`, undefined, undefined, { reason: 'read_only', item: { kind: 'user', name } })
+      : new AdminError('not_found', `no stored user "${name}"`, undefined, undefined, { reason: 'not_found', item: { kind: 'user', name } });
   }
 }
 

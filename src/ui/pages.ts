@@ -93,14 +93,16 @@ const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle 
 /**
  * A message or error page. An error page says what happened in plain words (`textKey`, one per
  * OAuth error code), names the code and the error id that the log line of the request carries,
- * and links back to the client's home page when it is known.
+ * and links back to the client's home page when it is known. A page may offer one way on
+ * (`next`: a path below the issuer's and the text key of its link).
  */
 const MESSAGE = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) %>
 <h1><%= it.t[it.titleKey] %></h1>
 <p><%= it.f(it.t[it.textKey], it.values || {}) %></p>
 <% if (it.code) { %><p class="details"><%= it.t.errorCode %>: <code><%= it.code %></code><% if (it.description) { %> · <%= it.description %><% } %></p><% } %>
 <% if (it.errorId) { %><p class="details"><%= it.t.errorId %>: <code><%= it.errorId %></code></p><% } %>
-<% if (it.back) { %><p><a href="<%= it.back.href %>"><%= it.f(it.t.backTo, { client: it.back.name }) %></a></p><% } %>`;
+<% if (it.back) { %><p><a href="<%= it.back.href %>"><%= it.f(it.t.backTo, { client: it.back.name }) %></a></p><% } %>
+<% if (it.next) { %><p><a href="<%= it.base %><%= it.next.path %>"><%= it.t[it.next.textKey] %></a></p><% } %>`;
 
 const LOGOUT = `<% layout('@layout', { lang: it.lang, title: it.t.logoutTitle }) %>
 <h1><%= it.t.logoutTitle %></h1>

@@ -10,7 +10,7 @@
  * keys and finds all of it in the event log with the admin as actor; signing out ends the Sigil
  * session too, so the next visit asks for the password again. A user without the admin role gets the "not allowed"
  * page; a POST without the CSRF token is refused and changes nothing; each page is axe-clean,
- * uncached and unframeable, and reads German for a German browser. Each page's screenshot
+ * uncached and unframeable, and reads German for a German browser (a service's refusal too). Each page's screenshot
  * (1000 px wide) is saved as console-<page>.png, for the README with CONSOLE_SCREENSHOTS=docs.
  */
 import { mkdirSync } from 'node:fs';
@@ -378,8 +378,9 @@ let reportsToken = '';
     const [response] = await Promise.all([admin.waitForResponse((r) => r.url().endsWith('/delete')), admin.getByRole('button', { name: 'Delete' }).click()]);
     expect(response.status()).toBe(409);
     const message = (await admin.locator('#form-error').textContent()) ?? '';
-    expect(message).toContain('The change was not made:');
-    expect(message).toContain('API resource "reports"');
+    expect(message).toContain('The change was not made: API scope "reports.read" is still used by API resource "reports", Client "reporter"; remove it there first.');
+    // The item's kind is named in the singular.
+    expect(await admin.locator('main dl dd').first().textContent()).toBe('API scope');
     await admin.goto(`${f.sigil.url}/admin/resources`);
     expect(await admin.locator('main').textContent()).toContain('reports.read');
   });
@@ -484,6 +485,15 @@ let reportsToken = '';
     expect(await admin.getAttribute('html', 'lang')).toBe('de');
     await expect(admin.getByRole('button', { name: 'Von der Konsole abmelden' }).count()).resolves.toBe(1);
     expect(await audit(admin)).toEqual([]);
+    // A service's refusal reads German too, naming the items by their German singular kind.
+    await admin.goto(`${f.sigil.url}/admin/resources/api-scopes/reports.read`);
+    expect(await admin.locator('main dl dd').first().textContent()).toBe('API-Scope');
+    const [response] = await Promise.all([admin.waitForResponse((r) => r.url().endsWith('/delete')), admin.getByRole('button', { name: 'Löschen' }).click()]);
+    expect(response.status()).toBe(409);
+    expect(await admin.locator('#form-error').textContent()).toContain(
+      'Die Änderung wurde nicht vorgenommen: API-Scope „reports.read“ wird noch verwendet von API-Ressource „reports“, Client „reporter“; entfernen Sie es zuerst dort.',
+    );
+    expect(await audit(admin)).toEqual([]);
     await admin.context().setExtraHTTPHeaders({});
   });
 
@@ -496,7 +506,8 @@ let reportsToken = '';
     const names = (await admin.context().cookies()).map((c) => c.name);
     expect(names).not.toContain('sigil.console');
     expect(names).not.toContain('sigil.session');
-    await admin.goto(`${f.sigil.url}/admin`);
+    // The page's link leads back to the console, which asks for a new sign-in.
+    await admin.getByRole('link', { name: 'Sign in to the console again' }).click();
     await admin.waitForURL(/\/account\/login\?interaction=/);
     await admin.locator('input[name=password]').waitFor();
   });

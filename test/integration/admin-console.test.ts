@@ -102,7 +102,10 @@ describe('the console under an issuer path', () => {
     expect(location.searchParams.get('redirect_uri')).toBe('http://127.0.0.1:5999/id/admin/callback');
     expect(String(res.headers['set-cookie'])).toContain('Path=/id/admin/callback');
     expect((await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode).toBe(404);
-    expect((await sigil.app.inject({ method: 'GET', url: '/id/admin/signed-out' })).statusCode).toBe(200);
+    const signedOut = await sigil.app.inject({ method: 'GET', url: '/id/admin/signed-out' });
+    expect(signedOut.statusCode).toBe(200);
+    // The signed-out page leads back to the console (and so to a new sign-in) below the path.
+    expect(signedOut.body).toContain('<a href="/id/admin">Sign in to the console again</a>');
   });
 
   it('ends a sign-out on the signed-out page below the path', async () => {

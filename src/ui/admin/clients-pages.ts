@@ -10,7 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULT_SECRET_GRACE_SECONDS } from '../../admin/clients.js';
 import { single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
-import { type Console, refusalOf } from './console-page.js';
+import type { Console } from './console-page.js';
 
 /** The grant types offered as checkboxes (a client's own others are kept and shown too). */
 const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'];
@@ -46,7 +46,7 @@ export function clientPages(admin: Console): void {
     try {
       view = await clients.get(id);
     } catch (err) {
-      if (!refusalOf(err)) throw err;
+      if (!admin.refused(request, err)) throw err;
       return reply.callNotFound();
     }
     const c = view.client as { allowedGrantTypes?: string[]; redirectUris?: string[]; allowedScopes?: string[] };
@@ -76,7 +76,7 @@ export function clientPages(admin: Console): void {
       if (!secret) return admin.done(reply, clientPath(String(view.client.clientId)), 'consoleClientCreated');
       return clientPage(request, reply, String(view.client.clientId), { notice: admin.text(request, 'consoleClientCreated'), secret }, 201);
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       const form = { client_id: id, client_name: name, public: isPublic, grants: settings.allowedGrantTypes, redirect_uris: settings.redirectUris.join('\n'), scopes: settings.allowedScopes.join(' ') };
       return listPage(request, reply, form, refusal.message, refusal.status);
@@ -92,7 +92,7 @@ export function clientPages(admin: Console): void {
     try {
       await admin.changes(w.caller).updateClient(id, editedSettings(w.form), single(w.form, 'etag') ?? '');
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return clientPage(request, reply, id, { error: refusal.message }, refusal.status);
     }
@@ -107,7 +107,7 @@ export function clientPages(admin: Console): void {
     try {
       secret = (await admin.changes(w.caller).rotateClientSecret(id, DEFAULT_SECRET_GRACE_SECONDS, single(w.form, 'etag') ?? '')).secret;
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return clientPage(request, reply, id, { error: refusal.message }, refusal.status);
     }

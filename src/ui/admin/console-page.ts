@@ -4,11 +4,11 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditedChanges } from '../../admin/audited-changes.js';
-import { AdminError } from '../../admin/errors.js';
+import { AdminError, type ItemKind, type ItemRef, type RefusalReason } from '../../admin/errors.js';
 import type { SigilContext } from '../../context.js';
 import type { Params } from '../../protocol/params.js';
 import { ScimError } from '../../protocol/scim-filter.js';
-import type { Messages } from '../i18n.js';
+import { format, type Messages } from '../i18n.js';
 import type { ConsoleCaller } from './console-session.js';
 
 /**
@@ -68,6 +68,8 @@ export interface Console {
   render(request: FastifyRequest, reply: FastifyReply, name: string, section: Section, data: Record<string, unknown>, status?: number): FastifyReply;
   /** A text of the request's language. */
   text(request: FastifyRequest, key: keyof Messages): string;
+  /** A refused change (`refusalOf`) in the request's language; undefined for any other error. */
+  refused(request: FastifyRequest, err: unknown): Refusal | undefined;
   /** The changes /admin/v1 makes too, reloaded and audited as there, made by `caller` in the console. */
   changes(caller: ConsoleCaller): AuditedChanges;
   /** Emits the `admin_changed` event of a change only the console makes. */
@@ -75,22 +77,62 @@ export interface Console {
 }
 
 
+/** A refused change as the console shows it (see `refusalOf`). */
+export interface Refusal {
+  /** The refusal in the page's language. */
+  message: string;
+  /** The HTTP status of the page that shows it. */
+  status: number;
+  /** Each refused form field's text, by field name. */
+  fields: Record<string, string>;
+}
+
+/** The singular label of each kind of item a refusal or a page names. */
+export const KIND_LABELS = {
+  client: 'consoleKindClient',
+  user: 'consoleKindUser',
+  identity_resource: 'consoleKindIdentityResource',
+  api_scope: 'consoleKindApiScope',
+  api_resource: 'consoleKindApiResource',
+  identity_provider: 'consoleKindIdentityProvider',
+} as const satisfies Record<ItemKind, keyof Messages>;
+
+/** The text of each stable refusal reason (`RefusalDetail`): `{item}`, and `{users}` for `in_use`. */
+const REASON_TEXTS = {
+  exists: 'consoleRefusedExists',
+  in_use: 'consoleRefusedInUse',
+  built_in: 'consoleRefusedBuiltIn',
+  read_only: 'consoleRefusedReadOnly',
+  changed: 'consoleRefusedChanged',
+  not_found: 'consoleRefusedNotFound',
+} as const satisfies Record<RefusalReason, keyof Messages>;
+
 /**
- * A refused change as the console shows it: the service's message (an AdminError or ScimError:
- * bad input, a conflict, a stale version) with its HTTP status, and for an `invalid` AdminError
- * each problem's message by the form field at fault (the first segment of its path:
- * `scopes.0` → `scopes`), for the page to show next to that field. Undefined for any other
- * error (rethrown by the caller).
+ * A refused change as the console shows it, in the page's language (`t`): an AdminError with a
+ * stable reason (`detail`) as that reason's text naming the item(s) by their kind's singular label
+ * and their name; any other AdminError or a ScimError as a generic sentence, naming the field path
+ * at fault when there is one (`consoleRefusedField`). The service's English message is never
+ * shown (it is /admin/v1's `detail`); every value reaches the page through the escaping template.
+ * `fields` holds, for an `invalid` AdminError, a text per form field at fault (the first segment
+ * of each problem's path: `scopes.0` → `scopes`), naming the full path, for the page to show next
+ * to that field. Undefined for any other error (rethrown by the caller).
  */
-export function refusalOf(err: unknown): { message: string; status: number; fields: Record<string, string> } | undefined {
+export function refusalOf(err: unknown, t: (key: keyof Messages) => string): Refusal | undefined {
+  const item = (ref: ItemRef) => format(t('consoleItemRef'), { kind: t(KIND_LABELS[ref.kind]), name: ref.name });
+  const atField = (path: string) => (path === '' ? t('consoleRefusedGeneric') : format(t('consoleRefusedField'), { field: path }));
   if (err instanceof AdminError) {
     const fields: Record<string, string> = {};
-    for (const p of err.problems ?? (err.field ? [{ path: err.field, message: err.message }] : [])) {
+    const problems = err.problems ?? (err.field ? [{ path: err.field, message: err.message }] : []);
+    for (const p of problems) {
       const field = p.path.split('.')[0] ?? '';
-      if (field !== '' && fields[field] === undefined) fields[field] = p.message;
+      if (field !== '' && fields[field] === undefined) fields[field] = atField(p.path);
     }
-    return { message: err.message, status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code], fields };
+    const { detail } = err;
+    const message = detail
+      ? format(t(REASON_TEXTS[detail.reason]), { item: item(detail.item), users: (detail.users ?? []).map(item).join(', ') })
+      : atField(problems.find((p) => p.path !== '')?.path ?? '');
+    return { message, status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code], fields };
   }
-  if (err instanceof ScimError) return { message: err.message, status: err.status, fields: {} };
+  if (err instanceof ScimError) return { message: t('consoleRefusedGeneric'), status: err.status, fields: {} };
   return undefined;
 }

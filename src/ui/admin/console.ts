@@ -23,7 +23,7 @@ import { sendErrorPage } from '../error-page.js';
 import { language } from '../language.js';
 import { sendLoggedOut } from '../signed-out.js';
 import { type ConsoleDeps, ConsoleSession } from './console-session.js';
-import { type Console, noticeOf } from './console-page.js';
+import { type Console, noticeOf, refusalOf } from './console-page.js';
 import { clientPages } from './clients-pages.js';
 import { CONSOLE_STYLES, CONSOLE_TEMPLATES } from './templates.js';
 import { resourcesPage } from './resources-page.js';
@@ -70,6 +70,7 @@ export function adminConsole(app: FastifyInstance, ctx: SigilContext, deps: Cons
       return ctx.pages.send(reply, name, language(request), { ...data, notice, section, csrf: reply.generateCsrf() }, status);
     },
     text: (request, key) => ctx.pages.text(language(request), key),
+    refused: (request, err) => refusalOf(err, (key) => ctx.pages.text(language(request), key)),
     changes: (caller) => new AuditedChanges(ctx.management, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
     audit: (caller, action, target, changes) => emitAdminChange(ctx.events, CONSOLE_PATH, caller, action, target, changes),
   };
@@ -96,7 +97,7 @@ export function adminConsole(app: FastifyInstance, ctx: SigilContext, deps: Cons
     return sendLoggedOut(ctx, reply, language(request), ended, `${ctx.issuer}${CONSOLE_SIGNED_OUT_PATH}`);
   });
   app.get(CONSOLE_SIGNED_OUT_PATH, async (request, reply) =>
-    ctx.pages.send(reply, 'message', language(request), { titleKey: 'consoleSignedOutTitle', textKey: 'consoleSignedOutText' }),
+    ctx.pages.send(reply, 'message', language(request), { titleKey: 'consoleSignedOutTitle', textKey: 'consoleSignedOutText', next: { path: CONSOLE_PATH, textKey: 'consoleSignInAgain' } }),
   );
   userPages(admin);
   clientPages(admin);

@@ -5,7 +5,7 @@
  */
 import { queryString } from '../../http/fields.js';
 import type { SigilEvent } from '../../events/events.js';
-import { type Console, refusalOf } from './console-page.js';
+import type { Console } from './console-page.js';
 
 /** Events per page. */
 const PAGE_SIZE = 50;
@@ -52,7 +52,7 @@ export function eventsPage(admin: Console): void {
         next = `${ctx.basePath}/admin/events?${query}`;
       }
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       error = refusal.message;
     }

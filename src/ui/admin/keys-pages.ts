@@ -5,7 +5,7 @@
  */
 import { AdminError } from '../../admin/errors.js';
 import { single } from '../../http/fields.js';
-import { type Console, refusalOf } from './console-page.js';
+import type { Console } from './console-page.js';
 
 /** Registers GET `/admin/keys`, POST `/admin/keys/rotate` and `/admin/keys/retire`. */
 export function keyPages(admin: Console): void {
@@ -38,7 +38,7 @@ export function keyPages(admin: Console): void {
       if (kid.length === 0 || kid.length > 200) throw new AdminError('not_found', 'no such key');
       await admin.changes(w.caller).retireKey(kid);
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return page(request, reply, refusal.message, refusal.status);
     }

@@ -13,7 +13,7 @@ import type { ManagedKind, ResourceView } from '../../admin/resources.js';
 import { single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
 import { format, type Messages } from '../i18n.js';
-import { type Console, refusalOf } from './console-page.js';
+import { type Console, KIND_LABELS, type Refusal } from './console-page.js';
 
 /** How a form field reads and writes a setting: one line, space-separated words, one item per line, a write-only secret, a checkbox. */
 type FieldType = 'text' | 'words' | 'lines' | 'secret' | 'check';
@@ -147,7 +147,7 @@ export function resourcesPage(admin: Console): void {
     return admin.render(request, reply, 'console-resources', 'resources', { tables });
   };
 
-  const newPage = (request: FastifyRequest, reply: FastifyReply, kind: ManagedKind, values: Record<string, unknown>, refusal?: { message: string; status: number; fields: Record<string, string> }) =>
+  const newPage = (request: FastifyRequest, reply: FastifyReply, kind: ManagedKind, values: Record<string, unknown>, refusal?: Refusal) =>
     admin.render(
       request,
       reply,
@@ -167,14 +167,14 @@ export function resourcesPage(admin: Console): void {
     reply: FastifyReply,
     kind: ManagedKind,
     name: string,
-    extra: { notice?: string; secret?: string; refusal?: { message: string; status: number; fields: Record<string, string> }; values?: Record<string, unknown> } = {},
+    extra: { notice?: string; secret?: string; refusal?: Refusal; values?: Record<string, unknown> } = {},
     status = 200,
   ) => {
     let view: ResourceView;
     try {
       view = await resources.get(kind, name);
     } catch (err) {
-      if (!refusalOf(err)) throw err;
+      if (!admin.refused(request, err)) throw err;
       return reply.callNotFound();
     }
     const { refusal } = extra;
@@ -190,7 +190,7 @@ export function resourcesPage(admin: Console): void {
       'resources',
       {
         slug: KINDS[kind].slug,
-        kindCaption: admin.text(request, KINDS[kind].caption),
+        kindLabel: admin.text(request, KIND_LABELS[kind]),
         name,
         source: view.source,
         etag: view.etag,
@@ -236,7 +236,7 @@ export function resourcesPage(admin: Console): void {
       if (!secret) return admin.done(reply, itemPath(kind, String(view.settings.name)), 'consoleResourceCreated');
       return itemPage(request, reply, kind, String(view.settings.name), { notice: admin.text(request, 'consoleResourceCreated'), secret }, 201);
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return newPage(request, reply, kind, values, refusal);
     }
@@ -263,7 +263,7 @@ export function resourcesPage(admin: Console): void {
     try {
       await admin.changes(w.caller).updateResource(at.kind, at.name, patch, single(w.form, 'etag') ?? '');
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return itemPage(request, reply, at.kind, at.name, { refusal, values: patch });
     }
@@ -278,7 +278,7 @@ export function resourcesPage(admin: Console): void {
     try {
       await admin.changes(w.caller).deleteResource(at.kind, at.name, single(w.form, 'etag') ?? '');
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return itemPage(request, reply, at.kind, at.name, { refusal });
     }
@@ -295,7 +295,7 @@ export function resourcesPage(admin: Console): void {
     try {
       secret = (await admin.changes(w.caller).rotateResourceSecret(at.name, DEFAULT_SECRET_GRACE_SECONDS, single(w.form, 'etag') ?? '')).secret;
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return itemPage(request, reply, at.kind, at.name, { refusal });
     }

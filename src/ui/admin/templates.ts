@@ -248,7 +248,7 @@ const RESOURCE = `<% layout('@console-layout', { title: it.name }) %>
 ${NOTICE}
 <% if (it.secret) { %><div class="secret" role="status"><p><strong><%= it.t.consoleApiSecretOnce %></strong></p><p><code id="resource-secret"><%= it.secret %></code></p></div><% } %>
 <dl>
-<dt><%= it.t.consoleKind %></dt><dd><%= it.kindCaption %></dd>
+<dt><%= it.t.consoleKind %></dt><dd><%= it.kindLabel %></dd>
 <dt><%= it.t.consoleSource %></dt><dd>${SOURCE}</dd>
 <% it.settings.forEach(function (s) { %><dt><code><%= s.key %></code></dt><dd><%= s.value %></dd>
 <% }) %></dl>

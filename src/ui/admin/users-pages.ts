@@ -11,7 +11,7 @@ import { AdminError } from '../../admin/errors.js';
 import { queryString, single } from '../../http/fields.js';
 import { GROUP_SCHEMA, PATCH_OP, USER_SCHEMA } from '../../scim/schemas.js';
 import { format } from '../i18n.js';
-import { type Console, refusalOf } from './console-page.js';
+import type { Console } from './console-page.js';
 import type { ConsoleCaller } from './console-session.js';
 
 /** Users listed per search. */
@@ -58,7 +58,7 @@ export function userPages(admin: Console): void {
     try {
       list = (await scim.listUsers({ ...(q ? { filter: `userName co ${scimString(q)}` } : {}), count: PAGE_SIZE, sortBy: 'userName' })) as { Resources?: Json[] };
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return admin.render(request, reply, 'console-users', 'users', { q, users: [], groups: await groupList(), form, error: refusal.message }, 400);
     }
@@ -83,7 +83,7 @@ export function userPages(admin: Console): void {
       const groups = Array.isArray(resource.groups) ? (resource.groups as { value: string; display: string }[]) : [];
       return { subjectId: sub, username: String(resource.userName), tenant: stored?.tenant ?? null, active: resource.active !== false, source: 'store' as const, groups };
     } catch (err) {
-      if (!refusalOf(err)) throw err;
+      if (!admin.refused(reply.request, err)) throw err;
       reply.callNotFound();
       return undefined;
     }
@@ -142,7 +142,7 @@ export function userPages(admin: Console): void {
       );
       return admin.done(reply, userPath(String(resource.id)), 'consoleUserCreated');
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return listPage(request, reply, form, refusal.message, refusal.status);
     }
@@ -155,7 +155,7 @@ export function userPages(admin: Console): void {
     try {
       await scim.createGroup({ schemas: [GROUP_SCHEMA], displayName }, actor(w.caller));
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return listPage(request, reply, { displayName }, format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }), refusal.status);
     }
@@ -169,7 +169,7 @@ export function userPages(admin: Console): void {
     try {
       await scim.deleteGroup(id.slice(0, MAX_SUBJECT), undefined, actor(w.caller));
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return listPage(request, reply, {}, format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }), refusal.status);
     }
@@ -190,7 +190,7 @@ export function userPages(admin: Console): void {
     try {
       await scim.patchUser(sub, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: active }] }, undefined, actor(w.caller));
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return userPage(request, reply, sub, refusal.message, refusal.status);
     }
@@ -215,7 +215,7 @@ export function userPages(admin: Console): void {
     try {
       await users.setClaims(user.username, user.tenant, claims);
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return userPage(request, reply, sub, refusal.message, refusal.status, text);
     }
@@ -238,7 +238,7 @@ export function userPages(admin: Console): void {
       for (const id of current)
         if (!wanted.has(id)) await scim.patchGroup(id, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: `members[value eq ${scimString(sub)}]` }] }, undefined, actor(w.caller));
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return userPage(request, reply, sub, refusal.message, refusal.status);
     }
@@ -265,7 +265,7 @@ export function userPages(admin: Console): void {
       if (sid.length === 0 || sid.length > 200 || sub.length > MAX_SUBJECT) throw new AdminError('not_found', 'no such session');
       await admin.changes(w.caller).revokeSession(sub, sid);
     } catch (err) {
-      const refusal = refusalOf(err);
+      const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return userPage(request, reply, sub, refusal.message, refusal.status);
     }
