@@ -111,28 +111,31 @@ const REASON_TEXTS = {
  * A refused change as the console shows it, in the page's language (`t`): an AdminError with a
  * stable reason (`detail`) as that reason's text naming the item(s) by their kind's singular label
  * and their name; any other AdminError or a ScimError as a generic sentence, naming the field path
- * at fault when there is one (`consoleRefusedField`). The service's English message is never
- * shown (it is /admin/v1's `detail`); every value reaches the page through the escaping template.
+ * at fault when there is one (`consoleRefusedField`), followed by the service's own explanation in
+ * parentheses (/admin/v1's `detail`, in English: for a password policy or a config-file check it is
+ * the only text that says what to change). Every value reaches the page through the escaping template.
  * `fields` holds, for an `invalid` AdminError, a text per form field at fault (the first segment
  * of each problem's path: `scopes.0` → `scopes`), naming the full path, for the page to show next
  * to that field. Undefined for any other error (rethrown by the caller).
  */
 export function refusalOf(err: unknown, t: (key: keyof Messages) => string): Refusal | undefined {
   const item = (ref: ItemRef) => format(t('consoleItemRef'), { kind: t(KIND_LABELS[ref.kind]), name: ref.name });
-  const atField = (path: string) => (path === '' ? t('consoleRefusedGeneric') : format(t('consoleRefusedField'), { field: path }));
+  const atField = (path: string, why: string) =>
+    `${path === '' ? t('consoleRefusedGeneric') : format(t('consoleRefusedField'), { field: path })} (${why})`;
   if (err instanceof AdminError) {
     const fields: Record<string, string> = {};
     const problems = err.problems ?? (err.field ? [{ path: err.field, message: err.message }] : []);
     for (const p of problems) {
       const field = p.path.split('.')[0] ?? '';
-      if (field !== '' && fields[field] === undefined) fields[field] = atField(p.path);
+      if (field !== '' && fields[field] === undefined) fields[field] = atField(p.path, p.message);
     }
     const { detail } = err;
+    const first = problems.find((p) => p.path !== '');
     const message = detail
       ? format(t(REASON_TEXTS[detail.reason]), { item: item(detail.item), users: (detail.users ?? []).map(item).join(', ') })
-      : atField(problems.find((p) => p.path !== '')?.path ?? '');
+      : atField(first?.path ?? '', first?.message ?? err.message);
     return { message, status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code], fields };
   }
-  if (err instanceof ScimError) return { message: t('consoleRefusedGeneric'), status: err.status, fields: {} };
+  if (err instanceof ScimError) return { message: atField('', err.detail), status: err.status, fields: {} };
   return undefined;
 }
