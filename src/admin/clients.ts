@@ -244,8 +244,8 @@ export class ClientAdmin {
    * not carry over to such a client); its part in users' sessions and its queued back-channel
    * logout deliveries are forgotten (`LogoutStore.forgetClient`), so that neither such a client nor
    * the removed one's logout URI is sent logout tokens for them. Self-contained JWT access
-   * tokens, which have no row, end by `ClientRegistry.stillIssuesTo` (the re-created client's
-   * `createdAt`).
+   * tokens, which have no row, end by `ClientRegistry.stillIssuesTo` (the removal record that the
+   * store wrote with the deletion, `ClientStore.listClientRemovals`).
    * @returns how many grant rows were revoked.
    */
   async revokeIssuedTo(clientId: string, now = nowSeconds()): Promise<number> {
@@ -361,7 +361,8 @@ export class ClientAdmin {
    */
   async reload(registry: ClientRegistry, isUserSubject?: (id: string) => Promise<boolean>): Promise<void> {
     const { log } = this.options;
-    const shadowed = registry.setStoredClients(await loadStoredClients(this.store.clients, log, isUserSubject));
+    const removals = await this.store.clients.listClientRemovals(nowSeconds());
+    const shadowed = registry.setStoredClients(await loadStoredClients(this.store.clients, log, isUserSubject), removals);
     for (const id of shadowed) log.warn({ clientId: id }, 'a stored client has the id of a config-file client: the config file wins');
   }
 }

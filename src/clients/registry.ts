@@ -56,35 +56,6 @@ export interface Client extends ClientConfig {
   longSecrets: boolean;
   /** Known by its Client ID Metadata Document (`clients/metadata-documents.ts`): its client_id is that document's URL. */
   metadataDocument?: boolean;
-  /**
-   * When a stored client was created, Unix seconds (whole; `clients.created_at`); absent for the
-   * config file's clients and those of metadata documents. See `issuedToCurrentClient`.
-   */
-  createdAt?: number;
-}
-
-/**
- * Whether a token issued at `issuedAt` (Unix seconds: a JWT's or reference token's `iat`, a refresh
- * token's row time) can have been issued to `client` as it is now, and not to an earlier client of
- * the same `client_id` that was removed (RFC 7592 §2.3) before this one was created. A JWT access
- * token without a stored row (client_credentials) has nothing to revoke at the removal, so only
- * this comparison keeps it from coming back to life under a re-created client.
- *
- * The rule is `issuedAt >= createdAt`: a token issued in an earlier second than the client's
- * creation is refused, one of the same second is accepted. Both are whole seconds (JWT `iat`,
- * `clients.created_at`), and the same-second case cannot be told apart: refusing it would refuse the
- * new client's own first tokens, so accepting it is chosen. The gap left is an old client's token
- * issued in the very second in which that client was removed and the new one created. The times
- * come from the clocks of the nodes that issued and created; a node whose clock lags the creating
- * node's could refuse a new client's token issued in its first second or so (NTP keeps this small).
- * A non-numeric `issuedAt` is refused when the client has a creation time.
- *
- * Clients without `createdAt` (the config file's, whose lifetime is the config's, and metadata
- * documents', whose identity is their URL) accept every `issuedAt`, as before.
- */
-export function issuedToCurrentClient(client: Pick<Client, 'createdAt'>, issuedAt: number | undefined): boolean {
-  if (client.createdAt === undefined) return true;
-  return typeof issuedAt === 'number' && issuedAt >= client.createdAt;
 }
 
 /**
@@ -103,6 +74,9 @@ export interface ClientDocuments {
 /** The clients of the config, by `client_id`, secrets hashed once. Disabled clients are absent. */
 export class ClientRegistry {
   private clients: Map<string, Client>;
+  /** Stored client ids removed within their tokens' lifetime → the removal's Unix seconds (`ClientStore.listClientRemovals`). */
+  private removals: ReadonlyMap<string, number> = new Map();
+  private readonly configIds: ReadonlySet<string>;
   /** Grows whenever the set of clients changes; lets derived data (discovery, CORS) be cached. */
   version = 0;
 
@@ -116,6 +90,7 @@ export class ClientRegistry {
     private readonly documents?: ClientDocuments,
   ) {
     this.clients = ClientRegistry.index(configs);
+    this.configIds = new Set(configs.map((c) => c.clientId));
   }
 
   private static index(configs: readonly StoredClientConfig[]): Map<string, Client> {
@@ -136,10 +111,13 @@ export class ClientRegistry {
   }
 
   /**
-   * Replaces the stored clients (from `sigil clients add`), keeping the config file's.
+   * Replaces the stored clients (from `sigil clients add`), keeping the config file's, and, when
+   * given, the removal records of stored clients (`ClientStore.listClientRemovals`: client id →
+   * Unix seconds of its last removal) that `issuedAfterRemoval` checks.
    * @returns the ids of stored clients ignored because the config file defines them.
    */
-  setStoredClients(stored: readonly StoredClientConfig[]): string[] {
+  setStoredClients(stored: readonly StoredClientConfig[], removals?: ReadonlyMap<string, number>): string[] {
+    if (removals) this.removals = removals;
     const fromConfig = new Set(this.configs.map((c) => c.clientId));
     const shadowed = stored.filter((c) => fromConfig.has(c.clientId)).map((c) => c.clientId);
     const next = ClientRegistry.index([...this.configs, ...stored.filter((c) => !fromConfig.has(c.clientId))]);
@@ -184,21 +162,50 @@ export class ClientRegistry {
   }
 
   /**
+   * Whether a token issued to `clientId` at `issuedAt` (Unix seconds: a JWT's or reference token's
+   * `iat`, a refresh token row's creation) was not issued before the last removal of a stored client
+   * of that id, if there was one within its tokens' lifetime (`client_removals`,
+   * stores/client-removals.ts). A removed client's JWT access tokens have no stored row to revoke
+   * (client_credentials), so this is what keeps them from coming back to life under a client later
+   * created with the same id (RFC 7592 §2.3). Ids never removed from the store pass: a client moved
+   * from the config file into the store, or stored rows restored from a backup, keep their tokens.
+   * Nor does a removal refuse the tokens of a config-file client of the id (moving a client from
+   * the store into the config file ends with `sigil clients remove`): those are honoured while the
+   * id is in the file, as before removal records.
+   *
+   * The rule is `issuedAt >= removedAt`, both whole seconds: a token issued in an earlier second
+   * than the removal is refused, one of the removal's own second is accepted. The same-second case
+   * cannot be told apart; refusing it would refuse, for their whole lifetime, the tokens (refresh
+   * tokens too) that a client re-created at once, as automation does, is issued in that second. The
+   * gap left is a removed client's token issued in the very second of its removal, and only once the
+   * id is re-created (until then no client has the id); its refresh tokens are revoked at the
+   * removal anyway. `removedAt` comes from the clock of the node that removed, `iat` from the
+   * issuing node's (NTP keeps the difference small). A non-numeric `issuedAt` is refused when the id
+   * has a removal record. O(1): the records are read with the stored clients at each reload.
+   */
+  issuedAfterRemoval(clientId: string, issuedAt: number | undefined): boolean {
+    // A config-file client's tokens are honoured while the id is in the file: a stored client of the
+    // id removed after the file took it over (`sigil clients remove`) refuses none of them.
+    if (this.configIds.has(clientId)) return true;
+    const removedAt = this.removals.get(clientId);
+    return removedAt === undefined || (typeof issuedAt === 'number' && issuedAt >= removedAt);
+  }
+
+  /**
    * Whether a token issued to `clientId` at `issuedAt` (Unix seconds, its `iat`) may still be
-   * honoured: an enabled client has that id and was there when the token was issued
-   * (`issuedToCurrentClient`: a stored client created later is another client that took the id),
-   * or no registered client has it and it is the URL of a Client ID Metadata Document (such a client
-   * is never removed, only re-fetched). A removed client's tokens end with it (RFC 7592 §2.3).
-   * Config-file clients have no creation time: their tokens are honoured while the id is there.
+   * honoured: it was not issued before the id's last removal from the store (`issuedAfterRemoval`), and
+   * an enabled client has that id, or no registered client has it and it is the URL of a Client ID
+   * Metadata Document (such a client is never removed, only re-fetched). A removed client's tokens
+   * end with it (RFC 7592 §2.3). A config-file client's tokens are honoured while the id is there.
    * A token names its client by id only, so a removed stored client whose id a document handles
-   * would pass for the document's here: while documents are enabled no stored client may take such
-   * an id (`ClientAdmin`'s namespace check, draft-ietf-oauth-client-id-metadata-document,
-   * "Supporting Both Pre-Registered and Unregistered Clients").
+   * would pass for the document's here once its removal record expired: while documents are
+   * enabled no stored client may take such an id (`ClientAdmin`'s namespace check,
+   * draft-ietf-oauth-client-id-metadata-document, "Supporting Both Pre-Registered and Unregistered
+   * Clients").
    */
   stillIssuesTo(clientId: string, issuedAt: number | undefined): boolean {
-    const client = this.clients.get(clientId);
-    if (client) return issuedToCurrentClient(client, issuedAt);
-    return this.documents?.handles(clientId) === true;
+    if (!this.issuedAfterRemoval(clientId, issuedAt)) return false;
+    return this.clients.has(clientId) || this.documents?.handles(clientId) === true;
   }
 
   /** Every enabled client. */

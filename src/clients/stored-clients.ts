@@ -16,12 +16,8 @@ export interface RetiringSecret {
   expiresAt: number;
 }
 
-/**
- * A stored client: its config-file settings, the secrets being retired, and when it was created
- * (Unix seconds, whole; `ClientStore.listClientsWithCreation`), which tells its tokens from those of
- * an earlier client of the same id (`issuedToCurrentClient` in clients/registry.ts).
- */
-export type StoredClientConfig = ClientConfig & { retiringSecrets?: RetiringSecret[]; createdAt?: number };
+/** A stored client: its config-file settings and the secrets being retired. */
+export type StoredClientConfig = ClientConfig & { retiringSecrets?: RetiringSecret[] };
 
 /**
  * Splits a stored client's saved object into its config-file settings and the retiring secrets
@@ -36,9 +32,9 @@ export function splitStoredClient(raw: Record<string, unknown>): { config: Recor
 }
 
 /**
- * The valid stored clients, defaults filled in, each with its `createdAt`. `isUserSubject` tells
- * whether an id is a user's subject (config or stored): such a client is skipped, as its own
- * tokens would carry that user's `sub` (RFC 9068 §5).
+ * The valid stored clients, defaults filled in. `isUserSubject` tells whether an id is a user's
+ * subject (config or stored): such a client is skipped, as its own tokens would carry that
+ * user's `sub` (RFC 9068 §5).
  */
 export async function loadStoredClients(
   store: ClientStore,
@@ -46,14 +42,14 @@ export async function loadStoredClients(
   isUserSubject: (id: string) => Promise<boolean> = async () => false,
 ): Promise<StoredClientConfig[]> {
   const out: StoredClientConfig[] = [];
-  for (const { config: saved, createdAt } of await store.listClientsWithCreation()) {
+  for (const saved of await store.listClients()) {
     const { config: raw, retiringSecrets } = splitStoredClient(saved);
     const parsed = clientSchema.safeParse(raw);
     if (!parsed.success)
       log.warn({ clientId: raw.clientId, problems: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) }, 'stored client ignored: invalid');
     else if (await isUserSubject(parsed.data.clientId))
       log.warn({ clientId: parsed.data.clientId }, 'stored client ignored: its clientId is the subject of a user (RFC 9068 §5)');
-    else out.push({ ...parsed.data, ...(retiringSecrets.length > 0 ? { retiringSecrets } : {}), createdAt });
+    else out.push(retiringSecrets.length > 0 ? { ...parsed.data, retiringSecrets } : parsed.data);
   }
   return out;
 }

@@ -14,7 +14,7 @@ import { bearerError, extractAccessToken, tokenError, type TokenScheme } from '.
 import { type DPoPProof, dpopAlgorithmsFor } from '../validation/dpop.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { User } from '../users/users.js';
-import { type Client, issuedToCurrentClient } from '../clients/registry.js';
+import type { Client } from '../clients/registry.js';
 
 /** An access token that passed `authenticateAccessToken`. */
 export interface PresentedToken {
@@ -55,9 +55,9 @@ export async function checkAccessToken(ctx: SigilContext, request: FastifyReques
   if (!valid) throw tokenError(scheme, 401, 'invalid_token', 'the access token is invalid or expired');
   // A removed client's tokens end with it (RFC 7592 §2.3), also its JWT access tokens that have no
   // stored mark to revoke (client_credentials): as Duende's token validation has it. A client
-  // created later with the same id does not revive them (`issuedToCurrentClient`).
+  // created later with the same id does not revive them (`issuedAfterRemoval`).
   const client = ctx.clients.get(valid.claims.client_id);
-  if (!client || !issuedToCurrentClient(client, valid.claims.iat))
+  if (!client || !ctx.clients.issuedAfterRemoval(valid.claims.client_id, valid.claims.iat))
     throw tokenError(scheme, 401, 'invalid_token', 'the client of the access token no longer exists');
   const jkt = boundKey(valid.claims);
   if (scheme === 'Bearer' && jkt !== undefined)

@@ -5,7 +5,6 @@
  * a wider one is `invalid_scope`; the refresh token keeps the original scopes (§6).
  */
 import { invalidGrant } from '../protocol/errors.js';
-import { issuedToCurrentClient } from '../clients/registry.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { RefreshPlan } from '../tokens/tokens.js';
 import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
@@ -31,9 +30,10 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   const now = nowSeconds();
   const { refreshTokens, families } = ctx.store.records;
   const row = handle.length <= 512 ? await refreshTokens.find(handle) : undefined;
-  // A client created after the token is another client that took the id (`issuedToCurrentClient`):
-  // deleting a client revokes its refresh tokens, and this holds should that revocation be missed.
-  if (!row || row.clientId !== client.clientId || !issuedToCurrentClient(client, row.createdAt))
+  // A token created before its client id's last removal is the removed client's, even under a
+  // client later created with the id (`issuedAfterRemoval`): deleting a client revokes its refresh
+  // tokens, and this holds should that revocation be missed.
+  if (!row || row.clientId !== client.clientId || !ctx.clients.issuedAfterRemoval(client.clientId, row.createdAt))
     throw invalidGrant('the refresh token is invalid');
   if (row.revokedAt !== null) throw invalidGrant('the refresh token was revoked');
   if (row.consumedAt !== null) {

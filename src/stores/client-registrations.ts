@@ -11,6 +11,7 @@
  * writes both in one transaction. Part of the one SQL store; reached as `store.registrations`.
  */
 import { type Kysely, sql } from 'kysely';
+import { deleteClientRow } from './client-removals.js';
 
 /** A dynamically registered client's registration record. */
 export interface ClientRegistration {
@@ -148,7 +149,7 @@ export class SqlRegistrationStore implements RegistrationStore {
   async remove(clientId: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const gone = await trx.deleteFrom('client_registrations').where('client_id', '=', clientId).executeTakeFirst();
-      await trx.deleteFrom('clients').where('client_id', '=', clientId).execute();
+      await deleteClientRow(trx, clientId, Math.floor(Date.now() / 1000));
       return gone.numDeletedRows === 1n;
     });
   }
@@ -176,7 +177,7 @@ export class SqlRegistrationStore implements RegistrationStore {
       const gone = await this.db.transaction().execute(async (trx) => {
         const r = await trx.deleteFrom('client_registrations').where('client_id', '=', client_id).where('last_used_at', '<', before).executeTakeFirst();
         if (r.numDeletedRows !== 1n) return false;
-        await trx.deleteFrom('clients').where('client_id', '=', client_id).execute();
+        await deleteClientRow(trx, client_id, now);
         return true;
       });
       if (gone) removed.push(client_id);

@@ -356,6 +356,22 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('users_created_at').on('users').columns(['created_at', 'subject_id']).execute();
     },
   },
+  '0016_client_removals': {
+    async up(db: Kysely<unknown>) {
+      // When a stored client id was last removed (stores/client-removals.ts): a token of that id
+      // issued before `removed_at` (Unix seconds) is refused, also under a client later created
+      // with the id; a JWT access token has no row that the removal could revoke. Written in the
+      // transaction of every deletion of a `clients` row; `expires_at` (Unix seconds) is when the
+      // last token the removed client could have had expires, and the clean-up deletes the row then.
+      await db.schema
+        .createTable('client_removals')
+        .addColumn('client_id', 'varchar(255)', (c) => c.primaryKey())
+        .addColumn('removed_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('client_removals_expires').on('client_removals').column('expires_at').execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

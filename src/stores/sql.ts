@@ -23,6 +23,7 @@ import {
 import { GroupCommit } from './group-commit.js';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { migrationProvider } from './migrations.js';
+import { deleteClientRow, deleteExpiredClientRemovals, listClientRemovals } from './client-removals.js';
 import { type LogoutTables, SqlLogoutStore } from './sql-logout.js';
 import { SqlWebAuthnCredentials, type WebAuthnCredentialStore } from './webauthn-credentials.js';
 import { type RegistrationStore, SqlRegistrationStore } from './client-registrations.js';
@@ -702,7 +703,8 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   async deleteExpired(before: number, limit: number): Promise<number> {
     const batch = this.db.selectFrom('grants').select('key').where('expires_at', '<', before).limit(limit);
     const result = await this.db.deleteFrom('grants').where('key', 'in', batch).executeTakeFirst();
-    return Number(result.numDeletedRows);
+    // Removal records of clients (few: one per id removed within a token lifetime) go with them.
+    return Number(result.numDeletedRows) + (await deleteExpiredClientRemovals(this.db as Kysely<unknown>, before));
   }
 
   async findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined> {
@@ -796,12 +798,12 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async listClients(): Promise<Record<string, unknown>[]> {
-    return (await this.listClientsWithCreation()).map((r) => r.config);
+    const rows = await this.db.selectFrom('clients').select('config').orderBy('client_id').execute();
+    return rows.map((r) => JSON.parse(r.config) as Record<string, unknown>);
   }
 
-  async listClientsWithCreation(): Promise<{ config: Record<string, unknown>; createdAt: number }[]> {
-    const rows = await this.db.selectFrom('clients').select(['config', 'created_at']).orderBy('client_id').execute();
-    return rows.map((r) => ({ config: JSON.parse(r.config) as Record<string, unknown>, createdAt: Number(r.created_at) }));
+  async listClientRemovals(now: number): Promise<Map<string, number>> {
+    return listClientRemovals(this.db as Kysely<unknown>, now);
   }
 
   async saveClient(clientId: string, config: Record<string, unknown>): Promise<void> {
@@ -815,8 +817,8 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async removeClient(clientId: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('clients').where('client_id', '=', clientId).executeTakeFirst();
-    if (result.numDeletedRows !== 1n) return false;
+    const now = Math.floor(Date.now() / 1000);
+    if (!(await this.db.transaction().execute((trx) => deleteClientRow(trx, clientId, now)))) return false;
     await this.clientsChanged();
     return true;
   }
@@ -841,10 +843,13 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   }
 
   async replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean> {
-    const result = config === undefined
-      ? await this.db.deleteFrom('clients').where('client_id', '=', clientId).where('config', '=', expected).executeTakeFirst()
-      : await this.db.updateTable('clients').set({ config: JSON.stringify(config) }).where('client_id', '=', clientId).where('config', '=', expected).executeTakeFirst();
-    if (('numDeletedRows' in result ? result.numDeletedRows : result.numUpdatedRows) !== 1n) return false;
+    if (config === undefined) {
+      const now = Math.floor(Date.now() / 1000);
+      if (!(await this.db.transaction().execute((trx) => deleteClientRow(trx, clientId, now, expected)))) return false;
+    } else {
+      const result = await this.db.updateTable('clients').set({ config: JSON.stringify(config) }).where('client_id', '=', clientId).where('config', '=', expected).executeTakeFirst();
+      if (result.numUpdatedRows !== 1n) return false;
+    }
     await this.clientsChanged();
     return true;
   }

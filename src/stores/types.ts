@@ -50,7 +50,10 @@ export interface Maintenance {
    * true when this holder has it.
    */
   acquireLease(name: string, holder: string, now: number, until: number): Promise<boolean>;
-  /** Deletes up to `limit` grant rows that expired before `before`; returns how many. */
+  /**
+   * Deletes up to `limit` grant rows that expired before `before`, and the client removal records
+   * (`ClientStore.listClientRemovals`) that did; returns how many rows were deleted.
+   */
   deleteExpired(before: number, limit: number): Promise<number>;
   /** How many pending authorization requests (interactions) are live at `now` (Unix seconds). */
   liveInteractions(now: number): Promise<number>;
@@ -70,20 +73,21 @@ export interface StoredUser {
 export interface ClientStore {
   listClients(): Promise<Record<string, unknown>[]>;
   /**
-   * The stored clients as `listClients` has them, each with when its row was created (Unix seconds,
-   * whole: `clients.created_at`). A change (`saveClient` over an existing id, `replaceClientIf`)
-   * keeps the time; only a client removed and created again gets a new one.
+   * The ids of stored clients removed within the longest lifetime of their tokens, each with when it
+   * was last removed (Unix seconds; table `client_removals`, stores/client-removals.ts): records
+   * that expired before `now` (Unix seconds) are left out. Every deletion of a stored client writes
+   * its record in the deletion's transaction.
    */
-  listClientsWithCreation(): Promise<{ config: Record<string, unknown>; createdAt: number }[]>;
+  listClientRemovals(now: number): Promise<Map<string, number>>;
   /** Adds or replaces a client. */
   saveClient(clientId: string, config: Record<string, unknown>): Promise<void>;
-  /** Returns false when there was no such client. */
+  /** Returns false when there was no such client; records the removal (`listClientRemovals`) in the same transaction. */
   removeClient(clientId: string): Promise<boolean>;
   /** The stored client's config as saved (JSON text, the basis of its ETag), or undefined. */
   getClient(clientId: string): Promise<string | undefined>;
   /**
    * Replaces a stored client only while its saved JSON text is still `expected` (one conditional
-   * UPDATE, so two concurrent changes cannot both win); with `config` undefined, deletes it so.
+   * UPDATE, so two concurrent changes cannot both win); with `config` undefined, deletes it so and records the removal (`listClientRemovals`) in the same transaction.
    * @returns whether it was replaced (or deleted).
    */
   replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean>;

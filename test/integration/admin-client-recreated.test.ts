@@ -72,7 +72,11 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     expect(res.statusCode, res.body).toBe(201);
     return res.json<{ secret: string }>().secret;
   };
-  /** Waits (with a deadline) until the clock has left the second `iat`, so a creation now is later. */
+  /**
+   * Waits (with a deadline) until the clock has left the second `iat`, so a removal now falls in a
+   * later second than the token (one of the removal's own second is accepted:
+   * `ClientRegistry.issuedAfterRemoval`).
+   */
   const afterSecond = async (iat: number) => {
     const deadline = Date.now() + 5000;
     while (Math.floor(Date.now() / 1000) <= iat) {
@@ -87,9 +91,9 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     expect((await introspect(sigil, old)).json().active).toBe(true);
     expect((await call('GET', '/clients', old)).statusCode).toBe(200);
 
+    await afterSecond(Number(decodeJwt(old).iat));
     expect((await call('DELETE', '/clients/reborn', admin)).statusCode).toBe(204);
     expect((await introspect(sigil, old)).json()).toEqual({ active: false });
-    await afterSecond(Number(decodeJwt(old).iat));
     const second = await create();
 
     expect((await introspect(sigil, old)).json()).toEqual({ active: false });
@@ -107,8 +111,8 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     const first = await create(ropc);
     const old = await passwordTokens(sigil, { client: ['reborn-ropc', first], scope: 'openid api1 offline_access' });
     // Removed around ClientAdmin (as a crash between the deletion and its revocation would leave it).
-    expect(await sigil.context.store.clients.removeClient('reborn-ropc')).toBe(true);
     await afterSecond(Number(decodeJwt(old.access_token).iat));
+    expect(await sigil.context.store.clients.removeClient('reborn-ropc')).toBe(true);
     const second = await create(ropc);
 
     const refresh = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: old.refresh_token! }, ['reborn-ropc', second]);
@@ -128,9 +132,9 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     const exchange = () =>
       tokenRequest(sigil, { grant_type: TOKEN_EXCHANGE, subject_token: old, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token' }, ['exchanger', 'exchanger-secret']);
     expect((await exchange()).statusCode).toBe(200);
+    await afterSecond(Number(decodeJwt(old).iat));
     expect((await call('DELETE', '/clients/gone-ropc', admin)).statusCode).toBe(204);
     expect((await exchange()).json().error).toBe('invalid_request');
-    await afterSecond(Number(decodeJwt(old).iat));
     await create(ropc);
     expect((await exchange()).json().error).toBe('invalid_request');
   });
