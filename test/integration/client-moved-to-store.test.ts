@@ -3,7 +3,7 @@
  * remove it from the file and restart, then POST it to /admin/v1) keeps the tokens issued to it
  * before the move: its refresh token still refreshes and its JWT access token is still active at
  * introspection. Only a removal from the store (`client_removals`) ends an id's earlier tokens, and
- * that record is pruned by the clean-up once every token it could cover has expired. Real SQLite
+ * not those of a config-file client of the id (a move back into the file); the record is pruned by the clean-up once every token it could cover has expired. Real SQLite
  * and PostgreSQL, two Sigil instances one after the other on the same store.
  */
 import pino from 'pino';
@@ -76,5 +76,21 @@ describe.each(['sqlite', 'postgres'] as const)('a client moved from the config f
     expect((await clients.listClientRemovals(before)).has('short-lived')).toBe(true);
     await maintenance.deleteExpired(removedBy + 121, 1000);
     expect((await clients.listClientRemovals(before)).has('short-lived')).toBe(false);
+  });
+
+  it("moved back into the config file, ending with sigil clients remove: the file's client keeps its tokens", async () => {
+    // Runs after the test above, which left 'mover' in the store. README, 'From run time to the
+    // config file': the file takes the client (and wins over the stored one), then the stored one
+    // is removed, here through the service `sigil clients remove` uses.
+    await sigil?.close();
+    sigil = await start([{ ...mover, clientSecrets: ['mover-secret'] }]);
+    // A JWT without a stored row (no offline_access): the removal revokes rows of the id
+    // (`revokeIssuedTo`), which only the removal record could refuse otherwise.
+    const tokens = await passwordTokens(sigil, { client: ['mover', 'mover-secret'], scope: 'openid api1' });
+    await afterSecond(Number(decodeJwt(tokens.access_token).iat));
+    await sigil.context.management.clients.remove('mover');
+    await sigil.context.management.reloadClients();
+    expect((await sigil.context.store.clients.listClientRemovals(Math.floor(Date.now() / 1000))).has('mover')).toBe(true);
+    expect((await introspect(sigil, tokens.access_token)).json()).toMatchObject({ active: true, client_id: 'mover' });
   });
 });
