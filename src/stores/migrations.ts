@@ -372,6 +372,14 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('client_removals_expires').on('client_removals').column('expires_at').execute();
     },
   },
+  '0017_participants_by_client': {
+    async up(db: Kysely<unknown>) {
+      // A client's deletion forgets its places in sessions (LogoutStore.forgetClient); the primary
+      // key leads with sid, so without this each deletion (up to 100 unused dynamic clients a
+      // housekeeping run) read the whole table, holding SQLite's writers meanwhile.
+      await db.schema.createIndex('session_participants_client').on('session_participants').column('client_id').execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */
