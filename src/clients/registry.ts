@@ -118,9 +118,8 @@ export class ClientRegistry {
    */
   setStoredClients(stored: readonly StoredClientConfig[], removals?: ReadonlyMap<string, number>): string[] {
     if (removals) this.removals = removals;
-    const fromConfig = new Set(this.configs.map((c) => c.clientId));
-    const shadowed = stored.filter((c) => fromConfig.has(c.clientId)).map((c) => c.clientId);
-    const next = ClientRegistry.index([...this.configs, ...stored.filter((c) => !fromConfig.has(c.clientId))]);
+    const shadowed = stored.filter((c) => this.configIds.has(c.clientId)).map((c) => c.clientId);
+    const next = ClientRegistry.index([...this.configs, ...stored.filter((c) => !this.configIds.has(c.clientId))]);
     const changed = next.size !== this.clients.size || [...next].some(([id, c]) => JSON.stringify(c) !== JSON.stringify(this.clients.get(id)));
     if (changed) {
       this.clients = next;
