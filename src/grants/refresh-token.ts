@@ -21,8 +21,9 @@ import { claimsOf } from '../users/users.js';
  * never again gets Bearer ones. `resource` (RFC 8707 §2.2) may narrow the grant's resources, never
  * widen them.
  * @throws OAuthError `invalid_request` (missing token), `invalid_grant` (unknown, expired,
- *   revoked, consumed, another client's (also an earlier client's of the same id), no or another DPoP key than it is bound to, bound by a
- *   concurrent use meanwhile, user gone or inactive), `invalid_scope`, `invalid_target`.
+ *   revoked, consumed, another client's (also an earlier client's of the same id), no or another
+ *   DPoP key than it is bound to, bound by a concurrent use meanwhile, user gone or inactive),
+ *   `invalid_scope`, `invalid_target`.
  */
 export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   const { params, client } = req;

@@ -87,7 +87,8 @@ export interface ClientStore {
   getClient(clientId: string): Promise<string | undefined>;
   /**
    * Replaces a stored client only while its saved JSON text is still `expected` (one conditional
-   * UPDATE, so two concurrent changes cannot both win); with `config` undefined, deletes it so and records the removal (`listClientRemovals`) in the same transaction.
+   * UPDATE, so two concurrent changes cannot both win); with `config` undefined, deletes it so and
+   * records the removal (`listClientRemovals`) in the same transaction.
    * @returns whether it was replaced (or deleted).
    */
   replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean>;
@@ -227,8 +228,9 @@ export interface LogoutStore {
    * created later with the same id is not sent logout tokens, with their users' `sub` and `sid`,
    * for sessions the removed one took part in; and drops its queued back-channel logout deliveries,
    * which would otherwise still go to the removed client's logout URI (one already claimed by a
-   * sender may still go out once). Returns how many rows went, of both. No index leads with the
-   * client, so this reads the tables: for the rare removal of a client only.
+   * sender may still go out once). Returns how many rows went, of both. Found through the index
+   * on `session_participants (client_id)` (0017_participants_by_client); the queued deliveries are
+   * a short outbox.
    */
   forgetClient(clientId: string): Promise<number>;
   /** The sids of live (not revoked, not expired) sessions of a user. */
