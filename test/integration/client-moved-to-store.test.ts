@@ -3,8 +3,9 @@
  * remove it from the file and restart, then POST it to /admin/v1) keeps the tokens issued to it
  * before the move: its refresh token still refreshes and its JWT access token is still active at
  * introspection. Only a removal from the store (`client_removals`) ends an id's earlier tokens, and
- * not those of a config-file client of the id (a move back into the file); the record is pruned by the clean-up once every token it could cover has expired. Real SQLite
- * and PostgreSQL, two Sigil instances one after the other on the same store.
+ * not those of a config-file client of the id (a move back into the file); the record is pruned by
+ * the clean-up once every token it could cover has expired. Real SQLite and PostgreSQL, two Sigil
+ * instances one after the other on the same store.
  */
 import pino from 'pino';
 import { decodeJwt } from 'jose';
