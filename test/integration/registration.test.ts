@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintInitialToken } from '../../src/admin/registrations.js';
 import { hashHandle, nowSeconds } from '../../src/crypto/handles.js';
-import { authorizeUrl, Browser, codeParams, getCode, isActive, isConsentPage, isLoginPage, pkce, redeem } from '../authorize-helpers.js';
+import { authorizeUrl, Browser, codeParams, getCode, isConsentPage, isLoginPage, pkce, redeem } from '../authorize-helpers.js';
 import { basic, form, startSigil, type TestSigil } from '../helpers.js';
 import { registrationConfig } from '../registration-helpers.js';
 
@@ -503,6 +503,8 @@ describe('dynamic client registration', () => {
     const redeemed = await redeem(sigil, code, { client: id, secret: String(created.client_secret), verifier });
     expect(redeemed.statusCode, redeemed.body).toBe(200);
     const tokens = redeemed.json<{ access_token: string; refresh_token: string }>();
+    const userinfo = async () => (await sigil.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${tokens.access_token}` } })).statusCode;
+    expect(await userinfo()).toBe(200);
     // An unused code of the same client, issued before the deletion.
     const unused = pkce();
     const pending = await getCode(browser, codeParams(unused.challenge, { client_id: id, scope: 'openid' }));
@@ -522,7 +524,7 @@ describe('dynamic client registration', () => {
     expect(refreshed.json<Json>().error).toBe('invalid_grant');
     const late = await redeem(sigil, pending, { client: id, secret, verifier: unused.verifier });
     expect(late.json<Json>().error).toBe('invalid_grant');
-    expect(await isActive(sigil, tokens.access_token)).toBe(false);
+    expect(await userinfo()).toBe(401);
     await sigil.context.management.clients.delete(id);
   });
 
@@ -542,6 +544,34 @@ describe('dynamic client registration', () => {
       expect(await sigil.context.registrations.removeUnused(issued + 86_401 + 91 * 86_400)).toContain(id);
       expect(sigil.context.clients.get(id)).toBeUndefined();
       expect((await manage('GET', String(created.registration_client_uri), String(created.registration_access_token))).statusCode).toBe(401);
+    });
+
+    it('revokes what a client removed for disuse was issued (RFC 7592 §2.3), and a client later made with its id gets none of it', async () => {
+      const created = (await register({ ...web, grant_types: ['authorization_code', 'refresh_token'], scope: 'openid offline_access' }, await registerToken())).json<Json>();
+      const id = String(created.client_id);
+      const { verifier, challenge } = pkce();
+      const code = await getCode(new Browser(sigil), codeParams(challenge, { client_id: id, scope: 'openid offline_access' }));
+      const redeemed = await redeem(sigil, code, { client: id, secret: String(created.client_secret), verifier });
+      expect(redeemed.statusCode, redeemed.body).toBe(200);
+      const tokens = redeemed.json<{ access_token: string; refresh_token: string }>();
+      const userinfo = async () => (await sigil.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${tokens.access_token}` } })).statusCode;
+      expect(await userinfo()).toBe(200);
+
+      const lastUse = (await sigil.context.store.registrations.find(id))?.lastUsedAt ?? 0;
+      expect(await sigil.context.registrations.removeUnused(lastUse + 91 * 86_400)).toContain(id);
+      expect(await userinfo()).toBe(401);
+
+      const again = await sigil.context.management.clients.create({ clientId: id, allowedGrantTypes: ['authorization_code', 'refresh_token'], allowedScopes: ['openid', 'offline_access'], allowOfflineAccess: true, redirectUris: ['https://rp.example/cb'] });
+      await sigil.context.management.reloadClients();
+      const refreshed = await sigil.app.inject({
+        method: 'POST',
+        url: '/connect/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(id, String(again.secret)) },
+        payload: form({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token }),
+      });
+      expect(refreshed.json<Json>().error).toBe('invalid_grant');
+      expect(await userinfo()).toBe(401);
+      await sigil.context.management.clients.delete(id);
     });
   });
 
