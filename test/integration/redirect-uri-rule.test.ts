@@ -4,10 +4,12 @@
  * fragment, user-info or non-loopback http URI as `redirectUris` or `postLogoutRedirectUris` is a
  * 422 naming the field, and nothing is stored; the console's client forms refuse the same (signed
  * in over HTTP as an admin with a second factor); `allowHttpRedirectUris` lets a development
- * client use http on any host and nothing else.
+ * client use http on any host and nothing else. A client stored before the rule that breaks it
+ * is not loaded (a warning names it and the field), so Sigil never redirects to its URIs.
  */
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Browser, input } from '../authorize-helpers.js';
+import { authorizeUrl, Browser, input, pkce } from '../authorize-helpers.js';
 import { clientTokens, startSigil, testConfig, type TestSigil } from '../helpers.js';
 import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
 
@@ -167,5 +169,30 @@ describe('the console\'s client forms', () => {
       expect(res.body).toContain('redirectUris.0');
     }
     expect((await call('GET', '/clients/console-rp')).json().client.redirectUris).toEqual(['https://rp.example/cb']);
+  });
+});
+
+describe('a stored client that breaks the rule (saved before it existed)', () => {
+  it('is not loaded: a warning names the client and the field, and the authorization endpoint does not know it', async () => {
+    const lines: string[] = [];
+    const logged = await startSigil({}, { logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }) });
+    try {
+      // Written straight to the store, as a database from an earlier version may hold it.
+      await logged.context.store.clients.saveClient('legacy-rp', webClient('legacy-rp', { redirectUris: ['javascript:alert(document.cookie)'] }));
+      await logged.context.store.clients.saveClient('kept-rp', webClient('kept-rp'));
+      await logged.context.management.reloadClients();
+      expect(logged.context.clients.get('kept-rp')).toBeDefined();
+      expect(logged.context.clients.get('legacy-rp')).toBeUndefined();
+      const warning = lines.map((l) => JSON.parse(l) as { msg: string; clientId?: string; problems?: string[] }).find((l) => l.clientId === 'legacy-rp');
+      expect(warning).toMatchObject({ msg: 'stored client ignored: invalid', problems: [expect.stringMatching(/^redirectUris\.0: the scheme javascript: is not allowed/)] });
+      const { challenge } = pkce();
+      const params = { response_type: 'code', client_id: 'legacy-rp', redirect_uri: 'javascript:alert(document.cookie)', scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256' };
+      const res = await logged.app.inject({ method: 'GET', url: authorizeUrl(params), headers: { accept: 'text/html' } });
+      expect(res.statusCode).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.body).toContain('unknown client');
+    } finally {
+      await logged.close();
+    }
   });
 });
