@@ -14,6 +14,7 @@
  * and refresh tokens only, never a management scope (`scim`, `sigil:*`), and consent is asked every time, naming the
  * URL's host (draft §"OAuth Phishing Attacks").
  */
+import { redirectUriProblem } from '../config/redirect-uris.js';
 import { type ClientConfig, clientSchema, isManagementScope } from '../config/schema.js';
 import { guardedGet, OutboundRefused } from '../http/outbound.js';
 import type { FailureLimiter } from '../limits/failure-limiter.js';
@@ -304,14 +305,13 @@ function optionalHttpsUrl(value: unknown, name: string, refuse: (why: string) =>
 }
 
 /**
- * Whether a document may register `uri` (RFC 9700 §2.1; RFC 8252 §7): https, http on a loopback
- * IP (RFC 8252 §7.3; `localhost` is not, §8.3), or a private-use scheme with a dot (reverse
- * domain name, §7.1); absolute, no fragment, no `*`.
+ * Whether a document may register `uri`: the one rule of every client (`redirectUriProblem`;
+ * RFC 9700 §2.1; RFC 8252 §7), private-use schemes allowed (native apps publish documents too,
+ * §7.1), plain http never beyond a loopback host; stricter still, http on a loopback IP only,
+ * never the name `localhost` (RFC 8252 §8.3), since nobody vouches for a document's client.
  */
 function isAcceptableRedirectUri(uri: string): boolean {
-  if (!URL.canParse(uri) || uri.includes('#') || uri.includes('*')) return false;
+  if (redirectUriProblem(uri, { privateUseSchemes: true, httpOnAnyHost: false }) !== undefined) return false;
   const url = new URL(uri);
-  if (url.protocol === 'https:') return url.hostname !== '';
-  if (url.protocol === 'http:') return url.hostname === '127.0.0.1' || url.hostname === '[::1]';
-  return /^[a-z][a-z0-9+-]*\.[a-z0-9+.-]+:$/.test(url.protocol);
+  return url.protocol !== 'http:' || url.hostname !== 'localhost';
 }

@@ -6,13 +6,14 @@
  *
  * Rules beyond the RFC, each a refusal with `invalid_redirect_uri` or `invalid_client_metadata`
  * (RFC 7591 §3.2.2):
- * - redirect URIs (RFC 8252; OIDC DCR §2 `application_type`): absolute, no fragment, no user
- *   info, no `*`; https, or http on a loopback host (127.0.0.1, [::1], localhost; RFC 8252 §7.3,
- *   §8.3), whatever the `application_type`; a `native` client's also a private-use scheme in
- *   reverse-DNS form (a `.` in the scheme, RFC 8252 §7.1); never `javascript:`, `data:`, `file:`
- *   and the like. OIDC DCR §2 keeps `web` clients off localhost only for the implicit grant,
- *   which dynamic clients never get; MCP clients register loopback redirects without naming an
- *   `application_type` (default `web`), and refusing them would break their sign-in;
+ * - redirect URIs (RFC 8252; OIDC DCR §2 `application_type`): the one rule of every client
+ *   (src/config/redirect-uris.ts): absolute, no fragment, no user info, no `*`; https, or http on
+ *   a loopback host (127.0.0.0/8, [::1], localhost; RFC 8252 §7.3, §8.3), whatever the
+ *   `application_type`; a `native` client's also a private-use scheme in reverse-DNS form (a `.`
+ *   in the scheme, RFC 8252 §7.1); never `javascript:`, `data:`, `file:` and the like. OIDC DCR
+ *   §2 keeps `web` clients off localhost only for the implicit grant, which dynamic clients never
+ *   get; MCP clients register loopback redirects without naming an `application_type` (default
+ *   `web`), and refusing them would break their sign-in;
  * - grant types, scopes and authentication methods only from the policy's lists; `sigil:*`
  *   scopes, password and token exchange never (the config cannot list them);
  * - only `response_types` `code` (with `authorization_code`): implicit and hybrid are not
@@ -24,6 +25,8 @@
  * - every string, list and URI is bounded; members Sigil does not know are ignored (RFC 7591 §2),
  *   `client_name#<tag>` (language tags, §2.2) among them: the untagged name is the one shown.
  */
+import { LOOPBACK } from '../config/hosts.js';
+import { redirectUriProblem } from '../config/redirect-uris.js';
 import { ASYMMETRIC_ASSERTION_ALGORITHMS } from '../config/schema.js';
 import { OAuthError } from '../protocol/errors.js';
 
@@ -60,9 +63,6 @@ const MAX_TEXT_LENGTH = 200;
 /** Most keys in an inline `jwks`. */
 const MAX_KEYS = 10;
 
-/** Schemes never accepted as a redirect URI, whatever the application type. */
-const DANGEROUS_SCHEMES = new Set(['javascript:', 'data:', 'file:', 'vbscript:', 'blob:', 'about:', 'filesystem:', 'ftp:', 'ws:', 'wss:']);
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 /** Members whose values Sigil cannot honour: any value is refused. */
 const UNSUPPORTED = [
   'default_max_age',
@@ -116,7 +116,7 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
   /** Why a URI Sigil fetches, posts to or shows is refused: https only (loopback http in development). */
   const fetched = (name: string, value: string) => {
     const url = new URL(value);
-    if (!(url.protocol === 'https:' || (policy.loopbackHttp && url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))))
+    if (!(url.protocol === 'https:' || (policy.loopbackHttp && url.protocol === 'http:' && LOOPBACK.test(url.hostname))))
       return `${name} must be an https URL`;
     return url.hash !== '' || url.username !== '' || url.password !== '' ? `${name} must have no fragment or user info` : undefined;
   };
@@ -211,20 +211,12 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
 
 /**
  * Why a redirect URI is refused for a client of `applicationType` (RFC 8252 §7, §8.3; OIDC DCR §2;
- * RFC 6749 §3.1.2), or undefined when it is acceptable.
+ * RFC 6749 §3.1.2), or undefined when it is acceptable: the one rule of every client
+ * (`redirectUriProblem`), private-use schemes for `native` clients only, plain http never beyond
+ * a loopback host (a registrant cannot mark its client for development).
  */
 export function checkRedirectUri(uri: string, applicationType: 'web' | 'native'): string | undefined {
-  if (!URL.canParse(uri)) return 'must be an absolute URI';
-  if (uri.includes('#')) return 'must not have a fragment';
-  if (uri.includes('*')) return 'must not contain wildcards';
-  const url = new URL(uri);
-  if (DANGEROUS_SCHEMES.has(url.protocol)) return `the scheme ${url.protocol} is not allowed`;
-  if (url.username !== '' || url.password !== '') return 'must not carry user info';
-  if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:') return LOOPBACK_HOSTS.has(url.hostname) ? undefined : 'http is allowed only on a loopback host';
-  if (applicationType === 'web') return 'a web client must use https, or http on a loopback host';
-  // RFC 8252 §7.1: a private-use scheme is a reverse domain name of the client's, hence has a dot.
-  return url.protocol.slice(0, -1).includes('.') ? undefined : 'a private-use scheme must be a reverse domain name (com.example.app)';
+  return redirectUriProblem(uri, { privateUseSchemes: applicationType === 'native', httpOnAnyHost: false });
 }
 
 function optionalString(m: Record<string, unknown>, name: string, max: number): string | undefined {

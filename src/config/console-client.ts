@@ -30,6 +30,9 @@ export function consoleClient(issuer: string, withOpenId: boolean): ClientConfig
     allowedGrantTypes: ['authorization_code'],
     allowedScopes: [...(withOpenId ? ['openid'] : []), 'sigil:admin', 'scim'],
     redirectUris: [`${issuer}${CONSOLE_CALLBACK_PATH}`],
+    // The callback is the issuer's own URL: an http issuer (allowed on any host) makes it http too,
+    // and it is no weaker than the issuer every other page of Sigil's is served from.
+    allowHttpRedirectUris: issuer.startsWith('http:'),
     requirePkce: true,
     allowPlainTextPkce: false,
     requireConsent: false,

@@ -8,6 +8,7 @@ import { isIP } from 'node:net';
 // where `import { z }` keeps all of zod, its forty-odd locales included (dist/cli/main.js).
 import * as z from 'zod';
 import { LOOPBACK } from './hosts.js';
+import { redirectUriProblem } from './redirect-uris.js';
 import { userDirectories } from './user-directories.js';
 
 const lifetime = z.number().int().positive();
@@ -215,8 +216,9 @@ export const clientSchema = z.strictObject({
   requireClientSecret: z.boolean().default(true).meta({ description: "false makes a public client, identified by client_id alone", spec: "RFC 6749 §2.1" }),
   allowedGrantTypes: z.array(nonEmpty).min(1).meta({ description: "client_credentials, password, authorization_code, refresh_token, implicit, hybrid, the device code and token exchange URNs, or a registered extension grant's name; any other name stops the start", spec: "RFC 6749 §4; RFC 8628; RFC 8693" }),
   allowedScopes: z.array(nonEmpty).default([]).meta({ description: "Identity and API scope names; scope omitted at the token endpoint means all that the grant can carry", spec: "RFC 6749 §3.3" }),
-  redirectUris: z.array(nonEmpty).default([]).meta({ description: "Absolute URIs without fragment, matched string for string (a registered loopback URI matches any port)", spec: "RFC 6749 §3.1.2; RFC 8252 §7.3" }),
-  postLogoutRedirectUris: z.array(nonEmpty).default([]).meta({ description: "Where end session may send the browser back, matched string for string", spec: "OIDC RP-Initiated Logout §3" }),
+  redirectUris: z.array(nonEmpty).default([]).meta({ description: "Where codes and tokens are sent, matched string for string (a registered loopback IP URI matches any port): absolute, no fragment, no * (no wildcards), no user info, no white space; https, http only on a loopback host (127.0.0.0/8, [::1], localhost; any host with allowHttpRedirectUris), or a private-use scheme in reverse domain name form (com.example.app:/callback); never javascript:, data:, vbscript:, file: and the like", spec: "RFC 6749 §3.1.2; RFC 8252 §7.1, §7.3; RFC 9700 §4.1.3" }),
+  postLogoutRedirectUris: z.array(nonEmpty).default([]).meta({ description: "Where end session may send the browser back, matched string for string; the same rule as redirectUris", spec: "OIDC RP-Initiated Logout §3" }),
+  allowHttpRedirectUris: z.boolean().default(false).meta({ description: "Development only: redirectUris and postLogoutRedirectUris may use plain http on any host (http on a loopback host is always allowed); never in production, where codes and tokens would cross the network in clear text. Dynamic registration never sets it", spec: "RFC 6749 §3.1.2.1" }),
   requirePkce: z.boolean().default(true).meta({ description: "PKCE at the authorize endpoint", spec: "RFC 7636" }),
   allowPlainTextPkce: z.boolean().default(false).meta({ description: "Accept code_challenge_method=plain (S256 otherwise)", spec: "RFC 7636 §4.2" }),
   allowOfflineAccess: z.boolean().default(false).meta({ description: "Refresh tokens through the offline_access scope", spec: "OIDC Core §11" }),
@@ -254,6 +256,13 @@ export const clientSchema = z.strictObject({
 })
   .superRefine((c, ctx) => {
     for (const [path, message] of fapi2Contradictions(c)) ctx.addIssue({ code: 'custom', path: [path], message });
+    // The one redirect URI rule of every path a client comes by (src/config/redirect-uris.ts).
+    const allowance = { privateUseSchemes: true, httpOnAnyHost: c.allowHttpRedirectUris };
+    for (const field of ['redirectUris', 'postLogoutRedirectUris'] as const)
+      c[field].forEach((u, j) => {
+        const why = redirectUriProblem(u, allowance);
+        if (why !== undefined) ctx.addIssue({ code: 'custom', path: [field, j], message: why });
+      });
   })
   .transform(withProfileDefaults)
   .superRefine((c, ctx) => {
@@ -658,10 +667,6 @@ export const configSchema = z
         issue(at('refreshTokenUsage'), 'public clients must use "oneTime" refresh tokens (RFC 9700 §4.14.2)');
       if (grants.has('implicit') && grants.has('authorization_code'))
         issue(at('allowedGrantTypes'), 'list "hybrid" instead of "implicit" with "authorization_code"');
-      c.redirectUris.forEach((u, j) => {
-        if (!URL.canParse(u) || new URL(u).hash !== '')
-          issue(at('redirectUris', j), 'must be an absolute URI without fragment (RFC 6749 §3.1.2)');
-      });
       c.tokenExchangeSubjectAudiences.forEach((a, j) => {
         if (!apiResourceNames.has(a)) issue(at('tokenExchangeSubjectAudiences', j), `unknown API resource "${a}"`);
       });

@@ -4,6 +4,7 @@
  * exception is a registered loopback IP URI (`http://127.0.0.1/…`, `http://[::1]/…`), which
  * matches the same URI with any port (RFC 8252 §7.3).
  */
+import { DANGEROUS_REDIRECT_SCHEMES } from '../config/redirect-uris.js';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]']);
 
@@ -38,5 +39,5 @@ export function isAbsoluteRedirectUri(uri: string): boolean {
   if (!URL.canParse(uri)) return false;
   const url = new URL(uri);
   if (url.hash !== '' || uri.includes('#')) return false;
-  return !['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:'].includes(url.protocol);
+  return !DANGEROUS_REDIRECT_SCHEMES.includes(url.protocol);
 }

@@ -131,6 +131,28 @@ describe('sigil users and clients write to the store; a running node picks them 
     expect((err as { stderr: string }).stderr).toMatch(/clients\[\d+\]\.allowedScopes\[0\]: unknown scope "nope"/);
   });
 
+  it('refuses a client whose redirect or post-logout redirect URI breaks the redirect URI rule (exit code 2, naming the field), storing nothing', async () => {
+    const client = (extra: Record<string, unknown>) => ({ clientId: 'cli-rp', requireClientSecret: false, allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], ...extra });
+    const refused = (...args: string[]) => sigilCli(...args).then(
+      (ok) => ({ code: 0, stderr: ok.stderr }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+    expect(await refused('clients', 'add', '--json', JSON.stringify(client({ redirectUris: ['https://rp.example/cb', 'javascript:alert(1)', 'https://evil.example/*'] })))).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/clients\[\d+\]\.redirectUris\[1\]: the scheme javascript: is not allowed\n\s*clients\[\d+\]\.redirectUris\[2\]: must not contain wildcards/),
+    });
+    expect(await refused('clients', 'add', '--json', JSON.stringify(client({ postLogoutRedirectUris: ['data:text/html,hi', 'http://127.0.0.1.nip.io/bye'] })))).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/clients\[\d+\]\.postLogoutRedirectUris\[0\]: the scheme data: is not allowed\n\s*clients\[\d+\]\.postLogoutRedirectUris\[1\]: http is allowed only on a loopback host/),
+    });
+    expect(await sigil.context.store.clients.getClient('cli-rp')).toBeUndefined();
+    // Stored (through the service the CLI uses), then changed: the update is refused the same way and the stored client kept.
+    await sigil.context.management.clients.create(client({}));
+    expect(await refused('clients', 'update', 'cli-rp', '--json', JSON.stringify({ redirectUris: ['file:///etc/passwd'] }))).toMatchObject({ code: 2, stderr: expect.stringMatching(/redirectUris\[0\]: the scheme file: is not allowed/) });
+    expect(JSON.parse((await sigil.context.store.clients.getClient('cli-rp')) ?? '{}')).toMatchObject({ redirectUris: ['https://rp.example/cb'] });
+    await sigil.context.management.clients.remove('cli-rp');
+  });
+
   it('refuses a client id that is an https:// URL while metadata documents are enabled (exit code 2, naming clientId), storing nothing', async () => {
     const url = { clientId: 'https://agent.example/cli', clientSecrets: ['a-long-enough-secret-for-this-client-0123'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] };
     const err = await sigilCli('clients', 'add', '--json', JSON.stringify(url)).catch((e: { code: number; stderr: string }) => e);

@@ -273,6 +273,27 @@ describe('sigil start', () => {
       ],
       ['an unknown top-level field', { colour: 'blue' }, /colour: unknown field/],
       [
+        'a client with a javascript: redirect URI, however it is spelt',
+        {
+          clients: [{ clientId: 'x', requireClientSecret: false, allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb', ' JavaScript:alert(1)', 'JAVASCRIPT:alert(1)'] }],
+        },
+        /clients\[0\]\.redirectUris\[1\]: must not contain white space[^\n]*\n\s*clients\[0\]\.redirectUris\[2\]: the scheme javascript: is not allowed/,
+      ],
+      [
+        'a client with a wildcard post-logout redirect URI',
+        {
+          clients: [{ clientId: 'x', requireClientSecret: false, allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], postLogoutRedirectUris: ['https://evil.example/*'] }],
+        },
+        /clients\[0\]\.postLogoutRedirectUris\[0\]: must not contain wildcards/,
+      ],
+      [
+        'a client with an http redirect URI off the loopback host, not marked for development',
+        {
+          clients: [{ clientId: 'x', requireClientSecret: false, allowedGrantTypes: ['authorization_code'], redirectUris: ['http://localhost.evil.example/cb'] }],
+        },
+        /clients\[0\]\.redirectUris\[0\]: http is allowed only on a loopback host/,
+      ],
+      [
         'an unknown field inside a client',
         { clients: [{ clientId: 'x', clientSecrets: ['s'], allowedGrantTypes: ['client_credentials'], secret: 's' }] },
         /clients\[0\]\.secret: unknown field/,

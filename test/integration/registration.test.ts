@@ -206,6 +206,13 @@ describe('dynamic client registration', () => {
       await expectError({ redirect_uris: Array.from({ length: 21 }, (_, i) => `https://rp.example/${i}`) }, 'invalid_redirect_uri');
     });
 
+    it('refuses redirect URIs a browser would rewrite before following them (white space, controls, backslashes), as every client path does', async () => {
+      for (const uri of [' https://rp.example/cb', 'https://rp.example/cb\t', 'https://rp.ex\nample/cb', 'https:\\\\evil.example\\cb', ' JAVASCRIPT:alert(1)'])
+        for (const application_type of ['web', 'native'])
+          await expectError({ application_type, redirect_uris: [uri] }, 'invalid_redirect_uri');
+      await expectError({ redirect_uris: ['https://rp.example/cb'], post_logout_redirect_uris: ['https://rp.example/bye\u0000'] }, 'invalid_client_metadata');
+    });
+
     it('takes loopback redirects without application_type, as MCP clients register (RFC 8252 §7.3; OIDC DCR §2 bars localhost for implicit only)', async () => {
       for (const uri of ['http://127.0.0.1:33418/callback', 'http://localhost:6274/oauth/callback', 'http://[::1]/cb', 'https://127.0.0.1/cb'])
         expect((await accepted({ redirect_uris: [uri], token_endpoint_auth_method: 'none' })).redirect_uris).toEqual([uri]);

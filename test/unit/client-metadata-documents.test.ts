@@ -125,6 +125,13 @@ describe('documents: clientFromDocument', () => {
     expect(() => clientFromDocument(URL_ID, [valid], SCOPES)).toThrow('not a JSON object');
   });
 
+  it('refuses the redirect URIs every client path refuses: user info, rewritten characters, look-alike loopback hosts; never localhost', () => {
+    for (const uri of ['https://user@agent.example/cb', 'https://agent.example@evil.example/cb', ' https://agent.example/cb', 'https://agent.example/c\tb', 'https:\\\\evil.example/cb', 'http://127.0.0.1.nip.io/cb', 'http://localhost/cb', 'myagent:/cb'])
+      expect(() => clientFromDocument(URL_ID, { ...valid, redirect_uris: [uri] }, SCOPES), JSON.stringify(uri)).toThrow('redirect_uri');
+    for (const uri of ['http://127.0.0.1:4000/cb', 'http://[::1]/cb', 'com.example.agent:/cb'])
+      expect(clientFromDocument(URL_ID, { ...valid, redirect_uris: [uri] }, SCOPES).redirectUris).toEqual([uri]);
+  });
+
   it('throws only MetadataDocumentError for any JSON at all', () => {
     const keys = fc.constantFrom('client_id', 'redirect_uris', 'grant_types', 'response_types', 'token_endpoint_auth_method', 'jwks', 'jwks_uri', 'scope', 'client_name', 'logo_uri', 'token_endpoint_auth_signing_alg', 'client_secret');
     fc.assert(fc.property(fc.oneof(fc.jsonValue(), fc.dictionary(keys, fc.jsonValue())), fc.boolean(), (doc, own) => {
