@@ -75,6 +75,7 @@ export class MemoryFailureCounters implements FailureCounterStore {
   }
 
   async claim(key: string, max: number, alongside: readonly string[], windowMs: number, now: number): Promise<FailureWindow | undefined> {
+    if (this.windows.size > 100_000) for (const [k, o] of this.windows) if (o.resetAt <= now) this.windows.delete(k);
     const w = this.windows.get(key);
     const live = w && w.resetAt > now ? w : undefined;
     if (live && live.failures >= max) return { ...live };
