@@ -262,6 +262,8 @@ describe('sigil start --workers 2', () => {
       expect(await loginWith(known, 'alice', 'alice-pw')).toBe(429);
       expect(await failedBinds()).toBe(4);
     } finally {
+      // Stopped here, not in afterAll: the later tests' servers start on a machine less busy.
+      await server?.stop();
       await slapd.close();
     }
   }, 60_000);
