@@ -17,6 +17,7 @@ import type { Resources } from './resources/scopes.js';
 import type { Interactions } from './stores/records/interactions.js';
 import type { Pages } from './ui/pages.js';
 import type { SessionService } from './users/sessions.js';
+import type { KnownBrowsers } from './users/known-browsers.js';
 import type { UpstreamProviders } from './federation/upstream.js';
 import type { MfaService } from './mfa/factors.js';
 import type { FactorEnrollment } from './mfa/enrollment.js';
@@ -92,6 +93,8 @@ export interface SigilContext {
   /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers); config-file and stored API resources, changed in place on each change. */
   apiSecrets: Map<string, ApiSecrets>;
   sessions: SessionService;
+  /** Browsers known for a user by an earlier password sign-in (their share of a directory's wrong binds). */
+  knownBrowsers: KnownBrowsers;
   /** Session participants and logout notifications (back- and front-channel). */
   logout: LogoutService;
   interactions: Interactions;

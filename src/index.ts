@@ -32,6 +32,7 @@ import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import { UpstreamProviders } from './federation/upstream.js';
 import { SessionService } from './users/sessions.js';
+import { KnownBrowsers } from './users/known-browsers.js';
 import { MfaService } from './mfa/factors.js';
 import { FactorEnrollment } from './mfa/enrollment.js';
 import { SecondStepService } from './mfa/second-step.js';
@@ -358,6 +359,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       dpop: new DPoPVerifier(replay, new DPoPNonces(store.records.dpopNonces, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
       apiSecrets,
       sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
+      knownBrowsers: new KnownBrowsers(keys, cfg.issuer, cfg.knownBrowserLifetime),
       logout,
       interactions: new Interactions(store.grants),
       pages: new Pages(loadLook(cfg.branding, cfg.localesDir), basePath),

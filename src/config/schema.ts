@@ -550,6 +550,7 @@ export const configSchema = z
     pushedAuthorizationRequestLifetime: z.number().int().positive().max(600).default(60).meta({ description: "How long a request_uri from /connect/par stays usable, seconds", spec: "RFC 9126 §2.2" }),
     requirePushedAuthorizationRequests: z.boolean().default(false).meta({ description: "Every authorization request of every client must come through /connect/par", spec: "RFC 9126 §5" }),
     sessionLifetime: lifetime.default(36000).meta({ description: "Lifetime of a browser sign-in session, seconds" }),
+    knownBrowserLifetime: lifetime.max(400 * 24 * 3600).default(7776000).meta({ description: "How long a browser that signed a user in with a password stays known for that user (its sigil.known cookie, signed with Sigil's keys), seconds; a known browser keeps its own share of an LDAP directory's wrong passwords (knownBrowserBinds). Each password sign-in renews it" }),
     signingKeys: z
       .strictObject({
         propagationSeconds: z.number().int().min(0).default(1209600).meta({ description: "A new key is published this long before it signs" }),

@@ -30,6 +30,10 @@ const ldapDirectory = z.strictObject({
     description:
       "Wrong passwords of one directory account that Sigil passes on to the server (binds) before it stops binding for that account: further sign-ins with its username answer 'too many failed attempts' (429, Retry-After) without a bind, from every address, the right password included, until failedBindWindowSeconds pass without a wrong one, or at once after a right one. Keeps anyone who knows a username from pushing the account past the directory's own lockout (Active Directory's lockout threshold, OpenLDAP's pwdMaxFailure), which would lock its owner out of everything the directory serves; the price is that the same person can pause the account's password sign-in at Sigil (passkeys still work). Set it below the directory's threshold, leaving room for the owner's own typos elsewhere (threshold 5: 4 or less). Counted across workers and nodes, as rateLimits are. 0: no cap (a directory without a lockout)",
   }),
+  knownBrowserBinds: z.number().int().min(0).max(100).default(2).meta({
+    description:
+      "How many of maxFailedBinds are kept for the account's known browsers: browsers that signed the account in with its password before (knownBrowserLifetime). Sign-ins without such a browser (other browsers, the password grant) together get maxFailedBinds minus this many binds per window; the account's known browsers together get this many, then what the others left. So the directory still sees at most maxFailedBinds wrong passwords per window in all, and nobody without a known browser of the account can pause its password sign-in on one. At most maxFailedBinds - 1 is used. 0: every sign-in shares one count, as without known browsers",
+  }),
   failedBindWindowSeconds: z.number().int().positive().max(86400).default(900).meta({
     description:
       "How long after an account's last wrong password its count of maxFailedBinds lapses, seconds; at least the directory's own reset time of its failure count (Active Directory: 'Reset account lockout counter after'; OpenLDAP: pwdFailureCountInterval), else the directory may still count failures that Sigil forgot",

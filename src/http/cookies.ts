@@ -7,6 +7,9 @@
  *   (`/` at the root, `/id` when mounted at `/id`), Secure on https issuers, Max-Age the session's
  *   remaining lifetime.
  * - `sigil.browser`: the long-lived random browser id; the same attributes.
+ * - `sigil.known`: the user this browser signed in with a password (users/known-browsers.ts), set
+ *   at each such sign-in; the same attributes, Max-Age `knownBrowserLifetime`. Kept at sign-out:
+ *   it vouches for the browser, not for a session.
  * - `sigil.webauthn`: the pending security key step's handle; the same attributes, but only sent to
  *   `<issuer path>/account/passkeys`.
  * Mounted in a host app, the Path keeps the cookies away from the host's other routes (RFC 6265
@@ -23,6 +26,7 @@ import { issuerPath } from '../config/loader.js';
 export const SESSION_COOKIE = 'sigil.session';
 export const BROWSER_COOKIE = 'sigil.browser';
 export const SECURITY_KEY_STEP_COOKIE = 'sigil.webauthn';
+export const KNOWN_BROWSER_COOKIE = 'sigil.known';
 
 /** The path the security key step's cookie is sent to, below the issuer's path. */
 const SECURITY_KEY_STEP_PATH = '/account/passkeys';
@@ -83,6 +87,16 @@ export function browserCookie(request: FastifyRequest): string | undefined {
 export function setBrowserCookie(request: FastifyRequest, reply: FastifyReply, issuer: string, cookie: CookieValue): void {
   reply.setCookie(BROWSER_COOKIE, cookie.value, cookieAttributes(issuer, cookiePath(issuer), cookie.maxAge));
   request.cookies[BROWSER_COOKIE] = cookie.value;
+}
+
+/** The request's known-browser cookie (`sigil.known`) as sent, or undefined. */
+export function knownBrowserCookie(request: FastifyRequest): string | undefined {
+  return request.cookies[KNOWN_BROWSER_COOKIE];
+}
+
+/** Sets the known-browser cookie. */
+export function setKnownBrowserCookie(reply: FastifyReply, issuer: string, cookie: CookieValue): void {
+  reply.setCookie(KNOWN_BROWSER_COOKIE, cookie.value, cookieAttributes(issuer, cookiePath(issuer), cookie.maxAge));
 }
 
 /** The request's security key step cookie (`sigil.webauthn`) as sent, or undefined. */

@@ -5,7 +5,8 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { browserCookie, clearSessionCookie, sessionCookie, setBrowserCookie, setSessionCookie } from '../http/cookies.js';
+import { browserCookie, clearSessionCookie, knownBrowserCookie, sessionCookie, setBrowserCookie, setKnownBrowserCookie, setSessionCookie } from '../http/cookies.js';
+import type { PasswordCheckContext } from '../users/directory.js';
 import type { EndedSession } from '../logout/logout.js';
 import type { Session } from '../users/sessions.js';
 
@@ -59,4 +60,22 @@ export async function signOut(ctx: SigilContext, request: FastifyRequest, reply:
   const ended = await ctx.sessions.end(sessionCookie(request));
   clearSessionCookie(reply, ctx.issuer);
   return ended;
+}
+
+/**
+ * What this browser's known-browser cookie tells a password check (`KnownBrowsers.vouchFor`):
+ * whom it signed in with a password before, if anyone (nothing for a forged or expired cookie).
+ */
+export async function passwordCheckContext(ctx: SigilContext, request: FastifyRequest): Promise<PasswordCheckContext> {
+  const knownBrowser = await ctx.knownBrowsers.vouchFor(knownBrowserCookie(request));
+  return knownBrowser ? { knownBrowser } : {};
+}
+
+/**
+ * Makes this browser known for the user it just signed in with a password (a new cookie at every
+ * such sign-in). Only with user directories: none of Sigil's own users needs it.
+ */
+export async function rememberKnownBrowser(ctx: SigilContext, reply: FastifyReply, user: { subjectId: string }): Promise<void> {
+  if (!ctx.users.hasDirectories) return;
+  setKnownBrowserCookie(reply, ctx.issuer, await ctx.knownBrowsers.issue(user.subjectId));
 }

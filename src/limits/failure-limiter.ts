@@ -9,9 +9,9 @@
  *   identity waits a growing delay capped at `maxDelaySeconds`, and is never refused. Identities
  *   whose secrets are all long (client and API secrets, see `secretsAreLong` in clients/registry.ts)
  *   have no identity-wide counter at all;
- * - per capped thing from every address (`refuseCapped`: an LDAP account's wrong passwords, each a
+ * - per capped budget from every address (`claimCapped`: an LDAP account's wrong passwords, each a
  *   bind the directory counts towards its own lockout): refused, the right credential too, once
- *   the cap is reached, until its window passes without a failure: the one pause others can
+ *   the budget is spent, until its window passes without a failure: the one pause others can
  *   cause, accepted in place of the directory's lockout, which would be longer and reach further.
  * Counters live in this process, in the cluster primary for the workers of `sigil start --workers`
  * (`PrimaryFailureCounters`), or in Redis when `SIGIL_REDIS_URL` is set so that the limits hold
@@ -34,13 +34,17 @@ export interface FailureCounterStore {
   read(keys: readonly string[], now: number): Promise<Map<string, FailureWindow>>;
   /** Counts one failure for each key, opening a window of `windowMs` where none is live. */
   increment(keys: readonly string[], windowMs: number, now: number): Promise<void>;
-  /**
-   * Counts one failure for each key and ends its window `windowMs` from `now`, live or not: a
-   * window that slides with every failure, so a count only lapses after `windowMs` without one.
-   */
-  extend(keys: readonly string[], windowMs: number, now: number): Promise<void>;
   /** Forgets the windows of `keys`. */
   reset(keys: readonly string[]): Promise<void>;
+  /**
+   * Counts one failure against `key` unless its live window already holds `max` failures, in one
+   * atomic step (of concurrent claims, at most `max` are ever counted, and a refused claim counts
+   * nothing). A counted claim ends the window of `key` `windowMs` from `now`, and moves the end of
+   * each live window of `alongside` there too (their counts stay), so that budgets spent on one
+   * account lapse together.
+   * @returns undefined when counted, else the full window of `key` (nothing changed).
+   */
+  claim(key: string, max: number, alongside: readonly string[], windowMs: number, now: number): Promise<FailureWindow | undefined>;
   close(): Promise<void>;
 }
 
@@ -66,15 +70,21 @@ export class MemoryFailureCounters implements FailureCounterStore {
     }
   }
 
-  async extend(keys: readonly string[], windowMs: number, now: number): Promise<void> {
-    for (const key of keys) {
-      const w = this.windows.get(key);
-      this.windows.set(key, { failures: w && w.resetAt > now ? w.failures + 1 : 1, resetAt: now + windowMs });
-    }
-  }
-
   async reset(keys: readonly string[]): Promise<void> {
     for (const key of keys) this.windows.delete(key);
+  }
+
+  async claim(key: string, max: number, alongside: readonly string[], windowMs: number, now: number): Promise<FailureWindow | undefined> {
+    if (this.windows.size > 100_000) for (const [k, o] of this.windows) if (o.resetAt <= now) this.windows.delete(k);
+    const w = this.windows.get(key);
+    const live = w && w.resetAt > now ? w : undefined;
+    if (live && live.failures >= max) return { ...live };
+    this.windows.set(key, { failures: (live?.failures ?? 0) + 1, resetAt: now + windowMs });
+    for (const other of alongside) {
+      const o = this.windows.get(other);
+      if (o && o.resetAt > now) o.resetAt = now + windowMs;
+    }
+    return undefined;
   }
 
   async close(): Promise<void> {}
@@ -115,22 +125,42 @@ export class RedisFailureCounters implements FailureCounterStore {
     await answered(pipeline);
   }
 
-  async extend(keys: readonly string[], windowMs: number): Promise<void> {
-    const pipeline = this.redis.pipeline();
-    // INCR on a lapsed key starts again from 1 (Redis removed it); PEXPIRE then slides the window.
-    for (const key of keys) pipeline.incr(prefix(key)).pexpire(prefix(key), windowMs);
-    await answered(pipeline);
-  }
-
   async reset(keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;
     await answered(this.redis.pipeline().del(...keys.map(prefix)));
+  }
+
+  async claim(key: string, max: number, alongside: readonly string[], windowMs: number, now: number): Promise<FailureWindow | undefined> {
+    let answer: unknown;
+    try {
+      // One script: Redis runs it as one command, so no other client's claim comes between the
+      // read and the count (EVAL, Redis 2.6 and later).
+      answer = await this.redis.eval(CLAIM_SCRIPT, 1 + alongside.length, prefix(key), ...alongside.map(prefix), max, windowMs);
+    } catch (err) {
+      throw countersUnavailable(`failure counters: Redis did not answer (${(err as Error).message})`);
+    }
+    if (!Array.isArray(answer) || answer.length < 2) return undefined;
+    return { failures: Number(answer[0]), resetAt: now + Math.max(0, Number(answer[1])) };
   }
 
   async close(): Promise<void> {
     await this.redis.quit();
   }
 }
+
+/**
+ * `claim` in Redis: KEYS[1] the budget, the other keys slide along; ARGV[1] the max, ARGV[2] the
+ * window (milliseconds). Answers `{count, pttl}` when the budget is full, else an empty array.
+ * (A missing key's GET is `false` in Lua; PEXPIRE on a missing key does nothing.)
+ */
+const CLAIM_SCRIPT = `
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count >= tonumber(ARGV[1]) then return {count, redis.call('PTTL', KEYS[1])} end
+redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+for i = 2, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[2]) end
+return {}
+`;
 
 /**
  * The answers of a Redis pipeline, or, when Redis cannot be reached or a command failed, a 503
@@ -292,30 +322,36 @@ export class FailureLimiter {
   }
 
   /**
-   * A cap on consecutive failures of one thing from every address together, with its own limit
-   * and window (an LDAP directory account's failed binds: `maxFailedBinds`): refuses once `max`
-   * failures were counted (`capFailed`) with no `windowSeconds` free of failures since. Unlike the
-   * limits of `before`, the right credential is refused too, from any address: a cap is for a
-   * credential whose every wrong check costs something beyond Sigil (a bind that counts towards
-   * the directory's own lockout).
-   * @param key what is capped, unique among the caps (e.g. `ldap:<directory>:<subject>`)
-   * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After`, as `before` answers.
+   * Spends one failure of a capped budget before a check whose every wrong answer costs something
+   * beyond Sigil (an LDAP bind, which the directory counts towards its own lockout): the first of
+   * `budgets` that is not spent is charged, atomically (`FailureCounterStore.claim`), and the
+   * windows of all the others slide along with it, so that they lapse together, `windowSeconds`
+   * after the last failure of any. A budget is spent once `max` failures are counted; unlike the
+   * limits of `before`, that refuses the right credential too, from any address. The check is
+   * charged before it runs, so concurrent checks can never pass the budgets together; a right
+   * credential afterwards clears them (`capSucceeded`).
+   * @param budgets what may be charged, in order of preference; keys unique among the caps (e.g.
+   *   `ldap:<directory>:subject:<subject>`); a budget with `max` 0 or less is never charged, but
+   *   its window slides along with the others'
+   * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` (seconds until the first of
+   *   the spent budgets lapses), as `before` answers, when every budget is spent.
    */
-  async refuseCapped(key: string, max: number, now = Date.now()): Promise<void> {
-    const w = (await this.counters.read([`cap:${key}`], now)).get(`cap:${key}`);
-    if (!w || w.failures < max) return;
+  async claimCapped(budgets: readonly { key: string; max: number }[], windowSeconds: number, now = Date.now()): Promise<void> {
+    const keys = budgets.map((b) => `cap:${b.key}`);
+    let soonest: FailureWindow | undefined;
+    for (const [i, budget] of budgets.entries()) {
+      if (budget.max <= 0) continue;
+      const full = await this.counters.claim(keys[i]!, budget.max, keys.filter((_, j) => j !== i), windowSeconds * 1000, now);
+      if (!full) return;
+      if (!soonest || full.resetAt < soonest.resetAt) soonest = full;
+    }
     this.onRefused('failed_attempts');
-    throw tooManyFailures(w, now);
+    throw tooManyFailures(soonest ?? { failures: 0, resetAt: now + windowSeconds * 1000 }, now);
   }
 
-  /** Counts a failure of a capped thing (`refuseCapped`); its window ends `windowSeconds` after this failure. */
-  async capFailed(key: string, windowSeconds: number, now = Date.now()): Promise<void> {
-    await this.counters.extend([`cap:${key}`], windowSeconds * 1000, now);
-  }
-
-  /** Forgets the failures of a capped thing (`refuseCapped`), after its right credential. */
-  async capSucceeded(key: string): Promise<void> {
-    await this.counters.reset([`cap:${key}`]);
+  /** Forgets the failures of capped budgets (`claimCapped`), after their right credential. */
+  async capSucceeded(keys: readonly string[]): Promise<void> {
+    await this.counters.reset(keys.map((k) => `cap:${k}`));
   }
 }
 

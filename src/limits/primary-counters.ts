@@ -1,6 +1,6 @@
 /**
  * Failure counters and request quotas shared by the workers of `sigil start --workers N` without
- * Redis (issue 20 item 4): each worker forwards `read`, `increment`, `extend` and `reset` to the
+ * Redis (issue 20 item 4): each worker forwards `read`, `increment`, `claim` and `reset` to the
  * cluster primary over the IPC channel node:cluster opens, and the primary answers from one
  * `MemoryFailureCounters`, so the limits of config `rateLimits` and `pendingLimits` (and the LDAP
  * directories' `maxFailedBinds`) hold for all workers together. Each call is one message and one
@@ -12,10 +12,15 @@ import { countersUnavailable, type FailureCounterStore, type FailureWindow } fro
 /** A worker's question to the primary. `now` is the worker's Unix milliseconds. */
 export type CounterRequest =
   | { sigil: 'counters'; id: number; op: 'read'; keys: string[]; now: number }
-  | { sigil: 'counters'; id: number; op: 'increment' | 'extend'; keys: string[]; windowMs: number; now: number }
+  | { sigil: 'counters'; id: number; op: 'increment'; keys: string[]; windowMs: number; now: number }
+  /** `claim`: `keys[0]` is charged up to `max`, the others slide along. */
+  | { sigil: 'counters'; id: number; op: 'claim'; keys: string[]; max: number; windowMs: number; now: number }
   | { sigil: 'counters'; id: number; op: 'reset'; keys: string[]; now: number };
 
-/** The primary's answer to the request `id`: the live windows of a `read` (none for the others). */
+/**
+ * The primary's answer to the request `id`: the live windows of a `read`, the full window of a
+ * refused `claim` (none for the others).
+ */
 export interface CounterReply {
   sigil: 'counters';
   id: number;
@@ -71,8 +76,8 @@ export class PrimaryFailureCounters implements FailureCounterStore {
     await this.call({ op: 'increment', keys: [...keys], windowMs, now });
   }
 
-  async extend(keys: readonly string[], windowMs: number, now: number): Promise<void> {
-    await this.call({ op: 'extend', keys: [...keys], windowMs, now });
+  async claim(key: string, max: number, alongside: readonly string[], windowMs: number, now: number): Promise<FailureWindow | undefined> {
+    return (await this.call({ op: 'claim', keys: [key, ...alongside], max, windowMs, now })).windows[0]?.[1];
   }
 
   async reset(keys: readonly string[]): Promise<void> {
@@ -125,9 +130,14 @@ function isReply(message: unknown): message is CounterReply {
  * returns the answer to send back to that worker.
  */
 export async function answerCounterRequest(counters: FailureCounterStore, request: CounterRequest): Promise<CounterReply> {
-  if (request.op === 'increment' || request.op === 'extend') {
-    await counters[request.op](request.keys, request.windowMs, request.now);
+  if (request.op === 'increment') {
+    await counters.increment(request.keys, request.windowMs, request.now);
     return { sigil: 'counters', id: request.id, windows: [] };
+  }
+  if (request.op === 'claim') {
+    const [key = '', ...alongside] = request.keys;
+    const full = await counters.claim(key, request.max, alongside, request.windowMs, request.now);
+    return { sigil: 'counters', id: request.id, windows: full ? [[key, full]] : [] };
   }
   if (request.op === 'reset') {
     await counters.reset(request.keys);

@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { browserOf, sessionOf, signOut } from '../interaction/browser.js';
+import { browserOf, passwordCheckContext, rememberKnownBrowser, sessionOf, signOut } from '../interaction/browser.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
@@ -55,7 +55,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
     if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
     let user;
     try {
-      user = username.length > 0 && username.length <= 100 && password.length <= 1024 ? await ctx.users.checkPassword(username, password, tenant) : undefined;
+      user = username.length > 0 && username.length <= 100 && password.length <= 1024 ? await ctx.users.checkPassword(username, password, tenant, await passwordCheckContext(ctx, request)) : undefined;
     } catch (err) {
       // An LDAP directory's cap of wrong passwords (maxFailedBinds): the limiter's answer.
       if (err instanceof OAuthError && err.status === 429) {
@@ -79,6 +79,9 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
       });
       return loginPage(ctx, request, reply, id, interaction, username, 'invalidCredentials');
     }
+    // The browser proved the password: from now on it has its own share of the account's wrong
+    // passwords at a directory that caps them (knownBrowserBinds), whatever the next step brings.
+    await rememberKnownBrowser(ctx, reply, user);
     // A user with a second factor (a one-time code or a security key), or a client or request
     // needing one: the second step first (src/mfa/factors.ts, MfaService.nextStep).
     const toAccount = !id && single(body, 'return') === 'account';

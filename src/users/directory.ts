@@ -30,8 +30,9 @@ export interface UserDirectory {
    *   `temporarily_unavailable` with `Retry-After` when the directory caps wrong passwords per
    *   account (the LDAP directory's `maxFailedBinds`) and the cap is reached: answered as the
    *   failure limits' refusal.
+   * @param context what Sigil knows of where the check comes from (a directory may ignore it)
    */
-  authenticate(username: string, password: string): Promise<User | undefined>;
+  authenticate(username: string, password: string, context?: PasswordCheckContext): Promise<User | undefined>;
   /**
    * The user with that subject, with fresh claims (within the directory's own cache time), for
    * userinfo, refresh, sessions, MFA and passkeys; undefined when the directory has no such user.
@@ -40,6 +41,19 @@ export interface UserDirectory {
   findBySubject(subjectId: string): Promise<User | undefined>;
   /** Releases connections; called when Sigil closes. */
   close?(): Promise<void>;
+}
+
+/**
+ * What Sigil knows of where a password check comes from, for a directory that budgets wrong
+ * passwords per account (the LDAP directory's `knownBrowserBinds`).
+ */
+export interface PasswordCheckContext {
+  /**
+   * Whether the browser of the login page signed in the user with that subject with a password
+   * before (its `sigil.known` cookie, signed by Sigil and unexpired, names the subject). Absent for
+   * the password grant and for a browser without a valid such cookie.
+   */
+  knownBrowser?: (subjectId: string) => boolean;
 }
 
 /**

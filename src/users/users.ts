@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import type { UserConfig } from '../config/schema.js';
 import type { UserStore } from '../stores/types.js';
-import type { UserDirectory } from './directory.js';
+import type { PasswordCheckContext, UserDirectory } from './directory.js';
 import type { User } from './user.js';
 import type { UserEmailStore } from '../stores/user-emails.js';
 
@@ -111,15 +111,21 @@ export class UserService {
    * users belong to none); the first that knows the user and password answers. A directory that
    * cannot answer stops the check (a later directory must not sign in a namesake meanwhile). A
    * directory user whose subject is a config or stored user's is refused.
+   * @param context where the check comes from, passed on to the directories
    * @returns the user (active or not), or undefined for unknown user or wrong password.
    * @throws DirectoryUnavailable when a directory asked cannot answer; OAuthError 429 when a
    *   directory's cap of wrong passwords for the account is reached (`UserDirectory.authenticate`).
    */
-  async checkPassword(username: string, password: string, tenant: string | null): Promise<User | undefined> {
-    return this.checked(await this.passwordUser(username, password, tenant));
+  async checkPassword(username: string, password: string, tenant: string | null, context: PasswordCheckContext = {}): Promise<User | undefined> {
+    return this.checked(await this.passwordUser(username, password, tenant, context));
   }
 
-  private async passwordUser(username: string, password: string, tenant: string | null): Promise<User | undefined> {
+  /** Whether any user directory is asked after config and stored users. */
+  get hasDirectories(): boolean {
+    return this.directories.length > 0;
+  }
+
+  private async passwordUser(username: string, password: string, tenant: string | null, context: PasswordCheckContext): Promise<User | undefined> {
     const candidate = await this.findCandidate(username, tenant);
     const storedHash = candidate?.passwordHash ?? this.dummyHash;
     let ok = false;
@@ -132,7 +138,7 @@ export class UserService {
     if (candidate) return ok && candidate.passwordHash ? candidate.user : undefined;
     if (tenant !== null) return undefined;
     for (const [i, directory] of this.directories.entries()) {
-      const user = await directory.authenticate(username, password);
+      const user = await directory.authenticate(username, password, context);
       if (!user) continue;
       // A subject a config or stored user, or a user of an earlier directory, holds would name that
       // user at every later lookup (sessions, refresh, userinfo: `lookUp` asks in this order): such

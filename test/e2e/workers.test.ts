@@ -5,14 +5,17 @@
  * worker within the access-token cache bound; SIGTERM stops every worker; `memory` is refused.
  * Without Redis the failure limits and request quotas are the deployment's, not each worker's
  * (issue 20 item 4), a DPoP proof's replay is refused by either worker, and a worker accepts the
- * JWTs of a sibling's brand-new signing key.
+ * JWTs of a sibling's brand-new signing key. An LDAP account's budgets of wrong binds (strangers'
+ * and known browsers') are the deployment's too, against a real slapd.
  */
 import { readFileSync } from 'node:fs';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
+import { input } from '../authorize-helpers.js';
 import { proof, proofKey } from '../dpop-helpers.js';
 import { basic, form, type ServerProcess, sleep, startProcess, testConfig } from '../helpers.js';
+import { LDAP_USERS, PEOPLE, startSlapd } from '../ldap-server.mjs';
 import { freePort } from './ports.js';
 
 const BOUND_MS = 100;
@@ -59,6 +62,36 @@ const API1: [string, string] = ['api1', 'api1-secret'];
 const M2M: [string, string] = ['m2m', 'm2m-secret'];
 const ROPC: [string, string] = ['ropc', 'ropc-secret'];
 const REF: [string, string] = ['m2m-ref', 'm2m-secret'];
+
+/**
+ * A browser's request on a connection of its own (so that the workers take turns), with the
+ * cookies of `jar`, which takes the cookies the answer sets.
+ */
+async function browserRequest(jar: Map<string, string>, path: string, fields?: Record<string, string>): Promise<{ status: number; body: string; set: string[] }> {
+  const res = await request(`${server?.url}${path}`, {
+    method: fields ? 'POST' : 'GET',
+    reset: true,
+    headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), ...(fields ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+    ...(fields ? { body: form(fields) } : {}),
+  });
+  const set = [res.headers['set-cookie'] ?? []].flat();
+  for (const cookie of set) {
+    const pair = cookie.split(';')[0]!;
+    const [name, value] = [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)];
+    if (value === '' || /max-age=0/i.test(cookie)) jar.delete(name);
+    else jar.set(name, value);
+  }
+  return { status: res.statusCode, body: await res.body.text(), set };
+}
+
+/** Signs in on the login page with the browser of `jar`: 'signed in', 'wrong' or the status. */
+async function loginWith(jar: Map<string, string>, username: string, password: string): Promise<'signed in' | 'wrong' | number> {
+  const page = await browserRequest(jar, '/account/login');
+  const answer = await browserRequest(jar, '/account/login', { csrf_token: input(page.body, 'csrf_token'), username, password, button: 'login' });
+  if (answer.set.some((c) => c.startsWith('sigil.session=') && !c.startsWith('sigil.session=;'))) return 'signed in';
+  if (answer.status === 200 && answer.body.includes('The username or password is incorrect.')) return 'wrong';
+  return answer.status;
+}
 
 /** The pids of a process's children (Linux). */
 function childrenOf(pid: number): number[] {
@@ -189,6 +222,50 @@ describe('sigil start --workers 2', () => {
       ...Array<number>(limit).fill(200),
       ...refused(limit + 2),
     ]);
+  }, 60_000);
+
+  it('without Redis, an LDAP account\'s wrong binds are budgeted for the deployment: strangers share theirs, a browser the account knows keeps its own on either worker, the server never locks', async () => {
+    // The directory locks an account after 5 wrong binds; Sigil binds at most 4, 2 of them kept for known browsers.
+    const slapd = await startSlapd(LDAP_USERS, { lockoutAfter: 5 });
+    try {
+      await startWorkers(
+        testConfig({
+          logLevel: 'warn',
+          users: [],
+          rateLimits: { maxFailures: 1000, windowSeconds: 60, addressMaxFailures: 1000, identitySlowDownAfter: 1000 },
+          userDirectories: [slapd.directoryConfig({ maxFailedBinds: 4, knownBrowserBinds: 2 })] as never,
+        }),
+      );
+      const strangers = () => statuses(8, () => post('/connect/token', { grant_type: 'password', username: 'alice', password: 'wrong' }, ROPC));
+      const failedBinds = async () => {
+        const admin = await slapd.admin();
+        try {
+          const value = (await admin.search(`uid=alice,${PEOPLE}`, { scope: 'base', attributes: ['pwdFailureTime'] })).searchEntries[0]?.pwdFailureTime;
+          return value === undefined ? 0 : Array.isArray(value) ? value.length : 1;
+        } finally {
+          await admin.unbind();
+        }
+      };
+      const known = new Map<string, string>();
+      expect(await loginWith(known, 'alice', 'alice-pw')).toBe('signed in');
+      known.delete('sigil.session');
+      // Password grants, the workers taking turns: the strangers' share (2) is the deployment's.
+      expect(await strangers()).toEqual([400, 400, 429, 429, 429, 429, 429, 429]);
+      // The known browser: a typo on one worker, the right password on the other.
+      expect(await loginWith(known, 'alice', 'typo')).toBe('wrong');
+      expect(await loginWith(known, 'alice', 'alice-pw')).toBe('signed in');
+      known.delete('sigil.session');
+      // The right password cleared both shares everywhere; spent again, the known share holds across workers too.
+      expect(await strangers()).toEqual([400, 400, 429, 429, 429, 429, 429, 429]);
+      expect(await loginWith(known, 'alice', 'typo-1')).toBe('wrong');
+      expect(await loginWith(known, 'alice', 'typo-2')).toBe('wrong');
+      expect(await loginWith(known, 'alice', 'alice-pw')).toBe(429);
+      expect(await failedBinds()).toBe(4);
+    } finally {
+      // Stopped here, not in afterAll: the later tests' servers start on a machine less busy.
+      await server?.stop();
+      await slapd.close();
+    }
   }, 60_000);
 
   it('right after start, every worker accepts the JWTs every worker signs, also while the workers add signing keys at the same moments', async () => {

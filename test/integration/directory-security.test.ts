@@ -20,6 +20,8 @@ const ACR_MFA = 'urn:sigil:acr:mfa';
 const OPS: LdapUser = { uid: 'ops', password: 'ops-pw', cn: 'Ops Person', givenName: 'Ops', sn: 'Person', mail: 'ops@corp.example', groups: ['admins'] };
 /** A directory user named like a client_credentials client. */
 const ROBOT: LdapUser = { uid: 'robot', password: 'robot-pw', cn: 'Robot Namesake', givenName: 'Robot', sn: 'Namesake', mail: 'robot@corp.example', groups: ['devs'] };
+/** Directory users whose browsers become known (one per test of the known browsers' share). */
+const OWNERS: LdapUser[] = ['dave', 'erin', 'frank', 'grace'].map((uid) => ({ uid, password: `${uid}-pw`, cn: uid, givenName: uid, sn: 'Owner', mail: `${uid}@corp.example`, groups: ['devs'] }));
 
 /** Locks a directory account as OpenLDAP's password policy does (pwdAccountLockedTime, draft-behera §5.3.3). */
 async function lock(slapd: Slapd, uid: string): Promise<void> {
@@ -114,6 +116,11 @@ describe('directory users named like clients', () => {
 
 describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBinds)', () => {
   const CAP = 4;
+  // Of the CAP binds, those kept for the account's known browsers; everyone else shares the rest.
+  const KNOWN = 2;
+  const STRANGERS = CAP - KNOWN;
+  // How long a browser stays known (knownBrowserLifetime), seconds.
+  const KNOWN_LIFETIME = 3600;
   // Wide enough for every guess of one test to fall inside it on a slow machine (with 2 s, the
   // 429s after the fourth wrong bind could come after the window had already passed); the test
   // that needs it to pass moves Sigil's clock instead of sleeping through it.
@@ -123,12 +130,13 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
 
   beforeAll(async () => {
     // The directory locks an account after 5 failed binds in a row, as a common AD policy does.
-    slapd = await startSlapd(LDAP_USERS, { lockoutAfter: 5 });
+    slapd = await startSlapd([...LDAP_USERS, ...OWNERS], { lockoutAfter: 5 });
     sigil = await startSigil({
       users: [],
       // Sigil's own limits far away: what stops the binds here is the directory's cap.
       rateLimits: { maxFailures: 1000, windowSeconds: 60, identitySlowDownAfter: 1000 },
-      userDirectories: [slapd.directoryConfig({ maxFailedBinds: CAP, failedBindWindowSeconds: WINDOW })] as never,
+      knownBrowserLifetime: KNOWN_LIFETIME,
+      userDirectories: [slapd.directoryConfig({ maxFailedBinds: CAP, knownBrowserBinds: KNOWN, failedBindWindowSeconds: WINDOW })] as never,
     });
   });
   afterAll(async () => {
@@ -171,19 +179,19 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
     expect(await serverView('bob')).toEqual({ failedBinds: 5, locked: true });
   });
 
-  it('binds at most maxFailedBinds wrong passwords from every address together, then answers 429 without a bind; the account stays unlocked', async () => {
+  it('binds at most maxFailedBinds - knownBrowserBinds wrong passwords from every address together without a known browser, then answers 429 without a bind; the account stays unlocked', async () => {
     const answers = [];
     // From ten addresses: no address's own count is ever near a limit.
     for (let i = 0; i < 10; i++) answers.push(await grant('alice', `wrong-${i}`, `198.51.100.${i + 1}`));
-    expect(answers.slice(0, CAP).map((r) => r.json())).toEqual(Array(CAP).fill({ error: 'invalid_grant', error_description: 'invalid username or password' }));
-    for (const res of answers.slice(CAP)) {
+    expect(answers.slice(0, STRANGERS).map((r) => r.json())).toEqual(Array(STRANGERS).fill({ error: 'invalid_grant', error_description: 'invalid username or password' }));
+    for (const res of answers.slice(STRANGERS)) {
       expect(res.statusCode).toBe(429);
       expect(res.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'too many failed attempts, retry later' });
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(WINDOW);
     }
-    // The server saw only the first CAP binds: its count stops there, below its threshold of 5.
-    expect(await serverView('alice')).toEqual({ failedBinds: CAP, locked: false });
+    // The server saw only the first binds: its count stops there, below its threshold of 5.
+    expect(await serverView('alice')).toEqual({ failedBinds: STRANGERS, locked: false });
     // The right password is refused too while the cap holds (it would need a bind), on the login page as well.
     expect((await grant('alice', 'alice-pw', '203.0.113.7')).statusCode).toBe(429);
     const b = new Browser(sigil, '203.0.113.8');
@@ -191,7 +199,7 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
     expect(page.status).toBe(429);
     expect(page.body).toContain('Too many failed attempts');
     expect(page.headers['retry-after']).toBeDefined();
-    expect(await serverView('alice')).toEqual({ failedBinds: CAP, locked: false });
+    expect(await serverView('alice')).toEqual({ failedBinds: STRANGERS, locked: false });
   });
 
   it('lets the account bind again once the window passes without a wrong password; a right password clears the count', async () => {
@@ -201,7 +209,7 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
       expect(ok.statusCode, ok.body).toBe(200);
       // The server cleared its own count at the successful bind; Sigil cleared the cap.
       expect(await serverView('alice')).toEqual({ failedBinds: 0, locked: false });
-      for (let i = 0; i < CAP; i++) expect((await grant('alice', 'wrong', '198.51.100.1')).statusCode).toBe(400);
+      for (let i = 0; i < STRANGERS; i++) expect((await grant('alice', 'wrong', '198.51.100.1')).statusCode).toBe(400);
       expect((await grant('alice', 'wrong', '198.51.100.1')).statusCode).toBe(429);
     } finally {
       vi.useRealTimers();
@@ -210,14 +218,97 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
 
   it('never lets concurrent guesses past the cap', async () => {
     const answers = await Promise.all([...Array(12).keys()].map((i) => grant('carol', `wrong-${i}`, `192.0.2.${i + 1}`)));
-    expect(answers.filter((r) => r.statusCode === 400)).toHaveLength(CAP);
-    expect(answers.filter((r) => r.statusCode === 429)).toHaveLength(12 - CAP);
-    expect(await serverView('carol')).toEqual({ failedBinds: CAP, locked: false });
+    expect(answers.filter((r) => r.statusCode === 400)).toHaveLength(STRANGERS);
+    expect(answers.filter((r) => r.statusCode === 429)).toHaveLength(12 - STRANGERS);
+    expect(await serverView('carol')).toEqual({ failedBinds: STRANGERS, locked: false });
   });
 
   it('caps an unknown username as a known one (spellings the server compares alike share the cap)', async () => {
-    for (let i = 0; i < CAP; i++) expect((await grant('nobody', 'wrong', '198.51.100.200')).statusCode).toBe(400);
+    for (let i = 0; i < STRANGERS; i++) expect((await grant('nobody', 'wrong', '198.51.100.200')).statusCode).toBe(400);
     for (const spelling of ['nobody', 'NOBODY', '  Nobody ']) expect((await grant(spelling, 'wrong', '198.51.100.201')).statusCode, spelling).toBe(429);
+  });
+
+  /** A browser at `address` that signed in as `uid` on the login page, then lost its session: a browser the account knows. */
+  async function knownBrowserOf(uid: string, address: string): Promise<Browser> {
+    const b = new Browser(sigil, address);
+    await b.signIn(uid, `${uid}-pw`);
+    b.cookies.delete('sigil.session');
+    return b;
+  }
+
+  /** The login page's answer in browser `b` (not followed): 'signed in', 'wrong' or the status. */
+  async function signInWith(b: Browser, username: string, password: string): Promise<'signed in' | 'wrong' | number> {
+    const page = await b.submitLogin(await b.get('/account/login'), username, password);
+    if (page.res.cookies.some((c) => c.name === 'sigil.session' && c.value !== '')) return 'signed in';
+    if (page.status === 200 && page.body.includes('The username or password is incorrect.')) return 'wrong';
+    return page.status;
+  }
+
+  /** Ten wrong passwords for `uid`, each from an address of its own: five password grants, five new browsers. */
+  async function strangersGuess(uid: string, net: number): Promise<(number | string)[]> {
+    const answers: (number | string)[] = [];
+    for (let i = 0; i < 5; i++) answers.push((await grant(uid, `guess-${i}`, `198.18.${net}.${i + 1}`)).statusCode);
+    for (let i = 0; i < 5; i++) answers.push(await signInWith(new Browser(sigil, `198.18.${net}.${i + 101}`), uid, `guess-${i + 5}`));
+    return answers;
+  }
+
+  it('keeps a share of the binds for a browser that signed the account in before: wrong passwords from ten other addresses cannot pause it, a new browser stays paused, the server never locks', async () => {
+    const known = await knownBrowserOf('dave', '203.0.113.50');
+    // The strangers spend their share (grants answer 400, the login page its error), then get 429.
+    expect(await strangersGuess('dave', 1)).toEqual([400, 400, 429, 429, 429, 429, 429, 429, 429, 429]);
+    expect(await serverView('dave')).toEqual({ failedBinds: STRANGERS, locked: false });
+    // A browser the account does not know, from a new address, is still paused; the known one is not.
+    expect(await signInWith(new Browser(sigil, '203.0.113.51'), 'dave', 'dave-pw')).toBe(429);
+    expect((await grant('dave', 'dave-pw', '203.0.113.52')).statusCode).toBe(429);
+    expect(await signInWith(known, 'dave', 'dave-pw')).toBe('signed in');
+    // The right bind cleared the server's count, and Sigil's: a new browser may sign in again.
+    expect(await serverView('dave')).toEqual({ failedBinds: 0, locked: false });
+    expect(await signInWith(new Browser(sigil, '203.0.113.51'), 'dave', 'dave-pw')).toBe('signed in');
+  });
+
+  it('lets a known browser\'s own wrong passwords reach no further than maxFailedBinds in all: the server counts at most that many and never locks', async () => {
+    const known = await knownBrowserOf('erin', '203.0.113.60');
+    const second = await knownBrowserOf('erin', '203.0.113.61');
+    expect(await strangersGuess('erin', 2)).toEqual([400, 400, 429, 429, 429, 429, 429, 429, 429, 429]);
+    // The known browser's own share: KNOWN wrong passwords reach the server, then it is paused too.
+    for (let i = 0; i < KNOWN; i++) expect(await signInWith(known, 'erin', `typo-${i}`)).toBe('wrong');
+    expect(await signInWith(known, 'erin', 'typo-x')).toBe(429);
+    expect(await signInWith(known, 'erin', 'erin-pw')).toBe(429);
+    expect(await serverView('erin')).toEqual({ failedBinds: CAP, locked: false });
+    // The account's known browsers share their share: it is spent for its second one as well.
+    expect(await signInWith(second, 'erin', 'erin-pw')).toBe(429);
+    expect(await serverView('erin')).toEqual({ failedBinds: CAP, locked: false });
+  });
+
+  it('gives no share to a forged known-browser cookie, an unsigned one, one of another account or an expired one', async () => {
+    const known = await knownBrowserOf('frank', '203.0.113.70');
+    const ofGrace = await knownBrowserOf('grace', '203.0.113.71');
+    const frankCookie = known.cookies.get('sigil.known')!;
+    const graceCookie = ofGrace.cookies.get('sigil.known')!;
+    // Grace's signed cookie with Frank's digest put in (its signature no longer matches), and the same without a signature.
+    const [header, , signature] = graceCookie.split('.');
+    const [, frankPayload] = frankCookie.split('.');
+    const forged = `${header}.${frankPayload}.${signature}`;
+    const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'sigil-known-browser+jwt' })).toString('base64url')}.${frankPayload}.`;
+    expect(await strangersGuess('frank', 3)).toEqual([400, 400, 429, 429, 429, 429, 429, 429, 429, 429]);
+    expect(await signInWith(ofGrace, 'frank', 'frank-pw')).toBe(429);
+    for (const [name, value] of [['forged', forged], ['unsigned', unsigned]]) {
+      const b = new Browser(sigil, '203.0.113.72');
+      b.cookies.set('sigil.known', value!);
+      expect(await signInWith(b, 'frank', 'frank-pw'), name).toBe(429);
+    }
+    // None of them reached the server; Frank's own cookie, in its lifetime, signs in.
+    expect(await serverView('frank')).toEqual({ failedBinds: STRANGERS, locked: false });
+    expect(await signInWith(known, 'frank', 'frank-pw')).toBe('signed in');
+    // Past knownBrowserLifetime (the strangers pausing the account again), the cookie is known no longer.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + KNOWN_LIFETIME * 1000 + 1000 });
+    try {
+      expect(await strangersGuess('frank', 4)).toEqual([400, 400, 429, 429, 429, 429, 429, 429, 429, 429]);
+      expect(await signInWith(known, 'frank', 'frank-pw')).toBe(429);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await serverView('frank')).toEqual({ failedBinds: STRANGERS, locked: false });
   });
 });
 

@@ -32,29 +32,32 @@ describe('failure limits shared through Redis', () => {
     }
   });
 
-  it('holds a cap of consecutive failures (refuseCapped) across two nodes: the window slides with each failure, a success clears it', async () => {
+  it('holds capped budgets (claimCapped) across two nodes: concurrent claims never pass a budget, windows slide together, a success clears them', async () => {
     const limits = { maxFailures: 3, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 3, maxDelaySeconds: 5 };
     const a = new FailureLimiter(limits, new RedisFailureCounters(REDIS));
     const b = new FailureLimiter(limits, new RedisFailureCounters(REDIS));
-    const key = `ldap:corp:subject:${randomUUID()}`;
+    const others = `ldap:corp:subject:${randomUUID()}`;
+    const known = `${others}:known-browsers`;
+    const strangers = [{ key: others, max: 3 }, { key: known, max: 0 }];
+    const familiar = [{ key: known, max: 1 }, { key: others, max: 3 }];
     try {
-      // Redis keeps the window (its own expiry, its own clock), so real time passes here. A 30 s
-      // window with a 3 s pause: the third failure surely falls inside the window (with 2 s and
-      // 1.5 s, a slow round trip could let it lapse), and the window left after it (> 27 s if it
-      // slid; at most 27 s if not) tells the two apart with 2 s of room for the round trips (a
-      // Retry-After of exactly 2 s for a 2 s window left under 1 s).
+      // Redis keeps the windows (its own expiry, its own clock), so real time passes here. A 30 s
+      // window with a 3 s pause: the last failure surely falls inside it, and the window left
+      // after it (> 27 s if it slid; at most 27 s if not) tells the two apart.
       const WINDOW = 30;
-      await a.capFailed(key, WINDOW);
-      await b.capFailed(key, WINDOW);
-      await a.refuseCapped(key, 3);
+      const claims = await Promise.allSettled([...Array(8).keys()].map((i) => (i % 2 ? a : b).claimCapped(strangers, WINDOW)));
+      expect(claims.filter((c) => c.status === 'fulfilled')).toHaveLength(3);
+      expect(claims.filter((c) => c.status === 'rejected').map((c) => (c as PromiseRejectedResult).reason)).toEqual(Array(5).fill(expect.objectContaining({ status: 429 })));
       await new Promise((r) => setTimeout(r, 3000));
-      // 3 s after the second failure: a further one keeps the count and slides the window.
-      await b.capFailed(key, WINDOW);
-      const err = await a.refuseCapped(key, 3).catch((e: unknown) => e);
+      // A known browser's share is untouched by the strangers; charging it slides their window too.
+      await b.claimCapped(familiar, WINDOW);
+      const err = await a.claimCapped(strangers, WINDOW).catch((e: unknown) => e);
       expect(err).toMatchObject({ status: 429 });
       expect(Number((err as { headers: Record<string, string> }).headers['retry-after'])).toBeGreaterThan(WINDOW - 3);
-      await b.capSucceeded(key);
-      await a.refuseCapped(key, 1);
+      await expect(a.claimCapped(familiar, WINDOW)).rejects.toMatchObject({ status: 429 });
+      await b.capSucceeded([others, known]);
+      await a.claimCapped(familiar, WINDOW);
+      await a.capSucceeded([others, known]);
     } finally {
       await a.counters.close();
       await b.counters.close();

@@ -72,21 +72,28 @@ describe('PrimaryFailureCounters', () => {
     await b.close();
   });
 
-  it('holds a cap (refuseCapped) for two workers together: sliding window, cleared by a success', async () => {
+  it('holds capped budgets (claimCapped) for two workers together: concurrent claims never pass the budget, windows slide together, a success clears them', async () => {
     const primary = primaryOf();
     const [a, b] = [new PrimaryFailureCounters(channelTo(primary)), new PrimaryFailureCounters(channelTo(primary))];
     const [onA, onB] = [new FailureLimiter(LIMITS, a, async () => {}), new FailureLimiter(LIMITS, b, async () => {})];
+    const others = 'ldap:corp:subject:x';
+    const known = 'ldap:corp:subject:x:known-browsers';
+    const strangers = [{ key: others, max: 3 }, { key: known, max: 0 }];
     const now = Date.now();
-    await onA.capFailed('ldap:corp:subject:x', 60, now);
-    await onB.capFailed('ldap:corp:subject:x', 60, now + 30_000);
-    await onA.refuseCapped('ldap:corp:subject:x', 3, now + 30_000);
-    await onB.capFailed('ldap:corp:subject:x', 60, now + 50_000);
-    // The window ends 60 s after the last failure, not after the first.
-    for (const limiter of [onA, onB])
-      await expect(limiter.refuseCapped('ldap:corp:subject:x', 3, now + 100_000)).rejects.toMatchObject({ status: 429, headers: { 'retry-after': '10' } });
-    await onA.refuseCapped('ldap:corp:subject:x', 3, now + 110_001);
-    await onB.capSucceeded('ldap:corp:subject:x');
-    expect(await a.read(['cap:ldap:corp:subject:x'], now + 50_000)).toEqual(new Map());
+    // Six claims at once from two workers: three are counted, three refused without a count.
+    const claims = await Promise.allSettled([...Array(6).keys()].map((i) => (i % 2 ? onA : onB).claimCapped(strangers, 60, now)));
+    expect(claims.filter((c) => c.status === 'fulfilled')).toHaveLength(3);
+    expect(claims.filter((c) => c.status === 'rejected').map((c) => (c as PromiseRejectedResult).reason)).toEqual(Array(3).fill(expect.objectContaining({ status: 429 })));
+    expect(await a.read([`cap:${others}`], now)).toEqual(new Map([[`cap:${others}`, { failures: 3, resetAt: now + 60_000 }]]));
+    // The known browsers' share is still whole; charging it slides the others' window as well.
+    await onB.claimCapped([{ key: known, max: 1 }, { key: others, max: 3 }], 60, now + 50_000);
+    for (const limiter of [onA, onB]) {
+      await expect(limiter.claimCapped(strangers, 60, now + 100_000)).rejects.toMatchObject({ status: 429, headers: { 'retry-after': '10' } });
+      await expect(limiter.claimCapped([{ key: known, max: 1 }, { key: others, max: 3 }], 60, now + 100_000)).rejects.toMatchObject({ status: 429 });
+    }
+    await onA.capSucceeded([others, known]);
+    expect(await a.read([`cap:${others}`, `cap:${known}`], now + 50_000)).toEqual(new Map());
+    await onA.claimCapped(strangers, 60, now + 100_000);
     await a.close();
     await b.close();
   });

@@ -4,13 +4,13 @@
  * filter built as a value (never by pasting text into a filter string: RFC 4515 injection is
  * impossible), then binds as the user's DN with the password (RFC 4513 §5.1.3). Wrong passwords of
  * one account are capped (`maxFailedBinds`) so that Sigil never drives it into the directory's own
- * lockout.
+ * lockout, with a share kept for the browsers the account signed in on before (`knownBrowserBinds`).
  */
 import { randomBytes } from 'node:crypto';
 import { AndFilter, type Entry, EqualityFilter, type Filter, InvalidCredentialsError, PresenceFilter, ResultCodeError } from 'ldapts';
 import type { LdapDirectoryConfig } from '../../config/user-directories.js';
 import type { FailureLimiter } from '../../limits/failure-limiter.js';
-import { DirectoryUnavailable, type UserDirectory } from '../directory.js';
+import { DirectoryUnavailable, type PasswordCheckContext, type UserDirectory } from '../directory.js';
 import type { User } from '../user.js';
 import { LdapPool, type Connection } from './pool.js';
 import { ACCOUNT_STATE_ATTRIBUTES, attributesOf, BINARY_SUBJECT_ATTRIBUTES, isDisabled, roleFromGroupDn, stringValues, subjectOf, subjectSearchValue } from './entries.js';
@@ -51,31 +51,51 @@ export class LdapDirectory implements UserDirectory {
    * costs a bind too (as a DN that does not exist, which no server locks), so its answer takes
    * as long as a wrong password's. An empty password is refused without a bind: an LDAP simple bind
    * with an empty password is an unauthenticated bind that succeeds (RFC 4513 §5.1.2).
-   * Past `maxFailedBinds` wrong passwords of the account (from every address, counted before the
-   * bind so that concurrent guesses cannot all pass), the check is refused without a bind until
-   * `failedBindWindowSeconds` pass without one; a right password clears the count. Unknown
-   * usernames are capped alike (keyed by the name as the server would compare it), so the
-   * refusal tells nothing about which accounts exist.
-   * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` while the account is capped.
+   * Wrong passwords of the account are budgeted before the bind (so that concurrent guesses cannot
+   * all pass), from every address, in two shares of `maxFailedBinds` that lapse together once
+   * `failedBindWindowSeconds` pass without a wrong one (a right password clears both):
+   * - the account's known browsers (`context.knownBrowser` vouches for its subject) share
+   *   `knownBrowserBinds`, and past that may use what is left of the other share;
+   * - every other sign-in (other browsers, the password grant) shares the rest, `maxFailedBinds -
+   *   knownBrowserBinds`.
+   * So the server sees at most `maxFailedBinds` wrong binds of the account per window, and those
+   * who have no known browser of the account can never spend the known browsers' share. Unknown
+   * usernames are capped alike (keyed by the name as the server would compare it; no browser is
+   * known for them), so the refusal tells nothing about which accounts exist.
+   * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` while the shares the
+   *   sign-in may use are spent.
    */
-  async authenticate(username: string, password: string): Promise<User | undefined> {
+  async authenticate(username: string, password: string, context: PasswordCheckContext = {}): Promise<User | undefined> {
     if (username.length === 0 || password.length === 0) return undefined;
     const entry = await this.run((conn) => this.searchOne(conn, new EqualityFilter({ attribute: this.config.usernameAttribute, value: username })));
     const user = entry ? this.toUser(entry) : undefined;
     const dn = entry && user ? entry.dn : `${this.config.usernameAttribute}=${randomBytes(16).toString('hex')},${this.config.baseDn}`;
-    const cap = this.config.maxFailedBinds > 0 ? `ldap:${this.name}:${user ? `subject:${user.subjectId}` : `name:${comparedName(username)}`}` : undefined;
-    if (cap !== undefined) {
-      await this.limiter.refuseCapped(cap, this.config.maxFailedBinds);
-      // Counted as a failure before the bind, then read again: of concurrent guesses, only those
-      // within the cap bind. A bind that ends in an outage stays counted (the server may have seen it).
-      await this.limiter.capFailed(cap, this.config.failedBindWindowSeconds);
-      await this.limiter.refuseCapped(cap, this.config.maxFailedBinds + 1);
-    }
+    const budgets = this.bindBudgets(user ? `subject:${user.subjectId}` : `name:${comparedName(username)}`, user !== undefined && context.knownBrowser?.(user.subjectId) === true);
+    // Charged before the bind: a bind that ends in an outage stays counted (the server may have seen it).
+    if (budgets.length > 0) await this.limiter.claimCapped(budgets, this.config.failedBindWindowSeconds);
     const ok = await this.run((conn) => this.bind(conn, dn, password));
     if (!ok || !user) return undefined;
-    if (cap !== undefined) await this.limiter.capSucceeded(cap);
+    if (budgets.length > 0) await this.limiter.capSucceeded(budgets.map((b) => b.key));
     this.remember(user);
     return user;
+  }
+
+  /**
+   * The budgets of wrong binds a sign-in of `account` may spend, in order: for a known browser its
+   * share first, then the others'; for any other sign-in only the others' share (the known
+   * browsers' share listed with max 0: never charged, its window slides along). None without a
+   * cap (`maxFailedBinds` 0). The known browsers' share is at most `maxFailedBinds - 1`, so the
+   * others always keep one bind (a new browser or the password grant can still sign in).
+   */
+  private bindBudgets(account: string, knownBrowser: boolean): { key: string; max: number }[] {
+    const total = this.config.maxFailedBinds;
+    if (total <= 0) return [];
+    const reserved = Math.min(this.config.knownBrowserBinds, total - 1);
+    const others = { key: `ldap:${this.name}:${account}`, max: total - reserved };
+    const known = { key: `ldap:${this.name}:${account}:known-browsers`, max: reserved };
+    // Any other sign-in never charges the known browsers' share, but its failures slide that
+    // share's window too: the server's count lapses after its last failure, whoever caused it.
+    return knownBrowser ? [known, others] : [others, { ...known, max: 0 }];
   }
 
   /** The user with that subject, from the cache while it is fresh (`claimsCacheSeconds`), else from the server. */
