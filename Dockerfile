@@ -31,6 +31,8 @@ RUN npm rebuild better-sqlite3
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 ENV PORT=5000
+# Every interface of the container, where a published port arrives (Sigil's own default is 127.0.0.1).
+ENV HOST=0.0.0.0
 ENV SIGIL_CONFIG=/etc/sigil/sigil.json
 ENV SIGIL_STORAGE=sqlite:/var/lib/sigil/sigil.db
 WORKDIR /app

@@ -374,7 +374,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       ...(mailer && cfg.email
         ? { email: new AccountEmail({ store, logout, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log }) }
         : {}),
-      account: new AccountService(users, store.users, store.records, logout, clients, limiter, events, cfg.account.editableClaims, productName(cfg)),
+      account: new AccountService(users, store.users, store.records, store.emails, logout, clients, limiter, events, cfg.account.editableClaims, productName(cfg)),
       management: {
         clients: clientAdmin,
         keys: new KeyAdmin(store.keys, cfg, options.dataKey),

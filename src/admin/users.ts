@@ -203,12 +203,16 @@ export class UserAdmin {
    * Signs a user out everywhere: ends every live session (back-channel logout tokens sent or
    * queued, OIDC Back-Channel Logout 1.0 §2.5; front-channel logout needs the browser, whose
    * session cookie then signs in nobody), then revokes every refresh token, reference token,
-   * access-token mark and unused code the user holds, of every client (`GrantFamilies.revokeAllOf`).
-   * Consents stay. For a user made inactive or removed.
+   * access-token mark and unused code the user holds, of every client (`GrantFamilies.revokeAllOf`),
+   * and every reset, verification and registration link mailed to them (`EmailLinks.revokeAllOf`):
+   * none sets a password once the user is made active again, or for a later user of the same
+   * subject or address. Consents stay. For a user made inactive or removed.
    */
   async signOutEverywhere(subjectId: string): Promise<SignedOut> {
+    const now = nowSeconds();
+    await this.store.records.emailLinks.revokeAllOf(subjectId, (await this.store.emails.primary(subjectId))?.value, now);
     const endedSessions = await this.sessions.revokeAllOf(subjectId);
-    const revokedTokens = await this.store.records.families.revokeAllOf(subjectId, nowSeconds());
+    const revokedTokens = await this.store.records.families.revokeAllOf(subjectId, now);
     return { subjectId, endedSessions, revokedTokens };
   }
 

@@ -4,7 +4,7 @@
  * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`), `sigil config
  * schema` prints the config file's JSON Schema, `sigil config check FILE` validates a config file. `sigil --version`; `sigil <command> --help` prints that
  * command's usage. Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL,
- * --metrics-port N, --workers N|auto (`sigil start`: N processes on one port, see `workers.ts`); environment: SIGIL_CONFIG, PORT, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
+ * --metrics-port N, --workers N|auto (`sigil start`: N processes on one port, see `workers.ts`); environment: SIGIL_CONFIG, PORT, HOST, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
  * An unknown command or option is named, with the closest known one when there is one.
  * Exit codes: 0 success, 1 runtime failure, 2 invalid usage or configuration.
  */
@@ -216,16 +216,20 @@ function portOf(url: URL): number {
 /**
  * Prints the start lines (DESIGN §5), the last one `listening on <url>`; before them, on stderr, a
  * warning when the issuer names another port than the one Sigil listens on and no proxy is
- * configured (`trustProxy`), since clients would then be sent where nothing answers.
+ * configured (`trustProxy`), since clients would then be sent where nothing answers. The line
+ * names where Sigil listens: the address it is bound to, and for a wildcard host (`0.0.0.0`,
+ * `::`), which the socket reports as a loopback URL, a URL on this machine followed by
+ * `(every interface)`.
  */
 function printStart(
-  cfg: { issuer: string; trustProxy: unknown; clients: { clientId: string }[]; users: { username: string }[] },
+  cfg: { issuer: string; host: string; trustProxy: unknown; clients: { clientId: string }[]; users: { username: string }[] },
   demo: boolean,
   address: string,
   workers: number,
   metricsUrl: string | null,
 ): void {
   const url = new URL(address);
+  const everyInterface = WILDCARD_HOSTS.has(cfg.host);
   if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';
   const issuerPort = portOf(new URL(cfg.issuer));
   if (!demo && cfg.trustProxy === false && issuerPort !== portOf(url))
@@ -241,8 +245,11 @@ function printStart(
   console.log(`sigil: metrics ${metricsUrl ? `${metricsUrl}/metrics` : 'off'}${workers > 1 ? ' (per worker)' : ''}`);
   if (workers > 1) console.log(`sigil: workers ${workers}`);
   if (demo) console.log('sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice" (see README)');
-  console.log(`sigil: listening on ${url.origin}`);
+  console.log(`sigil: listening on ${url.origin}${everyInterface ? ' (every interface)' : ''}`);
 }
+
+/** Hosts that bind every interface of the machine. */
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
 
 function isDemo(path: string): boolean {
   try {

@@ -29,6 +29,13 @@ export interface ConfigOverrides {
   metricsPort?: number;
 }
 
+/**
+ * Where Sigil listens unless told otherwise: this machine only, as development servers do. The
+ * demo's known passwords and open registration stay off the network; a deployment names its
+ * address (the container image and the systemd unit set `HOST=0.0.0.0`).
+ */
+export const DEFAULT_HOST = '127.0.0.1';
+
 /** What `resolveConfig` needs besides the data. */
 export interface ResolveOptions {
   /** Where `$env` references are looked up (default `process.env`). */
@@ -66,8 +73,8 @@ export function readConfigFile(path: string): unknown {
 }
 
 /**
- * Validates raw config data, applies overrides, fills defaults (port 5000, host 0.0.0.0 unless the
- * file or a flag says otherwise, issuer `http://localhost:<port>`). Any string value may be written
+ * Validates raw config data, applies overrides, fills defaults (port 5000, host `DEFAULT_HOST`
+ * unless the file, a flag or `HOST` says otherwise, issuer `http://localhost:<port>`). Any string value may be written
  * as `{ "$env": "NAME" }` or `{ "$file": "/run/secrets/x" }` (see `resolveReferences`).
  * A client's grant type must be built in or one of `options.extensionGrants`.
  * @throws ConfigError listing every invalid field as `path: reason`; a value taken from a reference
@@ -103,12 +110,12 @@ export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}, opt
   // of that name would see, at introspection, every client's tokens for Sigil's own userinfo.
   const ownAudience = cfg.apiResources.findIndex((r) => r.name === `${issuer}/resources`);
   if (ownAudience >= 0) throw new ConfigError([`${formatPath(['apiResources', ownAudience, 'name'])}: "${issuer}/resources" is the audience of access tokens for Sigil's own userinfo endpoint and cannot be declared`]);
-  if (!cfg.admin.console) return { ...cfg, issuer, port, host: cfg.host ?? '0.0.0.0' };
+  if (!cfg.admin.console) return { ...cfg, issuer, port, host: cfg.host ?? DEFAULT_HOST };
   // The web console's built-in client joins the config file's clients (read-only like them).
   const taken = cfg.clients.findIndex((c) => c.clientId === CONSOLE_CLIENT_ID);
   if (taken >= 0) throw new ConfigError([`${formatPath(['clients', taken, 'clientId'])}: "${CONSOLE_CLIENT_ID}" is the web console's built-in client (admin.console false frees the id)`]);
   const clients = [...cfg.clients, consoleClient(issuer, cfg.identityResources.some((r) => r.name === 'openid'))];
-  return { ...cfg, clients, issuer, port, host: cfg.host ?? '0.0.0.0' };
+  return { ...cfg, clients, issuer, port, host: cfg.host ?? DEFAULT_HOST };
 }
 
 /**
@@ -120,10 +127,11 @@ export function issuerPath(issuer: string): string {
   return path === '/' ? '' : path;
 }
 
-/** Reads environment variables of DESIGN §5 (`PORT`, `SIGIL_ISSUER`, `SIGIL_STORAGE`, `SIGIL_METRICS_PORT`). */
+/** Reads environment variables of DESIGN §5 (`PORT`, `HOST`, `SIGIL_ISSUER`, `SIGIL_STORAGE`, `SIGIL_METRICS_PORT`). */
 export function overridesFromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
   const out: ConfigOverrides = {};
   if (env.PORT) out.port = parsePort(env.PORT, 'PORT');
+  if (env.HOST) out.host = env.HOST;
   if (env.SIGIL_METRICS_PORT) out.metricsPort = parsePort(env.SIGIL_METRICS_PORT, 'SIGIL_METRICS_PORT');
   if (env.SIGIL_ISSUER) out.issuer = env.SIGIL_ISSUER;
   if (env.SIGIL_STORAGE) out.storage = env.SIGIL_STORAGE;

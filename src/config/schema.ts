@@ -515,7 +515,7 @@ export const configSchema = z
     issuer: z.url({ protocol: /^https?$/ }).optional().meta({ description: "The issuer URL; every published URL derives from it, never from the request's Host. Its path, if any, is where every route answers (https://example.com/id: /id/connect/token). Default http://localhost:<port>", spec: "OIDC Discovery §3; RFC 8414 §2" }),
     storage: nonEmpty.default('sqlite:./data/sigil.db').meta({ description: "sqlite:<file>, postgres://user@host:port/db[?schema=name&poolSize=10], or memory (tests only)" }),
     port: z.number().int().min(0).max(65535).optional().meta({ description: "Where to listen. Default 5000" }),
-    host: z.string().optional().meta({ description: "The address to listen on. Default 0.0.0.0" }),
+    host: z.string().optional().meta({ description: "The address to listen on. Default 127.0.0.1 (this machine only); 0.0.0.0 for every interface (a container). --host and HOST override it" }),
     trustProxy: trustProxy.default(false).meta({ description: "Whose X-Forwarded-For to believe: the proxies' addresses or CIDR ranges (also loopback, linklocal, uniquelocal), or the number of proxies in front of Sigil; true is refused. Affects client addresses only, never the issuer" }),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').meta({ description: "pino log level, or silent" }),
     signingAlgorithms: z.array(z.enum(SIGNING_ALGORITHMS)).min(1).default(DEFAULT_SIGNING_ALGORITHMS).meta({ description: "Algorithms Sigil signs with, one key each; the first signs identity and access tokens (fapi2 clients: the first of PS256, ES256, EdDSA listed)", spec: "RFC 7518 §3.1; RFC 8037" }),

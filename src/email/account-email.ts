@@ -13,7 +13,8 @@
  * - per account or target address (here, `email.mailsPerAccount` per `MAIL_WINDOW_SECONDS`):
  *   beyond it a request gets the same answer and no mail, so distributed callers cannot flood
  *   one mailbox either. This cannot deny the owner a link: every mail goes only to the owner's
- *   mailbox, a new link does not cancel the earlier ones, and the window is no longer than a reset
+ *   mailbox, a new link does not cancel the earlier ones (only a password set, or the account
+ *   made inactive or removed, ends them), and the window is no longer than a reset
  *   link lives, so while the cap holds back mails, the last one sent in the window still works.
  *   An attacker who triggers mails thus only gives the owner working links.
  */
@@ -105,7 +106,8 @@ export class AccountEmail {
    * Sets a new password through a reset link: the policy first (a refused password leaves the
    * link usable), then the link is consumed (once, atomically), the password replaced, and every
    * session, refresh token, reference token and unused code of the user ended: whoever knew the
-   * old password is signed out everywhere (OWASP ASVS 5.0 V7.4.3).
+   * old password is signed out everywhere (OWASP ASVS 5.0 V7.4.3). The user's other links end too
+   * (`EmailLinks.revokeAllOf`): an earlier reset mail read by someone else sets no password after.
    */
   async resetPassword(handle: string, password: string): Promise<ResetOutcome> {
     const user = await this.resetLinkUser(handle);
@@ -116,6 +118,7 @@ export class AccountEmail {
     const now = nowSeconds();
     if (!(await this.deps.store.records.emailLinks.consume(handle, now))) return { ok: false, reason: 'invalid_link' };
     await this.deps.store.users.setPasswordHash(user.subjectId, passwordHash);
+    await this.deps.store.records.emailLinks.revokeAllOf(user.subjectId, (await this.deps.store.emails.primary(user.subjectId))?.value, now);
     await this.deps.logout.endSessionsOf(user.subjectId);
     await this.deps.store.records.families.revokeAllOf(user.subjectId, now);
     return { ok: true, subjectId: user.subjectId, username: user.username };

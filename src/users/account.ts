@@ -17,6 +17,7 @@ import type { OAuthError } from '../protocol/errors.js';
 import type { GrantRecords } from '../stores/records/index.js';
 import type { Session } from '../stores/records/sessions.js';
 import type { UserStore } from '../stores/types.js';
+import type { UserEmailStore } from '../stores/user-emails.js';
 import { MAX_PASSWORD_LENGTH, type PasswordProblem, passwordProblems } from './password-policy.js';
 import type { UserService } from './users.js';
 
@@ -103,7 +104,8 @@ export class AccountService {
   constructor(
     private readonly users: UserService,
     private readonly store: UserStore,
-    private readonly records: Pick<GrantRecords, 'sessions' | 'consents' | 'refreshTokens'>,
+    private readonly records: Pick<GrantRecords, 'sessions' | 'consents' | 'refreshTokens' | 'emailLinks'>,
+    private readonly emails: Pick<UserEmailStore, 'primary'>,
     private readonly logout: LogoutService,
     private readonly clients: ClientLookup,
     private readonly limiter: FailureLimiter,
@@ -131,7 +133,8 @@ export class AccountService {
    * every token not issued into this session is revoked: a password change is what a user does
    * who fears the password is known, and tokens got with it (the password grant, another
    * browser) must not outlive it (ASVS 5.0 V7.4.3; the same rule as the password reset, which
-   * ends everything). The current session and the tokens its apps hold go on.
+   * ends everything). The current session and the tokens its apps hold go on. Every reset,
+   * verification and registration link mailed to the user ends as well (`EmailLinks.revokeAllOf`).
    */
   async changePassword(
     session: Session,
@@ -163,6 +166,8 @@ export class AccountService {
       return { outcome: 'weak', problems };
     }
     await this.store.setPasswordHash(subjectId, await hash(form.password));
+    // A reset link mailed before would set another password over this one.
+    await this.records.emailLinks.revokeAllOf(subjectId, (await this.emails.primary(subjectId))?.value, nowSeconds());
     // Every other session, not only those the page lists; their clients are told by the next poll.
     const endedSessions = await this.logout.endSessionsOf(subjectId, session.sid, false);
     const revokedTokens = await this.records.refreshTokens.revokeAllBut(subjectId, session.sid, nowSeconds());

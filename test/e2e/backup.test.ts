@@ -5,7 +5,8 @@
  * active, the refresh token redeems, a JWT access token verifies against the restored keys.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { copyFileSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import SQLite from 'better-sqlite3';
@@ -89,7 +90,8 @@ describe('sigil backup', () => {
     loading = false;
     await load;
     expect(duringBackup).toBeGreaterThan(0);
-    expect(backup.stderr).toBe('');
+    // This server runs without a data key: the copy's signing keys are in clear, and stderr says so.
+    expect(backup.stderr).toMatch(/^sigil: warning: SIGIL_DATA_KEY is not set, so the signing keys in \S+sigil-backup\.db are not encrypted/);
     expect(backup.stdout).toMatch(/^sigil: backup of sqlite:\S+sigil\.db written to \S+sigil-backup\.db \(\d+ pages\)\n$/);
 
     // The copy is a whole database on its own: no WAL beside it, integrity intact.
@@ -125,5 +127,47 @@ describe('sigil backup', () => {
     expect(missing.status).toBe(2);
     expect(missing.stderr).toMatch(/FILE/);
     expect(existsSync(join(at, 'b.db'))).toBe(false);
+  });
+
+  it('writes a copy only its owner can read under umask 022, over a world-readable file or a link at FILE; warns without SIGIL_DATA_KEY', () => {
+    const at = dir();
+    const config = join(at, 'sigil.json');
+    writeFileSync(config, JSON.stringify(testConfig({ storage: `sqlite:${join(at, 'sigil.db')}` })));
+    expect(spawnSync(process.execPath, [CLI, 'migrate', '--config', config], { encoding: 'utf8' }).status).toBe(0);
+    const { SIGIL_DATA_KEY: _none, ...withoutKey } = process.env;
+    const withKey = { ...withoutKey, SIGIL_DATA_KEY: randomBytes(32).toString('hex') };
+    // The real CLI from a shell whose umask leaves new files readable by everyone.
+    const inShell = (args: string[], env: NodeJS.ProcessEnv) =>
+      spawnSync('sh', ['-c', 'umask 022; exec "$0" "$@"', ...args], { encoding: 'utf8', env });
+    const backup = (file: string, env: NodeJS.ProcessEnv) => inShell([process.execPath, CLI, 'backup', file, '--config', config], env);
+    const mode = (file: string) => statSync(file).mode & 0o777;
+    const out = dir();
+    expect(inShell(['touch', join(out, 'control')], withoutKey).status).toBe(0);
+    expect(mode(join(out, 'control'))).toBe(0o644);
+
+    const fresh = backup(join(out, 'fresh.db'), withoutKey);
+    expect(fresh.status, fresh.stderr).toBe(0);
+    expect(mode(join(out, 'fresh.db'))).toBe(0o600);
+    expect(fresh.stderr).toContain('sigil: warning: SIGIL_DATA_KEY is not set');
+
+    // An earlier backup left readable by everyone is replaced by one that is not; with the key, no warning.
+    writeFileSync(join(out, 'daily.db'), 'an older backup', { mode: 0o644 });
+    const over = backup(join(out, 'daily.db'), withKey);
+    expect(over.status, over.stderr).toBe(0);
+    expect(over.stderr).toBe('');
+    expect(mode(join(out, 'daily.db'))).toBe(0o600);
+
+    // A link planted at FILE is replaced, not written through: its target keeps its contents.
+    writeFileSync(join(out, 'target'), 'not a backup', { mode: 0o644 });
+    symlinkSync(join(out, 'target'), join(out, 'linked.db'));
+    expect(backup(join(out, 'linked.db'), withKey).status).toBe(0);
+    expect(lstatSync(join(out, 'linked.db')).isSymbolicLink()).toBe(false);
+    expect(mode(join(out, 'linked.db'))).toBe(0o600);
+    expect(readFileSync(join(out, 'target'), 'utf8')).toBe('not a backup');
+    // Nothing else left behind (no partial copy, no journal); the copy is whole.
+    expect(readdirSync(out).sort()).toEqual(['control', 'daily.db', 'fresh.db', 'linked.db', 'target']);
+    const check = new SQLite(join(out, 'linked.db'), { readonly: true });
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    check.close();
   });
 });

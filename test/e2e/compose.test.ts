@@ -47,6 +47,8 @@ describe('compose.yaml', () => {
     expect(storage.kind).toBe('postgres');
     expect(storage.kind === 'postgres' && new URL(storage.connectionString).host).toBe('postgres:5432');
     expect(new URL(env.SIGIL_REDIS_URL!).host).toBe('redis:6379');
+    // Sigil's default is 127.0.0.1; in the container it listens where the published port arrives.
+    expect(env.HOST).toBe('0.0.0.0');
     // The data key and the database password come from the environment, and compose refuses to start without them.
     expect(env.SIGIL_DATA_KEY).toMatch(/^\$\{SIGIL_DATA_KEY:\?/);
     expect(env.SIGIL_STORAGE).toMatch(/\$\{POSTGRES_PASSWORD:\?/);

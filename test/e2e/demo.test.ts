@@ -6,7 +6,8 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +18,7 @@ import { freePort } from './ports.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLEAN_ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'SIGIL_METRICS_PORT', 'DEMO_RP_URL'].includes(k)),
+  Object.entries(process.env).filter(([k]) => !['PORT', 'HOST', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'SIGIL_METRICS_PORT', 'DEMO_RP_URL'].includes(k)),
 );
 
 /**
@@ -52,6 +53,58 @@ async function stop(p: { child: ChildProcess; exited: Promise<number | null> } |
   if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
   return p.exited;
 }
+
+/**
+ * Addresses of this machine that are not 127.0.0.1: its own IPv4 addresses beyond loopback, and
+ * 127.0.0.2 (the whole of 127/8 is loopback on Linux; a socket bound to 127.0.0.1 refuses it, one
+ * bound to 0.0.0.0 accepts it), so that the test needs no other machine.
+ */
+function otherAddresses(): string[] {
+  const own = Object.values(networkInterfaces()).flatMap((list) => list ?? []).filter((a) => a.family === 'IPv4' && !a.internal).map((a) => a.address);
+  return [...own, '127.0.0.2'];
+}
+
+/** Whether a TCP connection to `host`:`port` is accepted (refused: false). */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((ok) => {
+    const socket = connect({ host, port });
+    socket.once('connect', () => (socket.destroy(), ok(true)));
+    socket.once('error', () => ok(false));
+  });
+}
+
+describe('npm start listens where it says', () => {
+  it('on 127.0.0.1 alone unless --host says otherwise: no other address of the machine reaches the demo', async () => {
+    const { dir, cleanup } = tempDir();
+    const others = otherAddresses();
+    try {
+      for (const host of [undefined, '0.0.0.0']) {
+        const port = await freePort();
+        const p = run(
+          ['examples/start-demo.mjs', '--port', String(port), ...(host ? ['--host', host] : []), '--storage', `sqlite:${join(dir, 'sigil.db')}`, '--metrics-port', '0'],
+          { DEMO_RP_URL: `http://127.0.0.1:${await freePort()}` },
+          /sigil demo: open/,
+        );
+        try {
+          await p.ready;
+          const line = /^sigil: listening on .*$/m.exec(p.output())?.[0];
+          expect(await accepts('127.0.0.1', port)).toBe(true);
+          if (host === undefined) {
+            expect(line).toBe(`sigil: listening on http://127.0.0.1:${port}`);
+            for (const address of others) expect(await accepts(address, port), address).toBe(false);
+          } else {
+            expect(line).toBe(`sigil: listening on http://127.0.0.1:${port} (every interface)`);
+            for (const address of others) expect(await accepts(address, port), address).toBe(true);
+          }
+        } finally {
+          expect(await stop(p)).toBe(0);
+        }
+      }
+    } finally {
+      cleanup();
+    }
+  });
+});
 
 describe('npm start (examples/start-demo.mjs)', () => {
   it('is the start script, prints Sigil\'s lines and the demo URL, serves both, and stops both on SIGTERM', async () => {

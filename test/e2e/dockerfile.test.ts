@@ -204,6 +204,8 @@ describe('Dockerfile', () => {
     const storage = final('ENV').find((e) => e.startsWith('SIGIL_STORAGE='))!;
     const volumes = final('VOLUME').flatMap((v) => (v.startsWith('[') ? (JSON.parse(v) as string[]) : v.split(/\s+/)));
     expect(volumes.some((v) => storage.startsWith(`SIGIL_STORAGE=sqlite:${v}/`))).toBe(true);
+    // Sigil listens on 127.0.0.1 by default; the image on its every interface, where a published port arrives.
+    expect(final('ENV')).toContain('HOST=0.0.0.0');
     const check = final('HEALTHCHECK').join(' ');
     expect(check).toMatch(/\/healthz/);
     expect(check).not.toMatch(/\b(curl|wget)\b/);

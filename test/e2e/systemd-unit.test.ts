@@ -42,4 +42,11 @@ describe('deploy/sigil.service', () => {
       expect(lines).toContain(setting);
     expect([...lines].filter((l) => /^MemoryDenyWriteExecute=yes/.test(l))).toEqual([]);
   });
+
+  it('names the address it listens on, since Sigil alone listens on 127.0.0.1', () => {
+    const lines = readFileSync(UNIT, 'utf8').split('\n').map((l) => l.trim());
+    expect(lines.filter((l) => /^Environment=HOST=/.test(l))).toEqual(['Environment=HOST=0.0.0.0']);
+    // A --host flag would win over it.
+    expect(lines.find((l) => l.startsWith('ExecStart='))).not.toMatch(/--host/);
+  });
 });

@@ -27,7 +27,8 @@ describe('resolveConfig: defaults', () => {
   it('an empty object is a valid config with every default filled in', () => {
     const cfg = resolveConfig({});
     expect(cfg.port).toBe(5000);
-    expect(cfg.host).toBe('0.0.0.0');
+    // This machine only: a deployment names its address (HOST=0.0.0.0 in the image and the unit).
+    expect(cfg.host).toBe('127.0.0.1');
     expect(cfg.issuer).toBe('http://localhost:5000');
     expect(cfg.storage).toBe('sqlite:./data/sigil.db');
     expect(cfg.signingAlgorithms).toEqual(['RS256', 'ES256']);
@@ -335,9 +336,10 @@ describe('readConfigFile, parsePort, overridesFromEnv', () => {
     for (const bad of ['', '-1', '65536', '1e3', ' 80', '80 ', '0x50', 'eighty', '8.0']) expect(() => parsePort(bad, 'PORT'), bad).toThrow(ConfigError);
   });
 
-  it('overridesFromEnv reads PORT, SIGIL_ISSUER, SIGIL_STORAGE and ignores empty values', () => {
-    expect(overridesFromEnv({ PORT: '8080', SIGIL_ISSUER: 'https://i.example', SIGIL_STORAGE: 'memory' })).toEqual({ port: 8080, issuer: 'https://i.example', storage: 'memory' });
-    expect(overridesFromEnv({ PORT: '', SIGIL_ISSUER: '' })).toEqual({});
+  it('overridesFromEnv reads PORT, HOST, SIGIL_ISSUER, SIGIL_STORAGE and ignores empty values', () => {
+    expect(overridesFromEnv({ PORT: '8080', HOST: '0.0.0.0', SIGIL_ISSUER: 'https://i.example', SIGIL_STORAGE: 'memory' })).toEqual({ port: 8080, host: '0.0.0.0', issuer: 'https://i.example', storage: 'memory' });
+    expect(resolveConfig({ host: '10.0.0.5' }, overridesFromEnv({ HOST: '0.0.0.0' })).host).toBe('0.0.0.0');
+    expect(overridesFromEnv({ PORT: '', HOST: '', SIGIL_ISSUER: '' })).toEqual({});
     expect(() => overridesFromEnv({ PORT: 'abc' })).toThrow(/PORT/);
   });
 });
