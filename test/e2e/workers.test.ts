@@ -222,6 +222,8 @@ describe('sigil start --workers 2', () => {
       logLevel: 'warn',
       // Rotation signs with the new key at once; both workers re-read the keys every second.
       signingKeys: { propagationSeconds: 0, retentionSeconds: 3600, rotationSeconds: 7776000, reloadSeconds: 1 },
+      // The failed authentications of every round stay under the limits: they are counted, never refused.
+      rateLimits: { maxFailures: 1000, windowSeconds: 60, addressMaxFailures: 1000, identitySlowDownAfter: 1000 },
       clients: [...(config.clients ?? []), { clientId: admin[0], clientSecrets: [admin[1]], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] }],
     });
     const port = await freePort();
