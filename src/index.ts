@@ -319,7 +319,15 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
         throw err;
       }
     };
-    const reloadClients = () => clientAdmin.reload(clients, isUserSubject);
+    // The reads of the stored clients run one after another: an older read that ends late (the
+    // periodic reload) never replaces a newer one (the change poll's) in the registry.
+    let clientReads: Promise<unknown> = Promise.resolve();
+    const inOrder = (read: () => Promise<void>): Promise<void> => {
+      const next = clientReads.then(read, read);
+      clientReads = next.catch(() => {});
+      return next;
+    };
+    const reloadClients = () => inOrder(() => clientAdmin.reload(clients, isUserSubject));
     const tokens = new TokenService(cfg.issuer, keys, store.records, resources, options.profileService);
     // One development switch (clientIdMetadataDocuments.allowLoopback) for every fetch of a caller-chosen URL.
     const clientKeys = new ClientKeys(cfg.clientIdMetadataDocuments.allowLoopback);
@@ -403,6 +411,31 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     let resourcesVersion = await store.resources.version();
     await resourceAdmin.reload();
     await reloadClients();
+    // Re-reads the stored resources and clients when their version changed (a change on any node,
+    // or by the CLI); resources first: a new client may name a new scope. One such check is
+    // queued at a time, and callers until it starts share it: it starts after each of them asked,
+    // so a change committed before they asked is found. A version is taken as seen only once its
+    // reload succeeded, so a failed reload is retried at the next check.
+    let queuedCheck: Promise<void> | undefined;
+    const checkChanges = (): Promise<void> =>
+      (queuedCheck ??= inOrder(async () => {
+        queuedCheck = undefined;
+        const resourcesNow = await store.resources.version();
+        if (resourcesNow !== resourcesVersion) {
+          await resourceAdmin.reload();
+          resourcesVersion = resourcesNow;
+        }
+        const version = await store.clients.clientsVersion();
+        if (version !== clientsVersion) {
+          await clientAdmin.reload(clients, isUserSubject);
+          clientsVersion = version;
+        }
+      }));
+    // A token or a request naming a client id this worker does not know: the client may have been
+    // added on a sibling worker or another node since the last poll, so look now rather than
+    // refuse it until the next poll. A store that cannot answer leaves everything as it is (the
+    // poll logs it).
+    clients.onMiss = () => checkChanges().catch(() => {});
     await registrations.removeUnused();
     const { audit } = context.management;
     const unsubscribeAudit = events.subscribe(audit.record);
@@ -414,22 +447,13 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     // events (kept for the next flush) is logged and does not hold the reloads back.
     const pollChanges = async () => {
       const flushed = audit.flush().catch((err: unknown) => log.error({ err }, 'storing the audit events failed; they are kept for the next attempt'));
-      const resourcesNow = await store.resources.version();
-      if (resourcesNow !== resourcesVersion) {
-        await resourceAdmin.reload();
-        resourcesVersion = resourcesNow;
-      }
-      const version = await store.clients.clientsVersion();
-      if (version !== clientsVersion) {
-        await reloadClients();
-        clientsVersion = version;
-      }
+      await checkChanges();
       await flushed;
     };
     // Unused dynamic clients go at each reload (an indexed query; conditional deletes, so nodes may race).
     const removeUnusedClients = async () => void (await registrations.removeUnused());
     const housekeeping = startHousekeeping(
-      [() => keys.refresh(), () => resourceAdmin.reload(), reloadClients, removeUnusedClients, async () => void (await audit.prune())],
+      [() => keys.refresh(), () => inOrder(() => resourceAdmin.reload()), reloadClients, removeUnusedClients, async () => void (await audit.prune())],
       store.maintenance,
       log,
       { keyReloadSeconds: cfg.signingKeys.reloadSeconds, cleanupIntervalSeconds: cfg.cleanup.intervalSeconds, batchSize: cfg.cleanup.batchSize },

@@ -136,6 +136,26 @@ export class ClientRegistry {
   onLookup: (clientId: string) => void = () => {};
 
   /**
+   * Told of a client id that names no registered client (`resolve`, `find`), before they answer
+   * that it is unknown: re-reads the stored clients if they changed since the last read (another
+   * worker or node may have just added the client; the change poll would see it only up to a
+   * second later). The lookup answers from what is registered once it settles. None by default.
+   */
+  onMiss: () => Promise<void> = async () => {};
+
+  /**
+   * `get`, for the checks of a token that names its client (userinfo and the other protected
+   * resources, introspection): a client id registered nowhere yet is looked for again after
+   * `onMiss`, so a client just added through a sibling worker or node is known at once.
+   */
+  async find(clientId: string): Promise<Client | undefined> {
+    const client = this.get(clientId);
+    if (client || this.documents?.handles(clientId)) return client;
+    await this.onMiss();
+    return this.get(clientId);
+  }
+
+  /**
    * The enabled client with that id, or undefined; a client of a metadata document only while
    * its document is cached and fresh (`resolve` fetches it).
    */
@@ -154,10 +174,8 @@ export class ClientRegistry {
    *   429 when the address has used up its fetches.
    */
   async resolve(clientId: string, address: string): Promise<Client | undefined> {
-    const registered = this.clients.get(clientId);
-    if (registered) this.onLookup(clientId);
-    if (registered || !this.documents?.handles(clientId)) return registered;
-    return this.documents.resolve(clientId, address);
+    if (this.documents?.handles(clientId) && !this.clients.has(clientId)) return this.documents.resolve(clientId, address);
+    return this.find(clientId);
   }
 
   /**

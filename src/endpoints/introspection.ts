@@ -33,7 +33,9 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       if (token === undefined) throw invalidRequest('parameter "token" is missing');
       const found = await findToken(ctx.tokens, ctx.store.records.refreshTokens, token, params.get('token_type_hint'));
       // A removed client's tokens are inactive (RFC 7592 §2.3), also its JWT access tokens without a
-      // stored mark, and they stay so under a client later created with the same id.
+      // stored mark, and they stay so under a client later created with the same id. A client added
+      // on a sibling worker or node a moment ago is looked for first (`find`).
+      if (found) await ctx.clients.find(found.kind === 'refresh_token' ? found.row.clientId : found.token.claims.client_id);
       const live =
         found &&
         (found.kind === 'refresh_token'

@@ -56,7 +56,8 @@ export async function checkAccessToken(ctx: SigilContext, request: FastifyReques
   // A removed client's tokens end with it (RFC 7592 §2.3), also its JWT access tokens that have no
   // stored mark to revoke (client_credentials): as Duende's token validation has it. A client
   // created later with the same id does not revive them (`issuedAfterRemoval`).
-  const client = ctx.clients.get(valid.claims.client_id);
+  // `find`: a client added on a sibling worker or node a moment ago is known here too.
+  const client = await ctx.clients.find(valid.claims.client_id);
   if (!client || !ctx.clients.issuedAfterRemoval(valid.claims.client_id, valid.claims.iat))
     throw tokenError(scheme, 401, 'invalid_token', 'the client of the access token no longer exists');
   const jkt = boundKey(valid.claims);

@@ -50,6 +50,39 @@ function privateRequestAttributes(url: string): Attributes {
   };
 }
 
+/** The SDK's resource detectors (`@opentelemetry/resources`, as `@opentelemetry/sdk-node` re-exports it). */
+type Detectors = typeof import('@opentelemetry/sdk-node').resources;
+type ResourceDetector = Detectors['processDetector'];
+
+/**
+ * The resource detectors the SDK would take from `OTEL_NODE_RESOURCE_DETECTORS` (unset: env,
+ * process and host; `all`, `none`, or a list of env, host, os, process, serviceinstance), with the
+ * process detector's `process.command_args` left out: the command line of `sigil start` may carry a
+ * database URL with its password (`--storage postgres://user:password@…`), and every span of the
+ * process would carry it as a resource attribute.
+ */
+function resourceDetectors(detectors: Detectors, setting: string | undefined): ResourceDetector[] {
+  const privateProcess: ResourceDetector = {
+    detect(config) {
+      const { attributes = {} } = detectors.processDetector.detect(config);
+      const { 'process.command_args': _commandLine, ...rest } = attributes;
+      return { attributes: rest };
+    },
+  };
+  const byName = new Map<string, ResourceDetector>([
+    ['host', detectors.hostDetector],
+    ['os', detectors.osDetector],
+    ['serviceinstance', detectors.serviceInstanceIdDetector],
+    ['process', privateProcess],
+    ['env', detectors.envDetector],
+  ]);
+  const names = setting?.split(',').map((name) => name.trim()).filter(Boolean) ?? [];
+  if (names.length === 0) return [detectors.envDetector, privateProcess, detectors.hostDetector];
+  if (names.includes('all')) return [...byName.values()];
+  if (names.includes('none')) return [];
+  return names.flatMap((name) => byName.get(name) ?? []);
+}
+
 /** The tracer's name (instrumentation scope) of Sigil's own spans. */
 const SCOPE = 'sigil';
 
@@ -59,7 +92,7 @@ const SCOPE = 'sigil';
  * `@opentelemetry/*` outside) loads none of them when tracing is off.
  */
 export async function start(): Promise<Tracing> {
-  const [{ context, SpanStatusCode, trace }, { HttpInstrumentation }, { IORedisInstrumentation }, { PgInstrumentation }, { NodeSDK }] = await Promise.all([
+  const [{ context, SpanStatusCode, trace }, { HttpInstrumentation }, { IORedisInstrumentation }, { PgInstrumentation }, { NodeSDK, resources }] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/instrumentation-http'),
     import('@opentelemetry/instrumentation-ioredis'),
@@ -67,6 +100,7 @@ export async function start(): Promise<Tracing> {
     import('@opentelemetry/sdk-node'),
   ]);
   const sdk = new NodeSDK({
+    resourceDetectors: resourceDetectors(resources, process.env.OTEL_NODE_RESOURCE_DETECTORS),
     instrumentations: [
       // Health probes would be most of the traces; they say nothing about the provider.
       new HttpInstrumentation({

@@ -6,15 +6,20 @@
  * Without Redis the failure limits and request quotas are the deployment's, not each worker's
  * (issue 20 item 4), a DPoP proof's replay is refused by either worker, and a worker accepts the
  * JWTs of a sibling's brand-new signing key. An LDAP account's budgets of wrong binds (strangers'
- * and known browsers') are the deployment's too, against a real slapd.
+ * and known browsers') are the deployment's too, against a real slapd. Failed client authentications from one address, then
+ * a password grant with offline_access, then userinfo on a new connection each time: every worker
+ * accepts the token, on a fresh store, after a key rotation, after a restart, and for a client
+ * created through /admin/v1 a moment before on the sibling worker.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { input } from '../authorize-helpers.js';
 import { proof, proofKey } from '../dpop-helpers.js';
-import { basic, form, type ServerProcess, sleep, startProcess, testConfig } from '../helpers.js';
+import { basic, form, type ServerProcess, sleep, startProcess, tempDir, testConfig } from '../helpers.js';
 import { LDAP_USERS, PEOPLE, startSlapd } from '../ldap-server.mjs';
 import { freePort } from './ports.js';
 
@@ -286,6 +291,73 @@ describe('sigil start --workers 2', () => {
     expect(checked).toBeGreaterThan(20);
     expect(rejected).toEqual([]);
   }, 60_000);
+
+  it('failed client authentications, a password grant with offline_access, then userinfo on new connections: both workers accept the token, on a fresh store, after a key rotation, after a restart, and for a client just created on the sibling', async () => {
+    const { dir, cleanup } = tempDir();
+    const admin: [string, string] = ['workers-admin', 'workers-admin-secret'];
+    const cfg = testConfig({
+      logLevel: 'warn',
+      // Rotation signs with the new key at once; both workers re-read the keys every second.
+      signingKeys: { propagationSeconds: 0, retentionSeconds: 3600, rotationSeconds: 7776000, reloadSeconds: 1 },
+      // The failed authentications of every round stay under the limits: they are counted, never refused.
+      rateLimits: { maxFailures: 1000, windowSeconds: 60, addressMaxFailures: 1000, identitySlowDownAfter: 1000 },
+      clients: [...(config.clients ?? []), { clientId: admin[0], clientSecrets: [admin[1]], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] }],
+    });
+    const port = await freePort();
+    const get = async (path: string, token: string) => {
+      const res = await request(`${server?.url}${path}`, { reset: true, headers: { authorization: `Bearer ${token}` } });
+      return { status: res.statusCode, body: await res.body.text() };
+    };
+    /** The reviewer's sequence, `rounds` times; the refusals, each with its round and answer. */
+    const sequence = async (client: [string, string], rounds: number) => {
+      const refused: string[] = [];
+      for (let i = 0; i < 4; i++) expect((await post('/connect/token', { grant_type: 'client_credentials' }, ['m2m', 'wrong'])).status).toBe(401);
+      for (let round = 0; round < rounds; round++) {
+        const issued = await post('/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid profile offline_access' }, client);
+        if (issued.status !== 200) {
+          refused.push(`${round} token: ${issued.status} ${JSON.stringify(issued.body)}`);
+          continue;
+        }
+        for (let i = 0; i < 4; i++) {
+          const info = await get('/connect/userinfo', issued.body.access_token as string);
+          if (info.status !== 200) refused.push(`${round} userinfo ${i}: ${info.status} ${info.body}`);
+        }
+      }
+      return refused;
+    };
+    try {
+      server = await startProcess(cfg, port, { dir, args: ['--workers', '2'] });
+      started.push(server);
+      expect(await sequence(ROPC, 4)).toEqual([]);
+
+      execFileSync(process.execPath, [resolve(import.meta.dirname, '../../dist/cli/main.js'), 'keys', 'rotate', '--config', join(dir, 'sigil.json')]);
+      // Across a reload of each worker: one signs with the new key before the other knows it.
+      for (const until = Date.now() + 2500; Date.now() < until; ) expect(await sequence(ROPC, 1)).toEqual([]);
+
+      await server.stop();
+      server = await startProcess(cfg, port, { dir, args: ['--workers', '2'] });
+      started.push(server);
+      expect(await sequence(ROPC, 4)).toEqual([]);
+
+      // A client created through /admin/v1 on one worker, used at once: the sibling has not polled
+      // the change yet when the first requests reach it.
+      const adminToken = (await post('/connect/token', { grant_type: 'client_credentials', scope: 'sigil:admin' }, admin)).body.access_token as string;
+      for (let n = 0; n < 3; n++) {
+        const res = await request(`${server.url}/admin/v1/clients`, {
+          method: 'POST',
+          reset: true,
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
+          body: JSON.stringify({ clientId: `fresh-${n}`, allowedGrantTypes: ['password'], allowedScopes: ['openid', 'profile', 'offline_access'], allowOfflineAccess: true }),
+        });
+        const created = (await res.body.json()) as { secret: string };
+        expect(res.statusCode).toBe(201);
+        expect(await sequence([`fresh-${n}`, created.secret], 2)).toEqual([]);
+      }
+    } finally {
+      await server?.stop();
+      cleanup();
+    }
+  }, 120_000);
 
   it('a DPoP proof is used once for the deployment: replayed to either worker it is refused', async () => {
     await startWorkers(config);

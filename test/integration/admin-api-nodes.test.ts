@@ -4,13 +4,15 @@
  * created, updated or deleted through /admin/v1 on node A is in force on node B within 2 s, with
  * the key and client reload interval left at its default (60 s): node B sees the change counter
  * move (migration 0012_admin) and re-reads the stored clients; likewise a new API scope and API
- * resource, and their deletion (migration 0014_resources).
+ * resource, and their deletion (migration 0014_resources). A client created on node A is known on
+ * node B at once, before B's poll: a request or token naming a client id B does not know makes B
+ * look at the change counter first.
  */
 import { decodeJwt } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigil } from '../../src/index.js';
-import { clientTokens, dropSchema, introspect, POSTGRES_URL, sleep, testConfig, tokenRequest, type TestSigil, uniqueSchema } from '../helpers.js';
+import { clientTokens, dropSchema, introspect, POSTGRES_URL, sleep, testConfig, tokenRequest, type TestSigil, uniqueSchema, userinfo } from '../helpers.js';
 
 const schema = uniqueSchema('adminnodes');
 let a: TestSigil;
@@ -89,6 +91,31 @@ describe('a change on node A is in force on node B within 2 s', () => {
 
     expect((await onA('DELETE', '/clients/live')).statusCode).toBe(204);
     await within2s(async () => (await onB('api1')).statusCode === 401);
+  });
+});
+
+describe('a client created on node A is known on node B at once', () => {
+  it("B authenticates it, and B's userinfo and introspection accept the token A issued it, with no wait", async () => {
+    for (const clientId of ['at-once-1', 'at-once-2']) {
+      const created = await onA('POST', '/clients', { clientId, allowedGrantTypes: ['password'], allowedScopes: ['openid', 'profile', 'api1', 'offline_access'], allowOfflineAccess: true });
+      expect(created.statusCode, created.body).toBe(201);
+      const { secret } = created.json<{ secret: string }>();
+      const password = { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' };
+      // B first, right after the creation: its poll (every second) has not run since.
+      const onB = await tokenRequest(b, password, [clientId, secret]);
+      expect(onB.statusCode, onB.body).toBe(200);
+      const issued = await tokenRequest(a, password, [clientId, secret]);
+      expect(issued.statusCode, issued.body).toBe(200);
+      const accessToken = issued.json<{ access_token: string }>().access_token;
+      const info = await userinfo(b, accessToken);
+      expect(info.statusCode, info.body).toBe(200);
+      expect((await introspect(b, accessToken, ['api1', 'api1-secret'])).json<{ active: boolean }>().active).toBe(true);
+    }
+    // The token of a client created on A and used on B before anything else asked B about it.
+    const created = await onA('POST', '/clients', { clientId: 'at-once-3', allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1'] });
+    const issued = await tokenRequest(a, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' }, ['at-once-3', created.json<{ secret: string }>().secret]);
+    const info = await userinfo(b, issued.json<{ access_token: string }>().access_token);
+    expect(info.statusCode, info.body).toBe(200);
   });
 });
 
