@@ -31,6 +31,10 @@ class TableDirectory implements UserDirectory {
     const row = this.query('select * from people where id = ?', subjectId);
     return row ? toUser(row) : undefined;
   }
+  async findByUsername(username: string): Promise<User | undefined> {
+    const row = this.query('select * from people where login = ?', username);
+    return row ? toUser(row) : undefined;
+  }
   private query(sql: string, value: string): Row | undefined {
     try {
       if (this.down) throw new Error('database is locked');
