@@ -20,6 +20,7 @@ import { newId, nowSeconds } from '../crypto/handles.js';
 import { type AttrPath, parseAttrPathText, parseFilter, ScimError } from '../protocol/scim-filter.js';
 import { DirectoryConflict, type DirectoryEmail, type DirectoryGroup, type DirectoryUser, type ListQuery } from '../stores/directory.js';
 import type { Store } from '../stores/types.js';
+import { DirectoryUnavailable } from '../users/directory.js';
 import { applyPatch } from './patch.js';
 import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_RESPONSE, MAX_COUNT, USER_ATTRIBUTES, USER_SCHEMA } from './schemas.js';
 
@@ -239,8 +240,8 @@ export class ScimService {
   /**
    * Creates a user (§3.3).
    * @throws ScimError 400 (`invalidSyntax`, `invalidValue`, also for a password the policy
-   *   refuses), 409 `uniqueness` for a taken userName (stored, config-file or directory user);
-   *   DirectoryUnavailable (503) when a user directory cannot say whether it holds the userName.
+   *   refuses), 409 `uniqueness` for a taken userName (stored, config-file or directory user),
+   *   503 when a user directory cannot say whether it holds the userName.
    */
   async createUser(body: unknown, actor: ScimActor): Promise<ScimResult> {
     const o = schemasOf(body, USER_SCHEMA);
@@ -261,8 +262,8 @@ export class ScimService {
 
   /**
    * Replaces a user (§3.5.1): attributes left out are cleared, except the password (kept).
-   * @throws ScimError 404, 412 (If-Match), 400, 409 `uniqueness`; DirectoryUnavailable (503) for
-   *   a rename while a user directory cannot answer.
+   * @throws ScimError 404, 412 (If-Match), 400, 409 `uniqueness`, 503 for a rename while a user
+   *   directory cannot answer.
    */
   async replaceUser(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
     const input = schemasOf(body, USER_SCHEMA);
@@ -326,13 +327,20 @@ export class ScimService {
 
   /**
    * Refuses a userName a stored user (but `except`), a config-file user or a user directory holds
-   * (`UserAdmin.holderOf`). A directory that cannot answer is not taken as "free": its
-   * DirectoryUnavailable goes on (503, try again) and nothing is stored, since taking a name its
-   * user holds would let the stored user answer for them at sign-in.
+   * (`UserAdmin.holderOf`). A directory that cannot answer is not taken as "free": the request is
+   * refused with 503 and `Retry-After` (RFC 7644 §3.12 lists no scimType for it) and nothing is
+   * stored, since taking a name its user holds would let the stored user answer for them at sign-in.
+   * @throws ScimError 409 `uniqueness`, 503.
    */
   private async assertUsernameFree(username: string, except: string | undefined): Promise<void> {
-    if ((await this.store.directory.usernameTaken(username, except)) || (await this.users.holderOf(username)))
-      throw new ScimError(409, `userName "${username}" is taken`, 'uniqueness');
+    let taken: boolean;
+    try {
+      taken = (await this.store.directory.usernameTaken(username, except)) || (await this.users.holderOf(username)) !== undefined;
+    } catch (err) {
+      if (!(err instanceof DirectoryUnavailable)) throw err;
+      throw new ScimError(503, `user directory "${err.directory}" cannot answer whether it holds userName "${username}"; try again later`, undefined, err.headers);
+    }
+    if (taken) throw new ScimError(409, `userName "${username}" is taken`, 'uniqueness');
   }
 
   private conflict(err: unknown): unknown {

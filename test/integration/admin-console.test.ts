@@ -8,9 +8,9 @@
  * does, with back- and front-channel logout of the session's clients.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeUrl, Browser, codeParams, idTokensInSession, input, isLoginPage, pkce, readResponse, startAuthorizeSigil, unescapeHtml, webLike } from '../authorize-helpers.js';
+import { authorizeUrl, Browser, codeParams, idTokensInSession, input, pkce, readResponse, startAuthorizeSigil, unescapeHtml, webLike } from '../authorize-helpers.js';
 import { testConfig, type TestSigil } from '../helpers.js';
-import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
+import { consoleBrowser } from '../console-helpers.js';
 import { LogoutReceiver } from '../logout-receiver.js';
 
 describe('the console at /admin', () => {
@@ -190,28 +190,12 @@ describe('creating a user in the console', () => {
   beforeAll(async () => {
     const base = testConfig();
     sigil = await startAuthorizeSigil([], { users: [...base.users!, { subjectId: 'adm-1', username: 'root', password: 'root', claims: { role: 'sigil-admin' } }] });
-    // The console's scopes need the admin role and a second factor (README: Managing Sigil).
-    const enrol = new Browser(sigil);
-    await enrol.signIn('root');
-    const { secret } = await enrollTotp(enrol);
-    admin = new Browser(sigil);
-    let step = await admin.get('/admin/users');
-    for (let i = 0; i < 10 && step.status === 303 && step.location; i++) {
-      if (isLoginPage(step)) break;
-      step = await admin.get(step.location);
-    }
-    expect(isLoginPage(step), step.body).toBe(true);
-    step = await admin.follow(await admin.submitLogin(step, 'root', 'root'));
-    expect(isMfaPage(step), step.body).toBe(true);
-    step = await submitCode(admin, step, totpCode(secret, 1));
-    for (let i = 0; i < 10 && step.status === 303 && step.location; i++) step = await admin.get(step.location);
-    expect(step.status, step.body).toBe(200);
-    expect(step.body).toContain('name="username"');
+    admin = await consoleBrowser(sigil, 'root');
   });
   afterAll(async () => sigil.close());
 
   it('refuses a password the policy refuses (400, the policy\'s words on the page), storing nothing', async () => {
-    for (const [password, words] of [['password', 'the password is a common or breached password'], ['a', 'the password is shorter than 8 characters']]) {
+    for (const [password, words] of [['password', 'the password is a common or breached password'], ['a', 'the password is shorter than 8 characters']] as const) {
       const page = await admin.get('/admin/users');
       const res = await admin.post('/admin/users', { csrf_token: input(page.body, 'csrf_token'), username: 'weakling', name: 'Weak Ling', email: '', password });
       expect(res.status, res.body).toBe(400);

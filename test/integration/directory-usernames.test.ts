@@ -13,7 +13,8 @@ import { promisify } from 'node:util';
 import type { LightMyRequestResponse } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Browser, input, isLoginPage } from '../authorize-helpers.js';
+import { Browser, input, isLoginPage, unescapeHtml } from '../authorize-helpers.js';
+import { consoleBrowser } from '../console-helpers.js';
 import { clientTokens, startSigil, tempDir, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
 import { LDAP_USERS, type LdapUser, PEOPLE, type Slapd, startSlapd } from '../ldap-server.mjs';
 import { linkIn, SmtpReceiver } from '../smtp-receiver.js';
@@ -40,8 +41,8 @@ describe('usernames held by a user directory', () => {
     sigil = await startSigil(
       {
         clients: [...base.clients!, { clientId: 'scim-bot', clientSecrets: ['scim-bot-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'] }],
-        // No config users: every refusal here is the directory's.
-        users: [],
+        // One config user, the console's administrator; every other name refused here is the directory's.
+        users: [{ subjectId: 'adm-1', username: 'root', password: 'root', claims: { role: 'sigil-admin' } }],
         rateLimits: { maxFailures: 1000, windowSeconds: 60 },
         email: { smtpUrl: smtp.url, from: 'id@acme.example', selfRegistration: true },
         // A second directory over the same server whose usernames are the mail addresses, as
@@ -66,6 +67,9 @@ describe('usernames held by a user directory', () => {
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
   }
+  let admin: Browser | undefined;
+  /** The console's administrator, signed in once (a second sign-in would need the enrolled factor). */
+  const consoleAdmin = async () => (admin ??= await consoleBrowser(sigil, 'root'));
   const grant = (username: string, password: string) => tokenRequest(sigil, { grant_type: 'password', username, password, scope: 'openid' }, ROPC);
   const storedNamed = async (username: string) => (await sigil.context.store.users.listUsers()).filter((u) => u.username.toLowerCase() === username.toLowerCase());
 
@@ -105,6 +109,15 @@ describe('usernames held by a user directory', () => {
     expect((await grant('bob', 'bob-pw')).statusCode).toBe(200);
   });
 
+  it('the console refuses to create a user with a directory user\'s username (409, its refusal on the page), storing nothing', async () => {
+    const admin = await consoleAdmin();
+    const page = await admin.get('/admin/users');
+    const res = await admin.post('/admin/users', { csrf_token: input(page.body, 'csrf_token'), username: 'rita.ldap', name: '', email: '', password: 'violet-harbour-1959' });
+    expect(res.status, res.body).toBe(409);
+    expect(unescapeHtml(res.body)).toContain('userName "rita.ldap" is taken');
+    expect(await storedNamed('rita.ldap')).toEqual([]);
+  });
+
   it('the command line refuses `sigil users add` of a directory user\'s username (exit 1), storing nothing', async () => {
     const { dir, cleanup } = tempDir();
     try {
@@ -127,7 +140,8 @@ describe('usernames held by a user directory', () => {
     } finally {
       cleanup();
     }
-  });
+    // Three runs of the command line, each a new Node.js process.
+  }, 120_000);
 
   it('self-registration mails a directory user\'s address the "you have an account" note, and refuses (409) to confirm an address a directory gained meanwhile', async () => {
     const register = async (email: string) => {
@@ -178,13 +192,20 @@ describe('usernames held by a user directory', () => {
     expect(String(warning?.msg)).toContain('"corp"');
   });
 
-  it('refuses to create a user while the directory cannot answer (503, Retry-After), storing nothing', async () => {
+  it('refuses to create a user while the directory cannot answer (SCIM 503 with Retry-After, the console\'s 503 page), storing nothing', async () => {
+    const console = await consoleAdmin();
     await slapd.stop();
     try {
       const res = await scim('POST', '/Users', { schemas: [USER], userName: 'ursula', password: 'violet-harbour-1959' });
       expect(res.statusCode, res.body).toBe(503);
       expect(res.headers['retry-after']).toBe('30');
       expect(res.json()).toMatchObject({ status: '503' });
+      expect(await storedNamed('ursula')).toEqual([]);
+      // The console says so on its page, in the page's language, with the same status.
+      const page = await console.get('/admin/users');
+      const form = await console.post('/admin/users', { csrf_token: input(page.body, 'csrf_token'), username: 'ursula', name: '', email: '', password: 'violet-harbour-1959' });
+      expect(form.status, form.body).toBe(503);
+      expect(unescapeHtml(form.body)).toContain('user directory "corp" cannot answer');
       expect(await storedNamed('ursula')).toEqual([]);
     } finally {
       await slapd.start();
