@@ -75,6 +75,12 @@ export class PeopleDirectory {
     return row ? toUser(row) : undefined;
   }
 
+  /** The user holding a login name: Sigil then lets no stored user take it. */
+  async findByUsername(username) {
+    const row = this.query(() => this.db.prepare('select * from people where login = ?').get(username));
+    return row ? toUser(row) : undefined;
+  }
+
   query(read) {
     try {
       return read();

@@ -298,9 +298,14 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, guard, () => logout.endExpired());
     const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
     const replay = new ReplayCache(store.grants);
+    // Without findByUsername a directory could not say which names it holds, and a stored user
+    // could take one of its users' names: such a directory stops the start (plain JavaScript
+    // callers have no type check to tell them).
+    const lacking = (options.userDirectories ?? []).filter((d) => typeof d.findByUsername !== 'function').map((d) => `userDirectories: "${String(d.name)}" has no findByUsername(username) (see UserDirectory)`);
+    if (lacking.length > 0) throw new ConfigError(lacking);
     const directories = [...cfg.userDirectories.map((d) => new LdapDirectory(d, limiter)), ...(options.userDirectories ?? [])];
     const profile = options.profileService;
-    const users = await UserService.create(cfg.users, store.users, { directories, isActive: profile?.isActive?.bind(profile), emails: store.emails });
+    const users = await UserService.create(cfg.users, store.users, { directories, isActive: profile?.isActive?.bind(profile), emails: store.emails, log });
     // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
     const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
     const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);
@@ -348,7 +353,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     clients.onLookup = (id) => registrations.touch(id);
     const mailer = cfg.email ? new Mailer(cfg.email, productName(cfg)) : undefined;
     const sessionAdmin = new SessionAdmin(store, cfg, log, logout);
-    const userAdmin = new UserAdmin(store, cfg, sessionAdmin);
+    const userAdmin = new UserAdmin(store, cfg, sessionAdmin, directories);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -380,7 +385,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
       // Email through SMTP (issue 24): reset, verification, self-registration.
       ...(mailer && cfg.email
-        ? { email: new AccountEmail({ store, logout, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log }) }
+        ? { email: new AccountEmail({ store, logout, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log, holders: userAdmin }) }
         : {}),
       account: new AccountService(users, store.users, store.records, store.emails, logout, clients, limiter, events, cfg.account.editableClaims, productName(cfg)),
       management: {
@@ -390,7 +395,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
         users: userAdmin,
         // SCIM 2.0 (/scim/v2) and the console's user pages: one service, whose activation and
         // removal of users go through `userAdmin` (sign-out everywhere, audit).
-        scim: new ScimService(store, cfg.users, events, userAdmin, `${cfg.issuer}/scim/v2`, cfg.admin.userRole),
+        scim: new ScimService(store, events, userAdmin, `${cfg.issuer}/scim/v2`, cfg.admin.userRole),
         audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
         grants: new GrantAdmin(store.grants),
         resources: resourceAdmin,

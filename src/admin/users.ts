@@ -19,6 +19,7 @@ import { AdminError, isJsonObject } from './errors.js';
 import { configUsersNamed } from './config-users.js';
 import { SessionAdmin } from './sessions.js';
 import { isEmailAddress } from '../email/account-email.js';
+import type { UserDirectory } from '../users/directory.js';
 
 /** The longest username, as in the config file. */
 const MAX_USERNAME_LENGTH = 100;
@@ -49,6 +50,12 @@ export interface NewUser {
   /** Whether `email` is known to be the user's (`email_verified`); default false. */
   emailVerified?: boolean;
 }
+
+/** What `UserAdmin` asks a user directory: which usernames it holds. */
+export type NameHolder = Pick<UserDirectory, 'name' | 'findByUsername'>;
+
+/** Who besides the stored users holds a username (`UserAdmin.holderOf`). */
+export type UsernameHolder = { kind: 'config'; username: string; subjectId: string } | { kind: 'directory'; directory: string };
 
 /** A user saved by `UserAdmin.add`. */
 export interface AddedUser {
@@ -89,11 +96,14 @@ export class UserAdmin {
   /**
    * @param sessions ends a user's sessions (a running node's, which sends the back-channel logout
    *   tokens at once); default: a one-off service that queues them for the running nodes
+   * @param directories the user directories (config `userDirectories` and a library user's own),
+   *   whose usernames no stored user may take (`holderOf`); default none
    */
   constructor(
     private readonly store: Pick<Store, 'users' | 'clients' | 'factors' | 'records' | 'webauthn' | 'emails' | 'logout'>,
     private readonly config: ResolvedConfig,
     private readonly sessions = new SessionAdmin(store, config, pino({ level: 'silent' })),
+    private readonly directories: readonly NameHolder[] = [],
   ) {
     // Listing and removing factors reads no secret: no data key. WebAuthn credentials are factors
     // here whether or not WebAuthn is on, so a reset leaves none behind.
@@ -109,13 +119,56 @@ export class UserAdmin {
   }
 
   /**
+   * Who besides the stored users holds `username` (case-insensitively, in any tenant): a config-file
+   * user, else a user directory. The one rule of the names a stored user may take: every door that
+   * adds or renames a stored user asks it (this service's `add`, SCIM and the console through
+   * `ScimService`, self-registration). A config user's name is refused by SCIM and the console and
+   * only warned about by `add` (the config user wins, predictably: config users are looked up
+   * first); a directory's name is refused everywhere (`checkUsernameFree`), since a stored user of
+   * that name would answer for the directory user at sign-in.
+   * @throws DirectoryUnavailable when a directory cannot answer: the name may be its user's, so the
+   *   caller refuses with a temporary error (503) rather than take it unchecked.
+   */
+  async holderOf(username: string): Promise<UsernameHolder | undefined> {
+    const config = configUsersNamed(this.config.users, username, null)[0];
+    if (config) return { kind: 'config', username: config.username, subjectId: config.subjectId };
+    for (const directory of this.directories) if (await directory.findByUsername(username)) return { kind: 'directory', directory: directory.name };
+    return undefined;
+  }
+
+  /**
+   * Refuses a username a user directory holds (`holderOf`), for a stored user added or renamed.
+   * @throws AdminError `conflict` (field `username`, reason `exists`) naming the directory;
+   *   DirectoryUnavailable when a directory cannot answer.
+   */
+  async checkNotDirectoryName(username: string): Promise<UsernameHolder | undefined> {
+    const holder = await this.holderOf(username);
+    if (holder?.kind === 'directory')
+      throw new AdminError('conflict', `the username "${username}" belongs to a user of directory "${holder.directory}"`, 'username', undefined, { reason: 'exists', item: { kind: 'user', name: username } });
+    return holder;
+  }
+
+  /**
+   * The argon2id hash of a password someone chose for the user `username`, once the password
+   * policy accepts it (NIST SP 800-63B-4 §3.1.1.2, `users/password-policy.ts`): the one check of
+   * every management door that sets a password (`add`, `setPassword`, SCIM and the console).
+   * @throws AdminError `invalid` (field `password`) naming every problem.
+   */
+  async passwordHash(password: string, username: string): Promise<string> {
+    this.checkPolicy(password, username);
+    return hash(password);
+  }
+
+  /**
    * Adds a user to the store. One of the config file's users may have the same username or subject:
-   * the user is saved, and the config one wins (`shadowedBy`).
+   * the user is saved, and the config one wins (`shadowedBy`). A user directory's username is
+   * refused (`holderOf`).
    * @throws AdminError `invalid` for a username over 100 characters (field `username`), claims that
    *   are not a JSON object (`claims`), or a subject that is a config-file or stored client's id
-   *   (`subjectId`, RFC 9068 §5); `conflict` when a stored user of the tenant has that username;
-   *   then `invalid` (field `password`) for a password the policy refuses (`users/password-policy.ts`),
-   *   `invalid` (field `email`) for an address that is not one.
+   *   (`subjectId`, RFC 9068 §5); `conflict` when a stored user of the tenant or a user directory
+   *   has that username; then `invalid` (field `password`) for a password the policy refuses
+   *   (`users/password-policy.ts`), `invalid` (field `email`) for an address that is not one;
+   *   DirectoryUnavailable when a directory cannot answer (nothing is stored).
    */
   async add(user: NewUser): Promise<AddedUser> {
     const { username } = user;
@@ -130,7 +183,8 @@ export class UserAdmin {
     const client = this.config.clients.find((c) => c.clientId === subjectId)?.clientId
       ?? (await this.store.clients.listClients()).find((c) => c.clientId === subjectId)?.clientId;
     if (client !== undefined) throw new AdminError('invalid', clientSubjectCollision(String(client), `user "${username}"`), 'subjectId');
-    const shadow = this.config.users.find((u) => u.subjectId === subjectId || u.username.toLowerCase() === username.toLowerCase());
+    const holder = await this.checkNotDirectoryName(username);
+    const shadow = holder?.kind === 'config' ? holder : this.config.users.find((u) => u.subjectId === subjectId);
     if (user.password !== undefined) this.checkPolicy(user.password, username);
     if (user.email !== undefined) checkEmail(user.email);
     const passwordHash = user.password === undefined ? null : await hash(user.password);
@@ -149,8 +203,7 @@ export class UserAdmin {
     const user = await this.store.users.findUserByUsername(username, tenant);
     if (!user) throw this.notStored(username, tenant);
     if (password === undefined) throw new AdminError('invalid', 'a password is required', 'password');
-    this.checkPolicy(password, user.username);
-    await this.store.users.setPasswordHash(user.subjectId, await hash(password));
+    await this.store.users.setPasswordHash(user.subjectId, await this.passwordHash(password, user.username));
   }
 
   /**

@@ -29,7 +29,9 @@ import { LogoutService } from '../logout/logout.js';
 import { ClientRegistry } from '../clients/registry.js';
 import { UpstreamProviders } from '../federation/upstream.js';
 import { Resources } from '../resources/scopes.js';
-import { MemoryFailureCounters } from '../limits/failure-limiter.js';
+import { FailureLimiter, MemoryFailureCounters } from '../limits/failure-limiter.js';
+import { DirectoryUnavailable } from '../users/directory.js';
+import { LdapDirectory } from '../users/ldap/ldap-directory.js';
 import type { Store } from '../stores/types.js';
 
 /** Flags the admin commands read. */
@@ -91,8 +93,11 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
   const store = await openStore(cfg.storage);
   const [action, name] = args;
   const tenant = flags.tenant ?? null;
+  // The config's user directories, whose usernames `add` refuses (a library user's own directories
+  // are not known to the command line). Connected only when asked.
+  const directories = cfg.userDirectories.map((d) => new LdapDirectory(d, new FailureLimiter(cfg.rateLimits, new MemoryFailureCounters())));
   try {
-    const users = new UserAdmin(store, cfg);
+    const users = new UserAdmin(store, cfg, undefined, directories);
     if (action === 'list') {
       console.log(['subject'.padEnd(24), 'username'.padEnd(24), 'tenant'.padEnd(16), 'active', 'source'].join(' '));
       for (const u of await users.list())
@@ -148,6 +153,11 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
     }
     return usage('sigil users list | add USERNAME | set-password USERNAME | set-email USERNAME ADDRESS | disable USERNAME | enable USERNAME | set-claims USERNAME --claims JSON | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME');
   } catch (err) {
+    // Whether the directory holds the name is unknown: nothing was stored; the same command works once it answers.
+    if (err instanceof DirectoryUnavailable) {
+      console.error(`sigil: user directory "${err.directory}" cannot answer (${err.reason}); nothing was changed, try again later`);
+      return 1;
+    }
     return refused(err, (e) => {
       if (e.field === 'subjectId') return `--subject: ${e.message}`;
       if (e.field === 'claims') return '--claims must be a JSON object';
@@ -157,6 +167,7 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       return e.code === 'read_only' ? `no stored user "${name}"` : undefined;
     });
   } finally {
+    await Promise.all(directories.map((d) => d.close()));
     await store.close();
   }
 }

@@ -31,6 +31,7 @@ import { normalizeEmail } from '../stores/user-emails.js';
 import type { Store, StoredUser } from '../stores/types.js';
 import { passwordProblems, type PasswordProblem } from '../users/password-policy.js';
 import type { Mailer, MailKind } from './mailer.js';
+import { DirectoryUnavailable } from '../users/directory.js';
 
 /** How long a password reset link works, seconds (issue 24: 15 minutes). */
 export const RESET_LINK_SECONDS = 900;
@@ -51,8 +52,23 @@ export function isEmailAddress(value: string): boolean {
 /** The outcome of a new password through a reset link. */
 export type ResetOutcome = { ok: true; subjectId: string; username: string } | { ok: false; reason: 'invalid_link' } | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
 
-/** The outcome of a registration link confirmed with a password. */
-export type RegistrationOutcome = { ok: true; subjectId: string } | { ok: false; reason: 'invalid_link' } | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
+/**
+ * The outcome of a registration link confirmed with a password: `taken` when a config-file user or
+ * a user directory holds the address as a username (nothing is stored, the link stays usable).
+ */
+export type RegistrationOutcome =
+  | { ok: true; subjectId: string }
+  | { ok: false; reason: 'invalid_link' | 'taken' }
+  | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
+
+/**
+ * Who besides the stored users holds a username (`UserAdmin.holderOf`: config-file users and the
+ * user directories). Structural, so that this module needs not import the admin services.
+ * @throws DirectoryUnavailable when a directory cannot answer.
+ */
+export interface UsernameHolders {
+  holderOf(username: string): Promise<unknown>;
+}
 
 /** Links by mail for one Sigil instance. */
 export class AccountEmail {
@@ -66,6 +82,8 @@ export class AccountEmail {
       issuer: string;
       productName: string;
       log: Logger;
+      /** The names no registration may take besides the stored users' (default: none). */
+      holders?: UsernameHolders;
     },
   ) {}
 
@@ -158,7 +176,7 @@ export class AccountEmail {
    * pre-hijacking).
    */
   async register(email: string, lang: string): Promise<void> {
-    if (await this.addressTaken(email)) {
+    if ((await this.addressTaken(email)) || (await this.heldElsewhere(email, false))) {
       if (await this.capAllows(`address:${normalizeEmail(email)}`)) await this.deps.mailer.send({ to: email, kind: 'registered', lang, link: `${this.deps.issuer}/account/forgot` });
       return;
     }
@@ -174,7 +192,11 @@ export class AccountEmail {
    * leaves the link usable), then the link is consumed (once, atomically). A password hash that a
    * link issued by an earlier version carries is never used.
    * @returns the new user's subject; `invalid_link` for a link that is not live or an address
-   *   taken meanwhile; `policy` with the problems of a refused password.
+   *   taken meanwhile; `policy` with the problems of a refused password; `taken` when a config-file
+   *   user or a user directory holds the address as a username (the link kept).
+   * @throws DirectoryUnavailable when a directory cannot say whether it holds the address: the
+   *   link is kept for a later try, no account is made (a stored user of a directory user's name
+   *   would answer for them at sign-in).
    */
   async confirmRegistration(handle: string, password: string): Promise<RegistrationOutcome> {
     const now = nowSeconds();
@@ -183,6 +205,7 @@ export class AccountEmail {
     const { email } = link.data;
     const problems = passwordProblems(password, { username: email, productName: this.deps.productName });
     if (problems.length > 0) return { ok: false, reason: 'policy', problems };
+    if (await this.heldElsewhere(email, true)) return { ok: false, reason: 'taken' };
     const passwordHash = await hash(password);
     if (!(await this.deps.store.records.emailLinks.consume(handle, now))) return { ok: false, reason: 'invalid_link' };
     if (!(await this.deps.store.records.emailLinks.claimAddress(normalizeEmail(email), now)) || (await this.addressTaken(email))) return { ok: false, reason: 'invalid_link' };
@@ -190,6 +213,21 @@ export class AccountEmail {
     await this.deps.store.users.addUser({ subjectId, username: email, tenant: null, passwordHash, claims: {}, isActive: true });
     await this.deps.store.emails.setPrimary(subjectId, email, true);
     return { ok: true, subjectId };
+  }
+
+  /**
+   * Whether a config-file user or a user directory holds `email` as a username (`holders`).
+   * @param strict whether a directory that cannot answer is thrown (`DirectoryUnavailable`); else
+   *   the name counts as free: the registration request only mails a link, and the account is
+   *   made only after `confirmRegistration` has asked again, strictly.
+   */
+  private async heldElsewhere(email: string, strict: boolean): Promise<boolean> {
+    try {
+      return (await this.deps.holders?.holderOf(email)) !== undefined;
+    } catch (err) {
+      if (!strict && err instanceof DirectoryUnavailable) return false;
+      throw err;
+    }
   }
 
   private async addressTaken(email: string): Promise<boolean> {

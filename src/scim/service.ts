@@ -5,20 +5,22 @@
  * back-channel logout), their tokens are revoked, and every later sign-in or grant is refused as
  * a wrong password is (the `is_active` checks of the login page and the grants).
  *
- * Users: the stored users (config-file users are not SCIM resources; their userNames are taken).
+ * Users: the stored users (config-file users are not SCIM resources; their userNames are taken, as
+ * are the usernames of the user directories, `UserAdmin.holderOf`). A password is checked by the
+ * password policy and hashed by `UserAdmin.passwordHash`, as every door that sets one.
  * `name.formatted`, `name.givenName`, `name.familyName` are the OIDC claims `name`, `given_name`,
  * `family_name`; `displayName` is the claim `display_name`; the primary email (else the first) is
  * the claim `email`, with `email_verified` from its verification state. Every read goes to the
  * database, so a change is in force on every node at once (there is no per-node user cache).
  */
-import { hash } from '@node-rs/argon2';
-import type { UserConfig } from '../config/schema.js';
 import type { EventBus } from '../events/events.js';
+import { AdminError } from '../admin/errors.js';
 import type { UserAdmin } from '../admin/users.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
 import { type AttrPath, parseAttrPathText, parseFilter, ScimError } from '../protocol/scim-filter.js';
 import { DirectoryConflict, type DirectoryEmail, type DirectoryGroup, type DirectoryUser, type ListQuery } from '../stores/directory.js';
 import type { Store } from '../stores/types.js';
+import { DirectoryUnavailable } from '../users/directory.js';
 import { applyPatch } from './patch.js';
 import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_RESPONSE, MAX_COUNT, USER_ATTRIBUTES, USER_SCHEMA } from './schemas.js';
 
@@ -78,6 +80,14 @@ function schemasOf(body: unknown, schema: string): Json {
   const schemas = field(o, 'schemas');
   if (!Array.isArray(schemas) || !schemas.includes(schema)) throw new ScimError(400, `schemas must list ${schema}`, 'invalidSyntax');
   return o;
+}
+
+/** The `userName` of a user representation. @throws ScimError 400 `invalidValue` unless a string of 1 to 100 characters. */
+function usernameOf(o: Json): string {
+  const username = field(o, 'userName');
+  if (typeof username !== 'string' || username.trim().length === 0 || username.length > MAX_USERNAME)
+    throw invalidValue(`userName is required: a string of 1 to ${MAX_USERNAME} characters`);
+  return username;
 }
 
 /** `W/"<n>"` (RFC 7232 §2.3 weak validator). */
@@ -200,13 +210,13 @@ export class ScimService {
   /**
    * @param base the SCIM base URL (`<issuer>/scim/v2`), for `meta.location` and `$ref`
    * @param users deactivates users and signs deactivated or deleted ones out everywhere
-   *   (`UserAdmin.setActiveOf`, `UserAdmin.signOutEverywhere`), as the command line does
+   *   (`UserAdmin.setActiveOf`, `UserAdmin.signOutEverywhere`), as the command line does; says who
+   *   else holds a username (`holderOf`) and checks and hashes passwords (`passwordHash`)
    */
   constructor(
     private readonly store: Pick<Store, 'directory' | 'users'>,
-    private readonly configUsers: readonly Pick<UserConfig, 'username'>[],
     private readonly events: EventBus,
-    private readonly users: Pick<UserAdmin, 'setActiveOf' | 'signOutEverywhere'>,
+    private readonly users: Pick<UserAdmin, 'setActiveOf' | 'signOutEverywhere' | 'holderOf' | 'passwordHash'>,
     private readonly base: string,
     /** `admin.userRole`: no group may carry it (see `groupInput`). */
     private readonly adminRole: string,
@@ -229,11 +239,15 @@ export class ScimService {
 
   /**
    * Creates a user (§3.3).
-   * @throws ScimError 400 (`invalidSyntax`, `invalidValue`), 409 `uniqueness` for a taken userName.
+   * @throws ScimError 400 (`invalidSyntax`, `invalidValue`, also for a password the policy
+   *   refuses), 409 `uniqueness` for a taken userName (stored, config-file or directory user),
+   *   503 when a user directory cannot say whether it holds the userName.
    */
   async createUser(body: unknown, actor: ScimActor): Promise<ScimResult> {
-    const input = await this.userInput(schemasOf(body, USER_SCHEMA), undefined);
-    await this.assertUsernameFree(input.write.username, undefined);
+    const o = schemasOf(body, USER_SCHEMA);
+    // The name first: a taken name is refused before any password work (hashing).
+    await this.assertUsernameFree(usernameOf(o), undefined);
+    const input = await this.userInput(o, undefined);
     const id = newId();
     try {
       await this.store.directory.addUser(id, input.write, nowSeconds());
@@ -248,7 +262,8 @@ export class ScimService {
 
   /**
    * Replaces a user (§3.5.1): attributes left out are cleared, except the password (kept).
-   * @throws ScimError 404, 412 (If-Match), 400, 409 `uniqueness`.
+   * @throws ScimError 404, 412 (If-Match), 400, 409 `uniqueness`, 503 for a rename while a user
+   *   directory cannot answer.
    */
   async replaceUser(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult> {
     const input = schemasOf(body, USER_SCHEMA);
@@ -286,8 +301,9 @@ export class ScimService {
 
   /** Writes `body` over `before` if its version is still current; undefined when it is not. */
   private async writeUser(before: DirectoryUser, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
+    const username = usernameOf(body);
+    if (username.toLowerCase() !== before.username.toLowerCase()) await this.assertUsernameFree(username, before.subjectId);
     const input = await this.userInput(body, before);
-    if (input.write.username.toLowerCase() !== before.username.toLowerCase()) await this.assertUsernameFree(input.write.username, before.subjectId);
     const write = async () => {
       try {
         return await this.store.directory.replaceUser(before.subjectId, input.write, before.version, nowSeconds());
@@ -309,10 +325,22 @@ export class ScimService {
     return { resource, etag: etagOf(after.version) };
   }
 
+  /**
+   * Refuses a userName a stored user (but `except`), a config-file user or a user directory holds
+   * (`UserAdmin.holderOf`). A directory that cannot answer is not taken as "free": the request is
+   * refused with 503 and `Retry-After` (RFC 7644 §3.12 lists no scimType for it) and nothing is
+   * stored, since taking a name its user holds would let the stored user answer for them at sign-in.
+   * @throws ScimError 409 `uniqueness`, 503.
+   */
   private async assertUsernameFree(username: string, except: string | undefined): Promise<void> {
-    const lower = username.toLowerCase();
-    if (this.configUsers.some((u) => u.username.toLowerCase() === lower) || (await this.store.directory.usernameTaken(username, except)))
-      throw new ScimError(409, `userName "${username}" is taken`, 'uniqueness');
+    let taken: boolean;
+    try {
+      taken = (await this.store.directory.usernameTaken(username, except)) || (await this.users.holderOf(username)) !== undefined;
+    } catch (err) {
+      if (!(err instanceof DirectoryUnavailable)) throw err;
+      throw new ScimError(503, `user directory "${err.directory}" cannot answer whether it holds userName "${username}"; try again later`, undefined, err.headers);
+    }
+    if (taken) throw new ScimError(409, `userName "${username}" is taken`, 'uniqueness');
   }
 
   private conflict(err: unknown): unknown {
@@ -326,11 +354,13 @@ export class ScimService {
     return user;
   }
 
-  /** Validates a user representation into what is stored; the password is hashed (argon2id). */
+  /**
+   * Validates a user representation into what is stored; a password must pass the password policy
+   * (`UserAdmin.passwordHash`, 400 `invalidValue` with the policy's words, RFC 7644 §3.12) and is
+   * hashed (argon2id).
+   */
   private async userInput(o: Json, before: DirectoryUser | undefined): Promise<{ write: Parameters<Store['directory']['addUser']>[1] }> {
-    const username = field(o, 'userName');
-    if (typeof username !== 'string' || username.trim().length === 0 || username.length > MAX_USERNAME)
-      throw invalidValue(`userName is required: a string of 1 to ${MAX_USERNAME} characters`);
+    const username = usernameOf(o);
     const externalId = optionalString(o, 'externalId', MAX_STRING) ?? null;
     const activeValue = field(o, 'active');
     if (activeValue !== undefined && activeValue !== null && typeof activeValue !== 'boolean') throw invalidValue('active must be true or false');
@@ -362,9 +392,19 @@ export class ScimService {
         isActive: activeValue === undefined || activeValue === null ? true : activeValue,
         claims,
         emails,
-        ...(typeof password === 'string' ? { passwordHash: await hash(password) } : {}),
+        ...(typeof password === 'string' ? { passwordHash: await this.checkedPassword(password, username) } : {}),
       },
     };
+  }
+
+  /** The hash of a password the policy accepts. @throws ScimError 400 `invalidValue` naming the password's problems. */
+  private async checkedPassword(password: string, username: string): Promise<string> {
+    try {
+      return await this.users.passwordHash(password, username);
+    } catch (err) {
+      if (err instanceof AdminError && err.field === 'password') throw invalidValue(`password: ${err.message}`);
+      throw err;
+    }
   }
 
   private emailsInput(value: unknown, previous: readonly DirectoryEmail[]): DirectoryEmail[] {

@@ -190,7 +190,7 @@ export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
     const registration = { path: '/account/register/confirm', titleKey: 'registerTitle', buttonKey: 'createAccount', fields: [passwordField] } as const;
     confirmPages(app, kit, registration, (t) => email.linkAddress(t, 'register'), async (t, request, body, lang) => {
       const outcome = await email.confirmRegistration(t, single(body, 'password') ?? '');
-      if (!outcome.ok) return outcome.reason === 'policy' ? { errors: problemTexts(lang, outcome.problems) } : undefined;
+      if (!outcome.ok) return outcome.reason === 'policy' ? { errors: problemTexts(lang, outcome.problems) } : outcome.reason === 'taken' ? { refusal: 'registerNameTaken', status: 409 } : undefined;
       ctx.events.emit({ name: 'user_registered', endpoint: 'register', subjectId: outcome.subjectId, ...originOf(request) });
       return 'accountCreated';
     });
@@ -208,8 +208,8 @@ interface ConfirmPage {
 /**
  * A link that is confirmed with a button: GET shows the address, the page's fields and the button;
  * POST consumes the link (`confirm`, returning the text to show, undefined for a link that is not
- * live, or errors to show on the form again with status 400, the link kept) and says what
- * happened, with a way to sign in.
+ * live, errors to show on the form again with status 400, or a refusal to show with its status,
+ * the link kept either way) and says what happened, with a way to sign in.
  * @param address the address a live link was sent to
  */
 function confirmPages(
@@ -217,7 +217,7 @@ function confirmPages(
   kit: PageKit,
   page: ConfirmPage,
   address: (token: string) => Promise<string | undefined>,
-  confirm: (token: string, request: FastifyRequest, body: Params, lang: string) => Promise<keyof Messages | { errors: string[] } | undefined>,
+  confirm: (token: string, request: FastifyRequest, body: Params, lang: string) => Promise<keyof Messages | { errors: string[] } | { refusal: keyof Messages; status: number } | undefined>,
 ): void {
   const { path, titleKey, buttonKey } = page;
   const fields = [...(page.fields ?? [])];
@@ -238,6 +238,7 @@ function confirmPages(
     const to = token ? await address(token) : undefined;
     const answer = token && to ? await confirm(token, request, body, lang) : undefined;
     if (!token || !to || !answer) return kit.invalidLink(reply, lang);
+    if (typeof answer !== 'string' && 'refusal' in answer) return kit.done(reply, lang, 'errorTitle', answer.refusal, true, answer.status);
     if (typeof answer !== 'string') return confirmForm(reply, lang, token, to, answer.errors);
     return kit.done(reply, lang, titleKey, answer, true);
   });

@@ -39,6 +39,16 @@ export interface UserDirectory {
    * @throws DirectoryUnavailable when the directory cannot answer.
    */
   findBySubject(subjectId: string): Promise<User | undefined>;
+  /**
+   * The user holding that username, found as `authenticate` finds them but without checking any
+   * password (no bind, no failure counted); undefined when the directory has no such user. Sigil
+   * asks it before a stored user takes a username (SCIM, the console, `sigil users add`,
+   * self-registration, renames), refusing a name a directory holds, and at a stored user's
+   * sign-in, refusing both when a directory has gained that user's name since: a stored user
+   * must never answer for a directory user's name.
+   * @throws DirectoryUnavailable when the directory cannot answer.
+   */
+  findByUsername(username: string): Promise<User | undefined>;
   /** Releases connections; called when Sigil closes. */
   close?(): Promise<void>;
 }

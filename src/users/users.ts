@@ -10,6 +10,8 @@ import type { UserStore } from '../stores/types.js';
 import type { PasswordCheckContext, UserDirectory } from './directory.js';
 import type { User } from './user.js';
 import type { UserEmailStore } from '../stores/user-emails.js';
+import type { Logger } from 'pino';
+import { DirectoryUnavailable } from './directory.js';
 
 export { claimsOf, type User } from './user.js';
 
@@ -17,6 +19,8 @@ interface Candidate {
   user: User;
   /** argon2id hash (config clear-text passwords are hashed at start), or null: no password. */
   passwordHash: string | null;
+  /** Whether the user is a stored one (else the config file's). */
+  stored: boolean;
 }
 
 
@@ -33,6 +37,7 @@ export class UserService {
     private readonly directories: readonly UserDirectory[],
     private readonly isActiveHook: ((subjectId: string) => Promise<boolean>) | undefined,
     private readonly emails: UserEmailStore | undefined,
+    private readonly log: Pick<Logger, 'warn'> | undefined,
   ) {}
 
   /**
@@ -41,21 +46,23 @@ export class UserService {
    * (username enumeration). No clear-text password is kept.
    * @param sources the directories asked after config and stored users, the library's
    *   `ProfileService.isActive`, and `emails`: the stored users' addresses: a stored user's primary address is their `email`
-   *   claim, its verified flag `email_verified` (OIDC Core §5.1), over any such claims they have
+   *   claim, its verified flag `email_verified` (OIDC Core §5.1), over any such claims they have;
+   *   `log` takes the warning of a username both a stored user and a directory hold
    */
   static async create(
     configUsers: readonly UserConfig[],
     store: UserStore,
-    sources: { directories?: readonly UserDirectory[]; isActive?: (subjectId: string) => Promise<boolean>; emails?: UserEmailStore } = {},
+    sources: { directories?: readonly UserDirectory[]; isActive?: (subjectId: string) => Promise<boolean>; emails?: UserEmailStore; log?: Pick<Logger, 'warn'> } = {},
   ): Promise<UserService> {
     const candidates = await Promise.all(
       configUsers.map(async (u): Promise<Candidate> => ({
         user: { subjectId: u.subjectId, username: u.username, tenant: u.tenant ?? null, isActive: u.isActive, claims: u.claims },
         passwordHash: u.passwordHash ?? (u.password === undefined ? null : await hash(u.password)),
+        stored: false,
       })),
     );
     // The dummy's password is random: nobody knows a password that matches it.
-    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')), sources.directories ?? [], sources.isActive, sources.emails);
+    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')), sources.directories ?? [], sources.isActive, sources.emails, sources.log);
   }
 
   /**
@@ -110,7 +117,10 @@ export class UserService {
    * names no config or stored user goes on to the directories in order (not for a tenant: directory
    * users belong to none); the first that knows the user and password answers. A directory that
    * cannot answer stops the check (a later directory must not sign in a namesake meanwhile). A
-   * directory user whose subject is a config or stored user's is refused.
+   * directory user whose subject is a config or stored user's is refused. A stored user whose
+   * username a directory holds too (the directory gained the name after the user was stored) is
+   * refused, and so is the directory's user, with a warning naming both: neither may answer for
+   * the other's name.
    * @param context where the check comes from, passed on to the directories
    * @returns the user (active or not), or undefined for unknown user or wrong password.
    * @throws DirectoryUnavailable when a directory asked cannot answer; OAuthError 429 when a
@@ -134,6 +144,7 @@ export class UserService {
     } catch {
       ok = false;
     }
+    if (candidate?.stored && tenant === null && (await this.directoryNamesake(candidate.user.username))) return undefined;
     // A user without a password never signs in with one (not even with the dummy's password).
     if (candidate) return ok && candidate.passwordHash ? candidate.user : undefined;
     if (tenant !== null) return undefined;
@@ -150,6 +161,34 @@ export class UserService {
     return undefined;
   }
 
+  /**
+   * Whether a directory holds `username`, which a stored user holds too: creation refuses such a
+   * name (`UserAdmin`), so it arises only when a directory gains it later. Neither user may then
+   * sign in by that name: choosing one would let the other's password answer for it. Warned with
+   * both names so that an operator renames one. A directory that cannot answer counts as not
+   * holding it: the stored users keep signing in while a directory is down, as they do
+   * elsewhere, and the name was free when the stored user took it.
+   */
+  private async directoryNamesake(username: string): Promise<boolean> {
+    for (const directory of this.directories) {
+      let held: User | undefined;
+      try {
+        held = await directory.findByUsername(username);
+      } catch (err) {
+        if (err instanceof DirectoryUnavailable) continue;
+        throw err;
+      }
+      if (held) {
+        this.log?.warn(
+          { username, directory: directory.name, directorySubject: held.subjectId },
+          `sign-in refused: username "${username}" is held by a stored user and by directory "${directory.name}"; rename one of them`,
+        );
+        return true;
+      }
+    }
+    return false;
+  }
+
   private async findCandidate(username: string, tenant: string | null): Promise<Candidate | undefined> {
     const name = username.toLowerCase();
     const matches = this.configUsers.filter(
@@ -158,7 +197,7 @@ export class UserService {
     if (matches.length === 1) return matches[0];
     if (matches.length > 1) return undefined;
     const stored = await this.store.findUserByUsername(username, tenant);
-    return stored ? { user: await this.storedToUser(stored), passwordHash: stored.passwordHash } : undefined;
+    return stored ? { user: await this.storedToUser(stored), passwordHash: stored.passwordHash, stored: true } : undefined;
   }
 
   /**

@@ -175,7 +175,7 @@ let reportsToken = '';
     await admin.keyboard.press('Tab');
     await admin.keyboard.type('erin@example.com');
     await admin.keyboard.press('Tab');
-    await admin.keyboard.type('a long enough passphrase 4 erin');
+    await admin.keyboard.type('a long enough passphrase, said she');
     await admin.keyboard.press('Enter');
     await admin.getByText('The user has been created.').waitFor();
     erin = decodeURIComponent(new URL(admin.url()).pathname.split('/').at(-1) ?? '');
@@ -183,7 +183,7 @@ let reportsToken = '';
 
     const other = await newPage(f.browser);
     await other.page.goto(`${f.sigil.url}/account/login`);
-    await submitLogin(other.page, 'erin', 'a long enough passphrase 4 erin');
+    await submitLogin(other.page, 'erin', 'a long enough passphrase, said she');
     await other.page.getByRole('heading', { name: 'Signed in' }).waitFor();
 
     const response = await admin.goto(`${f.sigil.url}/admin/users/${encodeURIComponent(erin)}`);
@@ -212,7 +212,7 @@ let reportsToken = '';
     await admin.getByRole('button', { name: 'Disable user' }).click();
     await admin.getByText('The user has been disabled').waitFor();
     await other.page.goto(`${f.sigil.url}/account/login`);
-    await submitLogin(other.page, 'erin', 'a long enough passphrase 4 erin');
+    await submitLogin(other.page, 'erin', 'a long enough passphrase, said she');
     await other.page.getByText('The username or password is incorrect.').waitFor();
     await other.context.close();
   });

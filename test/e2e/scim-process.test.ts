@@ -34,13 +34,13 @@ describe('SCIM against a running server', () => {
     const { access_token: admin } = await token('provisioner', 'provisioner-secret', { grant_type: 'client_credentials', scope: 'scim' });
     const scim = (method: string, path: string, body: unknown) =>
       fetch(`${server.url}/scim/v2${path}`, { method, headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/scim+json' }, body: JSON.stringify(body) });
-    const created = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'frank', password: 'frank-password-1', name: { givenName: 'Frank' } });
+    const created = await scim('POST', '/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'frank', password: 'harbour-violet-1959', name: { givenName: 'Frank' } });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
     const group = await scim('POST', '/Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'engineering', members: [{ value: id }] });
     expect(group.status).toBe(201);
 
-    const tokens = await token('ropc', 'ropc-secret', { grant_type: 'password', username: 'frank', password: 'frank-password-1', scope: 'openid profile roles offline_access' });
+    const tokens = await token('ropc', 'ropc-secret', { grant_type: 'password', username: 'frank', password: 'harbour-violet-1959', scope: 'openid profile roles offline_access' });
     expect(tokens.status).toBe('200');
     const info = await fetch(`${server.url}/connect/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     expect(await info.json()).toEqual({ sub: id, given_name: 'Frank', role: ['engineering'] });
@@ -49,7 +49,7 @@ describe('SCIM against a running server', () => {
     expect(patched.status).toBe(200);
     const refreshed = await token('ropc', 'ropc-secret', { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' });
     expect(refreshed).toMatchObject({ status: '400', error: 'invalid_grant' });
-    const again = await token('ropc', 'ropc-secret', { grant_type: 'password', username: 'frank', password: 'frank-password-1' });
+    const again = await token('ropc', 'ropc-secret', { grant_type: 'password', username: 'frank', password: 'harbour-violet-1959' });
     const wrong = await token('ropc', 'ropc-secret', { grant_type: 'password', username: 'frank', password: 'not-the-password' });
     expect(again).toEqual(wrong);
   });

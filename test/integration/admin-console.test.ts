@@ -8,8 +8,9 @@
  * does, with back- and front-channel logout of the session's clients.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeUrl, Browser, codeParams, idTokensInSession, input, pkce, readResponse, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
-import type { TestSigil } from '../helpers.js';
+import { authorizeUrl, Browser, codeParams, idTokensInSession, input, pkce, readResponse, startAuthorizeSigil, unescapeHtml, webLike } from '../authorize-helpers.js';
+import { testConfig, type TestSigil } from '../helpers.js';
+import { consoleBrowser } from '../console-helpers.js';
 import { LogoutReceiver } from '../logout-receiver.js';
 
 describe('the console at /admin', () => {
@@ -180,5 +181,30 @@ describe('signing out of the console', () => {
     expect(done.status).toBe(303);
     expect(done.location).toBe(`${sigil.context.issuer}/admin/signed-out`);
     expect(await signedIn(b)).toBe(false);
+  });
+});
+
+describe('creating a user in the console', () => {
+  let sigil: TestSigil;
+  let admin: Browser;
+  beforeAll(async () => {
+    const base = testConfig();
+    sigil = await startAuthorizeSigil([], { users: [...base.users!, { subjectId: 'adm-1', username: 'root', password: 'root', claims: { role: 'sigil-admin' } }] });
+    admin = await consoleBrowser(sigil, 'root');
+  });
+  afterAll(async () => sigil.close());
+
+  it('refuses a password the policy refuses (400, the policy\'s words on the page), storing nothing', async () => {
+    for (const [password, words] of [['password', 'the password is a common or breached password'], ['a', 'the password is shorter than 8 characters']] as const) {
+      const page = await admin.get('/admin/users');
+      const res = await admin.post('/admin/users', { csrf_token: input(page.body, 'csrf_token'), username: 'weakling', name: 'Weak Ling', email: '', password });
+      expect(res.status, res.body).toBe(400);
+      expect(unescapeHtml(res.body)).toContain(words);
+      expect(await sigil.context.store.users.findUserByUsername('weakling', null)).toBeUndefined();
+    }
+    const page = await admin.get('/admin/users');
+    const ok = await admin.post('/admin/users', { csrf_token: input(page.body, 'csrf_token'), username: 'weakling', name: 'Weak Ling', email: '', password: 'violet-harbour-1959' });
+    expect(ok.status, ok.body).toBe(303);
+    expect(await sigil.context.store.users.findUserByUsername('weakling', null)).toBeDefined();
   });
 });

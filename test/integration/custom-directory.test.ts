@@ -7,7 +7,7 @@ import { hash, verify } from '@node-rs/argon2';
 import Database from 'better-sqlite3';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DirectoryUnavailable, type User, type UserDirectory } from '../../src/index.js';
+import { ConfigError, DirectoryUnavailable, type User, type UserDirectory } from '../../src/index.js';
 import { Browser } from '../authorize-helpers.js';
 import { startSigil, tokenRequest, type TestSigil } from '../helpers.js';
 
@@ -29,6 +29,10 @@ class TableDirectory implements UserDirectory {
   }
   async findBySubject(subjectId: string): Promise<User | undefined> {
     const row = this.query('select * from people where id = ?', subjectId);
+    return row ? toUser(row) : undefined;
+  }
+  async findByUsername(username: string): Promise<User | undefined> {
+    const row = this.query('select * from people where login = ?', username);
     return row ? toUser(row) : undefined;
   }
   private query(sql: string, value: string): Row | undefined {
@@ -107,5 +111,16 @@ describe('custom user directory', () => {
       first.down = false;
     }
     expect((await grant('yuri', 'yuri-pw')).statusCode).toBe(200);
+  });
+});
+
+describe('a custom user directory without findByUsername', () => {
+  it('stops the start with a ConfigError naming the directory: without it a stored user could take one of its users\' names', async () => {
+    const legacy = new TableDirectory('legacy', await table([['l-1', 'lena', 'lena-pw', 'Lena']]));
+    // As plain JavaScript written for an earlier version passes it: no type check stops it.
+    const withoutIt: Omit<UserDirectory, 'findByUsername'> = { name: 'legacy', authenticate: (u, p) => legacy.authenticate(u, p), findBySubject: (s) => legacy.findBySubject(s) };
+    const started = startSigil({}, { userDirectories: [withoutIt as UserDirectory] });
+    await expect(started).rejects.toBeInstanceOf(ConfigError);
+    await expect(started).rejects.toThrow('userDirectories: "legacy" has no findByUsername(username)');
   });
 });

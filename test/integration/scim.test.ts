@@ -132,6 +132,28 @@ describe.each([
     expect(JSON.stringify(events)).not.toContain('$argon2');
   });
 
+  it('refuses a password the policy refuses (400 invalidValue naming password, in the policy\'s words) on create, PUT and PATCH, storing nothing', async () => {
+    const refused = (res: LightMyRequestResponse, words: string) => {
+      expectError(res, 400, 'invalidValue');
+      expect(res.json().detail).toMatch(/^password: the password /);
+      expect(res.json().detail).toContain(words);
+    };
+    refused(await scim('POST', '/Users', { schemas: [USER], userName: 'weakling', password: 'password' }), 'the password is a common or breached password');
+    refused(await scim('POST', '/Users', { schemas: [USER], userName: 'weakling', password: 'a' }), 'the password is shorter than 8 characters');
+    refused(await scim('POST', '/Users', { schemas: [USER], userName: 'weakling', password: 'weakling-1' }), 'the password contains the username');
+    expect(await ids('userName eq "weakling"')).toEqual([]);
+    const u = await create({ userName: 'steady', password: 'violet-harbour-1959' });
+    refused(await scim('PUT', `/Users/${u.id}`, { schemas: [USER], userName: 'steady', password: 'qwertyuiop' }), 'the password is a common or breached password');
+    refused(await scim('PATCH', `/Users/${u.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'password', value: 'password' }] }), 'the password is a common or breached password');
+    // A rename's password is checked against the new name.
+    refused(await scim('PUT', `/Users/${u.id}`, { schemas: [USER], userName: 'harbour', password: 'violet-harbour-1959' }), 'the password contains the username');
+    const after = await scim('GET', `/Users/${u.id}`);
+    expect(after.json()).toMatchObject({ userName: 'steady', meta: { version: u.meta.version } });
+    for (const password of ['password', 'qwertyuiop'])
+      expect((await tokenRequest(sigil, { grant_type: 'password', username: 'steady', password }, ['ropc', 'ropc-secret'])).statusCode).toBe(400);
+    expect((await passwordTokens(sigil, { username: 'steady', password: 'violet-harbour-1959' })).access_token).toBeTruthy();
+  });
+
   it('answers 409 uniqueness for a taken userName (case-insensitive, config users too) and 400 for bad input', async () => {
     expectError(await scim('POST', '/Users', { schemas: [USER], userName: 'GRACE' }), 409, 'uniqueness');
     expectError(await scim('POST', '/Users', { schemas: [USER], userName: 'alice' }), 409, 'uniqueness');
@@ -272,14 +294,14 @@ describe.each([
 
   describe('groups and deactivation', () => {
     it("puts a group's displayName into its members' role claim at userinfo, and takes it out again", async () => {
-      const u = await create({ userName: 'member', password: 'member-pw' });
+      const u = await create({ userName: 'member', password: 'violet-harbour-1959' });
       const g = await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'auditors', members: [{ value: u.id }] });
       expect(g.statusCode, g.body).toBe(201);
       const group = g.json();
       expect(group.members).toEqual([{ value: u.id, $ref: `http://127.0.0.1:5999/scim/v2/Users/${u.id}`, display: 'member', type: 'User' }]);
       expectError(await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'AUDITORS' }), 409, 'uniqueness');
       expectError(await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'x', members: [{ value: 'nobody' }] }), 400, 'invalidValue');
-      const { access_token } = await passwordTokens(sigil, { username: 'member', password: 'member-pw', scope: 'openid roles' });
+      const { access_token } = await passwordTokens(sigil, { username: 'member', password: 'violet-harbour-1959', scope: 'openid roles' });
       expect((await userinfo(sigil, access_token)).json().role).toEqual(['auditors']);
       expect((await scim('GET', `/Users/${u.id}`)).json().groups).toEqual([{ value: group.id, $ref: `http://127.0.0.1:5999/scim/v2/Groups/${group.id}`, display: 'auditors' }]);
       expect((await scim('GET', `/Groups?filter=${encodeURIComponent(`members[value eq "${u.id}"]`)}`)).json().totalResults).toBe(1);
@@ -295,7 +317,7 @@ describe.each([
     });
 
     it('never names a group after admin.userRole: provisioning cannot make an administrator (create, replace, PATCH)', async () => {
-      const u = await create({ userName: 'climber', password: 'climber-pw' });
+      const u = await create({ userName: 'climber', password: 'violet-harbour-1959' });
       for (const displayName of ['sigil-admin', 'SIGIL-Admin', ' sigil-admin '])
         expectError(await scim('POST', '/Groups', { schemas: [GROUP], displayName, members: [{ value: u.id }] }), 400, 'invalidValue');
       const group = (await scim('POST', '/Groups', { schemas: [GROUP], displayName: 'climbers', members: [{ value: u.id }] })).json();
@@ -319,8 +341,8 @@ describe.each([
     });
 
     it('active:false ends refresh tokens and access tokens, and refuses sign-in like a wrong password', async () => {
-      const u = await create({ userName: 'leaver', password: 'leaver-pw' });
-      const tokens = await passwordTokens(sigil, { username: 'leaver', password: 'leaver-pw', scope: 'openid offline_access' });
+      const u = await create({ userName: 'leaver', password: 'violet-harbour-1959' });
+      const tokens = await passwordTokens(sigil, { username: 'leaver', password: 'violet-harbour-1959', scope: 'openid offline_access' });
       const res = await scim('PATCH', `/Users/${u.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'active', value: false }] });
       expect(res.statusCode, res.body).toBe(200);
       expect(res.json().active).toBe(false);
@@ -330,7 +352,7 @@ describe.each([
       expect((await userinfo(sigil, tokens.access_token)).statusCode).toBe(401);
       expect((await introspect(sigil, tokens.refresh_token ?? '', ['ropc', 'ropc-secret'])).json()).toEqual({ active: false });
       const wrong = await tokenRequest(sigil, { grant_type: 'password', username: 'leaver', password: 'not-it' }, ['ropc', 'ropc-secret']);
-      const inactive = await tokenRequest(sigil, { grant_type: 'password', username: 'leaver', password: 'leaver-pw' }, ['ropc', 'ropc-secret']);
+      const inactive = await tokenRequest(sigil, { grant_type: 'password', username: 'leaver', password: 'violet-harbour-1959' }, ['ropc', 'ropc-secret']);
       expect(inactive.statusCode).toBe(wrong.statusCode);
       expect(inactive.body).toBe(wrong.body);
       // The one way users are made inactive (UserAdmin.setActiveOf, as `sigil users disable`): its audit event names the actor.

@@ -15,6 +15,8 @@ import type { User } from '../user.js';
 import { LdapPool, type Connection } from './pool.js';
 import { ACCOUNT_STATE_ATTRIBUTES, attributesOf, BINARY_SUBJECT_ATTRIBUTES, isDisabled, roleFromGroupDn, stringValues, subjectOf, subjectSearchValue } from './entries.js';
 
+/** The longest username sent to the server: the longest a Sigil user may have (config file, store). */
+const MAX_USERNAME_LENGTH = 100;
 /** Users kept for `claimsCacheSeconds` at most; beyond this many the oldest go first. */
 const MAX_CACHED = 10_000;
 
@@ -67,7 +69,7 @@ export class LdapDirectory implements UserDirectory {
    */
   async authenticate(username: string, password: string, context: PasswordCheckContext = {}): Promise<User | undefined> {
     if (username.length === 0 || password.length === 0) return undefined;
-    const entry = await this.run((conn) => this.searchOne(conn, new EqualityFilter({ attribute: this.config.usernameAttribute, value: username })));
+    const entry = await this.entryByUsername(username);
     const user = entry ? this.toUser(entry) : undefined;
     const dn = entry && user ? entry.dn : `${this.config.usernameAttribute}=${randomBytes(16).toString('hex')},${this.config.baseDn}`;
     const budgets = this.bindBudgets(user ? `subject:${user.subjectId}` : `name:${comparedName(username)}`, user !== undefined && context.knownBrowser?.(user.subjectId) === true);
@@ -114,6 +116,27 @@ export class LdapDirectory implements UserDirectory {
       this.remember(user);
       return user;
     });
+  }
+
+  /**
+   * The user whose username attribute equals `username` (the server's matching rule), without a
+   * bind as them; undefined for none, several, an empty name or one over `MAX_USERNAME_LENGTH`.
+   * @throws DirectoryUnavailable when the server cannot answer.
+   */
+  async findByUsername(username: string): Promise<User | undefined> {
+    const entry = await this.entryByUsername(username);
+    return entry ? this.toUser(entry) : undefined;
+  }
+
+  /**
+   * The one entry whose username attribute equals `username`, searched with an equality filter
+   * object (ldapts escapes the value, RFC 4515 §3): the lookup of both `authenticate` and
+   * `findByUsername`. A name that no Sigil user can have (empty, or longer than any username) is
+   * never sent.
+   */
+  private async entryByUsername(username: string): Promise<Entry | undefined> {
+    if (username.length === 0 || username.length > MAX_USERNAME_LENGTH) return undefined;
+    return this.run((conn) => this.searchOne(conn, new EqualityFilter({ attribute: this.config.usernameAttribute, value: username })));
   }
 
   async close(): Promise<void> {
