@@ -204,6 +204,16 @@ export class UserAdmin {
     if (!user) throw this.notStored(username, tenant);
     if (password === undefined) throw new AdminError('invalid', 'a password is required', 'password');
     await this.store.users.setPasswordHash(user.subjectId, await this.passwordHash(password, user.username));
+    await this.endMailedLinks(user.subjectId);
+  }
+
+  /**
+   * Ends every reset, verification and registration link mailed to the user (`EmailLinks.revokeAllOf`):
+   * once a password is set for them by anyone (an administrator, SCIM, the user), no older link
+   * sets another one.
+   */
+  async endMailedLinks(subjectId: string): Promise<void> {
+    await this.store.records.emailLinks.revokeAllOf(subjectId, (await this.store.emails.primary(subjectId))?.value, nowSeconds());
   }
 
   /**
@@ -263,7 +273,7 @@ export class UserAdmin {
    */
   async signOutEverywhere(subjectId: string): Promise<SignedOut> {
     const now = nowSeconds();
-    await this.store.records.emailLinks.revokeAllOf(subjectId, (await this.store.emails.primary(subjectId))?.value, now);
+    await this.endMailedLinks(subjectId);
     const endedSessions = await this.sessions.revokeAllOf(subjectId);
     const revokedTokens = await this.store.records.families.revokeAllOf(subjectId, now);
     return { subjectId, endedSessions, revokedTokens };

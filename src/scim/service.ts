@@ -211,12 +211,13 @@ export class ScimService {
    * @param base the SCIM base URL (`<issuer>/scim/v2`), for `meta.location` and `$ref`
    * @param users deactivates users and signs deactivated or deleted ones out everywhere
    *   (`UserAdmin.setActiveOf`, `UserAdmin.signOutEverywhere`), as the command line does; says who
-   *   else holds a username (`holderOf`) and checks and hashes passwords (`passwordHash`)
+   *   else holds a username (`holderOf`), checks and hashes passwords (`passwordHash`) and ends
+   *   the links mailed to a user whose password it sets (`endMailedLinks`)
    */
   constructor(
     private readonly store: Pick<Store, 'directory' | 'users'>,
     private readonly events: EventBus,
-    private readonly users: Pick<UserAdmin, 'setActiveOf' | 'signOutEverywhere' | 'holderOf' | 'passwordHash'>,
+    private readonly users: Pick<UserAdmin, 'setActiveOf' | 'signOutEverywhere' | 'holderOf' | 'passwordHash' | 'endMailedLinks'>,
     private readonly base: string,
     /** `admin.userRole`: no group may carry it (see `groupInput`). */
     private readonly adminRole: string,
@@ -318,6 +319,7 @@ export class ScimService {
       : (await this.users.setActiveOf(before.subjectId, input.write.isActive, { events: this.events, endpoint: 'scim', ...actor }, write)) !== undefined;
     // The version moved on between the read and the write: a concurrent change (§3.14).
     if (!written) return undefined;
+    if (input.write.passwordHash) await this.users.endMailedLinks(before.subjectId);
     const after = await this.findUser(before.subjectId);
     const resource = this.userResource(after);
     const changed = changedAttributes(this.userResource(before), resource, input.write.passwordHash ? ['password'] : []);

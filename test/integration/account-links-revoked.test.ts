@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UserAdmin } from '../../src/admin/users.js';
 import { Browser, input } from '../authorize-helpers.js';
-import { startSigil, tokenRequest, type TestSigil } from '../helpers.js';
+import { clientTokens, startSigil, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
 import { linkIn, SmtpReceiver } from '../smtp-receiver.js';
 
 const ROPC = ['ropc', 'ropc-secret'] as const;
@@ -20,7 +20,10 @@ let admin: UserAdmin;
 
 beforeAll(async () => {
   smtp = await new SmtpReceiver().start();
-  sigil = await startSigil({ email: { smtpUrl: smtp.url, from: 'id@acme.example', requestsPerAddress: 100, mailsPerAccount: 10, selfRegistration: true } });
+  sigil = await startSigil({
+    clients: [...testConfig().clients!, { clientId: 'scim-bot', clientSecrets: ['scim-bot-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'] }],
+    email: { smtpUrl: smtp.url, from: 'id@acme.example', requestsPerAddress: 100, mailsPerAccount: 10, selfRegistration: true },
+  });
   admin = new UserAdmin(sigil.context.store, sigil.context.config);
 });
 afterAll(async () => {
@@ -103,6 +106,28 @@ describe('a password set ends the links mailed before', () => {
     expect((await sigil.context.store.emails.primary(subjectId))?.verified).toBe(false);
     expect(await signsIn('carl', 'attacker-pick-55')).toBe(false);
     expect(await signsIn('carl', 'granite-otter-lantern-42')).toBe(true);
+  });
+});
+
+describe('a password an administrator sets ends the links mailed before', () => {
+  it('sigil users passwd (UserAdmin.setPassword) and a SCIM PATCH of the password each end the reset link', async () => {
+    const { subjectId } = await admin.add({ username: 'gus', password: 'harbour-violet-19', email: 'gus@example.org', emailVerified: true });
+    const first = await resetLink('gus');
+    await admin.setPassword('gus', null, 'meadow-copper-lantern-61');
+    await expectRefused(first, '/account/reset', { password: 'attacker-pick-55' });
+
+    const second = await resetLink('gus');
+    const token = (await clientTokens(sigil, 'scim', ['scim-bot', 'scim-bot-secret'])).access_token;
+    const patched = await sigil.app.inject({
+      method: 'PATCH',
+      url: `/scim/v2/Users/${subjectId}`,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
+      payload: JSON.stringify({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'password', value: 'orchard-granite-heron-27' }] }),
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    await expectRefused(second, '/account/reset', { password: 'attacker-pick-55' });
+    expect(await signsIn('gus', 'attacker-pick-55')).toBe(false);
+    expect(await signsIn('gus', 'orchard-granite-heron-27')).toBe(true);
   });
 });
 
