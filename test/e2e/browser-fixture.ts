@@ -100,6 +100,9 @@ export function browserConfig(cb: string): ConfigInput {
         allowAccessTokensViaBrowser: true,
         redirectUris: [`${cb}/cb`],
         postLogoutRedirectUris: [`${cb}/signed-out`],
+        // The relying party is http://rp.test: a site of its own for the browser, which the
+        // redirect URI rule allows over plain http only to a client marked for development.
+        allowHttpRedirectUris: true,
       },
       {
         clientId: CONSENT.id,
@@ -111,6 +114,9 @@ export function browserConfig(cb: string): ConfigInput {
         requireConsent: true,
         redirectUris: [`${cb}/cb`],
         postLogoutRedirectUris: [`${cb}/signed-out`],
+        // The relying party is http://rp.test: a site of its own for the browser, which the
+        // redirect URI rule allows over plain http only to a client marked for development.
+        allowHttpRedirectUris: true,
       },
     ],
   };
