@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 
-/** Event names, after Duende IdentityServer's catalogue (`identityserver-behavior.md` §10). */
+/** Event names, after Duende IdentityServer's catalogue of events. */
 export type SigilEventName =
   | 'token_issued'
   | 'token_issue_failed'
