@@ -295,7 +295,7 @@ function cleanEnv() {
 
 /**
  * `sigil start` on `storage`; resolves once it prints "listening on", with `startMs`: the cold
- * start, milliseconds from spawning the process to that line (issue 13: under 500 ms at 1M grants).
+ * start, milliseconds from spawning the process to that line (the goal: under 500 ms at 1M grants).
  */
 function startSigil(configFile, storage, port, metricsPort) {
   const spawnedAt = performance.now();

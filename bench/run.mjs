@@ -41,7 +41,7 @@ const SCENARIOS = [
   // Every request carries a fresh client assertion (RFC 7523) and a fresh DPoP proof (RFC 9449),
   // both ES256, both single-use (jti): the servers verify two signatures and record two jtis.
   { id: 'i', name: 'client_credentials, private_key_jwt + DPoP -> JWT ES256', alg: 'ES256', kind: 'token', client: 'bench-pkjwt', signed: true },
-  // The password grant of a user in an LDAP directory (issue 22), against a local slapd started by
+  // The password grant of a user in an LDAP directory, against a local slapd started by
   // the harness (test/ldap-server.mjs). node-oidc-provider has neither the password grant nor LDAP:
   // the comparison column is Sigil's own password grant for a config user, on the same Sigil
   // process in the same rounds. Only when named (it needs Debian's slapd).
@@ -420,7 +420,7 @@ function printTable(rows) {
   }
 }
 
-// ---- Ceilings, the default-config scenario and workers (issue 13) ------------------------------
+// ---- Ceilings, the default-config scenario and workers -----------------------------------------
 
 /**
  * jose signatures for `alg` with as many under way as the bench has connections, measured alone
@@ -563,7 +563,7 @@ function treeCpuSeconds(pid) {
 }
 
 /**
- * The issue-13 figures: the ceilings (jose signing per core for ES256 and RS256, a bare Fastify form
+ * The CPU figures: the ceilings (jose signing per core for ES256 and RS256, a bare Fastify form
  * POST), scenario f (client_credentials ES256 with Sigil's default config) and, as g, requests per
  * CPU-second of the server processes with 1 and 2 workers (default config; CPU read from /proc,
  * so the figure holds although autocannon shares the cores).

@@ -1,4 +1,4 @@
-// SCIM at scale (issue 25 item 9): with 1,000,000 stored users, how fast do the indexed SCIM
+// SCIM at scale: with 1,000,000 stored users, how fast do the indexed SCIM
 // filters and a page of users answer, over HTTP, on SQLite and on PostgreSQL?
 //
 //   npm run build && node bench/scim-scale.mjs      (part of `npm run bench:scale`)

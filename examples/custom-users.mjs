@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Sigil over users you already have (issue 22): a custom user directory over a small SQLite table
+ * Sigil over users you already have: a custom user directory over a small SQLite table
  * of your own, and a profile service that decides which claims are released and whether a user is
  * still active.
  *

@@ -8,7 +8,7 @@
  * `listening on <url>`); once it listens, the demo relying party starts in this process against
  * the issuer Sigil printed. SIGINT/SIGTERM/SIGHUP stop both; the exit code is Sigil's.
  *
- * Sigil stays in this process group (DESIGN §5): whatever signals the group, a terminal's Ctrl-C
+ * Sigil stays in this process group: whatever signals the group, a terminal's Ctrl-C
  * or a supervisor's SIGKILL, reaches Sigil too, so nothing of it outlives `npm start`. A Ctrl-C
  * reaches Sigil twice (from the terminal and forwarded from here); Sigil stops on the first and
  * ignores the rest.

@@ -1,6 +1,6 @@
 /**
  * The Fastify application: body parsing, security headers, CORS, error rendering, request metrics
- * and the routes of every endpoint (DESIGN §1, `http/`).
+ * and the routes of every endpoint.
  */
 import { randomUUID } from 'node:crypto';
 import cookie from '@fastify/cookie';
@@ -47,7 +47,7 @@ import { DirectoryUnavailable } from './users/directory.js';
 import { language } from './ui/language.js';
 import { lookAssets } from './ui/look.js';
 
-/** Largest request body accepted, in bytes (D-17: 413 beyond). */
+/** Largest request body accepted, in bytes (413 beyond). */
 export const BODY_LIMIT = 64 * 1024;
 
 /** Paths that answer cross-origin requests from the clients' `allowedCorsOrigins`. */
@@ -92,7 +92,7 @@ function oauthErrorOf(err: FastifyError | OAuthError, request: FastifyRequest): 
 }
 
 /**
- * Fastify's server options of the standalone app (DESIGN §4): logger, body limit, `trustProxy`,
+ * Fastify's server options of the standalone app: logger, body limit, `trustProxy`,
  * timeouts and request ids. Mounted in a host app, the host's own options apply instead.
  */
 function serverOptions(ctx: SigilContext): FastifyServerOptions {
@@ -156,7 +156,7 @@ export async function mountSigil(
   if (app.hasReplyDecorator('generateCsrf'))
     throw new Error('sigil: the host app registers @fastify/csrf-protection for all its routes; register it inside a plugin of your own routes so that Sigil keeps its own CSRF protection');
   app.addHook('onClose', stop);
-  // Sigil's limit on every route of its own, whatever the host's server-wide limit (D-17: 413 beyond).
+  // Sigil's limit on every route of its own, whatever the host's server-wide limit (413 beyond).
   app.addHook('onRoute', (route) => {
     route.bodyLimit ??= BODY_LIMIT;
   });
@@ -220,7 +220,7 @@ export async function mountSigil(
   revocationEndpoint(app, ctx);
   deviceAuthorizationEndpoint(app, ctx);
   await registrationEndpoint(app, ctx); // RFC 7591/7592, when registration.enabled
-  await scimEndpoints(app, ctx); // SCIM 2.0 at /scim/v2 (issue 25)
+  await scimEndpoints(app, ctx); // SCIM 2.0 at /scim/v2 (RFC 7644)
   await adminApiEndpoints(app, ctx);
 
   // Browser pages, redirects and public documents: security headers, cookies, CSRF protection.
@@ -252,12 +252,12 @@ export async function mountSigil(
     accountPages(pages, ctx);
     accountMfaPages(pages, ctx);
     accountSelfServicePages(pages, ctx);
-    passkeyPages(pages, ctx); // passkeys and security keys (issue 12)
-    emailPages(pages, ctx); // password reset, address verification, self-registration (issue 24)
+    passkeyPages(pages, ctx); // passkeys and security keys (WebAuthn)
+    emailPages(pages, ctx); // password reset, address verification, self-registration
     consentPage(pages, ctx);
     devicePages(pages, ctx);
     federationRoutes(pages, ctx);
-    // The web console at /admin (issue 25 item 7): its token is checked as the management API's are.
+    // The web console at /admin: its token is checked as the management API's are.
     adminConsole(pages, ctx, {
       check: async (request, token) => callerWithScope(await checkAccessToken(ctx, request, token, 'Bearer', CONSOLE_PATH), ['sigil:admin']),
     });
@@ -265,8 +265,8 @@ export async function mountSigil(
       reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(STYLES),
     );
     healthEndpoints(pages, ctx);
-    lookAssets(pages, ctx.pages.look); // branding: theme, logo, icon (issue 24)
-    // Browsers get errors and unknown paths as pages, API clients as JSON (issue 24).
+    lookAssets(pages, ctx.pages.look); // branding: theme, logo, icon
+    // Browsers get errors and unknown paths as pages, API clients as JSON.
     // A user directory that goes down mid-step (second factor, passkeys, /account) is a page whatever
     // the Accept header: every route here that asks a directory is a page, save the passkey script's
     // JSON routes, which answer for themselves.

@@ -1,5 +1,5 @@
 /**
- * The services of one Sigil instance, handed to every endpoint and grant (DESIGN §1).
+ * The services of one Sigil instance, handed to every endpoint and grant.
  */
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from './config/loader.js';
@@ -107,17 +107,17 @@ export interface SigilContext {
   secondStep: SecondStepService;
   /** Adding authenticator apps, recovery codes, removing factors (src/mfa/enrollment.ts). */
   enrollment: FactorEnrollment;
-  /** WebAuthn ceremonies: passkeys and security keys (issue 12). */
+  /** WebAuthn ceremonies: passkeys and security keys. */
   webauthn: WebAuthnService;
   /** Passkeys and security keys as the pages use them: quotas, limits, the security key step, events (src/mfa/passkey-ceremonies.ts). */
   passkeys: PasskeyCeremonies;
   /** Dynamic client registration and management (RFC 7591/7592, src/admin/registrations.ts). */
   registrations: ClientRegistrations;
-  /** Links by mail: password reset, address verification, self-registration; absent without config `email` (issue 24). */
+  /** Links by mail: password reset, address verification, self-registration; absent without config `email`. */
   email?: AccountEmail;
-  /** Self-service on /account (issue 24): password, sessions, connected apps, profile. */
+  /** Self-service on /account: password, sessions, connected apps, profile. */
   account: AccountService;
-  /** The admin services behind /admin/v1 (issue 25). */
+  /** Admin services: /admin/v1, /admin, /scim/v2. */
   management: Management;
   log: Logger;
 }

@@ -1,6 +1,6 @@
 /**
  * Library entry: `createSigil(config)` builds a provider (store, keys, services, Fastify app)
- * from a config object of DESIGN §4.
+ * from a config object, as the config file gives it.
  */
 import { AccountEmail } from './email/account-email.js';
 import { Mailer } from './email/mailer.js';
@@ -86,7 +86,7 @@ const TRACED_LOGOUT_CALLS = ['addParticipant', 'endSession', 'liveSessions', 'ex
 
 /** Options of `createSigil` beyond the config file. */
 export interface SigilOptions {
-  /** Flags and environment values that win over the config (DESIGN §5). */
+  /** Flags and environment values that win over the config. */
   overrides?: ConfigOverrides;
   /** A pino logger; default: a pino logger at the config's `logLevel` on stdout. */
   logger?: Logger;
@@ -128,7 +128,7 @@ export interface Sigil {
    */
   metricsApp: FastifyInstance;
   /**
-   * Starts the management listener at the config's `metrics` host and port (DESIGN §4).
+   * Starts the management listener at the config's `metrics` host and port.
    * @returns its origin, e.g. `http://127.0.0.1:9464`, or null when `metrics` is false.
    * @throws Error naming the address when it cannot listen there (e.g. the port is in use).
    */
@@ -140,7 +140,7 @@ export interface Sigil {
 }
 
 /**
- * Creates a provider from a config object (DESIGN §4): validates it, opens the store and runs its
+ * Creates a provider from a config object: validates it, opens the store and runs its
  * migrations, loads or generates the signing keys, and builds the Fastify app: a bare Fastify app
  * with Sigil mounted at the issuer's path, as `sigilPlugin` mounts it in a host app.
  * @throws ConfigError naming each invalid field, also a config client whose id is a stored
@@ -161,7 +161,7 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
   return { app, context, metricsApp: services.metricsApp, listenMetrics: services.listenMetrics, subscribe: services.subscribe, close: () => app.close() };
 }
 
-/** Options of `sigilPlugin`: the config (DESIGN §4) and the options of `createSigil`. */
+/** Options of `sigilPlugin`: the config and the options of `createSigil`. */
 export interface SigilPluginOptions extends SigilOptions {
   /** The config object; its `issuer`'s path must be the prefix the plugin is registered with. */
   config: unknown;
@@ -224,7 +224,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
   // audit events under load, instead of one each), and at least once a second when traffic is low.
   // The writes are synchronous, as pino's are by default: an asynchronous write is a job on libuv's
   // thread pool, which also signs every JWT, and under load those jobs cost more CPU per token
-  // than the write itself (issue 13; measured in the README's Performance notes).
+  // than the write itself (measured in the README's Performance notes).
   // pino flushes only an asynchronous destination at exit, so Sigil writes what is still buffered
   // when it closes and, should it die of an error, when the process exits. A SIGKILL may lose up
   // to the last second of lines.
@@ -383,7 +383,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       webauthn,
       registrations,
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
-      // Email through SMTP (issue 24): reset, verification, self-registration.
+      // Email through SMTP: reset, verification, self-registration.
       ...(mailer && cfg.email
         ? { email: new AccountEmail({ store, logout, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log, holders: userAdmin }) }
         : {}),
@@ -409,7 +409,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     tracing?.traceMethods(context.upstream, 'upstream', ['start', 'finish'] satisfies (keyof UpstreamProviders)[]);
     tracing?.traceMethods(deliverer, 'logout.delivery', ['attempt'], true);
     const metricsApp = buildMetricsApp(metrics, log);
-    // WebAuthn (issue 12): browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
+    // WebAuthn: browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
     if (cfg.webauthn.enabled && isIP(context.webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
       log.warn({ rpId: context.webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
     let clientsVersion = await store.clients.clientsVersion();

@@ -1,5 +1,5 @@
 /**
- * A real OpenLDAP server for the directory tests (issue 22): Debian's slapd with the mdb backend,
+ * A real OpenLDAP server for the directory tests: Debian's slapd with the mdb backend,
  * the memberof overlay (memberOf on users) and the ppolicy overlay (pwdAccountLockedTime), in a
  * temp dir, on a free loopback port. Users come from an LDIF loaded with slapadd (passwords
  * hashed with slappasswd, {SSHA}); groups are added over LDAP afterwards so that memberof writes

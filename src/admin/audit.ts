@@ -1,5 +1,5 @@
 /**
- * The audit log (issue 25 items 3 and 6): every audit event of the event bus is stored, in
+ * The audit log: every audit event of the event bus is stored, in
  * batches written off the request path, and queried by the management API by time, name, client
  * or subject, newest first, a page at a time with an opaque cursor. Events older than the
  * retention period are removed by each node's housekeeping.
@@ -40,7 +40,7 @@ export interface ChangeActor {
 }
 
 /**
- * Emits the `admin_changed` audit event of one management change (issue 25 item 6), the one
+ * Emits the `admin_changed` audit event of one management change, the one
  * shape /admin/v1 and the console share.
  * @param endpoint where the change was made (`/admin/v1`, `/admin`)
  * @param action e.g. `client.create`, `key.rotate`, `user.claims`

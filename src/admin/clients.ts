@@ -1,8 +1,8 @@
 /**
- * Client administration (DESIGN §1, §2 `admin/`): the one door to the stored clients for the
+ * Client administration: the one door to the stored clients for the
  * command line (`sigil clients`) and, later, the management API and dynamic registration. A new
  * client is validated as if it were in the config file, together with it; its secrets are stored
- * as SHA-256 digests only (DESIGN §3). Config-file clients are read-only and win over stored ones
+ * as SHA-256 digests only. Config-file clients are read-only and win over stored ones
  * of the same id. A client id may never be a user's subject (RFC 9068 §5).
  */
 import type { Logger } from 'pino';
@@ -65,7 +65,7 @@ export interface ClientAdminOptions {
   config: ResolvedConfig;
   /** The config as read (before resolving): a new client is validated together with it. */
   raw: unknown;
-  /** The overrides `config` was resolved with (DESIGN §5). */
+  /** The overrides (flags, environment) `config` was resolved with. */
   overrides?: ConfigOverrides;
   /** The registered extension grants' names, which a client may list (none from the CLI). */
   extensionGrants?: readonly string[];

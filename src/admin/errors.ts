@@ -1,8 +1,8 @@
 /**
- * The one error the admin services (DESIGN §2 `admin/`) throw for a refused request, and the input
+ * The one error the admin services (`src/admin/`) throw for a refused request, and the input
  * check they share. Callers map the error to their own answer: the command line to a message and
- * an exit code, a management API to an HTTP status (DESIGN §4: config-file items are read-only
- * through it, 409).
+ * an exit code, a management API to an HTTP status (409 for a config-file item, which is
+ * read-only through it).
  */
 import { secretDigest, sha256 } from '../crypto/handles.js';
 
@@ -109,7 +109,7 @@ export function ifMatchHolds(ifMatch: string | undefined, etag: string): boolean
   return ifMatch === undefined || ifMatch === '*' || ifMatch.split(',').map((t) => t.trim()).includes(etag);
 }
 
-/** A secret as stored: `sha256:` and the base64 of its SHA-256 digest (DESIGN §3). */
+/** A secret as stored: `sha256:` and the base64 of its SHA-256 digest, never the secret. */
 export function storedSecret(secret: string): string {
   return `sha256:${secretDigest(secret).toString('base64')}`;
 }

@@ -1,5 +1,5 @@
 /**
- * A user's grants and consents (issue 25 item 3), as Duende IdentityServer's persisted grants:
+ * A user's grants and consents, as Duende IdentityServer's persisted grants:
  * the remembered consents (OIDC Core §3.1.2.4) and the refresh token grants (RFC 6749 §1.5) a
  * user gave each client. Revoking a client's grants ends both: the next authorization asks for
  * consent again, and the grant's refresh tokens (and the reference tokens of the grant) stop

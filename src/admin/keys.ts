@@ -1,5 +1,5 @@
 /**
- * Signing key administration (DESIGN §2 `admin/`, §3: keys live in the store, so every node signs
+ * Signing key administration (keys live in the store, so every node signs
  * with the same ones and picks up a change within `signingKeys.reloadSeconds`): list, rotate and
  * retire, for `sigil keys` and, later, the management API.
  */

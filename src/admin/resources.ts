@@ -1,5 +1,5 @@
 /**
- * Resource administration (issue 25 item 3; DESIGN §2 `admin/`): identity resources (OIDC Core
+ * Resource administration: identity resources (OIDC Core
  * §5.4), API scopes, API resources (RFC 7662 introspection callers, RFC 8707 resource indicators)
  * and upstream identity providers managed at run time, beside the config file's. The one door to
  * the stored ones for /admin/v1 (and later the console and the command line).
@@ -87,7 +87,7 @@ export interface ResourceAdminOptions {
   config: ResolvedConfig;
   /** The config as read (before resolving): a stored item is checked together with it. */
   raw: unknown;
-  /** The overrides `config` was resolved with (DESIGN §5). */
+  /** The overrides (flags, environment) `config` was resolved with. */
   overrides?: ConfigOverrides;
   /** The registered extension grants' names, which the config's clients may list. */
   extensionGrants?: readonly string[];

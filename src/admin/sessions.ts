@@ -1,5 +1,5 @@
 /**
- * Session administration (DESIGN §2 `admin/`): ending a user's sessions from outside a browser,
+ * Session administration: ending a user's sessions from outside a browser,
  * for `sigil users sessions revoke` and, later, the management API.
  */
 import type { Logger } from 'pino';

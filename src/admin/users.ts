@@ -1,5 +1,5 @@
 /**
- * User administration (DESIGN §1, §2 `admin/`): the one door to the stored users (`sigil users`)
+ * User administration: the one door to the stored users (`sigil users`)
  * and to every user's second factors, for the command line and, later, the management API and
  * SCIM. Passwords are stored as argon2id hashes only. Config-file users are read-only and win over
  * stored ones of the same username or subject. A user's subject may never be a client id

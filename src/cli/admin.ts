@@ -1,5 +1,5 @@
 /**
- * Store administration from the command line (DESIGN §5): `sigil keys`, `sigil users`,
+ * Store administration from the command line: `sigil keys`, `sigil users`,
  * `sigil clients`, a thin caller of the admin services (src/admin/): it parses the flags, prints
  * what the services return and maps their refusals (AdminError) to its messages and exit codes,
  * 2 for invalid input and 1 for the rest. Users and clients of the config file stay read-only and

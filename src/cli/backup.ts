@@ -1,5 +1,5 @@
 /**
- * `sigil backup FILE` (issue 26): writes a consistent copy of the configured SQLite store to FILE
+ * `sigil backup FILE`: writes a consistent copy of the configured SQLite store to FILE
  * while servers keep running on it (see `backupSqlite`). To restore, stop Sigil and put the copy in
  * the store's place (docs/deployment.md). PostgreSQL stores are refused with a pointer to
  * `pg_dump`, and `memory` has nothing to copy. The copy has mode 0600 whatever the umask; without

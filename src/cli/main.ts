@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `sigil` command (DESIGN §5): `sigil start` runs the server, `sigil migrate` brings the store's
+ * The `sigil` command: `sigil start` runs the server, `sigil migrate` brings the store's
  * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`), `sigil config
  * schema` prints the config file's JSON Schema, `sigil config check FILE` validates a config file. `sigil --version`; `sigil <command> --help` prints that
  * command's usage. Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL,
@@ -214,7 +214,7 @@ function portOf(url: URL): number {
 }
 
 /**
- * Prints the start lines (DESIGN §5), the last one `listening on <url>`; before them, on stderr, a
+ * Prints the start lines, the last one `listening on <url>`; before them, on stderr, a
  * warning when the issuer names another port than the one Sigil listens on and no proxy is
  * configured (`trustProxy`), since clients would then be sent where nothing answers. The line
  * names where Sigil listens: the address it is bound to, and for a wildcard host (`0.0.0.0`,

@@ -1,5 +1,5 @@
 /**
- * `sigil start --workers N|auto` (DESIGN §5): N processes (node:cluster) accept connections on one
+ * `sigil start --workers N|auto`: N processes (node:cluster) accept connections on one
  * port and share the store. The primary prepares the store once (migrations, first signing keys),
  * forks the workers, prints `listening on` when every worker listens, replaces a worker that dies,
  * and on SIGTERM or SIGINT lets every worker drain its requests before it exits itself.

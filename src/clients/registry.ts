@@ -1,7 +1,7 @@
 /**
  * The client model and the registry of clients (RFC 6749 §2): the config file's clients and the
  * stored ones (`sigil clients add`, later the management API and dynamic registration), by
- * `client_id`, with their secrets kept only as SHA-256 digests (DESIGN §3). Also the API
+ * `client_id`, with their secrets kept only as SHA-256 digests. Also the API
  * resources' secrets, which authenticate at introspection the same way.
  */
 import type { ClientConfig } from '../config/schema.js';

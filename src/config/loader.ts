@@ -1,5 +1,5 @@
 /**
- * Loads and validates the config file (DESIGN §4, §5): JSON or YAML, then flags and environment
+ * Loads and validates the config file: JSON or YAML, then flags and environment
  * variables on top, then the schema. Every problem is reported with the field's path.
  */
 import { readFileSync } from 'node:fs';
@@ -19,7 +19,7 @@ export class ConfigError extends Error {
   }
 }
 
-/** Settings from the command line or the environment that win over the file (DESIGN §5). */
+/** Settings from the command line or the environment that win over the file. */
 export interface ConfigOverrides {
   port?: number;
   host?: string;
@@ -65,7 +65,7 @@ export function readConfigFile(path: string): unknown {
   }
   const ext = extname(path).toLowerCase();
   try {
-    // The YAML parser is loaded only for a YAML file (issue 13, cold start).
+    // The YAML parser is loaded only for a YAML file, so a JSON config starts faster.
     return ext === '.yaml' || ext === '.yml' ? (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text) : JSON.parse(text);
   } catch (err) {
     throw new ConfigError([`cannot parse ${path}: ${(err as Error).message.split('\n')[0]}`]);
@@ -127,7 +127,7 @@ export function issuerPath(issuer: string): string {
   return path === '/' ? '' : path;
 }
 
-/** Reads environment variables of DESIGN §5 (`PORT`, `HOST`, `SIGIL_ISSUER`, `SIGIL_STORAGE`, `SIGIL_METRICS_PORT`). */
+/** Reads the environment's overrides (`PORT`, `HOST`, `SIGIL_ISSUER`, `SIGIL_STORAGE`, `SIGIL_METRICS_PORT`). */
 export function overridesFromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
   const out: ConfigOverrides = {};
   if (env.PORT) out.port = parsePort(env.PORT, 'PORT');

@@ -1,5 +1,5 @@
 /**
- * The config-file contract (DESIGN §4), as a zod schema. Field names are camelCase, protocol
+ * The config-file contract, as a zod schema. Field names are camelCase, protocol
  * values keep their wire spelling, every lifetime is in seconds. Unknown fields are refused, so a
  * typo stops the start with the field's path instead of being ignored.
  */
@@ -50,7 +50,7 @@ export const SYMMETRIC_ASSERTION_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as con
 export const ASSERTION_ALGORITHMS = [...ASYMMETRIC_ASSERTION_ALGORITHMS, ...SYMMETRIC_ASSERTION_ALGORITHMS] as const;
 
 /**
- * Grant type names a client may list (DESIGN §4); any other name must be a registered extension
+ * Grant type names a client may list; any other name must be a registered extension
  * grant (checked by `resolveConfig`, which knows them).
  */
 export const BUILT_IN_GRANT_TYPES = [
@@ -68,7 +68,7 @@ export const BUILT_IN_GRANT_TYPES = [
 export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
 /**
- * Default `signingAlgorithms` (DESIGN §4): RS256 signs by default; ES256 serves FAPI 2.0 clients.
+ * Default `signingAlgorithms`: RS256 signs by default; ES256 serves FAPI 2.0 clients.
  * PS256 and EdDSA are available by listing them (one key each is generated on first start).
  */
 export const DEFAULT_SIGNING_ALGORITHMS: SigningAlgorithm[] = ['RS256', 'ES256'];
@@ -89,7 +89,7 @@ const FAPI2_REFUSED_GRANTS = ['implicit', 'hybrid', 'password'];
 export const FAPI2_MAX_CODE_LIFETIME = 60;
 
 /**
- * Sigil's own API (issue 25): the built-in API resource `sigil` (the `aud` of its tokens) and its
+ * Sigil's own API: the built-in API resource `sigil` (the `aud` of its tokens) and its
  * scopes. `scim`: SCIM 2.0 users and groups at /scim/v2 (RFC 7644); `sigil:admin`: everything
  * under /admin/v1; `sigil:admin:read`: its GET requests; `sigil:register`: initial access tokens
  * for Dynamic Client Registration (RFC 7591 §3). Clients list them in `allowedScopes` like any API
@@ -203,7 +203,7 @@ function withProfileDefaults<T extends ProfiledSettings>(c: T) {
   };
 }
 
-/** One client (DESIGN §4); also the shape of clients kept in the store (`sigil clients add`). */
+/** One client of the config; also the shape of clients kept in the store (`sigil clients add`). */
 export const clientSchema = z.strictObject({
   clientId: nonEmpty.max(100).meta({ description: "The client identifier; at most 100 characters; never a user's subjectId", spec: "RFC 6749 §2.2; RFC 9068 §5" }),
   clientName: z.string().optional().meta({ description: "Shown on the login and consent pages" }),
@@ -455,7 +455,7 @@ const registration = z
   .default(REGISTRATION_DEFAULTS)
   .meta({ description: 'Dynamic client registration and management', spec: 'RFC 7591; RFC 7592' });
 
-/** Where the management listener serves `/metrics` (DESIGN §4); port 0 = any free port. */
+/** Where the management listener serves `/metrics`; port 0 = any free port. */
 export const DEFAULT_METRICS = { host: '127.0.0.1', port: 9464 } as const;
 
 /**
@@ -540,7 +540,7 @@ export const configSchema = z
         freshSignInSeconds: lifetime.default(300).meta({ description: "How recent a sign-in must be to change factors on /account, seconds; a sign-in this recent with a second factor or passkey may also change the password without the current one" }),
       })
       .default({ required: false, totpIssuer: 'Sigil', freshSignInSeconds: 300 }).meta({ description: "Multi-factor sign-in" }),
-    // Self-service on /account (issue 24): which profile claims stored users may edit themselves.
+    // Self-service on /account: which profile claims stored users may edit themselves.
     account: z
       .strictObject({
         editableClaims: z.array(z.enum(EDITABLE_CLAIMS)).max(EDITABLE_CLAIMS.length).refine((a) => new Set(a).size === a.length, 'each claim once').default(['name', 'given_name', 'family_name']).meta({ description: `Profile claims stored users may edit on /account/profile, among ${EDITABLE_CLAIMS.join(', ')}; never sub, email, email_verified, role or other claims that apps may trust for access. Empty: no editing`, spec: "OIDC Core §5.1" }),
@@ -583,7 +583,7 @@ export const configSchema = z
         allowedScopes: z.array(nonEmpty).nullable().default(null).meta({ description: "The scopes such clients may request; null: every identity and API scope except sigil:* ones (never allowed). Names not defined are ignored" }),
       })
       .default({ enabled: true, allowLoopback: false, fetchesPerAddress: 60, allowedScopes: null }).meta({ description: "Client ID Metadata Documents: clients that identify themselves by an https URL instead of registering (MCP clients)", spec: "draft-ietf-oauth-client-id-metadata-document" }),
-    // Email through SMTP (issue 24): password reset, email verification, self-registration.
+    // Email through SMTP: password reset, email verification, self-registration.
     email: z
       .strictObject({
         smtpUrl: z.url({ protocol: /^smtps?$/ }).meta({ description: "The SMTP server: smtp://host:port (STARTTLS when the server offers it; add ?requireTLS=true to insist) or smtps://host:port (TLS from the start); user and password in the URL when it asks for them" }),
@@ -614,7 +614,7 @@ export const configSchema = z
         batchSize: lifetime.default(1000).meta({ description: "Rows removed per batch" }),
       })
       .default({ intervalSeconds: 60, batchSize: 1000 }).meta({ description: "Removal of expired grants, codes and sessions by one node at a time, every intervalSeconds, in batches of batchSize rows" }),
-    // Look and language (issue 24).
+    // Look and language: branding and extra text catalogues.
     branding: branding.prefault({}).meta({ description: "The look of the pages: product name, logo, icon, colour, extra style sheet, template overrides" }),
     localesDir: nonEmpty.optional().meta({ description: "A folder of page text catalogues (<tag>.json, e.g. it.json) merged over the shipped English, German, French and Spanish ones; a new tag adds a language" }),
   })
@@ -717,7 +717,7 @@ export function fapi2SigningAlgorithm(signingAlgorithms: readonly SigningAlgorit
 export type ConfigInput = z.input<typeof configSchema>;
 /** The validated config with every default filled in. */
 export type Config = z.output<typeof configSchema>;
-/** A registered client (DESIGN §4), defaults filled in. */
+/** A registered client, defaults filled in. */
 export type ClientConfig = Config['clients'][number];
 /** A user from the config file. */
 export type UserConfig = Config['users'][number];

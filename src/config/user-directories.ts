@@ -1,5 +1,5 @@
 /**
- * The `userDirectories` block of the config (issue 22): directories of users that Sigil asks after
+ * The `userDirectories` block of the config: directories of users that Sigil asks after
  * its own users (config users, then stored users), in the order listed. One kind today: LDAP
  * (OpenLDAP, Active Directory and other LDAPv3 servers, RFC 4511).
  */

@@ -1,5 +1,5 @@
 /**
- * Random handles and their stored form (DESIGN §3): handles are 256-bit random values in
+ * Random handles and their stored form: handles are 256-bit random values in
  * base64url; the store only ever sees their SHA-256.
  */
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -34,7 +34,7 @@ export function newId(): string {
  * A new grant family id: the issuing millisecond as 12 hex digits, then 10 random bytes in
  * base64url (26 characters). Ids of one period sort together, so a burst of new families adds to
  * the end of the family index instead of dirtying a random page of it per row: in a batch of 20
- * SQLite inserts this cuts the write work per row by about a third (issue 13). The family id is
+ * SQLite inserts this cuts the write work per row by about a third. The family id is
  * never sent to a client, so its time prefix tells nobody anything.
  */
 export function newFamilyId(): string {

@@ -1,5 +1,5 @@
 /**
- * What people do through links sent by mail (issue 24): reset a forgotten password, confirm an
+ * What people do through links sent by mail: reset a forgotten password, confirm an
  * address, create an account. Links are random handles (`crypto/handles.ts`), stored as their
  * SHA-256 only (`records/email-links.ts`) and consumed atomically, once.
  *
@@ -33,7 +33,7 @@ import { passwordProblems, type PasswordProblem } from '../users/password-policy
 import type { Mailer, MailKind } from './mailer.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 
-/** How long a password reset link works, seconds (issue 24: 15 minutes). */
+/** How long a password reset link works, seconds (15 minutes). */
 export const RESET_LINK_SECONDS = 900;
 /** How long a verification or registration link works, seconds. */
 export const CONFIRM_LINK_SECONDS = 86_400;

@@ -1,5 +1,5 @@
 /**
- * Mail through SMTP (issue 24, config `email`), with nodemailer: every message is text plus HTML,
+ * Mail through SMTP (config `email`), with nodemailer: every message is text plus HTML,
  * in the reader's language (the catalogues of `ui/i18n.ts`), named after the product
  * (`config/product-name.ts`). The HTML is rendered by Eta with auto-escaping, as the pages are:
  * addresses, usernames and links never reach the markup unescaped. TLS follows the URL: `smtps://`

@@ -1,5 +1,5 @@
 /**
- * The management REST API at /admin/v1 (issue 25 item 3): thin routes over the admin services
+ * The management REST API at /admin/v1: thin routes over the admin services
  * (src/admin/) for clients, signing keys, users' sessions and grants, audit events, and identity
  * resources, API scopes, API resources and upstream identity providers, guarded by Sigil's own tokens (`requireScope`: `sigil:admin` for everything,
  * `sigil:admin:read` for GET requests). Conventions:

@@ -71,7 +71,7 @@ async function userActive(ctx: SigilContext, found: FoundToken): Promise<boolean
 }
 
 function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolean {
-  // D-13 (as the seed): an API resource sees access tokens for it, never refresh tokens.
+  // An API resource sees only access tokens it is an audience of, never refresh tokens.
   if (caller.kind === 'api') return found.kind === 'access_token' && audiences(ctx, found).includes(caller.name);
   const owner = found.kind === 'refresh_token' ? found.row.clientId : found.token.claims.client_id;
   return owner === caller.clientId;

@@ -1,6 +1,6 @@
 /**
  * Token revocation, `POST /connect/revocation` (RFC 7009). A client revokes its own tokens:
- * a refresh token ends its whole grant family (access tokens included, D-11), an access token
+ * a refresh token ends its whole grant family (access tokens included), an access token
  * ends itself (a JWT by its `jti`). Unknown tokens and other clients' tokens change nothing and
  * still get 200 (§2.2).
  */

@@ -1,11 +1,11 @@
 /**
- * Audit events (DESIGN §2 `events/`): every security-relevant outcome is logged through pino and
+ * Audit events: every security-relevant outcome is logged through pino and
  * handed to subscribers. Subscribers run after the response is decided; one that throws is logged
  * and does not affect the request.
  */
 import type { Logger } from 'pino';
 
-/** Event names, after Duende IdentityServer's catalogue (`identityserver-behavior.md` §10). */
+/** Event names, after Duende IdentityServer's catalogue of events. */
 export type SigilEventName =
   | 'token_issued'
   | 'token_issue_failed'
@@ -22,7 +22,7 @@ export type SigilEventName =
   | 'mfa_succeeded'
   /** A second factor's code was wrong, replayed or out of the window. */
   | 'mfa_failed'
-  // WebAuthn (issue 12): a credential registered or removed; an assertion accepted or refused.
+  // WebAuthn: a credential registered or removed; an assertion accepted or refused.
   | 'webauthn_registered'
   | 'webauthn_removed'
   | 'webauthn_succeeded'
@@ -32,10 +32,10 @@ export type SigilEventName =
   | 'client_registered'
   | 'client_updated'
   | 'client_deleted'
-  // Email (issue 24): a password set through a reset link; an account created by self-registration.
+  // Email: a password set through a reset link; an account created by self-registration.
   | 'password_reset'
   | 'user_registered'
-  // Self-service on /account (issue 24), after Duende's catalogue where it has one.
+  // Self-service on /account, after Duende's catalogue where it has one.
   /** A user changed their own password (`method`: `password` when the current one was given, else `recent_sign_in`). */
   | 'password_changed'
   /** A password change was refused: wrong current password, or a new one the policy refuses. */
@@ -46,12 +46,12 @@ export type SigilEventName =
   | 'grants_revoked'
   /** A user edited their profile claims (`claims` names them, never their values). */
   | 'profile_updated'
-  // Management (issue 25): a user or group created, changed or deleted through SCIM; `clientId`
+  // Management: a user or group created, changed or deleted through SCIM; `clientId`
   // and `subjectId` name the actor (the subject only when a user acts), `target` what changed.
   | 'resource_created'
   | 'resource_updated'
   | 'resource_deleted'
-  /** A change through the management API (issue 25): `clientId`/`subjectId` name the actor, `action`, `target`, `changes` what changed. */
+  /** A change through the management API or console: `clientId`/`subjectId` name the actor, `action`, `target`, `changes` what changed. */
   | 'admin_changed';
 
 /** One audit event. Token values never appear in events. */
@@ -114,7 +114,7 @@ export interface EventObservers {
   traceId?: () => string | undefined;
 }
 
-/** Who made the request an event is about (issue 26): spread into the event. */
+/** Who made the request an event is about: spread into the event. */
 export interface RequestOrigin {
   remoteAddress: string;
   userAgent: string | undefined;

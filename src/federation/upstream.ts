@@ -1,5 +1,5 @@
 /**
- * Upstream OpenID Connect providers (DESIGN §2 `federation/`), as a relying party built on
+ * Upstream OpenID Connect providers, as a relying party built on
  * `openid-client`: discovery of the upstream issuer, authorization code with PKCE, `state` and
  * `nonce`, identity token validation. An external user is linked to a stable local subject by
  * the full pair (provider, upstream `sub`) (OIDC Core §2, §5.7), never by a cut or case-folded

@@ -1,8 +1,8 @@
 /**
  * `authorization_code` (RFC 6749 §4.1.3; RFC 7636 §4.6; OIDC Core §3.1.3.2): the code is bound to
  * its client, its redirect URI and its PKCE challenge, and is single use. Every check runs before
- * the code is consumed, so a failed request changes nothing (D-07); a second use of a consumed
- * code revokes every token issued from it (RFC 6749 §4.1.2, D-06).
+ * the code is consumed, so a failed request changes nothing; a second use of a consumed
+ * code revokes every token issued from it (RFC 6749 §4.1.2).
  */
 import { invalidGrant, invalidRequest } from '../protocol/errors.js';
 import { nowSeconds } from '../crypto/handles.js';

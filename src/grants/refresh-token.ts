@@ -86,7 +86,8 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
     ...(targets ? { audiences: targets } : {}),
   });
   // A concurrent reuse may have revoked the family while the new tokens were being written; the
-  // consumed token's row then carries the revocation, and the new tokens must share it (D-09, R-02).
+  // consumed token's row then carries the revocation, and the new tokens must share it: a replayed
+  // one-time refresh token ends its whole family (RFC 9700 §4.14.2).
   if (client.refreshTokenUsage === 'oneTime' && (await refreshTokens.find(handle))?.revokedAt != null)
     await families.revoke(row.familyId, nowSeconds());
   return { response, subjectId: user.subjectId };

@@ -1,5 +1,5 @@
 /**
- * The cookies of the browser routes (DESIGN §6), read and written with `@fastify/cookie`, the one
+ * The cookies of the browser routes, read and written with `@fastify/cookie`, the one
  * place that names them and sets their attributes; the services that decide their values (the
  * session service, users/sessions.ts; the security key step, mfa/passkey-ceremonies.ts) never see
  * the request:

@@ -1,5 +1,5 @@
 /**
- * Metrics (DESIGN §4 `metrics`): the provider's request histogram and Node's default metrics in
+ * Metrics (config `metrics`): the provider's request histogram and Node's default metrics in
  * one prom-client registry, served as `GET /metrics` by a management app of its own. The public
  * listener never serves them: process details and per-route traffic are for operators only.
  */

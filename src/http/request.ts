@@ -11,7 +11,7 @@ import { type CredentialSource, Params } from '../protocol/params.js';
 /** Body marker for any content type other than a form: the endpoint decides the error. */
 export const NOT_A_FORM = Symbol('not a form');
 
-/** How an endpoint refuses a request that is not a form POST (D-20 of the security checklist). */
+/** How an endpoint refuses a request that is not a form POST. */
 export type FormPolicy =
   /** Token and device endpoints: 400 `invalid_request` for every such request. */
   | 'invalid_request'

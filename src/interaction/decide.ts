@@ -1,5 +1,5 @@
 /**
- * The authorization endpoint's decision (DESIGN §1): given a validated request, the browser's
+ * The authorization endpoint's decision: given a validated request, the browser's
  * session and its user, the client, and facts looked up beforehand (`DecisionFacts`), what happens
  * next: a page (login, an upstream provider, the second factor, enrolment, consent), the answer
  * (issue), or an error for the client. Pure: no store, no clock, no Fastify.
@@ -230,7 +230,7 @@ export function needsLogin(
 /**
  * OIDC Core §3.1.2.4: is the consent page needed? For clients with `requireConsent`, or when
  * `prompt=consent`; a remembered consent covering every scope skips it, except for native
- * clients, whose identity a redirect cannot prove (RFC 8252 §8.6, D-22).
+ * clients, whose identity a redirect cannot prove (RFC 8252 §8.6).
  * @param remembered the scopes of the remembered consent, if any
  */
 export function needsConsent(

@@ -74,7 +74,7 @@ export async function finishSignIn(
 
 /**
  * Whether consent to a pending request may be remembered: not for a device, and not for a native
- * app's redirect URI, whose owner a redirect cannot prove (RFC 8252 §8.6, D-22).
+ * app's redirect URI, whose owner a redirect cannot prove (RFC 8252 §8.6).
  */
 export function mayRememberConsent(interaction: Interaction): boolean {
   return !interaction.device && !isNativeRedirect(interaction.request.target?.redirectUri ?? '');

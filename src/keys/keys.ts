@@ -1,12 +1,12 @@
 /**
- * Signing keys (DESIGN §3), in the spirit of Duende's automatic key management: keys live in the
+ * Signing keys, in the spirit of Duende's automatic key management: keys live in the
  * store so every node signs with the same ones; a new key is published in the JWKS for a
  * propagation period before it signs; a superseded or retired key stays published for a retention
  * period so the tokens it signed keep validating (OIDC Core §10.1.1); keys rotate on their own after
  * `rotationSeconds`. Private keys are encrypted at rest (JWE `dir` + `A256GCM`) when a data key is
  * given. Every node reloads the keys periodically, so rotation needs no restart, and at once when
  * it meets a JWT signed with a key it does not know: another node or worker may have added the key
- * since (issue 20 item 4).
+ * since, and its tokens must not be refused meanwhile.
  */
 import {
   calculateJwkThumbprint,
@@ -292,7 +292,7 @@ async function openPrivateKey(stored: string, dataKey: Uint8Array | undefined): 
 }
 
 /**
- * Seals a JSON text for storage at rest (DESIGN §3): a compact JWE (`dir`, `A256GCM`) under the
+ * Seals a JSON text for storage at rest: a compact JWE (`dir`, `A256GCM`) under the
  * data key (`SIGIL_DATA_KEY`) when one is given, else the JSON itself. Used for private signing
  * keys and for second-factor secrets (TOTP).
  * @param json a JSON text (starts with `{`, so `openJson` tells it from a JWE)

@@ -96,7 +96,7 @@ export class RedisFailureCounters implements FailureCounterStore {
 
   /** @param url a `redis://` URL */
   constructor(url: string) {
-    // Loaded here, not at start: a node without Redis never pays for the module (issue 13, cold start).
+    // Loaded here, not at start: a node without Redis never pays for the module in start time.
     const { Redis: Client } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
     this.redis = new Client(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
     // A lost connection reaches the callers as failed commands (503, logged with the request);

@@ -1,6 +1,6 @@
 /**
  * Failure counters and request quotas shared by the workers of `sigil start --workers N` without
- * Redis (issue 20 item 4): each worker forwards `read`, `increment`, `claim` and `reset` to the
+ * Redis: each worker forwards `read`, `increment`, `claim` and `reset` to the
  * cluster primary over the IPC channel node:cluster opens, and the primary answers from one
  * `MemoryFailureCounters`, so the limits of config `rateLimits` and `pendingLimits` (and the LDAP
  * directories' `maxFailedBinds`) hold for all workers together. Each call is one message and one

@@ -1,5 +1,5 @@
 /**
- * Ending sessions (DESIGN §2 `logout/`): which clients took part in a session, and what ending it
+ * Ending sessions: which clients took part in a session, and what ending it
  * sets off. The session row is revoked and the back-channel logout tokens for its clients are
  * queued in one store transaction (OIDC Back-Channel Logout 1.0 §2.5, durable); the front-channel
  * clients are returned for the signed-out page (OIDC Front-Channel Logout 1.0 §3).

@@ -1,5 +1,5 @@
 /**
- * Adding and removing a user's factors of the one-time-code kind (DESIGN §6; OWASP ASVS 5.0 V6):
+ * Adding and removing a user's factors of the one-time-code kind (OWASP ASVS 5.0 V6):
  * - an authenticator app (RFC 6238) is enrolled with a new random secret, sealed at rest
  *   (`SIGIL_DATA_KEY`) and kept for this browser and user until one valid code of it confirms it
  *   (under the failure limits, `mfaAttempt`); the confirming code's time step is spent;

@@ -1,5 +1,5 @@
 /**
- * Passkeys and security keys as the browser pages use them (issue 12; the WebAuthn ceremonies
+ * Passkeys and security keys as the browser pages use them (the WebAuthn ceremonies
  * themselves are mfa/webauthn.ts's): the quotas on new challenges, the failure limits, the pending
  * security key step and the audit events around each ceremony. The pages (ui/passkeys.ts) read the
  * request, call these and render.

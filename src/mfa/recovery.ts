@@ -1,7 +1,7 @@
 /**
  * Recovery codes: ten single-use codes that stand in for the second factor (OWASP ASVS 5.0
  * V6.5). Each has 50 random bits (10 characters of a 32-letter alphabet without look-alikes), so
- * it is stored as its SHA-256 like Sigil's other handles (DESIGN §3) and checked under the
+ * it is stored as its SHA-256 like Sigil's other handles and checked under the
  * failure limits. A code is spent by one conditional update of its row (counter 0 → 1).
  */
 import { randomInt } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * The second sign-in step (DESIGN §6; OWASP ASVS 5.0 V6): what comes after the first factor
+ * The second sign-in step (OWASP ASVS 5.0 V6): what comes after the first factor
  * (`MfaService.nextStep`), recorded with the browser's pending sign-in; who a second-step page is
  * for (that pending sign-in, or a live session stepping up); and the check of a typed one-time code
  * (an authenticator app's, or a recovery code) under the failure limits (`mfaAttempt`), with its

@@ -27,7 +27,7 @@ export function newTotpSecret(): string {
  */
 export async function totpProvisioning(issuer: string, account: string, secret: string): Promise<{ uri: string; qr: string }> {
   const uri = new TOTP({ issuer, label: account, secret: Secret.fromBase32(secret), period: TOTP_PERIOD }).toString();
-  // Loaded at the first enrollment, not at start (issue 13, cold start).
+  // Loaded at the first enrollment, not at start, which it would slow down.
   const { default: QRCode } = await import('qrcode');
   return { uri, qr: await QRCode.toDataURL(uri, { errorCorrectionLevel: 'M', margin: 2, width: 240 }) };
 }

@@ -28,7 +28,7 @@ import { nowSeconds } from '../crypto/handles.js';
 
 /**
  * `@simplewebauthn/server` and its helpers, loaded at the first ceremony: about 240 ms of module
- * loading that a start without WebAuthn traffic does not pay (issue 13, cold start).
+ * loading that a start without WebAuthn traffic does not pay.
  */
 let library: Promise<typeof import('@simplewebauthn/server') & typeof import('@simplewebauthn/server/helpers')> | undefined;
 function webauthnLibrary(): NonNullable<typeof library> {

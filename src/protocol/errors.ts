@@ -1,5 +1,5 @@
 /**
- * The one error type of the protocol layer (DESIGN §1).
+ * The one error type of the protocol layer.
  *
  * `code` is a registered OAuth 2.0 / OIDC error code as the wire spells it (RFC 6749 §5.2,
  * RFC 6750 §3.1, RFC 8628 §3.5, RFC 7009 §2.2.1); `status` is the HTTP status the back-channel

@@ -421,7 +421,7 @@ export class ScimService {
       const primary = field(e as Json, 'primary');
       if (primary !== undefined && typeof primary !== 'boolean') throw invalidValue('email primary must be true or false');
       if (out.some((x) => x.value.toLowerCase() === v.toLowerCase())) throw invalidValue(`the email "${v}" is listed twice`);
-      // A verified address stays verified (issue 24's verification); a new one is not.
+      // A verified address stays verified (its owner confirmed it by mail); a new one is not.
       const verified = previous.find((p) => p.value.toLowerCase() === v.toLowerCase())?.verified ?? false;
       out.push({ value: v, type, primary: primary === true, verified });
     }

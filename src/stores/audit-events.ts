@@ -1,6 +1,6 @@
 /**
- * Stored audit events (issue 25 item 3: the management API queries them), one row per event in
- * `audit_events` (migration `0012_admin`). Part of the one SQL store (DESIGN §3); reached as
+ * Stored audit events (the management API queries them), one row per event in
+ * `audit_events` (migration `0012_admin`). Part of the one SQL store; reached as
  * `store.audit`. Rows are written in batches off the request path and removed after the
  * retention period (`admin.auditRetentionSeconds`).
  *

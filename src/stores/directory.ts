@@ -1,7 +1,7 @@
 /**
  * The user and group directory as SCIM sees it (RFC 7643 §4.1, §4.2), over the tables of
  * migration `0009_people`: `users` (with `external_id`, `version`, `updated_at`), `user_emails`,
- * `user_groups`, `group_members`. Part of the one SQL store (DESIGN §3); reached as
+ * `user_groups`, `group_members`. Part of the one SQL store; reached as
  * `store.directory`.
  *
  * Filters (RFC 7644 §3.4.2.2) become SQL here, with Kysely and bound parameters only, over

@@ -1,5 +1,5 @@
 /**
- * The grant table's interface (DESIGN §3): every short- or long-lived artefact Sigil keeps under
+ * The grant table's interface: every short- or long-lived artefact Sigil keeps under
  * the hash of a handle (codes, tokens, consents, sessions, pending states), one row shape with the
  * kind's own JSON in `data`. Only the typed repositories of `records/` and the SQL implementation
  * use it; everything else goes through a repository, which owns its kind's key and data shape.

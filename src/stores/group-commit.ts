@@ -1,5 +1,5 @@
 /**
- * Group commit for durable writes (issue 13): rows handed to `add` while a commit is in flight, or
+ * Group commit for durable writes: rows handed to `add` while a commit is in flight, or
  * in the same turn of the event loop, are committed together in the next transaction. Each caller's
  * promise settles only after the transaction holding its own row has committed, so a response sent
  * after `await add(row)` never names a row that a crash could lose.

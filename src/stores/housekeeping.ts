@@ -38,7 +38,7 @@ export async function cleanUpExpired(maintenance: Maintenance, holder: string, o
 }
 
 /**
- * How often `pollChanges` runs, milliseconds: the management API's changes (issue 25 item 5) are
+ * How often `pollChanges` runs, milliseconds: the management API's changes are
  * in force on every node within this plus the time to re-read them.
  */
 export const CHANGE_POLL_MILLISECONDS = 1000;

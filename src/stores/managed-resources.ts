@@ -1,11 +1,11 @@
 /**
  * Identity resources, API scopes, API resources and upstream identity providers managed at run
- * time (issue 25 item 3; `admin/resources.ts` is the one door to them), one row per item in
+ * time (`admin/resources.ts` is the one door to them), one row per item in
  * `managed_resources` (migration `0014_resources`), keyed by kind and name. Each item is its
  * settings as the config file's entry of that kind takes them, saved as JSON text; an API
- * resource's secrets only as `sha256:` digests (DESIGN §3), an upstream provider's `clientSecret`
+ * resource's secrets only as `sha256:` digests, an upstream provider's `clientSecret`
  * as `sealedClientSecret` (a JWE under `SIGIL_DATA_KEY`) when a data key is set. Every change raises the
- * `admin_versions` row `resources`, which each node polls to re-read them (DESIGN §3, 0012_admin).
+ * `admin_versions` row `resources`, which each node polls to re-read them (0012_admin).
  */
 import { type Kysely, sql } from 'kysely';
 

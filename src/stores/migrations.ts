@@ -1,5 +1,5 @@
 /**
- * Schema migrations, in order. Run on start and by `sigil migrate` (DESIGN §3). A migration is
+ * Schema migrations, in order. Run on start and by `sigil migrate`. A migration is
  * never edited once released: add a new one.
  */
 import { type Kysely, type Migration, type MigrationProvider, PostgresAdapter, sql } from 'kysely';
@@ -144,7 +144,7 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('logout_deliveries_due').on('logout_deliveries').column('next_attempt_at').execute();
     },
   },
-  // WebAuthn credentials (issue 12, src/mfa/webauthn.ts): passkeys and security keys.
+  // WebAuthn credentials (src/mfa/webauthn.ts): passkeys and security keys.
   '0007_webauthn': {
     async up(db: Kysely<unknown>) {
       await db.schema
@@ -164,7 +164,7 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('webauthn_credentials_subject').on('webauthn_credentials').column('subject_id').execute();
     },
   },
-  // Second factors (issue 12, src/mfa/factors.ts): TOTP authenticators and recovery codes.
+  // Second factors (src/mfa/factors.ts): TOTP authenticators and recovery codes.
   '0008_mfa': {
     async up(db: Kysely<unknown>) {
       // A user's second factors: one row per TOTP authenticator or recovery
@@ -293,7 +293,7 @@ const migrations: Record<string, Migration> = {
   },
   '0012_admin': {
     async up(db: Kysely<unknown>) {
-      // Issue 25 item 5: a counter per kind of managed item, raised with every change through the
+      // A counter per kind of managed item, raised with every change through the
       // admin services; each node polls it (one primary-key read a second) and re-reads that kind
       // when it moved, so a change is in force on every node within about a second.
       await db.schema
@@ -320,7 +320,7 @@ const migrations: Record<string, Migration> = {
   },
   '0014_resources': {
     async up(db: Kysely<unknown>) {
-      // Issue 25 item 3 (stores/managed-resources.ts): identity resources, API scopes, API
+      // stores/managed-resources.ts: identity resources, API scopes, API
       // resources and upstream identity providers created through /admin/v1, beside the config
       // file's. `kind` is identity_resource, api_scope, api_resource or identity_provider; `config`
       // the item's settings as JSON (an API resource's secrets as SHA-256 digests only). Changes

@@ -1,5 +1,5 @@
 /**
- * The one SQL implementation of the store interfaces (DESIGN §3), on Kysely. `openStore` picks the
+ * The one SQL implementation of the store interfaces, on Kysely. `openStore` picks the
  * dialect from the storage URL: `sqlite:<path>` (better-sqlite3, WAL), `postgres://...` (pg pool),
  * or `memory` (SQLite in memory, for tests and the library's quick start).
  */
@@ -159,7 +159,7 @@ export type StorageTarget =
   | { kind: 'postgres'; connectionString: string; schema?: string; poolSize: number };
 
 /**
- * Parses a storage URL (DESIGN §4): `sqlite:<file>`, `memory`, or
+ * Parses a storage URL (config `storage`): `sqlite:<file>`, `memory`, or
  * `postgres://user@host:port/db[?schema=name&poolSize=n]` (also `postgresql://`).
  * @throws Error naming the accepted forms (never quoting the URL, which may hold a password).
  */
@@ -237,7 +237,7 @@ function openSqlite(path: string): { db: Kysely<Database>; checkpointer: SqliteC
 }
 
 async function openPostgres(target: Extract<StorageTarget, { kind: 'postgres' }>): Promise<Kysely<Database>> {
-  // Loaded only for PostgreSQL storage (issue 13, cold start).
+  // Loaded only for PostgreSQL storage, so a SQLite node starts faster.
   const { default: pg } = await import('pg');
   const { schema } = target;
   if (schema) {
@@ -330,7 +330,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
   readonly clients: ClientStore = this;
   readonly factors: FactorStore = this;
   readonly logout: LogoutStore;
-  // Modules of their own over the same database: WebAuthn credentials (issue 12), the stored
+  // Modules of their own over the same database: WebAuthn credentials, the stored
   // audit events, the resources managed at run time (0014_resources), dynamic client registration
   // (RFC 7591/7592), users' email addresses (0009_people) and SCIM's view of users and groups.
   readonly webauthn: WebAuthnCredentialStore;
@@ -762,7 +762,7 @@ class SqlStore implements Store, GrantStore, KeyStore, UserStore, ClientStore, F
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
       await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
-      // Their passkeys and security keys (issue 12): a later user with the same subject gets none.
+      // Their passkeys and security keys: a later user with the same subject gets none.
       await sql`delete from webauthn_credentials where subject_id = ${subjectId}`.execute(trx);
       // Their addresses and group memberships (0009_people): a later user with the same subject has
       // none; the groups they leave change (their SCIM version grows).

@@ -1,6 +1,6 @@
 /**
  * WAL checkpoints of a SQLite store, run by a worker thread with a connection of its own instead
- * of inside the commits of the event loop (issue 13). SQLite lets a checkpoint copy committed
+ * of inside the commits of the event loop. SQLite lets a checkpoint copy committed
  * pages back into the database file while writers go on appending to the WAL; run inline, by the
  * commit that crosses `wal_autocheckpoint`, the same copy stalls every request of the process for
  * its duration (tens of milliseconds for thousands of scattered index pages).

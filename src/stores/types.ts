@@ -1,5 +1,5 @@
 /**
- * Storage interfaces (DESIGN §3). One SQL implementation serves them all (`sql.ts`). Clients and
+ * Storage interfaces. One SQL implementation serves them all (`sql.ts`). Clients and
  * resources come from the config file and, beside them, from the store (`ClientStore`,
  * `managed-resources.ts`).
  *
@@ -34,7 +34,7 @@ export interface StoredKey {
   retiredAt: number | null;
 }
 
-/** Signing keys, shared by every node that uses the store (DESIGN §3). */
+/** Signing keys, shared by every node that uses the store. */
 export interface KeyStore {
   /** Every key, oldest first. */
   listKeys(): Promise<StoredKey[]>;
@@ -59,7 +59,7 @@ export interface Maintenance {
   liveInteractions(now: number): Promise<number>;
 }
 
-/** A user kept in the database (`sigil users`, issue 6), password as an argon2id hash. */
+/** A user kept in the database (`sigil users`), password as an argon2id hash. */
 export interface StoredUser {
   subjectId: string;
   username: string;
@@ -69,7 +69,7 @@ export interface StoredUser {
   isActive: boolean;
 }
 
-/** Clients kept in the database (`sigil clients`), as config objects of DESIGN §4. */
+/** Clients kept in the database (`sigil clients`), as the config file's client objects. */
 export interface ClientStore {
   listClients(): Promise<Record<string, unknown>[]>;
   /**
@@ -262,19 +262,19 @@ export interface Store {
   clients: ClientStore;
   factors: FactorStore;
   maintenance: Maintenance;
-  /** WebAuthn credentials: passkeys and security keys (issue 12, `webauthn-credentials.ts`). */
+  /** WebAuthn credentials: passkeys and security keys (`webauthn-credentials.ts`). */
   webauthn: WebAuthnCredentialStore;
   /** Dynamic clients' registration records and initial access tokens (RFC 7591/7592, `client-registrations.ts`). */
   registrations: RegistrationStore;
-  /** Users' email addresses (issue 24, `user-emails.ts`). */
+  /** Users' email addresses (`user-emails.ts`). */
   emails: UserEmailStore;
-  /** Users and groups as SCIM manages them (issue 25, `directory.ts`). */
+  /** Users and groups as SCIM manages them (`directory.ts`). */
   directory: SqlDirectory;
   /** Runs a trivial query: resolves when the store answers (`/readyz`). */
   ping(): Promise<void>;
   close(): Promise<void>;
-  /** Stored audit events (issue 25; migration 0012_admin). */
+  /** Stored audit events (migration 0012_admin). */
   audit: AuditEventStore;
-  /** Identity resources, API scopes and resources, upstream providers managed at run time (issue 25; migration 0014_resources). */
+  /** Identity resources, API scopes and resources, upstream providers managed at run time (migration 0014_resources). */
   resources: ManagedResourceStore;
 }

@@ -2,7 +2,7 @@
  * Users' email addresses (table `user_emails`, migration `0009_people`): the primary address is
  * the `email` claim, its `verified` flag the `email_verified` claim (OIDC Core §5.1); addresses
  * are found by their lower-cased form (password reset, self-registration). Part of the one SQL
- * store (DESIGN §3); reached as `store.emails`.
+ * store; reached as `store.emails`.
  */
 import type { Kysely } from 'kysely';
 

@@ -1,7 +1,7 @@
 /**
  * Stored WebAuthn credentials (W3C WebAuthn Level 3 §7.1 step 27, §7.2 step 22): passkeys and
  * security keys, one row per credential in `webauthn_credentials` (migration
- * `0007_webauthn`). Part of the one SQL store (DESIGN §3); reached as `store.webauthn`.
+ * `0007_webauthn`). Part of the one SQL store; reached as `store.webauthn`.
  */
 import type { Kysely } from 'kysely';
 

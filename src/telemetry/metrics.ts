@@ -1,5 +1,5 @@
 /**
- * Domain metrics (issue 26): what the provider does, beside the request histogram of
+ * Domain metrics: what the provider does, beside the request histogram of
  * `http/metrics.ts` and in the same registry, served by the management listener only. The counters
  * are fed by the audit events (`EventBus`'s `count` observer), the limiter's refusals and the
  * store's group commits; the gauges are read from the store and the key ring when Prometheus

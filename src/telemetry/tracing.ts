@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry tracing (issue 26): on only when the standard `OTEL_*` environment variables ask
+ * OpenTelemetry tracing: on only when the standard `OTEL_*` environment variables ask
  * for traces; otherwise nothing of OpenTelemetry is loaded and nothing is wrapped, so tracing off
  * costs nothing. When on, `startTracing` loads the SDK (`otel.ts`) and hands back what Sigil hooks
  * into its parts: the request span's route, child spans for the calls of chosen objects (store,

@@ -14,7 +14,7 @@ export type FoundToken =
 
 /**
  * Looks `value` up as an access token (through `tokens`) and as a refresh token (in
- * `refreshTokens`), the hinted kind first; an unknown hint is ignored (RFC 7009 §2.2, D-11).
+ * `refreshTokens`), the hinted kind first; an unknown hint is ignored (RFC 7009 §2.2).
  * @returns the live token, or undefined when it is unknown, expired, consumed or revoked.
  */
 export async function findToken(

@@ -1,5 +1,5 @@
 /**
- * The profile service (issue 22): a library user's say over which user claims Sigil releases and
+ * The profile service: a library user's say over which user claims Sigil releases and
  * whether a user is still active, as Duende IdentityServer's `IProfileService`
  * (`GetProfileDataAsync`, `IsActiveAsync`) does. Optional: without one, Sigil releases the
  * requested claims from the user's profile (config, store or directory) and asks only the user's

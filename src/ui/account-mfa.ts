@@ -1,5 +1,5 @@
 /**
- * The pages of multi-factor sign-in (DESIGN §6):
+ * The pages of multi-factor sign-in:
  * - `/account/mfa`: the second step after the password (input `code`, button `name="button"`
  *   `value="verify"`), also the step-up of a live session that lacks MFA;
  * - `/account/totp`: adding an authenticator app (QR code rendered on the server, the key as

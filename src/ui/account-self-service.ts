@@ -1,5 +1,5 @@
 /**
- * Self-service pages of the signed-in user (issue 24), linked from /account:
+ * Self-service pages of the signed-in user, linked from /account:
  * - `/account/password`: a new password, twice, checked by the policy; needs the current password
  *   unless the session is a recent strong sign-in (`MfaService.recentStrongSignIn`);
  * - `/account/sessions`: the user's live sessions (device, address, sign-in time, this browser

@@ -1,5 +1,5 @@
 /**
- * The login page (`/account/login`) and the logout confirmation (`/account/logout`) of DESIGN §6.
+ * The login page (`/account/login`) and the logout confirmation (`/account/logout`).
  * Login checks the password against the user store (equal time and equal text for unknown users
  * and wrong passwords; failures rate-limited per user and address), starts a new session and
  * resumes the pending authorization request by its interaction id.
@@ -62,7 +62,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
         refused(reply, err);
         return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
       }
-      // A user directory that cannot answer: no failure counted, nothing stored (issue 22).
+      // A user directory that cannot answer: no failure counted, nothing stored.
       if (!(err instanceof DirectoryUnavailable)) throw err;
       request.log.error({ err, directory: err.directory, reason: err.reason }, 'user directory unavailable');
       return loginPage(ctx, request, reply, id, interaction, username, 'signInUnavailable', 503);
@@ -92,7 +92,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
   });
 
   app.get('/account/logout', async (request, reply) => {
-    // Nobody signed in: nothing to confirm (RP-Initiated Logout §4, checklist LO-11).
+    // Nobody signed in: nothing to confirm (RP-Initiated Logout §4).
     if (!(await sessionOf(ctx, request)))
       return ctx.pages.send(reply, 'message', language(request), { titleKey: 'signedOutTitle', textKey: 'signedOut' });
     return sendLogoutPrompt(ctx, reply, language(request), {});
@@ -117,7 +117,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
 }
 
 /**
- * Sends the logout confirmation (DESIGN §6), carrying a validated end-session request's client,
+ * Sends the logout confirmation, carrying a validated end-session request's client,
  * post-logout redirect URI and state in hidden fields.
  */
 export function sendLogoutPrompt(ctx: SigilContext, reply: FastifyReply, lang: string, req: LogoutRequest): FastifyReply {

@@ -1,10 +1,10 @@
 /**
- * The consent page (`/consent`, DESIGN §6; OIDC Core §3.1.2.4): the client's name, logo and
+ * The consent page (`/consent`; OIDC Core §3.1.2.4): the client's name, logo and
  * pages, who is signed in, every requested scope, a `remember` checkbox, and `yes`/`no`;
  * `switch` ("not you?") signs out and returns to the login page of the same request, as
  * `prompt=login` would. `yes` lets the pending request go on with the consented scopes
- * (remembered per subject and client when asked, except for native clients, D-22); `no` answers
- * the client with `access_denied`.
+ * (remembered per subject and client when asked, except for native clients: RFC 8252 §8.6);
+ * `no` answers the client with `access_denied`.
  */
 import type { FastifyInstance } from 'fastify';
 import type { SigilContext } from '../context.js';

@@ -1,5 +1,5 @@
 /**
- * CSRF protection of every form (RFC 6749 §10.12; DESIGN §6), with `@fastify/csrf-protection`:
+ * CSRF protection of every form (RFC 6749 §10.12), with `@fastify/csrf-protection`:
  * the token travels in the hidden input `csrf_token`, its secret in an HttpOnly cookie. A POST
  * whose `Origin` is another site's is refused as well.
  */

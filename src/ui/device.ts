@@ -1,5 +1,5 @@
 /**
- * The device verification page (`/device`, DESIGN §6; RFC 8628 §3.3): the person types the user
+ * The device verification page (`/device`; RFC 8628 §3.3): the person types the user
  * code (pre-filled from `verification_uri_complete`), signs in if needed, sees the consent page
  * naming the client and the scopes, and approves or denies. Nothing is approved by a GET
  * (RFC 8628 §5.4). Wrong codes count against the address and the browser (RFC 8628 §5.1).

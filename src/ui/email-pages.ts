@@ -1,5 +1,5 @@
 /**
- * The pages behind links sent by mail (issue 24; config `email`): "Forgot password?"
+ * The pages behind links sent by mail (config `email`): "Forgot password?"
  * (`/account/forgot`, `/account/reset`), confirming an address (`/account/verify`) and
  * self-registration (`/account/register`, `/account/register/confirm`). The routes exist only
  * when their feature is configured; otherwise these paths are unknown (404).

@@ -1,5 +1,5 @@
 /**
- * The error pages every browser route shares (DESIGN §6: an error page that names the error and
+ * The error pages every browser route shares (each names the error and
  * never reflects raw input): a refused request in plain words, an unknown or expired pending
  * request, and the page of an unknown path. Each error page carries an error id, the id of the
  * request, which the log line written for it carries too (`reqId`), so that support can find it.
@@ -26,7 +26,7 @@ const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
 };
 
 /**
- * The error page (D-25): HTML naming the error in plain words, its code and the error id, logged
+ * The error page: HTML naming the error in plain words, its code and the error id, logged
  * with the request's id. A user directory that cannot answer (`DirectoryUnavailable`, 503 with
  * `Retry-After`) is named as the login page names it: sign-in is unavailable for the moment. The
  * way back is the home page (`clientUri`) of the client the request names, when that client is

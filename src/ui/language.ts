@@ -1,5 +1,5 @@
 /**
- * The language of a page (DESIGN §6: `ui_locales` honoured): the request's `ui_locales`, or the
+ * The language of a page (`ui_locales` honoured): the request's `ui_locales`, or the
  * pending authorization request's (OIDC Core §3.1.2.1), else `Accept-Language`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';

@@ -1,5 +1,5 @@
 /**
- * The pages a browser sees (DESIGN §6), rendered with Eta with auto-escaping on: every value is
+ * The pages a browser sees, rendered with Eta with auto-escaping on: every value is
  * HTML-escaped; only the layout's body, itself a rendered template, is inserted raw. Each page
  * is sent uncached, unframeable (CSP `frame-ancestors 'none'`, `X-Frame-Options: DENY`).
  */
@@ -234,7 +234,7 @@ export class Pages {
     this.register('logout', LOGOUT);
     this.register('device', DEVICE);
     this.register('signed_out', SIGNED_OUT);
-    // Passkey and security key pages (issue 12): src/ui/passkeys-pages.ts.
+    // Passkey and security key pages: src/ui/passkeys-pages.ts.
     for (const [name, template] of Object.entries(PASSKEY_TEMPLATES)) this.register(name, template);
   }
 

@@ -1,5 +1,5 @@
 /**
- * Passkeys and security keys in the browser (issue 12; ceremonies in `mfa/webauthn.ts`, their
+ * Passkeys and security keys in the browser (ceremonies in `mfa/webauthn.ts`, their
  * limits, pending step and events in `mfa/passkey-ceremonies.ts`, `ctx.passkeys`):
  * - `/account/passkeys`: the signed-in user's credentials, added (passkey or security key) and
  *   removed there; changes need what every factor change needs (`MfaService.mayChangeFactors`:

@@ -1,5 +1,5 @@
 /**
- * The login page (`/account/login`, DESIGN §6) and where a sign-in made there or at one of the
+ * The login page (`/account/login`) and where a sign-in made there or at one of the
  * login steps (passkeys, security keys) goes on to: the pending request, /account, or a "signed in"
  * page.
  */
@@ -33,7 +33,7 @@ export async function continueAfterSignIn(
   return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
 }
 
-/** Renders the login page (DESIGN §6), with an error text when a sign-in failed. */
+/** Renders the login page, with an error text when a sign-in failed. */
 export function loginPage(
   ctx: SigilContext,
   request: FastifyRequest,
@@ -69,8 +69,8 @@ export function loginPage(
             }))
           : [],
       error: error ? ctx.pages.text(lang, error) : undefined,
-      passkeys: ctx.config.webauthn.enabled, // "Sign in with a passkey" (issue 12, src/ui/passkeys.ts)
-      // "Forgot password?" and "Create an account" (issue 24, src/ui/email-pages.ts).
+      passkeys: ctx.config.webauthn.enabled, // "Sign in with a passkey" (src/ui/passkeys.ts)
+      // "Forgot password?" and "Create an account" (src/ui/email-pages.ts).
       forgot: ctx.email !== undefined && ctx.config.email?.passwordReset === true,
       register: ctx.email !== undefined && ctx.config.email?.selfRegistration === true,
     },

@@ -64,7 +64,7 @@ a.button { display: flex; align-items: center; justify-content: center; min-heig
   font-weight: 600; text-decoration: none; border: 1px solid var(--field); color: var(--fg); }
 a.button.primary { background: var(--accent); border-color: var(--accent); color: var(--accent-fg); }
 a.button.primary:hover { background: var(--accent-hover); }
-/* Branding (issue 24): a logo replaces the built-in mark; the consent page's client, user and scopes. */
+/* Branding: a logo replaces the built-in mark; the consent page's client, user and scopes. */
 .brand.with-logo::before { content: none; }
 .brand img { max-height: 2rem; max-width: 10rem; width: auto; }
 p.client-logo { margin: 0 0 1rem; }
@@ -82,4 +82,4 @@ ul.client-links a { display: inline-block; padding: .5rem 0; }
   h1 { font-size: 1.375rem; }
 }
 @media (forced-colors: active) { .brand::before { background: CanvasText; } ul.scopes li::before { color: CanvasText; } }
-${/* passkey pages (issue 12): src/ui/passkeys-pages.ts */ PASSKEY_STYLES}`;
+${/* passkey pages: src/ui/passkeys-pages.ts */ PASSKEY_STYLES}`;

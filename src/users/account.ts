@@ -1,5 +1,5 @@
 /**
- * Self-service of a signed-in user (issue 24, the pages of `ui/account-self-service.ts`): changing
+ * Self-service of a signed-in user (the pages of `ui/account-self-service.ts`): changing
  * the password, the user's sessions, the apps connected to the account (consents and tokens), and
  * the profile claims the config lets users edit. Every change is an audit event; every lookup is
  * by the signed-in user's subject, so one user never reads or ends another user's things.

@@ -1,5 +1,5 @@
 /**
- * User directories (issue 22): where users live outside Sigil's own store, asked after config users
+ * User directories: where users live outside Sigil's own store, asked after config users
  * and stored users. The LDAP directory (`users/ldap/`) is one implementation; library users write
  * their own over their database and pass it to `createSigil({ userDirectories })`.
  */

@@ -1,5 +1,5 @@
 /**
- * Browser sign-in sessions (OIDC Core §3.1.2.3, DESIGN §6): a random handle that the browser keeps
+ * Browser sign-in sessions (OIDC Core §3.1.2.3): a random handle that the browser keeps
  * in a cookie, the session kept in the store under the handle's SHA-256 so any node can read it.
  * Also a long-lived random browser id that binds pending interactions to the browser that started
  * them. The service takes the cookies' values and says what to set; reading and writing the

@@ -8,7 +8,7 @@ export interface User {
   username: string;
   tenant: string | null;
   isActive: boolean;
-  /** Profile claims; a claim given as an array stays an array (DESIGN §4). */
+  /** Profile claims; a claim given as an array stays an array. */
   claims: Record<string, unknown>;
 }
 

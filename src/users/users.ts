@@ -203,7 +203,7 @@ export class UserService {
   /**
    * A stored user as the protocol sees them: their primary address is the `email` claim and its
    * verified flag `email_verified` (OIDC Core §5.1); the display names of their SCIM groups join
-   * their `role` claim (issue 25). Read per request, so a change is in force on every node at once.
+   * their `role` claim. Read per request, so a change is in force on every node at once.
    */
   private async storedToUser(s: { subjectId: string; username: string; tenant: string | null; isActive: boolean; claims: Record<string, unknown> }): Promise<User> {
     const [email, groups] = await Promise.all([this.emails?.primary(s.subjectId), this.store.groupNames(s.subjectId)]);

@@ -2,7 +2,7 @@
  * Validation of authorization requests (RFC 6749 §4.1.1, §4.2.1; OIDC Core §3.1.2.1, §3.2.2.1,
  * §3.3.2.1; RFC 7636 §4.3; RFC 9101). Returns a typed request, or says where the error goes:
  * to an error page while the client or the redirect URI is not known good (RFC 6749 §4.1.2.1),
- * back to the client afterwards (D-02).
+ * back to the client afterwards.
  *
  * `validateAuthorizeRequest` composes the steps of src/validation/authorize/, in this order:
  * | step                     | module                  | errors go to                       |

@@ -1,5 +1,5 @@
 /**
- * Self-service on /account in a real Chromium (issue 24): the password changed (the old one then
+ * Self-service on /account in a real Chromium: the password changed (the old one then
  * refused, the new one accepted, a weak one refused on the page), sessions listed with their
  * device and one ended (that browser is signed out), a connected app revoked (its refresh token
  * then fails with invalid_grant), profile claims edited and seen at userinfo, and a config user's

@@ -1,5 +1,5 @@
 /**
- * The web console at /admin in a real Chromium (issue 25 item 7): the admin signs in through
+ * The web console at /admin in a real Chromium: the admin signs in through
  * Sigil itself (keyboard only: Tab, typing and Enter), enrolling an authenticator app on the way
  * (the console client requires a second factor; codes computed here with otpauth), then searches,
  * creates, disables and edits users, resets a second factor, ends a session, creates a client and

@@ -1,5 +1,5 @@
 /**
- * `sigil backup FILE` (issue 26 item 8): SQLite's online backup of the store of a running server,
+ * `sigil backup FILE`: SQLite's online backup of the store of a running server,
  * taken while it answers token requests, restored into a new folder, and a server started on the
  * copy still honours what was issued before the backup: the reference access token introspects as
  * active, the refresh token redeems, a JWT access token verifies against the restored keys.

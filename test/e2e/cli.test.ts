@@ -1,5 +1,5 @@
 /**
- * The `sigil start` command as a process (DESIGN §5): what it prints, /healthz over the socket,
+ * The `sigil start` command as a process: what it prints, /healthz over the socket,
  * config errors with field paths and exit code 2, YAML configs, environment variables, SIGTERM.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -148,13 +148,13 @@ describe('sigil start', () => {
     expect(issued(), r.output()).toBe(5);
     for (const line of r.output().split('\n').filter((l) => l.includes('"name":"token_issued"')))
       expect(JSON.parse(line)).toMatchObject({ level: 30, msg: 'token_issued', event: { clientId: 'm2m', grantType: 'client_credentials', scopes: ['api1'] } });
-    // Issue 26 item 5: the audit line says who asked, and which request it was.
+    // The audit line says who asked, and which request it was.
     const events = r.output().split('\n').filter((l) => l.includes('"name":"token_issued"')).map((l) => JSON.parse(l).event as Record<string, string>);
     for (const e of events) expect(e).toMatchObject({ remoteAddress: '127.0.0.1', userAgent: 'node', requestId: expect.any(String) });
     expect(new Set(events.map((e) => e.requestId)).size).toBe(5);
   });
 
-  it('warns when the issuer\'s port is not the listening port and no proxy is configured, and says when it stops (issue 26 item 5)', async () => {
+  it('warns when the issuer\'s port is not the listening port and no proxy is configured, and says when it stops', async () => {
     const dir = workDir();
     const port = await freePort();
     const file = join(dir, 'sigil.json');
@@ -180,7 +180,7 @@ describe('sigil start', () => {
     expect(same.output()).toContain('warning');
   });
 
-  describe('sigil config (issue 26 item 1)', () => {
+  describe('sigil config', () => {
     it('config schema prints the JSON Schema the package ships in dist/sigil.schema.json', async () => {
       const r = run(['config', 'schema']);
       running.push(r);
@@ -208,7 +208,7 @@ describe('sigil start', () => {
     });
   });
 
-  describe('answers as a command line should (issue 26 item 5)', () => {
+  describe('answers as a command line should', () => {
     it('--version prints the package version', async () => {
       const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
       for (const args of [['--version'], ['-v']]) {
@@ -361,7 +361,7 @@ describe('sigil start', () => {
     });
   });
 
-  it('takes secrets from $env and $file, and a missing one stops the start naming the field (issue 26 item 2)', async () => {
+  it('takes secrets from $env and $file, and a missing one stops the start naming the field', async () => {
     const dir = workDir();
     writeFileSync(join(dir, 'm2m-secret'), 'secret-from-a-file\n');
     const config = {

@@ -1,5 +1,5 @@
 /**
- * compose.yaml (issue 26 item 6) against what the README says of it: every service, volume and
+ * compose.yaml against what the README says of it: every service, volume and
  * Sigil setting the README's "Containers, services, backups" paragraph names is there, the storage
  * and Redis URLs point at the compose services, and Sigil waits for both to be healthy. No Docker
  * daemon runs here, so the file is read with the `yaml` package, as `docker compose` reads it.

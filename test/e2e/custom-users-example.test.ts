@@ -1,5 +1,5 @@
 /**
- * examples/custom-users.mjs as a user runs it (issue 22): a custom user directory over a SQLite
+ * examples/custom-users.mjs as a user runs it: a custom user directory over a SQLite
  * table and a profile service, through the built package (`import 'sigil'`), over HTTP.
  */
 import { type ChildProcess, spawn } from 'node:child_process';

@@ -152,7 +152,7 @@ describe('npm start (examples/start-demo.mjs)', () => {
     }
   });
 
-  it('--port moves the demo issuer to that port, so discovery and the demo application agree (issue 26 item 5)', async () => {
+  it('--port moves the demo issuer to that port, so discovery and the demo application agree', async () => {
     const { dir, cleanup } = tempDir();
     const [port, rpPort] = [await freePort(), await freePort()];
     const rpUrl = `http://127.0.0.1:${rpPort}`;
@@ -208,7 +208,7 @@ async function eventually(check: () => boolean | Promise<boolean>, what: string)
     if (Date.now() - started > 15_000) throw new Error(`still not true: ${what}`);
 }
 
-describe('npm start in a process group of its own (DESIGN §5)', () => {
+describe('npm start in a process group of its own', () => {
   /** Starts start-demo.mjs as a group leader with a temp data dir and free ports. */
   async function startGroup() {
     const { dir, cleanup } = tempDir();

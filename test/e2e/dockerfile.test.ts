@@ -1,5 +1,5 @@
 /**
- * The Dockerfile's recipe, run without Docker (issue 26 item 6; this machine has no Docker daemon):
+ * The Dockerfile's recipe, run without Docker (this machine has no Docker daemon):
  * the test reads the Dockerfile and carries out its steps in a temporary folder, one folder per
  * stage standing for that stage's file system: WORKDIR, ENV, COPY (from the repository or from an
  * earlier stage) and the RUN commands of the stages the image copies from, then starts the image's

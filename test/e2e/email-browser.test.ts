@@ -1,5 +1,5 @@
 /**
- * Email through real SMTP (issue 24): Sigil sends over TCP to an `smtp-server` on loopback, the
+ * Email through real SMTP: Sigil sends over TCP to an `smtp-server` on loopback, the
  * test reads the message and Chromium follows its link. Password reset (the whole flow, no
  * enumeration, single use, the 15-minute expiry, sessions and refresh tokens ended), email
  * verification and the email claims, self-registration.

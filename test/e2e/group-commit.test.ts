@@ -1,5 +1,5 @@
 /**
- * Group commit keeps durability (issue 13): reference tokens from a burst of concurrent requests to
+ * Group commit keeps durability: reference tokens from a burst of concurrent requests to
  * a real `sigil start` on a SQLite file are committed in groups, and every token answered 200 is
  * found after the process is killed with SIGKILL during the burst and started again on the file.
  */

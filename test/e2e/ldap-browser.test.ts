@@ -1,5 +1,5 @@
 /**
- * A directory user signs in on the real login page in Chromium (issue 22): `sigil start` with an
+ * A directory user signs in on the real login page in Chromium: `sigil start` with an
  * LDAP directory (a real slapd, test/ldap-server.ts), the consent client's code flow, the code
  * redeemed for tokens whose subject is the user's entryUUID; then, with slapd stopped, the page says
  * sign-in is unavailable.

@@ -1,5 +1,5 @@
 /**
- * The look and language of the pages in Chromium (issue 24): branding from the config (product
+ * The look and language of the pages in Chromium: branding from the config (product
  * name, logo, icon, primary colour, custom CSS from Sigil's own origin under a strict CSP), a
  * template override that keeps the CSRF field, the client's metadata and the scopes' names on
  * consent with "not you?", French and Spanish pages, the friendly error page whose error id is in

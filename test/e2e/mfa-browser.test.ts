@@ -1,5 +1,5 @@
 /**
- * Multi-factor sign-in in a real Chromium (issue 12): an authenticator app enrolled from /account
+ * Multi-factor sign-in in a real Chromium: an authenticator app enrolled from /account
  * by reading the key off the page (codes computed here with otpauth), sign-in with password and
  * TOTP, a recovery code used once, keyboard-only use of the new pages, German texts. Screenshots
  * of each page under test-results/screenshots/, and the accessibility basics (`audit`) on each.

@@ -1,5 +1,5 @@
 /**
- * Scale-out (DESIGN §3): two real `sigil start` processes on one PostgreSQL database (a schema of
+ * Scale-out: two real `sigil start` processes on one PostgreSQL database (a schema of
  * this run's own, dropped afterwards) with one issuer, as two nodes behind a load balancer. Tokens,
  * refresh tokens, sessions and signing keys issued on one node are honoured by the other; single
  * use holds across nodes; `sigil keys rotate` reaches both nodes without a restart.
@@ -308,7 +308,7 @@ describe('two Sigil nodes on one PostgreSQL database', () => {
     const oldKid = decodeProtectedHeader(before[0]!.access_token).kid;
     expect(kids(oldJwks)).toContain(oldKid);
 
-    // Keys created in one second cannot be ordered (DESIGN §3 keeps seconds): rotate in a later one.
+    // Keys created in one second cannot be ordered (the store keeps seconds): rotate in a later one.
     const db = new pg.Client({ connectionString: POSTGRES_URL });
     await db.connect();
     try {

@@ -155,7 +155,7 @@ describe('openid-client against sigil start', () => {
     });
     const rt = tokens.refresh_token!;
     // The client that owns the refresh token may introspect it; an API resource never sees
-    // refresh tokens (D-13), only the access tokens addressed to it.
+    // refresh tokens, only the access tokens addressed to it.
     expect(await oidc.tokenIntrospection(config, rt, { token_type_hint: 'refresh_token' })).toMatchObject({
       active: true,
       sub: '1',

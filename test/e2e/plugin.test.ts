@@ -1,5 +1,5 @@
 /**
- * Sigil as a Fastify plugin (issue 22 item 3): mounted at `/id` in a host app that has routes,
+ * Sigil as a Fastify plugin: mounted at `/id` in a host app that has routes,
  * cookies, a permissive CORS policy and error and not-found handlers of its own. The host's routes
  * keep the host's behaviour and headers; Sigil's headers, CORS, cookies and handlers stay under
  * the prefix. openid-client discovers the prefixed issuer and completes code + PKCE (signed in by

@@ -1,5 +1,5 @@
 /**
- * The README runs as printed (issue 26 item 7): every ```sh block of README.md that talks to the
+ * The README runs as printed: every ```sh block of README.md that talks to the
  * demo server (it names `http://localhost:5000`, or the management listener
  * `http://127.0.0.1:9464`) runs, in the order printed, against `sigil start` with the demo config
  * of `npm start` (examples/sigil.json) on a free port. The only change to a block is those two

@@ -1,5 +1,5 @@
 /**
- * SCIM end to end (issue 25): a real `sigil start` process over the network, a provisioning
+ * SCIM end to end: a real `sigil start` process over the network, a provisioning
  * client with client_credentials and the `scim` scope, and a relying party's view of the result.
  * A group's displayName shows in the member's `role` claim at userinfo; `active: false` makes the
  * member's refresh token fail and their sign-in get the wrong password's answer.

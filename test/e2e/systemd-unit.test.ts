@@ -1,5 +1,5 @@
 /**
- * deploy/sigil.service (issue 26 item 6): systemd accepts every line of the unit (no unknown key or
+ * deploy/sigil.service: systemd accepts every line of the unit (no unknown key or
  * invalid value, `systemd-analyze verify`, where installed), and the sandbox keeps the settings that
  * make it hardened: no privileges to gain, a read-only system but for the data folder.
  */

@@ -1,5 +1,5 @@
 /**
- * Passkeys and security keys in a real Chromium (issue 12 item 2) against `sigil start`, with the
+ * Passkeys and security keys in a real Chromium against `sigil start`, with the
  * DevTools protocol's virtual authenticators: a platform passkey authenticator (ctap2, internal,
  * resident keys, user verification) and a USB security key without resident keys or user
  * verification. Registers a passkey after signing in, signs out, signs in to a client with the

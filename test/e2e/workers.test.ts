@@ -1,11 +1,11 @@
 /**
- * `sigil start --workers 2` (DESIGN §5): two processes on one port and one SQLite file. Requests on
+ * `sigil start --workers 2`: two processes on one port and one SQLite file. Requests on
  * fresh connections are spread over both workers (the primary hands connections out in turn), and
  * tokens, refresh, introspection and revocation agree across them; a revocation is seen by every
  * worker within the access-token cache bound; SIGTERM stops every worker; `memory` is refused.
- * Without Redis the failure limits and request quotas are the deployment's, not each worker's
- * (issue 20 item 4), a DPoP proof's replay is refused by either worker, and a worker accepts the
- * JWTs of a sibling's brand-new signing key. An LDAP account's budgets of wrong binds (strangers'
+ * Without Redis the failure limits and request quotas are the deployment's, not each worker's,
+ * a DPoP proof's replay is refused by either worker, and a worker accepts the JWTs of a sibling's
+ * brand-new signing key. An LDAP account's budgets of wrong binds (strangers'
  * and known browsers') are the deployment's too, against a real slapd. Failed client authentications from one address, then
  * a password grant with offline_access, then userinfo on a new connection each time: every worker
  * accepts the token, on a fresh store, after a key rotation, after a restart, and for a client

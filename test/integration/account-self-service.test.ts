@@ -1,5 +1,5 @@
 /**
- * Self-service on /account over HTTP (issue 24): password change (current password, failure
+ * Self-service on /account over HTTP: password change (current password, failure
  * limits, policy, other sessions and tokens ended), sessions (listed, one ended, another user's
  * left alone), connected apps (revoked, afterwards the refresh token fails), profile claims, and
  * the attacks: no CSRF token, another user's session id or client, a config user's read-only

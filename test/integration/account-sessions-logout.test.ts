@@ -1,5 +1,5 @@
 /**
- * Ending one of the user's sessions from /account/sessions (issue 24) is the same logout as end
+ * Ending one of the user's sessions from /account/sessions is the same logout as end
  * session: the session's clients get a back-channel logout token with its `sid` (OIDC Back-Channel
  * Logout 1.0 §2.5) at a real receiver on loopback, and the page loads their front-channel logout
  * URIs with `iss` and `sid` in hidden iframes that its CSP names (OIDC Front-Channel Logout 1.0 §3).

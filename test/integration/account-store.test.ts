@@ -1,5 +1,5 @@
 /**
- * The grant-store reads and revocations of the account pages (issue 24), on SQLite and PostgreSQL:
+ * The grant-store reads and revocations of the account pages, on SQLite and PostgreSQL:
  * a user's live records of one kind (`listLive`), everything of a user at one client
  * (`revokeSubjectAtClient`, with the families of its tokens), a user's tokens but those of one
  * session (`revokeSubject` with `keepSessionId`); other users and other clients untouched. The lookups go along

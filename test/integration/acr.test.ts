@@ -94,7 +94,7 @@ describe('acr in the identity token', () => {
 });
 
 /**
- * acr_values is a voluntary list in order of preference (OIDC Core §3.1.2.1; issue 20 item 5): a
+ * acr_values is a voluntary list in order of preference (OIDC Core §3.1.2.1): a
  * sign-in that meets any listed value takes no further step and gets the most preferred value it
  * meets; step-up only when it meets none. An essential acr stays strict (§5.5.1.1).
  */

@@ -1,5 +1,5 @@
 /**
- * Live everywhere (issue 25 item 5): two Sigil nodes on one PostgreSQL database (a schema of this
+ * Live everywhere: two Sigil nodes on one PostgreSQL database (a schema of this
  * run's own), each with its own client registry, as two nodes behind a load balancer. A client
  * created, updated or deleted through /admin/v1 on node A is in force on node B within 2 s, with
  * the key and client reload interval left at its default (60 s): node B sees the change counter

@@ -1,5 +1,5 @@
 /**
- * The management REST API /admin/v1 (issue 25 items 3, 4, 6) over HTTP on a real SQLite store:
+ * The management REST API /admin/v1 over HTTP on a real SQLite store:
  * clients (create with a generated secret shown once, read without secrets, JSON Merge Patch with
  * If-Match, delete, secret rotation with a grace period that ends), config-file clients
  * read-only (409), signing keys, a user's sessions, problem details (RFC 9457) with field paths,

@@ -1,5 +1,5 @@
 /**
- * The web console's HTTP contract without a browser (issue 25 item 7): `/admin` sends a browser
+ * The web console's HTTP contract without a browser: `/admin` sends a browser
  * without a console session to the authorization endpoint as the built-in public client (code,
  * PKCE S256, state), remembering the sign-in in a cookie sent only to the callback; pages are
  * uncached and unframeable; a POST without the CSRF token is refused before anything else; with

@@ -1,6 +1,6 @@
 /**
  * Identity resources, API scopes, API resources and upstream identity providers managed through
- * /admin/v1 (issue 25 item 3) over HTTP, on a real SQLite file and on PostgreSQL: create, read,
+ * /admin/v1 over HTTP, on a real SQLite file and on PostgreSQL: create, read,
  * merge-patch with If-Match, delete, API resource secret rotation; 401/403/404/409/412/422/428;
  * config-file and built-in items read-only; a scope in use cannot be deleted; and every change is
  * in force at once: a new API scope and resource give tokens with the new `aud` that the new

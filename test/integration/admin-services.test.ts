@@ -1,5 +1,5 @@
 /**
- * The admin services (DESIGN §1, §2 `admin/`) over a real SQLite store: what `sigil clients`,
+ * The admin services (`src/admin/`) over a real SQLite store: what `sigil clients`,
  * `sigil users`, `sigil keys` and `sigil users sessions revoke` do, without the command line.
  * Config-file items are read-only and win over stored ones; a client id is never a user's subject
  * (RFC 9068 §5), whichever side is added second; secrets and passwords are stored hashed only.

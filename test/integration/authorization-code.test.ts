@@ -1,7 +1,8 @@
 /**
  * The authorization_code grant (security-checklist §1.5 TK-06, TK-08..TK-11, §1.3 RU-13, §1.7
- * IDT-07; RFC 6749 §4.1.3, §10.5; D-06, D-07, D-10): codes are single use, bound to their
- * client, redirect URI, PKCE and nonce; a replay revokes what the code gave.
+ * IDT-07; RFC 6749 §4.1.3, §10.5): codes are single use (of two concurrent redemptions exactly
+ * one succeeds), bound to their client, redirect URI, PKCE and nonce; a failed redemption leaves
+ * the code usable; a replay revokes what the code gave.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { form, sleep, type TestSigil } from '../helpers.js';
@@ -85,7 +86,7 @@ describe('TK-06 success shape', () => {
   });
 });
 
-describe('TK-08 a code is single use; a replay revokes what it gave (D-06)', () => {
+describe('TK-08 a code is single use; a replay revokes what it gave', () => {
   it('the second and third redemption fail; the first access and refresh tokens die', async () => {
     const c = await code();
     const first = await redeem(sigil, c, { verifier });
@@ -131,7 +132,7 @@ describe('TK-08 a code is single use; a replay revokes what it gave (D-06)', () 
     expect(await isActive(sigil, front)).toBe(false);
   });
 
-  it('D-10 two concurrent redemptions: exactly one succeeds', async () => {
+  it('two concurrent redemptions: exactly one succeeds', async () => {
     for (let round = 0; round < 3; round++) {
       const c = await code();
       const results = await Promise.all([redeem(sigil, c, { verifier }), redeem(sigil, c, { verifier }), redeem(sigil, c, { verifier })]);
@@ -156,7 +157,7 @@ describe('TK-08 a code is single use; a replay revokes what it gave (D-06)', () 
 });
 
 describe('TK-09 a code is bound to its client', () => {
-  it("another client (with its valid secret) cannot redeem it; the owner still can (D-07)", async () => {
+  it("another client (with its valid secret) cannot redeem it; the owner still can", async () => {
     const c = await code();
     const stolen = await redeem(sigil, c, { client: 'other', verifier });
     expect(stolen.statusCode).toBe(400);

@@ -1,6 +1,6 @@
 /**
  * Authorization responses and the pages around them (security-checklist §1.2: AZ-07, AZ-08,
- * AZ-22, AZ-24..AZ-29; D-03, D-04): `state` and `iss` on every response in every mode, the
+ * AZ-22, AZ-24..AZ-29; RFC 9207): `state` and `iss` on every response in every mode, the
  * form_post page, and the headers of every page a browser sees.
  */
 import { createHash } from 'node:crypto';
@@ -76,7 +76,7 @@ describe('AZ-07 state is echoed exactly', () => {
   });
 });
 
-describe('AZ-08 iss in every authorization response (RFC 9207, D-04)', () => {
+describe('AZ-08 iss in every authorization response (RFC 9207)', () => {
   it('success and access_denied, in query, fragment and form_post', async () => {
     const seen: string[] = [];
     for (const [params, mode] of [

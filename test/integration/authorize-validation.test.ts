@@ -1,6 +1,6 @@
 /**
  * Validation of authorization requests (security-checklist §1.2: AZ-01..AZ-06, AZ-09..AZ-12,
- * AZ-15, AZ-20, AZ-21; D-02, D-14, D-15, D-25): which errors are shown on the error page, which
+ * AZ-15, AZ-20, AZ-21; RFC 6749 §4.1.2.1): which errors are shown on the error page, which
  * go back to the client, and in which response mode.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -101,7 +101,7 @@ describe('AZ-02: client problems are never redirected', () => {
   });
 });
 
-describe('errors after client and redirect URI are known good go back to the client (D-02)', () => {
+describe('errors after client and redirect URI are known good go back to the client', () => {
   it('AZ-03 missing response_type → invalid_request in the query', async () => {
     expectClientError(await anon.get(authorizeUrl(without(web(), 'response_type'))), 'invalid_request', { state: 'st', mode: 'query', target: CB });
   });
@@ -141,7 +141,7 @@ describe('errors after client and redirect URI are known good go back to the cli
     for (const name of ['code', 'id_token', 'access_token']) expect(r.params.get(name)).toBeTruthy();
   });
 
-  it('AZ-06 unknown or not allowed scopes → invalid_scope (D-14); missing scope → invalid_request', async () => {
+  it('AZ-06 unknown or not allowed scopes → invalid_scope; missing scope → invalid_request', async () => {
     expectClientError(await anon.get(authorizeUrl(web({ scope: 'openid admin' }))), 'invalid_scope', { state: 'st' });
     expectClientError(await anon.get(authorizeUrl(web({ scope: 'openid roles' }))), 'invalid_scope');
     expectClientError(await anon.get(authorizeUrl(web({ scope: 'openid api2' }))), 'invalid_scope');
@@ -163,7 +163,7 @@ describe('errors after client and redirect URI are known good go back to the cli
     expect(readResponse(await h('token', 'api1')).params.get('access_token')).toBeTruthy();
   });
 
-  it('AZ-09 a repeated parameter → invalid_request to the client (D-15)', async () => {
+  it('AZ-09 a repeated parameter → invalid_request to the client', async () => {
     const q = new URLSearchParams(web());
     expectClientError(await anon.get(`/connect/authorize?${q}&scope=openid`), 'invalid_request', { state: 'st' });
     expectClientError(await anon.get(`/connect/authorize?${q}&nonce=n-1`), 'invalid_request');

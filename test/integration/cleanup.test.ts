@@ -1,5 +1,5 @@
 /**
- * Clean-up keeps pace with issuance (issue 13 part 6): with many expired rows in a SQLite file, one
+ * Clean-up keeps pace with issuance: with many expired rows in a SQLite file, one
  * run removes them all in small batches, yielding between batches, so that token requests are
  * answered while it runs (it never holds the event loop for the whole run).
  */

@@ -1,6 +1,6 @@
 /**
- * Client authentication at the token endpoint (RFC 6749 §2.3, §3.2.1, §5.2; checklist 1.6 CA-01..07,
- * D-08, D-18).
+ * Client authentication at the token endpoint (RFC 6749 §2.3, §3.2.1, §5.2; checklist 1.6
+ * CA-01..07).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, form, startSigil, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
@@ -180,7 +180,7 @@ describe('client authentication brute-force limit', () => {
     const right = await attempt('m2m-secret', '10.0.0.1');
     expect(right.statusCode).toBe(429);
     expect(right.headers['retry-after']).toBeDefined();
-    // Failures from one address never lock the client out elsewhere (issue 9, item 4).
+    // Failures from one address never lock the client out elsewhere.
     const elsewhere = await attempt('m2m-secret', '10.0.0.2');
     expect(elsewhere.statusCode).toBe(200);
   });

@@ -1,5 +1,5 @@
 /**
- * A library user's own `UserDirectory` (issue 22) over a SQLite table: Sigil asks it after config
+ * A library user's own `UserDirectory` over a SQLite table: Sigil asks it after config
  * and stored users, answers its outage with temporarily_unavailable, never lets it sign someone in
  * under a subject that Sigil's own users hold, and stops at a directory that cannot answer.
  */

@@ -355,7 +355,7 @@ describe.concurrent('polling the token endpoint', () => {
     expect(await pollError(sigil, 'x'.repeat(5000))).toBe('invalid_grant');
   });
 
-  it('R-01/D-10: of 20 concurrent polls after approval exactly one gets tokens', async () => {
+  it('of 20 concurrent polls after approval exactly one gets tokens', async () => {
     const d = await startDevice(sigil, 'tv', 'openid offline_access');
     await answer(await signedIn(sigil), d.user_code, 'yes');
     const results = await Promise.all(Array.from({ length: 20 }, () => poll(sigil, d.device_code)));

@@ -1,5 +1,5 @@
 /**
- * Domain metrics on the management listener (issue 26 item 4): after a token request, sign-ins, a
+ * Domain metrics on the management listener: after a token request, sign-ins, a
  * refused request and a pending authorization request, `/metrics` carries the provider's own
  * counters and gauges, with bounded labels only (never a subject, username or address).
  */

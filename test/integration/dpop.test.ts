@@ -185,7 +185,7 @@ describe('DPoP at the token endpoint', () => {
     expectError(await token(sigil, { ...refresh, refresh_token: next.refresh_token! }, undefined, await proof(other, TOKEN_URL)), 'invalid_grant');
   });
 
-  it("binds a confidential client's grant once its tokens are bound: every refresh needs the same key (issue 20 item 3)", async () => {
+  it("binds a confidential client's grant once its tokens are bound: every refresh needs the same key", async () => {
     const ROPC: BasicCredentials = ['ropc', 'ropc-secret'];
     const first = await token(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, ROPC, await proof(key, TOKEN_URL));
     expect(first.json<TokenBody>().token_type).toBe('DPoP');

@@ -1,5 +1,5 @@
 /**
- * The limits on mail requests (issue 24; src/email/account-email.ts): per client address a quota
+ * The limits on mail requests (src/email/account-email.ts): per client address a quota
  * (429), per account a silent cap; an attacker spamming the victim's address from many addresses
  * fills the victim's mailbox with at most the cap, and never keeps a working link from the victim.
  * Real SMTP to an smtp-server on loopback; the pages through Fastify's inject.

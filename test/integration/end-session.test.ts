@@ -1,6 +1,6 @@
 /**
  * End session, `/connect/endsession` (security-checklist §1.13 LO-01..LO-11; OpenID Connect
- * RP-Initiated Logout 1.0 §2, §3; DESIGN §6): a genuine id_token_hint for the signed-in user signs
+ * RP-Initiated Logout 1.0 §2, §3): a genuine id_token_hint for the signed-in user signs
  * out at once and goes to a post_logout_redirect_uri registered exactly for the hint's client (with
  * state). A post_logout_redirect_uri that is not registered, or that comes without a way to tell
  * the client, and a client_id that is not the hint's, end on an error page naming the problem,

@@ -1,5 +1,5 @@
 /**
- * Audit events (DESIGN §2 `events/`; identityserver-behavior §10): what each outcome emits to
+ * Audit events (`src/events/`, named after Duende IdentityServer's): what each outcome emits to
  * subscribers, and that no token value ever appears in an event.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -119,7 +119,7 @@ describe('audit events', () => {
     ]);
   });
 
-  it('success events carry the caller\'s address, user agent and a request id of their own (issue 26 item 5)', async () => {
+  it('success events carry the caller\'s address, user agent and a request id of their own', async () => {
     const ua = { 'user-agent': 'audit-test/1.0' };
     const cc = await postForm(sigil, '/connect/token', { grant_type: 'client_credentials', scope: 'api1' }, ['m2m', 'm2m-secret'], ua);
     const pw = await postForm(sigil, '/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' }, ['ropc', 'ropc-secret'], ua);

@@ -117,7 +117,7 @@ describe('profile "fapi2"', () => {
     expect(rt.json()).toMatchObject({ active: true, cnf: { jkt: dpopKey.jkt } });
   });
 
-  it("never turns its tokens into Bearer tokens: another client's token exchange needs the bound key (issue 20 item 2)", async () => {
+  it("never turns its tokens into Bearer tokens: another client's token exchange needs the bound key", async () => {
     const { verifier, challenge } = pkce();
     const code = await bank.code(codeParams(challenge, { client_id: 'bank' }));
     const subject = (await bank.token(redeemParams(code, verifier))).json<{ access_token: string }>().access_token;

@@ -501,7 +501,7 @@ describe('the failure limiter under the default limits', () => {
         },
         from,
       );
-    // DESIGN §4: at least 10 failures per minute are tolerated; the default limit is 20.
+    // At least 10 failures per minute are tolerated; the default limit is 20.
     for (let i = 0; i < 20; i++) {
       const res = await attempt(`wrong-${i}`);
       expect(res.statusCode).toBe(401);
@@ -511,7 +511,7 @@ describe('the failure limiter under the default limits', () => {
     expect(blocked.statusCode).toBe(429);
     expect(blocked.json()).toMatchObject({ error: 'temporarily_unavailable' });
     checkResponse(blocked);
-    // Failures from one address never block the right secret from another (issue 9, item 4).
+    // Failures from one address never block the right secret from another.
     const elsewhere = await attempt('other-secret', '192.0.2.8');
     expect(elsewhere.statusCode).toBe(200);
     checkResponse(elsewhere);

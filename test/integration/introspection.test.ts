@@ -1,5 +1,6 @@
 /**
- * Token introspection (RFC 7662; checklist 1.11 IN-01..08, D-13, D-20; identityserver-behavior §7).
+ * Token introspection (RFC 7662; checklist 1.11 IN-01..08), compared with Duende IdentityServer's.
+ * An API resource sees only access tokens addressed to it, never refresh tokens.
  * Sigil answers unauthenticated callers with a 401 `invalid_client` JSON body (RFC 7662 §2.3 →
  * RFC 6749 §5.2) and a missing token with `invalid_request`.
  */
@@ -195,7 +196,7 @@ describe('introspection', () => {
     expect((await introspect(sigil, rt, ['other', 'other-secret'])).body).toBe('{"active":false}');
   });
 
-  it('never shows an API a refresh token (D-13: an API sees access tokens only)', async () => {
+  it('never shows an API a refresh token (an API sees access tokens only)', async () => {
     const tokens = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
     for (const hint of [{}, { token_type_hint: 'refresh_token' }] as Record<string, string>[]) {
       const res = await introspect(sigil, tokens.refresh_token!, API1, hint);

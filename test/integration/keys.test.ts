@@ -1,5 +1,5 @@
 /**
- * Signing key lifecycle (DESIGN §3; OIDC Core §10.1.1): statuses over time, generation on first
+ * Signing key lifecycle (OIDC Core §10.1.1): statuses over time, generation on first
  * load, rotation with the old key kept published for its retention period, private keys encrypted
  * at rest with the data key, and the lease-guarded clean-up of expired grants.
  */
@@ -226,7 +226,7 @@ describe('KeyRing', () => {
     expect(ring.jwks().keys.map((k) => k.kid)).toContain(old!.kid);
   });
 
-  it('verifies a JWT of a key another node added since its last read (issue 20 item 4); made-up kids arriving together cost one read of the store', async () => {
+  it('verifies a JWT of a key another node added since its last read; made-up kids arriving together cost one read of the store', async () => {
     const store = await memoryStore();
     let reads = 0;
     const counted: KeyStore = {

@@ -1,5 +1,5 @@
 /**
- * LDAP user directory (issue 22) against a real OpenLDAP server (Debian slapd, test/ldap-server.ts):
+ * LDAP user directory against a real OpenLDAP server (Debian slapd, test/ldap-server.ts):
  * password grant and login page, claims and roles from attributes and memberOf, the subject from
  * entryUUID (kept across a rename), locked accounts and wrong passwords answered alike, LDAP
  * injection in the username, MFA, passkeys and consent for a directory user, the failure limits,

@@ -1,5 +1,5 @@
 /**
- * Failure limits without lockout (issue 9, items 4 and 5; OWASP ASVS 5.0 V6.3.1, v4 2.2.1;
+ * Failure limits without lockout (OWASP ASVS 5.0 V6.3.1, v4 2.2.1;
  * RFC 8628 §5.1): wrong credentials from one address never block the right credential from
  * another, one address guessing is still stopped (429), the identity-wide count only slows down,
  * and a caller-written X-Forwarded-For does not escape the per-address limits.

@@ -1,6 +1,6 @@
 /**
  * The login and consent pages and the browser session (security-checklist §1.17 SES-01..SES-14,
- * AZ-29, AZ-30; DESIGN §6): CSRF, origin check, equal answers for unknown users and wrong
+ * AZ-29, AZ-30): CSRF, origin check, equal answers for unknown users and wrong
  * passwords, rate limits, cookie attributes, fixation, interaction binding, i18n, escaping,
  * consent with remember.
  */
@@ -309,7 +309,7 @@ describe('SES-09 rate limit on failed logins (rateLimits.maxFailures 3)', () => 
     expect(String(res.headers['content-type'])).toMatch(/^text\/html/);
     expect(res.body).toContain('Too many failed attempts');
     expect(b.cookies.has('sigil.session')).toBe(false);
-    // Failures from one address never lock the user out elsewhere (issue 9, item 4).
+    // Failures from one address never lock the user out elsewhere.
     const elsewhere = await attempt('10.0.1.1', 'alice', 'alice');
     expect(elsewhere.res.status).toBe(303);
     expect(elsewhere.b.cookies.has('sigil.session')).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * The look and language through a running Sigil (issue 24): a broken template override or a
+ * The look and language through a running Sigil: a broken template override or a
  * missing file stops createSigil with a clear ConfigError (never a 500 later), the theme is served
  * cacheable with its ETag, an https logo's origin joins img-src, a deployment's catalogue adds a
  * language, and a failed page request is an HTML page for a browser and JSON for an API client.

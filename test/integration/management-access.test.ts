@@ -1,5 +1,5 @@
 /**
- * Access to Sigil's management API (issue 25 item 1): the built-in API resource `sigil` and its
+ * Access to Sigil's management API: the built-in API resource `sigil` and its
  * scopes, client_credentials for automation, the admin role and MFA for tokens acting for a user
  * (scopes dropped silently otherwise), and the guard of management routes: 401 with a Bearer
  * challenge (RFC 6750 §3), 403 `insufficient_scope` naming the scope (§3.1), DPoP-bound tokens

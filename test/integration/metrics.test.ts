@@ -1,5 +1,5 @@
 /**
- * `/metrics` is served by the management listener only (DESIGN §4 `metrics`): the public app
+ * `/metrics` is served by the management listener only (config `metrics`): the public app
  * answers 404 for it, the management listener (here on a free loopback port) serves the
  * Prometheus text with the public app's requests counted; `metrics: false` starts no listener.
  */

@@ -1,5 +1,5 @@
 /**
- * Multi-factor sign-in over HTTP (issue 12): TOTP enrollment and the second step, one use per
+ * Multi-factor sign-in over HTTP: TOTP enrollment and the second step, one use per
  * code, the ±1 step window, the failure limits, recovery codes, step-up with acr_values, amr/acr
  * in tokens and introspection, prompt=none, the password grant, requireMfa, the /account page.
  */
@@ -289,7 +289,7 @@ describe('policy', () => {
   });
 });
 
-describe('ui_locales of the pending request (DESIGN §6)', () => {
+describe('ui_locales of the pending request', () => {
   const DE = '<html lang="de">';
 
   it('the one-time code page, its error and its expired form are German for ui_locales=de, whatever Accept-Language says', async () => {

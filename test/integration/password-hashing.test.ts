@@ -1,6 +1,6 @@
 /**
  * Config passwords are hashed at start, not on first use, and every password check runs one
- * argon2id verification, unknown usernames included (issue 9, item 11; OWASP ASVS 5.0 V6.3.8).
+ * argon2id verification, unknown usernames included (OWASP ASVS 5.0 V6.3.8).
  * Timing is not measured: argon2's `hash` and `verify` are wrapped in spies (the real functions
  * still run), so the test sees which hash each check verified against and when hashes were made.
  */

@@ -1,5 +1,5 @@
 /**
- * What callers who have not authenticated can make Sigil store (issue 9 item 6; OWASP
+ * What callers who have not authenticated can make Sigil store (OWASP
  * API4:2023): a length limit on every authorization parameter, quotas on pending interactions per
  * browser and per address (an IPv6 /64), on device authorizations per address and per client,
  * and a clean-up that deletes every expired row in one run. Measured on the real SQLite file;

@@ -1,5 +1,5 @@
 /**
- * PKCE (security-checklist §1.4 PK-01..PK-09; RFC 7636; RFC 9700 §2.1.1, §4.8; D-05, D-07):
+ * PKCE (security-checklist §1.4 PK-01..PK-09; RFC 7636; RFC 9700 §2.1.1, §4.8):
  * S256 required, plain only where the client allows it, the verifier checked at redemption, and
  * a failed redemption leaves the code usable.
  */
@@ -71,7 +71,7 @@ describe('at the authorization endpoint', () => {
 });
 
 describe('at the token endpoint', () => {
-  it('PK-05 no code_verifier → invalid_grant; the code stays redeemable (D-07)', async () => {
+  it('PK-05 no code_verifier → invalid_grant; the code stays redeemable', async () => {
     const { verifier, challenge } = pkce();
     const code = await getCode(b, codeParams(challenge));
     const res = await redeem(sigil, code);

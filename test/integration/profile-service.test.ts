@@ -1,5 +1,5 @@
 /**
- * The profile service of `createSigil` (issue 22; Duende's IProfileService): asked for the claims
+ * The profile service of `createSigil` (as Duende's IProfileService): asked for the claims
  * of identity tokens, access tokens and userinfo with the subject, the client, the requested claim
  * names and the caller; its `isActive` ends refresh, introspection and userinfo for the user.
  */

@@ -1,6 +1,6 @@
 /**
  * Redirect URI matching at the authorization endpoint (security-checklist §1.3, RU-01..RU-12;
- * D-01, D-25): anything but an exact registered string is answered with the 400 error page,
+ * RFC 9700 §4.1.3): anything but an exact registered string is answered with the 400 error page,
  * never redirected; a registered loopback IP URI matches any port. RU-13 (token endpoint) is in
  * authorization-code.test.ts.
  */

@@ -1,5 +1,5 @@
 /**
- * Refresh tokens (RFC 6749 §6; RFC 9700 §4.14.2; checklist 1.8 RT-01..05, D-09, R-02):
+ * Refresh tokens (RFC 6749 §6; RFC 9700 §4.14.2; checklist 1.8 RT-01..05):
  * rotation with family revocation on reuse, reuse mode, absolute and sliding expiry, narrowing,
  * client binding, and one winner among concurrent redemptions.
  */
@@ -90,7 +90,7 @@ describe('refresh_token grant', () => {
     }
   });
 
-  describe('once bound, always bound (issue 20 item 3)', () => {
+  describe('once bound, always bound', () => {
     const TOKEN_URL = `${testConfig().issuer}/connect/token`;
     const withProof = async (token: string, client: BasicCredentials, key?: Awaited<ReturnType<typeof proofKey>>) =>
       postForm(sigil, '/connect/token', { grant_type: 'refresh_token', refresh_token: token }, client, key ? { dpop: await proof(key, TOKEN_URL) } : {});
@@ -203,7 +203,7 @@ describe('refresh_token grant', () => {
       expect(statuses.filter((s) => s === 200)).toHaveLength(1);
       expect(statuses.filter((s) => s === 400)).toHaveLength(19);
       for (const r of results.filter((x) => x.statusCode === 400)) expect(r.json()).toMatchObject({ error: 'invalid_grant' });
-      // The losers presented a used token: the winner's tokens die with the family (R-02).
+      // The losers presented a used token: the winner's tokens die with the family.
       const winner = results.find((r) => r.statusCode === 200)!.json<{ refresh_token: string; access_token: string }>();
       const next = await refresh(winner.refresh_token);
       expect(next.statusCode).toBe(400);

@@ -1,5 +1,5 @@
 /**
- * Token revocation (RFC 7009; checklist 1.12 RV-01..08, D-11, D-12, D-20). Where Duende differs
+ * Token revocation (RFC 7009; checklist 1.12 RV-01..08). Where Duende differs
  * (unknown `token_type_hint` → unsupported_token_type; JWTs not revocable), Sigil follows the RFC
  * and the decision table.
  */
@@ -92,7 +92,7 @@ describe('revocation', () => {
     }
   });
 
-  it('answers 200 for another client\'s tokens and changes nothing (D-12)', async () => {
+  it('answers 200 for another client\'s tokens and changes nothing', async () => {
     const tokens = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
     const other: BasicCredentials = ['other', 'other-secret'];
     expect((await revoke(tokens.refresh_token!, other)).statusCode).toBe(200);

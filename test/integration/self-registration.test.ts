@@ -1,5 +1,5 @@
 /**
- * Self-registration and account pre-hijacking (issue 24; src/email/account-email.ts): whoever
+ * Self-registration and account pre-hijacking (src/email/account-email.ts): whoever
  * starts a registration for an address chooses nothing that survives its owner's confirmation. The
  * password is chosen on the page the mailed link opens, so only the mailbox's owner sets it. Real
  * SMTP to an smtp-server on loopback; the pages through Fastify's inject.

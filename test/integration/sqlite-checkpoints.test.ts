@@ -1,5 +1,5 @@
 /**
- * SQLite checkpoints off the event loop (issue 13, src/stores/sqlite-checkpointer.ts): a worker
+ * SQLite checkpoints off the event loop (src/stores/sqlite-checkpointer.ts): a worker
  * thread copies committed WAL pages into the database file, so no request's commit pays for it.
  * Observable from outside: the database file itself (not its -wal) grows with rows written while
  * the event loop's connection stays below its inline threshold (4,000 pages), and under sustained

@@ -1,5 +1,5 @@
 /**
- * The store contract (DESIGN §3), one suite run against every backend: `memory`, a SQLite file,
+ * The store contract, one suite run against every backend: `memory`, a SQLite file,
  * and PostgreSQL in a schema of its own per run (dropped afterwards), so runs cannot collide.
  * Where the backend is shared (SQLite file, PostgreSQL), races also run across two store instances
  * on the same database, as two Sigil nodes would.

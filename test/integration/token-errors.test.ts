@@ -1,6 +1,6 @@
 /**
- * Error handling of the token endpoint (RFC 6749 §3.2, §5.2; checklist TK-01..05, TK-07, D-15,
- * D-17, D-20, R-10, HT-02).
+ * Error handling of the token endpoint (RFC 6749 §3.2, §5.2; checklist TK-01..05, TK-07, HT-02):
+ * repeated parameters, oversized bodies (413), other methods and content types.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, expectNoLeak, form, startSigil, tokenRequest, type TestSigil } from '../helpers.js';

@@ -1,6 +1,6 @@
 /**
- * Token exchange (RFC 8693, delegation only) and extension grants (RFC 6749 §4.5;
- * identityserver-behavior §3.3 "Extension grants", §13 items 61-65).
+ * Token exchange (RFC 8693, delegation only) and extension grants (RFC 6749 §4.5; as Duende
+ * IdentityServer's extension grants).
  */
 import { decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -103,7 +103,7 @@ describe('token exchange', () => {
     return res.json<TokenBody>();
   };
 
-  describe('never widens the subject token (issue 9 item 1)', () => {
+  describe('never widens the subject token', () => {
     it('refuses scopes beyond the subject token with invalid_scope, even ones the client may request', async () => {
       const alice = await passwordTokens(sigil, { scope: 'api1' });
       const subject = { subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE };
@@ -130,7 +130,7 @@ describe('token exchange', () => {
     });
   });
 
-  describe('audience and actor policy (issue 9 item 2)', () => {
+  describe('audience and actor policy', () => {
     it('refuses another client\'s token unless the client acts as its audience (tokenExchangeSubjectAudiences)', async () => {
       const foreign = await passwordTokens(sigil, { client: ['other', 'other-secret'], scope: 'openid api1' });
       // ropc lists no audiences: only its own tokens.
@@ -176,7 +176,7 @@ describe('token exchange', () => {
     });
   });
 
-  describe('belongs to the subject token\'s grant (issue 9 item 3)', () => {
+  describe('belongs to the subject token\'s grant', () => {
     for (const [format, client] of [['JWT', ROPC], ['reference', REF]] as const) {
       it(`ends with the user's grant family when its refresh token is revoked (${format})`, async () => {
         const alice = await passwordTokens(sigil, { client, scope: 'openid api1 offline_access' });
@@ -214,7 +214,7 @@ describe('token exchange', () => {
     }
   });
 
-  describe('keeps the DPoP binding of the tokens it is given (issue 20 item 2)', () => {
+  describe('keeps the DPoP binding of the tokens it is given', () => {
     const withProof = (params: Record<string, string>, client: BasicCredentials, proofJwt?: string) =>
       tokenRequestWithProof(sigil, { grant_type: TOKEN_EXCHANGE, ...params }, client, proofJwt);
 
@@ -435,7 +435,7 @@ describe('extension grants', () => {
   const grant = (params: Record<string, string>, client: BasicCredentials = CUSTOM) =>
     tokenRequest(sigil, { grant_type: 'urn:example:custom', ...params }, client);
 
-  it('the same client without the grant registered is refused at load, naming the field (issue 26 item 1)', async () => {
+  it('the same client without the grant registered is refused at load, naming the field', async () => {
     await expect(startSigil({ clients: [{ clientId: 'custom', clientSecrets: ['s'], allowedGrantTypes: ['urn:example:custom'] }] })).rejects.toThrow(
       /clients\[0\]\.allowedGrantTypes\[0\]: unknown grant type "urn:example:custom"/,
     );
@@ -529,7 +529,7 @@ describe('extension grants', () => {
     expect((await introspect(sigil, body.refresh_token!, CUSTOM)).json()).toEqual({ active: false });
   });
 
-  it('needs a proof of the key a validated token is bound to, and binds its tokens to it (issue 20 item 2)', async () => {
+  it('needs a proof of the key a validated token is bound to, and binds its tokens to it', async () => {
     const key = await proofKey();
     const alice = await boundTokens(sigil, ROPC, key, 'openid api1 offline_access');
     const params = { grant_type: 'urn:example:custom', custom_credential: 'joined', user_token: alice.access_token, scope: 'api1 offline_access' };
@@ -539,7 +539,7 @@ describe('extension grants', () => {
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json<TokenBody>();
     expect(decodeJwt(body.access_token).cnf).toEqual({ jkt: key.jkt });
-    // Its refresh token is bound too (issue 20 item 3): no Bearer tokens by refreshing either.
+    // Its refresh token is bound too: no Bearer tokens by refreshing either.
     const refresh = { grant_type: 'refresh_token', refresh_token: body.refresh_token! };
     expectError(await tokenRequestWithProof(sigil, refresh, CUSTOM), 'invalid_grant');
     const refreshed = await tokenRequestWithProof(sigil, refresh, CUSTOM, await proof(key, TOKEN_URL));

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry tracing (issue 26 item 3), configured only by the standard `OTEL_*` variables:
+ * OpenTelemetry tracing, configured only by the standard `OTEL_*` variables:
  * a real OTLP/HTTP receiver (a small node server in a process of its own on loopback, taking
  * `POST /v1/traces` with `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`) receives the spans of a token
  * request made over HTTP: the request's span, named after its route, with the client and grant

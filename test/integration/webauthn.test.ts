@@ -1,5 +1,5 @@
 /**
- * WebAuthn over HTTP (issue 12 item 2) with a software authenticator: passkey registration and
+ * WebAuthn over HTTP with a software authenticator: passkey registration and
  * passwordless sign-in to a client, the security key step after the password, and the responses
  * Sigil must refuse (reused and expired challenges, unknown or removed credentials, another
  * origin or RP ID, a counter that does not grow, a passkey without user verification), each one
@@ -497,7 +497,7 @@ describe('WebAuthn credentials in the MFA policy', () => {
 });
 
 /**
- * Any credential locks enrolment (issue 20 item 1): adding or removing a factor needs a sign-in
+ * Any credential locks enrolment: adding or removing a factor needs a sign-in
  * that used the strongest kind the user holds, and a pending sign-in may enrol only when its own
  * decision was "enrol" for a user with nothing. The attack: the password of a user whose only
  * credential is a passkey, at a client with requireMfa, then /account/totp instead of the key.

@@ -1,5 +1,5 @@
 /**
- * The pure parts of the account pages (issue 24): the device description of a session's
+ * The pure parts of the account pages: the device description of a session's
  * `User-Agent` and the checks of an edited profile claim, with fast-check properties (any input:
  * an answer, never an exception; the checks bound what is stored).
  */

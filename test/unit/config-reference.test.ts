@@ -1,6 +1,6 @@
 /**
- * The configuration reference generated from the zod schema (src/config/reference.ts, issue 26
- * item 1): the JSON Schema fits the configs Sigil accepts, docs/configuration.md is up to date and
+ * The configuration reference generated from the zod schema (src/config/reference.ts): the JSON
+ * Schema fits the configs Sigil accepts, docs/configuration.md is up to date and
  * documents every field.
  */
 import { readFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { testConfig } from '../helpers.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
-describe('configuration reference (issue 26 item 1)', () => {
+describe('configuration reference', () => {
   it(`${REFERENCE_FILE} is what npm run docs:config generates from the schema`, () => {
     const committed = readFileSync(join(ROOT, REFERENCE_FILE), 'utf8');
     expect(committed, `${REFERENCE_FILE} is stale: run npm run docs:config`).toBe(configReference());

@@ -1,4 +1,4 @@
-/** The config loader (src/config/loader.ts, schema.ts): DESIGN §4 contract, errors with field paths. */
+/** The config loader (src/config/loader.ts, schema.ts): the config contract, errors with paths. */
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -137,7 +137,7 @@ describe('resolveConfig: sha256 secrets', () => {
   });
 });
 
-describe('resolveConfig: rateLimits and trustProxy (issue 9, items 4 and 5)', () => {
+describe('resolveConfig: rateLimits and trustProxy', () => {
   it('rateLimits: the address and identity-wide thresholds default to 5 × maxFailures, and may be set', () => {
     expect(resolveConfig({ rateLimits: { maxFailures: 3 } }).rateLimits).toEqual({
       maxFailures: 3,
@@ -344,7 +344,7 @@ describe('readConfigFile, parsePort, overridesFromEnv', () => {
   });
 });
 
-describe('resolveConfig: secrets from the environment or a file (issue 26 item 2)', () => {
+describe('resolveConfig: secrets from the environment or a file', () => {
   const { dir, cleanup } = tempDir();
   afterAll(cleanup);
 
@@ -406,7 +406,7 @@ describe('resolveConfig: secrets from the environment or a file (issue 26 item 2
   });
 });
 
-describe('resolveConfig: grant type names (issue 26 item 1)', () => {
+describe('resolveConfig: grant type names', () => {
   it('refuses a name that is neither built in nor a registered extension grant, suggesting the closest', () => {
     expect(problems({ clients: [cc({ allowedGrantTypes: ['client_credential'] })] })).toEqual([
       'clients[0].allowedGrantTypes[0]: unknown grant type "client_credential"; did you mean "client_credentials"?',
@@ -422,7 +422,7 @@ describe('resolveConfig: grant type names (issue 26 item 1)', () => {
     expect(() => resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grnat'] })] }, {}, { extensionGrants })).toThrow(/did you mean "urn:example:grant"/);
   });
 
-  it('reports the cross-field rules together with type errors in other fields (issue 26 item 1)', () => {
+  it('reports the cross-field rules together with type errors in other fields', () => {
     expect(problems({ port: 'eighty', colour: 'blue', clients: [cc({ allowedScopes: ['nope'] })] })).toEqual([
       'port: Invalid input: expected number, received string',
       'colour: unknown field',

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isEmailAddress, MAX_EMAIL_LENGTH } from '../../src/email/account-email.js';
 
-describe('isEmailAddress (the forms of issue 24)', () => {
+describe('isEmailAddress', () => {
   it('accepts ordinary addresses and refuses what cannot be one', () => {
     for (const ok of ['a@b.co', 'Erin@Example.org', 'first.last+tag@sub.example.net']) expect(isEmailAddress(ok), ok).toBe(true);
     for (const bad of ['', 'plain', '@example.org', 'a@', 'a@localhost', 'a b@example.org', 'a@b@example.org', '"Eve" <eve@example.org>', 'x@example.org\r\nBcc: y@example.org'])

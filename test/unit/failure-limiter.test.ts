@@ -1,5 +1,5 @@
 /**
- * The failure limiter's rules (issue 9, item 4): the address and the (identity, address) pair
+ * The failure limiter's rules: the address and the (identity, address) pair
  * block, the identity-wide count only delays (100 ms doubling, capped), long-secret identities are
  * not counted identity-wide. Delays are recorded by a stand-in `wait`, not timed.
  */

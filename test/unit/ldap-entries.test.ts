@@ -1,5 +1,5 @@
 /**
- * Reading LDAP entries (src/users/ldap/entries.ts) and the `userDirectories` config block (issue 22):
+ * Reading LDAP entries (src/users/ldap/entries.ts) and the `userDirectories` config block:
  * role names from group DNs (RFC 4514), objectGUID as a GUID string and back, account states, and the
  * config's refusal of clear-text binds beyond loopback.
  */

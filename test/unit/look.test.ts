@@ -1,5 +1,5 @@
 /**
- * The look and language of the pages (issue 24): the shipped catalogues are complete, a
+ * The look and language of the pages: the shipped catalogues are complete, a
  * deployment's catalogues (localesDir) merge over them and are checked at start, template
  * overrides keep the CSRF field and the escaping, the primary colour cannot inject CSS, and the
  * theme, logo and icon are served from content-addressed paths.

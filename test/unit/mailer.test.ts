@@ -4,7 +4,7 @@ import { Mailer } from '../../src/email/mailer.js';
 // Rendering only: nodemailer connects on the first send, which these tests never make.
 const mailer = new Mailer({ smtpUrl: 'smtp://127.0.0.1:1', from: 'id@acme.example', passwordReset: true, selfRegistration: false, requestsPerAddress: 10, mailsPerAccount: 3 }, 'Acme <ID>');
 
-describe('mail rendering (issue 24)', () => {
+describe('mail rendering', () => {
   it('escapes every value in the HTML part, keeps the text part plain, and names the product', () => {
     const m = mailer.render({ to: 'x@example.org', kind: 'reset', lang: 'en', link: 'https://id.example/account/reset?token=a&b="c"', values: { username: '<img src=x onerror=alert(1)>' } });
     expect(m.subject).toBe('Reset your Acme <ID> password');

@@ -1,7 +1,8 @@
 /**
  * The protocol of the failure counters a `sigil start --workers` worker keeps in the cluster primary
- * (issue 20 item 4): requests and answers matched by id, one store for every worker, a primary that
- * does not answer or a closed channel failing the call instead of hanging it. The channel here is
+ * (so the limits hold for the whole deployment): requests and answers matched by id, one store for
+ * every worker, a primary that does not answer or a closed channel failing the call instead of
+ * hanging it. The channel here is
  * node:cluster's as the worker sees it (messages copied as JSON, delivered later); test/e2e/workers.test.ts
  * runs the real one.
  */

@@ -1,5 +1,5 @@
 /**
- * Links sent by mail (issue 24): a password reset, the verification of an address, a pending
+ * Links sent by mail: a password reset, the verification of an address, a pending
  * self-registration. The handle travels only in the message; the store keeps its SHA-256
  * (`hashHandle`), so a read of the store yields no usable link. Each is single-use: `consume` is one
  * conditional update, and only a live link (not consumed, revoked or expired) is taken.

@@ -17,7 +17,7 @@ export class GrantFamilies {
   /**
    * Revokes everything a user holds, of every family: refresh tokens, reference access tokens,
    * JWT access-token marks (introspection says inactive), unused authorization and device codes
-   * (a password reset, issue 24; a user made inactive, `admin/users.ts`); returns how many rows
+   * (a password reset by mail; a user made inactive, `admin/users.ts`); returns how many rows
    * changed. Sessions are ended by the logout service, consents stay.
    */
   revokeAllOf(subjectId: string, now: number): Promise<number> {

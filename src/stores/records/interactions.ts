@@ -1,9 +1,9 @@
 /**
  * Pending authorization requests waiting for a page (login, second factor, consent, an upstream
  * provider), as `interaction` grant rows. Each is stored under the SHA-256 of a random id, bound
- * to the browser that started it (SES-05), and lives `INTERACTION_LIFETIME` seconds. Pages carry
- * only the id, never a return URL, so there is nothing to redirect openly to. The flow around
- * them (quotas, decisions, outcomes) is src/interaction/'s.
+ * to the browser that started it (another browser cannot take it over), and lives
+ * `INTERACTION_LIFETIME` seconds. Pages carry only the id, never a return URL, so there is nothing
+ * to redirect openly to. The flow around them (quotas, decisions, outcomes) is src/interaction/'s.
  */
 import type { ResponseTarget } from '../../http/authorization-response.js';
 import { hashHandle, newHandle, nowSeconds } from '../../crypto/handles.js';

@@ -2,7 +2,7 @@
  * The typed door to the grant table: one `RecordKind<T>` per record kind (its `GrantType` and the
  * shape of its `data`), the one place that builds grant rows (`newGrantRecord`) and narrows their
  * `data` from JSON to `T`. Each repository of this folder holds one or two of these and owns its
- * key derivation; nothing outside `records/` reads or writes `GrantStore` (DESIGN §3).
+ * key derivation; nothing outside `records/` reads or writes `GrantStore`.
  *
  * Narrowing is by the row's `type`: a row is handed out as a `T` only when it is of this kind, so
  * a handle of one kind presented as another (a session handle as an authorization code, say) is

@@ -1,5 +1,5 @@
 /**
- * The console's sign-in (issue 25 item 7): the console is a relying party of Sigil itself. A
+ * The console's sign-in: the console is a relying party of Sigil itself. A
  * request without a console session is sent to the authorization endpoint as the built-in public
  * client `sigil-console` (code flow, PKCE S256, `state`; the client requires a second factor, so
  * Sigil's own MFA step or enrolment runs). The callback redeems the code at the token endpoint,

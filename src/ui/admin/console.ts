@@ -1,5 +1,5 @@
 /**
- * The web console at `/admin` (issue 25 item 7; DESIGN §6): server-rendered pages over the same
+ * The web console at `/admin`: server-rendered pages over the same
  * application services as `/admin/v1` and the CLI (src/admin/, the SCIM service), never the
  * store. Every page is answered uncached and unframeable (the pages' headers), every POST needs
  * the CSRF token (403 and no change without it) and a console session (`ConsoleSession`); every

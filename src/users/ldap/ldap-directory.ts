@@ -1,5 +1,5 @@
 /**
- * The LDAP user directory (issue 22): OpenLDAP, Active Directory or any LDAPv3 server (RFC 4511).
+ * The LDAP user directory: OpenLDAP, Active Directory or any LDAPv3 server (RFC 4511).
  * A sign-in binds as the service account, searches the user by the username attribute with a
  * filter built as a value (never by pasting text into a filter string: RFC 4515 injection is
  * impossible), then binds as the user's DN with the password (RFC 4513 §5.1.3). Wrong passwords of

@@ -1,7 +1,7 @@
 /**
  * The client of an authorization request and where its answer goes (RFC 6749 §3.1.2, §4.1.2.1):
  * while the client or the redirect URI is not known good, errors are shown on Sigil's error page;
- * once `responseTarget` has returned, they go back to the client (D-02).
+ * once `responseTarget` has returned, they go back to the client.
  */
 import { OAuthError, invalidRequest } from '../../protocol/errors.js';
 import type { Params } from '../../protocol/params.js';

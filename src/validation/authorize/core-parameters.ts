@@ -39,7 +39,7 @@ export function responseModeFor(responseType: ResponseType | undefined, asked: s
   return mode;
 }
 
-/** The grant type a client needs for a response type (DESIGN §4 and the authorize issue). */
+/** The grant type a client needs for a response type (its `allowedGrantTypes` must list it). */
 function grantFor(rt: ResponseType): string {
   if (rt === 'code') return 'authorization_code';
   return rt.startsWith('code ') ? 'hybrid' : 'implicit';

@@ -1,7 +1,7 @@
 /**
  * The shapes of an authorization request's validation (RFC 6749 §4.1.1, §4.2.1; OIDC Core
  * §3.1.2.1): the valid request, where its answer travels, and the refusal that says whether the
- * error goes to the client or to Sigil's error page (RFC 6749 §4.1.2.1, D-02).
+ * error goes to the client or to Sigil's error page (RFC 6749 §4.1.2.1).
  */
 import type { OAuthError } from '../../protocol/errors.js';
 import type { Client } from '../../clients/registry.js';
