@@ -36,7 +36,7 @@ import { emailPages } from './ui/email-pages.js';
 import { devicePages } from './ui/device.js';
 import { federationRoutes } from './ui/federation.js';
 import { csrfTokenOf } from './ui/csrf.js';
-import { STYLES } from './ui/styles.js';
+import { STYLES } from './page-kit/styles.js';
 import { Params } from './protocol/params.js';
 import { RequestMetrics } from './http/metrics.js';
 import type { Tracing } from './telemetry/tracing.js';
@@ -45,7 +45,7 @@ import { cookieAttributes, cookiePath } from './http/cookies.js';
 import { notFoundPage, sendErrorPage } from './ui/error-page.js';
 import { DirectoryUnavailable } from './users/directory.js';
 import { language } from './ui/language.js';
-import { lookAssets } from './ui/look.js';
+import { lookAssets } from './page-kit/look.js';
 
 /** Largest request body accepted, in bytes (413 beyond). */
 export const BODY_LIMIT = 64 * 1024;

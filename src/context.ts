@@ -15,7 +15,7 @@ import type { DPoPVerifier } from './validation/dpop.js';
 import type { ReplayCache } from './limits/replay-cache.js';
 import type { Resources } from './resources/scopes.js';
 import type { Interactions } from './stores/records/interactions.js';
-import type { Pages } from './ui/pages.js';
+import type { Pages } from './page-kit/pages.js';
 import type { SessionService } from './users/sessions.js';
 import type { KnownBrowsers } from './users/known-browsers.js';
 import type { UpstreamProviders } from './federation/upstream.js';

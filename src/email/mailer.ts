@@ -8,7 +8,7 @@
 import { Eta } from 'eta';
 import { createTransport, type Transporter } from 'nodemailer';
 import type { Config } from '../config/schema.js';
-import { CATALOGUES, format, type Messages } from '../ui/i18n.js';
+import { CATALOGUES, format, type Messages } from '../page-kit/i18n.js';
 
 /** The messages Sigil sends, each a subject, a paragraph, a link and the "ignore this" line. */
 export type MailKind = 'reset' | 'verify' | 'register' | 'registered';

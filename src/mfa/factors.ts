@@ -23,7 +23,7 @@ import type { PendingEnrollment } from '../stores/records/mfa-enrollments.js';
 import type { PendingSignIn } from '../stores/records/mfa-pending.js';
 import type { WebAuthnCredentialStore } from '../stores/webauthn-credentials.js';
 import { nowSeconds } from '../crypto/handles.js';
-import type { Messages } from '../ui/i18n.js';
+import type { Messages } from '../page-kit/i18n.js';
 import type { Session } from '../users/sessions.js';
 
 /** What Sigil knows about one kind of factor. */

@@ -30,7 +30,7 @@ import { subjectOf, type Who } from '../mfa/second-step.js';
 import type { Session } from '../users/sessions.js';
 import { denyPage } from './outcome-pages.js';
 import { checkCsrf } from './csrf.js';
-import type { Messages } from './i18n.js';
+import type { Messages } from '../page-kit/i18n.js';
 import { securityKeyStep } from './passkeys.js';
 import { refused } from './attempts.js';
 import { originOf } from '../http/request.js';

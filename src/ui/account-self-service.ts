@@ -25,9 +25,9 @@ import type { Session } from '../users/sessions.js';
 import { refused } from './attempts.js';
 import { checkCsrf } from './csrf.js';
 import { sendErrorPage } from './error-page.js';
-import { format, type Messages } from './i18n.js';
+import { format, type Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
-import { allowFrames } from './pages.js';
+import { allowFrames } from '../page-kit/pages.js';
 import { describeUserAgent } from './user-agent.js';
 
 const BACK = `<p><a href="<%= it.base %>/account"><%= it.t.accountBack %></a></p>`;

@@ -17,8 +17,8 @@ import { Params } from '../protocol/params.js';
 import { grantConsent, mayRememberConsent, resume } from '../interaction/outcomes.js';
 import { denyPage } from './outcome-pages.js';
 import { checkCsrf } from './csrf.js';
-import { allowImagesFrom } from './pages.js';
-import { format } from './i18n.js';
+import { allowImagesFrom } from '../page-kit/pages.js';
+import { format } from '../page-kit/i18n.js';
 
 /** Registers `/consent` (GET shows, POST answers). */
 export function consentPage(app: FastifyInstance, ctx: SigilContext): void {

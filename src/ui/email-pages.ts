@@ -21,7 +21,7 @@ import { Params } from '../protocol/params.js';
 import { PASSWORD_PROBLEM_TEXTS, type PasswordProblem } from '../users/password-policy.js';
 import { checkCsrf } from './csrf.js';
 import { sendErrorPage } from './error-page.js';
-import type { Messages } from './i18n.js';
+import type { Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
 
 /** Longest handle accepted from a link (ours are 43 characters). */

@@ -8,7 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import type { OAuthError } from '../protocol/errors.js';
 import { DirectoryUnavailable } from '../users/directory.js';
-import type { Messages } from './i18n.js';
+import type { Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
 
 /** The plain-words text of each OAuth error code (RFC 6749 §4.1.2.1, §5.2; RFC 9101 §6.2; RFC 9126 §2.3); others get `errorIntro`. */

@@ -5,7 +5,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
 import { browserOf } from '../interaction/browser.js';
-import type { Locales } from './i18n.js';
+import type { Locales } from '../page-kit/i18n.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

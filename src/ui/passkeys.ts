@@ -30,7 +30,7 @@ import type { WebAuthnPending } from '../mfa/passkey-ceremonies.js';
 import type { User } from '../users/users.js';
 import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { checkCsrf } from './csrf.js';
-import { PASSKEYS_SCRIPT } from './passkeys-pages.js';
+import { PASSKEYS_SCRIPT } from '../page-kit/passkeys-pages.js';
 import { refused } from './attempts.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 

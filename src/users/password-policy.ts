@@ -26,7 +26,7 @@
 import { ZxcvbnFactory } from '@zxcvbn-ts/core';
 import * as common from '@zxcvbn-ts/language-common';
 import * as english from '@zxcvbn-ts/language-en';
-import type { Messages } from '../ui/i18n.js';
+import type { Messages } from '../page-kit/i18n.js';
 
 /** Fewest code points of a chosen password (NIST SP 800-63B-4 §3.1.1.2). */
 export const MIN_PASSWORD_LENGTH = 8;

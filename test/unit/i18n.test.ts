@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CATALOGUES, pickLocale } from '../../src/ui/i18n.js';
+import { CATALOGUES, pickLocale } from '../../src/page-kit/i18n.js';
 import { formishText, unicodeText } from './arbitraries.js';
 
 const SUPPORTED = Object.keys(CATALOGUES);

@@ -57,6 +57,21 @@ describe('the layering rule', () => {
     expect(result.output).toContain('src/crypto/handles.ts → src/endpoints/token.ts');
   });
 
+  it('fails on an import from a service into any module of src/ui/, and passes one into src/page-kit/', async () => {
+    const up = await check({
+      'src/email/mailer.ts': "import type { Messages } from '../ui/i18n.js';\nexport type Mail = Messages;\n",
+      'src/ui/i18n.ts': 'export type Messages = { signIn: string };\n',
+    });
+    expect(up.failed).toBe(true);
+    expect(up.output).toContain('no-upward-import: application services');
+    expect(up.output).toContain('src/email/mailer.ts → src/ui/i18n.ts');
+    const down = await check({
+      'src/email/mailer.ts': "import type { Messages } from '../page-kit/i18n.js';\nexport type Mail = Messages;\n",
+      'src/page-kit/i18n.ts': 'export type Messages = { signIn: string };\n',
+    });
+    expect(down).toMatchObject({ failed: false });
+  });
+
   it('fails on a loop of type-only imports inside one layer', async () => {
     const result = await check({
       'src/ui/account.ts': "import type { Device } from './device.js';\nexport interface Account { device?: Device }\n",

@@ -10,9 +10,9 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config/loader.js';
 import { configSchema } from '../../src/config/schema.js';
-import { CATALOGUES, loadLocales, placeholders } from '../../src/ui/i18n.js';
-import { DEFAULT_LOOK, loadLook, themeColours } from '../../src/ui/look.js';
-import { Pages, templateProblems } from '../../src/ui/pages.js';
+import { CATALOGUES, loadLocales, placeholders } from '../../src/page-kit/i18n.js';
+import { DEFAULT_LOOK, loadLook, themeColours } from '../../src/page-kit/look.js';
+import { Pages, templateProblems } from '../../src/page-kit/pages.js';
 import { tempDir } from '../helpers.js';
 
 const cleanups: (() => void)[] = [];

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { describePasswordProblems, MAX_PASSWORD_LENGTH, PASSWORD_PROBLEM_TEXTS, passwordProblems } from '../../src/users/password-policy.js';
-import { CATALOGUES } from '../../src/ui/i18n.js';
+import { CATALOGUES } from '../../src/page-kit/i18n.js';
 
 const context = { username: 'alice', productName: 'Acme ID' };
 

@@ -8,7 +8,7 @@ import { AdminError, type ItemKind, type ItemRef, type RefusalReason } from '../
 import type { SigilContext } from '../../context.js';
 import type { Params } from '../../protocol/params.js';
 import { ScimError } from '../../protocol/scim-filter.js';
-import { format, type Messages } from '../i18n.js';
+import { format, type Messages } from '../../page-kit/i18n.js';
 import type { ConsoleCaller } from './console-session.js';
 
 /**

@@ -12,7 +12,7 @@ import { DEFAULT_SECRET_GRACE_SECONDS } from '../../admin/clients.js';
 import type { ManagedKind, ResourceView } from '../../admin/resources.js';
 import { single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
-import { format, type Messages } from '../i18n.js';
+import { format, type Messages } from '../../page-kit/i18n.js';
 import { type Console, KIND_LABELS, type Refusal } from './console-page.js';
 
 /** How a form field reads and writes a setting: one line, space-separated words, one item per line, a write-only secret, a checkbox. */

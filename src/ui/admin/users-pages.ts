@@ -10,7 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AdminError } from '../../admin/errors.js';
 import { queryString, single } from '../../http/fields.js';
 import { GROUP_SCHEMA, PATCH_OP, USER_SCHEMA } from '../../scim/schemas.js';
-import { format } from '../i18n.js';
+import { format } from '../../page-kit/i18n.js';
 import type { Console } from './console-page.js';
 import type { ConsoleCaller } from './console-session.js';
 
