@@ -1,6 +1,6 @@
 /**
  * Mail through SMTP (config `email`), with nodemailer: every message is text plus HTML,
- * in the reader's language (the catalogues of `ui/i18n.ts`), named after the product
+ * in the reader's language (the catalogues of `page-kit/i18n.ts`), named after the product
  * (`config/product-name.ts`). The HTML is rendered by Eta with auto-escaping, as the pages are:
  * addresses, usernames and links never reach the markup unescaped. TLS follows the URL: `smtps://`
  * from the first byte, `smtp://` upgraded with STARTTLS when the server offers it (nodemailer).

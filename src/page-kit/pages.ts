@@ -234,7 +234,7 @@ export class Pages {
     this.register('logout', LOGOUT);
     this.register('device', DEVICE);
     this.register('signed_out', SIGNED_OUT);
-    // Passkey and security key pages: src/ui/passkeys-pages.ts.
+    // Passkey and security key pages: src/page-kit/passkeys-pages.ts.
     for (const [name, template] of Object.entries(PASSKEY_TEMPLATES)) this.register(name, template);
   }
 

@@ -82,4 +82,4 @@ ul.client-links a { display: inline-block; padding: .5rem 0; }
   h1 { font-size: 1.375rem; }
 }
 @media (forced-colors: active) { .brand::before { background: CanvasText; } ul.scopes li::before { color: CanvasText; } }
-${/* passkey pages: src/ui/passkeys-pages.ts */ PASSKEY_STYLES}`;
+${/* passkey pages: src/page-kit/passkeys-pages.ts */ PASSKEY_STYLES}`;

@@ -36,7 +36,7 @@ export const MAX_PASSWORD_LENGTH = 256;
 /** Why a password is refused; pages show each with its text, `PASSWORD_PROBLEM_TEXTS`. */
 export type PasswordProblem = 'too_short' | 'too_long' | 'common' | 'guessable' | 'contains_username' | 'contains_product_name';
 
-/** The page text (a key of the catalogues of `ui/i18n.ts`) that explains each problem. */
+/** The page text (a key of the catalogues of `page-kit/i18n.ts`) that explains each problem. */
 export const PASSWORD_PROBLEM_TEXTS = {
   too_short: 'passwordTooShort',
   too_long: 'passwordTooLong',

@@ -1,5 +1,5 @@
 /**
- * The page language (`pickLocale`, src/ui/i18n.ts): `ui_locales` in its order of preference (OIDC
+ * The page language (`pickLocale`, src/page-kit/i18n.ts): `ui_locales` in its order of preference (OIDC
  * Core §3.1.2.1), else `Accept-Language` by its q-values (RFC 9110 §12.5.4), else English.
  */
 import fc from 'fast-check';
