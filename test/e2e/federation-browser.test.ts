@@ -157,7 +157,8 @@ function upstreamConfig(downIssuer: string): ConfigInput {
  */
 function downstreamConfig(upIssuer: string, deadPort: number, cbUrl: string): ConfigInput {
   const base = testConfig();
-  const browserClient = { allowedGrantTypes: ['authorization_code'], redirectUris: [`${cbUrl}/cb`], requirePkce: true };
+  // http://rp.test, the browser fixture's relying party: plain http off loopback (development).
+  const browserClient = { allowedGrantTypes: ['authorization_code'], redirectUris: [`${cbUrl}/cb`], allowHttpRedirectUris: true, requirePkce: true };
   return {
     ...base,
     logLevel: 'warn',

@@ -39,6 +39,8 @@ function logoutConfig(cb: string): ConfigInput {
     allowedGrantTypes: ['implicit'],
     allowedScopes: ['openid'],
     redirectUris: [`${cb}/cb`],
+    // http://rp.test, the browser fixture's relying party: plain http off loopback (development).
+    allowHttpRedirectUris: true,
     frontChannelLogoutUri: `${loopback(cb)}/fc2?app=2`,
   });
   return { ...base, clients };

@@ -31,6 +31,8 @@ beforeAll(async () => {
           allowedScopes: ['openid', 'profile', 'api1', 'offline_access'],
           allowOfflineAccess: true,
           redirectUris: [`${cb}/cb`],
+          // http://rp.test, the browser fixture's relying party: plain http off loopback (development).
+          allowHttpRedirectUris: true,
         },
       ],
     };
