@@ -46,7 +46,7 @@ export interface PresentedCredentials {
   assertion?: string;
 }
 
-/** What `authenticateClient` needs of a Sigil instance (`SigilContext` has all of it). */
+/** What `authenticateClient` needs of a Sigil instance (`Services` has all of it). */
 export interface ClientAuthServices {
   clients: ClientRegistry;
   limiter: FailureLimiter;

@@ -19,7 +19,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import { type ClientView, DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin/clients.js';
 import { apiResource, apiScope, clientSchema, identityProvider, identityResource } from '../config/schema.js';
@@ -30,6 +30,10 @@ import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { noStore } from '../http/request.js';
 import { type Caller, requireScope, sendTokenError } from './protected-resource.js';
+import type { ProtectedResourceEndpointServices } from './protected-resource.js';
+
+/** The services this module uses. */
+export type AdminApiEndpointServices = Pick<Services, 'basePath' | 'events' | 'issuer' | 'management'> & ProtectedResourceEndpointServices;
 
 /** Where the API is mounted, below the issuer's path. */
 export const ADMIN_API_PATH = '/admin/v1';
@@ -108,11 +112,11 @@ interface Route {
   response?: z.ZodType;
   /** Success is 201 Created (a POST that creates an item), not 200. */
   created?: boolean;
-  handle(ctx: SigilContext, caller: Caller, params: Params, body: unknown, request: FastifyRequest): Promise<Answer>;
+  handle(ctx: AdminApiEndpointServices, caller: Caller, params: Params, body: unknown, request: FastifyRequest): Promise<Answer>;
 }
 
 /** The audited changes (src/admin/audited-changes.ts) of one caller of the API. */
-function changes(ctx: SigilContext, caller: Caller): AuditedChanges {
+function changes(ctx: AdminApiEndpointServices, caller: Caller): AuditedChanges {
   return new AuditedChanges(ctx.management, { events: ctx.events, endpoint: ADMIN_API_PATH, actor: caller });
 }
 
@@ -426,7 +430,7 @@ function pathParams(route: Route, request: FastifyRequest): Params {
 }
 
 /** The OpenAPI 3.1 document of the API, built from `ROUTES` and their zod schemas (draft 2020-12, as OAS 3.1 uses). */
-export function openApiDocument(ctx: SigilContext): Record<string, unknown> {
+export function openApiDocument(ctx: AdminApiEndpointServices): Record<string, unknown> {
   const json = (schema: z.ZodType, io: 'input' | 'output') => z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' });
   const problemContent = { 'application/problem+json': { schema: json(problem, 'output') } };
   const paths: Record<string, Record<string, unknown>> = {
@@ -478,7 +482,7 @@ export function adminRoutes(): { method: string; url: string }[] {
  * Registers /admin/v1 and its OpenAPI document on `app` (an encapsulated context of its own:
  * JSON body parsers apply to these routes only).
  */
-export async function adminApiEndpoints(app: FastifyInstance, ctx: SigilContext): Promise<void> {
+export async function adminApiEndpoints(app: FastifyInstance, ctx: AdminApiEndpointServices): Promise<void> {
   await app.register(async (api) => {
     api.removeAllContentTypeParsers();
     const parseJson = (_req: FastifyRequest, body: string, done: (err: Error | null, value?: unknown) => void) => {

@@ -6,7 +6,7 @@
  * `/connect/authorize/resume?interaction=<id>`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { browserOf, sessionOf } from '../interaction/browser.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
@@ -26,10 +26,22 @@ import { decisionFacts } from '../interaction/facts.js';
 import { type Pending, pendingRequest, takeInteractionQuota } from '../interaction/interactions.js';
 import type { AuthorizationCodeData } from '../stores/records/authorization-codes.js';
 import { originOf } from '../http/request.js';
+import type { ResponseDelivery } from '../http/authorization-response.js';
+import type { AuthorizeValidationServices } from '../validation/authorize/services.js';
+import type { FactsServices } from '../interaction/facts.js';
+import type { InteractionsServices } from '../interaction/interactions.js';
+import type { ErrorPageServices } from '../ui/error-page.js';
+import type { BrowserServices } from '../interaction/browser.js';
+
+/** The authorization endpoint (RFC 6749 §3.1). */
+export const AUTHORIZE_PATH = '/connect/authorize';
+
+/** The services this module uses. */
+export type AuthorizeEndpointServices = Pick<Services, 'basePath' | 'events' | 'interactions' | 'logout' | 'resources' | 'sessions' | 'store' | 'tokens' | 'users'> & AuthorizeValidationServices & BrowserServices & ErrorPageServices & FactsServices & InteractionsServices & ResponseDelivery;
 
 /** Registers `/connect/authorize` (GET, POST) and `/connect/authorize/resume` (GET). */
-export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void {
-  browserEndpoint(app, ctx, '/connect/authorize', (request, reply, params) => authorize(ctx, request, reply, params, undefined));
+export function authorizeEndpoint(app: FastifyInstance, ctx: AuthorizeEndpointServices): void {
+  browserEndpoint(app, ctx, AUTHORIZE_PATH, (request, reply, params) => authorize(ctx, request, reply, params, undefined));
 
   app.get('/connect/authorize/resume', async (request, reply) => {
     const id = (request.query as Record<string, unknown>).interaction;
@@ -41,7 +53,7 @@ export function authorizeEndpoint(app: FastifyInstance, ctx: SigilContext): void
 }
 
 async function authorize(
-  ctx: SigilContext,
+  ctx: AuthorizeEndpointServices,
   request: FastifyRequest,
   reply: FastifyReply,
   params: Params,
@@ -119,7 +131,7 @@ async function authorize(
  * answers and nothing is stored.
  */
 async function toPage(
-  ctx: SigilContext,
+  ctx: AuthorizeEndpointServices,
   request: FastifyRequest,
   reply: FastifyReply,
   req: AuthorizeRequest,
@@ -147,7 +159,7 @@ async function toPage(
  * (browser-allowed clients only, no refresh token), an identity token with `nonce`, `at_hash`,
  * `c_hash` (OIDC Core §3.3.2.11).
  */
-async function issue(ctx: SigilContext, req: AuthorizeRequest, subject: Subject, scopes: string[]): Promise<Record<string, string>> {
+async function issue(ctx: AuthorizeEndpointServices, req: AuthorizeRequest, subject: Subject, scopes: string[]): Promise<Record<string, string>> {
   const now = nowSeconds();
   const parts = req.responseType.split(' ');
   const familyId = newFamilyId();

@@ -4,12 +4,16 @@
  * redirects while nothing about the client is known good.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
 import { browserParams, methodNotAllowed } from '../http/request.js';
 import { language } from '../ui/language.js';
 import { sendErrorPage } from '../ui/error-page.js';
+import type { ErrorPageServices } from '../ui/error-page.js';
+
+/** The services this module uses. */
+export type BrowserEndpointServices = ErrorPageServices;
 
 /**
  * Registers a browser endpoint (authorize, end session): GET with the query and POST with a form,
@@ -18,7 +22,7 @@ import { sendErrorPage } from '../ui/error-page.js';
  */
 export function browserEndpoint(
   app: FastifyInstance,
-  ctx: SigilContext,
+  ctx: BrowserEndpointServices,
   url: string,
   handle: (request: FastifyRequest, reply: FastifyReply, params: Params) => Promise<FastifyReply>,
 ): void {

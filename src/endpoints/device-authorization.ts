@@ -7,7 +7,8 @@
  * §4) and nothing is stored.
  */
 import type { FastifyInstance } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
+import { DEVICE_CODE_GRANT } from '../grants/device-code.js';
 import { OAuthError } from '../protocol/errors.js';
 import { credentialSource, formBody, noStore, sendOAuthError } from '../http/request.js';
 import { newHandle, nowSeconds } from '../crypto/handles.js';
@@ -16,19 +17,24 @@ import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { validateScopes } from '../resources/scopes.js';
 import { formatUserCode, generateUserCode } from '../validation/user-code.js';
 import { userCodeKey, type DeviceCodeData } from '../stores/records/device-codes.js';
+import type { ClientAuthServices } from '../clients/authentication.js';
 
-/** The device grant type (RFC 8628 §3.4). */
-export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+/** The device authorization endpoint (RFC 8628 §3.1). */
+export const DEVICE_AUTHORIZATION_PATH = '/connect/deviceauthorization';
+
+/** The services this module uses. */
+export type DeviceAuthorizationEndpointServices = Pick<Services, 'config' | 'issuer' | 'limiter' | 'resources' | 'store'> & ClientAuthServices;
+
 
 /** Registers `/connect/deviceauthorization` (anything but a form POST: 400 invalid_request). */
-export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: DeviceAuthorizationEndpointServices): void {
   app.route({
     method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
-    url: '/connect/deviceauthorization',
+    url: DEVICE_AUTHORIZATION_PATH,
     handler: async (request, reply) => {
       try {
         const params = formBody(request, 'invalid_request');
-        const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, '/connect/deviceauthorization');
+        const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, DEVICE_AUTHORIZATION_PATH);
         if (!client.allowedGrantTypes.includes(DEVICE_CODE_GRANT))
           throw new OAuthError('unauthorized_client', 'the client may not use the device flow');
         const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');
@@ -67,7 +73,7 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
 }
 
 /** Stores a fresh user code that no live device code uses; returns it in canonical form. */
-async function storeUserCode(ctx: SigilContext, clientId: string, deviceKey: string, now: number, expiresAt: number): Promise<string> {
+async function storeUserCode(ctx: DeviceAuthorizationEndpointServices, clientId: string, deviceKey: string, now: number, expiresAt: number): Promise<string> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const code = generateUserCode();
     const existing = await ctx.store.records.deviceCodes.findUserCode(code);

@@ -6,15 +6,17 @@
  * from the request (RFC 9700 §4.13); only what is implemented is advertised.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { ASSERTION_ALGORITHMS } from '../config/schema.js';
 import { methodNotAllowed } from '../http/request.js';
 import { attainableAcrs } from '../users/acr.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../resources/scopes.js';
 import { DPOP_ALGORITHMS } from '../validation/dpop.js';
-import { REGISTRATION_PATH } from './registration.js';
 import { REQUEST_OBJECT_ASYMMETRIC, REQUEST_OBJECT_SYMMETRIC } from '../validation/request-object.js';
+
+/** The services this module uses. */
+export type DiscoveryEndpointServices = Pick<Services, 'basePath' | 'clients' | 'config' | 'issuer' | 'keys' | 'resources' | 'upstream'>;
 
 /** The methods of confidential clients (RFC 6749 §2.3.1; OIDC Core §9). */
 const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'] as const;
@@ -25,8 +27,9 @@ const MAX_AGE = 300;
 /**
  * Builds the discovery document of a Sigil instance (OpenID Connect Discovery 1.0 §3, RFC 8414 §2).
  * @param grantTypes every grant type the token endpoint handles; the document lists those some client may use
+ * @param endpoints the route table's endpoint fields (`token_endpoint` → `/connect/token`), paths below the issuer's
  */
-export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string[]): Record<string, unknown> {
+export function discoveryDocument(ctx: DiscoveryEndpointServices, grantTypes: readonly string[], endpoints: Readonly<Record<string, string>>): Record<string, unknown> {
   const base = ctx.issuer;
   const clients = ctx.clients.all();
   // Clients of metadata documents (draft-ietf-oauth-client-id-metadata-document) use the code flow and refresh tokens.
@@ -48,14 +51,9 @@ export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string
   const scopes = ctx.resources.allScopeNames().filter((s) => s !== OFFLINE_ACCESS || documents || clients.some((c) => c.allowOfflineAccess));
   return {
     issuer: base,
-    jwks_uri: `${base}/.well-known/openid-configuration/jwks`,
-    authorization_endpoint: `${base}/connect/authorize`,
-    token_endpoint: `${base}/connect/token`,
-    userinfo_endpoint: `${base}/connect/userinfo`,
-    introspection_endpoint: `${base}/connect/introspect`,
-    revocation_endpoint: `${base}/connect/revocation`,
-    end_session_endpoint: `${base}/connect/endsession`,
-    device_authorization_endpoint: `${base}/connect/deviceauthorization`,
+    jwks_uri: `${base}${JWKS_PATH}`,
+    // The endpoints of the route table (authorization, token, userinfo, ... registration when served).
+    ...Object.fromEntries(Object.entries(endpoints).map(([field, path]) => [field, `${base}${path}`])),
     scopes_supported: scopes,
     claims_supported: [...claims],
     grant_types_supported: usedGrantTypes,
@@ -68,7 +66,6 @@ export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string
     introspection_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
     revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, 'none'],
     revocation_endpoint_auth_signing_alg_values_supported: [...ASSERTION_ALGORITHMS],
-    pushed_authorization_request_endpoint: `${base}/connect/par`,
     require_pushed_authorization_requests: ctx.config.requirePushedAuthorizationRequests,
     id_token_signing_alg_values_supported: ctx.keys.algorithms,
     code_challenge_methods_supported: clients.some((c) => c.allowPlainTextPkce) ? ['S256', 'plain'] : ['S256'],
@@ -88,14 +85,15 @@ export function discoveryDocument(ctx: SigilContext, grantTypes: readonly string
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
     // draft-ietf-oauth-client-id-metadata-document §6 (also in the RFC 8414 document built here).
     client_id_metadata_document_supported: documents,
-    // RFC 7591 §3, RFC 8414 §2: advertised only where registration is served.
-    ...(ctx.config.registration.enabled ? { registration_endpoint: `${base}${REGISTRATION_PATH}` } : {}),
   };
 }
 
-const DISCOVERY_PATH = '/.well-known/openid-configuration';
-const METADATA_PATH = '/.well-known/oauth-authorization-server';
-const JWKS_PATH = '/.well-known/openid-configuration/jwks';
+/** OpenID Connect Discovery 1.0 §4. */
+export const DISCOVERY_PATH = '/.well-known/openid-configuration';
+/** RFC 8414 §3, below the issuer's path. */
+export const METADATA_PATH = '/.well-known/oauth-authorization-server';
+/** The JWKS (RFC 7517 §5), the document's `jwks_uri`. */
+export const JWKS_PATH = '/.well-known/openid-configuration/jwks';
 
 /**
  * The discovery document's handler: the document depends on the clients (grant types, PKCE
@@ -104,11 +102,11 @@ const JWKS_PATH = '/.well-known/openid-configuration/jwks';
  * one builder (RFC 8414 §2 is the superset OIDC Discovery §3 registers into), so they can never
  * disagree.
  */
-function documentHandler(ctx: SigilContext, grantTypes: readonly string[]): (request: unknown, reply: FastifyReply) => Promise<FastifyReply> {
+function documentHandler(ctx: DiscoveryEndpointServices, grantTypes: readonly string[], endpoints: Readonly<Record<string, string>>): (request: unknown, reply: FastifyReply) => Promise<FastifyReply> {
   let cached = { version: '', document: '' };
   return async (_request, reply) => {
     const version = `${ctx.clients.version}.${ctx.resources.version}.${ctx.upstream.version}`;
-    if (cached.version !== version) cached = { version, document: JSON.stringify(discoveryDocument(ctx, grantTypes)) };
+    if (cached.version !== version) cached = { version, document: JSON.stringify(discoveryDocument(ctx, grantTypes, endpoints)) };
     return reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(cached.document);
   };
 }
@@ -120,8 +118,8 @@ function documentHandler(ctx: SigilContext, grantTypes: readonly string[]): (req
  * For an issuer with a path, RFC 8414 §3.1's own location is at the host's root: see
  * `pathInsertedMetadataEndpoint`.
  */
-export function discoveryEndpoints(app: FastifyInstance, ctx: SigilContext, grantTypes: readonly string[]): void {
-  const document = documentHandler(ctx, grantTypes);
+export function discoveryEndpoints(app: FastifyInstance, ctx: DiscoveryEndpointServices, grantTypes: readonly string[], endpoints: Readonly<Record<string, string>>): void {
+  const document = documentHandler(ctx, grantTypes, endpoints);
   for (const url of [DISCOVERY_PATH, METADATA_PATH]) app.get(url, document);
   app.get(JWKS_PATH, async (_request, reply) =>
     reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(ctx.keys.jwks()),
@@ -137,8 +135,8 @@ export function discoveryEndpoints(app: FastifyInstance, ctx: SigilContext, gran
  * The standalone server does (its listener is Sigil's alone); a host app mounting `sigilPlugin`
  * under a path routes that URL itself (README, "Sigil inside your app").
  */
-export function pathInsertedMetadataEndpoint(app: FastifyInstance, ctx: SigilContext, grantTypes: readonly string[]): void {
+export function pathInsertedMetadataEndpoint(app: FastifyInstance, ctx: DiscoveryEndpointServices, grantTypes: readonly string[], endpoints: Readonly<Record<string, string>>): void {
   const url = `${METADATA_PATH}${ctx.basePath}`;
-  app.get(url, documentHandler(ctx, grantTypes));
+  app.get(url, documentHandler(ctx, grantTypes, endpoints));
   app.route({ method: ['POST', 'PUT', 'DELETE', 'PATCH'], url, handler: methodNotAllowed('GET') });
 }

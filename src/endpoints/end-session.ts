@@ -8,7 +8,7 @@
  * else asks the user first on the logout page (§2, ASVS 10.6.2), which carries the request along.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { sessionOf, signOut } from '../interaction/browser.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
@@ -19,13 +19,24 @@ import { sendErrorPage } from '../ui/error-page.js';
 import { language } from '../ui/language.js';
 import { single } from '../http/fields.js';
 import { browserEndpoint } from './browser-endpoint.js';
+import type { LogoutRequestServices } from '../logout/logout-request.js';
+import type { SignedOutPageServices } from '../ui/signed-out.js';
+import type { AccountPageServices } from '../ui/account.js';
+import type { ErrorPageServices } from '../ui/error-page.js';
+import type { BrowserServices } from '../interaction/browser.js';
+
+/** The end session endpoint (OIDC RP-Initiated Logout §2). */
+export const END_SESSION_PATH = '/connect/endsession';
+
+/** The services this module uses. */
+export type EndSessionEndpointServices = AccountPageServices & BrowserServices & ErrorPageServices & LogoutRequestServices & SignedOutPageServices;
 
 /** Registers `/connect/endsession`. */
-export function endSessionEndpoint(app: FastifyInstance, ctx: SigilContext): void {
-  browserEndpoint(app, ctx, '/connect/endsession', (request, reply, params) => endSession(ctx, request, reply, params));
+export function endSessionEndpoint(app: FastifyInstance, ctx: EndSessionEndpointServices): void {
+  browserEndpoint(app, ctx, END_SESSION_PATH, (request, reply, params) => endSession(ctx, request, reply, params));
 }
 
-async function endSession(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, params: Params): Promise<FastifyReply> {
+async function endSession(ctx: EndSessionEndpointServices, request: FastifyRequest, reply: FastifyReply, params: Params): Promise<FastifyReply> {
   const lang = language(request, single(params, 'ui_locales'));
   let req;
   try {

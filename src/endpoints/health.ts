@@ -3,10 +3,13 @@
  * served by the management listener instead (`http/metrics.ts`).
  */
 import type { FastifyInstance } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
+
+/** The services this module uses. */
+export type HealthEndpointServices = Pick<Services, 'log' | 'store'>;
 
 /** Registers `/healthz` and `/readyz`. */
-export function healthEndpoints(app: FastifyInstance, ctx: SigilContext): void {
+export function healthEndpoints(app: FastifyInstance, ctx: HealthEndpointServices): void {
   app.get('/healthz', async (_request, reply) => reply.header('cache-control', 'no-store').send({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
     try {

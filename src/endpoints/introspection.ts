@@ -4,18 +4,25 @@
  * whose audience includes it; a client sees tokens issued to it. Anything else is `{"active":false}`.
  */
 import type { FastifyInstance } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, methodNotAllowed, noStore, originOf, sendOAuthError } from '../http/request.js';
 import { findToken, type FoundToken } from '../tokens/lookup.js';
 import { boundKey, userSubjectOf } from '../tokens/tokens.js';
 import { authenticateApiResource, authenticateClient, findCredentials, invalidClient } from '../clients/authentication.js';
+import type { ClientAuthServices } from '../clients/authentication.js';
+
+/** The introspection endpoint (RFC 7662 §2). */
+export const INTROSPECTION_PATH = '/connect/introspect';
+
+/** The services this module uses. */
+export type IntrospectionEndpointServices = Pick<Services, 'apiSecrets' | 'clients' | 'events' | 'issuer' | 'limiter' | 'resources' | 'store' | 'tokens' | 'users'> & ClientAuthServices;
 
 type Caller = { kind: 'api'; name: string } | { kind: 'client'; clientId: string };
 
 /** Registers `/connect/introspect` (POST form; other methods 405, other bodies 415). */
-export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): void {
-  app.post('/connect/introspect', async (request, reply) => {
+export function introspectionEndpoint(app: FastifyInstance, ctx: IntrospectionEndpointServices): void {
+  app.post(INTROSPECTION_PATH, async (request, reply) => {
     try {
       const params = formBody(request, 'status');
       const source = credentialSource(request, params);
@@ -25,7 +32,7 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       const api = await authenticateApiResource(presented, ctx.apiSecrets, ctx.limiter, request.ip);
       if (api !== undefined) caller = { kind: 'api', name: api };
       else {
-        const { client } = await authenticateClient(source, ctx, request.ip, '/connect/introspect');
+        const { client } = await authenticateClient(source, ctx, request.ip, INTROSPECTION_PATH);
         if (client.isPublic) throw invalidClient('public clients cannot introspect');
         caller = { kind: 'client', clientId: client.clientId };
       }
@@ -50,10 +57,10 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: SigilContext): 
       return sendOAuthError(reply, err);
     }
   });
-  app.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH'], url: '/connect/introspect', handler: methodNotAllowed('POST') });
+  app.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH'], url: INTROSPECTION_PATH, handler: methodNotAllowed('POST') });
 }
 
-function audiences(ctx: SigilContext, found: FoundToken): string[] {
+function audiences(ctx: IntrospectionEndpointServices, found: FoundToken): string[] {
   if (found.kind === 'refresh_token') return ctx.resources.audiences(found.data.scopes);
   const aud = found.token.claims.aud;
   return aud === undefined ? [] : Array.isArray(aud) ? aud : [aud];
@@ -64,13 +71,13 @@ function audiences(ctx: SigilContext, found: FoundToken): string[] {
  * made inactive (SCIM `active: false`, or by the profile service's `isActive`, which
  * `findBySubject` folds in) has no active tokens (RFC 7662 §2.2 `active`).
  */
-async function userActive(ctx: SigilContext, found: FoundToken): Promise<boolean> {
+async function userActive(ctx: IntrospectionEndpointServices, found: FoundToken): Promise<boolean> {
   const sub = found.kind === 'refresh_token' ? found.data.subject.subjectId : userSubjectOf(found.token.claims);
   if (sub === undefined) return true;
   return (await ctx.users.findBySubject(sub))?.isActive === true;
 }
 
-function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolean {
+function visibleTo(ctx: IntrospectionEndpointServices, found: FoundToken, caller: Caller): boolean {
   // An API resource sees only access tokens it is an audience of, never refresh tokens.
   if (caller.kind === 'api') return found.kind === 'access_token' && audiences(ctx, found).includes(caller.name);
   const owner = found.kind === 'refresh_token' ? found.row.clientId : found.token.claims.client_id;
@@ -78,7 +85,7 @@ function visibleTo(ctx: SigilContext, found: FoundToken, caller: Caller): boolea
 }
 
 /** The active response of RFC 7662 §2.2. */
-function describe(ctx: SigilContext, found: FoundToken): Record<string, unknown> {
+function describe(ctx: IntrospectionEndpointServices, found: FoundToken): Record<string, unknown> {
   if (found.kind === 'access_token') {
     // RFC 7662 §2.2: token_type as in RFC 6749 §5.1; RFC 9449 §6.2: `cnf` (among the claims)
     // and token_type DPoP for a DPoP-bound token, so a resource server can check the binding.

@@ -13,7 +13,7 @@
  * authorization requests do (`pendingLimits.interactionsPerAddress`).
  */
 import type { FastifyInstance } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, headerValues, noStore, originOf, sendOAuthError } from '../http/request.js';
 import { nowSeconds } from '../crypto/handles.js';
@@ -21,16 +21,24 @@ import { AuthorizeError, validateAuthorizeRequest } from '../validation/authoriz
 import { authenticateClient } from '../clients/authentication.js';
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
+import type { ClientAuthServices } from '../clients/authentication.js';
+import type { AuthorizeValidationServices } from '../validation/authorize/services.js';
+
+/** The pushed authorization request endpoint (RFC 9126 §2). */
+export const PAR_PATH = '/connect/par';
+
+/** The services this module uses. */
+export type ParEndpointServices = Pick<Services, 'config' | 'dpop' | 'events' | 'issuer' | 'limiter' | 'store'> & AuthorizeValidationServices & ClientAuthServices;
 
 /** Registers `/connect/par` (anything but a form POST: 400 `invalid_request`). */
-export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: ParEndpointServices): void {
   app.route({
     method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
-    url: '/connect/par',
+    url: PAR_PATH,
     handler: async (request, reply) => {
       try {
         const params = formBody(request, 'invalid_request');
-        const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, '/connect/par');
+        const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, PAR_PATH);
         // RFC 9126 §2.1: a pushed request cannot itself reference one.
         if (params.has('request_uri')) throw invalidRequest('request_uri is not allowed in a pushed authorization request');
         if (client.isPublic) {
@@ -54,7 +62,7 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: SigilCont
         // RFC 9449 §10.1: a DPoP proof sent with the push binds the code to its key; with
         // dpop_jkt as well, both must name the same key. Checked after the request is valid, so
         // that a refused request uses up no proof.
-        const proof = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: 'POST', url: `${ctx.issuer}/connect/par` }, nowSeconds(), dpopAlgorithmsFor(client));
+        const proof = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: 'POST', url: `${ctx.issuer}${PAR_PATH}` }, nowSeconds(), dpopAlgorithmsFor(client));
         if (proof) {
           const named = validated.params.dpop_jkt;
           if (named !== undefined && named !== proof.jkt) throw invalidRequest('dpop_jkt does not match the key of the DPoP proof (RFC 9449 §10.1)');

@@ -5,7 +5,7 @@
  * or RFC 9449 §7.1.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { credentialSource, headerValues, noStore, sendOAuthError } from '../http/request.js';
@@ -15,6 +15,9 @@ import { type DPoPProof, dpopAlgorithmsFor } from '../validation/dpop.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { User } from '../users/users.js';
 import type { Client } from '../clients/registry.js';
+
+/** The services this module uses. */
+export type ProtectedResourceEndpointServices = Pick<Services, 'clients' | 'dpop' | 'issuer' | 'tokens' | 'users'>;
 
 /** An access token that passed `authenticateAccessToken`. */
 export interface PresentedToken {
@@ -37,7 +40,7 @@ export interface PresentedToken {
  * @throws OAuthError 400 `invalid_request` (malformed credentials), 401 without a code (no
  *   token), `invalid_token` or `invalid_dpop_proof`, each with its challenge.
  */
-export async function authenticateAccessToken(ctx: SigilContext, request: FastifyRequest, form: Params | undefined, path: string): Promise<PresentedToken> {
+export async function authenticateAccessToken(ctx: ProtectedResourceEndpointServices, request: FastifyRequest, form: Params | undefined, path: string): Promise<PresentedToken> {
   const { authorization } = credentialSource(request, form ?? Params.empty());
   const presented = extractAccessToken(authorization, form);
   if (presented === undefined) throw bearerError(401);
@@ -50,7 +53,7 @@ export async function authenticateAccessToken(ctx: SigilContext, request: Fastif
  * @param scheme how it was sent; `DPoP` needs the request's proof
  * @throws OAuthError as `authenticateAccessToken`, but never the bare 401 of a missing token.
  */
-export async function checkAccessToken(ctx: SigilContext, request: FastifyRequest, token: string, scheme: TokenScheme, path: string): Promise<PresentedToken> {
+export async function checkAccessToken(ctx: ProtectedResourceEndpointServices, request: FastifyRequest, token: string, scheme: TokenScheme, path: string): Promise<PresentedToken> {
   const valid = await ctx.tokens.validateAccessToken(token);
   if (!valid) throw tokenError(scheme, 401, 'invalid_token', 'the access token is invalid or expired');
   // A removed client's tokens end with it (RFC 7592 §2.3), also its JWT access tokens that have no
@@ -95,7 +98,7 @@ export interface Caller {
  * @throws OAuthError as `authenticateAccessToken`; 403 `insufficient_scope` with the needed
  *   scope(s) in the challenge (RFC 6750 §3.1).
  */
-export async function requireScope(ctx: SigilContext, request: FastifyRequest, path: string, scopes: readonly string[]): Promise<Caller> {
+export async function requireScope(ctx: ProtectedResourceEndpointServices, request: FastifyRequest, path: string, scopes: readonly string[]): Promise<Caller> {
   return callerWithScope(await authenticateAccessToken(ctx, request, undefined, path), scopes);
 }
 
@@ -127,7 +130,7 @@ export function sendTokenError(reply: FastifyReply, err: OAuthError): FastifyRep
  * @throws OAuthError 401 `invalid_dpop_proof` with a DPoP challenge when it is missing or fails a check.
  */
 async function verifyProof(
-  ctx: SigilContext,
+  ctx: ProtectedResourceEndpointServices,
   request: FastifyRequest,
   accessToken: string,
   path: string,

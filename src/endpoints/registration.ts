@@ -7,13 +7,16 @@
  * attempt counts against `registration.registrationsPerAddress` (an IPv6 /64 as one address).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { credentialSource, methodNotAllowed, noStore, originOf } from '../http/request.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { CALLER_JSON_BOUNDS, jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { extractBearer } from '../validation/bearer.js';
+
+/** The services this module uses. */
+export type RegistrationEndpointServices = Pick<Services, 'config' | 'limiter' | 'registrations'>;
 
 /** The registration endpoint's path (RFC 7591 §3; discovery's `registration_endpoint`). */
 export const REGISTRATION_PATH = '/connect/register';
@@ -27,7 +30,7 @@ class JsonBody {
 const MAX_BODY = 64 * 1024;
 
 /** Registers the registration and client configuration endpoints when registration is enabled. */
-export async function registrationEndpoint(app: FastifyInstance, ctx: SigilContext): Promise<void> {
+export async function registrationEndpoint(app: FastifyInstance, ctx: RegistrationEndpointServices): Promise<void> {
   if (!ctx.config.registration.enabled) return;
   const registrations = ctx.registrations;
   await app.register(async (scope) => {

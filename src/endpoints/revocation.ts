@@ -5,19 +5,26 @@
  * still get 200 (§2.2).
  */
 import type { FastifyInstance } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, methodNotAllowed, noStore, originOf, sendOAuthError } from '../http/request.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { findToken } from '../tokens/lookup.js';
 import { authenticateClient } from '../clients/authentication.js';
+import type { ClientAuthServices } from '../clients/authentication.js';
+
+/** The revocation endpoint (RFC 7009 §2). */
+export const REVOCATION_PATH = '/connect/revocation';
+
+/** The services this module uses. */
+export type RevocationEndpointServices = Pick<Services, 'events' | 'store' | 'tokens'> & ClientAuthServices;
 
 /** Registers `/connect/revocation` (POST form; other methods 405, other bodies 415). */
-export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): void {
-  app.post('/connect/revocation', async (request, reply) => {
+export function revocationEndpoint(app: FastifyInstance, ctx: RevocationEndpointServices): void {
+  app.post(REVOCATION_PATH, async (request, reply) => {
     try {
       const params = formBody(request, 'status');
-      const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, '/connect/revocation');
+      const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, REVOCATION_PATH);
       const value = params.get('token');
       if (value === undefined) throw invalidRequest('parameter "token" is missing');
       const found = await findToken(ctx.tokens, ctx.store.records.refreshTokens, value, params.get('token_type_hint'));
@@ -38,5 +45,5 @@ export function revocationEndpoint(app: FastifyInstance, ctx: SigilContext): voi
       return sendOAuthError(reply, err);
     }
   });
-  app.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH'], url: '/connect/revocation', handler: methodNotAllowed('POST') });
+  app.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH'], url: REVOCATION_PATH, handler: methodNotAllowed('POST') });
 }

@@ -8,7 +8,7 @@
  * The logic is in `scim/service.ts`; this module parses, calls and renders.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { ScimError } from '../protocol/scim-filter.js';
@@ -16,6 +16,10 @@ import { attributeList, type ListParams, project } from '../scim/listing.js';
 import type { ScimActor, ScimResult } from '../scim/service.js';
 import { resourceTypes, schemas, SEARCH_REQUEST, serviceProviderConfig } from '../scim/schemas.js';
 import { requireScope } from './protected-resource.js';
+import type { ProtectedResourceEndpointServices } from './protected-resource.js';
+
+/** The services this module uses. */
+export type ScimEndpointServices = Pick<Services, 'basePath' | 'issuer' | 'management'> & ProtectedResourceEndpointServices;
 
 const PREFIX = '/scim/v2';
 const SCIM_TYPE = 'application/scim+json; charset=utf-8';
@@ -23,7 +27,7 @@ const SCIM_TYPE = 'application/scim+json; charset=utf-8';
 const SCIM_JSON_BOUNDS = { maxLength: 64 * 1024, maxDepth: 8 };
 
 /** Registers the SCIM routes (their own plugin context, for the JSON body parsers). */
-export async function scimEndpoints(app: FastifyInstance, ctx: SigilContext): Promise<void> {
+export async function scimEndpoints(app: FastifyInstance, ctx: ScimEndpointServices): Promise<void> {
   const base = `${ctx.issuer}${PREFIX}`;
   const service = ctx.management.scim;
   await app.register(async (scim) => {

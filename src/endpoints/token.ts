@@ -4,7 +4,7 @@
  * `grant_type`, then a no-store JSON response.
  */
 import type { FastifyInstance } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import type { GrantRegistry } from '../grants/registry.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, headerValues, noStore, originOf, sendOAuthError } from '../http/request.js';
@@ -12,16 +12,24 @@ import { nowSeconds } from '../crypto/handles.js';
 import { authenticateClient, findCredentials } from '../clients/authentication.js';
 import { dpopAlgorithmsFor } from '../validation/dpop.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
+import type { ClientAuthServices } from '../clients/authentication.js';
+import type { GrantServices } from '../grants/registry.js';
+
+/** The token endpoint (RFC 6749 §3.2). */
+export const TOKEN_PATH = '/connect/token';
+
+/** The services this module uses. */
+export type TokenEndpointServices = Pick<Services, 'config' | 'dpop' | 'events' | 'issuer' | 'limiter'> & ClientAuthServices & GrantServices;
 
 /**
  * Registers `/connect/token` (RFC 6749 §3.2), running the handler `grantTypes` resolves for the
  * request's `grant_type`. Every method reaches it; anything but a form POST is `invalid_request`.
  */
-export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext, grantTypes: GrantRegistry): void {
-  const tokenUrl = `${ctx.issuer}/connect/token`;
+export function tokenEndpoint(app: FastifyInstance, ctx: TokenEndpointServices, grantTypes: GrantRegistry): void {
+  const tokenUrl = `${ctx.issuer}${TOKEN_PATH}`;
   app.route({
     method: ['GET', 'POST', 'PUT', 'DELETE', 'PATCH'],
-    url: '/connect/token',
+    url: TOKEN_PATH,
     handler: async (request, reply) => {
       let clientId: string | undefined;
       let grantType: string | undefined;
@@ -30,7 +38,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: SigilContext, grantType
         const source = credentialSource(request, params);
         // The claimed client_id, so that a failed authentication's event names it (audit).
         clientId = findCredentials(source)?.id.slice(0, 100);
-        const { client } = await authenticateClient(source, ctx, request.ip, '/connect/token');
+        const { client } = await authenticateClient(source, ctx, request.ip, TOKEN_PATH);
         clientId = client.clientId;
         grantType = params.get('grant_type');
         const handler = grantTypes.resolve(grantType, client);

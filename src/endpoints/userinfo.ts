@@ -6,19 +6,26 @@
  * A DPoP-bound token (RFC 9449 §7) must come as `Authorization: DPoP <token>` with a proof of its key.
  */
 import type { FastifyInstance } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { methodNotAllowed, noStore } from '../http/request.js';
 import { tokenError } from '../validation/bearer.js';
 import { claimsOf } from '../users/users.js';
 import { authenticateAccessToken, sendTokenError } from './protected-resource.js';
+import type { ProtectedResourceEndpointServices } from './protected-resource.js';
+
+/** The UserInfo endpoint (OIDC Core §5.3). */
+export const USERINFO_PATH = '/connect/userinfo';
+
+/** The services this module uses. */
+export type UserinfoEndpointServices = Pick<Services, 'resources' | 'tokens'> & ProtectedResourceEndpointServices;
 
 /** Registers `/connect/userinfo` (GET and POST; other methods 405). */
-export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void {
+export function userinfoEndpoint(app: FastifyInstance, ctx: UserinfoEndpointServices): void {
   app.route({
     method: ['GET', 'POST'],
-    url: '/connect/userinfo',
+    url: USERINFO_PATH,
     handler: async (request, reply) => {
       try {
         let form: Params | undefined;
@@ -27,7 +34,7 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
           else if (request.body !== undefined && request.body !== null)
             throw new OAuthError('invalid_request', 'the body must be application/x-www-form-urlencoded', 415);
         }
-        const token = await authenticateAccessToken(ctx, request, form, '/connect/userinfo');
+        const token = await authenticateAccessToken(ctx, request, form, USERINFO_PATH);
         const { scheme } = token;
         if (!token.scopes.includes('openid')) throw tokenError(scheme, 403, 'insufficient_scope', 'the openid scope is required');
         const { user } = token;
@@ -43,5 +50,5 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: SigilContext): void 
       }
     },
   });
-  app.route({ method: ['PUT', 'DELETE', 'PATCH'], url: '/connect/userinfo', handler: methodNotAllowed('GET, POST') });
+  app.route({ method: ['PUT', 'DELETE', 'PATCH'], url: USERINFO_PATH, handler: methodNotAllowed('GET, POST') });
 }

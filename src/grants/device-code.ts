@@ -14,6 +14,9 @@ import { nowSeconds } from '../crypto/handles.js';
 import { redeemApproval } from './redeem.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 
+/** The device authorization grant's `grant_type` (RFC 8628 §3.4). */
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
 /** Reads of a changing row before a poll gives up: whoever keeps changing it polls too fast. */
 const MAX_ATTEMPTS = 4;
 

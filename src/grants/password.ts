@@ -13,9 +13,12 @@ import type { Client } from '../clients/registry.js';
 import { userAttempt } from '../limits/failure-limiter.js';
 import { requestedResources, scopesForResources } from '../resources/resource-indicators.js';
 import { validateScopes } from '../resources/scopes.js';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 import { claimsOf } from '../users/users.js';
+
+/** The services this module uses. */
+export type PasswordGrantServices = Pick<Services, 'events' | 'limiter' | 'mfa' | 'resources' | 'tokens' | 'users'>;
 
 /** What a resource owner validator is asked. */
 export interface ResourceOwnerRequest {
@@ -32,7 +35,7 @@ export interface ResourceOwnerRequest {
  * Checks resource owner credentials (extension point of `createSigil`). Returns the user, or
  * undefined for wrong credentials (answered with `invalid_grant`); may throw an `OAuthError`.
  */
-export type ResourceOwnerValidator = (ctx: SigilContext, req: ResourceOwnerRequest) => Promise<User | undefined>;
+export type ResourceOwnerValidator = (ctx: PasswordGrantServices, req: ResourceOwnerRequest) => Promise<User | undefined>;
 
 /** The built-in validator: the config's users and the store's, passwords verified with argon2id. */
 export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) =>

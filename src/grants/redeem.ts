@@ -8,11 +8,14 @@ import { nowSeconds } from '../crypto/handles.js';
 import type { Subject } from '../tokens/tokens.js';
 import type { RequestedClaims } from '../stores/records/grant-data.js';
 import type { Client } from '../clients/registry.js';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { newRefreshPlan } from './password.js';
 import type { GrantOutcome } from './registry.js';
 import { claimsOf } from '../users/users.js';
 import { scopesForResources } from '../resources/resource-indicators.js';
+
+/** The services this module uses. */
+export type RedeemServices = Pick<Services, 'resources' | 'tokens' | 'users'>;
 
 /** What the stored grant holds about its approval. */
 export interface Approval {
@@ -48,7 +51,7 @@ export interface Redemption {
  *   `invalid_target` when the targets define none of the approved API scopes.
  */
 export async function redeemApproval(
-  ctx: SigilContext,
+  ctx: RedeemServices,
   client: Client,
   grant: RedeemedGrant,
   approval: Approval,

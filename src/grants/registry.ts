@@ -3,13 +3,16 @@
  * grants a library user registers by name. A client may use a grant only when it lists it in
  * `allowedGrantTypes` (refresh tokens: `allowOfflineAccess`).
  */
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
 import type { TokenResponse } from '../tokens/tokens.js';
 import type { Client } from '../clients/registry.js';
 import type { DPoPProof } from '../validation/dpop.js';
 import type { RequestOrigin } from '../events/events.js';
+
+/** The services a grant handler is given: what the built-in grants use together (the token endpoint hands them on). */
+export type GrantServices = Pick<Services, 'clients' | 'events' | 'limiter' | 'mfa' | 'resources' | 'store' | 'tokens' | 'users'>;
 
 /** One authenticated token request, as a grant sees it. */
 export interface GrantRequest {
@@ -36,7 +39,7 @@ export interface GrantOutcome {
 }
 
 /** A grant type's handler. Throws `OAuthError` for any refusal. */
-export type GrantHandler = (ctx: SigilContext, req: GrantRequest) => Promise<GrantOutcome>;
+export type GrantHandler = (ctx: GrantServices, req: GrantRequest) => Promise<GrantOutcome>;
 
 /** Grant handlers by `grant_type`. */
 export class GrantRegistry {

@@ -23,7 +23,7 @@ export interface ResponseTarget {
 export type ResponseMode = 'query' | 'fragment' | 'form_post';
 
 /**
- * What delivering a response needs of the server (`SigilContext` has both): the issuer for `iss`
+ * What delivering a response needs of the server (`Services` has both): the issuer for `iss`
  * (RFC 9207 §2) and the auto-posting form of the form_post mode.
  */
 export interface ResponseDelivery {

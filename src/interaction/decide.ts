@@ -149,7 +149,7 @@ export function stepUp(
   return now - session.authTime <= freshSignInSeconds ? 'enrol' : 'login';
 }
 
-/** The page a decision sends the browser to, given `?interaction=<id>`; a path relative to the issuer's (`SigilContext.basePath`). */
+/** The page a decision sends the browser to, given `?interaction=<id>`; a path relative to the issuer's (`Services.basePath`). */
 export function pageOf(decision: PageDecision): string {
   switch (decision.kind) {
     case 'login':

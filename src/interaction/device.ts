@@ -2,11 +2,14 @@
  * The answer to a device's pending request (RFC 8628 §3.3): the person approves or denies at
  * `/device`; the device learns which by polling the token endpoint (grants/device-code.ts).
  */
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { DeviceCodeData } from '../stores/records/device-codes.js';
 import type { Session } from '../users/sessions.js';
 import type { Pending } from './interactions.js';
+
+/** The services this module uses. */
+export type DeviceServices = Pick<Services, 'interactions' | 'store'>;
 
 /**
  * Records the person's answer for a device: approved by `session` with the consented scopes, or
@@ -15,7 +18,7 @@ import type { Pending } from './interactions.js';
  * @returns false when the request is not a device's, or it, its device code or its user code was
  *   already answered or has expired: nothing was recorded.
  */
-export async function answerDevice(ctx: SigilContext, pending: Pending, session: Session | undefined): Promise<boolean> {
+export async function answerDevice(ctx: DeviceServices, pending: Pending, session: Session | undefined): Promise<boolean> {
   const { id, interaction } = pending;
   const device = interaction.device;
   if (!device || !(await ctx.interactions.finish(id))) return false;

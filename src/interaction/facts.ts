@@ -3,7 +3,7 @@
  * providers open to its client, the user's second step (src/mfa/), the remembered consent, and
  * how far the pending request got.
  */
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { type SecondStep, sessionHasMfa } from '../mfa/factors.js';
 import type { Interaction } from '../stores/records/interactions.js';
@@ -13,12 +13,15 @@ import type { User } from '../users/users.js';
 import type { AuthorizeRequest } from '../validation/authorize-request.js';
 import { type DecisionFacts, mfaRequired, pageOf, stepUp } from './decide.js';
 
+/** The services this module uses. */
+export type FactsServices = Pick<Services, 'mfa' | 'store' | 'upstream'>;
+
 /**
  * The facts for deciding an authorization request of `session` (undefined: none) and its `user`.
  * @param pending the pending request being resumed, if any
  */
 export async function decisionFacts(
-  ctx: SigilContext,
+  ctx: FactsServices,
   req: AuthorizeRequest,
   session: Session | undefined,
   user: User | undefined,
@@ -44,12 +47,12 @@ export async function decisionFacts(
  * enrolment or a new sign-in; undefined when it may be used as it is.
  * @param required the client's policy asks for MFA (`MfaService.requiredFor`)
  */
-export async function stepUpPage(ctx: SigilContext, session: Session, required: boolean): Promise<string | undefined> {
+export async function stepUpPage(ctx: FactsServices, session: Session, required: boolean): Promise<string | undefined> {
   const step = stepUp(await secondStep(ctx, session, required), session, nowSeconds(), ctx.mfa.config.freshSignInSeconds);
   return step && pageOf({ kind: step });
 }
 
 /** The user's step after the first factor (`MfaService.nextStep`); none for a session that has MFA already. */
-async function secondStep(ctx: SigilContext, session: Session, required: boolean): Promise<SecondStep> {
+async function secondStep(ctx: FactsServices, session: Session, required: boolean): Promise<SecondStep> {
   return sessionHasMfa(session) ? 'none' : ctx.mfa.nextStep(session.subjectId, required);
 }

@@ -2,10 +2,13 @@
  * Starting a pending authorization request (its record: stores/records/interactions.ts): the
  * quotas a new one counts against, and what of the validated request it keeps for the pages.
  */
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import type { Interaction, PendingRequest } from '../stores/records/interactions.js';
 import type { AuthorizeRequest } from '../validation/authorize-request.js';
+
+/** The services this module uses. */
+export type InteractionsServices = Pick<Services, 'config' | 'limiter'>;
 
 /**
  * Counts a new pending request against its browser's and its address's quota (config
@@ -15,7 +18,7 @@ import type { AuthorizeRequest } from '../validation/authorize-request.js';
  * @param ip the request's address
  * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` when over either limit.
  */
-export async function takeInteractionQuota(ctx: SigilContext, browser: string, ip: string): Promise<void> {
+export async function takeInteractionQuota(ctx: InteractionsServices, browser: string, ip: string): Promise<void> {
   const limits = ctx.config.pendingLimits;
   await chargeQuota(
     ctx.limiter,

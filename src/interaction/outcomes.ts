@@ -10,7 +10,7 @@
  * Outcomes return values or redirects; the pages render.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { startSession } from './browser.js';
 import type { ResponseTarget } from '../http/authorization-response.js';
 import { OAuthError } from '../protocol/errors.js';
@@ -24,6 +24,10 @@ import { matchRedirectUri } from '../validation/redirect-uri.js';
 import { answerDevice } from './device.js';
 import type { Pending } from './interactions.js';
 import { originOf } from '../http/request.js';
+import type { BrowserServices } from './browser.js';
+
+/** The services this module uses. */
+export type OutcomesServices = Pick<Services, 'basePath' | 'clients' | 'events' | 'interactions' | 'store'> & BrowserServices;
 
 /** Where a pending request continues after the login or consent page, relative to the issuer's path. */
 export function resumePath(id: string, interaction: Interaction): string {
@@ -32,7 +36,7 @@ export function resumePath(id: string, interaction: Interaction): string {
 }
 
 /** Sends the browser on to where the pending request continues (303, RFC 9700 §4.12). */
-export function resume(ctx: SigilContext, reply: FastifyReply, pending: Pending): FastifyReply {
+export function resume(ctx: OutcomesServices, reply: FastifyReply, pending: Pending): FastifyReply {
   return reply.redirect(`${ctx.basePath}${resumePath(pending.id, pending.interaction)}`, 303);
 }
 
@@ -56,7 +60,7 @@ export interface SignIn {
  * @returns the new session
  */
 export async function finishSignIn(
-  ctx: SigilContext,
+  ctx: OutcomesServices,
   request: FastifyRequest,
   reply: FastifyReply,
   user: User,
@@ -85,7 +89,7 @@ export function mayRememberConsent(interaction: Interaction): boolean {
  * scopes and, when asked (`remember`) and allowed (`mayRememberConsent`), the remembered consent
  * of the session's subject for the client.
  */
-export async function grantConsent(ctx: SigilContext, pending: Pending, session: Session, remember: boolean): Promise<void> {
+export async function grantConsent(ctx: OutcomesServices, pending: Pending, session: Session, remember: boolean): Promise<void> {
   const { id, interaction } = pending;
   const scopes = interaction.request.scopes;
   if (remember && mayRememberConsent(interaction)) {
@@ -108,7 +112,7 @@ export type Denial = { to: 'client'; target: ResponseTarget; error: OAuthError }
  * §3.5) and records `token_issue_failed`.
  * @param address the browser's address (a client metadata document fetched again counts against it)
  */
-export async function deny(ctx: SigilContext, pending: Pending, address: string): Promise<Denial> {
+export async function deny(ctx: OutcomesServices, pending: Pending, address: string): Promise<Denial> {
   const { id, interaction } = pending;
   if (interaction.device) return (await answerDevice(ctx, pending, undefined)) ? { to: 'device' } : { to: 'expired' };
   if (!(await ctx.interactions.finish(id))) return { to: 'expired' };

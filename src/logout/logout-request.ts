@@ -10,7 +10,7 @@ import type { IdTokenHint, TokenService } from '../tokens/tokens.js';
 import type { Client, ClientRegistry } from '../clients/registry.js';
 import { matchRedirectUri } from '../validation/redirect-uri.js';
 
-/** What `validateLogoutRequest` needs of a Sigil instance (`SigilContext` has it). */
+/** What `validateLogoutRequest` needs of a Sigil instance (the services, `Services`, have it). */
 export interface LogoutRequestServices {
   tokens: Pick<TokenService, 'verifyIdTokenHint'>;
   clients: Pick<ClientRegistry, 'get'>;

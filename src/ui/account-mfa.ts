@@ -14,7 +14,7 @@
  * the interaction outcomes, and render.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { browserOf, sessionOf, upgradeSession } from '../interaction/browser.js';
 import { single, queryString } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
@@ -34,6 +34,13 @@ import type { Messages } from '../page-kit/i18n.js';
 import { securityKeyStep } from './passkeys.js';
 import { refused } from './attempts.js';
 import { originOf } from '../http/request.js';
+import type { OutcomesServices } from '../interaction/outcomes.js';
+import type { PasskeysPageServices } from './passkeys.js';
+import type { ErrorPageServices } from './error-page.js';
+import type { BrowserServices } from '../interaction/browser.js';
+
+/** The services this module uses. */
+export type AccountMfaPageServices = Pick<Services, 'basePath' | 'enrollment' | 'interactions' | 'issuer' | 'mfa' | 'pages' | 'secondStep' | 'users'> & BrowserServices & ErrorPageServices & OutcomesServices & PasskeysPageServices;
 
 const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
 <h1><%= it.t.mfaTitle %></h1>
@@ -106,7 +113,7 @@ type Next = { interaction: string } | { account: true } | { done: string };
 const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
 
 /** Registers `/account`, `/account/mfa`, `/account/totp`, `/account/recovery`, `/account/factors/remove`. */
-export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
+export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageServices): void {
   const origin = new URL(ctx.issuer).origin;
   ctx.pages.register('mfa', MFA);
   ctx.pages.register('totp', TOTP);
@@ -217,7 +224,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: SigilContext): void {
  *   needed (the caller starts the session).
  */
 export async function secondStepAfterPassword(
-  ctx: SigilContext,
+  ctx: AccountMfaPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   pending: PendingSignIn,
@@ -237,7 +244,7 @@ export async function secondStepAfterPassword(
  * @returns false when the step does not apply (WebAuthn off, no credential, unknown user).
  */
 async function keyStep(
-  ctx: SigilContext,
+  ctx: AccountMfaPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   subjectId: string,
@@ -263,7 +270,7 @@ async function keyStep(
  *   finished by another request first.
  */
 export async function completeSecondFactor(
-  ctx: SigilContext,
+  ctx: AccountMfaPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   browser: string,
@@ -303,7 +310,7 @@ export async function completeSecondFactor(
  * (`FactorEnrollment.pendingMayEnroll`), else a live session allowed to change factors. Answers
  * the reply itself (expired page, or the account page's notice) and returns undefined otherwise.
  */
-async function enrollmentWho(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, browser: string): Promise<Who | undefined> {
+async function enrollmentWho(ctx: AccountMfaPageServices, request: FastifyRequest, reply: FastifyReply, browser: string): Promise<Who | undefined> {
   const pending = await ctx.mfa.pending(browser);
   if (pending) {
     if (await ctx.enrollment.pendingMayEnroll(pending)) return { pending };
@@ -319,7 +326,7 @@ async function enrollmentWho(ctx: SigilContext, request: FastifyRequest, reply: 
  * the strongest kind the user holds). Otherwise answers with /account (its notice asks to sign in
  * again) or the login page, and returns undefined.
  */
-async function changeAllowed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
+async function changeAllowed(ctx: AccountMfaPageServices, request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
   const session = await sessionOf(ctx, request);
   if (!session) {
     reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
@@ -333,7 +340,7 @@ async function changeAllowed(ctx: SigilContext, request: FastifyRequest, reply: 
 }
 
 async function accountPage(
-  ctx: SigilContext,
+  ctx: AccountMfaPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   session: Session,
@@ -369,7 +376,7 @@ async function accountPage(
 }
 
 async function mfaPage(
-  ctx: SigilContext,
+  ctx: AccountMfaPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   interaction: string | undefined,
@@ -381,7 +388,7 @@ async function mfaPage(
 }
 
 async function totpPage(
-  ctx: SigilContext,
+  ctx: AccountMfaPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   who: Who,
@@ -410,12 +417,12 @@ async function totpPage(
 }
 
 /** The "form has expired" page (403) of a second-factor form, in the language of the request it names. */
-async function formExpired(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, body: Params): Promise<FastifyReply> {
+async function formExpired(ctx: AccountMfaPageServices, request: FastifyRequest, reply: FastifyReply, body: Params): Promise<FastifyReply> {
   return sendErrorPage(ctx, reply, FORM_EXPIRED, await pendingLanguage(ctx, request, reply, single(body, 'interaction')), 403);
 }
 
 /** The id when it names a live pending request of this browser, else undefined. */
-async function liveInteraction(ctx: SigilContext, id: string | undefined, browser: string): Promise<string | undefined> {
+async function liveInteraction(ctx: AccountMfaPageServices, id: string | undefined, browser: string): Promise<string | undefined> {
   return id !== undefined && (await ctx.interactions.get(id, browser)) ? id : undefined;
 }
 

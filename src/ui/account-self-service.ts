@@ -12,7 +12,7 @@
  * (src/users/account.ts): these routes read the request, call it and render.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { sessionOf } from '../interaction/browser.js';
 import { single } from '../http/fields.js';
 import { originOf } from '../http/request.js';
@@ -29,6 +29,11 @@ import { format, type Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
 import { allowFrames } from '../page-kit/pages.js';
 import { describeUserAgent } from './user-agent.js';
+import type { ErrorPageServices } from './error-page.js';
+import type { BrowserServices } from '../interaction/browser.js';
+
+/** The services this module uses. */
+export type AccountSelfServicePageServices = Pick<Services, 'account' | 'basePath' | 'issuer' | 'mfa' | 'pages' | 'users'> & BrowserServices & ErrorPageServices;
 
 const BACK = `<p><a href="<%= it.base %>/account"><%= it.t.accountBack %></a></p>`;
 const NOTICE = `<% if (it.notice) { %><p class="alert" role="status"><%= it.notice %></p><% } %>`;
@@ -129,7 +134,7 @@ const READ_ONLY_TEXTS: Record<Exclude<AccountKind, 'stored'>, keyof Messages> = 
 const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
 
 /** Registers `/account/password`, `/account/sessions` (and `/end`), `/account/apps` (and `/revoke`), `/account/profile`. */
-export function accountSelfServicePages(app: FastifyInstance, ctx: SigilContext): void {
+export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfServicePageServices): void {
   const origin = new URL(ctx.issuer).origin;
   ctx.pages.register('account-password', PASSWORD);
   ctx.pages.register('account-sessions', SESSIONS);
@@ -212,12 +217,12 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: SigilContext)
 }
 
 /** The read-only reason for this user's password and profile, or undefined when they may change. */
-async function readOnlyReason(ctx: SigilContext, lang: string, subjectId: string): Promise<string | undefined> {
+async function readOnlyReason(ctx: AccountSelfServicePageServices, lang: string, subjectId: string): Promise<string | undefined> {
   const kind = (await ctx.account.kind(subjectId)) ?? 'external';
   return kind === 'stored' ? undefined : ctx.pages.text(lang, READ_ONLY_TEXTS[kind]);
 }
 
-async function passwordPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, session: Session, change: PasswordChange | undefined): Promise<FastifyReply> {
+async function passwordPage(ctx: AccountSelfServicePageServices, request: FastifyRequest, reply: FastifyReply, session: Session, change: PasswordChange | undefined): Promise<FastifyReply> {
   const lang = language(request);
   const t = (key: keyof Messages) => ctx.pages.text(lang, key);
   const outcome = change?.outcome;
@@ -244,7 +249,7 @@ async function passwordPage(ctx: SigilContext, request: FastifyRequest, reply: F
 }
 
 async function sessionsPage(
-  ctx: SigilContext,
+  ctx: AccountSelfServicePageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   session: Session,
@@ -267,7 +272,7 @@ async function sessionsPage(
   return ctx.pages.send(reply, 'account-sessions', lang, { csrf: reply.generateCsrf(), sessions, frames, notice: notice ? t(notice) : undefined }, status);
 }
 
-async function appsPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, session: Session, notice: keyof Messages | undefined, status = 200): Promise<FastifyReply> {
+async function appsPage(ctx: AccountSelfServicePageServices, request: FastifyRequest, reply: FastifyReply, session: Session, notice: keyof Messages | undefined, status = 200): Promise<FastifyReply> {
   const lang = language(request);
   const t = (key: keyof Messages) => ctx.pages.text(lang, key);
   const apps = (await ctx.account.connectedApps(session.subjectId)).map((a) => ({
@@ -280,7 +285,7 @@ async function appsPage(ctx: SigilContext, request: FastifyRequest, reply: Fasti
 }
 
 async function profilePage(
-  ctx: SigilContext,
+  ctx: AccountSelfServicePageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   session: Session,

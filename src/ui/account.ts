@@ -5,7 +5,7 @@
  * resumes the pending authorization request by its interaction id.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { browserOf, passwordCheckContext, rememberKnownBrowser, sessionOf, signOut } from '../interaction/browser.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
@@ -22,9 +22,17 @@ import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { limiterAllows, refused } from './attempts.js';
 import { originOf } from '../http/request.js';
 import { DirectoryUnavailable } from '../users/directory.js';
+import type { LogoutRequestServices } from '../logout/logout-request.js';
+import type { SignInPageServices } from './sign-in.js';
+import type { AccountMfaPageServices } from './account-mfa.js';
+import type { ErrorPageServices } from './error-page.js';
+import type { BrowserServices } from '../interaction/browser.js';
+
+/** The services this module uses. */
+export type AccountPageServices = Pick<Services, 'events' | 'interactions' | 'issuer' | 'limiter' | 'pages' | 'users'> & AccountMfaPageServices & BrowserServices & ErrorPageServices & LogoutRequestServices & SignInPageServices;
 
 /** Registers the login and logout pages. */
-export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
+export function accountPages(app: FastifyInstance, ctx: AccountPageServices): void {
   const origin = new URL(ctx.issuer).origin;
 
   app.get('/account/login', async (request, reply) => {
@@ -120,7 +128,7 @@ export function accountPages(app: FastifyInstance, ctx: SigilContext): void {
  * Sends the logout confirmation, carrying a validated end-session request's client,
  * post-logout redirect URI and state in hidden fields.
  */
-export function sendLogoutPrompt(ctx: SigilContext, reply: FastifyReply, lang: string, req: LogoutRequest): FastifyReply {
+export function sendLogoutPrompt(ctx: AccountPageServices, reply: FastifyReply, lang: string, req: LogoutRequest): FastifyReply {
   const fields: Record<string, string> = {};
   if (req.client) fields.client_id = req.client.clientId;
   if (req.postLogoutRedirectUri !== undefined) fields.post_logout_redirect_uri = req.postLogoutRedirectUri;

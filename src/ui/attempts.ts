@@ -4,9 +4,12 @@
  * the limiter may refuse; the page then answers with its own HTML and status 429.
  */
 import type { FastifyReply } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import type { OAuthError } from '../protocol/errors.js';
 import type { CredentialAttempt } from '../limits/failure-limiter.js';
+
+/** The services this module uses. */
+export type AttemptsPageServices = Pick<Services, 'limiter'>;
 
 /**
  * Runs `ctx.limiter.before(attempt)` (which may wait the identity-wide slow-down).
@@ -15,7 +18,7 @@ import type { CredentialAttempt } from '../limits/failure-limiter.js';
  *   page with status 429 (OWASP ASVS 5.0 V6.3.1, RFC 6585 §4).
  * @throws whatever else the limiter throws (a counter store that fails).
  */
-export async function limiterAllows(ctx: SigilContext, reply: FastifyReply, attempt: CredentialAttempt): Promise<boolean> {
+export async function limiterAllows(ctx: AttemptsPageServices, reply: FastifyReply, attempt: CredentialAttempt): Promise<boolean> {
   const refusal = await ctx.limiter.refusal(attempt);
   if (refusal) refused(reply, refusal);
   return refusal === undefined;

@@ -7,7 +7,7 @@
  * `no` answers the client with `access_denied`.
  */
 import type { FastifyInstance } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { browserOf, sessionOf, signOut } from '../interaction/browser.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
@@ -19,9 +19,14 @@ import { denyPage } from './outcome-pages.js';
 import { checkCsrf } from './csrf.js';
 import { allowImagesFrom } from '../page-kit/pages.js';
 import { format } from '../page-kit/i18n.js';
+import type { OutcomesServices } from '../interaction/outcomes.js';
+import type { BrowserServices } from '../interaction/browser.js';
+
+/** The services this module uses. */
+export type ConsentPageServices = Pick<Services, 'basePath' | 'clients' | 'interactions' | 'issuer' | 'pages' | 'resources' | 'users'> & BrowserServices & OutcomesServices;
 
 /** Registers `/consent` (GET shows, POST answers). */
-export function consentPage(app: FastifyInstance, ctx: SigilContext): void {
+export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): void {
   const origin = new URL(ctx.issuer).origin;
 
   app.get('/consent', async (request, reply) => {
@@ -82,7 +87,7 @@ const LINK_TEXTS = { policyUri: 'clientPolicy', tosUri: 'clientTos', clientUri: 
  * texts of the standard scopes (OIDC Core §5.4, translated), else the scope's `displayName`
  * (as Duende's DisplayName), else "Use <scope>"; the `description` from the config when given.
  */
-function describeScope(ctx: SigilContext, lang: string, scope: string): { name: string; description?: string | undefined } {
+function describeScope(ctx: ConsentPageServices, lang: string, scope: string): { name: string; description?: string | undefined } {
   const known: Record<string, 'scopeOpenid' | 'scopeProfile' | 'scopeEmail' | 'offlineAccess'> = {
     openid: 'scopeOpenid',
     profile: 'scopeProfile',

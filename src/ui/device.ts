@@ -5,7 +5,7 @@
  * (RFC 8628 §5.4). Wrong codes count against the address and the browser (RFC 8628 §5.1).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { browserOf, sessionOf } from '../interaction/browser.js';
 import { queryString, single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
@@ -23,9 +23,16 @@ import { formatUserCode, normalizeUserCode } from '../validation/user-code.js';
 import { checkCsrf } from './csrf.js';
 import { limiterAllows } from './attempts.js';
 import { deviceAnsweredPage } from './outcome-pages.js';
+import type { FactsServices } from '../interaction/facts.js';
+import type { InteractionsServices } from '../interaction/interactions.js';
+import type { BrowserServices } from '../interaction/browser.js';
+import type { OutcomePageServices } from './outcome-pages.js';
+
+/** The services this module uses. */
+export type DevicePageServices = Pick<Services, 'basePath' | 'clients' | 'interactions' | 'issuer' | 'limiter' | 'mfa' | 'pages' | 'store'> & BrowserServices & FactsServices & InteractionsServices & OutcomePageServices;
 
 /** Registers `/device` (GET shows, POST takes the code) and `/device/resume`. */
-export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
+export function devicePages(app: FastifyInstance, ctx: DevicePageServices): void {
   const origin = new URL(ctx.issuer).origin;
 
   app.get('/device', async (request, reply) => {
@@ -85,7 +92,7 @@ export function devicePages(app: FastifyInstance, ctx: SigilContext): void {
   });
 }
 
-async function pendingDevice(ctx: SigilContext, key: string) {
+async function pendingDevice(ctx: DevicePageServices, key: string) {
   const now = nowSeconds();
   const codeRow = await ctx.store.records.deviceCodes.findLiveUserCode(key, now);
   if (!codeRow) return undefined;
@@ -96,7 +103,7 @@ async function pendingDevice(ctx: SigilContext, key: string) {
 }
 
 function devicePage(
-  ctx: SigilContext,
+  ctx: DevicePageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   userCode: string,

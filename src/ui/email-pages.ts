@@ -11,7 +11,7 @@
  * (src/email/account-email.ts explains the limits).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { isEmailAddress } from '../email/account-email.js';
 import { queryString, single } from '../http/fields.js';
 import { originOf } from '../http/request.js';
@@ -23,6 +23,10 @@ import { checkCsrf } from './csrf.js';
 import { sendErrorPage } from './error-page.js';
 import type { Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
+import type { ErrorPageServices } from './error-page.js';
+
+/** The services this module uses. */
+export type EmailPageServices = Pick<Services, 'config' | 'email' | 'events' | 'issuer' | 'limiter' | 'pages'> & ErrorPageServices;
 
 /** Longest handle accepted from a link (ours are 43 characters). */
 const MAX_TOKEN_LENGTH = 100;
@@ -76,7 +80,7 @@ interface Field {
 }
 
 /** Registers the pages of the configured email features (none without `email`). */
-export function emailPages(app: FastifyInstance, ctx: SigilContext): void {
+export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
   const email = ctx.email;
   const config = ctx.config.email;
   if (!email || !config) return;

@@ -5,11 +5,14 @@
  * request, which the log line written for it carries too (`reqId`), so that support can find it.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import type { OAuthError } from '../protocol/errors.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 import type { Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
+
+/** The services this module uses. */
+export type ErrorPageServices = Pick<Services, 'clients' | 'pages'>;
 
 /** The plain-words text of each OAuth error code (RFC 6749 §4.1.2.1, §5.2; RFC 9101 §6.2; RFC 9126 §2.3); others get `errorIntro`. */
 const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
@@ -34,7 +37,7 @@ const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
  * to an unverified redirect URI.
  * @param clientId the `client_id` the request named, if any
  */
-export function sendErrorPage(ctx: SigilContext, reply: FastifyReply, error: OAuthError, lang: string, status = 400, clientId?: string): FastifyReply {
+export function sendErrorPage(ctx: ErrorPageServices, reply: FastifyReply, error: OAuthError, lang: string, status = 400, clientId?: string): FastifyReply {
   const request = reply.request;
   request.log.info({ errorId: request.id, error: error.code, errorDescription: error.description, status, url: request.routeOptions.url }, 'error page');
   const client = clientId === undefined ? undefined : ctx.clients.get(clientId);
@@ -45,11 +48,11 @@ export function sendErrorPage(ctx: SigilContext, reply: FastifyReply, error: OAu
 }
 
 /** The page shown for an unknown, expired or foreign interaction id (400). */
-export function expiredPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function expiredPage(ctx: ErrorPageServices, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return ctx.pages.send(reply, 'message', language(request), { titleKey: 'errorTitle', textKey: 'expired' }, 400);
 }
 
 /** The page of an unknown path (404), for a browser (see `prefersHtml`). */
-export function notFoundPage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function notFoundPage(ctx: ErrorPageServices, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return ctx.pages.send(reply, 'message', language(request), { titleKey: 'notFoundTitle', textKey: 'notFoundText' }, 404);
 }

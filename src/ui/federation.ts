@@ -7,7 +7,7 @@
  * resumes the pending request. Failures end on Sigil's error page; no user or session is created.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { browserOf } from '../interaction/browser.js';
 import { queryString } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
@@ -19,12 +19,18 @@ import { nowSeconds } from '../crypto/handles.js';
 import { upstreamAuthentication } from '../mfa/factors.js';
 import { linkExternalUser, upstreamSubject } from '../federation/upstream.js';
 import type { FederationState } from '../stores/records/federation-states.js';
+import type { OutcomesServices } from '../interaction/outcomes.js';
+import type { ErrorPageServices } from './error-page.js';
+import type { BrowserServices } from '../interaction/browser.js';
+
+/** The services this module uses. */
+export type FederationPageServices = Pick<Services, 'clients' | 'interactions' | 'issuer' | 'log' | 'store' | 'upstream'> & BrowserServices & ErrorPageServices & OutcomesServices;
 
 /** Seconds a browser has to come back from the upstream provider. */
 const UPSTREAM_TIMEOUT = 600;
 
 /** Registers the federation routes. */
-export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void {
+export function federationRoutes(app: FastifyInstance, ctx: FederationPageServices): void {
   app.get('/federation/:name/login', async (request, reply) => {
     const name = (request.params as { name: string }).name;
     const id = queryString(request, 'interaction');
@@ -95,13 +101,13 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
 }
 
 /** Whether the pending request's client may use provider `name`. */
-export function providerAllowed(ctx: SigilContext, interaction: Interaction, name: string): boolean {
+export function providerAllowed(ctx: FederationPageServices, interaction: Interaction, name: string): boolean {
   const client = ctx.clients.get(interaction.request.clientId);
   if (!client) return interaction.device !== undefined;
   return client.identityProviderRestrictions.length === 0 || client.identityProviderRestrictions.includes(name);
 }
 
 /** The 502 error page of a failed upstream sign-in, in the language of the pending request once it is known. */
-function upstreamFailed(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, description: string, interaction?: Interaction): FastifyReply {
+function upstreamFailed(ctx: FederationPageServices, request: FastifyRequest, reply: FastifyReply, description: string, interaction?: Interaction): FastifyReply {
   return sendErrorPage(ctx, reply, new OAuthError('temporarily_unavailable', description), language(request, interaction?.request.uiLocales), 502);
 }

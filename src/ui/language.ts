@@ -3,9 +3,13 @@
  * pending authorization request's (OIDC Core §3.1.2.1), else `Accept-Language`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { browserOf } from '../interaction/browser.js';
 import type { Locales } from '../page-kit/i18n.js';
+import type { BrowserServices } from '../interaction/browser.js';
+
+/** The services this module uses. */
+export type LanguagePageServices = Pick<Services, 'interactions'> & BrowserServices;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -28,7 +32,7 @@ export function language(request: FastifyRequest, uiLocales?: string): string {
  * The language of a page shown for the pending authorization request `id` of this browser (login
  * steps, consent): the request's `ui_locales` (OIDC Core §3.1.2.1), else as `language`.
  */
-export async function pendingLanguage(ctx: SigilContext, request: FastifyRequest, reply: FastifyReply, id: string | undefined): Promise<string> {
+export async function pendingLanguage(ctx: LanguagePageServices, request: FastifyRequest, reply: FastifyReply, id: string | undefined): Promise<string> {
   const interaction = await ctx.interactions.get(id, browserOf(ctx, request, reply));
   return language(request, interaction?.request.uiLocales);
 }

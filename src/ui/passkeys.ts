@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { browserOf, sessionOf } from '../interaction/browser.js';
 import { single } from '../http/fields.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
@@ -33,6 +33,12 @@ import { checkCsrf } from './csrf.js';
 import { PASSKEYS_SCRIPT } from '../page-kit/passkeys-pages.js';
 import { refused } from './attempts.js';
 import { DirectoryUnavailable } from '../users/directory.js';
+import type { SignInPageServices } from './sign-in.js';
+import type { ErrorPageServices } from './error-page.js';
+import type { BrowserServices } from '../interaction/browser.js';
+
+/** The services this module uses. */
+export type PasskeysPageServices = Pick<Services, 'basePath' | 'config' | 'interactions' | 'issuer' | 'mfa' | 'pages' | 'passkeys' | 'users'> & BrowserServices & ErrorPageServices & SignInPageServices;
 
 /** The UMD bundle of `@simplewebauthn/browser`, read once from node_modules. */
 function browserBundle(): string {
@@ -50,7 +56,7 @@ function browserBundle(): string {
  * @returns true when the step page was sent (the caller returns), false to sign in at once.
  */
 export async function securityKeyStep(
-  ctx: SigilContext,
+  ctx: PasskeysPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   user: User,
@@ -65,7 +71,7 @@ export async function securityKeyStep(
   return true;
 }
 
-async function stepPage(ctx: SigilContext, reply: FastifyReply, pending: WebAuthnPending, lang: string, error: string | undefined, status = 200): Promise<FastifyReply> {
+async function stepPage(ctx: PasskeysPageServices, reply: FastifyReply, pending: WebAuthnPending, lang: string, error: string | undefined, status = 200): Promise<FastifyReply> {
   const interaction = pending.interaction ? await ctx.interactions.get(pending.interaction, pending.browser) : undefined;
   return ctx.pages.send(
     reply,
@@ -78,7 +84,7 @@ async function stepPage(ctx: SigilContext, reply: FastifyReply, pending: WebAuth
 }
 
 /** Registers the passkey routes, the page script and the browser bundle. */
-export function passkeyPages(app: FastifyInstance, ctx: SigilContext): void {
+export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): void {
   const origin = new URL(ctx.issuer).origin;
   const bundle = browserBundle();
   const asset = (reply: FastifyReply, body: string) =>

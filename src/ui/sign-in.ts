@@ -4,7 +4,7 @@
  * page.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { SigilContext } from '../context.js';
+import type { Services } from '../services.js';
 import { queryString, single } from '../http/fields.js';
 import type { Pending } from '../interaction/interactions.js';
 import { finishSignIn, resume } from '../interaction/outcomes.js';
@@ -12,13 +12,17 @@ import { Params } from '../protocol/params.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import type { User } from '../users/users.js';
 import { language } from './language.js';
+import type { OutcomesServices } from '../interaction/outcomes.js';
+
+/** The services this module uses. */
+export type SignInPageServices = Pick<Services, 'basePath' | 'clients' | 'config' | 'email' | 'pages' | 'upstream'> & OutcomesServices;
 
 /**
  * Ends a successful sign-in at Sigil (`finishSignIn`), then resumes the pending request, or,
  * without one, goes to /account (`toAccount`: the sign-in started there) or says who is signed in.
  */
 export async function continueAfterSignIn(
-  ctx: SigilContext,
+  ctx: SignInPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   user: User,
@@ -35,7 +39,7 @@ export async function continueAfterSignIn(
 
 /** Renders the login page, with an error text when a sign-in failed. */
 export function loginPage(
-  ctx: SigilContext,
+  ctx: SignInPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
   id: string | undefined,

@@ -38,7 +38,7 @@ export { AuthorizeError, RESPONSE_TYPES, type AuthorizeRequest, type ResponseMod
 
 /**
  * Validates an authorization request.
- * @param services what validation needs of the provider (a `SigilContext` will do)
+ * @param services what validation needs of the provider (the services, `Services`, will do)
  * @param raw the query (GET) or form (POST) parameters
  * @param via where the request comes from: `authorize` (the browser; a pushed request's
  *   `request_uri` is taken here, once, and clients that must push are refused otherwise), `par`

@@ -5,11 +5,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditedChanges } from '../../admin/audited-changes.js';
 import { AdminError, type ItemKind, type ItemRef, type RefusalReason } from '../../admin/errors.js';
-import type { SigilContext } from '../../context.js';
+import type { Services } from '../../services.js';
 import type { Params } from '../../protocol/params.js';
 import { ScimError } from '../../protocol/scim-filter.js';
 import { format, type Messages } from '../../page-kit/i18n.js';
 import type { ConsoleCaller } from './console-session.js';
+
+/** The services this module uses. */
+export type ConsolePageServices = Pick<Services, 'basePath' | 'config' | 'events' | 'management' | 'users'>;
 
 /**
  * The confirmations a change's redirect may name (`?done=<key>`, Post/Redirect/Get): message keys
@@ -47,7 +50,7 @@ export type Section = 'users' | 'clients' | 'resources' | 'keys' | 'events';
 
 /** What each console page module gets: rendering, the guards, and the audit helper. */
 export interface Console {
-  ctx: SigilContext;
+  ctx: ConsolePageServices;
   app: FastifyInstance;
   /**
    * The admin of a GET request, or undefined after answering (sign-in redirect, "not allowed").

@@ -16,9 +16,12 @@ import { hashHandle, newHandle } from '../../crypto/handles.js';
 import { cookieAttributes } from '../../http/cookies.js';
 import { queryString } from '../../http/fields.js';
 import { OAuthError } from '../../protocol/errors.js';
-import type { SigilContext } from '../../context.js';
+import type { Services } from '../../services.js';
 import { sendErrorPage } from '../error-page.js';
 import { language } from '../language.js';
+
+/** The services this module uses. */
+export type ConsoleSessionServices = Pick<Services, 'basePath' | 'clients' | 'config' | 'issuer' | 'pages'>;
 
 /** The console session's cookie: the access token. */
 const CONSOLE_COOKIE = 'sigil.console';
@@ -54,7 +57,7 @@ export class ConsoleSession {
 
   constructor(
     private readonly app: FastifyInstance,
-    private readonly ctx: SigilContext,
+    private readonly ctx: ConsoleSessionServices,
     private readonly deps: ConsoleDeps,
   ) {
     this.path = `${ctx.basePath}${CONSOLE_PATH}`;

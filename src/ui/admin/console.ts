@@ -14,7 +14,7 @@ import { emitAdminChange } from '../../admin/audit.js';
 import { AuditedChanges } from '../../admin/audited-changes.js';
 import { CONSOLE_PATH } from '../../config/console-client.js';
 import { signOut } from '../../interaction/browser.js';
-import type { SigilContext } from '../../context.js';
+import type { Services } from '../../services.js';
 import { OAuthError } from '../../protocol/errors.js';
 import { Params } from '../../protocol/params.js';
 import { queryString } from '../../http/fields.js';
@@ -30,6 +30,12 @@ import { resourcesPage } from './resources-page.js';
 import { userPages } from './users-pages.js';
 import { keyPages } from './keys-pages.js';
 import { eventsPage } from './events-page.js';
+import type { ConsoleSessionServices } from './console-session.js';
+import type { ErrorPageServices } from '../error-page.js';
+import type { BrowserServices } from '../../interaction/browser.js';
+
+/** The services this module uses. */
+export type ConsoleServices = Pick<Services, 'basePath' | 'config' | 'events' | 'issuer' | 'management' | 'pages'> & BrowserServices & ConsoleSessionServices & ErrorPageServices;
 
 /** The page a console sign-out ends on, below the issuer's path. */
 const CONSOLE_SIGNED_OUT_PATH = `${CONSOLE_PATH}/signed-out`;
@@ -41,7 +47,7 @@ const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, pl
  * @param deps the token check of the management guard, handed in by the route table (the
  *   endpoints layer is above the pages)
  */
-export function adminConsole(app: FastifyInstance, ctx: SigilContext, deps: ConsoleDeps): void {
+export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: ConsoleDeps): void {
   if (!ctx.config.admin.console) return;
   for (const [name, template] of Object.entries(CONSOLE_TEMPLATES)) ctx.pages.register(name, template);
   const origin = new URL(ctx.issuer).origin;

@@ -1,7 +1,7 @@
 /**
  * What the validation of an authorization request needs of a running provider, and nothing more:
  * declared here, typed from the layers below validation/, so that this folder depends on no
- * higher layer. A `SigilContext` satisfies it as it is.
+ * higher layer. The services (`Services`) satisfy it as they are.
  */
 import type { ClientKeys } from '../../clients/client-keys.js';
 import type { ClientRegistry } from '../../clients/registry.js';

@@ -1,5 +1,10 @@
 /**
- * The services of one Sigil instance, handed to every endpoint and grant.
+ * The services of one Sigil instance, in groups, each built by its own builder (src/compose/):
+ * infrastructure (configuration, storage, counters, keys, log, events), the protocol core
+ * (clients, resources, upstream providers, tokens, proofs, pending requests, logout), sign-in
+ * (users, sessions, second factors, passkeys, self-service), mail, pages (the page kit) and
+ * management (the admin services and dynamic client registration). No module takes them all: each endpoint, grant,
+ * page and service names the members it uses, as a `Pick<Services, ...>` of its own.
  */
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from './config/loader.js';
@@ -62,8 +67,8 @@ export interface Management {
   reloadKeys(): Promise<void>;
 }
 
-/** One running provider's services. */
-export interface SigilContext {
+/** What every part stands on: the configuration, where Sigil is served, storage, counters, keys, log and events. */
+export interface Infrastructure {
   config: ResolvedConfig;
   issuer: string;
   /**
@@ -73,6 +78,15 @@ export interface SigilContext {
   basePath: string;
   store: Store;
   keys: KeyRing;
+  events: EventBus;
+  limiter: FailureLimiter;
+  /** One-time identifiers (client assertion and DPoP proof `jti`s), shared by every node of the store. */
+  replay: ReplayCache;
+  log: Logger;
+}
+
+/** The protocol core: clients, resources, upstream providers, tokens, proofs, pending requests and logout. */
+export interface ProtocolServices {
   clients: ClientRegistry;
   /**
    * Identity resources, API scopes and API resources: the config file's, the built-in management
@@ -80,27 +94,29 @@ export interface SigilContext {
    * its maps replaced on each change (`Resources.sourceOf` tells where an item is defined).
    */
   resources: Resources;
-  users: UserService;
   tokens: TokenService;
-  events: EventBus;
-  limiter: FailureLimiter;
-  /** One-time identifiers (client assertion and DPoP proof `jti`s), shared by every node of the store. */
-  replay: ReplayCache;
   /** Clients' public keys (`jwks`, `jwksUri`) for client assertions and request objects. */
   clientKeys: ClientKeys;
   /** DPoP proofs (RFC 9449) at the token endpoint and userinfo. */
   dpop: DPoPVerifier;
-  /** API resource name → its secrets' SHA-256 digests and whether they are all long (introspection callers); config-file and stored API resources, changed in place on each change. */
+  /**
+   * API resource name → its secrets' SHA-256 digests and whether they are all long (introspection
+   * callers); config-file and stored API resources, changed in place on each change.
+   */
   apiSecrets: Map<string, ApiSecrets>;
-  sessions: SessionService;
-  /** Browsers known for a user by an earlier password sign-in (their share of a directory's wrong binds). */
-  knownBrowsers: KnownBrowsers;
   /** Session participants and logout notifications (back- and front-channel). */
   logout: LogoutService;
   interactions: Interactions;
-  pages: Pages;
   /** Upstream OpenID Connect providers: the config file's and the stored ones (`UpstreamProviders.sourceOf`). */
   upstream: UpstreamProviders;
+}
+
+/** Signing users in and their self-service: users, sessions, second factors, passkeys. */
+export interface SignInServices {
+  users: UserService;
+  sessions: SessionService;
+  /** Browsers known for a user by an earlier password sign-in (their share of a directory's wrong binds). */
+  knownBrowsers: KnownBrowsers;
   /** Users' second factors and the second sign-in step (src/mfa/). */
   mfa: MfaService;
   /** The second sign-in step: what follows the first factor, and one-time code checks (src/mfa/second-step.ts). */
@@ -109,15 +125,32 @@ export interface SigilContext {
   enrollment: FactorEnrollment;
   /** WebAuthn ceremonies: passkeys and security keys. */
   webauthn: WebAuthnService;
-  /** Passkeys and security keys as the pages use them: quotas, limits, the security key step, events (src/mfa/passkey-ceremonies.ts). */
+  /** Passkeys and security keys as the pages use them: quotas, limits, the security key step, events. */
   passkeys: PasskeyCeremonies;
-  /** Dynamic client registration and management (RFC 7591/7592, src/admin/registrations.ts). */
-  registrations: ClientRegistrations;
-  /** Links by mail: password reset, address verification, self-registration; absent without config `email`. */
-  email?: AccountEmail;
   /** Self-service on /account: password, sessions, connected apps, profile. */
   account: AccountService;
-  /** Admin services: /admin/v1, /admin, /scim/v2. */
-  management: Management;
-  log: Logger;
 }
+
+/** Mail: built after management, whose user admin checks the names self-registration asks for. */
+export interface MailServices {
+  /** Links by mail: password reset, address verification, self-registration; absent without config `email`. */
+  email?: AccountEmail;
+}
+
+/** The page kit: templates, languages, the look. */
+export interface PageServices {
+  pages: Pages;
+}
+
+/** The admin services: /admin/v1, /admin, /scim/v2. */
+export interface ManagementServices {
+  management: Management;
+  /** Dynamic client registration and management (RFC 7591/7592, src/admin/registrations.ts). */
+  registrations: ClientRegistrations;
+}
+
+/**
+ * One running provider's services, every group together: only the composition root (src/index.ts,
+ * src/compose/) holds it whole; everything else takes a `Pick` of it.
+ */
+export type Services = Infrastructure & ProtocolServices & SignInServices & MailServices & PageServices & ManagementServices;

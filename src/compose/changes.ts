@@ -1,0 +1,95 @@
+/**
+ * Keeps a node's stored clients and resources current: re-reads them when their version in the
+ * store changed (a change on any node, or by the CLI), when a request names a client this node
+ * does not know, and periodically.
+ */
+import type { ClientAdmin } from '../admin/clients.js';
+import type { ResourceAdmin } from '../admin/resources.js';
+import type { ClientRegistry } from '../clients/registry.js';
+import type { Store } from '../stores/types.js';
+import type { UserService } from '../users/users.js';
+import { DirectoryUnavailable } from '../users/directory.js';
+
+/** What `StoredChanges` reads and reloads. */
+export interface StoredChangesDeps {
+  store: Pick<Store, 'clients' | 'resources'>;
+  clients: ClientRegistry;
+  clientAdmin: Pick<ClientAdmin, 'reload'>;
+  resourceAdmin: Pick<ResourceAdmin, 'reload'>;
+  users: Pick<UserService, 'findBySubject'>;
+}
+
+/**
+ * The reads of the stored clients and resources of one node. They run one after another: an
+ * older read that ends late (the periodic reload) never replaces a newer one (the change poll's)
+ * in the registry. A version is taken as seen only once its reload succeeded, so a failed reload
+ * is retried at the next check.
+ */
+export class StoredChanges {
+  private reads: Promise<unknown> = Promise.resolve();
+  private queued: Promise<void> | undefined;
+  private clientsVersion = 0;
+  private resourcesVersion = 0;
+
+  constructor(private readonly deps: StoredChangesDeps) {}
+
+  /**
+   * Whether `id` is a user's subject. A directory that cannot answer names no user here: the check
+   * of clients naming users must not stop the start or the reload while a directory is down.
+   */
+  private readonly isUserSubject = async (id: string): Promise<boolean> => {
+    try {
+      return (await this.deps.users.findBySubject(id)) !== undefined;
+    } catch (err) {
+      if (err instanceof DirectoryUnavailable) return false;
+      throw err;
+    }
+  };
+
+  /** Runs `read` after every read queued before it, whether they succeeded or not. */
+  private inOrder(read: () => Promise<void>): Promise<void> {
+    const next = this.reads.then(read, read);
+    this.reads = next.catch(() => {});
+    return next;
+  }
+
+  /** Re-reads the stored clients on this node now. */
+  reloadClients(): Promise<void> {
+    return this.inOrder(() => this.deps.clientAdmin.reload(this.deps.clients, this.isUserSubject));
+  }
+
+  /** Re-reads the stored resources and upstream providers on this node now. */
+  reloadResources(): Promise<void> {
+    return this.inOrder(() => this.deps.resourceAdmin.reload());
+  }
+
+  /** The first read, at start: the versions seen, then resources (a client may name a new scope), then clients. */
+  async start(): Promise<void> {
+    this.clientsVersion = await this.deps.store.clients.clientsVersion();
+    this.resourcesVersion = await this.deps.store.resources.version();
+    await this.reloadResources();
+    await this.reloadClients();
+  }
+
+  /**
+   * Re-reads the stored resources and clients when their version changed; resources first. One
+   * such check is queued at a time, and callers until it starts share it: it starts after each of
+   * them asked, so a change committed before they asked is found.
+   */
+  check(): Promise<void> {
+    return (this.queued ??= this.inOrder(async () => {
+      this.queued = undefined;
+      const { store, clients, clientAdmin, resourceAdmin } = this.deps;
+      const resourcesNow = await store.resources.version();
+      if (resourcesNow !== this.resourcesVersion) {
+        await resourceAdmin.reload();
+        this.resourcesVersion = resourcesNow;
+      }
+      const version = await store.clients.clientsVersion();
+      if (version !== this.clientsVersion) {
+        await clientAdmin.reload(clients, this.isUserSubject);
+        this.clientsVersion = version;
+      }
+    }));
+  }
+}
