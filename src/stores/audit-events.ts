@@ -9,6 +9,7 @@
  * the id) serves the time range, the order and the cursor.
  */
 import type { Kysely } from 'kysely';
+import type { Database } from './tables.js';
 
 /** One stored event. */
 export interface StoredAuditEvent {
@@ -46,15 +47,6 @@ export interface AuditEventStore {
   deleteOlderThan(before: number, limit: number): Promise<number>;
 }
 
-interface AuditEventsTable {
-  id: string;
-  time: number;
-  name: string;
-  client_id: string | null;
-  subject_id: string | null;
-  event: string;
-}
-
 /** The id bound of a time: every id of an event at `ms` or later is at least this. */
 export function auditIdAt(ms: number): string {
   return Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0');
@@ -62,11 +54,7 @@ export function auditIdAt(ms: number): string {
 
 /** `AuditEventStore` over the SQL store's database. */
 export class SqlAuditEvents implements AuditEventStore {
-  private readonly db: Kysely<{ audit_events: AuditEventsTable }>;
-
-  constructor(db: Kysely<unknown>) {
-    this.db = db as Kysely<{ audit_events: AuditEventsTable }>;
-  }
+  constructor(private readonly db: Kysely<Database>) {}
 
   async append(events: readonly StoredAuditEvent[]): Promise<void> {
     if (events.length === 0) return;

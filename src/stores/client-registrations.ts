@@ -11,7 +11,9 @@
  * writes both in one transaction. Part of the one SQL store; reached as `store.registrations`.
  */
 import { type Kysely, sql } from 'kysely';
+import { nowSeconds } from '../crypto/handles.js';
 import { deleteClientRow } from './client-removals.js';
+import type { ClientRegistrationsTable, Database } from './tables.js';
 
 /** A dynamically registered client's registration record. */
 export interface ClientRegistration {
@@ -76,38 +78,9 @@ export interface RegistrationStore {
   findInitialToken(tokenHash: string): Promise<InitialAccessToken | undefined>;
 }
 
-interface RegistrationsTable {
-  client_id: string;
-  token_hash: string;
-  metadata: string;
-  issued_at: number;
-  last_used_at: number;
-}
-interface InitialTokensTable {
-  token_hash: string;
-  kind: string;
-  max_registrations: number;
-  registrations: number;
-  expires_at: number;
-}
-interface ClientsTable {
-  client_id: string;
-  config: string;
-  created_at: number;
-}
-/** The tables this module touches. */
-interface Tables {
-  client_registrations: RegistrationsTable;
-  initial_access_tokens: InitialTokensTable;
-  clients: ClientsTable;
-}
-
 /** `RegistrationStore` over the store's Kysely instance (SQLite and PostgreSQL alike). */
 export class SqlRegistrationStore implements RegistrationStore {
-  private readonly db: Kysely<Tables>;
-  constructor(db: Kysely<unknown>) {
-    this.db = db as Kysely<Tables>;
-  }
+  constructor(private readonly db: Kysely<Database>) {}
 
   async register(config: Record<string, unknown>, r: ClientRegistration, initialToken: string | undefined, now: number): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
@@ -149,7 +122,7 @@ export class SqlRegistrationStore implements RegistrationStore {
   async remove(clientId: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const gone = await trx.deleteFrom('client_registrations').where('client_id', '=', clientId).executeTakeFirst();
-      await deleteClientRow(trx, clientId, Math.floor(Date.now() / 1000));
+      await deleteClientRow(trx, clientId, nowSeconds());
       return gone.numDeletedRows === 1n;
     });
   }
@@ -206,11 +179,11 @@ export class SqlRegistrationStore implements RegistrationStore {
   }
 }
 
-function toRow(r: ClientRegistration): RegistrationsTable {
+function toRow(r: ClientRegistration): ClientRegistrationsTable {
   return { client_id: r.clientId, token_hash: r.tokenHash, metadata: JSON.stringify(r.metadata), issued_at: r.issuedAt, last_used_at: r.lastUsedAt };
 }
 
-function fromRow(row: RegistrationsTable): ClientRegistration {
+function fromRow(row: ClientRegistrationsTable): ClientRegistration {
   return {
     clientId: row.client_id,
     tokenHash: row.token_hash,

@@ -7,14 +7,10 @@
  * rows restored from a backup, keep their tokens.
  */
 import { type Kysely, sql } from 'kysely';
+import type { Database } from './tables.js';
 
 /** Lifetimes (seconds) a stored client's settings leave out take these defaults (config/schema.ts `clientSchema`). */
 const DEFAULT_LIFETIMES = { accessTokenLifetime: 3600, identityTokenLifetime: 300, absoluteRefreshTokenLifetime: 2592000 };
-
-interface Tables {
-  clients: { client_id: string; config: string; created_at: number };
-  client_removals: { client_id: string; removed_at: number; expires_at: number };
-}
 
 /**
  * How long (seconds) a token issued to a client of these stored settings can live: the longest of
@@ -31,8 +27,7 @@ export function longestTokenLifetime(config: Record<string, unknown>): number {
 }
 
 /**
- * Deletes a stored client's row and records the removal, in the caller's transaction `trx` (a
- * Kysely transaction over the store's database, whatever its table typing): the one
+ * Deletes a stored client's row and records the removal, in the caller's transaction `trx`: the one
  * place every client deletion goes through (`ClientStore.removeClient` and `replaceClientIf` for
  * `sigil clients remove` and /admin/v1; the registration store's RFC 7592 DELETE and removal of
  * unused clients). The record is upserted: a later removal of the id raises `removed_at` (never
@@ -41,11 +36,10 @@ export function longestTokenLifetime(config: Record<string, unknown>): number {
  * @param expected when given, the row is deleted only while its config is this text
  * @returns whether a row was deleted (nothing is recorded otherwise).
  */
-export async function deleteClientRow(trx: object, clientId: string, now: number, expected?: string): Promise<boolean> {
-  const db = trx as Kysely<Tables>;
-  const row = await db.selectFrom('clients').select('config').where('client_id', '=', clientId).executeTakeFirst();
+export async function deleteClientRow(trx: Kysely<Database>, clientId: string, now: number, expected?: string): Promise<boolean> {
+  const row = await trx.selectFrom('clients').select('config').where('client_id', '=', clientId).executeTakeFirst();
   if (!row || (expected !== undefined && row.config !== expected)) return false;
-  const gone = await db.deleteFrom('clients').where('client_id', '=', clientId).where('config', '=', row.config).executeTakeFirst();
+  const gone = await trx.deleteFrom('clients').where('client_id', '=', clientId).where('config', '=', row.config).executeTakeFirst();
   if (gone.numDeletedRows !== 1n) return false;
   let lifetime = DEFAULT_LIFETIMES.absoluteRefreshTokenLifetime;
   try {
@@ -53,7 +47,7 @@ export async function deleteClientRow(trx: object, clientId: string, now: number
   } catch {
     // An unreadable row keeps the default: the longest default lifetime.
   }
-  await db
+  await trx
     .insertInto('client_removals')
     .values({ client_id: clientId, removed_at: now, expires_at: now + lifetime })
     .onConflict((oc) =>
@@ -69,13 +63,13 @@ export async function deleteClientRow(trx: object, clientId: string, now: number
 /**
  * The removal records still in force at `now` (Unix seconds): client id → `removed_at` (Unix seconds).
  */
-export async function listClientRemovals(db: Kysely<unknown>, now: number): Promise<Map<string, number>> {
-  const rows = await (db as Kysely<Tables>).selectFrom('client_removals').select(['client_id', 'removed_at']).where('expires_at', '>=', now).execute();
+export async function listClientRemovals(db: Kysely<Database>, now: number): Promise<Map<string, number>> {
+  const rows = await db.selectFrom('client_removals').select(['client_id', 'removed_at']).where('expires_at', '>=', now).execute();
   return new Map(rows.map((r) => [r.client_id, Number(r.removed_at)]));
 }
 
 /** Deletes the removal records that expired before `before` (Unix seconds); returns how many. */
-export async function deleteExpiredClientRemovals(db: Kysely<unknown>, before: number): Promise<number> {
-  const result = await (db as Kysely<Tables>).deleteFrom('client_removals').where('expires_at', '<', before).executeTakeFirst();
+export async function deleteExpiredClientRemovals(db: Kysely<Database>, before: number): Promise<number> {
+  const result = await db.deleteFrom('client_removals').where('expires_at', '<', before).executeTakeFirst();
   return Number(result.numDeletedRows);
 }

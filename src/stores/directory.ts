@@ -4,20 +4,9 @@
  * `user_groups`, `group_members`. Part of the one SQL store; reached as
  * `store.directory`.
  *
- * Filters (RFC 7644 §3.4.2.2) become SQL here, with Kysely and bound parameters only, over
- * indexed columns: `id` → `users.subject_id` / `user_groups.id`, `userName` →
- * `users.username_normalized` (caseExact false: the value is lower-cased), `externalId` →
- * `external_id`, `emails.value` (and `emails[...]` value filters over value, type, primary) →
- * `subject_id IN (...)` over `user_emails.value_normalized`, `groups.value` / `members.value` →
- * the same over `group_members`, group `displayName` → `display_name_normalized`, `active`,
- * `meta.created`, `meta.lastModified`. Attributes kept in the claims JSON (`name.*`,
- * `displayName` of users) are not filterable: `invalidFilter` names what is.
- *
- * `eq` on `userName`, `externalId`, `emails.value`, `id`, `groups.value` is an index lookup,
- * `sw` an index range (SQLite compares bytewise; PostgreSQL has text_pattern_ops indexes,
- * `0015_scim_indexes`), `gt`/`ge`/`lt`/`le` and `sortBy` on those and on the `meta` dates an index
- * range or an index order. Everything else (`co`, `ew`, `ne`, `not`, `pr`, `active`,
- * `emails.type`...) reads a whole table, and is bounded so:
+ * Filters (RFC 7644 §3.4.2.2) become SQL in `directory-filter.ts`, over indexed columns where the
+ * filter allows. A filter that reads a whole table (`co`, `ew`, `ne`, `not`, `pr`, `active`,
+ * `emails.type`...) is bounded so:
  * - PostgreSQL: every list query runs under a statement timeout (`listTimeoutMs`), answered as
  *   `tooMany` (RFC 7644 §3.12) when it is exceeded;
  * - SQLite, which has no statement timeout and runs in the server's own thread: a filter whose
@@ -28,8 +17,11 @@
  * their count in the same query), then every listed user's emails and groups at once; a filter
  * with more matches adds its count.
  */
-import { CompiledQuery, type ExpressionBuilder, type Expression, type Kysely, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
-import { type AttrPath, type CompValue, type Filter, ScimError } from '../protocol/scim-filter.js';
+import { CompiledQuery, type Kysely, type Selectable, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import { type AttrPath, type Filter, ScimError } from '../protocol/scim-filter.js';
+import { type Eb, GROUP_SORT, groupCondition, sortColumn, sorted, USER_SORT, userCondition } from './directory-filter.js';
+import { type Dialect, isStatementTimeout, isUniqueViolation, withStatementTimeout } from './sql-support.js';
+import type { Database, UserGroupsTable, UsersTable } from './tables.js';
 
 /** How long one list query may run on PostgreSQL, milliseconds; beyond it the answer is `tooMany`. */
 export const LIST_TIMEOUT_MS = 2000;
@@ -118,243 +110,11 @@ export interface ListQuery {
   limit: number;
 }
 
-interface DirectoryTables {
-  users: {
-    subject_id: string;
-    username: string;
-    username_normalized: string;
-    tenant: string;
-    password_hash: string | null;
-    claims: string;
-    is_active: number;
-    created_at: number;
-    external_id: string | null;
-    version: number;
-    updated_at: number;
-  };
-  user_emails: { subject_id: string; value: string; value_normalized: string; type: string | null; is_primary: number; verified: number };
-  user_groups: { id: string; display_name: string; display_name_normalized: string; external_id: string | null; version: number; created_at: number; updated_at: number };
-  group_members: { group_id: string; subject_id: string };
-  user_count: { id: number; n: number };
-}
-
-type Column = { column: string; type: 'string' | 'lower' | 'boolean' | 'time' };
-
-/** User attributes (lower-cased SCIM paths) that map to a column of `users`. */
-const USER_COLUMNS: Record<string, Column> = {
-  id: { column: 'users.subject_id', type: 'string' },
-  username: { column: 'users.username_normalized', type: 'lower' },
-  externalid: { column: 'users.external_id', type: 'string' },
-  active: { column: 'users.is_active', type: 'boolean' },
-  'meta.created': { column: 'users.created_at', type: 'time' },
-  'meta.lastmodified': { column: 'users.updated_at', type: 'time' },
-};
-/** Email sub-attributes, inside an EXISTS over `user_emails`. */
-const EMAIL_COLUMNS: Record<string, Column> = {
-  value: { column: 'user_emails.value_normalized', type: 'lower' },
-  type: { column: 'user_emails.type', type: 'lower' },
-  primary: { column: 'user_emails.is_primary', type: 'boolean' },
-};
-const GROUP_COLUMNS: Record<string, Column> = {
-  id: { column: 'user_groups.id', type: 'string' },
-  displayname: { column: 'user_groups.display_name_normalized', type: 'lower' },
-  externalid: { column: 'user_groups.external_id', type: 'string' },
-  'meta.created': { column: 'user_groups.created_at', type: 'time' },
-  'meta.lastmodified': { column: 'user_groups.updated_at', type: 'time' },
-};
-/** The attributes a list may be sorted by (§3.4.2.3), per resource type. */
-const USER_SORT: Record<string, string> = { id: 'users.subject_id', username: 'users.username_normalized', externalid: 'users.external_id', 'meta.created': 'users.created_at', 'meta.lastmodified': 'users.updated_at' };
-const GROUP_SORT: Record<string, string> = { id: 'user_groups.id', displayname: 'user_groups.display_name_normalized', externalid: 'user_groups.external_id', 'meta.created': 'user_groups.created_at', 'meta.lastmodified': 'user_groups.updated_at' };
-
-/** The filterable attributes, named in `invalidFilter` answers. */
-const USER_FILTERABLE = 'id, userName, externalId, active, emails (value, type, primary), groups.value, meta.created, meta.lastModified';
-const GROUP_FILTERABLE = 'id, displayName, externalId, members.value, meta.created, meta.lastModified';
-
-type Eb = ExpressionBuilder<DirectoryTables, keyof DirectoryTables>;
-type Dialect = 'sqlite' | 'postgres';
-
-function filterError(detail: string): ScimError {
-  return new ScimError(400, detail, 'invalidFilter');
-}
-
-/** `path` as a lower-cased dotted key (`name.givenname`), the schema URI dropped (checked by the caller). */
-function key(path: AttrPath): string {
-  return (path.sub === undefined ? path.attr : `${path.attr}.${path.sub}`).toLowerCase();
-}
-
-/** The SQL value a filter's value becomes for `col`. */
-function sqlValue(col: Column, value: CompValue, op: string): string | number {
-  if (col.type === 'boolean') {
-    if (typeof value !== 'boolean') throw filterError(`a boolean attribute compares with true or false`);
-    if (op !== 'eq' && op !== 'ne') throw filterError(`"${op}" cannot compare booleans (RFC 7644 §3.4.2.2)`);
-    return value ? 1 : 0;
-  }
-  if (col.type === 'time') {
-    const t = typeof value === 'string' ? Date.parse(value) : Number.NaN;
-    if (!Number.isFinite(t) || !/^\d{4}-\d{2}-\d{2}T/.test(String(value))) throw filterError('a dateTime compares with an xsd:dateTime string');
-    return Math.floor(t / 1000);
-  }
-  if (typeof value !== 'string') throw filterError('a string attribute compares with a string');
-  return col.type === 'lower' ? value.toLowerCase() : value;
-}
-
-/** `%`, `_` and `\` taken literally in a LIKE pattern with `escape '\'`. */
-function likeEscape(value: string): string {
-  return value.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
-/** One comparison of a column (RFC 7644 §3.4.2.2 Table 3). */
-function compareColumn(col: Column, op: string, value: CompValue, d: Dialect): Expression<SqlBool> {
-  const ref = sql.ref(col.column);
-  if (value === null) {
-    if (op === 'eq') return sql<SqlBool>`${ref} is null`;
-    if (op === 'ne') return sql<SqlBool>`${ref} is not null`;
-    throw filterError(`"${op}" cannot compare with null`);
-  }
-  const v = sqlValue(col, value, op);
-  switch (op) {
-    case 'eq': return sql<SqlBool>`${ref} = ${v}`;
-    case 'ne': return sql<SqlBool>`(${ref} <> ${v} or ${ref} is null)`;
-    case 'gt': return sql<SqlBool>`${ref} > ${v}`;
-    case 'ge': return sql<SqlBool>`${ref} >= ${v}`;
-    case 'lt': return sql<SqlBool>`${ref} < ${v}`;
-    case 'le': return sql<SqlBool>`${ref} <= ${v}`;
-  }
-  if (col.type === 'time') throw filterError(`"${op}" does not apply to a dateTime`);
-  const text = String(v);
-  if (d === 'sqlite') {
-    // SQLite's LIKE ignores ASCII case, wrong for case-exact attributes, and uses no index. Its
-    // BINARY collation compares UTF-8 bytes, so a prefix is an index range (U+10FFFF, a
-    // noncharacter, sorts after every other character); co and ew compare exactly.
-    if (op === 'sw') return sql<SqlBool>`(${ref} >= ${text} and ${ref} < ${`${text}\u{10FFFF}`})`;
-    if (op === 'co') return sql<SqlBool>`instr(${ref}, ${text}) > 0`;
-    return sql<SqlBool>`(length(${ref}) >= ${text.length} and substr(${ref}, ${-text.length}) = ${text})`;
-  }
-  // PostgreSQL's LIKE is case-exact; the lower-cased columns hold lower-cased values.
-  const s = likeEscape(text);
-  const pattern = op === 'co' ? `%${s}%` : op === 'sw' ? `${s}%` : `%${s}`;
-  return sql<SqlBool>`${ref} like ${pattern} escape '\\'`;
-}
-
-function present(col: Column): Expression<SqlBool> {
-  const ref = sql.ref(col.column);
-  return col.type === 'string' || col.type === 'lower' ? sql<SqlBool>`(${ref} is not null and ${ref} <> '')` : sql<SqlBool>`${ref} is not null`;
-}
-
-/** A filter over one email row (inside the EXISTS). */
-function emailCondition(f: Filter, d: Dialect): Expression<SqlBool> {
-  switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${emailCondition(f.left, d)} and ${emailCondition(f.right, d)})`;
-    case 'or': return sql<SqlBool>`(${emailCondition(f.left, d)} or ${emailCondition(f.right, d)})`;
-    case 'not': return sql<SqlBool>`not (${emailCondition(f.filter, d)})`;
-    case 'valuePath': throw filterError('value filters do not nest');
-    case 'present':
-    case 'compare': {
-      const col = f.path.sub === undefined ? EMAIL_COLUMNS[f.path.attr.toLowerCase()] : undefined;
-      if (!col) throw filterError(`emails can be filtered by value, type and primary`);
-      return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value, d);
-    }
-  }
-}
-
-/**
- * Users with an email row matching `condition`: `subject_id IN (subquery)`, which both planners
- * answer from the `user_emails_value` index (SQLite runs a correlated EXISTS once per user).
- */
-function emailsExist(eb: Eb, condition: Expression<SqlBool>): Expression<SqlBool> {
-  return sql<SqlBool>`${sql.ref('users.subject_id')} in (${eb.selectFrom('user_emails').select('user_emails.subject_id').where(condition)})`;
-}
-
-/** A filter over users, as a SQL condition on `users`. */
-function userCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool> {
-  switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${userCondition(eb, f.left, d)} and ${userCondition(eb, f.right, d)})`;
-    case 'or': return sql<SqlBool>`(${userCondition(eb, f.left, d)} or ${userCondition(eb, f.right, d)})`;
-    case 'not': return sql<SqlBool>`not (${userCondition(eb, f.filter, d)})`;
-    case 'valuePath':
-      if (f.path.attr.toLowerCase() === 'emails' && f.path.sub === undefined) return emailsExist(eb, emailCondition(f.filter, d));
-      throw filterError(`value filters apply to emails; filterable: ${USER_FILTERABLE}`);
-    case 'present':
-    case 'compare': {
-      const k = key(f.path);
-      if (k === 'emails' || k.startsWith('emails.')) {
-        const sub = k === 'emails' ? 'value' : k.slice('emails.'.length);
-        const col = EMAIL_COLUMNS[sub];
-        if (!col) throw filterError(`emails can be filtered by value, type and primary`);
-        if (f.kind === 'present') return emailsExist(eb, present(col));
-        // `ne` on a multi-valued attribute: no value equals it.
-        if (f.op === 'ne') return sql<SqlBool>`not ${emailsExist(eb, compareColumn(col, 'eq', f.value, d))}`;
-        return emailsExist(eb, compareColumn(col, f.op, f.value, d));
-      }
-      if (k === 'groups' || k === 'groups.value') {
-        const col: Column = { column: 'group_members.group_id', type: 'string' };
-        const exists = (c: Expression<SqlBool>) => sql<SqlBool>`${sql.ref('users.subject_id')} in (${eb.selectFrom('group_members').select('group_members.subject_id').where(c)})`;
-        if (f.kind === 'present') return exists(sql<SqlBool>`1 = 1`);
-        if (f.op === 'ne') return sql<SqlBool>`not ${exists(compareColumn(col, 'eq', f.value, d))}`;
-        return exists(compareColumn(col, f.op, f.value, d));
-      }
-      const col = USER_COLUMNS[k];
-      if (!col) throw filterError(`"${f.path.sub === undefined ? f.path.attr : `${f.path.attr}.${f.path.sub}`}" is not filterable; filterable: ${USER_FILTERABLE}`);
-      return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value, d);
-    }
-  }
-}
-
-/** A filter over groups, as a SQL condition on `user_groups`. */
-function groupCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool> {
-  switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${groupCondition(eb, f.left, d)} and ${groupCondition(eb, f.right, d)})`;
-    case 'or': return sql<SqlBool>`(${groupCondition(eb, f.left, d)} or ${groupCondition(eb, f.right, d)})`;
-    case 'not': return sql<SqlBool>`not (${groupCondition(eb, f.filter, d)})`;
-    case 'valuePath':
-    case 'present':
-    case 'compare': {
-      const k = key(f.path);
-      if (k === 'members' || k === 'members.value') {
-        const col: Column = { column: 'group_members.subject_id', type: 'string' };
-        const exists = (c: Expression<SqlBool>) => sql<SqlBool>`${sql.ref('user_groups.id')} in (${eb.selectFrom('group_members').select('group_members.group_id').where(c)})`;
-        if (f.kind === 'valuePath') return exists(memberCondition(f.filter, d));
-        if (f.kind === 'present') return exists(sql<SqlBool>`1 = 1`);
-        if (f.op === 'ne') return sql<SqlBool>`not ${exists(compareColumn(col, 'eq', f.value, d))}`;
-        return exists(compareColumn(col, f.op, f.value, d));
-      }
-      const col = f.kind === 'valuePath' ? undefined : GROUP_COLUMNS[k];
-      if (!col || f.kind === 'valuePath') throw filterError(`"${f.path.attr}" is not filterable; filterable: ${GROUP_FILTERABLE}`);
-      return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value, d);
-    }
-  }
-}
-
-function memberCondition(f: Filter, d: Dialect): Expression<SqlBool> {
-  switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${memberCondition(f.left, d)} and ${memberCondition(f.right, d)})`;
-    case 'or': return sql<SqlBool>`(${memberCondition(f.left, d)} or ${memberCondition(f.right, d)})`;
-    case 'not': return sql<SqlBool>`not (${memberCondition(f.filter, d)})`;
-    case 'valuePath': throw filterError('value filters do not nest');
-    case 'present':
-    case 'compare': {
-      if (f.path.attr.toLowerCase() !== 'value' || f.path.sub !== undefined) throw filterError('members can be filtered by value');
-      const col: Column = { column: 'group_members.subject_id', type: 'string' };
-      return f.kind === 'present' ? sql<SqlBool>`1 = 1` : compareColumn(col, f.op, f.value, d);
-    }
-  }
-}
-
-/** Whether `err` is a unique or primary key violation of SQLite or PostgreSQL. */
-function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
-
 /** Up to how many matches a filtered page is found before it is sorted. */
 const FILTER_FIRST = 10_000;
 
 /** What a `tooMany` answer suggests. */
 const NARROW = 'narrow it with an eq or sw on userName, externalId or emails.value (indexed), alone or joined by "and"';
-
-function isStatementTimeout(err: unknown): boolean {
-  return (err as { code?: unknown }).code === '57014';
-}
 
 /** Raised by writes for a taken unique value: `field` names it (`userName`, `displayName`, `emails`). */
 export class DirectoryConflict extends Error {
@@ -366,8 +126,6 @@ export class DirectoryConflict extends Error {
 
 /** The directory's reads and writes. Writes are transactions; none leaves a partial change. */
 export class SqlDirectory {
-  private readonly db: Kysely<DirectoryTables>;
-
   private readonly limits: DirectoryLimits;
 
   /**
@@ -375,11 +133,10 @@ export class SqlDirectory {
    * @param limits the bounds of list queries; defaults `LIST_TIMEOUT_MS`, `SQLITE_SCAN_USERS`
    */
   constructor(
-    db: Kysely<unknown>,
+    private readonly db: Kysely<Database>,
     private readonly dialect: Dialect,
     limits: Partial<DirectoryLimits> = {},
   ) {
-    this.db = db as Kysely<DirectoryTables>;
     this.limits = { listTimeoutMs: LIST_TIMEOUT_MS, sqliteScanUsers: SQLITE_SCAN_USERS, ...limits };
   }
 
@@ -408,7 +165,7 @@ export class SqlDirectory {
     const direction = query.descending ? 'desc' : 'asc';
     return this.bounded(async (db) => {
       const where = (eb: Eb) => (query.filter ? userCondition(eb, query.filter, this.dialect) : sql<SqlBool>`1 = 1`);
-      const inOrder = <T extends keyof DirectoryTables, O>(q: SelectQueryBuilder<DirectoryTables, T, O>) => sorted(q, order, 'users.subject_id', direction);
+      const inOrder = <T extends keyof Database, O>(q: SelectQueryBuilder<Database, T, O>) => sorted(q, order, 'users.subject_id', direction);
       const pageOf = async (total: number) =>
         query.limit === 0 || query.offset >= total ? [] : inOrder(db.selectFrom('users').selectAll().where(where)).limit(query.limit).offset(query.offset).execute();
       if (!query.filter) {
@@ -603,23 +360,11 @@ export class SqlDirectory {
    * `listTimeoutMs` (`SET LOCAL`, so the pooled connection keeps no setting).
    * @throws ScimError 400 `tooMany` when the timeout stops a statement.
    */
-  private async bounded<T>(run: (db: Kysely<DirectoryTables>) => Promise<T>): Promise<T> {
+  private async bounded<T>(run: (db: Kysely<Database>) => Promise<T>): Promise<T> {
     if (this.dialect !== 'postgres') return run(this.db);
     const ms = Math.trunc(this.limits.listTimeoutMs);
     try {
-      return await this.db.connection().execute(async (conn) => {
-        // BEGIN and SET LOCAL in one round trip (a round trip is most of an indexed list's time):
-        // a statement without parameters goes by the simple query protocol, which takes several.
-        await sql.raw(`begin; set local statement_timeout = ${ms}`).execute(conn);
-        try {
-          const result = await run(conn);
-          await sql`commit`.execute(conn);
-          return result;
-        } catch (err) {
-          await sql`rollback`.execute(conn);
-          throw err;
-        }
-      });
+      return await withStatementTimeout(this.db, ms, run);
     } catch (err) {
       if (isStatementTimeout(err)) throw new ScimError(400, `the filter takes longer than ${ms} ms; ${NARROW}`, 'tooMany');
       throw err;
@@ -633,7 +378,7 @@ export class SqlDirectory {
    * answers nothing else while it scans; PostgreSQL is bounded by `bounded` instead.
    * @throws ScimError 400 `tooMany`
    */
-  private async refuseLongScan(db: Kysely<DirectoryTables>, count: CompiledQuery): Promise<void> {
+  private async refuseLongScan(db: Kysely<Database>, count: CompiledQuery): Promise<void> {
     if (this.dialect !== 'sqlite') return;
     const plan = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${count.sql}`, [...count.parameters]));
     if (!plan.rows.some((step) => /^SCAN (TABLE )?(users|user_emails|group_members)\b/.test(step.detail))) return;
@@ -651,7 +396,7 @@ export class SqlDirectory {
     }
   }
 
-  private async withDetails(rows: DirectoryTables['users'][], db: Kysely<DirectoryTables> = this.db): Promise<DirectoryUser[]> {
+  private async withDetails(rows: Selectable<UsersTable>[], db: Kysely<Database> = this.db): Promise<DirectoryUser[]> {
     if (rows.length === 0) return [];
     const ids = rows.map((r) => r.subject_id);
     const emails = await db.selectFrom('user_emails').selectAll().where('subject_id', 'in', ids).orderBy('subject_id').orderBy('is_primary', 'desc').orderBy('value_normalized').execute();
@@ -678,7 +423,7 @@ export class SqlDirectory {
     }));
   }
 
-  private async groupsWithMembers(rows: DirectoryTables['user_groups'][], db: Kysely<DirectoryTables> = this.db): Promise<DirectoryGroup[]> {
+  private async groupsWithMembers(rows: Selectable<UserGroupsTable>[], db: Kysely<Database> = this.db): Promise<DirectoryGroup[]> {
     if (rows.length === 0) return [];
     const members = await db
       .selectFrom('group_members')
@@ -699,20 +444,8 @@ export class SqlDirectory {
   }
 }
 
-/** `q` ordered by `order`, then by the id (`tiebreak`) so that pages do not overlap. */
-function sorted<T extends keyof DirectoryTables, O>(q: SelectQueryBuilder<DirectoryTables, T, O>, order: string, tiebreak: string, direction: 'asc' | 'desc'): SelectQueryBuilder<DirectoryTables, T, O> {
-  const first = q.orderBy(sql.ref(order), direction);
-  return order === tiebreak ? first : first.orderBy(sql.ref(tiebreak), direction);
-}
 
-function sortColumn(sortBy: AttrPath | undefined, columns: Record<string, string>, fallback: string): string {
-  if (sortBy === undefined) return fallback;
-  const col = columns[key(sortBy)];
-  if (col === undefined) throw new ScimError(400, `"${sortBy.attr}${sortBy.sub ? `.${sortBy.sub}` : ''}" cannot be sorted by; sortable: ${Object.keys(columns).join(', ')}`, 'invalidValue');
-  return col;
-}
-
-async function insertEmails(trx: Kysely<DirectoryTables>, subjectId: string, emails: readonly DirectoryEmail[]): Promise<void> {
+async function insertEmails(trx: Kysely<Database>, subjectId: string, emails: readonly DirectoryEmail[]): Promise<void> {
   if (emails.length === 0) return;
   await trx.insertInto('user_emails').values(emails.map((e) => ({
     subject_id: subjectId,
@@ -724,7 +457,7 @@ async function insertEmails(trx: Kysely<DirectoryTables>, subjectId: string, ema
   }))).execute();
 }
 
-async function setMembers(trx: Kysely<DirectoryTables>, groupId: string, before: readonly string[], after: readonly string[]): Promise<void> {
+async function setMembers(trx: Kysely<Database>, groupId: string, before: readonly string[], after: readonly string[]): Promise<void> {
   const removed = before.filter((s) => !after.includes(s));
   const added = after.filter((s) => !before.includes(s));
   for (let i = 0; i < removed.length; i += 500)
@@ -735,7 +468,7 @@ async function setMembers(trx: Kysely<DirectoryTables>, groupId: string, before:
 }
 
 /** Adds one to the versions of `subjectIds` (their groups, and so their representation, changed). */
-async function bumpUsers(trx: Kysely<DirectoryTables>, subjectIds: readonly string[]): Promise<void> {
+async function bumpUsers(trx: Kysely<Database>, subjectIds: readonly string[]): Promise<void> {
   for (let i = 0; i < subjectIds.length; i += 500)
     await trx.updateTable('users').set({ version: sql<number>`version + 1` }).where('subject_id', 'in', subjectIds.slice(i, i + 500)).execute();
 }

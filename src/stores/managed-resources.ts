@@ -7,7 +7,10 @@
  * as `sealedClientSecret` (a JWE under `SIGIL_DATA_KEY`) when a data key is set. Every change raises the
  * `admin_versions` row `resources`, which each node polls to re-read them (0012_admin).
  */
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
+import { nowSeconds } from '../crypto/handles.js';
+import { raiseChangeCounter, readChangeCounter } from './sql-support.js';
+import type { Database } from './tables.js';
 
 /** The kinds of managed items, as stored. */
 export const MANAGED_KINDS = ['identity_resource', 'api_scope', 'api_resource', 'identity_provider'] as const;
@@ -39,31 +42,9 @@ export interface ManagedResourceStore {
   version(): Promise<number>;
 }
 
-interface ManagedResourcesTable {
-  kind: string;
-  name: string;
-  config: string;
-  updated_at: number;
-}
-interface AdminVersionsTable {
-  kind: string;
-  version: number;
-}
-interface Tables {
-  managed_resources: ManagedResourcesTable;
-  admin_versions: AdminVersionsTable;
-}
-
-/** The `admin_versions` kind of the managed items. */
-const VERSION_KIND = 'resources';
-
 /** `ManagedResourceStore` over the SQL store's database (SQLite or PostgreSQL). */
 export class SqlManagedResources implements ManagedResourceStore {
-  private readonly db: Kysely<Tables>;
-
-  constructor(db: Kysely<unknown>) {
-    this.db = db as Kysely<Tables>;
-  }
+  constructor(private readonly db: Kysely<Database>) {}
 
   async list(): Promise<ManagedItem[]> {
     const rows = await this.db.selectFrom('managed_resources').select(['kind', 'name', 'config']).orderBy('kind').orderBy('name').execute();
@@ -78,11 +59,11 @@ export class SqlManagedResources implements ManagedResourceStore {
   async add(kind: ManagedKind, name: string, config: Record<string, unknown>): Promise<boolean> {
     const result = await this.db
       .insertInto('managed_resources')
-      .values({ kind, name, config: JSON.stringify(config), updated_at: Math.floor(Date.now() / 1000) })
+      .values({ kind, name, config: JSON.stringify(config), updated_at: nowSeconds() })
       .onConflict((oc) => oc.columns(['kind', 'name']).doNothing())
       .executeTakeFirst();
     if (result.numInsertedOrUpdatedRows !== 1n) return false;
-    await this.changed();
+    await raiseChangeCounter(this.db, 'resources');
     return true;
   }
 
@@ -92,27 +73,17 @@ export class SqlManagedResources implements ManagedResourceStore {
         ? await this.db.deleteFrom('managed_resources').where('kind', '=', kind).where('name', '=', name).where('config', '=', expected).executeTakeFirst()
         : await this.db
             .updateTable('managed_resources')
-            .set({ config: JSON.stringify(config), updated_at: Math.floor(Date.now() / 1000) })
+            .set({ config: JSON.stringify(config), updated_at: nowSeconds() })
             .where('kind', '=', kind)
             .where('name', '=', name)
             .where('config', '=', expected)
             .executeTakeFirst();
     if (('numDeletedRows' in result ? result.numDeletedRows : result.numUpdatedRows) !== 1n) return false;
-    await this.changed();
+    await raiseChangeCounter(this.db, 'resources');
     return true;
   }
 
   async version(): Promise<number> {
-    const row = await this.db.selectFrom('admin_versions').select('version').where('kind', '=', VERSION_KIND).executeTakeFirst();
-    return Number(row?.version ?? 0);
-  }
-
-  /** Raises the change counter (`version`). */
-  private async changed(): Promise<void> {
-    await this.db
-      .insertInto('admin_versions')
-      .values({ kind: VERSION_KIND, version: 1 })
-      .onConflict((oc) => oc.column('kind').doUpdateSet({ version: sql<number>`admin_versions.version + 1` }))
-      .execute();
+    return readChangeCounter(this.db, 'resources');
   }
 }

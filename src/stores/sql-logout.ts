@@ -4,45 +4,11 @@
  */
 import type { Kysely } from 'kysely';
 import type { LogoutDelivery, LogoutStore, SessionParticipant } from './types.js';
-
-interface ParticipantsTable {
-  sid: string;
-  client_id: string;
-  subject_id: string;
-  expires_at: number;
-}
-interface DeliveriesTable {
-  id: string;
-  client_id: string;
-  uri: string;
-  subject_id: string;
-  sid: string;
-  attempts: number;
-  created_at: number;
-  next_attempt_at: number;
-  give_up_at: number;
-  lease_holder: string | null;
-  lease_until: number;
-  last_error: string | null;
-}
-interface GrantsColumns {
-  key: string;
-  type: string;
-  subject_id: string | null;
-  family_id: string;
-  expires_at: number;
-  revoked_at: number | null;
-}
-/** The tables this module touches. */
-export interface LogoutTables {
-  session_participants: ParticipantsTable;
-  logout_deliveries: DeliveriesTable;
-  grants: GrantsColumns;
-}
+import type { Database } from './tables.js';
 
 /** `LogoutStore` over a Kysely instance whose schema has the `0006_logout` migration. */
 export class SqlLogoutStore implements LogoutStore {
-  constructor(private readonly db: Kysely<LogoutTables>) {}
+  constructor(private readonly db: Kysely<Database>) {}
 
   async addParticipant(p: SessionParticipant, expiresAt: number): Promise<void> {
     await this.db

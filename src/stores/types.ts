@@ -1,7 +1,8 @@
 /**
- * Storage interfaces. One SQL implementation serves them all (`sql.ts`). Clients and
- * resources come from the config file and, beside them, from the store (`ClientStore`,
- * `managed-resources.ts`).
+ * Storage interfaces. Each has one SQL implementation of its own (`sql-grants.ts`, `sql-users.ts`,
+ * ...), all over one Kysely instance (tables: `tables.ts`), composed into `Store` by `openStore`
+ * (`sql.ts`). Clients and resources come from the config file and, beside them, from the store
+ * (`ClientStore`, `managed-resources.ts`).
  *
  * Times are Unix seconds. Handles (codes, refresh tokens, reference tokens) never reach the store:
  * only `key`, the SHA-256 of the handle, does.

@@ -5,6 +5,7 @@
  * store; reached as `store.emails`.
  */
 import type { Kysely } from 'kysely';
+import type { Database, UserEmailsTable } from './tables.js';
 
 /** One address of a user. */
 export interface StoredEmail {
@@ -35,17 +36,9 @@ export function normalizeEmail(value: string): string {
   return value.trim().toLowerCase();
 }
 
-interface UserEmailsTables {
-  user_emails: { subject_id: string; value: string; value_normalized: string; type: string | null; is_primary: number; verified: number };
-}
-
 /** `UserEmailStore` over the store's Kysely instance (SQLite or PostgreSQL). */
 export class SqlUserEmails implements UserEmailStore {
-  private readonly db: Kysely<UserEmailsTables>;
-
-  constructor(db: Kysely<unknown>) {
-    this.db = db as Kysely<UserEmailsTables>;
-  }
+  constructor(private readonly db: Kysely<Database>) {}
 
   async primary(subjectId: string): Promise<StoredEmail | undefined> {
     const row = await this.db.selectFrom('user_emails').selectAll().where('subject_id', '=', subjectId).where('is_primary', '=', 1).executeTakeFirst();
@@ -80,6 +73,6 @@ export class SqlUserEmails implements UserEmailStore {
   }
 }
 
-function toEmail(row: UserEmailsTables['user_emails']): StoredEmail {
+function toEmail(row: UserEmailsTable): StoredEmail {
   return { subjectId: row.subject_id, value: row.value, isPrimary: Number(row.is_primary) === 1, verified: Number(row.verified) === 1 };
 }

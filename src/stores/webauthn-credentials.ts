@@ -4,6 +4,7 @@
  * `0007_webauthn`). Part of the one SQL store; reached as `store.webauthn`.
  */
 import type { Kysely } from 'kysely';
+import type { Database, WebAuthnCredentialsTable } from './tables.js';
 
 /**
  * What a credential is for: `passkey` (discoverable, user verification required: a sign-in on its
@@ -51,24 +52,7 @@ export interface WebAuthnCredentialStore {
   remove(subjectId: string, id: string): Promise<boolean>;
 }
 
-interface CredentialsTable {
-  id: string;
-  subject_id: string;
-  kind: string;
-  public_key: string;
-  counter: number;
-  transports: string;
-  name: string;
-  backed_up: number;
-  created_at: number;
-  last_used_at: number | null;
-}
-
-interface Tables {
-  webauthn_credentials: CredentialsTable;
-}
-
-function toCredential(row: CredentialsTable): StoredWebAuthnCredential {
+function toCredential(row: WebAuthnCredentialsTable): StoredWebAuthnCredential {
   return {
     id: row.id,
     subjectId: row.subject_id,
@@ -85,12 +69,8 @@ function toCredential(row: CredentialsTable): StoredWebAuthnCredential {
 
 /** `WebAuthnCredentialStore` on the SQL store's Kysely instance (SQLite or PostgreSQL). */
 export class SqlWebAuthnCredentials implements WebAuthnCredentialStore {
-  private readonly db: Kysely<Tables>;
-
   /** @param db the store's Kysely instance; its schema has the `webauthn_credentials` table. */
-  constructor(db: Kysely<unknown>) {
-    this.db = db as Kysely<Tables>;
-  }
+  constructor(private readonly db: Kysely<Database>) {}
 
   async add(c: StoredWebAuthnCredential): Promise<boolean> {
     const result = await this.db

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseFilter, ScimError } from '../../src/protocol/scim-filter.js';
 import { SQLITE_SCAN_USERS, SqlDirectory, type ListQuery } from '../../src/stores/directory.js';
 import { openStore } from '../../src/stores/sql.js';
+import type { Database as StoreTables } from '../../src/stores/tables.js';
 import type { Store } from '../../src/stores/types.js';
 import { clientTokens, dropSchema, expectNoLeak, POSTGRES_URL, startSigil, tempDir, uniqueSchema, type TestSigil } from '../helpers.js';
 
@@ -33,11 +34,11 @@ describe('SCIM list bounds on SQLite: a scanning filter above sqliteScanUsers us
   const { dir, cleanup } = tempDir();
   const file = join(dir, 'sigil.db');
   let store: Store;
-  let db: Kysely<unknown>;
+  let db: Kysely<StoreTables>;
   let bounded: SqlDirectory;
   beforeAll(async () => {
     store = await openStore(`sqlite:${file}`);
-    db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new Database(file) }) });
+    db = new Kysely<StoreTables>({ dialect: new SqliteDialect({ database: new Database(file) }) });
     bounded = new SqlDirectory(db, 'sqlite', { sqliteScanUsers: 3 });
     await addUsers(store.directory, ['alice', 'bob', 'carol']);
   });
@@ -96,10 +97,10 @@ describe('SCIM list bounds on SQLite: a scanning filter above sqliteScanUsers us
 describe('SCIM list bounds on PostgreSQL: the statement timeout answers tooMany', () => {
   const schema = uniqueSchema('sigil_scim_bounds');
   let store: Store;
-  let db: Kysely<unknown>;
+  let db: Kysely<StoreTables>;
   beforeAll(async () => {
     store = await openStore(`${POSTGRES_URL}?schema=${schema}`);
-    db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: POSTGRES_URL, max: 1, options: `-c search_path=${schema}` }) }) });
+    db = new Kysely<StoreTables>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: POSTGRES_URL, max: 1, options: `-c search_path=${schema}` }) }) });
     // Enough users that reading all of them outlasts a 1 ms timeout on any machine.
     await sql`insert into users (subject_id, username, username_normalized, tenant, claims, is_active, created_at, external_id, version, updated_at)
       select 'sub-' || i, 'user' || i, 'user' || i, '', '{}', 1, 1764000000, 'ext-' || i, 1, 1764000000 from generate_series(1, 200000) as i`.execute(db);

@@ -1,0 +1,136 @@
+/**
+ * The SQL implementation of `UserStore`: users kept in `users` (`sigil users`, federation's first
+ * sign-ins, SCIM), with the upstream identities linked to them (`external_links`). Removing a
+ * user removes everything stored under their subject: links, second factors, WebAuthn credentials,
+ * email addresses and group memberships. SCIM's own view of the same tables is `directory.ts`.
+ */
+import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
+import { nowSeconds } from '../crypto/handles.js';
+import type { SqlDirectory } from './directory.js';
+import type { ExternalLink, StoredUser, UserStore } from './types.js';
+import type { Database, UsersTable } from './tables.js';
+
+/** `UserStore` over the store's Kysely instance. */
+export class SqlUserStore implements UserStore {
+  /** @param directory answers `groupNames` (the groups are SCIM's). */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly directory: SqlDirectory,
+  ) {}
+
+  async findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined> {
+    let query = this.db.selectFrom('users').selectAll().where('username_normalized', '=', username.toLowerCase());
+    if (tenant !== null) query = query.where('tenant', '=', tenant);
+    // Without a tenant the username must name exactly one user, as for config users.
+    const rows = await query.limit(2).execute();
+    return rows.length === 1 && rows[0] ? toUser(rows[0]) : undefined;
+  }
+
+  async findUserBySubject(subjectId: string): Promise<StoredUser | undefined> {
+    const row = await this.db.selectFrom('users').selectAll().where('subject_id', '=', subjectId).executeTakeFirst();
+    return row ? toUser(row) : undefined;
+  }
+
+  async addUser(user: StoredUser): Promise<void> {
+    await this.db.insertInto('users').values(toUserRow(user)).execute();
+  }
+
+  async findExternalLink(key: string): Promise<string | undefined> {
+    const row = await this.db.selectFrom('external_links').select('subject_id').where('key', '=', key).executeTakeFirst();
+    return row?.subject_id;
+  }
+
+  async hasExternalLinks(provider: string): Promise<boolean> {
+    // No index on provider: a rare management check (a new upstream provider's name) reads the table.
+    const row = await this.db.selectFrom('external_links').select('key').where('provider', '=', provider).limit(1).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async addExternalUser(link: ExternalLink, user: StoredUser): Promise<string> {
+    return this.db.transaction().execute(async (trx) => {
+      // The link first: of two first sign-ins at once, the second waits here for the first's
+      // commit, then inserts nothing and takes the first's subject.
+      const inserted = await trx
+        .insertInto('external_links')
+        .values({ key: link.key, provider: link.provider, upstream_subject: link.upstreamSubject, subject_id: user.subjectId, created_at: nowSeconds() })
+        .onConflict((oc) => oc.column('key').doNothing())
+        .executeTakeFirst();
+      if (inserted.numInsertedOrUpdatedRows !== 1n) {
+        const row = await trx.selectFrom('external_links').select('subject_id').where('key', '=', link.key).executeTakeFirstOrThrow();
+        return row.subject_id;
+      }
+      await trx.insertInto('users').values(toUserRow(user)).execute();
+      return user.subjectId;
+    });
+  }
+
+  async listUsers(): Promise<StoredUser[]> {
+    const rows = await this.db.selectFrom('users').selectAll().orderBy('tenant').orderBy('username_normalized').execute();
+    return rows.map(toUser);
+  }
+
+  async removeUser(subjectId: string): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
+      await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
+      // Their passkeys and security keys: a later user with the same subject gets none.
+      await trx.deleteFrom('webauthn_credentials').where('subject_id', '=', subjectId).execute();
+      // Their addresses and group memberships (0009_people): a later user with the same subject has
+      // none; the groups they leave change (their SCIM version grows).
+      await trx.deleteFrom('user_emails').where('subject_id', '=', subjectId).execute();
+      const memberOf = trx.selectFrom('group_members').select('group_id').where('subject_id', '=', subjectId);
+      await trx.updateTable('user_groups').set({ version: sql<number>`version + 1` }).where('id', 'in', memberOf).execute();
+      await trx.deleteFrom('group_members').where('subject_id', '=', subjectId).execute();
+      const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
+      return result.numDeletedRows === 1n;
+    });
+  }
+
+  async setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean> {
+    const result = await this.db.updateTable('users').set({ password_hash: passwordHash }).where('subject_id', '=', subjectId).executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async groupNames(subjectId: string): Promise<string[]> {
+    return this.directory.groupNamesOf(subjectId);
+  }
+
+  async setUserActive(subjectId: string, active: boolean): Promise<boolean> {
+    const result = await this.db
+      .updateTable('users')
+      .set({ is_active: active ? 1 : 0, version: sql<number>`version + 1`, updated_at: nowSeconds() })
+      .where('subject_id', '=', subjectId)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void> {
+    await this.db.updateTable('users').set({ claims: JSON.stringify(claims) }).where('subject_id', '=', subjectId).execute();
+  }
+}
+
+function toUserRow(user: StoredUser): Insertable<UsersTable> {
+  const now = nowSeconds();
+  return {
+    subject_id: user.subjectId,
+    username: user.username,
+    username_normalized: user.username.toLowerCase(),
+    tenant: user.tenant ?? '',
+    password_hash: user.passwordHash,
+    claims: JSON.stringify(user.claims),
+    is_active: user.isActive ? 1 : 0,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+function toUser(row: Selectable<UsersTable>): StoredUser {
+  return {
+    subjectId: row.subject_id,
+    username: row.username,
+    tenant: row.tenant === '' ? null : row.tenant,
+    passwordHash: row.password_hash,
+    claims: JSON.parse(row.claims) as Record<string, unknown>,
+    isActive: row.is_active === 1,
+  };
+}
