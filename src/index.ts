@@ -31,6 +31,7 @@ import { loadLook } from './page-kit/look.js';
 import { relyingPartyOf, WebAuthnService } from './mfa/webauthn.js';
 import { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import { UpstreamProviders } from './federation/upstream.js';
+import { UpstreamSignIn } from './federation/sign-in.js';
 import { SessionService } from './users/sessions.js';
 import { KnownBrowsers } from './users/known-browsers.js';
 import { MfaService } from './mfa/factors.js';
@@ -354,6 +355,7 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
     const mailer = cfg.email ? new Mailer(cfg.email, productName(cfg)) : undefined;
     const sessionAdmin = new SessionAdmin(store, cfg, log, logout);
     const userAdmin = new UserAdmin(store, cfg, sessionAdmin, directories);
+    const interactions = new Interactions(store.grants);
     const context: SigilContext = {
       // The users' clear-text passwords are hashed by UserService.create and dropped here.
       config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
@@ -374,9 +376,17 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
       knownBrowsers: new KnownBrowsers(keys, cfg.issuer, cfg.knownBrowserLifetime),
       logout,
-      interactions: new Interactions(store.grants),
+      interactions,
       pages: new Pages(loadLook(cfg.branding, cfg.localesDir), basePath),
       upstream,
+      federation: new UpstreamSignIn({
+        upstream,
+        states: store.records.federationStates,
+        interactions,
+        users: store.users,
+        clients,
+        log,
+      }),
       mfa,
       secondStep: new SecondStepService(mfa, users, clients, limiter, events),
       enrollment: new FactorEnrollment(mfa, users, limiter, events),
