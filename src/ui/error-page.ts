@@ -6,7 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import type { OAuthError } from '../protocol/errors.js';
+import { OAuthError } from '../protocol/errors.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 import type { Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
@@ -42,6 +42,19 @@ export function sendErrorPage(ctx: SigilContext, reply: FastifyReply, error: OAu
   const textKey = error instanceof DirectoryUnavailable ? 'signInUnavailable' : (ERROR_TEXTS[error.code] ?? 'errorIntro');
   const data = { titleKey: 'errorTitle', textKey, code: error.code, description: error.description, errorId: request.id, back };
   return ctx.pages.send(reply.headers(error.headers), 'message', lang, data, status);
+}
+
+/**
+ * The refusal of a form that failed the CSRF check (RFC 6749 §10.12): its token is missing or
+ * stale, or it came from another site; the person reloads the page and sends it again.
+ */
+export function formExpiredError(): OAuthError {
+  return new OAuthError('invalid_request', 'the form has expired, please try again', 403);
+}
+
+/** The error page (403) of a form that failed the CSRF check (`formExpiredError`), in language `lang`. */
+export function formExpiredPage(ctx: SigilContext, reply: FastifyReply, lang: string): FastifyReply {
+  return sendErrorPage(ctx, reply, formExpiredError(), lang, 403);
 }
 
 /** The page shown for an unknown, expired or foreign interaction id (400). */
