@@ -24,6 +24,7 @@ import type { Pages } from './page-kit/pages.js';
 import type { SessionService } from './users/sessions.js';
 import type { KnownBrowsers } from './users/known-browsers.js';
 import type { UpstreamProviders } from './federation/upstream.js';
+import type { UpstreamSignIn } from './federation/sign-in.js';
 import type { MfaService } from './mfa/factors.js';
 import type { FactorEnrollment } from './mfa/enrollment.js';
 import type { SecondStepService } from './mfa/second-step.js';
@@ -117,6 +118,11 @@ export interface SignInServices {
   sessions: SessionService;
   /** Browsers known for a user by an earlier password sign-in (their share of a directory's wrong binds). */
   knownBrowsers: KnownBrowsers;
+  /**
+   * Sign-ins at the upstream providers: their `state`, the code exchange, the link to a local user
+   * (src/federation/sign-in.ts).
+   */
+  federation: UpstreamSignIn;
   /** Users' second factors and the second sign-in step (src/mfa/). */
   mfa: MfaService;
   /** The second sign-in step: what follows the first factor, and one-time code checks (src/mfa/second-step.ts). */

@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import { ConfigError, type ResolvedConfig } from '../config/loader.js';
 import { productName } from '../config/product-name.js';
+import { UpstreamSignIn } from '../federation/sign-in.js';
 import { FactorEnrollment } from '../mfa/enrollment.js';
 import { MfaService } from '../mfa/factors.js';
 import { PasskeyCeremonies } from '../mfa/passkey-ceremonies.js';
@@ -49,12 +50,12 @@ function userDirectories(infra: Infrastructure, options: SigilOptions): UserDire
  */
 export async function buildSignIn(
   infra: Infrastructure,
-  protocol: Pick<ProtocolServices, 'clients' | 'logout'>,
+  protocol: Pick<ProtocolServices, 'clients' | 'logout' | 'upstream' | 'interactions'>,
   configUsers: ResolvedConfig['users'],
   options: SigilOptions,
 ): Promise<BuiltSignIn> {
   const { config: cfg, store, keys, limiter, events, log } = infra;
-  const { clients, logout } = protocol;
+  const { clients, logout, upstream, interactions } = protocol;
   const directories = userDirectories(infra, options);
   const profile = options.profileService;
   const users = await UserService.create(configUsers, store.users, { directories, isActive: profile?.isActive?.bind(profile), emails: store.emails, log });
@@ -68,6 +69,7 @@ export async function buildSignIn(
     users,
     sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
     knownBrowsers: new KnownBrowsers(keys, cfg.issuer, cfg.knownBrowserLifetime),
+    federation: new UpstreamSignIn({ upstream, states: store.records.federationStates, interactions, users: store.users, clients, log }),
     mfa,
     secondStep: new SecondStepService(mfa, users, clients, limiter, events),
     enrollment: new FactorEnrollment(mfa, users, limiter, events),

@@ -26,8 +26,9 @@ import type { Pending } from './interactions.js';
 import { originOf } from '../http/request.js';
 import type { BrowserServices } from './browser.js';
 
+import type { DeviceServices } from './device.js';
 /** The services this module uses. */
-export type OutcomesServices = Pick<Services, 'basePath' | 'clients' | 'events' | 'interactions' | 'store'> & BrowserServices;
+export type OutcomesServices = Pick<Services, 'basePath' | 'clients' | 'events' | 'interactions' | 'store'> & BrowserServices & DeviceServices;
 
 /** Where a pending request continues after the login or consent page, relative to the issuer's path. */
 export function resumePath(id: string, interaction: Interaction): string {

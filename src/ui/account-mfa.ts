@@ -8,7 +8,7 @@
  * - `/account`: the signed-in user's second factors, removable; new recovery codes. Every change
  *   needs a sign-in within `mfa.freshSignInSeconds` that used the strongest kind of factor the
  *   user holds (`MfaService.mayChangeFactors`).
- * Every form carries the CSRF token (checkCsrf). What is decided and stored is the services':
+ * Every form is CSRF-checked before its route runs (ui/forms.ts). What is decided and stored is the services':
  * the second step and its code checks (`ctx.secondStep`, src/mfa/second-step.ts), enrollment and
  * removal (`ctx.enrollment`, src/mfa/enrollment.ts); these routes read the request, call them and
  * the interaction outcomes, and render.
@@ -17,19 +17,18 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
 import { browserOf, sessionOf, upgradeSession } from '../interaction/browser.js';
 import { single, queryString } from '../http/fields.js';
-import { expiredPage, sendErrorPage } from './error-page.js';
+import { expiredPage } from './error-page.js';
 import { language, pendingLanguage } from './language.js';
 import { finishSignIn, resumePath } from '../interaction/outcomes.js';
 import type { Interaction } from '../stores/records/interactions.js';
-import { OAuthError } from '../protocol/errors.js';
-import { Params } from '../protocol/params.js';
 import type { TotpSetup } from '../mfa/enrollment.js';
 import { amrWith, FACTOR_KINDS, type PendingSignIn } from '../mfa/factors.js';
 import { RECOVERY_KIND } from '../mfa/recovery.js';
 import { subjectOf, type Who } from '../mfa/second-step.js';
 import type { Session } from '../users/sessions.js';
 import { denyPage } from './outcome-pages.js';
-import { checkCsrf } from './csrf.js';
+import { formOf, formRoute } from './forms.js';
+import { ACCOUNT_TEMPLATES } from '../page-kit/account-pages.js';
 import type { Messages } from '../page-kit/i18n.js';
 import { securityKeyStep } from './passkeys.js';
 import { refused } from './attempts.js';
@@ -42,83 +41,15 @@ import type { BrowserServices } from '../interaction/browser.js';
 /** The services this module uses. */
 export type AccountMfaPageServices = Pick<Services, 'basePath' | 'enrollment' | 'interactions' | 'issuer' | 'mfa' | 'pages' | 'secondStep' | 'users'> & BrowserServices & ErrorPageServices & OutcomesServices & PasskeysPageServices;
 
-const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
-<h1><%= it.t.mfaTitle %></h1>
-<p id="mfa-intro"><%= it.t.mfaIntro %></p>
-<% if (it.error) { %><p class="alert" role="alert" id="mfa-error"><%= it.error %></p><% } %>
-<form method="post" action="<%= it.base %>/account/mfa">
-<%~ include('@csrf', it) %>
-<% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
-<label for="code"><%= it.t.oneTimeCode %></label>
-<input type="text" id="code" name="code" inputmode="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" maxlength="100" required autofocus aria-describedby="mfa-intro<% if (it.error) { %> mfa-error<% } %>"<% if (it.error) { %> aria-invalid="true"<% } %>>
-<div class="actions">
-<button type="submit" name="button" value="verify" class="primary"><%= it.t.verify %></button>
-<button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
-</div>
-</form>`;
-
-const TOTP = `<% layout('@layout', { lang: it.lang, title: it.t.totpTitle }) %>
-<h1><%= it.t.totpTitle %></h1>
-<% if (it.required) { %><p role="note"><%= it.t.totpRequired %></p><% } %>
-<p id="totp-intro"><%= it.t.totpIntro %></p>
-<% if (it.error) { %><p class="alert" role="alert" id="totp-error"><%= it.error %></p><% } %>
-<p class="qr"><img src="<%= it.qr %>" alt="<%= it.t.totpQrAlt %>" width="240" height="240"></p>
-<p><span id="secret-label"><%= it.t.totpSecret %></span>: <code id="totp-secret" aria-labelledby="secret-label"><%= it.secret %></code></p>
-<form method="post" action="<%= it.base %>/account/totp">
-<%~ include('@csrf', it) %>
-<% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
-<label for="code"><%= it.t.oneTimeCode %></label>
-<input type="text" id="code" name="code" inputmode="numeric" autocomplete="one-time-code" maxlength="10" pattern="[0-9 ]*" required autofocus aria-describedby="totp-intro<% if (it.error) { %> totp-error<% } %>"<% if (it.error) { %> aria-invalid="true"<% } %>>
-<div class="actions"><button type="submit" name="button" value="confirm" class="primary"><%= it.t.activate %></button></div>
-</form>`;
-
-const RECOVERY = `<% layout('@layout', { lang: it.lang, title: it.t.recoveryTitle }) %>
-<h1><%= it.t.recoveryTitle %></h1>
-<p id="recovery-intro"><%= it.t.recoveryIntro %></p>
-<ul class="codes" aria-labelledby="recovery-intro"><% it.codes.forEach(function (c) { %><li><code><%= c %></code></li><% }) %></ul>
-<p><a class="button primary" href="<%= it.base %><%= it.next %>"><%= it.t.continue %></a></p>`;
-
-const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle }) %>
-<h1><%= it.t.accountTitle %></h1>
-<p><%= it.f(it.t.signedInAs, { user: it.username }) %></p>
-<% if (it.notice) { %><p class="alert" role="status"><%= it.notice %></p><% } %>
-<% if (!it.canChange) { %><p class="alert" role="note"><%= it.t.freshSignInNeeded %> <a href="<%= it.base %><%= it.reauth %>"><%= it.t.signInAgain %></a></p><% } %>
-<h2 id="factors-heading"><%= it.t.accountFactors %></h2>
-<% if (it.factors.length === 0) { %><p><%= it.t.accountNoFactors %></p><% } else { %>
-<ul class="factors" aria-labelledby="factors-heading">
-<% it.factors.forEach(function (fa) { %><li><span><%= fa.name %>, <%= it.f(it.t.factorAdded, { date: fa.date }) %></span>
-<% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/factors/remove" class="inline">
-<%~ include('@csrf', it) %>
-<input type="hidden" name="factor" value="<%= fa.id %>">
-<button type="submit" name="button" value="remove" aria-label="<%= it.f(it.t.removeFactor, { name: fa.name, date: fa.date }) %>"><%= it.t.remove %></button>
-</form><% } %></li>
-<% }) %></ul><% } %>
-<% if (it.canChange) { it.adds.forEach(function (a) { %><p><a href="<%= it.base %><%= a.path %>"><%= a.label %></a></p><% }) } %>
-<% if (it.hasSecond) { %><h2 id="recovery-heading"><%= it.t.factorRecoveryCodes %></h2>
-<p><%= it.f(it.t.recoveryRemaining, { count: String(it.recoveryLeft) }) %></p>
-<% if (it.canChange) { %><form method="post" action="<%= it.base %>/account/recovery">
-<%~ include('@csrf', it) %>
-<button type="submit" name="button" value="regenerate"><%= it.t.regenerateRecovery %></button>
-</form><% } %><% } %>
-<nav aria-labelledby="manage-heading"><h2 id="manage-heading"><%= it.t.accountManage %></h2>
-<ul><li><a href="<%= it.base %>/account/password"><%= it.t.accountPasswordTitle %></a></li>
-<li><a href="<%= it.base %>/account/sessions"><%= it.t.accountSessionsTitle %></a></li>
-<li><a href="<%= it.base %>/account/apps"><%= it.t.accountAppsTitle %></a></li>
-<li><a href="<%= it.base %>/account/profile"><%= it.t.accountProfileTitle %></a></li></ul></nav>
-<p><a href="<%= it.base %>/account/logout"><%= it.t.signOut %></a></p>`;
-
 /** Where a sign-in continues once complete. */
 type Next = { interaction: string } | { account: true } | { done: string };
 
-const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
-
 /** Registers `/account`, `/account/mfa`, `/account/totp`, `/account/recovery`, `/account/factors/remove`. */
 export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageServices): void {
-  const origin = new URL(ctx.issuer).origin;
-  ctx.pages.register('mfa', MFA);
-  ctx.pages.register('totp', TOTP);
-  ctx.pages.register('recovery', RECOVERY);
-  ctx.pages.register('account', ACCOUNT);
+  for (const [name, template] of Object.entries(ACCOUNT_TEMPLATES)) ctx.pages.register(name, template);
+  // The second step's forms name the pending request: a refusal speaks its language.
+  const stepForm = formRoute(app, ctx, 'page-in-pending-language');
+  const accountForm = formRoute(app, ctx);
 
   app.get('/account/mfa', async (request, reply) => {
     const browser = browserOf(ctx, request, reply);
@@ -134,9 +65,8 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
     return mfaPage(ctx, request, reply, id, undefined);
   });
 
-  app.post('/account/mfa', async (request, reply) => {
+  app.post('/account/mfa', stepForm, async (request, reply) => {
     const body = formOf(request);
-    if (!checkCsrf(app, request, reply, origin)) return formExpired(ctx, request, reply, body);
     const browser = browserOf(ctx, request, reply);
     const who = await ctx.secondStep.who(browser, () => sessionOf(ctx, request));
     if (!who) return expiredPage(ctx, request, reply);
@@ -168,9 +98,8 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
     return totpPage(ctx, request, reply, who, id, await ctx.enrollment.begin(browser, subjectOf(who)), undefined);
   });
 
-  app.post('/account/totp', async (request, reply) => {
+  app.post('/account/totp', stepForm, async (request, reply) => {
     const body = formOf(request);
-    if (!checkCsrf(app, request, reply, origin)) return formExpired(ctx, request, reply, body);
     const browser = browserOf(ctx, request, reply);
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
@@ -197,17 +126,15 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
     return accountPage(ctx, request, reply, session, undefined);
   });
 
-  app.post('/account/factors/remove', async (request, reply) => {
+  app.post('/account/factors/remove', accountForm, async (request, reply) => {
     const body = formOf(request);
-    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
     const session = await changeAllowed(ctx, request, reply);
     if (!session) return reply;
     if (!(await ctx.enrollment.removeFactor(session.subjectId, single(body, 'factor') ?? '', originOf(request)))) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
     return accountPage(ctx, request, reply, session, 'factorRemoved');
   });
 
-  app.post('/account/recovery', async (request, reply) => {
-    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+  app.post('/account/recovery', accountForm, async (request, reply) => {
     const session = await changeAllowed(ctx, request, reply);
     if (!session) return reply;
     const codes = await ctx.enrollment.renewRecoveryCodes(session.subjectId, originOf(request));
@@ -416,16 +343,7 @@ async function totpPage(
   );
 }
 
-/** The "form has expired" page (403) of a second-factor form, in the language of the request it names. */
-async function formExpired(ctx: AccountMfaPageServices, request: FastifyRequest, reply: FastifyReply, body: Params): Promise<FastifyReply> {
-  return sendErrorPage(ctx, reply, FORM_EXPIRED, await pendingLanguage(ctx, request, reply, single(body, 'interaction')), 403);
-}
-
 /** The id when it names a live pending request of this browser, else undefined. */
 async function liveInteraction(ctx: AccountMfaPageServices, id: string | undefined, browser: string): Promise<string | undefined> {
   return id !== undefined && (await ctx.interactions.get(id, browser)) ? id : undefined;
-}
-
-function formOf(request: FastifyRequest): Params {
-  return request.body instanceof Params ? request.body : Params.empty();
 }

@@ -8,7 +8,7 @@
  * - `/account/apps`: the clients holding a consent or refresh tokens, each revocable;
  * - `/account/profile`: the claims of config `account.editableClaims`.
  * Config-file and external users see their password and profile read-only, with the reason.
- * Every form carries the CSRF token; what is decided and stored is `AccountService`'s
+ * Every form is CSRF-checked before its route runs (ui/forms.ts); what is decided and stored is `AccountService`'s
  * (src/users/account.ts): these routes read the request, call it and render.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -17,92 +17,22 @@ import { sessionOf } from '../interaction/browser.js';
 import { single } from '../http/fields.js';
 import { originOf } from '../http/request.js';
 import { frameSources, frontChannelFrames } from '../logout/front-channel.js';
-import { OAuthError } from '../protocol/errors.js';
-import { Params } from '../protocol/params.js';
 import type { AccountKind, PasswordChange, ProfileProblem } from '../users/account.js';
 import { PASSWORD_PROBLEM_TEXTS } from '../users/password-policy.js';
 import type { Session } from '../users/sessions.js';
 import { refused } from './attempts.js';
-import { checkCsrf } from './csrf.js';
-import { sendErrorPage } from './error-page.js';
+import { formOf, formRoute } from './forms.js';
 import { format, type Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
 import { allowFrames } from '../page-kit/pages.js';
+import { SELF_SERVICE_TEMPLATES } from '../page-kit/self-service-pages.js';
 import { describeUserAgent } from './user-agent.js';
 import type { ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
 
+import type { FormServices } from './forms.js';
 /** The services this module uses. */
-export type AccountSelfServicePageServices = Pick<Services, 'account' | 'basePath' | 'issuer' | 'mfa' | 'pages' | 'users'> & BrowserServices & ErrorPageServices;
-
-const BACK = `<p><a href="<%= it.base %>/account"><%= it.t.accountBack %></a></p>`;
-const NOTICE = `<% if (it.notice) { %><p class="alert" role="status"><%= it.notice %></p><% } %>`;
-const READ_ONLY = `<% if (it.readOnly) { %><p class="alert" role="note" id="read-only"><%= it.readOnly %></p><% } %>`;
-
-const PASSWORD = `<% layout('@layout', { lang: it.lang, title: it.t.accountPasswordTitle }) %>
-<h1><%= it.t.accountPasswordTitle %></h1>
-${NOTICE}${READ_ONLY}
-<% if (!it.readOnly) { %>
-<% if (it.error) { %><p class="alert" role="alert" id="password-error"><%= it.error %></p><% } %>
-<form method="post" action="<%= it.base %>/account/password">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
-<% if (it.recent) { %><p id="current-note"><%= it.t.currentPasswordOptional %></p><% } else { %>
-<label for="current_password"><%= it.t.currentPassword %></label>
-<input type="password" id="current_password" name="current_password" autocomplete="current-password" maxlength="256" required<% if (it.error) { %> aria-describedby="password-error"<% } %>>
-<% } %>
-<label for="new_password"><%= it.t.newPassword %></label>
-<input type="password" id="new_password" name="new_password" autocomplete="new-password" maxlength="256" required aria-describedby="password-hint<% if (it.error) { %> password-error<% } %>">
-<p id="password-hint"><%= it.t.passwordHint %></p>
-<label for="confirm_password"><%= it.t.confirmPassword %></label>
-<input type="password" id="confirm_password" name="confirm_password" autocomplete="new-password" maxlength="256" required>
-<div class="actions"><button type="submit" name="button" value="change" class="primary"><%= it.t.changePassword %></button></div>
-</form><% } %>
-${BACK}`;
-
-const SESSIONS = `<% layout('@layout', { lang: it.lang, title: it.t.accountSessionsTitle }) %>
-<h1><%= it.t.accountSessionsTitle %></h1>
-${NOTICE}
-<p id="sessions-intro"><%= it.t.sessionsIntro %></p>
-<ul class="factors" aria-labelledby="sessions-intro">
-<% it.sessions.forEach(function (s) { %><li><span><strong><%= s.device %></strong><% if (s.current) { %> (<%= it.t.sessionCurrent %>)<% } %>, <%= s.when %></span>
-<% if (!s.current) { %><form method="post" action="<%= it.base %>/account/sessions/end" class="inline">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
-<input type="hidden" name="sid" value="<%= s.sid %>">
-<button type="submit" name="button" value="end" aria-label="<%= s.label %>"><%= it.t.endSession %></button>
-</form><% } %></li>
-<% }) %></ul>
-<% it.frames.forEach(function (src) { %><iframe hidden title="logout" src="<%= src %>"></iframe>
-<% }) %>${BACK}`;
-
-const APPS = `<% layout('@layout', { lang: it.lang, title: it.t.accountAppsTitle }) %>
-<h1><%= it.t.accountAppsTitle %></h1>
-${NOTICE}
-<% if (it.apps.length === 0) { %><p><%= it.t.appsNone %></p><% } else { %>
-<p id="apps-intro"><%= it.t.appsIntro %></p>
-<ul class="factors" aria-labelledby="apps-intro">
-<% it.apps.forEach(function (a) { %><li><span><strong><%= a.name %></strong>: <%= a.detail %></span>
-<form method="post" action="<%= it.base %>/account/apps/revoke" class="inline">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
-<input type="hidden" name="client_id" value="<%= a.clientId %>">
-<button type="submit" name="button" value="revoke" aria-label="<%= a.label %>"><%= it.t.revokeApp %></button>
-</form></li>
-<% }) %></ul><% } %>
-${BACK}`;
-
-const PROFILE = `<% layout('@layout', { lang: it.lang, title: it.t.accountProfileTitle }) %>
-<h1><%= it.t.accountProfileTitle %></h1>
-${NOTICE}${READ_ONLY}
-<% if (it.error) { %><p class="alert" role="alert"><%= it.error %></p><% } %>
-<% if (it.fields.length === 0) { %><p><%= it.t.profileNoneEditable %></p><% } else { %>
-<p id="profile-intro"><%= it.t.profileIntro %></p>
-<form method="post" action="<%= it.base %>/account/profile">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
-<% it.fields.forEach(function (fd) { %><label for="claim-<%= fd.name %>"><%= fd.label %></label>
-<input type="text" id="claim-<%= fd.name %>" name="<%= fd.name %>" value="<%= fd.value %>" maxlength="200"<% if (fd.autocomplete) { %> autocomplete="<%= fd.autocomplete %>"<% } %><% if (it.readOnly) { %> readonly<% } %><% if (fd.error) { %> aria-invalid="true" aria-describedby="error-<%= fd.name %>"<% } %>>
-<% if (fd.error) { %><p class="alert" id="error-<%= fd.name %>"><%= fd.error %></p><% } %>
-<% }) %><% if (!it.readOnly) { %><div class="actions"><button type="submit" name="button" value="save" class="primary"><%= it.t.saveProfile %></button></div><% } %>
-</form><% } %>
-${BACK}`;
+export type AccountSelfServicePageServices = Pick<Services, 'account' | 'basePath' | 'issuer' | 'mfa' | 'pages' | 'users'> & BrowserServices & ErrorPageServices & FormServices;
 
 /** The label of each editable claim, and the browser's autofill hint (HTML §4.10.18.7) where one exists. */
 const CLAIM_FIELDS: Record<string, { label: keyof Messages; autocomplete?: string }> = {
@@ -131,34 +61,25 @@ const READ_ONLY_TEXTS: Record<Exclude<AccountKind, 'stored'>, keyof Messages> = 
   external: 'accountReadOnlyExternal',
 };
 
-const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
-
 /** Registers `/account/password`, `/account/sessions` (and `/end`), `/account/apps` (and `/revoke`), `/account/profile`. */
 export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfServicePageServices): void {
-  const origin = new URL(ctx.issuer).origin;
-  ctx.pages.register('account-password', PASSWORD);
-  ctx.pages.register('account-sessions', SESSIONS);
-  ctx.pages.register('account-apps', APPS);
-  ctx.pages.register('account-profile', PROFILE);
+  for (const [name, template] of Object.entries(SELF_SERVICE_TEMPLATES)) ctx.pages.register(name, template);
+  const form = formRoute(app, ctx);
 
-  /** The signed-in session for a page, or undefined after answering with the login page (GET) or the expired-form page (POST without a valid CSRF token). */
-  const signedIn = async (request: FastifyRequest, reply: FastifyReply, post: boolean): Promise<Session | undefined> => {
-    if (post && !checkCsrf(app, request, reply, origin)) {
-      sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
-      return undefined;
-    }
+  /** The signed-in session for a page, or undefined after answering with a redirect to the login page. */
+  const signedIn = async (request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> => {
     const session = await sessionOf(ctx, request);
     if (!session) reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
     return session;
   };
 
   app.get('/account/password', async (request, reply) => {
-    const session = await signedIn(request, reply, false);
+    const session = await signedIn(request, reply);
     return session && passwordPage(ctx, request, reply, session, undefined);
   });
 
-  app.post('/account/password', async (request, reply) => {
-    const session = await signedIn(request, reply, true);
+  app.post('/account/password', form, async (request, reply) => {
+    const session = await signedIn(request, reply);
     if (!session) return reply;
     const body = formOf(request);
     const change = await ctx.account.changePassword(
@@ -172,12 +93,12 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
   });
 
   app.get('/account/sessions', async (request, reply) => {
-    const session = await signedIn(request, reply, false);
+    const session = await signedIn(request, reply);
     return session && sessionsPage(ctx, request, reply, session, undefined, []);
   });
 
-  app.post('/account/sessions/end', async (request, reply) => {
-    const session = await signedIn(request, reply, true);
+  app.post('/account/sessions/end', form, async (request, reply) => {
+    const session = await signedIn(request, reply);
     if (!session) return reply;
     const sid = single(formOf(request), 'sid') ?? '';
     // The current session is ended by signing out (its cookie goes with it), not here.
@@ -187,12 +108,12 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
   });
 
   app.get('/account/apps', async (request, reply) => {
-    const session = await signedIn(request, reply, false);
+    const session = await signedIn(request, reply);
     return session && appsPage(ctx, request, reply, session, undefined);
   });
 
-  app.post('/account/apps/revoke', async (request, reply) => {
-    const session = await signedIn(request, reply, true);
+  app.post('/account/apps/revoke', form, async (request, reply) => {
+    const session = await signedIn(request, reply);
     if (!session) return reply;
     const clientId = single(formOf(request), 'client_id') ?? '';
     const revoked = clientId.length > 0 && clientId.length <= 200 && (await ctx.account.revokeApp(session.subjectId, clientId, originOf(request)));
@@ -200,12 +121,12 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
   });
 
   app.get('/account/profile', async (request, reply) => {
-    const session = await signedIn(request, reply, false);
+    const session = await signedIn(request, reply);
     return session && profilePage(ctx, request, reply, session, undefined, {});
   });
 
-  app.post('/account/profile', async (request, reply) => {
-    const session = await signedIn(request, reply, true);
+  app.post('/account/profile', form, async (request, reply) => {
+    const session = await signedIn(request, reply);
     if (!session) return reply;
     const body = formOf(request);
     const values = Object.fromEntries(ctx.account.editableClaims.map((name) => [name, single(body, name)]));
@@ -326,8 +247,4 @@ async function profilePage(
 /** Unix seconds as `YYYY-MM-DD HH:MM UTC`. */
 function dateTime(seconds: number): string {
   return `${new Date(seconds * 1000).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-}
-
-function formOf(request: FastifyRequest): Params {
-  return request.body instanceof Params ? request.body : Params.empty();
 }

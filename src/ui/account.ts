@@ -12,10 +12,9 @@ import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
 import { OAuthError } from '../protocol/errors.js';
 import { userAttempt } from '../limits/failure-limiter.js';
-import { Params } from '../protocol/params.js';
 import { type LogoutRequest, logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
 import { sendLoggedOut } from './signed-out.js';
-import { checkCsrf } from './csrf.js';
+import { formOf, formRoute } from './forms.js';
 import { secondStepAfterPassword } from './account-mfa.js';
 import { denyPage } from './outcome-pages.js';
 import { continueAfterSignIn, loginPage } from './sign-in.js';
@@ -33,7 +32,7 @@ export type AccountPageServices = Pick<Services, 'events' | 'interactions' | 'is
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: AccountPageServices): void {
-  const origin = new URL(ctx.issuer).origin;
+  const form = formRoute(app, ctx, 'page-in-form-locales');
 
   app.get('/account/login', async (request, reply) => {
     const id = queryString(request, 'interaction');
@@ -43,11 +42,9 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
     return loginPage(ctx, request, reply, id, interaction, interaction?.request.loginHint ?? '', undefined);
   });
 
-  app.post('/account/login', async (request, reply) => {
-    const body = request.body instanceof Params ? request.body : Params.empty();
+  app.post('/account/login', form, async (request, reply) => {
+    const body = formOf(request);
     const lang = language(request, single(body, 'ui_locales'));
-    if (!checkCsrf(app, request, reply, origin))
-      return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
     const id = single(body, 'interaction');
     const browser = browserOf(ctx, request, reply);
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
@@ -106,11 +103,9 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
     return sendLogoutPrompt(ctx, reply, language(request), {});
   });
 
-  app.post('/account/logout', async (request, reply) => {
-    const body = request.body instanceof Params ? request.body : Params.empty();
+  app.post('/account/logout', form, async (request, reply) => {
+    const body = formOf(request);
     const lang = language(request, single(body, 'ui_locales'));
-    if (!checkCsrf(app, request, reply, origin))
-      return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
     // The form carries the end-session request along (client_id, post_logout_redirect_uri, state): checked again.
     let req: LogoutRequest;
     try {

@@ -10,13 +10,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Services } from '../services.js';
 import { browserOf, sessionOf, signOut } from '../interaction/browser.js';
 import { queryString, single } from '../http/fields.js';
-import { expiredPage, sendErrorPage } from './error-page.js';
-import { language, pendingLanguage } from './language.js';
-import { OAuthError } from '../protocol/errors.js';
-import { Params } from '../protocol/params.js';
+import { expiredPage } from './error-page.js';
+import { language } from './language.js';
 import { grantConsent, mayRememberConsent, resume } from '../interaction/outcomes.js';
 import { denyPage } from './outcome-pages.js';
-import { checkCsrf } from './csrf.js';
+import { formOf, formRoute } from './forms.js';
 import { allowImagesFrom } from '../page-kit/pages.js';
 import { format } from '../page-kit/i18n.js';
 import type { OutcomesServices } from '../interaction/outcomes.js';
@@ -27,8 +25,6 @@ export type ConsentPageServices = Pick<Services, 'basePath' | 'clients' | 'inter
 
 /** Registers `/consent` (GET shows, POST answers). */
 export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): void {
-  const origin = new URL(ctx.issuer).origin;
-
   app.get('/consent', async (request, reply) => {
     const id = queryString(request, 'interaction');
     const browser = browserOf(ctx, request, reply);
@@ -57,10 +53,8 @@ export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): voi
     }, 200, interaction.request.target !== undefined);
   });
 
-  app.post('/consent', async (request, reply) => {
-    const body = request.body instanceof Params ? request.body : Params.empty();
-    if (!checkCsrf(app, request, reply, origin))
-      return sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), await pendingLanguage(ctx, request, reply, single(body, 'interaction')), 403);
+  app.post('/consent', formRoute(app, ctx, 'page-in-pending-language'), async (request, reply) => {
+    const body = formOf(request);
     const id = single(body, 'interaction');
     const browser = browserOf(ctx, request, reply);
     const interaction = await ctx.interactions.get(id, browser);

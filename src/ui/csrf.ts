@@ -20,10 +20,10 @@ export function csrfTokenOf(request: FastifyRequest): string | undefined {
 /**
  * Checks a form POST: same-origin `Origin` (when sent) and a valid CSRF token (RFC 6749 §10.12).
  * Synchronous, so it always settles: the caller answers a refusal with its own HTML page
- * (status 403). The plugin's `csrfProtection` would answer a refusal itself, with
- * `reply.send(error)` (JSON through the error handler), and never call back, leaving the page
- * handler pending; so it gets a view of the reply whose `send` only records the refusal, and the
- * real reply stays untouched for the page.
+ * (status 403; the pages' form routes do through `formRoute`, ui/forms.ts). The plugin's
+ * `csrfProtection` would answer a refusal itself, with `reply.send(error)` (JSON through the
+ * error handler), and never call back, leaving the page handler pending; so it gets a view of
+ * the reply whose `send` only records the refusal, and the real reply stays untouched for the page.
  * @param origin the issuer's origin
  * @returns whether the request may proceed
  */

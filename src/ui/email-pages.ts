@@ -10,45 +10,29 @@
  * page whether the address or username is known or not, the mail going out in the background
  * (src/email/account-email.ts explains the limits).
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
 import { isEmailAddress } from '../email/account-email.js';
 import { queryString, single } from '../http/fields.js';
 import { originOf } from '../http/request.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { OAuthError } from '../protocol/errors.js';
-import { Params } from '../protocol/params.js';
+import type { Params } from '../protocol/params.js';
 import { PASSWORD_PROBLEM_TEXTS, type PasswordProblem } from '../users/password-policy.js';
-import { checkCsrf } from './csrf.js';
-import { sendErrorPage } from './error-page.js';
+import { formOf, formRoute } from './forms.js';
+import { EMAIL_TEMPLATES } from '../page-kit/email-pages.js';
 import type { Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
 import type { ErrorPageServices } from './error-page.js';
 
+import type { FormServices } from './forms.js';
 /** The services this module uses. */
-export type EmailPageServices = Pick<Services, 'config' | 'email' | 'events' | 'issuer' | 'limiter' | 'pages'> & ErrorPageServices;
+export type EmailPageServices = Pick<Services, 'config' | 'email' | 'events' | 'issuer' | 'limiter' | 'pages'> & ErrorPageServices & FormServices;
 
 /** Longest handle accepted from a link (ours are 43 characters). */
 const MAX_TOKEN_LENGTH = 100;
 /** Longest identifier accepted on the "forgot password" form. */
 const MAX_IDENTIFIER_LENGTH = 320;
-
-const FORM = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) %>
-<h1><%= it.t[it.titleKey] %></h1>
-<% if (it.introKey) { %><p><%= it.f(it.t[it.introKey], it.values || {}) %></p><% } %>
-<% if (it.errors && it.errors.length > 0) { %><div class="alert" role="alert"><% it.errors.forEach(function (e) { %><p><%= e %></p><% }) %></div><% } %>
-<form method="post" action="<%= it.action %>">
-<input type="hidden" name="csrf_token" value="<%= it.csrf %>">
-<% if (it.token) { %><input type="hidden" name="token" value="<%= it.token %>"><% } %>
-<% it.fields.forEach(function (field) { %><label for="<%= field.name %>"><%= it.t[field.labelKey] %></label>
-<input type="<%= field.type %>" id="<%= field.name %>" name="<%= field.name %>" value="<%= field.value || '' %>" autocomplete="<%= field.autocomplete %>" autocapitalize="none" spellcheck="false" required<%= field.name === it.fields[0].name ? ' autofocus' : '' %>>
-<% }) %><div class="actions"><button type="submit" class="primary"><%= it.t[it.buttonKey] %></button></div>
-</form>`;
-
-const DONE = `<% layout('@layout', { lang: it.lang, title: it.t[it.titleKey] }) %>
-<h1><%= it.t[it.titleKey] %></h1>
-<p><%= it.t[it.textKey] %></p>
-<% if (it.signIn) { %><p><a href="<%= it.base %>/account/login"><%= it.t.signIn %></a></p><% } %>`;
 
 /** What a form page shows. */
 interface FormData {
@@ -67,8 +51,8 @@ interface PageKit {
   form(reply: FastifyReply, lang: string, data: FormData, status?: number): FastifyReply;
   done(reply: FastifyReply, lang: string, titleKey: keyof Messages, textKey: keyof Messages, signIn?: boolean, status?: number): FastifyReply;
   invalidLink(reply: FastifyReply, lang: string): FastifyReply;
-  /** The form body once the CSRF check passed; undefined after sending the 403 page. */
-  checkedBody(request: FastifyRequest, reply: FastifyReply, lang: string): Params | undefined;
+  /** The options of the pages' form POST routes: the CSRF check (ui/forms.ts). */
+  post: RouteShorthandOptions;
 }
 
 interface Field {
@@ -84,21 +68,15 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
   const email = ctx.email;
   const config = ctx.config.email;
   if (!email || !config) return;
-  ctx.pages.register('email-form', FORM);
-  ctx.pages.register('email-done', DONE);
-  const origin = new URL(ctx.issuer).origin;
+  for (const [name, template] of Object.entries(EMAIL_TEMPLATES)) ctx.pages.register(name, template);
 
   const kit: PageKit = {
     form: (reply, lang, data, status = 200) => ctx.pages.send(reply, 'email-form', lang, { ...data, csrf: reply.generateCsrf() }, status),
     done: (reply, lang, titleKey, textKey, signIn = false, status = 200) => ctx.pages.send(reply, 'email-done', lang, { titleKey, textKey, signIn }, status),
     invalidLink: (reply, lang) => kit.done(reply, lang, 'errorTitle', 'linkInvalid', false, 400),
-    checkedBody: (request, reply, lang) => {
-      if (checkCsrf(app, request, reply, origin)) return request.body instanceof Params ? request.body : Params.empty();
-      sendErrorPage(ctx, reply, new OAuthError('invalid_request', 'the form has expired, please try again'), lang, 403);
-      return undefined;
-    },
+    post: formRoute(app, ctx),
   };
-  const { form, done, invalidLink, checkedBody } = kit;
+  const { form, done, invalidLink, post } = kit;
   /** Charges the caller's address; false (with Retry-After set) when it is over its quota. */
   const addressAllows = async (request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
     try {
@@ -128,10 +106,9 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
 
     app.get('/account/forgot', async (request, reply) => forgotForm(reply, language(request)));
 
-    app.post('/account/forgot', async (request, reply) => {
+    app.post('/account/forgot', post, async (request, reply) => {
       const lang = language(request);
-      const body = checkedBody(request, reply, lang);
-      if (!body) return reply;
+      const body = formOf(request);
       if (!(await addressAllows(request, reply))) return forgotForm(reply, lang, [ctx.pages.text(lang, 'tooManyRequests')], 429);
       const identifier = (single(body, 'identifier') ?? '').trim();
       if (identifier.length > 0 && identifier.length <= MAX_IDENTIFIER_LENGTH) email.inBackground(() => email.requestReset(identifier, lang));
@@ -147,10 +124,9 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
       return resetForm(reply, lang, token);
     });
 
-    app.post('/account/reset', async (request, reply) => {
+    app.post('/account/reset', post, async (request, reply) => {
       const lang = language(request);
-      const body = checkedBody(request, reply, lang);
-      if (!body) return reply;
+      const body = formOf(request);
       const token = tokenOf(single(body, 'token'));
       const outcome = token ? await email.resetPassword(token, single(body, 'password') ?? '') : undefined;
       if (!token || !outcome || (!outcome.ok && outcome.reason === 'invalid_link')) return invalidLink(reply, lang);
@@ -179,10 +155,9 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
 
     app.get('/account/register', async (request, reply) => registerForm(reply, language(request), ''));
 
-    app.post('/account/register', async (request, reply) => {
+    app.post('/account/register', post, async (request, reply) => {
       const lang = language(request);
-      const body = checkedBody(request, reply, lang);
-      if (!body) return reply;
+      const body = formOf(request);
       if (!(await addressAllows(request, reply))) return registerForm(reply, lang, '', [ctx.pages.text(lang, 'tooManyRequests')], 429);
       const address = (single(body, 'email') ?? '').trim();
       if (!isEmailAddress(address)) return registerForm(reply, lang, '', [ctx.pages.text(lang, 'invalidEmail')], 400);
@@ -234,10 +209,9 @@ function confirmPages(
     if (!token || !to) return kit.invalidLink(reply, lang);
     return confirmForm(reply, lang, token, to);
   });
-  app.post(path, async (request, reply) => {
+  app.post(path, kit.post, async (request, reply) => {
     const lang = language(request);
-    const body = kit.checkedBody(request, reply, lang);
-    if (!body) return reply;
+    const body = formOf(request);
     const token = tokenOf(single(body, 'token'));
     const to = token ? await address(token) : undefined;
     const answer = token && to ? await confirm(token, request, body, lang) : undefined;

@@ -4,9 +4,9 @@
  * request, and the page of an unknown path. Each error page carries an error id, the id of the
  * request, which the log line written for it carries too (`reqId`), so that support can find it.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
-import type { OAuthError } from '../protocol/errors.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { OAuthError } from '../protocol/errors.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 import type { Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
@@ -45,6 +45,19 @@ export function sendErrorPage(ctx: ErrorPageServices, reply: FastifyReply, error
   const textKey = error instanceof DirectoryUnavailable ? 'signInUnavailable' : (ERROR_TEXTS[error.code] ?? 'errorIntro');
   const data = { titleKey: 'errorTitle', textKey, code: error.code, description: error.description, errorId: request.id, back };
   return ctx.pages.send(reply.headers(error.headers), 'message', lang, data, status);
+}
+
+/**
+ * The refusal of a form that failed the CSRF check (RFC 6749 §10.12): its token is missing or
+ * stale, or it came from another site; the person reloads the page and sends it again.
+ */
+export function formExpiredError(): OAuthError {
+  return new OAuthError('invalid_request', 'the form has expired, please try again', 403);
+}
+
+/** The error page (403) of a form that failed the CSRF check (`formExpiredError`), in language `lang`. */
+export function formExpiredPage(ctx: ErrorPageServices, reply: FastifyReply, lang: string): FastifyReply {
+  return sendErrorPage(ctx, reply, formExpiredError(), lang, 403);
 }
 
 /** The page shown for an unknown, expired or foreign interaction id (400). */

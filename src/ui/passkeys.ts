@@ -19,7 +19,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
 import { browserOf, sessionOf } from '../interaction/browser.js';
 import { single } from '../http/fields.js';
-import { expiredPage, sendErrorPage } from './error-page.js';
+import { expiredPage } from './error-page.js';
 import { language } from './language.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
@@ -29,7 +29,7 @@ import { clearSecurityKeyStepCookie, securityKeyStepCookie, setSecurityKeyStepCo
 import type { WebAuthnPending } from '../mfa/passkey-ceremonies.js';
 import type { User } from '../users/users.js';
 import { continueAfterSignIn, loginPage } from './sign-in.js';
-import { checkCsrf } from './csrf.js';
+import { formOf, formRoute } from './forms.js';
 import { PASSKEYS_SCRIPT } from '../page-kit/passkeys-pages.js';
 import { refused } from './attempts.js';
 import { DirectoryUnavailable } from '../users/directory.js';
@@ -85,7 +85,6 @@ async function stepPage(ctx: PasskeysPageServices, reply: FastifyReply, pending:
 
 /** Registers the passkey routes, the page script and the browser bundle. */
 export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): void {
-  const origin = new URL(ctx.issuer).origin;
   const bundle = browserBundle();
   const asset = (reply: FastifyReply, body: string) =>
     reply.header('cache-control', 'public, max-age=3600').type('text/javascript; charset=utf-8').send(body);
@@ -93,8 +92,11 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
   app.get('/assets/passkeys.js', async (_request, reply) => asset(reply, PASSKEYS_SCRIPT));
   if (!ctx.config.webauthn.enabled) return;
 
-  const formOf = (request: FastifyRequest) => (request.body instanceof Params ? request.body : Params.empty());
-  const csrfRefused = () => new OAuthError('invalid_request', 'the form has expired, please try again', 403);
+  // A refused form: JSON for the routes the page's script fetches, else the error page (in the
+  // language of the `ui_locales` the sign-in forms carry).
+  const scriptPost = formRoute(app, ctx, 'json');
+  const accountPost = formRoute(app, ctx);
+  const signInPost = formRoute(app, ctx, 'page-in-form-locales');
   const json = (reply: FastifyReply, body: unknown) => reply.header('cache-control', 'no-store').send(body);
   /**
    * A route the page's script fetches as JSON (the ceremonies' options): a user directory that
@@ -167,8 +169,7 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
   });
 
   // Registration options (JSON): a session that may change credentials, a CSRF token, and the kind.
-  app.post('/account/passkeys/options', jsonRoute(async (request, reply) => {
-    if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
+  app.post('/account/passkeys/options', scriptPost, jsonRoute(async (request, reply) => {
     const current = await signedIn(request);
     if (!current?.canChange) return sendOAuthError(reply, new OAuthError('login_required', 'sign in again to change credentials', 403));
     const kind = single(formOf(request), 'kind');
@@ -176,9 +177,7 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     return json(reply, await ctx.passkeys.registrationOptions(current.user, kind, browserOf(ctx, request, reply), request.ip));
   }));
 
-  app.post('/account/passkeys/register', async (request, reply) => {
-    const lang = language(request);
-    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, csrfRefused(), lang, 403);
+  app.post('/account/passkeys/register', accountPost, async (request, reply) => {
     const current = await signedIn(request);
     if (!current?.canChange) return listPage(request, reply, undefined, undefined, current ? 403 : 401);
     const body = formOf(request);
@@ -190,9 +189,7 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     return reply.redirect(`${ctx.basePath}/account/passkeys?done=added`, 303);
   });
 
-  app.post('/account/passkeys/remove', async (request, reply) => {
-    const lang = language(request);
-    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, csrfRefused(), lang, 403);
+  app.post('/account/passkeys/remove', accountPost, async (request, reply) => {
     const current = await signedIn(request);
     if (!current?.canChange) return listPage(request, reply, undefined, undefined, current ? 403 : 401);
     if (!(await ctx.passkeys.remove(current.user.subjectId, single(formOf(request), 'id') ?? '', originOf(request)))) return listPage(request, reply, undefined, 'passkeyFailed', 404);
@@ -200,15 +197,13 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
   });
 
   // Passkey sign-in options (JSON): anyone with the login page's CSRF token.
-  app.post('/account/passkeys/login/options', jsonRoute(async (request, reply) => {
-    if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
+  app.post('/account/passkeys/login/options', scriptPost, jsonRoute(async (request, reply) => {
     return json(reply, await ctx.passkeys.passkeyOptions(browserOf(ctx, request, reply), request.ip));
   }));
 
-  app.post('/account/passkeys/login', async (request, reply) => {
+  app.post('/account/passkeys/login', signInPost, async (request, reply) => {
     const body = formOf(request);
     const lang = language(request, single(body, 'ui_locales'));
-    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, csrfRefused(), lang, 403);
     const id = single(body, 'interaction');
     const browser = browserOf(ctx, request, reply);
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
@@ -232,17 +227,15 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     return cookie !== undefined && pending ? { cookie, pending } : undefined;
   };
 
-  app.post('/account/passkeys/second-factor/options', jsonRoute(async (request, reply) => {
-    if (!checkCsrf(app, request, reply, origin)) return sendOAuthError(reply, csrfRefused());
+  app.post('/account/passkeys/second-factor/options', scriptPost, jsonRoute(async (request, reply) => {
     const step = await stepOf(request, reply);
     if (!step) return sendOAuthError(reply, new OAuthError('login_required', 'the sign-in has expired', 403));
     return json(reply, await ctx.passkeys.stepOptions(step.pending, request.ip));
   }));
 
-  app.post('/account/passkeys/second-factor', async (request, reply) => {
+  app.post('/account/passkeys/second-factor', signInPost, async (request, reply) => {
     const body = formOf(request);
     const lang = language(request, single(body, 'ui_locales'));
-    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, csrfRefused(), lang, 403);
     const step = await stepOf(request, reply);
     if (!step) return expiredPage(ctx, request, reply);
     const { cookie, pending } = step;
