@@ -419,7 +419,11 @@ async function cannon(req, opts) {
     connections: opts.connections,
     ...(opts.amount ? { amount: opts.amount } : { duration: opts.duration }),
     requests: [request],
-    verifyBody: (body) => req.verify(body) || ((badBody ??= body), false),
+    verifyBody: (body) => {
+      if (req.verify(body)) return true;
+      badBody ??= body;
+      return false;
+    },
   });
   if (exhausted && !opts.lenient) throw exhausted;
   return {
@@ -665,8 +669,11 @@ async function benchStore(kind, targets, configFile, opts) {
   for (let round = 1; round <= opts.rounds; round++) {
     console.log(`   round ${round}/${opts.rounds}:`);
     const { measured, startMs } = await measureRound(targets, round === 1, opts, configFile);
-    measured.forEach((m, i) => out.sizes[i].rounds.push(m));
-    startMs.forEach((ms, i) => (out.sizes[i].startMs ??= []).push(ms));
+    for (const [i, m] of measured.entries()) out.sizes[i].rounds.push(m);
+    for (const [i, ms] of startMs.entries()) {
+      out.sizes[i].startMs ??= [];
+      out.sizes[i].startMs.push(ms);
+    }
   }
   out.writes = await countWrites([...SCALE_SCENARIOS, ...SIZING_SCENARIOS], largest, configFile, opts);
   for (const z of out.sizes) {

@@ -47,7 +47,7 @@ for (const file of positionals) {
   const { nodes, samples, timeDeltas } = profile;
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const selfMicros = new Map();
-  samples.forEach((id, i) => selfMicros.set(id, (selfMicros.get(id) ?? 0) + (timeDeltas[i] ?? 0)));
+  for (const [i, id] of samples.entries()) selfMicros.set(id, (selfMicros.get(id) ?? 0) + (timeDeltas[i] ?? 0));
   const total = [...selfMicros.values()].reduce((a, b) => a + b, 0);
   const idle = [...selfMicros].filter(([id]) => byId.get(id).callFrame.functionName === '(idle)').reduce((a, [, t]) => a + t, 0);
   const busy = total - idle;

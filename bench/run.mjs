@@ -362,7 +362,11 @@ async function measurePair(sigilServer, providerServer, scenario, opts, ceilingS
       side.rounds.push(await autocannon({
         ...loadOptions(side.req, opts),
         duration: opts.duration / opts.rounds,
-        verifyBody: (body) => side.req.verify(body) || ((side.badBody ??= body), false),
+        verifyBody: (body) => {
+          if (side.req.verify(body)) return true;
+          side.badBody ??= body;
+          return false;
+        },
       }));
       side.cpuSeconds += serverCpuSeconds(side.server) - before;
     }

@@ -31,7 +31,7 @@ export function testConfig(overrides: Partial<ConfigInput> = {}): ConfigInput {
     apiScopes: [{ name: 'api1' }, { name: 'api2', userClaims: ['email'] }],
     apiResources: [
       { name: 'api1', scopes: ['api1'], secrets: ['api1-secret'], userClaims: ['role'] },
-      { name: 'api2', scopes: ['api2'], secrets: ['sha256:' + createHash('sha256').update('api2-secret').digest('base64')] },
+      { name: 'api2', scopes: ['api2'], secrets: [`sha256:${createHash('sha256').update('api2-secret').digest('base64')}`] },
     ],
     clients: [
       { clientId: 'm2m', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1', 'api2'] },
@@ -193,7 +193,7 @@ export function form(params: Record<string, string>): string {
 /** An `Authorization: Basic` value with form-url-encoded id and secret (RFC 6749 §2.3.1). */
 export function basic(id: string, secret: string): string {
   const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
-  return 'Basic ' + Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64');
+  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
 }
 
 /** A provider started by `startSigil`. */

@@ -68,7 +68,7 @@ function ldif(users, options) {
       ].join('\n'),
     ),
   ];
-  return entries.join('\n\n') + '\n';
+  return `${entries.join('\n\n')}\n`;
 }
 
 function slapdConf(dir) {

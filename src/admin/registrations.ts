@@ -18,7 +18,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/loader.js';
-import { isManagementScope, MANAGEMENT_SCOPES } from '../config/schema.js';
+import { isManagementScope, type MANAGEMENT_SCOPES } from '../config/schema.js';
 import type { ClientRegistry } from '../clients/registry.js';
 import { checkMetadata, type CheckedMetadata, type RegistrationPolicy } from '../clients/registration-metadata.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../crypto/handles.js';

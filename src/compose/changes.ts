@@ -77,7 +77,7 @@ export class StoredChanges {
    * them asked, so a change committed before they asked is found.
    */
   check(): Promise<void> {
-    return (this.queued ??= this.inOrder(async () => {
+    this.queued ??= this.inOrder(async () => {
       this.queued = undefined;
       const { store, clients, clientAdmin, resourceAdmin } = this.deps;
       const resourcesNow = await store.resources.version();
@@ -90,6 +90,7 @@ export class StoredChanges {
         await clientAdmin.reload(clients, this.isUserSubject);
         this.clientsVersion = version;
       }
-    }));
+    });
+    return this.queued;
   }
 }

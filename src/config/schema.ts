@@ -635,20 +635,16 @@ export const configSchema = z
     for (const [field, names] of [['apiScopes', cfg.apiScopes.map((r) => r.name)], ['apiResources', cfg.apiResources.map((r) => r.name)]] as const)
       for (const n of names)
         if (n === MANAGEMENT_RESOURCE || (MANAGEMENT_SCOPES as readonly string[]).includes(n)) issue([field], `"${n}" is built in (Sigil's management API) and cannot be declared`);
-    cfg.apiResources.forEach((r, i) =>
-      r.scopes.forEach((s, j) => {
-        if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);
-      }),
-    );
+    for (const [i, r] of cfg.apiResources.entries())
+      for (const [j, s] of r.scopes.entries()) if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);
     const resourceUriOwners = new Map<string, string>();
-    cfg.apiResources.forEach((r, i) =>
-      r.resourceUris.forEach((u, j) => {
+    for (const [i, r] of cfg.apiResources.entries())
+      for (const [j, u] of r.resourceUris.entries()) {
         if (!isResourceIndicator(u)) issue(['apiResources', i, 'resourceUris', j], 'must be an absolute URI without fragment (RFC 8707 §2)');
         const owner = resourceUriOwners.get(u);
         if (owner !== undefined && owner !== r.name) issue(['apiResources', i, 'resourceUris', j], `"${u}" is also a resource URI of "${owner}"`);
         resourceUriOwners.set(u, r.name);
-      }),
-    );
+      }
     const apiResourceNames = new Set(cfg.apiResources.map((r) => r.name));
     cfg.clients.forEach((c, i) => {
       const at = (...rest: (string | number)[]) => ['clients', i, ...rest];

@@ -109,7 +109,7 @@ export class AccountEmail {
     for (const subjectId of [...subjects].slice(0, MAX_ACCOUNTS_PER_REQUEST)) {
       const user = await this.deps.store.users.findUserBySubject(subjectId);
       const email = await this.deps.store.emails.primary(subjectId);
-      if (!user || !user.isActive || !email?.verified) continue;
+      if (!user?.isActive || !email?.verified) continue;
       await this.sendLink('reset', user, email.value, lang);
     }
   }
@@ -129,7 +129,7 @@ export class AccountEmail {
    */
   async resetPassword(handle: string, password: string): Promise<ResetOutcome> {
     const user = await this.resetLinkUser(handle);
-    if (!user || !user.isActive) return { ok: false, reason: 'invalid_link' };
+    if (!user?.isActive) return { ok: false, reason: 'invalid_link' };
     const problems = passwordProblems(password, { username: user.username, productName: this.deps.productName });
     if (problems.length > 0) return { ok: false, reason: 'policy', problems };
     const passwordHash = await hash(password);

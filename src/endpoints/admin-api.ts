@@ -441,7 +441,9 @@ export function openApiDocument(ctx: AdminApiEndpointServices): Record<string, u
   for (const route of ROUTES) {
     const path = `${ADMIN_API_PATH}${route.url.replace(/:(\w+)/g, '{$1}')}`;
     const success = route.created ? '201' : route.response ? '200' : '204';
-    (paths[path] ??= {})[route.method.toLowerCase()] = {
+    const operations = paths[path] ?? {};
+    paths[path] = operations;
+    operations[route.method.toLowerCase()] = {
       summary: route.summary,
       operationId: `${route.method.toLowerCase()}${route.url.replace(/[/:](\w)/g, (_m, c: string) => c.toUpperCase()).replace(/\W/g, '')}`,
       security: [{ bearer: [route.method === 'GET' ? 'sigil:admin:read' : 'sigil:admin'] }],
@@ -496,7 +498,10 @@ export async function adminApiEndpoints(app: FastifyInstance, ctx: AdminApiEndpo
     api.addContentTypeParser(['application/json', MERGE_PATCH], { parseAs: 'string' }, parseJson);
     api.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, WRONG_TYPE));
     let document: Record<string, unknown> | undefined;
-    api.get(`${ADMIN_API_PATH}/openapi.json`, async (_request, reply) => reply.type('application/json').send((document ??= openApiDocument(ctx))));
+    api.get(`${ADMIN_API_PATH}/openapi.json`, async (_request, reply) => {
+      document ??= openApiDocument(ctx);
+      return reply.type('application/json').send(document);
+    });
     for (const route of ROUTES) {
       const url = `${ADMIN_API_PATH}${route.url}`;
       api.route({

@@ -4,7 +4,6 @@
  * redirects while nothing about the client is known good.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Services } from '../services.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
 import { browserParams, methodNotAllowed } from '../http/request.js';

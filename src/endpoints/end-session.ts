@@ -8,7 +8,6 @@
  * else asks the user first on the logout page (§2, ASVS 10.6.2), which carries the request along.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Services } from '../services.js';
 import { sessionOf, signOut } from '../interaction/browser.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';

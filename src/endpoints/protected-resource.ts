@@ -78,7 +78,7 @@ export async function checkAccessToken(ctx: ProtectedResourceEndpointServices, r
   const subject = userSubjectOf(valid.claims);
   if (subject === undefined) return { valid, scheme, scopes, client };
   const user = await ctx.users.findBySubject(subject);
-  if (!user || !user.isActive) throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
+  if (!user?.isActive) throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
   return { valid, scheme, scopes, client, user };
 }
 

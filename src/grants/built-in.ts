@@ -4,7 +4,7 @@
  * client may use (`BUILT_IN_GRANT_TYPES`, which also names the authorization endpoint's `implicit`
  * and `hybrid`) must match it, which the compiler checks (`TokenGrantType` below).
  */
-import { BUILT_IN_GRANT_TYPES } from '../config/schema.js';
+import type { BUILT_IN_GRANT_TYPES } from '../config/schema.js';
 import { authorizationCodeGrant } from './authorization-code.js';
 import { clientCredentialsGrant } from './client-credentials.js';
 import { DEVICE_CODE_GRANT, deviceCodeGrant } from './device-code.js';

@@ -67,7 +67,7 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
     const user = await validator(ctx, { username, password, tenant: acr.tenant, idp: acr.idp, client });
     // An inactive user with the right password gets the wrong password's answer and counts as a
     // failure: the answer must not tell that the password was right (the event keeps the reason).
-    if (!user || !user.isActive) {
+    if (!user?.isActive) {
       await ctx.limiter.failed(attempt);
       ctx.events.emit({
         name: 'user_login_failed',

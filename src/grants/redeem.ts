@@ -61,7 +61,7 @@ export async function redeemApproval(
   const scopes = scopesForResources(approval.scopes, redemption.targets, ctx.resources);
   const now = nowSeconds();
   const user = await ctx.users.findBySubject(approval.subject.subjectId);
-  if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
+  if (!user?.isActive) throw invalidGrant('the user is no longer active');
   if (!(await grant.consume(now))) {
     await onLostRace();
     throw invalidGrant('the grant was already used');

@@ -47,7 +47,7 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   const targets = narrowResources(requestedResources(params.getAll('resource'), client, ctx.resources), data.resources);
   const scopes = scopesForResources(narrowScopes(params.get('scope'), data.scopes), targets, ctx.resources);
   const user = await ctx.users.findBySubject(data.subject.subjectId);
-  if (!user || !user.isActive) throw invalidGrant('the user is no longer active');
+  if (!user?.isActive) throw invalidGrant('the user is no longer active');
 
   let refresh: RefreshPlan;
   if (client.refreshTokenUsage === 'oneTime') {

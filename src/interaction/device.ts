@@ -47,7 +47,7 @@ export async function findPendingDevice(ctx: DeviceServices, typed: string): Pro
   if (!codeRow) return undefined;
   const deviceKey = codeRow.data.deviceKey;
   const row = await ctx.store.records.deviceCodes.findByKey(deviceKey);
-  if (!row || row.data.status !== 'pending' || row.expiresAt <= now || row.consumedAt !== null) return undefined;
+  if (row?.data.status !== 'pending' || row.expiresAt <= now || row.consumedAt !== null) return undefined;
   return { deviceKey, userCodeKey: key, clientId: row.clientId, scopes: row.data.scopes };
 }
 

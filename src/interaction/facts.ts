@@ -7,7 +7,6 @@ import type { Services } from '../services.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { type SecondStep, sessionHasMfa } from '../mfa/factors.js';
 import type { Interaction } from '../stores/records/interactions.js';
-import { achievedAcr } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
 import type { AuthorizeRequest } from '../validation/authorize-request.js';

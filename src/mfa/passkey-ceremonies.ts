@@ -177,7 +177,7 @@ export class PasskeyCeremonies {
       return failed(err.reason);
     }
     const user = await this.users.findBySubject(use.credential.subjectId);
-    if (!user || !user.isActive) return failed('inactive user', use.credential.subjectId);
+    if (!user?.isActive) return failed('inactive user', use.credential.subjectId);
     if (tenant !== null && user.tenant !== tenant) return failed('other tenant', user.subjectId);
     this.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: 'passkey', ...from.origin });
     return { outcome: 'signed-in', user, amr: [...PASSKEY_AMR] };
@@ -280,7 +280,7 @@ export class PasskeyCeremonies {
     if (!(await this.steps.consume(cookie, nowSeconds()))) return { outcome: 'used' };
     // The one-time code form of the same sign-in (MFA core), if one was offered, closes too.
     await this.mfa.finishPending(pending.browser);
-    if (!user || !user.isActive) return { outcome: 'ended' };
+    if (!user?.isActive) return { outcome: 'ended' };
     this.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, ...from.origin });
     return { outcome: 'signed-in', user, amr: secondFactorAmr(use.credential.kind) };
   }

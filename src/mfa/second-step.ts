@@ -12,7 +12,7 @@ import type { EventBus } from '../events/events.js';
 import type { FailureLimiter } from '../limits/failure-limiter.js';
 import type { OAuthError } from '../protocol/errors.js';
 import type { Interaction } from '../stores/records/interactions.js';
-import { achievedAcr, requestsMfa } from '../users/acr.js';
+import { requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import type { User, UserService } from '../users/users.js';
 import { amrWith, type MfaService, type PendingSignIn, type SecondStep } from './factors.js';
@@ -85,7 +85,7 @@ export class SecondStepService {
     // The user first: a user directory that cannot answer must not end the sign-in half way.
     const user = await this.users.findBySubject(pending.subjectId);
     if (!(await this.mfa.finishPending(browser))) return undefined;
-    if (!user || !user.isActive) return undefined;
+    if (!user?.isActive) return undefined;
     return { user, amr: amrWith(pending.amr, kind) };
   }
 

@@ -32,10 +32,11 @@ import { nowSeconds } from '../crypto/handles.js';
  */
 let library: Promise<typeof import('@simplewebauthn/server') & typeof import('@simplewebauthn/server/helpers')> | undefined;
 function webauthnLibrary(): NonNullable<typeof library> {
-  return (library ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]).then(([server, helpers]) => ({
+  library ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]).then(([server, helpers]) => ({
     ...server,
     ...helpers,
-  })));
+  }));
+  return library;
 }
 
 /** The relying party as the authenticator sees it (W3C WebAuthn L3 §5.4.1). */

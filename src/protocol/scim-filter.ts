@@ -342,7 +342,7 @@ function valuesAt(value: unknown, path: AttrPath): unknown[] {
     const key = Object.keys(o).find((k) => k.toLowerCase() === name.toLowerCase());
     return key === undefined ? undefined : (o as Record<string, unknown>)[key];
   };
-  let found = get(value, path.attr);
+  const found = get(value, path.attr);
   const list = Array.isArray(found) ? found : found === undefined ? [] : [found];
   if (path.sub === undefined) return list;
   return list.map((v) => get(v, path.sub as string)).filter((v) => v !== undefined).flatMap((v) => (Array.isArray(v) ? v : [v]));

@@ -290,7 +290,10 @@ export class ScimService {
       throw invalidValue(`password must be a string of 1 to ${MAX_PASSWORD} characters`);
     // The other claims (role, picture, ... set through the CLI) are kept; the SCIM-owned ones follow the input.
     const claims: Json = { ...(before?.claims ?? {}) };
-    const set = (k: string, v: unknown) => (v === undefined ? delete claims[k] : (claims[k] = v));
+    const set = (k: string, v: unknown) => {
+      if (v === undefined) delete claims[k];
+      else claims[k] = v;
+    };
     set('name', formatted);
     set('given_name', givenName);
     set('family_name', familyName);

@@ -72,6 +72,6 @@ export class GroupCommit<T, R = void> {
       for (const waiter of batch) await this.commitBatch([waiter]);
       return;
     }
-    batch.forEach((waiter, i) => waiter.resolve(results[i] as R));
+    for (const [i, waiter] of batch.entries()) waiter.resolve(results[i] as R);
   }
 }

@@ -93,10 +93,11 @@ export class SqlGrantStore implements GrantStore {
    */
   private async insertInTransaction(rows: NewRow[]): Promise<boolean[]> {
     const [first] = rows as [NewRow];
-    const sql = (this.putSql ??= {
+    this.putSql ??= {
       plain: this.db.insertInto('grants').values(first.row).compile().sql,
       once: this.db.insertInto('grants').values(first.row).onConflict((oc) => oc.column('key').doNothing()).compile().sql,
-    });
+    };
+    const sql = this.putSql;
     const insert = async (db: Kysely<Database>, { row, once }: NewRow) =>
       (await db.executeQuery(CompiledQuery.raw(once ? sql.once : sql.plain, Object.values(row)))).numAffectedRows === 1n;
     if (rows.length === 1) return [await insert(this.db, first)];

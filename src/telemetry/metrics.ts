@@ -55,7 +55,10 @@ class CountedSeries {
   /** Adds one to the series (`first`, `second`); `second` is ignored for a one-label counter. */
   inc(first: string, second = ''): void {
     let inner = this.byFirst.get(first);
-    if (!inner) this.byFirst.set(first, (inner = new Map()));
+    if (!inner) {
+      inner = new Map();
+      this.byFirst.set(first, inner);
+    }
     const cell = inner.get(second);
     if (cell) cell.count++;
     else inner.set(second, { labels: this.labelsOf(first, second), count: 1, reported: 0 });

@@ -179,7 +179,7 @@ async function keyStep(
   toAccount: boolean,
 ): Promise<boolean> {
   const user = await ctx.users.findBySubject(subjectId);
-  if (!user || !user.isActive) return false;
+  if (!user?.isActive) return false;
   const codeLink = (await ctx.secondStep.offersCode(subjectId)) ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}` : undefined;
   const lang = await pendingLanguage(ctx, request, reply, interaction);
   return securityKeyStep(ctx, request, reply, user, interaction, lang, { ...(codeLink ? { codeLink } : {}), toAccount });

@@ -72,7 +72,7 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
       request.log.error({ err, directory: err.directory, reason: err.reason }, 'user directory unavailable');
       return loginPage(ctx, request, reply, id, interaction, username, 'signInUnavailable', 503);
     }
-    if (!user || !user.isActive) {
+    if (!user?.isActive) {
       await ctx.limiter.failed(attempt);
       ctx.events.emit({
         name: 'user_login_failed',

@@ -23,7 +23,7 @@ import { expiredPage } from './error-page.js';
 import { language } from './language.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
-import { Params } from '../protocol/params.js';
+import type { Params } from '../protocol/params.js';
 import { originOf, sendOAuthError } from '../http/request.js';
 import { clearSecurityKeyStepCookie, securityKeyStepCookie, setSecurityKeyStepCookie } from '../http/cookies.js';
 import type { WebAuthnPending } from '../mfa/passkey-ceremonies.js';
@@ -129,7 +129,7 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     const session = await sessionOf(ctx, request);
     if (!session) return undefined;
     const user = await ctx.users.findBySubject(session.subjectId);
-    if (!user || !user.isActive) return undefined;
+    if (!user?.isActive) return undefined;
     return { session, user, canChange: await ctx.mfa.mayChangeFactors(session) };
   };
 

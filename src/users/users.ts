@@ -76,7 +76,7 @@ export class UserService {
 
   /** `user` with the profile service's answer folded into `isActive` (asked only for an active user). */
   private async checked(user: User | undefined): Promise<User | undefined> {
-    if (!user || !user.isActive || !this.isActiveHook) return user;
+    if (!user?.isActive || !this.isActiveHook) return user;
     return (await this.isActiveHook(user.subjectId)) ? user : { ...user, isActive: false };
   }
 

@@ -165,7 +165,7 @@ describe('sigil start', () => {
     expect(r.output()).toContain(`sigil: warning: the issuer http://localhost:5999 names port 5999, but Sigil listens on port ${port}`);
     r.child.kill('SIGTERM');
     expect(await r.exited).toBe(0);
-    expect(r.output()).toMatch(/sigil: stopping \(SIGTERM\)\n[^]*sigil: stopped\n$/);
+    expect(r.output()).toMatch(/sigil: stopping \(SIGTERM\)\n[\s\S]*sigil: stopped\n$/);
 
     // Behind a proxy (trustProxy set), or when the ports agree, there is nothing to warn about.
     const proxied = join(dir, 'proxied.json');

@@ -68,7 +68,10 @@ function otherAddresses(): string[] {
 function accepts(host: string, port: number): Promise<boolean> {
   return new Promise((ok) => {
     const socket = connect({ host, port });
-    socket.once('connect', () => (socket.destroy(), ok(true)));
+    socket.once('connect', () => {
+      socket.destroy();
+      ok(true);
+    });
     socket.once('error', () => ok(false));
   });
 }

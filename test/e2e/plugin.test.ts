@@ -16,7 +16,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigil, type SigilEvent, sigilPlugin } from '../../src/index.js';
 import { tempDir, testConfig } from '../helpers.js';
-import { type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { browserConfig, CallbackServer, CONSENT, callbackResponse, launchChromium, newPage, submitLogin } from './browser-fixture.js';
 import { freePort } from './ports.js';
 

@@ -61,7 +61,7 @@ function announcedStatuses(text: string): number[] {
 }
 
 /** Bash prelude: strict mode and the `curl` function that logs every response's headers. */
-const PRELUDE = String.raw`set -euo pipefail
+const PRELUDE = `set -euo pipefail
 shopt -s inherit_errexit
 curl() {
   local headers rc=0

@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminError } from '../../src/admin/errors.js';
-import { authorizeUrl, Browser, CB, codeParams, getCode, input, isConsentPage, isLoginPage, pkce, redeem, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
+import { authorizeUrl, Browser, codeParams, getCode, input, isConsentPage, isLoginPage, pkce, redeem, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
 import { clientTokens, dropSchema, introspect, passwordTokens, POSTGRES_URL, settled, testConfig, tokenRequest, type TestSigil, uniqueSchema, userinfo } from '../helpers.js';
 import { LogoutReceiver } from '../logout-receiver.js';
 

@@ -16,7 +16,6 @@ import {
   CB,
   codeParams,
   expectClientError,
-  getCode,
   ISSUER,
   pkce,
   readResponse,

@@ -10,7 +10,7 @@ import { base64url, SignJWT } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSigil, ConfigError } from '../../src/index.js';
 import { assertionFields, clientKey, type ClientKey, JWT_BEARER, signAssertion } from '../assertion-helpers.js';
-import { clientTokens, expectNoLeak, postForm, startSigil, testConfig, type TestSigil } from '../helpers.js';
+import { expectNoLeak, postForm, startSigil, testConfig, type TestSigil } from '../helpers.js';
 
 const ISSUER = 'http://127.0.0.1:5999';
 const TOKEN_URL = `${ISSUER}/connect/token`;
@@ -270,7 +270,7 @@ describe('keys from a jwksUri', () => {
 
   beforeAll(async () => {
     served = es;
-    server = createServer((req, res) => {
+    server = createServer((_req, res) => {
       fetches += 1;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ keys: [served.publicJwk] }));
@@ -343,7 +343,7 @@ describe('config', () => {
   };
 
   it('refuses client_secret_jwt with sha256: secrets, and other inconsistent settings, naming the field', async () => {
-    await refused({ clientSecrets: ['sha256:' + Buffer.alloc(32).toString('base64')], tokenEndpointAuthMethod: 'client_secret_jwt' }, /clients\[0\]\.clientSecrets.*sha256/);
+    await refused({ clientSecrets: [`sha256:${Buffer.alloc(32).toString('base64')}`], tokenEndpointAuthMethod: 'client_secret_jwt' }, /clients\[0\]\.clientSecrets.*sha256/);
     await refused({ tokenEndpointAuthMethod: 'private_key_jwt' }, /clients\[0\]\.tokenEndpointAuthMethod.*jwks/);
     await refused({ clientSecrets: ['s'], tokenEndpointAuthMethod: 'none' }, /clients\[0\]\.tokenEndpointAuthMethod/);
     await refused({ requireClientSecret: false, allowedGrantTypes: ['authorization_code'], tokenEndpointAuthMethod: 'client_secret_basic' }, /clients\[0\]\.tokenEndpointAuthMethod/);

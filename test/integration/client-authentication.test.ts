@@ -34,7 +34,7 @@ describe('client authentication', () => {
   });
 
   it('form-url-decodes the Basic id and secret (c:1 / s+/%)', async () => {
-    const header = 'Basic ' + Buffer.from('c%3A1:s%2B%2F%25').toString('base64');
+    const header = `Basic ${Buffer.from('c%3A1:s%2B%2F%25').toString('base64')}`;
     expect(basic('c:1', 's+/%')).toBe(header);
     const res = await post(form(CC), { authorization: header });
     expect(res.statusCode).toBe(200);
@@ -42,7 +42,7 @@ describe('client authentication', () => {
   });
 
   it('does not accept the undecoded Basic secret', async () => {
-    const raw = 'Basic ' + Buffer.from('c%3A1:s+/%').toString('base64');
+    const raw = `Basic ${Buffer.from('c%3A1:s+/%').toString('base64')}`;
     const res = await post(form(CC), { authorization: raw });
     expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ error: 'invalid_client' });
@@ -123,7 +123,7 @@ describe('client authentication', () => {
   });
 
   it('answers malformed Basic credentials with 401 invalid_client', async () => {
-    for (const authorization of ['Basic !!!', 'Basic ' + Buffer.from('no-colon').toString('base64'), 'Basic ' + Buffer.from(':x').toString('base64')]) {
+    for (const authorization of ['Basic !!!', `Basic ${Buffer.from('no-colon').toString('base64')}`, `Basic ${Buffer.from(':x').toString('base64')}`]) {
       const res = await post(form(CC), { authorization });
       expect(res.statusCode, authorization).toBe(401);
       expect(res.json()).toMatchObject({ error: 'invalid_client' });
@@ -191,7 +191,7 @@ describe('client authentication brute-force limit', () => {
         method: 'POST',
         url: '/connect/token',
         remoteAddress: '10.0.0.4',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: 'Basic ' + Buffer.from('spa:').toString('base64') },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('spa:').toString('base64')}` },
         payload: form({ grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' }),
       });
       expect(res.statusCode, res.body).toBe(200);
@@ -233,7 +233,7 @@ describe('an empty Basic password is no secret (RFC 6749 §2.3.1), at every endp
   });
   afterAll(async () => sigil.close());
 
-  const emptyPassword = (id: string) => 'Basic ' + Buffer.from(`${id}:`).toString('base64');
+  const emptyPassword = (id: string) => `Basic ${Buffer.from(`${id}:`).toString('base64')}`;
   const pushed = { response_type: 'code', redirect_uri: 'http://127.0.0.1/cb', scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWjuydleJV84e4', code_challenge_method: 'S256' };
   const call = (url: string, params: Record<string, string>, authorization?: string) =>
     sigil.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) }, payload: form(params) });

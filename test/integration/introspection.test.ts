@@ -215,7 +215,7 @@ describe('introspection', () => {
   it('answers GET with 405 and Allow: POST', async () => {
     const res = await sigil.app.inject({ method: 'GET', url: '/connect/introspect?token=x', headers: { authorization: basic(...API1) } });
     expect(res.statusCode).toBe(405);
-    expect(res.headers['allow']).toBe('POST');
+    expect(res.headers.allow).toBe('POST');
   });
 
   it('answers a JSON body with 415', async () => {

@@ -160,7 +160,7 @@ describe('pushed authorization requests', () => {
 
     const tampered = await postForm(sigil, '/connect/par', {
       client_id: 'signed',
-      request: requestObject.slice(0, -4) + 'AAAA',
+      request: `${requestObject.slice(0, -4)}AAAA`,
       ...assertionFields(await signAssertion(key, 'signed', ISSUER)),
     });
     expect(tampered.json().error).toBe('invalid_request_object');

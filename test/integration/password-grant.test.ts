@@ -42,7 +42,7 @@ describe('password grant', () => {
     const res = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' }, ROPC);
     expect(res.statusCode).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers['pragma']).toBe('no-cache');
+    expect(res.headers.pragma).toBe('no-cache');
     const body = res.json<Record<string, unknown>>();
     expect(body).toEqual({
       access_token: expect.any(String),

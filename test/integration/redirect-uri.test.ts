@@ -79,7 +79,7 @@ describe('RU-01..RU-10: anything but the exact registered string is refused with
   }
 
   it('RU-08 a NUL byte in the redirect URI is refused on the error page', async () => {
-    expectErrorPage(await rawAuthorize(signedIn, encodeURIComponent('https://rp.example/cb') + '%00'), 'invalid_request');
+    expectErrorPage(await rawAuthorize(signedIn, `${encodeURIComponent('https://rp.example/cb')}%00`), 'invalid_request');
   });
 
   it('RU-03 control: the registered URI with a query keeps it and gets each parameter once', async () => {

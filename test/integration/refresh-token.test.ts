@@ -48,7 +48,7 @@ describe('refresh_token grant', () => {
     const res = await refresh(first.refresh_token!);
     expect(res.statusCode).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers['pragma']).toBe('no-cache');
+    expect(res.headers.pragma).toBe('no-cache');
     const body = res.json<Record<string, string>>();
     expect(body).toMatchObject({ token_type: 'Bearer', expires_in: 3600, scope: 'openid api1 offline_access' });
     expect(body.refresh_token).toMatch(/^[A-Za-z0-9_-]{43}$/);

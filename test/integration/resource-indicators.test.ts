@@ -8,7 +8,7 @@ import { decodeJwt } from 'jose';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Browser, CB, codeParams, expectClientError, getCode, pkce, redeem, startAuthorizeSigil } from '../authorize-helpers.js';
-import { postForm, testConfig, type BasicCredentials, type TestSigil, type TokenBody } from '../helpers.js';
+import { testConfig, type BasicCredentials, type TestSigil, type TokenBody } from '../helpers.js';
 import { resolveConfig } from '../../src/config/loader.js';
 
 const API1 = 'https://api1.example/';

@@ -155,7 +155,7 @@ describe('revocation', () => {
   it('answers GET with 405 and Allow: POST', async () => {
     const res = await sigil.app.inject({ method: 'GET', url: '/connect/revocation?token=x', headers: { authorization: basic(...ROPC) } });
     expect(res.statusCode).toBe(405);
-    expect(res.headers['allow']).toBe('POST');
+    expect(res.headers.allow).toBe('POST');
   });
 
   it('answers a JSON body with 415', async () => {

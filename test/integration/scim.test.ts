@@ -51,6 +51,7 @@ describe.each([
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
   }
+  // biome-ignore lint/suspicious/noExplicitAny: the tests read nested SCIM attributes of the created resource.
   async function create(user: Record<string, unknown>): Promise<Record<string, any>> {
     const res = await scim('POST', '/Users', { schemas: [USER], ...user });
     expect(res.statusCode, res.body).toBe(201);

@@ -20,7 +20,7 @@ describe('client_credentials', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers['pragma']).toBe('no-cache');
+    expect(res.headers.pragma).toBe('no-cache');
     const body = res.json<Record<string, unknown>>();
     expect(body).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 3600, scope: 'api1' });
     expect(body).not.toHaveProperty('refresh_token');

@@ -161,7 +161,7 @@ describe('token endpoint errors', () => {
   });
 
   it('accepts a body just under 64 KiB (unknown parameters are ignored)', async () => {
-    const head = form({ grant_type: 'client_credentials', scope: 'api1' }) + '&padding=';
+    const head = `${form({ grant_type: 'client_credentials', scope: 'api1' })}&padding=`;
     const res = await formPost(head + 'a'.repeat(64 * 1024 - head.length - 1));
     expect(res.statusCode).toBe(200);
   });
@@ -204,7 +204,7 @@ describe('hostile input on every back-channel endpoint', () => {
     ['application/x-www-form-urlencoded', 'token=%00&access_token=%ED%A0%80'],
     ['application/x-www-form-urlencoded', 'token=a&token=b&grant_type=x&grant_type=y&access_token=a&access_token=b'],
     ['application/x-www-form-urlencoded', '&&&=&=x&x=&%3D=%3D'],
-    ['application/x-www-form-urlencoded', 'token=' + '%F0%9F%98%80'.repeat(500) + '&client_id=%E2%80%AE'],
+    ['application/x-www-form-urlencoded', `token=${'%F0%9F%98%80'.repeat(500)}&client_id=%E2%80%AE`],
     ['application/x-www-form-urlencoded', 'a'.repeat(70 * 1024)],
     ['application/json', '{"__proto__":{"x":1},"token":"a"}'],
     ['application/json', '{not json'],
@@ -216,8 +216,8 @@ describe('hostile input on every back-channel endpoint', () => {
     undefined,
     basic('api1', 'api1-secret'),
     'Basic %%%',
-    'Basic ' + Buffer.from('\u0000:\u0000').toString('base64'),
-    'Bearer ' + 'x'.repeat(9000),
+    `Basic ${Buffer.from('\u0000:\u0000').toString('base64')}`,
+    `Bearer ${'x'.repeat(9000)}`,
     'Bearer a b c',
     'Digest username="x"',
   ];

@@ -230,7 +230,7 @@ describe('tracing with OTEL_* set', () => {
     expect(exported).not.toContain(basic('m2m-ref', 'm2m-secret'));
 
     const audit = logLines.find((l) => (l.event as { name?: string } | undefined)?.name === 'token_issued');
-    expect((audit?.event as { traceId?: string }).traceId).toBe(request!.traceId);
+    expect((audit?.event as { traceId?: string } | undefined)?.traceId).toBe(request!.traceId);
   });
 
   it('records no query value and no caller address of a request', async () => {
@@ -239,7 +239,10 @@ describe('tracing with OTEL_* set', () => {
     const res = await fetch(`http://127.0.0.1:${port}/connect/endsession?id_token_hint=${hint}&state=private-state`, { redirect: 'manual' });
     expect(res.status).toBeLessThan(500);
     let span: OtlpSpan | undefined;
-    await waitForSpans((spans) => (span = spans.find((s) => s.name === 'GET /connect/endsession')) !== undefined);
+    await waitForSpans((spans) => {
+      span = spans.find((s) => s.name === 'GET /connect/endsession');
+      return span !== undefined;
+    });
     expect(span).toBeDefined();
     expect(attribute(span!, 'url.query')).toBe('id_token_hint=REDACTED&state=REDACTED');
     const exported = JSON.stringify(span);

@@ -59,7 +59,7 @@ describe('findCredentials', () => {
   });
 
   it('a malformed Basic header is invalid_client with WWW-Authenticate; a repeated header invalid_request', () => {
-    for (const bad of ['Basic ', 'Basic !!!', 'Basic ' + Buffer.from('nocolon').toString('base64'), 'Basic ' + Buffer.from(':secret').toString('base64'), 'Basic ' + Buffer.from('a%zz:b').toString('base64'), 'Basic ' + Buffer.from('a%00:b').toString('base64')]) {
+    for (const bad of ['Basic ', 'Basic !!!', `Basic ${Buffer.from('nocolon').toString('base64')}`, `Basic ${Buffer.from(':secret').toString('base64')}`, `Basic ${Buffer.from('a%zz:b').toString('base64')}`, `Basic ${Buffer.from('a%00:b').toString('base64')}`]) {
       const err = caught(() => findCredentials(source([bad])));
       expect(err?.code, bad).toBe('invalid_client');
       expect(err?.status).toBe(401);

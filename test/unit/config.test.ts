@@ -385,12 +385,12 @@ describe('resolveConfig: secrets from the environment or a file', () => {
       { identityProviders: [{ name: { $env: 'SIGIL_TEST_WRONG' }, authority: 'https://up.example', clientId: 'x' }] },
       // A rule about two fields quotes the value at another path.
       { clients: [cc({ clientId: { $env: 'SIGIL_TEST_WRONG' } }), cc({ clientId: { $env: 'SIGIL_TEST_WRONG' } })] },
-      { clients: [cc({ clientSecrets: ['sha256:' + value] })].map((c) => ({ ...c, clientSecrets: [{ $env: 'SIGIL_TEST_SHA' }] })) },
+      { clients: [cc({ clientSecrets: [`sha256:${value}`] })].map((c) => ({ ...c, clientSecrets: [{ $env: 'SIGIL_TEST_SHA' }] })) },
     ];
     for (const raw of cases) {
       let message = '';
       try {
-        resolveConfig(raw, {}, { env: { ...env, SIGIL_TEST_SHA: 'sha256:' + value } });
+        resolveConfig(raw, {}, { env: { ...env, SIGIL_TEST_SHA: `sha256:${value}` } });
       } catch (err) {
         expect(err).toBeInstanceOf(ConfigError);
         message = (err as ConfigError).message;

@@ -16,7 +16,9 @@ import { Pages, templateProblems } from '../../src/page-kit/pages.js';
 import { tempDir } from '../helpers.js';
 
 const cleanups: (() => void)[] = [];
-afterEach(() => cleanups.splice(0).forEach((c) => c()));
+afterEach(() => {
+  for (const c of cleanups.splice(0)) c();
+});
 /** A temp folder with files. */
 function folder(files: Record<string, string | Buffer>): string {
   const { dir, cleanup } = tempDir();
@@ -102,7 +104,11 @@ describe('page templates', () => {
     const pages = override({ login: LOGIN_OK });
     pages.checkOverrides();
     let html = '';
-    const reply = { getHeader: () => undefined, header: () => reply, code: () => reply, type: () => reply, send: (b: string) => ((html = b), reply) };
+    const reply = { getHeader: () => undefined, header: () => reply, code: () => reply, type: () => reply, send: (b: string) => {
+        html = b;
+        return reply;
+      },
+    };
     pages.send(reply as never, 'login', 'en', { csrf: '<tok"en>' });
     expect(html).toContain('<input type="hidden" name="csrf_token" value="&lt;tok&quot;en&gt;">');
     expect(html).toContain('<h1>Acme</h1>');

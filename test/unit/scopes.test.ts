@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/config/loader.js';
-import { OAuthError } from '../../src/protocol/errors.js';
+import type { OAuthError } from '../../src/protocol/errors.js';
 import { MAX_SCOPE_LENGTH, OFFLINE_ACCESS, Resources, allowedScopes, parseScope, validateScopes } from '../../src/resources/scopes.js';
 import { testConfig } from '../helpers.js';
 import { unicodeText, caught } from './arbitraries.js';

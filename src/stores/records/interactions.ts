@@ -84,7 +84,7 @@ export class Interactions {
   async get(id: string | undefined, browser: string): Promise<Interaction | undefined> {
     if (!id || id.length > 100) return undefined;
     const row = await this.grants.get(hashHandle(id));
-    if (!row || row.type !== 'interaction' || row.revokedAt !== null || row.consumedAt !== null) return undefined;
+    if (row?.type !== 'interaction' || row.revokedAt !== null || row.consumedAt !== null) return undefined;
     if (row.expiresAt <= nowSeconds()) return undefined;
     const data = row.data as unknown as Partial<Interaction>;
     return data.browser === browser && data.request !== undefined ? (data as Interaction) : undefined;
