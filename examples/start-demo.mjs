@@ -35,7 +35,7 @@ let clients = [];
 let stopping = false;
 
 createInterface({ input: sigil.stdout }).on('line', (line) => {
-  process.stdout.write(line + '\n');
+  process.stdout.write(`${line}\n`);
   const m = /^sigil: (issuer|clients) (.*)$/.exec(line);
   if (m?.[1] === 'issuer') issuer = m[2];
   if (m?.[1] === 'clients') clients = m[2].split(', ');

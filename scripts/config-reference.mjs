@@ -11,5 +11,5 @@ import { fileURLToPath } from 'node:url';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { configJsonSchema, configReference, REFERENCE_FILE } = await import(join(ROOT, 'dist/config/reference.js'));
 
-writeFileSync(join(ROOT, 'dist/sigil.schema.json'), JSON.stringify(configJsonSchema(), null, 2) + '\n');
+writeFileSync(join(ROOT, 'dist/sigil.schema.json'), `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
 if (process.argv.includes('--docs')) writeFileSync(join(ROOT, REFERENCE_FILE), configReference());

@@ -15,11 +15,11 @@ import { AuditedChanges } from '../../admin/audited-changes.js';
 import { CONSOLE_PATH } from '../../config/console-client.js';
 import { signOut } from '../../interaction/browser.js';
 import type { Services } from '../../services.js';
-import { OAuthError } from '../../protocol/errors.js';
 import { Params } from '../../protocol/params.js';
 import { queryString } from '../../http/fields.js';
 import { checkCsrf } from '../csrf.js';
-import { sendErrorPage } from '../error-page.js';
+import { formExpiredPage } from '../error-page.js';
+import { formRoute } from '../forms.js';
 import { language } from '../language.js';
 import { sendLoggedOut } from '../signed-out.js';
 import { type ConsoleDeps, ConsoleSession } from './console-session.js';
@@ -34,13 +34,12 @@ import type { ConsoleSessionServices } from './console-session.js';
 import type { ErrorPageServices } from '../error-page.js';
 import type { BrowserServices } from '../../interaction/browser.js';
 
+import type { FormServices } from '../forms.js';
 /** The services this module uses. */
-export type ConsoleServices = Pick<Services, 'basePath' | 'config' | 'events' | 'issuer' | 'management' | 'pages'> & BrowserServices & ConsoleSessionServices & ErrorPageServices;
+export type ConsoleServices = Pick<Services, 'basePath' | 'config' | 'events' | 'issuer' | 'management' | 'pages'> & BrowserServices & ConsoleSessionServices & ErrorPageServices & FormServices;
 
 /** The page a console sign-out ends on, below the issuer's path. */
 const CONSOLE_SIGNED_OUT_PATH = `${CONSOLE_PATH}/signed-out`;
-
-const FORM_EXPIRED = new OAuthError('invalid_request', 'the form has expired, please try again');
 
 /**
  * Registers the console's pages on the browser pages' context, when `admin.console` is on.
@@ -62,8 +61,9 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
       return check.kind === 'caller' ? check.caller : undefined;
     },
     writer: async (request, reply) => {
+      // Every console form's check, before the caller's: one place for all the console's POSTs.
       if (!checkCsrf(app, request, reply, origin) || !(request.body instanceof Params)) {
-        sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+        formExpiredPage(ctx, reply, language(request));
         return undefined;
       }
       const check = await session.caller(request, reply);
@@ -96,8 +96,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   // token is needed: unlike a GET to /connect/endsession, which any site can send the browser to,
   // this POST needs the CSRF token of one of Sigil's own forms, so it is this browser's own
   // request, and it ends this browser's session only.
-  app.post(`${CONSOLE_PATH}/logout`, async (request, reply) => {
-    if (!checkCsrf(app, request, reply, origin)) return sendErrorPage(ctx, reply, FORM_EXPIRED, language(request), 403);
+  app.post(`${CONSOLE_PATH}/logout`, formRoute(app, ctx), async (request, reply) => {
     await session.signOut(request, reply);
     const ended = await signOut(ctx, request, reply);
     return sendLoggedOut(ctx, reply, language(request), ended, `${ctx.issuer}${CONSOLE_SIGNED_OUT_PATH}`);
