@@ -1,7 +1,7 @@
 /**
- * Fixtures for the authorize-endpoint suites (security-checklist.md §0.2): the checklist's
- * browser clients, a cookie-keeping browser over `app.inject` (with a chosen remote address and
- * extra headers), PKCE pairs, and readers for authorization responses in every response mode.
+ * Fixtures for the authorize-endpoint suites: the browser clients they share, a cookie-keeping
+ * browser over `app.inject` (with a chosen remote address and extra headers), PKCE pairs, and
+ * readers for authorization responses in every response mode.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -33,7 +33,7 @@ export const webLike = (clientId: string, extra: Partial<ClientInput> = {}): Cli
   ...extra,
 });
 
-/** The browser clients of the checklist fixture, plus a few for single checks. */
+/** The browser clients the authorize-endpoint suites share, plus a few for single checks. */
 export function authorizeClients(): ClientInput[] {
   return [
     webLike('web'),

@@ -1,5 +1,5 @@
 /**
- * Test fixtures: a config with the checklist's clients (security-checklist.md §0.2), an in-process
+ * Test fixtures: a config with the clients, users and APIs most suites share, an in-process
  * provider on a real SQLite file, and the real `sigil start` process on a socket.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -293,7 +293,7 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-/** Asserts a response is no server error and leaks no stack trace, path or SQL text (HT-02). */
+/** Asserts a response is no server error and leaks no stack trace, path or SQL text. */
 export function expectNoLeak(res: LightMyRequestResponse): void {
   if (res.statusCode >= 500) throw new Error(`server error ${res.statusCode}: ${res.body}`);
   const leak = /\bat \S+ \(|\.ts:\d|\.js:\d|node_modules|SQLITE|syntax error|Error:/.exec(res.body);

@@ -1,8 +1,7 @@
 /**
- * The authorization_code grant (security-checklist §1.5 TK-06, TK-08..TK-11, §1.3 RU-13, §1.7
- * IDT-07; RFC 6749 §4.1.3, §10.5): codes are single use (of two concurrent redemptions exactly
- * one succeeds), bound to their client, redirect URI, PKCE and nonce; a failed redemption leaves
- * the code usable; a replay revokes what the code gave.
+ * The authorization_code grant (RFC 6749 §4.1.3, §10.5): codes are single use (of two concurrent
+ * redemptions exactly one succeeds), bound to their client, redirect URI, PKCE and nonce; a failed
+ * redemption leaves the code usable; a replay revokes what the code gave.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { form, sleep, type TestSigil } from '../helpers.js';
@@ -47,7 +46,7 @@ function userinfo(accessToken: string) {
   return sigil.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${accessToken}` } });
 }
 
-describe('TK-06 success shape', () => {
+describe('success shape', () => {
   it('JSON, no-store, Bearer, integer expires_in, granted scope; refresh token only with offline_access', async () => {
     const res = await redeem(sigil, await code(), { verifier });
     expect(res.statusCode).toBe(200);
@@ -64,7 +63,7 @@ describe('TK-06 success shape', () => {
     expect(noOffline.id_token).toBeTypeOf('string');
   });
 
-  it('TK-11 no openid → no identity token; with openid always one', async () => {
+  it('no openid → no identity token; with openid always one', async () => {
     const apiOnly = (await redeem(sigil, await code({ scope: 'api1' }), { verifier })).json();
     expect(apiOnly.access_token).toBeTypeOf('string');
     expect(apiOnly).not.toHaveProperty('id_token');
@@ -72,7 +71,7 @@ describe('TK-06 success shape', () => {
     expect(oidc.id_token).toBeTypeOf('string');
   });
 
-  it('the code carries the nonce into the identity token; IDT-07 a refreshed identity token keeps sub and auth_time', async () => {
+  it('the code carries the nonce into the identity token; a refreshed identity token keeps sub and auth_time', async () => {
     const first = (await redeem(sigil, await code({ nonce: 'bound-nonce' }), { verifier })).json();
     const id1 = (await verifyIdToken(sigil, first.id_token, 'web')).claims;
     expect(id1.nonce).toBe('bound-nonce');
@@ -86,7 +85,7 @@ describe('TK-06 success shape', () => {
   });
 });
 
-describe('TK-08 a code is single use; a replay revokes what it gave', () => {
+describe('a code is single use; a replay revokes what it gave', () => {
   it('the second and third redemption fail; the first access and refresh tokens die', async () => {
     const c = await code();
     const first = await redeem(sigil, c, { verifier });
@@ -156,7 +155,7 @@ describe('TK-08 a code is single use; a replay revokes what it gave', () => {
   });
 });
 
-describe('TK-09 a code is bound to its client', () => {
+describe('a code is bound to its client', () => {
   it("another client (with its valid secret) cannot redeem it; the owner still can", async () => {
     const c = await code();
     const stolen = await redeem(sigil, c, { client: 'other', verifier });
@@ -178,7 +177,7 @@ describe('TK-09 a code is bound to its client', () => {
   });
 });
 
-describe('RU-13 the redirect URI must equal the authorization request value', () => {
+describe('the redirect URI must equal the authorization request value', () => {
   it('a different value → invalid_grant, none → invalid_request; the right value still works', async () => {
     const c = await code();
     for (const uri of ['https://rp.example/cb/', 'https://RP.example/cb', CB2, 'https://rp.example/cb?']) {
@@ -199,7 +198,7 @@ describe('RU-13 the redirect URI must equal the authorization request value', ()
   });
 });
 
-describe('TK-10 codes expire', () => {
+describe('codes expire', () => {
   it('a code of a client with a 1 s lifetime is refused after 2 s', async () => {
     const c = await getCode(b, codeParams(challenge, { client_id: 'short-code' }));
     await sleep(2100);

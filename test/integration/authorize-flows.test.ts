@@ -1,7 +1,6 @@
 /**
  * Code, implicit and hybrid flows end to end, with every identity token verified against the
- * published JWKS and its hashes computed here (security-checklist §1.7 IDT-01..IDT-08, AZ-23;
- * OIDC Core §3.1.3.6, §3.2.2.10, §3.3.2.11).
+ * published JWKS and its hashes computed here (OIDC Core §3.1.3.6, §3.2.2.10, §3.3.2.11).
  */
 import { jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,7 +48,7 @@ const hybrid = (responseType: string, extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-/** Common identity-token checks (IDT-01..IDT-04) for alice's session. */
+/** Common identity-token checks for alice's session: iss, sub, aud, nonce, amr, sid, auth_time and iat. */
 async function checkIdToken(token: string, clientId: string, nonce: string | undefined) {
   const { claims, alg } = await verifyIdToken(sigil, token, clientId);
   expect(claims.iss).toBe(ISSUER);
@@ -78,7 +77,7 @@ describe('code flow', () => {
     const { claims, alg } = await checkIdToken(body.id_token, 'web', NONCE);
     expect(claims.at_hash).toBe(halfHash(body.access_token, alg));
     expect((claims.exp as number) - (claims.iat as number)).toBe(300);
-    // The access token is a JWT for the API, not an identity token (IDT-10).
+    // The access token is a JWT for the API, not an identity token.
     const at = await jwtVerify(body.access_token, await fetchJwks(sigil), { issuer: ISSUER, typ: 'at+jwt' });
     expect(at.payload.sub).toBe('1');
     expect(at.payload.client_id).toBe('web');
@@ -87,7 +86,7 @@ describe('code flow', () => {
 });
 
 describe('hybrid flows (client hybrid)', () => {
-  it('code id_token: c_hash in the front-channel token; the back-channel token agrees on iss and sub (IDT-08)', async () => {
+  it('code id_token: c_hash in the front-channel token; the back-channel token agrees on iss and sub', async () => {
     const r = readResponse(await b.get(authorizeUrl(hybrid('code id_token'))));
     expect(r.mode).toBe('fragment');
     expect([...r.params.keys()].sort()).toEqual(['code', 'id_token', 'iss', 'state']);
@@ -165,7 +164,7 @@ describe('implicit flows (client hybrid, allowAccessTokensViaBrowser)', () => {
     expect(await isActive(sigil, r.params.get('access_token')!)).toBe(true);
   });
 
-  it('AZ-23 offline_access is ignored unless a code is returned', async () => {
+  it('offline_access is ignored unless a code is returned', async () => {
     const r = readResponse(await b.get(authorizeUrl(hybrid('id_token token', { scope: 'openid api1 offline_access' }))));
     expect(r.params.get('access_token')).toBeTruthy();
     expect(r.params.get('scope')).toBe('openid api1');
@@ -200,7 +199,7 @@ describe('access tokens from this endpoint only for clients allowed them (client
   });
 });
 
-describe('hash sizes follow the signing algorithm (IDT-05)', () => {
+describe('hash sizes follow the signing algorithm', () => {
   it('with ES384, c_hash and at_hash are the left 24 bytes of SHA-384', async () => {
     const es = await startAuthorizeSigil([], { signingAlgorithms: ['ES384'] });
     try {

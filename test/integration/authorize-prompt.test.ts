@@ -1,7 +1,6 @@
 /**
- * When the user must sign in or consent (security-checklist §1.2 AZ-13..AZ-18, §1.17 SES-06;
- * OIDC Core §3.1.2.1, §3.1.2.3): prompt none / login / consent / select_account, max_age,
- * id_token_hint, acr_values tenant:<name>.
+ * When the user must sign in or consent (OIDC Core §3.1.2.1, §3.1.2.3): prompt none / login /
+ * consent / select_account, max_age, id_token_hint, acr_values tenant:<name>.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, type TestSigil } from '../helpers.js';
@@ -49,7 +48,7 @@ async function signedIn(user = 'alice'): Promise<Browser> {
 }
 
 describe('prompt=none', () => {
-  it('AZ-13 without a session → login_required by redirect, no page', async () => {
+  it('without a session → login_required by redirect, no page', async () => {
     const b = new Browser(sigil);
     const step = await b.get(authorizeUrl(web({ prompt: 'none' })));
     expect(step.status).toBe(303);
@@ -62,7 +61,7 @@ describe('prompt=none', () => {
     expect(readResponse(step).params.get('code')).toBeTruthy();
   });
 
-  it('AZ-14 with a session but consent needed → consent_required (requireConsent and native clients)', async () => {
+  it('with a session but consent needed → consent_required (requireConsent and native clients)', async () => {
     const b = await signedIn();
     expectClientError(await b.get(authorizeUrl(web({ client_id: 'consent', prompt: 'none' }))), 'consent_required', { state: 'st' });
     const native = { ...web({ client_id: 'native', redirect_uri: 'http://127.0.0.1:5555/cb', scope: 'openid api1', prompt: 'none' }) };
@@ -78,7 +77,7 @@ describe('prompt=none', () => {
 });
 
 describe('prompt=login, select_account, consent', () => {
-  it('AZ-16 prompt=login with a live session shows the login form; the new identity token has a newer auth_time and sid', async () => {
+  it('prompt=login with a live session shows the login form; the new identity token has a newer auth_time and sid', async () => {
     const b = await signedIn();
     const first = await idTokenOf(await b.get(authorizeUrl(web())));
     await sleep(1100); // auth_time has whole seconds
@@ -119,7 +118,7 @@ describe('prompt=login, select_account, consent', () => {
     expect(readResponse(await b.consent(page, 'yes')).params.get('code')).toBeTruthy();
   });
 
-  it('SES-06 re-authentication as another user replaces the session; the old sid yields nothing', async () => {
+  it('re-authentication as another user replaces the session; the old sid yields nothing', async () => {
     const b = await signedIn('alice');
     const aliceCookie = b.cookies.get('sigil.session')!;
     const alice = await idTokenOf(await b.get(authorizeUrl(web())));
@@ -133,7 +132,7 @@ describe('prompt=login, select_account, consent', () => {
     expectClientError(await old.get(authorizeUrl(web({ prompt: 'none' }))), 'login_required');
   });
 
-  it('SES-06 cancelling a re-authentication leaves the session as it was', async () => {
+  it('cancelling a re-authentication leaves the session as it was', async () => {
     const b = await signedIn('alice');
     const before = await idTokenOf(await b.get(authorizeUrl(web())));
     const page = await b.follow(await b.get(authorizeUrl(web({ prompt: 'login' }))));
@@ -146,7 +145,7 @@ describe('prompt=login, select_account, consent', () => {
   });
 });
 
-describe('AZ-17 max_age', () => {
+describe('max_age', () => {
   it('max_age=0 right after signing in still asks to sign in again', async () => {
     const b = await signedIn();
     const step = await b.follow(await b.get(authorizeUrl(web({ max_age: '0' }))));
@@ -178,7 +177,7 @@ describe('AZ-17 max_age', () => {
   });
 });
 
-describe('AZ-18 id_token_hint', () => {
+describe('id_token_hint', () => {
   let aliceHint: string;
   let bobHint: string;
   let aliceAccessToken: string;
@@ -211,7 +210,7 @@ describe('AZ-18 id_token_hint', () => {
     }
   });
 
-  it('IDT-09 an access token presented as id_token_hint is not accepted', async () => {
+  it('an access token presented as id_token_hint is not accepted', async () => {
     const b = await signedIn('alice');
     expectClientError(await b.get(authorizeUrl(web({ prompt: 'none', id_token_hint: aliceAccessToken }))), 'invalid_request');
   });

@@ -1,7 +1,6 @@
 /**
- * Authorization responses and the pages around them (security-checklist §1.2: AZ-07, AZ-08,
- * AZ-22, AZ-24..AZ-29; RFC 9207): `state` and `iss` on every response in every mode, the
- * form_post page, and the headers of every page a browser sees.
+ * Authorization responses and the pages around them (RFC 9207): `state` and `iss` on every
+ * response in every mode, the form_post page, and the headers of every page a browser sees.
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,7 +55,7 @@ async function viaConsent(params: Record<string, string>, button: 'yes' | 'no'):
   return b.consent(page, button);
 }
 
-describe('AZ-07 state is echoed exactly', () => {
+describe('state is echoed exactly', () => {
   it('on success in query, fragment and form_post, and on an error', async () => {
     for (const extra of [{}, { response_mode: 'fragment' }, { response_mode: 'form_post' }] as Record<string, string>[]) {
       const r = readResponse(await signedIn.get(authorizeUrl(web({ state: STATE, ...extra }))));
@@ -76,7 +75,7 @@ describe('AZ-07 state is echoed exactly', () => {
   });
 });
 
-describe('AZ-08 iss in every authorization response (RFC 9207)', () => {
+describe('iss in every authorization response (RFC 9207)', () => {
   it('success and access_denied, in query, fragment and form_post', async () => {
     const seen: string[] = [];
     for (const [params, mode] of [
@@ -104,7 +103,7 @@ describe('AZ-08 iss in every authorization response (RFC 9207)', () => {
     expectClientError(await anon.get(authorizeUrl(web({ prompt: 'none', response_mode: 'form_post' }))), 'login_required', { mode: 'form_post' });
   });
 
-  it('AZ-29 cancel on the login page → access_denied to the client', async () => {
+  it('cancel on the login page → access_denied to the client', async () => {
     const b = new Browser(sigil);
     const page = await b.follow(await b.get(authorizeUrl(web({ state: STATE }))));
     expect(isLoginPage(page)).toBe(true);
@@ -118,7 +117,7 @@ describe('AZ-08 iss in every authorization response (RFC 9207)', () => {
   });
 });
 
-describe('AZ-22 form_post', () => {
+describe('form_post', () => {
   it('is an auto-posting HTML form with hidden inputs, no-store, no-referrer and a CSP without unsafe-inline', async () => {
     const xss = '"><script>alert(1)</script>\'<img src=x onerror=alert(2)>';
     const step = await signedIn.get(authorizeUrl(web({ response_mode: 'form_post', state: xss })));
@@ -156,7 +155,7 @@ describe('AZ-22 form_post', () => {
   });
 });
 
-describe('AZ-24, AZ-25, SES-13: headers of every page', () => {
+describe('headers of every page', () => {
   function expectPageHeaders(step: Step, what: string) {
     expect(String(step.headers['content-type']), what).toMatch(/^text\/html/);
     const csp = String(step.headers['content-security-policy']);
@@ -194,7 +193,7 @@ describe('AZ-24, AZ-25, SES-13: headers of every page', () => {
     expectPageHeaders(await b.get('/connect/authorize/resume?interaction=unknown'), 'expired resume');
   });
 
-  it('the authorization endpoint has no CORS (DISC-11)', async () => {
+  it('the authorization endpoint has no CORS', async () => {
     const res = await sigil.app.inject({ method: 'GET', url: authorizeUrl(web()), headers: { origin: 'https://spa.example' } });
     expect(res.headers['access-control-allow-origin']).toBeUndefined();
     const pre = await sigil.app.inject({ method: 'OPTIONS', url: '/connect/authorize', headers: { origin: 'https://spa.example', 'access-control-request-method': 'GET' } });
@@ -209,7 +208,7 @@ describe('AZ-24, AZ-25, SES-13: headers of every page', () => {
   });
 });
 
-describe('AZ-26 redirects after the login and consent POSTs are 303', () => {
+describe('redirects after the login and consent POSTs are 303', () => {
   it('login POST and consent POST answer 303, never 307/308', async () => {
     const b = new Browser(sigil);
     const login = await b.follow(await b.get(authorizeUrl({ ...web(), client_id: 'consent' })));
@@ -225,7 +224,7 @@ describe('AZ-26 redirects after the login and consent POSTs are 303', () => {
   });
 });
 
-describe('AZ-27 codes are unguessable', () => {
+describe('codes are unguessable', () => {
   it('50 codes are distinct, at least 128 bits of base64url, without a shared prefix', async () => {
     const codes: string[] = [];
     for (let i = 0; i < 50; i++) codes.push(readResponse(await signedIn.get(authorizeUrl(web()))).params.get('code') ?? '');
@@ -244,7 +243,7 @@ describe('AZ-27 codes are unguessable', () => {
   });
 });
 
-describe('AZ-28 no open redirects', () => {
+describe('no open redirects', () => {
   const targets = [
     'https://attacker.example',
     '//attacker.example',

@@ -1,7 +1,6 @@
 /**
- * Validation of authorization requests (security-checklist §1.2: AZ-01..AZ-06, AZ-09..AZ-12,
- * AZ-15, AZ-20, AZ-21; RFC 6749 §4.1.2.1): which errors are shown on the error page, which
- * go back to the client, and in which response mode.
+ * Validation of authorization requests (RFC 6749 §4.1.2.1): which errors are shown on the error
+ * page, which go back to the client, and in which response mode.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestSigil } from '../helpers.js';
@@ -55,7 +54,7 @@ const without = (params: Record<string, string>, ...names: string[]) => {
   return copy;
 };
 
-describe('AZ-01: GET and POST', () => {
+describe('GET and POST', () => {
   it('the same request as a query and as a form body has the same outcome', async () => {
     const viaGet = readResponse(await signedIn.get(authorizeUrl(web())));
     const viaPost = readResponse(await signedIn.post('/connect/authorize', web()));
@@ -84,7 +83,7 @@ describe('AZ-01: GET and POST', () => {
   });
 });
 
-describe('AZ-02: client problems are never redirected', () => {
+describe('client problems are never redirected', () => {
   it('missing client_id → error page invalid_request', async () => {
     expectErrorPage(await anon.get(authorizeUrl(without(web(), 'client_id'))), 'invalid_request');
   });
@@ -102,17 +101,17 @@ describe('AZ-02: client problems are never redirected', () => {
 });
 
 describe('errors after client and redirect URI are known good go back to the client', () => {
-  it('AZ-03 missing response_type → invalid_request in the query', async () => {
+  it('missing response_type → invalid_request in the query', async () => {
     expectClientError(await anon.get(authorizeUrl(without(web(), 'response_type'))), 'invalid_request', { state: 'st', mode: 'query', target: CB });
   });
 
-  it('AZ-04 unknown or malformed response_type → unsupported_response_type in the query', async () => {
+  it('unknown or malformed response_type → unsupported_response_type in the query', async () => {
     for (const rt of ['foo', 'code code', 'code  id_token', 'none', 'CODE']) {
       expectClientError(await anon.get(authorizeUrl(web({ response_type: rt }))), 'unsupported_response_type', { state: 'st', mode: 'query' });
     }
   });
 
-  it('AZ-05 response_type not allowed by the client → unauthorized_client, no token', async () => {
+  it('response_type not allowed by the client → unauthorized_client, no token', async () => {
     // web has authorization_code only: token needs implicit, code id_token needs hybrid.
     expectClientError(await signedIn.get(authorizeUrl(web({ response_type: 'token', scope: 'api1' }))), 'unauthorized_client', { state: 'st', mode: 'fragment' });
     expectClientError(await signedIn.get(authorizeUrl(web({ response_type: 'id_token' }))), 'unauthorized_client', { mode: 'fragment' });
@@ -141,7 +140,7 @@ describe('errors after client and redirect URI are known good go back to the cli
     for (const name of ['code', 'id_token', 'access_token']) expect(r.params.get(name)).toBeTruthy();
   });
 
-  it('AZ-06 unknown or not allowed scopes → invalid_scope; missing scope → invalid_request', async () => {
+  it('unknown or not allowed scopes → invalid_scope; missing scope → invalid_request', async () => {
     expectClientError(await anon.get(authorizeUrl(web({ scope: 'openid admin' }))), 'invalid_scope', { state: 'st' });
     expectClientError(await anon.get(authorizeUrl(web({ scope: 'openid roles' }))), 'invalid_scope');
     expectClientError(await anon.get(authorizeUrl(web({ scope: 'openid api2' }))), 'invalid_scope');
@@ -163,7 +162,7 @@ describe('errors after client and redirect URI are known good go back to the cli
     expect(readResponse(await h('token', 'api1')).params.get('access_token')).toBeTruthy();
   });
 
-  it('AZ-09 a repeated parameter → invalid_request to the client', async () => {
+  it('a repeated parameter → invalid_request to the client', async () => {
     const q = new URLSearchParams(web());
     expectClientError(await anon.get(`/connect/authorize?${q}&scope=openid`), 'invalid_request', { state: 'st' });
     expectClientError(await anon.get(`/connect/authorize?${q}&nonce=n-1`), 'invalid_request');
@@ -172,7 +171,7 @@ describe('errors after client and redirect URI are known good go back to the cli
     expectClientError(await anon.get(`/connect/authorize?${q}&state=other`), 'invalid_request', { state: null });
   });
 
-  it('AZ-10 an empty parameter counts as absent', async () => {
+  it('an empty parameter counts as absent', async () => {
     // nonce= on a code request: success, no nonce in the identity token.
     const code = await getCode(signedIn, web({ nonce: '' }));
     const res = await redeem(sigil, code, { verifier });
@@ -187,14 +186,14 @@ describe('errors after client and redirect URI are known good go back to the cli
     expect(r.params.get('code')).toBeTruthy();
   });
 
-  it('AZ-11 unknown parameters are ignored', async () => {
+  it('unknown parameters are ignored', async () => {
     const r = readResponse(await signedIn.get(authorizeUrl(web({ foo: 'bar', extra: '1', display: 'popup', claims_locales: 'de' }))));
     expect(r.params.get('code')).toBeTruthy();
     expect(r.params.has('foo')).toBe(false);
     expect(r.params.has('extra')).toBe(false);
   });
 
-  it('AZ-12 nonce: optional for code, required whenever an identity token comes from this endpoint', async () => {
+  it('nonce: optional for code, required whenever an identity token comes from this endpoint', async () => {
     expect(readResponse(await signedIn.get(authorizeUrl(without(web(), 'nonce')))).params.get('code')).toBeTruthy();
     for (const rt of ['code id_token', 'code id_token token', 'id_token', 'id_token token']) {
       expectClientError(await signedIn.get(authorizeUrl(without(hybrid({ response_type: rt, scope: rt === 'id_token' ? 'openid' : 'openid api1' }), 'nonce'))), 'invalid_request', {
@@ -211,7 +210,7 @@ describe('errors after client and redirect URI are known good go back to the cli
     expectClientError(await anon.get(authorizeUrl(web({ nonce: 'n'.repeat(301) }))), 'invalid_request');
   });
 
-  it('AZ-15 unsupported prompt values and prompt=none combined → invalid_request', async () => {
+  it('unsupported prompt values and prompt=none combined → invalid_request', async () => {
     expectClientError(await signedIn.get(authorizeUrl(web({ prompt: 'none login' }))), 'invalid_request', { state: 'st' });
     expectClientError(await signedIn.get(authorizeUrl(web({ prompt: 'none consent' }))), 'invalid_request');
     expectClientError(await signedIn.get(authorizeUrl(web({ prompt: 'foo' }))), 'invalid_request');
@@ -246,14 +245,14 @@ describe('no reflection', () => {
 });
 
 describe('response modes', () => {
-  it('AZ-20 response_mode=foo → 400 error page, nothing sent to the client', async () => {
+  it('response_mode=foo → 400 error page, nothing sent to the client', async () => {
     for (const b of [anon, signedIn]) {
       const step = await b.get(authorizeUrl(web({ response_mode: 'foo' })));
       expectErrorPage(step, 'invalid_request');
     }
   });
 
-  it('AZ-21 tokens never in a query: response_mode=query with an implicit or hybrid type → error in the fragment', async () => {
+  it('tokens never in a query: response_mode=query with an implicit or hybrid type → error in the fragment', async () => {
     for (const rt of ['code id_token', 'code token', 'code id_token token', 'id_token token', 'token', 'id_token']) {
       const step = await signedIn.get(authorizeUrl(hybrid({ response_type: rt, response_mode: 'query', scope: rt === 'id_token' ? 'openid' : rt === 'token' || rt === 'code token' ? 'api1' : 'openid api1' })));
       const r = expectClientError(step, 'invalid_request', { mode: 'fragment', state: 'st' });

@@ -2,7 +2,7 @@
  * The `claims` authorization request parameter (OIDC Core §5.5) over HTTP: individual claims for
  * the identity token and userinfo, carried by the code and the refresh token; only claims of the
  * granted scopes, or of the client's allowed scopes when no consent is involved; inside a request
- * object; malformed or oversized JSON is `invalid_request`; a `sub` value binds the user (AZ-19).
+ * object; malformed or oversized JSON is `invalid_request`; a `sub` value binds the user.
  * Then the same code flow driven by openid-client over a real socket.
  */
 import { SignJWT } from 'jose';
@@ -171,7 +171,7 @@ describe('individual claims for the identity token and userinfo', () => {
     expect((await verifyIdToken(sigil, res.json().id_token, 'web')).claims.email).toBe('alice@example.com');
   });
 
-  it('a sub value for another user never yields alice tokens: prompt=none is login_required (AZ-19)', async () => {
+  it('a sub value for another user never yields alice tokens: prompt=none is login_required', async () => {
     const b = new Browser(sigil);
     await b.signIn('alice');
     const { challenge } = pkce();

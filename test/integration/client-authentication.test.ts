@@ -1,6 +1,5 @@
 /**
- * Client authentication at the token endpoint (RFC 6749 §2.3, §3.2.1, §5.2; checklist 1.6
- * CA-01..07).
+ * Client authentication at the token endpoint (RFC 6749 §2.3, §3.2.1, §5.2).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, form, startSigil, testConfig, tokenRequest, type TestSigil } from '../helpers.js';

@@ -1,8 +1,7 @@
 /**
  * The device authorization grant (RFC 8628) over `app.inject`: the device authorization endpoint,
- * polling at the token endpoint, and the `/device` pages with the inject browser
- * (security-checklist.md §1.10 DV-01..DV-17, §2.12). The real browser and the example client are
- * in test/e2e/device-browser.test.ts.
+ * polling at the token endpoint, and the `/device` pages with the inject browser. The real browser
+ * and the example client are in test/e2e/device-browser.test.ts.
  */
 import type { LightMyRequestResponse } from 'fastify';
 import { jwtVerify } from 'jose';
@@ -22,7 +21,7 @@ const ALL_TV_SCOPES = ['api1', 'offline_access', 'openid', 'profile'];
 const INVALID_CODE = 'This code is not valid or has expired.';
 const DEVICE_WARNING = 'A device is asking for access to your account.';
 
-/** The fixture clients plus the device clients of security-checklist.md §0.2 (faster intervals). */
+/** The fixture clients plus three device clients (public, confidential, short-lived codes) polling every second. */
 function deviceConfig(rateLimits: { maxFailures: number; windowSeconds: number }) {
   const base = testConfig();
   const device = {
@@ -137,7 +136,7 @@ function expectNoStore(res: LightMyRequestResponse): void {
 }
 
 describe('device authorization endpoint', () => {
-  it('DV-01: answers the codes, the verification URIs, the lifetime and the interval, uncached', async () => {
+  it('answers the codes, the verification URIs, the lifetime and the interval, uncached', async () => {
     const res = await deviceAuthorization(sigil, { client_id: 'tv', scope: 'openid offline_access' });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
@@ -155,7 +154,7 @@ describe('device authorization endpoint', () => {
     expect((await startDevice(sigil, 'tv-short')).expires_in).toBe(3);
   });
 
-  it('DV-02: GET, a JSON body, no client, an unknown client, a client without the grant and a bad scope are refused in the token endpoint format', async () => {
+  it('GET, a JSON body, no client, an unknown client, a client without the grant and a bad scope are refused in the token endpoint format', async () => {
     const expectError = (res: LightMyRequestResponse, status: number, error: string) => {
       expectNoLeak(res);
       expect(res.statusCode, res.body).toBe(status);
@@ -188,7 +187,7 @@ describe('device authorization endpoint', () => {
     expectError(await deviceAuthorization(sigil, { client_id: 'tv', scope: 'openid email' }), 400, 'invalid_scope');
   });
 
-  it('DV-03: the confidential device client needs its secret, at the endpoint and when polling', async () => {
+  it('the confidential device client needs its secret, at the endpoint and when polling', async () => {
     const noSecret = await deviceAuthorization(sigil, { client_id: 'tvc' });
     expect(noSecret.statusCode).toBe(401);
     expect(noSecret.json().error).toBe('invalid_client');
@@ -218,7 +217,7 @@ describe('device authorization endpoint', () => {
     expect(res.json<TokenBody>().scope.split(' ').sort()).toEqual(ALL_TV_SCOPES);
   });
 
-  it('DV-16: device codes carry at least 256 bits; 200 user codes are distinct and from the alphabet', async () => {
+  it('device codes carry at least 256 bits; 200 user codes are distinct and from the alphabet', async () => {
     const answers: DeviceResponse[] = [];
     for (let batch = 0; batch < 4; batch++)
       answers.push(...(await Promise.all(Array.from({ length: 50 }, () => startDevice(sigil, 'tv', 'api1')))));
@@ -252,7 +251,7 @@ describe('polling the token endpoint: intervals and expiry', () => {
     vi.useRealTimers();
   });
 
-  it('DV-04, DV-05: authorization_pending at the interval; slow_down when faster, and the interval grows by 5 s', async () => {
+  it('authorization_pending at the interval; slow_down when faster, and the interval grows by 5 s', async () => {
     const [a, b] = await Promise.all([startDevice(sigil, 'tv', 'openid'), startDevice(sigil, 'tv', 'openid')]);
     // 0 s
     expect(await pollError(sigil, a.device_code)).toBe('authorization_pending');
@@ -267,7 +266,7 @@ describe('polling the token endpoint: intervals and expiry', () => {
     expect(await pollError(sigil, a.device_code)).toBe('authorization_pending');
   });
 
-  it('DV-06: after a denial every poll is access_denied until the code expires, then expired_token', async () => {
+  it('after a denial every poll is access_denied until the code expires, then expired_token', async () => {
     const b = await signedIn(sigil);
     const d = await startDevice(sigil, 'tv-short', 'openid');
     const { done } = await answer(b, d.user_code, 'no');
@@ -282,7 +281,7 @@ describe('polling the token endpoint: intervals and expiry', () => {
     expect(await pollError(sigil, d.device_code, 'tv-short')).toBe('expired_token');
   });
 
-  it('DV-07, DV-17: after expires_in the poll is expired_token and the user code is no longer accepted', async () => {
+  it('after expires_in the poll is expired_token and the user code is no longer accepted', async () => {
     const d = await startDevice(sigil, 'tv-short', 'openid');
     expect(await pollError(sigil, d.device_code, 'tv-short')).toBe('authorization_pending');
     later(d.expires_in * 1000 + 200);
@@ -295,7 +294,7 @@ describe('polling the token endpoint: intervals and expiry', () => {
 
 // Each test has its own device codes: they run side by side to overlap the waits for intervals.
 describe.concurrent('polling the token endpoint', () => {
-  it('DV-08, DV-11, DV-17: after sign-in and approval the device gets tokens once; the user code is spent', async () => {
+  it('after sign-in and approval the device gets tokens once; the user code is spent', async () => {
     const d = await startDevice(sigil, 'tv', 'openid profile offline_access api1');
     const b = new InjectBrowser(sigil.app);
     // Not signed in: the code leads to the login page first, then to consent.
@@ -338,7 +337,7 @@ describe.concurrent('polling the token endpoint', () => {
     expect(tokens.refresh_token).toBeUndefined();
   });
 
-  it('DV-09: another client polling the device code gets invalid_grant, and the code stays usable for its own client', async () => {
+  it('another client polling the device code gets invalid_grant, and the code stays usable for its own client', async () => {
     const d = await startDevice(sigil, 'tv', 'openid');
     expect(await pollError(sigil, d.device_code, ['tvc', 'tvc-secret'])).toBe('invalid_grant');
     expect(await pollError(sigil, d.device_code, 'tv-short')).toBe('invalid_grant');
@@ -349,7 +348,7 @@ describe.concurrent('polling the token endpoint', () => {
     expect((await poll(sigil, d.device_code)).statusCode).toBe(200);
   });
 
-  it('DV-10: a missing device_code is invalid_request; a random or overlong one is invalid_grant', async () => {
+  it('a missing device_code is invalid_request; a random or overlong one is invalid_grant', async () => {
     expect(await pollError(sigil, undefined)).toBe('invalid_request');
     expect(await pollError(sigil, Buffer.alloc(32, 7).toString('base64url'))).toBe('invalid_grant');
     expect(await pollError(sigil, 'x'.repeat(5000))).toBe('invalid_grant');
@@ -373,7 +372,7 @@ describe.concurrent('polling the token endpoint', () => {
 });
 
 describe.concurrent('the /device pages', () => {
-  it('DV-11: a POST without a valid CSRF token or from another origin is refused with 403 and approves nothing', async () => {
+  it('a POST without a valid CSRF token or from another origin is refused with 403 and approves nothing', async () => {
     const d = await startDevice(sigil, 'tv', 'openid');
     const b = await signedIn(sigil);
     const page = await b.get('/device');
@@ -393,7 +392,7 @@ describe.concurrent('the /device pages', () => {
     expect(await pollError(sigil, d.device_code)).toBe('authorization_pending');
   });
 
-  it('DV-12, DV-13: verification_uri_complete pre-fills the code; the consent page names the client and warns; nothing is approved before the POST', async () => {
+  it('verification_uri_complete pre-fills the code; the consent page names the client and warns; nothing is approved before the POST', async () => {
     const d = await startDevice(sigil, 'tv', 'openid profile api1');
     const b = await signedIn(sigil);
     const page = await b.get(d.verification_uri_complete);
@@ -426,11 +425,11 @@ describe.concurrent('the /device pages', () => {
     expect(done.body).toContain('The device was not given access.');
     await sleep(1100);
     expect(await pollError(sigil, d.device_code)).toBe('access_denied');
-    // DV-17: a denied code cannot be entered again.
+    // A denied code cannot be entered again.
     expectInvalidCode(await enterCode(b, d.user_code));
   });
 
-  it('DV-17: when two browsers hold the consent page for one code, only the first answer counts', async () => {
+  it('when two browsers hold the consent page for one code, only the first answer counts', async () => {
     const d = await startDevice(sigil, 'tv', 'openid');
     const [alice, bob] = await Promise.all([signedIn(sigil, 'alice'), signedIn(sigil, 'bob')]);
     const consentOf = async (b: InjectBrowser) => b.follow(await enterCode(b, d.user_code));
@@ -463,7 +462,7 @@ describe.concurrent('the /device pages', () => {
     expectInvalidCode(await enterCode(b, d.user_code));
   });
 
-  it('DV-14: lower case, no dash and spaces are accepted; letters outside the alphabet and Cyrillic look-alikes are refused', async () => {
+  it('lower case, no dash and spaces are accepted; letters outside the alphabet and Cyrillic look-alikes are refused', async () => {
     // Cyrillic letters that look like letters of the alphabet.
     const lookAlikes: Record<string, string> = { B: 'В', C: 'С', H: 'Н', K: 'К', M: 'М', P: 'Р', T: 'Т', X: 'Х' };
     let d = await startDevice(sigil, 'tv', 'openid');
@@ -502,7 +501,7 @@ describe.concurrent('the /device pages', () => {
   });
 });
 
-describe('user-code brute force (DV-15)', () => {
+describe('user-code brute force', () => {
   let limited: TestSigil;
   beforeAll(async () => {
     limited = await startSigil(deviceConfig({ maxFailures: 5, windowSeconds: 60 }));

@@ -1,6 +1,5 @@
 /**
- * Discovery, JWKS, CORS and health (OIDC Discovery §3-4; RFC 7517; checklist 1.1 DISC-01, 08, 09,
- * 10, 12, TK-16, HT-03, HT-06).
+ * Discovery, JWKS, CORS and health (OIDC Discovery §3-4; RFC 7517).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { form, startSigil, testConfig, type TestSigil } from '../helpers.js';

@@ -1,10 +1,10 @@
 /**
- * End session, `/connect/endsession` (security-checklist §1.13 LO-01..LO-11; OpenID Connect
- * RP-Initiated Logout 1.0 §2, §3): a genuine id_token_hint for the signed-in user signs
- * out at once and goes to a post_logout_redirect_uri registered exactly for the hint's client (with
- * state). A post_logout_redirect_uri that is not registered, or that comes without a way to tell
- * the client, and a client_id that is not the hint's, end on an error page naming the problem,
- * the session kept. Anything else asks for confirmation on the logout page first.
+ * End session, `/connect/endsession` (OpenID Connect RP-Initiated Logout 1.0 §2, §3): a genuine
+ * id_token_hint for the signed-in user signs out at once and goes to a post_logout_redirect_uri
+ * registered exactly for the hint's client (with state). A post_logout_redirect_uri that is not
+ * registered, or that comes without a way to tell the client, and a client_id that is not the
+ * hint's, end on an error page naming the problem, the session kept. Anything else asks for
+ * confirmation on the logout page first.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, type TestSigil } from '../helpers.js';
@@ -89,7 +89,7 @@ async function confirm(b: Browser, page: Step): Promise<Step> {
   return done;
 }
 
-describe('LO-01 methods', () => {
+describe('HTTP methods', () => {
   it('GET and POST without a hint show the confirmation; PUT and DELETE are 405', async () => {
     const { b } = await session();
     for (const method of ['GET', 'POST'] as const) expectConfirmation(await endSession(b, {}, method));
@@ -101,7 +101,7 @@ describe('LO-01 methods', () => {
 });
 
 describe('with a genuine hint for the signed-in user', () => {
-  it('LO-02 signs out at once and redirects to the registered URI with state (GET and POST)', async () => {
+  it('signs out at once and redirects to the registered URI with state (GET and POST)', async () => {
     for (const method of ['GET', 'POST'] as const) {
       const { b, hint } = await session();
       const cookie = b.cookies.get('sigil.session')!;
@@ -110,14 +110,14 @@ describe('with a genuine hint for the signed-in user', () => {
       expect(step.location).toBe(`${BYE}?state=s`);
       expect(String(step.headers['cache-control'])).toContain('no-store');
       expect(await signedIn(b)).toBe(false);
-      // LO-10 the old cookie does not restore the session.
+      // The old cookie does not restore the session.
       const replay = new Browser(sigil);
       replay.cookies.set('sigil.session', cookie);
       expect(await signedIn(replay)).toBe(false);
     }
   });
 
-  it('LO-08 state is returned unchanged, and only on that redirect', async () => {
+  it('state is returned unchanged, and only on that redirect', async () => {
     const state = 'a b+c%&=\u{1F511}';
     const { b, hint } = await session();
     const step = await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: BYE, state });
@@ -142,7 +142,7 @@ describe('with a genuine hint for the signed-in user', () => {
     expect(await signedIn(b)).toBe(false);
   });
 
-  it('LO-03 a URI not registered exactly is never redirected to: error page naming it, session kept', async () => {
+  it('a URI not registered exactly is never redirected to: error page naming it, session kept', async () => {
     const { b, hint } = await session();
     for (const uri of ['https://rp.example/bye/', 'https://rp.example/bye?x=1', `${BYE}?foo=bar`, 'https://RP.example/bye', 'https://attacker.example/bye', 'https://rp.example/cb']) {
       const page = await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: uri, state: 'secret-state' });
@@ -151,7 +151,7 @@ describe('with a genuine hint for the signed-in user', () => {
     }
   });
 
-  it("LO-03 a URI registered for another client than the hint's is not used: error page", async () => {
+  it("a URI registered for another client than the hint's is not used: error page", async () => {
     const { b, hint } = await session('alice', 'spa', 'https://spa.example/cb');
     expectLogoutError(await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: BYE, state: 's' }), /not registered for the client/, BYE);
     expect(await signedIn(b)).toBe(true);
@@ -164,7 +164,7 @@ describe('with a genuine hint for the signed-in user', () => {
     expect(await signedIn(b)).toBe(false);
   });
 
-  it('LO-07 an expired but genuine hint is accepted', async () => {
+  it('an expired but genuine hint is accepted', async () => {
     const { b, hint } = await session('alice', 'short');
     await sleep(2100);
     const step = await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: BYE, state: 's' });
@@ -181,7 +181,7 @@ describe('with a genuine hint for the signed-in user', () => {
 });
 
 describe('without a trustworthy hint the user is asked, a wrong request is refused', () => {
-  it('LO-04 post_logout_redirect_uri without a hint or client_id → error page: the client is unknown', async () => {
+  it('post_logout_redirect_uri without a hint or client_id → error page: the client is unknown', async () => {
     const { b } = await session();
     expectLogoutError(await endSession(b, { post_logout_redirect_uri: BYE, state: 's' }), /needs a valid id_token_hint or client_id/, BYE);
     expect(await signedIn(b)).toBe(true);
@@ -211,14 +211,14 @@ describe('without a trustworthy hint the user is asked, a wrong request is refus
     expect(await signedIn(b)).toBe(true);
   });
 
-  it("LO-05 client_id that is not the hint's audience, or unknown → error page; the session survives", async () => {
+  it("client_id that is not the hint's audience, or unknown → error page; the session survives", async () => {
     const { b, hint } = await session();
     expectLogoutError(await endSession(b, { id_token_hint: hint, client_id: 'other', post_logout_redirect_uri: BYE, state: 's' }), /not the client the id_token_hint was issued to/, BYE);
     expectLogoutError(await endSession(b, { client_id: 'no-such-client' }), /names no registered client/, 'no-such-client');
     expect(await signedIn(b)).toBe(true);
   });
 
-  it('LO-06 a hint with a bad signature, a foreign issuer or a modified payload counts as none: with a URI an error page, without one the confirmation', async () => {
+  it('a hint with a bad signature, a foreign issuer or a modified payload counts as none: with a URI an error page, without one the confirmation', async () => {
     const { b, hint } = await session();
     const [h, p, s] = hint.split('.') as [string, string, string];
     const claims = JSON.parse(Buffer.from(p, 'base64url').toString());
@@ -243,7 +243,7 @@ describe('without a trustworthy hint the user is asked, a wrong request is refus
     expect(await signedIn(bob.b)).toBe(true);
   });
 
-  it('LO-09 a GET alone never ends the session; the confirm POST needs the CSRF token', async () => {
+  it('a GET alone never ends the session; the confirm POST needs the CSRF token', async () => {
     const { b } = await session();
     const page = expectConfirmation(await endSession(b, {}));
     expect(await signedIn(b)).toBe(true);
@@ -256,11 +256,11 @@ describe('without a trustworthy hint the user is asked, a wrong request is refus
     expect(crossSite.status).toBe(403);
     expect(await signedIn(b)).toBe(true);
     await confirm(b, page);
-    // LO-10 after logout prompt=none → login_required.
+    // After logout prompt=none → login_required.
     expectClientError(await b.get(authorizeUrl(codeParams(challenge, { prompt: 'none' }))), 'login_required', { state: 'st' });
   });
 
-  it('LO-11 logging out while not signed in ends on the signed-out page, no error', async () => {
+  it('logging out while not signed in ends on the signed-out page, no error', async () => {
     const b = new Browser(sigil);
     const page = await endSession(b, { state: 's' });
     expect(page.status).toBe(200);

@@ -2,7 +2,7 @@
  * FAPI 2.0 Security Profile mode (`profile: "fapi2"`, FAPI 2.0 SP final §5.3.2, §5.4) over HTTP:
  * the happy path (PAR, PKCE S256, private_key_jwt with aud = issuer, DPoP-bound access and
  * refresh tokens, tokens signed with a FAPI algorithm), and one negative test per check, after
- * the FAPI 2.0 conformance modules (anchors.md §5.2). Also RFC 9449 §10.1: a DPoP header at PAR.
+ * the FAPI 2.0 conformance modules. Also RFC 9449 §10.1: a DPoP header at PAR.
  */
 import { generateKeyPairSync } from 'node:crypto';
 import { calculateJwkThumbprint, decodeJwt, decodeProtectedHeader, exportJWK, jwtVerify, SignJWT } from 'jose';

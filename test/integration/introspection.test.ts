@@ -1,5 +1,5 @@
 /**
- * Token introspection (RFC 7662; checklist 1.11 IN-01..08), compared with Duende IdentityServer's.
+ * Token introspection (RFC 7662), compared with Duende IdentityServer's.
  * An API resource sees only access tokens addressed to it, never refresh tokens.
  * Sigil answers unauthenticated callers with a 401 `invalid_client` JSON body (RFC 7662 §2.3 →
  * RFC 6749 §5.2) and a missing token with `invalid_request`.

@@ -1,8 +1,7 @@
 /**
- * The login and consent pages and the browser session (security-checklist §1.17 SES-01..SES-14,
- * AZ-29, AZ-30): CSRF, origin check, equal answers for unknown users and wrong
- * passwords, rate limits, cookie attributes, fixation, interaction binding, i18n, escaping,
- * consent with remember.
+ * The login and consent pages and the browser session: CSRF, origin check, equal answers for
+ * unknown users and wrong passwords, rate limits, cookie attributes, fixation, interaction binding,
+ * i18n, escaping, consent with remember.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSigil, type TestSigil } from '../helpers.js';
@@ -42,7 +41,7 @@ async function atLogin(params: Record<string, string> = web(), remoteAddress?: s
 }
 
 describe('login page', () => {
-  it('AZ-30 login_hint pre-fills the username, escaped', async () => {
+  it('login_hint pre-fills the username, escaped', async () => {
     const plain = await atLogin(web({ login_hint: 'bob' }));
     expect(plain.page.body).toMatch(/name="username" value="bob"/);
     const xss = '"><svg onload=alert(1)>';
@@ -116,7 +115,7 @@ describe('login page', () => {
     expect(refused.body).toContain('<html lang="de">');
   });
 
-  it('SES-01 a login POST without or with a wrong CSRF token → 403, not signed in', async () => {
+  it('a login POST without or with a wrong CSRF token → 403, not signed in', async () => {
     const { b, page } = await atLogin();
     const interaction = input(page.body, 'interaction');
     const missing = await b.post('/account/login', { interaction, username: 'alice', password: 'alice', button: 'login' });
@@ -135,7 +134,7 @@ describe('login page', () => {
     expect(readResponse(ok).params.get('code')).toBeTruthy();
   });
 
-  it('SES-01 a login POST from another site (Origin) → 403 even with the right token; same origin is fine', async () => {
+  it('a login POST from another site (Origin) → 403 even with the right token; same origin is fine', async () => {
     const { b: b2, page: p2 } = await atLogin();
     for (const origin of ['https://attacker.example', 'null', 'http://127.0.0.1:5998', 'http://localhost:5999']) {
       const res = await b2.post(
@@ -155,7 +154,7 @@ describe('login page', () => {
     expect(b2.cookies.has('sigil.session')).toBe(true);
   });
 
-  it('SES-10 unknown user, wrong password and inactive user get the same page (apart from the CSRF token and the typed username)', async () => {
+  it('unknown user, wrong password and inactive user get the same page (apart from the CSRF token and the typed username)', async () => {
     const normalize = (s: Step) => s.body.replace(/name="csrf_token" value="[^"]*"/, '').replace(/name="username" value="[^"]*"/, '');
     const { b, page } = await atLogin();
     const wrongPassword = await b.submitLogin(page, 'alice', 'not-her-password');
@@ -170,7 +169,7 @@ describe('login page', () => {
     expect(b.cookies.has('sigil.session')).toBe(false);
   });
 
-  it('SES-14 credentials in a GET never sign in', async () => {
+  it('credentials in a GET never sign in', async () => {
     const b = new Browser(sigil);
     const res = await b.get('/account/login?username=alice&password=alice&button=login');
     expect(res.status).toBe(200);
@@ -181,7 +180,7 @@ describe('login page', () => {
     expect(b2.cookies.has('sigil.session')).toBe(false);
   });
 
-  it('SES-03 the session cookie is HttpOnly, SameSite=Lax, Path=/ (not Secure on an http issuer); no session id in URLs', async () => {
+  it('the session cookie is HttpOnly, SameSite=Lax, Path=/ (not Secure on an http issuer); no session id in URLs', async () => {
     const { b, page } = await atLogin();
     const res = await b.submitLogin(page, 'alice', 'alice');
     const cookie = res.res.cookies.find((c) => c.name === 'sigil.session');
@@ -195,7 +194,7 @@ describe('login page', () => {
     expect(done.location).not.toContain(cookie?.value ?? '-');
   });
 
-  it('SES-03 on an https issuer the session cookie is Secure', async () => {
+  it('on an https issuer the session cookie is Secure', async () => {
     const tls = await startSigil({ issuer: 'https://sigil.example', clients: [] });
     try {
       const b = new Browser(tls);
@@ -209,7 +208,7 @@ describe('login page', () => {
     }
   });
 
-  it('SES-04 the session cookie changes at every sign-in; a planted value is never adopted', async () => {
+  it('the session cookie changes at every sign-in; a planted value is never adopted', async () => {
     const b = new Browser(sigil);
     b.cookies.set('sigil.session', 'attacker-chosen-value');
     await b.signIn('alice');
@@ -223,7 +222,7 @@ describe('login page', () => {
     expectClientError(await old.get(authorizeUrl(web({ prompt: 'none' }))), 'login_required');
   });
 
-  it('SES-05 an interaction started in browser A cannot be used from browser B', async () => {
+  it('an interaction started in browser A cannot be used from browser B', async () => {
     const { b: a, page } = await atLogin(consentClient());
     const id = input(page.body, 'interaction');
     const bb = new Browser(sigil);
@@ -284,7 +283,7 @@ describe('a failed CSRF check answers the HTML form-expired page (login, consent
   });
 });
 
-describe('SES-09 rate limit on failed logins (rateLimits.maxFailures 3)', () => {
+describe('rate limit on failed logins (rateLimits.maxFailures 3)', () => {
   let limited: TestSigil;
   beforeAll(async () => {
     limited = await startAuthorizeSigil([], { rateLimits: { maxFailures: 3, windowSeconds: 60 } });
@@ -330,7 +329,7 @@ describe('SES-09 rate limit on failed logins (rateLimits.maxFailures 3)', () => 
 });
 
 describe('consent page', () => {
-  it('SES-08 shows the client name (escaped), every scope, offline access, remember, yes and no', async () => {
+  it('shows the client name (escaped), every scope, offline access, remember, yes and no', async () => {
     const { b, page } = await atLogin(consentClient({ scope: 'openid profile email api1 offline_access' }));
     const consent = await b.follow(await b.submitLogin(page, 'alice', 'alice'));
     expect(isConsentPage(consent)).toBe(true);
@@ -343,13 +342,13 @@ describe('consent page', () => {
     expect(consent.body).toContain('name="csrf_token"');
   });
 
-  it('AZ-29 no → access_denied to the client, with state and iss', async () => {
+  it('answering no → access_denied to the client, with state and iss', async () => {
     const b = new Browser(sigil);
     const done = await b.authorize(consentClient({ state: 'deny-me' }), { consent: 'no' });
     expectClientError(done, 'access_denied', { state: 'deny-me', mode: 'query', target: CB });
   });
 
-  it('SES-02 a consent POST without or with a wrong CSRF token → 403 and no code', async () => {
+  it('a consent POST without or with a wrong CSRF token → 403 and no code', async () => {
     const { b, page } = await atLogin(consentClient());
     const consent = await b.follow(await b.submitLogin(page, 'alice', 'alice'));
     const interaction = input(consent.body, 'interaction');
@@ -386,7 +385,7 @@ describe('consent page', () => {
     expectClientError(await alice.get(authorizeUrl(consentClient({ scope: 'openid api1', prompt: 'none' }))), 'consent_required');
   });
 
-  it('SES-07 a native client (loopback redirect) is asked every time, even after remember; prompt=none → consent_required', async () => {
+  it('a native client (loopback redirect) is asked every time, even after remember; prompt=none → consent_required', async () => {
     const b = new Browser(sigil);
     await b.signIn('alice');
     const params = codeParams(challenge, { client_id: 'native', redirect_uri: 'http://127.0.0.1:6000/cb', scope: 'openid api1' });

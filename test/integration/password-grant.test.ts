@@ -1,7 +1,7 @@
 /**
- * Resource owner password grant (RFC 6749 §4.3; OIDC Core §2, §3.1.3.6; checklist TK-14; as
- * Duende IdentityServer's "password" grant). Sigil departs from Duende by issuing an ID token when
- * `openid` is granted, and by answering a missing `username` with `invalid_request` (RFC 6749 §5.2).
+ * Resource owner password grant (RFC 6749 §4.3; OIDC Core §2, §3.1.3.6; as Duende IdentityServer's
+ * "password" grant). Sigil departs from Duende by issuing an ID token when `openid` is granted, and
+ * by answering a missing `username` with `invalid_request` (RFC 6749 §5.2).
  */
 import { createHash } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify } from 'jose';

@@ -1,5 +1,5 @@
 /**
- * PKCE (security-checklist §1.4 PK-01..PK-09; RFC 7636; RFC 9700 §2.1.1, §4.8):
+ * PKCE (RFC 7636; RFC 9700 §2.1.1, §4.8):
  * S256 required, plain only where the client allows it, the verifier checked at redemption, and
  * a failed redemption leaves the code usable.
  */
@@ -27,7 +27,7 @@ const without = (params: Record<string, string>, ...names: string[]) => {
 describe('at the authorization endpoint', () => {
   const { challenge } = pkce();
 
-  it('PK-01 no code_challenge for a client that requires PKCE → invalid_request', async () => {
+  it('no code_challenge for a client that requires PKCE → invalid_request', async () => {
     expectClientError(await b.get(authorizeUrl(without(codeParams(challenge), 'code_challenge', 'code_challenge_method'))), 'invalid_request', { state: 'st', mode: 'query' });
     // A method without a challenge is still no challenge.
     expectClientError(await b.get(authorizeUrl(without(codeParams(challenge), 'code_challenge'))), 'invalid_request');
@@ -39,11 +39,11 @@ describe('at the authorization endpoint', () => {
     expect(readResponse(await b.get(authorizeUrl(spa))).params.get('code')).toBeTruthy();
   });
 
-  it('PK-02 code_challenge_method=plain → invalid_request', async () => {
+  it('code_challenge_method=plain → invalid_request', async () => {
     expectClientError(await b.get(authorizeUrl(codeParams(challenge, { code_challenge_method: 'plain' }))), 'invalid_request', { state: 'st' });
   });
 
-  it('PK-03 a challenge without a method (plain by default) → invalid_request', async () => {
+  it('a challenge without a method (plain by default) → invalid_request', async () => {
     expectClientError(await b.get(authorizeUrl(without(codeParams(challenge), 'code_challenge_method'))), 'invalid_request');
   });
 
@@ -51,7 +51,7 @@ describe('at the authorization endpoint', () => {
     for (const m of ['S512', 's256', 'none']) expectClientError(await b.get(authorizeUrl(codeParams(challenge, { code_challenge_method: m }))), 'invalid_request');
   });
 
-  it('PK-04 malformed challenges → invalid_request', async () => {
+  it('malformed challenges → invalid_request', async () => {
     for (const c of ['a'.repeat(42), 'a'.repeat(129), `${'a'.repeat(42)}+`, `${'a'.repeat(42)}=`, `${'a'.repeat(42)} `, `${'a'.repeat(42)}/`]) {
       expectClientError(await b.get(authorizeUrl(codeParams(c))), 'invalid_request', { state: 'st' });
     }
@@ -71,7 +71,7 @@ describe('at the authorization endpoint', () => {
 });
 
 describe('at the token endpoint', () => {
-  it('PK-05 no code_verifier → invalid_grant; the code stays redeemable', async () => {
+  it('no code_verifier → invalid_grant; the code stays redeemable', async () => {
     const { verifier, challenge } = pkce();
     const code = await getCode(b, codeParams(challenge));
     const res = await redeem(sigil, code);
@@ -81,7 +81,7 @@ describe('at the token endpoint', () => {
     expect((await redeem(sigil, code, { verifier })).statusCode).toBe(200);
   });
 
-  it('PK-06 a wrong verifier of valid syntax → invalid_grant; then the right one works', async () => {
+  it('a wrong verifier of valid syntax → invalid_grant; then the right one works', async () => {
     const { verifier, challenge } = pkce();
     const code = await getCode(b, codeParams(challenge));
     for (let i = 0; i < 3; i++) expect((await redeem(sigil, code, { verifier: pkce().verifier })).json().error).toBe('invalid_grant');
@@ -91,7 +91,7 @@ describe('at the token endpoint', () => {
     expect(ok.statusCode, ok.body).toBe(200);
   });
 
-  it('PK-07 verifiers outside the syntax never match, not even short random ones', async () => {
+  it('verifiers outside the syntax never match, not even short random ones', async () => {
     const { verifier, challenge } = pkce();
     const code = await getCode(b, codeParams(challenge));
     const bad = ['a', 'a'.repeat(42), 'a'.repeat(129), `${verifier.slice(0, 60)} abc`, `${verifier.slice(0, 60)}+abc`, `${verifier}${'x'.repeat(80)}`];
@@ -104,14 +104,14 @@ describe('at the token endpoint', () => {
     expect((await redeem(sigil, code, { verifier })).statusCode).toBe(200);
   });
 
-  it('PK-08 downgrade: a code issued without a challenge is refused with a verifier', async () => {
+  it('downgrade: a code issued without a challenge is refused with a verifier', async () => {
     const code = await getCode(b, without(codeParams('x', { client_id: 'legacy' }), 'code_challenge', 'code_challenge_method'));
     const res = await redeem(sigil, code, { client: 'legacy', verifier: pkce().verifier });
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toBe('invalid_grant');
   });
 
-  it('PK-09 swap: the verifier of flow A with the code of flow B → invalid_grant', async () => {
+  it('swap: the verifier of flow A with the code of flow B → invalid_grant', async () => {
     const a = pkce();
     const bb = pkce();
     await getCode(b, codeParams(a.challenge));

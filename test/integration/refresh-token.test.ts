@@ -1,5 +1,5 @@
 /**
- * Refresh tokens (RFC 6749 §6; RFC 9700 §4.14.2; checklist 1.8 RT-01..05):
+ * Refresh tokens (RFC 6749 §6; RFC 9700 §4.14.2):
  * rotation with family revocation on reuse, reuse mode, absolute and sliding expiry, narrowing,
  * client binding, and one winner among concurrent redemptions.
  */

@@ -1,5 +1,5 @@
 /**
- * Request objects (security-checklist §1.16 JAR-01..JAR-08, JAR-10; RFC 9101; OIDC Core §6):
+ * Request objects (RFC 9101; OIDC Core §6):
  * HS256 with the client's secret or a key of its `jwks`; everything else refused; request_uri
  * only from registered https URIs, never fetched otherwise.
  */
@@ -99,7 +99,7 @@ async function es256(payload: Record<string, unknown>, key: CryptoKey, kid = 'k1
 const outer = (extra: Record<string, string>) => ({ client_id: 'jar', redirect_uri: CB, response_type: 'code', scope: 'openid', state: 'outer-state', ...extra });
 
 describe('request by value', () => {
-  it('an HS256 request object signed with the client secret works; only its parameters count (JAR-06)', async () => {
+  it('an HS256 request object signed with the client secret works; only its parameters count', async () => {
     const jwt = await hs256(inner());
     const r = readResponse(await b.get(authorizeUrl({ client_id: 'jar', response_type: 'code', request: jwt, state: 'outer-state', scope: 'openid profile' })));
     expect(r.target).toBe(CB);
@@ -125,7 +125,7 @@ describe('request by value', () => {
     expect(r.params.get('code')).toBeTruthy();
   });
 
-  it('JAR-06 state only outside is not echoed; redirect_uri only outside counts as missing', async () => {
+  it('state only outside the request object is not echoed; redirect_uri only outside counts as missing', async () => {
     const noState = await hs256(inner({ state: undefined }));
     const r = readResponse(await b.get(authorizeUrl({ client_id: 'jar', request: noState, state: 'outer-state' })));
     expect(r.params.has('state')).toBe(false);
@@ -137,14 +137,14 @@ describe('request by value', () => {
     expectErrorPage(await b.get(authorizeUrl({ client_id: 'jar', request: await hs256(inner({ redirect_uri: 'https://attacker.example/cb' })), redirect_uri: CB })), 'invalid_request');
   });
 
-  it('JAR-02 alg none → invalid_request_object', async () => {
+  it('alg none → invalid_request_object', async () => {
     const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
     const now = Math.floor(Date.now() / 1000);
     const none = `${enc({ alg: 'none' })}.${enc({ ...inner(), iss: 'jar', aud: ISSUER, exp: now + 60 })}.`;
     expectClientError(await b.get(authorizeUrl(outer({ request: none }))), 'invalid_request_object', { state: 'outer-state', target: CB });
   });
 
-  it('JAR-03 bad signature, a stranger key, an unknown kid, another secret → invalid_request_object', async () => {
+  it('bad signature, a stranger key, an unknown kid, another secret → invalid_request_object', async () => {
     const good = await hs256(inner());
     const [h, p, s] = good.split('.') as [string, string, string];
     const tampered = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p, 'base64url').toString()), scope: 'openid profile' })).toString('base64url')}.${s}`;
@@ -161,7 +161,7 @@ describe('request by value', () => {
     }
   });
 
-  it('JAR-05 wrong aud, no aud, no exp, expired, nbf far in the future → invalid_request_object; nbf +8 s is fine', async () => {
+  it('wrong aud, no aud, no exp, expired, nbf far in the future → invalid_request_object; nbf +8 s is fine', async () => {
     const now = Math.floor(Date.now() / 1000);
     for (const jwt of [
       await hs256(inner(), { aud: 'https://other.example' }),
@@ -177,14 +177,14 @@ describe('request by value', () => {
     expect(readResponse(await b.get(authorizeUrl({ client_id: 'jar', request: soon }))).params.get('code')).toBeTruthy();
   });
 
-  it('JAR-07 nested request or request_uri claims → invalid_request_object', async () => {
+  it('nested request or request_uri claims → invalid_request_object', async () => {
     const nested = await hs256(inner());
     for (const extra of [{ request: nested }, { request_uri: 'https://rp.example/ro' }]) {
       expectClientError(await b.get(authorizeUrl(outer({ request: await hs256(inner(extra)) }))), 'invalid_request_object');
     }
   });
 
-  it('JAR-04 client_id inside differs from the query, or is missing → invalid_request; iss of another client → invalid_request_object', async () => {
+  it('client_id inside differs from the query, or is missing → invalid_request; iss of another client → invalid_request_object', async () => {
     expectClientError(await b.get(authorizeUrl(outer({ request: await hs256(inner({ client_id: 'web' })) }))), 'invalid_request', { state: 'outer-state' });
     expectClientError(await b.get(authorizeUrl(outer({ request: await hs256(inner({ client_id: undefined })) }))), 'invalid_request');
     expectClientError(await b.get(authorizeUrl(outer({ request: await hs256(inner(), { iss: 'web' }) }))), 'invalid_request_object');
@@ -210,7 +210,7 @@ describe('request by value', () => {
     expectErrorPage(await b.get(authorizeUrl({ client_id: 'jar', request: 'garbage' })), 'invalid_request_object');
   });
 
-  it('JAR-10 an oversized request object → invalid_request_object, no 5xx', async () => {
+  it('an oversized request object → invalid_request_object, no 5xx', async () => {
     const big = await hs256(inner({ pad: 'x'.repeat(40_000) }));
     expect(big.length).toBeGreaterThan(51_200);
     const step = await b.post('/connect/authorize', outer({ request: big }));
@@ -235,13 +235,13 @@ describe('request by value', () => {
 });
 
 describe('request by reference', () => {
-  it('JAR-01 request and request_uri together → invalid_request', async () => {
+  it('request and request_uri together → invalid_request', async () => {
     const step = await b.get(authorizeUrl(outer({ request: await hs256(inner()), request_uri: `https://127.0.0.1:${listenerPort}/ro.jwt` })));
     expectClientError(step, 'invalid_request', { state: 'outer-state' });
     expect(connections).toBe(0);
   });
 
-  it('JAR-08 request_uri for a client without requestUris → request_uri_not_supported, and no outbound connection', async () => {
+  it('request_uri for a client without requestUris → request_uri_not_supported, and no outbound connection', async () => {
     for (const uri of [`http://127.0.0.1:${listenerPort}/ro.jwt`, `https://127.0.0.1:${listenerPort}/ro.jwt`, 'http://169.254.169.254/latest/meta-data/', 'file:///etc/passwd']) {
       expectClientError(await b.get(authorizeUrl(outer({ request_uri: uri }))), 'request_uri_not_supported', { state: 'outer-state' });
     }

@@ -1,7 +1,7 @@
 /**
- * Token revocation (RFC 7009; checklist 1.12 RV-01..08). Where Duende differs
- * (unknown `token_type_hint` → unsupported_token_type; JWTs not revocable), Sigil follows the RFC
- * and the decision table.
+ * Token revocation (RFC 7009). Where Duende differs (unknown `token_type_hint` →
+ * unsupported_token_type; JWTs not revocable), Sigil follows the RFC: an unknown hint is ignored,
+ * and a JWT access token is revoked by its `jti`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {

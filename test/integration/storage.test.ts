@@ -1,5 +1,5 @@
 /**
- * Stored tokens are hashes only (RFC 6749 §10.4; checklist TK-17): after issuing
+ * Stored tokens are hashes only (RFC 6749 §10.4): after issuing
  * refresh, reference and JWT access tokens on a SQLite file, neither the grants table nor the raw
  * database files contain any issued token string.
  */

@@ -1,6 +1,6 @@
 /**
- * Token endpoint, `client_credentials` (RFC 6749 §4.4; RFC 9068; checklist TK-06, TK-12), as
- * Duende IdentityServer answers it.
+ * Token endpoint, `client_credentials` (RFC 6749 §4.4; RFC 9068), as Duende IdentityServer
+ * answers it.
  */
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

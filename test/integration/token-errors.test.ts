@@ -1,5 +1,5 @@
 /**
- * Error handling of the token endpoint (RFC 6749 §3.2, §5.2; checklist TK-01..05, TK-07, HT-02):
+ * Error handling of the token endpoint (RFC 6749 §3.2, §5.2):
  * repeated parameters, oversized bodies (413), other methods and content types.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

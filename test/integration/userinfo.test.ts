@@ -1,5 +1,5 @@
 /**
- * UserInfo (OIDC Core §5.3, §5.4; RFC 6750 §2, §3; checklist 1.9 UI-01..09, IDT-09).
+ * UserInfo (OIDC Core §5.3, §5.4; RFC 6750 §2, §3).
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
