@@ -15,7 +15,8 @@ import { AdminError } from '../admin/errors.js';
 import { KeyAdmin } from '../admin/keys.js';
 import { ResourceAdmin } from '../admin/resources.js';
 import { SessionAdmin } from '../admin/sessions.js';
-import { type AdminAudit, UserAdmin } from '../admin/users.js';
+import type { AdminAudit } from '../admin/user-types.js';
+import { UserAdmin } from '../admin/users.js';
 import type { ConfigOverrides, ResolvedConfig } from '../config/loader.js';
 import { EventBus } from '../events/events.js';
 import { parseDataKey } from '../keys/keys.js';
@@ -107,7 +108,7 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
     if (action === 'add' && name !== undefined) {
       const claims = flags.claims === undefined ? undefined : jsonOf(flags.claims);
       const verified = flags['email-verified'] ?? false;
-      const added = await users.add({ username: name, subjectId: flags.subject, tenant, claims, password: await readPassword(flags), email: flags.email, emailVerified: verified });
+      const added = await users.create({ username: name, subjectId: flags.subject, tenant, claims, password: await readPassword(flags), email: flags.email, emailVerified: verified });
       if (added.shadowedBy)
         console.warn(`sigil: warning: the config file has a user "${added.shadowedBy.username}" (${added.shadowedBy.subjectId}); config users win`);
       console.log(`added user ${name} with subject ${added.subjectId}`);
@@ -132,7 +133,7 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       return 0;
     }
     if ((action === 'disable' || action === 'enable') && name !== undefined) {
-      const { subjectId, endedSessions: ended, revokedTokens: revoked } = await users.setActive(name, tenant, action === 'enable', cliAudit(cfg));
+      const { subjectId, endedSessions: ended, revokedTokens: revoked } = await users.setActive({ username: name, tenant }, action === 'enable', cliAudit(cfg));
       if (action === 'enable') {
         console.log(`enabled user ${name} (${subjectId})`);
         return 0;

@@ -137,7 +137,7 @@ describe('admin services over SQLite', () => {
       const configUser = await refusal(clients.add(m2m('1')));
       expect(configUser).toMatchObject({ code: 'invalid', message: expect.stringContaining('clients[') });
       expect(configUser.message).toContain('clientId "1" is the subjectId of users[0]');
-      await users.add({ username: 'yuri', subjectId: 'y-1' });
+      await users.create({ username: 'yuri', subjectId: 'y-1' });
       expect(await refusal(clients.add(m2m('y-1')))).toMatchObject({
         code: 'invalid',
         field: 'clientId',
@@ -147,20 +147,20 @@ describe('admin services over SQLite', () => {
     });
 
     it('refuses a user whose subject is a config or stored client id', async () => {
-      expect(await refusal(users.add({ username: 'mallory', subjectId: 'm2m' }))).toMatchObject({
+      expect(await refusal(users.create({ username: 'mallory', subjectId: 'm2m' }))).toMatchObject({
         code: 'invalid',
         field: 'subjectId',
         message: expect.stringMatching(/^clientId "m2m" is the subjectId of user "mallory"/),
       });
       await clients.add(m2m('svc-7'));
-      expect(await refusal(users.add({ username: 'trudy', subjectId: 'svc-7' }))).toMatchObject({ code: 'invalid', field: 'subjectId' });
+      expect(await refusal(users.create({ username: 'trudy', subjectId: 'svc-7' }))).toMatchObject({ code: 'invalid', field: 'subjectId' });
       expect(await store.users.listUsers()).toEqual([]);
     });
   });
 
   describe('users', () => {
     it('adds a user with an argon2id password hash and JSON claims, lists it after the config users, and removes it by name or subject', async () => {
-      const added = await users.add({ username: 'zoe', subjectId: 'z-1', password: 'zoe-pass', claims: { name: 'Zoe', role: ['a'] } });
+      const added = await users.create({ username: 'zoe', subjectId: 'z-1', password: 'zoe-pass', claims: { name: 'Zoe', role: ['a'] } });
       expect(added).toEqual({ subjectId: 'z-1' });
       const stored = await store.users.findUserBySubject('z-1');
       expect(stored).toMatchObject({ username: 'zoe', tenant: null, claims: { name: 'Zoe', role: ['a'] }, isActive: true });
@@ -176,7 +176,7 @@ describe('admin services over SQLite', () => {
       events.subscribe((e) => void seen.push(e));
       const audit = { events, endpoint: 'test', clientId: 'cli' };
       expect((await users.remove('zoe', null, audit)).subjectId).toBe('z-1');
-      await users.add({ username: 'zed', subjectId: 'z-2' });
+      await users.create({ username: 'zed', subjectId: 'z-2' });
       expect((await users.remove('z-2', null, audit)).username).toBe('zed');
       expect(await store.users.listUsers()).toEqual([]);
       // Each removal is audited, naming the actor and the user removed.
@@ -187,28 +187,28 @@ describe('admin services over SQLite', () => {
     });
 
     it('gives a new user a random subject and no password unless told', async () => {
-      const { subjectId } = await users.add({ username: 'nia' });
+      const { subjectId } = await users.create({ username: 'nia' });
       expect(subjectId).toMatch(/^[A-Za-z0-9_-]{16,}$/);
       expect(await store.users.findUserBySubject(subjectId)).toMatchObject({ username: 'nia', passwordHash: null, claims: {} });
     });
 
     it('refuses an overlong username, claims that are not a JSON object and a taken username, and stores nothing', async () => {
-      expect(await refusal(users.add({ username: 'u'.repeat(101) }))).toMatchObject({ code: 'invalid', field: 'username', message: 'the username is longer than 100 characters' });
+      expect(await refusal(users.create({ username: 'u'.repeat(101) }))).toMatchObject({ code: 'invalid', field: 'username', message: 'the username is longer than 100 characters' });
       for (const claims of [[1], null, 'nope', 7])
-        expect(await refusal(users.add({ username: 'kim', claims }))).toMatchObject({ code: 'invalid', field: 'claims' });
+        expect(await refusal(users.create({ username: 'kim', claims }))).toMatchObject({ code: 'invalid', field: 'claims' });
       expect(await store.users.listUsers()).toEqual([]);
-      await users.add({ username: 'kim', subjectId: 'k-1' });
-      expect(await refusal(users.add({ username: 'KIM', subjectId: 'k-2' }))).toMatchObject({ code: 'conflict', message: 'a stored user "KIM" exists already' });
+      await users.create({ username: 'kim', subjectId: 'k-1' });
+      expect(await refusal(users.create({ username: 'KIM', subjectId: 'k-2' }))).toMatchObject({ code: 'conflict', message: 'a stored user "KIM" exists already' });
       expect((await store.users.listUsers()).map((u) => u.subjectId)).toEqual(['k-1']);
     });
 
     it('a stored user named like a config user is saved, and the result says the config user wins', async () => {
-      expect(await users.add({ username: 'Alice', subjectId: 'a-2' })).toEqual({ subjectId: 'a-2', shadowedBy: { username: 'alice', subjectId: '1' } });
-      expect(await users.add({ username: 'ann', subjectId: '2' })).toEqual({ subjectId: '2', shadowedBy: { username: 'bob', subjectId: '2' } });
+      expect(await users.create({ username: 'Alice', subjectId: 'a-2' })).toEqual({ subjectId: 'a-2', shadowedBy: { username: 'alice', subjectId: '1' } });
+      expect(await users.create({ username: 'ann', subjectId: '2' })).toEqual({ subjectId: '2', shadowedBy: { username: 'bob', subjectId: '2' } });
     });
 
     it('sets a stored user\'s password (argon2id); config users are read-only', async () => {
-      await users.add({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
+      await users.create({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
       await users.setPassword('zoe', null, 'new-pass');
       const hash = (await store.users.findUserBySubject('z-1'))?.passwordHash ?? '';
       expect(hash).toMatch(/^\$argon2id\$/);
@@ -221,10 +221,10 @@ describe('admin services over SQLite', () => {
     });
 
     it('applies the password policy on add and setPassword: invalid, field password, nothing stored or changed', async () => {
-      expect(await refusal(users.add({ username: 'zoe', password: 'password' }))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is a common or breached password' });
-      expect(await refusal(users.add({ username: 'zoe', password: 'Sigil-2026-zoe' }))).toMatchObject({ code: 'invalid', field: 'password', message: expect.stringContaining('the password contains the product name') });
+      expect(await refusal(users.create({ username: 'zoe', password: 'password' }))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is a common or breached password' });
+      expect(await refusal(users.create({ username: 'zoe', password: 'Sigil-2026-zoe' }))).toMatchObject({ code: 'invalid', field: 'password', message: expect.stringContaining('the password contains the product name') });
       expect(await store.users.listUsers()).toEqual([]);
-      await users.add({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
+      await users.create({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
       const before = (await store.users.findUserBySubject('z-1'))?.passwordHash;
       expect(await refusal(users.setPassword('zoe', null, 'seven77'))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is shorter than 8 characters' });
       expect((await store.users.findUserBySubject('z-1'))?.passwordHash).toBe(before);
@@ -237,7 +237,7 @@ describe('admin services over SQLite', () => {
     });
 
     it('lists and resets a user\'s second factors, with an mfa_removed audit event per kind', async () => {
-      await users.add({ username: 'zoe', subjectId: 'z-1' });
+      await users.create({ username: 'zoe', subjectId: 'z-1' });
       const factor = { subjectId: 'z-1', label: '', data: {}, counter: 0, createdAt: 1_700_000_000, lastUsedAt: null };
       await store.factors.addFactor({ ...factor, id: 'f-1', kind: 'totp' });
       await store.factors.addFactor({ ...factor, id: 'f-2', kind: 'recovery_code' });
@@ -298,7 +298,7 @@ describe('admin services over SQLite', () => {
 
   describe('sessions', () => {
     it('ends every live session of a user and queues the back-channel logout of a stored client that took part', async () => {
-      await users.add({ username: 'zoe', subjectId: 'z-1' });
+      await users.create({ username: 'zoe', subjectId: 'z-1' });
       await clients.add({ ...m2m('rp'), allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], backChannelLogoutUri: 'https://rp.example/logout' });
       const now = Math.floor(Date.now() / 1000);
       for (const sid of ['s-1', 's-2'])
@@ -316,7 +316,7 @@ describe('admin services over SQLite', () => {
     });
 
     it('queues no back-channel logout for a client re-created with the id of a removed one that took part', async () => {
-      await users.add({ username: 'zoe', subjectId: 'z-1' });
+      await users.create({ username: 'zoe', subjectId: 'z-1' });
       const rp = { ...m2m('rp'), allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], backChannelLogoutUri: 'https://rp.example/logout' };
       await clients.add(rp);
       const now = Math.floor(Date.now() / 1000);
