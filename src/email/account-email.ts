@@ -20,7 +20,7 @@
  */
 import { hash } from '@node-rs/argon2';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
+import { type Config, MAX_USERNAME_LENGTH } from '../config/schema.js';
 import { newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import type { FailureCounterStore } from '../limits/failure-limiter.js';
 import { takeQuota } from '../limits/request-quota.js';
@@ -102,7 +102,7 @@ export class AccountEmail {
    */
   async requestReset(identifier: string, lang: string): Promise<void> {
     const value = identifier.trim();
-    const byName = value.length <= 100 ? await this.deps.store.users.findUserByUsername(value, null) : undefined;
+    const byName = value.length <= MAX_USERNAME_LENGTH ? await this.deps.store.users.findUserByUsername(value, null) : undefined;
     const subjects = new Set<string>(byName ? [byName.subjectId] : []);
     if (isEmailAddress(value))
       for (const e of await this.deps.store.emails.findByValue(value)) if (e.isPrimary && e.verified) subjects.add(e.subjectId);

@@ -13,7 +13,8 @@ import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { ScimError } from '../protocol/scim-filter.js';
 import { attributeList, type ListParams, project } from '../scim/listing.js';
-import type { ScimActor, ScimResult } from '../scim/service.js';
+import type { ScimResult } from '../scim/representation.js';
+import type { ScimActor } from '../scim/service.js';
 import { resourceTypes, schemas, SEARCH_REQUEST, serviceProviderConfig } from '../scim/schemas.js';
 import { requireScope } from './protected-resource.js';
 

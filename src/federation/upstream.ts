@@ -6,7 +6,7 @@
  * name; their mapped claims are refreshed at every sign-in.
  */
 import * as oidc from 'openid-client';
-import type { IdentityProviderConfig } from '../config/schema.js';
+import { type IdentityProviderConfig, MAX_USERNAME_LENGTH } from '../config/schema.js';
 import { externalLinkKey, type UserStore } from '../stores/types.js';
 import { newId } from '../crypto/handles.js';
 import type { User } from '../users/users.js';
@@ -161,9 +161,6 @@ export function upstreamSubject(claims: Record<string, unknown>): string | undef
   return typeof sub === 'string' && sub.length > 0 && sub.length <= MAX_UPSTREAM_SUBJECT ? sub : undefined;
 }
 
-/** Longest username the user store keeps (`users.username`). */
-const MAX_USERNAME = 100;
-
 /**
  * Finds or creates the local user linked to the upstream identity (provider, `sub`), with the
  * mapped claims. The link is the exact pair, so the subject stays the same across sign-ins and
@@ -187,8 +184,8 @@ export async function linkExternalUser(
   if (subjectId === undefined) {
     const fresh = newId();
     const readable = `${provider.name}:${sub}`;
-    const free = readable.length <= MAX_USERNAME && !(await users.findUserByUsername(readable, tenant ?? ''));
-    const username = free ? readable : `${provider.name}:${fresh}`.slice(-MAX_USERNAME);
+    const free = readable.length <= MAX_USERNAME_LENGTH && !(await users.findUserByUsername(readable, tenant ?? ''));
+    const username = free ? readable : `${provider.name}:${fresh}`.slice(-MAX_USERNAME_LENGTH);
     subjectId = await users.addExternalUser(link, { subjectId: fresh, username, tenant, passwordHash: null, claims, isActive: true });
   }
   const existing = await users.findUserBySubject(subjectId);

@@ -17,21 +17,20 @@
  * group operations too; their names join the members' `role` claim.
  */
 import type { EventBus } from '../events/events.js';
-import { AdminError } from '../admin/errors.js';
-import { MAX_SUBJECT_LENGTH, MAX_USERNAME_LENGTH } from '../config/schema.js';
+import { MAX_SUBJECT_LENGTH } from '../config/schema.js';
 import type { AdminAudit, UserEmail } from '../admin/user-types.js';
 import type { UserAdmin } from '../admin/users.js';
-import { carriedOver, checkUsername } from '../admin/user-rules.js';
+import { carriedOver } from '../admin/user-rules.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
 import { ScimError } from '../protocol/scim-filter.js';
 import { DirectoryConflict, type DirectoryGroup, type DirectoryUser } from '../stores/directory.js';
 import type { Store } from '../stores/types.js';
-import { DirectoryUnavailable } from '../users/directory.js';
 import { attributeList, type ListParams, listQuery, project } from './listing.js';
+import {
+  changedAttributes, checkIfMatch, etagOf, field, invalidValue, type Json, optionalString, retried, schemasOf, scimRefusal, type ScimResult, usernameOf,
+} from './representation.js';
 import { applyPatch } from './patch.js';
-import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_RESPONSE, USER_ATTRIBUTES, USER_SCHEMA } from './schemas.js';
-
-type Json = Record<string, unknown>;
+import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_RESPONSE, MAX_COUNT, PATCH_OP, USER_ATTRIBUTES, USER_SCHEMA } from './schemas.js';
 
 /** Who made a change (the management guard's caller). */
 export interface ScimActor {
@@ -39,108 +38,11 @@ export interface ScimActor {
   sub?: string;
 }
 
-/** A resource as answered, with its version for the ETag. */
-export interface ScimResult {
-  resource: Json;
-  /** The weak ETag `W/"<version>"` (RFC 7644 §3.14). */
-  etag: string;
-}
-
 const MAX_STRING = 255;
 const MAX_EMAILS = 20;
 const MAX_EMAIL = 320;
 const MAX_PASSWORD = 1024;
 const MAX_MEMBERS = 1000;
-const USERNAME_RULE = `userName is required: a string of 1 to ${MAX_USERNAME_LENGTH} characters`;
-
-function invalidValue(detail: string): ScimError {
-  return new ScimError(400, detail, 'invalidValue');
-}
-
-/** An attribute of `o`, found case-insensitively (RFC 7643 §2.1). */
-function field(o: Json, name: string): unknown {
-  const key = Object.keys(o).find((k) => k.toLowerCase() === name.toLowerCase());
-  return key === undefined ? undefined : o[key];
-}
-
-function optionalString(o: Json, name: string, max: number): string | undefined {
-  const v = field(o, name);
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.length > max) throw invalidValue(`${name} must be a string of at most ${max} characters`);
-  return v.length === 0 ? undefined : v;
-}
-
-function schemasOf(body: unknown, schema: string): Json {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ScimError(400, 'the body must be a JSON object', 'invalidSyntax');
-  const o = body as Json;
-  const schemas = field(o, 'schemas');
-  if (!Array.isArray(schemas) || !schemas.includes(schema)) throw new ScimError(400, `schemas must list ${schema}`, 'invalidSyntax');
-  return o;
-}
-
-/** The `userName` of a user representation. @throws ScimError 400 `invalidValue` unless a username `UserAdmin` takes (`checkUsername`). */
-function usernameOf(o: Json): string {
-  const username = field(o, 'userName');
-  if (typeof username !== 'string') throw invalidValue(USERNAME_RULE);
-  try {
-    checkUsername(username);
-  } catch {
-    throw invalidValue(USERNAME_RULE);
-  }
-  return username;
-}
-
-/**
- * A refusal of `UserAdmin` (or a user directory that cannot answer) as SCIM answers it
- * (RFC 7644 §3.12): a taken userName 409 `uniqueness`; bad input 400 `invalidValue` (a password
- * the policy refuses in its words); a directory that cannot say whether it holds the userName
- * 503 with `Retry-After` (§3.12 lists no scimType for it: nothing is stored, since taking a name
- * its user holds would let the stored user answer for them at sign-in); any other error as it is.
- */
-function scimRefusal(err: unknown, username: string): unknown {
-  if (err instanceof DirectoryUnavailable)
-    return new ScimError(503, `user directory "${err.directory}" cannot answer whether it holds userName "${username}"; try again later`, undefined, err.headers);
-  if (!(err instanceof AdminError)) return err;
-  if (err.code === 'conflict') return new ScimError(409, `userName "${username}" is taken`, 'uniqueness');
-  if (err.code === 'invalid') return invalidValue(err.field === 'password' ? `password: ${err.message}` : err.field === 'username' ? USERNAME_RULE : err.message);
-  if (err.code === 'precondition_failed') return new ScimError(412, 'the resource was changed concurrently; read it again');
-  return new ScimError(404, err.message);
-}
-
-/** `W/"<n>"` (RFC 7232 §2.3 weak validator). */
-function etagOf(version: number): string {
-  return `W/"${version}"`;
-}
-
-/**
- * Checks an `If-Match` header (none or `*`: any version) against the `current` version.
- * @throws ScimError 412 when it names another version (RFC 7644 §3.14).
- */
-function checkIfMatch(ifMatch: string | undefined, current: number): void {
-  if (ifMatch === undefined || ifMatch.trim() === '*') return;
-  const wanted = ifMatch.split(',').map((t) => t.trim().replace(/^W\//, ''));
-  if (!wanted.includes(`"${current}"`)) throw new ScimError(412, 'the resource was changed: its version is not the one in If-Match');
-}
-
-/**
- * Runs a read-check-write `attempt` (undefined: the version moved on before the write). With
- * `If-Match` the first lost race is a 412 (§3.14: the client's version is stale); without it the
- * change is applied to the newest version, up to three times, then 412.
- */
-async function retried(ifMatch: string | undefined, attempt: () => Promise<ScimResult | undefined>): Promise<ScimResult> {
-  for (let i = 0; i < (ifMatch === undefined ? 3 : 1); i++) {
-    const result = await attempt();
-    if (result) return result;
-  }
-  throw new ScimError(412, 'the resource was changed concurrently; read it again');
-}
-
-/** The names of the top-level attributes whose values differ between two representations. */
-function changedAttributes(before: Json, after: Json, extra: string[] = []): string[] {
-  const skip = new Set(['meta', 'schemas', 'id']);
-  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
-  return [...[...keys].filter((k) => !skip.has(k) && JSON.stringify(before[k]) !== JSON.stringify(after[k])), ...extra];
-}
 
 /** A user representation's attributes as `UserAdmin` takes them. */
 interface UserInput {
@@ -417,6 +319,30 @@ export class ScimService {
     checkIfMatch(ifMatch, group.version);
     if (!(await this.store.directory.removeGroup(id))) throw new ScimError(404, `no group "${id}"`);
     this.audit('resource_deleted', actor, 'Group', id, []);
+  }
+
+  /** Every group by name (at most `MAX_COUNT`) with how many members it has: the groups the console offers. */
+  async groupChoices(): Promise<{ id: string; name: string; members: number }[]> {
+    const { groups } = await this.store.directory.listGroups({ sortBy: { attr: 'displayName' }, offset: 0, limit: MAX_COUNT });
+    return groups.map((g) => ({ id: g.id, name: g.displayName, members: g.members.length }));
+  }
+
+  /** Creates a group of that name without members (the console's form), as `createGroup`. @throws ScimError 400, 409. */
+  async createNamedGroup(displayName: string, actor: ScimActor): Promise<void> {
+    await this.createGroup({ schemas: [GROUP_SCHEMA], displayName }, actor);
+  }
+
+  /**
+   * Makes a user a member of exactly the groups `groupIds` (the console's user page): each group
+   * joined or left is changed as a PATCH of its members would change it, with its audit event.
+   * @throws ScimError 404 for no such user or group, 400 as `patchGroup`.
+   */
+  async setGroupsOf(subjectId: string, groupIds: readonly string[], actor: ScimActor): Promise<void> {
+    const current = new Set((await this.findUser(subjectId)).groups.map((g) => g.id));
+    const wanted = new Set(groupIds);
+    const patch = (id: string, operation: Json) => this.patchGroup(id, { schemas: [PATCH_OP], Operations: [operation] }, undefined, actor);
+    for (const id of wanted) if (!current.has(id)) await patch(id, { op: 'add', path: 'members', value: [{ value: subjectId }] });
+    for (const id of current) if (!wanted.has(id)) await patch(id, { op: 'remove', path: `members[value eq ${JSON.stringify(subjectId)}]` });
   }
 
   /** Writes `body` over `before` if its version is still current; undefined when it is not. */
