@@ -385,9 +385,9 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
       passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
       // Email through SMTP: reset, verification, self-registration.
       ...(mailer && cfg.email
-        ? { email: new AccountEmail({ store, logout, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log, holders: userAdmin }) }
+        ? { email: new AccountEmail({ store, users: userAdmin, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, log }) }
         : {}),
-      account: new AccountService(users, store.users, store.records, store.emails, logout, clients, limiter, events, cfg.account.editableClaims, productName(cfg)),
+      account: new AccountService(users, store.users, store.records, logout, clients, limiter, events, cfg.account.editableClaims, userAdmin),
       management: {
         clients: clientAdmin,
         keys: new KeyAdmin(store.keys, cfg, options.dataKey),

@@ -39,7 +39,7 @@ export function auditCreated(audit: AdminAudit, subjectId: string, write: UserWr
 export function auditChanged(audit: AdminAudit, subjectId: string, before: UserWrite, write: UserWrite, change: UserChange, signedOut: SignedOut | undefined): void {
   const emit = (action: string, changes: Record<string, unknown>) => emitUserChange(audit, action, subjectId, changes);
   if (write.isActive !== before.isActive)
-    emit(write.isActive ? 'user.activate' : 'user.deactivate', { active: write.isActive, ...(signedOut ? { endedSessions: signedOut.endedSessions, revokedTokens: signedOut.revokedTokens } : {}) });
+    emit(write.isActive ? 'user.activate' : 'user.deactivate', { active: write.isActive, ...(signedOut && !write.isActive ? { endedSessions: signedOut.endedSessions, revokedTokens: signedOut.revokedTokens } : {}) });
   if (audit.recordsChanges) return;
   if (write.passwordHash !== undefined) emit('user.password', { password: '(set)' });
   if (change.claims !== undefined && JSON.stringify(write.claims) !== JSON.stringify(before.claims)) emit('user.claims', { claims: Object.keys(write.claims) });

@@ -6,7 +6,7 @@
  * throws the `AdminError` its door maps to its own answer.
  */
 import { MAX_SUBJECT_LENGTH, MAX_USERNAME_LENGTH } from '../config/schema.js';
-import { isEmailAddress } from '../email/account-email.js';
+import { isEmailAddress } from '../users/email-address.js';
 import { DirectoryConflict, type DirectoryEmail } from '../stores/directory.js';
 import { describePasswordProblems, type PasswordProblem, passwordProblems } from '../users/password-policy.js';
 import { AdminError, isJsonObject } from './errors.js';

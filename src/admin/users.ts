@@ -197,13 +197,19 @@ export class UserAdmin {
    * external id, addresses).
    * @param options `ifMatch`: the user's ETag as shown (`UserView.etag`), else `precondition_failed`;
    *   `version`: the directory version the caller read (SCIM), else nothing is changed and the
-   *   result is undefined; with neither, the change is applied to the newest version
-   * @returns what deactivation ended, if the user was made inactive; undefined as said.
+   *   result is undefined; with neither, the change is applied to the newest version. `signOut`:
+   *   sign the user out everywhere after the change, as deactivation does (a password reset by
+   *   mail: whoever knew the old password)
+   * @returns what signing out ended, if the user was made inactive or `signOut`; undefined as said.
    * @throws AdminError `read_only` for a config-file user, `not_found`, `precondition_failed`, the
    *   refusals of `prepare` for the values given; DirectoryUnavailable for a rename while a
    *   directory cannot answer.
    */
-  async update(subjectId: string, change: UserChange, options: { audit?: AdminAudit; ifMatch?: string; version?: number } = {}): Promise<{ signedOut?: SignedOut } | undefined> {
+  async update(
+    subjectId: string,
+    change: UserChange,
+    options: { audit?: AdminAudit; ifMatch?: string; version?: number; signOut?: boolean } = {},
+  ): Promise<{ signedOut?: SignedOut } | undefined> {
     for (let i = 0; i < (options.version === undefined ? UPDATE_TRIES : 1); i++) {
       const before = await this.stored(subjectId);
       if (!ifMatchHolds(options.ifMatch, storedUserView(before).etag))
@@ -216,7 +222,7 @@ export class UserAdmin {
       } catch (err) {
         throw conflictOf(err, write.username);
       }
-      if (written) return this.changeMade(before, write, change, options.audit);
+      if (written) return this.changeMade(before, write, change, options);
       if (options.version !== undefined) return undefined;
     }
     throw new AdminError('precondition_failed', `user "${subjectId}" was changed concurrently; try again`, undefined, undefined, { reason: 'changed', item: { kind: 'user', name: subjectId } });
@@ -350,11 +356,12 @@ export class UserAdmin {
     };
   }
 
-  /** What follows a change written over `before`: the sign-out of a deactivated user, mailed links ended, the audit events. */
-  private async changeMade(before: DirectoryUser, write: UserWrite, change: UserChange, audit: AdminAudit | undefined): Promise<{ signedOut?: SignedOut }> {
+  /** What follows a change written over `before`: the sign-out of a deactivated user (or as asked), mailed links ended, the audit events. */
+  private async changeMade(before: DirectoryUser, write: UserWrite, change: UserChange, options: { audit?: AdminAudit; signOut?: boolean }): Promise<{ signedOut?: SignedOut }> {
     const { subjectId } = before;
+    const { audit } = options;
     const deactivated = before.isActive && !write.isActive;
-    const signedOut = deactivated ? await this.signOutEverywhere(subjectId) : undefined;
+    const signedOut = deactivated || options.signOut ? await this.signOutEverywhere(subjectId) : undefined;
     // Once a password is set for them by anyone, no older link sets another one.
     if (write.passwordHash !== undefined && !signedOut) await this.endMailedLinks(subjectId);
     if (audit) auditChanged(audit, subjectId, before, write, change, signedOut);

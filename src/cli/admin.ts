@@ -26,8 +26,6 @@ import { nowSeconds } from '../crypto/handles.js';
 import { AccountEmail } from '../email/account-email.js';
 import { Mailer } from '../email/mailer.js';
 import { productName } from '../config/product-name.js';
-import { LogoutService } from '../logout/logout.js';
-import { ClientRegistry } from '../clients/registry.js';
 import { UpstreamProviders } from '../federation/upstream.js';
 import { Resources } from '../resources/scopes.js';
 import { FailureLimiter, MemoryFailureCounters } from '../limits/failure-limiter.js';
@@ -112,14 +110,14 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       if (added.shadowedBy)
         console.warn(`sigil: warning: the config file has a user "${added.shadowedBy.username}" (${added.shadowedBy.subjectId}); config users win`);
       console.log(`added user ${name} with subject ${added.subjectId}`);
-      if (flags.email !== undefined && !verified) await sendVerification(cfg, store, added.subjectId);
+      if (flags.email !== undefined && !verified) await sendVerification(cfg, store, users, added.subjectId);
       return 0;
     }
     if (action === 'set-email' && name !== undefined && args[2] !== undefined) {
       const verified = flags['email-verified'] ?? false;
       const subjectId = await users.setEmail(name, tenant, args[2], verified);
       console.log(`email of ${name} set${verified ? ' (verified)' : ''}`);
-      if (!verified) await sendVerification(cfg, store, subjectId);
+      if (!verified) await sendVerification(cfg, store, users, subjectId);
       return 0;
     }
     if (action === 'set-password' && name !== undefined) {
@@ -178,7 +176,7 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
  * otherwise says the address stays unverified. The SMTP server's refusal is reported, not thrown:
  * the address is stored either way.
  */
-async function sendVerification(cfg: ResolvedConfig, store: Store, subjectId: string): Promise<void> {
+async function sendVerification(cfg: ResolvedConfig, store: Store, users: UserAdmin, subjectId: string): Promise<void> {
   if (!cfg.email) {
     console.log('the address is not verified (no "email" in the config to send a verification link)');
     return;
@@ -186,9 +184,7 @@ async function sendVerification(cfg: ResolvedConfig, store: Store, subjectId: st
   const mailer = new Mailer(cfg.email, productName(cfg));
   const log = pino({ level: 'silent' });
   try {
-    // Only the verification path is used: the logout service ends no session here.
-    const logout = new LogoutService(store.logout, new ClientRegistry(cfg.clients), cfg.backChannelLogout.retrySeconds);
-    const email = new AccountEmail({ store, logout, counters: new MemoryFailureCounters(), mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log });
+    const email = new AccountEmail({ store, users, counters: new MemoryFailureCounters(), mailer, config: cfg.email, issuer: cfg.issuer, log });
     await email.requestVerification(subjectId, 'en');
     console.log('a verification link was sent to the address');
   } catch (err) {

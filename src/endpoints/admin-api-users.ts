@@ -13,7 +13,7 @@ import type { UserView } from '../admin/user-views.js';
 import { MAX_PAGE_SIZE } from '../admin/audit.js';
 import { MAX_SUBJECT_LENGTH, MAX_USERNAME_LENGTH } from '../config/schema.js';
 import type { SigilContext } from '../context.js';
-import { MAX_EMAIL_LENGTH } from '../email/account-email.js';
+import { MAX_EMAIL_LENGTH } from '../users/email-address.js';
 import { applyMergePatch } from '../protocol/merge-patch.js';
 import { ADMIN_API_PATH, type Answer, changes, clientIdParam, ifMatch, MERGE_PATCH, name, parsed, PreconditionRequired, type Route } from './admin-api-kit.js';
 import type { Caller } from './protected-resource.js';

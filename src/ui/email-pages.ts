@@ -12,7 +12,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { SigilContext } from '../context.js';
-import { isEmailAddress } from '../email/account-email.js';
+import { isEmailAddress } from '../users/email-address.js';
 import { queryString, single } from '../http/fields.js';
 import { originOf } from '../http/request.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
