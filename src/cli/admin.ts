@@ -227,9 +227,10 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
     if (action === 'add') {
       const text = flags.json ?? (flags.file ? readFileSync(flags.file, 'utf8') : undefined);
       if (text === undefined) return usage('give --json JSON or --file FILE');
-      const { clientId, shadowedByConfig } = await clients.add(jsonOf(text));
+      const { clientId, shadowedByConfig, secret } = await clients.create(jsonOf(text));
       if (shadowedByConfig) console.warn(`sigil: warning: the config file defines client "${clientId}"; it wins over the stored one`);
       console.log(`saved client ${clientId}; running nodes pick it up within ${cfg.signingKeys.reloadSeconds} s`);
+      if (secret !== undefined) console.log(`client secret (shown once): ${secret}`);
       return 0;
     }
     if (action === 'update' && id !== undefined) {
@@ -240,7 +241,7 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
       return 0;
     }
     if (action === 'remove' && id !== undefined) {
-      await clients.remove(id);
+      await clients.delete(id);
       console.log(`removed client ${id}`);
       return 0;
     }
