@@ -393,8 +393,8 @@ async function startServices(config: unknown, options: SigilOptions, mountedAt?:
         keys: new KeyAdmin(store.keys, cfg, options.dataKey),
         sessions: sessionAdmin,
         users: userAdmin,
-        // SCIM 2.0 (/scim/v2) and the console's user pages: one service, whose activation and
-        // removal of users go through `userAdmin` (sign-out everywhere, audit).
+        // SCIM 2.0 (/scim/v2): its users are written by `userAdmin`; its groups, which the
+        // console's user pages use too, live only here.
         scim: new ScimService(store, events, userAdmin, `${cfg.issuer}/scim/v2`, cfg.admin.userRole),
         audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
         grants: new GrantAdmin(store.grants),

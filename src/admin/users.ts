@@ -11,13 +11,14 @@
 import { hash } from '@node-rs/argon2';
 import { pino } from 'pino';
 import type { ResolvedConfig } from '../config/loader.js';
-import { clientSubjectCollision, type UserConfig } from '../config/schema.js';
+import { clientSubjectCollision, MAX_USERNAME_LENGTH, type UserConfig } from '../config/schema.js';
 import { MfaService } from '../mfa/factors.js';
 import type { DirectoryUser, UserWrite } from '../stores/directory.js';
-import type { Store, StoredFactor, StoredUser } from '../stores/types.js';
+import { externalLinkKey, type Store, type StoredFactor, type StoredUser } from '../stores/types.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
 import { productName } from '../config/product-name.js';
 import type { PasswordProblem } from '../users/password-policy.js';
+import type { User } from '../users/user.js';
 import { AdminError, ifMatchHolds } from './errors.js';
 import { configUsersNamed } from './config-users.js';
 import { SessionAdmin } from './sessions.js';
@@ -299,6 +300,42 @@ export class UserAdmin {
     const user = (await this.store.users.findUserByUsername(usernameOrSubject, tenant)) ?? (await this.store.users.findUserBySubject(usernameOrSubject));
     if (!user) throw this.notStored(usernameOrSubject, tenant, 'either');
     return this.delete(user.subjectId, audit);
+  }
+
+  /**
+   * Marks a user's address verified (`email_verified`), once its owner followed the link mailed to
+   * it: only while the address is still the user's.
+   * @returns false when the user has no such address (nothing changes).
+   */
+  async confirmEmail(subjectId: string, address: string): Promise<boolean> {
+    return this.store.emails.markVerified(subjectId, address);
+  }
+
+  /**
+   * Finds or creates the local user linked to an upstream identity (a sign-in at an upstream
+   * OpenID provider, federation/upstream.ts) and writes the claims the provider mapped, at every
+   * sign-in, so that they follow the upstream. The link is the exact pair (provider, upstream
+   * `sub`: `externalLinkKey`), so the subject stays the same across sign-ins and two upstream users
+   * never share a local account. A new user has no password; their username, for display only, is
+   * `<provider>:<sub>` when that fits and is free, else `<provider>:<local subject>`.
+   * @param sub the upstream subject, 1 to 255 characters (`upstreamSubject`)
+   * @returns the user, with the claims written.
+   * @throws Error when the link names a user that no longer exists.
+   */
+  async linkUpstream(provider: string, sub: string, claims: Record<string, unknown>, tenant: string | null): Promise<User> {
+    const link = { key: externalLinkKey(provider, sub), provider, upstreamSubject: sub };
+    let subjectId = await this.store.users.findExternalLink(link.key);
+    if (subjectId === undefined) {
+      const fresh = newId();
+      const readable = `${provider}:${sub}`;
+      const free = readable.length <= MAX_USERNAME_LENGTH && !(await this.store.users.findUserByUsername(readable, tenant ?? ''));
+      const username = free ? readable : `${provider}:${fresh}`.slice(-MAX_USERNAME_LENGTH);
+      subjectId = await this.store.users.addExternalUser(link, { subjectId: fresh, username, tenant, passwordHash: null, claims, isActive: true });
+    }
+    const existing = await this.store.users.findUserBySubject(subjectId);
+    if (!existing) throw new Error('the linked local user no longer exists');
+    await this.store.users.updateClaims(existing.subjectId, claims);
+    return { subjectId: existing.subjectId, username: existing.username, tenant: existing.tenant, isActive: existing.isActive, claims };
   }
 
   /**

@@ -60,10 +60,11 @@ export class AccountEmail {
     private readonly deps: {
       store: Pick<Store, 'users' | 'emails' | 'records'>;
       /**
-       * The user administration, which writes the users (a password set, an account created) with
-       * its rules: the password policy, and the usernames config-file users and user directories hold.
+       * The user administration, which writes the users (a password set, an account created, an
+       * address confirmed) with its rules: the password policy, and the usernames config-file users
+       * and user directories hold.
        */
-      users: Pick<UserAdmin, 'holderOf' | 'passwordProblems' | 'prepare' | 'commit' | 'update'>;
+      users: Pick<UserAdmin, 'holderOf' | 'passwordProblems' | 'prepare' | 'commit' | 'update' | 'confirmEmail'>;
       counters: FailureCounterStore;
       mailer: Mailer;
       config: NonNullable<Config['email']>;
@@ -139,7 +140,7 @@ export class AccountEmail {
     const now = nowSeconds();
     const link = await this.deps.store.records.emailLinks.findLive(handle, 'verify', now);
     if (!link?.subjectId || !(await this.deps.store.records.emailLinks.consume(handle, now))) return undefined;
-    return (await this.deps.store.emails.markVerified(link.subjectId, link.data.email)) ? link.data.email : undefined;
+    return (await this.deps.users.confirmEmail(link.subjectId, link.data.email)) ? link.data.email : undefined;
   }
 
   /** The address a live link of `purpose` was sent to, to show before it is confirmed. */

@@ -17,7 +17,7 @@ import type { Interaction } from '../stores/records/interactions.js';
 import { OAuthError } from '../protocol/errors.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { upstreamAuthentication } from '../mfa/factors.js';
-import { linkExternalUser, upstreamSubject } from '../federation/upstream.js';
+import { mappedClaims, upstreamSubject } from '../federation/upstream.js';
 import type { FederationState } from '../stores/records/federation-states.js';
 
 /** Seconds a browser has to come back from the upstream provider. */
@@ -85,7 +85,7 @@ export function federationRoutes(app: FastifyInstance, ctx: SigilContext): void 
       return upstreamFailed(ctx, request, reply, 'the identity provider sent an invalid subject identifier', interaction);
     }
     const tenant = interaction.request.tenant;
-    const user = await linkExternalUser(ctx.store.users, provider, sub, claims, tenant);
+    const user = await ctx.management.users.linkUpstream(provider.name, sub, mappedClaims(provider, claims), tenant);
     if (!user.isActive) return upstreamFailed(ctx, request, reply, 'the account is not active', interaction);
     // An upstream that asserts MFA passes its amr and acr on (src/mfa/factors.ts).
     const pending = { id: data.interactionId, interaction };
