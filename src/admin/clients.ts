@@ -162,22 +162,27 @@ export class ClientAdmin {
    *   subject of a config-file or stored user (RFC 9068 §5; field `clientId`); `conflict` as said.
    */
   async create(client: unknown, options: { strict?: boolean } = {}): Promise<AddedClient> {
-    if (!isJsonObject(client)) throw new AdminError('invalid', 'client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
-    if (options.strict && 'clientSecrets' in client) throw this.invalidField('clientSecrets', 'Sigil generates the secret; it is shown once in the response');
+    if (!isJsonObject(client))
+      throw new AdminError('invalid', 'client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
+    if (options.strict && 'clientSecrets' in client)
+      throw this.invalidField('clientSecrets', 'Sigil generates the secret; it is shown once in the response');
     const clientId = typeof client.clientId === 'string' ? client.clientId : '';
     // PostgreSQL refuses a NUL in text; no client id needs a control character.
     if (/[\u0000-\u001f\u007f]/.test(clientId)) throw this.invalidField('clientId', 'control characters are not allowed');
     this.checkIdNamespace(clientId);
-    if (options.strict && clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined))
+    const taken = clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined);
+    if (options.strict && taken)
       throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId', undefined, { reason: 'exists', item: { kind: 'client', name: clientId } });
     const given = 'clientSecrets' in client;
-    const needsSecret = !given && client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';
+    const needsSecret =
+      !given && client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';
     const secret = needsSecret ? newHandle() : undefined;
     const checked = given ? client : { ...client, clientSecrets: secret === undefined ? [] : [storedSecret(secret)] };
     await this.validate(checked);
     const config = given ? digested(client) : checked;
     await this.store.clients.saveClient(clientId, config);
-    return { clientId, shadowedByConfig: this.configClient(clientId) !== undefined, ...(secret === undefined ? {} : { secret }) };
+    const shadowedByConfig = this.configClient(clientId) !== undefined;
+    return { clientId, shadowedByConfig, ...(secret === undefined ? {} : { secret }) };
   }
 
   /**
@@ -237,10 +242,14 @@ export class ClientAdmin {
     const text = await this.store.clients.getClient(clientId);
     if (text === undefined) {
       if (this.configClient(clientId)) throw this.readOnly(clientId);
-      throw new AdminError('not_found', `no stored client "${clientId}"`, undefined, undefined, { reason: 'not_found', item: { kind: 'client', name: clientId } });
+      const item = { kind: 'client' as const, name: clientId };
+      throw new AdminError('not_found', `no stored client "${clientId}"`, undefined, undefined, { reason: 'not_found', item });
     }
-    if (!ifMatchHolds(options.ifMatch, etagOf(text)) || !(await this.store.clients.replaceClientIf(clientId, text, undefined)))
-      throw new AdminError('precondition_failed', `client "${clientId}" is not at the version If-Match names`, undefined, undefined, { reason: 'changed', item: { kind: 'client', name: clientId } });
+    if (!ifMatchHolds(options.ifMatch, etagOf(text)) || !(await this.store.clients.replaceClientIf(clientId, text, undefined))) {
+      const item = { kind: 'client' as const, name: clientId };
+      const message = `client "${clientId}" is not at the version If-Match names`;
+      throw new AdminError('precondition_failed', message, undefined, undefined, { reason: 'changed', item });
+    }
     await this.revokeIssuedTo(clientId);
   }
 
@@ -252,7 +261,12 @@ export class ClientAdmin {
    * @returns false when that token is used up or expired (nothing is stored).
    * @throws AdminError `invalid` as `prepare`.
    */
-  async register(client: Record<string, unknown>, registration: ClientRegistration, initialToken: string | undefined, now: number): Promise<boolean> {
+  async register(
+    client: Record<string, unknown>,
+    registration: ClientRegistration,
+    initialToken: string | undefined,
+    now: number,
+  ): Promise<boolean> {
     return this.store.registrations.register(this.prepare(client), registration, initialToken, now);
   }
 
@@ -262,7 +276,14 @@ export class ClientAdmin {
    * @returns false when the token moved on meanwhile (nothing is stored).
    * @throws AdminError `invalid` as `prepare`.
    */
-  async updateRegistered(clientId: string, oldTokenHash: string, client: Record<string, unknown>, metadata: Record<string, unknown>, newTokenHash: string, now: number): Promise<boolean> {
+  async updateRegistered(
+    clientId: string,
+    oldTokenHash: string,
+    client: Record<string, unknown>,
+    metadata: Record<string, unknown>,
+    newTokenHash: string,
+    now: number,
+  ): Promise<boolean> {
     return this.store.registrations.update(clientId, oldTokenHash, this.prepare(client), metadata, newTokenHash, now);
   }
 
@@ -367,7 +388,9 @@ export class ClientAdmin {
 
   /** The refusal of a change to a client the config file defines. */
   private readOnly(clientId: string): AdminError {
-    return new AdminError('read_only', `client "${clientId}" is managed by the config file; change it there`, undefined, undefined, { reason: 'read_only', item: { kind: 'client', name: clientId } });
+    const item = { kind: 'client' as const, name: clientId };
+    const message = `client "${clientId}" is managed by the config file; change it there`;
+    return new AdminError('read_only', message, undefined, undefined, { reason: 'read_only', item });
   }
 
   private invalidField(field: string, message: string): AdminError {

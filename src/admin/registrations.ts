@@ -135,7 +135,8 @@ export class ClientRegistrations {
     const token = newHandle();
     const registration: ClientRegistration = { clientId, tokenHash: hashHandle(token), metadata: checked.metadata, issuedAt: now, lastUsedAt: now };
     const client = { clientId, ...checked.client, clientSecrets: secret === undefined ? [] : [secret] };
-    if (!(await this.admin((admin) => admin.register(client, registration, slot?.hash, now)))) throw unauthorized('the initial access token is used up or expired');
+    if (!(await this.admin((admin) => admin.register(client, registration, slot?.hash, now))))
+      throw unauthorized('the initial access token is used up or expired');
     await this.services.reload();
     this.dynamic.add(clientId);
     this.services.events.emit({ name: 'client_registered', endpoint: ENDPOINT, clientId, scopes: String(checked.metadata.scope).split(' '), ...origin });
@@ -172,7 +173,11 @@ export class ClientRegistrations {
     const secrets = checked.needsSecret ? (secret !== undefined ? [secret] : [digest as string]) : [];
     const next = newHandle();
     const client = { clientId, ...checked.client, clientSecrets: secrets };
-    if (!(await this.admin((admin) => admin.updateRegistered(clientId, registration.tokenHash, client, checked.metadata, hashHandle(next), nowSeconds()))))
+    const tokenHash = hashHandle(next);
+    const updated = await this.admin((admin) =>
+      admin.updateRegistered(clientId, registration.tokenHash, client, checked.metadata, tokenHash, nowSeconds()),
+    );
+    if (!updated)
       throw unauthorized('the registration access token is no longer valid');
     await this.services.reload();
     this.services.events.emit({ name: 'client_updated', endpoint: ENDPOINT, clientId, scopes: String(checked.metadata.scope).split(' '), ...origin });
@@ -187,7 +192,8 @@ export class ClientRegistrations {
    */
   async remove(clientId: string, token: string | undefined, origin?: RequestOrigin): Promise<void> {
     await this.authorize(clientId, token);
-    if (!(await this.services.admin.deleteRegistered(clientId))) throw unauthorized('the registration access token is invalid');
+    if (!(await this.services.admin.deleteRegistered(clientId)))
+      throw unauthorized('the registration access token is invalid');
     this.dynamic.delete(clientId);
     await this.services.reload();
     this.services.events.emit({ name: 'client_deleted', endpoint: ENDPOINT, clientId, ...origin });
@@ -215,7 +221,8 @@ export class ClientRegistrations {
   async removeUnused(now = nowSeconds()): Promise<string[]> {
     const days = this.services.config.registration.unusedClientDays;
     const removed = days === 0 ? [] : await this.services.admin.deleteUnused(now - days * DAY, now, REMOVAL_BATCH);
-    for (const id of removed) this.services.events.emit({ name: 'client_deleted', endpoint: 'housekeeping', clientId: id });
+    for (const id of removed)
+      this.services.events.emit({ name: 'client_deleted', endpoint: 'housekeeping', clientId: id });
     this.dynamic = new Set(await this.store.ids());
     for (const id of this.touched.keys()) if (!this.dynamic.has(id)) this.touched.delete(id);
     if (removed.length > 0) await this.services.reload();

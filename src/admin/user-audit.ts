@@ -7,7 +7,12 @@ import type { UserWrite } from '../stores/directory.js';
 import type { AdminAudit, SignedOut, UserChange } from './user-types.js';
 
 /** Emits the `admin_changed` event of a change to the user `subjectId`, naming the actor of `audit`. */
-export function emitUserChange(audit: AdminAudit, action: string, subjectId: string, changes: Record<string, unknown>): void {
+export function emitUserChange(
+  audit: AdminAudit,
+  action: string,
+  subjectId: string,
+  changes: Record<string, unknown>,
+): void {
   audit.events.emit({
     name: 'admin_changed',
     endpoint: audit.endpoint,
@@ -36,13 +41,26 @@ export function auditCreated(audit: AdminAudit, subjectId: string, write: UserWr
  * deactivation ended), `user.password`, `user.claims` (the claim names, when they changed) and
  * `user.update` (a new username, external id or addresses).
  */
-export function auditChanged(audit: AdminAudit, subjectId: string, before: UserWrite, write: UserWrite, change: UserChange, signedOut: SignedOut | undefined): void {
+export function auditChanged(
+  audit: AdminAudit,
+  subjectId: string,
+  before: UserWrite,
+  write: UserWrite,
+  change: UserChange,
+  signedOut: SignedOut | undefined,
+): void {
   const emit = (action: string, changes: Record<string, unknown>) => emitUserChange(audit, action, subjectId, changes);
   if (write.isActive !== before.isActive)
-    emit(write.isActive ? 'user.activate' : 'user.deactivate', { active: write.isActive, ...(signedOut && !write.isActive ? { endedSessions: signedOut.endedSessions, revokedTokens: signedOut.revokedTokens } : {}) });
+    emit(write.isActive ? 'user.activate' : 'user.deactivate', {
+      active: write.isActive,
+      ...(signedOut && !write.isActive
+        ? { endedSessions: signedOut.endedSessions, revokedTokens: signedOut.revokedTokens }
+        : {}),
+    });
   if (audit.recordsChanges) return;
   if (write.passwordHash !== undefined) emit('user.password', { password: '(set)' });
-  if (change.claims !== undefined && JSON.stringify(write.claims) !== JSON.stringify(before.claims)) emit('user.claims', { claims: Object.keys(write.claims) });
+  if (change.claims !== undefined && JSON.stringify(write.claims) !== JSON.stringify(before.claims))
+    emit('user.claims', { claims: Object.keys(write.claims) });
   const other = {
     ...(write.username !== before.username ? { username: write.username } : {}),
     ...(write.externalId !== before.externalId ? { externalId: '(changed)' } : {}),

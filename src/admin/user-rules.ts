@@ -26,7 +26,8 @@ export class PasswordRefused extends AdminError {
  */
 export function checkUsername(username: string): void {
   if (username.trim().length === 0) throw new AdminError('invalid', 'a username is required', 'username');
-  if (username.length > MAX_USERNAME_LENGTH) throw new AdminError('invalid', `the username is longer than ${MAX_USERNAME_LENGTH} characters`, 'username');
+  if (username.length > MAX_USERNAME_LENGTH)
+    throw new AdminError('invalid', `the username is longer than ${MAX_USERNAME_LENGTH} characters`, 'username');
 }
 
 /**
@@ -53,7 +54,8 @@ export function checkClaims(claims: unknown): Record<string, unknown> {
  * @throws AdminError `invalid` (field `email`).
  */
 export function checkEmail(value: string): void {
-  if (!isEmailAddress(value)) throw new AdminError('invalid', `"${value.slice(0, 50)}" is not an email address`, 'email');
+  if (!isEmailAddress(value))
+    throw new AdminError('invalid', `"${value.slice(0, 50)}" is not an email address`, 'email');
 }
 
 /**
@@ -67,7 +69,8 @@ export function checkEmails(emails: readonly DirectoryEmail[]): void {
     if (seen.has(value.toLowerCase())) throw new AdminError('invalid', `the email "${value}" is listed twice`, 'email');
     seen.add(value.toLowerCase());
   }
-  if (emails.filter((e) => e.primary).length > 1) throw new AdminError('invalid', 'at most one email may be primary', 'email');
+  if (emails.filter((e) => e.primary).length > 1)
+    throw new AdminError('invalid', 'at most one email may be primary', 'email');
 }
 
 /**
@@ -92,10 +95,16 @@ export function checkPassword(password: string, username: string, productName: s
  * `emails` with `email` as the primary address, `verified` as given: an address of the list with
  * the same value (case-insensitive) becomes it (its type kept), the others stay, no longer primary.
  */
-export function withPrimary(emails: readonly DirectoryEmail[], email: { value: string; verified: boolean }): DirectoryEmail[] {
+export function withPrimary(
+  emails: readonly DirectoryEmail[],
+  email: { value: string; verified: boolean },
+): DirectoryEmail[] {
   const same = (e: DirectoryEmail) => e.value.toLowerCase() === email.value.toLowerCase();
   const type = emails.find(same)?.type ?? null;
-  return [...emails.filter((e) => !same(e)).map((e) => ({ ...e, primary: false })), { value: email.value, type, primary: true, verified: email.verified }];
+  return [
+    ...emails.filter((e) => !same(e)).map((e) => ({ ...e, primary: false })),
+    { value: email.value, type, primary: true, verified: email.verified },
+  ];
 }
 
 /**
@@ -103,13 +112,22 @@ export function withPrimary(emails: readonly DirectoryEmail[], email: { value: s
  * (case-insensitive): a verified address stays verified, since its owner confirmed it by mail; a
  * new one is not.
  */
-export function carriedOver(emails: readonly Omit<DirectoryEmail, 'verified'>[], before: readonly DirectoryEmail[]): DirectoryEmail[] {
-  return emails.map((e) => ({ ...e, verified: before.find((b) => b.value.toLowerCase() === e.value.toLowerCase())?.verified ?? false }));
+export function carriedOver(
+  emails: readonly Omit<DirectoryEmail, 'verified'>[],
+  before: readonly DirectoryEmail[],
+): DirectoryEmail[] {
+  return emails.map((e) => ({
+    ...e,
+    verified: before.find((b) => b.value.toLowerCase() === e.value.toLowerCase())?.verified ?? false,
+  }));
 }
 
 /** The refusal of a username a stored user holds already (`UserAdmin`'s check, or the store's unique index in a race). */
 export function usernameTaken(username: string): AdminError {
-  return new AdminError('conflict', `a stored user "${username}" exists already`, 'username', undefined, { reason: 'exists', item: { kind: 'user', name: username } });
+  return new AdminError('conflict', `a stored user "${username}" exists already`, 'username', undefined, {
+    reason: 'exists',
+    item: { kind: 'user', name: username },
+  });
 }
 
 /** A write the store refused for a taken username (`DirectoryConflict`), as `usernameTaken`; any other error as it is. */

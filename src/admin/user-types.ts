@@ -69,7 +69,9 @@ export type UserKey = string | { username: string; tenant: string | null };
 export type NameHolder = Pick<UserDirectory, 'name' | 'findByUsername'>;
 
 /** Who besides the stored users holds a username (`UserAdmin.holderOf`). */
-export type UsernameHolder = { kind: 'config'; username: string; subjectId: string } | { kind: 'directory'; directory: string };
+export type UsernameHolder =
+  | { kind: 'config'; username: string; subjectId: string }
+  | { kind: 'directory'; directory: string };
 
 /** A user saved by `UserAdmin.create`. */
 export interface AddedUser {

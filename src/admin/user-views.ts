@@ -1,10 +1,10 @@
 /**
  * Users as the management doors show them (/admin/v1, the console): one shape for config-file and
- * stored users, never a password or its hash, with a strong ETag of what is shown; and the opaque
- * cursor of a listing's pages.
+ * stored users, never a password or its hash, with a strong ETag of what is shown; and their
+ * listing a page at a time, with an opaque cursor.
  */
 import type { UserConfig } from '../config/schema.js';
-import type { DirectoryUser } from '../stores/directory.js';
+import type { DirectoryUser, SqlDirectory } from '../stores/directory.js';
 import { AdminError, etagOf } from './errors.js';
 
 /** One user as shown: where they are defined, their claims and addresses, never a secret. */
@@ -68,7 +68,7 @@ export function storedUserView(u: DirectoryUser): UserView {
 }
 
 /** The cursor of the page that starts at `offset` in a listing. */
-export function cursorAt(offset: number): string {
+function cursorAt(offset: number): string {
   return Buffer.from(`users:${offset}`).toString('base64url');
 }
 
@@ -76,9 +76,42 @@ export function cursorAt(offset: number): string {
  * Where the page a cursor names starts in a listing.
  * @throws AdminError `invalid` (field `cursor`) for a cursor `cursorAt` did not make.
  */
-export function offsetOf(cursor: string | undefined): number {
+function offsetOf(cursor: string | undefined): number {
   if (cursor === undefined) return 0;
   const match = /^users:(\d{1,9})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new AdminError('invalid', 'cursor: not a cursor of this listing', 'cursor', [{ path: 'cursor', message: 'not a cursor of this listing' }]);
+  if (!match)
+    throw new AdminError('invalid', 'cursor: not a cursor of this listing', 'cursor', [
+      { path: 'cursor', message: 'not a cursor of this listing' },
+    ]);
   return Number(match[1]);
+}
+
+/**
+ * A page of users (`UserAdmin.page`): the config file's first (in file order), then the stored ones
+ * by username.
+ * @param query `contains`: only usernames containing it (case-insensitive); `cursor`: the `next`
+ *   of the previous page; `limit`: users per page
+ * @throws AdminError as `offsetOf`; ScimError 400 `tooMany` as `SqlDirectory.listUsers`.
+ */
+export async function pageOfUsers(
+  directory: Pick<SqlDirectory, 'listUsers'>,
+  configUsers: readonly UserConfig[],
+  query: { contains?: string; cursor?: string; limit: number },
+): Promise<{ users: UserView[]; next?: string }> {
+  const offset = offsetOf(query.cursor);
+  const lower = query.contains?.toLowerCase();
+  const fromConfig = configUsers.filter((u) => lower === undefined || u.username.toLowerCase().includes(lower));
+  const configPage = fromConfig.slice(offset, offset + query.limit).map(configUserView);
+  const filter = query.contains
+    ? { kind: 'compare' as const, path: { attr: 'userName' }, op: 'co' as const, value: query.contains }
+    : undefined;
+  const { total, users } = await directory.listUsers({
+    ...(filter ? { filter } : {}),
+    sortBy: { attr: 'userName' },
+    offset: Math.max(0, offset - fromConfig.length),
+    limit: query.limit - configPage.length,
+  });
+  const page = [...configPage, ...users.map(storedUserView)];
+  const end = offset + page.length;
+  return { users: page, ...(end < fromConfig.length + total && page.length > 0 ? { next: cursorAt(end) } : {}) };
 }

@@ -11,7 +11,7 @@
 import { hash } from '@node-rs/argon2';
 import { pino } from 'pino';
 import type { ResolvedConfig } from '../config/loader.js';
-import { clientSubjectCollision, MAX_USERNAME_LENGTH, type UserConfig } from '../config/schema.js';
+import { MAX_USERNAME_LENGTH, type UserConfig } from '../config/schema.js';
 import { MfaService } from '../mfa/factors.js';
 import type { DirectoryUser, UserWrite } from '../stores/directory.js';
 import { externalLinkKey, type Store, type StoredFactor, type StoredUser } from '../stores/types.js';
@@ -22,14 +22,34 @@ import type { User } from '../users/user.js';
 import { AdminError, ifMatchHolds } from './errors.js';
 import { configUsersNamed } from './config-users.js';
 import { SessionAdmin } from './sessions.js';
+import { UserNames } from './user-names.js';
 import { auditChanged, auditCreated, emitUserChange } from './user-audit.js';
 import {
-  carriedOver, checkClaims, checkEmail, checkEmails, checkPassword, checkSubject, checkUsername, conflictOf, policyProblems, usernameTaken, withPrimary,
+  carriedOver,
+  checkClaims,
+  checkEmail,
+  checkEmails,
+  checkPassword,
+  checkSubject,
+  checkUsername,
+  conflictOf,
+  policyProblems,
+  withPrimary,
 } from './user-rules.js';
 import type {
-  AddedUser, AdminAudit, NameHolder, NewUser, PreparedUser, RemovedUser, SignedOut, UserChange, UserKey, UserListing, UsernameHolder,
+  AddedUser,
+  AdminAudit,
+  NameHolder,
+  NewUser,
+  PreparedUser,
+  RemovedUser,
+  SignedOut,
+  UserChange,
+  UserKey,
+  UserListing,
+  UsernameHolder,
 } from './user-types.js';
-import { configUserView, cursorAt, offsetOf, storedUserView, type UserView } from './user-views.js';
+import { configUserView, pageOfUsers, storedUserView, type UserView } from './user-views.js';
 
 /** Tries of a change that names no version, each against the newest one, before it is refused as concurrent. */
 const UPDATE_TRIES = 3;
@@ -37,6 +57,7 @@ const UPDATE_TRIES = 3;
 /** Adds, changes, removes and lists the stored users; lists and resets any user's second factors. */
 export class UserAdmin {
   private readonly mfa: MfaService;
+  private readonly names: UserNames;
 
   /**
    * @param sessions ends a user's sessions (a running node's, which sends the back-channel logout
@@ -45,21 +66,30 @@ export class UserAdmin {
    *   whose usernames no stored user may take (`holderOf`); default none
    */
   constructor(
-    private readonly store: Pick<Store, 'users' | 'clients' | 'factors' | 'records' | 'webauthn' | 'emails' | 'logout' | 'directory'>,
+    private readonly store: Pick<
+      Store,
+      'users' | 'clients' | 'factors' | 'records' | 'webauthn' | 'emails' | 'logout' | 'directory'
+    >,
     private readonly config: ResolvedConfig,
     private readonly sessions = new SessionAdmin(store, config, pino({ level: 'silent' })),
-    private readonly directories: readonly NameHolder[] = [],
+    directories: readonly NameHolder[] = [],
   ) {
     // Listing and removing factors reads no secret: no data key. WebAuthn credentials are factors
     // here whether or not WebAuthn is on, so a reset leaves none behind.
     this.mfa = new MfaService(store.factors, store.records, config.mfa, undefined, store.webauthn);
+    this.names = new UserNames(store, config, directories);
   }
 
   /** Every user: the config file's first, then the stored ones (those the config shadows too). */
   async list(): Promise<UserListing[]> {
     const stored = await this.store.users.listUsers();
-    const listing = (u: UserConfig | StoredUser, source: UserListing['source']): UserListing =>
-      ({ subjectId: u.subjectId, username: u.username, tenant: u.tenant ?? null, isActive: u.isActive, source });
+    const listing = (u: UserConfig | StoredUser, source: UserListing['source']): UserListing => ({
+      subjectId: u.subjectId,
+      username: u.username,
+      tenant: u.tenant ?? null,
+      isActive: u.isActive,
+      source,
+    });
     return [...this.config.users.map((u) => listing(u, 'config')), ...stored.map((u) => listing(u, 'store'))];
   }
 
@@ -71,22 +101,12 @@ export class UserAdmin {
    * @throws AdminError `invalid` (field `cursor`) for a cursor of no page; ScimError 400 `tooMany`
    *   when `contains` would scan more users than the store reads in one list (`stores/directory.ts`).
    */
-  async page(query: { contains?: string; cursor?: string; limit: number }): Promise<{ users: UserView[]; next?: string }> {
-    const offset = offsetOf(query.cursor);
-    const lower = query.contains?.toLowerCase();
-    const fromConfig = this.config.users.filter((u) => lower === undefined || u.username.toLowerCase().includes(lower));
-    const configPage = fromConfig.slice(offset, offset + query.limit).map(configUserView);
-    const storedOffset = Math.max(0, offset - fromConfig.length);
-    const filter = query.contains ? { kind: 'compare' as const, path: { attr: 'userName' }, op: 'co' as const, value: query.contains } : undefined;
-    const { total, users } = await this.store.directory.listUsers({
-      ...(filter ? { filter } : {}),
-      sortBy: { attr: 'userName' },
-      offset: storedOffset,
-      limit: query.limit - configPage.length,
-    });
-    const page = [...configPage, ...users.map(storedUserView)];
-    const end = offset + page.length;
-    return { users: page, ...(end < fromConfig.length + total && page.length > 0 ? { next: cursorAt(end) } : {}) };
+  async page(query: {
+    contains?: string;
+    cursor?: string;
+    limit: number;
+  }): Promise<{ users: UserView[]; next?: string }> {
+    return pageOfUsers(this.store.directory, this.config.users, query);
   }
 
   /**
@@ -100,18 +120,12 @@ export class UserAdmin {
   }
 
   /**
-   * Who besides the stored users holds `username` (case-insensitively, in any tenant): a config-file
-   * user, else a user directory. A directory's name is refused by every door (a stored user of that
-   * name would answer for the directory user at sign-in); a config user's by every door but the
-   * command line's `users add`, which saves the user and warns that the config user wins.
-   * @throws DirectoryUnavailable when a directory cannot answer: the name may be its user's, so the
-   *   caller refuses with a temporary error (503) rather than take it unchecked.
+   * Who besides the stored users holds `username` (`UserNames.holderOf`): a config-file user, else
+   * a user directory.
+   * @throws DirectoryUnavailable when a directory cannot answer.
    */
-  async holderOf(username: string): Promise<UsernameHolder | undefined> {
-    const config = configUsersNamed(this.config.users, username, null)[0];
-    if (config) return { kind: 'config', username: config.username, subjectId: config.subjectId };
-    for (const directory of this.directories) if (await directory.findByUsername(username)) return { kind: 'directory', directory: directory.name };
-    return undefined;
+  holderOf(username: string): Promise<UsernameHolder | undefined> {
+    return this.names.holderOf(username);
   }
 
   /**
@@ -142,12 +156,19 @@ export class UserAdmin {
     const subjectId = user.subjectId ?? newId();
     checkSubject(subjectId);
     const claims = checkClaims(user.claims === undefined ? {} : user.claims);
-    await this.checkNameFree(username, tenant, undefined, strictNames);
-    await this.checkSubjectFree(subjectId, username);
-    const shadow = configUsersNamed(this.config.users, username, null)[0] ?? this.config.users.find((u) => u.subjectId === subjectId);
-    if (shadow && strictNames) throw new AdminError('conflict', `subject "${subjectId}" is a config-file user's`, 'subjectId');
+    await this.names.checkNameFree(username, tenant, undefined, strictNames);
+    await this.names.checkSubjectFree(subjectId, username);
+    const shadow =
+      configUsersNamed(this.config.users, username, null)[0] ??
+      this.config.users.find((u) => u.subjectId === subjectId);
+    if (shadow && strictNames)
+      throw new AdminError('conflict', `subject "${subjectId}" is a config-file user's`, 'subjectId');
     if (user.password !== undefined) checkPassword(user.password, username, productName(this.config));
-    const emails = user.emails ? user.emails.map((e) => ({ ...e, verified: false })) : (user.email === undefined ? [] : [{ value: user.email, type: null, primary: true, verified: user.emailVerified ?? false }]);
+    const emails = user.emails
+      ? user.emails.map((e) => ({ ...e, verified: false }))
+      : user.email === undefined
+        ? []
+        : [{ value: user.email, type: null, primary: true, verified: user.emailVerified ?? false }];
     if (user.email !== undefined) checkEmail(user.email);
     checkEmails(emails);
     const write: UserWrite = {
@@ -159,7 +180,11 @@ export class UserAdmin {
       emails,
       ...(user.password !== undefined ? { passwordHash: await hash(user.password) } : {}),
     };
-    return { subjectId, write, ...(shadow ? { shadowedBy: { username: shadow.username, subjectId: shadow.subjectId } } : {}) };
+    return {
+      subjectId,
+      write,
+      ...(shadow ? { shadowedBy: { username: shadow.username, subjectId: shadow.subjectId } } : {}),
+    };
   }
 
   /**
@@ -214,7 +239,13 @@ export class UserAdmin {
     for (let i = 0; i < (options.version === undefined ? UPDATE_TRIES : 1); i++) {
       const before = await this.stored(subjectId);
       if (!ifMatchHolds(options.ifMatch, storedUserView(before).etag))
-        throw new AdminError('precondition_failed', `user "${before.username}" is not at the version If-Match names`, undefined, undefined, { reason: 'changed', item: { kind: 'user', name: before.username } });
+        throw new AdminError(
+          'precondition_failed',
+          `user "${before.username}" is not at the version If-Match names`,
+          undefined,
+          undefined,
+          { reason: 'changed', item: { kind: 'user', name: before.username } },
+        );
       if (options.version !== undefined && before.version !== options.version) return undefined;
       const write = await this.changed(before, change);
       let written: boolean;
@@ -226,7 +257,13 @@ export class UserAdmin {
       if (written) return this.changeMade(before, write, change, options);
       if (options.version !== undefined) return undefined;
     }
-    throw new AdminError('precondition_failed', `user "${subjectId}" was changed concurrently; try again`, undefined, undefined, { reason: 'changed', item: { kind: 'user', name: subjectId } });
+    throw new AdminError(
+      'precondition_failed',
+      `user "${subjectId}" was changed concurrently; try again`,
+      undefined,
+      undefined,
+      { reason: 'changed', item: { kind: 'user', name: subjectId } },
+    );
   }
 
   /**
@@ -284,10 +321,21 @@ export class UserAdmin {
   async delete(subjectId: string, audit: AdminAudit, ifMatch?: string): Promise<RemovedUser> {
     const user = await this.stored(subjectId);
     if (!ifMatchHolds(ifMatch, storedUserView(user).etag))
-      throw new AdminError('precondition_failed', `user "${user.username}" is not at the version If-Match names`, undefined, undefined, { reason: 'changed', item: { kind: 'user', name: user.username } });
+      throw new AdminError(
+        'precondition_failed',
+        `user "${user.username}" is not at the version If-Match names`,
+        undefined,
+        undefined,
+        { reason: 'changed', item: { kind: 'user', name: user.username } },
+      );
     const ended = await this.signOutEverywhere(subjectId);
     if (!(await this.store.users.removeUser(subjectId))) throw this.notStored(subjectId, null, 'subject');
-    if (!audit.recordsChanges) emitUserChange(audit, 'user.remove', subjectId, { username: user.username, endedSessions: ended.endedSessions, revokedTokens: ended.revokedTokens });
+    if (!audit.recordsChanges)
+      emitUserChange(audit, 'user.remove', subjectId, {
+        username: user.username,
+        endedSessions: ended.endedSessions,
+        revokedTokens: ended.revokedTokens,
+      });
     return { subjectId, username: user.username };
   }
 
@@ -297,7 +345,9 @@ export class UserAdmin {
    * @throws AdminError `read_only` for a config-file user (by username or subject), `not_found` for no such user.
    */
   async remove(usernameOrSubject: string, tenant: string | null, audit: AdminAudit): Promise<RemovedUser> {
-    const user = (await this.store.users.findUserByUsername(usernameOrSubject, tenant)) ?? (await this.store.users.findUserBySubject(usernameOrSubject));
+    const user =
+      (await this.store.users.findUserByUsername(usernameOrSubject, tenant)) ??
+      (await this.store.users.findUserBySubject(usernameOrSubject));
     if (!user) throw this.notStored(usernameOrSubject, tenant, 'either');
     return this.delete(user.subjectId, audit);
   }
@@ -322,20 +372,39 @@ export class UserAdmin {
    * @returns the user, with the claims written.
    * @throws Error when the link names a user that no longer exists.
    */
-  async linkUpstream(provider: string, sub: string, claims: Record<string, unknown>, tenant: string | null): Promise<User> {
+  async linkUpstream(
+    provider: string,
+    sub: string,
+    claims: Record<string, unknown>,
+    tenant: string | null,
+  ): Promise<User> {
     const link = { key: externalLinkKey(provider, sub), provider, upstreamSubject: sub };
     let subjectId = await this.store.users.findExternalLink(link.key);
     if (subjectId === undefined) {
       const fresh = newId();
       const readable = `${provider}:${sub}`;
-      const free = readable.length <= MAX_USERNAME_LENGTH && !(await this.store.users.findUserByUsername(readable, tenant ?? ''));
+      const free =
+        readable.length <= MAX_USERNAME_LENGTH && !(await this.store.users.findUserByUsername(readable, tenant ?? ''));
       const username = free ? readable : `${provider}:${fresh}`.slice(-MAX_USERNAME_LENGTH);
-      subjectId = await this.store.users.addExternalUser(link, { subjectId: fresh, username, tenant, passwordHash: null, claims, isActive: true });
+      subjectId = await this.store.users.addExternalUser(link, {
+        subjectId: fresh,
+        username,
+        tenant,
+        passwordHash: null,
+        claims,
+        isActive: true,
+      });
     }
     const existing = await this.store.users.findUserBySubject(subjectId);
     if (!existing) throw new Error('the linked local user no longer exists');
     await this.store.users.updateClaims(existing.subjectId, claims);
-    return { subjectId: existing.subjectId, username: existing.username, tenant: existing.tenant, isActive: existing.isActive, claims };
+    return {
+      subjectId: existing.subjectId,
+      username: existing.username,
+      tenant: existing.tenant,
+      isActive: existing.isActive,
+      claims,
+    };
   }
 
   /**
@@ -343,7 +412,10 @@ export class UserAdmin {
    * first config-file user of that name (in `tenant` when not null), else the stored one.
    * @throws AdminError `not_found` when there is no such user.
    */
-  async secondFactors(username: string, tenant: string | null): Promise<{ subjectId: string; factors: StoredFactor[] }> {
+  async secondFactors(
+    username: string,
+    tenant: string | null,
+  ): Promise<{ subjectId: string; factors: StoredFactor[] }> {
     const subjectId = await this.factorOwner(username, tenant);
     return { subjectId, factors: await this.mfa.listFactors(subjectId) };
   }
@@ -356,11 +428,16 @@ export class UserAdmin {
    * @returns the subject and how many factors were removed.
    * @throws AdminError `not_found` when there is no such user.
    */
-  async resetSecondFactors(username: string, tenant: string | null, audit: AdminAudit): Promise<{ subjectId: string; removed: number }> {
+  async resetSecondFactors(
+    username: string,
+    tenant: string | null,
+    audit: AdminAudit,
+  ): Promise<{ subjectId: string; removed: number }> {
     const subjectId = await this.factorOwner(username, tenant);
     const factors = await this.mfa.listFactors(subjectId);
     const removed = await this.mfa.removeAllFactors(subjectId);
-    for (const kind of new Set(factors.map((f) => f.kind))) audit.events.emit({ name: 'mfa_removed', endpoint: audit.endpoint, subjectId, factor: kind });
+    for (const kind of new Set(factors.map((f) => f.kind)))
+      audit.events.emit({ name: 'mfa_removed', endpoint: audit.endpoint, subjectId, factor: kind });
     return { subjectId, removed };
   }
 
@@ -376,11 +453,16 @@ export class UserAdmin {
     const username = change.username ?? before.username;
     if (username !== before.username) {
       checkUsername(username);
-      if (username.toLowerCase() !== before.username.toLowerCase()) await this.checkNameFree(username, before.tenant === '' ? null : before.tenant, before.subjectId, true);
+      if (username.toLowerCase() !== before.username.toLowerCase())
+        await this.names.checkNameFree(username, before.tenant === '' ? null : before.tenant, before.subjectId, true);
     }
     const claims = change.claims === undefined ? before.claims : checkClaims(change.claims);
     if (change.email !== undefined) checkEmail(change.email.value);
-    const emails = change.emails ? carriedOver(change.emails, before.emails) : change.email === undefined ? before.emails : withPrimary(before.emails, change.email);
+    const emails = change.emails
+      ? carriedOver(change.emails, before.emails)
+      : change.email === undefined
+        ? before.emails
+        : withPrimary(before.emails, change.email);
     checkEmails(emails);
     if (change.password !== undefined) checkPassword(change.password, username, productName(this.config));
     return {
@@ -394,7 +476,12 @@ export class UserAdmin {
   }
 
   /** What follows a change written over `before`: the sign-out of a deactivated user (or as asked), mailed links ended, the audit events. */
-  private async changeMade(before: DirectoryUser, write: UserWrite, change: UserChange, options: { audit?: AdminAudit; signOut?: boolean }): Promise<{ signedOut?: SignedOut }> {
+  private async changeMade(
+    before: DirectoryUser,
+    write: UserWrite,
+    change: UserChange,
+    options: { audit?: AdminAudit; signOut?: boolean },
+  ): Promise<{ signedOut?: SignedOut }> {
     const { subjectId } = before;
     const { audit } = options;
     const deactivated = before.isActive && !write.isActive;
@@ -403,29 +490,6 @@ export class UserAdmin {
     if (write.passwordHash !== undefined && !signedOut) await this.endMailedLinks(subjectId);
     if (audit) auditChanged(audit, subjectId, before, write, change, signedOut);
     return signedOut ? { signedOut } : {};
-  }
-
-  /**
-   * Refuses a username held by another stored user of the tenant (null: of any tenant), a user
-   * directory, or (`strict`) a config-file user (`holderOf`).
-   * @throws AdminError `conflict` (field `username`); DirectoryUnavailable.
-   */
-  private async checkNameFree(username: string, tenant: string | null, except: string | undefined, strict: boolean): Promise<void> {
-    const stored = tenant === null
-      ? await this.store.directory.usernameTaken(username, except)
-      : ((await this.store.users.findUserByUsername(username, tenant))?.subjectId ?? except) !== except;
-    if (stored) throw usernameTaken(username);
-    const holder = await this.holderOf(username);
-    if (holder?.kind === 'directory') throw new AdminError('conflict', `userName "${username}" is taken: it belongs to a user of directory "${holder.directory}"`, 'username');
-    if (holder?.kind === 'config' && strict) throw new AdminError('conflict', `userName "${username}" is taken: the config file defines a user of that name`, 'username');
-  }
-
-  /** Refuses a subject that is a config-file or stored client's id (RFC 9068 §5) or a stored user's. @throws AdminError. */
-  private async checkSubjectFree(subjectId: string, username: string): Promise<void> {
-    const client = this.config.clients.find((c) => c.clientId === subjectId)?.clientId
-      ?? (await this.store.clients.listClients()).find((c) => c.clientId === subjectId)?.clientId;
-    if (client !== undefined) throw new AdminError('invalid', clientSubjectCollision(String(client), `user "${username}"`), 'subjectId');
-    if (await this.store.users.findUserBySubject(subjectId)) throw new AdminError('conflict', `a stored user has the subject "${subjectId}"`, 'subjectId');
   }
 
   /**
@@ -447,7 +511,11 @@ export class UserAdmin {
 
   /** Ends every reset, verification and registration link mailed to the user (`EmailLinks.revokeAllOf`). */
   private async endMailedLinks(subjectId: string): Promise<void> {
-    await this.store.records.emailLinks.revokeAllOf(subjectId, (await this.store.emails.primary(subjectId))?.value, nowSeconds());
+    await this.store.records.emailLinks.revokeAllOf(
+      subjectId,
+      (await this.store.emails.primary(subjectId))?.value,
+      nowSeconds(),
+    );
   }
 
   /** The subject of a stored user. @throws AdminError `read_only` for a config-file user, `not_found`. */
@@ -470,7 +538,16 @@ export class UserAdmin {
     const named = by !== 'subject' && configUsersNamed(this.config.users, name, tenant).length > 0;
     const inConfig = named || (by !== 'name' && this.config.users.some((u) => u.subjectId === name));
     return inConfig
-      ? new AdminError('read_only', `user "${name}" is defined in the config file, which is read-only`, undefined, undefined, { reason: 'read_only', item: { kind: 'user', name } })
-      : new AdminError('not_found', `no stored user "${name}"`, undefined, undefined, { reason: 'not_found', item: { kind: 'user', name } });
+      ? new AdminError(
+          'read_only',
+          `user "${name}" is defined in the config file, which is read-only`,
+          undefined,
+          undefined,
+          { reason: 'read_only', item: { kind: 'user', name } },
+        )
+      : new AdminError('not_found', `no stored user "${name}"`, undefined, undefined, {
+          reason: 'not_found',
+          item: { kind: 'user', name },
+        });
   }
 }

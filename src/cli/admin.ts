@@ -106,7 +106,16 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
     if (action === 'add' && name !== undefined) {
       const claims = flags.claims === undefined ? undefined : jsonOf(flags.claims);
       const verified = flags['email-verified'] ?? false;
-      const added = await users.create({ username: name, subjectId: flags.subject, tenant, claims, password: await readPassword(flags), email: flags.email, emailVerified: verified });
+      const password = await readPassword(flags);
+      const added = await users.create({
+        username: name,
+        subjectId: flags.subject,
+        tenant,
+        claims,
+        password,
+        email: flags.email,
+        emailVerified: verified,
+      });
       if (added.shadowedBy)
         console.warn(`sigil: warning: the config file has a user "${added.shadowedBy.username}" (${added.shadowedBy.subjectId}); config users win`);
       console.log(`added user ${name} with subject ${added.subjectId}`);
@@ -131,7 +140,8 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       return 0;
     }
     if ((action === 'disable' || action === 'enable') && name !== undefined) {
-      const { subjectId, endedSessions: ended, revokedTokens: revoked } = await users.setActive({ username: name, tenant }, action === 'enable', cliAudit(cfg));
+      const done = await users.setActive({ username: name, tenant }, action === 'enable', cliAudit(cfg));
+      const { subjectId, endedSessions: ended, revokedTokens: revoked } = done;
       if (action === 'enable') {
         console.log(`enabled user ${name} (${subjectId})`);
         return 0;
@@ -184,7 +194,8 @@ async function sendVerification(cfg: ResolvedConfig, store: Store, users: UserAd
   const mailer = new Mailer(cfg.email, productName(cfg));
   const log = pino({ level: 'silent' });
   try {
-    const email = new AccountEmail({ store, users, counters: new MemoryFailureCounters(), mailer, config: cfg.email, issuer: cfg.issuer, log });
+    const counters = new MemoryFailureCounters();
+    const email = new AccountEmail({ store, users, counters, mailer, config: cfg.email, issuer: cfg.issuer, log });
     await email.requestVerification(subjectId, 'en');
     console.log('a verification link was sent to the address');
   } catch (err) {

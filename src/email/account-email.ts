@@ -119,7 +119,8 @@ export class AccountEmail {
     if (!user || !user.isActive) return { ok: false, reason: 'invalid_link' };
     const problems = this.deps.users.passwordProblems(password, user.username);
     if (problems.length > 0) return { ok: false, reason: 'policy', problems };
-    if (!(await this.deps.store.records.emailLinks.consume(handle, nowSeconds()))) return { ok: false, reason: 'invalid_link' };
+    if (!(await this.deps.store.records.emailLinks.consume(handle, nowSeconds())))
+      return { ok: false, reason: 'invalid_link' };
     await this.deps.users.update(user.subjectId, { password }, { signOut: true });
     return { ok: true, subjectId: user.subjectId, username: user.username };
   }
@@ -195,7 +196,8 @@ export class AccountEmail {
     } catch (err) {
       if (!(err instanceof AdminError)) throw err;
       // A stored user holds the name (`exists`): an address taken meanwhile; else a config-file user or a directory.
-      return { ok: false, reason: err.code === 'conflict' && err.detail?.reason !== 'exists' ? 'taken' : 'invalid_link' };
+      const heldElsewhere = err.code === 'conflict' && err.detail?.reason !== 'exists';
+      return { ok: false, reason: heldElsewhere ? 'taken' : 'invalid_link' };
     }
     if (!(await this.deps.store.records.emailLinks.consume(handle, now))) return { ok: false, reason: 'invalid_link' };
     if (!(await this.deps.store.records.emailLinks.claimAddress(normalizeEmail(email), now)) || (await this.addressTaken(email))) return { ok: false, reason: 'invalid_link' };

@@ -21,7 +21,12 @@ export const MERGE_PATCH = 'application/merge-patch+json';
  * A name in a path or query: bounded, and without control characters (PostgreSQL refuses a NUL
  * in text, which would otherwise surface as a server error).
  */
-export const name = (max: number) => z.string().min(1).max(max).regex(/^[^\u0000-\u001f\u007f]+$/, 'control characters are not allowed');
+export const name = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .regex(/^[^\u0000-\u001f\u007f]+$/, 'control characters are not allowed');
 
 /** The `clientId` of a path. */
 export const clientIdParam = name(100).meta({ description: 'The client_id' });

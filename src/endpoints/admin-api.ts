@@ -30,7 +30,19 @@ import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { noStore } from '../http/request.js';
 import { requireScope, sendTokenError } from './protected-resource.js';
-import { ADMIN_API_PATH, type Answer, changes, clientIdParam as clientId, ifMatch, MERGE_PATCH, name, type Params, parsed, PreconditionRequired, type Route } from './admin-api-kit.js';
+import {
+  ADMIN_API_PATH,
+  type Answer,
+  changes,
+  clientIdParam as clientId,
+  ifMatch,
+  MERGE_PATCH,
+  name,
+  type Params,
+  parsed,
+  PreconditionRequired,
+  type Route,
+} from './admin-api-kit.js';
 import { USER_ROUTES } from './admin-api-users.js';
 
 /** A body that is no JSON, or JSON beyond the bounds: answered 400 by the route. */

@@ -163,8 +163,12 @@ export function upstreamSubject(claims: Record<string, unknown>): string | undef
  * `DEFAULT_CLAIM_MAPPING`) that the upstream sent, under its local name. Written to the linked
  * local user at every sign-in (`UserAdmin.linkUpstream`).
  */
-export function mappedClaims(provider: IdentityProviderConfig, upstream: Record<string, unknown>): Record<string, unknown> {
+export function mappedClaims(
+  provider: IdentityProviderConfig,
+  upstream: Record<string, unknown>,
+): Record<string, unknown> {
   const claims: Record<string, unknown> = {};
-  for (const [local, remote] of Object.entries(provider.claimMapping ?? DEFAULT_CLAIM_MAPPING)) if (upstream[remote] !== undefined) claims[local] = upstream[remote];
+  for (const [local, remote] of Object.entries(provider.claimMapping ?? DEFAULT_CLAIM_MAPPING))
+    if (upstream[remote] !== undefined) claims[local] = upstream[remote];
   return claims;
 }

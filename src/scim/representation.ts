@@ -37,16 +37,19 @@ export function field(o: Json, name: string): unknown {
 export function optionalString(o: Json, name: string, max: number): string | undefined {
   const v = field(o, name);
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.length > max) throw invalidValue(`${name} must be a string of at most ${max} characters`);
+  if (typeof v !== 'string' || v.length > max)
+    throw invalidValue(`${name} must be a string of at most ${max} characters`);
   return v.length === 0 ? undefined : v;
 }
 
 /** `body` as a JSON object whose `schemas` list `schema`. @throws ScimError 400 `invalidSyntax`. */
 export function schemasOf(body: unknown, schema: string): Json {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ScimError(400, 'the body must be a JSON object', 'invalidSyntax');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new ScimError(400, 'the body must be a JSON object', 'invalidSyntax');
   const o = body as Json;
   const schemas = field(o, 'schemas');
-  if (!Array.isArray(schemas) || !schemas.includes(schema)) throw new ScimError(400, `schemas must list ${schema}`, 'invalidSyntax');
+  if (!Array.isArray(schemas) || !schemas.includes(schema))
+    throw new ScimError(400, `schemas must list ${schema}`, 'invalidSyntax');
   return o;
 }
 
@@ -71,11 +74,20 @@ export function usernameOf(o: Json): string {
  */
 export function scimRefusal(err: unknown, username: string): unknown {
   if (err instanceof DirectoryUnavailable)
-    return new ScimError(503, `user directory "${err.directory}" cannot answer whether it holds userName "${username}"; try again later`, undefined, err.headers);
+    return new ScimError(
+      503,
+      `user directory "${err.directory}" cannot answer whether it holds userName "${username}"; try again later`,
+      undefined,
+      err.headers,
+    );
   if (!(err instanceof AdminError)) return err;
   if (err.code === 'conflict') return new ScimError(409, `userName "${username}" is taken`, 'uniqueness');
-  if (err.code === 'invalid') return invalidValue(err.field === 'password' ? `password: ${err.message}` : err.field === 'username' ? USERNAME_RULE : err.message);
-  if (err.code === 'precondition_failed') return new ScimError(412, 'the resource was changed concurrently; read it again');
+  if (err.code === 'invalid')
+    return invalidValue(
+      err.field === 'password' ? `password: ${err.message}` : err.field === 'username' ? USERNAME_RULE : err.message,
+    );
+  if (err.code === 'precondition_failed')
+    return new ScimError(412, 'the resource was changed concurrently; read it again');
   return new ScimError(404, err.message);
 }
 
@@ -91,7 +103,8 @@ export function etagOf(version: number): string {
 export function checkIfMatch(ifMatch: string | undefined, current: number): void {
   if (ifMatch === undefined || ifMatch.trim() === '*') return;
   const wanted = ifMatch.split(',').map((t) => t.trim().replace(/^W\//, ''));
-  if (!wanted.includes(`"${current}"`)) throw new ScimError(412, 'the resource was changed: its version is not the one in If-Match');
+  if (!wanted.includes(`"${current}"`))
+    throw new ScimError(412, 'the resource was changed: its version is not the one in If-Match');
 }
 
 /**
@@ -99,7 +112,10 @@ export function checkIfMatch(ifMatch: string | undefined, current: number): void
  * `If-Match` the first lost race is a 412 (§3.14: the client's version is stale); without it the
  * change is applied to the newest version, up to three times, then 412.
  */
-export async function retried(ifMatch: string | undefined, attempt: () => Promise<ScimResult | undefined>): Promise<ScimResult> {
+export async function retried(
+  ifMatch: string | undefined,
+  attempt: () => Promise<ScimResult | undefined>,
+): Promise<ScimResult> {
   for (let i = 0; i < (ifMatch === undefined ? 3 : 1); i++) {
     const result = await attempt();
     if (result) return result;

@@ -27,10 +27,29 @@ import { DirectoryConflict, type DirectoryGroup, type DirectoryUser } from '../s
 import type { Store } from '../stores/types.js';
 import { attributeList, type ListParams, listQuery, project } from './listing.js';
 import {
-  changedAttributes, checkIfMatch, etagOf, field, invalidValue, type Json, optionalString, retried, schemasOf, scimRefusal, type ScimResult, usernameOf,
+  changedAttributes,
+  checkIfMatch,
+  etagOf,
+  field,
+  invalidValue,
+  type Json,
+  optionalString,
+  retried,
+  type ScimResult,
+  schemasOf,
+  scimRefusal,
+  usernameOf,
 } from './representation.js';
 import { applyPatch } from './patch.js';
-import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_RESPONSE, MAX_COUNT, PATCH_OP, USER_ATTRIBUTES, USER_SCHEMA } from './schemas.js';
+import {
+  GROUP_ATTRIBUTES,
+  GROUP_SCHEMA,
+  LIST_RESPONSE,
+  MAX_COUNT,
+  PATCH_OP,
+  USER_ATTRIBUTES,
+  USER_SCHEMA,
+} from './schemas.js';
 
 /** Who made a change (the management guard's caller). */
 export interface ScimActor {
@@ -94,13 +113,15 @@ export class ScimService {
     const { username, ...input } = this.userInput(schemasOf(body, USER_SCHEMA), undefined);
     let id: string;
     try {
-      ({ subjectId: id } = await this.users.create({ username, ...input }, { audit: this.auditOf(actor), strictNames: true }));
+      const options = { audit: this.auditOf(actor), strictNames: true };
+      ({ subjectId: id } = await this.users.create({ username, ...input }, options));
     } catch (err) {
       throw scimRefusal(err, username);
     }
     const created = await this.findUser(id);
     const resource = this.userResource(created);
-    this.audit('resource_created', actor, 'User', id, changedAttributes({}, resource, input.password !== undefined ? ['password'] : []));
+    const changed = changedAttributes({}, resource, input.password !== undefined ? ['password'] : []);
+    this.audit('resource_created', actor, 'User', id, changed);
     return { resource, etag: etagOf(created.version) };
   }
 
@@ -146,12 +167,16 @@ export class ScimService {
     this.audit('resource_deleted', actor, 'User', id, []);
   }
 
-  /** Writes `body` over `before` through `UserAdmin.update` if its version is still current; undefined when it is not. */
+  /**
+   * Writes `body` over `before` through `UserAdmin.update` if its version is still current;
+   * undefined when it is not.
+   */
   private async writeUser(before: DirectoryUser, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
     const input = this.userInput(body, before);
     let written: unknown;
     try {
-      written = await this.users.update(before.subjectId, input, { audit: this.auditOf(actor), version: before.version });
+      const options = { audit: this.auditOf(actor), version: before.version };
+      written = await this.users.update(before.subjectId, input, options);
     } catch (err) {
       throw scimRefusal(err, input.username);
     }
@@ -159,7 +184,8 @@ export class ScimService {
     if (!written) return undefined;
     const after = await this.findUser(before.subjectId);
     const resource = this.userResource(after);
-    const changed = changedAttributes(this.userResource(before), resource, input.password !== undefined ? ['password'] : []);
+    const password = input.password !== undefined ? ['password'] : [];
+    const changed = changedAttributes(this.userResource(before), resource, password);
     this.audit('resource_updated', actor, 'User', before.subjectId, changed);
     return { resource, etag: etagOf(after.version) };
   }
@@ -323,11 +349,15 @@ export class ScimService {
 
   /** Every group by name (at most `MAX_COUNT`) with how many members it has: the groups the console offers. */
   async groupChoices(): Promise<{ id: string; name: string; members: number }[]> {
-    const { groups } = await this.store.directory.listGroups({ sortBy: { attr: 'displayName' }, offset: 0, limit: MAX_COUNT });
+    const query = { sortBy: { attr: 'displayName' }, offset: 0, limit: MAX_COUNT };
+    const { groups } = await this.store.directory.listGroups(query);
     return groups.map((g) => ({ id: g.id, name: g.displayName, members: g.members.length }));
   }
 
-  /** Creates a group of that name without members (the console's form), as `createGroup`. @throws ScimError 400, 409. */
+  /**
+   * Creates a group of that name without members (the console's form), as `createGroup`.
+   * @throws ScimError 400, 409.
+   */
   async createNamedGroup(displayName: string, actor: ScimActor): Promise<void> {
     await this.createGroup({ schemas: [GROUP_SCHEMA], displayName }, actor);
   }
@@ -340,9 +370,12 @@ export class ScimService {
   async setGroupsOf(subjectId: string, groupIds: readonly string[], actor: ScimActor): Promise<void> {
     const current = new Set((await this.findUser(subjectId)).groups.map((g) => g.id));
     const wanted = new Set(groupIds);
-    const patch = (id: string, operation: Json) => this.patchGroup(id, { schemas: [PATCH_OP], Operations: [operation] }, undefined, actor);
-    for (const id of wanted) if (!current.has(id)) await patch(id, { op: 'add', path: 'members', value: [{ value: subjectId }] });
-    for (const id of current) if (!wanted.has(id)) await patch(id, { op: 'remove', path: `members[value eq ${JSON.stringify(subjectId)}]` });
+    const patch = (id: string, operation: Json) =>
+      this.patchGroup(id, { schemas: [PATCH_OP], Operations: [operation] }, undefined, actor);
+    for (const id of wanted)
+      if (!current.has(id)) await patch(id, { op: 'add', path: 'members', value: [{ value: subjectId }] });
+    for (const id of current)
+      if (!wanted.has(id)) await patch(id, { op: 'remove', path: `members[value eq ${JSON.stringify(subjectId)}]` });
   }
 
   /** Writes `body` over `before` if its version is still current; undefined when it is not. */

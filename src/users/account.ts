@@ -99,7 +99,10 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
  * import it.
  */
 export interface AccountWrites {
-  /** The password policy's problems with `password` for the user `username` (NIST SP 800-63B-4 §3.1.1.2); empty: accepted. */
+  /**
+   * The password policy's problems with `password` for the user `username` (NIST SP 800-63B-4
+   * §3.1.1.2); empty: accepted.
+   */
   passwordProblems(password: string, username: string): PasswordProblem[];
   /**
    * Changes a stored user: a new password (checked by the policy, stored as an argon2id hash; the

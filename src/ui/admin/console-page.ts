@@ -142,6 +142,9 @@ export function refusalOf(err: unknown, t: (key: keyof Messages) => string): Ref
     return { message, status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code], fields };
   }
   if (err instanceof ScimError) return { message: atField('', err.detail), status: err.status, fields: {} };
-  if (err instanceof DirectoryUnavailable) return { message: atField('', `user directory "${err.directory}" cannot answer; try again later`), status: 503, fields: {} };
+  if (err instanceof DirectoryUnavailable) {
+    const message = atField('', `user directory "${err.directory}" cannot answer; try again later`);
+    return { message, status: 503, fields: {} };
+  }
   return undefined;
 }

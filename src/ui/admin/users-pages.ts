@@ -25,7 +25,8 @@ type Json = Record<string, unknown>;
 
 /** The display name of a user: their `name` claim, else `display_name`. */
 function nameOf(claims: Json): string {
-  return typeof claims.name === 'string' ? claims.name : typeof claims.display_name === 'string' ? claims.display_name : '';
+  if (typeof claims.name === 'string') return claims.name;
+  return typeof claims.display_name === 'string' ? claims.display_name : '';
 }
 
 /** Registers `/admin/users` and the pages of one user. */
@@ -45,9 +46,16 @@ export function userPages(admin: Console): void {
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
-      return admin.render(request, reply, 'console-users', 'users', { q, users: [], groups, form, error: refusal.message }, 400);
+      const data = { q, users: [], groups, form, error: refusal.message };
+      return admin.render(request, reply, 'console-users', 'users', data, 400);
     }
-    const shown = listed.users.map((u) => ({ subjectId: u.subjectId, username: u.username, name: nameOf(u.claims), active: u.active, source: u.source }));
+    const shown = listed.users.map((u) => ({
+      subjectId: u.subjectId,
+      username: u.username,
+      name: nameOf(u.claims),
+      active: u.active,
+      source: u.source,
+    }));
     return admin.render(request, reply, 'console-users', 'users', { q, users: shown, groups, form, error }, status);
   };
 
@@ -68,7 +76,8 @@ export function userPages(admin: Console): void {
     if (!user) return reply;
     const { factors } = await users.secondFactors(user.username, user.tenant);
     const memberOf = new Set(user.groups.map((g) => g.id));
-    const allGroups = user.source === 'store' ? (await scim.groupChoices()).map((g) => ({ id: g.id, name: g.name, member: memberOf.has(g.id) })) : [];
+    const choices = user.source === 'store' ? await scim.groupChoices() : [];
+    const allGroups = choices.map((g) => ({ id: g.id, name: g.name, member: memberOf.has(g.id) }));
     return admin.render(
       request,
       reply,
@@ -97,7 +106,12 @@ export function userPages(admin: Console): void {
     const password = single(w.form, 'password') ?? '';
     try {
       const { subjectId } = await users.create(
-        { username: form.username, claims: form.name ? { name: form.name } : {}, ...(form.email ? { email: form.email } : {}), ...(password ? { password } : {}) },
+        {
+          username: form.username,
+          claims: form.name ? { name: form.name } : {},
+          ...(form.email ? { email: form.email } : {}),
+          ...(password ? { password } : {}),
+        },
         { audit: admin.userAudit(w.caller), strictNames: true },
       );
       return admin.done(reply, userPath(subjectId), 'consoleUserCreated');
