@@ -143,9 +143,10 @@ export class UserAdmin {
    * @param strictNames whether a config-file user's username or subject is refused (every door but
    *   `sigil users add`, which saves such a user, `shadowedBy` naming the config user who wins)
    * @throws AdminError `invalid` for a username out of bounds (field `username`), claims that are
-   *   not a JSON object (`claims`), a subject out of bounds or that is a client's id or a stored
-   *   user's (`subjectId`, RFC 9068 §5); `conflict` (field `username`) when a stored user of the
-   *   tenant, a user directory or (strict) a config-file user holds the username; `PasswordRefused`
+   *   not a JSON object (`claims`), a subject out of bounds or that is a client's id (`subjectId`,
+   *   RFC 9068 §5); `conflict` (field `username`) when a stored user of the tenant (detail `exists`),
+   *   a user directory or (strict) a config-file user (no detail) holds the username, (field
+   *   `subjectId`) when a stored or (strict) config-file user has the subject; `PasswordRefused`
    *   for a password the policy refuses; `invalid` (field `email`) for addresses that are not;
    *   DirectoryUnavailable when a directory cannot answer.
    */
