@@ -48,7 +48,7 @@ export interface Management {
   clients: ClientAdmin;
   keys: KeyAdmin;
   sessions: SessionAdmin;
-  /** Stored users: activation (with sign-out everywhere), claims, second factors. */
+  /** The one writer of the stored users, with their rules (names, password policy, sign-out, audit); second factors. */
   users: UserAdmin;
   /** SCIM 2.0 users and groups (RFC 7643, RFC 7644). */
   scim: ScimService;

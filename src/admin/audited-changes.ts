@@ -41,12 +41,13 @@ export class AuditedChanges {
     emitAdminChange(this.origin.events, this.origin.endpoint, this.origin.actor, action, target, changes);
   }
 
-  /** `ClientAdmin.create`; the event lists the new client's settings (never its secret). */
+  /** `ClientAdmin.create`, strict; the event lists the new client's settings (never its secret). */
   async createClient(client: unknown): Promise<{ view: ClientView; secret?: string }> {
-    const created = await this.services.clients.create(client);
+    const { clientId, secret } = await this.services.clients.create(client, { strict: true });
     await this.services.reloadClients();
-    this.audit('client.create', { type: 'client', id: String(created.view.client.clientId) }, created.view.client);
-    return created;
+    const view = await this.services.clients.get(clientId);
+    this.audit('client.create', { type: 'client', id: clientId }, view.client);
+    return { view, ...(secret === undefined ? {} : { secret }) };
   }
 
   /** `ClientAdmin.update`; the event lists the changed settings with their new values. */
@@ -57,9 +58,9 @@ export class AuditedChanges {
     return view;
   }
 
-  /** `ClientAdmin.delete`. */
+  /** `ClientAdmin.delete`, strict: a config-file client's id is refused even with a stored copy. */
   async deleteClient(clientId: string, ifMatch: string | undefined): Promise<void> {
-    await this.services.clients.delete(clientId, ifMatch);
+    await this.services.clients.delete(clientId, { ifMatch, strict: true });
     await this.services.reloadClients();
     this.audit('client.delete', { type: 'client', id: clientId });
   }

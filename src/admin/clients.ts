@@ -1,9 +1,10 @@
 /**
- * Client administration: the one door to the stored clients for the
- * command line (`sigil clients`) and, later, the management API and dynamic registration. A new
- * client is validated as if it were in the config file, together with it; its secrets are stored
- * as SHA-256 digests only. Config-file clients are read-only and win over stored ones
- * of the same id. A client id may never be a user's subject (RFC 9068 §5).
+ * Client administration: the one writer of the stored clients, for every door that creates,
+ * changes or deletes one (`sigil clients`, /admin/v1/clients, the web console, dynamic
+ * registration and its client configuration endpoint, RFC 7591/7592). A client is validated as if
+ * it were in the config file, together with it; its secrets are stored as SHA-256 digests only.
+ * Config-file clients are read-only and win over stored ones of the same id. A client id may never
+ * be a user's subject (RFC 9068 §5). A deleted client's grants and tokens end with it (RFC 7592 §2.3).
  */
 import type { Logger } from 'pino';
 import { ConfigError, type ConfigOverrides, containsReference, type ResolvedConfig, resolveConfig } from '../config/loader.js';
@@ -11,6 +12,7 @@ import { clientSubjectCollision } from '../config/schema.js';
 import { CONSOLE_CLIENT_ID } from '../config/console-client.js';
 import { loadStoredClients, type RetiringSecret, splitStoredClient } from '../clients/stored-clients.js';
 import { isClientIdUrl } from '../clients/metadata-documents.js';
+import type { ClientRegistration } from '../stores/client-registrations.js';
 import type { Store } from '../stores/types.js';
 import { newHandle, nowSeconds } from '../crypto/handles.js';
 import type { ClientRegistry } from '../clients/registry.js';
@@ -40,6 +42,12 @@ interface SavedClient {
   retiringSecrets: RetiringSecret[];
 }
 
+/** A client as stored: its clear-text `clientSecrets` as `sha256:<base64>` digests (digests stay as given). */
+function digested(client: Record<string, unknown>): Record<string, unknown> {
+  const secrets = Array.isArray(client.clientSecrets) ? (client.clientSecrets as string[]) : [];
+  return { ...client, clientSecrets: secrets.map((s) => (s.startsWith('sha256:') ? s : storedSecret(s))) };
+}
+
 function view(config: Record<string, unknown>, source: 'config' | 'store', text: string, retiring: RetiringSecret[] = []): ClientView {
   const { clientSecrets: _secrets, ...client } = config;
   return { client, source, etag: etagOf(text), retiringSecretsExpireAt: retiring.map((r) => r.expiresAt).sort((a, b) => a - b) };
@@ -52,11 +60,13 @@ export interface ClientListing {
   allowedGrantTypes: string[];
 }
 
-/** A client saved by `ClientAdmin.add`. */
+/** A client saved by `ClientAdmin.create`. */
 export interface AddedClient {
   clientId: string;
-  /** A config-file client has that id: it wins, the stored one is saved but unused. */
+  /** A config-file client has that id: it wins, the stored one is saved but unused (never with `strict`). */
   shadowedByConfig: boolean;
+  /** The secret Sigil generated, shown this once; absent when the client gave its own or needs none. */
+  secret?: string;
 }
 
 /** What `ClientAdmin` works with besides the store. */
@@ -79,10 +89,10 @@ export interface ClientAdminOptions {
   resources?: { withStored(raw: Record<string, unknown>): Record<string, unknown> };
 }
 
-/** Adds, removes, lists and reloads the stored clients. */
+/** Creates, changes, deletes, lists and reloads the stored clients. */
 export class ClientAdmin {
   constructor(
-    private readonly store: Pick<Store, 'clients' | 'users' | 'records' | 'logout'>,
+    private readonly store: Pick<Store, 'clients' | 'users' | 'records' | 'logout' | 'registrations'>,
     private readonly options: ClientAdminOptions,
   ) {}
 
@@ -100,32 +110,14 @@ export class ClientAdmin {
   }
 
   /**
-   * Validates `client` together with the config file (so scope names and the like are checked
-   * too; problems name the field path as in the file, `clients[3].allowedScopes[0]: ...`) and
-   * saves it, replacing a stored client of the same id. Its `clientSecrets` are stored as
-   * `sha256:<base64>` digests.
-   * @param client the client's settings as in the config file's `clients` (a JSON object)
-   * @throws AdminError `invalid` when it is not a JSON object, holds a `$env`/`$file` reference, or is not a valid client (the message
-   *   is the config check's, `invalid configuration:` and one line per problem), or when its id is
-   *   the subject of a config-file or stored user (RFC 9068 §5; field `clientId`).
+   * Validates a dynamic client (`register`, `updateRegistered`) together with the config file and
+   * returns the form it is stored in: clear-text `clientSecrets` as `sha256:<base64>` digests
+   * (digests stay as given).
+   * @throws AdminError `invalid` when it is not a JSON object, holds a `$env`/`$file` reference, or
+   *   is not a valid client (the message is the config check's, `invalid configuration:` and one
+   *   line per problem)
    */
-  async add(client: unknown): Promise<AddedClient> {
-    const stored = this.prepare(client);
-    const clientId = String(stored.clientId);
-    this.checkIdNamespace(clientId);
-    const user = await this.store.users.findUserBySubject(clientId);
-    if (user) throw new AdminError('invalid', clientSubjectCollision(clientId, `stored user "${user.username}"`), 'clientId');
-    await this.store.clients.saveClient(clientId, stored);
-    return { clientId, shadowedByConfig: this.options.config.clients.some((c) => c.clientId === clientId) };
-  }
-
-  /**
-   * Validates `client` as `add` does (together with the config file) and returns the form it is
-   * stored in: clear-text `clientSecrets` as `sha256:<base64>` digests (digests stay as given).
-   * Dynamic registration (`ClientRegistrations`) stores through it too.
-   * @throws AdminError `invalid` as `add` (not the user-subject check, which needs the store)
-   */
-  prepare(client: unknown): Record<string, unknown> {
+  private prepare(client: unknown): Record<string, unknown> {
     if (!isJsonObject(client)) throw new AdminError('invalid', 'client must be a JSON object');
     // References are the operator's config file's: stored data may not read the server's environment or files.
     if (containsReference(client)) throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
@@ -139,8 +131,7 @@ export class ClientAdmin {
       if (err instanceof ConfigError) throw new AdminError('invalid', err.message);
       throw err;
     }
-    const secrets = Array.isArray(client.clientSecrets) ? (client.clientSecrets as string[]) : [];
-    return { ...client, clientSecrets: secrets.map((s) => (s.startsWith('sha256:') ? s : storedSecret(s))) };
+    return digested(client);
   }
 
   /**
@@ -155,28 +146,43 @@ export class ClientAdmin {
   }
 
   /**
-   * Creates a stored client from its settings as in the config file's `clients`. Sigil generates
-   * its secret (`newHandle`, 256 bits) unless it is public (`requireClientSecret: false`) or
-   * authenticates with `private_key_jwt`; only the secret's digest is stored.
-   * @returns the new client and its secret, which is shown this once.
-   * @throws AdminError `invalid` (with `problems`) when it is not a valid client, names `clientSecrets`, or its id has a control character;
-   *   `conflict` when a config-file or stored client has its id.
+   * Creates a stored client from its settings as in the config file's `clients`, validated
+   * together with the config file (problems name the field path as in the file,
+   * `clients[3].allowedScopes[0]: ...`, each also as a path within the client). Without
+   * `clientSecrets` Sigil generates its secret (`newHandle`, 256 bits) unless it is public
+   * (`requireClientSecret: false`) or authenticates with `private_key_jwt`; only digests are stored.
+   * @param options `strict` (every door but the command line's `sigil clients add`): `clientSecrets`
+   *   are refused (Sigil generates the secret), and so is an id a config-file or stored client has
+   *   (`conflict`). Without it the client's own `clientSecrets` are taken (clear text or digests),
+   *   a stored client of that id is replaced, and a config-file client of that id shadows the one
+   *   saved (`shadowedByConfig`).
+   * @returns the client's id and the secret Sigil generated, which is shown this once.
+   * @throws AdminError `invalid` (with `problems`) when it is not a JSON object, holds a
+   *   `$env`/`$file` reference, is not a valid client, its id has a control character or is the
+   *   subject of a config-file or stored user (RFC 9068 §5; field `clientId`); `conflict` as said.
    */
-  async create(client: unknown): Promise<{ view: ClientView; secret?: string }> {
-    if (!isJsonObject(client)) throw new AdminError('invalid', 'the client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
-    if ('clientSecrets' in client) throw this.invalidField('clientSecrets', 'Sigil generates the secret; it is shown once in the response');
+  async create(client: unknown, options: { strict?: boolean } = {}): Promise<AddedClient> {
+    if (!isJsonObject(client))
+      throw new AdminError('invalid', 'client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
+    if (options.strict && 'clientSecrets' in client)
+      throw this.invalidField('clientSecrets', 'Sigil generates the secret; it is shown once in the response');
     const clientId = typeof client.clientId === 'string' ? client.clientId : '';
     // PostgreSQL refuses a NUL in text; no client id needs a control character.
     if (/[\u0000-\u001f\u007f]/.test(clientId)) throw this.invalidField('clientId', 'control characters are not allowed');
     this.checkIdNamespace(clientId);
-    if (clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined))
+    const taken = clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined);
+    if (options.strict && taken)
       throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId', undefined, { reason: 'exists', item: { kind: 'client', name: clientId } });
-    const needsSecret = client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';
+    const given = 'clientSecrets' in client;
+    const needsSecret =
+      !given && client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';
     const secret = needsSecret ? newHandle() : undefined;
-    const config = { ...client, clientSecrets: secret === undefined ? [] : [storedSecret(secret)] };
-    await this.validate(config);
+    const checked = given ? client : { ...client, clientSecrets: secret === undefined ? [] : [storedSecret(secret)] };
+    await this.validate(checked);
+    const config = given ? digested(client) : checked;
     await this.store.clients.saveClient(clientId, config);
-    return { view: view(config, 'store', JSON.stringify(config)), ...(secret === undefined ? {} : { secret }) };
+    const shadowedByConfig = this.configClient(clientId) !== undefined;
+    return { clientId, shadowedByConfig, ...(secret === undefined ? {} : { secret }) };
   }
 
   /**
@@ -222,15 +228,83 @@ export class ClientAdmin {
   }
 
   /**
-   * Deletes a stored client, if it is still the version `ifMatch` names when given, and then
-   * everything issued to it (`revokeIssuedTo`).
-   * @throws AdminError `read_only`, `not_found`, `precondition_failed`.
+   * Deletes a stored client, if it is still the version `ifMatch` names when given (one
+   * conditional DELETE), and then everything issued to it (`revokeIssuedTo`).
+   * @param options `strict` (/admin/v1, the console): an id the config file defines is refused even
+   *   when a stored copy has it, since the deletion would revoke the tokens of the config file's
+   *   client of that id. Without it (`sigil clients remove`) the stored copy is deleted, the one left
+   *   unused once the client moved into the config file.
+   * @throws AdminError `read_only` for an id only the config file defines (or, strict, defines at
+   *   all), `not_found` for no stored client, `precondition_failed` for another version.
    */
-  async delete(clientId: string, ifMatch?: string): Promise<void> {
-    const saved = await this.writable(clientId, ifMatch);
-    if (!(await this.store.clients.replaceClientIf(clientId, saved.text, undefined)))
-      throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`, undefined, undefined, { reason: 'changed', item: { kind: 'client', name: clientId } });
+  async delete(clientId: string, options: { ifMatch?: string; strict?: boolean } = {}): Promise<void> {
+    if (options.strict && this.configClient(clientId)) throw this.readOnly(clientId);
+    const text = await this.store.clients.getClient(clientId);
+    if (text === undefined) {
+      if (this.configClient(clientId)) throw this.readOnly(clientId);
+      const item = { kind: 'client' as const, name: clientId };
+      throw new AdminError('not_found', `no stored client "${clientId}"`, undefined, undefined, { reason: 'not_found', item });
+    }
+    if (!ifMatchHolds(options.ifMatch, etagOf(text)) || !(await this.store.clients.replaceClientIf(clientId, text, undefined))) {
+      const item = { kind: 'client' as const, name: clientId };
+      const message = `client "${clientId}" is not at the version If-Match names`;
+      throw new AdminError('precondition_failed', message, undefined, undefined, { reason: 'changed', item });
+    }
     await this.revokeIssuedTo(clientId);
+  }
+
+  /**
+   * Stores a dynamically registered client (RFC 7591 §3.1), validated as `prepare` does, with its
+   * registration record, in one transaction that also counts the registration against its initial
+   * access token (`RegistrationStore.register`).
+   * @param initialToken the `hashHandle` of the initial access token, if one is counted
+   * @returns false when that token is used up or expired (nothing is stored).
+   * @throws AdminError `invalid` as `prepare`.
+   */
+  async register(
+    client: Record<string, unknown>,
+    registration: ClientRegistration,
+    initialToken: string | undefined,
+    now: number,
+  ): Promise<boolean> {
+    return this.store.registrations.register(this.prepare(client), registration, initialToken, now);
+  }
+
+  /**
+   * Replaces a dynamic client's settings and metadata (RFC 7592 §2.2), validated as `prepare`
+   * does, while its registration access token is still `oldTokenHash`, which `newTokenHash` replaces.
+   * @returns false when the token moved on meanwhile (nothing is stored).
+   * @throws AdminError `invalid` as `prepare`.
+   */
+  async updateRegistered(
+    clientId: string,
+    oldTokenHash: string,
+    client: Record<string, unknown>,
+    metadata: Record<string, unknown>,
+    newTokenHash: string,
+    now: number,
+  ): Promise<boolean> {
+    return this.store.registrations.update(clientId, oldTokenHash, this.prepare(client), metadata, newTokenHash, now);
+  }
+
+  /**
+   * Deletes a dynamic client with its registration (RFC 7592 §2.3), then everything issued to it
+   * (`revokeIssuedTo`). @returns false when there was no such dynamic client.
+   */
+  async deleteRegistered(clientId: string): Promise<boolean> {
+    if (!(await this.store.registrations.remove(clientId))) return false;
+    await this.revokeIssuedTo(clientId);
+    return true;
+  }
+
+  /**
+   * Deletes up to `limit` dynamic clients unused since `before` (Unix seconds), each then with
+   * everything issued to it (`revokeIssuedTo`). @returns their ids.
+   */
+  async deleteUnused(before: number, now: number, limit: number): Promise<string[]> {
+    const removed = await this.store.registrations.removeUnused(before, now, limit);
+    for (const id of removed) await this.revokeIssuedTo(id, now);
+    return removed;
   }
 
   /**
@@ -248,7 +322,7 @@ export class ClientAdmin {
    * store wrote with the deletion, `ClientStore.listClientRemovals`).
    * @returns how many grant rows were revoked.
    */
-  async revokeIssuedTo(clientId: string, now = nowSeconds()): Promise<number> {
+  private async revokeIssuedTo(clientId: string, now = nowSeconds()): Promise<number> {
     const revoked = await this.store.records.families.revokeAllOfClient(clientId, now);
     await this.store.logout.forgetClient(clientId);
     return revoked;
@@ -276,8 +350,7 @@ export class ClientAdmin {
 
   /** The stored client to change: not a config-file one, existing, at version `ifMatch` when given. */
   private async writable(clientId: string, ifMatch: string | undefined): Promise<SavedClient> {
-    if (this.configClient(clientId))
-      throw new AdminError('read_only', `client "${clientId}" is managed by the config file; change it there`, undefined, undefined, { reason: 'read_only', item: { kind: 'client', name: clientId } });
+    if (this.configClient(clientId)) throw this.readOnly(clientId);
     const saved = await this.saved(clientId);
     if (!ifMatchHolds(ifMatch, etagOf(saved.text)))
       throw new AdminError('precondition_failed', `client "${clientId}" is not at the version If-Match names`, undefined, undefined, { reason: 'changed', item: { kind: 'client', name: clientId } });
@@ -313,6 +386,13 @@ export class ClientAdmin {
       );
   }
 
+  /** The refusal of a change to a client the config file defines. */
+  private readOnly(clientId: string): AdminError {
+    const item = { kind: 'client' as const, name: clientId };
+    const message = `client "${clientId}" is managed by the config file; change it there`;
+    return new AdminError('read_only', message, undefined, undefined, { reason: 'read_only', item });
+  }
+
   private invalidField(field: string, message: string): AdminError {
     return new AdminError('invalid', `${field}: ${message}`, field, [{ path: field, message }]);
   }
@@ -336,20 +416,6 @@ export class ClientAdmin {
     const clientId = String(client.clientId);
     const user = await this.store.users.findUserBySubject(clientId);
     if (user) throw new AdminError('invalid', clientSubjectCollision(clientId, `stored user "${user.username}"`), 'clientId', [{ path: 'clientId', message: 'is the subject of a user' }]);
-  }
-
-  /**
-   * Removes a stored client, and then everything issued to it (`revokeIssuedTo`).
-   * @throws AdminError `read_only` when only the config file defines it; `not_found` when no one does.
-   */
-  async remove(clientId: string): Promise<void> {
-    if (await this.store.clients.removeClient(clientId)) {
-      await this.revokeIssuedTo(clientId);
-      return;
-    }
-    if (this.options.config.clients.some((c) => c.clientId === clientId))
-      throw new AdminError('read_only', `client "${clientId}" is defined in the config file, which is read-only`, undefined, undefined, { reason: 'read_only', item: { kind: 'client', name: clientId } });
-    throw new AdminError('not_found', `no stored client "${clientId}"`, undefined, undefined, { reason: 'not_found', item: { kind: 'client', name: clientId } });
   }
 
   /**

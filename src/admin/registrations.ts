@@ -1,9 +1,10 @@
 /**
  * Dynamic Client Registration (RFC 7591) and its management (RFC 7592): the service behind
  * `/connect/register` and the client configuration endpoint. A registered client is checked by
- * `checkMetadata` (the policy of config `registration`) and by `ClientAdmin.prepare` (the config
- * file's client rules), stored with the other stored clients (so every node loads it on its
- * reload), with a registration record holding the SHA-256 of its registration access token.
+ * `checkMetadata` (the policy of config `registration`), then written by `ClientAdmin` (which checks
+ * the config file's client rules and revokes what a deleted client was issued) with the other
+ * stored clients (so every node loads it on its reload), with a registration record holding the
+ * SHA-256 of its registration access token.
  *
  * Access:
  * - registration needs an initial access token unless `registration.open`: an access token with
@@ -132,9 +133,10 @@ export class ClientRegistrations {
     const clientId = newId();
     const secret = checked.needsSecret ? newHandle() : undefined;
     const token = newHandle();
-    const stored = this.prepare({ clientId, ...checked.client, clientSecrets: secret === undefined ? [] : [secret] });
     const registration: ClientRegistration = { clientId, tokenHash: hashHandle(token), metadata: checked.metadata, issuedAt: now, lastUsedAt: now };
-    if (!(await this.store.register(stored, registration, slot?.hash, now))) throw unauthorized('the initial access token is used up or expired');
+    const client = { clientId, ...checked.client, clientSecrets: secret === undefined ? [] : [secret] };
+    if (!(await this.admin((admin) => admin.register(client, registration, slot?.hash, now))))
+      throw unauthorized('the initial access token is used up or expired');
     await this.services.reload();
     this.dynamic.add(clientId);
     this.services.events.emit({ name: 'client_registered', endpoint: ENDPOINT, clientId, scopes: String(checked.metadata.scope).split(' '), ...origin });
@@ -169,9 +171,13 @@ export class ClientRegistrations {
     const checked = await this.check(body);
     const secret = checked.needsSecret && digest === undefined ? newHandle() : undefined;
     const secrets = checked.needsSecret ? (secret !== undefined ? [secret] : [digest as string]) : [];
-    const stored = this.prepare({ clientId, ...checked.client, clientSecrets: secrets });
     const next = newHandle();
-    if (!(await this.store.update(clientId, registration.tokenHash, stored, checked.metadata, hashHandle(next), nowSeconds())))
+    const client = { clientId, ...checked.client, clientSecrets: secrets };
+    const tokenHash = hashHandle(next);
+    const updated = await this.admin((admin) =>
+      admin.updateRegistered(clientId, registration.tokenHash, client, checked.metadata, tokenHash, nowSeconds()),
+    );
+    if (!updated)
       throw unauthorized('the registration access token is no longer valid');
     await this.services.reload();
     this.services.events.emit({ name: 'client_updated', endpoint: ENDPOINT, clientId, scopes: String(checked.metadata.scope).split(' '), ...origin });
@@ -181,13 +187,13 @@ export class ClientRegistrations {
   /**
    * Deletes a client (RFC 7592 §2.3): its settings and registration; its credentials fail from
    * then on (at once on this node, within `signingKeys.reloadSeconds` on the others), and the
-   * grants and tokens issued to it are revoked (`ClientAdmin.revokeIssuedTo`).
+   * grants and tokens issued to it are revoked (`ClientAdmin.deleteRegistered`).
    * @throws OAuthError 401 as `read`
    */
   async remove(clientId: string, token: string | undefined, origin?: RequestOrigin): Promise<void> {
     await this.authorize(clientId, token);
-    if (!(await this.store.remove(clientId))) throw unauthorized('the registration access token is invalid');
-    await this.services.admin.revokeIssuedTo(clientId);
+    if (!(await this.services.admin.deleteRegistered(clientId)))
+      throw unauthorized('the registration access token is invalid');
     this.dynamic.delete(clientId);
     await this.services.reload();
     this.services.events.emit({ name: 'client_deleted', endpoint: ENDPOINT, clientId, ...origin });
@@ -214,11 +220,9 @@ export class ClientRegistrations {
    */
   async removeUnused(now = nowSeconds()): Promise<string[]> {
     const days = this.services.config.registration.unusedClientDays;
-    const removed = days === 0 ? [] : await this.store.removeUnused(now - days * DAY, now, REMOVAL_BATCH);
-    for (const id of removed) {
-      await this.services.admin.revokeIssuedTo(id, now);
+    const removed = days === 0 ? [] : await this.services.admin.deleteUnused(now - days * DAY, now, REMOVAL_BATCH);
+    for (const id of removed)
       this.services.events.emit({ name: 'client_deleted', endpoint: 'housekeeping', clientId: id });
-    }
     this.dynamic = new Set(await this.store.ids());
     for (const id of this.touched.keys()) if (!this.dynamic.has(id)) this.touched.delete(id);
     if (removed.length > 0) await this.services.reload();
@@ -242,10 +246,10 @@ export class ClientRegistrations {
     return checked;
   }
 
-  /** `ClientAdmin.prepare` with its refusal as `invalid_client_metadata`. */
-  private prepare(client: Record<string, unknown>): Record<string, unknown> {
+  /** A write of `ClientAdmin`, its refusal of a client the config file's rules refuse as `invalid_client_metadata`. */
+  private async admin<T>(write: (admin: ClientAdmin) => Promise<T>): Promise<T> {
     try {
-      return this.services.admin.prepare(client);
+      return await write(this.services.admin);
     } catch (err) {
       if (err instanceof AdminError) throw new OAuthError('invalid_client_metadata', err.message.replace(/^invalid configuration:\s*/, '').replace(/clients\[\d+\]\./g, ''));
       throw err;

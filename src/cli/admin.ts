@@ -15,7 +15,8 @@ import { AdminError } from '../admin/errors.js';
 import { KeyAdmin } from '../admin/keys.js';
 import { ResourceAdmin } from '../admin/resources.js';
 import { SessionAdmin } from '../admin/sessions.js';
-import { type AdminAudit, UserAdmin } from '../admin/users.js';
+import type { AdminAudit } from '../admin/user-types.js';
+import { UserAdmin } from '../admin/users.js';
 import type { ConfigOverrides, ResolvedConfig } from '../config/loader.js';
 import { EventBus } from '../events/events.js';
 import { parseDataKey } from '../keys/keys.js';
@@ -25,8 +26,6 @@ import { nowSeconds } from '../crypto/handles.js';
 import { AccountEmail } from '../email/account-email.js';
 import { Mailer } from '../email/mailer.js';
 import { productName } from '../config/product-name.js';
-import { LogoutService } from '../logout/logout.js';
-import { ClientRegistry } from '../clients/registry.js';
 import { UpstreamProviders } from '../federation/upstream.js';
 import { Resources } from '../resources/scopes.js';
 import { FailureLimiter, MemoryFailureCounters } from '../limits/failure-limiter.js';
@@ -107,18 +106,27 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
     if (action === 'add' && name !== undefined) {
       const claims = flags.claims === undefined ? undefined : jsonOf(flags.claims);
       const verified = flags['email-verified'] ?? false;
-      const added = await users.add({ username: name, subjectId: flags.subject, tenant, claims, password: await readPassword(flags), email: flags.email, emailVerified: verified });
+      const password = await readPassword(flags);
+      const added = await users.create({
+        username: name,
+        subjectId: flags.subject,
+        tenant,
+        claims,
+        password,
+        email: flags.email,
+        emailVerified: verified,
+      });
       if (added.shadowedBy)
         console.warn(`sigil: warning: the config file has a user "${added.shadowedBy.username}" (${added.shadowedBy.subjectId}); config users win`);
       console.log(`added user ${name} with subject ${added.subjectId}`);
-      if (flags.email !== undefined && !verified) await sendVerification(cfg, store, added.subjectId);
+      if (flags.email !== undefined && !verified) await sendVerification(cfg, store, users, added.subjectId);
       return 0;
     }
     if (action === 'set-email' && name !== undefined && args[2] !== undefined) {
       const verified = flags['email-verified'] ?? false;
       const subjectId = await users.setEmail(name, tenant, args[2], verified);
       console.log(`email of ${name} set${verified ? ' (verified)' : ''}`);
-      if (!verified) await sendVerification(cfg, store, subjectId);
+      if (!verified) await sendVerification(cfg, store, users, subjectId);
       return 0;
     }
     if (action === 'set-password' && name !== undefined) {
@@ -132,7 +140,8 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       return 0;
     }
     if ((action === 'disable' || action === 'enable') && name !== undefined) {
-      const { subjectId, endedSessions: ended, revokedTokens: revoked } = await users.setActive(name, tenant, action === 'enable', cliAudit(cfg));
+      const done = await users.setActive({ username: name, tenant }, action === 'enable', cliAudit(cfg));
+      const { subjectId, endedSessions: ended, revokedTokens: revoked } = done;
       if (action === 'enable') {
         console.log(`enabled user ${name} (${subjectId})`);
         return 0;
@@ -177,7 +186,7 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
  * otherwise says the address stays unverified. The SMTP server's refusal is reported, not thrown:
  * the address is stored either way.
  */
-async function sendVerification(cfg: ResolvedConfig, store: Store, subjectId: string): Promise<void> {
+async function sendVerification(cfg: ResolvedConfig, store: Store, users: UserAdmin, subjectId: string): Promise<void> {
   if (!cfg.email) {
     console.log('the address is not verified (no "email" in the config to send a verification link)');
     return;
@@ -185,9 +194,8 @@ async function sendVerification(cfg: ResolvedConfig, store: Store, subjectId: st
   const mailer = new Mailer(cfg.email, productName(cfg));
   const log = pino({ level: 'silent' });
   try {
-    // Only the verification path is used: the logout service ends no session here.
-    const logout = new LogoutService(store.logout, new ClientRegistry(cfg.clients), cfg.backChannelLogout.retrySeconds);
-    const email = new AccountEmail({ store, logout, counters: new MemoryFailureCounters(), mailer, config: cfg.email, issuer: cfg.issuer, productName: productName(cfg), log });
+    const counters = new MemoryFailureCounters();
+    const email = new AccountEmail({ store, users, counters, mailer, config: cfg.email, issuer: cfg.issuer, log });
     await email.requestVerification(subjectId, 'en');
     console.log('a verification link was sent to the address');
   } catch (err) {
@@ -230,9 +238,10 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
     if (action === 'add') {
       const text = flags.json ?? (flags.file ? readFileSync(flags.file, 'utf8') : undefined);
       if (text === undefined) return usage('give --json JSON or --file FILE');
-      const { clientId, shadowedByConfig } = await clients.add(jsonOf(text));
+      const { clientId, shadowedByConfig, secret } = await clients.create(jsonOf(text));
       if (shadowedByConfig) console.warn(`sigil: warning: the config file defines client "${clientId}"; it wins over the stored one`);
       console.log(`saved client ${clientId}; running nodes pick it up within ${cfg.signingKeys.reloadSeconds} s`);
+      if (secret !== undefined) console.log(`client secret (shown once): ${secret}`);
       return 0;
     }
     if (action === 'update' && id !== undefined) {
@@ -243,7 +252,7 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
       return 0;
     }
     if (action === 'remove' && id !== undefined) {
-      await clients.remove(id);
+      await clients.delete(id);
       console.log(`removed client ${id}`);
       return 0;
     }

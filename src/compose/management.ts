@@ -12,10 +12,12 @@ import { ResourceAdmin } from '../admin/resources.js';
 import { SessionAdmin } from '../admin/sessions.js';
 import { UserAdmin } from '../admin/users.js';
 import { fetchBoundedText } from '../clients/client-keys.js';
-import type { ConfigOverrides } from '../config/loader.js';
+import { ConfigError, type ConfigOverrides } from '../config/loader.js';
 import { ScimService } from '../scim/service.js';
 import type { Infrastructure, ManagementServices, ProtocolServices, SignInServices } from '../services.js';
 import type { UserDirectory } from '../users/directory.js';
+import { LdapDirectory } from '../users/ldap/ldap-directory.js';
+import type { SigilOptions } from './options.js';
 import { StoredChanges } from './changes.js';
 
 /** Where the config came from: a stored client or resource is checked as if it were in the config file. */
@@ -34,16 +36,51 @@ export interface BuiltManagement {
   changes: StoredChanges;
 }
 
+/** The user administration: built before the sign-in group, which writes users through it. */
+export interface UserManagement {
+  /** The one writer of users (stored users; names checked against config users and directories). */
+  userAdmin: UserAdmin;
+  sessionAdmin: SessionAdmin;
+  /** The config's directories (LDAP), then the library user's, in the order they are asked. */
+  directories: UserDirectory[];
+}
+
+/**
+ * The user directories: the config's `userDirectories` (LDAP), then `options.userDirectories`.
+ * @throws ConfigError naming a library directory without `findByUsername`: without it a directory
+ *   could not say which names it holds, and a stored user could take one of its users' names
+ *   (plain JavaScript callers have no type check to tell them)
+ */
+function userDirectories(infra: Infrastructure, options: SigilOptions): UserDirectory[] {
+  const own = options.userDirectories ?? [];
+  const lacking = own
+    .filter((d) => typeof d.findByUsername !== 'function')
+    .map((d) => `userDirectories: "${String(d.name)}" has no findByUsername(username) (see UserDirectory)`);
+  if (lacking.length > 0) throw new ConfigError(lacking);
+  return [...infra.config.userDirectories.map((d) => new LdapDirectory(d, infra.limiter)), ...own];
+}
+
+/**
+ * Builds the user administration and the user directories it checks names against.
+ * @throws ConfigError as `userDirectories`
+ */
+export function buildUserManagement(infra: Infrastructure, protocol: Pick<ProtocolServices, 'logout'>, options: SigilOptions): UserManagement {
+  const { config: cfg, store, log } = infra;
+  const directories = userDirectories(infra, options);
+  const sessionAdmin = new SessionAdmin(store, cfg, log, protocol.logout);
+  return { userAdmin: new UserAdmin(store, cfg, sessionAdmin, directories), sessionAdmin, directories };
+}
+
 /** Builds the management group over the other groups. */
 export function buildManagement(
   infra: Infrastructure,
   protocol: ProtocolServices,
   signIn: Pick<SignInServices, 'users'>,
-  directories: readonly UserDirectory[],
+  users: UserManagement,
   source: ConfigSource,
 ): BuiltManagement {
   const { config: cfg, store, log, events, keys } = infra;
-  const { resources, upstream, apiSecrets, clients, tokens, logout, clientKeys } = protocol;
+  const { resources, upstream, apiSecrets, clients, tokens, clientKeys } = protocol;
   const checked = { config: cfg, raw: source.raw, overrides: source.overrides, extensionGrants: source.extensionGrants, log };
   const resourceAdmin = new ResourceAdmin(store, { ...checked, live: { resources, upstream, apiSecrets }, ...(source.dataKey ? { dataKey: source.dataKey } : {}) });
   const clientAdmin = new ClientAdmin(store, { ...checked, resources: resourceAdmin });
@@ -63,8 +100,7 @@ export function buildManagement(
     log,
   });
   clients.onLookup = (id) => registrations.touch(id);
-  const sessionAdmin = new SessionAdmin(store, cfg, log, logout);
-  const userAdmin = new UserAdmin(store, cfg, sessionAdmin, directories);
+  const { userAdmin, sessionAdmin } = users;
   const management: ManagementServices = {
     registrations,
     management: {
@@ -72,8 +108,8 @@ export function buildManagement(
       keys: new KeyAdmin(store.keys, cfg, source.dataKey),
       sessions: sessionAdmin,
       users: userAdmin,
-      // SCIM 2.0 (/scim/v2) and the console's user pages: one service, whose activation and
-      // removal of users go through `userAdmin` (sign-out everywhere, audit).
+      // SCIM 2.0 (/scim/v2): its users are written by `userAdmin`; its groups, which the
+      // console's user pages use too, live only here.
       scim: new ScimService(store, events, userAdmin, `${cfg.issuer}/scim/v2`, cfg.admin.userRole),
       audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
       grants: new GrantAdmin(store.grants),

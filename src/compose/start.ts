@@ -17,7 +17,7 @@ import type { Tracing } from '../telemetry/tracing.js';
 import type { StoredChanges } from './changes.js';
 import { buildInfrastructure } from './infrastructure.js';
 import { buildMail } from './mail.js';
-import { buildManagement } from './management.js';
+import { buildManagement, buildUserManagement } from './management.js';
 import type { SigilOptions } from './options.js';
 import { buildProtocol } from './protocol.js';
 import { buildSignIn } from './sign-in.js';
@@ -67,11 +67,12 @@ export async function startServices(config: unknown, given: SigilOptions, mounte
   const { infrastructure: infra, tracing } = built;
   try {
     const { protocol, grantTypes, deliverer } = buildProtocol(infra, options, tracing);
-    const { signIn, directories } = await buildSignIn(infra, protocol, cfg.users, options);
+    const users = buildUserManagement(infra, protocol, options);
+    const signIn = await buildSignIn(infra, protocol, cfg.users, users.userAdmin, users.directories, options);
     const extensionGrants = (options.extensionGrants ?? []).map((g) => g.grantType);
     const source = { raw: config, overrides: options.overrides, extensionGrants, dataKey: options.dataKey };
-    const { management, changes } = buildManagement(infra, protocol, signIn, directories, source);
-    const { mail, mailer } = buildMail(infra, protocol, management.management.users);
+    const { management, changes } = buildManagement(infra, protocol, signIn, users, source);
+    const { mail, mailer } = buildMail(infra, users.userAdmin);
     const pages = { pages: new Pages(loadLook(cfg.branding, cfg.localesDir), infra.basePath) };
     const services: Services = { ...infra, ...protocol, ...signIn, ...mail, ...pages, ...management };
     const metricsApp = buildMetricsApp(built.metrics, infra.log);

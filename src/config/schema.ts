@@ -44,7 +44,7 @@ export {
 } from './schema/protocol.js';
 export { DYNAMIC_AUTH_METHODS, DYNAMIC_GRANT_TYPES, REGISTRATION_DEFAULTS } from './schema/registration.js';
 export { apiResource, apiScope, identityResource, isResourceIndicator } from './schema/resources.js';
-export { identityProvider, type IdentityProviderConfig } from './schema/users.js';
+export { identityProvider, type IdentityProviderConfig, MAX_SUBJECT_LENGTH, MAX_USERNAME_LENGTH } from './schema/users.js';
 
 /** The whole config file. */
 export const configSchema = z

@@ -18,18 +18,19 @@
  *   link lives, so while the cap holds back mails, the last one sent in the window still works.
  *   An attacker who triggers mails thus only gives the owner working links.
  */
-import { hash } from '@node-rs/argon2';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.js';
-import { newHandle, newId, nowSeconds } from '../crypto/handles.js';
+import { type Config, MAX_USERNAME_LENGTH } from '../config/schema.js';
+import { newHandle, nowSeconds } from '../crypto/handles.js';
 import type { FailureCounterStore } from '../limits/failure-limiter.js';
 import { takeQuota } from '../limits/request-quota.js';
-import type { LogoutService } from '../logout/logout.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { EmailLinkPurpose } from '../stores/records/email-links.js';
 import { normalizeEmail } from '../stores/user-emails.js';
 import type { Store, StoredUser } from '../stores/types.js';
-import { passwordProblems, type PasswordProblem } from '../users/password-policy.js';
+import type { PasswordProblem } from '../users/password-policy.js';
+import { isEmailAddress } from '../users/email-address.js';
+import { AdminError } from '../admin/errors.js';
+import type { UserAdmin } from '../admin/users.js';
 import type { Mailer, MailKind } from './mailer.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 
@@ -41,14 +42,6 @@ export const CONFIRM_LINK_SECONDS = 86_400;
 export const MAIL_WINDOW_SECONDS = RESET_LINK_SECONDS;
 /** Most accounts one reset request mails (an address shared by accounts in several tenants). */
 const MAX_ACCOUNTS_PER_REQUEST = 5;
-/** Longest address accepted (RFC 5321 §4.5.3.1: 64 + 1 + 255). */
-export const MAX_EMAIL_LENGTH = 320;
-
-/** A syntactically plausible address: one @, something on each side, no spaces or angle brackets. */
-export function isEmailAddress(value: string): boolean {
-  return value.length <= MAX_EMAIL_LENGTH && /^[^\s@<>()",;]+@[^\s@<>()",;]+\.[^\s@<>()",;]+$/.test(value);
-}
-
 /** The outcome of a new password through a reset link. */
 export type ResetOutcome = { ok: true; subjectId: string; username: string } | { ok: false; reason: 'invalid_link' } | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
 
@@ -61,29 +54,22 @@ export type RegistrationOutcome =
   | { ok: false; reason: 'invalid_link' | 'taken' }
   | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
 
-/**
- * Who besides the stored users holds a username (`UserAdmin.holderOf`: config-file users and the
- * user directories). Structural, so that this module needs not import the admin services.
- * @throws DirectoryUnavailable when a directory cannot answer.
- */
-export interface UsernameHolders {
-  holderOf(username: string): Promise<unknown>;
-}
-
 /** Links by mail for one Sigil instance. */
 export class AccountEmail {
   constructor(
     private readonly deps: {
       store: Pick<Store, 'users' | 'emails' | 'records'>;
-      logout: Pick<LogoutService, 'endSessionsOf'>;
+      /**
+       * The user administration, which writes the users (a password set, an account created, an
+       * address confirmed) with its rules: the password policy, and the usernames config-file users
+       * and user directories hold.
+       */
+      users: Pick<UserAdmin, 'holderOf' | 'passwordProblems' | 'prepare' | 'commit' | 'update' | 'confirmEmail'>;
       counters: FailureCounterStore;
       mailer: Mailer;
       config: NonNullable<Config['email']>;
       issuer: string;
-      productName: string;
       log: Logger;
-      /** The names no registration may take besides the stored users' (default: none). */
-      holders?: UsernameHolders;
     },
   ) {}
 
@@ -102,7 +88,7 @@ export class AccountEmail {
    */
   async requestReset(identifier: string, lang: string): Promise<void> {
     const value = identifier.trim();
-    const byName = value.length <= 100 ? await this.deps.store.users.findUserByUsername(value, null) : undefined;
+    const byName = value.length <= MAX_USERNAME_LENGTH ? await this.deps.store.users.findUserByUsername(value, null) : undefined;
     const subjects = new Set<string>(byName ? [byName.subjectId] : []);
     if (isEmailAddress(value))
       for (const e of await this.deps.store.emails.findByValue(value)) if (e.isPrimary && e.verified) subjects.add(e.subjectId);
@@ -122,23 +108,20 @@ export class AccountEmail {
 
   /**
    * Sets a new password through a reset link: the policy first (a refused password leaves the
-   * link usable), then the link is consumed (once, atomically), the password replaced, and every
-   * session, refresh token, reference token and unused code of the user ended: whoever knew the
-   * old password is signed out everywhere (OWASP ASVS 5.0 V7.4.3). The user's other links end too
-   * (`EmailLinks.revokeAllOf`): an earlier reset mail read by someone else sets no password after.
+   * link usable), then the link is consumed (once, atomically) and the password set
+   * (`UserAdmin.update`), which signs the user out everywhere: every session, refresh token,
+   * reference token and unused code ends, so whoever knew the old password is signed out (OWASP
+   * ASVS 5.0 V7.4.3), and the user's other links end too: an earlier reset mail read by someone
+   * else sets no password after.
    */
   async resetPassword(handle: string, password: string): Promise<ResetOutcome> {
     const user = await this.resetLinkUser(handle);
     if (!user?.isActive) return { ok: false, reason: 'invalid_link' };
-    const problems = passwordProblems(password, { username: user.username, productName: this.deps.productName });
+    const problems = this.deps.users.passwordProblems(password, user.username);
     if (problems.length > 0) return { ok: false, reason: 'policy', problems };
-    const passwordHash = await hash(password);
-    const now = nowSeconds();
-    if (!(await this.deps.store.records.emailLinks.consume(handle, now))) return { ok: false, reason: 'invalid_link' };
-    await this.deps.store.users.setPasswordHash(user.subjectId, passwordHash);
-    await this.deps.store.records.emailLinks.revokeAllOf(user.subjectId, (await this.deps.store.emails.primary(user.subjectId))?.value, now);
-    await this.deps.logout.endSessionsOf(user.subjectId);
-    await this.deps.store.records.families.revokeAllOf(user.subjectId, now);
+    if (!(await this.deps.store.records.emailLinks.consume(handle, nowSeconds())))
+      return { ok: false, reason: 'invalid_link' };
+    await this.deps.users.update(user.subjectId, { password }, { signOut: true });
     return { ok: true, subjectId: user.subjectId, username: user.username };
   }
 
@@ -158,7 +141,7 @@ export class AccountEmail {
     const now = nowSeconds();
     const link = await this.deps.store.records.emailLinks.findLive(handle, 'verify', now);
     if (!link?.subjectId || !(await this.deps.store.records.emailLinks.consume(handle, now))) return undefined;
-    return (await this.deps.store.emails.markVerified(link.subjectId, link.data.email)) ? link.data.email : undefined;
+    return (await this.deps.users.confirmEmail(link.subjectId, link.data.email)) ? link.data.email : undefined;
   }
 
   /** The address a live link of `purpose` was sent to, to show before it is confirmed. */
@@ -176,7 +159,7 @@ export class AccountEmail {
    * pre-hijacking).
    */
   async register(email: string, lang: string): Promise<void> {
-    if ((await this.addressTaken(email)) || (await this.heldElsewhere(email, false))) {
+    if ((await this.addressTaken(email)) || (await this.heldElsewhere(email))) {
       if (await this.capAllows(`address:${normalizeEmail(email)}`)) await this.deps.mailer.send({ to: email, kind: 'registered', lang, link: `${this.deps.issuer}/account/forgot` });
       return;
     }
@@ -188,12 +171,14 @@ export class AccountEmail {
 
   /**
    * Creates the account of a registration link with the password chosen on the link's page:
-   * username and verified primary address are the address. The policy first (a refused password
-   * leaves the link usable), then the link is consumed (once, atomically). A password hash that a
-   * link issued by an earlier version carries is never used.
-   * @returns the new user's subject; `invalid_link` for a link that is not live or an address
-   *   taken meanwhile; `policy` with the problems of a refused password; `taken` when a config-file
-   *   user or a user directory holds the address as a username (the link kept).
+   * username and verified primary address are the address. The policy and the user
+   * administration's other rules first (`UserAdmin.prepare`: a refusal leaves the link usable),
+   * then the link is consumed (once, atomically) and the user stored (`UserAdmin.commit`). A
+   * password hash that a link issued by an earlier version carries is never used.
+   * @returns the new user's subject; `invalid_link` for a link that is not live, an address taken
+   *   meanwhile or one no username may be (longer than `MAX_USERNAME_LENGTH`); `policy` with the
+   *   problems of a refused password; `taken` when a config-file user or a user directory holds
+   *   the address as a username (the link kept).
    * @throws DirectoryUnavailable when a directory cannot say whether it holds the address: the
    *   link is kept for a later try, no account is made (a stored user of a directory user's name
    *   would answer for them at sign-in).
@@ -203,29 +188,38 @@ export class AccountEmail {
     const link = await this.deps.store.records.emailLinks.findLive(handle, 'register', now);
     if (!link) return { ok: false, reason: 'invalid_link' };
     const { email } = link.data;
-    const problems = passwordProblems(password, { username: email, productName: this.deps.productName });
+    const problems = this.deps.users.passwordProblems(password, email);
     if (problems.length > 0) return { ok: false, reason: 'policy', problems };
-    if (await this.heldElsewhere(email, true)) return { ok: false, reason: 'taken' };
-    const passwordHash = await hash(password);
+    let user;
+    try {
+      user = await this.deps.users.prepare({ username: email, password, email, emailVerified: true }, true);
+    } catch (err) {
+      if (!(err instanceof AdminError)) throw err;
+      // A stored user holds the name (`exists`): an address taken meanwhile; else a config-file user or a directory.
+      const heldElsewhere = err.code === 'conflict' && err.detail?.reason !== 'exists';
+      return { ok: false, reason: heldElsewhere ? 'taken' : 'invalid_link' };
+    }
     if (!(await this.deps.store.records.emailLinks.consume(handle, now))) return { ok: false, reason: 'invalid_link' };
     if (!(await this.deps.store.records.emailLinks.claimAddress(normalizeEmail(email), now)) || (await this.addressTaken(email))) return { ok: false, reason: 'invalid_link' };
-    const subjectId = newId();
-    await this.deps.store.users.addUser({ subjectId, username: email, tenant: null, passwordHash, claims: {}, isActive: true });
-    await this.deps.store.emails.setPrimary(subjectId, email, true);
-    return { ok: true, subjectId };
+    try {
+      return { ok: true, subjectId: (await this.deps.users.commit(user)).subjectId };
+    } catch (err) {
+      if (err instanceof AdminError && err.code === 'conflict') return { ok: false, reason: 'invalid_link' };
+      throw err;
+    }
   }
 
   /**
-   * Whether a config-file user or a user directory holds `email` as a username (`holders`).
-   * @param strict whether a directory that cannot answer is thrown (`DirectoryUnavailable`); else
-   *   the name counts as free: the registration request only mails a link, and the account is
-   *   made only after `confirmRegistration` has asked again, strictly.
+   * Whether a config-file user or a user directory holds `email` as a username
+   * (`UserAdmin.holderOf`). A directory that cannot answer counts as not holding it: the request
+   * only mails a link, and the account is made only after `confirmRegistration` has asked again,
+   * strictly (`UserAdmin.prepare`).
    */
-  private async heldElsewhere(email: string, strict: boolean): Promise<boolean> {
+  private async heldElsewhere(email: string): Promise<boolean> {
     try {
-      return (await this.deps.holders?.holderOf(email)) !== undefined;
+      return (await this.deps.users.holderOf(email)) !== undefined;
     } catch (err) {
-      if (!strict && err instanceof DirectoryUnavailable) return false;
+      if (err instanceof DirectoryUnavailable) return false;
       throw err;
     }
   }

@@ -1,8 +1,9 @@
 /**
- * The management REST API at /admin/v1: thin routes over the admin services
- * (src/admin/) for clients, signing keys, users' sessions and grants, audit events, and identity
- * resources, API scopes, API resources and upstream identity providers, guarded by Sigil's own tokens (`requireScope`: `sigil:admin` for everything,
- * `sigil:admin:read` for GET requests). Conventions:
+ * The management REST API at /admin/v1: thin routes over the admin services (src/admin/) for
+ * clients, signing keys, users with their sessions and grants (`admin-api-users.ts`), audit events,
+ * and identity resources, API scopes, API resources and upstream identity providers, guarded by
+ * Sigil's own tokens (`requireScope`: `sigil:admin` for everything, `sigil:admin:read` for GET
+ * requests). Conventions:
  * - JSON bodies; PATCH is a JSON Merge Patch (RFC 7396, `application/merge-patch+json`) and needs
  *   `If-Match` with the item's ETag (RFC 9110 §13.1.1): 412 when stale, 428 when missing (RFC 6585
  *   §3: the API requires conditional updates, so two administrators cannot overwrite each other's
@@ -15,41 +16,44 @@
  * Every change emits an `admin_changed` audit event naming the caller, the action, the target and
  * the changed fields with their new values; secrets never appear in it. The changes, with their
  * reloads and events, are `AuditedChanges` (src/admin/audited-changes.ts), which the web console
- * makes too.
+ * makes too; a user's are `UserAdmin`'s, as at every door that changes users.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { Services } from '../services.js';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import { type ClientView, DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin/clients.js';
 import { apiResource, apiScope, clientSchema, identityProvider, identityResource } from '../config/schema.js';
 import { type ManagedKind, MAX_RESOURCE_NAME, type ResourceView } from '../admin/resources.js';
 import { MAX_PAGE_SIZE } from '../admin/audit.js';
-import { AuditedChanges } from '../admin/audited-changes.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { noStore } from '../http/request.js';
-import { type Caller, requireScope, sendTokenError } from './protected-resource.js';
+import { requireScope, sendTokenError } from './protected-resource.js';
+import {
+  ADMIN_API_PATH,
+  type AdminApiServices,
+  type Answer,
+  changes,
+  clientIdParam as clientId,
+  ifMatch,
+  MERGE_PATCH,
+  name,
+  type Params,
+  parsed,
+  PreconditionRequired,
+  type Route,
+} from './admin-api-kit.js';
+import { USER_ROUTES } from './admin-api-users.js';
 import type { ProtectedResourceEndpointServices } from './protected-resource.js';
 
 /** The services this module uses. */
-export type AdminApiEndpointServices = Pick<Services, 'basePath' | 'events' | 'issuer' | 'management'> & ProtectedResourceEndpointServices;
+export type AdminApiEndpointServices = AdminApiServices & ProtectedResourceEndpointServices;
 
-/** Where the API is mounted, below the issuer's path. */
-export const ADMIN_API_PATH = '/admin/v1';
-
-const MERGE_PATCH = 'application/merge-patch+json';
 /** A body that is no JSON, or JSON beyond the bounds: answered 400 by the route. */
 const UNREADABLE = Symbol('unreadable JSON');
 /** A body of another media type: answered 415 by the route. */
 const WRONG_TYPE = Symbol('not JSON');
 
-/**
- * A name in a path or query: bounded, and without control characters (PostgreSQL refuses a NUL
- * in text, which would otherwise surface as a server error).
- */
-const name = (max: number) => z.string().min(1).max(max).regex(/^[^\u0000-\u001f\u007f]+$/, 'control characters are not allowed');
-const clientId = name(100).meta({ description: 'The client_id' });
 const rotateSecretBody = z.strictObject({
   graceSeconds: z
     .number()
@@ -61,8 +65,6 @@ const rotateSecretBody = z.strictObject({
 });
 const rotateKeysBody = z.strictObject({ alg: z.string().min(1).max(10).optional().meta({ description: 'One of signingAlgorithms; all of them when absent' }) });
 const kid = name(200);
-const subject = name(255);
-const sid = name(200);
 /** A client's settings as the config file's `clients` take them (the schema the service validates with); `clientSecrets` is refused, Sigil generates the secret. */
 const clientCreate = clientSchema;
 /** A JSON Merge Patch of a client's settings: any member of a client but `clientId` and `clientSecrets`, `null` removes one. */
@@ -91,53 +93,9 @@ const problem = z.object({
   errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
 });
 
-type Params = Record<string, string>;
-interface Answer {
-  status: number;
-  body?: unknown;
-  etag?: string;
-}
-interface Route {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
-  /** Below ADMIN_API_PATH, Fastify style (`/clients/:clientId`). */
-  url: string;
-  summary: string;
-  params?: Record<string, z.ZodType>;
-  /** The query parameters' schema (each member one parameter). */
-  query?: z.ZodObject;
-  /** The request body's schema; with `mediaType` when not application/json. */
-  body?: z.ZodType;
-  mediaType?: string;
-  /** The 2xx answer's schema, if it has a body. */
-  response?: z.ZodType;
-  /** Success is 201 Created (a POST that creates an item), not 200. */
-  created?: boolean;
-  handle(ctx: AdminApiEndpointServices, caller: Caller, params: Params, body: unknown, request: FastifyRequest): Promise<Answer>;
-}
-
-/** The audited changes (src/admin/audited-changes.ts) of one caller of the API. */
-function changes(ctx: AdminApiEndpointServices, caller: Caller): AuditedChanges {
-  return new AuditedChanges(ctx.management, { events: ctx.events, endpoint: ADMIN_API_PATH, actor: caller });
-}
-
-
 function clientAnswer(view: ClientView, status = 200, secret?: string): Answer {
   const { etag, ...rest } = view;
   return { status, etag, body: { ...rest, ...(secret === undefined ? {} : { secret }) } };
-}
-
-/** The request's `If-Match`, or undefined. */
-function ifMatch(request: FastifyRequest): string | undefined {
-  const value = request.headers['if-match'];
-  return typeof value === 'string' ? value : undefined;
-}
-
-/** Parses `body` with `schema`, or refuses it with each zod issue's path. */
-function parsed<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
-  const result = schema.safeParse(body ?? {});
-  if (result.success) return result.data;
-  const problems: FieldProblem[] = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-  throw new AdminError('invalid', 'the request body is not valid', problems[0]?.path, problems);
 }
 
 /**
@@ -333,54 +291,6 @@ const ROUTES: Route[] = [
   },
   {
     method: 'GET',
-    url: '/users/:subject/sessions',
-    summary: 'A user\'s live sessions (their sid)',
-    params: { subject },
-    response: z.object({ sessions: z.array(z.object({ sid: z.string() })) }),
-    handle: async (ctx, _c, p) => ({ status: 200, body: { sessions: (await ctx.management.sessions.sessionsOf(p.subject ?? '')).map((s) => ({ sid: s })) } }),
-  },
-  {
-    method: 'DELETE',
-    url: '/users/:subject/sessions',
-    summary: 'End every live session of a user (back-channel logout to their clients)',
-    params: { subject },
-    response: z.object({ ended: z.number().int() }),
-    handle: async (ctx, caller, p) => {
-      const ended = await changes(ctx, caller).revokeAllSessions(p.subject ?? '');
-      return { status: 200, body: { ended } };
-    },
-  },
-  {
-    method: 'DELETE',
-    url: '/users/:subject/sessions/:sid',
-    summary: 'End one live session of a user (back-channel logout to its clients)',
-    params: { subject, sid },
-    handle: async (ctx, caller, p) => {
-      await changes(ctx, caller).revokeSession(p.subject ?? '', p.sid ?? '');
-      return { status: 204 };
-    },
-  },
-  {
-    method: 'GET',
-    url: '/users/:subject/grants',
-    summary: 'A user\'s remembered consents and refresh token grants',
-    params: { subject },
-    response: z.object({ grants: z.array(z.object({ clientId: z.string(), type: z.enum(['consent', 'refresh_token']), scopes: z.array(z.string()), createdAt: z.number().int(), expiresAt: z.number().int() })) }),
-    handle: async (ctx, _c, p) => ({ status: 200, body: { grants: await ctx.management.grants.list(p.subject ?? '') } }),
-  },
-  {
-    method: 'DELETE',
-    url: '/users/:subject/grants/:clientId',
-    summary: 'Revoke a user\'s consent and refresh token grants for one client',
-    params: { subject, clientId },
-    response: z.object({ revoked: z.number().int() }),
-    handle: async (ctx, caller, p) => {
-      const revoked = await changes(ctx, caller).revokeGrants(p.subject ?? '', p.clientId ?? '');
-      return { status: 200, body: { revoked } };
-    },
-  },
-  {
-    method: 'GET',
     url: '/events',
     summary: 'Audit events, newest first, by time range, type, client or subject; a page at a time',
     query: eventsQuery,
@@ -399,11 +309,9 @@ const ROUTES: Route[] = [
       return { status: 200, body: page };
     },
   },
+  ...USER_ROUTES,
   ...RESOURCE_KINDS.flatMap(resourceRoutes),
 ];
-
-/** A PATCH without `If-Match` (RFC 6585 §3). */
-class PreconditionRequired extends Error {}
 
 const STATUS: Record<AdminError['code'], { status: number; title: string }> = {
   invalid: { status: 422, title: 'Invalid input' },

@@ -3,7 +3,7 @@
  * start sends the browser upstream and remembers, under the `state` it sends, what the callback
  * needs (single use, bound to the browser and the pending request); the callback checks that
  * `state`, completes the upstream sign-in (`UpstreamProviders.finish`) and links the external
- * user to a local subject (`linkExternalUser`). The session and the resumed request are the
+ * user to a local subject through the user admin (`UserAdmin.linkUpstream`). The session and the resumed request are the
  * pages' and the interaction outcomes' business.
  */
 import type { Logger } from 'pino';
@@ -11,9 +11,9 @@ import type { ClientRegistry } from '../clients/registry.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { FederationStates } from '../stores/records/federation-states.js';
 import type { Interaction, Interactions } from '../stores/records/interactions.js';
-import type { UserStore } from '../stores/types.js';
+import type { UserAdmin } from '../admin/users.js';
 import type { User } from '../users/users.js';
-import { linkExternalUser, upstreamSubject, type UpstreamProviders } from './upstream.js';
+import { mappedClaims, upstreamSubject, type UpstreamProviders } from './upstream.js';
 
 /** Seconds a browser has to come back from the upstream provider. */
 const UPSTREAM_TIMEOUT = 600;
@@ -58,7 +58,8 @@ export interface UpstreamSignInDeps {
   upstream: UpstreamProviders;
   states: FederationStates;
   interactions: Interactions;
-  users: UserStore;
+  /** Writes the linked local user (the one writer of users). */
+  users: Pick<UserAdmin, 'linkUpstream'>;
   clients: ClientRegistry;
   log: Logger;
 }
@@ -140,7 +141,7 @@ export class UpstreamSignIn {
       log.warn({ provider: name }, 'upstream subject refused: longer than 255 characters or not a string');
       return failed('the identity provider sent an invalid subject identifier', interaction);
     }
-    const user = await linkExternalUser(this.deps.users, provider, sub, claims, interaction.request.tenant);
+    const user = await this.deps.users.linkUpstream(provider.name, sub, mappedClaims(provider, claims), interaction.request.tenant);
     if (!user.isActive) return failed('the account is not active', interaction);
     return { outcome: 'signed_in', user, claims, pending: { id: data.interactionId, interaction } };
   }

@@ -7,9 +7,6 @@
  */
 import * as oidc from 'openid-client';
 import type { IdentityProviderConfig } from '../config/schema.js';
-import { externalLinkKey, type UserStore } from '../stores/types.js';
-import { newId } from '../crypto/handles.js';
-import type { User } from '../users/users.js';
 
 /** Local claim → upstream claim used when a provider has no `claimMapping`. */
 export const DEFAULT_CLAIM_MAPPING: Record<string, string> = {
@@ -161,38 +158,17 @@ export function upstreamSubject(claims: Record<string, unknown>): string | undef
   return typeof sub === 'string' && sub.length > 0 && sub.length <= MAX_UPSTREAM_SUBJECT ? sub : undefined;
 }
 
-/** Longest username the user store keeps (`users.username`). */
-const MAX_USERNAME = 100;
-
 /**
- * Finds or creates the local user linked to the upstream identity (provider, `sub`), with the
- * mapped claims. The link is the exact pair, so the subject stays the same across sign-ins and
- * two upstream users never share a local account. A new user's username, for display only, is
- * `<provider>:<sub>` when that fits and is free, else `<provider>:<local subject>`.
- * @param sub the upstream subject, checked by `upstreamSubject`.
- * @throws Error when the link names a user that no longer exists.
+ * The local claims of an upstream user: each claim of the provider's `claimMapping` (default
+ * `DEFAULT_CLAIM_MAPPING`) that the upstream sent, under its local name. Written to the linked
+ * local user at every sign-in (`UserAdmin.linkUpstream`).
  */
-export async function linkExternalUser(
-  users: UserStore,
+export function mappedClaims(
   provider: IdentityProviderConfig,
-  sub: string,
   upstream: Record<string, unknown>,
-  tenant: string | null,
-): Promise<User> {
-  const mapping = provider.claimMapping ?? DEFAULT_CLAIM_MAPPING;
+): Record<string, unknown> {
   const claims: Record<string, unknown> = {};
-  for (const [local, remote] of Object.entries(mapping)) if (upstream[remote] !== undefined) claims[local] = upstream[remote];
-  const link = { key: externalLinkKey(provider.name, sub), provider: provider.name, upstreamSubject: sub };
-  let subjectId = await users.findExternalLink(link.key);
-  if (subjectId === undefined) {
-    const fresh = newId();
-    const readable = `${provider.name}:${sub}`;
-    const free = readable.length <= MAX_USERNAME && !(await users.findUserByUsername(readable, tenant ?? ''));
-    const username = free ? readable : `${provider.name}:${fresh}`.slice(-MAX_USERNAME);
-    subjectId = await users.addExternalUser(link, { subjectId: fresh, username, tenant, passwordHash: null, claims, isActive: true });
-  }
-  const existing = await users.findUserBySubject(subjectId);
-  if (!existing) throw new Error('the linked local user no longer exists');
-  await users.updateClaims(existing.subjectId, claims);
-  return { subjectId: existing.subjectId, username: existing.username, tenant: existing.tenant, isActive: existing.isActive, claims };
+  for (const [local, remote] of Object.entries(provider.claimMapping ?? DEFAULT_CLAIM_MAPPING))
+    if (upstream[remote] !== undefined) claims[local] = upstream[remote];
+  return claims;
 }

@@ -16,6 +16,7 @@ import { validateScopes } from '../resources/scopes.js';
 import type { Services } from '../services.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 import { claimsOf } from '../users/users.js';
+import { MAX_USERNAME_LENGTH } from '../config/schema.js';
 
 /** The services this module uses. */
 export type PasswordGrantServices = Pick<Services, 'events' | 'limiter' | 'mfa' | 'resources' | 'tokens' | 'users'>;
@@ -54,7 +55,7 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
     const { params, client, origin } = req;
     const username = params.require('username');
     const password = params.require('password');
-    if (username.length > 100 || password.length > 1024) throw invalidGrant('invalid username or password');
+    if (username.length > MAX_USERNAME_LENGTH || password.length > 1024) throw invalidGrant('invalid username or password');
     const acr = parseAcrValues(params.get('acr_values'));
     if (acr.idp !== null && client.identityProviderRestrictions.length > 0 && !client.identityProviderRestrictions.includes(acr.idp))
       throw invalidGrant('the identity provider is not allowed for this client');

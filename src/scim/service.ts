@@ -1,31 +1,55 @@
 /**
  * The SCIM 2.0 service (RFC 7643, RFC 7644) over the stored users and groups: representations,
- * input validation, versions (ETags, §3.14), create, replace, PATCH, delete and lists, the audit
- * events of every change, and what deactivating a user means: their sessions end (with
- * back-channel logout), their tokens are revoked, and every later sign-in or grant is refused as
- * a wrong password is (the `is_active` checks of the login page and the grants).
+ * input validation, versions (ETags, §3.14), create, replace, PATCH, delete and lists, and the
+ * SCIM audit events of every change (`resource_created`, `resource_updated`, `resource_deleted`).
  *
- * Users: the stored users (config-file users are not SCIM resources; their userNames are taken, as
- * are the usernames of the user directories, `UserAdmin.holderOf`). A password is checked by the
- * password policy and hashed by `UserAdmin.passwordHash`, as every door that sets one.
+ * Users: the stored users (config-file users are not SCIM resources). SCIM parses and renders
+ * them; `UserAdmin` writes them, with its rules: which userNames are free (stored users, config-file
+ * users, the user directories), the password policy, and what deactivating a user means (their
+ * sessions end with back-channel logout, their tokens are revoked, every later sign-in or grant is
+ * refused as a wrong password is). Its refusals are answered here as RFC 7644 §3.12 has them.
  * `name.formatted`, `name.givenName`, `name.familyName` are the OIDC claims `name`, `given_name`,
  * `family_name`; `displayName` is the claim `display_name`; the primary email (else the first) is
  * the claim `email`, with `email_verified` from its verification state. Every read goes to the
  * database, so a change is in force on every node at once (there is no per-node user cache).
+ *
+ * Groups exist only here: SCIM provisions them, and the console's user pages use this service's
+ * group operations too; their names join the members' `role` claim.
  */
 import type { EventBus } from '../events/events.js';
-import { AdminError } from '../admin/errors.js';
+import { MAX_SUBJECT_LENGTH } from '../config/schema.js';
+import type { AdminAudit, UserEmail } from '../admin/user-types.js';
 import type { UserAdmin } from '../admin/users.js';
+import { carriedOver } from '../admin/user-rules.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
 import { ScimError } from '../protocol/scim-filter.js';
-import { DirectoryConflict, type DirectoryEmail, type DirectoryGroup, type DirectoryUser } from '../stores/directory.js';
+import { DirectoryConflict, type DirectoryGroup, type DirectoryUser } from '../stores/directory.js';
 import type { Store } from '../stores/types.js';
-import { DirectoryUnavailable } from '../users/directory.js';
 import { attributeList, type ListParams, listQuery, project } from './listing.js';
+import {
+  changedAttributes,
+  checkIfMatch,
+  etagOf,
+  field,
+  invalidValue,
+  type Json,
+  optionalString,
+  retried,
+  type ScimResult,
+  schemasOf,
+  scimRefusal,
+  usernameOf,
+} from './representation.js';
 import { applyPatch } from './patch.js';
-import { GROUP_ATTRIBUTES, GROUP_SCHEMA, LIST_RESPONSE, USER_ATTRIBUTES, USER_SCHEMA } from './schemas.js';
-
-type Json = Record<string, unknown>;
+import {
+  GROUP_ATTRIBUTES,
+  GROUP_SCHEMA,
+  LIST_RESPONSE,
+  MAX_COUNT,
+  PATCH_OP,
+  USER_ATTRIBUTES,
+  USER_SCHEMA,
+} from './schemas.js';
 
 /** Who made a change (the management guard's caller). */
 export interface ScimActor {
@@ -33,102 +57,32 @@ export interface ScimActor {
   sub?: string;
 }
 
-/** A resource as answered, with its version for the ETag. */
-export interface ScimResult {
-  resource: Json;
-  /** The weak ETag `W/"<version>"` (RFC 7644 §3.14). */
-  etag: string;
-}
-
-
-const MAX_USERNAME = 100;
 const MAX_STRING = 255;
 const MAX_EMAILS = 20;
 const MAX_EMAIL = 320;
 const MAX_PASSWORD = 1024;
 const MAX_MEMBERS = 1000;
 
-function invalidValue(detail: string): ScimError {
-  return new ScimError(400, detail, 'invalidValue');
-}
-
-/** An attribute of `o`, found case-insensitively (RFC 7643 §2.1). */
-function field(o: Json, name: string): unknown {
-  const key = Object.keys(o).find((k) => k.toLowerCase() === name.toLowerCase());
-  return key === undefined ? undefined : o[key];
-}
-
-function optionalString(o: Json, name: string, max: number): string | undefined {
-  const v = field(o, name);
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.length > max) throw invalidValue(`${name} must be a string of at most ${max} characters`);
-  return v.length === 0 ? undefined : v;
-}
-
-function schemasOf(body: unknown, schema: string): Json {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ScimError(400, 'the body must be a JSON object', 'invalidSyntax');
-  const o = body as Json;
-  const schemas = field(o, 'schemas');
-  if (!Array.isArray(schemas) || !schemas.includes(schema)) throw new ScimError(400, `schemas must list ${schema}`, 'invalidSyntax');
-  return o;
-}
-
-/** The `userName` of a user representation. @throws ScimError 400 `invalidValue` unless a string of 1 to 100 characters. */
-function usernameOf(o: Json): string {
-  const username = field(o, 'userName');
-  if (typeof username !== 'string' || username.trim().length === 0 || username.length > MAX_USERNAME)
-    throw invalidValue(`userName is required: a string of 1 to ${MAX_USERNAME} characters`);
-  return username;
-}
-
-/** `W/"<n>"` (RFC 7232 §2.3 weak validator). */
-function etagOf(version: number): string {
-  return `W/"${version}"`;
-}
-
-/**
- * Checks an `If-Match` header (none or `*`: any version) against the `current` version.
- * @throws ScimError 412 when it names another version (RFC 7644 §3.14).
- */
-function checkIfMatch(ifMatch: string | undefined, current: number): void {
-  if (ifMatch === undefined || ifMatch.trim() === '*') return;
-  const wanted = ifMatch.split(',').map((t) => t.trim().replace(/^W\//, ''));
-  if (!wanted.includes(`"${current}"`)) throw new ScimError(412, 'the resource was changed: its version is not the one in If-Match');
-}
-
-/**
- * Runs a read-check-write `attempt` (undefined: the version moved on before the write). With
- * `If-Match` the first lost race is a 412 (§3.14: the client's version is stale); without it the
- * change is applied to the newest version, up to three times, then 412.
- */
-async function retried(ifMatch: string | undefined, attempt: () => Promise<ScimResult | undefined>): Promise<ScimResult> {
-  for (let i = 0; i < (ifMatch === undefined ? 3 : 1); i++) {
-    const result = await attempt();
-    if (result) return result;
-  }
-  throw new ScimError(412, 'the resource was changed concurrently; read it again');
-}
-
-/** The names of the top-level attributes whose values differ between two representations. */
-function changedAttributes(before: Json, after: Json, extra: string[] = []): string[] {
-  const skip = new Set(['meta', 'schemas', 'id']);
-  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
-  return [...[...keys].filter((k) => !skip.has(k) && JSON.stringify(before[k]) !== JSON.stringify(after[k])), ...extra];
+/** A user representation's attributes as `UserAdmin` takes them. */
+interface UserInput {
+  username: string;
+  externalId: string | null;
+  active: boolean;
+  claims: Json;
+  emails: UserEmail[];
+  password?: string;
 }
 
 /** SCIM users and groups. */
 export class ScimService {
   /**
    * @param base the SCIM base URL (`<issuer>/scim/v2`), for `meta.location` and `$ref`
-   * @param users deactivates users and signs deactivated or deleted ones out everywhere
-   *   (`UserAdmin.setActiveOf`, `UserAdmin.signOutEverywhere`), as the command line does; says who
-   *   else holds a username (`holderOf`), checks and hashes passwords (`passwordHash`) and ends
-   *   the links mailed to a user whose password it sets (`endMailedLinks`)
+   * @param users writes the users (`create`, `update`, `delete`) with their rules, as every door does
    */
   constructor(
-    private readonly store: Pick<Store, 'directory' | 'users'>,
+    private readonly store: Pick<Store, 'directory'>,
     private readonly events: EventBus,
-    private readonly users: Pick<UserAdmin, 'setActiveOf' | 'signOutEverywhere' | 'holderOf' | 'passwordHash' | 'endMailedLinks'>,
+    private readonly users: Pick<UserAdmin, 'create' | 'update' | 'delete'>,
     private readonly base: string,
     /** `admin.userRole`: no group may carry it (see `groupInput`). */
     private readonly adminRole: string,
@@ -150,25 +104,24 @@ export class ScimService {
   }
 
   /**
-   * Creates a user (§3.3).
+   * Creates a user (§3.3) through `UserAdmin.create`.
    * @throws ScimError 400 (`invalidSyntax`, `invalidValue`, also for a password the policy
    *   refuses), 409 `uniqueness` for a taken userName (stored, config-file or directory user),
    *   503 when a user directory cannot say whether it holds the userName.
    */
   async createUser(body: unknown, actor: ScimActor): Promise<ScimResult> {
-    const o = schemasOf(body, USER_SCHEMA);
-    // The name first: a taken name is refused before any password work (hashing).
-    await this.assertUsernameFree(usernameOf(o), undefined);
-    const input = await this.userInput(o, undefined);
-    const id = newId();
+    const { username, ...input } = this.userInput(schemasOf(body, USER_SCHEMA), undefined);
+    let id: string;
     try {
-      await this.store.directory.addUser(id, input.write, nowSeconds());
+      const options = { audit: this.auditOf(actor), strictNames: true };
+      ({ subjectId: id } = await this.users.create({ username, ...input }, options));
     } catch (err) {
-      throw this.conflict(err);
+      throw scimRefusal(err, username);
     }
     const created = await this.findUser(id);
     const resource = this.userResource(created);
-    this.audit('resource_created', actor, 'User', id, changedAttributes({}, resource, input.write.passwordHash ? ['password'] : []));
+    const changed = changedAttributes({}, resource, input.password !== undefined ? ['password'] : []);
+    this.audit('resource_created', actor, 'User', id, changed);
     return { resource, etag: etagOf(created.version) };
   }
 
@@ -199,80 +152,55 @@ export class ScimService {
   }
 
   /**
-   * Deletes a user (§3.6): their sessions end (back-channel logout), their tokens are revoked,
-   * their emails, memberships, factors and links go with them.
+   * Deletes a user (§3.6) through `UserAdmin.delete`: their sessions end (back-channel logout),
+   * their tokens are revoked, their emails, memberships, factors and links go with them.
    * @throws ScimError 404, 412.
    */
   async deleteUser(id: string, ifMatch: string | undefined, actor: ScimActor): Promise<void> {
     const user = await this.findUser(id);
     checkIfMatch(ifMatch, user.version);
-    await this.users.signOutEverywhere(id);
-    if (!(await this.store.users.removeUser(id))) throw new ScimError(404, `no user "${id}"`);
+    try {
+      await this.users.delete(id, this.auditOf(actor));
+    } catch (err) {
+      throw scimRefusal(err, user.username);
+    }
     this.audit('resource_deleted', actor, 'User', id, []);
   }
 
-  /** Writes `body` over `before` if its version is still current; undefined when it is not. */
+  /**
+   * Writes `body` over `before` through `UserAdmin.update` if its version is still current;
+   * undefined when it is not.
+   */
   private async writeUser(before: DirectoryUser, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
-    const username = usernameOf(body);
-    if (username.toLowerCase() !== before.username.toLowerCase()) await this.assertUsernameFree(username, before.subjectId);
-    const input = await this.userInput(body, before);
-    const write = async () => {
-      try {
-        return await this.store.directory.replaceUser(before.subjectId, input.write, before.version, nowSeconds());
-      } catch (err) {
-        throw this.conflict(err);
-      }
-    };
-    // A change of `active` is the one way users are made (in)active: the user service stores it
-    // with the rest, then signs a deactivated user out everywhere.
-    const written = input.write.isActive === before.isActive
-      ? await write()
-      : (await this.users.setActiveOf(before.subjectId, input.write.isActive, { events: this.events, endpoint: 'scim', ...actor }, write)) !== undefined;
+    const input = this.userInput(body, before);
+    let written: unknown;
+    try {
+      const options = { audit: this.auditOf(actor), version: before.version };
+      written = await this.users.update(before.subjectId, input, options);
+    } catch (err) {
+      throw scimRefusal(err, input.username);
+    }
     // The version moved on between the read and the write: a concurrent change (§3.14).
     if (!written) return undefined;
-    if (input.write.passwordHash) await this.users.endMailedLinks(before.subjectId);
     const after = await this.findUser(before.subjectId);
     const resource = this.userResource(after);
-    const changed = changedAttributes(this.userResource(before), resource, input.write.passwordHash ? ['password'] : []);
+    const password = input.password !== undefined ? ['password'] : [];
+    const changed = changedAttributes(this.userResource(before), resource, password);
     this.audit('resource_updated', actor, 'User', before.subjectId, changed);
     return { resource, etag: etagOf(after.version) };
   }
 
-  /**
-   * Refuses a userName a stored user (but `except`), a config-file user or a user directory holds
-   * (`UserAdmin.holderOf`). A directory that cannot answer is not taken as "free": the request is
-   * refused with 503 and `Retry-After` (RFC 7644 §3.12 lists no scimType for it) and nothing is
-   * stored, since taking a name its user holds would let the stored user answer for them at sign-in.
-   * @throws ScimError 409 `uniqueness`, 503.
-   */
-  private async assertUsernameFree(username: string, except: string | undefined): Promise<void> {
-    let taken: boolean;
-    try {
-      taken = (await this.store.directory.usernameTaken(username, except)) || (await this.users.holderOf(username)) !== undefined;
-    } catch (err) {
-      if (!(err instanceof DirectoryUnavailable)) throw err;
-      throw new ScimError(503, `user directory "${err.directory}" cannot answer whether it holds userName "${username}"; try again later`, undefined, err.headers);
-    }
-    if (taken) throw new ScimError(409, `userName "${username}" is taken`, 'uniqueness');
-  }
-
-  private conflict(err: unknown): unknown {
-    if (err instanceof DirectoryConflict) return new ScimError(409, `${err.field} is taken`, 'uniqueness');
-    return err;
-  }
-
   private async findUser(id: string): Promise<DirectoryUser> {
-    const user = id.length <= 255 ? await this.store.directory.user(id) : undefined;
+    const user = id.length <= MAX_SUBJECT_LENGTH ? await this.store.directory.user(id) : undefined;
     if (!user) throw new ScimError(404, `no user "${id}"`);
     return user;
   }
 
   /**
-   * Validates a user representation into what is stored; a password must pass the password policy
-   * (`UserAdmin.passwordHash`, 400 `invalidValue` with the policy's words, RFC 7644 §3.12) and is
-   * hashed (argon2id).
+   * Parses a user representation into what `UserAdmin` takes; the SCIM-owned claims follow it, the
+   * other claims (role, picture, ... set through the CLI or the API) are kept.
    */
-  private async userInput(o: Json, before: DirectoryUser | undefined): Promise<{ write: Parameters<Store['directory']['addUser']>[1] }> {
+  private userInput(o: Json, before: DirectoryUser | undefined): UserInput {
     const username = usernameOf(o);
     const externalId = optionalString(o, 'externalId', MAX_STRING) ?? null;
     const activeValue = field(o, 'active');
@@ -284,11 +212,10 @@ export class ScimService {
     const givenName = optionalString(name, 'givenName', MAX_STRING);
     const familyName = optionalString(name, 'familyName', MAX_STRING);
     const displayName = optionalString(o, 'displayName', MAX_STRING);
-    const emails = this.emailsInput(field(o, 'emails'), before?.emails ?? []);
+    const emails = this.emailsInput(field(o, 'emails'));
     const password = field(o, 'password');
     if (password !== undefined && password !== null && (typeof password !== 'string' || password.length === 0 || password.length > MAX_PASSWORD))
       throw invalidValue(`password must be a string of 1 to ${MAX_PASSWORD} characters`);
-    // The other claims (role, picture, ... set through the CLI) are kept; the SCIM-owned ones follow the input.
     const claims: Json = { ...(before?.claims ?? {}) };
     const set = (k: string, v: unknown) => {
       if (v === undefined) delete claims[k];
@@ -298,50 +225,44 @@ export class ScimService {
     set('given_name', givenName);
     set('family_name', familyName);
     set('display_name', displayName);
-    const primary = emails.find((e) => e.primary) ?? emails[0];
+    const stated = carriedOver(emails, before?.emails ?? []);
+    const primary = stated.find((e) => e.primary) ?? stated[0];
     set('email', primary?.value);
-    set('email_verified', primary ? primary.verified : undefined);
+    set('email_verified', primary?.verified);
     return {
-      write: {
-        username,
-        externalId,
-        isActive: activeValue === undefined || activeValue === null ? true : activeValue,
-        claims,
-        emails,
-        ...(typeof password === 'string' ? { passwordHash: await this.checkedPassword(password, username) } : {}),
-      },
+      username,
+      externalId,
+      active: activeValue === undefined || activeValue === null ? true : activeValue,
+      claims,
+      emails,
+      ...(typeof password === 'string' ? { password } : {}),
     };
   }
 
-  /** The hash of a password the policy accepts. @throws ScimError 400 `invalidValue` naming the password's problems. */
-  private async checkedPassword(password: string, username: string): Promise<string> {
-    try {
-      return await this.users.passwordHash(password, username);
-    } catch (err) {
-      if (err instanceof AdminError && err.field === 'password') throw invalidValue(`password: ${err.message}`);
-      throw err;
-    }
-  }
-
-  private emailsInput(value: unknown, previous: readonly DirectoryEmail[]): DirectoryEmail[] {
+  /** The `emails` of a representation, each value an address (local@domain) as RFC 7643 §4.1.2 takes it. */
+  private emailsInput(value: unknown): UserEmail[] {
     if (value === undefined || value === null) return [];
     if (!Array.isArray(value) || value.length > MAX_EMAILS) throw invalidValue(`emails must be an array of at most ${MAX_EMAILS}`);
-    const out: DirectoryEmail[] = [];
-    for (const e of value) {
+    return value.map((e: unknown) => {
       if (e === null || typeof e !== 'object' || Array.isArray(e)) throw invalidValue('each email must be an object');
       const v = field(e as Json, 'value');
       if (typeof v !== 'string' || v.length > MAX_EMAIL || !/^[^@\s]+@[^@\s]+$/.test(v)) throw invalidValue('an email value must be an address (local@domain) of at most 320 characters');
       const type = optionalString(e as Json, 'type', 32) ?? null;
       const primary = field(e as Json, 'primary');
       if (primary !== undefined && typeof primary !== 'boolean') throw invalidValue('email primary must be true or false');
-      if (out.some((x) => x.value.toLowerCase() === v.toLowerCase())) throw invalidValue(`the email "${v}" is listed twice`);
-      // A verified address stays verified (its owner confirmed it by mail); a new one is not.
-      const verified = previous.find((p) => p.value.toLowerCase() === v.toLowerCase())?.verified ?? false;
-      out.push({ value: v, type, primary: primary === true, verified });
-    }
-    // RFC 7643 §2.4: the primary value "true" appears no more than once.
-    if (out.filter((e) => e.primary).length > 1) throw invalidValue('at most one email may be primary');
-    return out;
+      return { value: v, type, primary: primary === true };
+    });
+  }
+
+  /** A group write refused by the store for a taken displayName: 409 `uniqueness`. */
+  private conflict(err: unknown): unknown {
+    if (err instanceof DirectoryConflict) return new ScimError(409, `${err.field} is taken`, 'uniqueness');
+    return err;
+  }
+
+  /** Who makes a change through SCIM, for `UserAdmin`'s audit events (SCIM records the changes in its own, `audit`). */
+  private auditOf(actor: ScimActor): AdminAudit {
+    return { events: this.events, endpoint: 'scim', ...actor, recordsChanges: true };
   }
 
   private userResource(u: DirectoryUser): Json {
@@ -429,6 +350,37 @@ export class ScimService {
     this.audit('resource_deleted', actor, 'Group', id, []);
   }
 
+  /** Every group by name (at most `MAX_COUNT`) with how many members it has: the groups the console offers. */
+  async groupChoices(): Promise<{ id: string; name: string; members: number }[]> {
+    const query = { sortBy: { attr: 'displayName' }, offset: 0, limit: MAX_COUNT };
+    const { groups } = await this.store.directory.listGroups(query);
+    return groups.map((g) => ({ id: g.id, name: g.displayName, members: g.members.length }));
+  }
+
+  /**
+   * Creates a group of that name without members (the console's form), as `createGroup`.
+   * @throws ScimError 400, 409.
+   */
+  async createNamedGroup(displayName: string, actor: ScimActor): Promise<void> {
+    await this.createGroup({ schemas: [GROUP_SCHEMA], displayName }, actor);
+  }
+
+  /**
+   * Makes a user a member of exactly the groups `groupIds` (the console's user page): each group
+   * joined or left is changed as a PATCH of its members would change it, with its audit event.
+   * @throws ScimError 404 for no such user or group, 400 as `patchGroup`.
+   */
+  async setGroupsOf(subjectId: string, groupIds: readonly string[], actor: ScimActor): Promise<void> {
+    const current = new Set((await this.findUser(subjectId)).groups.map((g) => g.id));
+    const wanted = new Set(groupIds);
+    const patch = (id: string, operation: Json) =>
+      this.patchGroup(id, { schemas: [PATCH_OP], Operations: [operation] }, undefined, actor);
+    for (const id of wanted)
+      if (!current.has(id)) await patch(id, { op: 'add', path: 'members', value: [{ value: subjectId }] });
+    for (const id of current)
+      if (!wanted.has(id)) await patch(id, { op: 'remove', path: `members[value eq ${JSON.stringify(subjectId)}]` });
+  }
+
   /** Writes `body` over `before` if its version is still current; undefined when it is not. */
   private async writeGroup(before: DirectoryGroup, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
     const write = await this.groupInput(body);
@@ -467,7 +419,7 @@ export class ScimService {
     for (const m of list) {
       const value = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'value') : undefined;
       const type = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'type') : undefined;
-      if (typeof value !== 'string' || value.length === 0 || value.length > 255) throw invalidValue('each member needs a value: the id of a user');
+      if (typeof value !== 'string' || value.length === 0 || value.length > MAX_SUBJECT_LENGTH) throw invalidValue('each member needs a value: the id of a user');
       if (type !== undefined && type !== 'User') throw invalidValue('members are users (groups in groups are not supported)');
       if (!members.includes(value)) members.push(value);
     }

@@ -72,6 +72,8 @@ export interface DirectoryUser {
 /** What a user create or replace writes. */
 export interface UserWrite {
   username: string;
+  /** The tenant of a new user (null or absent: none, stored as ''); a replace keeps the user's. */
+  tenant?: string | null;
   externalId: string | null;
   isActive: boolean;
   claims: Record<string, unknown>;
@@ -196,7 +198,7 @@ export class SqlDirectory {
   }
 
   /**
-   * Adds a user with their emails (tenant '').
+   * Adds a user with their emails.
    * @throws DirectoryConflict `userName` when a user of that name exists.
    */
   async addUser(subjectId: string, user: UserWrite, now: number): Promise<void> {
@@ -206,7 +208,7 @@ export class SqlDirectory {
           subject_id: subjectId,
           username: user.username,
           username_normalized: user.username.toLowerCase(),
-          tenant: '',
+          tenant: user.tenant ?? '',
           password_hash: user.passwordHash ?? null,
           claims: JSON.stringify(user.claims),
           is_active: user.isActive ? 1 : 0,

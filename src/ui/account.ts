@@ -21,6 +21,7 @@ import { continueAfterSignIn, loginPage } from './sign-in.js';
 import { limiterAllows, refused } from './attempts.js';
 import { originOf } from '../http/request.js';
 import { DirectoryUnavailable } from '../users/directory.js';
+import { MAX_USERNAME_LENGTH } from '../config/schema.js';
 import type { LogoutRequestServices } from '../logout/logout-request.js';
 import type { SignInPageServices } from './sign-in.js';
 import type { AccountMfaPageServices } from './account-mfa.js';
@@ -60,7 +61,7 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
     if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
     let user;
     try {
-      user = username.length > 0 && username.length <= 100 && password.length <= 1024 ? await ctx.users.checkPassword(username, password, tenant, await passwordCheckContext(ctx, request)) : undefined;
+      user = username.length > 0 && username.length <= MAX_USERNAME_LENGTH && password.length <= 1024 ? await ctx.users.checkPassword(username, password, tenant, await passwordCheckContext(ctx, request)) : undefined;
     } catch (err) {
       // An LDAP directory's cap of wrong passwords (maxFailedBinds): the limiter's answer.
       if (err instanceof OAuthError && err.status === 429) {

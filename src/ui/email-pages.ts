@@ -12,7 +12,7 @@
  */
 import type { Services } from '../services.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteShorthandOptions } from 'fastify';
-import { isEmailAddress } from '../email/account-email.js';
+import { isEmailAddress } from '../users/email-address.js';
 import { queryString, single } from '../http/fields.js';
 import { originOf } from '../http/request.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';

@@ -8,7 +8,6 @@
  * changed in the file, a user of an upstream provider or directory where that user lives (their
  * claims are written again at every sign-in). Sessions and connected apps are everybody's.
  */
-import { hash } from '@node-rs/argon2';
 import { nowSeconds } from '../crypto/handles.js';
 import type { EventBus, RequestOrigin } from '../events/events.js';
 import { type FailureLimiter, userAttempt } from '../limits/failure-limiter.js';
@@ -17,8 +16,7 @@ import type { OAuthError } from '../protocol/errors.js';
 import type { GrantRecords } from '../stores/records/index.js';
 import type { Session } from '../stores/records/sessions.js';
 import type { UserStore } from '../stores/types.js';
-import type { UserEmailStore } from '../stores/user-emails.js';
-import { MAX_PASSWORD_LENGTH, type PasswordProblem, passwordProblems } from './password-policy.js';
+import { MAX_PASSWORD_LENGTH, type PasswordProblem } from './password-policy.js';
 import type { UserService } from './users.js';
 
 /**
@@ -95,23 +93,40 @@ const CLAIM_FORMATS: Record<string, { pattern: RegExp; problem: ProfileProblem }
 // C0 and C1 controls, and the bidirectional overrides that can make a name read otherwise.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
+/**
+ * The writes of the account pages, made by the user administration (`UserAdmin`, a layer up),
+ * which holds the password policy and writes every stored user. Structural, as this layer may not
+ * import it.
+ */
+export interface AccountWrites {
+  /**
+   * The password policy's problems with `password` for the user `username` (NIST SP 800-63B-4
+   * §3.1.1.2); empty: accepted.
+   */
+  passwordProblems(password: string, username: string): PasswordProblem[];
+  /**
+   * Changes a stored user: a new password (checked by the policy, stored as an argon2id hash; the
+   * links mailed to the user end) or new claims.
+   */
+  update(subjectId: string, change: { password?: string; claims?: Record<string, unknown> }): Promise<unknown>;
+}
+
 /** The account's services for the pages. Times are Unix seconds. */
 export class AccountService {
   /**
    * @param editableClaims config `account.editableClaims`
-   * @param productName what a new password may not contain (`config/product-name.ts`)
+   * @param writes changes the user's password and claims (`UserAdmin`)
    */
   constructor(
     private readonly users: UserService,
-    private readonly store: UserStore,
-    private readonly records: Pick<GrantRecords, 'sessions' | 'consents' | 'refreshTokens' | 'emailLinks'>,
-    private readonly emails: Pick<UserEmailStore, 'primary'>,
+    private readonly store: Pick<UserStore, 'findUserBySubject'>,
+    private readonly records: Pick<GrantRecords, 'sessions' | 'consents' | 'refreshTokens'>,
     private readonly logout: LogoutService,
     private readonly clients: ClientLookup,
     private readonly limiter: FailureLimiter,
     private readonly events: EventBus,
     readonly editableClaims: readonly string[],
-    private readonly productName: string,
+    private readonly writes: AccountWrites,
   ) {}
 
   /** Where the user lives (see `AccountKind`), or undefined for an unknown subject. */
@@ -160,14 +175,13 @@ export class AccountService {
       }
     }
     if (form.password !== form.confirm) return { outcome: 'mismatch' };
-    const problems = passwordProblems(form.password, { username: user.username, productName: this.productName });
+    const problems = this.writes.passwordProblems(form.password, user.username);
     if (problems.length > 0) {
       failed(`the new password is refused: ${problems.join(', ')}`);
       return { outcome: 'weak', problems };
     }
-    await this.store.setPasswordHash(subjectId, await hash(form.password));
-    // A reset link mailed before would set another password over this one.
-    await this.records.emailLinks.revokeAllOf(subjectId, (await this.emails.primary(subjectId))?.value, nowSeconds());
+    // The links mailed before end with it: a reset link would set another password over this one.
+    await this.writes.update(subjectId, { password: form.password });
     // Every other session, not only those the page lists; their clients are told by the next poll.
     const endedSessions = await this.logout.endSessionsOf(subjectId, session.sid, false);
     const revokedTokens = await this.records.refreshTokens.revokeAllBut(subjectId, session.sid, nowSeconds());
@@ -270,7 +284,7 @@ export class AccountService {
     }
     if (Object.keys(errors).length > 0) return { outcome: 'invalid', errors };
     if (changed.length > 0) {
-      await this.store.updateClaims(subjectId, claims);
+      await this.writes.update(subjectId, { claims });
       this.events.emit({ name: 'profile_updated', endpoint: 'account', subjectId, claims: changed, ...origin });
     }
     return { outcome: 'saved', changed };

@@ -150,7 +150,7 @@ describe('sigil users and clients write to the store; a running node picks them 
     await sigil.context.management.clients.create(client({}));
     expect(await refused('clients', 'update', 'cli-rp', '--json', JSON.stringify({ redirectUris: ['file:///etc/passwd'] }))).toMatchObject({ code: 2, stderr: expect.stringMatching(/redirectUris\[0\]: the scheme file: is not allowed/) });
     expect(JSON.parse((await sigil.context.store.clients.getClient('cli-rp')) ?? '{}')).toMatchObject({ redirectUris: ['https://rp.example/cb'] });
-    await sigil.context.management.clients.remove('cli-rp');
+    await sigil.context.management.clients.delete('cli-rp');
   });
 
   it('refuses a client id that is an https:// URL while metadata documents are enabled (exit code 2, naming clientId), storing nothing', async () => {

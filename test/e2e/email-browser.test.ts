@@ -50,7 +50,7 @@ beforeAll(async () => {
   );
   await sigil.app.listen({ port, host: '127.0.0.1' });
   sigil.subscribe((e) => void events.push(e));
-  await new UserAdmin(sigil.context.store, sigil.context.config).add({ username: ERIN.username, password: ERIN.password, email: ERIN.email, emailVerified: true });
+  await new UserAdmin(sigil.context.store, sigil.context.config).create({ username: ERIN.username, password: ERIN.password, email: ERIN.email, emailVerified: true });
   chromium = await launchChromium();
   page = await (await chromium.newContext()).newPage();
 }, 60_000);
@@ -189,7 +189,7 @@ describe('password reset by mail', () => {
 describe('email verification', () => {
   it('an unverified address is the email claim with email_verified false until its link is confirmed in Chromium', async () => {
     const users = new UserAdmin(sigil.context.store, sigil.context.config);
-    await users.add({ username: 'frank', password: 'copper-meadow-88', email: 'frank@example.org' });
+    await users.create({ username: 'frank', password: 'copper-meadow-88', email: 'frank@example.org' });
     const claims = async () => {
       const res = await token({ grant_type: 'password', username: 'frank', password: 'copper-meadow-88', scope: 'openid email' });
       const { access_token: at } = (await res.json()) as { access_token: string };

@@ -75,7 +75,7 @@ async function signsIn(username: string, password: string): Promise<boolean> {
 
 describe('a password set ends the links mailed before', () => {
   it('a reset with the newer of two reset links ends the older: the password stays the newer one', async () => {
-    await admin.add({ username: 'rhea', password: 'harbour-violet-19', email: 'rhea@example.org', emailVerified: true });
+    await admin.create({ username: 'rhea', password: 'harbour-violet-19', email: 'rhea@example.org', emailVerified: true });
     const older = await resetLink('rhea');
     const newer = await resetLink('rhea@example.org');
     const done = await resetWith(newer, 'lantern-orchard-74');
@@ -87,7 +87,7 @@ describe('a password set ends the links mailed before', () => {
   });
 
   it('a password change on /account ends the reset link and the verification link of an email change', async () => {
-    const { subjectId } = await admin.add({ username: 'carl', password: 'harbour-violet-19', email: 'carl@example.org', emailVerified: true });
+    const { subjectId } = await admin.create({ username: 'carl', password: 'harbour-violet-19', email: 'carl@example.org', emailVerified: true });
     const reset = await resetLink('carl');
     // The address changes; the new one gets a verification link.
     await admin.setEmail('carl', null, 'carl@new.example', false);
@@ -111,7 +111,7 @@ describe('a password set ends the links mailed before', () => {
 
 describe('a password an administrator sets ends the links mailed before', () => {
   it('sigil users passwd (UserAdmin.setPassword) and a SCIM PATCH of the password each end the reset link', async () => {
-    const { subjectId } = await admin.add({ username: 'gus', password: 'harbour-violet-19', email: 'gus@example.org', emailVerified: true });
+    const { subjectId } = await admin.create({ username: 'gus', password: 'harbour-violet-19', email: 'gus@example.org', emailVerified: true });
     const first = await resetLink('gus');
     await admin.setPassword('gus', null, 'meadow-copper-lantern-61');
     await expectRefused(first, '/account/reset', { password: 'attacker-pick-55' });
@@ -133,11 +133,11 @@ describe('a password an administrator sets ends the links mailed before', () => 
 
 describe('the account made inactive or removed ends the links mailed before', () => {
   it('made inactive and active again, the user holds no working reset link', async () => {
-    const { subjectId } = await admin.add({ username: 'dina', password: 'harbour-violet-19', email: 'dina@example.org', emailVerified: true });
+    const { subjectId } = await admin.create({ username: 'dina', password: 'harbour-violet-19', email: 'dina@example.org', emailVerified: true });
     const link = await resetLink('dina');
     const audit = { events: sigil.context.events, endpoint: 'cli' };
-    await admin.setActiveOf(subjectId, false, audit);
-    await admin.setActiveOf(subjectId, true, audit);
+    await admin.setActive(subjectId, false, audit);
+    await admin.setActive(subjectId, true, audit);
     await expectRefused(link, '/account/reset', { password: 'attacker-pick-55' });
     expect(await signsIn('dina', 'attacker-pick-55')).toBe(false);
     expect(await signsIn('dina', 'harbour-violet-19')).toBe(true);
@@ -145,10 +145,10 @@ describe('the account made inactive or removed ends the links mailed before', ()
 
   it('removed, the user\'s reset link sets no password of a later user of the subject, nor a registration link a new account', async () => {
     const audit = { events: sigil.context.events, endpoint: 'cli' };
-    await admin.add({ subjectId: 's-emil', username: 'emil', password: 'harbour-violet-19', email: 'emil@example.org', emailVerified: true });
+    await admin.create({ subjectId: 's-emil', username: 'emil', password: 'harbour-violet-19', email: 'emil@example.org', emailVerified: true });
     const reset = await resetLink('emil');
     await admin.remove('emil', null, audit);
-    await admin.add({ subjectId: 's-emil', username: 'emil', password: 'copper-meadow-83', email: 'emil@example.org', emailVerified: true });
+    await admin.create({ subjectId: 's-emil', username: 'emil', password: 'copper-meadow-83', email: 'emil@example.org', emailVerified: true });
     await expectRefused(reset, '/account/reset', { password: 'attacker-pick-55' });
     expect(await signsIn('emil', 'copper-meadow-83')).toBe(true);
 

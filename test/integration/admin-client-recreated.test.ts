@@ -211,6 +211,6 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     expect(res.body).toContain('clientIdMetadataDocuments.enabled');
     expect((await call('GET', `/clients/${encodeURIComponent(id)}`, admin)).statusCode).toBe(404);
     // The command line's door (`sigil clients add`) refuses it too.
-    await expect(sigil.context.management.clients.add({ ...browserClient(id), clientSecrets: ['a-long-enough-secret-for-this-client-0123'] })).rejects.toThrow(AdminError);
+    await expect(sigil.context.management.clients.create({ ...browserClient(id), clientSecrets: ['a-long-enough-secret-for-this-client-0123'] })).rejects.toThrow(AdminError);
   });
 });

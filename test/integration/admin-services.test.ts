@@ -62,30 +62,30 @@ describe('admin services over SQLite', () => {
 
   describe('clients', () => {
     it('adds a client with its secrets stored as SHA-256 digests only, lists it after the config ones, and removes it', async () => {
-      expect(await clients.add(m2m('svc', 'svc-clear-secret'))).toEqual({ clientId: 'svc', shadowedByConfig: false });
+      expect(await clients.create(m2m('svc', 'svc-clear-secret'))).toEqual({ clientId: 'svc', shadowedByConfig: false });
       const stored = await store.clients.listClients();
       expect(JSON.stringify(stored)).not.toContain('svc-clear-secret');
       expect(stored).toEqual([{ ...m2m('svc'), clientSecrets: [`sha256:${secretDigest('svc-clear-secret').toString('base64')}`] }]);
       const listed = await clients.list();
       expect(listed.slice(0, cfg.clients.length).every((c) => c.source === 'config')).toBe(true);
       expect(listed.at(-1)).toEqual({ clientId: 'svc', source: 'store', allowedGrantTypes: ['client_credentials'] });
-      await clients.remove('svc');
+      await clients.delete('svc');
       expect(await store.clients.listClients()).toEqual([]);
-      expect(await refusal(clients.remove('svc'))).toMatchObject({ code: 'not_found', message: 'no stored client "svc"' });
+      expect(await refusal(clients.delete('svc'))).toMatchObject({ code: 'not_found', message: 'no stored client "svc"' });
     });
 
     it('refuses input that is not a valid client, naming the field path, and stores nothing', async () => {
       for (const bad of ['{"clientId":"x"}', ['x'], null])
-        expect(await refusal(clients.add(bad))).toMatchObject({ code: 'invalid', message: 'client must be a JSON object' });
-      const unknownScope = await refusal(clients.add({ ...m2m('x'), allowedScopes: ['nope'] }));
+        expect(await refusal(clients.create(bad))).toMatchObject({ code: 'invalid', message: 'client must be a JSON object' });
+      const unknownScope = await refusal(clients.create({ ...m2m('x'), allowedScopes: ['nope'] }));
       expect(unknownScope.code).toBe('invalid');
       expect(unknownScope.message).toMatch(/^invalid configuration:\n {2}clients\[\d+\]\.allowedScopes\[0\]: unknown scope "nope"$/);
-      const overlong = await refusal(clients.add(m2m('x'.repeat(300))));
+      const overlong = await refusal(clients.create(m2m('x'.repeat(300))));
       expect(overlong).toMatchObject({ code: 'invalid', message: expect.stringMatching(/clients\[\d+\]\.clientId: /) });
       // $env/$file belong to the operator's config file: a stored client is data and may not read
       // the server's environment or files (nor probe which files exist).
       for (const reference of [{ $file: '/etc/hostname' }, { $env: 'PATH' }])
-        expect(await refusal(clients.add({ ...m2m('x'), clientSecrets: [reference] }))).toMatchObject({
+        expect(await refusal(clients.create({ ...m2m('x'), clientSecrets: [reference] }))).toMatchObject({
           code: 'invalid',
           message: 'a stored client cannot take values from $env or $file',
         });
@@ -93,14 +93,14 @@ describe('admin services over SQLite', () => {
     });
 
     it('config-file clients are read-only: removing one is refused, a stored one of the same id is saved but the config one wins', async () => {
-      expect(await refusal(clients.remove('m2m'))).toMatchObject({ code: 'read_only' });
-      expect(await clients.add(m2m('m2m', 'stolen'))).toEqual({ clientId: 'm2m', shadowedByConfig: true });
+      expect(await refusal(clients.delete('m2m'))).toMatchObject({ code: 'read_only' });
+      expect(await clients.create(m2m('m2m', 'stolen'))).toEqual({ clientId: 'm2m', shadowedByConfig: true });
       const registry = new ClientRegistry(cfg.clients);
       await clients.reload(registry);
       expect(registry.get('m2m')?.clientSecrets).toEqual(['m2m-secret']);
       // The stored one is removable; the config one stays.
-      await clients.remove('m2m');
-      expect(await refusal(clients.remove('m2m'))).toMatchObject({ code: 'read_only' });
+      await clients.delete('m2m');
+      expect(await refusal(clients.delete('m2m'))).toMatchObject({ code: 'read_only' });
     });
 
     it('reload picks up a stored client and drops a removed one; a stored client named like a user subject is skipped', async () => {
@@ -108,7 +108,7 @@ describe('admin services over SQLite', () => {
       const version = registry.version;
       await clients.reload(registry);
       expect(registry.get('svc')).toBeUndefined();
-      await clients.add(m2m('svc'));
+      await clients.create(m2m('svc'));
       await clients.reload(registry);
       expect(registry.get('svc')).toMatchObject({ clientId: 'svc', allowedGrantTypes: ['client_credentials'] });
       expect(registry.version).toBeGreaterThan(version);
@@ -116,7 +116,7 @@ describe('admin services over SQLite', () => {
       await store.clients.saveClient('u-9', m2m('u-9'));
       await clients.reload(registry, async (id) => id === 'u-9');
       expect(registry.get('u-9')).toBeUndefined();
-      await clients.remove('svc');
+      await clients.delete('svc');
       await clients.reload(registry);
       expect(registry.get('svc')).toBeUndefined();
     });
@@ -125,7 +125,7 @@ describe('admin services over SQLite', () => {
       const lines: string[] = [];
       const log = pino({ level: 'warn' }, new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) }));
       const admin = new ClientAdmin(store, { config: cfg, raw, log });
-      await admin.add(m2m('m2m', 'other'));
+      await admin.create(m2m('m2m', 'other'));
       await admin.reload(new ClientRegistry(cfg.clients));
       expect(lines.join('')).toContain('"clientId":"m2m"');
       expect(lines.join('')).toContain('the config file wins');
@@ -134,11 +134,11 @@ describe('admin services over SQLite', () => {
 
   describe('a client id is never a user subject (RFC 9068 §5)', () => {
     it('refuses a client whose id is a config or stored user subject', async () => {
-      const configUser = await refusal(clients.add(m2m('1')));
+      const configUser = await refusal(clients.create(m2m('1')));
       expect(configUser).toMatchObject({ code: 'invalid', message: expect.stringContaining('clients[') });
       expect(configUser.message).toContain('clientId "1" is the subjectId of users[0]');
-      await users.add({ username: 'yuri', subjectId: 'y-1' });
-      expect(await refusal(clients.add(m2m('y-1')))).toMatchObject({
+      await users.create({ username: 'yuri', subjectId: 'y-1' });
+      expect(await refusal(clients.create(m2m('y-1')))).toMatchObject({
         code: 'invalid',
         field: 'clientId',
         message: expect.stringMatching(/^clientId "y-1" is the subjectId of stored user "yuri": .*RFC 9068 §5/),
@@ -147,20 +147,20 @@ describe('admin services over SQLite', () => {
     });
 
     it('refuses a user whose subject is a config or stored client id', async () => {
-      expect(await refusal(users.add({ username: 'mallory', subjectId: 'm2m' }))).toMatchObject({
+      expect(await refusal(users.create({ username: 'mallory', subjectId: 'm2m' }))).toMatchObject({
         code: 'invalid',
         field: 'subjectId',
         message: expect.stringMatching(/^clientId "m2m" is the subjectId of user "mallory"/),
       });
-      await clients.add(m2m('svc-7'));
-      expect(await refusal(users.add({ username: 'trudy', subjectId: 'svc-7' }))).toMatchObject({ code: 'invalid', field: 'subjectId' });
+      await clients.create(m2m('svc-7'));
+      expect(await refusal(users.create({ username: 'trudy', subjectId: 'svc-7' }))).toMatchObject({ code: 'invalid', field: 'subjectId' });
       expect(await store.users.listUsers()).toEqual([]);
     });
   });
 
   describe('users', () => {
     it('adds a user with an argon2id password hash and JSON claims, lists it after the config users, and removes it by name or subject', async () => {
-      const added = await users.add({ username: 'zoe', subjectId: 'z-1', password: 'zoe-pass', claims: { name: 'Zoe', role: ['a'] } });
+      const added = await users.create({ username: 'zoe', subjectId: 'z-1', password: 'zoe-pass', claims: { name: 'Zoe', role: ['a'] } });
       expect(added).toEqual({ subjectId: 'z-1' });
       const stored = await store.users.findUserBySubject('z-1');
       expect(stored).toMatchObject({ username: 'zoe', tenant: null, claims: { name: 'Zoe', role: ['a'] }, isActive: true });
@@ -176,7 +176,7 @@ describe('admin services over SQLite', () => {
       events.subscribe((e) => void seen.push(e));
       const audit = { events, endpoint: 'test', clientId: 'cli' };
       expect((await users.remove('zoe', null, audit)).subjectId).toBe('z-1');
-      await users.add({ username: 'zed', subjectId: 'z-2' });
+      await users.create({ username: 'zed', subjectId: 'z-2' });
       expect((await users.remove('z-2', null, audit)).username).toBe('zed');
       expect(await store.users.listUsers()).toEqual([]);
       // Each removal is audited, naming the actor and the user removed.
@@ -187,28 +187,28 @@ describe('admin services over SQLite', () => {
     });
 
     it('gives a new user a random subject and no password unless told', async () => {
-      const { subjectId } = await users.add({ username: 'nia' });
+      const { subjectId } = await users.create({ username: 'nia' });
       expect(subjectId).toMatch(/^[A-Za-z0-9_-]{16,}$/);
       expect(await store.users.findUserBySubject(subjectId)).toMatchObject({ username: 'nia', passwordHash: null, claims: {} });
     });
 
     it('refuses an overlong username, claims that are not a JSON object and a taken username, and stores nothing', async () => {
-      expect(await refusal(users.add({ username: 'u'.repeat(101) }))).toMatchObject({ code: 'invalid', field: 'username', message: 'the username is longer than 100 characters' });
+      expect(await refusal(users.create({ username: 'u'.repeat(101) }))).toMatchObject({ code: 'invalid', field: 'username', message: 'the username is longer than 100 characters' });
       for (const claims of [[1], null, 'nope', 7])
-        expect(await refusal(users.add({ username: 'kim', claims }))).toMatchObject({ code: 'invalid', field: 'claims' });
+        expect(await refusal(users.create({ username: 'kim', claims }))).toMatchObject({ code: 'invalid', field: 'claims' });
       expect(await store.users.listUsers()).toEqual([]);
-      await users.add({ username: 'kim', subjectId: 'k-1' });
-      expect(await refusal(users.add({ username: 'KIM', subjectId: 'k-2' }))).toMatchObject({ code: 'conflict', message: 'a stored user "KIM" exists already' });
+      await users.create({ username: 'kim', subjectId: 'k-1' });
+      expect(await refusal(users.create({ username: 'KIM', subjectId: 'k-2' }))).toMatchObject({ code: 'conflict', message: 'a stored user "KIM" exists already' });
       expect((await store.users.listUsers()).map((u) => u.subjectId)).toEqual(['k-1']);
     });
 
     it('a stored user named like a config user is saved, and the result says the config user wins', async () => {
-      expect(await users.add({ username: 'Alice', subjectId: 'a-2' })).toEqual({ subjectId: 'a-2', shadowedBy: { username: 'alice', subjectId: '1' } });
-      expect(await users.add({ username: 'ann', subjectId: '2' })).toEqual({ subjectId: '2', shadowedBy: { username: 'bob', subjectId: '2' } });
+      expect(await users.create({ username: 'Alice', subjectId: 'a-2' })).toEqual({ subjectId: 'a-2', shadowedBy: { username: 'alice', subjectId: '1' } });
+      expect(await users.create({ username: 'ann', subjectId: '2' })).toEqual({ subjectId: '2', shadowedBy: { username: 'bob', subjectId: '2' } });
     });
 
     it('sets a stored user\'s password (argon2id); config users are read-only', async () => {
-      await users.add({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
+      await users.create({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
       await users.setPassword('zoe', null, 'new-pass');
       const hash = (await store.users.findUserBySubject('z-1'))?.passwordHash ?? '';
       expect(hash).toMatch(/^\$argon2id\$/);
@@ -221,10 +221,10 @@ describe('admin services over SQLite', () => {
     });
 
     it('applies the password policy on add and setPassword: invalid, field password, nothing stored or changed', async () => {
-      expect(await refusal(users.add({ username: 'zoe', password: 'password' }))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is a common or breached password' });
-      expect(await refusal(users.add({ username: 'zoe', password: 'Sigil-2026-zoe' }))).toMatchObject({ code: 'invalid', field: 'password', message: expect.stringContaining('the password contains the product name') });
+      expect(await refusal(users.create({ username: 'zoe', password: 'password' }))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is a common or breached password' });
+      expect(await refusal(users.create({ username: 'zoe', password: 'Sigil-2026-zoe' }))).toMatchObject({ code: 'invalid', field: 'password', message: expect.stringContaining('the password contains the product name') });
       expect(await store.users.listUsers()).toEqual([]);
-      await users.add({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
+      await users.create({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
       const before = (await store.users.findUserBySubject('z-1'))?.passwordHash;
       expect(await refusal(users.setPassword('zoe', null, 'seven77'))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is shorter than 8 characters' });
       expect((await store.users.findUserBySubject('z-1'))?.passwordHash).toBe(before);
@@ -237,7 +237,7 @@ describe('admin services over SQLite', () => {
     });
 
     it('lists and resets a user\'s second factors, with an mfa_removed audit event per kind', async () => {
-      await users.add({ username: 'zoe', subjectId: 'z-1' });
+      await users.create({ username: 'zoe', subjectId: 'z-1' });
       const factor = { subjectId: 'z-1', label: '', data: {}, counter: 0, createdAt: 1_700_000_000, lastUsedAt: null };
       await store.factors.addFactor({ ...factor, id: 'f-1', kind: 'totp' });
       await store.factors.addFactor({ ...factor, id: 'f-2', kind: 'recovery_code' });
@@ -298,8 +298,8 @@ describe('admin services over SQLite', () => {
 
   describe('sessions', () => {
     it('ends every live session of a user and queues the back-channel logout of a stored client that took part', async () => {
-      await users.add({ username: 'zoe', subjectId: 'z-1' });
-      await clients.add({ ...m2m('rp'), allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], backChannelLogoutUri: 'https://rp.example/logout' });
+      await users.create({ username: 'zoe', subjectId: 'z-1' });
+      await clients.create({ ...m2m('rp'), allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], backChannelLogoutUri: 'https://rp.example/logout' });
       const now = Math.floor(Date.now() / 1000);
       for (const sid of ['s-1', 's-2'])
         await store.grants.put(newGrantRecord({ key: `k-${sid}`, type: 'session', clientId: '', subjectId: 'z-1', familyId: sid, sessionId: sid, data: { sid }, createdAt: now, expiresAt: now + 600 }));
@@ -316,14 +316,14 @@ describe('admin services over SQLite', () => {
     });
 
     it('queues no back-channel logout for a client re-created with the id of a removed one that took part', async () => {
-      await users.add({ username: 'zoe', subjectId: 'z-1' });
+      await users.create({ username: 'zoe', subjectId: 'z-1' });
       const rp = { ...m2m('rp'), allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], backChannelLogoutUri: 'https://rp.example/logout' };
-      await clients.add(rp);
+      await clients.create(rp);
       const now = Math.floor(Date.now() / 1000);
       await store.grants.put(newGrantRecord({ key: 'k-s-1', type: 'session', clientId: '', subjectId: 'z-1', familyId: 's-1', sessionId: 's-1', data: { sid: 's-1' }, createdAt: now, expiresAt: now + 600 }));
       await store.logout.addParticipant({ sid: 's-1', clientId: 'rp', subjectId: 'z-1' }, now + 600);
-      await clients.remove('rp');
-      await clients.add({ ...rp, backChannelLogoutUri: 'https://new-owner.example/logout' });
+      await clients.delete('rp');
+      await clients.create({ ...rp, backChannelLogoutUri: 'https://new-owner.example/logout' });
       expect(await new SessionAdmin(store, cfg, silent).revokeAll('zoe', null)).toEqual({ subjectId: 'z-1', ended: 1 });
       const claimAt = Math.floor(Date.now() / 1000);
       expect(await store.logout.claimDeliveries('test', claimAt, claimAt + 60, 10)).toEqual([]);

@@ -89,7 +89,7 @@ describe.each(['sqlite', 'postgres'] as const)('a client moved from the config f
     // (`revokeIssuedTo`), which only the removal record could refuse otherwise.
     const tokens = await passwordTokens(sigil, { client: ['mover', 'mover-secret'], scope: 'openid api1' });
     await afterSecond(Number(decodeJwt(tokens.access_token).iat));
-    await sigil.context.management.clients.remove('mover');
+    await sigil.context.management.clients.delete('mover');
     await sigil.context.management.reloadClients();
     expect((await sigil.context.store.clients.listClientRemovals(Math.floor(Date.now() / 1000))).has('mover')).toBe(true);
     expect((await introspect(sigil, tokens.access_token)).json()).toMatchObject({ active: true, client_id: 'mover' });

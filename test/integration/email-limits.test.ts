@@ -19,7 +19,7 @@ let sigil: TestSigil & { close: () => Promise<void> };
 beforeAll(async () => {
   smtp = await new SmtpReceiver().start();
   sigil = await startSigil({ email: { smtpUrl: smtp.url, from: 'id@acme.example', requestsPerAddress: 3, mailsPerAccount: 2, selfRegistration: true } });
-  await new UserAdmin(sigil.context.store, sigil.context.config).add({ username: 'victim', password: 'harbour-violet-19', email: VICTIM, emailVerified: true });
+  await new UserAdmin(sigil.context.store, sigil.context.config).create({ username: 'victim', password: 'harbour-violet-19', email: VICTIM, emailVerified: true });
 });
 afterAll(async () => {
   await sigil.close();
@@ -92,7 +92,7 @@ describe('an SMTP server that does not answer', () => {
       { logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }) },
     );
     try {
-      await new UserAdmin(down.context.store, down.context.config).add({ username: 'walt', password: 'harbour-violet-19', email: 'walt@example.org', emailVerified: true });
+      await new UserAdmin(down.context.store, down.context.config).create({ username: 'walt', password: 'harbour-violet-19', email: 'walt@example.org', emailVerified: true });
       const b = new Browser(down);
       const page = await b.get('/account/forgot');
       const res = await b.post('/account/forgot', { csrf_token: input(page.body, 'csrf_token'), identifier: 'walt' });

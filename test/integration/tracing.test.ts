@@ -187,7 +187,7 @@ describe('tracing with OTEL_* set', () => {
       },
       { logger },
     );
-    await new UserAdmin(sigil.context.store, sigil.context.config).add({ username: 'victim', password: PASSWORD, email: 'victim@example.org', emailVerified: true });
+    await new UserAdmin(sigil.context.store, sigil.context.config).create({ username: 'victim', password: PASSWORD, email: 'victim@example.org', emailVerified: true });
     await sigil.app.listen({ host: '127.0.0.1', port: 0 });
   });
   afterAll(async () => {

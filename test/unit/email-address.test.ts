@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isEmailAddress, MAX_EMAIL_LENGTH } from '../../src/email/account-email.js';
+import { isEmailAddress, MAX_EMAIL_LENGTH } from '../../src/users/email-address.js';
 
 describe('isEmailAddress', () => {
   it('accepts ordinary addresses and refuses what cannot be one', () => {

@@ -5,10 +5,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditedChanges } from '../../admin/audited-changes.js';
 import { AdminError, type ItemKind, type ItemRef, type RefusalReason } from '../../admin/errors.js';
+import type { AdminAudit } from '../../admin/user-types.js';
 import type { Services } from '../../services.js';
 import type { Params } from '../../protocol/params.js';
 import { ScimError } from '../../protocol/scim-filter.js';
 import { format, type Messages } from '../../page-kit/i18n.js';
+import { DirectoryUnavailable } from '../../users/directory.js';
 import type { ConsoleCaller } from './console-session.js';
 
 /** The services this module uses. */
@@ -77,6 +79,8 @@ export interface Console {
   changes(caller: ConsoleCaller): AuditedChanges;
   /** Emits the `admin_changed` event of a change only the console makes. */
   audit(caller: ConsoleCaller, action: string, target: { type: string; id: string }, changes?: Record<string, unknown>): void;
+  /** Who makes a user change in the console, for the audit events of `UserAdmin`. */
+  userAudit(caller: ConsoleCaller): AdminAudit;
 }
 
 
@@ -113,7 +117,8 @@ const REASON_TEXTS = {
 /**
  * A refused change as the console shows it, in the page's language (`t`): an AdminError with a
  * stable reason (`detail`) as that reason's text naming the item(s) by their kind's singular label
- * and their name; any other AdminError or a ScimError as a generic sentence, naming the field path
+ * and their name; any other AdminError, a ScimError or a user directory that cannot answer (503:
+ * whether it holds a username is unknown, so nothing was stored) as a generic sentence, naming the field path
  * at fault when there is one (`consoleRefusedField`), followed by the service's own explanation in
  * parentheses (/admin/v1's `detail`, in English: for a password policy or a config-file check it is
  * the only text that says what to change). Every value reaches the page through the escaping template.
@@ -140,5 +145,9 @@ export function refusalOf(err: unknown, t: (key: keyof Messages) => string): Ref
     return { message, status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code], fields };
   }
   if (err instanceof ScimError) return { message: atField('', err.detail), status: err.status, fields: {} };
+  if (err instanceof DirectoryUnavailable) {
+    const message = atField('', `user directory "${err.directory}" cannot answer; try again later`);
+    return { message, status: 503, fields: {} };
+  }
   return undefined;
 }

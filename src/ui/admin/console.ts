@@ -79,6 +79,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
     refused: (request, err) => refusalOf(err, (key) => ctx.pages.text(language(request), key)),
     changes: (caller) => new AuditedChanges(ctx.management, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
     audit: (caller, action, target, changes) => emitAdminChange(ctx.events, CONSOLE_PATH, caller, action, target, changes),
+    userAudit: (caller) => ({ events: ctx.events, endpoint: CONSOLE_PATH, clientId: caller.clientId, sub: caller.sub }),
   };
 
   app.get('/admin/console.css', async (_request, reply) =>

@@ -5,6 +5,7 @@
  * product name and the signed-in admin's sign-out button, a navigation landmark marking the
  * current page (`aria-current`), and a wide main region. Every POST form carries the CSRF field.
  */
+import { MAX_USERNAME_LENGTH } from '../../config/schema.js';
 
 const LAYOUT = `<!doctype html>
 <html lang="<%= it.lang %>">
@@ -58,7 +59,7 @@ ${NOTICE}
 <form method="post" action="<%= it.base %>/admin/users" aria-labelledby="create-user">
 <%~ include('@csrf', it) %>
 <label for="new-username"><%= it.t.username %></label>
-<input type="text" id="new-username" name="username" value="<%= it.form.username || '' %>" maxlength="100" autocomplete="off" required>
+<input type="text" id="new-username" name="username" value="<%= it.form.username || '' %>" maxlength="${MAX_USERNAME_LENGTH}" autocomplete="off" required>
 <label for="new-name"><%= it.t.consoleName %></label>
 <input type="text" id="new-name" name="name" value="<%= it.form.name || '' %>" maxlength="255" autocomplete="off">
 <label for="new-email"><%= it.t.consoleEmail %></label>

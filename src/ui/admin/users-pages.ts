@@ -1,15 +1,15 @@
 /**
- * The console's user pages: search and create (the SCIM service, as `/scim/v2/Users`; config-file
- * users are listed read-only), and one user's page: disable or enable (SCIM `active`: disabling
- * ends their sessions and revokes their tokens), claims (`UserAdmin.setClaims`, as `sigil users`),
- * group memberships (SCIM group PATCH), second factors reset (`UserAdmin.resetSecondFactors`) and
- * live sessions (`ctx.management.sessions`, as `/admin/v1/users/:subject/sessions`). The users
- * page also lists the groups, and creates and deletes them (SCIM, as `/scim/v2/Groups`).
+ * The console's user pages: search and create (`UserAdmin`, as /admin/v1/users; config-file users
+ * are listed read-only), and one user's page: disable or enable (disabling ends their sessions and
+ * revokes their tokens), claims, second factors reset (`UserAdmin.resetSecondFactors`) and live
+ * sessions (`ctx.management.sessions`, as `/admin/v1/users/:subject/sessions`). Groups exist only
+ * in the SCIM service: the users page lists, creates and deletes them, and a user's page sets
+ * their memberships, through its group operations (as `/scim/v2/Groups`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AdminError } from '../../admin/errors.js';
+import { MAX_SUBJECT_LENGTH } from '../../config/schema.js';
 import { queryString, single } from '../../http/fields.js';
-import { GROUP_SCHEMA, PATCH_OP, USER_SCHEMA } from '../../scim/schemas.js';
 import { format } from '../../page-kit/i18n.js';
 import type { Console } from './console-page.js';
 import type { ConsoleCaller } from './console-session.js';
@@ -18,22 +18,15 @@ import type { ConsoleCaller } from './console-session.js';
 const PAGE_SIZE = 50;
 /** The longest claims document, characters. */
 const MAX_CLAIMS = 16_000;
-/** The longest subject, as in the config file. */
-const MAX_SUBJECT = 255;
-/** The most groups offered on a user's page. */
+/** The most groups whose memberships one form sets. */
 const MAX_GROUPS = 200;
 
 type Json = Record<string, unknown>;
 
-/** A SCIM filter string literal (RFC 7644 §3.4.2.2: a JSON string). */
-function scimString(value: string): string {
-  return JSON.stringify(value);
-}
-
-/** The display name of a SCIM user resource. */
-function nameOf(resource: Json): string {
-  const name = resource.name as { formatted?: unknown } | undefined;
-  return typeof name?.formatted === 'string' ? name.formatted : typeof resource.displayName === 'string' ? resource.displayName : '';
+/** The display name of a user: their `name` claim, else `display_name`. */
+function nameOf(claims: Json): string {
+  if (typeof claims.name === 'string') return claims.name;
+  return typeof claims.display_name === 'string' ? claims.display_name : '';
 }
 
 /** Registers `/admin/users` and the pages of one user. */
@@ -43,45 +36,34 @@ export function userPages(admin: Console): void {
   const actor = (caller: ConsoleCaller) => ({ clientId: caller.clientId, sub: caller.sub });
   const userPath = (sub: string) => `/admin/users/${encodeURIComponent(sub)}`;
 
-  /** The groups, by name, with their member counts. */
-  const groupList = async () =>
-    (((await scim.listGroups({ count: MAX_GROUPS, sortBy: 'displayName' })) as { Resources?: Json[] }).Resources ?? []).map((g) => ({
-      id: String(g.id),
-      name: String(g.displayName),
-      members: Array.isArray(g.members) ? g.members.length : 0,
-    }));
-
   const listPage = async (request: FastifyRequest, reply: FastifyReply, form: Json, error?: string, status = 200) => {
     // Control characters never match a username (and PostgreSQL refuses a NUL): left out.
     const q = (queryString(request, 'q') ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 100);
-    let list: { Resources?: Json[] };
+    const groups = await scim.groupChoices();
+    let listed;
     try {
-      list = (await scim.listUsers({ ...(q ? { filter: `userName co ${scimString(q)}` } : {}), count: PAGE_SIZE, sortBy: 'userName' })) as { Resources?: Json[] };
+      listed = await users.page({ ...(q ? { contains: q } : {}), limit: PAGE_SIZE });
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
-      return admin.render(request, reply, 'console-users', 'users', { q, users: [], groups: await groupList(), form, error: refusal.message }, 400);
+      const data = { q, users: [], groups, form, error: refusal.message };
+      return admin.render(request, reply, 'console-users', 'users', data, 400);
     }
-    const stored = (list.Resources ?? []).map((r) => ({ subjectId: String(r.id), username: String(r.userName), name: nameOf(r), active: r.active !== false, source: 'store' }));
-    const fromConfig = ctx.config.users
-      .filter((u) => u.username.toLowerCase().includes(q.toLowerCase()))
-      .map((u) => ({ subjectId: u.subjectId, username: u.username, name: typeof u.claims.name === 'string' ? u.claims.name : '', active: u.isActive, source: 'config' }));
-    return admin.render(request, reply, 'console-users', 'users', { q, users: [...fromConfig, ...stored], groups: await groupList(), form, error }, status);
+    const shown = listed.users.map((u) => ({
+      subjectId: u.subjectId,
+      username: u.username,
+      name: nameOf(u.claims),
+      active: u.active,
+      source: u.source,
+    }));
+    return admin.render(request, reply, 'console-users', 'users', { q, users: shown, groups, form, error }, status);
   };
 
-  /** The user of a page: a config-file one, else a stored (SCIM) one; undefined after the 404 page. */
+  /** The user of a page, config-file or stored; undefined after the 404 page. */
   const find = async (reply: FastifyReply, sub: string) => {
-    if (sub.length > MAX_SUBJECT) {
-      reply.callNotFound();
-      return undefined;
-    }
-    const configUser = ctx.config.users.find((u) => u.subjectId === sub);
-    if (configUser) return { subjectId: sub, username: configUser.username, tenant: configUser.tenant ?? null, active: configUser.isActive, source: 'config' as const, groups: [] as { value: string; display: string }[] };
     try {
-      const { resource } = await scim.getUser(sub);
-      const stored = await ctx.users.findBySubject(sub);
-      const groups = Array.isArray(resource.groups) ? (resource.groups as { value: string; display: string }[]) : [];
-      return { subjectId: sub, username: String(resource.userName), tenant: stored?.tenant ?? null, active: resource.active !== false, source: 'store' as const, groups };
+      if (sub.length > MAX_SUBJECT_LENGTH) throw new AdminError('not_found', 'no such user');
+      return await users.get(sub);
     } catch (err) {
       if (!admin.refused(reply.request, err)) throw err;
       reply.callNotFound();
@@ -93,16 +75,9 @@ export function userPages(admin: Console): void {
     const user = await find(reply, sub);
     if (!user) return reply;
     const { factors } = await users.secondFactors(user.username, user.tenant);
-    const stored = await ctx.users.findBySubject(sub);
-    const memberOf = new Set(user.groups.map((g) => g.value));
-    const allGroups =
-      user.source === 'store'
-        ? (((await scim.listGroups({ count: MAX_GROUPS, sortBy: 'displayName', excludedAttributes: 'members' })) as { Resources?: Json[] }).Resources ?? []).map((g) => ({
-            id: String(g.id),
-            name: String(g.displayName),
-            member: memberOf.has(String(g.id)),
-          }))
-        : [];
+    const memberOf = new Set(user.groups.map((g) => g.id));
+    const choices = user.source === 'store' ? await scim.groupChoices() : [];
+    const allGroups = choices.map((g) => ({ id: g.id, name: g.name, member: memberOf.has(g.id) }));
     return admin.render(
       request,
       reply,
@@ -110,10 +85,10 @@ export function userPages(admin: Console): void {
       'users',
       {
         user,
-        groups: user.groups.map((g) => g.display),
+        groups: user.groups.map((g) => g.displayName),
         allGroups,
         factors: factors.length > 0 ? [...new Set(factors.map((f) => f.kind))].join(', ') : admin.text(request, 'consoleNone'),
-        claims: claimsText ?? JSON.stringify(stored?.claims ?? {}, null, 2),
+        claims: claimsText ?? JSON.stringify(user.claims, null, 2),
         sessions: await ctx.management.sessions.sessionsOf(sub),
         error,
       },
@@ -130,17 +105,16 @@ export function userPages(admin: Console): void {
     const form = { username: field('username'), name: field('name'), email: field('email') };
     const password = single(w.form, 'password') ?? '';
     try {
-      const { resource } = await scim.createUser(
+      const { subjectId } = await users.create(
         {
-          schemas: [USER_SCHEMA],
-          userName: form.username,
-          ...(form.name ? { name: { formatted: form.name } } : {}),
-          ...(form.email ? { emails: [{ value: form.email, primary: true }] } : {}),
+          username: form.username,
+          claims: form.name ? { name: form.name } : {},
+          ...(form.email ? { email: form.email } : {}),
           ...(password ? { password } : {}),
         },
-        actor(w.caller),
+        { audit: admin.userAudit(w.caller), strictNames: true },
       );
-      return admin.done(reply, userPath(String(resource.id)), 'consoleUserCreated');
+      return admin.done(reply, userPath(subjectId), 'consoleUserCreated');
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
@@ -153,7 +127,7 @@ export function userPages(admin: Console): void {
     if (!w) return reply;
     const displayName = (single(w.form, 'displayName') ?? '').trim().slice(0, 200);
     try {
-      await scim.createGroup({ schemas: [GROUP_SCHEMA], displayName }, actor(w.caller));
+      await scim.createNamedGroup(displayName, actor(w.caller));
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
@@ -167,7 +141,7 @@ export function userPages(admin: Console): void {
     if (!w) return reply;
     const { id } = request.params as { id: string };
     try {
-      await scim.deleteGroup(id.slice(0, MAX_SUBJECT), undefined, actor(w.caller));
+      await scim.deleteGroup(id.slice(0, MAX_SUBJECT_LENGTH), undefined, actor(w.caller));
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
@@ -188,7 +162,7 @@ export function userPages(admin: Console): void {
     const { sub } = request.params as { sub: string };
     const active = single(w.form, 'active') === 'true';
     try {
-      await scim.patchUser(sub, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'active', value: active }] }, undefined, actor(w.caller));
+      await users.setActive(sub, active, admin.userAudit(w.caller));
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
@@ -213,14 +187,12 @@ export function userPages(admin: Console): void {
       return userPage(request, reply, sub, admin.text(request, 'consoleClaimsInvalid'), 400, text);
     }
     try {
-      await users.setClaims(user.username, user.tenant, claims);
+      await users.update(user.subjectId, { claims }, { audit: admin.userAudit(w.caller) });
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
       return userPage(request, reply, sub, refusal.message, refusal.status, text);
     }
-    // Claim names only: their values are personal data (as profile_updated events).
-    admin.audit(w.caller, 'user.claims', { type: 'user', id: sub }, { claims: Object.keys(claims as Json) });
     return admin.done(reply, userPath(sub), 'consoleClaimsSaved');
   });
 
@@ -230,13 +202,8 @@ export function userPages(admin: Console): void {
     const { sub } = request.params as { sub: string };
     const user = await find(reply, sub);
     if (!user) return reply;
-    const wanted = new Set(w.form.getAll('group').slice(0, MAX_GROUPS));
-    const current = new Set(user.groups.map((g) => g.value));
     try {
-      for (const id of wanted)
-        if (!current.has(id)) await scim.patchGroup(id, { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [{ value: sub }] }] }, undefined, actor(w.caller));
-      for (const id of current)
-        if (!wanted.has(id)) await scim.patchGroup(id, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: `members[value eq ${scimString(sub)}]` }] }, undefined, actor(w.caller));
+      await scim.setGroupsOf(user.subjectId, w.form.getAll('group').slice(0, MAX_GROUPS), actor(w.caller));
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
@@ -262,7 +229,7 @@ export function userPages(admin: Console): void {
     const { sub } = request.params as { sub: string };
     const sid = single(w.form, 'sid') ?? '';
     try {
-      if (sid.length === 0 || sid.length > 200 || sub.length > MAX_SUBJECT) throw new AdminError('not_found', 'no such session');
+      if (sid.length === 0 || sid.length > 200 || sub.length > MAX_SUBJECT_LENGTH) throw new AdminError('not_found', 'no such session');
       await admin.changes(w.caller).revokeSession(sub, sid);
     } catch (err) {
       const refusal = admin.refused(request, err);

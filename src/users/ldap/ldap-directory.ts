@@ -14,9 +14,8 @@ import { DirectoryUnavailable, type PasswordCheckContext, type UserDirectory } f
 import type { User } from '../user.js';
 import { LdapPool, type Connection } from './pool.js';
 import { ACCOUNT_STATE_ATTRIBUTES, attributesOf, BINARY_SUBJECT_ATTRIBUTES, isDisabled, roleFromGroupDn, stringValues, subjectOf, subjectSearchValue } from './entries.js';
+import { MAX_USERNAME_LENGTH } from '../../config/schema.js';
 
-/** The longest username sent to the server: the longest a Sigil user may have (config file, store). */
-const MAX_USERNAME_LENGTH = 100;
 /** Users kept for `claimsCacheSeconds` at most; beyond this many the oldest go first. */
 const MAX_CACHED = 10_000;
 
