@@ -59,8 +59,8 @@ function openLog(cfg: ResolvedConfig, options: SigilOptions): Pick<BuiltInfrastr
 }
 
 /**
- * Opens what every other group stands on. `cfg` is the resolved config (its users' clear-text
- * passwords still in it: the sign-in builder hashes them; the group's `config` has them dropped).
+ * Opens what every other group stands on. `cfg` is the resolved config, its users' passwords
+ * hashed (`withHashedPasswords`).
  * @throws ConfigError when a config client's id is a stored user's subject (RFC 9068 §5); Error
  *   when the store cannot be opened or the keys cannot be loaded (the store and counters are
  *   closed again first)
@@ -105,8 +105,7 @@ export async function buildInfrastructure(cfg: ResolvedConfig, options: SigilOpt
         }
       : { count: domainMetrics.count };
     const infrastructure: Infrastructure = {
-      // The users' clear-text passwords are hashed by the sign-in builder and dropped here.
-      config: { ...cfg, users: cfg.users.map(({ password: _clearText, ...user }) => user) },
+      config: cfg,
       issuer: cfg.issuer,
       basePath: issuerPath(cfg.issuer),
       store,

@@ -4,7 +4,6 @@
  */
 import { isIP } from 'node:net';
 import type { UserAdmin } from '../admin/users.js';
-import type { ResolvedConfig } from '../config/loader.js';
 import { UpstreamSignIn } from '../federation/sign-in.js';
 import { FactorEnrollment } from '../mfa/enrollment.js';
 import { MfaService } from '../mfa/factors.js';
@@ -21,16 +20,13 @@ import type { SigilOptions } from './options.js';
 
 /**
  * Builds the sign-in group.
- * @param configUsers the config's users with their clear-text passwords, which are hashed here
- *   (the infrastructure's `config` has them dropped)
  * @param userAdmin the one writer of users: upstream sign-ins link their users, and /account
  *   writes passwords and profiles, through it
- * @throws Error when a config user's password cannot be hashed
+ * @throws Error when the dummy password cannot be hashed
  */
 export async function buildSignIn(
   infra: Infrastructure,
   protocol: Pick<ProtocolServices, 'clients' | 'logout' | 'upstream' | 'interactions'>,
-  configUsers: ResolvedConfig['users'],
   userAdmin: UserAdmin,
   directories: readonly UserDirectory[],
   options: SigilOptions,
@@ -38,7 +34,7 @@ export async function buildSignIn(
   const { config: cfg, store, keys, limiter, events, log } = infra;
   const { clients, logout, upstream, interactions } = protocol;
   const profile = options.profileService;
-  const users = await UserService.create(configUsers, store.users, { directories, isActive: profile?.isActive?.bind(profile), emails: store.emails, log });
+  const users = await UserService.create(cfg.users, store.users, { directories, isActive: profile?.isActive?.bind(profile), emails: store.emails, log });
   // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
   const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
   const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);

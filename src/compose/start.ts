@@ -11,6 +11,7 @@ import { buildMetricsApp, type RequestMetrics } from '../http/metrics.js';
 import { parseDataKey } from '../keys/keys.js';
 import { loadLook } from '../page-kit/look.js';
 import { Pages } from '../page-kit/pages.js';
+import { withHashedPasswords } from '../users/users.js';
 import type { Services } from '../services.js';
 import { startHousekeeping } from '../stores/housekeeping.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -39,15 +40,18 @@ export interface StartedServices {
 }
 
 /**
- * Resolves the config and the options' defaults (`SIGIL_REDIS_URL`, `SIGIL_DATA_KEY`).
+ * Resolves the config, hashes its users' passwords, and the options' defaults (`SIGIL_REDIS_URL`,
+ * `SIGIL_DATA_KEY`).
  * @param mountedAt the prefix of the host app's plugin, checked against the issuer's path before
  *   anything is opened
  * @throws ConfigError naming each invalid field; Error when the prefix is not the issuer's path
  */
-function resolve(config: unknown, options: SigilOptions, mountedAt: string | undefined): { cfg: ResolvedConfig; options: SigilOptions } {
+async function resolve(config: unknown, options: SigilOptions, mountedAt: string | undefined): Promise<{ cfg: ResolvedConfig; options: SigilOptions }> {
   // A client may list the extension grants registered here; any other unknown name is a typo.
   const extensionGrants = (options.extensionGrants ?? []).map((g) => g.grantType);
-  const cfg = resolveConfig(config, options.overrides, { extensionGrants });
+  const resolved = resolveConfig(config, options.overrides, { extensionGrants });
+  // No clear-text password is kept past this point: every service sees the config users' hashes.
+  const cfg = { ...resolved, users: await withHashedPasswords(resolved.users) };
   const basePath = issuerPath(cfg.issuer);
   if (mountedAt !== undefined && mountedAt !== basePath)
     throw new Error(`sigil: the plugin is registered at prefix '${mountedAt}' but the issuer ${cfg.issuer} has the path '${basePath}'; the prefix must be the issuer's path (OIDC Discovery §4)`);
@@ -62,13 +66,13 @@ function resolve(config: unknown, options: SigilOptions, mountedAt: string | und
  *   user's subject (RFC 9068 §5); Error when the store cannot be opened
  */
 export async function startServices(config: unknown, given: SigilOptions, mountedAt?: string): Promise<StartedServices> {
-  const { cfg, options } = resolve(config, given, mountedAt);
+  const { cfg, options } = await resolve(config, given, mountedAt);
   const built = await buildInfrastructure(cfg, options);
   const { infrastructure: infra, tracing } = built;
   try {
     const { protocol, grantTypes, deliverer } = buildProtocol(infra, options, tracing);
     const users = buildUserManagement(infra, protocol, options);
-    const signIn = await buildSignIn(infra, protocol, cfg.users, users.userAdmin, users.directories, options);
+    const signIn = await buildSignIn(infra, protocol, users.userAdmin, users.directories, options);
     const extensionGrants = (options.extensionGrants ?? []).map((g) => g.grantType);
     const source = { raw: config, overrides: options.overrides, extensionGrants, dataKey: options.dataKey };
     const { management, changes } = buildManagement(infra, protocol, signIn, users, source);

@@ -29,6 +29,14 @@ interface Candidate {
  * check runs exactly one argon2id verification, against the user's hash or, for an unknown
  * username, a dummy hash made at start (OWASP ASVS 5.0 V6.3.8: no user enumeration).
  */
+/**
+ * The config's users with each clear-text password replaced by its argon2id hash, so that no
+ * clear-text password is kept past the start (the admin services and `UserService` see hashes).
+ */
+export async function withHashedPasswords(users: readonly UserConfig[]): Promise<UserConfig[]> {
+  return Promise.all(users.map(async ({ password, ...u }) => (password === undefined ? u : { ...u, passwordHash: u.passwordHash ?? (await hash(password)) })));
+}
+
 export class UserService {
   private constructor(
     private readonly configUsers: readonly Candidate[],
