@@ -1,8 +1,10 @@
 // The ceilings a Sigil figure is measured against, each in a process of its own (one core):
 //
 //   node bench/ceilings.mjs sign --alg ES256 --seconds 3 [--in-flight 32]
-//                                                          prints {"alg":"ES256","perSecond":N,"perCpuSecond":M}: jose compact
-//                                                          JWS signatures of a typical access-token payload, 32 under way
+//                                                          prints
+// {"alg":"ES256","perSecond":N,"perCpuSecond":M}: jose compact
+//                                                          JWS signatures of a typical access-token payload,
+// 32 under way
 //   node bench/ceilings.mjs fastify --port N               a bare Fastify server: POST /token with a form body answers
 //                                                          a small JSON object; prints "listening on <url>"
 //   node bench/ceilings.mjs fastify --port N --sign ES256  the same, each answer carrying a new JWT signed with jose
@@ -14,8 +16,11 @@ import { CompactSign, generateKeyPair } from 'jose';
 const { positionals, values } = parseArgs({
   allowPositionals: true,
   options: {
-    alg: { type: 'string', default: 'ES256' }, seconds: { type: 'string', default: '3' }, port: { type: 'string', default: '0' },
-    'in-flight': { type: 'string', default: '32' }, sign: { type: 'string' },
+    alg: { type: 'string', default: 'ES256' },
+    seconds: { type: 'string', default: '3' },
+    port: { type: 'string', default: '0' },
+    'in-flight': { type: 'string', default: '32' },
+    sign: { type: 'string' },
   },
 });
 
@@ -40,14 +45,27 @@ async function signRate(alg, seconds, inFlight) {
   return { perSecond: n / ((performance.now() - start) / 1000), perCpuSecond: n / ((cpu.user + cpu.system) / 1e6) };
 }
 
-/** `sign(n)`: a compact JWS of the payload Sigil signs for `client_credentials`, with `jti-n`, under a new `alg` key. */
+/**
+ * `sign(n)`: a compact JWS of the payload Sigil signs for `client_credentials`, with `jti-n`, under a new
+ * `alg` key.
+ */
 async function signer(alg) {
   const { privateKey } = await generateKeyPair(alg, { modulusLength: 2048 });
   const encoder = new TextEncoder();
-  const payload = (n) => encoder.encode(JSON.stringify({
-    iss: 'http://127.0.0.1:5000', exp: 1_900_000_000, iat: 1_800_000_000, nbf: 1_800_000_000, aud: 'api1',
-    sub: 'bench-jwt', client_id: 'bench-jwt', jti: `jti-${n}`, scope: 'api1',
-  }));
+  const payload = (n) =>
+    encoder.encode(
+      JSON.stringify({
+        iss: 'http://127.0.0.1:5000',
+        exp: 1_900_000_000,
+        iat: 1_800_000_000,
+        nbf: 1_800_000_000,
+        aud: 'api1',
+        sub: 'bench-jwt',
+        client_id: 'bench-jwt',
+        jti: `jti-${n}`,
+        scope: 'api1',
+      }),
+    );
   return (n) => new CompactSign(payload(n)).setProtectedHeader({ alg, kid: 'k1', typ: 'at+jwt' }).sign(privateKey);
 }
 
@@ -60,11 +78,16 @@ async function bareFastify(port, alg) {
   let n = 0;
   const app = Fastify();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) =>
-    done(null, Object.fromEntries(new URLSearchParams(body))));
+    done(null, Object.fromEntries(new URLSearchParams(body))),
+  );
   app.post('/token', async (request, reply) =>
     reply.header('cache-control', 'no-store').send({
-      access_token: sign ? await sign(n++) : 'x'.repeat(40), token_type: 'Bearer', expires_in: 3600, scope: request.body.scope,
-    }));
+      access_token: sign ? await sign(n++) : 'x'.repeat(40),
+      token_type: 'Bearer',
+      expires_in: 3600,
+      scope: request.body.scope,
+    }),
+  );
   const address = await app.listen({ port, host: '127.0.0.1' });
   console.log(`listening on ${address}`);
   const stop = () => void app.close().then(() => process.exit(0));
@@ -78,6 +101,8 @@ if (positionals[0] === 'sign') {
 } else if (positionals[0] === 'fastify') {
   await bareFastify(Number(values.port), values.sign);
 } else {
-  console.error('usage: node bench/ceilings.mjs sign --alg ALG --seconds S [--in-flight N] | fastify --port N [--sign ALG]');
+  console.error(
+    'usage: node bench/ceilings.mjs sign --alg ALG --seconds S [--in-flight N] | fastify --port N [--sign ALG]',
+  );
   process.exitCode = 2;
 }

@@ -48,12 +48,25 @@ const CLI = join(ROOT, 'dist/cli/main.js');
 const HOST = '127.0.0.1';
 const SECRET = 'bench-secret';
 const FORM = 'application/x-www-form-urlencoded';
-const COLUMNS = ['key', 'type', 'client_id', 'subject_id', 'family_id', 'session_id', 'data', 'created_at', 'expires_at', 'consumed_at', 'revoked_at'];
+const COLUMNS = [
+  'key',
+  'type',
+  'client_id',
+  'subject_id',
+  'family_id',
+  'session_id',
+  'data',
+  'created_at',
+  'expires_at',
+  'consumed_at',
+  'revoked_at',
+];
 const INTROSPECTION_SAMPLE = 50_000;
 /** Requests per counted run (database writes per request); fewer for argon2id logins. */
 const COUNTED = { default: 400, password: 100 };
 
-const basic = (id, secret) => `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+const basic = (id, secret) =>
+  `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString('base64')}`;
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const sha256 = (s) => createHash('sha256').update(s, 'utf8').digest('base64url');
 
@@ -110,30 +123,129 @@ function fillRow(type, now, issuer) {
     case 'refresh_token': {
       const absolute = created + 30 * 86400;
       const data = { scopes: ['openid', 'profile', 'api1', 'offline_access'], subject, absoluteExpiresAt: absolute };
-      return { row: [rnd.handle(), type, `app-${rnd.int(50)}`, user, family, sid, JSON.stringify(data), created, absolute, rnd.int(3) === 0 ? created + 600 : null, null] };
+      return {
+        row: [
+          rnd.handle(),
+          type,
+          `app-${rnd.int(50)}`,
+          user,
+          family,
+          sid,
+          JSON.stringify(data),
+          created,
+          absolute,
+          rnd.int(3) === 0 ? created + 600 : null,
+          null,
+        ],
+      };
     }
     case 'access_token':
-      return { row: [rnd.handle(), type, `app-${rnd.int(50)}`, user, family, sid, '{}', created, now + 600 + rnd.int(3600), null, null] };
+      return {
+        row: [
+          rnd.handle(),
+          type,
+          `app-${rnd.int(50)}`,
+          user,
+          family,
+          sid,
+          '{}',
+          created,
+          now + 600 + rnd.int(3600),
+          null,
+          null,
+        ],
+      };
     case 'reference_token': {
       const handle = rnd.handle();
       const exp = now + 3600 + rnd.int(86400);
-      const claims = { iss: issuer, exp, iat: created, nbf: created, aud: 'api1', sub: 'bench-ref', client_id: 'bench-ref', jti: rnd.id(), scope: 'api1' };
-      return { row: [sha256(handle), type, 'bench-ref', null, family, null, JSON.stringify({ claims }), created, exp, null, null], handle };
+      const claims = {
+        iss: issuer,
+        exp,
+        iat: created,
+        nbf: created,
+        aud: 'api1',
+        sub: 'bench-ref',
+        client_id: 'bench-ref',
+        jti: rnd.id(),
+        scope: 'api1',
+      };
+      return {
+        row: [
+          sha256(handle),
+          type,
+          'bench-ref',
+          null,
+          family,
+          null,
+          JSON.stringify({ claims }),
+          created,
+          exp,
+          null,
+          null,
+        ],
+        handle,
+      };
     }
     case 'session': {
       const data = { sid, subjectId: user, authTime: created, amr: ['pwd'], idp: 'local', tenant: null };
-      return { row: [rnd.handle(), type, '', user, sid, sid, JSON.stringify(data), created, created + 36_000 + 8 * 86400, null, null] };
+      return {
+        row: [
+          rnd.handle(),
+          type,
+          '',
+          user,
+          sid,
+          sid,
+          JSON.stringify(data),
+          created,
+          created + 36_000 + 8 * 86400,
+          null,
+          null,
+        ],
+      };
     }
     case 'consent': {
       const data = { scopes: ['openid', 'profile', 'api1'] };
-      return { row: [sha256(`consent:${user}:${rnd.id()}`), type, `app-${rnd.int(50)}`, user, family, null, JSON.stringify(data), created, now + 365 * 86400, null, null] };
+      return {
+        row: [
+          sha256(`consent:${user}:${rnd.id()}`),
+          type,
+          `app-${rnd.int(50)}`,
+          user,
+          family,
+          null,
+          JSON.stringify(data),
+          created,
+          now + 365 * 86400,
+          null,
+          null,
+        ],
+      };
     }
     default: {
       const data = {
-        redirectUri: 'https://app.example/signin-oidc', scopes: ['openid', 'profile', 'api1'], subject,
-        nonce: rnd.id(), codeChallenge: rnd.handle(), codeChallengeMethod: 'S256',
+        redirectUri: 'https://app.example/signin-oidc',
+        scopes: ['openid', 'profile', 'api1'],
+        subject,
+        nonce: rnd.id(),
+        codeChallenge: rnd.handle(),
+        codeChallengeMethod: 'S256',
       };
-      return { row: [rnd.handle(), 'authorization_code', `app-${rnd.int(50)}`, user, family, sid, JSON.stringify(data), created, now + 3600, created + 2, null] };
+      return {
+        row: [
+          rnd.handle(),
+          'authorization_code',
+          `app-${rnd.int(50)}`,
+          user,
+          family,
+          sid,
+          JSON.stringify(data),
+          created,
+          now + 3600,
+          created + 2,
+          null,
+        ],
+      };
     }
   }
 }
@@ -154,7 +266,19 @@ function refreshRow(handle, now) {
     subject: { subjectId: '1', authTime: now - 60, amr: ['pwd'], idp: 'local' },
     absoluteExpiresAt: now + 30 * 86400,
   };
-  return [sha256(handle), 'refresh_token', 'bench-rt', '1', rnd.id(), null, JSON.stringify(data), now, now + 30 * 86400, null, null];
+  return [
+    sha256(handle),
+    'refresh_token',
+    'bench-rt',
+    '1',
+    rnd.id(),
+    null,
+    JSON.stringify(data),
+    now,
+    now + 30 * 86400,
+    null,
+    null,
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -168,7 +292,9 @@ class SqliteDb {
     this.db.pragma('busy_timeout = 10000');
     // The bench's own connection only: a page cache that holds the table, for a fast bulk fill.
     this.db.pragma('cache_size = -1000000');
-    const insert = this.db.prepare(`insert into grants (${COLUMNS.join(', ')}) values (${COLUMNS.map(() => '?').join(', ')})`);
+    const insert = this.db.prepare(
+      `insert into grants (${COLUMNS.join(', ')}) values (${COLUMNS.map(() => '?').join(', ')})`,
+    );
     this.insertMany = this.db.transaction((rows) => {
       for (const r of rows) insert.run(r);
     });
@@ -186,17 +312,24 @@ class SqliteDb {
     this.db.pragma('wal_checkpoint(TRUNCATE)');
   }
   async size() {
-    const { n } = this.db.prepare('select page_count * page_size as n from pragma_page_count(), pragma_page_size()').get();
+    const { n } = this.db
+      .prepare('select page_count * page_size as n from pragma_page_count(), pragma_page_size()')
+      .get();
     return n;
   }
   async installCounters() {
     this.db.exec('create table bench_writes (tbl text not null, op text not null)');
     for (const tbl of ['grants', 'users', 'signing_keys', 'leases'])
       for (const op of ['insert', 'update', 'delete'])
-        this.db.exec(`create trigger bench_${tbl}_${op} after ${op} on ${tbl} begin insert into bench_writes values ('${tbl}', '${op}'); end`);
+        this.db.exec(
+          `create trigger bench_${tbl}_${op} after ${op} on ${tbl} begin insert into bench_writes values ('${tbl}', '${op}'); end`,
+        );
   }
   async readCounters() {
-    return this.db.prepare('select tbl, op, count(*) as n from bench_writes group by tbl, op').all().map((r) => ({ ...r, n: Number(r.n) }));
+    return this.db
+      .prepare('select tbl, op, count(*) as n from bench_writes group by tbl, op')
+      .all()
+      .map((r) => ({ ...r, n: Number(r.n) }));
   }
   async resetCounters() {
     this.db.exec('delete from bench_writes');
@@ -220,7 +353,19 @@ class PostgresDb {
   async insert(rows) {
     // One statement per batch: every column as an array, unnested server-side.
     const columns = COLUMNS.map((_, i) => rows.map((r) => r[i]));
-    const types = ['varchar', 'varchar', 'varchar', 'varchar', 'varchar', 'varchar', 'text', 'bigint', 'bigint', 'bigint', 'bigint'];
+    const types = [
+      'varchar',
+      'varchar',
+      'varchar',
+      'varchar',
+      'varchar',
+      'varchar',
+      'text',
+      'bigint',
+      'bigint',
+      'bigint',
+      'bigint',
+    ];
     await this.pool.query(
       `insert into grants (${COLUMNS.join(', ')}) select * from unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`,
       columns,
@@ -248,7 +393,9 @@ class PostgresDb {
     await this.pool.query(`create function bench_count() returns trigger language plpgsql as $$
       begin insert into bench_writes values (TG_TABLE_NAME, lower(TG_OP)); return null; end $$`);
     for (const tbl of ['grants', 'users', 'signing_keys', 'leases'])
-      await this.pool.query(`create trigger bench_writes_trigger after insert or update or delete on ${tbl} for each row execute function bench_count()`);
+      await this.pool.query(
+        `create trigger bench_writes_trigger after insert or update or delete on ${tbl} for each row execute function bench_count()`,
+      );
   }
   async readCounters() {
     const { rows } = await this.pool.query('select tbl, op, count(*)::int as n from bench_writes group by tbl, op');
@@ -258,7 +405,8 @@ class PostgresDb {
     await this.pool.query('delete from bench_writes');
   }
   async removeCounters() {
-    for (const tbl of ['grants', 'users', 'signing_keys', 'leases']) await this.pool.query(`drop trigger if exists bench_writes_trigger on ${tbl}`);
+    for (const tbl of ['grants', 'users', 'signing_keys', 'leases'])
+      await this.pool.query(`drop trigger if exists bench_writes_trigger on ${tbl}`);
     await this.pool.query('drop function if exists bench_count()');
     await this.pool.query('drop table if exists bench_writes');
   }
@@ -284,7 +432,12 @@ function freePort() {
 const children = new Set();
 
 function runCli(args) {
-  return execFileSync(process.execPath, [CLI, ...args], { cwd: ROOT, env: cleanEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return execFileSync(process.execPath, [CLI, ...args], {
+    cwd: ROOT,
+    env: cleanEnv(),
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 function cleanEnv() {
@@ -300,18 +453,44 @@ function cleanEnv() {
 function startSigil(configFile, storage, port, metricsPort) {
   const spawnedAt = performance.now();
   // Each process's management listener on a port of its own: one Sigil runs per size at once.
-  const child = spawn(process.execPath, [CLI, 'start', '--config', configFile, '--port', String(port), '--host', HOST,
-    '--issuer', `http://${HOST}:${port}`, '--storage', storage, '--metrics-port', String(metricsPort)], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      'start',
+      '--config',
+      configFile,
+      '--port',
+      String(port),
+      '--host',
+      HOST,
+      '--issuer',
+      `http://${HOST}:${port}`,
+      '--storage',
+      storage,
+      '--metrics-port',
+      String(metricsPort),
+    ],
+    { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   children.add(child);
   let output = '';
-  const keep = (chunk) => { output = (output + chunk).slice(-4000); };
+  const keep = (chunk) => {
+    output = (output + chunk).slice(-4000);
+  };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
   child.on('exit', () => children.delete(child));
   child.tail = () => output;
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`Sigil did not start:\n${output}`)); }, 60_000);
-    const onExit = (code) => { clearTimeout(timer); reject(new Error(`Sigil exited with ${code}:\n${output}`)); };
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`Sigil did not start:\n${output}`));
+    }, 60_000);
+    const onExit = (code) => {
+      clearTimeout(timer);
+      reject(new Error(`Sigil exited with ${code}:\n${output}`));
+    };
     child.once('exit', onExit);
     child.stdout.on('data', function ready() {
       if (!/listening on/.test(output)) return;
@@ -327,7 +506,10 @@ function stopSigil(child) {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => { clearTimeout(timer); resolve(); });
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
     child.kill('SIGTERM');
   });
 }
@@ -370,7 +552,10 @@ function scenarioRequest(name, base, state) {
     case 'cc-jwt':
       return token('bench-jwt', 'grant_type=client_credentials&scope=api1');
     case 'password':
-      return token('bench-rt', 'grant_type=password&username=alice&password=alice&scope=openid%20api1%20offline_access');
+      return token(
+        'bench-rt',
+        'grant_type=password&username=alice&password=alice&scope=openid%20api1%20offline_access',
+      );
     case 'refresh':
       return {
         ...token('bench-rt', ''),
@@ -427,8 +612,16 @@ async function cannon(req, opts) {
   });
   if (exhausted && !opts.lenient) throw exhausted;
   return {
-    rps: r.requests.average, total: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, duration: r.duration,
-    non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts, mismatches: r.mismatches, ...(badBody ? { firstBadBody: badBody.slice(0, 300) } : {}),
+    rps: r.requests.average,
+    total: r.requests.total,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    duration: r.duration,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    mismatches: r.mismatches,
+    ...(badBody ? { firstBadBody: badBody.slice(0, 300) } : {}),
   };
 }
 
@@ -471,8 +664,13 @@ function sequentialProbe(req) {
       times.sort((x, y) => x - y);
       const q = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))];
       return {
-        n: times.length, bad, p50: q(0.5), p99: q(0.99), mean: times.reduce((x, y) => x + y, 0) / times.length,
-        ...(exhausted ? { exhausted: true } : {}), ...(badBody ? { firstBadBody: badBody } : {}),
+        n: times.length,
+        bad,
+        p50: q(0.5),
+        p99: q(0.99),
+        mean: times.reduce((x, y) => x + y, 0) / times.length,
+        ...(exhausted ? { exhausted: true } : {}),
+        ...(badBody ? { firstBadBody: badBody } : {}),
       };
     },
   };
@@ -482,7 +680,8 @@ const fmt = (n, d = 0) => (typeof n === 'number' && Number.isFinite(n) ? n.toFix
 
 function printTable(title, head, lines) {
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => String(l[i]).length)));
-  const row = (cells) => cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
+  const row = (cells) =>
+    cells.map((c, i) => (i === 0 ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join('  ');
   console.log(`\n${title}\n${row(head)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
   for (const l of lines) console.log(row(l));
 }
@@ -491,12 +690,16 @@ function printTable(title, head, lines) {
 
 async function main() {
   const { values } = parseArgs({
-    options: { stores: { type: 'string', default: 'sqlite,postgres' }, sizes: { type: 'string', default: '10000,1000000' } },
+    options: {
+      stores: { type: 'string', default: 'sqlite,postgres' },
+      sizes: { type: 'string', default: '10000,1000000' },
+    },
   });
   const stores = values.stores.split(',');
   const sizes = values.sizes.split(',').map(Number);
   if (stores.some((s) => !['sqlite', 'postgres'].includes(s))) throw new Error('--stores: sqlite and/or postgres');
-  if (sizes.some((n) => !Number.isInteger(n) || n < 1) || sizes.some((n, i) => i > 0 && n <= sizes[i - 1])) throw new Error('--sizes: increasing integers');
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1) || sizes.some((n, i) => i > 0 && n <= sizes[i - 1]))
+    throw new Error('--sizes: increasing integers');
   if (!existsSync(CLI)) throw new Error('dist/cli/main.js not found: run `npm run build` first');
   const opts = {
     duration: Number(process.env.BENCH_DURATION ?? 10),
@@ -505,21 +708,33 @@ async function main() {
     rounds: Number(process.env.BENCH_ROUNDS ?? 3),
     latency: Number(process.env.BENCH_LATENCY_SECONDS ?? 4),
   };
-  for (const [name, n] of Object.entries(opts)) if (!Number.isInteger(n) || n < (name === 'warmup' ? 0 : 1)) throw new Error(`invalid ${name}: ${n}`);
+  for (const [name, n] of Object.entries(opts))
+    if (!Number.isInteger(n) || n < (name === 'warmup' ? 0 : 1)) throw new Error(`invalid ${name}: ${n}`);
   const pgUrl = process.env.SIGIL_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
   const started = Date.now();
-  console.log(`grants-scale: Sigil ${gitDescribe() ?? ''}, node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model}) shared by Sigil, `
-    + `the database and autocannon; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  console.log(`per scenario: ${opts.warmup} s warm-up (discarded), ${opts.duration} s of autocannon with ${opts.connections} connections (throughput, `
-    + `loaded latency), then ${opts.latency} s of requests one at a time (latency, in half-second slices alternating between the sizes); `
-    + `${opts.rounds} rounds on ${sizes.join(' and ')} grants; medians reported`);
+  console.log(
+    `grants-scale: Sigil ${gitDescribe() ?? ''}, node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model}) shared by Sigil, ` +
+      `the database and autocannon; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+  );
+  console.log(
+    `per scenario: ${opts.warmup} s warm-up (discarded), ${opts.duration} s of autocannon with ${opts.connections} connections (throughput, ` +
+      `loaded latency), then ${opts.latency} s of requests one at a time (latency, in half-second slices alternating between the sizes); ` +
+      `${opts.rounds} rounds on ${sizes.join(' and ')} grants; medians reported`,
+  );
 
   const work = mkdtempSync(join(tmpdir(), 'sigil-scale-'));
   const configFile = join(work, 'sigil.json');
   writeFileSync(configFile, JSON.stringify(benchConfig()));
   const results = {
-    date: new Date().toISOString(), node: process.version, git: gitDescribe(), cpus: cpus().map((c) => c.model),
-    options: { ...opts, sizes, stores }, loadavgStart: loadavg(), stores: {},
+    date: new Date().toISOString(),
+    node: process.version,
+    git: gitDescribe(),
+    cpus: cpus().map((c) => c.model),
+    options: { ...opts, sizes, stores },
+    loadavgStart: loadavg(),
+    stores: {},
   };
   const schemas = [];
   const dbs = [];
@@ -545,7 +760,14 @@ async function main() {
           db = new PostgresDb(pgUrl, schema);
         }
         dbs.push(db);
-        targets.push({ size, storage, db, port: await freePort(), metricsPort: await freePort(), state: { sample: [], seen: 0, refresh: [], refreshNext: 0 } });
+        targets.push({
+          size,
+          storage,
+          db,
+          port: await freePort(),
+          metricsPort: await freePort(),
+          state: { sample: [], seen: 0, refresh: [], refreshNext: 0 },
+        });
       }
       results.stores[kind] = await benchStore(kind, targets, configFile, opts);
       for (const t of targets) {
@@ -572,13 +794,19 @@ async function main() {
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`\nresults written to ${file} (${results.seconds} s in all)`);
-  const failed = Object.values(results.stores).some((s) => s.sizes.some((z) => z.rounds.some((r) => Object.values(r).some((x) => x.error))));
+  const failed = Object.values(results.stores).some((s) =>
+    s.sizes.some((z) => z.rounds.some((r) => Object.values(r).some((x) => x.error))),
+  );
   return failed ? 1 : 0;
 }
 
 function gitDescribe() {
   try {
-    return execFileSync('git', ['describe', '--always', '--dirty'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    return execFileSync('git', ['describe', '--always', '--dirty'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
   } catch {
     return undefined;
   }
@@ -601,15 +829,36 @@ function benchConfig() {
     // 1 s) would answer most of them from memory and hide how the table's size weighs on a read.
     accessTokenCache: { maxAgeMilliseconds: 0 },
     signingAlgorithms: ['ES256'],
-    identityResources: [{ name: 'openid', userClaims: ['sub'] }, { name: 'profile', userClaims: ['name'] }],
+    identityResources: [
+      { name: 'openid', userClaims: ['sub'] },
+      { name: 'profile', userClaims: ['name'] },
+    ],
     apiScopes: [{ name: 'api1' }],
     apiResources: [{ name: 'api1', scopes: ['api1'], secrets: ['api1-secret'] }],
     clients: [
-      { clientId: 'bench-jwt', clientSecrets: [SECRET], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'], accessTokenLifetime: 3600 },
-      { clientId: 'bench-ref', clientSecrets: [SECRET], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'], accessTokenType: 'reference', accessTokenLifetime: 3600 },
       {
-        clientId: 'bench-rt', clientSecrets: [SECRET], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1', 'offline_access'],
-        allowOfflineAccess: true, refreshTokenUsage: 'oneTime', accessTokenLifetime: 3600,
+        clientId: 'bench-jwt',
+        clientSecrets: [SECRET],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['api1'],
+        accessTokenLifetime: 3600,
+      },
+      {
+        clientId: 'bench-ref',
+        clientSecrets: [SECRET],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['api1'],
+        accessTokenType: 'reference',
+        accessTokenLifetime: 3600,
+      },
+      {
+        clientId: 'bench-rt',
+        clientSecrets: [SECRET],
+        allowedGrantTypes: ['password'],
+        allowedScopes: ['openid', 'api1', 'offline_access'],
+        allowOfflineAccess: true,
+        refreshTokenUsage: 'oneTime',
+        accessTokenLifetime: 3600,
       },
     ],
     users: [{ subjectId: '1', username: 'alice', password: 'alice', claims: { name: 'Alice' } }],
@@ -641,15 +890,18 @@ async function fill(kind, target) {
     filled += n;
     inflight.push(db.insert(rows));
     if (inflight.length >= 3) await inflight.shift();
-    if (process.stdout.isTTY && filled % 100_000 === 0) process.stdout.write(`\r   filling ${size.toLocaleString('en')}: ${filled.toLocaleString('en')} rows`);
+    if (process.stdout.isTTY && filled % 100_000 === 0)
+      process.stdout.write(`\r   filling ${size.toLocaleString('en')}: ${filled.toLocaleString('en')} rows`);
   }
   await Promise.all(inflight);
   await db.afterFill();
   const seconds = (Date.now() - t0) / 1000;
   const rows = await db.count();
   const bytes = await db.size();
-  console.log(`\r   filled ${rows.toLocaleString('en')} rows in ${seconds.toFixed(1)} s (${Math.round(rows / seconds).toLocaleString('en')} rows/s); `
-    + `grants table with indexes ${(bytes / 2 ** 20).toFixed(0)} MiB`);
+  console.log(
+    `\r   filled ${rows.toLocaleString('en')} rows in ${seconds.toFixed(1)} s (${Math.round(rows / seconds).toLocaleString('en')} rows/s); ` +
+      `grants table with indexes ${(bytes / 2 ** 20).toFixed(0)} MiB`,
+  );
   return { rows, seconds, bytes };
 }
 
@@ -664,7 +916,9 @@ async function benchStore(kind, targets, configFile, opts) {
   // has), so that the sizes differ in the table alone, not in how many rows the run touches.
   const tokens = Math.min(...targets.map((t) => t.state.sample.length));
   for (const t of targets) t.state.sample = shuffled(t.state.sample).slice(0, tokens);
-  console.log(`   introspection: ${tokens.toLocaleString('en')} distinct reference tokens per size, picked at random from each table`);
+  console.log(
+    `   introspection: ${tokens.toLocaleString('en')} distinct reference tokens per size, picked at random from each table`,
+  );
   const largest = targets.at(-1);
   for (let round = 1; round <= opts.rounds; round++) {
     console.log(`   round ${round}/${opts.rounds}:`);
@@ -682,10 +936,15 @@ async function benchStore(kind, targets, configFile, opts) {
     for (const name of names) {
       const runs = z.rounds.map((r) => r[name]).filter((r) => r && !r.error);
       z.median[name] = Object.fromEntries(
-        [['p50'], ['p99'], ['rps'], ['perCore'], ['cpuCores'], ['seqP50', 'sequential', 'p50'], ['seqP99', 'sequential', 'p99']].map(([k, a = k, b]) => [
-          k,
-          median(runs.map((r) => (b ? r[a]?.[b] : r[a]))),
-        ]),
+        [
+          ['p50'],
+          ['p99'],
+          ['rps'],
+          ['perCore'],
+          ['cpuCores'],
+          ['seqP50', 'sequential', 'p50'],
+          ['seqP99', 'sequential', 'p99'],
+        ].map(([k, a = k, b]) => [k, median(runs.map((r) => (b ? r[a]?.[b] : r[a])))]),
       );
       z.median[name].runs = runs.length;
     }
@@ -726,18 +985,37 @@ async function measureRound(targets, withSizing, opts, configFile) {
           // Refresh tokens for the warm-up; the warm-up's rate then sizes the pool of the measured run.
           if (name === 'refresh') await preIssueRefreshTokens(db, state, since, 4000 * Math.max(1, opts.warmup));
           const req = scenarioRequest(name, base, state);
-          const warm = opts.warmup > 0 ? await cannon(req, { ...opts, duration: opts.warmup, lenient: true }) : undefined;
-          if (name === 'refresh') await preIssueRefreshTokens(db, state, since, Math.ceil((warm ? warm.total / warm.duration : 4000) * opts.duration * 1.5) + 2000);
+          const warm =
+            opts.warmup > 0 ? await cannon(req, { ...opts, duration: opts.warmup, lenient: true }) : undefined;
+          if (name === 'refresh')
+            await preIssueRefreshTokens(
+              db,
+              state,
+              since,
+              Math.ceil((warm ? warm.total / warm.duration : 4000) * opts.duration * 1.5) + 2000,
+            );
           const rows = await db.count();
           const load = loadavg()[0];
           const cpu0 = cpuSeconds(child.pid);
           result = await cannon(req, opts);
           const cpu = cpuSeconds(child.pid) - cpu0;
-          Object.assign(result, { rowsAtStart: rows, cpuSeconds: cpu, cpuCores: cpu / result.duration, perCore: result.total / cpu, loadavg1: load });
+          Object.assign(result, {
+            rowsAtStart: rows,
+            cpuSeconds: cpu,
+            cpuCores: cpu / result.duration,
+            perCore: result.total / cpu,
+            loadavg1: load,
+          });
           if (result.non2xx || result.errors || result.mismatches)
             result.error = `${result.non2xx} non-2xx, ${result.errors} errors (${result.timeouts} timeouts), ${result.mismatches} unexpected bodies`;
           // Tokens for the latency slices: at most the rate under load, for the slices' total time.
-          if (name === 'refresh') await preIssueRefreshTokens(db, state, since, Math.ceil((result.total / result.duration) * opts.latency * 1.5) + 1000);
+          if (name === 'refresh')
+            await preIssueRefreshTokens(
+              db,
+              state,
+              since,
+              Math.ceil((result.total / result.duration) * opts.latency * 1.5) + 1000,
+            );
           reqs.set(i, req);
         } catch (err) {
           result = { error: err.message };
@@ -751,17 +1029,21 @@ async function measureRound(targets, withSizing, opts, configFile) {
       for (const [i, probe] of probes) {
         const r = out[i][name];
         r.sequential = await probe.result();
-        if (r.sequential.bad) r.error = `${r.error ? `${r.error}; ` : ''}one at a time: ${r.sequential.bad} failed (${r.sequential.firstBadBody})`;
-        if (r.sequential.exhausted) r.error = `${r.error ? `${r.error}; ` : ''}one at a time: ran out of pre-issued refresh tokens`;
+        if (r.sequential.bad)
+          r.error = `${r.error ? `${r.error}; ` : ''}one at a time: ${r.sequential.bad} failed (${r.sequential.firstBadBody})`;
+        if (r.sequential.exhausted)
+          r.error = `${r.error ? `${r.error}; ` : ''}one at a time: ran out of pre-issued refresh tokens`;
       }
       for (const i of which) {
         const r = out[i][name];
         const created = await targets[i].db.deleteCreatedSince(since);
-        console.log(`     ${name.padEnd(10)} ${targets[i].size.toLocaleString('en').padStart(9)}: `
-          + `${fmt(r.rps).padStart(5)} req/s, p50 ${fmt(r.p50, 0).padStart(3)} p99 ${fmt(r.p99, 0).padStart(4)} ms loaded; `
-          + `p50 ${fmt(r.sequential?.p50, 2).padStart(6)} p99 ${fmt(r.sequential?.p99, 2).padStart(6)} ms one at a time (${r.sequential?.n ?? 0}); `
-          + `Sigil CPU ${fmt(r.cpuCores, 2)}, ${fmt(r.perCore).padStart(4)} req/CPU-s (${r.rowsAtStart ?? '?'} rows at start, ${created} created and removed; `
-          + `load ${fmt(r.loadavg1, 1)})${r.error ? `  ERROR: ${r.error}` : ''}`);
+        console.log(
+          `     ${name.padEnd(10)} ${targets[i].size.toLocaleString('en').padStart(9)}: ` +
+            `${fmt(r.rps).padStart(5)} req/s, p50 ${fmt(r.p50, 0).padStart(3)} p99 ${fmt(r.p99, 0).padStart(4)} ms loaded; ` +
+            `p50 ${fmt(r.sequential?.p50, 2).padStart(6)} p99 ${fmt(r.sequential?.p99, 2).padStart(6)} ms one at a time (${r.sequential?.n ?? 0}); ` +
+            `Sigil CPU ${fmt(r.cpuCores, 2)}, ${fmt(r.perCore).padStart(4)} req/CPU-s (${r.rowsAtStart ?? '?'} rows at start, ${created} created and removed; ` +
+            `load ${fmt(r.loadavg1, 1)})${r.error ? `  ERROR: ${r.error}` : ''}`,
+        );
       }
     }
     return { measured: out, startMs: servers.map((x) => x.startMs) };
@@ -802,7 +1084,11 @@ async function countWrites(scenarios, target, configFile, opts) {
       const rows = counters.reduce((sum, c) => sum + c.n, 0);
       const ok = r.total - r.non2xx - r.mismatches;
       out[name] = {
-        requests: r.total, ok, rows, perRequest: rows / ok, detail: counters,
+        requests: r.total,
+        ok,
+        rows,
+        perRequest: rows / ok,
+        detail: counters,
         ...(r.non2xx || r.mismatches ? { error: `${r.non2xx} non-2xx, ${r.mismatches} unexpected bodies` } : {}),
       };
     }
@@ -811,8 +1097,15 @@ async function countWrites(scenarios, target, configFile, opts) {
     await db.removeCounters();
     await db.deleteCreatedSince(since);
   }
-  console.log(`   rows written per request (${COUNTED.default} requests each, ${COUNTED.password} logins): `
-    + Object.entries(out).map(([k, v]) => `${k} ${fmt(v.perRequest, 2)} (${v.detail.map((d) => `${d.tbl} ${d.op} ${d.n}`).join(', ') || 'none'})`).join('; '));
+  console.log(
+    `   rows written per request (${COUNTED.default} requests each, ${COUNTED.password} logins): ` +
+      Object.entries(out)
+        .map(
+          ([k, v]) =>
+            `${k} ${fmt(v.perRequest, 2)} (${v.detail.map((d) => `${d.tbl} ${d.op} ${d.n}`).join(', ') || 'none'})`,
+        )
+        .join('; '),
+  );
   return out;
 }
 
@@ -831,15 +1124,52 @@ function report(results, sizes) {
   const rounds = results.options.rounds;
   const pairs = [];
   for (const [kind, s] of Object.entries(results.stores))
-    for (const name of SCALE_SCENARIOS) pairs.push({ label: `${kind} ${name}`, a: s.sizes[0].median[name] ?? {}, b: s.sizes.at(-1).median[name] ?? {} });
+    for (const name of SCALE_SCENARIOS)
+      pairs.push({ label: `${kind} ${name}`, a: s.sizes[0].median[name] ?? {}, b: s.sizes.at(-1).median[name] ?? {} });
   const ratio = ({ a, b }, p) => (a[p] && b[p] ? `${(b[p] / a[p]).toFixed(2)}x` : '-');
 
-  printTable(`Latency (ms) of requests one at a time, medians of ${rounds} rounds, at ${small} and ${large} grants (ratio = ${large} / ${small}; target: within 1.5x)`,
+  printTable(
+    `Latency (ms) of requests one at a time, medians of ${rounds} rounds, at ${small} and ${large} grants (ratio = ${large} / ${small}; target: within 1.5x)`,
     ['store scenario', `${small} p50`, `${small} p99`, `${large} p50`, `${large} p99`, 'p50 ratio', 'p99 ratio'],
-    pairs.map((x) => [x.label, fmt(x.a.seqP50, 2), fmt(x.a.seqP99, 2), fmt(x.b.seqP50, 2), fmt(x.b.seqP99, 2), ratio(x, 'seqP50'), ratio(x, 'seqP99')]));
-  printTable(`Under load (autocannon, ${results.options.connections} connections, ${results.options.duration} s): latency (ms, 1 ms steps) and throughput, medians of ${rounds} rounds`,
-    ['store scenario', `${small} p50`, 'p99', 'req/s', `${large} p50`, 'p99', 'req/s', 'p50 ratio', 'p99 ratio', 'req/s ratio', 'req/CPU-s ratio'],
-    pairs.map((x) => [x.label, fmt(x.a.p50), fmt(x.a.p99), fmt(x.a.rps), fmt(x.b.p50), fmt(x.b.p99), fmt(x.b.rps), ratio(x, 'p50'), ratio(x, 'p99'), ratio(x, 'rps'), ratio(x, 'perCore')]));
+    pairs.map((x) => [
+      x.label,
+      fmt(x.a.seqP50, 2),
+      fmt(x.a.seqP99, 2),
+      fmt(x.b.seqP50, 2),
+      fmt(x.b.seqP99, 2),
+      ratio(x, 'seqP50'),
+      ratio(x, 'seqP99'),
+    ]),
+  );
+  printTable(
+    `Under load (autocannon, ${results.options.connections} connections, ${results.options.duration} s): latency (ms, 1 ms steps) and throughput, medians of ${rounds} rounds`,
+    [
+      'store scenario',
+      `${small} p50`,
+      'p99',
+      'req/s',
+      `${large} p50`,
+      'p99',
+      'req/s',
+      'p50 ratio',
+      'p99 ratio',
+      'req/s ratio',
+      'req/CPU-s ratio',
+    ],
+    pairs.map((x) => [
+      x.label,
+      fmt(x.a.p50),
+      fmt(x.a.p99),
+      fmt(x.a.rps),
+      fmt(x.b.p50),
+      fmt(x.b.p99),
+      fmt(x.b.rps),
+      ratio(x, 'p50'),
+      ratio(x, 'p99'),
+      ratio(x, 'rps'),
+      ratio(x, 'perCore'),
+    ]),
+  );
 
   const sizing = [];
   for (const [kind, s] of Object.entries(results.stores)) {
@@ -848,27 +1178,57 @@ function report(results, sizes) {
       const r = m[name];
       const w = s.writes?.[name];
       if (!r) continue;
-      sizing.push([`${kind}: ${LABELS[name]}`, fmt(r.rps), fmt(r.cpuCores, 2), fmt(r.perCore), fmt(r.seqP50, 2), fmt(r.seqP99, 2), w ? fmt(w.perRequest, 2) : '-']);
+      sizing.push([
+        `${kind}: ${LABELS[name]}`,
+        fmt(r.rps),
+        fmt(r.cpuCores, 2),
+        fmt(r.perCore),
+        fmt(r.seqP50, 2),
+        fmt(r.seqP99, 2),
+        w ? fmt(w.perRequest, 2) : '-',
+      ]);
     }
   }
-  printTable(`Sizing at ${large} grants: one Sigil process (one Node.js thread; argon2 also uses libuv worker threads); req/s and CPU under load, latency one at a time`,
-    ['store: scenario', 'req/s', 'Sigil CPU (cores)', 'req per CPU-second', 'p50 ms', 'p99 ms', 'DB rows written/req'], sizing);
-  const starts = Object.entries(results.stores).map(([kind, st]) => `${kind} ${st.sizes.map((z) => `${fmt(z.median.startMs)} ms at ${k(z.size)}`).join(', ')}`);
-  console.log(`\nCold start (spawn of \`sigil start\` to "listening on", median of ${rounds} rounds; target under 500 ms at 1M grants): ${starts.join('; ')}`);
-  console.log(`\nload average: ${results.loadavgStart.map((l) => l.toFixed(2)).join(' ')} at start, ${results.loadavgEnd.map((l) => l.toFixed(2)).join(' ')} at end`);
+  printTable(
+    `Sizing at ${large} grants: one Sigil process (one Node.js thread; argon2 also uses libuv worker threads); req/s and CPU under load, latency one at a time`,
+    ['store: scenario', 'req/s', 'Sigil CPU (cores)', 'req per CPU-second', 'p50 ms', 'p99 ms', 'DB rows written/req'],
+    sizing,
+  );
+  const starts = Object.entries(results.stores).map(
+    ([kind, st]) => `${kind} ${st.sizes.map((z) => `${fmt(z.median.startMs)} ms at ${k(z.size)}`).join(', ')}`,
+  );
+  console.log(
+    `\nCold start (spawn of \`sigil start\` to "listening on", median of ${rounds} rounds; target under 500 ms at 1M grants): ${starts.join('; ')}`,
+  );
+  console.log(
+    `\nload average: ${results.loadavgStart.map((l) => l.toFixed(2)).join(' ')} at start, ${results.loadavgEnd.map((l) => l.toFixed(2)).join(' ')} at end`,
+  );
   for (const [kind, s] of Object.entries(results.stores))
     for (const z of s.sizes)
       z.rounds.forEach((round, i) => {
         for (const [name, r] of Object.entries(round))
-          if (r.error) console.log(`${kind} ${k(z.size)} round ${i + 1} ${name} ERROR: ${r.error}${r.firstBadBody ? `\n   first bad body: ${r.firstBadBody}` : ''}`);
+          if (r.error)
+            console.log(
+              `${kind} ${k(z.size)} round ${i + 1} ${name} ERROR: ${r.error}${r.firstBadBody ? `\n   first bad body: ${r.firstBadBody}` : ''}`,
+            );
       });
   for (const [kind, s] of Object.entries(results.stores))
-    for (const [name, w] of Object.entries(s.writes ?? {})) if (w.error) console.log(`${kind} counted ${name} ERROR: ${w.error}`);
+    for (const [name, w] of Object.entries(s.writes ?? {}))
+      if (w.error) console.log(`${kind} counted ${name} ERROR: ${w.error}`);
 }
 
-process.on('SIGINT', () => { for (const c of children) c.kill('SIGKILL'); process.exit(130); });
+process.on('SIGINT', () => {
+  for (const c of children) c.kill('SIGKILL');
+  process.exit(130);
+});
 
 main().then(
-  (code) => { process.exitCode = code; },
-  (err) => { console.error(`\nbench failed: ${err.stack ?? err.message}`); for (const c of children) c.kill('SIGKILL'); process.exitCode = 1; },
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    console.error(`\nbench failed: ${err.stack ?? err.message}`);
+    for (const c of children) c.kill('SIGKILL');
+    process.exitCode = 1;
+  },
 );

@@ -6,7 +6,8 @@
 //   bench-jwt / bench-secret  -> JWT access token (RFC 9068) for api1, signed with --alg
 //   bench-ref / bench-secret  -> opaque (reference) access token for api1
 //   api1      / api1-secret   -> the API resource; may only call the introspection endpoint
-//   bench-pkjwt (with --client-jwk) -> private_key_jwt (ES256) and DPoP-bound JWT access tokens (features.dpop, no nonces)
+//   bench-pkjwt (with --client-jwk) -> private_key_jwt (ES256) and DPoP-bound JWT access tokens
+// (features.dpop, no nonces)
 // Storage: node-oidc-provider's default in-memory adapter (an LRU cache of 1000 entries).
 // Keys: one RS256 and one ES256 key, generated at start. Prints "listening on <url>" when ready.
 import { parseArgs } from 'node:util';
@@ -43,16 +44,18 @@ async function configuration(alg, clientJwk) {
       client('bench-ref', 'bench-secret'),
       client('api1', 'api1-secret'),
       ...(clientJwk
-        ? [{
-            client_id: 'bench-pkjwt',
-            token_endpoint_auth_method: 'private_key_jwt',
-            token_endpoint_auth_signing_alg: 'ES256',
-            jwks: { keys: [clientJwk] },
-            dpop_bound_access_tokens: true,
-            grant_types: ['client_credentials'],
-            response_types: [],
-            redirect_uris: [],
-          }]
+        ? [
+            {
+              client_id: 'bench-pkjwt',
+              token_endpoint_auth_method: 'private_key_jwt',
+              token_endpoint_auth_signing_alg: 'ES256',
+              jwks: { keys: [clientJwk] },
+              dpop_bound_access_tokens: true,
+              grant_types: ['client_credentials'],
+              response_types: [],
+              redirect_uris: [],
+            },
+          ]
         : []),
     ],
     jwks: { keys: [await signingJwk('RS256'), await signingJwk('ES256')] },
@@ -95,7 +98,10 @@ if (!values.port || !['ES256', 'RS256'].includes(values.alg)) {
   process.exit(2);
 }
 const issuer = `http://${HOST}:${values.port}`;
-const provider = new Provider(issuer, await configuration(values.alg, values['client-jwk'] ? JSON.parse(values['client-jwk']) : undefined));
+const provider = new Provider(
+  issuer,
+  await configuration(values.alg, values['client-jwk'] ? JSON.parse(values['client-jwk']) : undefined),
+);
 provider.on('server_error', (_ctx, err) => console.error('server_error', err));
 const server = provider.listen(Number(values.port), HOST, () => {
   console.log(`node-oidc-provider (${values.alg}, in-memory adapter) listening on ${issuer}`);

@@ -9,7 +9,10 @@ import { SourceMap } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { top: { type: 'string', default: '25' } },
+});
 if (positionals.length === 0) {
   console.error('usage: node bench/profile-top.mjs FILE.cpuprofile [...] [--top N]');
   process.exit(2);
@@ -21,7 +24,10 @@ const sourceMaps = new Map();
 function sourceMapOf(url) {
   if (!sourceMaps.has(url)) {
     const file = url.startsWith('file:') ? fileURLToPath(url) : url;
-    sourceMaps.set(url, existsSync(`${file}.map`) ? new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8'))) : null);
+    sourceMaps.set(
+      url,
+      existsSync(`${file}.map`) ? new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8'))) : null,
+    );
   }
   return sourceMaps.get(url);
 }
@@ -49,7 +55,9 @@ for (const file of positionals) {
   const selfMicros = new Map();
   for (const [i, id] of samples.entries()) selfMicros.set(id, (selfMicros.get(id) ?? 0) + (timeDeltas[i] ?? 0));
   const total = [...selfMicros.values()].reduce((a, b) => a + b, 0);
-  const idle = [...selfMicros].filter(([id]) => byId.get(id).callFrame.functionName === '(idle)').reduce((a, [, t]) => a + t, 0);
+  const idle = [...selfMicros]
+    .filter(([id]) => byId.get(id).callFrame.functionName === '(idle)')
+    .reduce((a, [, t]) => a + t, 0);
   const busy = total - idle;
 
   const perFrame = new Map();
@@ -59,7 +67,10 @@ for (const file of positionals) {
   const describe = (n) => {
     if (!located.has(n.id)) {
       const { module, line } = locate(n.callFrame);
-      located.set(n.id, { frame: `${n.callFrame.functionName || '(anonymous)'}  ${module}${line === undefined ? '' : `:${line}`}`, module });
+      located.set(n.id, {
+        frame: `${n.callFrame.functionName || '(anonymous)'}  ${module}${line === undefined ? '' : `:${line}`}`,
+        module,
+      });
     }
     return located.get(n.id);
   };
@@ -82,12 +93,19 @@ for (const file of positionals) {
     for (const frame of seen) inclusive.set(frame, (inclusive.get(frame) ?? 0) + micros);
   }
   const pct = (t) => `${((100 * t) / busy).toFixed(1).padStart(5)}%`;
-  console.log(`\n${file}\n  ${(total / 1e6).toFixed(1)} s sampled, ${((100 * idle) / total).toFixed(1)}% idle; shares below are of the busy time`);
+  console.log(
+    `\n${file}\n  ${(total / 1e6).toFixed(1)} s sampled, ${((100 * idle) / total).toFixed(1)}% idle; shares below are of the busy time`,
+  );
   console.log('  self time by function:');
-  for (const [frame, t] of [...perFrame].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`   ${pct(t)}  ${frame}`);
+  for (const [frame, t] of [...perFrame].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`   ${pct(t)}  ${frame}`);
   console.log('  inclusive time by function (own code and what it calls):');
   const boring = /^\((root|program|anonymous)\)/;
-  for (const [frame, t] of [...inclusive].filter(([f]) => !boring.test(f)).sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`   ${pct(t)}  ${frame}`);
+  for (const [frame, t] of [...inclusive]
+    .filter(([f]) => !boring.test(f))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top))
+    console.log(`   ${pct(t)}  ${frame}`);
   console.log('  self time by module:');
   for (const [mod, t] of [...perModule].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`   ${pct(t)}  ${mod}`);
 }

@@ -65,7 +65,15 @@ function config() {
     logLevel: 'warn',
     metrics: false,
     signingAlgorithms: ['ES256'],
-    clients: [{ clientId: 'bench-scim', clientSecrets: [SECRET], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'], accessTokenLifetime: 3600 }],
+    clients: [
+      {
+        clientId: 'bench-scim',
+        clientSecrets: [SECRET],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['scim'],
+        accessTokenLifetime: 3600,
+      },
+    ],
   };
 }
 
@@ -75,13 +83,26 @@ function rows(from, to, now) {
   const emails = [];
   for (let i = from; i < to; i++) {
     const name = userName(i);
-    users.push([subject(i), name, name, '', null, JSON.stringify({ email: email(i), email_verified: false, name: `User ${i}` }), 1, now, externalId(i), 1, now]);
+    users.push([
+      subject(i),
+      name,
+      name,
+      '',
+      null,
+      JSON.stringify({ email: email(i), email_verified: false, name: `User ${i}` }),
+      1,
+      now,
+      externalId(i),
+      1,
+      now,
+    ]);
     emails.push([subject(i), email(i), email(i), 'work', 1, 0]);
   }
   return { users, emails };
 }
 
-const USER_COLUMNS = 'subject_id, username, username_normalized, tenant, password_hash, claims, is_active, created_at, external_id, version, updated_at';
+const USER_COLUMNS =
+  'subject_id, username, username_normalized, tenant, password_hash, claims, is_active, created_at, external_id, version, updated_at';
 const EMAIL_COLUMNS = 'subject_id, value, value_normalized, type, is_primary, verified';
 
 async function fillSqlite(file, count) {
@@ -113,7 +134,10 @@ async function fillPostgres(url, schema, count) {
       `insert into users (${USER_COLUMNS}) select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::bigint[], $9::text[], $10::bigint[], $11::bigint[])`,
       Array.from({ length: 11 }, (_, i) => col(users, i)),
     );
-    await client.query(`insert into user_emails (${EMAIL_COLUMNS}) select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[])`, Array.from({ length: 6 }, (_, i) => col(emails, i)));
+    await client.query(
+      `insert into user_emails (${EMAIL_COLUMNS}) select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::int[])`,
+      Array.from({ length: 6 }, (_, i) => col(emails, i)),
+    );
     await client.query('commit');
   }
   // As a directory of a million users is in production: vacuumed (the visibility map lets index-only
@@ -123,18 +147,43 @@ async function fillPostgres(url, schema, count) {
   // PostgreSQL 15, pg_checkpoint; without either the bench goes on.)
   await client.query('vacuum analyze users');
   await client.query('vacuum analyze user_emails');
-  await client.query('checkpoint').catch((err) => console.log(`postgres: no CHECKPOINT after the load (${err.message})`));
+  await client
+    .query('checkpoint')
+    .catch((err) => console.log(`postgres: no CHECKPOINT after the load (${err.message})`));
   await client.end();
 }
 
 function startSigil(configFile, storage, port) {
-  const child = spawn(process.execPath, [CLI, 'start', '--config', configFile, '--port', String(port), '--host', HOST, '--issuer', `http://${HOST}:${port}`, '--storage', storage], { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      'start',
+      '--config',
+      configFile,
+      '--port',
+      String(port),
+      '--host',
+      HOST,
+      '--issuer',
+      `http://${HOST}:${port}`,
+      '--storage',
+      storage,
+    ],
+    { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let output = '';
   child.stdout.on('data', (c) => (output += c));
   child.stderr.on('data', (c) => (output += c));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`Sigil did not start:\n${output}`)); }, 60_000);
-    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`Sigil exited with ${code}:\n${output}`)); });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`Sigil did not start:\n${output}`));
+    }, 60_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`Sigil exited with ${code}:\n${output}`));
+    });
     child.stdout.on('data', () => {
       if (!/listening on/.test(output)) return;
       clearTimeout(timer);
@@ -183,24 +232,36 @@ async function benchStore(kind, count, work, configFile, pgUrl, requests) {
   if (kind === 'sqlite') {
     const file = join(work, 'scim.db');
     storage = `sqlite:${file}`;
-    execFileSync(process.execPath, [CLI, 'migrate', '--config', configFile, '--storage', storage], { cwd: ROOT, env: cleanEnv() });
+    execFileSync(process.execPath, [CLI, 'migrate', '--config', configFile, '--storage', storage], {
+      cwd: ROOT,
+      env: cleanEnv(),
+    });
     await fillSqlite(file, count);
   } else {
     schema = `sigil_scim_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
     storage = `${pgUrl}?schema=${schema}&poolSize=10`;
-    execFileSync(process.execPath, [CLI, 'migrate', '--config', configFile, '--storage', storage], { cwd: ROOT, env: cleanEnv() });
+    execFileSync(process.execPath, [CLI, 'migrate', '--config', configFile, '--storage', storage], {
+      cwd: ROOT,
+      env: cleanEnv(),
+    });
     await fillPostgres(pgUrl, schema, count);
   }
   const fillSeconds = (Date.now() - t0) / 1000;
-  console.log(`${kind}: ${count.toLocaleString('en')} users with one email each inserted in ${fillSeconds.toFixed(1)} s`);
+  console.log(
+    `${kind}: ${count.toLocaleString('en')} users with one email each inserted in ${fillSeconds.toFixed(1)} s`,
+  );
   const port = await freePort();
   const child = await startSigil(configFile, storage, port);
   const http = new Client(`http://${HOST}:${port}`, { pipelining: 1 });
   const out = { fillSeconds, scenarios: {} };
   try {
     const tokenRes = await http.request({
-      method: 'POST', path: '/connect/token',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`bench-scim:${SECRET}`).toString('base64')}` },
+      method: 'POST',
+      path: '/connect/token',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`bench-scim:${SECRET}`).toString('base64')}`,
+      },
       body: 'grant_type=client_credentials&scope=scim',
     });
     const { access_token: token } = await tokenRes.body.json();
@@ -213,11 +274,24 @@ async function benchStore(kind, count, work, configFile, pgUrl, requests) {
       page: () => `/scim/v2/Users?count=100&startIndex=${1 + 100 * Math.floor(Math.random() * 10)}`,
       sw: () => q(`userName sw "${userName(any()).slice(0, 10)}"`),
     };
-    for (const [name, path] of Object.entries(scenarios)) out.scenarios[name] = await measure(http, token, path, requests);
+    for (const [name, path] of Object.entries(scenarios))
+      out.scenarios[name] = await measure(http, token, path, requests);
     // A substring filter scans: a few requests show its bound.
-    out.scenarios.co = await measure(http, token, () => q(`userName co "${String(any()).padStart(7, '0').slice(2)}"`), 10, true);
+    out.scenarios.co = await measure(
+      http,
+      token,
+      () => q(`userName co "${String(any()).padStart(7, '0').slice(2)}"`),
+      10,
+      true,
+    );
     // A page near the end: OFFSET walks the index up to it (what deep paging costs).
-    out.scenarios.deep = await measure(http, token, () => `/scim/v2/Users?count=100&startIndex=${count - 199 - Math.floor(Math.random() * 100)}`, 10, true);
+    out.scenarios.deep = await measure(
+      http,
+      token,
+      () => `/scim/v2/Users?count=100&startIndex=${count - 199 - Math.floor(Math.random() * 100)}`,
+      10,
+      true,
+    );
   } finally {
     await http.close();
     await stop(child);
@@ -232,13 +306,17 @@ async function benchStore(kind, count, work, configFile, pgUrl, requests) {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { stores: { type: 'string', default: 'sqlite,postgres' }, users: { type: 'string', default: '1000000' } } });
+  const { values } = parseArgs({
+    options: { stores: { type: 'string', default: 'sqlite,postgres' }, users: { type: 'string', default: '1000000' } },
+  });
   const stores = values.stores.split(',');
   const count = Number(values.users);
   const requests = Number(process.env.BENCH_SCIM_REQUESTS ?? 300);
   if (!existsSync(CLI)) throw new Error('dist/cli/main.js not found: run `npm run build` first');
   const pgUrl = process.env.SIGIL_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
-  console.log(`scim-scale: node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model}); ${requests} requests one at a time per scenario after 30 warm-up`);
+  console.log(
+    `scim-scale: node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model}); ${requests} requests one at a time per scenario after 30 warm-up`,
+  );
   const work = mkdtempSync(join(tmpdir(), 'sigil-scim-scale-'));
   const configFile = join(work, 'sigil.json');
   writeFileSync(configFile, JSON.stringify(config()));
@@ -249,7 +327,14 @@ async function main() {
       console.log(`\n  ${kind}, ${count.toLocaleString('en')} users     p50 ms    p99 ms   target p99`);
       for (const [name, { p50, p99, refused, of }] of Object.entries(result.scenarios)) {
         const target = TARGETS[name];
-        const verdict = target === undefined ? (refused ? `${refused} of ${of} refused (tooMany)` : '') : p99 < target ? `< ${target} ok` : `< ${target} MISSED`;
+        const verdict =
+          target === undefined
+            ? refused
+              ? `${refused} of ${of} refused (tooMany)`
+              : ''
+            : p99 < target
+              ? `< ${target} ok`
+              : `< ${target} MISSED`;
         if (target !== undefined && p99 >= target) failed = true;
         console.log(`  ${name.padEnd(24)} ${p50.toFixed(2).padStart(8)} ${p99.toFixed(2).padStart(9)}   ${verdict}`);
       }
@@ -260,7 +345,10 @@ async function main() {
   return failed ? 1 : 0;
 }
 
-main().then((code) => process.exit(code), (err) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -38,9 +38,25 @@ export async function openPeople(file) {
     active integer not null default 1
   )`);
   if (db.prepare('select count(*) as n from people').get().n === 0) {
-    const insert = db.prepare('insert into people (id, login, password_hash, display_name, email, department) values (?, ?, ?, ?, ?, ?)');
-    insert.run('7f3c2a4e-1b65-4c1e-9a0e-5d1c3e7b9a10', 'ada', await hash('ada-password'), 'Ada Lovelace', 'ada@example.org', 'engineering');
-    insert.run('0b9d6e52-8c47-4f3a-b1d2-6a8e4c2f7d31', 'grace', await hash('grace-password'), 'Grace Hopper', 'grace@example.org', 'navy');
+    const insert = db.prepare(
+      'insert into people (id, login, password_hash, display_name, email, department) values (?, ?, ?, ?, ?, ?)',
+    );
+    insert.run(
+      '7f3c2a4e-1b65-4c1e-9a0e-5d1c3e7b9a10',
+      'ada',
+      await hash('ada-password'),
+      'Ada Lovelace',
+      'ada@example.org',
+      'engineering',
+    );
+    insert.run(
+      '0b9d6e52-8c47-4f3a-b1d2-6a8e4c2f7d31',
+      'grace',
+      await hash('grace-password'),
+      'Grace Hopper',
+      'grace@example.org',
+      'navy',
+    );
   }
   return db;
 }
@@ -123,7 +139,10 @@ export function peopleProfile(db) {
 }
 
 /** Starts Sigil with the people directory and the profile service; resolves to its URL and a close function. */
-export async function startCustomUsers({ port = Number(process.env.PORT ?? 5000), file = process.env.CUSTOM_USERS_DB ?? './data/people.db' } = {}) {
+export async function startCustomUsers({
+  port = Number(process.env.PORT ?? 5000),
+  file = process.env.CUSTOM_USERS_DB ?? './data/people.db',
+} = {}) {
   const db = await openPeople(file);
   const issuer = `http://localhost:${port}`;
   const sigil = await createSigil(

@@ -110,9 +110,16 @@ export async function startDemoRp(options = {}) {
       const s = session(req, res);
       const pending = s.pending;
       delete s.pending;
-      if (!pending) return page(res, 400, 'No sign-in in progress', problem('No sign-in is in progress in this browser.', null));
+      if (!pending)
+        return page(res, 400, 'No sign-in in progress', problem('No sign-in is in progress in this browser.', null));
       const error = url.searchParams.get('error');
-      if (error !== null) return page(res, 400, 'Sign-in did not complete', problem(`Sigil answered with an error: ${error}`, url.searchParams.get('error_description')));
+      if (error !== null)
+        return page(
+          res,
+          400,
+          'Sign-in did not complete',
+          problem(`Sigil answered with an error: ${error}`, url.searchParams.get('error_description')),
+        );
       const config = await configuration();
       let tokens;
       try {
@@ -123,7 +130,12 @@ export async function startDemoRp(options = {}) {
           idTokenExpected: true,
         });
       } catch (err) {
-        return page(res, 400, 'Sign-in did not complete', problem('The authorization response or the token response was refused.', describe(err)));
+        return page(
+          res,
+          400,
+          'Sign-in did not complete',
+          problem('The authorization response or the token response was refused.', describe(err)),
+        );
       }
       const claims = tokens.claims();
       const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
@@ -161,7 +173,10 @@ export async function startDemoRp(options = {}) {
   const handler = async (req, res) => {
     // No form-action: Chromium checks it against every redirect that follows a form submission,
     // and "Sign in" may pass through upstream identity providers (federation) at other origins.
-    res.setHeader('content-security-policy', "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'");
+    res.setHeader(
+      'content-security-policy',
+      "default-src 'none'; style-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+    );
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('referrer-policy', 'no-referrer');
     try {
@@ -171,7 +186,12 @@ export async function startDemoRp(options = {}) {
       await route(req, res, url);
     } catch (err) {
       if (!res.headersSent)
-        page(res, 502, 'Sigil is not reachable', problem(`The demo could not talk to Sigil at ${issuer}. Is it running (npm start)?`, describe(err)));
+        page(
+          res,
+          502,
+          'Sigil is not reachable',
+          problem(`The demo could not talk to Sigil at ${issuer}. Is it running (npm start)?`, describe(err)),
+        );
       else res.end();
     }
   };
@@ -215,7 +235,10 @@ export async function startDemoRp(options = {}) {
 
 /** HTML-escapes text for element content and quoted attribute values. */
 function esc(value) {
-  return String(value).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  return String(value).replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
+  );
 }
 
 /** JSON, pretty-printed and escaped, for a <pre>. */
@@ -224,7 +247,8 @@ function json(value) {
 }
 
 function describe(err) {
-  if (err instanceof oidc.ResponseBodyError) return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
+  if (err instanceof oidc.ResponseBodyError)
+    return `${err.error}${err.error_description ? `: ${err.error_description}` : ''}`;
   return err instanceof Error ? err.message : String(err);
 }
 

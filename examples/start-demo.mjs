@@ -23,7 +23,8 @@ const CLI = resolve(here, '../dist/cli/main.js');
 const DEMO_CONFIG = resolve(here, 'sigil.json');
 
 const args = process.argv.slice(2);
-const hasConfig = args.some((a) => a === '--config' || a.startsWith('--config=')) || process.env.SIGIL_CONFIG !== undefined;
+const hasConfig =
+  args.some((a) => a === '--config' || a.startsWith('--config=')) || process.env.SIGIL_CONFIG !== undefined;
 const sigil = spawn(process.execPath, [CLI, 'start', ...(hasConfig ? [] : ['--config', DEMO_CONFIG]), ...args], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });
@@ -50,9 +51,16 @@ async function startRp() {
     const { startDemoRp } = await import('./demo-rp.mjs');
     rp = await startDemoRp({ issuer, url });
     if (stopping) return void rp.close();
-    console.log(`sigil demo: open ${rp.url} in a browser for the demo application (client "demo-web"), sign in as alice / alice`);
+    console.log(
+      `sigil demo: open ${rp.url} in a browser for the demo application (client "demo-web"), sign in as alice / alice`,
+    );
   } catch (err) {
-    const reason = err?.code === 'ERR_MODULE_NOT_FOUND' ? 'openid-client is not installed (run npm install)' : err?.code === 'EADDRINUSE' ? `${url} is in use` : String(err?.message ?? err);
+    const reason =
+      err?.code === 'ERR_MODULE_NOT_FOUND'
+        ? 'openid-client is not installed (run npm install)'
+        : err?.code === 'EADDRINUSE'
+          ? `${url} is in use`
+          : String(err?.message ?? err);
     console.log(`sigil demo: the demo application did not start (${reason}); Sigil itself is running`);
   }
 }

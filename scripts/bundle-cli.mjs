@@ -32,9 +32,20 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  external: ['better-sqlite3', '@node-rs/argon2', 'pg', 'ioredis', 'yaml', 'qrcode', '@simplewebauthn/server', '@opentelemetry/*'],
+  external: [
+    'better-sqlite3',
+    '@node-rs/argon2',
+    'pg',
+    'ioredis',
+    'yaml',
+    'qrcode',
+    '@simplewebauthn/server',
+    '@opentelemetry/*',
+  ],
   // CommonJS dependencies call require(); an ES module has none, so the bundle makes one.
-  banner: { js: "import { createRequire as __sigilCreateRequire } from 'node:module';\nconst require = __sigilCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __sigilCreateRequire } from 'node:module';\nconst require = __sigilCreateRequire(import.meta.url);",
+  },
   // Stack traces name the bundle's lines; `node --enable-source-maps` maps them back to src/.
   sourcemap: 'linked',
   sourcesContent: false,

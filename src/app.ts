@@ -7,7 +7,14 @@ import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest, type FastifyServerOptions, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  LogController,
+} from 'fastify';
 import type { Services } from './services.js';
 import type { RouteRegistration, RouteTable } from './http/routes.js';
 import { OAuthError } from './protocol/errors.js';
@@ -24,7 +31,8 @@ import { language } from './ui/language.js';
 import { lookAssets } from './page-kit/look.js';
 
 /** The services this module uses. */
-export type AppServices = Pick<Services, 'basePath' | 'clients' | 'config' | 'issuer' | 'log' | 'pages'> & ErrorPageServices;
+export type AppServices = Pick<Services, 'basePath' | 'clients' | 'config' | 'issuer' | 'log' | 'pages'> &
+  ErrorPageServices;
 
 /** Largest request body accepted, in bytes (413 beyond). */
 export const BODY_LIMIT = 64 * 1024;
@@ -35,7 +43,9 @@ export const BODY_LIMIT = 64 * 1024;
  * "trust nobody", so a hop count becomes a function trusting the `hops` nearest peers: the
  * address is then the entry that the farthest of those proxies wrote into `X-Forwarded-For`.
  */
-function trustedProxies(config: false | number | string[]): false | string[] | ((address: string, hop: number) => boolean) {
+function trustedProxies(
+  config: false | number | string[],
+): false | string[] | ((address: string, hop: number) => boolean) {
   if (typeof config !== 'number') return config;
   return (_address, hop) => hop < config;
 }
@@ -53,7 +63,12 @@ function oauthErrorOf(err: FastifyError | OAuthError, request: FastifyRequest): 
   }
   const status = err.statusCode ?? 500;
   if (status >= 400 && status < 500) {
-    const description = status === 413 ? 'the request body is too large' : status === 415 ? 'unsupported content type' : 'malformed request';
+    const description =
+      status === 413
+        ? 'the request body is too large'
+        : status === 415
+          ? 'unsupported content type'
+          : 'malformed request';
     return new OAuthError('invalid_request', description, status);
   }
   request.log.error({ err }, 'request failed');
@@ -118,7 +133,9 @@ export async function mountSigil(
   tracing?: Tracing,
 ): Promise<void> {
   if (app.hasReplyDecorator('generateCsrf'))
-    throw new Error('sigil: the host app registers @fastify/csrf-protection for all its routes; register it inside a plugin of your own routes so that Sigil keeps its own CSRF protection');
+    throw new Error(
+      'sigil: the host app registers @fastify/csrf-protection for all its routes; register it inside a plugin of your own routes so that Sigil keeps its own CSRF protection',
+    );
   app.addHook('onClose', stop);
   // Sigil's limit on every route of its own, whatever the host's server-wide limit (413 beyond).
   app.addHook('onRoute', (route) => {
@@ -126,7 +143,9 @@ export async function mountSigil(
   });
   bodyParsers(app);
   app.decorate('locales', ctx.pages.locales);
-  app.setErrorHandler((err: FastifyError | OAuthError, request, reply) => sendOAuthError(reply, oauthErrorOf(err, request)));
+  app.setErrorHandler((err: FastifyError | OAuthError, request, reply) =>
+    sendOAuthError(reply, oauthErrorOf(err, request)),
+  );
   await crossOrigin(app, ctx, new Set(routes.flatMap((r) => r.cors ?? [])));
   metrics.observe(app);
   tracing?.observe(app);
@@ -135,7 +154,13 @@ export async function mountSigil(
   // their requests (about 3% of a token request's CPU).
   for (const route of routes) if (route.kind === 'api') await route.register(app);
   // Browser pages, redirects and public documents: security headers, cookies, CSRF protection.
-  await app.register((pages) => pagesPlugin(pages, ctx, routes.filter((r) => r.kind === 'page')));
+  await app.register((pages) =>
+    pagesPlugin(
+      pages,
+      ctx,
+      routes.filter((r) => r.kind === 'page'),
+    ),
+  );
 }
 
 /** Form bodies become `Params`; any other body is `NOT_A_FORM` (each endpoint says what it wants). */
@@ -160,7 +185,11 @@ function bodyParsers(app: FastifyInstance): void {
  * Sigil's routes, and Sigil's never reaches the host's routes. Every field a host's options could
  * set to something wider is named.
  */
-async function crossOrigin(app: FastifyInstance, ctx: Pick<AppServices, 'clients'>, paths: ReadonlySet<string>): Promise<void> {
+async function crossOrigin(
+  app: FastifyInstance,
+  ctx: Pick<AppServices, 'clients'>,
+  paths: ReadonlySet<string>,
+): Promise<void> {
   let origins = { version: -1, set: new Set<string>() };
   const allowedOrigins = () => {
     if (origins.version !== ctx.clients.version)
@@ -187,19 +216,30 @@ async function crossOrigin(app: FastifyInstance, ctx: Pick<AppServices, 'clients
   // Preflight requests: the plugin's catch-all OPTIONS route has opted out like any other route
   // (404), so each CORS path answers its own, as the plugin's would.
   for (const path of paths)
-    app.options(path, (request, reply) => ((request as { corsPreflightEnabled?: boolean }).corsPreflightEnabled ? reply.send() : reply.callNotFound()));
+    app.options(path, (request, reply) =>
+      (request as { corsPreflightEnabled?: boolean }).corsPreflightEnabled ? reply.send() : reply.callNotFound(),
+    );
 }
 
 /**
  * The pages' plugin: security headers, cookies and CSRF protection, then the page entries of the
  * route table, the style sheet and the look's assets, and errors and unknown paths as pages.
  */
-async function pagesPlugin(pages: FastifyInstance, ctx: AppServices, routes: readonly RouteRegistration[]): Promise<void> {
+async function pagesPlugin(
+  pages: FastifyInstance,
+  ctx: AppServices,
+  routes: readonly RouteRegistration[],
+): Promise<void> {
   const secureCookies = ctx.issuer.startsWith('https:');
   await pages.register(helmet, {
     contentSecurityPolicy: {
       // img-src: the https origins of a branding logo or icon, and no other (README "Look and language").
-      directives: { 'frame-ancestors': ["'none'"], 'style-src': ["'self'"], 'img-src': ["'self'", 'data:', ...ctx.pages.look.imageOrigins], 'upgrade-insecure-requests': null },
+      directives: {
+        'frame-ancestors': ["'none'"],
+        'style-src': ["'self'"],
+        'img-src': ["'self'", 'data:', ...ctx.pages.look.imageOrigins],
+        'upgrade-insecure-requests': null,
+      },
     },
     frameguard: { action: 'deny' },
     referrerPolicy: { policy: 'no-referrer' },
@@ -231,6 +271,8 @@ async function pagesPlugin(pages: FastifyInstance, ctx: AppServices, routes: rea
     return page ? sendErrorPage(ctx, reply, error, language(request), error.status) : sendOAuthError(reply, error);
   });
   pages.setNotFoundHandler((request, reply) =>
-    prefersHtml(request) ? notFoundPage(ctx, request, reply) : sendOAuthError(reply, new OAuthError('invalid_request', 'no such endpoint', 404)),
+    prefersHtml(request)
+      ? notFoundPage(ctx, request, reply)
+      : sendOAuthError(reply, new OAuthError('invalid_request', 'no such endpoint', 404)),
   );
 }

@@ -67,7 +67,14 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
     throw err;
   }
   // Closing the app stops the services (mountSigil's onClose), after the server stopped taking requests.
-  return { app, context: services, metricsApp: started.metricsApp, listenMetrics: started.listenMetrics, subscribe: started.subscribe, close: () => app.close() };
+  return {
+    app,
+    context: services,
+    metricsApp: started.metricsApp,
+    listenMetrics: started.listenMetrics,
+    subscribe: started.subscribe,
+    close: () => app.close(),
+  };
 }
 
 /** Options of `sigilPlugin`: the config and the options of `createSigil`. */
@@ -99,10 +106,14 @@ export async function sigilPlugin(fastify: FastifyInstance, opts: SigilPluginOpt
   // Sigil's pages register below this plugin, once the host loads them: the overrides are checked then.
   fastify.addHook('onReady', async () => services.pages.checkOverrides());
   if (services.config.trustProxy !== false)
-    services.log.warn('sigil: the config\'s trustProxy applies to the standalone server only; in a host app, its own Fastify trustProxy decides');
+    services.log.warn(
+      "sigil: the config's trustProxy applies to the standalone server only; in a host app, its own Fastify trustProxy decides",
+    );
   const { routes } = routeTable(services, started.grantTypes);
-  await mountSigil(fastify, services, routes, started.stop, started.metrics, started.tracing).catch(async (err: unknown) => {
-    await started.stop();
-    throw err;
-  });
+  await mountSigil(fastify, services, routes, started.stop, started.metrics, started.tracing).catch(
+    async (err: unknown) => {
+      await started.stop();
+      throw err;
+    },
+  );
 }

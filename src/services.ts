@@ -159,4 +159,9 @@ export interface ManagementServices {
  * One running provider's services, every group together: only the composition root (src/index.ts,
  * src/compose/) holds it whole; everything else takes a `Pick` of it.
  */
-export type Services = Infrastructure & ProtocolServices & SignInServices & MailServices & PageServices & ManagementServices;
+export type Services = Infrastructure &
+  ProtocolServices &
+  SignInServices &
+  MailServices &
+  PageServices &
+  ManagementServices;

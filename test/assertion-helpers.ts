@@ -38,16 +38,28 @@ export async function signAssertion(
   header: Record<string, unknown> = {},
 ): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
-  const payload: Record<string, unknown> = { iss: clientId, sub: clientId, aud, jti: randomUUID(), iat: now, exp: now + 60, ...claims };
+  const payload: Record<string, unknown> = {
+    iss: clientId,
+    sub: clientId,
+    aud,
+    jti: randomUUID(),
+    iat: now,
+    exp: now + 60,
+    ...claims,
+  };
   for (const [k, v] of Object.entries(payload)) if (v === undefined) delete payload[k];
   const protectedHeader =
     typeof key === 'string' ? { alg: 'HS256', ...header } : { alg: key.alg, kid: key.kid, ...header };
-  return new SignJWT(payload).setProtectedHeader(protectedHeader as { alg: string }).sign(
-    typeof key === 'string' ? new TextEncoder().encode(key) : key.privateKey,
-  );
+  return new SignJWT(payload)
+    .setProtectedHeader(protectedHeader as { alg: string })
+    .sign(typeof key === 'string' ? new TextEncoder().encode(key) : key.privateKey);
 }
 
 /** Form fields presenting `assertion` (RFC 7521 §4.2). */
 export function assertionFields(assertion: string, clientId?: string): Record<string, string> {
-  return { client_assertion_type: JWT_BEARER, client_assertion: assertion, ...(clientId ? { client_id: clientId } : {}) };
+  return {
+    client_assertion_type: JWT_BEARER,
+    client_assertion: assertion,
+    ...(clientId ? { client_id: clientId } : {}),
+  };
 }

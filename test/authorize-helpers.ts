@@ -84,7 +84,10 @@ export function authorizeClients(): ClientInput[] {
 }
 
 /** A provider with the authorize fixture clients (plus `extraClients`) on a real SQLite file. */
-export function startAuthorizeSigil(extraClients: ClientInput[] = [], overrides: Partial<ConfigInput> = {}): Promise<TestSigil> {
+export function startAuthorizeSigil(
+  extraClients: ClientInput[] = [],
+  overrides: Partial<ConfigInput> = {},
+): Promise<TestSigil> {
   return startSigil({ clients: [...authorizeClients(), ...extraClients], ...overrides });
 }
 
@@ -140,23 +143,41 @@ export class Browser {
       ...(payload !== undefined ? { payload } : {}),
     });
     for (const c of res.cookies) {
-      if (c.value === '' || (c.maxAge !== undefined && c.maxAge <= 0) || (c.expires && c.expires.getTime() < Date.now())) this.cookies.delete(c.name);
+      if (
+        c.value === '' ||
+        (c.maxAge !== undefined && c.maxAge <= 0) ||
+        (c.expires && c.expires.getTime() < Date.now())
+      )
+        this.cookies.delete(c.name);
       else this.cookies.set(c.name, c.value);
     }
     const location = res.headers.location;
-    return { status: res.statusCode, body: res.body, headers: res.headers, res, ...(typeof location === 'string' ? { location } : {}) };
+    return {
+      status: res.statusCode,
+      body: res.body,
+      headers: res.headers,
+      res,
+      ...(typeof location === 'string' ? { location } : {}),
+    };
   }
 
   /** Follows same-server redirects. */
   async follow(step: Step): Promise<Step> {
     let current = step;
-    for (let i = 0; i < 10 && current.status === 303 && current.location?.startsWith('/'); i++) current = await this.get(current.location);
+    for (let i = 0; i < 10 && current.status === 303 && current.location?.startsWith('/'); i++)
+      current = await this.get(current.location);
     return current;
   }
 
   /** Submits the login form of a login page (already fetched), without following. */
   async submitLogin(page: Step, username: string, password: string, extra: Record<string, string> = {}): Promise<Step> {
-    const fields: Record<string, string> = { csrf_token: input(page.body, 'csrf_token'), username, password, button: 'login', ...extra };
+    const fields: Record<string, string> = {
+      csrf_token: input(page.body, 'csrf_token'),
+      username,
+      password,
+      button: 'login',
+      ...extra,
+    };
     const interaction = optionalInput(page.body, 'interaction');
     if (interaction !== undefined && fields.interaction === undefined) fields.interaction = interaction;
     return this.post('/account/login', fields);
@@ -178,7 +199,11 @@ export class Browser {
 
   /** Answers a consent page (already fetched). */
   async consent(page: Step, button: 'yes' | 'no', remember = false): Promise<Step> {
-    const fields: Record<string, string> = { csrf_token: input(page.body, 'csrf_token'), interaction: input(page.body, 'interaction'), button };
+    const fields: Record<string, string> = {
+      csrf_token: input(page.body, 'csrf_token'),
+      interaction: input(page.body, 'interaction'),
+      button,
+    };
     if (remember) fields.remember = 'yes';
     return this.follow(await this.post('/consent', fields));
   }
@@ -187,7 +212,10 @@ export class Browser {
    * Runs an authorization request to its end: signs in as `user` when asked, answers consent
    * with `consent` when asked; returns the step that leaves the server (redirect or form_post).
    */
-  async authorize(params: Record<string, string>, opts: { user?: string; consent?: 'yes' | 'no'; remember?: boolean } = {}): Promise<Step> {
+  async authorize(
+    params: Record<string, string>,
+    opts: { user?: string; consent?: 'yes' | 'no'; remember?: boolean } = {},
+  ): Promise<Step> {
     let step = await this.follow(await this.get(authorizeUrl(params)));
     if (isLoginPage(step)) {
       step = await this.follow(await this.submitLogin(step, opts.user ?? 'alice', opts.user ?? 'alice'));
@@ -207,7 +235,12 @@ export function isConsentPage(step: Step): boolean {
 
 /** Decodes the HTML escapes Eta produces. */
 export function unescapeHtml(s: string): string {
-  return s.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+  return s
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'")
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
 }
 
 /** The value of a hidden input. */
@@ -240,7 +273,8 @@ export function readResponse(step: Step): AuthzResponse {
   if (step.status === 200 && /<form method="post" action="/.test(step.body) && !step.body.includes('csrf_token')) {
     const action = unescapeHtml(/<form method="post" action="([^"]*)"/.exec(step.body)?.[1] ?? '');
     const params = new URLSearchParams();
-    for (const m of step.body.matchAll(/<input type="hidden" name="([^"]*)" value="([^"]*)">/g)) params.append(unescapeHtml(m[1] ?? ''), unescapeHtml(m[2] ?? ''));
+    for (const m of step.body.matchAll(/<input type="hidden" name="([^"]*)" value="([^"]*)">/g))
+      params.append(unescapeHtml(m[1] ?? ''), unescapeHtml(m[2] ?? ''));
     return { mode: 'form_post', target: action, params };
   }
   expect(step.status, step.body).toBe(303);
@@ -248,7 +282,12 @@ export function readResponse(step: Step): AuthzResponse {
   expect(location.startsWith('/')).toBe(false);
   const hashAt = location.indexOf('#');
   if (hashAt !== -1) {
-    return { mode: 'fragment', target: location.slice(0, hashAt), params: new URLSearchParams(location.slice(hashAt + 1)), location };
+    return {
+      mode: 'fragment',
+      target: location.slice(0, hashAt),
+      params: new URLSearchParams(location.slice(hashAt + 1)),
+      location,
+    };
   }
   const url = new URL(location);
   const params = new URLSearchParams(url.search);
@@ -256,7 +295,11 @@ export function readResponse(step: Step): AuthzResponse {
 }
 
 /** Asserts an error response to the client: `error`, `state`, `iss`, and no tokens. */
-export function expectClientError(step: Step, error: string, opts: { state?: string | null; mode?: AuthzResponse['mode']; target?: string } = {}): AuthzResponse {
+export function expectClientError(
+  step: Step,
+  error: string,
+  opts: { state?: string | null; mode?: AuthzResponse['mode']; target?: string } = {},
+): AuthzResponse {
   const r = readResponse(step);
   expect(r.params.get('error'), r.location ?? step.body).toBe(error);
   expect(r.params.get('iss')).toBe(ISSUER);
@@ -340,7 +383,11 @@ export function redeem(
  * for each of `clients` (confidential, secret `<id>-secret`) in that session.
  * @returns their identity tokens, in order, and the session's `sid`
  */
-export async function idTokensInSession(sigil: TestSigil, b: Browser, clients: string[]): Promise<{ idTokens: string[]; sid: string }> {
+export async function idTokensInSession(
+  sigil: TestSigil,
+  b: Browser,
+  clients: string[],
+): Promise<{ idTokens: string[]; sid: string }> {
   if (!b.cookies.has('sigil.session')) await b.signIn('alice');
   const { verifier, challenge } = pkce();
   const idTokens: string[] = [];
@@ -357,12 +404,18 @@ export async function idTokensInSession(sigil: TestSigil, b: Browser, clients: s
 /** The OIDC left-half hash (`at_hash`, `c_hash`) computed here, independently of Sigil. */
 export function halfHash(value: string, alg: string): string {
   const size = alg.slice(-3);
-  const digest = createHash(size === '512' ? 'sha512' : size === '384' ? 'sha384' : 'sha256').update(value, 'ascii').digest();
+  const digest = createHash(size === '512' ? 'sha512' : size === '384' ? 'sha384' : 'sha256')
+    .update(value, 'ascii')
+    .digest();
   return digest.subarray(0, digest.length / 2).toString('base64url');
 }
 
 /** Verifies an identity token against the published JWKS; returns its claims and `alg`. */
-export async function verifyIdToken(sigil: TestSigil, token: string, clientId: string): Promise<{ claims: JWTPayload & Record<string, unknown>; alg: string }> {
+export async function verifyIdToken(
+  sigil: TestSigil,
+  token: string,
+  clientId: string,
+): Promise<{ claims: JWTPayload & Record<string, unknown>; alg: string }> {
   const header = decodeProtectedHeader(token);
   expect(header.alg).not.toBe('none');
   expect(header.kid).toBeTypeOf('string');

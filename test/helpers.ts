@@ -31,11 +31,26 @@ export function testConfig(overrides: Partial<ConfigInput> = {}): ConfigInput {
     apiScopes: [{ name: 'api1' }, { name: 'api2', userClaims: ['email'] }],
     apiResources: [
       { name: 'api1', scopes: ['api1'], secrets: ['api1-secret'], userClaims: ['role'] },
-      { name: 'api2', scopes: ['api2'], secrets: [`sha256:${createHash('sha256').update('api2-secret').digest('base64')}`] },
+      {
+        name: 'api2',
+        scopes: ['api2'],
+        secrets: [`sha256:${createHash('sha256').update('api2-secret').digest('base64')}`],
+      },
     ],
     clients: [
-      { clientId: 'm2m', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1', 'api2'] },
-      { clientId: 'm2m-ref', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'], accessTokenType: 'reference' },
+      {
+        clientId: 'm2m',
+        clientSecrets: ['m2m-secret'],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['api1', 'api2'],
+      },
+      {
+        clientId: 'm2m-ref',
+        clientSecrets: ['m2m-secret'],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['api1'],
+        accessTokenType: 'reference',
+      },
       {
         clientId: 'ropc',
         clientSecrets: ['ropc-secret'],
@@ -63,14 +78,27 @@ export function testConfig(overrides: Partial<ConfigInput> = {}): ConfigInput {
         allowedCorsOrigins: ['https://spa.example'],
       },
       { clientId: 'c:1', clientSecrets: ['s+/%'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] },
-      { clientId: 'other', clientSecrets: ['other-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1', 'offline_access'], allowOfflineAccess: true },
+      {
+        clientId: 'other',
+        clientSecrets: ['other-secret'],
+        allowedGrantTypes: ['password'],
+        allowedScopes: ['openid', 'api1', 'offline_access'],
+        allowOfflineAccess: true,
+      },
     ],
     users: [
       {
         subjectId: '1',
         username: 'alice',
         password: 'alice',
-        claims: { name: 'Alice Smith', given_name: 'Alice', family_name: 'Smith', email: 'alice@example.com', email_verified: true, role: ['admin'] },
+        claims: {
+          name: 'Alice Smith',
+          given_name: 'Alice',
+          family_name: 'Smith',
+          email: 'alice@example.com',
+          email_verified: true,
+          role: ['admin'],
+        },
       },
       { subjectId: '2', username: 'bob', password: 'bob', claims: { name: 'Bob', role: ['user', 'dev'] } },
       { subjectId: '3', username: 'carol', password: 'carol', tenant: 'acme', claims: { name: 'Carol of Acme' } },
@@ -79,7 +107,6 @@ export function testConfig(overrides: Partial<ConfigInput> = {}): ConfigInput {
     ...overrides,
   };
 }
-
 
 /** The PostgreSQL database of the tests (CI and here: trust auth, database `test`). */
 export const POSTGRES_URL = process.env.SIGIL_TEST_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -117,7 +144,14 @@ export async function startSigil(
     ...options,
   });
   const close = sigil.close;
-  return { ...sigil, dir, close: async () => { await close(); cleanup(); } };
+  return {
+    ...sigil,
+    dir,
+    close: async () => {
+      await close();
+      cleanup();
+    },
+  };
 }
 
 /** The real `sigil start` process on a free port, as `npm start` runs it. */
@@ -149,10 +183,14 @@ export async function startProcess(
   // issuerHost: `localhost` for WebAuthn, whose RP ID must be a domain name, not an IP address.
   const issuer = `http://${issuerHost}:${port}`;
   writeFileSync(file, JSON.stringify({ ...config, issuer, storage: `sqlite:${join(dir, 'sigil.db')}` }));
-  const child = spawn(process.execPath, [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1', ...(options.args ?? [])], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...(options.env ? { env: { ...process.env, ...options.env } } : {}),
-  });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1', ...(options.args ?? [])],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.env ? { env: { ...process.env, ...options.env } } : {}),
+    },
+  );
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
@@ -223,7 +261,11 @@ export function postForm(
 }
 
 /** A token request (`POST /connect/token`). */
-export function tokenRequest(sigil: TestSigil, params: Record<string, string>, auth?: BasicCredentials): Promise<LightMyRequestResponse> {
+export function tokenRequest(
+  sigil: TestSigil,
+  params: Record<string, string>,
+  auth?: BasicCredentials,
+): Promise<LightMyRequestResponse> {
   return postForm(sigil, '/connect/token', params, auth);
 }
 
@@ -243,7 +285,13 @@ export interface TokenBody {
  */
 export async function passwordTokens(
   sigil: TestSigil,
-  opts: { client?: BasicCredentials; username?: string; password?: string; scope?: string; extra?: Record<string, string> } = {},
+  opts: {
+    client?: BasicCredentials;
+    username?: string;
+    password?: string;
+    scope?: string;
+    extra?: Record<string, string>;
+  } = {},
 ): Promise<TokenBody> {
   const res = await tokenRequest(
     sigil,
@@ -261,7 +309,11 @@ export async function passwordTokens(
 }
 
 /** A client_credentials token (default client `m2m`); fails the test unless it is 200. */
-export async function clientTokens(sigil: TestSigil, scope?: string, client: BasicCredentials = ['m2m', 'm2m-secret']): Promise<TokenBody> {
+export async function clientTokens(
+  sigil: TestSigil,
+  scope?: string,
+  client: BasicCredentials = ['m2m', 'm2m-secret'],
+): Promise<TokenBody> {
   const res = await tokenRequest(sigil, { grant_type: 'client_credentials', ...(scope ? { scope } : {}) }, client);
   if (res.statusCode !== 200) throw new Error(`client_credentials failed: ${res.statusCode} ${res.body}`);
   return res.json<TokenBody>();
@@ -279,7 +331,11 @@ export function introspect(
 
 /** `GET /connect/userinfo` with `Authorization: Bearer <accessToken>`. */
 export function userinfo(sigil: TestSigil, accessToken: string): Promise<LightMyRequestResponse> {
-  return sigil.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${accessToken}` } });
+  return sigil.app.inject({
+    method: 'GET',
+    url: '/connect/userinfo',
+    headers: { authorization: `Bearer ${accessToken}` },
+  });
 }
 
 /** The provider's published keys, fetched over HTTP, for `jwtVerify`. */

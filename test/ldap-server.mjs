@@ -21,10 +21,43 @@ export const SERVICE_PW = 'service-secret';
 
 /** @type {import('./ldap-server.d.mts').LdapUser[]} */
 export const LDAP_USERS = [
-  { uid: 'alice', password: 'alice-pw', cn: 'Alice Liddell', givenName: 'Alice', sn: 'Liddell', mail: 'alice@corp.example', groups: ['admins', 'devs'] },
-  { uid: 'bob', password: 'bob-pw', cn: 'Bob Builder', givenName: 'Bob', sn: 'Builder', mail: 'bob@corp.example', groups: ['devs'] },
-  { uid: 'carol', password: 'carol-pw', cn: 'Carol Keys', givenName: 'Carol', sn: 'Keys', mail: 'carol@corp.example', groups: ['devs'] },
-  { uid: 'mallory', password: 'mallory-pw', cn: 'Mallory Locked', givenName: 'Mallory', sn: 'Locked', mail: 'mallory@corp.example', groups: ['devs'], locked: true },
+  {
+    uid: 'alice',
+    password: 'alice-pw',
+    cn: 'Alice Liddell',
+    givenName: 'Alice',
+    sn: 'Liddell',
+    mail: 'alice@corp.example',
+    groups: ['admins', 'devs'],
+  },
+  {
+    uid: 'bob',
+    password: 'bob-pw',
+    cn: 'Bob Builder',
+    givenName: 'Bob',
+    sn: 'Builder',
+    mail: 'bob@corp.example',
+    groups: ['devs'],
+  },
+  {
+    uid: 'carol',
+    password: 'carol-pw',
+    cn: 'Carol Keys',
+    givenName: 'Carol',
+    sn: 'Keys',
+    mail: 'carol@corp.example',
+    groups: ['devs'],
+  },
+  {
+    uid: 'mallory',
+    password: 'mallory-pw',
+    cn: 'Mallory Locked',
+    givenName: 'Mallory',
+    sn: 'Locked',
+    mail: 'mallory@corp.example',
+    groups: ['devs'],
+    locked: true,
+  },
 ];
 
 /** An {SSHA} hash of `password`, by slappasswd. */

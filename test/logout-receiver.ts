@@ -55,7 +55,10 @@ export class LogoutReceiver {
   async waitFor(count: () => number, n: number, ms = 20_000): Promise<void> {
     const end = Date.now() + ms;
     while (count() < n) {
-      if (Date.now() > end) throw new Error(`receiver: ${count()} of ${n} after ${ms} ms: ${JSON.stringify(this.received.map((r) => r.answer))}`);
+      if (Date.now() > end)
+        throw new Error(
+          `receiver: ${count()} of ${n} after ${ms} ms: ${JSON.stringify(this.received.map((r) => r.answer))}`,
+        );
       await sleep(100);
     }
   }
@@ -83,7 +86,13 @@ export class LogoutReceiver {
       } catch {
         // recorded with empty claims; the test's assertions catch it
       }
-      this.received.push({ path: req.url ?? '', token, sid: String(claims.sid ?? ''), aud: String(claims.aud ?? ''), answer });
+      this.received.push({
+        path: req.url ?? '',
+        token,
+        sid: String(claims.sid ?? ''),
+        aud: String(claims.aud ?? ''),
+        answer,
+      });
       if (answer === 'hang') {
         for (const ok of this.hung.splice(0)) ok();
         return;

@@ -10,7 +10,11 @@ import { type Browser, input, unescapeHtml } from './authorize-helpers.js';
  * The TOTP code of a base32 secret `stepOffset` 30-second steps from now (RFC 6238, SHA-1, 6 digits).
  */
 export function totpCode(secret: string, stepOffset = 0): string {
-  return TOTP.generate({ secret: Secret.fromBase32(secret.replace(/\s+/g, '')), period: 30, timestamp: Date.now() + stepOffset * 30_000 });
+  return TOTP.generate({
+    secret: Secret.fromBase32(secret.replace(/\s+/g, '')),
+    period: 30,
+    timestamp: Date.now() + stepOffset * 30_000,
+  });
 }
 
 /** The key shown as text on the enrollment page (`#totp-secret`), spaces removed. */
@@ -33,7 +37,11 @@ export async function enrollTotp(b: Browser): Promise<{ secret: string; recovery
   const page = await b.get('/account/totp');
   expect(page.status, page.body).toBe(200);
   const secret = secretOnPage(page.body);
-  const done = await b.post('/account/totp', { csrf_token: input(page.body, 'csrf_token'), code: totpCode(secret), button: 'confirm' });
+  const done = await b.post('/account/totp', {
+    csrf_token: input(page.body, 'csrf_token'),
+    code: totpCode(secret),
+    button: 'confirm',
+  });
   expect(done.status, done.body).toBe(200);
   const recoveryCodes = recoveryCodesOnPage(done.body);
   expect(recoveryCodes).toHaveLength(10);
@@ -46,7 +54,11 @@ export function isMfaPage(step: { status: number; body: string }): boolean {
 }
 
 /** Submits a code on the second-factor page (already fetched), following redirects on the server. */
-export async function submitCode(b: Browser, page: { body: string }, code: string): Promise<Awaited<ReturnType<Browser['get']>>> {
+export async function submitCode(
+  b: Browser,
+  page: { body: string },
+  code: string,
+): Promise<Awaited<ReturnType<Browser['get']>>> {
   const fields: Record<string, string> = { csrf_token: input(page.body, 'csrf_token'), code, button: 'verify' };
   const m = /name="interaction" value="([^"]*)"/.exec(page.body);
   if (m) fields.interaction = unescapeHtml(m[1] ?? '');

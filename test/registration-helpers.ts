@@ -11,7 +11,12 @@ export function registrationConfig(registration: Record<string, unknown> = {}) {
   return {
     clients: [
       ...(base.clients ?? []),
-      { clientId: 'registrar', clientSecrets: ['registrar-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:register'] },
+      {
+        clientId: 'registrar',
+        clientSecrets: ['registrar-secret'],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['sigil:register'],
+      },
     ],
     registration: { enabled: true, ...registration },
   };

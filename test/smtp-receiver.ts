@@ -90,10 +90,12 @@ function parse(raw: string): Omit<ReceivedMail, 'to' | 'raw'> {
 
 function headerMap(head: string): Map<string, string> {
   const unfolded = head.replace(/\r?\n[ \t]+/g, ' ');
-  return new Map(unfolded.split(/\r?\n/).map((line) => {
-    const i = line.indexOf(':');
-    return [line.slice(0, i).trim().toLowerCase(), line.slice(i + 1).trim()] as [string, string];
-  }));
+  return new Map(
+    unfolded.split(/\r?\n/).map((line) => {
+      const i = line.indexOf(':');
+      return [line.slice(0, i).trim().toLowerCase(), line.slice(i + 1).trim()] as [string, string];
+    }),
+  );
 }
 
 /** RFC 2047 encoded words (`=?UTF-8?Q?...?=`, `=?UTF-8?B?...?=`); whitespace between two is dropped. */
@@ -101,14 +103,18 @@ function encodedWords(value: string): string {
   return value
     .replace(/\?=\s+=\?/g, '?==?')
     .replace(/=\?UTF-8\?([QB])\?([^?]*)\?=/gi, (_m, kind: string, data: string) =>
-      kind.toUpperCase() === 'B' ? decode(data, 'base64') : decode(data.replace(/_/g, ' '), 'quoted-printable'));
+      kind.toUpperCase() === 'B' ? decode(data, 'base64') : decode(data.replace(/_/g, ' '), 'quoted-printable'),
+    );
 }
 
 function decode(body: string, encoding: string): string {
   if (/base64/i.test(encoding)) return Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('utf8');
   if (/quoted-printable/i.test(encoding)) {
     // Literal percent signs first, then each =XX octet as %XX: decodeURIComponent joins UTF-8 sequences.
-    const escaped = body.replace(/=\r?\n/g, '').replace(/%/g, '%25').replace(/=([0-9A-F]{2})/gi, (_m, hex: string) => `%${hex}`);
+    const escaped = body
+      .replace(/=\r?\n/g, '')
+      .replace(/%/g, '%25')
+      .replace(/=([0-9A-F]{2})/gi, (_m, hex: string) => `%${hex}`);
     return decodeURIComponent(escaped);
   }
   return body;

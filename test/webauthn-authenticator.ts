@@ -77,7 +77,12 @@ export class SoftAuthenticator {
     idLength.writeUInt16BE(id.length);
     const attested = Buffer.concat([Buffer.alloc(16), idLength, id, Buffer.from(cose)]);
     const credential: SoftCredential = { id: b64u(id), key: privateKey, userHandle: options.user.id, counter: 0 };
-    const authData = this.authData(bend.rpId ?? options.rp.id ?? '', (bend.flags ?? this.defaultFlags()) | 0x40, bend.counter ?? 0, attested);
+    const authData = this.authData(
+      bend.rpId ?? options.rp.id ?? '',
+      (bend.flags ?? this.defaultFlags()) | 0x40,
+      bend.counter ?? 0,
+      attested,
+    );
     const attestationObject = isoCBOR.encode(
       new Map<string, string | Uint8Array | Map<string, string>>([
         ['fmt', 'none'],
@@ -85,29 +90,58 @@ export class SoftAuthenticator {
         ['authData', authData],
       ]),
     );
-    const clientData = JSON.stringify({ type: 'webauthn.create', challenge: options.challenge, origin: bend.origin ?? this.origin, crossOrigin: false });
+    const clientData = JSON.stringify({
+      type: 'webauthn.create',
+      challenge: options.challenge,
+      origin: bend.origin ?? this.origin,
+      crossOrigin: false,
+    });
     this.credentials.push(credential);
     return {
       id: credential.id,
       rawId: credential.id,
       type: 'public-key',
-      response: { clientDataJSON: b64u(Buffer.from(clientData)), attestationObject: b64u(attestationObject), transports: ['usb'] },
+      response: {
+        clientDataJSON: b64u(Buffer.from(clientData)),
+        attestationObject: b64u(attestationObject),
+        transports: ['usb'],
+      },
       clientExtensionResults: {},
     };
   }
 
   /** Signs `options`' challenge with a credential (navigator.credentials.get); the counter grows by one. */
-  authenticate(options: PublicKeyCredentialRequestOptionsJSON, credential: SoftCredential | undefined = this.credentials[0], bend: Bend = {}): AuthenticationResponseJSON {
+  authenticate(
+    options: PublicKeyCredentialRequestOptionsJSON,
+    credential: SoftCredential | undefined = this.credentials[0],
+    bend: Bend = {},
+  ): AuthenticationResponseJSON {
     if (!credential) throw new Error('no credential');
     credential.counter += 1;
-    const authData = this.authData(bend.rpId ?? options.rpId ?? '', bend.flags ?? this.defaultFlags(), bend.counter ?? credential.counter);
-    const clientData = Buffer.from(JSON.stringify({ type: 'webauthn.get', challenge: options.challenge, origin: bend.origin ?? this.origin, crossOrigin: false }));
+    const authData = this.authData(
+      bend.rpId ?? options.rpId ?? '',
+      bend.flags ?? this.defaultFlags(),
+      bend.counter ?? credential.counter,
+    );
+    const clientData = Buffer.from(
+      JSON.stringify({
+        type: 'webauthn.get',
+        challenge: options.challenge,
+        origin: bend.origin ?? this.origin,
+        crossOrigin: false,
+      }),
+    );
     const signature = sign('sha256', Buffer.concat([authData, sha256(clientData)]), credential.key);
     return {
       id: credential.id,
       rawId: credential.id,
       type: 'public-key',
-      response: { clientDataJSON: b64u(clientData), authenticatorData: b64u(authData), signature: b64u(signature), userHandle: credential.userHandle },
+      response: {
+        clientDataJSON: b64u(clientData),
+        authenticatorData: b64u(authData),
+        signature: b64u(signature),
+        userHandle: credential.userHandle,
+      },
       clientExtensionResults: {},
     };
   }

@@ -67,7 +67,14 @@ export async function startMcpServer(options = {}) {
     try {
       const { payload } = await jwtVerify(token, jwks, { issuer, audience: resource, typ: 'at+jwt' });
       const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ') : [];
-      return { token, clientId: String(payload.client_id ?? ''), scopes, expiresAt: payload.exp, resource: new URL(resource), extra: { sub: payload.sub } };
+      return {
+        token,
+        clientId: String(payload.client_id ?? ''),
+        scopes,
+        expiresAt: payload.exp,
+        resource: new URL(resource),
+        extra: { sub: payload.sub },
+      };
     } catch {
       return undefined;
     }
@@ -75,7 +82,11 @@ export async function startMcpServer(options = {}) {
 
   const server = createServer(async (req, res) => {
     const path = new URL(req.url ?? '/', base.origin).pathname;
-    if (req.method === 'GET' && (path === '/.well-known/oauth-protected-resource' || path === `/.well-known/oauth-protected-resource${base.pathname}`)) {
+    if (
+      req.method === 'GET' &&
+      (path === '/.well-known/oauth-protected-resource' ||
+        path === `/.well-known/oauth-protected-resource${base.pathname}`)
+    ) {
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' });
       res.end(metadata);
       return;
@@ -90,9 +101,22 @@ export async function startMcpServer(options = {}) {
     if (!auth.scopes.includes(scope)) return challenge(res, 403, 'insufficient_scope');
     // Stateless Streamable HTTP: a server and transport per request, as the SDK's examples do.
     const mcp = new McpServer({ name: 'sigil-example', version: '1.0.0' });
-    mcp.registerTool('whoami', { title: 'Who am I', description: 'The user and client the access token was issued to' }, async (extra) => ({
-      content: [{ type: 'text', text: JSON.stringify({ sub: extra.authInfo?.extra?.sub, client_id: extra.authInfo?.clientId, scope: extra.authInfo?.scopes.join(' ') }) }],
-    }));
+    mcp.registerTool(
+      'whoami',
+      { title: 'Who am I', description: 'The user and client the access token was issued to' },
+      async (extra) => ({
+        content: [
+          {
+            type: 'text',
+            text: JSON.stringify({
+              sub: extra.authInfo?.extra?.sub,
+              client_id: extra.authInfo?.clientId,
+              scope: extra.authInfo?.scopes.join(' '),
+            }),
+          },
+        ],
+      }),
+    );
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close();
@@ -102,13 +126,16 @@ export async function startMcpServer(options = {}) {
     req.auth = auth;
     await transport.handleRequest(req, res);
   });
-  await new Promise((ok) => server.listen(Number(base.port || 80), base.hostname === 'localhost' ? '127.0.0.1' : base.hostname, ok));
+  await new Promise((ok) =>
+    server.listen(Number(base.port || 80), base.hostname === 'localhost' ? '127.0.0.1' : base.hostname, ok),
+  );
   return {
     url: resource,
-    close: () => new Promise((ok) => {
-      server.closeAllConnections();
-      server.close(() => ok());
-    }),
+    close: () =>
+      new Promise((ok) => {
+        server.closeAllConnections();
+        server.close(() => ok());
+      }),
   };
 }
 

@@ -54,7 +54,15 @@ export function emitAdminChange(
   target: { type: string; id: string },
   changes: Record<string, unknown> = {},
 ): void {
-  events.emit({ name: 'admin_changed', endpoint, clientId: actor.clientId, ...(actor.sub ? { subjectId: actor.sub } : {}), action, target, changes });
+  events.emit({
+    name: 'admin_changed',
+    endpoint,
+    clientId: actor.clientId,
+    ...(actor.sub ? { subjectId: actor.sub } : {}),
+    action,
+    target,
+    changes,
+  });
 }
 
 /** Stores the bus's events and answers queries over them. */
@@ -94,7 +102,14 @@ export class AuditLog {
       await this.store.append(
         batch.map((e) => {
           const time = Date.parse(e.time);
-          return { id: `${auditIdAt(time)}${newId()}`, time, name: e.name, clientId: e.clientId ?? null, subjectId: e.subjectId ?? null, event: JSON.stringify(e) };
+          return {
+            id: `${auditIdAt(time)}${newId()}`,
+            time,
+            name: e.name,
+            clientId: e.clientId ?? null,
+            subjectId: e.subjectId ?? null,
+            event: JSON.stringify(e),
+          };
         }),
       );
     } catch (err) {
@@ -120,9 +135,15 @@ export class AuditLog {
     let before: string | undefined;
     if (q.cursor !== undefined) {
       before = Buffer.from(q.cursor, 'base64url').toString('utf8');
-      if (!/^[0-9a-f]{12}[\w-]{22}$/.test(before)) throw new AdminError('invalid', 'cursor: not a cursor of this log', 'cursor', [{ path: 'cursor', message: 'not a cursor of this log' }]);
+      if (!/^[0-9a-f]{12}[\w-]{22}$/.test(before))
+        throw new AdminError('invalid', 'cursor: not a cursor of this log', 'cursor', [
+          { path: 'cursor', message: 'not a cursor of this log' },
+        ]);
     }
-    const rows = await this.store.query({ from: q.from, to: q.to, name: q.name, clientId: q.clientId, subjectId: q.subjectId, before }, q.limit + 1);
+    const rows = await this.store.query(
+      { from: q.from, to: q.to, name: q.name, clientId: q.clientId, subjectId: q.subjectId, before },
+      q.limit + 1,
+    );
     const page = rows.slice(0, q.limit);
     const last = page.at(-1);
     return {

@@ -30,7 +30,10 @@ export interface ChangeOrigin {
   actor: ChangeActor;
 }
 
-/** Makes the management changes, each reloaded and audited. Errors are the services' (`AdminError`), and nothing is audited then. */
+/**
+ * Makes the management changes, each reloaded and audited. Errors are the services' (`AdminError`), and
+ * nothing is audited then.
+ */
 export class AuditedChanges {
   constructor(
     private readonly services: ChangeServices,
@@ -54,7 +57,11 @@ export class AuditedChanges {
   async updateClient(clientId: string, patch: unknown, ifMatch: string | undefined): Promise<ClientView> {
     const { view, changed } = await this.services.clients.update(clientId, patch, ifMatch);
     await this.services.reloadClients();
-    this.audit('client.update', { type: 'client', id: clientId }, Object.fromEntries(changed.map((f) => [f, view.client[f] ?? null])));
+    this.audit(
+      'client.update',
+      { type: 'client', id: clientId },
+      Object.fromEntries(changed.map((f) => [f, view.client[f] ?? null])),
+    );
     return view;
   }
 
@@ -66,7 +73,11 @@ export class AuditedChanges {
   }
 
   /** `ClientAdmin.rotateSecret`; the event names the rotation, never the secret. */
-  async rotateClientSecret(clientId: string, graceSeconds: number, ifMatch: string | undefined): Promise<{ view: ClientView; secret: string }> {
+  async rotateClientSecret(
+    clientId: string,
+    graceSeconds: number,
+    ifMatch: string | undefined,
+  ): Promise<{ view: ClientView; secret: string }> {
     const rotated = await this.services.clients.rotateSecret(clientId, graceSeconds, ifMatch);
     await this.services.reloadClients();
     this.audit('client.rotate_secret', { type: 'client', id: clientId }, { clientSecrets: '(rotated)', graceSeconds });
@@ -75,9 +86,14 @@ export class AuditedChanges {
 
   /** `KeyAdmin.rotate`: one event per key added. */
   async rotateKeys(alg?: string): Promise<{ kid: string; alg: string; activatesAt: number }[]> {
-    const added = (await this.services.keys.rotate(alg)).map((k) => ({ kid: k.kid, alg: k.alg, activatesAt: k.activatesAt }));
+    const added = (await this.services.keys.rotate(alg)).map((k) => ({
+      kid: k.kid,
+      alg: k.alg,
+      activatesAt: k.activatesAt,
+    }));
     await this.services.reloadKeys();
-    for (const k of added) this.audit('key.rotate', { type: 'key', id: k.kid }, { alg: k.alg, activatesAt: k.activatesAt });
+    for (const k of added)
+      this.audit('key.rotate', { type: 'key', id: k.kid }, { alg: k.alg, activatesAt: k.activatesAt });
     return added;
   }
 
@@ -115,14 +131,27 @@ export class AuditedChanges {
   async createResource(kind: ManagedKind, settings: unknown): Promise<{ view: ResourceView; secret?: string }> {
     const created = await this.services.resources.create(kind, settings);
     const hasClientSecret = typeof (settings as { clientSecret?: unknown } | null)?.clientSecret === 'string';
-    this.audit(`${kind}.create`, { type: kind, id: String(created.view.settings.name) }, { ...created.view.settings, ...(hasClientSecret ? { clientSecret: '(set)' } : {}) });
+    this.audit(
+      `${kind}.create`,
+      { type: kind, id: String(created.view.settings.name) },
+      { ...created.view.settings, ...(hasClientSecret ? { clientSecret: '(set)' } : {}) },
+    );
     return created;
   }
 
   /** `ResourceAdmin.update`; the event lists the changed settings' new values, a `clientSecret` only as `(changed)`. */
-  async updateResource(kind: ManagedKind, name: string, patch: unknown, ifMatch: string | undefined): Promise<ResourceView> {
+  async updateResource(
+    kind: ManagedKind,
+    name: string,
+    patch: unknown,
+    ifMatch: string | undefined,
+  ): Promise<ResourceView> {
     const { view, changed } = await this.services.resources.update(kind, name, patch, ifMatch);
-    this.audit(`${kind}.update`, { type: kind, id: name }, Object.fromEntries(changed.map((f) => [f, f === 'clientSecret' ? '(changed)' : (view.settings[f] ?? null)])));
+    this.audit(
+      `${kind}.update`,
+      { type: kind, id: name },
+      Object.fromEntries(changed.map((f) => [f, f === 'clientSecret' ? '(changed)' : (view.settings[f] ?? null)])),
+    );
     return view;
   }
 
@@ -133,9 +162,17 @@ export class AuditedChanges {
   }
 
   /** `ResourceAdmin.rotateSecret` of an API resource; the event names the rotation, never the secret. */
-  async rotateResourceSecret(name: string, graceSeconds: number, ifMatch: string | undefined): Promise<{ view: ResourceView; secret: string }> {
+  async rotateResourceSecret(
+    name: string,
+    graceSeconds: number,
+    ifMatch: string | undefined,
+  ): Promise<{ view: ResourceView; secret: string }> {
     const rotated = await this.services.resources.rotateSecret(name, graceSeconds, ifMatch);
-    this.audit('api_resource.rotate_secret', { type: 'api_resource', id: name }, { secrets: '(rotated)', graceSeconds });
+    this.audit(
+      'api_resource.rotate_secret',
+      { type: 'api_resource', id: name },
+      { secrets: '(rotated)', graceSeconds },
+    );
     return rotated;
   }
 }

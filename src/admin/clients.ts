@@ -7,7 +7,13 @@
  * be a user's subject (RFC 9068 §5). A deleted client's grants and tokens end with it (RFC 7592 §2.3).
  */
 import type { Logger } from 'pino';
-import { ConfigError, type ConfigOverrides, containsReference, type ResolvedConfig, resolveConfig } from '../config/loader.js';
+import {
+  ConfigError,
+  type ConfigOverrides,
+  containsReference,
+  type ResolvedConfig,
+  resolveConfig,
+} from '../config/loader.js';
 import { clientSubjectCollision } from '../config/schema.js';
 import { CONSOLE_CLIENT_ID } from '../config/console-client.js';
 import { loadStoredClients, type RetiringSecret, splitStoredClient } from '../clients/stored-clients.js';
@@ -48,9 +54,19 @@ function digested(client: Record<string, unknown>): Record<string, unknown> {
   return { ...client, clientSecrets: secrets.map((s) => (s.startsWith('sha256:') ? s : storedSecret(s))) };
 }
 
-function view(config: Record<string, unknown>, source: 'config' | 'store', text: string, retiring: RetiringSecret[] = []): ClientView {
+function view(
+  config: Record<string, unknown>,
+  source: 'config' | 'store',
+  text: string,
+  retiring: RetiringSecret[] = [],
+): ClientView {
   const { clientSecrets: _secrets, ...client } = config;
-  return { client, source, etag: etagOf(text), retiringSecretsExpireAt: retiring.map((r) => r.expiresAt).sort((a, b) => a - b) };
+  return {
+    client,
+    source,
+    etag: etagOf(text),
+    retiringSecretsExpireAt: retiring.map((r) => r.expiresAt).sort((a, b) => a - b),
+  };
 }
 
 /** A client as listed: where it is defined and the grant types it may use. */
@@ -100,7 +116,11 @@ export class ClientAdmin {
   async list(): Promise<ClientListing[]> {
     const stored = await this.store.clients.listClients();
     return [
-      ...this.options.config.clients.map((c) => ({ clientId: c.clientId, source: 'config' as const, allowedGrantTypes: [...c.allowedGrantTypes] })),
+      ...this.options.config.clients.map((c) => ({
+        clientId: c.clientId,
+        source: 'config' as const,
+        allowedGrantTypes: [...c.allowedGrantTypes],
+      })),
       ...stored.map((c) => ({
         clientId: String(c.clientId),
         source: 'store' as const,
@@ -120,13 +140,16 @@ export class ClientAdmin {
   private prepare(client: unknown): Record<string, unknown> {
     if (!isJsonObject(client)) throw new AdminError('invalid', 'client must be a JSON object');
     // References are the operator's config file's: stored data may not read the server's environment or files.
-    if (containsReference(client)) throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
+    if (containsReference(client))
+      throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
     const clientId = String(client.clientId ?? '');
     const base = this.base();
     const others = (base.clients ?? []).filter((c) => (c as { clientId?: unknown }).clientId !== clientId);
     try {
       // A config-file user's subject as client id is one of the problems found here.
-      resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, { extensionGrants: this.options.extensionGrants ?? [] });
+      resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, {
+        extensionGrants: this.options.extensionGrants ?? [],
+      });
     } catch (err) {
       if (err instanceof ConfigError) throw new AdminError('invalid', err.message);
       throw err;
@@ -163,16 +186,23 @@ export class ClientAdmin {
    */
   async create(client: unknown, options: { strict?: boolean } = {}): Promise<AddedClient> {
     if (!isJsonObject(client))
-      throw new AdminError('invalid', 'client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
+      throw new AdminError('invalid', 'client must be a JSON object', '', [
+        { path: '', message: 'expected a JSON object' },
+      ]);
     if (options.strict && 'clientSecrets' in client)
       throw this.invalidField('clientSecrets', 'Sigil generates the secret; it is shown once in the response');
     const clientId = typeof client.clientId === 'string' ? client.clientId : '';
     // PostgreSQL refuses a NUL in text; no client id needs a control character.
-    if (/[\u0000-\u001f\u007f]/.test(clientId)) throw this.invalidField('clientId', 'control characters are not allowed');
+    if (/[\u0000-\u001f\u007f]/.test(clientId))
+      throw this.invalidField('clientId', 'control characters are not allowed');
     this.checkIdNamespace(clientId);
-    const taken = clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined);
+    const taken =
+      clientId !== '' && (this.configClient(clientId) || (await this.store.clients.getClient(clientId)) !== undefined);
     if (options.strict && taken)
-      throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId', undefined, { reason: 'exists', item: { kind: 'client', name: clientId } });
+      throw new AdminError('conflict', `client "${clientId}" exists already`, 'clientId', undefined, {
+        reason: 'exists',
+        item: { kind: 'client', name: clientId },
+      });
     const given = 'clientSecrets' in client;
     const needsSecret =
       !given && client.requireClientSecret !== false && client.tokenEndpointAuthMethod !== 'private_key_jwt';
@@ -194,14 +224,28 @@ export class ClientAdmin {
    * @throws AdminError `read_only` for a config-file client, `not_found`, `precondition_failed`
    *   when `ifMatch` is not its current ETag, `invalid` (with `problems`) when the result is not a valid client.
    */
-  async update(clientId: string, patch: unknown, ifMatch: string | undefined): Promise<{ view: ClientView; changed: string[] }> {
+  async update(
+    clientId: string,
+    patch: unknown,
+    ifMatch: string | undefined,
+  ): Promise<{ view: ClientView; changed: string[] }> {
     const saved = await this.writable(clientId, ifMatch);
-    if (!isJsonObject(patch)) throw new AdminError('invalid', 'a merge patch of a client must be a JSON object', '', [{ path: '', message: 'expected a JSON object' }]);
+    if (!isJsonObject(patch))
+      throw new AdminError('invalid', 'a merge patch of a client must be a JSON object', '', [
+        { path: '', message: 'expected a JSON object' },
+      ]);
     for (const field of ['clientId', 'clientSecrets'])
-      if (field in patch) throw this.invalidField(field, field === 'clientId' ? 'a client id cannot change' : 'secrets change by rotation only');
+      if (field in patch)
+        throw this.invalidField(
+          field,
+          field === 'clientId' ? 'a client id cannot change' : 'secrets change by rotation only',
+        );
     const next = applyMergePatch(saved.config, patch) as Record<string, unknown>;
     await this.validate(next);
-    return { view: await this.replace(clientId, saved, next, saved.retiringSecrets), changed: changedMembers(saved.config, next) };
+    return {
+      view: await this.replace(clientId, saved, next, saved.retiringSecrets),
+      changed: changedMembers(saved.config, next),
+    };
   }
 
   /**
@@ -213,18 +257,32 @@ export class ClientAdmin {
    * @throws AdminError `read_only`, `not_found`, `precondition_failed`, `invalid` (field
    *   `graceSeconds`; a public client, which has no secret).
    */
-  async rotateSecret(clientId: string, graceSeconds: number, ifMatch?: string, now = nowSeconds()): Promise<{ view: ClientView; secret: string }> {
+  async rotateSecret(
+    clientId: string,
+    graceSeconds: number,
+    ifMatch?: string,
+    now = nowSeconds(),
+  ): Promise<{ view: ClientView; secret: string }> {
     if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_SECRET_GRACE_SECONDS)
-      throw this.invalidField('graceSeconds', `must be a whole number of seconds from 0 to ${MAX_SECRET_GRACE_SECONDS}`);
+      throw this.invalidField(
+        'graceSeconds',
+        `must be a whole number of seconds from 0 to ${MAX_SECRET_GRACE_SECONDS}`,
+      );
     const saved = await this.writable(clientId, ifMatch);
-    if (saved.config.requireClientSecret === false) throw this.invalidField('requireClientSecret', 'a public client has no secret');
+    if (saved.config.requireClientSecret === false)
+      throw this.invalidField('requireClientSecret', 'a public client has no secret');
     const secret = newHandle();
     const current = Array.isArray(saved.config.clientSecrets) ? (saved.config.clientSecrets as string[]) : [];
     const retiring = [
       ...saved.retiringSecrets.filter((r) => r.expiresAt > now),
-      ...(graceSeconds > 0 ? current.map((s) => ({ secret: s.startsWith('sha256:') ? s : storedSecret(s), expiresAt: now + graceSeconds })) : []),
+      ...(graceSeconds > 0
+        ? current.map((s) => ({ secret: s.startsWith('sha256:') ? s : storedSecret(s), expiresAt: now + graceSeconds }))
+        : []),
     ];
-    return { view: await this.replace(clientId, saved, { ...saved.config, clientSecrets: [storedSecret(secret)] }, retiring), secret };
+    return {
+      view: await this.replace(clientId, saved, { ...saved.config, clientSecrets: [storedSecret(secret)] }, retiring),
+      secret,
+    };
   }
 
   /**
@@ -243,9 +301,15 @@ export class ClientAdmin {
     if (text === undefined) {
       if (this.configClient(clientId)) throw this.readOnly(clientId);
       const item = { kind: 'client' as const, name: clientId };
-      throw new AdminError('not_found', `no stored client "${clientId}"`, undefined, undefined, { reason: 'not_found', item });
+      throw new AdminError('not_found', `no stored client "${clientId}"`, undefined, undefined, {
+        reason: 'not_found',
+        item,
+      });
     }
-    if (!ifMatchHolds(options.ifMatch, etagOf(text)) || !(await this.store.clients.replaceClientIf(clientId, text, undefined))) {
+    if (
+      !ifMatchHolds(options.ifMatch, etagOf(text)) ||
+      !(await this.store.clients.replaceClientIf(clientId, text, undefined))
+    ) {
       const item = { kind: 'client' as const, name: clientId };
       const message = `client "${clientId}" is not at the version If-Match names`;
       throw new AdminError('precondition_failed', message, undefined, undefined, { reason: 'changed', item });
@@ -334,17 +398,26 @@ export class ClientAdmin {
     return this.options.resources?.withStored(raw) ?? raw;
   }
 
-  /** The config file's client as written, or the web console's built-in one (config `admin.console`), which only the resolved config holds. */
+  /**
+   * The config file's client as written, or the web console's built-in one (config `admin.console`), which
+   * only the resolved config holds.
+   */
   private configClient(clientId: string): Record<string, unknown> | undefined {
     const raw = (this.options.raw as { clients?: unknown[] }).clients ?? [];
     const found = raw.find((c) => isJsonObject(c) && c.clientId === clientId);
     if (found !== undefined) return found as Record<string, unknown>;
-    return clientId === CONSOLE_CLIENT_ID ? (this.options.config.clients.find((c) => c.clientId === clientId) as Record<string, unknown> | undefined) : undefined;
+    return clientId === CONSOLE_CLIENT_ID
+      ? (this.options.config.clients.find((c) => c.clientId === clientId) as Record<string, unknown> | undefined)
+      : undefined;
   }
 
   private async saved(clientId: string): Promise<SavedClient> {
     const text = await this.store.clients.getClient(clientId);
-    if (text === undefined) throw new AdminError('not_found', `no client "${clientId}"`, undefined, undefined, { reason: 'not_found', item: { kind: 'client', name: clientId } });
+    if (text === undefined)
+      throw new AdminError('not_found', `no client "${clientId}"`, undefined, undefined, {
+        reason: 'not_found',
+        item: { kind: 'client', name: clientId },
+      });
     return { text, ...splitStoredClient(JSON.parse(text) as Record<string, unknown>) };
   }
 
@@ -353,14 +426,28 @@ export class ClientAdmin {
     if (this.configClient(clientId)) throw this.readOnly(clientId);
     const saved = await this.saved(clientId);
     if (!ifMatchHolds(ifMatch, etagOf(saved.text)))
-      throw new AdminError('precondition_failed', `client "${clientId}" is not at the version If-Match names`, undefined, undefined, { reason: 'changed', item: { kind: 'client', name: clientId } });
+      throw new AdminError(
+        'precondition_failed',
+        `client "${clientId}" is not at the version If-Match names`,
+        undefined,
+        undefined,
+        { reason: 'changed', item: { kind: 'client', name: clientId } },
+      );
     return saved;
   }
 
-  private async replace(clientId: string, saved: SavedClient, config: Record<string, unknown>, retiring: RetiringSecret[]): Promise<ClientView> {
+  private async replace(
+    clientId: string,
+    saved: SavedClient,
+    config: Record<string, unknown>,
+    retiring: RetiringSecret[],
+  ): Promise<ClientView> {
     const next = retiring.length > 0 ? { ...config, retiringSecrets: retiring } : config;
     if (!(await this.store.clients.replaceClientIf(clientId, saved.text, next)))
-      throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`, undefined, undefined, { reason: 'changed', item: { kind: 'client', name: clientId } });
+      throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`, undefined, undefined, {
+        reason: 'changed',
+        item: { kind: 'client', name: clientId },
+      });
     return view(config, 'store', JSON.stringify(next), retiring);
   }
 
@@ -403,11 +490,14 @@ export class ClientAdmin {
    * @throws AdminError `invalid` with each problem's path within the client.
    */
   private async validate(client: Record<string, unknown>): Promise<void> {
-    if (containsReference(client)) throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
+    if (containsReference(client))
+      throw new AdminError('invalid', 'a stored client cannot take values from $env or $file');
     const base = this.base();
     const others = (base.clients ?? []).filter((c) => (c as { clientId?: unknown }).clientId !== client.clientId);
     try {
-      resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, { extensionGrants: this.options.extensionGrants ?? [] });
+      resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, {
+        extensionGrants: this.options.extensionGrants ?? [],
+      });
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       const problems = problemsOfItem(err.problems, `clients[${others.length}]`);
@@ -415,7 +505,10 @@ export class ClientAdmin {
     }
     const clientId = String(client.clientId);
     const user = await this.store.users.findUserBySubject(clientId);
-    if (user) throw new AdminError('invalid', clientSubjectCollision(clientId, `stored user "${user.username}"`), 'clientId', [{ path: 'clientId', message: 'is the subject of a user' }]);
+    if (user)
+      throw new AdminError('invalid', clientSubjectCollision(clientId, `stored user "${user.username}"`), 'clientId', [
+        { path: 'clientId', message: 'is the subject of a user' },
+      ]);
   }
 
   /**
@@ -428,7 +521,11 @@ export class ClientAdmin {
   async reload(registry: ClientRegistry, isUserSubject?: (id: string) => Promise<boolean>): Promise<void> {
     const { log } = this.options;
     const removals = await this.store.clients.listClientRemovals(nowSeconds());
-    const shadowed = registry.setStoredClients(await loadStoredClients(this.store.clients, log, isUserSubject), removals);
-    for (const id of shadowed) log.warn({ clientId: id }, 'a stored client has the id of a config-file client: the config file wins');
+    const shadowed = registry.setStoredClients(
+      await loadStoredClients(this.store.clients, log, isUserSubject),
+      removals,
+    );
+    for (const id of shadowed)
+      log.warn({ clientId: id }, 'a stored client has the id of a config-file client: the config file wins');
   }
 }

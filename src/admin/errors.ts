@@ -60,7 +60,8 @@ export class AdminError extends Error {
    * @param code why it was refused
    * @param message what was wrong, for an operator (names the item, never a secret); English,
    *   the `detail` of /admin/v1's problem answer
-   * @param field the input field at fault, when one is (`username`, `subjectId`, `claims`, `password`, `clientId`, `alg`)
+   * @param field the input field at fault, when one is (`username`, `subjectId`, `claims`, `password`,
+   *   `clientId`, `alg`)
    * @param problems each problem of an `invalid` input with its field path (`allowedScopes.0`), when known
    * @param detail the stable reason and the items it names, when the refusal has one
    */
@@ -92,7 +93,15 @@ export function problemsOfItem(problems: readonly string[], own: string): FieldP
     const path = colon < 0 ? '' : p.slice(0, colon);
     const message = colon < 0 ? p : p.slice(colon + 2);
     const within = path === own || path.startsWith(`${own}.`) || path.startsWith(`${own}[`);
-    return within ? { path: path.slice(own.length).replace(/\[(\d+)\]/g, '.$1').replace(/^\./, ''), message } : { path: '', message: p };
+    return within
+      ? {
+          path: path
+            .slice(own.length)
+            .replace(/\[(\d+)\]/g, '.$1')
+            .replace(/^\./, ''),
+          message,
+        }
+      : { path: '', message: p };
   });
 }
 
@@ -106,7 +115,14 @@ export function etagOf(text: string): string {
  * there is none.
  */
 export function ifMatchHolds(ifMatch: string | undefined, etag: string): boolean {
-  return ifMatch === undefined || ifMatch === '*' || ifMatch.split(',').map((t) => t.trim()).includes(etag);
+  return (
+    ifMatch === undefined ||
+    ifMatch === '*' ||
+    ifMatch
+      .split(',')
+      .map((t) => t.trim())
+      .includes(etag)
+  );
 }
 
 /** A secret as stored: `sha256:` and the base64 of its SHA-256 digest, never the secret. */

@@ -43,7 +43,13 @@ export class GrantAdmin {
         families.add(r.familyId);
       }
       const scopes = Array.isArray(r.data.scopes) ? r.data.scopes.map(String) : [];
-      out.push({ clientId: r.clientId, type: r.type === 'consent' ? 'consent' : 'refresh_token', scopes, createdAt: r.createdAt, expiresAt: r.expiresAt });
+      out.push({
+        clientId: r.clientId,
+        type: r.type === 'consent' ? 'consent' : 'refresh_token',
+        scopes,
+        createdAt: r.createdAt,
+        expiresAt: r.expiresAt,
+      });
     }
     return out;
   }
@@ -64,7 +70,11 @@ export class GrantAdmin {
   }
 
   private async live(subjectId: string, now: number): Promise<GrantRecord[]> {
-    const kinds = await Promise.all((['consent', 'refresh_token'] as const).map((type) => this.grants.listLive(subjectId, type, now, MAX_GRANTS_LISTED)));
+    const kinds = await Promise.all(
+      (['consent', 'refresh_token'] as const).map((type) =>
+        this.grants.listLive(subjectId, type, now, MAX_GRANTS_LISTED),
+      ),
+    );
     return kinds.flat().sort((a, b) => a.createdAt - b.createdAt);
   }
 }

@@ -34,7 +34,8 @@ export class KeyAdmin {
    * @throws AdminError `invalid` (field `alg`) when `alg` is not one of `signingAlgorithms`.
    */
   async rotate(alg?: string, now = nowSeconds()): Promise<StoredKey[]> {
-    const algorithms = alg === undefined ? this.config.signingAlgorithms : this.config.signingAlgorithms.filter((a) => a === alg);
+    const algorithms =
+      alg === undefined ? this.config.signingAlgorithms : this.config.signingAlgorithms.filter((a) => a === alg);
     if (algorithms.length === 0) throw new AdminError('invalid', `${alg} is not one of signingAlgorithms`, 'alg');
     return rotateKeys(this.store, algorithms, this.policy, now);
   }

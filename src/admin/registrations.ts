@@ -58,7 +58,10 @@ export interface RegistrationServices {
   idTokenAlg: string;
   /** Re-reads the stored clients into `clients` (this node; others on their reload). */
   reload: () => Promise<void>;
-  /** Fetches a registrant's JSON document (`sector_identifier_uri`) within bounds and under the SSRF guard (`fetchBoundedText` with `ClientKeys.guardedGet`). */
+  /**
+   * Fetches a registrant's JSON document (`sector_identifier_uri`) within bounds and under the SSRF guard
+   * (`fetchBoundedText` with `ClientKeys.guardedGet`).
+   */
   fetchText: (url: string) => Promise<string>;
   /** Audit events: `client_registered`, `client_updated`, `client_deleted`. */
   events: EventBus;
@@ -70,8 +73,11 @@ const ENDPOINT = 'register';
 
 /** A 401 with a Bearer challenge (RFC 6750 §3, §3.1). */
 function unauthorized(description?: string): OAuthError {
-  if (description === undefined) return new OAuthError('invalid_token', undefined, 401, { 'www-authenticate': 'Bearer' });
-  return new OAuthError('invalid_token', description, 401, { 'www-authenticate': `Bearer error="invalid_token", error_description="${description}"` });
+  if (description === undefined)
+    return new OAuthError('invalid_token', undefined, 401, { 'www-authenticate': 'Bearer' });
+  return new OAuthError('invalid_token', description, 401, {
+    'www-authenticate': `Bearer error="invalid_token", error_description="${description}"`,
+  });
 }
 
 /** Registration, read, update and delete of dynamic clients; last-use records and their removal. */
@@ -106,8 +112,15 @@ export class ClientRegistrations {
   private policy(): RegistrationPolicy {
     const r = this.services.config.registration;
     const known = this.services.scopes();
-    const scopes = (r.allowedScopes ?? [...known.identity, 'offline_access']).filter((s) => !isManagementScope(s) && known.all.includes(s));
-    return { ...this.fixedPolicy, allowedScopes: r.allowedGrantTypes.includes('refresh_token') ? scopes : scopes.filter((s) => s !== 'offline_access') };
+    const scopes = (r.allowedScopes ?? [...known.identity, 'offline_access']).filter(
+      (s) => !isManagementScope(s) && known.all.includes(s),
+    );
+    return {
+      ...this.fixedPolicy,
+      allowedScopes: r.allowedGrantTypes.includes('refresh_token')
+        ? scopes
+        : scopes.filter((s) => s !== 'offline_access'),
+    };
   }
 
   /** The client configuration endpoint of a client (RFC 7592 §3 `registration_client_uri`). */
@@ -124,7 +137,11 @@ export class ClientRegistrations {
    * @throws OAuthError 401 without or with a bad, expired or used-up initial access token
    *   (unless open), 403 `insufficient_scope`, 400 RFC 7591 §3.2.2 errors
    */
-  async register(body: unknown, initialToken: string | undefined, origin?: RequestOrigin): Promise<RegistrationResponse> {
+  async register(
+    body: unknown,
+    initialToken: string | undefined,
+    origin?: RequestOrigin,
+  ): Promise<RegistrationResponse> {
     const now = nowSeconds();
     // The token first (no sector fetch for a caller without one), recorded only once the metadata passed.
     const slot = await this.initialTokenSlot(initialToken, now);
@@ -133,14 +150,29 @@ export class ClientRegistrations {
     const clientId = newId();
     const secret = checked.needsSecret ? newHandle() : undefined;
     const token = newHandle();
-    const registration: ClientRegistration = { clientId, tokenHash: hashHandle(token), metadata: checked.metadata, issuedAt: now, lastUsedAt: now };
+    const registration: ClientRegistration = {
+      clientId,
+      tokenHash: hashHandle(token),
+      metadata: checked.metadata,
+      issuedAt: now,
+      lastUsedAt: now,
+    };
     const client = { clientId, ...checked.client, clientSecrets: secret === undefined ? [] : [secret] };
     if (!(await this.admin((admin) => admin.register(client, registration, slot?.hash, now))))
       throw unauthorized('the initial access token is used up or expired');
     await this.services.reload();
     this.dynamic.add(clientId);
-    this.services.events.emit({ name: 'client_registered', endpoint: ENDPOINT, clientId, scopes: String(checked.metadata.scope).split(' '), ...origin });
-    return this.response(registration, { registration_access_token: token, ...(secret !== undefined ? { client_secret: secret } : {}) });
+    this.services.events.emit({
+      name: 'client_registered',
+      endpoint: ENDPOINT,
+      clientId,
+      scopes: String(checked.metadata.scope).split(' '),
+      ...origin,
+    });
+    return this.response(registration, {
+      registration_access_token: token,
+      ...(secret !== undefined ? { client_secret: secret } : {}),
+    });
   }
 
   /**
@@ -160,13 +192,26 @@ export class ClientRegistrations {
    * @throws OAuthError 401 as `read`; 400 RFC 7591 §3.2.2 errors, also when `client_id` is not
    *   this client's or `client_secret` is not its current secret
    */
-  async update(clientId: string, token: string | undefined, body: unknown, origin?: RequestOrigin): Promise<RegistrationResponse> {
+  async update(
+    clientId: string,
+    token: string | undefined,
+    body: unknown,
+    origin?: RequestOrigin,
+  ): Promise<RegistrationResponse> {
     const registration = await this.authorize(clientId, token);
-    const m = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as Record<string, unknown>;
-    if (m.client_id !== clientId) throw new OAuthError('invalid_client_metadata', 'client_id must be the client\'s own');
+    const m = (typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {}) as Record<
+      string,
+      unknown
+    >;
+    if (m.client_id !== clientId) throw new OAuthError('invalid_client_metadata', "client_id must be the client's own");
     const current = await this.current(clientId);
     const digest = current.clientSecrets[0];
-    if (m.client_secret !== undefined && (typeof m.client_secret !== 'string' || digest === undefined || !sameHash(hashHandle(m.client_secret), digestToHandleHash(digest))))
+    if (
+      m.client_secret !== undefined &&
+      (typeof m.client_secret !== 'string' ||
+        digest === undefined ||
+        !sameHash(hashHandle(m.client_secret), digestToHandleHash(digest)))
+    )
       throw new OAuthError('invalid_client_metadata', 'client_secret is not the current secret');
     const checked = await this.check(body);
     const secret = checked.needsSecret && digest === undefined ? newHandle() : undefined;
@@ -177,11 +222,19 @@ export class ClientRegistrations {
     const updated = await this.admin((admin) =>
       admin.updateRegistered(clientId, registration.tokenHash, client, checked.metadata, tokenHash, nowSeconds()),
     );
-    if (!updated)
-      throw unauthorized('the registration access token is no longer valid');
+    if (!updated) throw unauthorized('the registration access token is no longer valid');
     await this.services.reload();
-    this.services.events.emit({ name: 'client_updated', endpoint: ENDPOINT, clientId, scopes: String(checked.metadata.scope).split(' '), ...origin });
-    return this.response({ ...registration, metadata: checked.metadata }, { registration_access_token: next, ...(secret !== undefined ? { client_secret: secret } : {}) });
+    this.services.events.emit({
+      name: 'client_updated',
+      endpoint: ENDPOINT,
+      clientId,
+      scopes: String(checked.metadata.scope).split(' '),
+      ...origin,
+    });
+    return this.response(
+      { ...registration, metadata: checked.metadata },
+      { registration_access_token: next, ...(secret !== undefined ? { client_secret: secret } : {}) },
+    );
   }
 
   /**
@@ -209,7 +262,9 @@ export class ClientRegistrations {
     const day = Math.floor(now / DAY);
     if (this.touched.get(clientId) === day) return;
     this.touched.set(clientId, day);
-    this.store.touch(clientId, now, now - DAY).catch((err: unknown) => this.services.log.warn({ err, clientId }, 'recording a client use failed'));
+    this.store
+      .touch(clientId, now, now - DAY)
+      .catch((err: unknown) => this.services.log.warn({ err, clientId }, 'recording a client use failed'));
   }
 
   /**
@@ -239,9 +294,14 @@ export class ClientRegistrations {
       } catch {
         throw new OAuthError('invalid_client_metadata', 'sector_identifier_uri could not be fetched as JSON');
       }
-      if (!Array.isArray(listed)) throw new OAuthError('invalid_client_metadata', 'sector_identifier_uri must serve a JSON array of redirect URIs');
+      if (!Array.isArray(listed))
+        throw new OAuthError(
+          'invalid_client_metadata',
+          'sector_identifier_uri must serve a JSON array of redirect URIs',
+        );
       const missing = (checked.metadata.redirect_uris as string[]).find((u) => !listed.includes(u));
-      if (missing !== undefined) throw new OAuthError('invalid_redirect_uri', 'a redirect URI is not listed at sector_identifier_uri');
+      if (missing !== undefined)
+        throw new OAuthError('invalid_redirect_uri', 'a redirect URI is not listed at sector_identifier_uri');
     }
     return checked;
   }
@@ -251,7 +311,11 @@ export class ClientRegistrations {
     try {
       return await write(this.services.admin);
     } catch (err) {
-      if (err instanceof AdminError) throw new OAuthError('invalid_client_metadata', err.message.replace(/^invalid configuration:\s*/, '').replace(/clients\[\d+\]\./g, ''));
+      if (err instanceof AdminError)
+        throw new OAuthError(
+          'invalid_client_metadata',
+          err.message.replace(/^invalid configuration:\s*/, '').replace(/clients\[\d+\]\./g, ''),
+        );
       throw err;
     }
   }
@@ -272,7 +336,10 @@ export class ClientRegistrations {
    * used for the first time the row to record (with `registrationsPerAccessToken`) once the
    * registration is otherwise good; undefined for open registration without a token.
    */
-  private async initialTokenSlot(token: string | undefined, now: number): Promise<{ hash: string; first?: InitialAccessToken } | undefined> {
+  private async initialTokenSlot(
+    token: string | undefined,
+    now: number,
+  ): Promise<{ hash: string; first?: InitialAccessToken } | undefined> {
     if (token === undefined) {
       if (this.services.config.registration.open) return undefined;
       throw unauthorized();
@@ -283,7 +350,8 @@ export class ClientRegistrations {
     if (row?.kind !== 'minted') {
       const valid = await this.services.tokens.validateAccessToken(token);
       // A removed client's tokens end with it (RFC 7592 §2.3), also its JWTs without a stored mark.
-      if (!valid || !this.services.clients.stillIssuesTo(valid.claims.client_id, valid.claims.iat)) throw unauthorized('the initial access token is invalid or expired');
+      if (!valid || !this.services.clients.stillIssuesTo(valid.claims.client_id, valid.claims.iat))
+        throw unauthorized('the initial access token is invalid or expired');
       // RFC 9449 §7.2: a DPoP-bound token is no bearer token.
       if (boundKey(valid.claims) !== undefined) throw unauthorized('a DPoP-bound access token is not accepted here');
       if (!(valid.claims.scope ?? '').split(' ').includes(REGISTER_SCOPE))
@@ -311,13 +379,16 @@ export class ClientRegistrations {
     if (token === undefined) throw unauthorized();
     const registration = await this.store.find(clientId);
     // RFC 7592 §2.1: an unknown client is answered 401 like a wrong token.
-    if (!registration || !sameHash(hashHandle(token), registration.tokenHash)) throw unauthorized('the registration access token is invalid');
+    if (!registration || !sameHash(hashHandle(token), registration.tokenHash))
+      throw unauthorized('the registration access token is invalid');
     return registration;
   }
 
   /** The response body: identifiers, endpoints and the registered metadata. */
   private response(registration: ClientRegistration, extra: Record<string, unknown>): RegistrationResponse {
-    const confidential = ['client_secret_basic', 'client_secret_post'].includes(String(registration.metadata.token_endpoint_auth_method));
+    const confidential = ['client_secret_basic', 'client_secret_post'].includes(
+      String(registration.metadata.token_endpoint_auth_method),
+    );
     return {
       client_id: registration.clientId,
       client_id_issued_at: registration.issuedAt,
@@ -347,7 +418,13 @@ export async function mintInitialToken(
 ): Promise<{ token: string; expiresAt: number }> {
   const token = `${INITIAL_TOKEN_PREFIX}${newHandle()}`;
   const expiresAt = now + lifetimeSeconds;
-  await store.addInitialToken({ tokenHash: hashHandle(token), kind: 'minted', maxRegistrations, registrations: 0, expiresAt });
+  await store.addInitialToken({
+    tokenHash: hashHandle(token),
+    kind: 'minted',
+    maxRegistrations,
+    registrations: 0,
+    expiresAt,
+  });
   return { token, expiresAt };
 }
 

@@ -6,7 +6,14 @@
  */
 import type { Logger } from 'pino';
 import { ConfigError, type ConfigOverrides, type ResolvedConfig, resolveConfig } from '../config/loader.js';
-import { type ApiResource, type ApiScope, type IdentityProviderConfig, type IdentityResource, MANAGEMENT_RESOURCE, MANAGEMENT_SCOPES } from '../config/schema.js';
+import {
+  type ApiResource,
+  type ApiScope,
+  type IdentityProviderConfig,
+  type IdentityResource,
+  MANAGEMENT_RESOURCE,
+  MANAGEMENT_SCOPES,
+} from '../config/schema.js';
 import { type RetiringSecret, splitStoredClient } from '../clients/stored-clients.js';
 import { openJson } from '../keys/keys.js';
 import { OFFLINE_ACCESS } from '../resources/scopes.js';
@@ -52,7 +59,10 @@ export const NONE: StoredResources = { identityResources: [], apiScopes: [], api
 
 /** One item as the management API shows it: never a secret nor a secret's digest. */
 export interface ResourceView {
-  /** The item's settings as in the config file's entry, without `secrets` (API resources) and `clientSecret` (providers). */
+  /**
+   * The item's settings as in the config file's entry, without `secrets` (API resources) and `clientSecret`
+   * (providers).
+   */
   settings: Record<string, unknown>;
   source: 'config' | 'store' | 'built-in';
   /** The strong ETag of this version (RFC 9110 §8.8.3), quotes included. */
@@ -101,18 +111,30 @@ export function invalidField(field: string, message: string): AdminError {
 }
 
 /** An item as the management API shows it (`ResourceView`). */
-export function view(kind: ManagedKind, settings: Record<string, unknown>, source: ResourceView['source'], text: string, retiring: RetiringSecret[] = []): ResourceView {
+export function view(
+  kind: ManagedKind,
+  settings: Record<string, unknown>,
+  source: ResourceView['source'],
+  text: string,
+  retiring: RetiringSecret[] = [],
+): ResourceView {
   const { secrets: _secrets, clientSecret: _clientSecret, ...shown } = settings;
   return {
     settings: shown,
     source,
     etag: etagOf(text),
-    ...(kind === 'api_resource' ? { retiringSecretsExpireAt: retiring.map((r) => r.expiresAt).sort((a, b) => a - b) } : {}),
+    ...(kind === 'api_resource'
+      ? { retiringSecretsExpireAt: retiring.map((r) => r.expiresAt).sort((a, b) => a - b) }
+      : {}),
   };
 }
 
 /** `raw` with the config file's resources (defaults filled in) and then `stored` in each kind's list. */
-export function mergedConfig(raw: Record<string, unknown>, config: ResolvedConfig, stored: StoredResources): Record<string, unknown> {
+export function mergedConfig(
+  raw: Record<string, unknown>,
+  config: ResolvedConfig,
+  stored: StoredResources,
+): Record<string, unknown> {
   return {
     ...raw,
     identityResources: [...config.identityResources, ...stored.identityResources],
@@ -121,7 +143,6 @@ export function mergedConfig(raw: Record<string, unknown>, config: ResolvedConfi
     identityProviders: [...config.identityProviders, ...stored.identityProviders],
   };
 }
-
 
 /**
  * The stored items that pass the config check together with the config file, defaults filled
@@ -143,35 +164,59 @@ export function effectiveItems(
     if (field === undefined) continue;
     const { settings, retiringSecrets, sealedClientSecret } = parseSaved(item.config);
     if (inConfig(item.kind, item.name) || builtIn(item.kind, item.name)) {
-      log.warn({ kind: item.kind, name: item.name }, 'a stored resource has the name of a config-file or built-in one: it is ignored');
+      log.warn(
+        { kind: item.kind, name: item.name },
+        'a stored resource has the name of a config-file or built-in one: it is ignored',
+      );
       continue;
     }
     (lists[field] as unknown[]).push(settings);
     if (retiringSecrets.length > 0) retiring.set(item.name, retiringSecrets);
-    if (item.kind === 'identity_provider' && sealedClientSecret !== undefined) sealed.set(item.name, sealedClientSecret);
+    if (item.kind === 'identity_provider' && sealedClientSecret !== undefined)
+      sealed.set(item.name, sealedClientSecret);
   }
   for (let attempt = 0; attempt <= items.length; attempt++) {
     try {
-      const resolved = resolveConfig(mergedConfig(options.raw as Record<string, unknown>, config, lists), options.overrides, { extensionGrants: options.extensionGrants ?? [] });
+      const resolved = resolveConfig(
+        mergedConfig(options.raw as Record<string, unknown>, config, lists),
+        options.overrides,
+        { extensionGrants: options.extensionGrants ?? [] },
+      );
       const own = <F extends Field>(field: F) => resolved[field].slice(config[field].length) as StoredResources[F];
-      return { lists: { identityResources: own('identityResources'), apiScopes: own('apiScopes'), apiResources: own('apiResources'), identityProviders: own('identityProviders') }, retiring, sealed };
+      return {
+        lists: {
+          identityResources: own('identityResources'),
+          apiScopes: own('apiScopes'),
+          apiResources: own('apiResources'),
+          identityProviders: own('identityProviders'),
+        },
+        retiring,
+        sealed,
+      };
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       const bad = new Set<string>();
       for (const p of err.problems) {
         const at = /^(identityResources|apiScopes|apiResources|identityProviders)\[(\d+)\]/.exec(p);
         const field = at?.[1] as Field | undefined;
-        if (field !== undefined && Number(at?.[2]) >= config[field].length) bad.add(`${field}[${Number(at?.[2]) - config[field].length}]`);
+        if (field !== undefined && Number(at?.[2]) >= config[field].length)
+          bad.add(`${field}[${Number(at?.[2]) - config[field].length}]`);
       }
       if (bad.size === 0) {
-        log.error({ problems: err.problems }, 'the stored resources do not pass the config check together with the config file: none is used');
+        log.error(
+          { problems: err.problems },
+          'the stored resources do not pass the config check together with the config file: none is used',
+        );
         return { lists: NONE, retiring: new Map(), sealed: new Map() };
       }
       const next: StoredResources = { identityResources: [], apiScopes: [], apiResources: [], identityProviders: [] };
       for (const field of Object.keys(next) as Field[])
         (next[field] as unknown[]) = (lists[field] as { name: string }[]).filter((item, i) => {
           if (!bad.has(`${field}[${i}]`)) return true;
-          log.warn({ field, name: item.name, problems: err.problems }, 'stored resource ignored: invalid together with the config file');
+          log.warn(
+            { field, name: item.name, problems: err.problems },
+            'stored resource ignored: invalid together with the config file',
+          );
           return false;
         });
       lists = next;
@@ -179,7 +224,6 @@ export function effectiveItems(
   }
   return { lists: NONE, retiring: new Map(), sealed: new Map() };
 }
-
 
 /**
  * The providers with their sealed client secrets opened with the data key. One that cannot be
@@ -199,11 +243,17 @@ export async function openClientSecrets(
       continue;
     }
     try {
-      out.push({ ...p, clientSecret: (JSON.parse(await openJson(secret, options.dataKey, CLIENT_SECRETS)) as { clientSecret: string }).clientSecret });
+      out.push({
+        ...p,
+        clientSecret: (JSON.parse(await openJson(secret, options.dataKey, CLIENT_SECRETS)) as { clientSecret: string })
+          .clientSecret,
+      });
     } catch (err) {
-      options.log.error({ name: p.name, err: (err as Error).message }, 'stored identity provider ignored: its client secret cannot be opened');
+      options.log.error(
+        { name: p.name, err: (err as Error).message },
+        'stored identity provider ignored: its client secret cannot be opened',
+      );
     }
   }
   return out;
 }
-

@@ -33,7 +33,16 @@ import type { Resources } from '../resources/scopes.js';
 import type { ManagedKind } from '../stores/managed-resources.js';
 import type { Store } from '../stores/types.js';
 import { MAX_SECRET_GRACE_SECONDS } from './clients.js';
-import { AdminError, etagOf, type FieldProblem, ifMatchHolds, isJsonObject, type ItemRef, problemsOfItem, storedSecret } from './errors.js';
+import {
+  AdminError,
+  etagOf,
+  type FieldProblem,
+  ifMatchHolds,
+  isJsonObject,
+  type ItemRef,
+  problemsOfItem,
+  storedSecret,
+} from './errors.js';
 import {
   builtIn,
   effectiveItems,
@@ -127,23 +136,42 @@ export class ResourceAdmin {
    *   item of the kind, or, for scopes, by a scope of the other kind).
    */
   async create(kind: ManagedKind, body: unknown): Promise<{ view: ResourceView; secret?: string }> {
-    if (!isJsonObject(body)) throw new AdminError('invalid', `the ${KINDS[kind].label} must be a JSON object`, '', [{ path: '', message: 'expected a JSON object' }]);
-    if (kind === 'api_resource' && 'secrets' in body) throw invalidField('secrets', 'Sigil generates the secret; it is shown once in the response');
+    if (!isJsonObject(body))
+      throw new AdminError('invalid', `the ${KINDS[kind].label} must be a JSON object`, '', [
+        { path: '', message: 'expected a JSON object' },
+      ]);
+    if (kind === 'api_resource' && 'secrets' in body)
+      throw invalidField('secrets', 'Sigil generates the secret; it is shown once in the response');
     const name = typeof body.name === 'string' ? body.name : '';
     // PostgreSQL refuses a NUL in text; no name needs a control character.
     if (/[\u0000-\u001f\u007f]/.test(name)) throw invalidField('name', 'control characters are not allowed');
     if (name.length > MAX_RESOURCE_NAME) throw invalidField('name', `at most ${MAX_RESOURCE_NAME} characters`);
-    if (builtIn(kind, name)) throw new AdminError('conflict', `"${name}" is built into Sigil and cannot be declared`, 'name', undefined, { reason: 'built_in', item: { kind, name } });
+    if (builtIn(kind, name))
+      throw new AdminError('conflict', `"${name}" is built into Sigil and cannot be declared`, 'name', undefined, {
+        reason: 'built_in',
+        item: { kind, name },
+      });
     if (name !== '') await this.ensureFree(kind, name);
     // A provider of that name existed: its users' links (provider name, upstream sub) would pass
     // to whoever has those subs at the new one (OIDC Core §2: a sub is unique within its issuer).
     if (kind === 'identity_provider' && name !== '' && (await this.store.users.hasExternalLinks(name)))
-      throw new AdminError('conflict', `users of an earlier identity provider "${name}" are linked under this name; choose another name`, 'name');
+      throw new AdminError(
+        'conflict',
+        `users of an earlier identity provider "${name}" are linked under this name; choose another name`,
+        'name',
+      );
     const secret = kind === 'api_resource' ? newHandle() : undefined;
-    const settings = await this.validate(kind, name, secret === undefined ? body : { ...body, secrets: [storedSecret(secret)] });
+    const settings = await this.validate(
+      kind,
+      name,
+      secret === undefined ? body : { ...body, secrets: [storedSecret(secret)] },
+    );
     const stored = await this.toStored(settings, []);
     if (!(await this.store.resources.add(kind, name, stored)))
-      throw new AdminError('conflict', `${KINDS[kind].label} "${name}" exists already`, 'name', undefined, { reason: 'exists', item: { kind, name } });
+      throw new AdminError('conflict', `${KINDS[kind].label} "${name}" exists already`, 'name', undefined, {
+        reason: 'exists',
+        item: { kind, name },
+      });
     await this.reload();
     return { view: view(kind, settings, 'store', JSON.stringify(stored)), ...(secret === undefined ? {} : { secret }) };
   }
@@ -157,21 +185,33 @@ export class ResourceAdmin {
    * @throws AdminError `conflict` for a built-in item, `read_only` for a config-file one,
    *   `not_found`, `precondition_failed`, `invalid` (with `problems`).
    */
-  async update(kind: ManagedKind, name: string, patch: unknown, ifMatch: string | undefined): Promise<{ view: ResourceView; changed: string[] }> {
+  async update(
+    kind: ManagedKind,
+    name: string,
+    patch: unknown,
+    ifMatch: string | undefined,
+  ): Promise<{ view: ResourceView; changed: string[] }> {
     const saved = await this.writable(kind, name, ifMatch);
-    if (!isJsonObject(patch)) throw new AdminError('invalid', `a merge patch of a ${KINDS[kind].label} must be a JSON object`, '', [{ path: '', message: 'expected a JSON object' }]);
+    if (!isJsonObject(patch))
+      throw new AdminError('invalid', `a merge patch of a ${KINDS[kind].label} must be a JSON object`, '', [
+        { path: '', message: 'expected a JSON object' },
+      ]);
     if ('name' in patch) throw invalidField('name', 'a name cannot change');
     if (kind === 'api_resource' && 'secrets' in patch) throw invalidField('secrets', 'secrets change by rotation only');
     // Upstream users are linked by (provider name, upstream sub) (OIDC Core §2): under another
     // issuer the same sub is another person, who must not get the linked local account.
     if (kind === 'identity_provider' && 'authority' in patch && patch.authority !== saved.settings.authority)
-      throw invalidField('authority', 'users are linked by provider name and upstream subject: another authority needs a provider of another name');
+      throw invalidField(
+        'authority',
+        'users are linked by provider name and upstream subject: another authority needs a provider of another name',
+      );
     const next = await this.validate(kind, name, applyMergePatch(saved.settings, patch) as Record<string, unknown>);
     // A sealed client secret stays unless the patch sets or removes `clientSecret`.
     const sealed = 'clientSecret' in patch ? undefined : saved.sealedClientSecret;
     const changed = changedMembers(saved.settings, next);
     // A sealed secret is not among the settings compared: set or removed, it changed.
-    if ('clientSecret' in patch && saved.sealedClientSecret !== undefined && !changed.includes('clientSecret')) changed.push('clientSecret');
+    if ('clientSecret' in patch && saved.sealedClientSecret !== undefined && !changed.includes('clientSecret'))
+      changed.push('clientSecret');
     return { view: await this.replace(kind, name, saved, next, saved.retiringSecrets, sealed), changed };
   }
 
@@ -180,9 +220,15 @@ export class ResourceAdmin {
    * introspection for `graceSeconds` more (0 ends them now).
    * @param graceSeconds 0 to `MAX_SECRET_GRACE_SECONDS`
    * @returns the new version and the new secret, shown this once.
-   * @throws AdminError `invalid` (field `graceSeconds`), `conflict` (built in), `read_only`, `not_found`, `precondition_failed`.
+   * @throws AdminError `invalid` (field `graceSeconds`), `conflict` (built in), `read_only`, `not_found`,
+   *   `precondition_failed`.
    */
-  async rotateSecret(name: string, graceSeconds: number, ifMatch?: string, now = nowSeconds()): Promise<{ view: ResourceView; secret: string }> {
+  async rotateSecret(
+    name: string,
+    graceSeconds: number,
+    ifMatch?: string,
+    now = nowSeconds(),
+  ): Promise<{ view: ResourceView; secret: string }> {
     if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_SECRET_GRACE_SECONDS)
       throw invalidField('graceSeconds', `must be a whole number of seconds from 0 to ${MAX_SECRET_GRACE_SECONDS}`);
     const saved = await this.writable('api_resource', name, ifMatch);
@@ -192,7 +238,16 @@ export class ResourceAdmin {
       ...saved.retiringSecrets.filter((r) => r.expiresAt > now),
       ...(graceSeconds > 0 ? current.map((s) => ({ secret: s, expiresAt: now + graceSeconds })) : []),
     ];
-    return { view: await this.replace('api_resource', name, saved, { ...saved.settings, secrets: [storedSecret(secret)] }, retiring), secret };
+    return {
+      view: await this.replace(
+        'api_resource',
+        name,
+        saved,
+        { ...saved.settings, secrets: [storedSecret(secret)] },
+        retiring,
+      ),
+      secret,
+    };
   }
 
   /**
@@ -205,15 +260,29 @@ export class ResourceAdmin {
     const saved = await this.writable(kind, name, ifMatch);
     const users = await this.usersOf(kind, name);
     if (users.length > 0) {
-      const named = users.slice(0, 5).map((u) => `${u.kind === 'client' || u.kind === 'user' ? u.kind : KINDS[u.kind].label} "${u.name}"`);
-      throw new AdminError('conflict', `${KINDS[kind].label} "${name}" is still used by ${named.join(', ')}${users.length > 5 ? ` and ${users.length - 5} more` : ''}; remove it there first`, undefined, undefined, {
-        reason: 'in_use',
-        item: { kind, name },
-        users: users.slice(0, 5),
-      });
+      const named = users
+        .slice(0, 5)
+        .map((u) => `${u.kind === 'client' || u.kind === 'user' ? u.kind : KINDS[u.kind].label} "${u.name}"`);
+      throw new AdminError(
+        'conflict',
+        `${KINDS[kind].label} "${name}" is still used by ${named.join(', ')}${users.length > 5 ? ` and ${users.length - 5} more` : ''}; remove it there first`,
+        undefined,
+        undefined,
+        {
+          reason: 'in_use',
+          item: { kind, name },
+          users: users.slice(0, 5),
+        },
+      );
     }
     if (!(await this.store.resources.replaceIf(kind, name, saved.text, undefined)))
-      throw new AdminError('precondition_failed', `${KINDS[kind].label} "${name}" changed meanwhile`, undefined, undefined, { reason: 'changed', item: { kind, name } });
+      throw new AdminError(
+        'precondition_failed',
+        `${KINDS[kind].label} "${name}" changed meanwhile`,
+        undefined,
+        undefined,
+        { reason: 'changed', item: { kind, name } },
+      );
     await this.reload();
   }
 
@@ -241,7 +310,8 @@ export class ResourceAdmin {
     // Replaced in one synchronous step: no request sees it half-filled.
     apiSecrets.clear();
     for (const [name, secrets] of this.configSecrets) apiSecrets.set(name, secrets);
-    for (const r of stored.lists.apiResources) apiSecrets.set(r.name, apiSecretsOf(r.secrets, stored.retiring.get(r.name)));
+    for (const r of stored.lists.apiResources)
+      apiSecrets.set(r.name, apiSecretsOf(r.secrets, stored.retiring.get(r.name)));
   }
 
   /**
@@ -258,10 +328,17 @@ export class ResourceAdmin {
    * key when one is set (else as given), a sealed secret kept from before (`sealed`, unless a new
    * `clientSecret` replaces it), and the retiring secrets of an API resource.
    */
-  private async toStored(settings: Record<string, unknown>, retiring: RetiringSecret[], sealed?: string): Promise<Record<string, unknown>> {
+  private async toStored(
+    settings: Record<string, unknown>,
+    retiring: RetiringSecret[],
+    sealed?: string,
+  ): Promise<Record<string, unknown>> {
     const { clientSecret, ...rest } = settings;
     const { dataKey } = this.options;
-    const fresh = typeof clientSecret === 'string' && dataKey !== undefined ? await sealJson(JSON.stringify({ clientSecret }), dataKey) : undefined;
+    const fresh =
+      typeof clientSecret === 'string' && dataKey !== undefined
+        ? await sealJson(JSON.stringify({ clientSecret }), dataKey)
+        : undefined;
     const kept = fresh ?? (typeof clientSecret === 'string' ? undefined : sealed);
     return {
       ...(fresh === undefined ? settings : rest),
@@ -275,34 +352,65 @@ export class ResourceAdmin {
    * stored items (read now), and returns it with defaults filled in.
    * @throws AdminError `invalid` with each problem's path within the item.
    */
-  private async validate(kind: ManagedKind, name: string, settings: Record<string, unknown>): Promise<Record<string, unknown>> {
-    if (containsReference(settings)) throw new AdminError('invalid', 'a stored item cannot take values from $env or $file');
+  private async validate(
+    kind: ManagedKind,
+    name: string,
+    settings: Record<string, unknown>,
+  ): Promise<Record<string, unknown>> {
+    if (containsReference(settings))
+      throw new AdminError('invalid', 'a stored item cannot take values from $env or $file');
     // Tokens for the management scopes name `sigil` alone: no stored API may be their audience too.
     if (kind === 'api_resource' && Array.isArray(settings.scopes))
       for (const [i, scope] of settings.scopes.entries())
-        if (typeof scope === 'string' && isManagementScope(scope)) throw invalidField(`scopes.${i}`, `"${scope}" is a scope of Sigil's management API, which belongs to the built-in API resource "${MANAGEMENT_RESOURCE}" only`);
+        if (typeof scope === 'string' && isManagementScope(scope))
+          throw invalidField(
+            `scopes.${i}`,
+            `"${scope}" is a scope of Sigil's management API, which belongs to the built-in API resource "${MANAGEMENT_RESOURCE}" only`,
+          );
     const { field } = KINDS[kind];
-    const others = effectiveItems((await this.store.resources.list()).filter((i) => !(i.kind === kind && i.name === name)), this.options, this.inConfig).lists;
+    const others = effectiveItems(
+      (await this.store.resources.list()).filter((i) => !(i.kind === kind && i.name === name)),
+      this.options,
+      this.inConfig,
+    ).lists;
     const lists = { ...others, [field]: [...others[field], settings] } as StoredResources;
     const index = this.options.config[field].length + others[field].length;
     try {
-      const resolved = resolveConfig(mergedConfig(this.options.raw as Record<string, unknown>, this.options.config, lists), this.options.overrides, { extensionGrants: this.options.extensionGrants ?? [] });
+      const resolved = resolveConfig(
+        mergedConfig(this.options.raw as Record<string, unknown>, this.options.config, lists),
+        this.options.overrides,
+        { extensionGrants: this.options.extensionGrants ?? [] },
+      );
       return resolved[field][index] as Record<string, unknown>;
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       const problems: FieldProblem[] = problemsOfItem(err.problems, `${field}[${index}]`);
       // A list-wide problem (a duplicate name) concerns the new item: the rest passed before.
-      const located = problems.map((p) => (p.path === '' && p.message.startsWith(`${field}: `) ? { path: 'name', message: p.message.slice(field.length + 2) } : p));
+      const located = problems.map((p) =>
+        p.path === '' && p.message.startsWith(`${field}: `)
+          ? { path: 'name', message: p.message.slice(field.length + 2) }
+          : p,
+      );
       throw new AdminError('invalid', err.message, located[0]?.path, located);
     }
   }
 
-  /** @throws AdminError `conflict` when an item of the kind (config or stored) or, for scopes, a scope of the other kind has `name`. */
+  /**
+   * @throws AdminError `conflict` when an item of the kind (config or stored) or, for scopes, a scope of the
+   * other kind has `name`.
+   */
   private async ensureFree(kind: ManagedKind, name: string): Promise<void> {
-    const kinds: ManagedKind[] = kind === 'identity_resource' || kind === 'api_scope' ? ['identity_resource', 'api_scope'] : [kind];
+    const kinds: ManagedKind[] =
+      kind === 'identity_resource' || kind === 'api_scope' ? ['identity_resource', 'api_scope'] : [kind];
     for (const k of kinds)
       if (this.configItem(k, name) !== undefined || (await this.store.resources.get(k, name)) !== undefined)
-        throw new AdminError('conflict', `${k === kind ? KINDS[k].label : `an ${KINDS[k].label}`} "${name}" exists already`, 'name', undefined, { reason: 'exists', item: { kind: k, name } });
+        throw new AdminError(
+          'conflict',
+          `${k === kind ? KINDS[k].label : `an ${KINDS[k].label}`} "${name}" exists already`,
+          'name',
+          undefined,
+          { reason: 'exists', item: { kind: k, name } },
+        );
   }
 
   /** Who uses an item: API resources listing a scope, clients (config and stored) naming it. */
@@ -310,11 +418,19 @@ export class ResourceAdmin {
     const stored = await this.store.clients.listClients();
     const clients = [...this.options.config.clients, ...stored] as Record<string, unknown>[];
     const naming = (member: string): ItemRef[] =>
-      clients.filter((c) => Array.isArray(c[member]) && (c[member] as unknown[]).includes(name)).map((c) => ({ kind: 'client', name: String(c.clientId) }));
+      clients
+        .filter((c) => Array.isArray(c[member]) && (c[member] as unknown[]).includes(name))
+        .map((c) => ({ kind: 'client', name: String(c.clientId) }));
     switch (kind) {
       case 'api_scope': {
-        const apis = [...this.options.config.apiResources, ...effectiveItems(await this.store.resources.list(), this.options, this.inConfig).lists.apiResources];
-        return [...apis.filter((r) => r.scopes.includes(name)).map((r): ItemRef => ({ kind: 'api_resource', name: r.name })), ...naming('allowedScopes')];
+        const apis = [
+          ...this.options.config.apiResources,
+          ...effectiveItems(await this.store.resources.list(), this.options, this.inConfig).lists.apiResources,
+        ];
+        return [
+          ...apis.filter((r) => r.scopes.includes(name)).map((r): ItemRef => ({ kind: 'api_resource', name: r.name })),
+          ...naming('allowedScopes'),
+        ];
       }
       case 'identity_resource':
         return naming('allowedScopes');
@@ -327,7 +443,8 @@ export class ResourceAdmin {
 
   private builtIns(kind: ManagedKind): Record<string, unknown>[] {
     if (kind === 'api_scope') return MANAGEMENT_SCOPES.map((name) => ({ name, userClaims: [] }));
-    if (kind === 'api_resource') return [{ name: MANAGEMENT_RESOURCE, scopes: [...MANAGEMENT_SCOPES], userClaims: [], resourceUris: [] }];
+    if (kind === 'api_resource')
+      return [{ name: MANAGEMENT_RESOURCE, scopes: [...MANAGEMENT_SCOPES], userClaims: [], resourceUris: [] }];
     return [];
   }
 
@@ -341,7 +458,11 @@ export class ResourceAdmin {
 
   private async saved(kind: ManagedKind, name: string): Promise<SavedItem> {
     const text = await this.store.resources.get(kind, name);
-    if (text === undefined) throw new AdminError('not_found', `no ${KINDS[kind].label} "${name}"`, undefined, undefined, { reason: 'not_found', item: { kind, name } });
+    if (text === undefined)
+      throw new AdminError('not_found', `no ${KINDS[kind].label} "${name}"`, undefined, undefined, {
+        reason: 'not_found',
+        item: { kind, name },
+      });
     return parseSaved(text);
   }
 
@@ -349,19 +470,50 @@ export class ResourceAdmin {
   private async writable(kind: ManagedKind, name: string, ifMatch: string | undefined): Promise<SavedItem> {
     const item: ItemRef = { kind, name };
     if (this.builtIns(kind).some((s) => s.name === name))
-      throw new AdminError('conflict', `${KINDS[kind].label} "${name}" is built into Sigil and cannot change`, undefined, undefined, { reason: 'built_in', item });
+      throw new AdminError(
+        'conflict',
+        `${KINDS[kind].label} "${name}" is built into Sigil and cannot change`,
+        undefined,
+        undefined,
+        { reason: 'built_in', item },
+      );
     if (this.configItem(kind, name))
-      throw new AdminError('read_only', `${KINDS[kind].label} "${name}" is managed by the config file; change it there`, undefined, undefined, { reason: 'read_only', item });
+      throw new AdminError(
+        'read_only',
+        `${KINDS[kind].label} "${name}" is managed by the config file; change it there`,
+        undefined,
+        undefined,
+        { reason: 'read_only', item },
+      );
     const saved = await this.saved(kind, name);
     if (!ifMatchHolds(ifMatch, etagOf(saved.text)))
-      throw new AdminError('precondition_failed', `${KINDS[kind].label} "${name}" is not at the version If-Match names`, undefined, undefined, { reason: 'changed', item });
+      throw new AdminError(
+        'precondition_failed',
+        `${KINDS[kind].label} "${name}" is not at the version If-Match names`,
+        undefined,
+        undefined,
+        { reason: 'changed', item },
+      );
     return saved;
   }
 
-  private async replace(kind: ManagedKind, name: string, saved: SavedItem, settings: Record<string, unknown>, retiring: RetiringSecret[], sealed?: string): Promise<ResourceView> {
+  private async replace(
+    kind: ManagedKind,
+    name: string,
+    saved: SavedItem,
+    settings: Record<string, unknown>,
+    retiring: RetiringSecret[],
+    sealed?: string,
+  ): Promise<ResourceView> {
     const next = await this.toStored(settings, retiring, sealed);
     if (!(await this.store.resources.replaceIf(kind, name, saved.text, next)))
-      throw new AdminError('precondition_failed', `${KINDS[kind].label} "${name}" changed meanwhile`, undefined, undefined, { reason: 'changed', item: { kind, name } });
+      throw new AdminError(
+        'precondition_failed',
+        `${KINDS[kind].label} "${name}" changed meanwhile`,
+        undefined,
+        undefined,
+        { reason: 'changed', item: { kind, name } },
+      );
     await this.reload();
     return view(kind, settings, 'store', JSON.stringify(next), retiring);
   }

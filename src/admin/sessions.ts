@@ -15,7 +15,10 @@ import { nowSeconds } from '../crypto/handles.js';
 /** Ends the live sessions of config-file and stored users. */
 export class SessionAdmin {
   /** @param log where stored clients that no longer validate are reported */
-  /** @param logout a running node's logout service, which sends the back-channel logout tokens at once; without it a one-off service queues them */
+  /**
+   * @param logout a running node's logout service, which sends the back-channel logout tokens at once;
+   * without it a one-off service queues them
+   */
   constructor(
     private readonly store: Pick<Store, 'users' | 'clients' | 'logout'>,
     private readonly config: ResolvedConfig,
@@ -35,7 +38,8 @@ export class SessionAdmin {
    * @throws AdminError `not_found` when the user has no live session `sid`.
    */
   async revoke(subjectId: string, sid: string, now = nowSeconds()): Promise<void> {
-    if (!(await this.sessionsOf(subjectId, now)).includes(sid)) throw new AdminError('not_found', `no live session ${sid} of that user`);
+    if (!(await this.sessionsOf(subjectId, now)).includes(sid))
+      throw new AdminError('not_found', `no live session ${sid} of that user`);
     await (await this.logoutService()).endSession(sid);
   }
 
@@ -63,7 +67,10 @@ export class SessionAdmin {
    */
   async revokeAll(username: string, tenant: string | null): Promise<{ subjectId: string; ended: number }> {
     const inConfig = configUsersNamed(this.config.users, username, tenant);
-    const subjectId = inConfig.length === 1 ? inConfig[0]?.subjectId : (await this.store.users.findUserByUsername(username, tenant))?.subjectId;
+    const subjectId =
+      inConfig.length === 1
+        ? inConfig[0]?.subjectId
+        : (await this.store.users.findUserByUsername(username, tenant))?.subjectId;
     if (subjectId === undefined) throw new AdminError('not_found', `no user "${username}"`);
     const ended = await this.revokeAllOf(subjectId);
     return { subjectId, ended };

@@ -24,7 +24,10 @@ export function emitUserChange(
   });
 }
 
-/** `user.create`: the username, tenant, whether active, the claim names, how many addresses, whether a password was set. */
+/**
+ * `user.create`: the username, tenant, whether active, the claim names, how many addresses, whether a
+ * password was set.
+ */
 export function auditCreated(audit: AdminAudit, subjectId: string, write: UserWrite): void {
   emitUserChange(audit, 'user.create', subjectId, {
     username: write.username,

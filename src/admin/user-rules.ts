@@ -11,7 +11,10 @@ import { DirectoryConflict, type DirectoryEmail } from '../stores/directory.js';
 import { describePasswordProblems, type PasswordProblem, passwordProblems } from '../users/password-policy.js';
 import { AdminError, isJsonObject } from './errors.js';
 
-/** A password the policy refuses: `AdminError` `invalid` (field `password`), with the policy's problems for pages that word them. */
+/**
+ * A password the policy refuses: `AdminError` `invalid` (field `password`), with the policy's problems for
+ * pages that word them.
+ */
 export class PasswordRefused extends AdminError {
   /** @param problems what the policy found, never empty */
   constructor(readonly passwordProblems: readonly PasswordProblem[]) {
@@ -122,7 +125,10 @@ export function carriedOver(
   }));
 }
 
-/** The refusal of a username a stored user holds already (`UserAdmin`'s check, or the store's unique index in a race). */
+/**
+ * The refusal of a username a stored user holds already (`UserAdmin`'s check, or the store's unique index in
+ * a race).
+ */
 export function usernameTaken(username: string): AdminError {
   return new AdminError('conflict', `a stored user "${username}" exists already`, 'username', undefined, {
     reason: 'exists',
@@ -130,7 +136,10 @@ export function usernameTaken(username: string): AdminError {
   });
 }
 
-/** A write the store refused for a taken username (`DirectoryConflict`), as `usernameTaken`; any other error as it is. */
+/**
+ * A write the store refused for a taken username (`DirectoryConflict`), as `usernameTaken`; any other error
+ * as it is.
+ */
 export function conflictOf(err: unknown, username: string): unknown {
   return err instanceof DirectoryConflict ? usernameTaken(username) : err;
 }

@@ -20,7 +20,10 @@ export type UserEmail = Omit<DirectoryEmail, 'verified'>;
 
 /** A user to add to the store. */
 export interface NewUser {
-  /** 1 to 100 characters (`checkUsername`); unique (case-insensitive) among the stored users of its tenant (null: of every tenant). */
+  /**
+   * 1 to 100 characters (`checkUsername`); unique (case-insensitive) among the stored users of its tenant
+   * (null: of every tenant).
+   */
   username: string;
   /** Default: a new random id. */
   subjectId?: string;

@@ -476,7 +476,10 @@ export class UserAdmin {
     };
   }
 
-  /** What follows a change written over `before`: the sign-out of a deactivated user (or as asked), mailed links ended, the audit events. */
+  /**
+   * What follows a change written over `before`: the sign-out of a deactivated user (or as asked), mailed
+   * links ended, the audit events.
+   */
   private async changeMade(
     before: DirectoryUser,
     write: UserWrite,
@@ -534,7 +537,10 @@ export class UserAdmin {
     return subjectId;
   }
 
-  /** The refusal for a user that is not stored: `read_only` when the config file defines them, looked up `by` username, subject or either. */
+  /**
+   * The refusal for a user that is not stored: `read_only` when the config file defines them, looked up `by`
+   * username, subject or either.
+   */
   private notStored(name: string, tenant: string | null, by: 'name' | 'subject' | 'either'): AdminError {
     const named = by !== 'subject' && configUsersNamed(this.config.users, name, tenant).length > 0;
     const inConfig = named || (by !== 'name' && this.config.users.some((u) => u.subjectId === name));

@@ -57,14 +57,34 @@ export async function keysCommand(cfg: ResolvedConfig, args: string[], alg: stri
     const [action, kid] = args;
     if (action === 'list') {
       const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
-      console.log(['kid'.padEnd(43), 'alg'.padEnd(6), 'status'.padEnd(8), 'created'.padEnd(24), 'activates'.padEnd(24), 'published until'].join(' '));
+      console.log(
+        [
+          'kid'.padEnd(43),
+          'alg'.padEnd(6),
+          'status'.padEnd(8),
+          'created'.padEnd(24),
+          'activates'.padEnd(24),
+          'published until',
+        ].join(' '),
+      );
       for (const k of await keys.list(now))
-        console.log([k.kid.padEnd(43), k.alg.padEnd(6), k.status.padEnd(8), at(k.createdAt).padEnd(24), at(k.activatesAt).padEnd(24), at(k.publishedUntil)].join(' '));
+        console.log(
+          [
+            k.kid.padEnd(43),
+            k.alg.padEnd(6),
+            k.status.padEnd(8),
+            at(k.createdAt).padEnd(24),
+            at(k.activatesAt).padEnd(24),
+            at(k.publishedUntil),
+          ].join(' '),
+        );
       return 0;
     }
     if (action === 'rotate') {
       for (const k of await keys.rotate(alg, now))
-        console.log(`added ${k.alg} key ${k.kid}: published now, signs from ${new Date(k.activatesAt * 1000).toISOString()}`);
+        console.log(
+          `added ${k.alg} key ${k.kid}: published now, signs from ${new Date(k.activatesAt * 1000).toISOString()}`,
+        );
       return 0;
     }
     if (action === 'retire' && kid !== undefined) {
@@ -94,13 +114,23 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
   const tenant = flags.tenant ?? null;
   // The config's user directories, whose usernames `add` refuses (a library user's own directories
   // are not known to the command line). Connected only when asked.
-  const directories = cfg.userDirectories.map((d) => new LdapDirectory(d, new FailureLimiter(cfg.rateLimits, new MemoryFailureCounters())));
+  const directories = cfg.userDirectories.map(
+    (d) => new LdapDirectory(d, new FailureLimiter(cfg.rateLimits, new MemoryFailureCounters())),
+  );
   try {
     const users = new UserAdmin(store, cfg, undefined, directories);
     if (action === 'list') {
       console.log(['subject'.padEnd(24), 'username'.padEnd(24), 'tenant'.padEnd(16), 'active', 'source'].join(' '));
       for (const u of await users.list())
-        console.log([u.subjectId.padEnd(24), u.username.padEnd(24), (u.tenant ?? '-').padEnd(16), String(u.isActive).padEnd(6), u.source].join(' '));
+        console.log(
+          [
+            u.subjectId.padEnd(24),
+            u.username.padEnd(24),
+            (u.tenant ?? '-').padEnd(16),
+            String(u.isActive).padEnd(6),
+            u.source,
+          ].join(' '),
+        );
       return 0;
     }
     if (action === 'add' && name !== undefined) {
@@ -117,7 +147,9 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
         emailVerified: verified,
       });
       if (added.shadowedBy)
-        console.warn(`sigil: warning: the config file has a user "${added.shadowedBy.username}" (${added.shadowedBy.subjectId}); config users win`);
+        console.warn(
+          `sigil: warning: the config file has a user "${added.shadowedBy.username}" (${added.shadowedBy.subjectId}); config users win`,
+        );
       console.log(`added user ${name} with subject ${added.subjectId}`);
       if (flags.email !== undefined && !verified) await sendVerification(cfg, store, users, added.subjectId);
       return 0;
@@ -146,32 +178,47 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
         console.log(`enabled user ${name} (${subjectId})`);
         return 0;
       }
-      console.log(`disabled user ${name} (${subjectId}); ended ${ended} session${ended === 1 ? '' : 's'}, revoked ${revoked} token${revoked === 1 ? '' : 's'} and code${revoked === 1 ? '' : 's'}`);
+      console.log(
+        `disabled user ${name} (${subjectId}); ended ${ended} session${ended === 1 ? '' : 's'}, revoked ${revoked} token${revoked === 1 ? '' : 's'} and code${revoked === 1 ? '' : 's'}`,
+      );
       return 0;
     }
     if (action === 'set-claims' && name !== undefined) {
-      const subjectId = await users.setClaims(name, tenant, flags.claims === undefined ? undefined : jsonOf(flags.claims));
+      const subjectId = await users.setClaims(
+        name,
+        tenant,
+        flags.claims === undefined ? undefined : jsonOf(flags.claims),
+      );
       console.log(`claims of ${name} (${subjectId}) replaced`);
       return 0;
     }
     if (action === 'mfa') return await mfaCommand(cfg, users, args.slice(1), tenant);
     if (action === 'sessions' && name === 'revoke' && args[2] !== undefined) {
       const { ended } = await new SessionAdmin(store, cfg, pino({ level: 'silent' })).revokeAll(args[2], tenant);
-      console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${args[2]}; running nodes send the back-channel logout notifications`);
+      console.log(
+        `ended ${ended} session${ended === 1 ? '' : 's'} of ${args[2]}; running nodes send the back-channel logout notifications`,
+      );
       return 0;
     }
-    return usage('sigil users list | add USERNAME | set-password USERNAME | set-email USERNAME ADDRESS | disable USERNAME | enable USERNAME | set-claims USERNAME --claims JSON | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME');
+    return usage(
+      'sigil users list | add USERNAME | set-password USERNAME | set-email USERNAME ADDRESS | disable USERNAME | enable USERNAME | set-claims USERNAME --claims JSON | remove USERNAME | sessions revoke USERNAME | mfa list|reset USERNAME',
+    );
   } catch (err) {
     // Whether the directory holds the name is unknown: nothing was stored; the same command works once it answers.
     if (err instanceof DirectoryUnavailable) {
-      console.error(`sigil: user directory "${err.directory}" cannot answer (${err.reason}); nothing was changed, try again later`);
+      console.error(
+        `sigil: user directory "${err.directory}" cannot answer (${err.reason}); nothing was changed, try again later`,
+      );
       return 1;
     }
     return refused(err, (e) => {
       if (e.field === 'subjectId') return `--subject: ${e.message}`;
       if (e.field === 'claims') return '--claims must be a JSON object';
       if (e.field === 'email') return `--email: ${e.message}`;
-      if (e.field === 'password') return e.message === 'a password is required' ? 'give --password or --password-stdin' : `--password: ${e.message}`;
+      if (e.field === 'password')
+        return e.message === 'a password is required'
+          ? 'give --password or --password-stdin'
+          : `--password: ${e.message}`;
       // A config-file user is not one of the stored users these commands change.
       return e.code === 'read_only' ? `no stored user "${name}"` : undefined;
     });
@@ -210,8 +257,17 @@ async function sendVerification(cfg: ResolvedConfig, store: Store, users: UserAd
  * command line adds or changes is checked against them too, as on a running node, so that it may
  * list an API scope or identity resource created through /admin/v1.
  */
-async function storedResources(store: Store, cfg: ResolvedConfig, raw: unknown, overrides: ConfigOverrides): Promise<ResourceAdmin> {
-  const live = { resources: new Resources(cfg), upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer), apiSecrets: new Map() };
+async function storedResources(
+  store: Store,
+  cfg: ResolvedConfig,
+  raw: unknown,
+  overrides: ConfigOverrides,
+): Promise<ResourceAdmin> {
+  const live = {
+    resources: new Resources(cfg),
+    upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
+    apiSecrets: new Map(),
+  };
   const resources = new ResourceAdmin(store, { config: cfg, raw, overrides, log: pino({ level: 'silent' }), live });
   await resources.reload();
   return resources;
@@ -225,21 +281,36 @@ async function storedResources(store: Store, cfg: ResolvedConfig, raw: unknown, 
  * dynamic registration (RFC 7591 §3), printed on stdout once (the note on stderr), stored as its
  * SHA-256.
  */
-export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, overrides: ConfigOverrides, args: string[], flags: AdminFlags): Promise<number> {
+export async function clientsCommand(
+  cfg: ResolvedConfig,
+  raw: unknown,
+  overrides: ConfigOverrides,
+  args: string[],
+  flags: AdminFlags,
+): Promise<number> {
   const store = await openStore(cfg.storage);
   const [action, id] = args;
   try {
-    const resources = action === 'add' || action === 'update' ? await storedResources(store, cfg, raw, overrides) : undefined;
-    const clients = new ClientAdmin(store, { config: cfg, raw, overrides, log: pino({ level: 'silent' }), ...(resources ? { resources } : {}) });
+    const resources =
+      action === 'add' || action === 'update' ? await storedResources(store, cfg, raw, overrides) : undefined;
+    const clients = new ClientAdmin(store, {
+      config: cfg,
+      raw,
+      overrides,
+      log: pino({ level: 'silent' }),
+      ...(resources ? { resources } : {}),
+    });
     if (action === 'list') {
-      for (const c of await clients.list()) console.log(`${c.clientId.padEnd(32)} ${c.source.padEnd(7)} ${c.allowedGrantTypes.join(',')}`);
+      for (const c of await clients.list())
+        console.log(`${c.clientId.padEnd(32)} ${c.source.padEnd(7)} ${c.allowedGrantTypes.join(',')}`);
       return 0;
     }
     if (action === 'add') {
       const text = flags.json ?? (flags.file ? readFileSync(flags.file, 'utf8') : undefined);
       if (text === undefined) return usage('give --json JSON or --file FILE');
       const { clientId, shadowedByConfig, secret } = await clients.create(jsonOf(text));
-      if (shadowedByConfig) console.warn(`sigil: warning: the config file defines client "${clientId}"; it wins over the stored one`);
+      if (shadowedByConfig)
+        console.warn(`sigil: warning: the config file defines client "${clientId}"; it wins over the stored one`);
       console.log(`saved client ${clientId}; running nodes pick it up within ${cfg.signingKeys.reloadSeconds} s`);
       if (secret !== undefined) console.log(`client secret (shown once): ${secret}`);
       return 0;
@@ -248,7 +319,9 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
       const text = flags.json ?? (flags.file ? readFileSync(flags.file, 'utf8') : undefined);
       if (text === undefined) return usage('give --json PATCH or --file FILE (a JSON Merge Patch, RFC 7396)');
       const { changed } = await clients.update(id, jsonOf(text), undefined);
-      console.log(`updated client ${id}: ${changed.length === 0 ? 'nothing changed' : `changed ${changed.join(', ')}`}; running nodes pick it up within a few seconds`);
+      console.log(
+        `updated client ${id}: ${changed.length === 0 ? 'nothing changed' : `changed ${changed.join(', ')}`}; running nodes pick it up within a few seconds`,
+      );
       return 0;
     }
     if (action === 'remove' && id !== undefined) {
@@ -260,18 +333,27 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
       // RFC 7591 §3: an initial access token for /connect/register, printed once, stored as its hash.
       const max = Number(flags['max-registrations'] ?? 1);
       const lifetime = Number(flags.lifetime ?? 86_400);
-      if (!Number.isInteger(max) || max < 1 || max > 10_000) return usage('--max-registrations takes a whole number from 1 to 10000');
-      if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > 31_536_000) return usage('--lifetime takes seconds from 1 to 31536000');
+      if (!Number.isInteger(max) || max < 1 || max > 10_000)
+        return usage('--max-registrations takes a whole number from 1 to 10000');
+      if (!Number.isInteger(lifetime) || lifetime < 1 || lifetime > 31_536_000)
+        return usage('--lifetime takes seconds from 1 to 31536000');
       const { token, expiresAt } = await mintInitialToken(store.registrations, max, lifetime);
-      if (!cfg.registration.enabled) console.warn('sigil: warning: registration.enabled is false in the config: /connect/register is not served');
+      if (!cfg.registration.enabled)
+        console.warn('sigil: warning: registration.enabled is false in the config: /connect/register is not served');
       console.log(token);
-      console.warn(`an initial access token for ${max} registration(s), valid until ${new Date(expiresAt * 1000).toISOString()}; shown once`);
+      console.warn(
+        `an initial access token for ${max} registration(s), valid until ${new Date(expiresAt * 1000).toISOString()}; shown once`,
+      );
       return 0;
     }
-    return usage('sigil clients list | add (--json JSON | --file FILE) | update CLIENT_ID (--json PATCH | --file FILE) | remove CLIENT_ID | initial-token [--max-registrations N] [--lifetime SECONDS]');
+    return usage(
+      'sigil clients list | add (--json JSON | --file FILE) | update CLIENT_ID (--json PATCH | --file FILE) | remove CLIENT_ID | initial-token [--max-registrations N] [--lifetime SECONDS]',
+    );
   } catch (err) {
     // A config-file client is not one of the stored clients these commands change.
-    return refused(err, (e) => (e.code === 'read_only' && action !== 'update' ? `no stored client "${id}"` : undefined));
+    return refused(err, (e) =>
+      e.code === 'read_only' && action !== 'update' ? `no stored client "${id}"` : undefined,
+    );
   } finally {
     await store.close();
   }
@@ -284,9 +366,15 @@ export async function clientsCommand(cfg: ResolvedConfig, raw: unknown, override
  * one, else a stored one (`--tenant T` picks the tenant). A reset is an audit event
  * (`mfa_removed`, endpoint `cli`) on stderr.
  */
-async function mfaCommand(cfg: ResolvedConfig, users: UserAdmin, args: string[], tenant: string | null): Promise<number> {
+async function mfaCommand(
+  cfg: ResolvedConfig,
+  users: UserAdmin,
+  args: string[],
+  tenant: string | null,
+): Promise<number> {
   const [action, name] = args;
-  if ((action !== 'list' && action !== 'reset') || name === undefined) return usage('sigil users mfa list|reset USERNAME [--tenant T]');
+  if ((action !== 'list' && action !== 'reset') || name === undefined)
+    return usage('sigil users mfa list|reset USERNAME [--tenant T]');
   if (action === 'list') {
     const { factors } = await users.secondFactors(name, tenant);
     const at = (t: number | null) => (t === null ? '-' : new Date(t * 1000).toISOString());
@@ -294,7 +382,8 @@ async function mfaCommand(cfg: ResolvedConfig, users: UserAdmin, args: string[],
     console.log(['kind'.padEnd(16), 'id'.padEnd(24), 'added'.padEnd(24), 'last used'].join(' '));
     for (const f of factors.filter((f) => f.kind !== RECOVERY_KIND))
       console.log([f.kind.padEnd(16), f.id.padEnd(24), at(f.createdAt).padEnd(24), at(f.lastUsedAt)].join(' '));
-    if (codes.length > 0) console.log(`${RECOVERY_KIND}: ${codes.filter((f) => f.counter === 0).length} of ${codes.length} unused`);
+    if (codes.length > 0)
+      console.log(`${RECOVERY_KIND}: ${codes.filter((f) => f.counter === 0).length} of ${codes.length} unused`);
     if (factors.length === 0) console.log(`${name} has no second factor`);
     return 0;
   }
@@ -305,7 +394,12 @@ async function mfaCommand(cfg: ResolvedConfig, users: UserAdmin, args: string[],
 
 /** The audit of a change made from the command line: endpoint `cli`, its events on stderr. */
 function cliAudit(cfg: ResolvedConfig): AdminAudit {
-  return { events: new EventBus(pino({ level: cfg.logLevel === 'silent' ? 'silent' : 'info' }, pino.destination({ dest: 2, sync: true }))), endpoint: 'cli' };
+  return {
+    events: new EventBus(
+      pino({ level: cfg.logLevel === 'silent' ? 'silent' : 'info' }, pino.destination({ dest: 2, sync: true })),
+    ),
+    endpoint: 'cli',
+  };
 }
 
 async function readPassword(flags: AdminFlags): Promise<string | undefined> {

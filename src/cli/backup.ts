@@ -22,8 +22,11 @@ export async function backupCommand(storage: string, args: string[]): Promise<nu
   if (file === undefined || extra.length > 0) return usage('usage: sigil backup FILE [--config FILE] [--storage URL]');
   const target = parseStorageUrl(storage);
   if (target.kind === 'postgres')
-    return usage('sigil backup copies SQLite stores; back up PostgreSQL with pg_dump (see docs/deployment.md, "Backups")');
-  if (target.path === ':memory:') return usage('sigil backup: the "memory" store lives in one process and has nothing to copy');
+    return usage(
+      'sigil backup copies SQLite stores; back up PostgreSQL with pg_dump (see docs/deployment.md, "Backups")',
+    );
+  if (target.path === ':memory:')
+    return usage('sigil backup: the "memory" store lives in one process and has nothing to copy');
   const destination = resolve(file);
   if (destination === resolve(target.path)) return usage('sigil backup: FILE is the store itself');
   // Read as the server reads it (a malformed key fails here as it fails `sigil start`).
@@ -32,7 +35,10 @@ export async function backupCommand(storage: string, args: string[]): Promise<nu
   console.log(`sigil: backup of ${storage} written to ${destination} (${pages} pages)`);
   // Without a data key the server stores the private signing keys and TOTP secrets unencrypted,
   // and the copy holds them so: said on stderr, where a scheduled job's mail or log shows it.
-  if (!dataKey) console.error(`sigil: warning: SIGIL_DATA_KEY is not set, so the signing keys in ${destination} are not encrypted: keep the file as secret as the keys`);
+  if (!dataKey)
+    console.error(
+      `sigil: warning: SIGIL_DATA_KEY is not set, so the signing keys in ${destination} are not encrypted: keep the file as secret as the keys`,
+    );
   return 0;
 }
 

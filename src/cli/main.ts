@@ -2,9 +2,11 @@
 /**
  * The `sigil` command: `sigil start` runs the server, `sigil migrate` brings the store's
  * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`), `sigil config
- * schema` prints the config file's JSON Schema, `sigil config check FILE` validates a config file. `sigil --version`; `sigil <command> --help` prints that
+ * schema` prints the config file's JSON Schema, `sigil config check FILE` validates a config file. `sigil
+ * --version`; `sigil <command> --help` prints that
  * command's usage. Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL,
- * --metrics-port N, --workers N|auto (`sigil start`: N processes on one port, see `workers.ts`); environment: SIGIL_CONFIG, PORT, HOST, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
+ * --metrics-port N, --workers N|auto (`sigil start`: N processes on one port, see `workers.ts`); environment:
+ * SIGIL_CONFIG, PORT, HOST, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
  * An unknown command or option is named, with the closest known one when there is one.
  * Exit codes: 0 success, 1 runtime failure, 2 invalid usage or configuration.
  */
@@ -12,7 +14,14 @@ import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ConfigError, type ConfigOverrides, overridesFromEnv, parsePort, readConfigFile, resolveConfig } from '../config/loader.js';
+import {
+  ConfigError,
+  type ConfigOverrides,
+  overridesFromEnv,
+  parsePort,
+  readConfigFile,
+  resolveConfig,
+} from '../config/loader.js';
 import { configJsonSchema } from '../config/reference.js';
 import { closest } from '../config/suggest.js';
 import { clientsCommand, keysCommand, usersCommand } from './admin.js';
@@ -27,7 +36,8 @@ const DEMO_CONFIG = resolve(ROOT, 'examples/sigil.json');
 
 /** Each command's usage; continuation lines are indented under the command. */
 const COMMANDS: Record<string, string> = {
-  start: 'sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N] [--workers N|auto]',
+  start:
+    'sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N] [--workers N|auto]',
   migrate: 'sigil migrate [--config FILE] [--storage URL]',
   backup: 'sigil backup FILE [--config FILE] [--storage URL]',
   keys: 'sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]',
@@ -98,7 +108,14 @@ function parse(argv: string[]) {
     const command = argv.find((a) => !a.startsWith('-'));
     const option = /^Unknown option '([^']+)'/.exec((err as Error).message)?.[1];
     if ((err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option !== undefined)
-      throw new UsageError(unknown('option', option, Object.keys(OPTIONS).map((o) => `--${o}`)), command);
+      throw new UsageError(
+        unknown(
+          'option',
+          option,
+          Object.keys(OPTIONS).map((o) => `--${o}`),
+        ),
+        command,
+      );
     throw new UsageError((err as Error).message, command);
   }
 }
@@ -149,12 +166,16 @@ async function main(argv: string[]): Promise<number> {
   const workers = parseWorkers(values.workers);
   if (workers > 1 && !isWorker) {
     if (resolveConfig(raw, overrides).storage === 'memory')
-      throw new ConfigError(['--workers: "memory" storage lives in one process; use sqlite: or postgres: with more than one worker']);
+      throw new ConfigError([
+        '--workers: "memory" storage lives in one process; use sqlite: or postgres: with more than one worker',
+      ]);
     // The store is prepared once, here: migrations and the first signing keys, before any worker.
     const prepared = await createSigil(raw, { overrides });
     const cfg = prepared.context.config;
     await prepared.close();
-    const code = await runPrimary(workers, (address, metricsUrl) => printStart(cfg, demo, address, workers, metricsUrl));
+    const code = await runPrimary(workers, (address, metricsUrl) =>
+      printStart(cfg, demo, address, workers, metricsUrl),
+    );
     console.log('sigil: stopped');
     return code;
   }
@@ -200,7 +221,13 @@ function configCommand(args: string[]): number {
   }
   if (action !== 'check' || file === undefined || rest.length > 0)
     throw new UsageError(
-      action === 'check' ? 'config check needs one FILE' : action === 'schema' ? 'config schema takes no argument' : action === undefined ? 'config needs schema or check' : unknown('config action', action, ['schema', 'check']),
+      action === 'check'
+        ? 'config check needs one FILE'
+        : action === 'schema'
+          ? 'config schema takes no argument'
+          : action === undefined
+            ? 'config needs schema or check'
+            : unknown('config action', action, ['schema', 'check']),
       'config',
     );
   resolveConfig(readConfigFile(file));
@@ -222,7 +249,13 @@ function portOf(url: URL): number {
  * `(every interface)`.
  */
 function printStart(
-  cfg: { issuer: string; host: string; trustProxy: unknown; clients: { clientId: string }[]; users: { username: string }[] },
+  cfg: {
+    issuer: string;
+    host: string;
+    trustProxy: unknown;
+    clients: { clientId: string }[];
+    users: { username: string }[];
+  },
   demo: boolean,
   address: string,
   workers: number,
@@ -244,7 +277,10 @@ function printStart(
   // With workers, each scrape of the shared metrics port is answered by one worker, for its own requests.
   console.log(`sigil: metrics ${metricsUrl ? `${metricsUrl}/metrics` : 'off'}${workers > 1 ? ' (per worker)' : ''}`);
   if (workers > 1) console.log(`sigil: workers ${workers}`);
-  if (demo) console.log('sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice" (see README)');
+  if (demo)
+    console.log(
+      'sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice" (see README)',
+    );
   console.log(`sigil: listening on ${url.origin}${everyInterface ? ' (every interface)' : ''}`);
 }
 

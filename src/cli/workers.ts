@@ -34,7 +34,8 @@ export function parseWorkers(value: string | undefined): number {
   if (value === undefined) return 1;
   if (value === 'auto') return availableParallelism();
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n < 1 || n > 64) throw new ConfigError(['--workers: must be a whole number from 1 to 64, or "auto"']);
+  if (!/^\d+$/.test(value) || n < 1 || n > 64)
+    throw new ConfigError(['--workers: must be a whole number from 1 to 64, or "auto"']);
   return n;
 }
 
@@ -53,7 +54,10 @@ export function reportListening(address: string, metricsUrl: string | null): voi
  * (answering `PrimaryFailureCounters`). Resolves with the exit code: 0 after a signal stopped
  * every worker, 1 when a worker failed to start.
  */
-export function runPrimary(count: number, announce: (address: string, metricsUrl: string | null) => void): Promise<number> {
+export function runPrimary(
+  count: number,
+  announce: (address: string, metricsUrl: string | null) => void,
+): Promise<number> {
   return new Promise((done) => {
     let stopping = false;
     let started = false;

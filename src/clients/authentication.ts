@@ -31,9 +31,13 @@ export const ASSERTION_CLOCK_SKEW = 30;
 /** Longest `jti` accepted, in characters. */
 const MAX_JTI_LENGTH = 256;
 
-
 /** How a request presented its credentials (the `token_endpoint_auth_method` names of RFC 7591 §2). */
-export type AuthMethod = 'client_secret_basic' | 'client_secret_post' | 'client_secret_jwt' | 'private_key_jwt' | 'none';
+export type AuthMethod =
+  | 'client_secret_basic'
+  | 'client_secret_post'
+  | 'client_secret_jwt'
+  | 'private_key_jwt'
+  | 'none';
 
 /** Credentials as found in a request, not yet checked. */
 export interface PresentedCredentials {
@@ -58,13 +62,12 @@ export interface ClientAuthServices {
   config: { clientAssertionMaxLifetime: number };
 }
 
-
 const DUMMY_DIGEST = [secretDigest('sigil-no-such-client')];
-
 
 /**
  * Finds the credentials in a request: HTTP Basic (id and secret form-url-decoded, RFC 6749
- * §2.3.1; an empty secret is none), `client_id`/`client_secret` in the body, or `client_assertion_type`/`client_assertion`
+ * §2.3.1; an empty secret is none), `client_id`/`client_secret` in the body, or
+ * `client_assertion_type`/`client_assertion`
  * (RFC 7521 §4.2; `client_id` optional and, when sent, the client the assertion must name). An
  * assertion signed with HS* is `client_secret_jwt`, any other `private_key_jwt`. Using two
  * methods at once is refused (RFC 6749 §2.3).
@@ -84,14 +87,16 @@ export function findCredentials(source: CredentialSource): PresentedCredentials 
   if (assertionType !== undefined || assertion !== undefined) {
     if ((header !== undefined && /^basic /i.test(header)) || bodySecret !== undefined)
       throw invalidRequest('use one client authentication method, not two');
-    if (assertionType !== JWT_BEARER_ASSERTION) throw invalidRequest('client_assertion_type is missing or not supported');
+    if (assertionType !== JWT_BEARER_ASSERTION)
+      throw invalidRequest('client_assertion_type is missing or not supported');
     if (assertion === undefined) throw invalidRequest('client_assertion is missing');
     return { ...readAssertion(assertion, bodyId), assertion };
   }
   if (header !== undefined && /^basic /i.test(header)) {
     if (bodySecret !== undefined) throw invalidRequest('use one client authentication method, not two');
     const basic = decodeBasic(header.slice(6).trim());
-    if (bodyId !== undefined && bodyId !== basic.id) throw invalidRequest('client_id differs from the Basic credentials');
+    if (bodyId !== undefined && bodyId !== basic.id)
+      throw invalidRequest('client_id differs from the Basic credentials');
     // RFC 6749 §2.3.1: an empty secret is no secret, as an empty client_secret in the body is absent.
     return { id: basic.id, secret: basic.secret === '' ? undefined : basic.secret, method: 'client_secret_basic' };
   }
@@ -109,11 +114,16 @@ export function findCredentials(source: CredentialSource): PresentedCredentials 
  * answer, whatever method the client tried (RFC 9110 §15.5.2: a 401 carries a challenge).
  */
 export function invalidClient(description: string): OAuthError {
-  return new OAuthError('invalid_client', description, 401, { 'www-authenticate': 'Basic realm="sigil", charset="UTF-8"' });
+  return new OAuthError('invalid_client', description, 401, {
+    'www-authenticate': 'Basic realm="sigil", charset="UTF-8"',
+  });
 }
 
 /** The client id and method of an unverified assertion; see `findCredentials`. */
-function readAssertion(assertion: string, bodyId: string | undefined): { id: string; secret: undefined; method: AuthMethod } {
+function readAssertion(
+  assertion: string,
+  bodyId: string | undefined,
+): { id: string; secret: undefined; method: AuthMethod } {
   const malformed = (why: string) => invalidClient(`the client assertion ${why}`);
   if (assertion.length > MAX_ASSERTION_LENGTH) throw malformed('is too large');
   const violation = jwsBoundsViolation(assertion, CALLER_JSON_BOUNDS);
@@ -129,7 +139,9 @@ function readAssertion(assertion: string, bodyId: string | undefined): { id: str
   if (typeof alg !== 'string') throw malformed('has no alg');
   const id = bodyId ?? sub;
   if (typeof id !== 'string' || id === '') throw malformed('names no client (sub)');
-  const method = (SYMMETRIC_ASSERTION_ALGORITHMS as readonly string[]).includes(alg) ? 'client_secret_jwt' : 'private_key_jwt';
+  const method = (SYMMETRIC_ASSERTION_ALGORITHMS as readonly string[]).includes(alg)
+    ? 'client_secret_jwt'
+    : 'private_key_jwt';
   return { id, secret: undefined, method };
 }
 
@@ -168,7 +180,8 @@ export async function authenticateClient(
   }
   if (client?.isPublic) {
     // Basic with an empty password (oidc-agent's form for public clients) presents no secret either.
-    if (presented.secret !== undefined || presented.assertion !== undefined) throw invalidClient('a public client has no credential to present');
+    if (presented.secret !== undefined || presented.assertion !== undefined)
+      throw invalidClient('a public client has no credential to present');
     return { client, method: 'none' };
   }
   // Unknown ids get no identity-wide counter: there is nobody to protect, and its presence
@@ -185,7 +198,8 @@ export async function authenticateClient(
     throw await refuse('unknown client or wrong credentials');
   }
   const pinned = client.tokenEndpointAuthMethod;
-  if (pinned !== null && pinned !== presented.method) throw await refuse(`this client must authenticate with ${pinned}`);
+  if (pinned !== null && pinned !== presented.method)
+    throw await refuse(`this client must authenticate with ${pinned}`);
   if (presented.assertion !== undefined) {
     const why = await verifyClientAssertion(presented.assertion, presented.method, client, services, endpoint);
     if (why !== undefined) throw await refuse(why);
@@ -196,7 +210,10 @@ export async function authenticateClient(
   return { client, method: presented.method };
 }
 
-/** A client's secrets' digests at `now` (Unix seconds): its current ones and those still in a rotation's grace period. */
+/**
+ * A client's secrets' digests at `now` (Unix seconds): its current ones and those still in a rotation's grace
+ * period.
+ */
 function liveSecretDigests(client: Client, now: number): Buffer[] {
   if (client.retiringSecrets.length === 0) return client.secretDigests;
   return [...client.secretDigests, ...client.retiringSecrets.filter((r) => r.expiresAt > now).map((r) => r.digest)];
@@ -234,7 +251,7 @@ export async function verifyClientAssertion(
   const symmetric = method === 'client_secret_jwt';
   const kind: readonly string[] = symmetric ? SYMMETRIC_ASSERTION_ALGORITHMS : ASYMMETRIC_ASSERTION_ALGORITHMS;
   const algorithms = client.tokenEndpointAuthSigningAlgorithms.filter((a) => kind.includes(a));
-  if (algorithms.length === 0) return 'the client assertion\'s algorithm is not allowed for this client';
+  if (algorithms.length === 0) return "the client assertion's algorithm is not allowed for this client";
   const options = {
     algorithms,
     issuer: client.clientId,
@@ -252,7 +269,10 @@ export async function verifyClientAssertion(
       let lastError: unknown;
       for (const secret of secrets) {
         try {
-          ({ payload, protectedHeader: { typ } } = await jwtVerify(assertion, new TextEncoder().encode(secret), options));
+          ({
+            payload,
+            protectedHeader: { typ },
+          } = await jwtVerify(assertion, new TextEncoder().encode(secret), options));
           break;
         } catch (err) {
           lastError = err;
@@ -264,27 +284,31 @@ export async function verifyClientAssertion(
     } else {
       const keys = services.clientKeys.forClient(client);
       if (!keys) return 'the client has no registered keys';
-      ({ payload, protectedHeader: { typ } } = await jwtVerify(assertion, keys, options));
+      ({
+        payload,
+        protectedHeader: { typ },
+      } = await jwtVerify(assertion, keys, options));
     }
   } catch (err) {
     return describeJoseError(err);
   }
   // FAPI 2.0 SP §5.3.2.1: a fapi2 client's aud is the issuer "as a string", not an array.
   if (client.profile === 'fapi2' && payload.aud !== services.issuer)
-    return 'the client assertion\'s aud must be the issuer identifier, as a string (FAPI 2.0)';
+    return "the client assertion's aud must be the issuer identifier, as a string (FAPI 2.0)";
   // draft-ietf-oauth-rfc7523bis §4 (as Duende): an explicitly typed assertion names the issuer alone.
   if (typ?.toLowerCase() === 'client-authentication+jwt') {
     const aud = Array.isArray(payload.aud) && payload.aud.length === 1 ? payload.aud[0] : payload.aud;
-    if (aud !== services.issuer) return 'a client-authentication+jwt assertion\'s aud must be the issuer alone';
+    if (aud !== services.issuer) return "a client-authentication+jwt assertion's aud must be the issuer alone";
   }
   const now = nowSeconds();
   const exp = payload.exp as number;
   if (exp > now + services.config.clientAssertionMaxLifetime + ASSERTION_CLOCK_SKEW)
     return `the client assertion's exp is more than ${services.config.clientAssertionMaxLifetime} seconds ahead`;
   if (payload.iat !== undefined && (typeof payload.iat !== 'number' || payload.iat > now + ASSERTION_CLOCK_SKEW))
-    return 'the client assertion\'s iat is in the future';
+    return "the client assertion's iat is in the future";
   const jti = payload.jti;
-  if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH) return 'the client assertion\'s jti is missing or too long';
+  if (typeof jti !== 'string' || jti === '' || jti.length > MAX_JTI_LENGTH)
+    return "the client assertion's jti is missing or too long";
   if (!(await services.replay.firstUse('client_assertion', client.clientId, jti, exp + ASSERTION_CLOCK_SKEW, now)))
     return 'the client assertion was used before (jti)';
   return undefined;
@@ -293,15 +317,17 @@ export async function verifyClientAssertion(
 /** An `error_description` for a failed `jwtVerify` of a client assertion. */
 function describeJoseError(err: unknown): string {
   if (err instanceof joseErrors.JWTExpired) return 'the client assertion has expired';
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return `the client assertion's ${err.claim} claim is missing or wrong (${err.reason})`;
-  if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'the client assertion\'s algorithm is not allowed for this client';
+  if (err instanceof joseErrors.JWTClaimValidationFailed)
+    return `the client assertion's ${err.claim} claim is missing or wrong (${err.reason})`;
+  if (err instanceof joseErrors.JOSEAlgNotAllowed)
+    return "the client assertion's algorithm is not allowed for this client";
   if (err instanceof joseErrors.JWKSNoMatchingKey || err instanceof joseErrors.JWKSMultipleMatchingKeys)
     return 'no registered key of the client matches the client assertion';
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return 'the client assertion\'s signature is wrong';
-  if (err instanceof joseErrors.JWKSTimeout) return 'the client\'s keys could not be fetched in time';
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return "the client assertion's signature is wrong";
+  if (err instanceof joseErrors.JWKSTimeout) return "the client's keys could not be fetched in time";
   if (err instanceof joseErrors.JOSEError) return 'the client assertion could not be verified';
   // Not jose's own: a failed fetch of jwksUri, or a registered key jose cannot use.
-  return 'the client\'s keys could not be fetched or used';
+  return "the client's keys could not be fetched or used";
 }
 
 function decodeBasic(encoded: string): { id: string; secret: string } {
@@ -334,7 +360,9 @@ export async function authenticateApiResource(
   const attempt: CredentialAttempt = { address, identity: `api:${presented.id}`, identityWide: !secrets.long };
   await limiter.before(attempt);
   const now = nowSeconds();
-  const live = secrets.retiring ? [...secrets.digests, ...secrets.retiring.filter((r) => r.expiresAt > now).map((r) => r.digest)] : secrets.digests;
+  const live = secrets.retiring
+    ? [...secrets.digests, ...secrets.retiring.filter((r) => r.expiresAt > now).map((r) => r.digest)]
+    : secrets.digests;
   if (presented.secret === undefined || !secretMatches(presented.secret, live)) {
     await limiter.failed(attempt);
     throw invalidClient('unknown API resource or wrong credentials');

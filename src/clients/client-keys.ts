@@ -24,7 +24,10 @@ const MAX_GUARDED_KEY_SETS = 1_000;
 export interface KeySource {
   jwks: { keys: Record<string, unknown>[] } | null;
   jwksUri: string | null;
-  /** The `jwksUri` was chosen by whoever serves a metadata document: fetched under the SSRF guard (`http/outbound.ts`). */
+  /**
+   * The `jwksUri` was chosen by whoever serves a metadata document: fetched under the SSRF guard
+   * (`http/outbound.ts`).
+   */
   metadataDocument?: boolean;
   /** The `jwksUri` was chosen by whoever registered the client (RFC 7591): fetched under the SSRF guard too. */
   registeredDynamically?: boolean;
@@ -48,7 +51,10 @@ export class ClientKeys {
   private readonly guarded = new Map<string, JWTVerifyGetKey>();
   private readonly local = new WeakMap<object, JWTVerifyGetKey>();
 
-  /** @param allowLoopback the guarded fetches may reach loopback addresses (development; `clientIdMetadataDocuments.allowLoopback`) */
+  /**
+   * @param allowLoopback the guarded fetches may reach loopback addresses (development;
+   * `clientIdMetadataDocuments.allowLoopback`)
+   */
   constructor(readonly allowLoopback = false) {}
 
   /**
@@ -66,7 +72,8 @@ export class ClientKeys {
       return set;
     }
     if (client.jwksUri) {
-      // Any caller can name a metadata document (or register, when registration is open), so their key sets are bounded in number.
+      // Any caller can name a metadata document (or register, when registration is open), so their key sets
+      // are bounded in number.
       const guarded = hasCallerChosenUrls(client);
       const sets = guarded ? this.guarded : this.remote;
       let set = sets.get(client.jwksUri);
@@ -92,7 +99,11 @@ export class ClientKeys {
    * @throws OutboundRefused as `guardedGet` of `http/outbound.ts`
    */
   readonly guardedGet = async (url: string): Promise<Response> => {
-    const res = await guardedGet(new URL(url), 'application/json', { timeoutMs: JWKS_FETCH_TIMEOUT_MS, maxBytes: MAX_JWKS_BYTES, allowLoopback: this.allowLoopback });
+    const res = await guardedGet(new URL(url), 'application/json', {
+      timeoutMs: JWKS_FETCH_TIMEOUT_MS,
+      maxBytes: MAX_JWKS_BYTES,
+      allowLoopback: this.allowLoopback,
+    });
     return new Response(new Uint8Array(res.body), { status: 200 });
   };
 }
@@ -104,10 +115,13 @@ export class ClientKeys {
  * cool-down counts successful fetches only).
  * @param get the fetch underneath: the global one, or `guardedGet` for keys at caller-chosen URLs
  */
-function boundedFetch(get: (url: string, options: RequestInit) => Promise<Response>): (url: string, options: RequestInit) => Promise<Response> {
+function boundedFetch(
+  get: (url: string, options: RequestInit) => Promise<Response>,
+): (url: string, options: RequestInit) => Promise<Response> {
   let failedAt = -Infinity;
   return async (url, options) => {
-    if (Date.now() - failedAt < JWKS_REFETCH_SECONDS * 1000) throw new Error('the last fetch of this JWKS failed recently');
+    if (Date.now() - failedAt < JWKS_REFETCH_SECONDS * 1000)
+      throw new Error('the last fetch of this JWKS failed recently');
     try {
       const text = await fetchBoundedText(url, options, get);
       return new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
@@ -145,6 +159,7 @@ export async function fetchBoundedText(
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
-  if (jsonBoundsViolation(text, { ...CALLER_JSON_BOUNDS, maxLength: MAX_JWKS_BYTES })) throw new Error('the document is out of bounds');
+  if (jsonBoundsViolation(text, { ...CALLER_JSON_BOUNDS, maxLength: MAX_JWKS_BYTES }))
+    throw new Error('the document is out of bounds');
   return text;
 }

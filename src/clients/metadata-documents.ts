@@ -52,7 +52,10 @@ export interface MetadataDocumentSettings {
   allowLoopback: boolean;
   /** Fetches one address (an IPv6 /64) may cause per `windowSeconds`. */
   fetchesPerAddress: number;
-  /** Scopes such clients may request; null: every identity and API scope but the management ones (`scim`, `sigil:*`). */
+  /**
+   * Scopes such clients may request; null: every identity and API scope but the management ones (`scim`,
+   * `sigil:*`).
+   */
   allowedScopes: string[] | null;
 }
 
@@ -72,7 +75,8 @@ export function isClientIdUrl(clientId: string): boolean {
  * with the document's `client_id` is the URL fetched.
  */
 export function clientIdUrlProblem(clientId: string): string | undefined {
-  if (clientId.length > MAX_CLIENT_ID_LENGTH) return `a client_id URL must not be longer than ${MAX_CLIENT_ID_LENGTH} characters`;
+  if (clientId.length > MAX_CLIENT_ID_LENGTH)
+    return `a client_id URL must not be longer than ${MAX_CLIENT_ID_LENGTH} characters`;
   if (!URL.canParse(clientId)) return 'client_id is not a URL';
   const url = new URL(clientId);
   if (url.protocol !== 'https:') return 'a client_id URL must be https';
@@ -80,7 +84,8 @@ export function clientIdUrlProblem(clientId: string): string | undefined {
   if (url.username !== '' || url.password !== '' || clientId.slice(0, clientId.indexOf(url.host)).includes('@'))
     return 'a client_id URL must not carry a user name or password';
   const path = clientId.slice(`https://${url.host}`.length).split('?')[0] ?? '';
-  if (path.split('/').some((s) => /^(\.|%2e){1,2}$/i.test(s))) return 'a client_id URL must not have . or .. path segments';
+  if (path.split('/').some((s) => /^(\.|%2e){1,2}$/i.test(s)))
+    return 'a client_id URL must not have . or .. path segments';
   if (url.pathname === '/' || url.pathname === '') return 'a client_id URL must have a path other than /';
   if (url.href !== clientId) return 'a client_id URL must be in normalized form (lower-case host, no default port)';
   return undefined;
@@ -136,7 +141,12 @@ export class ClientMetadataDocuments {
     if (problem) throw new MetadataDocumentError(problem);
     let pending = this.inFlight.get(clientId);
     if (!pending) {
-      await chargeQuota(this.limiter, 'client_metadata_quota', [{ key: `cimd:${addressQuotaKey(address)}`, limit: this.settings.fetchesPerAddress }], this.windowSeconds);
+      await chargeQuota(
+        this.limiter,
+        'client_metadata_quota',
+        [{ key: `cimd:${addressQuotaKey(address)}`, limit: this.settings.fetchesPerAddress }],
+        this.windowSeconds,
+      );
       pending = this.fetchDocument(clientId).finally(() => this.inFlight.delete(clientId));
       this.inFlight.set(clientId, pending);
     }
@@ -152,10 +162,15 @@ export class ClientMetadataDocuments {
         allowLoopback: this.settings.allowLoopback,
       });
     } catch (err) {
-      if (err instanceof OutboundRefused) throw new MetadataDocumentError(`the client metadata document could not be fetched: ${err.message}`);
+      if (err instanceof OutboundRefused)
+        throw new MetadataDocumentError(`the client metadata document could not be fetched: ${err.message}`);
       throw err;
     }
-    const type = String(response.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+    const type =
+      String(response.headers['content-type'] ?? '')
+        .split(';')[0]
+        ?.trim()
+        .toLowerCase() ?? '';
     if (type !== 'application/json' && !/^application\/[a-z0-9.+-]+\+json$/.test(type))
       throw new MetadataDocumentError('the client metadata document is not served as application/json');
     const text = response.body.toString('utf8');
@@ -190,8 +205,14 @@ export class ClientMetadataDocuments {
  * the lifetime; the floor keeps a document with `max-age=0` or `no-cache` from being fetched at
  * every request).
  */
-export function freshnessSeconds(headers: Record<string, string | string[] | undefined>, nowMs: number): number | undefined {
-  const directives = String(headers['cache-control'] ?? '').toLowerCase().split(',').map((d) => d.trim());
+export function freshnessSeconds(
+  headers: Record<string, string | string[] | undefined>,
+  nowMs: number,
+): number | undefined {
+  const directives = String(headers['cache-control'] ?? '')
+    .toLowerCase()
+    .split(',')
+    .map((d) => d.trim());
   if (directives.includes('no-store')) return undefined;
   const clamp = (s: number) => Math.min(CACHE_MAX_SECONDS, Math.max(CACHE_MIN_SECONDS, s));
   const maxAge = directives.map((d) => /^max-age="?(\d+)"?$/.exec(d)?.[1]).find((v) => v !== undefined);
@@ -209,33 +230,47 @@ export function freshnessSeconds(headers: Record<string, string | string[] | und
 /**
  * The client a document describes (RFC 7591 §2 metadata, draft §4).
  * @param url the Client Identifier URL it was fetched from
- * @param allowedScopes the scopes such a client may request at most (the management ones, `scim` and `sigil:*`, are dropped)
+ * @param allowedScopes the scopes such a client may request at most (the management ones, `scim` and
+ *   `sigil:*`, are dropped)
  * @throws MetadataDocumentError naming the first problem.
  */
 export function clientFromDocument(url: string, document: unknown, allowedScopes: readonly string[]): Client {
   const refuse = (why: string) => new MetadataDocumentError(`the client metadata document ${why}`);
-  if (typeof document !== 'object' || document === null || Array.isArray(document)) throw refuse('is not a JSON object');
+  if (typeof document !== 'object' || document === null || Array.isArray(document))
+    throw refuse('is not a JSON object');
   const doc = document as Record<string, unknown>;
   // draft §4: the document's client_id equals the URL it was fetched from, string for string.
   if (doc.client_id !== url) throw refuse('has a client_id other than its URL');
-  if ('client_secret' in doc || 'client_secret_expires_at' in doc) throw refuse('must not contain a client_secret (draft §4.1)');
+  if ('client_secret' in doc || 'client_secret_expires_at' in doc)
+    throw refuse('must not contain a client_secret (draft §4.1)');
   const method = doc.token_endpoint_auth_method ?? 'none';
   // RFC 7591's default, client_secret_basic, needs a shared secret a document cannot carry (draft
   // §4.1): absent means none here, as in the MCP clients' documents.
-  if (method !== 'none' && method !== 'private_key_jwt') throw refuse('must use token_endpoint_auth_method none or private_key_jwt');
+  if (method !== 'none' && method !== 'private_key_jwt')
+    throw refuse('must use token_endpoint_auth_method none or private_key_jwt');
   const grantTypes = stringList(doc.grant_types, 'grant_types', refuse) ?? ['authorization_code'];
-  if (!grantTypes.includes('authorization_code') || grantTypes.some((g) => g !== 'authorization_code' && g !== 'refresh_token'))
+  if (
+    !grantTypes.includes('authorization_code') ||
+    grantTypes.some((g) => g !== 'authorization_code' && g !== 'refresh_token')
+  )
     throw refuse('may only use the grant types authorization_code and refresh_token');
   const responseTypes = stringList(doc.response_types, 'response_types', refuse) ?? ['code'];
   if (responseTypes.some((r) => r !== 'code')) throw refuse('may only use response_type code');
   const redirectUris = stringList(doc.redirect_uris, 'redirect_uris', refuse);
   if (!redirectUris || redirectUris.length === 0 || redirectUris.length > MAX_REDIRECT_URIS)
     throw refuse(`needs between 1 and ${MAX_REDIRECT_URIS} redirect_uris`);
-  for (const uri of redirectUris) if (!isAcceptableRedirectUri(uri)) throw refuse('has a redirect_uri that is not https, loopback http, or a private-use scheme without fragment');
+  for (const uri of redirectUris)
+    if (!isAcceptableRedirectUri(uri))
+      throw refuse('has a redirect_uri that is not https, loopback http, or a private-use scheme without fragment');
   const offline = grantTypes.includes('refresh_token');
   const requested = typeof doc.scope === 'string' ? doc.scope.split(' ').filter((s) => s !== '') : undefined;
   // Sigil's own API (scim, sigil:* scopes) is never for a client nobody registered.
-  const scopes = allowedScopes.filter((s) => !isManagementScope(s) && (s !== 'offline_access' || offline) && (requested === undefined || requested.includes(s)));
+  const scopes = allowedScopes.filter(
+    (s) =>
+      !isManagementScope(s) &&
+      (s !== 'offline_access' || offline) &&
+      (requested === undefined || requested.includes(s)),
+  );
   const display = {
     clientName: optionalText(doc.client_name, 'client_name', refuse),
     logoUri: optionalHttpsUrl(doc.logo_uri, 'logo_uri', refuse),
@@ -286,20 +321,31 @@ export function clientFromDocument(url: string, document: unknown, allowedScopes
 
 function stringList(value: unknown, name: string, refuse: (why: string) => Error): string[] | undefined {
   if (value === undefined) return undefined;
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string' || v.length > MAX_URL_LENGTH) || value.length > 100)
+  if (
+    !Array.isArray(value) ||
+    value.some((v) => typeof v !== 'string' || v.length > MAX_URL_LENGTH) ||
+    value.length > 100
+  )
     throw refuse(`has a ${name} that is not a list of strings`);
   return value as string[];
 }
 
 function optionalText(value: unknown, name: string, refuse: (why: string) => Error): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value.length > MAX_NAME_LENGTH) throw refuse(`has a ${name} that is not a string of at most ${MAX_NAME_LENGTH} characters`);
+  if (typeof value !== 'string' || value.length > MAX_NAME_LENGTH)
+    throw refuse(`has a ${name} that is not a string of at most ${MAX_NAME_LENGTH} characters`);
   return value;
 }
 
 function optionalHttpsUrl(value: unknown, name: string, refuse: (why: string) => Error): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value.length > MAX_URL_LENGTH || !URL.canParse(value) || new URL(value).protocol !== 'https:' || value.includes('#'))
+  if (
+    typeof value !== 'string' ||
+    value.length > MAX_URL_LENGTH ||
+    !URL.canParse(value) ||
+    new URL(value).protocol !== 'https:' ||
+    value.includes('#')
+  )
     throw refuse(`has a ${name} that is not an https URL`);
   return value;
 }

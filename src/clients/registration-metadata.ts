@@ -89,56 +89,79 @@ const redirectError = (description: string) => new OAuthError('invalid_redirect_
  *   `unapproved_software_statement` (RFC 7591 §3.2.2)
  */
 export function checkMetadata(body: unknown, policy: RegistrationPolicy): CheckedMetadata {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw metadataError('the body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw metadataError('the body must be a JSON object');
   const m = body as Record<string, unknown>;
-  if ('software_statement' in m) throw new OAuthError('unapproved_software_statement', 'software statements are not accepted');
-  for (const name of UNSUPPORTED) if (m[name] !== undefined && m[name] !== null) throw metadataError(`${name} is not supported`);
+  if ('software_statement' in m)
+    throw new OAuthError('unapproved_software_statement', 'software statements are not accepted');
+  for (const name of UNSUPPORTED)
+    if (m[name] !== undefined && m[name] !== null) throw metadataError(`${name} is not supported`);
 
   const applicationType = optionalEnum(m, 'application_type', ['web', 'native']) ?? 'web';
   const grantTypes = stringList(m, 'grant_types', 10) ?? ['authorization_code'];
-  for (const g of grantTypes) if (!policy.allowedGrantTypes.includes(g)) throw metadataError(`grant type "${g.slice(0, 60)}" is not allowed`);
+  for (const g of grantTypes)
+    if (!policy.allowedGrantTypes.includes(g)) throw metadataError(`grant type "${g.slice(0, 60)}" is not allowed`);
   const grants = new Set(grantTypes);
   if (grants.size === 1 && grants.has('refresh_token')) throw metadataError('refresh_token needs another grant type');
   const responseTypes = stringList(m, 'response_types', 5) ?? (grants.has('authorization_code') ? ['code'] : []);
-  for (const r of responseTypes) if (r !== 'code') throw metadataError(`response type "${r.slice(0, 60)}" is not supported (code only)`);
+  for (const r of responseTypes)
+    if (r !== 'code') throw metadataError(`response type "${r.slice(0, 60)}" is not supported (code only)`);
   // RFC 7591 §2.1: grant types and response types must agree.
   if (responseTypes.includes('code') !== grants.has('authorization_code'))
     throw metadataError('response_types "code" and grant_types "authorization_code" go together');
 
   const method = optionalEnum(m, 'token_endpoint_auth_method', policy.allowedAuthMethods) ?? 'client_secret_basic';
-  if (!policy.allowedAuthMethods.includes(method)) throw metadataError(`token_endpoint_auth_method "${method}" is not allowed`);
-  if (method === 'none' && grants.has('client_credentials')) throw metadataError('client_credentials needs a confidential client');
+  if (!policy.allowedAuthMethods.includes(method))
+    throw metadataError(`token_endpoint_auth_method "${method}" is not allowed`);
+  if (method === 'none' && grants.has('client_credentials'))
+    throw metadataError('client_credentials needs a confidential client');
 
   const redirectUris = uriList(m, 'redirect_uris', redirectError, (u) => checkRedirectUri(u, applicationType)) ?? [];
-  if (grants.has('authorization_code') && redirectUris.length === 0) throw redirectError('redirect_uris are required for authorization_code');
-  const postLogoutRedirectUris = uriList(m, 'post_logout_redirect_uris', metadataError, (u) => checkRedirectUri(u, applicationType)) ?? [];
+  if (grants.has('authorization_code') && redirectUris.length === 0)
+    throw redirectError('redirect_uris are required for authorization_code');
+  const postLogoutRedirectUris =
+    uriList(m, 'post_logout_redirect_uris', metadataError, (u) => checkRedirectUri(u, applicationType)) ?? [];
 
   /** Why a URI Sigil fetches, posts to or shows is refused: https only (loopback http in development). */
   const fetched = (name: string, value: string) => {
     const url = new URL(value);
-    if (!(url.protocol === 'https:' || (policy.loopbackHttp && url.protocol === 'http:' && LOOPBACK.test(url.hostname))))
+    if (
+      !(url.protocol === 'https:' || (policy.loopbackHttp && url.protocol === 'http:' && LOOPBACK.test(url.hostname)))
+    )
       return `${name} must be an https URL`;
-    return url.hash !== '' || url.username !== '' || url.password !== '' ? `${name} must have no fragment or user info` : undefined;
+    return url.hash !== '' || url.username !== '' || url.password !== ''
+      ? `${name} must have no fragment or user info`
+      : undefined;
   };
   const jwksUri = optionalUri(m, 'jwks_uri', fetched);
   const jwks = optionalJwks(m);
   if (jwks !== undefined && jwksUri !== undefined) throw metadataError('give either jwks or jwks_uri, not both');
-  if (method === 'private_key_jwt' && jwks === undefined && jwksUri === undefined) throw metadataError('private_key_jwt needs jwks or jwks_uri');
+  if (method === 'private_key_jwt' && jwks === undefined && jwksUri === undefined)
+    throw metadataError('private_key_jwt needs jwks or jwks_uri');
   const signingAlg = optionalEnum(m, 'token_endpoint_auth_signing_alg', ASYMMETRIC_ASSERTION_ALGORITHMS);
-  if (signingAlg !== undefined && method !== 'private_key_jwt') throw metadataError('token_endpoint_auth_signing_alg is for private_key_jwt');
+  if (signingAlg !== undefined && method !== 'private_key_jwt')
+    throw metadataError('token_endpoint_auth_signing_alg is for private_key_jwt');
 
   const scopeText = optionalString(m, 'scope', 1000);
-  const requested = scopeText === undefined ? policy.allowedScopes.filter((s) => s !== 'offline_access') : scopeText.split(' ').filter((s) => s !== '');
-  for (const s of requested) if (!policy.allowedScopes.includes(s)) throw metadataError(`scope "${s.slice(0, 60)}" is not allowed`);
-  if (requested.includes('offline_access') && !grants.has('refresh_token')) throw metadataError('offline_access needs the refresh_token grant type');
+  const requested =
+    scopeText === undefined
+      ? policy.allowedScopes.filter((s) => s !== 'offline_access')
+      : scopeText.split(' ').filter((s) => s !== '');
+  for (const s of requested)
+    if (!policy.allowedScopes.includes(s)) throw metadataError(`scope "${s.slice(0, 60)}" is not allowed`);
+  if (requested.includes('offline_access') && !grants.has('refresh_token'))
+    throw metadataError('offline_access needs the refresh_token grant type');
   const scopes = [...new Set(grants.has('refresh_token') ? [...requested, 'offline_access'] : requested)];
 
   const subjectType = optionalEnum(m, 'subject_type', ['public', 'pairwise']) ?? 'public';
   if (subjectType === 'pairwise') throw metadataError('subject_type "pairwise" is not supported (public only)');
   const idTokenAlg = optionalString(m, 'id_token_signed_response_alg', 20) ?? policy.idTokenAlg;
-  if (idTokenAlg !== policy.idTokenAlg) throw metadataError(`id_token_signed_response_alg must be ${policy.idTokenAlg}`);
+  if (idTokenAlg !== policy.idTokenAlg)
+    throw metadataError(`id_token_signed_response_alg must be ${policy.idTokenAlg}`);
   const sectorIdentifierUri = optionalUri(m, 'sector_identifier_uri', fetched);
-  const requestUris = uriList(m, 'request_uris', metadataError, (u) => (new URL(u).protocol === 'https:' ? undefined : 'request_uris must be https URLs'));
+  const requestUris = uriList(m, 'request_uris', metadataError, (u) =>
+    new URL(u).protocol === 'https:' ? undefined : 'request_uris must be https URLs',
+  );
   const backchannel = optionalUri(m, 'backchannel_logout_uri', fetched);
   const frontchannel = optionalUri(m, 'frontchannel_logout_uri', fetched);
   const contacts = stringList(m, 'contacts', MAX_LIST_LENGTH, 254);
@@ -178,7 +201,8 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
 
   const client: Record<string, unknown> = {
     ...(metadata.client_name !== undefined ? { clientName: metadata.client_name } : {}),
-    // Shown on the consent page; the client schema's rule for them (https, no fragment) holds, as `fetched` is stricter.
+    // Shown on the consent page; the client schema's rule for them (https, no fragment) holds, as `fetched`
+    // is stricter.
     ...(metadata.logo_uri !== undefined ? { logoUri: metadata.logo_uri } : {}),
     ...(metadata.client_uri !== undefined ? { clientUri: metadata.client_uri } : {}),
     ...(metadata.policy_uri !== undefined ? { policyUri: metadata.policy_uri } : {}),
@@ -206,7 +230,12 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     // Its URLs are the registrant's choice (with open registration, anyone's): fetched under the SSRF guard.
     registeredDynamically: true,
   };
-  return { metadata, client, needsSecret: method !== 'none' && method !== 'private_key_jwt', ...(sectorIdentifierUri ? { sectorIdentifierUri } : {}) };
+  return {
+    metadata,
+    client,
+    needsSecret: method !== 'none' && method !== 'private_key_jwt',
+    ...(sectorIdentifierUri ? { sectorIdentifierUri } : {}),
+  };
 }
 
 /**
@@ -222,7 +251,8 @@ export function checkRedirectUri(uri: string, applicationType: 'web' | 'native')
 function optionalString(m: Record<string, unknown>, name: string, max: number): string | undefined {
   const v = m[name];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v.length > max) throw metadataError(`${name} must be a string of at most ${max} characters`);
+  if (typeof v !== 'string' || v.length > max)
+    throw metadataError(`${name} must be a string of at most ${max} characters`);
   return v;
 }
 
@@ -240,10 +270,19 @@ function optionalEnum<T extends string>(m: Record<string, unknown>, name: string
   return v as T;
 }
 
-function stringList(m: Record<string, unknown>, name: string, maxItems: number, maxLength = MAX_TEXT_LENGTH): string[] | undefined {
+function stringList(
+  m: Record<string, unknown>,
+  name: string,
+  maxItems: number,
+  maxLength = MAX_TEXT_LENGTH,
+): string[] | undefined {
   const v = m[name];
   if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v) || v.length > maxItems || !v.every((s) => typeof s === 'string' && s.length > 0 && s.length <= maxLength))
+  if (
+    !Array.isArray(v) ||
+    v.length > maxItems ||
+    !v.every((s) => typeof s === 'string' && s.length > 0 && s.length <= maxLength)
+  )
     throw metadataError(`${name} must be a list of at most ${maxItems} strings`);
   return [...new Set(v as string[])];
 }
@@ -256,7 +295,11 @@ function uriList(
 ): string[] | undefined {
   const v = m[name];
   if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v) || v.length > MAX_LIST_LENGTH || !v.every((s) => typeof s === 'string' && s.length <= MAX_URI_LENGTH))
+  if (
+    !Array.isArray(v) ||
+    v.length > MAX_LIST_LENGTH ||
+    !v.every((s) => typeof s === 'string' && s.length <= MAX_URI_LENGTH)
+  )
     throw error(`${name} must be a list of at most ${MAX_LIST_LENGTH} URIs of at most ${MAX_URI_LENGTH} characters`);
   for (const uri of v as string[]) {
     const why = URL.canParse(uri) ? rule(uri) : 'must be an absolute URI';
@@ -265,7 +308,11 @@ function uriList(
   return [...new Set(v as string[])];
 }
 
-function optionalUri(m: Record<string, unknown>, name: string, rule: (name: string, uri: string) => string | undefined): string | undefined {
+function optionalUri(
+  m: Record<string, unknown>,
+  name: string,
+  rule: (name: string, uri: string) => string | undefined,
+): string | undefined {
   const v = optionalString(m, name, MAX_URI_LENGTH);
   if (v === undefined) return undefined;
   if (!URL.canParse(v) || v.includes('#')) throw metadataError(`${name} must be an absolute URI without fragment`);
@@ -284,7 +331,8 @@ function optionalJwks(m: Record<string, unknown>): { keys: Record<string, unknow
     if (typeof k !== 'object' || k === null || Array.isArray(k) || typeof (k as { kty?: unknown }).kty !== 'string')
       throw metadataError('jwks: every key must be a JWK with kty');
     // RFC 7518 §6: private and symmetric members; the provider never holds a client's private key.
-    if (['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'].some((p) => p in k)) throw metadataError('jwks must hold public keys only');
+    if (['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'].some((p) => p in k))
+      throw metadataError('jwks must hold public keys only');
   }
   return { keys: keys as Record<string, unknown>[] };
 }

@@ -29,7 +29,10 @@ export function secretsAreLong(configured: readonly string[]): boolean {
 export interface ApiSecrets {
   digests: Buffer[];
   long: boolean;
-  /** Replaced secrets' digests, accepted until `expiresAt` (Unix seconds): a rotation's grace period (stored API resources). */
+  /**
+   * Replaced secrets' digests, accepted until `expiresAt` (Unix seconds): a rotation's grace period (stored
+   * API resources).
+   */
   retiring?: { digest: Buffer; expiresAt: number }[];
 }
 
@@ -37,11 +40,16 @@ export interface ApiSecrets {
  * An API resource's configured secrets (clear text or `sha256:`), ready for `authenticateApiResource`.
  * @param retiring secrets replaced by a rotation (`sha256:` digests) and when each stops working, Unix seconds
  */
-export function apiSecretsOf(configured: readonly string[], retiring: readonly { secret: string; expiresAt: number }[] = []): ApiSecrets {
+export function apiSecretsOf(
+  configured: readonly string[],
+  retiring: readonly { secret: string; expiresAt: number }[] = [],
+): ApiSecrets {
   return {
     digests: configured.map(secretDigest),
     long: secretsAreLong(configured),
-    ...(retiring.length > 0 ? { retiring: retiring.map((r) => ({ digest: secretDigest(r.secret), expiresAt: r.expiresAt })) } : {}),
+    ...(retiring.length > 0
+      ? { retiring: retiring.map((r) => ({ digest: secretDigest(r.secret), expiresAt: r.expiresAt })) }
+      : {}),
   };
 }
 
@@ -54,7 +62,10 @@ export interface Client extends ClientConfig {
   retiringSecrets: { digest: Buffer; expiresAt: number }[];
   /** Every secret is long (`secretsAreLong`): failures are counted per address only. */
   longSecrets: boolean;
-  /** Known by its Client ID Metadata Document (`clients/metadata-documents.ts`): its client_id is that document's URL. */
+  /**
+   * Known by its Client ID Metadata Document (`clients/metadata-documents.ts`): its client_id is that
+   * document's URL.
+   */
   metadataDocument?: boolean;
 }
 
@@ -74,7 +85,10 @@ export interface ClientDocuments {
 /** The clients of the config, by `client_id`, secrets hashed once. Disabled clients are absent. */
 export class ClientRegistry {
   private clients: Map<string, Client>;
-  /** Stored client ids removed within their tokens' lifetime → the removal's Unix seconds (`ClientStore.listClientRemovals`). */
+  /**
+   * Stored client ids removed within their tokens' lifetime → the removal's Unix seconds
+   * (`ClientStore.listClientRemovals`).
+   */
   private removals: ReadonlyMap<string, number> = new Map();
   private readonly configIds: ReadonlySet<string>;
   /** Grows whenever the set of clients changes; lets derived data (discovery, CORS) be cached. */
@@ -103,7 +117,10 @@ export class ClientRegistry {
             ...c,
             isPublic: !c.requireClientSecret,
             secretDigests: c.clientSecrets.map(secretDigest),
-            retiringSecrets: (c.retiringSecrets ?? []).map((r) => ({ digest: secretDigest(r.secret), expiresAt: r.expiresAt })),
+            retiringSecrets: (c.retiringSecrets ?? []).map((r) => ({
+              digest: secretDigest(r.secret),
+              expiresAt: r.expiresAt,
+            })),
             longSecrets: secretsAreLong(c.clientSecrets),
           },
         ]),
@@ -120,7 +137,9 @@ export class ClientRegistry {
     if (removals) this.removals = removals;
     const shadowed = stored.filter((c) => this.configIds.has(c.clientId)).map((c) => c.clientId);
     const next = ClientRegistry.index([...this.configs, ...stored.filter((c) => !this.configIds.has(c.clientId))]);
-    const changed = next.size !== this.clients.size || [...next].some(([id, c]) => JSON.stringify(c) !== JSON.stringify(this.clients.get(id)));
+    const changed =
+      next.size !== this.clients.size ||
+      [...next].some(([id, c]) => JSON.stringify(c) !== JSON.stringify(this.clients.get(id)));
     if (changed) {
       this.clients = next;
       this.version += 1;
@@ -174,7 +193,8 @@ export class ClientRegistry {
    *   429 when the address has used up its fetches.
    */
   async resolve(clientId: string, address: string): Promise<Client | undefined> {
-    if (this.documents?.handles(clientId) && !this.clients.has(clientId)) return this.documents.resolve(clientId, address);
+    if (this.documents?.handles(clientId) && !this.clients.has(clientId))
+      return this.documents.resolve(clientId, address);
     return this.find(clientId);
   }
 

@@ -23,10 +23,15 @@ export type StoredClientConfig = ClientConfig & { retiringSecrets?: RetiringSecr
  * Splits a stored client's saved object into its config-file settings and the retiring secrets
  * kept beside them (the one field a stored client has that a config-file client has not).
  */
-export function splitStoredClient(raw: Record<string, unknown>): { config: Record<string, unknown>; retiringSecrets: RetiringSecret[] } {
+export function splitStoredClient(raw: Record<string, unknown>): {
+  config: Record<string, unknown>;
+  retiringSecrets: RetiringSecret[];
+} {
   const { retiringSecrets, ...config } = raw;
   const list = Array.isArray(retiringSecrets)
-    ? retiringSecrets.filter((r): r is RetiringSecret => typeof r?.secret === 'string' && typeof r?.expiresAt === 'number')
+    ? retiringSecrets.filter(
+        (r): r is RetiringSecret => typeof r?.secret === 'string' && typeof r?.expiresAt === 'number',
+      )
     : [];
   return { config, retiringSecrets: list };
 }
@@ -46,9 +51,15 @@ export async function loadStoredClients(
     const { config: raw, retiringSecrets } = splitStoredClient(saved);
     const parsed = clientSchema.safeParse(raw);
     if (!parsed.success)
-      log.warn({ clientId: raw.clientId, problems: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) }, 'stored client ignored: invalid');
+      log.warn(
+        { clientId: raw.clientId, problems: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`) },
+        'stored client ignored: invalid',
+      );
     else if (await isUserSubject(parsed.data.clientId))
-      log.warn({ clientId: parsed.data.clientId }, 'stored client ignored: its clientId is the subject of a user (RFC 9068 §5)');
+      log.warn(
+        { clientId: parsed.data.clientId },
+        'stored client ignored: its clientId is the subject of a user (RFC 9068 §5)',
+      );
     else out.push(retiringSecrets.length > 0 ? { ...parsed.data, retiringSecrets } : parsed.data);
   }
   return out;
@@ -62,7 +73,8 @@ export async function clientsNamingStoredUsers(clients: readonly ClientConfig[],
   const problems: string[] = [];
   for (const [i, c] of clients.entries()) {
     const user = await users.findUserBySubject(c.clientId);
-    if (user) problems.push(`clients[${i}].clientId: ${clientSubjectCollision(c.clientId, `stored user "${user.username}"`)}`);
+    if (user)
+      problems.push(`clients[${i}].clientId: ${clientSubjectCollision(c.clientId, `stored user "${user.username}"`)}`);
   }
   return problems;
 }

@@ -21,8 +21,27 @@ import type { Infrastructure } from '../services.js';
 import type { SigilOptions } from './options.js';
 
 /** The store calls that get a span of their own when tracing is on: every grant-table and logout-store call. */
-const TRACED_GRANT_CALLS = ['put', 'putOnce', 'get', 'getRecent', 'consume', 'update', 'replaceData', 'save', 'revoke', 'revokeFamily'] as const satisfies readonly (keyof GrantStore)[];
-const TRACED_LOGOUT_CALLS = ['addParticipant', 'endSession', 'liveSessions', 'expiredSessions', 'claimDeliveries', 'finishDelivery', 'retryDelivery'] as const satisfies readonly (keyof LogoutStore)[];
+const TRACED_GRANT_CALLS = [
+  'put',
+  'putOnce',
+  'get',
+  'getRecent',
+  'consume',
+  'update',
+  'replaceData',
+  'save',
+  'revoke',
+  'revokeFamily',
+] as const satisfies readonly (keyof GrantStore)[];
+const TRACED_LOGOUT_CALLS = [
+  'addParticipant',
+  'endSession',
+  'liveSessions',
+  'expiredSessions',
+  'claimDeliveries',
+  'finishDelivery',
+  'retryDelivery',
+] as const satisfies readonly (keyof LogoutStore)[];
 
 /** The infrastructure group and what the composition root keeps of its making. */
 export interface BuiltInfrastructure {
@@ -46,8 +65,13 @@ export interface BuiltInfrastructure {
  * asynchronous destination at exit, so Sigil writes what is still buffered when it closes and,
  * should it die of an error, when the process exits. A SIGKILL may lose up to the last second.
  */
-function openLog(cfg: ResolvedConfig, options: SigilOptions): Pick<BuiltInfrastructure, 'flushLog'> & { log: Infrastructure['log'] } {
-  const destination = options.logger ? undefined : pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: 1000 });
+function openLog(
+  cfg: ResolvedConfig,
+  options: SigilOptions,
+): Pick<BuiltInfrastructure, 'flushLog'> & { log: Infrastructure['log'] } {
+  const destination = options.logger
+    ? undefined
+    : pino.destination({ dest: 1, sync: true, minLength: 4096, periodicFlush: 1000 });
   const log = options.logger ?? pino({ level: cfg.logLevel }, destination);
   const flushLog = () => {
     process.off('exit', flushLog);
@@ -89,7 +113,10 @@ export async function buildInfrastructure(cfg: ResolvedConfig, options: SigilOpt
   try {
     const collisions = await clientsNamingStoredUsers(cfg.clients, store.users);
     if (collisions.length > 0) throw new ConfigError(collisions);
-    const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms, { ...cfg.signingKeys, ...(options.dataKey ? { dataKey: options.dataKey } : {}) });
+    const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms, {
+      ...cfg.signingKeys,
+      ...(options.dataKey ? { dataKey: options.dataKey } : {}),
+    });
     domainMetrics.watch({
       outbox: () => store.logout.outbox(),
       liveInteractions: (now) => store.maintenance.liveInteractions(now),

@@ -23,6 +23,14 @@ export function buildMail(infra: Infrastructure, users: UserAdmin): BuiltMail {
   const { config: cfg, store, limiter, log } = infra;
   if (!cfg.email) return { mail: {}, mailer: undefined };
   const mailer = new Mailer(cfg.email, productName(cfg));
-  const email = new AccountEmail({ store, users, counters: limiter.counters, mailer, config: cfg.email, issuer: cfg.issuer, log });
+  const email = new AccountEmail({
+    store,
+    users,
+    counters: limiter.counters,
+    mailer,
+    config: cfg.email,
+    issuer: cfg.issuer,
+    log,
+  });
   return { mail: { email }, mailer };
 }

@@ -64,7 +64,11 @@ function userDirectories(infra: Infrastructure, options: SigilOptions): UserDire
  * Builds the user administration and the user directories it checks names against.
  * @throws ConfigError as `userDirectories`
  */
-export function buildUserManagement(infra: Infrastructure, protocol: Pick<ProtocolServices, 'logout'>, options: SigilOptions): UserManagement {
+export function buildUserManagement(
+  infra: Infrastructure,
+  protocol: Pick<ProtocolServices, 'logout'>,
+  options: SigilOptions,
+): UserManagement {
   const { config: cfg, store, log } = infra;
   const directories = userDirectories(infra, options);
   const sessionAdmin = new SessionAdmin(store, cfg, log, protocol.logout);
@@ -81,8 +85,18 @@ export function buildManagement(
 ): BuiltManagement {
   const { config: cfg, store, log, events, keys } = infra;
   const { resources, upstream, apiSecrets, clients, tokens, clientKeys } = protocol;
-  const checked = { config: cfg, raw: source.raw, overrides: source.overrides, extensionGrants: source.extensionGrants, log };
-  const resourceAdmin = new ResourceAdmin(store, { ...checked, live: { resources, upstream, apiSecrets }, ...(source.dataKey ? { dataKey: source.dataKey } : {}) });
+  const checked = {
+    config: cfg,
+    raw: source.raw,
+    overrides: source.overrides,
+    extensionGrants: source.extensionGrants,
+    log,
+  };
+  const resourceAdmin = new ResourceAdmin(store, {
+    ...checked,
+    live: { resources, upstream, apiSecrets },
+    ...(source.dataKey ? { dataKey: source.dataKey } : {}),
+  });
   const clientAdmin = new ClientAdmin(store, { ...checked, resources: resourceAdmin });
   const changes = new StoredChanges({ store, clients, clientAdmin, resourceAdmin, users: signIn.users });
   const registrations = new ClientRegistrations(store.registrations, {

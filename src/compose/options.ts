@@ -29,7 +29,10 @@ export interface SigilOptions {
    * wherever a user is looked up by subject. See `UserDirectory` for the guarantees they give.
    */
   userDirectories?: UserDirectory[];
-  /** Decides the user claims released in tokens and at userinfo, and whether a user is still active (`ProfileService`). */
+  /**
+   * Decides the user claims released in tokens and at userinfo, and whether a user is still active
+   * (`ProfileService`).
+   */
   profileService?: ProfileService;
   /** Redis for counters shared by several nodes (failure limits); default: `SIGIL_REDIS_URL`. */
   redisUrl?: string;

@@ -34,13 +34,27 @@ export interface BuiltProtocol {
  * Builds the protocol group over the infrastructure.
  * @throws Error when an extension grant reuses a registered grant type's name
  */
-export function buildProtocol(infra: Infrastructure, options: SigilOptions, tracing: Tracing | undefined): BuiltProtocol {
+export function buildProtocol(
+  infra: Infrastructure,
+  options: SigilOptions,
+  tracing: Tracing | undefined,
+): BuiltProtocol {
   const { config: cfg, store, keys, limiter, log } = infra;
-  const grantTypes = grantRegistry(options.resourceOwnerValidator ?? defaultResourceOwnerValidator, options.extensionGrants ?? []);
+  const grantTypes = grantRegistry(
+    options.resourceOwnerValidator ?? defaultResourceOwnerValidator,
+    options.extensionGrants ?? [],
+  );
   const resources = new Resources(cfg);
-  const documents = new ClientMetadataDocuments(cfg.clientIdMetadataDocuments, () => resources.allScopeNames(), limiter, cfg.pendingLimits.windowSeconds);
+  const documents = new ClientMetadataDocuments(
+    cfg.clientIdMetadataDocuments,
+    () => resources.allScopeNames(),
+    limiter,
+    cfg.pendingLimits.windowSeconds,
+  );
   if (documents.settings.enabled && documents.settings.allowLoopback)
-    log.warn('clientIdMetadataDocuments.allowLoopback is on: client metadata documents may be fetched from loopback addresses (development only)');
+    log.warn(
+      'clientIdMetadataDocuments.allowLoopback is on: client metadata documents may be fetched from loopback addresses (development only)',
+    );
   const clients = new ClientRegistry(cfg.clients, documents);
   const { deliverer, logout } = logoutServices(infra, clients);
   const upstream = new UpstreamProviders(cfg.identityProviders, cfg.issuer);
@@ -55,7 +69,11 @@ export function buildProtocol(infra: Infrastructure, options: SigilOptions, trac
     tokens: new TokenService(cfg.issuer, keys, store.records, resources, options.profileService),
     // One development switch (clientIdMetadataDocuments.allowLoopback) for every fetch of a caller-chosen URL.
     clientKeys: new ClientKeys(cfg.clientIdMetadataDocuments.allowLoopback),
-    dpop: new DPoPVerifier(infra.replay, new DPoPNonces(store.records.dpopNonces, cfg.dpop.nonceLifetimeSeconds), cfg.dpop),
+    dpop: new DPoPVerifier(
+      infra.replay,
+      new DPoPNonces(store.records.dpopNonces, cfg.dpop.nonceLifetimeSeconds),
+      cfg.dpop,
+    ),
     // Filled by the resource admin's reload (config-file and stored API resources).
     apiSecrets: new Map<string, ApiSecrets>(),
     logout,
@@ -68,14 +86,27 @@ export function buildProtocol(infra: Infrastructure, options: SigilOptions, trac
  * Logout and its deliverer. They refer to each other: the deliverer's sweep ends expired sessions
  * through the service, which sends through the deliverer.
  */
-function logoutServices(infra: Infrastructure, clients: ClientRegistry): { deliverer: LogoutDeliverer; logout: LogoutService } {
+function logoutServices(
+  infra: Infrastructure,
+  clients: ClientRegistry,
+): { deliverer: LogoutDeliverer; logout: LogoutService } {
   const { config: cfg, store, keys, log } = infra;
   const callerChosen = (clientId: string) => {
     const client = clients.get(clientId);
     return client === undefined || hasCallerChosenUrls(client);
   };
   const guard = { callerChosen, allowLoopback: cfg.clientIdMetadataDocuments.allowLoopback };
-  const deliverer: LogoutDeliverer = new LogoutDeliverer(store.logout, keys, cfg.issuer, log, cfg.backChannelLogout, guard, () => logout.endExpired());
-  const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) => deliverer.deliverNow(ids));
+  const deliverer: LogoutDeliverer = new LogoutDeliverer(
+    store.logout,
+    keys,
+    cfg.issuer,
+    log,
+    cfg.backChannelLogout,
+    guard,
+    () => logout.endExpired(),
+  );
+  const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) =>
+    deliverer.deliverNow(ids),
+  );
   return { deliverer, logout };
 }

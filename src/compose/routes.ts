@@ -7,7 +7,13 @@ import { CONSOLE_PATH } from '../config/console-client.js';
 import { adminApiEndpoints } from '../endpoints/admin-api.js';
 import { AUTHORIZE_PATH, authorizeEndpoint } from '../endpoints/authorize.js';
 import { DEVICE_AUTHORIZATION_PATH, deviceAuthorizationEndpoint } from '../endpoints/device-authorization.js';
-import { DISCOVERY_PATH, discoveryEndpoints, JWKS_PATH, METADATA_PATH, pathInsertedMetadataEndpoint } from '../endpoints/discovery.js';
+import {
+  DISCOVERY_PATH,
+  discoveryEndpoints,
+  JWKS_PATH,
+  METADATA_PATH,
+  pathInsertedMetadataEndpoint,
+} from '../endpoints/discovery.js';
 import { END_SESSION_PATH, endSessionEndpoint } from '../endpoints/end-session.js';
 import { healthEndpoints } from '../endpoints/health.js';
 import { INTROSPECTION_PATH, introspectionEndpoint } from '../endpoints/introspection.js';
@@ -31,24 +37,66 @@ import { emailPages } from '../ui/email-pages.js';
 import { federationRoutes } from '../ui/federation.js';
 import { passkeyPages } from '../ui/passkeys.js';
 
-/** Builds the route table over `services`; `grantTypes` is the token endpoint's registry. */
-export function routeTable(services: Services, grantTypes: GrantRegistry): RouteTable {
-  const s = services;
-  const endpoints: RouteRegistration[] = [
-    // JSON APIs of clients and resource servers.
-    { kind: 'api', cors: [TOKEN_PATH], metadata: { token_endpoint: TOKEN_PATH }, register: (app) => tokenEndpoint(app, s, grantTypes) },
-    { kind: 'api', metadata: { pushed_authorization_request_endpoint: PAR_PATH }, register: (app) => pushedAuthorizationEndpoint(app, s) },
-    { kind: 'api', cors: [USERINFO_PATH], metadata: { userinfo_endpoint: USERINFO_PATH }, register: (app) => userinfoEndpoint(app, s) },
-    { kind: 'api', metadata: { introspection_endpoint: INTROSPECTION_PATH }, register: (app) => introspectionEndpoint(app, s) },
-    { kind: 'api', cors: [REVOCATION_PATH], metadata: { revocation_endpoint: REVOCATION_PATH }, register: (app) => revocationEndpoint(app, s) },
-    { kind: 'api', metadata: { device_authorization_endpoint: DEVICE_AUTHORIZATION_PATH }, register: (app) => deviceAuthorizationEndpoint(app, s) },
+/** The JSON APIs of clients and resource servers, and the management APIs. */
+function apiRoutes(s: Services, grantTypes: GrantRegistry): RouteRegistration[] {
+  return [
+    {
+      kind: 'api',
+      cors: [TOKEN_PATH],
+      metadata: { token_endpoint: TOKEN_PATH },
+      register: (app) => tokenEndpoint(app, s, grantTypes),
+    },
+    {
+      kind: 'api',
+      metadata: { pushed_authorization_request_endpoint: PAR_PATH },
+      register: (app) => pushedAuthorizationEndpoint(app, s),
+    },
+    {
+      kind: 'api',
+      cors: [USERINFO_PATH],
+      metadata: { userinfo_endpoint: USERINFO_PATH },
+      register: (app) => userinfoEndpoint(app, s),
+    },
+    {
+      kind: 'api',
+      metadata: { introspection_endpoint: INTROSPECTION_PATH },
+      register: (app) => introspectionEndpoint(app, s),
+    },
+    {
+      kind: 'api',
+      cors: [REVOCATION_PATH],
+      metadata: { revocation_endpoint: REVOCATION_PATH },
+      register: (app) => revocationEndpoint(app, s),
+    },
+    {
+      kind: 'api',
+      metadata: { device_authorization_endpoint: DEVICE_AUTHORIZATION_PATH },
+      register: (app) => deviceAuthorizationEndpoint(app, s),
+    },
     // RFC 7591 §3, RFC 8414 §2: advertised only where registration is served.
-    { kind: 'api', metadata: s.config.registration.enabled ? { registration_endpoint: REGISTRATION_PATH } : {}, register: (app) => registrationEndpoint(app, s) },
+    {
+      kind: 'api',
+      metadata: s.config.registration.enabled ? { registration_endpoint: REGISTRATION_PATH } : {},
+      register: (app) => registrationEndpoint(app, s),
+    },
     { kind: 'api', register: (app) => scimEndpoints(app, s) }, // SCIM 2.0 at /scim/v2 (RFC 7644)
     { kind: 'api', register: (app) => adminApiEndpoints(app, s) },
-    // Browser endpoints and pages.
-    { kind: 'page', metadata: { authorization_endpoint: AUTHORIZE_PATH }, register: (app) => authorizeEndpoint(app, s) },
-    { kind: 'page', metadata: { end_session_endpoint: END_SESSION_PATH }, register: (app) => endSessionEndpoint(app, s) },
+  ];
+}
+
+/** The browser endpoints and the pages. */
+function pageRoutes(s: Services): RouteRegistration[] {
+  return [
+    {
+      kind: 'page',
+      metadata: { authorization_endpoint: AUTHORIZE_PATH },
+      register: (app) => authorizeEndpoint(app, s),
+    },
+    {
+      kind: 'page',
+      metadata: { end_session_endpoint: END_SESSION_PATH },
+      register: (app) => endSessionEndpoint(app, s),
+    },
     { kind: 'page', register: (app) => accountPages(app, s) },
     { kind: 'page', register: (app) => accountMfaPages(app, s) },
     { kind: 'page', register: (app) => accountSelfServicePages(app, s) },
@@ -61,10 +109,19 @@ export function routeTable(services: Services, grantTypes: GrantRegistry): Route
     {
       kind: 'page',
       register: (app) =>
-        adminConsole(app, s, { check: async (request, token) => callerWithScope(await checkAccessToken(s, request, token, 'Bearer', CONSOLE_PATH), ['sigil:admin']) }),
+        adminConsole(app, s, {
+          check: async (request, token) =>
+            callerWithScope(await checkAccessToken(s, request, token, 'Bearer', CONSOLE_PATH), ['sigil:admin']),
+        }),
     },
     { kind: 'page', register: (app) => healthEndpoints(app, s) },
   ];
+}
+
+/** Builds the route table over `services`; `grantTypes` is the token endpoint's registry. */
+export function routeTable(services: Services, grantTypes: GrantRegistry): RouteTable {
+  const s = services;
+  const endpoints = [...apiRoutes(s, grantTypes), ...pageRoutes(s)];
   const fields = Object.assign({}, ...endpoints.map((e) => e.metadata ?? {})) as Record<string, string>;
   const names = grantTypes.names();
   const discovery: RouteRegistration = {

@@ -34,24 +34,68 @@ export async function buildSignIn(
   const { config: cfg, store, keys, limiter, events, log } = infra;
   const { clients, logout, upstream, interactions } = protocol;
   const profile = options.profileService;
-  const users = await UserService.create(cfg.users, store.users, { directories, isActive: profile?.isActive?.bind(profile), emails: store.emails, log });
+  const users = await UserService.create(cfg.users, store.users, {
+    directories,
+    isActive: profile?.isActive?.bind(profile),
+    emails: store.emails,
+    log,
+  });
   // WebAuthn credentials count as second factors while WebAuthn is on (FACTOR_KINDS).
-  const mfa = new MfaService(store.factors, store.records, cfg.mfa, options.dataKey, cfg.webauthn.enabled ? store.webauthn : undefined);
-  const webauthn = new WebAuthnService(store, relyingPartyOf(cfg.issuer, cfg.webauthn.rpName), cfg.webauthn.challengeLifetime);
+  const mfa = new MfaService(
+    store.factors,
+    store.records,
+    cfg.mfa,
+    options.dataKey,
+    cfg.webauthn.enabled ? store.webauthn : undefined,
+  );
+  const webauthn = new WebAuthnService(
+    store,
+    relyingPartyOf(cfg.issuer, cfg.webauthn.rpName),
+    cfg.webauthn.challengeLifetime,
+  );
   // Browsers refuse an IP address as RP ID (WebAuthn L3 §5.1.3).
   if (cfg.webauthn.enabled && isIP(webauthn.rp.id.replace(/^\[|\]$/g, '')) !== 0)
-    log.warn({ rpId: webauthn.rp.id }, 'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost');
+    log.warn(
+      { rpId: webauthn.rp.id },
+      'webauthn is enabled but the issuer host is an IP address: browsers will refuse passkeys; use a domain name such as localhost',
+    );
   const signIn: SignInServices = {
     users,
     sessions: new SessionService(store.records.sessions, cfg.sessionLifetime, logout),
     knownBrowsers: new KnownBrowsers(keys, cfg.issuer, cfg.knownBrowserLifetime),
-    federation: new UpstreamSignIn({ upstream, states: store.records.federationStates, interactions, users: userAdmin, clients, log }),
+    federation: new UpstreamSignIn({
+      upstream,
+      states: store.records.federationStates,
+      interactions,
+      users: userAdmin,
+      clients,
+      log,
+    }),
     mfa,
     secondStep: new SecondStepService(mfa, users, clients, limiter, events),
     enrollment: new FactorEnrollment(mfa, users, limiter, events),
     webauthn,
-    passkeys: new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, events, cfg.webauthn),
-    account: new AccountService(users, store.users, store.records, logout, clients, limiter, events, cfg.account.editableClaims, userAdmin),
+    passkeys: new PasskeyCeremonies(
+      webauthn,
+      store.webauthn,
+      store.records.webauthnPending,
+      mfa,
+      users,
+      limiter,
+      events,
+      cfg.webauthn,
+    ),
+    account: new AccountService(
+      users,
+      store.users,
+      store.records,
+      logout,
+      clients,
+      limiter,
+      events,
+      cfg.account.editableClaims,
+      userAdmin,
+    ),
   };
   return signIn;
 }

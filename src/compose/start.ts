@@ -46,7 +46,11 @@ export interface StartedServices {
  *   anything is opened
  * @throws ConfigError naming each invalid field; Error when the prefix is not the issuer's path
  */
-async function resolve(config: unknown, options: SigilOptions, mountedAt: string | undefined): Promise<{ cfg: ResolvedConfig; options: SigilOptions }> {
+async function resolve(
+  config: unknown,
+  options: SigilOptions,
+  mountedAt: string | undefined,
+): Promise<{ cfg: ResolvedConfig; options: SigilOptions }> {
   // A client may list the extension grants registered here; any other unknown name is a typo.
   const extensionGrants = (options.extensionGrants ?? []).map((g) => g.grantType);
   const resolved = resolveConfig(config, options.overrides, { extensionGrants });
@@ -54,9 +58,18 @@ async function resolve(config: unknown, options: SigilOptions, mountedAt: string
   const cfg = { ...resolved, users: await withHashedPasswords(resolved.users) };
   const basePath = issuerPath(cfg.issuer);
   if (mountedAt !== undefined && mountedAt !== basePath)
-    throw new Error(`sigil: the plugin is registered at prefix '${mountedAt}' but the issuer ${cfg.issuer} has the path '${basePath}'; the prefix must be the issuer's path (OIDC Discovery §4)`);
+    throw new Error(
+      `sigil: the plugin is registered at prefix '${mountedAt}' but the issuer ${cfg.issuer} has the path '${basePath}'; the prefix must be the issuer's path (OIDC Discovery §4)`,
+    );
   const redisUrl = options.redisUrl ?? process.env.SIGIL_REDIS_URL;
-  return { cfg, options: { ...options, dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY), ...(redisUrl ? { redisUrl } : {}) } };
+  return {
+    cfg,
+    options: {
+      ...options,
+      dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY),
+      ...(redisUrl ? { redisUrl } : {}),
+    },
+  };
 }
 
 /**
@@ -65,7 +78,11 @@ async function resolve(config: unknown, options: SigilOptions, mountedAt: string
  * @throws ConfigError naming each invalid field, also a config client whose id is a stored
  *   user's subject (RFC 9068 §5); Error when the store cannot be opened
  */
-export async function startServices(config: unknown, given: SigilOptions, mountedAt?: string): Promise<StartedServices> {
+export async function startServices(
+  config: unknown,
+  given: SigilOptions,
+  mountedAt?: string,
+): Promise<StartedServices> {
   const { cfg, options } = await resolve(config, given, mountedAt);
   const built = await buildInfrastructure(cfg, options);
   const { infrastructure: infra, tracing } = built;
@@ -128,17 +145,31 @@ async function startBackground(services: Services, changes: StoredChanges): Prom
   // failed flush of the audit events (kept for the next flush) is logged and does not hold the
   // reloads back.
   const pollChanges = async () => {
-    const flushed = audit.flush().catch((err: unknown) => log.error({ err }, 'storing the audit events failed; they are kept for the next attempt'));
+    const flushed = audit
+      .flush()
+      .catch((err: unknown) =>
+        log.error({ err }, 'storing the audit events failed; they are kept for the next attempt'),
+      );
     await changes.check();
     await flushed;
   };
   // Unused dynamic clients go at each reload (an indexed query; conditional deletes, so nodes may race).
   const removeUnusedClients = async () => void (await registrations.removeUnused());
   const housekeeping = startHousekeeping(
-    [() => keys.refresh(), () => changes.reloadResources(), () => changes.reloadClients(), removeUnusedClients, async () => void (await audit.prune())],
+    [
+      () => keys.refresh(),
+      () => changes.reloadResources(),
+      () => changes.reloadClients(),
+      removeUnusedClients,
+      async () => void (await audit.prune()),
+    ],
     store.maintenance,
     log,
-    { keyReloadSeconds: cfg.signingKeys.reloadSeconds, cleanupIntervalSeconds: cfg.cleanup.intervalSeconds, batchSize: cfg.cleanup.batchSize },
+    {
+      keyReloadSeconds: cfg.signingKeys.reloadSeconds,
+      cleanupIntervalSeconds: cfg.cleanup.intervalSeconds,
+      batchSize: cfg.cleanup.batchSize,
+    },
     pollChanges,
   );
   return async () => {

@@ -13,7 +13,10 @@ export const CONSOLE_CLIENT_ID = 'sigil-console';
 export const CONSOLE_PATH = '/admin';
 /** The console's redirect URI's path, below the issuer's path. */
 export const CONSOLE_CALLBACK_PATH = `${CONSOLE_PATH}/callback`;
-/** The console's access token lifetime, seconds: after it, the admin signs in again (their session usually makes that a redirect). */
+/**
+ * The console's access token lifetime, seconds: after it, the admin signs in again (their session usually
+ * makes that a redirect).
+ */
 export const CONSOLE_TOKEN_LIFETIME = 900;
 
 /**

@@ -66,7 +66,9 @@ export function readConfigFile(path: string): unknown {
   const ext = extname(path).toLowerCase();
   try {
     // The YAML parser is loaded only for a YAML file, so a JSON config starts faster.
-    return ext === '.yaml' || ext === '.yml' ? (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text) : JSON.parse(text);
+    return ext === '.yaml' || ext === '.yml'
+      ? (createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text)
+      : JSON.parse(text);
   } catch (err) {
     throw new ConfigError([`cannot parse ${path}: ${(err as Error).message.split('\n')[0]}`]);
   }
@@ -80,7 +82,11 @@ export function readConfigFile(path: string): unknown {
  * @throws ConfigError listing every invalid field as `path: reason`; a value taken from a reference
  *   never appears in it.
  */
-export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}, options: ResolveOptions = {}): ResolvedConfig {
+export function resolveConfig(
+  raw: unknown,
+  overrides: ConfigOverrides = {},
+  options: ResolveOptions = {},
+): ResolvedConfig {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
     throw new ConfigError(['(root): expected an object']);
   const references = resolveReferences(raw, options.env ?? process.env);
@@ -109,12 +115,24 @@ export function resolveConfig(raw: unknown, overrides: ConfigOverrides = {}, opt
   // Access tokens for no API name `<issuer>/resources` (TokenService.accessToken): an API resource
   // of that name would see, at introspection, every client's tokens for Sigil's own userinfo.
   const ownAudience = cfg.apiResources.findIndex((r) => r.name === `${issuer}/resources`);
-  if (ownAudience >= 0) throw new ConfigError([`${formatPath(['apiResources', ownAudience, 'name'])}: "${issuer}/resources" is the audience of access tokens for Sigil's own userinfo endpoint and cannot be declared`]);
+  if (ownAudience >= 0)
+    throw new ConfigError([
+      `${formatPath(['apiResources', ownAudience, 'name'])}: "${issuer}/resources" is the audience of access tokens for Sigil's own userinfo endpoint and cannot be declared`,
+    ]);
   if (!cfg.admin.console) return { ...cfg, issuer, port, host: cfg.host ?? DEFAULT_HOST };
   // The web console's built-in client joins the config file's clients (read-only like them).
   const taken = cfg.clients.findIndex((c) => c.clientId === CONSOLE_CLIENT_ID);
-  if (taken >= 0) throw new ConfigError([`${formatPath(['clients', taken, 'clientId'])}: "${CONSOLE_CLIENT_ID}" is the web console's built-in client (admin.console false frees the id)`]);
-  const clients = [...cfg.clients, consoleClient(issuer, cfg.identityResources.some((r) => r.name === 'openid'))];
+  if (taken >= 0)
+    throw new ConfigError([
+      `${formatPath(['clients', taken, 'clientId'])}: "${CONSOLE_CLIENT_ID}" is the web console's built-in client (admin.console false frees the id)`,
+    ]);
+  const clients = [
+    ...cfg.clients,
+    consoleClient(
+      issuer,
+      cfg.identityResources.some((r) => r.name === 'openid'),
+    ),
+  ];
   return { ...cfg, clients, issuer, port, host: cfg.host ?? DEFAULT_HOST };
 }
 
@@ -144,7 +162,8 @@ export function overridesFromEnv(env: NodeJS.ProcessEnv): ConfigOverrides {
  */
 export function parsePort(value: string, name: string): number {
   const n = Number(value);
-  if (!/^\d+$/.test(value) || n > 65535) throw new ConfigError([`${name}: not a port number: ${JSON.stringify(value)}`]);
+  if (!/^\d+$/.test(value) || n > 65535)
+    throw new ConfigError([`${name}: not a port number: ${JSON.stringify(value)}`]);
   return n;
 }
 
@@ -162,7 +181,9 @@ function unknownGrantTypes(clients: unknown, extensionGrants: readonly string[])
     return names.flatMap((name, j) => {
       if (typeof name !== 'string' || name === '' || known.has(name)) return [];
       const near = closest(name, known);
-      return [`${formatPath(['clients', i, 'allowedGrantTypes', j])}: unknown grant type "${name}"${near ? `; did you mean "${near}"?` : ' (neither built in nor a registered extension grant)'}`];
+      return [
+        `${formatPath(['clients', i, 'allowedGrantTypes', j])}: unknown grant type "${name}"${near ? `; did you mean "${near}"?` : ' (neither built in nor a registered extension grant)'}`,
+      ];
     });
   });
 }
@@ -190,7 +211,10 @@ export function containsReference(value: unknown): boolean {
  * @returns the data with the values in place, the values taken (to keep them out of messages),
  *   and a problem naming the field path for each unset variable or unreadable file.
  */
-function resolveReferences(raw: unknown, env: NodeJS.ProcessEnv): { value: unknown; secrets: string[]; problems: string[] } {
+function resolveReferences(
+  raw: unknown,
+  env: NodeJS.ProcessEnv,
+): { value: unknown; secrets: string[]; problems: string[] } {
   const secrets: string[] = [];
   const problems: string[] = [];
   const walk = (value: unknown, path: PropertyKey[]): unknown => {
@@ -207,7 +231,9 @@ function resolveReferences(raw: unknown, env: NodeJS.ProcessEnv): { value: unkno
         secrets.push(content);
         return content;
       } catch (err) {
-        problems.push(`${formatPath(path)}: cannot read file ${ref.name}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+        problems.push(
+          `${formatPath(path)}: cannot read file ${ref.name}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+        );
         return undefined;
       }
     }
@@ -236,7 +262,5 @@ function redact(message: string, secrets: string[]): string {
 
 function formatPath(path: PropertyKey[]): string {
   if (path.length === 0) return '(root)';
-  return path
-    .map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
-    .join('');
+  return path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('');
 }

@@ -23,7 +23,18 @@
 import { LOOPBACK } from './hosts.js';
 
 /** Schemes never accepted in a redirect URI (as `URL.protocol` spells them: lower case, with the colon). */
-export const DANGEROUS_REDIRECT_SCHEMES: readonly string[] = ['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:', 'filesystem:', 'ftp:', 'ws:', 'wss:'];
+export const DANGEROUS_REDIRECT_SCHEMES: readonly string[] = [
+  'javascript:',
+  'data:',
+  'vbscript:',
+  'file:',
+  'blob:',
+  'about:',
+  'filesystem:',
+  'ftp:',
+  'ws:',
+  'wss:',
+];
 
 /** What a redirect URI may be besides https and http on a loopback host. */
 export interface RedirectUriAllowance {
@@ -52,8 +63,12 @@ export function redirectUriProblem(uri: string, allowance: RedirectUriAllowance)
   if (url.username !== '' || url.password !== '') return 'must not carry user info';
   if (url.protocol === 'https:') return undefined;
   if (url.protocol === 'http:')
-    return allowance.httpOnAnyHost || LOOPBACK.test(url.hostname) ? undefined : 'http is allowed only on a loopback host (127.0.0.0/8, [::1], localhost) unless the client sets allowHttpRedirectUris';
+    return allowance.httpOnAnyHost || LOOPBACK.test(url.hostname)
+      ? undefined
+      : 'http is allowed only on a loopback host (127.0.0.0/8, [::1], localhost) unless the client sets allowHttpRedirectUris';
   if (!allowance.privateUseSchemes) return 'must use https, or http on a loopback host';
   // RFC 8252 §7.1: a private-use scheme is a reverse domain name of the client's, hence has a dot.
-  return url.protocol.slice(0, -1).includes('.') ? undefined : 'a private-use scheme must be a reverse domain name (com.example.app:/callback)';
+  return url.protocol.slice(0, -1).includes('.')
+    ? undefined
+    : 'a private-use scheme must be a reverse domain name (com.example.app:/callback)';
 }

@@ -13,8 +13,18 @@ export const REFERENCE_FILE = 'docs/configuration.md';
 const REFERENCE = {
   description: 'The value of an environment variable, or the content of a file (one trailing newline dropped)',
   oneOf: [
-    { type: 'object', properties: { $env: { type: 'string', minLength: 1 } }, required: ['$env'], additionalProperties: false },
-    { type: 'object', properties: { $file: { type: 'string', minLength: 1 } }, required: ['$file'], additionalProperties: false },
+    {
+      type: 'object',
+      properties: { $env: { type: 'string', minLength: 1 } },
+      required: ['$env'],
+      additionalProperties: false,
+    },
+    {
+      type: 'object',
+      properties: { $file: { type: 'string', minLength: 1 } },
+      required: ['$file'],
+      additionalProperties: false,
+    },
   ],
 };
 
@@ -37,7 +47,8 @@ export function configJsonSchema(): JsonSchema {
     override: ({ zodSchema, jsonSchema }) => {
       // zod leaves out the default of a field whose schema transforms (trustProxy, clients): add it.
       const def = zodSchema._zod.def;
-      if (def.type === 'default' && jsonSchema.default === undefined) jsonSchema.default = (def as z.core.$ZodDefaultDef).defaultValue;
+      if (def.type === 'default' && jsonSchema.default === undefined)
+        jsonSchema.default = (def as z.core.$ZodDefaultDef).defaultValue;
       if (jsonSchema.type !== 'string') return;
       const value: JsonSchema = {};
       for (const [key, v] of Object.entries(jsonSchema)) {
@@ -48,7 +59,11 @@ export function configJsonSchema(): JsonSchema {
       jsonSchema.anyOf = [value, { $ref: '#/$defs/reference' }];
     },
   }) as JsonSchema;
-  return { ...schema, title: 'Sigil configuration', $defs: { ...(schema.$defs as JsonSchema | undefined), reference: REFERENCE } };
+  return {
+    ...schema,
+    title: 'Sigil configuration',
+    $defs: { ...(schema.$defs as JsonSchema | undefined), reference: REFERENCE },
+  };
 }
 
 /** A field's schema without the reference alternative that every string has. */
@@ -70,9 +85,19 @@ function typeOf(raw: JsonSchema): string {
   }
   if (s.type === 'object') return s.properties ? 'object' : 'map';
   if (s.type === 'integer' || s.type === 'number') {
-    const min = (s.minimum as number | undefined) ?? (s.exclusiveMinimum !== undefined ? (s.exclusiveMinimum as number) + 1 : undefined);
-    const max = s.maximum !== undefined && (s.maximum as number) < Number.MAX_SAFE_INTEGER ? (s.maximum as number) : undefined;
-    const range = min !== undefined && max !== undefined ? ` (${min}–${max})` : min !== undefined ? ` (≥ ${min})` : max !== undefined ? ` (≤ ${max})` : '';
+    const min =
+      (s.minimum as number | undefined) ??
+      (s.exclusiveMinimum !== undefined ? (s.exclusiveMinimum as number) + 1 : undefined);
+    const max =
+      s.maximum !== undefined && (s.maximum as number) < Number.MAX_SAFE_INTEGER ? (s.maximum as number) : undefined;
+    const range =
+      min !== undefined && max !== undefined
+        ? ` (${min}–${max})`
+        : min !== undefined
+          ? ` (≥ ${min})`
+          : max !== undefined
+            ? ` (≤ ${max})`
+            : '';
     return `${String(s.type)}${range}`;
   }
   if (s.type === 'string' && typeof s.format === 'string') return `string (${s.format})`;
@@ -100,7 +125,8 @@ function rows(schema: JsonSchema, prefix: string): string[] {
   const required = new Set((schema.required as string[] | undefined) ?? []);
   return Object.entries(properties).flatMap(([name, field]) => {
     const path = `${prefix}${name}`;
-    const fallback = field.default !== undefined ? `\`${cell(JSON.stringify(field.default))}\`` : required.has(name) ? 'required' : '';
+    const fallback =
+      field.default !== undefined ? `\`${cell(JSON.stringify(field.default))}\`` : required.has(name) ? 'required' : '';
     const row = `| \`${path}\` | ${cell(typeOf(field))} | ${fallback} | ${cell(String(field.description ?? ''))} | ${cell(String(field.spec ?? ''))} |`;
     const inner = nested(field);
     return [row, ...(inner ? rows(inner.schema, `${path}${inner.suffix}`) : [])];

@@ -13,7 +13,8 @@ export function closest(name: string, known: Iterable<string>): string | undefin
   let best: { name: string; distance: number } | undefined;
   for (const candidate of known) {
     const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
-    if (distance <= 2 && distance < name.length / 2 && (best === undefined || distance < best.distance)) best = { name: candidate, distance };
+    if (distance <= 2 && distance < name.length / 2 && (best === undefined || distance < best.distance))
+      best = { name: candidate, distance };
   }
   return best?.name;
 }

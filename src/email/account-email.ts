@@ -43,7 +43,10 @@ export const MAIL_WINDOW_SECONDS = RESET_LINK_SECONDS;
 /** Most accounts one reset request mails (an address shared by accounts in several tenants). */
 const MAX_ACCOUNTS_PER_REQUEST = 5;
 /** The outcome of a new password through a reset link. */
-export type ResetOutcome = { ok: true; subjectId: string; username: string } | { ok: false; reason: 'invalid_link' } | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
+export type ResetOutcome =
+  | { ok: true; subjectId: string; username: string }
+  | { ok: false; reason: 'invalid_link' }
+  | { ok: false; reason: 'policy'; problems: PasswordProblem[] };
 
 /**
  * The outcome of a registration link confirmed with a password: `taken` when a config-file user or
@@ -88,10 +91,12 @@ export class AccountEmail {
    */
   async requestReset(identifier: string, lang: string): Promise<void> {
     const value = identifier.trim();
-    const byName = value.length <= MAX_USERNAME_LENGTH ? await this.deps.store.users.findUserByUsername(value, null) : undefined;
+    const byName =
+      value.length <= MAX_USERNAME_LENGTH ? await this.deps.store.users.findUserByUsername(value, null) : undefined;
     const subjects = new Set<string>(byName ? [byName.subjectId] : []);
     if (isEmailAddress(value))
-      for (const e of await this.deps.store.emails.findByValue(value)) if (e.isPrimary && e.verified) subjects.add(e.subjectId);
+      for (const e of await this.deps.store.emails.findByValue(value))
+        if (e.isPrimary && e.verified) subjects.add(e.subjectId);
     for (const subjectId of [...subjects].slice(0, MAX_ACCOUNTS_PER_REQUEST)) {
       const user = await this.deps.store.users.findUserBySubject(subjectId);
       const email = await this.deps.store.emails.primary(subjectId);
@@ -160,12 +165,24 @@ export class AccountEmail {
    */
   async register(email: string, lang: string): Promise<void> {
     if ((await this.addressTaken(email)) || (await this.heldElsewhere(email))) {
-      if (await this.capAllows(`address:${normalizeEmail(email)}`)) await this.deps.mailer.send({ to: email, kind: 'registered', lang, link: `${this.deps.issuer}/account/forgot` });
+      if (await this.capAllows(`address:${normalizeEmail(email)}`))
+        await this.deps.mailer.send({
+          to: email,
+          kind: 'registered',
+          lang,
+          link: `${this.deps.issuer}/account/forgot`,
+        });
       return;
     }
     if (!(await this.capAllows(`address:${normalizeEmail(email)}`))) return;
     const handle = newHandle();
-    await this.deps.store.records.emailLinks.issue(handle, null, { purpose: 'register', email }, nowSeconds(), CONFIRM_LINK_SECONDS);
+    await this.deps.store.records.emailLinks.issue(
+      handle,
+      null,
+      { purpose: 'register', email },
+      nowSeconds(),
+      CONFIRM_LINK_SECONDS,
+    );
     await this.deps.mailer.send({ to: email, kind: 'register', lang, link: this.linkUrl('register', handle) });
   }
 
@@ -200,7 +217,11 @@ export class AccountEmail {
       return { ok: false, reason: heldElsewhere ? 'taken' : 'invalid_link' };
     }
     if (!(await this.deps.store.records.emailLinks.consume(handle, now))) return { ok: false, reason: 'invalid_link' };
-    if (!(await this.deps.store.records.emailLinks.claimAddress(normalizeEmail(email), now)) || (await this.addressTaken(email))) return { ok: false, reason: 'invalid_link' };
+    if (
+      !(await this.deps.store.records.emailLinks.claimAddress(normalizeEmail(email), now)) ||
+      (await this.addressTaken(email))
+    )
+      return { ok: false, reason: 'invalid_link' };
     try {
       return { ok: true, subjectId: (await this.deps.users.commit(user)).subjectId };
     } catch (err) {
@@ -225,21 +246,45 @@ export class AccountEmail {
   }
 
   private async addressTaken(email: string): Promise<boolean> {
-    return (await this.deps.store.emails.findByValue(email)).length > 0 || (await this.deps.store.users.findUserByUsername(email, null)) !== undefined;
+    return (
+      (await this.deps.store.emails.findByValue(email)).length > 0 ||
+      (await this.deps.store.users.findUserByUsername(email, null)) !== undefined
+    );
   }
 
-  private async sendLink(kind: Extract<MailKind, 'reset' | 'verify'>, user: StoredUser, to: string, lang: string): Promise<void> {
+  private async sendLink(
+    kind: Extract<MailKind, 'reset' | 'verify'>,
+    user: StoredUser,
+    to: string,
+    lang: string,
+  ): Promise<void> {
     if (!(await this.capAllows(`account:${user.subjectId}`))) return;
     const handle = newHandle();
     const lifetime = kind === 'reset' ? RESET_LINK_SECONDS : CONFIRM_LINK_SECONDS;
-    await this.deps.store.records.emailLinks.issue(handle, user.subjectId, { purpose: kind, email: to }, nowSeconds(), lifetime);
-    await this.deps.mailer.send({ to, kind, lang, link: this.linkUrl(kind, handle), values: { username: user.username } });
+    await this.deps.store.records.emailLinks.issue(
+      handle,
+      user.subjectId,
+      { purpose: kind, email: to },
+      nowSeconds(),
+      lifetime,
+    );
+    await this.deps.mailer.send({
+      to,
+      kind,
+      lang,
+      link: this.linkUrl(kind, handle),
+      values: { username: user.username },
+    });
   }
 
   /** The per-account (or per-address) mail cap: false once `mailsPerAccount` mails went out in the window. */
   private async capAllows(key: string): Promise<boolean> {
     try {
-      await takeQuota(this.deps.counters, [{ key: `email:${key}`, limit: this.deps.config.mailsPerAccount }], MAIL_WINDOW_SECONDS);
+      await takeQuota(
+        this.deps.counters,
+        [{ key: `email:${key}`, limit: this.deps.config.mailsPerAccount }],
+        MAIL_WINDOW_SECONDS,
+      );
       return true;
     } catch (err) {
       // A full cap is a refusal (429); a counter store that cannot answer is an error, logged.
@@ -249,7 +294,8 @@ export class AccountEmail {
   }
 
   private linkUrl(purpose: EmailLinkPurpose, handle: string): string {
-    const path = purpose === 'reset' ? '/account/reset' : purpose === 'verify' ? '/account/verify' : '/account/register/confirm';
+    const path =
+      purpose === 'reset' ? '/account/reset' : purpose === 'verify' ? '/account/verify' : '/account/register/confirm';
     return `${this.deps.issuer}${path}?token=${encodeURIComponent(handle)}`;
   }
 }

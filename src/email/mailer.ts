@@ -63,7 +63,12 @@ export class Mailer {
   ) {
     // Bounded waits: a server that hangs must not hold background sends (and their sockets) for
     // nodemailer's default of minutes. The URL's own settings win over these.
-    this.transport = createTransport({ url: config.smtpUrl, connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 });
+    this.transport = createTransport({
+      url: config.smtpUrl,
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 30_000,
+    });
     this.html.loadTemplate('@mail', HTML);
     this.text.loadTemplate('@mail', TEXT);
   }

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { Services } from '../services.js';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import { AuditedChanges } from '../admin/audited-changes.js';
+import { DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin/clients.js';
 import type { Caller } from './protected-resource.js';
 
 /** The services the management API's operations use. */
@@ -60,7 +61,13 @@ export interface Route {
   response?: z.ZodType;
   /** Success is 201 Created (a POST that creates an item), not 200. */
   created?: boolean;
-  handle(ctx: AdminApiServices, caller: Caller, params: Params, body: unknown, request: FastifyRequest): Promise<Answer>;
+  handle(
+    ctx: AdminApiServices,
+    caller: Caller,
+    params: Params,
+    body: unknown,
+    request: FastifyRequest,
+  ): Promise<Answer>;
 }
 
 /** The audited changes (src/admin/audited-changes.ts) of one caller of the API. */
@@ -84,3 +91,16 @@ export function parsed<T extends z.ZodType>(schema: T, body: unknown): z.output<
 
 /** A PATCH without `If-Match` (RFC 6585 §3): answered 428. */
 export class PreconditionRequired extends Error {}
+
+/** The body of a secret rotation (clients and API resources). */
+export const rotateSecretBody = z.strictObject({
+  graceSeconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_SECRET_GRACE_SECONDS)
+    .default(DEFAULT_SECRET_GRACE_SECONDS)
+    .meta({
+      description: `How long the replaced secret keeps working, seconds (0 ends it now; default ${DEFAULT_SECRET_GRACE_SECONDS}, at most ${MAX_SECRET_GRACE_SECONDS})`,
+    }),
+});

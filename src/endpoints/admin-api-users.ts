@@ -75,13 +75,9 @@ const userCreate = z.strictObject({
 });
 const userPatch = z
   .strictObject({
-    claims: z
-      .record(z.string(), z.unknown())
-      .nullable()
-      .optional()
-      .meta({
-        description: 'Merged into the claims (RFC 7396: a null member removes that claim); null removes every claim',
-      }),
+    claims: z.record(z.string(), z.unknown()).nullable().optional().meta({
+      description: 'Merged into the claims (RFC 7396: a null member removes that claim); null removes every claim',
+    }),
     email: text("A new primary address; null removes the user's addresses").nullable().optional(),
     emailVerified: z
       .boolean()
@@ -121,7 +117,10 @@ function userAnswer(view: UserView, status = 200): Answer {
   return { status, etag, body };
 }
 
-/** The change a merge patch of the user `before` asks for. @throws AdminError `invalid` for `emailVerified` without an address. */
+/**
+ * The change a merge patch of the user `before` asks for. @throws AdminError `invalid` for `emailVerified`
+ * without an address.
+ */
 function changeOf(before: UserView, patch: z.output<typeof userPatch>): UserChange {
   const claims =
     patch.claims === undefined ? undefined : patch.claims === null ? {} : applyMergePatch(before.claims, patch.claims);

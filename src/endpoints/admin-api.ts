@@ -21,9 +21,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
-import { type ClientView, DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin/clients.js';
-import { apiResource, apiScope, clientSchema, identityProvider, identityResource } from '../config/schema.js';
-import { type ManagedKind, MAX_RESOURCE_NAME, type ResourceView } from '../admin/resources.js';
+import type { ClientView } from '../admin/clients.js';
+import { clientSchema } from '../config/schema.js';
 import { MAX_PAGE_SIZE } from '../admin/audit.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
@@ -42,7 +41,9 @@ import {
   parsed,
   PreconditionRequired,
   type Route,
+  rotateSecretBody,
 } from './admin-api-kit.js';
+import { RESOURCE_ROUTES } from './admin-api-resources.js';
 import { USER_ROUTES } from './admin-api-users.js';
 import type { ProtectedResourceEndpointServices } from './protected-resource.js';
 
@@ -54,21 +55,22 @@ const UNREADABLE = Symbol('unreadable JSON');
 /** A body of another media type: answered 415 by the route. */
 const WRONG_TYPE = Symbol('not JSON');
 
-const rotateSecretBody = z.strictObject({
-  graceSeconds: z
-    .number()
-    .int()
-    .min(0)
-    .max(MAX_SECRET_GRACE_SECONDS)
-    .default(DEFAULT_SECRET_GRACE_SECONDS)
-    .meta({ description: `How long the replaced secret keeps working, seconds (0 ends it now; default ${DEFAULT_SECRET_GRACE_SECONDS}, at most ${MAX_SECRET_GRACE_SECONDS})` }),
+const rotateKeysBody = z.strictObject({
+  alg: z.string().min(1).max(10).optional().meta({ description: 'One of signingAlgorithms; all of them when absent' }),
 });
-const rotateKeysBody = z.strictObject({ alg: z.string().min(1).max(10).optional().meta({ description: 'One of signingAlgorithms; all of them when absent' }) });
 const kid = name(200);
-/** A client's settings as the config file's `clients` take them (the schema the service validates with); `clientSecrets` is refused, Sigil generates the secret. */
+/**
+ * A client's settings as the config file's `clients` take them (the schema the service validates with);
+ * `clientSecrets` is refused, Sigil generates the secret.
+ */
 const clientCreate = clientSchema;
-/** A JSON Merge Patch of a client's settings: any member of a client but `clientId` and `clientSecrets`, `null` removes one. */
-const clientPatch = z.record(z.string(), z.unknown()).meta({ description: 'A JSON Merge Patch (RFC 7396) of the client settings; clientId and clientSecrets cannot change' });
+/**
+ * A JSON Merge Patch of a client's settings: any member of a client but `clientId` and `clientSecrets`,
+ * `null` removes one.
+ */
+const clientPatch = z.record(z.string(), z.unknown()).meta({
+  description: 'A JSON Merge Patch (RFC 7396) of the client settings; clientId and clientSecrets cannot change',
+});
 const clientOut = z.object({
   client: z.record(z.string(), z.unknown()),
   source: z.enum(['config', 'store']),
@@ -83,7 +85,13 @@ const eventsQuery = z.strictObject({
   client_id: name(255).optional(),
   subject: name(255).optional().meta({ description: 'The subject (sub) the event is about' }),
   cursor: name(100).optional().meta({ description: 'The next of the previous page' }),
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(50).meta({ description: `Events per page, 1 to ${MAX_PAGE_SIZE}` }),
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_PAGE_SIZE)
+    .default(50)
+    .meta({ description: `Events per page, 1 to ${MAX_PAGE_SIZE}` }),
 });
 const problem = z.object({
   type: z.string(),
@@ -98,110 +106,16 @@ function clientAnswer(view: ClientView, status = 200, secret?: string): Answer {
   return { status, etag, body: { ...rest, ...(secret === undefined ? {} : { secret }) } };
 }
 
-/**
- * The kinds of resources managed at run time (`ResourceAdmin`): their paths, the member naming
- * one in answers, and the config file's entry schema (the service checks with it, and more).
- */
-const RESOURCE_KINDS: { kind: ManagedKind; path: string; member: string; plural: string; label: string; schema: z.ZodObject }[] = [
-  { kind: 'identity_resource', path: '/identity-resources', member: 'identityResource', plural: 'identityResources', label: 'identity resource (OIDC Core §5.4)', schema: identityResource },
-  { kind: 'api_scope', path: '/api-scopes', member: 'apiScope', plural: 'apiScopes', label: 'API scope', schema: apiScope },
-  // Sigil generates an API resource's secret (`secrets` is refused).
-  { kind: 'api_resource', path: '/api-resources', member: 'apiResource', plural: 'apiResources', label: 'API resource (RFC 7662, RFC 8707)', schema: apiResource.omit({ secrets: true }) },
-  { kind: 'identity_provider', path: '/identity-providers', member: 'identityProvider', plural: 'identityProviders', label: 'upstream OpenID Connect provider', schema: identityProvider },
-];
-const resourceName = name(MAX_RESOURCE_NAME).meta({ description: 'The name' });
-
-/** The answer of one item: its settings under the kind's member, never a secret; the new secret when one was made. */
-function resourceAnswer(member: string, view: ResourceView, status = 200, secret?: string): Answer {
-  const { etag, settings, ...rest } = view;
-  return { status, etag, body: { [member]: settings, ...rest, ...(secret === undefined ? {} : { secret }) } };
-}
-
-/** List, create, read, change and delete routes of one kind of resource (and secret rotation for API resources). */
-function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof RESOURCE_KINDS)[number]): Route[] {
-  const out = z.object({
-    // As the config file's entry, never a secret (an upstream provider's clientSecret is write-only).
-    [member]: kind === 'identity_provider' ? schema.omit({ clientSecret: true }) : schema,
-    source: z.enum(['config', 'store', 'built-in']),
-    ...(kind === 'api_resource' ? { retiringSecretsExpireAt: z.array(z.number().int()) } : {}),
-  });
-  const withSecret = out.extend({ secret: z.string().optional().meta({ description: 'The new secret of the API resource (introspection): shown in this response only' }) });
-  const routes: Route[] = [
-    {
-      method: 'GET',
-      url: path,
-      summary: `Every ${label}: built-in, the config file's (read-only) and the stored ones`,
-      response: z.object({ [plural]: z.array(out) }),
-      handle: async (ctx) => ({ status: 200, body: { [plural]: (await ctx.management.resources.list(kind)).map((v) => resourceAnswer(member, v).body) } }),
-    },
-    {
-      method: 'POST',
-      url: path,
-      summary: `Create a stored ${label}${kind === 'api_resource' ? '; its secret is generated and shown in this response only' : ''}`,
-      created: true,
-      body: schema,
-      response: withSecret,
-      handle: async (ctx, caller, _p, body) => {
-        const { view, secret } = await changes(ctx, caller).createResource(kind, body);
-        return resourceAnswer(member, view, 201, secret);
-      },
-    },
-    {
-      method: 'GET',
-      url: `${path}/:name`,
-      summary: `One ${label}, never its secrets`,
-      params: { name: resourceName },
-      response: out,
-      handle: async (ctx, _c, p) => resourceAnswer(member, await ctx.management.resources.get(kind, p.name ?? '')),
-    },
-    {
-      method: 'PATCH',
-      url: `${path}/:name`,
-      summary: `Change a stored ${label} by a JSON Merge Patch (RFC 7396); If-Match is required`,
-      params: { name: resourceName },
-      body: z.record(z.string(), z.unknown()).meta({ description: `A JSON Merge Patch (RFC 7396) of the settings; name${kind === 'api_resource' ? ' and secrets' : ''} cannot change` }),
-      mediaType: MERGE_PATCH,
-      response: out,
-      handle: async (ctx, caller, p, body, request) => {
-        const etag = ifMatch(request);
-        if (etag === undefined) throw new PreconditionRequired();
-        return resourceAnswer(member, await changes(ctx, caller).updateResource(kind, p.name ?? '', body, etag));
-      },
-    },
-    {
-      method: 'DELETE',
-      url: `${path}/:name`,
-      summary: `Delete a stored ${label} that nothing uses any more`,
-      params: { name: resourceName },
-      handle: async (ctx, caller, p, _b, request) => {
-        await changes(ctx, caller).deleteResource(kind, p.name ?? '', ifMatch(request));
-        return { status: 204 };
-      },
-    },
-  ];
-  if (kind === 'api_resource')
-    routes.push({
-      method: 'POST',
-      url: `${path}/:name/secret`,
-      summary: 'Rotate a stored API resource\'s secret; the replaced one works at introspection for graceSeconds more',
-      params: { name: resourceName },
-      body: rotateSecretBody,
-      response: withSecret,
-      handle: async (ctx, caller, p, body, request) => {
-        const { graceSeconds } = parsed(rotateSecretBody, body);
-        const { view, secret } = await changes(ctx, caller).rotateResourceSecret(p.name ?? '', graceSeconds, ifMatch(request));
-        return resourceAnswer(member, view, 200, secret);
-      },
-    });
-  return routes;
-}
-
 const ROUTES: Route[] = [
   {
     method: 'GET',
     url: '/clients',
-    summary: 'Every client: the config file\'s (read-only) and the stored ones',
-    response: z.object({ clients: z.array(z.object({ clientId: z.string(), source: z.enum(['config', 'store']), allowedGrantTypes: z.array(z.string()) })) }),
+    summary: "Every client: the config file's (read-only) and the stored ones",
+    response: z.object({
+      clients: z.array(
+        z.object({ clientId: z.string(), source: z.enum(['config', 'store']), allowedGrantTypes: z.array(z.string()) }),
+      ),
+    }),
     handle: async (ctx) => ({ status: 200, body: { clients: await ctx.management.clients.list() } }),
   },
   {
@@ -251,13 +165,17 @@ const ROUTES: Route[] = [
   {
     method: 'POST',
     url: '/clients/:clientId/secret',
-    summary: 'Rotate a stored client\'s secret; the replaced one works for graceSeconds more',
+    summary: "Rotate a stored client's secret; the replaced one works for graceSeconds more",
     params: { clientId },
     body: rotateSecretBody,
     response: clientOut,
     handle: async (ctx, caller, p, body, request) => {
       const { graceSeconds } = parsed(rotateSecretBody, body);
-      const { view, secret } = await changes(ctx, caller).rotateClientSecret(p.clientId ?? '', graceSeconds, ifMatch(request));
+      const { view, secret } = await changes(ctx, caller).rotateClientSecret(
+        p.clientId ?? '',
+        graceSeconds,
+        ifMatch(request),
+      );
       return clientAnswer(view, 200, secret);
     },
   },
@@ -273,7 +191,9 @@ const ROUTES: Route[] = [
     url: '/keys/rotate',
     summary: 'Add successor signing keys (published now, signing after signingKeys.propagationSeconds)',
     body: rotateKeysBody,
-    response: z.object({ added: z.array(z.object({ kid: z.string(), alg: z.string(), activatesAt: z.number().int() })) }),
+    response: z.object({
+      added: z.array(z.object({ kid: z.string(), alg: z.string(), activatesAt: z.number().int() })),
+    }),
     handle: async (ctx, caller, _p, body) => {
       const { alg } = parsed(rotateKeysBody, body);
       return { status: 200, body: { added: await changes(ctx, caller).rotateKeys(alg) } };
@@ -294,7 +214,10 @@ const ROUTES: Route[] = [
     url: '/events',
     summary: 'Audit events, newest first, by time range, type, client or subject; a page at a time',
     query: eventsQuery,
-    response: z.object({ events: z.array(z.record(z.string(), z.unknown())), next: z.string().optional().meta({ description: 'The cursor of the next page; absent on the last' }) }),
+    response: z.object({
+      events: z.array(z.record(z.string(), z.unknown())),
+      next: z.string().optional().meta({ description: 'The cursor of the next page; absent on the last' }),
+    }),
     handle: async (ctx, _c, _p, _b, request) => {
       const q = parsed(eventsQuery, request.query);
       const page = await ctx.management.audit.query({
@@ -310,7 +233,7 @@ const ROUTES: Route[] = [
     },
   },
   ...USER_ROUTES,
-  ...RESOURCE_KINDS.flatMap(resourceRoutes),
+  ...RESOURCE_ROUTES,
 ];
 
 const STATUS: Record<AdminError['code'], { status: number; title: string }> = {
@@ -322,11 +245,23 @@ const STATUS: Record<AdminError['code'], { status: number; title: string }> = {
 };
 
 /** Sends an RFC 9457 problem detail. */
-function sendProblem(reply: FastifyReply, status: number, title: string, detail?: string, errors?: readonly FieldProblem[]): FastifyReply {
+function sendProblem(
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  detail?: string,
+  errors?: readonly FieldProblem[],
+): FastifyReply {
   return noStore(reply)
     .code(status)
     .type('application/problem+json')
-    .send({ type: 'about:blank', title, status, ...(detail ? { detail } : {}), ...(errors && errors.length > 0 ? { errors } : {}) });
+    .send({
+      type: 'about:blank',
+      title,
+      status,
+      ...(detail ? { detail } : {}),
+      ...(errors && errors.length > 0 ? { errors } : {}),
+    });
 }
 
 /** The route's path parameters, checked against its schemas; refused with 404 when one is out of bounds. */
@@ -339,11 +274,22 @@ function pathParams(route: Route, request: FastifyRequest): Params {
 
 /** The OpenAPI 3.1 document of the API, built from `ROUTES` and their zod schemas (draft 2020-12, as OAS 3.1 uses). */
 export function openApiDocument(ctx: AdminApiEndpointServices): Record<string, unknown> {
-  const json = (schema: z.ZodType, io: 'input' | 'output') => z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' });
+  const json = (schema: z.ZodType, io: 'input' | 'output') =>
+    z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' });
   const problemContent = { 'application/problem+json': { schema: json(problem, 'output') } };
   const paths: Record<string, Record<string, unknown>> = {
     [`${ADMIN_API_PATH}/openapi.json`]: {
-      get: { summary: 'This document', operationId: 'getOpenapiJson', security: [], responses: { '200': { description: 'The OpenAPI 3.1 document', content: { 'application/json': { schema: { type: 'object' } } } } } },
+      get: {
+        summary: 'This document',
+        operationId: 'getOpenapiJson',
+        security: [],
+        responses: {
+          '200': {
+            description: 'The OpenAPI 3.1 document',
+            content: { 'application/json': { schema: { type: 'object' } } },
+          },
+        },
+      },
     },
   };
   for (const route of ROUTES) {
@@ -356,15 +302,34 @@ export function openApiDocument(ctx: AdminApiEndpointServices): Record<string, u
       operationId: `${route.method.toLowerCase()}${route.url.replace(/[/:](\w)/g, (_m, c: string) => c.toUpperCase()).replace(/\W/g, '')}`,
       security: [{ bearer: [route.method === 'GET' ? 'sigil:admin:read' : 'sigil:admin'] }],
       parameters: [
-        ...Object.entries(route.params ?? {}).map(([name, schema]) => ({ name, in: 'path', required: true, schema: json(schema, 'input') })),
-        ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({ name, in: 'query', required: false, schema: json(schema as z.ZodType, 'input') })),
+        ...Object.entries(route.params ?? {}).map(([name, schema]) => ({
+          name,
+          in: 'path',
+          required: true,
+          schema: json(schema, 'input'),
+        })),
+        ...Object.entries(route.query?.shape ?? {}).map(([name, schema]) => ({
+          name,
+          in: 'query',
+          required: false,
+          schema: json(schema as z.ZodType, 'input'),
+        })),
         ...(route.method === 'PATCH' || route.method === 'DELETE' || route.url.endsWith('/secret')
           ? [{ name: 'If-Match', in: 'header', required: route.method === 'PATCH', schema: { type: 'string' } }]
           : []),
       ],
-      ...(route.body ? { requestBody: { required: route.method === 'PATCH', content: { [route.mediaType ?? 'application/json']: { schema: json(route.body, 'input') } } } } : {}),
+      ...(route.body
+        ? {
+            requestBody: {
+              required: route.method === 'PATCH',
+              content: { [route.mediaType ?? 'application/json']: { schema: json(route.body, 'input') } },
+            },
+          }
+        : {}),
       responses: {
-        [success]: route.response ? { description: 'Success', content: { 'application/json': { schema: json(route.response, 'output') } } } : { description: 'Success' },
+        [success]: route.response
+          ? { description: 'Success', content: { 'application/json': { schema: json(route.response, 'output') } } }
+          : { description: 'Success' },
         default: { description: 'An error (RFC 9457)', content: problemContent },
       },
     };
@@ -376,7 +341,18 @@ export function openApiDocument(ctx: AdminApiEndpointServices): Record<string, u
     servers: [{ url: ctx.issuer }],
     components: {
       securitySchemes: {
-        bearer: { type: 'oauth2', flows: { clientCredentials: { tokenUrl: `${ctx.issuer}/connect/token`, scopes: { 'sigil:admin': 'Everything under /admin/v1', 'sigil:admin:read': 'GET requests under /admin/v1' } } } },
+        bearer: {
+          type: 'oauth2',
+          flows: {
+            clientCredentials: {
+              tokenUrl: `${ctx.issuer}/connect/token`,
+              scopes: {
+                'sigil:admin': 'Everything under /admin/v1',
+                'sigil:admin:read': 'GET requests under /admin/v1',
+              },
+            },
+          },
+        },
       },
     },
     paths,
@@ -417,10 +393,21 @@ export async function adminApiEndpoints(app: FastifyInstance, ctx: AdminApiEndpo
         url,
         handler: async (request, reply) => {
           try {
-            const caller = await requireScope(ctx, request, request.url.split('?')[0]?.slice(ctx.basePath.length) ?? url, route.method === 'GET' ? ['sigil:admin', 'sigil:admin:read'] : ['sigil:admin']);
-            if (request.body === WRONG_TYPE || (route.body && request.body !== undefined && contentType(request) !== (route.mediaType ?? 'application/json')))
+            const caller = await requireScope(
+              ctx,
+              request,
+              request.url.split('?')[0]?.slice(ctx.basePath.length) ?? url,
+              route.method === 'GET' ? ['sigil:admin', 'sigil:admin:read'] : ['sigil:admin'],
+            );
+            if (
+              request.body === WRONG_TYPE ||
+              (route.body &&
+                request.body !== undefined &&
+                contentType(request) !== (route.mediaType ?? 'application/json'))
+            )
               return sendProblem(reply, 415, 'Unsupported media type', `send ${route.mediaType ?? 'application/json'}`);
-            if (request.body === UNREADABLE) return sendProblem(reply, 400, 'Bad request', 'the body is not JSON, or too long or deeply nested');
+            if (request.body === UNREADABLE)
+              return sendProblem(reply, 400, 'Bad request', 'the body is not JSON, or too long or deeply nested');
             const answer = await route.handle(ctx, caller, pathParams(route, request), request.body, request);
             noStore(reply).code(answer.status);
             if (answer.etag) reply.header('etag', answer.etag);
@@ -429,9 +416,21 @@ export async function adminApiEndpoints(app: FastifyInstance, ctx: AdminApiEndpo
             if (err instanceof OAuthError) return sendTokenError(reply, err);
             if (err instanceof AdminError) {
               const { status, title } = STATUS[err.code];
-              return sendProblem(reply, status, title, err.message, err.problems ?? (err.field ? [{ path: err.field, message: err.message }] : undefined));
+              return sendProblem(
+                reply,
+                status,
+                title,
+                err.message,
+                err.problems ?? (err.field ? [{ path: err.field, message: err.message }] : undefined),
+              );
             }
-            if (err instanceof PreconditionRequired) return sendProblem(reply, 428, 'Precondition required', 'send If-Match with the ETag of the version you change');
+            if (err instanceof PreconditionRequired)
+              return sendProblem(
+                reply,
+                428,
+                'Precondition required',
+                'send If-Match with the ETag of the version you change',
+              );
             throw err;
           }
         },

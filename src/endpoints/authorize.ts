@@ -37,11 +37,22 @@ import type { BrowserServices } from '../interaction/browser.js';
 export const AUTHORIZE_PATH = '/connect/authorize';
 
 /** The services this module uses. */
-export type AuthorizeEndpointServices = Pick<Services, 'basePath' | 'events' | 'interactions' | 'logout' | 'resources' | 'sessions' | 'store' | 'tokens' | 'users'> & AuthorizeValidationServices & BrowserServices & ErrorPageServices & FactsServices & InteractionsServices & ResponseDelivery;
+export type AuthorizeEndpointServices = Pick<
+  Services,
+  'basePath' | 'events' | 'interactions' | 'logout' | 'resources' | 'sessions' | 'store' | 'tokens' | 'users'
+> &
+  AuthorizeValidationServices &
+  BrowserServices &
+  ErrorPageServices &
+  FactsServices &
+  InteractionsServices &
+  ResponseDelivery;
 
 /** Registers `/connect/authorize` (GET, POST) and `/connect/authorize/resume` (GET). */
 export function authorizeEndpoint(app: FastifyInstance, ctx: AuthorizeEndpointServices): void {
-  browserEndpoint(app, ctx, AUTHORIZE_PATH, (request, reply, params) => authorize(ctx, request, reply, params, undefined));
+  browserEndpoint(app, ctx, AUTHORIZE_PATH, (request, reply, params) =>
+    authorize(ctx, request, reply, params, undefined),
+  );
 
   app.get('/connect/authorize/resume', async (request, reply) => {
     const id = (request.query as Record<string, unknown>).interaction;
@@ -65,13 +76,25 @@ async function authorize(
     req = await validateAuthorizeRequest(ctx, params, pending ? 'resume' : 'authorize', request.ip);
   } catch (err) {
     if (!(err instanceof AuthorizeError)) throw err;
-    ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', error: err.error.code, ...(err.error.description ? { errorDescription: err.error.description } : {}) });
+    ctx.events.emit({
+      name: 'token_issue_failed',
+      endpoint: 'authorize',
+      error: err.error.code,
+      ...(err.error.description ? { errorDescription: err.error.description } : {}),
+    });
     if (err.target) return sendErrorToClient(ctx, reply, err.target, err.error);
     // The request's ui_locales wherever it came from: the query, a POSTed form, a resumed request.
     // The way back: the home page of the client the request names, if it is registered. A quota
     // (client metadata document fetches) answers 429 with Retry-After; everything else 400.
     const lang = language(request, params.getAll('ui_locales')[0]);
-    return sendErrorPage(ctx, reply, err.error, lang, err.error.status === 429 ? 429 : 400, params.getAll('client_id')[0]);
+    return sendErrorPage(
+      ctx,
+      reply,
+      err.error,
+      lang,
+      err.error.status === 429 ? 429 : 400,
+      params.getAll('client_id')[0],
+    );
   }
   const fail = (code: string, description: string) => {
     ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: code });
@@ -90,7 +113,13 @@ async function authorize(
     return fail(err.code, err.description ?? 'sign-in is temporarily unavailable');
   }
 
-  const decision = decide(req, session, user, req.client, await decisionFacts(ctx, req, session, user, pending?.interaction));
+  const decision = decide(
+    req,
+    session,
+    user,
+    req.client,
+    await decisionFacts(ctx, req, session, user, pending?.interaction),
+  );
   if (decision.kind === 'error') return fail(decision.error, decision.description);
   if (decision.kind !== 'issue') return toPage(ctx, request, reply, req, browser, pending, pageOf(decision));
   // decide issues only for the session of an active user.
@@ -145,13 +174,24 @@ async function toPage(
       await takeInteractionQuota(ctx, browser, request.ip);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
-      ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId: req.client.clientId, error: err.code });
+      ctx.events.emit({
+        name: 'token_issue_failed',
+        endpoint: 'authorize',
+        clientId: req.client.clientId,
+        error: err.code,
+      });
       reply.headers(err.headers);
       return sendErrorPage(ctx, reply, err, language(request, req.uiLocales), err.status, req.client.clientId);
     }
-    id = await ctx.interactions.create(req.client.clientId, { request: pendingRequest(req), params: req.params, browser });
+    id = await ctx.interactions.create(req.client.clientId, {
+      request: pendingRequest(req),
+      params: req.params,
+      browser,
+    });
   }
-  return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${page}?interaction=${encodeURIComponent(id)}`, 303);
+  return reply
+    .header('cache-control', 'no-store')
+    .redirect(`${ctx.basePath}${page}?interaction=${encodeURIComponent(id)}`, 303);
 }
 
 /**
@@ -159,7 +199,12 @@ async function toPage(
  * (browser-allowed clients only, no refresh token), an identity token with `nonce`, `at_hash`,
  * `c_hash` (OIDC Core §3.3.2.11).
  */
-async function issue(ctx: AuthorizeEndpointServices, req: AuthorizeRequest, subject: Subject, scopes: string[]): Promise<Record<string, string>> {
+async function issue(
+  ctx: AuthorizeEndpointServices,
+  req: AuthorizeRequest,
+  subject: Subject,
+  scopes: string[],
+): Promise<Record<string, string>> {
   const now = nowSeconds();
   const parts = req.responseType.split(' ');
   const familyId = newFamilyId();
@@ -184,7 +229,9 @@ async function issue(ctx: AuthorizeEndpointServices, req: AuthorizeRequest, subj
       subject: bare,
       ...(req.nonce !== undefined ? { nonce: req.nonce } : {}),
       ...(requestedClaims ? { requestedClaims } : {}),
-      ...(req.codeChallenge !== undefined ? { codeChallenge: req.codeChallenge, codeChallengeMethod: req.codeChallengeMethod } : {}),
+      ...(req.codeChallenge !== undefined
+        ? { codeChallenge: req.codeChallenge, codeChallengeMethod: req.codeChallengeMethod }
+        : {}),
       ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}),
       ...(req.resources !== undefined ? { resources: req.resources } : {}),
     };

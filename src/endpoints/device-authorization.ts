@@ -23,8 +23,11 @@ import type { ClientAuthServices } from '../clients/authentication.js';
 export const DEVICE_AUTHORIZATION_PATH = '/connect/deviceauthorization';
 
 /** The services this module uses. */
-export type DeviceAuthorizationEndpointServices = Pick<Services, 'config' | 'issuer' | 'limiter' | 'resources' | 'store'> & ClientAuthServices;
-
+export type DeviceAuthorizationEndpointServices = Pick<
+  Services,
+  'config' | 'issuer' | 'limiter' | 'resources' | 'store'
+> &
+  ClientAuthServices;
 
 /** Registers `/connect/deviceauthorization` (anything but a form POST: 400 invalid_request). */
 export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: DeviceAuthorizationEndpointServices): void {
@@ -34,7 +37,12 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: DeviceAut
     handler: async (request, reply) => {
       try {
         const params = formBody(request, 'invalid_request');
-        const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, DEVICE_AUTHORIZATION_PATH);
+        const { client } = await authenticateClient(
+          credentialSource(request, params),
+          ctx,
+          request.ip,
+          DEVICE_AUTHORIZATION_PATH,
+        );
         if (!client.allowedGrantTypes.includes(DEVICE_CODE_GRANT))
           throw new OAuthError('unauthorized_client', 'the client may not use the device flow');
         const scopes = validateScopes(params.get('scope'), client, ctx.resources, 'user');
@@ -53,17 +61,29 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: DeviceAut
         const deviceCode = newHandle();
         const deviceKey = ctx.store.records.deviceCodes.keyOf(deviceCode);
         const userCode = await storeUserCode(ctx, client.clientId, deviceKey, now, expiresAt);
-        const data: DeviceCodeData = { scopes, userCodeKey: userCodeKey(userCode), status: 'pending', interval: client.pollingInterval };
-        await ctx.store.records.deviceCodes.put(deviceCode, { clientId: client.clientId, data, createdAt: now, expiresAt });
-        const shown = formatUserCode(userCode);
-        return noStore(reply).type('application/json; charset=utf-8').send({
-          device_code: deviceCode,
-          user_code: shown,
-          verification_uri: `${ctx.issuer}/device`,
-          verification_uri_complete: `${ctx.issuer}/device?userCode=${shown}`,
-          expires_in: client.deviceCodeLifetime,
+        const data: DeviceCodeData = {
+          scopes,
+          userCodeKey: userCodeKey(userCode),
+          status: 'pending',
           interval: client.pollingInterval,
+        };
+        await ctx.store.records.deviceCodes.put(deviceCode, {
+          clientId: client.clientId,
+          data,
+          createdAt: now,
+          expiresAt,
         });
+        const shown = formatUserCode(userCode);
+        return noStore(reply)
+          .type('application/json; charset=utf-8')
+          .send({
+            device_code: deviceCode,
+            user_code: shown,
+            verification_uri: `${ctx.issuer}/device`,
+            verification_uri_complete: `${ctx.issuer}/device?userCode=${shown}`,
+            expires_in: client.deviceCodeLifetime,
+            interval: client.pollingInterval,
+          });
       } catch (err) {
         if (!(err instanceof OAuthError)) throw err;
         return sendOAuthError(reply, err);
@@ -73,7 +93,13 @@ export function deviceAuthorizationEndpoint(app: FastifyInstance, ctx: DeviceAut
 }
 
 /** Stores a fresh user code that no live device code uses; returns it in canonical form. */
-async function storeUserCode(ctx: DeviceAuthorizationEndpointServices, clientId: string, deviceKey: string, now: number, expiresAt: number): Promise<string> {
+async function storeUserCode(
+  ctx: DeviceAuthorizationEndpointServices,
+  clientId: string,
+  deviceKey: string,
+  now: number,
+  expiresAt: number,
+): Promise<string> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const code = generateUserCode();
     const existing = await ctx.store.records.deviceCodes.findUserCode(code);

@@ -16,10 +16,18 @@ import { DPOP_ALGORITHMS } from '../validation/dpop.js';
 import { REQUEST_OBJECT_ASYMMETRIC, REQUEST_OBJECT_SYMMETRIC } from '../validation/request-object.js';
 
 /** The services this module uses. */
-export type DiscoveryEndpointServices = Pick<Services, 'basePath' | 'clients' | 'config' | 'issuer' | 'keys' | 'resources' | 'upstream'>;
+export type DiscoveryEndpointServices = Pick<
+  Services,
+  'basePath' | 'clients' | 'config' | 'issuer' | 'keys' | 'resources' | 'upstream'
+>;
 
 /** The methods of confidential clients (RFC 6749 §2.3.1; OIDC Core §9). */
-const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt'] as const;
+const CLIENT_AUTH_METHODS = [
+  'client_secret_basic',
+  'client_secret_post',
+  'client_secret_jwt',
+  'private_key_jwt',
+] as const;
 
 /** Seconds that clients may cache discovery and the JWKS. */
 const MAX_AGE = 300;
@@ -29,13 +37,19 @@ const MAX_AGE = 300;
  * @param grantTypes every grant type the token endpoint handles; the document lists those some client may use
  * @param endpoints the route table's endpoint fields (`token_endpoint` → `/connect/token`), paths below the issuer's
  */
-export function discoveryDocument(ctx: DiscoveryEndpointServices, grantTypes: readonly string[], endpoints: Readonly<Record<string, string>>): Record<string, unknown> {
+export function discoveryDocument(
+  ctx: DiscoveryEndpointServices,
+  grantTypes: readonly string[],
+  endpoints: Readonly<Record<string, string>>,
+): Record<string, unknown> {
   const base = ctx.issuer;
   const clients = ctx.clients.all();
   // Clients of metadata documents (draft-ietf-oauth-client-id-metadata-document) use the code flow and refresh tokens.
   const documents = ctx.config.clientIdMetadataDocuments.enabled;
   const usedGrantTypes = grantTypes.filter(
-    (g) => (documents && (g === 'authorization_code' || g === 'refresh_token')) || clients.some((c) => (g === 'refresh_token' ? c.allowOfflineAccess : c.allowedGrantTypes.includes(g))),
+    (g) =>
+      (documents && (g === 'authorization_code' || g === 'refresh_token')) ||
+      clients.some((c) => (g === 'refresh_token' ? c.allowOfflineAccess : c.allowedGrantTypes.includes(g))),
   );
   // `acr` is a claim a client may ask for (acr_values, the claims parameter) and receive.
   const claims = new Set<string>(['sub', 'acr']);
@@ -48,7 +62,9 @@ export function discoveryDocument(ctx: DiscoveryEndpointServices, grantTypes: re
     clients.some((c) => c.enableLocalLogin),
     clients.some((c) => ctx.upstream.allowedFor(c.identityProviderRestrictions).length > 0) ? 1 : 0,
   );
-  const scopes = ctx.resources.allScopeNames().filter((s) => s !== OFFLINE_ACCESS || documents || clients.some((c) => c.allowOfflineAccess));
+  const scopes = ctx.resources
+    .allScopeNames()
+    .filter((s) => s !== OFFLINE_ACCESS || documents || clients.some((c) => c.allowOfflineAccess));
   return {
     issuer: base,
     jwks_uri: `${base}${JWKS_PATH}`,
@@ -102,12 +118,20 @@ export const JWKS_PATH = '/.well-known/openid-configuration/jwks';
  * one builder (RFC 8414 §2 is the superset OIDC Discovery §3 registers into), so they can never
  * disagree.
  */
-function documentHandler(ctx: DiscoveryEndpointServices, grantTypes: readonly string[], endpoints: Readonly<Record<string, string>>): (request: unknown, reply: FastifyReply) => Promise<FastifyReply> {
+function documentHandler(
+  ctx: DiscoveryEndpointServices,
+  grantTypes: readonly string[],
+  endpoints: Readonly<Record<string, string>>,
+): (request: unknown, reply: FastifyReply) => Promise<FastifyReply> {
   let cached = { version: '', document: '' };
   return async (_request, reply) => {
     const version = `${ctx.clients.version}.${ctx.resources.version}.${ctx.upstream.version}`;
-    if (cached.version !== version) cached = { version, document: JSON.stringify(discoveryDocument(ctx, grantTypes, endpoints)) };
-    return reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(cached.document);
+    if (cached.version !== version)
+      cached = { version, document: JSON.stringify(discoveryDocument(ctx, grantTypes, endpoints)) };
+    return reply
+      .header('cache-control', `public, max-age=${MAX_AGE}`)
+      .type('application/json; charset=utf-8')
+      .send(cached.document);
   };
 }
 
@@ -118,11 +142,19 @@ function documentHandler(ctx: DiscoveryEndpointServices, grantTypes: readonly st
  * For an issuer with a path, RFC 8414 §3.1's own location is at the host's root: see
  * `pathInsertedMetadataEndpoint`.
  */
-export function discoveryEndpoints(app: FastifyInstance, ctx: DiscoveryEndpointServices, grantTypes: readonly string[], endpoints: Readonly<Record<string, string>>): void {
+export function discoveryEndpoints(
+  app: FastifyInstance,
+  ctx: DiscoveryEndpointServices,
+  grantTypes: readonly string[],
+  endpoints: Readonly<Record<string, string>>,
+): void {
   const document = documentHandler(ctx, grantTypes, endpoints);
   for (const url of [DISCOVERY_PATH, METADATA_PATH]) app.get(url, document);
   app.get(JWKS_PATH, async (_request, reply) =>
-    reply.header('cache-control', `public, max-age=${MAX_AGE}`).type('application/json; charset=utf-8').send(ctx.keys.jwks()),
+    reply
+      .header('cache-control', `public, max-age=${MAX_AGE}`)
+      .type('application/json; charset=utf-8')
+      .send(ctx.keys.jwks()),
   );
   for (const url of [DISCOVERY_PATH, METADATA_PATH, JWKS_PATH])
     app.route({ method: ['POST', 'PUT', 'DELETE', 'PATCH'], url, handler: methodNotAllowed('GET') });
@@ -135,7 +167,12 @@ export function discoveryEndpoints(app: FastifyInstance, ctx: DiscoveryEndpointS
  * The standalone server does (its listener is Sigil's alone); a host app mounting `sigilPlugin`
  * under a path routes that URL itself (README, "Sigil inside your app").
  */
-export function pathInsertedMetadataEndpoint(app: FastifyInstance, ctx: DiscoveryEndpointServices, grantTypes: readonly string[], endpoints: Readonly<Record<string, string>>): void {
+export function pathInsertedMetadataEndpoint(
+  app: FastifyInstance,
+  ctx: DiscoveryEndpointServices,
+  grantTypes: readonly string[],
+  endpoints: Readonly<Record<string, string>>,
+): void {
   const url = `${METADATA_PATH}${ctx.basePath}`;
   app.get(url, documentHandler(ctx, grantTypes, endpoints));
   app.route({ method: ['POST', 'PUT', 'DELETE', 'PATCH'], url, handler: methodNotAllowed('GET') });

@@ -28,14 +28,23 @@ import type { BrowserServices } from '../interaction/browser.js';
 export const END_SESSION_PATH = '/connect/endsession';
 
 /** The services this module uses. */
-export type EndSessionEndpointServices = AccountPageServices & BrowserServices & ErrorPageServices & LogoutRequestServices & SignedOutPageServices;
+export type EndSessionEndpointServices = AccountPageServices &
+  BrowserServices &
+  ErrorPageServices &
+  LogoutRequestServices &
+  SignedOutPageServices;
 
 /** Registers `/connect/endsession`. */
 export function endSessionEndpoint(app: FastifyInstance, ctx: EndSessionEndpointServices): void {
   browserEndpoint(app, ctx, END_SESSION_PATH, (request, reply, params) => endSession(ctx, request, reply, params));
 }
 
-async function endSession(ctx: EndSessionEndpointServices, request: FastifyRequest, reply: FastifyReply, params: Params): Promise<FastifyReply> {
+async function endSession(
+  ctx: EndSessionEndpointServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  params: Params,
+): Promise<FastifyReply> {
   const lang = language(request, single(params, 'ui_locales'));
   let req;
   try {
@@ -48,7 +57,8 @@ async function endSession(ctx: EndSessionEndpointServices, request: FastifyReque
   if (!session) return sendLoggedOut(ctx, reply, lang, undefined, logoutRedirect(req));
   const hint = req.hint;
   // The hint must be of the current session: its `sid` when it has one (as Duende v8), else its `sub`.
-  const ofThisSession = hint !== undefined && (hint.sid !== undefined ? session.sid === hint.sid : session.subjectId === hint.sub);
+  const ofThisSession =
+    hint !== undefined && (hint.sid !== undefined ? session.sid === hint.sid : session.subjectId === hint.sub);
   if (!ofThisSession) return sendLogoutPrompt(ctx, reply, lang, req);
   const ended = await signOut(ctx, request, reply);
   return sendLoggedOut(ctx, reply, lang, ended, logoutRedirect(req));

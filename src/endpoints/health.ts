@@ -17,7 +17,11 @@ export function healthEndpoints(app: FastifyInstance, ctx: HealthEndpointService
       return reply.header('cache-control', 'no-store').send({ status: 'ready' });
     } catch (err) {
       ctx.log.error({ err }, 'store is not reachable');
-      return reply.code(503).header('cache-control', 'no-store').header('retry-after', '5').send({ status: 'unavailable' });
+      return reply
+        .code(503)
+        .header('cache-control', 'no-store')
+        .header('retry-after', '5')
+        .send({ status: 'unavailable' });
     }
   });
 }

@@ -9,14 +9,23 @@ import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import { credentialSource, formBody, methodNotAllowed, noStore, originOf, sendOAuthError } from '../http/request.js';
 import { findToken, type FoundToken } from '../tokens/lookup.js';
 import { boundKey, userSubjectOf } from '../tokens/tokens.js';
-import { authenticateApiResource, authenticateClient, findCredentials, invalidClient } from '../clients/authentication.js';
+import {
+  authenticateApiResource,
+  authenticateClient,
+  findCredentials,
+  invalidClient,
+} from '../clients/authentication.js';
 import type { ClientAuthServices } from '../clients/authentication.js';
 
 /** The introspection endpoint (RFC 7662 §2). */
 export const INTROSPECTION_PATH = '/connect/introspect';
 
 /** The services this module uses. */
-export type IntrospectionEndpointServices = Pick<Services, 'apiSecrets' | 'clients' | 'events' | 'issuer' | 'limiter' | 'resources' | 'store' | 'tokens' | 'users'> & ClientAuthServices;
+export type IntrospectionEndpointServices = Pick<
+  Services,
+  'apiSecrets' | 'clients' | 'events' | 'issuer' | 'limiter' | 'resources' | 'store' | 'tokens' | 'users'
+> &
+  ClientAuthServices;
 
 type Caller = { kind: 'api'; name: string } | { kind: 'client'; clientId: string };
 
@@ -42,18 +51,27 @@ export function introspectionEndpoint(app: FastifyInstance, ctx: IntrospectionEn
       // A removed client's tokens are inactive (RFC 7592 §2.3), also its JWT access tokens without a
       // stored mark, and they stay so under a client later created with the same id. A client added
       // on a sibling worker or node a moment ago is looked for first (`find`).
-      if (found) await ctx.clients.find(found.kind === 'refresh_token' ? found.row.clientId : found.token.claims.client_id);
+      if (found)
+        await ctx.clients.find(found.kind === 'refresh_token' ? found.row.clientId : found.token.claims.client_id);
       const live =
         found &&
         (found.kind === 'refresh_token'
           ? ctx.clients.stillIssuesTo(found.row.clientId, found.row.createdAt)
           : ctx.clients.stillIssuesTo(found.token.claims.client_id, found.token.claims.iat));
-      const body = found && live && visibleTo(ctx, found, caller) && (await userActive(ctx, found)) ? describe(ctx, found) : { active: false };
+      const body =
+        found && live && visibleTo(ctx, found, caller) && (await userActive(ctx, found))
+          ? describe(ctx, found)
+          : { active: false };
       return noStore(reply).type('application/json; charset=utf-8').send(body);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       if (err.code === 'invalid_client')
-        ctx.events.emit({ name: 'api_authentication_failed', endpoint: 'introspection', error: err.code, ...originOf(request) });
+        ctx.events.emit({
+          name: 'api_authentication_failed',
+          endpoint: 'introspection',
+          error: err.code,
+          ...originOf(request),
+        });
       return sendOAuthError(reply, err);
     }
   });
@@ -89,7 +107,11 @@ function describe(ctx: IntrospectionEndpointServices, found: FoundToken): Record
   if (found.kind === 'access_token') {
     // RFC 7662 §2.2: token_type as in RFC 6749 §5.1; RFC 9449 §6.2: `cnf` (among the claims)
     // and token_type DPoP for a DPoP-bound token, so a resource server can check the binding.
-    return { active: true, ...found.token.claims, token_type: boundKey(found.token.claims) !== undefined ? 'DPoP' : 'Bearer' };
+    return {
+      active: true,
+      ...found.token.claims,
+      token_type: boundKey(found.token.claims) !== undefined ? 'DPoP' : 'Bearer',
+    };
   }
   const { row, data } = found;
   const aud = ctx.resources.audiences(data.scopes);

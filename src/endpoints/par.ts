@@ -28,7 +28,9 @@ import type { AuthorizeValidationServices } from '../validation/authorize/servic
 export const PAR_PATH = '/connect/par';
 
 /** The services this module uses. */
-export type ParEndpointServices = Pick<Services, 'config' | 'dpop' | 'events' | 'issuer' | 'limiter' | 'store'> & AuthorizeValidationServices & ClientAuthServices;
+export type ParEndpointServices = Pick<Services, 'config' | 'dpop' | 'events' | 'issuer' | 'limiter' | 'store'> &
+  AuthorizeValidationServices &
+  ClientAuthServices;
 
 /** Registers `/connect/par` (anything but a form POST: 400 `invalid_request`). */
 export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: ParEndpointServices): void {
@@ -40,7 +42,8 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: ParEndpoi
         const params = formBody(request, 'invalid_request');
         const { client } = await authenticateClient(credentialSource(request, params), ctx, request.ip, PAR_PATH);
         // RFC 9126 §2.1: a pushed request cannot itself reference one.
-        if (params.has('request_uri')) throw invalidRequest('request_uri is not allowed in a pushed authorization request');
+        if (params.has('request_uri'))
+          throw invalidRequest('request_uri is not allowed in a pushed authorization request');
         if (client.isPublic) {
           const limits = ctx.config.pendingLimits;
           await chargeQuota(
@@ -62,19 +65,39 @@ export function pushedAuthorizationEndpoint(app: FastifyInstance, ctx: ParEndpoi
         // RFC 9449 §10.1: a DPoP proof sent with the push binds the code to its key; with
         // dpop_jkt as well, both must name the same key. Checked after the request is valid, so
         // that a refused request uses up no proof.
-        const proof = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: 'POST', url: `${ctx.issuer}${PAR_PATH}` }, nowSeconds(), dpopAlgorithmsFor(client));
+        const proof = await ctx.dpop.verify(
+          headerValues(request, 'dpop'),
+          { method: 'POST', url: `${ctx.issuer}${PAR_PATH}` },
+          nowSeconds(),
+          dpopAlgorithmsFor(client),
+        );
         if (proof) {
           const named = validated.params.dpop_jkt;
-          if (named !== undefined && named !== proof.jkt) throw invalidRequest('dpop_jkt does not match the key of the DPoP proof (RFC 9449 §10.1)');
+          if (named !== undefined && named !== proof.jkt)
+            throw invalidRequest('dpop_jkt does not match the key of the DPoP proof (RFC 9449 §10.1)');
           validated.params.dpop_jkt = proof.jkt;
         }
         const lifetime = ctx.config.pushedAuthorizationRequestLifetime;
-        const requestUri = await ctx.store.records.pushedRequests.push(client.clientId, validated.params, lifetime, nowSeconds());
-        return noStore(reply).code(201).type('application/json; charset=utf-8').send({ request_uri: requestUri, expires_in: lifetime });
+        const requestUri = await ctx.store.records.pushedRequests.push(
+          client.clientId,
+          validated.params,
+          lifetime,
+          nowSeconds(),
+        );
+        return noStore(reply)
+          .code(201)
+          .type('application/json; charset=utf-8')
+          .send({ request_uri: requestUri, expires_in: lifetime });
       } catch (err) {
         if (!(err instanceof OAuthError)) throw err;
         if (err.code === 'invalid_client')
-          ctx.events.emit({ name: 'client_authentication_failed', endpoint: 'par', error: err.code, ...(err.description ? { errorDescription: err.description } : {}), ...originOf(request) });
+          ctx.events.emit({
+            name: 'client_authentication_failed',
+            endpoint: 'par',
+            error: err.code,
+            ...(err.description ? { errorDescription: err.description } : {}),
+            ...originOf(request),
+          });
         return sendOAuthError(reply, err);
       }
     },

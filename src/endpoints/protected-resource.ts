@@ -35,12 +35,18 @@ export interface PresentedToken {
  * Checks the access token of a request to the resource at `path` (below the issuer): present
  * (else 401 with a bare challenge, RFC 6750 §3.1), valid and unrevoked, sent as DPoP with a proof
  * of its key when it is DPoP-bound (RFC 9449 §7.1, §7.2; the proof's `htu` is the issuer plus
- * `path`), of a client that still exists and existed when it was issued, and for a user that still exists and is active.
+ * `path`), of a client that still exists and existed when it was issued, and for a user that still exists and
+ * is active.
  * @param form the form body of a POST that may carry `access_token` (RFC 6750 §2.2), if any
  * @throws OAuthError 400 `invalid_request` (malformed credentials), 401 without a code (no
  *   token), `invalid_token` or `invalid_dpop_proof`, each with its challenge.
  */
-export async function authenticateAccessToken(ctx: ProtectedResourceEndpointServices, request: FastifyRequest, form: Params | undefined, path: string): Promise<PresentedToken> {
+export async function authenticateAccessToken(
+  ctx: ProtectedResourceEndpointServices,
+  request: FastifyRequest,
+  form: Params | undefined,
+  path: string,
+): Promise<PresentedToken> {
   const { authorization } = credentialSource(request, form ?? Params.empty());
   const presented = extractAccessToken(authorization, form);
   if (presented === undefined) throw bearerError(401);
@@ -53,7 +59,13 @@ export async function authenticateAccessToken(ctx: ProtectedResourceEndpointServ
  * @param scheme how it was sent; `DPoP` needs the request's proof
  * @throws OAuthError as `authenticateAccessToken`, but never the bare 401 of a missing token.
  */
-export async function checkAccessToken(ctx: ProtectedResourceEndpointServices, request: FastifyRequest, token: string, scheme: TokenScheme, path: string): Promise<PresentedToken> {
+export async function checkAccessToken(
+  ctx: ProtectedResourceEndpointServices,
+  request: FastifyRequest,
+  token: string,
+  scheme: TokenScheme,
+  path: string,
+): Promise<PresentedToken> {
   const valid = await ctx.tokens.validateAccessToken(token);
   if (!valid) throw tokenError(scheme, 401, 'invalid_token', 'the access token is invalid or expired');
   // A removed client's tokens end with it (RFC 7592 §2.3), also its JWT access tokens that have no
@@ -66,12 +78,18 @@ export async function checkAccessToken(ctx: ProtectedResourceEndpointServices, r
   const jkt = boundKey(valid.claims);
   if (scheme === 'Bearer' && jkt !== undefined)
     // RFC 9449 §7.2: a DPoP-bound token is not a bearer token.
-    throw tokenError('DPoP', 401, 'invalid_token', 'the access token is DPoP-bound: send it with the DPoP scheme and a proof');
+    throw tokenError(
+      'DPoP',
+      401,
+      'invalid_token',
+      'the access token is DPoP-bound: send it with the DPoP scheme and a proof',
+    );
   if (scheme === 'DPoP') {
     // A fapi2 client's proofs use PS256, ES256 or EdDSA here too (FAPI 2.0 SP §5.4.1).
     const proof = await verifyProof(ctx, request, token, path, dpopAlgorithmsFor(client));
     // RFC 9449 §4.3 item 12: the proof key must be the key the token is bound to.
-    if (jkt === undefined || proof.jkt !== jkt) throw tokenError('DPoP', 401, 'invalid_dpop_proof', 'the access token is not bound to the proof key');
+    if (jkt === undefined || proof.jkt !== jkt)
+      throw tokenError('DPoP', 401, 'invalid_dpop_proof', 'the access token is not bound to the proof key');
   }
   const scopes = (valid.claims.scope ?? '').split(' ').filter((s) => s.length > 0);
   // Whether the token acts for a user is read from the token, never from `sub` naming a client.
@@ -98,7 +116,12 @@ export interface Caller {
  * @throws OAuthError as `authenticateAccessToken`; 403 `insufficient_scope` with the needed
  *   scope(s) in the challenge (RFC 6750 §3.1).
  */
-export async function requireScope(ctx: ProtectedResourceEndpointServices, request: FastifyRequest, path: string, scopes: readonly string[]): Promise<Caller> {
+export async function requireScope(
+  ctx: ProtectedResourceEndpointServices,
+  request: FastifyRequest,
+  path: string,
+  scopes: readonly string[],
+): Promise<Caller> {
   return callerWithScope(await authenticateAccessToken(ctx, request, undefined, path), scopes);
 }
 
@@ -108,8 +131,18 @@ export async function requireScope(ctx: ProtectedResourceEndpointServices, reque
  */
 export function callerWithScope(token: PresentedToken, scopes: readonly string[]): Caller {
   if (!scopes.some((s) => token.scopes.includes(s)))
-    throw tokenError(token.scheme, 403, 'insufficient_scope', 'the access token lacks the scope this resource needs', scopes.join(' '));
-  return { clientId: token.valid.claims.client_id, ...(token.user ? { sub: token.user.subjectId } : {}), scopes: token.scopes };
+    throw tokenError(
+      token.scheme,
+      403,
+      'insufficient_scope',
+      'the access token lacks the scope this resource needs',
+      scopes.join(' '),
+    );
+  return {
+    clientId: token.valid.claims.client_id,
+    ...(token.user ? { sub: token.user.subjectId } : {}),
+    scopes: token.scopes,
+  };
 }
 
 /**
@@ -119,7 +152,8 @@ export function callerWithScope(token: PresentedToken, scopes: readonly string[]
  */
 export function sendTokenError(reply: FastifyReply, err: OAuthError): FastifyReply {
   const challenge = err.headers['www-authenticate'];
-  if (challenge !== undefined && !challenge.includes('error=')) return noStore(reply).code(err.status).headers(err.headers).send();
+  if (challenge !== undefined && !challenge.includes('error='))
+    return noStore(reply).code(err.status).headers(err.headers).send();
   return sendOAuthError(reply, err);
 }
 
@@ -138,7 +172,12 @@ async function verifyProof(
 ): Promise<DPoPProof> {
   let proof: DPoPProof | undefined;
   try {
-    proof = await ctx.dpop.verify(headerValues(request, 'dpop'), { method: request.method, url: `${ctx.issuer}${path}`, accessToken }, nowSeconds(), algorithms);
+    proof = await ctx.dpop.verify(
+      headerValues(request, 'dpop'),
+      { method: request.method, url: `${ctx.issuer}${path}`, accessToken },
+      nowSeconds(),
+      algorithms,
+    );
   } catch (err) {
     if (err instanceof OAuthError) throw tokenError('DPoP', 401, 'invalid_dpop_proof', err.description);
     throw err;

@@ -50,7 +50,12 @@ export async function registrationEndpoint(app: FastifyInstance, ctx: Registrati
     // quota: one registration access token must not buy unbounded work.
     const charge = async (request: FastifyRequest) => {
       const limits = ctx.config.registration;
-      await chargeQuota(ctx.limiter, 'registration_quota', [{ key: `register:${addressQuotaKey(request.ip)}`, limit: limits.registrationsPerAddress }], limits.windowSeconds);
+      await chargeQuota(
+        ctx.limiter,
+        'registration_quota',
+        [{ key: `register:${addressQuotaKey(request.ip)}`, limit: limits.registrationsPerAddress }],
+        limits.windowSeconds,
+      );
     };
     scope.post(REGISTRATION_PATH, async (request, reply) => {
       await charge(request);
@@ -58,15 +63,25 @@ export async function registrationEndpoint(app: FastifyInstance, ctx: Registrati
       const response = await registrations.register(jsonOf(request), token, originOf(request));
       return noStore(reply).code(201).type('application/json; charset=utf-8').send(response);
     });
-    scope.route({ method: ['GET', 'PUT', 'DELETE', 'PATCH'], url: REGISTRATION_PATH, handler: methodNotAllowed('POST') });
+    scope.route({
+      method: ['GET', 'PUT', 'DELETE', 'PATCH'],
+      url: REGISTRATION_PATH,
+      handler: methodNotAllowed('POST'),
+    });
 
     const configurationPath = `${REGISTRATION_PATH}/:clientId`;
     const clientIdOf = (request: FastifyRequest) => (request.params as { clientId: string }).clientId;
-    const send = (reply: FastifyReply, body: unknown) => noStore(reply).type('application/json; charset=utf-8').send(body);
-    scope.get(configurationPath, async (request, reply) => send(reply, await registrations.read(clientIdOf(request), bearerOf(request))));
+    const send = (reply: FastifyReply, body: unknown) =>
+      noStore(reply).type('application/json; charset=utf-8').send(body);
+    scope.get(configurationPath, async (request, reply) =>
+      send(reply, await registrations.read(clientIdOf(request), bearerOf(request))),
+    );
     scope.put(configurationPath, async (request, reply) => {
       await charge(request);
-      return send(reply, await registrations.update(clientIdOf(request), bearerOf(request), jsonOf(request), originOf(request)));
+      return send(
+        reply,
+        await registrations.update(clientIdOf(request), bearerOf(request), jsonOf(request), originOf(request)),
+      );
     });
     scope.delete(configurationPath, async (request, reply) => {
       await charge(request);

@@ -31,13 +31,32 @@ export function revocationEndpoint(app: FastifyInstance, ctx: RevocationEndpoint
       const now = nowSeconds();
       if (found?.kind === 'refresh_token' && found.row.clientId === client.clientId) {
         await ctx.store.records.families.revoke(found.row.familyId, now);
-        ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: found.data.subject.subjectId, tokenTypes: ['refresh_token'], ...originOf(request) });
+        ctx.events.emit({
+          name: 'token_revoked',
+          endpoint: 'revocation',
+          clientId: client.clientId,
+          subjectId: found.data.subject.subjectId,
+          tokenTypes: ['refresh_token'],
+          ...originOf(request),
+        });
       } else if (found?.kind === 'access_token' && found.token.claims.client_id === client.clientId) {
         const claims = found.token.claims;
-        const revocation = { jti: String(claims.jti), clientId: client.clientId, subjectId: claims.sub, expiresAt: Number(claims.exp) };
+        const revocation = {
+          jti: String(claims.jti),
+          clientId: client.clientId,
+          subjectId: claims.sub,
+          expiresAt: Number(claims.exp),
+        };
         if (found.token.format === 'jwt') await ctx.store.records.accessTokens.revokeJwt(revocation, now);
         else await ctx.store.records.accessTokens.revokeReference(value, revocation, now);
-        ctx.events.emit({ name: 'token_revoked', endpoint: 'revocation', clientId: client.clientId, subjectId: claims.sub, tokenTypes: ['access_token'], ...originOf(request) });
+        ctx.events.emit({
+          name: 'token_revoked',
+          endpoint: 'revocation',
+          clientId: client.clientId,
+          subjectId: claims.sub,
+          tokenTypes: ['access_token'],
+          ...originOf(request),
+        });
       }
       return noStore(reply).code(200).send();
     } catch (err) {

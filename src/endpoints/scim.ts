@@ -20,7 +20,8 @@ import { requireScope } from './protected-resource.js';
 import type { ProtectedResourceEndpointServices } from './protected-resource.js';
 
 /** The services this module uses. */
-export type ScimEndpointServices = Pick<Services, 'basePath' | 'issuer' | 'management'> & ProtectedResourceEndpointServices;
+export type ScimEndpointServices = Pick<Services, 'basePath' | 'issuer' | 'management'> &
+  ProtectedResourceEndpointServices;
 
 const PREFIX = '/scim/v2';
 const SCIM_TYPE = 'application/scim+json; charset=utf-8';
@@ -31,72 +32,130 @@ const SCIM_JSON_BOUNDS = { maxLength: 64 * 1024, maxDepth: 8 };
 export async function scimEndpoints(app: FastifyInstance, ctx: ScimEndpointServices): Promise<void> {
   const base = `${ctx.issuer}${PREFIX}`;
   const service = ctx.management.scim;
-  await app.register(async (scim) => {
-    for (const type of ['application/scim+json', 'application/json'])
-      scim.addContentTypeParser(type, { parseAs: 'string' }, (_req, body, done) => done(null, { text: body as string }));
-    // What Fastify refuses before a handler runs (a body over the app's limit: 413; a media type
-    // without a parser: 415) is answered in the SCIM error schema too (§3.12); anything else goes
-    // on to the app's error handler.
-    scim.setErrorHandler((err: FastifyError, _request, reply) => {
-      const status = err.statusCode ?? 500;
-      if (status < 400 || status >= 500) throw err;
-      return sendScimError(reply, new ScimError(status, status === 413 ? 'the body is too large' : status === 415 ? 'unsupported content type' : 'malformed request'));
-    });
-
-    /** Runs `handle` after the guard, rendering SCIM errors. */
-    const route = (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, handle: (request: FastifyRequest, reply: FastifyReply, actor: ScimActor) => Promise<FastifyReply>) =>
-      scim.route({
-        method,
-        url,
-        handler: async (request, reply) => {
-          try {
-            // The DPoP proof's htu is the issuer plus the path below it (the URL without Sigil's mount).
-            const path = (request.url.split('?')[0] ?? request.url).slice(ctx.basePath.length);
-            const caller = await requireScope(ctx, request, path, ['scim']);
-            return await handle(request, reply, { clientId: caller.clientId, ...(caller.sub !== undefined ? { sub: caller.sub } : {}) });
-          } catch (err) {
-            return sendScimError(reply, err);
-          }
-        },
+  await app.register(
+    async (scim) => {
+      for (const type of ['application/scim+json', 'application/json'])
+        scim.addContentTypeParser(type, { parseAs: 'string' }, (_req, body, done) =>
+          done(null, { text: body as string }),
+        );
+      // What Fastify refuses before a handler runs (a body over the app's limit: 413; a media type
+      // without a parser: 415) is answered in the SCIM error schema too (§3.12); anything else goes
+      // on to the app's error handler.
+      scim.setErrorHandler((err: FastifyError, _request, reply) => {
+        const status = err.statusCode ?? 500;
+        if (status < 400 || status >= 500) throw err;
+        return sendScimError(
+          reply,
+          new ScimError(
+            status,
+            status === 413
+              ? 'the body is too large'
+              : status === 415
+                ? 'unsupported content type'
+                : 'malformed request',
+          ),
+        );
       });
 
-    const result = (reply: FastifyReply, r: ScimResult, status = 200, request?: FastifyRequest) => {
-      reply.code(status).header('etag', r.etag).type(SCIM_TYPE).header('cache-control', 'no-store');
-      if (status === 201) reply.header('location', String((r.resource.meta as { location: string }).location));
-      const q = (request?.query ?? {}) as Record<string, unknown>;
-      return reply.send(project(r.resource, attributeList(str(q.attributes)), attributeList(str(q.excludedAttributes))));
-    };
-    const json = (reply: FastifyReply, body: unknown) => reply.type(SCIM_TYPE).header('cache-control', 'no-store').send(body);
-    const ifMatch = (request: FastifyRequest) => str(request.headers['if-match']);
+      /** Runs `handle` after the guard, rendering SCIM errors. */
+      const route = (
+        method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+        url: string,
+        handle: (request: FastifyRequest, reply: FastifyReply, actor: ScimActor) => Promise<FastifyReply>,
+      ) =>
+        scim.route({
+          method,
+          url,
+          handler: async (request, reply) => {
+            try {
+              // The DPoP proof's htu is the issuer plus the path below it (the URL without Sigil's mount).
+              const path = (request.url.split('?')[0] ?? request.url).slice(ctx.basePath.length);
+              const caller = await requireScope(ctx, request, path, ['scim']);
+              return await handle(request, reply, {
+                clientId: caller.clientId,
+                ...(caller.sub !== undefined ? { sub: caller.sub } : {}),
+              });
+            } catch (err) {
+              return sendScimError(reply, err);
+            }
+          },
+        });
 
-    route('GET', '/ServiceProviderConfig', async (_q, reply) => json(reply, serviceProviderConfig(base, `${ctx.issuer}/`)));
-    route('GET', '/ResourceTypes', async (_q, reply) => json(reply, listOf(resourceTypes(base))));
-    route('GET', '/ResourceTypes/:id', async (request, reply) => json(reply, byId(resourceTypes(base), request)));
-    route('GET', '/Schemas', async (_q, reply) => json(reply, listOf(schemas(base))));
-    route('GET', '/Schemas/:id', async (request, reply) => json(reply, byId(schemas(base), request)));
+      const result = (reply: FastifyReply, r: ScimResult, status = 200, request?: FastifyRequest) => {
+        reply.code(status).header('etag', r.etag).type(SCIM_TYPE).header('cache-control', 'no-store');
+        if (status === 201) reply.header('location', String((r.resource.meta as { location: string }).location));
+        const q = (request?.query ?? {}) as Record<string, unknown>;
+        return reply.send(
+          project(r.resource, attributeList(str(q.attributes)), attributeList(str(q.excludedAttributes))),
+        );
+      };
+      const json = (reply: FastifyReply, body: unknown) =>
+        reply.type(SCIM_TYPE).header('cache-control', 'no-store').send(body);
+      const ifMatch = (request: FastifyRequest) => str(request.headers['if-match']);
 
-    for (const [type, get, list, create, replace, patch, remove] of [
-      ['Users', service.getUser, service.listUsers, service.createUser, service.replaceUser, service.patchUser, service.deleteUser],
-      ['Groups', service.getGroup, service.listGroups, service.createGroup, service.replaceGroup, service.patchGroup, service.deleteGroup],
-    ] as const) {
-      route('GET', `/${type}`, async (request, reply) => json(reply, await list.call(service, listParams(request.query))));
-      route('POST', `/${type}/.search`, async (request, reply) => json(reply, await list.call(service, searchParams(body(request)))));
-      route('POST', `/${type}`, async (request, reply, actor) => result(reply, await create.call(service, body(request), actor), 201, request));
-      route('GET', `/${type}/:id`, async (request, reply) => {
-        const r = await get.call(service, id(request));
-        // §3.14: a GET with If-None-Match naming the current version answers 304.
-        if (str(request.headers['if-none-match'])?.split(',').some((t) => t.trim() === r.etag)) return reply.code(304).header('etag', r.etag).send();
-        return result(reply, r, 200, request);
-      });
-      route('PUT', `/${type}/:id`, async (request, reply, actor) => result(reply, await replace.call(service, id(request), body(request), ifMatch(request), actor), 200, request));
-      route('PATCH', `/${type}/:id`, async (request, reply, actor) => result(reply, await patch.call(service, id(request), body(request), ifMatch(request), actor), 200, request));
-      route('DELETE', `/${type}/:id`, async (request, reply, actor) => {
-        await remove.call(service, id(request), ifMatch(request), actor);
-        return reply.code(204).send();
-      });
-    }
-    scim.setNotFoundHandler((_request, reply) => sendScimError(reply, new ScimError(404, 'no such SCIM resource')));
-  }, { prefix: PREFIX });
+      route('GET', '/ServiceProviderConfig', async (_q, reply) =>
+        json(reply, serviceProviderConfig(base, `${ctx.issuer}/`)),
+      );
+      route('GET', '/ResourceTypes', async (_q, reply) => json(reply, listOf(resourceTypes(base))));
+      route('GET', '/ResourceTypes/:id', async (request, reply) => json(reply, byId(resourceTypes(base), request)));
+      route('GET', '/Schemas', async (_q, reply) => json(reply, listOf(schemas(base))));
+      route('GET', '/Schemas/:id', async (request, reply) => json(reply, byId(schemas(base), request)));
+
+      for (const [type, get, list, create, replace, patch, remove] of [
+        [
+          'Users',
+          service.getUser,
+          service.listUsers,
+          service.createUser,
+          service.replaceUser,
+          service.patchUser,
+          service.deleteUser,
+        ],
+        [
+          'Groups',
+          service.getGroup,
+          service.listGroups,
+          service.createGroup,
+          service.replaceGroup,
+          service.patchGroup,
+          service.deleteGroup,
+        ],
+      ] as const) {
+        route('GET', `/${type}`, async (request, reply) =>
+          json(reply, await list.call(service, listParams(request.query))),
+        );
+        route('POST', `/${type}/.search`, async (request, reply) =>
+          json(reply, await list.call(service, searchParams(body(request)))),
+        );
+        route('POST', `/${type}`, async (request, reply, actor) =>
+          result(reply, await create.call(service, body(request), actor), 201, request),
+        );
+        route('GET', `/${type}/:id`, async (request, reply) => {
+          const r = await get.call(service, id(request));
+          // §3.14: a GET with If-None-Match naming the current version answers 304.
+          if (
+            str(request.headers['if-none-match'])
+              ?.split(',')
+              .some((t) => t.trim() === r.etag)
+          )
+            return reply.code(304).header('etag', r.etag).send();
+          return result(reply, r, 200, request);
+        });
+        route('PUT', `/${type}/:id`, async (request, reply, actor) =>
+          result(reply, await replace.call(service, id(request), body(request), ifMatch(request), actor), 200, request),
+        );
+        route('PATCH', `/${type}/:id`, async (request, reply, actor) =>
+          result(reply, await patch.call(service, id(request), body(request), ifMatch(request), actor), 200, request),
+        );
+        route('DELETE', `/${type}/:id`, async (request, reply, actor) => {
+          await remove.call(service, id(request), ifMatch(request), actor);
+          return reply.code(204).send();
+        });
+      }
+      scim.setNotFoundHandler((_request, reply) => sendScimError(reply, new ScimError(404, 'no such SCIM resource')));
+    },
+    { prefix: PREFIX },
+  );
 }
 
 function str(v: unknown): string | undefined {
@@ -113,8 +172,10 @@ function id(request: FastifyRequest): string {
 /** The JSON body of a SCIM request. @throws ScimError 400 `invalidSyntax`. */
 function body(request: FastifyRequest): unknown {
   const raw = request.body as { text?: unknown } | undefined;
-  if (!raw || typeof raw.text !== 'string') throw new ScimError(400, 'the body must be application/scim+json', 'invalidSyntax');
-  if (jsonBoundsViolation(raw.text, SCIM_JSON_BOUNDS)) throw new ScimError(400, 'the body is too long or nested too deeply', 'invalidSyntax');
+  if (!raw || typeof raw.text !== 'string')
+    throw new ScimError(400, 'the body must be application/scim+json', 'invalidSyntax');
+  if (jsonBoundsViolation(raw.text, SCIM_JSON_BOUNDS))
+    throw new ScimError(400, 'the body is too long or nested too deeply', 'invalidSyntax');
   // A NUL (only possible as the escape \u0000 in JSON text) is never a valid value, and PostgreSQL
   // refuses it in text columns: refused here rather than failing at the store.
   if (/\\u0000/i.test(raw.text)) throw new ScimError(400, 'strings must not contain NUL characters', 'invalidValue');
@@ -129,7 +190,15 @@ function body(request: FastifyRequest): unknown {
 function listParams(query: unknown): ListParams {
   const q = (query ?? {}) as Record<string, unknown>;
   const out: ListParams = {};
-  for (const k of ['filter', 'sortBy', 'sortOrder', 'startIndex', 'count', 'attributes', 'excludedAttributes'] as const) {
+  for (const k of [
+    'filter',
+    'sortBy',
+    'sortOrder',
+    'startIndex',
+    'count',
+    'attributes',
+    'excludedAttributes',
+  ] as const) {
     const v = q[k];
     if (v === undefined) continue;
     if (typeof v !== 'string') throw new ScimError(400, `${k} may be given once`, 'invalidValue');
@@ -140,9 +209,11 @@ function listParams(query: unknown): ListParams {
 
 /** The SearchRequest of `POST .search` (§3.4.3). */
 function searchParams(body: unknown): ListParams {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new ScimError(400, 'the body must be a SearchRequest', 'invalidSyntax');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new ScimError(400, 'the body must be a SearchRequest', 'invalidSyntax');
   const o = body as Record<string, unknown>;
-  if (!Array.isArray(o.schemas) || !o.schemas.includes(SEARCH_REQUEST)) throw new ScimError(400, `schemas must list ${SEARCH_REQUEST}`, 'invalidSyntax');
+  if (!Array.isArray(o.schemas) || !o.schemas.includes(SEARCH_REQUEST))
+    throw new ScimError(400, `schemas must list ${SEARCH_REQUEST}`, 'invalidSyntax');
   const out: ListParams = {};
   for (const k of ['filter', 'sortBy', 'sortOrder'] as const) {
     if (o[k] === undefined) continue;
@@ -157,14 +228,21 @@ function searchParams(body: unknown): ListParams {
   for (const k of ['attributes', 'excludedAttributes'] as const) {
     const v = o[k];
     if (v === undefined) continue;
-    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new ScimError(400, `${k} must be an array of strings`, 'invalidValue');
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string'))
+      throw new ScimError(400, `${k} must be an array of strings`, 'invalidValue');
     out[k] = v.join(',');
   }
   return out;
 }
 
 function listOf(resources: Record<string, unknown>[]): Record<string, unknown> {
-  return { schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], totalResults: resources.length, startIndex: 1, itemsPerPage: resources.length, Resources: resources };
+  return {
+    schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
+    totalResults: resources.length,
+    startIndex: 1,
+    itemsPerPage: resources.length,
+    Resources: resources,
+  };
 }
 
 function byId(resources: Record<string, unknown>[], request: FastifyRequest): Record<string, unknown> {
@@ -178,7 +256,17 @@ function byId(resources: Record<string, unknown>[], request: FastifyRequest): Re
  * `OAuthError` with its status and `WWW-Authenticate` challenge (RFC 6750 §3).
  */
 function sendScimError(reply: FastifyReply, err: unknown): FastifyReply {
-  const scim = err instanceof ScimError ? err : err instanceof OAuthError ? new ScimError(err.status, err.description ?? err.code, undefined, err.headers) : undefined;
+  const scim =
+    err instanceof ScimError
+      ? err
+      : err instanceof OAuthError
+        ? new ScimError(err.status, err.description ?? err.code, undefined, err.headers)
+        : undefined;
   if (!scim) throw err;
-  return reply.code(scim.status).headers(scim.headers).type(SCIM_TYPE).header('cache-control', 'no-store').send(scim.toJSON());
+  return reply
+    .code(scim.status)
+    .headers(scim.headers)
+    .type(SCIM_TYPE)
+    .header('cache-control', 'no-store')
+    .send(scim.toJSON());
 }

@@ -19,7 +19,9 @@ import type { GrantServices } from '../grants/registry.js';
 export const TOKEN_PATH = '/connect/token';
 
 /** The services this module uses. */
-export type TokenEndpointServices = Pick<Services, 'config' | 'dpop' | 'events' | 'issuer' | 'limiter'> & ClientAuthServices & GrantServices;
+export type TokenEndpointServices = Pick<Services, 'config' | 'dpop' | 'events' | 'issuer' | 'limiter'> &
+  ClientAuthServices &
+  GrantServices;
 
 /**
  * Registers `/connect/token` (RFC 6749 §3.2), running the handler `grantTypes` resolves for the
@@ -49,7 +51,12 @@ export function tokenEndpoint(app: FastifyInstance, ctx: TokenEndpointServices, 
         if (client.isPublic && proofs.length > 0) {
           const limits = ctx.config.pendingLimits;
           const key = `dpop:address:${addressQuotaKey(request.ip)}`;
-          await chargeQuota(ctx.limiter, 'dpop_proof_quota', [{ key, limit: limits.dpopProofsPerAddress }], limits.windowSeconds);
+          await chargeQuota(
+            ctx.limiter,
+            'dpop_proof_quota',
+            [{ key, limit: limits.dpopProofsPerAddress }],
+            limits.windowSeconds,
+          );
         }
         const dpop = await ctx.dpop.verify(proofs, { method: 'POST', url: tokenUrl }, now, {
           nonce: true,

@@ -36,12 +36,18 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: UserinfoEndpointServ
         }
         const token = await authenticateAccessToken(ctx, request, form, USERINFO_PATH);
         const { scheme } = token;
-        if (!token.scopes.includes('openid')) throw tokenError(scheme, 403, 'insufficient_scope', 'the openid scope is required');
+        if (!token.scopes.includes('openid'))
+          throw tokenError(scheme, 403, 'insufficient_scope', 'the openid scope is required');
         const { user } = token;
         if (!user) throw tokenError(scheme, 401, 'invalid_token', 'the user is no longer active');
         const names = ctx.resources.identityClaimNames(token.scopes);
         for (const name of token.valid.userinfoClaims ?? []) names.add(name);
-        const released = await ctx.tokens.releasedClaims({ subjectId: user.subjectId, claims: claimsOf(user) }, token.client, names, 'userinfo');
+        const released = await ctx.tokens.releasedClaims(
+          { subjectId: user.subjectId, claims: claimsOf(user) },
+          token.client,
+          names,
+          'userinfo',
+        );
         const body = { sub: user.subjectId, ...released };
         return noStore(reply).type('application/json; charset=utf-8').send(body);
       } catch (err) {

@@ -51,7 +51,10 @@ export type SigilEventName =
   | 'resource_created'
   | 'resource_updated'
   | 'resource_deleted'
-  /** A change through the management API or console: `clientId`/`subjectId` name the actor, `action`, `target`, `changes` what changed. */
+  /**
+   * A change through the management API or console: `clientId`/`subjectId` name the actor, `action`,
+   * `target`, `changes` what changed.
+   */
   | 'admin_changed';
 
 /** One audit event. Token values never appear in events. */
@@ -86,13 +89,19 @@ export interface SigilEvent {
   sessionId?: string;
   /** The claim names a `profile_updated` event changed (never their values: personal data). */
   claims?: string[];
-  /** What a `resource_*` (type `User`, `Group`) or `admin_changed` event (type `client`, `key`, `user`, `session`) is about. */
+  /**
+   * What a `resource_*` (type `User`, `Group`) or `admin_changed` event (type `client`, `key`, `user`,
+   * `session`) is about.
+   */
   target?: { type: string; id: string };
   /** The attributes a `resource_*` event changed (names only, never values: no password or hash). */
   changed?: string[];
   /** An `admin_changed` event's action (`client.create`, `client.update`, `key.rotate`, ...). */
   action?: string;
-  /** An `admin_changed` event's changed fields and their new values; secrets never appear (a rotated secret is named, not given). */
+  /**
+   * An `admin_changed` event's changed fields and their new values; secrets never appear (a rotated secret is
+   * named, not given).
+   */
   changes?: Record<string, unknown>;
   /** The OpenTelemetry trace the event happened in (32 hex digits), when tracing is on. */
   traceId?: string;

@@ -3,7 +3,8 @@
  * start sends the browser upstream and remembers, under the `state` it sends, what the callback
  * needs (single use, bound to the browser and the pending request); the callback checks that
  * `state`, completes the upstream sign-in (`UpstreamProviders.finish`) and links the external
- * user to a local subject through the user admin (`UserAdmin.linkUpstream`). The session and the resumed request are the
+ * user to a local subject through the user admin (`UserAdmin.linkUpstream`). The session and the resumed
+ * request are the
  * pages' and the interaction outcomes' business.
  */
 import type { Logger } from 'pino';
@@ -112,8 +113,7 @@ export class UpstreamSignIn {
     const { upstream, interactions, states, log } = this.deps;
     const provider = upstream.get(name);
     const state = callback.state;
-    if (!provider || !state || state.length > MAX_STATE_LENGTH)
-      return failed('the sign-in response is not valid');
+    if (!provider || !state || state.length > MAX_STATE_LENGTH) return failed('the sign-in response is not valid');
     const row = await states.find(state);
     const data = row?.data;
     const id = browser();
@@ -141,7 +141,12 @@ export class UpstreamSignIn {
       log.warn({ provider: name }, 'upstream subject refused: longer than 255 characters or not a string');
       return failed('the identity provider sent an invalid subject identifier', interaction);
     }
-    const user = await this.deps.users.linkUpstream(provider.name, sub, mappedClaims(provider, claims), interaction.request.tenant);
+    const user = await this.deps.users.linkUpstream(
+      provider.name,
+      sub,
+      mappedClaims(provider, claims),
+      interaction.request.tenant,
+    );
     if (!user.isActive) return failed('the account is not active', interaction);
     return { outcome: 'signed_in', user, claims, pending: { id: data.interactionId, interaction } };
   }

@@ -115,7 +115,11 @@ export class UpstreamProviders {
    * (signature, issuer, audience, nonce) and returns its claims merged with userinfo's.
    * @throws Error (openid-client's) for an error response, a state mismatch or a bad token.
    */
-  async finish(provider: IdentityProviderConfig, callbackUrl: URL, pending: Omit<UpstreamRequest, 'url'>): Promise<Record<string, unknown>> {
+  async finish(
+    provider: IdentityProviderConfig,
+    callbackUrl: URL,
+    pending: Omit<UpstreamRequest, 'url'>,
+  ): Promise<Record<string, unknown>> {
     const config = await this.configuration(provider);
     const tokens = await oidc.authorizationCodeGrant(config, callbackUrl, {
       pkceCodeVerifier: pending.codeVerifier,
@@ -137,7 +141,8 @@ export class UpstreamProviders {
       const authority = new URL(provider.authority);
       const auth = provider.clientSecret ? oidc.ClientSecretBasic(provider.clientSecret) : oidc.None();
       // Plain http is allowed for loopback authorities only (checked by the config schema).
-      const options = authority.protocol === 'http:' ? { execute: [oidc.allowInsecureRequests], timeout: 10 } : { timeout: 10 };
+      const options =
+        authority.protocol === 'http:' ? { execute: [oidc.allowInsecureRequests], timeout: 10 } : { timeout: 10 };
       config = oidc.discovery(authority, provider.clientId, undefined, auth, options);
       config.catch(() => this.configs.delete(provider.name));
       this.configs.set(provider.name, config);

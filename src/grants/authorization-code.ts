@@ -27,8 +27,7 @@ export const authorizationCodeGrant: GrantHandler = async (ctx, req) => {
   const now = nowSeconds();
   const codes = ctx.store.records.codes;
   const row = code.length <= 512 ? await codes.find(code) : undefined;
-  if (!row || row.clientId !== client.clientId)
-    throw invalidGrant('the authorization code is invalid');
+  if (!row || row.clientId !== client.clientId) throw invalidGrant('the authorization code is invalid');
   if (row.consumedAt !== null || row.revokedAt !== null) {
     await ctx.store.records.families.revoke(row.familyId, now);
     throw invalidGrant('the authorization code was already used');
@@ -48,8 +47,15 @@ export const authorizationCodeGrant: GrantHandler = async (ctx, req) => {
   }
   const targets = narrowResources(requestedResources(params.getAll('resource'), client, ctx.resources), data.resources);
   const grant = { familyId: row.familyId, consume: (at: number) => codes.consume(code, at) };
-  return redeemApproval(ctx, client, grant, data, () => ctx.store.records.families.revoke(row.familyId, now).then(() => undefined), {
-    ...bindingOf(req),
-    ...(targets ? { targets } : {}),
-  });
+  return redeemApproval(
+    ctx,
+    client,
+    grant,
+    data,
+    () => ctx.store.records.families.revoke(row.familyId, now).then(() => undefined),
+    {
+      ...bindingOf(req),
+      ...(targets ? { targets } : {}),
+    },
+  );
 };

@@ -45,4 +45,3 @@ export function grantRegistry(validator: ResourceOwnerValidator, extensions: rea
   for (const grant of extensions) registry.register(grant.grantType, extensionGrantHandler(grant));
   return registry;
 }
-

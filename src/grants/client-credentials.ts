@@ -14,7 +14,16 @@ import { validateScopes } from '../resources/scopes.js';
 export const clientCredentialsGrant: GrantHandler = async (ctx, req) => {
   const { params, client } = req;
   const targets = requestedResources(params.getAll('resource'), client, ctx.resources);
-  const scopes = scopesForResources(validateScopes(params.get('scope'), client, ctx.resources, 'client'), targets, ctx.resources);
-  const response = await ctx.tokens.issue({ client, scopes, ...bindingOf(req), ...(targets ? { audiences: targets } : {}) });
+  const scopes = scopesForResources(
+    validateScopes(params.get('scope'), client, ctx.resources, 'client'),
+    targets,
+    ctx.resources,
+  );
+  const response = await ctx.tokens.issue({
+    client,
+    scopes,
+    ...bindingOf(req),
+    ...(targets ? { audiences: targets } : {}),
+  });
   return { response };
 };

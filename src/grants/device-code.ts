@@ -30,7 +30,8 @@ export const deviceCodeGrant: GrantHandler = async (ctx, req) => {
   const { params, client } = req;
   const deviceCode = params.require('device_code');
   // The device authorization request takes no resource indicators, so the token request cannot narrow to any.
-  if (params.has('resource')) throw new OAuthError('invalid_target', 'resource indicators are not supported with the device grant');
+  if (params.has('resource'))
+    throw new OAuthError('invalid_target', 'resource indicators are not supported with the device grant');
   const devices = ctx.store.records.deviceCodes;
   const key = devices.keyOf(deviceCode);
   for (let attempt = 1; ; attempt++) {
@@ -42,7 +43,9 @@ export const deviceCodeGrant: GrantHandler = async (ctx, req) => {
     const data = row.data;
     const nowMs = Date.now();
     const tooFast = data.lastPollAt !== undefined && nowMs - data.lastPollAt < data.interval * 1000;
-    const next: DeviceCodeData = tooFast ? { ...data, lastPollAt: nowMs, interval: data.interval + 5 } : { ...data, lastPollAt: nowMs };
+    const next: DeviceCodeData = tooFast
+      ? { ...data, lastPollAt: nowMs, interval: data.interval + 5 }
+      : { ...data, lastPollAt: nowMs };
     if (!(await devices.recordPoll(key, data, next))) {
       // Changed since the read: an answer, a redemption or another poll. Judge it again.
       if (attempt < MAX_ATTEMPTS) continue;
@@ -50,8 +53,16 @@ export const deviceCodeGrant: GrantHandler = async (ctx, req) => {
     }
     if (tooFast) throw new OAuthError('slow_down', 'poll less often');
     if (data.status === 'denied') throw new OAuthError('access_denied', 'the user denied the request');
-    if (data.status === 'pending' || !data.subject) throw new OAuthError('authorization_pending', 'the user has not answered yet');
+    if (data.status === 'pending' || !data.subject)
+      throw new OAuthError('authorization_pending', 'the user has not answered yet');
     const grant = { familyId: row.familyId, consume: (now: number) => devices.consume(key, now) };
-    return redeemApproval(ctx, client, grant, { subject: data.subject, scopes: data.scopes }, async () => undefined, bindingOf(req));
+    return redeemApproval(
+      ctx,
+      client,
+      grant,
+      { subject: data.subject, scopes: data.scopes },
+      async () => undefined,
+      bindingOf(req),
+    );
   }
 };

@@ -106,8 +106,14 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
         const valid = found && ctx.clients.stillIssuesTo(found.claims.client_id, found.claims.iat) ? found : undefined;
         const jkt = valid && boundKey(valid.claims);
         if (jkt !== undefined) {
-          if (!req.dpop) throw invalidRequest('an access token of this request is bound to a DPoP key: send a DPoP proof made with that key (RFC 9449)');
-          if (req.dpop.jkt !== jkt) throw invalidDPoPProof('the DPoP proof is not made with the key an access token of this request is bound to');
+          if (!req.dpop)
+            throw invalidRequest(
+              'an access token of this request is bound to a DPoP key: send a DPoP proof made with that key (RFC 9449)',
+            );
+          if (req.dpop.jkt !== jkt)
+            throw invalidDPoPProof(
+              'the DPoP proof is not made with the key an access token of this request is bound to',
+            );
         }
         if (valid?.familyId !== undefined)
           families.set(valid.familyId, valid.format === 'jwt' ? String(valid.claims.jti) : t);
@@ -159,16 +165,30 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
     });
     // The family may have been revoked between validation and the writes above; the new tokens
     // must not outlive it (as a concurrent refresh token reuse, refresh-token.ts).
-    if (result.familyId !== undefined && familyToken !== undefined && (await ctx.store.records.accessTokens.isRevoked(familyToken))) {
+    if (
+      result.familyId !== undefined &&
+      familyToken !== undefined &&
+      (await ctx.store.records.accessTokens.isRevoked(familyToken))
+    ) {
       await ctx.store.records.families.revoke(result.familyId, nowSeconds());
       throw invalidRequest('a token of the request was revoked while it was being processed');
     }
-    return { response: { ...response, ...(result.response ?? {}) } as TokenResponse, ...(subject ? { subjectId: subject.subjectId } : {}) };
+    return {
+      response: { ...response, ...(result.response ?? {}) } as TokenResponse,
+      ...(subject ? { subjectId: subject.subjectId } : {}),
+    };
   };
 }
 
 /** `plan` with its expiry no later than `cap` (Unix seconds); unchanged without a cap. */
-function capRefreshPlan(plan: ReturnType<typeof newRefreshPlan>, cap: number | undefined): ReturnType<typeof newRefreshPlan> {
+function capRefreshPlan(
+  plan: ReturnType<typeof newRefreshPlan>,
+  cap: number | undefined,
+): ReturnType<typeof newRefreshPlan> {
   if (plan.kind === 'none' || cap === undefined) return plan;
-  return { ...plan, expiresAt: Math.min(plan.expiresAt, cap), absoluteExpiresAt: Math.min(plan.absoluteExpiresAt, cap) };
+  return {
+    ...plan,
+    expiresAt: Math.min(plan.expiresAt, cap),
+    absoluteExpiresAt: Math.min(plan.absoluteExpiresAt, cap),
+  };
 }

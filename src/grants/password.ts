@@ -36,7 +36,10 @@ export interface ResourceOwnerRequest {
  * Checks resource owner credentials (extension point of `createSigil`). Returns the user, or
  * undefined for wrong credentials (answered with `invalid_grant`); may throw an `OAuthError`.
  */
-export type ResourceOwnerValidator = (ctx: PasswordGrantServices, req: ResourceOwnerRequest) => Promise<User | undefined>;
+export type ResourceOwnerValidator = (
+  ctx: PasswordGrantServices,
+  req: ResourceOwnerRequest,
+) => Promise<User | undefined>;
 
 /** The built-in validator: the config's users and the store's, passwords verified with argon2id. */
 export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) =>
@@ -55,9 +58,14 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
     const { params, client, origin } = req;
     const username = params.require('username');
     const password = params.require('password');
-    if (username.length > MAX_USERNAME_LENGTH || password.length > 1024) throw invalidGrant('invalid username or password');
+    if (username.length > MAX_USERNAME_LENGTH || password.length > 1024)
+      throw invalidGrant('invalid username or password');
     const acr = parseAcrValues(params.get('acr_values'));
-    if (acr.idp !== null && client.identityProviderRestrictions.length > 0 && !client.identityProviderRestrictions.includes(acr.idp))
+    if (
+      acr.idp !== null &&
+      client.identityProviderRestrictions.length > 0 &&
+      !client.identityProviderRestrictions.includes(acr.idp)
+    )
       throw invalidGrant('the identity provider is not allowed for this client');
     const granted = validateScopes(params.get('scope'), client, ctx.resources, 'user');
     const targets = requestedResources(params.getAll('resource'), client, ctx.resources);
@@ -82,11 +90,30 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
     }
     // A password alone does not sign in a user who has a second factor, nor anyone at a client that
     // requires one, unless the client is allowed (`allowPasswordGrantForMfaUsers`).
-    if (!client.allowPasswordGrantForMfaUsers && (await ctx.mfa.nextStep(user.subjectId, ctx.mfa.requiredFor(client))) !== 'none') {
-      ctx.events.emit({ name: 'user_login_failed', endpoint: 'token', method: 'password_grant', clientId: client.clientId, subjectId: user.subjectId, errorDescription: 'second factor required' });
-      throw invalidGrant('this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser');
+    if (
+      !client.allowPasswordGrantForMfaUsers &&
+      (await ctx.mfa.nextStep(user.subjectId, ctx.mfa.requiredFor(client))) !== 'none'
+    ) {
+      ctx.events.emit({
+        name: 'user_login_failed',
+        endpoint: 'token',
+        method: 'password_grant',
+        clientId: client.clientId,
+        subjectId: user.subjectId,
+        errorDescription: 'second factor required',
+      });
+      throw invalidGrant(
+        'this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser',
+      );
     }
-    ctx.events.emit({ name: 'user_login_succeeded', endpoint: 'token', method: 'password_grant', clientId: client.clientId, subjectId: user.subjectId, ...origin });
+    ctx.events.emit({
+      name: 'user_login_succeeded',
+      endpoint: 'token',
+      method: 'password_grant',
+      clientId: client.clientId,
+      subjectId: user.subjectId,
+      ...origin,
+    });
 
     const now = nowSeconds();
     const subject = {

@@ -28,7 +28,10 @@ export interface Approval {
   resources?: string[];
 }
 
-/** The stored single-use grant being redeemed: its family, and how to consume it (its repository's atomic `consume`). */
+/**
+ * The stored single-use grant being redeemed: its family, and how to consume it (its repository's atomic
+ * `consume`).
+ */
 export interface RedeemedGrant {
   familyId: string;
   /** Consumes the grant at `now` (Unix seconds); false when it was consumed, revoked or expired first. */

@@ -43,7 +43,8 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   }
   if (row.expiresAt <= now) throw invalidGrant('the refresh token expired');
   const data = row.data;
-  if (data.jkt !== undefined && req.dpop?.jkt !== data.jkt) throw invalidGrant('the refresh token is bound to another DPoP key');
+  if (data.jkt !== undefined && req.dpop?.jkt !== data.jkt)
+    throw invalidGrant('the refresh token is bound to another DPoP key');
   const targets = narrowResources(requestedResources(params.getAll('resource'), client, ctx.resources), data.resources);
   const scopes = scopesForResources(narrowScopes(params.get('scope'), data.scopes), targets, ctx.resources);
   const user = await ctx.users.findBySubject(data.subject.subjectId);
@@ -70,7 +71,10 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
     // before a concurrent binding cannot write the unbound data back.
     const kept = data.jkt === undefined && req.dpop ? { ...data, jkt: req.dpop.jkt } : data;
     const sliding = client.refreshTokenExpiration === 'sliding';
-    if ((kept !== data || sliding) && !(await refreshTokens.replaceData(handle, data, kept, sliding ? nextExpiry(data, client, now) : undefined)))
+    if (
+      (kept !== data || sliding) &&
+      !(await refreshTokens.replaceData(handle, data, kept, sliding ? nextExpiry(data, client, now) : undefined))
+    )
       throw invalidGrant('the refresh token was changed by a concurrent request');
     refresh = { kind: 'existing', handle };
   }
@@ -93,7 +97,11 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   return { response, subjectId: user.subjectId };
 };
 
-function nextExpiry(data: RefreshTokenData, client: { refreshTokenExpiration: string; slidingRefreshTokenLifetime: number }, now: number): number {
+function nextExpiry(
+  data: RefreshTokenData,
+  client: { refreshTokenExpiration: string; slidingRefreshTokenLifetime: number },
+  now: number,
+): number {
   return client.refreshTokenExpiration === 'sliding'
     ? Math.min(now + client.slidingRefreshTokenLifetime, data.absoluteExpiresAt)
     : data.absoluteExpiresAt;

@@ -12,7 +12,10 @@ import type { DPoPProof } from '../validation/dpop.js';
 import type { RequestOrigin } from '../events/events.js';
 
 /** The services a grant handler is given: what the built-in grants use together (the token endpoint hands them on). */
-export type GrantServices = Pick<Services, 'clients' | 'events' | 'limiter' | 'mfa' | 'resources' | 'store' | 'tokens' | 'users'>;
+export type GrantServices = Pick<
+  Services,
+  'clients' | 'events' | 'limiter' | 'mfa' | 'resources' | 'store' | 'tokens' | 'users'
+>;
 
 /** One authenticated token request, as a grant sees it. */
 export interface GrantRequest {

@@ -57,17 +57,26 @@ export const tokenExchangeGrant: ExtensionGrant = {
     if (!subject) throw invalidRequest('subject_token is invalid or expired');
     // validateAccessToken matched the proof's key to a bound token's; ath ties the proof to it.
     if (boundKey(subject.claims) !== undefined && ctx.dpop?.ath !== accessTokenHash(subjectToken))
-      throw invalidDPoPProof('the DPoP proof\'s ath must be the hash of the subject_token');
+      throw invalidDPoPProof("the DPoP proof's ath must be the hash of the subject_token");
     if (typeof subject.claims.auth_time !== 'number') throw invalidRequest('subject_token does not represent a user');
     if (typeof subject.claims.exp !== 'number') throw invalidRequest('subject_token has no expiry');
-    const aud = subject.claims.aud === undefined ? [] : Array.isArray(subject.claims.aud) ? subject.claims.aud : [subject.claims.aud];
+    const aud =
+      subject.claims.aud === undefined
+        ? []
+        : Array.isArray(subject.claims.aud)
+          ? subject.claims.aud
+          : [subject.claims.aud];
     const acceptable =
       subject.claims.client_id === ctx.client.clientId ||
       aud.some((a) => ctx.client.tokenExchangeSubjectAudiences.includes(a));
-    if (!acceptable) throw invalidRequest('this client may not exchange the subject_token (see tokenExchangeSubjectAudiences)');
+    if (!acceptable)
+      throw invalidRequest('this client may not exchange the subject_token (see tokenExchangeSubjectAudiences)');
 
     const actorToken = ctx.params.get('actor_token');
-    let actor: { sub: string; client_id: string; act?: unknown } = { sub: ctx.client.clientId, client_id: ctx.client.clientId };
+    let actor: { sub: string; client_id: string; act?: unknown } = {
+      sub: ctx.client.clientId,
+      client_id: ctx.client.clientId,
+    };
     if (actorToken !== undefined) {
       if (ctx.params.require('actor_token_type') !== ACCESS_TOKEN_TYPE)
         throw invalidRequest('actor_token_type must be an access token type');
@@ -77,7 +86,7 @@ export const tokenExchangeGrant: ExtensionGrant = {
       actor = { sub: validActor.claims.sub, client_id: validActor.claims.client_id };
     } else if (ctx.params.has('actor_token_type')) throw invalidRequest('actor_token_type without actor_token');
     if (subject.claims.may_act !== undefined && !mayActPermits(subject.claims.may_act, actor))
-      throw invalidRequest('the subject_token\'s may_act does not name this actor');
+      throw invalidRequest("the subject_token's may_act does not name this actor");
     // Earlier actors nest inside the new one (RFC 8693 §4.1).
     if (subject.claims.act !== undefined) actor.act = subject.claims.act;
 

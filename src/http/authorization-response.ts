@@ -36,14 +36,20 @@ export interface ResponseDelivery {
  * query (its own query kept), in the fragment, or in an auto-posting form. `state` and `iss` are
  * added here.
  */
-export function sendToClient(ctx: ResponseDelivery, reply: FastifyReply, target: ResponseTarget, fields: Record<string, string>): FastifyReply {
+export function sendToClient(
+  ctx: ResponseDelivery,
+  reply: FastifyReply,
+  target: ResponseTarget,
+  fields: Record<string, string>,
+): FastifyReply {
   const all: Record<string, string> = { ...fields };
   if (target.state !== undefined) all.state = target.state;
   all.iss = ctx.issuer;
   if (target.mode === 'form_post') return ctx.pages.sendFormPost(reply, target.redirectUri, all);
   const encoded = new URLSearchParams(all).toString();
   const base = asciiUri(target.redirectUri);
-  const location = target.mode === 'query' ? `${base}${base.includes('?') ? '&' : '?'}${encoded}` : `${base}#${encoded}`;
+  const location =
+    target.mode === 'query' ? `${base}${base.includes('?') ? '&' : '?'}${encoded}` : `${base}#${encoded}`;
   return reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').redirect(location, 303);
 }
 
@@ -56,7 +62,12 @@ export function asciiUri(uri: string): string {
 }
 
 /** Sends an OAuth error back to the client (RFC 6749 §4.1.2.1, OIDC Core §3.1.2.6). */
-export function sendErrorToClient(ctx: ResponseDelivery, reply: FastifyReply, target: ResponseTarget, error: OAuthError): FastifyReply {
+export function sendErrorToClient(
+  ctx: ResponseDelivery,
+  reply: FastifyReply,
+  target: ResponseTarget,
+  error: OAuthError,
+): FastifyReply {
   const fields: Record<string, string> = { error: error.code };
   if (error.description) fields.error_description = error.description;
   return sendToClient(ctx, reply, target, fields);

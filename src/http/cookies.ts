@@ -84,7 +84,12 @@ export function browserCookie(request: FastifyRequest): string | undefined {
  * Sets a new browser id, on the reply and on the request, so that the rest of this request reads
  * the same id.
  */
-export function setBrowserCookie(request: FastifyRequest, reply: FastifyReply, issuer: string, cookie: CookieValue): void {
+export function setBrowserCookie(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  issuer: string,
+  cookie: CookieValue,
+): void {
   reply.setCookie(BROWSER_COOKIE, cookie.value, cookieAttributes(issuer, cookiePath(issuer), cookie.maxAge));
   request.cookies[BROWSER_COOKIE] = cookie.value;
 }
@@ -110,7 +115,11 @@ function securityKeyStepPath(issuer: string): string {
 
 /** Sets the security key step's cookie, sent only to `<issuer path>/account/passkeys`. */
 export function setSecurityKeyStepCookie(reply: FastifyReply, issuer: string, cookie: CookieValue): void {
-  reply.setCookie(SECURITY_KEY_STEP_COOKIE, cookie.value, cookieAttributes(issuer, securityKeyStepPath(issuer), cookie.maxAge));
+  reply.setCookie(
+    SECURITY_KEY_STEP_COOKIE,
+    cookie.value,
+    cookieAttributes(issuer, securityKeyStepPath(issuer), cookie.maxAge),
+  );
 }
 
 /** Clears the security key step's cookie. */

@@ -55,7 +55,10 @@ export function buildMetricsApp(metrics: RequestMetrics, log: Logger): FastifyIn
     logController: new LogController({ disableRequestLogging: true }),
   });
   app.get('/metrics', async (_request, reply) =>
-    reply.header('cache-control', 'no-store').type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+    reply
+      .header('cache-control', 'no-store')
+      .type(metrics.registry.contentType)
+      .send(await metrics.registry.metrics()),
   );
   return app;
 }

@@ -1,7 +1,8 @@
 /**
  * Requests to URLs that callers choose (Client ID Metadata Documents and the `jwks_uri` they
  * name; what a dynamically registered client names: `jwks_uri`, `sector_identifier_uri`,
- * `request_uris`, `backchannel_logout_uri`), guarded against server-side request forgery (draft-ietf-oauth-client-id-metadata-document
+ * `request_uris`, `backchannel_logout_uri`), guarded against server-side request forgery
+ * (draft-ietf-oauth-client-id-metadata-document
  * §"SSRF Attacks": never to special-use addresses of RFC 6890). The host is resolved here, every
  * address it resolves to must be an ordinary public one, and the connection goes to the vetted
  * address only (the socket's lookup answers with it), so a DNS answer that changes between the
@@ -44,15 +45,41 @@ export interface OutboundResponse {
  */
 const SPECIAL_USE = { ipv4: new BlockList(), ipv6: new BlockList() };
 for (const [net, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.31.196.0', 24], ['192.52.193.0', 24], ['192.88.99.0', 24],
-  ['192.168.0.0', 16], ['192.175.48.0', 24], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.31.196.0', 24],
+  ['192.52.193.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['192.175.48.0', 24],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ] as const)
   SPECIAL_USE.ipv4.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
-  ['::', 96], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
-  ['2002::', 16], ['3fff::', 20], ['5f00::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+  ['::', 96],
+  ['::ffff:0:0', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['3fff::', 20],
+  ['5f00::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
 ] as const)
   SPECIAL_USE.ipv6.addSubnet(net, bits, 'ipv6');
 
@@ -83,7 +110,9 @@ export function isFetchableAddress(address: string, allowLoopback: boolean): boo
  *   larger than `limits.maxBytes`.
  */
 export async function guardedGet(url: URL, accept: string, limits: OutboundLimits): Promise<OutboundResponse> {
-  const { headers, body } = await guarded(url, limits, (host, address, signal) => exchange(url, host, address, { method: 'GET', headers: { accept } }, limits.maxBytes, signal));
+  const { headers, body } = await guarded(url, limits, (host, address, signal) =>
+    exchange(url, host, address, { method: 'GET', headers: { accept } }, limits.maxBytes, signal),
+  );
   return { headers, body };
 }
 
@@ -95,8 +124,14 @@ export async function guardedGet(url: URL, accept: string, limits: OutboundLimit
  * @throws OutboundRefused as `guardedGet`, but for the status
  */
 export async function guardedPostForm(url: URL, form: string, limits: OutboundLimits): Promise<number> {
-  const headers = { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(form)) };
-  const { status } = await guarded(url, limits, (host, address, signal) => exchange(url, host, address, { method: 'POST', headers, body: form }, 0, signal));
+  const headers = {
+    'content-type': 'application/x-www-form-urlencoded',
+    'cache-control': 'no-store',
+    'content-length': String(Buffer.byteLength(form)),
+  };
+  const { status } = await guarded(url, limits, (host, address, signal) =>
+    exchange(url, host, address, { method: 'POST', headers, body: form }, 0, signal),
+  );
   return status;
 }
 
@@ -130,10 +165,17 @@ function isLoopback(address: string): boolean {
 }
 
 /** The address to connect to: the host's first, once every address it resolves to is fetchable. */
-async function vettedAddress(host: string, allowLoopback: boolean, signal: AbortSignal): Promise<{ address: string; family: number }> {
+async function vettedAddress(
+  host: string,
+  allowLoopback: boolean,
+  signal: AbortSignal,
+): Promise<{ address: string; family: number }> {
   const family = isIP(host);
-  const resolving = family !== 0 ? Promise.resolve([{ address: host, family }]) : lookup(host, { all: true, verbatim: true });
-  const aborted = new Promise<never>((_, fail) => signal.addEventListener('abort', () => fail(new Error('aborted')), { once: true }));
+  const resolving =
+    family !== 0 ? Promise.resolve([{ address: host, family }]) : lookup(host, { all: true, verbatim: true });
+  const aborted = new Promise<never>((_, fail) =>
+    signal.addEventListener('abort', () => fail(new Error('aborted')), { once: true }),
+  );
   let addresses: { address: string; family: number }[];
   try {
     addresses = await Promise.race([resolving, aborted]);
@@ -142,7 +184,10 @@ async function vettedAddress(host: string, allowLoopback: boolean, signal: Abort
     throw new OutboundRefused('the host name does not resolve');
   }
   // All of them: a name answering with one public and one private address is refused.
-  if (addresses.length === 0 || addresses.some((a) => !isFetchableAddress(a.address.split('%')[0] ?? '', allowLoopback)))
+  if (
+    addresses.length === 0 ||
+    addresses.some((a) => !isFetchableAddress(a.address.split('%')[0] ?? '', allowLoopback))
+  )
     throw new OutboundRefused('the host resolves to a private, loopback or other special-use address');
   return addresses[0] as { address: string; family: number };
 }
@@ -159,7 +204,14 @@ interface OutboundRequest {
  * body read up to `maxBytes`, and rejects any other status; a POST resolves with any status and
  * an empty body (`maxBytes` unused), the answer's body unread.
  */
-function exchange(url: URL, host: string, vetted: { address: string; family: number }, out: OutboundRequest, maxBytes: number, signal: AbortSignal): Promise<OutboundResponse & { status: number }> {
+function exchange(
+  url: URL,
+  host: string,
+  vetted: { address: string; family: number },
+  out: OutboundRequest,
+  maxBytes: number,
+  signal: AbortSignal,
+): Promise<OutboundResponse & { status: number }> {
   // The socket's only answer to "where is host?" is the vetted address (pinning).
   const pinned = ((_name: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     if (options.all) callback(null, [vetted]);
@@ -185,7 +237,13 @@ function exchange(url: URL, host: string, vetted: { address: string; family: num
           return;
         }
         if (res.statusCode !== 200) {
-          reject(new OutboundRefused(res.statusCode !== undefined && res.statusCode >= 300 && res.statusCode < 400 ? 'redirects are not followed' : `the answer was HTTP ${res.statusCode ?? '?'}, not 200`));
+          reject(
+            new OutboundRefused(
+              res.statusCode !== undefined && res.statusCode >= 300 && res.statusCode < 400
+                ? 'redirects are not followed'
+                : `the answer was HTTP ${res.statusCode ?? '?'}, not 200`,
+            ),
+          );
           res.destroy();
           return;
         }

@@ -54,7 +54,8 @@ export function browserParams(request: FastifyRequest): Params {
 export function credentialSource(request: FastifyRequest, params: Params): CredentialSource {
   const authorization: string[] = [];
   const raw = request.raw.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === 'authorization') authorization.push(raw[i + 1] ?? '');
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i]?.toLowerCase() === 'authorization') authorization.push(raw[i + 1] ?? '');
   const query = request.query as Record<string, unknown> | undefined;
   // RFC 6749 §2.3.1: credentials never travel in the URL.
   if (query && ('client_secret' in query || 'client_assertion' in query))
@@ -95,7 +96,11 @@ const USER_AGENT_MAX = 256;
 
 /** Who made a request, for its audit events: address (after `trustProxy`), user agent, request id. */
 export function originOf(request: FastifyRequest): RequestOrigin {
-  return { remoteAddress: request.ip, userAgent: request.headers['user-agent']?.slice(0, USER_AGENT_MAX), requestId: request.id };
+  return {
+    remoteAddress: request.ip,
+    userAgent: request.headers['user-agent']?.slice(0, USER_AGENT_MAX),
+    requestId: request.id,
+  };
 }
 
 /**

@@ -5,7 +5,15 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
-import { browserCookie, clearSessionCookie, knownBrowserCookie, sessionCookie, setBrowserCookie, setKnownBrowserCookie, setSessionCookie } from '../http/cookies.js';
+import {
+  browserCookie,
+  clearSessionCookie,
+  knownBrowserCookie,
+  sessionCookie,
+  setBrowserCookie,
+  setKnownBrowserCookie,
+  setSessionCookie,
+} from '../http/cookies.js';
 import type { PasswordCheckContext } from '../users/directory.js';
 import type { EndedSession } from '../logout/logout.js';
 import type { Session } from '../users/sessions.js';
@@ -37,7 +45,10 @@ export async function startSession(
   how: { amr: string[]; idp: string; tenant: string | null; upstreamAcr?: string },
 ): Promise<Session> {
   const userAgent = request.headers['user-agent'];
-  const { session, cookie } = await ctx.sessions.create(sessionCookie(request), user, how, { userAgent, address: request.ip });
+  const { session, cookie } = await ctx.sessions.create(sessionCookie(request), user, how, {
+    userAgent,
+    address: request.ip,
+  });
   clearSessionCookie(reply, ctx.issuer);
   setSessionCookie(reply, ctx.issuer, cookie);
   return session;
@@ -48,7 +59,12 @@ export async function startSession(
  * cookie value (`SessionService.upgrade`).
  * @returns the updated session, or undefined when there is no live session.
  */
-export async function upgradeSession(ctx: BrowserServices, request: FastifyRequest, reply: FastifyReply, amr: string[]): Promise<Session | undefined> {
+export async function upgradeSession(
+  ctx: BrowserServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  amr: string[],
+): Promise<Session | undefined> {
   const upgraded = await ctx.sessions.upgrade(sessionCookie(request), amr);
   if (!upgraded) return undefined;
   setSessionCookie(reply, ctx.issuer, upgraded.cookie);
@@ -59,7 +75,11 @@ export async function upgradeSession(ctx: BrowserServices, request: FastifyReque
  * Ends the browser's session, if any, and clears its cookie (`SessionService.end`).
  * @returns what ending it did, or undefined without a session.
  */
-export async function signOut(ctx: BrowserServices, request: FastifyRequest, reply: FastifyReply): Promise<EndedSession | undefined> {
+export async function signOut(
+  ctx: BrowserServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<EndedSession | undefined> {
   const ended = await ctx.sessions.end(sessionCookie(request));
   clearSessionCookie(reply, ctx.issuer);
   return ended;
@@ -69,7 +89,10 @@ export async function signOut(ctx: BrowserServices, request: FastifyRequest, rep
  * What this browser's known-browser cookie tells a password check (`KnownBrowsers.vouchFor`):
  * whom it signed in with a password before, if anyone (nothing for a forged or expired cookie).
  */
-export async function passwordCheckContext(ctx: BrowserServices, request: FastifyRequest): Promise<PasswordCheckContext> {
+export async function passwordCheckContext(
+  ctx: BrowserServices,
+  request: FastifyRequest,
+): Promise<PasswordCheckContext> {
   const knownBrowser = await ctx.knownBrowsers.vouchFor(knownBrowserCookie(request));
   return knownBrowser ? { knownBrowser } : {};
 }
@@ -78,7 +101,11 @@ export async function passwordCheckContext(ctx: BrowserServices, request: Fastif
  * Makes this browser known for the user it just signed in with a password (a new cookie at every
  * such sign-in). Only with user directories: none of Sigil's own users needs it.
  */
-export async function rememberKnownBrowser(ctx: BrowserServices, reply: FastifyReply, user: { subjectId: string }): Promise<void> {
+export async function rememberKnownBrowser(
+  ctx: BrowserServices,
+  reply: FastifyReply,
+  user: { subjectId: string },
+): Promise<void> {
   if (!ctx.users.hasDirectories) return;
   setKnownBrowserCookie(reply, ctx.issuer, await ctx.knownBrowsers.issue(user.subjectId));
 }

@@ -25,7 +25,16 @@
  */
 import type { Client } from '../clients/registry.js';
 import { type SecondStep, sessionHasMfa } from '../mfa/factors.js';
-import { ACR_MFA, type AcrSession, achievedAcr, acrMeets, attainableAcrs, metAcrs, preferredAcr, requestsMfa } from '../users/acr.js';
+import {
+  ACR_MFA,
+  type AcrSession,
+  achievedAcr,
+  acrMeets,
+  attainableAcrs,
+  metAcrs,
+  preferredAcr,
+  requestsMfa,
+} from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
 import { type AuthorizeRequest, isNativeRedirect } from '../validation/authorize-request.js';
@@ -33,7 +42,15 @@ import { type AuthorizeRequest, isNativeRedirect } from '../validation/authorize
 /** What `decide` reads of a validated authorization request (`validateAuthorizeRequest`). */
 export type DecisionRequest = Pick<
   AuthorizeRequest,
-  'prompt' | 'maxAge' | 'hintSubject' | 'claimsSubject' | 'acr' | 'essentialAcr' | 'acrRequested' | 'scopes' | 'redirectUri'
+  | 'prompt'
+  | 'maxAge'
+  | 'hintSubject'
+  | 'claimsSubject'
+  | 'acr'
+  | 'essentialAcr'
+  | 'acrRequested'
+  | 'scopes'
+  | 'redirectUri'
 >;
 
 /** What `decide` reads of the client. */
@@ -62,7 +79,11 @@ export interface DecisionFacts {
 }
 
 /** The errors `decide` answers the client with (OIDC Core §3.1.2.6; Unmet Authentication Requirements §4). */
-export type DecisionError = 'login_required' | 'interaction_required' | 'consent_required' | 'unmet_authentication_requirements';
+export type DecisionError =
+  | 'login_required'
+  | 'interaction_required'
+  | 'consent_required'
+  | 'unmet_authentication_requirements';
 
 /** What happens to an authorization request. */
 export type Decision =
@@ -94,9 +115,16 @@ export function decide(
 ): Decision {
   const error = (code: DecisionError, description: string): Decision => ({ kind: 'error', error: code, description });
   const acrOutcome = essentialAcrOutcome(req, session, client, facts);
-  if (acrOutcome === 'unmet') return error('unmet_authentication_requirements', 'the requested authentication context class cannot be met');
+  if (acrOutcome === 'unmet')
+    return error('unmet_authentication_requirements', 'the requested authentication context class cannot be met');
   const upstream = chosenUpstream(req, client, facts.upstreams);
-  if (!session || !user || needsLogin(req, session, user, client, facts) || acrOutcome === 'sign-in' || (upstream !== undefined && session.idp !== upstream)) {
+  if (
+    !session ||
+    !user ||
+    needsLogin(req, session, user, client, facts) ||
+    acrOutcome === 'sign-in' ||
+    (upstream !== undefined && session.idp !== upstream)
+  ) {
     if (req.prompt.has('none')) return error('login_required', 'the user must sign in');
     return upstream ? { kind: 'upstream', provider: upstream } : { kind: 'login' };
   }
@@ -118,7 +146,11 @@ export function decide(
   // OIDC Core §3.1.2.1: acr is returned when asked for: the most preferred requested value the
   // sign-in meets, else the class actually achieved (the upstream's own, when it sent one).
   const achieved = achievedAcr(session);
-  return { kind: 'issue', scopes, acr: preferredAcr(session, [...(req.essentialAcr ?? []), ...req.acr.acr]) ?? session.upstreamAcr ?? achieved };
+  return {
+    kind: 'issue',
+    scopes,
+    acr: preferredAcr(session, [...(req.essentialAcr ?? []), ...req.acr.acr]) ?? session.upstreamAcr ?? achieved,
+  };
 }
 
 /**
@@ -127,7 +159,11 @@ export function decide(
  * `acr_values` or essential `acr` (`requestsMfa`). Ask `MfaService.nextStep` with it.
  * @param request the plain `acr_values` and the essential `acr` values of the request
  */
-export function mfaRequired(policy: boolean, session: AcrSession, request: { acrValues: readonly string[]; essentialAcr?: readonly unknown[] | undefined }): boolean {
+export function mfaRequired(
+  policy: boolean,
+  session: AcrSession,
+  request: { acrValues: readonly string[]; essentialAcr?: readonly unknown[] | undefined },
+): boolean {
   return policy || requestsMfa(session, request.acrValues, request.essentialAcr);
 }
 
@@ -149,7 +185,10 @@ export function stepUp(
   return now - session.authTime <= freshSignInSeconds ? 'enrol' : 'login';
 }
 
-/** The page a decision sends the browser to, given `?interaction=<id>`; a path relative to the issuer's (`Services.basePath`). */
+/**
+ * The page a decision sends the browser to, given `?interaction=<id>`; a path relative to the issuer's
+ * (`Services.basePath`).
+ */
 export function pageOf(decision: PageDecision): string {
   switch (decision.kind) {
     case 'login':
@@ -173,7 +212,11 @@ export function pageOf(decision: PageDecision): string {
  * reveals configuration).
  * @param upstreams the providers open to the client
  */
-export function chosenUpstream(req: Pick<DecisionRequest, 'acr'>, client: Pick<DecisionClient, 'enableLocalLogin'>, upstreams: readonly string[]): string | undefined {
+export function chosenUpstream(
+  req: Pick<DecisionRequest, 'acr'>,
+  client: Pick<DecisionClient, 'enableLocalLogin'>,
+  upstreams: readonly string[],
+): string | undefined {
   if (req.acr.idp !== null && upstreams.includes(req.acr.idp)) return req.acr.idp;
   if (!client.enableLocalLogin && upstreams.length === 1) return upstreams[0];
   return undefined;
@@ -245,7 +288,10 @@ export function needsConsent(
   return !req.scopes.every((s) => remembered.includes(s));
 }
 
-/** Whether the session's sign-in was made for the pending request being resumed (prompt=login and max_age are then met). */
+/**
+ * Whether the session's sign-in was made for the pending request being resumed (prompt=login and max_age are
+ * then met).
+ */
 function signedInForRequest(session: Pick<Session, 'authTime'>, pending: DecisionFacts['pending']): boolean {
   return pending?.loginAt !== undefined && session.authTime >= pending.loginAt;
 }

@@ -94,7 +94,9 @@ export async function deviceNextStep(
 import type { FactsServices } from './facts.js';
 import type { InteractionsServices } from './interactions.js';
 /** The services this module uses. */
-export type DeviceServices = Pick<Services, 'clients' | 'interactions' | 'mfa' | 'store'> & FactsServices & InteractionsServices;
+export type DeviceServices = Pick<Services, 'clients' | 'interactions' | 'mfa' | 'store'> &
+  FactsServices &
+  InteractionsServices;
 
 /**
  * Records the person's answer for a device: approved by `session` with the consented scopes, or
@@ -103,7 +105,11 @@ export type DeviceServices = Pick<Services, 'clients' | 'interactions' | 'mfa' |
  * @returns false when the request is not a device's, or it, its device code or its user code was
  *   already answered or has expired: nothing was recorded.
  */
-export async function answerDevice(ctx: DeviceServices, pending: Pending, session: Session | undefined): Promise<boolean> {
+export async function answerDevice(
+  ctx: DeviceServices,
+  pending: Pending,
+  session: Session | undefined,
+): Promise<boolean> {
   const { id, interaction } = pending;
   const device = interaction.device;
   if (!device || !(await ctx.interactions.finish(id))) return false;

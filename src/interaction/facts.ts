@@ -27,10 +27,15 @@ export async function decisionFacts(
   pending: Interaction | undefined,
 ): Promise<DecisionFacts> {
   const live = session && user?.isActive ? session : undefined;
-  const required = live ? mfaRequired(ctx.mfa.requiredFor(req.client), live, { acrValues: req.acr.acr, essentialAcr: req.essentialAcr }) : false;
+  const required = live
+    ? mfaRequired(ctx.mfa.requiredFor(req.client), live, { acrValues: req.acr.acr, essentialAcr: req.essentialAcr })
+    : false;
   const now = nowSeconds();
   // A metadata document's client is asked every time (its consent page shows no remember box).
-  const remembered = live && req.client.requireConsent && !req.client.metadataDocument ? await ctx.store.records.consents.remembered(live.subjectId, req.client.clientId, now) : undefined;
+  const remembered =
+    live && req.client.requireConsent && !req.client.metadataDocument
+      ? await ctx.store.records.consents.remembered(live.subjectId, req.client.clientId, now)
+      : undefined;
   return {
     now,
     upstreams: ctx.upstream.allowedFor(req.client.identityProviderRestrictions).map((p) => p.name),
@@ -47,7 +52,12 @@ export async function decisionFacts(
  * @param required the client's policy asks for MFA (`MfaService.requiredFor`)
  */
 export async function stepUpPage(ctx: FactsServices, session: Session, required: boolean): Promise<string | undefined> {
-  const step = stepUp(await secondStep(ctx, session, required), session, nowSeconds(), ctx.mfa.config.freshSignInSeconds);
+  const step = stepUp(
+    await secondStep(ctx, session, required),
+    session,
+    nowSeconds(),
+    ctx.mfa.config.freshSignInSeconds,
+  );
   return step && pageOf({ kind: step });
 }
 

@@ -28,7 +28,9 @@ import type { BrowserServices } from './browser.js';
 
 import type { DeviceServices } from './device.js';
 /** The services this module uses. */
-export type OutcomesServices = Pick<Services, 'basePath' | 'clients' | 'events' | 'interactions' | 'store'> & BrowserServices & DeviceServices;
+export type OutcomesServices = Pick<Services, 'basePath' | 'clients' | 'events' | 'interactions' | 'store'> &
+  BrowserServices &
+  DeviceServices;
 
 /** Where a pending request continues after the login or consent page, relative to the issuer's path. */
 export function resumePath(id: string, interaction: Interaction): string {
@@ -72,7 +74,14 @@ export async function finishSignIn(
   const session = await startSession(ctx, request, reply, user, start);
   // A sign-in at Sigil without a password (`pwd` in `amr`, RFC 8176 §2) was a passkey's.
   const method = endpoint === 'federation' ? 'upstream' : start.amr.includes('pwd') ? 'password' : 'passkey';
-  ctx.events.emit({ name: 'user_login_succeeded', endpoint, method, subjectId: user.subjectId, ...(pending ? { clientId: pending.interaction.request.clientId } : {}), ...originOf(request) });
+  ctx.events.emit({
+    name: 'user_login_succeeded',
+    endpoint,
+    method,
+    subjectId: user.subjectId,
+    ...(pending ? { clientId: pending.interaction.request.clientId } : {}),
+    ...originOf(request),
+  });
   if (pending) await ctx.interactions.update(pending.id, { ...pending.interaction, loginAt: session.authTime });
   return session;
 }
@@ -90,12 +99,23 @@ export function mayRememberConsent(interaction: Interaction): boolean {
  * scopes and, when asked (`remember`) and allowed (`mayRememberConsent`), the remembered consent
  * of the session's subject for the client.
  */
-export async function grantConsent(ctx: OutcomesServices, pending: Pending, session: Session, remember: boolean): Promise<void> {
+export async function grantConsent(
+  ctx: OutcomesServices,
+  pending: Pending,
+  session: Session,
+  remember: boolean,
+): Promise<void> {
   const { id, interaction } = pending;
   const scopes = interaction.request.scopes;
   if (remember && mayRememberConsent(interaction)) {
     const now = nowSeconds();
-    await ctx.store.records.consents.remember(session.subjectId, interaction.request.clientId, scopes, now, now + CONSENT_LIFETIME);
+    await ctx.store.records.consents.remember(
+      session.subjectId,
+      interaction.request.clientId,
+      scopes,
+      now,
+      now + CONSENT_LIFETIME,
+    );
   }
   await ctx.interactions.update(id, { ...interaction, consented: scopes });
 }

@@ -65,7 +65,10 @@ export function compareKeys(a: StoredKey, b: StoredKey): number {
 
 /** The newest (`compareKeys`) not retired key of `alg` activating at `at` (Unix seconds) or before, if any. */
 function newestLive(keys: readonly StoredKey[], alg: string, at: number): StoredKey | undefined {
-  return keys.filter((k) => k.alg === alg && k.retiredAt === null && k.activatesAt <= at).sort(compareKeys).at(-1);
+  return keys
+    .filter((k) => k.alg === alg && k.retiredAt === null && k.activatesAt <= at)
+    .sort(compareKeys)
+    .at(-1);
 }
 
 /**
@@ -201,7 +204,8 @@ export class KeyRing {
     for (const k of infos) {
       if (k.status === 'expired') continue;
       published.push({ ...(k.publicJwk as JWK), kid: k.kid, use: 'sig', alg: k.alg });
-      if (k.status === 'active') signers.set(k.alg, { kid: k.kid, alg: k.alg, key: await this.privateKey(k), activatesAt: k.activatesAt });
+      if (k.status === 'active')
+        signers.set(k.alg, { kid: k.kid, alg: k.alg, key: await this.privateKey(k), activatesAt: k.activatesAt });
     }
     if (seq < this.usedRead) return;
     this.usedRead = seq;
@@ -266,7 +270,9 @@ export class KeyRing {
     if (!key) throw new Error(`no signing key for ${alg}`);
     // The claims are Sigil's own plain JSON, so the JWS payload is their JSON text as is: SignJWT
     // would copy and re-check every claim on each token (a tenth of the signing time for ES256).
-    return new CompactSign(UTF8.encode(JSON.stringify(payload))).setProtectedHeader({ alg: key.alg, kid: key.kid, typ }).sign(key.key);
+    return new CompactSign(UTF8.encode(JSON.stringify(payload)))
+      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ })
+      .sign(key.key);
   }
 
   private async privateKey(k: StoredKey): Promise<CryptoKey> {
@@ -279,7 +285,12 @@ export class KeyRing {
   }
 }
 
-async function generateKey(alg: SigningAlgorithm, now: number, activatesAt: number, dataKey: Uint8Array | undefined): Promise<StoredKey> {
+async function generateKey(
+  alg: SigningAlgorithm,
+  now: number,
+  activatesAt: number,
+  dataKey: Uint8Array | undefined,
+): Promise<StoredKey> {
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true, modulusLength: 2048 });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
@@ -300,7 +311,9 @@ async function openPrivateKey(stored: string, dataKey: Uint8Array | undefined): 
  */
 export async function sealJson(json: string, dataKey: Uint8Array | undefined, kid?: string): Promise<string> {
   if (!dataKey) return json;
-  return new CompactEncrypt(new TextEncoder().encode(json)).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', ...(kid ? { kid } : {}) }).encrypt(dataKey);
+  return new CompactEncrypt(new TextEncoder().encode(json))
+    .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', ...(kid ? { kid } : {}) })
+    .encrypt(dataKey);
 }
 
 /**

@@ -44,7 +44,13 @@ export interface FailureCounterStore {
    * account lapse together.
    * @returns undefined when counted, else the full window of `key` (nothing changed).
    */
-  claim(key: string, max: number, alongside: readonly string[], windowMs: number, now: number): Promise<FailureWindow | undefined>;
+  claim(
+    key: string,
+    max: number,
+    alongside: readonly string[],
+    windowMs: number,
+    now: number,
+  ): Promise<FailureWindow | undefined>;
   close(): Promise<void>;
 }
 
@@ -74,7 +80,13 @@ export class MemoryFailureCounters implements FailureCounterStore {
     for (const key of keys) this.windows.delete(key);
   }
 
-  async claim(key: string, max: number, alongside: readonly string[], windowMs: number, now: number): Promise<FailureWindow | undefined> {
+  async claim(
+    key: string,
+    max: number,
+    alongside: readonly string[],
+    windowMs: number,
+    now: number,
+  ): Promise<FailureWindow | undefined> {
     if (this.windows.size > 100_000) for (const [k, o] of this.windows) if (o.resetAt <= now) this.windows.delete(k);
     const w = this.windows.get(key);
     const live = w && w.resetAt > now ? w : undefined;
@@ -130,12 +142,25 @@ export class RedisFailureCounters implements FailureCounterStore {
     await answered(this.redis.pipeline().del(...keys.map(prefix)));
   }
 
-  async claim(key: string, max: number, alongside: readonly string[], windowMs: number, now: number): Promise<FailureWindow | undefined> {
+  async claim(
+    key: string,
+    max: number,
+    alongside: readonly string[],
+    windowMs: number,
+    now: number,
+  ): Promise<FailureWindow | undefined> {
     let answer: unknown;
     try {
       // One script: Redis runs it as one command, so no other client's claim comes between the
       // read and the count (EVAL, Redis 2.6 and later).
-      answer = await this.redis.eval(CLAIM_SCRIPT, 1 + alongside.length, prefix(key), ...alongside.map(prefix), max, windowMs);
+      answer = await this.redis.eval(
+        CLAIM_SCRIPT,
+        1 + alongside.length,
+        prefix(key),
+        ...alongside.map(prefix),
+        max,
+        windowMs,
+      );
     } catch (err) {
       throw countersUnavailable(`failure counters: Redis did not answer (${(err as Error).message})`);
     }
@@ -176,7 +201,8 @@ async function answered(pipeline: ChainableCommander): Promise<[Error | null, un
     throw countersUnavailable(`failure counters: Redis did not answer (${(err as Error).message})`);
   }
   const failed = results?.find(([err]) => err !== null)?.[0];
-  if (!results || failed) throw countersUnavailable(`failure counters: Redis did not answer (${failed?.message ?? 'no reply'})`);
+  if (!results || failed)
+    throw countersUnavailable(`failure counters: Redis did not answer (${failed?.message ?? 'no reply'})`);
   return results;
 }
 
@@ -186,7 +212,12 @@ async function answered(pipeline: ChainableCommander): Promise<[Error | null, un
  * error's message, for the log.
  */
 export function countersUnavailable(reason: string): OAuthError {
-  const err = new OAuthError('temporarily_unavailable', 'the failure limits cannot be checked right now, retry later', 503, { 'retry-after': '1' });
+  const err = new OAuthError(
+    'temporarily_unavailable',
+    'the failure limits cannot be checked right now, retry later',
+    503,
+    { 'retry-after': '1' },
+  );
   err.message = reason;
   return err;
 }
@@ -256,7 +287,15 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * The limits that refuse requests (429), as metrics name them: the failure limits of this module
  * (`failed_attempts`) and the request quotas of `request-quota.ts`, one per kind of stored thing.
  */
-export type LimitName = 'failed_attempts' | 'interaction_quota' | 'device_quota' | 'passkey_challenge_quota' | 'dpop_proof_quota' | 'client_metadata_quota' | 'registration_quota' | 'email_quota';
+export type LimitName =
+  | 'failed_attempts'
+  | 'interaction_quota'
+  | 'device_quota'
+  | 'passkey_challenge_quota'
+  | 'dpop_proof_quota'
+  | 'client_metadata_quota'
+  | 'registration_quota'
+  | 'email_quota';
 
 /** Failure counters with limits (config `rateLimits`). */
 export class FailureLimiter {
@@ -336,12 +375,22 @@ export class FailureLimiter {
    * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` (seconds until the first of
    *   the spent budgets lapses), as `before` answers, when every budget is spent.
    */
-  async claimCapped(budgets: readonly { key: string; max: number }[], windowSeconds: number, now = Date.now()): Promise<void> {
+  async claimCapped(
+    budgets: readonly { key: string; max: number }[],
+    windowSeconds: number,
+    now = Date.now(),
+  ): Promise<void> {
     const keys = budgets.map((b) => `cap:${b.key}`);
     let soonest: FailureWindow | undefined;
     for (const [i, budget] of budgets.entries()) {
       if (budget.max <= 0) continue;
-      const full = await this.counters.claim(keys[i]!, budget.max, keys.filter((_, j) => j !== i), windowSeconds * 1000, now);
+      const full = await this.counters.claim(
+        keys[i]!,
+        budget.max,
+        keys.filter((_, j) => j !== i),
+        windowSeconds * 1000,
+        now,
+      );
       if (!full) return;
       if (!soonest || full.resetAt < soonest.resetAt) soonest = full;
     }
@@ -361,15 +410,23 @@ export class FailureLimiter {
  */
 function tooManyFailures(window: FailureWindow, now: number): OAuthError {
   const retryAfter = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
-  return new OAuthError('temporarily_unavailable', 'too many failed attempts, retry later', 429, { 'retry-after': String(retryAfter) });
+  return new OAuthError('temporarily_unavailable', 'too many failed attempts, retry later', 429, {
+    'retry-after': String(retryAfter),
+  });
 }
 
 /**
  * The counter keys of an attempt. An identity longer than 200 characters (a client id is whatever
  * the caller sends) is keyed by its SHA-256, so keys stay small in memory and in Redis.
  */
-function keysOf(attempt: CredentialAttempt): { address: string; blocking: string[]; identity: string | undefined; all: string[] } {
-  const id = attempt.identity.length > 200 ? `sha256:${sha256(attempt.identity).toString('base64url')}` : attempt.identity;
+function keysOf(attempt: CredentialAttempt): {
+  address: string;
+  blocking: string[];
+  identity: string | undefined;
+  all: string[];
+} {
+  const id =
+    attempt.identity.length > 200 ? `sha256:${sha256(attempt.identity).toString('base64url')}` : attempt.identity;
   const address = `address:${attempt.address}`;
   const blocking = [`pair:${id}@${attempt.address}`, ...(attempt.extraKeys ?? [])];
   const identity = attempt.identityWide ? `identity:${id}` : undefined;

@@ -29,7 +29,12 @@ export interface CounterReply {
 
 /** The worker's end of the IPC channel to the primary: `process` in a cluster worker. */
 export interface PrimaryChannel {
-  send?(message: CounterRequest, sendHandle: undefined, options: undefined, callback: (error: Error | null) => void): boolean;
+  send?(
+    message: CounterRequest,
+    sendHandle: undefined,
+    options: undefined,
+    callback: (error: Error | null) => void,
+  ): boolean;
   on(event: 'message', listener: (message: unknown) => void): unknown;
   off(event: 'message', listener: (message: unknown) => void): unknown;
 }
@@ -45,7 +50,10 @@ export const PRIMARY_ANSWER_TIMEOUT_MS = 5000;
  */
 export class PrimaryFailureCounters implements FailureCounterStore {
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (reply: CounterReply) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (reply: CounterReply) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }
+  >();
   private readonly onMessage = (message: unknown) => {
     if (!isReply(message)) return;
     const call = this.pending.get(message.id);
@@ -76,7 +84,13 @@ export class PrimaryFailureCounters implements FailureCounterStore {
     await this.call({ op: 'increment', keys: [...keys], windowMs, now });
   }
 
-  async claim(key: string, max: number, alongside: readonly string[], windowMs: number, now: number): Promise<FailureWindow | undefined> {
+  async claim(
+    key: string,
+    max: number,
+    alongside: readonly string[],
+    windowMs: number,
+    now: number,
+  ): Promise<FailureWindow | undefined> {
     return (await this.call({ op: 'claim', keys: [key, ...alongside], max, windowMs, now })).windows[0]?.[1];
   }
 
@@ -102,7 +116,11 @@ export class PrimaryFailureCounters implements FailureCounterStore {
         clearTimeout(timer);
         reject(err);
       };
-      const timer = setTimeout(() => fail(countersUnavailable(`failure counters: the primary process did not answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      const timer = setTimeout(
+        () =>
+          fail(countersUnavailable(`failure counters: the primary process did not answer within ${this.timeoutMs} ms`)),
+        this.timeoutMs,
+      );
       timer.unref();
       this.pending.set(id, { resolve, reject, timer });
       this.channel.send?.({ sigil: 'counters', id, ...request } as CounterRequest, undefined, undefined, (err) => {
@@ -129,7 +147,10 @@ function isReply(message: unknown): message is CounterReply {
  * The primary's side: performs a worker's request on `counters` (the primary's one store) and
  * returns the answer to send back to that worker.
  */
-export async function answerCounterRequest(counters: FailureCounterStore, request: CounterRequest): Promise<CounterReply> {
+export async function answerCounterRequest(
+  counters: FailureCounterStore,
+  request: CounterRequest,
+): Promise<CounterReply> {
   if (request.op === 'increment') {
     await counters.increment(request.keys, request.windowMs, request.now);
     return { sigil: 'counters', id: request.id, windows: [] };

@@ -37,7 +37,8 @@ export async function takeQuota(
     let retryAfter = 0;
     entries.forEach((entry, i) => {
       const w = windows.get(keys[i] as string);
-      if (w && w.failures + slack > entry.limit) retryAfter = Math.max(retryAfter, Math.max(1, Math.ceil((w.resetAt - nowMs) / 1000)));
+      if (w && w.failures + slack > entry.limit)
+        retryAfter = Math.max(retryAfter, Math.max(1, Math.ceil((w.resetAt - nowMs) / 1000)));
     });
     if (retryAfter > 0)
       throw new OAuthError('temporarily_unavailable', 'too many pending requests from this caller, retry later', 429, {
@@ -81,8 +82,15 @@ export function addressQuotaKey(ip: string): string {
   if (mapped?.[1]) return mapped[1];
   if (isIPv4(bare) || !bare.includes(':')) return bare;
   const [head = '', tail] = bare.toLowerCase().split('::');
-  const groups = (text: string) => (text === '' ? [] : text.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g])));
+  const groups = (text: string) =>
+    text === '' ? [] : text.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g]));
   const front = groups(head);
-  const full = tail === undefined ? front : [...front, ...Array<string>(Math.max(0, 8 - front.length - groups(tail).length)).fill('0'), ...groups(tail)];
-  return `${full.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  const full =
+    tail === undefined
+      ? front
+      : [...front, ...Array<string>(Math.max(0, 8 - front.length - groups(tail).length)).fill('0'), ...groups(tail)];
+  return `${full
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }

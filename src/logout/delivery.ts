@@ -22,7 +22,10 @@ export interface DeliveryOptions {
 
 /** Which deliveries go under the SSRF guard. */
 export interface DeliveryGuard {
-  /** Whether the client's logout URI was chosen by a caller (`hasCallerChosenUrls`); true for a client no longer known. */
+  /**
+   * Whether the client's logout URI was chosen by a caller (`hasCallerChosenUrls`); true for a client no
+   * longer known.
+   */
   callerChosen: (clientId: string) => boolean;
   /** Loopback addresses are allowed (development; `clientIdMetadataDocuments.allowLoopback`). */
   allowLoopback: boolean;
@@ -121,17 +124,26 @@ export class LogoutDeliverer {
     const error = await this.post(delivery, now);
     if (error === undefined) {
       await this.store.finishDelivery(delivery.id, this.holder);
-      this.log.info({ clientId: delivery.clientId, sid: delivery.sid, attempts: delivery.attempts + 1 }, 'back-channel logout delivered');
+      this.log.info(
+        { clientId: delivery.clientId, sid: delivery.sid, attempts: delivery.attempts + 1 },
+        'back-channel logout delivered',
+      );
       return;
     }
     const next = now + backoffSeconds(delivery.attempts + 1);
     if (error.final || next > delivery.giveUpAt) {
       await this.store.finishDelivery(delivery.id, this.holder);
-      this.log.warn({ clientId: delivery.clientId, sid: delivery.sid, attempts: delivery.attempts + 1, error: error.message }, 'back-channel logout given up');
+      this.log.warn(
+        { clientId: delivery.clientId, sid: delivery.sid, attempts: delivery.attempts + 1, error: error.message },
+        'back-channel logout given up',
+      );
       return;
     }
     await this.store.retryDelivery(delivery.id, this.holder, next, error.message);
-    this.log.warn({ clientId: delivery.clientId, attempts: delivery.attempts + 1, retryAt: next, error: error.message }, 'back-channel logout failed; will retry');
+    this.log.warn(
+      { clientId: delivery.clientId, attempts: delivery.attempts + 1, retryAt: next, error: error.message },
+      'back-channel logout failed; will retry',
+    );
   }
 
   /**
@@ -156,7 +168,11 @@ export class LogoutDeliverer {
   private async send(delivery: LogoutDelivery, form: string): Promise<number> {
     const timeoutMs = this.options.timeoutSeconds * 1000;
     if (this.guard.callerChosen(delivery.clientId))
-      return guardedPostForm(new URL(delivery.uri), form, { timeoutMs, maxBytes: 0, allowLoopback: this.guard.allowLoopback });
+      return guardedPostForm(new URL(delivery.uri), form, {
+        timeoutMs,
+        maxBytes: 0,
+        allowLoopback: this.guard.allowLoopback,
+      });
     const res = await fetch(delivery.uri, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-store' },

@@ -5,7 +5,11 @@
 import type { ClientConfig } from '../config/schema.js';
 
 /** The iframe URLs for a session's clients (those with a `frontChannelLogoutUri`). */
-export function frontChannelFrames(issuer: string, sid: string, clients: readonly Pick<ClientConfig, 'frontChannelLogoutUri'>[]): string[] {
+export function frontChannelFrames(
+  issuer: string,
+  sid: string,
+  clients: readonly Pick<ClientConfig, 'frontChannelLogoutUri'>[],
+): string[] {
   const frames: string[] = [];
   for (const client of clients) {
     if (!client.frontChannelLogoutUri) continue;

@@ -48,7 +48,8 @@ export async function validateLogoutRequest(ctx: LogoutRequestServices, params: 
   const client = id === undefined ? undefined : ctx.clients.get(id);
   if (clientId !== undefined && !client) throw invalidRequest('client_id names no registered client');
   if (target !== undefined) {
-    if (!client) throw invalidRequest('post_logout_redirect_uri needs a valid id_token_hint or client_id to identify the client');
+    if (!client)
+      throw invalidRequest('post_logout_redirect_uri needs a valid id_token_hint or client_id to identify the client');
     if (!matchRedirectUri(target, client.postLogoutRedirectUris))
       throw invalidRequest('post_logout_redirect_uri is not registered for the client');
   }

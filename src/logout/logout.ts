@@ -44,9 +44,16 @@ export class LogoutService {
    * front-channel logout URI (others are never notified, so they are not recorded).
    * @param expiresAt the session's end, Unix seconds
    */
-  async participate(session: { sid: string; subjectId: string }, expiresAt: number, client: ClientConfig): Promise<void> {
+  async participate(
+    session: { sid: string; subjectId: string },
+    expiresAt: number,
+    client: ClientConfig,
+  ): Promise<void> {
     if (!client.backChannelLogoutUri && !client.frontChannelLogoutUri) return;
-    await this.store.addParticipant({ sid: session.sid, clientId: client.clientId, subjectId: session.subjectId }, expiresAt);
+    await this.store.addParticipant(
+      { sid: session.sid, clientId: client.clientId, subjectId: session.subjectId },
+      expiresAt,
+    );
   }
 
   /**
@@ -85,7 +92,9 @@ export class LogoutService {
       deliveries = this.plan(found, now);
       return deliveries;
     });
-    const clients = participants.map((p) => this.clients.get(p.clientId)).filter((c): c is ClientConfig => c !== undefined);
+    const clients = participants
+      .map((p) => this.clients.get(p.clientId))
+      .filter((c): c is ClientConfig => c !== undefined);
     return { sid, clients, deliveryIds: deliveries.map((d) => d.id) };
   }
 
@@ -93,7 +102,16 @@ export class LogoutService {
     const out: LogoutDelivery[] = [];
     for (const p of participants) {
       const uri = this.clients.get(p.clientId)?.backChannelLogoutUri;
-      if (uri) out.push({ id: newId(), clientId: p.clientId, uri, subjectId: p.subjectId, sid: p.sid, attempts: 0, giveUpAt: now + this.retrySeconds });
+      if (uri)
+        out.push({
+          id: newId(),
+          clientId: p.clientId,
+          uri,
+          subjectId: p.subjectId,
+          sid: p.sid,
+          attempts: 0,
+          giveUpAt: now + this.retrySeconds,
+        });
     }
     return out;
   }

@@ -19,7 +19,14 @@ import type { OAuthError } from '../protocol/errors.js';
 import type { UserService } from '../users/users.js';
 import { FACTOR_KINDS, type MfaService, newFactorId, type PendingSignIn } from './factors.js';
 import { newRecoveryCodes, RECOVERY_KIND, unusedRecoveryCodes } from './recovery.js';
-import { newTotpSecret, normaliseTotpCode, openTotpSecret, sealTotpSecret, totpProvisioning, totpStep } from './totp.js';
+import {
+  newTotpSecret,
+  normaliseTotpCode,
+  openTotpSecret,
+  sealTotpSecret,
+  totpProvisioning,
+  totpStep,
+} from './totp.js';
 import { mfaAttempt } from './verify.js';
 
 /** What the enrollment page shows: the secret (base32) and its `otpauth://` URI as a QR code (a PNG data URL). */
@@ -90,14 +97,24 @@ export class FactorEnrollment {
     if (refusal) return { outcome: 'refused', refusal, setup: await this.setupOf(subjectId, enrollment.secret) };
     const now = nowSeconds();
     const code = normaliseTotpCode(input);
-    const step = code === undefined ? undefined : totpStep(await openTotpSecret(enrollment.secret, this.mfa.dataKey), code, now);
+    const step =
+      code === undefined ? undefined : totpStep(await openTotpSecret(enrollment.secret, this.mfa.dataKey), code, now);
     if (step === undefined || !(await this.mfa.finishEnrollment(browser, subjectId))) {
       await this.limiter.failed(attempt);
       this.events.emit({ name: 'mfa_failed', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', ...origin });
       return { outcome: 'invalid', setup: await this.setupOf(subjectId, enrollment.secret) };
     }
     // The confirming code's step is spent: it cannot sign in a second time.
-    await this.mfa.factors.addFactor({ id: newFactorId(), subjectId, kind: 'totp', label: '', data: { secret: enrollment.secret }, counter: step, createdAt: now, lastUsedAt: now });
+    await this.mfa.factors.addFactor({
+      id: newFactorId(),
+      subjectId,
+      kind: 'totp',
+      label: '',
+      data: { secret: enrollment.secret },
+      counter: step,
+      createdAt: now,
+      lastUsedAt: now,
+    });
     this.events.emit({ name: 'mfa_enrolled', endpoint: 'mfa_enrollment', subjectId, factor: 'totp', ...origin });
     if ((await unusedRecoveryCodes(this.mfa.factors, subjectId)) > 0) return { outcome: 'enrolled' };
     const recoveryCodes = await newRecoveryCodes(this.mfa.factors, subjectId, now);
@@ -128,9 +145,18 @@ export class FactorEnrollment {
     const factor = (await this.mfa.listFactors(subjectId)).find((f) => f.id === id && f.kind !== RECOVERY_KIND);
     if (!factor || !(await this.mfa.removeFactor(subjectId, factor))) return false;
     const webauthn = FACTOR_KINDS[factor.kind]?.webauthn === true;
-    this.events.emit({ name: webauthn ? 'webauthn_removed' : 'mfa_removed', endpoint: 'account', subjectId, factor: factor.kind, ...origin });
+    this.events.emit({
+      name: webauthn ? 'webauthn_removed' : 'mfa_removed',
+      endpoint: 'account',
+      subjectId,
+      factor: factor.kind,
+      ...origin,
+    });
     // Recovery codes stand in for a second factor: without one they have nothing to stand in for.
-    if ((await this.mfa.secondFactors(subjectId)).length === 0 && (await this.mfa.factors.removeFactors(subjectId, [RECOVERY_KIND])) > 0)
+    if (
+      (await this.mfa.secondFactors(subjectId)).length === 0 &&
+      (await this.mfa.factors.removeFactors(subjectId, [RECOVERY_KIND])) > 0
+    )
       this.events.emit({ name: 'mfa_removed', endpoint: 'account', subjectId, factor: RECOVERY_KIND, ...origin });
     return true;
   }

@@ -61,9 +61,22 @@ export interface FactorKind {
  * one-time codes 1.
  */
 export const FACTOR_KINDS: Record<string, FactorKind> = {
-  totp: { amr: ['otp'], secondFactor: true, strength: 1, nameKey: 'factorTotp', add: { path: '/account/totp', labelKey: 'addTotp' } },
+  totp: {
+    amr: ['otp'],
+    secondFactor: true,
+    strength: 1,
+    nameKey: 'factorTotp',
+    add: { path: '/account/totp', labelKey: 'addTotp' },
+  },
   recovery_code: { amr: ['otp'], secondFactor: false, strength: 1, nameKey: 'factorRecoveryCodes' },
-  'security-key': { amr: ['hwk'], secondFactor: true, strength: 2, nameKey: 'passkeyKindSecurityKey', add: { path: '/account/passkeys', labelKey: 'managePasskeys' }, webauthn: true },
+  'security-key': {
+    amr: ['hwk'],
+    secondFactor: true,
+    strength: 2,
+    nameKey: 'passkeyKindSecurityKey',
+    add: { path: '/account/passkeys', labelKey: 'managePasskeys' },
+    webauthn: true,
+  },
   passkey: { amr: ['swk'], secondFactor: false, strength: 2, nameKey: 'passkeyKindPasskey', webauthn: true },
 };
 
@@ -90,9 +103,12 @@ export function amrWith(first: readonly string[], kind: string): string[] {
  * @param claims the verified claims of the upstream identity token (and userinfo)
  */
 export function upstreamAuthentication(claims: Record<string, unknown>): { amr: string[]; upstreamAcr?: string } {
-  const amr = Array.isArray(claims.amr) ? claims.amr.filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 100).slice(0, 10) : [];
+  const amr = Array.isArray(claims.amr)
+    ? claims.amr.filter((v): v is string => typeof v === 'string' && v.length > 0 && v.length <= 100).slice(0, 10)
+    : [];
   if (!amr.includes(AMR_MFA)) return { amr: ['external'] };
-  const acr = typeof claims.acr === 'string' && claims.acr.length > 0 && claims.acr.length <= 300 ? claims.acr : undefined;
+  const acr =
+    typeof claims.acr === 'string' && claims.acr.length > 0 && claims.acr.length <= 300 ? claims.acr : undefined;
   return { amr, ...(acr ? { upstreamAcr: acr } : {}) };
 }
 
@@ -146,7 +162,16 @@ export class MfaService {
     const keys = this.webauthn ? await this.webauthn.list(subjectId) : [];
     return [
       ...own,
-      ...keys.map((c) => ({ id: c.id, subjectId, kind: c.kind, label: c.name, data: {}, counter: c.counter, createdAt: c.createdAt, lastUsedAt: c.lastUsedAt })),
+      ...keys.map((c) => ({
+        id: c.id,
+        subjectId,
+        kind: c.kind,
+        label: c.name,
+        data: {},
+        counter: c.counter,
+        createdAt: c.createdAt,
+        lastUsedAt: c.lastUsedAt,
+      })),
     ];
   }
 
@@ -160,14 +185,16 @@ export class MfaService {
    * @returns false when the user has no such factor.
    */
   removeFactor(subjectId: string, factor: Pick<StoredFactor, 'id' | 'kind'>): Promise<boolean> {
-    if (FACTOR_KINDS[factor.kind]?.webauthn) return this.webauthn ? this.webauthn.remove(subjectId, factor.id) : Promise.resolve(false);
+    if (FACTOR_KINDS[factor.kind]?.webauthn)
+      return this.webauthn ? this.webauthn.remove(subjectId, factor.id) : Promise.resolve(false);
     return this.factors.removeFactor(subjectId, factor.id);
   }
 
   /** Removes every factor of the user, of every source (`sigil users mfa reset`); returns how many. */
   async removeAllFactors(subjectId: string): Promise<number> {
     let removed = await this.factors.removeFactors(subjectId);
-    for (const c of this.webauthn ? await this.webauthn.list(subjectId) : []) if (await this.webauthn?.remove(subjectId, c.id)) removed++;
+    for (const c of this.webauthn ? await this.webauthn.list(subjectId) : [])
+      if (await this.webauthn?.remove(subjectId, c.id)) removed++;
     return removed;
   }
 
@@ -211,9 +238,17 @@ export class MfaService {
    */
   async mayChangeFactors(session: Pick<Session, 'amr' | 'idp' | 'subjectId' | 'authTime'>): Promise<boolean> {
     if (nowSeconds() - session.authTime > this.config.freshSignInSeconds) return false;
-    const held = Math.max(0, ...(await this.listFactors(session.subjectId)).map((f) => FACTOR_KINDS[f.kind]?.strength ?? 0));
+    const held = Math.max(
+      0,
+      ...(await this.listFactors(session.subjectId)).map((f) => FACTOR_KINDS[f.kind]?.strength ?? 0),
+    );
     const used = session.idp === 'local' ? session.amr : [];
-    const proved = Math.max(0, ...Object.values(FACTOR_KINDS).filter((k) => k.amr.some((v) => used.includes(v))).map((k) => k.strength));
+    const proved = Math.max(
+      0,
+      ...Object.values(FACTOR_KINDS)
+        .filter((k) => k.amr.some((v) => used.includes(v)))
+        .map((k) => k.strength),
+    );
     return proved >= held;
   }
 
@@ -231,12 +266,16 @@ export class MfaService {
     if (nowSeconds() - session.authTime > this.config.freshSignInSeconds) return false;
     const used = session.idp === 'local' ? session.amr : [];
     if (used.length === 0) return false;
-    return (await this.listFactors(session.subjectId)).some((f) => f.createdAt < session.authTime && FACTOR_KINDS[f.kind]?.amr.some((v) => used.includes(v)));
+    return (await this.listFactors(session.subjectId)).some(
+      (f) => f.createdAt < session.authTime && FACTOR_KINDS[f.kind]?.amr.some((v) => used.includes(v)),
+    );
   }
 
   /** Whether the user has anything that can serve as the second step (a second factor, or a passkey). */
   async canStepUp(subjectId: string): Promise<boolean> {
-    return (await this.listFactors(subjectId)).some((f) => FACTOR_KINDS[f.kind]?.secondFactor || FACTOR_KINDS[f.kind]?.webauthn);
+    return (await this.listFactors(subjectId)).some(
+      (f) => FACTOR_KINDS[f.kind]?.secondFactor || FACTOR_KINDS[f.kind]?.webauthn,
+    );
   }
 
   /** Stores a sign-in waiting for its second factor, replacing this browser's previous one. */
@@ -276,4 +315,3 @@ export class MfaService {
 export function newFactorId(): string {
   return randomBytes(16).toString('base64url');
 }
-

@@ -21,7 +21,10 @@
  *   A passkey is only accepted with user verification, so a passkey sign-in always carries `mfa`.
  */
 import type { RequestOrigin } from '../events/events.js';
-import type { PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON } from '@simplewebauthn/server';
+import type {
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+} from '@simplewebauthn/server';
 import type { ResolvedConfig } from '../config/loader.js';
 import { newHandle, nowSeconds } from '../crypto/handles.js';
 import type { EventBus } from '../events/events.js';
@@ -30,14 +33,21 @@ import { type CredentialAttempt, type FailureLimiter, userAttempt } from '../lim
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import type { OAuthError } from '../protocol/errors.js';
 import type { WebAuthnPending, WebAuthnPendingSteps } from '../stores/records/webauthn-pending.js';
-import type { StoredWebAuthnCredential, WebAuthnCredentialStore, WebAuthnKind } from '../stores/webauthn-credentials.js';
+import type {
+  StoredWebAuthnCredential,
+  WebAuthnCredentialStore,
+  WebAuthnKind,
+} from '../stores/webauthn-credentials.js';
 import type { User, UserService } from '../users/users.js';
 import { amrWith, type MfaService } from './factors.js';
 import { WebAuthnError, type WebAuthnService } from './webauthn.js';
 
 export type { WebAuthnPending };
 
-/** `amr` of a password sign-in completed with a credential (RFC 8176 §2): `pwd`, the kind's value of `FACTOR_KINDS` (`hwk`, `swk`), `mfa`. */
+/**
+ * `amr` of a password sign-in completed with a credential (RFC 8176 §2): `pwd`, the kind's value of
+ * `FACTOR_KINDS` (`hwk`, `swk`), `mfa`.
+ */
 export function secondFactorAmr(kind: WebAuthnKind): string[] {
   return amrWith(['pwd'], kind);
 }
@@ -64,7 +74,10 @@ export interface Caller {
  * (`refused`, 429 with `Retry-After`); refused (`failed`, counted and recorded); or signed in
  * (`user` with the sign-in's `amr`).
  */
-export type CeremonySignIn = { outcome: 'refused'; refusal: OAuthError } | { outcome: 'failed' } | { outcome: 'signed-in'; user: User; amr: string[] };
+export type CeremonySignIn =
+  | { outcome: 'refused'; refusal: OAuthError }
+  | { outcome: 'failed' }
+  | { outcome: 'signed-in'; user: User; amr: string[] };
 
 /**
  * The outcome of the security key step's answer: as `CeremonySignIn`, or `used` (another request
@@ -100,11 +113,20 @@ export class PasskeyCeremonies {
    * challenge counted against the quotas (`challengeQuota`).
    * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After`.
    */
-  async registrationOptions(user: User, kind: WebAuthnKind, browser: string, address: string): Promise<PublicKeyCredentialCreationOptionsJSON> {
+  async registrationOptions(
+    user: User,
+    kind: WebAuthnKind,
+    browser: string,
+    address: string,
+  ): Promise<PublicKeyCredentialCreationOptionsJSON> {
     const display = user.claims.name;
     await this.challengeQuota(browser, address);
     return this.webauthn.registrationOptions(
-      { subjectId: user.subjectId, username: user.username, displayName: typeof display === 'string' ? display : user.username },
+      {
+        subjectId: user.subjectId,
+        username: user.username,
+        displayName: typeof display === 'string' ? display : user.username,
+      },
       kind,
       browser,
     );
@@ -117,12 +139,26 @@ export class PasskeyCeremonies {
    * @param name the label the user gave it
    * @returns false when the response was refused.
    */
-  async register(subjectId: string, kind: WebAuthnKind, response: unknown, browser: string, name: string, origin: RequestOrigin): Promise<boolean> {
+  async register(
+    subjectId: string,
+    kind: WebAuthnKind,
+    response: unknown,
+    browser: string,
+    name: string,
+    origin: RequestOrigin,
+  ): Promise<boolean> {
     try {
       await this.webauthn.register(subjectId, kind, response, browser, name);
     } catch (err) {
       if (!(err instanceof WebAuthnError)) throw err;
-      this.events.emit({ name: 'webauthn_failed', endpoint: 'account', subjectId, factor: kind, error: err.reason, ...origin });
+      this.events.emit({
+        name: 'webauthn_failed',
+        endpoint: 'account',
+        subjectId,
+        factor: kind,
+        error: err.reason,
+        ...origin,
+      });
       return false;
     }
     this.events.emit({ name: 'webauthn_registered', endpoint: 'account', subjectId, factor: kind, ...origin });
@@ -164,9 +200,19 @@ export class PasskeyCeremonies {
     if (refusal) return { outcome: 'refused', refusal };
     const failed = async (reason: string, subjectId?: string): Promise<CeremonySignIn> => {
       await this.limiter.failed(attempt);
-      const common = { endpoint: 'login', ...from.origin, ...(subjectId ? { subjectId } : {}), ...(from.clientId !== undefined ? { clientId: from.clientId } : {}) };
+      const common = {
+        endpoint: 'login',
+        ...from.origin,
+        ...(subjectId ? { subjectId } : {}),
+        ...(from.clientId !== undefined ? { clientId: from.clientId } : {}),
+      };
       this.events.emit({ name: 'webauthn_failed', factor: 'passkey', error: reason, ...common });
-      this.events.emit({ name: 'user_login_failed', method: 'passkey', errorDescription: `passkey: ${reason}`, ...common });
+      this.events.emit({
+        name: 'user_login_failed',
+        method: 'passkey',
+        errorDescription: `passkey: ${reason}`,
+        ...common,
+      });
       return { outcome: 'failed' };
     };
     let use;
@@ -179,7 +225,13 @@ export class PasskeyCeremonies {
     const user = await this.users.findBySubject(use.credential.subjectId);
     if (!user?.isActive) return failed('inactive user', use.credential.subjectId);
     if (tenant !== null && user.tenant !== tenant) return failed('other tenant', user.subjectId);
-    this.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: 'passkey', ...from.origin });
+    this.events.emit({
+      name: 'webauthn_succeeded',
+      endpoint: 'login',
+      subjectId: user.subjectId,
+      factor: 'passkey',
+      ...from.origin,
+    });
     return { outcome: 'signed-in', user, amr: [...PASSKEY_AMR] };
   }
 
@@ -254,7 +306,12 @@ export class PasskeyCeremonies {
    * @param response the parsed form field `response`
    * @throws DirectoryUnavailable when the user's directory cannot answer, before anything is spent.
    */
-  async completeStep(cookie: string, pending: WebAuthnPending, response: unknown, from: Caller): Promise<StepCompletion> {
+  async completeStep(
+    cookie: string,
+    pending: WebAuthnPending,
+    response: unknown,
+    from: Caller,
+  ): Promise<StepCompletion> {
     const attempt = userAttempt(from.origin.remoteAddress, pending.tenant, pending.username);
     const refusal = await this.limiter.refusal(attempt);
     if (refusal) return { outcome: 'refused', refusal };
@@ -281,7 +338,13 @@ export class PasskeyCeremonies {
     // The one-time code form of the same sign-in (MFA core), if one was offered, closes too.
     await this.mfa.finishPending(pending.browser);
     if (!user?.isActive) return { outcome: 'ended' };
-    this.events.emit({ name: 'webauthn_succeeded', endpoint: 'login', subjectId: user.subjectId, factor: use.credential.kind, ...from.origin });
+    this.events.emit({
+      name: 'webauthn_succeeded',
+      endpoint: 'login',
+      subjectId: user.subjectId,
+      factor: use.credential.kind,
+      ...from.origin,
+    });
     return { outcome: 'signed-in', user, amr: secondFactorAmr(use.credential.kind) };
   }
 

@@ -33,7 +33,16 @@ export async function newRecoveryCodes(store: FactorStore, subjectId: string, no
     let code = '';
     for (let j = 0; j < 10; j++) code += ALPHABET[randomInt(ALPHABET.length)];
     codes.push(`${code.slice(0, 5)}-${code.slice(5)}`);
-    rows.push({ id: newFactorId(), subjectId, kind: RECOVERY_KIND, label: '', data: { hash: hashHandle(code) }, counter: 0, createdAt: now, lastUsedAt: null });
+    rows.push({
+      id: newFactorId(),
+      subjectId,
+      kind: RECOVERY_KIND,
+      label: '',
+      data: { hash: hashHandle(code) },
+      counter: 0,
+      createdAt: now,
+      lastUsedAt: null,
+    });
   }
   await store.replaceFactors(subjectId, RECOVERY_KIND, rows);
   return codes;
@@ -49,7 +58,12 @@ export async function unusedRecoveryCodes(store: FactorStore, subjectId: string)
  * @returns true when the code is one of the user's and was unused; of two concurrent uses of one
  *   code exactly one succeeds.
  */
-export async function useRecoveryCode(store: FactorStore, subjectId: string, input: string, now: number): Promise<boolean> {
+export async function useRecoveryCode(
+  store: FactorStore,
+  subjectId: string,
+  input: string,
+  now: number,
+): Promise<boolean> {
   const code = normaliseRecoveryCode(input);
   if (code.length !== 10) return false;
   const hash = hashHandle(code);

@@ -32,7 +32,10 @@ export function subjectOf(who: Who): string {
  * (or replayed, or out of the window), or not checked because the failure limits refuse
  * (`refusal`: 429 with `Retry-After`).
  */
-export type CodeCheck = { outcome: 'verified'; kind: string } | { outcome: 'invalid' } | { outcome: 'refused'; refusal: OAuthError };
+export type CodeCheck =
+  | { outcome: 'verified'; kind: string }
+  | { outcome: 'invalid' }
+  | { outcome: 'refused'; refusal: OAuthError };
 
 /** The second step's decisions and code checks. */
 export class SecondStepService {
@@ -51,11 +54,18 @@ export class SecondStepService {
    * `enroll` only when that was the decision: only such a sign-in may add a factor (`enrollee`).
    * @param interaction the pending authorization request the sign-in is for, if any
    */
-  async afterFirstFactor(browser: string, pending: PendingSignIn, interaction: Interaction | undefined): Promise<SecondStep> {
+  async afterFirstFactor(
+    browser: string,
+    pending: PendingSignIn,
+    interaction: Interaction | undefined,
+  ): Promise<SecondStep> {
     const client = interaction ? this.clients.get(interaction.request.clientId) : undefined;
-    const requested = interaction ? requestsMfa(pending, interaction.request.acrValues, interaction.request.essentialAcr) : false;
+    const requested = interaction
+      ? requestsMfa(pending, interaction.request.acrValues, interaction.request.essentialAcr)
+      : false;
     const step = await this.mfa.nextStep(pending.subjectId, this.mfa.requiredFor(client) || requested);
-    if (step !== 'none') await this.mfa.savePending(browser, { ...pending, ...(step === 'enroll' ? { enroll: true as const } : {}) });
+    if (step !== 'none')
+      await this.mfa.savePending(browser, { ...pending, ...(step === 'enroll' ? { enroll: true as const } : {}) });
     return step;
   }
 
@@ -81,7 +91,11 @@ export class SecondStepService {
    *   undefined when another request finished the sign-in first or the user is gone or inactive.
    * @throws DirectoryUnavailable before the pending sign-in ends, which then stays for a retry.
    */
-  async finishPending(browser: string, pending: PendingSignIn, kind: string): Promise<{ user: User; amr: string[] } | undefined> {
+  async finishPending(
+    browser: string,
+    pending: PendingSignIn,
+    kind: string,
+  ): Promise<{ user: User; amr: string[] } | undefined> {
     // The user first: a user directory that cannot answer must not end the sign-in half way.
     const user = await this.users.findBySubject(pending.subjectId);
     if (!(await this.mfa.finishPending(browser))) return undefined;
@@ -89,9 +103,14 @@ export class SecondStepService {
     return { user, amr: amrWith(pending.amr, kind) };
   }
 
-  /** Whether the user can type a one-time code instead of the security key: an authenticator app, or an unused recovery code. */
+  /**
+   * Whether the user can type a one-time code instead of the security key: an authenticator app, or an unused
+   * recovery code.
+   */
   async offersCode(subjectId: string): Promise<boolean> {
-    return (await this.mfa.listFactors(subjectId)).some((f) => (f.kind === RECOVERY_KIND ? f.counter === 0 : f.kind === 'totp'));
+    return (await this.mfa.listFactors(subjectId)).some((f) =>
+      f.kind === RECOVERY_KIND ? f.counter === 0 : f.kind === 'totp',
+    );
   }
 
   /**
@@ -102,7 +121,11 @@ export class SecondStepService {
    * @throws whatever the failure limiter throws other than its refusal (a counter store that fails);
    *   DirectoryUnavailable when the user's directory cannot answer, before the code is spent.
    */
-  async verifyCode(subjectId: string, input: string, from: { origin: RequestOrigin; clientId?: string }): Promise<CodeCheck> {
+  async verifyCode(
+    subjectId: string,
+    input: string,
+    from: { origin: RequestOrigin; clientId?: string },
+  ): Promise<CodeCheck> {
     // The user's directory is asked before the code is spent (the sign-in then needs the user):
     // one that cannot answer leaves the code and the step for a retry.
     await this.users.findBySubject(subjectId);

@@ -25,7 +25,11 @@ export function newTotpSecret(): string {
  * @param issuer config `mfa.totpIssuer`
  * @param account the user's name shown in the app
  */
-export async function totpProvisioning(issuer: string, account: string, secret: string): Promise<{ uri: string; qr: string }> {
+export async function totpProvisioning(
+  issuer: string,
+  account: string,
+  secret: string,
+): Promise<{ uri: string; qr: string }> {
   const uri = new TOTP({ issuer, label: account, secret: Secret.fromBase32(secret), period: TOTP_PERIOD }).toString();
   // Loaded at the first enrollment, not at start, which it would slow down.
   const { default: QRCode } = await import('qrcode');
@@ -57,7 +61,13 @@ export function normaliseTotpCode(input: string): string | undefined {
  * @param now Unix seconds
  */
 export function totpStep(secret: string, code: string, now: number): number | undefined {
-  const delta = TOTP.validate({ token: code, secret: Secret.fromBase32(secret), period: TOTP_PERIOD, timestamp: now * 1000, window: TOTP_WINDOW });
+  const delta = TOTP.validate({
+    token: code,
+    secret: Secret.fromBase32(secret),
+    period: TOTP_PERIOD,
+    timestamp: now * 1000,
+    window: TOTP_WINDOW,
+  });
   if (delta === null) return undefined;
   return TOTP.counter({ period: TOTP_PERIOD, timestamp: now * 1000 }) + delta;
 }
@@ -66,7 +76,13 @@ export function totpStep(secret: string, code: string, now: number): number | un
  * Checks a code against one stored TOTP factor and spends its time step atomically.
  * @returns true when the code is valid now and its step (or a later one) was not used before.
  */
-export async function useTotp(store: FactorStore, factor: StoredFactor, code: string, now: number, dataKey: Uint8Array | undefined): Promise<boolean> {
+export async function useTotp(
+  store: FactorStore,
+  factor: StoredFactor,
+  code: string,
+  now: number,
+  dataKey: Uint8Array | undefined,
+): Promise<boolean> {
   const secret = await openTotpSecret(String(factor.data.secret), dataKey);
   const step = totpStep(secret, code, now);
   if (step === undefined) return false;

@@ -23,7 +23,12 @@ export function mfaAttempt(address: string, subjectId: string): CredentialAttemp
  * @returns the factor kind that accepted it (`totp`, `recovery_code`), or undefined for a wrong,
  *   replayed or out-of-window code.
  */
-export async function verifySecondFactor(mfa: MfaService, subjectId: string, input: string, now: number): Promise<string | undefined> {
+export async function verifySecondFactor(
+  mfa: MfaService,
+  subjectId: string,
+  input: string,
+  now: number,
+): Promise<string | undefined> {
   if (input.length === 0 || input.length > 100) return undefined;
   const totp = normaliseTotpCode(input);
   if (totp !== undefined) {

@@ -25,17 +25,20 @@ import type { CeremonyPurpose, ChallengeData } from '../stores/records/webauthn-
 import type { StoredWebAuthnCredential, WebAuthnKind } from '../stores/webauthn-credentials.js';
 import { nowSeconds } from '../crypto/handles.js';
 
-
 /**
  * `@simplewebauthn/server` and its helpers, loaded at the first ceremony: about 240 ms of module
  * loading that a start without WebAuthn traffic does not pay.
  */
-let library: Promise<typeof import('@simplewebauthn/server') & typeof import('@simplewebauthn/server/helpers')> | undefined;
+let library:
+  | Promise<typeof import('@simplewebauthn/server') & typeof import('@simplewebauthn/server/helpers')>
+  | undefined;
 function webauthnLibrary(): NonNullable<typeof library> {
-  library ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]).then(([server, helpers]) => ({
-    ...server,
-    ...helpers,
-  }));
+  library ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]).then(
+    ([server, helpers]) => ({
+      ...server,
+      ...helpers,
+    }),
+  );
   return library;
 }
 
@@ -62,7 +65,14 @@ export function relyingPartyOf(issuer: string, name: string): RelyingParty {
 /** Why a response was refused; `reason` is for logs and events, never shown to the user as is. */
 export class WebAuthnError extends Error {
   constructor(
-    readonly reason: 'malformed' | 'challenge' | 'unknown_credential' | 'wrong_user' | 'verification' | 'counter' | 'duplicate',
+    readonly reason:
+      | 'malformed'
+      | 'challenge'
+      | 'unknown_credential'
+      | 'wrong_user'
+      | 'verification'
+      | 'counter'
+      | 'duplicate',
     message: string,
   ) {
     super(message);
@@ -120,9 +130,18 @@ export class WebAuthnService {
       authenticatorSelection:
         kind === 'passkey'
           ? { residentKey: 'required', requireResidentKey: true, userVerification: 'required' }
-          : { residentKey: 'discouraged', requireResidentKey: false, userVerification: 'discouraged', authenticatorAttachment: 'cross-platform' },
+          : {
+              residentKey: 'discouraged',
+              requireResidentKey: false,
+              userVerification: 'discouraged',
+              authenticatorAttachment: 'cross-platform',
+            },
     });
-    await this.saveChallenge(options.challenge, { purpose: kind === 'passkey' ? 'register-passkey' : 'register-security-key', browser, subjectId: user.subjectId });
+    await this.saveChallenge(options.challenge, {
+      purpose: kind === 'passkey' ? 'register-passkey' : 'register-security-key',
+      browser,
+      subjectId: user.subjectId,
+    });
     return options;
   }
 
@@ -132,10 +151,21 @@ export class WebAuthnService {
    * @throws WebAuthnError `malformed`, `challenge` (unknown, used, expired, other browser, user or
    *   kind), `verification` (origin, RP ID, type, flags, attestation), `duplicate`.
    */
-  async register(subjectId: string, kind: WebAuthnKind, response: unknown, browser: string, name: string): Promise<StoredWebAuthnCredential> {
+  async register(
+    subjectId: string,
+    kind: WebAuthnKind,
+    response: unknown,
+    browser: string,
+    name: string,
+  ): Promise<StoredWebAuthnCredential> {
     const parsed = asResponse<RegistrationResponseJSON>(response, 'attestationObject');
     const { verifyRegistrationResponse, isoBase64URL } = await webauthnLibrary();
-    const challenge = await this.consumeChallenge(parsed, kind === 'passkey' ? 'register-passkey' : 'register-security-key', browser, subjectId);
+    const challenge = await this.consumeChallenge(
+      parsed,
+      kind === 'passkey' ? 'register-passkey' : 'register-security-key',
+      browser,
+      subjectId,
+    );
     let result;
     try {
       result = await verifyRegistrationResponse({
@@ -153,7 +183,8 @@ export class WebAuthnService {
     // A passkey must be discoverable (WebAuthn L3 §6.2.2); the credProps extension is optional,
     // so the authenticator's answer is taken as given when it sends none.
     const credProps = parsed.clientExtensionResults?.credProps;
-    if (kind === 'passkey' && credProps && credProps.rk === false) throw new WebAuthnError('verification', 'not a discoverable credential');
+    if (kind === 'passkey' && credProps && credProps.rk === false)
+      throw new WebAuthnError('verification', 'not a discoverable credential');
     const credential: StoredWebAuthnCredential = {
       id: info.credential.id,
       subjectId,
@@ -166,7 +197,8 @@ export class WebAuthnService {
       createdAt: nowSeconds(),
       lastUsedAt: null,
     };
-    if (!(await this.store.webauthn.add(credential))) throw new WebAuthnError('duplicate', 'credential registered already');
+    if (!(await this.store.webauthn.add(credential)))
+      throw new WebAuthnError('duplicate', 'credential registered already');
     return credential;
   }
 
@@ -176,7 +208,11 @@ export class WebAuthnService {
    * verification; the second factor lists the user's credentials and only asks for presence.
    * @param subjectId the user, for `second-factor`
    */
-  async authenticationOptions(purpose: 'passkey' | 'second-factor', browser: string, subjectId = ''): Promise<PublicKeyCredentialRequestOptionsJSON> {
+  async authenticationOptions(
+    purpose: 'passkey' | 'second-factor',
+    browser: string,
+    subjectId = '',
+  ): Promise<PublicKeyCredentialRequestOptionsJSON> {
     const { generateAuthenticationOptions } = await webauthnLibrary();
     const allow = purpose === 'second-factor' ? await this.store.webauthn.list(subjectId) : [];
     const options = await generateAuthenticationOptions({
@@ -185,7 +221,11 @@ export class WebAuthnService {
       userVerification: purpose === 'passkey' ? 'required' : 'discouraged',
       allowCredentials: allow.map((c) => ({ id: c.id, transports: c.transports })),
     });
-    await this.saveChallenge(options.challenge, { purpose, browser, subjectId: purpose === 'passkey' ? '' : subjectId });
+    await this.saveChallenge(options.challenge, {
+      purpose,
+      browser,
+      subjectId: purpose === 'passkey' ? '' : subjectId,
+    });
     return options;
   }
 
@@ -196,7 +236,12 @@ export class WebAuthnService {
    * @throws WebAuthnError `malformed`, `challenge`, `unknown_credential`, `wrong_user`,
    *   `verification` (signature, origin, RP ID, flags), `counter` (not grown, or a concurrent use).
    */
-  async authenticate(purpose: 'passkey' | 'second-factor', response: unknown, browser: string, subjectId = ''): Promise<VerifiedUse> {
+  async authenticate(
+    purpose: 'passkey' | 'second-factor',
+    response: unknown,
+    browser: string,
+    subjectId = '',
+  ): Promise<VerifiedUse> {
     const parsed = asResponse<AuthenticationResponseJSON>(response, 'authenticatorData');
     const { verifyAuthenticationResponse, isoBase64URL } = await webauthnLibrary();
     const challenge = await this.consumeChallenge(parsed, purpose, browser, purpose === 'passkey' ? '' : subjectId);
@@ -204,7 +249,8 @@ export class WebAuthnService {
     if (!credential) throw new WebAuthnError('unknown_credential', 'no such credential');
     if (purpose === 'passkey') {
       if (credential.kind !== 'passkey') throw new WebAuthnError('wrong_user', 'not a passkey');
-      if (parsed.response.userHandle !== userHandleOf(credential.subjectId)) throw new WebAuthnError('wrong_user', 'user handle does not match');
+      if (parsed.response.userHandle !== userHandleOf(credential.subjectId))
+        throw new WebAuthnError('wrong_user', 'user handle does not match');
     } else if (credential.subjectId !== subjectId) throw new WebAuthnError('wrong_user', "not this user's credential");
     let result;
     try {
@@ -213,7 +259,12 @@ export class WebAuthnService {
         expectedChallenge: challenge,
         expectedOrigin: this.rp.origin,
         expectedRPID: this.rp.id,
-        credential: { id: credential.id, publicKey: isoBase64URL.toBuffer(credential.publicKey), counter: credential.counter, transports: credential.transports },
+        credential: {
+          id: credential.id,
+          publicKey: isoBase64URL.toBuffer(credential.publicKey),
+          counter: credential.counter,
+          transports: credential.transports,
+        },
         requireUserVerification: purpose === 'passkey',
       });
     } catch (err) {
@@ -237,7 +288,12 @@ export class WebAuthnService {
    * when it was issued for this purpose, browser and user and is still live.
    * @returns the challenge, for the library's exact comparison.
    */
-  private async consumeChallenge(response: RegistrationResponseJSON | AuthenticationResponseJSON, purpose: CeremonyPurpose, browser: string, subjectId: string): Promise<string> {
+  private async consumeChallenge(
+    response: RegistrationResponseJSON | AuthenticationResponseJSON,
+    purpose: CeremonyPurpose,
+    browser: string,
+    subjectId: string,
+  ): Promise<string> {
     const { decodeClientDataJSON } = await webauthnLibrary();
     let challenge: string;
     try {
@@ -245,12 +301,14 @@ export class WebAuthnService {
     } catch {
       throw new WebAuthnError('malformed', 'client data is not valid');
     }
-    if (typeof challenge !== 'string' || challenge.length === 0 || challenge.length > 200) throw new WebAuthnError('malformed', 'no challenge');
+    if (typeof challenge !== 'string' || challenge.length === 0 || challenge.length > 200)
+      throw new WebAuthnError('malformed', 'no challenge');
     const challenges = this.store.records.webauthnChallenges;
     const data = (await challenges.find(challenge))?.data;
     if (!data || data.purpose !== purpose || data.browser !== browser || data.subjectId !== subjectId)
       throw new WebAuthnError('challenge', 'unknown challenge');
-    if (!(await challenges.consume(challenge, nowSeconds()))) throw new WebAuthnError('challenge', 'challenge used or expired');
+    if (!(await challenges.consume(challenge, nowSeconds())))
+      throw new WebAuthnError('challenge', 'challenge used or expired');
     return challenge;
   }
 }

@@ -43,7 +43,11 @@ function negotiate(acceptLanguage: string, supported: readonly string[]): string
  * @param supported the available languages, English first (default: the shipped ones)
  * @returns one of `supported`
  */
-export function pickLocale(uiLocales: string | undefined, acceptLanguage: string | undefined, supported: readonly string[] = Object.keys(CATALOGUES)): string {
+export function pickLocale(
+  uiLocales: string | undefined,
+  acceptLanguage: string | undefined,
+  supported: readonly string[] = Object.keys(CATALOGUES),
+): string {
   for (const tag of (uiLocales ?? '').split(' ')) {
     const lang = LANGUAGE_TAG.test(tag) ? negotiate(tag, supported) : undefined;
     if (lang) return lang;
@@ -105,21 +109,25 @@ export function loadLocales(dir: string | undefined): Locales {
   try {
     files = readdirSync(dir);
   } catch (err) {
-    throw new Error(`localesDir: cannot read ${dir} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(
+      `localesDir: cannot read ${dir} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   for (const file of files.sort()) {
     const match = CATALOGUE_FILE.exec(file);
     if (!match) continue;
     const path = join(dir, file);
     const text = readFileSync(path);
-    if (text.length > MAX_CATALOGUE_BYTES) throw new Error(`localesDir: ${path} is larger than ${MAX_CATALOGUE_BYTES} bytes`);
+    if (text.length > MAX_CATALOGUE_BYTES)
+      throw new Error(`localesDir: ${path} is larger than ${MAX_CATALOGUE_BYTES} bytes`);
     let data: unknown;
     try {
       data = JSON.parse(text.toString('utf8'));
     } catch (err) {
       throw new Error(`localesDir: ${path} is not valid JSON (${(err as Error).message})`);
     }
-    if (typeof data !== 'object' || data === null || Array.isArray(data)) throw new Error(`localesDir: ${path} must be a JSON object of texts by key`);
+    if (typeof data !== 'object' || data === null || Array.isArray(data))
+      throw new Error(`localesDir: ${path} must be a JSON object of texts by key`);
     const tag = (match[1] as string).toLowerCase();
     const texts: Partial<Messages> = {};
     for (const [key, value] of Object.entries(data)) {
@@ -127,7 +135,9 @@ export function loadLocales(dir: string | undefined): Locales {
       if (typeof value !== 'string') throw new Error(`localesDir: ${path}: "${key}" must be a string`);
       const expected = placeholders(en[key as keyof Messages]);
       if (placeholders(value).join() !== expected.join())
-        throw new Error(`localesDir: ${path}: "${key}" must have the placeholders ${expected.map((p) => `{${p}}`).join(' ') || '(none)'}`);
+        throw new Error(
+          `localesDir: ${path}: "${key}" must have the placeholders ${expected.map((p) => `{${p}}`).join(' ') || '(none)'}`,
+        );
       texts[key as keyof Messages] = value;
     }
     catalogues[tag] = { ...catalogues[tag], ...texts };

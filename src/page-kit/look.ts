@@ -55,7 +55,13 @@ export interface Look {
 }
 
 /** The look without branding: Sigil's name, its colours, the shipped catalogues. */
-export const DEFAULT_LOOK: Look = { productName: 'Sigil', assets: new Map(), imageOrigins: [], templates: new Map(), locales: new Locales() };
+export const DEFAULT_LOOK: Look = {
+  productName: 'Sigil',
+  assets: new Map(),
+  imageOrigins: [],
+  templates: new Map(),
+  locales: new Locales(),
+};
 
 /** Image types by file extension. */
 const IMAGE_TYPES: Readonly<Record<string, string>> = {
@@ -91,7 +97,9 @@ export function loadLook(branding: BrandingConfig, localesDir: string | undefine
       }
       return readFileSync(full);
     } catch (err) {
-      problems.push(`${setting}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+      problems.push(
+        `${setting}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      );
       return undefined;
     }
   };
@@ -125,8 +133,10 @@ export function loadLook(branding: BrandingConfig, localesDir: string | undefine
     const body = read('branding.customCss', branding.customCss, MAX_TEXT_BYTES);
     if (body) css.push(body.toString('utf8'));
   }
-  const theme = css.length > 0 ? serve('theme', '.css', 'text/css; charset=utf-8', Buffer.from(css.join('\n'))) : undefined;
-  const templates = branding.templatesDir === undefined ? new Map<string, string>() : readTemplates(branding.templatesDir, problems);
+  const theme =
+    css.length > 0 ? serve('theme', '.css', 'text/css; charset=utf-8', Buffer.from(css.join('\n'))) : undefined;
+  const templates =
+    branding.templatesDir === undefined ? new Map<string, string>() : readTemplates(branding.templatesDir, problems);
   let locales: Locales | undefined;
   try {
     locales = loadLocales(localesDir === undefined ? undefined : resolve(localesDir));
@@ -134,7 +144,16 @@ export function loadLook(branding: BrandingConfig, localesDir: string | undefine
     problems.push((err as Error).message);
   }
   if (problems.length > 0 || !locales) throw new ConfigError(problems);
-  return { productName: branding.productName, logo, favicon, theme, assets, imageOrigins: [...new Set(imageOrigins)], templates, locales };
+  return {
+    productName: branding.productName,
+    logo,
+    favicon,
+    theme,
+    assets,
+    imageOrigins: [...new Set(imageOrigins)],
+    templates,
+    locales,
+  };
 }
 
 /** The templates of `templatesDir` by name (`login.eta` is `login`); other files are ignored. */
@@ -144,14 +163,17 @@ function readTemplates(dir: string, problems: string[]): Map<string, string> {
   try {
     files = readdirSync(resolve(dir));
   } catch (err) {
-    problems.push(`branding.templatesDir: cannot read ${dir} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    problems.push(
+      `branding.templatesDir: cannot read ${dir} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
     return templates;
   }
   for (const file of files) {
     const name = TEMPLATE_FILE.exec(file)?.[1];
     if (name === undefined) continue;
     const path = join(resolve(dir), file);
-    if (statSync(path).size > MAX_TEXT_BYTES) problems.push(`branding.templatesDir: ${path} is larger than ${MAX_TEXT_BYTES} bytes`);
+    if (statSync(path).size > MAX_TEXT_BYTES)
+      problems.push(`branding.templatesDir: ${path} is larger than ${MAX_TEXT_BYTES} bytes`);
     else templates.set(name, readFileSync(path, 'utf8'));
   }
   return templates;

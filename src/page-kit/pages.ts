@@ -130,7 +130,7 @@ const DEVICE = `<% layout('@layout', { lang: it.lang, title: it.t.deviceTitle })
  */
 const SIGNED_OUT_SCRIPT =
   "(function(){var a=document.getElementById('continue'),f=document.querySelectorAll('iframe'),n=f.length,d=false;" +
-  "function go(){if(!d&&a){d=true;location.replace(a.href)}}if(n===0){go();return}" +
+  'function go(){if(!d&&a){d=true;location.replace(a.href)}}if(n===0){go();return}' +
   "f.forEach(function(i){i.addEventListener('load',function(){if(--n===0)go()})});setTimeout(go,5000)})();";
 const SIGNED_OUT_SCRIPT_HASH = `'sha256-${createHash('sha256').update(SIGNED_OUT_SCRIPT).digest('base64')}'`;
 const SIGNED_OUT = `<% layout('@layout', { lang: it.lang, title: it.t.signedOutTitle }) %>
@@ -174,16 +174,19 @@ export function templateProblems(source: string): string[] {
   if ((source.match(/<form\b/gi) ?? []).length !== forms.length) problems.push('a <form> without its </form>');
   for (const form of forms) {
     const post = /\bmethod\s*=\s*["']?post\b/i.test(form[1] ?? '');
-    if (post && !(form[2] ?? '').includes(CSRF_INCLUDE) && !(form[2] ?? '').includes(CSRF_FIELD)) problems.push(`a POST form without ${CSRF_INCLUDE}`);
+    if (post && !(form[2] ?? '').includes(CSRF_INCLUDE) && !(form[2] ?? '').includes(CSRF_FIELD))
+      problems.push(`a POST form without ${CSRF_INCLUDE}`);
   }
   for (const tag of source.matchAll(/<%([\s\S]*?)%>/g)) {
     const body = (tag[1] ?? '').replace(/^[-_]/, '').replace(/[-_]$/, '').trim();
     if (body.startsWith('~')) {
       const raw = body.slice(1).trim();
-      if (!/^include\(\s*'@[a-z][\w-]*'\s*,\s*it\s*\)$/.test(raw) && raw !== 'it.body') problems.push(`raw output of "${raw}" (only include('@name', it) and it.body may be raw)`);
+      if (!/^include\(\s*'@[a-z][\w-]*'\s*,\s*it\s*\)$/.test(raw) && raw !== 'it.body')
+        problems.push(`raw output of "${raw}" (only include('@name', it) and it.body may be raw)`);
     }
     if (/__eta|\boutput\s*\(|\bthis\b/.test(body)) problems.push(`"${body.slice(0, 60)}" reaches around the escaping`);
-    if (/\b(?:include|includeAsync|layout)\s*\((?!\s*'@[a-z][\w-]*'\s*[,)])/.test(body)) problems.push(`"${body.slice(0, 60)}" must name a template as '@name' (no files)`);
+    if (/\b(?:include|includeAsync|layout)\s*\((?!\s*'@[a-z][\w-]*'\s*[,)])/.test(body))
+      problems.push(`"${body.slice(0, 60)}" must name a template as '@name' (no files)`);
   }
   return problems;
 }
@@ -196,8 +199,14 @@ export function templateProblems(source: string): string[] {
  */
 export function allowFrames(reply: FastifyReply, frameSrc: string, scriptSrc?: string): void {
   const base = String(reply.getHeader('content-security-policy') ?? "default-src 'self'; frame-ancestors 'none'");
-  const kept = base.split(';').map((d) => d.trim()).filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));
-  reply.header('content-security-policy', [...kept, ...(scriptSrc ? [scriptSrc] : []), `frame-src ${frameSrc}`].join('; '));
+  const kept = base
+    .split(';')
+    .map((d) => d.trim())
+    .filter((d) => d !== '' && !/^(script-src|frame-src|child-src)\b/.test(d));
+  reply.header(
+    'content-security-policy',
+    [...kept, ...(scriptSrc ? [scriptSrc] : []), `frame-src ${frameSrc}`].join('; '),
+  );
 }
 
 /** Renders and sends pages. */
@@ -207,7 +216,12 @@ export class Pages {
   readonly locales: Locales;
   /** The branding the pages show and the files served for it. */
   readonly look: Look;
-  private readonly brand: { productName: string; logo?: string | undefined; favicon?: string | undefined; theme?: string | undefined };
+  private readonly brand: {
+    productName: string;
+    logo?: string | undefined;
+    favicon?: string | undefined;
+    theme?: string | undefined;
+  };
   private readonly overrides: ReadonlyMap<string, string>;
   private readonly overridden = new Set<string>();
 
@@ -219,11 +233,19 @@ export class Pages {
    *   (`/assets/…`) are served there too
    * @throws ConfigError when an override of a built-in template is broken (see `templateProblems`)
    */
-  constructor(look: Look = DEFAULT_LOOK, readonly base = '') {
+  constructor(
+    look: Look = DEFAULT_LOOK,
+    readonly base = '',
+  ) {
     this.look = look;
     this.locales = look.locales;
     const local = (src: string | undefined) => (src?.startsWith('/') ? `${base}${src}` : src);
-    this.brand = { productName: look.productName, logo: local(look.logo), favicon: local(look.favicon), theme: local(look.theme) };
+    this.brand = {
+      productName: look.productName,
+      logo: local(look.logo),
+      favicon: local(look.favicon),
+      theme: local(look.theme),
+    };
     this.overrides = look.templates;
     this.eta.loadTemplate('@csrf', CSRF_FIELD);
     this.eta.loadTemplate('@form_post', FORM_POST);
@@ -278,14 +300,16 @@ export class Pages {
       if (FIXED_TEMPLATES.has(name)) problems.push(`${name}.eta: the ${name} template cannot be replaced`);
       else if (!this.overridden.has(name)) problems.push(`${name}.eta: there is no page template "${name}"`);
       for (const m of (this.overrides.get(name) ?? '').matchAll(/\b(?:include|layout)\(\s*'@([\w-]+)'/g))
-        if (!this.eta.templatesSync.get(`@${m[1]}`)) problems.push(`${name}.eta: includes the unknown template "${m[1]}"`);
+        if (!this.eta.templatesSync.get(`@${m[1]}`))
+          problems.push(`${name}.eta: includes the unknown template "${m[1]}"`);
     }
     if (problems.length > 0) throw new ConfigError(problems.map((p) => `branding.templatesDir: ${p}`));
   }
 
   /**
    * Sends a page.
-   * @param name one of `login`, `consent`, `message`, `logout`, `device`, `passkeys`, `passkey-step`, or a name given to `register`
+   * @param name one of `login`, `consent`, `message`, `logout`, `device`, `passkeys`, `passkey-step`, or a
+   *   name given to `register`
    * @param lang an available language (see `Locales.pick`)
    * @param status HTTP status, 200 by default
    * @param leadsToClient the form's answer ends in a redirect to a client (login or consent of a
@@ -302,13 +326,25 @@ export class Pages {
     status = 200,
     leadsToClient = false,
   ): FastifyReply {
-    const html = this.eta.render(`@${name}`, { ...data, lang, t: this.locales.messages(lang), f: format, brand: this.brand, base: this.base });
+    const html = this.eta.render(`@${name}`, {
+      ...data,
+      lang,
+      t: this.locales.messages(lang),
+      f: format,
+      brand: this.brand,
+      base: this.base,
+    });
     const csp = reply.getHeader('content-security-policy');
-    if (leadsToClient && typeof csp === 'string') reply.header('content-security-policy', csp.replace(/form-action [^;]*;?/, ''));
+    if (leadsToClient && typeof csp === 'string')
+      reply.header('content-security-policy', csp.replace(/form-action [^;]*;?/, ''));
     // `same-origin`, not `no-referrer`: under no-referrer browsers send `Origin: null` with the
     // page's own form posts, which the CSRF origin check (csrf.ts) refuses. Other origins still
     // get no referrer (and an `Origin: null` POST from them stays refused).
-    return pageHeaders(reply).header('referrer-policy', 'same-origin').code(status).type('text/html; charset=utf-8').send(html);
+    return pageHeaders(reply)
+      .header('referrer-policy', 'same-origin')
+      .code(status)
+      .type('text/html; charset=utf-8')
+      .send(html);
   }
 
   /** One text of a language's catalogue. */
@@ -322,14 +358,25 @@ export class Pages {
    * hash; without script a "continue" link). Its CSP allows exactly `frameSrc` as frame sources.
    * @param frameSrc the CSP `frame-src` value for `frames`
    */
-  sendSignedOut(reply: FastifyReply, lang: string, frames: readonly string[], frameSrc: string, redirect: string | undefined): FastifyReply {
-    const html = this.eta.render('@signed_out', { lang, t: this.locales.messages(lang), f: format, brand: this.brand, frames, redirect, base: this.base });
+  sendSignedOut(
+    reply: FastifyReply,
+    lang: string,
+    frames: readonly string[],
+    frameSrc: string,
+    redirect: string | undefined,
+  ): FastifyReply {
+    const html = this.eta.render('@signed_out', {
+      lang,
+      t: this.locales.messages(lang),
+      f: format,
+      brand: this.brand,
+      frames,
+      redirect,
+      base: this.base,
+    });
     // The app's policy (helmet), with the script allowed by hash and the frames named.
     allowFrames(reply, frameSrc, `script-src ${SIGNED_OUT_SCRIPT_HASH}`);
-    return pageHeaders(reply)
-      .header('referrer-policy', 'same-origin')
-      .type('text/html; charset=utf-8')
-      .send(html);
+    return pageHeaders(reply).header('referrer-policy', 'same-origin').type('text/html; charset=utf-8').send(html);
   }
 
   /**
@@ -355,7 +402,8 @@ export class Pages {
  */
 export function allowImagesFrom(reply: FastifyReply, origin: string): void {
   const csp = reply.getHeader('content-security-policy');
-  if (typeof csp === 'string') reply.header('content-security-policy', csp.replace(/(^|;)\s*img-src ([^;]*)/, `$1img-src $2 ${origin}`));
+  if (typeof csp === 'string')
+    reply.header('content-security-policy', csp.replace(/(^|;)\s*img-src ([^;]*)/, `$1img-src $2 ${origin}`));
 }
 
 /** The CSP source of a URI: its origin, or its scheme for a private-use scheme (`com.example.app:`). */
@@ -365,5 +413,8 @@ function sourceOf(uri: string): string {
 }
 
 function pageHeaders(reply: FastifyReply): FastifyReply {
-  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').header('referrer-policy', 'no-referrer');
+  return reply
+    .header('cache-control', 'no-store')
+    .header('pragma', 'no-cache')
+    .header('referrer-policy', 'no-referrer');
 }

@@ -1,7 +1,8 @@
 /**
  * What the passkey and security key pages show: their templates (Eta, auto-escaped
  * like every page, see `pages.ts`; their texts are in the catalogues of `locales/`), and the
- * small browser script that runs the WebAuthn ceremonies with `@simplewebauthn/browser`. Both scripts are served by Sigil itself (`/assets/...`), so the CSP
+ * small browser script that runs the WebAuthn ceremonies with `@simplewebauthn/browser`. Both scripts are
+ * served by Sigil itself (`/assets/...`), so the CSP
  * stays `script-src 'self'`; the pages carry no inline script.
  */
 

@@ -30,14 +30,18 @@ export type JsonBoundsViolation = 'too long' | 'nested too deeply';
  * The text need not be valid JSON: validity is the parser's business afterwards.
  * @returns the violation, or undefined when the text is within `bounds`
  */
-export function jsonBoundsViolation(text: string, bounds: JsonBounds = CALLER_JSON_BOUNDS): JsonBoundsViolation | undefined {
+export function jsonBoundsViolation(
+  text: string,
+  bounds: JsonBounds = CALLER_JSON_BOUNDS,
+): JsonBoundsViolation | undefined {
   if (text.length > bounds.maxLength) return 'too long';
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: the next character is escaped
+      if (c === 0x5c)
+        i++; // backslash: the next character is escaped
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) {
       inString = true;
@@ -56,7 +60,10 @@ export function jsonBoundsViolation(text: string, bounds: JsonBounds = CALLER_JS
  * library to refuse.
  * @returns the violation, or undefined when both parts are within `bounds` (or not decodable)
  */
-export function jwsBoundsViolation(jws: string, bounds: JsonBounds = CALLER_JSON_BOUNDS): JsonBoundsViolation | undefined {
+export function jwsBoundsViolation(
+  jws: string,
+  bounds: JsonBounds = CALLER_JSON_BOUNDS,
+): JsonBoundsViolation | undefined {
   const parts = jws.split('.');
   if (parts.length !== 3) return undefined;
   const decoder = new TextDecoder();

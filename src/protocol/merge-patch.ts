@@ -18,14 +18,22 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
     if (value === null) delete out[name];
     // Defined, not assigned: a member named "__proto__" (JSON.parse makes it an own member) stays
     // a member instead of replacing the object's prototype.
-    else Object.defineProperty(out, name, { value: applyMergePatch(Object.hasOwn(out, name) ? out[name] : undefined, value), enumerable: true, writable: true, configurable: true });
+    else
+      Object.defineProperty(out, name, {
+        value: applyMergePatch(Object.hasOwn(out, name) ? out[name] : undefined, value),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   }
   return out;
 }
 
-/** The top-level members whose value differs between `before` and `after` (by their JSON), in `after`'s order then removed ones. */
+/**
+ * The top-level members whose value differs between `before` and `after` (by their JSON), in `after`'s order
+ * then removed ones.
+ */
 export function changedMembers(before: Record<string, unknown>, after: Record<string, unknown>): string[] {
   const names = new Set([...Object.keys(after), ...Object.keys(before)]);
   return [...names].filter((n) => JSON.stringify(before[n]) !== JSON.stringify(after[n]));
 }
-

@@ -84,7 +84,8 @@ export class Params {
    */
   assertNoRepeats(repeatable: readonly string[] = []): void {
     for (const [name, list] of this.values)
-      if (list.length > 1 && !repeatable.includes(name)) throw invalidRequest(`parameter "${name.slice(0, 40)}" was sent more than once`);
+      if (list.length > 1 && !repeatable.includes(name))
+        throw invalidRequest(`parameter "${name.slice(0, 40)}" was sent more than once`);
   }
 
   /** Whether `name` was sent (with a non-empty value). */

@@ -16,7 +16,17 @@ export const MAX_FILTER_DEPTH = 8;
 export const MAX_FILTER_TERMS = 50;
 
 /** The `scimType` values of RFC 7644 §3.12 Table 9 that Sigil answers with. */
-export type ScimType = 'invalidFilter' | 'tooMany' | 'uniqueness' | 'mutability' | 'invalidSyntax' | 'invalidPath' | 'noTarget' | 'invalidValue' | 'invalidVers' | 'sensitive';
+export type ScimType =
+  | 'invalidFilter'
+  | 'tooMany'
+  | 'uniqueness'
+  | 'mutability'
+  | 'invalidSyntax'
+  | 'invalidPath'
+  | 'noTarget'
+  | 'invalidValue'
+  | 'invalidVers'
+  | 'sensitive';
 
 /** A refused SCIM request, rendered in the error schema of RFC 7644 §3.12. */
 export class ScimError extends Error {
@@ -150,8 +160,13 @@ function parseAttrPath(word: string, scimType: ScimType): AttrPath {
     if (!URI.test(uri)) throw invalid(scimType, `"${uri}" is not a schema URI`);
   }
   const parts = rest.split('.');
-  if (parts.length > 2 || !parts.every((p) => ATTRNAME.test(p))) throw invalid(scimType, `"${word}" is not an attribute path`);
-  return { ...(uri !== undefined ? { uri } : {}), attr: parts[0] as string, ...(parts[1] !== undefined ? { sub: parts[1] } : {}) };
+  if (parts.length > 2 || !parts.every((p) => ATTRNAME.test(p)))
+    throw invalid(scimType, `"${word}" is not an attribute path`);
+  return {
+    ...(uri !== undefined ? { uri } : {}),
+    attr: parts[0] as string,
+    ...(parts[1] !== undefined ? { sub: parts[1] } : {}),
+  };
 }
 
 class Parser {
@@ -222,11 +237,16 @@ class Parser {
 
   private attrExp(depth: number): Filter {
     const tok = this.peek();
-    if (tok?.t !== 'word') throw invalid(this.scimType, tok ? `expected an attribute at ${tok.at}` : 'expected an attribute at the end');
+    if (tok?.t !== 'word')
+      throw invalid(this.scimType, tok ? `expected an attribute at ${tok.at}` : 'expected an attribute at the end');
     this.i++;
     const path = parseAttrPath(tok.v, this.scimType);
     if (this.peek()?.t === '[') {
-      if (path.sub !== undefined) throw invalid(this.scimType, `"${tok.v}[" : a value filter follows a multi-valued attribute, not a sub-attribute`);
+      if (path.sub !== undefined)
+        throw invalid(
+          this.scimType,
+          `"${tok.v}[" : a value filter follows a multi-valued attribute, not a sub-attribute`,
+        );
       if (depth + 1 > MAX_FILTER_DEPTH) throw invalid(this.scimType, `nested deeper than ${MAX_FILTER_DEPTH} levels`);
       this.i++;
       const inner = this.filter(depth + 1);
@@ -256,14 +276,19 @@ class Parser {
     this.i++;
     const path = parseAttrPath(tok.v, this.scimType);
     if (this.peek()?.t !== '[') return { path };
-    if (path.sub !== undefined) throw invalid(this.scimType, 'a value filter follows a multi-valued attribute, not a sub-attribute');
+    if (path.sub !== undefined)
+      throw invalid(this.scimType, 'a value filter follows a multi-valued attribute, not a sub-attribute');
     this.i++;
     const filter = this.filter(1);
     this.expect(']');
     const after = this.peek();
     if (after === undefined) return { path, filter };
     // `].sub`: the tokenizer reads ".sub" as one word.
-    if (after.t === 'word' && /^\.[A-Za-z][A-Za-z0-9_-]*$/.test(after.v) && after.at === (this.tokens[this.i - 1]?.at ?? -2) + 1) {
+    if (
+      after.t === 'word' &&
+      /^\.[A-Za-z][A-Za-z0-9_-]*$/.test(after.v) &&
+      after.at === (this.tokens[this.i - 1]?.at ?? -2) + 1
+    ) {
       this.i++;
       return { path, filter, sub: after.v.slice(1) };
     }
@@ -299,7 +324,8 @@ export function parsePatchPath(text: string): PatchPath {
  * @throws ScimError 400 `scimType` for anything else.
  */
 export function parseAttrPathText(text: string, scimType: ScimType): AttrPath {
-  if (text.length === 0 || text.length > 300) throw invalid(scimType, 'an attribute path must have 1 to 300 characters');
+  if (text.length === 0 || text.length > 300)
+    throw invalid(scimType, 'an attribute path must have 1 to 300 characters');
   return parseAttrPath(text, scimType);
 }
 
@@ -345,7 +371,10 @@ function valuesAt(value: unknown, path: AttrPath): unknown[] {
   const found = get(value, path.attr);
   const list = Array.isArray(found) ? found : found === undefined ? [] : [found];
   if (path.sub === undefined) return list;
-  return list.map((v) => get(v, path.sub as string)).filter((v) => v !== undefined).flatMap((v) => (Array.isArray(v) ? v : [v]));
+  return list
+    .map((v) => get(v, path.sub as string))
+    .filter((v) => v !== undefined)
+    .flatMap((v) => (Array.isArray(v) ? v : [v]));
 }
 
 function compare(actual: unknown, op: CompareOp, expected: CompValue, caseExact: boolean): boolean {
@@ -356,26 +385,41 @@ function compare(actual: unknown, op: CompareOp, expected: CompValue, caseExact:
   if (expected === null) return op === 'eq' && (actual === null || actual === undefined);
   if (typeof actual === 'number' && typeof expected === 'number') {
     switch (op) {
-      case 'eq': return actual === expected;
-      case 'gt': return actual > expected;
-      case 'ge': return actual >= expected;
-      case 'lt': return actual < expected;
-      case 'le': return actual <= expected;
-      default: return false;
+      case 'eq':
+        return actual === expected;
+      case 'gt':
+        return actual > expected;
+      case 'ge':
+        return actual >= expected;
+      case 'lt':
+        return actual < expected;
+      case 'le':
+        return actual <= expected;
+      default:
+        return false;
     }
   }
   if (typeof actual !== 'string' || typeof expected !== 'string') return false;
   const a = caseExact ? actual : actual.toLowerCase();
   const e = caseExact ? expected : expected.toLowerCase();
   switch (op) {
-    case 'eq': return a === e;
-    case 'co': return a.includes(e);
-    case 'sw': return a.startsWith(e);
-    case 'ew': return a.endsWith(e);
-    case 'gt': return a > e;
-    case 'ge': return a >= e;
-    case 'lt': return a < e;
-    case 'le': return a <= e;
-    default: return false;
+    case 'eq':
+      return a === e;
+    case 'co':
+      return a.includes(e);
+    case 'sw':
+      return a.startsWith(e);
+    case 'ew':
+      return a.endsWith(e);
+    case 'gt':
+      return a > e;
+    case 'ge':
+      return a >= e;
+    case 'lt':
+      return a < e;
+    case 'le':
+      return a <= e;
+    default:
+      return false;
   }
 }

@@ -26,7 +26,11 @@ export function invalidTarget(description: string): OAuthError {
  * @throws OAuthError `invalid_target` when a value is too long, not an absolute URI or has a
  *   fragment, names no API resource, or names one none of whose scopes the client may request.
  */
-export function requestedResources(values: readonly string[], client: Pick<Client, 'allowedScopes'>, resources: Resources): string[] | undefined {
+export function requestedResources(
+  values: readonly string[],
+  client: Pick<Client, 'allowedScopes'>,
+  resources: Resources,
+): string[] | undefined {
   if (values.length === 0) return undefined;
   if (values.length > MAX_RESOURCES) throw invalidTarget('too many resource values');
   const names: string[] = [];
@@ -35,7 +39,8 @@ export function requestedResources(values: readonly string[], client: Pick<Clien
       throw invalidTarget('resource must be an absolute URI without fragment');
     const api = resources.byResourceUri.get(value);
     if (!api) throw invalidTarget('the resource is unknown');
-    if (!api.scopes.some((s) => client.allowedScopes.includes(s))) throw invalidTarget('the client may not request this resource');
+    if (!api.scopes.some((s) => client.allowedScopes.includes(s)))
+      throw invalidTarget('the client may not request this resource');
     if (!names.includes(api.name)) names.push(api.name);
   }
   return names;
@@ -49,7 +54,10 @@ export function requestedResources(values: readonly string[], client: Pick<Clien
  * @returns the resources the new access token is for, or undefined for no limit
  * @throws OAuthError `invalid_target` when a requested resource is outside `granted`.
  */
-export function narrowResources(requested: string[] | undefined, granted: readonly string[] | undefined): string[] | undefined {
+export function narrowResources(
+  requested: string[] | undefined,
+  granted: readonly string[] | undefined,
+): string[] | undefined {
   if (requested === undefined) return granted === undefined ? undefined : [...granted];
   if (granted !== undefined && requested.some((r) => !granted.includes(r)))
     throw invalidTarget('the resource was not part of the original grant');
@@ -63,10 +71,15 @@ export function narrowResources(requested: string[] | undefined, granted: readon
  * @throws OAuthError `invalid_target` when the scopes included API scopes and none of them is
  *   defined by the targets (the token would be for nothing the caller asked for).
  */
-export function scopesForResources(scopes: readonly string[], targets: readonly string[] | undefined, resources: Resources): string[] {
+export function scopesForResources(
+  scopes: readonly string[],
+  targets: readonly string[] | undefined,
+  resources: Resources,
+): string[] {
   if (targets === undefined) return [...scopes];
   const owned = new Set(resources.apiResources.filter((r) => targets.includes(r.name)).flatMap((r) => r.scopes));
   const kept = scopes.filter((s) => !resources.apiScopes.has(s) || owned.has(s));
-  if (!kept.some((s) => resources.apiScopes.has(s))) throw invalidTarget('the requested resources define none of the granted scopes');
+  if (!kept.some((s) => resources.apiScopes.has(s)))
+    throw invalidTarget('the requested resources define none of the granted scopes');
   return kept;
 }

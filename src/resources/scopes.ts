@@ -1,7 +1,15 @@
 /**
  * Scope parsing and validation, shared by every grant and endpoint (RFC 6749 §3.3).
  */
-import { MANAGEMENT_RESOURCE, MANAGEMENT_SCOPES, type ApiResource, type ApiScope, type ClientConfig, type Config, type IdentityResource } from '../config/schema.js';
+import {
+  MANAGEMENT_RESOURCE,
+  MANAGEMENT_SCOPES,
+  type ApiResource,
+  type ApiScope,
+  type ClientConfig,
+  type Config,
+  type IdentityResource,
+} from '../config/schema.js';
 import { invalidScope } from '../protocol/errors.js';
 
 /** The built-in scope that asks for a refresh token (OIDC Core §11). */
@@ -56,7 +64,11 @@ export class Resources {
    * Indexes the config's resources, with the built-in management API (`MANAGEMENT_RESOURCE` and
    * its scopes) added after the configured ones.
    */
-  constructor(private readonly cfg: Pick<Config, 'identityResources' | 'apiScopes' | 'apiResources'> & { admin?: Pick<Config['admin'], 'userRole'> }) {
+  constructor(
+    private readonly cfg: Pick<Config, 'identityResources' | 'apiScopes' | 'apiResources'> & {
+      admin?: Pick<Config['admin'], 'userRole'>;
+    },
+  ) {
     this.managementRole = cfg.admin?.userRole ?? 'sigil-admin';
     this.index = this.build({ identityResources: [], apiScopes: [], apiResources: [] });
   }
@@ -90,7 +102,11 @@ export class Resources {
     const known = map === 'apiResources' ? index.apiResources.some((r) => r.name === name) : index[map].has(name);
     if (!known) return undefined;
     if (index.stored[map].has(name)) return 'store';
-    if (name === MANAGEMENT_RESOURCE || (map === 'apiScopes' && (MANAGEMENT_SCOPES as readonly string[]).includes(name))) return 'built-in';
+    if (
+      name === MANAGEMENT_RESOURCE ||
+      (map === 'apiScopes' && (MANAGEMENT_SCOPES as readonly string[]).includes(name))
+    )
+      return 'built-in';
     return 'config';
   }
 
@@ -101,7 +117,9 @@ export class Resources {
    */
   setStored(stored: StoredResourceLists): void {
     const next = this.build(stored);
-    const same = JSON.stringify([...next.identity, ...next.apiScopes, ...next.apiResources]) === JSON.stringify([...this.index.identity, ...this.index.apiScopes, ...this.index.apiResources]);
+    const same =
+      JSON.stringify([...next.identity, ...next.apiScopes, ...next.apiResources]) ===
+      JSON.stringify([...this.index.identity, ...this.index.apiScopes, ...this.index.apiResources]);
     this.index = next;
     if (!same) this.version += 1;
   }
@@ -109,8 +127,15 @@ export class Resources {
   private build(stored: StoredResourceLists): ResourceIndex {
     const { cfg } = this;
     const builtInScopes = MANAGEMENT_SCOPES.map((name): ApiScope => ({ name, userClaims: [] }));
-    const builtIn: ApiResource = { name: MANAGEMENT_RESOURCE, scopes: [...MANAGEMENT_SCOPES], secrets: [], userClaims: [], resourceUris: [] };
-    const fresh = <T extends { name: string }>(taken: readonly T[], more: readonly T[]) => more.filter((m) => !taken.some((t) => t.name === m.name));
+    const builtIn: ApiResource = {
+      name: MANAGEMENT_RESOURCE,
+      scopes: [...MANAGEMENT_SCOPES],
+      secrets: [],
+      userClaims: [],
+      resourceUris: [],
+    };
+    const fresh = <T extends { name: string }>(taken: readonly T[], more: readonly T[]) =>
+      more.filter((m) => !taken.some((t) => t.name === m.name));
     const identity = fresh(cfg.identityResources, stored.identityResources);
     const scopes = fresh([...cfg.apiScopes, ...builtInScopes], stored.apiScopes);
     const apis = fresh([...cfg.apiResources, builtIn], stored.apiResources);
@@ -120,7 +145,11 @@ export class Resources {
       apiScopes: new Map([...cfg.apiScopes, ...builtInScopes, ...scopes].map((s) => [s.name, s])),
       apiResources,
       byResourceUri: new Map(apiResources.flatMap((r) => (r.resourceUris ?? []).map((u) => [u, r] as const))),
-      stored: { identity: new Set(identity.map((r) => r.name)), apiScopes: new Set(scopes.map((s) => s.name)), apiResources: new Set(apis.map((r) => r.name)) },
+      stored: {
+        identity: new Set(identity.map((r) => r.name)),
+        apiScopes: new Set(scopes.map((s) => s.name)),
+        apiResources: new Set(apis.map((r) => r.name)),
+      },
     };
   }
 
@@ -161,7 +190,11 @@ export class Resources {
  * (RFC 6749 §3.3: the server may grant fewer scopes than asked and says which in `scope`), so
  * that the answer tells nothing about the user's roles.
  */
-export function scopesForUser(scopes: readonly string[], user: { claims: Record<string, unknown>; amr: readonly string[] }, role: string): string[] {
+export function scopesForUser(
+  scopes: readonly string[],
+  user: { claims: Record<string, unknown>; amr: readonly string[] },
+  role: string,
+): string[] {
   const roles = user.claims.role;
   const holds = roles === role || (Array.isArray(roles) && roles.includes(role));
   if (holds && user.amr.includes('mfa')) return [...scopes];

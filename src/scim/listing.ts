@@ -24,7 +24,10 @@ function invalidValue(detail: string): ScimError {
   return new ScimError(400, detail, 'invalidValue');
 }
 
-/** Parses `startIndex`/`count` (§3.4.2.4): 1-based, below 1 is 1, above 2^31 - 1 is that; count below 0 is 0, above `MAX_COUNT` is `MAX_COUNT`. */
+/**
+ * Parses `startIndex`/`count` (§3.4.2.4): 1-based, below 1 is 1, above 2^31 - 1 is that; count below 0 is 0,
+ * above `MAX_COUNT` is `MAX_COUNT`.
+ */
 function page(params: ListParams): { offset: number; limit: number; startIndex: number } {
   const int = (v: string | number | undefined, name: string): number | undefined => {
     if (v === undefined || v === '') return undefined;
@@ -38,11 +41,15 @@ function page(params: ListParams): { offset: number; limit: number; startIndex: 
   return { offset: startIndex - 1, limit, startIndex };
 }
 
-/** The store's list query of `params`: filter, sort and page (§3.4.2.2 to §3.4.2.4). @throws ScimError 400 as `page` and the filter parser do. */
+/**
+ * The store's list query of `params`: filter, sort and page (§3.4.2.2 to §3.4.2.4). @throws ScimError 400 as
+ * `page` and the filter parser do.
+ */
 export function listQuery(params: ListParams): ListQuery & { startIndex: number } {
   const { offset, limit, startIndex } = page(params);
   const order = params.sortOrder?.toLowerCase();
-  if (order !== undefined && order !== 'ascending' && order !== 'descending') throw invalidValue('sortOrder must be "ascending" or "descending"');
+  if (order !== undefined && order !== 'ascending' && order !== 'descending')
+    throw invalidValue('sortOrder must be "ascending" or "descending"');
   return {
     ...(params.filter !== undefined ? { filter: parseFilter(params.filter) } : {}),
     ...(params.sortBy !== undefined ? { sortBy: parseAttrPathText(params.sortBy, 'invalidValue') } : {}),
@@ -72,7 +79,10 @@ export function project(resource: Json, attributes: AttrPath[] | undefined, excl
       if (wanted.some((a) => a.sub === undefined)) out[k] = v;
       else {
         const subs = new Set(wanted.map((a) => name(a.sub as string)));
-        const pick = (o: unknown) => (o !== null && typeof o === 'object' ? Object.fromEntries(Object.entries(o as Json).filter(([s]) => subs.has(name(s)))) : o);
+        const pick = (o: unknown) =>
+          o !== null && typeof o === 'object'
+            ? Object.fromEntries(Object.entries(o as Json).filter(([s]) => subs.has(name(s))))
+            : o;
         out[k] = Array.isArray(v) ? v.map(pick) : pick(v);
       }
     }
@@ -85,7 +95,10 @@ export function project(resource: Json, attributes: AttrPath[] | undefined, excl
       if (k === undefined || ALWAYS.has(k)) continue;
       if (e.sub === undefined) delete out[k];
       else {
-        const drop = (o: unknown) => (o !== null && typeof o === 'object' ? Object.fromEntries(Object.entries(o as Json).filter(([s]) => name(s) !== name(e.sub as string))) : o);
+        const drop = (o: unknown) =>
+          o !== null && typeof o === 'object'
+            ? Object.fromEntries(Object.entries(o as Json).filter(([s]) => name(s) !== name(e.sub as string)))
+            : o;
         out[k] = Array.isArray(out[k]) ? (out[k] as unknown[]).map(drop) : drop(out[k]);
       }
     }
@@ -97,10 +110,15 @@ export function project(resource: Json, attributes: AttrPath[] | undefined, excl
 /** Parses `attributes` / `excludedAttributes` (comma-separated attribute paths). */
 export function attributeList(text: string | undefined): AttrPath[] | undefined {
   if (text === undefined || text.trim() === '') return undefined;
-  const parts = text.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p.length > 0);
   if (parts.length > 50) throw invalidValue('at most 50 attribute paths');
   return parts.map((p) => {
     const path = parseAttrPathText(p, 'invalidValue');
-    return path.uri !== undefined && path.uri !== USER_SCHEMA && path.uri !== GROUP_SCHEMA ? path : { attr: path.attr, ...(path.sub ? { sub: path.sub } : {}) };
+    return path.uri !== undefined && path.uri !== USER_SCHEMA && path.uri !== GROUP_SCHEMA
+      ? path
+      : { attr: path.attr, ...(path.sub ? { sub: path.sub } : {}) };
   });
 }

@@ -12,7 +12,10 @@ export const MAX_OPERATIONS = 100;
 
 type Json = Record<string, unknown>;
 
-function bad(scimType: 'invalidSyntax' | 'invalidPath' | 'invalidValue' | 'noTarget' | 'mutability', detail: string): ScimError {
+function bad(
+  scimType: 'invalidSyntax' | 'invalidPath' | 'invalidValue' | 'noTarget' | 'mutability',
+  detail: string,
+): ScimError {
   return new ScimError(400, detail, scimType);
 }
 
@@ -24,23 +27,35 @@ function bad(scimType: 'invalidSyntax' | 'invalidPath' | 'invalidValue' | 'noTar
  *   (a path that names no attribute), `noTarget` (remove without path, a value filter matching
  *   nothing), `mutability` (a read-only attribute), `invalidValue` (a value of the wrong shape).
  */
-export function applyPatch(resource: Json, body: unknown, attributes: readonly AttributeDefinition[], schema: string): Json {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw bad('invalidSyntax', 'the body must be a PatchOp object');
+export function applyPatch(
+  resource: Json,
+  body: unknown,
+  attributes: readonly AttributeDefinition[],
+  schema: string,
+): Json {
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw bad('invalidSyntax', 'the body must be a PatchOp object');
   const { schemas, Operations } = body as { schemas?: unknown; Operations?: unknown };
-  if (!Array.isArray(schemas) || !schemas.includes(PATCH_OP)) throw bad('invalidSyntax', `schemas must list ${PATCH_OP}`);
-  if (!Array.isArray(Operations) || Operations.length === 0) throw bad('invalidSyntax', 'Operations must be a non-empty array');
-  if (Operations.length > MAX_OPERATIONS) throw bad('invalidSyntax', `at most ${MAX_OPERATIONS} operations per request`);
+  if (!Array.isArray(schemas) || !schemas.includes(PATCH_OP))
+    throw bad('invalidSyntax', `schemas must list ${PATCH_OP}`);
+  if (!Array.isArray(Operations) || Operations.length === 0)
+    throw bad('invalidSyntax', 'Operations must be a non-empty array');
+  if (Operations.length > MAX_OPERATIONS)
+    throw bad('invalidSyntax', `at most ${MAX_OPERATIONS} operations per request`);
   const out = structuredClone(resource);
   for (const operation of Operations) {
-    if (operation === null || typeof operation !== 'object' || Array.isArray(operation)) throw bad('invalidSyntax', 'each operation must be an object');
+    if (operation === null || typeof operation !== 'object' || Array.isArray(operation))
+      throw bad('invalidSyntax', 'each operation must be an object');
     const { op, path, value } = operation as { op?: unknown; path?: unknown; value?: unknown };
     const kind = typeof op === 'string' ? op.toLowerCase() : '';
-    if (kind !== 'add' && kind !== 'remove' && kind !== 'replace') throw bad('invalidSyntax', 'op must be "add", "remove" or "replace"');
+    if (kind !== 'add' && kind !== 'remove' && kind !== 'replace')
+      throw bad('invalidSyntax', 'op must be "add", "remove" or "replace"');
     if (path !== undefined && typeof path !== 'string') throw bad('invalidPath', 'path must be a string');
     if (path === undefined) {
       // §3.5.2.1, §3.5.2.3: without a path the value is an object of attributes; remove needs a path (§3.5.2.2).
       if (kind === 'remove') throw bad('noTarget', 'remove needs a path');
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad('invalidValue', 'without a path the value must be an object of attributes');
+      if (value === null || typeof value !== 'object' || Array.isArray(value))
+        throw bad('invalidValue', 'without a path the value must be an object of attributes');
       for (const [name, v] of Object.entries(value as Json)) {
         if (name === 'schemas') continue;
         // A value object may name attributes fully qualified (`urn:...:User:userName`).
@@ -51,7 +66,8 @@ export function applyPatch(resource: Json, body: unknown, attributes: readonly A
     if (kind !== 'remove' && value === undefined) throw bad('invalidSyntax', `${kind} needs a value`);
     const target = resolve(path, attributes, schema);
     // §3.5.2.2: removing a required attribute is a mutability error.
-    if (kind === 'remove' && target.def.required && target.subName === undefined) throw bad('mutability', `"${target.name}" is required`);
+    if (kind === 'remove' && target.def.required && target.subName === undefined)
+      throw bad('mutability', `"${target.name}" is required`);
     applyOne(out, kind, target, value);
   }
   return out;
@@ -72,14 +88,18 @@ interface Target extends PatchPath {
 
 function resolve(text: string, attributes: readonly AttributeDefinition[], schema: string): Target {
   const parsed = parsePatchPath(text);
-  if (parsed.path.uri !== undefined && parsed.path.uri.toLowerCase() !== schema.toLowerCase()) throw bad('invalidPath', `"${parsed.path.uri}" is not the resource's schema`);
+  if (parsed.path.uri !== undefined && parsed.path.uri.toLowerCase() !== schema.toLowerCase())
+    throw bad('invalidPath', `"${parsed.path.uri}" is not the resource's schema`);
   const def = definitionOf(attributes, parsed.path.attr);
   if (!def) throw bad('invalidPath', `"${parsed.path.attr}" is not an attribute`);
   const subText = parsed.sub ?? parsed.path.sub;
   const subDef = subText === undefined ? undefined : definitionOf(attributes, parsed.path.attr, subText);
-  if (subText !== undefined && !subDef) throw bad('invalidPath', `"${parsed.path.attr}.${subText}" is not an attribute`);
-  if (parsed.filter !== undefined && !def.multiValued) throw bad('invalidPath', `"${def.name}" is not multi-valued: no value filter applies`);
-  if (def.mutability === 'readOnly' || subDef?.mutability === 'readOnly') throw bad('mutability', `"${def.name}${subDef ? `.${subDef.name}` : ''}" is read-only`);
+  if (subText !== undefined && !subDef)
+    throw bad('invalidPath', `"${parsed.path.attr}.${subText}" is not an attribute`);
+  if (parsed.filter !== undefined && !def.multiValued)
+    throw bad('invalidPath', `"${def.name}" is not multi-valued: no value filter applies`);
+  if (def.mutability === 'readOnly' || subDef?.mutability === 'readOnly')
+    throw bad('mutability', `"${def.name}${subDef ? `.${subDef.name}` : ''}" is read-only`);
   return { ...parsed, def, name: def.name, ...(subDef ? { subName: subDef.name } : {}) };
 }
 
@@ -90,15 +110,29 @@ function applyOne(out: Json, op: 'add' | 'remove' | 'replace', t: Target, value:
     const hit = (v: unknown) => matches(t.filter!, v, (a) => definitionOf([t.def], t.def.name, a)?.caseExact ?? false);
     if (!list.some(hit)) throw bad('noTarget', `no value of "${t.name}" matches the filter`);
     if (op === 'remove') {
-      if (t.subName === undefined) setOrDelete(out, t.name, list.filter((v) => !hit(v)));
-      else setOrDelete(out, t.name, list.map((v) => (hit(v) ? withoutKey(v, t.subName!) : v)));
+      if (t.subName === undefined)
+        setOrDelete(
+          out,
+          t.name,
+          list.filter((v) => !hit(v)),
+        );
+      else
+        setOrDelete(
+          out,
+          t.name,
+          list.map((v) => (hit(v) ? withoutKey(v, t.subName!) : v)),
+        );
       return;
     }
-    setOrDelete(out, t.name, list.map((v) => {
-      if (!hit(v)) return v;
-      if (t.subName !== undefined) return { ...asObject(v), [t.subName]: value };
-      return { ...asObject(v), ...asObject(value) };
-    }));
+    setOrDelete(
+      out,
+      t.name,
+      list.map((v) => {
+        if (!hit(v)) return v;
+        if (t.subName !== undefined) return { ...asObject(v), [t.subName]: value };
+        return { ...asObject(v), ...asObject(value) };
+      }),
+    );
     return;
   }
   const sub = t.subName;
@@ -107,9 +141,18 @@ function applyOne(out: Json, op: 'add' | 'remove' | 'replace', t: Target, value:
       // Common practice (Azure AD, Okta): remove with a value list removes those values.
       if (t.def.multiValued && Array.isArray(value) && Array.isArray(current)) {
         const drop = new Set(value.map((v) => String(asObject(v).value)));
-        setOrDelete(out, t.name, current.filter((v) => !drop.has(String(asObject(v).value))));
+        setOrDelete(
+          out,
+          t.name,
+          current.filter((v) => !drop.has(String(asObject(v).value))),
+        );
       } else delete out[t.name];
-    } else if (t.def.multiValued) setOrDelete(out, t.name, (Array.isArray(current) ? current : []).map((v) => withoutKey(v, sub)));
+    } else if (t.def.multiValued)
+      setOrDelete(
+        out,
+        t.name,
+        (Array.isArray(current) ? current : []).map((v) => withoutKey(v, sub)),
+      );
     else if (current !== undefined) setOrDelete(out, t.name, withoutKey(current, sub));
     return;
   }
@@ -127,7 +170,8 @@ function applyOne(out: Json, op: 'add' | 'remove' | 'replace', t: Target, value:
     else {
       // add: values are appended, a value already present is not repeated (§3.5.2.1).
       const list = Array.isArray(current) ? [...current] : [];
-      const keyOf = (v: unknown) => JSON.stringify(typeof v === 'object' && v !== null ? (asObject(v).value ?? v) : v).toLowerCase();
+      const keyOf = (v: unknown) =>
+        JSON.stringify(typeof v === 'object' && v !== null ? (asObject(v).value ?? v) : v).toLowerCase();
       for (const v of values) if (!list.some((x) => keyOf(x) === keyOf(v))) list.push(v);
       out[t.name] = list;
     }
@@ -139,7 +183,8 @@ function applyOne(out: Json, op: 'add' | 'remove' | 'replace', t: Target, value:
 }
 
 function asObject(v: unknown): Json {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw bad('invalidValue', 'a complex value must be an object');
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw bad('invalidValue', 'a complex value must be an object');
   return v as Json;
 }
 
@@ -149,7 +194,10 @@ function withoutKey(v: unknown, key: string): Json {
 }
 
 function setOrDelete(out: Json, name: string, value: unknown): void {
-  const empty = value === undefined || (Array.isArray(value) && value.length === 0) || (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);
+  const empty =
+    value === undefined ||
+    (Array.isArray(value) && value.length === 0) ||
+    (value !== null && typeof value === 'object' && !Array.isArray(value) && Object.keys(value).length === 0);
   if (empty) delete out[name];
   else out[name] = value;
 }

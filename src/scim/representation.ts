@@ -33,7 +33,10 @@ export function field(o: Json, name: string): unknown {
   return key === undefined ? undefined : o[key];
 }
 
-/** A string attribute of at most `max` characters; absent, null or empty: undefined. @throws ScimError 400 `invalidValue`. */
+/**
+ * A string attribute of at most `max` characters; absent, null or empty: undefined. @throws ScimError 400
+ * `invalidValue`.
+ */
 export function optionalString(o: Json, name: string, max: number): string | undefined {
   const v = field(o, name);
   if (v === undefined || v === null) return undefined;
@@ -53,7 +56,10 @@ export function schemasOf(body: unknown, schema: string): Json {
   return o;
 }
 
-/** The `userName` of a user representation. @throws ScimError 400 `invalidValue` unless a username `UserAdmin` takes (`checkUsername`). */
+/**
+ * The `userName` of a user representation. @throws ScimError 400 `invalidValue` unless a username `UserAdmin`
+ * takes (`checkUsername`).
+ */
 export function usernameOf(o: Json): string {
   const username = field(o, 'userName');
   if (typeof username !== 'string') throw invalidValue(USERNAME_RULE);

@@ -33,17 +33,37 @@ export interface AttributeDefinition {
 }
 
 function attr(name: string, description: string, rest: Partial<AttributeDefinition> = {}): AttributeDefinition {
-  return { name, type: 'string', multiValued: false, description, required: false, caseExact: false, mutability: 'readWrite', returned: 'default', uniqueness: 'none', ...rest };
+  return {
+    name,
+    type: 'string',
+    multiValued: false,
+    description,
+    required: false,
+    caseExact: false,
+    mutability: 'readWrite',
+    returned: 'default',
+    uniqueness: 'none',
+    ...rest,
+  };
 }
 
 /** Common attributes (RFC 7643 §3.1): described in every resource's schema answer, as common practice. */
 const COMMON: AttributeDefinition[] = [
-  attr('id', 'Identifier of the resource, issued by Sigil (for users: the subject, sub).', { caseExact: true, mutability: 'readOnly', returned: 'always', uniqueness: 'server' }),
+  attr('id', 'Identifier of the resource, issued by Sigil (for users: the subject, sub).', {
+    caseExact: true,
+    mutability: 'readOnly',
+    returned: 'always',
+    uniqueness: 'server',
+  }),
   attr('externalId', 'Identifier of the resource at the provisioning client.', { caseExact: true }),
 ];
 
 export const USER_ATTRIBUTES: AttributeDefinition[] = [
-  attr('userName', 'Unique identifier the user signs in with; unique case-insensitively among stored and config-file users.', { required: true, uniqueness: 'server' }),
+  attr(
+    'userName',
+    'Unique identifier the user signs in with; unique case-insensitively among stored and config-file users.',
+    { required: true, uniqueness: 'server' },
+  ),
   attr('name', "The user's name; kept in the OIDC claims name, given_name, family_name.", {
     type: 'complex',
     subAttributes: [
@@ -53,8 +73,14 @@ export const USER_ATTRIBUTES: AttributeDefinition[] = [
     ],
   }),
   attr('displayName', 'The name shown for the user.'),
-  attr('active', "Whether the user may sign in; false ends the user's sessions and refresh tokens.", { type: 'boolean' }),
-  attr('password', 'Clear text on write only; stored as an argon2id hash, never returned.', { mutability: 'writeOnly', returned: 'never', caseExact: true }),
+  attr('active', "Whether the user may sign in; false ends the user's sessions and refresh tokens.", {
+    type: 'boolean',
+  }),
+  attr('password', 'Clear text on write only; stored as an argon2id hash, never returned.', {
+    mutability: 'writeOnly',
+    returned: 'never',
+    caseExact: true,
+  }),
   attr('emails', 'Email addresses; the primary one (else the first) is the OIDC claim email.', {
     multiValued: true,
     type: 'complex',
@@ -70,20 +96,33 @@ export const USER_ATTRIBUTES: AttributeDefinition[] = [
     mutability: 'readOnly',
     subAttributes: [
       attr('value', 'The id of the group.', { mutability: 'readOnly', caseExact: true }),
-      attr('$ref', 'The URI of the group.', { type: 'reference', referenceTypes: ['Group'], mutability: 'readOnly', caseExact: true }),
+      attr('$ref', 'The URI of the group.', {
+        type: 'reference',
+        referenceTypes: ['Group'],
+        mutability: 'readOnly',
+        caseExact: true,
+      }),
       attr('display', 'The displayName of the group.', { mutability: 'readOnly' }),
     ],
   }),
 ];
 
 export const GROUP_ATTRIBUTES: AttributeDefinition[] = [
-  attr('displayName', "The group's name, unique case-insensitively; it appears in the members' role claim.", { required: true, uniqueness: 'server' }),
+  attr('displayName', "The group's name, unique case-insensitively; it appears in the members' role claim.", {
+    required: true,
+    uniqueness: 'server',
+  }),
   attr('members', 'The users in the group.', {
     multiValued: true,
     type: 'complex',
     subAttributes: [
       attr('value', 'The id of the member (a user).', { mutability: 'immutable', caseExact: true }),
-      attr('$ref', 'The URI of the member.', { type: 'reference', referenceTypes: ['User'], mutability: 'immutable', caseExact: true }),
+      attr('$ref', 'The URI of the member.', {
+        type: 'reference',
+        referenceTypes: ['User'],
+        mutability: 'immutable',
+        caseExact: true,
+      }),
       attr('display', "The member's userName.", { mutability: 'readOnly' }),
       attr('type', "'User'; groups in groups are not supported.", { mutability: 'immutable' }),
     ],
@@ -91,8 +130,13 @@ export const GROUP_ATTRIBUTES: AttributeDefinition[] = [
 ];
 
 /** The attribute definition at `attr[.sub]` of a resource's attributes (names case-insensitive, RFC 7643 §2.1). */
-export function definitionOf(attributes: readonly AttributeDefinition[], attr: string, sub?: string): AttributeDefinition | undefined {
-  const find = (list: readonly AttributeDefinition[] | undefined, name: string) => list?.find((a) => a.name.toLowerCase() === name.toLowerCase());
+export function definitionOf(
+  attributes: readonly AttributeDefinition[],
+  attr: string,
+  sub?: string,
+): AttributeDefinition | undefined {
+  const find = (list: readonly AttributeDefinition[] | undefined, name: string) =>
+    list?.find((a) => a.name.toLowerCase() === name.toLowerCase());
   const top = find([...COMMON, ...attributes], attr);
   return sub === undefined ? top : find(top?.subAttributes, sub);
 }
@@ -146,7 +190,8 @@ export function serviceProviderConfig(base: string, documentationUri: string): R
       {
         type: 'oauthbearertoken',
         name: 'OAuth Bearer Token',
-        description: "An access token of Sigil's with the scope scim (RFC 6750; DPoP-bound tokens with the DPoP scheme, RFC 9449)",
+        description:
+          "An access token of Sigil's with the scope scim (RFC 6750; DPoP-bound tokens with the DPoP scheme, RFC 9449)",
         specUri: 'https://www.rfc-editor.org/rfc/rfc6750',
         primary: true,
       },

@@ -100,7 +100,12 @@ export class ScimService {
   async listUsers(params: ListParams): Promise<Json> {
     const q = listQuery(params);
     const { total, users } = await this.store.directory.listUsers(q);
-    return this.listResponse(total, q.startIndex, users.map((u) => this.userResource(u)), params);
+    return this.listResponse(
+      total,
+      q.startIndex,
+      users.map((u) => this.userResource(u)),
+      params,
+    );
   }
 
   /**
@@ -204,9 +209,11 @@ export class ScimService {
     const username = usernameOf(o);
     const externalId = optionalString(o, 'externalId', MAX_STRING) ?? null;
     const activeValue = field(o, 'active');
-    if (activeValue !== undefined && activeValue !== null && typeof activeValue !== 'boolean') throw invalidValue('active must be true or false');
+    if (activeValue !== undefined && activeValue !== null && typeof activeValue !== 'boolean')
+      throw invalidValue('active must be true or false');
     const nameValue = field(o, 'name');
-    if (nameValue !== undefined && nameValue !== null && (typeof nameValue !== 'object' || Array.isArray(nameValue))) throw invalidValue('name must be an object');
+    if (nameValue !== undefined && nameValue !== null && (typeof nameValue !== 'object' || Array.isArray(nameValue)))
+      throw invalidValue('name must be an object');
     const name = (nameValue ?? {}) as Json;
     const formatted = optionalString(name, 'formatted', MAX_STRING);
     const givenName = optionalString(name, 'givenName', MAX_STRING);
@@ -214,7 +221,11 @@ export class ScimService {
     const displayName = optionalString(o, 'displayName', MAX_STRING);
     const emails = this.emailsInput(field(o, 'emails'));
     const password = field(o, 'password');
-    if (password !== undefined && password !== null && (typeof password !== 'string' || password.length === 0 || password.length > MAX_PASSWORD))
+    if (
+      password !== undefined &&
+      password !== null &&
+      (typeof password !== 'string' || password.length === 0 || password.length > MAX_PASSWORD)
+    )
       throw invalidValue(`password must be a string of 1 to ${MAX_PASSWORD} characters`);
     const claims: Json = { ...(before?.claims ?? {}) };
     const set = (k: string, v: unknown) => {
@@ -242,14 +253,17 @@ export class ScimService {
   /** The `emails` of a representation, each value an address (local@domain) as RFC 7643 §4.1.2 takes it. */
   private emailsInput(value: unknown): UserEmail[] {
     if (value === undefined || value === null) return [];
-    if (!Array.isArray(value) || value.length > MAX_EMAILS) throw invalidValue(`emails must be an array of at most ${MAX_EMAILS}`);
+    if (!Array.isArray(value) || value.length > MAX_EMAILS)
+      throw invalidValue(`emails must be an array of at most ${MAX_EMAILS}`);
     return value.map((e: unknown) => {
       if (e === null || typeof e !== 'object' || Array.isArray(e)) throw invalidValue('each email must be an object');
       const v = field(e as Json, 'value');
-      if (typeof v !== 'string' || v.length > MAX_EMAIL || !/^[^@\s]+@[^@\s]+$/.test(v)) throw invalidValue('an email value must be an address (local@domain) of at most 320 characters');
+      if (typeof v !== 'string' || v.length > MAX_EMAIL || !/^[^@\s]+@[^@\s]+$/.test(v))
+        throw invalidValue('an email value must be an address (local@domain) of at most 320 characters');
       const type = optionalString(e as Json, 'type', 32) ?? null;
       const primary = field(e as Json, 'primary');
-      if (primary !== undefined && typeof primary !== 'boolean') throw invalidValue('email primary must be true or false');
+      if (primary !== undefined && typeof primary !== 'boolean')
+        throw invalidValue('email primary must be true or false');
       return { value: v, type, primary: primary === true };
     });
   }
@@ -279,9 +293,23 @@ export class ScimService {
       ...(hasName ? { name: Object.fromEntries(Object.entries(name).filter(([, v]) => v !== undefined)) } : {}),
       ...(str('display_name') !== undefined ? { displayName: str('display_name') } : {}),
       active: u.isActive,
-      ...(u.emails.length > 0 ? { emails: u.emails.map((e) => ({ value: e.value, ...(e.type !== null ? { type: e.type } : {}), primary: e.primary })) } : {}),
+      ...(u.emails.length > 0
+        ? {
+            emails: u.emails.map((e) => ({
+              value: e.value,
+              ...(e.type !== null ? { type: e.type } : {}),
+              primary: e.primary,
+            })),
+          }
+        : {}),
       ...(u.groups.length > 0
-        ? { groups: u.groups.map((g) => ({ value: g.id, $ref: `${this.base}/Groups/${encodeURIComponent(g.id)}`, display: g.displayName })) }
+        ? {
+            groups: u.groups.map((g) => ({
+              value: g.id,
+              $ref: `${this.base}/Groups/${encodeURIComponent(g.id)}`,
+              display: g.displayName,
+            })),
+          }
         : {}),
       meta: {
         resourceType: 'User',
@@ -305,7 +333,12 @@ export class ScimService {
   async listGroups(params: ListParams): Promise<Json> {
     const q = listQuery(params);
     const { total, groups } = await this.store.directory.listGroups(q);
-    return this.listResponse(total, q.startIndex, groups.map((g) => this.groupResource(g)), params);
+    return this.listResponse(
+      total,
+      q.startIndex,
+      groups.map((g) => this.groupResource(g)),
+      params,
+    );
   }
 
   /** Creates a group. @throws ScimError 400, 409 `uniqueness` for a taken displayName. */
@@ -338,7 +371,11 @@ export class ScimService {
     return retried(ifMatch, async () => {
       const before = await this.findGroup(id);
       checkIfMatch(ifMatch, before.version);
-      return this.writeGroup(before, applyPatch(this.groupResource(before), body, GROUP_ATTRIBUTES, GROUP_SCHEMA), actor);
+      return this.writeGroup(
+        before,
+        applyPatch(this.groupResource(before), body, GROUP_ATTRIBUTES, GROUP_SCHEMA),
+        actor,
+      );
     });
   }
 
@@ -411,16 +448,21 @@ export class ScimService {
     // the management scopes. Provisioning (the scim scope) must not make anyone an administrator,
     // so no group may carry that name: the role comes from the config, the CLI or the admin API.
     if (displayName.trim().toLowerCase() === this.adminRole.toLowerCase())
-      throw invalidValue(`a group may not be named "${this.adminRole}" (the role admin.userRole names, which only the configuration or the admin API gives)`);
+      throw invalidValue(
+        `a group may not be named "${this.adminRole}" (the role admin.userRole names, which only the configuration or the admin API gives)`,
+      );
     const externalId = optionalString(o, 'externalId', MAX_STRING) ?? null;
     const list = field(o, 'members') ?? [];
-    if (!Array.isArray(list) || list.length > MAX_MEMBERS) throw invalidValue(`members must be an array of at most ${MAX_MEMBERS}`);
+    if (!Array.isArray(list) || list.length > MAX_MEMBERS)
+      throw invalidValue(`members must be an array of at most ${MAX_MEMBERS}`);
     const members: string[] = [];
     for (const m of list) {
       const value = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'value') : undefined;
       const type = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'type') : undefined;
-      if (typeof value !== 'string' || value.length === 0 || value.length > MAX_SUBJECT_LENGTH) throw invalidValue('each member needs a value: the id of a user');
-      if (type !== undefined && type !== 'User') throw invalidValue('members are users (groups in groups are not supported)');
+      if (typeof value !== 'string' || value.length === 0 || value.length > MAX_SUBJECT_LENGTH)
+        throw invalidValue('each member needs a value: the id of a user');
+      if (type !== undefined && type !== 'User')
+        throw invalidValue('members are users (groups in groups are not supported)');
       if (!members.includes(value)) members.push(value);
     }
     const existing = await this.store.directory.existingUsers(members);
@@ -436,7 +478,14 @@ export class ScimService {
       ...(g.externalId !== null ? { externalId: g.externalId } : {}),
       displayName: g.displayName,
       ...(g.members.length > 0 && !excludeMembers
-        ? { members: g.members.map((m) => ({ value: m.subjectId, $ref: `${this.base}/Users/${encodeURIComponent(m.subjectId)}`, display: m.username, type: 'User' })) }
+        ? {
+            members: g.members.map((m) => ({
+              value: m.subjectId,
+              $ref: `${this.base}/Users/${encodeURIComponent(m.subjectId)}`,
+              display: m.username,
+              type: 'User',
+            })),
+          }
         : {}),
       meta: {
         resourceType: 'Group',
@@ -462,7 +511,13 @@ export class ScimService {
     };
   }
 
-  private audit(name: 'resource_created' | 'resource_updated' | 'resource_deleted', actor: ScimActor, type: 'User' | 'Group', id: string, changed: string[]): void {
+  private audit(
+    name: 'resource_created' | 'resource_updated' | 'resource_deleted',
+    actor: ScimActor,
+    type: 'User' | 'Group',
+    id: string,
+    changed: string[],
+  ): void {
     this.events.emit({
       name,
       endpoint: 'scim',

@@ -60,7 +60,16 @@ export class SqlAuditEvents implements AuditEventStore {
     if (events.length === 0) return;
     await this.db
       .insertInto('audit_events')
-      .values(events.map((e) => ({ id: e.id, time: e.time, name: e.name, client_id: e.clientId, subject_id: e.subjectId, event: e.event })))
+      .values(
+        events.map((e) => ({
+          id: e.id,
+          time: e.time,
+          name: e.name,
+          client_id: e.clientId,
+          subject_id: e.subjectId,
+          event: e.event,
+        })),
+      )
       .execute();
   }
 
@@ -73,7 +82,14 @@ export class SqlAuditEvents implements AuditEventStore {
     if (filter.clientId !== undefined) q = q.where('client_id', '=', filter.clientId);
     if (filter.subjectId !== undefined) q = q.where('subject_id', '=', filter.subjectId);
     const rows = await q.orderBy('id', 'desc').limit(limit).execute();
-    return rows.map((r) => ({ id: r.id, time: Number(r.time), name: r.name, clientId: r.client_id, subjectId: r.subject_id, event: r.event }));
+    return rows.map((r) => ({
+      id: r.id,
+      time: Number(r.time),
+      name: r.name,
+      clientId: r.client_id,
+      subjectId: r.subject_id,
+      event: r.event,
+    }));
   }
 
   async deleteOlderThan(before: number, limit: number): Promise<number> {

@@ -51,7 +51,12 @@ export interface RegistrationStore {
    * UPDATE: unexpired at `now`, below its cap).
    * @returns false, storing nothing, when the initial token is used up or expired.
    */
-  register(config: Record<string, unknown>, registration: ClientRegistration, initialToken: string | undefined, now: number): Promise<boolean>;
+  register(
+    config: Record<string, unknown>,
+    registration: ClientRegistration,
+    initialToken: string | undefined,
+    now: number,
+  ): Promise<boolean>;
   /** The registration record of a client, or undefined. */
   find(clientId: string): Promise<ClientRegistration | undefined>;
   /**
@@ -59,7 +64,14 @@ export interface RegistrationStore {
    * still `oldTokenHash` (one conditional UPDATE: of two concurrent updates with one token, one wins).
    * @returns false, changing nothing, when the token was replaced or the client removed meanwhile.
    */
-  update(clientId: string, oldTokenHash: string, config: Record<string, unknown>, metadata: Record<string, unknown>, newTokenHash: string, now: number): Promise<boolean>;
+  update(
+    clientId: string,
+    oldTokenHash: string,
+    config: Record<string, unknown>,
+    metadata: Record<string, unknown>,
+    newTokenHash: string,
+    now: number,
+  ): Promise<boolean>;
   /** Removes a client and its registration record; false when there was none. */
   remove(clientId: string): Promise<boolean>;
   /** Records a use at `now` when the last recorded one is older than `notBefore` (Unix seconds). */
@@ -82,7 +94,12 @@ export interface RegistrationStore {
 export class SqlRegistrationStore implements RegistrationStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async register(config: Record<string, unknown>, r: ClientRegistration, initialToken: string | undefined, now: number): Promise<boolean> {
+  async register(
+    config: Record<string, unknown>,
+    r: ClientRegistration,
+    initialToken: string | undefined,
+    now: number,
+  ): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       if (initialToken !== undefined) {
         const taken = await trx
@@ -94,18 +111,32 @@ export class SqlRegistrationStore implements RegistrationStore {
           .executeTakeFirst();
         if (taken.numUpdatedRows !== 1n) return false;
       }
-      await trx.insertInto('clients').values({ client_id: r.clientId, config: JSON.stringify(config), created_at: r.issuedAt }).execute();
+      await trx
+        .insertInto('clients')
+        .values({ client_id: r.clientId, config: JSON.stringify(config), created_at: r.issuedAt })
+        .execute();
       await trx.insertInto('client_registrations').values(toRow(r)).execute();
       return true;
     });
   }
 
   async find(clientId: string): Promise<ClientRegistration | undefined> {
-    const row = await this.db.selectFrom('client_registrations').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('client_registrations')
+      .selectAll()
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
     return row ? fromRow(row) : undefined;
   }
 
-  async update(clientId: string, oldTokenHash: string, config: Record<string, unknown>, metadata: Record<string, unknown>, newTokenHash: string, now: number): Promise<boolean> {
+  async update(
+    clientId: string,
+    oldTokenHash: string,
+    config: Record<string, unknown>,
+    metadata: Record<string, unknown>,
+    newTokenHash: string,
+    now: number,
+  ): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const changed = await trx
         .updateTable('client_registrations')
@@ -114,7 +145,11 @@ export class SqlRegistrationStore implements RegistrationStore {
         .where('token_hash', '=', oldTokenHash)
         .executeTakeFirst();
       if (changed.numUpdatedRows !== 1n) return false;
-      await trx.updateTable('clients').set({ config: JSON.stringify(config) }).where('client_id', '=', clientId).execute();
+      await trx
+        .updateTable('clients')
+        .set({ config: JSON.stringify(config) })
+        .where('client_id', '=', clientId)
+        .execute();
       return true;
     });
   }
@@ -143,12 +178,21 @@ export class SqlRegistrationStore implements RegistrationStore {
 
   async removeUnused(before: number, now: number, limit: number): Promise<string[]> {
     await this.db.deleteFrom('initial_access_tokens').where('expires_at', '<', now).execute();
-    const rows = await this.db.selectFrom('client_registrations').select('client_id').where('last_used_at', '<', before).limit(limit).execute();
+    const rows = await this.db
+      .selectFrom('client_registrations')
+      .select('client_id')
+      .where('last_used_at', '<', before)
+      .limit(limit)
+      .execute();
     const removed: string[] = [];
     for (const { client_id } of rows) {
       // Conditional: a client used since the select (another node recorded it) stays.
       const gone = await this.db.transaction().execute(async (trx) => {
-        const r = await trx.deleteFrom('client_registrations').where('client_id', '=', client_id).where('last_used_at', '<', before).executeTakeFirst();
+        const r = await trx
+          .deleteFrom('client_registrations')
+          .where('client_id', '=', client_id)
+          .where('last_used_at', '<', before)
+          .executeTakeFirst();
         if (r.numDeletedRows !== 1n) return false;
         await deleteClientRow(trx, client_id, now);
         return true;
@@ -161,13 +205,23 @@ export class SqlRegistrationStore implements RegistrationStore {
   async addInitialToken(t: InitialAccessToken): Promise<void> {
     await this.db
       .insertInto('initial_access_tokens')
-      .values({ token_hash: t.tokenHash, kind: t.kind, max_registrations: t.maxRegistrations, registrations: t.registrations, expires_at: t.expiresAt })
+      .values({
+        token_hash: t.tokenHash,
+        kind: t.kind,
+        max_registrations: t.maxRegistrations,
+        registrations: t.registrations,
+        expires_at: t.expiresAt,
+      })
       .onConflict((oc) => oc.column('token_hash').doNothing())
       .execute();
   }
 
   async findInitialToken(tokenHash: string): Promise<InitialAccessToken | undefined> {
-    const row = await this.db.selectFrom('initial_access_tokens').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('initial_access_tokens')
+      .selectAll()
+      .where('token_hash', '=', tokenHash)
+      .executeTakeFirst();
     if (!row) return undefined;
     return {
       tokenHash: row.token_hash,
@@ -180,7 +234,13 @@ export class SqlRegistrationStore implements RegistrationStore {
 }
 
 function toRow(r: ClientRegistration): ClientRegistrationsTable {
-  return { client_id: r.clientId, token_hash: r.tokenHash, metadata: JSON.stringify(r.metadata), issued_at: r.issuedAt, last_used_at: r.lastUsedAt };
+  return {
+    client_id: r.clientId,
+    token_hash: r.tokenHash,
+    metadata: JSON.stringify(r.metadata),
+    issued_at: r.issuedAt,
+    last_used_at: r.lastUsedAt,
+  };
 }
 
 function fromRow(row: ClientRegistrationsTable): ClientRegistration {

@@ -10,7 +10,11 @@ import { type Kysely, sql } from 'kysely';
 import type { Database } from './tables.js';
 
 /** Lifetimes (seconds) a stored client's settings leave out take these defaults (config/schema.ts `clientSchema`). */
-const DEFAULT_LIFETIMES = { accessTokenLifetime: 3600, identityTokenLifetime: 300, absoluteRefreshTokenLifetime: 2592000 };
+const DEFAULT_LIFETIMES = {
+  accessTokenLifetime: 3600,
+  identityTokenLifetime: 300,
+  absoluteRefreshTokenLifetime: 2592000,
+};
 
 /**
  * How long (seconds) a token issued to a client of these stored settings can live: the longest of
@@ -36,10 +40,19 @@ export function longestTokenLifetime(config: Record<string, unknown>): number {
  * @param expected when given, the row is deleted only while its config is this text
  * @returns whether a row was deleted (nothing is recorded otherwise).
  */
-export async function deleteClientRow(trx: Kysely<Database>, clientId: string, now: number, expected?: string): Promise<boolean> {
+export async function deleteClientRow(
+  trx: Kysely<Database>,
+  clientId: string,
+  now: number,
+  expected?: string,
+): Promise<boolean> {
   const row = await trx.selectFrom('clients').select('config').where('client_id', '=', clientId).executeTakeFirst();
   if (!row || (expected !== undefined && row.config !== expected)) return false;
-  const gone = await trx.deleteFrom('clients').where('client_id', '=', clientId).where('config', '=', row.config).executeTakeFirst();
+  const gone = await trx
+    .deleteFrom('clients')
+    .where('client_id', '=', clientId)
+    .where('config', '=', row.config)
+    .executeTakeFirst();
   if (gone.numDeletedRows !== 1n) return false;
   let lifetime = DEFAULT_LIFETIMES.absoluteRefreshTokenLifetime;
   try {
@@ -64,7 +77,11 @@ export async function deleteClientRow(trx: Kysely<Database>, clientId: string, n
  * The removal records still in force at `now` (Unix seconds): client id → `removed_at` (Unix seconds).
  */
 export async function listClientRemovals(db: Kysely<Database>, now: number): Promise<Map<string, number>> {
-  const rows = await db.selectFrom('client_removals').select(['client_id', 'removed_at']).where('expires_at', '>=', now).execute();
+  const rows = await db
+    .selectFrom('client_removals')
+    .select(['client_id', 'removed_at'])
+    .where('expires_at', '>=', now)
+    .execute();
   return new Map(rows.map((r) => [r.client_id, Number(r.removed_at)]));
 }
 

@@ -45,11 +45,24 @@ const GROUP_COLUMNS: Record<string, Column> = {
   'meta.lastmodified': { column: 'user_groups.updated_at', type: 'time' },
 };
 /** The attributes a list may be sorted by (§3.4.2.3), per resource type. */
-export const USER_SORT: Record<string, string> = { id: 'users.subject_id', username: 'users.username_normalized', externalid: 'users.external_id', 'meta.created': 'users.created_at', 'meta.lastmodified': 'users.updated_at' };
-export const GROUP_SORT: Record<string, string> = { id: 'user_groups.id', displayname: 'user_groups.display_name_normalized', externalid: 'user_groups.external_id', 'meta.created': 'user_groups.created_at', 'meta.lastmodified': 'user_groups.updated_at' };
+export const USER_SORT: Record<string, string> = {
+  id: 'users.subject_id',
+  username: 'users.username_normalized',
+  externalid: 'users.external_id',
+  'meta.created': 'users.created_at',
+  'meta.lastmodified': 'users.updated_at',
+};
+export const GROUP_SORT: Record<string, string> = {
+  id: 'user_groups.id',
+  displayname: 'user_groups.display_name_normalized',
+  externalid: 'user_groups.external_id',
+  'meta.created': 'user_groups.created_at',
+  'meta.lastmodified': 'user_groups.updated_at',
+};
 
 /** The filterable attributes, named in `invalidFilter` answers. */
-const USER_FILTERABLE = 'id, userName, externalId, active, emails (value, type, primary), groups.value, meta.created, meta.lastModified';
+const USER_FILTERABLE =
+  'id, userName, externalId, active, emails (value, type, primary), groups.value, meta.created, meta.lastModified';
 const GROUP_FILTERABLE = 'id, displayName, externalId, members.value, meta.created, meta.lastModified';
 
 /** An expression builder over the store's tables, as the list queries' `where` callbacks get it. */
@@ -73,7 +86,8 @@ function sqlValue(col: Column, value: CompValue, op: string): string | number {
   }
   if (col.type === 'time') {
     const t = typeof value === 'string' ? Date.parse(value) : Number.NaN;
-    if (!Number.isFinite(t) || !/^\d{4}-\d{2}-\d{2}T/.test(String(value))) throw filterError('a dateTime compares with an xsd:dateTime string');
+    if (!Number.isFinite(t) || !/^\d{4}-\d{2}-\d{2}T/.test(String(value)))
+      throw filterError('a dateTime compares with an xsd:dateTime string');
     return Math.floor(t / 1000);
   }
   if (typeof value !== 'string') throw filterError('a string attribute compares with a string');
@@ -95,12 +109,18 @@ function compareColumn(col: Column, op: string, value: CompValue, d: Dialect): E
   }
   const v = sqlValue(col, value, op);
   switch (op) {
-    case 'eq': return sql<SqlBool>`${ref} = ${v}`;
-    case 'ne': return sql<SqlBool>`(${ref} <> ${v} or ${ref} is null)`;
-    case 'gt': return sql<SqlBool>`${ref} > ${v}`;
-    case 'ge': return sql<SqlBool>`${ref} >= ${v}`;
-    case 'lt': return sql<SqlBool>`${ref} < ${v}`;
-    case 'le': return sql<SqlBool>`${ref} <= ${v}`;
+    case 'eq':
+      return sql<SqlBool>`${ref} = ${v}`;
+    case 'ne':
+      return sql<SqlBool>`(${ref} <> ${v} or ${ref} is null)`;
+    case 'gt':
+      return sql<SqlBool>`${ref} > ${v}`;
+    case 'ge':
+      return sql<SqlBool>`${ref} >= ${v}`;
+    case 'lt':
+      return sql<SqlBool>`${ref} < ${v}`;
+    case 'le':
+      return sql<SqlBool>`${ref} <= ${v}`;
   }
   if (col.type === 'time') throw filterError(`"${op}" does not apply to a dateTime`);
   const text = String(v);
@@ -120,16 +140,22 @@ function compareColumn(col: Column, op: string, value: CompValue, d: Dialect): E
 
 function present(col: Column): Expression<SqlBool> {
   const ref = sql.ref(col.column);
-  return col.type === 'string' || col.type === 'lower' ? sql<SqlBool>`(${ref} is not null and ${ref} <> '')` : sql<SqlBool>`${ref} is not null`;
+  return col.type === 'string' || col.type === 'lower'
+    ? sql<SqlBool>`(${ref} is not null and ${ref} <> '')`
+    : sql<SqlBool>`${ref} is not null`;
 }
 
 /** A filter over one email row (inside the EXISTS). */
 function emailCondition(f: Filter, d: Dialect): Expression<SqlBool> {
   switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${emailCondition(f.left, d)} and ${emailCondition(f.right, d)})`;
-    case 'or': return sql<SqlBool>`(${emailCondition(f.left, d)} or ${emailCondition(f.right, d)})`;
-    case 'not': return sql<SqlBool>`not (${emailCondition(f.filter, d)})`;
-    case 'valuePath': throw filterError('value filters do not nest');
+    case 'and':
+      return sql<SqlBool>`(${emailCondition(f.left, d)} and ${emailCondition(f.right, d)})`;
+    case 'or':
+      return sql<SqlBool>`(${emailCondition(f.left, d)} or ${emailCondition(f.right, d)})`;
+    case 'not':
+      return sql<SqlBool>`not (${emailCondition(f.filter, d)})`;
+    case 'valuePath':
+      throw filterError('value filters do not nest');
     case 'present':
     case 'compare': {
       const col = f.path.sub === undefined ? EMAIL_COLUMNS[f.path.attr.toLowerCase()] : undefined;
@@ -150,11 +176,15 @@ function emailsExist(eb: Eb, condition: Expression<SqlBool>): Expression<SqlBool
 /** A filter over users, as a SQL condition on `users`. */
 export function userCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool> {
   switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${userCondition(eb, f.left, d)} and ${userCondition(eb, f.right, d)})`;
-    case 'or': return sql<SqlBool>`(${userCondition(eb, f.left, d)} or ${userCondition(eb, f.right, d)})`;
-    case 'not': return sql<SqlBool>`not (${userCondition(eb, f.filter, d)})`;
+    case 'and':
+      return sql<SqlBool>`(${userCondition(eb, f.left, d)} and ${userCondition(eb, f.right, d)})`;
+    case 'or':
+      return sql<SqlBool>`(${userCondition(eb, f.left, d)} or ${userCondition(eb, f.right, d)})`;
+    case 'not':
+      return sql<SqlBool>`not (${userCondition(eb, f.filter, d)})`;
     case 'valuePath':
-      if (f.path.attr.toLowerCase() === 'emails' && f.path.sub === undefined) return emailsExist(eb, emailCondition(f.filter, d));
+      if (f.path.attr.toLowerCase() === 'emails' && f.path.sub === undefined)
+        return emailsExist(eb, emailCondition(f.filter, d));
       throw filterError(`value filters apply to emails; filterable: ${USER_FILTERABLE}`);
     case 'present':
     case 'compare': {
@@ -170,13 +200,17 @@ export function userCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool
       }
       if (k === 'groups' || k === 'groups.value') {
         const col: Column = { column: 'group_members.group_id', type: 'string' };
-        const exists = (c: Expression<SqlBool>) => sql<SqlBool>`${sql.ref('users.subject_id')} in (${eb.selectFrom('group_members').select('group_members.subject_id').where(c)})`;
+        const exists = (c: Expression<SqlBool>) =>
+          sql<SqlBool>`${sql.ref('users.subject_id')} in (${eb.selectFrom('group_members').select('group_members.subject_id').where(c)})`;
         if (f.kind === 'present') return exists(sql<SqlBool>`1 = 1`);
         if (f.op === 'ne') return sql<SqlBool>`not ${exists(compareColumn(col, 'eq', f.value, d))}`;
         return exists(compareColumn(col, f.op, f.value, d));
       }
       const col = USER_COLUMNS[k];
-      if (!col) throw filterError(`"${f.path.sub === undefined ? f.path.attr : `${f.path.attr}.${f.path.sub}`}" is not filterable; filterable: ${USER_FILTERABLE}`);
+      if (!col)
+        throw filterError(
+          `"${f.path.sub === undefined ? f.path.attr : `${f.path.attr}.${f.path.sub}`}" is not filterable; filterable: ${USER_FILTERABLE}`,
+        );
       return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value, d);
     }
   }
@@ -185,23 +219,28 @@ export function userCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool
 /** A filter over groups, as a SQL condition on `user_groups`. */
 export function groupCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool> {
   switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${groupCondition(eb, f.left, d)} and ${groupCondition(eb, f.right, d)})`;
-    case 'or': return sql<SqlBool>`(${groupCondition(eb, f.left, d)} or ${groupCondition(eb, f.right, d)})`;
-    case 'not': return sql<SqlBool>`not (${groupCondition(eb, f.filter, d)})`;
+    case 'and':
+      return sql<SqlBool>`(${groupCondition(eb, f.left, d)} and ${groupCondition(eb, f.right, d)})`;
+    case 'or':
+      return sql<SqlBool>`(${groupCondition(eb, f.left, d)} or ${groupCondition(eb, f.right, d)})`;
+    case 'not':
+      return sql<SqlBool>`not (${groupCondition(eb, f.filter, d)})`;
     case 'valuePath':
     case 'present':
     case 'compare': {
       const k = key(f.path);
       if (k === 'members' || k === 'members.value') {
         const col: Column = { column: 'group_members.subject_id', type: 'string' };
-        const exists = (c: Expression<SqlBool>) => sql<SqlBool>`${sql.ref('user_groups.id')} in (${eb.selectFrom('group_members').select('group_members.group_id').where(c)})`;
+        const exists = (c: Expression<SqlBool>) =>
+          sql<SqlBool>`${sql.ref('user_groups.id')} in (${eb.selectFrom('group_members').select('group_members.group_id').where(c)})`;
         if (f.kind === 'valuePath') return exists(memberCondition(f.filter, d));
         if (f.kind === 'present') return exists(sql<SqlBool>`1 = 1`);
         if (f.op === 'ne') return sql<SqlBool>`not ${exists(compareColumn(col, 'eq', f.value, d))}`;
         return exists(compareColumn(col, f.op, f.value, d));
       }
       const col = f.kind === 'valuePath' ? undefined : GROUP_COLUMNS[k];
-      if (!col || f.kind === 'valuePath') throw filterError(`"${f.path.attr}" is not filterable; filterable: ${GROUP_FILTERABLE}`);
+      if (!col || f.kind === 'valuePath')
+        throw filterError(`"${f.path.attr}" is not filterable; filterable: ${GROUP_FILTERABLE}`);
       return f.kind === 'present' ? present(col) : compareColumn(col, f.op, f.value, d);
     }
   }
@@ -209,13 +248,18 @@ export function groupCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBoo
 
 function memberCondition(f: Filter, d: Dialect): Expression<SqlBool> {
   switch (f.kind) {
-    case 'and': return sql<SqlBool>`(${memberCondition(f.left, d)} and ${memberCondition(f.right, d)})`;
-    case 'or': return sql<SqlBool>`(${memberCondition(f.left, d)} or ${memberCondition(f.right, d)})`;
-    case 'not': return sql<SqlBool>`not (${memberCondition(f.filter, d)})`;
-    case 'valuePath': throw filterError('value filters do not nest');
+    case 'and':
+      return sql<SqlBool>`(${memberCondition(f.left, d)} and ${memberCondition(f.right, d)})`;
+    case 'or':
+      return sql<SqlBool>`(${memberCondition(f.left, d)} or ${memberCondition(f.right, d)})`;
+    case 'not':
+      return sql<SqlBool>`not (${memberCondition(f.filter, d)})`;
+    case 'valuePath':
+      throw filterError('value filters do not nest');
     case 'present':
     case 'compare': {
-      if (f.path.attr.toLowerCase() !== 'value' || f.path.sub !== undefined) throw filterError('members can be filtered by value');
+      if (f.path.attr.toLowerCase() !== 'value' || f.path.sub !== undefined)
+        throw filterError('members can be filtered by value');
       const col: Column = { column: 'group_members.subject_id', type: 'string' };
       return f.kind === 'present' ? sql<SqlBool>`1 = 1` : compareColumn(col, f.op, f.value, d);
     }
@@ -223,7 +267,12 @@ function memberCondition(f: Filter, d: Dialect): Expression<SqlBool> {
 }
 
 /** `q` ordered by `order`, then by the id (`tiebreak`) so that pages do not overlap. */
-export function sorted<T extends keyof Database, O>(q: SelectQueryBuilder<Database, T, O>, order: string, tiebreak: string, direction: 'asc' | 'desc'): SelectQueryBuilder<Database, T, O> {
+export function sorted<T extends keyof Database, O>(
+  q: SelectQueryBuilder<Database, T, O>,
+  order: string,
+  tiebreak: string,
+  direction: 'asc' | 'desc',
+): SelectQueryBuilder<Database, T, O> {
   const first = q.orderBy(sql.ref(order), direction);
   return order === tiebreak ? first : first.orderBy(sql.ref(tiebreak), direction);
 }
@@ -236,6 +285,11 @@ export function sorted<T extends keyof Database, O>(q: SelectQueryBuilder<Databa
 export function sortColumn(sortBy: AttrPath | undefined, columns: Record<string, string>, fallback: string): string {
   if (sortBy === undefined) return fallback;
   const col = columns[key(sortBy)];
-  if (col === undefined) throw new ScimError(400, `"${sortBy.attr}${sortBy.sub ? `.${sortBy.sub}` : ''}" cannot be sorted by; sortable: ${Object.keys(columns).join(', ')}`, 'invalidValue');
+  if (col === undefined)
+    throw new ScimError(
+      400,
+      `"${sortBy.attr}${sortBy.sub ? `.${sortBy.sub}` : ''}" cannot be sorted by; sortable: ${Object.keys(columns).join(', ')}`,
+      'invalidValue',
+    );
   return col;
 }

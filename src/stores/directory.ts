@@ -19,7 +19,15 @@
  */
 import { CompiledQuery, type Kysely, type Selectable, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import { type AttrPath, type Filter, ScimError } from '../protocol/scim-filter.js';
-import { type Eb, GROUP_SORT, groupCondition, sortColumn, sorted, USER_SORT, userCondition } from './directory-filter.js';
+import {
+  type Eb,
+  GROUP_SORT,
+  groupCondition,
+  sortColumn,
+  sorted,
+  USER_SORT,
+  userCondition,
+} from './directory-filter.js';
 import { type Dialect, isStatementTimeout, isUniqueViolation, withStatementTimeout } from './sql-support.js';
 import type { Database, UserGroupsTable, UsersTable } from './tables.js';
 
@@ -167,15 +175,23 @@ export class SqlDirectory {
     const direction = query.descending ? 'desc' : 'asc';
     return this.bounded(async (db) => {
       const where = (eb: Eb) => (query.filter ? userCondition(eb, query.filter, this.dialect) : sql<SqlBool>`1 = 1`);
-      const inOrder = <T extends keyof Database, O>(q: SelectQueryBuilder<Database, T, O>) => sorted(q, order, 'users.subject_id', direction);
+      const inOrder = <T extends keyof Database, O>(q: SelectQueryBuilder<Database, T, O>) =>
+        sorted(q, order, 'users.subject_id', direction);
       const pageOf = async (total: number) =>
-        query.limit === 0 || query.offset >= total ? [] : inOrder(db.selectFrom('users').selectAll().where(where)).limit(query.limit).offset(query.offset).execute();
+        query.limit === 0 || query.offset >= total
+          ? []
+          : inOrder(db.selectFrom('users').selectAll().where(where)).limit(query.limit).offset(query.offset).execute();
       if (!query.filter) {
         // The count kept by triggers (migration 0011_scim), not a scan of every user.
-        const total = Number((await db.selectFrom('user_count').select('n').where('id', '=', 1).executeTakeFirstOrThrow()).n);
+        const total = Number(
+          (await db.selectFrom('user_count').select('n').where('id', '=', 1).executeTakeFirstOrThrow()).n,
+        );
         return { total, users: await this.withDetails(await pageOf(total), db) };
       }
-      const count = db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n')).where(where);
+      const count = db
+        .selectFrom('users')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where(where);
       await this.refuseLongScan(db, count.compile());
       // Up to FILTER_FIRST matches (eq, sw, narrow ranges): found first by the filter's index, then
       // counted and sorted, in one query. Otherwise both planners may walk the sort order's index
@@ -184,10 +200,21 @@ export class SqlDirectory {
       // "user0999990" 150 ms on SQLite; 1 to 4 ms found first). The subquery's LIMIT keeps it apart
       // (neither planner merges it into the outer query) and says when there are more.
       if (query.limit > 0) {
-        const found = db.selectFrom('users').selectAll().where(where).limit(FILTER_FIRST + 1).as('users');
-        const first = await inOrder(db.selectFrom(found).selectAll().select(sql<number | string>`count(*) over ()`.as('matches'))).limit(query.limit).offset(query.offset).execute();
+        const found = db
+          .selectFrom('users')
+          .selectAll()
+          .where(where)
+          .limit(FILTER_FIRST + 1)
+          .as('users');
+        const first = await inOrder(
+          db.selectFrom(found).selectAll().select(sql<number | string>`count(*) over ()`.as('matches')),
+        )
+          .limit(query.limit)
+          .offset(query.offset)
+          .execute();
         const matches = first[0] === undefined ? undefined : Number(first[0].matches);
-        if (matches !== undefined && matches <= FILTER_FIRST) return { total: matches, users: await this.withDetails(first, db) };
+        if (matches !== undefined && matches <= FILTER_FIRST)
+          return { total: matches, users: await this.withDetails(first, db) };
         if (matches === undefined && query.offset === 0) return { total: 0, users: [] };
       }
       // Many matches, a page past the first ones, or count=0: the count, then the page in the
@@ -204,19 +231,22 @@ export class SqlDirectory {
   async addUser(subjectId: string, user: UserWrite, now: number): Promise<void> {
     await this.unique('userName', () =>
       this.db.transaction().execute(async (trx) => {
-        await trx.insertInto('users').values({
-          subject_id: subjectId,
-          username: user.username,
-          username_normalized: user.username.toLowerCase(),
-          tenant: user.tenant ?? '',
-          password_hash: user.passwordHash ?? null,
-          claims: JSON.stringify(user.claims),
-          is_active: user.isActive ? 1 : 0,
-          created_at: now,
-          external_id: user.externalId,
-          version: 1,
-          updated_at: now,
-        }).execute();
+        await trx
+          .insertInto('users')
+          .values({
+            subject_id: subjectId,
+            username: user.username,
+            username_normalized: user.username.toLowerCase(),
+            tenant: user.tenant ?? '',
+            password_hash: user.passwordHash ?? null,
+            claims: JSON.stringify(user.claims),
+            is_active: user.isActive ? 1 : 0,
+            created_at: now,
+            external_id: user.externalId,
+            version: 1,
+            updated_at: now,
+          })
+          .execute();
         await insertEmails(trx, subjectId, user.emails);
       }),
     );
@@ -231,16 +261,19 @@ export class SqlDirectory {
   async replaceUser(subjectId: string, user: UserWrite, expected: number | undefined, now: number): Promise<boolean> {
     return this.unique('userName', () =>
       this.db.transaction().execute(async (trx) => {
-        let update = trx.updateTable('users').set({
-          username: user.username,
-          username_normalized: user.username.toLowerCase(),
-          claims: JSON.stringify(user.claims),
-          is_active: user.isActive ? 1 : 0,
-          external_id: user.externalId,
-          updated_at: now,
-          version: sql<number>`version + 1`,
-          ...(user.passwordHash !== undefined ? { password_hash: user.passwordHash } : {}),
-        }).where('subject_id', '=', subjectId);
+        let update = trx
+          .updateTable('users')
+          .set({
+            username: user.username,
+            username_normalized: user.username.toLowerCase(),
+            claims: JSON.stringify(user.claims),
+            is_active: user.isActive ? 1 : 0,
+            external_id: user.externalId,
+            updated_at: now,
+            version: sql<number>`version + 1`,
+            ...(user.passwordHash !== undefined ? { password_hash: user.passwordHash } : {}),
+          })
+          .where('subject_id', '=', subjectId);
         if (expected !== undefined) update = update.where('version', '=', expected);
         const result = await update.executeTakeFirst();
         if (result.numUpdatedRows !== 1n) return false;
@@ -266,11 +299,20 @@ export class SqlDirectory {
     const order = sortColumn(query.sortBy, GROUP_SORT, 'user_groups.id');
     return this.bounded(async (db) => {
       const where = (eb: Eb) => (query.filter ? groupCondition(eb, query.filter, this.dialect) : sql<SqlBool>`1 = 1`);
-      const count = db.selectFrom('user_groups').select((eb) => eb.fn.countAll<number>().as('n')).where(where);
+      const count = db
+        .selectFrom('user_groups')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where(where);
       if (query.filter) await this.refuseLongScan(db, count.compile());
       const total = Number((await count.executeTakeFirstOrThrow()).n);
-      const rows = sorted(db.selectFrom('user_groups').selectAll().where(where), order, 'user_groups.id', query.descending ? 'desc' : 'asc');
-      const page = query.limit === 0 || query.offset >= total ? [] : await rows.limit(query.limit).offset(query.offset).execute();
+      const rows = sorted(
+        db.selectFrom('user_groups').selectAll().where(where),
+        order,
+        'user_groups.id',
+        query.descending ? 'desc' : 'asc',
+      );
+      const page =
+        query.limit === 0 || query.offset >= total ? [] : await rows.limit(query.limit).offset(query.offset).execute();
       return { total, groups: await this.groupsWithMembers(page, db) };
     });
   }
@@ -279,7 +321,11 @@ export class SqlDirectory {
   async existingUsers(subjectIds: readonly string[]): Promise<Set<string>> {
     const found = new Set<string>();
     for (let i = 0; i < subjectIds.length; i += 500) {
-      const rows = await this.db.selectFrom('users').select('subject_id').where('subject_id', 'in', subjectIds.slice(i, i + 500)).execute();
+      const rows = await this.db
+        .selectFrom('users')
+        .select('subject_id')
+        .where('subject_id', 'in', subjectIds.slice(i, i + 500))
+        .execute();
       for (const r of rows) found.add(r.subject_id);
     }
     return found;
@@ -292,15 +338,18 @@ export class SqlDirectory {
   async addGroup(id: string, group: GroupWrite, now: number): Promise<void> {
     await this.unique('displayName', () =>
       this.db.transaction().execute(async (trx) => {
-        await trx.insertInto('user_groups').values({
-          id,
-          display_name: group.displayName,
-          display_name_normalized: group.displayName.toLowerCase(),
-          external_id: group.externalId,
-          version: 1,
-          created_at: now,
-          updated_at: now,
-        }).execute();
+        await trx
+          .insertInto('user_groups')
+          .values({
+            id,
+            display_name: group.displayName,
+            display_name_normalized: group.displayName.toLowerCase(),
+            external_id: group.externalId,
+            version: 1,
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
         await setMembers(trx, id, [], group.members);
       }),
     );
@@ -314,19 +363,27 @@ export class SqlDirectory {
   async replaceGroup(id: string, group: GroupWrite, expected: number | undefined, now: number): Promise<boolean> {
     return this.unique('displayName', () =>
       this.db.transaction().execute(async (trx) => {
-        let update = trx.updateTable('user_groups').set({
-          display_name: group.displayName,
-          display_name_normalized: group.displayName.toLowerCase(),
-          external_id: group.externalId,
-          updated_at: now,
-          version: sql<number>`version + 1`,
-        }).where('id', '=', id);
+        let update = trx
+          .updateTable('user_groups')
+          .set({
+            display_name: group.displayName,
+            display_name_normalized: group.displayName.toLowerCase(),
+            external_id: group.externalId,
+            updated_at: now,
+            version: sql<number>`version + 1`,
+          })
+          .where('id', '=', id);
         if (expected !== undefined) update = update.where('version', '=', expected);
         if ((await update.executeTakeFirst()).numUpdatedRows !== 1n) return false;
-        const before = (await trx.selectFrom('group_members').select('subject_id').where('group_id', '=', id).execute()).map((r) => r.subject_id);
+        const before = (
+          await trx.selectFrom('group_members').select('subject_id').where('group_id', '=', id).execute()
+        ).map((r) => r.subject_id);
         await setMembers(trx, id, before, group.members);
         // The display name is in every member's role claim and groups attribute.
-        await bumpUsers(trx, before.filter((s) => group.members.includes(s)));
+        await bumpUsers(
+          trx,
+          before.filter((s) => group.members.includes(s)),
+        );
         return true;
       }),
     );
@@ -338,7 +395,9 @@ export class SqlDirectory {
    */
   async removeGroup(id: string): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
-      const members = (await trx.selectFrom('group_members').select('subject_id').where('group_id', '=', id).execute()).map((r) => r.subject_id);
+      const members = (
+        await trx.selectFrom('group_members').select('subject_id').where('group_id', '=', id).execute()
+      ).map((r) => r.subject_id);
       await trx.deleteFrom('group_members').where('group_id', '=', id).execute();
       await bumpUsers(trx, members);
       return (await trx.deleteFrom('user_groups').where('id', '=', id).executeTakeFirst()).numDeletedRows === 1n;
@@ -368,7 +427,8 @@ export class SqlDirectory {
     try {
       return await withStatementTimeout(this.db, ms, run);
     } catch (err) {
-      if (isStatementTimeout(err)) throw new ScimError(400, `the filter takes longer than ${ms} ms; ${NARROW}`, 'tooMany');
+      if (isStatementTimeout(err))
+        throw new ScimError(400, `the filter takes longer than ${ms} ms; ${NARROW}`, 'tooMany');
       throw err;
     }
   }
@@ -382,11 +442,19 @@ export class SqlDirectory {
    */
   private async refuseLongScan(db: Kysely<Database>, count: CompiledQuery): Promise<void> {
     if (this.dialect !== 'sqlite') return;
-    const plan = await db.executeQuery<{ detail: string }>(CompiledQuery.raw(`explain query plan ${count.sql}`, [...count.parameters]));
+    const plan = await db.executeQuery<{ detail: string }>(
+      CompiledQuery.raw(`explain query plan ${count.sql}`, [...count.parameters]),
+    );
     if (!plan.rows.some((step) => /^SCAN (TABLE )?(users|user_emails|group_members)\b/.test(step.detail))) return;
-    const users = Number((await db.selectFrom('user_count').select('n').where('id', '=', 1).executeTakeFirstOrThrow()).n);
+    const users = Number(
+      (await db.selectFrom('user_count').select('n').where('id', '=', 1).executeTakeFirstOrThrow()).n,
+    );
     if (users > this.limits.sqliteScanUsers)
-      throw new ScimError(400, `the filter reads every one of more than ${this.limits.sqliteScanUsers} users; ${NARROW}`, 'tooMany');
+      throw new ScimError(
+        400,
+        `the filter reads every one of more than ${this.limits.sqliteScanUsers} users; ${NARROW}`,
+        'tooMany',
+      );
   }
 
   private async unique<T>(field: string, run: () => Promise<T>): Promise<T> {
@@ -401,7 +469,14 @@ export class SqlDirectory {
   private async withDetails(rows: Selectable<UsersTable>[], db: Kysely<Database> = this.db): Promise<DirectoryUser[]> {
     if (rows.length === 0) return [];
     const ids = rows.map((r) => r.subject_id);
-    const emails = await db.selectFrom('user_emails').selectAll().where('subject_id', 'in', ids).orderBy('subject_id').orderBy('is_primary', 'desc').orderBy('value_normalized').execute();
+    const emails = await db
+      .selectFrom('user_emails')
+      .selectAll()
+      .where('subject_id', 'in', ids)
+      .orderBy('subject_id')
+      .orderBy('is_primary', 'desc')
+      .orderBy('value_normalized')
+      .execute();
     const groups = await db
       .selectFrom('group_members')
       .innerJoin('user_groups', 'user_groups.id', 'group_members.group_id')
@@ -420,18 +495,34 @@ export class SqlDirectory {
       version: Number(r.version),
       createdAt: Number(r.created_at),
       updatedAt: Number(r.updated_at),
-      emails: emails.filter((e) => e.subject_id === r.subject_id).map((e) => ({ value: e.value, type: e.type, primary: Number(e.is_primary) === 1, verified: Number(e.verified) === 1 })),
-      groups: groups.filter((g) => g.subject_id === r.subject_id).map((g) => ({ id: g.id, displayName: g.display_name })),
+      emails: emails
+        .filter((e) => e.subject_id === r.subject_id)
+        .map((e) => ({
+          value: e.value,
+          type: e.type,
+          primary: Number(e.is_primary) === 1,
+          verified: Number(e.verified) === 1,
+        })),
+      groups: groups
+        .filter((g) => g.subject_id === r.subject_id)
+        .map((g) => ({ id: g.id, displayName: g.display_name })),
     }));
   }
 
-  private async groupsWithMembers(rows: Selectable<UserGroupsTable>[], db: Kysely<Database> = this.db): Promise<DirectoryGroup[]> {
+  private async groupsWithMembers(
+    rows: Selectable<UserGroupsTable>[],
+    db: Kysely<Database> = this.db,
+  ): Promise<DirectoryGroup[]> {
     if (rows.length === 0) return [];
     const members = await db
       .selectFrom('group_members')
       .innerJoin('users', 'users.subject_id', 'group_members.subject_id')
       .select(['group_members.group_id', 'users.subject_id', 'users.username'])
-      .where('group_members.group_id', 'in', rows.map((r) => r.id))
+      .where(
+        'group_members.group_id',
+        'in',
+        rows.map((r) => r.id),
+      )
       .orderBy('users.subject_id')
       .execute();
     return rows.map((r) => ({
@@ -441,36 +532,62 @@ export class SqlDirectory {
       version: Number(r.version),
       createdAt: Number(r.created_at),
       updatedAt: Number(r.updated_at),
-      members: members.filter((m) => m.group_id === r.id).map((m) => ({ subjectId: m.subject_id, username: m.username })),
+      members: members
+        .filter((m) => m.group_id === r.id)
+        .map((m) => ({ subjectId: m.subject_id, username: m.username })),
     }));
   }
 }
 
-
-async function insertEmails(trx: Kysely<Database>, subjectId: string, emails: readonly DirectoryEmail[]): Promise<void> {
+async function insertEmails(
+  trx: Kysely<Database>,
+  subjectId: string,
+  emails: readonly DirectoryEmail[],
+): Promise<void> {
   if (emails.length === 0) return;
-  await trx.insertInto('user_emails').values(emails.map((e) => ({
-    subject_id: subjectId,
-    value: e.value,
-    value_normalized: e.value.toLowerCase(),
-    type: e.type,
-    is_primary: e.primary ? 1 : 0,
-    verified: e.verified ? 1 : 0,
-  }))).execute();
+  await trx
+    .insertInto('user_emails')
+    .values(
+      emails.map((e) => ({
+        subject_id: subjectId,
+        value: e.value,
+        value_normalized: e.value.toLowerCase(),
+        type: e.type,
+        is_primary: e.primary ? 1 : 0,
+        verified: e.verified ? 1 : 0,
+      })),
+    )
+    .execute();
 }
 
-async function setMembers(trx: Kysely<Database>, groupId: string, before: readonly string[], after: readonly string[]): Promise<void> {
+async function setMembers(
+  trx: Kysely<Database>,
+  groupId: string,
+  before: readonly string[],
+  after: readonly string[],
+): Promise<void> {
   const removed = before.filter((s) => !after.includes(s));
   const added = after.filter((s) => !before.includes(s));
   for (let i = 0; i < removed.length; i += 500)
-    await trx.deleteFrom('group_members').where('group_id', '=', groupId).where('subject_id', 'in', removed.slice(i, i + 500)).execute();
+    await trx
+      .deleteFrom('group_members')
+      .where('group_id', '=', groupId)
+      .where('subject_id', 'in', removed.slice(i, i + 500))
+      .execute();
   for (let i = 0; i < added.length; i += 500)
-    await trx.insertInto('group_members').values(added.slice(i, i + 500).map((subject_id) => ({ group_id: groupId, subject_id }))).execute();
+    await trx
+      .insertInto('group_members')
+      .values(added.slice(i, i + 500).map((subject_id) => ({ group_id: groupId, subject_id })))
+      .execute();
   await bumpUsers(trx, [...removed, ...added]);
 }
 
 /** Adds one to the versions of `subjectIds` (their groups, and so their representation, changed). */
 async function bumpUsers(trx: Kysely<Database>, subjectIds: readonly string[]): Promise<void> {
   for (let i = 0; i < subjectIds.length; i += 500)
-    await trx.updateTable('users').set({ version: sql<number>`version + 1` }).where('subject_id', 'in', subjectIds.slice(i, i + 500)).execute();
+    await trx
+      .updateTable('users')
+      .set({ version: sql<number>`version + 1` })
+      .where('subject_id', 'in', subjectIds.slice(i, i + 500))
+      .execute();
 }

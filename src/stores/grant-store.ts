@@ -90,7 +90,12 @@ export interface GrantStore {
    * caller reads again and decides anew. Two writers starting from one read never both succeed.
    * With `expiresAt` (Unix seconds) the same update also sets the expiry (a sliding refresh token).
    */
-  replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>, expiresAt?: number): Promise<boolean>;
+  replaceData(
+    key: string,
+    expected: Record<string, unknown>,
+    data: Record<string, unknown>,
+    expiresAt?: number,
+  ): Promise<boolean>;
   /** Stores `record`, replacing whatever is stored under its key (remembered consents). */
   save(record: GrantRecord): Promise<void>;
   /** Revokes one record; inserts `record` in revoked state when there is no row under its key yet. */

@@ -24,7 +24,12 @@ export interface HousekeepingOptions {
  * @param now Unix seconds: rows with `expiresAt` before it are deleted
  * @returns how many rows were deleted (0 when another node holds the lease).
  */
-export async function cleanUpExpired(maintenance: Maintenance, holder: string, options: HousekeepingOptions, now = nowSeconds()): Promise<number> {
+export async function cleanUpExpired(
+  maintenance: Maintenance,
+  holder: string,
+  options: HousekeepingOptions,
+  now = nowSeconds(),
+): Promise<number> {
   if (!(await maintenance.acquireLease('cleanup', holder, now, now + 2 * options.cleanupIntervalSeconds))) return 0;
   const deadline = Date.now() + options.cleanupIntervalSeconds * 1000;
   let total = 0;
@@ -43,7 +48,10 @@ export async function cleanUpExpired(maintenance: Maintenance, holder: string, o
  */
 export const CHANGE_POLL_MILLISECONDS = 1000;
 
-/** Starts the timers; `stop` clears them. Timers do not keep the process alive. `pollChanges` runs every CHANGE_POLL_MILLISECONDS, one call at a time. */
+/**
+ * Starts the timers; `stop` clears them. Timers do not keep the process alive. `pollChanges` runs every
+ * CHANGE_POLL_MILLISECONDS, one call at a time.
+ */
 export function startHousekeeping(
   reloaders: ReadonlyArray<() => Promise<void>>,
   maintenance: Maintenance,
@@ -62,7 +70,8 @@ export function startHousekeeping(
   }, CHANGE_POLL_MILLISECONDS);
   poll.unref();
   const reload = setInterval(() => {
-    for (const reloader of reloaders) reloader().catch((err: unknown) => log.error({ err }, 'reloading from the store failed'));
+    for (const reloader of reloaders)
+      reloader().catch((err: unknown) => log.error({ err }, 'reloading from the store failed'));
   }, options.keyReloadSeconds * 1000);
   const cleanup = setInterval(() => {
     cleanUpExpired(maintenance, holder, options)

@@ -37,7 +37,12 @@ export interface ManagedResourceStore {
    * so two concurrent changes cannot both win); with `config` undefined, deletes it so.
    * @returns whether it was replaced (or deleted).
    */
-  replaceIf(kind: ManagedKind, name: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean>;
+  replaceIf(
+    kind: ManagedKind,
+    name: string,
+    expected: string,
+    config: Record<string, unknown> | undefined,
+  ): Promise<boolean>;
   /** A counter every change raises (0 before the first): nodes poll it to re-read the items at once. */
   version(): Promise<number>;
 }
@@ -47,12 +52,22 @@ export class SqlManagedResources implements ManagedResourceStore {
   constructor(private readonly db: Kysely<Database>) {}
 
   async list(): Promise<ManagedItem[]> {
-    const rows = await this.db.selectFrom('managed_resources').select(['kind', 'name', 'config']).orderBy('kind').orderBy('name').execute();
+    const rows = await this.db
+      .selectFrom('managed_resources')
+      .select(['kind', 'name', 'config'])
+      .orderBy('kind')
+      .orderBy('name')
+      .execute();
     return rows.map((r) => ({ kind: r.kind as ManagedKind, name: r.name, config: r.config }));
   }
 
   async get(kind: ManagedKind, name: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('managed_resources').select('config').where('kind', '=', kind).where('name', '=', name).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('managed_resources')
+      .select('config')
+      .where('kind', '=', kind)
+      .where('name', '=', name)
+      .executeTakeFirst();
     return row?.config;
   }
 
@@ -67,10 +82,20 @@ export class SqlManagedResources implements ManagedResourceStore {
     return true;
   }
 
-  async replaceIf(kind: ManagedKind, name: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean> {
+  async replaceIf(
+    kind: ManagedKind,
+    name: string,
+    expected: string,
+    config: Record<string, unknown> | undefined,
+  ): Promise<boolean> {
     const result =
       config === undefined
-        ? await this.db.deleteFrom('managed_resources').where('kind', '=', kind).where('name', '=', name).where('config', '=', expected).executeTakeFirst()
+        ? await this.db
+            .deleteFrom('managed_resources')
+            .where('kind', '=', kind)
+            .where('name', '=', name)
+            .where('config', '=', expected)
+            .executeTakeFirst()
         : await this.db
             .updateTable('managed_resources')
             .set({ config: JSON.stringify(config), updated_at: nowSeconds() })

@@ -56,7 +56,10 @@ const migrations: Record<string, Migration> = {
   '0002_key_lifecycle_and_leases': {
     async up(db: Kysely<unknown>) {
       // When a key starts signing (after its propagation period in the JWKS).
-      await db.schema.alterTable('signing_keys').addColumn('activates_at', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
+      await db.schema
+        .alterTable('signing_keys')
+        .addColumn('activates_at', 'bigint', (c) => c.notNull().defaultTo(0))
+        .execute();
       // Named leases: which node runs a periodic job (clean-up) until when.
       await db.schema
         .createTable('leases')
@@ -102,7 +105,9 @@ const migrations: Record<string, Migration> = {
       // been cut, so it names no pair for sure and is not linked (the upstream user gets a new
       // account at the next sign-in; the old one stays for an operator to remove).
       const legacy = await sql<{ subject_id: string; username: string; created_at: number }>`
-        select subject_id, username, created_at from users where password_hash is null order by created_at, subject_id`.execute(db);
+        select subject_id, username, created_at from users where password_hash is null order by created_at, subject_id`.execute(
+        db,
+      );
       for (const u of legacy.rows) {
         const m = /^([A-Za-z0-9_-]+):(.+)$/s.exec(u.username);
         if (!m || u.username.length >= 100) continue;
@@ -124,7 +129,11 @@ const migrations: Record<string, Migration> = {
         .addColumn('expires_at', 'bigint', (c) => c.notNull())
         .addPrimaryKeyConstraint('session_participants_pk', ['sid', 'client_id'])
         .execute();
-      await db.schema.createIndex('session_participants_expires').on('session_participants').column('expires_at').execute();
+      await db.schema
+        .createIndex('session_participants_expires')
+        .on('session_participants')
+        .column('expires_at')
+        .execute();
       // Back-channel logout tokens to send: the outbox, claimed by one node at a time (lease_until).
       await db.schema
         .createTable('logout_deliveries')
@@ -161,7 +170,11 @@ const migrations: Record<string, Migration> = {
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .addColumn('last_used_at', 'bigint')
         .execute();
-      await db.schema.createIndex('webauthn_credentials_subject').on('webauthn_credentials').column('subject_id').execute();
+      await db.schema
+        .createIndex('webauthn_credentials_subject')
+        .on('webauthn_credentials')
+        .column('subject_id')
+        .execute();
     },
   },
   // Second factors (src/mfa/factors.ts): TOTP authenticators and recovery codes.
@@ -198,8 +211,14 @@ const migrations: Record<string, Migration> = {
       // - user_groups and group_members: SCIM groups; a group's display_name goes into its
       //   members' role claim.
       await db.schema.alterTable('users').addColumn('external_id', 'varchar(255)').execute();
-      await db.schema.alterTable('users').addColumn('version', 'bigint', (c) => c.notNull().defaultTo(1)).execute();
-      await db.schema.alterTable('users').addColumn('updated_at', 'bigint', (c) => c.notNull().defaultTo(sql`0`)).execute();
+      await db.schema
+        .alterTable('users')
+        .addColumn('version', 'bigint', (c) => c.notNull().defaultTo(1))
+        .execute();
+      await db.schema
+        .alterTable('users')
+        .addColumn('updated_at', 'bigint', (c) => c.notNull().defaultTo(sql`0`))
+        .execute();
       await db.schema.createIndex('users_external_id').on('users').column('external_id').execute();
       await db.schema
         .createTable('user_emails')
@@ -256,11 +275,19 @@ const migrations: Record<string, Migration> = {
             end if;
             return null;
           end $$`.execute(db);
-        await sql`create trigger users_counted_insert after insert on users referencing new table as changed_users for each statement execute function users_counted()`.execute(db);
-        await sql`create trigger users_counted_delete after delete on users referencing old table as changed_users for each statement execute function users_counted()`.execute(db);
+        await sql`create trigger users_counted_insert after insert on users referencing new table as changed_users for each statement execute function users_counted()`.execute(
+          db,
+        );
+        await sql`create trigger users_counted_delete after delete on users referencing old table as changed_users for each statement execute function users_counted()`.execute(
+          db,
+        );
       } else {
-        await sql`create trigger users_counted_insert after insert on users begin update user_count set n = n + 1 where id = 1; end`.execute(db);
-        await sql`create trigger users_counted_delete after delete on users begin update user_count set n = n - 1 where id = 1; end`.execute(db);
+        await sql`create trigger users_counted_insert after insert on users begin update user_count set n = n + 1 where id = 1; end`.execute(
+          db,
+        );
+        await sql`create trigger users_counted_delete after delete on users begin update user_count set n = n - 1 where id = 1; end`.execute(
+          db,
+        );
       }
     },
   },
@@ -279,7 +306,11 @@ const migrations: Record<string, Migration> = {
         .addColumn('issued_at', 'bigint', (c) => c.notNull())
         .addColumn('last_used_at', 'bigint', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('client_registrations_last_used').on('client_registrations').column('last_used_at').execute();
+      await db.schema
+        .createIndex('client_registrations_last_used')
+        .on('client_registrations')
+        .column('last_used_at')
+        .execute();
       await db.schema
         .createTable('initial_access_tokens')
         .addColumn('token_hash', 'varchar(64)', (c) => c.primaryKey())
@@ -288,7 +319,11 @@ const migrations: Record<string, Migration> = {
         .addColumn('registrations', 'integer', (c) => c.notNull().defaultTo(0))
         .addColumn('expires_at', 'bigint', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('initial_access_tokens_expires').on('initial_access_tokens').column('expires_at').execute();
+      await db.schema
+        .createIndex('initial_access_tokens_expires')
+        .on('initial_access_tokens')
+        .column('expires_at')
+        .execute();
     },
   },
   '0012_admin': {
@@ -349,8 +384,12 @@ const migrations: Record<string, Migration> = {
       if (db.getExecutor().adapter instanceof PostgresAdapter) {
         await sql`create index users_username_pattern on users (username_normalized text_pattern_ops)`.execute(db);
         await sql`create index users_external_id_pattern on users (external_id text_pattern_ops)`.execute(db);
-        await sql`create index user_emails_value_pattern on user_emails (value_normalized text_pattern_ops)`.execute(db);
-        await sql`create index user_groups_display_name_pattern on user_groups (display_name_normalized text_pattern_ops)`.execute(db);
+        await sql`create index user_emails_value_pattern on user_emails (value_normalized text_pattern_ops)`.execute(
+          db,
+        );
+        await sql`create index user_groups_display_name_pattern on user_groups (display_name_normalized text_pattern_ops)`.execute(
+          db,
+        );
       }
       await db.schema.createIndex('users_updated_at').on('users').columns(['updated_at', 'subject_id']).execute();
       await db.schema.createIndex('users_created_at').on('users').columns(['created_at', 'subject_id']).execute();
@@ -377,7 +416,11 @@ const migrations: Record<string, Migration> = {
       // A client's deletion forgets its places in sessions (LogoutStore.forgetClient); the primary
       // key leads with sid, so without this each deletion (up to 100 unused dynamic clients a
       // housekeeping run) read the whole table, holding SQLite's writers meanwhile.
-      await db.schema.createIndex('session_participants_client').on('session_participants').column('client_id').execute();
+      await db.schema
+        .createIndex('session_participants_client')
+        .on('session_participants')
+        .column('client_id')
+        .execute();
     },
   },
 };

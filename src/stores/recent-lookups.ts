@@ -56,6 +56,7 @@ export class RecentLookups {
     this.generation++;
     if (this.recent.size === 0) return;
     if (key !== undefined) this.recent.delete(key);
-    if (familyId !== undefined) for (const [k, { row }] of this.recent) if (row.familyId === familyId) this.recent.delete(k);
+    if (familyId !== undefined)
+      for (const [k, { row }] of this.recent) if (row.familyId === familyId) this.recent.delete(k);
   }
 }

@@ -45,11 +45,19 @@ export class SqlClientStore implements ClientStore {
   }
 
   async getClient(clientId: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('clients').select('config').where('client_id', '=', clientId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('clients')
+      .select('config')
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
     return row?.config;
   }
 
-  async replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean> {
+  async replaceClientIf(
+    clientId: string,
+    expected: string,
+    config: Record<string, unknown> | undefined,
+  ): Promise<boolean> {
     if (config === undefined) {
       const now = nowSeconds();
       if (!(await this.db.transaction().execute((trx) => deleteClientRow(trx, clientId, now, expected)))) return false;

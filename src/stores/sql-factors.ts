@@ -36,7 +36,11 @@ export class SqlFactorStore implements FactorStore {
   }
 
   async removeFactor(subjectId: string, id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('mfa_factors').where('id', '=', id).where('subject_id', '=', subjectId).executeTakeFirst();
+    const result = await this.db
+      .deleteFrom('mfa_factors')
+      .where('id', '=', id)
+      .where('subject_id', '=', subjectId)
+      .executeTakeFirst();
     return result.numDeletedRows === 1n;
   }
 

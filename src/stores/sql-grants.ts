@@ -71,7 +71,10 @@ export class SqlGrantStore implements GrantStore {
     timedCommit?: (seconds: number) => void,
   ) {
     this.recent = new RecentLookups(lookups);
-    this.puts = new GroupCommit((rows) => (dialect === 'postgres' ? this.insertRows(rows) : this.insertInTransaction(rows)), timedCommit);
+    this.puts = new GroupCommit(
+      (rows) => (dialect === 'postgres' ? this.insertRows(rows) : this.insertInTransaction(rows)),
+      timedCommit,
+    );
   }
 
   /**
@@ -95,11 +98,16 @@ export class SqlGrantStore implements GrantStore {
     const [first] = rows as [NewRow];
     this.putSql ??= {
       plain: this.db.insertInto('grants').values(first.row).compile().sql,
-      once: this.db.insertInto('grants').values(first.row).onConflict((oc) => oc.column('key').doNothing()).compile().sql,
+      once: this.db
+        .insertInto('grants')
+        .values(first.row)
+        .onConflict((oc) => oc.column('key').doNothing())
+        .compile().sql,
     };
     const sql = this.putSql;
     const insert = async (db: Kysely<Database>, { row, once }: NewRow) =>
-      (await db.executeQuery(CompiledQuery.raw(once ? sql.once : sql.plain, Object.values(row)))).numAffectedRows === 1n;
+      (await db.executeQuery(CompiledQuery.raw(once ? sql.once : sql.plain, Object.values(row)))).numAffectedRows ===
+      1n;
     if (rows.length === 1) return [await insert(this.db, first)];
     return this.db.transaction().execute(async (trx) => {
       const inserted: boolean[] = [];
@@ -119,15 +127,23 @@ export class SqlGrantStore implements GrantStore {
     const write = async (db: Kysely<Database>) => {
       if (plain.length > 0) await db.insertInto('grants').values(plain).execute();
       if (once.length === 0) return new Set<string>();
-      const inserted = await db.insertInto('grants').values(once).onConflict((oc) => oc.column('key').doNothing()).returning('key').execute();
+      const inserted = await db
+        .insertInto('grants')
+        .values(once)
+        .onConflict((oc) => oc.column('key').doNothing())
+        .returning('key')
+        .execute();
       return new Set(inserted.map((r) => r.key));
     };
-    const inserted = plain.length > 0 && once.length > 0 ? await this.db.transaction().execute(write) : await write(this.db);
+    const inserted =
+      plain.length > 0 && once.length > 0 ? await this.db.transaction().execute(write) : await write(this.db);
     return rows.map(({ row, once }) => !once || inserted.delete(row.key));
   }
 
   async get(key: string): Promise<GrantRecord | undefined> {
-    const result = await this.run('get', (k: string) => this.db.selectFrom('grants').selectAll().where('key', '=', k), [key]);
+    const result = await this.run('get', (k: string) => this.db.selectFrom('grants').selectAll().where('key', '=', k), [
+      key,
+    ]);
     const row = result.rows[0] as GrantRow | undefined;
     return row ? toRecord(row) : undefined;
   }
@@ -171,7 +187,12 @@ export class SqlGrantStore implements GrantStore {
       if (template.slots.some((slot) => slot < 0)) throw new Error(`query ${name} has a constant parameter`);
       this.templates.set(name, template);
     }
-    return this.db.executeQuery(CompiledQuery.raw(template.sql, template.slots.map((slot) => args[slot])));
+    return this.db.executeQuery(
+      CompiledQuery.raw(
+        template.sql,
+        template.slots.map((slot) => args[slot]),
+      ),
+    );
   }
 
   async update(key: string, data: Record<string, unknown>, expiresAt: number): Promise<boolean> {
@@ -185,13 +206,22 @@ export class SqlGrantStore implements GrantStore {
     return result.numUpdatedRows === 1n;
   }
 
-  async replaceData(key: string, expected: Record<string, unknown>, data: Record<string, unknown>, expiresAt?: number): Promise<boolean> {
+  async replaceData(
+    key: string,
+    expected: Record<string, unknown>,
+    data: Record<string, unknown>,
+    expiresAt?: number,
+  ): Promise<boolean> {
     this.recent.forget(key);
     // `data` is always written by JSON.stringify and read by JSON.parse, so stringifying what was
     // read gives back the stored text exactly: comparing the text compares the data.
     const result = await this.db
       .updateTable('grants')
-      .set(expiresAt === undefined ? { data: JSON.stringify(data) } : { data: JSON.stringify(data), expires_at: expiresAt })
+      .set(
+        expiresAt === undefined
+          ? { data: JSON.stringify(data) }
+          : { data: JSON.stringify(data), expires_at: expiresAt },
+      )
       .where('key', '=', key)
       .where('data', '=', JSON.stringify(expected))
       .where('consumed_at', 'is', null)
@@ -220,7 +250,12 @@ export class SqlGrantStore implements GrantStore {
       .execute();
   }
 
-  async revokeSubject(subjectId: string, types: readonly GrantType[], now: number, keepSessionId?: string): Promise<number> {
+  async revokeSubject(
+    subjectId: string,
+    types: readonly GrantType[],
+    now: number,
+    keepSessionId?: string,
+  ): Promise<number> {
     // What getRecent remembers is dropped whole: the update reaches rows of many families.
     this.recent.forgetAll();
     let update = this.db
@@ -230,7 +265,8 @@ export class SqlGrantStore implements GrantStore {
       .where('type', 'in', [...types])
       .where('revoked_at', 'is', null)
       .where('expires_at', '>', now);
-    if (keepSessionId !== undefined) update = update.where((eb) => eb.or([eb('session_id', 'is', null), eb('session_id', '!=', keepSessionId)]));
+    if (keepSessionId !== undefined)
+      update = update.where((eb) => eb.or([eb('session_id', 'is', null), eb('session_id', '!=', keepSessionId)]));
     const result = await update.executeTakeFirst();
     return Number(result.numUpdatedRows);
   }
@@ -298,7 +334,18 @@ export class SqlGrantStore implements GrantStore {
             eb.and([eb('subject_id', '=', subjectId), eb('client_id', '=', clientId)]),
             // A refresh token's family (its access-token marks and reference tokens), but never a
             // session: sessions are the user's, not the client's.
-            ...(families.length > 0 ? [eb.and([eb('family_id', 'in', families.map((f) => f.family_id)), eb('type', '!=', 'session')])] : []),
+            ...(families.length > 0
+              ? [
+                  eb.and([
+                    eb(
+                      'family_id',
+                      'in',
+                      families.map((f) => f.family_id),
+                    ),
+                    eb('type', '!=', 'session'),
+                  ]),
+                ]
+              : []),
           ]),
         )
         .executeTakeFirst();

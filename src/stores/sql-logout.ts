@@ -20,13 +20,20 @@ export class SqlLogoutStore implements LogoutStore {
 
   async forgetClient(clientId: string): Promise<number> {
     return this.db.transaction().execute(async (trx) => {
-      const participants = await trx.deleteFrom('session_participants').where('client_id', '=', clientId).executeTakeFirst();
+      const participants = await trx
+        .deleteFrom('session_participants')
+        .where('client_id', '=', clientId)
+        .executeTakeFirst();
       const deliveries = await trx.deleteFrom('logout_deliveries').where('client_id', '=', clientId).executeTakeFirst();
       return Number(participants.numDeletedRows) + Number(deliveries.numDeletedRows);
     });
   }
 
-  async endSession(sid: string, now: number, plan: (participants: SessionParticipant[]) => LogoutDelivery[]): Promise<SessionParticipant[]> {
+  async endSession(
+    sid: string,
+    now: number,
+    plan: (participants: SessionParticipant[]) => LogoutDelivery[],
+  ): Promise<SessionParticipant[]> {
     return this.db.transaction().execute(async (trx) => {
       await trx
         .updateTable('grants')
@@ -36,7 +43,11 @@ export class SqlLogoutStore implements LogoutStore {
         .where('revoked_at', 'is', null)
         .execute();
       // The delete is the claim: of concurrent callers, one gets the rows.
-      const rows = await trx.deleteFrom('session_participants').where('sid', '=', sid).returning(['sid', 'client_id', 'subject_id']).execute();
+      const rows = await trx
+        .deleteFrom('session_participants')
+        .where('sid', '=', sid)
+        .returning(['sid', 'client_id', 'subject_id'])
+        .execute();
       const participants = rows.map((r) => ({ sid: r.sid, clientId: r.client_id, subjectId: r.subject_id }));
       const deliveries = plan(participants);
       if (deliveries.length > 0)
@@ -76,11 +87,23 @@ export class SqlLogoutStore implements LogoutStore {
   }
 
   async expiredSessions(now: number, limit: number): Promise<string[]> {
-    const rows = await this.db.selectFrom('session_participants').select('sid').distinct().where('expires_at', '<=', now).limit(limit).execute();
+    const rows = await this.db
+      .selectFrom('session_participants')
+      .select('sid')
+      .distinct()
+      .where('expires_at', '<=', now)
+      .limit(limit)
+      .execute();
     return rows.map((r) => r.sid);
   }
 
-  async claimDeliveries(holder: string, now: number, leaseUntil: number, limit: number, ids?: string[]): Promise<LogoutDelivery[]> {
+  async claimDeliveries(
+    holder: string,
+    now: number,
+    leaseUntil: number,
+    limit: number,
+    ids?: string[],
+  ): Promise<LogoutDelivery[]> {
     let due = this.db
       .selectFrom('logout_deliveries')
       .selectAll()
@@ -128,7 +151,12 @@ export class SqlLogoutStore implements LogoutStore {
   async retryDelivery(id: string, holder: string, nextAttemptAt: number, lastError: string): Promise<void> {
     await this.db
       .updateTable('logout_deliveries')
-      .set((eb) => ({ attempts: eb('attempts', '+', 1), next_attempt_at: nextAttemptAt, lease_until: 0, last_error: lastError.slice(0, 500) }))
+      .set((eb) => ({
+        attempts: eb('attempts', '+', 1),
+        next_attempt_at: nextAttemptAt,
+        lease_until: 0,
+        last_error: lastError.slice(0, 500),
+      }))
       .where('id', '=', id)
       .where('lease_holder', '=', holder)
       .execute();

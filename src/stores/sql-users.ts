@@ -36,13 +36,22 @@ export class SqlUserStore implements UserStore {
   }
 
   async findExternalLink(key: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('external_links').select('subject_id').where('key', '=', key).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('external_links')
+      .select('subject_id')
+      .where('key', '=', key)
+      .executeTakeFirst();
     return row?.subject_id;
   }
 
   async hasExternalLinks(provider: string): Promise<boolean> {
     // No index on provider: a rare management check (a new upstream provider's name) reads the table.
-    const row = await this.db.selectFrom('external_links').select('key').where('provider', '=', provider).limit(1).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('external_links')
+      .select('key')
+      .where('provider', '=', provider)
+      .limit(1)
+      .executeTakeFirst();
     return row !== undefined;
   }
 
@@ -52,11 +61,21 @@ export class SqlUserStore implements UserStore {
       // commit, then inserts nothing and takes the first's subject.
       const inserted = await trx
         .insertInto('external_links')
-        .values({ key: link.key, provider: link.provider, upstream_subject: link.upstreamSubject, subject_id: user.subjectId, created_at: nowSeconds() })
+        .values({
+          key: link.key,
+          provider: link.provider,
+          upstream_subject: link.upstreamSubject,
+          subject_id: user.subjectId,
+          created_at: nowSeconds(),
+        })
         .onConflict((oc) => oc.column('key').doNothing())
         .executeTakeFirst();
       if (inserted.numInsertedOrUpdatedRows !== 1n) {
-        const row = await trx.selectFrom('external_links').select('subject_id').where('key', '=', link.key).executeTakeFirstOrThrow();
+        const row = await trx
+          .selectFrom('external_links')
+          .select('subject_id')
+          .where('key', '=', link.key)
+          .executeTakeFirstOrThrow();
         return row.subject_id;
       }
       await trx.insertInto('users').values(toUserRow(user)).execute();
@@ -65,7 +84,12 @@ export class SqlUserStore implements UserStore {
   }
 
   async listUsers(): Promise<StoredUser[]> {
-    const rows = await this.db.selectFrom('users').selectAll().orderBy('tenant').orderBy('username_normalized').execute();
+    const rows = await this.db
+      .selectFrom('users')
+      .selectAll()
+      .orderBy('tenant')
+      .orderBy('username_normalized')
+      .execute();
     return rows.map(toUser);
   }
 
@@ -79,7 +103,11 @@ export class SqlUserStore implements UserStore {
       // none; the groups they leave change (their SCIM version grows).
       await trx.deleteFrom('user_emails').where('subject_id', '=', subjectId).execute();
       const memberOf = trx.selectFrom('group_members').select('group_id').where('subject_id', '=', subjectId);
-      await trx.updateTable('user_groups').set({ version: sql<number>`version + 1` }).where('id', 'in', memberOf).execute();
+      await trx
+        .updateTable('user_groups')
+        .set({ version: sql<number>`version + 1` })
+        .where('id', 'in', memberOf)
+        .execute();
       await trx.deleteFrom('group_members').where('subject_id', '=', subjectId).execute();
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
       return result.numDeletedRows === 1n;
@@ -87,7 +115,11 @@ export class SqlUserStore implements UserStore {
   }
 
   async setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean> {
-    const result = await this.db.updateTable('users').set({ password_hash: passwordHash }).where('subject_id', '=', subjectId).executeTakeFirst();
+    const result = await this.db
+      .updateTable('users')
+      .set({ password_hash: passwordHash })
+      .where('subject_id', '=', subjectId)
+      .executeTakeFirst();
     return result.numUpdatedRows === 1n;
   }
 
@@ -105,7 +137,11 @@ export class SqlUserStore implements UserStore {
   }
 
   async updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void> {
-    await this.db.updateTable('users').set({ claims: JSON.stringify(claims) }).where('subject_id', '=', subjectId).execute();
+    await this.db
+      .updateTable('users')
+      .set({ claims: JSON.stringify(claims) })
+      .where('subject_id', '=', subjectId)
+      .execute();
   }
 }
 

@@ -50,8 +50,10 @@ export function parseStorageUrl(url: string): StorageTarget {
     const parsed = new URL(url);
     const schema = parsed.searchParams.get('schema') ?? undefined;
     const poolSize = Number(parsed.searchParams.get('poolSize') ?? 10);
-    if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error('storage: schema must match [a-z_][a-z0-9_]*');
-    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 200) throw new Error('storage: poolSize must be 1 to 200');
+    if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema))
+      throw new Error('storage: schema must match [a-z_][a-z0-9_]*');
+    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 200)
+      throw new Error('storage: poolSize must be 1 to 200');
     parsed.searchParams.delete('schema');
     parsed.searchParams.delete('poolSize');
     return { kind: 'postgres', connectionString: parsed.toString(), poolSize, ...(schema ? { schema } : {}) };
@@ -72,12 +74,18 @@ export async function openStore(
   timedCommit?: (seconds: number) => void,
 ): Promise<Store> {
   const target = parseStorageUrl(url);
-  const { db, checkpointer } = target.kind === 'sqlite' ? openSqlite(target.path) : { db: await openPostgres(target), checkpointer: undefined };
+  const { db, checkpointer } =
+    target.kind === 'sqlite' ? openSqlite(target.path) : { db: await openPostgres(target), checkpointer: undefined };
   // Kysely's migrator takes a lock first (on PostgreSQL an advisory lock), so several nodes may
   // start at once. On PostgreSQL its tables are the store's schema's: unqualified, Kysely finds
   // them in any schema of the database (another deployment's) and skips creating them.
   const { error } = await (target.kind === 'postgres' ? currentSchema(db) : Promise.resolve(undefined)).then(
-    (migrationTableSchema) => new Migrator({ db, provider: migrationProvider, ...(migrationTableSchema ? { migrationTableSchema } : {}) }).migrateToLatest(),
+    (migrationTableSchema) =>
+      new Migrator({
+        db,
+        provider: migrationProvider,
+        ...(migrationTableSchema ? { migrationTableSchema } : {}),
+      }).migrateToLatest(),
     (err: unknown) => ({ error: err }),
   );
   if (error) {
@@ -102,7 +110,10 @@ function openSqlite(path: string): { db: Kysely<Database>; checkpointer: SqliteC
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   const checkpointer = path === ':memory:' ? undefined : SqliteCheckpointer.start(sqlite, path);
-  return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) }), checkpointer };
+  return {
+    db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) }),
+    checkpointer,
+  };
 }
 
 async function openPostgres(target: Extract<StorageTarget, { kind: 'postgres' }>): Promise<Kysely<Database>> {

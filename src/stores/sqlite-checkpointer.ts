@@ -48,7 +48,10 @@ export class SqliteCheckpointer {
   static start(connection: SQLite.Database, path: string): SqliteCheckpointer {
     connection.pragma(`wal_autocheckpoint = ${INLINE_CHECKPOINT_PAGES}`);
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path, intervalMs: CHECKPOINT_INTERVAL_MS } });
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { driver, path, intervalMs: CHECKPOINT_INTERVAL_MS },
+    });
     worker.unref();
     // Inline checkpoints go on regardless; a failed worker only costs the head start it gave them.
     worker.once('error', (err) => process.emitWarning(`SQLite checkpoint worker failed: ${err.message}`));

@@ -82,7 +82,10 @@ export interface ClientStore {
   listClientRemovals(now: number): Promise<Map<string, number>>;
   /** Adds or replaces a client. */
   saveClient(clientId: string, config: Record<string, unknown>): Promise<void>;
-  /** Returns false when there was no such client; records the removal (`listClientRemovals`) in the same transaction. */
+  /**
+   * Returns false when there was no such client; records the removal (`listClientRemovals`) in the same
+   * transaction.
+   */
   removeClient(clientId: string): Promise<boolean>;
   /** The stored client's config as saved (JSON text, the basis of its ETag), or undefined. */
   getClient(clientId: string): Promise<string | undefined>;
@@ -93,7 +96,10 @@ export interface ClientStore {
    * @returns whether it was replaced (or deleted).
    */
   replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean>;
-  /** A counter every change of the stored clients raises (0 before the first): nodes poll it to re-read them at once. */
+  /**
+   * A counter every change of the stored clients raises (0 before the first): nodes poll it to re-read them
+   * at once.
+   */
   clientsVersion(): Promise<number>;
 }
 
@@ -117,14 +123,23 @@ export interface ExternalLink {
 
 /** Users in the database. */
 export interface UserStore {
-  /** Finds a user by username (case-insensitive) within a tenant; with null, the one user of that name in any tenant. */
+  /**
+   * Finds a user by username (case-insensitive) within a tenant; with null, the one user of that name in any
+   * tenant.
+   */
   findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined>;
   findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
   addUser(user: StoredUser): Promise<void>;
   listUsers(): Promise<StoredUser[]>;
-  /** Removes a user, the upstream identities linked to them, their WebAuthn credentials and email addresses; returns false when there was no such user. */
+  /**
+   * Removes a user, the upstream identities linked to them, their WebAuthn credentials and email addresses;
+   * returns false when there was no such user.
+   */
   removeUser(subjectId: string): Promise<boolean>;
-  /** Whether any upstream identity of the provider named `provider` is linked to a local user (a full scan: management only). */
+  /**
+   * Whether any upstream identity of the provider named `provider` is linked to a local user (a full scan:
+   * management only).
+   */
   hasExternalLinks(provider: string): Promise<boolean>;
   /** The local subject linked to an upstream identity (`ExternalLink.key`), or undefined. */
   findExternalLink(key: string): Promise<string | undefined>;
@@ -140,7 +155,10 @@ export interface UserStore {
   groupNames(subjectId: string): Promise<string[]>;
   /** Replaces a user's claims (external users, at each sign-in). */
   updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void>;
-  /** Makes a stored user active or inactive (an inactive user signs in nowhere); raises their version. Returns false when there is no such user. */
+  /**
+   * Makes a stored user active or inactive (an inactive user signs in nowhere); raises their version. Returns
+   * false when there is no such user.
+   */
   setUserActive(subjectId: string, active: boolean): Promise<boolean>;
 }
 
@@ -216,14 +234,21 @@ export interface LogoutDelivery {
  * nodes on one store one sends each.
  */
 export interface LogoutStore {
-  /** Records that `participant.clientId` took part in the session (idempotent). `expiresAt`: the session's end, Unix seconds. */
+  /**
+   * Records that `participant.clientId` took part in the session (idempotent). `expiresAt`: the session's
+   * end, Unix seconds.
+   */
   addParticipant(participant: SessionParticipant, expiresAt: number): Promise<void>;
   /**
    * Ends the session `sid` in one transaction: revokes its session row, removes its participants
    * and queues what `plan` returns for them. Of concurrent callers for one session only one gets
    * the participants; the others get an empty list and queue nothing.
    */
-  endSession(sid: string, now: number, plan: (participants: SessionParticipant[]) => LogoutDelivery[]): Promise<SessionParticipant[]>;
+  endSession(
+    sid: string,
+    now: number,
+    plan: (participants: SessionParticipant[]) => LogoutDelivery[],
+  ): Promise<SessionParticipant[]>;
   /**
    * Forgets that `clientId` took part in any session (a client deleted, RFC 7592 §2.3): a client
    * created later with the same id is not sent logout tokens, with their users' `sub` and `sid`,
@@ -242,7 +267,13 @@ export interface LogoutStore {
    * Claims up to `limit` due deliveries (or exactly `ids` when given, if due) for `holder` until
    * `leaseUntil`, each with a conditional update: a delivery leased by a live holder is skipped.
    */
-  claimDeliveries(holder: string, now: number, leaseUntil: number, limit: number, ids?: string[]): Promise<LogoutDelivery[]>;
+  claimDeliveries(
+    holder: string,
+    now: number,
+    leaseUntil: number,
+    limit: number,
+    ids?: string[],
+  ): Promise<LogoutDelivery[]>;
   /** Removes a delivery this holder has claimed (sent, or given up). */
   finishDelivery(id: string, holder: string): Promise<void>;
   /** Releases a claimed delivery for another attempt at `nextAttemptAt` (Unix seconds). */
@@ -276,6 +307,9 @@ export interface Store {
   close(): Promise<void>;
   /** Stored audit events (migration 0012_admin). */
   audit: AuditEventStore;
-  /** Identity resources, API scopes and resources, upstream providers managed at run time (migration 0014_resources). */
+  /**
+   * Identity resources, API scopes and resources, upstream providers managed at run time (migration
+   * 0014_resources).
+   */
   resources: ManagedResourceStore;
 }

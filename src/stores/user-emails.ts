@@ -41,12 +41,21 @@ export class SqlUserEmails implements UserEmailStore {
   constructor(private readonly db: Kysely<Database>) {}
 
   async primary(subjectId: string): Promise<StoredEmail | undefined> {
-    const row = await this.db.selectFrom('user_emails').selectAll().where('subject_id', '=', subjectId).where('is_primary', '=', 1).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('user_emails')
+      .selectAll()
+      .where('subject_id', '=', subjectId)
+      .where('is_primary', '=', 1)
+      .executeTakeFirst();
     return row ? toEmail(row) : undefined;
   }
 
   async findByValue(value: string): Promise<StoredEmail[]> {
-    const rows = await this.db.selectFrom('user_emails').selectAll().where('value_normalized', '=', normalizeEmail(value)).execute();
+    const rows = await this.db
+      .selectFrom('user_emails')
+      .selectAll()
+      .where('value_normalized', '=', normalizeEmail(value))
+      .execute();
     return rows.map(toEmail);
   }
 
@@ -56,8 +65,19 @@ export class SqlUserEmails implements UserEmailStore {
       await trx.updateTable('user_emails').set({ is_primary: 0 }).where('subject_id', '=', subjectId).execute();
       await trx
         .insertInto('user_emails')
-        .values({ subject_id: subjectId, value: value.trim(), value_normalized: normalized, type: null, is_primary: 1, verified: verified ? 1 : 0 })
-        .onConflict((oc) => oc.columns(['subject_id', 'value_normalized']).doUpdateSet({ value: value.trim(), is_primary: 1, verified: verified ? 1 : 0 }))
+        .values({
+          subject_id: subjectId,
+          value: value.trim(),
+          value_normalized: normalized,
+          type: null,
+          is_primary: 1,
+          verified: verified ? 1 : 0,
+        })
+        .onConflict((oc) =>
+          oc
+            .columns(['subject_id', 'value_normalized'])
+            .doUpdateSet({ value: value.trim(), is_primary: 1, verified: verified ? 1 : 0 }),
+        )
         .execute();
     });
   }
@@ -74,5 +94,10 @@ export class SqlUserEmails implements UserEmailStore {
 }
 
 function toEmail(row: UserEmailsTable): StoredEmail {
-  return { subjectId: row.subject_id, value: row.value, isPrimary: Number(row.is_primary) === 1, verified: Number(row.verified) === 1 };
+  return {
+    subjectId: row.subject_id,
+    value: row.value,
+    isPrimary: Number(row.is_primary) === 1,
+    verified: Number(row.verified) === 1,
+  };
 }

@@ -38,7 +38,12 @@ class CountedSeries {
   private readonly names: readonly string[];
 
   /** Registers the counter `name` in `registry`; `labelNames`: one or two. */
-  constructor(registry: Registry, name: string, help: string, labelNames: readonly [string] | readonly [string, string]) {
+  constructor(
+    registry: Registry,
+    name: string,
+    help: string,
+    labelNames: readonly [string] | readonly [string, string],
+  ) {
     this.names = labelNames;
     const series = this;
     new Counter({
@@ -88,10 +93,12 @@ export class DomainMetrics {
 
   /** Registers the counters; the gauges come with `watch`, once their sources exist. */
   constructor(private readonly registry: Registry) {
-    this.tokens = new CountedSeries(registry, 'sigil_tokens_issued_total', 'Token responses of the token endpoint, by grant type and client', [
-      'grant_type',
-      'client_id',
-    ]);
+    this.tokens = new CountedSeries(
+      registry,
+      'sigil_tokens_issued_total',
+      'Token responses of the token endpoint, by grant type and client',
+      ['grant_type', 'client_id'],
+    );
     this.signIns = new CountedSeries(
       registry,
       'sigil_sign_ins_total',

@@ -46,7 +46,13 @@ function privateRequestAttributes(url: string): Attributes {
     'client.address': undefined,
     'network.peer.address': undefined,
     'network.peer.port': undefined,
-    ...(query >= 0 ? { 'url.query': [...new URLSearchParams(url.slice(query + 1)).keys()].map((name) => `${encodeURIComponent(name)}=REDACTED`).join('&') } : {}),
+    ...(query >= 0
+      ? {
+          'url.query': [...new URLSearchParams(url.slice(query + 1)).keys()]
+            .map((name) => `${encodeURIComponent(name)}=REDACTED`)
+            .join('&'),
+        }
+      : {}),
   };
 }
 
@@ -76,7 +82,11 @@ function resourceDetectors(detectors: Detectors, setting: string | undefined): R
     ['process', privateProcess],
     ['env', detectors.envDetector],
   ]);
-  const names = setting?.split(',').map((name) => name.trim()).filter(Boolean) ?? [];
+  const names =
+    setting
+      ?.split(',')
+      .map((name) => name.trim())
+      .filter(Boolean) ?? [];
   if (names.length === 0) return [detectors.envDetector, privateProcess, detectors.hostDetector];
   if (names.includes('all')) return [...byName.values()];
   if (names.includes('none')) return [];
@@ -92,7 +102,13 @@ const SCOPE = 'sigil';
  * `@opentelemetry/*` outside) loads none of them when tracing is off.
  */
 export async function start(): Promise<Tracing> {
-  const [{ context, SpanStatusCode, trace }, { HttpInstrumentation }, { IORedisInstrumentation }, { PgInstrumentation }, { NodeSDK, resources }] = await Promise.all([
+  const [
+    { context, SpanStatusCode, trace },
+    { HttpInstrumentation },
+    { IORedisInstrumentation },
+    { PgInstrumentation },
+    { NodeSDK, resources },
+  ] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/instrumentation-http'),
     import('@opentelemetry/instrumentation-ioredis'),

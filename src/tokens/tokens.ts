@@ -24,8 +24,29 @@ export interface Subject extends GrantSubject {
 
 /** Claims Sigil sets itself; a profile or an extension grant can never supply them. */
 export const PROTOCOL_CLAIMS = new Set([
-  'iss', 'sub', 'aud', 'exp', 'nbf', 'iat', 'jti', 'auth_time', 'amr', 'acr', 'idp', 'sid', 'nonce',
-  'at_hash', 'c_hash', 's_hash', 'azp', 'client_id', 'scope', 'cnf', 'act', 'may_act', 'typ',
+  'iss',
+  'sub',
+  'aud',
+  'exp',
+  'nbf',
+  'iat',
+  'jti',
+  'auth_time',
+  'amr',
+  'acr',
+  'idp',
+  'sid',
+  'nonce',
+  'at_hash',
+  'c_hash',
+  's_hash',
+  'azp',
+  'client_id',
+  'scope',
+  'cnf',
+  'act',
+  'may_act',
+  'typ',
 ]);
 
 /** What the token endpoint answers on success (RFC 6749 §5.1, OIDC Core §3.1.3.3). */
@@ -133,9 +154,16 @@ export class TokenService {
     caller: ProfileCaller,
   ): Promise<Record<string, unknown>> {
     if (!this.profile || names.size === 0) return pickClaims(subject.claims, names);
-    const released = await this.profile.getProfileData({ subject: subject.subjectId, client, requestedClaims: [...names], caller, userClaims: subject.claims });
+    const released = await this.profile.getProfileData({
+      subject: subject.subjectId,
+      client,
+      requestedClaims: [...names],
+      caller,
+      userClaims: subject.claims,
+    });
     const out: Record<string, unknown> = {};
-    for (const [name, value] of Object.entries(released)) if (!PROTOCOL_CLAIMS.has(name) && value !== undefined) out[name] = value;
+    for (const [name, value] of Object.entries(released))
+      if (!PROTOCOL_CLAIMS.has(name) && value !== undefined) out[name] = value;
     return out;
   }
 
@@ -203,7 +231,10 @@ export class TokenService {
     if (!subject) return req;
     const role = this.resources.managementRole;
     const scopes = scopesForUser(req.scopes, subject, role);
-    const refresh = req.refresh?.kind === 'new' ? { ...req.refresh, scopes: scopesForUser(req.refresh.scopes, subject, role) } : req.refresh;
+    const refresh =
+      req.refresh?.kind === 'new'
+        ? { ...req.refresh, scopes: scopesForUser(req.refresh.scopes, subject, role) }
+        : req.refresh;
     return { ...req, scopes, ...(refresh ? { refresh } : {}) };
   }
 
@@ -245,7 +276,10 @@ export class TokenService {
       if (subject.sid) claims.sid = subject.sid;
       // RFC 9068 §2.2.1: the authentication information the request asked for (acr_values).
       if (subject.acr) claims.acr = subject.acr;
-      Object.assign(claims, await this.releasedClaims(subject, client, this.resources.accessTokenClaimNames(scopes), 'access_token'));
+      Object.assign(
+        claims,
+        await this.releasedClaims(subject, client, this.resources.accessTokenClaimNames(scopes), 'access_token'),
+      );
     }
     for (const [name, value] of Object.entries(req.extraClaims ?? {}))
       if (!PROTOCOL_CLAIMS.has(name) || DELEGATION_CLAIMS.has(name)) claims[name] = value;
@@ -285,7 +319,10 @@ export class TokenService {
    * fapi2 client without one), else the first configured.
    */
   signingAlgorithmFor(client: Pick<Client, 'profile'>): string {
-    return (client.profile === 'fapi2' ? fapi2SigningAlgorithm(this.keys.algorithms) : undefined) ?? this.keys.defaultAlgorithm;
+    return (
+      (client.profile === 'fapi2' ? fapi2SigningAlgorithm(this.keys.algorithms) : undefined) ??
+      this.keys.defaultAlgorithm
+    );
   }
 
   /**
@@ -344,7 +381,9 @@ export class TokenService {
       const mark = await this.records.accessTokens.findMark(String(payload.jti));
       if (mark === 'revoked') return undefined;
       const claims = payload as ValidAccessToken['claims'];
-      return mark ? { format: 'jwt', claims, familyId: mark.familyId, ...userinfoClaimsOf(mark.data) } : { format: 'jwt', claims };
+      return mark
+        ? { format: 'jwt', claims, familyId: mark.familyId, ...userinfoClaimsOf(mark.data) }
+        : { format: 'jwt', claims };
     }
     const row = await this.records.accessTokens.findReference(token, now);
     if (!row) return undefined;

@@ -39,7 +39,14 @@ import type { ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
 
 /** The services this module uses. */
-export type AccountMfaPageServices = Pick<Services, 'basePath' | 'enrollment' | 'interactions' | 'issuer' | 'mfa' | 'pages' | 'secondStep' | 'users'> & BrowserServices & ErrorPageServices & OutcomesServices & PasskeysPageServices;
+export type AccountMfaPageServices = Pick<
+  Services,
+  'basePath' | 'enrollment' | 'interactions' | 'issuer' | 'mfa' | 'pages' | 'secondStep' | 'users'
+> &
+  BrowserServices &
+  ErrorPageServices &
+  OutcomesServices &
+  PasskeysPageServices;
 
 /** Where a sign-in continues once complete. */
 type Next = { interaction: string } | { account: true } | { done: string };
@@ -59,7 +66,14 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
     // Step-up of a live session whose user has a WebAuthn credential: the security key step,
     // unless the user chose the code instead (its link). A pending sign-in got the key step at once.
     if (who.session && queryString(request, 'use') !== 'code') {
-      const sent = await keyStep(ctx, request, reply, who.session.subjectId, await liveInteraction(ctx, id, browser), false);
+      const sent = await keyStep(
+        ctx,
+        request,
+        reply,
+        who.session.subjectId,
+        await liveInteraction(ctx, id, browser),
+        false,
+      );
       if (sent) return reply;
     }
     return mfaPage(ctx, request, reply, id, undefined);
@@ -87,14 +101,24 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
       return mfaPage(ctx, request, reply, id, 'tooManyAttempts', 429);
     }
     if (check.outcome === 'invalid') return mfaPage(ctx, request, reply, id, 'invalidOneTimeCode');
-    return completeSecondFactor(ctx, request, reply, browser, who, check.kind, id && interaction ? { interaction: id } : undefined);
+    return completeSecondFactor(
+      ctx,
+      request,
+      reply,
+      browser,
+      who,
+      check.kind,
+      id && interaction ? { interaction: id } : undefined,
+    );
   });
 
   app.get('/account/totp', async (request, reply) => {
     const browser = browserOf(ctx, request, reply);
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
-    const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, queryString(request, 'interaction'), browser);
+    const id = who.pending
+      ? who.pending.interaction
+      : await liveInteraction(ctx, queryString(request, 'interaction'), browser);
     return totpPage(ctx, request, reply, who, id, await ctx.enrollment.begin(browser, subjectOf(who)), undefined);
   });
 
@@ -104,13 +128,19 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
     const who = await enrollmentWho(ctx, request, reply, browser);
     if (!who) return reply;
     const id = who.pending ? who.pending.interaction : await liveInteraction(ctx, single(body, 'interaction'), browser);
-    const confirmed = await ctx.enrollment.confirm(browser, subjectOf(who), single(body, 'code') ?? '', originOf(request));
+    const confirmed = await ctx.enrollment.confirm(
+      browser,
+      subjectOf(who),
+      single(body, 'code') ?? '',
+      originOf(request),
+    );
     if (confirmed.outcome === 'expired') return expiredPage(ctx, request, reply);
     if (confirmed.outcome === 'refused') {
       refused(reply, confirmed.refusal);
       return totpPage(ctx, request, reply, who, id, confirmed.setup, 'tooManyAttempts', 429);
     }
-    if (confirmed.outcome === 'invalid') return totpPage(ctx, request, reply, who, id, confirmed.setup, 'invalidOneTimeCode');
+    if (confirmed.outcome === 'invalid')
+      return totpPage(ctx, request, reply, who, id, confirmed.setup, 'invalidOneTimeCode');
     const codes = confirmed.recoveryCodes;
     const stepUpNext = !who.pending && id ? { interaction: id } : undefined;
     if (!codes) return completeSecondFactor(ctx, request, reply, browser, who, 'totp', stepUpNext);
@@ -122,7 +152,8 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
 
   app.get('/account', async (request, reply) => {
     const session = await sessionOf(ctx, request);
-    if (!session) return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
+    if (!session)
+      return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
     return accountPage(ctx, request, reply, session, undefined);
   });
 
@@ -130,7 +161,8 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
     const body = formOf(request);
     const session = await changeAllowed(ctx, request, reply);
     if (!session) return reply;
-    if (!(await ctx.enrollment.removeFactor(session.subjectId, single(body, 'factor') ?? '', originOf(request)))) return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
+    if (!(await ctx.enrollment.removeFactor(session.subjectId, single(body, 'factor') ?? '', originOf(request))))
+      return accountPage(ctx, request, reply, session, 'unknownFactor', 404);
     return accountPage(ctx, request, reply, session, 'factorRemoved');
   });
 
@@ -160,7 +192,11 @@ export async function secondStepAfterPassword(
   // Saved for the key step too: its page links to the code form, which continues this sign-in.
   const step = await ctx.secondStep.afterFirstFactor(browserOf(ctx, request, reply), pending, interaction);
   if (step === 'none') return undefined;
-  if (step === 'security-key' && (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.toAccount === true))) return reply;
+  if (
+    step === 'security-key' &&
+    (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.toAccount === true))
+  )
+    return reply;
   const page = step === 'enroll' ? '/account/totp' : '/account/mfa';
   return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${page}`, 303);
 }
@@ -180,9 +216,14 @@ async function keyStep(
 ): Promise<boolean> {
   const user = await ctx.users.findBySubject(subjectId);
   if (!user?.isActive) return false;
-  const codeLink = (await ctx.secondStep.offersCode(subjectId)) ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}` : undefined;
+  const codeLink = (await ctx.secondStep.offersCode(subjectId))
+    ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}`
+    : undefined;
   const lang = await pendingLanguage(ctx, request, reply, interaction);
-  return securityKeyStep(ctx, request, reply, user, interaction, lang, { ...(codeLink ? { codeLink } : {}), toAccount });
+  return securityKeyStep(ctx, request, reply, user, interaction, lang, {
+    ...(codeLink ? { codeLink } : {}),
+    toAccount,
+  });
 }
 
 /**
@@ -219,7 +260,8 @@ export async function completeSecondFactor(
     if (pending) next = { interaction: pending.id };
     else next = p.toAccount ? { account: true } : { done: user.username };
   } else {
-    if (!(await upgradeSession(ctx, request, reply, amrWith(who.session.amr, kind)))) return expiredPage(ctx, request, reply);
+    if (!(await upgradeSession(ctx, request, reply, amrWith(who.session.amr, kind))))
+      return expiredPage(ctx, request, reply);
     next = stepUpNext ?? { account: true };
   }
   if ('interaction' in next) {
@@ -229,7 +271,11 @@ export async function completeSecondFactor(
     return asLink ? path : reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${path}`, 303);
   }
   if ('account' in next || asLink) return asLink ? '/account' : reply.redirect(`${ctx.basePath}/account`, 303);
-  return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: next.done } });
+  return ctx.pages.send(reply, 'message', lang, {
+    titleKey: 'signedInTitle',
+    textKey: 'signedInAs',
+    values: { user: next.done },
+  });
 }
 
 /**
@@ -237,7 +283,12 @@ export async function completeSecondFactor(
  * (`FactorEnrollment.pendingMayEnroll`), else a live session allowed to change factors. Answers
  * the reply itself (expired page, or the account page's notice) and returns undefined otherwise.
  */
-async function enrollmentWho(ctx: AccountMfaPageServices, request: FastifyRequest, reply: FastifyReply, browser: string): Promise<Who | undefined> {
+async function enrollmentWho(
+  ctx: AccountMfaPageServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  browser: string,
+): Promise<Who | undefined> {
   const pending = await ctx.mfa.pending(browser);
   if (pending) {
     if (await ctx.enrollment.pendingMayEnroll(pending)) return { pending };
@@ -253,7 +304,11 @@ async function enrollmentWho(ctx: AccountMfaPageServices, request: FastifyReques
  * the strongest kind the user holds). Otherwise answers with /account (its notice asks to sign in
  * again) or the login page, and returns undefined.
  */
-async function changeAllowed(ctx: AccountMfaPageServices, request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
+async function changeAllowed(
+  ctx: AccountMfaPageServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<Session | undefined> {
   const session = await sessionOf(ctx, request);
   if (!session) {
     reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
@@ -282,7 +337,11 @@ async function accountPage(
   const kindName = (kind: string) => ctx.pages.text(lang, (FACTOR_KINDS[kind] as { nameKey: keyof Messages }).nameKey);
   const factors = all
     .filter((f) => f.kind !== RECOVERY_KIND && FACTOR_KINDS[f.kind])
-    .map((f) => ({ id: f.id, name: f.label ? `${f.label} (${kindName(f.kind)})` : kindName(f.kind), date: date(f.createdAt) }));
+    .map((f) => ({
+      id: f.id,
+      name: f.label ? `${f.label} (${kindName(f.kind)})` : kindName(f.kind),
+      date: date(f.createdAt),
+    }));
   return ctx.pages.send(
     reply,
     'account',
@@ -291,7 +350,9 @@ async function accountPage(
       csrf: reply.generateCsrf(),
       username: user?.username ?? session.subjectId,
       factors,
-      adds: Object.entries(FACTOR_KINDS).flatMap(([kind, k]) => (k.add && ctx.mfa.hasKind(kind) ? [{ path: k.add.path, label: ctx.pages.text(lang, k.add.labelKey) }] : [])),
+      adds: Object.entries(FACTOR_KINDS).flatMap(([kind, k]) =>
+        k.add && ctx.mfa.hasKind(kind) ? [{ path: k.add.path, label: ctx.pages.text(lang, k.add.labelKey) }] : [],
+      ),
       recoveryLeft: all.filter((f) => f.kind === RECOVERY_KIND && f.counter === 0).length,
       hasSecond: all.some((f) => FACTOR_KINDS[f.kind]?.secondFactor),
       canChange: await ctx.mfa.mayChangeFactors(session),
@@ -311,7 +372,14 @@ async function mfaPage(
   status = 200,
 ): Promise<FastifyReply> {
   const lang = await pendingLanguage(ctx, request, reply, interaction);
-  return ctx.pages.send(reply, 'mfa', lang, { csrf: reply.generateCsrf(), interaction, error: error ? ctx.pages.text(lang, error) : undefined }, status, interaction !== undefined);
+  return ctx.pages.send(
+    reply,
+    'mfa',
+    lang,
+    { csrf: reply.generateCsrf(), interaction, error: error ? ctx.pages.text(lang, error) : undefined },
+    status,
+    interaction !== undefined,
+  );
 }
 
 async function totpPage(
@@ -344,6 +412,10 @@ async function totpPage(
 }
 
 /** The id when it names a live pending request of this browser, else undefined. */
-async function liveInteraction(ctx: AccountMfaPageServices, id: string | undefined, browser: string): Promise<string | undefined> {
+async function liveInteraction(
+  ctx: AccountMfaPageServices,
+  id: string | undefined,
+  browser: string,
+): Promise<string | undefined> {
   return id !== undefined && (await ctx.interactions.get(id, browser)) ? id : undefined;
 }

@@ -32,7 +32,13 @@ import type { BrowserServices } from '../interaction/browser.js';
 
 import type { FormServices } from './forms.js';
 /** The services this module uses. */
-export type AccountSelfServicePageServices = Pick<Services, 'account' | 'basePath' | 'issuer' | 'mfa' | 'pages' | 'users'> & BrowserServices & ErrorPageServices & FormServices;
+export type AccountSelfServicePageServices = Pick<
+  Services,
+  'account' | 'basePath' | 'issuer' | 'mfa' | 'pages' | 'users'
+> &
+  BrowserServices &
+  ErrorPageServices &
+  FormServices;
 
 /** The label of each editable claim, and the browser's autofill hint (HTML §4.10.18.7) where one exists. */
 const CLAIM_FIELDS: Record<string, { label: keyof Messages; autocomplete?: string }> = {
@@ -61,7 +67,10 @@ const READ_ONLY_TEXTS: Record<Exclude<AccountKind, 'stored'>, keyof Messages> = 
   external: 'accountReadOnlyExternal',
 };
 
-/** Registers `/account/password`, `/account/sessions` (and `/end`), `/account/apps` (and `/revoke`), `/account/profile`. */
+/**
+ * Registers `/account/password`, `/account/sessions` (and `/end`), `/account/apps` (and `/revoke`),
+ * `/account/profile`.
+ */
 export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfServicePageServices): void {
   for (const [name, template] of Object.entries(SELF_SERVICE_TEMPLATES)) ctx.pages.register(name, template);
   const form = formRoute(app, ctx);
@@ -69,7 +78,8 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
   /** The signed-in session for a page, or undefined after answering with a redirect to the login page. */
   const signedIn = async (request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> => {
     const session = await sessionOf(ctx, request);
-    if (!session) reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
+    if (!session)
+      reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
     return session;
   };
 
@@ -84,7 +94,11 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
     const body = formOf(request);
     const change = await ctx.account.changePassword(
       session,
-      { current: single(body, 'current_password'), password: single(body, 'new_password') ?? '', confirm: single(body, 'confirm_password') ?? '' },
+      {
+        current: single(body, 'current_password'),
+        password: single(body, 'new_password') ?? '',
+        confirm: single(body, 'confirm_password') ?? '',
+      },
       await ctx.mfa.recentStrongSignIn(session),
       originOf(request),
     );
@@ -102,9 +116,19 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
     if (!session) return reply;
     const sid = single(formOf(request), 'sid') ?? '';
     // The current session is ended by signing out (its cookie goes with it), not here.
-    const ended = sid !== session.sid && sid.length <= 64 ? await ctx.account.endSession(session, sid, originOf(request)) : undefined;
+    const ended =
+      sid !== session.sid && sid.length <= 64
+        ? await ctx.account.endSession(session, sid, originOf(request))
+        : undefined;
     if (!ended) return sessionsPage(ctx, request, reply, session, 'sessionNotFound', [], 404);
-    return sessionsPage(ctx, request, reply, session, 'sessionEnded', frontChannelFrames(ctx.issuer, ended.sid, ended.clients));
+    return sessionsPage(
+      ctx,
+      request,
+      reply,
+      session,
+      'sessionEnded',
+      frontChannelFrames(ctx.issuer, ended.sid, ended.clients),
+    );
   });
 
   app.get('/account/apps', async (request, reply) => {
@@ -116,7 +140,10 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
     const session = await signedIn(request, reply);
     if (!session) return reply;
     const clientId = single(formOf(request), 'client_id') ?? '';
-    const revoked = clientId.length > 0 && clientId.length <= 200 && (await ctx.account.revokeApp(session.subjectId, clientId, originOf(request)));
+    const revoked =
+      clientId.length > 0 &&
+      clientId.length <= 200 &&
+      (await ctx.account.revokeApp(session.subjectId, clientId, originOf(request)));
     return appsPage(ctx, request, reply, session, revoked ? 'appRevoked' : 'appNotFound', revoked ? 200 : 404);
   });
 
@@ -131,19 +158,30 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
     const body = formOf(request);
     const values = Object.fromEntries(ctx.account.editableClaims.map((name) => [name, single(body, name)]));
     const edit = await ctx.account.updateProfile(session.subjectId, values, originOf(request));
-    if (edit.outcome === 'invalid') return profilePage(ctx, request, reply, session, undefined, { errors: edit.errors, values }, 400);
+    if (edit.outcome === 'invalid')
+      return profilePage(ctx, request, reply, session, undefined, { errors: edit.errors, values }, 400);
     if (edit.outcome === 'read_only') return profilePage(ctx, request, reply, session, undefined, {}, 403);
     return profilePage(ctx, request, reply, session, 'profileSaved', {});
   });
 }
 
 /** The read-only reason for this user's password and profile, or undefined when they may change. */
-async function readOnlyReason(ctx: AccountSelfServicePageServices, lang: string, subjectId: string): Promise<string | undefined> {
+async function readOnlyReason(
+  ctx: AccountSelfServicePageServices,
+  lang: string,
+  subjectId: string,
+): Promise<string | undefined> {
   const kind = (await ctx.account.kind(subjectId)) ?? 'external';
   return kind === 'stored' ? undefined : ctx.pages.text(lang, READ_ONLY_TEXTS[kind]);
 }
 
-async function passwordPage(ctx: AccountSelfServicePageServices, request: FastifyRequest, reply: FastifyReply, session: Session, change: PasswordChange | undefined): Promise<FastifyReply> {
+async function passwordPage(
+  ctx: AccountSelfServicePageServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  session: Session,
+  change: PasswordChange | undefined,
+): Promise<FastifyReply> {
   const lang = language(request);
   const t = (key: keyof Messages) => ctx.pages.text(lang, key);
   const outcome = change?.outcome;
@@ -152,8 +190,15 @@ async function passwordPage(ctx: AccountSelfServicePageServices, request: Fastif
     wrong_current: t('wrongCurrentPassword'),
     mismatch: t('passwordMismatch'),
   };
-  const error = change?.outcome === 'weak' ? change.problems.map((p) => t(PASSWORD_PROBLEM_TEXTS[p])).join(' ') : outcome ? errors[outcome] : undefined;
-  const status = { refused: 429, read_only: 403, changed: 200, wrong_current: 400, mismatch: 400, weak: 400 }[outcome ?? 'changed'];
+  const error =
+    change?.outcome === 'weak'
+      ? change.problems.map((p) => t(PASSWORD_PROBLEM_TEXTS[p])).join(' ')
+      : outcome
+        ? errors[outcome]
+        : undefined;
+  const status = { refused: 429, read_only: 403, changed: 200, wrong_current: 400, mismatch: 400, weak: 400 }[
+    outcome ?? 'changed'
+  ];
   return ctx.pages.send(
     reply,
     'account-password',
@@ -183,17 +228,33 @@ async function sessionsPage(
   const f = (key: keyof Messages, values: Record<string, string>) => format(t(key), values);
   const sessions = (await ctx.account.sessions(session)).map((s) => {
     const ua = describeUserAgent(s.userAgent);
-    const device = ua?.browser && ua.system ? f('deviceOn', { browser: ua.browser, system: ua.system }) : (ua?.browser ?? ua?.system ?? t('unknownDevice'));
+    const device =
+      ua?.browser && ua.system
+        ? f('deviceOn', { browser: ua.browser, system: ua.system })
+        : (ua?.browser ?? ua?.system ?? t('unknownDevice'));
     const time = dateTime(s.authTime);
     const when = s.address ? f('sessionSignedInFrom', { time, address: s.address }) : f('sessionSignedIn', { time });
     return { sid: s.sid, current: s.current, device, when, label: f('endSessionLabel', { device, time }) };
   });
   // The ended session's front-channel logout iframes (OIDC Front-Channel Logout 1.0 §3), allowed by name.
   if (frames.length > 0) allowFrames(reply, frameSources(frames));
-  return ctx.pages.send(reply, 'account-sessions', lang, { csrf: reply.generateCsrf(), sessions, frames, notice: notice ? t(notice) : undefined }, status);
+  return ctx.pages.send(
+    reply,
+    'account-sessions',
+    lang,
+    { csrf: reply.generateCsrf(), sessions, frames, notice: notice ? t(notice) : undefined },
+    status,
+  );
 }
 
-async function appsPage(ctx: AccountSelfServicePageServices, request: FastifyRequest, reply: FastifyReply, session: Session, notice: keyof Messages | undefined, status = 200): Promise<FastifyReply> {
+async function appsPage(
+  ctx: AccountSelfServicePageServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  session: Session,
+  notice: keyof Messages | undefined,
+  status = 200,
+): Promise<FastifyReply> {
   const lang = language(request);
   const t = (key: keyof Messages) => ctx.pages.text(lang, key);
   const apps = (await ctx.account.connectedApps(session.subjectId)).map((a) => ({
@@ -202,7 +263,13 @@ async function appsPage(ctx: AccountSelfServicePageServices, request: FastifyReq
     detail: format(t('appDetail'), { scopes: a.scopes.join(', '), date: dateTime(a.since).slice(0, 10) }),
     label: format(t('revokeAppLabel'), { app: a.name }),
   }));
-  return ctx.pages.send(reply, 'account-apps', lang, { csrf: reply.generateCsrf(), apps, notice: notice ? t(notice) : undefined }, status);
+  return ctx.pages.send(
+    reply,
+    'account-apps',
+    lang,
+    { csrf: reply.generateCsrf(), apps, notice: notice ? t(notice) : undefined },
+    status,
+  );
 }
 
 async function profilePage(

@@ -29,7 +29,12 @@ import type { ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
 
 /** The services this module uses. */
-export type AccountPageServices = Pick<Services, 'events' | 'interactions' | 'issuer' | 'limiter' | 'pages' | 'users'> & AccountMfaPageServices & BrowserServices & ErrorPageServices & LogoutRequestServices & SignInPageServices;
+export type AccountPageServices = Pick<Services, 'events' | 'interactions' | 'issuer' | 'limiter' | 'pages' | 'users'> &
+  AccountMfaPageServices &
+  BrowserServices &
+  ErrorPageServices &
+  LogoutRequestServices &
+  SignInPageServices;
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: AccountPageServices): void {
@@ -58,10 +63,14 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
     const password = single(body, 'password') ?? '';
     const tenant = interaction ? interaction.request.tenant : null;
     const attempt = userAttempt(request.ip, tenant, username);
-    if (!(await limiterAllows(ctx, reply, attempt))) return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
+    if (!(await limiterAllows(ctx, reply, attempt)))
+      return loginPage(ctx, request, reply, id, interaction, username, 'tooManyAttempts', 429);
     let user;
     try {
-      user = username.length > 0 && username.length <= MAX_USERNAME_LENGTH && password.length <= 1024 ? await ctx.users.checkPassword(username, password, tenant, await passwordCheckContext(ctx, request)) : undefined;
+      user =
+        username.length > 0 && username.length <= MAX_USERNAME_LENGTH && password.length <= 1024
+          ? await ctx.users.checkPassword(username, password, tenant, await passwordCheckContext(ctx, request))
+          : undefined;
     } catch (err) {
       // An LDAP directory's cap of wrong passwords (maxFailedBinds): the limiter's answer.
       if (err instanceof OAuthError && err.status === 429) {
@@ -91,10 +100,26 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
     // A user with a second factor (a one-time code or a security key), or a client or request
     // needing one: the second step first (src/mfa/factors.ts, MfaService.nextStep).
     const toAccount = !id && single(body, 'return') === 'account';
-    const first = { subjectId: user.subjectId, tenant: user.tenant, amr: ['pwd'], idp: 'local', ...(id ? { interaction: id } : {}), ...(toAccount ? { toAccount } : {}) };
+    const first = {
+      subjectId: user.subjectId,
+      tenant: user.tenant,
+      amr: ['pwd'],
+      idp: 'local',
+      ...(id ? { interaction: id } : {}),
+      ...(toAccount ? { toAccount } : {}),
+    };
     const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
     if (second) return second;
-    return continueAfterSignIn(ctx, request, reply, user, ['pwd'], id && interaction ? { id, interaction } : undefined, lang, toAccount);
+    return continueAfterSignIn(
+      ctx,
+      request,
+      reply,
+      user,
+      ['pwd'],
+      id && interaction ? { id, interaction } : undefined,
+      lang,
+      toAccount,
+    );
   });
 
   app.get('/account/logout', async (request, reply) => {
@@ -124,13 +149,24 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
  * Sends the logout confirmation, carrying a validated end-session request's client,
  * post-logout redirect URI and state in hidden fields.
  */
-export function sendLogoutPrompt(ctx: AccountPageServices, reply: FastifyReply, lang: string, req: LogoutRequest): FastifyReply {
+export function sendLogoutPrompt(
+  ctx: AccountPageServices,
+  reply: FastifyReply,
+  lang: string,
+  req: LogoutRequest,
+): FastifyReply {
   const fields: Record<string, string> = {};
   if (req.client) fields.client_id = req.client.clientId;
   if (req.postLogoutRedirectUri !== undefined) fields.post_logout_redirect_uri = req.postLogoutRedirectUri;
   if (req.state !== undefined) fields.state = req.state;
   if (req.uiLocales !== undefined) fields.ui_locales = req.uiLocales;
   // A confirmation that ends in a redirect to the client carries no CSP form-action (see Pages.send).
-  return ctx.pages.send(reply, 'logout', lang, { csrf: reply.generateCsrf(), fields }, 200, req.postLogoutRedirectUri !== undefined);
+  return ctx.pages.send(
+    reply,
+    'logout',
+    lang,
+    { csrf: reply.generateCsrf(), fields },
+    200,
+    req.postLogoutRedirectUri !== undefined,
+  );
 }
-

@@ -18,13 +18,20 @@ export type AttemptsPageServices = Pick<Services, 'limiter'>;
  *   page with status 429 (OWASP ASVS 5.0 V6.3.1, RFC 6585 §4).
  * @throws whatever else the limiter throws (a counter store that fails).
  */
-export async function limiterAllows(ctx: AttemptsPageServices, reply: FastifyReply, attempt: CredentialAttempt): Promise<boolean> {
+export async function limiterAllows(
+  ctx: AttemptsPageServices,
+  reply: FastifyReply,
+  attempt: CredentialAttempt,
+): Promise<boolean> {
   const refusal = await ctx.limiter.refusal(attempt);
   if (refusal) refused(reply, refusal);
   return refusal === undefined;
 }
 
-/** Sets the headers of a refusal of the failure limits (`Retry-After`) on a page's reply; the caller renders with status 429. */
+/**
+ * Sets the headers of a refusal of the failure limits (`Retry-After`) on a page's reply; the caller renders
+ * with status 429.
+ */
 export function refused(reply: FastifyReply, refusal: OAuthError): void {
   reply.headers(refusal.headers);
 }

@@ -21,7 +21,12 @@ import type { OutcomesServices } from '../interaction/outcomes.js';
 import type { BrowserServices } from '../interaction/browser.js';
 
 /** The services this module uses. */
-export type ConsentPageServices = Pick<Services, 'basePath' | 'clients' | 'interactions' | 'issuer' | 'pages' | 'resources' | 'users'> & BrowserServices & OutcomesServices;
+export type ConsentPageServices = Pick<
+  Services,
+  'basePath' | 'clients' | 'interactions' | 'issuer' | 'pages' | 'resources' | 'users'
+> &
+  BrowserServices &
+  OutcomesServices;
 
 /** Registers `/consent` (GET shows, POST answers). */
 export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): void {
@@ -31,26 +36,37 @@ export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): voi
     const interaction = await ctx.interactions.get(id, browser);
     const session = await sessionOf(ctx, request);
     // A client of a metadata document whose document can no longer be fetched has gone.
-    const client = interaction ? await ctx.clients.resolve(interaction.request.clientId, request.ip).catch(() => undefined) : undefined;
+    const client = interaction
+      ? await ctx.clients.resolve(interaction.request.clientId, request.ip).catch(() => undefined)
+      : undefined;
     if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
     const lang = language(request, interaction.request.uiLocales);
     const user = await ctx.users.findBySubject(session.subjectId);
-    const links = (['policyUri', 'tosUri', 'clientUri'] as const).flatMap((k) => (client[k] ? [{ href: client[k], key: LINK_TEXTS[k] }] : []));
+    const links = (['policyUri', 'tosUri', 'clientUri'] as const).flatMap((k) =>
+      client[k] ? [{ href: client[k], key: LINK_TEXTS[k] }] : [],
+    );
     // The client's logo comes from its own origin: allowed as an image source on this page only.
     if (client.logoUri) allowImagesFrom(reply, new URL(client.logoUri).origin);
-    return ctx.pages.send(reply, 'consent', lang, {
-      csrf: reply.generateCsrf(),
-      interaction: id,
-      client: { name: client.clientName ?? client.clientId, logoUri: client.logoUri, links },
-      user: user?.username ?? session.subjectId,
-      // draft-ietf-oauth-client-id-metadata-document §"OAuth Phishing Attacks": the host of the
-      // client_id URL is shown, as the name is whatever the document says; such consent is
-      // asked every time (interaction/facts.ts remembers none).
-      ...(client.metadataDocument ? { clientHost: new URL(client.clientId).host } : {}),
-      scopes: interaction.request.scopes.map((s) => describeScope(ctx, lang, s)),
-      canRemember: mayRememberConsent(interaction) && !client.metadataDocument,
-      device: interaction.device !== undefined,
-    }, 200, interaction.request.target !== undefined);
+    return ctx.pages.send(
+      reply,
+      'consent',
+      lang,
+      {
+        csrf: reply.generateCsrf(),
+        interaction: id,
+        client: { name: client.clientName ?? client.clientId, logoUri: client.logoUri, links },
+        user: user?.username ?? session.subjectId,
+        // draft-ietf-oauth-client-id-metadata-document §"OAuth Phishing Attacks": the host of the
+        // client_id URL is shown, as the name is whatever the document says; such consent is
+        // asked every time (interaction/facts.ts remembers none).
+        ...(client.metadataDocument ? { clientHost: new URL(client.clientId).host } : {}),
+        scopes: interaction.request.scopes.map((s) => describeScope(ctx, lang, s)),
+        canRemember: mayRememberConsent(interaction) && !client.metadataDocument,
+        device: interaction.device !== undefined,
+      },
+      200,
+      interaction.request.target !== undefined,
+    );
   });
 
   app.post('/consent', formRoute(app, ctx, 'page-in-pending-language'), async (request, reply) => {
@@ -65,7 +81,9 @@ export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): voi
     // same pending request, which stays bound to this browser, not to the session.
     if (single(body, 'button') === 'switch') {
       await signOut(ctx, request, reply);
-      return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?interaction=${encodeURIComponent(id)}`, 303);
+      return reply
+        .header('cache-control', 'no-store')
+        .redirect(`${ctx.basePath}/account/login?interaction=${encodeURIComponent(id)}`, 303);
     }
     if (single(body, 'button') !== 'yes') return denyPage(ctx, request, reply, { id, interaction });
     await grantConsent(ctx, { id, interaction }, session, single(body, 'remember') === 'yes');
@@ -81,7 +99,11 @@ const LINK_TEXTS = { policyUri: 'clientPolicy', tosUri: 'clientTos', clientUri: 
  * texts of the standard scopes (OIDC Core §5.4, translated), else the scope's `displayName`
  * (as Duende's DisplayName), else "Use <scope>"; the `description` from the config when given.
  */
-function describeScope(ctx: ConsentPageServices, lang: string, scope: string): { name: string; description?: string | undefined } {
+function describeScope(
+  ctx: ConsentPageServices,
+  lang: string,
+  scope: string,
+): { name: string; description?: string | undefined } {
   const known: Record<string, 'scopeOpenid' | 'scopeProfile' | 'scopeEmail' | 'offlineAccess'> = {
     openid: 'scopeOpenid',
     profile: 'scopeProfile',
@@ -90,6 +112,8 @@ function describeScope(ctx: ConsentPageServices, lang: string, scope: string): {
   };
   const configured = ctx.resources.identity.get(scope) ?? ctx.resources.apiScopes.get(scope);
   const key = known[scope];
-  const name = key ? ctx.pages.text(lang, key) : (configured?.displayName ?? format(ctx.pages.text(lang, 'scopeOther'), { scope }));
+  const name = key
+    ? ctx.pages.text(lang, key)
+    : (configured?.displayName ?? format(ctx.pages.text(lang, 'scopeOther'), { scope }));
   return { name, description: configured?.description };
 }

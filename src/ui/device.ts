@@ -29,7 +29,14 @@ import type { BrowserServices } from '../interaction/browser.js';
 import type { OutcomePageServices } from './outcome-pages.js';
 
 /** The services this module uses. */
-export type DevicePageServices = Pick<Services, 'basePath' | 'clients' | 'interactions' | 'issuer' | 'limiter' | 'mfa' | 'pages' | 'store'> & BrowserServices & FactsServices & InteractionsServices & OutcomePageServices;
+export type DevicePageServices = Pick<
+  Services,
+  'basePath' | 'clients' | 'interactions' | 'issuer' | 'limiter' | 'mfa' | 'pages' | 'store'
+> &
+  BrowserServices &
+  FactsServices &
+  InteractionsServices &
+  OutcomePageServices;
 
 /** Registers `/device` (GET shows, POST takes the code) and `/device/resume`. */
 export function devicePages(app: FastifyInstance, ctx: DevicePageServices): void {
@@ -41,7 +48,12 @@ export function devicePages(app: FastifyInstance, ctx: DevicePageServices): void
   app.post('/device', formRoute(app, ctx), async (request, reply) => {
     const browser = browserOf(ctx, request, reply);
     // RFC 8628 §5.1: user codes are limited per address (and per browser), never globally.
-    const attempt: CredentialAttempt = { address: request.ip, identity: 'user-code', identityWide: false, extraKeys: [`device:browser:${browser}`] };
+    const attempt: CredentialAttempt = {
+      address: request.ip,
+      identity: 'user-code',
+      identityWide: false,
+      extraKeys: [`device:browser:${browser}`],
+    };
     if (!(await limiterAllows(ctx, reply, attempt))) return devicePage(ctx, request, reply, '', 'tooManyAttempts', 429);
     const found = await findPendingDevice(ctx, single(formOf(request), 'userCode') ?? '');
     if (!found) {

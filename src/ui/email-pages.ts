@@ -27,7 +27,9 @@ import type { ErrorPageServices } from './error-page.js';
 
 import type { FormServices } from './forms.js';
 /** The services this module uses. */
-export type EmailPageServices = Pick<Services, 'config' | 'email' | 'events' | 'issuer' | 'limiter' | 'pages'> & ErrorPageServices & FormServices;
+export type EmailPageServices = Pick<Services, 'config' | 'email' | 'events' | 'issuer' | 'limiter' | 'pages'> &
+  ErrorPageServices &
+  FormServices;
 
 /** Longest handle accepted from a link (ours are 43 characters). */
 const MAX_TOKEN_LENGTH = 100;
@@ -49,7 +51,14 @@ interface FormData {
 /** The page helpers the routes of this module share. */
 interface PageKit {
   form(reply: FastifyReply, lang: string, data: FormData, status?: number): FastifyReply;
-  done(reply: FastifyReply, lang: string, titleKey: keyof Messages, textKey: keyof Messages, signIn?: boolean, status?: number): FastifyReply;
+  done(
+    reply: FastifyReply,
+    lang: string,
+    titleKey: keyof Messages,
+    textKey: keyof Messages,
+    signIn?: boolean,
+    status?: number,
+  ): FastifyReply;
   invalidLink(reply: FastifyReply, lang: string): FastifyReply;
   /** The options of the pages' form POST routes: the CSRF check (ui/forms.ts). */
   post: RouteShorthandOptions;
@@ -71,8 +80,10 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
   for (const [name, template] of Object.entries(EMAIL_TEMPLATES)) ctx.pages.register(name, template);
 
   const kit: PageKit = {
-    form: (reply, lang, data, status = 200) => ctx.pages.send(reply, 'email-form', lang, { ...data, csrf: reply.generateCsrf() }, status),
-    done: (reply, lang, titleKey, textKey, signIn = false, status = 200) => ctx.pages.send(reply, 'email-done', lang, { titleKey, textKey, signIn }, status),
+    form: (reply, lang, data, status = 200) =>
+      ctx.pages.send(reply, 'email-form', lang, { ...data, csrf: reply.generateCsrf() }, status),
+    done: (reply, lang, titleKey, textKey, signIn = false, status = 200) =>
+      ctx.pages.send(reply, 'email-done', lang, { titleKey, textKey, signIn }, status),
     invalidLink: (reply, lang) => kit.done(reply, lang, 'errorTitle', 'linkInvalid', false, 400),
     post: formRoute(app, ctx),
   };
@@ -80,7 +91,12 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
   /** Charges the caller's address; false (with Retry-After set) when it is over its quota. */
   const addressAllows = async (request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
     try {
-      await chargeQuota(ctx.limiter, 'email_quota', [{ key: `email:address:${addressQuotaKey(request.ip)}`, limit: config.requestsPerAddress }], 3600);
+      await chargeQuota(
+        ctx.limiter,
+        'email_quota',
+        [{ key: `email:address:${addressQuotaKey(request.ip)}`, limit: config.requestsPerAddress }],
+        3600,
+      );
       return true;
     } catch (err) {
       if (!(err instanceof OAuthError) || err.status !== 429) throw err;
@@ -88,12 +104,27 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
       return false;
     }
   };
-  const problemTexts = (lang: string, problems: readonly PasswordProblem[]) => problems.map((p) => ctx.pages.text(lang, PASSWORD_PROBLEM_TEXTS[p]));
+  const problemTexts = (lang: string, problems: readonly PasswordProblem[]) =>
+    problems.map((p) => ctx.pages.text(lang, PASSWORD_PROBLEM_TEXTS[p]));
 
   if (config.passwordReset) {
-    const forgotFields: Field[] = [{ name: 'identifier', type: 'text', labelKey: 'emailOrUsername', autocomplete: 'username' }];
+    const forgotFields: Field[] = [
+      { name: 'identifier', type: 'text', labelKey: 'emailOrUsername', autocomplete: 'username' },
+    ];
     const forgotForm = (reply: FastifyReply, lang: string, errors?: string[], status = 200) =>
-      form(reply, lang, { titleKey: 'forgotTitle', introKey: 'forgotIntro', action: '/account/forgot', fields: forgotFields, buttonKey: 'sendLink', errors }, status);
+      form(
+        reply,
+        lang,
+        {
+          titleKey: 'forgotTitle',
+          introKey: 'forgotIntro',
+          action: '/account/forgot',
+          fields: forgotFields,
+          buttonKey: 'sendLink',
+          errors,
+        },
+        status,
+      );
     const resetForm = (reply: FastifyReply, lang: string, token: string, errors?: string[]) =>
       form(reply, lang, {
         titleKey: 'resetTitle',
@@ -109,9 +140,11 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
     app.post('/account/forgot', post, async (request, reply) => {
       const lang = language(request);
       const body = formOf(request);
-      if (!(await addressAllows(request, reply))) return forgotForm(reply, lang, [ctx.pages.text(lang, 'tooManyRequests')], 429);
+      if (!(await addressAllows(request, reply)))
+        return forgotForm(reply, lang, [ctx.pages.text(lang, 'tooManyRequests')], 429);
       const identifier = (single(body, 'identifier') ?? '').trim();
-      if (identifier.length > 0 && identifier.length <= MAX_IDENTIFIER_LENGTH) email.inBackground(() => email.requestReset(identifier, lang));
+      if (identifier.length > 0 && identifier.length <= MAX_IDENTIFIER_LENGTH)
+        email.inBackground(() => email.requestReset(identifier, lang));
       return done(reply, lang, 'checkEmailTitle', 'checkEmail');
     });
 
@@ -131,48 +164,89 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
       const outcome = token ? await email.resetPassword(token, single(body, 'password') ?? '') : undefined;
       if (!token || !outcome || (!outcome.ok && outcome.reason === 'invalid_link')) return invalidLink(reply, lang);
       if (!outcome.ok) return resetForm(reply, lang, token, problemTexts(lang, outcome.problems));
-      ctx.events.emit({ name: 'password_reset', endpoint: 'reset', subjectId: outcome.subjectId, ...originOf(request) });
+      ctx.events.emit({
+        name: 'password_reset',
+        endpoint: 'reset',
+        subjectId: outcome.subjectId,
+        ...originOf(request),
+      });
       return done(reply, lang, 'resetTitle', 'passwordResetDone', true);
     });
   }
 
-  confirmPages(app, kit, { path: '/account/verify', titleKey: 'confirmEmailTitle', buttonKey: 'confirm' }, (t) => email.linkAddress(t, 'verify'), async (t) =>
-    (await email.confirmAddress(t)) ? 'emailConfirmed' : undefined,
+  confirmPages(
+    app,
+    kit,
+    { path: '/account/verify', titleKey: 'confirmEmailTitle', buttonKey: 'confirm' },
+    (t) => email.linkAddress(t, 'verify'),
+    async (t) => ((await email.confirmAddress(t)) ? 'emailConfirmed' : undefined),
   );
 
   if (config.selfRegistration) {
     // The address only: the password is chosen on the page the mailed link opens, by whoever
     // reads that mailbox (account pre-hijacking: see AccountEmail.register).
     const registerForm = (reply: FastifyReply, lang: string, value: string, errors?: string[], status = 200) =>
-      form(reply, lang, {
-        titleKey: 'registerTitle',
-        introKey: 'registerIntro',
-        action: '/account/register',
-        fields: [{ name: 'email', type: 'email', labelKey: 'emailAddress', autocomplete: 'email', value }],
-        buttonKey: 'sendLink',
-        errors,
-      }, status);
+      form(
+        reply,
+        lang,
+        {
+          titleKey: 'registerTitle',
+          introKey: 'registerIntro',
+          action: '/account/register',
+          fields: [{ name: 'email', type: 'email', labelKey: 'emailAddress', autocomplete: 'email', value }],
+          buttonKey: 'sendLink',
+          errors,
+        },
+        status,
+      );
 
     app.get('/account/register', async (request, reply) => registerForm(reply, language(request), ''));
 
     app.post('/account/register', post, async (request, reply) => {
       const lang = language(request);
       const body = formOf(request);
-      if (!(await addressAllows(request, reply))) return registerForm(reply, lang, '', [ctx.pages.text(lang, 'tooManyRequests')], 429);
+      if (!(await addressAllows(request, reply)))
+        return registerForm(reply, lang, '', [ctx.pages.text(lang, 'tooManyRequests')], 429);
       const address = (single(body, 'email') ?? '').trim();
       if (!isEmailAddress(address)) return registerForm(reply, lang, '', [ctx.pages.text(lang, 'invalidEmail')], 400);
       email.inBackground(() => email.register(address, lang));
       return done(reply, lang, 'checkEmailTitle', 'checkEmail');
     });
 
-    const passwordField: Field = { name: 'password', type: 'password', labelKey: 'password', autocomplete: 'new-password' };
-    const registration = { path: '/account/register/confirm', titleKey: 'registerTitle', buttonKey: 'createAccount', fields: [passwordField] } as const;
-    confirmPages(app, kit, registration, (t) => email.linkAddress(t, 'register'), async (t, request, body, lang) => {
-      const outcome = await email.confirmRegistration(t, single(body, 'password') ?? '');
-      if (!outcome.ok) return outcome.reason === 'policy' ? { errors: problemTexts(lang, outcome.problems) } : outcome.reason === 'taken' ? { refusal: 'registerNameTaken', status: 409 } : undefined;
-      ctx.events.emit({ name: 'user_registered', endpoint: 'register', subjectId: outcome.subjectId, ...originOf(request) });
-      return 'accountCreated';
-    });
+    const passwordField: Field = {
+      name: 'password',
+      type: 'password',
+      labelKey: 'password',
+      autocomplete: 'new-password',
+    };
+    const registration = {
+      path: '/account/register/confirm',
+      titleKey: 'registerTitle',
+      buttonKey: 'createAccount',
+      fields: [passwordField],
+    } as const;
+    confirmPages(
+      app,
+      kit,
+      registration,
+      (t) => email.linkAddress(t, 'register'),
+      async (t, request, body, lang) => {
+        const outcome = await email.confirmRegistration(t, single(body, 'password') ?? '');
+        if (!outcome.ok)
+          return outcome.reason === 'policy'
+            ? { errors: problemTexts(lang, outcome.problems) }
+            : outcome.reason === 'taken'
+              ? { refusal: 'registerNameTaken', status: 409 }
+              : undefined;
+        ctx.events.emit({
+          name: 'user_registered',
+          endpoint: 'register',
+          subjectId: outcome.subjectId,
+          ...originOf(request),
+        });
+        return 'accountCreated';
+      },
+    );
   }
 }
 
@@ -196,12 +270,31 @@ function confirmPages(
   kit: PageKit,
   page: ConfirmPage,
   address: (token: string) => Promise<string | undefined>,
-  confirm: (token: string, request: FastifyRequest, body: Params, lang: string) => Promise<keyof Messages | { errors: string[] } | { refusal: keyof Messages; status: number } | undefined>,
+  confirm: (
+    token: string,
+    request: FastifyRequest,
+    body: Params,
+    lang: string,
+  ) => Promise<keyof Messages | { errors: string[] } | { refusal: keyof Messages; status: number } | undefined>,
 ): void {
   const { path, titleKey, buttonKey } = page;
   const fields = [...(page.fields ?? [])];
   const confirmForm = (reply: FastifyReply, lang: string, token: string, to: string, errors?: string[]) =>
-    kit.form(reply, lang, { titleKey, introKey: 'confirmEmailIntro', values: { email: to }, action: path, token, fields, buttonKey, errors }, errors ? 400 : 200);
+    kit.form(
+      reply,
+      lang,
+      {
+        titleKey,
+        introKey: 'confirmEmailIntro',
+        values: { email: to },
+        action: path,
+        token,
+        fields,
+        buttonKey,
+        errors,
+      },
+      errors ? 400 : 200,
+    );
   app.get(path, async (request, reply) => {
     const lang = language(request);
     const token = tokenOf(queryString(request, 'token'));
@@ -216,7 +309,8 @@ function confirmPages(
     const to = token ? await address(token) : undefined;
     const answer = token && to ? await confirm(token, request, body, lang) : undefined;
     if (!token || !to || !answer) return kit.invalidLink(reply, lang);
-    if (typeof answer !== 'string' && 'refusal' in answer) return kit.done(reply, lang, 'errorTitle', answer.refusal, true, answer.status);
+    if (typeof answer !== 'string' && 'refusal' in answer)
+      return kit.done(reply, lang, 'errorTitle', answer.refusal, true, answer.status);
     if (typeof answer !== 'string') return confirmForm(reply, lang, token, to, answer.errors);
     return kit.done(reply, lang, titleKey, answer, true);
   });

@@ -14,7 +14,10 @@ import { language } from './language.js';
 /** The services this module uses. */
 export type ErrorPageServices = Pick<Services, 'clients' | 'pages'>;
 
-/** The plain-words text of each OAuth error code (RFC 6749 §4.1.2.1, §5.2; RFC 9101 §6.2; RFC 9126 §2.3); others get `errorIntro`. */
+/**
+ * The plain-words text of each OAuth error code (RFC 6749 §4.1.2.1, §5.2; RFC 9101 §6.2; RFC 9126 §2.3);
+ * others get `errorIntro`.
+ */
 const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
   invalid_request: 'errorInvalidRequest',
   invalid_client: 'errorInvalidClient',
@@ -37,13 +40,37 @@ const ERROR_TEXTS: Readonly<Record<string, keyof Messages>> = {
  * to an unverified redirect URI.
  * @param clientId the `client_id` the request named, if any
  */
-export function sendErrorPage(ctx: ErrorPageServices, reply: FastifyReply, error: OAuthError, lang: string, status = 400, clientId?: string): FastifyReply {
+export function sendErrorPage(
+  ctx: ErrorPageServices,
+  reply: FastifyReply,
+  error: OAuthError,
+  lang: string,
+  status = 400,
+  clientId?: string,
+): FastifyReply {
   const request = reply.request;
-  request.log.info({ errorId: request.id, error: error.code, errorDescription: error.description, status, url: request.routeOptions.url }, 'error page');
+  request.log.info(
+    {
+      errorId: request.id,
+      error: error.code,
+      errorDescription: error.description,
+      status,
+      url: request.routeOptions.url,
+    },
+    'error page',
+  );
   const client = clientId === undefined ? undefined : ctx.clients.get(clientId);
   const back = client?.clientUri ? { href: client.clientUri, name: client.clientName ?? client.clientId } : undefined;
-  const textKey = error instanceof DirectoryUnavailable ? 'signInUnavailable' : (ERROR_TEXTS[error.code] ?? 'errorIntro');
-  const data = { titleKey: 'errorTitle', textKey, code: error.code, description: error.description, errorId: request.id, back };
+  const textKey =
+    error instanceof DirectoryUnavailable ? 'signInUnavailable' : (ERROR_TEXTS[error.code] ?? 'errorIntro');
+  const data = {
+    titleKey: 'errorTitle',
+    textKey,
+    code: error.code,
+    description: error.description,
+    errorId: request.id,
+    back,
+  };
   return ctx.pages.send(reply.headers(error.headers), 'message', lang, data, status);
 }
 
@@ -67,5 +94,11 @@ export function expiredPage(ctx: ErrorPageServices, request: FastifyRequest, rep
 
 /** The page of an unknown path (404), for a browser (see `prefersHtml`). */
 export function notFoundPage(ctx: ErrorPageServices, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return ctx.pages.send(reply, 'message', language(request), { titleKey: 'notFoundTitle', textKey: 'notFoundText' }, 404);
+  return ctx.pages.send(
+    reply,
+    'message',
+    language(request),
+    { titleKey: 'notFoundTitle', textKey: 'notFoundText' },
+    404,
+  );
 }

@@ -21,7 +21,10 @@ import type { OutcomesServices } from '../interaction/outcomes.js';
 import type { ErrorPageServices } from './error-page.js';
 
 /** The services this module uses. */
-export type FederationPageServices = Pick<Services, 'federation'> & BrowserServices & ErrorPageServices & OutcomesServices;
+export type FederationPageServices = Pick<Services, 'federation'> &
+  BrowserServices &
+  ErrorPageServices &
+  OutcomesServices;
 
 /** Registers the federation routes. */
 export function federationRoutes(app: FastifyInstance, ctx: FederationPageServices): void {
@@ -49,7 +52,12 @@ export function federationRoutes(app: FastifyInstance, ctx: FederationPageServic
  * The page of a step that did not go on: the expired page, or the 502 error page of a failed
  * upstream sign-in, in the language of the pending request once it is known.
  */
-function stepFailed(ctx: FederationPageServices, request: FastifyRequest, reply: FastifyReply, step: UpstreamStep): FastifyReply {
+function stepFailed(
+  ctx: FederationPageServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  step: UpstreamStep,
+): FastifyReply {
   if (step.outcome !== 'failed') return expiredPage(ctx, request, reply);
   const lang = language(request, step.interaction?.request.uiLocales);
   return sendErrorPage(ctx, reply, new OAuthError('temporarily_unavailable', step.description), lang, 502);

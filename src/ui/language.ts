@@ -32,7 +32,12 @@ export function language(request: FastifyRequest, uiLocales?: string): string {
  * The language of a page shown for the pending authorization request `id` of this browser (login
  * steps, consent): the request's `ui_locales` (OIDC Core §3.1.2.1), else as `language`.
  */
-export async function pendingLanguage(ctx: LanguagePageServices, request: FastifyRequest, reply: FastifyReply, id: string | undefined): Promise<string> {
+export async function pendingLanguage(
+  ctx: LanguagePageServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  id: string | undefined,
+): Promise<string> {
   const interaction = await ctx.interactions.get(id, browserOf(ctx, request, reply));
   return language(request, interaction?.request.uiLocales);
 }

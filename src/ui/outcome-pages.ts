@@ -18,7 +18,12 @@ import type { ErrorPageServices } from './error-page.js';
 export type OutcomePageServices = Pick<Services, 'pages'> & ErrorPageServices & OutcomesServices & ResponseDelivery;
 
 /** Answers a pending request with `access_denied` (`deny`) after cancel or "no". */
-export async function denyPage(ctx: OutcomePageServices, request: FastifyRequest, reply: FastifyReply, pending: Pending): Promise<FastifyReply> {
+export async function denyPage(
+  ctx: OutcomePageServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  pending: Pending,
+): Promise<FastifyReply> {
   const denial = await deny(ctx, pending, request.ip);
   if (denial.to === 'client') return sendErrorToClient(ctx, reply, denial.target, denial.error);
   if (denial.to === 'device') return deviceAnsweredPage(ctx, request, reply, false);
@@ -26,6 +31,14 @@ export async function denyPage(ctx: OutcomePageServices, request: FastifyRequest
 }
 
 /** The page that tells the person a device was approved or denied; the device learns it by polling (RFC 8628 §3.5). */
-export function deviceAnsweredPage(ctx: OutcomePageServices, request: FastifyRequest, reply: FastifyReply, approved: boolean): FastifyReply {
-  return ctx.pages.send(reply, 'message', language(request), { titleKey: 'deviceTitle', textKey: approved ? 'deviceApproved' : 'deviceDenied' });
+export function deviceAnsweredPage(
+  ctx: OutcomePageServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  approved: boolean,
+): FastifyReply {
+  return ctx.pages.send(reply, 'message', language(request), {
+    titleKey: 'deviceTitle',
+    textKey: approved ? 'deviceApproved' : 'deviceDenied',
+  });
 }

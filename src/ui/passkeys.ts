@@ -38,7 +38,13 @@ import type { ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
 
 /** The services this module uses. */
-export type PasskeysPageServices = Pick<Services, 'basePath' | 'config' | 'interactions' | 'issuer' | 'mfa' | 'pages' | 'passkeys' | 'users'> & BrowserServices & ErrorPageServices & SignInPageServices;
+export type PasskeysPageServices = Pick<
+  Services,
+  'basePath' | 'config' | 'interactions' | 'issuer' | 'mfa' | 'pages' | 'passkeys' | 'users'
+> &
+  BrowserServices &
+  ErrorPageServices &
+  SignInPageServices;
 
 /** The UMD bundle of `@simplewebauthn/browser`, read once from node_modules. */
 function browserBundle(): string {
@@ -71,8 +77,17 @@ export async function securityKeyStep(
   return true;
 }
 
-async function stepPage(ctx: PasskeysPageServices, reply: FastifyReply, pending: WebAuthnPending, lang: string, error: string | undefined, status = 200): Promise<FastifyReply> {
-  const interaction = pending.interaction ? await ctx.interactions.get(pending.interaction, pending.browser) : undefined;
+async function stepPage(
+  ctx: PasskeysPageServices,
+  reply: FastifyReply,
+  pending: WebAuthnPending,
+  lang: string,
+  error: string | undefined,
+  status = 200,
+): Promise<FastifyReply> {
+  const interaction = pending.interaction
+    ? await ctx.interactions.get(pending.interaction, pending.browser)
+    : undefined;
   return ctx.pages.send(
     reply,
     'passkey-step',
@@ -124,7 +139,10 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     }
   };
 
-  /** The signed-in user of the request and whether the session may change credentials (`MfaService.mayChangeFactors`). */
+  /**
+   * The signed-in user of the request and whether the session may change credentials
+   * (`MfaService.mayChangeFactors`).
+   */
   const signedIn = async (request: FastifyRequest) => {
     const session = await sessionOf(ctx, request);
     if (!session) return undefined;
@@ -133,10 +151,17 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     return { session, user, canChange: await ctx.mfa.mayChangeFactors(session) };
   };
 
-  const listPage = async (request: FastifyRequest, reply: FastifyReply, notice?: 'passkeyRegistered' | 'passkeyRemoved', error?: 'passkeyFailed' | 'passkeyNeedsScript', status = 200) => {
+  const listPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    notice?: 'passkeyRegistered' | 'passkeyRemoved',
+    error?: 'passkeyFailed' | 'passkeyNeedsScript',
+    status = 200,
+  ) => {
     const lang = language(request);
     const current = await signedIn(request);
-    if (!current) return ctx.pages.send(reply, 'message', lang, { titleKey: 'passkeysTitle', textKey: 'notSignedIn' }, 401);
+    if (!current)
+      return ctx.pages.send(reply, 'message', lang, { titleKey: 'passkeysTitle', textKey: 'notSignedIn' }, 401);
     const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
     const credentials = (await ctx.passkeys.list(current.user.subjectId)).map((c) => ({
       id: c.id,
@@ -165,17 +190,30 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
 
   app.get('/account/passkeys', async (request, reply) => {
     const done = (request.query as Record<string, unknown>).done;
-    return listPage(request, reply, done === 'added' ? 'passkeyRegistered' : done === 'removed' ? 'passkeyRemoved' : undefined);
+    return listPage(
+      request,
+      reply,
+      done === 'added' ? 'passkeyRegistered' : done === 'removed' ? 'passkeyRemoved' : undefined,
+    );
   });
 
   // Registration options (JSON): a session that may change credentials, a CSRF token, and the kind.
-  app.post('/account/passkeys/options', scriptPost, jsonRoute(async (request, reply) => {
-    const current = await signedIn(request);
-    if (!current?.canChange) return sendOAuthError(reply, new OAuthError('login_required', 'sign in again to change credentials', 403));
-    const kind = single(formOf(request), 'kind');
-    if (kind !== 'passkey' && kind !== 'security-key') return sendOAuthError(reply, new OAuthError('invalid_request', 'kind must be passkey or security-key'));
-    return json(reply, await ctx.passkeys.registrationOptions(current.user, kind, browserOf(ctx, request, reply), request.ip));
-  }));
+  app.post(
+    '/account/passkeys/options',
+    scriptPost,
+    jsonRoute(async (request, reply) => {
+      const current = await signedIn(request);
+      if (!current?.canChange)
+        return sendOAuthError(reply, new OAuthError('login_required', 'sign in again to change credentials', 403));
+      const kind = single(formOf(request), 'kind');
+      if (kind !== 'passkey' && kind !== 'security-key')
+        return sendOAuthError(reply, new OAuthError('invalid_request', 'kind must be passkey or security-key'));
+      return json(
+        reply,
+        await ctx.passkeys.registrationOptions(current.user, kind, browserOf(ctx, request, reply), request.ip),
+      );
+    }),
+  );
 
   app.post('/account/passkeys/register', accountPost, async (request, reply) => {
     const current = await signedIn(request);
@@ -184,7 +222,16 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     const kind = single(body, 'kind') === 'security-key' ? 'security-key' : 'passkey';
     const response = parseResponse(body);
     if (response === undefined) return listPage(request, reply, undefined, 'passkeyNeedsScript', 400);
-    if (!(await ctx.passkeys.register(current.user.subjectId, kind, response, browserOf(ctx, request, reply), single(body, 'name') ?? '', originOf(request))))
+    if (
+      !(await ctx.passkeys.register(
+        current.user.subjectId,
+        kind,
+        response,
+        browserOf(ctx, request, reply),
+        single(body, 'name') ?? '',
+        originOf(request),
+      ))
+    )
       return listPage(request, reply, undefined, 'passkeyFailed', 400);
     return reply.redirect(`${ctx.basePath}/account/passkeys?done=added`, 303);
   });
@@ -192,14 +239,19 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
   app.post('/account/passkeys/remove', accountPost, async (request, reply) => {
     const current = await signedIn(request);
     if (!current?.canChange) return listPage(request, reply, undefined, undefined, current ? 403 : 401);
-    if (!(await ctx.passkeys.remove(current.user.subjectId, single(formOf(request), 'id') ?? '', originOf(request)))) return listPage(request, reply, undefined, 'passkeyFailed', 404);
+    if (!(await ctx.passkeys.remove(current.user.subjectId, single(formOf(request), 'id') ?? '', originOf(request))))
+      return listPage(request, reply, undefined, 'passkeyFailed', 404);
     return reply.redirect(`${ctx.basePath}/account/passkeys?done=removed`, 303);
   });
 
   // Passkey sign-in options (JSON): anyone with the login page's CSRF token.
-  app.post('/account/passkeys/login/options', scriptPost, jsonRoute(async (request, reply) => {
-    return json(reply, await ctx.passkeys.passkeyOptions(browserOf(ctx, request, reply), request.ip));
-  }));
+  app.post(
+    '/account/passkeys/login/options',
+    scriptPost,
+    jsonRoute(async (request, reply) => {
+      return json(reply, await ctx.passkeys.passkeyOptions(browserOf(ctx, request, reply), request.ip));
+    }),
+  );
 
   app.post('/account/passkeys/login', signInPost, async (request, reply) => {
     const body = formOf(request);
@@ -211,13 +263,24 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     const response = parseResponse(body);
     if (response === undefined) return loginPage(ctx, request, reply, id, interaction, '', 'passkeyNeedsScript', 400);
     const tenant = interaction ? interaction.request.tenant : null;
-    const signIn = await ctx.passkeys.signIn(response, browser, tenant, { origin: originOf(request), ...(interaction ? { clientId: interaction.request.clientId } : {}) });
+    const signIn = await ctx.passkeys.signIn(response, browser, tenant, {
+      origin: originOf(request),
+      ...(interaction ? { clientId: interaction.request.clientId } : {}),
+    });
     if (signIn.outcome === 'refused') {
       refused(reply, signIn.refusal);
       return loginPage(ctx, request, reply, id, interaction, '', 'tooManyAttempts', 429);
     }
     if (signIn.outcome === 'failed') return loginPage(ctx, request, reply, id, interaction, '', 'passkeyFailed', 400);
-    return continueAfterSignIn(ctx, request, reply, signIn.user, signIn.amr, id && interaction ? { id, interaction } : undefined, lang);
+    return continueAfterSignIn(
+      ctx,
+      request,
+      reply,
+      signIn.user,
+      signIn.amr,
+      id && interaction ? { id, interaction } : undefined,
+      lang,
+    );
   });
 
   /** The live security key step of the request's cookie, started in this browser, and that cookie. */
@@ -227,11 +290,15 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     return cookie !== undefined && pending ? { cookie, pending } : undefined;
   };
 
-  app.post('/account/passkeys/second-factor/options', scriptPost, jsonRoute(async (request, reply) => {
-    const step = await stepOf(request, reply);
-    if (!step) return sendOAuthError(reply, new OAuthError('login_required', 'the sign-in has expired', 403));
-    return json(reply, await ctx.passkeys.stepOptions(step.pending, request.ip));
-  }));
+  app.post(
+    '/account/passkeys/second-factor/options',
+    scriptPost,
+    jsonRoute(async (request, reply) => {
+      const step = await stepOf(request, reply);
+      if (!step) return sendOAuthError(reply, new OAuthError('login_required', 'the sign-in has expired', 403));
+      return json(reply, await ctx.passkeys.stepOptions(step.pending, request.ip));
+    }),
+  );
 
   app.post('/account/passkeys/second-factor', signInPost, async (request, reply) => {
     const body = formOf(request);
@@ -239,7 +306,9 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
     const step = await stepOf(request, reply);
     if (!step) return expiredPage(ctx, request, reply);
     const { cookie, pending } = step;
-    const interaction: Interaction | undefined = pending.interaction ? await ctx.interactions.get(pending.interaction, pending.browser) : undefined;
+    const interaction: Interaction | undefined = pending.interaction
+      ? await ctx.interactions.get(pending.interaction, pending.browser)
+      : undefined;
     if (pending.interaction && !interaction) return expiredPage(ctx, request, reply);
     const id = pending.interaction || undefined;
     if (single(body, 'button') === 'cancel') {
@@ -248,16 +317,30 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
       return reply.redirect(`${ctx.basePath}/account/login${id ? `?interaction=${encodeURIComponent(id)}` : ''}`, 303);
     }
     const response = parseResponse(body);
-    if (response === undefined) return stepPage(ctx, reply, pending, lang, ctx.pages.text(lang, 'passkeyNeedsScript'), 400);
-    const done = await ctx.passkeys.completeStep(cookie, pending, response, { origin: originOf(request), ...(interaction ? { clientId: interaction.request.clientId } : {}) });
+    if (response === undefined)
+      return stepPage(ctx, reply, pending, lang, ctx.pages.text(lang, 'passkeyNeedsScript'), 400);
+    const done = await ctx.passkeys.completeStep(cookie, pending, response, {
+      origin: originOf(request),
+      ...(interaction ? { clientId: interaction.request.clientId } : {}),
+    });
     if (done.outcome === 'refused') {
       refused(reply, done.refusal);
       return stepPage(ctx, reply, pending, lang, ctx.pages.text(lang, 'tooManyAttempts'), 429);
     }
-    if (done.outcome === 'failed') return stepPage(ctx, reply, pending, lang, ctx.pages.text(lang, 'passkeyFailed'), 400);
+    if (done.outcome === 'failed')
+      return stepPage(ctx, reply, pending, lang, ctx.pages.text(lang, 'passkeyFailed'), 400);
     if (done.outcome === 'used') return expiredPage(ctx, request, reply);
     clearSecurityKeyStepCookie(reply, ctx.issuer);
     if (done.outcome === 'ended') return expiredPage(ctx, request, reply);
-    return continueAfterSignIn(ctx, request, reply, done.user, done.amr, id && interaction ? { id, interaction } : undefined, lang, pending.toAccount === true);
+    return continueAfterSignIn(
+      ctx,
+      request,
+      reply,
+      done.user,
+      done.amr,
+      id && interaction ? { id, interaction } : undefined,
+      lang,
+      pending.toAccount === true,
+    );
   });
 }

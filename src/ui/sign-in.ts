@@ -15,7 +15,8 @@ import { language } from './language.js';
 import type { OutcomesServices } from '../interaction/outcomes.js';
 
 /** The services this module uses. */
-export type SignInPageServices = Pick<Services, 'basePath' | 'clients' | 'config' | 'email' | 'pages' | 'upstream'> & OutcomesServices;
+export type SignInPageServices = Pick<Services, 'basePath' | 'clients' | 'config' | 'email' | 'pages' | 'upstream'> &
+  OutcomesServices;
 
 /**
  * Ends a successful sign-in at Sigil (`finishSignIn`), then resumes the pending request, or,
@@ -34,7 +35,11 @@ export async function continueAfterSignIn(
   await finishSignIn(ctx, request, reply, user, { amr, idp: 'local', tenant: user.tenant, endpoint: 'login' }, pending);
   if (pending) return resume(ctx, reply, pending);
   if (toAccount) return reply.redirect(`${ctx.basePath}/account`, 303);
-  return ctx.pages.send(reply, 'message', lang, { titleKey: 'signedInTitle', textKey: 'signedInAs', values: { user: user.username } });
+  return ctx.pages.send(reply, 'message', lang, {
+    titleKey: 'signedInTitle',
+    textKey: 'signedInAs',
+    values: { user: user.username },
+  });
 }
 
 /** Renders the login page, with an error text when a sign-in failed. */
@@ -45,7 +50,13 @@ export function loginPage(
   id: string | undefined,
   interaction: Interaction | undefined,
   username: string,
-  error: 'invalidCredentials' | 'tooManyAttempts' | 'signInUnavailable' | 'passkeyFailed' | 'passkeyNeedsScript' | undefined,
+  error:
+    | 'invalidCredentials'
+    | 'tooManyAttempts'
+    | 'signInUnavailable'
+    | 'passkeyFailed'
+    | 'passkeyNeedsScript'
+    | undefined,
   status = 200,
 ): FastifyReply {
   const pending = interaction?.request;
@@ -60,7 +71,10 @@ export function loginPage(
       interaction: id,
       uiLocales: pending?.uiLocales,
       // Continue at /account after signing in (its "sign in again" link); a fixed value, no URL.
-      toAccount: id === undefined && (queryString(request, 'return') === 'account' || (request.body instanceof Params && single(request.body, 'return') === 'account')),
+      toAccount:
+        id === undefined &&
+        (queryString(request, 'return') === 'account' ||
+          (request.body instanceof Params && single(request.body, 'return') === 'account')),
       username,
       clientName: client ? (client.clientName ?? client.clientId) : undefined,
       tenant: pending?.tenant ?? null,

@@ -17,9 +17,16 @@ export type SignedOutPageServices = Pick<Services, 'issuer' | 'pages'>;
  * @param ended what ending the session did, or undefined when there was none to end
  * @param redirect the validated post-logout redirect (with `state`), if any
  */
-export function sendLoggedOut(ctx: SignedOutPageServices, reply: FastifyReply, lang: string, ended: EndedSession | undefined, redirect: string | undefined): FastifyReply {
+export function sendLoggedOut(
+  ctx: SignedOutPageServices,
+  reply: FastifyReply,
+  lang: string,
+  ended: EndedSession | undefined,
+  redirect: string | undefined,
+): FastifyReply {
   const frames = ended ? frontChannelFrames(ctx.issuer, ended.sid, ended.clients) : [];
   const target = redirect === undefined ? undefined : asciiUri(redirect);
-  if (frames.length === 0 && target !== undefined) return reply.header('cache-control', 'no-store').redirect(target, 303);
+  if (frames.length === 0 && target !== undefined)
+    return reply.header('cache-control', 'no-store').redirect(target, 303);
   return ctx.pages.sendSignedOut(reply, lang, frames, frameSources(frames), target);
 }

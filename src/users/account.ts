@@ -69,7 +69,10 @@ export interface ConnectedApp {
 }
 
 /** The outcome of a profile edit: done, or per claim the reason it was refused (nothing stored). */
-export type ProfileEdit = { outcome: 'read_only' } | { outcome: 'invalid'; errors: Record<string, ProfileProblem> } | { outcome: 'saved'; changed: string[] };
+export type ProfileEdit =
+  | { outcome: 'read_only' }
+  | { outcome: 'invalid'; errors: Record<string, ProfileProblem> }
+  | { outcome: 'saved'; changed: string[] };
 
 /** Why an edited claim value is refused. */
 export type ProfileProblem = 'too_long' | 'control_characters' | 'not_a_date' | 'not_a_locale' | 'not_a_zone';
@@ -161,13 +164,17 @@ export class AccountService {
     if ((await this.kind(subjectId)) !== 'stored') return { outcome: 'read_only' };
     const user = await this.store.findUserBySubject(subjectId);
     if (!user) return { outcome: 'read_only' };
-    const failed = (errorDescription: string) => this.events.emit({ name: 'password_change_failed', endpoint: 'account', subjectId, errorDescription, ...origin });
+    const failed = (errorDescription: string) =>
+      this.events.emit({ name: 'password_change_failed', endpoint: 'account', subjectId, errorDescription, ...origin });
     const current = form.current ?? '';
     if (!recentStrongSignIn || current.length > 0) {
       const attempt = userAttempt(origin.remoteAddress, user.tenant, user.username);
       const refusal = await this.limiter.refusal(attempt);
       if (refusal) return { outcome: 'refused', refusal };
-      const checked = current.length > 0 && current.length <= MAX_PASSWORD_LENGTH ? await this.users.checkPassword(user.username, current, user.tenant) : undefined;
+      const checked =
+        current.length > 0 && current.length <= MAX_PASSWORD_LENGTH
+          ? await this.users.checkPassword(user.username, current, user.tenant)
+          : undefined;
       if (checked?.subjectId !== subjectId) {
         await this.limiter.failed(attempt);
         failed('wrong current password');
@@ -185,7 +192,13 @@ export class AccountService {
     // Every other session, not only those the page lists; their clients are told by the next poll.
     const endedSessions = await this.logout.endSessionsOf(subjectId, session.sid, false);
     const revokedTokens = await this.records.refreshTokens.revokeAllBut(subjectId, session.sid, nowSeconds());
-    this.events.emit({ name: 'password_changed', endpoint: 'account', subjectId, method: current.length > 0 ? 'password' : 'recent_sign_in', ...origin });
+    this.events.emit({
+      name: 'password_changed',
+      endpoint: 'account',
+      subjectId,
+      method: current.length > 0 ? 'password' : 'recent_sign_in',
+      ...origin,
+    });
     return { outcome: 'changed', endedSessions, revokedTokens };
   }
 
@@ -212,7 +225,13 @@ export class AccountService {
     const mine = (await this.records.sessions.liveOf(session.subjectId, nowSeconds())).some((s) => s.sid === sid);
     if (!mine) return undefined;
     const ended = await this.logout.endSession(sid);
-    this.events.emit({ name: 'session_ended', endpoint: 'account', subjectId: session.subjectId, sessionId: sid, ...origin });
+    this.events.emit({
+      name: 'session_ended',
+      endpoint: 'account',
+      subjectId: session.subjectId,
+      sessionId: sid,
+      ...origin,
+    });
     return ended;
   }
 
@@ -223,7 +242,14 @@ export class AccountService {
     const entry = (clientId: string, since: number): ConnectedApp => {
       let app = apps.get(clientId);
       if (!app) {
-        app = { clientId, name: this.clients.get(clientId)?.clientName ?? clientId, scopes: [], consented: false, refreshTokens: 0, since };
+        app = {
+          clientId,
+          name: this.clients.get(clientId)?.clientName ?? clientId,
+          scopes: [],
+          consented: false,
+          refreshTokens: 0,
+          since,
+        };
         apps.set(clientId, app);
       }
       app.since = Math.max(app.since, since);
@@ -261,7 +287,11 @@ export class AccountService {
    * ignored. Nothing is stored when one value is refused.
    * @param values claim name → submitted value (absent fields leave their claim as it is)
    */
-  async updateProfile(subjectId: string, values: Record<string, string | undefined>, origin: RequestOrigin): Promise<ProfileEdit> {
+  async updateProfile(
+    subjectId: string,
+    values: Record<string, string | undefined>,
+    origin: RequestOrigin,
+  ): Promise<ProfileEdit> {
     if ((await this.kind(subjectId)) !== 'stored') return { outcome: 'read_only' };
     const user = await this.store.findUserBySubject(subjectId);
     if (!user) return { outcome: 'read_only' };

@@ -77,9 +77,14 @@ export function metAcrs(session: AcrSession): string[] {
  * @param acrValues the plain values of `acr_values` (without `idp:` / `tenant:`)
  * @param essential the values of an essential `acr` claim request, if any
  */
-export function requestsMfa(session: AcrSession, acrValues: readonly string[], essential: readonly unknown[] | undefined): boolean {
+export function requestsMfa(
+  session: AcrSession,
+  acrValues: readonly string[],
+  essential: readonly unknown[] | undefined,
+): boolean {
   const met = metAcrs(session);
-  const asksMfa = (values: readonly unknown[]) => !values.some((v) => met.includes(v as string)) && values.includes(ACR_MFA);
+  const asksMfa = (values: readonly unknown[]) =>
+    !values.some((v) => met.includes(v as string)) && values.includes(ACR_MFA);
   return asksMfa(acrValues) || (essential !== undefined && asksMfa(essential));
 }
 
@@ -96,12 +101,15 @@ export function preferredAcr(session: AcrSession, requested: readonly unknown[])
 
 /** Whether an achieved class meets a requested value (the same class, or a stronger one per `ACR_SATISFIES`). */
 export function acrMeets(achieved: string, requested: unknown): boolean {
-  return requested === achieved || (typeof requested === 'string' && (ACR_SATISFIES[achieved] ?? []).includes(requested));
+  return (
+    requested === achieved || (typeof requested === 'string' && (ACR_SATISFIES[achieved] ?? []).includes(requested))
+  );
 }
 
 /**
  * The classes a client could achieve by signing in: password and MFA (a second factor, enrolled
- * at sign-in when missing) when local login is enabled for it, federated when at least one upstream provider is configured and allowed for it.
+ * at sign-in when missing) when local login is enabled for it, federated when at least one upstream provider
+ * is configured and allowed for it.
  * @param enableLocalLogin the client's `enableLocalLogin`
  * @param upstreamAllowed how many upstream providers the client may use
  */

@@ -82,6 +82,8 @@ export class DirectoryUnavailable extends OAuthError {
     /** Why, for the log only (never sent). */
     readonly reason: string,
   ) {
-    super('temporarily_unavailable', 'sign-in is temporarily unavailable, please try again later', 503, { 'retry-after': '30' });
+    super('temporarily_unavailable', 'sign-in is temporarily unavailable, please try again later', 503, {
+      'retry-after': '30',
+    });
   }
 }

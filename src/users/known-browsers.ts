@@ -38,7 +38,10 @@ export class KnownBrowsers {
   /** The cookie that makes this browser known for the user with `subjectId` (Max-Age the lifetime). */
   async issue(subjectId: string): Promise<CookieValue> {
     const now = nowSeconds();
-    const value = await this.keys.sign({ iss: this.issuer, iat: now, exp: now + this.lifetime, known_for: digest(subjectId) }, TYP);
+    const value = await this.keys.sign(
+      { iss: this.issuer, iat: now, exp: now + this.lifetime, known_for: digest(subjectId) },
+      TYP,
+    );
     return { value, maxAge: this.lifetime };
   }
 
@@ -52,7 +55,12 @@ export class KnownBrowsers {
     if (!cookie || cookie.length > MAX_COOKIE_LENGTH) return undefined;
     let knownFor: unknown;
     try {
-      const { payload } = await jwtVerify(cookie, this.keys.verificationKeys, { issuer: this.issuer, typ: TYP, algorithms: [...this.keys.algorithms], requiredClaims: ['exp', 'iat'] });
+      const { payload } = await jwtVerify(cookie, this.keys.verificationKeys, {
+        issuer: this.issuer,
+        typ: TYP,
+        algorithms: [...this.keys.algorithms],
+        requiredClaims: ['exp', 'iat'],
+      });
       knownFor = payload.known_for;
     } catch (err) {
       if (err instanceof joseErrors.JOSEError || err instanceof TypeError) return undefined;

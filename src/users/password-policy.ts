@@ -34,7 +34,13 @@ export const MIN_PASSWORD_LENGTH = 8;
 export const MAX_PASSWORD_LENGTH = 256;
 
 /** Why a password is refused; pages show each with its text, `PASSWORD_PROBLEM_TEXTS`. */
-export type PasswordProblem = 'too_short' | 'too_long' | 'common' | 'guessable' | 'contains_username' | 'contains_product_name';
+export type PasswordProblem =
+  | 'too_short'
+  | 'too_long'
+  | 'common'
+  | 'guessable'
+  | 'contains_username'
+  | 'contains_product_name';
 
 /** The page text (a key of the catalogues of `page-kit/i18n.ts`) that explains each problem. */
 export const PASSWORD_PROBLEM_TEXTS = {

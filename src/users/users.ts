@@ -23,7 +23,6 @@ interface Candidate {
   stored: boolean;
 }
 
-
 /**
  * Looks users up and checks passwords, in equal time for unknown users and wrong passwords: every
  * check runs exactly one argon2id verification, against the user's hash or, for an unknown
@@ -34,7 +33,11 @@ interface Candidate {
  * clear-text password is kept past the start (the admin services and `UserService` see hashes).
  */
 export async function withHashedPasswords(users: readonly UserConfig[]): Promise<UserConfig[]> {
-  return Promise.all(users.map(async ({ password, ...u }) => (password === undefined ? u : { ...u, passwordHash: u.passwordHash ?? (await hash(password)) })));
+  return Promise.all(
+    users.map(async ({ password, ...u }) =>
+      password === undefined ? u : { ...u, passwordHash: u.passwordHash ?? (await hash(password)) },
+    ),
+  );
 }
 
 export class UserService {
@@ -53,24 +56,46 @@ export class UserService {
    * the first request: a lazy hash would make the first check of an existing username slower
    * (username enumeration). No clear-text password is kept.
    * @param sources the directories asked after config and stored users, the library's
-   *   `ProfileService.isActive`, and `emails`: the stored users' addresses: a stored user's primary address is their `email`
+   *   `ProfileService.isActive`, and `emails`: the stored users' addresses: a stored user's primary address
+   * is their `email`
    *   claim, its verified flag `email_verified` (OIDC Core §5.1), over any such claims they have;
    *   `log` takes the warning of a username both a stored user and a directory hold
    */
   static async create(
     configUsers: readonly UserConfig[],
     store: UserStore,
-    sources: { directories?: readonly UserDirectory[]; isActive?: (subjectId: string) => Promise<boolean>; emails?: UserEmailStore; log?: Pick<Logger, 'warn'> } = {},
+    sources: {
+      directories?: readonly UserDirectory[];
+      isActive?: (subjectId: string) => Promise<boolean>;
+      emails?: UserEmailStore;
+      log?: Pick<Logger, 'warn'>;
+    } = {},
   ): Promise<UserService> {
     const candidates = await Promise.all(
-      configUsers.map(async (u): Promise<Candidate> => ({
-        user: { subjectId: u.subjectId, username: u.username, tenant: u.tenant ?? null, isActive: u.isActive, claims: u.claims },
-        passwordHash: u.passwordHash ?? (u.password === undefined ? null : await hash(u.password)),
-        stored: false,
-      })),
+      configUsers.map(
+        async (u): Promise<Candidate> => ({
+          user: {
+            subjectId: u.subjectId,
+            username: u.username,
+            tenant: u.tenant ?? null,
+            isActive: u.isActive,
+            claims: u.claims,
+          },
+          passwordHash: u.passwordHash ?? (u.password === undefined ? null : await hash(u.password)),
+          stored: false,
+        }),
+      ),
     );
     // The dummy's password is random: nobody knows a password that matches it.
-    return new UserService(candidates, store, await hash(randomBytes(32).toString('base64url')), sources.directories ?? [], sources.isActive, sources.emails, sources.log);
+    return new UserService(
+      candidates,
+      store,
+      await hash(randomBytes(32).toString('base64url')),
+      sources.directories ?? [],
+      sources.isActive,
+      sources.emails,
+      sources.log,
+    );
   }
 
   /**
@@ -134,7 +159,12 @@ export class UserService {
    * @throws DirectoryUnavailable when a directory asked cannot answer; OAuthError 429 when a
    *   directory's cap of wrong passwords for the account is reached (`UserDirectory.authenticate`).
    */
-  async checkPassword(username: string, password: string, tenant: string | null, context: PasswordCheckContext = {}): Promise<User | undefined> {
+  async checkPassword(
+    username: string,
+    password: string,
+    tenant: string | null,
+    context: PasswordCheckContext = {},
+  ): Promise<User | undefined> {
     return this.checked(await this.passwordUser(username, password, tenant, context));
   }
 
@@ -143,7 +173,12 @@ export class UserService {
     return this.directories.length > 0;
   }
 
-  private async passwordUser(username: string, password: string, tenant: string | null, context: PasswordCheckContext): Promise<User | undefined> {
+  private async passwordUser(
+    username: string,
+    password: string,
+    tenant: string | null,
+    context: PasswordCheckContext,
+  ): Promise<User | undefined> {
     const candidate = await this.findCandidate(username, tenant);
     const storedHash = candidate?.passwordHash ?? this.dummyHash;
     let ok = false;
@@ -152,7 +187,8 @@ export class UserService {
     } catch {
       ok = false;
     }
-    if (candidate?.stored && tenant === null && (await this.directoryNamesake(candidate.user.username))) return undefined;
+    if (candidate?.stored && tenant === null && (await this.directoryNamesake(candidate.user.username)))
+      return undefined;
     // A user without a password never signs in with one (not even with the dummy's password).
     if (candidate) return ok && candidate.passwordHash ? candidate.user : undefined;
     if (tenant !== null) return undefined;
@@ -162,8 +198,13 @@ export class UserService {
       // A subject a config or stored user, or a user of an earlier directory, holds would name that
       // user at every later lookup (sessions, refresh, userinfo: `lookUp` asks in this order): such
       // a directory user cannot sign in.
-      if (this.configUsers.some((c) => c.user.subjectId === user.subjectId) || (await this.store.findUserBySubject(user.subjectId))) return undefined;
-      for (const earlier of this.directories.slice(0, i)) if (await earlier.findBySubject(user.subjectId)) return undefined;
+      if (
+        this.configUsers.some((c) => c.user.subjectId === user.subjectId) ||
+        (await this.store.findUserBySubject(user.subjectId))
+      )
+        return undefined;
+      for (const earlier of this.directories.slice(0, i))
+        if (await earlier.findBySubject(user.subjectId)) return undefined;
       return user;
     }
     return undefined;
@@ -205,7 +246,9 @@ export class UserService {
     if (matches.length === 1) return matches[0];
     if (matches.length > 1) return undefined;
     const stored = await this.store.findUserByUsername(username, tenant);
-    return stored ? { user: await this.storedToUser(stored), passwordHash: stored.passwordHash, stored: true } : undefined;
+    return stored
+      ? { user: await this.storedToUser(stored), passwordHash: stored.passwordHash, stored: true }
+      : undefined;
   }
 
   /**
@@ -213,7 +256,13 @@ export class UserService {
    * verified flag `email_verified` (OIDC Core §5.1); the display names of their SCIM groups join
    * their `role` claim. Read per request, so a change is in force on every node at once.
    */
-  private async storedToUser(s: { subjectId: string; username: string; tenant: string | null; isActive: boolean; claims: Record<string, unknown> }): Promise<User> {
+  private async storedToUser(s: {
+    subjectId: string;
+    username: string;
+    tenant: string | null;
+    isActive: boolean;
+    claims: Record<string, unknown>;
+  }): Promise<User> {
     const [email, groups] = await Promise.all([this.emails?.primary(s.subjectId), this.store.groupNames(s.subjectId)]);
     let claims = email ? { ...s.claims, email: email.value, email_verified: email.verified } : s.claims;
     if (groups.length > 0) {

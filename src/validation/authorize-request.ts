@@ -11,7 +11,8 @@
  * | `loadRequestParameters`  | request-object.ts       | the plain parameters' target, or the page |
  * | `responseTarget`         | client.ts               | the error page                     |
  * | `checkParameterLengths`  | parameters.ts           | the client, in mode `query`        |
- * | `checkResponseType`      | core-parameters.ts      | the client, in `responseModeFor`'s mode (every later step too) |
+ * | `checkResponseType`      | core-parameters.ts      | the client, in `responseModeFor`'s mode (every later
+ * step too) |
  * | `checkScopes`            | scopes.ts               |                                    |
  * | `checkOptionalParameters`| optional-parameters.ts  |                                    |
  * | `checkResourceIndicators`| scopes.ts               |                                    |
@@ -34,7 +35,14 @@ import { AuthorizeError, type AuthorizeRequest, type ResponseTarget } from './au
 export { isNativeRedirect } from './authorize/client.js';
 export { normalizeResponseType } from './authorize/core-parameters.js';
 export { PARAM_MAX_LENGTH } from './authorize/parameters.js';
-export { AuthorizeError, RESPONSE_TYPES, type AuthorizeRequest, type ResponseMode, type ResponseTarget, type ResponseType } from './authorize/types.js';
+export {
+  AuthorizeError,
+  RESPONSE_TYPES,
+  type AuthorizeRequest,
+  type ResponseMode,
+  type ResponseTarget,
+  type ResponseType,
+} from './authorize/types.js';
 
 /**
  * Validates an authorization request.

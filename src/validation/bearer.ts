@@ -16,12 +16,20 @@ export type TokenScheme = 'Bearer' | 'DPoP';
 /**
  * An error with its `WWW-Authenticate` challenge for `scheme`: RFC 6750 §3 (`Bearer
  * realm="sigil"[, error=..., error_description=...]`) or RFC 9449 §7.1 (`DPoP algs="...",
- * error=...`), with `scope` when given (§3). Without a code (no token sent) both schemes are offered, in one header (RFC 9110
+ * error=...`), with `scope` when given (§3). Without a code (no token sent) both schemes are offered, in one
+ * header (RFC 9110
  * §11.6.1), so a client learns that DPoP is accepted.
  */
-export function tokenError(scheme: TokenScheme, status: 400 | 401 | 403, code?: string, description?: string, scope?: string): OAuthError {
+export function tokenError(
+  scheme: TokenScheme,
+  status: 400 | 401 | 403,
+  code?: string,
+  description?: string,
+  scope?: string,
+): OAuthError {
   const algs = `DPoP algs="${DPOP_ALGORITHMS.join(' ')}"`;
-  let challenge = code === undefined ? `Bearer realm="sigil", ${algs}` : scheme === 'Bearer' ? 'Bearer realm="sigil"' : algs;
+  let challenge =
+    code === undefined ? `Bearer realm="sigil", ${algs}` : scheme === 'Bearer' ? 'Bearer realm="sigil"' : algs;
   if (code) challenge += `, error="${code}"`;
   if (code && description) challenge += `, error_description="${description}"`;
   // RFC 6750 §3 `scope`: the scope(s) needed, with `insufficient_scope` (§3.1).
@@ -41,13 +49,17 @@ export function bearerError(status: 400 | 401 | 403, code?: string, description?
  * @throws OAuthError 400 `invalid_request` as `extractBearer`, also for a malformed DPoP header
  *   or a DPoP header together with a form `access_token`.
  */
-export function extractAccessToken(authorization: string[], form: Params | undefined): { token: string; scheme: TokenScheme } | undefined {
+export function extractAccessToken(
+  authorization: string[],
+  form: Params | undefined,
+): { token: string; scheme: TokenScheme } | undefined {
   const header = authorization.length === 1 ? authorization[0] : undefined;
   if (header !== undefined && /^dpop(?:$|[ \t])/i.test(header)) {
     const rest = header.slice(4);
     if (!rest.startsWith(' ') || !B64TOKEN.test(rest.slice(1)))
       throw tokenError('DPoP', 400, 'invalid_request', 'malformed DPoP credentials');
-    if (form?.get('access_token') !== undefined) throw tokenError('DPoP', 400, 'invalid_request', 'the token was sent in more than one way');
+    if (form?.get('access_token') !== undefined)
+      throw tokenError('DPoP', 400, 'invalid_request', 'the token was sent in more than one way');
     return { token: rest.slice(1), scheme: 'DPoP' };
   }
   const token = extractBearer(authorization, form);

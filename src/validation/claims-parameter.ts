@@ -73,9 +73,16 @@ function member(root: Record<string, unknown>, name: 'id_token' | 'userinfo'): M
     if (!isObject(spec)) throw invalidRequest(`claims.${name}.${claim} must be null or a JSON object`);
     if (spec.essential !== undefined && typeof spec.essential !== 'boolean')
       throw invalidRequest(`claims.${name}.${claim}.essential must be a boolean`);
-    if (spec.values !== undefined && !Array.isArray(spec.values)) throw invalidRequest(`claims.${name}.${claim}.values must be an array`);
-    const values = [...(spec.value !== undefined ? [spec.value] : []), ...((spec.values as unknown[] | undefined) ?? [])];
-    out.set(claim, { essential: spec.essential === true, ...(spec.value !== undefined || spec.values !== undefined ? { values } : {}) });
+    if (spec.values !== undefined && !Array.isArray(spec.values))
+      throw invalidRequest(`claims.${name}.${claim}.values must be an array`);
+    const values = [
+      ...(spec.value !== undefined ? [spec.value] : []),
+      ...((spec.values as unknown[] | undefined) ?? []),
+    ];
+    out.set(claim, {
+      essential: spec.essential === true,
+      ...(spec.value !== undefined || spec.values !== undefined ? { values } : {}),
+    });
   }
   return out;
 }

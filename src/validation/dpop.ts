@@ -8,14 +8,7 @@
  * caller decides the status (400 at the token endpoint, 401 with a `WWW-Authenticate: DPoP`
  * challenge at userinfo).
  */
-import {
-  base64url,
-  calculateJwkThumbprint,
-  decodeProtectedHeader,
-  importJWK,
-  type JWK,
-  jwtVerify,
-} from 'jose';
+import { base64url, calculateJwkThumbprint, decodeProtectedHeader, importJWK, type JWK, jwtVerify } from 'jose';
 import { type ClientConfig, FAPI2_ALGORITHMS } from '../config/schema.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { DPoPNonces } from '../limits/dpop-nonces.js';
@@ -27,7 +20,18 @@ import type { ReplayCache } from '../limits/replay-cache.js';
  * Proof signing algorithms accepted (discovery `dpop_signing_alg_values_supported`): asymmetric
  * only (§4.3 item 5: never `none`, never a MAC).
  */
-export const DPOP_ALGORITHMS = ['ES256', 'ES384', 'ES512', 'PS256', 'PS384', 'PS512', 'RS256', 'RS384', 'RS512', 'EdDSA'] as const;
+export const DPOP_ALGORITHMS = [
+  'ES256',
+  'ES384',
+  'ES512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'RS256',
+  'RS384',
+  'RS512',
+  'EdDSA',
+] as const;
 
 /** Longest proof accepted, in characters (Duende IdentityServer's limit on a DPoP proof). */
 export const MAX_PROOF_LENGTH = 4000;
@@ -126,7 +130,8 @@ export class DPoPVerifier {
     if (headers.length > 1) throw invalidDPoPProof('send one DPoP header');
     const proof = headers[0] ?? '';
     if (proof.length > MAX_PROOF_LENGTH) throw invalidDPoPProof('the DPoP proof is too long');
-    if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(proof)) throw invalidDPoPProof('the DPoP proof is not a compact JWS');
+    if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(proof))
+      throw invalidDPoPProof('the DPoP proof is not a compact JWS');
     const violation = jwsBoundsViolation(proof);
     if (violation) throw invalidDPoPProof(`the DPoP proof is ${violation}`);
 
@@ -140,11 +145,14 @@ export class DPoPVerifier {
     const alg = header.alg;
     if (typeof alg !== 'string' || !(DPOP_ALGORITHMS as readonly string[]).includes(alg))
       throw invalidDPoPProof('alg is not supported');
-    if (opts.algorithms !== undefined && !opts.algorithms.includes(alg)) throw invalidDPoPProof(`alg ${alg} is not allowed for this client`);
+    if (opts.algorithms !== undefined && !opts.algorithms.includes(alg))
+      throw invalidDPoPProof(`alg ${alg} is not allowed for this client`);
     const jwk = header.jwk as unknown;
-    if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) throw invalidDPoPProof('the header must carry the public jwk');
+    if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
+      throw invalidDPoPProof('the header must carry the public jwk');
     const members = jwk as Record<string, unknown>;
-    if (typeof members.kty !== 'string' || !KEY_TYPES.has(members.kty)) throw invalidDPoPProof('jwk must be an EC, RSA or OKP public key');
+    if (typeof members.kty !== 'string' || !KEY_TYPES.has(members.kty))
+      throw invalidDPoPProof('jwk must be an EC, RSA or OKP public key');
     if (PRIVATE_MEMBERS.some((m) => m in members)) throw invalidDPoPProof('jwk must not contain private key members');
 
     let payload: Record<string, unknown>;
@@ -166,23 +174,31 @@ export class DPoPVerifier {
     }
 
     const { jti, htm, htu, iat } = payload;
-    if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH) throw invalidDPoPProof('jti is missing or too long');
+    if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH)
+      throw invalidDPoPProof('jti is missing or too long');
     if (htm !== expect.method) throw invalidDPoPProof('htm does not match the request method');
-    if (typeof htu !== 'string' || !sameTarget(htu, expect.url)) throw invalidDPoPProof('htu does not match the request URI');
+    if (typeof htu !== 'string' || !sameTarget(htu, expect.url))
+      throw invalidDPoPProof('htu does not match the request URI');
     if (typeof iat !== 'number' || !Number.isFinite(iat)) throw invalidDPoPProof('iat is missing');
-    if (Math.abs(iat - now) > this.settings.proofWindowSeconds) throw invalidDPoPProof('iat is outside the acceptable window');
+    if (Math.abs(iat - now) > this.settings.proofWindowSeconds)
+      throw invalidDPoPProof('iat is outside the acceptable window');
     if (expect.accessToken !== undefined) {
       if (typeof payload.ath !== 'string') throw invalidDPoPProof('ath is missing');
-      if (payload.ath !== accessTokenHash(expect.accessToken)) throw invalidDPoPProof('ath does not match the access token');
+      if (payload.ath !== accessTokenHash(expect.accessToken))
+        throw invalidDPoPProof('ath does not match the access token');
     }
     if (opts.nonce && this.settings.requireNonce) {
       const nonce = payload.nonce;
       if (typeof nonce !== 'string' || !(await this.nonces.isValid(nonce, now)))
-        throw new OAuthError('use_dpop_nonce', 'a fresh DPoP nonce is required', 400, { 'dpop-nonce': await this.nonces.current(now) });
+        throw new OAuthError('use_dpop_nonce', 'a fresh DPoP nonce is required', 400, {
+          'dpop-nonce': await this.nonces.current(now),
+        });
     }
     // Last, so that a proof failing another check leaves nothing stored. Kept until the proof's
     // iat leaves the window: no later use could be accepted anyway.
-    if (!(await this.replay.firstUse('dpop_proof', jkt, jti, Math.floor(iat) + this.settings.proofWindowSeconds + 1, now)))
+    if (
+      !(await this.replay.firstUse('dpop_proof', jkt, jti, Math.floor(iat) + this.settings.proofWindowSeconds + 1, now))
+    )
       throw invalidDPoPProof('the DPoP proof was already used');
     return { jkt, jti, iat, ...(typeof payload.ath === 'string' ? { ath: payload.ath } : {}) };
   }
@@ -198,9 +214,13 @@ export class DPoPVerifier {
     const id = `${alg}\u0000${JSON.stringify(jwk)}`;
     const known = this.importedKeys.get(id);
     if (known) return known;
-    const imported = Promise.all([importJWK(jwk, alg), calculateJwkThumbprint(jwk, 'sha256')]).then(([key, jkt]) => ({ key, jkt }));
+    const imported = Promise.all([importJWK(jwk, alg), calculateJwkThumbprint(jwk, 'sha256')]).then(([key, jkt]) => ({
+      key,
+      jkt,
+    }));
     this.importedKeys.set(id, imported);
-    if (this.importedKeys.size > IMPORTED_KEYS) this.importedKeys.delete(this.importedKeys.keys().next().value as string);
+    if (this.importedKeys.size > IMPORTED_KEYS)
+      this.importedKeys.delete(this.importedKeys.keys().next().value as string);
     imported.catch(() => {
       if (this.importedKeys.get(id) === imported) this.importedKeys.delete(id);
     });
@@ -232,5 +252,11 @@ export function sameTarget(htu: string, expected: string): boolean {
   if (!URL.canParse(htu)) return false;
   const a = new URL(htu);
   const b = new URL(expected);
-  return a.protocol === b.protocol && a.host === b.host && a.pathname === b.pathname && a.username === '' && a.password === '';
+  return (
+    a.protocol === b.protocol &&
+    a.host === b.host &&
+    a.pathname === b.pathname &&
+    a.username === '' &&
+    a.password === ''
+  );
 }

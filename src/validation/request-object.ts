@@ -14,7 +14,18 @@ export const MAX_REQUEST_OBJECT = 51_200;
 /** Time allowed to fetch a `request_uri`, in milliseconds. */
 const FETCH_TIMEOUT_MS = 5_000;
 /** Asymmetric request object algorithms verified with the client's keys (discovery lists them). */
-export const REQUEST_OBJECT_ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+export const REQUEST_OBJECT_ASYMMETRIC = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+];
 /** HMAC request object algorithms, keyed with the client's clear-text secret. */
 export const REQUEST_OBJECT_SYMMETRIC = ['HS256', 'HS384', 'HS512'];
 const SYMMETRIC = REQUEST_OBJECT_SYMMETRIC;
@@ -28,9 +39,15 @@ const invalidObject = (description: string) => new OAuthError('invalid_request_o
  * @param keys the client's public keys (`ClientKeys.forClient`: `jwks` or `jwksUri`), if it has any
  * @throws OAuthError `invalid_request_object` (bad JWT, signature, an algorithm outside
  *   PS256/ES256/EdDSA for a `fapi2` client, `aud`, `exp`, nested
- *   request, JSON beyond `CALLER_JSON_BOUNDS`: over 16 levels deep), `invalid_request` (`client_id` differs from the request's).
+ *   request, JSON beyond `CALLER_JSON_BOUNDS`: over 16 levels deep), `invalid_request` (`client_id` differs
+ * from the request's).
  */
-export async function verifyRequestObject(jwt: string, client: Client, issuer: string, keys: JWTVerifyGetKey | undefined): Promise<Record<string, string>> {
+export async function verifyRequestObject(
+  jwt: string,
+  client: Client,
+  issuer: string,
+  keys: JWTVerifyGetKey | undefined,
+): Promise<Record<string, string>> {
   if (jwt.length > MAX_REQUEST_OBJECT) throw invalidObject('the request object is too large');
   const violation = jwsBoundsViolation(jwt, CALLER_JSON_BOUNDS);
   if (violation) throw invalidObject(`the request object's JSON is ${violation}`);
@@ -54,7 +71,10 @@ export async function verifyRequestObject(jwt: string, client: Client, issuer: s
       ({ payload } = await jwtVerify(jwt, new TextEncoder().encode(secret), { ...options, algorithms: SYMMETRIC }));
     } else {
       if (!keys) throw invalidObject('the client has no registered keys');
-      ({ payload } = await jwtVerify(jwt, keys, { ...options, algorithms: fapi2 ? [...FAPI2_ALGORITHMS] : REQUEST_OBJECT_ASYMMETRIC }));
+      ({ payload } = await jwtVerify(jwt, keys, {
+        ...options,
+        algorithms: fapi2 ? [...FAPI2_ALGORITHMS] : REQUEST_OBJECT_ASYMMETRIC,
+      }));
     }
   } catch (err) {
     if (err instanceof OAuthError) throw err;
@@ -66,7 +86,8 @@ export async function verifyRequestObject(jwt: string, client: Client, issuer: s
   const params: Record<string, string> = {};
   for (const [name, value] of Object.entries(payload)) {
     if (['iss', 'aud', 'exp', 'iat', 'nbf', 'jti'].includes(name) || value === null || value === undefined) continue;
-    params[name] = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
+    params[name] =
+      typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
   }
   return params;
 }
@@ -79,8 +100,13 @@ export async function verifyRequestObject(jwt: string, client: Client, issuer: s
  * @throws OAuthError `request_uri_not_supported` (the client registered none),
  *   `invalid_request_uri` (not registered, fetch failed or refused, too large, timed out).
  */
-export async function fetchRequestObject(uri: string, client: Client, get: (url: string, options: RequestInit) => Promise<Response> = fetch): Promise<string> {
-  if (client.requestUris.length === 0) throw new OAuthError('request_uri_not_supported', 'request_uri is not enabled for this client');
+export async function fetchRequestObject(
+  uri: string,
+  client: Client,
+  get: (url: string, options: RequestInit) => Promise<Response> = fetch,
+): Promise<string> {
+  if (client.requestUris.length === 0)
+    throw new OAuthError('request_uri_not_supported', 'request_uri is not enabled for this client');
   if (!client.requestUris.includes(uri)) throw new OAuthError('invalid_request_uri', 'request_uri is not registered');
   let body = '';
   try {

@@ -27,14 +27,30 @@ export async function axeViolations(page: Page): Promise<string[]> {
     } catch {
       // addScriptTag inserts an inline <script>, which script-src 'self' refuses.
     }
-    if (!(await page.evaluate(() => typeof (window as { axe?: unknown }).axe === 'object'))) await page.evaluate(readFileSync(AXE_PATH, 'utf8'));
+    if (!(await page.evaluate(() => typeof (window as { axe?: unknown }).axe === 'object')))
+      await page.evaluate(readFileSync(AXE_PATH, 'utf8'));
   }
   return page.evaluate(async (tags) => {
-    const axe = (window as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: { id: string; impact: string | null; nodes: { target: unknown[] }[] }[] }> } }).axe;
+    const axe = (
+      window as unknown as {
+        axe: {
+          run: (
+            ctx: Document,
+            opts: object,
+          ) => Promise<{ violations: { id: string; impact: string | null; nodes: { target: unknown[] }[] }[] }>;
+        };
+      }
+    ).axe;
     const result = await axe.run(document, { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] });
     return result.violations
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `axe ${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => JSON.stringify(n.target)).join(', ')}`);
+      .map(
+        (v) =>
+          `axe ${v.id} (${v.impact}): ${v.nodes
+            .slice(0, 3)
+            .map((n) => JSON.stringify(n.target))
+            .join(', ')}`,
+      );
   }, WCAG_TAGS);
 }
 
@@ -54,13 +70,16 @@ async function basics(page: Page): Promise<string[]> {
     const problems: string[] = [];
     if (!/^[a-z]{2}/.test(document.documentElement.lang)) problems.push('html has no lang');
     if (document.title.trim() === '') problems.push('no title');
-    if (document.querySelectorAll('h1').length !== 1) problems.push(`${document.querySelectorAll('h1').length} h1 elements`);
+    if (document.querySelectorAll('h1').length !== 1)
+      problems.push(`${document.querySelectorAll('h1').length} h1 elements`);
     if (!document.querySelector('main')) problems.push('no main landmark');
     for (const input of document.querySelectorAll<HTMLInputElement>('input:not([type=hidden]), select, textarea')) {
       const byFor = input.id !== '' && document.querySelector(`label[for="${CSS.escape(input.id)}"]`);
-      if (!byFor && !input.closest('label') && !input.getAttribute('aria-label')) problems.push(`input ${input.name} has no label`);
+      if (!byFor && !input.closest('label') && !input.getAttribute('aria-label'))
+        problems.push(`input ${input.name} has no label`);
     }
-    for (const b of document.querySelectorAll('button')) if ((b.textContent ?? '').trim() === '') problems.push('a button has no text');
+    for (const b of document.querySelectorAll('button'))
+      if ((b.textContent ?? '').trim() === '') problems.push('a button has no text');
 
     const rgb = (s: string): [number, number, number, number] => {
       const m = /rgba?\(([\d.]+),\s*([\d.]+),\s*([\d.]+)(?:,\s*([\d.]+))?\)/.exec(s);
@@ -88,9 +107,13 @@ async function basics(page: Page): Promise<string[]> {
       const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
       const size = parseFloat(style.fontSize);
       const large = size >= 24 || (size >= 18.66 && Number(style.fontWeight) >= 700);
-      if (ratio < (large ? 3 : 4.5)) problems.push(`contrast ${ratio.toFixed(2)} of <${el.tagName.toLowerCase()}> "${(el.textContent ?? '').trim().slice(0, 30)}"`);
+      if (ratio < (large ? 3 : 4.5))
+        problems.push(
+          `contrast ${ratio.toFixed(2)} of <${el.tagName.toLowerCase()}> "${(el.textContent ?? '').trim().slice(0, 30)}"`,
+        );
     }
-    if (document.documentElement.scrollWidth > window.innerWidth + 1) problems.push(`scrolls sideways: ${document.documentElement.scrollWidth} > ${window.innerWidth}`);
+    if (document.documentElement.scrollWidth > window.innerWidth + 1)
+      problems.push(`scrolls sideways: ${document.documentElement.scrollWidth} > ${window.innerWidth}`);
     return problems;
   });
 }
@@ -102,6 +125,9 @@ export async function focused(page: Page): Promise<{ id: string; ring: boolean }
     if (!el || el === document.body) return { id: 'body', ring: false };
     const style = getComputedStyle(el);
     const ring = (style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2) || style.boxShadow !== 'none';
-    return { id: `${el.tagName.toLowerCase()}[${el.name}${el.value && el.tagName === 'BUTTON' ? `=${el.value}` : ''}]`, ring };
+    return {
+      id: `${el.tagName.toLowerCase()}[${el.name}${el.value && el.tagName === 'BUTTON' ? `=${el.value}` : ''}]`,
+      ring,
+    };
   });
 }

@@ -15,7 +15,16 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basic, startSigil, type TestSigil } from '../helpers.js';
 import { audit } from './accessibility.js';
-import { browserConfig, CallbackServer, callbackResponse, CONSENT, launchChromium, newPage, screenshot, submitLogin } from './browser-fixture.js';
+import {
+  browserConfig,
+  CallbackServer,
+  callbackResponse,
+  CONSENT,
+  launchChromium,
+  newPage,
+  screenshot,
+  submitLogin,
+} from './browser-fixture.js';
 import { freePort } from './ports.js';
 
 const ERIN = { username: 'erin', password: 'violet kettle harbour' } as const;
@@ -32,14 +41,24 @@ beforeAll(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   [browser, sigil] = await Promise.all([launchChromium(), startSigil({ ...browserConfig(cb.url), issuer: url })]);
-  await sigil.context.store.users.addUser({ subjectId: 's-erin', username: ERIN.username, tenant: null, passwordHash: await hash(ERIN.password), claims: { name: 'Erin Example' }, isActive: true });
+  await sigil.context.store.users.addUser({
+    subjectId: 's-erin',
+    username: ERIN.username,
+    tenant: null,
+    passwordHash: await hash(ERIN.password),
+    claims: { name: 'Erin Example' },
+    isActive: true,
+  });
   await sigil.app.listen({ host: '127.0.0.1', port });
 });
 afterAll(async () => {
   await Promise.allSettled([browser?.close(), sigil?.close(), cb?.close()]);
 });
 
-/** axe-core's rules engine, evaluated in the page through the DevTools protocol (the page's CSP allows no inline script). */
+/**
+ * axe-core's rules engine, evaluated in the page through the DevTools protocol (the page's CSP allows no
+ * inline script).
+ */
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /** Screenshot, the accessibility basics, and axe-core with no serious or critical violation (WCAG 2.1 AA rules). */
@@ -49,7 +68,11 @@ async function check(page: Page, name: string): Promise<void> {
   expect(await audit(page), name).toEqual([]);
   await page.evaluate(AXE);
   const violations = await page.evaluate(async () => {
-    const result = await (window as unknown as { axe: { run: (o: object) => Promise<{ violations: { id: string; impact: string | null }[] }> } }).axe.run({
+    const result = await (
+      window as unknown as {
+        axe: { run: (o: object) => Promise<{ violations: { id: string; impact: string | null }[] }> };
+      }
+    ).axe.run({
       runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
     });
     return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id);
@@ -65,7 +88,10 @@ async function signIn(page: Page, username: string, password: string): Promise<v
 }
 
 /** A token request with client_secret_basic. */
-async function token(params: Record<string, string>, client: readonly [string, string]): Promise<{ status: number; body: Record<string, unknown> }> {
+async function token(
+  params: Record<string, string>,
+  client: readonly [string, string],
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(`${url}/connect/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(client[0], client[1]) },
@@ -98,7 +124,9 @@ describe('password', () => {
     const fresh = await newPage(browser);
     await fresh.page.goto(`${url}/account/login`);
     await submitLogin(fresh.page, ERIN.username, ERIN.password);
-    await expect.poll(() => fresh.page.getByRole('alert').textContent()).toContain('The username or password is incorrect.');
+    await expect
+      .poll(() => fresh.page.getByRole('alert').textContent())
+      .toContain('The username or password is incorrect.');
     await submitLogin(fresh.page, ERIN.username, NEW_PASSWORD);
     await fresh.page.getByRole('heading', { name: 'Signed in' }).waitFor();
     await fresh.context.close();
@@ -164,7 +192,15 @@ describe('connected apps', () => {
     await page.getByLabel('Remember my decision').check();
     await page.locator('button[name=button][value=yes]').click();
     const { params: response } = await callbackResponse(page, cb, since);
-    const issued = await token({ grant_type: 'authorization_code', code: response.code ?? '', redirect_uri: `${cb.url}/cb`, code_verifier: verifier }, [CONSENT.id, CONSENT.secret]);
+    const issued = await token(
+      {
+        grant_type: 'authorization_code',
+        code: response.code ?? '',
+        redirect_uri: `${cb.url}/cb`,
+        code_verifier: verifier,
+      },
+      [CONSENT.id, CONSENT.secret],
+    );
     expect(issued.status, JSON.stringify(issued.body)).toBe(200);
     const refreshToken = String(issued.body.refresh_token);
 
@@ -175,7 +211,10 @@ describe('connected apps', () => {
     await expect.poll(() => page.getByRole('status').textContent()).toContain("The app's access has been revoked.");
     expect(await page.locator('main').textContent()).toContain('No app can access your account.');
 
-    const refused = await token({ grant_type: 'refresh_token', refresh_token: refreshToken }, [CONSENT.id, CONSENT.secret]);
+    const refused = await token({ grant_type: 'refresh_token', refresh_token: refreshToken }, [
+      CONSENT.id,
+      CONSENT.secret,
+    ]);
     expect(refused.status).toBe(400);
     expect(refused.body.error).toBe('invalid_grant');
     // The consent went with it: the client asks again.
@@ -208,8 +247,18 @@ describe('profile', () => {
     await expect.poll(() => page.getByRole('status').textContent()).toContain('Your profile has been saved.');
     await context.close();
 
-    const tokens = await token({ grant_type: 'password', username: ERIN.username, password: NEW_PASSWORD, scope: 'openid profile' }, ['ropc', 'ropc-secret']);
-    const info = await fetch(`${url}/connect/userinfo`, { headers: { authorization: `Bearer ${String(tokens.body.access_token)}` } });
-    expect(await info.json()).toMatchObject({ sub: 's-erin', name: 'Erin E. Example', given_name: 'Erin', family_name: 'Example' });
+    const tokens = await token(
+      { grant_type: 'password', username: ERIN.username, password: NEW_PASSWORD, scope: 'openid profile' },
+      ['ropc', 'ropc-secret'],
+    );
+    const info = await fetch(`${url}/connect/userinfo`, {
+      headers: { authorization: `Bearer ${String(tokens.body.access_token)}` },
+    });
+    expect(await info.json()).toMatchObject({
+      sub: 's-erin',
+      name: 'Erin E. Example',
+      given_name: 'Erin',
+      family_name: 'Example',
+    });
   });
 });

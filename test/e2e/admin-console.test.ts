@@ -6,7 +6,8 @@
  * sees its secret once, edits its redirect URIs, creates an API scope and an API resource (secret
  * shown once) whose name becomes the aud of a client_credentials token, is refused deleting a
  * scope still in use, rotates the API resource's secret (old and new both pass introspection during
- * the grace period), creates, edits (its secret write-only) and deletes an upstream provider, creates and deletes a group, rotates the signing
+ * the grace period), creates, edits (its secret write-only) and deletes an upstream provider, creates and
+ * deletes a group, rotates the signing
  * keys and finds all of it in the event log with the admin as actor; signing out ends the Sigil
  * session too, so the next visit asks for the password again. A user without the admin role gets the "not allowed"
  * page; a POST without the CSRF token is refused and changes nothing; each page is axe-clean,
@@ -19,7 +20,14 @@ import type { Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '../../src/index.js';
 import { totpCode } from '../mfa-helpers.js';
-import { type BrowserFixture, browserConfig, newPage, SCREENSHOTS, startBrowserFixture, submitLogin } from './browser-fixture.js';
+import {
+  type BrowserFixture,
+  browserConfig,
+  newPage,
+  SCREENSHOTS,
+  startBrowserFixture,
+  submitLogin,
+} from './browser-fixture.js';
 import { audit } from './accessibility.js';
 
 /**
@@ -27,7 +35,8 @@ import { audit } from './accessibility.js';
  * `CONSOLE_SCREENSHOTS=docs` (run it so when the pages change, and commit them), else
  * test-results/screenshots, so that an ordinary run leaves the work tree as it was.
  */
-const IMAGES = process.env.CONSOLE_SCREENSHOTS === 'docs' ? resolve(import.meta.dirname, '../../docs/images') : SCREENSHOTS;
+const IMAGES =
+  process.env.CONSOLE_SCREENSHOTS === 'docs' ? resolve(import.meta.dirname, '../../docs/images') : SCREENSHOTS;
 /** The admin: alice, given the admin role. */
 const ADMIN_SUB = '1';
 
@@ -39,10 +48,17 @@ function config(cb: string): ConfigInput {
   const base = browserConfig(cb);
   return {
     ...base,
-    users: (base.users ?? []).map((u) => (u.username === 'alice' ? { ...u, claims: { ...u.claims, role: ['admin', 'sigil-admin'] } } : u)),
+    users: (base.users ?? []).map((u) =>
+      u.username === 'alice' ? { ...u, claims: { ...u.claims, role: ['admin', 'sigil-admin'] } } : u,
+    ),
     clients: [
       ...(base.clients ?? []),
-      { clientId: 'provisioner', clientSecrets: ['provisioner-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim', 'sigil:admin'] },
+      {
+        clientId: 'provisioner',
+        clientSecrets: ['provisioner-secret'],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['scim', 'sigil:admin'],
+      },
     ],
   };
 }
@@ -63,7 +79,10 @@ afterAll(async () => {
 async function createGroup(name: string): Promise<void> {
   const token = await fetch(`${f.sigil.url}/connect/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('provisioner:provisioner-secret').toString('base64')}` },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from('provisioner:provisioner-secret').toString('base64')}`,
+    },
     body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'scim' }),
   }).then((r) => r.json() as Promise<{ access_token: string }>);
   const created = await fetch(`${f.sigil.url}/scim/v2/Groups`, {
@@ -96,7 +115,10 @@ async function check(page: Page, response: Response | null, name: string): Promi
   await page.screenshot({ path: join(IMAGES, `console-${name}.png`), fullPage: true });
 }
 
-/** Signs a user in at the console through the login page and the authenticator enrolment, by keyboard only. Ends where the console sends them. */
+/**
+ * Signs a user in at the console through the login page and the authenticator enrolment, by keyboard only.
+ * Ends where the console sends them.
+ */
 async function signInEnrolling(page: Page, username: string): Promise<void> {
   await page.goto(`${f.sigil.url}/admin`);
   await page.waitForURL(/\/account\/login\?interaction=/);
@@ -129,7 +151,16 @@ describe('the web console', () => {
   it('sends a browser with an unusable console token to sign in again, and ends a failed sign-in on an error page', async () => {
     const { context, page } = await newPage(f.browser);
     const url = new URL(f.sigil.url);
-    await context.addCookies([{ name: 'sigil.console', value: 'not-a-token', domain: url.hostname, path: '/admin', httpOnly: true, sameSite: 'Strict' }]);
+    await context.addCookies([
+      {
+        name: 'sigil.console',
+        value: 'not-a-token',
+        domain: url.hostname,
+        path: '/admin',
+        httpOnly: true,
+        sameSite: 'Strict',
+      },
+    ]);
     await page.goto(`${f.sigil.url}/admin/users`);
     await page.waitForURL(/\/account\/login\?interaction=/);
     expect((await context.cookies()).some((c) => c.name === 'sigil.console')).toBe(false);
@@ -146,7 +177,12 @@ describe('the web console', () => {
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/admin' });
     const response = await admin.reload();
     await check(admin, response, 'users');
-    await expect(admin.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'Users' }).getAttribute('aria-current')).resolves.toBe('page');
+    await expect(
+      admin
+        .getByRole('navigation', { name: 'Console sections' })
+        .getByRole('link', { name: 'Users' })
+        .getAttribute('aria-current'),
+    ).resolves.toBe('page');
   });
 
   it('searches users', async () => {
@@ -163,9 +199,9 @@ describe('the web console', () => {
   });
 
   let erin = '';
-/** The API resource `reports`' first secret, and a token whose aud names it (the API test makes them). */
-let reportsSecret = '';
-let reportsToken = '';
+  /** The API resource `reports`' first secret, and a token whose aud names it (the API test makes them). */
+  let reportsSecret = '';
+  let reportsToken = '';
   it('creates a user with the keyboard alone, ends their session, edits their claims and groups and disables them, after which their sign-in fails as a wrong password does', async () => {
     await admin.goto(`${f.sigil.url}/admin/users`);
     await tabTo(admin, '#new-username');
@@ -217,11 +253,11 @@ let reportsToken = '';
     await other.context.close();
   });
 
-  it('removes a user\'s second factors', async () => {
+  it("removes a user's second factors", async () => {
     await admin.goto(`${f.sigil.url}/admin/users/2`);
     expect(await admin.locator('dl').textContent()).toContain('totp');
     await admin.getByRole('button', { name: 'Remove all second factors' }).click();
-    await admin.getByText('The user\'s second factors have been removed').waitFor();
+    await admin.getByText("The user's second factors have been removed").waitFor();
     expect(await admin.locator('dl').textContent()).not.toContain('totp');
   });
 
@@ -245,7 +281,9 @@ let reportsToken = '';
     await admin.getByLabel('Redirect URIs').fill('https://app.example/cb\nhttps://app.example/other');
     await admin.getByRole('button', { name: 'Save' }).click();
     await admin.getByText('The client has been saved.').waitFor();
-    expect(await admin.getByLabel('Redirect URIs').inputValue()).toBe('https://app.example/cb\nhttps://app.example/other');
+    expect(await admin.getByLabel('Redirect URIs').inputValue()).toBe(
+      'https://app.example/cb\nhttps://app.example/other',
+    );
 
     // The console's own client is read-only here, as it is to the admin API.
     await admin.goto(`${f.sigil.url}/admin/clients/sigil-console`);
@@ -256,7 +294,10 @@ let reportsToken = '';
     // One stored through /admin/v1: the console says so, not "config file".
     const token = await fetch(`${f.sigil.url}/connect/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('provisioner:provisioner-secret').toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('provisioner:provisioner-secret').toString('base64')}`,
+      },
       body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'sigil:admin' }),
     }).then((r) => r.json() as Promise<{ access_token: string }>);
     const created = await fetch(`${f.sigil.url}/admin/v1/api-scopes`, {
@@ -311,7 +352,10 @@ let reportsToken = '';
     // The API authenticates at introspection with the secret it was shown.
     const introspected = await fetch(`${f.sigil.url}/connect/introspect`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`reports:${secret}`).toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`reports:${secret}`).toString('base64')}`,
+      },
       body: new URLSearchParams({ token: 'not-a-token' }),
     });
     expect(introspected.status).toBe(200);
@@ -332,18 +376,24 @@ let reportsToken = '';
     const clientSecret = (await admin.locator('#client-secret').textContent()) ?? '';
     const token = await fetch(`${f.sigil.url}/connect/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`reporter:${encodeURIComponent(clientSecret)}`).toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`reporter:${encodeURIComponent(clientSecret)}`).toString('base64')}`,
+      },
       body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'reports.read' }),
     });
     expect(token.status).toBe(200);
     const { access_token } = (await token.json()) as { access_token: string };
     reportsToken = access_token;
-    const claims = JSON.parse(Buffer.from(access_token.split('.')[1] ?? '', 'base64url').toString()) as { aud: string | string[]; scope: string };
+    const claims = JSON.parse(Buffer.from(access_token.split('.')[1] ?? '', 'base64url').toString()) as {
+      aud: string | string[];
+      scope: string;
+    };
     expect([claims.aud].flat()).toContain('reports');
     expect(claims.scope).toBe('reports.read');
   });
 
-  it('rotates a stored API resource\'s secret: the new one is shown once, and both work at introspection during the grace period', async () => {
+  it("rotates a stored API resource's secret: the new one is shown once, and both work at introspection during the grace period", async () => {
     expect(reportsSecret).not.toBe('');
     await admin.goto(`${f.sigil.url}/admin/resources/api-resources/reports`);
     await expect(admin.locator('#resource-secret').count()).resolves.toBe(0);
@@ -360,7 +410,10 @@ let reportsToken = '';
     const introspect = (secret: string) =>
       fetch(`${f.sigil.url}/connect/introspect`, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`reports:${secret}`).toString('base64')}` },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`reports:${secret}`).toString('base64')}`,
+        },
         body: new URLSearchParams({ token: reportsToken }),
       });
     for (const secret of [reportsSecret, rotated]) {
@@ -375,10 +428,15 @@ let reportsToken = '';
 
   it('refuses to delete an API scope an API resource uses, with the reason', async () => {
     await admin.goto(`${f.sigil.url}/admin/resources/api-scopes/reports.read`);
-    const [response] = await Promise.all([admin.waitForResponse((r) => r.url().endsWith('/delete')), admin.getByRole('button', { name: 'Delete' }).click()]);
+    const [response] = await Promise.all([
+      admin.waitForResponse((r) => r.url().endsWith('/delete')),
+      admin.getByRole('button', { name: 'Delete' }).click(),
+    ]);
     expect(response.status()).toBe(409);
     const message = (await admin.locator('#form-error').textContent()) ?? '';
-    expect(message).toContain('The change was not made: API scope "reports.read" is still used by API resource "reports", Client "reporter"; remove it there first.');
+    expect(message).toContain(
+      'The change was not made: API scope "reports.read" is still used by API resource "reports", Client "reporter"; remove it there first.',
+    );
     // The item's kind is named in the singular.
     expect(await admin.locator('main dl dd').first().textContent()).toBe('API scope');
     await admin.goto(`${f.sigil.url}/admin/resources`);
@@ -468,8 +526,24 @@ let reportsToken = '';
       if (i > 0) await admin.waitForTimeout(500).then(() => admin.reload());
       rows = await admin.locator('table tbody tr').allTextContents();
     }
-    for (const action of ['client.create', 'client.update', 'api_scope.create', 'api_resource.create', 'api_resource.update', 'api_resource.rotate_secret', 'identity_provider.update', 'identity_provider.delete', 'key.rotate', 'user.claims', 'user.reset_mfa', 'session.revoke'])
-      expect(rows.some((r) => r.includes(action)), action).toBe(true);
+    for (const action of [
+      'client.create',
+      'client.update',
+      'api_scope.create',
+      'api_resource.create',
+      'api_resource.update',
+      'api_resource.rotate_secret',
+      'identity_provider.update',
+      'identity_provider.delete',
+      'key.rotate',
+      'user.claims',
+      'user.reset_mfa',
+      'session.revoke',
+    ])
+      expect(
+        rows.some((r) => r.includes(action)),
+        action,
+      ).toBe(true);
     const providerUpdates = rows.filter((r) => r.includes('identity_provider.update'));
     expect(providerUpdates).toHaveLength(2);
     expect(providerUpdates.filter((r) => r.includes('clientSecret'))).toHaveLength(1);
@@ -488,7 +562,10 @@ let reportsToken = '';
     // A service's refusal reads German too, naming the items by their German singular kind.
     await admin.goto(`${f.sigil.url}/admin/resources/api-scopes/reports.read`);
     expect(await admin.locator('main dl dd').first().textContent()).toBe('API-Scope');
-    const [response] = await Promise.all([admin.waitForResponse((r) => r.url().endsWith('/delete')), admin.getByRole('button', { name: 'Löschen' }).click()]);
+    const [response] = await Promise.all([
+      admin.waitForResponse((r) => r.url().endsWith('/delete')),
+      admin.getByRole('button', { name: 'Löschen' }).click(),
+    ]);
     expect(response.status()).toBe(409);
     expect(await admin.locator('#form-error').textContent()).toContain(
       'Die Änderung wurde nicht vorgenommen: API-Scope „reports.read“ wird noch verwendet von API-Ressource „reports“, Client „reporter“; entfernen Sie es zuerst dort.',

@@ -6,7 +6,16 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import SQLite from 'better-sqlite3';
@@ -54,18 +63,28 @@ async function introspect(url: string, accessToken: string): Promise<{ active: b
 }
 
 describe('sigil backup', () => {
-  it('copies a running server\'s SQLite store under load; a server on the restored copy honours the tokens issued before', async () => {
+  it("copies a running server's SQLite store under load; a server on the restored copy honours the tokens issued before", async () => {
     const port = await freePort();
     const live = dir();
     const config = testConfig();
     const server = await started(config, port, live);
 
-    const reference = await token(server.url, { grant_type: 'client_credentials', scope: 'api1' }, ['m2m-ref', 'm2m-secret']);
+    const reference = await token(server.url, { grant_type: 'client_credentials', scope: 'api1' }, [
+      'm2m-ref',
+      'm2m-secret',
+    ]);
     expect(reference.status).toBe(200);
     const referenceToken = ((await reference.json()) as { access_token: string }).access_token;
-    const password = await token(server.url, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, ['ropc', 'ropc-secret']);
+    const password = await token(
+      server.url,
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' },
+      ['ropc', 'ropc-secret'],
+    );
     expect(password.status).toBe(200);
-    const { access_token: jwt, refresh_token: refreshToken } = (await password.json()) as { access_token: string; refresh_token: string };
+    const { access_token: jwt, refresh_token: refreshToken } = (await password.json()) as {
+      access_token: string;
+      refresh_token: string;
+    };
     expect(refreshToken).toBeTruthy();
 
     // A little load: reference tokens (one insert each) requested four at a time while the backup runs.
@@ -74,7 +93,10 @@ describe('sigil backup', () => {
     const load = Promise.all(
       Array.from({ length: 4 }, async () => {
         while (loading) {
-          const res = await token(server.url, { grant_type: 'client_credentials', scope: 'api1' }, ['m2m-ref', 'm2m-secret']);
+          const res = await token(server.url, { grant_type: 'client_credentials', scope: 'api1' }, [
+            'm2m-ref',
+            'm2m-secret',
+          ]);
           expect(res.status).toBe(200);
           await res.arrayBuffer();
           served++;
@@ -85,14 +107,22 @@ describe('sigil backup', () => {
     const backupFile = join(dir(), 'nested', 'sigil-backup.db');
     // Spawned without blocking this process, so the load goes on while the backup runs.
     const before = served;
-    const backup = await execFileAsync(process.execPath, [CLI, 'backup', backupFile, '--config', join(live, 'sigil.json')], { encoding: 'utf8', timeout: 20_000 });
+    const backup = await execFileAsync(
+      process.execPath,
+      [CLI, 'backup', backupFile, '--config', join(live, 'sigil.json')],
+      { encoding: 'utf8', timeout: 20_000 },
+    );
     const duringBackup = served - before;
     loading = false;
     await load;
     expect(duringBackup).toBeGreaterThan(0);
     // This server runs without a data key: the copy's signing keys are in clear, and stderr says so.
-    expect(backup.stderr).toMatch(/^sigil: warning: SIGIL_DATA_KEY is not set, so the signing keys in \S+sigil-backup\.db are not encrypted/);
-    expect(backup.stdout).toMatch(/^sigil: backup of sqlite:\S+sigil\.db written to \S+sigil-backup\.db \(\d+ pages\)\n$/);
+    expect(backup.stderr).toMatch(
+      /^sigil: warning: SIGIL_DATA_KEY is not set, so the signing keys in \S+sigil-backup\.db are not encrypted/,
+    );
+    expect(backup.stdout).toMatch(
+      /^sigil: backup of sqlite:\S+sigil\.db written to \S+sigil-backup\.db \(\d+ pages\)\n$/,
+    );
 
     // The copy is a whole database on its own: no WAL beside it, integrity intact.
     expect(existsSync(`${backupFile}-wal`)).toBe(false);
@@ -107,10 +137,17 @@ describe('sigil backup', () => {
     const again = await started(config, port, restored);
 
     expect(await introspect(again.url, referenceToken)).toMatchObject({ active: true, client_id: 'm2m-ref' });
-    await expect(jwtVerify(jwt, createRemoteJWKSet(new URL(`${again.url}/.well-known/openid-configuration/jwks`)))).resolves.toBeTruthy();
-    const refreshed = await token(again.url, { grant_type: 'refresh_token', refresh_token: refreshToken }, ['ropc', 'ropc-secret']);
+    await expect(
+      jwtVerify(jwt, createRemoteJWKSet(new URL(`${again.url}/.well-known/openid-configuration/jwks`))),
+    ).resolves.toBeTruthy();
+    const refreshed = await token(again.url, { grant_type: 'refresh_token', refresh_token: refreshToken }, [
+      'ropc',
+      'ropc-secret',
+    ]);
     expect(refreshed.status).toBe(200);
-    expect(await introspect(again.url, ((await refreshed.json()) as { access_token: string }).access_token)).toMatchObject({ active: true });
+    expect(
+      await introspect(again.url, ((await refreshed.json()) as { access_token: string }).access_token),
+    ).toMatchObject({ active: true });
   });
 
   it('refuses PostgreSQL and memory stores, pointing to pg_dump, and a missing FILE, with exit code 2', () => {
@@ -120,7 +157,11 @@ describe('sigil backup', () => {
     const pg = spawnSync(process.execPath, [CLI, 'backup', join(at, 'b.db'), '--config', file], { encoding: 'utf8' });
     expect(pg.status).toBe(2);
     expect(pg.stderr).toMatch(/pg_dump/);
-    const memory = spawnSync(process.execPath, [CLI, 'backup', join(at, 'b.db'), '--config', file, '--storage', 'memory'], { encoding: 'utf8' });
+    const memory = spawnSync(
+      process.execPath,
+      [CLI, 'backup', join(at, 'b.db'), '--config', file, '--storage', 'memory'],
+      { encoding: 'utf8' },
+    );
     expect(memory.status).toBe(2);
     expect(memory.stderr).toMatch(/memory/);
     const missing = spawnSync(process.execPath, [CLI, 'backup', '--config', file], { encoding: 'utf8' });
@@ -139,7 +180,8 @@ describe('sigil backup', () => {
     // The real CLI from a shell whose umask leaves new files readable by everyone.
     const inShell = (args: string[], env: NodeJS.ProcessEnv) =>
       spawnSync('sh', ['-c', 'umask 022; exec "$0" "$@"', ...args], { encoding: 'utf8', env });
-    const backup = (file: string, env: NodeJS.ProcessEnv) => inShell([process.execPath, CLI, 'backup', file, '--config', config], env);
+    const backup = (file: string, env: NodeJS.ProcessEnv) =>
+      inShell([process.execPath, CLI, 'backup', file, '--config', config], env);
     const mode = (file: string) => statSync(file).mode & 0o777;
     const out = dir();
     expect(inShell(['touch', join(out, 'control')], withoutKey).status).toBe(0);

@@ -21,7 +21,12 @@ export function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
     args: [
-      '--no-sandbox', '--disable-background-networking', '--disable-gpu', '--no-first-run', '--disable-component-update', '--disable-sync',
+      '--no-sandbox',
+      '--disable-background-networking',
+      '--disable-gpu',
+      '--no-first-run',
+      '--disable-component-update',
+      '--disable-sync',
       // The relying party's host name: another site than Sigil's 127.0.0.1, and no loopback
       // redirect URI (those count as native apps, whose consent is never remembered).
       `--host-resolver-rules=MAP ${RP_HOST} 127.0.0.1`,
@@ -60,7 +65,9 @@ export class CallbackServer {
     }
     const extra = this.pages.get(url.pathname);
     if (extra !== undefined) {
-      res.writeHead(200, { 'content-type': url.pathname.endsWith('.svg') ? 'image/svg+xml' : 'text/html; charset=utf-8' });
+      res.writeHead(200, {
+        'content-type': url.pathname.endsWith('.svg') ? 'image/svg+xml' : 'text/html; charset=utf-8',
+      });
       res.end(extra);
       return;
     }
@@ -70,7 +77,9 @@ export class CallbackServer {
     if (req.method === 'POST') Object.assign(params, Object.fromEntries(new URLSearchParams(body)));
     this.hits.push({ method: req.method ?? 'GET', path: url.pathname, params });
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-    res.end('<!doctype html><html lang="en"><head><title>Relying party</title></head><body><h1>Relying party callback</h1></body></html>');
+    res.end(
+      '<!doctype html><html lang="en"><head><title>Relying party</title></head><body><h1>Relying party callback</h1></body></html>',
+    );
   }
 
   close(): Promise<void> {
@@ -134,9 +143,15 @@ export interface BrowserFixture {
  * Starts the fixture (Chromium and the processes start in parallel).
  * @param issuerHost the issuer's host name (see `startProcess`)
  */
-export async function startBrowserFixture(config: (cb: string) => ConfigInput = browserConfig, issuerHost?: string): Promise<BrowserFixture> {
+export async function startBrowserFixture(
+  config: (cb: string) => ConfigInput = browserConfig,
+  issuerHost?: string,
+): Promise<BrowserFixture> {
   const cb = await new CallbackServer().start();
-  const [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess(config(cb.url), port, issuerHost === undefined ? {} : { issuerHost }))]);
+  const [browser, sigil] = await Promise.all([
+    launchChromium(),
+    freePort().then((port) => startProcess(config(cb.url), port, issuerHost === undefined ? {} : { issuerHost })),
+  ]);
   return {
     browser,
     sigil,
@@ -148,7 +163,10 @@ export async function startBrowserFixture(config: (cb: string) => ConfigInput = 
 }
 
 /** A fresh, isolated browser context (own cookies) with a page that records dialogs. */
-export async function newPage(browser: Browser, options: Parameters<Browser['newContext']>[0] = {}): Promise<{ context: BrowserContext; page: Page; dialogs: string[] }> {
+export async function newPage(
+  browser: Browser,
+  options: Parameters<Browser['newContext']>[0] = {},
+): Promise<{ context: BrowserContext; page: Page; dialogs: string[] }> {
   const context = await browser.newContext(options);
   const page = await context.newPage();
   const dialogs: string[] = [];
@@ -183,12 +201,18 @@ export function authorizeUrl(sigil: ServerProcess, params: Record<string, string
  * response it carried: query, fragment, or the posted form (form_post).
  * @param since the number of hits before the request, to pick a posted form
  */
-export async function callbackResponse(page: Page, cb: CallbackServer, since: number, path = '/cb'): Promise<{ mode: 'query' | 'fragment' | 'form_post'; params: Record<string, string> }> {
+export async function callbackResponse(
+  page: Page,
+  cb: CallbackServer,
+  since: number,
+  path = '/cb',
+): Promise<{ mode: 'query' | 'fragment' | 'form_post'; params: Record<string, string> }> {
   await page.waitForURL((u) => u.href.startsWith(`${cb.url}${path}`), { timeout: 10_000 });
   const url = new URL(page.url());
   const hit = cb.hits.slice(since).find((h) => h.path === path);
   if (hit?.method === 'POST') return { mode: 'form_post', params: hit.params };
-  if (url.hash.length > 1) return { mode: 'fragment', params: Object.fromEntries(new URLSearchParams(url.hash.slice(1))) };
+  if (url.hash.length > 1)
+    return { mode: 'fragment', params: Object.fromEntries(new URLSearchParams(url.hash.slice(1))) };
   return { mode: 'query', params: Object.fromEntries(url.searchParams) };
 }
 
@@ -204,7 +228,11 @@ export async function pushedCodeFlow(
   page: Page,
   rp: oidc.Configuration,
   opts: { scope: string; dpop?: oidc.DPoPHandle; username?: string },
-): Promise<{ url: URL; response: Awaited<ReturnType<typeof callbackResponse>>; tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>> }> {
+): Promise<{
+  url: URL;
+  response: Awaited<ReturnType<typeof callbackResponse>>;
+  tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
+}> {
   const codeVerifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
@@ -227,7 +255,13 @@ export async function pushedCodeFlow(
   await page.waitForURL(/\/account\/login\?interaction=/);
   await submitLogin(page, opts.username ?? 'alice');
   const response = await callbackResponse(page, f.cb, since);
-  const tokens = await oidc.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce }, undefined, dpop);
+  const tokens = await oidc.authorizationCodeGrant(
+    rp,
+    new URL(page.url()),
+    { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce },
+    undefined,
+    dpop,
+  );
   return { url, response, tokens };
 }
 

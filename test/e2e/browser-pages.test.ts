@@ -24,7 +24,9 @@ beforeAll(async () => {
   // An upstream provider, so the login page shows its link too (never contacted here).
   f = await startBrowserFixture((cb) => ({
     ...browserConfig(cb),
-    identityProviders: [{ name: 'corp', displayName: 'Corp SSO', authority: 'http://127.0.0.1:9', clientId: 'sigil', clientSecret: 's' }],
+    identityProviders: [
+      { name: 'corp', displayName: 'Corp SSO', authority: 'http://127.0.0.1:9', clientId: 'sigil', clientSecret: 's' },
+    ],
   }));
 });
 afterAll(async () => f?.close());
@@ -49,7 +51,9 @@ for (const [device, options] of Object.entries(VIEWPORTS)) {
         await screenshot(page, `${name}-${device}`);
         expect(await audit(page), name).toEqual([]);
         if (device === 'phone') {
-          for (const box of await page.locator('button').evaluateAll((bs) => bs.map((b) => b.getBoundingClientRect().height)))
+          for (const box of await page
+            .locator('button')
+            .evaluateAll((bs) => bs.map((b) => b.getBoundingClientRect().height)))
             expect(box, `${name}: button height`).toBeGreaterThanOrEqual(44);
         }
       };
@@ -68,7 +72,14 @@ for (const [device, options] of Object.entries(VIEWPORTS)) {
       await page.locator('button[value=logout]').click();
       await page.getByRole('heading', { name: 'Signed out' }).waitFor();
       await check('signed-out');
-      await page.goto(authorizeUrl(f.sigil, { client_id: CONSENT.id, redirect_uri: 'https://unregistered.example/cb', response_type: 'code', scope: 'openid' }));
+      await page.goto(
+        authorizeUrl(f.sigil, {
+          client_id: CONSENT.id,
+          redirect_uri: 'https://unregistered.example/cb',
+          response_type: 'code',
+          scope: 'openid',
+        }),
+      );
       await page.getByRole('heading', { name: 'Something went wrong' }).waitFor();
       await check('error');
       expect(dialogs).toEqual([]);
@@ -99,7 +110,9 @@ describe('keyboard', () => {
     await page.goto(consentRequest());
     await page.waitForURL(/\/account\/login\?interaction=/);
     // `autofocus` applies once the page has rendered: wait for it (it fails the test if it never does).
-    await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'username', undefined, { timeout: 5000 });
+    await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'username', undefined, {
+      timeout: 5000,
+    });
     const order: string[] = [];
     let current = await focused(page);
     order.push(current.id);
@@ -125,7 +138,12 @@ describe('keyboard', () => {
       expect(now.ring, `focus ring on ${now.id}`).toBe(true);
       consentOrder.push(now.id);
     }
-    expect(consentOrder).toEqual(['button[button=switch]', 'input[remember]', 'button[button=yes]', 'button[button=no]']);
+    expect(consentOrder).toEqual([
+      'button[button=switch]',
+      'input[remember]',
+      'button[button=yes]',
+      'button[button=no]',
+    ]);
     await context.close();
   });
 });

@@ -6,7 +6,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { authorizeUrl, type BrowserFixture, callbackResponse, CONSENT, newPage, startBrowserFixture, submitLogin, WEB } from './browser-fixture.js';
+import {
+  authorizeUrl,
+  type BrowserFixture,
+  callbackResponse,
+  CONSENT,
+  newPage,
+  startBrowserFixture,
+  submitLogin,
+  WEB,
+} from './browser-fixture.js';
 
 let f: BrowserFixture;
 beforeAll(async () => {
@@ -75,7 +84,9 @@ describe('no script payload ever runs', () => {
     const { context, page, dialogs } = await newPage(f.browser, { javaScriptEnabled: false });
     const payload = PAYLOADS.join(' ');
     // An invalid prompt value is echoed in error_description: both reach the page as values.
-    await page.goto(authorizeUrl(f.sigil, params({ state: payload, prompt: PAYLOADS[1]!, response_mode: 'form_post' })));
+    await page.goto(
+      authorizeUrl(f.sigil, params({ state: payload, prompt: PAYLOADS[1]!, response_mode: 'form_post' })),
+    );
     expect(page.url().startsWith(f.sigil.url)).toBe(true);
     expect(await page.locator('input[name=state]').inputValue()).toBe(payload);
     expect(await page.locator('input[name=error]').inputValue()).toBe('invalid_request');
@@ -105,14 +116,19 @@ describe('no script payload ever runs', () => {
       expect(await page.content()).not.toContain('alert(');
       expect(await injected(page)).toBe(0);
     }
-    for (const path of [`/account/login?interaction=${encodeURIComponent(payload)}`, `/consent?interaction=${encodeURIComponent(payload)}`]) {
+    for (const path of [
+      `/account/login?interaction=${encodeURIComponent(payload)}`,
+      `/consent?interaction=${encodeURIComponent(payload)}`,
+    ]) {
       await page.goto(`${f.sigil.url}${path}`);
       expect(await page.content()).not.toContain('alert(');
       expect(await injected(page)).toBe(0);
     }
     // An error at the redirect URI (fragment) with the payload as state: the provider's part ends at the redirect.
     const since = f.cb.hits.length;
-    await page.goto(authorizeUrl(f.sigil, { ...params({ state: payload, prompt: payload }), response_type: 'code id_token' }));
+    await page.goto(
+      authorizeUrl(f.sigil, { ...params({ state: payload, prompt: payload }), response_type: 'code id_token' }),
+    );
     const { params: res } = await callbackResponse(page, f.cb, since);
     expect(res).toMatchObject({ error: 'invalid_request', state: payload });
     expect(dialogs).toEqual([]);
@@ -122,7 +138,9 @@ describe('no script payload ever runs', () => {
   it('end session never redirects to a javascript: or unregistered post_logout_redirect_uri', async () => {
     const { context, page, dialogs } = await newPage(f.browser);
     for (const target of ["javascript:alert('xss-logout')", `${f.cb.url}/elsewhere`]) {
-      await page.goto(`${f.sigil.url}/connect/endsession?${new URLSearchParams({ post_logout_redirect_uri: target, state: PAYLOADS[0]! })}`);
+      await page.goto(
+        `${f.sigil.url}/connect/endsession?${new URLSearchParams({ post_logout_redirect_uri: target, state: PAYLOADS[0]! })}`,
+      );
       expect(page.url().startsWith(f.sigil.url)).toBe(true);
       expect(await injected(page)).toBe(0);
     }

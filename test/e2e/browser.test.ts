@@ -39,7 +39,8 @@ const VERIFIER = 'v'.repeat(43);
 
 /** Authorization request parameters of the `web` client (PKCE whenever a code is returned). */
 function webParams(responseType: string, extra: Record<string, string> = {}): Record<string, string> {
-  const scope = responseType === 'token' ? 'api1' : responseType === 'id_token' ? 'openid profile' : 'openid profile api1';
+  const scope =
+    responseType === 'token' ? 'api1' : responseType === 'id_token' ? 'openid profile' : 'openid profile api1';
   return {
     client_id: WEB.id,
     redirect_uri: redirectUri(),
@@ -92,7 +93,11 @@ describe('authorization code flow with PKCE through openid-client', () => {
     const current = new URL(page.url());
 
     // openid-client checks state and iss, redeems the code with the verifier, validates the ID token.
-    const tokens = await oidc.authorizationCodeGrant(web, current, { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce });
+    const tokens = await oidc.authorizationCodeGrant(web, current, {
+      pkceCodeVerifier: codeVerifier,
+      expectedState: state,
+      expectedNonce: nonce,
+    });
     const claims = tokens.claims()!;
     expect(claims).toMatchObject({ iss: f.sigil.url, sub: '1', aud: WEB.id, nonce });
     expect(typeof claims.auth_time).toBe('number');
@@ -102,25 +107,38 @@ describe('authorization code flow with PKCE through openid-client', () => {
     expect(info).toMatchObject({ sub: '1', name: 'Alice Smith', email: 'alice@example.com', email_verified: true });
 
     // Replaying the code: invalid_grant.
-    const replay = await oidc.authorizationCodeGrant(web, current, { pkceCodeVerifier: codeVerifier, expectedState: state }).then(
-      () => undefined,
-      (err: unknown) => err,
-    );
+    const replay = await oidc
+      .authorizationCodeGrant(web, current, { pkceCodeVerifier: codeVerifier, expectedState: state })
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     expect(replay).toBeInstanceOf(oidc.ResponseBodyError);
     expect((replay as oidc.ResponseBodyError).error).toBe('invalid_grant');
 
     // A wrong verifier, then no verifier at all, on fresh codes (the session skips the login page).
     for (const pkceCodeVerifier of ['w'.repeat(43), undefined]) {
       const again = oidc.buildAuthorizationUrl(web, {
-        redirect_uri: redirectUri(), response_type: 'code', scope: 'openid', state, nonce,
-        code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256',
+        redirect_uri: redirectUri(),
+        response_type: 'code',
+        scope: 'openid',
+        state,
+        nonce,
+        code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
       });
       const before = f.cb.hits.length;
       await page.goto(again.href);
       await callbackResponse(page, f.cb, before);
       const err = await oidc
-        .authorizationCodeGrant(web, new URL(page.url()), { expectedState: state, ...(pkceCodeVerifier ? { pkceCodeVerifier } : {}) })
-        .then(() => undefined, (e: unknown) => e);
+        .authorizationCodeGrant(web, new URL(page.url()), {
+          expectedState: state,
+          ...(pkceCodeVerifier ? { pkceCodeVerifier } : {}),
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(err).toBeInstanceOf(oidc.ResponseBodyError);
       expect((err as oidc.ResponseBodyError).error).toBe('invalid_grant');
     }
@@ -155,7 +173,10 @@ describe('every response type in every response mode it allows', () => {
       expect(res.access_token !== undefined).toBe(parts.includes('token'));
       if (res.access_token) {
         expect(res.token_type).toBe('Bearer');
-        const { payload, protectedHeader } = await jwtVerify(res.access_token, jwks, { issuer: f.sigil.url, typ: 'at+jwt' });
+        const { payload, protectedHeader } = await jwtVerify(res.access_token, jwks, {
+          issuer: f.sigil.url,
+          typ: 'at+jwt',
+        });
         expect(protectedHeader.typ).toBe('at+jwt');
         expect(payload).toMatchObject({ sub: '1', client_id: WEB.id });
       }
@@ -170,8 +191,16 @@ describe('every response type in every response mode it allows', () => {
       if (res.code) {
         const token = await fetch(`${f.sigil.url}/connect/token`, {
           method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${WEB.id}:${WEB.secret}`).toString('base64')}` },
-          body: new URLSearchParams({ grant_type: 'authorization_code', code: res.code, redirect_uri: redirectUri(), code_verifier: VERIFIER }),
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            authorization: `Basic ${Buffer.from(`${WEB.id}:${WEB.secret}`).toString('base64')}`,
+          },
+          body: new URLSearchParams({
+            grant_type: 'authorization_code',
+            code: res.code,
+            redirect_uri: redirectUri(),
+            code_verifier: VERIFIER,
+          }),
         });
         expect(token.status).toBe(200);
         const body = (await token.json()) as { id_token?: string };
@@ -336,7 +365,11 @@ describe('request objects', () => {
       .setIssuedAt()
       .setExpirationTime('2m')
       .sign(new TextEncoder().encode(WEB.secret));
-    const { mode, params: res } = await authorizeAndCollect(page, { client_id: WEB.id, response_type: 'code id_token', request });
+    const { mode, params: res } = await authorizeAndCollect(page, {
+      client_id: WEB.id,
+      response_type: 'code id_token',
+      request,
+    });
     expect(mode).toBe('fragment');
     expect(res.state).toBe(params.state);
     expect(res.code).toEqual(expect.any(String));

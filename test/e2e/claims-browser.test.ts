@@ -5,7 +5,14 @@
  */
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BrowserFixture, callbackResponse, newPage, startBrowserFixture, submitLogin, WEB } from './browser-fixture.js';
+import {
+  type BrowserFixture,
+  callbackResponse,
+  newPage,
+  startBrowserFixture,
+  submitLogin,
+  WEB,
+} from './browser-fixture.js';
 
 let f: BrowserFixture;
 let web: oidc.Configuration;
@@ -55,7 +62,10 @@ describe('claims parameter through openid-client and Chromium', () => {
       const idClaims = tokens.claims()!;
       expect(idClaims).toMatchObject({ sub: '1', email: 'alice@example.com', acr: 'urn:sigil:acr:password' });
       expect(idClaims.name).toBeUndefined();
-      expect(await oidc.fetchUserInfo(web, tokens.access_token, idClaims.sub)).toEqual({ sub: '1', name: 'Alice Smith' });
+      expect(await oidc.fetchUserInfo(web, tokens.access_token, idClaims.sub)).toEqual({
+        sub: '1',
+        name: 'Alice Smith',
+      });
     } finally {
       await context.close();
     }

@@ -23,7 +23,11 @@ function run(args: string[], env: Record<string, string> = {}, cwd?: string): Ru
   const base = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE'].includes(k)),
   );
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...base, ...env }, cwd });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...base, ...env },
+    cwd,
+  });
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
@@ -127,13 +131,20 @@ describe('sigil start', () => {
       for (let i = 0; i < n; i++) {
         const res = await fetch(`${url}/connect/token`, {
           method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('m2m:m2m-secret').toString('base64')}` },
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            authorization: `Basic ${Buffer.from('m2m:m2m-secret').toString('base64')}`,
+          },
           body: 'grant_type=client_credentials&scope=api1',
         });
         expect(res.status).toBe(200);
       }
     };
-    const issued = () => r.output().split('\n').filter((line) => line.includes('"name":"token_issued"')).length;
+    const issued = () =>
+      r
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"name":"token_issued"')).length;
 
     // Three lines are far below the 4 KB buffer: only the periodic flush (every second) writes them.
     await issue(3);
@@ -146,15 +157,27 @@ describe('sigil start', () => {
     r.child.kill('SIGTERM');
     expect(await r.exited).toBe(0);
     expect(issued(), r.output()).toBe(5);
-    for (const line of r.output().split('\n').filter((l) => l.includes('"name":"token_issued"')))
-      expect(JSON.parse(line)).toMatchObject({ level: 30, msg: 'token_issued', event: { clientId: 'm2m', grantType: 'client_credentials', scopes: ['api1'] } });
+    for (const line of r
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"name":"token_issued"')))
+      expect(JSON.parse(line)).toMatchObject({
+        level: 30,
+        msg: 'token_issued',
+        event: { clientId: 'm2m', grantType: 'client_credentials', scopes: ['api1'] },
+      });
     // The audit line says who asked, and which request it was.
-    const events = r.output().split('\n').filter((l) => l.includes('"name":"token_issued"')).map((l) => JSON.parse(l).event as Record<string, string>);
-    for (const e of events) expect(e).toMatchObject({ remoteAddress: '127.0.0.1', userAgent: 'node', requestId: expect.any(String) });
+    const events = r
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('"name":"token_issued"'))
+      .map((l) => JSON.parse(l).event as Record<string, string>);
+    for (const e of events)
+      expect(e).toMatchObject({ remoteAddress: '127.0.0.1', userAgent: 'node', requestId: expect.any(String) });
     expect(new Set(events.map((e) => e.requestId)).size).toBe(5);
   });
 
-  it('warns when the issuer\'s port is not the listening port and no proxy is configured, and says when it stops', async () => {
+  it("warns when the issuer's port is not the listening port and no proxy is configured, and says when it stops", async () => {
     const dir = workDir();
     const port = await freePort();
     const file = join(dir, 'sigil.json');
@@ -162,18 +185,33 @@ describe('sigil start', () => {
     const r = run(['start', '--config', file, '--port', String(port), '--host', '127.0.0.1']);
     running.push(r);
     await listening(r);
-    expect(r.output()).toContain(`sigil: warning: the issuer http://localhost:5999 names port 5999, but Sigil listens on port ${port}`);
+    expect(r.output()).toContain(
+      `sigil: warning: the issuer http://localhost:5999 names port 5999, but Sigil listens on port ${port}`,
+    );
     r.child.kill('SIGTERM');
     expect(await r.exited).toBe(0);
     expect(r.output()).toMatch(/sigil: stopping \(SIGTERM\)\n[\s\S]*sigil: stopped\n$/);
 
     // Behind a proxy (trustProxy set), or when the ports agree, there is nothing to warn about.
     const proxied = join(dir, 'proxied.json');
-    writeFileSync(proxied, JSON.stringify({ ...baseConfig(), issuer: 'https://id.example', trustProxy: 1, storage: 'memory' }));
+    writeFileSync(
+      proxied,
+      JSON.stringify({ ...baseConfig(), issuer: 'https://id.example', trustProxy: 1, storage: 'memory' }),
+    );
     const behind = run(['start', '--config', proxied, '--port', String(port), '--host', '127.0.0.1']);
     running.push(behind);
     await listening(behind);
-    const same = run(['start', '--config', file, '--port', String(await freePort()), '--host', '127.0.0.1', '--issuer', 'http://127.0.0.1:1']);
+    const same = run([
+      'start',
+      '--config',
+      file,
+      '--port',
+      String(await freePort()),
+      '--host',
+      '127.0.0.1',
+      '--issuer',
+      'http://127.0.0.1:1',
+    ]);
     running.push(same);
     await listening(same);
     expect(behind.output()).not.toContain('warning');
@@ -186,18 +224,31 @@ describe('sigil start', () => {
       running.push(r);
       expect(await r.exited).toBe(0);
       const printed = JSON.parse(r.output()) as { properties: Record<string, unknown> };
-      expect(printed).toEqual(JSON.parse(readFileSync(resolve(import.meta.dirname, '../../dist/sigil.schema.json'), 'utf8')));
+      expect(printed).toEqual(
+        JSON.parse(readFileSync(resolve(import.meta.dirname, '../../dist/sigil.schema.json'), 'utf8')),
+      );
       expect(Object.keys(printed.properties)).toEqual(expect.arrayContaining(['$schema', 'issuer', 'clients']));
     });
 
     it('config check FILE reports every problem at once with its field path (exit code 2), or that the file is valid', async () => {
       const dir = workDir();
       const bad = join(dir, 'bad.json');
-      writeFileSync(bad, JSON.stringify({ port: 'eighty', colour: 'blue', clients: [{ clientId: 'c', clientSecrets: ['s'], allowedGrantTypes: ['client_credential'] }] }));
+      writeFileSync(
+        bad,
+        JSON.stringify({
+          port: 'eighty',
+          colour: 'blue',
+          clients: [{ clientId: 'c', clientSecrets: ['s'], allowedGrantTypes: ['client_credential'] }],
+        }),
+      );
       const r = run(['config', 'check', bad]);
       running.push(r);
       expect(await r.exited).toBe(2);
-      for (const problem of ['clients[0].allowedGrantTypes[0]: unknown grant type "client_credential"; did you mean "client_credentials"?', 'port: ', 'colour: unknown field'])
+      for (const problem of [
+        'clients[0].allowedGrantTypes[0]: unknown grant type "client_credential"; did you mean "client_credentials"?',
+        'port: ',
+        'colour: unknown field',
+      ])
         expect(r.output()).toContain(problem);
       const good = join(dir, 'good.json');
       writeFileSync(good, JSON.stringify({ $schema: './node_modules/sigil/dist/sigil.schema.json', ...baseConfig() }));
@@ -210,7 +261,9 @@ describe('sigil start', () => {
 
   describe('answers as a command line should', () => {
     it('--version prints the package version', async () => {
-      const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as { version: string };
+      const { version } = JSON.parse(readFileSync(resolve(import.meta.dirname, '../../package.json'), 'utf8')) as {
+        version: string;
+      };
       for (const args of [['--version'], ['-v']]) {
         const r = run(args);
         running.push(r);
@@ -219,7 +272,7 @@ describe('sigil start', () => {
       }
     });
 
-    it('<command> --help prints that command\'s usage only', async () => {
+    it("<command> --help prints that command's usage only", async () => {
       for (const command of ['start', 'migrate', 'keys', 'users', 'clients', 'config']) {
         const r = run([command, '--help']);
         running.push(r);
@@ -231,7 +284,8 @@ describe('sigil start', () => {
       const all = run(['--help']);
       running.push(all);
       expect(await all.exited).toBe(0);
-      for (const command of ['start', 'migrate', 'keys', 'users', 'clients', 'config']) expect(all.output()).toContain(`sigil ${command} `);
+      for (const command of ['start', 'migrate', 'keys', 'users', 'clients', 'config'])
+        expect(all.output()).toContain(`sigil ${command} `);
     });
 
     it('an unknown command or option names itself and suggests the closest one, exit code 2', async () => {
@@ -267,7 +321,9 @@ describe('sigil start', () => {
       [
         'a client with an unknown scope',
         {
-          clients: [{ clientId: 'x', clientSecrets: ['s'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['nope'] }],
+          clients: [
+            { clientId: 'x', clientSecrets: ['s'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['nope'] },
+          ],
         },
         /clients\[0\]\.allowedScopes\[0\]: unknown scope "nope"/,
       ],
@@ -275,21 +331,43 @@ describe('sigil start', () => {
       [
         'a client with a javascript: redirect URI, however it is spelt',
         {
-          clients: [{ clientId: 'x', requireClientSecret: false, allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb', ' JavaScript:alert(1)', 'JAVASCRIPT:alert(1)'] }],
+          clients: [
+            {
+              clientId: 'x',
+              requireClientSecret: false,
+              allowedGrantTypes: ['authorization_code'],
+              redirectUris: ['https://rp.example/cb', ' JavaScript:alert(1)', 'JAVASCRIPT:alert(1)'],
+            },
+          ],
         },
         /clients\[0\]\.redirectUris\[1\]: must not contain white space[^\n]*\n\s*clients\[0\]\.redirectUris\[2\]: the scheme javascript: is not allowed/,
       ],
       [
         'a client with a wildcard post-logout redirect URI',
         {
-          clients: [{ clientId: 'x', requireClientSecret: false, allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], postLogoutRedirectUris: ['https://evil.example/*'] }],
+          clients: [
+            {
+              clientId: 'x',
+              requireClientSecret: false,
+              allowedGrantTypes: ['authorization_code'],
+              redirectUris: ['https://rp.example/cb'],
+              postLogoutRedirectUris: ['https://evil.example/*'],
+            },
+          ],
         },
         /clients\[0\]\.postLogoutRedirectUris\[0\]: must not contain wildcards/,
       ],
       [
         'a client with an http redirect URI off the loopback host, not marked for development',
         {
-          clients: [{ clientId: 'x', requireClientSecret: false, allowedGrantTypes: ['authorization_code'], redirectUris: ['http://localhost.evil.example/cb'] }],
+          clients: [
+            {
+              clientId: 'x',
+              requireClientSecret: false,
+              allowedGrantTypes: ['authorization_code'],
+              redirectUris: ['http://localhost.evil.example/cb'],
+            },
+          ],
         },
         /clients\[0\]\.redirectUris\[0\]: http is allowed only on a loopback host/,
       ],
@@ -367,17 +445,40 @@ describe('sigil start', () => {
     const config = {
       ...baseConfig(),
       storage: { $env: 'SIGIL_TEST_STORAGE' },
-      clients: [{ clientId: 'm2m', clientSecrets: [{ $file: join(dir, 'm2m-secret') }], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }],
+      clients: [
+        {
+          clientId: 'm2m',
+          clientSecrets: [{ $file: join(dir, 'm2m-secret') }],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['api1'],
+        },
+      ],
     };
     const file = join(dir, 'sigil.json');
     writeFileSync(file, JSON.stringify(config));
     const port = await freePort();
-    const r = run(['start', '--config', file, '--port', String(port), '--host', '127.0.0.1', '--issuer', `http://127.0.0.1:${port}`], { SIGIL_TEST_STORAGE: 'memory' });
+    const r = run(
+      [
+        'start',
+        '--config',
+        file,
+        '--port',
+        String(port),
+        '--host',
+        '127.0.0.1',
+        '--issuer',
+        `http://127.0.0.1:${port}`,
+      ],
+      { SIGIL_TEST_STORAGE: 'memory' },
+    );
     running.push(r);
     const url = await listening(r);
     const res = await fetch(`${url}/connect/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('m2m:secret-from-a-file').toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('m2m:secret-from-a-file').toString('base64')}`,
+      },
       body: 'grant_type=client_credentials&scope=api1',
     });
     expect(res.status).toBe(200);
@@ -393,7 +494,10 @@ describe('sigil start', () => {
     const dir = workDir();
     const port = await freePort();
     const file = join(dir, 'sigil.yaml');
-    writeFileSync(file, toYaml({ ...baseConfig(), issuer: `http://127.0.0.1:${port}`, storage: `sqlite:${join(dir, 'y.db')}` }));
+    writeFileSync(
+      file,
+      toYaml({ ...baseConfig(), issuer: `http://127.0.0.1:${port}`, storage: `sqlite:${join(dir, 'y.db')}` }),
+    );
     const r = run(['start', '--config', file, '--port', String(port), '--host', '127.0.0.1']);
     running.push(r);
     const url = await listening(r);
@@ -414,7 +518,15 @@ describe('sigil start', () => {
     const port = await freePort();
     const file = join(dir, 'env.json');
     // The file says otherwise on every point the environment overrides.
-    writeFileSync(file, JSON.stringify({ ...baseConfig(), issuer: 'http://file.example', storage: `sqlite:${join(dir, 'file.db')}`, port: 1 }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        ...baseConfig(),
+        issuer: 'http://file.example',
+        storage: `sqlite:${join(dir, 'file.db')}`,
+        port: 1,
+      }),
+    );
     const issuer = `http://localhost:${port}`;
     const r = run(['start'], {
       SIGIL_CONFIG: file,
@@ -442,11 +554,14 @@ describe('sigil start', () => {
     const [envPort, flagPort] = [await freePort(), await freePort()];
     const file = join(dir, 'f.json');
     writeFileSync(file, JSON.stringify({ ...baseConfig(), storage: 'memory' }));
-    const r = run(['start', '--config', file, '--port', String(flagPort), '--host', '127.0.0.1', '--issuer', 'http://flag.example'], {
-      SIGIL_CONFIG: join(dir, 'absent.json'),
-      PORT: String(envPort),
-      SIGIL_ISSUER: 'http://env.example',
-    });
+    const r = run(
+      ['start', '--config', file, '--port', String(flagPort), '--host', '127.0.0.1', '--issuer', 'http://flag.example'],
+      {
+        SIGIL_CONFIG: join(dir, 'absent.json'),
+        PORT: String(envPort),
+        SIGIL_ISSUER: 'http://env.example',
+      },
+    );
     running.push(r);
     const url = await listening(r);
     expect(url).toBe(`http://127.0.0.1:${flagPort}`);

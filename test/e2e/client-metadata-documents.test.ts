@@ -22,10 +22,22 @@ const untouched = new DocumentServer();
 
 const REDIRECT = 'http://127.0.0.1:7777/cb';
 const url = (path: string) => `${docs.origin}${path}`;
-const document = (path: string, extra: Record<string, unknown> = {}) => ({ client_id: url(path), client_name: 'Test Agent', redirect_uris: [REDIRECT], ...extra });
+const document = (path: string, extra: Record<string, unknown> = {}) => ({
+  client_id: url(path),
+  client_name: 'Test Agent',
+  redirect_uris: [REDIRECT],
+  ...extra,
+});
 
 async function authorize(sigil: ServerProcess, clientId: string): Promise<Response> {
-  const query = new URLSearchParams({ client_id: clientId, redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' });
+  const query = new URLSearchParams({
+    client_id: clientId,
+    redirect_uri: REDIRECT,
+    response_type: 'code',
+    scope: 'openid',
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+  });
   return fetch(`${sigil.url}/connect/authorize?${query}`, { redirect: 'manual' });
 }
 
@@ -39,8 +51,16 @@ beforeAll(async () => {
   await Promise.all([docs.start(), untouched.start()]);
   const env = { NODE_EXTRA_CA_CERTS: docs.certFile };
   [dev, prod] = await Promise.all([
-    freePort().then((port) => startProcess(testConfig({ clientIdMetadataDocuments: { allowLoopback: true, fetchesPerAddress: 100_000 } }), port, { env })),
-    freePort().then((port) => startProcess(testConfig({ clientIdMetadataDocuments: { fetchesPerAddress: 5 } }), port, { env })),
+    freePort().then((port) =>
+      startProcess(
+        testConfig({ clientIdMetadataDocuments: { allowLoopback: true, fetchesPerAddress: 100_000 } }),
+        port,
+        { env },
+      ),
+    ),
+    freePort().then((port) =>
+      startProcess(testConfig({ clientIdMetadataDocuments: { fetchesPerAddress: 5 } }), port, { env }),
+    ),
   ]);
 });
 
@@ -54,7 +74,10 @@ describe('client ID metadata documents', () => {
     const res = await authorize(dev, url('/ok'));
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toMatch(/^\/account\/login\?interaction=/);
-    const discovery = (await (await fetch(`${dev.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    const discovery = (await (await fetch(`${dev.url}/.well-known/openid-configuration`)).json()) as Record<
+      string,
+      unknown
+    >;
     expect(discovery.client_id_metadata_document_supported).toBe(true);
   });
 
@@ -66,7 +89,12 @@ describe('client ID metadata documents', () => {
     expect(text).toContain('special-use address');
     // Four more: the address's quota of 5 fetches is then used up (the next test relies on it).
     // A name is resolved and its addresses checked too: localhost is loopback.
-    for (const host of ['169.254.169.254', '[::ffff:7f00:1]', '100.64.0.1', `localhost:${new URL(untouched.origin).port}`]) {
+    for (const host of [
+      '169.254.169.254',
+      '[::ffff:7f00:1]',
+      '100.64.0.1',
+      `localhost:${new URL(untouched.origin).port}`,
+    ]) {
       const r = await refusal(prod, `https://${host}/client`);
       expect(r.text, host).toContain('special-use address');
     }
@@ -113,7 +141,10 @@ describe('client ID metadata documents', () => {
     expect((await refusal(dev, url('/other'))).text).toContain('client_id other than its URL');
     docs.routes.set('/bad-json', json('{"client_id": '));
     expect((await refusal(dev, url('/bad-json'))).text).toContain('not JSON');
-    docs.routes.set('/secret', json(document('/secret', { client_secret: 's', token_endpoint_auth_method: 'client_secret_basic' })));
+    docs.routes.set(
+      '/secret',
+      json(document('/secret', { client_secret: 's', token_endpoint_auth_method: 'client_secret_basic' })),
+    );
     expect((await refusal(dev, url('/secret'))).text).toContain('client_secret');
     docs.routes.set('/http-redirect', json(document('/http-redirect', { redirect_uris: ['http://app.example/cb'] })));
     expect((await refusal(dev, url('/http-redirect'))).text).toContain('redirect_uri');
@@ -154,27 +185,67 @@ describe('client ID metadata documents', () => {
 
   it('answers invalid_client at the token endpoint for a refused document, and never fetches keys from a private address', async () => {
     const token = (body: Record<string, string>) =>
-      fetch(`${dev.url}/connect/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(body) });
-    const refused = await token({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, code_verifier: 'v'.repeat(43), client_id: url('/other') });
+      fetch(`${dev.url}/connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(body),
+      });
+    const refused = await token({
+      grant_type: 'authorization_code',
+      code: 'x',
+      redirect_uri: REDIRECT,
+      code_verifier: 'v'.repeat(43),
+      client_id: url('/other'),
+    });
     expect(refused.status).toBe(401);
     expect(((await refused.json()) as { error: string }).error).toBe('invalid_client');
 
     const { privateKey, publicKey } = await generateKeyPair('ES256');
-    docs.routes.set('/keys', json(document('/keys', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://10.1.2.3/jwks' })));
-    docs.routes.set('/inline-keys', json(document('/inline-keys', { token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] } })));
+    docs.routes.set(
+      '/keys',
+      json(document('/keys', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://10.1.2.3/jwks' })),
+    );
+    docs.routes.set(
+      '/inline-keys',
+      json(
+        document('/inline-keys', {
+          token_endpoint_auth_method: 'private_key_jwt',
+          jwks: { keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] },
+        }),
+      ),
+    );
     const assertion = async (id: string) =>
-      new SignJWT({ jti: crypto.randomUUID() }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(id).setSubject(id).setAudience(dev.url).setIssuedAt().setExpirationTime('1m').sign(privateKey);
+      new SignJWT({ jti: crypto.randomUUID() })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .setIssuer(id)
+        .setSubject(id)
+        .setAudience(dev.url)
+        .setIssuedAt()
+        .setExpirationTime('1m')
+        .sign(privateKey);
     const withKeys = async (id: string) =>
-      token({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT, code_verifier: 'v'.repeat(43), client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: await assertion(id) });
+      token({
+        grant_type: 'authorization_code',
+        code: 'x',
+        redirect_uri: REDIRECT,
+        code_verifier: 'v'.repeat(43),
+        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+        client_assertion: await assertion(id),
+      });
     const privateKeys = await withKeys(url('/keys'));
     expect(privateKeys.status).toBe(401);
-    expect(((await privateKeys.json()) as { error_description: string }).error_description).toContain('could not be fetched');
+    expect(((await privateKeys.json()) as { error_description: string }).error_description).toContain(
+      'could not be fetched',
+    );
     // The same assertion against keys in the document, or at a jwks_uri Sigil may reach,
     // authenticates: the code is what fails then.
     const inline = await withKeys(url('/inline-keys'));
     expect(((await inline.json()) as { error: string }).error).toBe('invalid_grant');
     docs.routes.set('/jwks', json({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1' }] }));
-    docs.routes.set('/remote-keys', json(document('/remote-keys', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: url('/jwks') })));
+    docs.routes.set(
+      '/remote-keys',
+      json(document('/remote-keys', { token_endpoint_auth_method: 'private_key_jwt', jwks_uri: url('/jwks') })),
+    );
     const remote = await withKeys(url('/remote-keys'));
     expect(((await remote.json()) as { error: string }).error).toBe('invalid_grant');
     expect(docs.count('/jwks')).toBe(1);
@@ -194,11 +265,26 @@ describe('client ID metadata documents', () => {
 
   it('answers every client_id with a page or a redirect, never a 500', async () => {
     const port = new URL(docs.origin).port;
-    const special = fc.constantFrom('10.0.0.1', '169.254.169.254', '[::1]', '[fe80::1]', '192.168.1.1', '[::ffff:10.0.0.1]', '0.0.0.0', '100.64.0.1', '[fc00::1]', '224.0.0.1', '192.0.2.1', `127.0.0.1:${port}`);
+    const special = fc.constantFrom(
+      '10.0.0.1',
+      '169.254.169.254',
+      '[::1]',
+      '[fe80::1]',
+      '192.168.1.1',
+      '[::ffff:10.0.0.1]',
+      '0.0.0.0',
+      '100.64.0.1',
+      '[fc00::1]',
+      '224.0.0.1',
+      '192.0.2.1',
+      `127.0.0.1:${port}`,
+    );
     const clientId = fc.oneof(
       fc.string({ maxLength: 120 }),
       fc.string({ unit: 'binary', maxLength: 60 }).map((s) => `https://${s}`),
-      fc.tuple(special, fc.webPath(), fc.webQueryParameters(), fc.webFragments()).map(([host, path, query, fragment]) => `https://${host}${path}?${query}#${fragment}`),
+      fc
+        .tuple(special, fc.webPath(), fc.webQueryParameters(), fc.webFragments())
+        .map(([host, path, query, fragment]) => `https://${host}${path}?${query}#${fragment}`),
       fc.tuple(special, fc.webPath()).map(([host, path]) => `https://${host}${path}`),
     );
     await fc.assert(

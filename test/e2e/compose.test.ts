@@ -20,7 +20,10 @@ interface Service {
   healthcheck?: { test: string[] };
   volumes?: string[];
 }
-const compose = parse(readFileSync(resolve(ROOT, 'compose.yaml'), 'utf8')) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+const compose = parse(readFileSync(resolve(ROOT, 'compose.yaml'), 'utf8')) as {
+  services: Record<string, Service>;
+  volumes: Record<string, unknown>;
+};
 
 /** A value with compose's `${VAR:-default}` / `${VAR:?message}` interpolations filled with `x`. */
 function interpolated(value: string): string {
@@ -31,10 +34,16 @@ describe('compose.yaml', () => {
   it('has every service, volume and Sigil setting the README names', () => {
     const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
     // The sentence of the "Containers, services, backups" paragraph that starts with `compose.yaml`.
-    const sentence = /^- \*\*Containers, services, backups\.\*\*[\s\S]*?(`compose\.yaml`[\s\S]*?\.)\s/m.exec(readme)?.[1];
+    const sentence = /^- \*\*Containers, services, backups\.\*\*[\s\S]*?(`compose\.yaml`[\s\S]*?\.)\s/m.exec(
+      readme,
+    )?.[1];
     expect(sentence).toBeTruthy();
     const named = [...sentence!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!).filter((n) => /^[\w-]+$/.test(n));
-    const known = new Set([...Object.keys(compose.services), ...Object.keys(compose.volumes), ...Object.keys(compose.services.sigil?.environment ?? {})]);
+    const known = new Set([
+      ...Object.keys(compose.services),
+      ...Object.keys(compose.volumes),
+      ...Object.keys(compose.services.sigil?.environment ?? {}),
+    ]);
     expect(named.length).toBeGreaterThanOrEqual(8);
     expect(named.filter((n) => !known.has(n))).toEqual([]);
   });

@@ -20,7 +20,11 @@ describe('examples/custom-users.mjs', () => {
   const temp = tempDir();
 
   const post = async (path: string, fields: Record<string, string>, authorization = APP) => {
-    const res = await fetch(url + path, { method: 'POST', headers: { authorization, 'content-type': 'application/x-www-form-urlencoded' }, body: form(fields) });
+    const res = await fetch(url + path, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form(fields),
+    });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
   const password = (username: string, pw: string, scope = 'openid profile email department orders offline_access') =>
@@ -29,7 +33,10 @@ describe('examples/custom-users.mjs', () => {
   beforeAll(async () => {
     const port = await freePort();
     dbFile = join(temp.dir, 'people.db');
-    child = spawn(process.execPath, [EXAMPLE], { env: { ...process.env, PORT: String(port), CUSTOM_USERS_DB: dbFile }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [EXAMPLE], {
+      env: { ...process.env, PORT: String(port), CUSTOM_USERS_DB: dbFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     await new Promise<void>((ok, fail) => {
       const timer = setTimeout(() => fail(new Error(`example did not start:\n${out}`)), 20_000);
@@ -59,8 +66,14 @@ describe('examples/custom-users.mjs', () => {
     const res = await password('ADA', 'ada-password');
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     const at = decodeJwt(res.body.access_token as string);
-    expect(at).toMatchObject({ sub: '7f3c2a4e-1b65-4c1e-9a0e-5d1c3e7b9a10', department: 'engineering', department_source: 'people:7f3c2a4e' });
-    const info = await fetch(`${url}/connect/userinfo`, { headers: { authorization: `Bearer ${res.body.access_token as string}` } });
+    expect(at).toMatchObject({
+      sub: '7f3c2a4e-1b65-4c1e-9a0e-5d1c3e7b9a10',
+      department: 'engineering',
+      department_source: 'people:7f3c2a4e',
+    });
+    const info = await fetch(`${url}/connect/userinfo`, {
+      headers: { authorization: `Bearer ${res.body.access_token as string}` },
+    });
     expect(await info.json()).toEqual({
       sub: '7f3c2a4e-1b65-4c1e-9a0e-5d1c3e7b9a10',
       name: 'Ada Lovelace',
@@ -72,7 +85,11 @@ describe('examples/custom-users.mjs', () => {
   });
 
   it('answers a wrong password, an unknown user and an empty password alike', async () => {
-    for (const [u, p] of [['ada', 'wrong'], ['nobody', 'ada-password'], ['ada', '']] as const) {
+    for (const [u, p] of [
+      ['ada', 'wrong'],
+      ['nobody', 'ada-password'],
+      ['ada', ''],
+    ] as const) {
       const res = await password(u, p);
       expect(res.status).toBe(400);
       expect(res.body.error).toMatch(/invalid_grant|invalid_request/);
@@ -89,11 +106,23 @@ describe('examples/custom-users.mjs', () => {
     } finally {
       db.close();
     }
-    const refresh = await post('/connect/token', { grant_type: 'refresh_token', refresh_token: res.body.refresh_token as string });
-    expect(refresh).toEqual({ status: 400, body: { error: 'invalid_grant', error_description: 'the user is no longer active' } });
-    const intro = await post('/connect/introspect', { token: res.body.access_token as string }, basic('orders-api', 'orders-api-secret'));
+    const refresh = await post('/connect/token', {
+      grant_type: 'refresh_token',
+      refresh_token: res.body.refresh_token as string,
+    });
+    expect(refresh).toEqual({
+      status: 400,
+      body: { error: 'invalid_grant', error_description: 'the user is no longer active' },
+    });
+    const intro = await post(
+      '/connect/introspect',
+      { token: res.body.access_token as string },
+      basic('orders-api', 'orders-api-secret'),
+    );
     expect(intro.body).toEqual({ active: false });
-    const info = await fetch(`${url}/connect/userinfo`, { headers: { authorization: `Bearer ${res.body.access_token as string}` } });
+    const info = await fetch(`${url}/connect/userinfo`, {
+      headers: { authorization: `Bearer ${res.body.access_token as string}` },
+    });
     expect(info.status).toBe(401);
     expect((await password('grace', 'grace-password')).body.error).toBe('invalid_grant');
   });

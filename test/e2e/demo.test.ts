@@ -18,15 +18,30 @@ import { freePort } from './ports.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLEAN_ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !['PORT', 'HOST', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'SIGIL_METRICS_PORT', 'DEMO_RP_URL'].includes(k)),
+  Object.entries(process.env).filter(
+    ([k]) =>
+      !['PORT', 'HOST', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'SIGIL_METRICS_PORT', 'DEMO_RP_URL'].includes(
+        k,
+      ),
+  ),
 );
 
 /**
  * A spawned process with its output, resolving `ready` once a line matches. `detached`: in a
  * process group of its own (as a supervisor or a terminal starts `npm start`).
  */
-function run(args: string[], env: Record<string, string>, ready: RegExp, detached = false): { child: ChildProcess; output: () => string; ready: Promise<void>; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...CLEAN_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached });
+function run(
+  args: string[],
+  env: Record<string, string>,
+  ready: RegExp,
+  detached = false,
+): { child: ChildProcess; output: () => string; ready: Promise<void>; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...CLEAN_ENV, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached,
+  });
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
@@ -48,7 +63,9 @@ function run(args: string[], env: Record<string, string>, ready: RegExp, detache
   return { child, output: () => out, ready: readyPromise, exited };
 }
 
-async function stop(p: { child: ChildProcess; exited: Promise<number | null> } | undefined): Promise<number | null | undefined> {
+async function stop(
+  p: { child: ChildProcess; exited: Promise<number | null> } | undefined,
+): Promise<number | null | undefined> {
   if (!p) return undefined;
   if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGTERM');
   return p.exited;
@@ -60,7 +77,10 @@ async function stop(p: { child: ChildProcess; exited: Promise<number | null> } |
  * bound to 0.0.0.0 accepts it), so that the test needs no other machine.
  */
 function otherAddresses(): string[] {
-  const own = Object.values(networkInterfaces()).flatMap((list) => list ?? []).filter((a) => a.family === 'IPv4' && !a.internal).map((a) => a.address);
+  const own = Object.values(networkInterfaces())
+    .flatMap((list) => list ?? [])
+    .filter((a) => a.family === 'IPv4' && !a.internal)
+    .map((a) => a.address);
   return [...own, '127.0.0.2'];
 }
 
@@ -84,7 +104,16 @@ describe('npm start listens where it says', () => {
       for (const host of [undefined, '0.0.0.0']) {
         const port = await freePort();
         const p = run(
-          ['examples/start-demo.mjs', '--port', String(port), ...(host ? ['--host', host] : []), '--storage', `sqlite:${join(dir, 'sigil.db')}`, '--metrics-port', '0'],
+          [
+            'examples/start-demo.mjs',
+            '--port',
+            String(port),
+            ...(host ? ['--host', host] : []),
+            '--storage',
+            `sqlite:${join(dir, 'sigil.db')}`,
+            '--metrics-port',
+            '0',
+          ],
           { DEMO_RP_URL: `http://127.0.0.1:${await freePort()}` },
           /sigil demo: open/,
         );
@@ -110,8 +139,11 @@ describe('npm start listens where it says', () => {
 });
 
 describe('npm start (examples/start-demo.mjs)', () => {
-  it('is the start script, prints Sigil\'s lines and the demo URL, serves both, and stops both on SIGTERM', async () => {
-    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string>; bin: Record<string, string> };
+  it("is the start script, prints Sigil's lines and the demo URL, serves both, and stops both on SIGTERM", async () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+      bin: Record<string, string>;
+    };
     expect(pkg.scripts.start).toBe('node examples/start-demo.mjs');
     expect(pkg.bin.sigil).toBe('dist/cli/main.js');
 
@@ -120,7 +152,19 @@ describe('npm start (examples/start-demo.mjs)', () => {
     const issuer = `http://127.0.0.1:${port}`;
     const rpUrl = `http://127.0.0.1:${rpPort}`;
     const p = run(
-      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--issuer', issuer, '--storage', `sqlite:${join(dir, 'sigil.db')}`, '--metrics-port', '0'],
+      [
+        'examples/start-demo.mjs',
+        '--port',
+        String(port),
+        '--host',
+        '127.0.0.1',
+        '--issuer',
+        issuer,
+        '--storage',
+        `sqlite:${join(dir, 'sigil.db')}`,
+        '--metrics-port',
+        '0',
+      ],
       { DEMO_RP_URL: rpUrl },
       /sigil demo: open/,
     );
@@ -131,7 +175,9 @@ describe('npm start (examples/start-demo.mjs)', () => {
       expect(out).toContain(`sigil: discovery ${issuer}/.well-known/openid-configuration`);
       expect(out).toMatch(/sigil: clients .*\bdemo\b.*\bdemo-web\b/);
       expect(out).toContain('sigil: users alice, bob');
-      expect(out).toContain('sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice"');
+      expect(out).toContain(
+        'sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice"',
+      );
       expect(out).toMatch(new RegExp(`listening on ${issuer}\\b`));
       expect(out).toContain(`sigil demo: open ${rpUrl} in a browser`);
       // Sigil's own line comes first, then the demo's.
@@ -160,7 +206,17 @@ describe('npm start (examples/start-demo.mjs)', () => {
     const [port, rpPort] = [await freePort(), await freePort()];
     const rpUrl = `http://127.0.0.1:${rpPort}`;
     const p = run(
-      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--storage', `sqlite:${join(dir, 'sigil.db')}`, '--metrics-port', '0'],
+      [
+        'examples/start-demo.mjs',
+        '--port',
+        String(port),
+        '--host',
+        '127.0.0.1',
+        '--storage',
+        `sqlite:${join(dir, 'sigil.db')}`,
+        '--metrics-port',
+        '0',
+      ],
       { DEMO_RP_URL: rpUrl },
       /sigil demo: open/,
     );
@@ -169,7 +225,10 @@ describe('npm start (examples/start-demo.mjs)', () => {
       const issuer = `http://localhost:${port}`;
       expect(p.output()).toContain(`sigil: issuer ${issuer}\n`);
       expect(p.output()).not.toContain('warning');
-      const discovery = (await (await fetch(`http://127.0.0.1:${port}/.well-known/openid-configuration`)).json()) as { issuer: string; token_endpoint: string };
+      const discovery = (await (await fetch(`http://127.0.0.1:${port}/.well-known/openid-configuration`)).json()) as {
+        issuer: string;
+        token_endpoint: string;
+      };
       expect(discovery.issuer).toBe(issuer);
       expect(discovery.token_endpoint).toBe(`${issuer}/connect/token`);
       const login = await fetch(`${rpUrl}/login`, { redirect: 'manual' });
@@ -217,7 +276,17 @@ describe('npm start in a process group of its own', () => {
     const { dir, cleanup } = tempDir();
     const [port, rpPort] = [await freePort(), await freePort()];
     const p = run(
-      ['examples/start-demo.mjs', '--port', String(port), '--host', '127.0.0.1', '--storage', `sqlite:${join(dir, 'sigil.db')}`, '--metrics-port', '0'],
+      [
+        'examples/start-demo.mjs',
+        '--port',
+        String(port),
+        '--host',
+        '127.0.0.1',
+        '--storage',
+        `sqlite:${join(dir, 'sigil.db')}`,
+        '--metrics-port',
+        '0',
+      ],
       { DEMO_RP_URL: `http://127.0.0.1:${rpPort}` },
       /sigil demo: open/,
       true,
@@ -266,7 +335,10 @@ describe('the demo relying party in Chromium', () => {
     const rpPort = await freePort();
     rpUrl = `http://127.0.0.1:${rpPort}`;
     // examples/sigil.json as shipped, with the demo client pointed at this run's port.
-    const config = JSON.parse(readFileSync(join(ROOT, 'examples/sigil.json'), 'utf8')) as ConfigInput & { clients: Record<string, unknown>[]; users: Record<string, unknown>[] };
+    const config = JSON.parse(readFileSync(join(ROOT, 'examples/sigil.json'), 'utf8')) as ConfigInput & {
+      clients: Record<string, unknown>[];
+      users: Record<string, unknown>[];
+    };
     const client = config.clients.find((c) => c.clientId === 'demo-web');
     expect(client).toBeDefined();
     client!.redirectUris = [`${rpUrl}/callback`];
@@ -275,9 +347,18 @@ describe('the demo relying party in Chromium', () => {
       subjectId: '666',
       username: 'mallory',
       password: 'mallory',
-      claims: { name: `<img src=x onerror="alert('xss-name')">`, family_name: `"><script>alert('xss-family')</script>`, email: 'm@example.com' },
+      claims: {
+        name: `<img src=x onerror="alert('xss-name')">`,
+        family_name: `"><script>alert('xss-family')</script>`,
+        email: 'm@example.com',
+      },
     });
-    [browser, sigil] = await Promise.all([launchChromium(), freePort().then((port) => startProcess({ ...config, logLevel: 'silent', metrics: { host: '127.0.0.1', port: 0 } }, port))]);
+    [browser, sigil] = await Promise.all([
+      launchChromium(),
+      freePort().then((port) =>
+        startProcess({ ...config, logLevel: 'silent', metrics: { host: '127.0.0.1', port: 0 } }, port),
+      ),
+    ]);
     rp = run(['examples/demo-rp.mjs'], { SIGIL_ISSUER: sigil.url, DEMO_RP_URL: rpUrl }, /relying party at/);
     await rp.ready;
   });
@@ -305,7 +386,12 @@ describe('the demo relying party in Chromium', () => {
       expect(typeof claims.nonce).toBe('string');
       expect(typeof claims.auth_time).toBe('number');
       const userinfo = JSON.parse((await page.textContent('#userinfo'))!) as Record<string, unknown>;
-      expect(userinfo).toMatchObject({ sub: '1', name: 'Alice Smith', email: 'alice@example.com', email_verified: true });
+      expect(userinfo).toMatchObject({
+        sub: '1',
+        name: 'Alice Smith',
+        email: 'alice@example.com',
+        email_verified: true,
+      });
       expect(await page.textContent('main')).toContain('received (offline_access)');
 
       await page.getByRole('button', { name: 'Sign out' }).click();

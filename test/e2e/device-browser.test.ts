@@ -61,22 +61,24 @@ function runDeviceClient(scope: string): DeviceClient {
   let err = '';
   child.stderr?.on('data', (b: Buffer) => (err += b.toString()));
   const exit = new Promise<number | null>((ok) => child.once('exit', (code) => ok(code)));
-  const prompt = new Promise<{ userCode: string; verificationUri: string; verificationUriComplete: string }>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`the device client printed no code:\n${out}\n${err}`)), 15_000);
-    child.stdout?.on('data', (b: Buffer) => {
-      out += b.toString();
-      const first = /open (\S+) and enter the code (\S+)/.exec(out);
-      const complete = /\(or open (\S+)\)/.exec(out);
-      if (first && complete) {
+  const prompt = new Promise<{ userCode: string; verificationUri: string; verificationUriComplete: string }>(
+    (ok, fail) => {
+      const timer = setTimeout(() => fail(new Error(`the device client printed no code:\n${out}\n${err}`)), 15_000);
+      child.stdout?.on('data', (b: Buffer) => {
+        out += b.toString();
+        const first = /open (\S+) and enter the code (\S+)/.exec(out);
+        const complete = /\(or open (\S+)\)/.exec(out);
+        if (first && complete) {
+          clearTimeout(timer);
+          ok({ verificationUri: first[1]!, userCode: first[2]!, verificationUriComplete: complete[1]! });
+        }
+      });
+      void exit.then((code) => {
         clearTimeout(timer);
-        ok({ verificationUri: first[1]!, userCode: first[2]!, verificationUriComplete: complete[1]! });
-      }
-    });
-    void exit.then((code) => {
-      clearTimeout(timer);
-      fail(new Error(`the device client exited with ${code} before printing a code:\n${out}\n${err}`));
-    });
-  });
+        fail(new Error(`the device client exited with ${code} before printing a code:\n${out}\n${err}`));
+      });
+    },
+  );
   prompt.catch(() => undefined);
   return { child, stdout: () => out, stderr: () => err, prompt, exit };
 }

@@ -64,7 +64,8 @@ function execForm(args: string): string[] {
 function cleanEnv(): Record<string, string> {
   return Object.fromEntries(
     Object.entries(process.env).filter(
-      (e): e is [string, string] => e[1] !== undefined && !/^(npm_|VITEST|NODE_ENV$|NODE_OPTIONS$|PORT$|SIGIL_)/.test(e[0]),
+      (e): e is [string, string] =>
+        e[1] !== undefined && !/^(npm_|VITEST|NODE_ENV$|NODE_OPTIONS$|PORT$|SIGIL_)/.test(e[0]),
     ),
   );
 }
@@ -113,11 +114,18 @@ function rooted(root: string, value: string): string {
 
 function runStep(command: string, cwd: string, env: Record<string, string>): Promise<void> {
   return new Promise((ok, fail) => {
-    const child = spawn('sh', ['-c', command], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: RUN_STEP_CAP_MS });
+    const child = spawn('sh', ['-c', command], {
+      cwd,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: RUN_STEP_CAP_MS,
+    });
     let out = '';
     child.stdout.on('data', (b: Buffer) => (out += b.toString()));
     child.stderr.on('data', (b: Buffer) => (out += b.toString()));
-    child.on('exit', (code, signal) => (code === 0 ? ok() : fail(new Error(`RUN ${command}: ${signal ?? `exit ${code}`}\n${out}`))));
+    child.on('exit', (code, signal) =>
+      code === 0 ? ok() : fail(new Error(`RUN ${command}: ${signal ?? `exit ${code}`}\n${out}`)),
+    );
   });
 }
 
@@ -160,7 +168,8 @@ async function buildStage(stage: Stage): Promise<BuiltStage> {
         if (/[*?[]/.test(src)) throw new Error(`COPY: no globs, the test copies plain paths: ${src}`);
         const origin = source ? join(source.root, posix.resolve(source.workdir, src)) : join(ROOT, src);
         // As in Docker: a folder's contents go to dest; a file goes into dest when dest ends with "/".
-        const target = dest!.endsWith('/') && !statSync(origin).isDirectory() ? join(path(dest!), basename(src)) : path(dest!);
+        const target =
+          dest!.endsWith('/') && !statSync(origin).isDirectory() ? join(path(dest!), basename(src)) : path(dest!);
         mkdirSync(dirname(target), { recursive: true });
         cpSync(origin, target, { recursive: true, verbatimSymlinks: true });
       }
@@ -169,7 +178,12 @@ async function buildStage(stage: Stage): Promise<BuiltStage> {
         state.skippedRuns.push(args);
         continue;
       }
-      const env: Record<string, string> = { ...cleanEnv(), ...state.env, npm_config_prefer_offline: 'true', npm_config_better_sqlite3_local_prebuilds: prebuilds };
+      const env: Record<string, string> = {
+        ...cleanEnv(),
+        ...state.env,
+        npm_config_prefer_offline: 'true',
+        npm_config_better_sqlite3_local_prebuilds: prebuilds,
+      };
       await runStep(args, path('.'), env);
     } else if (!DESCRIPTIVE.has(op)) {
       // ARG, ADD, SHELL, ENTRYPOINT...: teach the test first, else the recipe could drift from what it checks.
@@ -179,10 +193,17 @@ async function buildStage(stage: Stage): Promise<BuiltStage> {
   return state;
 }
 
-function startImage(image: BuiltStage, env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+function startImage(
+  image: BuiltStage,
+  env: Record<string, string>,
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const [command, ...args] = execForm(finalStage.steps.filter((s) => s.op === 'CMD').at(-1)!.args);
   expect(command).toBe('node');
-  const child = spawn(process.execPath, args, { cwd: join(image.root, image.workdir), env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: join(image.root, image.workdir),
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
@@ -210,7 +231,12 @@ describe('Dockerfile', () => {
     expect(check).toMatch(/\/healthz/);
     expect(check).not.toMatch(/\b(curl|wget)\b/);
     // Only the production dependencies reach the image: the dev ones stay in the build stage.
-    expect(finalStage.steps.filter((s) => s.op === 'COPY').map((s) => s.args).join('\n')).not.toMatch(/src|scripts/);
+    expect(
+      finalStage.steps
+        .filter((s) => s.op === 'COPY')
+        .map((s) => s.args)
+        .join('\n'),
+    ).not.toMatch(/src|scripts/);
   });
 
   it('its steps build an image that serves tokens from its volume and passes its own HEALTHCHECK', async () => {
@@ -223,13 +249,21 @@ describe('Dockerfile', () => {
 
     const app = join(image.root, image.workdir);
     expect(existsSync(join(app, 'dist/cli/main.js'))).toBe(true);
-    for (const dev of ['typescript', 'esbuild', 'vitest', 'dependency-cruiser']) expect(existsSync(join(app, 'node_modules', dev))).toBe(false);
+    for (const dev of ['typescript', 'esbuild', 'vitest', 'dependency-cruiser'])
+      expect(existsSync(join(app, 'node_modules', dev))).toBe(false);
 
     const port = await freePort();
-    const env: Record<string, string> = { ...cleanEnv(), ...Object.fromEntries(Object.entries(image.env).map(([k, v]) => [k, rooted(image.root, v)])), PORT: String(port) };
+    const env: Record<string, string> = {
+      ...cleanEnv(),
+      ...Object.fromEntries(Object.entries(image.env).map(([k, v]) => [k, rooted(image.root, v)])),
+      PORT: String(port),
+    };
     const { issuer: _issuer, storage: _storage, ...config } = testConfig();
     mkdirSync(dirname(env.SIGIL_CONFIG!), { recursive: true });
-    writeFileSync(env.SIGIL_CONFIG!, JSON.stringify({ ...config, issuer: `http://127.0.0.1:${port}`, host: '127.0.0.1' }));
+    writeFileSync(
+      env.SIGIL_CONFIG!,
+      JSON.stringify({ ...config, issuer: `http://127.0.0.1:${port}`, host: '127.0.0.1' }),
+    );
 
     const server = startImage(image, env);
     try {

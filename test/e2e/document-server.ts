@@ -39,8 +39,31 @@ export class DocumentServer {
     this.cleanup = cleanup;
     const key = join(dir, 'key.pem');
     this.certFile = join(dir, 'cert.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', this.certFile,
-      '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:TRUE'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        this.certFile,
+        '-days',
+        '2',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+      ],
+      { stdio: 'ignore' },
+    );
     this.server = createServer({ key: readFileSync(key), cert: readFileSync(this.certFile) }, (req, res) => {
       // The request target as sent (a URL parser would read '//host…' as a host: the property test sends such paths).
       const path = (req.url ?? '/').split('?')[0] ?? '/';
@@ -65,9 +88,11 @@ export class DocumentServer {
 
   close(): Promise<void> {
     this.server.closeAllConnections();
-    return new Promise((ok) => this.server.close(() => {
-      this.cleanup();
-      ok();
-    }));
+    return new Promise((ok) =>
+      this.server.close(() => {
+        this.cleanup();
+        ok();
+      }),
+    );
   }
 }

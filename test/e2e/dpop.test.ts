@@ -14,14 +14,22 @@ describe('openid-client with DPoP against sigil start', () => {
   let server: ServerProcess;
   let issuer: URL;
   const insecure = { execute: [oidc.allowInsecureRequests] };
-  const confidential = (clientId: string, secret: string) => oidc.discovery(issuer, clientId, secret, undefined, insecure);
+  const confidential = (clientId: string, secret: string) =>
+    oidc.discovery(issuer, clientId, secret, undefined, insecure);
   const publicClient = (clientId: string) => oidc.discovery(issuer, clientId, undefined, oidc.None(), insecure);
   /** A DPoP handle of a fresh ES256 key, and that key's thumbprint (`cnf.jkt`). */
   const dpopKey = async (config: oidc.Configuration) => {
     const pair = await oidc.randomDPoPKeyPair('ES256');
-    return { handle: oidc.getDPoPHandle(config, pair), jkt: await calculateJwkThumbprint(await exportJWK(pair.publicKey), 'sha256') };
+    return {
+      handle: oidc.getDPoPHandle(config, pair),
+      jkt: await calculateJwkThumbprint(await exportJWK(pair.publicKey), 'sha256'),
+    };
   };
-  const failure = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => err);
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
 
   beforeAll(async () => {
     server = await startProcess(testConfig({ dpop: { requireNonce: true } }), await freePort());
@@ -48,7 +56,12 @@ describe('openid-client with DPoP against sigil start', () => {
   it('public client: password grant and refresh bound to the key, userinfo with DPoP, Bearer and another key refused', async () => {
     const config = await publicClient('spa');
     const { handle, jkt } = await dpopKey(config);
-    const tokens = await oidc.genericGrantRequest(config, 'password', { username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, { DPoP: handle });
+    const tokens = await oidc.genericGrantRequest(
+      config,
+      'password',
+      { username: 'alice', password: 'alice', scope: 'openid api1 offline_access' },
+      { DPoP: handle },
+    );
     expect(tokens.token_type).toBe('dpop');
     expect(decodeJwt(tokens.access_token).cnf).toEqual({ jkt });
 
@@ -63,7 +76,9 @@ describe('openid-client with DPoP against sigil start', () => {
 
     // The refresh token is bound too: another key is refused, the same key refreshes.
     const other = await dpopKey(config);
-    const stolen = await failure(oidc.refreshTokenGrant(config, tokens.refresh_token!, undefined, { DPoP: other.handle }));
+    const stolen = await failure(
+      oidc.refreshTokenGrant(config, tokens.refresh_token!, undefined, { DPoP: other.handle }),
+    );
     expect(stolen).toBeInstanceOf(oidc.ResponseBodyError);
     expect((stolen as oidc.ResponseBodyError).error).toBe('invalid_grant');
     const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token!, undefined, { DPoP: handle });

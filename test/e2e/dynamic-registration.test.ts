@@ -27,8 +27,13 @@ describe('openid-client registers dynamically and signs in with code + PKCE', ()
   afterAll(async () => sigil?.close());
 
   it('registers (client_secret_post), signs in, consents, redeems the code with the verifier, and reads userinfo', async () => {
-    const registrar = await oidc.discovery(issuer, 'registrar', 'registrar-secret', undefined, { execute: [oidc.allowInsecureRequests], algorithm: 'oauth2' });
-    const { access_token: initialAccessToken } = await oidc.clientCredentialsGrant(registrar, { scope: 'sigil:register' });
+    const registrar = await oidc.discovery(issuer, 'registrar', 'registrar-secret', undefined, {
+      execute: [oidc.allowInsecureRequests],
+      algorithm: 'oauth2',
+    });
+    const { access_token: initialAccessToken } = await oidc.clientCredentialsGrant(registrar, {
+      scope: 'sigil:register',
+    });
 
     const config = await oidc.dynamicClientRegistration(
       issuer,
@@ -66,7 +71,10 @@ describe('openid-client registers dynamically and signs in with code + PKCE', ()
     step = await browser.consent(step, 'yes');
     const response = readResponse(step);
 
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(response.location ?? ''), { pkceCodeVerifier: verifier, expectedState: state });
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(response.location ?? ''), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+    });
     expect(tokens.claims()).toMatchObject({ iss: issuer.href.replace(/\/$/, ''), sub: '1', aud: client.client_id });
     expect(tokens.refresh_token).toEqual(expect.any(String));
     const info = await oidc.fetchUserInfo(config, tokens.access_token, '1');
@@ -76,7 +84,11 @@ describe('openid-client registers dynamically and signs in with code + PKCE', ()
     expect(record?.lastUsedAt).toBeGreaterThan(0);
 
     // Without the verifier the code would not redeem: a second run proves PKCE is enforced.
-    const again = await browser.follow(await browser.get(oidc.buildAuthorizationUrl(config, { redirect_uri: 'https://rp.example/cb', scope: 'openid' }).href));
+    const again = await browser.follow(
+      await browser.get(
+        oidc.buildAuthorizationUrl(config, { redirect_uri: 'https://rp.example/cb', scope: 'openid' }).href,
+      ),
+    );
     expect(readResponse(again).params.get('error')).toBe('invalid_request');
   });
 });
@@ -93,7 +105,19 @@ describe('sigil clients initial-token', () => {
     writeFileSync(configFile, JSON.stringify(config));
     const sigil = await startSigil(config);
     try {
-      const { stdout, stderr } = await run(process.execPath, [CLI, 'clients', 'initial-token', '--max-registrations', '2', '--lifetime', '600', '--config', configFile, '--storage', storage]);
+      const { stdout, stderr } = await run(process.execPath, [
+        CLI,
+        'clients',
+        'initial-token',
+        '--max-registrations',
+        '2',
+        '--lifetime',
+        '600',
+        '--config',
+        configFile,
+        '--storage',
+        storage,
+      ]);
       const token = stdout.trim();
       expect(token).toMatch(/^sigil_iat_[A-Za-z0-9_-]{43}$/);
       expect(stderr).toContain('2 registration(s)');
@@ -107,7 +131,17 @@ describe('sigil clients initial-token', () => {
       expect((await register()).statusCode).toBe(201);
       expect((await register()).statusCode).toBe(201);
       expect((await register()).statusCode).toBe(401);
-      const bad = await run(process.execPath, [CLI, 'clients', 'initial-token', '--max-registrations', '0', '--config', configFile, '--storage', storage]).catch((err: { code: number; stderr: string }) => err);
+      const bad = await run(process.execPath, [
+        CLI,
+        'clients',
+        'initial-token',
+        '--max-registrations',
+        '0',
+        '--config',
+        configFile,
+        '--storage',
+        storage,
+      ]).catch((err: { code: number; stderr: string }) => err);
       expect((bad as { code: number }).code).toBe(2);
     } finally {
       await sigil.close();

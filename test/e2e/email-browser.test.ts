@@ -44,13 +44,24 @@ beforeAll(async () => {
       issuer: base,
       storage: `sqlite:${join(dir, 'sigil.db')}`,
       branding: { productName: 'Acme ID' },
-      email: { smtpUrl: smtp.url, from: 'Acme ID <id@acme.example>', selfRegistration: true, requestsPerAddress: 100, mailsPerAccount: 10 },
+      email: {
+        smtpUrl: smtp.url,
+        from: 'Acme ID <id@acme.example>',
+        selfRegistration: true,
+        requestsPerAddress: 100,
+        mailsPerAccount: 10,
+      },
     }),
     { logger: pino({ level: 'silent' }) },
   );
   await sigil.app.listen({ port, host: '127.0.0.1' });
   sigil.subscribe((e) => void events.push(e));
-  await new UserAdmin(sigil.context.store, sigil.context.config).create({ username: ERIN.username, password: ERIN.password, email: ERIN.email, emailVerified: true });
+  await new UserAdmin(sigil.context.store, sigil.context.config).create({
+    username: ERIN.username,
+    password: ERIN.password,
+    email: ERIN.email,
+    emailVerified: true,
+  });
   chromium = await launchChromium();
   page = await (await chromium.newContext()).newPage();
 }, 60_000);
@@ -63,8 +74,13 @@ afterAll(async () => {
 });
 
 const token = (params: Record<string, string>) =>
-  fetch(`${base}/connect/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('ropc', 'ropc-secret') }, body: form(params) });
-const passwordGrant = (password: string) => token({ grant_type: 'password', username: ERIN.username, password, scope: 'openid email offline_access' });
+  fetch(`${base}/connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('ropc', 'ropc-secret') },
+    body: form(params),
+  });
+const passwordGrant = (password: string) =>
+  token({ grant_type: 'password', username: ERIN.username, password, scope: 'openid email offline_access' });
 
 /** Clicks what submits a form or follows a link, and waits for the next page. */
 async function go(selector: string): Promise<void> {
@@ -119,7 +135,9 @@ describe('password reset by mail', () => {
     expect(mail.html).toContain('<p style="font-weight: bold">Acme ID</p>');
     // The store keeps the link's hash only.
     const handle = new URL(link).searchParams.get('token') ?? '';
-    expect(JSON.stringify(await sigil.context.store.records.emailLinks.findLive(handle, 'reset', nowSeconds()))).not.toContain(handle);
+    expect(
+      JSON.stringify(await sigil.context.store.records.emailLinks.findLive(handle, 'reset', nowSeconds())),
+    ).not.toContain(handle);
 
     await page.goto(link);
     expect(await text('h1')).toBe('Choose a new password');
@@ -139,7 +157,9 @@ describe('password reset by mail', () => {
     expect(await sigil.context.store.logout.liveSessions(subjectId, nowSeconds())).toEqual([]);
     expect((await passwordGrant(ERIN.password)).status).toBe(400);
     expect((await passwordGrant(NEW_PASSWORD)).status).toBe(200);
-    expect(events.filter((e) => e.name === 'password_reset')).toEqual([expect.objectContaining({ endpoint: 'reset', subjectId, remoteAddress: '127.0.0.1' })]);
+    expect(events.filter((e) => e.name === 'password_reset')).toEqual([
+      expect.objectContaining({ endpoint: 'reset', subjectId, remoteAddress: '127.0.0.1' }),
+    ]);
 
     // Single use: the same link again is refused.
     const again = await page.goto(link);
@@ -179,7 +199,11 @@ describe('password reset by mail', () => {
 
   it('refuses a form without its CSRF token and never sends for it', async () => {
     const sent = smtp.mails.length;
-    const res = await fetch(`${base}/account/forgot`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form({ identifier: ERIN.email }) });
+    const res = await fetch(`${base}/account/forgot`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form({ identifier: ERIN.email }),
+    });
     expect(res.status).toBe(403);
     await new Promise((r) => setTimeout(r, 300));
     expect(smtp.mails).toHaveLength(sent);
@@ -191,9 +215,16 @@ describe('email verification', () => {
     const users = new UserAdmin(sigil.context.store, sigil.context.config);
     await users.create({ username: 'frank', password: 'copper-meadow-88', email: 'frank@example.org' });
     const claims = async () => {
-      const res = await token({ grant_type: 'password', username: 'frank', password: 'copper-meadow-88', scope: 'openid email' });
+      const res = await token({
+        grant_type: 'password',
+        username: 'frank',
+        password: 'copper-meadow-88',
+        scope: 'openid email',
+      });
       const { access_token: at } = (await res.json()) as { access_token: string };
-      return (await (await fetch(`${base}/connect/userinfo`, { headers: { authorization: `Bearer ${at}` } })).json()) as Record<string, unknown>;
+      return (await (
+        await fetch(`${base}/connect/userinfo`, { headers: { authorization: `Bearer ${at}` } })
+      ).json()) as Record<string, unknown>;
     };
     expect(await claims()).toMatchObject({ email: 'frank@example.org', email_verified: false });
     // An unverified address gets no reset link.
@@ -220,28 +251,78 @@ describe('email verification', () => {
 describe('sigil users add --email (the CLI)', () => {
   it('stores the address unverified and mails a verification link through the configured SMTP server', async () => {
     const configFile = join(dir, 'cli.json');
-    writeFileSync(configFile, JSON.stringify(testConfig({ issuer: base, branding: { productName: 'Acme ID' }, email: { smtpUrl: smtp.url, from: 'Acme ID <id@acme.example>' } })));
+    writeFileSync(
+      configFile,
+      JSON.stringify(
+        testConfig({
+          issuer: base,
+          branding: { productName: 'Acme ID' },
+          email: { smtpUrl: smtp.url, from: 'Acme ID <id@acme.example>' },
+        }),
+      ),
+    );
     const sent = smtp.mails.length;
-    const { stdout } = await run(process.execPath, [CLI, 'users', 'add', 'ivan', '--password', 'velvet-canyon-31', '--email', 'ivan@example.org', '--config', configFile, '--storage', `sqlite:${join(dir, 'sigil.db')}`]);
+    const { stdout } = await run(process.execPath, [
+      CLI,
+      'users',
+      'add',
+      'ivan',
+      '--password',
+      'velvet-canyon-31',
+      '--email',
+      'ivan@example.org',
+      '--config',
+      configFile,
+      '--storage',
+      `sqlite:${join(dir, 'sigil.db')}`,
+    ]);
     expect(stdout).toContain('a verification link was sent to the address');
     const mail = await smtp.waitFor(sent + 1);
     expect(mail.subject).toBe('Confirm your email address for Acme ID');
     expect(mail.text).toContain('the address of the account ivan:');
     expect(linkIn(mail, '/account/verify').startsWith(`${base}/account/verify?token=`)).toBe(true);
     const subjectId = (await sigil.context.store.users.findUserByUsername('ivan', null))?.subjectId ?? '';
-    expect(await sigil.context.store.emails.primary(subjectId)).toMatchObject({ value: 'ivan@example.org', verified: false });
+    expect(await sigil.context.store.emails.primary(subjectId)).toMatchObject({
+      value: 'ivan@example.org',
+      verified: false,
+    });
     // An address that is not one is refused with exit code 2.
-    await expect(run(process.execPath, [CLI, 'users', 'set-email', 'ivan', 'not-an-address', '--config', configFile, '--storage', `sqlite:${join(dir, 'sigil.db')}`]))
-      .rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('--email: "not-an-address" is not an email address') });
+    await expect(
+      run(process.execPath, [
+        CLI,
+        'users',
+        'set-email',
+        'ivan',
+        'not-an-address',
+        '--config',
+        configFile,
+        '--storage',
+        `sqlite:${join(dir, 'sigil.db')}`,
+      ]),
+    ).rejects.toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--email: "not-an-address" is not an email address'),
+    });
   });
 });
 
 describe('self-registration', () => {
   it('is off by default: the pages are unknown (404) and the login page does not offer it', async () => {
-    const off = await createSigil(testConfig({ email: { smtpUrl: smtp.url, from: 'id@acme.example' } }), { logger: pino({ level: 'silent' }) });
+    const off = await createSigil(testConfig({ email: { smtpUrl: smtp.url, from: 'id@acme.example' } }), {
+      logger: pino({ level: 'silent' }),
+    });
     try {
       expect((await off.app.inject({ method: 'GET', url: '/account/register' })).statusCode).toBe(404);
-      expect((await off.app.inject({ method: 'POST', url: '/account/register', payload: 'email=a@b.c' , headers: { 'content-type': 'application/x-www-form-urlencoded' } })).statusCode).toBe(404);
+      expect(
+        (
+          await off.app.inject({
+            method: 'POST',
+            url: '/account/register',
+            payload: 'email=a@b.c',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          })
+        ).statusCode,
+      ).toBe(404);
       const login = (await off.app.inject({ method: 'GET', url: '/account/login' })).body;
       expect(login).toContain('Forgot password?');
       expect(login).not.toContain('/account/register');
@@ -263,7 +344,16 @@ describe('self-registration', () => {
     const mail = await smtp.waitFor(sent + 1);
     expect(mail.subject).toBe('Finish creating your Acme ID account');
     // Not yet an account: no sign-in.
-    expect((await token({ grant_type: 'password', username: 'grace@example.net', password: 'quiet-lantern-52', scope: 'openid' })).status).toBe(400);
+    expect(
+      (
+        await token({
+          grant_type: 'password',
+          username: 'grace@example.net',
+          password: 'quiet-lantern-52',
+          scope: 'openid',
+        })
+      ).status,
+    ).toBe(400);
     await page.goto(linkIn(mail, '/account/register/confirm'));
     expect(await audit(page)).toEqual([]);
     await page.fill('#password', 'password');
@@ -273,7 +363,9 @@ describe('self-registration', () => {
     await go('button[type=submit]');
     expect(await text('main')).toContain('Your account is ready.');
     const grace = await sigil.context.store.users.findUserByUsername('grace@example.net', null);
-    expect(events.filter((e) => e.name === 'user_registered')).toEqual([expect.objectContaining({ endpoint: 'register', subjectId: grace?.subjectId })]);
+    expect(events.filter((e) => e.name === 'user_registered')).toEqual([
+      expect.objectContaining({ endpoint: 'register', subjectId: grace?.subjectId }),
+    ]);
     await go('main a[href="/account/login"]');
     await page.fill('#username', 'grace@example.net');
     await page.fill('#password', 'quiet-lantern-52');
@@ -294,7 +386,9 @@ describe('self-registration', () => {
     expect(taken).toEqual(free);
     await smtp.waitFor(sent + 2);
     const byRecipient = Object.fromEntries(smtp.mails.slice(sent).map((m) => [m.to[0], m]));
-    expect(byRecipient['GRACE@example.net']?.subject).toBe('Someone tried to create a Acme ID account with your address');
+    expect(byRecipient['GRACE@example.net']?.subject).toBe(
+      'Someone tried to create a Acme ID account with your address',
+    );
     expect(byRecipient['GRACE@example.net']?.text).not.toContain('/account/register/confirm');
     expect(byRecipient['heidi@example.net']?.subject).toBe('Finish creating your Acme ID account');
   });

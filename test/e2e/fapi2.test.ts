@@ -37,25 +37,40 @@ beforeAll(async () => {
       ],
     };
   });
-  rp = await oidc.discovery(new URL(f.sigil.url), 'bank', undefined, oidc.PrivateKeyJwt({ key: key.privateKey, kid: key.kid }), {
-    execute: [oidc.allowInsecureRequests],
-  });
+  rp = await oidc.discovery(
+    new URL(f.sigil.url),
+    'bank',
+    undefined,
+    oidc.PrivateKeyJwt({ key: key.privateKey, kid: key.kid }),
+    {
+      execute: [oidc.allowInsecureRequests],
+    },
+  );
 });
 afterAll(async () => f?.close());
 
 /** A DPoP handle of a fresh ES256 key, and that key's thumbprint (`cnf.jkt`). */
 async function dpopKey(): Promise<{ handle: oidc.DPoPHandle; jkt: string }> {
   const pair = await oidc.randomDPoPKeyPair('ES256');
-  return { handle: oidc.getDPoPHandle(rp, pair), jkt: await calculateJwkThumbprint(await exportJWK(pair.publicKey), 'sha256') };
+  return {
+    handle: oidc.getDPoPHandle(rp, pair),
+    jkt: await calculateJwkThumbprint(await exportJWK(pair.publicKey), 'sha256'),
+  };
 }
 
-const failure = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => err);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
 
 describe('openid-client: a FAPI 2.0 client (PAR + PKCE + private_key_jwt + DPoP)', () => {
-  it('discovery lists the FAPI 2.0 algorithms for Sigil\'s tokens, client assertions and DPoP proofs', () => {
+  it("discovery lists the FAPI 2.0 algorithms for Sigil's tokens, client assertions and DPoP proofs", () => {
     const meta = rp.serverMetadata();
     expect(meta.id_token_signing_alg_values_supported).toEqual(expect.arrayContaining(['ES256']));
-    expect(meta.token_endpoint_auth_signing_alg_values_supported).toEqual(expect.arrayContaining(['PS256', 'ES256', 'EdDSA']));
+    expect(meta.token_endpoint_auth_signing_alg_values_supported).toEqual(
+      expect.arrayContaining(['PS256', 'ES256', 'EdDSA']),
+    );
     expect(meta.dpop_signing_alg_values_supported).toEqual(expect.arrayContaining(['PS256', 'ES256', 'EdDSA']));
     expect(meta.authorization_response_iss_parameter_supported).toBe(true);
   });
@@ -64,7 +79,10 @@ describe('openid-client: a FAPI 2.0 client (PAR + PKCE + private_key_jwt + DPoP)
     const { context, page } = await newPage(f.browser);
     try {
       const { handle, jkt } = await dpopKey();
-      const { response, tokens } = await pushedCodeFlow(f, page, rp, { scope: 'openid profile api1 offline_access', dpop: handle });
+      const { response, tokens } = await pushedCodeFlow(f, page, rp, {
+        scope: 'openid profile api1 offline_access',
+        dpop: handle,
+      });
       expect(response.params.iss).toBe(f.sigil.url);
       expect(tokens.token_type).toBe('dpop');
       expect(decodeJwt(tokens.access_token).cnf).toEqual({ jkt });
@@ -74,12 +92,19 @@ describe('openid-client: a FAPI 2.0 client (PAR + PKCE + private_key_jwt + DPoP)
       expect(tokens.claims()).toMatchObject({ sub: '1', aud: 'bank' });
 
       expect((await oidc.fetchUserInfo(rp, tokens.access_token, '1', { DPoP: handle })).sub).toBe('1');
-      expect(await oidc.tokenIntrospection(rp, tokens.access_token)).toMatchObject({ active: true, token_type: 'DPoP', cnf: { jkt } });
+      expect(await oidc.tokenIntrospection(rp, tokens.access_token)).toMatchObject({
+        active: true,
+        token_type: 'DPoP',
+        cnf: { jkt },
+      });
 
       // RFC 9449 §7.2: the bound access token as a bearer token is refused.
       const asBearer = await failure(oidc.fetchUserInfo(rp, tokens.access_token, '1'));
       expect(asBearer).toBeInstanceOf(oidc.WWWAuthenticateChallengeError);
-      expect((asBearer as oidc.WWWAuthenticateChallengeError).cause[0]).toMatchObject({ scheme: 'dpop', parameters: { error: 'invalid_token' } });
+      expect((asBearer as oidc.WWWAuthenticateChallengeError).cause[0]).toMatchObject({
+        scheme: 'dpop',
+        parameters: { error: 'invalid_token' },
+      });
 
       // Without a proof the refresh is refused (all its tokens are sender-constrained); the
       // refresh token is bound as well (a confidential fapi2 client): another key is refused.
@@ -87,7 +112,9 @@ describe('openid-client: a FAPI 2.0 client (PAR + PKCE + private_key_jwt + DPoP)
       expect(bare).toBeInstanceOf(oidc.ResponseBodyError);
       expect((bare as oidc.ResponseBodyError).error).toBe('invalid_request');
       const other = await dpopKey();
-      const stolen = await failure(oidc.refreshTokenGrant(rp, tokens.refresh_token!, undefined, { DPoP: other.handle }));
+      const stolen = await failure(
+        oidc.refreshTokenGrant(rp, tokens.refresh_token!, undefined, { DPoP: other.handle }),
+      );
       expect(stolen).toBeInstanceOf(oidc.ResponseBodyError);
       expect((stolen as oidc.ResponseBodyError).error).toBe('invalid_grant');
       const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!, undefined, { DPoP: handle });

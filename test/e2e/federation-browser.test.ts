@@ -28,7 +28,18 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'dist/cli/main.js');
 /** The environment without the variables that would override a config file. */
 const CLEAN_ENV = Object.fromEntries(
-  Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'DEMO_RP_URL', 'DEMO_CLIENT_ID', 'DEMO_CLIENT_SECRET'].includes(k)),
+  Object.entries(process.env).filter(
+    ([k]) =>
+      ![
+        'PORT',
+        'SIGIL_CONFIG',
+        'SIGIL_ISSUER',
+        'SIGIL_STORAGE',
+        'DEMO_RP_URL',
+        'DEMO_CLIENT_ID',
+        'DEMO_CLIENT_SECRET',
+      ].includes(k),
+  ),
 ) as Record<string, string>;
 
 /** A spawned process, ready once its output matched. */
@@ -41,7 +52,11 @@ interface Proc {
 
 /** Spawns `node args...` and resolves once the output matches `ready`. */
 async function run(args: string[], opts: { cwd: string; env?: Record<string, string>; ready: RegExp }): Promise<Proc> {
-  const child = spawn(process.execPath, args, { cwd: opts.cwd, env: { ...CLEAN_ENV, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: opts.cwd,
+    env: { ...CLEAN_ENV, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
@@ -86,11 +101,20 @@ interface SigilProc extends Proc {
  * Like `startProcess` (helpers.ts), with an issuer of our choosing (the downstream's host name is
  * localhost) and a database file that outlives the process, to be inspected after `stop`.
  */
-async function startSigil(name: string, config: ConfigInput, dir: string, port: number, issuer: string): Promise<SigilProc> {
+async function startSigil(
+  name: string,
+  config: ConfigInput,
+  dir: string,
+  port: number,
+  issuer: string,
+): Promise<SigilProc> {
   const file = join(dir, `${name}.json`);
   const db = join(dir, `${name}.db`);
   writeFileSync(file, JSON.stringify({ ...config, issuer, storage: `sqlite:${db}` }));
-  const proc = await run([CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1'], { cwd: dir, ready: /listening on http/ });
+  const proc = await run([CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1'], {
+    cwd: dir,
+    ready: /listening on http/,
+  });
   return { ...proc, issuer, db };
 }
 
@@ -113,7 +137,10 @@ function storedUsers(db: string): { subject_id: string; username: string; tenant
 function storedGrants(db: string, type: string): { subject_id: string | null; consumed_at: number | null }[] {
   const sqlite = new Database(db, { readonly: true, fileMustExist: true });
   try {
-    return sqlite.prepare('SELECT subject_id, consumed_at FROM grants WHERE type = ?').all(type) as { subject_id: string | null; consumed_at: number | null }[];
+    return sqlite.prepare('SELECT subject_id, consumed_at FROM grants WHERE type = ?').all(type) as {
+      subject_id: string | null;
+      consumed_at: number | null;
+    }[];
   } finally {
     sqlite.close();
   }
@@ -158,24 +185,81 @@ function upstreamConfig(downIssuer: string): ConfigInput {
 function downstreamConfig(upIssuer: string, deadPort: number, cbUrl: string): ConfigInput {
   const base = testConfig();
   // http://rp.test, the browser fixture's relying party: plain http off loopback (development).
-  const browserClient = { allowedGrantTypes: ['authorization_code'], redirectUris: [`${cbUrl}/cb`], allowHttpRedirectUris: true, requirePkce: true };
+  const browserClient = {
+    allowedGrantTypes: ['authorization_code'],
+    redirectUris: [`${cbUrl}/cb`],
+    allowHttpRedirectUris: true,
+    requirePkce: true,
+  };
   return {
     ...base,
     logLevel: 'warn',
     identityResources: [...(base.identityResources ?? []), { name: 'org', userClaims: ['tenant'] }],
     identityProviders: [
-      { name: 'corp', displayName: 'Corp SSO', type: 'oidc', authority: upIssuer, clientId: UPSTREAM_CLIENT.id, clientSecret: UPSTREAM_CLIENT.secret, scope: 'openid profile email' },
-      { name: 'legacy', displayName: 'Legacy SSO', type: 'oidc', authority: `http://127.0.0.1:${deadPort}`, clientId: 'x', clientSecret: 'y', scope: 'openid' },
+      {
+        name: 'corp',
+        displayName: 'Corp SSO',
+        type: 'oidc',
+        authority: upIssuer,
+        clientId: UPSTREAM_CLIENT.id,
+        clientSecret: UPSTREAM_CLIENT.secret,
+        scope: 'openid profile email',
+      },
+      {
+        name: 'legacy',
+        displayName: 'Legacy SSO',
+        type: 'oidc',
+        authority: `http://127.0.0.1:${deadPort}`,
+        clientId: 'x',
+        clientSecret: 'y',
+        scope: 'openid',
+      },
     ],
     clients: [
-      { clientId: WEB.id, clientName: 'Federated Web App', clientSecrets: [WEB.secret], allowedScopes: ['openid', 'profile', 'email', 'org'], ...browserClient },
-      { clientId: 'restricted', clientSecrets: ['restricted-secret'], allowedScopes: ['openid'], identityProviderRestrictions: ['legacy'], ...browserClient },
-      { clientId: 'corp-only', clientSecrets: ['corp-only-secret'], allowedScopes: ['openid', 'profile'], enableLocalLogin: false, identityProviderRestrictions: ['corp'], ...browserClient },
-      { clientId: ROPC.id, clientSecrets: [ROPC.secret], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'profile', 'org'] },
+      {
+        clientId: WEB.id,
+        clientName: 'Federated Web App',
+        clientSecrets: [WEB.secret],
+        allowedScopes: ['openid', 'profile', 'email', 'org'],
+        ...browserClient,
+      },
+      {
+        clientId: 'restricted',
+        clientSecrets: ['restricted-secret'],
+        allowedScopes: ['openid'],
+        identityProviderRestrictions: ['legacy'],
+        ...browserClient,
+      },
+      {
+        clientId: 'corp-only',
+        clientSecrets: ['corp-only-secret'],
+        allowedScopes: ['openid', 'profile'],
+        enableLocalLogin: false,
+        identityProviderRestrictions: ['corp'],
+        ...browserClient,
+      },
+      {
+        clientId: ROPC.id,
+        clientSecrets: [ROPC.secret],
+        allowedGrantTypes: ['password'],
+        allowedScopes: ['openid', 'profile', 'org'],
+      },
     ],
     users: [
-      { subjectId: 'acme-sam', username: 'sam', password: 'sam-password', tenant: 'acme', claims: { name: 'Sam of Acme' } },
-      { subjectId: 'globex-sam', username: 'sam', password: 'sam-password', tenant: 'globex', claims: { name: 'Sam of Globex' } },
+      {
+        subjectId: 'acme-sam',
+        username: 'sam',
+        password: 'sam-password',
+        tenant: 'acme',
+        claims: { name: 'Sam of Acme' },
+      },
+      {
+        subjectId: 'globex-sam',
+        username: 'sam',
+        password: 'sam-password',
+        tenant: 'globex',
+        claims: { name: 'Sam of Globex' },
+      },
     ],
   };
 }
@@ -213,7 +297,10 @@ async function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
 }
 
 /** The downstream's authorize URL for a client, with PKCE, state and nonce. */
-function authorizeUrl(clientId: string, extra: Record<string, string> = {}): { url: string; state: string; nonce: string } {
+function authorizeUrl(
+  clientId: string,
+  extra: Record<string, string> = {},
+): { url: string; state: string; nonce: string } {
   const state = `st-${Math.random().toString(36).slice(2)}`;
   const nonce = `n-${Math.random().toString(36).slice(2)}`;
   const params = new URLSearchParams({
@@ -239,14 +326,22 @@ async function expectUpstreamLogin(page: Page): Promise<void> {
 }
 
 /** Redeems a code at the downstream's token endpoint with the PKCE verifier. */
-async function redeem(code: string, client: { id: string; secret: string } = WEB): Promise<{ id_token: string; access_token: string }> {
+async function redeem(
+  code: string,
+  client: { id: string; secret: string } = WEB,
+): Promise<{ id_token: string; access_token: string }> {
   const res = await fetch(`${down.issuer}/connect/token`, {
     method: 'POST',
     headers: {
       'content-type': 'application/x-www-form-urlencoded',
       authorization: `Basic ${Buffer.from(`${client.id}:${client.secret}`).toString('base64')}`,
     },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: `${cb.url}/cb`, code_verifier: VERIFIER }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: `${cb.url}/cb`,
+      code_verifier: VERIFIER,
+    }),
   });
   const body = (await res.json()) as { id_token: string; access_token: string };
   expect(res.status, JSON.stringify(body)).toBe(200);
@@ -258,7 +353,9 @@ async function redeem(code: string, client: { id: string; secret: string } = WEB
  * in there, receive the code at the client's callback, redeem it. Returns the verified identity
  * token's claims and the userinfo response.
  */
-async function signInThroughCorp(username: string): Promise<{ claims: Record<string, unknown>; userinfo: Record<string, unknown>; context: BrowserContext }> {
+async function signInThroughCorp(
+  username: string,
+): Promise<{ claims: Record<string, unknown>; userinfo: Record<string, unknown>; context: BrowserContext }> {
   const { context, page } = await freshPage();
   const { url, state, nonce } = authorizeUrl(WEB.id, { acr_values: 'idp:corp' });
   const since = cb.hits.length;
@@ -284,7 +381,10 @@ async function userinfo(accessToken: string): Promise<Record<string, unknown>> {
 
 /** The session cookies of a context, by host. */
 async function sessionCookieHosts(context: BrowserContext): Promise<string[]> {
-  return (await context.cookies()).filter((c) => c.name === 'sigil.session').map((c) => c.domain).sort();
+  return (await context.cookies())
+    .filter((c) => c.name === 'sigil.session')
+    .map((c) => c.domain)
+    .sort();
 }
 
 describe('acr_values=idp:corp with two Sigil processes', () => {
@@ -297,7 +397,12 @@ describe('acr_values=idp:corp with two Sigil processes', () => {
     expect(claims.sub).not.toBe('1'); // the upstream subject stays upstream
     aliceSub = String(claims.sub);
     // The claims were mapped from the upstream's identity token and userinfo.
-    expect(userinfo).toMatchObject({ sub: aliceSub, name: 'Alice Smith', email: 'alice@example.com', email_verified: true });
+    expect(userinfo).toMatchObject({
+      sub: aliceSub,
+      name: 'Alice Smith',
+      email: 'alice@example.com',
+      email_verified: true,
+    });
     // The linked user in the downstream's store: its subject is the tokens' sub.
     const linked = storedUsers(down.db).filter((u) => u.username === 'corp:1');
     expect(linked.map((u) => u.subject_id)).toEqual([aliceSub]);
@@ -403,7 +508,13 @@ describe('acr_values=tenant:acme', () => {
           'content-type': 'application/x-www-form-urlencoded',
           authorization: `Basic ${Buffer.from(`${ROPC.id}:${ROPC.secret}`).toString('base64')}`,
         },
-        body: new URLSearchParams({ grant_type: 'password', username: 'sam', password: 'sam-password', scope: 'openid org', ...extra }),
+        body: new URLSearchParams({
+          grant_type: 'password',
+          username: 'sam',
+          password: 'sam-password',
+          scope: 'openid org',
+          ...extra,
+        }),
       });
     for (const tenant of ['acme', 'globex']) {
       const res = await token({ acr_values: `tenant:${tenant}` });
@@ -420,7 +531,7 @@ describe('acr_values=tenant:acme', () => {
   });
 });
 
-describe('upstream failures end on the downstream\'s error page, with nothing created', () => {
+describe("upstream failures end on the downstream's error page, with nothing created", () => {
   /** Asserts the page is Sigil's error page at the downstream naming the error and description. */
   async function expectErrorPage(page: Page, description: string): Promise<void> {
     expect(new URL(page.url()).origin).toBe(down.issuer);
@@ -510,9 +621,12 @@ describe('upstream failures end on the downstream\'s error page, with nothing cr
         try {
           const login = await route.fetch({ maxRedirects: 0 });
           if (login.status() !== 303) throw new Error(`login answered ${login.status()}: ${await login.text()}`);
-          const resume = await context.request.get(new URL(login.headers().location!, up.issuer).href, { maxRedirects: 0 });
+          const resume = await context.request.get(new URL(login.headers().location!, up.issuer).href, {
+            maxRedirects: 0,
+          });
           const callback = resume.headers().location ?? '';
-          if (!callback.startsWith(`${down.issuer}/federation/corp/callback?code=`)) throw new Error(`resume answered ${resume.status()} ${callback}`);
+          if (!callback.startsWith(`${down.issuer}/federation/corp/callback?code=`))
+            throw new Error(`resume answered ${resume.status()} ${callback}`);
           await up.stop();
           await route.fulfill({ status: 303, headers: { location: callback } });
         } catch (err) {
@@ -540,7 +654,10 @@ describe('upstream failures end on the downstream\'s error page, with nothing cr
 describe("the README's two-instance example (examples/federation/, examples/demo-rp.mjs)", () => {
   it('works as printed: the demo signs in through the upstream login page with the downstream subject', async () => {
     const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Federation'), readme.indexOf('\n## ', readme.indexOf('## Federation') + 1));
+    const section = readme.slice(
+      readme.indexOf('## Federation'),
+      readme.indexOf('\n## ', readme.indexOf('## Federation') + 1),
+    );
     const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
     expect(block).toBeDefined();
     const commands = block!
@@ -560,7 +677,10 @@ describe("the README's two-instance example (examples/federation/, examples/demo
     const scratch = join(dir.dir, 'readme');
     mkdirSync(join(scratch, 'examples/federation'), { recursive: true });
     for (const name of ['upstream.json', 'downstream.json'])
-      writeFileSync(join(scratch, 'examples/federation', name), remap(readFileSync(join(ROOT, 'examples/federation', name), 'utf8')));
+      writeFileSync(
+        join(scratch, 'examples/federation', name),
+        remap(readFileSync(join(ROOT, 'examples/federation', name), 'utf8')),
+      );
 
     // The three terminals of the README, started at once.
     const started = await Promise.allSettled(
@@ -573,7 +693,9 @@ describe("the README's two-instance example (examples/federation/, examples/demo
         }
         if (words[0] !== 'node') throw new Error(`unexpected command: ${command}`);
         // Scripts from the repository, config files from the scratch copy.
-        const args = words.slice(1).map((w) => (w.startsWith('dist/') || w === 'examples/demo-rp.mjs' ? join(ROOT, w) : w));
+        const args = words
+          .slice(1)
+          .map((w) => (w.startsWith('dist/') || w === 'examples/demo-rp.mjs' ? join(ROOT, w) : w));
         const ready = args[1] === 'start' ? /listening on http/ : /relying party at http/;
         return run(args, { cwd: scratch, env, ready });
       }),
@@ -587,13 +709,28 @@ describe("the README's two-instance example (examples/federation/, examples/demo
       const { page } = await freshPage();
       await page.goto(remap(demoUrl));
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL((u) => u.origin === `http://127.0.0.1:${ports.get('5100')}` && u.pathname === '/account/login', { timeout: 10_000 });
+      await page.waitForURL(
+        (u) => u.origin === `http://127.0.0.1:${ports.get('5100')}` && u.pathname === '/account/login',
+        { timeout: 10_000 },
+      );
       await submitLogin(page, user, password);
       await page.waitForURL((u) => u.href === `${remap(demoUrl)}/`, { timeout: 10_000 });
       await page.getByRole('heading', { name: 'Hello, Carol Corp' }).waitFor();
-      const claims = JSON.parse((await page.locator('#id-token-claims').textContent()) ?? '{}') as Record<string, unknown>;
-      expect(claims).toMatchObject({ iss: `http://localhost:${ports.get('5200')}`, aud: 'demo-web', idp: 'corp', amr: ['external'] });
-      const upstreamSub = (JSON.parse(readFileSync(join(ROOT, 'examples/federation/upstream.json'), 'utf8')) as { users: { subjectId: string }[] }).users[0]!.subjectId;
+      const claims = JSON.parse((await page.locator('#id-token-claims').textContent()) ?? '{}') as Record<
+        string,
+        unknown
+      >;
+      expect(claims).toMatchObject({
+        iss: `http://localhost:${ports.get('5200')}`,
+        aud: 'demo-web',
+        idp: 'corp',
+        amr: ['external'],
+      });
+      const upstreamSub = (
+        JSON.parse(readFileSync(join(ROOT, 'examples/federation/upstream.json'), 'utf8')) as {
+          users: { subjectId: string }[];
+        }
+      ).users[0]!.subjectId;
       expect(claims.sub).not.toBe(upstreamSub);
       expect(claims.sub).toEqual(expect.any(String));
 

@@ -15,7 +15,11 @@ afterAll(async () => {
   store.cleanup();
 });
 
-async function post(url: string, params: Record<string, string>, auth: [string, string]): Promise<{ status: number; body: Record<string, unknown> }> {
+async function post(
+  url: string,
+  params: Record<string, string>,
+  auth: [string, string],
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await request(url, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(...auth) },
@@ -33,7 +37,10 @@ describe('group commit of reference tokens', () => {
     const answered: string[] = [];
     let killed = false;
     const burst = Array.from({ length: 600 }, () =>
-      post(`${first.url}/connect/token`, { grant_type: 'client_credentials', scope: 'api1' }, ['m2m-ref', 'm2m-secret']).then(
+      post(`${first.url}/connect/token`, { grant_type: 'client_credentials', scope: 'api1' }, [
+        'm2m-ref',
+        'm2m-secret',
+      ]).then(
         ({ status, body }) => {
           if (status !== 200) throw new Error(`token request answered ${status}`);
           if (killed) return;
@@ -50,11 +57,15 @@ describe('group commit of reference tokens', () => {
     await Promise.all(burst);
     expect(killed).toBe(true);
     expect(answered.length).toBe(300);
-    await new Promise<void>((ok) => (first.child.exitCode !== null || first.child.signalCode !== null ? ok() : first.child.once('exit', () => ok())));
+    await new Promise<void>((ok) =>
+      first.child.exitCode !== null || first.child.signalCode !== null ? ok() : first.child.once('exit', () => ok()),
+    );
 
     server = await startProcess(config, port, { dir: store.dir });
     const url = server.url;
-    const results = await Promise.all(answered.map((token) => post(`${url}/connect/introspect`, { token }, ['api1', 'api1-secret'])));
+    const results = await Promise.all(
+      answered.map((token) => post(`${url}/connect/introspect`, { token }, ['api1', 'api1-secret'])),
+    );
     expect(results.filter((r) => r.status !== 200 || r.body.active !== true)).toEqual([]);
   }, 60_000);
 });

@@ -8,7 +8,16 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
 import { basic, form } from '../helpers.js';
-import { authorizeUrl, type BrowserFixture, browserConfig, callbackResponse, CONSENT, newPage, startBrowserFixture, submitLogin } from './browser-fixture.js';
+import {
+  authorizeUrl,
+  type BrowserFixture,
+  browserConfig,
+  callbackResponse,
+  CONSENT,
+  newPage,
+  startBrowserFixture,
+  submitLogin,
+} from './browser-fixture.js';
 import { type Slapd, startSlapd } from '../ldap-server.mjs';
 
 const VERIFIER = randomBytes(32).toString('base64url');
@@ -18,7 +27,11 @@ let f: BrowserFixture;
 beforeAll(async () => {
   slapd = await startSlapd();
   // No config users: alice is the directory's.
-  f = await startBrowserFixture((cb) => ({ ...browserConfig(cb), users: [], userDirectories: [slapd.directoryConfig()] as never }));
+  f = await startBrowserFixture((cb) => ({
+    ...browserConfig(cb),
+    users: [],
+    userDirectories: [slapd.directoryConfig()] as never,
+  }));
 });
 afterAll(async () => {
   await f?.close();
@@ -47,8 +60,16 @@ describe('LDAP directory in the browser', () => {
     expect(params.state).toBe('ldap');
     const res = await fetch(`${f.sigil.url}/connect/token`, {
       method: 'POST',
-      headers: { authorization: basic(CONSENT.id, CONSENT.secret), 'content-type': 'application/x-www-form-urlencoded' },
-      body: form({ grant_type: 'authorization_code', code: params.code!, redirect_uri: `${f.cb.url}/cb`, code_verifier: VERIFIER }),
+      headers: {
+        authorization: basic(CONSENT.id, CONSENT.secret),
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: form({
+        grant_type: 'authorization_code',
+        code: params.code!,
+        redirect_uri: `${f.cb.url}/cb`,
+        code_verifier: VERIFIER,
+      }),
     });
     const body = (await res.json()) as { id_token: string };
     expect(res.status, JSON.stringify(body)).toBe(200);
@@ -59,7 +80,9 @@ describe('LDAP directory in the browser', () => {
     const other = await newPage(f.browser);
     await other.page.goto(`${f.sigil.url}/account/login`);
     await submitLogin(other.page, 'bob', 'bob-pw');
-    await expect(other.page.getByRole('alert').textContent()).resolves.toBe('Sign-in is unavailable at the moment. Please try again later.');
+    await expect(other.page.getByRole('alert').textContent()).resolves.toBe(
+      'Sign-in is unavailable at the moment. Please try again later.',
+    );
     await Promise.all([context.close(), other.context.close()]);
   });
 });

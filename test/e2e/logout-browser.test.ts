@@ -32,7 +32,9 @@ const loopback = (cb: string) => cb.replace(/^http:\/\/[^:/]+/, 'http://localhos
 /** The browser fixture with front-channel logout URIs for `web` and one more implicit client. */
 function logoutConfig(cb: string): ConfigInput {
   const base = browserConfig(cb);
-  const clients = (base.clients ?? []).map((c) => (c.clientId === WEB.id ? { ...c, frontChannelLogoutUri: `${loopback(cb)}/fc` } : c));
+  const clients = (base.clients ?? []).map((c) =>
+    c.clientId === WEB.id ? { ...c, frontChannelLogoutUri: `${loopback(cb)}/fc` } : c,
+  );
   clients.push({
     clientId: FC_APP,
     clientSecrets: ['fc-secret'],
@@ -52,15 +54,28 @@ beforeAll(async () => {
 afterAll(async () => f?.close());
 
 /** An identity token for `clientId` from the browser's session (response_type=id_token). */
-async function idToken(page: Page, clientId: string, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+async function idToken(
+  page: Page,
+  clientId: string,
+  extra: Record<string, string> = {},
+): Promise<Record<string, string>> {
   const since = f.cb.hits.length;
   await page.goto(
-    authorizeUrl(f.sigil, { client_id: clientId, redirect_uri: `${f.cb.url}/cb`, response_type: 'id_token', scope: 'openid', nonce: 'n', state: 's', ...extra }),
+    authorizeUrl(f.sigil, {
+      client_id: clientId,
+      redirect_uri: `${f.cb.url}/cb`,
+      response_type: 'id_token',
+      scope: 'openid',
+      nonce: 'n',
+      state: 's',
+      ...extra,
+    }),
   );
   return (await callbackResponse(page, f.cb, since)).params;
 }
 
-const endSessionUrl = (params: Record<string, string>) => `${f.sigil.url}/connect/endsession?${new URLSearchParams(params)}`;
+const endSessionUrl = (params: Record<string, string>) =>
+  `${f.sigil.url}/connect/endsession?${new URLSearchParams(params)}`;
 
 describe('RP-initiated logout with a post_logout_redirect_uri that is not registered', () => {
   const cases: [string, () => string][] = [
@@ -93,10 +108,13 @@ describe('front-channel logout', () => {
     expect(sid).toBeTruthy();
     const policies: string[] = [];
     page.on('response', (r) => {
-      if (r.url().startsWith(`${f.sigil.url}/connect/endsession`)) policies.push(r.headers()['content-security-policy'] ?? '');
+      if (r.url().startsWith(`${f.sigil.url}/connect/endsession`))
+        policies.push(r.headers()['content-security-policy'] ?? '');
     });
     const since = f.cb.hits.length;
-    await page.goto(endSessionUrl({ id_token_hint: hint, post_logout_redirect_uri: `${f.cb.url}/signed-out`, state: 'bye' }));
+    await page.goto(
+      endSessionUrl({ id_token_hint: hint, post_logout_redirect_uri: `${f.cb.url}/signed-out`, state: 'bye' }),
+    );
     await page.waitForURL(`${f.cb.url}/signed-out?state=bye`);
     const hits = f.cb.hits.slice(since);
     const paths = hits.map((h) => h.path);
@@ -104,7 +122,10 @@ describe('front-channel logout', () => {
     expect(paths[2]).toBe('/signed-out');
     expect(hits.find((h) => h.path === '/fc')!.params).toEqual({ iss: f.sigil.url, sid });
     expect(hits.find((h) => h.path === '/fc2')!.params).toEqual({ app: '2', iss: f.sigil.url, sid });
-    const frameSrc = /frame-src ([^;]*)/.exec(policies[0] ?? '')?.[1]?.split(' ').sort();
+    const frameSrc = /frame-src ([^;]*)/
+      .exec(policies[0] ?? '')?.[1]
+      ?.split(' ')
+      .sort();
     expect(frameSrc).toEqual([`${loopback(f.cb.url)}/fc`, `${loopback(f.cb.url)}/fc2`]);
     // Signed out.
     expect((await idToken(page, WEB.id, { prompt: 'none' })).error).toBe('login_required');

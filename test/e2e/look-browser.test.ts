@@ -10,7 +10,17 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { audit, axeViolations } from './accessibility.js';
-import { authorizeUrl, browserConfig, type BrowserFixture, CONSENT, newPage, screenshot, startBrowserFixture, submitLogin, VIEWPORTS } from './browser-fixture.js';
+import {
+  authorizeUrl,
+  browserConfig,
+  type BrowserFixture,
+  CONSENT,
+  newPage,
+  screenshot,
+  startBrowserFixture,
+  submitLogin,
+  VIEWPORTS,
+} from './browser-fixture.js';
 import { tempDir } from '../helpers.js';
 
 /** Where the coordinator's closing note takes a few screenshots from. */
@@ -53,11 +63,32 @@ beforeAll(async () => {
     return {
       ...base,
       logLevel: 'info',
-      apiScopes: [{ name: 'api1', displayName: 'Read your book list', description: 'The titles and authors on your shelves, not your notes' }, { name: 'api2' }],
-      branding: { productName: 'Acme ID', logoUrl: join(dir, 'logo.svg'), faviconUrl: join(dir, 'logo.svg'), primaryColor: '#0b5fff', customCss: join(dir, 'theme.css'), templatesDir: join(dir, 'templates') },
+      apiScopes: [
+        {
+          name: 'api1',
+          displayName: 'Read your book list',
+          description: 'The titles and authors on your shelves, not your notes',
+        },
+        { name: 'api2' },
+      ],
+      branding: {
+        productName: 'Acme ID',
+        logoUrl: join(dir, 'logo.svg'),
+        faviconUrl: join(dir, 'logo.svg'),
+        primaryColor: '#0b5fff',
+        customCss: join(dir, 'theme.css'),
+        templatesDir: join(dir, 'templates'),
+      },
       clients: (base.clients ?? []).map((c) =>
         c.clientId === CONSENT.id
-          ? { ...c, clientName: 'Acme Books', logoUri: `http://127.0.0.1:${cbPort}/logo.svg`, clientUri: home, policyUri: 'https://books.acme.example/privacy', tosUri: 'https://books.acme.example/terms' }
+          ? {
+              ...c,
+              clientName: 'Acme Books',
+              logoUri: `http://127.0.0.1:${cbPort}/logo.svg`,
+              clientUri: home,
+              policyUri: 'https://books.acme.example/privacy',
+              tosUri: 'https://books.acme.example/terms',
+            }
           : c,
       ),
     };
@@ -99,7 +130,9 @@ describe('branding', () => {
     expect(await logo.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
     expect(await page.locator('link[rel=icon]').getAttribute('href')).toMatch(/^\/assets\/icon-[\w-]{22}\.svg$/);
     // The primary colour and the custom CSS both arrive, from Sigil's origin, cacheable.
-    expect(await page.locator('button.primary').evaluate((b) => getComputedStyle(b).backgroundColor)).toBe('rgb(11, 95, 255)');
+    expect(await page.locator('button.primary').evaluate((b) => getComputedStyle(b).backgroundColor)).toBe(
+      'rgb(11, 95, 255)',
+    );
     expect(await page.locator('main').evaluate((m) => getComputedStyle(m).borderTopWidth)).toBe('4px');
     const theme = (await page.locator('link[rel=stylesheet]').nth(1).getAttribute('href')) as string;
     const themed = await page.context().request.get(`${f.sigil.url}${theme}`);
@@ -133,14 +166,18 @@ describe('consent', () => {
     expect(csp).toContain(`img-src 'self' data: http://127.0.0.1:${new URL(f.cb.url).port}`);
     const clientLogo = page.locator('p.client-logo img');
     expect(await clientLogo.getAttribute('alt')).toBe('Acme Books');
-    await expect.poll(() => clientLogo.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0)).toBe(true);
+    await expect
+      .poll(() => clientLogo.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth > 0))
+      .toBe(true);
     const text = (await page.locator('main').innerText()).replace(/\s+/g, ' ');
     expect(text).toContain('Signed in as alice.');
     expect(text).toContain('Acme Books would like to:');
     expect(text).toContain('Read your book list');
     expect(text).toContain('The titles and authors on your shelves, not your notes');
     expect(text).not.toContain('Use api1');
-    const links = await page.locator('ul.client-links a').evaluateAll((as) => as.map((a) => [a.textContent, (a as HTMLAnchorElement).href]));
+    const links = await page
+      .locator('ul.client-links a')
+      .evaluateAll((as) => as.map((a) => [a.textContent, (a as HTMLAnchorElement).href]));
     expect(links).toEqual([
       ['Privacy policy', 'https://books.acme.example/privacy'],
       ['Terms of service', 'https://books.acme.example/terms'],
@@ -167,8 +204,32 @@ describe('consent', () => {
 describe('languages', () => {
   it('French by ui_locales, Spanish by Accept-Language, on the login and consent pages', async () => {
     for (const [lang, options, extra, texts] of [
-      ['fr', {}, { ui_locales: 'fr-CA en' }, ['Connexion', "Nom d'utilisateur", 'Mot de passe', 'Autoriser l’accès ?'.replace('’', "'"), 'Connecté en tant que alice.', 'Autoriser']],
-      ['es', { locale: 'es-ES' }, {}, ['Iniciar sesión', 'Nombre de usuario', 'Contraseña', '¿Permitir el acceso?', 'Sesión iniciada como alice.', 'Permitir']],
+      [
+        'fr',
+        {},
+        { ui_locales: 'fr-CA en' },
+        [
+          'Connexion',
+          "Nom d'utilisateur",
+          'Mot de passe',
+          'Autoriser l’accès ?'.replace('’', "'"),
+          'Connecté en tant que alice.',
+          'Autoriser',
+        ],
+      ],
+      [
+        'es',
+        { locale: 'es-ES' },
+        {},
+        [
+          'Iniciar sesión',
+          'Nombre de usuario',
+          'Contraseña',
+          '¿Permitir el acceso?',
+          'Sesión iniciada como alice.',
+          'Permitir',
+        ],
+      ],
     ] as const) {
       const { context, page } = await newPage(f.browser, { ...VIEWPORTS.phone, ...options });
       await page.goto(consentRequest(extra));
@@ -203,13 +264,27 @@ describe('errors', () => {
     expect(await back.getAttribute('href')).toBe(home);
     const errorId = (await page.locator('p.details code').nth(1).textContent()) as string;
     expect(errorId).toMatch(/^[0-9a-f-]{36}$/);
-    await expect.poll(() => f.sigil.output().split('\n').find((line) => line.includes(errorId))).toMatch(/"msg":"error page"/);
-    expect(f.sigil.output().split('\n').find((line) => line.includes(errorId))).toContain('"error":"invalid_request"');
+    await expect
+      .poll(() =>
+        f.sigil
+          .output()
+          .split('\n')
+          .find((line) => line.includes(errorId)),
+      )
+      .toMatch(/"msg":"error page"/);
+    expect(
+      f.sigil
+        .output()
+        .split('\n')
+        .find((line) => line.includes(errorId)),
+    ).toContain('"error":"invalid_request"');
     expect(await audit(page)).toEqual([]);
     copyFileSync(await screenshot(page, 'friendly-error-desktop'), join(NOTE_SCREENSHOTS, 'friendly-error.png'));
     // In Spanish, with the text of the error code.
     await page.goto(consentRequest({ redirect_uri: 'https://unregistered.example/cb', ui_locales: 'es' }));
-    expect(await page.locator('main').innerText()).toContain('La aplicación ha enviado una solicitud que no se puede aceptar.');
+    expect(await page.locator('main').innerText()).toContain(
+      'La aplicación ha enviado una solicitud que no se puede aceptar.',
+    );
     await context.close();
   });
 
@@ -258,7 +333,9 @@ describe('the other pages', () => {
 describe('the axe check itself', () => {
   it('finds the violations of a page without language, with an unnamed button and an unlabelled field', async () => {
     const { context, page } = await newPage(f.browser);
-    await page.setContent('<html><head><title>x</title></head><body><input type="text"><button></button></body></html>');
+    await page.setContent(
+      '<html><head><title>x</title></head><body><input type="text"><button></button></body></html>',
+    );
     const found = await axeViolations(page);
     expect(found.some((v) => v.startsWith('axe html-has-lang'))).toBe(true);
     expect(found.some((v) => v.startsWith('axe button-name'))).toBe(true);

@@ -22,7 +22,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js';
 import { decodeJwt } from 'jose';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +38,10 @@ import { freePort } from './ports.js';
 const EXAMPLE = resolve(import.meta.dirname, '../../examples/mcp-server/server.mjs');
 const SCOPE = 'mcp:tools';
 
-/** Where the browser brings the authorization response: a loopback listener of the test (a native app's, RFC 8252 §7.3). */
+/**
+ * Where the browser brings the authorization response: a loopback listener of the test (a native app's, RFC
+ * 8252 §7.3).
+ */
 class LoopbackCallback {
   private server!: Server;
   url = '';
@@ -138,14 +145,17 @@ const REGISTRATIONS: Registration[] = [
 beforeAll(async () => {
   await Promise.all([docs.start(), callback.start()]);
   // The document registers the loopback redirect URI without a port: any port matches (RFC 8252 §7.3).
-  docs.routes.set(CIMD_PATH, json({
-    client_id: `${docs.origin}${CIMD_PATH}`,
-    client_name: 'MCP test agent',
-    redirect_uris: ['http://127.0.0.1/callback'],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'none',
-  }));
+  docs.routes.set(
+    CIMD_PATH,
+    json({
+      client_id: `${docs.origin}${CIMD_PATH}`,
+      client_name: 'MCP test agent',
+      redirect_uris: ['http://127.0.0.1/callback'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    }),
+  );
   const [sigilPort, mcpPort] = await Promise.all([freePort(), freePort()]);
   mcpUrl = `http://127.0.0.1:${mcpPort}/mcp`;
   const base = testConfig();
@@ -165,7 +175,10 @@ beforeAll(async () => {
     ),
     launchChromium(),
   ]);
-  mcp = spawn(process.execPath, [EXAMPLE], { env: { ...process.env, SIGIL_ISSUER: sigil.url, MCP_SERVER_URL: mcpUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+  mcp = spawn(process.execPath, [EXAMPLE], {
+    env: { ...process.env, SIGIL_ISSUER: sigil.url, MCP_SERVER_URL: mcpUrl },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   await new Promise<void>((ok, fail) => {
     let out = '';
     const timer = setTimeout(() => fail(new Error(`MCP server did not start: ${out}`)), 20_000);
@@ -195,7 +208,9 @@ afterAll(async () => {
  * the user signs in and consents in Chromium, `finishAuth` with the code, connect again.
  * @returns the connected MCP client and the provider holding the tokens, and the consent page's text
  */
-async function signIn(registration: Registration): Promise<{ client: Client; provider: MemoryProvider; consentText: string; authorization: URL }> {
+async function signIn(
+  registration: Registration,
+): Promise<{ client: Client; provider: MemoryProvider; consentText: string; authorization: URL }> {
   const { context, page } = await newPage(browser);
   let consentText = '';
   let authorization = new URL('about:blank');
@@ -211,7 +226,13 @@ async function signIn(registration: Registration): Promise<{ client: Client; pro
   const provider = new MemoryProvider(
     callback.url,
     // A loopback redirect (RFC 8252 §7.3) and no application_type, as the SDK's clients register.
-    { client_name: 'MCP test agent', redirect_uris: [callback.url], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'none' } as OAuthClientMetadata,
+    {
+      client_name: 'MCP test agent',
+      redirect_uris: [callback.url],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    } as OAuthClientMetadata,
     visit,
     registration.clientMetadataUrl?.(callback.url),
   );
@@ -226,7 +247,9 @@ async function signIn(registration: Registration): Promise<{ client: Client; pro
   await first.finishAuth(code as string);
   await context.close();
   const connected = new Client({ name: 'sigil-e2e', version: '1.0.0' });
-  await connected.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider, fetch: recordingFetch }));
+  await connected.connect(
+    new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider, fetch: recordingFetch }),
+  );
   return { client: connected, provider, consentText, authorization };
 }
 
@@ -236,7 +259,9 @@ describe.each(REGISTRATIONS)('an MCP client registered by $name', (registration)
     // The authorization request: the resource indicator and PKCE S256 (RFC 8707 §2; RFC 7636).
     expect(authorization.searchParams.get('resource')).toBe(mcpUrl);
     expect(authorization.searchParams.get('code_challenge_method')).toBe('S256');
-    expect(authorization.searchParams.get('client_id')).toBe(registration.expectedClientId(provider.clientInformation()));
+    expect(authorization.searchParams.get('client_id')).toBe(
+      registration.expectedClientId(provider.clientInformation()),
+    );
     // Discovery: the resource metadata first, then Sigil's own metadata.
     const prm = fetched.findIndex((u) => u.includes('/.well-known/oauth-protected-resource'));
     const asMetadata = fetched.findIndex((u) => u.startsWith(`${sigil.url}/.well-known/`));
@@ -244,7 +269,8 @@ describe.each(REGISTRATIONS)('an MCP client registered by $name', (registration)
     expect(asMetadata).toBeGreaterThan(prm);
     // RFC 8414's URL first; without it (404) the SDK falls back to OpenID discovery.
     expect(fetched[asMetadata]).toBe(`${sigil.url}/.well-known/oauth-authorization-server`);
-    // The consent page names the document's host (draft-ietf-oauth-client-id-metadata-document §"OAuth Phishing Attacks").
+    // The consent page names the document's host (draft-ietf-oauth-client-id-metadata-document §"OAuth
+    // Phishing Attacks").
     if (registration.clientMetadataUrl) expect(consentText).toContain(new URL(docs.origin).host);
     else {
       // Registered through the advertised registration endpoint, and shown by its registered name.
@@ -291,7 +317,11 @@ describe('a client of a metadata document', () => {
       await expect(page.locator('main').innerText()).resolves.toContain(new URL(docs.origin).host);
       // Even a hand-made remember=yes is not remembered for such a client.
       await page.evaluate(() => {
-        const input = Object.assign(document.createElement('input'), { type: 'hidden', name: 'remember', value: 'yes' });
+        const input = Object.assign(document.createElement('input'), {
+          type: 'hidden',
+          name: 'remember',
+          value: 'yes',
+        });
         document.querySelector('form[action="/consent"]')?.append(input);
       });
       await page.locator('button[name=button][value=yes]').click();
@@ -304,7 +334,11 @@ describe('a client of a metadata document', () => {
 
 describe('the example MCP server', () => {
   it('answers 401 with its resource metadata, serves that metadata, and refuses a token for another API', async () => {
-    const anonymous = await fetch(mcpUrl, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const anonymous = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
     expect(anonymous.status).toBe(401);
     const challenge = anonymous.headers.get('www-authenticate') ?? '';
     const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1] ?? '';
@@ -315,12 +349,23 @@ describe('the example MCP server', () => {
     // A valid Sigil token, but for api1: its aud is not the MCP server.
     const grant = await fetch(`${sigil.url}/connect/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('ropc:ropc-secret').toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('ropc:ropc-secret').toString('base64')}`,
+      },
       body: new URLSearchParams({ grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' }),
     });
     const other = ((await grant.json()) as { access_token: string }).access_token;
     expect(decodeJwt(other).aud).toBe('api1');
-    const refused = await fetch(mcpUrl, { method: 'POST', headers: { authorization: `Bearer ${other}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    const refused = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${other}`,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: '{}',
+    });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toContain('error="invalid_token"');
   });

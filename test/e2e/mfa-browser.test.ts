@@ -48,7 +48,9 @@ async function check(page: Page, name: string, phone = false): Promise<void> {
   await screenshot(page, name);
   expect(await audit(page), name).toEqual([]);
   if (phone)
-    for (const height of await page.locator('button, a.button').evaluateAll((els) => els.map((e) => e.getBoundingClientRect().height)))
+    for (const height of await page
+      .locator('button, a.button')
+      .evaluateAll((els) => els.map((e) => e.getBoundingClientRect().height)))
       expect(height, `${name}: target height`).toBeGreaterThanOrEqual(44);
 }
 
@@ -130,7 +132,9 @@ describe('keyboard only', () => {
   it('the second step and /account work with the keyboard alone, focus visible throughout', async () => {
     const { context, page } = await newPage(f.browser, VIEWPORTS.desktop);
     await toSecondStep(page);
-    await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'code', undefined, { timeout: 5000 });
+    await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'code', undefined, {
+      timeout: 5000,
+    });
     const order: string[] = [(await focused(page)).id];
     for (let i = 0; i < 2; i++) {
       await page.keyboard.press('Tab');

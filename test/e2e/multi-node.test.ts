@@ -39,15 +39,23 @@ interface Reply {
 
 /** The environment without the variables that would override the config file. */
 function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'SIGIL_DATA_KEY'].includes(k)));
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k]) => !['PORT', 'SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'SIGIL_DATA_KEY'].includes(k),
+    ),
+  );
 }
 
 /** `node dist/cli/main.js start --config FILE --port PORT`, resolved once it listens. */
 async function startNode(name: string, configFile: string, port: number): Promise<Node> {
-  const child = spawn(process.execPath, [CLI, 'start', '--config', configFile, '--port', String(port), '--host', '127.0.0.1'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: cleanEnv(),
-  });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'start', '--config', configFile, '--port', String(port), '--host', '127.0.0.1'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: cleanEnv(),
+    },
+  );
   let out = '';
   child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (out += b.toString()));
@@ -83,18 +91,33 @@ function cli(args: string[]): Promise<{ code: number | null; output: string }> {
   return new Promise((ok) => child.on('exit', (code) => ok({ code, output: out })));
 }
 
-async function send(method: 'GET' | 'POST', url: string, opts: { body?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+async function send(
+  method: 'GET' | 'POST',
+  url: string,
+  opts: { body?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const res = await request(url, {
     method,
-    headers: { ...(opts.body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}), ...opts.headers },
+    headers: {
+      ...(opts.body !== undefined ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      ...opts.headers,
+    },
     ...(opts.body !== undefined ? { body: opts.body } : {}),
   });
   const body = await res.body.text();
-  return { status: res.statusCode, body, headers: res.headers, json: <T,>() => JSON.parse(body) as T };
+  return { status: res.statusCode, body, headers: res.headers, json: <T>() => JSON.parse(body) as T };
 }
 
-function post(node: Node, path: string, params: Record<string, string>, auth?: readonly [string, string]): Promise<Reply> {
-  return send('POST', node.url + path, { body: form(params), headers: auth ? { authorization: basic(auth[0], auth[1]) } : {} });
+function post(
+  node: Node,
+  path: string,
+  params: Record<string, string>,
+  auth?: readonly [string, string],
+): Promise<Reply> {
+  return send('POST', node.url + path, {
+    body: form(params),
+    headers: auth ? { authorization: basic(auth[0], auth[1]) } : {},
+  });
 }
 
 const API1 = ['api1', 'api1-secret'] as const;
@@ -112,9 +135,16 @@ async function tokens(node: Node, params: Record<string, string>, auth: readonly
   return res.json<Tokens>();
 }
 
-const clientToken = (node: Node, clientId = 'm2m') => tokens(node, { grant_type: 'client_credentials', scope: 'api1' }, [clientId, 'm2m-secret']);
-const passwordToken = (node: Node) => tokens(node, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, ROPC);
-const refresh = (node: Node, refreshToken: string) => post(node, '/connect/token', { grant_type: 'refresh_token', refresh_token: refreshToken }, ROPC);
+const clientToken = (node: Node, clientId = 'm2m') =>
+  tokens(node, { grant_type: 'client_credentials', scope: 'api1' }, [clientId, 'm2m-secret']);
+const passwordToken = (node: Node) =>
+  tokens(
+    node,
+    { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' },
+    ROPC,
+  );
+const refresh = (node: Node, refreshToken: string) =>
+  post(node, '/connect/token', { grant_type: 'refresh_token', refresh_token: refreshToken }, ROPC);
 
 async function introspect(node: Node, token: string): Promise<Record<string, unknown>> {
   const res = await post(node, '/connect/introspect', { token }, API1);
@@ -153,7 +183,9 @@ class CookieBrowser {
       const eq = pair.indexOf('=');
       const name = pair.slice(0, eq);
       const value = pair.slice(eq + 1);
-      const gone = attributes.some((a) => /^max-age=(0|-)/i.test(a) || (/^expires=/i.test(a) && Date.parse(a.slice(8)) < Date.now()));
+      const gone = attributes.some(
+        (a) => /^max-age=(0|-)/i.test(a) || (/^expires=/i.test(a) && Date.parse(a.slice(8)) < Date.now()),
+      );
       if (value === '' || gone) this.cookies.delete(name);
       else this.cookies.set(name, value);
     }
@@ -168,7 +200,12 @@ async function signIn(node: Node): Promise<CookieBrowser> {
   expect(page.status).toBe(200);
   const csrf = /name="csrf_token" value="([^"]*)"/.exec(page.body)?.[1];
   expect(csrf).toBeTruthy();
-  const signedIn = await browser.post(`${node.url}/account/login`, { csrf_token: csrf!, username: 'alice', password: 'alice', button: 'login' });
+  const signedIn = await browser.post(`${node.url}/account/login`, {
+    csrf_token: csrf!,
+    username: 'alice',
+    password: 'alice',
+    button: 'login',
+  });
   expect(signedIn.status, signedIn.body).toBe(200);
   expect(browser.cookies.has('sigil.session')).toBe(true);
   return browser;
@@ -177,7 +214,16 @@ async function signIn(node: Node): Promise<CookieBrowser> {
 function authorizeQuery(extra: Record<string, string> = {}): { query: string; verifier: string } {
   const verifier = randomBytes(48).toString('base64url');
   const challenge = createHash('sha256').update(verifier).digest('base64url');
-  const params = { client_id: 'web', response_type: 'code', redirect_uri: CB, scope: 'openid profile', state: 'st', code_challenge: challenge, code_challenge_method: 'S256', ...extra };
+  const params = {
+    client_id: 'web',
+    response_type: 'code',
+    redirect_uri: CB,
+    scope: 'openid profile',
+    state: 'st',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...extra,
+  };
   return { query: new URLSearchParams(params).toString(), verifier };
 }
 
@@ -295,8 +341,15 @@ describe('two Sigil nodes on one PostgreSQL database', () => {
     expect(new URL(String(anonymous.headers.location)).searchParams.get('error')).toBe('login_required');
 
     // The code issued by B is redeemed on A; the identity token is alice's, for her session.
-    const redeemed = await tokens(a, { grant_type: 'authorization_code', code: code!, redirect_uri: CB, code_verifier: verifier }, ['web', 'web-secret']);
-    const { payload } = await jwtVerify(redeemed.id_token!, createLocalJWKSet(await jwks(b)), { issuer, audience: 'web' });
+    const redeemed = await tokens(
+      a,
+      { grant_type: 'authorization_code', code: code!, redirect_uri: CB, code_verifier: verifier },
+      ['web', 'web-secret'],
+    );
+    const { payload } = await jwtVerify(redeemed.id_token!, createLocalJWKSet(await jwks(b)), {
+      issuer,
+      audience: 'web',
+    });
     expect(payload.sub).toBe('1');
     expect(payload.sid).toBeTruthy();
   });
@@ -441,20 +494,34 @@ describe('back-channel logout across two nodes on one PostgreSQL database', () =
     const step = await browser.get(`${node.url}/connect/authorize?${query}`);
     const code = new URL(String(step.headers.location)).searchParams.get('code');
     expect(code, step.body).toBeTruthy();
-    const { id_token: idToken } = await tokens(node, { grant_type: 'authorization_code', code: code!, redirect_uri: CB, code_verifier: verifier }, ['web', 'web-secret']);
+    const { id_token: idToken } = await tokens(
+      node,
+      { grant_type: 'authorization_code', code: code!, redirect_uri: CB, code_verifier: verifier },
+      ['web', 'web-secret'],
+    );
     const { payload } = await jwtVerify(idToken!, createLocalJWKSet(await jwks(node)), { issuer, audience: 'web' });
     return { browser, idToken: idToken!, sid: String(payload.sid) };
   }
 
   it('RP-initiated logout on D of a session from C: one valid logout token, delivered once though both nodes poll', async () => {
     const { browser, idToken, sid } = await session(c);
-    const step = await browser.get(`${d.url}/connect/endsession?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: BYE })}`);
+    const step = await browser.get(
+      `${d.url}/connect/endsession?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: BYE })}`,
+    );
     expect(step.status).toBe(303);
     expect(step.headers.location).toBe(BYE);
     await receiver.waitFor(() => receiver.delivered.length, 1);
-    const { payload, protectedHeader } = await jwtVerify(receiver.delivered[0]!.token, createLocalJWKSet(await jwks(c)), { issuer, audience: 'web', typ: 'logout+jwt' });
+    const { payload, protectedHeader } = await jwtVerify(
+      receiver.delivered[0]!.token,
+      createLocalJWKSet(await jwks(c)),
+      { issuer, audience: 'web', typ: 'logout+jwt' },
+    );
     expect(protectedHeader.typ).toBe('logout+jwt');
-    expect(payload).toMatchObject({ sub: '1', sid, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } });
+    expect(payload).toMatchObject({
+      sub: '1',
+      sid,
+      events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
+    });
     await sleep(3000);
     expect(receiver.received).toHaveLength(1);
   });

@@ -43,7 +43,9 @@ describe('openid-client against sigil start', () => {
     expect(meta.grant_types_supported).toEqual(
       expect.arrayContaining(['client_credentials', 'password', 'refresh_token', TOKEN_EXCHANGE]),
     );
-    expect(meta.scopes_supported).toEqual(expect.arrayContaining(['openid', 'profile', 'api1', 'api2', 'offline_access']));
+    expect(meta.scopes_supported).toEqual(
+      expect.arrayContaining(['openid', 'profile', 'api1', 'api2', 'offline_access']),
+    );
   });
 
   it('client_credentials issues an at+jwt access token verifiable with the JWKS', async () => {
@@ -104,7 +106,13 @@ describe('openid-client against sigil start', () => {
     const sub = tokens.claims()!.sub;
     expect(sub).toBe('1');
     const info = await oidc.fetchUserInfo(config, tokens.access_token, sub);
-    expect(info).toMatchObject({ sub: '1', name: 'Alice Smith', given_name: 'Alice', email: 'alice@example.com', email_verified: true });
+    expect(info).toMatchObject({
+      sub: '1',
+      name: 'Alice Smith',
+      given_name: 'Alice',
+      email: 'alice@example.com',
+      email_verified: true,
+    });
     expect(info.role).toBeUndefined();
     const wrong = await oidc.fetchUserInfo(config, tokens.access_token, '2').then(
       () => undefined,
@@ -117,7 +125,14 @@ describe('openid-client against sigil start', () => {
     const m2m = await configure('m2m', 'm2m-secret');
     const jwt = await oidc.clientCredentialsGrant(m2m, { scope: 'api1' });
     const jwtInfo = await oidc.tokenIntrospection(api1, jwt.access_token);
-    expect(jwtInfo).toMatchObject({ active: true, client_id: 'm2m', sub: 'm2m', aud: 'api1', scope: 'api1', iss: server.url });
+    expect(jwtInfo).toMatchObject({
+      active: true,
+      client_id: 'm2m',
+      sub: 'm2m',
+      aud: 'api1',
+      scope: 'api1',
+      iss: server.url,
+    });
 
     const ref = await oidc.clientCredentialsGrant(await configure('m2m-ref', 'm2m-secret'), { scope: 'api1' });
     expect(ref.access_token).not.toContain('.');

@@ -6,7 +6,14 @@
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientKey, type ClientKey } from '../assertion-helpers.js';
-import { type BrowserFixture, browserConfig, callbackResponse, newPage, pushedCodeFlow, startBrowserFixture } from './browser-fixture.js';
+import {
+  type BrowserFixture,
+  browserConfig,
+  callbackResponse,
+  newPage,
+  pushedCodeFlow,
+  startBrowserFixture,
+} from './browser-fixture.js';
 
 let f: BrowserFixture;
 let key: ClientKey;
@@ -37,9 +44,15 @@ beforeAll(async () => {
       ],
     };
   });
-  rp = await oidc.discovery(new URL(f.sigil.url), 'signed-rp', undefined, oidc.PrivateKeyJwt({ key: key.privateKey, kid: key.kid }), {
-    execute: [oidc.allowInsecureRequests],
-  });
+  rp = await oidc.discovery(
+    new URL(f.sigil.url),
+    'signed-rp',
+    undefined,
+    oidc.PrivateKeyJwt({ key: key.privateKey, kid: key.kid }),
+    {
+      execute: [oidc.allowInsecureRequests],
+    },
+  );
 });
 afterAll(async () => f?.close());
 
@@ -54,7 +67,9 @@ describe('openid-client: PAR + private_key_jwt + PKCE', () => {
   it('pushes the request, signs in, redeems the code and refreshes, every call authenticated by a signed JWT', async () => {
     const { context, page } = await newPage(f.browser);
     try {
-      const { url, response, tokens } = await pushedCodeFlow(f, page, rp, { scope: 'openid profile api1 offline_access' });
+      const { url, response, tokens } = await pushedCodeFlow(f, page, rp, {
+        scope: 'openid profile api1 offline_access',
+      });
       expect(url.searchParams.get('request_uri')).toMatch(/^urn:ietf:params:oauth:request_uri:/);
       expect([...url.searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
       expect(response.params.code).toBeTruthy();
@@ -62,7 +77,11 @@ describe('openid-client: PAR + private_key_jwt + PKCE', () => {
       expect(tokens.refresh_token).toEqual(expect.any(String));
       const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
       expect(refreshed.access_token).toEqual(expect.any(String));
-      expect(await oidc.tokenIntrospection(rp, refreshed.access_token)).toMatchObject({ active: true, client_id: 'signed-rp', sub: '1' });
+      expect(await oidc.tokenIntrospection(rp, refreshed.access_token)).toMatchObject({
+        active: true,
+        client_id: 'signed-rp',
+        sub: '1',
+      });
 
       // The request_uri was used once: the same URL again is the error page, no redirect.
       const reuse = await page.goto(url.href);

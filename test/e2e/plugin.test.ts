@@ -17,7 +17,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigil, type SigilEvent, sigilPlugin } from '../../src/index.js';
 import { tempDir, testConfig } from '../helpers.js';
 import type { Browser } from 'playwright-core';
-import { browserConfig, CallbackServer, CONSENT, callbackResponse, launchChromium, newPage, submitLogin } from './browser-fixture.js';
+import {
+  browserConfig,
+  CallbackServer,
+  CONSENT,
+  callbackResponse,
+  launchChromium,
+  newPage,
+  submitLogin,
+} from './browser-fixture.js';
 import { freePort } from './ports.js';
 
 const silent = pino({ level: 'silent' });
@@ -94,14 +102,22 @@ describe('the host app keeps its own behaviour', () => {
     expect(sigilMissing.status).toBe(404);
     expect(await sigilMissing.json()).toMatchObject({ error: 'invalid_request' });
     // A malformed body at Sigil's token endpoint gets Sigil's OAuth error, not the host's 418.
-    const bad = await fetch(`${origin}/id/connect/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'a=%zz' });
+    const bad = await fetch(`${origin}/id/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'a=%zz',
+    });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ error: 'invalid_request' });
   });
 
   it('Sigil’s own body limit holds on its routes under the host’s larger one (413)', async () => {
     const big = `grant_type=client_credentials&pad=${'a'.repeat(100 * 1024)}`;
-    const res = await fetch(`${origin}/id/connect/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: big });
+    const res = await fetch(`${origin}/id/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: big,
+    });
     expect(res.status).toBe(413);
     expect(await res.json()).toMatchObject({ error: 'invalid_request' });
   });
@@ -111,7 +127,15 @@ describe('the host app keeps its own behaviour', () => {
     expect(res.status).toBe(200);
     const doc = (await res.json()) as Record<string, string>;
     expect(doc.issuer).toBe(issuer);
-    for (const key of ['authorization_endpoint', 'token_endpoint', 'userinfo_endpoint', 'jwks_uri', 'end_session_endpoint', 'revocation_endpoint', 'introspection_endpoint'])
+    for (const key of [
+      'authorization_endpoint',
+      'token_endpoint',
+      'userinfo_endpoint',
+      'jwks_uri',
+      'end_session_endpoint',
+      'revocation_endpoint',
+      'introspection_endpoint',
+    ])
       expect(doc[key]?.startsWith(`${issuer}/`)).toBe(true);
     expect((await fetch(doc.jwks_uri!)).status).toBe(200);
     const atRoot = await fetch(`${origin}/.well-known/openid-configuration`);
@@ -121,9 +145,14 @@ describe('the host app keeps its own behaviour', () => {
 
   it('Sigil’s CORS policy holds on its paths despite the host’s "*", and stays off the host’s routes', async () => {
     const preflight = (path: string, from: string) =>
-      fetch(`${origin}${path}`, { method: 'OPTIONS', headers: { origin: from, 'access-control-request-method': 'POST' } });
+      fetch(`${origin}${path}`, {
+        method: 'OPTIONS',
+        headers: { origin: from, 'access-control-request-method': 'POST' },
+      });
     // The token endpoint: only the origins of the clients' allowedCorsOrigins.
-    expect((await preflight('/id/connect/token', 'https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
+    expect(
+      (await preflight('/id/connect/token', 'https://evil.example')).headers.get('access-control-allow-origin'),
+    ).toBeNull();
     const allowed = await preflight('/id/connect/token', 'https://spa.example');
     expect(allowed.headers.get('access-control-allow-origin')).toBe('https://spa.example');
     expect(allowed.headers.get('access-control-allow-credentials')).toBeNull();
@@ -135,7 +164,9 @@ describe('the host app keeps its own behaviour', () => {
     const page = await fetch(`${issuer}/account/login`, { headers: { origin: 'https://spa.example' } });
     expect(page.headers.get('access-control-allow-origin')).toBeNull();
     // The host's policy on the host's route, not Sigil's (which would refuse evil.example).
-    expect((await preflight('/api/hello', 'https://evil.example')).headers.get('access-control-allow-origin')).toBe('*');
+    expect((await preflight('/api/hello', 'https://evil.example')).headers.get('access-control-allow-origin')).toBe(
+      '*',
+    );
   });
 
   it('Sigil’s cookies are scoped to the prefix with their own attributes, whatever the host’s cookie defaults', async () => {
@@ -166,12 +197,16 @@ describe('the host app keeps its own behaviour', () => {
       "the plugin is registered at prefix '/auth' but the issuer https://example.com/id has the path '/id'",
     );
     // At the host's root, too: the issuer's path is where the routes are.
-    await expect(Fastify().register(sigilPlugin, { config, logger: silent })).rejects.toThrow("registered at prefix ''");
+    await expect(Fastify().register(sigilPlugin, { config, logger: silent })).rejects.toThrow(
+      "registered at prefix ''",
+    );
     // A host whose CSRF protection would be inherited: Sigil keeps its own or does not mount.
     const withCsrf = Fastify();
     await withCsrf.register(cookie);
     await withCsrf.register(csrf);
-    await expect(withCsrf.register(sigilPlugin, { prefix: '/id', config, logger: silent })).rejects.toThrow(/register it inside a plugin of your own routes/);
+    await expect(withCsrf.register(sigilPlugin, { prefix: '/id', config, logger: silent })).rejects.toThrow(
+      /register it inside a plugin of your own routes/,
+    );
     await withCsrf.close();
   });
 });
@@ -181,7 +216,11 @@ describe('shutdown', () => {
     const { dir, cleanup: remove } = tempDir();
     try {
       const app = Fastify();
-      await app.register(sigilPlugin, { prefix: '/id', config: testConfig({ issuer: 'http://127.0.0.1:5999/id', storage: `sqlite:${join(dir, 'sigil.db')}` }), logger: silent });
+      await app.register(sigilPlugin, {
+        prefix: '/id',
+        config: testConfig({ issuer: 'http://127.0.0.1:5999/id', storage: `sqlite:${join(dir, 'sigil.db')}` }),
+        logger: silent,
+      });
       await app.ready();
       expect((await app.inject('/id/readyz')).statusCode).toBe(200);
       expect(existsSync(join(dir, 'sigil.db-wal'))).toBe(true);
@@ -195,9 +234,15 @@ describe('shutdown', () => {
 
 describe('a relying party and a browser through the mounted pages', () => {
   it('code + PKCE with login and consent, refresh, userinfo, then sign-out', async () => {
-    const rp = await oidc.discovery(new URL(issuer), CONSENT.id, CONSENT.secret, oidc.ClientSecretBasic(CONSENT.secret), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    const rp = await oidc.discovery(
+      new URL(issuer),
+      CONSENT.id,
+      CONSENT.secret,
+      oidc.ClientSecretBasic(CONSENT.secret),
+      {
+        execute: [oidc.allowInsecureRequests],
+      },
+    );
     expect(rp.serverMetadata().issuer).toBe(issuer);
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
@@ -226,10 +271,20 @@ describe('a relying party and a browser through the mounted pages', () => {
     await page.goto(`${origin}/api/cookies`);
     expect(JSON.parse((await page.textContent('body')) ?? '')).toEqual({ cookies: [] });
 
-    const callback = new URL(`${cb.url}/cb?${new URLSearchParams(cb.hits.slice(since).find((h) => h.path === '/cb')!.params)}`);
-    const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier, expectedState: state });
+    const callback = new URL(
+      `${cb.url}/cb?${new URLSearchParams(cb.hits.slice(since).find((h) => h.path === '/cb')!.params)}`,
+    );
+    const tokens = await oidc.authorizationCodeGrant(rp, callback, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+    });
     expect(tokens.claims()).toMatchObject({ iss: issuer, sub: '1', aud: CONSENT.id });
-    expect(events).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'user_login_succeeded', subjectId: '1' }), expect.objectContaining({ name: 'token_issued', clientId: CONSENT.id })]));
+    expect(events).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ name: 'user_login_succeeded', subjectId: '1' }),
+        expect.objectContaining({ name: 'token_issued', clientId: CONSENT.id }),
+      ]),
+    );
     const info = await oidc.fetchUserInfo(rp, tokens.access_token, '1');
     expect(info).toMatchObject({ sub: '1', name: 'Alice Smith', email: 'alice@example.com' });
     const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
@@ -250,7 +305,10 @@ describe('a relying party and a browser through the mounted pages', () => {
 
     // RP-initiated logout at the mounted end-session endpoint; back at the client's registered URI.
     const before = cb.hits.length;
-    await page.goto(oidc.buildEndSessionUrl(rp, { id_token_hint: tokens.id_token!, post_logout_redirect_uri: `${cb.url}/signed-out` }).href);
+    await page.goto(
+      oidc.buildEndSessionUrl(rp, { id_token_hint: tokens.id_token!, post_logout_redirect_uri: `${cb.url}/signed-out` })
+        .href,
+    );
     await page.waitForURL(`${cb.url}/signed-out*`);
     expect(cb.hits.slice(before).some((h) => h.path === '/signed-out')).toBe(true);
     expect((await context.cookies()).find((c) => c.name === 'sigil.session')).toBeUndefined();
@@ -260,11 +318,16 @@ describe('a relying party and a browser through the mounted pages', () => {
 
 describe('the standalone server is the same mount at the issuer’s path', () => {
   it('an issuer with a path serves every route under it, and nothing at the root', async () => {
-    const sigil = await createSigil(testConfig({ issuer: 'http://127.0.0.1:5999/tenant', storage: 'memory' }), { logger: silent });
+    const sigil = await createSigil(testConfig({ issuer: 'http://127.0.0.1:5999/tenant', storage: 'memory' }), {
+      logger: silent,
+    });
     try {
       const doc = await sigil.app.inject('/tenant/.well-known/openid-configuration');
       expect(doc.statusCode).toBe(200);
-      expect(doc.json()).toMatchObject({ issuer: 'http://127.0.0.1:5999/tenant', token_endpoint: 'http://127.0.0.1:5999/tenant/connect/token' });
+      expect(doc.json()).toMatchObject({
+        issuer: 'http://127.0.0.1:5999/tenant',
+        token_endpoint: 'http://127.0.0.1:5999/tenant/connect/token',
+      });
       expect((await sigil.app.inject('/.well-known/openid-configuration')).statusCode).toBe(404);
       // Health at the listener's root too, for the image's HEALTHCHECK and load balancers.
       expect((await sigil.app.inject('/healthz')).json()).toEqual({ status: 'ok' });

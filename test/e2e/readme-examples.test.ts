@@ -42,7 +42,8 @@ function demoBlocks(markdown: string): ShellBlock[] {
     if (open) {
       if (line.startsWith('```')) {
         const text = open.lines.join('\n');
-        if (open.lang === 'sh' && /localhost:5000|127\.0\.0\.1:9464/.test(text)) blocks.push({ line: open.line, heading, text });
+        if (open.lang === 'sh' && /localhost:5000|127\.0\.0\.1:9464/.test(text))
+          blocks.push({ line: open.line, heading, text });
         open = undefined;
       } else open.lines.push(line);
     } else if (line.startsWith('```')) open = { line: i + 1, lang: line.slice(3).trim(), lines: [] };
@@ -75,10 +76,15 @@ curl() {
 /** Runs `script` in bash from the repository root; resolves with its exit code and output. */
 function bash(script: string, env: Record<string, string>): Promise<{ code: number; output: string }> {
   return new Promise((ok) => {
-    execFile('bash', ['-c', script], { cwd: ROOT, env: { ...process.env, ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-      ok({ code, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      'bash',
+      ['-c', script],
+      { cwd: ROOT, env: { ...process.env, ...env }, timeout: 20_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
+        ok({ code, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
@@ -93,7 +99,10 @@ describe('README examples run as printed against the demo server', () => {
     const config = JSON.parse(readFileSync(join(ROOT, 'examples/sigil.json'), 'utf8')) as ConfigInput;
     const [port, metricsPort] = [await freePort(), await freePort()];
     metricsUrl = `http://127.0.0.1:${metricsPort}`;
-    server = await startProcess({ ...config, logLevel: 'warn', metrics: { host: '127.0.0.1', port: metricsPort } }, port);
+    server = await startProcess(
+      { ...config, logLevel: 'warn', metrics: { host: '127.0.0.1', port: metricsPort } },
+      port,
+    );
   });
   afterAll(async () => {
     await server?.stop();
@@ -119,7 +128,9 @@ describe('README examples run as printed against the demo server', () => {
       };
       const { code, output } = await bash(PRELUDE + script, env);
       const responses = existsSync(join(dir, 'responses')) ? readFileSync(join(dir, 'responses'), 'utf8') : '';
-      const statuses = [...responses.matchAll(/^HTTP\/[\d.]+ (\d{3})/gm)].map((m) => Number(m[1])).filter((s) => s >= 200);
+      const statuses = [...responses.matchAll(/^HTTP\/[\d.]+ (\d{3})/gm)]
+        .map((m) => Number(m[1]))
+        .filter((s) => s >= 200);
       return { code, output, statuses };
     } finally {
       cleanup();
@@ -129,7 +140,9 @@ describe('README examples run as printed against the demo server', () => {
   it('the harness sees the error statuses curl ignores, and a request that never got an answer', async () => {
     const refused = await runBlock(`curl -s ${server.url}/connect/userinfo; echo`);
     expect(refused).toMatchObject({ code: 0, statuses: [401] });
-    expect(announcedStatuses('curl x   # 401: refused\ncurl "y#400"\n# {"expires_in":300} (status 201)\n# 200, the page')).toEqual([401, 200]);
+    expect(
+      announcedStatuses('curl x   # 401: refused\ncurl "y#400"\n# {"expires_in":300} (status 201)\n# 200, the page'),
+    ).toEqual([401, 200]);
     const closed = await runBlock(`curl -s http://127.0.0.1:${await freePort()}/; echo never`);
     expect(closed.code).not.toBe(0);
     expect(closed.output).not.toContain('never');
@@ -144,7 +157,13 @@ describe('README examples run as printed against the demo server', () => {
     expect(code, context).toBe(0);
     expect(statuses.length, context).toBeGreaterThan(0);
     const announced = announcedStatuses(block.text);
-    expect(statuses.filter((s) => s >= 400 && !announced.includes(s)), `unannounced error statuses in ${context}`).toEqual([]);
-    expect(announced.filter((s) => !statuses.includes(s)), `announced statuses that did not occur in ${context}`).toEqual([]);
+    expect(
+      statuses.filter((s) => s >= 400 && !announced.includes(s)),
+      `unannounced error statuses in ${context}`,
+    ).toEqual([]);
+    expect(
+      announced.filter((s) => !statuses.includes(s)),
+      `announced statuses that did not occur in ${context}`,
+    ).toEqual([]);
   });
 });

@@ -27,7 +27,11 @@ describe('deploy/sigil.service', () => {
   });
 
   it('runs unprivileged in a sandbox that can write only the data folder', () => {
-    const lines = new Set(readFileSync(UNIT, 'utf8').split('\n').map((l) => l.trim()));
+    const lines = new Set(
+      readFileSync(UNIT, 'utf8')
+        .split('\n')
+        .map((l) => l.trim()),
+    );
     for (const setting of [
       'DynamicUser=yes',
       'NoNewPrivileges=yes',
@@ -44,7 +48,9 @@ describe('deploy/sigil.service', () => {
   });
 
   it('names the address it listens on, since Sigil alone listens on 127.0.0.1', () => {
-    const lines = readFileSync(UNIT, 'utf8').split('\n').map((l) => l.trim());
+    const lines = readFileSync(UNIT, 'utf8')
+      .split('\n')
+      .map((l) => l.trim());
     expect(lines.filter((l) => /^Environment=HOST=/.test(l))).toEqual(['Environment=HOST=0.0.0.0']);
     // A --host flag would win over it.
     expect(lines.find((l) => l.startsWith('ExecStart='))).not.toMatch(/--host/);

@@ -36,13 +36,30 @@ afterAll(async () => f?.close());
 const VERIFIER = 'w'.repeat(43);
 
 /** Adds a virtual authenticator to the page's browser context (DevTools WebAuthn domain). */
-async function virtualAuthenticator(context: BrowserContext, page: Page, kind: 'passkey' | 'security-key'): Promise<{ cdp: CDPSession; authenticatorId: string }> {
+async function virtualAuthenticator(
+  context: BrowserContext,
+  page: Page,
+  kind: 'passkey' | 'security-key',
+): Promise<{ cdp: CDPSession; authenticatorId: string }> {
   const cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable', { enableUI: false });
   const options =
     kind === 'passkey'
-      ? { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true }
-      : { protocol: 'ctap2', transport: 'usb', hasResidentKey: false, hasUserVerification: false, automaticPresenceSimulation: true };
+      ? {
+          protocol: 'ctap2',
+          transport: 'internal',
+          hasResidentKey: true,
+          hasUserVerification: true,
+          isUserVerified: true,
+          automaticPresenceSimulation: true,
+        }
+      : {
+          protocol: 'ctap2',
+          transport: 'usb',
+          hasResidentKey: false,
+          hasUserVerification: false,
+          automaticPresenceSimulation: true,
+        };
   const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', { options: options as never });
   return { cdp, authenticatorId };
 }
@@ -67,7 +84,12 @@ async function idTokenClaims(code: string): Promise<Record<string, unknown>> {
   const res = await fetch(`${f.sigil.url.replace('localhost', '127.0.0.1')}/connect/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(WEB.id, WEB.secret) },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: `${f.cb.url}/cb`, code_verifier: VERIFIER }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: `${f.cb.url}/cb`,
+      code_verifier: VERIFIER,
+    }),
   });
   expect(res.status).toBe(200);
   return decodeJwt(((await res.json()) as { id_token: string }).id_token);

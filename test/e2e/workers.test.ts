@@ -6,7 +6,8 @@
  * Without Redis the failure limits and request quotas are the deployment's, not each worker's,
  * a DPoP proof's replay is refused by either worker, and a worker accepts the JWTs of a sibling's
  * brand-new signing key. An LDAP account's budgets of wrong binds (strangers'
- * and known browsers') are the deployment's too, against a real slapd. Failed client authentications from one address, then
+ * and known browsers') are the deployment's too, against a real slapd. Failed client authentications from one
+ * address, then
  * a password grant with offline_access, then userinfo on a new connection each time: every worker
  * accepts the token, on a fresh store, after a key rotation, after a restart, and for a client
  * created through /admin/v1 a moment before on the sibling worker.
@@ -51,11 +52,19 @@ async function post(
   const res = await request(`${server?.url}${path}`, {
     method: 'POST',
     reset: true,
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(auth ? { authorization: basic(...auth) } : {}), ...headers },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(auth ? { authorization: basic(...auth) } : {}),
+      ...headers,
+    },
     body: form(params),
   });
   const text = await res.body.text();
-  return { status: res.statusCode, body: (text ? JSON.parse(text) : {}) as Record<string, unknown>, headers: res.headers };
+  return {
+    status: res.statusCode,
+    body: (text ? JSON.parse(text) : {}) as Record<string, unknown>,
+    headers: res.headers,
+  };
 }
 /** The statuses of `n` calls of `send`, one after the other. */
 async function statuses(n: number, send: () => Promise<{ status: number }>): Promise<number[]> {
@@ -72,11 +81,18 @@ const REF: [string, string] = ['m2m-ref', 'm2m-secret'];
  * A browser's request on a connection of its own (so that the workers take turns), with the
  * cookies of `jar`, which takes the cookies the answer sets.
  */
-async function browserRequest(jar: Map<string, string>, path: string, fields?: Record<string, string>): Promise<{ status: number; body: string; set: string[] }> {
+async function browserRequest(
+  jar: Map<string, string>,
+  path: string,
+  fields?: Record<string, string>,
+): Promise<{ status: number; body: string; set: string[] }> {
   const res = await request(`${server?.url}${path}`, {
     method: fields ? 'POST' : 'GET',
     reset: true,
-    headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '), ...(fields ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+    headers: {
+      cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; '),
+      ...(fields ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+    },
     ...(fields ? { body: form(fields) } : {}),
   });
   const set = [res.headers['set-cookie'] ?? []].flat();
@@ -90,9 +106,18 @@ async function browserRequest(jar: Map<string, string>, path: string, fields?: R
 }
 
 /** Signs in on the login page with the browser of `jar`: 'signed in', 'wrong' or the status. */
-async function loginWith(jar: Map<string, string>, username: string, password: string): Promise<'signed in' | 'wrong' | number> {
+async function loginWith(
+  jar: Map<string, string>,
+  username: string,
+  password: string,
+): Promise<'signed in' | 'wrong' | number> {
   const page = await browserRequest(jar, '/account/login');
-  const answer = await browserRequest(jar, '/account/login', { csrf_token: input(page.body, 'csrf_token'), username, password, button: 'login' });
+  const answer = await browserRequest(jar, '/account/login', {
+    csrf_token: input(page.body, 'csrf_token'),
+    username,
+    password,
+    button: 'login',
+  });
   if (answer.set.some((c) => c.startsWith('sigil.session=') && !c.startsWith('sigil.session=;'))) return 'signed in';
   if (answer.status === 200 && answer.body.includes('The username or password is incorrect.')) return 'wrong';
   return answer.status;
@@ -124,27 +149,40 @@ describe('sigil start --workers 2', () => {
       expect(issued.status).toBe(200);
       tokens.push(issued.body.access_token as string);
     }
-    for (const token of tokens) for (let i = 0; i < 2; i++) expect((await post('/connect/introspect', { token }, API1)).body.active).toBe(true);
+    for (const token of tokens)
+      for (let i = 0; i < 2; i++) expect((await post('/connect/introspect', { token }, API1)).body.active).toBe(true);
 
     // Refresh token rotation across workers: each refresh on a new connection; the used one is dead.
-    const first = await post('/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, ROPC);
+    const first = await post(
+      '/connect/token',
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' },
+      ROPC,
+    );
     expect(first.status).toBe(200);
     let refresh = first.body.refresh_token as string;
     for (let i = 0; i < 3; i++) {
       const next = await post('/connect/token', { grant_type: 'refresh_token', refresh_token: refresh }, ROPC);
       expect(next.status).toBe(200);
-      expect((await post('/connect/introspect', { token: next.body.access_token as string }, API1)).body.active).toBe(true);
+      expect((await post('/connect/introspect', { token: next.body.access_token as string }, API1)).body.active).toBe(
+        true,
+      );
       refresh = next.body.refresh_token as string;
     }
     expect((await post('/connect/introspect', { token: refresh }, ROPC)).body.active).toBe(true);
 
     // Revocation on one worker is seen by every worker within the bound.
-    for (const token of tokens.slice(0, 3)) expect((await post('/connect/revocation', { token }, REF)).status).toBe(200);
+    for (const token of tokens.slice(0, 3))
+      expect((await post('/connect/revocation', { token }, REF)).status).toBe(200);
     expect((await post('/connect/revocation', { token: refresh }, ROPC)).status).toBe(200);
     await sleep(BOUND_MS + 5); // a timer may fire a millisecond early
-    for (const token of tokens.slice(0, 3)) for (let i = 0; i < 2; i++) expect((await post('/connect/introspect', { token }, API1)).body.active).toBe(false);
-    for (const token of tokens.slice(3)) for (let i = 0; i < 2; i++) expect((await post('/connect/introspect', { token }, API1)).body.active).toBe(true);
-    for (let i = 0; i < 2; i++) expect((await post('/connect/token', { grant_type: 'refresh_token', refresh_token: refresh }, ROPC)).body.error).toBe('invalid_grant');
+    for (const token of tokens.slice(0, 3))
+      for (let i = 0; i < 2; i++) expect((await post('/connect/introspect', { token }, API1)).body.active).toBe(false);
+    for (const token of tokens.slice(3))
+      for (let i = 0; i < 2; i++) expect((await post('/connect/introspect', { token }, API1)).body.active).toBe(true);
+    for (let i = 0; i < 2; i++)
+      expect(
+        (await post('/connect/token', { grant_type: 'refresh_token', refresh_token: refresh }, ROPC)).body.error,
+      ).toBe('invalid_grant');
 
     const exited = new Promise<number | null>((ok) => server?.child.once('exit', (code) => ok(code)));
     server.child.kill('SIGTERM');
@@ -156,9 +194,18 @@ describe('sigil start --workers 2', () => {
     const admin: [string, string] = ['workers-admin', 'workers-admin-secret'];
     server = await startWorkers({
       ...config,
-      clients: [...(config.clients ?? []), { clientId: 'workers-admin', clientSecrets: ['workers-admin-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] }],
+      clients: [
+        ...(config.clients ?? []),
+        {
+          clientId: 'workers-admin',
+          clientSecrets: ['workers-admin-secret'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['sigil:admin'],
+        },
+      ],
     });
-    const token = (await post('/connect/token', { grant_type: 'client_credentials', scope: 'sigil:admin' }, admin)).body.access_token as string;
+    const token = (await post('/connect/token', { grant_type: 'client_credentials', scope: 'sigil:admin' }, admin)).body
+      .access_token as string;
     const create = async (path: string, body: unknown) => {
       const res = await request(`${server?.url}/admin/v1${path}`, {
         method: 'POST',
@@ -170,7 +217,11 @@ describe('sigil start --workers 2', () => {
     };
     expect((await create('/api-scopes', { name: 'reports.read' })).status).toBe(201);
     expect((await create('/api-resources', { name: 'reports', scopes: ['reports.read'] })).status).toBe(201);
-    const client = await create('/clients', { clientId: 'reporter', allowedGrantTypes: ['client_credentials'], allowedScopes: ['reports.read'] });
+    const client = await create('/clients', {
+      clientId: 'reporter',
+      allowedGrantTypes: ['client_credentials'],
+      allowedScopes: ['reports.read'],
+    });
     expect(client.status).toBe(201);
     const reporter: [string, string] = ['reporter', client.body.secret as string];
     // Both workers (fresh connections alternate between them) issue for the new client and scope,
@@ -179,18 +230,27 @@ describe('sigil start --workers 2', () => {
     // poll the other worker can know the scope and client but not yet the API resource: the test
     // waits for the whole change, as a caller would.
     const inForce = (a: { status: number; body: Record<string, unknown> }) =>
-      a.status === 200 && a.body.scope === 'reports.read' && [decodeJwt(a.body.access_token as string).aud].flat().includes('reports');
+      a.status === 200 &&
+      a.body.scope === 'reports.read' &&
+      [decodeJwt(a.body.access_token as string).aud].flat().includes('reports');
     const deadline = Date.now() + 2000;
     let answers: { status: number; body: Record<string, unknown> }[] = [];
     do {
       answers = [];
-      for (let i = 0; i < 4; i++) answers.push(await post('/connect/token', { grant_type: 'client_credentials', scope: 'reports.read' }, reporter));
+      for (let i = 0; i < 4; i++)
+        answers.push(
+          await post('/connect/token', { grant_type: 'client_credentials', scope: 'reports.read' }, reporter),
+        );
       if (answers.every(inForce)) break;
       await sleep(100);
     } while (Date.now() < deadline);
-    expect(answers.map((a) => [a.status, a.body.scope, a.status === 200 ? [decodeJwt(a.body.access_token as string).aud].flat() : a.body.error])).toEqual(
-      answers.map(() => [200, 'reports.read', expect.arrayContaining(['reports'])]),
-    );
+    expect(
+      answers.map((a) => [
+        a.status,
+        a.body.scope,
+        a.status === 200 ? [decodeJwt(a.body.access_token as string).aud].flat() : a.body.error,
+      ]),
+    ).toEqual(answers.map(() => [200, 'reports.read', expect.arrayContaining(['reports'])]));
   }, 90_000);
 
   it('without Redis, wrong client secrets, wrong passwords and device authorizations from one address are limited for the deployment, not per worker', async () => {
@@ -203,33 +263,39 @@ describe('sigil start --workers 2', () => {
         pendingLimits: { deviceAuthorizationsPerAddress: limit },
         clients: [
           ...(config.clients ?? []),
-          { clientId: 'tv', requireClientSecret: false, allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'], allowedScopes: ['openid'] },
+          {
+            clientId: 'tv',
+            requireClientSecret: false,
+            allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'],
+            allowedScopes: ['openid'],
+          },
         ],
       }),
     );
     const refused = (n: number) => Array<number>(n).fill(429);
     // Each call on a fresh connection: the two workers take turns, so each sees half of them.
-    expect(await statuses(2 * limit + 2, () => post('/connect/token', { grant_type: 'client_credentials' }, ['m2m', 'wrong']))).toEqual([
-      ...Array<number>(limit).fill(401),
-      ...refused(limit + 2),
-    ]);
-    expect(await statuses(2 * limit + 2, () => post('/connect/token', { grant_type: 'password', username: 'bob', password: 'wrong' }, ROPC))).toEqual([
-      ...Array<number>(limit).fill(400),
-      ...refused(limit + 2),
-    ]);
+    expect(
+      await statuses(2 * limit + 2, () =>
+        post('/connect/token', { grant_type: 'client_credentials' }, ['m2m', 'wrong']),
+      ),
+    ).toEqual([...Array<number>(limit).fill(401), ...refused(limit + 2)]);
+    expect(
+      await statuses(2 * limit + 2, () =>
+        post('/connect/token', { grant_type: 'password', username: 'bob', password: 'wrong' }, ROPC),
+      ),
+    ).toEqual([...Array<number>(limit).fill(400), ...refused(limit + 2)]);
     // Refused even with the right credential, on every worker, until the window ends.
     for (let i = 0; i < 2; i++) {
       const right = await post('/connect/token', { grant_type: 'client_credentials' }, M2M);
       expect(right.status).toBe(429);
       expect(Number(right.headers['retry-after'])).toBeGreaterThan(0);
     }
-    expect(await statuses(2 * limit + 2, () => post('/connect/deviceauthorization', { client_id: 'tv', scope: 'openid' }))).toEqual([
-      ...Array<number>(limit).fill(200),
-      ...refused(limit + 2),
-    ]);
+    expect(
+      await statuses(2 * limit + 2, () => post('/connect/deviceauthorization', { client_id: 'tv', scope: 'openid' })),
+    ).toEqual([...Array<number>(limit).fill(200), ...refused(limit + 2)]);
   }, 60_000);
 
-  it('without Redis, an LDAP account\'s wrong binds are budgeted for the deployment: strangers share theirs, a browser the account knows keeps its own on either worker, the server never locks', async () => {
+  it("without Redis, an LDAP account's wrong binds are budgeted for the deployment: strangers share theirs, a browser the account knows keeps its own on either worker, the server never locks", async () => {
     // The directory locks an account after 5 wrong binds; Sigil binds at most 4, 2 of them kept for known browsers.
     const slapd = await startSlapd(LDAP_USERS, { lockoutAfter: 5 });
     try {
@@ -241,11 +307,15 @@ describe('sigil start --workers 2', () => {
           userDirectories: [slapd.directoryConfig({ maxFailedBinds: 4, knownBrowserBinds: 2 })] as never,
         }),
       );
-      const strangers = () => statuses(8, () => post('/connect/token', { grant_type: 'password', username: 'alice', password: 'wrong' }, ROPC));
+      const strangers = () =>
+        statuses(8, () =>
+          post('/connect/token', { grant_type: 'password', username: 'alice', password: 'wrong' }, ROPC),
+        );
       const failedBinds = async () => {
         const admin = await slapd.admin();
         try {
-          const value = (await admin.search(`uid=alice,${PEOPLE}`, { scope: 'base', attributes: ['pwdFailureTime'] })).searchEntries[0]?.pwdFailureTime;
+          const value = (await admin.search(`uid=alice,${PEOPLE}`, { scope: 'base', attributes: ['pwdFailureTime'] }))
+            .searchEntries[0]?.pwdFailureTime;
           return value === undefined ? 0 : Array.isArray(value) ? value.length : 1;
         } finally {
           await admin.unbind();
@@ -276,7 +346,9 @@ describe('sigil start --workers 2', () => {
   it('right after start, every worker accepts the JWTs every worker signs, also while the workers add signing keys at the same moments', async () => {
     // Keys replaced every second with no propagation: each worker adds a signing key at start and
     // at every reload, about when its sibling does, and signs at once with it.
-    await startWorkers(testConfig({ logLevel: 'warn', signingKeys: { propagationSeconds: 0, rotationSeconds: 1, reloadSeconds: 1 } }));
+    await startWorkers(
+      testConfig({ logLevel: 'warn', signingKeys: { propagationSeconds: 0, rotationSeconds: 1, reloadSeconds: 1 } }),
+    );
     const rejected: string[] = [];
     let checked = 0;
     // For at least 4 s (several reloads, each adding keys) and at least 24 checks, however slow
@@ -286,7 +358,9 @@ describe('sigil start --workers 2', () => {
       expect(issued.status).toBe(200);
       const token = issued.body.access_token as string;
       // The next two connections: the other worker and the issuing one.
-      for (let i = 0; i < 2; i++, checked++) if ((await post('/connect/introspect', { token }, API1)).body.active !== true) rejected.push(String(decodeProtectedHeader(token).kid));
+      for (let i = 0; i < 2; i++, checked++)
+        if ((await post('/connect/introspect', { token }, API1)).body.active !== true)
+          rejected.push(String(decodeProtectedHeader(token).kid));
     }
     expect(checked).toBeGreaterThan(20);
     expect(rejected).toEqual([]);
@@ -301,19 +375,35 @@ describe('sigil start --workers 2', () => {
       signingKeys: { propagationSeconds: 0, retentionSeconds: 3600, rotationSeconds: 7776000, reloadSeconds: 1 },
       // The failed authentications of every round stay under the limits: they are counted, never refused.
       rateLimits: { maxFailures: 1000, windowSeconds: 60, addressMaxFailures: 1000, identitySlowDownAfter: 1000 },
-      clients: [...(config.clients ?? []), { clientId: admin[0], clientSecrets: [admin[1]], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] }],
+      clients: [
+        ...(config.clients ?? []),
+        {
+          clientId: admin[0],
+          clientSecrets: [admin[1]],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['sigil:admin'],
+        },
+      ],
     });
     const port = await freePort();
     const get = async (path: string, token: string) => {
-      const res = await request(`${server?.url}${path}`, { reset: true, headers: { authorization: `Bearer ${token}` } });
+      const res = await request(`${server?.url}${path}`, {
+        reset: true,
+        headers: { authorization: `Bearer ${token}` },
+      });
       return { status: res.statusCode, body: await res.body.text() };
     };
     /** The reviewer's sequence, `rounds` times; the refusals, each with its round and answer. */
     const sequence = async (client: [string, string], rounds: number) => {
       const refused: string[] = [];
-      for (let i = 0; i < 4; i++) expect((await post('/connect/token', { grant_type: 'client_credentials' }, ['m2m', 'wrong'])).status).toBe(401);
+      for (let i = 0; i < 4; i++)
+        expect((await post('/connect/token', { grant_type: 'client_credentials' }, ['m2m', 'wrong'])).status).toBe(401);
       for (let round = 0; round < rounds; round++) {
-        const issued = await post('/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid profile offline_access' }, client);
+        const issued = await post(
+          '/connect/token',
+          { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid profile offline_access' },
+          client,
+        );
         if (issued.status !== 200) {
           refused.push(`${round} token: ${issued.status} ${JSON.stringify(issued.body)}`);
           continue;
@@ -330,7 +420,13 @@ describe('sigil start --workers 2', () => {
       started.push(server);
       expect(await sequence(ROPC, 4)).toEqual([]);
 
-      execFileSync(process.execPath, [resolve(import.meta.dirname, '../../dist/cli/main.js'), 'keys', 'rotate', '--config', join(dir, 'sigil.json')]);
+      execFileSync(process.execPath, [
+        resolve(import.meta.dirname, '../../dist/cli/main.js'),
+        'keys',
+        'rotate',
+        '--config',
+        join(dir, 'sigil.json'),
+      ]);
       // Across a reload of each worker: one signs with the new key before the other knows it.
       for (const until = Date.now() + 2500; Date.now() < until; ) expect(await sequence(ROPC, 1)).toEqual([]);
 
@@ -341,13 +437,20 @@ describe('sigil start --workers 2', () => {
 
       // A client created through /admin/v1 on one worker, used at once: the sibling has not polled
       // the change yet when the first requests reach it.
-      const adminToken = (await post('/connect/token', { grant_type: 'client_credentials', scope: 'sigil:admin' }, admin)).body.access_token as string;
+      const adminToken = (
+        await post('/connect/token', { grant_type: 'client_credentials', scope: 'sigil:admin' }, admin)
+      ).body.access_token as string;
       for (let n = 0; n < 3; n++) {
         const res = await request(`${server.url}/admin/v1/clients`, {
           method: 'POST',
           reset: true,
           headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
-          body: JSON.stringify({ clientId: `fresh-${n}`, allowedGrantTypes: ['password'], allowedScopes: ['openid', 'profile', 'offline_access'], allowOfflineAccess: true }),
+          body: JSON.stringify({
+            clientId: `fresh-${n}`,
+            allowedGrantTypes: ['password'],
+            allowedScopes: ['openid', 'profile', 'offline_access'],
+            allowOfflineAccess: true,
+          }),
         });
         const created = (await res.body.json()) as { secret: string };
         expect(res.statusCode).toBe(201);
@@ -363,7 +466,8 @@ describe('sigil start --workers 2', () => {
     await startWorkers(config);
     const dpop = await proof(await proofKey(), `${server?.url}/connect/token`);
     const answers = [];
-    for (let i = 0; i < 4; i++) answers.push(await post('/connect/token', { grant_type: 'client_credentials', scope: 'api1' }, M2M, { dpop }));
+    for (let i = 0; i < 4; i++)
+      answers.push(await post('/connect/token', { grant_type: 'client_credentials', scope: 'api1' }, M2M, { dpop }));
     expect(answers.map((a) => a.status)).toEqual([200, 400, 400, 400]);
     expect(answers.slice(1).map((a) => a.body.error)).toEqual(Array(3).fill('invalid_dpop_proof'));
   }, 60_000);

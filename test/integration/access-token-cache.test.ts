@@ -7,7 +7,18 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigil } from '../../src/index.js';
-import { type BasicCredentials, clientTokens, introspect, passwordTokens, postForm, sleep, type TestSigil, tempDir, testConfig, userinfo } from '../helpers.js';
+import {
+  type BasicCredentials,
+  clientTokens,
+  introspect,
+  passwordTokens,
+  postForm,
+  sleep,
+  type TestSigil,
+  tempDir,
+  testConfig,
+  userinfo,
+} from '../helpers.js';
 
 const BOUND_MS = 250;
 const dir = tempDir();
@@ -16,7 +27,10 @@ let b: TestSigil;
 
 async function node(): Promise<TestSigil> {
   const sigil = await createSigil(
-    testConfig({ storage: `sqlite:${join(dir.dir, 'shared.db')}`, accessTokenCache: { maxAgeMilliseconds: BOUND_MS, maxEntries: 100 } }),
+    testConfig({
+      storage: `sqlite:${join(dir.dir, 'shared.db')}`,
+      accessTokenCache: { maxAgeMilliseconds: BOUND_MS, maxEntries: 100 },
+    }),
     { logger: pino({ level: 'silent' }) },
   );
   return { ...sigil, dir: dir.dir };
@@ -32,8 +46,10 @@ afterAll(async () => {
   dir.cleanup();
 });
 
-const active = async (sigil: TestSigil, token: string) => (await introspect(sigil, token)).json<{ active: boolean }>().active;
-const revoke = (sigil: TestSigil, token: string, client: BasicCredentials) => postForm(sigil, '/connect/revocation', { token }, client);
+const active = async (sigil: TestSigil, token: string) =>
+  (await introspect(sigil, token)).json<{ active: boolean }>().active;
+const revoke = (sigil: TestSigil, token: string, client: BasicCredentials) =>
+  postForm(sigil, '/connect/revocation', { token }, client);
 
 describe('access-token lookup cache across two nodes', () => {
   it('a revoked reference token is inactive at once on the revoking node, and on the other within the bound', async () => {
@@ -59,9 +75,15 @@ describe('access-token lookup cache across two nodes', () => {
   });
 
   it('with maxAgeMilliseconds 0 every lookup reads the store: a revocation on one node is seen at once on the other', async () => {
-    const sigil = await createSigil(testConfig({ storage: `sqlite:${join(dir.dir, 'shared.db')}`, accessTokenCache: { maxAgeMilliseconds: 0, maxEntries: 1 } }), {
-      logger: pino({ level: 'silent' }),
-    });
+    const sigil = await createSigil(
+      testConfig({
+        storage: `sqlite:${join(dir.dir, 'shared.db')}`,
+        accessTokenCache: { maxAgeMilliseconds: 0, maxEntries: 1 },
+      }),
+      {
+        logger: pino({ level: 'silent' }),
+      },
+    );
     try {
       const { access_token: token } = await clientTokens(a, 'api1', ['m2m-ref', 'm2m-secret']);
       expect(await active({ ...sigil, dir: dir.dir }, token)).toBe(true);
@@ -73,6 +95,8 @@ describe('access-token lookup cache across two nodes', () => {
   });
 
   it('refuses an invalid accessTokenCache, naming the field', async () => {
-    await expect(createSigil(testConfig({ accessTokenCache: { maxAgeMilliseconds: -1, maxEntries: 10 } }))).rejects.toThrow(/accessTokenCache\.maxAgeMilliseconds/);
+    await expect(
+      createSigil(testConfig({ accessTokenCache: { maxAgeMilliseconds: -1, maxEntries: 10 } })),
+    ).rejects.toThrow(/accessTokenCache\.maxAgeMilliseconds/);
   });
 });

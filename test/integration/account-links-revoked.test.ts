@@ -21,8 +21,22 @@ let admin: UserAdmin;
 beforeAll(async () => {
   smtp = await new SmtpReceiver().start();
   sigil = await startSigil({
-    clients: [...testConfig().clients!, { clientId: 'scim-bot', clientSecrets: ['scim-bot-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'] }],
-    email: { smtpUrl: smtp.url, from: 'id@acme.example', requestsPerAddress: 100, mailsPerAccount: 10, selfRegistration: true },
+    clients: [
+      ...testConfig().clients!,
+      {
+        clientId: 'scim-bot',
+        clientSecrets: ['scim-bot-secret'],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['scim'],
+      },
+    ],
+    email: {
+      smtpUrl: smtp.url,
+      from: 'id@acme.example',
+      requestsPerAddress: 100,
+      mailsPerAccount: 10,
+      selfRegistration: true,
+    },
   });
   admin = new UserAdmin(sigil.context.store, sigil.context.config);
 });
@@ -41,7 +55,9 @@ async function submit(b: Browser, page: string, action: string, fields: Record<s
 /** Asks for a reset of `identifier` and returns the link of the mail that arrives. */
 async function resetLink(identifier: string): Promise<string> {
   const sent = smtp.mails.length;
-  expect((await submit(new Browser(sigil, '192.0.2.10'), '/account/forgot', '/account/forgot', { identifier })).status).toBe(200);
+  expect(
+    (await submit(new Browser(sigil, '192.0.2.10'), '/account/forgot', '/account/forgot', { identifier })).status,
+  ).toBe(200);
   return linkIn(await smtp.waitFor(sent + 1), '/account/reset');
 }
 
@@ -50,7 +66,11 @@ async function resetWith(link: string, password: string) {
   const b = new Browser(sigil, '203.0.113.30');
   const form = await b.get(link);
   if (form.status !== 200) return form;
-  return b.post('/account/reset', { csrf_token: input(form.body, 'csrf_token'), token: input(form.body, 'token'), password });
+  return b.post('/account/reset', {
+    csrf_token: input(form.body, 'csrf_token'),
+    token: input(form.body, 'token'),
+    password,
+  });
 }
 
 /** The handle a mailed link carries. */
@@ -70,12 +90,20 @@ async function expectRefused(link: string, path: string, fields: Record<string, 
 }
 
 async function signsIn(username: string, password: string): Promise<boolean> {
-  return (await tokenRequest(sigil, { grant_type: 'password', username, password, scope: 'openid' }, ROPC)).statusCode === 200;
+  return (
+    (await tokenRequest(sigil, { grant_type: 'password', username, password, scope: 'openid' }, ROPC)).statusCode ===
+    200
+  );
 }
 
 describe('a password set ends the links mailed before', () => {
   it('a reset with the newer of two reset links ends the older: the password stays the newer one', async () => {
-    await admin.create({ username: 'rhea', password: 'harbour-violet-19', email: 'rhea@example.org', emailVerified: true });
+    await admin.create({
+      username: 'rhea',
+      password: 'harbour-violet-19',
+      email: 'rhea@example.org',
+      emailVerified: true,
+    });
     const older = await resetLink('rhea');
     const newer = await resetLink('rhea@example.org');
     const done = await resetWith(newer, 'lantern-orchard-74');
@@ -87,7 +115,12 @@ describe('a password set ends the links mailed before', () => {
   });
 
   it('a password change on /account ends the reset link and the verification link of an email change', async () => {
-    const { subjectId } = await admin.create({ username: 'carl', password: 'harbour-violet-19', email: 'carl@example.org', emailVerified: true });
+    const { subjectId } = await admin.create({
+      username: 'carl',
+      password: 'harbour-violet-19',
+      email: 'carl@example.org',
+      emailVerified: true,
+    });
     const reset = await resetLink('carl');
     // The address changes; the new one gets a verification link.
     await admin.setEmail('carl', null, 'carl@new.example', false);
@@ -97,7 +130,10 @@ describe('a password set ends the links mailed before', () => {
     const b = new Browser(sigil, '203.0.113.31');
     await b.signIn('carl', 'harbour-violet-19');
     const changed = await submit(b, '/account/password', '/account/password', {
-      button: 'change', current_password: 'harbour-violet-19', new_password: 'granite-otter-lantern-42', confirm_password: 'granite-otter-lantern-42',
+      button: 'change',
+      current_password: 'harbour-violet-19',
+      new_password: 'granite-otter-lantern-42',
+      confirm_password: 'granite-otter-lantern-42',
     });
     expect(changed.status, changed.body).toBe(200);
     expect(changed.body).toContain('Your password has been changed.');
@@ -111,7 +147,12 @@ describe('a password set ends the links mailed before', () => {
 
 describe('a password an administrator sets ends the links mailed before', () => {
   it('sigil users passwd (UserAdmin.setPassword) and a SCIM PATCH of the password each end the reset link', async () => {
-    const { subjectId } = await admin.create({ username: 'gus', password: 'harbour-violet-19', email: 'gus@example.org', emailVerified: true });
+    const { subjectId } = await admin.create({
+      username: 'gus',
+      password: 'harbour-violet-19',
+      email: 'gus@example.org',
+      emailVerified: true,
+    });
     const first = await resetLink('gus');
     await admin.setPassword('gus', null, 'meadow-copper-lantern-61');
     await expectRefused(first, '/account/reset', { password: 'attacker-pick-55' });
@@ -122,7 +163,10 @@ describe('a password an administrator sets ends the links mailed before', () => 
       method: 'PATCH',
       url: `/scim/v2/Users/${subjectId}`,
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
-      payload: JSON.stringify({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'password', value: 'orchard-granite-heron-27' }] }),
+      payload: JSON.stringify({
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+        Operations: [{ op: 'replace', path: 'password', value: 'orchard-granite-heron-27' }],
+      }),
     });
     expect(patched.statusCode, patched.body).toBe(200);
     await expectRefused(second, '/account/reset', { password: 'attacker-pick-55' });
@@ -133,7 +177,12 @@ describe('a password an administrator sets ends the links mailed before', () => 
 
 describe('the account made inactive or removed ends the links mailed before', () => {
   it('made inactive and active again, the user holds no working reset link', async () => {
-    const { subjectId } = await admin.create({ username: 'dina', password: 'harbour-violet-19', email: 'dina@example.org', emailVerified: true });
+    const { subjectId } = await admin.create({
+      username: 'dina',
+      password: 'harbour-violet-19',
+      email: 'dina@example.org',
+      emailVerified: true,
+    });
     const link = await resetLink('dina');
     const audit = { events: sigil.context.events, endpoint: 'cli' };
     await admin.setActive(subjectId, false, audit);
@@ -143,24 +192,46 @@ describe('the account made inactive or removed ends the links mailed before', ()
     expect(await signsIn('dina', 'harbour-violet-19')).toBe(true);
   });
 
-  it('removed, the user\'s reset link sets no password of a later user of the subject, nor a registration link a new account', async () => {
+  it("removed, the user's reset link sets no password of a later user of the subject, nor a registration link a new account", async () => {
     const audit = { events: sigil.context.events, endpoint: 'cli' };
-    await admin.create({ subjectId: 's-emil', username: 'emil', password: 'harbour-violet-19', email: 'emil@example.org', emailVerified: true });
+    await admin.create({
+      subjectId: 's-emil',
+      username: 'emil',
+      password: 'harbour-violet-19',
+      email: 'emil@example.org',
+      emailVerified: true,
+    });
     const reset = await resetLink('emil');
     await admin.remove('emil', null, audit);
-    await admin.create({ subjectId: 's-emil', username: 'emil', password: 'copper-meadow-83', email: 'emil@example.org', emailVerified: true });
+    await admin.create({
+      subjectId: 's-emil',
+      username: 'emil',
+      password: 'copper-meadow-83',
+      email: 'emil@example.org',
+      emailVerified: true,
+    });
     await expectRefused(reset, '/account/reset', { password: 'attacker-pick-55' });
     expect(await signsIn('emil', 'copper-meadow-83')).toBe(true);
 
     // Two registration mails for one address; the account is made from the first, then removed.
     const sent = smtp.mails.length;
     for (const address of ['192.0.2.20', '192.0.2.21'])
-      expect((await submit(new Browser(sigil, address), '/account/register', '/account/register', { email: 'fay@example.org' })).status).toBe(200);
+      expect(
+        (
+          await submit(new Browser(sigil, address), '/account/register', '/account/register', {
+            email: 'fay@example.org',
+          })
+        ).status,
+      ).toBe(200);
     await smtp.waitFor(sent + 2);
     const [first, second] = smtp.mails.slice(sent).map((m) => linkIn(m, '/account/register/confirm'));
     const owner = new Browser(sigil, '203.0.113.32');
     const form = await owner.get(first!);
-    const made = await owner.post('/account/register/confirm', { csrf_token: input(form.body, 'csrf_token'), token: input(form.body, 'token'), password: 'owner-picked-river-48' });
+    const made = await owner.post('/account/register/confirm', {
+      csrf_token: input(form.body, 'csrf_token'),
+      token: input(form.body, 'token'),
+      password: 'owner-picked-river-48',
+    });
     expect(made.status, made.body).toBe(200);
     await admin.remove('fay@example.org', null, audit);
     await expectRefused(second!, '/account/register/confirm', { password: 'attacker-pick-55' });

@@ -18,7 +18,10 @@ const NEW_PASSWORD = 'granite otter lantern 42';
 let sigil: TestSigil;
 let events: SigilEvent[];
 beforeEach(async () => {
-  sigil = await startSigil({ rateLimits: { maxFailures: 3 }, account: { editableClaims: ['name', 'given_name', 'birthdate'] } });
+  sigil = await startSigil({
+    rateLimits: { maxFailures: 3 },
+    account: { editableClaims: ['name', 'given_name', 'birthdate'] },
+  });
   await sigil.context.store.users.addUser({
     subjectId: ERIN.subjectId,
     username: ERIN.username,
@@ -71,29 +74,57 @@ describe('password change', () => {
   it('needs the right current password; afterwards the old one fails, the new one works, other sessions and tokens end', async () => {
     const b = await signedIn(ERIN.username, ERIN.password);
     const other = await signedIn(ERIN.username, ERIN.password, '10.0.0.2');
-    const tokens = await passwordTokens(sigil, { username: ERIN.username, password: ERIN.password, scope: 'openid offline_access' });
+    const tokens = await passwordTokens(sigil, {
+      username: ERIN.username,
+      password: ERIN.password,
+      scope: 'openid offline_access',
+    });
 
-    const wrong = await changePassword(b, { current_password: 'not it', new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD });
+    const wrong = await changePassword(b, {
+      current_password: 'not it',
+      new_password: NEW_PASSWORD,
+      confirm_password: NEW_PASSWORD,
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.body).toContain('The current password is incorrect.');
-    const weak = await changePassword(b, { current_password: ERIN.password, new_password: 'password1', confirm_password: 'password1' });
+    const weak = await changePassword(b, {
+      current_password: ERIN.password,
+      new_password: 'password1',
+      confirm_password: 'password1',
+    });
     expect(weak.status).toBe(400);
     expect(weak.body).toContain('common or has appeared in data breaches');
-    const mismatch = await changePassword(b, { current_password: ERIN.password, new_password: NEW_PASSWORD, confirm_password: `${NEW_PASSWORD}!` });
+    const mismatch = await changePassword(b, {
+      current_password: ERIN.password,
+      new_password: NEW_PASSWORD,
+      confirm_password: `${NEW_PASSWORD}!`,
+    });
     expect(mismatch.status).toBe(400);
     expect(mismatch.body).toContain('The two new passwords are not the same.');
     expect(await isSignedIn(other)).toBe(true);
 
-    const done = await changePassword(b, { current_password: ERIN.password, new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD });
+    const done = await changePassword(b, {
+      current_password: ERIN.password,
+      new_password: NEW_PASSWORD,
+      confirm_password: NEW_PASSWORD,
+    });
     expect(done.status, done.body).toBe(200);
     expect(done.body).toContain('Your password has been changed.');
     expect(await isSignedIn(b)).toBe(true);
     expect(await isSignedIn(other)).toBe(false);
-    const refresh = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' }, ['ropc', 'ropc-secret']);
+    const refresh = await tokenRequest(
+      sigil,
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' },
+      ['ropc', 'ropc-secret'],
+    );
     expect(refresh.statusCode).toBe(400);
     expect(refresh.json()).toMatchObject({ error: 'invalid_grant' });
 
-    const old = await tokenRequest(sigil, { grant_type: 'password', username: ERIN.username, password: ERIN.password }, ['ropc', 'ropc-secret']);
+    const old = await tokenRequest(
+      sigil,
+      { grant_type: 'password', username: ERIN.username, password: ERIN.password },
+      ['ropc', 'ropc-secret'],
+    );
     expect(old.statusCode).toBe(400);
     await signedIn(ERIN.username, NEW_PASSWORD);
     expect(events.filter((e) => e.name.startsWith('password_change')).map((e) => `${e.name}:${e.subjectId}`)).toEqual([
@@ -105,13 +136,34 @@ describe('password change', () => {
 
   it('limits wrong current passwords per account and address (429), without locking the account for another address', async () => {
     const b = await signedIn(ERIN.username, ERIN.password);
-    for (let i = 0; i < 3; i++) expect((await changePassword(b, { current_password: `guess ${i}`, new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD })).status).toBe(400);
-    const blocked = await changePassword(b, { current_password: ERIN.password, new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD });
+    for (let i = 0; i < 3; i++)
+      expect(
+        (
+          await changePassword(b, {
+            current_password: `guess ${i}`,
+            new_password: NEW_PASSWORD,
+            confirm_password: NEW_PASSWORD,
+          })
+        ).status,
+      ).toBe(400);
+    const blocked = await changePassword(b, {
+      current_password: ERIN.password,
+      new_password: NEW_PASSWORD,
+      confirm_password: NEW_PASSWORD,
+    });
     expect(blocked.status).toBe(429);
     expect(blocked.headers['retry-after']).toBeDefined();
     // The right password from another address still works: the guesser cannot lock the user out.
     const elsewhere = await signedIn(ERIN.username, ERIN.password, '10.0.0.9');
-    expect((await changePassword(elsewhere, { current_password: ERIN.password, new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD })).status).toBe(200);
+    expect(
+      (
+        await changePassword(elsewhere, {
+          current_password: ERIN.password,
+          new_password: NEW_PASSWORD,
+          confirm_password: NEW_PASSWORD,
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('needs no current password after a recent sign-in with a second factor', async () => {
@@ -128,7 +180,12 @@ describe('password change', () => {
     const page = await strong.get('/account/password');
     expect(page.body).toContain('your current password is not needed');
     expect(page.body).not.toContain('name="current_password"');
-    const done = await strong.post('/account/password', { csrf_token: input(page.body, 'csrf_token'), new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD, button: 'change' });
+    const done = await strong.post('/account/password', {
+      csrf_token: input(page.body, 'csrf_token'),
+      new_password: NEW_PASSWORD,
+      confirm_password: NEW_PASSWORD,
+      button: 'change',
+    });
     expect(done.status, done.body).toBe(200);
     expect(events.find((e) => e.name === 'password_changed')?.method).toBe('recent_sign_in');
     // The password-only session of the same user (ended by the change) did need the current one.
@@ -141,14 +198,24 @@ describe('password change', () => {
     const page = await b.get('/account/password');
     expect(page.body).toContain('set in the server&#39;s configuration file');
     expect(page.body).not.toContain('name="new_password"');
-    const post = await b.post('/account/password', { csrf_token: await csrf(b), current_password: 'alice', new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD });
+    const post = await b.post('/account/password', {
+      csrf_token: await csrf(b),
+      current_password: 'alice',
+      new_password: NEW_PASSWORD,
+      confirm_password: NEW_PASSWORD,
+    });
     expect(post.status).toBe(403);
     await signedIn('alice', 'alice');
   });
 
   it('refuses a form without its CSRF token (403), changing nothing', async () => {
     const b = await signedIn(ERIN.username, ERIN.password);
-    const res = await b.post('/account/password', { current_password: ERIN.password, new_password: NEW_PASSWORD, confirm_password: NEW_PASSWORD, button: 'change' });
+    const res = await b.post('/account/password', {
+      current_password: ERIN.password,
+      new_password: NEW_PASSWORD,
+      confirm_password: NEW_PASSWORD,
+      button: 'change',
+    });
     expect(res.status).toBe(403);
     expect(res.body).toContain('the form has expired');
     await signedIn(ERIN.username, ERIN.password);
@@ -157,7 +224,7 @@ describe('password change', () => {
 });
 
 describe('sessions', () => {
-  it('lists the user\'s sessions with address and marks this one; ending another signs that browser out', async () => {
+  it("lists the user's sessions with address and marks this one; ending another signs that browser out", async () => {
     const b = await signedIn('alice', 'alice');
     const phone = await signedIn('alice', 'alice', '10.0.0.7');
     const page = await b.get('/account/sessions');
@@ -165,7 +232,10 @@ describe('sessions', () => {
     expect(page.body).toContain('(this browser)');
     const sids = await listedSids(b);
     expect(sids).toHaveLength(1);
-    const ended = await b.post('/account/sessions/end', { csrf_token: input(page.body, 'csrf_token'), sid: sids[0] ?? '' });
+    const ended = await b.post('/account/sessions/end', {
+      csrf_token: input(page.body, 'csrf_token'),
+      sid: sids[0] ?? '',
+    });
     expect(ended.status, ended.body).toBe(200);
     expect(ended.body).toContain('The session has been ended.');
     expect(await isSignedIn(phone)).toBe(false);
@@ -173,7 +243,7 @@ describe('sessions', () => {
     expect(events.find((e) => e.name === 'session_ended')).toMatchObject({ subjectId: '1', sessionId: sids[0] });
   });
 
-  it('never ends another user\'s session, nor the current one (404, nothing happens)', async () => {
+  it("never ends another user's session, nor the current one (404, nothing happens)", async () => {
     const alice = await signedIn('alice', 'alice');
     const aliceOther = await signedIn('alice', 'alice', '10.0.0.3');
     // Each browser lists the other one's session (its own is marked, without a button).
@@ -185,7 +255,10 @@ describe('sessions', () => {
     expect(res.body).toContain('There is no such session of yours');
     expect(await isSignedIn(aliceOther)).toBe(true);
     const page = await alice.get('/account/sessions');
-    expect((await alice.post('/account/sessions/end', { csrf_token: input(page.body, 'csrf_token'), sid: currentSid ?? '' })).status).toBe(404);
+    expect(
+      (await alice.post('/account/sessions/end', { csrf_token: input(page.body, 'csrf_token'), sid: currentSid ?? '' }))
+        .status,
+    ).toBe(404);
     expect(await isSignedIn(alice)).toBe(true);
     expect(events.some((e) => e.name === 'session_ended')).toBe(false);
   });
@@ -212,24 +285,35 @@ describe('connected apps', () => {
     const page = await b.get('/account/apps');
     expect(page.body).toContain('name="client_id" value="ropc"');
     expect(page.body).toContain('api1, offline_access, openid');
-    const revoked = await b.post('/account/apps/revoke', { csrf_token: input(page.body, 'csrf_token'), client_id: 'ropc' });
+    const revoked = await b.post('/account/apps/revoke', {
+      csrf_token: input(page.body, 'csrf_token'),
+      client_id: 'ropc',
+    });
     expect(revoked.status).toBe(200);
     expect(revoked.body).toContain('access has been revoked');
     expect(revoked.body).not.toContain('name="client_id" value="ropc"');
-    const refresh = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' }, ['ropc', 'ropc-secret']);
+    const refresh = await tokenRequest(
+      sigil,
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' },
+      ['ropc', 'ropc-secret'],
+    );
     expect(refresh.statusCode).toBe(400);
     expect(refresh.json()).toMatchObject({ error: 'invalid_grant' });
     expect(events.find((e) => e.name === 'grants_revoked')).toMatchObject({ subjectId: '1', clientId: 'ropc' });
   });
 
-  it('never revokes another user\'s grants: a client the user has nothing at is 404, and nothing changes', async () => {
+  it("never revokes another user's grants: a client the user has nothing at is 404, and nothing changes", async () => {
     const tokens = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
     const bob = await signedIn('bob', 'bob');
     const page = await bob.get('/account/apps');
     expect(page.body).toContain('No app can access your account.');
     const res = await bob.post('/account/apps/revoke', { csrf_token: await csrf(bob), client_id: 'ropc' });
     expect(res.status).toBe(404);
-    const refresh = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' }, ['ropc', 'ropc-secret']);
+    const refresh = await tokenRequest(
+      sigil,
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' },
+      ['ropc', 'ropc-secret'],
+    );
     expect(refresh.statusCode).toBe(200);
     expect((await bob.post('/account/apps/revoke', { client_id: 'ropc' })).status).toBe(403);
   });
@@ -249,18 +333,41 @@ describe('languages', () => {
 describe('profile', () => {
   it('saves the editable claims, visible at userinfo; ignores any other field', async () => {
     const b = await signedIn(ERIN.username, ERIN.password);
-    const res = await submit(b, '/account/profile', '/account/profile', { name: 'Erin E. Example', given_name: 'Erin', birthdate: '1990-04-01', email: 'evil@example.com', role: 'admin', sub: 'x', button: 'save' });
+    const res = await submit(b, '/account/profile', '/account/profile', {
+      name: 'Erin E. Example',
+      given_name: 'Erin',
+      birthdate: '1990-04-01',
+      email: 'evil@example.com',
+      role: 'admin',
+      sub: 'x',
+      button: 'save',
+    });
     expect(res.status, res.body).toBe(200);
     expect(res.body).toContain('Your profile has been saved.');
-    const tokens = await passwordTokens(sigil, { username: ERIN.username, password: ERIN.password, scope: 'openid profile email roles' });
+    const tokens = await passwordTokens(sigil, {
+      username: ERIN.username,
+      password: ERIN.password,
+      scope: 'openid profile email roles',
+    });
     const info = (await userinfo(sigil, tokens.access_token)).json<Record<string, unknown>>();
-    expect(info).toMatchObject({ sub: 's-erin', name: 'Erin E. Example', given_name: 'Erin', email: 'erin@example.com', role: ['user'] });
+    expect(info).toMatchObject({
+      sub: 's-erin',
+      name: 'Erin E. Example',
+      given_name: 'Erin',
+      email: 'erin@example.com',
+      role: ['user'],
+    });
     expect(events.find((e) => e.name === 'profile_updated')?.claims).toEqual(['name', 'given_name', 'birthdate']);
   });
 
   it('shows what is wrong and stores nothing when one value is refused', async () => {
     const b = await signedIn(ERIN.username, ERIN.password);
-    const res = await submit(b, '/account/profile', '/account/profile', { name: 'New Name', birthdate: 'yesterday', given_name: 'x'.repeat(201), button: 'save' });
+    const res = await submit(b, '/account/profile', '/account/profile', {
+      name: 'New Name',
+      birthdate: 'yesterday',
+      given_name: 'x'.repeat(201),
+      button: 'save',
+    });
     expect(res.status).toBe(400);
     expect(res.body).toContain('Please give a date as YYYY-MM-DD.');
     expect(res.body).toContain('At most 200 characters, please.');
@@ -271,7 +378,15 @@ describe('profile', () => {
   it('refuses a profile form without its CSRF token or from another origin (403, nothing stored)', async () => {
     const b = await signedIn(ERIN.username, ERIN.password);
     expect((await b.post('/account/profile', { name: 'Mallory' })).status).toBe(403);
-    expect((await b.post('/account/profile', { csrf_token: await csrf(b), name: 'Mallory' }, { origin: 'https://evil.example' })).status).toBe(403);
+    expect(
+      (
+        await b.post(
+          '/account/profile',
+          { csrf_token: await csrf(b), name: 'Mallory' },
+          { origin: 'https://evil.example' },
+        )
+      ).status,
+    ).toBe(403);
     expect((await sigil.context.store.users.findUserBySubject(ERIN.subjectId))?.claims.name).toBe('Erin Example');
   });
 

@@ -13,7 +13,9 @@ let sigil: TestSigil;
 let receiver: LogoutReceiver;
 beforeAll(async () => {
   receiver = await LogoutReceiver.start();
-  sigil = await startAuthorizeSigil([webLike('both', { backChannelLogoutUri: `${receiver.url}/bc`, frontChannelLogoutUri: 'https://rp.example/fc' })]);
+  sigil = await startAuthorizeSigil([
+    webLike('both', { backChannelLogoutUri: `${receiver.url}/bc`, frontChannelLogoutUri: 'https://rp.example/fc' }),
+  ]);
 });
 afterAll(async () => {
   await sigil?.close();
@@ -21,7 +23,7 @@ afterAll(async () => {
 });
 
 describe('ending a session on /account/sessions', () => {
-  it('sends the back-channel logout token and loads the front-channel iframe of that session\'s client', async () => {
+  it("sends the back-channel logout token and loads the front-channel iframe of that session's client", async () => {
     const phone = new Browser(sigil, '10.1.1.1');
     const { sid } = await idTokensInSession(sigil, phone, ['both']);
     const desk = new Browser(sigil);
@@ -30,7 +32,9 @@ describe('ending a session on /account/sessions', () => {
     expect(page.body).toContain(`name="sid" value="${sid}"`);
     const done = await desk.post('/account/sessions/end', { csrf_token: input(page.body, 'csrf_token'), sid });
     expect(done.status, done.body).toBe(200);
-    const frames = [...done.body.matchAll(/<iframe hidden title="logout" src="([^"]*)"/g)].map((m) => (m[1] ?? '').replace(/&amp;/g, '&'));
+    const frames = [...done.body.matchAll(/<iframe hidden title="logout" src="([^"]*)"/g)].map((m) =>
+      (m[1] ?? '').replace(/&amp;/g, '&'),
+    );
     expect(frames).toEqual([`https://rp.example/fc?${new URLSearchParams({ iss: ISSUER, sid })}`]);
     expect(String(done.headers['content-security-policy'])).toContain('frame-src https://rp.example/fc');
     expect(String(done.headers['content-security-policy'])).not.toContain('script-src');

@@ -49,7 +49,7 @@ describe.each(backends)('account lookups on $name', ({ url }) => {
   });
   afterAll(async () => store?.close());
 
-  it('lists a user\'s live records of one kind, newest first, and revokes by client and by session', async () => {
+  it("lists a user's live records of one kind, newest first, and revokes by client and by session", async () => {
     const u = `u-${randomBytes(4).toString('hex')}`;
     const mine = row({ subjectId: u, createdAt: NOW - 50, sessionId: 'keep' });
     const older = row({ subjectId: u, createdAt: NOW - 90, clientId: 'other-app', sessionId: 'gone' });
@@ -60,9 +60,14 @@ describe.each(backends)('account lookups on $name', ({ url }) => {
     const revoked = row({ subjectId: u, revokedAt: NOW - 5 });
     const expired = row({ subjectId: u, expiresAt: NOW - 1 });
     const someoneElse = row({ subjectId: `${u}-b` });
-    for (const r of [mine, older, noSession, child, consent, session, revoked, expired, someoneElse]) await store.grants.put(r);
+    for (const r of [mine, older, noSession, child, consent, session, revoked, expired, someoneElse])
+      await store.grants.put(r);
 
-    expect((await store.grants.listLive(u, 'refresh_token', NOW, 10)).map((r) => r.key)).toEqual([mine.key, older.key, noSession.key]);
+    expect((await store.grants.listLive(u, 'refresh_token', NOW, 10)).map((r) => r.key)).toEqual([
+      mine.key,
+      older.key,
+      noSession.key,
+    ]);
     expect((await store.grants.listLive(u, 'refresh_token', NOW, 1)).map((r) => r.key)).toEqual([mine.key]);
     expect((await store.grants.listLive(u, 'consent', NOW, 10)).map((r) => r.key)).toEqual([consent.key]);
 
@@ -86,12 +91,16 @@ describe.each(backends)('account lookups on $name', ({ url }) => {
   });
 
   if (url.startsWith('sqlite:'))
-    it('finds a user\'s records through the grants_subject index, not by scanning', () => {
+    it("finds a user's records through the grants_subject index, not by scanning", () => {
       const db = new Database(url.slice('sqlite:'.length), { readonly: true });
       try {
         const plan = (sql: string) => JSON.stringify(db.prepare(`explain query plan ${sql}`).all());
-        expect(plan("select * from grants where subject_id = 'u' and type = 'session' and revoked_at is null")).toContain('grants_subject');
-        expect(plan("update grants set revoked_at = 1 where subject_id = 'u' and client_id = 'c' and revoked_at is null")).toContain('grants_subject');
+        expect(
+          plan("select * from grants where subject_id = 'u' and type = 'session' and revoked_at is null"),
+        ).toContain('grants_subject');
+        expect(
+          plan("update grants set revoked_at = 1 where subject_id = 'u' and client_id = 'c' and revoked_at is null"),
+        ).toContain('grants_subject');
         expect(plan("select * from grants where subject_id = 'u' and type = 'session'")).not.toMatch(/"SCAN grants"/);
       } finally {
         db.close();

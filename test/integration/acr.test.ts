@@ -25,7 +25,9 @@ import {
 const PASSWORD = 'urn:sigil:acr:password';
 const FEDERATED = 'urn:sigil:acr:federated';
 const MFA = 'urn:sigil:acr:mfa';
-const essentialAcr = (...values: string[]) => ({ claims: JSON.stringify({ id_token: { acr: { essential: true, values } } }) });
+const essentialAcr = (...values: string[]) => ({
+  claims: JSON.stringify({ id_token: { acr: { essential: true, values } } }),
+});
 
 let sigil: TestSigil;
 /** The same clients plus an upstream provider (never contacted: the tests sign in locally). */
@@ -33,7 +35,16 @@ let withUpstream: TestSigil;
 beforeAll(async () => {
   sigil = await startAuthorizeSigil();
   withUpstream = await startAuthorizeSigil([], {
-    identityProviders: [{ name: 'corp', displayName: 'Corp SSO', authority: 'http://127.0.0.1:9', clientId: 'sigil', clientSecret: 's', scope: 'openid' }],
+    identityProviders: [
+      {
+        name: 'corp',
+        displayName: 'Corp SSO',
+        authority: 'http://127.0.0.1:9',
+        clientId: 'sigil',
+        clientSecret: 's',
+        scope: 'openid',
+      },
+    ],
   });
 });
 afterAll(async () => {
@@ -69,7 +80,10 @@ describe('acr in the identity token', () => {
     expect(claims.acr).toBe(PASSWORD);
     // RFC 9068 §2.2.1: the JWT access token carries the authentication information asked for.
     expect(accessClaims.acr).toBe(PASSWORD);
-    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: refreshToken }, ['web', 'web-secret']);
+    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: refreshToken }, [
+      'web',
+      'web-secret',
+    ]);
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     expect((await verifyIdToken(sigil, refreshed.json().id_token, 'web')).claims.acr).toBe(PASSWORD);
   });
@@ -116,7 +130,9 @@ describe('acr_values in order of preference', () => {
   it('steps up when no listed value is met (federated or MFA asked, password given): the enrollment page, no code', async () => {
     const b = new Browser(sigil);
     const { challenge } = pkce();
-    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { acr_values: `${FEDERATED} ${MFA}` }))));
+    const login = await b.follow(
+      await b.get(authorizeUrl(codeParams(challenge, { acr_values: `${FEDERATED} ${MFA}` }))),
+    );
     expect(isLoginPage(login), login.body).toBe(true);
     const next = await b.follow(await b.submitLogin(login, 'bob', 'bob'));
     expect(next.body).toContain('action="/account/totp"');

@@ -12,7 +12,18 @@ import { decodeJwt } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSigil } from '../../src/index.js';
-import { clientTokens, dropSchema, introspect, POSTGRES_URL, sleep, testConfig, tokenRequest, type TestSigil, uniqueSchema, userinfo } from '../helpers.js';
+import {
+  clientTokens,
+  dropSchema,
+  introspect,
+  POSTGRES_URL,
+  sleep,
+  testConfig,
+  tokenRequest,
+  type TestSigil,
+  uniqueSchema,
+  userinfo,
+} from '../helpers.js';
 
 const schema = uniqueSchema('adminnodes');
 let a: TestSigil;
@@ -26,7 +37,12 @@ async function node(): Promise<TestSigil> {
       storage: `${POSTGRES_URL}?schema=${schema}`,
       clients: [
         ...base.clients!.filter((c) => c.clientId === 'm2m'),
-        { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] },
+        {
+          clientId: 'automation',
+          clientSecrets: ['automation-secret'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['sigil:admin'],
+        },
       ],
     }),
     { logger: pino({ level: 'silent' }) },
@@ -60,32 +76,50 @@ function onA(method: 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown, h
   return a.app.inject({
     method,
     url: `/admin/v1${url}`,
-    headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' } : {}), ...headers },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' } : {}),
+      ...headers,
+    },
     ...(body ? { payload: JSON.stringify(body) } : {}),
   });
 }
 
 describe('control characters on PostgreSQL, which refuses a NUL in text', () => {
   it('answers 404 or 422, never a 500', async () => {
-    const get = (url: string) => a.app.inject({ method: 'GET', url: `/admin/v1${url}`, headers: { authorization: `Bearer ${token}` } });
+    const get = (url: string) =>
+      a.app.inject({ method: 'GET', url: `/admin/v1${url}`, headers: { authorization: `Bearer ${token}` } });
     expect((await get('/clients/a%00b')).statusCode).toBe(404);
     expect((await get('/users/a%00b/sessions')).statusCode).toBe(404);
     expect((await get('/users/a%00b/grants')).statusCode).toBe(404);
     expect((await get('/events?client_id=a%00b')).statusCode).toBe(422);
-    const created = await onA('POST', '/clients', { clientId: 'a\u0000b', allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] });
+    const created = await onA('POST', '/clients', {
+      clientId: 'a\u0000b',
+      allowedGrantTypes: ['client_credentials'],
+      allowedScopes: ['api1'],
+    });
     expect(created.statusCode, created.body).toBe(422);
   });
 });
 
 describe('a change on node A is in force on node B within 2 s', () => {
   it('creates, updates and deletes a client', async () => {
-    const created = await onA('POST', '/clients', { clientId: 'live', allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] });
+    const created = await onA('POST', '/clients', {
+      clientId: 'live',
+      allowedGrantTypes: ['client_credentials'],
+      allowedScopes: ['api1'],
+    });
     expect(created.statusCode, created.body).toBe(201);
     const { secret } = created.json();
     const onB = (scope: string) => tokenRequest(b, { grant_type: 'client_credentials', scope }, ['live', secret]);
     await within2s(async () => (await onB('api1')).statusCode === 200);
 
-    const updated = await onA('PATCH', '/clients/live', { allowedScopes: ['api1', 'api2'] }, { 'if-match': created.headers.etag as string });
+    const updated = await onA(
+      'PATCH',
+      '/clients/live',
+      { allowedScopes: ['api1', 'api2'] },
+      { 'if-match': created.headers.etag as string },
+    );
     expect(updated.statusCode, updated.body).toBe(200);
     await within2s(async () => (await onB('api2')).statusCode === 200);
 
@@ -97,10 +131,20 @@ describe('a change on node A is in force on node B within 2 s', () => {
 describe('a client created on node A is known on node B at once', () => {
   it("B authenticates it, and B's userinfo and introspection accept the token A issued it, with no wait", async () => {
     for (const clientId of ['at-once-1', 'at-once-2']) {
-      const created = await onA('POST', '/clients', { clientId, allowedGrantTypes: ['password'], allowedScopes: ['openid', 'profile', 'api1', 'offline_access'], allowOfflineAccess: true });
+      const created = await onA('POST', '/clients', {
+        clientId,
+        allowedGrantTypes: ['password'],
+        allowedScopes: ['openid', 'profile', 'api1', 'offline_access'],
+        allowOfflineAccess: true,
+      });
       expect(created.statusCode, created.body).toBe(201);
       const { secret } = created.json<{ secret: string }>();
-      const password = { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' };
+      const password = {
+        grant_type: 'password',
+        username: 'alice',
+        password: 'alice',
+        scope: 'openid api1 offline_access',
+      };
       // B first, right after the creation: its poll (every second) has not run since.
       const onB = await tokenRequest(b, password, [clientId, secret]);
       expect(onB.statusCode, onB.body).toBe(200);
@@ -112,8 +156,16 @@ describe('a client created on node A is known on node B at once', () => {
       expect((await introspect(b, accessToken, ['api1', 'api1-secret'])).json<{ active: boolean }>().active).toBe(true);
     }
     // The token of a client created on A and used on B before anything else asked B about it.
-    const created = await onA('POST', '/clients', { clientId: 'at-once-3', allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1'] });
-    const issued = await tokenRequest(a, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' }, ['at-once-3', created.json<{ secret: string }>().secret]);
+    const created = await onA('POST', '/clients', {
+      clientId: 'at-once-3',
+      allowedGrantTypes: ['password'],
+      allowedScopes: ['openid', 'api1'],
+    });
+    const issued = await tokenRequest(
+      a,
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' },
+      ['at-once-3', created.json<{ secret: string }>().secret],
+    );
     const info = await userinfo(b, issued.json<{ access_token: string }>().access_token);
     expect(info.statusCode, info.body).toBe(200);
   });
@@ -124,22 +176,36 @@ describe('a resource created on node A is in force on node B within 2 s', () => 
     expect((await onA('POST', '/api-scopes', { name: 'ledger.read' })).statusCode).toBe(201);
     const api = await onA('POST', '/api-resources', { name: 'ledger', scopes: ['ledger.read'] });
     expect(api.statusCode, api.body).toBe(201);
-    const created = await onA('POST', '/clients', { clientId: 'ledger-bot', allowedGrantTypes: ['client_credentials'], allowedScopes: ['ledger.read'] });
+    const created = await onA('POST', '/clients', {
+      clientId: 'ledger-bot',
+      allowedGrantTypes: ['client_credentials'],
+      allowedScopes: ['ledger.read'],
+    });
     expect(created.statusCode, created.body).toBe(201);
-    const onB = () => tokenRequest(b, { grant_type: 'client_credentials', scope: 'ledger.read' }, ['ledger-bot', created.json().secret]);
+    const onB = () =>
+      tokenRequest(b, { grant_type: 'client_credentials', scope: 'ledger.read' }, [
+        'ledger-bot',
+        created.json().secret,
+      ]);
     const took = await within2s(async () => (await onB()).statusCode === 200);
     expect(took).toBeLessThan(2000);
     const access = (await onB()).json().access_token as string;
     expect(decodeJwt(access).aud).toBe('ledger');
     await within2s(async () => (await introspect(b, access, ['ledger', api.json().secret])).statusCode === 200);
-    expect((await introspect(b, access, ['ledger', api.json().secret])).json()).toMatchObject({ active: true, scope: 'ledger.read' });
+    expect((await introspect(b, access, ['ledger', api.json().secret])).json()).toMatchObject({
+      active: true,
+      scope: 'ledger.read',
+    });
 
     // Deleted on A (client first, then resource and scope): B refuses the scope.
     expect((await onA('DELETE', '/clients/ledger-bot')).statusCode).toBe(204);
     expect((await onA('DELETE', '/api-resources/ledger')).statusCode).toBe(204);
     expect((await onA('DELETE', '/api-scopes/ledger.read')).statusCode).toBe(204);
     await within2s(async () => {
-      const refused = await tokenRequest(b, { grant_type: 'client_credentials', scope: 'ledger.read' }, ['m2m', 'm2m-secret']);
+      const refused = await tokenRequest(b, { grant_type: 'client_credentials', scope: 'ledger.read' }, [
+        'm2m',
+        'm2m-secret',
+      ]);
       return refused.statusCode === 400 && refused.json().error === 'invalid_scope';
     });
   });

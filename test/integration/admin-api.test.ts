@@ -23,7 +23,12 @@ const events: SigilEvent[] = [];
 beforeAll(async () => {
   const base = testConfig();
   sigil = await startAuthorizeSigil([
-    { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin', 'sigil:admin:read', 'api1'] },
+    {
+      clientId: 'automation',
+      clientSecrets: ['automation-secret'],
+      allowedGrantTypes: ['client_credentials'],
+      allowedScopes: ['sigil:admin', 'sigil:admin:read', 'api1'],
+    },
     ...base.clients!.filter((c) => c.clientId === 'm2m' || c.clientId === 'ropc'),
   ]);
   sigil.subscribe((e) => void events.push(e));
@@ -45,14 +50,20 @@ function call(method: Method, path: string, body?: unknown, headers: Record<stri
     url: `/admin/v1${path}`,
     headers: {
       ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body !== undefined ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' } : {}),
+      ...(body !== undefined
+        ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }
+        : {}),
       ...headers,
     },
     ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
   });
 }
 
-const newClient = (id: string) => ({ clientId: id, allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] });
+const newClient = (id: string) => ({
+  clientId: id,
+  allowedGrantTypes: ['client_credentials'],
+  allowedScopes: ['api1'],
+});
 
 describe('/admin/v1 access', () => {
   it('answers 401 with a Bearer challenge without a token, 403 insufficient_scope with another scope', async () => {
@@ -94,16 +105,31 @@ describe('/admin/v1/clients', () => {
     const created = await call('POST', '/clients', newClient('patched'));
     const etag = created.headers.etag as string;
     expect((await call('PATCH', '/clients/patched', { clientName: 'Patched' })).statusCode).toBe(428);
-    const plain = await sigil.app.inject({ method: 'PATCH', url: '/admin/v1/clients/patched', headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json', 'if-match': etag }, payload: '{}' });
+    const plain = await sigil.app.inject({
+      method: 'PATCH',
+      url: '/admin/v1/clients/patched',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json', 'if-match': etag },
+      payload: '{}',
+    });
     expect(plain.statusCode).toBe(415);
-    const ok = await call('PATCH', '/clients/patched', { clientName: 'Patched', allowedScopes: ['api1', 'api2'] }, { 'if-match': etag });
+    const ok = await call(
+      'PATCH',
+      '/clients/patched',
+      { clientName: 'Patched', allowedScopes: ['api1', 'api2'] },
+      { 'if-match': etag },
+    );
     expect(ok.statusCode, ok.body).toBe(200);
     expect(ok.json().client).toMatchObject({ clientName: 'Patched', allowedScopes: ['api1', 'api2'] });
     const stale = await call('PATCH', '/clients/patched', { clientName: 'Again' }, { 'if-match': etag });
     expect(stale.statusCode).toBe(412);
     expect(stale.headers['content-type']).toContain('application/problem+json');
     // null removes a member (RFC 7396 §2).
-    const removed = await call('PATCH', '/clients/patched', { clientName: null }, { 'if-match': ok.headers.etag as string });
+    const removed = await call(
+      'PATCH',
+      '/clients/patched',
+      { clientName: null },
+      { 'if-match': ok.headers.etag as string },
+    );
     expect(removed.json().client.clientName).toBeUndefined();
   });
 
@@ -134,8 +160,20 @@ describe('/admin/v1/clients', () => {
   it("keeps the web console's built-in client read-only and its id taken", async () => {
     const read = await call('GET', '/clients/sigil-console');
     expect(read.statusCode).toBe(200);
-    expect(read.json()).toMatchObject({ source: 'config', client: { clientId: 'sigil-console', requireClientSecret: false } });
-    expect((await call('PATCH', '/clients/sigil-console', { redirectUris: ['https://evil.example/cb'] }, { 'if-match': read.headers.etag as string })).statusCode).toBe(409);
+    expect(read.json()).toMatchObject({
+      source: 'config',
+      client: { clientId: 'sigil-console', requireClientSecret: false },
+    });
+    expect(
+      (
+        await call(
+          'PATCH',
+          '/clients/sigil-console',
+          { redirectUris: ['https://evil.example/cb'] },
+          { 'if-match': read.headers.etag as string },
+        )
+      ).statusCode,
+    ).toBe(409);
     expect((await call('DELETE', '/clients/sigil-console')).statusCode).toBe(409);
     const taken = await call('POST', '/clients', { ...newClient('sigil-console') });
     expect(taken.statusCode).toBe(409);
@@ -175,7 +213,9 @@ describe('/admin/v1/clients', () => {
     const { secret: rotated } = (await call('POST', '/clients/audited/secret', { graceSeconds: 0 })).json();
     const changes = events.filter((e) => e.name === 'admin_changed');
     expect(changes.map((e) => e.action)).toEqual(['client.create', 'client.update', 'client.rotate_secret']);
-    expect(changes.every((e) => e.clientId === 'automation' && e.target?.type === 'client' && e.target.id === 'audited')).toBe(true);
+    expect(
+      changes.every((e) => e.clientId === 'automation' && e.target?.type === 'client' && e.target.id === 'audited'),
+    ).toBe(true);
     expect(changes[1]?.changes).toEqual({ clientName: 'Audited' });
     const text = JSON.stringify(events);
     for (const s of [secret, rotated, 'sha256:']) expect(text).not.toContain(s);
@@ -209,26 +249,55 @@ describe('/admin/v1 keys and sessions', () => {
 
 describe('/admin/v1 deleting a client (RFC 7592 §2.3)', () => {
   it('revokes what was issued to it: a client later made with the same id gets none of it (invalid_grant, introspection inactive)', async () => {
-    const client = { clientId: 'gone', allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1', 'offline_access'], allowOfflineAccess: true, accessTokenType: 'reference' };
+    const client = {
+      clientId: 'gone',
+      allowedGrantTypes: ['password'],
+      allowedScopes: ['openid', 'api1', 'offline_access'],
+      allowOfflineAccess: true,
+      accessTokenType: 'reference',
+    };
     const created = await call('POST', '/clients', client);
     expect(created.statusCode, created.body).toBe(201);
-    const tokens = await passwordTokens(sigil, { client: ['gone', created.json().secret], username: 'bob', scope: 'openid api1 offline_access' });
+    const tokens = await passwordTokens(sigil, {
+      client: ['gone', created.json().secret],
+      username: 'bob',
+      scope: 'openid api1 offline_access',
+    });
     expect((await introspect(sigil, tokens.access_token)).json().active).toBe(true);
     expect((await call('DELETE', '/clients/gone')).statusCode).toBe(204);
     const again = await call('POST', '/clients', client);
     expect(again.statusCode, again.body).toBe(201);
-    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' }, ['gone', again.json().secret]);
+    const refreshed = await tokenRequest(
+      sigil,
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' },
+      ['gone', again.json().secret],
+    );
     expect(refreshed.statusCode, refreshed.body).toBe(400);
     expect(refreshed.json().error).toBe('invalid_grant');
     expect((await introspect(sigil, tokens.access_token)).json()).toEqual({ active: false });
     // The new client's own grants work.
-    const fresh = await passwordTokens(sigil, { client: ['gone', again.json().secret], username: 'bob', scope: 'openid api1 offline_access' });
-    expect((await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: fresh.refresh_token ?? '' }, ['gone', again.json().secret])).statusCode).toBe(200);
+    const fresh = await passwordTokens(sigil, {
+      client: ['gone', again.json().secret],
+      username: 'bob',
+      scope: 'openid api1 offline_access',
+    });
+    expect(
+      (
+        await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: fresh.refresh_token ?? '' }, [
+          'gone',
+          again.json().secret,
+        ])
+      ).statusCode,
+    ).toBe(200);
     expect((await call('DELETE', '/clients/gone')).statusCode).toBe(204);
   });
 
-  it("ends its client_credentials JWT access tokens (no stored mark): 401 at /admin/v1, inactive at introspection", async () => {
-    const created = await call('POST', '/clients', { clientId: 'gone-robot', allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin:read', 'api1'] });
+  it('ends its client_credentials JWT access tokens (no stored mark): 401 at /admin/v1, inactive at introspection', async () => {
+    const created = await call('POST', '/clients', {
+      clientId: 'gone-robot',
+      allowedGrantTypes: ['client_credentials'],
+      allowedScopes: ['sigil:admin:read', 'api1'],
+    });
     expect(created.statusCode, created.body).toBe(201);
     const token = (await clientTokens(sigil, 'sigil:admin:read', ['gone-robot', created.json().secret])).access_token;
     const apiToken = (await clientTokens(sigil, 'api1', ['gone-robot', created.json().secret])).access_token;
@@ -245,12 +314,19 @@ describe('/admin/v1 deleting a client (RFC 7592 §2.3)', () => {
 describe("/admin/v1 a user's grants", () => {
   it('lists a refresh token grant once across rotations and revokes it: the refresh token stops working', async () => {
     const first = await passwordTokens(sigil, { username: 'bob', scope: 'openid api1 offline_access' });
-    const refresh = (token: string) => tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: token }, ['ropc', 'ropc-secret']);
+    const refresh = (token: string) =>
+      tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: token }, ['ropc', 'ropc-secret']);
     const rotated = (await refresh(first.refresh_token ?? '')).json();
     const subject = '2'; // bob
     const listed = await call('GET', `/users/${subject}/grants`, undefined, {}, reader);
     expect(listed.statusCode, listed.body).toBe(200);
-    expect(listed.json().grants).toEqual([expect.objectContaining({ clientId: 'ropc', type: 'refresh_token', scopes: expect.arrayContaining(['api1', 'offline_access']) })]);
+    expect(listed.json().grants).toEqual([
+      expect.objectContaining({
+        clientId: 'ropc',
+        type: 'refresh_token',
+        scopes: expect.arrayContaining(['api1', 'offline_access']),
+      }),
+    ]);
     const revoked = await call('DELETE', `/users/${subject}/grants/ropc`);
     expect(revoked.json()).toEqual({ revoked: 1 });
     expect((await refresh(rotated.refresh_token)).statusCode).toBe(400);
@@ -284,7 +360,9 @@ describe('/admin/v1/events', () => {
     // (The rotation test drove the clock an hour ahead: its events are that late.)
     const future = new Date(Date.now() + 3 * 3600_000).toISOString();
     expect((await get(`from=${encodeURIComponent(future)}`)).json().events).toEqual([]);
-    expect((await get(`subject=1&type=user_login_succeeded`)).json().events.every((e: SigilEvent) => e.subjectId === '1')).toBe(true);
+    expect(
+      (await get(`subject=1&type=user_login_succeeded`)).json().events.every((e: SigilEvent) => e.subjectId === '1'),
+    ).toBe(true);
     const bad = await get('limit=1000');
     expect(bad.statusCode).toBe(422);
     expect(bad.json().errors[0].path).toBe('limit');
@@ -323,11 +401,23 @@ describe('no request body gives a 500', () => {
   it('holds for arbitrary JSON on every write route', async () => {
     const writes = adminRoutes().filter((r) => r.method !== 'GET');
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...writes), fc.oneof(fc.jsonValue({ maxDepth: 4 }), fc.record({ clientId: fc.string(), allowedGrantTypes: fc.jsonValue() }, { requiredKeys: [] })), async (route, body) => {
-        const path = route.url.replace('/admin/v1', '').replace(':clientId', 'robot').replace(':kid', 'nokid').replace(':subject', '1').replace(':sid', 'nosid');
-        const res = await call(route.method as Method, path, JSON.stringify(body ?? null), { 'if-match': '*' });
-        expect(res.statusCode).toBeLessThan(500);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...writes),
+        fc.oneof(
+          fc.jsonValue({ maxDepth: 4 }),
+          fc.record({ clientId: fc.string(), allowedGrantTypes: fc.jsonValue() }, { requiredKeys: [] }),
+        ),
+        async (route, body) => {
+          const path = route.url
+            .replace('/admin/v1', '')
+            .replace(':clientId', 'robot')
+            .replace(':kid', 'nokid')
+            .replace(':subject', '1')
+            .replace(':sid', 'nosid');
+          const res = await call(route.method as Method, path, JSON.stringify(body ?? null), { 'if-match': '*' });
+          expect(res.statusCode).toBeLessThan(500);
+        },
+      ),
       { numRuns: 150 },
     );
   });

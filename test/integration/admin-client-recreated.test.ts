@@ -14,8 +14,32 @@ import type { AddressInfo } from 'node:net';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminError } from '../../src/admin/errors.js';
-import { authorizeUrl, Browser, codeParams, getCode, input, isConsentPage, isLoginPage, pkce, redeem, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
-import { clientTokens, dropSchema, introspect, passwordTokens, POSTGRES_URL, settled, testConfig, tokenRequest, type TestSigil, uniqueSchema, userinfo } from '../helpers.js';
+import {
+  authorizeUrl,
+  Browser,
+  codeParams,
+  getCode,
+  input,
+  isConsentPage,
+  isLoginPage,
+  pkce,
+  redeem,
+  startAuthorizeSigil,
+  webLike,
+} from '../authorize-helpers.js';
+import {
+  clientTokens,
+  dropSchema,
+  introspect,
+  passwordTokens,
+  POSTGRES_URL,
+  settled,
+  testConfig,
+  tokenRequest,
+  type TestSigil,
+  uniqueSchema,
+  userinfo,
+} from '../helpers.js';
 import { LogoutReceiver } from '../logout-receiver.js';
 
 /** A loopback port nothing listens on (yet): a logout receiver that is down. */
@@ -40,9 +64,20 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     sigil = await startAuthorizeSigil(
       [
         webLike('bc-stays', { backChannelLogoutUri: `http://127.0.0.1:${receiverPort}/stays` }),
-        { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] },
+        {
+          clientId: 'automation',
+          clientSecrets: ['automation-secret'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['sigil:admin'],
+        },
         ...testConfig().clients!.filter((c) => c.clientId === 'm2m'),
-        { clientId: 'exchanger', clientSecrets: ['exchanger-secret'], allowedGrantTypes: [TOKEN_EXCHANGE], allowedScopes: ['api1'], tokenExchangeSubjectAudiences: ['api1'] },
+        {
+          clientId: 'exchanger',
+          clientSecrets: ['exchanger-secret'],
+          allowedGrantTypes: [TOKEN_EXCHANGE],
+          allowedScopes: ['api1'],
+          tokenExchangeSubjectAudiences: ['api1'],
+        },
       ],
       {
         backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },
@@ -63,10 +98,17 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     sigil.app.inject({
       method,
       url: `/admin/v1${path}`,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
-  const client = { clientId: 'reborn', allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1', 'sigil:admin:read'] };
+  const client = {
+    clientId: 'reborn',
+    allowedGrantTypes: ['client_credentials'],
+    allowedScopes: ['api1', 'sigil:admin:read'],
+  };
   const create = async (body: unknown = client) => {
     const res = await call('POST', '/clients', admin, body);
     expect(res.statusCode, res.body).toBe(201);
@@ -107,7 +149,12 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
   });
 
   it("refuses an earlier client's refresh and access tokens for a user even when its revocation was missed", async () => {
-    const ropc = { clientId: 'reborn-ropc', allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1', 'offline_access'], allowOfflineAccess: true };
+    const ropc = {
+      clientId: 'reborn-ropc',
+      allowedGrantTypes: ['password'],
+      allowedScopes: ['openid', 'api1', 'offline_access'],
+      allowOfflineAccess: true,
+    };
     const first = await create(ropc);
     const old = await passwordTokens(sigil, { client: ['reborn-ropc', first], scope: 'openid api1 offline_access' });
     // Removed around ClientAdmin (as a crash between the deletion and its revocation would leave it).
@@ -115,14 +162,24 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     expect(await sigil.context.store.clients.removeClient('reborn-ropc')).toBe(true);
     const second = await create(ropc);
 
-    const refresh = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: old.refresh_token! }, ['reborn-ropc', second]);
+    const refresh = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: old.refresh_token! }, [
+      'reborn-ropc',
+      second,
+    ]);
     expect(refresh.statusCode).toBe(400);
     expect(refresh.json().error).toBe('invalid_grant');
     expect((await introspect(sigil, old.access_token)).json()).toEqual({ active: false });
     expect((await userinfo(sigil, old.access_token)).statusCode).toBe(401);
     const fresh = await passwordTokens(sigil, { client: ['reborn-ropc', second], scope: 'openid api1 offline_access' });
     expect((await userinfo(sigil, fresh.access_token)).statusCode).toBe(200);
-    expect((await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: fresh.refresh_token! }, ['reborn-ropc', second])).statusCode).toBe(200);
+    expect(
+      (
+        await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: fresh.refresh_token! }, [
+          'reborn-ropc',
+          second,
+        ])
+      ).statusCode,
+    ).toBe(200);
   });
 
   it("refuses a removed client's user JWT (no stored row) as another client's token exchange subject_token", async () => {
@@ -130,7 +187,15 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     const first = await create(ropc);
     const old = (await passwordTokens(sigil, { client: ['gone-ropc', first], scope: 'openid api1' })).access_token;
     const exchange = () =>
-      tokenRequest(sigil, { grant_type: TOKEN_EXCHANGE, subject_token: old, subject_token_type: 'urn:ietf:params:oauth:token-type:access_token' }, ['exchanger', 'exchanger-secret']);
+      tokenRequest(
+        sigil,
+        {
+          grant_type: TOKEN_EXCHANGE,
+          subject_token: old,
+          subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+        },
+        ['exchanger', 'exchanger-secret'],
+      );
     expect((await exchange()).statusCode).toBe(200);
     await afterSecond(Number(decodeJwt(old).iat));
     expect((await call('DELETE', '/clients/gone-ropc', admin)).statusCode).toBe(204);
@@ -156,7 +221,11 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     const consent = await b.follow(await b.submitLogin(login, 'alice', 'alice'));
     expect(isConsentPage(consent)).toBe(true);
     // Consent given: the pending request now holds it and sends the browser on to resume.
-    const answered = await b.post('/consent', { csrf_token: input(consent.body, 'csrf_token'), interaction: input(consent.body, 'interaction'), button: 'yes' });
+    const answered = await b.post('/consent', {
+      csrf_token: input(consent.body, 'csrf_token'),
+      interaction: input(consent.body, 'interaction'),
+      button: 'yes',
+    });
     expect(answered.status).toBe(303);
     expect(answered.location).toContain('/connect/authorize/resume?interaction=');
 
@@ -172,12 +241,17 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
   });
 
   it("drops a deleted client's queued back-channel logout deliveries: its receiver, up later, gets nothing", async () => {
-    const secret = await create(browserClient('bc-gone', { backChannelLogoutUri: `http://127.0.0.1:${receiverPort}/gone` }));
+    const secret = await create(
+      browserClient('bc-gone', { backChannelLogoutUri: `http://127.0.0.1:${receiverPort}/gone` }),
+    );
     const b = new Browser(sigil);
     await b.signIn('alice');
     const { verifier, challenge } = pkce();
     let hint = '';
-    for (const [client, clientSecret] of [['bc-gone', secret], ['bc-stays', 'bc-stays-secret']] as const) {
+    for (const [client, clientSecret] of [
+      ['bc-gone', secret],
+      ['bc-stays', 'bc-stays-secret'],
+    ] as const) {
       const code = await getCode(b, codeParams(challenge, { client_id: client, scope: 'openid' }));
       const res = await redeem(sigil, code, { client, secret: clientSecret, verifier });
       expect(res.statusCode, res.body).toBe(200);
@@ -196,7 +270,12 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
       // The remaining client's retry arrives and the queue empties: a delivery of the deleted
       // client still queued would have been sent by now.
       await receiver.waitFor(() => receiver.delivered.length, 1);
-      expect(await settled(async () => (await sigil.context.store.logout.outbox()).depth, (d) => d === before)).toBe(before);
+      expect(
+        await settled(
+          async () => (await sigil.context.store.logout.outbox()).depth,
+          (d) => d === before,
+        ),
+      ).toBe(before);
       expect(receiver.received.map((r) => r.path)).toEqual(['/stays']);
     } finally {
       await receiver.close();
@@ -211,6 +290,11 @@ describe.each(['sqlite', 'postgres'] as const)('a client re-created with the sam
     expect(res.body).toContain('clientIdMetadataDocuments.enabled');
     expect((await call('GET', `/clients/${encodeURIComponent(id)}`, admin)).statusCode).toBe(404);
     // The command line's door (`sigil clients add`) refuses it too.
-    await expect(sigil.context.management.clients.create({ ...browserClient(id), clientSecrets: ['a-long-enough-secret-for-this-client-0123'] })).rejects.toThrow(AdminError);
+    await expect(
+      sigil.context.management.clients.create({
+        ...browserClient(id),
+        clientSecrets: ['a-long-enough-secret-for-this-client-0123'],
+      }),
+    ).rejects.toThrow(AdminError);
   });
 });

@@ -8,7 +8,18 @@
  * does, with back- and front-channel logout of the session's clients.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeUrl, Browser, codeParams, idTokensInSession, input, pkce, readResponse, startAuthorizeSigil, unescapeHtml, webLike } from '../authorize-helpers.js';
+import {
+  authorizeUrl,
+  Browser,
+  codeParams,
+  idTokensInSession,
+  input,
+  pkce,
+  readResponse,
+  startAuthorizeSigil,
+  unescapeHtml,
+  webLike,
+} from '../authorize-helpers.js';
 import { testConfig, type TestSigil } from '../helpers.js';
 import { consoleBrowser } from '../console-helpers.js';
 import { LogoutReceiver } from '../logout-receiver.js';
@@ -42,7 +53,12 @@ describe('the console at /admin', () => {
   });
 
   it('refuses a POST without the CSRF token with 403, before looking at the session', async () => {
-    const res = await sigil.app.inject({ method: 'POST', url: '/admin/keys/rotate', headers: { 'content-type': 'application/x-www-form-urlencoded' }, payload: 'button=rotate' });
+    const res = await sigil.app.inject({
+      method: 'POST',
+      url: '/admin/keys/rotate',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'button=rotate',
+    });
     expect(res.statusCode).toBe(403);
     expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
     expect(res.headers['cache-control']).toContain('no-store');
@@ -50,19 +66,37 @@ describe('the console at /admin', () => {
 
   it('refuses the resource and group changes without the CSRF token with 403, storing nothing', async () => {
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
-    for (const url of ['/admin/resources/new/api-scopes', '/admin/resources/api-scopes/api1', '/admin/resources/api-scopes/api1/delete', '/admin/resources/api-resources/api1/secret', '/admin/groups', '/admin/groups/x/delete']) {
-      const res = await sigil.app.inject({ method: 'POST', url, headers: form, payload: 'name=forged&displayName=forged' });
+    for (const url of [
+      '/admin/resources/new/api-scopes',
+      '/admin/resources/api-scopes/api1',
+      '/admin/resources/api-scopes/api1/delete',
+      '/admin/resources/api-resources/api1/secret',
+      '/admin/groups',
+      '/admin/groups/x/delete',
+    ]) {
+      const res = await sigil.app.inject({
+        method: 'POST',
+        url,
+        headers: form,
+        payload: 'name=forged&displayName=forged',
+      });
       expect(res.statusCode, url).toBe(403);
     }
-    expect((await sigil.context.management.resources.list('api_scope')).map((v) => v.settings.name)).not.toContain('forged');
+    expect((await sigil.context.management.resources.list('api_scope')).map((v) => v.settings.name)).not.toContain(
+      'forged',
+    );
     expect(((await sigil.context.management.scim.listGroups({})) as { totalResults: number }).totalResults).toBe(0);
   });
 
-  it('ends a callback without this browser\'s pending sign-in in a new sign-in, and an error answer on an error page', async () => {
+  it("ends a callback without this browser's pending sign-in in a new sign-in, and an error answer on an error page", async () => {
     const stray = await sigil.app.inject({ method: 'GET', url: '/admin/callback?code=x&state=y' });
     expect(stray.statusCode).toBe(303);
     expect(String(stray.headers.location)).toContain('/connect/authorize?');
-    const refused = await sigil.app.inject({ method: 'GET', url: '/admin/callback?error=access_denied&state=y', headers: { accept: 'text/html' } });
+    const refused = await sigil.app.inject({
+      method: 'GET',
+      url: '/admin/callback?error=access_denied&state=y',
+      headers: { accept: 'text/html' },
+    });
     expect(refused.statusCode).toBe(400);
     expect(refused.body).toContain('access_denied');
   });
@@ -76,7 +110,9 @@ describe('admin.console false', () => {
   afterAll(async () => sigil.close());
 
   it('has no console and no client sigil-console', async () => {
-    expect((await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode).toBe(404);
+    expect(
+      (await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode,
+    ).toBe(404);
     const { challenge } = pkce();
     const authorize = await sigil.app.inject({
       method: 'GET',
@@ -102,7 +138,9 @@ describe('the console under an issuer path', () => {
     expect(location.pathname).toBe('/id/connect/authorize');
     expect(location.searchParams.get('redirect_uri')).toBe('http://127.0.0.1:5999/id/admin/callback');
     expect(String(res.headers['set-cookie'])).toContain('Path=/id/admin/callback');
-    expect((await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode).toBe(404);
+    expect(
+      (await sigil.app.inject({ method: 'GET', url: '/admin', headers: { accept: 'text/html' } })).statusCode,
+    ).toBe(404);
     const signedOut = await sigil.app.inject({ method: 'GET', url: '/id/admin/signed-out' });
     expect(signedOut.statusCode).toBe(200);
     // The signed-out page leads back to the console (and so to a new sign-in) below the path.
@@ -123,9 +161,15 @@ describe('signing out of the console', () => {
   let receiver: LogoutReceiver;
   beforeAll(async () => {
     receiver = await LogoutReceiver.start();
-    sigil = await startAuthorizeSigil([webLike('bc', { backChannelLogoutUri: `${receiver.url}/bc` }), webLike('fc', { frontChannelLogoutUri: 'https://rp.example/fc' })], {
-      backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },
-    });
+    sigil = await startAuthorizeSigil(
+      [
+        webLike('bc', { backChannelLogoutUri: `${receiver.url}/bc` }),
+        webLike('fc', { frontChannelLogoutUri: 'https://rp.example/fc' }),
+      ],
+      {
+        backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },
+      },
+    );
   });
   afterAll(async () => {
     await sigil.close();
@@ -153,7 +197,7 @@ describe('signing out of the console', () => {
     expect(receiver.received).toEqual([]);
   });
 
-  it('ends the Sigil session with the CSRF token: back-channel logout sent, front-channel frames loaded, then the console\'s signed-out page', async () => {
+  it("ends the Sigil session with the CSRF token: back-channel logout sent, front-channel frames loaded, then the console's signed-out page", async () => {
     const b = new Browser(sigil);
     const { sid } = await idTokensInSession(sigil, b, ['bc', 'fc']);
     // Any page of this browser's carries a CSRF token for its secret cookie; the logout prompt is one.
@@ -173,7 +217,7 @@ describe('signing out of the console', () => {
     expect(page.body).toContain('Von der Konsole abgemeldet');
   });
 
-  it('goes straight to the console\'s signed-out page when no client needs a front-channel frame', async () => {
+  it("goes straight to the console's signed-out page when no client needs a front-channel frame", async () => {
     const b = new Browser(sigil);
     await b.signIn('alice');
     const csrf = input((await b.get('/account/logout')).body, 'csrf_token');
@@ -189,21 +233,41 @@ describe('creating a user in the console', () => {
   let admin: Browser;
   beforeAll(async () => {
     const base = testConfig();
-    sigil = await startAuthorizeSigil([], { users: [...base.users!, { subjectId: 'adm-1', username: 'root', password: 'root', claims: { role: 'sigil-admin' } }] });
+    sigil = await startAuthorizeSigil([], {
+      users: [
+        ...base.users!,
+        { subjectId: 'adm-1', username: 'root', password: 'root', claims: { role: 'sigil-admin' } },
+      ],
+    });
     admin = await consoleBrowser(sigil, 'root');
   });
   afterAll(async () => sigil.close());
 
-  it('refuses a password the policy refuses (400, the policy\'s words on the page), storing nothing', async () => {
-    for (const [password, words] of [['password', 'the password is a common or breached password'], ['a', 'the password is shorter than 8 characters']] as const) {
+  it("refuses a password the policy refuses (400, the policy's words on the page), storing nothing", async () => {
+    for (const [password, words] of [
+      ['password', 'the password is a common or breached password'],
+      ['a', 'the password is shorter than 8 characters'],
+    ] as const) {
       const page = await admin.get('/admin/users');
-      const res = await admin.post('/admin/users', { csrf_token: input(page.body, 'csrf_token'), username: 'weakling', name: 'Weak Ling', email: '', password });
+      const res = await admin.post('/admin/users', {
+        csrf_token: input(page.body, 'csrf_token'),
+        username: 'weakling',
+        name: 'Weak Ling',
+        email: '',
+        password,
+      });
       expect(res.status, res.body).toBe(400);
       expect(unescapeHtml(res.body)).toContain(words);
       expect(await sigil.context.store.users.findUserByUsername('weakling', null)).toBeUndefined();
     }
     const page = await admin.get('/admin/users');
-    const ok = await admin.post('/admin/users', { csrf_token: input(page.body, 'csrf_token'), username: 'weakling', name: 'Weak Ling', email: '', password: 'violet-harbour-1959' });
+    const ok = await admin.post('/admin/users', {
+      csrf_token: input(page.body, 'csrf_token'),
+      username: 'weakling',
+      name: 'Weak Ling',
+      email: '',
+      password: 'violet-harbour-1959',
+    });
     expect(ok.status, ok.body).toBe(303);
     expect(await sigil.context.store.users.findUserByUsername('weakling', null)).toBeDefined();
   });

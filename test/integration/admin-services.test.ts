@@ -28,11 +28,19 @@ import { tempDir, testConfig } from '../helpers.js';
 const silent = pino({ level: 'silent' });
 
 /** A client-credentials client of `clientId` with one secret. */
-const m2m = (clientId: string, secret = `${clientId}-secret`) => ({ clientId, clientSecrets: [secret], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] });
+const m2m = (clientId: string, secret = `${clientId}-secret`) => ({
+  clientId,
+  clientSecrets: [secret],
+  allowedGrantTypes: ['client_credentials'],
+  allowedScopes: ['api1'],
+});
 
 /** The AdminError `promise` rejects with (fails the test when it resolves or throws something else). */
 async function refusal(promise: Promise<unknown>): Promise<AdminError> {
-  const err = await promise.then(() => undefined, (e: unknown) => e);
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(AdminError);
   return err as AdminError;
 }
@@ -62,24 +70,37 @@ describe('admin services over SQLite', () => {
 
   describe('clients', () => {
     it('adds a client with its secrets stored as SHA-256 digests only, lists it after the config ones, and removes it', async () => {
-      expect(await clients.create(m2m('svc', 'svc-clear-secret'))).toEqual({ clientId: 'svc', shadowedByConfig: false });
+      expect(await clients.create(m2m('svc', 'svc-clear-secret'))).toEqual({
+        clientId: 'svc',
+        shadowedByConfig: false,
+      });
       const stored = await store.clients.listClients();
       expect(JSON.stringify(stored)).not.toContain('svc-clear-secret');
-      expect(stored).toEqual([{ ...m2m('svc'), clientSecrets: [`sha256:${secretDigest('svc-clear-secret').toString('base64')}`] }]);
+      expect(stored).toEqual([
+        { ...m2m('svc'), clientSecrets: [`sha256:${secretDigest('svc-clear-secret').toString('base64')}`] },
+      ]);
       const listed = await clients.list();
       expect(listed.slice(0, cfg.clients.length).every((c) => c.source === 'config')).toBe(true);
       expect(listed.at(-1)).toEqual({ clientId: 'svc', source: 'store', allowedGrantTypes: ['client_credentials'] });
       await clients.delete('svc');
       expect(await store.clients.listClients()).toEqual([]);
-      expect(await refusal(clients.delete('svc'))).toMatchObject({ code: 'not_found', message: 'no stored client "svc"' });
+      expect(await refusal(clients.delete('svc'))).toMatchObject({
+        code: 'not_found',
+        message: 'no stored client "svc"',
+      });
     });
 
     it('refuses input that is not a valid client, naming the field path, and stores nothing', async () => {
       for (const bad of ['{"clientId":"x"}', ['x'], null])
-        expect(await refusal(clients.create(bad))).toMatchObject({ code: 'invalid', message: 'client must be a JSON object' });
+        expect(await refusal(clients.create(bad))).toMatchObject({
+          code: 'invalid',
+          message: 'client must be a JSON object',
+        });
       const unknownScope = await refusal(clients.create({ ...m2m('x'), allowedScopes: ['nope'] }));
       expect(unknownScope.code).toBe('invalid');
-      expect(unknownScope.message).toMatch(/^invalid configuration:\n {2}clients\[\d+\]\.allowedScopes\[0\]: unknown scope "nope"$/);
+      expect(unknownScope.message).toMatch(
+        /^invalid configuration:\n {2}clients\[\d+\]\.allowedScopes\[0\]: unknown scope "nope"$/,
+      );
       const overlong = await refusal(clients.create(m2m('x'.repeat(300))));
       expect(overlong).toMatchObject({ code: 'invalid', message: expect.stringMatching(/clients\[\d+\]\.clientId: /) });
       // $env/$file belong to the operator's config file: a stored client is data and may not read
@@ -123,7 +144,10 @@ describe('admin services over SQLite', () => {
 
     it('reload warns of a stored client that a config-file client shadows', async () => {
       const lines: string[] = [];
-      const log = pino({ level: 'warn' }, new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) }));
+      const log = pino(
+        { level: 'warn' },
+        new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) }),
+      );
       const admin = new ClientAdmin(store, { config: cfg, raw, log });
       await admin.create(m2m('m2m', 'other'));
       await admin.reload(new ClientRegistry(cfg.clients));
@@ -153,22 +177,41 @@ describe('admin services over SQLite', () => {
         message: expect.stringMatching(/^clientId "m2m" is the subjectId of user "mallory"/),
       });
       await clients.create(m2m('svc-7'));
-      expect(await refusal(users.create({ username: 'trudy', subjectId: 'svc-7' }))).toMatchObject({ code: 'invalid', field: 'subjectId' });
+      expect(await refusal(users.create({ username: 'trudy', subjectId: 'svc-7' }))).toMatchObject({
+        code: 'invalid',
+        field: 'subjectId',
+      });
       expect(await store.users.listUsers()).toEqual([]);
     });
   });
 
   describe('users', () => {
     it('adds a user with an argon2id password hash and JSON claims, lists it after the config users, and removes it by name or subject', async () => {
-      const added = await users.create({ username: 'zoe', subjectId: 'z-1', password: 'zoe-pass', claims: { name: 'Zoe', role: ['a'] } });
+      const added = await users.create({
+        username: 'zoe',
+        subjectId: 'z-1',
+        password: 'zoe-pass',
+        claims: { name: 'Zoe', role: ['a'] },
+      });
       expect(added).toEqual({ subjectId: 'z-1' });
       const stored = await store.users.findUserBySubject('z-1');
-      expect(stored).toMatchObject({ username: 'zoe', tenant: null, claims: { name: 'Zoe', role: ['a'] }, isActive: true });
+      expect(stored).toMatchObject({
+        username: 'zoe',
+        tenant: null,
+        claims: { name: 'Zoe', role: ['a'] },
+        isActive: true,
+      });
       expect(stored?.passwordHash).toMatch(/^\$argon2id\$/);
       expect(JSON.stringify(stored)).not.toContain('zoe-pass');
       expect(await verify(stored?.passwordHash ?? '', 'zoe-pass')).toBe(true);
       const listed = await users.list();
-      expect(listed.map((u) => `${u.username}:${u.source}`)).toEqual(['alice:config', 'bob:config', 'carol:config', 'dave:config', 'zoe:store']);
+      expect(listed.map((u) => `${u.username}:${u.source}`)).toEqual([
+        'alice:config',
+        'bob:config',
+        'carol:config',
+        'dave:config',
+        'zoe:store',
+      ]);
       expect(listed.find((u) => u.username === 'dave')?.isActive).toBe(false);
       expect(listed.find((u) => u.username === 'carol')?.tenant).toBe('acme');
       const events = new EventBus(silent);
@@ -189,54 +232,98 @@ describe('admin services over SQLite', () => {
     it('gives a new user a random subject and no password unless told', async () => {
       const { subjectId } = await users.create({ username: 'nia' });
       expect(subjectId).toMatch(/^[A-Za-z0-9_-]{16,}$/);
-      expect(await store.users.findUserBySubject(subjectId)).toMatchObject({ username: 'nia', passwordHash: null, claims: {} });
+      expect(await store.users.findUserBySubject(subjectId)).toMatchObject({
+        username: 'nia',
+        passwordHash: null,
+        claims: {},
+      });
     });
 
     it('refuses an overlong username, claims that are not a JSON object and a taken username, and stores nothing', async () => {
-      expect(await refusal(users.create({ username: 'u'.repeat(101) }))).toMatchObject({ code: 'invalid', field: 'username', message: 'the username is longer than 100 characters' });
+      expect(await refusal(users.create({ username: 'u'.repeat(101) }))).toMatchObject({
+        code: 'invalid',
+        field: 'username',
+        message: 'the username is longer than 100 characters',
+      });
       for (const claims of [[1], null, 'nope', 7])
-        expect(await refusal(users.create({ username: 'kim', claims }))).toMatchObject({ code: 'invalid', field: 'claims' });
+        expect(await refusal(users.create({ username: 'kim', claims }))).toMatchObject({
+          code: 'invalid',
+          field: 'claims',
+        });
       expect(await store.users.listUsers()).toEqual([]);
       await users.create({ username: 'kim', subjectId: 'k-1' });
-      expect(await refusal(users.create({ username: 'KIM', subjectId: 'k-2' }))).toMatchObject({ code: 'conflict', message: 'a stored user "KIM" exists already' });
+      expect(await refusal(users.create({ username: 'KIM', subjectId: 'k-2' }))).toMatchObject({
+        code: 'conflict',
+        message: 'a stored user "KIM" exists already',
+      });
       expect((await store.users.listUsers()).map((u) => u.subjectId)).toEqual(['k-1']);
     });
 
     it('a stored user named like a config user is saved, and the result says the config user wins', async () => {
-      expect(await users.create({ username: 'Alice', subjectId: 'a-2' })).toEqual({ subjectId: 'a-2', shadowedBy: { username: 'alice', subjectId: '1' } });
-      expect(await users.create({ username: 'ann', subjectId: '2' })).toEqual({ subjectId: '2', shadowedBy: { username: 'bob', subjectId: '2' } });
+      expect(await users.create({ username: 'Alice', subjectId: 'a-2' })).toEqual({
+        subjectId: 'a-2',
+        shadowedBy: { username: 'alice', subjectId: '1' },
+      });
+      expect(await users.create({ username: 'ann', subjectId: '2' })).toEqual({
+        subjectId: '2',
+        shadowedBy: { username: 'bob', subjectId: '2' },
+      });
     });
 
-    it('sets a stored user\'s password (argon2id); config users are read-only', async () => {
+    it("sets a stored user's password (argon2id); config users are read-only", async () => {
       await users.create({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
       await users.setPassword('zoe', null, 'new-pass');
       const hash = (await store.users.findUserBySubject('z-1'))?.passwordHash ?? '';
       expect(hash).toMatch(/^\$argon2id\$/);
       expect(await verify(hash, 'new-pass')).toBe(true);
-      expect(await refusal(users.setPassword('zoe', null, undefined))).toMatchObject({ code: 'invalid', field: 'password' });
+      expect(await refusal(users.setPassword('zoe', null, undefined))).toMatchObject({
+        code: 'invalid',
+        field: 'password',
+      });
       expect(await refusal(users.setPassword('alice', null, 'x'))).toMatchObject({ code: 'read_only' });
-      expect(await refusal(users.setPassword('nobody', null, 'x'))).toMatchObject({ code: 'not_found', message: 'no stored user "nobody"' });
+      expect(await refusal(users.setPassword('nobody', null, 'x'))).toMatchObject({
+        code: 'not_found',
+        message: 'no stored user "nobody"',
+      });
       // The user is looked up before the password is required.
       expect(await refusal(users.setPassword('nobody', null, undefined))).toMatchObject({ code: 'not_found' });
     });
 
     it('applies the password policy on add and setPassword: invalid, field password, nothing stored or changed', async () => {
-      expect(await refusal(users.create({ username: 'zoe', password: 'password' }))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is a common or breached password' });
-      expect(await refusal(users.create({ username: 'zoe', password: 'Sigil-2026-zoe' }))).toMatchObject({ code: 'invalid', field: 'password', message: expect.stringContaining('the password contains the product name') });
+      expect(await refusal(users.create({ username: 'zoe', password: 'password' }))).toMatchObject({
+        code: 'invalid',
+        field: 'password',
+        message: 'the password is a common or breached password',
+      });
+      expect(await refusal(users.create({ username: 'zoe', password: 'Sigil-2026-zoe' }))).toMatchObject({
+        code: 'invalid',
+        field: 'password',
+        message: expect.stringContaining('the password contains the product name'),
+      });
       expect(await store.users.listUsers()).toEqual([]);
       await users.create({ username: 'zoe', subjectId: 'z-1', password: 'harbour-violet-19' });
       const before = (await store.users.findUserBySubject('z-1'))?.passwordHash;
-      expect(await refusal(users.setPassword('zoe', null, 'seven77'))).toMatchObject({ code: 'invalid', field: 'password', message: 'the password is shorter than 8 characters' });
+      expect(await refusal(users.setPassword('zoe', null, 'seven77'))).toMatchObject({
+        code: 'invalid',
+        field: 'password',
+        message: 'the password is shorter than 8 characters',
+      });
       expect((await store.users.findUserBySubject('z-1'))?.passwordHash).toBe(before);
     });
 
     it('refuses to remove a config user (by name or subject) and an unknown one', async () => {
-      expect(await refusal(users.remove('alice', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({ code: 'read_only' });
-      expect(await refusal(users.remove('2', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({ code: 'read_only' });
-      expect(await refusal(users.remove('nobody', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({ code: 'not_found', message: 'no stored user "nobody"' });
+      expect(
+        await refusal(users.remove('alice', null, { events: new EventBus(silent), endpoint: 'test' })),
+      ).toMatchObject({ code: 'read_only' });
+      expect(await refusal(users.remove('2', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({
+        code: 'read_only',
+      });
+      expect(
+        await refusal(users.remove('nobody', null, { events: new EventBus(silent), endpoint: 'test' })),
+      ).toMatchObject({ code: 'not_found', message: 'no stored user "nobody"' });
     });
 
-    it('lists and resets a user\'s second factors, with an mfa_removed audit event per kind', async () => {
+    it("lists and resets a user's second factors, with an mfa_removed audit event per kind", async () => {
       await users.create({ username: 'zoe', subjectId: 'z-1' });
       const factor = { subjectId: 'z-1', label: '', data: {}, counter: 0, createdAt: 1_700_000_000, lastUsedAt: null };
       await store.factors.addFactor({ ...factor, id: 'f-1', kind: 'totp' });
@@ -248,7 +335,10 @@ describe('admin services over SQLite', () => {
       const events = new EventBus(silent);
       const seen: SigilEvent[] = [];
       events.subscribe((e) => void seen.push(e));
-      expect(await users.resetSecondFactors('zoe', null, { events, endpoint: 'test' })).toEqual({ subjectId: 'z-1', removed: 3 });
+      expect(await users.resetSecondFactors('zoe', null, { events, endpoint: 'test' })).toEqual({
+        subjectId: 'z-1',
+        removed: 3,
+      });
       expect(seen.map((e) => [e.name, e.endpoint, e.subjectId, e.factor]).sort()).toEqual([
         ['mfa_removed', 'test', 'z-1', 'recovery_code'],
         ['mfa_removed', 'test', 'z-1', 'totp'],
@@ -256,7 +346,10 @@ describe('admin services over SQLite', () => {
       expect((await users.secondFactors('zoe', null)).factors).toEqual([]);
       // A config user has second factors too.
       expect((await users.secondFactors('alice', null)).subjectId).toBe('1');
-      expect(await refusal(users.secondFactors('nobody', null))).toMatchObject({ code: 'not_found', message: 'no user "nobody"' });
+      expect(await refusal(users.secondFactors('nobody', null))).toMatchObject({
+        code: 'not_found',
+        message: 'no user "nobody"',
+      });
     });
   });
 
@@ -265,7 +358,15 @@ describe('admin services over SQLite', () => {
       const log = new AuditLog(store.audit, 3600, silent);
       const events = new EventBus(silent);
       events.subscribe(log.record);
-      const change = (id: string) => events.emit({ name: 'admin_changed', endpoint: 'test', clientId: 'cli', action: 'client.update', target: { type: 'client', id }, changes: {} });
+      const change = (id: string) =>
+        events.emit({
+          name: 'admin_changed',
+          endpoint: 'test',
+          clientId: 'cli',
+          action: 'client.update',
+          target: { type: 'client', id },
+          changes: {},
+        });
       change('one');
       // The database refuses the write (its table is gone for a moment): the flush fails.
       const other = new Database(file);
@@ -287,22 +388,46 @@ describe('admin services over SQLite', () => {
       expect((await keys.rotate(undefined, now)).map((k) => k.alg)).toEqual(['RS256', 'ES256']);
       const [es] = await keys.rotate('ES256', now);
       expect(es?.alg).toBe('ES256');
-      expect(await refusal(keys.rotate('HS256', now))).toMatchObject({ code: 'invalid', field: 'alg', message: 'HS256 is not one of signingAlgorithms' });
+      expect(await refusal(keys.rotate('HS256', now))).toMatchObject({
+        code: 'invalid',
+        field: 'alg',
+        message: 'HS256 is not one of signingAlgorithms',
+      });
       expect((await keys.list(now)).map((k) => k.status)).toEqual(['pending', 'pending', 'pending']);
       const later = now + cfg.signingKeys.propagationSeconds;
       await keys.retire(es?.kid ?? '', later);
       expect((await keys.list(later)).find((k) => k.kid === es?.kid)?.status).toBe('retired');
-      expect(await refusal(keys.retire(es?.kid ?? '', later))).toMatchObject({ code: 'not_found', message: `no live key ${es?.kid}` });
+      expect(await refusal(keys.retire(es?.kid ?? '', later))).toMatchObject({
+        code: 'not_found',
+        message: `no live key ${es?.kid}`,
+      });
     });
   });
 
   describe('sessions', () => {
     it('ends every live session of a user and queues the back-channel logout of a stored client that took part', async () => {
       await users.create({ username: 'zoe', subjectId: 'z-1' });
-      await clients.create({ ...m2m('rp'), allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], backChannelLogoutUri: 'https://rp.example/logout' });
+      await clients.create({
+        ...m2m('rp'),
+        allowedGrantTypes: ['authorization_code'],
+        redirectUris: ['https://rp.example/cb'],
+        backChannelLogoutUri: 'https://rp.example/logout',
+      });
       const now = Math.floor(Date.now() / 1000);
       for (const sid of ['s-1', 's-2'])
-        await store.grants.put(newGrantRecord({ key: `k-${sid}`, type: 'session', clientId: '', subjectId: 'z-1', familyId: sid, sessionId: sid, data: { sid }, createdAt: now, expiresAt: now + 600 }));
+        await store.grants.put(
+          newGrantRecord({
+            key: `k-${sid}`,
+            type: 'session',
+            clientId: '',
+            subjectId: 'z-1',
+            familyId: sid,
+            sessionId: sid,
+            data: { sid },
+            createdAt: now,
+            expiresAt: now + 600,
+          }),
+        );
       await store.logout.addParticipant({ sid: 's-1', clientId: 'rp', subjectId: 'z-1' }, now + 600);
       const sessions = new SessionAdmin(store, cfg, silent);
       expect(await sessions.revokeAll('zoe', null)).toEqual({ subjectId: 'z-1', ended: 2 });
@@ -310,17 +435,39 @@ describe('admin services over SQLite', () => {
       // Claimed at the current second: the deliveries are due from the second they were queued in.
       const claimAt = Math.floor(Date.now() / 1000);
       const queued = await store.logout.claimDeliveries('test', claimAt, claimAt + 60, 10);
-      expect(queued).toMatchObject([{ clientId: 'rp', uri: 'https://rp.example/logout', subjectId: 'z-1', sid: 's-1' }]);
+      expect(queued).toMatchObject([
+        { clientId: 'rp', uri: 'https://rp.example/logout', subjectId: 'z-1', sid: 's-1' },
+      ]);
       expect(await sessions.revokeAll('zoe', null)).toEqual({ subjectId: 'z-1', ended: 0 });
-      expect(await refusal(sessions.revokeAll('nobody', null))).toMatchObject({ code: 'not_found', message: 'no user "nobody"' });
+      expect(await refusal(sessions.revokeAll('nobody', null))).toMatchObject({
+        code: 'not_found',
+        message: 'no user "nobody"',
+      });
     });
 
     it('queues no back-channel logout for a client re-created with the id of a removed one that took part', async () => {
       await users.create({ username: 'zoe', subjectId: 'z-1' });
-      const rp = { ...m2m('rp'), allowedGrantTypes: ['authorization_code'], redirectUris: ['https://rp.example/cb'], backChannelLogoutUri: 'https://rp.example/logout' };
+      const rp = {
+        ...m2m('rp'),
+        allowedGrantTypes: ['authorization_code'],
+        redirectUris: ['https://rp.example/cb'],
+        backChannelLogoutUri: 'https://rp.example/logout',
+      };
       await clients.create(rp);
       const now = Math.floor(Date.now() / 1000);
-      await store.grants.put(newGrantRecord({ key: 'k-s-1', type: 'session', clientId: '', subjectId: 'z-1', familyId: 's-1', sessionId: 's-1', data: { sid: 's-1' }, createdAt: now, expiresAt: now + 600 }));
+      await store.grants.put(
+        newGrantRecord({
+          key: 'k-s-1',
+          type: 'session',
+          clientId: '',
+          subjectId: 'z-1',
+          familyId: 's-1',
+          sessionId: 's-1',
+          data: { sid: 's-1' },
+          createdAt: now,
+          expiresAt: now + 600,
+        }),
+      );
       await store.logout.addParticipant({ sid: 's-1', clientId: 'rp', subjectId: 'z-1' }, now + 600);
       await clients.delete('rp');
       await clients.create({ ...rp, backChannelLogoutUri: 'https://new-owner.example/logout' });

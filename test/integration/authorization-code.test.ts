@@ -37,13 +37,20 @@ function refresh(token: string, client = 'web') {
   return sigil.app.inject({
     method: 'POST',
     url: '/connect/token',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`${client}:${client}-secret`).toString('base64')}` },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${client}:${client}-secret`).toString('base64')}`,
+    },
     payload: form({ grant_type: 'refresh_token', refresh_token: token }),
   });
 }
 
 function userinfo(accessToken: string) {
-  return sigil.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${accessToken}` } });
+  return sigil.app.inject({
+    method: 'GET',
+    url: '/connect/userinfo',
+    headers: { authorization: `Bearer ${accessToken}` },
+  });
 }
 
 describe('success shape', () => {
@@ -121,7 +128,17 @@ describe('a code is single use; a replay revokes what it gave', () => {
 
   it('hybrid: the access token given with the code at the authorization endpoint dies on a replay', async () => {
     const r = readResponse(
-      await b.get(authorizeUrl({ client_id: 'hybrid', redirect_uri: CB, response_type: 'code token', scope: 'openid api1', state: 's', code_challenge: challenge, code_challenge_method: 'S256' })),
+      await b.get(
+        authorizeUrl({
+          client_id: 'hybrid',
+          redirect_uri: CB,
+          response_type: 'code token',
+          scope: 'openid api1',
+          state: 's',
+          code_challenge: challenge,
+          code_challenge_method: 'S256',
+        }),
+      ),
     );
     const front = r.params.get('access_token')!;
     const c = r.params.get('code')!;
@@ -134,7 +151,11 @@ describe('a code is single use; a replay revokes what it gave', () => {
   it('two concurrent redemptions: exactly one succeeds', async () => {
     for (let round = 0; round < 3; round++) {
       const c = await code();
-      const results = await Promise.all([redeem(sigil, c, { verifier }), redeem(sigil, c, { verifier }), redeem(sigil, c, { verifier })]);
+      const results = await Promise.all([
+        redeem(sigil, c, { verifier }),
+        redeem(sigil, c, { verifier }),
+        redeem(sigil, c, { verifier }),
+      ]);
       expect(results.filter((r) => r.statusCode === 200)).toHaveLength(1);
       for (const r of results.filter((x) => x.statusCode !== 200)) expect(r.json().error).toBe('invalid_grant');
     }
@@ -147,7 +168,10 @@ describe('a code is single use; a replay revokes what it gave', () => {
     const twice = await sigil.app.inject({
       method: 'POST',
       url: '/connect/token',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('web:web-secret').toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('web:web-secret').toString('base64')}`,
+      },
       payload: `${form({ grant_type: 'authorization_code', code: c, redirect_uri: CB, code_verifier: verifier })}&code=${c}`,
     });
     expect(twice.json().error).toBe('invalid_request');
@@ -156,7 +180,7 @@ describe('a code is single use; a replay revokes what it gave', () => {
 });
 
 describe('a code is bound to its client', () => {
-  it("another client (with its valid secret) cannot redeem it; the owner still can", async () => {
+  it('another client (with its valid secret) cannot redeem it; the owner still can', async () => {
     const c = await code();
     const stolen = await redeem(sigil, c, { client: 'other', verifier });
     expect(stolen.statusCode).toBe(400);

@@ -106,7 +106,15 @@ describe('hybrid flows (client hybrid)', () => {
 
   it('code token: code and access token, no identity token', async () => {
     const r = readResponse(await b.get(authorizeUrl(hybrid('code token', { scope: 'openid api1' }))));
-    expect([...r.params.keys()].sort()).toEqual(['access_token', 'code', 'expires_in', 'iss', 'scope', 'state', 'token_type']);
+    expect([...r.params.keys()].sort()).toEqual([
+      'access_token',
+      'code',
+      'expires_in',
+      'iss',
+      'scope',
+      'state',
+      'token_type',
+    ]);
     expect(r.params.get('token_type')).toBe('Bearer');
     expect(r.params.get('expires_in')).toBe('3600');
     expect(r.params.get('scope')).toBe('openid api1');
@@ -146,13 +154,28 @@ describe('implicit flows (client hybrid, allowAccessTokensViaBrowser)', () => {
 
   it('id_token token: at_hash binds the access token', async () => {
     const r = readResponse(await b.get(authorizeUrl(hybrid('id_token token'))));
-    expect([...r.params.keys()].sort()).toEqual(['access_token', 'expires_in', 'id_token', 'iss', 'scope', 'state', 'token_type']);
+    expect([...r.params.keys()].sort()).toEqual([
+      'access_token',
+      'expires_in',
+      'id_token',
+      'iss',
+      'scope',
+      'state',
+      'token_type',
+    ]);
     const { claims, alg } = await checkIdToken(r.params.get('id_token')!, 'hybrid', NONCE);
     expect(claims.at_hash).toBe(halfHash(r.params.get('access_token')!, alg));
     expect(claims).not.toHaveProperty('name');
-    const at = await jwtVerify(r.params.get('access_token')!, await fetchJwks(sigil), { issuer: ISSUER, typ: 'at+jwt' });
+    const at = await jwtVerify(r.params.get('access_token')!, await fetchJwks(sigil), {
+      issuer: ISSUER,
+      typ: 'at+jwt',
+    });
     expect(at.payload.client_id).toBe('hybrid');
-    const info = await sigil.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${r.params.get('access_token')}` } });
+    const info = await sigil.app.inject({
+      method: 'GET',
+      url: '/connect/userinfo',
+      headers: { authorization: `Bearer ${r.params.get('access_token')}` },
+    });
     expect(info.statusCode).toBe(200);
     expect(info.json().name).toBe('Alice Smith');
   });
@@ -165,14 +188,18 @@ describe('implicit flows (client hybrid, allowAccessTokensViaBrowser)', () => {
   });
 
   it('offline_access is ignored unless a code is returned', async () => {
-    const r = readResponse(await b.get(authorizeUrl(hybrid('id_token token', { scope: 'openid api1 offline_access' }))));
+    const r = readResponse(
+      await b.get(authorizeUrl(hybrid('id_token token', { scope: 'openid api1 offline_access' }))),
+    );
     expect(r.params.get('access_token')).toBeTruthy();
     expect(r.params.get('scope')).toBe('openid api1');
     expect(r.params.has('refresh_token')).toBe(false);
     const t = readResponse(await b.get(authorizeUrl(hybrid('token', { scope: 'api1 offline_access' }))));
     expect(t.params.get('scope')).toBe('api1');
     // With a code, the same scope yields a refresh token from the token endpoint.
-    const h = readResponse(await b.get(authorizeUrl(hybrid('code id_token token', { scope: 'openid api1 offline_access' }))));
+    const h = readResponse(
+      await b.get(authorizeUrl(hybrid('code id_token token', { scope: 'openid api1 offline_access' }))),
+    );
     expect(h.params.get('scope')).toBe('openid api1');
     expect(h.params.has('refresh_token')).toBe(false);
     const res = await redeem(sigil, h.params.get('code')!, { client: 'hybrid', verifier });
@@ -182,11 +209,16 @@ describe('implicit flows (client hybrid, allowAccessTokensViaBrowser)', () => {
 });
 
 describe('access tokens from this endpoint only for clients allowed them (client nobrowser)', () => {
-  const nb = (rt: string, extra: Record<string, string> = {}) => hybrid(rt, { client_id: 'nobrowser', scope: 'openid api1', ...extra });
+  const nb = (rt: string, extra: Record<string, string> = {}) =>
+    hybrid(rt, { client_id: 'nobrowser', scope: 'openid api1', ...extra });
 
   it('token, id_token token, code token, code id_token token → unauthorized_client, nothing issued', async () => {
     for (const rt of ['token', 'id_token token', 'code token', 'code id_token token']) {
-      expectClientError(await b.get(authorizeUrl(nb(rt, rt === 'token' ? { scope: 'api1' } : {}))), 'unauthorized_client', { mode: 'fragment', state: 'st' });
+      expectClientError(
+        await b.get(authorizeUrl(nb(rt, rt === 'token' ? { scope: 'api1' } : {}))),
+        'unauthorized_client',
+        { mode: 'fragment', state: 'st' },
+      );
     }
   });
 

@@ -30,7 +30,10 @@ afterAll(async () => sigil.close());
 
 const web = (extra: Record<string, string> = {}) => codeParams(challenge, extra);
 
-/** Redeems the code of a finished step for `client` and returns the verified identity token claims and the raw token. */
+/**
+ * Redeems the code of a finished step for `client` and returns the verified identity token claims and the raw
+ * token.
+ */
 async function idTokenOf(step: Awaited<ReturnType<Browser['get']>>, client = 'web') {
   const code = readResponse(step).params.get('code');
   expect(code, step.location ?? step.body).toBeTruthy();
@@ -63,8 +66,12 @@ describe('prompt=none', () => {
 
   it('with a session but consent needed → consent_required (requireConsent and native clients)', async () => {
     const b = await signedIn();
-    expectClientError(await b.get(authorizeUrl(web({ client_id: 'consent', prompt: 'none' }))), 'consent_required', { state: 'st' });
-    const native = { ...web({ client_id: 'native', redirect_uri: 'http://127.0.0.1:5555/cb', scope: 'openid api1', prompt: 'none' }) };
+    expectClientError(await b.get(authorizeUrl(web({ client_id: 'consent', prompt: 'none' }))), 'consent_required', {
+      state: 'st',
+    });
+    const native = {
+      ...web({ client_id: 'native', redirect_uri: 'http://127.0.0.1:5555/cb', scope: 'openid api1', prompt: 'none' }),
+    };
     expectClientError(await b.get(authorizeUrl(native)), 'consent_required', { target: 'http://127.0.0.1:5555/cb' });
   });
 
@@ -89,7 +96,9 @@ describe('prompt=login, select_account, consent', () => {
     expect(second.auth_time as number).toBeGreaterThan(first.auth_time as number);
     expect(second.sid).not.toBe(first.sid);
     // Resuming the same interaction again does not loop nor issue a second response.
-    const again = await b.get(`/connect/authorize/resume?interaction=${encodeURIComponent(input(page.body, 'interaction'))}`);
+    const again = await b.get(
+      `/connect/authorize/resume?interaction=${encodeURIComponent(input(page.body, 'interaction'))}`,
+    );
     expect(again.status).toBe(400);
   });
 
@@ -136,7 +145,11 @@ describe('prompt=login, select_account, consent', () => {
     const b = await signedIn('alice');
     const before = await idTokenOf(await b.get(authorizeUrl(web())));
     const page = await b.follow(await b.get(authorizeUrl(web({ prompt: 'login' }))));
-    const cancelled = await b.post('/account/login', { csrf_token: input(page.body, 'csrf_token'), interaction: input(page.body, 'interaction'), button: 'cancel' });
+    const cancelled = await b.post('/account/login', {
+      csrf_token: input(page.body, 'csrf_token'),
+      interaction: input(page.body, 'interaction'),
+      button: 'cancel',
+    });
     expectClientError(cancelled, 'access_denied', { state: 'st' });
     const after = await idTokenOf(await b.get(authorizeUrl(web({ prompt: 'none' }))));
     expect(after.sub).toBe('1');
@@ -190,12 +203,16 @@ describe('id_token_hint', () => {
 
   it("another user's hint with prompt=none → login_required, never the signed-in user's code", async () => {
     const b = await signedIn('alice');
-    expectClientError(await b.get(authorizeUrl(web({ prompt: 'none', id_token_hint: bobHint }))), 'login_required', { state: 'st' });
+    expectClientError(await b.get(authorizeUrl(web({ prompt: 'none', id_token_hint: bobHint }))), 'login_required', {
+      state: 'st',
+    });
     // Without prompt=none the login page is shown.
     const page = await b.follow(await b.get(authorizeUrl(web({ id_token_hint: bobHint }))));
     expect(isLoginPage(page)).toBe(true);
     // The user's own hint passes.
-    expect(readResponse(await b.get(authorizeUrl(web({ prompt: 'none', id_token_hint: aliceHint })))).params.get('code')).toBeTruthy();
+    expect(
+      readResponse(await b.get(authorizeUrl(web({ prompt: 'none', id_token_hint: aliceHint })))).params.get('code'),
+    ).toBeTruthy();
   });
 
   it('a hint with a broken signature, a modified payload or from another issuer → invalid_request', async () => {
@@ -205,14 +222,24 @@ describe('id_token_hint', () => {
     const payload = JSON.parse(Buffer.from(p, 'base64url').toString());
     const modified = Buffer.from(JSON.stringify({ ...payload, sub: '2' })).toString('base64url');
     const foreign = Buffer.from(JSON.stringify({ ...payload, iss: 'https://evil.example' })).toString('base64url');
-    for (const bad of [`${h}.${p}.${flipped}`, `${h}.${modified}.${s}`, `${h}.${foreign}.${s}`, `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${p}.`]) {
-      expectClientError(await b.get(authorizeUrl(web({ prompt: 'none', id_token_hint: bad }))), 'invalid_request', { state: 'st' });
+    for (const bad of [
+      `${h}.${p}.${flipped}`,
+      `${h}.${modified}.${s}`,
+      `${h}.${foreign}.${s}`,
+      `${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${p}.`,
+    ]) {
+      expectClientError(await b.get(authorizeUrl(web({ prompt: 'none', id_token_hint: bad }))), 'invalid_request', {
+        state: 'st',
+      });
     }
   });
 
   it('an access token presented as id_token_hint is not accepted', async () => {
     const b = await signedIn('alice');
-    expectClientError(await b.get(authorizeUrl(web({ prompt: 'none', id_token_hint: aliceAccessToken }))), 'invalid_request');
+    expectClientError(
+      await b.get(authorizeUrl(web({ prompt: 'none', id_token_hint: aliceAccessToken }))),
+      'invalid_request',
+    );
   });
 
   it("the user's expired but genuine hint is accepted", async () => {
@@ -237,7 +264,9 @@ describe('acr_values tenant:<name>', () => {
     const page2 = await b.get(`/account/login?interaction=${encodeURIComponent(input(page.body, 'interaction'))}`);
     const carol = await idTokenOf(await b.follow(await b.submitLogin(page2, 'carol', 'carol')));
     expect(carol.sub).toBe('3');
-    expect(readResponse(await b.get(authorizeUrl(web({ acr_values: 'tenant:acme', prompt: 'none' })))).params.get('code')).toBeTruthy();
+    expect(
+      readResponse(await b.get(authorizeUrl(web({ acr_values: 'tenant:acme', prompt: 'none' })))).params.get('code'),
+    ).toBeTruthy();
     expectClientError(await b.get(authorizeUrl(web({ acr_values: 'tenant:other', prompt: 'none' }))), 'login_required');
   });
 });

@@ -57,14 +57,23 @@ async function viaConsent(params: Record<string, string>, button: 'yes' | 'no'):
 
 describe('state is echoed exactly', () => {
   it('on success in query, fragment and form_post, and on an error', async () => {
-    for (const extra of [{}, { response_mode: 'fragment' }, { response_mode: 'form_post' }] as Record<string, string>[]) {
+    for (const extra of [{}, { response_mode: 'fragment' }, { response_mode: 'form_post' }] as Record<
+      string,
+      string
+    >[]) {
       const r = readResponse(await signedIn.get(authorizeUrl(web({ state: STATE, ...extra }))));
       expect(r.params.get('state')).toBe(STATE);
       expect(r.params.get('code')).toBeTruthy();
     }
     expect(readResponse(await signedIn.get(authorizeUrl(hybrid()))).params.get('state')).toBe(STATE);
-    expectClientError(await signedIn.get(authorizeUrl(web({ state: STATE, scope: 'openid admin' }))), 'invalid_scope', { state: STATE });
-    expectClientError(await signedIn.get(authorizeUrl(web({ state: STATE, scope: 'openid admin', response_mode: 'form_post' }))), 'invalid_scope', { state: STATE });
+    expectClientError(await signedIn.get(authorizeUrl(web({ state: STATE, scope: 'openid admin' }))), 'invalid_scope', {
+      state: STATE,
+    });
+    expectClientError(
+      await signedIn.get(authorizeUrl(web({ state: STATE, scope: 'openid admin', response_mode: 'form_post' }))),
+      'invalid_scope',
+      { state: STATE },
+    );
   });
 
   it('a long state survives the login and consent pages', async () => {
@@ -100,7 +109,11 @@ describe('iss in every authorization response (RFC 9207)', () => {
     const anon = new Browser(sigil);
     expectClientError(await anon.get(authorizeUrl(web({ prompt: 'none' }))), 'login_required', { mode: 'query' });
     expectClientError(await anon.get(authorizeUrl(hybrid({ prompt: 'none' }))), 'login_required', { mode: 'fragment' });
-    expectClientError(await anon.get(authorizeUrl(web({ prompt: 'none', response_mode: 'form_post' }))), 'login_required', { mode: 'form_post' });
+    expectClientError(
+      await anon.get(authorizeUrl(web({ prompt: 'none', response_mode: 'form_post' }))),
+      'login_required',
+      { mode: 'form_post' },
+    );
   });
 
   it('cancel on the login page → access_denied to the client', async () => {
@@ -143,15 +156,28 @@ describe('form_post', () => {
     expect(csp).toContain("frame-ancestors 'none'");
     const scripts = [...step.body.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1] ?? '');
     expect(scripts).toHaveLength(1);
-    const hash = createHash('sha256').update(scripts[0] ?? '').digest('base64');
+    const hash = createHash('sha256')
+      .update(scripts[0] ?? '')
+      .digest('base64');
     expect(csp).toContain(`'sha256-${hash}'`);
     expect(csp).toMatch(/form-action https:\/\/rp\.example(;|$)/);
     expect(step.headers['x-frame-options']).toBe('DENY');
   });
 
   it('carries the tokens of a hybrid response and nothing else', async () => {
-    const r = readResponse(await signedIn.get(authorizeUrl(hybrid({ response_type: 'code id_token token', response_mode: 'form_post' }))));
-    expect([...r.params.keys()].sort()).toEqual(['access_token', 'code', 'expires_in', 'id_token', 'iss', 'scope', 'state', 'token_type']);
+    const r = readResponse(
+      await signedIn.get(authorizeUrl(hybrid({ response_type: 'code id_token token', response_mode: 'form_post' }))),
+    );
+    expect([...r.params.keys()].sort()).toEqual([
+      'access_token',
+      'code',
+      'expires_in',
+      'id_token',
+      'iss',
+      'scope',
+      'state',
+      'token_type',
+    ]);
   });
 });
 
@@ -170,7 +196,8 @@ describe('headers of every page', () => {
     expect(step.headers['x-powered-by'], what).toBeUndefined();
     expect(step.headers['access-control-allow-origin'], what).toBeUndefined();
     // Every referenced resource is same-origin.
-    for (const m of step.body.matchAll(/<(?:script|img|link)[^>]*(?:src|href)="([^"]*)"/g)) expect(m[1], what).toMatch(/^\/(?!\/)/);
+    for (const m of step.body.matchAll(/<(?:script|img|link)[^>]*(?:src|href)="([^"]*)"/g))
+      expect(m[1], what).toMatch(/^\/(?!\/)/);
   }
 
   it('login, consent, logout, signed-out, error and expired pages', async () => {
@@ -185,7 +212,10 @@ describe('headers of every page', () => {
     const logout = await b.get('/account/logout');
     expect(logout.body).toContain('name="button" value="logout"');
     expectPageHeaders(logout, 'logout');
-    const signedOut = await b.post('/account/logout', { csrf_token: input(logout.body, 'csrf_token'), button: 'logout' });
+    const signedOut = await b.post('/account/logout', {
+      csrf_token: input(logout.body, 'csrf_token'),
+      button: 'logout',
+    });
     expect(signedOut.status).toBe(200);
     expectPageHeaders(signedOut, 'signed out');
     expectPageHeaders(await b.get(authorizeUrl(web({ client_id: 'nope' }))), 'error page');
@@ -194,9 +224,17 @@ describe('headers of every page', () => {
   });
 
   it('the authorization endpoint has no CORS', async () => {
-    const res = await sigil.app.inject({ method: 'GET', url: authorizeUrl(web()), headers: { origin: 'https://spa.example' } });
+    const res = await sigil.app.inject({
+      method: 'GET',
+      url: authorizeUrl(web()),
+      headers: { origin: 'https://spa.example' },
+    });
     expect(res.headers['access-control-allow-origin']).toBeUndefined();
-    const pre = await sigil.app.inject({ method: 'OPTIONS', url: '/connect/authorize', headers: { origin: 'https://spa.example', 'access-control-request-method': 'GET' } });
+    const pre = await sigil.app.inject({
+      method: 'OPTIONS',
+      url: '/connect/authorize',
+      headers: { origin: 'https://spa.example', 'access-control-request-method': 'GET' },
+    });
     expect(pre.headers['access-control-allow-origin']).toBeUndefined();
   });
 
@@ -216,7 +254,11 @@ describe('redirects after the login and consent POSTs are 303', () => {
     expect(afterLogin.status).toBe(303);
     expect(afterLogin.location).toMatch(/^\/connect\/authorize\/resume\?interaction=/);
     const consent = await b.follow(afterLogin);
-    const afterConsent = await b.post('/consent', { csrf_token: input(consent.body, 'csrf_token'), interaction: input(consent.body, 'interaction'), button: 'yes' });
+    const afterConsent = await b.post('/consent', {
+      csrf_token: input(consent.body, 'csrf_token'),
+      interaction: input(consent.body, 'interaction'),
+      button: 'yes',
+    });
     expect(afterConsent.status).toBe(303);
     const final = await b.follow(afterConsent);
     expect(final.status).toBe(303);
@@ -227,7 +269,8 @@ describe('redirects after the login and consent POSTs are 303', () => {
 describe('codes are unguessable', () => {
   it('50 codes are distinct, at least 128 bits of base64url, without a shared prefix', async () => {
     const codes: string[] = [];
-    for (let i = 0; i < 50; i++) codes.push(readResponse(await signedIn.get(authorizeUrl(web()))).params.get('code') ?? '');
+    for (let i = 0; i < 50; i++)
+      codes.push(readResponse(await signedIn.get(authorizeUrl(web()))).params.get('code') ?? '');
     expect(new Set(codes).size).toBe(50);
     for (const c of codes) {
       expect(c).toMatch(/^[A-Za-z0-9_-]{22,}$/);
@@ -273,7 +316,12 @@ describe('no open redirects', () => {
         if (step.location !== undefined) expect(step.location, url).toMatch(/^\/(?![/\\])/);
         expect(step.body, url).not.toMatch(/http-equiv="?refresh|location\s*=|attacker\.example"/i);
       }
-      const posted = await b.post(`/account/login?ReturnUrl=${enc}`, { username: 'alice', password: 'alice', button: 'login', returnUrl: t });
+      const posted = await b.post(`/account/login?ReturnUrl=${enc}`, {
+        username: 'alice',
+        password: 'alice',
+        button: 'login',
+        returnUrl: t,
+      });
       if (posted.location !== undefined) expect(posted.location).toMatch(/^\/(?![/\\])/);
     }
   });

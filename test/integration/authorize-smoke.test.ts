@@ -28,8 +28,14 @@ describe('authorization code flow through the pages', () => {
   it('signs in, consents, and redeems the code with PKCE', async () => {
     const b = new InjectBrowser(sigil.app);
     const q = new URLSearchParams({
-      client_id: 'web', redirect_uri: 'https://rp.example/cb', response_type: 'code', scope: 'openid profile api1 offline_access',
-      state: 'st', nonce: 'n1', code_challenge: challenge, code_challenge_method: 'S256',
+      client_id: 'web',
+      redirect_uri: 'https://rp.example/cb',
+      response_type: 'code',
+      scope: 'openid profile api1 offline_access',
+      state: 'st',
+      nonce: 'n1',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
     });
     const start = await b.get(`/connect/authorize?${q}`);
     expect(start.status).toBe(303);
@@ -37,7 +43,11 @@ describe('authorization code flow through the pages', () => {
     const consent = await b.login(start.location!, 'alice', 'alice');
     expect(consent.status).toBe(200);
     expect(consent.body).toContain('name="button" value="yes"');
-    const answer = await b.post('/consent', { csrf_token: InjectBrowser.input(consent.body, 'csrf_token'), interaction: InjectBrowser.input(consent.body, 'interaction'), button: 'yes' });
+    const answer = await b.post('/consent', {
+      csrf_token: InjectBrowser.input(consent.body, 'csrf_token'),
+      interaction: InjectBrowser.input(consent.body, 'interaction'),
+      button: 'yes',
+    });
     const done = await b.follow(answer);
     expect(done.status).toBe(303);
     const url = new URL(done.location!);
@@ -46,18 +56,30 @@ describe('authorization code flow through the pages', () => {
     expect(url.searchParams.get('iss')).toBe('http://127.0.0.1:5999');
     const code = url.searchParams.get('code')!;
     const token = await sigil.app.inject({
-      method: 'POST', url: '/connect/token',
+      method: 'POST',
+      url: '/connect/token',
       headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('web', 'web-secret') },
-      payload: form({ grant_type: 'authorization_code', code, redirect_uri: 'https://rp.example/cb', code_verifier: verifier }),
+      payload: form({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: 'https://rp.example/cb',
+        code_verifier: verifier,
+      }),
     });
     expect(token.statusCode).toBe(200);
     const body = token.json();
     expect(body.id_token).toBeTypeOf('string');
     expect(body.refresh_token).toBeTypeOf('string');
     const replay = await sigil.app.inject({
-      method: 'POST', url: '/connect/token',
+      method: 'POST',
+      url: '/connect/token',
       headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('web', 'web-secret') },
-      payload: form({ grant_type: 'authorization_code', code, redirect_uri: 'https://rp.example/cb', code_verifier: verifier }),
+      payload: form({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: 'https://rp.example/cb',
+        code_verifier: verifier,
+      }),
     });
     expect(replay.json().error).toBe('invalid_grant');
   });

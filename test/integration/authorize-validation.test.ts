@@ -27,8 +27,22 @@ const { verifier, challenge } = pkce();
 
 beforeAll(async () => {
   sigil = await startAuthorizeSigil([
-    { clientId: 'implicitonly', clientSecrets: ['x'], allowedGrantTypes: ['implicit'], allowedScopes: ['openid', 'api1'], allowAccessTokensViaBrowser: true, redirectUris: [CB] },
-    { clientId: 'disabled', enabled: false, clientSecrets: ['x'], allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid'], redirectUris: [CB] },
+    {
+      clientId: 'implicitonly',
+      clientSecrets: ['x'],
+      allowedGrantTypes: ['implicit'],
+      allowedScopes: ['openid', 'api1'],
+      allowAccessTokensViaBrowser: true,
+      redirectUris: [CB],
+    },
+    {
+      clientId: 'disabled',
+      enabled: false,
+      clientSecrets: ['x'],
+      allowedGrantTypes: ['authorization_code'],
+      allowedScopes: ['openid'],
+      redirectUris: [CB],
+    },
   ]);
   anon = new Browser(sigil);
   signedIn = new Browser(sigil);
@@ -73,7 +87,12 @@ describe('GET and POST', () => {
   });
 
   it('POST with another content type is 415, never 5xx; other methods are 405', async () => {
-    const json = await sigil.app.inject({ method: 'POST', url: '/connect/authorize', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(web()) });
+    const json = await sigil.app.inject({
+      method: 'POST',
+      url: '/connect/authorize',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify(web()),
+    });
     expect(json.statusCode).toBe(415);
     expect(json.headers.location).toBeUndefined();
     for (const method of ['PUT', 'DELETE'] as const) {
@@ -102,27 +121,62 @@ describe('client problems are never redirected', () => {
 
 describe('errors after client and redirect URI are known good go back to the client', () => {
   it('missing response_type → invalid_request in the query', async () => {
-    expectClientError(await anon.get(authorizeUrl(without(web(), 'response_type'))), 'invalid_request', { state: 'st', mode: 'query', target: CB });
+    expectClientError(await anon.get(authorizeUrl(without(web(), 'response_type'))), 'invalid_request', {
+      state: 'st',
+      mode: 'query',
+      target: CB,
+    });
   });
 
   it('unknown or malformed response_type → unsupported_response_type in the query', async () => {
     for (const rt of ['foo', 'code code', 'code  id_token', 'none', 'CODE']) {
-      expectClientError(await anon.get(authorizeUrl(web({ response_type: rt }))), 'unsupported_response_type', { state: 'st', mode: 'query' });
+      expectClientError(await anon.get(authorizeUrl(web({ response_type: rt }))), 'unsupported_response_type', {
+        state: 'st',
+        mode: 'query',
+      });
     }
   });
 
   it('response_type not allowed by the client → unauthorized_client, no token', async () => {
     // web has authorization_code only: token needs implicit, code id_token needs hybrid.
-    expectClientError(await signedIn.get(authorizeUrl(web({ response_type: 'token', scope: 'api1' }))), 'unauthorized_client', { state: 'st', mode: 'fragment' });
-    expectClientError(await signedIn.get(authorizeUrl(web({ response_type: 'id_token' }))), 'unauthorized_client', { mode: 'fragment' });
-    expectClientError(await signedIn.get(authorizeUrl(web({ response_type: 'code id_token' }))), 'unauthorized_client', { mode: 'fragment' });
-    expectClientError(await signedIn.get(authorizeUrl(web({ response_type: 'code token' }))), 'unauthorized_client', { mode: 'fragment' });
+    expectClientError(
+      await signedIn.get(authorizeUrl(web({ response_type: 'token', scope: 'api1' }))),
+      'unauthorized_client',
+      { state: 'st', mode: 'fragment' },
+    );
+    expectClientError(await signedIn.get(authorizeUrl(web({ response_type: 'id_token' }))), 'unauthorized_client', {
+      mode: 'fragment',
+    });
+    expectClientError(
+      await signedIn.get(authorizeUrl(web({ response_type: 'code id_token' }))),
+      'unauthorized_client',
+      { mode: 'fragment' },
+    );
+    expectClientError(await signedIn.get(authorizeUrl(web({ response_type: 'code token' }))), 'unauthorized_client', {
+      mode: 'fragment',
+    });
     // implicit alone does not permit code or hybrid.
-    const io = { client_id: 'implicitonly', redirect_uri: CB, scope: 'openid', nonce: 'n', state: 'st', code_challenge: challenge, code_challenge_method: 'S256' };
-    expectClientError(await signedIn.get(authorizeUrl({ ...io, response_type: 'code' })), 'unauthorized_client', { mode: 'query' });
-    expectClientError(await signedIn.get(authorizeUrl({ ...io, response_type: 'code id_token' })), 'unauthorized_client', { mode: 'fragment' });
+    const io = {
+      client_id: 'implicitonly',
+      redirect_uri: CB,
+      scope: 'openid',
+      nonce: 'n',
+      state: 'st',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    };
+    expectClientError(await signedIn.get(authorizeUrl({ ...io, response_type: 'code' })), 'unauthorized_client', {
+      mode: 'query',
+    });
+    expectClientError(
+      await signedIn.get(authorizeUrl({ ...io, response_type: 'code id_token' })),
+      'unauthorized_client',
+      { mode: 'fragment' },
+    );
     // ... but implicit response types work for it.
-    const ok = readResponse(await signedIn.get(authorizeUrl({ ...io, response_type: 'id_token token', scope: 'openid api1' })));
+    const ok = readResponse(
+      await signedIn.get(authorizeUrl({ ...io, response_type: 'id_token token', scope: 'openid api1' })),
+    );
     expect(ok.mode).toBe('fragment');
     expect(ok.params.get('id_token')).toBeTruthy();
     expect(ok.params.get('access_token')).toBeTruthy();
@@ -145,7 +199,12 @@ describe('errors after client and redirect URI are known good go back to the cli
     expectClientError(await anon.get(authorizeUrl(web({ scope: 'openid roles' }))), 'invalid_scope');
     expectClientError(await anon.get(authorizeUrl(web({ scope: 'openid api2' }))), 'invalid_scope');
     // offline_access without allowOfflineAccess.
-    expectClientError(await anon.get(authorizeUrl(hybrid({ client_id: 'nobrowser', response_type: 'code', scope: 'openid offline_access' }))), 'invalid_scope');
+    expectClientError(
+      await anon.get(
+        authorizeUrl(hybrid({ client_id: 'nobrowser', response_type: 'code', scope: 'openid offline_access' })),
+      ),
+      'invalid_scope',
+    );
     // Identity scopes need openid.
     expectClientError(await anon.get(authorizeUrl(web({ scope: 'profile api1' }))), 'invalid_scope');
     expectClientError(await anon.get(authorizeUrl(without(web(), 'scope'))), 'invalid_request', { state: 'st' });
@@ -187,7 +246,9 @@ describe('errors after client and redirect URI are known good go back to the cli
   });
 
   it('unknown parameters are ignored', async () => {
-    const r = readResponse(await signedIn.get(authorizeUrl(web({ foo: 'bar', extra: '1', display: 'popup', claims_locales: 'de' }))));
+    const r = readResponse(
+      await signedIn.get(authorizeUrl(web({ foo: 'bar', extra: '1', display: 'popup', claims_locales: 'de' }))),
+    );
     expect(r.params.get('code')).toBeTruthy();
     expect(r.params.has('foo')).toBe(false);
     expect(r.params.has('extra')).toBe(false);
@@ -196,14 +257,24 @@ describe('errors after client and redirect URI are known good go back to the cli
   it('nonce: optional for code, required whenever an identity token comes from this endpoint', async () => {
     expect(readResponse(await signedIn.get(authorizeUrl(without(web(), 'nonce')))).params.get('code')).toBeTruthy();
     for (const rt of ['code id_token', 'code id_token token', 'id_token', 'id_token token']) {
-      expectClientError(await signedIn.get(authorizeUrl(without(hybrid({ response_type: rt, scope: rt === 'id_token' ? 'openid' : 'openid api1' }), 'nonce'))), 'invalid_request', {
-        mode: 'fragment',
-        state: 'st',
-      });
+      expectClientError(
+        await signedIn.get(
+          authorizeUrl(
+            without(hybrid({ response_type: rt, scope: rt === 'id_token' ? 'openid' : 'openid api1' }), 'nonce'),
+          ),
+        ),
+        'invalid_request',
+        {
+          mode: 'fragment',
+          state: 'st',
+        },
+      );
     }
     // No identity token from this endpoint: no nonce needed.
     for (const rt of ['code token', 'token']) {
-      const r = readResponse(await signedIn.get(authorizeUrl(without(hybrid({ response_type: rt, scope: 'api1' }), 'nonce'))));
+      const r = readResponse(
+        await signedIn.get(authorizeUrl(without(hybrid({ response_type: rt, scope: 'api1' }), 'nonce'))),
+      );
       expect(r.params.get('access_token')).toBeTruthy();
     }
     // Over-long nonce.
@@ -211,13 +282,22 @@ describe('errors after client and redirect URI are known good go back to the cli
   });
 
   it('unsupported prompt values and prompt=none combined → invalid_request', async () => {
-    expectClientError(await signedIn.get(authorizeUrl(web({ prompt: 'none login' }))), 'invalid_request', { state: 'st' });
+    expectClientError(await signedIn.get(authorizeUrl(web({ prompt: 'none login' }))), 'invalid_request', {
+      state: 'st',
+    });
     expectClientError(await signedIn.get(authorizeUrl(web({ prompt: 'none consent' }))), 'invalid_request');
     expectClientError(await signedIn.get(authorizeUrl(web({ prompt: 'foo' }))), 'invalid_request');
   });
 
   it('malformed max_age, login_hint, ui_locales, acr_values → invalid_request', async () => {
-    for (const extra of [{ max_age: '-1' }, { max_age: 'abc' }, { max_age: '1.5' }, { login_hint: 'x'.repeat(101) }, { ui_locales: 'x'.repeat(101) }, { acr_values: 'x'.repeat(301) }] as Record<string, string>[]) {
+    for (const extra of [
+      { max_age: '-1' },
+      { max_age: 'abc' },
+      { max_age: '1.5' },
+      { login_hint: 'x'.repeat(101) },
+      { ui_locales: 'x'.repeat(101) },
+      { acr_values: 'x'.repeat(301) },
+    ] as Record<string, string>[]) {
       expectClientError(await anon.get(authorizeUrl(web(extra))), 'invalid_request', { state: 'st' });
     }
   });
@@ -229,13 +309,20 @@ describe('errors after client and redirect URI are known good go back to the cli
 
 describe('no reflection', () => {
   it('error_description stays within the RFC 6749 character set even when built from input', async () => {
-    const r = expectClientError(await anon.get(authorizeUrl(web({ scope: 'openid "a\\b\u00e9\u{1F511}\t' }))), 'invalid_scope');
+    const r = expectClientError(
+      await anon.get(authorizeUrl(web({ scope: 'openid "a\\b\u00e9\u{1F511}\t' }))),
+      'invalid_scope',
+    );
     expect(r.params.get('error_description')).toMatch(/^[\x20\x21\x23-\x5B\x5D-\x7E]+$/);
   });
 
   it('the error page never reflects raw input', async () => {
     const xss = '<script>alert(1)</script>';
-    for (const params of [web({ client_id: xss }), web({ redirect_uri: `https://attacker.example/${xss}` }), web({ response_mode: xss })]) {
+    for (const params of [
+      web({ client_id: xss }),
+      web({ redirect_uri: `https://attacker.example/${xss}` }),
+      web({ response_mode: xss }),
+    ]) {
       const page = await anon.get(authorizeUrl(params));
       expect(page.status).toBe(400);
       expect(page.body).not.toContain('<script>');
@@ -254,7 +341,15 @@ describe('response modes', () => {
 
   it('tokens never in a query: response_mode=query with an implicit or hybrid type → error in the fragment', async () => {
     for (const rt of ['code id_token', 'code token', 'code id_token token', 'id_token token', 'token', 'id_token']) {
-      const step = await signedIn.get(authorizeUrl(hybrid({ response_type: rt, response_mode: 'query', scope: rt === 'id_token' ? 'openid' : rt === 'token' || rt === 'code token' ? 'api1' : 'openid api1' })));
+      const step = await signedIn.get(
+        authorizeUrl(
+          hybrid({
+            response_type: rt,
+            response_mode: 'query',
+            scope: rt === 'id_token' ? 'openid' : rt === 'token' || rt === 'code token' ? 'api1' : 'openid api1',
+          }),
+        ),
+      );
       const r = expectClientError(step, 'invalid_request', { mode: 'fragment', state: 'st' });
       expect(new URL(r.location!).search).toBe('');
     }
@@ -274,9 +369,25 @@ describe('response modes', () => {
   });
 
   it('errors travel in the response mode asked for', async () => {
-    expectClientError(await anon.get(authorizeUrl(without(web({ response_mode: 'form_post' }), 'scope'))), 'invalid_request', { mode: 'form_post', state: 'st', target: CB });
-    expectClientError(await anon.get(authorizeUrl(without(web({ response_mode: 'fragment' }), 'scope'))), 'invalid_request', { mode: 'fragment', state: 'st' });
-    expectClientError(await anon.get(authorizeUrl(without(hybrid({ response_mode: 'form_post' }), 'nonce'))), 'invalid_request', { mode: 'form_post' });
-    expectClientError(await anon.get(authorizeUrl(web({ response_mode: 'form_post', response_type: 'foo' }))), 'unsupported_response_type', { mode: 'form_post' });
+    expectClientError(
+      await anon.get(authorizeUrl(without(web({ response_mode: 'form_post' }), 'scope'))),
+      'invalid_request',
+      { mode: 'form_post', state: 'st', target: CB },
+    );
+    expectClientError(
+      await anon.get(authorizeUrl(without(web({ response_mode: 'fragment' }), 'scope'))),
+      'invalid_request',
+      { mode: 'fragment', state: 'st' },
+    );
+    expectClientError(
+      await anon.get(authorizeUrl(without(hybrid({ response_mode: 'form_post' }), 'nonce'))),
+      'invalid_request',
+      { mode: 'form_post' },
+    );
+    expectClientError(
+      await anon.get(authorizeUrl(web({ response_mode: 'form_post', response_type: 'foo' }))),
+      'unsupported_response_type',
+      { mode: 'form_post' },
+    );
   });
 });

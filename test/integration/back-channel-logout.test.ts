@@ -29,7 +29,9 @@ function logoutClients(base: string) {
 
 beforeAll(async () => {
   receiver = await LogoutReceiver.start();
-  sigil = await startAuthorizeSigil(logoutClients(receiver.url), { backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 } });
+  sigil = await startAuthorizeSigil(logoutClients(receiver.url), {
+    backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },
+  });
 });
 afterAll(async () => {
   await sigil.close();
@@ -48,7 +50,9 @@ async function tokenFor(target: TestSigil, b: Browser, client: string): Promise<
 
 /** Verifies a logout token as a client does (§2.6), with Sigil's published JWKS. */
 async function verifyLogoutToken(target: TestSigil, token: string, audience: string) {
-  const jwks = (await target.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' })).json<JSONWebKeySet>();
+  const jwks = (
+    await target.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' })
+  ).json<JSONWebKeySet>();
   return jwtVerify(token, createLocalJWKSet(jwks), { issuer: ISSUER, audience, typ: 'logout+jwt', maxTokenAge: 120 });
 }
 
@@ -63,7 +67,9 @@ describe('back-channel logout', () => {
     const { idToken, sid } = await tokenFor(sigil, b, 'bc');
     await tokenFor(sigil, b, 'bc2');
     await tokenFor(sigil, b, 'web');
-    const step = await b.get(`/connect/endsession?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: BYE, state: 's' })}`);
+    const step = await b.get(
+      `/connect/endsession?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: BYE, state: 's' })}`,
+    );
     expect(step.status).toBe(303);
     expect(step.location).toBe(`${BYE}?state=s`);
     // Sent before the redirect (the receiver answers at once).
@@ -79,7 +85,7 @@ describe('back-channel logout', () => {
     expect(receiver.received).toHaveLength(2);
   });
 
-  it('a dynamically registered client\'s logout URI is posted to under the SSRF guard: on loopback (allowLoopback off) it gets nothing', async () => {
+  it("a dynamically registered client's logout URI is posted to under the SSRF guard: on loopback (allowLoopback off) it gets nothing", async () => {
     const b = new Browser(sigil);
     const { idToken } = await tokenFor(sigil, b, 'bc');
     await tokenFor(sigil, b, 'bc-dynamic');
@@ -99,12 +105,17 @@ describe('back-channel logout', () => {
     await receiver.waitFor(() => receiver.delivered.length, 1);
     await sleep(2500);
     expect(receiver.received.map((r) => r.answer)).toEqual(['fail', 'fail', 'ok']);
-    const jtis = await Promise.all(receiver.received.map(async (r) => (await verifyLogoutToken(sigil, r.token, 'bc')).payload.jti));
+    const jtis = await Promise.all(
+      receiver.received.map(async (r) => (await verifyLogoutToken(sigil, r.token, 'bc')).payload.jti),
+    );
     expect(new Set(jtis).size).toBe(1);
   });
 
   it('redirects are not followed, and a refusal (400) is not retried', async () => {
-    for (const [answer, attempts] of [['redirect', 2], ['reject', 1]] as [Answer, number][]) {
+    for (const [answer, attempts] of [
+      ['redirect', 2],
+      ['reject', 1],
+    ] as [Answer, number][]) {
       receiver.received.length = 0;
       receiver.script.push(answer);
       const b = new Browser(sigil);
@@ -150,7 +161,10 @@ describe('back-channel logout on session expiry', () => {
     // session a slow machine could see it run out before the client took part (then no client is
     // told). The session lives 60 s; Sigil's clock (Date only, running on from there) is then
     // moved past it and its poll, on real timers, finds the session run out.
-    const expiring = await startAuthorizeSigil(logoutClients(receiver.url), { sessionLifetime: 60, backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 } });
+    const expiring = await startAuthorizeSigil(logoutClients(receiver.url), {
+      sessionLifetime: 60,
+      backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },
+    });
     try {
       const { sid } = await tokenFor(expiring, new Browser(expiring), 'bc');
       expect(receiver.received).toEqual([]);
@@ -168,7 +182,11 @@ describe('back-channel logout on session expiry', () => {
 describe('back-channel logout settings', () => {
   it('backChannelLogoutUri must be https, or http on a loopback host', async () => {
     for (const uri of ['http://rp.example/logout', 'ftp://rp.example/', 'https://rp.example/logout#x', 'not a url']) {
-      const config = testConfig({ clients: [{ clientId: 'x', clientSecrets: ['s'], allowedGrantTypes: ['authorization_code'], backChannelLogoutUri: uri }] });
+      const config = testConfig({
+        clients: [
+          { clientId: 'x', clientSecrets: ['s'], allowedGrantTypes: ['authorization_code'], backChannelLogoutUri: uri },
+        ],
+      });
       await expect(createSigil(config)).rejects.toThrow(/clients\[0\]\.backChannelLogoutUri/);
     }
   });

@@ -83,7 +83,10 @@ describe('individual claims for the identity token and userinfo', () => {
     expect(info).toEqual({ sub: '1', name: 'Alice Smith' });
 
     // The refresh token carries the request: the new identity token and access token honour it.
-    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: out.refresh_token! }, ['web', 'web-secret']);
+    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: out.refresh_token! }, [
+      'web',
+      'web-secret',
+    ]);
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     const again = refreshed.json<{ id_token: string; access_token: string }>();
     expect((await verifyIdToken(sigil, again.id_token, 'web')).claims.email).toBe('alice@example.com');
@@ -91,7 +94,10 @@ describe('individual claims for the identity token and userinfo', () => {
   });
 
   it('reference access tokens keep the userinfo claims in their stored row too', async () => {
-    const out = await codeFlow({ scope: 'openid', ...claimsParam({ userinfo: { email: null } }) }, { client: 'webref' });
+    const out = await codeFlow(
+      { scope: 'openid', ...claimsParam({ userinfo: { email: null } }) },
+      { client: 'webref' },
+    );
     expect(out.access_token).not.toContain('.');
     expect(await userinfoOf(out.access_token)).toEqual({ sub: '1', email: 'alice@example.com' });
   });
@@ -107,7 +113,10 @@ describe('individual claims for the identity token and userinfo', () => {
   it('never releases a claim of a scope the client may not have (role), nor protocol claims from the profile', async () => {
     const out = await codeFlow({
       scope: 'openid',
-      ...claimsParam({ id_token: { role: { essential: true }, amr: null, iss: null }, userinfo: { role: null, email: null } }),
+      ...claimsParam({
+        id_token: { role: { essential: true }, amr: null, iss: null },
+        userinfo: { role: null, email: null },
+      }),
     });
     expect(out.idClaims.role).toBeUndefined();
     expect(out.idClaims.iss).toBe(ISSUER);
@@ -117,7 +126,10 @@ describe('individual claims for the identity token and userinfo', () => {
 
   it('a client that requires consent gets only claims of the consented scopes', async () => {
     const out = await codeFlow(
-      { scope: 'openid profile', ...claimsParam({ id_token: { email: { essential: true }, name: null }, userinfo: { email: null } }) },
+      {
+        scope: 'openid profile',
+        ...claimsParam({ id_token: { email: { essential: true }, name: null }, userinfo: { email: null } }),
+      },
       { client: 'consent' },
     );
     expect(out.idClaims.name).toBe('Alice Smith');
@@ -159,7 +171,10 @@ describe('individual claims for the identity token and userinfo', () => {
     const { verifier, challenge } = pkce();
     const b = new Browser(sigil);
     await b.signIn('alice');
-    const jwt = await new SignJWT({ ...codeParams(challenge, { scope: 'openid' }), claims: { id_token: { email: { essential: true } } } })
+    const jwt = await new SignJWT({
+      ...codeParams(challenge, { scope: 'openid' }),
+      claims: { id_token: { email: { essential: true } } },
+    })
       .setProtectedHeader({ alg: 'HS256' })
       .setIssuer('web')
       .setAudience(ISSUER)
@@ -175,9 +190,13 @@ describe('individual claims for the identity token and userinfo', () => {
     const b = new Browser(sigil);
     await b.signIn('alice');
     const { challenge } = pkce();
-    const other = await b.get(authorizeUrl(codeParams(challenge, { prompt: 'none', ...claimsParam({ id_token: { sub: { value: '2' } } }) })));
+    const other = await b.get(
+      authorizeUrl(codeParams(challenge, { prompt: 'none', ...claimsParam({ id_token: { sub: { value: '2' } } }) })),
+    );
     expectClientError(other, 'login_required', { state: 'st' });
-    const same = await b.get(authorizeUrl(codeParams(challenge, { prompt: 'none', ...claimsParam({ id_token: { sub: { value: '1' } } }) })));
+    const same = await b.get(
+      authorizeUrl(codeParams(challenge, { prompt: 'none', ...claimsParam({ id_token: { sub: { value: '1' } } }) })),
+    );
     expect(readResponse(same).params.get('code')).toBeTruthy();
   });
 });
@@ -192,7 +211,12 @@ describe('malformed claims parameter: invalid_request back to the client', () =>
     ['essential not a boolean', '{"id_token":{"email":{"essential":"yes"}}}'],
     ['values not an array', '{"id_token":{"acr":{"values":"urn:x"}}}'],
     ['nested too deeply', `{"id_token":{"email":{"value":${'['.repeat(10)}${']'.repeat(10)}}}}`],
-    ['too long', JSON.stringify({ userinfo: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`claim_${i}_${'x'.repeat(20)}`, null])) })],
+    [
+      'too long',
+      JSON.stringify({
+        userinfo: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`claim_${i}_${'x'.repeat(20)}`, null])),
+      }),
+    ],
     ['sub value not one string', '{"id_token":{"sub":{"values":["1","2"]}}}'],
   ];
   for (const [name, claims] of cases) {
@@ -200,7 +224,9 @@ describe('malformed claims parameter: invalid_request back to the client', () =>
       const b = new Browser(sigil);
       await b.signIn('alice');
       const { challenge } = pkce();
-      expectClientError(await b.get(authorizeUrl(codeParams(challenge, { claims }))), 'invalid_request', { state: 'st' });
+      expectClientError(await b.get(authorizeUrl(codeParams(challenge, { claims }))), 'invalid_request', {
+        state: 'st',
+      });
     });
   }
 
@@ -208,7 +234,15 @@ describe('malformed claims parameter: invalid_request back to the client', () =>
     const b = new Browser(sigil);
     await b.signIn('alice');
     const step = await b.get(
-      authorizeUrl({ client_id: 'hybrid', redirect_uri: CB, response_type: 'id_token', scope: 'openid', nonce: 'n', state: 'st', ...claimsParam({ userinfo: { email: null } }) }),
+      authorizeUrl({
+        client_id: 'hybrid',
+        redirect_uri: CB,
+        response_type: 'id_token',
+        scope: 'openid',
+        nonce: 'n',
+        state: 'st',
+        ...claimsParam({ userinfo: { email: null } }),
+      }),
     );
     expectClientError(step, 'invalid_request', { state: 'st', mode: 'fragment' });
   });
@@ -217,7 +251,9 @@ describe('malformed claims parameter: invalid_request back to the client', () =>
     const b = new Browser(sigil);
     await b.signIn('alice');
     const { challenge } = pkce();
-    const step = await b.get(authorizeUrl(codeParams(challenge, { scope: 'api1', ...claimsParam({ userinfo: { email: null } }) })));
+    const step = await b.get(
+      authorizeUrl(codeParams(challenge, { scope: 'api1', ...claimsParam({ userinfo: { email: null } }) })),
+    );
     expectClientError(step, 'invalid_request', { state: 'st' });
   });
 
@@ -230,7 +266,9 @@ describe('malformed claims parameter: invalid_request back to the client', () =>
       .setAudience(ISSUER)
       .setExpirationTime('2m')
       .sign(new TextEncoder().encode('web-secret'));
-    expectClientError(await b.get(authorizeUrl({ client_id: 'web', request: jwt })), 'invalid_request', { state: 'st' });
+    expectClientError(await b.get(authorizeUrl({ client_id: 'web', request: jwt })), 'invalid_request', {
+      state: 'st',
+    });
   });
 });
 
@@ -269,7 +307,11 @@ describe('through openid-client', () => {
     const step = await b.authorize(Object.fromEntries(url.searchParams), { user: 'alice' });
     const callback = readResponse(step).location!;
 
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(callback), { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: nonce });
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(callback), {
+      pkceCodeVerifier: codeVerifier,
+      expectedState: state,
+      expectedNonce: nonce,
+    });
     const idClaims = tokens.claims()!;
     expect(idClaims.email).toBe('alice@example.com');
     expect(idClaims.name).toBeUndefined();

@@ -22,12 +22,25 @@ describe('clean-up of many expired rows', () => {
   it(`removes ${EXPIRED} expired rows in one run while token requests keep being answered; live rows stay`, async () => {
     const now = nowSeconds();
     const row = (expiresAt: number) =>
-      newGrantRecord({ key: randomBytes(32).toString('base64url'), type: 'reference_token', clientId: 'm2m-ref', data: { claims: {} }, createdAt: now - 120, expiresAt });
-    for (let i = 0; i < EXPIRED; i += 5_000) await Promise.all(Array.from({ length: 5_000 }, () => sigil.context.store.grants.put(row(now - 60))));
+      newGrantRecord({
+        key: randomBytes(32).toString('base64url'),
+        type: 'reference_token',
+        clientId: 'm2m-ref',
+        data: { claims: {} },
+        createdAt: now - 120,
+        expiresAt,
+      });
+    for (let i = 0; i < EXPIRED; i += 5_000)
+      await Promise.all(Array.from({ length: 5_000 }, () => sigil.context.store.grants.put(row(now - 60))));
     const live = await clientTokens(sigil, 'api1', ['m2m-ref', 'm2m-secret']);
 
     let done = false;
-    const run = cleanUpExpired(sigil.context.store.maintenance, 'test-node', { keyReloadSeconds: 60, cleanupIntervalSeconds: 300, batchSize: BATCH }, now).finally(() => {
+    const run = cleanUpExpired(
+      sigil.context.store.maintenance,
+      'test-node',
+      { keyReloadSeconds: 60, cleanupIntervalSeconds: 300, batchSize: BATCH },
+      now,
+    ).finally(() => {
       done = true;
     });
     const answered: string[] = [];
@@ -36,7 +49,8 @@ describe('clean-up of many expired rows', () => {
     expect(await run).toBe(EXPIRED);
     // Requests got their turn between batches: more than one was answered during the run.
     expect(answered.length).toBeGreaterThan(1);
-    for (const token of [live.access_token, ...answered]) expect((await introspect(sigil, token)).json()).toMatchObject({ active: true });
+    for (const token of [live.access_token, ...answered])
+      expect((await introspect(sigil, token)).json()).toMatchObject({ active: true });
     expect(await sigil.context.store.maintenance.deleteExpired(now, BATCH)).toBe(0);
   }, 60_000);
 });

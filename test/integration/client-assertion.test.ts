@@ -29,7 +29,10 @@ beforeAll(async () => {
 
 /** The clients of this suite; `jwksUri` points at a test server when given. */
 function clients(jwksUri?: string) {
-  const base = { allowedGrantTypes: ['client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'], allowedScopes: ['api1'] };
+  const base = {
+    allowedGrantTypes: ['client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'],
+    allowedScopes: ['api1'],
+  };
   return [
     ...(testConfig().clients ?? []),
     {
@@ -106,9 +109,15 @@ describe('client assertions at the token endpoint', () => {
 
   it('refuses an expired assertion, one without exp, and one living longer than 5 minutes', async () => {
     const now = Math.floor(Date.now() / 1000);
-    await expectRefused(assertionFields(await signAssertion(es, 'pk', ISSUER, { iat: now - 600, exp: now - 120 })), /expired/);
+    await expectRefused(
+      assertionFields(await signAssertion(es, 'pk', ISSUER, { iat: now - 600, exp: now - 120 })),
+      /expired/,
+    );
     await expectRefused(assertionFields(await signAssertion(es, 'pk', ISSUER, { exp: undefined })), /exp/);
-    await expectRefused(assertionFields(await signAssertion(es, 'pk', ISSUER, { exp: now + 600 })), /exp is more than 300 seconds/);
+    await expectRefused(
+      assertionFields(await signAssertion(es, 'pk', ISSUER, { exp: now + 600 })),
+      /exp is more than 300 seconds/,
+    );
   });
 
   it('refuses nbf or iat in the future', async () => {
@@ -148,15 +157,24 @@ describe('client assertions at the token endpoint', () => {
 
   it('refuses mixing methods, a missing or unknown assertion type, and an assertion in the query', async () => {
     const assertion = await signAssertion(es, 'pk', ISSUER);
-    const both = await postForm(sigil, '/connect/token', { ...CC, ...assertionFields(assertion) }, ['m2m', 'm2m-secret']);
+    const both = await postForm(sigil, '/connect/token', { ...CC, ...assertionFields(assertion) }, [
+      'm2m',
+      'm2m-secret',
+    ]);
     expect(both.json().error).toBe('invalid_request');
     expect((await token({ client_assertion: assertion })).json().error).toBe('invalid_request');
-    expect((await token({ client_assertion_type: 'urn:example:saml', client_assertion: assertion })).json().error).toBe('invalid_request');
+    expect((await token({ client_assertion_type: 'urn:example:saml', client_assertion: assertion })).json().error).toBe(
+      'invalid_request',
+    );
     const inQuery = await sigil.app.inject({
       method: 'POST',
       url: `/connect/token?client_assertion=${assertion}`,
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ ...CC, client_assertion_type: JWT_BEARER, client_assertion: assertion }).toString(),
+      payload: new URLSearchParams({
+        ...CC,
+        client_assertion_type: JWT_BEARER,
+        client_assertion: assertion,
+      }).toString(),
     });
     expect(inQuery.json().error).toBe('invalid_request');
   });
@@ -223,23 +241,49 @@ describe('client assertions at the token endpoint', () => {
       fc.string({ maxLength: 40 }),
       fc.base64String({ maxLength: 60 }),
       fc.json({ maxDepth: 4 }).map((j) => base64url.encode(j)),
-      fc.constantFrom('eyJhbGciOiJub25lIn0', 'eyJhbGciOiJIUzI1NiJ9', 'eyJhbGciOiJFUzI1NiIsImtpZCI6ImVzLTEifQ', base64url.encode('[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]')),
+      fc.constantFrom(
+        'eyJhbGciOiJub25lIn0',
+        'eyJhbGciOiJIUzI1NiJ9',
+        'eyJhbGciOiJFUzI1NiIsImtpZCI6ImVzLTEifQ',
+        base64url.encode('[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]'),
+      ),
     );
     const payload = fc.oneof(
       fc.json({ maxDepth: 3 }),
-      fc.record({ iss: fc.oneof(fc.constant('pk'), fc.string()), sub: fc.oneof(fc.constant('pk'), fc.integer(), fc.string()), aud: fc.oneof(fc.constant(ISSUER), fc.array(fc.string())), exp: fc.oneof(fc.integer(), fc.string(), fc.constant(null)), jti: fc.oneof(fc.string(), fc.integer()) }, { requiredKeys: [] }).map((o) => JSON.stringify(o)),
+      fc
+        .record(
+          {
+            iss: fc.oneof(fc.constant('pk'), fc.string()),
+            sub: fc.oneof(fc.constant('pk'), fc.integer(), fc.string()),
+            aud: fc.oneof(fc.constant(ISSUER), fc.array(fc.string())),
+            exp: fc.oneof(fc.integer(), fc.string(), fc.constant(null)),
+            jti: fc.oneof(fc.string(), fc.integer()),
+          },
+          { requiredKeys: [] },
+        )
+        .map((o) => JSON.stringify(o)),
     );
     const assertion = fc.oneof(
       fc.string({ maxLength: 200 }),
-      fc.tuple(segment, payload.map((p) => base64url.encode(p)), segment).map((parts) => parts.join('.')),
+      fc
+        .tuple(
+          segment,
+          payload.map((p) => base64url.encode(p)),
+          segment,
+        )
+        .map((parts) => parts.join('.')),
       fc.tuple(segment, segment).map((parts) => parts.join('.')),
     );
     await fc.assert(
-      fc.asyncProperty(assertion, fc.option(fc.constantFrom('pk', 'cs', 'm2m', 'nobody', 'spa'), { nil: undefined }), async (value, clientId) => {
-        const res = await token(assertionFields(value === '' ? 'x' : value, clientId));
-        expectNoLeak(res);
-        expect([400, 401]).toContain(res.statusCode);
-      }),
+      fc.asyncProperty(
+        assertion,
+        fc.option(fc.constantFrom('pk', 'cs', 'm2m', 'nobody', 'spa'), { nil: undefined }),
+        async (value, clientId) => {
+          const res = await token(assertionFields(value === '' ? 'x' : value, clientId));
+          expectNoLeak(res);
+          expect([400, 401]).toContain(res.statusCode);
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -250,10 +294,16 @@ describe('failures count through the limiter', () => {
     const sigil = await startSigil({ clients: clients(), rateLimits: { maxFailures: 3, windowSeconds: 60 } });
     try {
       for (let i = 0; i < 3; i++) {
-        const res = await postForm(sigil, '/connect/token', { ...CC, ...assertionFields(await signAssertion(es, 'pk', 'https://wrong.example')) });
+        const res = await postForm(sigil, '/connect/token', {
+          ...CC,
+          ...assertionFields(await signAssertion(es, 'pk', 'https://wrong.example')),
+        });
         expect(res.statusCode).toBe(401);
       }
-      const good = await postForm(sigil, '/connect/token', { ...CC, ...assertionFields(await signAssertion(es, 'pk', ISSUER)) });
+      const good = await postForm(sigil, '/connect/token', {
+        ...CC,
+        ...assertionFields(await signAssertion(es, 'pk', ISSUER)),
+      });
       expect(good.statusCode).toBe(429);
       expect(good.headers['retry-after']).toBeDefined();
     } finally {
@@ -313,16 +363,31 @@ describe('keys from a jwksUri', () => {
 
   it('verifies signed request objects with the same keys (PAR with a JAR, authenticated by private_key_jwt)', async () => {
     const now = Math.floor(Date.now() / 1000);
-    const params = { client_id: 'remote-web', response_type: 'code', scope: 'openid', redirect_uri: 'https://rp.example/cb', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' };
+    const params = {
+      client_id: 'remote-web',
+      response_type: 'code',
+      scope: 'openid',
+      redirect_uri: 'https://rp.example/cb',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    };
     const request = await new SignJWT({ ...params, iss: 'remote-web', aud: ISSUER, exp: now + 60 })
       .setProtectedHeader({ alg: served.alg, kid: served.kid })
       .sign(served.privateKey);
-    const res = await postForm(sigil, '/connect/par', { client_id: 'remote-web', request, ...assertionFields(await signAssertion(served, 'remote-web', ISSUER)) });
+    const res = await postForm(sigil, '/connect/par', {
+      client_id: 'remote-web',
+      request,
+      ...assertionFields(await signAssertion(served, 'remote-web', ISSUER)),
+    });
     expect(res.statusCode, res.body).toBe(201);
     const forged = await new SignJWT({ ...params, iss: 'remote-web', aud: ISSUER, exp: now + 60 })
       .setProtectedHeader({ alg: stranger.alg, kid: served.kid })
       .sign(stranger.privateKey);
-    const refused = await postForm(sigil, '/connect/par', { client_id: 'remote-web', request: forged, ...assertionFields(await signAssertion(served, 'remote-web', ISSUER)) });
+    const refused = await postForm(sigil, '/connect/par', {
+      client_id: 'remote-web',
+      request: forged,
+      ...assertionFields(await signAssertion(served, 'remote-web', ISSUER)),
+    });
     expect(refused.json().error).toBe('invalid_request_object');
   });
 });
@@ -343,14 +408,33 @@ describe('config', () => {
   };
 
   it('refuses client_secret_jwt with sha256: secrets, and other inconsistent settings, naming the field', async () => {
-    await refused({ clientSecrets: [`sha256:${Buffer.alloc(32).toString('base64')}`], tokenEndpointAuthMethod: 'client_secret_jwt' }, /clients\[0\]\.clientSecrets.*sha256/);
+    await refused(
+      {
+        clientSecrets: [`sha256:${Buffer.alloc(32).toString('base64')}`],
+        tokenEndpointAuthMethod: 'client_secret_jwt',
+      },
+      /clients\[0\]\.clientSecrets.*sha256/,
+    );
     await refused({ tokenEndpointAuthMethod: 'private_key_jwt' }, /clients\[0\]\.tokenEndpointAuthMethod.*jwks/);
     await refused({ clientSecrets: ['s'], tokenEndpointAuthMethod: 'none' }, /clients\[0\]\.tokenEndpointAuthMethod/);
-    await refused({ requireClientSecret: false, allowedGrantTypes: ['authorization_code'], tokenEndpointAuthMethod: 'client_secret_basic' }, /clients\[0\]\.tokenEndpointAuthMethod/);
+    await refused(
+      {
+        requireClientSecret: false,
+        allowedGrantTypes: ['authorization_code'],
+        tokenEndpointAuthMethod: 'client_secret_basic',
+      },
+      /clients\[0\]\.tokenEndpointAuthMethod/,
+    );
     await refused({ jwks: { keys: [] }, jwksUri: 'https://rp.example/jwks' }, /clients\[0\]\.jwksUri/);
     await refused({ jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] } }, /clients\[0\]\.jwks.*public keys only/);
     await refused({ jwksUri: 'http://rp.example/jwks' }, /clients\[0\]\.jwksUri.*https/);
-    await refused({ jwks: { keys: [] }, tokenEndpointAuthMethod: 'private_key_jwt', tokenEndpointAuthSigningAlgorithms: ['HS256'] }, /tokenEndpointAuthSigningAlgorithms/);
-    await refused({ clientSecrets: ['s'], tokenEndpointAuthSigningAlgorithms: ['none'] }, /tokenEndpointAuthSigningAlgorithms/);
+    await refused(
+      { jwks: { keys: [] }, tokenEndpointAuthMethod: 'private_key_jwt', tokenEndpointAuthSigningAlgorithms: ['HS256'] },
+      /tokenEndpointAuthSigningAlgorithms/,
+    );
+    await refused(
+      { clientSecrets: ['s'], tokenEndpointAuthSigningAlgorithms: ['none'] },
+      /tokenEndpointAuthSigningAlgorithms/,
+    );
   });
 });

@@ -122,7 +122,11 @@ describe('client authentication', () => {
   });
 
   it('answers malformed Basic credentials with 401 invalid_client', async () => {
-    for (const authorization of ['Basic !!!', `Basic ${Buffer.from('no-colon').toString('base64')}`, `Basic ${Buffer.from(':x').toString('base64')}`]) {
+    for (const authorization of [
+      'Basic !!!',
+      `Basic ${Buffer.from('no-colon').toString('base64')}`,
+      `Basic ${Buffer.from(':x').toString('base64')}`,
+    ]) {
       const res = await post(form(CC), { authorization });
       expect(res.statusCode, authorization).toBe(401);
       expect(res.json()).toMatchObject({ error: 'invalid_client' });
@@ -143,7 +147,13 @@ describe('client authentication', () => {
   });
 
   it('lets a public client authenticate with client_id alone', async () => {
-    const res = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1', client_id: 'spa' });
+    const res = await tokenRequest(sigil, {
+      grant_type: 'password',
+      username: 'alice',
+      password: 'alice',
+      scope: 'api1',
+      client_id: 'spa',
+    });
     expect(res.statusCode).toBe(200);
   });
 });
@@ -184,13 +194,16 @@ describe('client authentication brute-force limit', () => {
     expect(elsewhere.statusCode).toBe(200);
   });
 
-  it('does not count a public client\'s empty Basic password as a failure', async () => {
+  it("does not count a public client's empty Basic password as a failure", async () => {
     for (let i = 0; i < 5; i++) {
       const res = await sigil.app.inject({
         method: 'POST',
         url: '/connect/token',
         remoteAddress: '10.0.0.4',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('spa:').toString('base64')}` },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from('spa:').toString('base64')}`,
+        },
         payload: form({ grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' }),
       });
       expect(res.statusCode, res.body).toBe(200);
@@ -233,15 +246,34 @@ describe('an empty Basic password is no secret (RFC 6749 §2.3.1), at every endp
   afterAll(async () => sigil.close());
 
   const emptyPassword = (id: string) => `Basic ${Buffer.from(`${id}:`).toString('base64')}`;
-  const pushed = { response_type: 'code', redirect_uri: 'http://127.0.0.1/cb', scope: 'openid', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWjuydleJV84e4', code_challenge_method: 'S256' };
+  const pushed = {
+    response_type: 'code',
+    redirect_uri: 'http://127.0.0.1/cb',
+    scope: 'openid',
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWjuydleJV84e4',
+    code_challenge_method: 'S256',
+  };
   const call = (url: string, params: Record<string, string>, authorization?: string) =>
-    sigil.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) }, payload: form(params) });
+    sigil.app.inject({
+      method: 'POST',
+      url,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...(authorization ? { authorization } : {}) },
+      payload: form(params),
+    });
 
   it('authenticates a public client sending Basic with an empty password as method none at token, revocation, PAR and device authorization', async () => {
-    const tokens = await call('/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' }, emptyPassword('agent'));
+    const tokens = await call(
+      '/connect/token',
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 offline_access' },
+      emptyPassword('agent'),
+    );
     expect(tokens.statusCode, tokens.body).toBe(200);
     const { refresh_token: refreshToken } = tokens.json<{ refresh_token: string }>();
-    const refreshed = await call('/connect/token', { grant_type: 'refresh_token', refresh_token: refreshToken }, emptyPassword('agent'));
+    const refreshed = await call(
+      '/connect/token',
+      { grant_type: 'refresh_token', refresh_token: refreshToken },
+      emptyPassword('agent'),
+    );
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     const next = refreshed.json<{ refresh_token: string }>().refresh_token;
 
@@ -253,21 +285,38 @@ describe('an empty Basic password is no secret (RFC 6749 §2.3.1), at every endp
     expect(device.statusCode, device.body).toBe(200);
     expect(device.json()).toHaveProperty('device_code');
 
-    const revoked = await call('/connect/revocation', { token: next, token_type_hint: 'refresh_token' }, emptyPassword('agent'));
+    const revoked = await call(
+      '/connect/revocation',
+      { token: next, token_type_hint: 'refresh_token' },
+      emptyPassword('agent'),
+    );
     expect(revoked.statusCode, revoked.body).toBe(200);
-    const afterRevocation = await call('/connect/token', { grant_type: 'refresh_token', refresh_token: next }, emptyPassword('agent'));
+    const afterRevocation = await call(
+      '/connect/token',
+      { grant_type: 'refresh_token', refresh_token: next },
+      emptyPassword('agent'),
+    );
     expect(afterRevocation.statusCode).toBe(400);
     expect(afterRevocation.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
   it('still refuses introspection to a public client, with or without the empty Basic password', async () => {
-    const { access_token: token } = (await call('/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' }, emptyPassword('agent'))).json<{ access_token: string }>();
+    const { access_token: token } = (
+      await call(
+        '/connect/token',
+        { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' },
+        emptyPassword('agent'),
+      )
+    ).json<{ access_token: string }>();
     for (const [name, res] of [
       ['empty Basic password', await call('/connect/introspect', { token }, emptyPassword('agent'))],
       ['client_id in the body', await call('/connect/introspect', { token, client_id: 'agent' })],
     ] as const) {
       expect(res.statusCode, name).toBe(401);
-      expect(res.json(), name).toEqual({ error: 'invalid_client', error_description: 'public clients cannot introspect' });
+      expect(res.json(), name).toEqual({
+        error: 'invalid_client',
+        error_description: 'public clients cannot introspect',
+      });
       expect(res.body, name).not.toContain('"active"');
     }
   });

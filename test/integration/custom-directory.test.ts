@@ -51,12 +51,21 @@ interface Row {
   hash: string;
   name: string;
 }
-const toUser = (r: Row): User => ({ subjectId: r.id, username: r.login, tenant: null, isActive: true, claims: { name: r.name } });
+const toUser = (r: Row): User => ({
+  subjectId: r.id,
+  username: r.login,
+  tenant: null,
+  isActive: true,
+  claims: { name: r.name },
+});
 
-async function table(rows: Array<[id: string, login: string, password: string, name: string]>): Promise<Database.Database> {
+async function table(
+  rows: Array<[id: string, login: string, password: string, name: string]>,
+): Promise<Database.Database> {
   const db = new Database(':memory:');
   db.exec('create table people (id text primary key, login text unique collate nocase, hash text, name text)');
-  for (const [id, login, password, name] of rows) db.prepare('insert into people values (?, ?, ?, ?)').run(id, login, await hash(password), name);
+  for (const [id, login, password, name] of rows)
+    db.prepare('insert into people values (?, ?, ?, ?)').run(id, login, await hash(password), name);
   return db;
 }
 
@@ -66,17 +75,37 @@ describe('custom user directory', () => {
   let second: TableDirectory;
   beforeAll(async () => {
     // "mallory" claims subject 1, which is the config user alice's.
-    first = new TableDirectory('hr', await table([['hr-7', 'zoe', 'zoe-pw', 'Zoe'], ['1', 'mallory', 'mallory-pw', 'Mallory']]));
+    first = new TableDirectory(
+      'hr',
+      await table([
+        ['hr-7', 'zoe', 'zoe-pw', 'Zoe'],
+        ['1', 'mallory', 'mallory-pw', 'Mallory'],
+      ]),
+    );
     // "trudy" of the later directory claims subject hr-7, which is zoe's of the earlier one.
-    second = new TableDirectory('partners', await table([['p-1', 'yuri', 'yuri-pw', 'Yuri'], ['hr-7', 'trudy', 'trudy-pw', 'Trudy']]));
-    sigil = await startSigil({ rateLimits: { maxFailures: 1000, windowSeconds: 60 } }, { userDirectories: [first, second] });
+    second = new TableDirectory(
+      'partners',
+      await table([
+        ['p-1', 'yuri', 'yuri-pw', 'Yuri'],
+        ['hr-7', 'trudy', 'trudy-pw', 'Trudy'],
+      ]),
+    );
+    sigil = await startSigil(
+      { rateLimits: { maxFailures: 1000, windowSeconds: 60 } },
+      { userDirectories: [first, second] },
+    );
   });
   afterAll(async () => sigil?.close());
 
-  const grant = (username: string, password: string) => tokenRequest(sigil, { grant_type: 'password', username, password, scope: 'openid profile' }, ROPC);
+  const grant = (username: string, password: string) =>
+    tokenRequest(sigil, { grant_type: 'password', username, password, scope: 'openid profile' }, ROPC);
 
-  it('signs in users of each directory, after Sigil\'s own users, with the same answer for wrong and unknown', async () => {
-    for (const [u, p, sub] of [['zoe', 'zoe-pw', 'hr-7'], ['yuri', 'yuri-pw', 'p-1'], ['alice', 'alice', '1']] as const) {
+  it("signs in users of each directory, after Sigil's own users, with the same answer for wrong and unknown", async () => {
+    for (const [u, p, sub] of [
+      ['zoe', 'zoe-pw', 'hr-7'],
+      ['yuri', 'yuri-pw', 'p-1'],
+      ['alice', 'alice', '1'],
+    ] as const) {
       const res = await grant(u, p);
       expect(res.statusCode, res.body).toBe(200);
       expect(decodeJwt(res.json<{ access_token: string }>().access_token).sub).toBe(sub);
@@ -89,7 +118,7 @@ describe('custom user directory', () => {
     expect((await grant('mallory', 'mallory-pw')).json()).toEqual(FAILED);
   });
 
-  it('refuses a directory user whose subject an earlier directory\'s user holds (lookups by subject would find that user)', async () => {
+  it("refuses a directory user whose subject an earlier directory's user holds (lookups by subject would find that user)", async () => {
     expect((await grant('trudy', 'trudy-pw')).json()).toEqual(FAILED);
     expect((await grant('zoe', 'zoe-pw')).statusCode).toBe(200);
   });
@@ -115,10 +144,14 @@ describe('custom user directory', () => {
 });
 
 describe('a custom user directory without findByUsername', () => {
-  it('stops the start with a ConfigError naming the directory: without it a stored user could take one of its users\' names', async () => {
+  it("stops the start with a ConfigError naming the directory: without it a stored user could take one of its users' names", async () => {
     const legacy = new TableDirectory('legacy', await table([['l-1', 'lena', 'lena-pw', 'Lena']]));
     // As plain JavaScript written for an earlier version passes it: no type check stops it.
-    const withoutIt: Omit<UserDirectory, 'findByUsername'> = { name: 'legacy', authenticate: (u, p) => legacy.authenticate(u, p), findBySubject: (s) => legacy.findBySubject(s) };
+    const withoutIt: Omit<UserDirectory, 'findByUsername'> = {
+      name: 'legacy',
+      authenticate: (u, p) => legacy.authenticate(u, p),
+      findBySubject: (s) => legacy.findBySubject(s),
+    };
     const started = startSigil({}, { userDirectories: [withoutIt as UserDirectory] });
     await expect(started).rejects.toBeInstanceOf(ConfigError);
     await expect(started).rejects.toThrow('userDirectories: "legacy" has no findByUsername(username)');

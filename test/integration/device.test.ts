@@ -10,7 +10,18 @@ import { InjectBrowser, type Step } from '../browser-helpers.js';
 import type { DeviceCodeData } from '../../src/stores/records/device-codes.js';
 import { hashHandle } from '../../src/crypto/handles.js';
 import {
-  type BasicCredentials, dropSchema, expectNoLeak, fetchJwks, POSTGRES_URL, postForm, sleep, startSigil, testConfig, type TestSigil, type TokenBody, uniqueSchema,
+  type BasicCredentials,
+  dropSchema,
+  expectNoLeak,
+  fetchJwks,
+  POSTGRES_URL,
+  postForm,
+  sleep,
+  startSigil,
+  testConfig,
+  type TestSigil,
+  type TokenBody,
+  uniqueSchema,
 } from '../helpers.js';
 
 const GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -73,14 +84,25 @@ async function startDevice(s: TestSigil, clientId = 'tv', scope?: string): Promi
 }
 
 /** A device poll at the token endpoint (public client by `client_id`, or Basic credentials). */
-function poll(s: TestSigil, deviceCode: string | undefined, client: string | BasicCredentials = 'tv'): Promise<LightMyRequestResponse> {
-  const params: Record<string, string> = { grant_type: GRANT, ...(deviceCode !== undefined ? { device_code: deviceCode } : {}) };
+function poll(
+  s: TestSigil,
+  deviceCode: string | undefined,
+  client: string | BasicCredentials = 'tv',
+): Promise<LightMyRequestResponse> {
+  const params: Record<string, string> = {
+    grant_type: GRANT,
+    ...(deviceCode !== undefined ? { device_code: deviceCode } : {}),
+  };
   if (typeof client === 'string') return postForm(s, '/connect/token', { ...params, client_id: client });
   return postForm(s, '/connect/token', params, client);
 }
 
 /** The `error` of a 400 token-endpoint answer (fails on anything else). */
-async function pollError(s: TestSigil, deviceCode: string | undefined, client: string | BasicCredentials = 'tv'): Promise<string> {
+async function pollError(
+  s: TestSigil,
+  deviceCode: string | undefined,
+  client: string | BasicCredentials = 'tv',
+): Promise<string> {
   const res = await poll(s, deviceCode, client);
   expectNoLeak(res);
   expect(res.statusCode, res.body).toBe(400);
@@ -105,10 +127,17 @@ async function enterCode(b: InjectBrowser, userCode: string): Promise<Step> {
  * Enters the code, signs in when the page asks, and answers the consent page.
  * @returns the consent page and the page after the answer
  */
-async function answer(b: InjectBrowser, userCode: string, button: 'yes' | 'no', user = 'alice'): Promise<{ consent: Step; done: Step }> {
+async function answer(
+  b: InjectBrowser,
+  userCode: string,
+  button: 'yes' | 'no',
+  user = 'alice',
+): Promise<{ consent: Step; done: Step }> {
   const entered = await enterCode(b, userCode);
   expect(entered.status, entered.body).toBe(303);
-  const consent = entered.location!.startsWith('/account/login') ? await b.login(entered.location!, user, user) : await b.follow(entered);
+  const consent = entered.location!.startsWith('/account/login')
+    ? await b.login(entered.location!, user, user)
+    : await b.follow(entered);
   expect(consent.status).toBe(200);
   expect(consent.body).toContain('action="/consent"');
   const done = await b.follow(
@@ -142,7 +171,14 @@ describe('device authorization endpoint', () => {
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expectNoStore(res);
     const d = res.json<DeviceResponse>();
-    expect(Object.keys(d).sort()).toEqual(['device_code', 'expires_in', 'interval', 'user_code', 'verification_uri', 'verification_uri_complete']);
+    expect(Object.keys(d).sort()).toEqual([
+      'device_code',
+      'expires_in',
+      'interval',
+      'user_code',
+      'verification_uri',
+      'verification_uri_complete',
+    ]);
     expect(d.device_code).toMatch(/^[A-Za-z0-9_-]{43,}$/);
     expect(d.user_code).toMatch(USER_CODE);
     expect(d.verification_uri).toBe(`${ISSUER}/device`);
@@ -164,7 +200,11 @@ describe('device authorization endpoint', () => {
       expect(body.error).toBe(error);
       expect(typeof body.error_description).toBe('string');
     };
-    expectError(await sigil.app.inject({ method: 'GET', url: '/connect/deviceauthorization?client_id=tv' }), 400, 'invalid_request');
+    expectError(
+      await sigil.app.inject({ method: 'GET', url: '/connect/deviceauthorization?client_id=tv' }),
+      400,
+      'invalid_request',
+    );
     expectError(
       await sigil.app.inject({
         method: 'POST',
@@ -322,7 +362,11 @@ describe.concurrent('polling the token endpoint', () => {
     expectInvalidCode(await enterCode(b, d.user_code));
 
     // The refresh token works for the device client.
-    const refreshed = await postForm(sigil, '/connect/token', { grant_type: 'refresh_token', client_id: 'tv', refresh_token: tokens.refresh_token! });
+    const refreshed = await postForm(sigil, '/connect/token', {
+      grant_type: 'refresh_token',
+      client_id: 'tv',
+      refresh_token: tokens.refresh_token!,
+    });
     expect(refreshed.statusCode, refreshed.body).toBe(200);
   });
 
@@ -378,8 +422,14 @@ describe.concurrent('the /device pages', () => {
     const page = await b.get('/device');
     const csrf = InjectBrowser.input(page.body, 'csrf_token');
     expect((await b.post('/device', { userCode: d.user_code, button: 'submit' })).status).toBe(403);
-    expect((await b.post('/device', { csrf_token: 'forged', userCode: d.user_code, button: 'submit' })).status).toBe(403);
-    const crossSite = await b.post('/device', { csrf_token: csrf, userCode: d.user_code, button: 'submit' }, { origin: 'https://evil.example' });
+    expect((await b.post('/device', { csrf_token: 'forged', userCode: d.user_code, button: 'submit' })).status).toBe(
+      403,
+    );
+    const crossSite = await b.post(
+      '/device',
+      { csrf_token: csrf, userCode: d.user_code, button: 'submit' },
+      { origin: 'https://evil.example' },
+    );
     expect(crossSite.status).toBe(403);
     expect(await pollError(sigil, d.device_code)).toBe('authorization_pending');
 
@@ -405,7 +455,11 @@ describe.concurrent('the /device pages', () => {
     expect(lower.body).toContain(`value="${d.user_code}"`);
     expect(await pollError(sigil, d.device_code)).toBe('authorization_pending');
 
-    const entered = await b.post('/device', { csrf_token: InjectBrowser.input(page.body, 'csrf_token'), userCode: d.user_code, button: 'submit' });
+    const entered = await b.post('/device', {
+      csrf_token: InjectBrowser.input(page.body, 'csrf_token'),
+      userCode: d.user_code,
+      button: 'submit',
+    });
     expect(entered.status).toBe(303);
     expect(entered.location).toMatch(/^\/consent\?interaction=/);
     const consent = await b.follow(entered);
@@ -420,7 +474,11 @@ describe.concurrent('the /device pages', () => {
     expect(await pollError(sigil, d.device_code)).toBe('authorization_pending');
 
     const done = await b.follow(
-      await b.post('/consent', { csrf_token: InjectBrowser.input(consent.body, 'csrf_token'), interaction: InjectBrowser.input(consent.body, 'interaction'), button: 'no' }),
+      await b.post('/consent', {
+        csrf_token: InjectBrowser.input(consent.body, 'csrf_token'),
+        interaction: InjectBrowser.input(consent.body, 'interaction'),
+        button: 'no',
+      }),
     );
     expect(done.body).toContain('The device was not given access.');
     await sleep(1100);
@@ -435,14 +493,23 @@ describe.concurrent('the /device pages', () => {
     const consentOf = async (b: InjectBrowser) => b.follow(await enterCode(b, d.user_code));
     const [first, second] = [await consentOf(alice), await consentOf(bob)];
     const submit = (b: InjectBrowser, page: Step, button: string) =>
-      b.post('/consent', { csrf_token: InjectBrowser.input(page.body, 'csrf_token'), interaction: InjectBrowser.input(page.body, 'interaction'), button });
-    expect((await alice.follow(await submit(alice, first, 'yes'))).body).toContain('Done. You can return to your device.');
+      b.post('/consent', {
+        csrf_token: InjectBrowser.input(page.body, 'csrf_token'),
+        interaction: InjectBrowser.input(page.body, 'interaction'),
+        button,
+      });
+    expect((await alice.follow(await submit(alice, first, 'yes'))).body).toContain(
+      'Done. You can return to your device.',
+    );
     const late = await bob.follow(await submit(bob, second, 'yes'));
     expect(late.status).toBe(400);
     expect(late.body).not.toContain('Done.');
     const res = await poll(sigil, d.device_code);
     expect(res.statusCode, res.body).toBe(200);
-    const { payload } = await jwtVerify(res.json<TokenBody>().id_token!, await fetchJwks(sigil), { issuer: ISSUER, audience: 'tv' });
+    const { payload } = await jwtVerify(res.json<TokenBody>().id_token!, await fetchJwks(sigil), {
+      issuer: ISSUER,
+      audience: 'tv',
+    });
     expect(payload.sub).toBe('1');
   });
 
@@ -466,10 +533,17 @@ describe.concurrent('the /device pages', () => {
     // Cyrillic letters that look like letters of the alphabet.
     const lookAlikes: Record<string, string> = { B: 'В', C: 'С', H: 'Н', K: 'К', M: 'М', P: 'Р', T: 'Т', X: 'Х' };
     let d = await startDevice(sigil, 'tv', 'openid');
-    for (let i = 0; i < 20 && ![...d.user_code].some((c) => c in lookAlikes); i++) d = await startDevice(sigil, 'tv', 'openid');
+    for (let i = 0; i < 20 && ![...d.user_code].some((c) => c in lookAlikes); i++)
+      d = await startDevice(sigil, 'tv', 'openid');
     const b = await signedIn(sigil);
     const plain = d.user_code.replace('-', '');
-    for (const typed of [plain.toLowerCase(), d.user_code.toLowerCase(), ` ${plain.slice(0, 4)} ${plain.slice(4)} `, plain.split('').join(' '), `\t${d.user_code}\n`]) {
+    for (const typed of [
+      plain.toLowerCase(),
+      d.user_code.toLowerCase(),
+      ` ${plain.slice(0, 4)} ${plain.slice(4)} `,
+      plain.split('').join(' '),
+      `\t${d.user_code}\n`,
+    ]) {
       const step = await enterCode(b, typed);
       expect(step.status, typed).toBe(303);
       expect(step.location).toMatch(/^\/consent\?interaction=/);
@@ -509,16 +583,29 @@ describe('user-code brute force', () => {
   afterAll(async () => limited?.close());
 
   /** GET /device then POST a code, as a cookie-less browser from `address`. */
-  async function enterFrom(address: string, userCode: string, cookies = new Map<string, string>()): Promise<LightMyRequestResponse> {
+  async function enterFrom(
+    address: string,
+    userCode: string,
+    cookies = new Map<string, string>(),
+  ): Promise<LightMyRequestResponse> {
     const cookie = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    const page = await limited.app.inject({ method: 'GET', url: '/device', remoteAddress: address, headers: cookies.size ? { cookie: cookie() } : {} });
+    const page = await limited.app.inject({
+      method: 'GET',
+      url: '/device',
+      remoteAddress: address,
+      headers: cookies.size ? { cookie: cookie() } : {},
+    });
     for (const c of page.cookies) cookies.set(c.name, c.value);
     return limited.app.inject({
       method: 'POST',
       url: '/device',
       remoteAddress: address,
       headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ csrf_token: InjectBrowser.input(page.body, 'csrf_token'), userCode, button: 'submit' }).toString(),
+      payload: new URLSearchParams({
+        csrf_token: InjectBrowser.input(page.body, 'csrf_token'),
+        userCode,
+        button: 'submit',
+      }).toString(),
     });
   }
 
@@ -572,7 +659,10 @@ describe('two nodes on one PostgreSQL schema: approvals racing with polls', () =
    */
   async function hammer(deviceCode: string, answered: Promise<unknown>): Promise<string[]> {
     let done = false;
-    void answered.then(() => (done = true), () => (done = true));
+    void answered.then(
+      () => (done = true),
+      () => (done = true),
+    );
     const errors: string[] = [];
     for (let after = 0; after < 2; after += done ? 1 : 0) {
       const res = await poll(nodeA, deviceCode, 'tv');
@@ -587,12 +677,21 @@ describe('two nodes on one PostgreSQL schema: approvals racing with polls', () =
     for (let round = 0; round < 8; round++) {
       const device = await startDevice(nodeA, 'tv');
       const answered = answer(browser, device.user_code, 'yes');
-      const errors = (await Promise.all([answered, ...Array.from({ length: 4 }, () => hammer(device.device_code, answered))])).slice(1).flat() as string[];
+      const errors = (
+        await Promise.all([answered, ...Array.from({ length: 4 }, () => hammer(device.device_code, answered))])
+      )
+        .slice(1)
+        .flat() as string[];
       // On a loaded machine a poll may come a full interval after the approval and redeem it (no
       // error): that is the approval delivered, once; later polls then find the code used.
       const redeemed = errors.filter((e) => e === undefined).length;
       expect(redeemed, `round ${round}`).toBeLessThanOrEqual(1);
-      const allowed = new Set<string | undefined>(['slow_down', 'authorization_pending', undefined, ...(redeemed === 1 ? ['invalid_grant'] : [])]);
+      const allowed = new Set<string | undefined>([
+        'slow_down',
+        'authorization_pending',
+        undefined,
+        ...(redeemed === 1 ? ['invalid_grant'] : []),
+      ]);
       expect(errors.filter((e) => !allowed.has(e))).toEqual([]);
       if (redeemed === 1) continue;
       // Whatever polls ran around it, the stored answer is node B's approval, seen by node A.

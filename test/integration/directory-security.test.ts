@@ -7,7 +7,18 @@
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { authorizeUrl, Browser, codeParams, input, ISSUER, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
+import {
+  authorizeUrl,
+  Browser,
+  codeParams,
+  input,
+  ISSUER,
+  isLoginPage,
+  pkce,
+  readResponse,
+  redeem,
+  webLike,
+} from '../authorize-helpers.js';
 import { Attribute, Change, Client } from 'ldapts';
 import { basic, clientTokens, form, introspect, startSigil, userinfo, type TestSigil } from '../helpers.js';
 import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
@@ -17,17 +28,47 @@ import { SoftAuthenticator } from '../webauthn-authenticator.js';
 const ACR_MFA = 'urn:sigil:acr:mfa';
 
 /** A directory user of the admins group, named like a client. */
-const OPS: LdapUser = { uid: 'ops', password: 'ops-pw', cn: 'Ops Person', givenName: 'Ops', sn: 'Person', mail: 'ops@corp.example', groups: ['admins'] };
+const OPS: LdapUser = {
+  uid: 'ops',
+  password: 'ops-pw',
+  cn: 'Ops Person',
+  givenName: 'Ops',
+  sn: 'Person',
+  mail: 'ops@corp.example',
+  groups: ['admins'],
+};
 /** A directory user named like a client_credentials client. */
-const ROBOT: LdapUser = { uid: 'robot', password: 'robot-pw', cn: 'Robot Namesake', givenName: 'Robot', sn: 'Namesake', mail: 'robot@corp.example', groups: ['devs'] };
+const ROBOT: LdapUser = {
+  uid: 'robot',
+  password: 'robot-pw',
+  cn: 'Robot Namesake',
+  givenName: 'Robot',
+  sn: 'Namesake',
+  mail: 'robot@corp.example',
+  groups: ['devs'],
+};
 /** Directory users whose browsers become known (one per test of the known browsers' share). */
-const OWNERS: LdapUser[] = ['dave', 'erin', 'frank', 'grace'].map((uid) => ({ uid, password: `${uid}-pw`, cn: uid, givenName: uid, sn: 'Owner', mail: `${uid}@corp.example`, groups: ['devs'] }));
+const OWNERS: LdapUser[] = ['dave', 'erin', 'frank', 'grace'].map((uid) => ({
+  uid,
+  password: `${uid}-pw`,
+  cn: uid,
+  givenName: uid,
+  sn: 'Owner',
+  mail: `${uid}@corp.example`,
+  groups: ['devs'],
+}));
 
 /** Locks a directory account as OpenLDAP's password policy does (pwdAccountLockedTime, draft-behera §5.3.3). */
 async function lock(slapd: Slapd, uid: string): Promise<void> {
   const admin = await slapd.admin();
   try {
-    await admin.modify(`uid=${uid},${PEOPLE}`, new Change({ operation: 'add', modification: new Attribute({ type: 'pwdAccountLockedTime', values: ['000001010000Z'] }) }));
+    await admin.modify(
+      `uid=${uid},${PEOPLE}`,
+      new Change({
+        operation: 'add',
+        modification: new Attribute({ type: 'pwdAccountLockedTime', values: ['000001010000Z'] }),
+      }),
+    );
   } finally {
     await admin.unbind();
   }
@@ -46,7 +87,12 @@ describe('directory users named like clients', () => {
       clients: [
         // The client's id is the subject of the directory user `ops` (subjectAttribute uid).
         webLike('ops', { allowedScopes: ['openid', 'profile', 'scim', 'sigil:admin:read'] }),
-        { clientId: 'robot', clientSecrets: ['robot-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'] },
+        {
+          clientId: 'robot',
+          clientSecrets: ['robot-secret'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['scim'],
+        },
       ],
       // uid as the subject: a directory whose subjects are names, as some deployments choose.
       userDirectories: [slapd.directoryConfig({ subjectAttribute: 'uid', claimsCacheSeconds: 0 })] as never,
@@ -64,7 +110,13 @@ describe('directory users named like clients', () => {
     const { secret } = await enrollTotp(enrol);
     const b = new Browser(sigil);
     const { challenge, verifier } = pkce();
-    const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { client_id: 'ops', scope: 'openid scim sigil:admin:read', acr_values: ACR_MFA }))));
+    const login = await b.follow(
+      await b.get(
+        authorizeUrl(
+          codeParams(challenge, { client_id: 'ops', scope: 'openid scim sigil:admin:read', acr_values: ACR_MFA }),
+        ),
+      ),
+    );
     expect(isLoginPage(login), login.body).toBe(true);
     const mfa = await b.follow(await b.submitLogin(login, 'ops', 'ops-pw'));
     expect(isMfaPage(mfa), mfa.body).toBe(true);
@@ -93,20 +145,26 @@ describe('directory users named like clients', () => {
     for (const url of ['/scim/v2/Users', '/admin/v1/clients']) {
       const res = await sigil.app.inject({ method: 'GET', url, headers: bearer });
       expect(res.statusCode, url).toBe(401);
-      expect(res.headers['www-authenticate'], url).toContain('error="invalid_token", error_description="the user is no longer active"');
+      expect(res.headers['www-authenticate'], url).toContain(
+        'error="invalid_token", error_description="the user is no longer active"',
+      );
     }
     const seen = await introspect(sigil, tokens.access_token, ['ops', 'ops-secret']);
     expect(seen.json()).toEqual({ active: false });
   });
 
-  it('keeps a client\'s own token the client\'s when a disabled directory user has the client\'s id as subject', async () => {
+  it("keeps a client's own token the client's when a disabled directory user has the client's id as subject", async () => {
     await lock(slapd, 'robot');
     const { access_token } = await clientTokens(sigil, 'scim', ['robot', 'robot-secret']);
     const claims = decodeJwt(access_token);
     expect(claims).toMatchObject({ sub: 'robot', client_id: 'robot' });
     expect(claims.auth_time).toBeUndefined();
     // The client's own token: not refused for the namesake user, and it acts for no user.
-    const scim = await sigil.app.inject({ method: 'GET', url: '/scim/v2/Users', headers: { authorization: `Bearer ${access_token}` } });
+    const scim = await sigil.app.inject({
+      method: 'GET',
+      url: '/scim/v2/Users',
+      headers: { authorization: `Bearer ${access_token}` },
+    });
     expect(scim.statusCode, scim.body).toBe(200);
     expect((await introspect(sigil, access_token, ['robot', 'robot-secret'])).json().active).toBe(true);
     // Nor does it pass for the user at userinfo.
@@ -114,7 +172,7 @@ describe('directory users named like clients', () => {
   });
 });
 
-describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBinds)', () => {
+describe("LDAP directory accounts and the directory's own lockout (maxFailedBinds)", () => {
   const CAP = 4;
   // Of the CAP binds, those kept for the account's known browsers; everyone else shares the rest.
   const KNOWN = 2;
@@ -136,7 +194,9 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
       // Sigil's own limits far away: what stops the binds here is the directory's cap.
       rateLimits: { maxFailures: 1000, windowSeconds: 60, identitySlowDownAfter: 1000 },
       knownBrowserLifetime: KNOWN_LIFETIME,
-      userDirectories: [slapd.directoryConfig({ maxFailedBinds: CAP, knownBrowserBinds: KNOWN, failedBindWindowSeconds: WINDOW })] as never,
+      userDirectories: [
+        slapd.directoryConfig({ maxFailedBinds: CAP, knownBrowserBinds: KNOWN, failedBindWindowSeconds: WINDOW }),
+      ] as never,
     });
   });
   afterAll(async () => {
@@ -148,7 +208,10 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
   async function serverView(uid: string): Promise<{ failedBinds: number; locked: boolean }> {
     const admin = await slapd.admin();
     try {
-      const { searchEntries } = await admin.search(`uid=${uid},${PEOPLE}`, { scope: 'base', attributes: ['pwdFailureTime', 'pwdAccountLockedTime'] });
+      const { searchEntries } = await admin.search(`uid=${uid},${PEOPLE}`, {
+        scope: 'base',
+        attributes: ['pwdFailureTime', 'pwdAccountLockedTime'],
+      });
       const e = searchEntries[0]!;
       // ldapts answers an attribute the entry lacks as [].
       const count = (v: unknown) => (v === undefined ? 0 : Array.isArray(v) ? v.length : 1);
@@ -183,10 +246,15 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
     const answers = [];
     // From ten addresses: no address's own count is ever near a limit.
     for (let i = 0; i < 10; i++) answers.push(await grant('alice', `wrong-${i}`, `198.51.100.${i + 1}`));
-    expect(answers.slice(0, STRANGERS).map((r) => r.json())).toEqual(Array(STRANGERS).fill({ error: 'invalid_grant', error_description: 'invalid username or password' }));
+    expect(answers.slice(0, STRANGERS).map((r) => r.json())).toEqual(
+      Array(STRANGERS).fill({ error: 'invalid_grant', error_description: 'invalid username or password' }),
+    );
     for (const res of answers.slice(STRANGERS)) {
       expect(res.statusCode).toBe(429);
-      expect(res.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'too many failed attempts, retry later' });
+      expect(res.json()).toEqual({
+        error: 'temporarily_unavailable',
+        error_description: 'too many failed attempts, retry later',
+      });
       expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(WINDOW);
     }
@@ -217,7 +285,9 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
   });
 
   it('never lets concurrent guesses past the cap', async () => {
-    const answers = await Promise.all([...Array(12).keys()].map((i) => grant('carol', `wrong-${i}`, `192.0.2.${i + 1}`)));
+    const answers = await Promise.all(
+      [...Array(12).keys()].map((i) => grant('carol', `wrong-${i}`, `192.0.2.${i + 1}`)),
+    );
     expect(answers.filter((r) => r.statusCode === 400)).toHaveLength(STRANGERS);
     expect(answers.filter((r) => r.statusCode === 429)).toHaveLength(12 - STRANGERS);
     expect(await serverView('carol')).toEqual({ failedBinds: STRANGERS, locked: false });
@@ -225,10 +295,14 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
 
   it('caps an unknown username as a known one (spellings the server compares alike share the cap)', async () => {
     for (let i = 0; i < STRANGERS; i++) expect((await grant('nobody', 'wrong', '198.51.100.200')).statusCode).toBe(400);
-    for (const spelling of ['nobody', 'NOBODY', '  Nobody ']) expect((await grant(spelling, 'wrong', '198.51.100.201')).statusCode, spelling).toBe(429);
+    for (const spelling of ['nobody', 'NOBODY', '  Nobody '])
+      expect((await grant(spelling, 'wrong', '198.51.100.201')).statusCode, spelling).toBe(429);
   });
 
-  /** A browser at `address` that signed in as `uid` on the login page, then lost its session: a browser the account knows. */
+  /**
+   * A browser at `address` that signed in as `uid` on the login page, then lost its session: a browser the
+   * account knows.
+   */
   async function knownBrowserOf(uid: string, address: string): Promise<Browser> {
     const b = new Browser(sigil, address);
     await b.signIn(uid, `${uid}-pw`);
@@ -248,7 +322,8 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
   async function strangersGuess(uid: string, net: number): Promise<(number | string)[]> {
     const answers: (number | string)[] = [];
     for (let i = 0; i < 5; i++) answers.push((await grant(uid, `guess-${i}`, `198.18.${net}.${i + 1}`)).statusCode);
-    for (let i = 0; i < 5; i++) answers.push(await signInWith(new Browser(sigil, `198.18.${net}.${i + 101}`), uid, `guess-${i + 5}`));
+    for (let i = 0; i < 5; i++)
+      answers.push(await signInWith(new Browser(sigil, `198.18.${net}.${i + 101}`), uid, `guess-${i + 5}`));
     return answers;
   }
 
@@ -266,7 +341,7 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
     expect(await signInWith(new Browser(sigil, '203.0.113.51'), 'dave', 'dave-pw')).toBe('signed in');
   });
 
-  it('lets a known browser\'s own wrong passwords reach no further than maxFailedBinds in all: the server counts at most that many and never locks', async () => {
+  it("lets a known browser's own wrong passwords reach no further than maxFailedBinds in all: the server counts at most that many and never locks", async () => {
     const known = await knownBrowserOf('erin', '203.0.113.60');
     const second = await knownBrowserOf('erin', '203.0.113.61');
     expect(await strangersGuess('erin', 2)).toEqual([400, 400, 429, 429, 429, 429, 429, 429, 429, 429]);
@@ -285,14 +360,18 @@ describe('LDAP directory accounts and the directory\'s own lockout (maxFailedBin
     const ofGrace = await knownBrowserOf('grace', '203.0.113.71');
     const frankCookie = known.cookies.get('sigil.known')!;
     const graceCookie = ofGrace.cookies.get('sigil.known')!;
-    // Grace's signed cookie with Frank's digest put in (its signature no longer matches), and the same without a signature.
+    // Grace's signed cookie with Frank's digest put in (its signature no longer matches), and the same
+    // without a signature.
     const [header, , signature] = graceCookie.split('.');
     const [, frankPayload] = frankCookie.split('.');
     const forged = `${header}.${frankPayload}.${signature}`;
     const unsigned = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'sigil-known-browser+jwt' })).toString('base64url')}.${frankPayload}.`;
     expect(await strangersGuess('frank', 3)).toEqual([400, 400, 429, 429, 429, 429, 429, 429, 429, 429]);
     expect(await signInWith(ofGrace, 'frank', 'frank-pw')).toBe(429);
-    for (const [name, value] of [['forged', forged], ['unsigned', unsigned]]) {
+    for (const [name, value] of [
+      ['forged', forged],
+      ['unsigned', unsigned],
+    ]) {
       const b = new Browser(sigil, '203.0.113.72');
       b.cookies.set('sigil.known', value!);
       expect(await signInWith(b, 'frank', 'frank-pw'), name).toBe(429);
@@ -333,11 +412,19 @@ describe('pages of a signed-in directory user while the directory is down', () =
   });
 
   /** The localized 503 page: HTML, no-store, Retry-After, the directory's text in `lang`. */
-  function expectUnavailablePage(step: { status: number; body: string; headers: Record<string, unknown> }, lang: 'en' | 'de', where: string): void {
+  function expectUnavailablePage(
+    step: { status: number; body: string; headers: Record<string, unknown> },
+    lang: 'en' | 'de',
+    where: string,
+  ): void {
     expect(step.status, where).toBe(503);
     expect(String(step.headers['content-type']), where).toMatch(/^text\/html/);
     expect(step.headers['retry-after'], where).toBe('30');
-    expect(step.body, where).toContain(lang === 'en' ? 'Sign-in is unavailable at the moment. Please try again later.' : 'Die Anmeldung ist im Moment nicht möglich.');
+    expect(step.body, where).toContain(
+      lang === 'en'
+        ? 'Sign-in is unavailable at the moment. Please try again later.'
+        : 'Die Anmeldung ist im Moment nicht möglich.',
+    );
     expect(step.body, where).toContain(`<html lang="${lang}"`);
   }
 
@@ -353,9 +440,17 @@ describe('pages of a signed-in directory user while the directory is down', () =
     await slapd.stop();
     try {
       expectUnavailablePage(await submitCode(b, mfa, totpCode(secret, 1)), 'en', 'POST /account/mfa');
-      const fields = { csrf_token: input(mfa.body, 'csrf_token'), code: totpCode(secret, 1), button: 'verify', interaction: input(mfa.body, 'interaction') };
+      const fields = {
+        csrf_token: input(mfa.body, 'csrf_token'),
+        code: totpCode(secret, 1),
+        button: 'verify',
+        interaction: input(mfa.body, 'interaction'),
+      };
       // As a browser sends it: the page, in the browser's language.
-      const browserAccept = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'de' };
+      const browserAccept = {
+        accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
+        'accept-language': 'de',
+      };
       expectUnavailablePage(await b.post('/account/mfa', fields, browserAccept), 'de', 'POST /account/mfa (de)');
     } finally {
       await slapd.start();
@@ -365,21 +460,37 @@ describe('pages of a signed-in directory user while the directory is down', () =
     expect(readResponse(done).params.get('code'), done.body).toBeTruthy();
   });
 
-  it('answers /account, its pages and the passkey pages with the 503 page, and the passkey script\'s JSON routes with JSON', async () => {
+  it("answers /account, its pages and the passkey pages with the 503 page, and the passkey script's JSON routes with JSON", async () => {
     const b = new Browser(sigil);
     await b.signIn('carol', 'carol-pw');
     const passkeys = await b.get('/account/passkeys');
     expect(passkeys.status, passkeys.body).toBe(200);
     await slapd.stop();
     try {
-      for (const url of ['/account', '/account/passkeys', '/account/totp', '/account/profile']) expectUnavailablePage(await b.get(url), 'en', `GET ${url}`);
-      expectUnavailablePage(await b.get('/account/passkeys', { 'accept-language': 'de' }), 'de', 'GET /account/passkeys (de)');
+      for (const url of ['/account', '/account/passkeys', '/account/totp', '/account/profile'])
+        expectUnavailablePage(await b.get(url), 'en', `GET ${url}`);
+      expectUnavailablePage(
+        await b.get('/account/passkeys', { 'accept-language': 'de' }),
+        'de',
+        'GET /account/passkeys (de)',
+      );
       const csrf = input(passkeys.body, 'csrf_token');
-      expectUnavailablePage(await b.post('/account/passkeys/register', { csrf_token: csrf, kind: 'passkey', name: 'k', response: '{}' }), 'en', 'POST /account/passkeys/register');
+      expectUnavailablePage(
+        await b.post('/account/passkeys/register', { csrf_token: csrf, kind: 'passkey', name: 'k', response: '{}' }),
+        'en',
+        'POST /account/passkeys/register',
+      );
       // The options the page's script fetches stay JSON (the script shows its own error).
-      const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind: 'passkey' }, { accept: 'application/json' });
+      const options = await b.post(
+        '/account/passkeys/options',
+        { csrf_token: csrf, kind: 'passkey' },
+        { accept: 'application/json' },
+      );
       expect(options.status).toBe(503);
-      expect(options.res.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'sign-in is temporarily unavailable, please try again later' });
+      expect(options.res.json()).toEqual({
+        error: 'temporarily_unavailable',
+        error_description: 'sign-in is temporarily unavailable, please try again later',
+      });
     } finally {
       await slapd.start();
     }
@@ -393,7 +504,12 @@ describe('pages of a signed-in directory user while the directory is down', () =
     const page = await b.get('/account/passkeys');
     const csrf = input(page.body, 'csrf_token');
     const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind: 'passkey' });
-    const added = await b.post('/account/passkeys/register', { csrf_token: csrf, kind: 'passkey', name: 'Bob key', response: JSON.stringify(auth.register(options.res.json())) });
+    const added = await b.post('/account/passkeys/register', {
+      csrf_token: csrf,
+      kind: 'passkey',
+      name: 'Bob key',
+      response: JSON.stringify(auth.register(options.res.json())),
+    });
     expect(added.status, added.body).toBe(303);
     const fresh = new Browser(sigil);
     const login = await fresh.follow(await fresh.get(authorizeUrl(codeParams(pkce().challenge))));
@@ -401,7 +517,11 @@ describe('pages of a signed-in directory user while the directory is down', () =
     const loginOptions = await fresh.post('/account/passkeys/login/options', { csrf_token: loginCsrf });
     await slapd.stop();
     try {
-      const answered = await fresh.post('/account/passkeys/login', { csrf_token: loginCsrf, interaction: input(login.body, 'interaction'), response: JSON.stringify(auth.authenticate(loginOptions.res.json())) });
+      const answered = await fresh.post('/account/passkeys/login', {
+        csrf_token: loginCsrf,
+        interaction: input(login.body, 'interaction'),
+        response: JSON.stringify(auth.authenticate(loginOptions.res.json())),
+      });
       expectUnavailablePage(answered, 'en', 'POST /account/passkeys/login');
       expect(fresh.cookies.has('sigil.session')).toBe(false);
     } finally {

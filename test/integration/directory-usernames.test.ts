@@ -25,7 +25,15 @@ const ROPC = ['ropc', 'ropc-secret'] as const;
 const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const run = promisify(execFile);
 
-const RITA: LdapUser = { uid: 'rita.ldap', password: 'rita-ldap-pw', cn: 'Rita Ldap', givenName: 'Rita', sn: 'Ldap', mail: 'rita@corp.example', groups: ['devs'] };
+const RITA: LdapUser = {
+  uid: 'rita.ldap',
+  password: 'rita-ldap-pw',
+  cn: 'Rita Ldap',
+  givenName: 'Rita',
+  sn: 'Ldap',
+  mail: 'rita@corp.example',
+  groups: ['devs'],
+};
 
 describe('usernames held by a user directory', () => {
   let slapd: Slapd;
@@ -40,16 +48,32 @@ describe('usernames held by a user directory', () => {
     smtp = await new SmtpReceiver().start();
     sigil = await startSigil(
       {
-        clients: [...base.clients!, { clientId: 'scim-bot', clientSecrets: ['scim-bot-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'] }],
+        clients: [
+          ...base.clients!,
+          {
+            clientId: 'scim-bot',
+            clientSecrets: ['scim-bot-secret'],
+            allowedGrantTypes: ['client_credentials'],
+            allowedScopes: ['scim'],
+          },
+        ],
         // One config user, the console's administrator; every other name refused here is the directory's.
         users: [{ subjectId: 'adm-1', username: 'root', password: 'root', claims: { role: 'sigil-admin' } }],
         rateLimits: { maxFailures: 1000, windowSeconds: 60 },
         email: { smtpUrl: smtp.url, from: 'id@acme.example', selfRegistration: true },
         // A second directory over the same server whose usernames are the mail addresses, as
         // self-registration's usernames are.
-        userDirectories: [slapd.directoryConfig({ claimsCacheSeconds: 0 }), slapd.directoryConfig({ name: 'corp-mail', usernameAttribute: 'mail', claimsCacheSeconds: 0 })] as never,
+        userDirectories: [
+          slapd.directoryConfig({ claimsCacheSeconds: 0 }),
+          slapd.directoryConfig({ name: 'corp-mail', usernameAttribute: 'mail', claimsCacheSeconds: 0 }),
+        ] as never,
       },
-      { logger: pino({ level: 'warn' }, { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) }) },
+      {
+        logger: pino(
+          { level: 'warn' },
+          { write: (line: string) => void logLines.push(JSON.parse(line) as Record<string, unknown>) },
+        ),
+      },
     );
     token = (await clientTokens(sigil, 'scim', ['scim-bot', 'scim-bot-secret'])).access_token;
   });
@@ -63,27 +87,39 @@ describe('usernames held by a user directory', () => {
     return sigil.app.inject({
       method: method as 'GET',
       url: `/scim/v2${url}`,
-      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}),
+      },
       ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
     });
   }
   let admin: Browser | undefined;
   /** The console's administrator, signed in once (a second sign-in would need the enrolled factor). */
   const consoleAdmin = async () => (admin ??= await consoleBrowser(sigil, 'root'));
-  const grant = (username: string, password: string) => tokenRequest(sigil, { grant_type: 'password', username, password, scope: 'openid' }, ROPC);
-  const storedNamed = async (username: string) => (await sigil.context.store.users.listUsers()).filter((u) => u.username.toLowerCase() === username.toLowerCase());
+  const grant = (username: string, password: string) =>
+    tokenRequest(sigil, { grant_type: 'password', username, password, scope: 'openid' }, ROPC);
+  const storedNamed = async (username: string) =>
+    (await sigil.context.store.users.listUsers()).filter((u) => u.username.toLowerCase() === username.toLowerCase());
 
   /** Adds a person to the directory, as an administrator of it would. */
   async function addToDirectory(uid: string, password: string, mail: string): Promise<void> {
     const admin = await slapd.admin();
     try {
-      await admin.add(`uid=${uid},${PEOPLE}`, { objectClass: 'inetOrgPerson', uid, cn: uid, sn: uid, mail, userPassword: password });
+      await admin.add(`uid=${uid},${PEOPLE}`, {
+        objectClass: 'inetOrgPerson',
+        uid,
+        cn: uid,
+        sn: uid,
+        mail,
+        userPassword: password,
+      });
     } finally {
       await admin.unbind();
     }
   }
 
-  it('SCIM refuses to create a user with a directory user\'s username (409 uniqueness), in any case, storing nothing; the directory user still signs in', async () => {
+  it("SCIM refuses to create a user with a directory user's username (409 uniqueness), in any case, storing nothing; the directory user still signs in", async () => {
     for (const userName of ['rita.ldap', 'RITA.LDAP', 'rita@corp.example']) {
       const res = await scim('POST', '/Users', { schemas: [USER], userName, password: 'violet-harbour-1959' });
       expect(res.statusCode, res.body).toBe(409);
@@ -95,39 +131,55 @@ describe('usernames held by a user directory', () => {
     expect((await grant('rita.ldap', 'violet-harbour-1959')).statusCode).toBe(400);
   });
 
-  it('SCIM refuses to rename a stored user to a directory user\'s username, by PUT and by PATCH (409 uniqueness), keeping the name', async () => {
+  it("SCIM refuses to rename a stored user to a directory user's username, by PUT and by PATCH (409 uniqueness), keeping the name", async () => {
     const created = await scim('POST', '/Users', { schemas: [USER], userName: 'sam', password: 'violet-harbour-1959' });
     expect(created.statusCode, created.body).toBe(201);
     const id = created.json().id as string;
     const put = await scim('PUT', `/Users/${id}`, { schemas: [USER], userName: 'bob' });
     expect(put.statusCode, put.body).toBe(409);
     expect(put.json()).toMatchObject({ scimType: 'uniqueness' });
-    const patch = await scim('PATCH', `/Users/${id}`, { schemas: [PATCH], Operations: [{ op: 'replace', path: 'userName', value: 'Alice' }] });
+    const patch = await scim('PATCH', `/Users/${id}`, {
+      schemas: [PATCH],
+      Operations: [{ op: 'replace', path: 'userName', value: 'Alice' }],
+    });
     expect(patch.statusCode, patch.body).toBe(409);
     expect(patch.json()).toMatchObject({ scimType: 'uniqueness' });
     expect((await scim('GET', `/Users/${id}`)).json().userName).toBe('sam');
     expect((await grant('bob', 'bob-pw')).statusCode).toBe(200);
   });
 
-  it('the console refuses to create a user with a directory user\'s username (409, its refusal on the page), storing nothing', async () => {
+  it("the console refuses to create a user with a directory user's username (409, its refusal on the page), storing nothing", async () => {
     const admin = await consoleAdmin();
     const page = await admin.get('/admin/users');
-    const res = await admin.post('/admin/users', { csrf_token: input(page.body, 'csrf_token'), username: 'rita.ldap', name: '', email: '', password: 'violet-harbour-1959' });
+    const res = await admin.post('/admin/users', {
+      csrf_token: input(page.body, 'csrf_token'),
+      username: 'rita.ldap',
+      name: '',
+      email: '',
+      password: 'violet-harbour-1959',
+    });
     expect(res.status, res.body).toBe(409);
     expect(unescapeHtml(res.body)).toContain('userName "rita.ldap" is taken');
     expect(await storedNamed('rita.ldap')).toEqual([]);
   });
 
-  it('the command line refuses `sigil users add` of a directory user\'s username (exit 1), storing nothing', async () => {
+  it("the command line refuses `sigil users add` of a directory user's username (exit 1), storing nothing", async () => {
     const { dir, cleanup } = tempDir();
     try {
       const configFile = join(dir, 'sigil.json');
       const storage = `sqlite:${join(dir, 'sigil.db')}`;
-      writeFileSync(configFile, JSON.stringify({ ...testConfig(), storage, userDirectories: [slapd.directoryConfig()] }));
+      writeFileSync(
+        configFile,
+        JSON.stringify({ ...testConfig(), storage, userDirectories: [slapd.directoryConfig()] }),
+      );
       const cli = (...args: string[]) =>
         run(process.execPath, [CLI, ...args, '--config', configFile]).then(
           ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-          (err: { code: number; stdout: string; stderr: string }) => ({ code: err.code, stdout: err.stdout, stderr: err.stderr }),
+          (err: { code: number; stdout: string; stderr: string }) => ({
+            code: err.code,
+            stdout: err.stdout,
+            stderr: err.stderr,
+          }),
         );
       const refused = await cli('users', 'add', 'rita.ldap', '--password', 'violet-harbour-1959');
       expect(refused.code, refused.stderr).toBe(1);
@@ -147,7 +199,9 @@ describe('usernames held by a user directory', () => {
     const register = async (email: string) => {
       const b = new Browser(sigil, '198.51.100.80');
       const page = await b.get('/account/register');
-      expect((await b.post('/account/register', { csrf_token: input(page.body, 'csrf_token'), email })).status).toBe(200);
+      expect((await b.post('/account/register', { csrf_token: input(page.body, 'csrf_token'), email })).status).toBe(
+        200,
+      );
     };
     let sent = smtp.mails.length;
     await register('rita@corp.example');
@@ -162,15 +216,23 @@ describe('usernames held by a user directory', () => {
     const b = new Browser(sigil, '203.0.113.80');
     const page = await b.get(link);
     expect(page.status, page.body).toBe(200);
-    const done = await b.post('/account/register/confirm', { csrf_token: input(page.body, 'csrf_token'), token: input(page.body, 'token'), password: 'lantern-harbour-93' });
+    const done = await b.post('/account/register/confirm', {
+      csrf_token: input(page.body, 'csrf_token'),
+      token: input(page.body, 'token'),
+      password: 'lantern-harbour-93',
+    });
     expect(done.status, done.body).toBe(409);
     expect(done.body).toContain('An account with this address as its username exists already.');
     expect(await storedNamed('nia@corp.example')).toEqual([]);
     expect((await grant('nia@corp.example', 'lantern-harbour-93')).statusCode).toBe(400);
   });
 
-  it('signs in neither the stored user nor the directory user once a directory gains a stored user\'s name, and warns naming both', async () => {
-    const created = await scim('POST', '/Users', { schemas: [USER], userName: 'erik', password: 'violet-harbour-1959' });
+  it("signs in neither the stored user nor the directory user once a directory gains a stored user's name, and warns naming both", async () => {
+    const created = await scim('POST', '/Users', {
+      schemas: [USER],
+      userName: 'erik',
+      password: 'violet-harbour-1959',
+    });
     expect(created.statusCode, created.body).toBe(201);
     expect((await grant('erik', 'violet-harbour-1959')).statusCode).toBe(200);
     await addToDirectory('erik', 'erik-ldap-pw', 'erik@corp.example');
@@ -192,25 +254,39 @@ describe('usernames held by a user directory', () => {
     expect(String(warning?.msg)).toContain('"corp"');
   });
 
-  it('refuses to create a user while the directory cannot answer (SCIM 503 with Retry-After, the console\'s 503 page), storing nothing', async () => {
+  it("refuses to create a user while the directory cannot answer (SCIM 503 with Retry-After, the console's 503 page), storing nothing", async () => {
     const console = await consoleAdmin();
     await slapd.stop();
     try {
-      const res = await scim('POST', '/Users', { schemas: [USER], userName: 'ursula', password: 'violet-harbour-1959' });
+      const res = await scim('POST', '/Users', {
+        schemas: [USER],
+        userName: 'ursula',
+        password: 'violet-harbour-1959',
+      });
       expect(res.statusCode, res.body).toBe(503);
       expect(res.headers['retry-after']).toBe('30');
       expect(res.json()).toMatchObject({ status: '503' });
       expect(await storedNamed('ursula')).toEqual([]);
       // The console says so on its page, in the page's language, with the same status.
       const page = await console.get('/admin/users');
-      const form = await console.post('/admin/users', { csrf_token: input(page.body, 'csrf_token'), username: 'ursula', name: '', email: '', password: 'violet-harbour-1959' });
+      const form = await console.post('/admin/users', {
+        csrf_token: input(page.body, 'csrf_token'),
+        username: 'ursula',
+        name: '',
+        email: '',
+        password: 'violet-harbour-1959',
+      });
       expect(form.status, form.body).toBe(503);
       expect(unescapeHtml(form.body)).toContain('user directory "corp" cannot answer');
       expect(await storedNamed('ursula')).toEqual([]);
     } finally {
       await slapd.start();
     }
-    const later = await scim('POST', '/Users', { schemas: [USER], userName: 'ursula', password: 'violet-harbour-1959' });
+    const later = await scim('POST', '/Users', {
+      schemas: [USER],
+      userName: 'ursula',
+      password: 'violet-harbour-1959',
+    });
     expect(later.statusCode, later.body).toBe(201);
   });
 });

@@ -34,7 +34,9 @@ describe('discovery', () => {
     for (const [name, value] of Object.entries(doc))
       if (name.endsWith('_endpoint') || name.endsWith('_uri')) expect(value, name).toMatch(new RegExp(`^${ISSUER}/`));
     expect(doc.id_token_signing_alg_values_supported).toContain('RS256');
-    expect(doc.scopes_supported).toEqual(expect.arrayContaining(['openid', 'profile', 'email', 'api1', 'api2', 'offline_access']));
+    expect(doc.scopes_supported).toEqual(
+      expect.arrayContaining(['openid', 'profile', 'email', 'api1', 'api2', 'offline_access']),
+    );
     expect(doc.code_challenge_methods_supported).toEqual(['S256']);
   });
 
@@ -42,10 +44,19 @@ describe('discovery', () => {
     const doc = (await get(DISC)).json<{ grant_types_supported: string[] }>();
     const clients = testConfig().clients ?? [];
     // Clients of metadata documents (on by default) use the code flow and refresh tokens.
-    const used = new Set(['authorization_code', 'refresh_token', ...clients.flatMap((c) => [...c.allowedGrantTypes, ...(c.allowOfflineAccess ? ['refresh_token'] : [])])]);
+    const used = new Set([
+      'authorization_code',
+      'refresh_token',
+      ...clients.flatMap((c) => [...c.allowedGrantTypes, ...(c.allowOfflineAccess ? ['refresh_token'] : [])]),
+    ]);
     for (const g of doc.grant_types_supported) expect(used.has(g), g).toBe(true);
     expect(doc.grant_types_supported).toEqual(
-      expect.arrayContaining(['client_credentials', 'password', 'refresh_token', 'urn:ietf:params:oauth:grant-type:token-exchange']),
+      expect.arrayContaining([
+        'client_credentials',
+        'password',
+        'refresh_token',
+        'urn:ietf:params:oauth:grant-type:token-exchange',
+      ]),
     );
   });
 
@@ -68,7 +79,11 @@ describe('discovery', () => {
   it('cannot be steered by headers even when a proxy is trusted', async () => {
     const proxied = await startSigil({ trustProxy: ['127.0.0.1'] });
     try {
-      const res = await proxied.app.inject({ method: 'GET', url: DISC, headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' } });
+      const res = await proxied.app.inject({
+        method: 'GET',
+        url: DISC,
+        headers: { 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'https' },
+      });
       const doc = res.json<Record<string, unknown>>();
       expect(doc.issuer).toBe(ISSUER);
       expect(res.body).not.toContain('evil');
@@ -90,7 +105,8 @@ describe('discovery', () => {
       expect(key.kid).toEqual(expect.any(String));
       expect(key.use).toBe('sig');
       expect(['RSA', 'EC', 'OKP']).toContain(key.kty);
-      for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k', 'oth']) expect(key, `${String(key.kid)} ${secret}`).not.toHaveProperty(secret);
+      for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k', 'oth'])
+        expect(key, `${String(key.kid)} ${secret}`).not.toHaveProperty(secret);
     }
     expect(new Set(keys.map((k) => k.kid)).size).toBe(keys.length);
   });
@@ -111,7 +127,13 @@ describe('discovery', () => {
         method: 'POST',
         url: '/connect/token',
         headers: { origin, 'content-type': 'application/x-www-form-urlencoded' },
-        payload: form({ grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1', client_id: 'spa' }),
+        payload: form({
+          grant_type: 'password',
+          username: 'alice',
+          password: 'alice',
+          scope: 'api1',
+          client_id: 'spa',
+        }),
       });
 
     it('allows a registered origin on /connect/token', async () => {
@@ -132,7 +154,11 @@ describe('discovery', () => {
         sigil.app.inject({
           method: 'OPTIONS',
           url: '/connect/token',
-          headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+          headers: {
+            origin,
+            'access-control-request-method': 'POST',
+            'access-control-request-headers': 'content-type',
+          },
         });
       const ok = await preflight('https://spa.example');
       expect(ok.statusCode).toBeLessThan(300);
@@ -144,8 +170,12 @@ describe('discovery', () => {
 
     it('allows the registered origin on discovery and the JWKS', async () => {
       for (const url of [DISC, JWKS]) {
-        expect((await get(url, { origin: 'https://spa.example' })).headers['access-control-allow-origin']).toBe('https://spa.example');
-        expect((await get(url, { origin: 'https://evil.example' })).headers['access-control-allow-origin']).toBeUndefined();
+        expect((await get(url, { origin: 'https://spa.example' })).headers['access-control-allow-origin']).toBe(
+          'https://spa.example',
+        );
+        expect(
+          (await get(url, { origin: 'https://evil.example' })).headers['access-control-allow-origin'],
+        ).toBeUndefined();
       }
     });
 

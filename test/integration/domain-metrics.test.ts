@@ -4,7 +4,15 @@
  * counters and gauges, with bounded labels only (never a subject, username or address).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorizeClients, authorizeUrl, Browser, codeParams, idTokensInSession, pkce, webLike } from '../authorize-helpers.js';
+import {
+  authorizeClients,
+  authorizeUrl,
+  Browser,
+  codeParams,
+  idTokensInSession,
+  pkce,
+  webLike,
+} from '../authorize-helpers.js';
 import { basic, clientTokens, form, startSigil, type TestSigil } from '../helpers.js';
 import { LogoutReceiver } from '../logout-receiver.js';
 
@@ -23,7 +31,12 @@ describe('domain metrics', () => {
     sigil = await startSigil({
       clients: [
         ...authorizeClients(),
-        { clientId: 'm2m', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] },
+        {
+          clientId: 'm2m',
+          clientSecrets: ['m2m-secret'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['api1'],
+        },
         webLike('bc', { backChannelLogoutUri: `${receiver.url}/bc` }),
       ],
       backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },

@@ -18,8 +18,21 @@ let sigil: TestSigil & { close: () => Promise<void> };
 
 beforeAll(async () => {
   smtp = await new SmtpReceiver().start();
-  sigil = await startSigil({ email: { smtpUrl: smtp.url, from: 'id@acme.example', requestsPerAddress: 3, mailsPerAccount: 2, selfRegistration: true } });
-  await new UserAdmin(sigil.context.store, sigil.context.config).create({ username: 'victim', password: 'harbour-violet-19', email: VICTIM, emailVerified: true });
+  sigil = await startSigil({
+    email: {
+      smtpUrl: smtp.url,
+      from: 'id@acme.example',
+      requestsPerAddress: 3,
+      mailsPerAccount: 2,
+      selfRegistration: true,
+    },
+  });
+  await new UserAdmin(sigil.context.store, sigil.context.config).create({
+    username: 'victim',
+    password: 'harbour-violet-19',
+    email: VICTIM,
+    emailVerified: true,
+  });
 });
 afterAll(async () => {
   await sigil.close();
@@ -40,7 +53,11 @@ async function forgot(address: string, identifier: string) {
   const b = new Browser(sigil, address);
   const page = await b.get('/account/forgot');
   const res = await b.post('/account/forgot', { csrf_token: input(page.body, 'csrf_token'), identifier });
-  return { status: res.status, retryAfter: res.headers['retry-after'], body: res.body.replace(/name="csrf_token" value="[^"]*"/, '') };
+  return {
+    status: res.status,
+    retryAfter: res.headers['retry-after'],
+    body: res.body.replace(/name="csrf_token" value="[^"]*"/, ''),
+  };
 }
 
 describe('limits on reset requests', () => {
@@ -65,7 +82,11 @@ describe('limits on reset requests', () => {
     const b = new Browser(sigil, '192.0.2.1');
     const form = await b.get(link);
     expect(form.status).toBe(200);
-    const done = await b.post('/account/reset', { csrf_token: input(form.body, 'csrf_token'), token: input(form.body, 'token'), password: 'lantern-orchard-74' });
+    const done = await b.post('/account/reset', {
+      csrf_token: input(form.body, 'csrf_token'),
+      token: input(form.body, 'token'),
+      password: 'lantern-orchard-74',
+    });
     expect(done.status).toBe(200);
     expect(done.body).toContain('Your password was changed');
   });
@@ -76,7 +97,11 @@ describe('limits on reset requests', () => {
     const b = new Browser(sigil, '192.0.2.98');
     expect((await b.get(`/account/reset?token=${'x'.repeat(5000)}`)).status).toBe(400);
     const form = await b.get('/account/forgot');
-    const post = await b.post('/account/reset', { csrf_token: input(form.body, 'csrf_token'), token: 'y'.repeat(5000), password: 'lantern-orchard-74' });
+    const post = await b.post('/account/reset', {
+      csrf_token: input(form.body, 'csrf_token'),
+      token: 'y'.repeat(5000),
+      password: 'lantern-orchard-74',
+    });
     expect(post.status).toBe(400);
     expect(post.body).toContain('This link does not work any more');
     await new Promise((r) => setTimeout(r, 300));
@@ -92,7 +117,12 @@ describe('an SMTP server that does not answer', () => {
       { logger: pino({ level: 'error' }, { write: (line: string) => void lines.push(line) }) },
     );
     try {
-      await new UserAdmin(down.context.store, down.context.config).create({ username: 'walt', password: 'harbour-violet-19', email: 'walt@example.org', emailVerified: true });
+      await new UserAdmin(down.context.store, down.context.config).create({
+        username: 'walt',
+        password: 'harbour-violet-19',
+        email: 'walt@example.org',
+        emailVerified: true,
+      });
       const b = new Browser(down);
       const page = await b.get('/account/forgot');
       const res = await b.post('/account/forgot', { csrf_token: input(page.body, 'csrf_token'), identifier: 'walt' });
@@ -112,7 +142,10 @@ describe('self-registration under concurrency', () => {
     for (const address of ['192.0.2.50', '192.0.2.51']) {
       const b = new Browser(sigil, address);
       const page = await b.get('/account/register');
-      expect((await b.post('/account/register', { csrf_token: input(page.body, 'csrf_token'), email: 'twin@example.org' })).status).toBe(200);
+      expect(
+        (await b.post('/account/register', { csrf_token: input(page.body, 'csrf_token'), email: 'twin@example.org' }))
+          .status,
+      ).toBe(200);
     }
     await smtp.waitFor(sent + 2);
     const links = smtp.mails.slice(sent).map((m) => linkIn(m, '/account/register/confirm'));
@@ -120,13 +153,21 @@ describe('self-registration under concurrency', () => {
       const b = new Browser(sigil, address);
       const page = await b.get(link);
       expect(page.status).toBe(200);
-      return b.post('/account/register/confirm', { csrf_token: input(page.body, 'csrf_token'), token: input(page.body, 'token'), password: 'velvet-canyon-31' });
+      return b.post('/account/register/confirm', {
+        csrf_token: input(page.body, 'csrf_token'),
+        token: input(page.body, 'token'),
+        password: 'velvet-canyon-31',
+      });
     };
     const results = await Promise.all(links.map((link, i) => confirm(link, `192.0.2.6${i}`)));
     expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
-    expect((await sigil.context.store.users.listUsers()).filter((u) => u.username === 'twin@example.org')).toHaveLength(1);
+    expect((await sigil.context.store.users.listUsers()).filter((u) => u.username === 'twin@example.org')).toHaveLength(
+      1,
+    );
     // The claim record's key derives from the address; presented as a link it is refused.
     const b = new Browser(sigil, '192.0.2.70');
-    expect((await b.get(`/account/register/confirm?token=${encodeURIComponent('claim:twin@example.org')}`)).status).toBe(400);
+    expect(
+      (await b.get(`/account/register/confirm?token=${encodeURIComponent('claim:twin@example.org')}`)).status,
+    ).toBe(400);
   });
 });

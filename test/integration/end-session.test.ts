@@ -31,17 +31,38 @@ beforeAll(async () => {
 afterAll(async () => sigil.close());
 
 /** A signed-in browser for `user` and an identity token issued to `client` in that session. */
-async function session(user = 'alice', client = 'web', redirectUri = 'https://rp.example/cb'): Promise<{ b: Browser; hint: string }> {
+async function session(
+  user = 'alice',
+  client = 'web',
+  redirectUri = 'https://rp.example/cb',
+): Promise<{ b: Browser; hint: string }> {
   const b = new Browser(sigil);
   await b.signIn(user);
-  const r = readResponse(await b.get(authorizeUrl(codeParams(challenge, { client_id: client, redirect_uri: redirectUri, scope: client === 'spa' ? 'openid' : 'openid profile' }))));
-  const res = await redeem(sigil, r.params.get('code')!, { client, verifier, redirectUri, ...(client === 'spa' ? { secret: null } : {}) });
+  const r = readResponse(
+    await b.get(
+      authorizeUrl(
+        codeParams(challenge, {
+          client_id: client,
+          redirect_uri: redirectUri,
+          scope: client === 'spa' ? 'openid' : 'openid profile',
+        }),
+      ),
+    ),
+  );
+  const res = await redeem(sigil, r.params.get('code')!, {
+    client,
+    verifier,
+    redirectUri,
+    ...(client === 'spa' ? { secret: null } : {}),
+  });
   expect(res.statusCode, res.body).toBe(200);
   return { b, hint: res.json().id_token };
 }
 
 function endSession(b: Browser, params: Record<string, string>, method: 'GET' | 'POST' = 'GET'): Promise<Step> {
-  return method === 'GET' ? b.get(`/connect/endsession?${new URLSearchParams(params)}`) : b.post('/connect/endsession', params);
+  return method === 'GET'
+    ? b.get(`/connect/endsession?${new URLSearchParams(params)}`)
+    : b.post('/connect/endsession', params);
 }
 
 /** Whether the browser's session still yields a code with prompt=none. */
@@ -123,12 +144,18 @@ describe('with a genuine hint for the signed-in user', () => {
     const step = await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: BYE, state });
     expect(new URL(step.location!).searchParams.get('state')).toBe(state);
     const noState = await session();
-    expect((await endSession(noState.b, { id_token_hint: noState.hint, post_logout_redirect_uri: BYE })).location).toBe(BYE);
+    expect((await endSession(noState.b, { id_token_hint: noState.hint, post_logout_redirect_uri: BYE })).location).toBe(
+      BYE,
+    );
   });
 
   it('a registered non-ASCII URI is redirected to percent-encoded', async () => {
     const { b, hint } = await session();
-    const step = await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: 'https://rp.example/\u043f\u043e\u043a\u0430', state: 's' });
+    const step = await endSession(b, {
+      id_token_hint: hint,
+      post_logout_redirect_uri: 'https://rp.example/\u043f\u043e\u043a\u0430',
+      state: 's',
+    });
     expect(step.status).toBe(303);
     expect(step.location).toBe('https://rp.example/%D0%BF%D0%BE%D0%BA%D0%B0?state=s');
   });
@@ -144,22 +171,44 @@ describe('with a genuine hint for the signed-in user', () => {
 
   it('a URI not registered exactly is never redirected to: error page naming it, session kept', async () => {
     const { b, hint } = await session();
-    for (const uri of ['https://rp.example/bye/', 'https://rp.example/bye?x=1', `${BYE}?foo=bar`, 'https://RP.example/bye', 'https://attacker.example/bye', 'https://rp.example/cb']) {
+    for (const uri of [
+      'https://rp.example/bye/',
+      'https://rp.example/bye?x=1',
+      `${BYE}?foo=bar`,
+      'https://RP.example/bye',
+      'https://attacker.example/bye',
+      'https://rp.example/cb',
+    ]) {
       const page = await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: uri, state: 'secret-state' });
-      expectLogoutError(page, /post_logout_redirect_uri is not registered for the client/, uri, 'attacker', 'secret-state');
+      expectLogoutError(
+        page,
+        /post_logout_redirect_uri is not registered for the client/,
+        uri,
+        'attacker',
+        'secret-state',
+      );
       expect(await signedIn(b)).toBe(true);
     }
   });
 
   it("a URI registered for another client than the hint's is not used: error page", async () => {
     const { b, hint } = await session('alice', 'spa', 'https://spa.example/cb');
-    expectLogoutError(await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: BYE, state: 's' }), /not registered for the client/, BYE);
+    expectLogoutError(
+      await endSession(b, { id_token_hint: hint, post_logout_redirect_uri: BYE, state: 's' }),
+      /not registered for the client/,
+      BYE,
+    );
     expect(await signedIn(b)).toBe(true);
   });
 
-  it('client_id equal to the hint\'s audience is accepted (§2)', async () => {
+  it("client_id equal to the hint's audience is accepted (§2)", async () => {
     const { b, hint } = await session();
-    const step = await endSession(b, { id_token_hint: hint, client_id: 'web', post_logout_redirect_uri: BYE, state: 's' });
+    const step = await endSession(b, {
+      id_token_hint: hint,
+      client_id: 'web',
+      post_logout_redirect_uri: BYE,
+      state: 's',
+    });
     expect(step.location).toBe(`${BYE}?state=s`);
     expect(await signedIn(b)).toBe(false);
   });
@@ -183,13 +232,19 @@ describe('with a genuine hint for the signed-in user', () => {
 describe('without a trustworthy hint the user is asked, a wrong request is refused', () => {
   it('post_logout_redirect_uri without a hint or client_id → error page: the client is unknown', async () => {
     const { b } = await session();
-    expectLogoutError(await endSession(b, { post_logout_redirect_uri: BYE, state: 's' }), /needs a valid id_token_hint or client_id/, BYE);
+    expectLogoutError(
+      await endSession(b, { post_logout_redirect_uri: BYE, state: 's' }),
+      /needs a valid id_token_hint or client_id/,
+      BYE,
+    );
     expect(await signedIn(b)).toBe(true);
   });
 
   it('client_id without a hint and a registered URI → confirmation, then the redirect with state', async () => {
     const { b } = await session();
-    const page = expectConfirmation(await endSession(b, { client_id: 'web', post_logout_redirect_uri: BYE, state: 's' }));
+    const page = expectConfirmation(
+      await endSession(b, { client_id: 'web', post_logout_redirect_uri: BYE, state: 's' }),
+    );
     expect(await signedIn(b)).toBe(true);
     const done = await b.post('/account/logout', {
       csrf_token: input(page.body, 'csrf_token'),
@@ -206,15 +261,28 @@ describe('without a trustworthy hint the user is asked, a wrong request is refus
   it('a confirmation whose carried URI was altered is refused and changes nothing', async () => {
     const { b } = await session();
     const page = expectConfirmation(await endSession(b, { client_id: 'web', post_logout_redirect_uri: BYE }));
-    const done = await b.post('/account/logout', { csrf_token: input(page.body, 'csrf_token'), client_id: 'web', post_logout_redirect_uri: 'https://attacker.example/', button: 'logout' });
+    const done = await b.post('/account/logout', {
+      csrf_token: input(page.body, 'csrf_token'),
+      client_id: 'web',
+      post_logout_redirect_uri: 'https://attacker.example/',
+      button: 'logout',
+    });
     expectLogoutError(done, /not registered/, 'attacker');
     expect(await signedIn(b)).toBe(true);
   });
 
   it("client_id that is not the hint's audience, or unknown → error page; the session survives", async () => {
     const { b, hint } = await session();
-    expectLogoutError(await endSession(b, { id_token_hint: hint, client_id: 'other', post_logout_redirect_uri: BYE, state: 's' }), /not the client the id_token_hint was issued to/, BYE);
-    expectLogoutError(await endSession(b, { client_id: 'no-such-client' }), /names no registered client/, 'no-such-client');
+    expectLogoutError(
+      await endSession(b, { id_token_hint: hint, client_id: 'other', post_logout_redirect_uri: BYE, state: 's' }),
+      /not the client the id_token_hint was issued to/,
+      BYE,
+    );
+    expectLogoutError(
+      await endSession(b, { client_id: 'no-such-client' }),
+      /names no registered client/,
+      'no-such-client',
+    );
     expect(await signedIn(b)).toBe(true);
   });
 
@@ -230,7 +298,11 @@ describe('without a trustworthy hint the user is asked, a wrong request is refus
       `${enc({ alg: 'none', typ: 'JWT' })}.${p}.`,
       'not-a-token',
     ]) {
-      expectLogoutError(await endSession(b, { id_token_hint: bad, post_logout_redirect_uri: BYE, state: 's' }), /needs a valid id_token_hint or client_id/, BYE);
+      expectLogoutError(
+        await endSession(b, { id_token_hint: bad, post_logout_redirect_uri: BYE, state: 's' }),
+        /needs a valid id_token_hint or client_id/,
+        BYE,
+      );
       expectConfirmation(await endSession(b, { id_token_hint: bad }));
       expect(await signedIn(b)).toBe(true);
     }
@@ -252,12 +324,18 @@ describe('without a trustworthy hint the user is asked, a wrong request is refus
     const noCsrf = await b.post('/account/logout', { button: 'logout' });
     expect(noCsrf.status).toBe(403);
     expect(await signedIn(b)).toBe(true);
-    const crossSite = await b.post('/account/logout', { csrf_token: input(page.body, 'csrf_token'), button: 'logout' }, { origin: 'https://attacker.example' });
+    const crossSite = await b.post(
+      '/account/logout',
+      { csrf_token: input(page.body, 'csrf_token'), button: 'logout' },
+      { origin: 'https://attacker.example' },
+    );
     expect(crossSite.status).toBe(403);
     expect(await signedIn(b)).toBe(true);
     await confirm(b, page);
     // After logout prompt=none → login_required.
-    expectClientError(await b.get(authorizeUrl(codeParams(challenge, { prompt: 'none' }))), 'login_required', { state: 'st' });
+    expectClientError(await b.get(authorizeUrl(codeParams(challenge, { prompt: 'none' }))), 'login_required', {
+      state: 'st',
+    });
   });
 
   it('logging out while not signed in ends on the signed-out page, no error', async () => {

@@ -39,7 +39,11 @@ describe('audit events', () => {
 
   const named = (name: SigilEvent['name']) => events.filter((e) => e.name === name);
   const remember = (body: { access_token: string; refresh_token?: string; id_token?: string }) => {
-    issued.push(body.access_token, ...(body.refresh_token ? [body.refresh_token] : []), ...(body.id_token ? [body.id_token] : []));
+    issued.push(
+      body.access_token,
+      ...(body.refresh_token ? [body.refresh_token] : []),
+      ...(body.id_token ? [body.id_token] : []),
+    );
     return body;
   };
 
@@ -62,15 +66,28 @@ describe('audit events', () => {
     remember(await passwordTokens(sigil, { scope: 'openid api1 offline_access' }));
     expect(named('user_login_succeeded')).toEqual([expect.objectContaining({ clientId: 'ropc', subjectId: '1' })]);
     const [e] = named('token_issued');
-    expect(e).toMatchObject({ clientId: 'ropc', subjectId: '1', grantType: 'password', scopes: ['openid', 'api1', 'offline_access'] });
+    expect(e).toMatchObject({
+      clientId: 'ropc',
+      subjectId: '1',
+      grantType: 'password',
+      scopes: ['openid', 'api1', 'offline_access'],
+    });
     expect([...(e?.tokenTypes ?? [])].sort()).toEqual(['access_token', 'id_token', 'refresh_token']);
   });
 
   it('emits user_login_failed and token_issue_failed for a wrong password', async () => {
-    await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'wrong' }, ['ropc', 'ropc-secret']);
+    await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'wrong' }, [
+      'ropc',
+      'ropc-secret',
+    ]);
     expect(named('user_login_failed')).toEqual([expect.objectContaining({ clientId: 'ropc', endpoint: 'token' })]);
     expect(named('token_issue_failed')).toEqual([
-      expect.objectContaining({ clientId: 'ropc', grantType: 'password', error: 'invalid_grant', remoteAddress: expect.any(String) }),
+      expect.objectContaining({
+        clientId: 'ropc',
+        grantType: 'password',
+        error: 'invalid_grant',
+        remoteAddress: expect.any(String),
+      }),
     ]);
     // The password never shows up.
     expect(JSON.stringify(events)).not.toContain('wrong');
@@ -79,7 +96,12 @@ describe('audit events', () => {
   it('emits client_authentication_failed for a wrong secret, without the secret', async () => {
     await tokenRequest(sigil, { grant_type: 'client_credentials' }, ['m2m', 'not-the-secret']);
     expect(named('client_authentication_failed')).toEqual([
-      expect.objectContaining({ endpoint: 'token', clientId: 'm2m', error: 'invalid_client', remoteAddress: expect.any(String) }),
+      expect.objectContaining({
+        endpoint: 'token',
+        clientId: 'm2m',
+        error: 'invalid_client',
+        remoteAddress: expect.any(String),
+      }),
     ]);
     expect(named('token_issued')).toHaveLength(0);
     expect(JSON.stringify(events)).not.toContain('not-the-secret');
@@ -94,17 +116,27 @@ describe('audit events', () => {
 
   it('emits token_issue_failed without echoing a presented refresh token', async () => {
     const tokens = remember(await passwordTokens(sigil, { scope: 'api1 offline_access' }));
-    const stolen = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, ['other', 'other-secret']);
+    const stolen = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, [
+      'other',
+      'other-secret',
+    ]);
     expect(stolen.statusCode).toBe(400);
-    expect(named('token_issue_failed')).toEqual([expect.objectContaining({ clientId: 'other', grantType: 'refresh_token', error: 'invalid_grant' })]);
+    expect(named('token_issue_failed')).toEqual([
+      expect.objectContaining({ clientId: 'other', grantType: 'refresh_token', error: 'invalid_grant' }),
+    ]);
   });
 
   it('emits token_issued for a refresh', async () => {
     const tokens = remember(await passwordTokens(sigil, { scope: 'openid api1 offline_access' }));
     events = [];
-    const res = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, ['ropc', 'ropc-secret']);
+    const res = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, [
+      'ropc',
+      'ropc-secret',
+    ]);
     remember(res.json());
-    expect(named('token_issued')).toEqual([expect.objectContaining({ clientId: 'ropc', subjectId: '1', grantType: 'refresh_token' })]);
+    expect(named('token_issued')).toEqual([
+      expect.objectContaining({ clientId: 'ropc', subjectId: '1', grantType: 'refresh_token' }),
+    ]);
   });
 
   it('emits token_revoked for refresh and access token revocation', async () => {
@@ -114,20 +146,48 @@ describe('audit events', () => {
     await postForm(sigil, '/connect/revocation', { token: tokens.refresh_token! }, ['ropc', 'ropc-secret']);
     await postForm(sigil, '/connect/revocation', { token: cc.access_token }, ['m2m', 'm2m-secret']);
     expect(named('token_revoked')).toEqual([
-      expect.objectContaining({ endpoint: 'revocation', clientId: 'ropc', subjectId: '1', tokenTypes: ['refresh_token'] }),
+      expect.objectContaining({
+        endpoint: 'revocation',
+        clientId: 'ropc',
+        subjectId: '1',
+        tokenTypes: ['refresh_token'],
+      }),
       expect.objectContaining({ endpoint: 'revocation', clientId: 'm2m', tokenTypes: ['access_token'] }),
     ]);
   });
 
-  it('success events carry the caller\'s address, user agent and a request id of their own', async () => {
+  it("success events carry the caller's address, user agent and a request id of their own", async () => {
     const ua = { 'user-agent': 'audit-test/1.0' };
-    const cc = await postForm(sigil, '/connect/token', { grant_type: 'client_credentials', scope: 'api1' }, ['m2m', 'm2m-secret'], ua);
-    const pw = await postForm(sigil, '/connect/token', { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' }, ['ropc', 'ropc-secret'], ua);
-    await postForm(sigil, '/connect/revocation', { token: remember(cc.json()).access_token }, ['m2m', 'm2m-secret'], ua);
+    const cc = await postForm(
+      sigil,
+      '/connect/token',
+      { grant_type: 'client_credentials', scope: 'api1' },
+      ['m2m', 'm2m-secret'],
+      ua,
+    );
+    const pw = await postForm(
+      sigil,
+      '/connect/token',
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' },
+      ['ropc', 'ropc-secret'],
+      ua,
+    );
+    await postForm(
+      sigil,
+      '/connect/revocation',
+      { token: remember(cc.json()).access_token },
+      ['m2m', 'm2m-secret'],
+      ua,
+    );
     remember(pw.json());
     const successes = [...named('token_issued'), ...named('user_login_succeeded'), ...named('token_revoked')];
     expect(successes).toHaveLength(4);
-    for (const e of successes) expect(e).toMatchObject({ remoteAddress: '127.0.0.1', userAgent: 'audit-test/1.0', requestId: expect.stringMatching(/^[\w-]{16,}$/) });
+    for (const e of successes)
+      expect(e).toMatchObject({
+        remoteAddress: '127.0.0.1',
+        userAgent: 'audit-test/1.0',
+        requestId: expect.stringMatching(/^[\w-]{16,}$/),
+      });
     // One id per request: the password grant's two events share it, the other requests have their own.
     expect(new Set(successes.map((e) => e.requestId)).size).toBe(3);
     expect(named('user_login_succeeded')[0]!.requestId).toBe(named('token_issued')[1]!.requestId);
@@ -143,7 +203,9 @@ describe('audit events', () => {
 
   it('emits api_authentication_failed for a wrong API secret at introspection', async () => {
     await introspect(sigil, 'whatever', ['api1', 'not-the-api-secret']);
-    expect(named('api_authentication_failed')).toEqual([expect.objectContaining({ endpoint: 'introspection', error: 'invalid_client' })]);
+    expect(named('api_authentication_failed')).toEqual([
+      expect.objectContaining({ endpoint: 'introspection', error: 'invalid_client' }),
+    ]);
     expect(JSON.stringify(events)).not.toContain('not-the-api-secret');
   });
 
@@ -168,9 +230,15 @@ describe('audit events', () => {
   it('never carries a token value in any event of this file', async () => {
     // One more full lifecycle, then check everything recorded in this file.
     const tokens = remember(await passwordTokens(sigil, { scope: 'openid api1 offline_access' }));
-    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, ['ropc', 'ropc-secret']);
+    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, [
+      'ropc',
+      'ropc-secret',
+    ]);
     remember(refreshed.json());
-    await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, ['ropc', 'ropc-secret']);
+    await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, [
+      'ropc',
+      'ropc-secret',
+    ]);
     await postForm(sigil, '/connect/revocation', { token: tokens.access_token }, ['ropc', 'ropc-secret']);
 
     expect(history.length).toBeGreaterThan(20);

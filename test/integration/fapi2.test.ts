@@ -47,7 +47,8 @@ function dpopHeader(proofJwt: string | undefined): Record<string, string> {
 }
 
 /** A fapi2 client `id` (its keys: PS256 and RS256, so that only the profile refuses RS256). */
-const fapiClient = (id: string) => webLike(id, { clientSecrets: [], jwks: { keys: [ps.publicJwk, rs.publicJwk] }, profile: 'fapi2' });
+const fapiClient = (id: string) =>
+  webLike(id, { clientSecrets: [], jwks: { keys: [ps.publicJwk, rs.publicJwk] }, profile: 'fapi2' });
 
 /** Requests for one fapi2 client of `sigil`, authenticated with private_key_jwt. */
 function fapiCalls(sigil: () => TestSigil, clientId: string) {
@@ -63,12 +64,24 @@ function fapiCalls(sigil: () => TestSigil, clientId: string) {
     async code(params: Record<string, string>, opts: { dpop?: string } = {}) {
       const res = await this.push(params, opts);
       expect(res.statusCode, res.body).toBe(201);
-      return getCode(new Browser(sigil()), { client_id: clientId, request_uri: res.json<{ request_uri: string }>().request_uri });
+      return getCode(new Browser(sigil()), {
+        client_id: clientId,
+        request_uri: res.json<{ request_uri: string }>().request_uri,
+      });
     },
     /** A token request with a fresh assertion and, unless null, a proof of `key`. */
-    async token(params: Record<string, string>, opts: { proofKey?: ProofKey | null; key?: ClientKey; aud?: string | string[] } = {}) {
+    async token(
+      params: Record<string, string>,
+      opts: { proofKey?: ProofKey | null; key?: ClientKey; aud?: string | string[] } = {},
+    ) {
       const key = opts.proofKey === undefined ? dpopKey : opts.proofKey;
-      return postForm(sigil(), '/connect/token', { ...params, ...(await auth(opts)) }, undefined, dpopHeader(key ? await proof(key, TOKEN_URL) : undefined));
+      return postForm(
+        sigil(),
+        '/connect/token',
+        { ...params, ...(await auth(opts)) },
+        undefined,
+        dpopHeader(key ? await proof(key, TOKEN_URL) : undefined),
+      );
     },
   };
 }
@@ -77,18 +90,36 @@ describe('profile "fapi2"', () => {
   let sigil: TestSigil;
   // RS256 comes first in signingAlgorithms: other clients' tokens are RS256, the fapi2 client's are not.
   beforeAll(async () => {
-    const gateway = { clientId: 'gateway', clientSecrets: ['gateway-secret'], allowedGrantTypes: [TOKEN_EXCHANGE], allowedScopes: ['api1'], tokenExchangeSubjectAudiences: ['api1'] };
-    sigil = await startAuthorizeSigil([fapiClient('bank'), webLike('signed', { clientSecrets: [], jwks: { keys: [ps.publicJwk, rs.publicJwk] } }), gateway], {
-      signingAlgorithms: ['RS256', 'ES256'],
-      rateLimits: { maxFailures: 1000, windowSeconds: 60 },
-    });
+    const gateway = {
+      clientId: 'gateway',
+      clientSecrets: ['gateway-secret'],
+      allowedGrantTypes: [TOKEN_EXCHANGE],
+      allowedScopes: ['api1'],
+      tokenExchangeSubjectAudiences: ['api1'],
+    };
+    sigil = await startAuthorizeSigil(
+      [
+        fapiClient('bank'),
+        webLike('signed', { clientSecrets: [], jwks: { keys: [ps.publicJwk, rs.publicJwk] } }),
+        gateway,
+      ],
+      {
+        signingAlgorithms: ['RS256', 'ES256'],
+        rateLimits: { maxFailures: 1000, windowSeconds: 60 },
+      },
+    );
   });
   afterAll(async () => sigil?.close());
   afterEach(() => {
     vi.useRealTimers();
   });
   const bank = fapiCalls(() => sigil, 'bank');
-  const redeemParams = (code: string, verifier: string) => ({ grant_type: 'authorization_code', code, redirect_uri: CB, code_verifier: verifier });
+  const redeemParams = (code: string, verifier: string) => ({
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: CB,
+    code_verifier: verifier,
+  });
 
   it('completes PAR + PKCE + private_key_jwt + DPoP: bound access and refresh tokens, ES256-signed identity token', async () => {
     const { verifier, challenge } = pkce();
@@ -113,7 +144,10 @@ describe('profile "fapi2"', () => {
     // Introspection shows the bindings: the access token to its API, the refresh token to its client.
     const at = await introspect(sigil, refreshed.json().access_token);
     expect(at.json()).toMatchObject({ active: true, token_type: 'DPoP', cnf: { jkt: dpopKey.jkt } });
-    const rt = await postForm(sigil, '/connect/introspect', { token: refreshed.json().refresh_token, ...(await bank.auth()) });
+    const rt = await postForm(sigil, '/connect/introspect', {
+      token: refreshed.json().refresh_token,
+      ...(await bank.auth()),
+    });
     expect(rt.json()).toMatchObject({ active: true, cnf: { jkt: dpopKey.jkt } });
   });
 
@@ -122,17 +156,26 @@ describe('profile "fapi2"', () => {
     const code = await bank.code(codeParams(challenge, { client_id: 'bank' }));
     const subject = (await bank.token(redeemParams(code, verifier))).json<{ access_token: string }>().access_token;
     // The gateway acts as api1, the audience of bank's token, and is no fapi2 client: it may send no proof at all.
-    const params = { grant_type: TOKEN_EXCHANGE, subject_token: subject, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' };
-    const exchange = (proofJwt?: string) => postForm(sigil, '/connect/token', params, ['gateway', 'gateway-secret'], dpopHeader(proofJwt));
+    const params = {
+      grant_type: TOKEN_EXCHANGE,
+      subject_token: subject,
+      subject_token_type: ACCESS_TOKEN_TYPE,
+      scope: 'api1',
+    };
+    const exchange = (proofJwt?: string) =>
+      postForm(sigil, '/connect/token', params, ['gateway', 'gateway-secret'], dpopHeader(proofJwt));
     expectError(await exchange(), 'invalid_request');
-    expectError(await exchange(await proof(await proofKey('ES256'), TOKEN_URL, { accessToken: subject })), 'invalid_dpop_proof');
+    expectError(
+      await exchange(await proof(await proofKey('ES256'), TOKEN_URL, { accessToken: subject })),
+      'invalid_dpop_proof',
+    );
     const res = await exchange(await proof(dpopKey, TOKEN_URL, { accessToken: subject }));
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json().token_type).toBe('DPoP');
     expect(decodeJwt(res.json().access_token).cnf).toEqual({ jkt: dpopKey.jkt });
   });
 
-  it("refuses a client assertion whose aud is the token endpoint URL or an array (ensure-client-assertion-with-wrong-aud-fails)", async () => {
+  it('refuses a client assertion whose aud is the token endpoint URL or an array (ensure-client-assertion-with-wrong-aud-fails)', async () => {
     const { verifier, challenge } = pkce();
     const code = await bank.code(codeParams(challenge, { client_id: 'bank' }));
     for (const aud of [TOKEN_URL, [ISSUER], PAR_URL]) {
@@ -144,7 +187,9 @@ describe('profile "fapi2"', () => {
     expectError(await bank.push(codeParams(challenge, { client_id: 'bank' }), { aud: PAR_URL }), 'invalid_client', 401);
     // A client without the profile may name the token endpoint.
     const other = await postForm(sigil, '/connect/token', {
-      grant_type: 'authorization_code', code: 'x', redirect_uri: CB,
+      grant_type: 'authorization_code',
+      code: 'x',
+      redirect_uri: CB,
       ...assertionFields(await signAssertion(ps, 'signed', TOKEN_URL), 'signed'),
     });
     expectError(other, 'invalid_grant');
@@ -167,7 +212,10 @@ describe('profile "fapi2"', () => {
 
   it('refuses an unpushed authorization request with invalid_request to the client', async () => {
     const b = new Browser(sigil);
-    expectClientError(await b.get(`/connect/authorize?${new URLSearchParams(codeParams(pkce().challenge, { client_id: 'bank' }))}`), 'invalid_request');
+    expectClientError(
+      await b.get(`/connect/authorize?${new URLSearchParams(codeParams(pkce().challenge, { client_id: 'bank' }))}`),
+      'invalid_request',
+    );
   });
 
   it('requires PKCE with S256 and redirect_uri at PAR (ensure-pkce-required)', async () => {
@@ -186,7 +234,11 @@ describe('profile "fapi2"', () => {
     const { challenge } = pkce();
     const claims = { ...codeParams(challenge, { client_id: 'bank' }), iss: 'bank', aud: ISSUER };
     const sign = (key: ClientKey) =>
-      new SignJWT(claims).setProtectedHeader({ alg: key.alg, kid: key.kid }).setIssuedAt().setExpirationTime('1m').sign(key.privateKey);
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: key.alg, kid: key.kid })
+        .setIssuedAt()
+        .setExpirationTime('1m')
+        .sign(key.privateKey);
     expectError(await bank.push({ client_id: 'bank', request: await sign(rs) }), 'invalid_request_object');
     expect((await bank.push({ client_id: 'bank', request: await sign(ps) })).statusCode).toBe(201);
   });
@@ -198,14 +250,21 @@ describe('profile "fapi2"', () => {
     const rsProof = await bank.token(redeemParams(code, verifier), { proofKey: await proofKey('RS256') });
     expectError(rsProof, 'invalid_dpop_proof');
     expect(rsProof.json().error_description).toMatch(/RS256/);
-    expect((await bank.token(redeemParams(code, verifier), { proofKey: await proofKey('EdDSA') })).statusCode).toBe(200);
+    expect((await bank.token(redeemParams(code, verifier), { proofKey: await proofKey('EdDSA') })).statusCode).toBe(
+      200,
+    );
   });
 
   it('refuses an RS256 proof at userinfo for its token, accepts PS256 with the same RSA key', async () => {
     // One RSA key that can sign both PS256 and RS256 (a node:crypto KeyObject; jose signs with it).
     const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const jwk = await exportJWK(publicKey);
-    const rsa: ProofKey = { alg: 'PS256', privateKey: privateKey as unknown as ProofKey['privateKey'], jwk, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
+    const rsa: ProofKey = {
+      alg: 'PS256',
+      privateKey: privateKey as unknown as ProofKey['privateKey'],
+      jwk,
+      jkt: await calculateJwkThumbprint(jwk, 'sha256'),
+    };
     const { verifier, challenge } = pkce();
     const code = await bank.code(codeParams(challenge, { client_id: 'bank' }));
     const res = await bank.token(redeemParams(code, verifier), { proofKey: rsa });
@@ -214,7 +273,10 @@ describe('profile "fapi2"', () => {
     const call = async (alg: string) =>
       sigil.app.inject({
         url: '/connect/userinfo',
-        headers: { authorization: `DPoP ${accessToken}`, dpop: await proof({ ...rsa, alg }, `${ISSUER}/connect/userinfo`, { htm: 'GET', accessToken }) },
+        headers: {
+          authorization: `DPoP ${accessToken}`,
+          dpop: await proof({ ...rsa, alg }, `${ISSUER}/connect/userinfo`, { htm: 'GET', accessToken }),
+        },
       });
     const refused = await call('RS256');
     expect(refused.statusCode).toBe(401);
@@ -234,8 +296,13 @@ describe('profile "fapi2"', () => {
   describe('a DPoP header at PAR (RFC 9449 §10.1)', () => {
     it('binds the code to the proof key when dpop_jkt is absent', async () => {
       const { verifier, challenge } = pkce();
-      const code = await bank.code(codeParams(challenge, { client_id: 'bank' }), { dpop: await proof(dpopKey, PAR_URL) });
-      expectError(await bank.token(redeemParams(code, verifier), { proofKey: await proofKey('ES256') }), 'invalid_grant');
+      const code = await bank.code(codeParams(challenge, { client_id: 'bank' }), {
+        dpop: await proof(dpopKey, PAR_URL),
+      });
+      expectError(
+        await bank.token(redeemParams(code, verifier), { proofKey: await proofKey('ES256') }),
+        'invalid_grant',
+      );
       const res = await bank.token(redeemParams(code, verifier));
       expect(res.statusCode, res.body).toBe(200);
       expect(await isActive(sigil, res.json().access_token)).toBe(true);
@@ -248,7 +315,9 @@ describe('profile "fapi2"', () => {
       const mismatch = await bank.push({ ...params, dpop_jkt: other.jkt }, { dpop: await proof(dpopKey, PAR_URL) });
       expectError(mismatch, 'invalid_request');
       expect(mismatch.json().error_description).toMatch(/dpop_jkt/);
-      expect((await bank.push({ ...params, dpop_jkt: dpopKey.jkt }, { dpop: await proof(dpopKey, PAR_URL) })).statusCode).toBe(201);
+      expect(
+        (await bank.push({ ...params, dpop_jkt: dpopKey.jkt }, { dpop: await proof(dpopKey, PAR_URL) })).statusCode,
+      ).toBe(201);
     });
 
     it('refuses an invalid proof (wrong htu, reused jti, RS256 for a fapi2 client) with invalid_dpop_proof', async () => {
@@ -257,7 +326,10 @@ describe('profile "fapi2"', () => {
       const once = await proof(dpopKey, PAR_URL);
       expect((await bank.push(params, { dpop: once })).statusCode).toBe(201);
       expectError(await bank.push(params, { dpop: once }), 'invalid_dpop_proof');
-      expectError(await bank.push(params, { dpop: await proof(await proofKey('RS256'), PAR_URL) }), 'invalid_dpop_proof');
+      expectError(
+        await bank.push(params, { dpop: await proof(await proofKey('RS256'), PAR_URL) }),
+        'invalid_dpop_proof',
+      );
     });
   });
 });
@@ -269,8 +341,10 @@ describe('EdDSA signing keys', () => {
   });
   afterAll(async () => sigil?.close());
 
-  it('publishes an Ed25519 key, lists EdDSA in discovery, signs the fapi2 client\'s tokens with it; they verify and work at userinfo', async () => {
-    const jwks = (await sigil.app.inject('/.well-known/openid-configuration/jwks')).json<{ keys: Record<string, unknown>[] }>();
+  it("publishes an Ed25519 key, lists EdDSA in discovery, signs the fapi2 client's tokens with it; they verify and work at userinfo", async () => {
+    const jwks = (await sigil.app.inject('/.well-known/openid-configuration/jwks')).json<{
+      keys: Record<string, unknown>[];
+    }>();
     expect(jwks.keys).toContainEqual(expect.objectContaining({ kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' }));
     expect(jwks.keys.every((k) => !('d' in k))).toBe(true);
     const doc = (await sigil.app.inject('/.well-known/openid-configuration')).json();
@@ -286,7 +360,10 @@ describe('EdDSA signing keys', () => {
     await jwtVerify(idToken, await fetchJwks(sigil), { issuer: ISSUER, audience: 'bank', algorithms: ['EdDSA'] });
     const userinfo = await sigil.app.inject({
       url: '/connect/userinfo',
-      headers: { authorization: `DPoP ${accessToken}`, dpop: await proof(dpopKey, `${ISSUER}/connect/userinfo`, { htm: 'GET', accessToken }) },
+      headers: {
+        authorization: `DPoP ${accessToken}`,
+        dpop: await proof(dpopKey, `${ISSUER}/connect/userinfo`, { htm: 'GET', accessToken }),
+      },
     });
     expect(userinfo.statusCode, userinfo.body).toBe(200);
     expect(userinfo.json().sub).toBeDefined();

@@ -23,8 +23,19 @@ const DOWN = 'http://127.0.0.1:5999';
 const LONG_PREFIX = 'u'.repeat(230);
 /** The clients of the downstream with a data key: an admin API caller and the relying party. */
 const sealedClients = [
-  { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] },
-  { clientId: 'web', clientSecrets: ['web-secret'], allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid', 'profile', 'email'], redirectUris: ['https://rp.example/cb'] },
+  {
+    clientId: 'automation',
+    clientSecrets: ['automation-secret'],
+    allowedGrantTypes: ['client_credentials'],
+    allowedScopes: ['sigil:admin'],
+  },
+  {
+    clientId: 'web',
+    clientSecrets: ['web-secret'],
+    allowedGrantTypes: ['authorization_code'],
+    allowedScopes: ['openid', 'profile', 'email'],
+    redirectUris: ['https://rp.example/cb'],
+  },
 ];
 
 /**
@@ -44,7 +55,15 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     up = await startSigil({
       issuer: upIssuer,
       // Two upstream users whose subjects share their first 230 characters (OIDC Core §2 allows 255).
-      users: [...(testConfig().users ?? []), { subjectId: 'mfa-1', username: 'erin', password: 'erin' }, ...(['a', 'b'] as const).map((c) => ({ subjectId: LONG_PREFIX + c.repeat(10), username: `long${c}`, password: `long${c}` }))],
+      users: [
+        ...(testConfig().users ?? []),
+        { subjectId: 'mfa-1', username: 'erin', password: 'erin' },
+        ...(['a', 'b'] as const).map((c) => ({
+          subjectId: LONG_PREFIX + c.repeat(10),
+          username: `long${c}`,
+          password: `long${c}`,
+        })),
+      ],
       clients: [
         {
           clientId: 'sigil-down',
@@ -57,7 +76,16 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     });
     await up.app.listen({ port, host: '127.0.0.1' });
     down = await startSigil({
-      identityProviders: [{ name: 'corp', displayName: 'Corp SSO', authority: upIssuer, clientId: 'sigil-down', clientSecret: 'down-secret', scope: 'openid profile email' }],
+      identityProviders: [
+        {
+          name: 'corp',
+          displayName: 'Corp SSO',
+          authority: upIssuer,
+          clientId: 'sigil-down',
+          clientSecret: 'down-secret',
+          scope: 'openid profile email',
+        },
+      ],
       clients: [
         {
           clientId: 'web',
@@ -86,12 +114,25 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
 
   const authorizeUrl = (clientId: string, acr: string, extra: Record<string, string> = {}) =>
     `/connect/authorize?${new URLSearchParams({
-      client_id: clientId, redirect_uri: 'https://rp.example/cb', response_type: 'code', scope: 'openid profile email',
-      state: 's', nonce: 'n', code_challenge: challenge, code_challenge_method: 'S256', acr_values: acr, ...extra,
+      client_id: clientId,
+      redirect_uri: 'https://rp.example/cb',
+      response_type: 'code',
+      scope: 'openid profile email',
+      state: 's',
+      nonce: 'n',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      acr_values: acr,
+      ...extra,
     })}`;
 
   /** Signs `username` in at the upstream and returns the downstream's answer to the callback. */
-  async function upstreamCallback(username: string, totpSecret?: string, extra: Record<string, string> = {}, target = down) {
+  async function upstreamCallback(
+    username: string,
+    totpSecret?: string,
+    extra: Record<string, string> = {},
+    target = down,
+  ) {
     const browserDown = new InjectBrowser(target.app);
     const browserUp = new InjectBrowser(up.app);
     const start = await browserDown.get(authorizeUrl('web', 'idp:corp', extra));
@@ -109,16 +150,26 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
   }
 
   /** Runs the whole flow for one upstream user; returns the downstream identity token's subject. */
-  async function signInThroughCorp(username: string, totpSecret?: string, target = down): Promise<{ sub: string; email: unknown }> {
+  async function signInThroughCorp(
+    username: string,
+    totpSecret?: string,
+    target = down,
+  ): Promise<{ sub: string; email: unknown }> {
     const { browserDown, callback } = await upstreamCallback(username, totpSecret, {}, target);
     const done = await browserDown.follow(callback);
     expect(done.status).toBe(303);
     const code = new URL(done.location!).searchParams.get('code');
     expect(code).toBeTruthy();
     const res = await target.app.inject({
-      method: 'POST', url: '/connect/token',
+      method: 'POST',
+      url: '/connect/token',
       headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('web', 'web-secret') },
-      payload: form({ grant_type: 'authorization_code', code: code!, redirect_uri: 'https://rp.example/cb', code_verifier: verifier }),
+      payload: form({
+        grant_type: 'authorization_code',
+        code: code!,
+        redirect_uri: 'https://rp.example/cb',
+        code_verifier: verifier,
+      }),
     });
     expect(res.statusCode).toBe(200);
     const idToken = decodeJwt(res.json().id_token as string);
@@ -127,7 +178,11 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect(idToken.idp).toBe('corp');
     // acr_values was sent (idp:corp): the class achieved is a federated sign-in (users/acr.ts).
     expect(idToken.acr).toBe(totpSecret ? 'urn:sigil:acr:mfa' : 'urn:sigil:acr:federated');
-    const info = await target.app.inject({ method: 'GET', url: '/connect/userinfo', headers: { authorization: `Bearer ${res.json().access_token}` } });
+    const info = await target.app.inject({
+      method: 'GET',
+      url: '/connect/userinfo',
+      headers: { authorization: `Bearer ${res.json().access_token}` },
+    });
     return { sub: String(idToken.sub), email: info.json().email };
   }
 
@@ -143,24 +198,55 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
 
   it('a provider created through /admin/v1 with a data key stores its client secret sealed, and signs in with it', async () => {
     const changes: Record<string, unknown>[] = [];
-    sealedDown.subscribe((e) => void (e.name === 'admin_changed' && e.action === 'identity_provider.update' && changes.push(e.changes ?? {})));
+    sealedDown.subscribe(
+      (e) =>
+        void (e.name === 'admin_changed' && e.action === 'identity_provider.update' && changes.push(e.changes ?? {})),
+    );
     const token = (await clientTokens(sealedDown, 'sigil:admin', ['automation', 'automation-secret'])).access_token;
     const admin = (method: 'POST' | 'PATCH', url: string, body: unknown, headers: Record<string, string> = {}) =>
-      sealedDown.app.inject({ method, url: `/admin/v1${url}`, headers: { authorization: `Bearer ${token}`, 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json', ...headers }, payload: JSON.stringify(body) });
-    const created = await admin('POST', '/identity-providers', { name: 'corp', authority: upIssuer, clientId: 'sigil-down', clientSecret: 'down-secret', scope: 'openid profile email' });
+      sealedDown.app.inject({
+        method,
+        url: `/admin/v1${url}`,
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+          ...headers,
+        },
+        payload: JSON.stringify(body),
+      });
+    const created = await admin('POST', '/identity-providers', {
+      name: 'corp',
+      authority: upIssuer,
+      clientId: 'sigil-down',
+      clientSecret: 'down-secret',
+      scope: 'openid profile email',
+    });
     expect(created.statusCode, created.body).toBe(201);
     const row = async () => (await sealedDown.context.store.resources.get('identity_provider', 'corp'))!;
     expect(await row()).not.toContain('down-secret');
-    expect(JSON.parse(await row())).toMatchObject({ name: 'corp', sealedClientSecret: expect.stringMatching(/^[\w-]+\.\.[\w-]+\.[\w-]+\.[\w-]+$/) });
+    expect(JSON.parse(await row())).toMatchObject({
+      name: 'corp',
+      sealedClientSecret: expect.stringMatching(/^[\w-]+\.\.[\w-]+\.[\w-]+\.[\w-]+$/),
+    });
     expect(JSON.parse(await row())).not.toHaveProperty('clientSecret');
     expect((await signInThroughCorp('alice', undefined, sealedDown)).email).toBe('alice@example.com');
     // A patch of other settings keeps the sealed secret: sign-in still works.
-    const patched = await admin('PATCH', '/identity-providers/corp', { displayName: 'Corp' }, { 'if-match': created.headers.etag as string });
+    const patched = await admin(
+      'PATCH',
+      '/identity-providers/corp',
+      { displayName: 'Corp' },
+      { 'if-match': created.headers.etag as string },
+    );
     expect(patched.statusCode, patched.body).toBe(200);
     expect(await row()).not.toContain('down-secret');
     expect((await signInThroughCorp('bob', undefined, sealedDown)).sub).toBeTruthy();
     // A new secret by PATCH is sealed too, and opened into the live provider.
-    const wrong = await admin('PATCH', '/identity-providers/corp', { clientSecret: 'not-the-secret' }, { 'if-match': patched.headers.etag as string });
+    const wrong = await admin(
+      'PATCH',
+      '/identity-providers/corp',
+      { clientSecret: 'not-the-secret' },
+      { 'if-match': patched.headers.etag as string },
+    );
     expect(wrong.statusCode, wrong.body).toBe(200);
     expect(await row()).not.toContain('not-the-secret');
     expect(sealedDown.context.upstream.get('corp')?.clientSecret).toBe('not-the-secret');
@@ -171,13 +257,34 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
       const cfg = sealedDown.context.config;
       const errors: unknown[] = [];
       const log = pino({ level: 'error' }, { write: (line: string) => void errors.push(JSON.parse(line)) });
-      const live = { resources: new Resources(cfg), upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer), apiSecrets: new Map() };
-      await new ResourceAdmin(sealedDown.context.store, { config: cfg, raw: testConfig({ clients: sealedClients }), log, live, ...(dataKey ? { dataKey } : {}) }).reload();
+      const live = {
+        resources: new Resources(cfg),
+        upstream: new UpstreamProviders(cfg.identityProviders, cfg.issuer),
+        apiSecrets: new Map(),
+      };
+      await new ResourceAdmin(sealedDown.context.store, {
+        config: cfg,
+        raw: testConfig({ clients: sealedClients }),
+        log,
+        live,
+        ...(dataKey ? { dataKey } : {}),
+      }).reload();
       expect(live.upstream.get('corp')).toBeUndefined();
-      expect(errors).toEqual([expect.objectContaining({ name: 'corp', msg: expect.stringContaining('client secret cannot be opened') })]);
+      expect(errors).toEqual([
+        expect.objectContaining({ name: 'corp', msg: expect.stringContaining('client secret cannot be opened') }),
+      ]);
     }
     // Removed by `null`: nothing sealed is left. Each change names what changed, never a value of the secret.
-    expect((await admin('PATCH', '/identity-providers/corp', { clientSecret: null }, { 'if-match': wrong.headers.etag as string })).statusCode).toBe(200);
+    expect(
+      (
+        await admin(
+          'PATCH',
+          '/identity-providers/corp',
+          { clientSecret: null },
+          { 'if-match': wrong.headers.etag as string },
+        )
+      ).statusCode,
+    ).toBe(200);
     expect(JSON.parse(await row())).not.toHaveProperty('sealedClientSecret');
     expect(sealedDown.context.upstream.get('corp')?.clientSecret).toBeUndefined();
     expect(changes).toEqual([{ displayName: 'Corp' }, { clientSecret: '(changed)' }, { clientSecret: '(changed)' }]);
@@ -198,9 +305,14 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
     expect((await signInThroughCorp('longb')).sub).toBe(b.sub);
   });
 
-  it('an upstream subject over 255 characters ends on the federation error page (in the request\'s ui_locales) and creates no user', async () => {
+  it("an upstream subject over 255 characters ends on the federation error page (in the request's ui_locales) and creates no user", async () => {
     await up.context.store.users.addUser({
-      subjectId: 'w'.repeat(256), username: 'toolong', tenant: null, passwordHash: await hash('toolong'), claims: {}, isActive: true,
+      subjectId: 'w'.repeat(256),
+      username: 'toolong',
+      tenant: null,
+      passwordHash: await hash('toolong'),
+      claims: {},
+      isActive: true,
     });
     const before = await down.context.store.users.listUsers();
     const { callback } = await upstreamCallback('toolong', undefined, { ui_locales: 'de' });
@@ -214,7 +326,9 @@ describe('upstream identity provider through acr_values=idp:corp', () => {
 
   it('does not honour idp: for a client whose restrictions exclude it: the local login page is shown', async () => {
     const b = new InjectBrowser(down.app);
-    const start = await b.get(authorizeUrl('restricted', 'idp:corp').replace('scope=openid+profile+email', 'scope=openid'));
+    const start = await b.get(
+      authorizeUrl('restricted', 'idp:corp').replace('scope=openid+profile+email', 'scope=openid'),
+    );
     expect(start.location).toMatch(/^\/account\/login\?interaction=/);
     const page = await b.get(start.location!);
     expect(page.body).not.toContain('/federation/corp/login');

@@ -24,7 +24,8 @@ async function session(b: Browser, clients: string[]): Promise<{ idToken: string
   return { idToken: idTokens[0]!, sid };
 }
 
-const frames = (html: string) => [...html.matchAll(/<iframe hidden title="logout" src="([^"]*)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&'));
+const frames = (html: string) =>
+  [...html.matchAll(/<iframe hidden title="logout" src="([^"]*)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&'));
 const frameSrc = (csp: unknown) => /frame-src ([^;]*)/.exec(String(csp))?.[1];
 
 describe('front-channel logout', () => {
@@ -36,11 +37,16 @@ describe('front-channel logout', () => {
   it('RP-initiated: one iframe per participating client with iss and sid, then on to the registered URI', async () => {
     const b = new Browser(sigil);
     const { idToken, sid } = await session(b, ['fc', 'fc2', 'web']);
-    const page = await b.get(`/connect/endsession?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: BYE, state: 's' })}`);
+    const page = await b.get(
+      `/connect/endsession?${new URLSearchParams({ id_token_hint: idToken, post_logout_redirect_uri: BYE, state: 's' })}`,
+    );
     expect(page.status).toBe(200);
     const q = new URLSearchParams({ iss: ISSUER, sid });
     expect(frames(page.body).sort()).toEqual([`https://app2.example/logout?x=1&${q}`, `https://rp.example/fc?${q}`]);
-    expect(frameSrc(page.headers['content-security-policy'])?.split(' ').sort()).toEqual(['https://app2.example/logout', 'https://rp.example/fc']);
+    expect(frameSrc(page.headers['content-security-policy'])?.split(' ').sort()).toEqual([
+      'https://app2.example/logout',
+      'https://rp.example/fc',
+    ]);
     expect(page.body).toContain(`id="continue" href="${BYE}?state=s"`);
     expect(String(page.headers['content-security-policy'])).toMatch(/script-src 'sha256-[^']+'/);
   });

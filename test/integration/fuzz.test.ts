@@ -23,7 +23,10 @@ const ENDPOINTS = [
   '/healthz',
 ] as const;
 
-/** Multiplies the number of runs, for a deeper local session: `SIGIL_FUZZ_SCALE=20 npx vitest run test/integration/fuzz.test.ts`. */
+/**
+ * Multiplies the number of runs, for a deeper local session: `SIGIL_FUZZ_SCALE=20 npx vitest run
+ * test/integration/fuzz.test.ts`.
+ */
 const SCALE = Number(process.env.SIGIL_FUZZ_SCALE ?? '1') || 1;
 
 const ALLOWED_STATUS = new Set([200, 201, 204, 400, 401, 403, 404, 405, 413, 415, 429]);
@@ -64,10 +67,27 @@ interface Tokens {
 function validValues(t: Tokens): Record<string, string[]> {
   const tokens = [t.jwt, t.reference, t.userJwt, t.userReference, t.refresh, t.refreshReuse, t.idToken];
   return {
-    grant_type: ['client_credentials', 'password', 'refresh_token', TOKEN_EXCHANGE, 'authorization_code', 'implicit', 'urn:ietf:params:oauth:grant-type:device_code'],
+    grant_type: [
+      'client_credentials',
+      'password',
+      'refresh_token',
+      TOKEN_EXCHANGE,
+      'authorization_code',
+      'implicit',
+      'urn:ietf:params:oauth:grant-type:device_code',
+    ],
     client_id: ['m2m', 'm2m-ref', 'ropc', 'ropc-ref', 'spa', 'c:1', 'other', 'api1', 'api2'],
     client_secret: ['m2m-secret', 'ropc-secret', 'other-secret', 's+/%', 'api1-secret', 'api2-secret'],
-    scope: ['api1', 'api2', 'api1 api2', 'openid', 'openid profile', 'openid profile email roles api1 offline_access', 'offline_access', 'openid api1 offline_access'],
+    scope: [
+      'api1',
+      'api2',
+      'api1 api2',
+      'openid',
+      'openid profile',
+      'openid profile email roles api1 offline_access',
+      'offline_access',
+      'openid api1 offline_access',
+    ],
     username: ['alice', 'bob', 'carol', 'dave', 'ALICE'],
     password: ['alice', 'bob', 'carol', 'dave'],
     acr_values: ['tenant:acme', 'idp:local', 'idp:corp tenant:acme', 'urn:x tenant:'],
@@ -76,7 +96,11 @@ function validValues(t: Tokens): Record<string, string[]> {
     token_type_hint: ['access_token', 'refresh_token', 'id_token', 'bogus'],
     access_token: [t.userJwt, t.userReference, t.jwt],
     subject_token: [t.userJwt, t.userReference, t.jwt],
-    subject_token_type: [ACCESS_TOKEN_TYPE, 'urn:ietf:params:oauth:token-type:id_token', 'urn:ietf:params:oauth:token-type:refresh_token'],
+    subject_token_type: [
+      ACCESS_TOKEN_TYPE,
+      'urn:ietf:params:oauth:token-type:id_token',
+      'urn:ietf:params:oauth:token-type:refresh_token',
+    ],
     actor_token: [t.userJwt, t.jwt],
     actor_token_type: [ACCESS_TOKEN_TYPE],
     requested_token_type: [ACCESS_TOKEN_TYPE, 'urn:ietf:params:oauth:token-type:jwt'],
@@ -90,30 +114,68 @@ function validValues(t: Tokens): Record<string, string[]> {
   };
 }
 
-const NASTY = ['😀', '👩‍👩‍👧‍👦', '\u202eevil', 'שלום עולם', 'مرحبا', 'e\u0301', '\u200b', '\ufeff', '\u0000', 'a\u0000b', '\r\n', '\t', '"', '\\', "'", '<script>', '%', '%00', '%ZZ', '+', '&', '=', ' ', '..', '/'];
+const NASTY = [
+  '😀',
+  '👩‍👩‍👧‍👦',
+  '\u202eevil',
+  'שלום עולם',
+  'مرحبا',
+  'e\u0301',
+  '\u200b',
+  '\ufeff',
+  '\u0000',
+  'a\u0000b',
+  '\r\n',
+  '\t',
+  '"',
+  '\\',
+  "'",
+  '<script>',
+  '%',
+  '%00',
+  '%ZZ',
+  '+',
+  '&',
+  '=',
+  ' ',
+  '..',
+  '/',
+];
 
 /** Perturbations of a valid value: one character off, case, padding, truncation, concatenation. */
 function nearMiss(valid: fc.Arbitrary<string>): fc.Arbitrary<string> {
-  return fc.tuple(valid, fc.nat(), fc.constantFrom(...NASTY), fc.integer({ min: 0, max: 9 })).map(([v, n, extra, kind]) => {
-    const i = v.length === 0 ? 0 : n % v.length;
-    switch (kind) {
-      case 0: return v.toUpperCase();
-      case 1: return ` ${v}`;
-      case 2: return `${v} `;
-      case 3: return v.slice(0, i);
-      case 4: return v.slice(0, i) + String.fromCharCode(((v.charCodeAt(i) || 97) + 1) % 0x10000) + v.slice(i + 1);
-      case 5: return v + extra;
-      case 6: return extra + v;
-      case 7: return `${v} ${v}`;
-      case 8: return v.replaceAll('.', '');
-      default: return v + v;
-    }
-  });
+  return fc
+    .tuple(valid, fc.nat(), fc.constantFrom(...NASTY), fc.integer({ min: 0, max: 9 }))
+    .map(([v, n, extra, kind]) => {
+      const i = v.length === 0 ? 0 : n % v.length;
+      switch (kind) {
+        case 0:
+          return v.toUpperCase();
+        case 1:
+          return ` ${v}`;
+        case 2:
+          return `${v} `;
+        case 3:
+          return v.slice(0, i);
+        case 4:
+          return v.slice(0, i) + String.fromCharCode(((v.charCodeAt(i) || 97) + 1) % 0x10000) + v.slice(i + 1);
+        case 5:
+          return v + extra;
+        case 6:
+          return extra + v;
+        case 7:
+          return `${v} ${v}`;
+        case 8:
+          return v.replaceAll('.', '');
+        default:
+          return v + v;
+      }
+    });
 }
 
-const HUGE = fc.constantFrom(70_000, 20_000, 9_000, 1_100, 513, 301, 101).chain((n) =>
-  fc.constantFrom('a', '%41', '😀', ' ', '.').map((c) => c.repeat(Math.ceil(n / c.length))),
-);
+const HUGE = fc
+  .constantFrom(70_000, 20_000, 9_000, 1_100, 513, 301, 101)
+  .chain((n) => fc.constantFrom('a', '%41', '😀', ' ', '.').map((c) => c.repeat(Math.ceil(n / c.length))));
 const anyText = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 30 }),
   fc.string({ unit: 'grapheme', maxLength: 30 }),
@@ -137,7 +199,11 @@ const encode = (s: string, how: 'form' | 'uri' | 'raw'): string => {
 
 function bodyArbitrary(values: Record<string, string[]>): fc.Arbitrary<string | Buffer | undefined> {
   const names = Object.keys(values);
-  const name = fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...names) }, { weight: 1, arbitrary: anyText }, { weight: 1, arbitrary: nearMiss(fc.constantFrom(...names)) });
+  const name = fc.oneof(
+    { weight: 8, arbitrary: fc.constantFrom(...names) },
+    { weight: 1, arbitrary: anyText },
+    { weight: 1, arbitrary: nearMiss(fc.constantFrom(...names)) },
+  );
   const entry = name.chain((n) => {
     const valid = fc.constantFrom(...(Object.hasOwn(values, n) ? values[n]! : ['x']));
     const value = fc.oneof(
@@ -149,9 +215,13 @@ function bodyArbitrary(values: Record<string, string[]>): fc.Arbitrary<string | 
     );
     return fc.tuple(fc.constant(n), value, encoding, fc.boolean());
   });
-  const pairs = fc.array(entry, { maxLength: 8 }).map((list) =>
-    list.map(([n, v, how, withEq]) => (v === '' && !withEq ? encode(n, how) : `${encode(n, how)}=${encode(v, how)}`)).join('&'),
-  );
+  const pairs = fc
+    .array(entry, { maxLength: 8 })
+    .map((list) =>
+      list
+        .map(([n, v, how, withEq]) => (v === '' && !withEq ? encode(n, how) : `${encode(n, how)}=${encode(v, how)}`))
+        .join('&'),
+    );
   // Duplicates of one parameter, on purpose.
   const duplicated = fc.tuple(pairs, fc.constantFrom(...names), fc.nat({ max: 2 })).map(([p, n, k]) => {
     const v = values[n]?.[k % (values[n]?.length ?? 1)] ?? 'x';
@@ -162,7 +232,20 @@ function bodyArbitrary(values: Record<string, string[]>): fc.Arbitrary<string | 
     { weight: 3, arbitrary: duplicated },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)) },
     { weight: 1, arbitrary: anyText },
-    { weight: 1, arbitrary: fc.constantFrom('{"grant_type":"client_credentials"}', '<xml/>', '&&&', '===', '%', '%%%', 'a=%ZZ', 'a=%C3%28', 'a=%ED%A0%80') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '{"grant_type":"client_credentials"}',
+        '<xml/>',
+        '&&&',
+        '===',
+        '%',
+        '%%%',
+        'a=%ZZ',
+        'a=%C3%28',
+        'a=%ED%A0%80',
+      ),
+    },
     { weight: 1, arbitrary: fc.constant(undefined) },
   );
 }
@@ -187,23 +270,48 @@ const CONTENT_TYPES = [
   ';',
   '',
 ];
-const contentType = fc.option(fc.oneof({ weight: 9, arbitrary: fc.constantFrom(...CONTENT_TYPES) }, { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 30 }) }), { nil: undefined, freq: 8 });
+const contentType = fc.option(
+  fc.oneof(
+    { weight: 9, arbitrary: fc.constantFrom(...CONTENT_TYPES) },
+    { weight: 1, arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 30 }) },
+  ),
+  { nil: undefined, freq: 8 },
+);
 
 /** Header values Node accepts: HTAB, visible ASCII, obs-text (latin1). */
 const headerSafe = (s: string) => s.replace(/[^\t\x20-\x7e\x80-\xff]/g, '');
-const latin1Text = fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).map((c) => String.fromCharCode(c === 0x7f ? 0x20 : c)), maxLength: 60 });
+const latin1Text = fc.string({
+  unit: fc.integer({ min: 0x20, max: 0xff }).map((c) => String.fromCharCode(c === 0x7f ? 0x20 : c)),
+  maxLength: 60,
+});
 const b64 = (s: string) => Buffer.from(s, 'utf8').toString('base64');
 
-function authorizationArbitrary(values: Record<string, string[]>, t: Tokens): fc.Arbitrary<string | string[] | undefined> {
+function authorizationArbitrary(
+  values: Record<string, string[]>,
+  t: Tokens,
+): fc.Arbitrary<string | string[] | undefined> {
   const ids = fc.constantFrom(...values.client_id!);
   const secrets = fc.constantFrom(...values.client_secret!, 'wrong', '');
   const bearer = fc.constantFrom(t.jwt, t.reference, t.userJwt, t.userReference, t.refresh, t.idToken);
   const one = fc.oneof(
     { weight: 4, arbitrary: fc.tuple(ids, secrets).map(([i, s]) => basic(i, s)) },
     { weight: 2, arbitrary: fc.tuple(nearMiss(ids), nearMiss(secrets)).map(([i, s]) => headerSafe(basic(i, s))) },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom('Basic', 'basic', 'BASIC', 'Basic  '), anyText, anyText).map(([sch, i, s]) => `${sch} ${b64(`${i}:${s}`)}`) },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom('Basic ', 'Basic', 'basic\t'), latin1Text).map(([sch, s]) => sch + s) },
-    { weight: 4, arbitrary: fc.tuple(fc.constantFrom('Bearer ', 'bearer ', 'BEARER ', 'Bearer  ', 'Bearer\t', 'Bearer', 'DPoP '), bearer).map(([sch, tok]) => sch + tok) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(fc.constantFrom('Basic', 'basic', 'BASIC', 'Basic  '), anyText, anyText)
+        .map(([sch, i, s]) => `${sch} ${b64(`${i}:${s}`)}`),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(fc.constantFrom('Basic ', 'Basic', 'basic\t'), latin1Text).map(([sch, s]) => sch + s),
+    },
+    {
+      weight: 4,
+      arbitrary: fc
+        .tuple(fc.constantFrom('Bearer ', 'bearer ', 'BEARER ', 'Bearer  ', 'Bearer\t', 'Bearer', 'DPoP '), bearer)
+        .map(([sch, tok]) => sch + tok),
+    },
     { weight: 2, arbitrary: nearMiss(bearer).map((tok) => headerSafe(`Bearer ${tok}`)) },
     { weight: 1, arbitrary: latin1Text },
     { weight: 1, arbitrary: HUGE.map((h) => headerSafe(`Bearer ${h}`).slice(0, 12_000)) },
@@ -217,7 +325,20 @@ function authorizationArbitrary(values: Record<string, string[]>, t: Tokens): fc
 
 const queryArbitrary = fc.oneof(
   { weight: 8, arbitrary: fc.constant('') },
-  { weight: 1, arbitrary: fc.constantFrom('?client_secret=m2m-secret', '?client_assertion=x', '?access_token=x', '?a=1&a=2', '?%ZZ', '?grant_type=client_credentials', '?', '?__proto__=x', '?constructor=1') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      '?client_secret=m2m-secret',
+      '?client_assertion=x',
+      '?access_token=x',
+      '?a=1&a=2',
+      '?%ZZ',
+      '?grant_type=client_credentials',
+      '?',
+      '?__proto__=x',
+      '?constructor=1',
+    ),
+  },
   { weight: 1, arbitrary: fc.string({ unit: 'grapheme-ascii', maxLength: 20 }).map((s) => `?${encodeURI(s)}`) },
 );
 
@@ -234,32 +355,118 @@ function templates(path: string, t: Tokens): Template[] {
   switch (path) {
     case '/connect/token':
       return [
-        { authorization: m2m, params: [['grant_type', 'client_credentials'], ['scope', 'api1']] },
-        { params: [['grant_type', 'client_credentials'], ['client_id', 'm2m-ref'], ['client_secret', 'm2m-secret']] },
+        {
+          authorization: m2m,
+          params: [
+            ['grant_type', 'client_credentials'],
+            ['scope', 'api1'],
+          ],
+        },
+        {
+          params: [
+            ['grant_type', 'client_credentials'],
+            ['client_id', 'm2m-ref'],
+            ['client_secret', 'm2m-secret'],
+          ],
+        },
         { authorization: basic('c:1', 's+/%'), params: [['grant_type', 'client_credentials']] },
-        { authorization: ropc, params: [['grant_type', 'password'], ['username', 'alice'], ['password', 'alice'], ['scope', 'openid api1 offline_access']] },
-        { params: [['grant_type', 'password'], ['client_id', 'spa'], ['username', 'bob'], ['password', 'bob']] },
-        { authorization: basic('ropc-ref', 'ropc-secret'), params: [['grant_type', 'refresh_token'], ['refresh_token', t.refreshReuse]] },
-        { authorization: ropc, params: [['grant_type', TOKEN_EXCHANGE], ['subject_token', t.userJwt], ['subject_token_type', ACCESS_TOKEN_TYPE], ['scope', 'api1']] },
+        {
+          authorization: ropc,
+          params: [
+            ['grant_type', 'password'],
+            ['username', 'alice'],
+            ['password', 'alice'],
+            ['scope', 'openid api1 offline_access'],
+          ],
+        },
+        {
+          params: [
+            ['grant_type', 'password'],
+            ['client_id', 'spa'],
+            ['username', 'bob'],
+            ['password', 'bob'],
+          ],
+        },
+        {
+          authorization: basic('ropc-ref', 'ropc-secret'),
+          params: [
+            ['grant_type', 'refresh_token'],
+            ['refresh_token', t.refreshReuse],
+          ],
+        },
+        {
+          authorization: ropc,
+          params: [
+            ['grant_type', TOKEN_EXCHANGE],
+            ['subject_token', t.userJwt],
+            ['subject_token_type', ACCESS_TOKEN_TYPE],
+            ['scope', 'api1'],
+          ],
+        },
       ];
     case '/connect/introspect':
       return [
         { authorization: basic('api1', 'api1-secret'), params: [['token', t.userJwt]] },
-        { params: [['token', t.reference], ['client_id', 'api1'], ['client_secret', 'api1-secret']] },
-        { authorization: basic('api1', 'api1-secret'), params: [['token', t.refreshReuse], ['token_type_hint', 'refresh_token']] },
+        {
+          params: [
+            ['token', t.reference],
+            ['client_id', 'api1'],
+            ['client_secret', 'api1-secret'],
+          ],
+        },
+        {
+          authorization: basic('api1', 'api1-secret'),
+          params: [
+            ['token', t.refreshReuse],
+            ['token_type_hint', 'refresh_token'],
+          ],
+        },
         { authorization: m2m, params: [['token', t.jwt]] },
       ];
     case '/connect/revocation':
       return [
         { authorization: m2m, params: [['token', 'unknown-token']] },
-        { params: [['token', t.jwt], ['client_id', 'spa']] },
-        { authorization: ropc, params: [['token', t.refreshReuse], ['token_type_hint', 'refresh_token']] },
+        {
+          params: [
+            ['token', t.jwt],
+            ['client_id', 'spa'],
+          ],
+        },
+        {
+          authorization: ropc,
+          params: [
+            ['token', t.refreshReuse],
+            ['token_type_hint', 'refresh_token'],
+          ],
+        },
       ];
     case '/connect/par':
       return [
-        { authorization: m2m, params: [['response_type', 'code'], ['scope', 'api1'], ['redirect_uri', 'https://rp.example/cb']] },
-        { params: [['client_id', 'par-spa'], ['response_type', 'code'], ['scope', 'openid api1'], ['redirect_uri', 'https://spa.example/cb'], ['code_challenge', 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'], ['code_challenge_method', 'S256']] },
-        { params: [['client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'], ['client_assertion', t.jwt], ['response_type', 'code']] },
+        {
+          authorization: m2m,
+          params: [
+            ['response_type', 'code'],
+            ['scope', 'api1'],
+            ['redirect_uri', 'https://rp.example/cb'],
+          ],
+        },
+        {
+          params: [
+            ['client_id', 'par-spa'],
+            ['response_type', 'code'],
+            ['scope', 'openid api1'],
+            ['redirect_uri', 'https://spa.example/cb'],
+            ['code_challenge', 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'],
+            ['code_challenge_method', 'S256'],
+          ],
+        },
+        {
+          params: [
+            ['client_assertion_type', 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer'],
+            ['client_assertion', t.jwt],
+            ['response_type', 'code'],
+          ],
+        },
       ];
     case '/connect/userinfo':
       return [
@@ -307,7 +514,7 @@ function templateArbitrary(path: string, values: Record<string, string[]>, t: To
       const params = template.params.map(([n, v]) => [n, v] as [string, string]);
       let authorization: string | string[] | undefined = template.authorization;
       for (const m of mutations) {
-        const i = params.length === 0 ? -1 : ('index' in m ? m.index % params.length : -1);
+        const i = params.length === 0 ? -1 : 'index' in m ? m.index % params.length : -1;
         if (m.kind === 'drop' && i >= 0) params.splice(i, 1);
         else if (m.kind === 'duplicate' && i >= 0) params.push(params[i]!);
         else if (m.kind === 'replace' && i >= 0) params[i] = [params[i]![0], m.value];
@@ -398,8 +605,18 @@ async function obtainTokens(sigil: Sigil): Promise<Tokens> {
   };
   const jwt = await post(['m2m', 'm2m-secret'], { grant_type: 'client_credentials', scope: 'api1' });
   const reference = await post(['m2m-ref', 'm2m-secret'], { grant_type: 'client_credentials' });
-  const user = await post(['ropc', 'ropc-secret'], { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid profile api1 offline_access' });
-  const userRef = await post(['ropc-ref', 'ropc-secret'], { grant_type: 'password', username: 'bob', password: 'bob', scope: 'openid api1 offline_access' });
+  const user = await post(['ropc', 'ropc-secret'], {
+    grant_type: 'password',
+    username: 'alice',
+    password: 'alice',
+    scope: 'openid profile api1 offline_access',
+  });
+  const userRef = await post(['ropc-ref', 'ropc-secret'], {
+    grant_type: 'password',
+    username: 'bob',
+    password: 'bob',
+    scope: 'openid api1 offline_access',
+  });
   return {
     jwt: jwt.access_token!,
     reference: reference.access_token!,
@@ -417,8 +634,17 @@ describe('fuzzing every endpoint', () => {
   beforeAll(async () => {
     // A high failure limit keeps most requests past the rate limiter, so they reach the grants.
     // Plus a public code-flow client, so that pushed authorization requests can succeed.
-    const par = { clientId: 'par-spa', requireClientSecret: false, allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid', 'api1'], redirectUris: ['https://spa.example/cb'] };
-    sigil = await startSigil({ rateLimits: { maxFailures: 100_000, windowSeconds: 60 }, clients: [...(testConfig().clients ?? []), par] });
+    const par = {
+      clientId: 'par-spa',
+      requireClientSecret: false,
+      allowedGrantTypes: ['authorization_code'],
+      allowedScopes: ['openid', 'api1'],
+      redirectUris: ['https://spa.example/cb'],
+    };
+    sigil = await startSigil({
+      rateLimits: { maxFailures: 100_000, windowSeconds: 60 },
+      clients: [...(testConfig().clients ?? []), par],
+    });
   });
   afterAll(async () => sigil?.close());
 
@@ -470,14 +696,21 @@ describe('fuzzing with the default rate limits', () => {
     const paths = fc.constantFrom('/connect/token', '/connect/introspect', '/connect/revocation');
     const addresses = fc.constantFrom('127.0.0.1', '10.0.0.1', '10.0.0.2', '::1');
     await fc.assert(
-      fc.asyncProperty(paths.chain((path) => requestArbitrary(path, values, tokens)), addresses, async (request, address) => {
-        const res = await send(sigil, { ...request, method: 'POST', contentType: 'application/x-www-form-urlencoded' }, address);
-        checkResponse(res);
-      }),
+      fc.asyncProperty(
+        paths.chain((path) => requestArbitrary(path, values, tokens)),
+        addresses,
+        async (request, address) => {
+          const res = await send(
+            sigil,
+            { ...request, method: 'POST', contentType: 'application/x-www-form-urlencoded' },
+            address,
+          );
+          checkResponse(res);
+        },
+      ),
       { numRuns: Math.round(200 * SCALE) },
     );
   });
-
 });
 
 describe('the failure limiter under the default limits', () => {

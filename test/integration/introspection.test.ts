@@ -30,7 +30,13 @@ describe('introspection', () => {
       rateLimits: { maxFailures: 1000, windowSeconds: 60 },
       clients: [
         ...(base.clients ?? []),
-        { clientId: 'brief', clientSecrets: ['s'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'], accessTokenLifetime: 2 },
+        {
+          clientId: 'brief',
+          clientSecrets: ['s'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['api1'],
+          accessTokenLifetime: 2,
+        },
         {
           clientId: 'brief-ref',
           clientSecrets: ['s'],
@@ -67,7 +73,14 @@ describe('introspection', () => {
   it('shows an API a reference token as active', async () => {
     const { access_token } = await clientTokens(sigil, 'api1', ['m2m-ref', 'm2m-secret']);
     const body = (await introspect(sigil, access_token, API1)).json<Record<string, unknown>>();
-    expect(body).toMatchObject({ active: true, sub: 'm2m-ref', client_id: 'm2m-ref', scope: 'api1', iss: ISSUER, aud: 'api1' });
+    expect(body).toMatchObject({
+      active: true,
+      sub: 'm2m-ref',
+      client_id: 'm2m-ref',
+      scope: 'api1',
+      iss: ISSUER,
+      aud: 'api1',
+    });
     expect(body.exp).toEqual(expect.any(Number));
     expect(body.iat).toEqual(expect.any(Number));
     expect(body.token_type).toBe('Bearer');
@@ -75,7 +88,11 @@ describe('introspection', () => {
 
   it('accepts the API credentials in the body (client_secret_post form)', async () => {
     const { access_token } = await clientTokens(sigil, 'api1');
-    const res = await postForm(sigil, '/connect/introspect', { token: access_token, client_id: 'api1', client_secret: 'api1-secret' });
+    const res = await postForm(sigil, '/connect/introspect', {
+      token: access_token,
+      client_id: 'api1',
+      client_secret: 'api1-secret',
+    });
     expect(res.json()).toMatchObject({ active: true });
   });
 
@@ -88,9 +105,16 @@ describe('introspection', () => {
 
   it('authenticates api2 with its sha256: secret', async () => {
     const { access_token } = await clientTokens(sigil, 'api2');
-    expect((await introspect(sigil, access_token, API2)).json()).toMatchObject({ active: true, aud: 'api2', scope: 'api2' });
+    expect((await introspect(sigil, access_token, API2)).json()).toMatchObject({
+      active: true,
+      aud: 'api2',
+      scope: 'api2',
+    });
     const multi = await clientTokens(sigil, 'api1 api2');
-    expect((await introspect(sigil, multi.access_token, API2)).json()).toMatchObject({ active: true, aud: ['api1', 'api2'] });
+    expect((await introspect(sigil, multi.access_token, API2)).json()).toMatchObject({
+      active: true,
+      aud: ['api1', 'api2'],
+    });
     // The configured digest is not itself a secret that works.
     const digest = testConfig().apiResources![1]!.secrets![0]!;
     const res = await introspect(sigil, access_token, ['api2', digest]);
@@ -123,14 +147,18 @@ describe('introspection', () => {
     }
 
     const ref = await clientTokens(sigil, 'api1', ['m2m-ref', 'm2m-secret']);
-    expect((await postForm(sigil, '/connect/revocation', { token: ref.access_token }, ['m2m-ref', 'm2m-secret'])).statusCode).toBe(200);
+    expect(
+      (await postForm(sigil, '/connect/revocation', { token: ref.access_token }, ['m2m-ref', 'm2m-secret'])).statusCode,
+    ).toBe(200);
     expect((await introspect(sigil, ref.access_token, API1)).body).toBe('{"active":false}');
   });
 
   it('finds the token whatever the token_type_hint', async () => {
     const { access_token } = await clientTokens(sigil, 'api1');
     for (const hint of ['refresh_token', 'access_token', 'foo']) {
-      expect((await introspect(sigil, access_token, API1, { token_type_hint: hint })).json(), hint).toMatchObject({ active: true });
+      expect((await introspect(sigil, access_token, API1, { token_type_hint: hint })).json(), hint).toMatchObject({
+        active: true,
+      });
     }
   });
 
@@ -145,7 +173,10 @@ describe('introspection', () => {
     const cases: [string, Promise<Awaited<ReturnType<typeof postForm>>>][] = [
       ['none', postForm(sigil, '/connect/introspect', { token: access_token })],
       ['wrong API secret', introspect(sigil, access_token, ['api1', 'wrong'])],
-      ['wrong API secret in body', postForm(sigil, '/connect/introspect', { token: access_token, client_id: 'api1', client_secret: 'x' })],
+      [
+        'wrong API secret in body',
+        postForm(sigil, '/connect/introspect', { token: access_token, client_id: 'api1', client_secret: 'x' }),
+      ],
       ['API without secret', postForm(sigil, '/connect/introspect', { token: access_token, client_id: 'api1' })],
       ['unknown caller', introspect(sigil, access_token, ['nobody', 'x'])],
       ['wrong client secret', introspect(sigil, access_token, ['m2m', 'wrong'])],
@@ -168,10 +199,17 @@ describe('introspection', () => {
     expect(res.json()).toMatchObject({ error: 'invalid_client' });
   });
 
-  it('shows a confidential client its own tokens, and not another client\'s', async () => {
+  it("shows a confidential client its own tokens, and not another client's", async () => {
     const own = await clientTokens(sigil, 'api1');
-    expect((await introspect(sigil, own.access_token, ['m2m', 'm2m-secret'])).json()).toMatchObject({ active: true, client_id: 'm2m' });
-    const post = await postForm(sigil, '/connect/introspect', { token: own.access_token, client_id: 'm2m', client_secret: 'm2m-secret' });
+    expect((await introspect(sigil, own.access_token, ['m2m', 'm2m-secret'])).json()).toMatchObject({
+      active: true,
+      client_id: 'm2m',
+    });
+    const post = await postForm(sigil, '/connect/introspect', {
+      token: own.access_token,
+      client_id: 'm2m',
+      client_secret: 'm2m-secret',
+    });
     expect(post.json()).toMatchObject({ active: true });
     const res = await introspect(sigil, own.access_token, ['m2m-ref', 'm2m-secret']);
     expect(res.statusCode).toBe(200);
@@ -206,14 +244,25 @@ describe('introspection', () => {
 
   it('shows a used (rotated) refresh token as inactive', async () => {
     const tokens = await passwordTokens(sigil, { scope: 'api1 offline_access' });
-    const rotated = await postForm(sigil, '/connect/token', { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! }, ROPC);
+    const rotated = await postForm(
+      sigil,
+      '/connect/token',
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token! },
+      ROPC,
+    );
     expect(rotated.statusCode).toBe(200);
     expect((await introspect(sigil, tokens.refresh_token!, ROPC)).body).toBe('{"active":false}');
-    expect((await introspect(sigil, rotated.json<{ refresh_token: string }>().refresh_token, ROPC)).json()).toMatchObject({ active: true });
+    expect(
+      (await introspect(sigil, rotated.json<{ refresh_token: string }>().refresh_token, ROPC)).json(),
+    ).toMatchObject({ active: true });
   });
 
   it('answers GET with 405 and Allow: POST', async () => {
-    const res = await sigil.app.inject({ method: 'GET', url: '/connect/introspect?token=x', headers: { authorization: basic(...API1) } });
+    const res = await sigil.app.inject({
+      method: 'GET',
+      url: '/connect/introspect?token=x',
+      headers: { authorization: basic(...API1) },
+    });
     expect(res.statusCode).toBe(405);
     expect(res.headers.allow).toBe('POST');
   });

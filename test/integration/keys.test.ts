@@ -25,13 +25,24 @@ async function memoryStore(): Promise<Store> {
 
 const POLICY: KeyPolicy = { propagationSeconds: 100, retentionSeconds: 1000, rotationSeconds: 1_000_000 };
 
-function key(kid: string, alg: string, createdAt: number, activatesAt: number, retiredAt: number | null = null): StoredKey {
+function key(
+  kid: string,
+  alg: string,
+  createdAt: number,
+  activatesAt: number,
+  retiredAt: number | null = null,
+): StoredKey {
   return { kid, alg, privateKey: '{}', publicJwk: { kty: 'EC' }, createdAt, activatesAt, retiredAt };
 }
 
 /** kid → status (and publishedUntil) at `now`. */
 function statuses(keys: StoredKey[], now: number): Record<string, string> {
-  return Object.fromEntries(describeKeys(keys, POLICY, now).map((k) => [k.kid, `${k.status}${k.publishedUntil === null ? '' : `@${k.publishedUntil}`}`]));
+  return Object.fromEntries(
+    describeKeys(keys, POLICY, now).map((k) => [
+      k.kid,
+      `${k.status}${k.publishedUntil === null ? '' : `@${k.publishedUntil}`}`,
+    ]),
+  );
 }
 
 describe('describeKeys', () => {
@@ -65,7 +76,11 @@ describe('describeKeys', () => {
   it('keys made in the same second to activate in the same second: the greater kid signs, whatever order the store lists them in', () => {
     const a = key('kid-a', 'ES256', 10, 10);
     const b = key('kid-b', 'ES256', 10, 10);
-    for (const order of [[a, b], [b, a]]) expect(statuses(order, 10)).toEqual({ 'kid-a': 'retired@1010', 'kid-b': 'active' });
+    for (const order of [
+      [a, b],
+      [b, a],
+    ])
+      expect(statuses(order, 10)).toEqual({ 'kid-a': 'retired@1010', 'kid-b': 'active' });
     // The creation time still comes before the kid, the activation before both.
     expect(statuses([key('kid-z', 'ES256', 9, 10), b], 10)).toEqual({ 'kid-z': 'retired@1010', 'kid-b': 'active' });
     expect(statuses([key('kid-z', 'ES256', 10, 9), b], 10)).toEqual({ 'kid-z': 'retired@1010', 'kid-b': 'active' });
@@ -96,8 +111,16 @@ describe('KeyRing', () => {
     const es = stored.find((k) => k.alg === 'ES256')!;
     const rs = stored.find((k) => k.alg === 'RS256')!;
     expect(ring.defaultAlgorithm).toBe('ES256');
-    expect(ring.jwks().keys.map((k) => [k.kid, k.alg, k.use]).sort()).toEqual(
-      [[es.kid, 'ES256', 'sig'], [rs.kid, 'RS256', 'sig']].sort(),
+    expect(
+      ring
+        .jwks()
+        .keys.map((k) => [k.kid, k.alg, k.use])
+        .sort(),
+    ).toEqual(
+      [
+        [es.kid, 'ES256', 'sig'],
+        [rs.kid, 'RS256', 'sig'],
+      ].sort(),
     );
     for (const k of ring.jwks().keys) expect(k).not.toHaveProperty('d');
 
@@ -139,14 +162,22 @@ describe('KeyRing', () => {
     const after = await ring.sign({ sub: 'after' }, 'at+jwt');
     expect(decodeProtectedHeader(after).kid).toBe(added!.kid);
     expect(decodeProtectedHeader(await node2.sign({}, 'at+jwt')).kid).toBe(added!.kid);
-    expect(ring.jwks().keys.map((k) => k.kid).sort()).toEqual([old!.kid, added!.kid].sort());
+    expect(
+      ring
+        .jwks()
+        .keys.map((k) => k.kid)
+        .sort(),
+    ).toEqual([old!.kid, added!.kid].sort());
     expect(node2.jwks()).toEqual(ring.jwks());
     // Tokens signed before the rotation still verify, on both nodes; new ones too.
     expect((await jwtVerify(before, ring.verificationKeys)).payload.sub).toBe('before');
     expect((await jwtVerify(before, node2.verificationKeys)).payload.sub).toBe('before');
     expect((await jwtVerify(after, node2.verificationKeys)).payload.sub).toBe('after');
     expect(describeKeys(await store.keys.listKeys(), policy, t).map((k) => [k.kid, k.status])).toEqual(
-      expect.arrayContaining([[old!.kid, 'retired'], [added!.kid, 'active']]),
+      expect.arrayContaining([
+        [old!.kid, 'retired'],
+        [added!.kid, 'active'],
+      ]),
     );
 
     // Still published at the last second of the retention period, gone after it.
@@ -169,7 +200,11 @@ describe('KeyRing', () => {
     const [second] = await rotateKeys(store.keys, ['ES256'], policy, t);
     const [third] = await rotateKeys(store.keys, ['ES256'], policy, t);
     expect([second!.activatesAt, third!.activatesAt]).toEqual([t + 1, t + 2]);
-    for (const [at, signer] of [[t, first], [t + 1, second], [t + 2, third]] as const) {
+    for (const [at, signer] of [
+      [t, first],
+      [t + 1, second],
+      [t + 2, third],
+    ] as const) {
       await ring.refresh(at);
       await node2.refresh(at);
       expect(decodeProtectedHeader(await ring.sign({}, 'JWT')).kid).toBe(signer!.kid);
@@ -181,8 +216,14 @@ describe('KeyRing', () => {
     const [p2] = await rotateKeys(store.keys, ['ES256'], POLICY, t + 2);
     const [p3] = await rotateKeys(store.keys, ['ES256'], policy, t + 3);
     expect([p1!.activatesAt, p2!.activatesAt, p3!.activatesAt]).toEqual([t + 102, t + 103, t + 104]);
-    const active = async (at: number) => describeKeys(await store.keys.listKeys(), POLICY, at).find((k) => k.status === 'active')?.kid;
-    expect([await active(t + 101), await active(t + 102), await active(t + 103), await active(t + 104)]).toEqual([third!.kid, p1!.kid, p2!.kid, p3!.kid]);
+    const active = async (at: number) =>
+      describeKeys(await store.keys.listKeys(), POLICY, at).find((k) => k.status === 'active')?.kid;
+    expect([await active(t + 101), await active(t + 102), await active(t + 103), await active(t + 104)]).toEqual([
+      third!.kid,
+      p1!.kid,
+      p2!.kid,
+      p3!.kid,
+    ]);
   });
 
   it('with a propagation period, a rotated key is published first and signs only once it activates', async () => {
@@ -193,7 +234,12 @@ describe('KeyRing', () => {
     const [added] = await rotateKeys(store.keys, ['ES256'], POLICY, t);
     expect(added!.activatesAt).toBe(t + 100);
     await ring.refresh(t);
-    expect(ring.jwks().keys.map((k) => k.kid).sort()).toEqual([old!.kid, added!.kid].sort());
+    expect(
+      ring
+        .jwks()
+        .keys.map((k) => k.kid)
+        .sort(),
+    ).toEqual([old!.kid, added!.kid].sort());
     expect(decodeProtectedHeader(await ring.sign({}, 'JWT')).kid).toBe(old!.kid);
     await ring.refresh(t + 100);
     expect(decodeProtectedHeader(await ring.sign({}, 'JWT')).kid).toBe(added!.kid);
@@ -250,19 +296,28 @@ describe('KeyRing', () => {
     expect(decodeProtectedHeader(token).kid).toBe(added!.kid);
     expect(ring.jwks().keys.map((k) => k.kid)).toEqual([old!.kid]);
     expect((await jwtVerify(token, ring.verificationKeys)).payload.sub).toBe('new key');
-    expect(ring.jwks().keys.map((k) => k.kid).sort()).toEqual([old!.kid, added!.kid].sort());
+    expect(
+      ring
+        .jwks()
+        .keys.map((k) => k.kid)
+        .sort(),
+    ).toEqual([old!.kid, added!.kid].sort());
 
     // Forged tokens with made-up kids: refused; those arriving until the next read starts (at the
     // earliest one interval after the last) share it.
     const { privateKey } = await generateKeyPair('ES256');
     const forged = await Promise.all(
       Array.from({ length: 20 }, () =>
-        new CompactSign(new TextEncoder().encode('{"sub":"forged"}')).setProtectedHeader({ alg: 'ES256', kid: randomBytes(8).toString('hex') }).sign(privateKey),
+        new CompactSign(new TextEncoder().encode('{"sub":"forged"}'))
+          .setProtectedHeader({ alg: 'ES256', kid: randomBytes(8).toString('hex') })
+          .sign(privateKey),
       ),
     );
     const before = reads;
     const results = await Promise.allSettled(forged.map((jwt) => jwtVerify(jwt, ring.verificationKeys)));
-    expect(results.map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : 'verified'))).toEqual(Array(20).fill('ERR_JWKS_NO_MATCHING_KEY'));
+    expect(results.map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : 'verified'))).toEqual(
+      Array(20).fill('ERR_JWKS_NO_MATCHING_KEY'),
+    );
     expect(reads - before).toBe(1);
   });
 });
@@ -293,10 +348,12 @@ describe('private keys encrypted with the data key', () => {
   it('fail to load with a clear error when the data key is missing or wrong', async () => {
     const store = await memoryStore();
     await KeyRing.load(store.keys, ['ES256'], { ...POLICY, dataKey: new Uint8Array(randomBytes(32)) });
-    await expect(KeyRing.load(store.keys, ['ES256'], POLICY)).rejects.toThrow('signing keys are encrypted: set SIGIL_DATA_KEY');
-    await expect(KeyRing.load(store.keys, ['ES256'], { ...POLICY, dataKey: new Uint8Array(randomBytes(32)) })).rejects.toThrow(
-      'signing keys cannot be decrypted: SIGIL_DATA_KEY is not the key they were encrypted with',
+    await expect(KeyRing.load(store.keys, ['ES256'], POLICY)).rejects.toThrow(
+      'signing keys are encrypted: set SIGIL_DATA_KEY',
     );
+    await expect(
+      KeyRing.load(store.keys, ['ES256'], { ...POLICY, dataKey: new Uint8Array(randomBytes(32)) }),
+    ).rejects.toThrow('signing keys cannot be decrypted: SIGIL_DATA_KEY is not the key they were encrypted with');
     // Nothing was added by the failed loads.
     expect(await store.keys.listKeys()).toHaveLength(1);
   });
@@ -315,7 +372,9 @@ describe('private keys encrypted with the data key', () => {
     expect(Buffer.from(parseDataKey(bytes.toString('base64url'))!)).toEqual(bytes);
     expect(parseDataKey(undefined)).toBeUndefined();
     expect(parseDataKey('')).toBeUndefined();
-    expect(() => parseDataKey(randomBytes(16).toString('base64'))).toThrow('SIGIL_DATA_KEY must be 32 bytes, as base64 or hex');
+    expect(() => parseDataKey(randomBytes(16).toString('base64'))).toThrow(
+      'SIGIL_DATA_KEY must be 32 bytes, as base64 or hex',
+    );
     expect(() => parseDataKey(randomBytes(31).toString('hex'))).toThrow('SIGIL_DATA_KEY must be 32 bytes');
   });
 });

@@ -9,7 +9,19 @@ import { decodeJwt } from 'jose';
 import { Attribute, Change } from 'ldapts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigilEvent } from '../../src/index.js';
-import { authorizeUrl, Browser, codeParams, input, ISSUER, isConsentPage, isLoginPage, pkce, readResponse, redeem, webLike } from '../authorize-helpers.js';
+import {
+  authorizeUrl,
+  Browser,
+  codeParams,
+  input,
+  ISSUER,
+  isConsentPage,
+  isLoginPage,
+  pkce,
+  readResponse,
+  redeem,
+  webLike,
+} from '../authorize-helpers.js';
 import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
 import { startSigil, testConfig, tokenRequest, userinfo, type TestSigil } from '../helpers.js';
 import { PEOPLE, type Slapd, startSlapd } from '../ldap-server.mjs';
@@ -42,7 +54,11 @@ describe('LDAP user directory', () => {
       rateLimits: { maxFailures: 1000, windowSeconds: 60 },
       // No config users: the fixture's alice and bob would answer before the directory.
       users: [],
-      clients: [...(base.clients ?? []), webLike('web'), webLike('consent', { requireConsent: true, allowedScopes: ['openid', 'profile', 'email', 'roles', 'api1'] })],
+      clients: [
+        ...(base.clients ?? []),
+        webLike('web'),
+        webLike('consent', { requireConsent: true, allowedScopes: ['openid', 'profile', 'email', 'roles', 'api1'] }),
+      ],
       userDirectories: [slapd.directoryConfig({ claimsCacheSeconds: 0 })] as never,
       webauthn: { enabled: true },
     });
@@ -96,19 +112,37 @@ describe('LDAP user directory', () => {
     expect(answers[2]!.statusCode).toBe(400);
     expect(answers[2]!.json().access_token).toBeUndefined();
     // Only the audit event tells the locked account apart.
-    expect(events).toContainEqual(expect.objectContaining({ name: 'user_login_failed', subjectId: uuids.get('mallory'), errorDescription: 'inactive user' }));
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        name: 'user_login_failed',
+        subjectId: uuids.get('mallory'),
+        errorDescription: 'inactive user',
+      }),
+    );
   });
 
   it('is not open to LDAP injection in the username (RFC 4515 filters are built as values)', async () => {
-    for (const username of ['*', 'a*', 'admin*', '*)(uid=*))(|(uid=*', 'alice)(|(uid=*', '*)(objectClass=*', 'alice\\2a']) {
+    for (const username of [
+      '*',
+      'a*',
+      'admin*',
+      '*)(uid=*))(|(uid=*',
+      'alice)(|(uid=*',
+      '*)(objectClass=*',
+      'alice\\2a',
+    ]) {
       const res = await grant(sigil, username, 'alice-pw');
       expect(res.statusCode, username).toBe(400);
       expect(res.json()).toEqual(FAILED);
     }
   });
 
-  it('applies the failure limits to directory users as to Sigil\'s own (rateLimits)', async () => {
-    const strict = await startSigil({ users: [], userDirectories: [slapd.directoryConfig()] as never, rateLimits: { maxFailures: 2, windowSeconds: 60 } });
+  it("applies the failure limits to directory users as to Sigil's own (rateLimits)", async () => {
+    const strict = await startSigil({
+      users: [],
+      userDirectories: [slapd.directoryConfig()] as never,
+      rateLimits: { maxFailures: 2, windowSeconds: 60 },
+    });
     try {
       for (let i = 0; i < 2; i++) expect((await grant(strict, 'alice', 'wrong')).json()).toEqual(FAILED);
       const blocked = await grant(strict, 'alice', 'alice-pw');
@@ -121,21 +155,33 @@ describe('LDAP user directory', () => {
 
   it('shares a bounded pool: with one connection, concurrent sign-ins wait their turn and all succeed', async () => {
     // Three wrong passwords of one account: within a cap of 4 shared by every sign-in (knownBrowserBinds 0).
-    const narrow = await startSigil({ users: [], userDirectories: [slapd.directoryConfig({ maxConnections: 1, knownBrowserBinds: 0 })] as never, rateLimits: { maxFailures: 1000, windowSeconds: 60 } });
+    const narrow = await startSigil({
+      users: [],
+      userDirectories: [slapd.directoryConfig({ maxConnections: 1, knownBrowserBinds: 0 })] as never,
+      rateLimits: { maxFailures: 1000, windowSeconds: 60 },
+    });
     try {
-      const answers = await Promise.all([...Array(6).keys()].map((i) => grant(narrow, i % 2 ? 'alice' : 'carol', i % 2 ? 'alice-pw' : 'wrong')));
+      const answers = await Promise.all(
+        [...Array(6).keys()].map((i) => grant(narrow, i % 2 ? 'alice' : 'carol', i % 2 ? 'alice-pw' : 'wrong')),
+      );
       expect(answers.map((r) => r.statusCode)).toEqual([400, 200, 400, 200, 400, 200]);
     } finally {
       await narrow.close();
     }
   });
 
-  it('re-reads a user\'s attributes at userinfo (claimsCacheSeconds 0 here)', async () => {
+  it("re-reads a user's attributes at userinfo (claimsCacheSeconds 0 here)", async () => {
     const { access_token } = (await grant(sigil, 'carol', 'carol-pw', 'openid email')).json<{ access_token: string }>();
     expect((await userinfo(sigil, access_token)).json().email).toBe('carol@corp.example');
     const admin = await slapd.admin();
     try {
-      await admin.modify(`uid=carol,${PEOPLE}`, new Change({ operation: 'replace', modification: new Attribute({ type: 'mail', values: ['carol.keys@corp.example'] }) }));
+      await admin.modify(
+        `uid=carol,${PEOPLE}`,
+        new Change({
+          operation: 'replace',
+          modification: new Attribute({ type: 'mail', values: ['carol.keys@corp.example'] }),
+        }),
+      );
     } finally {
       await admin.unbind();
     }
@@ -146,7 +192,13 @@ describe('LDAP user directory', () => {
     const admin = await slapd.admin();
     try {
       for (const cn of ['Twin One', 'Twin Two'])
-        await admin.add(`cn=${cn},${PEOPLE}`, { objectClass: 'inetOrgPerson', cn, sn: 'Twin', uid: 'twin', userPassword: 'twin-pw' });
+        await admin.add(`cn=${cn},${PEOPLE}`, {
+          objectClass: 'inetOrgPerson',
+          cn,
+          sn: 'Twin',
+          uid: 'twin',
+          userPassword: 'twin-pw',
+        });
     } finally {
       await admin.unbind();
     }
@@ -174,7 +226,9 @@ describe('LDAP user directory', () => {
     const id = decodeJwt(tokens.json<{ id_token: string }>().id_token);
     expect(id.sub).toBe(uuids.get('bob'));
     // The remembered consent is found again for the same subject: no consent page the second time.
-    const again = await b.follow(await b.get(authorizeUrl(codeParams(pkce().challenge, { client_id: 'consent', scope: 'openid profile roles' }))));
+    const again = await b.follow(
+      await b.get(authorizeUrl(codeParams(pkce().challenge, { client_id: 'consent', scope: 'openid profile roles' }))),
+    );
     expect(readResponse(again).params.get('code')).toBeTruthy();
   });
 
@@ -191,7 +245,10 @@ describe('LDAP user directory', () => {
     const code = readResponse(done).params.get('code');
     expect(code, done.location).toBeTruthy();
     const tokens = await redeem(sigil, code!, { verifier });
-    expect(decodeJwt(tokens.json<{ access_token: string }>().access_token)).toMatchObject({ sub: uuids.get('alice'), amr: expect.arrayContaining(['pwd']) });
+    expect(decodeJwt(tokens.json<{ access_token: string }>().access_token)).toMatchObject({
+      sub: uuids.get('alice'),
+      amr: expect.arrayContaining(['pwd']),
+    });
     const ropc = await grant(sigil, 'alice', 'alice-pw');
     expect(ropc.json().error).toBe('invalid_grant');
     expect(ropc.json().error_description).toContain('second factor');
@@ -204,7 +261,12 @@ describe('LDAP user directory', () => {
     const page = await b.get('/account/passkeys');
     const csrf = input(page.body, 'csrf_token');
     const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind: 'passkey' });
-    const added = await b.post('/account/passkeys/register', { csrf_token: csrf, kind: 'passkey', name: 'Carol key', response: JSON.stringify(auth.register(options.res.json())) });
+    const added = await b.post('/account/passkeys/register', {
+      csrf_token: csrf,
+      kind: 'passkey',
+      name: 'Carol key',
+      response: JSON.stringify(auth.register(options.res.json())),
+    });
     expect(added.status, added.body).toBe(303);
     b.cookies.delete('sigil.session');
     const { verifier, challenge } = pkce();
@@ -212,11 +274,18 @@ describe('LDAP user directory', () => {
     const loginCsrf = input(login.body, 'csrf_token');
     const loginOptions = await b.post('/account/passkeys/login/options', { csrf_token: loginCsrf });
     const interaction = /name="interaction" value="([^"]*)"/.exec(login.body)?.[1] ?? '';
-    const answered = await b.post('/account/passkeys/login', { csrf_token: loginCsrf, interaction, response: JSON.stringify(auth.authenticate(loginOptions.res.json())) });
+    const answered = await b.post('/account/passkeys/login', {
+      csrf_token: loginCsrf,
+      interaction,
+      response: JSON.stringify(auth.authenticate(loginOptions.res.json())),
+    });
     const code = readResponse(await b.follow(answered)).params.get('code');
     expect(code).toBeTruthy();
     const tokens = await redeem(sigil, code!, { verifier });
-    expect(decodeJwt(tokens.json<{ id_token: string }>().id_token)).toMatchObject({ sub: uuids.get('carol'), amr: ['swk', 'user', 'mfa'] });
+    expect(decodeJwt(tokens.json<{ id_token: string }>().id_token)).toMatchObject({
+      sub: uuids.get('carol'),
+      amr: ['swk', 'user', 'mfa'],
+    });
   });
 
   it('keeps the subject when the user is renamed in the directory (modrdn)', async () => {
@@ -243,7 +312,10 @@ describe('LDAP user directory', () => {
       const res = await grant(sigil, 'robert', 'bob-pw');
       expect(res.statusCode).toBe(503);
       expect(res.headers['cache-control']).toBe('no-store');
-      expect(res.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'sign-in is temporarily unavailable, please try again later' });
+      expect(res.json()).toEqual({
+        error: 'temporarily_unavailable',
+        error_description: 'sign-in is temporarily unavailable, please try again later',
+      });
       const unknown = await grant(sigil, 'nobody-at-all', 'x');
       expect(unknown.statusCode).toBe(503);
 
@@ -253,13 +325,18 @@ describe('LDAP user directory', () => {
       expect(en.status).toBe(503);
       expect(en.body).toContain('Sign-in is unavailable at the moment. Please try again later.');
       expect(b.cookies.has('sigil.session')).toBe(false);
-      const de = await b.post('/account/login', { csrf_token: input(en.body, 'csrf_token'), username: 'robert', password: 'bob-pw', button: 'login' }, { 'accept-language': 'de' });
+      const de = await b.post(
+        '/account/login',
+        { csrf_token: input(en.body, 'csrf_token'), username: 'robert', password: 'bob-pw', button: 'login' },
+        { 'accept-language': 'de' },
+      );
       expect(de.status).toBe(503);
       expect(de.body).toContain('Die Anmeldung ist im Moment nicht möglich.');
       // No failure was counted against the users: the directory's outage is nobody's wrong password.
       expect(events.filter((e) => e.name === 'user_login_failed').length).toBe(failuresBefore);
       expect(await sigil.context.store.users.findUserByUsername('nobody-at-all', null)).toBeUndefined();
-      // A signed-in directory user's session cannot be checked: the client hears temporarily_unavailable (RFC 6749 §4.1.2.1).
+      // A signed-in directory user's session cannot be checked: the client hears temporarily_unavailable (RFC
+      // 6749 §4.1.2.1).
       const authz = readResponse(await signedIn.follow(await signedIn.get(authorizeUrl(codeParams(pkce().challenge)))));
       expect(authz.params.get('error')).toBe('temporarily_unavailable');
       expect(authz.params.get('state')).toBe('st');
@@ -274,7 +351,17 @@ describe('LDAP user directory', () => {
 describe('LDAP user directory: bounds and startup', () => {
   it('starts and serves its own users while the directory is unreachable', async () => {
     const sigil = await startSigil({
-      userDirectories: [{ name: 'gone', type: 'ldap', url: 'ldap://127.0.0.1:1', bindDn: 'cn=x', bindPassword: 'x', baseDn: 'dc=x', timeoutSeconds: 1 }],
+      userDirectories: [
+        {
+          name: 'gone',
+          type: 'ldap',
+          url: 'ldap://127.0.0.1:1',
+          bindDn: 'cn=x',
+          bindPassword: 'x',
+          baseDn: 'dc=x',
+          timeoutSeconds: 1,
+        },
+      ],
     });
     try {
       expect((await grant(sigil, 'alice', 'alice', 'openid')).statusCode).toBe(200);
@@ -286,7 +373,11 @@ describe('LDAP user directory: bounds and startup', () => {
 
   it('refuses a directory without a usable url in the config', async () => {
     await expect(
-      startSigil({ userDirectories: [{ name: 'bad', type: 'ldap', url: 'http://x', bindDn: 'cn=x', bindPassword: 'x', baseDn: 'dc=x' }] }),
+      startSigil({
+        userDirectories: [
+          { name: 'bad', type: 'ldap', url: 'http://x', bindDn: 'cn=x', bindPassword: 'x', baseDn: 'dc=x' },
+        ],
+      }),
     ).rejects.toThrow(/userDirectories/);
   });
 });

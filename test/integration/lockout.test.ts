@@ -11,12 +11,23 @@ import { InjectBrowser } from '../browser-helpers.js';
 import { type BasicCredentials, basic, clientTokens, form, startSigil, type TestSigil } from '../helpers.js';
 
 /** A form POST with Basic credentials from `remoteAddress`. */
-function postFrom(sigil: TestSigil, remoteAddress: string, url: string, params: Record<string, string>, auth: BasicCredentials, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+function postFrom(
+  sigil: TestSigil,
+  remoteAddress: string,
+  url: string,
+  params: Record<string, string>,
+  auth: BasicCredentials,
+  headers: Record<string, string> = {},
+): Promise<LightMyRequestResponse> {
   return sigil.app.inject({
     method: 'POST',
     url,
     remoteAddress,
-    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(auth[0], auth[1]), ...headers },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: basic(auth[0], auth[1]),
+      ...headers,
+    },
     payload: form(params),
   });
 }
@@ -35,8 +46,14 @@ describe('default limits: 25 wrong credentials from one address', () => {
   async function guess(attempt: () => Promise<number>): Promise<void> {
     const statuses: number[] = [];
     for (let i = 0; i < GUESSES; i++) statuses.push(await attempt());
-    expect(statuses.slice(20).every((s) => s === 429), statuses.join(' ')).toBe(true);
-    expect(statuses.slice(0, 20).every((s) => s !== 429), statuses.join(' ')).toBe(true);
+    expect(
+      statuses.slice(20).every((s) => s === 429),
+      statuses.join(' '),
+    ).toBe(true);
+    expect(
+      statuses.slice(0, 20).every((s) => s !== 429),
+      statuses.join(' '),
+    ).toBe(true);
   }
 
   it('a client at the token endpoint: address A is stopped (429), the right secret from address B gets a token', async () => {
@@ -50,17 +67,32 @@ describe('default limits: 25 wrong credentials from one address', () => {
 
   it('an API resource at introspection: address A is stopped (429), the right secret from address B introspects', async () => {
     const { access_token } = await clientTokens(sigil, 'api1');
-    await guess(async () => (await postFrom(sigil, '10.4.1.1', '/connect/introspect', { token: access_token }, ['api1', 'wrong'])).statusCode);
-    expect((await postFrom(sigil, '10.4.1.1', '/connect/introspect', { token: access_token }, ['api1', 'api1-secret'])).statusCode).toBe(429);
-    const fromB = await postFrom(sigil, '10.4.1.2', '/connect/introspect', { token: access_token }, ['api1', 'api1-secret']);
+    await guess(
+      async () =>
+        (await postFrom(sigil, '10.4.1.1', '/connect/introspect', { token: access_token }, ['api1', 'wrong']))
+          .statusCode,
+    );
+    expect(
+      (await postFrom(sigil, '10.4.1.1', '/connect/introspect', { token: access_token }, ['api1', 'api1-secret']))
+        .statusCode,
+    ).toBe(429);
+    const fromB = await postFrom(sigil, '10.4.1.2', '/connect/introspect', { token: access_token }, [
+      'api1',
+      'api1-secret',
+    ]);
     expect(fromB.statusCode, fromB.body).toBe(200);
     expect(fromB.json()).toMatchObject({ active: true });
   });
 
   it('a user with the password grant: address A is stopped (429), the right password from address B gets a token', async () => {
     const grant = (password: string) => ({ grant_type: 'password', username: 'bob', password, scope: 'api1' });
-    await guess(async () => (await postFrom(sigil, '10.4.2.1', '/connect/token', grant('wrong'), ['ropc', 'ropc-secret'])).statusCode);
-    expect((await postFrom(sigil, '10.4.2.1', '/connect/token', grant('bob'), ['ropc', 'ropc-secret'])).statusCode).toBe(429);
+    await guess(
+      async () =>
+        (await postFrom(sigil, '10.4.2.1', '/connect/token', grant('wrong'), ['ropc', 'ropc-secret'])).statusCode,
+    );
+    expect(
+      (await postFrom(sigil, '10.4.2.1', '/connect/token', grant('bob'), ['ropc', 'ropc-secret'])).statusCode,
+    ).toBe(429);
     const fromB = await postFrom(sigil, '10.4.2.2', '/connect/token', grant('bob'), ['ropc', 'ropc-secret']);
     expect(fromB.statusCode, fromB.body).toBe(200);
   });
@@ -81,7 +113,8 @@ describe('default limits: 25 wrong credentials from one address', () => {
 
   it('one address spraying many identities is stopped by the per-address limit (100)', async () => {
     const statuses: number[] = [];
-    for (let i = 0; i < 101; i++) statuses.push((await postFrom(sigil, '10.4.4.1', '/connect/token', CC, [`nobody-${i}`, 'x'])).statusCode);
+    for (let i = 0; i < 101; i++)
+      statuses.push((await postFrom(sigil, '10.4.4.1', '/connect/token', CC, [`nobody-${i}`, 'x'])).statusCode);
     expect(statuses.slice(0, 100).every((s) => s === 401)).toBe(true);
     expect(statuses[100]).toBe(429);
     expect((await postFrom(sigil, '10.4.4.2', '/connect/token', CC, ['m2m', 'm2m-secret'])).statusCode).toBe(200);
@@ -95,7 +128,12 @@ describe('the identity-wide count only slows down', () => {
     sigil = await startSigil({
       rateLimits: { maxFailures: 3, windowSeconds: 60, identitySlowDownAfter: 4, maxDelaySeconds: 1 },
       clients: [
-        { clientId: 'short', clientSecrets: ['short-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] },
+        {
+          clientId: 'short',
+          clientSecrets: ['short-secret'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['api1'],
+        },
         { clientId: 'long', clientSecrets: [long], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] },
       ],
     });
@@ -115,7 +153,8 @@ describe('the identity-wide count only slows down', () => {
 
   it('wrong secrets from 6 addresses delay the next checks (growing), and the right secret from a 7th still succeeds', async () => {
     const waited = await delays(async () => {
-      for (let i = 1; i <= 6; i++) expect((await postFrom(sigil, `10.5.0.${i}`, '/connect/token', CC, ['short', 'wrong'])).statusCode).toBe(401);
+      for (let i = 1; i <= 6; i++)
+        expect((await postFrom(sigil, `10.5.0.${i}`, '/connect/token', CC, ['short', 'wrong'])).statusCode).toBe(401);
       expect((await postFrom(sigil, '10.5.0.7', '/connect/token', CC, ['short', 'short-secret'])).statusCode).toBe(200);
     });
     expect(waited).toEqual([0, 0, 0, 0, 100, 200, 400]);
@@ -123,7 +162,8 @@ describe('the identity-wide count only slows down', () => {
 
   it('a client whose secrets are all long has no identity-wide count: no delay', async () => {
     const waited = await delays(async () => {
-      for (let i = 1; i <= 6; i++) expect((await postFrom(sigil, `10.5.1.${i}`, '/connect/token', CC, ['long', 'wrong'])).statusCode).toBe(401);
+      for (let i = 1; i <= 6; i++)
+        expect((await postFrom(sigil, `10.5.1.${i}`, '/connect/token', CC, ['long', 'wrong'])).statusCode).toBe(401);
       expect((await postFrom(sigil, '10.5.1.7', '/connect/token', CC, ['long', long])).statusCode).toBe(200);
     });
     expect(waited).toEqual([0, 0, 0, 0, 0, 0, 0]);
@@ -148,7 +188,12 @@ describe.each([
     for (let i = 0; i < 30; i++) {
       // A fresh browser each time. The caller writes the first entry; the proxy appends the address it saw.
       const xff = { 'x-forwarded-for': `198.51.100.${i + 1}, 203.0.113.9` };
-      const page = await sigil.app.inject({ method: 'GET', url: '/device', remoteAddress: peer(i), headers: { ...xff } });
+      const page = await sigil.app.inject({
+        method: 'GET',
+        url: '/device',
+        remoteAddress: peer(i),
+        headers: { ...xff },
+      });
       const res = await sigil.app.inject({
         method: 'POST',
         url: '/device',
@@ -158,11 +203,18 @@ describe.each([
           'content-type': 'application/x-www-form-urlencoded',
           cookie: page.cookies.map((c) => `${c.name}=${c.value}`).join('; '),
         },
-        payload: form({ csrf_token: InjectBrowser.input(page.body, 'csrf_token'), userCode: 'BBBB-BBBB', button: 'submit' }),
+        payload: form({
+          csrf_token: InjectBrowser.input(page.body, 'csrf_token'),
+          userCode: 'BBBB-BBBB',
+          button: 'submit',
+        }),
       });
       statuses.push(res.statusCode);
     }
     expect(statuses.slice(0, 5)).toEqual([200, 200, 200, 200, 200]);
-    expect(statuses.slice(5).every((s) => s === 429), statuses.join(' ')).toBe(true);
+    expect(
+      statuses.slice(5).every((s) => s === 429),
+      statuses.join(' '),
+    ).toBe(true);
   });
 });

@@ -33,7 +33,10 @@ beforeAll(async () => {
 afterAll(async () => sigil.close());
 
 /** Starts an authorization request in a fresh browser and returns it with its login page. */
-async function atLogin(params: Record<string, string> = web(), remoteAddress?: string): Promise<{ b: Browser; page: Step }> {
+async function atLogin(
+  params: Record<string, string> = web(),
+  remoteAddress?: string,
+): Promise<{ b: Browser; page: Step }> {
   const b = new Browser(sigil, remoteAddress);
   const page = await b.follow(await b.get(authorizeUrl(params)));
   expect(isLoginPage(page), page.body).toBe(true);
@@ -90,7 +93,10 @@ describe('login page', () => {
       expect(page.body, header).toContain(`<html lang="${lang}">`);
     }
     const { b: pending, page } = await atLogin(web({ ui_locales: 'de' }));
-    const again = await pending.get(`/account/login?interaction=${encodeURIComponent(input(page.body, 'interaction'))}`, { 'accept-language': 'de;q=0.1, en;q=0.9' });
+    const again = await pending.get(
+      `/account/login?interaction=${encodeURIComponent(input(page.body, 'interaction'))}`,
+      { 'accept-language': 'de;q=0.1, en;q=0.9' },
+    );
     expect(again.status).toBe(200);
     expect(again.body).toContain('<html lang="de">');
   });
@@ -101,7 +107,9 @@ describe('login page', () => {
     expectErrorPage(page, 'unauthorized_client');
     expect(page.body).toContain('<html lang="de">');
     // The same request as a form POST (OIDC Core §3.1.2.1) carries ui_locales in the body.
-    const posted = await b.post('/connect/authorize', web({ client_id: 'nope', ui_locales: 'de' }), { 'accept-language': 'en' });
+    const posted = await b.post('/connect/authorize', web({ client_id: 'nope', ui_locales: 'de' }), {
+      'accept-language': 'en',
+    });
     expectErrorPage(posted, 'unauthorized_client');
     expect(posted.body).toContain('<html lang="de">');
   });
@@ -110,7 +118,11 @@ describe('login page', () => {
     const { b, page } = await atLogin(consentClient({ ui_locales: 'de' }));
     const consent = await b.follow(await b.submitLogin(page, 'alice', 'alice'));
     expect(isConsentPage(consent)).toBe(true);
-    const refused = await b.post('/consent', { interaction: input(consent.body, 'interaction'), button: 'yes' }, { 'accept-language': 'en' });
+    const refused = await b.post(
+      '/consent',
+      { interaction: input(consent.body, 'interaction'), button: 'yes' },
+      { 'accept-language': 'en' },
+    );
     expect(refused.status).toBe(403);
     expect(refused.body).toContain('<html lang="de">');
   });
@@ -118,15 +130,32 @@ describe('login page', () => {
   it('a login POST without or with a wrong CSRF token → 403, not signed in', async () => {
     const { b, page } = await atLogin();
     const interaction = input(page.body, 'interaction');
-    const missing = await b.post('/account/login', { interaction, username: 'alice', password: 'alice', button: 'login' });
+    const missing = await b.post('/account/login', {
+      interaction,
+      username: 'alice',
+      password: 'alice',
+      button: 'login',
+    });
     expect(missing.status).toBe(403);
     expect(b.cookies.has('sigil.session')).toBe(false);
-    const wrong = await b.post('/account/login', { csrf_token: 'x'.repeat(40), interaction, username: 'alice', password: 'alice', button: 'login' });
+    const wrong = await b.post('/account/login', {
+      csrf_token: 'x'.repeat(40),
+      interaction,
+      username: 'alice',
+      password: 'alice',
+      button: 'login',
+    });
     expect(wrong.status).toBe(403);
     expect(b.cookies.has('sigil.session')).toBe(false);
     // Another browser's token does not fit this browser's secret.
     const other = await atLogin();
-    const foreign = await b.post('/account/login', { csrf_token: input(other.page.body, 'csrf_token'), interaction, username: 'alice', password: 'alice', button: 'login' });
+    const foreign = await b.post('/account/login', {
+      csrf_token: input(other.page.body, 'csrf_token'),
+      interaction,
+      username: 'alice',
+      password: 'alice',
+      button: 'login',
+    });
     expect(foreign.status).toBe(403);
     expect(b.cookies.has('sigil.session')).toBe(false);
     // The right token still works afterwards.
@@ -139,7 +168,13 @@ describe('login page', () => {
     for (const origin of ['https://attacker.example', 'null', 'http://127.0.0.1:5998', 'http://localhost:5999']) {
       const res = await b2.post(
         '/account/login',
-        { csrf_token: input(p2.body, 'csrf_token'), interaction: input(p2.body, 'interaction'), username: 'alice', password: 'alice', button: 'login' },
+        {
+          csrf_token: input(p2.body, 'csrf_token'),
+          interaction: input(p2.body, 'interaction'),
+          username: 'alice',
+          password: 'alice',
+          button: 'login',
+        },
         { origin },
       );
       expect(res.status, origin).toBe(403);
@@ -147,7 +182,13 @@ describe('login page', () => {
     }
     const same = await b2.post(
       '/account/login',
-      { csrf_token: input(p2.body, 'csrf_token'), interaction: input(p2.body, 'interaction'), username: 'alice', password: 'alice', button: 'login' },
+      {
+        csrf_token: input(p2.body, 'csrf_token'),
+        interaction: input(p2.body, 'interaction'),
+        username: 'alice',
+        password: 'alice',
+        button: 'login',
+      },
       { origin: ISSUER },
     );
     expect(same.status).toBe(303);
@@ -155,7 +196,8 @@ describe('login page', () => {
   });
 
   it('unknown user, wrong password and inactive user get the same page (apart from the CSRF token and the typed username)', async () => {
-    const normalize = (s: Step) => s.body.replace(/name="csrf_token" value="[^"]*"/, '').replace(/name="username" value="[^"]*"/, '');
+    const normalize = (s: Step) =>
+      s.body.replace(/name="csrf_token" value="[^"]*"/, '').replace(/name="username" value="[^"]*"/, '');
     const { b, page } = await atLogin();
     const wrongPassword = await b.submitLogin(page, 'alice', 'not-her-password');
     const unknown = await b.submitLogin(wrongPassword, 'nobody-here', 'whatever');
@@ -176,7 +218,9 @@ describe('login page', () => {
     expect(b.cookies.has('sigil.session')).toBe(false);
     expect(res.body).not.toMatch(/name="username" value="alice"/);
     const { b: b2, page } = await atLogin();
-    await b2.get(`/account/login?interaction=${encodeURIComponent(input(page.body, 'interaction'))}&username=alice&password=alice`);
+    await b2.get(
+      `/account/login?interaction=${encodeURIComponent(input(page.body, 'interaction'))}&username=alice&password=alice`,
+    );
     expect(b2.cookies.has('sigil.session')).toBe(false);
   });
 
@@ -228,7 +272,13 @@ describe('login page', () => {
     const bb = new Browser(sigil);
     expect((await bb.get(`/account/login?interaction=${encodeURIComponent(id)}`)).status).toBe(400);
     const bPage = await bb.get('/account/login');
-    const posted = await bb.post('/account/login', { csrf_token: input(bPage.body, 'csrf_token'), interaction: id, username: 'bob', password: 'bob', button: 'login' });
+    const posted = await bb.post('/account/login', {
+      csrf_token: input(bPage.body, 'csrf_token'),
+      interaction: id,
+      username: 'bob',
+      password: 'bob',
+      button: 'login',
+    });
     expect(posted.status).toBe(400);
     expect(bb.cookies.has('sigil.session')).toBe(false);
     expect((await bb.get(`/connect/authorize/resume?interaction=${encodeURIComponent(id)}`)).status).toBe(400);
@@ -267,9 +317,17 @@ describe('a failed CSRF check answers the HTML form-expired page (login, consent
     const { b, page } = await atLogin(consentClient());
     const interaction = input(page.body, 'interaction');
     const cookieless = new Browser(sigil);
-    for (const [who, token] of [[cookieless, undefined], [b, 'x'.repeat(40)]] as const) {
+    for (const [who, token] of [
+      [cookieless, undefined],
+      [b, 'x'.repeat(40)],
+    ] as const) {
       const fields = (extra: Record<string, string>) => ({ ...(token ? { csrf_token: token } : {}), ...extra });
-      expectExpiredForm(await who.post('/account/login', fields({ interaction, username: 'alice', password: 'alice', button: 'login' })));
+      expectExpiredForm(
+        await who.post(
+          '/account/login',
+          fields({ interaction, username: 'alice', password: 'alice', button: 'login' }),
+        ),
+      );
       expectExpiredForm(await who.post('/consent', fields({ interaction, button: 'yes' })));
       expectExpiredForm(await who.post('/device', fields({ userCode: 'BCDF-GHJK', button: 'submit' })));
       expectExpiredForm(await who.post('/account/logout', fields({ button: 'logout' })));
@@ -290,7 +348,11 @@ describe('rate limit on failed logins (rateLimits.maxFailures 3)', () => {
   });
   afterAll(async () => limited.close());
 
-  async function attempt(remoteAddress: string, username: string, password: string): Promise<{ b: Browser; res: Step }> {
+  async function attempt(
+    remoteAddress: string,
+    username: string,
+    password: string,
+  ): Promise<{ b: Browser; res: Step }> {
     const b = new Browser(limited, remoteAddress);
     const page = await b.follow(await b.get(authorizeUrl(web())));
     expect(isLoginPage(page)).toBe(true);
@@ -335,7 +397,8 @@ describe('consent page', () => {
     expect(isConsentPage(consent)).toBe(true);
     expect(consent.body).toContain('Consent &lt;App&gt;');
     expect(consent.body).not.toContain('Consent <App>');
-    for (const text of ['Know who you are', 'See your name', 'See your email address', 'Use api1', 'offline access']) expect(consent.body).toContain(text);
+    for (const text of ['Know who you are', 'See your name', 'See your email address', 'Use api1', 'offline access'])
+      expect(consent.body).toContain(text);
     expect(consent.body).toContain('name="remember" value="yes"');
     expect(consent.body).toContain('name="button" value="yes"');
     expect(consent.body).toContain('name="button" value="no"');
@@ -357,7 +420,11 @@ describe('consent page', () => {
     expect(missing.location).toBeUndefined();
     const wrong = await b.post('/consent', { csrf_token: 'nope', interaction, button: 'yes' });
     expect(wrong.status).toBe(403);
-    const cross = await b.post('/consent', { csrf_token: input(consent.body, 'csrf_token'), interaction, button: 'yes' }, { origin: 'https://attacker.example' });
+    const cross = await b.post(
+      '/consent',
+      { csrf_token: input(consent.body, 'csrf_token'), interaction, button: 'yes' },
+      { origin: 'https://attacker.example' },
+    );
     expect(cross.status).toBe(403);
     // The page can still be answered properly.
     expect(readResponse(await b.consent(consent, 'yes')).params.get('code')).toBeTruthy();
@@ -373,22 +440,42 @@ describe('consent page', () => {
     expect(isConsentPage(second)).toBe(true);
     expect(readResponse(await b.consent(second, 'yes', true)).params.get('code')).toBeTruthy();
     // Remembered: no page, also with prompt=none and with fewer scopes.
-    expect(readResponse(await b.get(authorizeUrl(consentClient({ scope: 'openid profile api1' })))).params.get('code')).toBeTruthy();
-    expect(readResponse(await b.get(authorizeUrl(consentClient({ scope: 'openid api1', prompt: 'none' })))).params.get('code')).toBeTruthy();
+    expect(
+      readResponse(await b.get(authorizeUrl(consentClient({ scope: 'openid profile api1' })))).params.get('code'),
+    ).toBeTruthy();
+    expect(
+      readResponse(await b.get(authorizeUrl(consentClient({ scope: 'openid api1', prompt: 'none' })))).params.get(
+        'code',
+      ),
+    ).toBeTruthy();
     // More scopes than remembered: asked again (prompt=none → consent_required).
-    expectClientError(await b.get(authorizeUrl(consentClient({ scope: 'openid profile email api1', prompt: 'none' }))), 'consent_required');
+    expectClientError(
+      await b.get(authorizeUrl(consentClient({ scope: 'openid profile email api1', prompt: 'none' }))),
+      'consent_required',
+    );
     // prompt=consent always asks.
-    expect(isConsentPage(await b.follow(await b.get(authorizeUrl(consentClient({ scope: 'openid api1', prompt: 'consent' })))))).toBe(true);
+    expect(
+      isConsentPage(
+        await b.follow(await b.get(authorizeUrl(consentClient({ scope: 'openid api1', prompt: 'consent' })))),
+      ),
+    ).toBe(true);
     // The remembered consent is bob's: alice is asked.
     const alice = new Browser(sigil);
     await alice.signIn('alice');
-    expectClientError(await alice.get(authorizeUrl(consentClient({ scope: 'openid api1', prompt: 'none' }))), 'consent_required');
+    expectClientError(
+      await alice.get(authorizeUrl(consentClient({ scope: 'openid api1', prompt: 'none' }))),
+      'consent_required',
+    );
   });
 
   it('a native client (loopback redirect) is asked every time, even after remember; prompt=none → consent_required', async () => {
     const b = new Browser(sigil);
     await b.signIn('alice');
-    const params = codeParams(challenge, { client_id: 'native', redirect_uri: 'http://127.0.0.1:6000/cb', scope: 'openid api1' });
+    const params = codeParams(challenge, {
+      client_id: 'native',
+      redirect_uri: 'http://127.0.0.1:6000/cb',
+      scope: 'openid api1',
+    });
     for (let i = 0; i < 2; i++) {
       const page = await b.follow(await b.get(authorizeUrl(params)));
       expect(isConsentPage(page)).toBe(true);
@@ -397,7 +484,9 @@ describe('consent page', () => {
       const done = await b.consent(page, 'yes', true);
       expect(readResponse(done).params.get('code')).toBeTruthy();
     }
-    expectClientError(await b.get(authorizeUrl({ ...params, prompt: 'none' })), 'consent_required', { target: 'http://127.0.0.1:6000/cb' });
+    expectClientError(await b.get(authorizeUrl({ ...params, prompt: 'none' })), 'consent_required', {
+      target: 'http://127.0.0.1:6000/cb',
+    });
   });
 
   it('a consent page without a pending request or session is the expired page', async () => {

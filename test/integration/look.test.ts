@@ -19,7 +19,12 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'locales', 'it.json'), JSON.stringify({ signInTitle: 'Accedi', username: 'Nome utente' }));
   writeFileSync(join(dir, 'theme.css'), '.brand { letter-spacing: .1em; }');
   sigil = await startSigil({
-    branding: { productName: 'Acme <ID>', logoUrl: 'https://cdn.acme.example/logo.png', primaryColor: '#0b5fff', customCss: join(dir, 'theme.css') },
+    branding: {
+      productName: 'Acme <ID>',
+      logoUrl: 'https://cdn.acme.example/logo.png',
+      primaryColor: '#0b5fff',
+      customCss: join(dir, 'theme.css'),
+    },
     localesDir: join(dir, 'locales'),
   });
 });
@@ -48,11 +53,20 @@ describe('start', () => {
   };
 
   it('refuses a template without the CSRF field, also for pages other modules register (account), and a misnamed one', async () => {
-    const noCsrf = '<% layout(\'@layout\', { title: "x" }) %><h1>x</h1><form method="post" action="/account/recovery"><button>Go</button></form>';
-    expect(await refusal({ templatesDir: templates({ 'account.eta': noCsrf }) })).toContain("branding.templatesDir: account.eta: a POST form without <%~ include('@csrf', it) %>");
-    expect(await refusal({ templatesDir: templates({ 'logni.eta': '<p>x</p>' }) })).toContain('branding.templatesDir: logni.eta: there is no page template "logni"');
-    expect(await refusal({ templatesDir: templates({ 'message.eta': '<% if (x { %>' }) })).toMatch(/branding\.templatesDir: message\.eta: /);
-    expect(await refusal({ customCss: join(dir, 'missing.css') })).toContain(`branding.customCss: cannot read ${join(dir, 'missing.css')} (ENOENT)`);
+    const noCsrf =
+      '<% layout(\'@layout\', { title: "x" }) %><h1>x</h1><form method="post" action="/account/recovery"><button>Go</button></form>';
+    expect(await refusal({ templatesDir: templates({ 'account.eta': noCsrf }) })).toContain(
+      "branding.templatesDir: account.eta: a POST form without <%~ include('@csrf', it) %>",
+    );
+    expect(await refusal({ templatesDir: templates({ 'logni.eta': '<p>x</p>' }) })).toContain(
+      'branding.templatesDir: logni.eta: there is no page template "logni"',
+    );
+    expect(await refusal({ templatesDir: templates({ 'message.eta': '<% if (x { %>' }) })).toMatch(
+      /branding\.templatesDir: message\.eta: /,
+    );
+    expect(await refusal({ customCss: join(dir, 'missing.css') })).toContain(
+      `branding.customCss: cannot read ${join(dir, 'missing.css')} (ENOENT)`,
+    );
   });
 });
 
@@ -73,7 +87,11 @@ describe('pages', () => {
     expect(css.headers['cache-control']).toBe('public, max-age=31536000, immutable');
     expect(css.body).toContain('--accent: #0b5fff;');
     expect(css.body).toContain('.brand { letter-spacing: .1em; }');
-    const again = await sigil.app.inject({ method: 'GET', url: theme, headers: { 'if-none-match': String(css.headers.etag) } });
+    const again = await sigil.app.inject({
+      method: 'GET',
+      url: theme,
+      headers: { 'if-none-match': String(css.headers.etag) },
+    });
     expect(again.statusCode).toBe(304);
     expect(again.body).toBe('');
   });
@@ -84,7 +102,11 @@ describe('pages', () => {
     expect(page.body).toContain('<h1>Accedi</h1>');
     expect(page.body).toContain('Nome utente');
     expect(page.body).toContain('Password');
-    const byHeader = await sigil.app.inject({ method: 'GET', url: '/account/login', headers: { ...HTML, 'accept-language': 'it;q=0.9, fr;q=0.8' } });
+    const byHeader = await sigil.app.inject({
+      method: 'GET',
+      url: '/account/login',
+      headers: { ...HTML, 'accept-language': 'it;q=0.9, fr;q=0.8' },
+    });
     expect(byHeader.body).toContain('<html lang="it">');
   });
 });
@@ -93,13 +115,23 @@ describe('errors', () => {
   it('a failed page request is an HTML page with an error id for a browser, JSON for an API client; never a stack trace', async () => {
     const big = 'x='.padEnd(70 * 1024, 'y');
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
-    const page = await sigil.app.inject({ method: 'POST', url: '/account/login', headers: { ...HTML, ...form }, payload: big });
+    const page = await sigil.app.inject({
+      method: 'POST',
+      url: '/account/login',
+      headers: { ...HTML, ...form },
+      payload: big,
+    });
     expect(page.statusCode).toBe(413);
     expect(page.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(page.headers['content-security-policy']).toContain("frame-ancestors 'none'");
     expect(page.body).toContain('The application sent a request that cannot be accepted.');
     expect(page.body).toMatch(/Error id: <code>[0-9a-f-]{36}<\/code>/);
-    const api = await sigil.app.inject({ method: 'POST', url: '/account/login', headers: { accept: 'application/json', ...form }, payload: big });
+    const api = await sigil.app.inject({
+      method: 'POST',
+      url: '/account/login',
+      headers: { accept: 'application/json', ...form },
+      payload: big,
+    });
     expect(api.statusCode).toBe(413);
     expect(api.json()).toEqual({ error: 'invalid_request', error_description: 'the request body is too large' });
     for (const res of [page, api]) expect(res.body).not.toMatch(/at \w+ \(|node:internal|\.ts:\d+/);
@@ -110,7 +142,12 @@ describe('errors', () => {
     expect(page.statusCode).toBe(404);
     expect(page.body).toContain('<h1>Page not found</h1>');
     expect(page.body).not.toContain('<script>');
-    for (const [method, accept] of [['GET', 'application/json'], ['GET', '*/*'], ['POST', 'application/json'], ['DELETE', undefined]] as const) {
+    for (const [method, accept] of [
+      ['GET', 'application/json'],
+      ['GET', '*/*'],
+      ['POST', 'application/json'],
+      ['DELETE', undefined],
+    ] as const) {
       const res = await sigil.app.inject({ method, url: '/nope', headers: accept ? { accept } : {} });
       expect(res.statusCode).toBe(404);
       expect(res.json()).toEqual({ error: 'invalid_request', error_description: 'no such endpoint' });

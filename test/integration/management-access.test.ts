@@ -11,7 +11,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/config/loader.js';
 import { requireScope, sendTokenError, type Caller } from '../../src/endpoints/protected-resource.js';
 import { OAuthError } from '../../src/protocol/errors.js';
-import { authorizeUrl, Browser, codeParams, isLoginPage, pkce, readResponse, redeem, startAuthorizeSigil, webLike } from '../authorize-helpers.js';
+import {
+  authorizeUrl,
+  Browser,
+  codeParams,
+  isLoginPage,
+  pkce,
+  readResponse,
+  redeem,
+  startAuthorizeSigil,
+  webLike,
+} from '../authorize-helpers.js';
 import { proof, proofKey } from '../dpop-helpers.js';
 import { clientTokens, passwordTokens, postForm, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
 import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
@@ -25,12 +35,25 @@ beforeAll(async () => {
   const base = testConfig();
   sigil = await startAuthorizeSigil(
     [
-      { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim', 'sigil:admin:read', 'sigil:register', 'api1'] },
+      {
+        clientId: 'automation',
+        clientSecrets: ['automation-secret'],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['scim', 'sigil:admin:read', 'sigil:register', 'api1'],
+      },
       webLike('admin-web', { allowedScopes: ['openid', 'profile', 'scim', 'sigil:admin', 'offline_access'] }),
-      { clientId: 'admin-ropc', clientSecrets: ['admin-ropc-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'scim', 'api1'] },
+      {
+        clientId: 'admin-ropc',
+        clientSecrets: ['admin-ropc-secret'],
+        allowedGrantTypes: ['password'],
+        allowedScopes: ['openid', 'scim', 'api1'],
+      },
       ...base.clients!.filter((c) => ['m2m'].includes(c.clientId)),
     ],
-    { admin: { userRole: 'admin' }, users: [...base.users!, { subjectId: '9', username: 'erin', password: 'erin', claims: { role: 'admin' } }] },
+    {
+      admin: { userRole: 'admin' },
+      users: [...base.users!, { subjectId: '9', username: 'erin', password: 'erin', claims: { role: 'admin' } }],
+    },
   );
   // A management route as the SCIM and admin endpoints have it: the guard, then the caller.
   sigil.app.get(GUARDED, async (request, reply) => {
@@ -52,10 +75,17 @@ function guarded(headers: Record<string, string> = {}) {
 }
 
 /** A code flow for `user` at `admin-web` (with a TOTP step when `totp` is given); the token response. */
-async function codeFlow(user: string, totp?: string): Promise<{ access_token: string; scope: string; refresh_token?: string }> {
+async function codeFlow(
+  user: string,
+  totp?: string,
+): Promise<{ access_token: string; scope: string; refresh_token?: string }> {
   const b = new Browser(sigil);
   const { challenge, verifier } = pkce();
-  const params = codeParams(challenge, { client_id: 'admin-web', scope: 'openid scim sigil:admin offline_access', ...(totp ? { acr_values: ACR_MFA } : {}) });
+  const params = codeParams(challenge, {
+    client_id: 'admin-web',
+    scope: 'openid scim sigil:admin offline_access',
+    ...(totp ? { acr_values: ACR_MFA } : {}),
+  });
   const login = await b.follow(await b.get(authorizeUrl(params)));
   expect(isLoginPage(login), login.body).toBe(true);
   let step = await b.follow(await b.submitLogin(login, user, user));
@@ -94,13 +124,28 @@ describe('the built-in API resource sigil', () => {
 
   it('lists them in discovery like any API scope', async () => {
     const res = await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' });
-    expect(res.json<{ scopes_supported: string[] }>().scopes_supported).toEqual(expect.arrayContaining(['scim', 'sigil:admin', 'sigil:admin:read', 'sigil:register']));
+    expect(res.json<{ scopes_supported: string[] }>().scopes_supported).toEqual(
+      expect.arrayContaining(['scim', 'sigil:admin', 'sigil:admin:read', 'sigil:register']),
+    );
   });
 
   it('refuses a config that declares one of them, and accepts clients that list them', () => {
     expect(() => resolveConfig(testConfig({ apiScopes: [{ name: 'scim' }] }))).toThrow(/"scim" is built in/);
-    expect(() => resolveConfig(testConfig({ apiResources: [{ name: 'sigil', scopes: [] }] }))).toThrow(/"sigil" is built in/);
-    const cfg = resolveConfig(testConfig({ clients: [{ clientId: 'x', clientSecrets: ['s'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] }] }));
+    expect(() => resolveConfig(testConfig({ apiResources: [{ name: 'sigil', scopes: [] }] }))).toThrow(
+      /"sigil" is built in/,
+    );
+    const cfg = resolveConfig(
+      testConfig({
+        clients: [
+          {
+            clientId: 'x',
+            clientSecrets: ['s'],
+            allowedGrantTypes: ['client_credentials'],
+            allowedScopes: ['sigil:admin'],
+          },
+        ],
+      }),
+    );
     expect(cfg.admin.userRole).toBe('sigil-admin');
   });
 });
@@ -113,7 +158,12 @@ describe('tokens acting for a user', () => {
     const caller = await guarded({ authorization: `Bearer ${tokens.access_token}` });
     expect(caller.statusCode, caller.body).toBe(200);
     expect(caller.json()).toEqual({ clientId: 'admin-web', sub: '1', scopes: expect.arrayContaining(['scim']) });
-    const refreshed = await postForm(sigil, '/connect/token', { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' }, ['admin-web', 'admin-web-secret']);
+    const refreshed = await postForm(
+      sigil,
+      '/connect/token',
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '' },
+      ['admin-web', 'admin-web-secret'],
+    );
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     expect(refreshed.json().scope.split(' ')).toEqual(expect.arrayContaining(['scim', 'sigil:admin']));
   });
@@ -123,7 +173,11 @@ describe('tokens acting for a user', () => {
     expect(tokens.scope.split(' ').sort()).toEqual(['offline_access', 'openid']);
     const res = await guarded({ authorization: `Bearer ${tokens.access_token}` });
     expect(res.statusCode).toBe(403);
-    const ropc = await passwordTokens(sigil, { client: ['admin-ropc', 'admin-ropc-secret'], username: 'erin', scope: 'openid scim api1' });
+    const ropc = await passwordTokens(sigil, {
+      client: ['admin-ropc', 'admin-ropc-secret'],
+      username: 'erin',
+      scope: 'openid scim api1',
+    });
     expect(ropc.scope).toBe('openid api1');
   });
 
@@ -131,7 +185,12 @@ describe('tokens acting for a user', () => {
     const tokens = await codeFlow('bob', await withTotp('bob'));
     expect(decodeJwt(tokens.access_token).amr).toContain('mfa');
     expect(tokens.scope.split(' ').sort()).toEqual(['offline_access', 'openid']);
-    const refreshed = await postForm(sigil, '/connect/token', { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '', scope: 'openid scim' }, ['admin-web', 'admin-web-secret']);
+    const refreshed = await postForm(
+      sigil,
+      '/connect/token',
+      { grant_type: 'refresh_token', refresh_token: tokens.refresh_token ?? '', scope: 'openid scim' },
+      ['admin-web', 'admin-web-secret'],
+    );
     // The refresh token never held `scim`: asking for it is asking beyond the grant (RFC 6749 §6).
     expect(refreshed.statusCode).toBe(400);
     expect(refreshed.json().error).toBe('invalid_scope');
@@ -159,7 +218,9 @@ describe('the guard of management routes', () => {
     const { access_token } = await clientTokens(sigil, 'api1');
     const res = await guarded({ authorization: `Bearer ${access_token}` });
     expect(res.statusCode).toBe(403);
-    expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="sigil", error="insufficient_scope", error_description="[^"]+", scope="scim"$/);
+    expect(res.headers['www-authenticate']).toMatch(
+      /^Bearer realm="sigil", error="insufficient_scope", error_description="[^"]+", scope="scim"$/,
+    );
     expect(res.json().error).toBe('insufficient_scope');
   });
 
@@ -172,16 +233,28 @@ describe('the guard of management routes', () => {
 
   it('accepts a DPoP-bound token with a proof of its key for the route URL, and refuses it as Bearer', async () => {
     const key = await proofKey();
-    const issued = await postForm(sigil, '/connect/token', { grant_type: 'client_credentials', scope: 'scim' }, ['automation', 'automation-secret'], {
-      dpop: await proof(key, `${ISSUER}/connect/token`),
-    });
+    const issued = await postForm(
+      sigil,
+      '/connect/token',
+      { grant_type: 'client_credentials', scope: 'scim' },
+      ['automation', 'automation-secret'],
+      {
+        dpop: await proof(key, `${ISSUER}/connect/token`),
+      },
+    );
     expect(issued.statusCode, issued.body).toBe(200);
     const { access_token, token_type } = issued.json();
     expect(token_type).toBe('DPoP');
-    const ok = await guarded({ authorization: `DPoP ${access_token}`, dpop: await proof(key, `${ISSUER}${GUARDED}`, { htm: 'GET', accessToken: access_token }) });
+    const ok = await guarded({
+      authorization: `DPoP ${access_token}`,
+      dpop: await proof(key, `${ISSUER}${GUARDED}`, { htm: 'GET', accessToken: access_token }),
+    });
     expect(ok.statusCode, ok.body).toBe(200);
     expect(ok.json().clientId).toBe('automation');
-    const wrongUrl = await guarded({ authorization: `DPoP ${access_token}`, dpop: await proof(key, `${ISSUER}/connect/userinfo`, { htm: 'GET', accessToken: access_token }) });
+    const wrongUrl = await guarded({
+      authorization: `DPoP ${access_token}`,
+      dpop: await proof(key, `${ISSUER}/connect/userinfo`, { htm: 'GET', accessToken: access_token }),
+    });
     expect(wrongUrl.statusCode).toBe(401);
     expect(wrongUrl.headers['www-authenticate']).toContain('error="invalid_dpop_proof"');
     const asBearer = await guarded({ authorization: `Bearer ${access_token}` });
@@ -190,7 +263,6 @@ describe('the guard of management routes', () => {
   });
 });
 
-
 describe('SCIM changes made by a user', () => {
   it('a group membership change is in the audit log with the client and the user who made it (resource_updated)', async () => {
     const tokens = await codeFlow('erin', await withTotp('erin'));
@@ -198,12 +270,21 @@ describe('SCIM changes made by a user', () => {
       sigil.app.inject({
         method,
         url,
-        headers: { authorization: `Bearer ${tokens.access_token}`, ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}) },
+        headers: {
+          authorization: `Bearer ${tokens.access_token}`,
+          ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}),
+        },
         ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
       });
-    const user = await call('POST', '/scim/v2/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'audited-member' });
+    const user = await call('POST', '/scim/v2/Users', {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'],
+      userName: 'audited-member',
+    });
     expect(user.statusCode, user.body).toBe(201);
-    const group = await call('POST', '/scim/v2/Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'audited-group' });
+    const group = await call('POST', '/scim/v2/Groups', {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'],
+      displayName: 'audited-group',
+    });
     expect(group.statusCode, group.body).toBe(201);
     const groupId = String(group.json().id);
     const patched = await call('PATCH', `/scim/v2/Groups/${groupId}`, {
@@ -215,6 +296,13 @@ describe('SCIM changes made by a user', () => {
     const log = await call('GET', '/admin/v1/events?type=resource_updated&subject=9&client_id=admin-web');
     expect(log.statusCode, log.body).toBe(200);
     const change = log.json().events.find((e: { target?: { id: string } }) => e.target?.id === groupId);
-    expect(change).toMatchObject({ name: 'resource_updated', endpoint: 'scim', clientId: 'admin-web', subjectId: '9', target: { type: 'Group', id: groupId }, changed: ['members'] });
+    expect(change).toMatchObject({
+      name: 'resource_updated',
+      endpoint: 'scim',
+      clientId: 'admin-web',
+      subjectId: '9',
+      target: { type: 'Group', id: groupId },
+      changed: ['members'],
+    });
   });
 });

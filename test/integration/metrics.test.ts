@@ -31,7 +31,9 @@ describe('the management listener', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await res.text();
-    expect(text).toMatch(/sigil_http_request_duration_seconds_count\{[^}]*route="\/\.well-known\/openid-configuration"[^}]*\} 1/);
+    expect(text).toMatch(
+      /sigil_http_request_duration_seconds_count\{[^}]*route="\/\.well-known\/openid-configuration"[^}]*\} 1/,
+    );
     expect(text).toContain('nodejs_version_info');
     // Only metrics here: the provider's endpoints are not on the management listener.
     expect((await fetch(`${origin}/.well-known/openid-configuration`)).status).toBe(404);

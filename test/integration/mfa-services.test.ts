@@ -24,7 +24,11 @@ import { totpCode } from '../mfa-helpers.js';
 /** A request's origin as the pages pass it (address, user agent, request id). */
 import { nowSeconds } from '../../src/crypto/handles.js';
 
-const at = (remoteAddress: string) => ({ remoteAddress, userAgent: 'mfa-services-test', requestId: `req-${remoteAddress}` });
+const at = (remoteAddress: string) => ({
+  remoteAddress,
+  userAgent: 'mfa-services-test',
+  requestId: `req-${remoteAddress}`,
+});
 
 const cfg = resolveConfig(testConfig());
 const dir = tempDir();
@@ -40,14 +44,23 @@ const MAX_FAILURES = 3;
 function services(over: MfaService) {
   const bus = new EventBus(pino({ level: 'silent' }));
   bus.subscribe((e) => void events.push(e));
-  return { enrollment: new FactorEnrollment(over, users, limiter, bus), secondStep: new SecondStepService(over, users, new ClientRegistry(cfg.clients), limiter, bus) };
+  return {
+    enrollment: new FactorEnrollment(over, users, limiter, bus),
+    secondStep: new SecondStepService(over, users, new ClientRegistry(cfg.clients), limiter, bus),
+  };
 }
 let users: UserService;
 
 beforeAll(async () => {
   store = await openStore(`sqlite:${join(dir.dir, 'mfa.db')}`);
   users = await UserService.create(cfg.users, store.users);
-  const limits = { maxFailures: MAX_FAILURES, windowSeconds: 60, addressMaxFailures: 1000, identitySlowDownAfter: 1000, maxDelaySeconds: 1 };
+  const limits = {
+    maxFailures: MAX_FAILURES,
+    windowSeconds: 60,
+    addressMaxFailures: 1000,
+    identitySlowDownAfter: 1000,
+    maxDelaySeconds: 1,
+  };
   limiter = new FailureLimiter(limits, new MemoryFailureCounters(), async () => {});
   mfa = new MfaService(store.factors, store.records, cfg.mfa, undefined);
   ({ enrollment, secondStep } = services(mfa));
@@ -58,10 +71,14 @@ afterAll(async () => {
 });
 
 /** Events of one user, by name and factor. */
-const eventsOf = (subjectId: string) => events.filter((e) => e.subjectId === subjectId).map((e) => `${e.name}:${e.factor ?? ''}`);
+const eventsOf = (subjectId: string) =>
+  events.filter((e) => e.subjectId === subjectId).map((e) => `${e.name}:${e.factor ?? ''}`);
 
 /** Enrolls an authenticator app for the user from browser `b`; returns the secret and the recovery codes. */
-async function enrolled(subjectId: string, browser = 'b'): Promise<{ secret: string; recoveryCodes: string[] | undefined }> {
+async function enrolled(
+  subjectId: string,
+  browser = 'b',
+): Promise<{ secret: string; recoveryCodes: string[] | undefined }> {
   const { secret } = await enrollment.begin(browser, subjectId);
   const done = await enrollment.confirm(browser, subjectId, totpCode(secret), at('192.0.2.1'));
   if (done.outcome !== 'enrolled') throw new Error(`not enrolled: ${done.outcome}`);
@@ -128,7 +145,14 @@ describe('FactorEnrollment', () => {
     expect(await mfa.mayChangeFactors({ ...recent, idp: 'corp', amr: ['otp', 'mfa'] })).toBe(false);
     expect(await mfa.mayChangeFactors({ ...recent, idp: 'corp', amr: ['hwk', 'mfa'] })).toBe(false);
     // A user with nothing may still enroll after any recent sign-in, an upstream one too.
-    expect(await mfa.mayChangeFactors({ subjectId: 'u-nothing-at-all', authTime: nowSeconds() - 10, idp: 'corp', amr: ['pwd'] })).toBe(true);
+    expect(
+      await mfa.mayChangeFactors({
+        subjectId: 'u-nothing-at-all',
+        authTime: nowSeconds() - 10,
+        idp: 'corp',
+        amr: ['pwd'],
+      }),
+    ).toBe(true);
   });
 
   it('lets a pending sign-in enroll only when its decision was enroll and the user still holds nothing', async () => {
@@ -163,12 +187,22 @@ describe('SecondStepService', () => {
     const { secret, recoveryCodes } = await enrolled(subjectId);
     const code = recoveryCodes?.[0] ?? '';
     const from = { origin: at('192.0.2.4'), clientId: 'c1' };
-    expect(await secondStep.verifyCode(subjectId, code.toUpperCase(), from)).toEqual({ outcome: 'verified', kind: RECOVERY_KIND });
+    expect(await secondStep.verifyCode(subjectId, code.toUpperCase(), from)).toEqual({
+      outcome: 'verified',
+      kind: RECOVERY_KIND,
+    });
     expect(await secondStep.verifyCode(subjectId, code, from)).toEqual({ outcome: 'invalid' });
     // The enrollment spent the current step; the next one is within the window, once.
-    expect(await secondStep.verifyCode(subjectId, totpCode(secret, 1), from)).toEqual({ outcome: 'verified', kind: 'totp' });
+    expect(await secondStep.verifyCode(subjectId, totpCode(secret, 1), from)).toEqual({
+      outcome: 'verified',
+      kind: 'totp',
+    });
     expect(await secondStep.verifyCode(subjectId, totpCode(secret, 1), from)).toEqual({ outcome: 'invalid' });
-    expect(events.filter((e) => e.subjectId === subjectId && e.endpoint === 'mfa').map((e) => [e.name, e.factor, e.clientId])).toEqual([
+    expect(
+      events
+        .filter((e) => e.subjectId === subjectId && e.endpoint === 'mfa')
+        .map((e) => [e.name, e.factor, e.clientId]),
+    ).toEqual([
       ['mfa_succeeded', RECOVERY_KIND, 'c1'],
       ['mfa_failed', undefined, 'c1'],
       ['mfa_succeeded', 'totp', 'c1'],
@@ -176,18 +210,26 @@ describe('SecondStepService', () => {
     ]);
     // Successes and failures carry the request's origin for the audit line (address, user agent, request id).
     for (const e of events.filter((e) => e.subjectId === subjectId && e.endpoint === 'mfa'))
-      expect(e).toMatchObject({ remoteAddress: '192.0.2.4', userAgent: 'mfa-services-test', requestId: 'req-192.0.2.4' });
+      expect(e).toMatchObject({
+        remoteAddress: '192.0.2.4',
+        userAgent: 'mfa-services-test',
+        requestId: 'req-192.0.2.4',
+      });
   });
 
   it('stops checking codes at the failure limit, per user and address', async () => {
     const subjectId = 'u-limit';
     const { secret } = await enrolled(subjectId);
     const from = { origin: at('192.0.2.5') };
-    for (let i = 0; i < MAX_FAILURES; i++) expect(await secondStep.verifyCode(subjectId, '000000x', from)).toEqual({ outcome: 'invalid' });
+    for (let i = 0; i < MAX_FAILURES; i++)
+      expect(await secondStep.verifyCode(subjectId, '000000x', from)).toEqual({ outcome: 'invalid' });
     const refused = await secondStep.verifyCode(subjectId, totpCode(secret, 1), from);
     expect(refused.outcome).toBe('refused');
     // The code was not spent: from another address it still signs in.
-    expect(await secondStep.verifyCode(subjectId, totpCode(secret, 1), { origin: at('192.0.2.6') })).toEqual({ outcome: 'verified', kind: 'totp' });
+    expect(await secondStep.verifyCode(subjectId, totpCode(secret, 1), { origin: at('192.0.2.6') })).toEqual({
+      outcome: 'verified',
+      kind: 'totp',
+    });
   });
 
   it('decides the step after the password and marks only an enroll decision on the pending sign-in', async () => {
@@ -195,7 +237,9 @@ describe('SecondStepService', () => {
     expect(await secondStep.afterFirstFactor('b-none', first('u-none'), undefined)).toBe('none');
     expect(await mfa.pending('b-none')).toBeUndefined();
 
-    const required = services(new MfaService(store.factors, store.records, { ...cfg.mfa, required: true }, undefined)).secondStep;
+    const required = services(
+      new MfaService(store.factors, store.records, { ...cfg.mfa, required: true }, undefined),
+    ).secondStep;
     expect(await required.afterFirstFactor('b-enroll', first('u-none'), undefined)).toBe('enroll');
     expect(await mfa.pending('b-enroll')).toMatchObject({ subjectId: 'u-none', enroll: true });
 
@@ -213,7 +257,9 @@ describe('SecondStepService', () => {
       secondStep.finishPending('b-finish', pending, RECOVERY_KIND),
       secondStep.finishPending('b-finish', pending, RECOVERY_KIND),
     ]);
-    expect([first, second].filter((f) => f !== undefined)).toEqual([{ user: expect.objectContaining({ subjectId: '1' }), amr: ['pwd', 'otp', 'mfa'] }]);
+    expect([first, second].filter((f) => f !== undefined)).toEqual([
+      { user: expect.objectContaining({ subjectId: '1' }), amr: ['pwd', 'otp', 'mfa'] },
+    ]);
     expect(await mfa.pending('b-finish')).toBeUndefined();
     // A user who is gone or inactive does not sign in.
     for (const subjectId of ['nobody', '4']) {
@@ -224,7 +270,9 @@ describe('SecondStepService', () => {
 
   it('is for the pending sign-in first, else a session that can step up', async () => {
     const session = { sid: 's', subjectId: 'u-verify', authTime: 0, amr: ['pwd'], idp: 'local', tenant: null };
-    expect(await secondStep.who('b-verify', async () => undefined)).toMatchObject({ pending: { subjectId: 'u-verify' } });
+    expect(await secondStep.who('b-verify', async () => undefined)).toMatchObject({
+      pending: { subjectId: 'u-verify' },
+    });
     expect(await secondStep.who('b-empty', async () => session)).toEqual({ session });
     expect(await secondStep.who('b-empty', async () => ({ ...session, subjectId: 'u-none' }))).toBeUndefined();
     expect(await secondStep.who('b-empty', async () => undefined)).toBeUndefined();

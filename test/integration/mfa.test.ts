@@ -31,10 +31,33 @@ let sigil: TestSigil;
 beforeEach(async () => {
   sigil = await startAuthorizeSigil(
     [
-      { clientId: 'strict', clientSecrets: ['strict-secret'], allowedGrantTypes: ['authorization_code', 'password'], allowedScopes: ['openid', 'api1'], redirectUris: ['https://rp.example/cb'], requireMfa: true },
-      { clientId: 'legacy-ropc', clientSecrets: ['legacy-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1'], allowPasswordGrantForMfaUsers: true },
-      { clientId: 'ropc', clientSecrets: ['ropc-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1'] },
-      { clientId: 'tv', requireClientSecret: false, allowedGrantTypes: [DEVICE_GRANT], allowedScopes: ['openid', 'api1'] },
+      {
+        clientId: 'strict',
+        clientSecrets: ['strict-secret'],
+        allowedGrantTypes: ['authorization_code', 'password'],
+        allowedScopes: ['openid', 'api1'],
+        redirectUris: ['https://rp.example/cb'],
+        requireMfa: true,
+      },
+      {
+        clientId: 'legacy-ropc',
+        clientSecrets: ['legacy-secret'],
+        allowedGrantTypes: ['password'],
+        allowedScopes: ['openid', 'api1'],
+        allowPasswordGrantForMfaUsers: true,
+      },
+      {
+        clientId: 'ropc',
+        clientSecrets: ['ropc-secret'],
+        allowedGrantTypes: ['password'],
+        allowedScopes: ['openid', 'api1'],
+      },
+      {
+        clientId: 'tv',
+        requireClientSecret: false,
+        allowedGrantTypes: [DEVICE_GRANT],
+        allowedScopes: ['openid', 'api1'],
+      },
     ],
     { rateLimits: { maxFailures: 5 } },
   );
@@ -69,7 +92,11 @@ describe('TOTP second step', () => {
     expect(b.cookies.has('sigil.session')).toBe(false);
     // The enrollment used the current step; the next step's code is still inside the window.
     const code = readResponse(await submitCode(b, step, totpCode(secret, 1))).params.get('code') ?? '';
-    const tokens = (await redeem(sigil, code, { verifier })).json<{ id_token: string; access_token: string; refresh_token: string }>();
+    const tokens = (await redeem(sigil, code, { verifier })).json<{
+      id_token: string;
+      access_token: string;
+      refresh_token: string;
+    }>();
     const { claims } = await verifyIdToken(sigil, tokens.id_token, 'web');
     expect(claims.amr).toEqual(['pwd', 'otp', 'mfa']);
     expect(claims.acr).toBe(ACR_MFA);
@@ -100,7 +127,9 @@ describe('TOTP second step', () => {
     const page = await b.get('/account/totp');
     const secret = secretOnPage(page.body);
     const code = totpCode(secret);
-    expect((await b.post('/account/totp', { csrf_token: input(page.body, 'csrf_token'), code, button: 'confirm' })).status).toBe(200);
+    expect(
+      (await b.post('/account/totp', { csrf_token: input(page.body, 'csrf_token'), code, button: 'confirm' })).status,
+    ).toBe(200);
     const other = new Browser(sigil);
     const { step } = await passwordStep(other);
     expect(isMfaPage(await submitCode(other, step, code))).toBe(true);
@@ -124,7 +153,11 @@ describe('TOTP second step', () => {
     const { step } = await passwordStep(b);
     for (let i = 0; i < 5; i++) expect(isMfaPage(await submitCode(b, step, '000000'))).toBe(true);
     const page = await b.get('/account/mfa');
-    const blocked = await b.post('/account/mfa', { csrf_token: input(page.body, 'csrf_token'), code: totpCode(secret, 1), button: 'verify' });
+    const blocked = await b.post('/account/mfa', {
+      csrf_token: input(page.body, 'csrf_token'),
+      code: totpCode(secret, 1),
+      button: 'verify',
+    });
     expect(blocked.status).toBe(429);
     expect(blocked.headers['retry-after']).toBeDefined();
     expect(b.cookies.has('sigil.session')).toBe(false);
@@ -158,7 +191,9 @@ describe('recovery codes', () => {
     expect(rows.filter((r) => r.kind === 'recovery_code')).toHaveLength(10);
     expect(dump).not.toContain(secret);
     for (const c of recoveryCodes) expect(dump).not.toContain(c.replace('-', ''));
-    expect((JSON.parse(rows.find((r) => r.kind === 'totp')?.data ?? '{}') as { secret: string }).secret.split('.')).toHaveLength(5);
+    expect(
+      (JSON.parse(rows.find((r) => r.kind === 'totp')?.data ?? '{}') as { secret: string }).secret.split('.'),
+    ).toHaveLength(5);
   });
 });
 
@@ -190,15 +225,32 @@ describe('policy', () => {
     const b = new Browser(sigil);
     await b.signIn('alice');
     const { secret } = await aliceWithTotp();
-    const d = (await postForm(sigil, '/connect/deviceauthorization', { client_id: 'tv', scope: 'openid api1' })).json<{ device_code: string; user_code: string }>();
+    const d = (await postForm(sigil, '/connect/deviceauthorization', { client_id: 'tv', scope: 'openid api1' })).json<{
+      device_code: string;
+      user_code: string;
+    }>();
     const page = await b.get('/device');
-    const entered = await b.post('/device', { csrf_token: input(page.body, 'csrf_token'), userCode: d.user_code, button: 'submit' });
+    const entered = await b.post('/device', {
+      csrf_token: input(page.body, 'csrf_token'),
+      userCode: d.user_code,
+      button: 'submit',
+    });
     expect(entered.location).toMatch(/^\/account\/mfa\?interaction=/);
     const consent = await submitCode(b, await b.get(entered.location!), totpCode(secret, 1));
     expect(consent.body).toContain('action="/consent"');
-    const done = await b.follow(await b.post('/consent', { csrf_token: input(consent.body, 'csrf_token'), interaction: input(consent.body, 'interaction'), button: 'yes' }));
+    const done = await b.follow(
+      await b.post('/consent', {
+        csrf_token: input(consent.body, 'csrf_token'),
+        interaction: input(consent.body, 'interaction'),
+        button: 'yes',
+      }),
+    );
     expect(done.status).toBe(200);
-    const tokens = await postForm(sigil, '/connect/token', { grant_type: DEVICE_GRANT, client_id: 'tv', device_code: d.device_code });
+    const tokens = await postForm(sigil, '/connect/token', {
+      grant_type: DEVICE_GRANT,
+      client_id: 'tv',
+      device_code: d.device_code,
+    });
     expect(tokens.statusCode, tokens.body).toBe(200);
     expect(decodeJwt(tokens.json<{ access_token: string }>().access_token).amr).toEqual(['pwd', 'otp', 'mfa']);
   });
@@ -212,35 +264,67 @@ describe('policy', () => {
     const step = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { claims }))));
     expect(isMfaPage(step), step.body).toBe(true);
     // The password class alone is met by the password session as before.
-    const password = JSON.stringify({ id_token: { acr: { essential: true, values: ['urn:sigil:acr:password', ACR_MFA] } } });
+    const password = JSON.stringify({
+      id_token: { acr: { essential: true, values: ['urn:sigil:acr:password', ACR_MFA] } },
+    });
     const plain = new Browser(sigil);
     await plain.signIn('bob');
-    expect(readResponse(await plain.follow(await plain.get(authorizeUrl(codeParams(challenge, { claims: password }))))).params.has('code')).toBe(true);
+    expect(
+      readResponse(
+        await plain.follow(await plain.get(authorizeUrl(codeParams(challenge, { claims: password })))),
+      ).params.has('code'),
+    ).toBe(true);
   });
 
   it('answers prompt=none without the needed strength with interaction_required', async () => {
     const b = new Browser(sigil);
     await b.signIn('bob');
     const { challenge } = pkce();
-    expectClientError(await b.get(authorizeUrl(codeParams(challenge, { prompt: 'none', acr_values: ACR_MFA }))), 'interaction_required');
     expectClientError(
-      await b.get(authorizeUrl({ ...codeParams(challenge, { prompt: 'none' }), client_id: 'strict', redirect_uri: 'https://rp.example/cb', scope: 'openid', })),
+      await b.get(authorizeUrl(codeParams(challenge, { prompt: 'none', acr_values: ACR_MFA }))),
+      'interaction_required',
+    );
+    expectClientError(
+      await b.get(
+        authorizeUrl({
+          ...codeParams(challenge, { prompt: 'none' }),
+          client_id: 'strict',
+          redirect_uri: 'https://rp.example/cb',
+          scope: 'openid',
+        }),
+      ),
       'interaction_required',
       { target: 'https://rp.example/cb' },
     );
     // Without a requirement, bob's password session is enough.
-    expect(readResponse(await b.get(authorizeUrl(codeParams(challenge, { prompt: 'none' })))).params.has('code')).toBe(true);
+    expect(readResponse(await b.get(authorizeUrl(codeParams(challenge, { prompt: 'none' })))).params.has('code')).toBe(
+      true,
+    );
   });
 
   it('sends a user without a factor to enrollment at a client with requireMfa, then continues the request', async () => {
     const b = new Browser(sigil);
     const { challenge } = pkce();
-    const login = await b.follow(await b.get(authorizeUrl({ ...codeParams(challenge), client_id: 'strict', redirect_uri: 'https://rp.example/cb', scope: 'openid' })));
+    const login = await b.follow(
+      await b.get(
+        authorizeUrl({
+          ...codeParams(challenge),
+          client_id: 'strict',
+          redirect_uri: 'https://rp.example/cb',
+          scope: 'openid',
+        }),
+      ),
+    );
     const enroll = await b.follow(await b.submitLogin(login, 'bob', 'bob'));
     expect(enroll.body).toContain('action="/account/totp"');
     expect(b.cookies.has('sigil.session')).toBe(false);
     const secret = secretOnPage(enroll.body);
-    const codes = await b.post('/account/totp', { csrf_token: input(enroll.body, 'csrf_token'), code: totpCode(secret), button: 'confirm', interaction: input(enroll.body, 'interaction') });
+    const codes = await b.post('/account/totp', {
+      csrf_token: input(enroll.body, 'csrf_token'),
+      code: totpCode(secret),
+      button: 'confirm',
+      interaction: input(enroll.body, 'interaction'),
+    });
     expect(codes.body).toContain('<code>');
     const next = /class="button primary" href="([^"]+)"/.exec(codes.body)?.[1] ?? '';
     const r = readResponse(await b.follow(await b.get(next.replace(/&amp;/g, '&'))));
@@ -251,7 +335,16 @@ describe('policy', () => {
     const b = new Browser(sigil);
     await b.signIn('bob');
     const { challenge } = pkce();
-    const enroll = await b.follow(await b.get(authorizeUrl({ ...codeParams(challenge), client_id: 'strict', redirect_uri: 'https://rp.example/cb', scope: 'openid' })));
+    const enroll = await b.follow(
+      await b.get(
+        authorizeUrl({
+          ...codeParams(challenge),
+          client_id: 'strict',
+          redirect_uri: 'https://rp.example/cb',
+          scope: 'openid',
+        }),
+      ),
+    );
     expect(enroll.body).toContain('action="/account/totp"');
     const codes = await b.post('/account/totp', {
       csrf_token: input(enroll.body, 'csrf_token'),
@@ -279,12 +372,27 @@ describe('policy', () => {
 
   it('refuses the password grant for a user with a second factor unless the client is allowed', async () => {
     await aliceWithTotp();
-    const res = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid' }, ['ropc', 'ropc-secret']);
+    const res = await tokenRequest(
+      sigil,
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid' },
+      ['ropc', 'ropc-secret'],
+    );
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('second factor') });
-    const allowed = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid' }, ['legacy-ropc', 'legacy-secret']);
+    expect(res.json()).toMatchObject({
+      error: 'invalid_grant',
+      error_description: expect.stringContaining('second factor'),
+    });
+    const allowed = await tokenRequest(
+      sigil,
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid' },
+      ['legacy-ropc', 'legacy-secret'],
+    );
     expect(allowed.statusCode, allowed.body).toBe(200);
-    const strict = await tokenRequest(sigil, { grant_type: 'password', username: 'bob', password: 'bob', scope: 'openid' }, ['strict', 'strict-secret']);
+    const strict = await tokenRequest(
+      sigil,
+      { grant_type: 'password', username: 'bob', password: 'bob', scope: 'openid' },
+      ['strict', 'strict-secret'],
+    );
     expect(strict.json()).toMatchObject({ error: 'invalid_grant' });
   });
 });
@@ -303,21 +411,38 @@ describe('ui_locales of the pending request', () => {
     expect(step.body).toContain(DE);
     expect(step.body).toContain('Bestätigung in zwei Schritten');
     expect((await b.get('/account/mfa', english)).body).toContain(DE);
-    const wrong = await b.follow(await b.post('/account/mfa', { csrf_token: input(step.body, 'csrf_token'), interaction: input(step.body, 'interaction'), code: '000000', button: 'verify' }, english));
+    const wrong = await b.follow(
+      await b.post(
+        '/account/mfa',
+        {
+          csrf_token: input(step.body, 'csrf_token'),
+          interaction: input(step.body, 'interaction'),
+          code: '000000',
+          button: 'verify',
+        },
+        english,
+      ),
+    );
     expect(wrong.body).toContain(DE);
     expect(wrong.body).toContain('Dieser Code ist ungültig.');
-    const noCsrf = await b.post('/account/mfa', { interaction: input(step.body, 'interaction'), code: totpCode(secret, 1), button: 'verify' }, english);
+    const noCsrf = await b.post(
+      '/account/mfa',
+      { interaction: input(step.body, 'interaction'), code: totpCode(secret, 1), button: 'verify' },
+      english,
+    );
     expect(noCsrf.status).toBe(403);
     expect(noCsrf.body).toContain(DE);
     expect(readResponse(await submitCode(b, step, totpCode(secret, 1))).params.has('code')).toBe(true);
   });
 
-  it('the step-up code page of a live session is German for the request\'s ui_locales=de', async () => {
+  it("the step-up code page of a live session is German for the request's ui_locales=de", async () => {
     const b = new Browser(sigil);
     await b.signIn('alice');
     await aliceWithTotp();
     const { challenge } = pkce();
-    const step = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { acr_values: ACR_MFA, ui_locales: 'de' }))));
+    const step = await b.follow(
+      await b.get(authorizeUrl(codeParams(challenge, { acr_values: ACR_MFA, ui_locales: 'de' }))),
+    );
     expect(isMfaPage(step), step.body).toBe(true);
     expect(step.body).toContain(DE);
   });
@@ -325,15 +450,32 @@ describe('ui_locales of the pending request', () => {
   it('the authenticator app enrollment, its error and the recovery codes page are German for ui_locales=de', async () => {
     const b = new Browser(sigil);
     const { challenge } = pkce();
-    const login = await b.follow(await b.get(authorizeUrl({ ...codeParams(challenge, { ui_locales: 'de' }), client_id: 'strict', redirect_uri: 'https://rp.example/cb', scope: 'openid' })));
+    const login = await b.follow(
+      await b.get(
+        authorizeUrl({
+          ...codeParams(challenge, { ui_locales: 'de' }),
+          client_id: 'strict',
+          redirect_uri: 'https://rp.example/cb',
+          scope: 'openid',
+        }),
+      ),
+    );
     const enroll = await b.follow(await b.submitLogin(login, 'bob', 'bob'));
     expect(enroll.body).toContain('action="/account/totp"');
     expect(enroll.body).toContain(DE);
     expect(enroll.body).toContain('Authenticator-App einrichten');
-    const fields = { csrf_token: input(enroll.body, 'csrf_token'), interaction: input(enroll.body, 'interaction'), button: 'confirm' };
+    const fields = {
+      csrf_token: input(enroll.body, 'csrf_token'),
+      interaction: input(enroll.body, 'interaction'),
+      button: 'confirm',
+    };
     const wrong = await b.post('/account/totp', { ...fields, code: '000000' });
     expect(wrong.body).toContain(DE);
-    const noCsrf = await b.post('/account/totp', { interaction: fields.interaction, code: '000000', button: 'confirm' });
+    const noCsrf = await b.post('/account/totp', {
+      interaction: fields.interaction,
+      code: '000000',
+      button: 'confirm',
+    });
     expect(noCsrf.status).toBe(403);
     expect(noCsrf.body).toContain(DE);
     const codes = await b.post('/account/totp', { ...fields, code: totpCode(secretOnPage(enroll.body)) });
@@ -378,7 +520,11 @@ describe('/account', () => {
     const noCsrf = await b.post('/account/factors/remove', { factor, button: 'remove' });
     expect(noCsrf.status).toBe(403);
     expect((await b.get('/account')).body).toContain(`value="${factor}"`);
-    const removed = await b.post('/account/factors/remove', { csrf_token: input(page.body, 'csrf_token'), factor, button: 'remove' });
+    const removed = await b.post('/account/factors/remove', {
+      csrf_token: input(page.body, 'csrf_token'),
+      factor,
+      button: 'remove',
+    });
     expect(removed.status, removed.body).toBe(200);
     expect(removed.body).not.toContain(`value="${factor}"`);
     // Without a second factor the password alone signs in again.
@@ -408,9 +554,15 @@ describe('/account', () => {
     await submitCode(c, step, '999999');
     await submitCode(c, await c.get('/account/mfa'), totpCode(secret, 1));
     const page = await b.get('/account');
-    await b.post('/account/factors/remove', { csrf_token: input(page.body, 'csrf_token'), factor: input(page.body, 'factor'), button: 'remove' });
+    await b.post('/account/factors/remove', {
+      csrf_token: input(page.body, 'csrf_token'),
+      factor: input(page.body, 'factor'),
+      button: 'remove',
+    });
     stop();
-    const mfa = events.filter((e) => e.name.startsWith('mfa_')).map((e) => `${e.name}:${e.factor ?? ''}:${e.subjectId}`);
+    const mfa = events
+      .filter((e) => e.name.startsWith('mfa_'))
+      .map((e) => `${e.name}:${e.factor ?? ''}:${e.subjectId}`);
     expect(mfa).toEqual([
       'mfa_enrolled:totp:1',
       'mfa_enrolled:recovery_code:1',
@@ -436,7 +588,10 @@ describe('/account', () => {
       expect(page.body).toContain('href="/account/login?return=account"');
       expect(page.body).not.toContain('name="factor"');
       // A form fetched while the sign-in was fresh is refused once it is not.
-      const refused = await b.post('/account/recovery', { csrf_token: input(fresh.body, 'csrf_token'), button: 'regenerate' });
+      const refused = await b.post('/account/recovery', {
+        csrf_token: input(fresh.body, 'csrf_token'),
+        button: 'regenerate',
+      });
       expect(refused.status).toBe(403);
       expect(refused.body).not.toContain('<code>');
     } finally {
@@ -448,6 +603,7 @@ describe('/account', () => {
 /** Runs a code flow in a signed-in browser and returns the identity token. */
 async function idTokenOf(b: Browser, extra: Record<string, string>): Promise<string> {
   const { challenge, verifier } = pkce();
-  const code = readResponse(await b.follow(await b.get(authorizeUrl(codeParams(challenge, extra))))).params.get('code') ?? '';
+  const code =
+    readResponse(await b.follow(await b.get(authorizeUrl(codeParams(challenge, extra))))).params.get('code') ?? '';
   return (await redeem(sigil, code, { verifier })).json<{ id_token: string }>().id_token;
 }

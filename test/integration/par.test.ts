@@ -35,7 +35,13 @@ function parClients() {
   const web = authorizeClients().find((c) => c.clientId === 'web')!;
   return [
     { ...web, clientId: 'pushing', clientSecrets: ['pushing-secret'], requirePushedAuthorizationRequests: true },
-    { ...web, clientId: 'signed', clientSecrets: [], jwks: { keys: [key.publicJwk] }, tokenEndpointAuthMethod: 'private_key_jwt' as const },
+    {
+      ...web,
+      clientId: 'signed',
+      clientSecrets: [],
+      jwks: { keys: [key.publicJwk] },
+      tokenEndpointAuthMethod: 'private_key_jwt' as const,
+    },
   ];
 }
 
@@ -63,7 +69,13 @@ describe('pushed authorization requests', () => {
     const requestUri = await pushed(codeParams(challenge, { state: 'pushed-state' }));
     const b = new Browser(sigil);
     // Only client_id counts besides request_uri: the stray parameters are ignored.
-    const step = await b.authorize({ client_id: 'web', request_uri: requestUri, redirect_uri: 'https://evil.example/cb', scope: 'bogus', state: 'forged' });
+    const step = await b.authorize({
+      client_id: 'web',
+      request_uri: requestUri,
+      redirect_uri: 'https://evil.example/cb',
+      scope: 'bogus',
+      state: 'forged',
+    });
     const r = readResponse(step);
     expect(r.target).toBe(CB);
     expect(r.params.get('state')).toBe('pushed-state');
@@ -90,18 +102,24 @@ describe('pushed authorization requests', () => {
       expect(res.json().expires_in).toBe(1);
       await sleep(2100);
       const b = new Browser(short);
-      expectErrorPage(await b.get(authorizeUrl({ client_id: 'web', request_uri: res.json().request_uri })), 'invalid_request_uri');
+      expectErrorPage(
+        await b.get(authorizeUrl({ client_id: 'web', request_uri: res.json().request_uri })),
+        'invalid_request_uri',
+      );
     } finally {
       await short.close();
     }
   });
 
-  it('refuses another client\'s request_uri without using it up, and an unknown one', async () => {
+  it("refuses another client's request_uri without using it up, and an unknown one", async () => {
     const requestUri = await pushed(codeParams(pkce().challenge));
     const b = new Browser(sigil);
     await b.signIn('alice');
     expectErrorPage(await b.get(authorizeUrl({ client_id: 'other', request_uri: requestUri })), 'invalid_request_uri');
-    expectErrorPage(await b.get(authorizeUrl({ client_id: 'web', request_uri: 'urn:ietf:params:oauth:request_uri:nothing-here' })), 'invalid_request_uri');
+    expectErrorPage(
+      await b.get(authorizeUrl({ client_id: 'web', request_uri: 'urn:ietf:params:oauth:request_uri:nothing-here' })),
+      'invalid_request_uri',
+    );
     const own = await b.get(authorizeUrl({ client_id: 'web', request_uri: requestUri }));
     expect(readResponse(own).params.get('code')).toBeTruthy();
   });
@@ -142,7 +160,11 @@ describe('pushed authorization requests', () => {
   it('accepts private_key_jwt (aud = the PAR endpoint) and a signed request object (JAR)', async () => {
     const { challenge } = pkce();
     const now = Math.floor(Date.now() / 1000);
-    const requestObject = await new SignJWT({ ...codeParams(challenge, { client_id: 'signed', state: 'from-jar' }), iss: 'signed', aud: ISSUER })
+    const requestObject = await new SignJWT({
+      ...codeParams(challenge, { client_id: 'signed', state: 'from-jar' }),
+      iss: 'signed',
+      aud: ISSUER,
+    })
       .setProtectedHeader({ alg: 'PS256', kid: key.kid })
       .setIssuedAt(now)
       .setExpirationTime(now + 60)
@@ -169,7 +191,9 @@ describe('pushed authorization requests', () => {
   it('refuses a client that must push when it sends the request to /connect/authorize directly', async () => {
     const { challenge } = pkce();
     const b = new Browser(sigil);
-    expectClientError(await b.get(authorizeUrl(codeParams(challenge, { client_id: 'pushing' }))), 'invalid_request', { state: 'st' });
+    expectClientError(await b.get(authorizeUrl(codeParams(challenge, { client_id: 'pushing' }))), 'invalid_request', {
+      state: 'st',
+    });
     const requestUri = await pushed(codeParams(challenge, { client_id: 'pushing' }), ['pushing', 'pushing-secret']);
     const step = await b.follow(await b.get(authorizeUrl({ client_id: 'pushing', request_uri: requestUri })));
     expect(isLoginPage(step)).toBe(true);
@@ -178,17 +202,30 @@ describe('pushed authorization requests', () => {
     expect(readResponse(done).params.get('code')).toBeTruthy();
   });
 
-  it('counts a public client\'s pushes against the address\'s pending-request quota', async () => {
+  it("counts a public client's pushes against the address's pending-request quota", async () => {
     const limited = await startAuthorizeSigil([], {
-      pendingLimits: { interactionsPerAddress: 3, windowSeconds: 600, interactionsPerBrowser: 30, deviceAuthorizationsPerAddress: 30, deviceAuthorizationsPerClient: 1000 },
+      pendingLimits: {
+        interactionsPerAddress: 3,
+        windowSeconds: 600,
+        interactionsPerBrowser: 30,
+        deviceAuthorizationsPerAddress: 30,
+        deviceAuthorizationsPerClient: 1000,
+      },
     });
     try {
-      const params = codeParams(pkce().challenge, { client_id: 'spa', redirect_uri: 'https://spa.example/cb', scope: 'openid api1' });
+      const params = codeParams(pkce().challenge, {
+        client_id: 'spa',
+        redirect_uri: 'https://spa.example/cb',
+        scope: 'openid api1',
+      });
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) statuses.push((await postForm(limited, '/connect/par', params)).statusCode);
       expect(statuses).toEqual([201, 201, 201, 429]);
       // A confidential client has authenticated: its pushes are not counted.
-      for (let i = 0; i < 4; i++) expect((await postForm(limited, '/connect/par', codeParams(pkce().challenge), ['web', 'web-secret'])).statusCode).toBe(201);
+      for (let i = 0; i < 4; i++)
+        expect(
+          (await postForm(limited, '/connect/par', codeParams(pkce().challenge), ['web', 'web-secret'])).statusCode,
+        ).toBe(201);
     } finally {
       await limited.close();
     }
@@ -198,7 +235,13 @@ describe('pushed authorization requests', () => {
     const meta = (await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json();
     expect(meta.pushed_authorization_request_endpoint).toBe(`${ISSUER}/connect/par`);
     expect(meta.require_pushed_authorization_requests).toBe(false);
-    expect(meta.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt', 'none']);
+    expect(meta.token_endpoint_auth_methods_supported).toEqual([
+      'client_secret_basic',
+      'client_secret_post',
+      'client_secret_jwt',
+      'private_key_jwt',
+      'none',
+    ]);
     expect(meta.token_endpoint_auth_signing_alg_values_supported).toContain('PS256');
     expect(meta.token_endpoint_auth_signing_alg_values_supported).not.toContain('none');
     expect(meta.introspection_endpoint_auth_methods_supported).toContain('private_key_jwt');
@@ -217,7 +260,9 @@ describe('requirePushedAuthorizationRequests for the whole server', () => {
       expectClientError(await b.get(authorizeUrl(codeParams(challenge))), 'invalid_request');
       const res = await postForm(sigil, '/connect/par', codeParams(challenge), ['web', 'web-secret']);
       expect(res.statusCode).toBe(201);
-      expect(readResponse(await b.authorize({ client_id: 'web', request_uri: res.json().request_uri })).params.get('code')).toBeTruthy();
+      expect(
+        readResponse(await b.authorize({ client_id: 'web', request_uri: res.json().request_uri })).params.get('code'),
+      ).toBeTruthy();
     } finally {
       await sigil.close();
     }

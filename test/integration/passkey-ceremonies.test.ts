@@ -35,11 +35,20 @@ const from = { origin: { remoteAddress: '192.0.2.7', userAgent: 'passkey-test', 
 function ceremoniesOf(users: UserService, enabled: boolean): PasskeyCeremonies {
   const bus = new EventBus(pino({ level: 'silent' }));
   bus.subscribe((e) => void events.push(e));
-  const limits = { maxFailures: MAX_FAILURES, windowSeconds: 60, addressMaxFailures: 1000, identitySlowDownAfter: 1000, maxDelaySeconds: 1 };
+  const limits = {
+    maxFailures: MAX_FAILURES,
+    windowSeconds: 60,
+    addressMaxFailures: 1000,
+    identitySlowDownAfter: 1000,
+    maxDelaySeconds: 1,
+  };
   const limiter = new FailureLimiter(limits, new MemoryFailureCounters(), async () => {});
   const mfa = new MfaService(store.factors, store.records, cfg.mfa, undefined, store.webauthn);
   const webauthn = new WebAuthnService(store, relyingPartyOf(ISSUER, 'Sigil'), cfg.webauthn.challengeLifetime);
-  return new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, bus, { ...cfg.webauthn, enabled });
+  return new PasskeyCeremonies(webauthn, store.webauthn, store.records.webauthnPending, mfa, users, limiter, bus, {
+    ...cfg.webauthn,
+    enabled,
+  });
 }
 
 beforeAll(async () => {
@@ -71,7 +80,9 @@ describe('PasskeyCeremonies', () => {
   it('has no security key step for a user without a credential, nor while WebAuthn is off', async () => {
     expect(await ceremonies.startStep(alice, 'b', undefined, {})).toBeUndefined();
     const options = await ceremonies.registrationOptions(alice, 'security-key', 'b', from.origin.remoteAddress);
-    expect(await ceremonies.register(alice.subjectId, 'security-key', key.register(options), 'b', 'My key', from.origin)).toBe(true);
+    expect(
+      await ceremonies.register(alice.subjectId, 'security-key', key.register(options), 'b', 'My key', from.origin),
+    ).toBe(true);
     expect((await ceremonies.list(alice.subjectId)).map((c) => [c.kind, c.name])).toEqual([['security-key', 'My key']]);
     expect(events.map((e) => `${e.name}:${e.factor}`)).toEqual(['webauthn_registered:security-key']);
     const off = ceremoniesOf(await UserService.create(cfg.users, store.users), false);
@@ -85,10 +96,18 @@ describe('PasskeyCeremonies', () => {
     const row = await store.grants.get(hashHandle(cookie));
     expect(row).toMatchObject({ type: 'webauthn_pending', subjectId: '1', clientId: '', data: step?.pending });
     expect((row?.expiresAt ?? 0) - (row?.createdAt ?? 0)).toBe(cfg.webauthn.challengeLifetime);
-    expect(step?.pending).toEqual({ subjectId: '1', username: 'alice', tenant: null, interaction: 'interaction-1', browser: 'b1', codeLink: '/account/mfa?use=code' });
+    expect(step?.pending).toEqual({
+      subjectId: '1',
+      username: 'alice',
+      tenant: null,
+      interaction: 'interaction-1',
+      browser: 'b1',
+      codeLink: '/account/mfa?use=code',
+    });
     expect(await ceremonies.step(cookie, () => 'b1')).toEqual(step?.pending);
     expect(await ceremonies.step(cookie, () => 'b2')).toBeUndefined();
-    for (const junk of [undefined, '', 'x'.repeat(101), 'unknown']) expect(await ceremonies.step(junk, () => 'b1')).toBeUndefined();
+    for (const junk of [undefined, '', 'x'.repeat(101), 'unknown'])
+      expect(await ceremonies.step(junk, () => 'b1')).toBeUndefined();
     // A cancelled step is gone.
     await ceremonies.cancelStep(cookie);
     expect(await ceremonies.step(cookie, () => 'b1')).toBeUndefined();
@@ -102,15 +121,21 @@ describe('PasskeyCeremonies', () => {
     expect(await ceremonies.step(cookie, () => 'b3')).toBeUndefined();
     // The same step answered again (a fresh, valid assertion) does not sign in a second time.
     const options = await ceremonies.stepOptions(pending!, from.origin.remoteAddress);
-    expect(await ceremonies.completeStep(cookie, pending!, key.authenticate(options), from)).toEqual({ outcome: 'used' });
+    expect(await ceremonies.completeStep(cookie, pending!, key.authenticate(options), from)).toEqual({
+      outcome: 'used',
+    });
   });
 
   it('counts refused assertions against the limits of the user, then refuses before checking', async () => {
     const cookie = await started('b4');
     const pending = await ceremonies.step(cookie, () => 'b4');
-    const bent = async () => key.authenticate(await ceremonies.stepOptions(pending!, from.origin.remoteAddress), undefined, { origin: 'https://evil.example' });
+    const bent = async () =>
+      key.authenticate(await ceremonies.stepOptions(pending!, from.origin.remoteAddress), undefined, {
+        origin: 'https://evil.example',
+      });
     const before = events.length;
-    for (let i = 0; i < MAX_FAILURES; i++) expect(await ceremonies.completeStep(cookie, pending!, await bent(), from)).toEqual({ outcome: 'failed' });
+    for (let i = 0; i < MAX_FAILURES; i++)
+      expect(await ceremonies.completeStep(cookie, pending!, await bent(), from)).toEqual({ outcome: 'failed' });
     expect(events.slice(before).map((e) => [e.name, e.error])).toEqual([
       ['webauthn_failed', 'verification'],
       ['webauthn_failed', 'verification'],
@@ -121,7 +146,7 @@ describe('PasskeyCeremonies', () => {
     expect(await ceremonies.step(cookie, () => 'b4')).toEqual(pending);
   });
 
-  it('removes only the user\'s own credential, once', async () => {
+  it("removes only the user's own credential, once", async () => {
     const [credential] = await ceremonies.list(alice.subjectId);
     expect(await ceremonies.remove('someone-else', credential?.id ?? '', from.origin)).toBe(false);
     expect(await ceremonies.remove(alice.subjectId, 'x'.repeat(1401), from.origin)).toBe(false);

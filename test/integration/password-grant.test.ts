@@ -39,7 +39,11 @@ describe('password grant', () => {
   afterAll(async () => sigil.close());
 
   it('issues access, identity and no refresh token for openid, with the no-store headers', async () => {
-    const res = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' }, ROPC);
+    const res = await tokenRequest(
+      sigil,
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1' },
+      ROPC,
+    );
     expect(res.statusCode).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     expect(res.headers.pragma).toBe('no-cache');
@@ -91,7 +95,15 @@ describe('password grant', () => {
 
   it('grants every allowed scope, offline_access included, when scope is omitted', async () => {
     const body = await passwordTokens(sigil);
-    expect(body.scope.split(' ').sort()).toEqual(['api1', 'api2', 'email', 'offline_access', 'openid', 'profile', 'roles']);
+    expect(body.scope.split(' ').sort()).toEqual([
+      'api1',
+      'api2',
+      'email',
+      'offline_access',
+      'openid',
+      'profile',
+      'roles',
+    ]);
     expect(body.refresh_token).toBeDefined();
     expect(body.id_token).toBeDefined();
   });
@@ -137,9 +149,17 @@ describe('password grant', () => {
   });
 
   it('compares usernames case-insensitively and passwords exactly', async () => {
-    const upper = await tokenRequest(sigil, { grant_type: 'password', username: 'ALICE', password: 'alice', scope: 'api1' }, ROPC);
+    const upper = await tokenRequest(
+      sigil,
+      { grant_type: 'password', username: 'ALICE', password: 'alice', scope: 'api1' },
+      ROPC,
+    );
     expect(upper.statusCode).toBe(200);
-    const wrongCase = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'ALICE', scope: 'api1' }, ROPC);
+    const wrongCase = await tokenRequest(
+      sigil,
+      { grant_type: 'password', username: 'alice', password: 'ALICE', scope: 'api1' },
+      ROPC,
+    );
     expect(wrongCase.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
@@ -171,14 +191,22 @@ describe('password grant', () => {
   });
 
   it('refuses scopes beyond the client with invalid_scope', async () => {
-    const res = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api2' }, ['ropc-ref', 'ropc-secret']);
+    const res = await tokenRequest(
+      sigil,
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api2' },
+      ['ropc-ref', 'ropc-secret'],
+    );
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ error: 'invalid_scope' });
   });
 
   describe('tenants (acr_values=tenant:<name>)', () => {
     it('finds carol within tenant acme', async () => {
-      const body = await passwordTokens(sigil, { username: 'carol', scope: 'openid', extra: { acr_values: 'tenant:acme' } });
+      const body = await passwordTokens(sigil, {
+        username: 'carol',
+        scope: 'openid',
+        extra: { acr_values: 'tenant:acme' },
+      });
       const { payload } = await jwtVerify(body.id_token!, await fetchJwks(sigil));
       expect(payload.sub).toBe('3');
     });
@@ -190,8 +218,15 @@ describe('password grant', () => {
     });
 
     it('does not find carol in another tenant, nor alice (no tenant) in acme', async () => {
-      for (const [username, tenant] of [['carol', 'globex'], ['alice', 'acme']] as const) {
-        const res = await tokenRequest(sigil, { grant_type: 'password', username, password: username, acr_values: `tenant:${tenant}` }, ROPC);
+      for (const [username, tenant] of [
+        ['carol', 'globex'],
+        ['alice', 'acme'],
+      ] as const) {
+        const res = await tokenRequest(
+          sigil,
+          { grant_type: 'password', username, password: username, acr_values: `tenant:${tenant}` },
+          ROPC,
+        );
         expect(res.statusCode).toBe(400);
         expect(res.json()).toMatchObject({ error: 'invalid_grant' });
       }
@@ -202,15 +237,22 @@ describe('password grant', () => {
       expect(ambiguous.statusCode).toBe(400);
       expect(ambiguous.json()).toMatchObject({ error: 'invalid_grant' });
       const jwks = await fetchJwks(sigil);
-      for (const [tenant, sub] of [['acme', '5'], ['globex', '6']] as const) {
-        const body = await passwordTokens(sigil, { username: 'erin', scope: 'openid', extra: { acr_values: `tenant:${tenant}` } });
+      for (const [tenant, sub] of [
+        ['acme', '5'],
+        ['globex', '6'],
+      ] as const) {
+        const body = await passwordTokens(sigil, {
+          username: 'erin',
+          scope: 'openid',
+          extra: { acr_values: `tenant:${tenant}` },
+        });
         expect((await jwtVerify(body.id_token!, jwks)).payload.sub).toBe(sub);
       }
     });
   });
 
   describe('identity provider restrictions (acr_values=idp:<name>)', () => {
-    it('refuses an idp outside the client\'s identityProviderRestrictions with invalid_grant', async () => {
+    it("refuses an idp outside the client's identityProviderRestrictions with invalid_grant", async () => {
       const res = await tokenRequest(
         sigil,
         { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1', acr_values: 'idp:x' },
@@ -230,7 +272,11 @@ describe('password grant', () => {
     });
 
     it('allows any idp when the restrictions are empty', async () => {
-      const res = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1', acr_values: 'idp:x' }, ROPC);
+      const res = await tokenRequest(
+        sigil,
+        { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1', acr_values: 'idp:x' },
+        ROPC,
+      );
       expect(res.statusCode).toBe(200);
     });
   });
@@ -248,7 +294,10 @@ describe('password grant brute-force limit', () => {
       method: 'POST',
       url: '/connect/token',
       remoteAddress,
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from('ropc:ropc-secret').toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('ropc:ropc-secret').toString('base64')}`,
+      },
       payload: new URLSearchParams({ grant_type: 'password', username, password, scope: 'api1' }).toString(),
     });
 

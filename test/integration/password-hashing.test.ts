@@ -26,7 +26,8 @@ describe('config passwords hashed at start; unknown usernames verified against a
     const base = testConfig();
     sigil = await startSigil({ users: [...(base.users ?? []), { subjectId: '9', username: 'nopw', claims: {} }] });
     const calls = vi.mocked(hash).mock;
-    for (const [i, [password]] of calls.calls.entries()) madeAtStart.set(String(password), await (calls.results[i]?.value as Promise<string>));
+    for (const [i, [password]] of calls.calls.entries())
+      madeAtStart.set(String(password), await (calls.results[i]?.value as Promise<string>));
   });
   afterAll(async () => sigil.close());
 

@@ -48,7 +48,11 @@ function storeBytes(sigil: TestSigil): number {
 }
 
 /** A cookie-less form POST to the authorization endpoint from `remoteAddress`. */
-function cookielessPost(sigil: TestSigil, params: Record<string, string>, remoteAddress: string): Promise<LightMyRequestResponse> {
+function cookielessPost(
+  sigil: TestSigil,
+  params: Record<string, string>,
+  remoteAddress: string,
+): Promise<LightMyRequestResponse> {
   return sigil.app.inject({
     method: 'POST',
     url: '/connect/authorize',
@@ -140,13 +144,26 @@ describe('length limits on authorization parameters', () => {
       id_token_hint: 'h'.repeat(4_001),
     };
     for (const [name, value] of Object.entries(tooLong)) {
-      const r = expectClientError(await b.get(authorizeUrl(codeParams(challenge, { [name]: value }))), 'invalid_request', { state: 'st' });
+      const r = expectClientError(
+        await b.get(authorizeUrl(codeParams(challenge, { [name]: value }))),
+        'invalid_request',
+        { state: 'st' },
+      );
       expect(r.params.get('error_description'), name).toBe(`${name} is too long`);
     }
     // client_id and redirect_uri beyond their limits never reach a redirect; nor does an unknown response_mode.
-    expectErrorPage(await b.get(authorizeUrl(codeParams(challenge, { response_mode: 'q'.repeat(21) }))), 'invalid_request');
-    expectErrorPage(await b.get(authorizeUrl(codeParams(challenge, { client_id: 'w'.repeat(101) }))), 'invalid_request');
-    expectErrorPage(await b.get(authorizeUrl(codeParams(challenge, { redirect_uri: `https://rp.example/${'r'.repeat(400)}` }))), 'invalid_request');
+    expectErrorPage(
+      await b.get(authorizeUrl(codeParams(challenge, { response_mode: 'q'.repeat(21) }))),
+      'invalid_request',
+    );
+    expectErrorPage(
+      await b.get(authorizeUrl(codeParams(challenge, { client_id: 'w'.repeat(101) }))),
+      'invalid_request',
+    );
+    expectErrorPage(
+      await b.get(authorizeUrl(codeParams(challenge, { redirect_uri: `https://rp.example/${'r'.repeat(400)}` }))),
+      'invalid_request',
+    );
   });
 });
 
@@ -174,7 +191,8 @@ describe('quotas on pending interactions (interactionsPerAddress 40, interaction
   it('an IPv6 caller counts by its /64: rotating the interface identifier does not help', async () => {
     const rows = countGrants(sigil, 'interaction');
     const answers = [];
-    for (let i = 1; i <= 45; i++) answers.push(await cookielessPost(sigil, codeParams(challenge), `2001:db8:0:7:${i.toString(16)}::1`));
+    for (let i = 1; i <= 45; i++)
+      answers.push(await cookielessPost(sigil, codeParams(challenge), `2001:db8:0:7:${i.toString(16)}::1`));
     expect(answers.filter((res) => res.statusCode === 303)).toHaveLength(40);
     expectErrorPage(answers[44] as LightMyRequestResponse, 'temporarily_unavailable', 429);
     // Another /64 has its own quota.
@@ -203,10 +221,26 @@ describe('quotas on device authorizations (5 per address, 8 per client)', () => 
   beforeAll(async () => {
     sigil = await startAuthorizeSigil(
       [
-        { clientId: 'tv', requireClientSecret: false, allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'], allowedScopes: ['openid'] },
-        { clientId: 'radio', requireClientSecret: false, allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'], allowedScopes: ['openid'] },
+        {
+          clientId: 'tv',
+          requireClientSecret: false,
+          allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'],
+          allowedScopes: ['openid'],
+        },
+        {
+          clientId: 'radio',
+          requireClientSecret: false,
+          allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'],
+          allowedScopes: ['openid'],
+        },
       ],
-      { pendingLimits: { deviceAuthorizationsPerAddress: 5, deviceAuthorizationsPerClient: 8, interactionsPerBrowser: 2 } },
+      {
+        pendingLimits: {
+          deviceAuthorizationsPerAddress: 5,
+          deviceAuthorizationsPerClient: 8,
+          interactionsPerBrowser: 2,
+        },
+      },
     );
   });
   afterAll(async () => sigil.close());
@@ -267,14 +301,16 @@ describe('clean-up of expired rows', () => {
   it('one run deletes every expired row, however many batches that takes', async () => {
     const now = nowSeconds();
     for (let i = 0; i < 700; i++)
-      await sigil.context.store.grants.put(newGrantRecord({
-        key: randomBytes(32).toString('base64url'),
-        type: 'interaction',
-        clientId: 'web',
-        data: {},
-        createdAt: now - 700,
-        expiresAt: now - 100,
-      }));
+      await sigil.context.store.grants.put(
+        newGrantRecord({
+          key: randomBytes(32).toString('base64url'),
+          type: 'interaction',
+          clientId: 'web',
+          data: {},
+          createdAt: now - 700,
+          expiresAt: now - 100,
+        }),
+      );
     const options = { keyReloadSeconds: 60, cleanupIntervalSeconds: 300, batchSize: 10 };
     expect(await cleanUpExpired(sigil.context.store.maintenance, 'test-node', options, now)).toBe(700);
     expect(countGrants(sigil, 'interaction')).toBe(0);

@@ -39,32 +39,65 @@ describe('record repositories', () => {
 
     const code = newHandle();
     const codeData = { redirectUri: 'https://app.example/cb', scopes: ['openid'], subject };
-    await records.codes.issue(code, { clientId: 'c', subjectId: 'u1', familyId: 'f-code', sessionId: null, data: codeData, createdAt: now, expiresAt: now + 60 });
-    expect(await raw(hashHandle(code))).toMatchObject({ type: 'authorization_code', clientId: 'c', familyId: 'f-code', data: codeData });
+    await records.codes.issue(code, {
+      clientId: 'c',
+      subjectId: 'u1',
+      familyId: 'f-code',
+      sessionId: null,
+      data: codeData,
+      createdAt: now,
+      expiresAt: now + 60,
+    });
+    expect(await raw(hashHandle(code))).toMatchObject({
+      type: 'authorization_code',
+      clientId: 'c',
+      familyId: 'f-code',
+      data: codeData,
+    });
 
     const consentData = { scopes: ['openid', 'api1'] };
     await records.consents.remember('u1', 'c', consentData.scopes, now, now + 60);
-    expect(await raw(hashHandle('consent\u0000u1\u0000c'))).toMatchObject({ type: 'consent', subjectId: 'u1', data: consentData });
+    expect(await raw(hashHandle('consent\u0000u1\u0000c'))).toMatchObject({
+      type: 'consent',
+      subjectId: 'u1',
+      data: consentData,
+    });
     expect(await records.consents.remembered('u1', 'c', now)).toEqual(consentData.scopes);
     // Past its lifetime a consent counts as none, before the clean-up deletes the row.
     expect(await records.consents.remembered('u1', 'c', now + 60)).toBeUndefined();
 
     const uri = await records.pushedRequests.push('c', { scope: 'openid' }, 60, now);
     const handle = uri.slice('urn:ietf:params:oauth:request_uri:'.length);
-    expect(await raw(hashHandle(`pushed_request\u0000${handle}`))).toMatchObject({ type: 'pushed_request', data: { params: { scope: 'openid' } } });
+    expect(await raw(hashHandle(`pushed_request\u0000${handle}`))).toMatchObject({
+      type: 'pushed_request',
+      data: { params: { scope: 'openid' } },
+    });
 
     const deviceCode = newHandle();
-    await records.deviceCodes.saveUserCode('BCDFGHJK', { clientId: 'c', deviceKey: hashHandle(deviceCode), createdAt: now, expiresAt: now + 60 });
+    await records.deviceCodes.saveUserCode('BCDFGHJK', {
+      clientId: 'c',
+      deviceKey: hashHandle(deviceCode),
+      createdAt: now,
+      expiresAt: now + 60,
+    });
     expect(await raw(hashHandle('user_code\u0000BCDFGHJK'))).toMatchObject({
       type: 'user_code',
       familyId: hashHandle(deviceCode).slice(0, 22),
       data: { deviceKey: hashHandle(deviceCode) },
     });
 
-    await records.pendingSignIns.save('browser-1', { subjectId: 'u1', tenant: null, amr: ['pwd'], idp: 'local' }, now, now + 60);
+    await records.pendingSignIns.save(
+      'browser-1',
+      { subjectId: 'u1', tenant: null, amr: ['pwd'], idp: 'local' },
+      now,
+      now + 60,
+    );
     expect(await raw(hashHandle('mfa-pending\u0000browser-1'))).toMatchObject({ type: 'mfa_pending', subjectId: 'u1' });
     await records.enrollments.save('browser-1', 'u1', { secret: 's' }, now, now + 60);
-    expect(await raw(hashHandle('mfa-enrollment\u0000browser-1\u0000u1'))).toMatchObject({ type: 'mfa_enrollment', data: { secret: 's' } });
+    expect(await raw(hashHandle('mfa-enrollment\u0000browser-1\u0000u1'))).toMatchObject({
+      type: 'mfa_enrollment',
+      data: { secret: 's' },
+    });
 
     await records.dpopNonces.put('nonce-1', now, now + 60);
     expect(await raw(hashHandle('dpop_nonce\u0000nonce-1'))).toMatchObject({ type: 'dpop_nonce', data: {} });
@@ -72,20 +105,38 @@ describe('record repositories', () => {
     const sessionHandle = newHandle();
     const session: Session = { sid: 'sid-1', subjectId: 'u1', authTime: now, amr: ['pwd'], idp: 'local', tenant: null };
     await records.sessions.create(sessionHandle, session, now, now + 60);
-    expect(await raw(hashHandle(sessionHandle))).toMatchObject({ type: 'session', familyId: 'sid-1', sessionId: 'sid-1', data: session });
+    expect(await raw(hashHandle(sessionHandle))).toMatchObject({
+      type: 'session',
+      familyId: 'sid-1',
+      sessionId: 'sid-1',
+      data: session,
+    });
   });
 
   it('hand a row out as its own kind only, whatever its state', async () => {
     const now = nowSeconds();
     const sessionHandle = newHandle();
-    await store.records.sessions.create(sessionHandle, { sid: 'sid-2', subjectId: 'u1', authTime: now, amr: ['pwd'], idp: 'local', tenant: null }, now, now + 60);
+    await store.records.sessions.create(
+      sessionHandle,
+      { sid: 'sid-2', subjectId: 'u1', authTime: now, amr: ['pwd'], idp: 'local', tenant: null },
+      now,
+      now + 60,
+    );
     // A session handle presented as a code or a refresh token is neither.
     expect(await store.records.codes.find(sessionHandle)).toBeUndefined();
     expect(await store.records.refreshTokens.find(sessionHandle)).toBeUndefined();
     expect(await store.records.sessions.find(sessionHandle)).toBeDefined();
 
     const code = newHandle();
-    await store.records.codes.issue(code, { clientId: 'c', subjectId: 'u1', familyId: 'f-used', sessionId: null, data: { redirectUri: 'x', scopes: [], subject }, createdAt: now, expiresAt: now + 60 });
+    await store.records.codes.issue(code, {
+      clientId: 'c',
+      subjectId: 'u1',
+      familyId: 'f-used',
+      sessionId: null,
+      data: { redirectUri: 'x', scopes: [], subject },
+      createdAt: now,
+      expiresAt: now + 60,
+    });
     expect(await store.records.codes.consume(code, now)).toBe(true);
     // A used code is still found (its reuse revokes the family), with its state.
     expect((await store.records.codes.find(code))?.consumedAt).toBe(now);
@@ -94,23 +145,47 @@ describe('record repositories', () => {
   it('consume single-use records exactly once, across two nodes', async () => {
     const now = nowSeconds();
     const code = newHandle();
-    await store.records.codes.issue(code, { clientId: 'c', subjectId: 'u1', familyId: 'f-race', sessionId: null, data: { redirectUri: 'x', scopes: [], subject }, createdAt: now, expiresAt: now + 60 });
-    const wins = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? other : store).records.codes.consume(code, now)));
+    await store.records.codes.issue(code, {
+      clientId: 'c',
+      subjectId: 'u1',
+      familyId: 'f-race',
+      sessionId: null,
+      data: { redirectUri: 'x', scopes: [], subject },
+      createdAt: now,
+      expiresAt: now + 60,
+    });
+    const wins = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? other : store).records.codes.consume(code, now)),
+    );
     expect(wins.filter(Boolean)).toHaveLength(1);
 
     const uri = await store.records.pushedRequests.push('c', { scope: 'openid' }, 60, now);
     // Another client's use is refused and leaves the request untouched.
-    await expect(other.records.pushedRequests.take(uri, 'someone-else', now)).rejects.toMatchObject({ code: 'invalid_request_uri' });
-    const takes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => (i % 2 ? other : store).records.pushedRequests.take(uri, 'c', now)));
-    expect(takes.filter((t) => t.status === 'fulfilled').map((t) => (t as PromiseFulfilledResult<unknown>).value)).toEqual([{ scope: 'openid' }]);
+    await expect(other.records.pushedRequests.take(uri, 'someone-else', now)).rejects.toMatchObject({
+      code: 'invalid_request_uri',
+    });
+    const takes = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => (i % 2 ? other : store).records.pushedRequests.take(uri, 'c', now)),
+    );
+    expect(
+      takes.filter((t) => t.status === 'fulfilled').map((t) => (t as PromiseFulfilledResult<unknown>).value),
+    ).toEqual([{ scope: 'openid' }]);
     for (const t of takes) if (t.status === 'rejected') expect(t.reason).toBeInstanceOf(OAuthError);
   });
 
-  it("a sliding reuse refresh token: a request that read it before a concurrent DPoP binding cannot write the unbound data back", async () => {
+  it('a sliding reuse refresh token: a request that read it before a concurrent DPoP binding cannot write the unbound data back', async () => {
     const now = nowSeconds();
     const refresh = newHandle();
     const unbound = { scopes: ['openid'], subject, absoluteExpiresAt: now + 600 };
-    await store.records.refreshTokens.issue(refresh, { clientId: 'c', subjectId: 'u1', familyId: 'f-slide', sessionId: null, data: unbound, createdAt: now, expiresAt: now + 60 });
+    await store.records.refreshTokens.issue(refresh, {
+      clientId: 'c',
+      subjectId: 'u1',
+      familyId: 'f-slide',
+      sessionId: null,
+      data: unbound,
+      createdAt: now,
+      expiresAt: now + 60,
+    });
     // Request B binds the token (its first proof); request A, without a proof, read it before.
     expect(await store.records.refreshTokens.replaceData(refresh, unbound, { ...unbound, jkt: 'key-b' })).toBe(true);
     expect(await store.records.refreshTokens.replaceData(refresh, unbound, unbound, now + 120)).toBe(false);
@@ -119,19 +194,35 @@ describe('record repositories', () => {
     expect(row?.expiresAt).toBe(now + 60);
     // Sliding with the data as stored sets the new expiry and keeps the binding.
     expect(await store.records.refreshTokens.replaceData(refresh, row!.data, row!.data, now + 120)).toBe(true);
-    expect(await store.records.refreshTokens.find(refresh)).toMatchObject({ expiresAt: now + 120, data: { jkt: 'key-b' } });
+    expect(await store.records.refreshTokens.find(refresh)).toMatchObject({
+      expiresAt: now + 120,
+      data: { jkt: 'key-b' },
+    });
   });
 
   it('do not hand out expired or used records as live', async () => {
     const now = nowSeconds();
     const refresh = newHandle();
     const data = { scopes: ['openid'], subject, absoluteExpiresAt: now + 10 };
-    await store.records.refreshTokens.issue(refresh, { clientId: 'c', subjectId: 'u1', familyId: 'f-exp', sessionId: null, data, createdAt: now - 20, expiresAt: now - 1 });
+    await store.records.refreshTokens.issue(refresh, {
+      clientId: 'c',
+      subjectId: 'u1',
+      familyId: 'f-exp',
+      sessionId: null,
+      data,
+      createdAt: now - 20,
+      expiresAt: now - 1,
+    });
     expect(await store.records.refreshTokens.findLive(refresh, now)).toBeUndefined();
     expect((await store.records.refreshTokens.find(refresh))?.data).toEqual(data);
     expect(await store.records.refreshTokens.consume(refresh, now)).toBe(false);
 
-    await store.records.pendingSignIns.save('browser-2', { subjectId: 'u1', tenant: null, amr: ['pwd'], idp: 'local' }, now - 20, now - 1);
+    await store.records.pendingSignIns.save(
+      'browser-2',
+      { subjectId: 'u1', tenant: null, amr: ['pwd'], idp: 'local' },
+      now - 20,
+      now - 1,
+    );
     expect(await store.records.pendingSignIns.find('browser-2', now)).toBeUndefined();
     await store.records.enrollments.save('browser-2', 'u1', { secret: 's' }, now, now + 60);
     expect(await store.records.enrollments.find('browser-2', 'u1', now)).toEqual({ secret: 's' });
@@ -161,7 +252,15 @@ describe('record repositories', () => {
   it('revoke access tokens by jti or handle, storing a revoked mark for an unknown one', async () => {
     const now = nowSeconds();
     const tokens = store.records.accessTokens;
-    await tokens.putMark('jti-1', { clientId: 'c', subjectId: 'u1', familyId: 'f-at', sessionId: null, data: {}, createdAt: now, expiresAt: now + 60 });
+    await tokens.putMark('jti-1', {
+      clientId: 'c',
+      subjectId: 'u1',
+      familyId: 'f-at',
+      sessionId: null,
+      data: {},
+      createdAt: now,
+      expiresAt: now + 60,
+    });
     expect(await tokens.findMark('jti-1')).toMatchObject({ familyId: 'f-at' });
     await tokens.revokeJwt({ jti: 'jti-1', clientId: 'c', subjectId: 'u1', expiresAt: now + 60 }, now);
     expect(await tokens.findMark('jti-1')).toBe('revoked');
@@ -169,11 +268,24 @@ describe('record repositories', () => {
 
     expect(await tokens.findMark('jti-unknown')).toBeUndefined();
     await tokens.revokeJwt({ jti: 'jti-unknown', clientId: 'c', subjectId: 'u1', expiresAt: now + 60 }, now);
-    expect(await store.grants.get(hashHandle('jti-unknown'))).toMatchObject({ type: 'access_token', familyId: 'jti-unknown', revokedAt: now, data: {} });
+    expect(await store.grants.get(hashHandle('jti-unknown'))).toMatchObject({
+      type: 'access_token',
+      familyId: 'jti-unknown',
+      revokedAt: now,
+      data: {},
+    });
 
     const reference = newHandle();
     const claims = { sub: 'u1', client_id: 'c', jti: 'jti-2' };
-    await tokens.putReference(reference, { clientId: 'c', subjectId: 'u1', familyId: 'f-ref', sessionId: null, data: { claims }, createdAt: now, expiresAt: now + 60 });
+    await tokens.putReference(reference, {
+      clientId: 'c',
+      subjectId: 'u1',
+      familyId: 'f-ref',
+      sessionId: null,
+      data: { claims },
+      createdAt: now,
+      expiresAt: now + 60,
+    });
     expect((await tokens.findReference(reference, now))?.data.claims).toEqual(claims);
     expect(await tokens.findReference(reference, now + 60)).toBeUndefined();
     await tokens.revokeReference(reference, { jti: 'jti-2', clientId: 'c', subjectId: 'u1', expiresAt: now + 60 }, now);

@@ -39,7 +39,12 @@ beforeAll(async () => {
     admin: { userRole: 'admin' },
     clients: [
       ...base.clients!,
-      { clientId: 'automation', clientSecrets: ['automation-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['sigil:admin'] },
+      {
+        clientId: 'automation',
+        clientSecrets: ['automation-secret'],
+        allowedGrantTypes: ['client_credentials'],
+        allowedScopes: ['sigil:admin'],
+      },
     ],
   });
   admin = (await clientTokens(sigil, 'sigil:admin', ['automation', 'automation-secret'])).access_token;
@@ -52,7 +57,9 @@ function call(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, he
     url: `/admin/v1${path}`,
     headers: {
       authorization: `Bearer ${admin}`,
-      ...(body !== undefined ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' } : {}),
+      ...(body !== undefined
+        ? { 'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json' }
+        : {}),
       ...headers,
     },
     ...(body !== undefined ? { payload: JSON.stringify(body) } : {}),
@@ -97,28 +104,53 @@ describe('/admin/v1/clients', () => {
     }
     const read = await call('GET', '/clients/patched-rp');
     expect(read.headers.etag).toBe(etag);
-    expect(read.json().client).toMatchObject({ redirectUris: ['https://rp.example/cb'], postLogoutRedirectUris: ['https://rp.example/bye'] });
+    expect(read.json().client).toMatchObject({
+      redirectUris: ['https://rp.example/cb'],
+      postLogoutRedirectUris: ['https://rp.example/bye'],
+    });
   });
 
   it('takes http on any host for a client marked allowHttpRedirectUris, and nothing else it would refuse', async () => {
-    const dev = await call('POST', '/clients', webClient('dev-rp', { allowHttpRedirectUris: true, redirectUris: PLAIN_HTTP, postLogoutRedirectUris: ['http://dev.example/bye'] }));
+    const dev = await call(
+      'POST',
+      '/clients',
+      webClient('dev-rp', {
+        allowHttpRedirectUris: true,
+        redirectUris: PLAIN_HTTP,
+        postLogoutRedirectUris: ['http://dev.example/bye'],
+      }),
+    );
     expect(dev.statusCode, dev.body).toBe(201);
     expect(dev.json().client).toMatchObject({ allowHttpRedirectUris: true, redirectUris: PLAIN_HTTP });
     for (const uri of BAD) {
-      const res = await call('PATCH', '/clients/dev-rp', { redirectUris: [uri] }, { 'if-match': dev.headers.etag as string });
+      const res = await call(
+        'PATCH',
+        '/clients/dev-rp',
+        { redirectUris: [uri] },
+        { 'if-match': dev.headers.etag as string },
+      );
       expect(res.statusCode, JSON.stringify(uri)).toBe(422);
     }
     // Switching the flag off while an http URI is registered is refused too.
-    const off = await call('PATCH', '/clients/dev-rp', { allowHttpRedirectUris: false }, { 'if-match': dev.headers.etag as string });
+    const off = await call(
+      'PATCH',
+      '/clients/dev-rp',
+      { allowHttpRedirectUris: false },
+      { 'if-match': dev.headers.etag as string },
+    );
     expect(off.statusCode).toBe(422);
     expect(off.json().errors).toContainEqual(expect.objectContaining({ path: 'redirectUris.0' }));
     // A native app's private-use scheme in reverse domain name form (RFC 8252 §7.1) is fine.
-    const native = await call('POST', '/clients', webClient('native-app', { redirectUris: ['com.example.app:/callback', 'http://127.0.0.1/cb'] }));
+    const native = await call(
+      'POST',
+      '/clients',
+      webClient('native-app', { redirectUris: ['com.example.app:/callback', 'http://127.0.0.1/cb'] }),
+    );
     expect(native.statusCode, native.body).toBe(201);
   });
 });
 
-describe('the console\'s client forms', () => {
+describe("the console's client forms", () => {
   let b: Browser;
   beforeAll(async () => {
     // Signs in to the console as alice over HTTP: password and an authenticator app enrolled, then
@@ -127,10 +159,12 @@ describe('the console\'s client forms', () => {
     await b.signIn('alice');
     const { secret } = await enrollTotp(b);
     let step = await b.get('/admin/clients');
-    for (let i = 0; i < 10 && step.status === 303 && step.location !== undefined && !isMfaPage(step); i++) step = await b.get(step.location);
+    for (let i = 0; i < 10 && step.status === 303 && step.location !== undefined && !isMfaPage(step); i++)
+      step = await b.get(step.location);
     // Enrolling proved the second factor in this session already; otherwise the code is asked for.
     if (isMfaPage(step)) step = await submitCode(b, step, totpCode(secret, 1));
-    for (let i = 0; i < 10 && step.status === 303 && step.location !== undefined; i++) step = await b.get(step.location);
+    for (let i = 0; i < 10 && step.status === 303 && step.location !== undefined; i++)
+      step = await b.get(step.location);
     expect(b.cookies.has('sigil.console')).toBe(true);
   });
 
@@ -153,7 +187,7 @@ describe('the console\'s client forms', () => {
     }
   });
 
-  it('refuses changing a client\'s redirect URIs to a bad one, the stored client unchanged', async () => {
+  it("refuses changing a client's redirect URIs to a bad one, the stored client unchanged", async () => {
     expect((await call('POST', '/clients', webClient('console-rp'))).statusCode).toBe(201);
     for (const uri of ['javascript:alert(1)', 'https://evil.example/*', 'http://evil.example/cb']) {
       const page = await b.get('/admin/clients/console-rp');
@@ -175,19 +209,42 @@ describe('the console\'s client forms', () => {
 describe('a stored client that breaks the rule (saved before it existed)', () => {
   it('is not loaded: a warning names the client and the field, and the authorization endpoint does not know it', async () => {
     const lines: string[] = [];
-    const logged = await startSigil({}, { logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }) });
+    const logged = await startSigil(
+      {},
+      { logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }) },
+    );
     try {
       // Written straight to the store, as a database from an earlier version may hold it.
-      await logged.context.store.clients.saveClient('legacy-rp', webClient('legacy-rp', { redirectUris: ['javascript:alert(document.cookie)'] }));
+      await logged.context.store.clients.saveClient(
+        'legacy-rp',
+        webClient('legacy-rp', { redirectUris: ['javascript:alert(document.cookie)'] }),
+      );
       await logged.context.store.clients.saveClient('kept-rp', webClient('kept-rp'));
       await logged.context.management.reloadClients();
       expect(logged.context.clients.get('kept-rp')).toBeDefined();
       expect(logged.context.clients.get('legacy-rp')).toBeUndefined();
-      const warning = lines.map((l) => JSON.parse(l) as { msg: string; clientId?: string; problems?: string[] }).find((l) => l.clientId === 'legacy-rp');
-      expect(warning).toMatchObject({ msg: 'stored client ignored: invalid', problems: [expect.stringMatching(/^redirectUris\.0: the scheme javascript: is not allowed/)] });
+      const warning = lines
+        .map((l) => JSON.parse(l) as { msg: string; clientId?: string; problems?: string[] })
+        .find((l) => l.clientId === 'legacy-rp');
+      expect(warning).toMatchObject({
+        msg: 'stored client ignored: invalid',
+        problems: [expect.stringMatching(/^redirectUris\.0: the scheme javascript: is not allowed/)],
+      });
       const { challenge } = pkce();
-      const params = { response_type: 'code', client_id: 'legacy-rp', redirect_uri: 'javascript:alert(document.cookie)', scope: 'openid', state: 's', code_challenge: challenge, code_challenge_method: 'S256' };
-      const res = await logged.app.inject({ method: 'GET', url: authorizeUrl(params), headers: { accept: 'text/html' } });
+      const params = {
+        response_type: 'code',
+        client_id: 'legacy-rp',
+        redirect_uri: 'javascript:alert(document.cookie)',
+        scope: 'openid',
+        state: 's',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      };
+      const res = await logged.app.inject({
+        method: 'GET',
+        url: authorizeUrl(params),
+        headers: { accept: 'text/html' },
+      });
       expect(res.statusCode).toBe(400);
       expect(res.headers.location).toBeUndefined();
       expect(res.body).toContain('unknown client');

@@ -6,7 +6,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestSigil } from '../helpers.js';
-import { Browser, CB, CB2, codeParams, countGrants, expectErrorPage, getCode, ISSUER, pkce, readResponse, redeem, startAuthorizeSigil } from '../authorize-helpers.js';
+import {
+  Browser,
+  CB,
+  CB2,
+  codeParams,
+  countGrants,
+  expectErrorPage,
+  getCode,
+  ISSUER,
+  pkce,
+  readResponse,
+  redeem,
+  startAuthorizeSigil,
+} from '../authorize-helpers.js';
 
 let sigil: TestSigil;
 let signedIn: Browser;
@@ -21,7 +34,9 @@ afterAll(async () => sigil.close());
 
 /** Sends a raw (already encoded) query so that malformed values reach the server as they are. */
 function rawAuthorize(b: Browser, encodedRedirect: string, client = 'web') {
-  const rest = new URLSearchParams(codeParams(challenge, { client_id: client })).toString().replace(/redirect_uri=[^&]*&?/, '');
+  const rest = new URLSearchParams(codeParams(challenge, { client_id: client }))
+    .toString()
+    .replace(/redirect_uri=[^&]*&?/, '');
   return b.get(`/connect/authorize?${rest}&redirect_uri=${encodedRedirect}`);
 }
 
@@ -41,8 +56,13 @@ describe('anything but the exact registered string is refused with the error pag
   const cases: Record<string, string[]> = {
     'trailing slash': ['https://rp.example/cb/'],
     'letter case': ['https://rp.example/CB', 'HTTPS://rp.example/cb', 'https://RP.EXAMPLE/cb'],
-    'query added, changed, removed': ['https://rp.example/cb?foo=bar', 'https://rp.example/cb2?x=2', 'https://rp.example/cb2', 'https://rp.example/cb2?x=1&y=2'],
-    'fragment': ['https://rp.example/cb#x', 'https://rp.example/cb#'],
+    'query added, changed, removed': [
+      'https://rp.example/cb?foo=bar',
+      'https://rp.example/cb2?x=2',
+      'https://rp.example/cb2',
+      'https://rp.example/cb2?x=1&y=2',
+    ],
+    fragment: ['https://rp.example/cb#x', 'https://rp.example/cb#'],
     'authority tricks': [
       'https://rp.example.attacker.example/cb',
       'https://attacker.example/rp.example/cb',
@@ -62,9 +82,22 @@ describe('anything but the exact registered string is refused with the error pag
       'https://rp.example/cb/%2e%2e/evil',
       'https://rp.example/./cb',
     ],
-    'port': ['https://rp.example:443/cb', 'https://rp.example:8443/cb'],
-    'encoding and controls': ['https://rp.example/%63b', 'https://rp.example/cb%09', ' https://rp.example/cb', 'https://rp.example/cb ', 'https://rp.example/cb\t', 'https://rp.example/cb%0d%0aX:1', 'https://rp.example/cb\r\nX: 1'],
-    'schemes': ['javascript:alert(1)//https://rp.example/cb', 'JaVaScRiPt:alert(1)', 'data:text/html,<script>alert(1)</script>', 'vbscript:x'],
+    port: ['https://rp.example:443/cb', 'https://rp.example:8443/cb'],
+    'encoding and controls': [
+      'https://rp.example/%63b',
+      'https://rp.example/cb%09',
+      ' https://rp.example/cb',
+      'https://rp.example/cb ',
+      'https://rp.example/cb\t',
+      'https://rp.example/cb%0d%0aX:1',
+      'https://rp.example/cb\r\nX: 1',
+    ],
+    schemes: [
+      'javascript:alert(1)//https://rp.example/cb',
+      'JaVaScRiPt:alert(1)',
+      'data:text/html,<script>alert(1)</script>',
+      'vbscript:x',
+    ],
     'look-alikes and normalization': [
       'https://rp.ex\u0430mple/cb',
       'https://rp.example/\uff43b',
@@ -79,11 +112,16 @@ describe('anything but the exact registered string is refused with the error pag
   }
 
   it('a NUL byte in the redirect URI is refused on the error page', async () => {
-    expectErrorPage(await rawAuthorize(signedIn, `${encodeURIComponent('https://rp.example/cb')}%00`), 'invalid_request');
+    expectErrorPage(
+      await rawAuthorize(signedIn, `${encodeURIComponent('https://rp.example/cb')}%00`),
+      'invalid_request',
+    );
   });
 
   it('control case for queries: the registered URI with a query keeps it and gets each parameter once', async () => {
-    const step = await signedIn.get(`/connect/authorize?${new URLSearchParams(codeParams(challenge, { redirect_uri: CB2 }))}`);
+    const step = await signedIn.get(
+      `/connect/authorize?${new URLSearchParams(codeParams(challenge, { redirect_uri: CB2 }))}`,
+    );
     expect(step.status).toBe(303);
     expect(step.location?.startsWith(`${CB2}&code=`)).toBe(true);
     const params = new URL(step.location!).searchParams;
@@ -97,7 +135,9 @@ describe('anything but the exact registered string is refused with the error pag
       ['https://rp.example/caf\u00e9', 'https://rp.example/caf%C3%A9'],
       ['https://rp.example/\u043f\u0443\u0442\u044c', 'https://rp.example/%D0%BF%D1%83%D1%82%D1%8C'],
     ] as const) {
-      const step = await signedIn.get(`/connect/authorize?${new URLSearchParams(codeParams(challenge, { redirect_uri: uri }))}`);
+      const step = await signedIn.get(
+        `/connect/authorize?${new URLSearchParams(codeParams(challenge, { redirect_uri: uri }))}`,
+      );
       const r = readResponse(step);
       expect(r.target).toBe(ascii);
       expect(r.params.get('code')).toBeTruthy();
@@ -117,7 +157,9 @@ describe('anything but the exact registered string is refused with the error pag
 });
 
 describe('loopback redirect URIs (client native)', () => {
-  const native = (uri: string) => ({ ...codeParams(challenge, { client_id: 'native', redirect_uri: uri, scope: 'openid api1' }) });
+  const native = (uri: string) => ({
+    ...codeParams(challenge, { client_id: 'native', redirect_uri: uri, scope: 'openid api1' }),
+  });
 
   it('a registered loopback IP URI matches with any port (IPv4 and IPv6)', async () => {
     for (const uri of ['http://127.0.0.1:51234/cb', 'http://127.0.0.1/cb', 'http://[::1]:8080/cb']) {
@@ -138,14 +180,26 @@ describe('loopback redirect URIs (client native)', () => {
       method: 'POST',
       url: '/connect/token',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ grant_type: 'authorization_code', client_id: 'native', code, redirect_uri: 'http://127.0.0.1:40001/cb', code_verifier: verifier }).toString(),
+      payload: new URLSearchParams({
+        grant_type: 'authorization_code',
+        client_id: 'native',
+        code,
+        redirect_uri: 'http://127.0.0.1:40001/cb',
+        code_verifier: verifier,
+      }).toString(),
     });
     expect(res.json().error).toBe('invalid_grant');
     const ok = await sigil.app.inject({
       method: 'POST',
       url: '/connect/token',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: new URLSearchParams({ grant_type: 'authorization_code', client_id: 'native', code, redirect_uri: 'http://127.0.0.1:40000/cb', code_verifier: verifier }).toString(),
+      payload: new URLSearchParams({
+        grant_type: 'authorization_code',
+        client_id: 'native',
+        code,
+        redirect_uri: 'http://127.0.0.1:40000/cb',
+        code_verifier: verifier,
+      }).toString(),
     });
     expect(ok.statusCode, ok.body).toBe(200);
   });
@@ -190,7 +244,10 @@ describe('missing or repeated redirect_uri', () => {
 
   it('a repeated redirect_uri or client_id gives the error page', async () => {
     const q = new URLSearchParams(codeParams(challenge));
-    expectErrorPage(await signedIn.get(`/connect/authorize?${q}&redirect_uri=${encodeURIComponent(CB)}`), 'invalid_request');
+    expectErrorPage(
+      await signedIn.get(`/connect/authorize?${q}&redirect_uri=${encodeURIComponent(CB)}`),
+      'invalid_request',
+    );
     expectErrorPage(await signedIn.get(`/connect/authorize?${q}&client_id=web`), 'invalid_request');
   });
 

@@ -8,7 +8,13 @@ const REDIS = 'redis://127.0.0.1:6379';
 
 describe('failure limits shared through Redis', () => {
   it('counts failures of one identity and address across two limiters (two nodes) and blocks both; the identity-wide count only delays', async () => {
-    const limits = { maxFailures: 3, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 3, maxDelaySeconds: 5 };
+    const limits = {
+      maxFailures: 3,
+      windowSeconds: 60,
+      addressMaxFailures: 100,
+      identitySlowDownAfter: 3,
+      maxDelaySeconds: 5,
+    };
     const waited: number[] = [];
     const wait = async (ms: number) => void waited.push(ms);
     const a = new FailureLimiter(limits, new RedisFailureCounters(REDIS), wait);
@@ -33,21 +39,37 @@ describe('failure limits shared through Redis', () => {
   });
 
   it('holds capped budgets (claimCapped) across two nodes: concurrent claims never pass a budget, windows slide together, a success clears them', async () => {
-    const limits = { maxFailures: 3, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 3, maxDelaySeconds: 5 };
+    const limits = {
+      maxFailures: 3,
+      windowSeconds: 60,
+      addressMaxFailures: 100,
+      identitySlowDownAfter: 3,
+      maxDelaySeconds: 5,
+    };
     const a = new FailureLimiter(limits, new RedisFailureCounters(REDIS));
     const b = new FailureLimiter(limits, new RedisFailureCounters(REDIS));
     const others = `ldap:corp:subject:${randomUUID()}`;
     const known = `${others}:known-browsers`;
-    const strangers = [{ key: others, max: 3 }, { key: known, max: 0 }];
-    const familiar = [{ key: known, max: 1 }, { key: others, max: 3 }];
+    const strangers = [
+      { key: others, max: 3 },
+      { key: known, max: 0 },
+    ];
+    const familiar = [
+      { key: known, max: 1 },
+      { key: others, max: 3 },
+    ];
     try {
       // Redis keeps the windows (its own expiry, its own clock), so real time passes here. A 30 s
       // window with a 3 s pause: the last failure surely falls inside it, and the window left
       // after it (> 27 s if it slid; at most 27 s if not) tells the two apart.
       const WINDOW = 30;
-      const claims = await Promise.allSettled([...Array(8).keys()].map((i) => (i % 2 ? a : b).claimCapped(strangers, WINDOW)));
+      const claims = await Promise.allSettled(
+        [...Array(8).keys()].map((i) => (i % 2 ? a : b).claimCapped(strangers, WINDOW)),
+      );
       expect(claims.filter((c) => c.status === 'fulfilled')).toHaveLength(3);
-      expect(claims.filter((c) => c.status === 'rejected').map((c) => (c as PromiseRejectedResult).reason)).toEqual(Array(5).fill(expect.objectContaining({ status: 429 })));
+      expect(claims.filter((c) => c.status === 'rejected').map((c) => (c as PromiseRejectedResult).reason)).toEqual(
+        Array(5).fill(expect.objectContaining({ status: 429 })),
+      );
       await new Promise((r) => setTimeout(r, 3000));
       // A known browser's share is untouched by the strangers; charging it slides their window too.
       await b.claimCapped(familiar, WINDOW);
@@ -82,7 +104,16 @@ describe('failure limits shared through Redis', () => {
 
   it('a provider whose Redis is down answers 503 temporarily_unavailable at the token endpoint, never a token or a 401 without limits', async () => {
     const sigil = await startSigil(
-      { clients: [{ clientId: 'down', clientSecrets: ['right'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }] },
+      {
+        clients: [
+          {
+            clientId: 'down',
+            clientSecrets: ['right'],
+            allowedGrantTypes: ['client_credentials'],
+            allowedScopes: ['api1'],
+          },
+        ],
+      },
       { redisUrl: 'redis://127.0.0.1:1' },
     );
     try {
@@ -111,7 +142,9 @@ describe('failure limits shared through Redis', () => {
     const address = `10.${randomInt(256)}.${randomInt(256)}.${randomInt(256)}`;
     const overrides = {
       rateLimits: { maxFailures: 4, windowSeconds: 60 },
-      clients: [{ clientId, clientSecrets: ['right'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] }],
+      clients: [
+        { clientId, clientSecrets: ['right'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] },
+      ],
     };
     beforeAll(async () => {
       nodeA = await startSigil(overrides, { redisUrl: REDIS });

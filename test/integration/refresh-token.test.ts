@@ -24,7 +24,12 @@ describe('refresh_token grant', () => {
   let sigil: TestSigil;
   beforeAll(async () => {
     const base = testConfig();
-    const shortLived = { clientSecrets: ['s'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1', 'offline_access'], allowOfflineAccess: true };
+    const shortLived = {
+      clientSecrets: ['s'],
+      allowedGrantTypes: ['password'],
+      allowedScopes: ['openid', 'api1', 'offline_access'],
+      allowOfflineAccess: true,
+    };
     sigil = await startSigil({
       rateLimits: { maxFailures: 1000, windowSeconds: 60 },
       clients: [
@@ -32,9 +37,22 @@ describe('refresh_token grant', () => {
         // Absolute: 4 s from the first issuance, whatever the rotations.
         { clientId: 'abs', ...shortLived, refreshTokenExpiration: 'absolute', absoluteRefreshTokenLifetime: 4 },
         // Sliding: 4 s from the last use, capped at 100 s.
-        { clientId: 'slide', ...shortLived, refreshTokenExpiration: 'sliding', slidingRefreshTokenLifetime: 4, absoluteRefreshTokenLifetime: 100, refreshTokenUsage: 'reuse' },
+        {
+          clientId: 'slide',
+          ...shortLived,
+          refreshTokenExpiration: 'sliding',
+          slidingRefreshTokenLifetime: 4,
+          absoluteRefreshTokenLifetime: 100,
+          refreshTokenUsage: 'reuse',
+        },
         // Sliding, but the absolute cap (6 s) ends what the sliding window (4 s) would extend.
-        { clientId: 'capped', ...shortLived, refreshTokenExpiration: 'sliding', slidingRefreshTokenLifetime: 4, absoluteRefreshTokenLifetime: 6 },
+        {
+          clientId: 'capped',
+          ...shortLived,
+          refreshTokenExpiration: 'sliding',
+          slidingRefreshTokenLifetime: 4,
+          absoluteRefreshTokenLifetime: 6,
+        },
       ],
     });
   });
@@ -58,7 +76,12 @@ describe('refresh_token grant', () => {
     const jwks = await fetchJwks(sigil);
     const original = (await jwtVerify(first.id_token!, jwks)).payload;
     const renewed = (await jwtVerify(body.id_token!, jwks)).payload;
-    expect(renewed).toMatchObject({ iss: original.iss, sub: original.sub, aud: original.aud, auth_time: original.auth_time });
+    expect(renewed).toMatchObject({
+      iss: original.iss,
+      sub: original.sub,
+      aud: original.aud,
+      auth_time: original.auth_time,
+    });
   });
 
   it('revokes the whole family when a used oneTime refresh token comes back', async () => {
@@ -79,7 +102,10 @@ describe('refresh_token grant', () => {
   });
 
   it('returns the same refresh token in reuse mode (ropc-ref)', async () => {
-    const first = await passwordTokens(sigil, { client: ['ropc-ref', 'ropc-secret'], scope: 'openid api1 offline_access' });
+    const first = await passwordTokens(sigil, {
+      client: ['ropc-ref', 'ropc-secret'],
+      scope: 'openid api1 offline_access',
+    });
     for (let i = 0; i < 2; i++) {
       const res = await refresh(first.refresh_token!, ['ropc-ref', 'ropc-secret']);
       expect(res.statusCode).toBe(200);
@@ -93,13 +119,22 @@ describe('refresh_token grant', () => {
   describe('once bound, always bound', () => {
     const TOKEN_URL = `${testConfig().issuer}/connect/token`;
     const withProof = async (token: string, client: BasicCredentials, key?: Awaited<ReturnType<typeof proofKey>>) =>
-      postForm(sigil, '/connect/token', { grant_type: 'refresh_token', refresh_token: token }, client, key ? { dpop: await proof(key, TOKEN_URL) } : {});
+      postForm(
+        sigil,
+        '/connect/token',
+        { grant_type: 'refresh_token', refresh_token: token },
+        client,
+        key ? { dpop: await proof(key, TOKEN_URL) } : {},
+      );
     const expectRefused = (res: { statusCode: number; json: () => unknown }) => {
       expect(res.statusCode).toBe(400);
       expect(res.json()).toMatchObject({ error: 'invalid_grant' });
     };
 
-    for (const [usage, client] of [['oneTime', ROPC], ['reuse', ['ropc-ref', 'ropc-secret']]] as const) {
+    for (const [usage, client] of [
+      ['oneTime', ROPC],
+      ['reuse', ['ropc-ref', 'ropc-secret']],
+    ] as const) {
       it(`binds an unbound grant (${usage}) to the key of the first refresh with a proof; later refreshes need that key`, async () => {
         const [key, other] = await Promise.all([proofKey(), proofKey()]);
         const first = await passwordTokens(sigil, { client, scope: 'openid api1 offline_access' });
@@ -111,13 +146,17 @@ describe('refresh_token grant', () => {
         expect(bound.statusCode, bound.body).toBe(200);
         const body = bound.json<{ token_type: string; access_token: string; refresh_token: string }>();
         expect(body.token_type).toBe('DPoP');
-        expect((await introspect(sigil, body.access_token)).json()).toMatchObject({ active: true, cnf: { jkt: key.jkt } });
+        expect((await introspect(sigil, body.access_token)).json()).toMatchObject({
+          active: true,
+          cnf: { jkt: key.jkt },
+        });
         expectRefused(await withProof(body.refresh_token, client));
         expectRefused(await withProof(body.refresh_token, client, other));
         const again = await withProof(body.refresh_token, client, key);
         expect(again.statusCode, again.body).toBe(200);
         expect(again.json<{ token_type: string }>().token_type).toBe('DPoP');
-        if (usage === 'oneTime') expect(decodeJwt(again.json<{ access_token: string }>().access_token).cnf).toEqual({ jkt: key.jkt });
+        if (usage === 'oneTime')
+          expect(decodeJwt(again.json<{ access_token: string }>().access_token).cnf).toEqual({ jkt: key.jkt });
       });
     }
   });
@@ -153,7 +192,7 @@ describe('refresh_token grant', () => {
     expect((await refresh(first.refresh_token!)).statusCode).toBe(200);
   });
 
-  it('refuses another client\'s refresh token with invalid_grant, and the owner can still use it', async () => {
+  it("refuses another client's refresh token with invalid_grant, and the owner can still use it", async () => {
     const first = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
     const stolen = await refresh(first.refresh_token!, ['other', 'other-secret']);
     expect(stolen.statusCode).toBe(400);
@@ -180,17 +219,31 @@ describe('refresh_token grant', () => {
 
   it('requires the confidential client to authenticate', async () => {
     const first = await passwordTokens(sigil, { scope: 'api1 offline_access' });
-    const res = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: first.refresh_token!, client_id: 'ropc' });
+    const res = await tokenRequest(sigil, {
+      grant_type: 'refresh_token',
+      refresh_token: first.refresh_token!,
+      client_id: 'ropc',
+    });
     expect(res.statusCode).toBe(401);
     expect(res.json()).toMatchObject({ error: 'invalid_client' });
   });
 
-  it('rotates the public client\'s (spa) refresh tokens too', async () => {
+  it("rotates the public client's (spa) refresh tokens too", async () => {
     // The public client authenticates by client_id in the body.
     const issued = (
-      await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid offline_access', client_id: 'spa' })
+      await tokenRequest(sigil, {
+        grant_type: 'password',
+        username: 'alice',
+        password: 'alice',
+        scope: 'openid offline_access',
+        client_id: 'spa',
+      })
     ).json<{ refresh_token: string }>();
-    const res = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: issued.refresh_token, client_id: 'spa' });
+    const res = await tokenRequest(sigil, {
+      grant_type: 'refresh_token',
+      refresh_token: issued.refresh_token,
+      client_id: 'spa',
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json<{ refresh_token: string }>().refresh_token).not.toBe(issued.refresh_token);
   });
@@ -202,7 +255,8 @@ describe('refresh_token grant', () => {
       const statuses = results.map((r) => r.statusCode);
       expect(statuses.filter((s) => s === 200)).toHaveLength(1);
       expect(statuses.filter((s) => s === 400)).toHaveLength(19);
-      for (const r of results.filter((x) => x.statusCode === 400)) expect(r.json()).toMatchObject({ error: 'invalid_grant' });
+      for (const r of results.filter((x) => x.statusCode === 400))
+        expect(r.json()).toMatchObject({ error: 'invalid_grant' });
       // The losers presented a used token: the winner's tokens die with the family.
       const winner = results.find((r) => r.statusCode === 200)!.json<{ refresh_token: string; access_token: string }>();
       const next = await refresh(winner.refresh_token);

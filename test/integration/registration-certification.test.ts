@@ -12,7 +12,15 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { KeyAdmin } from '../../src/admin/keys.js';
 import { mintInitialToken } from '../../src/admin/registrations.js';
 import { assertionFields, type ClientKey, clientKey, signAssertion } from '../assertion-helpers.js';
-import { authorizeUrl, Browser, isConsentPage, isLoginPage, pkce, readResponse, type Step } from '../authorize-helpers.js';
+import {
+  authorizeUrl,
+  Browser,
+  isConsentPage,
+  isLoginPage,
+  pkce,
+  readResponse,
+  type Step,
+} from '../authorize-helpers.js';
 import { form, startSigil, type TestSigil } from '../helpers.js';
 import { registrationConfig } from '../registration-helpers.js';
 
@@ -28,8 +36,12 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
   let key: ClientKey;
 
   beforeAll(async () => {
-    // The registrant's documents are served by a loopback listener: the development setting lets the guarded fetch reach it.
-    sigil = await startSigil({ ...registrationConfig({ allowedGrantTypes: ['authorization_code', 'refresh_token'] }), clientIdMetadataDocuments: { allowLoopback: true } });
+    // The registrant's documents are served by a loopback listener: the development setting lets the guarded
+    // fetch reach it.
+    sigil = await startSigil({
+      ...registrationConfig({ allowedGrantTypes: ['authorization_code', 'refresh_token'] }),
+      clientIdMetadataDocuments: { allowLoopback: true },
+    });
     jwksServer = createServer((req, res) => {
       const doc = served.get(req.url ?? '');
       if (doc === undefined) res.writeHead(404).end();
@@ -68,19 +80,37 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
     ...extra,
   });
   /** Runs the code flow to its authorization response for a registered client. */
-  const authorize = async (clientId: string, params: Record<string, string> = {}): Promise<{ step: Step; verifier: string }> => {
+  const authorize = async (
+    clientId: string,
+    params: Record<string, string> = {},
+  ): Promise<{ step: Step; verifier: string }> => {
     const { verifier, challenge } = pkce();
     const browser = new Browser(sigil);
     let step = await browser.follow(
       await browser.get(
-        authorizeUrl({ client_id: clientId, response_type: 'code', scope: 'openid profile offline_access', redirect_uri: 'https://rp.example/cb', code_challenge: challenge, code_challenge_method: 'S256', state: 's1', nonce: 'n1', ...params }),
+        authorizeUrl({
+          client_id: clientId,
+          response_type: 'code',
+          scope: 'openid profile offline_access',
+          redirect_uri: 'https://rp.example/cb',
+          code_challenge: challenge,
+          code_challenge_method: 'S256',
+          state: 's1',
+          nonce: 'n1',
+          ...params,
+        }),
       ),
     );
     if (isLoginPage(step)) step = await browser.follow(await browser.submitLogin(step, 'alice', 'alice'));
     if (isConsentPage(step)) step = await browser.consent(step, 'yes');
     return { step, verifier };
   };
-  const token = async (clientId: string, fields: Record<string, string>, signWith: ClientKey = key, aud: string = `${ISSUER}/connect/token`) =>
+  const token = async (
+    clientId: string,
+    fields: Record<string, string>,
+    signWith: ClientKey = key,
+    aud: string = `${ISSUER}/connect/token`,
+  ) =>
     sigil.app.inject({
       method: 'POST',
       url: '/connect/token',
@@ -91,19 +121,32 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
   const codeFlow = async (clientId: string, signWith: ClientKey = key) => {
     const { step, verifier } = await authorize(clientId);
     const code = readResponse(step).params.get('code') ?? '';
-    const res = await token(clientId, { grant_type: 'authorization_code', code, redirect_uri: 'https://rp.example/cb', code_verifier: verifier }, signWith);
+    const res = await token(
+      clientId,
+      { grant_type: 'authorization_code', code, redirect_uri: 'https://rp.example/cb', code_verifier: verifier },
+      signWith,
+    );
     expect(res.statusCode, res.body).toBe(200);
     return res.json<{ id_token: string; refresh_token: string; access_token: string }>();
   };
 
   it('OIDCCDiscoveryEndpointVerification: discovery names the registration endpoint and what the plan checks', async () => {
     const doc = (await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json<Json>();
-    expect(doc).toMatchObject({ issuer: ISSUER, registration_endpoint: `${ISSUER}/connect/register`, subject_types_supported: ['public'], claims_parameter_supported: true });
+    expect(doc).toMatchObject({
+      issuer: ISSUER,
+      registration_endpoint: `${ISSUER}/connect/register`,
+      subject_types_supported: ['public'],
+      claims_parameter_supported: true,
+    });
     expect(doc.scopes_supported).toContain('openid');
     expect(doc.response_types_supported).toContain('code');
     expect(doc.id_token_signing_alg_values_supported).toContain('RS256');
     expect(doc.token_endpoint_auth_methods_supported).toContain('private_key_jwt');
-    expect((await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' })).json<{ keys: unknown[] }>().keys.length).toBeGreaterThan(0);
+    expect(
+      (await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' })).json<{
+        keys: unknown[];
+      }>().keys.length,
+    ).toBeGreaterThan(0);
   });
 
   it('OIDCCServerTest: registers with private_key_jwt and inline jwks, runs the code flow, the id_token names the client', async () => {
@@ -131,7 +174,13 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
     const { challenge } = pkce();
     const res = await sigil.app.inject({
       method: 'GET',
-      url: authorizeUrl({ client_id: String(client.client_id), response_type: 'code', scope: 'openid', code_challenge: challenge, code_challenge_method: 'S256' }),
+      url: authorizeUrl({
+        client_id: String(client.client_id),
+        response_type: 'code',
+        scope: 'openid',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      }),
     });
     expect(res.statusCode).toBe(400);
     expect(res.headers.location).toBeUndefined();
@@ -167,10 +216,18 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
   });
 
   it('OIDCCRegistrationLogoUri, OIDCCRegistrationPolicyUri, OIDCCRegistrationTosUri: registered, returned and the flow runs', async () => {
-    for (const [name, uri] of [['logo_uri', 'https://rp.example/logo.png'], ['policy_uri', 'https://rp.example/policy'], ['tos_uri', 'https://rp.example/tos']]) {
+    for (const [name, uri] of [
+      ['logo_uri', 'https://rp.example/logo.png'],
+      ['policy_uri', 'https://rp.example/policy'],
+      ['tos_uri', 'https://rp.example/tos'],
+    ]) {
       const client = await registered(planClient({ [name as string]: uri }));
       expect(client[name as string]).toBe(uri);
-      const read = await sigil.app.inject({ method: 'GET', url: new URL(String(client.registration_client_uri)).pathname, headers: { authorization: `Bearer ${String(client.registration_access_token)}` } });
+      const read = await sigil.app.inject({
+        method: 'GET',
+        url: new URL(String(client.registration_client_uri)).pathname,
+        headers: { authorization: `Bearer ${String(client.registration_access_token)}` },
+      });
       expect(read.json<Json>()[name as string]).toBe(uri);
       await codeFlow(String(client.client_id));
     }
@@ -199,7 +256,10 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
   it('OIDCCRefreshToken: the dynamic client refreshes its tokens', async () => {
     const client = await registered(planClient());
     const tokens = await codeFlow(String(client.client_id));
-    const refreshed = await token(String(client.client_id), { grant_type: 'refresh_token', refresh_token: tokens.refresh_token });
+    const refreshed = await token(String(client.client_id), {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+    });
     expect(refreshed.statusCode, refreshed.body).toBe(200);
     expect(refreshed.json<Json>().access_token).toEqual(expect.any(String));
   });
@@ -215,7 +275,11 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
     try {
       vi.setSystemTime(Date.now() + 61_000);
-      const refreshed = await token(String(client.client_id), { grant_type: 'refresh_token', refresh_token: tokens.refresh_token }, next);
+      const refreshed = await token(
+        String(client.client_id),
+        { grant_type: 'refresh_token', refresh_token: tokens.refresh_token },
+        next,
+      );
       expect(refreshed.statusCode, refreshed.body).toBe(200);
     } finally {
       vi.useRealTimers();
@@ -226,14 +290,25 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
     const client = await registered(planClient());
     const { step, verifier } = await authorize(String(client.client_id));
     const code = readResponse(step).params.get('code') ?? '';
-    const res = await token(String(client.client_id), { grant_type: 'authorization_code', code, redirect_uri: 'https://rp.example/cb', code_verifier: verifier }, key, ISSUER);
+    const res = await token(
+      String(client.client_id),
+      { grant_type: 'authorization_code', code, redirect_uri: 'https://rp.example/cb', code_verifier: verifier },
+      key,
+      ISSUER,
+    );
     expect(res.statusCode, res.body).toBe(200);
   });
 
   it('OIDCCServerRotateKeys: after the OP rotates its signing key, identity tokens carry the new kid, published in the JWKS', async () => {
-    const rotating = await startSigil({ ...registrationConfig(), signingKeys: { propagationSeconds: 0, retentionSeconds: 3600, rotationSeconds: 7_776_000, reloadSeconds: 60 } });
+    const rotating = await startSigil({
+      ...registrationConfig(),
+      signingKeys: { propagationSeconds: 0, retentionSeconds: 3600, rotationSeconds: 7_776_000, reloadSeconds: 60 },
+    });
     try {
-      const jwks = async () => (await rotating.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' })).json<{ keys: { kid: string; alg: string }[] }>().keys;
+      const jwks = async () =>
+        (await rotating.app.inject({ method: 'GET', url: '/.well-known/openid-configuration/jwks' })).json<{
+          keys: { kid: string; alg: string }[];
+        }>().keys;
       const before = (await jwks()).filter((k) => k.alg === 'RS256').map((k) => k.kid);
       // Keys carry their times in whole seconds: a key made in the start's second would tie with
       // the first key for "newest", so the rotation happens in a later second.
@@ -245,12 +320,26 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
       // The new key signs the identity token of a freshly registered client's code flow.
       const { token: iat } = await mintInitialToken(rotating.context.store.registrations, 1, 600);
       const created = (
-        await rotating.app.inject({ method: 'POST', url: '/connect/register', headers: { 'content-type': 'application/json', authorization: `Bearer ${iat}` }, payload: planClient() })
+        await rotating.app.inject({
+          method: 'POST',
+          url: '/connect/register',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${iat}` },
+          payload: planClient(),
+        })
       ).json<Json>();
       const { verifier, challenge } = pkce();
       const browser = new Browser(rotating);
       let step = await browser.follow(
-        await browser.get(authorizeUrl({ client_id: String(created.client_id), response_type: 'code', scope: 'openid', redirect_uri: 'https://rp.example/cb', code_challenge: challenge, code_challenge_method: 'S256' })),
+        await browser.get(
+          authorizeUrl({
+            client_id: String(created.client_id),
+            response_type: 'code',
+            scope: 'openid',
+            redirect_uri: 'https://rp.example/cb',
+            code_challenge: challenge,
+            code_challenge_method: 'S256',
+          }),
+        ),
       );
       step = await browser.follow(await browser.submitLogin(step, 'alice', 'alice'));
       step = await browser.consent(step, 'yes');
@@ -259,7 +348,16 @@ describe('OpenID Dynamic OP plan (oidcc-dynamic-certification-test-plan)', () =>
         method: 'POST',
         url: '/connect/token',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        payload: form({ grant_type: 'authorization_code', code, redirect_uri: 'https://rp.example/cb', code_verifier: verifier, ...assertionFields(await signAssertion(key, String(created.client_id), `${ISSUER}/connect/token`), String(created.client_id)) }),
+        payload: form({
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: 'https://rp.example/cb',
+          code_verifier: verifier,
+          ...assertionFields(
+            await signAssertion(key, String(created.client_id), `${ISSUER}/connect/token`),
+            String(created.client_id),
+          ),
+        }),
       });
       expect(res.statusCode, res.body).toBe(200);
       expect(decodeProtectedHeader(res.json<{ id_token: string }>().id_token).kid).toBe(added?.kid);

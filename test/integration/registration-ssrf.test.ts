@@ -21,7 +21,13 @@ describe('registrant-chosen URLs under the SSRF guard (allowLoopback off)', () =
   let connections = 0;
   let port = 0;
   beforeAll(async () => {
-    sigil = await startSigil(registrationConfig({ open: true, registrationsPerAddress: 1000, allowedTokenEndpointAuthMethods: ['private_key_jwt', 'none', 'client_secret_basic'] }));
+    sigil = await startSigil(
+      registrationConfig({
+        open: true,
+        registrationsPerAddress: 1000,
+        allowedTokenEndpointAuthMethods: ['private_key_jwt', 'none', 'client_secret_basic'],
+      }),
+    );
     listener = createServer((socket) => {
       connections += 1;
       socket.destroy();
@@ -35,7 +41,12 @@ describe('registrant-chosen URLs under the SSRF guard (allowLoopback off)', () =
   });
 
   const register = (body: Json) =>
-    sigil.app.inject({ method: 'POST', url: '/connect/register', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+    sigil.app.inject({
+      method: 'POST',
+      url: '/connect/register',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify(body),
+    });
   const web = { redirect_uris: ['https://rp.example/cb'] };
 
   it('refuses a sector_identifier_uri on a loopback address (https and http) without connecting to it', async () => {
@@ -48,7 +59,11 @@ describe('registrant-chosen URLs under the SSRF guard (allowLoopback off)', () =
   });
 
   it('never fetches a registered jwks_uri on a loopback address: the client assertion fails with invalid_client', async () => {
-    const res = await register({ ...web, token_endpoint_auth_method: 'private_key_jwt', jwks_uri: `https://127.0.0.1:${port}/jwks` });
+    const res = await register({
+      ...web,
+      token_endpoint_auth_method: 'private_key_jwt',
+      jwks_uri: `https://127.0.0.1:${port}/jwks`,
+    });
     expect(res.statusCode, res.body).toBe(201);
     const clientId = String(res.json<Json>().client_id);
     const key = await clientKey('ES256', 'k1');
@@ -57,7 +72,13 @@ describe('registrant-chosen URLs under the SSRF guard (allowLoopback off)', () =
       method: 'POST',
       url: '/connect/token',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      payload: form({ grant_type: 'authorization_code', code: 'x', redirect_uri: 'https://rp.example/cb', code_verifier: 'v'.repeat(43), ...assertionFields(assertion, clientId) }),
+      payload: form({
+        grant_type: 'authorization_code',
+        code: 'x',
+        redirect_uri: 'https://rp.example/cb',
+        code_verifier: 'v'.repeat(43),
+        ...assertionFields(assertion, clientId),
+      }),
     });
     expect(token.statusCode).toBe(401);
     expect(token.json<Json>().error).toBe('invalid_client');
@@ -69,7 +90,12 @@ describe('registrant-chosen URLs under the SSRF guard (allowLoopback off)', () =
     const res = await register({ ...web, token_endpoint_auth_method: 'none', request_uris: [requestUri] });
     expect(res.statusCode, res.body).toBe(201);
     const clientId = String(res.json<Json>().client_id);
-    const query = new URLSearchParams({ client_id: clientId, request_uri: requestUri, redirect_uri: 'https://rp.example/cb', response_type: 'code' });
+    const query = new URLSearchParams({
+      client_id: clientId,
+      request_uri: requestUri,
+      redirect_uri: 'https://rp.example/cb',
+      response_type: 'code',
+    });
     const authorize = await sigil.app.inject({ method: 'GET', url: `/connect/authorize?${query}` });
     expect(authorize.statusCode).toBe(303);
     expect(new URL(String(authorize.headers.location)).searchParams.get('error')).toBe('invalid_request_uri');
@@ -81,9 +107,15 @@ describe('registrant-chosen URLs under the SSRF guard (allowLoopback off)', () =
     expect(sigil.context.clients.get(String(res.json<Json>().client_id))?.registeredDynamically).toBe(true);
   });
 
-  it('refuses the back-channel logout POST to a loopback address (the deliverer\'s guarded send) without connecting', async () => {
+  it("refuses the back-channel logout POST to a loopback address (the deliverer's guarded send) without connecting", async () => {
     for (const scheme of ['https', 'http']) {
-      await expect(guardedPostForm(new URL(`${scheme}://127.0.0.1:${port}/bcl`), 'logout_token=x', { timeoutMs: 2000, maxBytes: 0, allowLoopback: false })).rejects.toBeInstanceOf(OutboundRefused);
+      await expect(
+        guardedPostForm(new URL(`${scheme}://127.0.0.1:${port}/bcl`), 'logout_token=x', {
+          timeoutMs: 2000,
+          maxBytes: 0,
+          allowLoopback: false,
+        }),
+      ).rejects.toBeInstanceOf(OutboundRefused);
     }
     expect(connections).toBe(0);
   });

@@ -16,12 +16,26 @@ import { dropSchema, POSTGRES_URL, tempDir, uniqueSchema } from '../helpers.js';
 const sqliteDir = tempDir();
 const pgSchema = uniqueSchema('sigil_dcr');
 const backends = [
-  { name: 'SQLite file', url: () => `sqlite:${join(sqliteDir.dir, 'store.db')}`, cleanup: async () => sqliteDir.cleanup() },
-  { name: 'PostgreSQL', url: () => `${POSTGRES_URL}?schema=${pgSchema}&poolSize=10`, cleanup: () => dropSchema(pgSchema) },
+  {
+    name: 'SQLite file',
+    url: () => `sqlite:${join(sqliteDir.dir, 'store.db')}`,
+    cleanup: async () => sqliteDir.cleanup(),
+  },
+  {
+    name: 'PostgreSQL',
+    url: () => `${POSTGRES_URL}?schema=${pgSchema}&poolSize=10`,
+    cleanup: () => dropSchema(pgSchema),
+  },
 ];
 const NOW = 2_000_000_000;
 const hash = () => randomBytes(32).toString('base64url');
-const registration = (clientId: string, tokenHash = hash()) => ({ clientId, tokenHash, metadata: { redirect_uris: ['https://rp.example/cb'] }, issuedAt: NOW, lastUsedAt: NOW });
+const registration = (clientId: string, tokenHash = hash()) => ({
+  clientId,
+  tokenHash,
+  metadata: { redirect_uris: ['https://rp.example/cb'] },
+  issuedAt: NOW,
+  lastUsedAt: NOW,
+});
 const config = (clientId: string) => ({ clientId, allowedGrantTypes: ['authorization_code'] });
 
 describe.each(backends)('registration store on $name', (backend) => {
@@ -42,18 +56,32 @@ describe.each(backends)('registration store on $name', (backend) => {
     expect(await store.registrations.ids()).toContain(r.clientId);
   });
 
-  it('takes an initial access token\'s registrations atomically: concurrent requests never pass its cap, an expired token none', async () => {
+  it("takes an initial access token's registrations atomically: concurrent requests never pass its cap, an expired token none", async () => {
     const token = hash();
-    await store.registrations.addInitialToken({ tokenHash: token, kind: 'minted', maxRegistrations: 3, registrations: 0, expiresAt: NOW + 60 });
+    await store.registrations.addInitialToken({
+      tokenHash: token,
+      kind: 'minted',
+      maxRegistrations: 3,
+      registrations: 0,
+      expiresAt: NOW + 60,
+    });
     const ids = Array.from({ length: 10 }, (_, i) => `cap-${i}-${hash().slice(0, 6)}`);
-    const results = await Promise.all(ids.map((id) => store.registrations.register(config(id), registration(id), token, NOW)));
+    const results = await Promise.all(
+      ids.map((id) => store.registrations.register(config(id), registration(id), token, NOW)),
+    );
     expect(results.filter(Boolean)).toHaveLength(3);
     expect((await store.registrations.findInitialToken(token))?.registrations).toBe(3);
     // The refused ones stored nothing.
     const stored = new Set((await store.clients.listClients()).map((c) => c.clientId));
     expect(ids.filter((id) => stored.has(id))).toHaveLength(3);
     const expired = hash();
-    await store.registrations.addInitialToken({ tokenHash: expired, kind: 'minted', maxRegistrations: 3, registrations: 0, expiresAt: NOW });
+    await store.registrations.addInitialToken({
+      tokenHash: expired,
+      kind: 'minted',
+      maxRegistrations: 3,
+      registrations: 0,
+      expiresAt: NOW,
+    });
     expect(await store.registrations.register(config('late'), registration('late'), expired, NOW)).toBe(false);
   });
 
@@ -62,8 +90,22 @@ describe.each(backends)('registration store on $name', (backend) => {
     const r = registration(`u-${hash().slice(0, 8)}`, first);
     await store.registrations.register(config(r.clientId), r, undefined, NOW);
     const outcomes = await Promise.all([
-      store.registrations.update(r.clientId, first, { ...config(r.clientId), clientName: 'A' }, { client_name: 'A' }, hash(), NOW + 1),
-      store.registrations.update(r.clientId, first, { ...config(r.clientId), clientName: 'B' }, { client_name: 'B' }, hash(), NOW + 1),
+      store.registrations.update(
+        r.clientId,
+        first,
+        { ...config(r.clientId), clientName: 'A' },
+        { client_name: 'A' },
+        hash(),
+        NOW + 1,
+      ),
+      store.registrations.update(
+        r.clientId,
+        first,
+        { ...config(r.clientId), clientName: 'B' },
+        { client_name: 'B' },
+        hash(),
+        NOW + 1,
+      ),
     ]);
     expect(outcomes.filter(Boolean)).toHaveLength(1);
     const winner = outcomes[0] ? 'A' : 'B';

@@ -77,8 +77,14 @@ const inner = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function hs256(payload: Record<string, unknown>, opts: { aud?: string | null; exp?: number | null; iss?: string; nbf?: number; key?: Uint8Array } = {}): Promise<string> {
-  let jwt = new SignJWT(payload).setProtectedHeader({ alg: 'HS256', typ: 'oauth-authz-req+jwt' }).setIssuedAt().setIssuer(opts.iss ?? 'jar');
+async function hs256(
+  payload: Record<string, unknown>,
+  opts: { aud?: string | null; exp?: number | null; iss?: string; nbf?: number; key?: Uint8Array } = {},
+): Promise<string> {
+  let jwt = new SignJWT(payload)
+    .setProtectedHeader({ alg: 'HS256', typ: 'oauth-authz-req+jwt' })
+    .setIssuedAt()
+    .setIssuer(opts.iss ?? 'jar');
   if (opts.aud !== null) jwt = jwt.setAudience(opts.aud ?? ISSUER);
   if (opts.exp !== null) jwt = jwt.setExpirationTime(opts.exp ?? Math.floor(Date.now() / 1000) + 120);
   if (opts.nbf !== undefined) jwt = jwt.setNotBefore(opts.nbf);
@@ -96,12 +102,29 @@ async function es256(payload: Record<string, unknown>, key: CryptoKey, kid = 'k1
 }
 
 /** Outer (query) parameters: client_id plus a registered redirect target for errors. */
-const outer = (extra: Record<string, string>) => ({ client_id: 'jar', redirect_uri: CB, response_type: 'code', scope: 'openid', state: 'outer-state', ...extra });
+const outer = (extra: Record<string, string>) => ({
+  client_id: 'jar',
+  redirect_uri: CB,
+  response_type: 'code',
+  scope: 'openid',
+  state: 'outer-state',
+  ...extra,
+});
 
 describe('request by value', () => {
   it('an HS256 request object signed with the client secret works; only its parameters count', async () => {
     const jwt = await hs256(inner());
-    const r = readResponse(await b.get(authorizeUrl({ client_id: 'jar', response_type: 'code', request: jwt, state: 'outer-state', scope: 'openid profile' })));
+    const r = readResponse(
+      await b.get(
+        authorizeUrl({
+          client_id: 'jar',
+          response_type: 'code',
+          request: jwt,
+          state: 'outer-state',
+          scope: 'openid profile',
+        }),
+      ),
+    );
     expect(r.target).toBe(CB);
     expect(r.params.get('state')).toBe('inner-state');
     expect(r.params.get('iss')).toBe(ISSUER);
@@ -119,7 +142,10 @@ describe('request by value', () => {
 
   it('the request object survives the login page', async () => {
     const anon = new Browser(sigil);
-    const done = await anon.authorize({ client_id: 'jar', request: await hs256(inner({ state: 'after-login' })) }, { user: 'bob' });
+    const done = await anon.authorize(
+      { client_id: 'jar', request: await hs256(inner({ state: 'after-login' })) },
+      { user: 'bob' },
+    );
     const r = readResponse(done);
     expect(r.params.get('state')).toBe('after-login');
     expect(r.params.get('code')).toBeTruthy();
@@ -130,18 +156,41 @@ describe('request by value', () => {
     const r = readResponse(await b.get(authorizeUrl({ client_id: 'jar', request: noState, state: 'outer-state' })));
     expect(r.params.has('state')).toBe(false);
     const noRedirect = await hs256(inner({ redirect_uri: undefined }));
-    expectErrorPage(await b.get(authorizeUrl({ client_id: 'jar', request: noRedirect, redirect_uri: CB })), 'invalid_request');
+    expectErrorPage(
+      await b.get(authorizeUrl({ client_id: 'jar', request: noRedirect, redirect_uri: CB })),
+      'invalid_request',
+    );
     // The object's redirect_uri wins over the query's and must itself be registered.
-    const other = readResponse(await b.get(authorizeUrl({ client_id: 'jar', request: await hs256(inner({ redirect_uri: 'https://rp.example/other' })), redirect_uri: CB })));
+    const other = readResponse(
+      await b.get(
+        authorizeUrl({
+          client_id: 'jar',
+          request: await hs256(inner({ redirect_uri: 'https://rp.example/other' })),
+          redirect_uri: CB,
+        }),
+      ),
+    );
     expect(other.target).toBe('https://rp.example/other');
-    expectErrorPage(await b.get(authorizeUrl({ client_id: 'jar', request: await hs256(inner({ redirect_uri: 'https://attacker.example/cb' })), redirect_uri: CB })), 'invalid_request');
+    expectErrorPage(
+      await b.get(
+        authorizeUrl({
+          client_id: 'jar',
+          request: await hs256(inner({ redirect_uri: 'https://attacker.example/cb' })),
+          redirect_uri: CB,
+        }),
+      ),
+      'invalid_request',
+    );
   });
 
   it('alg none → invalid_request_object', async () => {
     const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
     const now = Math.floor(Date.now() / 1000);
     const none = `${enc({ alg: 'none' })}.${enc({ ...inner(), iss: 'jar', aud: ISSUER, exp: now + 60 })}.`;
-    expectClientError(await b.get(authorizeUrl(outer({ request: none }))), 'invalid_request_object', { state: 'outer-state', target: CB });
+    expectClientError(await b.get(authorizeUrl(outer({ request: none }))), 'invalid_request_object', {
+      state: 'outer-state',
+      target: CB,
+    });
   });
 
   it('bad signature, a stranger key, an unknown kid, another secret → invalid_request_object', async () => {
@@ -157,7 +206,9 @@ describe('request by value', () => {
       'not.a.jwt',
       'garbage',
     ]) {
-      expectClientError(await b.get(authorizeUrl(outer({ request: jwt }))), 'invalid_request_object', { state: 'outer-state' });
+      expectClientError(await b.get(authorizeUrl(outer({ request: jwt }))), 'invalid_request_object', {
+        state: 'outer-state',
+      });
     }
   });
 
@@ -171,39 +222,74 @@ describe('request by value', () => {
       await hs256(inner(), { exp: now - 600 }),
       await hs256(inner(), { nbf: now + 600 }),
     ]) {
-      expectClientError(await b.get(authorizeUrl(outer({ request: jwt }))), 'invalid_request_object', { state: 'outer-state' });
+      expectClientError(await b.get(authorizeUrl(outer({ request: jwt }))), 'invalid_request_object', {
+        state: 'outer-state',
+      });
     }
     const soon = await hs256(inner(), { nbf: now + 8 });
-    expect(readResponse(await b.get(authorizeUrl({ client_id: 'jar', request: soon }))).params.get('code')).toBeTruthy();
+    expect(
+      readResponse(await b.get(authorizeUrl({ client_id: 'jar', request: soon }))).params.get('code'),
+    ).toBeTruthy();
   });
 
   it('nested request or request_uri claims → invalid_request_object', async () => {
     const nested = await hs256(inner());
     for (const extra of [{ request: nested }, { request_uri: 'https://rp.example/ro' }]) {
-      expectClientError(await b.get(authorizeUrl(outer({ request: await hs256(inner(extra)) }))), 'invalid_request_object');
+      expectClientError(
+        await b.get(authorizeUrl(outer({ request: await hs256(inner(extra)) }))),
+        'invalid_request_object',
+      );
     }
   });
 
   it('client_id inside differs from the query, or is missing → invalid_request; iss of another client → invalid_request_object', async () => {
-    expectClientError(await b.get(authorizeUrl(outer({ request: await hs256(inner({ client_id: 'web' })) }))), 'invalid_request', { state: 'outer-state' });
-    expectClientError(await b.get(authorizeUrl(outer({ request: await hs256(inner({ client_id: undefined })) }))), 'invalid_request');
-    expectClientError(await b.get(authorizeUrl(outer({ request: await hs256(inner(), { iss: 'web' }) }))), 'invalid_request_object');
+    expectClientError(
+      await b.get(authorizeUrl(outer({ request: await hs256(inner({ client_id: 'web' })) }))),
+      'invalid_request',
+      { state: 'outer-state' },
+    );
+    expectClientError(
+      await b.get(authorizeUrl(outer({ request: await hs256(inner({ client_id: undefined })) }))),
+      'invalid_request',
+    );
+    expectClientError(
+      await b.get(authorizeUrl(outer({ request: await hs256(inner(), { iss: 'web' }) }))),
+      'invalid_request_object',
+    );
   });
 
   it('a response_type in the query that differs from the object → invalid_request', async () => {
-    expectClientError(await b.get(authorizeUrl(outer({ response_type: 'token', request: await hs256(inner()) }))), 'invalid_request');
+    expectClientError(
+      await b.get(authorizeUrl(outer({ response_type: 'token', request: await hs256(inner()) }))),
+      'invalid_request',
+    );
   });
 
   it('errors inside a valid object go to the object redirect URI with its state', async () => {
     const jwt = await hs256(inner({ scope: 'openid admin', redirect_uri: 'https://rp.example/other' }));
-    expectClientError(await b.get(authorizeUrl(outer({ request: jwt }))), 'invalid_scope', { state: 'inner-state', target: 'https://rp.example/other' });
+    expectClientError(await b.get(authorizeUrl(outer({ request: jwt }))), 'invalid_scope', {
+      state: 'inner-state',
+      target: 'https://rp.example/other',
+    });
   });
 
   it('a refused object is answered in the response mode asked for outside', async () => {
-    expectClientError(await b.get(authorizeUrl(outer({ request: 'garbage', response_mode: 'form_post' }))), 'invalid_request_object', { mode: 'form_post', state: 'outer-state' });
-    expectClientError(await b.get(authorizeUrl(outer({ request: 'garbage', response_mode: 'fragment' }))), 'invalid_request_object', { mode: 'fragment' });
+    expectClientError(
+      await b.get(authorizeUrl(outer({ request: 'garbage', response_mode: 'form_post' }))),
+      'invalid_request_object',
+      { mode: 'form_post', state: 'outer-state' },
+    );
+    expectClientError(
+      await b.get(authorizeUrl(outer({ request: 'garbage', response_mode: 'fragment' }))),
+      'invalid_request_object',
+      { mode: 'fragment' },
+    );
     // Never in the query for a response type that returns tokens.
-    expectClientError(await b.get(authorizeUrl(outer({ request: 'garbage', response_type: 'code id_token', response_mode: 'query' }))), 'invalid_request_object', { mode: 'fragment' });
+    expectClientError(
+      await b.get(authorizeUrl(outer({ request: 'garbage', response_type: 'code id_token', response_mode: 'query' }))),
+      'invalid_request_object',
+      { mode: 'fragment' },
+    );
   });
 
   it('without a registered redirect URI outside, a bad object gives the error page', async () => {
@@ -222,28 +308,47 @@ describe('request by value', () => {
     // written as text (no library walks it on the way out), then signed as bytes.
     const now = Math.floor(Date.now() / 1000);
     const claims = { ...inner(), iss: 'jar', aud: ISSUER, iat: now, exp: now + 120 };
-    const text = JSON.stringify(claims).replace(/\}$/, `,"claims":{"userinfo":${'['.repeat(5_000)}"x"${']'.repeat(5_000)}}}`);
-    const jwt = await new CompactSign(new TextEncoder().encode(text)).setProtectedHeader({ alg: 'HS256' }).sign(secretKey);
+    const text = JSON.stringify(claims).replace(
+      /\}$/,
+      `,"claims":{"userinfo":${'['.repeat(5_000)}"x"${']'.repeat(5_000)}}}`,
+    );
+    const jwt = await new CompactSign(new TextEncoder().encode(text))
+      .setProtectedHeader({ alg: 'HS256' })
+      .sign(secretKey);
     expect(jwt.length).toBeLessThan(51_200);
-    for (const step of [await b.post('/connect/authorize', outer({ request: jwt })), await b.get(authorizeUrl(outer({ request: jwt })))]) {
+    for (const step of [
+      await b.post('/connect/authorize', outer({ request: jwt })),
+      await b.get(authorizeUrl(outer({ request: jwt }))),
+    ]) {
       expectClientError(step, 'invalid_request_object', { state: 'outer-state' });
     }
     // Deep, but within the bound: a real `claims` request still works.
     const fine = await hs256(inner({ claims: { userinfo: { name: { essential: true } } } }));
-    expect(readResponse(await b.get(authorizeUrl({ client_id: 'jar', request: fine }))).params.get('code')).toBeTruthy();
+    expect(
+      readResponse(await b.get(authorizeUrl({ client_id: 'jar', request: fine }))).params.get('code'),
+    ).toBeTruthy();
   });
 });
 
 describe('request by reference', () => {
   it('request and request_uri together → invalid_request', async () => {
-    const step = await b.get(authorizeUrl(outer({ request: await hs256(inner()), request_uri: `https://127.0.0.1:${listenerPort}/ro.jwt` })));
+    const step = await b.get(
+      authorizeUrl(outer({ request: await hs256(inner()), request_uri: `https://127.0.0.1:${listenerPort}/ro.jwt` })),
+    );
     expectClientError(step, 'invalid_request', { state: 'outer-state' });
     expect(connections).toBe(0);
   });
 
   it('request_uri for a client without requestUris → request_uri_not_supported, and no outbound connection', async () => {
-    for (const uri of [`http://127.0.0.1:${listenerPort}/ro.jwt`, `https://127.0.0.1:${listenerPort}/ro.jwt`, 'http://169.254.169.254/latest/meta-data/', 'file:///etc/passwd']) {
-      expectClientError(await b.get(authorizeUrl(outer({ request_uri: uri }))), 'request_uri_not_supported', { state: 'outer-state' });
+    for (const uri of [
+      `http://127.0.0.1:${listenerPort}/ro.jwt`,
+      `https://127.0.0.1:${listenerPort}/ro.jwt`,
+      'http://169.254.169.254/latest/meta-data/',
+      'file:///etc/passwd',
+    ]) {
+      expectClientError(await b.get(authorizeUrl(outer({ request_uri: uri }))), 'request_uri_not_supported', {
+        state: 'outer-state',
+      });
     }
     expect(connections).toBe(0);
   });
@@ -263,14 +368,24 @@ describe('request by reference', () => {
   });
 
   it('a registered request_uri that cannot be fetched → invalid_request_uri, no 5xx', async () => {
-    const step = await b.get(authorizeUrl({ ...outer({ request_uri: `https://127.0.0.1:${listenerPort}/ro.jwt` }), client_id: 'jaruri' }));
+    const step = await b.get(
+      authorizeUrl({ ...outer({ request_uri: `https://127.0.0.1:${listenerPort}/ro.jwt` }), client_id: 'jaruri' }),
+    );
     expectClientError(step, 'invalid_request_uri');
   });
 });
 
 describe('configuration', () => {
   it('only https request URIs can be registered', async () => {
-    const bad = { clientId: 'bad', clientSecrets: ['x'], allowedGrantTypes: ['authorization_code'], redirectUris: [CB], requestUris: ['http://rp.example/ro.jwt'] };
-    await expect(createSigil(testConfig({ storage: 'memory', clients: [bad] }), { logger: pino({ level: 'silent' }) })).rejects.toThrow(/requestUris/);
+    const bad = {
+      clientId: 'bad',
+      clientSecrets: ['x'],
+      allowedGrantTypes: ['authorization_code'],
+      redirectUris: [CB],
+      requestUris: ['http://rp.example/ro.jwt'],
+    };
+    await expect(
+      createSigil(testConfig({ storage: 'memory', clients: [bad] }), { logger: pino({ level: 'silent' }) }),
+    ).rejects.toThrow(/requestUris/);
   });
 });

@@ -7,7 +7,16 @@
 import { decodeJwt } from 'jose';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Browser, CB, codeParams, expectClientError, getCode, pkce, redeem, startAuthorizeSigil } from '../authorize-helpers.js';
+import {
+  Browser,
+  CB,
+  codeParams,
+  expectClientError,
+  getCode,
+  pkce,
+  redeem,
+  startAuthorizeSigil,
+} from '../authorize-helpers.js';
 import { testConfig, type BasicCredentials, type TestSigil, type TokenBody } from '../helpers.js';
 import { resolveConfig } from '../../src/config/loader.js';
 
@@ -20,13 +29,21 @@ const API_RESOURCES = [
 const M2M: BasicCredentials = ['m2m', 'm2m-secret'];
 
 /** A token request whose `resource` may repeat. */
-function token(sigil: TestSigil, params: Record<string, string>, resources: string[], auth?: BasicCredentials): Promise<LightMyRequestResponse> {
+function token(
+  sigil: TestSigil,
+  params: Record<string, string>,
+  resources: string[],
+  auth?: BasicCredentials,
+): Promise<LightMyRequestResponse> {
   const body = new URLSearchParams(params);
   for (const r of resources) body.append('resource', r);
   return sigil.app.inject({
     method: 'POST',
     url: '/connect/token',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...(auth ? { authorization: `Basic ${Buffer.from(`${auth[0]}:${auth[1]}`).toString('base64')}` } : {}) },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...(auth ? { authorization: `Basic ${Buffer.from(`${auth[0]}:${auth[1]}`).toString('base64')}` } : {}),
+    },
     payload: body.toString(),
   });
 }
@@ -46,9 +63,25 @@ describe('resource indicators', () => {
   beforeAll(async () => {
     sigil = await startAuthorizeSigil(
       [
-        { clientId: 'm2m', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1', 'api2'] },
-        { clientId: 'web2', clientSecrets: ['web2-secret'], allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid', 'api1', 'api2'], redirectUris: [CB] },
-        { clientId: 'm2m-api1', clientSecrets: ['m2m-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['api1'] },
+        {
+          clientId: 'm2m',
+          clientSecrets: ['m2m-secret'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['api1', 'api2'],
+        },
+        {
+          clientId: 'web2',
+          clientSecrets: ['web2-secret'],
+          allowedGrantTypes: ['authorization_code'],
+          allowedScopes: ['openid', 'api1', 'api2'],
+          redirectUris: [CB],
+        },
+        {
+          clientId: 'm2m-api1',
+          clientSecrets: ['m2m-secret'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['api1'],
+        },
         {
           clientId: 'ropc',
           clientSecrets: ['ropc-secret'],
@@ -68,8 +101,12 @@ describe('resource indicators', () => {
     const one = await token(sigil, { grant_type: 'client_credentials' }, [API1], M2M);
     expect(claimsOf(one)).toMatchObject({ aud: 'api1', scope: 'api1' });
     expect(one.json<TokenBody>().scope).toBe('api1');
-    expect(claimsOf(await token(sigil, { grant_type: 'client_credentials', scope: 'api1 api2' }, ['urn:example:api2'], M2M))).toMatchObject({ aud: 'api2', scope: 'api2' });
-    expect(claimsOf(await token(sigil, { grant_type: 'client_credentials' }, [API1, API2], M2M))).toMatchObject({ aud: ['api1', 'api2'] });
+    expect(
+      claimsOf(await token(sigil, { grant_type: 'client_credentials', scope: 'api1 api2' }, ['urn:example:api2'], M2M)),
+    ).toMatchObject({ aud: 'api2', scope: 'api2' });
+    expect(claimsOf(await token(sigil, { grant_type: 'client_credentials' }, [API1, API2], M2M))).toMatchObject({
+      aud: ['api1', 'api2'],
+    });
   });
 
   it('refuses unknown, malformed, fragment-bearing and disallowed resources with invalid_target', async () => {
@@ -88,23 +125,46 @@ describe('resource indicators', () => {
   });
 
   it('lets a refresh narrow the resources of a grant, never widen them', async () => {
-    const first = await token(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 api2 offline_access' }, [API1, API2], ['ropc', 'ropc-secret']);
+    const first = await token(
+      sigil,
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 api2 offline_access' },
+      [API1, API2],
+      ['ropc', 'ropc-secret'],
+    );
     expect(claimsOf(first)).toMatchObject({ aud: ['api1', 'api2'] });
     const rt = first.json<TokenBody>().refresh_token!;
-    const narrowed = await token(sigil, { grant_type: 'refresh_token', refresh_token: rt }, [API2], ['ropc', 'ropc-secret']);
+    const narrowed = await token(
+      sigil,
+      { grant_type: 'refresh_token', refresh_token: rt },
+      [API2],
+      ['ropc', 'ropc-secret'],
+    );
     expect(claimsOf(narrowed)).toMatchObject({ aud: 'api2', scope: 'openid api2 offline_access' });
 
-    const onlyApi1 = await token(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 api2 offline_access' }, [API1], ['ropc', 'ropc-secret']);
+    const onlyApi1 = await token(
+      sigil,
+      { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid api1 api2 offline_access' },
+      [API1],
+      ['ropc', 'ropc-secret'],
+    );
     expect(claimsOf(onlyApi1)).toMatchObject({ aud: 'api1', scope: 'openid api1 offline_access' });
     const rt1 = onlyApi1.json<TokenBody>().refresh_token!;
-    expectError(await token(sigil, { grant_type: 'refresh_token', refresh_token: rt1 }, [API2], ['ropc', 'ropc-secret']), 'invalid_target');
+    expectError(
+      await token(sigil, { grant_type: 'refresh_token', refresh_token: rt1 }, [API2], ['ropc', 'ropc-secret']),
+      'invalid_target',
+    );
     // The refused refresh consumed nothing; without resource the grant's resources apply.
-    expect(claimsOf(await token(sigil, { grant_type: 'refresh_token', refresh_token: rt1 }, [], ['ropc', 'ropc-secret']))).toMatchObject({ aud: 'api1' });
+    expect(
+      claimsOf(await token(sigil, { grant_type: 'refresh_token', refresh_token: rt1 }, [], ['ropc', 'ropc-secret'])),
+    ).toMatchObject({ aud: 'api1' });
   });
 
   it('remembers the resources of the authorization request in the code', async () => {
     const { verifier, challenge } = pkce();
-    const code = await getCode(new Browser(sigil), codeParams(challenge, { client_id: 'web2', scope: 'openid api1 api2', resource: API1 }));
+    const code = await getCode(
+      new Browser(sigil),
+      codeParams(challenge, { client_id: 'web2', scope: 'openid api1 api2', resource: API1 }),
+    );
     const res = await redeem(sigil, code, { client: 'web2', verifier });
     expect(claimsOf(res)).toMatchObject({ aud: 'api1', scope: 'openid api1' });
   });
@@ -120,7 +180,9 @@ describe('resource indicators', () => {
 
   it('answers an unknown resource at authorize with invalid_target to the client', async () => {
     const { challenge } = pkce();
-    const step = await new Browser(sigil).authorize(codeParams(challenge, { resource: 'https://unknown.example/' }), { user: 'alice' });
+    const step = await new Browser(sigil).authorize(codeParams(challenge, { resource: 'https://unknown.example/' }), {
+      user: 'alice',
+    });
     expectClientError(step, 'invalid_target', { state: 'st' });
   });
 
@@ -143,7 +205,14 @@ describe('resource indicators', () => {
 describe('resourceUris in the config', () => {
   it('refuses a resource URI that is not absolute or has a fragment, and one used by two APIs', () => {
     const bad = (resourceUris: string[][]) => () =>
-      resolveConfig(testConfig({ apiResources: [{ name: 'api1', scopes: ['api1'], resourceUris: resourceUris[0] }, { name: 'api2', scopes: ['api2'], resourceUris: resourceUris[1] }] }));
+      resolveConfig(
+        testConfig({
+          apiResources: [
+            { name: 'api1', scopes: ['api1'], resourceUris: resourceUris[0] },
+            { name: 'api2', scopes: ['api2'], resourceUris: resourceUris[1] },
+          ],
+        }),
+      );
     expect(bad([['/relative'], []])).toThrow(/apiResources\[0\]\.resourceUris\[0\]/);
     expect(bad([['https://a.example/#x'], []])).toThrow(/apiResources\[0\]\.resourceUris\[0\]/);
     expect(bad([['https://a.example/'], ['https://a.example/']])).toThrow(/apiResources\[1\]\.resourceUris\[0\]/);

@@ -55,9 +55,14 @@ describe('revocation', () => {
   });
 
   it('ends the family of a reference-token client too', async () => {
-    const tokens = await passwordTokens(sigil, { client: ['ropc-ref', 'ropc-secret'], scope: 'openid api1 offline_access' });
+    const tokens = await passwordTokens(sigil, {
+      client: ['ropc-ref', 'ropc-secret'],
+      scope: 'openid api1 offline_access',
+    });
     expect((await revoke(tokens.refresh_token!, ['ropc-ref', 'ropc-secret'])).statusCode).toBe(200);
-    expect((await refresh(tokens.refresh_token!, ['ropc-ref', 'ropc-secret'])).json()).toMatchObject({ error: 'invalid_grant' });
+    expect((await refresh(tokens.refresh_token!, ['ropc-ref', 'ropc-secret'])).json()).toMatchObject({
+      error: 'invalid_grant',
+    });
     expect((await introspect(sigil, tokens.access_token)).body).toBe(INACTIVE);
     expect((await userinfo(tokens.access_token)).statusCode).toBe(401);
   });
@@ -92,7 +97,7 @@ describe('revocation', () => {
     }
   });
 
-  it('answers 200 for another client\'s tokens and changes nothing', async () => {
+  it("answers 200 for another client's tokens and changes nothing", async () => {
     const tokens = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
     const other: BasicCredentials = ['other', 'other-secret'];
     expect((await revoke(tokens.refresh_token!, other)).statusCode).toBe(200);
@@ -102,15 +107,29 @@ describe('revocation', () => {
     expect((await refresh(tokens.refresh_token!)).statusCode).toBe(200);
   });
 
-  it('lets a public client (spa) revoke its own refresh token but not another client\'s', async () => {
+  it("lets a public client (spa) revoke its own refresh token but not another client's", async () => {
     const own = (
-      await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'openid offline_access', client_id: 'spa' })
+      await tokenRequest(sigil, {
+        grant_type: 'password',
+        username: 'alice',
+        password: 'alice',
+        scope: 'openid offline_access',
+        client_id: 'spa',
+      })
     ).json<{ refresh_token: string }>();
     const foreign = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
-    expect((await postForm(sigil, '/connect/revocation', { token: foreign.refresh_token!, client_id: 'spa' })).statusCode).toBe(200);
+    expect(
+      (await postForm(sigil, '/connect/revocation', { token: foreign.refresh_token!, client_id: 'spa' })).statusCode,
+    ).toBe(200);
     expect((await refresh(foreign.refresh_token!)).statusCode).toBe(200);
-    expect((await postForm(sigil, '/connect/revocation', { token: own.refresh_token, client_id: 'spa' })).statusCode).toBe(200);
-    const res = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: own.refresh_token, client_id: 'spa' });
+    expect(
+      (await postForm(sigil, '/connect/revocation', { token: own.refresh_token, client_id: 'spa' })).statusCode,
+    ).toBe(200);
+    const res = await tokenRequest(sigil, {
+      grant_type: 'refresh_token',
+      refresh_token: own.refresh_token,
+      client_id: 'spa',
+    });
     expect(res.json()).toMatchObject({ error: 'invalid_grant' });
   });
 
@@ -146,14 +165,22 @@ describe('revocation', () => {
     const idOnly = await postForm(sigil, '/connect/revocation', { token: tokens.refresh_token!, client_id: 'ropc' });
     expect(idOnly.statusCode).toBe(401);
     expect(idOnly.headers['www-authenticate']).toMatch(/^Basic /);
-    const inBody = await postForm(sigil, '/connect/revocation', { token: tokens.refresh_token!, client_id: 'ropc', client_secret: 'wrong' });
+    const inBody = await postForm(sigil, '/connect/revocation', {
+      token: tokens.refresh_token!,
+      client_id: 'ropc',
+      client_secret: 'wrong',
+    });
     expect(inBody.statusCode).toBe(401);
     expect(inBody.headers['www-authenticate']).toMatch(/^Basic /);
     expect((await refresh(tokens.refresh_token!)).statusCode).toBe(200);
   });
 
   it('answers GET with 405 and Allow: POST', async () => {
-    const res = await sigil.app.inject({ method: 'GET', url: '/connect/revocation?token=x', headers: { authorization: basic(...ROPC) } });
+    const res = await sigil.app.inject({
+      method: 'GET',
+      url: '/connect/revocation?token=x',
+      headers: { authorization: basic(...ROPC) },
+    });
     expect(res.statusCode).toBe(405);
     expect(res.headers.allow).toBe('POST');
   });

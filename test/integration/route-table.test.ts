@@ -18,7 +18,9 @@ describe('route table', () => {
   afterAll(async () => sigil.close());
 
   it('serves every endpoint that discovery names, and discovery names the registration endpoint only when it is served', async () => {
-    const doc = (await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json<Record<string, unknown>>();
+    const doc = (await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json<
+      Record<string, unknown>
+    >();
     const fields = Object.entries(doc).filter(([name]) => name.endsWith('_endpoint') || name === 'jwks_uri');
     expect(fields.map(([name]) => name)).toEqual(
       expect.arrayContaining([
@@ -44,7 +46,9 @@ describe('route table', () => {
     }
     const off = await startSigil(testConfig({ registration: { enabled: false } }));
     try {
-      const plain = (await off.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json<Record<string, unknown>>();
+      const plain = (await off.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json<
+        Record<string, unknown>
+      >();
       expect(plain.registration_endpoint).toBeUndefined();
       expect(plain.token_endpoint).toBe(`${ISSUER}/connect/token`);
     } finally {
@@ -54,8 +58,19 @@ describe('route table', () => {
 
   it('answers preflights from a client origin on the CORS paths, and on no other path', async () => {
     const preflight = (url: string) =>
-      sigil.app.inject({ method: 'OPTIONS', url, headers: { origin: ORIGIN, 'access-control-request-method': 'POST' } });
-    const cors = ['/connect/token', '/connect/userinfo', '/connect/revocation', '/.well-known/openid-configuration', '/.well-known/openid-configuration/jwks', '/.well-known/oauth-authorization-server'];
+      sigil.app.inject({
+        method: 'OPTIONS',
+        url,
+        headers: { origin: ORIGIN, 'access-control-request-method': 'POST' },
+      });
+    const cors = [
+      '/connect/token',
+      '/connect/userinfo',
+      '/connect/revocation',
+      '/.well-known/openid-configuration',
+      '/.well-known/openid-configuration/jwks',
+      '/.well-known/oauth-authorization-server',
+    ];
     for (const path of cors) {
       const res = await preflight(path);
       expect(res.statusCode, path).toBeLessThan(300);
@@ -65,7 +80,11 @@ describe('route table', () => {
       const res = await preflight(path);
       expect(res.headers['access-control-allow-origin'], path).toBeUndefined();
     }
-    const stranger = await sigil.app.inject({ method: 'OPTIONS', url: '/connect/token', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    const stranger = await sigil.app.inject({
+      method: 'OPTIONS',
+      url: '/connect/token',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
     expect(stranger.headers['access-control-allow-origin']).toBeUndefined();
   });
 });

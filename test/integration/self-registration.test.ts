@@ -32,11 +32,14 @@ async function register(address: string, fields: Record<string, string>) {
 
 /** Whether the password grant signs `username` in with `password`. */
 async function signsIn(username: string, password: string): Promise<boolean> {
-  return (await tokenRequest(sigil, { grant_type: 'password', username, password, scope: 'openid' }, ROPC)).statusCode === 200;
+  return (
+    (await tokenRequest(sigil, { grant_type: 'password', username, password, scope: 'openid' }, ROPC)).statusCode ===
+    200
+  );
 }
 
 describe('self-registration against account pre-hijacking', () => {
-  it('an attacker who registers someone else\'s address holds no password once its owner confirms the link', async () => {
+  it("an attacker who registers someone else's address holds no password once its owner confirms the link", async () => {
     const victim = 'ivy@example.net';
     const sent = smtp.mails.length;
     // The attacker fills in the victim's address, and a password too, as a form could carry one.
@@ -52,7 +55,11 @@ describe('self-registration against account pre-hijacking', () => {
     expect(confirm.status).toBe(200);
     expect(confirm.body).toContain('name="password"');
     expect(confirm.body).toContain('autocomplete="new-password"');
-    const done = await owner.post('/account/register/confirm', { csrf_token: input(confirm.body, 'csrf_token'), token: input(confirm.body, 'token'), password: 'owner-picked-river-48' });
+    const done = await owner.post('/account/register/confirm', {
+      csrf_token: input(confirm.body, 'csrf_token'),
+      token: input(confirm.body, 'token'),
+      password: 'owner-picked-river-48',
+    });
     expect(done.status, done.body).toBe(200);
     expect(done.body).toContain('Your account is ready.');
     expect(await signsIn(victim, 'attacker-chosen-77')).toBe(false);
@@ -66,7 +73,12 @@ describe('self-registration against account pre-hijacking', () => {
     const link = linkIn(await smtp.waitFor(sent + 1), '/account/register/confirm');
     const b = new Browser(sigil, '203.0.113.21');
     const page = await b.get(link);
-    const post = (password: string) => b.post('/account/register/confirm', { csrf_token: input(page.body, 'csrf_token'), token: input(page.body, 'token'), password });
+    const post = (password: string) =>
+      b.post('/account/register/confirm', {
+        csrf_token: input(page.body, 'csrf_token'),
+        token: input(page.body, 'token'),
+        password,
+      });
     const empty = await post('');
     expect(empty.status).toBe(400);
     const weak = await post('password');

@@ -22,7 +22,11 @@ const how = { amr: ['pwd'], idp: 'local', tenant: null };
 
 beforeAll(async () => {
   store = await openStore(`sqlite:${join(dir.dir, 'sessions.db')}`);
-  sessions = new SessionService(store.records.sessions, LIFETIME, new LogoutService(store.logout, new ClientRegistry([]), 60));
+  sessions = new SessionService(
+    store.records.sessions,
+    LIFETIME,
+    new LogoutService(store.logout, new ClientRegistry([]), 60),
+  );
 });
 afterAll(async () => {
   await store.close();

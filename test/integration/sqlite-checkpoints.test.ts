@@ -37,11 +37,14 @@ describe('SQLite checkpoints', () => {
       const before = statSync(path).size;
       // About 2,000 pages of WAL: half the inline threshold, so only the worker can checkpoint them.
       const records = Array.from({ length: 2_000 }, (_, i) => row(i));
-      for (let i = 0; i < records.length; i += 200) await Promise.all(records.slice(i, i + 200).map((r) => store.grants.put(r)));
+      for (let i = 0; i < records.length; i += 200)
+        await Promise.all(records.slice(i, i + 200).map((r) => store.grants.put(r)));
       const deadline = Date.now() + 2_000;
-      while (statSync(path).size < before + 1_000_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (statSync(path).size < before + 1_000_000 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       expect(statSync(path).size).toBeGreaterThan(before + 1_000_000);
-      for (const r of [records[0], records[999], records[1_999]]) expect((await store.grants.get(r!.key))?.familyId).toBe(r!.familyId);
+      for (const r of [records[0], records[999], records[1_999]])
+        expect((await store.grants.get(r!.key))?.familyId).toBe(r!.familyId);
     } finally {
       await store.close();
     }
@@ -51,7 +54,8 @@ describe('SQLite checkpoints', () => {
     const path = join(dir.dir, 'sustained.db');
     const store = await openStore(`sqlite:${path}`);
     try {
-      for (let i = 0; i < 40_000; i += 200) await Promise.all(Array.from({ length: 200 }, (_, j) => store.grants.put(row(i + j))));
+      for (let i = 0; i < 40_000; i += 200)
+        await Promise.all(Array.from({ length: 200 }, (_, j) => store.grants.put(row(i + j))));
       expect(statSync(`${path}-wal`).size).toBeLessThan(40_000_000);
     } finally {
       await store.close();

@@ -20,9 +20,16 @@ describe('token storage', () => {
 
     const jwtFamily = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
     add(jwtFamily);
-    const rotated = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: jwtFamily.refresh_token! }, ['ropc', 'ropc-secret']);
+    const rotated = await tokenRequest(
+      sigil,
+      { grant_type: 'refresh_token', refresh_token: jwtFamily.refresh_token! },
+      ['ropc', 'ropc-secret'],
+    );
     add(rotated.json());
-    const refFamily = await passwordTokens(sigil, { client: ['ropc-ref', 'ropc-secret'], scope: 'openid api1 offline_access' });
+    const refFamily = await passwordTokens(sigil, {
+      client: ['ropc-ref', 'ropc-secret'],
+      scope: 'openid api1 offline_access',
+    });
     add(refFamily);
     add(await clientTokens(sigil, 'api1', ['m2m-ref', 'm2m-secret']));
     const cc = await clientTokens(sigil, 'api1');
@@ -47,7 +54,8 @@ describe('token storage', () => {
       const keys = new Set(rows.map((r) => r.key));
       const handles = issued.filter((t) => !t.includes('.'));
       expect(handles.length).toBeGreaterThanOrEqual(5);
-      for (const handle of handles) expect(keys.has(createHash('sha256').update(handle).digest('base64url'))).toBe(true);
+      for (const handle of handles)
+        expect(keys.has(createHash('sha256').update(handle).digest('base64url'))).toBe(true);
       for (const key of keys) expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
     } finally {
       db.close();

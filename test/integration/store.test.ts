@@ -11,7 +11,15 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/stores/sql.js';
-import type { GrantRecord, LogoutDelivery, SessionParticipant, Store, StoredFactor, StoredKey, StoredUser } from '../../src/stores/types.js';
+import type {
+  GrantRecord,
+  LogoutDelivery,
+  SessionParticipant,
+  Store,
+  StoredFactor,
+  StoredKey,
+  StoredUser,
+} from '../../src/stores/types.js';
 import { dropSchema, POSTGRES_URL, tempDir, uniqueSchema } from '../helpers.js';
 
 interface Backend {
@@ -28,7 +36,12 @@ const pgSchema = uniqueSchema('sigil_test');
 
 const backends: Backend[] = [
   { name: 'memory', url: () => 'memory', shared: false, cleanup: async () => {} },
-  { name: 'SQLite file', url: () => `sqlite:${join(sqliteDir.dir, 'store.db')}`, shared: true, cleanup: async () => sqliteDir.cleanup() },
+  {
+    name: 'SQLite file',
+    url: () => `sqlite:${join(sqliteDir.dir, 'store.db')}`,
+    shared: true,
+    cleanup: async () => sqliteDir.cleanup(),
+  },
   {
     name: 'PostgreSQL',
     url: () => `${POSTGRES_URL}?schema=${pgSchema}&poolSize=20`,
@@ -55,7 +68,12 @@ function record(over: Partial<GrantRecord> = {}): GrantRecord {
     subjectId: `user-${counter}`,
     familyId: randomBytes(16).toString('base64url'),
     sessionId: 'sid-1',
-    data: { scopes: ['openid', 'api1'], subject: { subjectId: `user-${counter}`, authTime: NOW - 10, amr: ['pwd'] }, n: 1.5, nested: { a: [1, 'b', null, true] } },
+    data: {
+      scopes: ['openid', 'api1'],
+      subject: { subjectId: `user-${counter}`, authTime: NOW - 10, amr: ['pwd'] },
+      n: 1.5,
+      nested: { a: [1, 'b', null, true] },
+    },
     createdAt: NOW,
     expiresAt: NOW + 3600,
     consumedAt: null,
@@ -171,7 +189,9 @@ describe.each(backends)('store contract on $name', (backend) => {
       expect(outcomes[150]?.status).toBe('rejected');
       for (const [i, r] of fresh.entries()) {
         const outcome = outcomes[i < 150 ? i : i + 1];
-        expect(outcome?.status === 'fulfilled' ? (outcome.value as GrantRecord | undefined)?.key : undefined).toBe(r.key);
+        expect(outcome?.status === 'fulfilled' ? (outcome.value as GrantRecord | undefined)?.key : undefined).toBe(
+          r.key,
+        );
       }
       expect((await store.grants.get(taken.key))?.clientId).toBe('client-a');
     });
@@ -201,7 +221,9 @@ describe.each(backends)('store contract on $name', (backend) => {
     it('50 concurrent consumes of one record: exactly one wins', async () => {
       const r = record({ type: 'authorization_code' });
       await store.grants.put(r);
-      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? store : other).grants.consume(r.key, NOW + 1)));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? store : other).grants.consume(r.key, NOW + 1)),
+      );
       expect(results.filter(Boolean)).toHaveLength(1);
       expect((await store.grants.get(r.key))?.consumedAt).toBe(NOW + 1);
     });
@@ -209,8 +231,12 @@ describe.each(backends)('store contract on $name', (backend) => {
     it('concurrent consumes of 20 records, 10 callers each: exactly one winner per record', async () => {
       const records = Array.from({ length: 20 }, () => record({ type: 'device_code' }));
       for (const r of records) await store.grants.put(r);
-      const attempts = records.flatMap((r) => Array.from({ length: 10 }, (_, i) => ({ key: r.key, s: i % 2 === 0 ? store : other })));
-      const results = await Promise.all(attempts.map(async (a) => ({ key: a.key, won: await a.s.grants.consume(a.key, NOW) })));
+      const attempts = records.flatMap((r) =>
+        Array.from({ length: 10 }, (_, i) => ({ key: r.key, s: i % 2 === 0 ? store : other })),
+      );
+      const results = await Promise.all(
+        attempts.map(async (a) => ({ key: a.key, won: await a.s.grants.consume(a.key, NOW) })),
+      );
       for (const r of records) expect(results.filter((x) => x.key === r.key && x.won)).toHaveLength(1);
     });
 
@@ -219,7 +245,9 @@ describe.each(backends)('store contract on $name', (backend) => {
       await store.grants.put(r);
       const read = (await other.grants.get(r.key))!.data;
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : other).grants.replaceData(r.key, read, { ...read, writer: i })),
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 === 0 ? store : other).grants.replaceData(r.key, read, { ...read, writer: i }),
+        ),
       );
       expect(results.filter(Boolean)).toHaveLength(1);
       const winner = results.indexOf(true);
@@ -236,7 +264,9 @@ describe.each(backends)('store contract on $name', (backend) => {
 
     it('putOnce stores a key once: of 20 racing writers on either node exactly one wins, later ones lose', async () => {
       const r = record({ type: 'replay' });
-      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : other).grants.putOnce(r)));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? store : other).grants.putOnce(r)),
+      );
       expect(results.filter(Boolean)).toHaveLength(1);
       expect(await other.grants.putOnce(r)).toBe(false);
       expect(await store.grants.get(r.key)).toEqual(r);
@@ -334,7 +364,10 @@ describe.each(backends)('store contract on $name', (backend) => {
 
     it('revokeSubject revokes the live records of the given kinds of one subject, in every family', async () => {
       const subjectId = `sub-${key()}`;
-      const mine = [record({ subjectId, type: 'refresh_token' }), record({ subjectId, type: 'reference_token', data: {} })];
+      const mine = [
+        record({ subjectId, type: 'refresh_token' }),
+        record({ subjectId, type: 'reference_token', data: {} }),
+      ];
       const otherKind = record({ subjectId, type: 'consent', data: {} });
       const someoneElse = record({ subjectId: `sub-${key()}`, type: 'refresh_token' });
       for (const r of [...mine, otherKind, someoneElse]) await store.grants.put(r);
@@ -347,15 +380,23 @@ describe.each(backends)('store contract on $name', (backend) => {
 
     it('revokeClient revokes the live records of the given kinds of one client, of every user; keepSessionId spares a session in revokeSubject', async () => {
       const clientId = `client-${key()}`;
-      const mine = [record({ clientId }), record({ clientId, type: 'consent', data: {} }), record({ clientId, subjectId: null, type: 'reference_token', data: {} })];
+      const mine = [
+        record({ clientId }),
+        record({ clientId, type: 'consent', data: {} }),
+        record({ clientId, subjectId: null, type: 'reference_token', data: {} }),
+      ];
       const otherKind = record({ clientId, type: 'session', data: {} });
       const expired = record({ clientId, expiresAt: NOW - 1 });
       const otherClient = record({ clientId: `${clientId}-b` });
       for (const r of [...mine, otherKind, expired, otherClient]) await store.grants.put(r);
-      expect(await store.grants.revokeClient(clientId, ['refresh_token', 'reference_token', 'consent'], NOW + 3)).toBe(3);
+      expect(await store.grants.revokeClient(clientId, ['refresh_token', 'reference_token', 'consent'], NOW + 3)).toBe(
+        3,
+      );
       for (const r of mine) expect((await other.grants.get(r.key))?.revokedAt).toBe(NOW + 3);
       for (const r of [otherKind, expired, otherClient]) expect((await store.grants.get(r.key))?.revokedAt).toBeNull();
-      expect(await store.grants.revokeClient(clientId, ['refresh_token', 'reference_token', 'consent'], NOW + 4)).toBe(0);
+      expect(await store.grants.revokeClient(clientId, ['refresh_token', 'reference_token', 'consent'], NOW + 4)).toBe(
+        0,
+      );
 
       const subjectId = `sub-${key()}`;
       const kept = record({ subjectId, sessionId: 'keep' });
@@ -380,19 +421,35 @@ describe.each(backends)('store contract on $name', (backend) => {
       expect(await store.emails.primary(subjectId)).toBeUndefined();
       await store.emails.setPrimary(subjectId, 'Old@Example.org', true);
       await store.emails.setPrimary(subjectId, 'New@Example.org', false);
-      expect(await other.emails.primary(subjectId)).toEqual({ subjectId, value: 'New@Example.org', isPrimary: true, verified: false });
-      expect(await store.emails.findByValue('old@EXAMPLE.org')).toEqual([{ subjectId, value: 'Old@Example.org', isPrimary: false, verified: true }]);
+      expect(await other.emails.primary(subjectId)).toEqual({
+        subjectId,
+        value: 'New@Example.org',
+        isPrimary: true,
+        verified: false,
+      });
+      expect(await store.emails.findByValue('old@EXAMPLE.org')).toEqual([
+        { subjectId, value: 'Old@Example.org', isPrimary: false, verified: true },
+      ]);
       expect(await store.emails.markVerified(subjectId, 'new@example.org')).toBe(true);
       expect((await store.emails.primary(subjectId))?.verified).toBe(true);
       expect(await store.emails.markVerified(subjectId, 'none@example.org')).toBe(false);
       // Setting an address the user has again makes it primary, without a second row.
       await store.emails.setPrimary(subjectId, 'OLD@example.org', false);
-      expect(await store.emails.findByValue('old@example.org')).toEqual([{ subjectId, value: 'OLD@example.org', isPrimary: true, verified: false }]);
+      expect(await store.emails.findByValue('old@example.org')).toEqual([
+        { subjectId, value: 'OLD@example.org', isPrimary: true, verified: false },
+      ]);
     });
 
     it('removing a user removes their addresses', async () => {
       const subjectId = `em-${key()}`;
-      await store.users.addUser({ subjectId, username: `u-${subjectId}`, tenant: null, passwordHash: null, claims: {}, isActive: true });
+      await store.users.addUser({
+        subjectId,
+        username: `u-${subjectId}`,
+        tenant: null,
+        passwordHash: null,
+        claims: {},
+        isActive: true,
+      });
       await store.emails.setPrimary(subjectId, `${subjectId}@example.org`, true);
       expect(await store.users.removeUser(subjectId)).toBe(true);
       expect(await store.emails.findByValue(`${subjectId}@example.org`)).toEqual([]);
@@ -437,9 +494,28 @@ describe.each(backends)('store contract on $name', (backend) => {
       claims: { name: 'Alice', role: ['admin', 'dev'], email_verified: true },
       isActive: true,
     };
-    const acmeAlice: StoredUser = { ...alice, subjectId: 'u-acme-alice', tenant: 'acme', claims: { name: 'Alice of Acme' } };
-    const inactive: StoredUser = { subjectId: 'u-dave', username: 'dave', tenant: null, passwordHash: null, claims: {}, isActive: false };
-    const carol: StoredUser = { subjectId: 'u-carol', username: 'Carol', tenant: 'acme', passwordHash: null, claims: { name: 'Carol' }, isActive: true };
+    const acmeAlice: StoredUser = {
+      ...alice,
+      subjectId: 'u-acme-alice',
+      tenant: 'acme',
+      claims: { name: 'Alice of Acme' },
+    };
+    const inactive: StoredUser = {
+      subjectId: 'u-dave',
+      username: 'dave',
+      tenant: null,
+      passwordHash: null,
+      claims: {},
+      isActive: false,
+    };
+    const carol: StoredUser = {
+      subjectId: 'u-carol',
+      username: 'Carol',
+      tenant: 'acme',
+      passwordHash: null,
+      claims: { name: 'Carol' },
+      isActive: true,
+    };
 
     beforeAll(async () => {
       for (const u of [alice, acmeAlice, inactive, carol]) await store.users.addUser(u);
@@ -491,7 +567,10 @@ describe.each(backends)('store contract on $name', (backend) => {
 
     it('lists, by kind, what was added; removes one of the user or all of some kinds', async () => {
       const totp = factor('f-user-1', 'totp', { counter: 59_000_000 });
-      const codes = [factor('f-user-1', 'recovery_code', { createdAt: NOW + 1 }), factor('f-user-1', 'recovery_code', { createdAt: NOW + 2 })];
+      const codes = [
+        factor('f-user-1', 'recovery_code', { createdAt: NOW + 1 }),
+        factor('f-user-1', 'recovery_code', { createdAt: NOW + 2 }),
+      ];
       for (const f of [totp, ...codes, factor('f-user-2', 'totp')]) await store.factors.addFactor(f);
       expect(await other.factors.listFactors('f-user-1')).toEqual([totp, ...codes]);
       expect(await store.factors.listFactors('f-user-1', ['totp'])).toEqual([totp]);
@@ -508,7 +587,9 @@ describe.each(backends)('store contract on $name', (backend) => {
     it('advances a counter only upwards: of concurrent advances to one value exactly one wins', async () => {
       const f = factor('f-user-3', 'totp', { counter: 10 });
       await store.factors.addFactor(f);
-      const results = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).factors.advanceFactorCounter(f.id, 12, NOW + 5)));
+      const results = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => (i % 2 ? other : store).factors.advanceFactorCounter(f.id, 12, NOW + 5)),
+      );
       expect(results.filter(Boolean)).toHaveLength(1);
       expect(await store.factors.advanceFactorCounter(f.id, 11, NOW + 6)).toBe(false);
       expect(await store.factors.advanceFactorCounter(f.id, 13, NOW + 7)).toBe(true);
@@ -519,7 +600,10 @@ describe.each(backends)('store contract on $name', (backend) => {
       const keep = factor('f-user-4', 'totp');
       await store.factors.addFactor(keep);
       await store.factors.replaceFactors('f-user-4', 'recovery_code', [factor('f-user-4', 'recovery_code')]);
-      const fresh = [factor('f-user-4', 'recovery_code', { createdAt: NOW + 1 }), factor('f-user-4', 'recovery_code', { createdAt: NOW + 2 })];
+      const fresh = [
+        factor('f-user-4', 'recovery_code', { createdAt: NOW + 1 }),
+        factor('f-user-4', 'recovery_code', { createdAt: NOW + 2 }),
+      ];
       await store.factors.replaceFactors('f-user-4', 'recovery_code', fresh);
       expect(await store.factors.listFactors('f-user-4')).toEqual([keep, ...fresh]);
     });
@@ -527,19 +611,32 @@ describe.each(backends)('store contract on $name', (backend) => {
 
   describe('LogoutStore', () => {
     /** A delivery for each participant of a session (as LogoutService plans them). */
-    const plan = (tag: string) => (ps: SessionParticipant[]): LogoutDelivery[] =>
-      ps.map((p, i) => ({ id: `${tag}-${i}`, clientId: p.clientId, uri: 'https://rp.example/bc', subjectId: p.subjectId, sid: p.sid, attempts: 0, giveUpAt: NOW + 600 }));
+    const plan =
+      (tag: string) =>
+      (ps: SessionParticipant[]): LogoutDelivery[] =>
+        ps.map((p, i) => ({
+          id: `${tag}-${i}`,
+          clientId: p.clientId,
+          uri: 'https://rp.example/bc',
+          subjectId: p.subjectId,
+          sid: p.sid,
+          attempts: 0,
+          giveUpAt: NOW + 600,
+        }));
 
     it('endSession raced by 10 callers on two nodes: one gets the participants, the session row is revoked, deliveries are queued once', async () => {
       const sid = `sid-${key().slice(0, 20)}`;
       const session = record({ type: 'session', familyId: sid, sessionId: sid });
       await store.grants.put(session);
-      for (const clientId of ['a', 'b', 'a']) await store.logout.addParticipant({ sid, clientId, subjectId: 'u1' }, NOW + 100);
+      for (const clientId of ['a', 'b', 'a'])
+        await store.logout.addParticipant({ sid, clientId, subjectId: 'u1' }, NOW + 100);
       // Two SQLite stores in one process cannot race transactions: better-sqlite3 waits for a
       // lock synchronously, blocking the very thread that holds it. Separate processes (nodes, the
       // command line) wait for each other; here the SQLite racers share one connection.
       const node = (i: number) => (i % 2 === 0 || backend.name !== 'PostgreSQL' ? store : other);
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => node(i).logout.endSession(sid, NOW, plan(`${sid}-${i}`))));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => node(i).logout.endSession(sid, NOW, plan(`${sid}-${i}`))),
+      );
       const winners = results.filter((r) => r.length > 0);
       expect(winners).toHaveLength(1);
       expect(winners[0]!.map((p) => p.clientId).sort()).toEqual(['a', 'b']);
@@ -550,11 +647,21 @@ describe.each(backends)('store contract on $name', (backend) => {
 
     it('claimDeliveries raced on two nodes: each delivery goes to one holder; after the lease it is claimable again; only the holder retries or finishes it', async () => {
       const sid = `sid-${key().slice(0, 20)}`;
-      for (const clientId of ['a', 'b', 'c', 'd', 'e']) await store.logout.addParticipant({ sid, clientId, subjectId: 'u2' }, NOW + 100);
+      for (const clientId of ['a', 'b', 'c', 'd', 'e'])
+        await store.logout.addParticipant({ sid, clientId, subjectId: 'u2' }, NOW + 100);
       await store.logout.endSession(sid, NOW, plan(sid));
       const ids = [0, 1, 2, 3, 4].map((i) => `${sid}-${i}`);
-      const claims = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : other).logout.claimDeliveries(`h${i}`, NOW, NOW + 10, 5, ids)));
-      expect(claims.flat().map((d) => d.id).sort()).toEqual(ids);
+      const claims = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          (i % 2 === 0 ? store : other).logout.claimDeliveries(`h${i}`, NOW, NOW + 10, 5, ids),
+        ),
+      );
+      expect(
+        claims
+          .flat()
+          .map((d) => d.id)
+          .sort(),
+      ).toEqual(ids);
       const holderOf = (id: string) => `h${claims.findIndex((c) => c.some((d) => d.id === id))}`;
       // Leased until NOW + 10: nobody else gets them before.
       expect(await other.logout.claimDeliveries('late', NOW + 9, NOW + 20, 5, ids)).toEqual([]);
@@ -593,12 +700,16 @@ describe.each(backends)('store contract on $name', (backend) => {
     it('acquireLease raced by 10 holders on two nodes: exactly one gets it', async () => {
       const lease = `race-${key().slice(0, 20)}`;
       const results = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : other).maintenance.acquireLease(lease, `holder-${i}`, 100, 200)),
+        Array.from({ length: 10 }, (_, i) =>
+          (i % 2 === 0 ? store : other).maintenance.acquireLease(lease, `holder-${i}`, 100, 200),
+        ),
       );
       expect(results.filter(Boolean)).toHaveLength(1);
       // After it ends, again exactly one of the racers gets it.
       const again = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? store : other).maintenance.acquireLease(lease, `late-${i}`, 201, 300)),
+        Array.from({ length: 10 }, (_, i) =>
+          (i % 2 === 0 ? store : other).maintenance.acquireLease(lease, `late-${i}`, 201, 300),
+        ),
       );
       expect(again.filter(Boolean)).toHaveLength(1);
     });
@@ -607,7 +718,12 @@ describe.each(backends)('store contract on $name', (backend) => {
       // A time range no other test uses: every other row expires far later.
       const T = 1_000_000;
       const expired = Array.from({ length: 25 }, (_, i) =>
-        record({ expiresAt: T - 1 - i, createdAt: T - 3600, ...(i % 5 === 0 ? { consumedAt: T - 100 } : {}), ...(i % 7 === 0 ? { revokedAt: T - 50 } : {}) }),
+        record({
+          expiresAt: T - 1 - i,
+          createdAt: T - 3600,
+          ...(i % 5 === 0 ? { consumedAt: T - 100 } : {}),
+          ...(i % 7 === 0 ? { revokedAt: T - 50 } : {}),
+        }),
       );
       const atCutoff = Array.from({ length: 3 }, () => record({ expiresAt: T, createdAt: T - 3600 }));
       const later = Array.from({ length: 4 }, (_, i) => record({ expiresAt: T + 1 + i, createdAt: T - 3600 }));
@@ -644,7 +760,10 @@ describe.each(backends)('store contract on $name', (backend) => {
     expect(await other.webauthn.get(credential.id)).toEqual(credential);
     expect(await store.webauthn.list(subjectId)).toEqual([credential]);
     // Two uses that read counter 0: exactly one records its new value.
-    const results = await Promise.all([store.webauthn.recordUse(credential.id, 0, 5, NOW + 1), other.webauthn.recordUse(credential.id, 0, 6, NOW + 2)]);
+    const results = await Promise.all([
+      store.webauthn.recordUse(credential.id, 0, 5, NOW + 1),
+      other.webauthn.recordUse(credential.id, 0, 6, NOW + 2),
+    ]);
     expect(results.filter(Boolean)).toHaveLength(1);
     const used = await store.webauthn.get(credential.id);
     expect([5, 6]).toContain(used?.counter);
@@ -654,7 +773,14 @@ describe.each(backends)('store contract on $name', (backend) => {
     expect(await store.webauthn.get(credential.id)).toBeUndefined();
     expect(await store.webauthn.list(subjectId)).toEqual([]);
     // Removing the user removes their credentials.
-    await store.users.addUser({ subjectId, username: subjectId, tenant: null, passwordHash: null, claims: {}, isActive: true });
+    await store.users.addUser({
+      subjectId,
+      username: subjectId,
+      tenant: null,
+      passwordHash: null,
+      claims: {},
+      isActive: true,
+    });
     await store.webauthn.add({ ...credential, id: key() });
     expect(await store.users.removeUser(subjectId)).toBe(true);
     expect(await store.webauthn.list(subjectId)).toEqual([]);

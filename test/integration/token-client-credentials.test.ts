@@ -68,7 +68,7 @@ describe('client_credentials', () => {
     expect(pa.payload.jti).not.toBe(pb.payload.jti);
   });
 
-  it('grants all of the client\'s API scopes when scope is omitted', async () => {
+  it("grants all of the client's API scopes when scope is omitted", async () => {
     const body = await clientTokens(sigil);
     expect(body.scope.split(' ').sort()).toEqual(['api1', 'api2']);
     const { payload } = await jwtVerify(body.access_token, await fetchJwks(sigil));

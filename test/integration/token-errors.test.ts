@@ -42,17 +42,25 @@ describe('token endpoint errors', () => {
   });
 
   it('answers PUT with 400 invalid_request', async () => {
-    const res = await raw(form({ grant_type: 'client_credentials' }), { 'content-type': 'application/x-www-form-urlencoded' }, 'PUT');
+    const res = await raw(
+      form({ grant_type: 'client_credentials' }),
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      'PUT',
+    );
     expectOAuthError(res, 400, 'invalid_request');
   });
 
   it('answers a JSON body with 400 invalid_request', async () => {
-    const res = await raw(JSON.stringify({ grant_type: 'client_credentials', scope: 'api1' }), { 'content-type': 'application/json' });
+    const res = await raw(JSON.stringify({ grant_type: 'client_credentials', scope: 'api1' }), {
+      'content-type': 'application/json',
+    });
     expectOAuthError(res, 400, 'invalid_request');
   });
 
   it('answers a JSON body with __proto__ with 400 invalid_request', async () => {
-    const res = await raw('{"__proto__":{"admin":true},"grant_type":"client_credentials"}', { 'content-type': 'application/json' });
+    const res = await raw('{"__proto__":{"admin":true},"grant_type":"client_credentials"}', {
+      'content-type': 'application/json',
+    });
     expectOAuthError(res, 400, 'invalid_request');
   });
 
@@ -167,10 +175,15 @@ describe('token endpoint errors', () => {
   });
 
   it('treats prototype-polluting parameter names as unknown names', async () => {
-    const res = await formPost('grant_type=client_credentials&scope=api1&__proto__%5Badmin%5D=1&constructor%5Bprototype%5D%5Bx%5D=1&a%5Bb%5D=1');
+    const res = await formPost(
+      'grant_type=client_credentials&scope=api1&__proto__%5Badmin%5D=1&constructor%5Bprototype%5D%5Bx%5D=1&a%5Bb%5D=1',
+    );
     expect(res.statusCode).toBe(200);
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
-    const after = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice' }, ['m2m', 'm2m-secret']);
+    const after = await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice' }, [
+      'm2m',
+      'm2m-secret',
+    ]);
     expectOAuthError(after, 400, 'unauthorized_client');
   });
 
@@ -198,7 +211,13 @@ describe('hostile input on every back-channel endpoint', () => {
   });
   afterAll(async () => sigil.close());
 
-  const urls = ['/connect/token', '/connect/introspect', '/connect/revocation', '/connect/userinfo', '/.well-known/openid-configuration'];
+  const urls = [
+    '/connect/token',
+    '/connect/introspect',
+    '/connect/revocation',
+    '/connect/userinfo',
+    '/.well-known/openid-configuration',
+  ];
   const bodies: [string, string | Buffer][] = [
     ['application/x-www-form-urlencoded', 'token=%ZZ&grant_type=%C3%28'],
     ['application/x-www-form-urlencoded', 'token=%00&access_token=%ED%A0%80'],

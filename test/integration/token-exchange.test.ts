@@ -34,7 +34,12 @@ const MAY_ACT_GRANT = 'urn:example:may-act';
 const TOKEN_URL = `${testConfig().issuer}/connect/token`;
 
 /** alice's tokens from `client` by the password grant, bound to `key` (RFC 9449 §5). */
-async function boundTokens(sigil: TestSigil, client: BasicCredentials, key: ProofKey, scope: string): Promise<TokenBody> {
+async function boundTokens(
+  sigil: TestSigil,
+  client: BasicCredentials,
+  key: ProofKey,
+  scope: string,
+): Promise<TokenBody> {
   const params = { grant_type: 'password', username: 'alice', password: 'alice', scope };
   const res = await postForm(sigil, '/connect/token', params, client, { dpop: await proof(key, TOKEN_URL) });
   expect(res.json<TokenBody>().token_type, res.body).toBe('DPoP');
@@ -47,7 +52,12 @@ function expectError(res: { statusCode: number; json: () => unknown }, error: st
 }
 
 /** A token request of `client` with `proofJwt` as its DPoP header, if any. */
-function tokenRequestWithProof(sigil: TestSigil, params: Record<string, string>, client: BasicCredentials, proofJwt?: string) {
+function tokenRequestWithProof(
+  sigil: TestSigil,
+  params: Record<string, string>,
+  client: BasicCredentials,
+  proofJwt?: string,
+) {
   return postForm(sigil, '/connect/token', params, client, proofJwt === undefined ? {} : { dpop: proofJwt });
 }
 
@@ -58,7 +68,11 @@ function tokenRequestWithProof(sigil: TestSigil, params: Record<string, string>,
 const mayActGrant: ExtensionGrant = {
   grantType: MAY_ACT_GRANT,
   async validate(ctx) {
-    return { subject: { subjectId: '1' }, scopes: ['api1'], claims: { may_act: JSON.parse(ctx.params.require('may_act')) } };
+    return {
+      subject: { subjectId: '1' },
+      scopes: ['api1'],
+      claims: { may_act: JSON.parse(ctx.params.require('may_act')) },
+    };
   },
 };
 
@@ -69,7 +83,9 @@ describe('token exchange', () => {
     sigil = await startSigil(
       {
         clients: [
-          ...(base.clients ?? []).map((c) => (c.clientId === 'ropc' ? { ...c, allowedGrantTypes: [...c.allowedGrantTypes, MAY_ACT_GRANT] } : c)),
+          ...(base.clients ?? []).map((c) =>
+            c.clientId === 'ropc' ? { ...c, allowedGrantTypes: [...c.allowedGrantTypes, MAY_ACT_GRANT] } : c,
+          ),
           {
             clientId: 'gateway',
             clientSecrets: ['gateway-secret'],
@@ -77,7 +93,13 @@ describe('token exchange', () => {
             allowedScopes: ['openid', 'profile', 'email', 'roles', 'api1', 'api2'],
             tokenExchangeSubjectAudiences: ['api1'],
           },
-          { clientId: 'short', clientSecrets: ['short-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'api1'], accessTokenLifetime: 30 },
+          {
+            clientId: 'short',
+            clientSecrets: ['short-secret'],
+            allowedGrantTypes: ['password'],
+            allowedScopes: ['openid', 'api1'],
+            accessTokenLifetime: 30,
+          },
           {
             clientId: 'ref-ex',
             clientSecrets: ['ref-secret'],
@@ -97,7 +119,11 @@ describe('token exchange', () => {
   const exchange = (params: Record<string, string>, client: BasicCredentials = ROPC) =>
     tokenRequest(sigil, { grant_type: TOKEN_EXCHANGE, ...params }, client);
   /** Exchanges `subject_token` as `client`; fails the test unless it is 200. */
-  const exchanged = async (subject_token: string, client: BasicCredentials = ROPC, extra: Record<string, string> = {}): Promise<TokenBody> => {
+  const exchanged = async (
+    subject_token: string,
+    client: BasicCredentials = ROPC,
+    extra: Record<string, string> = {},
+  ): Promise<TokenBody> => {
     const res = await exchange({ subject_token, subject_token_type: ACCESS_TOKEN_TYPE, ...extra }, client);
     expect(res.statusCode, res.body).toBe(200);
     return res.json<TokenBody>();
@@ -117,31 +143,54 @@ describe('token exchange', () => {
     it('lets userinfo release no claim the subject token did not allow', async () => {
       const alice = await passwordTokens(sigil, { scope: 'openid profile api1' });
       for (const scope of ['openid profile email', 'openid roles', 'openid profile api1 email']) {
-        expectError(await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope }), 'invalid_scope');
+        expectError(
+          await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope }),
+          'invalid_scope',
+        );
       }
       const all = await exchanged(alice.access_token);
       expect(all.scope).toBe('openid profile api1');
-      expect((await userinfo(sigil, all.access_token)).json()).toEqual({ sub: '1', name: 'Alice Smith', given_name: 'Alice', family_name: 'Smith' });
+      expect((await userinfo(sigil, all.access_token)).json()).toEqual({
+        sub: '1',
+        name: 'Alice Smith',
+        given_name: 'Alice',
+        family_name: 'Smith',
+      });
       const narrower = await exchanged(alice.access_token, ROPC, { scope: 'openid api1' });
       expect((await userinfo(sigil, narrower.access_token)).json()).toEqual({ sub: '1' });
       // Re-exchanging the narrower token cannot get profile back.
-      const again = await exchange({ subject_token: narrower.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'openid profile' });
+      const again = await exchange({
+        subject_token: narrower.access_token,
+        subject_token_type: ACCESS_TOKEN_TYPE,
+        scope: 'openid profile',
+      });
       expectError(again, 'invalid_scope');
     });
   });
 
   describe('audience and actor policy', () => {
-    it('refuses another client\'s token unless the client acts as its audience (tokenExchangeSubjectAudiences)', async () => {
+    it("refuses another client's token unless the client acts as its audience (tokenExchangeSubjectAudiences)", async () => {
       const foreign = await passwordTokens(sigil, { client: ['other', 'other-secret'], scope: 'openid api1' });
       // ropc lists no audiences: only its own tokens.
-      expectError(await exchange({ subject_token: foreign.access_token, subject_token_type: ACCESS_TOKEN_TYPE }), 'invalid_request');
+      expectError(
+        await exchange({ subject_token: foreign.access_token, subject_token_type: ACCESS_TOKEN_TYPE }),
+        'invalid_request',
+      );
       // gateway acts as api1: a token for api1 is acceptable, and it acts.
       const body = await exchanged(foreign.access_token, GATEWAY, { scope: 'api1' });
       const payload = decodeJwt(body.access_token);
-      expect(payload).toMatchObject({ sub: '1', client_id: 'gateway', aud: 'api1', act: { sub: 'gateway', client_id: 'gateway' } });
+      expect(payload).toMatchObject({
+        sub: '1',
+        client_id: 'gateway',
+        aud: 'api1',
+        act: { sub: 'gateway', client_id: 'gateway' },
+      });
       // A token without api1 in its audience is not.
       const identityOnly = await passwordTokens(sigil, { client: ['other', 'other-secret'], scope: 'openid' });
-      expectError(await exchange({ subject_token: identityOnly.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, GATEWAY), 'invalid_request');
+      expectError(
+        await exchange({ subject_token: identityOnly.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, GATEWAY),
+        'invalid_request',
+      );
     });
 
     it('honours may_act: only the party it names may exchange the token', async () => {
@@ -154,7 +203,11 @@ describe('token exchange', () => {
       };
       const bob = await passwordTokens(sigil, { username: 'bob', scope: 'api1' });
       const withActor = (subject_token: string, actor_token?: string) =>
-        exchange({ subject_token, subject_token_type: ACCESS_TOKEN_TYPE, ...(actor_token ? { actor_token, actor_token_type: ACCESS_TOKEN_TYPE } : {}) });
+        exchange({
+          subject_token,
+          subject_token_type: ACCESS_TOKEN_TYPE,
+          ...(actor_token ? { actor_token, actor_token_type: ACCESS_TOKEN_TYPE } : {}),
+        });
 
       const forBob = await issue({ sub: '2' });
       expectError(await withActor(forBob), 'invalid_request');
@@ -168,7 +221,10 @@ describe('token exchange', () => {
       // acting as api1) may not take it one hop further, while gateway may re-exchange its own.
       const byGateway = await exchanged(forGateway, GATEWAY, { scope: 'api1' });
       expect(decodeJwt(byGateway.access_token).may_act).toEqual({ client_id: 'gateway' });
-      expectError(await exchange({ subject_token: byGateway.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, REF), 'invalid_request');
+      expectError(
+        await exchange({ subject_token: byGateway.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, REF),
+        'invalid_request',
+      );
       await exchanged(byGateway.access_token, GATEWAY, { scope: 'api1' });
       const forRopc = await issue({ client_id: 'ropc', sub: 'ropc' });
       expect((await withActor(forRopc)).statusCode).toBe(200);
@@ -176,8 +232,11 @@ describe('token exchange', () => {
     });
   });
 
-  describe('belongs to the subject token\'s grant', () => {
-    for (const [format, client] of [['JWT', ROPC], ['reference', REF]] as const) {
+  describe("belongs to the subject token's grant", () => {
+    for (const [format, client] of [
+      ['JWT', ROPC],
+      ['reference', REF],
+    ] as const) {
       it(`ends with the user's grant family when its refresh token is revoked (${format})`, async () => {
         const alice = await passwordTokens(sigil, { client, scope: 'openid api1 offline_access' });
         const once = await exchanged(alice.access_token, client);
@@ -187,24 +246,39 @@ describe('token exchange', () => {
           expect((await introspect(sigil, t.access_token)).json()).toMatchObject({ active: true, sub: '1' });
           expect((await userinfo(sigil, t.access_token)).statusCode).toBe(200);
         }
-        const revoked = await postForm(sigil, '/connect/revocation', { token: alice.refresh_token!, token_type_hint: 'refresh_token' }, client);
+        const revoked = await postForm(
+          sigil,
+          '/connect/revocation',
+          { token: alice.refresh_token!, token_type_hint: 'refresh_token' },
+          client,
+        );
         expect(revoked.statusCode).toBe(200);
         for (const t of [once, twice]) {
           expect((await introspect(sigil, t.access_token)).json()).toEqual({ active: false });
           expect((await userinfo(sigil, t.access_token)).statusCode).toBe(401);
-          expectError(await exchange({ subject_token: t.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, client), 'invalid_request');
+          expectError(
+            await exchange({ subject_token: t.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, client),
+            'invalid_request',
+          );
         }
       });
     }
 
-    for (const [format, exchanger] of [['JWT', GATEWAY], ['reference', REF]] as const) {
+    for (const [format, exchanger] of [
+      ['JWT', GATEWAY],
+      ['reference', REF],
+    ] as const) {
       it(`never outlives the subject token, however often it is re-exchanged (${format})`, async () => {
         const alice = await passwordTokens(sigil, { client: SHORT, scope: 'openid api1' });
         const subjectExp = decodeJwt(alice.access_token).exp!;
         let token = alice.access_token;
         for (let i = 0; i < 3; i++) {
           const body = await exchanged(token, exchanger, { scope: 'api1' });
-          const seen = (await introspect(sigil, body.access_token)).json<{ active: boolean; exp: number; iat: number }>();
+          const seen = (await introspect(sigil, body.access_token)).json<{
+            active: boolean;
+            exp: number;
+            iat: number;
+          }>();
           expect(seen.active).toBe(true);
           expect(seen.exp).toBeLessThanOrEqual(subjectExp);
           expect(body.expires_in).toBe(seen.exp - seen.iat);
@@ -218,38 +292,60 @@ describe('token exchange', () => {
     const withProof = (params: Record<string, string>, client: BasicCredentials, proofJwt?: string) =>
       tokenRequestWithProof(sigil, { grant_type: TOKEN_EXCHANGE, ...params }, client, proofJwt);
 
-    for (const [format, owner, exchanger] of [['JWT', ROPC, GATEWAY], ['reference', REF, REF]] as const) {
+    for (const [format, owner, exchanger] of [
+      ['JWT', ROPC, GATEWAY],
+      ['reference', REF, REF],
+    ] as const) {
       it(`needs a proof of a bound subject_token's key with its ath, and binds the new token to that key (${format})`, async () => {
         const [key, other] = await Promise.all([proofKey(), proofKey()]);
         const subject = (await boundTokens(sigil, owner, key, 'openid api1')).access_token;
         const params = { subject_token: subject, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' };
         // A stolen bound token, no key: no proof, a proof of the thief's own key.
         expectError(await withProof(params, exchanger), 'invalid_request');
-        expectError(await withProof(params, exchanger, await proof(other, TOKEN_URL, { accessToken: subject })), 'invalid_dpop_proof');
+        expectError(
+          await withProof(params, exchanger, await proof(other, TOKEN_URL, { accessToken: subject })),
+          'invalid_dpop_proof',
+        );
         // The right key, but the proof is not tied to the subject token: no ath, another token's.
         expectError(await withProof(params, exchanger, await proof(key, TOKEN_URL)), 'invalid_dpop_proof');
-        expectError(await withProof(params, exchanger, await proof(key, TOKEN_URL, { accessToken: 'another token' })), 'invalid_dpop_proof');
+        expectError(
+          await withProof(params, exchanger, await proof(key, TOKEN_URL, { accessToken: 'another token' })),
+          'invalid_dpop_proof',
+        );
 
         const res = await withProof(params, exchanger, await proof(key, TOKEN_URL, { accessToken: subject }));
         expect(res.statusCode, res.body).toBe(200);
         const body = res.json<TokenBody>();
         expect(body.token_type).toBe('DPoP');
-        expect((await introspect(sigil, body.access_token)).json()).toMatchObject({ active: true, sub: '1', cnf: { jkt: key.jkt } });
+        expect((await introspect(sigil, body.access_token)).json()).toMatchObject({
+          active: true,
+          sub: '1',
+          cnf: { jkt: key.jkt },
+        });
         if (format === 'JWT') expect(decodeJwt(body.access_token).cnf).toEqual({ jkt: key.jkt });
         // The new token is bound as well: one more hop needs the key again.
         const next = { ...params, subject_token: body.access_token };
         expectError(await withProof(next, exchanger), 'invalid_request');
         const again = await withProof(next, exchanger, await proof(key, TOKEN_URL, { accessToken: body.access_token }));
         expect(again.statusCode, again.body).toBe(200);
-        expect((await introspect(sigil, again.json<TokenBody>().access_token)).json()).toMatchObject({ active: true, cnf: { jkt: key.jkt } });
+        expect((await introspect(sigil, again.json<TokenBody>().access_token)).json()).toMatchObject({
+          active: true,
+          cnf: { jkt: key.jkt },
+        });
       });
     }
 
-    it('needs a proof of a bound actor_token\'s key too, and binds the new token to it', async () => {
+    it("needs a proof of a bound actor_token's key too, and binds the new token to it", async () => {
       const [key, other] = await Promise.all([proofKey(), proofKey()]);
       const alice = await passwordTokens(sigil, { scope: 'openid api1' });
       const actor = (await boundTokens(sigil, ROPC, key, 'api1')).access_token;
-      const params = { subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, actor_token: actor, actor_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' };
+      const params = {
+        subject_token: alice.access_token,
+        subject_token_type: ACCESS_TOKEN_TYPE,
+        actor_token: actor,
+        actor_token_type: ACCESS_TOKEN_TYPE,
+        scope: 'api1',
+      };
       expectError(await withProof(params, ROPC), 'invalid_request');
       expectError(await withProof(params, ROPC, await proof(other, TOKEN_URL)), 'invalid_dpop_proof');
       const res = await withProof(params, ROPC, await proof(key, TOKEN_URL));
@@ -259,14 +355,24 @@ describe('token exchange', () => {
       // A subject and an actor bound to two keys: one proof cannot show both.
       const subject = (await boundTokens(sigil, ROPC, other, 'openid api1')).access_token;
       const both = { ...params, subject_token: subject };
-      expectError(await withProof(both, ROPC, await proof(other, TOKEN_URL, { accessToken: subject })), 'invalid_dpop_proof');
-      expectError(await withProof(both, ROPC, await proof(key, TOKEN_URL, { accessToken: subject })), 'invalid_dpop_proof');
+      expectError(
+        await withProof(both, ROPC, await proof(other, TOKEN_URL, { accessToken: subject })),
+        'invalid_dpop_proof',
+      );
+      expectError(
+        await withProof(both, ROPC, await proof(key, TOKEN_URL, { accessToken: subject })),
+        'invalid_dpop_proof',
+      );
     });
   });
 
-  it('exchanges alice\'s access token for a new one that names the acting client', async () => {
+  it("exchanges alice's access token for a new one that names the acting client", async () => {
     const alice = await passwordTokens(sigil, { scope: 'openid api1' });
-    const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' });
+    const res = await exchange({
+      subject_token: alice.access_token,
+      subject_token_type: ACCESS_TOKEN_TYPE,
+      scope: 'api1',
+    });
     expect(res.statusCode).toBe(200);
     expect(res.headers['cache-control']).toBe('no-store');
     const body = res.json<Record<string, unknown>>();
@@ -285,14 +391,14 @@ describe('token exchange', () => {
     expect((await introspect(sigil, body.access_token as string)).json()).toMatchObject({ active: true, sub: '1' });
   });
 
-  it('keeps only the subject token\'s scopes when scope is omitted', async () => {
+  it("keeps only the subject token's scopes when scope is omitted", async () => {
     const alice = await passwordTokens(sigil, { scope: 'openid api2' });
     const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE });
     expect(res.statusCode).toBe(200);
     expect(res.json<{ scope: string }>().scope).toBe('openid api2');
   });
 
-  it('names the actor token\'s subject in act when an actor_token is sent', async () => {
+  it("names the actor token's subject in act when an actor_token is sent", async () => {
     const alice = await passwordTokens(sigil, { scope: 'openid api1' });
     const bob = await passwordTokens(sigil, { username: 'bob', scope: 'api1' });
     const res = await exchange({
@@ -310,8 +416,14 @@ describe('token exchange', () => {
 
   it('nests the earlier actor when an exchanged token is exchanged again', async () => {
     const alice = await passwordTokens(sigil, { scope: 'openid api1' });
-    const once = (await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' })).json<{ access_token: string }>();
-    const twice = await exchange({ subject_token: once.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' });
+    const once = (
+      await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1' })
+    ).json<{ access_token: string }>();
+    const twice = await exchange({
+      subject_token: once.access_token,
+      subject_token_type: ACCESS_TOKEN_TYPE,
+      scope: 'api1',
+    });
     expect(twice.statusCode).toBe(200);
     const { payload } = await jwtVerify(twice.json<{ access_token: string }>().access_token, await fetchJwks(sigil));
     expect(payload.act).toEqual({ sub: 'ropc', client_id: 'ropc', act: { sub: 'ropc', client_id: 'ropc' } });
@@ -371,14 +483,21 @@ describe('token exchange', () => {
 
   it('issues no refresh token: offline_access is refused with invalid_scope', async () => {
     const alice = await passwordTokens(sigil, { scope: 'openid api1' });
-    const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE, scope: 'api1 offline_access' });
+    const res = await exchange({
+      subject_token: alice.access_token,
+      subject_token_type: ACCESS_TOKEN_TYPE,
+      scope: 'api1 offline_access',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ error: 'invalid_scope' });
   });
 
   it('is unauthorized_client for a client that does not list it', async () => {
     const alice = await passwordTokens(sigil, { scope: 'openid api1' });
-    const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, ['other', 'other-secret']);
+    const res = await exchange({ subject_token: alice.access_token, subject_token_type: ACCESS_TOKEN_TYPE }, [
+      'other',
+      'other-secret',
+    ]);
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ error: 'unauthorized_client' });
   });
@@ -396,7 +515,8 @@ describe('extension grants', () => {
       if (credential === 'machine') return {};
       if (credential === 'ghost') return { subject: { subjectId: 'no-such-user' } };
       if (credential === 'dave') return { subject: { subjectId: '4' } };
-      if (credential === 'expired') return { subject: { subjectId: '1' }, expiresAt: Math.floor(Date.now() / 1000) - 1 };
+      if (credential === 'expired')
+        return { subject: { subjectId: '1' }, expiresAt: Math.floor(Date.now() / 1000) - 1 };
       if (credential === 'joined' || credential === 'revoked-meanwhile') {
         // Joins the grant family of a user's access token and expires with it.
         const valid = await ctx.validateAccessToken(ctx.params.require('user_token'));
@@ -436,9 +556,11 @@ describe('extension grants', () => {
     tokenRequest(sigil, { grant_type: 'urn:example:custom', ...params }, client);
 
   it('the same client without the grant registered is refused at load, naming the field', async () => {
-    await expect(startSigil({ clients: [{ clientId: 'custom', clientSecrets: ['s'], allowedGrantTypes: ['urn:example:custom'] }] })).rejects.toThrow(
-      /clients\[0\]\.allowedGrantTypes\[0\]: unknown grant type "urn:example:custom"/,
-    );
+    await expect(
+      startSigil({
+        clients: [{ clientId: 'custom', clientSecrets: ['s'], allowedGrantTypes: ['urn:example:custom'] }],
+      }),
+    ).rejects.toThrow(/clients\[0\]\.allowedGrantTypes\[0\]: unknown grant type "urn:example:custom"/);
   });
 
   it('issues tokens for a user to a client that lists the grant', async () => {
@@ -457,7 +579,11 @@ describe('extension grants', () => {
     expect(payload.tenant_hint).toBe('x');
     expect(payload.act).toEqual({ sub: 'svc' });
     // The refresh token works for that client.
-    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: body.refresh_token! }, CUSTOM);
+    const refreshed = await tokenRequest(
+      sigil,
+      { grant_type: 'refresh_token', refresh_token: body.refresh_token! },
+      CUSTOM,
+    );
     expect(refreshed.statusCode).toBe(200);
   });
 
@@ -514,7 +640,11 @@ describe('extension grants', () => {
 
   it('joins a named grant family and expiry cap: the tokens end with that grant', async () => {
     const alice = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
-    const res = await grant({ custom_credential: 'joined', user_token: alice.access_token, scope: 'api1 offline_access' });
+    const res = await grant({
+      custom_credential: 'joined',
+      user_token: alice.access_token,
+      scope: 'api1 offline_access',
+    });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json<TokenBody>();
     const subjectExp = decodeJwt(alice.access_token).exp!;
@@ -532,9 +662,17 @@ describe('extension grants', () => {
   it('needs a proof of the key a validated token is bound to, and binds its tokens to it', async () => {
     const key = await proofKey();
     const alice = await boundTokens(sigil, ROPC, key, 'openid api1 offline_access');
-    const params = { grant_type: 'urn:example:custom', custom_credential: 'joined', user_token: alice.access_token, scope: 'api1 offline_access' };
+    const params = {
+      grant_type: 'urn:example:custom',
+      custom_credential: 'joined',
+      user_token: alice.access_token,
+      scope: 'api1 offline_access',
+    };
     expectError(await tokenRequestWithProof(sigil, params, CUSTOM), 'invalid_request');
-    expectError(await tokenRequestWithProof(sigil, params, CUSTOM, await proof(await proofKey(), TOKEN_URL)), 'invalid_dpop_proof');
+    expectError(
+      await tokenRequestWithProof(sigil, params, CUSTOM, await proof(await proofKey(), TOKEN_URL)),
+      'invalid_dpop_proof',
+    );
     const res = await tokenRequestWithProof(sigil, params, CUSTOM, await proof(key, TOKEN_URL));
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json<TokenBody>();
@@ -549,7 +687,12 @@ describe('extension grants', () => {
 
   it('refuses with invalid_request when the named family is revoked while the tokens are issued', async () => {
     const alice = await passwordTokens(sigil, { scope: 'openid api1 offline_access' });
-    const res = await grant({ custom_credential: 'revoked-meanwhile', user_token: alice.access_token, user_refresh_token: alice.refresh_token!, scope: 'api1' });
+    const res = await grant({
+      custom_credential: 'revoked-meanwhile',
+      user_token: alice.access_token,
+      user_refresh_token: alice.refresh_token!,
+      scope: 'api1',
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ error: 'invalid_request' });
   });

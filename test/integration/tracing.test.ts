@@ -17,9 +17,33 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UserAdmin } from '../../src/admin/users.js';
 import { tracingRequested } from '../../src/telemetry/tracing.js';
-import { Browser, CB, codeParams, idTokensInSession, input, isConsentPage, isLoginPage, pkce, readResponse, type Step, webLike } from '../authorize-helpers.js';
+import {
+  Browser,
+  CB,
+  codeParams,
+  idTokensInSession,
+  input,
+  isConsentPage,
+  isLoginPage,
+  pkce,
+  readResponse,
+  type Step,
+  webLike,
+} from '../authorize-helpers.js';
 import { freePort } from '../e2e/ports.js';
-import { basic, dropSchema, form, POSTGRES_URL, type ServerProcess, sleep, startProcess, startSigil, testConfig, type TestSigil, uniqueSchema } from '../helpers.js';
+import {
+  basic,
+  dropSchema,
+  form,
+  POSTGRES_URL,
+  type ServerProcess,
+  sleep,
+  startProcess,
+  startSigil,
+  testConfig,
+  type TestSigil,
+  uniqueSchema,
+} from '../helpers.js';
 import { LogoutReceiver } from '../logout-receiver.js';
 import { registrationConfig } from '../registration-helpers.js';
 import { linkIn, SmtpReceiver } from '../smtp-receiver.js';
@@ -52,7 +76,9 @@ interface OtlpSpan {
 
 /** The spans of every body received, flattened. */
 function spansOf(bodies: { body: { resourceSpans?: { scopeSpans?: { spans?: OtlpSpan[] }[] }[] } }[]): OtlpSpan[] {
-  return bodies.flatMap((b) => (b.body.resourceSpans ?? []).flatMap((r) => (r.scopeSpans ?? []).flatMap((s) => s.spans ?? [])));
+  return bodies.flatMap((b) =>
+    (b.body.resourceSpans ?? []).flatMap((r) => (r.scopeSpans ?? []).flatMap((s) => s.spans ?? [])),
+  );
 }
 
 const attribute = (span: OtlpSpan, key: string) => {
@@ -108,7 +134,12 @@ class HttpBrowser extends Browser {
     super(sigil);
   }
 
-  override async send(method: string, url: string, payload?: string, extra: Record<string, string> = {}): Promise<Step> {
+  override async send(
+    method: string,
+    url: string,
+    payload?: string,
+    extra: Record<string, string> = {},
+  ): Promise<Step> {
     const path = url.startsWith('http') ? new URL(url).pathname + new URL(url).search : url;
     const cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     const res = await fetch(`${this.origin}${path}`, {
@@ -127,7 +158,11 @@ class HttpBrowser extends Browser {
       const eq = pair.indexOf('=');
       const name = pair.slice(0, eq);
       const value = pair.slice(eq + 1);
-      const gone = value === '' || attributes.some((a) => /^max-age=(0|-)/i.test(a) || (/^expires=/i.test(a) && Date.parse(a.slice(8)) < Date.now()));
+      const gone =
+        value === '' ||
+        attributes.some(
+          (a) => /^max-age=(0|-)/i.test(a) || (/^expires=/i.test(a) && Date.parse(a.slice(8)) < Date.now()),
+        );
       if (gone) this.cookies.delete(name);
       else this.cookies.set(name, value);
     }
@@ -158,7 +193,9 @@ describe('tracing with OTEL_* set', () => {
   const HOOK_KEY = 'bc-hook-key-0a9f3e';
   const logLines: Record<string, unknown>[] = [];
   beforeAll(async () => {
-    receiver = spawn(process.execPath, ['--input-type=module', '-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit'] });
+    receiver = spawn(process.execPath, ['--input-type=module', '-e', RECEIVER], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const [port] = (await once(receiver.stdout!, 'data')) as [Buffer];
     receiverOrigin = `http://127.0.0.1:${port.toString().trim()}`;
     Object.assign(process.env, otelEnvironment());
@@ -166,7 +203,8 @@ describe('tracing with OTEL_* set', () => {
       { level: 'info' },
       new Writable({
         write(chunk: Buffer, _encoding, done) {
-          for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) logLines.push(JSON.parse(line) as Record<string, unknown>);
+          for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+            logLines.push(JSON.parse(line) as Record<string, unknown>);
           done();
         },
       }),
@@ -180,14 +218,24 @@ describe('tracing with OTEL_* set', () => {
           ...registration.clients,
           webLike('bc', { backChannelLogoutUri: `${logoutReceiver.url}/bc?hook_key=${HOOK_KEY}` }),
           webLike('web'),
-          { clientId: 'scim-bot', clientSecrets: ['scim-bot-secret'], allowedGrantTypes: ['client_credentials'], allowedScopes: ['scim'] },
+          {
+            clientId: 'scim-bot',
+            clientSecrets: ['scim-bot-secret'],
+            allowedGrantTypes: ['client_credentials'],
+            allowedScopes: ['scim'],
+          },
         ],
         registration: registration.registration,
         email: { smtpUrl: smtp.url, from: 'id@acme.example' },
       },
       { logger },
     );
-    await new UserAdmin(sigil.context.store, sigil.context.config).create({ username: 'victim', password: PASSWORD, email: 'victim@example.org', emailVerified: true });
+    await new UserAdmin(sigil.context.store, sigil.context.config).create({
+      username: 'victim',
+      password: PASSWORD,
+      email: 'victim@example.org',
+      emailVerified: true,
+    });
     await sigil.app.listen({ host: '127.0.0.1', port: 0 });
   });
   afterAll(async () => {
@@ -236,7 +284,9 @@ describe('tracing with OTEL_* set', () => {
   it('records no query value and no caller address of a request', async () => {
     const { port } = sigil.app.server.address() as { port: number };
     const hint = 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJzZWNyZXQtaGludCJ9.';
-    const res = await fetch(`http://127.0.0.1:${port}/connect/endsession?id_token_hint=${hint}&state=private-state`, { redirect: 'manual' });
+    const res = await fetch(`http://127.0.0.1:${port}/connect/endsession?id_token_hint=${hint}&state=private-state`, {
+      redirect: 'manual',
+    });
     expect(res.status).toBeLessThan(500);
     let span: OtlpSpan | undefined;
     await waitForSpans((spans) => {
@@ -248,7 +298,8 @@ describe('tracing with OTEL_* set', () => {
     const exported = JSON.stringify(span);
     expect(exported).not.toContain(hint);
     expect(exported).not.toContain('private-state');
-    for (const key of ['client.address', 'network.peer.address', 'network.peer.port']) expect(attribute(span!, key)).toBeUndefined();
+    for (const key of ['client.address', 'network.peer.address', 'network.peer.port'])
+      expect(attribute(span!, key)).toBeUndefined();
   });
 
   it('exports a span per back-channel logout delivery, with the logout store calls under it', async () => {
@@ -261,17 +312,30 @@ describe('tracing with OTEL_* set', () => {
     await waitForSpans((received) => {
       spans = received;
       delivery = spans.find((s) => s.name === 'logout.delivery.attempt');
-      return delivery !== undefined && spans.some((s) => s.parentSpanId === delivery!.spanId && s.name === 'store.logout.finishDelivery');
+      return (
+        delivery !== undefined &&
+        spans.some((s) => s.parentSpanId === delivery!.spanId && s.name === 'store.logout.finishDelivery')
+      );
     });
     expect(delivery, JSON.stringify(spans.map((s) => s.name))).toBeDefined();
-    expect(spans.find((s) => s.name === 'store.logout.finishDelivery' && s.parentSpanId === delivery!.spanId)).toBeDefined();
+    expect(
+      spans.find((s) => s.name === 'store.logout.finishDelivery' && s.parentSpanId === delivery!.spanId),
+    ).toBeDefined();
     // Nor the key in the query of the client's logout URI.
     expect(await receivedText()).not.toContain(HOOK_KEY);
   });
   it('exports no secret, password, code, token, link token, cookie or Authorization header of any flow over HTTP', async () => {
     const { port } = sigil.app.server.address() as { port: number };
     const origin = `http://127.0.0.1:${port}`;
-    const secrets = new Set<string>([PASSWORD, 'm2m-secret', 'ropc-secret', 'web-secret', 'api1-secret', 'registrar-secret', 'scim-bot-secret']);
+    const secrets = new Set<string>([
+      PASSWORD,
+      'm2m-secret',
+      'ropc-secret',
+      'web-secret',
+      'api1-secret',
+      'registrar-secret',
+      'scim-bot-secret',
+    ]);
     /** Every Basic header is a secret too, and so is its base64 part alone. */
     const basicOf = (id: string, secret: string) => {
       const header = basic(id, secret);
@@ -279,8 +343,15 @@ describe('tracing with OTEL_* set', () => {
       secrets.add(header.slice('Basic '.length));
       return header;
     };
-    const call = async (path: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}) => {
-      const res = await fetch(`${origin}${path}`, { redirect: 'manual', ...init, headers: { connection: 'close', ...init.headers } });
+    const call = async (
+      path: string,
+      init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+    ) => {
+      const res = await fetch(`${origin}${path}`, {
+        redirect: 'manual',
+        ...init,
+        headers: { connection: 'close', ...init.headers },
+      });
       const text = await res.text();
       return { status: res.status, text, json: () => JSON.parse(text) as Record<string, string> };
     };
@@ -291,7 +362,15 @@ describe('tracing with OTEL_* set', () => {
         body: form(params),
       });
     const keep = (body: Record<string, string>) => {
-      for (const name of ['access_token', 'refresh_token', 'id_token', 'client_secret', 'registration_access_token', 'device_code', 'user_code'])
+      for (const name of [
+        'access_token',
+        'refresh_token',
+        'id_token',
+        'client_secret',
+        'registration_access_token',
+        'device_code',
+        'user_code',
+      ])
         if (typeof body[name] === 'string') secrets.add(body[name]);
       return body;
     };
@@ -300,18 +379,40 @@ describe('tracing with OTEL_* set', () => {
     const m2m = await token({ grant_type: 'client_credentials', scope: 'api1' }, basicOf('m2m', 'm2m-secret'));
     expect(m2m.status, m2m.text).toBe(200);
     keep(m2m.json());
-    const posted = await token({ grant_type: 'client_credentials', scope: 'api1', client_id: 'm2m', client_secret: 'm2m-secret' });
+    const posted = await token({
+      grant_type: 'client_credentials',
+      scope: 'api1',
+      client_id: 'm2m',
+      client_secret: 'm2m-secret',
+    });
     expect(posted.status, posted.text).toBe(200);
     keep(posted.json());
 
     // Password grant (a wrong password first), refresh, introspection, userinfo, revocation.
     const wrong = 'wrong-horse-battery-7';
     secrets.add(wrong);
-    expect((await token({ grant_type: 'password', username: 'victim', password: wrong, scope: 'openid api1' }, basicOf('ropc', 'ropc-secret'))).status).toBe(400);
-    const password = await token({ grant_type: 'password', username: 'victim', password: PASSWORD, scope: 'openid api1 offline_access' }, basicOf('ropc', 'ropc-secret'));
+    expect(
+      (
+        await token(
+          { grant_type: 'password', username: 'victim', password: wrong, scope: 'openid api1' },
+          basicOf('ropc', 'ropc-secret'),
+        )
+      ).status,
+    ).toBe(400);
+    const password = await token(
+      { grant_type: 'password', username: 'victim', password: PASSWORD, scope: 'openid api1 offline_access' },
+      basicOf('ropc', 'ropc-secret'),
+    );
     expect(password.status, password.text).toBe(200);
     const grant = keep(password.json());
-    const refreshed = keep((await token({ grant_type: 'refresh_token', refresh_token: grant.refresh_token! }, basicOf('ropc', 'ropc-secret'))).json());
+    const refreshed = keep(
+      (
+        await token(
+          { grant_type: 'refresh_token', refresh_token: grant.refresh_token! },
+          basicOf('ropc', 'ropc-secret'),
+        )
+      ).json(),
+    );
     expect(refreshed.access_token).toBeDefined();
     const introspection = await call('/connect/introspect', {
       method: 'POST',
@@ -342,14 +443,26 @@ describe('tracing with OTEL_* set', () => {
     expect(code).toBeTruthy();
     secrets.add(code);
     for (const value of b.cookies.values()) secrets.add(value);
-    const redeemed = await token({ grant_type: 'authorization_code', code, redirect_uri: CB, code_verifier: verifier }, basicOf('web', 'web-secret'));
+    const redeemed = await token(
+      { grant_type: 'authorization_code', code, redirect_uri: CB, code_verifier: verifier },
+      basicOf('web', 'web-secret'),
+    );
     expect(redeemed.status, redeemed.text).toBe(200);
     const web = keep(redeemed.json());
-    const ended = await b.get(`/connect/endsession?${new URLSearchParams({ id_token_hint: web.id_token!, post_logout_redirect_uri: 'https://rp.example/bye' })}`);
+    const ended = await b.get(
+      `/connect/endsession?${new URLSearchParams({ id_token_hint: web.id_token!, post_logout_redirect_uri: 'https://rp.example/bye' })}`,
+    );
     expect(ended.status).toBeLessThan(500);
 
     // Dynamic registration with an initial access token, then a read with the registration access token.
-    const initial = keep((await token({ grant_type: 'client_credentials', scope: 'sigil:register' }, basicOf('registrar', 'registrar-secret'))).json());
+    const initial = keep(
+      (
+        await token(
+          { grant_type: 'client_credentials', scope: 'sigil:register' },
+          basicOf('registrar', 'registrar-secret'),
+        )
+      ).json(),
+    );
     const registered = await call('/connect/register', {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${initial.access_token}` },
@@ -357,7 +470,9 @@ describe('tracing with OTEL_* set', () => {
     });
     expect(registered.status, registered.text).toBe(201);
     const client = keep(registered.json());
-    const read = await call(new URL(client.registration_client_uri!).pathname, { headers: { authorization: `Bearer ${client.registration_access_token}` } });
+    const read = await call(new URL(client.registration_client_uri!).pathname, {
+      headers: { authorization: `Bearer ${client.registration_access_token}` },
+    });
     expect(read.status, read.text).toBe(200);
     keep(read.json());
     basicOf(client.client_id!, client.client_secret!);
@@ -365,7 +480,10 @@ describe('tracing with OTEL_* set', () => {
     // A password reset: the link from the real mail, opened (its token in the query), then used.
     const mailer = new HttpBrowser(sigil, origin);
     const forgot = await mailer.get('/account/forgot');
-    expect((await mailer.post('/account/forgot', { csrf_token: input(forgot.body, 'csrf_token'), identifier: 'victim' })).status).toBe(200);
+    expect(
+      (await mailer.post('/account/forgot', { csrf_token: input(forgot.body, 'csrf_token'), identifier: 'victim' }))
+        .status,
+    ).toBe(200);
     const link = linkIn(await smtp.waitFor(1), '/account/reset');
     const linkToken = new URL(link).searchParams.get('token')!;
     secrets.add(linkToken);
@@ -373,36 +491,63 @@ describe('tracing with OTEL_* set', () => {
     expect(resetPage.status, resetPage.body).toBe(200);
     const newPassword = 'lantern-quartz-88-orbit';
     secrets.add(newPassword);
-    const reset = await mailer.post('/account/reset', { csrf_token: input(resetPage.body, 'csrf_token'), token: linkToken, password: newPassword });
+    const reset = await mailer.post('/account/reset', {
+      csrf_token: input(resetPage.body, 'csrf_token'),
+      token: linkToken,
+      password: newPassword,
+    });
     expect(reset.status, reset.body).toBe(200);
     for (const value of mailer.cookies.values()) secrets.add(value);
 
     // SCIM with a Bearer token.
-    const scim = keep((await token({ grant_type: 'client_credentials', scope: 'scim' }, basicOf('scim-bot', 'scim-bot-secret'))).json());
-    const users = await call('/scim/v2/Users?filter=userName%20eq%20%22victim%22', { headers: { authorization: `Bearer ${scim.access_token}` } });
+    const scim = keep(
+      (await token({ grant_type: 'client_credentials', scope: 'scim' }, basicOf('scim-bot', 'scim-bot-secret'))).json(),
+    );
+    const users = await call('/scim/v2/Users?filter=userName%20eq%20%22victim%22', {
+      headers: { authorization: `Bearer ${scim.access_token}` },
+    });
     expect(users.status, users.text).toBe(200);
 
     // The last request: once its span is received, every earlier one (ended before it) is too.
     expect((await call('/.well-known/openid-configuration?last=1')).status).toBe(200);
-    await waitForSpans((spans) => spans.some((s) => s.name === 'GET /.well-known/openid-configuration' && attribute(s, 'url.query') === 'last=REDACTED'));
+    await waitForSpans((spans) =>
+      spans.some(
+        (s) => s.name === 'GET /.well-known/openid-configuration' && attribute(s, 'url.query') === 'last=REDACTED',
+      ),
+    );
     const text = await receivedText();
-    for (const name of ['POST /connect/token', 'GET /account/reset', 'POST /connect/register', 'GET /connect/userinfo', 'POST /connect/revocation']) expect(text).toContain(`"${name}"`);
+    for (const name of [
+      'POST /connect/token',
+      'GET /account/reset',
+      'POST /connect/register',
+      'GET /connect/userinfo',
+      'POST /connect/revocation',
+    ])
+      expect(text).toContain(`"${name}"`);
     expect(leaks(text, secrets)).toEqual([]);
   });
   it('exports neither the database password of `sigil start --storage` nor SQL values, on PostgreSQL', async () => {
     const schema = uniqueSchema('sigil_tracing');
-    // Trust authentication: the server takes any password, so the one on the command line is only ever a secret to keep.
+    // Trust authentication: the server takes any password, so the one on the command line is only ever a
+    // secret to keep.
     const databasePassword = 'pg-password-on-the-command-line-41';
     const storage = `${POSTGRES_URL.replace('postgres://postgres@', `postgres://postgres:${databasePassword}@`)}?schema=${schema}`;
     let server: ServerProcess | undefined;
     try {
       const erin = { subjectId: '9', username: 'erin', password: 'erin-long-password-53', claims: {} };
-      server = await startProcess(testConfig({ logLevel: 'warn', users: [erin] }), await freePort(), { args: ['--storage', storage], env: { OTEL_SERVICE_NAME: 'sigil-pg-process' } });
+      server = await startProcess(testConfig({ logLevel: 'warn', users: [erin] }), await freePort(), {
+        args: ['--storage', storage],
+        env: { OTEL_SERVICE_NAME: 'sigil-pg-process' },
+      });
       const secrets = new Set([databasePassword, 'ropc-secret', erin.password]);
       const token = async (params: Record<string, string>) => {
         const res = await fetch(`${server!.url}/connect/token`, {
           method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('ropc', 'ropc-secret'), connection: 'close' },
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            authorization: basic('ropc', 'ropc-secret'),
+            connection: 'close',
+          },
           body: form(params),
         });
         expect(res.status).toBe(200);
@@ -410,13 +555,28 @@ describe('tracing with OTEL_* set', () => {
         for (const name of ['access_token', 'refresh_token', 'id_token']) if (body[name]) secrets.add(body[name]);
         return body;
       };
-      const first = await token({ grant_type: 'password', username: 'erin', password: erin.password, scope: 'openid api1 offline_access' });
+      const first = await token({
+        grant_type: 'password',
+        username: 'erin',
+        password: erin.password,
+        scope: 'openid api1 offline_access',
+      });
       const second = await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token! });
-      const info = await fetch(`${server.url}/connect/userinfo`, { headers: { authorization: `Bearer ${second.access_token}`, connection: 'close' } });
+      const info = await fetch(`${server.url}/connect/userinfo`, {
+        headers: { authorization: `Bearer ${second.access_token}`, connection: 'close' },
+      });
       expect(info.status).toBe(200);
       secrets.add(basic('ropc', 'ropc-secret').slice('Basic '.length));
       // The refresh token's stored handle is looked up by value: a statement with parameters, never the value.
-      await waitForSpans((spans) => spans.some((s) => s.name === 'GET /connect/userinfo' && attribute(s, 'http.route') === '/connect/userinfo' && spans.some((p) => p.traceId === s.traceId && p.name.startsWith('pg.'))) && spans.some((s) => s.name.startsWith('pg.query')));
+      await waitForSpans(
+        (spans) =>
+          spans.some(
+            (s) =>
+              s.name === 'GET /connect/userinfo' &&
+              attribute(s, 'http.route') === '/connect/userinfo' &&
+              spans.some((p) => p.traceId === s.traceId && p.name.startsWith('pg.')),
+          ) && spans.some((s) => s.name.startsWith('pg.query')),
+      );
       const text = await receivedText();
       expect(text).toContain('sigil-pg-process');
       expect(text).toContain('db.query.text');
@@ -431,8 +591,12 @@ describe('tracing with OTEL_* set', () => {
 describe('tracing without OTEL_* variables', () => {
   it('is off: tracingRequested is false for an empty environment and for an exporter set to none', () => {
     expect(tracingRequested({})).toBe(false);
-    expect(tracingRequested({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBe(false);
-    expect(tracingRequested({ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBe(false);
+    expect(
+      tracingRequested({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }),
+    ).toBe(false);
+    expect(tracingRequested({ OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBe(
+      false,
+    );
     expect(tracingRequested({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })).toBe(true);
     expect(tracingRequested({ OTEL_TRACES_EXPORTER: 'otlp' })).toBe(true);
   });

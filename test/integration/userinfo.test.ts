@@ -3,15 +3,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import {
-  clientTokens,
-  form,
-  passwordTokens,
-  postForm,
-  startSigil,
-  testConfig,
-  type TestSigil,
-} from '../helpers.js';
+import { clientTokens, form, passwordTokens, postForm, startSigil, testConfig, type TestSigil } from '../helpers.js';
 
 function expectBearerError(res: LightMyRequestResponse, status: number, error: string): void {
   expect(res.statusCode).toBe(status);
@@ -27,7 +19,13 @@ describe('userinfo', () => {
     sigil = await startSigil({
       clients: [
         ...(base.clients ?? []),
-        { clientId: 'brief', clientSecrets: ['s'], allowedGrantTypes: ['password'], allowedScopes: ['openid', 'email', 'api1'], accessTokenLifetime: 2 },
+        {
+          clientId: 'brief',
+          clientSecrets: ['s'],
+          allowedGrantTypes: ['password'],
+          allowedScopes: ['openid', 'email', 'api1'],
+          accessTokenLifetime: 2,
+        },
         {
           clientId: 'brief-ref',
           clientSecrets: ['s'],
@@ -69,7 +67,11 @@ describe('userinfo', () => {
 
   it('answers POST with the Bearer header', async () => {
     const { access_token } = await passwordTokens(sigil, { scope: 'openid email' });
-    const res = await sigil.app.inject({ method: 'POST', url: '/connect/userinfo', headers: { authorization: `Bearer ${access_token}` } });
+    const res = await sigil.app.inject({
+      method: 'POST',
+      url: '/connect/userinfo',
+      headers: { authorization: `Bearer ${access_token}` },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ sub: '1', email: 'alice@example.com', email_verified: true });
   });
@@ -93,7 +95,10 @@ describe('userinfo', () => {
   });
 
   it('accepts a reference access token', async () => {
-    const { access_token } = await passwordTokens(sigil, { client: ['ropc-ref', 'ropc-secret'], scope: 'openid profile' });
+    const { access_token } = await passwordTokens(sigil, {
+      client: ['ropc-ref', 'ropc-secret'],
+      scope: 'openid profile',
+    });
     const res = await get(`Bearer ${access_token}`);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ sub: '1', name: 'Alice Smith', given_name: 'Alice', family_name: 'Smith' });
@@ -101,7 +106,8 @@ describe('userinfo', () => {
 
   it('treats the Bearer scheme case-insensitively', async () => {
     const { access_token } = await passwordTokens(sigil, { scope: 'openid' });
-    for (const scheme of ['bearer', 'BEARER', 'BeArEr']) expect((await get(`${scheme} ${access_token}`)).statusCode).toBe(200);
+    for (const scheme of ['bearer', 'BEARER', 'BeArEr'])
+      expect((await get(`${scheme} ${access_token}`)).statusCode).toBe(200);
   });
 
   it('answers no token with 401 and Bearer and DPoP challenges without error', async () => {
@@ -121,7 +127,8 @@ describe('userinfo', () => {
   });
 
   it('answers a garbage token with 401 invalid_token', async () => {
-    for (const token of ['garbage', 'a.b.c', 'A'.repeat(43), 'x'.repeat(12_000)]) expectBearerError(await get(`Bearer ${token}`), 401, 'invalid_token');
+    for (const token of ['garbage', 'a.b.c', 'A'.repeat(43), 'x'.repeat(12_000)])
+      expectBearerError(await get(`Bearer ${token}`), 401, 'invalid_token');
   });
 
   it('answers a tampered JWT with 401 invalid_token', async () => {
@@ -179,7 +186,13 @@ describe('userinfo', () => {
 
   it('answers a malformed Authorization header with 400 invalid_request', async () => {
     const { access_token } = await passwordTokens(sigil, { scope: 'openid' });
-    for (const header of [`Bearer\t${access_token}`, `Bearer ${access_token} extra`, 'Bearer', 'Bearer ', `Bearer  ${access_token}`]) {
+    for (const header of [
+      `Bearer\t${access_token}`,
+      `Bearer ${access_token} extra`,
+      'Bearer',
+      'Bearer ',
+      `Bearer  ${access_token}`,
+    ]) {
       const res = await get(header);
       expectBearerError(res, 400, 'invalid_request');
     }
@@ -205,7 +218,11 @@ describe('userinfo', () => {
   it('answers PUT and DELETE with 405 and Allow', async () => {
     const { access_token } = await passwordTokens(sigil, { scope: 'openid' });
     for (const method of ['PUT', 'DELETE'] as const) {
-      const res = await sigil.app.inject({ method, url: '/connect/userinfo', headers: { authorization: `Bearer ${access_token}` } });
+      const res = await sigil.app.inject({
+        method,
+        url: '/connect/userinfo',
+        headers: { authorization: `Bearer ${access_token}` },
+      });
       expect(res.statusCode).toBe(405);
       expect(res.headers.allow).toContain('GET');
       expect(res.headers.allow).toContain('POST');

@@ -30,13 +30,23 @@ import { hash } from '@node-rs/argon2';
 import { enrollTotp, isMfaPage, recoveryCodesOnPage, secretOnPage, submitCode, totpCode } from '../mfa-helpers.js';
 
 /** Adds a credential of `kind` on /account/passkeys (the browser is signed in). */
-async function register(b: Browser, auth: SoftAuthenticator, kind: 'passkey' | 'security-key', name = 'My key'): Promise<Step> {
+async function register(
+  b: Browser,
+  auth: SoftAuthenticator,
+  kind: 'passkey' | 'security-key',
+  name = 'My key',
+): Promise<Step> {
   const page = await b.get('/account/passkeys');
   expect(page.status, page.body).toBe(200);
   const csrf = input(page.body, 'csrf_token');
   const options = await b.post('/account/passkeys/options', { csrf_token: csrf, kind });
   expect(options.status, options.body).toBe(200);
-  return b.post('/account/passkeys/register', { csrf_token: csrf, kind, name, response: JSON.stringify(auth.register(options.res.json())) });
+  return b.post('/account/passkeys/register', {
+    csrf_token: csrf,
+    kind,
+    name,
+    response: JSON.stringify(auth.register(options.res.json())),
+  });
 }
 
 /** Passkey sign-in options from a login page (already fetched). */
@@ -62,10 +72,19 @@ let users = 0;
  * A new user (password = username) whose only credential is a passkey, added from a password
  * session (a user with nothing may enroll from any recent sign-in); the browser is signed out.
  */
-async function withPasskey(sigil: TestSigil): Promise<{ b: Browser; auth: SoftAuthenticator; name: string; subjectId: string }> {
+async function withPasskey(
+  sigil: TestSigil,
+): Promise<{ b: Browser; auth: SoftAuthenticator; name: string; subjectId: string }> {
   const name = `pk${++users}`;
   const subjectId = `pk-${users}`;
-  await sigil.context.store.users.addUser({ subjectId, username: name, tenant: null, passwordHash: await hash(name), claims: {}, isActive: true });
+  await sigil.context.store.users.addUser({
+    subjectId,
+    username: name,
+    tenant: null,
+    passwordHash: await hash(name),
+    claims: {},
+    isActive: true,
+  });
   const b = new Browser(sigil);
   await b.signIn(name);
   const auth = new SoftAuthenticator(ISSUER);
@@ -102,7 +121,10 @@ describe('passkeys and security keys over HTTP', () => {
     const answered = await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login)));
     const code = readResponse(await b.follow(answered)).params.get('code');
     expect(code).toBeTruthy();
-    const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string; access_token: string }>();
+    const tokens = (await redeem(sigil, code as string, { verifier })).json<{
+      id_token: string;
+      access_token: string;
+    }>();
     const { claims } = await verifyIdToken(sigil, tokens.id_token, 'web');
     expect(claims.sub).toBe(subjectId);
     expect(claims.amr).toEqual(['swk', 'user', 'mfa']);
@@ -145,22 +167,36 @@ describe('passkeys and security keys over HTTP', () => {
       expect(res.status, JSON.stringify(bend)).toBe(400);
       expect(b.cookies.has('sigil.session')).toBe(false);
     }
-    expect(events.filter((e) => e.name === 'webauthn_failed').map((e) => e.error)).toEqual(['verification', 'verification', 'verification']);
+    expect(events.filter((e) => e.name === 'webauthn_failed').map((e) => e.error)).toEqual([
+      'verification',
+      'verification',
+      'verification',
+    ]);
   });
 
   it('refuses a signature counter that does not grow (a cloned authenticator), and records the one that does', async () => {
     const { b, auth } = await withPasskey(sigil);
     let login = await b.get('/account/login');
-    expect((await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login), undefined, { counter: 7 }))).status).toBe(200);
+    expect(
+      (await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login), undefined, { counter: 7 })))
+        .status,
+    ).toBe(200);
     b.cookies.delete('sigil.session');
     login = await b.get('/account/login');
-    const res = await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login), undefined, { counter: 7 }));
+    const res = await passkeyLogin(
+      b,
+      login,
+      auth.authenticate(await passkeyOptions(b, login), undefined, { counter: 7 }),
+    );
     expect(res.status).toBe(400);
     expect(b.cookies.has('sigil.session')).toBe(false);
     expect(events.find((e) => e.name === 'webauthn_failed')).toMatchObject({ error: 'counter' });
     // 7 was recorded: 8 passes.
     login = await b.get('/account/login');
-    expect((await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login), undefined, { counter: 8 }))).status).toBe(200);
+    expect(
+      (await passkeyLogin(b, login, auth.authenticate(await passkeyOptions(b, login), undefined, { counter: 8 })))
+        .status,
+    ).toBe(200);
     expect(b.cookies.has('sigil.session')).toBe(true);
   });
 
@@ -188,20 +224,32 @@ describe('passkeys and security keys over HTTP', () => {
     // A wrong answer (another key) is refused and counted; the step stays open for the right key.
     const other = new SoftAuthenticator(ISSUER, false);
     other.register(await registrationOptionsFor(sigil));
-    const wrong = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, response: JSON.stringify(other.authenticate(options.res.json())) });
+    const wrong = await b.post('/account/passkeys/second-factor', {
+      csrf_token: csrf,
+      response: JSON.stringify(other.authenticate(options.res.json())),
+    });
     expect(wrong.status).toBe(400);
     expect(b.cookies.has('sigil.session')).toBe(false);
     expect(events.find((e) => e.name === 'webauthn_failed')).toMatchObject({ subjectId: '2', factor: 'security-key' });
 
     const again = await b.post('/account/passkeys/second-factor/options', { csrf_token: csrf });
-    const done = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, response: JSON.stringify(key.authenticate(again.res.json())) });
+    const done = await b.post('/account/passkeys/second-factor', {
+      csrf_token: csrf,
+      response: JSON.stringify(key.authenticate(again.res.json())),
+    });
     const code = readResponse(await b.follow(done)).params.get('code');
     const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string }>();
     expect((await verifyIdToken(sigil, tokens.id_token, 'web')).claims.amr).toEqual(['pwd', 'hwk', 'mfa']);
-    expect(events.find((e) => e.name === 'webauthn_succeeded')).toMatchObject({ subjectId: '2', factor: 'security-key' });
+    expect(events.find((e) => e.name === 'webauthn_succeeded')).toMatchObject({
+      subjectId: '2',
+      factor: 'security-key',
+    });
 
     // The step is single-use: its cookie no longer opens it.
-    const replay = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, response: JSON.stringify(key.authenticate(again.res.json())) });
+    const replay = await b.post('/account/passkeys/second-factor', {
+      csrf_token: csrf,
+      response: JSON.stringify(key.authenticate(again.res.json())),
+    });
     expect(replay.body).not.toContain('action="/account/passkeys/second-factor"');
   });
 
@@ -280,7 +328,10 @@ describe('passkeys and security keys over HTTP', () => {
     const anonymous = await b.get('/account/passkeys');
     expect(anonymous.status).toBe(401);
     const login = await b.get('/account/login');
-    const options = await b.post('/account/passkeys/options', { csrf_token: input(login.body, 'csrf_token'), kind: 'passkey' });
+    const options = await b.post('/account/passkeys/options', {
+      csrf_token: input(login.body, 'csrf_token'),
+      kind: 'passkey',
+    });
     expect(options.status).toBe(403);
     expect(options.res.json().error).toBe('login_required');
   });
@@ -291,7 +342,10 @@ async function registrationOptionsFor(sigil: TestSigil) {
   const b = new Browser(sigil);
   await b.signIn('carol');
   const page = await b.get('/account/passkeys');
-  const res = await b.post('/account/passkeys/options', { csrf_token: input(page.body, 'csrf_token'), kind: 'passkey' });
+  const res = await b.post('/account/passkeys/options', {
+    csrf_token: input(page.body, 'csrf_token'),
+    kind: 'passkey',
+  });
   return res.res.json();
 }
 
@@ -311,14 +365,33 @@ describe('the security key step in the language of the pending request', () => {
     const english = { 'accept-language': 'en' };
     const { challenge } = pkce();
     const login = await b.follow(await b.get(authorizeUrl(codeParams(challenge, { ui_locales: 'de' })), english));
-    const step = await b.post('/account/login', { csrf_token: input(login.body, 'csrf_token'), interaction: input(login.body, 'interaction'), ui_locales: 'de', username: 'bob', password: 'bob', button: 'login' }, english);
+    const step = await b.post(
+      '/account/login',
+      {
+        csrf_token: input(login.body, 'csrf_token'),
+        interaction: input(login.body, 'interaction'),
+        ui_locales: 'de',
+        username: 'bob',
+        password: 'bob',
+        button: 'login',
+      },
+      english,
+    );
     expect(step.body).toContain('action="/account/passkeys/second-factor"');
     expect(step.body).toContain('<html lang="de">');
     const csrf = input(step.body, 'csrf_token');
     const options = await b.post('/account/passkeys/second-factor/options', { csrf_token: csrf });
     const other = new SoftAuthenticator(ISSUER, false);
     other.register(await registrationOptionsFor(sigil));
-    const wrong = await b.post('/account/passkeys/second-factor', { csrf_token: csrf, ui_locales: input(step.body, 'ui_locales'), response: JSON.stringify(other.authenticate(options.res.json())) }, english);
+    const wrong = await b.post(
+      '/account/passkeys/second-factor',
+      {
+        csrf_token: csrf,
+        ui_locales: input(step.body, 'ui_locales'),
+        response: JSON.stringify(other.authenticate(options.res.json())),
+      },
+      english,
+    );
     expect(wrong.status).toBe(400);
     expect(wrong.body).toContain('<html lang="de">');
   });
@@ -327,7 +400,10 @@ describe('the security key step in the language of the pending request', () => {
 describe('challenge lifetime and failure limits', () => {
   let sigil: TestSigil;
   beforeAll(async () => {
-    sigil = await startAuthorizeSigil([], { rateLimits: { maxFailures: 2, addressMaxFailures: 100 }, webauthn: { enabled: true, challengeLifetime: 2, challengesPerBrowser: 3 } });
+    sigil = await startAuthorizeSigil([], {
+      rateLimits: { maxFailures: 2, addressMaxFailures: 100 },
+      webauthn: { enabled: true, challengeLifetime: 2, challengesPerBrowser: 3 },
+    });
   });
   afterAll(async () => sigil.close());
 
@@ -357,7 +433,10 @@ describe('challenge lifetime and failure limits', () => {
     const b = new Browser(sigil);
     const login = await b.get('/account/login');
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i++) statuses.push((await b.post('/account/passkeys/login/options', { csrf_token: input(login.body, 'csrf_token') })).status);
+    for (let i = 0; i < 4; i++)
+      statuses.push(
+        (await b.post('/account/passkeys/login/options', { csrf_token: input(login.body, 'csrf_token') })).status,
+      );
     expect(statuses).toEqual([200, 200, 200, 429]);
   });
 });
@@ -376,8 +455,19 @@ describe('WebAuthn credentials in the MFA policy', () => {
   beforeAll(async () => {
     sigil = await startAuthorizeSigil(
       [
-        { clientId: 'ropc', clientSecrets: ['ropc-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid'] },
-        { clientId: 'legacy-ropc', clientSecrets: ['legacy-secret'], allowedGrantTypes: ['password'], allowedScopes: ['openid'], allowPasswordGrantForMfaUsers: true },
+        {
+          clientId: 'ropc',
+          clientSecrets: ['ropc-secret'],
+          allowedGrantTypes: ['password'],
+          allowedScopes: ['openid'],
+        },
+        {
+          clientId: 'legacy-ropc',
+          clientSecrets: ['legacy-secret'],
+          allowedGrantTypes: ['password'],
+          allowedScopes: ['openid'],
+          allowPasswordGrantForMfaUsers: true,
+        },
       ],
       { webauthn: { enabled: true }, rateLimits: { maxFailures: 50 } },
     );
@@ -400,7 +490,10 @@ describe('WebAuthn credentials in the MFA policy', () => {
     const csrf = input(step.body, 'csrf_token');
     const options = await b.post('/account/passkeys/second-factor/options', { csrf_token: csrf });
     expect(options.status, options.body).toBe(200);
-    return b.post('/account/passkeys/second-factor', { csrf_token: csrf, response: JSON.stringify(auth.authenticate(options.res.json())) });
+    return b.post('/account/passkeys/second-factor', {
+      csrf_token: csrf,
+      response: JSON.stringify(auth.authenticate(options.res.json())),
+    });
   }
 
   it('counts a security key as a second factor: the password grant refuses its user, acr_values=urn:sigil:acr:mfa is met by it, /account lists and removes it', async () => {
@@ -413,7 +506,10 @@ describe('WebAuthn credentials in the MFA policy', () => {
     // The password grant: a password alone is not enough for a user with a security key.
     const refused = await passwordGrant('bob', ['ropc', 'ropc-secret']);
     expect(refused.statusCode).toBe(400);
-    expect(refused.json()).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('second factor') });
+    expect(refused.json()).toMatchObject({
+      error: 'invalid_grant',
+      error_description: expect.stringContaining('second factor'),
+    });
     expect((await passwordGrant('bob', ['legacy-ropc', 'legacy-secret'])).statusCode).toBe(200);
 
     // acr_values asks for MFA: the password, then the key; the tokens say so.
@@ -424,11 +520,17 @@ describe('WebAuthn credentials in the MFA policy', () => {
     // Bob has no one-time code: the step offers none.
     expect(step.body).not.toContain('/account/mfa?use=code');
     const code = readResponse(await b.follow(await answerKeyStep(b, step, key))).params.get('code');
-    const tokens = (await redeem(sigil, code as string, { verifier })).json<{ id_token: string; access_token: string }>();
+    const tokens = (await redeem(sigil, code as string, { verifier })).json<{
+      id_token: string;
+      access_token: string;
+    }>();
     const { claims } = await verifyIdToken(sigil, tokens.id_token, 'web');
     expect(claims.acr).toBe(ACR_MFA);
     expect(claims.amr).toEqual(['pwd', 'hwk', 'mfa']);
-    expect((await introspect(sigil, tokens.access_token)).json()).toMatchObject({ active: true, amr: ['pwd', 'hwk', 'mfa'] });
+    expect((await introspect(sigil, tokens.access_token)).json()).toMatchObject({
+      active: true,
+      amr: ['pwd', 'hwk', 'mfa'],
+    });
 
     // /account: one factor list with the key, a link to /account/passkeys; removable there.
     const account = await b.get('/account');
@@ -436,7 +538,11 @@ describe('WebAuthn credentials in the MFA policy', () => {
     expect(account.body).toContain('Blue key (Security key)');
     expect(account.body).toContain('href="/account/passkeys"');
     const id = key.credentials[0]?.id ?? '';
-    const removed = await b.post('/account/factors/remove', { csrf_token: input(account.body, 'csrf_token'), factor: id, button: 'remove' });
+    const removed = await b.post('/account/factors/remove', {
+      csrf_token: input(account.body, 'csrf_token'),
+      factor: id,
+      button: 'remove',
+    });
     expect(removed.status, removed.body).toBe(200);
     expect(removed.body).not.toContain('Blue key');
     expect(events.find((e) => e.name === 'webauthn_removed')).toMatchObject({ subjectId: '2', factor: 'security-key' });
@@ -467,14 +573,23 @@ describe('WebAuthn credentials in the MFA policy', () => {
     const step = await b.follow(await b.get(authorizeUrl(codeParams(second.challenge, { acr_values: ACR_MFA }))));
     expect(step.status).toBe(200);
     const stepped = readResponse(await b.follow(await answerKeyStep(b, step, auth))).params.get('code');
-    const upgraded = (await redeem(sigil, stepped as string, { verifier: second.verifier })).json<{ id_token: string }>();
+    const upgraded = (await redeem(sigil, stepped as string, { verifier: second.verifier })).json<{
+      id_token: string;
+    }>();
     const up = await verifyIdToken(sigil, upgraded.id_token, 'web');
     expect(up.claims.amr).toEqual(['pwd', 'swk', 'mfa']);
     expect(up.claims.acr).toBe(ACR_MFA);
   });
 
   it('offers the one-time code on the security key step to a user who also has an authenticator app', async () => {
-    await sigil.context.store.users.addUser({ subjectId: 'erin-1', username: 'erin', tenant: null, passwordHash: await hash('erin'), claims: {}, isActive: true });
+    await sigil.context.store.users.addUser({
+      subjectId: 'erin-1',
+      username: 'erin',
+      tenant: null,
+      passwordHash: await hash('erin'),
+      claims: {},
+      isActive: true,
+    });
     const b = new Browser(sigil);
     await b.signIn('erin');
     const { secret } = await enrollTotp(b);
@@ -506,13 +621,27 @@ describe('enrolment for a user with only a passkey', () => {
   let sigil: TestSigil;
   beforeAll(async () => {
     sigil = await startAuthorizeSigil(
-      [{ clientId: 'strict', clientSecrets: ['strict-secret'], allowedGrantTypes: ['authorization_code'], allowedScopes: ['openid'], redirectUris: ['https://rp.example/cb'], requireMfa: true }],
+      [
+        {
+          clientId: 'strict',
+          clientSecrets: ['strict-secret'],
+          allowedGrantTypes: ['authorization_code'],
+          allowedScopes: ['openid'],
+          redirectUris: ['https://rp.example/cb'],
+          requireMfa: true,
+        },
+      ],
       { webauthn: { enabled: true }, rateLimits: { maxFailures: 50 } },
     );
   });
   afterAll(async () => sigil.close());
 
-  const strictParams = (challenge: string) => ({ ...codeParams(challenge), client_id: 'strict', redirect_uri: 'https://rp.example/cb', scope: 'openid' });
+  const strictParams = (challenge: string) => ({
+    ...codeParams(challenge),
+    client_id: 'strict',
+    redirect_uri: 'https://rp.example/cb',
+    scope: 'openid',
+  });
 
   const factorsOf = async (subjectId: string) => (await sigil.context.mfa.listFactors(subjectId)).map((f) => f.kind);
 
@@ -569,11 +698,17 @@ describe('enrolment for a user with only a passkey', () => {
     expect(options.status).toBe(403);
     expect(options.res.json().error).toBe('login_required');
     const other = new SoftAuthenticator(ISSUER);
-    const registered = await b.post('/account/passkeys/register', { csrf_token: csrf, kind: 'security-key', response: JSON.stringify(other.register(await registrationOptionsFor(sigil))) });
+    const registered = await b.post('/account/passkeys/register', {
+      csrf_token: csrf,
+      kind: 'security-key',
+      response: JSON.stringify(other.register(await registrationOptionsFor(sigil))),
+    });
     expect(registered.status).toBe(403);
     const id = auth.credentials[0]?.id ?? '';
     expect((await b.post('/account/passkeys/remove', { csrf_token: csrf, id })).status).toBe(403);
-    expect((await b.post('/account/factors/remove', { csrf_token: csrf, factor: id, button: 'remove' })).status).toBe(403);
+    expect((await b.post('/account/factors/remove', { csrf_token: csrf, factor: id, button: 'remove' })).status).toBe(
+      403,
+    );
     expect(await factorsOf(subjectId)).toEqual(['passkey']);
   });
 
@@ -584,34 +719,64 @@ describe('enrolment for a user with only a passkey', () => {
     const { secret } = await enrollTotp(b);
     const key = new SoftAuthenticator(ISSUER, false);
     expect((await register(b, key, 'security-key')).status).toBe(303);
-    expect((await factorsOf(subjectId)).sort()).toEqual(['passkey', 'recovery_code', 'security-key', 'totp'].flatMap((k) => (k === 'recovery_code' ? Array(10).fill(k) : [k])).sort());
+    expect((await factorsOf(subjectId)).sort()).toEqual(
+      ['passkey', 'recovery_code', 'security-key', 'totp']
+        .flatMap((k) => (k === 'recovery_code' ? Array(10).fill(k) : [k]))
+        .sort(),
+    );
     const account = await b.get('/account');
-    const removed = await b.post('/account/factors/remove', { csrf_token: input(account.body, 'csrf_token'), factor: auth.credentials[0]?.id ?? '', button: 'remove' });
+    const removed = await b.post('/account/factors/remove', {
+      csrf_token: input(account.body, 'csrf_token'),
+      factor: auth.credentials[0]?.id ?? '',
+      button: 'remove',
+    });
     expect(removed.status, removed.body).toBe(200);
     expect(await factorsOf(subjectId)).not.toContain('passkey');
 
     // Password + app: weaker than the security key the user holds, so no changes.
     const c = new Browser(sigil);
     const { challenge } = pkce();
-    const keyStep = await c.follow(await c.submitLogin(await c.follow(await c.get(authorizeUrl(codeParams(challenge)))), name, name));
+    const keyStep = await c.follow(
+      await c.submitLogin(await c.follow(await c.get(authorizeUrl(codeParams(challenge)))), name, name),
+    );
     const link = /href="(\/account\/mfa\?use=code[^"]*)"/.exec(keyStep.body)?.[1] ?? '';
     const form = await c.get(unescapeHtml(link));
     expect(readResponse(await submitCode(c, form, totpCode(secret, 1))).params.has('code')).toBe(true);
     expect((await c.get('/account/totp')).status).toBe(403);
     expect((await c.get('/account')).body).not.toContain('action="/account/factors/remove"');
-    expect((await c.post('/account/factors/remove', { csrf_token: input((await c.get('/account/login')).body, 'csrf_token'), factor: key.credentials[0]?.id ?? '', button: 'remove' })).status).toBe(403);
+    expect(
+      (
+        await c.post('/account/factors/remove', {
+          csrf_token: input((await c.get('/account/login')).body, 'csrf_token'),
+          factor: key.credentials[0]?.id ?? '',
+          button: 'remove',
+        })
+      ).status,
+    ).toBe(403);
     expect(await factorsOf(subjectId)).toContain('security-key');
   });
 
   it('a user with nothing at a client with requireMfa still enrols an authenticator app after the password, and the request continues', async () => {
     const name = `pk${++users}`;
-    await sigil.context.store.users.addUser({ subjectId: `pk-${users}`, username: name, tenant: null, passwordHash: await hash(name), claims: {}, isActive: true });
+    await sigil.context.store.users.addUser({
+      subjectId: `pk-${users}`,
+      username: name,
+      tenant: null,
+      passwordHash: await hash(name),
+      claims: {},
+      isActive: true,
+    });
     const b = new Browser(sigil);
     const { challenge } = pkce();
     const login = await b.follow(await b.get(authorizeUrl(strictParams(challenge))));
     const enroll = await b.follow(await b.submitLogin(login, name, name));
     expect(enroll.body).toContain('action="/account/totp"');
-    const codes = await b.post('/account/totp', { csrf_token: input(enroll.body, 'csrf_token'), code: totpCode(secretOnPage(enroll.body)), button: 'confirm', interaction: input(enroll.body, 'interaction') });
+    const codes = await b.post('/account/totp', {
+      csrf_token: input(enroll.body, 'csrf_token'),
+      code: totpCode(secretOnPage(enroll.body)),
+      button: 'confirm',
+      interaction: input(enroll.body, 'interaction'),
+    });
     expect(recoveryCodesOnPage(codes.body)).toHaveLength(10);
     const next = /class="button primary" href="([^"]+)"/.exec(codes.body)?.[1] ?? '';
     expect(readResponse(await b.follow(await b.get(unescapeHtml(next)))).params.has('code')).toBe(true);

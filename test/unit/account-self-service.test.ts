@@ -13,12 +13,30 @@ import { ConfigError, resolveConfig } from '../../src/config/loader.js';
 describe('describeUserAgent', () => {
   it('names the browser and system of common user agents, Chromium-based browsers first', () => {
     const cases: [string, { browser?: string; system?: string }][] = [
-      ['Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36', { browser: 'Chrome', system: 'Linux' }],
-      ['Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0', { browser: 'Edge', system: 'Windows' }],
-      ['Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:128.0) Gecko/20100101 Firefox/128.0', { browser: 'Firefox', system: 'Windows' }],
-      ['Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1', { browser: 'Safari', system: 'iOS' }],
-      ['Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36', { browser: 'Chrome', system: 'Android' }],
-      ['Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15', { browser: 'Safari', system: 'macOS' }],
+      [
+        'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+        { browser: 'Chrome', system: 'Linux' },
+      ],
+      [
+        'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0',
+        { browser: 'Edge', system: 'Windows' },
+      ],
+      [
+        'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:128.0) Gecko/20100101 Firefox/128.0',
+        { browser: 'Firefox', system: 'Windows' },
+      ],
+      [
+        'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1',
+        { browser: 'Safari', system: 'iOS' },
+      ],
+      [
+        'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36',
+        { browser: 'Chrome', system: 'Android' },
+      ],
+      [
+        'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15',
+        { browser: 'Safari', system: 'macOS' },
+      ],
       ['curl/8.5.0', { browser: 'curl' }],
     ];
     for (const [ua, expected] of cases) expect(describeUserAgent(ua), ua).toEqual(expected);
@@ -27,7 +45,18 @@ describe('describeUserAgent', () => {
   });
 
   it('answers any string with known names only', () => {
-    const browsers = new Set(['Edge', 'Opera', 'Samsung Internet', 'Vivaldi', 'Yandex Browser', 'Firefox', 'Headless Chrome', 'Chrome', 'Safari', 'curl']);
+    const browsers = new Set([
+      'Edge',
+      'Opera',
+      'Samsung Internet',
+      'Vivaldi',
+      'Yandex Browser',
+      'Firefox',
+      'Headless Chrome',
+      'Chrome',
+      'Safari',
+      'curl',
+    ]);
     const systems = new Set(['iOS', 'Android', 'ChromeOS', 'Windows', 'macOS', 'Linux']);
     fc.assert(
       fc.property(fc.string({ maxLength: 200 }), (ua) => {
@@ -72,7 +101,16 @@ describe('config account.editableClaims', () => {
   it('defaults to the name claims and refuses claims apps may trust for access', () => {
     expect(resolveConfig({}).account.editableClaims).toEqual(['name', 'given_name', 'family_name']);
     expect(resolveConfig({ account: { editableClaims: [] } }).account.editableClaims).toEqual([]);
-    for (const claim of ['sub', 'email', 'email_verified', 'role', 'tenant', 'preferred_username', 'picture', 'phone_number'])
+    for (const claim of [
+      'sub',
+      'email',
+      'email_verified',
+      'role',
+      'tenant',
+      'preferred_username',
+      'picture',
+      'phone_number',
+    ])
       expect(() => resolveConfig({ account: { editableClaims: [claim] } }), claim).toThrow(ConfigError);
     expect(() => resolveConfig({ account: { editableClaims: ['name', 'name'] } })).toThrow(ConfigError);
   });

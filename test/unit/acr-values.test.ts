@@ -12,7 +12,17 @@ import { unicodeText } from './arbitraries.js';
 
 const word = fc.oneof(
   fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 10 }).map((s) => s.replaceAll(' ', '_')),
-  fc.constantFrom('idp:', 'tenant:', 'idp:corp', 'idp:other', 'tenant:acme', 'tenant:x', 'urn:mace:incommon:iap:silver', 'IDP:corp', 'idp::'),
+  fc.constantFrom(
+    'idp:',
+    'tenant:',
+    'idp:corp',
+    'idp:other',
+    'tenant:acme',
+    'tenant:x',
+    'urn:mace:incommon:iap:silver',
+    'IDP:corp',
+    'idp::',
+  ),
 );
 
 describe('parseAcrValues', () => {
@@ -70,7 +80,8 @@ describe('acr values in order of preference', () => {
 
   it('every class listed: no step-up after a password or an upstream sign-in, and acr is the first class met', () => {
     const all = [ACR_PASSWORD, ACR_FEDERATED, ACR_MFA];
-    for (const session of [LOCAL, LOCAL_MFA, UPSTREAM, UPSTREAM_MFA]) expect(requestsMfa(session, all, undefined)).toBe(false);
+    for (const session of [LOCAL, LOCAL_MFA, UPSTREAM, UPSTREAM_MFA])
+      expect(requestsMfa(session, all, undefined)).toBe(false);
     expect(preferredAcr(LOCAL, all)).toBe(ACR_PASSWORD);
     expect(preferredAcr(LOCAL_MFA, all)).toBe(ACR_PASSWORD);
     expect(preferredAcr(UPSTREAM, all)).toBe(ACR_FEDERATED);

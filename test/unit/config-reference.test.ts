@@ -20,7 +20,9 @@ describe('configuration reference', () => {
   });
 
   it('gives every field a type and a description, and the defaults and spec sections the schema has', () => {
-    const rows = configReference().split('\n').filter((l) => l.startsWith('| `'));
+    const rows = configReference()
+      .split('\n')
+      .filter((l) => l.startsWith('| `'));
     expect(rows.length).toBeGreaterThan(100);
     for (const row of rows) {
       const [, field, type, , description] = row.split(/(?<!\\)\|/).map((c) => c.trim());
@@ -41,11 +43,20 @@ describe('configuration reference', () => {
     const validate = ajv.compile(configJsonSchema());
     const example = JSON.parse(readFileSync(join(ROOT, 'examples/sigil.json'), 'utf8')) as Record<string, unknown>;
     const withSchema = { $schema: './node_modules/sigil/dist/sigil.schema.json', ...example };
-    const withReferences = { ...testConfig(), storage: { $env: 'SIGIL_STORAGE' }, identityProviders: [{ name: 'up', authority: 'https://up.example', clientId: 'x', clientSecret: { $file: '/run/secrets/up' } }] };
-    for (const config of [example, withSchema, testConfig(), withReferences]) expect(validate(config), JSON.stringify(validate.errors)).toBe(true);
+    const withReferences = {
+      ...testConfig(),
+      storage: { $env: 'SIGIL_STORAGE' },
+      identityProviders: [
+        { name: 'up', authority: 'https://up.example', clientId: 'x', clientSecret: { $file: '/run/secrets/up' } },
+      ],
+    };
+    for (const config of [example, withSchema, testConfig(), withReferences])
+      expect(validate(config), JSON.stringify(validate.errors)).toBe(true);
     expect(resolveConfig(withSchema).issuer).toBe('http://localhost:5000');
     expect(validate({ colour: 'blue' })).toBe(false);
-    expect(validate({ clients: [{ clientId: 'c', allowedGrantTypes: ['client_credentials'], secret: 'x' }] })).toBe(false);
+    expect(validate({ clients: [{ clientId: 'c', allowedGrantTypes: ['client_credentials'], secret: 'x' }] })).toBe(
+      false,
+    );
     expect(validate({ storage: { $env: 'X', other: 1 } })).toBe(false);
   });
 });

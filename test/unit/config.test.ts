@@ -21,7 +21,12 @@ function problems(raw: unknown, overrides = {}): string[] {
   throw new Error('the config was accepted');
 }
 
-const cc = (extra: Record<string, unknown> = {}) => ({ clientId: 'c', clientSecrets: ['s'], allowedGrantTypes: ['client_credentials'], ...extra });
+const cc = (extra: Record<string, unknown> = {}) => ({
+  clientId: 'c',
+  clientSecrets: ['s'],
+  allowedGrantTypes: ['client_credentials'],
+  ...extra,
+});
 
 describe('resolveConfig: defaults', () => {
   it('an empty object is a valid config with every default filled in', () => {
@@ -35,14 +40,22 @@ describe('resolveConfig: defaults', () => {
     expect(cfg.logLevel).toBe('info');
     expect(cfg.trustProxy).toBe(false);
     expect(cfg.identityResources.map((r) => r.name)).toEqual(['openid', 'profile']);
-    expect(cfg.rateLimits).toEqual({ maxFailures: 20, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 100, maxDelaySeconds: 5 });
+    expect(cfg.rateLimits).toEqual({
+      maxFailures: 20,
+      windowSeconds: 60,
+      addressMaxFailures: 100,
+      identitySlowDownAfter: 100,
+      maxDelaySeconds: 5,
+    });
     // The web console's built-in client (admin.console, default on) is the only client.
     expect(cfg.clients.map((c) => c.clientId)).toEqual(['sigil-console']);
     expect(cfg.users).toEqual([]);
   });
 
-  it('adds the web console\'s public client (code + PKCE S256, MFA) unless admin.console is false, and keeps its id for it', () => {
-    const console = resolveConfig({ issuer: 'https://id.example/base/' }).clients.find((c) => c.clientId === 'sigil-console');
+  it("adds the web console's public client (code + PKCE S256, MFA) unless admin.console is false, and keeps its id for it", () => {
+    const console = resolveConfig({ issuer: 'https://id.example/base/' }).clients.find(
+      (c) => c.clientId === 'sigil-console',
+    );
     expect(console).toMatchObject({
       requireClientSecret: false,
       tokenEndpointAuthMethod: 'none',
@@ -58,7 +71,9 @@ describe('resolveConfig: defaults', () => {
     expect(problems({ clients: [cc({ clientId: 'sigil-console' })] })).toEqual([
       'clients[0].clientId: "sigil-console" is the web console\'s built-in client (admin.console false frees the id)',
     ]);
-    expect(resolveConfig({ admin: { console: false }, clients: [cc({ clientId: 'sigil-console' })] }).clients).toHaveLength(1);
+    expect(
+      resolveConfig({ admin: { console: false }, clients: [cc({ clientId: 'sigil-console' })] }).clients,
+    ).toHaveLength(1);
   });
 
   it('fills client defaults (Duende numbers; refresh tokens oneTime per RFC 9700 §4.14)', () => {
@@ -110,14 +125,19 @@ describe('resolveConfig: defaults', () => {
   });
 
   it('overrides win over the file', () => {
-    const cfg = resolveConfig({ port: 1, host: 'h', issuer: 'http://file.example', storage: 'memory' }, { port: 2, host: '127.0.0.1', issuer: 'http://flag.example', storage: 'sqlite:x.db' });
+    const cfg = resolveConfig(
+      { port: 1, host: 'h', issuer: 'http://file.example', storage: 'memory' },
+      { port: 2, host: '127.0.0.1', issuer: 'http://flag.example', storage: 'sqlite:x.db' },
+    );
     expect(cfg).toMatchObject({ port: 2, host: '127.0.0.1', issuer: 'http://flag.example', storage: 'sqlite:x.db' });
     expect(resolveConfig({ port: 7 }, { port: 0 }).port).toBe(0);
   });
 
   it('accepts the fixture and the example configs', () => {
     expect(resolveConfig(testConfig()).clients).toHaveLength(8); // with the console's
-    expect(resolveConfig(readConfigFile(join(import.meta.dirname, '../../examples/sigil.json'))).issuer).toBe('http://localhost:5000');
+    expect(resolveConfig(readConfigFile(join(import.meta.dirname, '../../examples/sigil.json'))).issuer).toBe(
+      'http://localhost:5000',
+    );
   });
 });
 
@@ -125,15 +145,23 @@ describe('resolveConfig: sha256 secrets', () => {
   const digest = createHash('sha256').update('api2-secret').digest('base64');
 
   it('accepts sha256:<base64 of 32 bytes> and uses it as the digest', () => {
-    const cfg = resolveConfig({ apiScopes: [{ name: 'a' }], apiResources: [{ name: 'a', scopes: ['a'], secrets: [`sha256:${digest}`] }], clients: [cc({ clientSecrets: [`sha256:${digest}`, 'clear'] })] });
+    const cfg = resolveConfig({
+      apiScopes: [{ name: 'a' }],
+      apiResources: [{ name: 'a', scopes: ['a'], secrets: [`sha256:${digest}`] }],
+      clients: [cc({ clientSecrets: [`sha256:${digest}`, 'clear'] })],
+    });
     expect(cfg.clients[0]!.clientSecrets).toEqual([`sha256:${digest}`, 'clear']);
     expect(secretDigest(`sha256:${digest}`).equals(sha256('api2-secret'))).toBe(true);
     expect(secretDigest('clear').equals(sha256('clear'))).toBe(true);
   });
 
   it('refuses a sha256: value that is not 32 bytes, naming the field', () => {
-    expect(problems({ clients: [cc({ clientSecrets: ['ok', 'sha256:abc'] })] })).toEqual([expect.stringMatching(/^clients\[0\]\.clientSecrets\[1\]: .*32 bytes/)]);
-    expect(problems({ apiResources: [{ name: 'r', secrets: [`sha256:${Buffer.alloc(31).toString("base64")}`] }] })).toEqual([expect.stringMatching(/^apiResources\[0\]\.secrets\[0\]:/)]);
+    expect(problems({ clients: [cc({ clientSecrets: ['ok', 'sha256:abc'] })] })).toEqual([
+      expect.stringMatching(/^clients\[0\]\.clientSecrets\[1\]: .*32 bytes/),
+    ]);
+    expect(
+      problems({ apiResources: [{ name: 'r', secrets: [`sha256:${Buffer.alloc(31).toString('base64')}`] }] }),
+    ).toEqual([expect.stringMatching(/^apiResources\[0\]\.secrets\[0\]:/)]);
   });
 });
 
@@ -146,7 +174,13 @@ describe('resolveConfig: rateLimits and trustProxy', () => {
       identitySlowDownAfter: 15,
       maxDelaySeconds: 5,
     });
-    const set = { maxFailures: 10, windowSeconds: 300, addressMaxFailures: 40, identitySlowDownAfter: 1000, maxDelaySeconds: 2 };
+    const set = {
+      maxFailures: 10,
+      windowSeconds: 300,
+      addressMaxFailures: 40,
+      identitySlowDownAfter: 1000,
+      maxDelaySeconds: 2,
+    };
     expect(resolveConfig({ rateLimits: set }).rateLimits).toEqual(set);
     expect(problems({ rateLimits: { maxDelaySeconds: 61 } })[0]).toMatch(/^rateLimits\.maxDelaySeconds: /);
   });
@@ -162,7 +196,12 @@ describe('resolveConfig: rateLimits and trustProxy', () => {
   it('trustProxy takes proxy addresses and CIDR ranges (string or array) or a hop count', () => {
     expect(resolveConfig({ trustProxy: '10.0.0.1' }).trustProxy).toEqual(['10.0.0.1']);
     expect(resolveConfig({ trustProxy: '10.0.0.0/8, fd00::/8' }).trustProxy).toEqual(['10.0.0.0/8', 'fd00::/8']);
-    expect(resolveConfig({ trustProxy: ['127.0.0.1', '::1', '192.168.0.0/16', 'loopback'] }).trustProxy).toEqual(['127.0.0.1', '::1', '192.168.0.0/16', 'loopback']);
+    expect(resolveConfig({ trustProxy: ['127.0.0.1', '::1', '192.168.0.0/16', 'loopback'] }).trustProxy).toEqual([
+      '127.0.0.1',
+      '::1',
+      '192.168.0.0/16',
+      'loopback',
+    ]);
     expect(resolveConfig({ trustProxy: 2 }).trustProxy).toBe(2);
     expect(resolveConfig({ trustProxy: false }).trustProxy).toBe(false);
   });
@@ -179,13 +218,16 @@ describe('resolveConfig: rateLimits and trustProxy', () => {
 
 describe('resolveConfig: errors name the field path', () => {
   it('refuses a non-object root', () => {
-    for (const raw of [null, undefined, 42, 'x', [], true]) expect(problems(raw)).toEqual(['(root): expected an object']);
+    for (const raw of [null, undefined, 42, 'x', [], true])
+      expect(problems(raw)).toEqual(['(root): expected an object']);
   });
 
   it('unknown fields, at any depth', () => {
     expect(problems({ colour: 1 })).toEqual(['colour: unknown field']);
     expect(problems({ clients: [cc({ secret: 'x' })] })).toEqual(['clients[0].secret: unknown field']);
-    expect(problems({ users: [{ subjectId: '1', username: 'a', pasword: 'x' }] })).toEqual(['users[0].pasword: unknown field']);
+    expect(problems({ users: [{ subjectId: '1', username: 'a', pasword: 'x' }] })).toEqual([
+      'users[0].pasword: unknown field',
+    ]);
     expect(problems({ rateLimits: { max: 1 } })).toEqual(['rateLimits.max: unknown field']);
   });
 
@@ -197,62 +239,126 @@ describe('resolveConfig: errors name the field path', () => {
     expect(problems({ signingAlgorithms: ['HS256'] })[0]).toMatch(/^signingAlgorithms\[0\]: /);
     expect(problems({ signingAlgorithms: [] })[0]).toMatch(/^signingAlgorithms: /);
     expect(problems({ clients: [cc({ accessTokenLifetime: 0 })] })[0]).toMatch(/^clients\[0\]\.accessTokenLifetime: /);
-    expect(problems({ clients: [cc({ accessTokenLifetime: 1.5 })] })[0]).toMatch(/^clients\[0\]\.accessTokenLifetime: /);
+    expect(problems({ clients: [cc({ accessTokenLifetime: 1.5 })] })[0]).toMatch(
+      /^clients\[0\]\.accessTokenLifetime: /,
+    );
     expect(problems({ clients: [cc({ accessTokenType: 'opaque' })] })[0]).toMatch(/^clients\[0\]\.accessTokenType: /);
     expect(problems({ clients: [cc({ allowedGrantTypes: [] })] })[0]).toMatch(/^clients\[0\]\.allowedGrantTypes: /);
     expect(problems({ clients: [cc({ clientId: '' })] })[0]).toMatch(/^clients\[0\]\.clientId: /);
-    expect(problems({ clients: [cc({ requestUris: ['http://x.example/r'] })] })[0]).toMatch(/^clients\[0\]\.requestUris\[0\]: /);
-    expect(problems({ users: [{ subjectId: '1', username: 'a', passwordHash: 'plain' }] })[0]).toMatch(/^users\[0\]\.passwordHash: /);
+    expect(problems({ clients: [cc({ requestUris: ['http://x.example/r'] })] })[0]).toMatch(
+      /^clients\[0\]\.requestUris\[0\]: /,
+    );
+    expect(problems({ users: [{ subjectId: '1', username: 'a', passwordHash: 'plain' }] })[0]).toMatch(
+      /^users\[0\]\.passwordHash: /,
+    );
   });
 
   it('cross-field rules', () => {
-    expect(problems({ clients: [cc({ allowedScopes: ['api9'] })] })).toEqual(['clients[0].allowedScopes[0]: unknown scope "api9"']);
+    expect(problems({ clients: [cc({ allowedScopes: ['api9'] })] })).toEqual([
+      'clients[0].allowedScopes[0]: unknown scope "api9"',
+    ]);
     expect(problems({ clients: [cc(), cc()] })).toEqual(['clients: duplicate clientId "c"']);
-    expect(problems({ clients: [cc({ clientSecrets: [] })] })).toEqual(['clients[0].clientSecrets: a confidential client needs at least one secret']);
-    expect(problems({ clients: [cc({ requireClientSecret: false, clientSecrets: [] })] })[0]).toMatch(/^clients\[0\]\.allowedGrantTypes: client_credentials needs a confidential client/);
-    expect(problems({ clients: [cc({ allowedGrantTypes: ['implicit', 'authorization_code'] })] })[0]).toMatch(/^clients\[0\]\.allowedGrantTypes: /);
-    expect(problems({ clients: [cc({ redirectUris: ['https://a.example/cb#frag'] })] })[0]).toMatch(/^clients\[0\]\.redirectUris\[0\]: /);
-    expect(problems({ clients: [cc({ allowedCorsOrigins: ['https://a.example/path'] })] })[0]).toMatch(/^clients\[0\]\.allowedCorsOrigins\[0\]: /);
-    expect(problems({ apiResources: [{ name: 'r', scopes: ['nope'] }] })).toEqual(['apiResources[0].scopes[0]: unknown API scope "nope"']);
+    expect(problems({ clients: [cc({ clientSecrets: [] })] })).toEqual([
+      'clients[0].clientSecrets: a confidential client needs at least one secret',
+    ]);
+    expect(problems({ clients: [cc({ requireClientSecret: false, clientSecrets: [] })] })[0]).toMatch(
+      /^clients\[0\]\.allowedGrantTypes: client_credentials needs a confidential client/,
+    );
+    expect(problems({ clients: [cc({ allowedGrantTypes: ['implicit', 'authorization_code'] })] })[0]).toMatch(
+      /^clients\[0\]\.allowedGrantTypes: /,
+    );
+    expect(problems({ clients: [cc({ redirectUris: ['https://a.example/cb#frag'] })] })[0]).toMatch(
+      /^clients\[0\]\.redirectUris\[0\]: /,
+    );
+    expect(problems({ clients: [cc({ allowedCorsOrigins: ['https://a.example/path'] })] })[0]).toMatch(
+      /^clients\[0\]\.allowedCorsOrigins\[0\]: /,
+    );
+    expect(problems({ apiResources: [{ name: 'r', scopes: ['nope'] }] })).toEqual([
+      'apiResources[0].scopes[0]: unknown API scope "nope"',
+    ]);
     expect(problems({ apiScopes: [{ name: 'offline_access' }] })[0]).toMatch(/^apiScopes: /);
     expect(problems({ apiScopes: [{ name: 'openid' }] })[0]).toMatch(/^identityResources\[0\]\.name: /);
-    expect(problems({ users: [{ subjectId: '1', username: 'a' }, { subjectId: '2', username: 'A' }] })).toEqual(['users[1].username: duplicate username "A"']);
-    expect(problems({ users: [{ subjectId: '1', username: 'a', password: 'x', passwordHash: '$argon2id$x' }] })[0]).toMatch(/^users\[0\]: /);
+    expect(
+      problems({
+        users: [
+          { subjectId: '1', username: 'a' },
+          { subjectId: '2', username: 'A' },
+        ],
+      }),
+    ).toEqual(['users[1].username: duplicate username "A"']);
+    expect(
+      problems({ users: [{ subjectId: '1', username: 'a', password: 'x', passwordHash: '$argon2id$x' }] })[0],
+    ).toMatch(/^users\[0\]: /);
   });
 
   it('refuses tokenExchangeSubjectAudiences that are not API resources, naming the entry', () => {
     const resources = { apiScopes: [{ name: 's1' }], apiResources: [{ name: 'r1', scopes: ['s1'] }] };
-    const exchanger = (audiences: string[]) => cc({ allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:token-exchange'], tokenExchangeSubjectAudiences: audiences });
+    const exchanger = (audiences: string[]) =>
+      cc({
+        allowedGrantTypes: ['urn:ietf:params:oauth:grant-type:token-exchange'],
+        tokenExchangeSubjectAudiences: audiences,
+      });
     // An API scope or a client id is not an API resource.
     expect(problems({ ...resources, clients: [exchanger(['r1', 's1', 'c'])] })).toEqual([
       'clients[0].tokenExchangeSubjectAudiences[1]: unknown API resource "s1"',
       'clients[0].tokenExchangeSubjectAudiences[2]: unknown API resource "c"',
     ]);
-    expect(resolveConfig({ ...resources, clients: [exchanger(['r1'])] }).clients[0]!.tokenExchangeSubjectAudiences).toEqual(['r1']);
+    expect(
+      resolveConfig({ ...resources, clients: [exchanger(['r1'])] }).clients[0]!.tokenExchangeSubjectAudiences,
+    ).toEqual(['r1']);
   });
 
-  it('refuses a client id that is a user\'s subject, naming the client path (RFC 9068 §5)', () => {
-    const raw = { clients: [cc({ clientId: 'other' }), cc({ clientId: '1' })], users: [{ subjectId: '1', username: 'alice' }] };
-    expect(problems(raw)).toEqual([expect.stringMatching(/^clients\[1\]\.clientId: clientId "1" is the subjectId of users\[0\]: .*RFC 9068 §5/)]);
+  it("refuses a client id that is a user's subject, naming the client path (RFC 9068 §5)", () => {
+    const raw = {
+      clients: [cc({ clientId: 'other' }), cc({ clientId: '1' })],
+      users: [{ subjectId: '1', username: 'alice' }],
+    };
+    expect(problems(raw)).toEqual([
+      expect.stringMatching(/^clients\[1\]\.clientId: clientId "1" is the subjectId of users\[0\]: .*RFC 9068 §5/),
+    ]);
   });
 
   it('refuses a public client with reusable refresh tokens (RFC 9700 §4.14.2)', () => {
-    const spa = { clientId: 'spa', requireClientSecret: false, allowedGrantTypes: ['password'], allowOfflineAccess: true };
-    expect(problems({ clients: [{ ...spa, refreshTokenUsage: 'reuse' }] })).toEqual([expect.stringMatching(/^clients\[0\]\.refreshTokenUsage: public clients must use "oneTime"/)]);
+    const spa = {
+      clientId: 'spa',
+      requireClientSecret: false,
+      allowedGrantTypes: ['password'],
+      allowOfflineAccess: true,
+    };
+    expect(problems({ clients: [{ ...spa, refreshTokenUsage: 'reuse' }] })).toEqual([
+      expect.stringMatching(/^clients\[0\]\.refreshTokenUsage: public clients must use "oneTime"/),
+    ]);
     expect(resolveConfig({ clients: [spa] }).clients[0]!.refreshTokenUsage).toBe('oneTime');
     // Without offline access, reuse is moot; confidential clients may reuse.
-    expect(() => resolveConfig({ clients: [{ ...spa, allowOfflineAccess: false, refreshTokenUsage: 'reuse' }] })).not.toThrow();
-    expect(() => resolveConfig({ clients: [cc({ allowedGrantTypes: ['password'], allowOfflineAccess: true, refreshTokenUsage: 'reuse' })] })).not.toThrow();
+    expect(() =>
+      resolveConfig({ clients: [{ ...spa, allowOfflineAccess: false, refreshTokenUsage: 'reuse' }] }),
+    ).not.toThrow();
+    expect(() =>
+      resolveConfig({
+        clients: [cc({ allowedGrantTypes: ['password'], allowOfflineAccess: true, refreshTokenUsage: 'reuse' })],
+      }),
+    ).not.toThrow();
   });
 
   it('reports every problem at once', () => {
     const list = problems({ colour: 1, port: 'x', clients: [cc({ allowedScopes: ['nope'], bogus: true })] });
-    expect(list).toEqual(expect.arrayContaining(['colour: unknown field', 'clients[0].bogus: unknown field', expect.stringMatching(/^port: /)]));
+    expect(list).toEqual(
+      expect.arrayContaining([
+        'colour: unknown field',
+        'clients[0].bogus: unknown field',
+        expect.stringMatching(/^port: /),
+      ]),
+    );
   });
 });
 
 describe('resolveConfig: profile "fapi2" (FAPI 2.0 Security Profile)', () => {
-  const jwk = { kty: 'EC', crv: 'P-256', x: 'l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs', y: '9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA' };
+  const jwk = {
+    kty: 'EC',
+    crv: 'P-256',
+    x: 'l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs',
+    y: '9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA',
+  };
   const fapi = (extra: Record<string, unknown> = {}) => ({
     clientId: 'bank',
     jwks: { keys: [jwk] },
@@ -277,10 +383,25 @@ describe('resolveConfig: profile "fapi2" (FAPI 2.0 Security Profile)', () => {
     });
     // Other clients keep the general defaults.
     const [plain] = resolveConfig({ clients: [cc()] }).clients;
-    expect(plain).toMatchObject({ profile: null, tokenEndpointAuthMethod: null, requirePushedAuthorizationRequests: false, requireDPoP: false, authorizationCodeLifetime: 300 });
+    expect(plain).toMatchObject({
+      profile: null,
+      tokenEndpointAuthMethod: null,
+      requirePushedAuthorizationRequests: false,
+      requireDPoP: false,
+      authorizationCodeLifetime: 300,
+    });
     expect(plain?.tokenEndpointAuthSigningAlgorithms).toContain('RS256');
     // Explicit settings that agree with the profile are accepted.
-    const [explicit] = resolveConfig({ clients: [fapi({ tokenEndpointAuthMethod: 'private_key_jwt', tokenEndpointAuthSigningAlgorithms: ['ES256'], requireDPoP: true, authorizationCodeLifetime: 30 })] }).clients;
+    const [explicit] = resolveConfig({
+      clients: [
+        fapi({
+          tokenEndpointAuthMethod: 'private_key_jwt',
+          tokenEndpointAuthSigningAlgorithms: ['ES256'],
+          requireDPoP: true,
+          authorizationCodeLifetime: 30,
+        }),
+      ],
+    }).clients;
     expect(explicit).toMatchObject({ tokenEndpointAuthSigningAlgorithms: ['ES256'], authorizationCodeLifetime: 30 });
   });
 
@@ -301,15 +422,23 @@ describe('resolveConfig: profile "fapi2" (FAPI 2.0 Security Profile)', () => {
     ];
     for (const [extra, field] of cases) {
       const list = problems({ clients: [fapi(extra)] });
-      expect(list, JSON.stringify(extra)).toContainEqual(expect.stringMatching(new RegExp(`^clients\\[0\\]\\.${field}: profile "fapi2": `)));
+      expect(list, JSON.stringify(extra)).toContainEqual(
+        expect.stringMatching(new RegExp(`^clients\\[0\\]\\.${field}: profile "fapi2": `)),
+      );
     }
     expect(problems({ clients: [fapi({ profile: 'fapi1' })] })[0]).toMatch(/^clients\[0\]\.profile: /);
   });
 
   it('needs its keys (private_key_jwt) and a FAPI 2.0 algorithm among signingAlgorithms', () => {
-    expect(problems({ clients: [fapi({ jwks: null })] })).toContainEqual(expect.stringMatching(/^clients\[0\]\.tokenEndpointAuthMethod: private_key_jwt needs/));
-    expect(problems({ signingAlgorithms: ['RS256'], clients: [fapi()] })).toEqual([expect.stringMatching(/^clients\[0\]\.profile: .*PS256, ES256 or EdDSA/)]);
-    expect(resolveConfig({ signingAlgorithms: ['RS256', 'EdDSA'], clients: [fapi()] }).clients.map((c) => c.clientId)).toEqual([fapi().clientId, 'sigil-console']);
+    expect(problems({ clients: [fapi({ jwks: null })] })).toContainEqual(
+      expect.stringMatching(/^clients\[0\]\.tokenEndpointAuthMethod: private_key_jwt needs/),
+    );
+    expect(problems({ signingAlgorithms: ['RS256'], clients: [fapi()] })).toEqual([
+      expect.stringMatching(/^clients\[0\]\.profile: .*PS256, ES256 or EdDSA/),
+    ]);
+    expect(
+      resolveConfig({ signingAlgorithms: ['RS256', 'EdDSA'], clients: [fapi()] }).clients.map((c) => c.clientId),
+    ).toEqual([fapi().clientId, 'sigil-console']);
   });
 });
 
@@ -333,11 +462,14 @@ describe('readConfigFile, parsePort, overridesFromEnv', () => {
   it('parsePort accepts 0..65535 only', () => {
     expect(parsePort('0', 'p')).toBe(0);
     expect(parsePort('65535', 'p')).toBe(65535);
-    for (const bad of ['', '-1', '65536', '1e3', ' 80', '80 ', '0x50', 'eighty', '8.0']) expect(() => parsePort(bad, 'PORT'), bad).toThrow(ConfigError);
+    for (const bad of ['', '-1', '65536', '1e3', ' 80', '80 ', '0x50', 'eighty', '8.0'])
+      expect(() => parsePort(bad, 'PORT'), bad).toThrow(ConfigError);
   });
 
   it('overridesFromEnv reads PORT, HOST, SIGIL_ISSUER, SIGIL_STORAGE and ignores empty values', () => {
-    expect(overridesFromEnv({ PORT: '8080', HOST: '0.0.0.0', SIGIL_ISSUER: 'https://i.example', SIGIL_STORAGE: 'memory' })).toEqual({ port: 8080, host: '0.0.0.0', issuer: 'https://i.example', storage: 'memory' });
+    expect(
+      overridesFromEnv({ PORT: '8080', HOST: '0.0.0.0', SIGIL_ISSUER: 'https://i.example', SIGIL_STORAGE: 'memory' }),
+    ).toEqual({ port: 8080, host: '0.0.0.0', issuer: 'https://i.example', storage: 'memory' });
     expect(resolveConfig({ host: '10.0.0.5' }, overridesFromEnv({ HOST: '0.0.0.0' })).host).toBe('0.0.0.0');
     expect(overridesFromEnv({ PORT: '', HOST: '', SIGIL_ISSUER: '' })).toEqual({});
     expect(() => overridesFromEnv({ PORT: 'abc' })).toThrow(/PORT/);
@@ -355,7 +487,14 @@ describe('resolveConfig: secrets from the environment or a file', () => {
       {
         storage: { $env: 'SIGIL_TEST_STORAGE' },
         clients: [cc({ clientSecrets: [{ $env: 'SIGIL_TEST_CLIENT_SECRET' }] })],
-        identityProviders: [{ name: 'up', authority: 'https://up.example', clientId: 'sigil', clientSecret: { $file: join(dir, 'idp-secret') } }],
+        identityProviders: [
+          {
+            name: 'up',
+            authority: 'https://up.example',
+            clientId: 'sigil',
+            clientSecret: { $file: join(dir, 'idp-secret') },
+          },
+        ],
       },
       {},
       { env },
@@ -369,7 +508,9 @@ describe('resolveConfig: secrets from the environment or a file', () => {
     expect(problems({ clients: [cc({ clientSecrets: [{ $env: 'SIGIL_TEST_UNSET' }] })] }, {})).toEqual([
       'clients[0].clientSecrets[0]: environment variable SIGIL_TEST_UNSET is not set',
     ]);
-    expect(problems({ storage: { $file: join(dir, 'absent') } })).toEqual([`storage: cannot read file ${join(dir, 'absent')}: ENOENT`]);
+    expect(problems({ storage: { $file: join(dir, 'absent') } })).toEqual([
+      `storage: cannot read file ${join(dir, 'absent')}: ENOENT`,
+    ]);
     // A reference object with anything else in it is no reference: the schema refuses it as usual.
     expect(problems({ storage: { $env: 'X', other: 1 } })[0]).toMatch(/^storage: /);
   });
@@ -385,7 +526,12 @@ describe('resolveConfig: secrets from the environment or a file', () => {
       { identityProviders: [{ name: { $env: 'SIGIL_TEST_WRONG' }, authority: 'https://up.example', clientId: 'x' }] },
       // A rule about two fields quotes the value at another path.
       { clients: [cc({ clientId: { $env: 'SIGIL_TEST_WRONG' } }), cc({ clientId: { $env: 'SIGIL_TEST_WRONG' } })] },
-      { clients: [cc({ clientSecrets: [`sha256:${value}`] })].map((c) => ({ ...c, clientSecrets: [{ $env: 'SIGIL_TEST_SHA' }] })) },
+      {
+        clients: [cc({ clientSecrets: [`sha256:${value}`] })].map((c) => ({
+          ...c,
+          clientSecrets: [{ $env: 'SIGIL_TEST_SHA' }],
+        })),
+      },
     ];
     for (const raw of cases) {
       let message = '';
@@ -418,8 +564,13 @@ describe('resolveConfig: grant type names', () => {
 
   it('accepts the extension grants the library user registers, and still suggests for their typos', () => {
     const extensionGrants = ['urn:example:grant'];
-    expect(resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grant'] })] }, {}, { extensionGrants }).clients[0]!.allowedGrantTypes).toEqual(['urn:example:grant']);
-    expect(() => resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grnat'] })] }, {}, { extensionGrants })).toThrow(/did you mean "urn:example:grant"/);
+    expect(
+      resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grant'] })] }, {}, { extensionGrants })
+        .clients[0]!.allowedGrantTypes,
+    ).toEqual(['urn:example:grant']);
+    expect(() =>
+      resolveConfig({ clients: [cc({ allowedGrantTypes: ['urn:example:grnat'] })] }, {}, { extensionGrants }),
+    ).toThrow(/did you mean "urn:example:grant"/);
   });
 
   it('reports the cross-field rules together with type errors in other fields', () => {
@@ -429,7 +580,9 @@ describe('resolveConfig: grant type names', () => {
       'clients[0].allowedScopes[0]: unknown scope "nope"',
     ]);
     // A rule of one field (a malformed sha256: secret) does not hide the rules across fields either.
-    expect(problems({ clients: [cc({ clientSecrets: ['sha256:abc'] }), cc({ clientId: 'd', allowedScopes: ['nope'] })] })).toEqual([
+    expect(
+      problems({ clients: [cc({ clientSecrets: ['sha256:abc'] }), cc({ clientId: 'd', allowedScopes: ['nope'] })] }),
+    ).toEqual([
       'clients[0].clientSecrets[0]: a "sha256:" secret must be the base64 of 32 bytes',
       'clients[1].allowedScopes[0]: unknown scope "nope"',
     ]);

@@ -22,7 +22,14 @@ const client = (over: Partial<DecisionClient> = {}): DecisionClient => ({
   ...over,
 });
 
-const request = (over: Partial<Omit<DecisionRequest, 'prompt'>> & { prompt?: string[]; acrValues?: string[]; idp?: string; tenant?: string } = {}): DecisionRequest => {
+const request = (
+  over: Partial<Omit<DecisionRequest, 'prompt'>> & {
+    prompt?: string[];
+    acrValues?: string[];
+    idp?: string;
+    tenant?: string;
+  } = {},
+): DecisionRequest => {
   const { prompt, acrValues, idp, tenant, ...rest } = over;
   return {
     prompt: new Set(prompt ?? []),
@@ -57,7 +64,12 @@ const ISSUE: Decision = { kind: 'issue', scopes: ['openid', 'profile'] };
 /** decide with a signed-in, active user unless given otherwise. */
 function run(
   req: DecisionRequest,
-  over: { session?: DecisionSession | null; user?: { isActive: boolean } | null; client?: DecisionClient; facts?: DecisionFacts } = {},
+  over: {
+    session?: DecisionSession | null;
+    user?: { isActive: boolean } | null;
+    client?: DecisionClient;
+    facts?: DecisionFacts;
+  } = {},
 ): Decision {
   const s = over.session === null ? undefined : (over.session ?? session());
   const u = over.user === null ? undefined : (over.user ?? active);
@@ -88,7 +100,9 @@ describe('decide: sign-in (OIDC Core §3.1.2.3)', () => {
       expect(run(request({ prompt: [prompt] }))).toEqual({ kind: 'login' });
       expect(run(request({ prompt: [prompt] }), { facts: facts({ pending: { loginAt: NOW - 60 } }) })).toEqual(ISSUE);
       // A sign-in older than the one made for this request does not count.
-      expect(run(request({ prompt: [prompt] }), { facts: facts({ pending: { loginAt: NOW - 59 } }) })).toEqual({ kind: 'login' });
+      expect(run(request({ prompt: [prompt] }), { facts: facts({ pending: { loginAt: NOW - 59 } }) })).toEqual({
+        kind: 'login',
+      });
     }
   });
 
@@ -96,7 +110,9 @@ describe('decide: sign-in (OIDC Core §3.1.2.3)', () => {
     expect(run(request({ maxAge: 60 }))).toEqual(ISSUE);
     expect(run(request({ maxAge: 59 }))).toEqual({ kind: 'login' });
     expect(run(request({ maxAge: 0 }), { session: session({ authTime: NOW }) })).toEqual({ kind: 'login' });
-    expect(run(request({ maxAge: 0 }), { session: session({ authTime: NOW }), facts: facts({ pending: { loginAt: NOW } }) })).toEqual(ISSUE);
+    expect(
+      run(request({ maxAge: 0 }), { session: session({ authTime: NOW }), facts: facts({ pending: { loginAt: NOW } }) }),
+    ).toEqual(ISSUE);
   });
 
   it('max_age > 0 asks for a sign-in exactly when the session is older than it (property)', () => {
@@ -134,8 +150,13 @@ describe('decide: upstream providers (acr_values idp:<name>)', () => {
 
   it('idp:<name> of a provider open to the client goes there unless the session came from it', () => {
     expect(run(request({ idp: 'corp' }), { facts: corp })).toEqual({ kind: 'upstream', provider: 'corp' });
-    expect(run(request({ idp: 'corp' }), { facts: corp, session: null })).toEqual({ kind: 'upstream', provider: 'corp' });
-    expect(run(request({ idp: 'corp' }), { facts: corp, session: session({ idp: 'corp', amr: ['external'] }) })).toEqual(ISSUE);
+    expect(run(request({ idp: 'corp' }), { facts: corp, session: null })).toEqual({
+      kind: 'upstream',
+      provider: 'corp',
+    });
+    expect(
+      run(request({ idp: 'corp' }), { facts: corp, session: session({ idp: 'corp', amr: ['external'] }) }),
+    ).toEqual(ISSUE);
   });
 
   it('an unknown or closed provider is ignored: the local login page, never an error revealing configuration', () => {
@@ -144,11 +165,16 @@ describe('decide: upstream providers (acr_values idp:<name>)', () => {
     expect(run(request({ idp: 'nope' }), { facts: corp })).toEqual(ISSUE);
   });
 
-  it("a client without local login goes to its only provider; with several, to the login page", () => {
+  it('a client without local login goes to its only provider; with several, to the login page', () => {
     const noLocal = client({ enableLocalLogin: false });
-    expect(run(request(), { client: noLocal, facts: corp, session: null })).toEqual({ kind: 'upstream', provider: 'corp' });
+    expect(run(request(), { client: noLocal, facts: corp, session: null })).toEqual({
+      kind: 'upstream',
+      provider: 'corp',
+    });
     expect(run(request(), { client: noLocal, facts: corp })).toEqual({ kind: 'upstream', provider: 'corp' });
-    expect(run(request(), { client: noLocal, facts: facts({ upstreams: ['corp', 'other'] }), session: null })).toEqual({ kind: 'login' });
+    expect(run(request(), { client: noLocal, facts: facts({ upstreams: ['corp', 'other'] }), session: null })).toEqual({
+      kind: 'login',
+    });
   });
 
   it('prompt=none where the provider must sign in: login_required', () => {
@@ -159,26 +185,49 @@ describe('decide: upstream providers (acr_values idp:<name>)', () => {
 describe('decide: essential acr (OIDC Core §5.5.1.1, Unmet Authentication Requirements §4)', () => {
   it('a class no sign-in open to the client achieves: unmet_authentication_requirements, before anything else', () => {
     expect(errorOf(run(request({ essentialAcr: [ACR_FEDERATED] })))).toBe('unmet_authentication_requirements');
-    expect(errorOf(run(request({ essentialAcr: ['urn:other'], prompt: ['none'] }), { session: null }))).toBe('unmet_authentication_requirements');
-    expect(errorOf(run(request({ essentialAcr: [ACR_PASSWORD] }), { client: client({ enableLocalLogin: false }), facts: facts({ upstreams: ['corp'] }) }))).toBe(
+    expect(errorOf(run(request({ essentialAcr: ['urn:other'], prompt: ['none'] }), { session: null }))).toBe(
       'unmet_authentication_requirements',
     );
+    expect(
+      errorOf(
+        run(request({ essentialAcr: [ACR_PASSWORD] }), {
+          client: client({ enableLocalLogin: false }),
+          facts: facts({ upstreams: ['corp'] }),
+        }),
+      ),
+    ).toBe('unmet_authentication_requirements');
   });
 
   it('a class the session achieved is met; one a new sign-in could achieve signs in; after that sign-in, unmet', () => {
     expect(run(request({ essentialAcr: [ACR_PASSWORD] }))).toEqual(ISSUE);
     const corp = facts({ upstreams: ['corp'] });
     expect(run(request({ essentialAcr: [ACR_FEDERATED] }), { facts: corp })).toEqual({ kind: 'login' });
-    expect(errorOf(run(request({ essentialAcr: [ACR_FEDERATED] }), { facts: facts({ upstreams: ['corp'], pending: { loginAt: NOW - 60 } }) }))).toBe(
-      'unmet_authentication_requirements',
-    );
-    expect(run(request({ essentialAcr: [ACR_FEDERATED] }), { facts: corp, session: session({ idp: 'corp', amr: ['external'] }) })).toEqual(ISSUE);
+    expect(
+      errorOf(
+        run(request({ essentialAcr: [ACR_FEDERATED] }), {
+          facts: facts({ upstreams: ['corp'], pending: { loginAt: NOW - 60 } }),
+        }),
+      ),
+    ).toBe('unmet_authentication_requirements');
+    expect(
+      run(request({ essentialAcr: [ACR_FEDERATED] }), {
+        facts: corp,
+        session: session({ idp: 'corp', amr: ['external'] }),
+      }),
+    ).toEqual(ISSUE);
   });
 
   it('MFA asked of a local session without it is added by step-up, not by a new sign-in', () => {
-    expect(run(request({ essentialAcr: [ACR_MFA] }), { facts: facts({ secondStep: 'verify' }) })).toEqual({ kind: 'second-factor' });
+    expect(run(request({ essentialAcr: [ACR_MFA] }), { facts: facts({ secondStep: 'verify' }) })).toEqual({
+      kind: 'second-factor',
+    });
     // A federated session without MFA must sign in again (Sigil adds no factor to an upstream sign-in).
-    expect(run(request({ essentialAcr: [ACR_MFA] }), { facts: facts({ upstreams: ['corp'] }), session: session({ idp: 'corp', amr: ['external'] }) })).toEqual({
+    expect(
+      run(request({ essentialAcr: [ACR_MFA] }), {
+        facts: facts({ upstreams: ['corp'] }),
+        session: session({ idp: 'corp', amr: ['external'] }),
+      }),
+    ).toEqual({
       kind: 'login',
     });
   });
@@ -189,17 +238,27 @@ describe('decide: the second factor (src/mfa/)', () => {
     expect(run(request(), { facts: facts({ secondStep: 'verify' }) })).toEqual({ kind: 'second-factor' });
     expect(run(request(), { facts: facts({ secondStep: 'security-key' }) })).toEqual({ kind: 'second-factor' });
     expect(run(request(), { facts: facts({ secondStep: 'enroll' }) })).toEqual({ kind: 'enrol' });
-    expect(run(request(), { facts: facts({ secondStep: 'verify' }), session: session({ amr: ['pwd', 'otp', 'mfa'] }) })).toEqual(ISSUE);
+    expect(
+      run(request(), { facts: facts({ secondStep: 'verify' }), session: session({ amr: ['pwd', 'otp', 'mfa'] }) }),
+    ).toEqual(ISSUE);
   });
 
   it('enrolment needs a recent sign-in (freshSignInSeconds); an older session signs in again', () => {
-    expect(run(request(), { facts: facts({ secondStep: 'enroll' }), session: session({ authTime: NOW - 300 }) })).toEqual({ kind: 'enrol' });
-    expect(run(request(), { facts: facts({ secondStep: 'enroll' }), session: session({ authTime: NOW - 301 }) })).toEqual({ kind: 'login' });
+    expect(
+      run(request(), { facts: facts({ secondStep: 'enroll' }), session: session({ authTime: NOW - 300 }) }),
+    ).toEqual({ kind: 'enrol' });
+    expect(
+      run(request(), { facts: facts({ secondStep: 'enroll' }), session: session({ authTime: NOW - 301 }) }),
+    ).toEqual({ kind: 'login' });
   });
 
   it('prompt=none where a second factor is needed: interaction_required', () => {
-    expect(errorOf(run(request({ prompt: ['none'] }), { facts: facts({ secondStep: 'verify' }) }))).toBe('interaction_required');
-    expect(errorOf(run(request({ prompt: ['none'] }), { facts: facts({ secondStep: 'enroll' }) }))).toBe('interaction_required');
+    expect(errorOf(run(request({ prompt: ['none'] }), { facts: facts({ secondStep: 'verify' }) }))).toBe(
+      'interaction_required',
+    );
+    expect(errorOf(run(request({ prompt: ['none'] }), { facts: facts({ secondStep: 'enroll' }) }))).toBe(
+      'interaction_required',
+    );
   });
 
   it('mfaRequired: the policy, or acr_values / an essential acr that lists no value the sign-in meets, and MFA', () => {
@@ -224,11 +283,19 @@ describe('decide: the second factor (src/mfa/)', () => {
 
   it("an upstream's MFA never answers an essential password acr: a password sign-in at Sigil is needed", () => {
     const upstreamMfa = session({ idp: 'corp', amr: ['hwk', 'mfa'] });
-    const decision = run(request({ essentialAcr: [ACR_PASSWORD] }), { session: upstreamMfa, facts: facts({ upstreams: ['corp'] }) });
+    const decision = run(request({ essentialAcr: [ACR_PASSWORD] }), {
+      session: upstreamMfa,
+      facts: facts({ upstreams: ['corp'] }),
+    });
     expect(decision).not.toMatchObject({ kind: 'issue', acr: ACR_PASSWORD });
     expect(decision).toMatchObject({ kind: 'login' });
     // Its federated class is met, and asserted, when asked for.
-    expect(run(request({ essentialAcr: [ACR_FEDERATED], acrRequested: true }), { session: upstreamMfa, facts: facts({ upstreams: ['corp'] }) })).toMatchObject({ kind: 'issue', acr: ACR_FEDERATED });
+    expect(
+      run(request({ essentialAcr: [ACR_FEDERATED], acrRequested: true }), {
+        session: upstreamMfa,
+        facts: facts({ upstreams: ['corp'] }),
+      }),
+    ).toMatchObject({ kind: 'issue', acr: ACR_FEDERATED });
   });
 
   it('stepUp and pageOf name the pages', () => {
@@ -251,11 +318,25 @@ describe('decide: consent (OIDC Core §3.1.2.4)', () => {
   });
 
   it('a remembered consent covering every scope skips it, except for a native redirect URI (RFC 8252 §8.6)', () => {
-    expect(run(request(), { client: consenting, facts: facts({ rememberedConsent: ['profile', 'openid', 'api1'] }) })).toEqual(ISSUE);
-    expect(run(request(), { client: consenting, facts: facts({ rememberedConsent: ['openid'] }) })).toEqual({ kind: 'consent' });
-    expect(run(request({ prompt: ['consent'] }), { client: consenting, facts: facts({ rememberedConsent: ['openid', 'profile'] }) })).toEqual({ kind: 'consent' });
+    expect(
+      run(request(), { client: consenting, facts: facts({ rememberedConsent: ['profile', 'openid', 'api1'] }) }),
+    ).toEqual(ISSUE);
+    expect(run(request(), { client: consenting, facts: facts({ rememberedConsent: ['openid'] }) })).toEqual({
+      kind: 'consent',
+    });
+    expect(
+      run(request({ prompt: ['consent'] }), {
+        client: consenting,
+        facts: facts({ rememberedConsent: ['openid', 'profile'] }),
+      }),
+    ).toEqual({ kind: 'consent' });
     for (const redirectUri of ['http://127.0.0.1:4000/cb', 'com.example.app:/cb'])
-      expect(run(request({ redirectUri }), { client: consenting, facts: facts({ rememberedConsent: ['openid', 'profile'] }) })).toEqual({ kind: 'consent' });
+      expect(
+        run(request({ redirectUri }), {
+          client: consenting,
+          facts: facts({ rememberedConsent: ['openid', 'profile'] }),
+        }),
+      ).toEqual({ kind: 'consent' });
   });
 
   it('prompt=none where consent is needed: consent_required', () => {
@@ -264,7 +345,10 @@ describe('decide: consent (OIDC Core §3.1.2.4)', () => {
 
   it('consent given for this request issues the consented scopes only, even with prompt=consent', () => {
     const given = facts({ pending: { consented: ['openid'] } });
-    expect(run(request({ prompt: ['consent'] }), { client: consenting, facts: given })).toEqual({ kind: 'issue', scopes: ['openid'] });
+    expect(run(request({ prompt: ['consent'] }), { client: consenting, facts: given })).toEqual({
+      kind: 'issue',
+      scopes: ['openid'],
+    });
     expect(run(request(), { facts: facts({ pending: { consented: [] } }) })).toEqual({ kind: 'issue', scopes: [] });
   });
 });
@@ -274,14 +358,26 @@ describe('decide: the acr to assert (OIDC Core §3.1.2.1)', () => {
     expect(run(request())).toEqual(ISSUE);
     expect(run(request({ acrValues: [ACR_MFA, ACR_PASSWORD] }))).toEqual({ ...ISSUE, acr: ACR_PASSWORD });
     expect(run(request({ acrValues: ['urn:other'] }))).toEqual({ ...ISSUE, acr: ACR_PASSWORD });
-    expect(run(request({ acrValues: [ACR_PASSWORD] }), { session: session({ amr: ['pwd', 'otp', 'mfa'] }) })).toEqual({ ...ISSUE, acr: ACR_PASSWORD });
-    expect(run(request({ acrValues: [] }), { session: session({ amr: ['pwd', 'otp', 'mfa'] }) })).toEqual({ ...ISSUE, acr: ACR_MFA });
+    expect(run(request({ acrValues: [ACR_PASSWORD] }), { session: session({ amr: ['pwd', 'otp', 'mfa'] }) })).toEqual({
+      ...ISSUE,
+      acr: ACR_PASSWORD,
+    });
+    expect(run(request({ acrValues: [] }), { session: session({ amr: ['pwd', 'otp', 'mfa'] }) })).toEqual({
+      ...ISSUE,
+      acr: ACR_MFA,
+    });
   });
 
   it('essential values come before acr_values; an upstream acr stands for an upstream sign-in that meets none', () => {
-    expect(run(request({ acrValues: [ACR_PASSWORD], essentialAcr: [ACR_MFA] }), { session: session({ amr: ['pwd', 'otp', 'mfa'] }) })).toEqual({ ...ISSUE, acr: ACR_MFA });
+    expect(
+      run(request({ acrValues: [ACR_PASSWORD], essentialAcr: [ACR_MFA] }), {
+        session: session({ amr: ['pwd', 'otp', 'mfa'] }),
+      }),
+    ).toEqual({ ...ISSUE, acr: ACR_MFA });
     const upstream = session({ idp: 'corp', amr: ['pwd', 'mfa'], upstreamAcr: 'urn:corp:gold' });
-    expect(run(request({ acrValues: ['urn:x'] }), { session: upstream, facts: facts({ upstreams: ['corp'] }) })).toEqual({ ...ISSUE, acr: 'urn:corp:gold' });
+    expect(
+      run(request({ acrValues: ['urn:x'] }), { session: upstream, facts: facts({ upstreams: ['corp'] }) }),
+    ).toEqual({ ...ISSUE, acr: 'urn:corp:gold' });
   });
 });
 
@@ -293,7 +389,9 @@ describe('decide: properties', () => {
       fc.record({
         subjectId: fc.constantFrom('1', '2'),
         authTime: fc.integer({ min: NOW - 1000, max: NOW }),
-        amr: fc.constantFrom(['pwd'], ['pwd', 'otp', 'mfa'], ['external'], ['swk', 'user', 'mfa']).map((amr) => [...amr]),
+        amr: fc
+          .constantFrom(['pwd'], ['pwd', 'otp', 'mfa'], ['external'], ['swk', 'user', 'mfa'])
+          .map((amr) => [...amr]),
         idp: fc.constantFrom('local', 'corp', 'other'),
         tenant: fc.constantFrom(null, 'acme'),
       }),
@@ -306,19 +404,35 @@ describe('decide: properties', () => {
       requireConsent: fc.boolean(),
     }),
     acrValues: fc.subarray([ACR_PASSWORD, ACR_MFA, ACR_FEDERATED, 'urn:other']),
-    essentialAcr: fc.option(fc.subarray([ACR_PASSWORD, ACR_MFA, ACR_FEDERATED, 'urn:other'], { minLength: 1 }), { nil: undefined }),
+    essentialAcr: fc.option(fc.subarray([ACR_PASSWORD, ACR_MFA, ACR_FEDERATED, 'urn:other'], { minLength: 1 }), {
+      nil: undefined,
+    }),
     idp: fc.option(fc.constantFrom('corp', 'other', 'nope'), { nil: undefined }),
     facts: fc.record({
       upstreams: fc.subarray(['corp', 'other']),
-      secondStep: fc.constantFrom('none', 'verify', 'security-key', 'enroll') as fc.Arbitrary<DecisionFacts['secondStep']>,
+      secondStep: fc.constantFrom('none', 'verify', 'security-key', 'enroll') as fc.Arbitrary<
+        DecisionFacts['secondStep']
+      >,
       loginAt: fc.option(fc.integer({ min: NOW - 1000, max: NOW }), { nil: undefined }),
       consented: fc.option(fc.subarray(['openid', 'profile', 'api1']), { nil: undefined }),
       rememberedConsent: fc.option(fc.subarray(['openid', 'profile', 'api1']), { nil: undefined }),
     }),
   };
   const input = fc.record(arbitraries).map((a) => {
-    const req = request({ prompt: a.prompt, acrValues: a.acrValues, ...(a.maxAge !== undefined ? { maxAge: a.maxAge } : {}), ...(a.essentialAcr ? { essentialAcr: a.essentialAcr } : {}), ...(a.idp ? { idp: a.idp } : {}) });
-    const pending = a.facts.loginAt !== undefined || a.facts.consented ? { ...(a.facts.loginAt !== undefined ? { loginAt: a.facts.loginAt } : {}), ...(a.facts.consented ? { consented: a.facts.consented } : {}) } : undefined;
+    const req = request({
+      prompt: a.prompt,
+      acrValues: a.acrValues,
+      ...(a.maxAge !== undefined ? { maxAge: a.maxAge } : {}),
+      ...(a.essentialAcr ? { essentialAcr: a.essentialAcr } : {}),
+      ...(a.idp ? { idp: a.idp } : {}),
+    });
+    const pending =
+      a.facts.loginAt !== undefined || a.facts.consented
+        ? {
+            ...(a.facts.loginAt !== undefined ? { loginAt: a.facts.loginAt } : {}),
+            ...(a.facts.consented ? { consented: a.facts.consented } : {}),
+          }
+        : undefined;
     const f = facts({
       upstreams: a.facts.upstreams,
       secondStep: a.facts.secondStep,
@@ -327,7 +441,13 @@ describe('decide: properties', () => {
     });
     return { req, session: a.session, user: a.user, client: a.client, facts: f };
   });
-  type Input = { req: DecisionRequest; session: DecisionSession | undefined; user: { isActive: boolean } | undefined; client: DecisionClient; facts: DecisionFacts };
+  type Input = {
+    req: DecisionRequest;
+    session: DecisionSession | undefined;
+    user: { isActive: boolean } | undefined;
+    client: DecisionClient;
+    facts: DecisionFacts;
+  };
   const decideAll = (i: Input) => decide(i.req, i.session, i.user, i.client, i.facts);
 
   it('prompt=none never shows a page', () => {
@@ -361,7 +481,8 @@ describe('decide: properties', () => {
         const d = decideAll(i);
         if (d.kind !== 'issue' || !i.session) return;
         expect(stepUp(i.facts.secondStep, i.session, NOW, i.facts.freshSignInSeconds)).toBeUndefined();
-        if (i.req.acr.idp !== null && i.facts.upstreams.includes(i.req.acr.idp)) expect(i.session.idp).toBe(i.req.acr.idp);
+        if (i.req.acr.idp !== null && i.facts.upstreams.includes(i.req.acr.idp))
+          expect(i.session.idp).toBe(i.req.acr.idp);
         if (!i.client.enableLocalLogin) expect(i.session.idp).not.toBe('local');
         if (i.client.requireConsent && !i.facts.pending?.consented) expect(i.facts.rememberedConsent).toBeDefined();
       }),

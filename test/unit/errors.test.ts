@@ -6,7 +6,11 @@ import { unicodeText } from './arbitraries.js';
 
 /** RFC 6749 §5.2: error_description = 1*( %x20-21 / %x23-5B / %x5D-7E ). */
 const DESCRIPTION = /^[\x20\x21\x23-\x5B\x5D-\x7E]*$/;
-const anyText = fc.oneof(unicodeText({ maxLength: 300 }), fc.string({ unit: 'binary-ascii', maxLength: 300 }), fc.string({ maxLength: 300 }));
+const anyText = fc.oneof(
+  unicodeText({ maxLength: 300 }),
+  fc.string({ unit: 'binary-ascii', maxLength: 300 }),
+  fc.string({ maxLength: 300 }),
+);
 
 describe('sanitizeDescription', () => {
   it('outputs only the RFC 6749 §5.2 character set, at most 200 characters', () => {
@@ -20,7 +24,14 @@ describe('sanitizeDescription', () => {
   });
 
   it('keeps allowed text unchanged and is idempotent', () => {
-    const allowed = fc.string({ unit: fc.constantFrom(...Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i)).filter((c) => c !== '"' && c !== '\\')), maxLength: 200 });
+    const allowed = fc.string({
+      unit: fc.constantFrom(
+        ...Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i)).filter(
+          (c) => c !== '"' && c !== '\\',
+        ),
+      ),
+      maxLength: 200,
+    });
     fc.assert(
       fc.property(allowed, (text) => {
         expect(sanitizeDescription(text)).toBe(text);

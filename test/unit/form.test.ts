@@ -33,7 +33,7 @@ describe('Params.parse', () => {
     );
   });
 
-  it('round-trips encodeURIComponent encoding too (%20 for space, unescaped !*\'())', () => {
+  it("round-trips encodeURIComponent encoding too (%20 for space, unescaped !*'())", () => {
     fc.assert(
       fc.property(name, value, (n, v) => {
         const params = Params.parse(`${encodeURIComponent(n)}=${encodeURIComponent(v)}`);
@@ -70,26 +70,33 @@ describe('Params.parse', () => {
 
   it('never throws anything but an invalid_request OAuthError', () => {
     fc.assert(
-      fc.property(fc.oneof(formishText, unicodeText({ maxLength: 80 })), fc.array(fc.string({ maxLength: 8 }), { maxLength: 4 }), (body, names) => {
-        let params: Params;
-        try {
-          params = Params.parse(body);
-        } catch (err) {
-          expect(err).toBeInstanceOf(OAuthError);
-          expect((err as OAuthError).code).toBe('invalid_request');
-          return;
-        }
-        for (const n of names) {
-          const err = thrown(() => params.get(n));
-          if (err !== undefined) expect((err as OAuthError).code).toBe('invalid_request');
-        }
-      }),
+      fc.property(
+        fc.oneof(formishText, unicodeText({ maxLength: 80 })),
+        fc.array(fc.string({ maxLength: 8 }), { maxLength: 4 }),
+        (body, names) => {
+          let params: Params;
+          try {
+            params = Params.parse(body);
+          } catch (err) {
+            expect(err).toBeInstanceOf(OAuthError);
+            expect((err as OAuthError).code).toBe('invalid_request');
+            return;
+          }
+          for (const n of names) {
+            const err = thrown(() => params.get(n));
+            if (err !== undefined) expect((err as OAuthError).code).toBe('invalid_request');
+          }
+        },
+      ),
     );
   });
 
   it('refuses NUL and malformed escapes', () => {
     for (const body of ['a=%00', 'a%00=b', 'a=b%', 'a=%ZZ', 'a=%C3', 'a=%ED%A0%80', 'a=%C0%AF', 'a=\u0000'])
-      expect(thrown(() => Params.parse(body)), body).toBeInstanceOf(OAuthError);
+      expect(
+        thrown(() => Params.parse(body)),
+        body,
+      ).toBeInstanceOf(OAuthError);
     expect(Params.parse('a=b+c%2Bd').get('a')).toBe('b c+d');
     expect(Params.parse('&&a=1&&').get('a')).toBe('1');
     expect(Params.parse('=x&a=1').has('')).toBe(false);

@@ -26,34 +26,55 @@ const withQ = (tag: string, q: number) => `${tag};q=${q === 1 ? '1' : q.toFixed(
 
 describe('pickLocale', () => {
   it('always answers a supported language and never throws, whatever ui_locales and Accept-Language say', () => {
-    const header = fc.oneof(unicodeText({ maxLength: 80 }), formishText, fc.array(fc.oneof(supported, unsupported, fc.constant('*')), { maxLength: 5 }).map((t) => t.join(', ')));
+    const header = fc.oneof(
+      unicodeText({ maxLength: 80 }),
+      formishText,
+      fc.array(fc.oneof(supported, unsupported, fc.constant('*')), { maxLength: 5 }).map((t) => t.join(', ')),
+    );
     fc.assert(
-      fc.property(fc.option(header, { nil: undefined }), fc.option(header, { nil: undefined }), (uiLocales, acceptLanguage) => {
-        expect(SUPPORTED).toContain(pickLocale(uiLocales, acceptLanguage));
-      }),
+      fc.property(
+        fc.option(header, { nil: undefined }),
+        fc.option(header, { nil: undefined }),
+        (uiLocales, acceptLanguage) => {
+          expect(SUPPORTED).toContain(pickLocale(uiLocales, acceptLanguage));
+        },
+      ),
     );
   });
 
   it('honours the q-values of Accept-Language, whatever the order of the header', () => {
-    const pair = fc.shuffledSubarray(SUPPORTED, { minLength: 2, maxLength: 2 }).chain(([a, b]) => fc.tuple(fc.constant([a, b] as [string, string]), variant(a ?? ''), variant(b ?? '')));
+    const pair = fc
+      .shuffledSubarray(SUPPORTED, { minLength: 2, maxLength: 2 })
+      .chain(([a, b]) => fc.tuple(fc.constant([a, b] as [string, string]), variant(a ?? ''), variant(b ?? '')));
     fc.assert(
-      fc.property(pair, fc.uniqueArray(qValue, { minLength: 2, maxLength: 2 }), fc.boolean(), fc.array(unsupported, { maxLength: 3 }), ([[a, b], ta, tb], qs, reversed, others) => {
-        const [qa, qb] = qs as [number, number];
-        const parts = [withQ(ta, qa), withQ(tb, qb), ...others];
-        const header = (reversed ? parts.reverse() : parts).join(', ');
-        expect(pickLocale(undefined, header), header).toBe(qa > qb ? a : b);
-      }),
+      fc.property(
+        pair,
+        fc.uniqueArray(qValue, { minLength: 2, maxLength: 2 }),
+        fc.boolean(),
+        fc.array(unsupported, { maxLength: 3 }),
+        ([[a, b], ta, tb], qs, reversed, others) => {
+          const [qa, qb] = qs as [number, number];
+          const parts = [withQ(ta, qa), withQ(tb, qb), ...others];
+          const header = (reversed ? parts.reverse() : parts).join(', ');
+          expect(pickLocale(undefined, header), header).toBe(qa > qb ? a : b);
+        },
+      ),
     );
   });
 
   it('never picks a language the header refuses with q=0', () => {
     fc.assert(
-      fc.property(fc.shuffledSubarray(SUPPORTED, { minLength: 2, maxLength: 2 }), qValue, fc.boolean(), (langs, q, star) => {
-        const [refused, other] = langs as [string, string];
-        const header = `${refused};q=0, ${star ? '*' : other};q=${q}`;
-        // A wildcard takes the first available language the header does not refuse.
-        expect(pickLocale(undefined, header), header).toBe(star ? SUPPORTED.find((l) => l !== refused) : other);
-      }),
+      fc.property(
+        fc.shuffledSubarray(SUPPORTED, { minLength: 2, maxLength: 2 }),
+        qValue,
+        fc.boolean(),
+        (langs, q, star) => {
+          const [refused, other] = langs as [string, string];
+          const header = `${refused};q=0, ${star ? '*' : other};q=${q}`;
+          // A wildcard takes the first available language the header does not refuse.
+          expect(pickLocale(undefined, header), header).toBe(star ? SUPPORTED.find((l) => l !== refused) : other);
+        },
+      ),
     );
   });
 
@@ -63,7 +84,10 @@ describe('pickLocale', () => {
         fc.array(unsupported, { maxLength: 4 }),
         supported.chain((lang) => fc.tuple(fc.constant(lang), variant(lang))),
         fc.array(fc.oneof(supported, unsupported), { maxLength: 4 }),
-        fc.option(fc.array(fc.oneof(supported, unsupported), { minLength: 1, maxLength: 4 }).map((t) => t.join(', ')), { nil: undefined }),
+        fc.option(
+          fc.array(fc.oneof(supported, unsupported), { minLength: 1, maxLength: 4 }).map((t) => t.join(', ')),
+          { nil: undefined },
+        ),
         (before, [lang, tag], after, acceptLanguage) => {
           const uiLocales = [...before, tag, ...after].join(' ');
           expect(pickLocale(uiLocales, acceptLanguage), uiLocales).toBe(lang);
@@ -74,12 +98,17 @@ describe('pickLocale', () => {
 
   it('falls back to Accept-Language when ui_locales names no supported language, then to English', () => {
     fc.assert(
-      fc.property(fc.array(unsupported, { maxLength: 4 }), supported, fc.array(unsupported, { maxLength: 3 }), (tags, lang, others) => {
-        const uiLocales = tags.join(' ');
-        expect(pickLocale(uiLocales, [...others, lang].join(', '))).toBe(lang);
-        expect(pickLocale(uiLocales, others.join(', '))).toBe('en');
-        expect(pickLocale(uiLocales, undefined)).toBe('en');
-      }),
+      fc.property(
+        fc.array(unsupported, { maxLength: 4 }),
+        supported,
+        fc.array(unsupported, { maxLength: 3 }),
+        (tags, lang, others) => {
+          const uiLocales = tags.join(' ');
+          expect(pickLocale(uiLocales, [...others, lang].join(', '))).toBe(lang);
+          expect(pickLocale(uiLocales, others.join(', '))).toBe('en');
+          expect(pickLocale(uiLocales, undefined)).toBe('en');
+        },
+      ),
     );
   });
 

@@ -12,8 +12,20 @@ describe('Interactions over the store', () => {
   afterAll(async () => store.close());
 
   const interaction: Interaction = {
-    request: { clientId: 'web', target: { redirectUri: 'https://app.example/cb', mode: 'query', state: 's' }, scopes: ['openid'], tenant: null, acrValues: [] },
-    params: { client_id: 'web', redirect_uri: 'https://app.example/cb', response_type: 'code', scope: 'openid', state: 's' },
+    request: {
+      clientId: 'web',
+      target: { redirectUri: 'https://app.example/cb', mode: 'query', state: 's' },
+      scopes: ['openid'],
+      tenant: null,
+      acrValues: [],
+    },
+    params: {
+      client_id: 'web',
+      redirect_uri: 'https://app.example/cb',
+      response_type: 'code',
+      scope: 'openid',
+      state: 's',
+    },
     browser: 'b1',
   };
 
@@ -32,7 +44,16 @@ describe('Interactions over the store', () => {
   it('treats a record stored before pending requests kept their validated request as expired', async () => {
     const now = nowSeconds();
     const { request: _request, ...old } = interaction;
-    await store.grants.put(newGrantRecord({ key: hashHandle('old-id'), type: 'interaction', clientId: 'web', data: { ...old }, createdAt: now, expiresAt: now + 600 }));
+    await store.grants.put(
+      newGrantRecord({
+        key: hashHandle('old-id'),
+        type: 'interaction',
+        clientId: 'web',
+        data: { ...old },
+        createdAt: now,
+        expiresAt: now + 600,
+      }),
+    );
     expect(await new Interactions(store.grants).get('old-id', 'b1')).toBeUndefined();
   });
 });

@@ -24,13 +24,18 @@ afterEach(() => {
 async function check(files: Record<string, string>): Promise<{ failed: boolean; output: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'sigil-layers-'));
   trees.push(dir);
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', strict: true } }));
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', strict: true } }),
+  );
   for (const [path, text] of Object.entries(files)) {
     mkdirSync(dirname(join(dir, path)), { recursive: true });
     writeFileSync(join(dir, path), text);
   }
   try {
-    const { stdout } = await promisify(execFile)(DEPCRUISE, ['src', '--config', RULES, '--output-type', 'err'], { cwd: dir });
+    const { stdout } = await promisify(execFile)(DEPCRUISE, ['src', '--config', RULES, '--output-type', 'err'], {
+      cwd: dir,
+    });
     return { failed: false, output: stdout };
   } catch (err) {
     const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
@@ -49,7 +54,8 @@ describe('the layering rule', () => {
 
   it('fails on an import up the layers, naming the rule and the import', async () => {
     const result = await check({
-      'src/crypto/handles.ts': "import { token } from '../endpoints/token.js';\nexport const newHandle = () => token;\n",
+      'src/crypto/handles.ts':
+        "import { token } from '../endpoints/token.js';\nexport const newHandle = () => token;\n",
       'src/endpoints/token.ts': 'export const token = 1;\n',
     });
     expect(result.failed).toBe(true);
@@ -75,7 +81,8 @@ describe('the layering rule', () => {
   it('fails on a loop of type-only imports inside one layer', async () => {
     const result = await check({
       'src/ui/account.ts': "import type { Device } from './device.js';\nexport interface Account { device?: Device }\n",
-      'src/ui/device.ts': "import type { Account } from './account.js';\nexport interface Device { account?: Account }\n",
+      'src/ui/device.ts':
+        "import type { Account } from './account.js';\nexport interface Device { account?: Account }\n",
     });
     expect(result.failed).toBe(true);
     expect(result.output).toContain('no-circular');

@@ -7,7 +7,14 @@ import fc from 'fast-check';
 import { DN } from 'ldapts';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, resolveConfig } from '../../src/config/loader.js';
-import { attributesOf, guidToString, isDisabled, roleFromGroupDn, subjectOf, subjectSearchValue } from '../../src/users/ldap/entries.js';
+import {
+  attributesOf,
+  guidToString,
+  isDisabled,
+  roleFromGroupDn,
+  subjectOf,
+  subjectSearchValue,
+} from '../../src/users/ldap/entries.js';
 import { testConfig } from '../helpers.js';
 
 describe('roleFromGroupDn', () => {
@@ -25,10 +32,13 @@ describe('roleFromGroupDn', () => {
 
   it('reads back any value that ldapts escapes into a DN (property)', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1, maxLength: 40 }).filter((v) => v.trim() === v && v.length > 0 && !v.includes('\0')), (value) => {
-        const dn = new DN({ cn: value, ou: 'groups', dc: 'example' }).toString();
-        expect(roleFromGroupDn(dn, 'cn')).toBe(value);
-      }),
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 40 }).filter((v) => v.trim() === v && v.length > 0 && !v.includes('\0')),
+        (value) => {
+          const dn = new DN({ cn: value, ou: 'groups', dc: 'example' }).toString();
+          expect(roleFromGroupDn(dn, 'cn')).toBe(value);
+        },
+      ),
     );
   });
 
@@ -55,11 +65,15 @@ describe('objectGUID', () => {
   it('asks nothing for a subject that cannot be a GUID or entryUUID', () => {
     expect(subjectSearchValue('1', 'objectGUID')).toBeUndefined();
     expect(subjectSearchValue('alice', 'entryUUID')).toBeUndefined();
-    expect(subjectSearchValue('3c25408c-7d40-1041-9956-45d98ce3c285', 'entryUUID')).toBe('3c25408c-7d40-1041-9956-45d98ce3c285');
+    expect(subjectSearchValue('3c25408c-7d40-1041-9956-45d98ce3c285', 'entryUUID')).toBe(
+      '3c25408c-7d40-1041-9956-45d98ce3c285',
+    );
   });
 
   it('takes the subject from exactly one value', () => {
-    expect(subjectOf(attributesOf({ dn: 'x', objectGUID: Buffer.alloc(16, 1) }), 'objectGUID')).toBe('01010101-0101-0101-0101-010101010101');
+    expect(subjectOf(attributesOf({ dn: 'x', objectGUID: Buffer.alloc(16, 1) }), 'objectGUID')).toBe(
+      '01010101-0101-0101-0101-010101010101',
+    );
     expect(subjectOf(attributesOf({ dn: 'x', entryUUID: ['a', 'b'] }), 'entryUUID')).toBeUndefined();
     expect(subjectOf(attributesOf({ dn: 'x', entryuuid: [] }), 'entryUUID')).toBeUndefined();
   });
@@ -79,7 +93,14 @@ describe('isDisabled', () => {
 });
 
 describe('userDirectories config', () => {
-  const directory = (extra: Record<string, unknown>) => ({ name: 'corp', type: 'ldap', bindDn: 'cn=s', bindPassword: 'p', baseDn: 'dc=x', ...extra });
+  const directory = (extra: Record<string, unknown>) => ({
+    name: 'corp',
+    type: 'ldap',
+    bindDn: 'cn=s',
+    bindPassword: 'p',
+    baseDn: 'dc=x',
+    ...extra,
+  });
   const problems = (d: Record<string, unknown>): string[] => {
     try {
       resolveConfig(testConfig({ userDirectories: [d] as never }));
@@ -94,15 +115,29 @@ describe('userDirectories config', () => {
     expect(problems(directory({ url: 'ldaps://ldap.example.org' }))).toEqual([]);
     expect(problems(directory({ url: 'ldap://ldap.example.org:389', startTls: true }))).toEqual([]);
     expect(problems(directory({ url: 'ldap://127.0.0.1:3389' }))).toEqual([]);
-    const cfg = resolveConfig(testConfig({ userDirectories: [directory({ url: 'ldaps://ldap.example.org' })] as never }));
-    expect(cfg.userDirectories[0]).toMatchObject({ usernameAttribute: 'uid', subjectAttribute: 'entryUUID', claimsCacheSeconds: 60, maxConnections: 5, timeoutSeconds: 5 });
+    const cfg = resolveConfig(
+      testConfig({ userDirectories: [directory({ url: 'ldaps://ldap.example.org' })] as never }),
+    );
+    expect(cfg.userDirectories[0]).toMatchObject({
+      usernameAttribute: 'uid',
+      subjectAttribute: 'entryUUID',
+      claimsCacheSeconds: 60,
+      maxConnections: 5,
+      timeoutSeconds: 5,
+    });
   });
 
   it('refuses clear-text binds beyond loopback, bad URLs and attribute names, duplicate names', () => {
     expect(problems(directory({ url: 'ldap://ldap.example.org' })).join('\n')).toMatch(/userDirectories.*clear text/);
     expect(problems(directory({ url: 'ldaps://x', startTls: true })).join('\n')).toMatch(/startTls/);
     expect(problems(directory({ url: 'http://x' })).join('\n')).toMatch(/userDirectories/);
-    expect(problems(directory({ url: 'ldaps://x', usernameAttribute: 'uid)(x=*' })).join('\n')).toMatch(/usernameAttribute/);
-    expect(() => resolveConfig(testConfig({ userDirectories: [directory({ url: 'ldaps://x' }), directory({ url: 'ldaps://y' })] as never }))).toThrow(/unique/);
+    expect(problems(directory({ url: 'ldaps://x', usernameAttribute: 'uid)(x=*' })).join('\n')).toMatch(
+      /usernameAttribute/,
+    );
+    expect(() =>
+      resolveConfig(
+        testConfig({ userDirectories: [directory({ url: 'ldaps://x' }), directory({ url: 'ldaps://y' })] as never }),
+      ),
+    ).toThrow(/unique/);
   });
 });

@@ -43,7 +43,11 @@ describe('shipped catalogues', () => {
 
 describe('localesDir', () => {
   it('adds a language, overrides single texts of a shipped one, and falls back to English for missing keys', () => {
-    const dir = folder({ 'it.json': JSON.stringify({ signIn: 'Accedi', signInTo: 'Accedi per continuare su {client}' }), 'fr.json': JSON.stringify({ signIn: 'Connexion !' }), 'notes.txt': 'ignored' });
+    const dir = folder({
+      'it.json': JSON.stringify({ signIn: 'Accedi', signInTo: 'Accedi per continuare su {client}' }),
+      'fr.json': JSON.stringify({ signIn: 'Connexion !' }),
+      'notes.txt': 'ignored',
+    });
     const locales = loadLocales(dir);
     expect(locales.tags).toEqual(['en', 'de', 'fr', 'es', 'it']);
     expect(locales.pick('it-IT', undefined)).toBe('it');
@@ -61,7 +65,10 @@ describe('localesDir', () => {
       [{ 'it.json': '["a"]' }, /must be a JSON object/],
       [{ 'it.json': JSON.stringify({ signInn: 'x' }) }, /unknown key "signInn"/],
       [{ 'it.json': JSON.stringify({ signIn: 3 }) }, /"signIn" must be a string/],
-      [{ 'it.json': JSON.stringify({ signInTo: 'Accedi a {cliente}' }) }, /"signInTo" must have the placeholders \{client\}/],
+      [
+        { 'it.json': JSON.stringify({ signInTo: 'Accedi a {cliente}' }) },
+        /"signInTo" must have the placeholders \{client\}/,
+      ],
       [{ 'it.json': JSON.stringify({ signIn: 'Accedi {client}' }) }, /"signIn" must have the placeholders \(none\)/],
     ];
     for (const [files, message] of cases) expect(() => loadLocales(folder(files)), message.source).toThrow(message);
@@ -73,24 +80,36 @@ describe('localesDir', () => {
 describe('localesDir, any content', () => {
   it('loads or refuses with a localesDir error, never anything else (property)', () => {
     const keys = fc.oneof(fc.constantFrom(...Object.keys(CATALOGUES.en as object)), fc.string({ maxLength: 12 }));
-    const value = fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('{client}', '{user} {x}'), fc.integer(), fc.constant(null));
+    const value = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.constantFrom('{client}', '{user} {x}'),
+      fc.integer(),
+      fc.constant(null),
+    );
     fc.assert(
-      fc.property(fc.oneof(fc.dictionary(keys, value, { maxKeys: 5 }).map((o) => JSON.stringify(o)), fc.string({ maxLength: 60 })), (text) => {
-        const dir = folder({ 'it.json': text });
-        try {
-          const locales = loadLocales(dir);
-          expect(locales.tags).toContain('it');
-        } catch (err) {
-          expect((err as Error).message).toMatch(/^localesDir: /);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.dictionary(keys, value, { maxKeys: 5 }).map((o) => JSON.stringify(o)),
+          fc.string({ maxLength: 60 }),
+        ),
+        (text) => {
+          const dir = folder({ 'it.json': text });
+          try {
+            const locales = loadLocales(dir);
+            expect(locales.tags).toContain('it');
+          } catch (err) {
+            expect((err as Error).message).toMatch(/^localesDir: /);
+          }
+        },
+      ),
       { numRuns: 60 },
     );
   });
 });
 
 describe('page templates', () => {
-  const override = (templates: Record<string, string>) => new Pages({ ...DEFAULT_LOOK, templates: new Map(Object.entries(templates)) });
+  const override = (templates: Record<string, string>) =>
+    new Pages({ ...DEFAULT_LOOK, templates: new Map(Object.entries(templates)) });
   const LOGIN_OK = `<% layout('@layout', { title: it.t.signInTitle }) %><h1>Acme</h1>
 <form method="post" action="/account/login">
 <%~ include('@csrf', it) %>
@@ -104,7 +123,12 @@ describe('page templates', () => {
     const pages = override({ login: LOGIN_OK });
     pages.checkOverrides();
     let html = '';
-    const reply = { getHeader: () => undefined, header: () => reply, code: () => reply, type: () => reply, send: (b: string) => {
+    const reply = {
+      getHeader: () => undefined,
+      header: () => reply,
+      code: () => reply,
+      type: () => reply,
+      send: (b: string) => {
         html = b;
         return reply;
       },
@@ -119,11 +143,17 @@ describe('page templates', () => {
       [{ login: LOGIN_OK.replace("<%~ include('@csrf', it) %>", '') }, /login\.eta: a POST form without/],
       [{ login: LOGIN_OK.replace('<h1>Acme</h1>', '<h1><%~ it.username %></h1>') }, /raw output of "it.username"/],
       [{ login: LOGIN_OK.replace('<h1>Acme</h1>', '<h1><%_~ it.error _%></h1>') }, /raw output of "it.error"/],
-      [{ login: LOGIN_OK.replace('<h1>Acme</h1>', '<% this.config.autoEscape = false %>') }, /reaches around the escaping/],
+      [
+        { login: LOGIN_OK.replace('<h1>Acme</h1>', '<% this.config.autoEscape = false %>') },
+        /reaches around the escaping/,
+      ],
       [{ login: LOGIN_OK.replace('<h1>Acme</h1>', '<% __eta.res += it.username %>') }, /reaches around the escaping/],
       [{ login: LOGIN_OK.replace('<h1>Acme</h1>', '<% output(it.username) %>') }, /reaches around the escaping/],
       [{ login: LOGIN_OK.replace('</form>', '') }, /a <form> without its <\/form>/],
-      [{ login: LOGIN_OK.replace('<h1>Acme</h1>', "<%~ include('/etc/passwd', it) %>") }, /must name a template as '@name'/],
+      [
+        { login: LOGIN_OK.replace('<h1>Acme</h1>', "<%~ include('/etc/passwd', it) %>") },
+        /must name a template as '@name'/,
+      ],
       [{ login: LOGIN_OK.replace("layout('@layout'", 'layout(it.which') }, /must name a template as '@name'/],
       [{ login: LOGIN_OK.replace('<h1>Acme</h1>', '<% if (it.error { %>') }, /login\.eta/],
     ];
@@ -131,17 +161,38 @@ describe('page templates', () => {
       expect(() => override(templates), message.source).toThrow(ConfigError);
       expect(() => override(templates), message.source).toThrow(message);
     }
-    expect(() => override({ loign: LOGIN_OK }).checkOverrides()).toThrow(/loign\.eta: there is no page template "loign"/);
-    expect(() => override({ form_post: '<p>x</p>' }).checkOverrides()).toThrow(/the form_post template cannot be replaced/);
-    expect(() => override({ login: LOGIN_OK.replace('@csrf', '@csrff').replace('<form', '<div').replace('</form>', '</div>') }).checkOverrides()).toThrow(/includes the unknown template "csrff"/);
+    expect(() => override({ loign: LOGIN_OK }).checkOverrides()).toThrow(
+      /loign\.eta: there is no page template "loign"/,
+    );
+    expect(() => override({ form_post: '<p>x</p>' }).checkOverrides()).toThrow(
+      /the form_post template cannot be replaced/,
+    );
+    expect(() =>
+      override({
+        login: LOGIN_OK.replace('@csrf', '@csrff').replace('<form', '<div').replace('</form>', '</div>'),
+      }).checkOverrides(),
+    ).toThrow(/includes the unknown template "csrff"/);
   });
 
   it('reports every POST form without the CSRF field, whatever else the form holds (property)', () => {
-    const inner = fc.string({ maxLength: 200 }).filter((s) => !s.includes('@csrf') && !s.includes('csrf_token') && !/<\/?form/i.test(s) && !s.includes('%>') && !s.includes('<%'));
+    const inner = fc
+      .string({ maxLength: 200 })
+      .filter(
+        (s) =>
+          !s.includes('@csrf') &&
+          !s.includes('csrf_token') &&
+          !/<\/?form/i.test(s) &&
+          !s.includes('%>') &&
+          !s.includes('<%'),
+      );
     fc.assert(
       fc.property(inner, fc.constantFrom('post', 'POST', '"post"', "'Post'"), (body, method) => {
-        expect(templateProblems(`<form method=${method} action="/x">${body}</form>`)).toContain("a POST form without <%~ include('@csrf', it) %>");
-        expect(templateProblems(`<form method=${method} action="/x"><%~ include('@csrf', it) %>${body}</form>`)).toEqual([]);
+        expect(templateProblems(`<form method=${method} action="/x">${body}</form>`)).toContain(
+          "a POST form without <%~ include('@csrf', it) %>",
+        );
+        expect(
+          templateProblems(`<form method=${method} action="/x"><%~ include('@csrf', it) %>${body}</form>`),
+        ).toEqual([]);
       }),
     );
     fc.assert(fc.property(fc.string({ maxLength: 300 }), (source) => void templateProblems(source)));
@@ -154,12 +205,22 @@ describe('primary colour', () => {
 
   it('takes #rgb and #rrggbb only: anything else is refused by the config and by themeColours (no CSS injection)', () => {
     fc.assert(
-      fc.property(fc.string({ maxLength: 40 }).filter((s) => !/^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/.test(s)), (value) => {
-        expect(branding(value).success, value).toBe(false);
-        expect(() => themeColours(value)).toThrow();
-      }),
+      fc.property(
+        fc.string({ maxLength: 40 }).filter((s) => !/^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/.test(s)),
+        (value) => {
+          expect(branding(value).success, value).toBe(false);
+          expect(() => themeColours(value)).toThrow();
+        },
+      ),
     );
-    for (const attack of ['red', '#fff;} body { display:none', '#0b5fff\n', 'url(https://evil.example/x)', '#0b5fff !important']) expect(branding(attack).success, attack).toBe(false);
+    for (const attack of [
+      'red',
+      '#fff;} body { display:none',
+      '#0b5fff\n',
+      'url(https://evil.example/x)',
+      '#0b5fff !important',
+    ])
+      expect(branding(attack).success, attack).toBe(false);
   });
 
   it('puts the colour into the custom properties and picks the button text colour with the higher contrast (at least 4.5:1)', () => {
@@ -186,8 +247,20 @@ describe('primary colour', () => {
 
 describe('loadLook', () => {
   it('serves the theme, the logo and the icon under content-hashed paths; an https logo adds only its origin to img-src', () => {
-    const dir = folder({ 'theme.css': 'main { border-color: teal; }', 'logo.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>' });
-    const look = loadLook({ productName: 'Acme ID', primaryColor: '#0b5fff', customCss: join(dir, 'theme.css'), logoUrl: join(dir, 'logo.svg'), faviconUrl: 'https://cdn.acme.example/brand/icon.png' }, undefined);
+    const dir = folder({
+      'theme.css': 'main { border-color: teal; }',
+      'logo.svg': '<svg xmlns="http://www.w3.org/2000/svg"/>',
+    });
+    const look = loadLook(
+      {
+        productName: 'Acme ID',
+        primaryColor: '#0b5fff',
+        customCss: join(dir, 'theme.css'),
+        logoUrl: join(dir, 'logo.svg'),
+        faviconUrl: 'https://cdn.acme.example/brand/icon.png',
+      },
+      undefined,
+    );
     expect(look.theme).toMatch(/^\/assets\/theme-[\w-]{22}\.css$/);
     const theme = look.assets.get(look.theme as string);
     expect(theme?.type).toBe('text/css; charset=utf-8');
@@ -199,7 +272,9 @@ describe('loadLook', () => {
     expect(look.imageOrigins).toEqual(['https://cdn.acme.example']);
     // Another content, another path: a cached old theme is never served for the new one.
     writeFileSync(join(dir, 'theme.css'), 'main { border-color: navy; }');
-    expect(loadLook({ productName: 'Acme ID', customCss: join(dir, 'theme.css') }, undefined).theme).not.toBe(look.theme);
+    expect(loadLook({ productName: 'Acme ID', customCss: join(dir, 'theme.css') }, undefined).theme).not.toBe(
+      look.theme,
+    );
   });
 
   it('stops the start naming the setting and file when a file is missing, too large or of an unknown type', () => {
@@ -214,9 +289,13 @@ describe('loadLook', () => {
         return (err as ConfigError).problems;
       }
     };
-    expect(problems({ customCss: join(dir, 'missing.css') })).toEqual([`branding.customCss: cannot read ${join(dir, 'missing.css')} (ENOENT)`]);
+    expect(problems({ customCss: join(dir, 'missing.css') })).toEqual([
+      `branding.customCss: cannot read ${join(dir, 'missing.css')} (ENOENT)`,
+    ]);
     expect(problems({ logoUrl: join(dir, 'logo.bmp') })[0]).toMatch(/branding\.logoUrl: .*logo\.bmp is not a \.png/);
-    expect(problems({ faviconUrl: join(dir, 'big.png') })[0]).toMatch(/branding\.faviconUrl: .*big\.png is larger than 524288 bytes/);
+    expect(problems({ faviconUrl: join(dir, 'big.png') })[0]).toMatch(
+      /branding\.faviconUrl: .*big\.png is larger than 524288 bytes/,
+    );
     expect(problems({ templatesDir: join(dir, 'nope') })[0]).toMatch(/branding\.templatesDir: cannot read/);
     expect(problems({ templatesDir: join(dir, 'templates') })).toEqual([]);
   });
@@ -224,7 +303,10 @@ describe('loadLook', () => {
   it('the config refuses a logo over http or javascript:, and client page URIs that are not https (loopback http allowed)', () => {
     for (const logoUrl of ['http://cdn.example/logo.png', 'javascript:alert(1)', 'data:image/png;base64,AAAA'])
       expect(configSchema.safeParse({ branding: { logoUrl } }).success, logoUrl).toBe(false);
-    const client = (extra: Record<string, string>) => configSchema.safeParse({ clients: [{ clientId: 'c', allowedGrantTypes: ['client_credentials'], clientSecrets: ['s'], ...extra }] }).success;
+    const client = (extra: Record<string, string>) =>
+      configSchema.safeParse({
+        clients: [{ clientId: 'c', allowedGrantTypes: ['client_credentials'], clientSecrets: ['s'], ...extra }],
+      }).success;
     for (const key of ['logoUri', 'clientUri', 'policyUri', 'tosUri']) {
       expect(client({ [key]: 'https://app.example/x' }), key).toBe(true);
       expect(client({ [key]: 'http://127.0.0.1:3000/x' }), key).toBe(true);

@@ -16,7 +16,11 @@ describe('applyMergePatch', () => {
     [{ a: 'c' }, { a: ['b'] }, { a: ['b'] }],
     [{ a: { b: 'c' } }, { a: { b: 'd', c: null } }, { a: { b: 'd' } }],
     [{ a: [{ b: 'c' }] }, { a: [1] }, { a: [1] }],
-    [['a', 'b'], ['c', 'd'], ['c', 'd']],
+    [
+      ['a', 'b'],
+      ['c', 'd'],
+      ['c', 'd'],
+    ],
     [{ a: 'b' }, ['c'], ['c']],
     [{ a: 'foo' }, null, null],
     [{ a: 'foo' }, 'bar', 'bar'],
@@ -28,10 +32,15 @@ describe('applyMergePatch', () => {
   });
 
   it('keeps a member named __proto__ a member, never the prototype', () => {
-    const result = applyMergePatch({ a: 1 }, JSON.parse('{"__proto__":{"polluted":true},"constructor":{"x":1}}')) as Record<string, unknown>;
+    const result = applyMergePatch(
+      { a: 1 },
+      JSON.parse('{"__proto__":{"polluted":true},"constructor":{"x":1}}'),
+    ) as Record<string, unknown>;
     expect(Object.getPrototypeOf(result)).toBe(Object.prototype);
     expect((result as { polluted?: unknown }).polluted).toBeUndefined();
-    expect(JSON.parse(JSON.stringify(result))).toEqual(JSON.parse('{"a":1,"__proto__":{"polluted":true},"constructor":{"x":1}}'));
+    expect(JSON.parse(JSON.stringify(result))).toEqual(
+      JSON.parse('{"a":1,"__proto__":{"polluted":true},"constructor":{"x":1}}'),
+    );
   });
 
   it('is idempotent and leaves its arguments unchanged', () => {
@@ -47,10 +56,15 @@ describe('applyMergePatch', () => {
 
   it('names exactly the members a patch changed', () => {
     fc.assert(
-      fc.property(fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })), fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })), (target, patch) => {
-        const after = applyMergePatch(target, patch) as Record<string, unknown>;
-        for (const name of changedMembers(target, after)) expect(JSON.stringify(target[name])).not.toBe(JSON.stringify(after[name]));
-      }),
+      fc.property(
+        fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })),
+        fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 2 })),
+        (target, patch) => {
+          const after = applyMergePatch(target, patch) as Record<string, unknown>;
+          for (const name of changedMembers(target, after))
+            expect(JSON.stringify(target[name])).not.toBe(JSON.stringify(after[name]));
+        },
+      ),
     );
   });
 });

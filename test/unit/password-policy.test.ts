@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { describePasswordProblems, MAX_PASSWORD_LENGTH, PASSWORD_PROBLEM_TEXTS, passwordProblems } from '../../src/users/password-policy.js';
+import {
+  describePasswordProblems,
+  MAX_PASSWORD_LENGTH,
+  PASSWORD_PROBLEM_TEXTS,
+  passwordProblems,
+} from '../../src/users/password-policy.js';
 import { CATALOGUES } from '../../src/page-kit/i18n.js';
 
 const context = { username: 'alice', productName: 'Acme ID' };
@@ -16,13 +21,24 @@ describe('password policy (NIST SP 800-63B-4 §3.1.1.2)', () => {
   });
 
   it('refuses common and breached passwords, also reversed, l33t or capitalised', () => {
-    for (const p of ['password', 'Password', 'p@ssw0rd', 'drowssap', 'sunshine', 'iloveyou', 'baseball', 'ＰＡＳＳＷＯＲＤ'])
+    for (const p of [
+      'password',
+      'Password',
+      'p@ssw0rd',
+      'drowssap',
+      'sunshine',
+      'iloveyou',
+      'baseball',
+      'ＰＡＳＳＷＯＲＤ',
+    ])
       expect(passwordProblems(p, context), p).toEqual(['common']);
   });
 
   it('refuses passwords within reach of online guessing (zxcvbn score below 2)', () => {
     for (const p of ['qwertyuiop', '11111111', '12345678', 'abcdefgh', 'aaaaaaaaaa'])
-      expect(passwordProblems(p, context), p).toEqual(expect.arrayContaining([expect.stringMatching(/^(common|guessable)$/)]));
+      expect(passwordProblems(p, context), p).toEqual(
+        expect.arrayContaining([expect.stringMatching(/^(common|guessable)$/)]),
+      );
   });
 
   it('refuses the username and the product name, alone or inside the password, case-insensitively', () => {
@@ -33,12 +49,20 @@ describe('password policy (NIST SP 800-63B-4 §3.1.1.2)', () => {
   });
 
   it('has no composition rules: long passphrases and random strings pass whatever their characters', () => {
-    for (const p of ['correct horse battery staple', 'kangaroo violin lantern', 'xK9#mQ2vLp', 'zürich-straße-möwe-7', 'すしとラーメンが好きです'])
+    for (const p of [
+      'correct horse battery staple',
+      'kangaroo violin lantern',
+      'xK9#mQ2vLp',
+      'zürich-straße-möwe-7',
+      'すしとラーメンが好きです',
+    ])
       expect(passwordProblems(p, context), p).toEqual([]);
   });
 
   it('explains each problem in English for the command line', () => {
-    expect(describePasswordProblems(['too_short', 'contains_username'])).toBe('the password is shorter than 8 characters; the password contains the username');
+    expect(describePasswordProblems(['too_short', 'contains_username'])).toBe(
+      'the password is shorter than 8 characters; the password contains the username',
+    );
   });
 
   it('has a page text for every problem in every language', () => {
@@ -49,10 +73,17 @@ describe('password policy (NIST SP 800-63B-4 §3.1.1.2)', () => {
 
   it('answers any string with known problems only, never throwing (property)', () => {
     const known = ['too_short', 'too_long', 'common', 'guessable', 'contains_username', 'contains_product_name'];
-    fc.assert(fc.property(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.string({ maxLength: 12 }), (password, username) => {
-      const problems = passwordProblems(password, { username });
-      expect(problems.every((p) => known.includes(p))).toBe(true);
-      expect(problems.includes('too_short')).toBe([...password.normalize('NFKC')].length < 8);
-    }), { numRuns: 200 });
+    fc.assert(
+      fc.property(
+        fc.string({ unit: 'grapheme', maxLength: 40 }),
+        fc.string({ maxLength: 12 }),
+        (password, username) => {
+          const problems = passwordProblems(password, { username });
+          expect(problems.every((p) => known.includes(p))).toBe(true);
+          expect(problems.includes('too_short')).toBe([...password.normalize('NFKC')].length < 8);
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });

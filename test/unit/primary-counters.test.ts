@@ -24,7 +24,10 @@ const copy = <T>(message: T): T => JSON.parse(JSON.stringify(message)) as T;
  * A worker's end of a channel to a primary that passes each request to `primary` (which may answer
  * with `reply`, in any order); `closed` makes every send fail as on a disconnected channel.
  */
-function channelTo(primary: (request: unknown, reply: (message: unknown) => void) => void, closed = false): PrimaryChannel & { listeners(): number } {
+function channelTo(
+  primary: (request: unknown, reply: (message: unknown) => void) => void,
+  closed = false,
+): PrimaryChannel & { listeners(): number } {
   const worker = new EventEmitter();
   return {
     send: (message, _handle, _options, callback) => {
@@ -49,7 +52,13 @@ function primaryOf(store = new MemoryFailureCounters()) {
   };
 }
 
-const LIMITS = { maxFailures: 3, windowSeconds: 60, addressMaxFailures: 100, identitySlowDownAfter: 100, maxDelaySeconds: 5 };
+const LIMITS = {
+  maxFailures: 3,
+  windowSeconds: 60,
+  addressMaxFailures: 100,
+  identitySlowDownAfter: 100,
+  maxDelaySeconds: 5,
+};
 
 describe('PrimaryFailureCounters', () => {
   it('two workers count against the primary’s one store: the third failure from either refuses on both', async () => {
@@ -62,13 +71,20 @@ describe('PrimaryFailureCounters', () => {
     await onB.failed(attempt, now);
     await onA.before(attempt, now);
     await onB.failed(attempt, now);
-    for (const limiter of [onA, onB]) await expect(limiter.before(attempt, now + 1000)).rejects.toMatchObject({ status: 429, headers: { 'retry-after': '59' } });
-    expect(await a.read(['address:203.0.113.9', 'never:counted'], now)).toEqual(new Map([['address:203.0.113.9', { failures: 3, resetAt: now + 60_000 }]]));
+    for (const limiter of [onA, onB])
+      await expect(limiter.before(attempt, now + 1000)).rejects.toMatchObject({
+        status: 429,
+        headers: { 'retry-after': '59' },
+      });
+    expect(await a.read(['address:203.0.113.9', 'never:counted'], now)).toEqual(
+      new Map([['address:203.0.113.9', { failures: 3, resetAt: now + 60_000 }]]),
+    );
 
     // Quotas too: 2 places, taken by two workers at once, refuse the third on either.
     const entries = [{ key: 'address:203.0.113.9', limit: 2 }];
     await Promise.all([takeQuota(a, entries, 60, now), takeQuota(b, entries, 60, now)]);
-    for (const worker of [a, b]) await expect(takeQuota(worker, entries, 60, now)).rejects.toMatchObject({ status: 429 });
+    for (const worker of [a, b])
+      await expect(takeQuota(worker, entries, 60, now)).rejects.toMatchObject({ status: 429 });
     await a.close();
     await b.close();
   });
@@ -79,18 +95,46 @@ describe('PrimaryFailureCounters', () => {
     const [onA, onB] = [new FailureLimiter(LIMITS, a, async () => {}), new FailureLimiter(LIMITS, b, async () => {})];
     const others = 'ldap:corp:subject:x';
     const known = 'ldap:corp:subject:x:known-browsers';
-    const strangers = [{ key: others, max: 3 }, { key: known, max: 0 }];
+    const strangers = [
+      { key: others, max: 3 },
+      { key: known, max: 0 },
+    ];
     const now = Date.now();
     // Six claims at once from two workers: three are counted, three refused without a count.
-    const claims = await Promise.allSettled([...Array(6).keys()].map((i) => (i % 2 ? onA : onB).claimCapped(strangers, 60, now)));
+    const claims = await Promise.allSettled(
+      [...Array(6).keys()].map((i) => (i % 2 ? onA : onB).claimCapped(strangers, 60, now)),
+    );
     expect(claims.filter((c) => c.status === 'fulfilled')).toHaveLength(3);
-    expect(claims.filter((c) => c.status === 'rejected').map((c) => (c as PromiseRejectedResult).reason)).toEqual(Array(3).fill(expect.objectContaining({ status: 429 })));
-    expect(await a.read([`cap:${others}`], now)).toEqual(new Map([[`cap:${others}`, { failures: 3, resetAt: now + 60_000 }]]));
+    expect(claims.filter((c) => c.status === 'rejected').map((c) => (c as PromiseRejectedResult).reason)).toEqual(
+      Array(3).fill(expect.objectContaining({ status: 429 })),
+    );
+    expect(await a.read([`cap:${others}`], now)).toEqual(
+      new Map([[`cap:${others}`, { failures: 3, resetAt: now + 60_000 }]]),
+    );
     // The known browsers' share is still whole; charging it slides the others' window as well.
-    await onB.claimCapped([{ key: known, max: 1 }, { key: others, max: 3 }], 60, now + 50_000);
+    await onB.claimCapped(
+      [
+        { key: known, max: 1 },
+        { key: others, max: 3 },
+      ],
+      60,
+      now + 50_000,
+    );
     for (const limiter of [onA, onB]) {
-      await expect(limiter.claimCapped(strangers, 60, now + 100_000)).rejects.toMatchObject({ status: 429, headers: { 'retry-after': '10' } });
-      await expect(limiter.claimCapped([{ key: known, max: 1 }, { key: others, max: 3 }], 60, now + 100_000)).rejects.toMatchObject({ status: 429 });
+      await expect(limiter.claimCapped(strangers, 60, now + 100_000)).rejects.toMatchObject({
+        status: 429,
+        headers: { 'retry-after': '10' },
+      });
+      await expect(
+        limiter.claimCapped(
+          [
+            { key: known, max: 1 },
+            { key: others, max: 3 },
+          ],
+          60,
+          now + 100_000,
+        ),
+      ).rejects.toMatchObject({ status: 429 });
     }
     await onA.capSucceeded([others, known]);
     expect(await a.read([`cap:${others}`, `cap:${known}`], now + 50_000)).toEqual(new Map());
@@ -141,13 +185,22 @@ describe('PrimaryFailureCounters', () => {
   });
 
   it('fails a call, instead of waiting for ever, when the primary does not answer in time or the channel is closed', async () => {
-    const silent = new PrimaryFailureCounters(channelTo(() => {}), 50);
+    const silent = new PrimaryFailureCounters(
+      channelTo(() => {}),
+      50,
+    );
     const unanswered = silent.increment(['k'], 60_000, Date.now());
     await expect(unanswered).rejects.toThrow('failure counters: the primary process did not answer within 50 ms');
     // The caller sees a standard 503 with Retry-After, never a 500 (the reason stays in the message).
-    await expect(unanswered).rejects.toMatchObject({ code: 'temporarily_unavailable', status: 503, headers: { 'retry-after': '1' } });
+    await expect(unanswered).rejects.toMatchObject({
+      code: 'temporarily_unavailable',
+      status: 503,
+      headers: { 'retry-after': '1' },
+    });
     const cut = new PrimaryFailureCounters(channelTo(primaryOf(), true), 10_000);
-    await expect(cut.read(['k'], Date.now())).rejects.toThrow('failure counters: cannot reach the primary process (channel closed)');
+    await expect(cut.read(['k'], Date.now())).rejects.toThrow(
+      'failure counters: cannot reach the primary process (channel closed)',
+    );
     await silent.close();
     await cut.close();
   });

@@ -7,7 +7,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DANGEROUS_REDIRECT_SCHEMES, redirectUriProblem, type RedirectUriAllowance } from '../../src/config/redirect-uris.js';
+import {
+  DANGEROUS_REDIRECT_SCHEMES,
+  redirectUriProblem,
+  type RedirectUriAllowance,
+} from '../../src/config/redirect-uris.js';
 import { clientSchema } from '../../src/config/schema.js';
 import { NASTY } from './arbitraries.js';
 
@@ -60,36 +64,84 @@ const HOSTILE = [
 describe('the redirect URI rule', () => {
   it('refuses what an attacker writes, for every client, and through the client schema at both fields', () => {
     for (const uri of HOSTILE) {
-      for (const allowance of ALLOWANCES) expect(redirectUriProblem(uri, allowance), `${JSON.stringify(uri)} ${JSON.stringify(allowance)}`).toBeDefined();
+      for (const allowance of ALLOWANCES)
+        expect(redirectUriProblem(uri, allowance), `${JSON.stringify(uri)} ${JSON.stringify(allowance)}`).toBeDefined();
       const problems = schemaProblems(uri, { allowHttpRedirectUris: true });
-      expect(problems, JSON.stringify(uri)).toEqual([expect.stringMatching(/^redirectUris\.0: /), expect.stringMatching(/^postLogoutRedirectUris\.0: /)]);
+      expect(problems, JSON.stringify(uri)).toEqual([
+        expect.stringMatching(/^redirectUris\.0: /),
+        expect.stringMatching(/^postLogoutRedirectUris\.0: /),
+      ]);
     }
   });
 
   it('takes http on a loopback host only (127.0.0.0/8, [::1], localhost), unless the client is marked for development', () => {
-    for (const uri of ['http://localhost.evil.example/cb', 'http://127.0.0.1.nip.io/cb', 'http://localhost./cb', 'http://[::ffff:127.0.0.1]/cb', 'http://rp.example/cb', 'http://10.0.0.1/cb']) {
-      expect(schemaProblems(uri)).toEqual([expect.stringMatching(/^redirectUris\.0: http is allowed only on a loopback host/), expect.stringMatching(/^postLogoutRedirectUris\.0: /)]);
+    for (const uri of [
+      'http://localhost.evil.example/cb',
+      'http://127.0.0.1.nip.io/cb',
+      'http://localhost./cb',
+      'http://[::ffff:127.0.0.1]/cb',
+      'http://rp.example/cb',
+      'http://10.0.0.1/cb',
+    ]) {
+      expect(schemaProblems(uri)).toEqual([
+        expect.stringMatching(/^redirectUris\.0: http is allowed only on a loopback host/),
+        expect.stringMatching(/^postLogoutRedirectUris\.0: /),
+      ]);
       expect(schemaProblems(uri, { allowHttpRedirectUris: true })).toEqual([]);
     }
-    for (const uri of ['http://localhost:5001/callback', 'http://127.0.0.1/cb', 'http://127.8.9.10:8080/cb', 'http://[::1]:33418/cb', 'https://rp.example/cb?x=1', 'https://rp.example/caf\u00e9'])
+    for (const uri of [
+      'http://localhost:5001/callback',
+      'http://127.0.0.1/cb',
+      'http://127.8.9.10:8080/cb',
+      'http://[::1]:33418/cb',
+      'https://rp.example/cb?x=1',
+      'https://rp.example/caf\u00e9',
+    ])
       expect(schemaProblems(uri), uri).toEqual([]);
   });
 
   it('takes private-use schemes in reverse domain name form only (RFC 8252 §7.1), and only where allowed', () => {
     expect(schemaProblems('com.example.app:/callback')).toEqual([]);
-    expect(schemaProblems('myapp://callback')).toEqual([expect.stringMatching(/^redirectUris\.0: a private-use scheme must be a reverse domain name/), expect.anything()]);
-    expect(redirectUriProblem('com.example.app:/callback', { privateUseSchemes: false, httpOnAnyHost: true })).toBe('must use https, or http on a loopback host');
+    expect(schemaProblems('myapp://callback')).toEqual([
+      expect.stringMatching(/^redirectUris\.0: a private-use scheme must be a reverse domain name/),
+      expect.anything(),
+    ]);
+    expect(redirectUriProblem('com.example.app:/callback', { privateUseSchemes: false, httpOnAnyHost: true })).toBe(
+      'must use https, or http on a loopback host',
+    );
   });
 
   it('never accepts a URI with a dangerous scheme (as a browser parses it), a * or a fragment, whatever the client may', () => {
     const sprinkle = fc.constantFrom('', ' ', '\t', '\n', '\r', '\u0000', '\u001f', '\u00a0', '\u200b');
     const dangerous = fc
-      .tuple(sprinkle, fc.constantFrom(...DANGEROUS_REDIRECT_SCHEMES.map((s) => s.slice(0, -1))), fc.integer({ min: 0, max: 12 }), sprinkle, fc.string({ maxLength: 40 }))
-      .chain(([lead, scheme, at, inside, tail]) => fc.mixedCase(fc.constant(scheme)).map((s) => `${lead}${s.slice(0, at)}${inside}${s.slice(at)}:${tail}`));
+      .tuple(
+        sprinkle,
+        fc.constantFrom(...DANGEROUS_REDIRECT_SCHEMES.map((s) => s.slice(0, -1))),
+        fc.integer({ min: 0, max: 12 }),
+        sprinkle,
+        fc.string({ maxLength: 40 }),
+      )
+      .chain(([lead, scheme, at, inside, tail]) =>
+        fc.mixedCase(fc.constant(scheme)).map((s) => `${lead}${s.slice(0, at)}${inside}${s.slice(at)}:${tail}`),
+      );
     const inserted = (char: string) =>
-      fc.tuple(fc.webUrl({ withQueryParameters: true }), fc.nat()).map(([url, at]) => `${url.slice(0, at % (url.length + 1))}${char}${url.slice(at % (url.length + 1))}`);
-    const urlish = fc.string({ unit: fc.oneof(fc.constantFrom(':', '/', '#', '*', '%', '@', '.', 'a', 'h', 't', 'p', 's', 'j', 'v', 'd', 'f', ...NASTY), fc.string({ minLength: 1, maxLength: 1 })), maxLength: 40 });
-    const candidate = fc.oneof(dangerous, inserted('*'), inserted('#'), fc.webUrl({ withFragments: true, withQueryParameters: true }), urlish);
+      fc
+        .tuple(fc.webUrl({ withQueryParameters: true }), fc.nat())
+        .map(([url, at]) => `${url.slice(0, at % (url.length + 1))}${char}${url.slice(at % (url.length + 1))}`);
+    const urlish = fc.string({
+      unit: fc.oneof(
+        fc.constantFrom(':', '/', '#', '*', '%', '@', '.', 'a', 'h', 't', 'p', 's', 'j', 'v', 'd', 'f', ...NASTY),
+        fc.string({ minLength: 1, maxLength: 1 }),
+      ),
+      maxLength: 40,
+    });
+    const candidate = fc.oneof(
+      dangerous,
+      inserted('*'),
+      inserted('#'),
+      fc.webUrl({ withFragments: true, withQueryParameters: true }),
+      urlish,
+    );
     fc.assert(
       fc.property(candidate, fc.constantFrom(...ALLOWANCES), (uri, allowance) => {
         if (redirectUriProblem(uri, allowance) !== undefined) return;

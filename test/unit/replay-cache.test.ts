@@ -13,7 +13,9 @@ describe('ReplayCache over the store', () => {
   it('accepts a jti once per kind and issuer, and refuses every reuse, concurrent ones included', async () => {
     const cache = new ReplayCache(store.grants);
     const now = 1_800_000_000;
-    const uses = await Promise.all(Array.from({ length: 10 }, () => cache.firstUse('client_assertion', 'c1', 'j1', now + 60, now)));
+    const uses = await Promise.all(
+      Array.from({ length: 10 }, () => cache.firstUse('client_assertion', 'c1', 'j1', now + 60, now)),
+    );
     expect(uses.filter(Boolean)).toHaveLength(1);
     expect(await cache.firstUse('client_assertion', 'c1', 'j1', now + 60, now)).toBe(false);
     // The same jti from another client, or as a DPoP proof, is another identifier.

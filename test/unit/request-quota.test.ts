@@ -13,7 +13,13 @@ describe('addressQuotaKey', () => {
 
   it('counts IPv6 by the /64, however it is written', () => {
     const key = '2001:db8:0:7::/64';
-    for (const ip of ['2001:db8:0:7::1', '2001:0db8:0000:0007:ffff:1:2:3', '2001:DB8:0:7:a::', '2001:db8:0:7::1%eth0', '2001:db8:0:7:1:2:1.2.3.4'])
+    for (const ip of [
+      '2001:db8:0:7::1',
+      '2001:0db8:0000:0007:ffff:1:2:3',
+      '2001:DB8:0:7:a::',
+      '2001:db8:0:7::1%eth0',
+      '2001:db8:0:7:1:2:1.2.3.4',
+    ])
       expect(addressQuotaKey(ip), ip).toBe(key);
     expect(addressQuotaKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
     expect(addressQuotaKey('::1')).toBe('0:0:0:0::/64');

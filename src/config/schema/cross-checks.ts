@@ -21,7 +21,16 @@ export function clientSubjectCollision(clientId: string, user: string): string {
 }
 
 /** The top-level fields the config's cross-field rules read. */
-export const CROSS_CHECKED = new Set(['clients', 'registration', 'users', 'identityResources', 'apiScopes', 'apiResources', 'identityProviders', 'signingAlgorithms']);
+export const CROSS_CHECKED = new Set([
+  'clients',
+  'registration',
+  'users',
+  'identityResources',
+  'apiScopes',
+  'apiResources',
+  'identityProviders',
+  'signingAlgorithms',
+]);
 
 /** The parsed fields of `CROSS_CHECKED`: what `crossCheck` reads. */
 interface CrossChecked {
@@ -50,17 +59,24 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
   for (const d of duplicates(cfg.apiResources.map((r) => r.name))) issue(['apiResources'], `duplicate name "${d}"`);
   if (identity.has('offline_access') || api.has('offline_access'))
     issue(['apiScopes'], '"offline_access" is built in and cannot be declared');
-  for (const [field, names] of [['apiScopes', cfg.apiScopes.map((r) => r.name)], ['apiResources', cfg.apiResources.map((r) => r.name)]] as const)
+  for (const [field, names] of [
+    ['apiScopes', cfg.apiScopes.map((r) => r.name)],
+    ['apiResources', cfg.apiResources.map((r) => r.name)],
+  ] as const)
     for (const n of names)
-      if (n === MANAGEMENT_RESOURCE || (MANAGEMENT_SCOPES as readonly string[]).includes(n)) issue([field], `"${n}" is built in (Sigil's management API) and cannot be declared`);
+      if (n === MANAGEMENT_RESOURCE || (MANAGEMENT_SCOPES as readonly string[]).includes(n))
+        issue([field], `"${n}" is built in (Sigil's management API) and cannot be declared`);
   for (const [i, r] of cfg.apiResources.entries())
-    for (const [j, s] of r.scopes.entries()) if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);
+    for (const [j, s] of r.scopes.entries())
+      if (!api.has(s)) issue(['apiResources', i, 'scopes', j], `unknown API scope "${s}"`);
   const resourceUriOwners = new Map<string, string>();
   for (const [i, r] of cfg.apiResources.entries())
     for (const [j, u] of r.resourceUris.entries()) {
-      if (!isResourceIndicator(u)) issue(['apiResources', i, 'resourceUris', j], 'must be an absolute URI without fragment (RFC 8707 §2)');
+      if (!isResourceIndicator(u))
+        issue(['apiResources', i, 'resourceUris', j], 'must be an absolute URI without fragment (RFC 8707 §2)');
       const owner = resourceUriOwners.get(u);
-      if (owner !== undefined && owner !== r.name) issue(['apiResources', i, 'resourceUris', j], `"${u}" is also a resource URI of "${owner}"`);
+      if (owner !== undefined && owner !== r.name)
+        issue(['apiResources', i, 'resourceUris', j], `"${u}" is also a resource URI of "${owner}"`);
       resourceUriOwners.set(u, r.name);
     }
   const apiResourceNames = new Set(cfg.apiResources.map((r) => r.name));
@@ -86,7 +102,8 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
       if (!apiResourceNames.has(a)) issue(at('tokenExchangeSubjectAudiences', j), `unknown API resource "${a}"`);
     });
     c.allowedCorsOrigins.forEach((o, j) => {
-      if (!URL.canParse(o) || new URL(o).origin !== o) issue(at('allowedCorsOrigins', j), 'must be scheme://host[:port], no path');
+      if (!URL.canParse(o) || new URL(o).origin !== o)
+        issue(at('allowedCorsOrigins', j), 'must be scheme://host[:port], no path');
     });
     // FAPI 2.0 SP §5.4.1: its identity tokens (and JWT access tokens) are signed with PS256, ES256 or EdDSA.
     if (c.profile === 'fapi2' && fapi2SigningAlgorithm(cfg.signingAlgorithms) === undefined)
@@ -107,7 +124,8 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
   });
   cfg.registration.allowedScopes?.forEach((s, j) => {
     const at = ['registration', 'allowedScopes', j];
-    if (isManagementScope(s)) issue(at, `"${s}" is a scope of Sigil's management API and never given to a dynamic client`);
+    if (isManagementScope(s))
+      issue(at, `"${s}" is a scope of Sigil's management API and never given to a dynamic client`);
     else if (s !== 'offline_access' && !identity.has(s) && !api.has(s)) issue(at, `unknown scope "${s}"`);
   });
   for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))

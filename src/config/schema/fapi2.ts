@@ -51,17 +51,26 @@ export function fapi2Contradictions(c: ProfiledSettings): [string, string][] {
   const why = (field: string, message: string) => out.push([field, `profile "fapi2": ${message}`]);
   if (!c.requireClientSecret) why('requireClientSecret', 'FAPI 2.0 allows confidential clients only');
   const refused = c.allowedGrantTypes.filter((g) => FAPI2_REFUSED_GRANTS.includes(g));
-  if (refused.length > 0) why('allowedGrantTypes', `${refused.map((g) => `"${g}"`).join(', ')} not allowed (response_type=code only, no password grant)`);
+  if (refused.length > 0)
+    why(
+      'allowedGrantTypes',
+      `${refused.map((g) => `"${g}"`).join(', ')} not allowed (response_type=code only, no password grant)`,
+    );
   if (!c.requirePkce) why('requirePkce', 'PKCE is required');
   if (c.allowPlainTextPkce) why('allowPlainTextPkce', 'PKCE must use S256');
-  if (c.allowAccessTokensViaBrowser) why('allowAccessTokensViaBrowser', 'access tokens come from the token endpoint only');
+  if (c.allowAccessTokensViaBrowser)
+    why('allowAccessTokensViaBrowser', 'access tokens come from the token endpoint only');
   if (c.authorizationCodeLifetime !== undefined && c.authorizationCodeLifetime > FAPI2_MAX_CODE_LIFETIME)
     why('authorizationCodeLifetime', `authorization codes live at most ${FAPI2_MAX_CODE_LIFETIME} seconds`);
   if (c.tokenEndpointAuthMethod != null && c.tokenEndpointAuthMethod !== 'private_key_jwt')
     why('tokenEndpointAuthMethod', 'the client must authenticate with private_key_jwt');
-  const algs = (c.tokenEndpointAuthSigningAlgorithms ?? []).filter((a) => !(FAPI2_ALGORITHMS as readonly string[]).includes(a));
-  if (algs.length > 0) why('tokenEndpointAuthSigningAlgorithms', `${algs.join(', ')} not allowed (PS256, ES256, EdDSA only)`);
-  if (c.requirePushedAuthorizationRequests === false) why('requirePushedAuthorizationRequests', 'authorization requests must be pushed (PAR)');
+  const algs = (c.tokenEndpointAuthSigningAlgorithms ?? []).filter(
+    (a) => !(FAPI2_ALGORITHMS as readonly string[]).includes(a),
+  );
+  if (algs.length > 0)
+    why('tokenEndpointAuthSigningAlgorithms', `${algs.join(', ')} not allowed (PS256, ES256, EdDSA only)`);
+  if (c.requirePushedAuthorizationRequests === false)
+    why('requirePushedAuthorizationRequests', 'authorization requests must be pushed (PAR)');
   if (c.requireDPoP === false) why('requireDPoP', 'tokens must be sender-constrained (DPoP)');
   return out;
 }
@@ -76,7 +85,9 @@ export function withProfileDefaults<T extends ProfiledSettings>(c: T) {
     ...c,
     authorizationCodeLifetime: c.authorizationCodeLifetime ?? (fapi2 ? FAPI2_MAX_CODE_LIFETIME : 300),
     tokenEndpointAuthMethod: c.tokenEndpointAuthMethod ?? (fapi2 ? ('private_key_jwt' as const) : null),
-    tokenEndpointAuthSigningAlgorithms: c.tokenEndpointAuthSigningAlgorithms ?? [...(fapi2 ? FAPI2_ALGORITHMS : ASSERTION_ALGORITHMS)],
+    tokenEndpointAuthSigningAlgorithms: c.tokenEndpointAuthSigningAlgorithms ?? [
+      ...(fapi2 ? FAPI2_ALGORITHMS : ASSERTION_ALGORITHMS),
+    ],
     requirePushedAuthorizationRequests: c.requirePushedAuthorizationRequests ?? fapi2,
     requireDPoP: c.requireDPoP ?? fapi2,
   };

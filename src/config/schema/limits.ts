@@ -8,11 +8,19 @@ import { lifetime } from './field-kinds.js';
 /** `rateLimits`: failed credential checks tolerated per identity and address, and the slow-down after them. */
 export const rateLimits = z
   .strictObject({
-    maxFailures: z.number().int().positive().default(20).meta({ description: "Failed checks tolerated per identity and address in one window; then that address gets 429 for that identity" }),
-    windowSeconds: lifetime.default(60).meta({ description: "The counting window, seconds" }),
-    addressMaxFailures: z.number().int().positive().optional().meta({ description: "Failed checks per address in one window, whatever the identity; then 429. Default 5 × maxFailures" }),
-    identitySlowDownAfter: z.number().int().positive().optional().meta({ description: "Failed checks per identity in one window from all addresses before every check for it waits (100 ms, doubling per further failure); never a refusal. Default 5 × maxFailures" }),
-    maxDelaySeconds: z.number().int().min(0).max(60).default(5).meta({ description: "The longest such wait, seconds" }),
+    maxFailures: z.number().int().positive().default(20).meta({
+      description:
+        'Failed checks tolerated per identity and address in one window; then that address gets 429 for that identity',
+    }),
+    windowSeconds: lifetime.default(60).meta({ description: 'The counting window, seconds' }),
+    addressMaxFailures: z.number().int().positive().optional().meta({
+      description: 'Failed checks per address in one window, whatever the identity; then 429. Default 5 × maxFailures',
+    }),
+    identitySlowDownAfter: z.number().int().positive().optional().meta({
+      description:
+        'Failed checks per identity in one window from all addresses before every check for it waits (100 ms, doubling per further failure); never a refusal. Default 5 × maxFailures',
+    }),
+    maxDelaySeconds: z.number().int().min(0).max(60).default(5).meta({ description: 'The longest such wait, seconds' }),
   })
   .transform((r) => ({
     ...r,
@@ -26,12 +34,31 @@ export const rateLimits = z
  * stay under twice the limit while their lifetime is at most one window.
  */
 export const pendingLimits = z.strictObject({
-  windowSeconds: lifetime.default(600).meta({ description: "The counting window, seconds (the lifetime of a pending interaction)" }),
-  interactionsPerBrowser: z.number().int().positive().default(30).meta({ description: "Pending authorization requests (waiting for login or consent) one browser may start per window" }),
-  interactionsPerAddress: z.number().int().positive().default(300).meta({ description: "Pending authorization requests one address (an IPv6 /64) may start per window" }),
-  deviceAuthorizationsPerAddress: z.number().int().positive().default(30).meta({ description: "Device authorizations one address (an IPv6 /64) may start per window", spec: "RFC 8628 §3.1" }),
-  deviceAuthorizationsPerClient: z.number().int().positive().default(1000).meta({ description: "Device authorizations one client may start per window, from all addresses together", spec: "RFC 8628 §3.1" }),
-  dpopProofsPerAddress: z.number().int().positive().default(600).meta({ description: "DPoP proofs of public clients one address (an IPv6 /64) may send to the token endpoint per window (each proof's jti is a stored row)", spec: "RFC 9449 §11.1" }),
+  windowSeconds: lifetime
+    .default(600)
+    .meta({ description: 'The counting window, seconds (the lifetime of a pending interaction)' }),
+  interactionsPerBrowser: z.number().int().positive().default(30).meta({
+    description: 'Pending authorization requests (waiting for login or consent) one browser may start per window',
+  }),
+  interactionsPerAddress: z
+    .number()
+    .int()
+    .positive()
+    .default(300)
+    .meta({ description: 'Pending authorization requests one address (an IPv6 /64) may start per window' }),
+  deviceAuthorizationsPerAddress: z.number().int().positive().default(30).meta({
+    description: 'Device authorizations one address (an IPv6 /64) may start per window',
+    spec: 'RFC 8628 §3.1',
+  }),
+  deviceAuthorizationsPerClient: z.number().int().positive().default(1000).meta({
+    description: 'Device authorizations one client may start per window, from all addresses together',
+    spec: 'RFC 8628 §3.1',
+  }),
+  dpopProofsPerAddress: z.number().int().positive().default(600).meta({
+    description:
+      "DPoP proofs of public clients one address (an IPv6 /64) may send to the token endpoint per window (each proof's jti is a stored row)",
+    spec: 'RFC 9449 §11.1',
+  }),
 });
 
 /** Default `pendingLimits`. */
@@ -53,9 +80,21 @@ export const DPOP_DEFAULTS = { proofWindowSeconds: 300, requireNonce: false, non
  */
 export const dpop = z
   .strictObject({
-    proofWindowSeconds: z.number().int().min(1).max(3600).default(DPOP_DEFAULTS.proofWindowSeconds).meta({ description: "Seconds a proof's iat may lie before or after now; its jti is kept this long", spec: "RFC 9449 §11.1" }),
-    requireNonce: z.boolean().default(DPOP_DEFAULTS.requireNonce).meta({ description: "Token requests must carry a nonce this server issued (use_dpop_nonce, DPoP-Nonce)", spec: "RFC 9449 §8" }),
-    nonceLifetimeSeconds: z.number().int().min(2).max(86400).default(DPOP_DEFAULTS.nonceLifetimeSeconds).meta({ description: "Seconds a server nonce is accepted; a fresh one is handed out after half of it", spec: "RFC 9449 §8" }),
+    proofWindowSeconds: z.number().int().min(1).max(3600).default(DPOP_DEFAULTS.proofWindowSeconds).meta({
+      description: "Seconds a proof's iat may lie before or after now; its jti is kept this long",
+      spec: 'RFC 9449 §11.1',
+    }),
+    requireNonce: z.boolean().default(DPOP_DEFAULTS.requireNonce).meta({
+      description: 'Token requests must carry a nonce this server issued (use_dpop_nonce, DPoP-Nonce)',
+      spec: 'RFC 9449 §8',
+    }),
+    nonceLifetimeSeconds: z.number().int().min(2).max(86400).default(DPOP_DEFAULTS.nonceLifetimeSeconds).meta({
+      description: 'Seconds a server nonce is accepted; a fresh one is handed out after half of it',
+      spec: 'RFC 9449 §8',
+    }),
   })
   .default(DPOP_DEFAULTS)
-  .meta({ description: 'DPoP at the token endpoint and userinfo: the proof window and server nonces', spec: 'RFC 9449' });
+  .meta({
+    description: 'DPoP at the token endpoint and userinfo: the proof window and server nonces',
+    spec: 'RFC 9449',
+  });

@@ -13,7 +13,10 @@ export const MANAGEMENT_RESOURCE = 'sigil';
 /** The scopes of `MANAGEMENT_RESOURCE`. */
 export const MANAGEMENT_SCOPES = ['scim', 'sigil:admin', 'sigil:admin:read', 'sigil:register'] as const;
 
-/** Whether a scope belongs to Sigil's management API (`MANAGEMENT_SCOPES`, or any `sigil:` name): never a dynamic client's. */
+/**
+ * Whether a scope belongs to Sigil's management API (`MANAGEMENT_SCOPES`, or any `sigil:` name): never a
+ * dynamic client's.
+ */
 export function isManagementScope(scope: string): boolean {
   return scope.startsWith('sigil:') || (MANAGEMENT_SCOPES as readonly string[]).includes(scope);
 }
@@ -21,8 +24,23 @@ export function isManagementScope(scope: string): boolean {
 /** `admin`: the management API and web console, and how long their audit events are kept. */
 export const admin = z
   .strictObject({
-    auditRetentionSeconds: lifetime.max(10 * 365 * 24 * 3600).default(2592000).meta({ description: "How long the stored audit events (queried at /admin/v1/events) are kept, seconds; older ones are removed by the housekeeping" }),
-    userRole: nonEmpty.max(200).default('sigil-admin').meta({ description: "The role (a value of the user's role claim, or a SCIM group's displayName) a user needs for a token acting for them to carry the scopes of Sigil's management API (scim, sigil:admin, sigil:admin:read, sigil:register); a multi-factor sign-in is required too" }),
-    console: z.boolean().default(true).meta({ description: "The web console at /admin: users with admin.userRole sign in through Sigil itself (the built-in public client sigil-console, code flow with PKCE, a second factor required). false: no console, and the client sigil-console does not exist" }),
+    auditRetentionSeconds: lifetime
+      .max(10 * 365 * 24 * 3600)
+      .default(2592000)
+      .meta({
+        description:
+          'How long the stored audit events (queried at /admin/v1/events) are kept, seconds; older ones are removed by the housekeeping',
+      }),
+    userRole: nonEmpty.max(200).default('sigil-admin').meta({
+      description:
+        "The role (a value of the user's role claim, or a SCIM group's displayName) a user needs for a token acting for them to carry the scopes of Sigil's management API (scim, sigil:admin, sigil:admin:read, sigil:register); a multi-factor sign-in is required too",
+    }),
+    console: z.boolean().default(true).meta({
+      description:
+        'The web console at /admin: users with admin.userRole sign in through Sigil itself (the built-in public client sigil-console, code flow with PKCE, a second factor required). false: no console, and the client sigil-console does not exist',
+    }),
   })
-  .default({ auditRetentionSeconds: 2592000, userRole: 'sigil-admin', console: true }).meta({ description: "Sigil's management API (SCIM at /scim/v2, /admin/v1) and web console (/admin): who may manage it" });
+  .default({ auditRetentionSeconds: 2592000, userRole: 'sigil-admin', console: true })
+  .meta({
+    description: "Sigil's management API (SCIM at /scim/v2, /admin/v1) and web console (/admin): who may manage it",
+  });

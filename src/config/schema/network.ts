@@ -58,9 +58,17 @@ export const metrics = z
   .union([
     z.literal(false),
     z.strictObject({
-      host: nonEmpty.default(DEFAULT_METRICS.host).meta({ description: "The management listener's address; never one the public can reach" }),
-      port: z.number().int().min(0).max(65535).default(DEFAULT_METRICS.port).meta({ description: "The management listener's port; 0 takes any free port (printed at start). --metrics-port and SIGIL_METRICS_PORT override it" }),
+      host: nonEmpty
+        .default(DEFAULT_METRICS.host)
+        .meta({ description: "The management listener's address; never one the public can reach" }),
+      port: z.number().int().min(0).max(65535).default(DEFAULT_METRICS.port).meta({
+        description:
+          "The management listener's port; 0 takes any free port (printed at start). --metrics-port and SIGIL_METRICS_PORT override it",
+      }),
     }),
   ])
   .default({ ...DEFAULT_METRICS })
-  .meta({ description: 'The management listener serving /metrics (Prometheus text), never the public listener; false turns metrics off' });
+  .meta({
+    description:
+      'The management listener serving /metrics (Prometheus text), never the public listener; false turns metrics off',
+  });

@@ -6,11 +6,28 @@
  * How a client authenticates at the back-channel endpoints (RFC 6749 §2.3.1; OIDC Core §9;
  * RFC 7523 §2.2).
  */
-export const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'client_secret_jwt', 'private_key_jwt', 'none'] as const;
+export const TOKEN_ENDPOINT_AUTH_METHODS = [
+  'client_secret_basic',
+  'client_secret_post',
+  'client_secret_jwt',
+  'private_key_jwt',
+  'none',
+] as const;
 export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
 
 /** Algorithms of `private_key_jwt` client assertions (JWA, RFC 7518 §3.1; EdDSA: RFC 8037). */
-export const ASYMMETRIC_ASSERTION_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+export const ASYMMETRIC_ASSERTION_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+] as const;
 /** Algorithms of `client_secret_jwt` client assertions: HMAC over the client's clear-text secret. */
 export const SYMMETRIC_ASSERTION_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as const;
 /** Every client assertion algorithm Sigil verifies (`none` is never one). */
@@ -32,7 +49,18 @@ export const BUILT_IN_GRANT_TYPES = [
 ] as const;
 
 /** Algorithms Sigil can sign tokens with (JWA, RFC 7518 §3.1; EdDSA with Ed25519: RFC 8037). */
-export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+export const SIGNING_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+] as const;
 export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
 /**
  * Default `signingAlgorithms`: RS256 signs by default; ES256 serves FAPI 2.0 clients.

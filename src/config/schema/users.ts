@@ -16,13 +16,28 @@ export const MAX_SUBJECT_LENGTH = 255;
 /** One entry of `users`: a user of the config file, its password given in clear text or hashed. */
 export const user = z
   .strictObject({
-    subjectId: nonEmpty.max(MAX_SUBJECT_LENGTH).meta({ description: "The user's stable identifier (sub); never a client id", spec: "OIDC Core §2; RFC 9068 §5" }),
-    username: nonEmpty.max(MAX_USERNAME_LENGTH).meta({ description: "The sign-in name, unique per tenant (case-insensitive)" }),
-    password: z.string().optional().meta({ description: "A clear-text password, hashed with argon2id at start and not kept" }),
-    passwordHash: z.string().startsWith('$argon2').optional().meta({ description: "An argon2id hash ($argon2id$...) instead of password" }),
-    tenant: nonEmpty.optional().meta({ description: "The tenant the user belongs to (acr_values=tenant:<name>)" }),
-    isActive: z.boolean().default(true).meta({ description: "An inactive user cannot sign in" }),
-    claims: z.record(z.string(), jsonValue).default({}).meta({ description: "User claims by name; a claim given as an array stays an array", spec: "OIDC Core §5.1" }),
+    subjectId: nonEmpty.max(MAX_SUBJECT_LENGTH).meta({
+      description: "The user's stable identifier (sub); never a client id",
+      spec: 'OIDC Core §2; RFC 9068 §5',
+    }),
+    username: nonEmpty
+      .max(MAX_USERNAME_LENGTH)
+      .meta({ description: 'The sign-in name, unique per tenant (case-insensitive)' }),
+    password: z
+      .string()
+      .optional()
+      .meta({ description: 'A clear-text password, hashed with argon2id at start and not kept' }),
+    passwordHash: z
+      .string()
+      .startsWith('$argon2')
+      .optional()
+      .meta({ description: 'An argon2id hash ($argon2id$...) instead of password' }),
+    tenant: nonEmpty.optional().meta({ description: 'The tenant the user belongs to (acr_values=tenant:<name>)' }),
+    isActive: z.boolean().default(true).meta({ description: 'An inactive user cannot sign in' }),
+    claims: z
+      .record(z.string(), jsonValue)
+      .default({})
+      .meta({ description: 'User claims by name; a claim given as an array stays an array', spec: 'OIDC Core §5.1' }),
   })
   .refine((u) => !(u.password !== undefined && u.passwordHash !== undefined), {
     message: 'give either password or passwordHash, not both',
@@ -30,14 +45,24 @@ export const user = z
 
 /** One entry of `identityProviders` (also a stored upstream provider, /admin/v1/identity-providers). */
 export const identityProvider = z.strictObject({
-  name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only').meta({ description: "The name in acr_values=idp:<name> and in the login page's button: letters, digits, - and _" }),
-  displayName: z.string().optional().meta({ description: "Shown on the login page" }),
-  type: z.literal('oidc').default('oidc').meta({ description: "The provider kind; oidc only" }),
-  authority: httpsOrLoopback.meta({ description: "The upstream issuer: https (http only on a loopback host)", spec: "OIDC Discovery §4" }),
+  name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only').meta({
+    description: "The name in acr_values=idp:<name> and in the login page's button: letters, digits, - and _",
+  }),
+  displayName: z.string().optional().meta({ description: 'Shown on the login page' }),
+  type: z.literal('oidc').default('oidc').meta({ description: 'The provider kind; oidc only' }),
+  authority: httpsOrLoopback.meta({
+    description: 'The upstream issuer: https (http only on a loopback host)',
+    spec: 'OIDC Discovery §4',
+  }),
   clientId: nonEmpty.meta({ description: "Sigil's client id at the upstream provider" }),
-  clientSecret: z.string().optional().meta({ description: "Sigil's client secret at the upstream provider (best given as { \"$env\": ... } or { \"$file\": ... })" }),
-  scope: z.string().default('openid profile').meta({ description: "The scopes asked of the upstream provider" }),
-  claimMapping: z.record(z.string(), z.string()).optional().meta({ description: "Local claim name → upstream claim name; default maps name, given_name, family_name, email" }),
+  clientSecret: z.string().optional().meta({
+    description: 'Sigil\'s client secret at the upstream provider (best given as { "$env": ... } or { "$file": ... })',
+  }),
+  scope: z.string().default('openid profile').meta({ description: 'The scopes asked of the upstream provider' }),
+  claimMapping: z
+    .record(z.string(), z.string())
+    .optional()
+    .meta({ description: 'Local claim name → upstream claim name; default maps name, given_name, family_name, email' }),
 });
 
 /** An upstream OpenID Connect provider (federation, `acr_values=idp:<name>`). */

@@ -29,12 +29,27 @@ export class Consents {
 
   /** Remembers that the user consented to `scopes` for the client until `expiresAt`, replacing an earlier consent. */
   remember(subjectId: string, clientId: string, scopes: string[], now: number, expiresAt: number): Promise<void> {
-    return this.kind.save({ key: consentKey(subjectId, clientId), clientId, subjectId, data: { scopes }, createdAt: now, expiresAt });
+    return this.kind.save({
+      key: consentKey(subjectId, clientId),
+      clientId,
+      subjectId,
+      data: { scopes },
+      createdAt: now,
+      expiresAt,
+    });
   }
 
   /** The user's live consents at `now` (client and scopes), newest first, at most `limit`. */
-  async liveOf(subjectId: string, now: number, limit: number): Promise<{ clientId: string; scopes: string[]; createdAt: number }[]> {
-    return (await this.kind.liveOf(subjectId, now, limit)).map((row) => ({ clientId: row.clientId, scopes: row.data.scopes ?? [], createdAt: row.createdAt }));
+  async liveOf(
+    subjectId: string,
+    now: number,
+    limit: number,
+  ): Promise<{ clientId: string; scopes: string[]; createdAt: number }[]> {
+    return (await this.kind.liveOf(subjectId, now, limit)).map((row) => ({
+      clientId: row.clientId,
+      scopes: row.data.scopes ?? [],
+      createdAt: row.createdAt,
+    }));
   }
 
   /**

@@ -52,7 +52,10 @@ export class DeviceCodes {
   }
 
   /** Stores a new device code (status `pending`) until `expiresAt`. */
-  put(deviceCode: string, record: { clientId: string; data: DeviceCodeData; createdAt: number; expiresAt: number }): Promise<void> {
+  put(
+    deviceCode: string,
+    record: { clientId: string; data: DeviceCodeData; createdAt: number; expiresAt: number },
+  ): Promise<void> {
     return this.devices.put({ key: this.keyOf(deviceCode), ...record });
   }
 
@@ -96,7 +99,10 @@ export class DeviceCodes {
    * Stores the user code `code` (canonical form) for the device code `deviceKey`, replacing an
    * expired or revoked row of the same code; it shares the device code's grant family.
    */
-  saveUserCode(code: string, record: { clientId: string; deviceKey: string; createdAt: number; expiresAt: number }): Promise<void> {
+  saveUserCode(
+    code: string,
+    record: { clientId: string; deviceKey: string; createdAt: number; expiresAt: number },
+  ): Promise<void> {
     const data: UserCodeData = { deviceKey: record.deviceKey };
     return this.userCodes.save({
       key: userCodeKey(code),

@@ -42,9 +42,23 @@ export class EmailLinks {
    * @param subjectId the user it is for; null for a registration (no user yet), which joins the
    *   family of its address instead
    */
-  issue(handle: string, subjectId: string | null, data: EmailLinkData, now: number, lifetimeSeconds: number): Promise<void> {
+  issue(
+    handle: string,
+    subjectId: string | null,
+    data: EmailLinkData,
+    now: number,
+    lifetimeSeconds: number,
+  ): Promise<void> {
     const familyId = subjectId === null ? addressFamily(data.email) : undefined;
-    return this.kind.put({ key: hashHandle(handle), clientId: '', subjectId, ...(familyId ? { familyId } : {}), data, createdAt: now, expiresAt: now + lifetimeSeconds });
+    return this.kind.put({
+      key: hashHandle(handle),
+      clientId: '',
+      subjectId,
+      ...(familyId ? { familyId } : {}),
+      data,
+      createdAt: now,
+      expiresAt: now + lifetimeSeconds,
+    });
   }
 
   /**
@@ -61,7 +75,11 @@ export class EmailLinks {
   }
 
   /** The link when live at `now` and for `purpose`, or undefined. */
-  async findLive(handle: string, purpose: EmailLinkPurpose, now: number): Promise<GrantRecord<EmailLinkData> | undefined> {
+  async findLive(
+    handle: string,
+    purpose: EmailLinkPurpose,
+    now: number,
+  ): Promise<GrantRecord<EmailLinkData> | undefined> {
     const row = await this.kind.findLive(hashHandle(handle), now);
     return row?.data.purpose === purpose ? row : undefined;
   }
@@ -74,7 +92,14 @@ export class EmailLinks {
    */
   claimAddress(normalizedEmail: string, now: number): Promise<boolean> {
     const data: EmailLinkData = { purpose: 'claim', email: normalizedEmail };
-    return this.kind.putOnce({ key: hashHandle(`claim:${normalizedEmail}`), clientId: '', subjectId: null, data, createdAt: now, expiresAt: now + CLAIM_SECONDS });
+    return this.kind.putOnce({
+      key: hashHandle(`claim:${normalizedEmail}`),
+      clientId: '',
+      subjectId: null,
+      data,
+      createdAt: now,
+      expiresAt: now + CLAIM_SECONDS,
+    });
   }
 
   /** Uses the link, atomically: of concurrent uses exactly one gets true, and only while it is live. */

@@ -21,7 +21,11 @@ export class GrantFamilies {
    * changed. Sessions are ended by the logout service, consents stay.
    */
   revokeAllOf(subjectId: string, now: number): Promise<number> {
-    return this.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code'], now);
+    return this.grants.revokeSubject(
+      subjectId,
+      ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code'],
+      now,
+    );
   }
 
   /**
@@ -34,7 +38,17 @@ export class GrantFamilies {
   revokeAllOfClient(clientId: string, now: number): Promise<number> {
     return this.grants.revokeClient(
       clientId,
-      ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code', 'user_code', 'pushed_request', 'interaction', 'consent'],
+      [
+        'refresh_token',
+        'reference_token',
+        'access_token',
+        'authorization_code',
+        'device_code',
+        'user_code',
+        'pushed_request',
+        'interaction',
+        'consent',
+      ],
       now,
     );
   }

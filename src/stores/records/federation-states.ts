@@ -30,7 +30,10 @@ export class FederationStates {
   }
 
   /** Stores the sign-in started with `state` until `expiresAt`. */
-  put(state: string, record: { clientId: string; data: FederationState; createdAt: number; expiresAt: number }): Promise<void> {
+  put(
+    state: string,
+    record: { clientId: string; data: FederationState; createdAt: number; expiresAt: number },
+  ): Promise<void> {
     return this.kind.put({ key: hashHandle(state), ...record });
   }
 

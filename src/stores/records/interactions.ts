@@ -24,7 +24,10 @@ export interface PendingRequest {
    * §4.1.2). Absent for a device's request, which learns the answer by polling (RFC 8628 §3.5).
    */
   target?: ResponseTarget;
-  /** The scopes consent is asked for, in request order (`offline_access` only where a code is returned, OIDC Core §11). */
+  /**
+   * The scopes consent is asked for, in request order (`offline_access` only where a code is returned, OIDC
+   * Core §11).
+   */
   scopes: string[];
   /** `ui_locales` (OIDC Core §3.1.2.1), as sent. */
   uiLocales?: string;
@@ -65,14 +68,16 @@ export class Interactions {
   async create(clientId: string, interaction: Interaction): Promise<string> {
     const id = newHandle();
     const now = nowSeconds();
-    await this.grants.put(newGrantRecord({
-      key: hashHandle(id),
-      type: 'interaction',
-      clientId,
-      data: { ...interaction },
-      createdAt: now,
-      expiresAt: now + INTERACTION_LIFETIME,
-    }));
+    await this.grants.put(
+      newGrantRecord({
+        key: hashHandle(id),
+        type: 'interaction',
+        clientId,
+        data: { ...interaction },
+        createdAt: now,
+        expiresAt: now + INTERACTION_LIFETIME,
+      }),
+    );
     return id;
   }
 

@@ -26,8 +26,21 @@ export class PendingEnrollments {
   }
 
   /** Stores the enrollment until `expiresAt`, replacing this browser's and user's previous one. */
-  save(browser: string, subjectId: string, enrollment: PendingEnrollment, now: number, expiresAt: number): Promise<void> {
-    return this.kind.save({ key: keyOf(browser, subjectId), clientId: '', subjectId, data: enrollment, createdAt: now, expiresAt });
+  save(
+    browser: string,
+    subjectId: string,
+    enrollment: PendingEnrollment,
+    now: number,
+    expiresAt: number,
+  ): Promise<void> {
+    return this.kind.save({
+      key: keyOf(browser, subjectId),
+      clientId: '',
+      subjectId,
+      data: enrollment,
+      createdAt: now,
+      expiresAt,
+    });
   }
 
   /** The live enrollment of this browser and user, or undefined. */

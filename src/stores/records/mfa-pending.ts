@@ -41,7 +41,14 @@ export class PendingSignIns {
 
   /** Stores the browser's pending sign-in until `expiresAt`, replacing its previous one. */
   save(browser: string, pending: PendingSignIn, now: number, expiresAt: number): Promise<void> {
-    return this.kind.save({ key: keyOf(browser), clientId: '', subjectId: pending.subjectId, data: pending, createdAt: now, expiresAt });
+    return this.kind.save({
+      key: keyOf(browser),
+      clientId: '',
+      subjectId: pending.subjectId,
+      data: pending,
+      createdAt: now,
+      expiresAt,
+    });
   }
 
   /** The browser's pending sign-in when live at `now`, or undefined. */

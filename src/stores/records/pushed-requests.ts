@@ -52,7 +52,8 @@ export class PushedRequests {
    * @throws OAuthError `invalid_request_uri` for an unknown, expired, used or foreign `request_uri`.
    */
   async take(requestUri: string, clientId: string, now: number): Promise<Record<string, string>> {
-    const refuse = () => new OAuthError('invalid_request_uri', 'the request_uri is unknown, expired, already used, or not this client\'s');
+    const refuse = () =>
+      new OAuthError('invalid_request_uri', "the request_uri is unknown, expired, already used, or not this client's");
     const handle = requestUri.slice(PUSHED_REQUEST_URI_PREFIX.length);
     if (handle === '' || handle.length > 100) throw refuse();
     const key = keyOf(handle);

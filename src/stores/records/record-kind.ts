@@ -46,7 +46,10 @@ export class RecordKind<T extends object> {
     return this.grants.put(record as unknown as GrantRecord);
   }
 
-  /** The record under `key` when it is of this kind, whatever its state (consumed, revoked, expired); else undefined. */
+  /**
+   * The record under `key` when it is of this kind, whatever its state (consumed, revoked, expired); else
+   * undefined.
+   */
   async find(key: string): Promise<GrantRecord<T> | undefined> {
     return this.narrow(await this.grants.get(key));
   }

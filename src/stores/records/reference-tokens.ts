@@ -97,8 +97,22 @@ export class AccessTokens {
     return this.revoke(hashHandle(handle), 'reference_token', revocation, now);
   }
 
-  private revoke(key: string, type: 'access_token' | 'reference_token', r: AccessTokenRevocation, now: number): Promise<void> {
-    const record = newGrantRecord({ key, type, clientId: r.clientId, subjectId: r.subjectId, familyId: r.jti, data: {}, createdAt: now, expiresAt: r.expiresAt });
+  private revoke(
+    key: string,
+    type: 'access_token' | 'reference_token',
+    r: AccessTokenRevocation,
+    now: number,
+  ): Promise<void> {
+    const record = newGrantRecord({
+      key,
+      type,
+      clientId: r.clientId,
+      subjectId: r.subjectId,
+      familyId: r.jti,
+      data: {},
+      createdAt: now,
+      expiresAt: r.expiresAt,
+    });
     return this.grants.revoke(record, now);
   }
 }

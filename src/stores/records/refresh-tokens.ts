@@ -39,14 +39,30 @@ export class RefreshTokens {
   /** Stores a new refresh token. */
   issue(
     handle: string,
-    record: { clientId: string; subjectId: string; familyId: string; sessionId: string | null; data: RefreshTokenData; createdAt: number; expiresAt: number },
+    record: {
+      clientId: string;
+      subjectId: string;
+      familyId: string;
+      sessionId: string | null;
+      data: RefreshTokenData;
+      createdAt: number;
+      expiresAt: number;
+    },
   ): Promise<void> {
     return this.kind.put({ key: hashHandle(handle), ...record });
   }
 
   /** The user's live refresh tokens at `now` (client, scopes, issue time), newest first, at most `limit`. */
-  async liveOf(subjectId: string, now: number, limit: number): Promise<{ clientId: string; scopes: string[]; createdAt: number }[]> {
-    return (await this.kind.liveOf(subjectId, now, limit)).map((row) => ({ clientId: row.clientId, scopes: row.data.scopes, createdAt: row.createdAt }));
+  async liveOf(
+    subjectId: string,
+    now: number,
+    limit: number,
+  ): Promise<{ clientId: string; scopes: string[]; createdAt: number }[]> {
+    return (await this.kind.liveOf(subjectId, now, limit)).map((row) => ({
+      clientId: row.clientId,
+      scopes: row.data.scopes,
+      createdAt: row.createdAt,
+    }));
   }
 
   /**
@@ -54,7 +70,12 @@ export class RefreshTokens {
    * issued into the session `keepSessionId` (after a password change); returns how many.
    */
   revokeAllBut(subjectId: string, keepSessionId: string, now: number): Promise<number> {
-    return this.grants.revokeSubject(subjectId, ['refresh_token', 'reference_token', 'access_token'], now, keepSessionId);
+    return this.grants.revokeSubject(
+      subjectId,
+      ['refresh_token', 'reference_token', 'access_token'],
+      now,
+      keepSessionId,
+    );
   }
 
   /** The token's record whatever its state (the caller tells revoked, used and expired apart), or undefined. */
@@ -78,7 +99,12 @@ export class RefreshTokens {
    * meanwhile (a concurrent request bound it), or the token is revoked or gone, so that no request
    * writes back data it read before a binding.
    */
-  replaceData(handle: string, expected: RefreshTokenData, data: RefreshTokenData, expiresAt?: number): Promise<boolean> {
+  replaceData(
+    handle: string,
+    expected: RefreshTokenData,
+    data: RefreshTokenData,
+    expiresAt?: number,
+  ): Promise<boolean> {
     return this.kind.replaceData(hashHandle(handle), expected, data, expiresAt);
   }
 }

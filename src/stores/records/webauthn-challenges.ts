@@ -31,7 +31,14 @@ export class WebAuthnChallenges {
 
   /** Stores a new challenge until `expiresAt`. */
   put(challenge: string, data: ChallengeData, now: number, expiresAt: number): Promise<void> {
-    return this.kind.put({ key: hashHandle(challenge), clientId: '', subjectId: data.subjectId || null, data, createdAt: now, expiresAt });
+    return this.kind.put({
+      key: hashHandle(challenge),
+      clientId: '',
+      subjectId: data.subjectId || null,
+      data,
+      createdAt: now,
+      expiresAt,
+    });
   }
 
   /** The challenge's record whatever its state, or undefined. */

@@ -32,7 +32,14 @@ export class WebAuthnPendingSteps {
 
   /** Stores a pending step under `handle` until `expiresAt`. */
   put(handle: string, pending: WebAuthnPending, now: number, expiresAt: number): Promise<void> {
-    return this.kind.put({ key: hashHandle(handle), clientId: '', subjectId: pending.subjectId, data: pending, createdAt: now, expiresAt });
+    return this.kind.put({
+      key: hashHandle(handle),
+      clientId: '',
+      subjectId: pending.subjectId,
+      data: pending,
+      createdAt: now,
+      expiresAt,
+    });
   }
 
   /** The pending step of `handle` when live at `now`, or undefined. */

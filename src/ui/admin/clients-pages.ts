@@ -13,17 +13,30 @@ import type { Params } from '../../protocol/params.js';
 import type { Console } from './console-page.js';
 
 /** The grant types offered as checkboxes (a client's own others are kept and shown too). */
-const GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'];
+const GRANT_TYPES = [
+  'authorization_code',
+  'refresh_token',
+  'client_credentials',
+  'urn:ietf:params:oauth:grant-type:device_code',
+];
 /** The most redirect URIs and scopes a form may list. */
 const MAX_ITEMS = 50;
 
 /** A form's lines (redirect URIs) or space-separated words (scopes), bounded. */
 function items(value: string | undefined, separator: RegExp): string[] {
-  return (value ?? '').split(separator).map((s) => s.trim()).filter((s) => s.length > 0).slice(0, MAX_ITEMS);
+  return (value ?? '')
+    .split(separator)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+    .slice(0, MAX_ITEMS);
 }
 
 /** The client settings a console form edits. */
-function editedSettings(form: Params): { allowedGrantTypes: string[]; redirectUris: string[]; allowedScopes: string[] } {
+function editedSettings(form: Params): {
+  allowedGrantTypes: string[];
+  redirectUris: string[];
+  allowedScopes: string[];
+} {
   return {
     allowedGrantTypes: form.getAll('grant').slice(0, MAX_ITEMS),
     redirectUris: items(single(form, 'redirect_uris'), /\r?\n/),
@@ -38,10 +51,29 @@ export function clientPages(admin: Console): void {
   const clientId = (request: FastifyRequest) => (request.params as { clientId: string }).clientId;
   const clientPath = (id: string) => `/admin/clients/${encodeURIComponent(id)}`;
 
-  const listPage = async (request: FastifyRequest, reply: FastifyReply, form: Record<string, unknown>, error?: string, status = 200) =>
-    admin.render(request, reply, 'console-clients', 'clients', { clients: await clients.list(), grantTypes: GRANT_TYPES, form, error }, status);
+  const listPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    form: Record<string, unknown>,
+    error?: string,
+    status = 200,
+  ) =>
+    admin.render(
+      request,
+      reply,
+      'console-clients',
+      'clients',
+      { clients: await clients.list(), grantTypes: GRANT_TYPES, form, error },
+      status,
+    );
 
-  const clientPage = async (request: FastifyRequest, reply: FastifyReply, id: string, extra: { notice?: string; error?: string; secret?: string } = {}, status = 200) => {
+  const clientPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    id: string,
+    extra: { notice?: string; error?: string; secret?: string } = {},
+    status = 200,
+  ) => {
     let view;
     try {
       view = await clients.get(id);
@@ -51,12 +83,25 @@ export function clientPages(admin: Console): void {
     }
     const c = view.client as { allowedGrantTypes?: string[]; redirectUris?: string[]; allowedScopes?: string[] };
     const grants = c.allowedGrantTypes ?? [];
-    const form = { grants, redirect_uris: (c.redirectUris ?? []).join('\n'), scopes: (c.allowedScopes ?? []).join(' ') };
+    const form = {
+      grants,
+      redirect_uris: (c.redirectUris ?? []).join('\n'),
+      scopes: (c.allowedScopes ?? []).join(' '),
+    };
     const grantTypes = [...GRANT_TYPES, ...grants.filter((g) => !GRANT_TYPES.includes(g))];
-    return admin.render(request, reply, 'console-client', 'clients', { client: view.client, source: view.source, etag: view.etag, form, grantTypes, ...extra }, status);
+    return admin.render(
+      request,
+      reply,
+      'console-client',
+      'clients',
+      { client: view.client, source: view.source, etag: view.etag, form, grantTypes, ...extra },
+      status,
+    );
   };
 
-  app.get('/admin/clients', async (request, reply) => ((await admin.reader(request, reply)) ? listPage(request, reply, {}) : reply));
+  app.get('/admin/clients', async (request, reply) =>
+    (await admin.reader(request, reply)) ? listPage(request, reply, {}) : reply,
+  );
 
   app.post('/admin/clients', async (request, reply) => {
     const w = await admin.writer(request, reply);
@@ -74,16 +119,31 @@ export function clientPages(admin: Console): void {
       });
       // A confidential client's secret is shown on this answer only (no-store); a public one's page is a redirect.
       if (!secret) return admin.done(reply, clientPath(String(view.client.clientId)), 'consoleClientCreated');
-      return clientPage(request, reply, String(view.client.clientId), { notice: admin.text(request, 'consoleClientCreated'), secret }, 201);
+      return clientPage(
+        request,
+        reply,
+        String(view.client.clientId),
+        { notice: admin.text(request, 'consoleClientCreated'), secret },
+        201,
+      );
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
-      const form = { client_id: id, client_name: name, public: isPublic, grants: settings.allowedGrantTypes, redirect_uris: settings.redirectUris.join('\n'), scopes: settings.allowedScopes.join(' ') };
+      const form = {
+        client_id: id,
+        client_name: name,
+        public: isPublic,
+        grants: settings.allowedGrantTypes,
+        redirect_uris: settings.redirectUris.join('\n'),
+        scopes: settings.allowedScopes.join(' '),
+      };
       return listPage(request, reply, form, refusal.message, refusal.status);
     }
   });
 
-  app.get('/admin/clients/:clientId', async (request, reply) => ((await admin.reader(request, reply)) ? clientPage(request, reply, clientId(request)) : reply));
+  app.get('/admin/clients/:clientId', async (request, reply) =>
+    (await admin.reader(request, reply)) ? clientPage(request, reply, clientId(request)) : reply,
+  );
 
   app.post('/admin/clients/:clientId', async (request, reply) => {
     const w = await admin.writer(request, reply);
@@ -105,7 +165,9 @@ export function clientPages(admin: Console): void {
     const id = clientId(request);
     let secret: string;
     try {
-      secret = (await admin.changes(w.caller).rotateClientSecret(id, DEFAULT_SECRET_GRACE_SECONDS, single(w.form, 'etag') ?? '')).secret;
+      secret = (
+        await admin.changes(w.caller).rotateClientSecret(id, DEFAULT_SECRET_GRACE_SECONDS, single(w.form, 'etag') ?? '')
+      ).secret;
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;

@@ -70,7 +70,14 @@ export interface Console {
    */
   done(reply: FastifyReply, path: string, notice: Notice): FastifyReply;
   /** Sends a console page of `section`; without a `notice` of its own, the one its `done` query names. */
-  render(request: FastifyRequest, reply: FastifyReply, name: string, section: Section, data: Record<string, unknown>, status?: number): FastifyReply;
+  render(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    name: string,
+    section: Section,
+    data: Record<string, unknown>,
+    status?: number,
+  ): FastifyReply;
   /** A text of the request's language. */
   text(request: FastifyRequest, key: keyof Messages): string;
   /** A refused change (`refusalOf`) in the request's language; undefined for any other error. */
@@ -78,11 +85,15 @@ export interface Console {
   /** The changes /admin/v1 makes too, reloaded and audited as there, made by `caller` in the console. */
   changes(caller: ConsoleCaller): AuditedChanges;
   /** Emits the `admin_changed` event of a change only the console makes. */
-  audit(caller: ConsoleCaller, action: string, target: { type: string; id: string }, changes?: Record<string, unknown>): void;
+  audit(
+    caller: ConsoleCaller,
+    action: string,
+    target: { type: string; id: string },
+    changes?: Record<string, unknown>,
+  ): void;
   /** Who makes a user change in the console, for the audit events of `UserAdmin`. */
   userAudit(caller: ConsoleCaller): AdminAudit;
 }
-
 
 /** A refused change as the console shows it (see `refusalOf`). */
 export interface Refusal {
@@ -140,9 +151,16 @@ export function refusalOf(err: unknown, t: (key: keyof Messages) => string): Ref
     const { detail } = err;
     const first = problems.find((p) => p.path !== '');
     const message = detail
-      ? format(t(REASON_TEXTS[detail.reason]), { item: item(detail.item), users: (detail.users ?? []).map(item).join(', ') })
+      ? format(t(REASON_TEXTS[detail.reason]), {
+          item: item(detail.item),
+          users: (detail.users ?? []).map(item).join(', '),
+        })
       : atField(first?.path ?? '', first?.message ?? err.message);
-    return { message, status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code], fields };
+    return {
+      message,
+      status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code],
+      fields,
+    };
   }
   if (err instanceof ScimError) return { message: atField('', err.detail), status: err.status, fields: {} };
   if (err instanceof DirectoryUnavailable) {

@@ -77,7 +77,8 @@ export class ConsoleSession {
     }
     try {
       const caller = await this.deps.check(request, token);
-      if (caller.clientId !== CONSOLE_CLIENT_ID || caller.sub === undefined) throw new OAuthError('invalid_token', 'not a console token', 401);
+      if (caller.clientId !== CONSOLE_CLIENT_ID || caller.sub === undefined)
+        throw new OAuthError('invalid_token', 'not a console token', 401);
       return { kind: 'caller', caller: { clientId: caller.clientId, sub: caller.sub } };
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
@@ -98,7 +99,8 @@ export class ConsoleSession {
       // An error answer, or a redemption that fails, ends here: signing in again would loop.
       if (queryString(request, 'error') !== undefined) return this.notCompleted(request, reply);
       // No pending sign-in of this browser, or another's answer (login CSRF): a fresh sign-in.
-      if (!state || !verifier || code === undefined || !sameText(queryString(request, 'state') ?? '', state)) return this.startSignIn(reply);
+      if (!state || !verifier || code === undefined || !sameText(queryString(request, 'state') ?? '', state))
+        return this.startSignIn(reply);
       const answer = await this.app.inject({
         method: 'POST',
         url: `${this.ctx.basePath}/connect/token`,
@@ -114,7 +116,12 @@ export class ConsoleSession {
         }).toString(),
       });
       const body = answer.json<{ access_token?: unknown; expires_in?: unknown }>();
-      if (answer.statusCode !== 200 || typeof body.access_token !== 'string' || body.access_token.length > MAX_TOKEN_LENGTH) return this.notCompleted(request, reply);
+      if (
+        answer.statusCode !== 200 ||
+        typeof body.access_token !== 'string' ||
+        body.access_token.length > MAX_TOKEN_LENGTH
+      )
+        return this.notCompleted(request, reply);
       try {
         await this.deps.check(request, body.access_token);
       } catch (err) {
@@ -163,12 +170,31 @@ export class ConsoleSession {
   }
 
   private notAllowed(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-    return this.ctx.pages.send(reply, 'message', language(request), { titleKey: 'consoleNotAllowedTitle', textKey: 'consoleNotAllowedText', values: { role: this.ctx.config.admin.userRole } }, 403);
+    return this.ctx.pages.send(
+      reply,
+      'message',
+      language(request),
+      {
+        titleKey: 'consoleNotAllowedTitle',
+        textKey: 'consoleNotAllowedText',
+        values: { role: this.ctx.config.admin.userRole },
+      },
+      403,
+    );
   }
 
-  /** The error page of a console sign-in that did not complete (an error answer, or a code the token endpoint refused). */
+  /**
+   * The error page of a console sign-in that did not complete (an error answer, or a code the token endpoint
+   * refused).
+   */
   private notCompleted(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-    return sendErrorPage(this.ctx, reply, new OAuthError('access_denied', 'the sign-in to the console did not complete; open the console again'), language(request), 400);
+    return sendErrorPage(
+      this.ctx,
+      reply,
+      new OAuthError('access_denied', 'the sign-in to the console did not complete; open the console again'),
+      language(request),
+      400,
+    );
   }
 
   private clear(reply: FastifyReply): void {

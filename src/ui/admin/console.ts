@@ -36,7 +36,11 @@ import type { BrowserServices } from '../../interaction/browser.js';
 
 import type { FormServices } from '../forms.js';
 /** The services this module uses. */
-export type ConsoleServices = Pick<Services, 'basePath' | 'config' | 'events' | 'issuer' | 'management' | 'pages'> & BrowserServices & ConsoleSessionServices & ErrorPageServices & FormServices;
+export type ConsoleServices = Pick<Services, 'basePath' | 'config' | 'events' | 'issuer' | 'management' | 'pages'> &
+  BrowserServices &
+  ConsoleSessionServices &
+  ErrorPageServices &
+  FormServices;
 
 /** The page a console sign-out ends on, below the issuer's path. */
 const CONSOLE_SIGNED_OUT_PATH = `${CONSOLE_PATH}/signed-out`;
@@ -69,16 +73,27 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
       const check = await session.caller(request, reply);
       return check.kind === 'caller' ? { caller: check.caller, form: request.body } : undefined;
     },
-    done: (reply, path, notice) => reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${path}?${new URLSearchParams({ done: notice })}`, 303),
+    done: (reply, path, notice) =>
+      reply
+        .header('cache-control', 'no-store')
+        .redirect(`${ctx.basePath}${path}?${new URLSearchParams({ done: notice })}`, 303),
     render: (request, reply, name, section, data, status = 200) => {
       const done = request.method === 'GET' ? noticeOf(queryString(request, 'done')) : undefined;
       const notice = data.notice ?? (done ? ctx.pages.text(language(request), done) : undefined);
-      return ctx.pages.send(reply, name, language(request), { ...data, notice, section, csrf: reply.generateCsrf() }, status);
+      return ctx.pages.send(
+        reply,
+        name,
+        language(request),
+        { ...data, notice, section, csrf: reply.generateCsrf() },
+        status,
+      );
     },
     text: (request, key) => ctx.pages.text(language(request), key),
     refused: (request, err) => refusalOf(err, (key) => ctx.pages.text(language(request), key)),
-    changes: (caller) => new AuditedChanges(ctx.management, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
-    audit: (caller, action, target, changes) => emitAdminChange(ctx.events, CONSOLE_PATH, caller, action, target, changes),
+    changes: (caller) =>
+      new AuditedChanges(ctx.management, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
+    audit: (caller, action, target, changes) =>
+      emitAdminChange(ctx.events, CONSOLE_PATH, caller, action, target, changes),
     userAudit: (caller) => ({ events: ctx.events, endpoint: CONSOLE_PATH, clientId: caller.clientId, sub: caller.sub }),
   };
 
@@ -87,7 +102,9 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   );
   app.get(CONSOLE_PATH, async (request, reply) => {
     const caller = await admin.reader(request, reply);
-    return caller ? reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${CONSOLE_PATH}/users`, 303) : reply;
+    return caller
+      ? reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${CONSOLE_PATH}/users`, 303)
+      : reply;
   });
   // Signing out of the console ends this browser's Sigil session too (as Keycloak's console does):
   // the console signed in through it, and leaving it would sign the next visit straight back in.
@@ -103,7 +120,11 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
     return sendLoggedOut(ctx, reply, language(request), ended, `${ctx.issuer}${CONSOLE_SIGNED_OUT_PATH}`);
   });
   app.get(CONSOLE_SIGNED_OUT_PATH, async (request, reply) =>
-    ctx.pages.send(reply, 'message', language(request), { titleKey: 'consoleSignedOutTitle', textKey: 'consoleSignedOutText', next: { path: CONSOLE_PATH, textKey: 'consoleSignInAgain' } }),
+    ctx.pages.send(reply, 'message', language(request), {
+      titleKey: 'consoleSignedOutTitle',
+      textKey: 'consoleSignedOutText',
+      next: { path: CONSOLE_PATH, textKey: 'consoleSignInAgain' },
+    }),
   );
   userPages(admin);
   clientPages(admin);

@@ -56,7 +56,20 @@ export function eventsPage(admin: Console): void {
       if (!refusal) throw err;
       error = refusal.message;
     }
-    const rows = events.map((e) => ({ time: e.time.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC'), name: e.name, clientId: e.clientId ?? '', subjectId: e.subjectId ?? '', details: details(e) }));
-    return admin.render(request, reply, 'console-events', 'events', { filters, events: rows, next, error }, error ? 400 : 200);
+    const rows = events.map((e) => ({
+      time: e.time.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC'),
+      name: e.name,
+      clientId: e.clientId ?? '',
+      subjectId: e.subjectId ?? '',
+      details: details(e),
+    }));
+    return admin.render(
+      request,
+      reply,
+      'console-events',
+      'events',
+      { filters, events: rows, next, error },
+      error ? 400 : 200,
+    );
   });
 }

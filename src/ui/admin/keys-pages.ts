@@ -10,7 +10,12 @@ import type { Console } from './console-page.js';
 /** Registers GET `/admin/keys`, POST `/admin/keys/rotate` and `/admin/keys/retire`. */
 export function keyPages(admin: Console): void {
   const { ctx, app } = admin;
-  const page = async (request: Parameters<Console['render']>[0], reply: Parameters<Console['render']>[1], error?: string, status = 200) => {
+  const page = async (
+    request: Parameters<Console['render']>[0],
+    reply: Parameters<Console['render']>[1],
+    error?: string,
+    status = 200,
+  ) => {
     const keys = (await ctx.management.keys.list()).map((k) => ({
       kid: k.kid,
       alg: k.alg,
@@ -21,7 +26,9 @@ export function keyPages(admin: Console): void {
     return admin.render(request, reply, 'console-keys', 'keys', { keys, error }, status);
   };
 
-  app.get('/admin/keys', async (request, reply) => ((await admin.reader(request, reply)) ? page(request, reply) : reply));
+  app.get('/admin/keys', async (request, reply) =>
+    (await admin.reader(request, reply)) ? page(request, reply) : reply,
+  );
 
   app.post('/admin/keys/rotate', async (request, reply) => {
     const w = await admin.writer(request, reply);

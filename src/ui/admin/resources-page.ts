@@ -15,7 +15,10 @@ import type { Params } from '../../protocol/params.js';
 import { format, type Messages } from '../../page-kit/i18n.js';
 import { type Console, KIND_LABELS, type Refusal } from './console-page.js';
 
-/** How a form field reads and writes a setting: one line, space-separated words, one item per line, a write-only secret, a checkbox. */
+/**
+ * How a form field reads and writes a setting: one line, space-separated words, one item per line, a
+ * write-only secret, a checkbox.
+ */
 type FieldType = 'text' | 'words' | 'lines' | 'secret' | 'check';
 
 /** One editable setting of a kind. */
@@ -37,18 +40,23 @@ const NAME: FieldSpec = { name: 'name', type: 'text', label: 'consoleName', max:
 const DISPLAY_NAME: FieldSpec = { name: 'displayName', type: 'text', label: 'consoleDisplayName', max: 200 };
 const USER_CLAIMS: FieldSpec = { name: 'userClaims', type: 'words', label: 'consoleUserClaims', max: 2000 };
 /** The settings identity resources (OIDC Core §5.4) and API scopes share. */
-const SCOPE_FIELDS: FieldSpec[] = [NAME, DISPLAY_NAME, { name: 'description', type: 'text', label: 'consoleDescription', max: 500 }, USER_CLAIMS];
+const SCOPE_FIELDS: FieldSpec[] = [
+  NAME,
+  DISPLAY_NAME,
+  { name: 'description', type: 'text', label: 'consoleDescription', max: 500 },
+  USER_CLAIMS,
+];
 
-const KINDS: Record<ManagedKind, { slug: string; caption: keyof Messages; create: keyof Messages; detail: keyof Messages; fields: FieldSpec[] }> = {
+const KINDS: Record<
+  ManagedKind,
+  { slug: string; caption: keyof Messages; create: keyof Messages; detail: keyof Messages; fields: FieldSpec[] }
+> = {
   identity_resource: {
     slug: 'identity-resources',
     caption: 'consoleIdentityResources',
     create: 'consoleNewIdentityResource',
     detail: 'consoleClaims',
-    fields: [
-      ...SCOPE_FIELDS,
-      { name: 'required', type: 'check', label: 'consoleRequiredScope', max: 0 },
-    ],
+    fields: [...SCOPE_FIELDS, { name: 'required', type: 'check', label: 'consoleRequiredScope', max: 0 }],
   },
   api_scope: {
     slug: 'api-scopes',
@@ -107,21 +115,36 @@ function read(spec: FieldSpec, form: Params): unknown {
   if (spec.type === 'check') return single(form, spec.name) === 'yes';
   const raw = (single(form, spec.name) ?? '').slice(0, spec.max);
   if (spec.type === 'words' || spec.type === 'lines')
-    return raw.split(spec.type === 'lines' ? /\r?\n/ : /\s+/).map((s) => s.trim()).filter((s) => s.length > 0).slice(0, MAX_ITEMS);
+    return raw
+      .split(spec.type === 'lines' ? /\r?\n/ : /\s+/)
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0)
+      .slice(0, MAX_ITEMS);
   const text = spec.type === 'secret' ? raw : raw.trim();
   return text === '' ? undefined : text;
 }
 
 /** The fields of a form as the template draws them: value, error next to it. */
-function formFields(kind: ManagedKind, values: Record<string, unknown>, errors: Record<string, string>, editing: boolean) {
+function formFields(
+  kind: ManagedKind,
+  values: Record<string, unknown>,
+  errors: Record<string, string>,
+  editing: boolean,
+) {
   return KINDS[kind].fields
     .filter((spec) => !(editing && spec.fixed))
-    .map((spec) => ({ ...spec, required: spec.required === true && !editing, value: shown(spec, values[spec.name]), error: errors[spec.name] }));
+    .map((spec) => ({
+      ...spec,
+      required: spec.required === true && !editing,
+      value: shown(spec, values[spec.name]),
+      error: errors[spec.name],
+    }));
 }
 
 /** The list's detail column of an item. */
 function detailOf(kind: ManagedKind, settings: Record<string, unknown>): string {
-  const value = kind === 'identity_provider' ? settings.authority : kind === 'api_resource' ? settings.scopes : settings.userClaims;
+  const value =
+    kind === 'identity_provider' ? settings.authority : kind === 'api_resource' ? settings.scopes : settings.userClaims;
   return Array.isArray(value) ? value.join(', ') : String(value ?? '');
 }
 
@@ -131,7 +154,8 @@ export function resourcesPage(admin: Console): void {
   const resources = ctx.management.resources;
   const params = (request: FastifyRequest) => request.params as { kind: string; name?: string };
 
-  const itemPath = (kind: ManagedKind, name: string) => `/admin/resources/${KINDS[kind].slug}/${encodeURIComponent(name)}`;
+  const itemPath = (kind: ManagedKind, name: string) =>
+    `/admin/resources/${KINDS[kind].slug}/${encodeURIComponent(name)}`;
 
   const listPage = async (request: FastifyRequest, reply: FastifyReply) => {
     const t = (key: keyof Messages) => admin.text(request, key);
@@ -141,13 +165,23 @@ export function resourcesPage(admin: Console): void {
         caption: t(KINDS[kind].caption),
         create: t(KINDS[kind].create),
         detailHeading: t(KINDS[kind].detail),
-        rows: (await resources.list(kind)).map((v) => ({ name: String(v.settings.name), detail: detailOf(kind, v.settings), source: v.source })),
+        rows: (await resources.list(kind)).map((v) => ({
+          name: String(v.settings.name),
+          detail: detailOf(kind, v.settings),
+          source: v.source,
+        })),
       })),
     );
     return admin.render(request, reply, 'console-resources', 'resources', { tables });
   };
 
-  const newPage = (request: FastifyRequest, reply: FastifyReply, kind: ManagedKind, values: Record<string, unknown>, refusal?: Refusal) =>
+  const newPage = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    kind: ManagedKind,
+    values: Record<string, unknown>,
+    refusal?: Refusal,
+  ) =>
     admin.render(
       request,
       reply,
@@ -157,7 +191,9 @@ export function resourcesPage(admin: Console): void {
         slug: KINDS[kind].slug,
         title: admin.text(request, KINDS[kind].create),
         fields: formFields(kind, values, refusal?.fields ?? {}, false),
-        ...(refusal ? { error: format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }) } : {}),
+        ...(refusal
+          ? { error: format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }) }
+          : {}),
       },
       refusal?.status ?? 200,
     );
@@ -179,7 +215,9 @@ export function resourcesPage(admin: Console): void {
     }
     const { refusal } = extra;
     // Read-only items show every setting; stored ones those their form cannot change (a provider's authority).
-    const fixed = new Set(KINDS[kind].fields.filter((spec) => spec.fixed && spec.name !== 'name').map((spec) => spec.name));
+    const fixed = new Set(
+      KINDS[kind].fields.filter((spec) => spec.fixed && spec.name !== 'name').map((spec) => spec.name),
+    );
     const settings = Object.entries(view.settings)
       .filter(([key]) => view.source !== 'store' || fixed.has(key))
       .map(([key, value]) => ({ key, value: typeof value === 'string' ? value : JSON.stringify(value) }));
@@ -199,7 +237,9 @@ export function resourcesPage(admin: Console): void {
         fields: formFields(kind, extra.values ?? view.settings, refusal?.fields ?? {}, true),
         notice: extra.notice,
         secret: extra.secret,
-        ...(refusal ? { error: format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }) } : {}),
+        ...(refusal
+          ? { error: format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }) }
+          : {}),
       },
       refusal?.status ?? status,
     );
@@ -216,7 +256,9 @@ export function resourcesPage(admin: Console): void {
     return { kind, name };
   };
 
-  app.get('/admin/resources', async (request, reply) => ((await admin.reader(request, reply)) ? listPage(request, reply) : reply));
+  app.get('/admin/resources', async (request, reply) =>
+    (await admin.reader(request, reply)) ? listPage(request, reply) : reply,
+  );
 
   app.get('/admin/resources/new/:kind', async (request, reply) => {
     if (!(await admin.reader(request, reply))) return reply;
@@ -229,12 +271,21 @@ export function resourcesPage(admin: Console): void {
     if (!w) return reply;
     const kind = kindOf(params(request).kind);
     if (kind === undefined) return reply.callNotFound();
-    const values = Object.fromEntries(KINDS[kind].fields.map((spec) => [spec.name, read(spec, w.form)]).filter(([, v]) => v !== undefined));
+    const values = Object.fromEntries(
+      KINDS[kind].fields.map((spec) => [spec.name, read(spec, w.form)]).filter(([, v]) => v !== undefined),
+    );
     try {
       const { view, secret } = await admin.changes(w.caller).createResource(kind, values);
       // An API resource's secret is shown on this answer only (no-store); any other kind's page is a redirect.
       if (!secret) return admin.done(reply, itemPath(kind, String(view.settings.name)), 'consoleResourceCreated');
-      return itemPage(request, reply, kind, String(view.settings.name), { notice: admin.text(request, 'consoleResourceCreated'), secret }, 201);
+      return itemPage(
+        request,
+        reply,
+        kind,
+        String(view.settings.name),
+        { notice: admin.text(request, 'consoleResourceCreated'), secret },
+        201,
+      );
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
@@ -293,7 +344,11 @@ export function resourcesPage(admin: Console): void {
     if (at.kind !== 'api_resource') return reply.callNotFound();
     let secret: string;
     try {
-      secret = (await admin.changes(w.caller).rotateResourceSecret(at.name, DEFAULT_SECRET_GRACE_SECONDS, single(w.form, 'etag') ?? '')).secret;
+      secret = (
+        await admin
+          .changes(w.caller)
+          .rotateResourceSecret(at.name, DEFAULT_SECRET_GRACE_SECONDS, single(w.form, 'etag') ?? '')
+      ).secret;
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;

@@ -38,7 +38,10 @@ export function userPages(admin: Console): void {
 
   const listPage = async (request: FastifyRequest, reply: FastifyReply, form: Json, error?: string, status = 200) => {
     // Control characters never match a username (and PostgreSQL refuses a NUL): left out.
-    const q = (queryString(request, 'q') ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 100);
+    const q = (queryString(request, 'q') ?? '')
+      .replace(/[\u0000-\u001f\u007f]/g, '')
+      .trim()
+      .slice(0, 100);
     const groups = await scim.groupChoices();
     let listed;
     try {
@@ -71,7 +74,14 @@ export function userPages(admin: Console): void {
     }
   };
 
-  const userPage = async (request: FastifyRequest, reply: FastifyReply, sub: string, error?: string, status = 200, claimsText?: string) => {
+  const userPage = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    sub: string,
+    error?: string,
+    status = 200,
+    claimsText?: string,
+  ) => {
     const user = await find(reply, sub);
     if (!user) return reply;
     const { factors } = await users.secondFactors(user.username, user.tenant);
@@ -87,7 +97,8 @@ export function userPages(admin: Console): void {
         user,
         groups: user.groups.map((g) => g.displayName),
         allGroups,
-        factors: factors.length > 0 ? [...new Set(factors.map((f) => f.kind))].join(', ') : admin.text(request, 'consoleNone'),
+        factors:
+          factors.length > 0 ? [...new Set(factors.map((f) => f.kind))].join(', ') : admin.text(request, 'consoleNone'),
         claims: claimsText ?? JSON.stringify(user.claims, null, 2),
         sessions: await ctx.management.sessions.sessionsOf(sub),
         error,
@@ -96,7 +107,9 @@ export function userPages(admin: Console): void {
     );
   };
 
-  app.get('/admin/users', async (request, reply) => ((await admin.reader(request, reply)) ? listPage(request, reply, {}) : reply));
+  app.get('/admin/users', async (request, reply) =>
+    (await admin.reader(request, reply)) ? listPage(request, reply, {}) : reply,
+  );
 
   app.post('/admin/users', async (request, reply) => {
     const w = await admin.writer(request, reply);
@@ -131,7 +144,13 @@ export function userPages(admin: Console): void {
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
-      return listPage(request, reply, { displayName }, format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }), refusal.status);
+      return listPage(
+        request,
+        reply,
+        { displayName },
+        format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }),
+        refusal.status,
+      );
     }
     return admin.done(reply, '/admin/users', 'consoleGroupCreated');
   });
@@ -145,7 +164,13 @@ export function userPages(admin: Console): void {
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
-      return listPage(request, reply, {}, format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }), refusal.status);
+      return listPage(
+        request,
+        reply,
+        {},
+        format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }),
+        refusal.status,
+      );
     }
     return admin.done(reply, '/admin/users', 'consoleGroupDeleted');
   });
@@ -218,7 +243,10 @@ export function userPages(admin: Console): void {
     const { sub } = request.params as { sub: string };
     const user = await find(reply, sub);
     if (!user) return reply;
-    const { removed } = await users.resetSecondFactors(user.username, user.tenant, { events: ctx.events, endpoint: '/admin' });
+    const { removed } = await users.resetSecondFactors(user.username, user.tenant, {
+      events: ctx.events,
+      endpoint: '/admin',
+    });
     admin.audit(w.caller, 'user.reset_mfa', { type: 'user', id: sub }, { removed });
     return admin.done(reply, userPath(sub), 'consoleMfaReset');
   });
@@ -229,7 +257,8 @@ export function userPages(admin: Console): void {
     const { sub } = request.params as { sub: string };
     const sid = single(w.form, 'sid') ?? '';
     try {
-      if (sid.length === 0 || sid.length > 200 || sub.length > MAX_SUBJECT_LENGTH) throw new AdminError('not_found', 'no such session');
+      if (sid.length === 0 || sid.length > 200 || sub.length > MAX_SUBJECT_LENGTH)
+        throw new AdminError('not_found', 'no such session');
       await admin.changes(w.caller).revokeSession(sub, sid);
     } catch (err) {
       const refusal = admin.refused(request, err);

@@ -36,7 +36,8 @@ export function subjectOf(attrs: Map<string, Value>, subjectAttribute: string): 
   if (list.length !== 1) return undefined;
   const v = list[0]!;
   if (typeof v === 'string') return v.length > 0 && v.length <= 255 ? v : undefined;
-  if (BINARY_SUBJECT_ATTRIBUTES.has(subjectAttribute.toLowerCase())) return v.length === 16 ? guidToString(v) : undefined;
+  if (BINARY_SUBJECT_ATTRIBUTES.has(subjectAttribute.toLowerCase()))
+    return v.length === 16 ? guidToString(v) : undefined;
   return undefined;
 }
 
@@ -65,7 +66,12 @@ export function subjectSearchValue(subject: string, subjectAttribute: string): B
     if (!GUID.test(subject)) return undefined;
     const h = subject.replace(/-/g, '');
     const bytes = Buffer.from(h, 'hex');
-    return Buffer.concat([Buffer.from(bytes.subarray(0, 4)).reverse(), Buffer.from(bytes.subarray(4, 6)).reverse(), Buffer.from(bytes.subarray(6, 8)).reverse(), bytes.subarray(8)]);
+    return Buffer.concat([
+      Buffer.from(bytes.subarray(0, 4)).reverse(),
+      Buffer.from(bytes.subarray(4, 6)).reverse(),
+      Buffer.from(bytes.subarray(6, 8)).reverse(),
+      bytes.subarray(8),
+    ]);
   }
   if (attr === 'entryuuid') return GUID.test(subject) ? subject : undefined;
   return subject.length > 0 && subject.length <= 255 ? subject : undefined;
@@ -122,7 +128,10 @@ export function roleFromGroupDn(dn: string, attribute: string): string | undefin
 /** Active Directory's userAccountControl flag ACCOUNTDISABLE (MS-ADTS §2.2.16). */
 const ACCOUNTDISABLE = 0x2;
 
-/** The attributes `isDisabled` reads: AD's userAccountControl and lockoutTime, OpenLDAP ppolicy's pwdAccountLockedTime. */
+/**
+ * The attributes `isDisabled` reads: AD's userAccountControl and lockoutTime, OpenLDAP ppolicy's
+ * pwdAccountLockedTime.
+ */
 export const ACCOUNT_STATE_ATTRIBUTES = ['userAccountControl', 'lockoutTime', 'pwdAccountLockedTime'];
 
 /**

@@ -7,13 +7,30 @@
  * lockout, with a share kept for the browsers the account signed in on before (`knownBrowserBinds`).
  */
 import { randomBytes } from 'node:crypto';
-import { AndFilter, type Entry, EqualityFilter, type Filter, InvalidCredentialsError, PresenceFilter, ResultCodeError } from 'ldapts';
+import {
+  AndFilter,
+  type Entry,
+  EqualityFilter,
+  type Filter,
+  InvalidCredentialsError,
+  PresenceFilter,
+  ResultCodeError,
+} from 'ldapts';
 import type { LdapDirectoryConfig } from '../../config/user-directories.js';
 import type { FailureLimiter } from '../../limits/failure-limiter.js';
 import { DirectoryUnavailable, type PasswordCheckContext, type UserDirectory } from '../directory.js';
 import type { User } from '../user.js';
 import { LdapPool, type Connection } from './pool.js';
-import { ACCOUNT_STATE_ATTRIBUTES, attributesOf, BINARY_SUBJECT_ATTRIBUTES, isDisabled, roleFromGroupDn, stringValues, subjectOf, subjectSearchValue } from './entries.js';
+import {
+  ACCOUNT_STATE_ATTRIBUTES,
+  attributesOf,
+  BINARY_SUBJECT_ATTRIBUTES,
+  isDisabled,
+  roleFromGroupDn,
+  stringValues,
+  subjectOf,
+  subjectSearchValue,
+} from './entries.js';
 import { MAX_USERNAME_LENGTH } from '../../config/schema.js';
 
 /** Users kept for `claimsCacheSeconds` at most; beyond this many the oldest go first. */
@@ -35,7 +52,12 @@ export class LdapDirectory implements UserDirectory {
     private readonly limiter: FailureLimiter,
   ) {
     this.name = config.name;
-    this.pool = new LdapPool({ url: config.url, startTls: config.startTls, timeoutMs: config.timeoutSeconds * 1000, max: config.maxConnections });
+    this.pool = new LdapPool({
+      url: config.url,
+      startTls: config.startTls,
+      timeoutMs: config.timeoutSeconds * 1000,
+      max: config.maxConnections,
+    });
     this.attributes = [
       ...new Set([
         config.subjectAttribute,
@@ -66,12 +88,22 @@ export class LdapDirectory implements UserDirectory {
    * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` while the shares the
    *   sign-in may use are spent.
    */
-  async authenticate(username: string, password: string, context: PasswordCheckContext = {}): Promise<User | undefined> {
+  async authenticate(
+    username: string,
+    password: string,
+    context: PasswordCheckContext = {},
+  ): Promise<User | undefined> {
     if (username.length === 0 || password.length === 0) return undefined;
     const entry = await this.entryByUsername(username);
     const user = entry ? this.toUser(entry) : undefined;
-    const dn = entry && user ? entry.dn : `${this.config.usernameAttribute}=${randomBytes(16).toString('hex')},${this.config.baseDn}`;
-    const budgets = this.bindBudgets(user ? `subject:${user.subjectId}` : `name:${comparedName(username)}`, user !== undefined && context.knownBrowser?.(user.subjectId) === true);
+    const dn =
+      entry && user
+        ? entry.dn
+        : `${this.config.usernameAttribute}=${randomBytes(16).toString('hex')},${this.config.baseDn}`;
+    const budgets = this.bindBudgets(
+      user ? `subject:${user.subjectId}` : `name:${comparedName(username)}`,
+      user !== undefined && context.knownBrowser?.(user.subjectId) === true,
+    );
     // Charged before the bind: a bind that ends in an outage stays counted (the server may have seen it).
     if (budgets.length > 0) await this.limiter.claimCapped(budgets, this.config.failedBindWindowSeconds);
     const ok = await this.run((conn) => this.bind(conn, dn, password));
@@ -135,7 +167,9 @@ export class LdapDirectory implements UserDirectory {
    */
   private async entryByUsername(username: string): Promise<Entry | undefined> {
     if (username.length === 0 || username.length > MAX_USERNAME_LENGTH) return undefined;
-    return this.run((conn) => this.searchOne(conn, new EqualityFilter({ attribute: this.config.usernameAttribute, value: username })));
+    return this.run((conn) =>
+      this.searchOne(conn, new EqualityFilter({ attribute: this.config.usernameAttribute, value: username })),
+    );
   }
 
   async close(): Promise<void> {

@@ -97,7 +97,11 @@ export class LdapPool {
 
   private async connect(): Promise<Connection> {
     this.open++;
-    const client = new Client({ url: this.options.url, timeout: this.options.timeoutMs, connectTimeout: this.options.timeoutMs });
+    const client = new Client({
+      url: this.options.url,
+      timeout: this.options.timeoutMs,
+      connectTimeout: this.options.timeoutMs,
+    });
     try {
       // StartTLS first: ldapts connects lazily, and the upgrade must precede every bind (RFC 4513 §3.1.1).
       if (this.options.startTls) await client.startTLS({});

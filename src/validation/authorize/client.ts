@@ -24,7 +24,11 @@ const MODES = new Set<string>(['query', 'fragment', 'form_post']);
  *   not fetched, draft-ietf-oauth-client-id-metadata-document §5.1: the request is aborted),
  *   `temporarily_unavailable` (429: the address has used up its document fetches).
  */
-export async function loadClient(clients: Pick<ClientRegistry, 'resolve'>, raw: Params, address: string): Promise<Client> {
+export async function loadClient(
+  clients: Pick<ClientRegistry, 'resolve'>,
+  raw: Params,
+  address: string,
+): Promise<Client> {
   let clientId: string | undefined;
   try {
     clientId = bounded(raw, 'client_id');
@@ -55,7 +59,10 @@ export async function loadClient(clients: Pick<ClientRegistry, 'resolve'>, raw: 
  *   too long (never echoed), or `response_mode` is not supported; to the client without `state`:
  *   `invalid_request` when `state` is repeated.
  */
-export function responseTarget(params: Params, client: Client): { target: ResponseTarget; responseMode: string | undefined } {
+export function responseTarget(
+  params: Params,
+  client: Client,
+): { target: ResponseTarget; responseMode: string | undefined } {
   let redirectUri: string | undefined;
   try {
     redirectUri = bounded(params, 'redirect_uri');

@@ -52,7 +52,11 @@ function grantFor(rt: ResponseType): string {
  *   client), `unauthorized_client` (the client lacks the grant type, or returns an access token
  *   without `allowAccessTokensViaBrowser`).
  */
-export function checkResponseType(value: string | undefined, responseMode: string | undefined, client: Client): ResponseFlow {
+export function checkResponseType(
+  value: string | undefined,
+  responseMode: string | undefined,
+  client: Client,
+): ResponseFlow {
   if (value === undefined) throw invalidRequest('response_type is missing');
   const responseType = normalizeResponseType(value);
   if (!responseType) throw new OAuthError('unsupported_response_type', 'response_type is not supported');
@@ -61,10 +65,18 @@ export function checkResponseType(value: string | undefined, responseMode: strin
     throw new OAuthError('unsupported_response_type', 'a FAPI 2.0 client may only use response_type=code');
   if (responseMode === 'query' && responseType !== 'code')
     throw invalidRequest('tokens are never returned in the query (response_mode=query)');
-  if (!client.allowedGrantTypes.includes(grantFor(responseType)) && !(responseType === 'code' && client.allowedGrantTypes.includes('hybrid')))
+  if (
+    !client.allowedGrantTypes.includes(grantFor(responseType)) &&
+    !(responseType === 'code' && client.allowedGrantTypes.includes('hybrid'))
+  )
     throw new OAuthError('unauthorized_client', 'the client may not use this response_type');
   const returnsToken = responseType.split(' ').includes('token');
   if (returnsToken && !client.allowAccessTokensViaBrowser)
     throw new OAuthError('unauthorized_client', 'the client may not receive access tokens from this endpoint');
-  return { responseType, returnsCode: responseType.startsWith('code'), returnsIdToken: responseType.includes('id_token'), returnsToken };
+  return {
+    responseType,
+    returnsCode: responseType.startsWith('code'),
+    returnsIdToken: responseType.includes('id_token'),
+    returnsToken,
+  };
 }

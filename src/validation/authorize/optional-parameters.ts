@@ -18,8 +18,19 @@ const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
 /** The optional parameters' part of a valid request. */
 export type OptionalParameters = Pick<
   AuthorizeRequest,
-  | 'nonce' | 'prompt' | 'maxAge' | 'loginHint' | 'uiLocales' | 'acr' | 'acrRequested' | 'claims' | 'essentialAcr'
-  | 'claimsSubject' | 'codeChallenge' | 'codeChallengeMethod' | 'dpopJkt'
+  | 'nonce'
+  | 'prompt'
+  | 'maxAge'
+  | 'loginHint'
+  | 'uiLocales'
+  | 'acr'
+  | 'acrRequested'
+  | 'claims'
+  | 'essentialAcr'
+  | 'claimsSubject'
+  | 'codeChallenge'
+  | 'codeChallengeMethod'
+  | 'dpopJkt'
 >;
 
 /**
@@ -52,7 +63,11 @@ export function parseMaxAge(value: string | undefined): number | undefined {
  *   `response_type=id_token` (no access token), an essential `acr` with an empty `values`, or a
  *   `sub` with anything but one string value.
  */
-export function checkClaims(claims: ClaimsParameter, flow: ResponseFlow, hasOpenid: boolean): Pick<AuthorizeRequest, 'essentialAcr' | 'claimsSubject'> {
+export function checkClaims(
+  claims: ClaimsParameter,
+  flow: ResponseFlow,
+  hasOpenid: boolean,
+): Pick<AuthorizeRequest, 'essentialAcr' | 'claimsSubject'> {
   if (!hasOpenid) throw invalidRequest('the claims parameter needs the openid scope');
   // OIDC Core §5.5: userinfo claims need a response type that issues an access token.
   if (claims.userinfo.size > 0 && flow.responseType === 'id_token')
@@ -66,7 +81,8 @@ export function checkClaims(claims: ClaimsParameter, flow: ResponseFlow, hasOpen
   const sub = claims.id_token.get('sub') ?? claims.userinfo.get('sub');
   if (sub?.values !== undefined) {
     const [only] = sub.values;
-    if (sub.values.length !== 1 || typeof only !== 'string') throw invalidRequest('claims sub.value must be one string');
+    if (sub.values.length !== 1 || typeof only !== 'string')
+      throw invalidRequest('claims sub.value must be one string');
     out.claimsSubject = only;
   }
   return out;
@@ -78,7 +94,11 @@ export function checkClaims(claims: ClaimsParameter, flow: ResponseFlow, hasOpen
  *   PKCE, when the method is not `S256` or `plain` (`plain` only if the client allows it), or the
  *   challenge is malformed (§4.2).
  */
-export function checkPkce(params: Params, flow: ResponseFlow, client: Client): Pick<AuthorizeRequest, 'codeChallenge' | 'codeChallengeMethod'> {
+export function checkPkce(
+  params: Params,
+  flow: ResponseFlow,
+  client: Client,
+): Pick<AuthorizeRequest, 'codeChallenge' | 'codeChallengeMethod'> {
   if (!flow.returnsCode) return {};
   const codeChallenge = params.get('code_challenge');
   const method = params.get('code_challenge_method') ?? 'plain';
@@ -109,9 +129,15 @@ export function checkDpopJkt(value: string | undefined): string | undefined {
  * @param scopes the scopes that may be granted (`checkScopes`)
  * @throws OAuthError `invalid_request` from the first parameter refused.
  */
-export function checkOptionalParameters(params: Params, flow: ResponseFlow, scopes: readonly string[], client: Client): OptionalParameters {
+export function checkOptionalParameters(
+  params: Params,
+  flow: ResponseFlow,
+  scopes: readonly string[],
+  client: Client,
+): OptionalParameters {
   const nonce = params.get('nonce');
-  if (nonce === undefined && flow.returnsIdToken) throw invalidRequest('nonce is required when an identity token is returned');
+  if (nonce === undefined && flow.returnsIdToken)
+    throw invalidRequest('nonce is required when an identity token is returned');
   const prompt = parsePrompt(params.get('prompt'));
   const maxAge = parseMaxAge(params.get('max_age'));
   const loginHint = params.get('login_hint');
@@ -142,7 +168,10 @@ export function checkOptionalParameters(params: Params, flow: ResponseFlow, scop
  * The subject of a genuine `id_token_hint` (OIDC Core §3.1.2.1), or undefined when none is sent.
  * @throws OAuthError `invalid_request` when the hint is not one of Sigil's identity tokens.
  */
-export async function idTokenHintSubject(hint: string | undefined, tokens: IdTokenHintVerifier): Promise<string | undefined> {
+export async function idTokenHintSubject(
+  hint: string | undefined,
+  tokens: IdTokenHintVerifier,
+): Promise<string | undefined> {
   if (hint === undefined) return undefined;
   const verified = await tokens.verifyIdTokenHint(hint);
   if (!verified) throw invalidRequest('id_token_hint is not valid');

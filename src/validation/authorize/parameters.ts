@@ -78,8 +78,22 @@ export function safeGet(params: Params, name: string): string | undefined {
 
 /** The parameters a pending request keeps to be resumed after login and consent. */
 const PARAMS_KEPT = [
-  'client_id', 'redirect_uri', 'response_type', 'response_mode', 'scope', 'state', 'nonce', 'prompt', 'max_age',
-  'login_hint', 'ui_locales', 'acr_values', 'code_challenge', 'code_challenge_method', 'id_token_hint', 'claims',
+  'client_id',
+  'redirect_uri',
+  'response_type',
+  'response_mode',
+  'scope',
+  'state',
+  'nonce',
+  'prompt',
+  'max_age',
+  'login_hint',
+  'ui_locales',
+  'acr_values',
+  'code_challenge',
+  'code_challenge_method',
+  'id_token_hint',
+  'claims',
   'dpop_jkt',
 ];
 

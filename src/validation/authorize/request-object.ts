@@ -47,15 +47,22 @@ export async function loadRequestParameters(
     // RFC 9126 §4: the pushed request is the whole request; other parameters than client_id
     // are ignored. An unknown, expired, used or foreign one is never redirected (error page).
     try {
-      return Params.fromRecord(await services.store.records.pushedRequests.take(pushedUri, client.clientId, nowSeconds())).with('client_id', client.clientId);
+      return Params.fromRecord(
+        await services.store.records.pushedRequests.take(pushedUri, client.clientId, nowSeconds()),
+      ).with('client_id', client.clientId);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       throw new AuthorizeError(err);
     }
   }
   try {
-    if (entry.frontChannel && (client.requirePushedAuthorizationRequests || services.config.requirePushedAuthorizationRequests))
-      throw invalidRequest('authorization requests must be pushed to the pushed authorization request endpoint first (RFC 9126)');
+    if (
+      entry.frontChannel &&
+      (client.requirePushedAuthorizationRequests || services.config.requirePushedAuthorizationRequests)
+    )
+      throw invalidRequest(
+        'authorization requests must be pushed to the pushed authorization request endpoint first (RFC 9126)',
+      );
     return await requestObjectParameters(services, raw, client);
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err;
@@ -79,7 +86,11 @@ async function requestObjectParameters(
   const requestUri = raw.get('request_uri');
   if (request !== undefined && requestUri !== undefined) throw invalidRequest('send request or request_uri, not both');
   if (requestUri !== undefined)
-    request = await fetchRequestObject(requestUri, client, hasCallerChosenUrls(client) ? services.clientKeys.guardedGet : undefined);
+    request = await fetchRequestObject(
+      requestUri,
+      client,
+      hasCallerChosenUrls(client) ? services.clientKeys.guardedGet : undefined,
+    );
   if (request === undefined) return raw;
   const fromObject = await verifyRequestObject(request, client, services.issuer, services.clientKeys.forClient(client));
   const queryType = raw.get('response_type');

@@ -32,7 +32,8 @@ export function checkScopes(
   }
   const hasOpenid = scopes.includes('openid');
   if (flow.returnsIdToken && !hasOpenid) throw invalidRequest('the openid scope is required for an identity token');
-  if (!hasOpenid && scopes.some((s) => resources.identity.has(s))) throw invalidScope('identity scopes need the openid scope');
+  if (!hasOpenid && scopes.some((s) => resources.identity.has(s)))
+    throw invalidScope('identity scopes need the openid scope');
   if (!flow.returnsCode) scopes = scopes.filter((s) => s !== OFFLINE_ACCESS);
   if (flow.responseType === 'token' && scopes.some((s) => resources.identity.has(s)))
     throw invalidScope('response_type token carries API scopes only');
@@ -49,9 +50,20 @@ export function checkScopes(
  * @throws OAuthError `invalid_target` as `requestedResources`, and when the response type
  *   returns an access token or no code (the token endpoint narrows the tokens).
  */
-export function checkResourceIndicators(params: Params, flow: ResponseFlow, client: Client, resources: Resources): string[] | undefined {
-  const names = requestedResources(params.getAll('resource').flatMap((v) => v.split(' ')), client, resources);
+export function checkResourceIndicators(
+  params: Params,
+  flow: ResponseFlow,
+  client: Client,
+  resources: Resources,
+): string[] | undefined {
+  const names = requestedResources(
+    params.getAll('resource').flatMap((v) => v.split(' ')),
+    client,
+    resources,
+  );
   if (names !== undefined && (flow.returnsToken || !flow.returnsCode))
-    throw invalidTarget('resource indicators are supported with the code flow only (the token endpoint narrows the tokens)');
+    throw invalidTarget(
+      'resource indicators are supported with the code flow only (the token endpoint narrows the tokens)',
+    );
   return names;
 }

@@ -13,7 +13,15 @@ import type { ResponseTarget } from '../../http/authorization-response.js';
 export type { ResponseMode, ResponseTarget } from '../../http/authorization-response.js';
 
 /** The `response_type` values Sigil serves, normalized to this order of their parts. */
-export const RESPONSE_TYPES = ['code', 'id_token', 'id_token token', 'code id_token', 'code token', 'code id_token token', 'token'] as const;
+export const RESPONSE_TYPES = [
+  'code',
+  'id_token',
+  'id_token token',
+  'code id_token',
+  'code token',
+  'code id_token token',
+  'token',
+] as const;
 export type ResponseType = (typeof RESPONSE_TYPES)[number];
 
 /** A valid authorization request. */
