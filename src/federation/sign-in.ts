@@ -12,7 +12,6 @@ import type { ClientRegistry } from '../clients/registry.js';
 import { nowSeconds } from '../crypto/handles.js';
 import type { FederationStates } from '../stores/records/federation-states.js';
 import type { Interaction, Interactions } from '../stores/records/interactions.js';
-import type { UserAdmin } from '../admin/users.js';
 import type { User } from '../users/users.js';
 import { mappedClaims, upstreamSubject, type UpstreamProviders } from './upstream.js';
 
@@ -54,13 +53,22 @@ export interface UpstreamCallback {
   url: string;
 }
 
+/**
+ * Where an upstream identity becomes a local user: the user admin (`UserAdmin.linkUpstream`), the
+ * one writer of users, which finds or creates the user linked to (provider, upstream `sub`) and
+ * writes the mapped claims.
+ */
+export interface UpstreamUserLinks {
+  linkUpstream(provider: string, sub: string, claims: Record<string, unknown>, tenant: string | null): Promise<User>;
+}
+
 /** What the sign-in through upstream providers stands on. */
 export interface UpstreamSignInDeps {
   upstream: UpstreamProviders;
   states: FederationStates;
   interactions: Interactions;
   /** Writes the linked local user (the one writer of users). */
-  users: Pick<UserAdmin, 'linkUpstream'>;
+  users: UpstreamUserLinks;
   clients: ClientRegistry;
   log: Logger;
 }
