@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { Services } from '../services.js';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import { AuditedChanges } from '../admin/audited-changes.js';
+import { MAX_PAGE_SIZE } from '../admin/audit.js';
 import { DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin/clients.js';
 import type { Caller } from './protected-resource.js';
 
@@ -104,3 +105,21 @@ export const rotateSecretBody = z.strictObject({
       description: `How long the replaced secret keeps working, seconds (0 ends it now; default ${DEFAULT_SECRET_GRACE_SECONDS}, at most ${MAX_SECRET_GRACE_SECONDS})`,
     }),
 });
+
+/**
+ * The query members of a listing read a page at a time: `cursor` (the `next` of the previous
+ * page) and `limit` (1 to MAX_PAGE_SIZE, default 50).
+ * @param items what a page holds, for the description ("Users", "Events")
+ */
+export function paging(items: string) {
+  return {
+    cursor: name(100).optional().meta({ description: 'The next of the previous page' }),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_PAGE_SIZE)
+      .default(50)
+      .meta({ description: `${items} per page, 1 to ${MAX_PAGE_SIZE}` }),
+  };
+}

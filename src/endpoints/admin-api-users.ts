@@ -10,7 +10,6 @@ import { z } from 'zod';
 import { AdminError } from '../admin/errors.js';
 import type { AdminAudit, UserChange } from '../admin/user-types.js';
 import type { UserView } from '../admin/user-views.js';
-import { MAX_PAGE_SIZE } from '../admin/audit.js';
 import { MAX_SUBJECT_LENGTH, MAX_USERNAME_LENGTH } from '../config/schema.js';
 import { MAX_EMAIL_LENGTH } from '../users/email-address.js';
 import { applyMergePatch } from '../protocol/merge-patch.js';
@@ -24,6 +23,7 @@ import {
   MERGE_PATCH,
   name,
   parsed,
+  paging,
   PreconditionRequired,
   type Route,
 } from './admin-api-kit.js';
@@ -90,16 +90,7 @@ const userPatch = z
     password: z.string().optional().meta({ description: 'A new password, checked by the password policy; write-only' }),
   })
   .meta({ description: 'A JSON Merge Patch (RFC 7396) of the user; username, subjectId and tenant cannot change' });
-const usersQuery = z.strictObject({
-  cursor: name(100).optional().meta({ description: 'The next of the previous page' }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_PAGE_SIZE)
-    .default(50)
-    .meta({ description: `Users per page, 1 to ${MAX_PAGE_SIZE}` }),
-});
+const usersQuery = z.strictObject(paging('Users'));
 
 /** Who changes a user through the API, for the audit events of `UserAdmin`. */
 function auditOf(ctx: AdminApiServices, caller: Caller): AdminAudit {

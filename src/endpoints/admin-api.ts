@@ -23,7 +23,6 @@ import { z } from 'zod';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import type { ClientView } from '../admin/clients.js';
 import { clientSchema } from '../config/schema.js';
-import { MAX_PAGE_SIZE } from '../admin/audit.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { noStore } from '../http/request.js';
@@ -39,6 +38,7 @@ import {
   name,
   type Params,
   parsed,
+  paging,
   PreconditionRequired,
   type Route,
   rotateSecretBody,
@@ -84,14 +84,7 @@ const eventsQuery = z.strictObject({
   type: name(64).optional().meta({ description: 'The event name (token_issued, admin_changed, ...)' }),
   client_id: name(255).optional(),
   subject: name(255).optional().meta({ description: 'The subject (sub) the event is about' }),
-  cursor: name(100).optional().meta({ description: 'The next of the previous page' }),
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_PAGE_SIZE)
-    .default(50)
-    .meta({ description: `Events per page, 1 to ${MAX_PAGE_SIZE}` }),
+  ...paging('Events'),
 });
 const problem = z.object({
   type: z.string(),
