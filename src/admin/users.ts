@@ -341,11 +341,11 @@ export class UserAdmin {
   }
 
   /**
-   * Removes a stored user found by username (in `tenant`) or else by subject (`delete`), as
+   * Deletes a stored user found by username (in `tenant`) or else by subject (`delete`), as
    * `sigil users remove` names them.
    * @throws AdminError `read_only` for a config-file user (by username or subject), `not_found` for no such user.
    */
-  async remove(usernameOrSubject: string, tenant: string | null, audit: AdminAudit): Promise<RemovedUser> {
+  async deleteNamed(usernameOrSubject: string, tenant: string | null, audit: AdminAudit): Promise<RemovedUser> {
     const user =
       (await this.store.users.findUserByUsername(usernameOrSubject, tenant)) ??
       (await this.store.users.findUserBySubject(usernameOrSubject));

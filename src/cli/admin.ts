@@ -167,7 +167,7 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
       return 0;
     }
     if (action === 'remove' && name !== undefined) {
-      const user = await users.remove(name, tenant, cliAudit(cfg));
+      const user = await users.deleteNamed(name, tenant, cliAudit(cfg));
       console.log(`removed user ${user.username} (${user.subjectId})`);
       return 0;
     }

@@ -202,7 +202,7 @@ describe('the account made inactive or removed ends the links mailed before', ()
       emailVerified: true,
     });
     const reset = await resetLink('emil');
-    await admin.remove('emil', null, audit);
+    await admin.deleteNamed('emil', null, audit);
     await admin.create({
       subjectId: 's-emil',
       username: 'emil',
@@ -233,7 +233,7 @@ describe('the account made inactive or removed ends the links mailed before', ()
       password: 'owner-picked-river-48',
     });
     expect(made.status, made.body).toBe(200);
-    await admin.remove('fay@example.org', null, audit);
+    await admin.deleteNamed('fay@example.org', null, audit);
     await expectRefused(second!, '/account/register/confirm', { password: 'attacker-pick-55' });
     expect(await signsIn('fay@example.org', 'attacker-pick-55')).toBe(false);
   });

@@ -218,9 +218,9 @@ describe('admin services over SQLite', () => {
       const seen: SigilEvent[] = [];
       events.subscribe((e) => void seen.push(e));
       const audit = { events, endpoint: 'test', clientId: 'cli' };
-      expect((await users.remove('zoe', null, audit)).subjectId).toBe('z-1');
+      expect((await users.deleteNamed('zoe', null, audit)).subjectId).toBe('z-1');
       await users.create({ username: 'zed', subjectId: 'z-2' });
-      expect((await users.remove('z-2', null, audit)).username).toBe('zed');
+      expect((await users.deleteNamed('z-2', null, audit)).username).toBe('zed');
       expect(await store.users.listUsers()).toEqual([]);
       // Each removal is audited, naming the actor and the user removed.
       expect(seen.map((e) => [e.name, e.clientId, e.action, e.target])).toEqual([
@@ -313,13 +313,13 @@ describe('admin services over SQLite', () => {
 
     it('refuses to remove a config user (by name or subject) and an unknown one', async () => {
       expect(
-        await refusal(users.remove('alice', null, { events: new EventBus(silent), endpoint: 'test' })),
+        await refusal(users.deleteNamed('alice', null, { events: new EventBus(silent), endpoint: 'test' })),
       ).toMatchObject({ code: 'read_only' });
-      expect(await refusal(users.remove('2', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({
+      expect(await refusal(users.deleteNamed('2', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({
         code: 'read_only',
       });
       expect(
-        await refusal(users.remove('nobody', null, { events: new EventBus(silent), endpoint: 'test' })),
+        await refusal(users.deleteNamed('nobody', null, { events: new EventBus(silent), endpoint: 'test' })),
       ).toMatchObject({ code: 'not_found', message: 'no stored user "nobody"' });
     });
 
