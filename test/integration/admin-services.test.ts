@@ -315,7 +315,9 @@ describe('admin services over SQLite', () => {
       expect(
         await refusal(users.deleteNamed('alice', null, { events: new EventBus(silent), endpoint: 'test' })),
       ).toMatchObject({ code: 'read_only' });
-      expect(await refusal(users.deleteNamed('2', null, { events: new EventBus(silent), endpoint: 'test' }))).toMatchObject({
+      expect(
+        await refusal(users.deleteNamed('2', null, { events: new EventBus(silent), endpoint: 'test' })),
+      ).toMatchObject({
         code: 'read_only',
       });
       expect(
