@@ -55,7 +55,8 @@ export function cursorAfter(subject: string): string {
  */
 export function subjectOfCursor(cursor: string): string {
   const subject = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (subject === '' || cursorAfter(subject) !== cursor)
+  // No subject has a control character, and PostgreSQL refuses a NUL in text.
+  if (subject === '' || /[\u0000-\u001f\u007f]/.test(subject) || cursorAfter(subject) !== cursor)
     throw new AdminError('invalid', 'cursor: not the next of a page', 'cursor');
   return subject;
 }

@@ -100,6 +100,20 @@ describe('control characters on PostgreSQL, which refuses a NUL in text', () => 
       allowedScopes: ['api1'],
     });
     expect(created.statusCode, created.body).toBe(422);
+    expect((await get('/organizations/a%00b')).statusCode).toBe(404);
+    expect((await get('/organizations/a%00b/members')).statusCode).toBe(404);
+    expect((await onA('POST', '/organizations', { name: 'nul-check', displayName: 'N' })).statusCode).toBe(201);
+    // "AA" is a NUL in base64url.
+    expect((await get('/organizations/nul-check/members?cursor=AA')).statusCode).toBe(422);
+    const organization = await onA('POST', '/organizations', { name: 'nul', displayName: 'a\u0000b' });
+    expect(organization.statusCode, organization.body).toBe(422);
+    const roles = await a.app.inject({
+      method: 'PUT',
+      url: '/admin/v1/organizations/nul-check/members/1',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ roles: ['a\u0000'] }),
+    });
+    expect(roles.statusCode).toBe(422);
   });
 });
 

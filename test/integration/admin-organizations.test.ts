@@ -312,6 +312,8 @@ describe('/admin/v1/organizations', () => {
     expect(rest.json().members.map((m: { subject: string }) => m.subject)).toEqual(['3', 'hr-1', 'stored-member']);
     expect(rest.json().next).toBeUndefined();
     expect((await call('GET', '/organizations/members/members?cursor=%2B%2B')).statusCode).toBe(422);
+    // "AA" is a NUL in base64url: a cursor no page gives.
+    expect((await call('GET', '/organizations/members/members?cursor=AA')).statusCode).toBe(422);
 
     // A deleted user's memberships go with them.
     expect((await call('DELETE', '/users/stored-member')).statusCode).toBe(204);
