@@ -1,7 +1,7 @@
 /**
  * The services of one Sigil instance, in groups, each built by its own builder (src/compose/):
  * infrastructure (configuration, storage, counters, keys, log, events), the protocol core
- * (clients, resources, upstream providers, tokens, proofs, pending requests, logout), sign-in
+ * (clients, resources, upstream providers, organizations, tokens, proofs, pending requests, logout), sign-in
  * (users, sessions, second factors, passkeys, self-service), mail, pages (the page kit) and
  * management (the admin services and dynamic client registration). No module takes them all: each endpoint, grant,
  * page and service names the members it uses, as a `Pick<Services, ...>` of its own.
@@ -42,6 +42,8 @@ import type { GrantAdmin } from './admin/grants.js';
 import type { ResourceAdmin } from './admin/resources.js';
 import type { UserAdmin } from './admin/users.js';
 import type { ScimService } from './scim/service.js';
+import type { OrganizationAdmin } from './organizations/admin.js';
+import type { Organizations } from './organizations/registry.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
 export interface Management {
@@ -62,6 +64,12 @@ export interface Management {
    * `upstream`), on the others within about a second.
    */
   resources: ResourceAdmin;
+  /**
+   * Organizations (config-file read-only, stored ones managed) and the members of every one; each
+   * change of an organization is in force on this node when it returns (it reloads
+   * `organizations`), on the others within about a second.
+   */
+  organizations: OrganizationAdmin;
   /** Re-reads the stored clients on this node now (other nodes do within `signingKeys.reloadSeconds`). */
   reloadClients(): Promise<void>;
   /** Re-reads the signing keys on this node now. */
@@ -86,7 +94,7 @@ export interface Infrastructure {
   log: Logger;
 }
 
-/** The protocol core: clients, resources, upstream providers, tokens, proofs, pending requests and logout. */
+/** The protocol core: clients, resources, upstream providers, organizations, tokens, proofs, pending requests and logout. */
 export interface ProtocolServices {
   clients: ClientRegistry;
   /**
@@ -110,6 +118,11 @@ export interface ProtocolServices {
   interactions: Interactions;
   /** Upstream OpenID Connect providers: the config file's and the stored ones (`UpstreamProviders.sourceOf`). */
   upstream: UpstreamProviders;
+  /**
+   * The organizations in force, by name, stable id and email domain: the config file's and the
+   * stored ones (`management.organizations`); the same object for the server's life.
+   */
+  organizations: Organizations;
 }
 
 /** Signing users in and their self-service: users, sessions, second factors, passkeys. */

@@ -5,6 +5,8 @@
  * front ends cannot drift apart in what they reload or record.
  */
 import type { EventBus } from '../events/events.js';
+import type { OrganizationAdmin, OrganizationView } from '../organizations/admin.js';
+import type { OrganizationMember } from '../stores/types.js';
 import { type ChangeActor, emitAdminChange } from './audit.js';
 import type { ClientAdmin, ClientView } from './clients.js';
 import type { GrantAdmin } from './grants.js';
@@ -19,6 +21,7 @@ export interface ChangeServices {
   sessions: SessionAdmin;
   grants: GrantAdmin;
   resources: ResourceAdmin;
+  organizations: OrganizationAdmin;
   reloadClients(): Promise<void>;
   reloadKeys(): Promise<void>;
 }
@@ -175,4 +178,58 @@ export class AuditedChanges {
     );
     return rotated;
   }
+
+  /** `OrganizationAdmin.create` (the service reloads); the event lists the new organization, its id included. */
+  async createOrganization(body: unknown): Promise<OrganizationView> {
+    const view = await this.services.organizations.create(body);
+    this.audit('organization.create', { type: 'organization', id: view.name }, organizationChanges(view));
+    return view;
+  }
+
+  /** `OrganizationAdmin.update`; the event lists the changed settings with their new values. */
+  async updateOrganization(name: string, patch: unknown, ifMatch: string | undefined): Promise<OrganizationView> {
+    const { view, changed } = await this.services.organizations.update(name, patch, ifMatch);
+    const settings = organizationChanges(view);
+    this.audit(
+      'organization.update',
+      { type: 'organization', id: name },
+      Object.fromEntries(changed.map((f) => [f, settings[f] ?? null])),
+    );
+    return view;
+  }
+
+  /** `OrganizationAdmin.delete`: the organization and its memberships go. */
+  async deleteOrganization(name: string, ifMatch: string | undefined): Promise<void> {
+    await this.services.organizations.delete(name, ifMatch);
+    this.audit('organization.delete', { type: 'organization', id: name });
+  }
+
+  /** `OrganizationAdmin.putMember`; the event names the member and their roles. */
+  async putOrganizationMember(
+    name: string,
+    subject: string,
+    roles: unknown,
+  ): Promise<{ member: OrganizationMember; added: boolean }> {
+    const put = await this.services.organizations.putMember(name, subject, roles);
+    this.audit(
+      put.added ? 'organization.member_add' : 'organization.member_update',
+      { type: 'organization', id: name },
+      {
+        subject,
+        roles: put.member.roles,
+      },
+    );
+    return put;
+  }
+
+  /** `OrganizationAdmin.removeMember`. */
+  async removeOrganizationMember(name: string, subject: string): Promise<void> {
+    await this.services.organizations.removeMember(name, subject);
+    this.audit('organization.member_remove', { type: 'organization', id: name }, { subject });
+  }
+}
+
+/** An organization as an audit event's changes: every field but its ETag. */
+function organizationChanges({ etag: _etag, ...organization }: OrganizationView): Record<string, unknown> {
+  return organization;
 }

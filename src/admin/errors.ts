@@ -21,12 +21,19 @@ export interface FieldProblem {
 }
 
 /**
- * The kinds of item a refusal names: a client, a user, or a kind the resource service manages
- * (`ManagedKind` of admin/resources.ts).
+ * The kinds of item a refusal names: a client, a user, a kind the resource service manages
+ * (`ManagedKind` of admin/resources.ts), or an organization.
  */
-export type ItemKind = 'client' | 'user' | 'identity_resource' | 'api_scope' | 'api_resource' | 'identity_provider';
+export type ItemKind =
+  | 'client'
+  | 'user'
+  | 'identity_resource'
+  | 'api_scope'
+  | 'api_resource'
+  | 'identity_provider'
+  | 'organization';
 
-/** An item a refusal names: its kind and its name (client id, username, resource name). */
+/** An item a refusal names: its kind and its name (client id, username, resource or organization name). */
 export interface ItemRef {
   kind: ItemKind;
   name: string;
@@ -75,6 +82,11 @@ export class AdminError extends Error {
     super(message);
     this.name = 'AdminError';
   }
+}
+
+/** An `invalid` AdminError naming `field` (a path within the input: `domains.2`). */
+export function invalidField(field: string, message: string): AdminError {
+  return new AdminError('invalid', `${field}: ${message}`, field, [{ path: field, message }]);
 }
 
 /** Whether `value` is a JSON object (not null, not an array), as client metadata and user claims must be. */

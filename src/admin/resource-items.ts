@@ -18,7 +18,7 @@ import { type RetiringSecret, splitStoredClient } from '../clients/stored-client
 import { openJson } from '../keys/keys.js';
 import { OFFLINE_ACCESS } from '../resources/scopes.js';
 import type { ManagedItem, ManagedKind } from '../stores/managed-resources.js';
-import { AdminError, etagOf } from './errors.js';
+import { etagOf } from './errors.js';
 
 /** What the reading of the stored items checks them against. */
 export interface ResourceCheckOptions {
@@ -103,11 +103,6 @@ export function builtIn(kind: ManagedKind, name: string): boolean {
   const scopes: readonly string[] = [...MANAGEMENT_SCOPES, OFFLINE_ACCESS, 'openid'];
   if (kind === 'identity_resource' || kind === 'api_scope') return scopes.includes(name);
   return kind === 'api_resource' && name === MANAGEMENT_RESOURCE;
-}
-
-/** An `invalid` AdminError naming `field`. */
-export function invalidField(field: string, message: string): AdminError {
-  return new AdminError('invalid', `${field}: ${message}`, field, [{ path: field, message }]);
 }
 
 /** An item as the management API shows it (`ResourceView`). */

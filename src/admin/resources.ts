@@ -10,7 +10,8 @@
  * - Config-file items are read-only; the built-in management API (`sigil` and its scopes) and
  *   `openid`/`offline_access` cannot be shadowed, changed or deleted.
  * - An item still in use (a scope of an API resource, a client's `allowedScopes`,
- *   `tokenExchangeSubjectAudiences` or `identityProviderRestrictions`) cannot be deleted.
+ *   `tokenExchangeSubjectAudiences` or `identityProviderRestrictions`, a stored organization's
+ *   `identityProviders`) cannot be deleted.
  * - A stored API resource cannot claim the management API's scopes, and an upstream provider's
  *   `authority` cannot change, nor a new one take the name of an earlier one whose users are
  *   linked (links are by provider name and upstream `sub`).
@@ -38,6 +39,7 @@ import {
   etagOf,
   type FieldProblem,
   ifMatchHolds,
+  invalidField,
   isJsonObject,
   type ItemRef,
   problemsOfItem,
@@ -46,7 +48,6 @@ import {
 import {
   builtIn,
   effectiveItems,
-  invalidField,
   KINDS,
   mergedConfig,
   NONE,
@@ -91,7 +92,7 @@ export class ResourceAdmin {
   private readonly inConfig = (kind: ManagedKind, name: string): boolean => this.configItem(kind, name) !== undefined;
 
   constructor(
-    private readonly store: Pick<Store, 'resources' | 'clients' | 'users'>,
+    private readonly store: Pick<Store, 'resources' | 'clients' | 'users' | 'organizations'>,
     private readonly options: ResourceAdminOptions,
   ) {
     this.configSecrets = options.config.apiResources.map((r) => [r.name, apiSecretsOf(r.secrets)]);
@@ -262,7 +263,10 @@ export class ResourceAdmin {
     if (users.length > 0) {
       const named = users
         .slice(0, 5)
-        .map((u) => `${u.kind === 'client' || u.kind === 'user' ? u.kind : KINDS[u.kind].label} "${u.name}"`);
+        .map(
+          (u) =>
+            `${u.kind === 'client' || u.kind === 'user' || u.kind === 'organization' ? u.kind : KINDS[u.kind].label} "${u.name}"`,
+        );
       throw new AdminError(
         'conflict',
         `${KINDS[kind].label} "${name}" is still used by ${named.join(', ')}${users.length > 5 ? ` and ${users.length - 5} more` : ''}; remove it there first`,
@@ -413,7 +417,10 @@ export class ResourceAdmin {
         );
   }
 
-  /** Who uses an item: API resources listing a scope, clients (config and stored) naming it. */
+  /**
+   * Who uses an item: API resources listing a scope, clients (config and stored) naming it, stored
+   * organizations naming a provider.
+   */
   private async usersOf(kind: ManagedKind, name: string): Promise<ItemRef[]> {
     const stored = await this.store.clients.listClients();
     const clients = [...this.options.config.clients, ...stored] as Record<string, unknown>[];
@@ -437,7 +444,13 @@ export class ResourceAdmin {
       case 'api_resource':
         return naming('tokenExchangeSubjectAudiences');
       case 'identity_provider':
-        return naming('identityProviderRestrictions');
+        return [
+          ...naming('identityProviderRestrictions'),
+          // Config-file organizations name config-file providers only, which are read-only here.
+          ...(await this.store.organizations.list())
+            .filter((o) => o.settings.identityProviders.includes(name))
+            .map((o): ItemRef => ({ kind: 'organization', name: o.name })),
+        ];
     }
   }
 

@@ -1,26 +1,28 @@
 /**
- * Keeps a node's stored clients and resources current: re-reads them when their version in the
- * store changed (a change on any node, or by the CLI), when a request names a client this node
- * does not know, and periodically.
+ * Keeps a node's stored clients, resources and organizations current: re-reads them when their
+ * version in the store changed (a change on any node, or by the CLI), when a request names a
+ * client this node does not know, and periodically.
  */
 import type { ClientAdmin } from '../admin/clients.js';
 import type { ResourceAdmin } from '../admin/resources.js';
 import type { ClientRegistry } from '../clients/registry.js';
+import type { OrganizationAdmin } from '../organizations/admin.js';
 import type { Store } from '../stores/types.js';
 import type { UserService } from '../users/users.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 
 /** What `StoredChanges` reads and reloads. */
 export interface StoredChangesDeps {
-  store: Pick<Store, 'clients' | 'resources'>;
+  store: Pick<Store, 'clients' | 'resources' | 'organizations'>;
   clients: ClientRegistry;
   clientAdmin: Pick<ClientAdmin, 'reload'>;
   resourceAdmin: Pick<ResourceAdmin, 'reload'>;
+  organizationAdmin: Pick<OrganizationAdmin, 'reload'>;
   users: Pick<UserService, 'findBySubject'>;
 }
 
 /**
- * The reads of the stored clients and resources of one node. They run one after another: an
+ * The reads of the stored clients, resources and organizations of one node. They run one after another: an
  * older read that ends late (the periodic reload) never replaces a newer one (the change poll's)
  * in the registry. A version is taken as seen only once its reload succeeded, so a failed reload
  * is retried at the next check.
@@ -30,6 +32,7 @@ export class StoredChanges {
   private queued: Promise<void> | undefined;
   private clientsVersion = 0;
   private resourcesVersion = 0;
+  private organizationsVersion = 0;
 
   constructor(private readonly deps: StoredChangesDeps) {}
 
@@ -63,27 +66,48 @@ export class StoredChanges {
     return this.inOrder(() => this.deps.resourceAdmin.reload());
   }
 
-  /** The first read, at start: the versions seen, then resources (a client may name a new scope), then clients. */
+  /**
+   * Re-reads the stored organizations on this node now (after the providers they name: see
+   * `reloadResources`).
+   */
+  reloadOrganizations(): Promise<void> {
+    return this.inOrder(() => this.deps.organizationAdmin.reload());
+  }
+
+  /**
+   * The first read, at start: the versions seen, then resources (a client may name a new scope, an
+   * organization a new provider), then organizations, then clients.
+   */
   async start(): Promise<void> {
     this.clientsVersion = await this.deps.store.clients.clientsVersion();
     this.resourcesVersion = await this.deps.store.resources.version();
+    this.organizationsVersion = await this.deps.store.organizations.version();
     await this.reloadResources();
+    await this.reloadOrganizations();
     await this.reloadClients();
   }
 
   /**
-   * Re-reads the stored resources and clients when their version changed; resources first. One
-   * such check is queued at a time, and callers until it starts share it: it starts after each of
-   * them asked, so a change committed before they asked is found.
+   * Re-reads the stored resources, organizations and clients when their version changed;
+   * resources first. Organizations are re-read after any change of the resources too: one that
+   * names a provider this node did not know yet when it last read them is in force now. One such
+   * check is queued at a time, and callers until it starts share it: it starts after each of them
+   * asked, so a change committed before they asked is found.
    */
   check(): Promise<void> {
     this.queued ??= this.inOrder(async () => {
       this.queued = undefined;
-      const { store, clients, clientAdmin, resourceAdmin } = this.deps;
+      const { store, clients, clientAdmin, resourceAdmin, organizationAdmin } = this.deps;
       const resourcesNow = await store.resources.version();
-      if (resourcesNow !== this.resourcesVersion) {
+      const resourcesChanged = resourcesNow !== this.resourcesVersion;
+      if (resourcesChanged) {
         await resourceAdmin.reload();
         this.resourcesVersion = resourcesNow;
+      }
+      const organizationsNow = await store.organizations.version();
+      if (resourcesChanged || organizationsNow !== this.organizationsVersion) {
+        await organizationAdmin.reload();
+        this.organizationsVersion = organizationsNow;
       }
       const version = await store.clients.clientsVersion();
       if (version !== this.clientsVersion) {

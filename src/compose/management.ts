@@ -1,7 +1,7 @@
 /**
  * Builds the management group: the admin services (clients, keys, sessions, users, SCIM, audit,
- * grants, resources), dynamic client registration, and the reads that keep a node's stored
- * clients and resources current.
+ * grants, resources, organizations), dynamic client registration, and the reads that keep a
+ * node's stored clients, resources and organizations current.
  */
 import { AuditLog } from '../admin/audit.js';
 import { ClientAdmin } from '../admin/clients.js';
@@ -13,6 +13,7 @@ import { SessionAdmin } from '../admin/sessions.js';
 import { UserAdmin } from '../admin/users.js';
 import { fetchBoundedText } from '../clients/client-keys.js';
 import { ConfigError, type ConfigOverrides } from '../config/loader.js';
+import { OrganizationAdmin } from '../organizations/admin.js';
 import { ScimService } from '../scim/service.js';
 import type { Infrastructure, ManagementServices, ProtocolServices, SignInServices } from '../services.js';
 import type { UserDirectory } from '../users/directory.js';
@@ -84,7 +85,7 @@ export function buildManagement(
   source: ConfigSource,
 ): BuiltManagement {
   const { config: cfg, store, log, events, keys } = infra;
-  const { resources, upstream, apiSecrets, clients, tokens, clientKeys } = protocol;
+  const { resources, upstream, apiSecrets, clients, tokens, clientKeys, organizations } = protocol;
   const checked = {
     config: cfg,
     raw: source.raw,
@@ -98,7 +99,15 @@ export function buildManagement(
     ...(source.dataKey ? { dataKey: source.dataKey } : {}),
   });
   const clientAdmin = new ClientAdmin(store, { ...checked, resources: resourceAdmin });
-  const changes = new StoredChanges({ store, clients, clientAdmin, resourceAdmin, users: signIn.users });
+  const organizationAdmin = new OrganizationAdmin(store, { live: organizations, upstream, users: signIn.users, log });
+  const changes = new StoredChanges({
+    store,
+    clients,
+    clientAdmin,
+    resourceAdmin,
+    organizationAdmin,
+    users: signIn.users,
+  });
   const registrations = new ClientRegistrations(store.registrations, {
     config: cfg,
     issuer: cfg.issuer,
@@ -128,6 +137,7 @@ export function buildManagement(
       audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
       grants: new GrantAdmin(store.grants),
       resources: resourceAdmin,
+      organizations: organizationAdmin,
       reloadClients: () => changes.reloadClients(),
       reloadKeys: () => keys.refresh(),
     },

@@ -1,6 +1,6 @@
 /**
  * Builds the protocol group: clients (with client metadata documents), resources, upstream
- * providers, tokens, client keys, DPoP, pending interactions and logout with its deliverer; and
+ * providers, organizations, tokens, client keys, DPoP, pending interactions and logout with its deliverer; and
  * the token endpoint's grant registry.
  */
 import { ClientRegistry, type ApiSecrets } from '../clients/registry.js';
@@ -11,6 +11,7 @@ import { grantRegistry } from '../grants/built-in.js';
 import { defaultResourceOwnerValidator } from '../grants/password.js';
 import type { GrantRegistry } from '../grants/registry.js';
 import { DPoPNonces } from '../limits/dpop-nonces.js';
+import { Organizations } from '../organizations/registry.js';
 import { LogoutDeliverer } from '../logout/delivery.js';
 import { LogoutService } from '../logout/logout.js';
 import { Resources } from '../resources/scopes.js';
@@ -78,6 +79,8 @@ export function buildProtocol(
     apiSecrets: new Map<string, ApiSecrets>(),
     logout,
     interactions: new Interactions(store.grants),
+    // The config file's; the organization admin's reload adds the stored ones.
+    organizations: new Organizations(cfg.organizations),
   };
   return { protocol, grantTypes, deliverer };
 }

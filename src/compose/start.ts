@@ -140,10 +140,10 @@ async function startBackground(services: Services, changes: StoredChanges): Prom
   services.clients.onMiss = () => changes.check().catch(() => {});
   await registrations.removeUnused();
   const unsubscribeAudit = events.subscribe(audit.record);
-  // Every second: the audit events of the last second are stored in one batch, and stored clients
-  // and resources changed on any node (or by the CLI) are re-read now, not at the next reload. A
-  // failed flush of the audit events (kept for the next flush) is logged and does not hold the
-  // reloads back.
+  // Every second: the audit events of the last second are stored in one batch, and stored clients,
+  // resources and organizations changed on any node (or by the CLI) are re-read now, not at the
+  // next reload. A failed flush of the audit events (kept for the next flush) is logged and does
+  // not hold the reloads back.
   const pollChanges = async () => {
     const flushed = audit
       .flush()
@@ -159,6 +159,7 @@ async function startBackground(services: Services, changes: StoredChanges): Prom
     [
       () => keys.refresh(),
       () => changes.reloadResources(),
+      () => changes.reloadOrganizations(),
       () => changes.reloadClients(),
       removeUnusedClients,
       async () => void (await audit.prune()),

@@ -19,6 +19,7 @@ import { dpop, PENDING_LIMITS_DEFAULTS, pendingLimits, rateLimits } from './sche
 import { admin } from './schema/management.js';
 import { metrics, trustProxy } from './schema/network.js';
 import { DEFAULT_SIGNING_ALGORITHMS, SIGNING_ALGORITHMS } from './schema/protocol.js';
+import { MAX_CONFIG_ORGANIZATIONS, organization } from './schema/organizations.js';
 import { clientIdMetadataDocuments, registration } from './schema/registration.js';
 import { apiResource, apiScope, identityResource } from './schema/resources.js';
 import { identityProvider, user } from './schema/users.js';
@@ -48,6 +49,13 @@ export {
   TOKEN_ENDPOINT_AUTH_METHODS,
   type TokenEndpointAuthMethod,
 } from './schema/protocol.js';
+export {
+  MAX_ORGANIZATION_NAME,
+  MEMBERSHIP_KINDS,
+  normalizeDomain,
+  organization,
+  type OrganizationConfig,
+} from './schema/organizations.js';
 export { DYNAMIC_AUTH_METHODS, DYNAMIC_GRANT_TYPES, REGISTRATION_DEFAULTS } from './schema/registration.js';
 export { apiResource, apiScope, identityResource, isResourceIndicator } from './schema/resources.js';
 export {
@@ -125,6 +133,13 @@ export const configSchema = z
       .default([])
       .meta({ description: 'Upstream OpenID Connect providers (federation, acr_values=idp:<name>)' }),
     userDirectories,
+    organizations: z
+      .array(organization)
+      .max(MAX_CONFIG_ORGANIZATIONS)
+      .default([])
+      .meta({
+        description: `Customer organizations (B2B), read-only through /admin/v1/organizations; their members are managed at run time. At most ${MAX_CONFIG_ORGANIZATIONS}; more may be stored through the API`,
+      }),
     rateLimits: rateLimits.prefault({}).meta({
       description:
         'Limits on failed credential checks (client secrets, API secrets, passwords, user codes), shared through Redis when SIGIL_REDIS_URL is set',

@@ -48,7 +48,7 @@ export interface Answer {
 
 /** One route of the API: how it is registered, documented and handled. */
 export interface Route {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Below ADMIN_API_PATH, Fastify style (`/clients/:clientId`). */
   url: string;
   summary: string;

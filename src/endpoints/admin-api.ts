@@ -1,9 +1,10 @@
 /**
- * The management REST API at /admin/v1: thin routes over the admin services (src/admin/) for
- * clients, signing keys, users with their sessions and grants (`admin-api-users.ts`), audit events,
- * and identity resources, API scopes, API resources and upstream identity providers, guarded by
- * Sigil's own tokens (`requireScope`: `sigil:admin` for everything, `sigil:admin:read` for GET
- * requests). Conventions:
+ * The management REST API at /admin/v1: thin routes over the admin services (src/admin/,
+ * src/organizations/) for clients, signing keys, users with their sessions and grants
+ * (`admin-api-users.ts`), audit events, identity resources, API scopes, API resources and upstream
+ * identity providers (`admin-api-resources.ts`), and organizations with their members
+ * (`admin-api-organizations.ts`), guarded by Sigil's own tokens (`requireScope`: `sigil:admin` for
+ * everything, `sigil:admin:read` for GET requests). Conventions:
  * - JSON bodies; PATCH is a JSON Merge Patch (RFC 7396, `application/merge-patch+json`) and needs
  *   `If-Match` with the item's ETag (RFC 9110 §13.1.1): 412 when stale, 428 when missing (RFC 6585
  *   §3: the API requires conditional updates, so two administrators cannot overwrite each other's
@@ -43,6 +44,7 @@ import {
   type Route,
   rotateSecretBody,
 } from './admin-api-kit.js';
+import { ORGANIZATION_ROUTES } from './admin-api-organizations.js';
 import { RESOURCE_ROUTES } from './admin-api-resources.js';
 import { USER_ROUTES } from './admin-api-users.js';
 import type { ProtectedResourceEndpointServices } from './protected-resource.js';
@@ -227,6 +229,7 @@ const ROUTES: Route[] = [
   },
   ...USER_ROUTES,
   ...RESOURCE_ROUTES,
+  ...ORGANIZATION_ROUTES,
 ];
 
 const STATUS: Record<AdminError['code'], { status: number; title: string }> = {

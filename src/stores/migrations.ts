@@ -423,6 +423,51 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0018_organizations': {
+    async up(db: Kysely<unknown>) {
+      // Organizations created through /admin/v1 (stores/sql-organizations.ts). `id` is the stable
+      // id tokens will carry as org_id: random, never the name. `settings` the organization's
+      // settings as JSON (displayName, domains, identityProviders, membership); `version` grows
+      // with each change (its ETag). Changes raise the admin_versions row `organizations`.
+      await db.schema
+        .createTable('organizations')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('name', 'varchar(100)', (c) => c.notNull().unique())
+        .addColumn('settings', 'text', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+      // Each stored organization's domains, one row each: the primary key keeps a domain to one
+      // stored organization, whatever the order of concurrent writes.
+      await db.schema
+        .createTable('organization_domains')
+        .addColumn('domain', 'varchar(253)', (c) => c.primaryKey())
+        .addColumn('organization_id', 'varchar(64)', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex('organization_domains_organization')
+        .on('organization_domains')
+        .column('organization_id')
+        .execute();
+      // Members of stored and config-file organizations alike (a config-file organization's id is
+      // derived from its name, so it has no row in `organizations`): `roles` a JSON array. Read by
+      // organization (the primary key) and by subject (a user's organizations; their removal).
+      await db.schema
+        .createTable('organization_members')
+        .addColumn('organization_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('subject', 'varchar(255)', (c) => c.notNull())
+        .addColumn('roles', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('organization_members_pk', ['organization_id', 'subject'])
+        .execute();
+      await db.schema
+        .createIndex('organization_members_subject')
+        .on('organization_members')
+        .column('subject')
+        .execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

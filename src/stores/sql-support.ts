@@ -49,9 +49,9 @@ export async function withStatementTimeout<T>(
 
 /**
  * A change counter of `admin_versions` (0012_admin): `clients` for the stored clients, `resources`
- * for the managed items.
+ * for the managed items, `organizations` for the stored organizations (not their members).
  */
-export type ChangeCounter = 'clients' | 'resources';
+export type ChangeCounter = 'clients' | 'resources' | 'organizations';
 
 /** The value of a change counter: 0 before the first change. */
 export async function readChangeCounter(db: Kysely<Database>, kind: ChangeCounter): Promise<number> {

@@ -109,6 +109,9 @@ export class SqlUserStore implements UserStore {
         .where('id', 'in', memberOf)
         .execute();
       await trx.deleteFrom('group_members').where('subject_id', '=', subjectId).execute();
+      // Their organization memberships (0018_organizations): a later user with the same subject is
+      // a member of nothing.
+      await trx.deleteFrom('organization_members').where('subject', '=', subjectId).execute();
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
       return result.numDeletedRows === 1n;
     });

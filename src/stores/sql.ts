@@ -17,6 +17,7 @@ import { SqlUserEmails } from './user-emails.js';
 import { SqlDirectory } from './directory.js';
 import { SqlAuditEvents } from './audit-events.js';
 import { SqlManagedResources } from './managed-resources.js';
+import { SqlOrganizations } from './sql-organizations.js';
 import { grantRecords } from './records/index.js';
 import { SqlGrantStore } from './sql-grants.js';
 import { SqlKeyStore } from './sql-keys.js';
@@ -185,10 +186,12 @@ function composeStore(
     maintenance: new SqlMaintenance(db),
     // Modules of their own over the same database: WebAuthn credentials, the stored
     // audit events, the resources managed at run time (0014_resources), dynamic client registration
-    // (RFC 7591/7592), users' email addresses (0009_people) and SCIM's view of users and groups.
+    // (RFC 7591/7592), users' email addresses (0009_people), SCIM's view of users and groups, and
+    // the organizations with their members (0018_organizations).
     webauthn: new SqlWebAuthnCredentials(db),
     audit: new SqlAuditEvents(db),
     resources: new SqlManagedResources(db),
+    organizations: new SqlOrganizations(db),
     registrations: new SqlRegistrationStore(db),
     emails: new SqlUserEmails(db),
     directory,

@@ -165,7 +165,7 @@ export interface LogoutDeliveriesTable {
   last_error: string | null;
 }
 
-/** A change counter per kind of managed item (`clients`, `resources`; 0012_admin). */
+/** A change counter per kind of managed item (`clients`, `resources`, `organizations`; 0012_admin). */
 export interface AdminVersionsTable {
   kind: string;
   version: number;
@@ -207,6 +207,30 @@ export interface ManagedResourcesTable {
   updated_at: number;
 }
 
+/** Organizations managed at run time; `settings` JSON, `version` the ETag's (0018_organizations). */
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  settings: string;
+  version: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The domains of the stored organizations, one owner each (0018_organizations). */
+export interface OrganizationDomainsTable {
+  domain: string;
+  organization_id: string;
+}
+
+/** Members of organizations, stored and config-file ones; `roles` a JSON array (0018_organizations). */
+export interface OrganizationMembersTable {
+  organization_id: string;
+  subject: string;
+  roles: string;
+  created_at: number;
+}
+
 /** The store's schema, as every store module's Kysely instance is typed. */
 export interface Database {
   grants: GrantsTable;
@@ -229,4 +253,7 @@ export interface Database {
   client_registrations: ClientRegistrationsTable;
   initial_access_tokens: InitialAccessTokensTable;
   managed_resources: ManagedResourcesTable;
+  organizations: OrganizationsTable;
+  organization_domains: OrganizationDomainsTable;
+  organization_members: OrganizationMembersTable;
 }

@@ -132,8 +132,9 @@ export interface UserStore {
   addUser(user: StoredUser): Promise<void>;
   listUsers(): Promise<StoredUser[]>;
   /**
-   * Removes a user, the upstream identities linked to them, their WebAuthn credentials and email addresses;
-   * returns false when there was no such user.
+   * Removes a user, the upstream identities linked to them, their WebAuthn credentials, email
+   * addresses, group and organization memberships, in one transaction; returns false when there
+   * was no such user.
    */
   removeUser(subjectId: string): Promise<boolean>;
   /**
@@ -282,6 +283,70 @@ export interface LogoutStore {
   outbox(): Promise<{ depth: number; oldestCreatedAt: number | null }>;
 }
 
+/**
+ * A stored organization's settings: the config file's entry of `organizations` but its `name`,
+ * defaults filled in and domains normalized (config/schema/organizations.ts).
+ */
+export interface OrganizationSettings {
+  displayName: string;
+  domains: string[];
+  identityProviders: string[];
+  membership: string;
+}
+
+/** An organization managed at run time (migration 0018_organizations). */
+export interface StoredOrganization {
+  /** Its stable id (`org_id`): random, never derived from the name. */
+  id: string;
+  name: string;
+  settings: OrganizationSettings;
+  /** 1 when created, one more with each change: what its ETag names. */
+  version: number;
+}
+
+/** Why the store refused to write an organization; nothing was written. */
+export type OrganizationRefusal =
+  | { reason: 'name_taken' }
+  /** `domain` is a domain of the stored organization named `organization`. */
+  | { reason: 'domain_taken'; domain: string; organization: string }
+  /** The organization is gone, or not at the version named. */
+  | { reason: 'changed' };
+
+/** A member of an organization: a user's subject and their roles in it. */
+export interface OrganizationMember {
+  subject: string;
+  roles: string[];
+}
+
+/**
+ * Stored organizations and the members of every organization, stored or config-file (keyed by
+ * organization id). Every change of an organization raises the `organizations` change counter
+ * (`version`); member changes do not (nodes keep no members in memory).
+ */
+export interface OrganizationStore {
+  /** Every stored organization, by name. */
+  list(): Promise<StoredOrganization[]>;
+  /** The stored organization of that name, or undefined. */
+  get(name: string): Promise<StoredOrganization | undefined>;
+  /** Adds an organization with version 1; a refusal when its name or one of its domains is a stored one's. */
+  add(organization: Omit<StoredOrganization, 'version'>): Promise<OrganizationRefusal | undefined>;
+  /**
+   * Replaces an organization's settings while it is at `version` (one more then); a refusal when
+   * it is not, or when one of the new domains is another stored organization's.
+   */
+  update(id: string, version: number, settings: OrganizationSettings): Promise<OrganizationRefusal | undefined>;
+  /** Removes an organization at `version` with its domains and members; false when it is not at it (or gone). */
+  remove(id: string, version: number): Promise<boolean>;
+  /** The `organizations` change counter: 0 before the first change. */
+  version(): Promise<number>;
+  /** Up to `limit` members of an organization by subject, after the subject `after` when given. */
+  members(organizationId: string, page: { after?: string; limit: number }): Promise<OrganizationMember[]>;
+  /** Makes `subject` a member with `roles`, or replaces their roles; says which. */
+  putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'>;
+  /** Ends a membership; false when there was none. */
+  removeMember(organizationId: string, subject: string): Promise<boolean>;
+}
+
 /** Everything a Sigil instance persists. */
 export interface Store {
   /** The grant table itself: only the repositories of `records` (and tests of the store) use it. */
@@ -312,4 +377,6 @@ export interface Store {
    * 0014_resources).
    */
   resources: ManagedResourceStore;
+  /** Organizations managed at run time and the members of every organization (migration 0018_organizations). */
+  organizations: OrganizationStore;
 }

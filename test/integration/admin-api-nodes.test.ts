@@ -6,7 +6,8 @@
  * move (migration 0012_admin) and re-reads the stored clients; likewise a new API scope and API
  * resource, and their deletion (migration 0014_resources). A client created on node A is known on
  * node B at once, before B's poll: a request or token naming a client id B does not know makes B
- * look at the change counter first.
+ * look at the change counter first. An organization created, changed or deleted on node A is in
+ * force on node B within 2 s too (migration 0018_organizations).
  */
 import { decodeJwt } from 'jose';
 import { pino } from 'pino';
@@ -99,6 +100,20 @@ describe('control characters on PostgreSQL, which refuses a NUL in text', () => 
       allowedScopes: ['api1'],
     });
     expect(created.statusCode, created.body).toBe(422);
+    expect((await get('/organizations/a%00b')).statusCode).toBe(404);
+    expect((await get('/organizations/a%00b/members')).statusCode).toBe(404);
+    expect((await onA('POST', '/organizations', { name: 'nul-check', displayName: 'N' })).statusCode).toBe(201);
+    // "AA" is a NUL in base64url.
+    expect((await get('/organizations/nul-check/members?cursor=AA')).statusCode).toBe(422);
+    const organization = await onA('POST', '/organizations', { name: 'nul', displayName: 'a\u0000b' });
+    expect(organization.statusCode, organization.body).toBe(422);
+    const roles = await a.app.inject({
+      method: 'PUT',
+      url: '/admin/v1/organizations/nul-check/members/1',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ roles: ['a\u0000'] }),
+    });
+    expect(roles.statusCode).toBe(422);
   });
 });
 
@@ -208,5 +223,34 @@ describe('a resource created on node A is in force on node B within 2 s', () => 
       ]);
       return refused.statusCode === 400 && refused.json().error === 'invalid_scope';
     });
+  });
+});
+
+describe('an organization changed on node A is in force on node B within 2 s', () => {
+  it('created, its domains changed, deleted (migration 0018_organizations): B finds it by name, id and domain', async () => {
+    const created = await onA('POST', '/organizations', {
+      name: 'live-org',
+      displayName: 'Live',
+      domains: ['live.example'],
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const { id } = created.json<{ organization: { id: string } }>().organization;
+    const took = await within2s(async () => b.context.organizations.byName('live-org')?.id === id);
+    expect(took).toBeLessThan(2000);
+    expect(b.context.organizations.byId(id)?.name).toBe('live-org');
+    expect(b.context.organizations.byDomain('live.example')?.name).toBe('live-org');
+
+    const changed = await onA(
+      'PATCH',
+      '/organizations/live-org',
+      { domains: ['moved.example'] },
+      { 'if-match': created.headers.etag as string },
+    );
+    expect(changed.statusCode, changed.body).toBe(200);
+    await within2s(async () => b.context.organizations.byDomain('moved.example')?.id === id);
+    expect(b.context.organizations.byDomain('live.example')).toBeUndefined();
+
+    expect((await onA('DELETE', '/organizations/live-org')).statusCode).toBe(204);
+    await within2s(async () => b.context.organizations.byId(id) === undefined);
   });
 });

@@ -1,10 +1,12 @@
 /**
  * The rules of the config that span fields: names unique, scopes and API resources that exist,
- * clients that match their grants, client ids that name no user.
+ * clients that match their grants, client ids that name no user, organizations' domains with one
+ * owner and providers that exist.
  */
 import type * as z from 'zod';
 import type { clientSchema } from './client.js';
 import { fapi2SigningAlgorithm } from './fapi2.js';
+import type { OrganizationConfig } from './organizations.js';
 import { isManagementScope, MANAGEMENT_RESOURCE, MANAGEMENT_SCOPES } from './management.js';
 import type { SigningAlgorithm } from './protocol.js';
 import type { registration } from './registration.js';
@@ -30,6 +32,7 @@ export const CROSS_CHECKED = new Set([
   'apiResources',
   'identityProviders',
   'signingAlgorithms',
+  'organizations',
 ]);
 
 /** The parsed fields of `CROSS_CHECKED`: what `crossCheck` reads. */
@@ -42,6 +45,7 @@ interface CrossChecked {
   apiResources: z.output<typeof apiResource>[];
   identityProviders: z.output<typeof identityProvider>[];
   signingAlgorithms: SigningAlgorithm[];
+  organizations: OrganizationConfig[];
 }
 
 /** Adds an issue, at its field's path, for every cross-field rule the parsed config breaks. */
@@ -130,4 +134,35 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
   });
   for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
     issue(['identityProviders'], `duplicate name "${d}"`);
+  checkOrganizations(cfg, issue);
+}
+
+/**
+ * Organizations: names unique, each domain of one organization at most (the message names both),
+ * providers among the config file's `identityProviders` (the config is checked before the store
+ * is read, so a config-file organization cannot lean on a stored provider).
+ */
+function checkOrganizations(
+  cfg: Pick<CrossChecked, 'organizations' | 'identityProviders'>,
+  issue: (path: (string | number)[], message: string) => void,
+): void {
+  const names = new Map<string, number>();
+  const owners = new Map<string, string>();
+  const providers = new Set(cfg.identityProviders.map((p) => p.name));
+  cfg.organizations.forEach((o, i) => {
+    if (names.has(o.name)) issue(['organizations', i, 'name'], `duplicate name "${o.name}"`);
+    names.set(o.name, i);
+    o.domains.forEach((d, j) => {
+      const owner = owners.get(d);
+      if (owner !== undefined && owner !== o.name)
+        issue(
+          ['organizations', i, 'domains', j],
+          `"${d}" is a domain of organization "${owner}" and of "${o.name}": a domain belongs to one organization at most`,
+        );
+      owners.set(d, o.name);
+    });
+    o.identityProviders.forEach((p, j) => {
+      if (!providers.has(p)) issue(['organizations', i, 'identityProviders', j], `unknown identity provider "${p}"`);
+    });
+  });
 }

@@ -113,6 +113,7 @@ export const KIND_LABELS = {
   api_scope: 'consoleKindApiScope',
   api_resource: 'consoleKindApiResource',
   identity_provider: 'consoleKindIdentityProvider',
+  organization: 'consoleKindOrganization',
 } as const satisfies Record<ItemKind, keyof Messages>;
 
 /** The text of each stable refusal reason (`RefusalDetail`): `{item}`, and `{users}` for `in_use`. */

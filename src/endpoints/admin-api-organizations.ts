@@ -1,0 +1,151 @@
+/**
+ * The organizations of the management API (/admin/v1/organizations, `admin-api.ts`): list, read,
+ * create, change by a JSON Merge Patch (RFC 7396) with `If-Match`, delete; and the members of an
+ * organization: list (a page at a time), put (`{"roles": [...]}`), remove. Thin routes over
+ * `OrganizationAdmin`, which holds the rules (config-file organizations read-only but for their
+ * members, a domain of one organization at most, members that are users); every change goes
+ * through `AuditedChanges`, which records its `admin_changed` event.
+ */
+import { z } from 'zod';
+import {
+  MAX_ORGANIZATION_NAME,
+  MAX_SUBJECT_LENGTH,
+  MEMBERSHIP_KINDS,
+  organization as organizationSchema,
+} from '../config/schema.js';
+import type { OrganizationView } from '../organizations/admin.js';
+import { memberRoles } from '../organizations/members.js';
+import {
+  type Answer,
+  changes,
+  ifMatch,
+  MERGE_PATCH,
+  name,
+  parsed,
+  paging,
+  PreconditionRequired,
+  type Route,
+} from './admin-api-kit.js';
+
+const organizationName = name(MAX_ORGANIZATION_NAME).meta({ description: "The organization's name" });
+const subject = name(MAX_SUBJECT_LENGTH).meta({ description: "The member's subject (sub)" });
+
+const organizationOut = z.object({
+  id: z.string().meta({ description: 'The stable id (org_id tokens carry): never the name, never changes' }),
+  name: z.string(),
+  displayName: z.string(),
+  domains: z.array(z.string()),
+  identityProviders: z.array(z.string()),
+  membership: z.enum(MEMBERSHIP_KINDS),
+  source: z
+    .enum(['config', 'store'])
+    .meta({ description: "config: the config file's, read-only (its members are not); store: managed here" }),
+});
+const oneOrganization = z.object({ organization: organizationOut });
+const memberOut = z.object({ subject: z.string(), roles: z.array(z.string()) });
+const memberBody = z.strictObject({ roles: memberRoles.default([]) });
+const membersQuery = z.strictObject(paging('Members'));
+
+/** An organization's answer: the item under `organization`, its ETag in the header. */
+function organizationAnswer(view: OrganizationView, status = 200): Answer {
+  const { etag, ...organization } = view;
+  return { status, etag, body: { organization } };
+}
+
+/** The routes of /admin/v1/organizations. */
+export const ORGANIZATION_ROUTES: Route[] = [
+  {
+    method: 'GET',
+    url: '/organizations',
+    summary: "Every organization: the config file's (read-only) and the stored ones",
+    response: z.object({ organizations: z.array(organizationOut) }),
+    handle: async (ctx) => ({
+      status: 200,
+      body: { organizations: (await ctx.management.organizations.list()).map(({ etag: _etag, ...o }) => o) },
+    }),
+  },
+  {
+    method: 'POST',
+    url: '/organizations',
+    summary: "Create a stored organization with a new stable id; 409 for a name or domain that is another's",
+    created: true,
+    body: organizationSchema,
+    response: oneOrganization,
+    handle: async (ctx, caller, _p, body) =>
+      organizationAnswer(await changes(ctx, caller).createOrganization(body), 201),
+  },
+  {
+    method: 'GET',
+    url: '/organizations/:name',
+    summary: 'One organization, config-file or stored',
+    params: { name: organizationName },
+    response: oneOrganization,
+    handle: async (ctx, _c, p) => organizationAnswer(await ctx.management.organizations.get(p.name ?? '')),
+  },
+  {
+    method: 'PATCH',
+    url: '/organizations/:name',
+    summary: 'Change a stored organization by a JSON Merge Patch (RFC 7396); If-Match is required',
+    params: { name: organizationName },
+    body: z.record(z.string(), z.unknown()).meta({
+      description: 'A JSON Merge Patch (RFC 7396) of the settings; name cannot change',
+    }),
+    mediaType: MERGE_PATCH,
+    response: oneOrganization,
+    handle: async (ctx, caller, p, body, request) => {
+      const etag = ifMatch(request);
+      if (etag === undefined) throw new PreconditionRequired();
+      return organizationAnswer(await changes(ctx, caller).updateOrganization(p.name ?? '', body, etag));
+    },
+  },
+  {
+    method: 'DELETE',
+    url: '/organizations/:name',
+    summary: 'Delete a stored organization and its memberships',
+    params: { name: organizationName },
+    handle: async (ctx, caller, p, _b, request) => {
+      await changes(ctx, caller).deleteOrganization(p.name ?? '', ifMatch(request));
+      return { status: 204 };
+    },
+  },
+  {
+    method: 'GET',
+    url: '/organizations/:name/members',
+    summary: "An organization's members by subject, a page at a time",
+    params: { name: organizationName },
+    query: membersQuery,
+    response: z.object({
+      members: z.array(memberOut),
+      next: z.string().optional().meta({ description: 'The cursor of the next page; absent on the last' }),
+    }),
+    handle: async (ctx, _c, p, _b, request) => {
+      const q = parsed(membersQuery, request.query);
+      const page = await ctx.management.organizations.members(p.name ?? '', { cursor: q.cursor, limit: q.limit });
+      return { status: 200, body: page };
+    },
+  },
+  {
+    method: 'PUT',
+    url: '/organizations/:name/members/:subject',
+    summary:
+      "Make a user a member with roles (201), or replace a member's roles (200); 404 when no user has the subject",
+    params: { name: organizationName, subject },
+    body: memberBody,
+    response: z.object({ member: memberOut }),
+    handle: async (ctx, caller, p, body) => {
+      const { roles } = parsed(memberBody, body);
+      const { member, added } = await changes(ctx, caller).putOrganizationMember(p.name ?? '', p.subject ?? '', roles);
+      return { status: added ? 201 : 200, body: { member } };
+    },
+  },
+  {
+    method: 'DELETE',
+    url: '/organizations/:name/members/:subject',
+    summary: 'End a membership',
+    params: { name: organizationName, subject },
+    handle: async (ctx, caller, p) => {
+      await changes(ctx, caller).removeOrganizationMember(p.name ?? '', p.subject ?? '');
+      return { status: 204 };
+    },
+  },
+];

@@ -1,0 +1,367 @@
+/**
+ * Organization administration: the one door to the stored organizations and to the members of
+ * every organization, for /admin/v1 (later the console and the command line).
+ *
+ * - A stored organization takes the settings of an entry of the config's `organizations` and is
+ *   checked as one (config/schema/organizations.ts); its name is not a config-file
+ *   organization's, none of its domains is another organization's (config-file or stored: a
+ *   domain belongs to one organization at most), and its identity providers are in force (the
+ *   config file's or stored ones). Its name cannot change; its id (`org_id`) never does.
+ * - A config-file organization's settings are read-only (`read_only`); its members are managed
+ *   here like any other's.
+ * - A member is a user of Sigil (config-file, stored, or of a user directory, which must answer)
+ *   with up to MAX_MEMBER_ROLES role names.
+ * - Every change of an organization is in force on this node when the call returns (`reload`), on
+ *   the other nodes within about a second (the `organizations` change counter they poll).
+ */
+import type { Logger } from 'pino';
+import {
+  AdminError,
+  etagOf,
+  type FieldProblem,
+  ifMatchHolds,
+  invalidField,
+  isJsonObject,
+  type RefusalDetail,
+} from '../admin/errors.js';
+import { MAX_SUBJECT_LENGTH, type OrganizationConfig, organization as organizationSchema } from '../config/schema.js';
+import type { UpstreamProviders } from '../federation/upstream.js';
+import { applyMergePatch, changedMembers } from '../protocol/merge-patch.js';
+import type {
+  OrganizationMember,
+  OrganizationRefusal,
+  OrganizationSettings,
+  Store,
+  StoredOrganization,
+} from '../stores/types.js';
+import type { UserService } from '../users/users.js';
+import { cursorAfter, parseRoles, subjectOfCursor } from './members.js';
+import { type Membership, newOrganizationId, type Organization } from './organization.js';
+import type { Organizations } from './registry.js';
+
+/** An organization as the management API shows it, with the strong ETag of its version (quotes included). */
+export interface OrganizationView extends Organization {
+  etag: string;
+}
+
+/** What `OrganizationAdmin` works with besides the store. */
+export interface OrganizationAdminOptions {
+  /** The organizations in force on this node, which `reload` fills. */
+  live: Organizations;
+  /** The upstream providers in force: a stored organization's must be among them. */
+  upstream: Pick<UpstreamProviders, 'get'>;
+  /** Who may be a member: the users of Sigil. */
+  users: Pick<UserService, 'findBySubject'>;
+  /** Where the reading of the stored organizations warns of one it skips. */
+  log: Pick<Logger, 'warn'>;
+}
+
+/** Lists, creates, changes and deletes organizations, manages their members, and reloads the stored ones. */
+export class OrganizationAdmin {
+  /** The reload under way (or the last one), which the next waits for. */
+  private reloading: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: Pick<Store, 'organizations'>,
+    private readonly options: OrganizationAdminOptions,
+  ) {}
+
+  /** Every organization: the config file's, then every stored one by name (also one not in force). */
+  async list(): Promise<OrganizationView[]> {
+    const stored = await this.store.organizations.list();
+    return [...this.options.live.configured.map(configView), ...stored.map(storedView)];
+  }
+
+  /**
+   * One organization, config-file or stored.
+   * @throws AdminError `not_found`.
+   */
+  async get(name: string): Promise<OrganizationView> {
+    const configured = this.configured(name);
+    return configured ? configView(configured) : storedView(await this.stored(name));
+  }
+
+  /**
+   * Creates a stored organization from its settings as in the config file's entry, with a new
+   * random id.
+   * @throws AdminError `invalid` (with `problems`) when it is no valid entry or names an identity
+   *   provider not in force; `conflict` when its name or one of its domains is taken.
+   */
+  async create(body: unknown): Promise<OrganizationView> {
+    const settings = this.checked(body);
+    if (this.configured(settings.name))
+      throw new AdminError(
+        'conflict',
+        `organization "${settings.name}" exists already`,
+        'name',
+        undefined,
+        refusal('exists', settings.name),
+      );
+    const created = { id: newOrganizationId(), name: settings.name, settings: storedSettings(settings) };
+    this.refuse(await this.store.organizations.add(created), created);
+    await this.reload();
+    return storedView({ ...created, version: 1 });
+  }
+
+  /**
+   * Changes a stored organization by a JSON Merge Patch (RFC 7396) of its settings, if it is still
+   * the version `ifMatch` names when given, and in any case the version read here.
+   * @returns the new version and the names of the settings that changed.
+   * @throws AdminError `read_only` for a config-file organization, `not_found`,
+   *   `precondition_failed`, `invalid` (`name` cannot change), `conflict` (a domain taken).
+   */
+  async update(
+    name: string,
+    patch: unknown,
+    ifMatch: string | undefined,
+  ): Promise<{ view: OrganizationView; changed: string[] }> {
+    const saved = await this.writable(name, ifMatch);
+    if (!isJsonObject(patch))
+      throw new AdminError('invalid', 'a merge patch of an organization must be a JSON object', '', [
+        { path: '', message: 'expected a JSON object' },
+      ]);
+    if ('name' in patch) throw invalidField('name', 'a name cannot change');
+    const settings = storedSettings(this.checked(applyMergePatch({ name, ...saved.settings }, patch)));
+    const next = { id: saved.id, name, settings };
+    this.refuse(await this.store.organizations.update(saved.id, saved.version, settings), next);
+    await this.reload();
+    return {
+      view: storedView({ ...next, version: saved.version + 1 }),
+      changed: changedMembers({ ...saved.settings }, { ...settings }),
+    };
+  }
+
+  /**
+   * Deletes a stored organization and its memberships, if it is still the version `ifMatch`
+   * names when given.
+   * @throws AdminError `read_only`, `not_found`, `precondition_failed`.
+   */
+  async delete(name: string, ifMatch?: string): Promise<void> {
+    const saved = await this.writable(name, ifMatch);
+    if (!(await this.store.organizations.remove(saved.id, saved.version))) throw changedMeanwhile(name);
+    await this.reload();
+  }
+
+  /**
+   * A page of an organization's members by subject: at most `limit`, after the page `cursor`
+   * ended (`next` of the previous page).
+   * @throws AdminError `not_found` (no such organization), `invalid` (field `cursor`).
+   */
+  async members(
+    name: string,
+    page: { cursor?: string; limit: number },
+  ): Promise<{ members: OrganizationMember[]; next?: string }> {
+    const { id } = await this.anyOrganization(name);
+    const after = page.cursor === undefined ? undefined : subjectOfCursor(page.cursor);
+    const rows = await this.store.organizations.members(id, { ...(after ? { after } : {}), limit: page.limit + 1 });
+    const members = rows.slice(0, page.limit);
+    const last = members.at(-1);
+    return { members, ...(rows.length > page.limit && last ? { next: cursorAfter(last.subject) } : {}) };
+  }
+
+  /**
+   * Makes the user `subject` a member of an organization (config-file or stored) with `roles`,
+   * or replaces the roles of a member.
+   * @returns the membership, and whether it is new.
+   * @throws AdminError `not_found` (no such organization, or no user with that subject: the path
+   *   names a user who does not exist), `invalid` (roles); DirectoryUnavailable when a user
+   *   directory cannot say whether it holds the subject.
+   */
+  async putMember(
+    name: string,
+    subject: string,
+    roles: unknown,
+  ): Promise<{ member: OrganizationMember; added: boolean }> {
+    const { id } = await this.anyOrganization(name);
+    const checked = parseRoles(roles);
+    // PostgreSQL refuses a NUL in text; no subject has a control character (OIDC Core §2: ASCII).
+    const wellFormed = subject.length <= MAX_SUBJECT_LENGTH && !/[\u0000-\u001f\u007f]/.test(subject);
+    if (!wellFormed || (await this.options.users.findBySubject(subject)) === undefined)
+      throw new AdminError('not_found', `no user with subject "${subject}"`, undefined, undefined, {
+        reason: 'not_found',
+        item: { kind: 'user', name: subject },
+      });
+    const outcome = await this.store.organizations.putMember(id, subject, checked);
+    return { member: { subject, roles: checked }, added: outcome === 'added' };
+  }
+
+  /**
+   * Ends a membership.
+   * @throws AdminError `not_found` (no such organization, or `subject` is no member of it).
+   */
+  async removeMember(name: string, subject: string): Promise<void> {
+    const { id } = await this.anyOrganization(name);
+    if (!(await this.store.organizations.removeMember(id, subject)))
+      throw new AdminError('not_found', `"${subject}" is not a member of organization "${name}"`);
+  }
+
+  /**
+   * Re-reads the stored organizations into the registry in force (`options.live`). Each node does
+   * so when the store's `organizations` counter moves (its 1 s poll), after its upstream providers
+   * changed, and at every `signingKeys.reloadSeconds`. A stored organization that no longer passes
+   * the checks together with the config file and the providers (the file changed since) is
+   * skipped with a warning, never half-used.
+   */
+  reload(): Promise<void> {
+    // One at a time, each reading the store after the previous applied (as ResourceAdmin.reload).
+    const run = this.reloading.then(() => this.load());
+    this.reloading = run.catch(() => {});
+    return run;
+  }
+
+  private async load(): Promise<void> {
+    const inForce: Organization[] = [];
+    for (const saved of await this.store.organizations.list())
+      try {
+        inForce.push({ ...this.checked({ name: saved.name, ...saved.settings }), id: saved.id, source: 'store' });
+      } catch (err) {
+        if (!(err instanceof AdminError)) throw err;
+        this.options.log.warn(
+          { organization: saved.name, problem: err.message },
+          'a stored organization is not in force: it conflicts with the config file or names an unknown identity provider',
+        );
+      }
+    this.options.live.setStored(inForce);
+  }
+
+  /**
+   * `body` as a valid organization, defaults filled in, whose domains no config-file organization
+   * of another name holds and whose identity providers are in force.
+   * @throws AdminError `invalid` (with `problems`), `conflict` for a config-file organization's domain.
+   */
+  private checked(body: unknown): OrganizationConfig {
+    if (!isJsonObject(body))
+      throw new AdminError('invalid', 'an organization must be a JSON object', '', [
+        { path: '', message: 'expected a JSON object' },
+      ]);
+    const result = organizationSchema.safeParse(body);
+    if (!result.success) {
+      const problems: FieldProblem[] = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+      throw new AdminError('invalid', `${problems[0]?.path}: ${problems[0]?.message}`, problems[0]?.path, problems);
+    }
+    const o = result.data;
+    o.domains.forEach((d, j) => {
+      const owner = this.options.live.configured.find((c) => c.name !== o.name && c.domains.includes(d));
+      if (owner) throw domainTaken(o.name, j, d, owner.name);
+    });
+    o.identityProviders.forEach((p, j) => {
+      if (this.options.upstream.get(p) === undefined)
+        throw invalidField(`identityProviders.${j}`, `unknown identity provider "${p}"`);
+    });
+    return o;
+  }
+
+  /** @throws AdminError for the store's refusal of a write of `item`, if any. */
+  private refuse(
+    refused: OrganizationRefusal | undefined,
+    item: { name: string; settings: OrganizationSettings },
+  ): void {
+    if (refused === undefined) return;
+    switch (refused.reason) {
+      case 'name_taken':
+        throw new AdminError(
+          'conflict',
+          `organization "${item.name}" exists already`,
+          'name',
+          undefined,
+          refusal('exists', item.name),
+        );
+      case 'domain_taken':
+        throw domainTaken(
+          item.name,
+          item.settings.domains.indexOf(refused.domain),
+          refused.domain,
+          refused.organization,
+        );
+      case 'changed':
+        throw changedMeanwhile(item.name);
+    }
+  }
+
+  private configured(name: string): Organization | undefined {
+    return this.options.live.configured.find((o) => o.name === name);
+  }
+
+  /** @throws AdminError `not_found`. */
+  private async stored(name: string): Promise<StoredOrganization> {
+    const saved = await this.store.organizations.get(name);
+    if (saved === undefined)
+      throw new AdminError('not_found', `no organization "${name}"`, undefined, undefined, refusal('not_found', name));
+    return saved;
+  }
+
+  /** The organization named `name`, config-file or stored, whose members a call manages. @throws AdminError `not_found`. */
+  private async anyOrganization(name: string): Promise<{ id: string }> {
+    return this.configured(name) ?? (await this.stored(name));
+  }
+
+  /** The stored organization to change: not a config-file one, existing, at version `ifMatch` when given. */
+  private async writable(name: string, ifMatch: string | undefined): Promise<StoredOrganization> {
+    if (this.configured(name))
+      throw new AdminError(
+        'read_only',
+        `organization "${name}" is managed by the config file; change it there (its members are managed here)`,
+        undefined,
+        undefined,
+        refusal('read_only', name),
+      );
+    const saved = await this.stored(name);
+    if (!ifMatchHolds(ifMatch, storedView(saved).etag))
+      throw new AdminError(
+        'precondition_failed',
+        `organization "${name}" is not at the version If-Match names`,
+        undefined,
+        undefined,
+        refusal('changed', name),
+      );
+    return saved;
+  }
+}
+
+/** A refusal's stable reason, naming the organization. */
+function refusal(reason: RefusalDetail['reason'], name: string): RefusalDetail {
+  return { reason, item: { kind: 'organization', name } };
+}
+
+function changedMeanwhile(name: string): AdminError {
+  return new AdminError(
+    'precondition_failed',
+    `organization "${name}" changed meanwhile`,
+    undefined,
+    undefined,
+    refusal('changed', name),
+  );
+}
+
+/** The `conflict` of a domain (at `domains.<index>` of organization `name`) that organization `owner` holds. */
+function domainTaken(name: string, index: number, domain: string, owner: string): AdminError {
+  return new AdminError(
+    'conflict',
+    `"${domain}" is a domain of organization "${owner}", so it cannot be one of "${name}": a domain belongs to one organization at most`,
+    `domains.${index}`,
+    [{ path: `domains.${index}`, message: `a domain of organization "${owner}"` }],
+  );
+}
+
+/** The settings kept in the store: the entry without its name. */
+function storedSettings({ name: _name, ...settings }: OrganizationConfig): OrganizationSettings {
+  return settings;
+}
+
+function configView(o: Organization): OrganizationView {
+  return { ...o, etag: etagOf(JSON.stringify(o)) };
+}
+
+function storedView({ id, name, settings, version }: StoredOrganization): OrganizationView {
+  return {
+    id,
+    name,
+    displayName: settings.displayName,
+    domains: settings.domains,
+    identityProviders: settings.identityProviders,
+    membership: settings.membership as Membership,
+    source: 'store',
+    // The id is random per creation: an ETag of a deleted organization never matches a later one of that name.
+    etag: etagOf(`${id}.${version}`),
+  };
+}

@@ -1,0 +1,180 @@
+/**
+ * Organizations managed at run time and the members of every organization (migration
+ * `0018_organizations`; `organizations/admin.ts` is the one door to them).
+ *
+ * - An organization is a row of `organizations` (id, unique name, settings as JSON text, version)
+ *   and one row of `organization_domains` per domain, whose primary key gives a domain one owner.
+ * - Every write of an organization raises the `admin_versions` row `organizations` first, in its
+ *   own transaction: that takes the row's lock (PostgreSQL) or the write lock (SQLite) before
+ *   anything is read, so writers of organizations follow one another and the check of a domain's
+ *   owner sees every write committed before. Each node polls the counter to re-read them.
+ * - Members are rows of `organization_members` keyed by organization id and subject, of stored
+ *   and config-file organizations alike (a config-file one has no row in `organizations`).
+ */
+import type { Kysely, Transaction } from 'kysely';
+import { nowSeconds } from '../crypto/handles.js';
+import { raiseChangeCounter, readChangeCounter } from './sql-support.js';
+import type { Database } from './tables.js';
+import type {
+  OrganizationMember,
+  OrganizationRefusal,
+  OrganizationSettings,
+  OrganizationStore,
+  StoredOrganization,
+} from './types.js';
+
+/** A refusal found inside a transaction: thrown to roll it back, returned by the caller. */
+class Refused {
+  constructor(readonly refusal: OrganizationRefusal) {}
+}
+
+/** `OrganizationStore` over the SQL store's database (SQLite or PostgreSQL). */
+export class SqlOrganizations implements OrganizationStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async list(): Promise<StoredOrganization[]> {
+    const rows = await this.db
+      .selectFrom('organizations')
+      .select(['id', 'name', 'settings', 'version'])
+      .orderBy('name')
+      .execute();
+    return rows.map(toOrganization);
+  }
+
+  async get(name: string): Promise<StoredOrganization | undefined> {
+    const row = await this.db
+      .selectFrom('organizations')
+      .select(['id', 'name', 'settings', 'version'])
+      .where('name', '=', name)
+      .executeTakeFirst();
+    return row === undefined ? undefined : toOrganization(row);
+  }
+
+  add({ id, name, settings }: Omit<StoredOrganization, 'version'>): Promise<OrganizationRefusal | undefined> {
+    return this.write(async (trx) => {
+      const now = nowSeconds();
+      const inserted = await trx
+        .insertInto('organizations')
+        .values({ id, name, settings: JSON.stringify(settings), version: 1, created_at: now, updated_at: now })
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst();
+      if (inserted.numInsertedOrUpdatedRows !== 1n) throw new Refused({ reason: 'name_taken' });
+      await claimDomains(trx, id, settings.domains);
+    });
+  }
+
+  update(id: string, version: number, settings: OrganizationSettings): Promise<OrganizationRefusal | undefined> {
+    return this.write(async (trx) => {
+      const updated = await trx
+        .updateTable('organizations')
+        .set({ settings: JSON.stringify(settings), version: version + 1, updated_at: nowSeconds() })
+        .where('id', '=', id)
+        .where('version', '=', version)
+        .executeTakeFirst();
+      if (updated.numUpdatedRows !== 1n) throw new Refused({ reason: 'changed' });
+      await trx.deleteFrom('organization_domains').where('organization_id', '=', id).execute();
+      await claimDomains(trx, id, settings.domains);
+    });
+  }
+
+  async remove(id: string, version: number): Promise<boolean> {
+    const refusal = await this.write(async (trx) => {
+      const removed = await trx
+        .deleteFrom('organizations')
+        .where('id', '=', id)
+        .where('version', '=', version)
+        .executeTakeFirst();
+      if (removed.numDeletedRows !== 1n) throw new Refused({ reason: 'changed' });
+      await trx.deleteFrom('organization_domains').where('organization_id', '=', id).execute();
+      await trx.deleteFrom('organization_members').where('organization_id', '=', id).execute();
+    });
+    return refusal === undefined;
+  }
+
+  version(): Promise<number> {
+    return readChangeCounter(this.db, 'organizations');
+  }
+
+  async members(organizationId: string, page: { after?: string; limit: number }): Promise<OrganizationMember[]> {
+    let query = this.db
+      .selectFrom('organization_members')
+      .select(['subject', 'roles'])
+      .where('organization_id', '=', organizationId);
+    if (page.after !== undefined) query = query.where('subject', '>', page.after);
+    const rows = await query.orderBy('subject').limit(page.limit).execute();
+    return rows.map((r) => ({ subject: r.subject, roles: JSON.parse(r.roles) as string[] }));
+  }
+
+  async putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'> {
+    const inserted = await this.db
+      .insertInto('organization_members')
+      .values({ organization_id: organizationId, subject, roles: JSON.stringify(roles), created_at: nowSeconds() })
+      .onConflict((oc) => oc.columns(['organization_id', 'subject']).doNothing())
+      .executeTakeFirst();
+    if (inserted.numInsertedOrUpdatedRows === 1n) return 'added';
+    // A removal between the two statements leaves no member: as if it came after this replacement.
+    await this.db
+      .updateTable('organization_members')
+      .set({ roles: JSON.stringify(roles) })
+      .where('organization_id', '=', organizationId)
+      .where('subject', '=', subject)
+      .execute();
+    return 'replaced';
+  }
+
+  async removeMember(organizationId: string, subject: string): Promise<boolean> {
+    const result = await this.db
+      .deleteFrom('organization_members')
+      .where('organization_id', '=', organizationId)
+      .where('subject', '=', subject)
+      .executeTakeFirst();
+    return result.numDeletedRows === 1n;
+  }
+
+  /**
+   * Runs `change` in a transaction after raising the change counter (which orders the writers of
+   * organizations, see above); a `Refused` it throws rolls everything back and is returned.
+   */
+  private async write(change: (trx: Transaction<Database>) => Promise<void>): Promise<OrganizationRefusal | undefined> {
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        await raiseChangeCounter(trx, 'organizations');
+        await change(trx);
+      });
+      return undefined;
+    } catch (err) {
+      if (err instanceof Refused) return err.refusal;
+      throw err;
+    }
+  }
+}
+
+/**
+ * Records `domains` as the domains of organization `id`.
+ * @throws Refused `domain_taken` naming the first domain another stored organization holds.
+ */
+async function claimDomains(trx: Transaction<Database>, id: string, domains: readonly string[]): Promise<void> {
+  if (domains.length === 0) return;
+  const held = await trx
+    .selectFrom('organization_domains')
+    .innerJoin('organizations', 'organizations.id', 'organization_domains.organization_id')
+    .select(['organization_domains.domain', 'organizations.name'])
+    .where('organization_domains.domain', 'in', domains)
+    .where('organization_domains.organization_id', '<>', id)
+    .orderBy('organization_domains.domain')
+    .executeTakeFirst();
+  if (held !== undefined) throw new Refused({ reason: 'domain_taken', domain: held.domain, organization: held.name });
+  await trx
+    .insertInto('organization_domains')
+    .values(domains.map((domain) => ({ domain, organization_id: id })))
+    .execute();
+}
+
+function toOrganization(row: { id: string; name: string; settings: string; version: number }): StoredOrganization {
+  return {
+    id: row.id,
+    name: row.name,
+    settings: JSON.parse(row.settings) as OrganizationSettings,
+    version: Number(row.version),
+  };
+}
