@@ -8,6 +8,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
 import { browserOf, sessionOf } from '../interaction/browser.js';
+import { AdminError } from '../admin/errors.js';
 import { OAuthError } from '../protocol/errors.js';
 import { Params } from '../protocol/params.js';
 import { newFamilyId, newHandle, nowSeconds } from '../crypto/handles.js';
@@ -23,6 +24,7 @@ import { sendErrorToClient, sendToClient } from '../http/authorization-response.
 import { browserEndpoint } from './browser-endpoint.js';
 import { decide, pageOf } from '../interaction/decide.js';
 import { decisionFacts } from '../interaction/facts.js';
+import { joinIfNew, type OrganizationJoinServices } from '../interaction/organization-join.js';
 import { type Pending, pendingRequest, takeInteractionQuota } from '../interaction/interactions.js';
 import type { AuthorizationCodeData } from '../stores/records/authorization-codes.js';
 import { originOf } from '../http/request.js';
@@ -46,6 +48,7 @@ export type AuthorizeEndpointServices = Pick<
   ErrorPageServices &
   FactsServices &
   InteractionsServices &
+  OrganizationJoinServices &
   ResponseDelivery;
 
 /** Registers `/connect/authorize` (GET, POST) and `/connect/authorize/resume` (GET). */
@@ -127,6 +130,15 @@ async function authorize(
   const liveUser = user as User;
   if (pending && !(await ctx.interactions.finish(pending.id))) return expiredPage(ctx, request, reply);
 
+  const organization = decision.organization;
+  let roles: string[] | undefined;
+  try {
+    roles = organization && (await joinIfNew(ctx, organization, live.subjectId, req.client.clientId));
+  } catch (err) {
+    // The organization was deleted between the decision and the membership.
+    if (!(err instanceof AdminError)) throw err;
+    return fail('access_denied', 'the organization is no longer available');
+  }
   const subject: Subject = {
     subjectId: live.subjectId,
     authTime: live.authTime,
@@ -136,6 +148,7 @@ async function authorize(
     claims: claimsOf(liveUser),
     ...(live.tenant ? { tenant: live.tenant } : {}),
     ...(decision.acr !== undefined ? { acr: decision.acr } : {}),
+    ...(organization && roles ? { organization: { id: organization.id, name: organization.name, roles } } : {}),
   };
   const scopes = decision.scopes;
   const fields = await issue(ctx, req, subject, scopes);
@@ -265,6 +278,7 @@ async function issue(
     const claims = await ctx.tokens.releasedClaims(subject, client, names, 'id_token');
     fields.id_token = await ctx.tokens.identityToken(client, subject, now, {
       nonce: req.nonce,
+      scopes,
       claims,
       ...(fields.access_token ? { accessToken: fields.access_token } : {}),
       ...(fields.code ? { code: fields.code } : {}),

@@ -12,6 +12,7 @@ import { Params } from '../protocol/params.js';
 import { methodNotAllowed, noStore } from '../http/request.js';
 import { tokenError } from '../validation/bearer.js';
 import { claimsOf } from '../users/users.js';
+import { organizationClaimsOf } from '../tokens/organization-claims.js';
 import { authenticateAccessToken, sendTokenError } from './protected-resource.js';
 import type { ProtectedResourceEndpointServices } from './protected-resource.js';
 
@@ -48,7 +49,7 @@ export function userinfoEndpoint(app: FastifyInstance, ctx: UserinfoEndpointServ
           names,
           'userinfo',
         );
-        const body = { sub: user.subjectId, ...released };
+        const body = { sub: user.subjectId, ...released, ...organizationClaimsOf(token.valid.claims) };
         return noStore(reply).type('application/json; charset=utf-8').send(body);
       } catch (err) {
         if (err instanceof OAuthError) return sendTokenError(reply, err);

@@ -22,7 +22,8 @@ import { claimsOf } from '../users/users.js';
  * widen them.
  * @throws OAuthError `invalid_request` (missing token), `invalid_grant` (unknown, expired,
  *   revoked, consumed, another client's (also an earlier client's of the same id), no or another
- *   DPoP key than it is bound to, bound by a concurrent use meanwhile, user gone or inactive),
+ *   DPoP key than it is bound to, bound by a concurrent use meanwhile, user gone or inactive, no
+ *   longer a member of the grant's organization),
  *   `invalid_scope`, `invalid_target`.
  */
 export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
@@ -49,6 +50,14 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   const scopes = scopesForResources(narrowScopes(params.get('scope'), data.scopes), targets, ctx.resources);
   const user = await ctx.users.findBySubject(data.subject.subjectId);
   if (!user?.isActive) throw invalidGrant('the user is no longer active');
+  const subject = { ...data.subject, claims: claimsOf(user) };
+  // The organization stays the one signed in to; its roles are read again (as Auth0 does), so a
+  // change of roles reaches the next access token, and a member removed gets no more tokens for it.
+  if (data.subject.organization !== undefined) {
+    const member = await ctx.store.organizations.member(data.subject.organization.id, user.subjectId);
+    if (member === undefined) throw invalidGrant('the user is no longer a member of the organization');
+    subject.organization = { ...data.subject.organization, roles: member.roles };
+  }
 
   let refresh: RefreshPlan;
   if (client.refreshTokenUsage === 'oneTime') {
@@ -81,7 +90,7 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   const response = await ctx.tokens.issue({
     client,
     scopes,
-    subject: { ...data.subject, claims: claimsOf(user) },
+    subject,
     familyId: row.familyId,
     refresh,
     identityToken: true,

@@ -18,9 +18,14 @@
  * 3. The second factor (src/mfa/, `stepUp`): a session without MFA whose user has a second factor,
  *    or that the client (`requireMfa`) or the request (`mfaRequired`) needs MFA of. With
  *    `prompt=none`, `interaction_required`.
- * 4. Consent (§3.1.2.4, `needsConsent`), unless given for this request; with `prompt=none`,
+ * 4. The organization (`organization=<name>`, or the client's `organizationUsage: require`):
+ *    a user who may not sign in to the one named (`organizationAccess`) gets `access_denied`,
+ *    with `prompt=none` too. Without a name where one is required, the user's only organization
+ *    is taken, several are offered on the picker page (`interaction_required` with
+ *    `prompt=none`), and none is `access_denied`.
+ * 5. Consent (§3.1.2.4, `needsConsent`), unless given for this request; with `prompt=none`,
  *    `consent_required`.
- * 5. Issue, with the scopes consented for this request (all requested ones when none was asked)
+ * 6. Issue, with the scopes consented for this request (all requested ones when none was asked)
  *    and, when the client asked for `acr`, the class to assert (§3.1.2.1, `preferredAcr`).
  */
 import type { Client } from '../clients/registry.js';
@@ -38,6 +43,7 @@ import {
 import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
 import { type AuthorizeRequest, isNativeRedirect } from '../validation/authorize-request.js';
+import { type OrganizationFacts, organizationAccess } from './organization-access.js';
 
 /** What `decide` reads of a validated authorization request (`validateAuthorizeRequest`). */
 export type DecisionRequest = Pick<
@@ -76,10 +82,19 @@ export interface DecisionFacts {
   freshSignInSeconds: number;
   /** The scopes of the subject's remembered consent for the client; absent when there is none. */
   rememberedConsent?: readonly string[];
+  /**
+   * The organization of a signed-in user's request: `chosen`, the one named or picked for it;
+   * `choose`, the organizations the user is a member of, when the client requires one and none
+   * was named or picked yet. Absent when the request has no organization.
+   */
+  organization?:
+    | { kind: 'chosen'; facts: OrganizationFacts }
+    | { kind: 'choose'; choices: readonly OrganizationFacts[] };
 }
 
 /** The errors `decide` answers the client with (OIDC Core §3.1.2.6; Unmet Authentication Requirements §4). */
 export type DecisionError =
+  | 'access_denied'
   | 'login_required'
   | 'interaction_required'
   | 'consent_required'
@@ -95,15 +110,31 @@ export type Decision =
   | { kind: 'second-factor' }
   /** Add an authenticator app first: the user has no factor and one is needed. */
   | { kind: 'enrol' }
+  /** Pick one of the user's organizations. */
+  | { kind: 'organization' }
   /** Ask for consent. */
   | { kind: 'consent' }
-  /** Answer the client: these scopes, and the `acr` to assert when it asked for one. */
-  | { kind: 'issue'; scopes: string[]; acr?: string }
+  /**
+   * Answer the client: these scopes, the `acr` to assert when it asked for one, and the
+   * organization signed in to, if any (`join`: the user becomes a member now).
+   */
+  | { kind: 'issue'; scopes: string[]; acr?: string; organization?: IssuedOrganization }
   /** Answer the client with this error. */
   | { kind: 'error'; error: DecisionError; description: string };
 
+/** The organization a decision to issue signs the user in to: its id and name, the member's roles, whether they join now. */
+export interface IssuedOrganization {
+  id: string;
+  name: string;
+  roles: readonly string[];
+  join: boolean;
+}
+
 /** A decision that sends the browser to a page. */
-export type PageDecision = Extract<Decision, { kind: 'login' | 'upstream' | 'second-factor' | 'enrol' | 'consent' }>;
+export type PageDecision = Extract<
+  Decision,
+  { kind: 'login' | 'upstream' | 'second-factor' | 'enrol' | 'organization' | 'consent' }
+>;
 
 /** Decides what happens to a validated authorization request (see the module comment for the rules). */
 export function decide(
@@ -135,6 +166,14 @@ export function decide(
     return { kind: step };
   }
 
+  const organization = organizationOutcome(facts.organization, session.idp);
+  if (organization === 'denied') return error('access_denied', 'the user may not sign in to this organization');
+  if (organization === 'choose') {
+    if (req.prompt.has('none')) return error('interaction_required', 'the user must pick an organization');
+    return { kind: 'organization' };
+  }
+  const withOrganization = organization ? { organization } : {};
+
   let scopes = req.scopes;
   const consented = facts.pending?.consented;
   if (consented) scopes = req.scopes.filter((s) => consented.includes(s));
@@ -142,7 +181,7 @@ export function decide(
     if (req.prompt.has('none')) return error('consent_required', 'the user must consent');
     return { kind: 'consent' };
   }
-  if (!req.acrRequested) return { kind: 'issue', scopes };
+  if (!req.acrRequested) return { kind: 'issue', scopes, ...withOrganization };
   // OIDC Core §3.1.2.1: acr is returned when asked for: the most preferred requested value the
   // sign-in meets, else the class actually achieved (the upstream's own, when it sent one).
   const achieved = achievedAcr(session);
@@ -150,7 +189,33 @@ export function decide(
     kind: 'issue',
     scopes,
     acr: preferredAcr(session, [...(req.essentialAcr ?? []), ...req.acr.acr]) ?? session.upstreamAcr ?? achieved,
+    ...withOrganization,
   };
+}
+
+/**
+ * Where the organization of a request stands for a session from `idp`: the organization to sign
+ * in to (none when the request has none), `denied`, or `choose` (several to pick from). A user with
+ * exactly one organization is not shown the picker: Auth0 shows its prompt even then, but one
+ * choice is no choice, and the least friction that still asks nothing the user could answer
+ * otherwise is to take it.
+ */
+export function organizationOutcome(
+  organization: DecisionFacts['organization'],
+  idp: string,
+): IssuedOrganization | 'denied' | 'choose' | undefined {
+  if (organization === undefined) return undefined;
+  let facts: OrganizationFacts;
+  if (organization.kind === 'choose') {
+    const [only, ...more] = organization.choices;
+    if (only === undefined) return 'denied';
+    if (more.length > 0) return 'choose';
+    facts = only;
+  } else facts = organization.facts;
+  const access = organizationAccess(facts, idp);
+  if (access === 'denied') return 'denied';
+  const { id, name } = facts.organization;
+  return { id, name, roles: facts.roles ?? [], join: access === 'join' };
 }
 
 /**
@@ -200,6 +265,8 @@ export function pageOf(decision: PageDecision): string {
       return '/account/mfa';
     case 'enrol':
       return '/account/totp';
+    case 'organization':
+      return '/account/organization';
     case 'consent':
       return '/consent';
   }

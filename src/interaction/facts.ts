@@ -11,9 +11,13 @@ import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
 import type { AuthorizeRequest } from '../validation/authorize-request.js';
 import { type DecisionFacts, mfaRequired, pageOf, stepUp } from './decide.js';
+import { verifiedEmailDomain } from './organization-access.js';
 
 /** The services this module uses. */
-export type FactsServices = Pick<Services, 'mfa' | 'store' | 'upstream'>;
+export type FactsServices = Pick<Services, 'mfa' | 'organizations' | 'store' | 'upstream'>;
+
+/** The most of a user's organizations read for the picker (`/account/organization`). */
+export const MAX_PICKED_ORGANIZATIONS = 100;
 
 /**
  * The facts for deciding an authorization request of `session` (undefined: none) and its `user`.
@@ -43,7 +47,47 @@ export async function decisionFacts(
     freshSignInSeconds: ctx.mfa.config.freshSignInSeconds,
     pending,
     rememberedConsent: remembered,
+    ...(live && user ? await organizationFacts(ctx, req, live, user, pending) : {}),
   };
+}
+
+/**
+ * The organization facts of a signed-in user's request (`DecisionFacts.organization`): the one
+ * `organization=` named or the user picked, with the user's membership; else, for a client that
+ * requires one, the organizations the user is a member of (at most MAX_PICKED_ORGANIZATIONS, those
+ * in force). An organization gone since it was named counts as none a user may enter.
+ */
+async function organizationFacts(
+  ctx: FactsServices,
+  req: AuthorizeRequest,
+  session: Session,
+  user: User,
+  pending: Interaction | undefined,
+): Promise<Pick<DecisionFacts, 'organization'>> {
+  const id = req.organization?.id ?? pending?.pickedOrganization;
+  if (id !== undefined) {
+    const organization = ctx.organizations.byId(id);
+    if (organization === undefined) return { organization: { kind: 'choose', choices: [] } };
+    const member = await ctx.store.organizations.member(id, session.subjectId);
+    const domain = verifiedEmailDomain(user.claims);
+    return {
+      organization: {
+        kind: 'chosen',
+        facts: {
+          organization,
+          ...(member ? { roles: member.roles } : {}),
+          ...(domain !== undefined ? { verifiedEmailDomain: domain } : {}),
+        },
+      },
+    };
+  }
+  if (req.client.organizationUsage !== 'require') return {};
+  const memberships = await ctx.store.organizations.memberships(session.subjectId, MAX_PICKED_ORGANIZATIONS);
+  const choices = memberships.flatMap(({ organizationId, roles }) => {
+    const organization = ctx.organizations.byId(organizationId);
+    return organization ? [{ organization, roles }] : [];
+  });
+  return { organization: { kind: 'choose', choices } };
 }
 
 /**

@@ -48,5 +48,6 @@ export function pendingRequest(req: AuthorizeRequest): PendingRequest {
     ...(req.uiLocales !== undefined ? { uiLocales: req.uiLocales } : {}),
     ...(req.loginHint !== undefined ? { loginHint: req.loginHint } : {}),
     ...(req.essentialAcr !== undefined ? { essentialAcr: req.essentialAcr } : {}),
+    ...(req.organization !== undefined ? { organization: req.organization } : {}),
   };
 }

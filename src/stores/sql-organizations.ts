@@ -105,6 +105,28 @@ export class SqlOrganizations implements OrganizationStore {
     return rows.map((r) => ({ subject: r.subject, roles: JSON.parse(r.roles) as string[] }));
   }
 
+  async member(organizationId: string, subject: string): Promise<OrganizationMember | undefined> {
+    const row = await this.db
+      .selectFrom('organization_members')
+      .select(['subject', 'roles'])
+      .where('organization_id', '=', organizationId)
+      .where('subject', '=', subject)
+      .executeTakeFirst();
+    return row === undefined ? undefined : { subject: row.subject, roles: JSON.parse(row.roles) as string[] };
+  }
+
+  async memberships(subject: string, limit: number): Promise<{ organizationId: string; roles: string[] }[]> {
+    // The index organization_members_subject serves this.
+    const rows = await this.db
+      .selectFrom('organization_members')
+      .select(['organization_id', 'roles'])
+      .where('subject', '=', subject)
+      .orderBy('organization_id')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ organizationId: r.organization_id, roles: JSON.parse(r.roles) as string[] }));
+  }
+
   async putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'> {
     const inserted = await this.db
       .insertInto('organization_members')

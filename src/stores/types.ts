@@ -341,6 +341,10 @@ export interface OrganizationStore {
   version(): Promise<number>;
   /** Up to `limit` members of an organization by subject, after the subject `after` when given. */
   members(organizationId: string, page: { after?: string; limit: number }): Promise<OrganizationMember[]>;
+  /** The membership of `subject` in an organization, or undefined when they are none. */
+  member(organizationId: string, subject: string): Promise<OrganizationMember | undefined>;
+  /** Up to `limit` memberships of `subject`, by organization id: the ids and the roles. */
+  memberships(subject: string, limit: number): Promise<{ organizationId: string; roles: string[] }[]>;
   /** Makes `subject` a member with `roles`, or replaces their roles; says which. */
   putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'>;
   /** Ends a membership; false when there was none. */

@@ -14,6 +14,7 @@ import { newFamilyId, newHandle, newId, nowSeconds } from '../crypto/handles.js'
 import type { GrantSubject, RequestedClaims } from '../stores/records/grant-data.js';
 import type { GrantRecords } from '../stores/records/index.js';
 import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
+import { ORGANIZATION_CLAIMS, organizationClaims } from './organization-claims.js';
 import type { ProfileCaller, ProfileService } from './profile.js';
 
 /** The authenticated user a token is issued for: the grant's user with their profile claims. */
@@ -47,6 +48,7 @@ export const PROTOCOL_CLAIMS = new Set([
   'act',
   'may_act',
   'typ',
+  ...ORGANIZATION_CLAIMS,
 ]);
 
 /** What the token endpoint answers on success (RFC 6749 §5.1, OIDC Core §3.1.3.3). */
@@ -214,6 +216,7 @@ export class TokenService {
     if (req.identityToken && subject && scopes.includes('openid'))
       response.id_token = await this.identityToken(client, subject, now, {
         accessToken,
+        scopes,
         nonce: req.nonce,
         claims: await this.releasedClaims(subject, client, new Set(req.requestedClaims?.id_token ?? []), 'id_token'),
       });
@@ -276,6 +279,7 @@ export class TokenService {
       if (subject.sid) claims.sid = subject.sid;
       // RFC 9068 §2.2.1: the authentication information the request asked for (acr_values).
       if (subject.acr) claims.acr = subject.acr;
+      Object.assign(claims, organizationClaims(subject.organization, scopes));
       Object.assign(
         claims,
         await this.releasedClaims(subject, client, this.resources.accessTokenClaimNames(scopes), 'access_token'),
@@ -328,13 +332,20 @@ export class TokenService {
   /**
    * An identity token (OIDC Core §2, §3.1.3.6): `iss, sub, aud, exp, iat, auth_time, amr`, plus
    * `acr`, `nonce`, `sid`, `at_hash` and `c_hash` when given. Profile claims go through userinfo,
-   * except those in `opts.claims` (response type `id_token`, or the `claims` parameter).
+   * except those in `opts.claims` (response type `id_token`, or the `claims` parameter). The
+   * organization claims (`organizationClaims`) of the granted `opts.scopes` when signed in to one.
    */
   async identityToken(
     client: Client,
     subject: Subject,
     now: number,
-    opts: { accessToken?: string; code?: string; nonce?: string | undefined; claims?: Record<string, unknown> },
+    opts: {
+      accessToken?: string;
+      code?: string;
+      nonce?: string | undefined;
+      claims?: Record<string, unknown>;
+      scopes?: readonly string[];
+    },
   ): Promise<string> {
     const alg = this.signingAlgorithmFor(client);
     const claims: JWTPayload & Record<string, unknown> = {
@@ -349,6 +360,7 @@ export class TokenService {
     if (subject.idp) claims.idp = subject.idp;
     if (subject.sid) claims.sid = subject.sid;
     if (subject.acr) claims.acr = subject.acr;
+    Object.assign(claims, organizationClaims(subject.organization, opts.scopes ?? []));
     for (const [name, value] of Object.entries(opts.claims ?? {})) if (!PROTOCOL_CLAIMS.has(name)) claims[name] = value;
     if (opts.nonce !== undefined) claims.nonce = opts.nonce;
     if (opts.accessToken) claims.at_hash = leftHalfHash(opts.accessToken, alg);

@@ -16,6 +16,7 @@
  * | `checkScopes`            | scopes.ts               |                                    |
  * | `checkOptionalParameters`| optional-parameters.ts  |                                    |
  * | `checkResourceIndicators`| scopes.ts               |                                    |
+ * | `checkOrganization`      | organization.ts         |                                    |
  * | `idTokenHintSubject`     | optional-parameters.ts  |                                    |
  * Only `loadClient` (a client metadata document fetched) and `loadRequestParameters` have side
  * effects (a pushed request is used up, a `request_uri` fetched); the other steps are pure, apart
@@ -26,6 +27,7 @@ import type { Params } from '../protocol/params.js';
 import { loadClient, responseTarget } from './authorize/client.js';
 import { checkResponseType, normalizeResponseType, responseModeFor } from './authorize/core-parameters.js';
 import { checkOptionalParameters, idTokenHintSubject } from './authorize/optional-parameters.js';
+import { checkOrganization } from './authorize/organization.js';
 import { checkParameterLengths, keptParameters } from './authorize/parameters.js';
 import { loadRequestParameters } from './authorize/request-object.js';
 import { checkResourceIndicators, checkScopes } from './authorize/scopes.js';
@@ -39,6 +41,7 @@ export {
   AuthorizeError,
   RESPONSE_TYPES,
   type AuthorizeRequest,
+  type RequestedOrganization,
   type ResponseMode,
   type ResponseTarget,
   type ResponseType,
@@ -84,6 +87,7 @@ export async function validateAuthorizeRequest(
     const scopes = checkScopes(params.get('scope'), flow, client, services.resources);
     const optional = checkOptionalParameters(params, flow, scopes, client);
     const resources = checkResourceIndicators(params, flow, client, services.resources);
+    const organization = checkOrganization(params.get('organization'), client, services.organizations);
     const hintSubject = await idTokenHintSubject(params.get('id_token_hint'), services.tokens);
     return {
       ...target,
@@ -94,6 +98,7 @@ export async function validateAuthorizeRequest(
       params: keptParameters(params),
       ...(hintSubject !== undefined ? { hintSubject } : {}),
       ...(resources !== undefined ? { resources } : {}),
+      ...(organization !== undefined ? { organization } : {}),
     };
   } catch (err) {
     if (!(err instanceof OAuthError)) throw err;

@@ -131,6 +131,10 @@ export const clientSchema = z
       .default([])
       .meta({ description: 'Upstream provider names allowed in acr_values=idp:<name>; empty allows all' }),
     enableLocalLogin: z.boolean().default(true).meta({ description: 'The login form; false: upstream providers only' }),
+    organizationUsage: z.enum(['none', 'allow', 'require']).default('none').meta({
+      description:
+        'The authorization request parameter organization=<name>: none (refused, invalid_request), allow (optional), require (absent: the user picks one of their organizations after sign-in)',
+    }),
     allowAccessTokensViaBrowser: z.boolean().default(false).meta({
       description: 'Access tokens from the authorization endpoint (implicit and hybrid response types)',
       spec: 'OIDC Core §3.2',

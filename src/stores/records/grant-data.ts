@@ -22,6 +22,18 @@ export interface GrantSubject {
    * when the client asked for `acr`; the identity token then carries it.
    */
   acr?: string;
+  /** The organization signed in to (`organization=<name>` or the picker), when there was one. */
+  organization?: GrantOrganization;
+}
+
+/**
+ * The organization of a grant: its stable id (`org_id`), its name (`org_name`) and the member's
+ * roles (`org_roles`), read at sign-in and again at each refresh.
+ */
+export interface GrantOrganization {
+  id: string;
+  name: string;
+  roles: string[];
 }
 
 /**

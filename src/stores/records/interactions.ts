@@ -39,6 +39,8 @@ export interface PendingRequest {
   acrValues: string[];
   /** The values an essential `acr` claim request accepts (OIDC Core §5.5.1.1), when sent. */
   essentialAcr?: unknown[];
+  /** The organization `organization=<name>` named (stable id and name), when sent. */
+  organization?: { id: string; name: string };
 }
 
 /** A pending authorization request. */
@@ -56,6 +58,8 @@ export interface Interaction {
   loginAt?: number;
   /** Scopes the user consented to for this request. */
   consented?: string[];
+  /** The stable id of the organization the user picked for this request (`/account/organization`). */
+  pickedOrganization?: string;
   /** Set when the request is a device's (RFC 8628 §3.3): the device code and user code rows. */
   device?: { deviceKey: string; userCodeKey: string };
 }

@@ -4,6 +4,7 @@
  */
 import { invalidRequest } from '../../protocol/errors.js';
 import type { Params } from '../../protocol/params.js';
+import { MAX_ORGANIZATION_NAME } from '../../config/schema.js';
 import { MAX_CLAIMS_LENGTH } from '../claims-parameter.js';
 
 /**
@@ -36,6 +37,7 @@ export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   id_token_hint: 4000,
   claims: MAX_CLAIMS_LENGTH,
   dpop_jkt: 100,
+  organization: MAX_ORGANIZATION_NAME,
 };
 
 /**
@@ -95,6 +97,7 @@ const PARAMS_KEPT = [
   'id_token_hint',
   'claims',
   'dpop_jkt',
+  'organization',
 ];
 
 /**

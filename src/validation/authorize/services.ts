@@ -15,6 +15,12 @@ export interface IdTokenHintVerifier {
   verifyIdTokenHint(token: string): Promise<{ sub: string } | undefined>;
 }
 
+/** Finds an organization in force by its name (`Organizations.byName`). */
+export interface OrganizationLookup {
+  /** The organization named `name` (its stable id and name), or undefined. */
+  byName(name: string): { id: string; name: string } | undefined;
+}
+
 /** The services `validateAuthorizeRequest` uses. */
 export interface AuthorizeValidationServices {
   /** The enabled clients, by `client_id` (and clients of metadata documents). */
@@ -31,4 +37,6 @@ export interface AuthorizeValidationServices {
   store: { records: Pick<GrantRecords, 'pushedRequests'> };
   /** The verifier of `id_token_hint`s. */
   tokens: IdTokenHintVerifier;
+  /** The organizations in force, which `organization=<name>` names. */
+  organizations: OrganizationLookup;
 }

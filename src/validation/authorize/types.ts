@@ -24,6 +24,12 @@ export const RESPONSE_TYPES = [
 ] as const;
 export type ResponseType = (typeof RESPONSE_TYPES)[number];
 
+/** An organization an authorization request names (`organization=<name>`): its stable id and its name. */
+export interface RequestedOrganization {
+  id: string;
+  name: string;
+}
+
 /** A valid authorization request. */
 export interface AuthorizeRequest extends ResponseTarget {
   client: Client;
@@ -59,6 +65,8 @@ export interface AuthorizeRequest extends ResponseTarget {
   dpopJkt?: string;
   /** API resources (names) named by `resource` (RFC 8707 §2.1): the grant is limited to them. */
   resources?: string[];
+  /** The organization `organization=<name>` names, when sent (the client's `organizationUsage` allows it). */
+  organization?: RequestedOrganization;
   /** The effective parameters (after a request object), to resume the request after login. */
   params: Record<string, string>;
 }

@@ -1,0 +1,37 @@
+/**
+ * Just-in-time membership: a user whom `decide` let into an organization they were not a member
+ * of (`open`, a verified email at one of its domains, or one of its identity providers) becomes
+ * one as the authorization request is answered, through the organization admin, audited as any
+ * member added (`organization.member_add`, the client and the user named as the actor).
+ */
+import { AuditedChanges } from '../admin/audited-changes.js';
+import type { Services } from '../services.js';
+import type { IssuedOrganization } from './decide.js';
+
+/** The services this module uses. */
+export type OrganizationJoinServices = Pick<Services, 'events' | 'management'>;
+
+/** Where the audit event of a membership made at sign-in says it was made. */
+const JOIN_ENDPOINT = '/connect/authorize';
+
+/**
+ * Makes `subject` a member of `organization` (no roles) when the decision says they join now.
+ * @returns the member's roles in the organization, as the tokens carry them.
+ * @throws AdminError `not_found` when the organization or the user is gone meanwhile;
+ *   DirectoryUnavailable when the user's directory cannot answer.
+ */
+export async function joinIfNew(
+  ctx: OrganizationJoinServices,
+  organization: IssuedOrganization,
+  subject: string,
+  clientId: string,
+): Promise<string[]> {
+  if (!organization.join) return [...organization.roles];
+  const changes = new AuditedChanges(ctx.management, {
+    events: ctx.events,
+    endpoint: JOIN_ENDPOINT,
+    actor: { clientId, sub: subject },
+  });
+  const { member } = await changes.putOrganizationMember(organization.name, subject, []);
+  return member.roles;
+}
