@@ -24,6 +24,7 @@
  *   `ath`, which belongs to the subject token). The new token is bound to the proof's key, so a
  *   stolen bound token is no use without its key and no exchange turns it into a Bearer token.
  */
+import type { GrantOrganization } from '../stores/records/grant-data.js';
 import { invalidRequest, invalidScope } from '../protocol/errors.js';
 import { OFFLINE_ACCESS } from '../resources/scopes.js';
 import { mayActPermits } from '../tokens/may-act.js';
@@ -105,6 +106,8 @@ export const tokenExchangeGrant: ExtensionGrant = {
         subjectId: subject.claims.sub,
         authTime: subject.claims.auth_time,
         amr: Array.isArray(subject.claims.amr) ? (subject.claims.amr as string[]) : ['token-exchange'],
+        // The subject token's organization goes on unchanged; no parameter of the exchange names one.
+        ...organizationOf(subject.claims),
       },
       scopes,
       claims: { act: actor, ...(subject.claims.may_act !== undefined ? { may_act: subject.claims.may_act } : {}) },
@@ -114,3 +117,11 @@ export const tokenExchangeGrant: ExtensionGrant = {
     };
   },
 };
+
+/** The organization a subject token carries (`org_id`, `org_name`, `org_roles`), as a grant keeps it. */
+function organizationOf(claims: Record<string, unknown>): { organization?: GrantOrganization } {
+  const { org_id: id, org_name: name, org_roles: roles } = claims;
+  if (typeof id !== 'string' || typeof name !== 'string') return {};
+  const kept = Array.isArray(roles) ? roles.filter((r): r is string => typeof r === 'string') : [];
+  return { organization: { id, name, roles: kept } };
+}
