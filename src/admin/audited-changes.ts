@@ -222,6 +222,14 @@ export class AuditedChanges {
     return put;
   }
 
+  /** `OrganizationAdmin.addMember`; audited (`organization.member_add`) only when the member is new. */
+  async addOrganizationMember(name: string, subject: string): Promise<{ member: OrganizationMember; added: boolean }> {
+    const add = await this.services.organizations.addMember(name, subject);
+    if (add.added)
+      this.audit('organization.member_add', { type: 'organization', id: name }, { subject, roles: add.member.roles });
+    return add;
+  }
+
   /** `OrganizationAdmin.removeMember`. */
   async removeOrganizationMember(name: string, subject: string): Promise<void> {
     await this.services.organizations.removeMember(name, subject);

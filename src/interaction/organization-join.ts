@@ -15,7 +15,8 @@ export type OrganizationJoinServices = Pick<Services, 'events' | 'management'>;
 const JOIN_ENDPOINT = '/connect/authorize';
 
 /**
- * Makes `subject` a member of `organization` (no roles) when the decision says they join now.
+ * Makes `subject` a member of `organization` (no roles) when the decision says they join now,
+ * unless they became one meanwhile (their roles then stay).
  * @returns the member's roles in the organization, as the tokens carry them.
  * @throws AdminError `not_found` when the organization or the user is gone meanwhile;
  *   DirectoryUnavailable when the user's directory cannot answer.
@@ -32,6 +33,7 @@ export async function joinIfNew(
     endpoint: JOIN_ENDPOINT,
     actor: { clientId, sub: subject },
   });
-  const { member } = await changes.putOrganizationMember(organization.name, subject, []);
+  // Added only if absent: roles an admin gave since the decision are kept, never replaced.
+  const { member } = await changes.addOrganizationMember(organization.name, subject);
   return member.roles;
 }

@@ -174,6 +174,33 @@ export class OrganizationAdmin {
   ): Promise<{ member: OrganizationMember; added: boolean }> {
     const { id } = await this.anyOrganization(name);
     const checked = parseRoles(roles);
+    await this.userExists(subject);
+    const outcome = await this.store.organizations.putMember(id, subject, checked);
+    return { member: { subject, roles: checked }, added: outcome === 'added' };
+  }
+
+  /**
+   * Makes the user `subject` a member of an organization without roles, unless they are one
+   * already: then their roles, given by an admin meanwhile perhaps, stay as they are.
+   * @returns the membership (the roles in force), and whether it is new.
+   * @throws AdminError `not_found` (no such organization or user, or the member was removed
+   *   between the two statements); DirectoryUnavailable as `putMember`.
+   */
+  async addMember(name: string, subject: string): Promise<{ member: OrganizationMember; added: boolean }> {
+    const { id } = await this.anyOrganization(name);
+    await this.userExists(subject);
+    if (await this.store.organizations.addMember(id, subject, []))
+      return { member: { subject, roles: [] }, added: true };
+    const member = await this.store.organizations.member(id, subject);
+    if (!member) throw new AdminError('not_found', `"${subject}" is not a member of organization "${name}"`);
+    return { member, added: false };
+  }
+
+  /**
+   * @throws AdminError `not_found` unless `subject` names a user of Sigil; DirectoryUnavailable
+   *   when a user directory cannot say whether it holds the subject.
+   */
+  private async userExists(subject: string): Promise<void> {
     // PostgreSQL refuses a NUL in text; no subject has a control character (OIDC Core §2: ASCII).
     const wellFormed = subject.length <= MAX_SUBJECT_LENGTH && !/[\u0000-\u001f\u007f]/.test(subject);
     if (!wellFormed || (await this.options.users.findBySubject(subject)) === undefined)
@@ -181,8 +208,6 @@ export class OrganizationAdmin {
         reason: 'not_found',
         item: { kind: 'user', name: subject },
       });
-    const outcome = await this.store.organizations.putMember(id, subject, checked);
-    return { member: { subject, roles: checked }, added: outcome === 'added' };
   }
 
   /**

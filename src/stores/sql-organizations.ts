@@ -127,13 +127,17 @@ export class SqlOrganizations implements OrganizationStore {
     return rows.map((r) => ({ organizationId: r.organization_id, roles: JSON.parse(r.roles) as string[] }));
   }
 
-  async putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'> {
+  async addMember(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean> {
     const inserted = await this.db
       .insertInto('organization_members')
       .values({ organization_id: organizationId, subject, roles: JSON.stringify(roles), created_at: nowSeconds() })
       .onConflict((oc) => oc.columns(['organization_id', 'subject']).doNothing())
       .executeTakeFirst();
-    if (inserted.numInsertedOrUpdatedRows === 1n) return 'added';
+    return inserted.numInsertedOrUpdatedRows === 1n;
+  }
+
+  async putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'> {
+    if (await this.addMember(organizationId, subject, roles)) return 'added';
     // A removal between the two statements leaves no member: as if it came after this replacement.
     await this.db
       .updateTable('organization_members')

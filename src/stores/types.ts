@@ -345,6 +345,11 @@ export interface OrganizationStore {
   member(organizationId: string, subject: string): Promise<OrganizationMember | undefined>;
   /** Up to `limit` memberships of `subject`, by organization id: the ids and the roles. */
   memberships(subject: string, limit: number): Promise<{ organizationId: string; roles: string[] }[]>;
+  /**
+   * Makes `subject` a member with `roles` unless they are one already, whose roles then stay as
+   * they are (one statement: a concurrent change of the member is never overwritten); true when added.
+   */
+  addMember(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean>;
   /** Makes `subject` a member with `roles`, or replaces their roles; says which. */
   putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'>;
   /** Ends a membership; false when there was none. */

@@ -131,6 +131,16 @@ describe.each(backends)('organization store on $name', (backend) => {
     ]);
   });
 
+  it('adds a member only if absent: an existing member keeps their roles', async () => {
+    const org = fresh();
+    expect(await store.organizations.add(org)).toBeUndefined();
+    expect(await store.organizations.addMember(org.id, 'sub-a', [])).toBe(true);
+    await other.organizations.putMember(org.id, 'sub-a', ['admin']);
+    expect(await store.organizations.addMember(org.id, 'sub-a', [])).toBe(false);
+    expect(await other.organizations.member(org.id, 'sub-a')).toEqual({ subject: 'sub-a', roles: ['admin'] });
+    expect(await store.organizations.remove(org.id, 1)).toBe(true);
+  });
+
   it("removing a user removes their memberships, in every organization, in the user's transaction", async () => {
     const subjectId = `member-${counter++}`;
     await store.users.addUser({
