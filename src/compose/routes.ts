@@ -32,6 +32,7 @@ import { accountMfaPages } from '../ui/account-mfa.js';
 import { accountSelfServicePages } from '../ui/account-self-service.js';
 import { adminConsole } from '../ui/admin/console.js';
 import { consentPage } from '../ui/consent.js';
+import { organizationPickerPage } from '../ui/organization-picker.js';
 import { devicePages } from '../ui/device.js';
 import { emailPages } from '../ui/email-pages.js';
 import { federationRoutes } from '../ui/federation.js';
@@ -103,6 +104,7 @@ function pageRoutes(s: Services): RouteRegistration[] {
     { kind: 'page', register: (app) => passkeyPages(app, s) }, // passkeys and security keys (WebAuthn)
     { kind: 'page', register: (app) => emailPages(app, s) }, // password reset, address verification, self-registration
     { kind: 'page', register: (app) => consentPage(app, s) },
+    { kind: 'page', register: (app) => organizationPickerPage(app, s) }, // after sign-in, under organizationUsage require
     { kind: 'page', register: (app) => devicePages(app, s) },
     { kind: 'page', register: (app) => federationRoutes(app, s) },
     // The web console at /admin: its token is checked as the management API's are.

@@ -12,12 +12,10 @@ import type { User } from '../users/users.js';
 import type { AuthorizeRequest } from '../validation/authorize-request.js';
 import { type DecisionFacts, mfaRequired, pageOf, stepUp } from './decide.js';
 import { verifiedEmailDomain } from './organization-access.js';
+import { memberOrganizations } from './organization-pick.js';
 
 /** The services this module uses. */
 export type FactsServices = Pick<Services, 'mfa' | 'organizations' | 'store' | 'upstream'>;
-
-/** The most of a user's organizations read for the picker (`/account/organization`). */
-export const MAX_PICKED_ORGANIZATIONS = 100;
 
 /**
  * The facts for deciding an authorization request of `session` (undefined: none) and its `user`.
@@ -54,7 +52,7 @@ export async function decisionFacts(
 /**
  * The organization facts of a signed-in user's request (`DecisionFacts.organization`): the one
  * `organization=` named or the user picked, with the user's membership; else, for a client that
- * requires one, the organizations the user is a member of (at most MAX_PICKED_ORGANIZATIONS, those
+ * requires one, the organizations the user is a member of (`memberOrganizations`: bounded, those
  * in force). An organization gone since it was named counts as none a user may enter.
  */
 async function organizationFacts(
@@ -82,12 +80,7 @@ async function organizationFacts(
     };
   }
   if (req.client.organizationUsage !== 'require') return {};
-  const memberships = await ctx.store.organizations.memberships(session.subjectId, MAX_PICKED_ORGANIZATIONS);
-  const choices = memberships.flatMap(({ organizationId, roles }) => {
-    const organization = ctx.organizations.byId(organizationId);
-    return organization ? [{ organization, roles }] : [];
-  });
-  return { organization: { kind: 'choose', choices } };
+  return { organization: { kind: 'choose', choices: await memberOrganizations(ctx, session.subjectId) } };
 }
 
 /**

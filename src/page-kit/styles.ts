@@ -28,7 +28,7 @@ label { display: block; font-weight: 600; margin: 1rem 0 .35rem; }
 input[type=text], input[type=password] { display: block; width: 100%; min-height: 2.75rem; padding: .6rem .75rem; font: inherit;
   color: var(--fg); background: var(--card); border: 1px solid var(--field); border-radius: 8px; }
 input[type=text]:focus, input[type=password]:focus { border-color: var(--accent); }
-input[type=checkbox] { width: 1.25rem; height: 1.25rem; margin: 0; flex: none; accent-color: var(--accent); }
+input[type=checkbox], input[type=radio] { width: 1.25rem; height: 1.25rem; margin: 0; flex: none; accent-color: var(--accent); }
 input:focus-visible, button:focus-visible, a:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .actions { display: flex; gap: .75rem; margin-top: 1.5rem; flex-wrap: wrap; }
 button { flex: 1 1 8rem; min-height: 2.75rem; padding: .6rem 1rem; font: inherit; font-weight: 600; border-radius: 8px; cursor: pointer;
@@ -43,6 +43,8 @@ ul.scopes { list-style: none; padding: 0; margin: 1rem 0; border-top: 1px solid 
 ul.scopes li { display: flex; gap: .65rem; align-items: baseline; padding: .6rem 0; border-bottom: 1px solid var(--line); }
 ul.scopes li::before { content: "\\2713"; content: "\\2713" / ""; color: var(--accent); font-weight: 700; flex: none; }
 .check { display: flex; gap: .6rem; align-items: center; font-weight: 400; min-height: 2.75rem; margin: .75rem 0 0; cursor: pointer; }
+fieldset.choices { border: 0; padding: 0; margin: 1rem 0 0; min-width: 0; }
+fieldset.choices legend { font-weight: 600; padding: 0; }
 .or { margin: 1.5rem 0 .5rem; text-align: center; }
 ul.providers { list-style: none; padding: 0; margin: 0; display: grid; gap: .5rem; }
 a.provider { display: flex; align-items: center; justify-content: center; min-height: 2.75rem; padding: .6rem 1rem;

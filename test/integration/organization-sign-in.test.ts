@@ -5,10 +5,12 @@
  * lets them in (domain with a verified email, open) and makes them a member then; a member's
  * tokens (JWT and reference), identity token, userinfo and introspection carry `org_id` and
  * `org_name`, `org_roles` with the scope `roles` only; a refresh keeps the organization; a pushed
- * request carries the parameter.
+ * request carries the parameter; under `require` a user of several organizations picks one on
+ * /account/organization; a member who joins just in time keeps roles given meanwhile.
  */
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { joinIfNew } from '../../src/interaction/organization-join.js';
 import { configOrganizationId } from '../../src/organizations/organization.js';
 import { basic, form, postForm, type TestSigil } from '../helpers.js';
 import {
@@ -17,6 +19,7 @@ import {
   codeParams,
   expectClientError,
   getCode,
+  input,
   pkce,
   readResponse,
   redeem,
@@ -26,6 +29,7 @@ import {
 
 let sigil: TestSigil;
 const ACME = configOrganizationId('acme');
+const COMMONS_ID = configOrganizationId('commons');
 
 beforeAll(async () => {
   sigil = await startAuthorizeSigil(
@@ -220,5 +224,119 @@ describe('organizationUsage require', () => {
   it('denies a user with no organization', async () => {
     const step = await new Browser(sigil).authorize(params('b2b-must', pkce().challenge), { user: 'carol' });
     expectClientError(step, 'access_denied', { target: CB });
+  });
+});
+
+describe('the organization picker (/account/organization)', () => {
+  beforeAll(async () => {
+    // bob: a member of acme and commons, not of example.
+    await sigil.context.management.organizations.putMember('acme', '2', []);
+    await sigil.context.management.organizations.putMember('commons', '2', ['guest']);
+  });
+  afterAll(async () => {
+    await sigil.context.management.organizations.removeMember('acme', '2');
+  });
+
+  /** Signs bob in through a require client's request; the picker page and the code verifier. */
+  async function openPicker(b: Browser) {
+    const { verifier, challenge } = pkce();
+    const step = await b.follow(
+      await b.get(`/connect/authorize?${new URLSearchParams(params('b2b-must', challenge))}`),
+    );
+    const page = await b.follow(await b.submitLogin(step, 'bob', 'bob'));
+    expect(page.status, page.body).toBe(200);
+    return { page, verifier };
+  }
+
+  const pick = (b: Browser, page: { body: string }, organization: string, extra: Record<string, string> = {}) =>
+    b.post('/account/organization', {
+      csrf_token: input(page.body, 'csrf_token'),
+      interaction: input(page.body, 'interaction'),
+      organization,
+      button: 'continue',
+      ...extra,
+    });
+
+  it('lists the user’s organizations as radio inputs, with display name and name', async () => {
+    const { page } = await openPicker(new Browser(sigil));
+    expect(page.body).toContain('action="/account/organization"');
+    for (const [name, display] of [
+      ['acme', 'Acme'],
+      ['commons', 'Commons'],
+    ]) {
+      expect(page.body).toContain(`type="radio" name="organization" value="${name}"`);
+      expect(page.body).toContain(display);
+    }
+    expect(page.body).not.toContain('value="example"');
+    expect(page.body).toContain('name="button" value="continue"');
+    expect(input(page.body, 'csrf_token')).not.toBe('');
+  });
+
+  it('refuses an organization the user is not a member of (400, the page again) and stores nothing', async () => {
+    const b = new Browser(sigil);
+    const { page } = await openPicker(b);
+    for (const organization of ['example', 'nowhere', '']) {
+      const refused = await pick(b, page, organization);
+      expect(refused.status).toBe(400);
+      expect(refused.body).toContain('role="alert"');
+      expect(refused.body).toContain('value="acme"');
+    }
+    const again = await b.get(`/account/organization?interaction=${input(page.body, 'interaction')}`);
+    expect(again.status).toBe(200);
+  });
+
+  it('refuses a form without its CSRF token (403)', async () => {
+    const b = new Browser(sigil);
+    const { page } = await openPicker(b);
+    const refused = await b.post('/account/organization', {
+      interaction: input(page.body, 'interaction'),
+      organization: 'acme',
+      button: 'continue',
+    });
+    expect(refused.status).toBe(403);
+  });
+
+  it('shows the expired page for an unknown interaction and for another browser’s', async () => {
+    const { page } = await openPicker(new Browser(sigil));
+    const other = new Browser(sigil);
+    await other.signIn('bob');
+    for (const id of ['unknown', input(page.body, 'interaction')]) {
+      const step = await other.get(`/account/organization?interaction=${encodeURIComponent(id)}`);
+      expect(step.status).toBe(400);
+      expect(step.body).not.toContain('name="organization"');
+    }
+  });
+
+  it('answers with a code whose tokens carry the organization picked', async () => {
+    const b = new Browser(sigil);
+    const { page, verifier } = await openPicker(b);
+    const done = await b.follow(await pick(b, page, 'commons'));
+    const code = readResponse(done).params.get('code');
+    expect(code).toBeTruthy();
+    const res = await redeem(sigil, code as string, { client: 'b2b-must', verifier });
+    expect(res.statusCode, res.body).toBe(200);
+    const tokens = res.json<{ access_token: string; id_token: string }>();
+    for (const token of [tokens.access_token, tokens.id_token])
+      expect(decodeJwt(token)).toMatchObject({ org_id: COMMONS_ID, org_name: 'commons' });
+  });
+
+  it('answers cancel with access_denied', async () => {
+    const b = new Browser(sigil);
+    const { page } = await openPicker(b);
+    expectClientError(await b.follow(await pick(b, page, '', { button: 'cancel' })), 'access_denied', { target: CB });
+  });
+});
+
+describe('just-in-time membership', () => {
+  it('keeps the roles of a user who became a member meanwhile', async () => {
+    await sigil.context.management.organizations.putMember('commons', '3', ['owner']);
+    const commons = sigil.context.organizations.byName('commons');
+    const organization = { id: COMMONS_ID, name: 'commons', roles: [], join: true };
+    expect(commons?.id).toBe(COMMONS_ID);
+    expect(await joinIfNew(sigil.context, organization, '3', 'b2b')).toEqual(['owner']);
+    expect(await sigil.context.store.organizations.member(COMMONS_ID, '3')).toEqual({ subject: '3', roles: ['owner'] });
+    await sigil.context.management.organizations.removeMember('commons', '3');
+    expect(await joinIfNew(sigil.context, organization, '3', 'b2b')).toEqual([]);
+    expect(await sigil.context.store.organizations.member(COMMONS_ID, '3')).toEqual({ subject: '3', roles: [] });
   });
 });

@@ -1,0 +1,81 @@
+/**
+ * The organization picker's side of a pending request (`/account/organization`, config
+ * `organizationUsage: require` without `organization=`): which organizations the signed-in user
+ * may pick from, and the pick, kept in the pending request (`Interaction.pickedOrganization`) for
+ * `decide` to check again when the request resumes. The page renders; this decides and stores.
+ */
+import type { Client } from '../clients/registry.js';
+import type { Services } from '../services.js';
+import type { Organization } from '../organizations/organization.js';
+import type { Pending } from './interactions.js';
+
+/** The services this module uses. */
+export type OrganizationPickServices = Pick<Services, 'clients' | 'interactions' | 'organizations' | 'store'>;
+
+/** The most of a user's organizations read for the picker (`/account/organization`). */
+export const MAX_PICKED_ORGANIZATIONS = 100;
+
+/** An organization the user is a member of, with their roles in it. */
+export interface MemberOrganization {
+  organization: Organization;
+  roles: string[];
+}
+
+/**
+ * The organizations `subject` is a member of: at most MAX_PICKED_ORGANIZATIONS memberships read,
+ * by organization id, those of organizations no longer in force left out.
+ */
+export async function memberOrganizations(
+  ctx: Pick<Services, 'organizations' | 'store'>,
+  subject: string,
+): Promise<MemberOrganization[]> {
+  const memberships = await ctx.store.organizations.memberships(subject, MAX_PICKED_ORGANIZATIONS);
+  return memberships.flatMap(({ organizationId, roles }) => {
+    const organization = ctx.organizations.byId(organizationId);
+    return organization ? [{ organization, roles }] : [];
+  });
+}
+
+/** What the picker offers for a pending request: its client and the user's organizations. */
+export interface OrganizationChoices {
+  client: Client;
+  organizations: Organization[];
+}
+
+/**
+ * The choices of a pending request that waits for an organization to be picked: a browser
+ * request (not a device's) whose client requires an organization, none named by `organization=`
+ * and none picked yet. Undefined for any other request, or when its client has gone (a metadata
+ * document refused now).
+ * @param address the browser's address (a client metadata document fetched again counts against it)
+ */
+export async function organizationChoices(
+  ctx: OrganizationPickServices,
+  pending: Pending,
+  subject: string,
+  address: string,
+): Promise<OrganizationChoices | undefined> {
+  const { interaction } = pending;
+  if (interaction.device || interaction.request.organization || interaction.pickedOrganization) return undefined;
+  const client = await ctx.clients.resolve(interaction.request.clientId, address).catch(() => undefined);
+  if (client?.organizationUsage !== 'require') return undefined;
+  const organizations = (await memberOrganizations(ctx, subject)).map((m) => m.organization);
+  return { client, organizations };
+}
+
+/**
+ * Keeps the organization named `name` as the pending request's pick when it is one of `choices`
+ * (the user's memberships, from `organizationChoices`): what a form sends is never trusted.
+ * @returns false when `name` is none of them (nothing is stored)
+ */
+export async function pickOrganization(
+  ctx: OrganizationPickServices,
+  pending: Pending,
+  choices: OrganizationChoices,
+  name: string | undefined,
+): Promise<boolean> {
+  const picked = choices.organizations.find((o) => o.name === name);
+  if (!picked) return false;
+  await ctx.interactions.update(pending.id, { ...pending.interaction, pickedOrganization: picked.id });
+  return true;
+}
