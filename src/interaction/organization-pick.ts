@@ -43,7 +43,7 @@ export interface OrganizationChoices {
 }
 
 /**
- * The choices of a pending request that waits for an organization to be picked: a browser
+ * The choices, by display name, of a pending request that waits for an organization to be picked: a browser
  * request (not a device's) whose client requires an organization, none named by `organization=`
  * and none picked yet. Undefined for any other request, or when its client has gone (a metadata
  * document refused now).
@@ -59,7 +59,10 @@ export async function organizationChoices(
   if (interaction.device || interaction.request.organization || interaction.pickedOrganization) return undefined;
   const client = await ctx.clients.resolve(interaction.request.clientId, address).catch(() => undefined);
   if (client?.organizationUsage !== 'require') return undefined;
-  const organizations = (await memberOrganizations(ctx, subject)).map((m) => m.organization);
+  // By display name, as a person looks for one (the memberships are read by id).
+  const organizations = (await memberOrganizations(ctx, subject))
+    .map((m) => m.organization)
+    .sort((a, b) => a.displayName.localeCompare(b.displayName) || a.name.localeCompare(b.name));
   return { client, organizations };
 }
 
