@@ -28,7 +28,8 @@ export function organizationAccess(facts: OrganizationFacts, idp: string): Organ
   if (facts.roles !== undefined) return 'member';
   const { membership, domains, identityProviders } = facts.organization;
   if (membership === 'open') return 'join';
-  if (identityProviders.includes(idp)) return 'join';
+  // `local` is the password sign-in's mark, never a provider's, even if one were named so.
+  if (idp !== 'local' && identityProviders.includes(idp)) return 'join';
   const domain = facts.verifiedEmailDomain;
   if (membership === 'domain' && domain !== undefined && domains.includes(domain)) return 'join';
   return 'denied';
