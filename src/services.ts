@@ -42,7 +42,7 @@ import type { GrantAdmin } from './admin/grants.js';
 import type { ResourceAdmin } from './admin/resources.js';
 import type { UserAdmin } from './admin/users.js';
 import type { ScimService } from './scim/service.js';
-import type { OrganizationAdmin } from './organizations/admin.js';
+import type { OrganizationAdmin } from './admin/organizations.js';
 import type { Organizations } from './organizations/registry.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */

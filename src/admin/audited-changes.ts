@@ -5,7 +5,7 @@
  * front ends cannot drift apart in what they reload or record.
  */
 import type { EventBus } from '../events/events.js';
-import type { OrganizationAdmin, OrganizationView } from '../organizations/admin.js';
+import type { OrganizationAdmin, OrganizationView } from './organizations.js';
 import type { OrganizationMember } from '../stores/types.js';
 import { type ChangeActor, emitAdminChange } from './audit.js';
 import type { ClientAdmin, ClientView } from './clients.js';

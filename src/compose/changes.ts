@@ -6,7 +6,7 @@
 import type { ClientAdmin } from '../admin/clients.js';
 import type { ResourceAdmin } from '../admin/resources.js';
 import type { ClientRegistry } from '../clients/registry.js';
-import type { OrganizationAdmin } from '../organizations/admin.js';
+import type { OrganizationAdmin } from '../admin/organizations.js';
 import type { Store } from '../stores/types.js';
 import type { UserService } from '../users/users.js';
 import { DirectoryUnavailable } from '../users/directory.js';

@@ -13,7 +13,7 @@ import { SessionAdmin } from '../admin/sessions.js';
 import { UserAdmin } from '../admin/users.js';
 import { fetchBoundedText } from '../clients/client-keys.js';
 import { ConfigError, type ConfigOverrides } from '../config/loader.js';
-import { OrganizationAdmin } from '../organizations/admin.js';
+import { OrganizationAdmin } from '../admin/organizations.js';
 import { ScimService } from '../scim/service.js';
 import type { Infrastructure, ManagementServices, ProtocolServices, SignInServices } from '../services.js';
 import type { UserDirectory } from '../users/directory.js';

@@ -13,8 +13,8 @@ import {
   MEMBERSHIP_KINDS,
   organization as organizationSchema,
 } from '../config/schema.js';
-import type { OrganizationView } from '../organizations/admin.js';
-import { memberRoles } from '../organizations/members.js';
+import type { OrganizationView } from '../admin/organizations.js';
+import { memberRoles } from '../admin/organization-members.js';
 import {
   type Answer,
   changes,

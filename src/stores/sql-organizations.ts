@@ -1,6 +1,6 @@
 /**
  * Organizations managed at run time and the members of every organization (migration
- * `0018_organizations`; `organizations/admin.ts` is the one door to them).
+ * `0018_organizations`; `admin/organizations.ts` is the one door to them).
  *
  * - An organization is a row of `organizations` (id, unique name, settings as JSON text, version)
  *   and one row of `organization_domains` per domain, whose primary key gives a domain one owner.

@@ -23,7 +23,7 @@ import {
   invalidField,
   isJsonObject,
   type RefusalDetail,
-} from '../admin/errors.js';
+} from './errors.js';
 import { MAX_SUBJECT_LENGTH, type OrganizationConfig, organization as organizationSchema } from '../config/schema.js';
 import type { UpstreamProviders } from '../federation/upstream.js';
 import { applyMergePatch, changedMembers } from '../protocol/merge-patch.js';
@@ -35,9 +35,9 @@ import type {
   StoredOrganization,
 } from '../stores/types.js';
 import type { UserService } from '../users/users.js';
-import { cursorAfter, parseRoles, subjectOfCursor } from './members.js';
-import { type Membership, newOrganizationId, type Organization } from './organization.js';
-import type { Organizations } from './registry.js';
+import { cursorAfter, parseRoles, subjectOfCursor } from './organization-members.js';
+import { type Membership, newOrganizationId, type Organization } from '../organizations/organization.js';
+import type { Organizations } from '../organizations/registry.js';
 
 /** An organization as the management API shows it, with the strong ETag of its version (quotes included). */
 export interface OrganizationView extends Organization {

@@ -4,7 +4,7 @@
  * the next page (the last subject of a page, opaque to the caller).
  */
 import * as z from 'zod';
-import { AdminError, type FieldProblem } from '../admin/errors.js';
+import { AdminError, type FieldProblem } from './errors.js';
 
 /** The longest role name, characters. */
 export const MAX_ROLE_NAME = 100;
