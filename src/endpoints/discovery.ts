@@ -13,6 +13,7 @@ import { attainableAcrs } from '../users/acr.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../resources/scopes.js';
 import { DPOP_ALGORITHMS } from '../validation/dpop.js';
+import { ORGANIZATION_CLAIMS } from '../tokens/organization-claims.js';
 import { REQUEST_OBJECT_ASYMMETRIC, REQUEST_OBJECT_SYMMETRIC } from '../validation/request-object.js';
 
 /** The services this module uses. */
@@ -56,6 +57,8 @@ export function discoveryDocument(
   for (const r of ctx.resources.identity.values()) for (const c of r.userClaims) claims.add(c);
   for (const s of ctx.resources.apiScopes.values()) for (const c of s.userClaims) claims.add(c);
   for (const r of ctx.resources.apiResources) for (const c of r.userClaims) claims.add(c);
+  // The organization claims, once some client may sign in to an organization (organizationUsage).
+  if (clients.some((c) => c.organizationUsage !== 'none')) for (const c of ORGANIZATION_CLAIMS) claims.add(c);
   // The classes some client can achieve (users/acr.ts): password and MFA when a client allows
   // local login, federated when an upstream provider is configured for one.
   const acrs = attainableAcrs(

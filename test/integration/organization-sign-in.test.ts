@@ -12,7 +12,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { joinIfNew } from '../../src/interaction/organization-join.js';
 import { configOrganizationId } from '../../src/organizations/organization.js';
-import { basic, form, postForm, type TestSigil } from '../helpers.js';
+import { basic, form, postForm, startSigil, type TestSigil } from '../helpers.js';
 import {
   Browser,
   CB,
@@ -71,6 +71,24 @@ function introspect(token: string) {
     payload: form({ token }),
   });
 }
+
+describe('discovery', () => {
+  it('lists org_id, org_name and org_roles among the claims once a client may sign in to an organization', async () => {
+    const doc = (await sigil.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json<{
+      claims_supported: string[];
+    }>();
+    expect(doc.claims_supported).toEqual(expect.arrayContaining(['org_id', 'org_name', 'org_roles']));
+    const plain = await startSigil();
+    try {
+      const none = (await plain.app.inject({ method: 'GET', url: '/.well-known/openid-configuration' })).json<{
+        claims_supported: string[];
+      }>();
+      expect(none.claims_supported).not.toContain('org_id');
+    } finally {
+      await plain.close();
+    }
+  });
+});
 
 describe('organization=<name> at the authorization endpoint', () => {
   it('is invalid_request for a client with organizationUsage none (the default)', async () => {
