@@ -43,6 +43,7 @@ import type { ResourceAdmin } from './admin/resources.js';
 import type { UserAdmin } from './admin/users.js';
 import type { ScimService } from './scim/service.js';
 import type { OrganizationAdmin } from './admin/organizations.js';
+import type { OrganizationInvitations } from './email/organization-invitations.js';
 import type { Organizations } from './organizations/registry.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
@@ -154,6 +155,8 @@ export interface SignInServices {
 export interface MailServices {
   /** Links by mail: password reset, address verification, self-registration; absent without config `email`. */
   email?: AccountEmail;
+  /** Invitations to organizations by mail; sending one needs config `email`, listing and revoking do not. */
+  invitations: OrganizationInvitations;
 }
 
 /** The page kit: templates, languages, the look. */

@@ -222,11 +222,22 @@ export class AuditedChanges {
     return put;
   }
 
-  /** `OrganizationAdmin.addMember`; audited (`organization.member_add`) only when the member is new. */
-  async addOrganizationMember(name: string, subject: string): Promise<{ member: OrganizationMember; added: boolean }> {
-    const add = await this.services.organizations.addMember(name, subject);
-    if (add.added)
-      this.audit('organization.member_add', { type: 'organization', id: name }, { subject, roles: add.member.roles });
+  /**
+   * `OrganizationAdmin.addMember`: audited `organization.member_add` when the member is new,
+   * `organization.member_update` when roles were merged into an existing member's, else not at all.
+   */
+  async addOrganizationMember(
+    name: string,
+    subject: string,
+    roles: readonly string[] = [],
+  ): Promise<{ member: OrganizationMember; added: boolean }> {
+    const add = await this.services.organizations.addMember(name, subject, roles);
+    if (add.added || roles.length > 0)
+      this.audit(
+        add.added ? 'organization.member_add' : 'organization.member_update',
+        { type: 'organization', id: name },
+        { subject, roles: add.member.roles },
+      );
     return add;
   }
 

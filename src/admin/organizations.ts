@@ -35,7 +35,7 @@ import type {
   StoredOrganization,
 } from '../stores/types.js';
 import type { UserService } from '../users/users.js';
-import { cursorAfter, parseRoles, subjectOfCursor } from './organization-members.js';
+import { cursorAfter, MAX_MEMBER_ROLES, parseRoles, subjectOfCursor } from './organization-members.js';
 import { type Membership, newOrganizationId, type Organization } from '../organizations/organization.js';
 import type { Organizations } from '../organizations/registry.js';
 
@@ -180,20 +180,30 @@ export class OrganizationAdmin {
   }
 
   /**
-   * Makes the user `subject` a member of an organization without roles, unless they are one
-   * already: then their roles, given by an admin meanwhile perhaps, stay as they are.
+   * Makes the user `subject` a member of an organization with `roles` (none by default), unless
+   * they are one already: then they keep their roles, given by an admin meanwhile perhaps, and
+   * gain those of `roles` they lack (an accepted invitation adds, never takes away), up to
+   * MAX_MEMBER_ROLES.
    * @returns the membership (the roles in force), and whether it is new.
    * @throws AdminError `not_found` (no such organization or user, or the member was removed
-   *   between the two statements); DirectoryUnavailable as `putMember`.
+   *   between the statements), `invalid` (roles); DirectoryUnavailable as `putMember`.
    */
-  async addMember(name: string, subject: string): Promise<{ member: OrganizationMember; added: boolean }> {
+  async addMember(
+    name: string,
+    subject: string,
+    roles: readonly string[] = [],
+  ): Promise<{ member: OrganizationMember; added: boolean }> {
     const { id } = await this.anyOrganization(name);
+    const checked = parseRoles(roles);
     await this.userExists(subject);
-    if (await this.store.organizations.addMember(id, subject, []))
-      return { member: { subject, roles: [] }, added: true };
+    if (await this.store.organizations.addMember(id, subject, checked))
+      return { member: { subject, roles: checked }, added: true };
     const member = await this.store.organizations.member(id, subject);
     if (!member) throw new AdminError('not_found', `"${subject}" is not a member of organization "${name}"`);
-    return { member, added: false };
+    const merged = [...new Set([...member.roles, ...checked])].slice(0, MAX_MEMBER_ROLES);
+    if (merged.length === member.roles.length) return { member, added: false };
+    await this.store.organizations.putMember(id, subject, merged);
+    return { member: { subject, roles: merged }, added: false };
   }
 
   /**

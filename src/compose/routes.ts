@@ -3,6 +3,7 @@
  * the paths that answer cross-origin requests and the discovery fields that name its endpoints.
  * A new endpoint or page is one entry here; CORS and discovery follow from it.
  */
+import { invitationPages } from '../ui/invitations.js';
 import { CONSOLE_PATH } from '../config/console-client.js';
 import { adminApiEndpoints } from '../endpoints/admin-api.js';
 import { AUTHORIZE_PATH, authorizeEndpoint } from '../endpoints/authorize.js';
@@ -104,6 +105,7 @@ function pageRoutes(s: Services): RouteRegistration[] {
     { kind: 'page', register: (app) => passkeyPages(app, s) }, // passkeys and security keys (WebAuthn)
     { kind: 'page', register: (app) => emailPages(app, s) }, // password reset, address verification, self-registration
     { kind: 'page', register: (app) => consentPage(app, s) },
+    { kind: 'page', register: (app) => invitationPages(app, s) }, // accepting an invitation to an organization
     { kind: 'page', register: (app) => organizationPickerPage(app, s) }, // after sign-in, under organizationUsage require
     { kind: 'page', register: (app) => devicePages(app, s) },
     { kind: 'page', register: (app) => federationRoutes(app, s) },

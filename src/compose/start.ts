@@ -93,7 +93,7 @@ export async function startServices(
     const extensionGrants = (options.extensionGrants ?? []).map((g) => g.grantType);
     const source = { raw: config, overrides: options.overrides, extensionGrants, dataKey: options.dataKey };
     const { management, changes } = buildManagement(infra, protocol, signIn, users, source);
-    const { mail, mailer } = buildMail(infra, users.userAdmin);
+    const { mail, mailer } = buildMail(infra, users.userAdmin, management.management);
     const pages = { pages: new Pages(loadLook(cfg.branding, cfg.localesDir), infra.basePath) };
     const services: Services = { ...infra, ...protocol, ...signIn, ...mail, ...pages, ...management };
     const metricsApp = buildMetricsApp(built.metrics, infra.log);

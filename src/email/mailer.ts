@@ -11,13 +11,14 @@ import type { Config } from '../config/schema.js';
 import { CATALOGUES, format, type Messages } from '../page-kit/i18n.js';
 
 /** The messages Sigil sends, each a subject, a paragraph, a link and the "ignore this" line. */
-export type MailKind = 'reset' | 'verify' | 'register' | 'registered';
+export type MailKind = 'reset' | 'verify' | 'register' | 'registered' | 'invitation';
 
 const TEXTS: Record<MailKind, { subject: keyof Messages; body: keyof Messages }> = {
   reset: { subject: 'mailResetSubject', body: 'mailResetBody' },
   verify: { subject: 'mailVerifySubject', body: 'mailVerifyBody' },
   register: { subject: 'mailRegisterSubject', body: 'mailRegisterBody' },
   registered: { subject: 'mailRegisteredSubject', body: 'mailRegisteredBody' },
+  invitation: { subject: 'mailInvitationSubject', body: 'mailInvitationBody' },
 };
 
 const HTML = `<!doctype html>

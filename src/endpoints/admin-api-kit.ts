@@ -14,7 +14,7 @@ import { DEFAULT_SECRET_GRACE_SECONDS, MAX_SECRET_GRACE_SECONDS } from '../admin
 import type { Caller } from './protected-resource.js';
 
 /** The services the management API's operations use. */
-export type AdminApiServices = Pick<Services, 'basePath' | 'events' | 'issuer' | 'management'>;
+export type AdminApiServices = Pick<Services, 'basePath' | 'events' | 'invitations' | 'issuer' | 'management'>;
 
 /** Where the API is mounted, below the issuer's path. */
 export const ADMIN_API_PATH = '/admin/v1';

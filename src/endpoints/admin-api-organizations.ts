@@ -1,7 +1,8 @@
 /**
  * The organizations of the management API (/admin/v1/organizations, `admin-api.ts`): list, read,
  * create, change by a JSON Merge Patch (RFC 7396) with `If-Match`, delete; and the members of an
- * organization: list (a page at a time), put (`{"roles": [...]}`), remove. Thin routes over
+ * organization: list (a page at a time), put (`{"roles": [...]}`), remove; and its invitations by
+ * mail: list the pending ones, invite (`{"email", "roles"}`), revoke. Thin routes over
  * `OrganizationAdmin`, which holds the rules (config-file organizations read-only but for their
  * members, a domain of one organization at most, members that are users); every change goes
  * through `AuditedChanges`, which records its `admin_changed` event.
@@ -15,7 +16,9 @@ import {
 } from '../config/schema.js';
 import type { OrganizationView } from '../admin/organizations.js';
 import { memberRoles } from '../admin/organization-members.js';
+import { MAX_INVITED_EMAIL } from '../email/organization-invitations.js';
 import {
+  ADMIN_API_PATH,
   type Answer,
   changes,
   ifMatch,
@@ -45,6 +48,18 @@ const oneOrganization = z.object({ organization: organizationOut });
 const memberOut = z.object({ subject: z.string(), roles: z.array(z.string()) });
 const memberBody = z.strictObject({ roles: memberRoles.default([]) });
 const membersQuery = z.strictObject(paging('Members'));
+const invitationBody = z.strictObject({
+  email: z.string().min(1).max(MAX_INVITED_EMAIL).meta({ description: 'The address the link is mailed to' }),
+  roles: memberRoles.default([]),
+});
+const invitationOut = z.object({
+  id: z.string().meta({ description: "The id to revoke it by (never the link's token)" }),
+  email: z.string(),
+  roles: z.array(z.string()),
+  createdAt: z.number().meta({ description: 'Unix seconds' }),
+  expiresAt: z.number().meta({ description: 'Unix seconds: the link works until then, once' }),
+});
+const invitationId = name(64).meta({ description: "The invitation's id" });
 
 /** An organization's answer: the item under `organization`, its ETag in the header. */
 function organizationAnswer(view: OrganizationView, status = 200): Answer {
@@ -145,6 +160,42 @@ export const ORGANIZATION_ROUTES: Route[] = [
     params: { name: organizationName, subject },
     handle: async (ctx, caller, p) => {
       await changes(ctx, caller).removeOrganizationMember(p.name ?? '', p.subject ?? '');
+      return { status: 204 };
+    },
+  },
+  {
+    method: 'GET',
+    url: '/organizations/:name/invitations',
+    summary: "An organization's pending invitations (neither accepted, revoked nor expired), newest first",
+    params: { name: organizationName },
+    response: z.object({ invitations: z.array(invitationOut) }),
+    handle: async (ctx, _c, p) => ({
+      status: 200,
+      body: { invitations: await ctx.invitations.pending(p.name ?? '') },
+    }),
+  },
+  {
+    method: 'POST',
+    url: '/organizations/:name/invitations',
+    summary:
+      'Invite an address with roles: mails a single-use link to /account/invitations/{token} (7 days); 409 without config email',
+    created: true,
+    params: { name: organizationName },
+    body: invitationBody,
+    response: z.object({ invitation: invitationOut }),
+    handle: async (ctx, caller, p, body) => {
+      const invite = parsed(invitationBody, body);
+      const invitation = await ctx.invitations.invite(p.name ?? '', invite, caller, ADMIN_API_PATH);
+      return { status: 201, body: { invitation } };
+    },
+  },
+  {
+    method: 'DELETE',
+    url: '/organizations/:name/invitations/:id',
+    summary: 'Revoke a pending invitation: its link no longer works',
+    params: { name: organizationName, id: invitationId },
+    handle: async (ctx, caller, p) => {
+      await ctx.invitations.revoke(p.name ?? '', p.id ?? '', caller, ADMIN_API_PATH);
       return { status: 204 };
     },
   },

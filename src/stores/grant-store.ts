@@ -34,7 +34,9 @@ export type GrantType =
   /** A password checked, the security key still to come (`mfa/webauthn.ts`). */
   | 'webauthn_pending'
   /** A link sent by mail: password reset, address verification, registration (`records/email-links.ts`). */
-  | 'email_link';
+  | 'email_link'
+  /** An invitation to join an organization, sent by mail (`records/organization-invitations.ts`). */
+  | 'org_invitation';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {

@@ -13,6 +13,7 @@ import { GrantFamilies } from './families.js';
 import { FederationStates } from './federation-states.js';
 import { PendingEnrollments } from './mfa-enrollments.js';
 import { PendingSignIns } from './mfa-pending.js';
+import { OrganizationInvitationRecords } from './organization-invitations.js';
 import { PushedRequests } from './pushed-requests.js';
 import { AccessTokens } from './reference-tokens.js';
 import { RefreshTokens } from './refresh-tokens.js';
@@ -37,6 +38,7 @@ export interface GrantRecords {
   dpopNonces: DPoPNonceRecords;
   families: GrantFamilies;
   emailLinks: EmailLinks;
+  invitations: OrganizationInvitationRecords;
 }
 
 /** The repositories over `grants` (once per store: `Store.records`). */
@@ -57,5 +59,6 @@ export function grantRecords(grants: GrantStore): GrantRecords {
     dpopNonces: new DPoPNonceRecords(grants),
     families: new GrantFamilies(grants),
     emailLinks: new EmailLinks(grants),
+    invitations: new OrganizationInvitationRecords(grants),
   };
 }
