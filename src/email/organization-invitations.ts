@@ -16,6 +16,7 @@
  *   roles it grants are the organization's (Auth0 likewise asks the invitee to sign in with the
  *   invited address). Another user gets a page saying so; the invitation stays usable.
  */
+import { OAuthError } from '../protocol/errors.js';
 import type { Logger } from 'pino';
 import { newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import type { EventBus } from '../events/events.js';
@@ -79,8 +80,9 @@ export class OrganizationInvitations {
    * Invites `body.email` to organization `name` with `body.roles`, and mails the link (in `lang`).
    * Audited `organization.invitation_create` (address and roles, never the token).
    * @throws AdminError `not_found` (no such organization), `invalid` (email, roles), `conflict`
-   *   (mail is not configured; MAX_PENDING_INVITATIONS pending); the mailer's Error when the SMTP
-   *   server refuses (the invitation is revoked then).
+   *   (mail is not configured; MAX_PENDING_INVITATIONS pending); OAuthError 503
+   *   `temporarily_unavailable` when the SMTP server refuses or cannot be reached (the invitation is
+   *   revoked then).
    */
   async invite(
     name: string,
@@ -117,7 +119,13 @@ export class OrganizationInvitations {
     } catch (err) {
       const stored = await this.deps.store.records.invitations.findLive(token, now);
       if (stored) await this.deps.store.records.invitations.revoke(stored, nowSeconds());
-      throw err;
+      // The caller gets a 503 it may retry, never a 500; the log keeps the SMTP server's reason.
+      this.deps.log.warn({ err, organization: name }, 'organization invitation: the mail could not be sent');
+      throw new OAuthError(
+        'temporarily_unavailable',
+        'the invitation mail could not be sent; nothing was kept, try again later',
+        503,
+      );
     }
     emitAdminChange(this.deps.events, endpoint, actor, 'organization.invitation_create', target(name), {
       id: data.id,

@@ -235,3 +235,38 @@ describe('organization invitations without config email', () => {
     }
   });
 });
+
+describe('organization invitations when the SMTP server cannot be reached', () => {
+  it('answers 503, keeps no pending invitation, and never a 500', async () => {
+    const base = testConfig();
+    const closed = await new SmtpReceiver().start();
+    const url = closed.url;
+    await closed.close();
+    const down = await startSigil({
+      clients: [...(base.clients ?? []), automation],
+      organizations: [{ name: 'acme', displayName: 'Acme Corp' }],
+      email: { smtpUrl: url, from: 'id@acme.example' },
+    });
+    try {
+      const token = (await clientTokens(down, 'sigil:admin', ['automation', 'automation-secret'])).access_token;
+      const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+      const post = await down.app.inject({
+        method: 'POST',
+        url: '/admin/v1/organizations/acme/invitations',
+        headers,
+        payload: JSON.stringify({ email: 'x@example.net', roles: [] }),
+      });
+      expect(post.statusCode, post.body).toBe(503);
+      expect(post.body).toContain('temporarily_unavailable');
+      const list = await down.app.inject({
+        method: 'GET',
+        url: '/admin/v1/organizations/acme/invitations',
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(list.statusCode).toBe(200);
+      expect(JSON.stringify(list.json())).not.toContain('x@example.net');
+    } finally {
+      await down.close();
+    }
+  });
+});
