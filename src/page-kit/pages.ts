@@ -49,12 +49,26 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
 <% if (it.toAccount) { %><input type="hidden" name="return" value="account"><% } %>
+<% if (it.step === 'identify') { %>
+<label for="username"><%= it.t.usernameOrEmail %></label>
+<input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="<%= it.passkeys ? 'username webauthn' : 'username' %>" autocapitalize="none" spellcheck="false" required autofocus>
+<div class="actions">
+<button type="submit" name="button" value="next" class="primary"><%= it.t.next %></button>
+<% } else if (it.step === 'password') { %>
+<label for="username"><%= it.t.usernameOrEmail %></label>
+<input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="username" readonly>
+<label for="password"><%= it.t.password %></label>
+<input type="password" id="password" name="password" autocomplete="current-password" required autofocus>
+<div class="actions">
+<button type="submit" name="button" value="login" class="primary"><%= it.t.signIn %></button>
+<% } else { %>
 <label for="username"><%= it.t.username %></label>
 <input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="<%= it.passkeys ? 'username webauthn' : 'username' %>" autocapitalize="none" spellcheck="false" required autofocus>
 <label for="password"><%= it.t.password %></label>
 <input type="password" id="password" name="password" autocomplete="current-password" required>
 <div class="actions">
 <button type="submit" name="button" value="login" class="primary"><%= it.t.signIn %></button>
+<% } %>
 <button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
 </div>
 </form>

@@ -17,7 +17,7 @@ import { sendLoggedOut } from './signed-out.js';
 import { formOf, formRoute } from './forms.js';
 import { secondStepAfterPassword } from './account-mfa.js';
 import { denyPage } from './outcome-pages.js';
-import { continueAfterSignIn, loginPage } from './sign-in.js';
+import { continueAfterSignIn, homeRealmRedirect, loginPage } from './sign-in.js';
 import { limiterAllows, refused } from './attempts.js';
 import { originOf } from '../http/request.js';
 import { DirectoryUnavailable } from '../users/directory.js';
@@ -45,7 +45,12 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
     const browser = browserOf(ctx, request, reply);
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
     if (id !== undefined && !interaction) return expiredPage(ctx, request, reply);
-    return loginPage(ctx, request, reply, id, interaction, interaction?.request.loginHint ?? '', undefined);
+    // A login_hint at an organization's domain goes to its provider as a typed address would.
+    const hint = interaction?.request.loginHint ?? '';
+    return (
+      homeRealmRedirect(ctx, reply, id, interaction, hint) ??
+      loginPage(ctx, request, reply, id, interaction, hint, undefined)
+    );
   });
 
   app.post('/account/login', form, async (request, reply) => {
@@ -60,6 +65,12 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
       return loginPage(ctx, request, reply, id, interaction, '', undefined);
     }
     const username = single(body, 'username') ?? '';
+    // Identity-first: the address alone, to its organization's provider or on to the password step.
+    if (single(body, 'button') === 'next')
+      return (
+        homeRealmRedirect(ctx, reply, id, interaction, username) ??
+        loginPage(ctx, request, reply, id, interaction, username, undefined)
+      );
     const password = single(body, 'password') ?? '';
     const tenant = interaction ? interaction.request.tenant : null;
     const attempt = userAttempt(request.ip, tenant, username);

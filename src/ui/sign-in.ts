@@ -13,10 +13,40 @@ import type { Interaction } from '../stores/records/interactions.js';
 import type { User } from '../users/users.js';
 import { language } from './language.js';
 import type { OutcomesServices } from '../interaction/outcomes.js';
+import { homeRealmProvider, identityFirst } from '../interaction/home-realm.js';
 
 /** The services this module uses. */
-export type SignInPageServices = Pick<Services, 'basePath' | 'clients' | 'config' | 'email' | 'pages' | 'upstream'> &
+export type SignInPageServices = Pick<
+  Services,
+  'basePath' | 'clients' | 'config' | 'email' | 'organizations' | 'pages' | 'upstream'
+> &
   OutcomesServices;
+
+/** Where the sign-in through upstream provider `name` starts for pending request `id` (below the base path). */
+function providerStart(name: string, id: string): string {
+  return `/federation/${encodeURIComponent(name)}/login?interaction=${encodeURIComponent(id)}`;
+}
+
+/**
+ * Home-realm discovery: the redirect to the upstream provider of the organization whose email
+ * domain `address` is at, when the pending request's client may use it and the request names no
+ * other organization (`homeRealmProvider`); undefined for a password sign-in at Sigil. It looks at
+ * the domain only, so it answers alike for known and unknown users.
+ */
+export function homeRealmRedirect(
+  ctx: SignInPageServices,
+  reply: FastifyReply,
+  id: string | undefined,
+  interaction: Interaction | undefined,
+  address: string,
+): FastifyReply | undefined {
+  const client = interaction ? ctx.clients.get(interaction.request.clientId) : undefined;
+  if (id === undefined || !interaction || !client) return undefined;
+  const allowed = ctx.upstream.allowedFor(client.identityProviderRestrictions).map((p) => p.name);
+  const provider = homeRealmProvider(address, ctx.organizations, allowed, interaction.request.organization?.id);
+  if (provider === undefined) return undefined;
+  return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${providerStart(provider, id)}`, 303);
+}
 
 /**
  * Ends a successful sign-in at Sigil (`finishSignIn`), then resumes the pending request, or,
@@ -42,7 +72,11 @@ export async function continueAfterSignIn(
   });
 }
 
-/** Renders the login page, with an error text when a sign-in failed. */
+/**
+ * Renders the login page, with an error text when a sign-in failed. When an organization lists
+ * email domains (`identityFirst`), it asks for the username or email alone first (`identify`, button
+ * `next`), then for the password with the username kept (`password`); otherwise both at once.
+ */
 export function loginPage(
   ctx: SignInPageServices,
   request: FastifyRequest,
@@ -76,6 +110,7 @@ export function loginPage(
         (queryString(request, 'return') === 'account' ||
           (request.body instanceof Params && single(request.body, 'return') === 'account')),
       username,
+      step: identityFirst(ctx.organizations) ? (username === '' ? 'identify' : 'password') : undefined,
       clientName: client ? (client.clientName ?? client.clientId) : undefined,
       tenant: pending?.tenant ?? null,
       // The upstream providers the client may use (federation), as links that keep the request.
@@ -83,7 +118,7 @@ export function loginPage(
         id && client
           ? ctx.upstream.allowedFor(client.identityProviderRestrictions).map((p) => ({
               label: p.displayName ?? p.name,
-              href: `/federation/${encodeURIComponent(p.name)}/login?interaction=${encodeURIComponent(id)}`,
+              href: providerStart(p.name, id),
             }))
           : [],
       error: error ? ctx.pages.text(lang, error) : undefined,
