@@ -61,6 +61,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <input type="password" id="password" name="password" autocomplete="current-password" required autofocus>
 <div class="actions">
 <button type="submit" name="button" value="login" class="primary"><%= it.t.signIn %></button>
+<button type="submit" name="button" value="back" formnovalidate><%= it.t.otherAccount %></button>
 <% } else { %>
 <label for="username"><%= it.t.username %></label>
 <input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="<%= it.passkeys ? 'username webauthn' : 'username' %>" autocapitalize="none" spellcheck="false" required autofocus>

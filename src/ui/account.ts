@@ -64,6 +64,8 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
       if (id && interaction) return denyPage(ctx, request, reply, { id, interaction });
       return loginPage(ctx, request, reply, id, interaction, '', undefined);
     }
+    // Identity-first: the password step's way back to the first step, for another username.
+    if (single(body, 'button') === 'back') return loginPage(ctx, request, reply, id, interaction, '', undefined);
     const username = single(body, 'username') ?? '';
     // Identity-first: the address alone, to its organization's provider or on to the password step.
     if (single(body, 'button') === 'next')

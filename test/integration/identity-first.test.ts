@@ -98,6 +98,20 @@ describe('identity-first sign-in', () => {
     }
   });
 
+  it('goes back from the password step to the first step for another account', async () => {
+    const { browser, page } = await loginPageFor(sigil, { login_hint: 'alice' });
+    const back = await browser.post('/account/login', {
+      csrf_token: input(page.body, 'csrf_token'),
+      interaction: input(page.body, 'interaction'),
+      username: 'alice',
+      button: 'back',
+    });
+    expect(back.status).toBe(200);
+    expect(back.body).toContain('value="next"');
+    expect(back.body).not.toContain('name="password"');
+    expect(input(back.body, 'username')).toBe('');
+  });
+
   it('signs in with the password after the first step', async () => {
     const { browser, page } = await loginPageFor(sigil);
     const step = await next(browser, page, 'alice');
