@@ -4,7 +4,7 @@
  * client's registered `requestUris`, https, short timeout, small size, no redirects).
  */
 import { decodeProtectedHeader, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import { FAPI2_ALGORITHMS } from '../config/schema.js';
+import { ASYMMETRIC_ASSERTION_ALGORITHMS, FAPI2_ALGORITHMS, SYMMETRIC_ASSERTION_ALGORITHMS } from '../config/schema.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import type { Client } from '../clients/registry.js';
 import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from '../protocol/json-bounds.js';
@@ -14,20 +14,9 @@ export const MAX_REQUEST_OBJECT = 51_200;
 /** Time allowed to fetch a `request_uri`, in milliseconds. */
 const FETCH_TIMEOUT_MS = 5_000;
 /** Asymmetric request object algorithms verified with the client's keys (discovery lists them). */
-export const REQUEST_OBJECT_ASYMMETRIC = [
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'EdDSA',
-];
+export const REQUEST_OBJECT_ASYMMETRIC: string[] = [...ASYMMETRIC_ASSERTION_ALGORITHMS];
 /** HMAC request object algorithms, keyed with the client's clear-text secret. */
-export const REQUEST_OBJECT_SYMMETRIC = ['HS256', 'HS384', 'HS512'];
+export const REQUEST_OBJECT_SYMMETRIC: string[] = [...SYMMETRIC_ASSERTION_ALGORITHMS];
 const SYMMETRIC = REQUEST_OBJECT_SYMMETRIC;
 
 const invalidObject = (description: string) => new OAuthError('invalid_request_object', description);

@@ -15,8 +15,8 @@ export const TOKEN_ENDPOINT_AUTH_METHODS = [
 ] as const;
 export type TokenEndpointAuthMethod = (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number];
 
-/** Algorithms of `private_key_jwt` client assertions (JWA, RFC 7518 §3.1; EdDSA: RFC 8037). */
-export const ASYMMETRIC_ASSERTION_ALGORITHMS = [
+/** Algorithms Sigil can sign tokens with (JWA, RFC 7518 §3.1; EdDSA with Ed25519: RFC 8037). */
+export const SIGNING_ALGORITHMS = [
   'RS256',
   'RS384',
   'RS512',
@@ -28,6 +28,12 @@ export const ASYMMETRIC_ASSERTION_ALGORITHMS = [
   'ES512',
   'EdDSA',
 ] as const;
+export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
+/**
+ * Algorithms of `private_key_jwt` client assertions and of request objects signed with a client's
+ * keys: the JWS algorithms Sigil signs with (JWA, RFC 7518 §3.1; EdDSA: RFC 8037).
+ */
+export const ASYMMETRIC_ASSERTION_ALGORITHMS = SIGNING_ALGORITHMS;
 /** Algorithms of `client_secret_jwt` client assertions: HMAC over the client's clear-text secret. */
 export const SYMMETRIC_ASSERTION_ALGORITHMS = ['HS256', 'HS384', 'HS512'] as const;
 /** Every client assertion algorithm Sigil verifies (`none` is never one). */
@@ -48,20 +54,6 @@ export const BUILT_IN_GRANT_TYPES = [
   'urn:ietf:params:oauth:grant-type:token-exchange',
 ] as const;
 
-/** Algorithms Sigil can sign tokens with (JWA, RFC 7518 §3.1; EdDSA with Ed25519: RFC 8037). */
-export const SIGNING_ALGORITHMS = [
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'EdDSA',
-] as const;
-export type SigningAlgorithm = (typeof SIGNING_ALGORITHMS)[number];
 /**
  * Default `signingAlgorithms`: RS256 signs by default; ES256 serves FAPI 2.0 clients.
  * PS256 and EdDSA are available by listing them (one key each is generated on first start).
