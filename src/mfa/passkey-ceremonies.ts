@@ -240,8 +240,8 @@ export class PasskeyCeremonies {
    * passkey used as the second step) while WebAuthn is enabled. Whether a user is asked is MFA
    * core's decision (`MfaService.nextStep`); this is where users with a credential are sent.
    * @param interaction the pending authorization request's id, if any
-   * @param options `codeLink`: where the step's page offers a one-time code instead; `toAccount`:
-   *   continue at /account afterwards
+   * @param options `codeLink`: where the step's page offers a one-time code instead; `returnTo`:
+   *   the account page to continue at afterwards
    * @returns the step and the cookie that names it (Max-Age `webauthn.challengeLifetime`), or
    *   undefined when the step does not apply (the caller signs in at once).
    */
@@ -249,7 +249,7 @@ export class PasskeyCeremonies {
     user: User,
     browser: string,
     interaction: string | undefined,
-    options: { codeLink?: string; toAccount?: boolean },
+    options: { codeLink?: string; returnTo?: string },
   ): Promise<{ pending: WebAuthnPending; cookie: CookieValue } | undefined> {
     if (!this.config.enabled) return undefined;
     if ((await this.credentials.list(user.subjectId)).length === 0) return undefined;
@@ -263,7 +263,7 @@ export class PasskeyCeremonies {
       interaction: interaction ?? '',
       browser,
       ...(options.codeLink ? { codeLink: options.codeLink } : {}),
-      ...(options.toAccount ? { toAccount: true } : {}),
+      ...(options.returnTo ? { returnTo: options.returnTo } : {}),
     };
     await this.steps.put(handle, pending, now, now + lifetime);
     return { pending, cookie: { value: handle, maxAge: lifetime } };

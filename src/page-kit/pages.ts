@@ -48,7 +48,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <%~ include('@csrf', it) %>
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
 <% if (it.uiLocales) { %><input type="hidden" name="ui_locales" value="<%= it.uiLocales %>"><% } %>
-<% if (it.toAccount) { %><input type="hidden" name="return" value="account"><% } %>
+<% if (it.returnTo) { %><input type="hidden" name="return" value="<%= it.returnTo %>"><% } %>
 <% if (it.step === 'identify') { %>
 <label for="username"><%= it.t.usernameOrEmail %></label>
 <input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="<%= it.passkeys ? 'username webauthn' : 'username' %>" autocapitalize="none" spellcheck="false" required autofocus>

@@ -37,6 +37,7 @@ import type { OutcomesServices } from '../interaction/outcomes.js';
 import type { PasskeysPageServices } from './passkeys.js';
 import type { ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
+import { ACCOUNT_PATH, signInReturningTo } from './return-path.js';
 
 /** The services this module uses. */
 export type AccountMfaPageServices = Pick<
@@ -49,7 +50,7 @@ export type AccountMfaPageServices = Pick<
   PasskeysPageServices;
 
 /** Where a sign-in continues once complete. */
-type Next = { interaction: string } | { account: true } | { done: string };
+type Next = { interaction: string } | { returnTo: string } | { done: string };
 
 /** Registers `/account`, `/account/mfa`, `/account/totp`, `/account/recovery`, `/account/factors/remove`. */
 export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageServices): void {
@@ -72,7 +73,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
         reply,
         who.session.subjectId,
         await liveInteraction(ctx, id, browser),
-        false,
+        undefined,
       );
       if (sent) return reply;
     }
@@ -153,7 +154,9 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
   app.get('/account', async (request, reply) => {
     const session = await sessionOf(ctx, request);
     if (!session)
-      return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
+      return reply
+        .header('cache-control', 'no-store')
+        .redirect(`${ctx.basePath}${signInReturningTo(ACCOUNT_PATH)}`, 303);
     return accountPage(ctx, request, reply, session, undefined);
   });
 
@@ -194,7 +197,7 @@ export async function secondStepAfterPassword(
   if (step === 'none') return undefined;
   if (
     step === 'security-key' &&
-    (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.toAccount === true))
+    (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.returnTo))
   )
     return reply;
   const page = step === 'enroll' ? '/account/totp' : '/account/mfa';
@@ -212,7 +215,7 @@ async function keyStep(
   reply: FastifyReply,
   subjectId: string,
   interaction: string | undefined,
-  toAccount: boolean,
+  returnTo: string | undefined,
 ): Promise<boolean> {
   const user = await ctx.users.findBySubject(subjectId);
   if (!user?.isActive) return false;
@@ -222,7 +225,7 @@ async function keyStep(
   const lang = await pendingLanguage(ctx, request, reply, interaction);
   return securityKeyStep(ctx, request, reply, user, interaction, lang, {
     ...(codeLink ? { codeLink } : {}),
-    toAccount,
+    ...(returnTo ? { returnTo } : {}),
   });
 }
 
@@ -258,11 +261,11 @@ export async function completeSecondFactor(
     const pending = p.interaction && interaction ? { id: p.interaction, interaction } : undefined;
     await finishSignIn(ctx, request, reply, user, { amr, idp: p.idp, tenant: p.tenant, endpoint: 'login' }, pending);
     if (pending) next = { interaction: pending.id };
-    else next = p.toAccount ? { account: true } : { done: user.username };
+    else next = p.returnTo ? { returnTo: p.returnTo } : { done: user.username };
   } else {
     if (!(await upgradeSession(ctx, request, reply, amrWith(who.session.amr, kind))))
       return expiredPage(ctx, request, reply);
-    next = stepUpNext ?? { account: true };
+    next = stepUpNext ?? { returnTo: ACCOUNT_PATH };
   }
   if ('interaction' in next) {
     const interaction = await ctx.interactions.get(next.interaction, browser);
@@ -270,7 +273,10 @@ export async function completeSecondFactor(
     const path = resumePath(next.interaction, interaction);
     return asLink ? path : reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${path}`, 303);
   }
-  if ('account' in next || asLink) return asLink ? '/account' : reply.redirect(`${ctx.basePath}/account`, 303);
+  if ('returnTo' in next || asLink) {
+    const path = 'returnTo' in next ? next.returnTo : ACCOUNT_PATH;
+    return asLink ? path : reply.redirect(`${ctx.basePath}${path}`, 303);
+  }
   return ctx.pages.send(reply, 'message', lang, {
     titleKey: 'signedInTitle',
     textKey: 'signedInAs',
@@ -311,7 +317,7 @@ async function changeAllowed(
 ): Promise<Session | undefined> {
   const session = await sessionOf(ctx, request);
   if (!session) {
-    reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
+    reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${signInReturningTo(ACCOUNT_PATH)}`, 303);
     return undefined;
   }
   if (!(await ctx.mfa.mayChangeFactors(session))) {
@@ -356,7 +362,7 @@ async function accountPage(
       recoveryLeft: all.filter((f) => f.kind === RECOVERY_KIND && f.counter === 0).length,
       hasSecond: all.some((f) => FACTOR_KINDS[f.kind]?.secondFactor),
       canChange: await ctx.mfa.mayChangeFactors(session),
-      reauth: '/account/login?return=account',
+      reauth: signInReturningTo(ACCOUNT_PATH),
       notice: notice ? ctx.pages.text(lang, notice) : undefined,
     },
     status,

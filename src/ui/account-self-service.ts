@@ -31,6 +31,7 @@ import type { ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
 
 import type { FormServices } from './forms.js';
+import { ACCOUNT_PATH, signInReturningTo } from './return-path.js';
 /** The services this module uses. */
 export type AccountSelfServicePageServices = Pick<
   Services,
@@ -79,7 +80,7 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
   const signedIn = async (request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> => {
     const session = await sessionOf(ctx, request);
     if (!session)
-      reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
+      reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${signInReturningTo(ACCOUNT_PATH)}`, 303);
     return session;
   };
 

@@ -27,6 +27,7 @@ import type { SignInPageServices } from './sign-in.js';
 import type { AccountMfaPageServices } from './account-mfa.js';
 import type { ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
+import { returnPath } from './return-path.js';
 
 /** The services this module uses. */
 export type AccountPageServices = Pick<Services, 'events' | 'interactions' | 'issuer' | 'limiter' | 'pages' | 'users'> &
@@ -112,14 +113,14 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
     await rememberKnownBrowser(ctx, reply, user);
     // A user with a second factor (a one-time code or a security key), or a client or request
     // needing one: the second step first (src/mfa/factors.ts, MfaService.nextStep).
-    const toAccount = !id && single(body, 'return') === 'account';
+    const returnTo = id ? undefined : returnPath(single(body, 'return'));
     const first = {
       subjectId: user.subjectId,
       tenant: user.tenant,
       amr: ['pwd'],
       idp: 'local',
       ...(id ? { interaction: id } : {}),
-      ...(toAccount ? { toAccount } : {}),
+      ...(returnTo ? { returnTo } : {}),
     };
     const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
     if (second) return second;
@@ -131,7 +132,7 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
       ['pwd'],
       id && interaction ? { id, interaction } : undefined,
       lang,
-      toAccount,
+      returnTo,
     );
   });
 

@@ -1,8 +1,8 @@
 /**
  * `/account/invitations/{token}`: the link of an invitation to an organization
  * (`email/organization-invitations.ts`). GET shows the organization's display name; a visitor
- * who is not signed in is asked to sign in with the invited address (or to create an account when
- * self-registration is on) and to open the link again; a signed-in user gets a form whose POST
+ * who is not signed in is asked to sign in with the invited address (the sign-in returns here) or
+ * to create an account when self-registration is on (then to open the link again); a signed-in user gets a form whose POST
  * (CSRF-checked, `button=accept`) accepts: a mail scanner that fetches the link accepts nothing.
  * A link that is not live (used, revoked, expired) gets the expired page; a user who does not hold
  * the invited address, confirmed, a page saying so (the invitation stays for its invitee).
@@ -15,6 +15,7 @@ import { single } from '../http/fields.js';
 import { INVITATION_TEMPLATES } from '../page-kit/invitation-pages.js';
 import { type ErrorPageServices, expiredPage } from './error-page.js';
 import { language } from './language.js';
+import { signInReturningTo } from './return-path.js';
 
 /** The services this module uses. */
 export type InvitationPageServices = Pick<Services, 'basePath' | 'config' | 'invitations' | 'pages'> &
@@ -42,6 +43,7 @@ export function invitationPages(app: FastifyInstance, ctx: InvitationPageService
       signUp: ctx.config.email?.selfRegistration === true,
       values,
       token: encodeURIComponent(token),
+      signInPath: signInReturningTo(linkOf(token)),
       ...(session ? { csrf: reply.generateCsrf() } : {}),
     });
   });
@@ -52,7 +54,9 @@ export function invitationPages(app: FastifyInstance, ctx: InvitationPageService
     if (!token || single(formOf(request), 'button') !== 'accept') return expiredPage(ctx, request, reply);
     const session = await sessionOf(ctx, request);
     if (!session)
-      return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}/account/login?return=account`, 303);
+      return reply
+        .header('cache-control', 'no-store')
+        .redirect(`${ctx.basePath}${signInReturningTo(linkOf(token))}`, 303);
     const outcome = await ctx.invitations.accept(token, session.subjectId, INVITATION_PATH);
     if (!outcome.ok && outcome.reason === 'wrong_user')
       return ctx.pages.send(reply, 'message', lang, { titleKey: 'errorTitle', textKey: 'invitationWrongUser' }, 403);
@@ -63,6 +67,11 @@ export function invitationPages(app: FastifyInstance, ctx: InvitationPageService
       values: { organization: outcome.displayName },
     });
   });
+}
+
+/** The invitation's page, below the issuer's path: where a sign-in started here returns to. */
+function linkOf(token: string): string {
+  return `${INVITATION_PATH}/${encodeURIComponent(token)}`;
 }
 
 /** The path's token, when of a plausible length. */

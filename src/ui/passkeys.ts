@@ -58,7 +58,7 @@ function browserBundle(): string {
  * step applies (`PasskeyCeremonies.startStep`: WebAuthn enabled and the user has a credential),
  * sets its cookie and sends its page. The session starts only after the key.
  * @param options.codeLink where the page offers a one-time code instead (the user also has TOTP
- *   or recovery codes); `toAccount`: continue at /account afterwards
+ *   or recovery codes); `returnTo`: the account page to continue at afterwards
  * @returns true when the step page was sent (the caller returns), false to sign in at once.
  */
 export async function securityKeyStep(
@@ -68,7 +68,7 @@ export async function securityKeyStep(
   user: User,
   interactionId: string | undefined,
   lang: string,
-  options: { codeLink?: string; toAccount?: boolean } = {},
+  options: { codeLink?: string; returnTo?: string } = {},
 ): Promise<boolean> {
   const started = await ctx.passkeys.startStep(user, browserOf(ctx, request, reply), interactionId, options);
   if (!started) return false;
@@ -340,7 +340,7 @@ export function passkeyPages(app: FastifyInstance, ctx: PasskeysPageServices): v
       done.amr,
       id && interaction ? { id, interaction } : undefined,
       lang,
-      pending.toAccount === true,
+      pending.returnTo,
     );
   });
 }

@@ -14,6 +14,7 @@ import type { User } from '../users/users.js';
 import { language } from './language.js';
 import type { OutcomesServices } from '../interaction/outcomes.js';
 import { homeRealmProvider, identityFirst } from '../interaction/home-realm.js';
+import { returnPath } from './return-path.js';
 
 /** The services this module uses. */
 export type SignInPageServices = Pick<
@@ -50,7 +51,7 @@ export function homeRealmRedirect(
 
 /**
  * Ends a successful sign-in at Sigil (`finishSignIn`), then resumes the pending request, or,
- * without one, goes to /account (`toAccount`: the sign-in started there) or says who is signed in.
+ * without one, goes to the account page it started at (`returnTo`, from `returnPath`) or says who is signed in.
  */
 export async function continueAfterSignIn(
   ctx: SignInPageServices,
@@ -60,11 +61,11 @@ export async function continueAfterSignIn(
   amr: string[],
   pending: Pending | undefined,
   lang: string,
-  toAccount = false,
+  returnTo?: string,
 ): Promise<FastifyReply> {
   await finishSignIn(ctx, request, reply, user, { amr, idp: 'local', tenant: user.tenant, endpoint: 'login' }, pending);
   if (pending) return resume(ctx, reply, pending);
-  if (toAccount) return reply.redirect(`${ctx.basePath}/account`, 303);
+  if (returnTo) return reply.redirect(`${ctx.basePath}${returnTo}`, 303);
   return ctx.pages.send(reply, 'message', lang, {
     titleKey: 'signedInTitle',
     textKey: 'signedInAs',
@@ -104,11 +105,14 @@ export function loginPage(
       csrf: reply.generateCsrf(),
       interaction: id,
       uiLocales: pending?.uiLocales,
-      // Continue at /account after signing in (its "sign in again" link); a fixed value, no URL.
-      toAccount:
-        id === undefined &&
-        (queryString(request, 'return') === 'account' ||
-          (request.body instanceof Params && single(request.body, 'return') === 'account')),
+      // The account page to continue at after signing in (its "sign in" links); never a URL.
+      returnTo:
+        id === undefined
+          ? returnPath(
+              queryString(request, 'return') ??
+                (request.body instanceof Params ? single(request.body, 'return') : undefined),
+            )
+          : undefined,
       username,
       step: identityFirst(ctx.organizations) ? (username === '' ? 'identify' : 'password') : undefined,
       clientName: client ? (client.clientName ?? client.clientId) : undefined,

@@ -187,7 +187,7 @@ describe('the host app keeps its own behaviour', () => {
     // Redirects to Sigil's own pages keep the prefix.
     const account = await fetch(`${issuer}/account`, { redirect: 'manual' });
     expect(account.status).toBe(303);
-    expect(account.headers.get('location')).toBe('/id/account/login?return=account');
+    expect(account.headers.get('location')).toBe('/id/account/login?return=%2Faccount');
   });
 
   it('registration is refused when the prefix is not the issuer’s path, or the host’s CSRF protection would be inherited', async () => {

@@ -274,7 +274,7 @@ describe('sessions', () => {
   it('sends a signed-out visitor to the login page', async () => {
     const res = await new Browser(sigil).get('/account/sessions');
     expect(res.status).toBe(303);
-    expect(res.location).toBe('/account/login?return=account');
+    expect(res.location).toBe('/account/login?return=%2Faccount');
   });
 });
 

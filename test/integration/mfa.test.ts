@@ -537,10 +537,10 @@ describe('/account', () => {
     const b = new Browser(sigil);
     const res = await b.get('/account');
     expect(res.status).toBe(303);
-    expect(res.location).toBe('/account/login?return=account');
+    expect(res.location).toBe('/account/login?return=%2Faccount');
     const login = await b.get(res.location!);
-    expect(input(login.body, 'return')).toBe('account');
-    const signedIn = await b.submitLogin(login, 'bob', 'bob', { return: 'account' });
+    expect(input(login.body, 'return')).toBe('/account');
+    const signedIn = await b.submitLogin(login, 'bob', 'bob', { return: '/account' });
     expect(signedIn.location).toBe('/account');
     expect((await b.get('/account')).body).toContain('href="/account/totp"');
   });
@@ -581,11 +581,11 @@ describe('/account', () => {
     const { b } = await aliceWithTotp();
     const fresh = await b.get('/account');
     expect(fresh.body).toContain('name="factor"');
-    expect(fresh.body).not.toContain('href="/account/login?return=account"');
+    expect(fresh.body).not.toContain('href="/account/login?return=%2Faccount"');
     vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 61_000 });
     try {
       const page = await b.get('/account');
-      expect(page.body).toContain('href="/account/login?return=account"');
+      expect(page.body).toContain('href="/account/login?return=%2Faccount"');
       expect(page.body).not.toContain('name="factor"');
       // A form fetched while the sign-in was fresh is refused once it is not.
       const refused = await b.post('/account/recovery', {

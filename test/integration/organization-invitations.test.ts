@@ -41,6 +41,7 @@ beforeAll(async () => {
     ['vera', 'vera@example.net', true],
     ['uma', 'uma@example.net', false],
     ['walt', 'walt@example.net', true],
+    ['xena', 'xena@example.net', true],
   ] as const) {
     const res = await call('POST', '/users', { username, password: 'orchard-lantern-58', email, emailVerified });
     expect(res.statusCode, res.body).toBe(201);
@@ -108,7 +109,7 @@ describe('organization invitations', () => {
     const anonymous = await new Browser(sigil).get(link);
     expect(anonymous.status).toBe(200);
     expect(anonymous.body).toContain('Acme Corp');
-    expect(anonymous.body).toContain('/account/login?return=account');
+    expect(anonymous.body).toContain(`/account/login?return=${encodeURIComponent(new URL(link).pathname)}`);
     expect(anonymous.body).toContain('/account/register');
     expect(anonymous.body).not.toContain('value="accept"');
     const vera = await signedIn('vera');
@@ -129,6 +130,39 @@ describe('organization invitations', () => {
     const more = await invite('vera@example.net', ['admin', 'viewer']);
     expect((await accept(vera, more.link)).status).toBe(200);
     expect(await rolesOf('vera')).toEqual(['billing', 'viewer', 'admin']);
+  });
+
+  it('brings a signed-out invitee back to the invitation after signing in, where they accept', async () => {
+    const { link } = await invite('xena@example.net', ['viewer']);
+    const xena = new Browser(sigil, '203.0.113.31');
+    const page = await xena.get(link);
+    const signIn = /href="([^"]*\/account\/login\?return=[^"]+)"/.exec(page.body)?.[1];
+    if (!signIn) throw new Error(`no sign-in link in:\n${page.body}`);
+    const login = await xena.get(signIn.replaceAll('&amp;', '&'));
+    expect(input(login.body, 'return')).toBe(new URL(link).pathname);
+    const back = await xena.submitLogin(login, 'xena', 'orchard-lantern-58', { return: input(login.body, 'return') });
+    expect(back.status, back.body).toBe(303);
+    expect(back.location).toBe(new URL(link).pathname);
+    const done = await accept(xena, link);
+    expect(done.status, done.body).toBe(200);
+    expect(await rolesOf('xena')).toEqual(['viewer']);
+  });
+
+  it('takes no other place to return to than its own account pages (no open redirect)', async () => {
+    for (const target of [
+      'https://evil.example/',
+      '//evil.example',
+      '/connect/authorize',
+      '/account/invitations/../x',
+    ]) {
+      const b = new Browser(sigil, '203.0.113.32');
+      const login = await b.get(`/account/login?return=${encodeURIComponent(target)}`);
+      expect(login.status).toBe(200);
+      expect(login.body).not.toContain('name="return"');
+      const posted = await b.submitLogin(login, 'xena', 'orchard-lantern-58', { return: target });
+      expect(posted.status, posted.body).toBe(200);
+      expect(posted.location).toBeUndefined();
+    }
   });
 
   it('refuses another user, and an unconfirmed address; the invitation stays for its invitee', async () => {

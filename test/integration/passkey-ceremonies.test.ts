@@ -64,7 +64,7 @@ afterAll(async () => {
 
 /** Starts alice's security key step in browser `browser`; returns its cookie value. */
 async function started(browser: string): Promise<string> {
-  const step = await ceremonies.startStep(alice, browser, undefined, { toAccount: true });
+  const step = await ceremonies.startStep(alice, browser, undefined, { returnTo: '/account' });
   if (!step) throw new Error('no step');
   return step.cookie.value;
 }

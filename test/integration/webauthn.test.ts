@@ -686,7 +686,7 @@ describe('enrolment for a user with only a passkey', () => {
     expect(totp.status).toBe(403);
     expect(totp.body).not.toContain('id="totp-secret"');
     const account = await b.get('/account');
-    expect(account.body).toContain('href="/account/login?return=account"');
+    expect(account.body).toContain('href="/account/login?return=%2Faccount"');
     expect(account.body).not.toContain('action="/account/factors/remove"');
     // The forms are not shown; a token from any page of this browser tries them anyway.
     const csrf = input((await b.get('/account/login')).body, 'csrf_token');

@@ -18,8 +18,8 @@ export interface PendingSignIn {
   idp: string;
   /** The pending authorization request (interaction id) to resume, if any. */
   interaction?: string;
-  /** Continue at /account afterwards (the sign-in started there). */
-  toAccount?: boolean;
+  /** The account page to continue at afterwards (`returnPath`: the sign-in started there). */
+  returnTo?: string;
   /**
    * The sign-in's decision (`nextStep`) was `enroll`: the only case in which this pending sign-in
    * may add a factor (/account/totp), and only while the user still has none.

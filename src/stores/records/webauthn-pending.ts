@@ -18,8 +18,8 @@ export interface WebAuthnPending {
   browser: string;
   /** The one-time code page, offered instead (the user also has TOTP or recovery codes). */
   codeLink?: string;
-  /** Continue at /account afterwards (the sign-in started there). */
-  toAccount?: boolean;
+  /** The account page to continue at afterwards (`returnPath`: the sign-in started there). */
+  returnTo?: string;
 }
 
 /** The `webauthn_pending` records, by cookie handle. Times are Unix seconds. */
