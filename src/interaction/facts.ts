@@ -12,7 +12,7 @@ import type { User } from '../users/users.js';
 import type { AuthorizeRequest } from '../validation/authorize-request.js';
 import { type DecisionFacts, mfaRequired, pageOf, stepUp } from './decide.js';
 import { verifiedEmailDomain } from './organization-access.js';
-import { memberOrganizations } from './organization-pick.js';
+import { userOrganizations } from './organization-pick.js';
 
 /** The services this module uses. */
 export type FactsServices = Pick<Services, 'mfa' | 'organizations' | 'store' | 'upstream'>;
@@ -52,8 +52,8 @@ export async function decisionFacts(
 /**
  * The organization facts of a signed-in user's request (`DecisionFacts.organization`): the one
  * `organization=` named or the user picked, with the user's membership; else, for a client that
- * requires one, the organizations the user is a member of (`memberOrganizations`: bounded, those
- * in force). An organization gone since it was named counts as none a user may enter.
+ * requires one, the organizations the user may pick (`userOrganizations`: bounded, those in force,
+ * and those of the provider they came through). An organization gone since it was named counts as none a user may enter.
  */
 async function organizationFacts(
   ctx: FactsServices,
@@ -80,7 +80,7 @@ async function organizationFacts(
     };
   }
   if (req.client.organizationUsage !== 'require') return {};
-  return { organization: { kind: 'choose', choices: await memberOrganizations(ctx, session.subjectId) } };
+  return { organization: { kind: 'choose', choices: await userOrganizations(ctx, session.subjectId, session.idp) } };
 }
 
 /**

@@ -15,25 +15,35 @@ export type OrganizationPickServices = Pick<Services, 'clients' | 'interactions'
 /** The most of a user's organizations read for the picker (`/account/organization`). */
 export const MAX_PICKED_ORGANIZATIONS = 100;
 
-/** An organization the user is a member of, with their roles in it. */
-export interface MemberOrganization {
+/** An organization the user may sign in to: with their roles when a member, without when they would join. */
+export interface UserOrganization {
   organization: Organization;
-  roles: string[];
+  roles?: string[];
 }
 
 /**
- * The organizations `subject` is a member of: at most MAX_PICKED_ORGANIZATIONS memberships read,
- * by organization id, those of organizations no longer in force left out.
+ * The organizations the user `subject` of a session from `idp` may pick: those they are a member
+ * of (at most MAX_PICKED_ORGANIZATIONS memberships read, by organization id, those no longer in
+ * force left out), then those that list `idp` as their own provider, which they join by picking
+ * (`organizationAccess`). An employee who came through home-realm discovery to their company's
+ * provider thus finds their company without an invitation: Keycloak 26 likewise makes a user who
+ * arrives through an organization's provider its member. `local` is no provider's name.
  */
-export async function memberOrganizations(
+export async function userOrganizations(
   ctx: Pick<Services, 'organizations' | 'store'>,
   subject: string,
-): Promise<MemberOrganization[]> {
+  idp: string,
+): Promise<UserOrganization[]> {
   const memberships = await ctx.store.organizations.memberships(subject, MAX_PICKED_ORGANIZATIONS);
-  return memberships.flatMap(({ organizationId, roles }) => {
+  const out: UserOrganization[] = memberships.flatMap(({ organizationId, roles }) => {
     const organization = ctx.organizations.byId(organizationId);
     return organization ? [{ organization, roles }] : [];
   });
+  if (idp === 'local') return out;
+  const seen = new Set(out.map((m) => m.organization.id));
+  for (const organization of ctx.organizations.byProvider(idp))
+    if (!seen.has(organization.id) && out.length < MAX_PICKED_ORGANIZATIONS) out.push({ organization });
+  return out;
 }
 
 /** What the picker offers for a pending request: its client and the user's organizations. */
@@ -47,12 +57,13 @@ export interface OrganizationChoices {
  * request (not a device's) whose client requires an organization, none named by `organization=`
  * and none picked yet. Undefined for any other request, or when its client has gone (a metadata
  * document refused now).
+ * @param session the signed-in user and the provider they came through (`userOrganizations`)
  * @param address the browser's address (a client metadata document fetched again counts against it)
  */
 export async function organizationChoices(
   ctx: OrganizationPickServices,
   pending: Pending,
-  subject: string,
+  session: { subjectId: string; idp: string },
   address: string,
 ): Promise<OrganizationChoices | undefined> {
   const { interaction } = pending;
@@ -60,7 +71,7 @@ export async function organizationChoices(
   const client = await ctx.clients.resolve(interaction.request.clientId, address).catch(() => undefined);
   if (client?.organizationUsage !== 'require') return undefined;
   // By display name, as a person looks for one (the memberships are read by id).
-  const organizations = (await memberOrganizations(ctx, subject))
+  const organizations = (await userOrganizations(ctx, session.subjectId, session.idp))
     .map((m) => m.organization)
     .sort((a, b) => a.displayName.localeCompare(b.displayName) || a.name.localeCompare(b.name));
   return { client, organizations };

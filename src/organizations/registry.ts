@@ -1,6 +1,6 @@
 /**
  * The organizations in force on this node: the config file's, then the stored ones that
- * `OrganizationAdmin.reload` found valid, by name, by id and by email domain. The same object for
+ * `OrganizationAdmin.reload` found valid, by name, by id, by email domain and by identity provider. The same object for
  * the server's life; each reload replaces its maps in one step, so no reader sees half of one.
  */
 import { normalizeDomain, type OrganizationConfig } from '../config/schema.js';
@@ -12,6 +12,7 @@ interface Index {
   byName: ReadonlyMap<string, Organization>;
   byId: ReadonlyMap<string, Organization>;
   byDomain: ReadonlyMap<string, Organization>;
+  byProvider: ReadonlyMap<string, readonly Organization[]>;
 }
 
 function indexOf(all: readonly Organization[]): Index {
@@ -20,7 +21,20 @@ function indexOf(all: readonly Organization[]): Index {
     byName: new Map(all.map((o) => [o.name, o])),
     byId: new Map(all.map((o) => [o.id, o])),
     byDomain: new Map(all.flatMap((o) => o.domains.map((d) => [d, o] as const))),
+    byProvider: byProvider(all),
   };
+}
+
+/** The organizations that list each identity provider, in `all`'s order. */
+function byProvider(all: readonly Organization[]): Map<string, Organization[]> {
+  const out = new Map<string, Organization[]>();
+  for (const o of all)
+    for (const p of o.identityProviders) {
+      const list = out.get(p);
+      if (list) list.push(o);
+      else out.set(p, [o]);
+    }
+  return out;
 }
 
 /** The organizations in force: config-file and stored. */
@@ -55,6 +69,11 @@ export class Organizations {
   /** The organization whose stable id is `id`, or undefined. */
   byId(id: string): Organization | undefined {
     return this.index.byId.get(id);
+  }
+
+  /** The organizations that list the upstream identity provider `provider` (none for `local`). */
+  byProvider(provider: string): readonly Organization[] {
+    return this.index.byProvider.get(provider) ?? [];
   }
 
   /** The organization an email domain belongs to (any case, or Unicode: `normalizeDomain`), or undefined. */

@@ -78,7 +78,7 @@ async function waitingFor(
   const session = await sessionOf(ctx, request);
   if (!id || !interaction || !session) return undefined;
   const pending = { id, interaction };
-  const choices = await organizationChoices(ctx, pending, session.subjectId, request.ip);
+  const choices = await organizationChoices(ctx, pending, session, request.ip);
   return choices && { pending, choices };
 }
 

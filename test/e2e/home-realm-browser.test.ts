@@ -7,7 +7,8 @@
  *
  * The user types only an address at the organization's domain on the downstream's first step; the
  * browser goes to the upstream's login page, signs in there, comes back, and the client's tokens
- * name the organization, which the user joined on the way in (they arrived through its provider).
+ * name the organization, which the user joined on the way in (they arrived through its provider);
+ * a client that requires an organization gets that one without the picker, also after a login_hint.
  */
 import { decodeJwt } from 'jose';
 import type { Browser } from 'playwright-core';
@@ -19,6 +20,7 @@ import { CallbackServer, callbackResponse, launchChromium, newPage, submitLogin 
 import { freePort } from './ports.js';
 
 const APP = { id: 'b2b-app', secret: 'b2b-app-secret' } as const;
+const MUST = { id: 'b2b-must', secret: 'b2b-must-secret' } as const;
 
 let browser: Browser;
 let up: TestSigil;
@@ -37,6 +39,12 @@ beforeAll(async () => {
     startSigil({
       issuer: upUrl,
       users: [
+        {
+          subjectId: 'acme-ben',
+          username: 'ben',
+          password: 'ben-at-acme',
+          claims: { name: 'Ben of Acme', email: 'ben@acme.example', email_verified: true },
+        },
         {
           subjectId: 'acme-ann',
           username: 'ann',
@@ -83,6 +91,15 @@ beforeAll(async () => {
         redirectUris: [`${cb.url}/cb`],
         allowHttpRedirectUris: true,
       },
+      {
+        clientId: MUST.id,
+        clientSecrets: [MUST.secret],
+        allowedGrantTypes: ['authorization_code'],
+        allowedScopes: ['openid'],
+        organizationUsage: 'require',
+        redirectUris: [`${cb.url}/cb`],
+        allowHttpRedirectUris: true,
+      },
     ],
   });
   await down.app.listen({ host: '127.0.0.1', port: downPort });
@@ -90,6 +107,22 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.allSettled([browser?.close(), down?.close(), up?.close(), cb?.close()]);
 });
+
+/** Redeems `code` as `client` and returns its identity token's claims. */
+async function identityClaims(client: { id: string; secret: string }, code: string | undefined, verifier: string) {
+  const res = await fetch(`${downUrl}/connect/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(client.id, client.secret) },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: code ?? '',
+      redirect_uri: `${cb.url}/cb`,
+      code_verifier: verifier,
+    }),
+  });
+  expect(res.status).toBe(200);
+  return decodeJwt(((await res.json()) as { id_token: string }).id_token);
+}
 
 describe('identity-first sign-in with home-realm discovery in Chromium', () => {
   it("sends an address at the organization's domain to its provider and back, as a new member", async () => {
@@ -122,22 +155,39 @@ describe('identity-first sign-in with home-realm discovery in Chromium', () => {
 
       const response = await callbackResponse(page, cb, since);
       expect(response.params.state).toBe('hrd');
-      const res = await fetch(`${downUrl}/connect/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(APP.id, APP.secret) },
-        body: new URLSearchParams({
-          grant_type: 'authorization_code',
-          code: response.params.code ?? '',
-          redirect_uri: `${cb.url}/cb`,
-          code_verifier: verifier,
-        }),
-      });
-      expect(res.status).toBe(200);
-      const tokens = (await res.json()) as { id_token: string };
-      const claims = decodeJwt(tokens.id_token);
+      const claims = await identityClaims(APP, response.params.code, verifier);
       expect(claims).toMatchObject({ org_name: 'acme', org_id: down.context.organizations.byName('acme')?.id });
       const members = await down.context.management.organizations.members('acme', { limit: 10 });
       expect(members.members).toEqual([{ subject: claims.sub, roles: [] }]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('takes a login_hint at the domain straight to the provider; a client that requires an organization gets the one of the provider, without the picker', async () => {
+    const { context, page } = await newPage(browser);
+    try {
+      const { verifier, challenge } = pkce();
+      const since = cb.hits.length;
+      await page.goto(
+        `${downUrl}/connect/authorize?${new URLSearchParams({
+          client_id: MUST.id,
+          redirect_uri: `${cb.url}/cb`,
+          response_type: 'code',
+          scope: 'openid',
+          state: 'hint',
+          login_hint: 'ben@acme.example',
+          code_challenge: challenge,
+          code_challenge_method: 'S256',
+        })}`,
+      );
+      await page.waitForURL((u) => u.href.startsWith(`${upUrl}/account/login`));
+      await submitLogin(page, 'ben', 'ben-at-acme');
+      const response = await callbackResponse(page, cb, since);
+      expect(response.params.state).toBe('hint');
+      const claims = await identityClaims(MUST, response.params.code, verifier);
+      expect(claims).toMatchObject({ org_name: 'acme' });
+      expect(await down.context.store.organizations.member(String(claims.org_id), String(claims.sub))).toBeDefined();
     } finally {
       await context.close();
     }
