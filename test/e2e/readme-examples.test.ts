@@ -1,6 +1,6 @@
 /**
- * The README runs as printed: every ```sh block of README.md that talks to the
- * demo server (it names `http://localhost:5000`, or the management listener
+ * The README runs as printed: every ```sh block of README.md, then of the docs pages with a
+ * walk-through (`WALK_THROUGHS`), that talks to the demo server (it names `http://localhost:5000`, or the management listener
  * `http://127.0.0.1:9464`) runs, in the order printed, against `sigil start` with the demo config
  * of `npm start` (examples/sigil.json) on a free port. The only change to a block is those two
  * URLs, rewritten to this run's server, whose issuer is that URL (so tokens' `iss`, `aud` and
@@ -26,15 +26,17 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const DEMO_URL = 'http://localhost:5000';
 const METRICS_URL = 'http://127.0.0.1:9464';
 
-/** A fenced ```sh block of the README: its first line number (1-based), section heading and text. */
+/** A fenced ```sh block: its file, first line number (1-based), section heading and text. */
 interface ShellBlock {
+  file: string;
   line: number;
   heading: string;
   text: string;
 }
 
-/** The ```sh blocks of `markdown` that name the demo server or its management listener. */
-function demoBlocks(markdown: string): ShellBlock[] {
+/** The ```sh blocks of `file` (below the root) that name the demo server or its management listener. */
+function demoBlocks(file: string): ShellBlock[] {
+  const markdown = readFileSync(join(ROOT, file), 'utf8');
   const blocks: ShellBlock[] = [];
   let heading = '';
   let open: { line: number; lang: string; lines: string[] } | undefined;
@@ -43,7 +45,7 @@ function demoBlocks(markdown: string): ShellBlock[] {
       if (line.startsWith('```')) {
         const text = open.lines.join('\n');
         if (open.lang === 'sh' && /localhost:5000|127\.0\.0\.1:9464/.test(text))
-          blocks.push({ line: open.line, heading, text });
+          blocks.push({ file, line: open.line, heading, text });
         open = undefined;
       } else open.lines.push(line);
     } else if (line.startsWith('```')) open = { line: i + 1, lang: line.slice(3).trim(), lines: [] };
@@ -88,8 +90,10 @@ function bash(script: string, env: Record<string, string>): Promise<{ code: numb
   });
 }
 
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
-const BLOCKS = demoBlocks(README);
+/** The docs pages whose walk-through runs against the demo after the README's examples. */
+const WALK_THROUGHS = ['docs/organizations.md'];
+const README_BLOCKS = demoBlocks('README.md');
+const BLOCKS = [...README_BLOCKS, ...WALK_THROUGHS.flatMap((file) => demoBlocks(file))];
 
 describe('README examples run as printed against the demo server', () => {
   let server: ServerProcess;
@@ -109,11 +113,12 @@ describe('README examples run as printed against the demo server', () => {
   });
 
   it('finds the examples of the endpoint, DPoP and resource-indicator sections', () => {
-    const headings = new Set(BLOCKS.map((b) => b.heading));
+    const headings = new Set(README_BLOCKS.map((b) => b.heading));
     expect(headings).toContain('Endpoints, with a `curl` for each');
     expect(headings).toContain('DPoP: sender-constrained tokens (RFC 9449)');
     expect(headings).toContain('Resource indicators (RFC 8707)');
-    expect(BLOCKS.length).toBeGreaterThanOrEqual(14);
+    expect(README_BLOCKS.length).toBeGreaterThanOrEqual(14);
+    expect(BLOCKS.filter((b) => b.file === 'docs/organizations.md').length).toBeGreaterThanOrEqual(4);
   });
 
   /** Runs a block's `script` with the curl wrapper; its exit code, output and HTTP statuses (200 and up). */
@@ -148,12 +153,12 @@ describe('README examples run as printed against the demo server', () => {
     expect(closed.output).not.toContain('never');
   });
 
-  it.each(BLOCKS.map((b) => [`${b.heading}, line ${b.line}`, b] as const))('%s', async (_name, block) => {
+  it.each(BLOCKS.map((b) => [`${b.file}: ${b.heading}, line ${b.line}`, b] as const))('%s', async (_name, block) => {
     const script = block.text.replaceAll(DEMO_URL, server.url).replaceAll(METRICS_URL, metricsUrl);
     // A demo URL written another way would reach port 5000 instead of this run's server.
     expect(script).not.toMatch(/:5000\b|:9464\b/);
     const { code, output, statuses } = await runBlock(script);
-    const context = `block at README.md line ${block.line}:\n${script}\n--- output ---\n${output}\n--- statuses: ${statuses.join(', ')}`;
+    const context = `block at ${block.file} line ${block.line}:\n${script}\n--- output ---\n${output}\n--- statuses: ${statuses.join(', ')}`;
     expect(code, context).toBe(0);
     expect(statuses.length, context).toBeGreaterThan(0);
     const announced = announcedStatuses(block.text);
