@@ -30,22 +30,18 @@
 // CPU-second = per core) and the database rows written per request (counted by triggers, in
 // separate runs of a fixed number of requests). Rows created by a run are deleted after it, so every
 // run starts from the filled size. Full results: bench/results/grants-scale-<timestamp>.json.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { Client } from 'undici';
+import { CLI, children, freePort, HOST, ROOT, runCli, startSigil, stopSigil } from './scale-kit.mjs';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CLI = join(ROOT, 'dist/cli/main.js');
-const HOST = '127.0.0.1';
 const SECRET = 'bench-secret';
 const FORM = 'application/x-www-form-urlencoded';
 const COLUMNS = [
@@ -417,102 +413,6 @@ class PostgresDb {
 
 // ---------------------------------------------------------------------------------------------
 // The Sigil process.
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, HOST, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const children = new Set();
-
-function runCli(args) {
-  return execFileSync(process.execPath, [CLI, ...args], {
-    cwd: ROOT,
-    env: cleanEnv(),
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-function cleanEnv() {
-  const env = { ...process.env };
-  for (const name of ['SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'PORT', 'SIGIL_DATA_KEY']) delete env[name];
-  return env;
-}
-
-/**
- * `sigil start` on `storage`; resolves once it prints "listening on", with `startMs`: the cold
- * start, milliseconds from spawning the process to that line (the goal: under 500 ms at 1M grants).
- */
-function startSigil(configFile, storage, port, metricsPort) {
-  const spawnedAt = performance.now();
-  // Each process's management listener on a port of its own: one Sigil runs per size at once.
-  const child = spawn(
-    process.execPath,
-    [
-      CLI,
-      'start',
-      '--config',
-      configFile,
-      '--port',
-      String(port),
-      '--host',
-      HOST,
-      '--issuer',
-      `http://${HOST}:${port}`,
-      '--storage',
-      storage,
-      '--metrics-port',
-      String(metricsPort),
-    ],
-    { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  children.add(child);
-  let output = '';
-  const keep = (chunk) => {
-    output = (output + chunk).slice(-4000);
-  };
-  child.stdout.on('data', keep);
-  child.stderr.on('data', keep);
-  child.on('exit', () => children.delete(child));
-  child.tail = () => output;
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`Sigil did not start:\n${output}`));
-    }, 60_000);
-    const onExit = (code) => {
-      clearTimeout(timer);
-      reject(new Error(`Sigil exited with ${code}:\n${output}`));
-    };
-    child.once('exit', onExit);
-    child.stdout.on('data', function ready() {
-      if (!/listening on/.test(output)) return;
-      clearTimeout(timer);
-      child.off('exit', onExit);
-      child.stdout.off('data', ready);
-      resolve({ child, base: `http://${HOST}:${port}`, startMs: performance.now() - spawnedAt });
-    });
-  });
-}
-
-function stopSigil(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
 
 const CLK_TCK = (() => {
   try {

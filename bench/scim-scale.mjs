@@ -20,21 +20,16 @@
 //   deep         GET /scim/v2/Users?count=100&startIndex=<near the last user>   (what deep paging costs)
 // and prints p50 / p99 in milliseconds per scenario. A scan is bounded (README, SCIM): on SQLite above
 // 250,000 users `co` is refused at once with 400 tooMany, which the co row counts ("refused").
-import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { Client } from 'undici';
+import { CLI, freePort, HOST, percentile, runCli, startSigil, stopSigil } from './scale-kit.mjs';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CLI = join(ROOT, 'dist/cli/main.js');
-const HOST = '127.0.0.1';
 const SECRET = 'bench-scim-secret';
 const TARGETS = { userName: 20, emails: 20, externalId: 20, page: 50 };
 
@@ -42,23 +37,6 @@ const userName = (i) => `user${String(i).padStart(7, '0')}`;
 const email = (i) => `${userName(i)}@example.org`;
 const externalId = (i) => `ext-${i.toString(36)}`;
 const subject = (i) => `sub-${i}`;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, HOST, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function cleanEnv() {
-  const env = { ...process.env };
-  for (const name of ['SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'PORT', 'SIGIL_DATA_KEY']) delete env[name];
-  return env;
-}
 
 function config() {
   return {
@@ -153,57 +131,6 @@ async function fillPostgres(url, schema, count) {
   await client.end();
 }
 
-function startSigil(configFile, storage, port) {
-  const child = spawn(
-    process.execPath,
-    [
-      CLI,
-      'start',
-      '--config',
-      configFile,
-      '--port',
-      String(port),
-      '--host',
-      HOST,
-      '--issuer',
-      `http://${HOST}:${port}`,
-      '--storage',
-      storage,
-    ],
-    { cwd: ROOT, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let output = '';
-  child.stdout.on('data', (c) => (output += c));
-  child.stderr.on('data', (c) => (output += c));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`Sigil did not start:\n${output}`));
-    }, 60_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`Sigil exited with ${code}:\n${output}`));
-    });
-    child.stdout.on('data', () => {
-      if (!/listening on/.test(output)) return;
-      clearTimeout(timer);
-      resolve(child);
-    });
-  });
-}
-
-function stop(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', resolve);
-    child.kill('SIGTERM');
-  });
-}
-
-function percentile(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
 /** `bounded`: a 400 tooMany (the bound of a scan) is an answer too, counted as refused. */
 async function measure(http, token, makePath, requests, bounded = false) {
   const times = [];
@@ -232,18 +159,12 @@ async function benchStore(kind, count, work, configFile, pgUrl, requests) {
   if (kind === 'sqlite') {
     const file = join(work, 'scim.db');
     storage = `sqlite:${file}`;
-    execFileSync(process.execPath, [CLI, 'migrate', '--config', configFile, '--storage', storage], {
-      cwd: ROOT,
-      env: cleanEnv(),
-    });
+    runCli(['migrate', '--config', configFile, '--storage', storage]);
     await fillSqlite(file, count);
   } else {
     schema = `sigil_scim_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
     storage = `${pgUrl}?schema=${schema}&poolSize=10`;
-    execFileSync(process.execPath, [CLI, 'migrate', '--config', configFile, '--storage', storage], {
-      cwd: ROOT,
-      env: cleanEnv(),
-    });
+    runCli(['migrate', '--config', configFile, '--storage', storage]);
     await fillPostgres(pgUrl, schema, count);
   }
   const fillSeconds = (Date.now() - t0) / 1000;
@@ -251,7 +172,7 @@ async function benchStore(kind, count, work, configFile, pgUrl, requests) {
     `${kind}: ${count.toLocaleString('en')} users with one email each inserted in ${fillSeconds.toFixed(1)} s`,
   );
   const port = await freePort();
-  const child = await startSigil(configFile, storage, port);
+  const { child } = await startSigil(configFile, storage, port);
   const http = new Client(`http://${HOST}:${port}`, { pipelining: 1 });
   const out = { fillSeconds, scenarios: {} };
   try {
@@ -294,7 +215,7 @@ async function benchStore(kind, count, work, configFile, pgUrl, requests) {
     );
   } finally {
     await http.close();
-    await stop(child);
+    await stopSigil(child);
     if (schema) {
       const c = new pg.Client({ connectionString: pgUrl });
       await c.connect();

@@ -1,0 +1,105 @@
+// What the store-scale benches share (grants-scale.mjs, scim-scale.mjs, organizations-scale.mjs):
+// a free port, the environment without the variables that would override a config file, the CLI
+// (`sigil migrate`), and a `sigil start` process that resolves once it listens.
+import { execFileSync, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const CLI = join(ROOT, 'dist/cli/main.js');
+export const HOST = '127.0.0.1';
+
+/** The `sigil start` processes still running, for a bench's exit handler. */
+export const children = new Set();
+
+/** A port nothing listens on now. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, HOST, () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** The environment without the variables that would override a config file. */
+export function cleanEnv() {
+  const env = { ...process.env };
+  for (const name of ['SIGIL_CONFIG', 'SIGIL_ISSUER', 'SIGIL_STORAGE', 'PORT', 'SIGIL_DATA_KEY']) delete env[name];
+  return env;
+}
+
+/** Runs the CLI with `args` to its end; its standard output. */
+export function runCli(args) {
+  return execFileSync(process.execPath, [CLI, ...args], {
+    cwd: ROOT,
+    env: cleanEnv(),
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/**
+ * `sigil start` on `storage`; resolves once it prints "listening on", with `startMs`: the cold
+ * start, milliseconds from spawning the process to that line.
+ * @param metricsPort the management listener's port (one per process), or undefined for the config's
+ */
+export function startSigil(configFile, storage, port, metricsPort) {
+  const spawnedAt = performance.now();
+  const args = ['start', '--config', configFile, '--port', String(port), '--host', HOST];
+  args.push('--issuer', `http://${HOST}:${port}`, '--storage', storage);
+  if (metricsPort !== undefined) args.push('--metrics-port', String(metricsPort));
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: ROOT,
+    env: cleanEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let output = '';
+  const keep = (chunk) => {
+    output = (output + chunk).slice(-4000);
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  child.on('exit', () => children.delete(child));
+  child.tail = () => output;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`Sigil did not start:\n${output}`));
+    }, 120_000);
+    const onExit = (code) => {
+      clearTimeout(timer);
+      reject(new Error(`Sigil exited with ${code}:\n${output}`));
+    };
+    child.once('exit', onExit);
+    child.stdout.on('data', function ready() {
+      if (!/listening on/.test(output)) return;
+      clearTimeout(timer);
+      child.off('exit', onExit);
+      child.stdout.off('data', ready);
+      resolve({ child, base: `http://${HOST}:${port}`, startMs: performance.now() - spawnedAt });
+    });
+  });
+}
+
+/** SIGTERM, SIGKILL after 10 s; resolves once the process exited. */
+export function stopSigil(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** The `p`th percentile (0 to 100) of ascending `sorted` (nearest rank). */
+export function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
