@@ -222,6 +222,13 @@ export class AuditedChanges {
     return put;
   }
 
+  /** `OrganizationAdmin.updateMember` (a member's roles, never a new member); audited `organization.member_update`. */
+  async updateOrganizationMember(name: string, subject: string, roles: unknown): Promise<OrganizationMember> {
+    const member = await this.services.organizations.updateMember(name, subject, roles);
+    this.audit('organization.member_update', { type: 'organization', id: name }, { subject, roles: member.roles });
+    return member;
+  }
+
   /**
    * `OrganizationAdmin.addMember`: audited `organization.member_add` when the member is new,
    * `organization.member_update` when roles were merged into an existing member's, else not at all.

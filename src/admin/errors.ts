@@ -10,9 +10,11 @@ import { secretDigest, sha256 } from '../crypto/handles.js';
  * Why a request was refused: `invalid` bad input (including a client id that is a user's subject,
  * RFC 9068 §5); `conflict` the item exists already; `not_found` no such stored item; `read_only`
  * the item is defined in the config file, which the services never change; `precondition_failed`
- * the item changed since the version the caller named (its ETag, RFC 9110 §13.1.1).
+ * the item changed since the version the caller named (its ETag, RFC 9110 §13.1.1); `forbidden`
+ * the caller may not do this (an organization admin outside their organization, or changing their
+ * own membership).
  */
-export type AdminErrorCode = 'invalid' | 'conflict' | 'not_found' | 'read_only' | 'precondition_failed';
+export type AdminErrorCode = 'invalid' | 'conflict' | 'not_found' | 'read_only' | 'precondition_failed' | 'forbidden';
 
 /** One problem of an input: the path of its field (`allowedScopes.0`, empty for the whole input) and what is wrong. */
 export interface FieldProblem {

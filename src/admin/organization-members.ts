@@ -1,7 +1,8 @@
 /**
  * What a membership holds and how a listing of members is paged: the bounded role names of a
- * member (the body of PUT /admin/v1/organizations/{name}/members/{subject}), and the cursor of
- * the next page (the last subject of a page, opaque to the caller).
+ * member (the body of PUT /admin/v1/organizations/{name}/members/{subject}), the cursor of
+ * the next page (the last subject of a page, opaque to the caller), and what an organization
+ * admin may not do to their own membership.
  */
 import * as z from 'zod';
 import { AdminError, type FieldProblem } from './errors.js';
@@ -59,4 +60,21 @@ export function subjectOfCursor(cursor: string): string {
   if (subject === '' || /[\u0000-\u001f\u007f]/.test(subject) || cursorAfter(subject) !== cursor)
     throw new AdminError('invalid', 'cursor: not the next of a page', 'cursor');
   return subject;
+}
+
+/**
+ * Refuses an organization admin's change or removal of their own membership. So an organization
+ * never loses its last admin through its admins, nor does one lock themselves out by a mistaken
+ * role list: another admin of the organization, or a Sigil admin (`sigil:admin`, the console),
+ * changes it. A Sigil admin is not held to this.
+ * @param admin the organization admin's subject
+ * @param subject the member to change or remove
+ * @throws AdminError `forbidden` when they are the same.
+ */
+export function refuseOwnMembership(admin: string | undefined, subject: string): void {
+  if (admin === subject)
+    throw new AdminError(
+      'forbidden',
+      'an organization admin cannot change or remove their own membership: another admin of the organization can',
+    );
 }

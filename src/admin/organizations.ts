@@ -13,6 +13,10 @@
  *   with up to MAX_MEMBER_ROLES role names.
  * - Every change of an organization is in force on this node when the call returns (`reload`), on
  *   the other nodes within about a second (the `organizations` change counter they poll).
+ * - An organization admin (a member holding the role `admin`, DESIGN §6b) manages that
+ *   organization's members and invitations: `requireOrganizationAdmin` says whether a user is one,
+ *   `updateMember` is their way to change roles (of members only; they add people by invitation),
+ *   and `refuseOwnMembership` (organization-members.ts) keeps them from their own membership.
  */
 import type { Logger } from 'pino';
 import {
@@ -24,7 +28,14 @@ import {
   isJsonObject,
   type RefusalDetail,
 } from './errors.js';
-import { MAX_SUBJECT_LENGTH, type OrganizationConfig, organization as organizationSchema } from '../config/schema.js';
+import {
+  MAX_ORGANIZATION_NAME,
+  MAX_SUBJECT_LENGTH,
+  ORGANIZATION_ADMIN_ROLE,
+  ORGANIZATION_NAME,
+  type OrganizationConfig,
+  organization as organizationSchema,
+} from '../config/schema.js';
 import type { UpstreamProviders } from '../federation/upstream.js';
 import { applyMergePatch, changedMembers } from '../protocol/merge-patch.js';
 import type {
@@ -207,13 +218,50 @@ export class OrganizationAdmin {
   }
 
   /**
+   * Replaces the roles of a member of an organization (config-file or stored); never makes a
+   * member: the door of an organization admin, who adds people by invitation (with their consent),
+   * never by subject.
+   * @returns the membership.
+   * @throws AdminError `not_found` (no such organization, or `subject` is no member of it: the same
+   *   whether or not a user has that subject, so the deployment's users are not enumerated),
+   *   `invalid` (roles).
+   */
+  async updateMember(name: string, subject: string, roles: unknown): Promise<OrganizationMember> {
+    const { id } = await this.anyOrganization(name);
+    const checked = parseRoles(roles);
+    if (!wellFormedSubject(subject) || !(await this.store.organizations.replaceRoles(id, subject, checked)))
+      throw new AdminError('not_found', `"${subject}" is not a member of organization "${name}"`);
+    return { subject, roles: checked };
+  }
+
+  /**
+   * Checks that the user `subject` administers organization `name` (DESIGN §6b "Organization
+   * admins"): a member of it (config-file or stored) holding ORGANIZATION_ADMIN_ROLE. Read at each
+   * call, from the organization's current name to its id to the membership of that id: a role
+   * taken away counts from the next call on, and the admins of a deleted organization hold nothing
+   * in one created later under its name (a new id). /admin/v1 asks here for `sigil:org:admin`, and
+   * so does the console.
+   * @param subject the user acting; undefined (a client acting for itself) administers nothing
+   * @throws AdminError `forbidden`, alike for an organization that does not exist, so that the
+   *   refusal tells no organization's existence.
+   */
+  async requireOrganizationAdmin(name: string, subject: string | undefined): Promise<void> {
+    const named = name.length <= MAX_ORGANIZATION_NAME && ORGANIZATION_NAME.test(name);
+    if (subject !== undefined && named && wellFormedSubject(subject)) {
+      const organization = this.configured(name) ?? (await this.store.organizations.get(name));
+      // The membership is read for a missing organization too, so both refusals take the same reads.
+      const member = await this.store.organizations.member(organization?.id ?? '', subject);
+      if (organization && member?.roles.includes(ORGANIZATION_ADMIN_ROLE)) return;
+    }
+    throw new AdminError('forbidden', 'the caller is not an admin of this organization');
+  }
+
+  /**
    * @throws AdminError `not_found` unless `subject` names a user of Sigil; DirectoryUnavailable
    *   when a user directory cannot say whether it holds the subject.
    */
   private async userExists(subject: string): Promise<void> {
-    // PostgreSQL refuses a NUL in text; no subject has a control character (OIDC Core §2: ASCII).
-    const wellFormed = subject.length <= MAX_SUBJECT_LENGTH && !/[\u0000-\u001f\u007f]/.test(subject);
-    if (!wellFormed || (await this.options.users.findBySubject(subject)) === undefined)
+    if (!wellFormedSubject(subject) || (await this.options.users.findBySubject(subject)) === undefined)
       throw new AdminError('not_found', `no user with subject "${subject}"`, undefined, undefined, {
         reason: 'not_found',
         item: { kind: 'user', name: subject },
@@ -351,6 +399,14 @@ export class OrganizationAdmin {
       );
     return saved;
   }
+}
+
+/**
+ * Whether `subject` may be a user's: bounded, without control characters (OIDC Core §2: ASCII; and
+ * PostgreSQL refuses a NUL in text).
+ */
+function wellFormedSubject(subject: string): boolean {
+  return subject.length <= MAX_SUBJECT_LENGTH && !/[\u0000-\u001f\u007f]/.test(subject);
 }
 
 /** A refusal's stable reason, naming the organization. */

@@ -67,7 +67,7 @@ export function buildProtocol(
     clients,
     resources,
     upstream,
-    tokens: new TokenService(cfg.issuer, keys, store.records, resources, options.profileService),
+    tokens: new TokenService(cfg.issuer, keys, store.records, resources, options.profileService, store.organizations),
     // One development switch (clientIdMetadataDocuments.allowLoopback) for every fetch of a caller-chosen URL.
     clientKeys: new ClientKeys(cfg.clientIdMetadataDocuments.allowLoopback),
     dpop: new DPoPVerifier(

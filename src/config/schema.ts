@@ -36,7 +36,13 @@ export {
   fapi2SigningAlgorithm,
 } from './schema/fapi2.js';
 export { DPOP_DEFAULTS, PENDING_LIMITS_DEFAULTS } from './schema/limits.js';
-export { isManagementScope, MANAGEMENT_RESOURCE, MANAGEMENT_SCOPES } from './schema/management.js';
+export {
+  isManagementScope,
+  MANAGEMENT_RESOURCE,
+  MANAGEMENT_SCOPES,
+  ORGANIZATION_ADMIN_ROLE,
+  ORGANIZATION_ADMIN_SCOPE,
+} from './schema/management.js';
 export { DEFAULT_METRICS } from './schema/network.js';
 export {
   ASSERTION_ALGORITHMS,
@@ -54,6 +60,7 @@ export {
   MEMBERSHIP_KINDS,
   normalizeDomain,
   organization,
+  ORGANIZATION_NAME,
   type OrganizationConfig,
 } from './schema/organizations.js';
 export { DYNAMIC_AUTH_METHODS, DYNAMIC_GRANT_TYPES, REGISTRATION_DEFAULTS } from './schema/registration.js';

@@ -46,6 +46,16 @@ export interface Answer {
   etag?: string;
 }
 
+/** Who calls a route: the token's caller, and how they may call it. */
+export interface ApiCaller extends Caller {
+  /**
+   * True when the token is let in by `sigil:org:admin` alone (neither `sigil:admin` nor, for a GET,
+   * `sigil:admin:read`): the caller administers the organization of the path (checked before the
+   * route runs) and the route applies an organization admin's limits.
+   */
+  organizationAdmin: boolean;
+}
+
 /** One route of the API: how it is registered, documented and handled. */
 export interface Route {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -62,9 +72,14 @@ export interface Route {
   response?: z.ZodType;
   /** Success is 201 Created (a POST that creates an item), not 200. */
   created?: boolean;
+  /**
+   * An organization admin (`sigil:org:admin`) may call it too, for an organization they administer:
+   * the path's `:name`.
+   */
+  organizationAdmin?: boolean;
   handle(
     ctx: AdminApiServices,
-    caller: Caller,
+    caller: ApiCaller,
     params: Params,
     body: unknown,
     request: FastifyRequest,

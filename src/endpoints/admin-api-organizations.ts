@@ -2,10 +2,12 @@
  * The organizations of the management API (/admin/v1/organizations, `admin-api.ts`): list, read,
  * create, change by a JSON Merge Patch (RFC 7396) with `If-Match`, delete; and the members of an
  * organization: list (a page at a time), put (`{"roles": [...]}`), remove; and its invitations by
- * mail: list the pending ones, invite (`{"email", "roles"}`), revoke. Thin routes over
- * `OrganizationAdmin`, which holds the rules (config-file organizations read-only but for their
- * members, a domain of one organization at most, members that are users); every change goes
- * through `AuditedChanges`, which records its `admin_changed` event.
+ * mail: list the pending ones, invite (`{"email", "roles"}`), revoke. The routes of members and
+ * invitations are open to an organization's admins too (`sigil:org:admin`, `organizationAdmin`),
+ * who change the roles of members but add none (they invite) and leave their own membership alone.
+ * Thin routes over `OrganizationAdmin`, which holds the rules (config-file organizations read-only
+ * but for their members, a domain of one organization at most, members that are users); every
+ * change goes through `AuditedChanges`, which records its `admin_changed` event.
  */
 import { z } from 'zod';
 import {
@@ -15,7 +17,7 @@ import {
   organization as organizationSchema,
 } from '../config/schema.js';
 import type { OrganizationView } from '../admin/organizations.js';
-import { memberRoles } from '../admin/organization-members.js';
+import { memberRoles, refuseOwnMembership } from '../admin/organization-members.js';
 import { MAX_INVITED_EMAIL } from '../email/organization-invitations.js';
 import {
   ADMIN_API_PATH,
@@ -126,6 +128,7 @@ export const ORGANIZATION_ROUTES: Route[] = [
   {
     method: 'GET',
     url: '/organizations/:name/members',
+    organizationAdmin: true,
     summary: "An organization's members by subject, a page at a time",
     params: { name: organizationName },
     query: membersQuery,
@@ -142,23 +145,35 @@ export const ORGANIZATION_ROUTES: Route[] = [
   {
     method: 'PUT',
     url: '/organizations/:name/members/:subject',
+    organizationAdmin: true,
     summary:
-      "Make a user a member with roles (201), or replace a member's roles (200); 404 when no user has the subject",
+      "Make a user a member with roles (201), or replace a member's roles (200); 404 when no user has the subject. An organization admin (sigil:org:admin) replaces the roles of a member other than themselves (403) and gets 404 for a subject that is no member",
     params: { name: organizationName, subject },
     body: memberBody,
     response: z.object({ member: memberOut }),
     handle: async (ctx, caller, p, body) => {
+      const [name, subject] = [p.name ?? '', p.subject ?? ''];
+      // An organization admin changes the roles of other members only: people join by invitation,
+      // with their consent, never drafted by a subject (which would also tell the users apart).
+      if (caller.organizationAdmin) refuseOwnMembership(caller.sub, subject);
       const { roles } = parsed(memberBody, body);
-      const { member, added } = await changes(ctx, caller).putOrganizationMember(p.name ?? '', p.subject ?? '', roles);
+      if (caller.organizationAdmin)
+        return {
+          status: 200,
+          body: { member: await changes(ctx, caller).updateOrganizationMember(name, subject, roles) },
+        };
+      const { member, added } = await changes(ctx, caller).putOrganizationMember(name, subject, roles);
       return { status: added ? 201 : 200, body: { member } };
     },
   },
   {
     method: 'DELETE',
     url: '/organizations/:name/members/:subject',
-    summary: 'End a membership',
+    organizationAdmin: true,
+    summary: 'End a membership; an organization admin (sigil:org:admin) cannot end their own (403)',
     params: { name: organizationName, subject },
     handle: async (ctx, caller, p) => {
+      if (caller.organizationAdmin) refuseOwnMembership(caller.sub, p.subject ?? '');
       await changes(ctx, caller).removeOrganizationMember(p.name ?? '', p.subject ?? '');
       return { status: 204 };
     },
@@ -166,6 +181,7 @@ export const ORGANIZATION_ROUTES: Route[] = [
   {
     method: 'GET',
     url: '/organizations/:name/invitations',
+    organizationAdmin: true,
     summary: "An organization's pending invitations (neither accepted, revoked nor expired), newest first",
     params: { name: organizationName },
     response: z.object({ invitations: z.array(invitationOut) }),
@@ -177,6 +193,7 @@ export const ORGANIZATION_ROUTES: Route[] = [
   {
     method: 'POST',
     url: '/organizations/:name/invitations',
+    organizationAdmin: true,
     summary:
       'Invite an address with roles: mails a single-use link to /account/invitations/{token} (7 days); 409 without config email',
     created: true,
@@ -192,6 +209,7 @@ export const ORGANIZATION_ROUTES: Route[] = [
   {
     method: 'DELETE',
     url: '/organizations/:name/invitations/:id',
+    organizationAdmin: true,
     summary: 'Revoke a pending invitation: its link no longer works',
     params: { name: organizationName, id: invitationId },
     handle: async (ctx, caller, p) => {

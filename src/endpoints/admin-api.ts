@@ -4,7 +4,8 @@
  * (`admin-api-users.ts`), audit events, identity resources, API scopes, API resources and upstream
  * identity providers (`admin-api-resources.ts`), and organizations with their members
  * (`admin-api-organizations.ts`), guarded by Sigil's own tokens (`requireScope`: `sigil:admin` for
- * everything, `sigil:admin:read` for GET requests). Conventions:
+ * everything, `sigil:admin:read` for GET requests; `sigil:org:admin` for the members and invitations
+ * of an organization the token's user administers, `authorized`). Conventions:
  * - JSON bodies; PATCH is a JSON Merge Patch (RFC 7396, `application/merge-patch+json`) and needs
  *   `If-Match` with the item's ETag (RFC 9110 §13.1.1): 412 when stale, 428 when missing (RFC 6585
  *   §3: the API requires conditional updates, so two administrators cannot overwrite each other's
@@ -23,7 +24,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import type { ClientView } from '../admin/clients.js';
-import { clientSchema } from '../config/schema.js';
+import { clientSchema, ORGANIZATION_ADMIN_SCOPE } from '../config/schema.js';
 import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { noStore } from '../http/request.js';
@@ -31,6 +32,7 @@ import { requireScope, sendTokenError } from './protected-resource.js';
 import {
   ADMIN_API_PATH,
   type AdminApiServices,
+  type ApiCaller,
   type Answer,
   changes,
   clientIdParam as clientId,
@@ -238,7 +240,37 @@ const STATUS: Record<AdminError['code'], { status: number; title: string }> = {
   read_only: { status: 409, title: 'Managed by the config file' },
   not_found: { status: 404, title: 'Not found' },
   precondition_failed: { status: 412, title: 'Precondition failed' },
+  forbidden: { status: 403, title: 'Forbidden' },
 };
+
+/** The scopes that let a token call `route` for any organization: `sigil:admin`, and `sigil:admin:read` for a GET. */
+function fullScopes(route: Route): string[] {
+  return route.method === 'GET' ? ['sigil:admin', 'sigil:admin:read'] : ['sigil:admin'];
+}
+
+/**
+ * The caller of `route`, let in (before the body or the path is looked at, so a refused caller
+ * learns nothing of either): a token with `fullScopes`; or, on a route open to organization admins,
+ * a token with `sigil:org:admin` acting for a user who administers the organization of the path
+ * now (`OrganizationAdmin.requireOrganizationAdmin`, asked at every request).
+ * @throws OAuthError as `requireScope` (401; 403 `insufficient_scope`); AdminError `forbidden`
+ *   (403) for an organization the user does not administer, alike whether it exists or not, and
+ *   for a client acting for itself.
+ */
+async function authorized(ctx: AdminApiEndpointServices, route: Route, request: FastifyRequest): Promise<ApiCaller> {
+  const full = fullScopes(route);
+  const path = request.url.split('?')[0]?.slice(ctx.basePath.length) ?? `${ADMIN_API_PATH}${route.url}`;
+  const caller = await requireScope(
+    ctx,
+    request,
+    path,
+    route.organizationAdmin ? [...full, ORGANIZATION_ADMIN_SCOPE] : full,
+  );
+  if (full.some((s) => caller.scopes.includes(s))) return { ...caller, organizationAdmin: false };
+  const { name } = (request.params ?? {}) as Params;
+  await ctx.management.organizations.requireOrganizationAdmin(name ?? '', caller.sub);
+  return { ...caller, organizationAdmin: true };
+}
 
 /** Sends an RFC 9457 problem detail. */
 function sendProblem(
@@ -296,7 +328,10 @@ export function openApiDocument(ctx: AdminApiEndpointServices): Record<string, u
     operations[route.method.toLowerCase()] = {
       summary: route.summary,
       operationId: `${route.method.toLowerCase()}${route.url.replace(/[/:](\w)/g, (_m, c: string) => c.toUpperCase()).replace(/\W/g, '')}`,
-      security: [{ bearer: [route.method === 'GET' ? 'sigil:admin:read' : 'sigil:admin'] }],
+      security: [
+        { bearer: [route.method === 'GET' ? 'sigil:admin:read' : 'sigil:admin'] },
+        ...(route.organizationAdmin ? [{ bearer: [ORGANIZATION_ADMIN_SCOPE] }] : []),
+      ],
       parameters: [
         ...Object.entries(route.params ?? {}).map(([name, schema]) => ({
           name,
@@ -339,12 +374,24 @@ export function openApiDocument(ctx: AdminApiEndpointServices): Record<string, u
       securitySchemes: {
         bearer: {
           type: 'oauth2',
+          description:
+            "Sigil's own access tokens. A token acting for a user carries these scopes only after a multi-factor sign-in: sigil:admin and sigil:admin:read for a user holding admin.userRole, sigil:org:admin for an admin of some organization (a member with the role admin), checked again at each request",
           flows: {
             clientCredentials: {
               tokenUrl: `${ctx.issuer}/connect/token`,
               scopes: {
                 'sigil:admin': 'Everything under /admin/v1',
                 'sigil:admin:read': 'GET requests under /admin/v1',
+              },
+            },
+            authorizationCode: {
+              authorizationUrl: `${ctx.issuer}/connect/authorize`,
+              tokenUrl: `${ctx.issuer}/connect/token`,
+              scopes: {
+                'sigil:admin': 'Everything under /admin/v1',
+                'sigil:admin:read': 'GET requests under /admin/v1',
+                [ORGANIZATION_ADMIN_SCOPE]:
+                  "The members and invitations of the organizations whose admin the user is (a user's token only)",
               },
             },
           },
@@ -389,12 +436,7 @@ export async function adminApiEndpoints(app: FastifyInstance, ctx: AdminApiEndpo
         url,
         handler: async (request, reply) => {
           try {
-            const caller = await requireScope(
-              ctx,
-              request,
-              request.url.split('?')[0]?.slice(ctx.basePath.length) ?? url,
-              route.method === 'GET' ? ['sigil:admin', 'sigil:admin:read'] : ['sigil:admin'],
-            );
+            const caller = await authorized(ctx, route, request);
             if (
               request.body === WRONG_TYPE ||
               (route.body &&

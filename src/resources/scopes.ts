@@ -4,6 +4,7 @@
 import {
   MANAGEMENT_RESOURCE,
   MANAGEMENT_SCOPES,
+  ORGANIZATION_ADMIN_SCOPE,
   type ApiResource,
   type ApiScope,
   type ClientConfig,
@@ -183,22 +184,36 @@ export class Resources {
 }
 
 /**
- * The scopes a token acting for a user may carry of `scopes`: the management scopes
- * (`MANAGEMENT_SCOPES`) only when the user holds `role` (their `role` claim, a string or an array
- * of strings, names it) and signed in with more than one factor (`amr` has `mfa`, RFC 8176 §2;
- * a passkey sign-in says so too). Otherwise they are dropped silently, as scope narrowing does
- * (RFC 6749 §3.3: the server may grant fewer scopes than asked and says which in `scope`), so
- * that the answer tells nothing about the user's roles.
+ * The scopes a token acting for a user may carry of `scopes`. A management scope
+ * (`MANAGEMENT_SCOPES`) needs a sign-in with more than one factor (`amr` has `mfa`, RFC 8176 §2;
+ * a passkey sign-in says so too), and besides:
+ * - `sigil:org:admin` (`ORGANIZATION_ADMIN_SCOPE`): that the user is an admin of some organization
+ *   (`administersOrganization`, a membership holding the role `admin`); which ones, and whether
+ *   still, is checked at each request;
+ * - the others: that the user holds `role` (their `role` claim, a string or an array of strings,
+ *   names it).
+ * A scope the user may not have is dropped silently, as scope narrowing does (RFC 6749 §3.3: the
+ * server may grant fewer scopes than asked and says which in `scope`): no error tells the user's
+ * roles to whoever sent the request. The granted `scope` does tell the client, which only a client
+ * the deployment lists the scope for can ask (never a dynamically registered one): that the user
+ * holds `role`, or is an admin of at least one organization (not of which one), as the `role` and
+ * `org_roles` claims would tell it too.
  */
 export function scopesForUser(
   scopes: readonly string[],
   user: { claims: Record<string, unknown>; amr: readonly string[] },
   role: string,
+  administersOrganization = false,
 ): string[] {
+  const management: readonly string[] = MANAGEMENT_SCOPES;
+  const mfa = user.amr.includes('mfa');
   const roles = user.claims.role;
   const holds = roles === role || (Array.isArray(roles) && roles.includes(role));
-  if (holds && user.amr.includes('mfa')) return [...scopes];
-  return scopes.filter((s) => !(MANAGEMENT_SCOPES as readonly string[]).includes(s));
+  return scopes.filter((s) => {
+    if (!management.includes(s)) return true;
+    if (!mfa) return false;
+    return s === ORGANIZATION_ADMIN_SCOPE ? administersOrganization : holds;
+  });
 }
 
 /**

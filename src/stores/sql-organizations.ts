@@ -11,7 +11,7 @@
  * - Members are rows of `organization_members` keyed by organization id and subject, of stored
  *   and config-file organizations alike (a config-file one has no row in `organizations`).
  */
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, type SqlBool, sql, type Transaction } from 'kysely';
 import { nowSeconds } from '../crypto/handles.js';
 import { raiseChangeCounter, readChangeCounter } from './sql-support.js';
 import type { Database } from './tables.js';
@@ -22,6 +22,9 @@ import type {
   OrganizationStore,
   StoredOrganization,
 } from './types.js';
+
+/** How many memberships `holdsRole` reads at a time. */
+const ROLE_PAGE = 100;
 
 /** A refusal found inside a transaction: thrown to roll it back, returned by the caller. */
 class Refused {
@@ -146,6 +149,35 @@ export class SqlOrganizations implements OrganizationStore {
       .where('subject', '=', subject)
       .execute();
     return 'replaced';
+  }
+
+  async replaceRoles(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean> {
+    const result = await this.db
+      .updateTable('organization_members')
+      .set({ roles: JSON.stringify(roles) })
+      .where('organization_id', '=', organizationId)
+      .where('subject', '=', subject)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async holdsRole(subject: string, role: string): Promise<boolean> {
+    // The roles are JSON text: a LIKE on the quoted name narrows the rows, the parsed roles decide
+    // (another role's text may hold the quoted name, `x"admin`, and SQLite's LIKE ignores case).
+    const pattern = `%${JSON.stringify(role).replace(/[!%_]/g, (c) => `!${c}`)}%`;
+    let after: string | undefined;
+    for (;;) {
+      let query = this.db
+        .selectFrom('organization_members')
+        .select(['organization_id', 'roles'])
+        .where('subject', '=', subject)
+        .where(sql<SqlBool>`roles like ${pattern} escape '!'`);
+      if (after !== undefined) query = query.where('organization_id', '>', after);
+      const rows = await query.orderBy('organization_id').limit(ROLE_PAGE).execute();
+      if (rows.some((r) => (JSON.parse(r.roles) as string[]).includes(role))) return true;
+      if (rows.length < ROLE_PAGE) return false;
+      after = rows.at(-1)?.organization_id;
+    }
   }
 
   async removeMember(organizationId: string, subject: string): Promise<boolean> {

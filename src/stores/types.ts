@@ -352,6 +352,10 @@ export interface OrganizationStore {
   addMember(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean>;
   /** Makes `subject` a member with `roles`, or replaces their roles; says which. */
   putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'>;
+  /** Replaces the roles of `subject` if they are a member (never makes one); false when they are none. */
+  replaceRoles(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean>;
+  /** Whether `subject` holds `role` in any membership (of any organization id, in force or not). */
+  holdsRole(subject: string, role: string): Promise<boolean>;
   /** Ends a membership; false when there was none. */
   removeMember(organizationId: string, subject: string): Promise<boolean>;
 }

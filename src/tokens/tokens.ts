@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import { compactVerify, decodeProtectedHeader } from 'jose';
-import { fapi2SigningAlgorithm } from '../config/schema.js';
+import { fapi2SigningAlgorithm, ORGANIZATION_ADMIN_ROLE, ORGANIZATION_ADMIN_SCOPE } from '../config/schema.js';
 import type { KeyRing } from '../keys/keys.js';
 import type { Client } from '../clients/registry.js';
 import { OFFLINE_ACCESS, scopesForUser, type Resources } from '../resources/scopes.js';
@@ -14,6 +14,7 @@ import { newFamilyId, newHandle, newId, nowSeconds } from '../crypto/handles.js'
 import type { GrantSubject, RequestedClaims } from '../stores/records/grant-data.js';
 import type { GrantRecords } from '../stores/records/index.js';
 import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
+import type { OrganizationStore } from '../stores/types.js';
 import { ORGANIZATION_CLAIMS, organizationClaims } from './organization-claims.js';
 import type { ProfileCaller, ProfileService } from './profile.js';
 
@@ -142,6 +143,8 @@ export class TokenService {
     private readonly records: Pick<GrantRecords, 'refreshTokens' | 'accessTokens'>,
     private readonly resources: Resources,
     private readonly profile?: ProfileService,
+    /** The memberships that decide `sigil:org:admin` (absent: no user is an organization admin). */
+    private readonly memberships?: Pick<OrganizationStore, 'holdsRole'>,
   ) {}
 
   /**
@@ -175,7 +178,7 @@ export class TokenService {
    */
   async issue(request: Issuance): Promise<TokenResponse> {
     const now = nowSeconds();
-    const req = this.withUserScopes(request);
+    const req = await this.withUserScopes(request);
     const { client, scopes, subject } = req;
     // A new family id only when a row will name it: a JWT of client_credentials has none.
     let familyId = req.familyId;
@@ -227,18 +230,33 @@ export class TokenService {
    * `req` with the scopes a user's tokens may carry (`scopesForUser`): every grant that acts for a
    * user (authorization code, refresh, device, token exchange, password, extension grants) comes
    * through here, so none can hand a user's token the management scopes without the admin role
-   * and MFA. A new refresh token keeps the narrowed scopes too.
+   * (for `sigil:org:admin`, an organization's admin role) and MFA. A new refresh token keeps the
+   * narrowed scopes too.
    */
-  private withUserScopes(req: Issuance): Issuance {
+  private async withUserScopes(req: Issuance): Promise<Issuance> {
     const { subject } = req;
     if (!subject) return req;
     const role = this.resources.managementRole;
-    const scopes = scopesForUser(req.scopes, subject, role);
+    const orgAdmin = await this.administersOrganization(subject, [
+      ...req.scopes,
+      ...(req.refresh?.kind === 'new' ? req.refresh.scopes : []),
+    ]);
+    const scopes = scopesForUser(req.scopes, subject, role, orgAdmin);
     const refresh =
       req.refresh?.kind === 'new'
-        ? { ...req.refresh, scopes: scopesForUser(req.refresh.scopes, subject, role) }
+        ? { ...req.refresh, scopes: scopesForUser(req.refresh.scopes, subject, role, orgAdmin) }
         : req.refresh;
     return { ...req, scopes, ...(refresh ? { refresh } : {}) };
+  }
+
+  /**
+   * Whether `subject` is an admin of some organization (a membership with ORGANIZATION_ADMIN_ROLE),
+   * asked of the store only when `scopes` has `sigil:org:admin` and the sign-in had MFA, without
+   * which the scope is dropped anyway.
+   */
+  private async administersOrganization(subject: Subject, scopes: readonly string[]): Promise<boolean> {
+    if (!scopes.includes(ORGANIZATION_ADMIN_SCOPE) || !subject.amr.includes('mfa') || !this.memberships) return false;
+    return this.memberships.holdsRole(subject.subjectId, ORGANIZATION_ADMIN_ROLE);
   }
 
   /** Whether an issuance with these scopes may carry a refresh token (OIDC Core §11). */

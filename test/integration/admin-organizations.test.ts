@@ -421,8 +421,10 @@ describe('/admin/v1/organizations', () => {
         '/admin/v1/organizations/{name}/members/{subject}',
       ]),
     );
+    // An organization's admins may change its members too (organization-admins.test.ts).
     expect(doc.paths['/admin/v1/organizations/{name}/members/{subject}'].put.security).toEqual([
       { bearer: ['sigil:admin'] },
+      { bearer: ['sigil:org:admin'] },
     ]);
     expect(doc.paths['/admin/v1/organizations/{name}'].get.security).toEqual([{ bearer: ['sigil:admin:read'] }]);
   });

@@ -4,7 +4,8 @@
  * schema of its own; where the database is shared, also across two store instances as two nodes.
  * Names are unique, a domain has one owner even under concurrent writers, writes are conditional
  * on the version, every write of an organization raises its change counter, members are paged by
- * subject, and removing an organization or a user removes their memberships.
+ * subject, roles are replaced for members only and found by exact name across memberships, and
+ * removing an organization or a user removes their memberships.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -139,6 +140,30 @@ describe.each(backends)('organization store on $name', (backend) => {
     expect(await store.organizations.addMember(org.id, 'sub-a', [])).toBe(false);
     expect(await other.organizations.member(org.id, 'sub-a')).toEqual({ subject: 'sub-a', roles: ['admin'] });
     expect(await store.organizations.remove(org.id, 1)).toBe(true);
+  });
+
+  it('replaces the roles of a member only, never making one', async () => {
+    const org = fresh();
+    expect(await store.organizations.addMember(org.id, 'sub-a', ['viewer'])).toBe(true);
+    expect(await other.organizations.replaceRoles(org.id, 'sub-a', ['admin'])).toBe(true);
+    expect(await store.organizations.member(org.id, 'sub-a')).toEqual({ subject: 'sub-a', roles: ['admin'] });
+    expect(await other.organizations.replaceRoles(org.id, 'sub-b', ['admin'])).toBe(false);
+    expect(await store.organizations.member(org.id, 'sub-b')).toBeUndefined();
+  });
+
+  it('says whether a subject holds a role in any membership, exactly, past many look-alikes', async () => {
+    const subject = `holder-${counter++}`;
+    expect(await store.organizations.holdsRole(subject, 'admin')).toBe(false);
+    // Roles whose JSON text holds "admin" in quotes, or that differ in case only: none is the role.
+    await store.organizations.putMember('org_case', subject, ['Admin', 'ADMIN', 'admins']);
+    for (let i = 0; i < 101; i++)
+      await store.organizations.putMember(`org_fp${String(i).padStart(3, '0')}`, subject, ['x"admin', 'a%min']);
+    expect(await other.organizations.holdsRole(subject, 'admin')).toBe(false);
+    expect(await other.organizations.holdsRole(subject, 'x"admin')).toBe(true);
+    expect(await other.organizations.holdsRole(subject, 'a_min')).toBe(false);
+    await store.organizations.putMember('org_zz', subject, ['billing', 'admin']);
+    expect(await other.organizations.holdsRole(subject, 'admin')).toBe(true);
+    expect(await other.organizations.holdsRole('someone-else', 'admin')).toBe(false);
   });
 
   it("removing a user removes their memberships, in every organization, in the user's transaction", async () => {

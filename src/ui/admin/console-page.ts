@@ -159,7 +159,9 @@ export function refusalOf(err: unknown, t: (key: keyof Messages) => string): Ref
       : atField(first?.path ?? '', first?.message ?? err.message);
     return {
       message,
-      status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412 }[err.code],
+      status: { invalid: 400, conflict: 409, read_only: 409, not_found: 404, precondition_failed: 412, forbidden: 403 }[
+        err.code
+      ],
       fields,
     };
   }
