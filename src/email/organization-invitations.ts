@@ -17,6 +17,7 @@
  *   invited address). Another user gets a page saying so; the invitation stays usable.
  */
 import { OAuthError } from '../protocol/errors.js';
+import { normalizeDomain } from '../config/schema.js';
 import type { Logger } from 'pino';
 import { newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import type { EventBus } from '../events/events.js';
@@ -79,7 +80,8 @@ export class OrganizationInvitations {
   /**
    * Invites `body.email` to organization `name` with `body.roles`, and mails the link (in `lang`).
    * Audited `organization.invitation_create` (address and roles, never the token).
-   * @throws AdminError `not_found` (no such organization), `invalid` (email, roles), `conflict`
+   * @throws AdminError `not_found` (no such organization), `invalid` (email, roles; an address outside
+   *   the domains of an organization of `domain` membership), `conflict`
    *   (mail is not configured; MAX_PENDING_INVITATIONS pending); OAuthError 503
    *   `temporarily_unavailable` when the SMTP server refuses or cannot be reached (the invitation is
    *   revoked then).
@@ -98,6 +100,12 @@ export class OrganizationInvitations {
     if (email.length > MAX_INVITED_EMAIL || !isEmailAddress(email)) throw invalidField('email', 'not an email address');
     const roles = parseRoles(body.roles);
     const org = await this.deps.management.organizations.get(name);
+    // The membership policy says who belongs: an organization of `domain` membership is its domains'
+    // people, so an address elsewhere is refused (a guest is made a member directly by a full
+    // admin); `invite` and `open` organizations may invite any address (guests, contractors).
+    const domain = normalizeDomain(email.slice(email.lastIndexOf('@') + 1));
+    if (org.membership === 'domain' && (domain === undefined || !org.domains.includes(domain)))
+      throw invalidField('email', `organization "${name}" admits members of its domains only (membership "domain")`);
     const now = nowSeconds();
     const pending = await this.deps.store.records.invitations.pending(org.id, now, MAX_PENDING_INVITATIONS);
     if (pending.length >= MAX_PENDING_INVITATIONS)

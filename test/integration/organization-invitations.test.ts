@@ -31,7 +31,10 @@ beforeAll(async () => {
   const base = testConfig();
   sigil = await startSigil({
     clients: [...(base.clients ?? []), automation],
-    organizations: [{ name: 'acme', displayName: 'Acme Corp' }],
+    organizations: [
+      { name: 'acme', displayName: 'Acme Corp' },
+      { name: 'initech', displayName: 'Initech', domains: ['initech.example'], membership: 'domain' },
+    ],
     email: { smtpUrl: smtp.url, from: 'id@acme.example', selfRegistration: true },
   });
   sigil.subscribe((e) => void events.push(e));
@@ -163,6 +166,19 @@ describe('organization invitations', () => {
       expect(posted.status, posted.body).toBe(200);
       expect(posted.location).toBeUndefined();
     }
+  });
+
+  it('invites only addresses at its domains to an organization of domain membership (422, no mail)', async () => {
+    const sent = smtp.mails.length;
+    for (const email of ['vera@example.net', 'vera@initech.example.evil.net', 'vera@sub.initech.example']) {
+      const res = await call('POST', '/organizations/initech/invitations', { email, roles: [] });
+      expect(res.statusCode, email).toBe(422);
+      expect(res.json<{ errors: { path: string }[] }>().errors[0]?.path).toBe('email');
+    }
+    expect((await call('GET', '/organizations/initech/invitations')).json()).toEqual({ invitations: [] });
+    const ok = await call('POST', '/organizations/initech/invitations', { email: 'Ann@INITECH.example', roles: [] });
+    expect(ok.statusCode, ok.body).toBe(201);
+    expect((await smtp.waitFor(sent + 1)).to[0]?.toLowerCase()).toBe('ann@initech.example');
   });
 
   it('refuses another user, and an unconfirmed address; the invitation stays for its invitee', async () => {
