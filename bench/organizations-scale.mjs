@@ -16,7 +16,7 @@
 //   refresh       refresh_token grant of a one-time refresh token, no organization
 //   refresh+org   the same with an organization: Sigil reads the membership again and puts
 //                 org_id, org_name and org_roles into the new access token
-// The two alternate in slices (100 requests one at a time, 500 at once), so that a shared machine's load weighs on both
+// The two alternate in slices (100 requests one at a time, 500 at once; A B B A), so that a shared machine's load weighs on both
 // alike; every request presents its own refresh token, inserted before the run as Sigil stores it
 // (the SHA-256 of the handle). Then the lookup alone: Sigil's own store code (dist/stores/sql.js,
 // `organizations.member`) in this process, at random (organization, subject) pairs, target p99
@@ -212,12 +212,21 @@ async function refresh(http, handle, withOrganization) {
   return ms;
 }
 
+/**
+ * The scenarios in the order of turn `turn`: forwards, then backwards (A B B A ...). The one that
+ * follows the other pays for its writes (SQLite's checkpoints, PostgreSQL's flushes): measured here,
+ * whichever ran second lost a quarter of its throughput, so each goes second as often.
+ */
+function inTurn(names, turn) {
+  return turn % 2 === 0 ? names : [...names].reverse();
+}
+
 /** Sequential latency, alternating slices; then throughput with `connections` at once. */
 async function measureRefresh(http, tokens, requests, connections) {
   const times = { refresh: [], 'refresh+org': [] };
   const warm = 300;
   for (let done = 0; done < requests + warm; done += SLICE)
-    for (const name of Object.keys(times))
+    for (const name of inTurn(Object.keys(times), done / SLICE))
       for (let i = done; i < Math.min(requests + warm, done + SLICE); i++) {
         const ms = await refresh(http, tokens[name][i], name !== 'refresh');
         if (i >= warm) times[name].push(ms);
@@ -226,7 +235,7 @@ async function measureRefresh(http, tokens, requests, connections) {
   const seconds = { refresh: 0, 'refresh+org': 0 };
   const left = Object.fromEntries(Object.keys(times).map((name) => [name, tokens[name].slice(requests + warm)]));
   for (let from = 0; from < left.refresh.length; from += THROUGHPUT_CHUNK)
-    for (const name of Object.keys(times)) {
+    for (const name of inTurn(Object.keys(times), from / THROUGHPUT_CHUNK)) {
       const chunk = left[name].slice(from, from + THROUGHPUT_CHUNK);
       let next = 0;
       const started = performance.now();
