@@ -51,7 +51,7 @@ ${fieldError('org-display-name', 'displayName')}
 <p id="org-domains-hint"><%= it.t.consoleDomainsHint %></p>
 ${fieldError('org-domains', 'domains')}
 <fieldset<% if (it.errors.identityProviders) { %> aria-describedby="org-providers-error"<% } %>><legend><%= it.t.consoleIdentityProviders %></legend>
-<% it.form.providers.forEach(function (p) { %><label class="check"><input type="checkbox" name="identityProviders" value="<%= p.name %>"<% if (p.checked) { %> checked<% } %>> <span><%= p.label %> <code><%= p.name %></code></span></label>
+<% it.form.providers.forEach(function (p) { %><label class="check"><input type="checkbox" name="identityProviders" value="<%= p.name %>"<% if (p.checked) { %> checked<% } %>> <span><%= p.label %><% if (p.label !== p.name) { %> <code><%= p.name %></code><% } %></span></label>
 <% }) %><% if (it.form.providers.length === 0) { %><p><%= it.t.consoleNoProviders %></p><% } %>
 </fieldset>
 ${fieldError('org-providers', 'identityProviders')}
@@ -158,11 +158,11 @@ ${ORGANIZATION_HEAD}
 <form method="post" action="<%= it.base %><%= it.at %>/members" aria-labelledby="add-member">
 <%~ include('@csrf', it) %>
 <label for="member-user"><%= it.t.consoleMemberUser %></label>
-<input type="text" id="member-user" name="user" value="<%= it.form.user %>" maxlength="${MAX_SUBJECT_LENGTH}" autocomplete="off" spellcheck="false" required${described('member-user', 'user', true)}>
+<input type="text" id="member-user" name="user" value="<%= it.form.user || '' %>" maxlength="${MAX_SUBJECT_LENGTH}" autocomplete="off" spellcheck="false" required${described('member-user', 'user', true)}>
 <p id="member-user-hint"><%= it.t.consoleMemberUserHint %></p>
 ${fieldError('member-user', 'user')}
 <label for="member-roles"><%= it.t.consoleRoles %></label>
-<input type="text" id="member-roles" name="roles" value="<%= it.form.roles %>" maxlength="${MAX_ROLES_TEXT}" autocomplete="off" spellcheck="false"${described('member-roles', 'roles', true)}>
+<input type="text" id="member-roles" name="roles" value="<%= it.form.roles || '' %>" maxlength="${MAX_ROLES_TEXT}" autocomplete="off" spellcheck="false"${described('member-roles', 'roles', true)}>
 <p id="member-roles-hint"><%= it.t.consoleSpaceSeparated %></p>
 ${fieldError('member-roles', 'roles')}
 <div class="actions"><button type="submit" name="button" value="add" class="primary"><%= it.t.consoleAddMember %></button></div>
@@ -188,10 +188,10 @@ ${ORGANIZATION_HEAD}
 <%~ include('@csrf', it) %>
 <p id="invite-hint"><%= it.t.consoleInviteHint %></p>
 <label for="invite-email"><%= it.t.consoleEmail %></label>
-<input type="email" id="invite-email" name="email" value="<%= it.form.email %>" maxlength="${MAX_INVITED_EMAIL}" autocomplete="off" required${described('invite-email', 'email', false)}>
+<input type="email" id="invite-email" name="email" value="<%= it.form.email || '' %>" maxlength="${MAX_INVITED_EMAIL}" autocomplete="off" required${described('invite-email', 'email', false)}>
 ${fieldError('invite-email', 'email')}
 <label for="invite-roles"><%= it.t.consoleRoles %></label>
-<input type="text" id="invite-roles" name="roles" value="<%= it.form.roles %>" maxlength="${MAX_ROLES_TEXT}" autocomplete="off" spellcheck="false"${described('invite-roles', 'roles', true)}>
+<input type="text" id="invite-roles" name="roles" value="<%= it.form.roles || '' %>" maxlength="${MAX_ROLES_TEXT}" autocomplete="off" spellcheck="false"${described('invite-roles', 'roles', true)}>
 <p id="invite-roles-hint"><%= it.t.consoleSpaceSeparated %></p>
 ${fieldError('invite-roles', 'roles')}
 <div class="actions"><button type="submit" name="button" value="invite" class="primary"><%= it.t.consoleInvite %></button></div>

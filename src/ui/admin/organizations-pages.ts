@@ -5,8 +5,9 @@
  * providers among those in force, membership) as a form for a stored one, saved as a merge patch
  * guarded by the version the form was read at (a stale form is refused and shows the current
  * settings), and its deletion; a config-file organization's settings are shown read-only. Its
- * members and invitations are `organization-members-pages.ts`'s. Every change goes through
- * `AuditedChanges`.
+ * members and invitations are `organization-members-pages.ts`'s and
+ * `organization-invitations-pages.ts`'s, served for every organization (`consoleAdminAccess`).
+ * Every change goes through `AuditedChanges`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { OrganizationView } from '../../admin/organizations.js';
@@ -18,9 +19,11 @@ import type { Console, Refusal } from './console-page.js';
 import {
   consoleAdminAccess,
   ORGANIZATIONS_PATH,
-  organizationMemberPages,
   organizationName,
-} from './organization-members-pages.js';
+  organizationPageKit,
+} from './organization-access.js';
+import { organizationInvitationPages } from './organization-invitations-pages.js';
+import { organizationMemberPages } from './organization-members-pages.js';
 
 /** The settings a console form edits, as an organization's entry names them. */
 interface Settings {
@@ -178,5 +181,7 @@ export function organizationPages(admin: Console): void {
     return admin.done(reply, ORGANIZATIONS_PATH, 'consoleOrganizationDeleted');
   });
 
-  organizationMemberPages(admin, access);
+  const kit = organizationPageKit(admin, access);
+  organizationMemberPages(kit);
+  organizationInvitationPages(kit);
 }
