@@ -357,6 +357,15 @@ describe.each(['sqlite', 'postgres'] as const)('the console organization pages o
     const second = await page(unescapeHtml(next ?? ''));
     expect(second.body.match(/name="subject"/g)).toHaveLength(4);
     expect(second.body).not.toContain('rel="next"');
+    // A stored user is found by username too.
+    const byName = await submit('/admin/organizations/acme/members', '/admin/organizations/acme/members', [
+      ['user', 'Member-07'],
+      ['roles', 'auditor'],
+    ]);
+    expect(byName.status, byName.body).toBe(303);
+    const stored = await sigil.context.store.users.findUserByUsername('member-07', null);
+    const acme = (await org.members('acme', { limit: 50 })).members;
+    expect(acme.find((m) => m.subject === stored?.subjectId)?.roles).toEqual(['auditor']);
   });
 
   it('sends an invitation by mail, lists it pending and revokes it, audited', async () => {
@@ -447,6 +456,35 @@ describe.each(['sqlite', 'postgres'] as const)('the console organization pages o
     }
     expect(await sigil.context.management.organizations.list()).toEqual(before.organizations);
     expect(await sigil.context.management.organizations.members('acme', { limit: 50 })).toEqual(before.members);
+    expect(await sigil.context.invitations.pending('acme')).toEqual([]);
+  });
+});
+
+describe('an invitation whose mail the SMTP server does not take', () => {
+  let sigil: TestSigil;
+  let admin: Browser;
+  beforeAll(async () => {
+    // A port that no longer listens.
+    const closed = await new SmtpReceiver().start();
+    const smtpUrl = closed.url;
+    await closed.close();
+    sigil = await startAuthorizeSigil([], config({ email: { smtpUrl, from: 'id@sigil.example' } }));
+    admin = await consoleBrowser(sigil, 'root');
+  });
+  afterAll(async () => sigil?.close());
+
+  it('is a 503 page saying so, keeping the form, with nothing pending', async () => {
+    const at = '/admin/organizations/acme/invitations';
+    const shown = await admin.get(at);
+    expect(shown.body).not.toContain('Mail is not configured');
+    const failed = await postForm(admin, at, [
+      ['csrf_token', input(shown.body, 'csrf_token')],
+      ['email', 'vera@example.net'],
+      ['roles', 'viewer'],
+    ]);
+    expect(failed.status).toBe(503);
+    expect(failed.body).toContain('The invitation mail could not be sent, so nothing was kept. Try again later.');
+    expect(failed.body).toContain('value="vera@example.net"');
     expect(await sigil.context.invitations.pending('acme')).toEqual([]);
   });
 });

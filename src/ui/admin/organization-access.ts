@@ -119,7 +119,7 @@ export interface ChangeSpec {
   act(w: { caller: ConsoleCaller; form: Params }, name: string, request: FastifyRequest): Promise<Notice>;
   /** The form as typed, for a form of the page's own (not one of a list's rows): kept, its refused fields marked. */
   typed?: (form: Params) => Record<string, string>;
-  /** A refusal of another kind than `Console.refused` knows, if any (the invitation mail's 503). */
+  /** A refusal of another kind than `Console.refused` knows, if any (the invitation mail's 503), shown with `typed`. */
   refusal?: (request: FastifyRequest, err: unknown) => Shown | undefined;
   /** Where the browser goes after the change (Post/Redirect/Get), by the organization's name. */
   done(name: string): string;
@@ -180,7 +180,9 @@ export function organizationPageKit(admin: Console, access: OrganizationAccess):
         try {
           notice = await spec.act(w, name, request);
         } catch (err) {
-          const shown = refused(request, err, spec.typed?.(w.form)) ?? spec.refusal?.(request, err);
+          const form = spec.typed?.(w.form);
+          const other = spec.refusal?.(request, err);
+          const shown = refused(request, err, form) ?? (other && { ...other, ...(form ? { form } : {}) });
           if (!shown) throw err;
           return spec.page(request, reply, name, shown);
         }
