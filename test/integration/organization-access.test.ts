@@ -1,10 +1,13 @@
 /**
  * The member and invitation pages served for one organization behind a guard of its own
  * (`OrganizationAccess`, as a console of an organization's own admins will serve them): on a bare
- * Fastify app over a running Sigil's real services, with an access that lets its caller manage
- * `acme` only. Every route asks the guard with the organization of its path before anything is
- * read, so the pages of `globex` (which exists) answer 404 like those of an organization that does
- * not, and a change aimed at `globex` changes nothing; the same routes work for `acme`, audited
+ * Fastify app over a running Sigil's real services, with an access that lets its caller, alice,
+ * manage `acme` only, as its own admin. Every route asks the guard with the organization of its
+ * path before anything is read, so the pages of `globex` (which exists) answer 404 like those of
+ * an organization that does not, and a change aimed at `globex` changes nothing. For `acme` the
+ * pages hold the caller to /admin/v1's rules of organization admins: no member added by username
+ * or subject (no form, no route), no roles given to a user who is no member, their own membership
+ * neither changed nor ended (403); another member's roles change and they can be removed, audited
  * with the guard's caller.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -54,6 +57,7 @@ const acmeOnly: OrganizationAccess = {
   path: (name) => `/org/${encodeURIComponent(name)}`,
   section: 'organizations',
   settingsPage: false,
+  organizationAdmin: true,
   reader: async (_request, reply, name) => {
     asked.push(name);
     if (name === 'acme') return CALLER;
@@ -76,7 +80,10 @@ beforeAll(async () => {
     ],
   });
   sigil.subscribe((e) => void events.push(e));
-  await sigil.context.management.organizations.putMember('globex', '2', ['admin']);
+  const organizations = sigil.context.management.organizations;
+  await organizations.putMember('globex', '2', ['admin']);
+  await organizations.putMember('acme', '1', ['admin']);
+  await organizations.putMember('acme', '2', ['viewer']);
   app = Fastify();
   app.decorate('locales', sigil.context.pages.locales);
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_r, body, done) =>
@@ -124,23 +131,38 @@ describe('the organization pages behind a guard for one organization', () => {
     expect(events.filter((e) => e.name === 'admin_changed')).toEqual([]);
   });
 
-  it('serves and changes the members of its own organization, audited with its caller', async () => {
+  it("changes another member of its own organization, never adds anyone, and leaves the caller's own membership alone", async () => {
+    const members = async () => (await sigil.context.management.organizations.members('acme', { limit: 10 })).members;
     const page = await app.inject({ method: 'GET', url: '/org/acme/members' });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('Members of Acme');
-    // No settings page in this access: no link to one.
+    // No settings page in this access, and no add form: an organization's admin invites.
     expect(page.body).not.toContain('href="/org/acme"');
-    const added = await post('/org/acme/members', { user: 'bob', roles: 'viewer' });
-    expect(added.statusCode).toBe(303);
-    expect(added.headers.location).toBe('/org/acme/members?done=consoleMemberAdded');
-    expect((await sigil.context.management.organizations.members('acme', { limit: 10 })).members).toEqual([
+    expect(page.body).not.toContain('name="user"');
+    expect((await post('/org/acme/members', { user: 'carol', roles: 'admin' })).statusCode).toBe(404);
+    // A user who is no member gets no roles (the row form never adds anyone).
+    expect((await post('/org/acme/members/roles', { subject: '3', roles: 'admin' })).statusCode).toBe(404);
+    for (const url of ['/org/acme/members/roles', '/org/acme/members/remove']) {
+      const own = await post(url, { subject: '1', roles: 'viewer' });
+      expect(own.statusCode, url).toBe(403);
+      expect(own.body, url).toContain('an organization admin cannot change or remove their own membership');
+    }
+    expect(await members()).toEqual([
+      { subject: '1', roles: ['admin'] },
       { subject: '2', roles: ['viewer'] },
     ]);
-    expect(events.find((e) => e.action === 'organization.member_add')).toMatchObject({
+    expect(events.filter((e) => e.name === 'admin_changed')).toEqual([]);
+
+    const changed = await post('/org/acme/members/roles', { subject: '2', roles: 'billing' });
+    expect(changed.statusCode).toBe(303);
+    expect(changed.headers.location).toBe('/org/acme/members?done=consoleMemberRolesSaved');
+    expect(events.find((e) => e.action === 'organization.member_update')).toMatchObject({
       clientId: CALLER.clientId,
       subjectId: CALLER.sub,
       target: { type: 'organization', id: 'acme' },
     });
+    expect((await post('/org/acme/members/remove', { subject: '2' })).statusCode).toBe(303);
+    expect(await members()).toEqual([{ subject: '1', roles: ['admin'] }]);
     expect((await app.inject({ method: 'GET', url: '/org/acme/invitations' })).statusCode).toBe(200);
   });
 });

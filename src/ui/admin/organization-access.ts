@@ -33,6 +33,13 @@ export interface OrganizationAccess {
   /** Whether `path(name)` itself is the organization's settings page, to link to. */
   settingsPage: boolean;
   /**
+   * Whether the caller acts as an organization's own admin (`sigil:org:admin`), under the rules
+   * /admin/v1 holds them to: they add no member by username or subject (people join by invitation,
+   * with their consent) and leave their own membership alone (`refuseOwnMembership`). False for the
+   * full console's admins.
+   */
+  organizationAdmin: boolean;
+  /**
    * The caller of a GET of organization `name`'s pages, or undefined after answering (sign-in,
    * "not allowed", or a 404 for an organization the caller may not manage). `name` is well formed
    * (`ORGANIZATION_NAME`) but may name no organization.
@@ -53,6 +60,7 @@ export function consoleAdminAccess(admin: Console): OrganizationAccess {
     path: (name) => `${ORGANIZATIONS_PATH}/${encodeURIComponent(name)}`,
     section: 'organizations',
     settingsPage: true,
+    organizationAdmin: false,
     reader: (request, reply) => admin.reader(request, reply),
     writer: (request, reply) => admin.writer(request, reply),
   };
@@ -198,7 +206,14 @@ export function organizationPageKit(admin: Console, access: OrganizationAccess):
         return reply;
       }
       const { status = 200, form = {}, errors = {}, ...rest } = shown;
-      const values = { at: access.path(name), settingsPage: access.settingsPage, page, name, displayName };
+      const values = {
+        at: access.path(name),
+        settingsPage: access.settingsPage,
+        addsMembers: !access.organizationAdmin,
+        page,
+        name,
+        displayName,
+      };
       const all = { ...values, ...data, form, errors, ...rest };
       return admin.render(request, reply, `console-organization-${page}`, access.section, all, status);
     },

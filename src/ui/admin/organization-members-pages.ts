@@ -4,15 +4,19 @@
  * name where the user admin knows the subject (a directory's users show their subject only);
  * a member added by username or subject with roles (someone already a member keeps their roles
  * and gains the given ones, as an accepted invitation does: `AuditedChanges.addOrganizationMember`),
- * their roles replaced (`putOrganizationMember`, as PUT does), removed. Every change is audited
- * `admin_changed` with the console client and the admin's subject. Served for one organization
- * behind an `OrganizationAccess` (`organization-access.ts`).
+ * a member's roles replaced (`updateOrganizationMember`: never someone who is no member), removed.
+ * Every change is audited `admin_changed` with the console client and the admin's subject. Served
+ * for one organization behind an `OrganizationAccess` (`organization-access.ts`); for an
+ * organization's own admin, as /admin/v1 serves them, without the add form (they invite) and
+ * without changes of their own membership.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AdminError, invalidField } from '../../admin/errors.js';
+import { refuseOwnMembership } from '../../admin/organization-members.js';
 import { MAX_SUBJECT_LENGTH } from '../../config/schema.js';
 import { queryString, single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
+import type { ConsoleCaller } from './console-session.js';
 import { type OrganizationPageKit, rolesOf, type Shown, wellFormed } from './organization-access.js';
 
 /** Members listed per page. */
@@ -66,29 +70,38 @@ export function organizationMemberPages(kit: OrganizationPageKit): void {
 
   kit.page('/members', membersPage);
 
-  kit.change({
-    path: '/members',
-    page: membersPage,
-    act: async (w, name) => {
-      const user = field(w.form, 'user');
-      const roles = rolesOf(field(w.form, 'roles'));
-      if (user === '') throw invalidField('user', 'enter a username or a subject');
-      if (user.length > MAX_SUBJECT_LENGTH) throw invalidField('user', `at most ${MAX_SUBJECT_LENGTH} characters`);
-      // A username first, as `sigil users remove` reads a name; anything else is taken as the subject.
-      const subject = (await users.subjectOfUsername(user)) ?? user;
-      const { added } = await admin.changes(w.caller).addOrganizationMember(name, subject, roles);
-      return added ? 'consoleMemberAdded' : 'consoleMemberRolesMerged';
-    },
-    typed: (form) => ({ user: field(form, 'user'), roles: field(form, 'roles') }),
-    done: membersPath,
-  });
+  // A full admin adds a member by username or subject; an organization's own admin invites instead.
+  if (!access.organizationAdmin)
+    kit.change({
+      path: '/members',
+      page: membersPage,
+      act: async (w, name) => {
+        const user = field(w.form, 'user');
+        const roles = rolesOf(field(w.form, 'roles'));
+        if (user === '') throw invalidField('user', 'enter a username or a subject');
+        if (user.length > MAX_SUBJECT_LENGTH) throw invalidField('user', `at most ${MAX_SUBJECT_LENGTH} characters`);
+        // A username first, as `sigil users remove` reads a name; anything else is taken as the subject.
+        const subject = (await users.subjectOfUsername(user)) ?? user;
+        const { added } = await admin.changes(w.caller).addOrganizationMember(name, subject, roles);
+        return added ? 'consoleMemberAdded' : 'consoleMemberRolesMerged';
+      },
+      typed: (form) => ({ user: field(form, 'user'), roles: field(form, 'roles') }),
+      done: membersPath,
+    });
+
+  /** The member a row's form names; for an organization's own admin, never themselves. */
+  const memberOf = (w: { caller: ConsoleCaller; form: Params }) => {
+    const subject = wellFormed(single(w.form, 'subject') ?? '', MAX_SUBJECT_LENGTH, 'member');
+    if (access.organizationAdmin) refuseOwnMembership(w.caller.sub, subject);
+    return subject;
+  };
 
   kit.change({
     path: '/members/roles',
     page: membersPage,
     act: async (w, name) => {
-      const subject = wellFormed(single(w.form, 'subject') ?? '', MAX_SUBJECT_LENGTH, 'member');
-      await admin.changes(w.caller).putOrganizationMember(name, subject, rolesOf(field(w.form, 'roles')));
+      // A member's roles only: a row of a page read before the member left adds nobody back.
+      await admin.changes(w.caller).updateOrganizationMember(name, memberOf(w), rolesOf(field(w.form, 'roles')));
       return 'consoleMemberRolesSaved';
     },
     done: membersPath,
@@ -98,8 +111,7 @@ export function organizationMemberPages(kit: OrganizationPageKit): void {
     path: '/members/remove',
     page: membersPage,
     act: async (w, name) => {
-      const subject = wellFormed(single(w.form, 'subject') ?? '', MAX_SUBJECT_LENGTH, 'member');
-      await admin.changes(w.caller).removeOrganizationMember(name, subject);
+      await admin.changes(w.caller).removeOrganizationMember(name, memberOf(w));
       return 'consoleMemberRemoved';
     },
     done: membersPath,

@@ -4,7 +4,8 @@
  * settings (a form for a stored one, read-only for a config-file one), its members and its
  * invitations. The member and invitation pages name their links and forms by `it.at`, the path of
  * the organization's pages, so that they can be served elsewhere for one organization; they link
- * to the settings page only where `it.settingsPage` says there is one. A refused field is marked on
+ * to the settings page only where `it.settingsPage` says there is one, and offer the add form only
+ * where `it.addsMembers` does. A refused field is marked on
  * the field (`aria-invalid`, and its message by `aria-describedby`).
  */
 import { MAX_MEMBER_ROLES, MAX_ROLE_NAME } from '../../admin/organization-members.js';
@@ -154,7 +155,7 @@ ${ORGANIZATION_HEAD}
 </tbody>
 </table>
 <% if (it.next) { %><p><a href="<%= it.base %><%= it.at %>/members?cursor=<%= encodeURIComponent(it.next) %>" rel="next"><%= it.t.consoleNextMembers %></a></p><% } %>
-<h2 id="add-member"><%= it.t.consoleAddMember %></h2>
+<% if (it.addsMembers) { %><h2 id="add-member"><%= it.t.consoleAddMember %></h2>
 <form method="post" action="<%= it.base %><%= it.at %>/members" aria-labelledby="add-member">
 <%~ include('@csrf', it) %>
 <label for="member-user"><%= it.t.consoleMemberUser %></label>
@@ -166,7 +167,7 @@ ${fieldError('member-user', 'user')}
 <p id="member-roles-hint"><%= it.t.consoleSpaceSeparated %></p>
 ${fieldError('member-roles', 'roles')}
 <div class="actions"><button type="submit" name="button" value="add" class="primary"><%= it.t.consoleAddMember %></button></div>
-</form>`;
+</form><% } %>`;
 
 const INVITATIONS = `<% layout('@console-layout', { title: it.f(it.t.consoleInvitationsOf, { name: it.displayName }) }) %>
 ${ORGANIZATION_HEAD}
