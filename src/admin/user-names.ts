@@ -4,7 +4,7 @@
  * may hold the username, case-insensitively; no client's id may be the subject (RFC 9068 §5).
  */
 import type { ResolvedConfig } from '../config/loader.js';
-import { clientSubjectCollision } from '../config/schema.js';
+import { clientSubjectCollision, MAX_USERNAME_LENGTH } from '../config/schema.js';
 import type { Store } from '../stores/types.js';
 import { configUsersNamed } from './config-users.js';
 import { AdminError } from './errors.js';
@@ -33,6 +33,28 @@ export class UserNames {
     if (config) return { kind: 'config', username: config.username, subjectId: config.subjectId };
     for (const directory of this.directories)
       if (await directory.findByUsername(username)) return { kind: 'directory', directory: directory.name };
+    return undefined;
+  }
+
+  /**
+   * The subject of the user an admin names by `username` (case-insensitively, in any tenant): the
+   * config-file user of that name (who wins, as everywhere), else the one stored user of it, else
+   * a user directory's. Undefined when no one holds it, when it cannot be a username (too long, a
+   * control character: never looked up, as PostgreSQL refuses a NUL), or when config-file users of
+   * several tenants share it, so that a name never silently picks one of two people.
+   * @throws DirectoryUnavailable when a directory cannot answer.
+   */
+  async subjectOf(username: string): Promise<string | undefined> {
+    if (username.length === 0 || username.length > MAX_USERNAME_LENGTH || /[\u0000-\u001f\u007f]/.test(username))
+      return undefined;
+    const config = configUsersNamed(this.config.users, username, null);
+    if (config.length > 0) return config.length === 1 ? config[0]?.subjectId : undefined;
+    const stored = await this.store.users.findUserByUsername(username, null);
+    if (stored) return stored.subjectId;
+    for (const directory of this.directories) {
+      const user = await directory.findByUsername(username);
+      if (user) return user.subjectId;
+    }
     return undefined;
   }
 

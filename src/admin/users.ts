@@ -129,6 +129,15 @@ export class UserAdmin {
   }
 
   /**
+   * The subject of the user an admin names by username (`UserNames.subjectOf`): for the doors that
+   * take a username where the services take a subject (the console's member form).
+   * @throws DirectoryUnavailable when a directory cannot answer.
+   */
+  subjectOfUsername(username: string): Promise<string | undefined> {
+    return this.names.subjectOf(username);
+  }
+
+  /**
    * The password policy's problems with a password someone chose for the user `username` (NIST SP
    * 800-63B-4 §3.1.1.2, `users/password-policy.ts`), empty when it is accepted: for the pages that
    * word each problem before anything is spent (a mailed link, the current session).

@@ -14,7 +14,10 @@ import { DirectoryUnavailable } from '../../users/directory.js';
 import type { ConsoleCaller } from './console-session.js';
 
 /** The services this module uses. */
-export type ConsolePageServices = Pick<Services, 'basePath' | 'config' | 'events' | 'management' | 'users'>;
+export type ConsolePageServices = Pick<
+  Services,
+  'basePath' | 'config' | 'events' | 'invitations' | 'management' | 'upstream' | 'users'
+>;
 
 /**
  * The confirmations a change's redirect may name (`?done=<key>`, Post/Redirect/Get): message keys
@@ -37,6 +40,15 @@ export const NOTICES = [
   'consoleResourceDeleted',
   'consoleKeysRotated',
   'consoleKeyRetired',
+  'consoleOrganizationCreated',
+  'consoleOrganizationSaved',
+  'consoleOrganizationDeleted',
+  'consoleMemberAdded',
+  'consoleMemberRolesMerged',
+  'consoleMemberRolesSaved',
+  'consoleMemberRemoved',
+  'consoleInvitationSent',
+  'consoleInvitationRevoked',
 ] as const satisfies readonly (keyof Messages)[];
 
 /** A confirmation a change's redirect names. */
@@ -48,7 +60,7 @@ export function noticeOf(value: string | undefined): Notice | undefined {
 }
 
 /** The console's sections, as the navigation names them. */
-export type Section = 'users' | 'clients' | 'resources' | 'keys' | 'events';
+export type Section = 'users' | 'organizations' | 'clients' | 'resources' | 'keys' | 'events';
 
 /** What each console page module gets: rendering, the guards, and the audit helper. */
 export interface Console {

@@ -23,13 +23,15 @@ import { formRoute } from '../forms.js';
 import { language } from '../language.js';
 import { sendLoggedOut } from '../signed-out.js';
 import { type ConsoleDeps, ConsoleSession } from './console-session.js';
-import { type Console, noticeOf, refusalOf } from './console-page.js';
+import { type Console, type ConsolePageServices, noticeOf, refusalOf } from './console-page.js';
 import { clientPages } from './clients-pages.js';
 import { CONSOLE_STYLES, CONSOLE_TEMPLATES } from './templates.js';
 import { resourcesPage } from './resources-page.js';
 import { userPages } from './users-pages.js';
 import { keyPages } from './keys-pages.js';
 import { eventsPage } from './events-page.js';
+import { organizationPages } from './organizations-pages.js';
+import { ORGANIZATION_STYLES, ORGANIZATION_TEMPLATES } from './organization-templates.js';
 import type { ConsoleSessionServices } from './console-session.js';
 import type { ErrorPageServices } from '../error-page.js';
 import type { BrowserServices } from '../../interaction/browser.js';
@@ -37,6 +39,7 @@ import type { BrowserServices } from '../../interaction/browser.js';
 import type { FormServices } from '../forms.js';
 /** The services this module uses. */
 export type ConsoleServices = Pick<Services, 'basePath' | 'config' | 'events' | 'issuer' | 'management' | 'pages'> &
+  ConsolePageServices &
   BrowserServices &
   ConsoleSessionServices &
   ErrorPageServices &
@@ -52,7 +55,8 @@ const CONSOLE_SIGNED_OUT_PATH = `${CONSOLE_PATH}/signed-out`;
  */
 export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: ConsoleDeps): void {
   if (!ctx.config.admin.console) return;
-  for (const [name, template] of Object.entries(CONSOLE_TEMPLATES)) ctx.pages.register(name, template);
+  for (const [name, template] of Object.entries({ ...CONSOLE_TEMPLATES, ...ORGANIZATION_TEMPLATES }))
+    ctx.pages.register(name, template);
   const origin = new URL(ctx.issuer).origin;
   const session = new ConsoleSession(app, ctx, deps);
   session.routes();
@@ -98,7 +102,10 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   };
 
   app.get('/admin/console.css', async (_request, reply) =>
-    reply.header('cache-control', 'public, max-age=3600').type('text/css; charset=utf-8').send(CONSOLE_STYLES),
+    reply
+      .header('cache-control', 'public, max-age=3600')
+      .type('text/css; charset=utf-8')
+      .send(CONSOLE_STYLES + ORGANIZATION_STYLES),
   );
   app.get(CONSOLE_PATH, async (request, reply) => {
     const caller = await admin.reader(request, reply);
@@ -127,6 +134,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
     }),
   );
   userPages(admin);
+  organizationPages(admin);
   clientPages(admin);
   resourcesPage(admin);
   keyPages(admin);

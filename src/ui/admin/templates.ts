@@ -23,7 +23,7 @@ const LAYOUT = `<!doctype html>
 <header class="console-bar">
 <p class="brand<%= it.brand.logo ? ' with-logo' : '' %>"><% if (it.brand.logo) { %><img src="<%= it.brand.logo %>" alt=""><% } %><%= it.brand.productName %> <span><%= it.t.consoleTitle %></span></p>
 <nav aria-label="<%= it.t.consoleNav %>"><ul>
-<% [['users', it.t.consoleUsers], ['clients', it.t.consoleClients], ['resources', it.t.consoleResources], ['keys', it.t.consoleKeys], ['events', it.t.consoleEvents]].forEach(function (s) { %><li><a href="<%= it.base %>/admin/<%= s[0] %>"<% if (it.section === s[0]) { %> aria-current="page"<% } %>><%= s[1] %></a></li>
+<% [['users', it.t.consoleUsers], ['organizations', it.t.consoleOrganizations], ['clients', it.t.consoleClients], ['resources', it.t.consoleResources], ['keys', it.t.consoleKeys], ['events', it.t.consoleEvents]].forEach(function (s) { %><li><a href="<%= it.base %>/admin/<%= s[0] %>"<% if (it.section === s[0]) { %> aria-current="page"<% } %>><%= s[1] %></a></li>
 <% }) %></ul></nav>
 <form method="post" action="<%= it.base %>/admin/logout" class="inline">
 <%~ include('@csrf', it) %>
@@ -36,7 +36,8 @@ const LAYOUT = `<!doctype html>
 </body>
 </html>`;
 
-const NOTICE = `<% if (it.notice) { %><p class="notice" role="status"><%= it.notice %></p><% } %>
+/** The page's confirmation (`it.notice`) and refusal (`it.error`, `#form-error`), shared by the console's templates. */
+export const NOTICE = `<% if (it.notice) { %><p class="notice" role="status"><%= it.notice %></p><% } %>
 <% if (it.error) { %><p class="alert" role="alert" id="form-error"><%= it.error %></p><% } %>`;
 
 const USERS = `<% layout('@console-layout', { title: it.t.consoleUsers }) %>
