@@ -41,6 +41,7 @@ import type { AuditLog } from './admin/audit.js';
 import type { GrantAdmin } from './admin/grants.js';
 import type { ResourceAdmin } from './admin/resources.js';
 import type { UserAdmin } from './admin/users.js';
+import type { OrganizationScim } from './scim/organization.js';
 import type { ScimService } from './scim/service.js';
 import type { OrganizationAdmin } from './admin/organizations.js';
 import type { OrganizationInvitations } from './email/organization-invitations.js';
@@ -55,6 +56,8 @@ export interface Management {
   users: UserAdmin;
   /** SCIM 2.0 users and groups (RFC 7643, RFC 7644). */
   scim: ScimService;
+  /** SCIM 2.0 per organization: each organization's members and roles (/scim/v2/organizations/{name}). */
+  organizationScim: OrganizationScim;
   /** The stored audit events. */
   audit: AuditLog;
   /** Users' consents and refresh token grants. */

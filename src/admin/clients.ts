@@ -103,6 +103,11 @@ export interface ClientAdminOptions {
    * config file's only.
    */
   resources?: { withStored(raw: Record<string, unknown>): Record<string, unknown> };
+  /**
+   * The names of the organizations in force (config-file and stored), which a stored client's
+   * `organization` may name (a running node). Without it, the config file's only.
+   */
+  organizations?: () => readonly string[];
 }
 
 /** Creates, changes, deletes, lists and reloads the stored clients. */
@@ -149,6 +154,7 @@ export class ClientAdmin {
       // A config-file user's subject as client id is one of the problems found here.
       resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, {
         extensionGrants: this.options.extensionGrants ?? [],
+        organizations: this.options.organizations?.() ?? [],
       });
     } catch (err) {
       if (err instanceof ConfigError) throw new AdminError('invalid', err.message);
@@ -497,6 +503,7 @@ export class ClientAdmin {
     try {
       resolveConfig({ ...base, clients: [...others, client] }, this.options.overrides, {
         extensionGrants: this.options.extensionGrants ?? [],
+        organizations: this.options.organizations?.() ?? [],
       });
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;

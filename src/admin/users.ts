@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import type { ResolvedConfig } from '../config/loader.js';
 import { MAX_USERNAME_LENGTH, type UserConfig } from '../config/schema.js';
 import { MfaService } from '../mfa/factors.js';
-import type { DirectoryUser, UserWrite } from '../stores/directory.js';
+import type { DirectoryUser, NewMembership, UserWrite } from '../stores/directory.js';
 import { externalLinkKey, type Store, type StoredFactor, type StoredUser } from '../stores/types.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
 import { productName } from '../config/product-name.js';
@@ -198,14 +198,15 @@ export class UserAdmin {
   }
 
   /**
-   * Stores a user `prepare` checked, with their addresses, in one transaction; emits `admin_changed`
-   * (`user.create`) when `audit` is given.
+   * Stores a user `prepare` checked, with their addresses and, with `membership`, their membership
+   * of that organization, in one transaction; emits `admin_changed` (`user.create`) when `audit` is
+   * given.
    * @throws AdminError `conflict` (field `username`) when a user took the name meanwhile.
    */
-  async commit(user: PreparedUser, audit?: AdminAudit): Promise<AddedUser> {
+  async commit(user: PreparedUser, audit?: AdminAudit, membership?: NewMembership): Promise<AddedUser> {
     const { subjectId, write } = user;
     try {
-      await this.store.directory.addUser(subjectId, write, nowSeconds());
+      await this.store.directory.addUser(subjectId, write, nowSeconds(), membership);
     } catch (err) {
       throw conflictOf(err, write.username);
     }
@@ -216,10 +217,14 @@ export class UserAdmin {
   /**
    * Adds a user to the store: `prepare`, then `commit`. One of the config file's users may have the
    * same username or subject unless `strictNames`: the user is saved, and the config one wins.
+   * `membership`: the user joins that organization with their creation (SCIM per organization).
    * @throws as `prepare` and `commit`.
    */
-  async create(user: NewUser, options: { audit?: AdminAudit; strictNames?: boolean } = {}): Promise<AddedUser> {
-    return this.commit(await this.prepare(user, options.strictNames), options.audit);
+  async create(
+    user: NewUser,
+    options: { audit?: AdminAudit; strictNames?: boolean; membership?: NewMembership } = {},
+  ): Promise<AddedUser> {
+    return this.commit(await this.prepare(user, options.strictNames), options.audit, options.membership);
   }
 
   /**

@@ -13,7 +13,9 @@ import { SessionAdmin } from '../admin/sessions.js';
 import { UserAdmin } from '../admin/users.js';
 import { fetchBoundedText } from '../clients/client-keys.js';
 import { ConfigError, type ConfigOverrides } from '../config/loader.js';
+import { OrganizationGroupAdmin } from '../admin/organization-groups.js';
 import { OrganizationAdmin } from '../admin/organizations.js';
+import { OrganizationScim } from '../scim/organization.js';
 import { ScimService } from '../scim/service.js';
 import type { Infrastructure, ManagementServices, ProtocolServices, SignInServices } from '../services.js';
 import type { UserDirectory } from '../users/directory.js';
@@ -98,7 +100,11 @@ export function buildManagement(
     live: { resources, upstream, apiSecrets },
     ...(source.dataKey ? { dataKey: source.dataKey } : {}),
   });
-  const clientAdmin = new ClientAdmin(store, { ...checked, resources: resourceAdmin });
+  const clientAdmin = new ClientAdmin(store, {
+    ...checked,
+    resources: resourceAdmin,
+    organizations: () => organizations.all().map((o) => o.name),
+  });
   const organizationAdmin = new OrganizationAdmin(store, { live: organizations, upstream, users: signIn.users, log });
   const changes = new StoredChanges({
     store,
@@ -124,6 +130,19 @@ export function buildManagement(
   });
   clients.onLookup = (id) => registrations.touch(id);
   const { userAdmin, sessionAdmin } = users;
+  const scimBase = `${cfg.issuer}/scim/v2`;
+  // SCIM per organization (/scim/v2/organizations/{name}): users written by `userAdmin`, ended
+  // memberships by `organizationAdmin`, the organization's roles as groups by their own admin.
+  const organizationScim = new OrganizationScim(
+    {
+      store,
+      events,
+      users: userAdmin,
+      organizations: organizationAdmin,
+      groups: new OrganizationGroupAdmin(store, cfg.admin.userRole),
+    },
+    scimBase,
+  );
   const management: ManagementServices = {
     registrations,
     management: {
@@ -133,7 +152,8 @@ export function buildManagement(
       users: userAdmin,
       // SCIM 2.0 (/scim/v2): its users are written by `userAdmin`; its groups, which the
       // console's user pages use too, live only here.
-      scim: new ScimService(store, events, userAdmin, `${cfg.issuer}/scim/v2`, cfg.admin.userRole),
+      scim: new ScimService(store, events, userAdmin, scimBase, cfg.admin.userRole),
+      organizationScim,
       audit: new AuditLog(store.audit, cfg.admin.auditRetentionSeconds, log),
       grants: new GrantAdmin(store.grants),
       resources: resourceAdmin,

@@ -81,7 +81,7 @@ function apiRoutes(s: Services, grantTypes: GrantRegistry): RouteRegistration[] 
       metadata: s.config.registration.enabled ? { registration_endpoint: REGISTRATION_PATH } : {},
       register: (app) => registrationEndpoint(app, s),
     },
-    { kind: 'api', register: (app) => scimEndpoints(app, s) }, // SCIM 2.0 at /scim/v2 (RFC 7644)
+    { kind: 'api', register: (app) => scimEndpoints(app, s) }, // SCIM 2.0 at /scim/v2 and per organization (RFC 7644)
     { kind: 'api', register: (app) => adminApiEndpoints(app, s) },
   ];
 }

@@ -5,7 +5,13 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { BUILT_IN_GRANT_TYPES, configSchema, type Config, type ConfigInput } from './schema.js';
+import {
+  BUILT_IN_GRANT_TYPES,
+  configSchema,
+  type Config,
+  type ConfigInput,
+  unknownClientOrganizations,
+} from './schema.js';
 import { closest } from './suggest.js';
 import { CONSOLE_CLIENT_ID, consoleClient } from './console-client.js';
 
@@ -42,6 +48,11 @@ export interface ResolveOptions {
   env?: NodeJS.ProcessEnv;
   /** Names of the extension grants registered (`createSigil`'s `extensionGrants`); default none. */
   extensionGrants?: readonly string[];
+  /**
+   * Names of the organizations in force besides the config file's (the stored ones), which a
+   * client's `organization` may name; default none (`unknownClientOrganizations`).
+   */
+  organizations?: readonly string[];
 }
 
 /** The validated config plus where the server listens. */
@@ -98,9 +109,15 @@ export function resolveConfig(
     merged.metrics = { ...(typeof merged.metrics === 'object' ? merged.metrics : {}), port: overrides.metricsPort };
   const result = configSchema.safeParse(merged);
   const grantProblems = unknownGrantTypes(merged.clients, options.extensionGrants ?? []);
-  if (!result.success || grantProblems.length > 0) {
+  const organizationProblems = result.success
+    ? unknownClientOrganizations(result.data, options.organizations ?? []).map(
+        (p) => `${formatPath(p.path)}: ${redact(p.message, references.secrets)}`,
+      )
+    : [];
+  if (!result.success || grantProblems.length > 0 || organizationProblems.length > 0) {
     throw new ConfigError([
       ...grantProblems.map((p) => redact(p, references.secrets)),
+      ...organizationProblems,
       ...(result.error?.issues ?? []).flatMap((i) =>
         // An unknown field is reported at its own path, not at the enclosing object's.
         i.code === 'unrecognized_keys'

@@ -27,7 +27,7 @@ import { identityProvider, user } from './schema/users.js';
 export { EDITABLE_CLAIMS } from './schema/account.js';
 export { CSS_HEX_COLOUR } from './schema/branding.js';
 export { clientSchema } from './schema/client.js';
-export { clientSubjectCollision } from './schema/cross-checks.js';
+export { clientSubjectCollision, unknownClientOrganizations } from './schema/cross-checks.js';
 export {
   CLIENT_PROFILES,
   FAPI2_ALGORITHMS,

@@ -5,7 +5,10 @@
  * `insufficient_scope`); the discovery resources too, as nothing public needs them. Bodies are
  * `application/scim+json` (or `application/json`), bounded in length and depth; answers are
  * `application/scim+json`, errors in the SCIM error schema (§3.12), never a 500 for bad input.
- * The logic is in `scim/service.ts`; this module parses, calls and renders.
+ * The same routes answer under `/scim/v2/organizations/{name}` for a client of that organization
+ * (config `organization`): its members and roles only (`organizationDoor`); such a client gets 403
+ * at `/scim/v2` itself (`deploymentDoor`).
+ * The logic is in `scim/service.ts` and `scim/organization.ts`; this module parses, calls and renders.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
@@ -13,14 +16,16 @@ import { OAuthError } from '../protocol/errors.js';
 import { jsonBoundsViolation } from '../protocol/json-bounds.js';
 import { ScimError } from '../protocol/scim-filter.js';
 import { attributeList, type ListParams, project } from '../scim/listing.js';
+import type { Client } from '../clients/registry.js';
+import { organizationScimBase } from '../scim/organization-scope.js';
 import type { ScimResult } from '../scim/representation.js';
-import type { ScimActor } from '../scim/service.js';
+import type { ScimActor, ScimResources } from '../scim/service.js';
 import { resourceTypes, schemas, SEARCH_REQUEST, serviceProviderConfig } from '../scim/schemas.js';
-import { requireScope } from './protected-resource.js';
+import { authenticateAccessToken, callerWithScope } from './protected-resource.js';
 import type { ProtectedResourceEndpointServices } from './protected-resource.js';
 
 /** The services this module uses. */
-export type ScimEndpointServices = Pick<Services, 'basePath' | 'issuer' | 'management'> &
+export type ScimEndpointServices = Pick<Services, 'basePath' | 'issuer' | 'management' | 'organizations'> &
   ProtectedResourceEndpointServices;
 
 const PREFIX = '/scim/v2';
@@ -30,8 +35,6 @@ const SCIM_JSON_BOUNDS = { maxLength: 64 * 1024, maxDepth: 8 };
 
 /** Registers the SCIM routes (their own plugin context, for the JSON body parsers). */
 export async function scimEndpoints(app: FastifyInstance, ctx: ScimEndpointServices): Promise<void> {
-  const base = `${ctx.issuer}${PREFIX}`;
-  const service = ctx.management.scim;
   await app.register(
     async (scim) => {
       for (const type of ['application/scim+json', 'application/json'])
@@ -57,106 +60,181 @@ export async function scimEndpoints(app: FastifyInstance, ctx: ScimEndpointServi
         );
       });
 
-      /** Runs `handle` after the guard, rendering SCIM errors. */
-      const route = (
-        method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
-        url: string,
-        handle: (request: FastifyRequest, reply: FastifyReply, actor: ScimActor) => Promise<FastifyReply>,
-      ) =>
-        scim.route({
-          method,
-          url,
-          handler: async (request, reply) => {
-            try {
-              // The DPoP proof's htu is the issuer plus the path below it (the URL without Sigil's mount).
-              const path = (request.url.split('?')[0] ?? request.url).slice(ctx.basePath.length);
-              const caller = await requireScope(ctx, request, path, ['scim']);
-              return await handle(request, reply, {
-                clientId: caller.clientId,
-                ...(caller.sub !== undefined ? { sub: caller.sub } : {}),
-              });
-            } catch (err) {
-              return sendScimError(reply, err);
-            }
-          },
-        });
-
-      const result = (reply: FastifyReply, r: ScimResult, status = 200, request?: FastifyRequest) => {
-        reply.code(status).header('etag', r.etag).type(SCIM_TYPE).header('cache-control', 'no-store');
-        if (status === 201) reply.header('location', String((r.resource.meta as { location: string }).location));
-        const q = (request?.query ?? {}) as Record<string, unknown>;
-        return reply.send(
-          project(r.resource, attributeList(str(q.attributes)), attributeList(str(q.excludedAttributes))),
-        );
-      };
-      const json = (reply: FastifyReply, body: unknown) =>
-        reply.type(SCIM_TYPE).header('cache-control', 'no-store').send(body);
-      const ifMatch = (request: FastifyRequest) => str(request.headers['if-match']);
-
-      route('GET', '/ServiceProviderConfig', async (_q, reply) =>
-        json(reply, serviceProviderConfig(base, `${ctx.issuer}/`)),
-      );
-      route('GET', '/ResourceTypes', async (_q, reply) => json(reply, listOf(resourceTypes(base))));
-      route('GET', '/ResourceTypes/:id', async (request, reply) => json(reply, byId(resourceTypes(base), request)));
-      route('GET', '/Schemas', async (_q, reply) => json(reply, listOf(schemas(base))));
-      route('GET', '/Schemas/:id', async (request, reply) => json(reply, byId(schemas(base), request)));
-
-      for (const [type, get, list, create, replace, patch, remove] of [
-        [
-          'Users',
-          service.getUser,
-          service.listUsers,
-          service.createUser,
-          service.replaceUser,
-          service.patchUser,
-          service.deleteUser,
-        ],
-        [
-          'Groups',
-          service.getGroup,
-          service.listGroups,
-          service.createGroup,
-          service.replaceGroup,
-          service.patchGroup,
-          service.deleteGroup,
-        ],
-      ] as const) {
-        route('GET', `/${type}`, async (request, reply) =>
-          json(reply, await list.call(service, listParams(request.query))),
-        );
-        route('POST', `/${type}/.search`, async (request, reply) =>
-          json(reply, await list.call(service, searchParams(body(request)))),
-        );
-        route('POST', `/${type}`, async (request, reply, actor) =>
-          result(reply, await create.call(service, body(request), actor), 201, request),
-        );
-        route('GET', `/${type}/:id`, async (request, reply) => {
-          const r = await get.call(service, id(request));
-          // §3.14: a GET with If-None-Match naming the current version answers 304.
-          if (
-            str(request.headers['if-none-match'])
-              ?.split(',')
-              .some((t) => t.trim() === r.etag)
-          )
-            return reply.code(304).header('etag', r.etag).send();
-          return result(reply, r, 200, request);
-        });
-        route('PUT', `/${type}/:id`, async (request, reply, actor) =>
-          result(reply, await replace.call(service, id(request), body(request), ifMatch(request), actor), 200, request),
-        );
-        route('PATCH', `/${type}/:id`, async (request, reply, actor) =>
-          result(reply, await patch.call(service, id(request), body(request), ifMatch(request), actor), 200, request),
-        );
-        route('DELETE', `/${type}/:id`, async (request, reply, actor) => {
-          await remove.call(service, id(request), ifMatch(request), actor);
-          return reply.code(204).send();
-        });
-      }
+      for (const door of [deploymentDoor(ctx), organizationDoor(ctx)]) resourceRoutes(scim, ctx, door);
       scim.setNotFoundHandler((_request, reply) => sendScimError(reply, new ScimError(404, 'no such SCIM resource')));
     },
     { prefix: PREFIX },
   );
 }
+
+/**
+ * One SCIM base URL: its routes' path below `/scim/v2`, and for a request, after the guard, the
+ * resources the caller may reach there and their base URL.
+ */
+interface ScimDoor {
+  path: string;
+  /** @throws ScimError 403 when the token's client may not use this door (or this organization's). */
+  open(request: FastifyRequest, client: Client): { resources: ScimResources; base: string };
+}
+
+/**
+ * `/scim/v2` itself: the deployment's users and groups, for a client of no organization. A client
+ * of an organization gets 403: it provisions its organization only.
+ */
+function deploymentDoor(ctx: ScimEndpointServices): ScimDoor {
+  return {
+    path: '',
+    open: (_request, client) => {
+      if (client.organization !== null)
+        throw new ScimError(
+          403,
+          `this client belongs to organization "${client.organization}": its SCIM endpoint is /scim/v2/organizations/${client.organization}`,
+        );
+      return { resources: ctx.management.scim, base: `${ctx.issuer}${PREFIX}` };
+    },
+  };
+}
+
+/**
+ * `/scim/v2/organizations/{name}`: that organization's members and roles, for a client whose
+ * config names it (`organization`) only. Any other name is 403 with the same answer whether an
+ * organization of that name exists or not. A client of no organization gets 403 too: as Auth0's
+ * inbound SCIM tokens belong to one connection, an organization's endpoint is its identity
+ * provider's door, not the deployment's (which reaches every member through /scim/v2 and
+ * /admin/v1/organizations/{name}/members, as Keycloak's realm admin does through its admin API).
+ * The organization is looked up by name among those in force at each request: a client whose
+ * organization was deleted (or is not in force) is refused, never shown another's members.
+ */
+function organizationDoor(ctx: ScimEndpointServices): ScimDoor {
+  return {
+    path: '/organizations/:organization',
+    open: (request, client) => {
+      const name = (request.params as { organization: string }).organization;
+      if (client.organization === null)
+        throw new ScimError(
+          403,
+          "this client provisions the deployment at /scim/v2; an organization's SCIM endpoint is for a client of that organization",
+        );
+      if (name !== client.organization)
+        throw new ScimError(403, `this client belongs to organization "${client.organization}" and provisions it only`);
+      const organization = ctx.organizations.byName(name);
+      if (!organization)
+        throw new ScimError(403, `organization "${name}", which this client belongs to, is not in force`);
+      return {
+        resources: ctx.management.organizationScim.in(organization),
+        base: organizationScimBase(`${ctx.issuer}${PREFIX}`, organization.name),
+      };
+    },
+  };
+}
+
+/** Registers the discovery resources, Users and Groups of one door. */
+function resourceRoutes(scim: FastifyInstance, ctx: ScimEndpointServices, door: ScimDoor): void {
+  /** Runs `handle` after the guard and the door, rendering SCIM errors. */
+  const route = (
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    url: string,
+    handle: (request: FastifyRequest, reply: FastifyReply, caller: ScimCaller) => Promise<FastifyReply>,
+  ) =>
+    scim.route({
+      method,
+      url: `${door.path}${url}`,
+      handler: async (request, reply) => {
+        try {
+          // The DPoP proof's htu is the issuer plus the path below it (the URL without Sigil's mount).
+          const path = (request.url.split('?')[0] ?? request.url).slice(ctx.basePath.length);
+          const token = await authenticateAccessToken(ctx, request, undefined, path);
+          const caller = callerWithScope(token, ['scim']);
+          const opened = door.open(request, token.client);
+          const actor = { clientId: caller.clientId, ...(caller.sub !== undefined ? { sub: caller.sub } : {}) };
+          return await handle(request, reply, { actor, ...opened });
+        } catch (err) {
+          return sendScimError(reply, err);
+        }
+      },
+    });
+
+  const result = (reply: FastifyReply, r: ScimResult, status = 200, request?: FastifyRequest) => {
+    reply.code(status).header('etag', r.etag).type(SCIM_TYPE).header('cache-control', 'no-store');
+    if (status === 201) reply.header('location', String((r.resource.meta as { location: string }).location));
+    const q = (request?.query ?? {}) as Record<string, unknown>;
+    return reply.send(project(r.resource, attributeList(str(q.attributes)), attributeList(str(q.excludedAttributes))));
+  };
+  const json = (reply: FastifyReply, body: unknown) =>
+    reply.type(SCIM_TYPE).header('cache-control', 'no-store').send(body);
+  const ifMatch = (request: FastifyRequest) => str(request.headers['if-match']);
+
+  route('GET', '/ServiceProviderConfig', async (_q, reply, { base }) =>
+    json(reply, serviceProviderConfig(base, `${ctx.issuer}/`)),
+  );
+  route('GET', '/ResourceTypes', async (_q, reply, { base }) => json(reply, listOf(resourceTypes(base))));
+  route('GET', '/ResourceTypes/:id', async (request, reply, { base }) =>
+    json(reply, byId(resourceTypes(base), request)),
+  );
+  route('GET', '/Schemas', async (_q, reply, { base }) => json(reply, listOf(schemas(base))));
+  route('GET', '/Schemas/:id', async (request, reply, { base }) => json(reply, byId(schemas(base), request)));
+
+  for (const [type, op] of [
+    ['Users', USER_OPERATIONS],
+    ['Groups', GROUP_OPERATIONS],
+  ] as const) {
+    route('GET', `/${type}`, async (request, reply, { resources }) =>
+      json(reply, await resources[op.list](listParams(request.query))),
+    );
+    route('POST', `/${type}/.search`, async (request, reply, { resources }) =>
+      json(reply, await resources[op.list](searchParams(body(request)))),
+    );
+    route('POST', `/${type}`, async (request, reply, { resources, actor }) =>
+      result(reply, await resources[op.create](body(request), actor), 201, request),
+    );
+    route('GET', `/${type}/:id`, async (request, reply, { resources }) => {
+      const r = await resources[op.get](id(request));
+      // §3.14: a GET with If-None-Match naming the current version answers 304.
+      if (
+        str(request.headers['if-none-match'])
+          ?.split(',')
+          .some((t) => t.trim() === r.etag)
+      )
+        return reply.code(304).header('etag', r.etag).send();
+      return result(reply, r, 200, request);
+    });
+    route('PUT', `/${type}/:id`, async (request, reply, { resources, actor }) =>
+      result(reply, await resources[op.replace](id(request), body(request), ifMatch(request), actor), 200, request),
+    );
+    route('PATCH', `/${type}/:id`, async (request, reply, { resources, actor }) =>
+      result(reply, await resources[op.patch](id(request), body(request), ifMatch(request), actor), 200, request),
+    );
+    route('DELETE', `/${type}/:id`, async (request, reply, { resources, actor }) => {
+      await resources[op.remove](id(request), ifMatch(request), actor);
+      return reply.code(204).send();
+    });
+  }
+}
+
+/** What a route's handler gets once the guard and the door let the request in. */
+interface ScimCaller {
+  actor: ScimActor;
+  resources: ScimResources;
+  base: string;
+}
+
+/** The `ScimResources` operations of each resource type. */
+const USER_OPERATIONS = {
+  get: 'getUser',
+  list: 'listUsers',
+  create: 'createUser',
+  replace: 'replaceUser',
+  patch: 'patchUser',
+  remove: 'deleteUser',
+} as const;
+const GROUP_OPERATIONS = {
+  get: 'getGroup',
+  list: 'listGroups',
+  create: 'createGroup',
+  replace: 'replaceGroup',
+  patch: 'patchGroup',
+  remove: 'deleteGroup',
+} as const;
 
 function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;

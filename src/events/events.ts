@@ -96,6 +96,11 @@ export interface SigilEvent {
   target?: { type: string; id: string };
   /** The attributes a `resource_*` event changed (names only, never values: no password or hash). */
   changed?: string[];
+  /**
+   * The organization (its name) whose SCIM endpoint made a `resource_*` change
+   * (`/scim/v2/organizations/{name}`); absent for `/scim/v2`.
+   */
+  organization?: string;
   /** An `admin_changed` event's action (`client.create`, `client.update`, `key.rotate`, ...). */
   action?: string;
   /**

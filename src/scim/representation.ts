@@ -6,7 +6,7 @@
  */
 import { AdminError } from '../admin/errors.js';
 import { checkUsername } from '../admin/user-rules.js';
-import { MAX_USERNAME_LENGTH } from '../config/schema.js';
+import { MAX_SUBJECT_LENGTH, MAX_USERNAME_LENGTH } from '../config/schema.js';
 import { ScimError } from '../protocol/scim-filter.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 
@@ -97,6 +97,31 @@ export function scimRefusal(err: unknown, username: string): unknown {
   return new ScimError(404, err.message);
 }
 
+/** The most members one group representation may list. */
+export const MAX_MEMBERS = 1000;
+
+/**
+ * The member ids (`members[].value`) of a group representation, each once, in order.
+ * @throws ScimError 400 `invalidValue` for more than MAX_MEMBERS, a member without a string
+ *   value of a subject's length, or of a `type` other than `User`.
+ */
+export function memberIdsOf(o: Json): string[] {
+  const list = field(o, 'members') ?? [];
+  if (!Array.isArray(list) || list.length > MAX_MEMBERS)
+    throw invalidValue(`members must be an array of at most ${MAX_MEMBERS}`);
+  const members = new Set<string>();
+  for (const m of list) {
+    const value = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'value') : undefined;
+    const type = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'type') : undefined;
+    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_SUBJECT_LENGTH)
+      throw invalidValue('each member needs a value: the id of a user');
+    if (type !== undefined && type !== 'User')
+      throw invalidValue('members are users (groups in groups are not supported)');
+    members.add(value);
+  }
+  return [...members];
+}
+
 /** `W/"<n>"` (RFC 7232 §2.3 weak validator). */
 export function etagOf(version: number): string {
   return `W/"${version}"`;
@@ -110,6 +135,18 @@ export function checkIfMatch(ifMatch: string | undefined, current: number): void
   if (ifMatch === undefined || ifMatch.trim() === '*') return;
   const wanted = ifMatch.split(',').map((t) => t.trim().replace(/^W\//, ''));
   if (!wanted.includes(`"${current}"`))
+    throw new ScimError(412, 'the resource was changed: its version is not the one in If-Match');
+}
+
+/**
+ * Checks an `If-Match` header (none or `*`: any version) against the current ETag `etag` as
+ * answered (`W/"..."`); weak comparison, as `checkIfMatch`.
+ * @throws ScimError 412 when it names another version (RFC 7644 §3.14).
+ */
+export function checkIfMatchTag(ifMatch: string | undefined, etag: string): void {
+  if (ifMatch === undefined || ifMatch.trim() === '*') return;
+  const bare = (t: string) => t.trim().replace(/^W\//, '');
+  if (!ifMatch.split(',').map(bare).includes(bare(etag)))
     throw new ScimError(412, 'the resource was changed: its version is not the one in If-Match');
 }
 

@@ -18,14 +18,14 @@
  */
 import type { EventBus } from '../events/events.js';
 import { MAX_SUBJECT_LENGTH } from '../config/schema.js';
-import type { AdminAudit, UserEmail } from '../admin/user-types.js';
+import type { AdminAudit } from '../admin/user-types.js';
 import type { UserAdmin } from '../admin/users.js';
-import { carriedOver } from '../admin/user-rules.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
 import { ScimError } from '../protocol/scim-filter.js';
 import { DirectoryConflict, type DirectoryGroup, type DirectoryUser } from '../stores/directory.js';
 import type { Store } from '../stores/types.js';
-import { attributeList, type ListParams, listQuery, project } from './listing.js';
+import { type ListParams, listQuery } from './listing.js';
+import { listResponse, MAX_STRING, userInput, userResource } from './users.js';
 import {
   changedAttributes,
   checkIfMatch,
@@ -33,23 +33,15 @@ import {
   field,
   invalidValue,
   type Json,
+  memberIdsOf,
   optionalString,
   retried,
   type ScimResult,
   schemasOf,
   scimRefusal,
-  usernameOf,
 } from './representation.js';
 import { applyPatch } from './patch.js';
-import {
-  GROUP_ATTRIBUTES,
-  GROUP_SCHEMA,
-  LIST_RESPONSE,
-  MAX_COUNT,
-  PATCH_OP,
-  USER_ATTRIBUTES,
-  USER_SCHEMA,
-} from './schemas.js';
+import { GROUP_ATTRIBUTES, GROUP_SCHEMA, MAX_COUNT, PATCH_OP, USER_ATTRIBUTES, USER_SCHEMA } from './schemas.js';
 
 /** Who made a change (the management guard's caller). */
 export interface ScimActor {
@@ -57,24 +49,27 @@ export interface ScimActor {
   sub?: string;
 }
 
-const MAX_STRING = 255;
-const MAX_EMAILS = 20;
-const MAX_EMAIL = 320;
-const MAX_PASSWORD = 1024;
-const MAX_MEMBERS = 1000;
-
-/** A user representation's attributes as `UserAdmin` takes them. */
-interface UserInput {
-  username: string;
-  externalId: string | null;
-  active: boolean;
-  claims: Json;
-  emails: UserEmail[];
-  password?: string;
+/**
+ * The User and Group operations of one SCIM base URL (`/scim/v2`, or an organization's
+ * `/scim/v2/organizations/{name}`): what the endpoint calls. Errors are `ScimError`s (RFC 7644 §3.12).
+ */
+export interface ScimResources {
+  getUser(id: string): Promise<ScimResult>;
+  listUsers(params: ListParams): Promise<Json>;
+  createUser(body: unknown, actor: ScimActor): Promise<ScimResult>;
+  replaceUser(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult>;
+  patchUser(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult>;
+  deleteUser(id: string, ifMatch: string | undefined, actor: ScimActor): Promise<void>;
+  getGroup(id: string): Promise<ScimResult>;
+  listGroups(params: ListParams): Promise<Json>;
+  createGroup(body: unknown, actor: ScimActor): Promise<ScimResult>;
+  replaceGroup(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult>;
+  patchGroup(id: string, body: unknown, ifMatch: string | undefined, actor: ScimActor): Promise<ScimResult>;
+  deleteGroup(id: string, ifMatch: string | undefined, actor: ScimActor): Promise<void>;
 }
 
-/** SCIM users and groups. */
-export class ScimService {
+/** SCIM users and groups of the deployment, at `/scim/v2`. */
+export class ScimService implements ScimResources {
   /**
    * @param base the SCIM base URL (`<issuer>/scim/v2`), for `meta.location` and `$ref`
    * @param users writes the users (`create`, `update`, `delete`) with their rules, as every door does
@@ -93,17 +88,17 @@ export class ScimService {
   /** The user resource (§3.4.1). @throws ScimError 404. */
   async getUser(id: string): Promise<ScimResult> {
     const user = await this.findUser(id);
-    return { resource: this.userResource(user), etag: etagOf(user.version) };
+    return { resource: this.resourceOf(user), etag: etagOf(user.version) };
   }
 
   /** A ListResponse of users (§3.4.2). @throws ScimError 400 for bad parameters. */
   async listUsers(params: ListParams): Promise<Json> {
     const q = listQuery(params);
     const { total, users } = await this.store.directory.listUsers(q);
-    return this.listResponse(
+    return listResponse(
       total,
       q.startIndex,
-      users.map((u) => this.userResource(u)),
+      users.map((u) => this.resourceOf(u)),
       params,
     );
   }
@@ -115,7 +110,7 @@ export class ScimService {
    *   503 when a user directory cannot say whether it holds the userName.
    */
   async createUser(body: unknown, actor: ScimActor): Promise<ScimResult> {
-    const { username, ...input } = this.userInput(schemasOf(body, USER_SCHEMA), undefined);
+    const { username, ...input } = userInput(schemasOf(body, USER_SCHEMA), undefined);
     let id: string;
     try {
       const options = { audit: this.auditOf(actor), strictNames: true };
@@ -124,7 +119,7 @@ export class ScimService {
       throw scimRefusal(err, username);
     }
     const created = await this.findUser(id);
-    const resource = this.userResource(created);
+    const resource = this.resourceOf(created);
     const changed = changedAttributes({}, resource, input.password !== undefined ? ['password'] : []);
     this.audit('resource_created', actor, 'User', id, changed);
     return { resource, etag: etagOf(created.version) };
@@ -152,7 +147,7 @@ export class ScimService {
     return retried(ifMatch, async () => {
       const before = await this.findUser(id);
       checkIfMatch(ifMatch, before.version);
-      return this.writeUser(before, applyPatch(this.userResource(before), body, USER_ATTRIBUTES, USER_SCHEMA), actor);
+      return this.writeUser(before, applyPatch(this.resourceOf(before), body, USER_ATTRIBUTES, USER_SCHEMA), actor);
     });
   }
 
@@ -177,7 +172,7 @@ export class ScimService {
    * undefined when it is not.
    */
   private async writeUser(before: DirectoryUser, body: Json, actor: ScimActor): Promise<ScimResult | undefined> {
-    const input = this.userInput(body, before);
+    const input = userInput(body, before);
     let written: unknown;
     try {
       const options = { audit: this.auditOf(actor), version: before.version };
@@ -188,84 +183,21 @@ export class ScimService {
     // The version moved on between the read and the write: a concurrent change (§3.14).
     if (!written) return undefined;
     const after = await this.findUser(before.subjectId);
-    const resource = this.userResource(after);
+    const resource = this.resourceOf(after);
     const password = input.password !== undefined ? ['password'] : [];
-    const changed = changedAttributes(this.userResource(before), resource, password);
+    const changed = changedAttributes(this.resourceOf(before), resource, password);
     this.audit('resource_updated', actor, 'User', before.subjectId, changed);
     return { resource, etag: etagOf(after.version) };
+  }
+
+  private resourceOf(u: DirectoryUser): Json {
+    return userResource(u, this.base);
   }
 
   private async findUser(id: string): Promise<DirectoryUser> {
     const user = id.length <= MAX_SUBJECT_LENGTH ? await this.store.directory.user(id) : undefined;
     if (!user) throw new ScimError(404, `no user "${id}"`);
     return user;
-  }
-
-  /**
-   * Parses a user representation into what `UserAdmin` takes; the SCIM-owned claims follow it, the
-   * other claims (role, picture, ... set through the CLI or the API) are kept.
-   */
-  private userInput(o: Json, before: DirectoryUser | undefined): UserInput {
-    const username = usernameOf(o);
-    const externalId = optionalString(o, 'externalId', MAX_STRING) ?? null;
-    const activeValue = field(o, 'active');
-    if (activeValue !== undefined && activeValue !== null && typeof activeValue !== 'boolean')
-      throw invalidValue('active must be true or false');
-    const nameValue = field(o, 'name');
-    if (nameValue !== undefined && nameValue !== null && (typeof nameValue !== 'object' || Array.isArray(nameValue)))
-      throw invalidValue('name must be an object');
-    const name = (nameValue ?? {}) as Json;
-    const formatted = optionalString(name, 'formatted', MAX_STRING);
-    const givenName = optionalString(name, 'givenName', MAX_STRING);
-    const familyName = optionalString(name, 'familyName', MAX_STRING);
-    const displayName = optionalString(o, 'displayName', MAX_STRING);
-    const emails = this.emailsInput(field(o, 'emails'));
-    const password = field(o, 'password');
-    if (
-      password !== undefined &&
-      password !== null &&
-      (typeof password !== 'string' || password.length === 0 || password.length > MAX_PASSWORD)
-    )
-      throw invalidValue(`password must be a string of 1 to ${MAX_PASSWORD} characters`);
-    const claims: Json = { ...(before?.claims ?? {}) };
-    const set = (k: string, v: unknown) => {
-      if (v === undefined) delete claims[k];
-      else claims[k] = v;
-    };
-    set('name', formatted);
-    set('given_name', givenName);
-    set('family_name', familyName);
-    set('display_name', displayName);
-    const stated = carriedOver(emails, before?.emails ?? []);
-    const primary = stated.find((e) => e.primary) ?? stated[0];
-    set('email', primary?.value);
-    set('email_verified', primary?.verified);
-    return {
-      username,
-      externalId,
-      active: activeValue === undefined || activeValue === null ? true : activeValue,
-      claims,
-      emails,
-      ...(typeof password === 'string' ? { password } : {}),
-    };
-  }
-
-  /** The `emails` of a representation, each value an address (local@domain) as RFC 7643 §4.1.2 takes it. */
-  private emailsInput(value: unknown): UserEmail[] {
-    if (value === undefined || value === null) return [];
-    if (!Array.isArray(value) || value.length > MAX_EMAILS)
-      throw invalidValue(`emails must be an array of at most ${MAX_EMAILS}`);
-    return value.map((e: unknown) => {
-      if (e === null || typeof e !== 'object' || Array.isArray(e)) throw invalidValue('each email must be an object');
-      const v = field(e as Json, 'value');
-      if (typeof v !== 'string' || v.length > MAX_EMAIL || !/^[^@\s]+@[^@\s]+$/.test(v))
-        throw invalidValue('an email value must be an address (local@domain) of at most 320 characters');
-      const type = optionalString(e as Json, 'type', 32) ?? null;
-      const primary = field(e as Json, 'primary');
-      if (primary !== undefined && typeof primary !== 'boolean')
-        throw invalidValue('email primary must be true or false');
-      return { value: v, type, primary: primary === true };
-    });
   }
 
   /** A group write refused by the store for a taken displayName: 409 `uniqueness`. */
@@ -277,48 +209,6 @@ export class ScimService {
   /** Who makes a change through SCIM, for `UserAdmin`'s audit events (SCIM records the changes in its own, `audit`). */
   private auditOf(actor: ScimActor): AdminAudit {
     return { events: this.events, endpoint: 'scim', ...actor, recordsChanges: true };
-  }
-
-  private userResource(u: DirectoryUser): Json {
-    const c = u.claims;
-    const str = (k: string) => (typeof c[k] === 'string' ? (c[k] as string) : undefined);
-    const name = { formatted: str('name'), familyName: str('family_name'), givenName: str('given_name') };
-    const hasName = Object.values(name).some((v) => v !== undefined);
-    const location = `${this.base}/Users/${encodeURIComponent(u.subjectId)}`;
-    return {
-      schemas: [USER_SCHEMA],
-      id: u.subjectId,
-      ...(u.externalId !== null ? { externalId: u.externalId } : {}),
-      userName: u.username,
-      ...(hasName ? { name: Object.fromEntries(Object.entries(name).filter(([, v]) => v !== undefined)) } : {}),
-      ...(str('display_name') !== undefined ? { displayName: str('display_name') } : {}),
-      active: u.isActive,
-      ...(u.emails.length > 0
-        ? {
-            emails: u.emails.map((e) => ({
-              value: e.value,
-              ...(e.type !== null ? { type: e.type } : {}),
-              primary: e.primary,
-            })),
-          }
-        : {}),
-      ...(u.groups.length > 0
-        ? {
-            groups: u.groups.map((g) => ({
-              value: g.id,
-              $ref: `${this.base}/Groups/${encodeURIComponent(g.id)}`,
-              display: g.displayName,
-            })),
-          }
-        : {}),
-      meta: {
-        resourceType: 'User',
-        created: new Date(u.createdAt * 1000).toISOString(),
-        lastModified: new Date(u.updatedAt * 1000).toISOString(),
-        location,
-        version: etagOf(u.version),
-      },
-    };
   }
 
   // ---------------------------------------------------------------- groups
@@ -333,7 +223,7 @@ export class ScimService {
   async listGroups(params: ListParams): Promise<Json> {
     const q = listQuery(params);
     const { total, groups } = await this.store.directory.listGroups(q);
-    return this.listResponse(
+    return listResponse(
       total,
       q.startIndex,
       groups.map((g) => this.groupResource(g)),
@@ -452,19 +342,7 @@ export class ScimService {
         `a group may not be named "${this.adminRole}" (the role admin.userRole names, which only the configuration or the admin API gives)`,
       );
     const externalId = optionalString(o, 'externalId', MAX_STRING) ?? null;
-    const list = field(o, 'members') ?? [];
-    if (!Array.isArray(list) || list.length > MAX_MEMBERS)
-      throw invalidValue(`members must be an array of at most ${MAX_MEMBERS}`);
-    const members: string[] = [];
-    for (const m of list) {
-      const value = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'value') : undefined;
-      const type = m !== null && typeof m === 'object' && !Array.isArray(m) ? field(m as Json, 'type') : undefined;
-      if (typeof value !== 'string' || value.length === 0 || value.length > MAX_SUBJECT_LENGTH)
-        throw invalidValue('each member needs a value: the id of a user');
-      if (type !== undefined && type !== 'User')
-        throw invalidValue('members are users (groups in groups are not supported)');
-      if (!members.includes(value)) members.push(value);
-    }
+    const members = memberIdsOf(o);
     const existing = await this.store.directory.existingUsers(members);
     const missing = members.find((m) => !existing.has(m));
     if (missing !== undefined) throw invalidValue(`member "${missing}" is not a user`);
@@ -498,18 +376,6 @@ export class ScimService {
   }
 
   // ---------------------------------------------------------------- shared
-
-  private listResponse(total: number, startIndex: number, resources: Json[], params: ListParams): Json {
-    const attributes = attributeList(params.attributes);
-    const excluded = attributeList(params.excludedAttributes);
-    return {
-      schemas: [LIST_RESPONSE],
-      totalResults: total,
-      startIndex,
-      itemsPerPage: resources.length,
-      Resources: resources.map((r) => project(r, attributes, excluded)),
-    };
-  }
 
   private audit(
     name: 'resource_created' | 'resource_updated' | 'resource_deleted',

@@ -216,6 +216,17 @@ export function userCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool
   }
 }
 
+/**
+ * The users who are members of the organization `organizationId`: `users.subject_id IN` its
+ * memberships, read by their primary key (organization id, subject).
+ */
+export function memberOf(eb: Eb, organizationId: string): Expression<SqlBool> {
+  return sql<SqlBool>`${sql.ref('users.subject_id')} in (${eb
+    .selectFrom('organization_members')
+    .select('organization_members.subject')
+    .where('organization_members.organization_id', '=', organizationId)})`;
+}
+
 /** A filter over groups, as a SQL condition on `user_groups`. */
 export function groupCondition(eb: Eb, f: Filter, d: Dialect): Expression<SqlBool> {
   switch (f.kind) {

@@ -23,11 +23,13 @@ import {
   type Eb,
   GROUP_SORT,
   groupCondition,
+  memberOf,
   sortColumn,
   sorted,
   USER_SORT,
   userCondition,
 } from './directory-filter.js';
+import { bumpUsers, insertEmails, setMembers } from './directory-writes.js';
 import { type Dialect, isStatementTimeout, isUniqueViolation, withStatementTimeout } from './sql-support.js';
 import type { Database, UserGroupsTable, UsersTable } from './tables.js';
 
@@ -110,6 +112,13 @@ export interface GroupWrite {
   members: string[];
 }
 
+/** The organization a new user joins with their creation (`addUser`). */
+export interface NewMembership {
+  organizationId: string;
+  /** The organization's SCIM client creates the user: only it may change or delete them. */
+  provisioned: boolean;
+}
+
 /** A list request (RFC 7644 §3.4.2): filter, sort, page (0-based offset). */
 export interface ListQuery {
   filter?: Filter;
@@ -118,6 +127,8 @@ export interface ListQuery {
   descending?: boolean;
   offset: number;
   limit: number;
+  /** Only the members of the organization with this id (SCIM per organization). */
+  organizationId?: string;
 }
 
 /** Up to how many matches a filtered page is found before it is sorted. */
@@ -173,15 +184,20 @@ export class SqlDirectory {
   async listUsers(query: ListQuery): Promise<{ total: number; users: DirectoryUser[] }> {
     const order = sortColumn(query.sortBy, USER_SORT, 'users.subject_id');
     const direction = query.descending ? 'desc' : 'asc';
+    const { organizationId } = query;
     return this.bounded(async (db) => {
-      const where = (eb: Eb) => (query.filter ? userCondition(eb, query.filter, this.dialect) : sql<SqlBool>`1 = 1`);
+      const matching = (eb: Eb) => (query.filter ? userCondition(eb, query.filter, this.dialect) : sql<SqlBool>`1 = 1`);
+      const where = (eb: Eb) =>
+        organizationId === undefined
+          ? matching(eb)
+          : sql<SqlBool>`(${matching(eb)} and ${memberOf(eb, organizationId)})`;
       const inOrder = <T extends keyof Database, O>(q: SelectQueryBuilder<Database, T, O>) =>
         sorted(q, order, 'users.subject_id', direction);
       const pageOf = async (total: number) =>
         query.limit === 0 || query.offset >= total
           ? []
           : inOrder(db.selectFrom('users').selectAll().where(where)).limit(query.limit).offset(query.offset).execute();
-      if (!query.filter) {
+      if (!query.filter && organizationId === undefined) {
         // The count kept by triggers (migration 0011_scim), not a scan of every user.
         const total = Number(
           (await db.selectFrom('user_count').select('n').where('id', '=', 1).executeTakeFirstOrThrow()).n,
@@ -192,7 +208,8 @@ export class SqlDirectory {
         .selectFrom('users')
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where(where);
-      await this.refuseLongScan(db, count.compile());
+      // An organization's members without a filter: read by the membership's primary key.
+      if (query.filter) await this.refuseLongScan(db, count.compile());
       // Up to FILTER_FIRST matches (eq, sw, narrow ranges): found first by the filter's index, then
       // counted and sorted, in one query. Otherwise both planners may walk the sort order's index
       // hoping to meet a page of matches early, which reads most users when the matches are few or
@@ -225,10 +242,12 @@ export class SqlDirectory {
   }
 
   /**
-   * Adds a user with their emails.
+   * Adds a user with their emails and, with `membership`, makes them a member of that
+   * organization (without roles) in the same transaction: both or neither are stored.
+   * @param membership `provisioned`: the organization's SCIM client creates the user
    * @throws DirectoryConflict `userName` when a user of that name exists.
    */
-  async addUser(subjectId: string, user: UserWrite, now: number): Promise<void> {
+  async addUser(subjectId: string, user: UserWrite, now: number, membership?: NewMembership): Promise<void> {
     await this.unique('userName', () =>
       this.db.transaction().execute(async (trx) => {
         await trx
@@ -248,6 +267,17 @@ export class SqlDirectory {
           })
           .execute();
         await insertEmails(trx, subjectId, user.emails);
+        if (membership)
+          await trx
+            .insertInto('organization_members')
+            .values({
+              organization_id: membership.organizationId,
+              subject: subjectId,
+              roles: '[]',
+              created_at: now,
+              provisioned: membership.provisioned ? 1 : 0,
+            })
+            .execute();
       }),
     );
   }
@@ -537,57 +567,4 @@ export class SqlDirectory {
         .map((m) => ({ subjectId: m.subject_id, username: m.username })),
     }));
   }
-}
-
-async function insertEmails(
-  trx: Kysely<Database>,
-  subjectId: string,
-  emails: readonly DirectoryEmail[],
-): Promise<void> {
-  if (emails.length === 0) return;
-  await trx
-    .insertInto('user_emails')
-    .values(
-      emails.map((e) => ({
-        subject_id: subjectId,
-        value: e.value,
-        value_normalized: e.value.toLowerCase(),
-        type: e.type,
-        is_primary: e.primary ? 1 : 0,
-        verified: e.verified ? 1 : 0,
-      })),
-    )
-    .execute();
-}
-
-async function setMembers(
-  trx: Kysely<Database>,
-  groupId: string,
-  before: readonly string[],
-  after: readonly string[],
-): Promise<void> {
-  const removed = before.filter((s) => !after.includes(s));
-  const added = after.filter((s) => !before.includes(s));
-  for (let i = 0; i < removed.length; i += 500)
-    await trx
-      .deleteFrom('group_members')
-      .where('group_id', '=', groupId)
-      .where('subject_id', 'in', removed.slice(i, i + 500))
-      .execute();
-  for (let i = 0; i < added.length; i += 500)
-    await trx
-      .insertInto('group_members')
-      .values(added.slice(i, i + 500).map((subject_id) => ({ group_id: groupId, subject_id })))
-      .execute();
-  await bumpUsers(trx, [...removed, ...added]);
-}
-
-/** Adds one to the versions of `subjectIds` (their groups, and so their representation, changed). */
-async function bumpUsers(trx: Kysely<Database>, subjectIds: readonly string[]): Promise<void> {
-  for (let i = 0; i < subjectIds.length; i += 500)
-    await trx
-      .updateTable('users')
-      .set({ version: sql<number>`version + 1` })
-      .where('subject_id', 'in', subjectIds.slice(i, i + 500))
-      .execute();
 }

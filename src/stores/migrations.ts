@@ -3,6 +3,7 @@
  * never edited once released: add a new one.
  */
 import { type Kysely, type Migration, type MigrationProvider, PostgresAdapter, sql } from 'kysely';
+import { newId } from '../crypto/handles.js';
 import { externalLinkKey } from './types.js';
 
 const migrations: Record<string, Migration> = {
@@ -466,6 +467,55 @@ const migrations: Record<string, Migration> = {
         .on('organization_members')
         .column('subject')
         .execute();
+    },
+  },
+  '0019_organization_scim': {
+    async up(db: Kysely<unknown>) {
+      // SCIM per organization (/scim/v2/organizations/{name}, scim/organization.ts). `provisioned`
+      // 1: the organization's SCIM client created the user into it (its Keycloak 26 "managed"
+      // members), which only then may change or delete the user; 0 for every other way in.
+      await db.schema
+        .alterTable('organization_members')
+        .addColumn('provisioned', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      // An organization's roles as SCIM Groups: one row per role name of an organization, with the
+      // Group's stable id (random, kept when the role is renamed), externalId and version. Which
+      // members hold a role stays in `organization_members.roles`; every write of a membership
+      // adds the rows of its roles (stores/sql-organizations.ts).
+      await db.schema
+        .createTable('organization_groups')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('organization_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('name', 'varchar(100)', (c) => c.notNull())
+        .addColumn('external_id', 'varchar(255)')
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addUniqueConstraint('organization_groups_name', ['organization_id', 'name'])
+        .execute();
+      // The roles members already hold become Groups.
+      const rows = await (db as Kysely<{ organization_members: { organization_id: string; roles: string } }>)
+        .selectFrom('organization_members')
+        .select(['organization_id', 'roles'])
+        .execute();
+      const roles = new Map<string, { organization_id: string; name: string }>();
+      for (const r of rows)
+        for (const name of JSON.parse(r.roles) as string[])
+          roles.set(JSON.stringify([r.organization_id, name]), { organization_id: r.organization_id, name });
+      const now = Math.floor(Date.now() / 1000);
+      const values = [...roles.values()].map((r) => ({
+        id: newId(),
+        ...r,
+        external_id: null,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+      }));
+      for (let i = 0; i < values.length; i += 500)
+        await (db as Kysely<{ organization_groups: (typeof values)[number] }>)
+          .insertInto('organization_groups')
+          .values(values.slice(i, i + 500))
+          .execute();
     },
   },
 };

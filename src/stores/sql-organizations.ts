@@ -9,10 +9,13 @@
  *   anything is read, so writers of organizations follow one another and the check of a domain's
  *   owner sees every write committed before. Each node polls the counter to re-read them.
  * - Members are rows of `organization_members` keyed by organization id and subject, of stored
- *   and config-file organizations alike (a config-file one has no row in `organizations`).
+ *   and config-file organizations alike (a config-file one has no row in `organizations`). Each
+ *   role a membership write names gets its SCIM Group row first (`sql-organization-groups.ts`);
+ *   the `provisioned` mark is written only with the user (`directory.ts`), never here.
  */
 import { type Kysely, type SqlBool, sql, type Transaction } from 'kysely';
 import { nowSeconds } from '../crypto/handles.js';
+import { addRoleGroups } from './sql-organization-groups.js';
 import { raiseChangeCounter, readChangeCounter } from './sql-support.js';
 import type { Database } from './tables.js';
 import type {
@@ -90,6 +93,7 @@ export class SqlOrganizations implements OrganizationStore {
       if (removed.numDeletedRows !== 1n) throw new Refused({ reason: 'changed' });
       await trx.deleteFrom('organization_domains').where('organization_id', '=', id).execute();
       await trx.deleteFrom('organization_members').where('organization_id', '=', id).execute();
+      await trx.deleteFrom('organization_groups').where('organization_id', '=', id).execute();
     });
     return refusal === undefined;
   }
@@ -131,6 +135,7 @@ export class SqlOrganizations implements OrganizationStore {
   }
 
   async addMember(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean> {
+    await addRoleGroups(this.db, organizationId, roles);
     const inserted = await this.db
       .insertInto('organization_members')
       .values({ organization_id: organizationId, subject, roles: JSON.stringify(roles), created_at: nowSeconds() })
@@ -141,6 +146,7 @@ export class SqlOrganizations implements OrganizationStore {
 
   async putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'> {
     if (await this.addMember(organizationId, subject, roles)) return 'added';
+    // addMember added the Groups of the roles (0019_organization_scim).
     // A removal between the two statements leaves no member: as if it came after this replacement.
     await this.db
       .updateTable('organization_members')

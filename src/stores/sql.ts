@@ -17,6 +17,7 @@ import { SqlUserEmails } from './user-emails.js';
 import { SqlDirectory } from './directory.js';
 import { SqlAuditEvents } from './audit-events.js';
 import { SqlManagedResources } from './managed-resources.js';
+import { SqlOrganizationGroups } from './sql-organization-groups.js';
 import { SqlOrganizations } from './sql-organizations.js';
 import { grantRecords } from './records/index.js';
 import { SqlGrantStore } from './sql-grants.js';
@@ -187,11 +188,13 @@ function composeStore(
     // Modules of their own over the same database: WebAuthn credentials, the stored
     // audit events, the resources managed at run time (0014_resources), dynamic client registration
     // (RFC 7591/7592), users' email addresses (0009_people), SCIM's view of users and groups, and
-    // the organizations with their members (0018_organizations).
+    // the organizations with their members (0018_organizations) and their roles as SCIM Groups
+    // (0019_organization_scim).
     webauthn: new SqlWebAuthnCredentials(db),
     audit: new SqlAuditEvents(db),
     resources: new SqlManagedResources(db),
     organizations: new SqlOrganizations(db),
+    organizationGroups: new SqlOrganizationGroups(db),
     registrations: new SqlRegistrationStore(db),
     emails: new SqlUserEmails(db),
     directory,

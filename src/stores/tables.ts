@@ -229,6 +229,19 @@ export interface OrganizationMembersTable {
   subject: string;
   roles: string;
   created_at: number;
+  /** 1 when the organization's SCIM client created the user into it (0019_organization_scim). */
+  provisioned: Generated<number>;
+}
+
+/** An organization's roles as SCIM Groups, with stable ids (0019_organization_scim). */
+export interface OrganizationGroupsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  external_id: string | null;
+  version: number;
+  created_at: number;
+  updated_at: number;
 }
 
 /** The store's schema, as every store module's Kysely instance is typed. */
@@ -256,4 +269,5 @@ export interface Database {
   organizations: OrganizationsTable;
   organization_domains: OrganizationDomainsTable;
   organization_members: OrganizationMembersTable;
+  organization_groups: OrganizationGroupsTable;
 }

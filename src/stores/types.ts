@@ -360,6 +360,83 @@ export interface OrganizationStore {
   removeMember(organizationId: string, subject: string): Promise<boolean>;
 }
 
+/** An organization's role as a SCIM Group (0019_organization_scim). */
+export interface OrganizationGroup {
+  /** Stable: random, kept when the role is renamed. */
+  id: string;
+  /** The role name, as members' roles list it. */
+  name: string;
+  externalId: string | null;
+  /** 1 when created, one more with each change through SCIM. */
+  version: number;
+  /** Unix seconds. */
+  createdAt: number;
+  /** Unix seconds. */
+  updatedAt: number;
+}
+
+/** A member of an organization who is a stored user, with their roles there. */
+export interface OrganizationRoleHolder {
+  subject: string;
+  username: string;
+  roles: string[];
+}
+
+/** Why a write of an organization's Group was refused. */
+export type OrganizationGroupRefusal =
+  /** Another Group of the organization has that name. */
+  | { reason: 'name_taken' }
+  /** The Group or a member's roles changed since they were read (or the Group is gone). */
+  | { reason: 'changed' }
+  /** `subject` is no member of the organization. */
+  | { reason: 'not_member'; subject: string }
+  /** `subject` would hold more roles than allowed. */
+  | { reason: 'too_many_roles'; subject: string };
+
+/**
+ * An organization's roles as SCIM Groups and the provisioned marks of its members
+ * (`sql-organization-groups.ts`). Group ids are looked up within their organization only.
+ */
+export interface OrganizationGroupStore {
+  /** The organization's Groups by name. */
+  list(organizationId: string): Promise<OrganizationGroup[]>;
+  /** The organization's Group with that id, or undefined (also for another organization's id). */
+  get(organizationId: string, id: string): Promise<OrganizationGroup | undefined>;
+  /** The organization's Groups of these role names. */
+  named(organizationId: string, names: readonly string[]): Promise<OrganizationGroup[]>;
+  /** The members who are stored users, by subject, with their roles; with `role`, those holding it. */
+  holders(organizationId: string, role?: string): Promise<OrganizationRoleHolder[]>;
+  /**
+   * The memberships of those of `subjects` who are members: their roles, and whether the
+   * organization's SCIM client created them into it.
+   */
+  memberships(
+    organizationId: string,
+    subjects: readonly string[],
+  ): Promise<Map<string, { roles: string[]; provisioned: boolean }>>;
+  /** Adds a Group and gives its role to `members` (subjects of members), in one transaction. */
+  create(
+    organizationId: string,
+    group: { id: string; name: string; externalId: string | null },
+    members: readonly string[],
+    maxRoles: number,
+  ): Promise<OrganizationGroupRefusal | undefined>;
+  /**
+   * Changes a Group still at `version` and named `next.before`: its name (renaming the role of
+   * every holder), externalId, and gives or takes its role, in one transaction.
+   */
+  replace(
+    organizationId: string,
+    id: string,
+    version: number,
+    next: { before: string; name: string; externalId: string | null },
+    members: { add: readonly string[]; remove: readonly string[] },
+    maxRoles: number,
+  ): Promise<OrganizationGroupRefusal | undefined>;
+  /** Removes a Group still at `version` and its role from every holder, in one transaction. */
+  remove(organizationId: string, id: string, version: number): Promise<OrganizationGroupRefusal | undefined>;
+}
+
 /** Everything a Sigil instance persists. */
 export interface Store {
   /** The grant table itself: only the repositories of `records` (and tests of the store) use it. */
@@ -392,4 +469,6 @@ export interface Store {
   resources: ManagedResourceStore;
   /** Organizations managed at run time and the members of every organization (migration 0018_organizations). */
   organizations: OrganizationStore;
+  /** Organizations' roles as SCIM Groups, and which members SCIM provisioned (migration 0019_organization_scim). */
+  organizationGroups: OrganizationGroupStore;
 }

@@ -4,6 +4,7 @@ import { LOOPBACK } from '../hosts.js';
 import { redirectUriProblem } from '../redirect-uris.js';
 import { CLIENT_PROFILES, fapi2Contradictions, withProfileDefaults } from './fapi2.js';
 import { httpsOrLoopback, lifetime, nonEmpty, secret } from './field-kinds.js';
+import { MAX_ORGANIZATION_NAME, ORGANIZATION_NAME } from './organizations.js';
 import {
   ASSERTION_ALGORITHMS,
   ASYMMETRIC_ASSERTION_ALGORITHMS,
@@ -135,6 +136,17 @@ export const clientSchema = z
       description:
         'The authorization request parameter organization=<name>: none (refused, invalid_request), allow (optional), require (absent: the user picks one of their organizations after sign-in)',
     }),
+    organization: z
+      .string()
+      .max(MAX_ORGANIZATION_NAME)
+      .regex(ORGANIZATION_NAME, 'must be an organization name (lower-case letters, digits, - and _)')
+      .nullable()
+      .default(null)
+      .meta({
+        description:
+          "The organization this client belongs to (its name). With the scope scim it provisions that organization's members at /scim/v2/organizations/<name> and nothing else: /scim/v2/Users and /Groups answer it 403, and it may not hold sigil:admin, sigil:admin:read or sigil:register. A config-file client names a config-file organization; a stored client any organization in force when it is written",
+        spec: 'RFC 7644',
+      }),
     allowAccessTokensViaBrowser: z.boolean().default(false).meta({
       description: 'Access tokens from the authorization endpoint (implicit and hybrid response types)',
       spec: 'OIDC Core §3.2',

@@ -135,6 +135,44 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
   for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
     issue(['identityProviders'], `duplicate name "${d}"`);
   checkOrganizations(cfg, issue);
+  cfg.clients.forEach((c, i) => {
+    if (c.organization === null) return;
+    c.allowedScopes.forEach((s, j) => {
+      if ((DEPLOYMENT_SCOPES as readonly string[]).includes(s))
+        issue(
+          ['clients', i, 'allowedScopes', j],
+          `"${s}" reaches every organization; a client of organization "${c.organization}" manages that organization only`,
+        );
+    });
+  });
+}
+
+/** The management scopes that reach the whole deployment: never a client bound to an organization's. */
+const DEPLOYMENT_SCOPES = ['sigil:admin', 'sigil:admin:read', 'sigil:register'] as const;
+
+/**
+ * The clients whose `organization` names no organization known: neither one of the config file's
+ * nor one of `others` (the stored organizations in force, when a stored client is checked). The
+ * config file is checked before the store is read, so a config-file client names a config-file
+ * organization, as a config-file organization names a config-file provider; a stored client may
+ * name a stored one. Checked after the schema (it needs `others`, which the schema cannot see).
+ * @returns each problem's path (`clients`, index, `organization`) and message.
+ */
+export function unknownClientOrganizations(
+  cfg: Pick<CrossChecked, 'clients' | 'organizations'>,
+  others: readonly string[],
+): { path: (string | number)[]; message: string }[] {
+  const known = new Set([...cfg.organizations.map((o) => o.name), ...others]);
+  return cfg.clients.flatMap((c, i) =>
+    c.organization === null || known.has(c.organization)
+      ? []
+      : [
+          {
+            path: ['clients', i, 'organization'],
+            message: `unknown organization "${c.organization}"${others.length === 0 ? ' (a config-file client names an organization of the config file)' : ''}`,
+          },
+        ],
+  );
 }
 
 /**
