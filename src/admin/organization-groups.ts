@@ -8,8 +8,9 @@
  * - The organization's own admin role (`admin`, which makes a member an organization admin of
  *   that organization only) may be given: it is the organization's to give, as Keycloak 26 and
  *   Auth0 let an organization's provisioning assign its own roles. The deployment's admin role
- *   (config `admin.userRole`) may never be a group's name, whatever case: no path through an
- *   organization may come near it, even though organization roles never join the `role` claim.
+ *   (config `admin.userRole`) may never be a group's name, whatever case, and a group of that
+ *   name (a role an operator gave through the management API) is read-only here: no path through
+ *   an organization comes near it, even though organization roles never join the `role` claim.
  * - Members are the organization's members who are stored users: the users its SCIM lists show.
  *   Config-file and directory users who are members keep their roles as they are, but a rename or
  *   removal of a group renames or removes the role for every holder.
@@ -96,13 +97,14 @@ export class OrganizationGroupAdmin {
    * Replaces a group as read (`before`): its name (the role renamed for every holder),
    * externalId, and who holds it among the stored users.
    * @returns false when the group or a member changed since `before` was read (nothing changed).
-   * @throws AdminError as `create`; `not_found` when the group is gone.
+   * @throws AdminError as `create`; `read_only` for a group named as the deployment's admin role.
    */
   async replace(
     organizationId: string,
     before: OrganizationGroupView,
     write: OrganizationGroupWrite,
   ): Promise<boolean> {
+    this.checkWritable(before);
     if (write.name !== before.name) {
       this.checkName(write.name);
       const existing = await this.store.organizationGroups.list(organizationId);
@@ -133,10 +135,25 @@ export class OrganizationGroupAdmin {
   /**
    * Removes a group as read: its role is taken from every holder.
    * @returns false when the group changed since it was read (nothing changed).
+   * @throws AdminError `read_only` for a group named as the deployment's admin role.
    */
   async remove(organizationId: string, before: OrganizationGroup): Promise<boolean> {
+    this.checkWritable(before);
     const refused = await this.store.organizationGroups.remove(organizationId, before.id, before.version);
     return refused === undefined;
+  }
+
+  /**
+   * @throws AdminError `read_only` for a group named as the deployment's admin role: an operator
+   *   may give an organization role of that name through the management API, but no change
+   *   through an organization may add to it or take it away.
+   */
+  private checkWritable(group: OrganizationGroup): void {
+    if (group.name.toLowerCase() === this.adminRole.toLowerCase())
+      throw new AdminError(
+        'read_only',
+        `the group "${group.name}" has the name of the deployment's admin role (admin.userRole): only the management API changes it`,
+      );
   }
 
   /** @throws AdminError `invalid` (field `name`) unless a role name that is not the deployment's admin role. */

@@ -99,11 +99,17 @@ export class OrganizationGroups {
     });
   }
 
-  /** Deletes a Group: every holder loses the role. @throws ScimError 404, 412. */
+  /** Deletes a Group: every holder loses the role. @throws ScimError 404, 412, 403. */
   async delete(id: string, ifMatch: string | undefined, actor: ScimActor): Promise<void> {
     await retried(ifMatch, async () => {
       const before = await this.current(id, ifMatch);
-      return (await this.deps.groups.remove(this.organizationId, before)) ? { resource: {}, etag: '' } : undefined;
+      let removed: boolean;
+      try {
+        removed = await this.deps.groups.remove(this.organizationId, before);
+      } catch (err) {
+        throw groupRefusal(err);
+      }
+      return removed ? { resource: {}, etag: '' } : undefined;
     });
     this.scope.audit('resource_deleted', actor, 'Group', id, []);
   }
@@ -194,6 +200,8 @@ function groupRefusal(err: unknown): unknown {
       return new ScimError(409, err.message, 'uniqueness');
     case 'precondition_failed':
       return new ScimError(412, 'the resource was changed concurrently; read it again');
+    case 'read_only':
+      return new ScimError(403, err.message);
     default:
       return new ScimError(404, err.message);
   }
