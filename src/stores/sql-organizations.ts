@@ -158,6 +158,7 @@ export class SqlOrganizations implements OrganizationStore {
   }
 
   async replaceRoles(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean> {
+    await addRoleGroups(this.db, organizationId, roles);
     const result = await this.db
       .updateTable('organization_members')
       .set({ roles: JSON.stringify(roles) })
