@@ -130,13 +130,34 @@ function organizationDoor(ctx: ScimEndpointServices): ScimDoor {
 
 /** Registers the discovery resources, Users and Groups of one door. */
 function resourceRoutes(scim: FastifyInstance, ctx: ScimEndpointServices, door: ScimDoor): void {
-  /** Runs `handle` after the guard and the door, rendering SCIM errors. */
-  const route = (
-    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
-    url: string,
-    handle: (request: FastifyRequest, reply: FastifyReply, caller: ScimCaller) => Promise<FastifyReply>,
-  ) =>
-    scim.route({
+  const route = guardedRoute(scim, ctx, door);
+  route('GET', '/ServiceProviderConfig', async (_q, reply, { base }) =>
+    json(reply, serviceProviderConfig(base, `${ctx.issuer}/`)),
+  );
+  route('GET', '/ResourceTypes', async (_q, reply, { base }) => json(reply, listOf(resourceTypes(base))));
+  route('GET', '/ResourceTypes/:id', async (request, reply, { base }) =>
+    json(reply, byId(resourceTypes(base), request)),
+  );
+  route('GET', '/Schemas', async (_q, reply, { base }) => json(reply, listOf(schemas(base))));
+  route('GET', '/Schemas/:id', async (request, reply, { base }) => json(reply, byId(schemas(base), request)));
+  typeRoutes(route, 'Users', USER_OPERATIONS);
+  typeRoutes(route, 'Groups', GROUP_OPERATIONS);
+}
+
+/** Registers a route of the door that runs after the guard, rendering SCIM errors. */
+type GuardedRoute = (
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  url: string,
+  handle: (request: FastifyRequest, reply: FastifyReply, caller: ScimCaller) => Promise<FastifyReply>,
+) => void;
+
+/**
+ * The route registration of a door: the guard (a valid access token with the scope `scim`), then
+ * the door's own check of the token's client, then the handler; any error in the SCIM schema.
+ */
+function guardedRoute(scim: FastifyInstance, ctx: ScimEndpointServices, door: ScimDoor): GuardedRoute {
+  return (method, url, handle) =>
+    void scim.route({
       method,
       url: `${door.path}${url}`,
       handler: async (request, reply) => {
@@ -153,62 +174,60 @@ function resourceRoutes(scim: FastifyInstance, ctx: ScimEndpointServices, door: 
         }
       },
     });
+}
 
-  const result = (reply: FastifyReply, r: ScimResult, status = 200, request?: FastifyRequest) => {
-    reply.code(status).header('etag', r.etag).type(SCIM_TYPE).header('cache-control', 'no-store');
-    if (status === 201) reply.header('location', String((r.resource.meta as { location: string }).location));
-    const q = (request?.query ?? {}) as Record<string, unknown>;
-    return reply.send(project(r.resource, attributeList(str(q.attributes)), attributeList(str(q.excludedAttributes))));
-  };
-  const json = (reply: FastifyReply, body: unknown) =>
-    reply.type(SCIM_TYPE).header('cache-control', 'no-store').send(body);
-  const ifMatch = (request: FastifyRequest) => str(request.headers['if-match']);
-
-  route('GET', '/ServiceProviderConfig', async (_q, reply, { base }) =>
-    json(reply, serviceProviderConfig(base, `${ctx.issuer}/`)),
+/** The routes of one resource type (§3.3 to §3.6, `.search` §3.4.3). */
+function typeRoutes(
+  route: GuardedRoute,
+  type: 'Users' | 'Groups',
+  op: typeof USER_OPERATIONS | typeof GROUP_OPERATIONS,
+): void {
+  route('GET', `/${type}`, async (request, reply, { resources }) =>
+    json(reply, await resources[op.list](listParams(request.query))),
   );
-  route('GET', '/ResourceTypes', async (_q, reply, { base }) => json(reply, listOf(resourceTypes(base))));
-  route('GET', '/ResourceTypes/:id', async (request, reply, { base }) =>
-    json(reply, byId(resourceTypes(base), request)),
+  route('POST', `/${type}/.search`, async (request, reply, { resources }) =>
+    json(reply, await resources[op.list](searchParams(body(request)))),
   );
-  route('GET', '/Schemas', async (_q, reply, { base }) => json(reply, listOf(schemas(base))));
-  route('GET', '/Schemas/:id', async (request, reply, { base }) => json(reply, byId(schemas(base), request)));
+  route('POST', `/${type}`, async (request, reply, { resources, actor }) =>
+    result(reply, await resources[op.create](body(request), actor), 201, request),
+  );
+  route('GET', `/${type}/:id`, async (request, reply, { resources }) => {
+    const r = await resources[op.get](id(request));
+    // §3.14: a GET with If-None-Match naming the current version answers 304.
+    if (
+      str(request.headers['if-none-match'])
+        ?.split(',')
+        .some((t) => t.trim() === r.etag)
+    )
+      return reply.code(304).header('etag', r.etag).send();
+    return result(reply, r, 200, request);
+  });
+  route('PUT', `/${type}/:id`, async (request, reply, { resources, actor }) =>
+    result(reply, await resources[op.replace](id(request), body(request), ifMatch(request), actor), 200, request),
+  );
+  route('PATCH', `/${type}/:id`, async (request, reply, { resources, actor }) =>
+    result(reply, await resources[op.patch](id(request), body(request), ifMatch(request), actor), 200, request),
+  );
+  route('DELETE', `/${type}/:id`, async (request, reply, { resources, actor }) => {
+    await resources[op.remove](id(request), ifMatch(request), actor);
+    return reply.code(204).send();
+  });
+}
 
-  for (const [type, op] of [
-    ['Users', USER_OPERATIONS],
-    ['Groups', GROUP_OPERATIONS],
-  ] as const) {
-    route('GET', `/${type}`, async (request, reply, { resources }) =>
-      json(reply, await resources[op.list](listParams(request.query))),
-    );
-    route('POST', `/${type}/.search`, async (request, reply, { resources }) =>
-      json(reply, await resources[op.list](searchParams(body(request)))),
-    );
-    route('POST', `/${type}`, async (request, reply, { resources, actor }) =>
-      result(reply, await resources[op.create](body(request), actor), 201, request),
-    );
-    route('GET', `/${type}/:id`, async (request, reply, { resources }) => {
-      const r = await resources[op.get](id(request));
-      // §3.14: a GET with If-None-Match naming the current version answers 304.
-      if (
-        str(request.headers['if-none-match'])
-          ?.split(',')
-          .some((t) => t.trim() === r.etag)
-      )
-        return reply.code(304).header('etag', r.etag).send();
-      return result(reply, r, 200, request);
-    });
-    route('PUT', `/${type}/:id`, async (request, reply, { resources, actor }) =>
-      result(reply, await resources[op.replace](id(request), body(request), ifMatch(request), actor), 200, request),
-    );
-    route('PATCH', `/${type}/:id`, async (request, reply, { resources, actor }) =>
-      result(reply, await resources[op.patch](id(request), body(request), ifMatch(request), actor), 200, request),
-    );
-    route('DELETE', `/${type}/:id`, async (request, reply, { resources, actor }) => {
-      await resources[op.remove](id(request), ifMatch(request), actor);
-      return reply.code(204).send();
-    });
-  }
+/** A resource as answered: its ETag, `Location` when created, projected onto the requested attributes. */
+function result(reply: FastifyReply, r: ScimResult, status: number, request: FastifyRequest): FastifyReply {
+  reply.code(status).header('etag', r.etag).type(SCIM_TYPE).header('cache-control', 'no-store');
+  if (status === 201) reply.header('location', String((r.resource.meta as { location: string }).location));
+  const q = (request.query ?? {}) as Record<string, unknown>;
+  return reply.send(project(r.resource, attributeList(str(q.attributes)), attributeList(str(q.excludedAttributes))));
+}
+
+function json(reply: FastifyReply, body: unknown): FastifyReply {
+  return reply.type(SCIM_TYPE).header('cache-control', 'no-store').send(body);
+}
+
+function ifMatch(request: FastifyRequest): string | undefined {
+  return str(request.headers['if-match']);
 }
 
 /** What a route's handler gets once the guard and the door let the request in. */

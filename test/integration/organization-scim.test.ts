@@ -9,15 +9,20 @@
  * only that membership; a provisioned user is deactivated and deleted as at /scim/v2), Groups (the
  * organization's roles: stable ids through a rename, members that are acme's only, the
  * deployment's admin role refused, deployment groups untouched), a deleted organization, the
- * config's rules for `organization`, audit events naming the organization, and bad input never a
- * 500.
+ * config's rules for `organization`, audit events naming the organization, bad input never a
+ * 500, and the migration that makes Groups of the roles held before it.
  */
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
+import { Kysely, type MigrationProvider, Migrator, SqliteDialect, sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
 import { ConfigError, createSigil } from '../../src/index.js';
+import { migrationProvider } from '../../src/stores/migrations.js';
+import { openStore } from '../../src/stores/sql.js';
 import {
   clientTokens,
   dropSchema,
@@ -700,5 +705,46 @@ describe("the config's rules for a client's organization", () => {
     await expect(start([scimClient('x', 'Not A Name')])).rejects.toThrow(/must be an organization name/);
     const ok = await start([scimClient('x', 'acme')]);
     await ok.close();
+  });
+});
+
+describe('migration 0019_organization_scim', () => {
+  it('makes Groups of the roles members already hold, and marks no existing member provisioned', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const file = join(dir, 'sigil.db');
+      const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new SQLite(file) }) });
+      const before0019: MigrationProvider = {
+        getMigrations: async () =>
+          Object.fromEntries(Object.entries(await migrationProvider.getMigrations()).filter(([name]) => name < '0019')),
+      };
+      expect((await new Migrator({ db, provider: before0019 }).migrateToLatest()).error).toBeUndefined();
+      const member = (org: string, subject: string, roles: string[]) =>
+        sql`insert into organization_members (organization_id, subject, roles, created_at)
+          values (${org}, ${subject}, ${JSON.stringify(roles)}, 0)`.execute(db);
+      await member('org_a', '1', ['admin', 'billing']);
+      await member('org_a', '2', ['billing']);
+      await member('org_b', '1', ['billing']);
+      await db.destroy();
+
+      const store = await openStore(`sqlite:${file}`);
+      try {
+        expect((await store.organizationGroups.list('org_a')).map((g) => g.name)).toEqual(['admin', 'billing']);
+        expect((await store.organizationGroups.list('org_b')).map((g) => g.name)).toEqual(['billing']);
+        const [a] = await store.organizationGroups.named('org_a', ['billing']);
+        const [b] = await store.organizationGroups.named('org_b', ['billing']);
+        expect(a?.id).not.toBe(b?.id);
+        expect(await store.organizationGroups.memberships('org_a', ['1', '2'])).toEqual(
+          new Map([
+            ['1', { roles: ['admin', 'billing'], provisioned: false }],
+            ['2', { roles: ['billing'], provisioned: false }],
+          ]),
+        );
+      } finally {
+        await store.close();
+      }
+    } finally {
+      cleanup();
+    }
   });
 });
