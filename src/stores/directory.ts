@@ -16,6 +16,11 @@
  * queries whatever its size: the rows (for a filter with at most `FILTER_FIRST` matches, with
  * their count in the same query), then every listed user's emails and groups at once; a filter
  * with more matches adds its count.
+ *
+ * A list may be held to one organization's members (`ListQuery.organizationId`, SCIM per
+ * organization): the users are then found through the organization's memberships (their primary
+ * key) and counted there, and a new user may join an organization in the transaction that adds
+ * them (`addUser`, migration `0019_organization_scim`).
  */
 import { CompiledQuery, type Kysely, type Selectable, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import { type AttrPath, type Filter, ScimError } from '../protocol/scim-filter.js';
