@@ -24,7 +24,15 @@ export interface BuiltMail {
 export function buildMail(infra: Infrastructure, users: UserAdmin, management: Management): BuiltMail {
   const { config: cfg, store, limiter, log, events } = infra;
   const mailer = cfg.email ? new Mailer(cfg.email, productName(cfg)) : undefined;
-  const invitations = new OrganizationInvitations({ store, management, events, mailer, issuer: cfg.issuer, log });
+  const invitations = new OrganizationInvitations({
+    store,
+    management,
+    events,
+    mailer,
+    issuer: cfg.issuer,
+    log,
+    limiter,
+  });
   if (!cfg.email || !mailer) return { mail: { invitations }, mailer };
   const email = new AccountEmail({
     store,

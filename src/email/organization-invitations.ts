@@ -17,6 +17,8 @@
  *   invited address). Another user gets a page saying so; the invitation stays usable.
  */
 import { OAuthError } from '../protocol/errors.js';
+import { chargeQuota } from '../limits/request-quota.js';
+import type { FailureLimiter } from '../limits/failure-limiter.js';
 import { normalizeDomain } from '../config/schema.js';
 import type { Logger } from 'pino';
 import { newHandle, newId, nowSeconds } from '../crypto/handles.js';
@@ -36,6 +38,8 @@ import type { Mailer } from './mailer.js';
 export const INVITATION_SECONDS = 7 * 86_400;
 /** The most pending invitations of one organization. */
 export const MAX_PENDING_INVITATIONS = 100;
+/** The most invitations one organization may send in 24 hours, whatever became of them. */
+export const MAX_INVITATIONS_PER_DAY = 200;
 /** The longest invited address, characters (RFC 5321 §4.5.3.1.3's path). */
 export const MAX_INVITED_EMAIL = 254;
 
@@ -74,6 +78,8 @@ export class OrganizationInvitations {
       mailer: Mailer | undefined;
       issuer: string;
       log: Pick<Logger, 'warn'>;
+      /** Whose counters hold each organization's invitations of the day, for the whole deployment. */
+      limiter: FailureLimiter;
     },
   ) {}
 
@@ -82,7 +88,8 @@ export class OrganizationInvitations {
    * Audited `organization.invitation_create` (address and roles, never the token).
    * @throws AdminError `not_found` (no such organization), `invalid` (email, roles; an address outside
    *   the domains of an organization of `domain` membership), `conflict`
-   *   (mail is not configured; MAX_PENDING_INVITATIONS pending); OAuthError 503
+   *   (mail is not configured; MAX_PENDING_INVITATIONS pending); OAuthError 429
+   *   `temporarily_unavailable` with Retry-After past MAX_INVITATIONS_PER_DAY in 24 hours; OAuthError 503
    *   `temporarily_unavailable` when the SMTP server refuses or cannot be reached (the invitation is
    *   revoked then).
    */
@@ -106,6 +113,14 @@ export class OrganizationInvitations {
     const domain = normalizeDomain(email.slice(email.lastIndexOf('@') + 1));
     if (org.membership === 'domain' && (domain === undefined || !org.domains.includes(domain)))
       throw invalidField('email', `organization "${name}" admits members of its domains only (membership "domain")`);
+    // Revoking keeps the pending ones under their cap, so the day's count is what stops an
+    // organization's admin from making Sigil's mail server send for them without end.
+    await chargeQuota(
+      this.deps.limiter,
+      'email_quota',
+      [{ key: `invitation:${org.id}`, limit: MAX_INVITATIONS_PER_DAY }],
+      86_400,
+    );
     const now = nowSeconds();
     const pending = await this.deps.store.records.invitations.pending(org.id, now, MAX_PENDING_INVITATIONS);
     if (pending.length >= MAX_PENDING_INVITATIONS)

@@ -10,6 +10,7 @@ import type { SigilEvent } from '../../src/events/events.js';
 import { Browser, input } from '../authorize-helpers.js';
 import { clientTokens, startSigil, testConfig, type TestSigil } from '../helpers.js';
 import { type ReceivedMail, SmtpReceiver } from '../smtp-receiver.js';
+import { MAX_INVITATIONS_PER_DAY } from '../../src/email/organization-invitations.js';
 
 type Method = 'GET' | 'POST' | 'DELETE';
 
@@ -179,6 +180,24 @@ describe('organization invitations', () => {
     const ok = await call('POST', '/organizations/initech/invitations', { email: 'Ann@INITECH.example', roles: [] });
     expect(ok.statusCode, ok.body).toBe(201);
     expect((await smtp.waitFor(sent + 1)).to[0]?.toLowerCase()).toBe('ann@initech.example');
+  });
+
+  it('stops an organization past its invitations of the day (429, Retry-After, nothing stored or mailed); another organization may go on', async () => {
+    const acme = sigil.context.organizations.byName('acme');
+    if (!acme) throw new Error('no acme');
+    // The day's count as 200 invitations sent and revoked would leave it (revoking frees the pending cap only).
+    for (let i = 0; i < MAX_INVITATIONS_PER_DAY; i++)
+      await sigil.context.limiter.counters.increment([`quota:invitation:${acme.id}`], 86_400_000, Date.now());
+    const pendingBefore = (await call('GET', '/organizations/acme/invitations')).body;
+    const sent = smtp.mails.length;
+    const refused = await call('POST', '/organizations/acme/invitations', { email: 'zed@example.net', roles: [] });
+    expect(refused.statusCode, refused.body).toBe(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(86_000);
+    expect((await call('GET', '/organizations/acme/invitations')).body).toBe(pendingBefore);
+    const other = await call('POST', '/organizations/initech/invitations', { email: 'zed@initech.example', roles: [] });
+    expect(other.statusCode, other.body).toBe(201);
+    expect((await smtp.waitFor(sent + 1)).to).toEqual(['zed@initech.example']);
+    await sigil.context.limiter.counters.reset([`quota:invitation:${acme.id}`]);
   });
 
   it('refuses another user, and an unconfirmed address; the invitation stays for its invitee', async () => {

@@ -62,10 +62,13 @@ export function organizationInvitationPages(kit: OrganizationPageKit): void {
     },
     typed: (form) => ({ email: field(form, 'email'), roles: field(form, 'roles') }),
     // The SMTP server did not take the mail: the service revoked the invitation, a retry may work.
-    refusal: (request, err) =>
-      err instanceof OAuthError && err.status === 503
-        ? { error: admin.text(request, 'consoleInvitationNotSent'), status: 503 }
-        : undefined,
+    // Or the organization sent its invitations of the day.
+    refusal: (request, err) => {
+      if (!(err instanceof OAuthError)) return undefined;
+      if (err.status === 503) return { error: admin.text(request, 'consoleInvitationNotSent'), status: 503 };
+      if (err.status === 429) return { error: admin.text(request, 'consoleInvitationQuota'), status: 429 };
+      return undefined;
+    },
     done: invitationsPath,
   });
 
