@@ -264,6 +264,24 @@ export class OrganizationAdmin {
   }
 
   /**
+   * The organizations in force that the user `subject` administers (memberships holding
+   * ORGANIZATION_ADMIN_ROLE), by display name: at most `limit`, read from the first `limit + 1`
+   * such memberships by organization id, and `more` when there were more of those memberships (an
+   * organization admin's console lists them; each of their requests asks `requireOrganizationAdmin`
+   * again).
+   */
+  async administeredBy(subject: string, limit: number): Promise<{ organizations: Organization[]; more: boolean }> {
+    if (!wellFormedSubject(subject)) return { organizations: [], more: false };
+    const held = await this.store.organizations.membershipsWithRole(subject, ORGANIZATION_ADMIN_ROLE, limit + 1);
+    // A membership of an organization no longer in force (deleted, or skipped at a reload) names nothing.
+    const inForce = held.flatMap(({ organizationId }) => this.options.live.byId(organizationId) ?? []);
+    const organizations = inForce
+      .slice(0, limit)
+      .sort((a, b) => a.displayName.localeCompare(b.displayName) || a.name.localeCompare(b.name));
+    return { organizations, more: held.length > limit };
+  }
+
+  /**
    * @throws AdminError `not_found` unless `subject` names a user of Sigil; DirectoryUnavailable
    *   when a user directory cannot say whether it holds the subject.
    */

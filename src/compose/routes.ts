@@ -114,8 +114,8 @@ function pageRoutes(s: Services): RouteRegistration[] {
       kind: 'page',
       register: (app) =>
         adminConsole(app, s, {
-          check: async (request, token) =>
-            callerWithScope(await checkAccessToken(s, request, token, 'Bearer', CONSOLE_PATH), ['sigil:admin']),
+          check: async (request, token, scopes) =>
+            callerWithScope(await checkAccessToken(s, request, token, 'Bearer', CONSOLE_PATH), scopes),
         }),
     },
     { kind: 'page', register: (app) => healthEndpoints(app, s) },

@@ -1,11 +1,12 @@
 /**
  * The web console's built-in client (config `admin.console`): a public client (RFC 6749 §2.1)
  * using the authorization code flow with PKCE S256 (RFC 7636), redirecting to
- * `<issuer>/admin/callback`, with a second factor required at every sign-in (`requireMfa`). It
+ * `<issuer>/admin/callback`, with a second factor required at every sign-in (`requireMfa`), asking
+ * for the scopes of Sigil's admins and of organization admins (each granted only to whom it fits). It
  * exists only while the console is on; as a config-file client it is read-only to the management
  * API, and no other client may take its id.
  */
-import { clientSchema, type ClientConfig } from './schema.js';
+import { clientSchema, type ClientConfig, ORGANIZATION_ADMIN_SCOPE } from './schema.js';
 
 /** The console client's `client_id`. */
 export const CONSOLE_CLIENT_ID = 'sigil-console';
@@ -31,7 +32,9 @@ export function consoleClient(issuer: string, withOpenId: boolean): ClientConfig
     requireClientSecret: false,
     tokenEndpointAuthMethod: 'none',
     allowedGrantTypes: ['authorization_code'],
-    allowedScopes: [...(withOpenId ? ['openid'] : []), 'sigil:admin', 'scim'],
+    // sigil:org:admin: an organization's own admins get a console of their organizations' members
+    // and invitations (the scope is granted only to a user who administers one, after MFA).
+    allowedScopes: [...(withOpenId ? ['openid'] : []), 'sigil:admin', 'scim', ORGANIZATION_ADMIN_SCOPE],
     redirectUris: [`${issuer}${CONSOLE_CALLBACK_PATH}`],
     // The callback is the issuer's own URL: an http issuer (allowed on any host) makes it http too,
     // and it is no weaker than the issuer every other page of Sigil's is served from.

@@ -26,7 +26,7 @@ import type {
   StoredOrganization,
 } from './types.js';
 
-/** How many memberships `holdsRole` reads at a time. */
+/** How many memberships `membershipsWithRole` reads at a time. */
 const ROLE_PAGE = 100;
 
 /** A refusal found inside a transaction: thrown to roll it back, returned by the caller. */
@@ -169,9 +169,14 @@ export class SqlOrganizations implements OrganizationStore {
   }
 
   async holdsRole(subject: string, role: string): Promise<boolean> {
+    return (await this.membershipsWithRole(subject, role, 1)).length > 0;
+  }
+
+  async membershipsWithRole(subject: string, role: string, limit: number): Promise<{ organizationId: string }[]> {
     // The roles are JSON text: a LIKE on the quoted name narrows the rows, the parsed roles decide
     // (another role's text may hold the quoted name, `x"admin`, and SQLite's LIKE ignores case).
     const pattern = `%${JSON.stringify(role).replace(/[!%_]/g, (c) => `!${c}`)}%`;
+    const out: { organizationId: string }[] = [];
     let after: string | undefined;
     for (;;) {
       let query = this.db
@@ -181,8 +186,12 @@ export class SqlOrganizations implements OrganizationStore {
         .where(sql<SqlBool>`roles like ${pattern} escape '!'`);
       if (after !== undefined) query = query.where('organization_id', '>', after);
       const rows = await query.orderBy('organization_id').limit(ROLE_PAGE).execute();
-      if (rows.some((r) => (JSON.parse(r.roles) as string[]).includes(role))) return true;
-      if (rows.length < ROLE_PAGE) return false;
+      for (const r of rows) {
+        if (!(JSON.parse(r.roles) as string[]).includes(role)) continue;
+        out.push({ organizationId: r.organization_id });
+        if (out.length >= limit) return out;
+      }
+      if (rows.length < ROLE_PAGE) return out;
       after = rows.at(-1)?.organization_id;
     }
   }

@@ -356,6 +356,11 @@ export interface OrganizationStore {
   replaceRoles(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean>;
   /** Whether `subject` holds `role` in any membership (of any organization id, in force or not). */
   holdsRole(subject: string, role: string): Promise<boolean>;
+  /**
+   * Up to `limit` memberships of `subject` holding `role` exactly, by organization id (of any
+   * organization id, in force or not); however many memberships without it come between.
+   */
+  membershipsWithRole(subject: string, role: string, limit: number): Promise<{ organizationId: string }[]>;
   /** Ends a membership; false when there was none. */
   removeMember(organizationId: string, subject: string): Promise<boolean>;
 }

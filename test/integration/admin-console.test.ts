@@ -41,7 +41,7 @@ describe('the console at /admin', () => {
       response_type: 'code',
       client_id: 'sigil-console',
       redirect_uri: `${sigil.context.issuer}/admin/callback`,
-      scope: 'openid sigil:admin scim',
+      scope: 'openid sigil:admin scim sigil:org:admin',
       code_challenge_method: 'S256',
     });
     expect(location.searchParams.get('state')).toMatch(/^[\w-]{43}$/);

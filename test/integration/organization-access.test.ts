@@ -1,6 +1,6 @@
 /**
  * The member and invitation pages served for one organization behind a guard of its own
- * (`OrganizationAccess`, as a console of an organization's own admins will serve them): on a bare
+ * (`OrganizationAccess`, as the console of an organization's own admins serves them): on a bare
  * Fastify app over a running Sigil's real services, with an access that lets its caller, alice,
  * manage `acme` only, as its own admin. Every route asks the guard with the organization of its
  * path before anything is read, so the pages of `globex` (which exists) answer 404 like those of
@@ -40,6 +40,9 @@ function consoleOver(host: FastifyInstance, s: TestSigil): Console {
     app: host,
     reader: refuse,
     writer: refuse,
+    sessionReader: refuse,
+    sessionWriter: refuse,
+    forbidden: (_request, reply) => reply.code(403).send(),
     done: (reply, path, notice) => reply.redirect(`${path}?done=${notice}`, 303),
     render: (_request, reply, name, section, data, status = 200) =>
       ctx.pages.send(reply, name, 'en', { ...data, section, csrf: 'x' }, status),
@@ -55,6 +58,7 @@ function consoleOver(host: FastifyInstance, s: TestSigil): Console {
 const acmeOnly: OrganizationAccess = {
   route: '/org/:name',
   path: (name) => `/org/${encodeURIComponent(name)}`,
+  home: '/org',
   section: 'organizations',
   settingsPage: false,
   organizationAdmin: true,

@@ -151,7 +151,7 @@ describe.each(backends)('organization store on $name', (backend) => {
     expect(await store.organizations.member(org.id, 'sub-b')).toBeUndefined();
   });
 
-  it('says whether a subject holds a role in any membership, exactly, past many look-alikes', async () => {
+  it('says whether a subject holds a role in any membership, and which, exactly, past many look-alikes', async () => {
     const subject = `holder-${counter++}`;
     expect(await store.organizations.holdsRole(subject, 'admin')).toBe(false);
     // Roles whose JSON text holds "admin" in quotes, or that differ in case only: none is the role.
@@ -164,6 +164,15 @@ describe.each(backends)('organization store on $name', (backend) => {
     await store.organizations.putMember('org_zz', subject, ['billing', 'admin']);
     expect(await other.organizations.holdsRole(subject, 'admin')).toBe(true);
     expect(await other.organizations.holdsRole('someone-else', 'admin')).toBe(false);
+    // The memberships holding it, past the look-alikes, by organization id and up to the limit.
+    await store.organizations.putMember('org_aa', subject, ['admin']);
+    expect(await other.organizations.membershipsWithRole(subject, 'admin', 10)).toEqual([
+      { organizationId: 'org_aa' },
+      { organizationId: 'org_zz' },
+    ]);
+    expect(await other.organizations.membershipsWithRole(subject, 'admin', 1)).toEqual([{ organizationId: 'org_aa' }]);
+    expect(await other.organizations.membershipsWithRole(subject, 'x"admin', 200)).toHaveLength(101);
+    expect(await other.organizations.membershipsWithRole('someone-else', 'admin', 10)).toEqual([]);
   });
 
   it("removing a user removes their memberships, in every organization, in the user's transaction", async () => {

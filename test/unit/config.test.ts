@@ -60,7 +60,7 @@ describe('resolveConfig: defaults', () => {
       requireClientSecret: false,
       tokenEndpointAuthMethod: 'none',
       allowedGrantTypes: ['authorization_code'],
-      allowedScopes: ['openid', 'sigil:admin', 'scim'],
+      allowedScopes: ['openid', 'sigil:admin', 'scim', 'sigil:org:admin'],
       redirectUris: ['https://id.example/base/admin/callback'],
       requirePkce: true,
       allowPlainTextPkce: false,

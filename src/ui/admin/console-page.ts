@@ -1,6 +1,8 @@
 /**
  * What the console's page modules share: the `Console` they are given (rendering, the session
- * and CSRF guards, the audit helper) and how a refused change reads.
+ * and CSRF guards, the audit helper) and how a refused change reads. Its `reader` and `writer`
+ * let full admins in only, so a page is closed to organization admins unless its module asks
+ * `sessionReader`/`sessionWriter` and checks the organization itself.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditedChanges } from '../../admin/audited-changes.js';
@@ -11,7 +13,7 @@ import type { Params } from '../../protocol/params.js';
 import { ScimError } from '../../protocol/scim-filter.js';
 import { format, type Messages } from '../../page-kit/i18n.js';
 import { DirectoryUnavailable } from '../../users/directory.js';
-import type { ConsoleCaller } from './console-session.js';
+import type { ConsoleCaller, ConsoleRole } from './console-session.js';
 
 /** The services this module uses. */
 export type ConsolePageServices = Pick<
@@ -59,22 +61,46 @@ export function noticeOf(value: string | undefined): Notice | undefined {
   return NOTICES.find((key) => key === value);
 }
 
-/** The console's sections, as the navigation names them. */
-export type Section = 'users' | 'organizations' | 'clients' | 'resources' | 'keys' | 'events';
+/**
+ * The console's sections, as the navigation names them: the full console's, and `my-organizations`,
+ * the one section of an organization admin's console.
+ */
+export type Section = 'users' | 'organizations' | 'clients' | 'resources' | 'keys' | 'events' | 'my-organizations';
+
+/** A console session's user and the console they get. */
+export interface SignedIn {
+  caller: ConsoleCaller;
+  role: ConsoleRole;
+}
 
 /** What each console page module gets: rendering, the guards, and the audit helper. */
 export interface Console {
   ctx: ConsolePageServices;
   app: FastifyInstance;
   /**
-   * The admin of a GET request, or undefined after answering (sign-in redirect, "not allowed").
+   * The full admin (`sigil:admin`) of a GET request, or undefined after answering (sign-in
+   * redirect, "not allowed", or a 403 page for an organization admin).
    */
   reader(request: FastifyRequest, reply: FastifyReply): Promise<ConsoleCaller | undefined>;
   /**
-   * The admin and form of a POST: CSRF checked first (403 page and no change without a valid
-   * token), then the session; undefined after answering.
+   * The full admin and form of a POST: CSRF checked first (403 page and no change without a valid
+   * token), then the session as `reader`; undefined after answering.
    */
   writer(request: FastifyRequest, reply: FastifyReply): Promise<{ caller: ConsoleCaller; form: Params } | undefined>;
+  /**
+   * The user of any console session (a full admin or an organization admin) of a GET request,
+   * with their role, or undefined after answering (sign-in redirect, "not allowed"). A page that
+   * takes it decides itself what the role lets them see.
+   */
+  sessionReader(request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined>;
+  /** The user of any console session and the form of a POST: CSRF checked first, then as `sessionReader`. */
+  sessionWriter(request: FastifyRequest, reply: FastifyReply): Promise<(SignedIn & { form: Params }) | undefined>;
+  /**
+   * Sends the 403 page of a request the caller may not make (an organization admin on a page of
+   * the full console, or of an organization they do not administer), linking to their console's
+   * first page.
+   */
+  forbidden(request: FastifyRequest, reply: FastifyReply, role: ConsoleRole): FastifyReply;
   /**
    * Answers a change whose page shows no secret (Post/Redirect/Get): a 303 to `path` (below the
    * issuer's path, its segments already encoded) with `?done=<notice>`, which `render` shows there.

@@ -8,10 +8,16 @@
  * console request checks that token as the management API checks its tokens (`ConsoleDeps.check`),
  * so the admin role and MFA rules of the management scopes apply unchanged. When the token has
  * expired the browser signs in again (usually a redirect through the live Sigil session).
+ *
+ * The token's scopes say which console its user gets (`ConsoleRole`): `sigil:admin` the full
+ * console; `sigil:org:admin` alone an organization admin's (DESIGN §6b "Organization admins"),
+ * whose pages ask at each request whether they still administer the organization at hand; neither
+ * the "not allowed" page.
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CONSOLE_CALLBACK_PATH, CONSOLE_CLIENT_ID, CONSOLE_PATH } from '../../config/console-client.js';
+import { ORGANIZATION_ADMIN_ROLE, ORGANIZATION_ADMIN_SCOPE } from '../../config/schema.js';
 import { hashHandle, newHandle } from '../../crypto/handles.js';
 import { cookieAttributes } from '../../http/cookies.js';
 import { queryString } from '../../http/fields.js';
@@ -32,23 +38,52 @@ const SIGN_IN_SECONDS = 600;
 /** The longest token the console cookie may hold (a cookie is at most 4096 bytes). */
 const MAX_TOKEN_LENGTH = 3800;
 
+/** The scope of the full console's admins. */
+const ADMIN_SCOPE = 'sigil:admin';
+/** The scopes a console token may carry to be of use: either makes a console session. */
+const CONSOLE_SCOPES = [ADMIN_SCOPE, ORGANIZATION_ADMIN_SCOPE] as const;
+/** Where an organization admin's console begins, below the issuer's path. */
+export const ORGANIZATION_ADMIN_HOME = `${CONSOLE_PATH}/my-organizations`;
+
 /** Who uses the console: the console client and the admin's subject. */
 export interface ConsoleCaller {
   clientId: string;
   sub: string;
 }
 
+/**
+ * Which console a session's user gets: `admin` (their token carries `sigil:admin`: every page),
+ * `organizationAdmin` (`sigil:org:admin` without `sigil:admin`: the members and invitations of the
+ * organizations they administer, nothing else).
+ */
+export type ConsoleRole = 'admin' | 'organizationAdmin';
+
 /** What the console needs of the protected-resource guard, handed in by the route table. */
 export interface ConsoleDeps {
   /**
-   * Checks a console access token as `requireScope` does, for `sigil:admin`.
+   * Checks a console access token as `requireScope` does, for one of `scopes`.
+   * @returns the caller and the token's scopes
    * @throws OAuthError 401 `invalid_token` (expired, revoked, inactive user), 403 `insufficient_scope`
    */
-  check(request: FastifyRequest, token: string): Promise<{ clientId: string; sub?: string }>;
+  check(
+    request: FastifyRequest,
+    token: string,
+    scopes: readonly string[],
+  ): Promise<{ clientId: string; sub?: string; scopes: string[] }>;
 }
 
 /** The outcome of looking at a console request's session. */
-export type SessionCheck = { kind: 'caller'; caller: ConsoleCaller } | { kind: 'answered' };
+export type SessionCheck = { kind: 'caller'; caller: ConsoleCaller; role: ConsoleRole } | { kind: 'answered' };
+
+/** The console a token's scopes (one of `CONSOLE_SCOPES` among them) open. */
+function roleOf(scopes: readonly string[]): ConsoleRole {
+  return scopes.includes(ADMIN_SCOPE) ? 'admin' : 'organizationAdmin';
+}
+
+/** The first page of a console role's console, below the issuer's path. */
+export function consoleHome(role: ConsoleRole): string {
+  return role === 'admin' ? `${CONSOLE_PATH}/users` : ORGANIZATION_ADMIN_HOME;
+}
 
 /** The console's sign-in routes and the session check of every console page. */
 export class ConsoleSession {
@@ -65,9 +100,10 @@ export class ConsoleSession {
   }
 
   /**
-   * The caller of a console request, or `answered` after sending the browser to sign in (no
-   * session, or an expired one) or the "not allowed" page (a token without `sigil:admin`: no
-   * admin role, or no second factor).
+   * The caller of a console request and the console they get, or `answered` after sending the
+   * browser to sign in (no session, or an expired one) or the "not allowed" page (a token with
+   * neither `sigil:admin` nor `sigil:org:admin`: no admin role, no organization they administer,
+   * or no second factor).
    */
   async caller(request: FastifyRequest, reply: FastifyReply): Promise<SessionCheck> {
     const token = request.cookies[CONSOLE_COOKIE];
@@ -76,10 +112,10 @@ export class ConsoleSession {
       return { kind: 'answered' };
     }
     try {
-      const caller = await this.deps.check(request, token);
+      const caller = await this.deps.check(request, token, CONSOLE_SCOPES);
       if (caller.clientId !== CONSOLE_CLIENT_ID || caller.sub === undefined)
         throw new OAuthError('invalid_token', 'not a console token', 401);
-      return { kind: 'caller', caller: { clientId: caller.clientId, sub: caller.sub } };
+      return { kind: 'caller', caller: { clientId: caller.clientId, sub: caller.sub }, role: roleOf(caller.scopes) };
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
       this.clear(reply);
@@ -122,15 +158,17 @@ export class ConsoleSession {
         body.access_token.length > MAX_TOKEN_LENGTH
       )
         return this.notCompleted(request, reply);
+      let scopes: string[];
       try {
-        await this.deps.check(request, body.access_token);
+        ({ scopes } = await this.deps.check(request, body.access_token, CONSOLE_SCOPES));
       } catch (err) {
         if (err instanceof OAuthError && err.status === 403) return this.notAllowed(request, reply);
         throw err;
       }
       const maxAge = typeof body.expires_in === 'number' ? body.expires_in : 300;
       reply.setCookie(CONSOLE_COOKIE, body.access_token, this.sessionCookie(maxAge));
-      return reply.header('cache-control', 'no-store').redirect(`${this.path}/users`, 303);
+      const home = `${this.ctx.basePath}${consoleHome(roleOf(scopes))}`;
+      return reply.header('cache-control', 'no-store').redirect(home, 303);
     });
   }
 
@@ -156,7 +194,7 @@ export class ConsoleSession {
     const state = newHandle();
     const verifier = newHandle();
     reply.setCookie(SIGN_IN_COOKIE, `${state}.${verifier}`, this.signInCookie(SIGN_IN_SECONDS));
-    const scope = this.ctx.clients.get(CONSOLE_CLIENT_ID)?.allowedScopes.join(' ') ?? 'sigil:admin';
+    const scope = this.ctx.clients.get(CONSOLE_CLIENT_ID)?.allowedScopes.join(' ') ?? ADMIN_SCOPE;
     const query = new URLSearchParams({
       response_type: 'code',
       client_id: CONSOLE_CLIENT_ID,
@@ -177,7 +215,7 @@ export class ConsoleSession {
       {
         titleKey: 'consoleNotAllowedTitle',
         textKey: 'consoleNotAllowedText',
-        values: { role: this.ctx.config.admin.userRole },
+        values: { role: this.ctx.config.admin.userRole, organizationRole: ORGANIZATION_ADMIN_ROLE },
       },
       403,
     );

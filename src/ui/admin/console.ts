@@ -7,9 +7,13 @@
  * console client and the admin's subject. A change whose answer shows no secret redirects to its
  * page (`Console.done`, Post/Redirect/Get); one that shows a secret once renders it directly.
  * Signing out ends the browser's Sigil session as well.
+ * A user whose console token carries `sigil:org:admin` but not `sigil:admin` gets an organization
+ * admin's console (`organization-admin-pages.ts`): the members and invitations of the
+ * organizations they administer; every other page answers them 403 (`Console.reader`, `writer`),
+ * and its navigation shows none of them.
  * Without `admin.console` nothing here is registered.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { emitAdminChange } from '../../admin/audit.js';
 import { AuditedChanges } from '../../admin/audited-changes.js';
 import { CONSOLE_PATH } from '../../config/console-client.js';
@@ -22,8 +26,9 @@ import { formExpiredPage } from '../error-page.js';
 import { formRoute } from '../forms.js';
 import { language } from '../language.js';
 import { sendLoggedOut } from '../signed-out.js';
-import { type ConsoleDeps, ConsoleSession } from './console-session.js';
-import { type Console, type ConsolePageServices, noticeOf, refusalOf } from './console-page.js';
+import { type ConsoleDeps, consoleHome, type ConsoleRole, ConsoleSession } from './console-session.js';
+import { type Console, type ConsolePageServices, noticeOf, refusalOf, type SignedIn } from './console-page.js';
+import { organizationAdminPages } from './organization-admin-pages.js';
 import { clientPages } from './clients-pages.js';
 import { CONSOLE_STYLES, CONSOLE_TEMPLATES } from './templates.js';
 import { resourcesPage } from './resources-page.js';
@@ -60,23 +65,56 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   const origin = new URL(ctx.issuer).origin;
   const session = new ConsoleSession(app, ctx, deps);
   session.routes();
+  /** The role of each request's console session, once checked: the navigation its page shows follows it. */
+  const roles = new WeakMap<FastifyRequest, ConsoleRole>();
+
+  const sessionReader = async (request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined> => {
+    const check = await session.caller(request, reply);
+    if (check.kind !== 'caller') return undefined;
+    roles.set(request, check.role);
+    return { caller: check.caller, role: check.role };
+  };
+  const sessionWriter = async (request: FastifyRequest, reply: FastifyReply) => {
+    // Every console form's check, before the caller's: one place for all the console's POSTs.
+    if (!checkCsrf(app, request, reply, origin) || !(request.body instanceof Params)) {
+      formExpiredPage(ctx, reply, language(request));
+      return undefined;
+    }
+    const form = request.body;
+    const signedIn = await sessionReader(request, reply);
+    return signedIn && { ...signedIn, form };
+  };
+  const forbidden = (request: FastifyRequest, reply: FastifyReply, role: ConsoleRole) =>
+    ctx.pages.send(
+      reply,
+      'message',
+      language(request),
+      {
+        titleKey: 'consoleNotAllowedTitle',
+        textKey: role === 'admin' ? 'consoleNotOrganizationAdmin' : 'consoleOrganizationAdminOnly',
+        next: { path: consoleHome(role), textKey: 'consoleBackToConsole' },
+      },
+      403,
+    );
+  /** The full admin of a checked session; else undefined after the 403 page (an organization admin). */
+  const fullAdmin = (request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn | undefined) => {
+    if (signedIn?.role === 'admin') return signedIn.caller;
+    if (signedIn) forbidden(request, reply, signedIn.role);
+    return undefined;
+  };
 
   const admin: Console = {
     ctx,
     app,
-    reader: async (request, reply) => {
-      const check = await session.caller(request, reply);
-      return check.kind === 'caller' ? check.caller : undefined;
-    },
+    reader: async (request, reply) => fullAdmin(request, reply, await sessionReader(request, reply)),
     writer: async (request, reply) => {
-      // Every console form's check, before the caller's: one place for all the console's POSTs.
-      if (!checkCsrf(app, request, reply, origin) || !(request.body instanceof Params)) {
-        formExpiredPage(ctx, reply, language(request));
-        return undefined;
-      }
-      const check = await session.caller(request, reply);
-      return check.kind === 'caller' ? { caller: check.caller, form: request.body } : undefined;
+      const signedIn = await sessionWriter(request, reply);
+      const caller = fullAdmin(request, reply, signedIn);
+      return caller && signedIn && { caller, form: signedIn.form };
     },
+    sessionReader,
+    sessionWriter,
+    forbidden,
     done: (reply, path, notice) =>
       reply
         .header('cache-control', 'no-store')
@@ -88,7 +126,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
         reply,
         name,
         language(request),
-        { ...data, notice, section, csrf: reply.generateCsrf() },
+        { ...data, notice, section, fullConsole: roles.get(request) === 'admin', csrf: reply.generateCsrf() },
         status,
       );
     },
@@ -108,9 +146,9 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
       .send(CONSOLE_STYLES + ORGANIZATION_STYLES),
   );
   app.get(CONSOLE_PATH, async (request, reply) => {
-    const caller = await admin.reader(request, reply);
-    return caller
-      ? reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${CONSOLE_PATH}/users`, 303)
+    const signedIn = await sessionReader(request, reply);
+    return signedIn
+      ? reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${consoleHome(signedIn.role)}`, 303)
       : reply;
   });
   // Signing out of the console ends this browser's Sigil session too (as Keycloak's console does):
@@ -135,6 +173,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   );
   userPages(admin);
   organizationPages(admin);
+  organizationAdminPages(admin);
   clientPages(admin);
   resourcesPage(admin);
   keyPages(admin);

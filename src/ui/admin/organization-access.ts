@@ -5,10 +5,11 @@
  * then the page or the change, a refusal shown on the page, Post/Redirect/Get after a change.
  *
  * The full console serves them for every organization (`consoleAdminAccess`: its admins hold
- * `sigil:admin`). A console of an organization's own admins can serve the same pages for theirs
- * with an access of its own, whose guard answers (a 404, so the caller never learns whether the
- * organization exists) before anything is read for an organization its caller may not manage:
- * every route here asks the guard first, with the name of the path.
+ * `sigil:admin`). The console of an organization's own admins serves the same pages for theirs
+ * with an access of its own (`organization-admin-pages.ts`), whose guard answers (the same
+ * refusal for every organization its caller may not manage, so the caller never learns whether
+ * it exists) before anything of the organization is read: every route here asks the guard first,
+ * with the name of the path.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AdminError, invalidField } from '../../admin/errors.js';
@@ -28,6 +29,8 @@ export interface OrganizationAccess {
   route: string;
   /** The path of organization `name`'s pages below the issuer's path (`route`, the name encoded). */
   path(name: string): string;
+  /** The page listing the organizations of this access (the way back from one's pages), below the issuer's path. */
+  home: string;
   /** The console section its navigation marks. */
   section: Section;
   /** Whether `path(name)` itself is the organization's settings page, to link to. */
@@ -41,7 +44,7 @@ export interface OrganizationAccess {
   organizationAdmin: boolean;
   /**
    * The caller of a GET of organization `name`'s pages, or undefined after answering (sign-in,
-   * "not allowed", or a 404 for an organization the caller may not manage). `name` is well formed
+   * "not allowed", or a refusal for an organization the caller may not manage). `name` is well formed
    * (`ORGANIZATION_NAME`) but may name no organization.
    */
   reader(request: FastifyRequest, reply: FastifyReply, name: string): Promise<ConsoleCaller | undefined>;
@@ -58,6 +61,7 @@ export function consoleAdminAccess(admin: Console): OrganizationAccess {
   return {
     route: `${ORGANIZATIONS_PATH}/:name`,
     path: (name) => `${ORGANIZATIONS_PATH}/${encodeURIComponent(name)}`,
+    home: ORGANIZATIONS_PATH,
     section: 'organizations',
     settingsPage: true,
     organizationAdmin: false,
@@ -208,6 +212,7 @@ export function organizationPageKit(admin: Console, access: OrganizationAccess):
       const { status = 200, form = {}, errors = {}, ...rest } = shown;
       const values = {
         at: access.path(name),
+        home: access.home,
         settingsPage: access.settingsPage,
         addsMembers: !access.organizationAdmin,
         page,

@@ -31,7 +31,13 @@ export function organizationMemberPages(kit: OrganizationPageKit): void {
   const { organizations, users } = admin.ctx.management;
   const membersPath = (name: string) => `${access.path(name)}/members`;
 
-  /** The username and name of a member, when the user admin knows the subject. */
+  /**
+   * The username and name of a member, when the user admin knows the subject. An organization's
+   * own admin sees them too, as Auth0's and Keycloak's organization admin views show members'
+   * names and addresses: a subject alone does not tell them whom they give a role or remove. It
+   * is asked only for the subjects of this organization's page of members, so they learn nothing
+   * of a user who is no member of an organization they administer.
+   */
   const userOf = async (subject: string) => {
     try {
       const user = await users.get(subject);

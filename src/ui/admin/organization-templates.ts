@@ -4,8 +4,9 @@
  * settings (a form for a stored one, read-only for a config-file one), its members and its
  * invitations. The member and invitation pages name their links and forms by `it.at`, the path of
  * the organization's pages, so that they can be served elsewhere for one organization; they link
- * to the settings page only where `it.settingsPage` says there is one, and offer the add form only
- * where `it.addsMembers` does. A refused field is marked on
+ * back to `it.home`, to the settings page only where `it.settingsPage` says there is one, and
+ * offer the add form only where `it.addsMembers` does. The home page of an organization admin's
+ * console lists the organizations they administer, each with its two pages. A refused field is marked on
  * the field (`aria-invalid`, and its message by `aria-describedby`).
  */
 import { MAX_MEMBER_ROLES, MAX_ROLE_NAME } from '../../admin/organization-members.js';
@@ -130,8 +131,8 @@ ${NOTICE}
 <% } else { %><p class="notice" role="note"><%= it.t.consoleOrganizationReadOnly %></p><% } %>`;
 
 /** The heading of a member or invitation page: the way back, the organization and its pages. */
-const ORGANIZATION_HEAD = `<% if (it.settingsPage) { %><p><a href="<%= it.base %>/admin/organizations"><%= it.t.consoleBackToOrganizations %></a></p>
-<% } %><h1><%= it.f(it.page === 'members' ? it.t.consoleMembersOf : it.t.consoleInvitationsOf, { name: it.displayName }) %></h1>
+const ORGANIZATION_HEAD = `<p><a href="<%= it.base %><%= it.home %>"><%= it.t.consoleBackToOrganizations %></a></p>
+<h1><%= it.f(it.page === 'members' ? it.t.consoleMembersOf : it.t.consoleInvitationsOf, { name: it.displayName }) %></h1>
 <%~ include('@console-organization-nav', it) %>
 ${NOTICE}`;
 
@@ -198,6 +199,25 @@ ${fieldError('invite-roles', 'roles')}
 <div class="actions"><button type="submit" name="button" value="invite" class="primary"><%= it.t.consoleInvite %></button></div>
 </form>`;
 
+/**
+ * The home page of an organization admin's console: the organizations they administer
+ * (`it.organizations`: name, displayName, `at` the path of its pages), `it.more` when the list
+ * stops at `it.max`.
+ */
+const MY_ORGANIZATIONS = `<% layout('@console-layout', { title: it.t.consoleYourOrganizations }) %>
+<h1><%= it.t.consoleYourOrganizations %></h1>
+${NOTICE}
+<p><%= it.t.consoleYourOrganizationsIntro %></p>
+<table>
+<caption><%= it.t.consoleYourOrganizationsList %></caption>
+<thead><tr><th scope="col"><%= it.t.consoleDisplayName %></th><th scope="col"><%= it.t.consoleName %></th><th scope="col"><%= it.t.consoleOrganizationPages %></th></tr></thead>
+<tbody>
+<% it.organizations.forEach(function (o) { %><tr><td><%= o.displayName %></td><td><code><%= o.name %></code></td><td><a href="<%= it.base %><%= o.at %>/members" aria-label="<%= it.f(it.t.consoleMembersOf, { name: o.displayName }) %>"><%= it.t.consoleMembers %></a> · <a href="<%= it.base %><%= o.at %>/invitations" aria-label="<%= it.f(it.t.consoleInvitationsOf, { name: o.displayName }) %>"><%= it.t.consoleInvitations %></a></td></tr>
+<% }) %><% if (it.organizations.length === 0) { %><tr><td colspan="3"><%= it.t.consoleNoAdministeredOrganizations %></td></tr><% } %>
+</tbody>
+</table>
+<% if (it.more) { %><p class="notice" role="note"><%= it.f(it.t.consoleMoreOrganizations, { max: it.max }) %></p><% } %>`;
+
 /** The organization templates by page name (partials too, included as `@<name>`). */
 export const ORGANIZATION_TEMPLATES: Readonly<Record<string, string>> = {
   'console-organization-fields': ORGANIZATION_FIELDS,
@@ -206,6 +226,7 @@ export const ORGANIZATION_TEMPLATES: Readonly<Record<string, string>> = {
   'console-organization': ORGANIZATION,
   'console-organization-members': MEMBERS,
   'console-organization-invitations': INVITATIONS,
+  'console-my-organizations': MY_ORGANIZATIONS,
 };
 
 /** The styles of the organization pages, added to the console's style sheet. */

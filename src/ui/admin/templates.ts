@@ -3,7 +3,8 @@
  * through `branding.templatesDir`, under the same checks as every page). The console layout adds
  * to the pages' layout what a tool with several pages needs: a skip link, a banner with the
  * product name and the signed-in admin's sign-out button, a navigation landmark marking the
- * current page (`aria-current`), and a wide main region. Every POST form carries the CSRF field.
+ * current page (`aria-current`): the full console's sections for its admins (`it.fullConsole`),
+ * the one section of an organization admin's console otherwise, and a wide main region. Every POST form carries the CSRF field.
  */
 import { MAX_USERNAME_LENGTH } from '../../config/schema.js';
 
@@ -23,7 +24,7 @@ const LAYOUT = `<!doctype html>
 <header class="console-bar">
 <p class="brand<%= it.brand.logo ? ' with-logo' : '' %>"><% if (it.brand.logo) { %><img src="<%= it.brand.logo %>" alt=""><% } %><%= it.brand.productName %> <span><%= it.t.consoleTitle %></span></p>
 <nav aria-label="<%= it.t.consoleNav %>"><ul>
-<% [['users', it.t.consoleUsers], ['organizations', it.t.consoleOrganizations], ['clients', it.t.consoleClients], ['resources', it.t.consoleResources], ['keys', it.t.consoleKeys], ['events', it.t.consoleEvents]].forEach(function (s) { %><li><a href="<%= it.base %>/admin/<%= s[0] %>"<% if (it.section === s[0]) { %> aria-current="page"<% } %>><%= s[1] %></a></li>
+<% (it.fullConsole ? [['users', it.t.consoleUsers], ['organizations', it.t.consoleOrganizations], ['clients', it.t.consoleClients], ['resources', it.t.consoleResources], ['keys', it.t.consoleKeys], ['events', it.t.consoleEvents]] : [['my-organizations', it.t.consoleYourOrganizations]]).forEach(function (s) { %><li><a href="<%= it.base %>/admin/<%= s[0] %>"<% if (it.section === s[0]) { %> aria-current="page"<% } %>><%= s[1] %></a></li>
 <% }) %></ul></nav>
 <form method="post" action="<%= it.base %>/admin/logout" class="inline">
 <%~ include('@csrf', it) %>
