@@ -75,7 +75,10 @@ describe.each(['sqlite', 'postgres'] as const)("an organization admin's console 
     acme: await members('acme'),
     globex: await members('globex'),
     users: await sigil.context.management.users.list(),
-    pending: [...(await sigil.context.invitations.pending('acme')), ...(await sigil.context.invitations.pending('globex'))],
+    pending: [
+      ...(await sigil.context.invitations.pending('acme')),
+      ...(await sigil.context.invitations.pending('globex')),
+    ],
   });
 
   /** A page of alice's console, which must answer 200 and show only what it has. */
@@ -160,7 +163,11 @@ describe.each(['sqlite', 'postgres'] as const)("an organization admin's console 
   it("shows her organization's members with their usernames and names, and no add form", async () => {
     const shown = await page(`${ACME}/members`);
     expect(shown.body).toContain('Members of Acme Corporation');
-    expect(shown.body).toContain('<td><code>1</code></td><td>alice</td><td>Alice Smith</td>');
+    // Her own row shows her roles and no form to change them.
+    expect(shown.body).toContain(
+      '<td><code>1</code></td><td>alice</td><td>Alice Smith</td><td>admin</td><td>Your own membership: another admin changes it</td>',
+    );
+    expect(shown.body).not.toContain('name="subject" value="1"');
     expect(shown.body).toContain('<td><code>2</code></td><td>bob</td><td>Bob</td>');
     // No member of globex, and no settings page, add form or link into the full console.
     expect(shown.body).not.toContain('carol');
@@ -247,7 +254,7 @@ describe.each(['sqlite', 'postgres'] as const)("an organization admin's console 
       ['members/remove', { subject: '2' }],
       ['invitations', { email: 'forged@example.net', roles: 'admin' }],
     ] as const)
-      for (const csrf of [{}, { csrf_token: 'not-a-token' }]) {
+      for (const csrf of [{}, { csrf_token: 'not-a-token' }] as Record<string, string>[]) {
         const res = await alice.post(`${ACME}/${path}`, { ...csrf, ...fields });
         expect(res.status, path).toBe(403);
       }

@@ -110,11 +110,15 @@ export interface Shown {
   status?: number;
 }
 
-/** A page of one organization: renders it for `name`, with `shown` after a refused change. */
+/**
+ * A page of one organization: renders it for `name` as `caller` sees it (the guard's), with
+ * `shown` after a refused change.
+ */
 export type OrganizationPage = (
   request: FastifyRequest,
   reply: FastifyReply,
   name: string,
+  caller: ConsoleCaller,
   shown?: Shown,
 ) => Promise<FastifyReply>;
 
@@ -180,7 +184,8 @@ export function organizationPageKit(admin: Console, access: OrganizationAccess):
       app.get(`${access.route}${path}`, async (request, reply) => {
         const name = organizationName(request, reply);
         if (name === undefined) return reply;
-        return (await access.reader(request, reply, name)) ? page(request, reply, name) : reply;
+        const caller = await access.reader(request, reply, name);
+        return caller ? page(request, reply, name, caller) : reply;
       }),
     change: (spec) =>
       app.post(`${access.route}${spec.path}`, async (request, reply) => {
@@ -196,7 +201,7 @@ export function organizationPageKit(admin: Console, access: OrganizationAccess):
           const other = spec.refusal?.(request, err);
           const shown = refused(request, err, form) ?? (other && { ...other, ...(form ? { form } : {}) });
           if (!shown) throw err;
-          return spec.page(request, reply, name, shown);
+          return spec.page(request, reply, name, w.caller, shown);
         }
         return admin.done(reply, spec.done(name), notice);
       }),

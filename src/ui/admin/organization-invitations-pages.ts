@@ -8,13 +8,12 @@
  * refused with the service's 409 on the page; an SMTP server that does not take the mail gives a
  * 503 page (nothing kept). Served for one organization behind an `OrganizationAccess`.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CONSOLE_PATH } from '../../config/console-client.js';
 import { single } from '../../http/fields.js';
 import { OAuthError } from '../../protocol/errors.js';
 import type { Params } from '../../protocol/params.js';
 import { language } from '../language.js';
-import { type OrganizationPageKit, rolesOf, type Shown, wellFormed } from './organization-access.js';
+import { type OrganizationPage, type OrganizationPageKit, rolesOf, wellFormed } from './organization-access.js';
 
 /** The longest invitation id (as /admin/v1 bounds it). */
 const MAX_INVITATION_ID = 64;
@@ -36,7 +35,7 @@ export function organizationInvitationPages(kit: OrganizationPageKit): void {
   const { ctx } = admin;
   const invitationsPath = (name: string) => `${access.path(name)}/invitations`;
 
-  const invitationsPage = async (request: FastifyRequest, reply: FastifyReply, name: string, shown: Shown = {}) => {
+  const invitationsPage: OrganizationPage = async (request, reply, name, _caller, shown = {}) => {
     let pending;
     try {
       pending = await ctx.invitations.pending(name);

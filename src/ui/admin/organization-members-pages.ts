@@ -10,14 +10,13 @@
  * organization's own admin, as /admin/v1 serves them, without the add form (they invite) and
  * without changes of their own membership.
  */
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AdminError, invalidField } from '../../admin/errors.js';
 import { refuseOwnMembership } from '../../admin/organization-members.js';
 import { MAX_SUBJECT_LENGTH } from '../../config/schema.js';
 import { queryString, single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
 import type { ConsoleCaller } from './console-session.js';
-import { type OrganizationPageKit, rolesOf, type Shown, wellFormed } from './organization-access.js';
+import { type OrganizationPage, type OrganizationPageKit, rolesOf, wellFormed } from './organization-access.js';
 
 /** Members listed per page. */
 const PAGE_SIZE = 50;
@@ -49,7 +48,7 @@ export function organizationMemberPages(kit: OrganizationPageKit): void {
     }
   };
 
-  const membersPage = async (request: FastifyRequest, reply: FastifyReply, name: string, shown: Shown = {}) => {
+  const membersPage: OrganizationPage = async (request, reply, name, caller, shown = {}) => {
     const cursor = request.method === 'GET' ? queryString(request, 'cursor') : undefined;
     let listed;
     try {
@@ -68,7 +67,9 @@ export function organizationMemberPages(kit: OrganizationPageKit): void {
     const members = await Promise.all(
       listed.members.map(async (m) => {
         const user = await userOf(m.subject);
-        return { ...m, ...user, label: user.username || m.subject };
+        // An organization's own admin leaves their own membership alone: their row offers no change.
+        const own = access.organizationAdmin && m.subject === caller.sub;
+        return { ...m, ...user, label: user.username || m.subject, own };
       }),
     );
     return kit.render(request, reply, name, 'members', { members, next: listed.next }, shown);

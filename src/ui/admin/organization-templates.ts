@@ -3,7 +3,8 @@
  * `branding.templatesDir` like every page): the list with the create form, one organization's
  * settings (a form for a stored one, read-only for a config-file one), its members and its
  * invitations. The member and invitation pages name their links and forms by `it.at`, the path of
- * the organization's pages, so that they can be served elsewhere for one organization; they link
+ * the organization's pages, so that they can be served elsewhere for one organization (a member
+ * row marked `own`, the organization admin's own, shows its roles and no form); they link
  * back to `it.home`, to the settings page only where `it.settingsPage` says there is one, and
  * offer the add form only where `it.addsMembers` does. The home page of an organization admin's
  * console lists the organizations they administer, each with its two pages. A refused field is marked on
@@ -142,7 +143,7 @@ ${ORGANIZATION_HEAD}
 <caption><%= it.t.consoleMembersList %></caption>
 <thead><tr><th scope="col"><%= it.t.consoleSubject %></th><th scope="col"><%= it.t.username %></th><th scope="col"><%= it.t.consoleName %></th><th scope="col"><%= it.t.consoleRoles %></th><th scope="col"><%= it.t.consoleActions %></th></tr></thead>
 <tbody>
-<% it.members.forEach(function (m, i) { %><tr><td><code><%= m.subject %></code></td><td><%= m.username %></td><td><%= m.name %></td><td><form method="post" action="<%= it.base %><%= it.at %>/members/roles" class="row">
+<% it.members.forEach(function (m, i) { %><tr><td><code><%= m.subject %></code></td><td><%= m.username %></td><td><%= m.name %></td><% if (m.own) { %><td><%= m.roles.join(' ') %></td><td><%= it.t.consoleOwnMembership %></td><% } else { %><td><form method="post" action="<%= it.base %><%= it.at %>/members/roles" class="row">
 <%~ include('@csrf', it) %>
 <input type="hidden" name="subject" value="<%= m.subject %>">
 <input type="text" id="roles-<%= i %>" name="roles" value="<%= m.roles.join(' ') %>" maxlength="${MAX_ROLES_TEXT}" autocomplete="off" spellcheck="false" aria-label="<%= it.f(it.t.consoleRolesOf, { user: m.label }) %>">
@@ -151,7 +152,7 @@ ${ORGANIZATION_HEAD}
 <%~ include('@csrf', it) %>
 <input type="hidden" name="subject" value="<%= m.subject %>">
 <button type="submit" name="button" value="remove" aria-label="<%= it.f(it.t.consoleRemoveMemberOf, { user: m.label }) %>"><%= it.t.consoleRemove %></button>
-</form></td></tr>
+</form></td><% } %></tr>
 <% }) %><% if (it.members.length === 0) { %><tr><td colspan="5"><%= it.t.consoleNone %></td></tr><% } %>
 </tbody>
 </table>
