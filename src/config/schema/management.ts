@@ -58,7 +58,7 @@ export const admin = z
     }),
     console: z.boolean().default(true).meta({
       description:
-        'The web console at /admin: users with admin.userRole sign in through Sigil itself (the built-in public client sigil-console, code flow with PKCE, a second factor required). false: no console, and the client sigil-console does not exist',
+        'The web console at /admin: users with admin.userRole sign in through Sigil itself (the built-in public client sigil-console, code flow with PKCE, a second factor required), and the members holding the role admin in an organization get a console of the members and invitations of the organizations they administer. false: no console, and the client sigil-console does not exist',
     }),
   })
   .default({ auditRetentionSeconds: 2592000, userRole: 'sigil-admin', console: true })
