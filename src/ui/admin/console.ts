@@ -62,46 +62,9 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   if (!ctx.config.admin.console) return;
   for (const [name, template] of Object.entries({ ...CONSOLE_TEMPLATES, ...ORGANIZATION_TEMPLATES }))
     ctx.pages.register(name, template);
-  const origin = new URL(ctx.issuer).origin;
   const session = new ConsoleSession(app, ctx, deps);
   session.routes();
-  /** The role of each request's console session, once checked: the navigation its page shows follows it. */
-  const roles = new WeakMap<FastifyRequest, ConsoleRole>();
-
-  const sessionReader = async (request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined> => {
-    const check = await session.caller(request, reply);
-    if (check.kind !== 'caller') return undefined;
-    roles.set(request, check.role);
-    return { caller: check.caller, role: check.role };
-  };
-  const sessionWriter = async (request: FastifyRequest, reply: FastifyReply) => {
-    // Every console form's check, before the caller's: one place for all the console's POSTs.
-    if (!checkCsrf(app, request, reply, origin) || !(request.body instanceof Params)) {
-      formExpiredPage(ctx, reply, language(request));
-      return undefined;
-    }
-    const form = request.body;
-    const signedIn = await sessionReader(request, reply);
-    return signedIn && { ...signedIn, form };
-  };
-  const forbidden = (request: FastifyRequest, reply: FastifyReply, role: ConsoleRole) =>
-    ctx.pages.send(
-      reply,
-      'message',
-      language(request),
-      {
-        titleKey: 'consoleNotAllowedTitle',
-        textKey: role === 'admin' ? 'consoleNotOrganizationAdmin' : 'consoleOrganizationAdminOnly',
-        next: { path: consoleHome(role), textKey: 'consoleBackToConsole' },
-      },
-      403,
-    );
-  /** The full admin of a checked session; else undefined after the 403 page (an organization admin). */
-  const fullAdmin = (request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn | undefined) => {
-    if (signedIn?.role === 'admin') return signedIn.caller;
-    if (signedIn) forbidden(request, reply, signedIn.role);
-    return undefined;
-  };
+  const { roles, sessionReader, sessionWriter, forbidden, fullAdmin } = consoleGuards(app, ctx, session);
 
   const admin: Console = {
     ctx,
@@ -178,4 +141,52 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   resourcesPage(admin);
   keyPages(admin);
   eventsPage(admin);
+}
+
+/**
+ * The session checks of the console's routes: any console session (`sessionReader`, and
+ * `sessionWriter` with the CSRF check first), the full admin's (`fullAdmin`: an organization
+ * admin gets the 403 page), and the role each checked request's session has (`roles`), which the
+ * navigation of its page follows.
+ */
+function consoleGuards(app: FastifyInstance, ctx: ConsoleServices, session: ConsoleSession) {
+  const origin = new URL(ctx.issuer).origin;
+  /** The role of each request's console session, once checked: the navigation its page shows follows it. */
+  const roles = new WeakMap<FastifyRequest, ConsoleRole>();
+
+  const sessionReader = async (request: FastifyRequest, reply: FastifyReply): Promise<SignedIn | undefined> => {
+    const check = await session.caller(request, reply);
+    if (check.kind !== 'caller') return undefined;
+    roles.set(request, check.role);
+    return { caller: check.caller, role: check.role };
+  };
+  const sessionWriter = async (request: FastifyRequest, reply: FastifyReply) => {
+    // Every console form's check, before the caller's: one place for all the console's POSTs.
+    if (!checkCsrf(app, request, reply, origin) || !(request.body instanceof Params)) {
+      formExpiredPage(ctx, reply, language(request));
+      return undefined;
+    }
+    const form = request.body;
+    const signedIn = await sessionReader(request, reply);
+    return signedIn && { ...signedIn, form };
+  };
+  const forbidden = (request: FastifyRequest, reply: FastifyReply, role: ConsoleRole) =>
+    ctx.pages.send(
+      reply,
+      'message',
+      language(request),
+      {
+        titleKey: 'consoleNotAllowedTitle',
+        textKey: role === 'admin' ? 'consoleNotOrganizationAdmin' : 'consoleOrganizationAdminOnly',
+        next: { path: consoleHome(role), textKey: 'consoleBackToConsole' },
+      },
+      403,
+    );
+  /** The full admin of a checked session; else undefined after the 403 page (an organization admin). */
+  const fullAdmin = (request: FastifyRequest, reply: FastifyReply, signedIn: SignedIn | undefined) => {
+    if (signedIn?.role === 'admin') return signedIn.caller;
+    if (signedIn) forbidden(request, reply, signedIn.role);
+    return undefined;
+  };
+  return { roles, sessionReader, sessionWriter, forbidden, fullAdmin };
 }
