@@ -17,6 +17,7 @@ import type { OrganizationScimDeps, OrganizationScope } from './organization-sco
 import { versionTag } from './organization-scope.js';
 import { applyPatch } from './patch.js';
 import {
+  groupResource,
   changedAttributes,
   checkIfMatchTag,
   field,
@@ -148,29 +149,7 @@ export class OrganizationGroups {
   }
 
   private resourceOf(g: OrganizationGroupView): Json {
-    return {
-      schemas: [GROUP_SCHEMA],
-      id: g.id,
-      ...(g.externalId !== null ? { externalId: g.externalId } : {}),
-      displayName: g.name,
-      ...(g.members.length > 0
-        ? {
-            members: g.members.map((m) => ({
-              value: m.subject,
-              $ref: `${this.scope.base}/Users/${encodeURIComponent(m.subject)}`,
-              display: m.username,
-              type: 'User',
-            })),
-          }
-        : {}),
-      meta: {
-        resourceType: 'Group',
-        created: new Date(g.createdAt * 1000).toISOString(),
-        lastModified: new Date(g.updatedAt * 1000).toISOString(),
-        location: `${this.scope.base}/Groups/${encodeURIComponent(g.id)}`,
-        version: tagOf(g),
-      },
-    };
+    return groupResource(this.scope.base, { ...g, displayName: g.name }, tagOf(g));
   }
 }
 

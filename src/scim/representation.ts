@@ -9,6 +9,7 @@ import { checkUsername } from '../admin/user-rules.js';
 import { MAX_SUBJECT_LENGTH, MAX_USERNAME_LENGTH } from '../config/schema.js';
 import { ScimError } from '../protocol/scim-filter.js';
 import { DirectoryUnavailable } from '../users/directory.js';
+import { GROUP_SCHEMA } from './schemas.js';
 
 /** A SCIM resource or representation as JSON. */
 export type Json = Record<string, unknown>;
@@ -171,4 +172,46 @@ export function changedAttributes(before: Json, after: Json, extra: string[] = [
   const skip = new Set(['meta', 'schemas', 'id']);
   const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
   return [...[...keys].filter((k) => !skip.has(k) && JSON.stringify(before[k]) !== JSON.stringify(after[k])), ...extra];
+}
+
+/** What a Group resource shows of a group, whichever door (the deployment's or an organization's) serves it. */
+export interface GroupShape {
+  id: string;
+  externalId: string | null;
+  displayName: string;
+  members: readonly { subject: string; username: string }[];
+  /** Unix seconds. */
+  createdAt: number;
+  updatedAt: number;
+}
+
+/**
+ * A Group resource (RFC 7643 §4.2) under `base` (its door's URL): members with their User
+ * `$ref`, `meta` with `version` as given.
+ * @param excludeMembers leave `members` out (a request's `excludedAttributes`)
+ */
+export function groupResource(base: string, g: GroupShape, version: string, excludeMembers = false): Json {
+  return {
+    schemas: [GROUP_SCHEMA],
+    id: g.id,
+    ...(g.externalId !== null ? { externalId: g.externalId } : {}),
+    displayName: g.displayName,
+    ...(g.members.length > 0 && !excludeMembers
+      ? {
+          members: g.members.map((m) => ({
+            value: m.subject,
+            $ref: `${base}/Users/${encodeURIComponent(m.subject)}`,
+            display: m.username,
+            type: 'User',
+          })),
+        }
+      : {}),
+    meta: {
+      resourceType: 'Group',
+      created: new Date(g.createdAt * 1000).toISOString(),
+      lastModified: new Date(g.updatedAt * 1000).toISOString(),
+      location: `${base}/Groups/${encodeURIComponent(g.id)}`,
+      version,
+    },
+  };
 }

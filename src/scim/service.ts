@@ -27,6 +27,7 @@ import type { Store } from '../stores/types.js';
 import { type ListParams, listQuery } from './listing.js';
 import { listResponse, MAX_STRING, userInput, userResource } from './users.js';
 import {
+  groupResource,
   changedAttributes,
   checkIfMatch,
   etagOf,
@@ -350,29 +351,8 @@ export class ScimService implements ScimResources {
   }
 
   private groupResource(g: DirectoryGroup, excludeMembers = false): Json {
-    return {
-      schemas: [GROUP_SCHEMA],
-      id: g.id,
-      ...(g.externalId !== null ? { externalId: g.externalId } : {}),
-      displayName: g.displayName,
-      ...(g.members.length > 0 && !excludeMembers
-        ? {
-            members: g.members.map((m) => ({
-              value: m.subjectId,
-              $ref: `${this.base}/Users/${encodeURIComponent(m.subjectId)}`,
-              display: m.username,
-              type: 'User',
-            })),
-          }
-        : {}),
-      meta: {
-        resourceType: 'Group',
-        created: new Date(g.createdAt * 1000).toISOString(),
-        lastModified: new Date(g.updatedAt * 1000).toISOString(),
-        location: `${this.base}/Groups/${encodeURIComponent(g.id)}`,
-        version: etagOf(g.version),
-      },
-    };
+    const members = g.members.map((m) => ({ subject: m.subjectId, username: m.username }));
+    return groupResource(this.base, { ...g, members }, etagOf(g.version), excludeMembers);
   }
 
   // ---------------------------------------------------------------- shared
