@@ -108,6 +108,12 @@ afterAll(async () => {
   await Promise.allSettled([browser?.close(), down?.close(), up?.close(), cb?.close()]);
 });
 
+/** The downstream's authorization request of `clientId` (code flow with PKCE) with `extra` parameters. */
+function authorizeUrl(clientId: string, challenge: string, extra: Record<string, string>): string {
+  const params = { client_id: clientId, redirect_uri: `${cb.url}/cb`, response_type: 'code', ...extra };
+  return `${downUrl}/connect/authorize?${new URLSearchParams({ ...params, code_challenge: challenge, code_challenge_method: 'S256' })}`;
+}
+
 /** Redeems `code` as `client` and returns its identity token's claims. */
 async function identityClaims(client: { id: string; secret: string }, code: string | undefined, verifier: string) {
   const res = await fetch(`${downUrl}/connect/token`, {
@@ -130,18 +136,7 @@ describe('identity-first sign-in with home-realm discovery in Chromium', () => {
     try {
       const { verifier, challenge } = pkce();
       const since = cb.hits.length;
-      await page.goto(
-        `${downUrl}/connect/authorize?${new URLSearchParams({
-          client_id: APP.id,
-          redirect_uri: `${cb.url}/cb`,
-          response_type: 'code',
-          scope: 'openid email',
-          state: 'hrd',
-          organization: 'acme',
-          code_challenge: challenge,
-          code_challenge_method: 'S256',
-        })}`,
-      );
+      await page.goto(authorizeUrl(APP.id, challenge, { scope: 'openid email', state: 'hrd', organization: 'acme' }));
       // The first step asks for the address alone: no password field yet.
       await page.waitForURL((u) => u.href.startsWith(`${downUrl}/account/login?interaction=`));
       expect(await page.locator('input[name=password]').count()).toBe(0);
@@ -170,16 +165,7 @@ describe('identity-first sign-in with home-realm discovery in Chromium', () => {
       const { verifier, challenge } = pkce();
       const since = cb.hits.length;
       await page.goto(
-        `${downUrl}/connect/authorize?${new URLSearchParams({
-          client_id: MUST.id,
-          redirect_uri: `${cb.url}/cb`,
-          response_type: 'code',
-          scope: 'openid',
-          state: 'hint',
-          login_hint: 'ben@acme.example',
-          code_challenge: challenge,
-          code_challenge_method: 'S256',
-        })}`,
+        authorizeUrl(MUST.id, challenge, { scope: 'openid', state: 'hint', login_hint: 'ben@acme.example' }),
       );
       await page.waitForURL((u) => u.href.startsWith(`${upUrl}/account/login`));
       await submitLogin(page, 'ben', 'ben-at-acme');
