@@ -95,9 +95,10 @@ export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): voi
 const LINK_TEXTS = { policyUri: 'clientPolicy', tosUri: 'clientTos', clientUri: 'clientLinks' } as const;
 
 /**
- * A person-readable name for a scope in the page language, and its description: the built-in
- * texts of the standard scopes (OIDC Core §5.4, translated), else the scope's `displayName`
- * (as Duende's DisplayName), else "Use <scope>"; the `description` from the config when given.
+ * A person-readable name for a scope in the page language, and its description: the scope's
+ * configured `displayName` (as Duende's DisplayName; the operator's words win, also for the
+ * standard scopes), else the built-in texts of the standard scopes (OIDC Core §5.4, translated),
+ * else "Use <scope>"; the `description` from the config when given.
  */
 function describeScope(
   ctx: ConsentPageServices,
@@ -112,8 +113,8 @@ function describeScope(
   };
   const configured = ctx.resources.identity.get(scope) ?? ctx.resources.apiScopes.get(scope);
   const key = known[scope];
-  const name = key
-    ? ctx.pages.text(lang, key)
-    : (configured?.displayName ?? format(ctx.pages.text(lang, 'scopeOther'), { scope }));
+  const name =
+    configured?.displayName ??
+    (key ? ctx.pages.text(lang, key) : format(ctx.pages.text(lang, 'scopeOther'), { scope }));
   return { name, description: configured?.description };
 }
