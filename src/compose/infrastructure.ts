@@ -113,10 +113,12 @@ export async function buildInfrastructure(cfg: ResolvedConfig, options: SigilOpt
   try {
     const collisions = await clientsNamingStoredUsers(cfg.clients, store.users);
     if (collisions.length > 0) throw new ConfigError(collisions);
-    const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms, {
-      ...cfg.signingKeys,
-      ...(options.dataKey ? { dataKey: options.dataKey } : {}),
-    });
+    const keys = await KeyRing.load(
+      store.keys,
+      cfg.signingAlgorithms,
+      { ...cfg.signingKeys, ...(options.dataKey ? { dataKey: options.dataKey } : {}) },
+      { saml: cfg.saml.enabled },
+    );
     domainMetrics.watch({
       outbox: () => store.logout.outbox(),
       liveInteractions: (now) => store.maintenance.liveInteractions(now),

@@ -23,9 +23,25 @@ import {
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
+import type { KeyObject } from 'node:crypto';
 import type { SigningAlgorithm } from '../config/schema.js';
 import type { KeyStore, StoredKey } from '../stores/types.js';
 import { nowSeconds } from '../crypto/handles.js';
+import { certificateOf, generateSamlKey, privateKeyObject, SAML_KEY_KIND } from './certificates.js';
+
+export { SAML_KEY_KIND } from './certificates.js';
+
+/** What a stored key is for: a JWT signing algorithm, or the SAML signing key (`SAML_KEY_KIND`). */
+export type KeyKind = SigningAlgorithm | typeof SAML_KEY_KIND;
+
+/**
+ * The SAML signing keys in force: the certificates to publish in metadata (base64 DER; a pending
+ * key's before it signs, a retired key's while it is kept, as the JWKS does) and the one that signs.
+ */
+export interface SamlKeys {
+  certificates: string[];
+  signer?: { kid: string; certificate: string; privateKey: KeyObject };
+}
 
 const UTF8 = new TextEncoder();
 
@@ -103,7 +119,7 @@ export function describeKeys(keys: readonly StoredKey[], policy: KeyPolicy, now:
  */
 export async function rotateKeys(
   store: KeyStore,
-  algorithms: readonly SigningAlgorithm[],
+  algorithms: readonly KeyKind[],
   policy: KeyPolicy,
   now = nowSeconds(),
   immediate = false,
@@ -125,6 +141,7 @@ interface Loaded {
   signers: Map<string, { kid: string; alg: string; key: CryptoKey; activatesAt: number }>;
   published: JWK[];
   verify: JWTVerifyGetKey;
+  saml: SamlKeys;
 }
 
 /**
@@ -147,12 +164,23 @@ export class KeyRing {
   /** The time of the last read's statuses (Unix seconds). */
   private readAt = 0;
 
+  /** Every kind of key this ring keeps: the JWT algorithms, and the SAML key when SAML is on. */
+  readonly kinds: KeyKind[];
+  private readonly samlKeys = new Map<string, KeyObject>();
+
   private constructor(
     private readonly store: KeyStore,
     readonly algorithms: SigningAlgorithm[],
     private readonly policy: KeyPolicy,
+    saml: boolean,
   ) {
-    this.loaded = { signers: new Map(), published: [], verify: createLocalJWKSet({ keys: [] }) };
+    this.kinds = saml ? [...algorithms, SAML_KEY_KIND] : [...algorithms];
+    this.loaded = {
+      signers: new Map(),
+      published: [],
+      verify: createLocalJWKSet({ keys: [] }),
+      saml: { certificates: [] },
+    };
   }
 
   /** The algorithm tokens are signed with by default: the first configured. */
@@ -163,11 +191,17 @@ export class KeyRing {
   /**
    * Loads the keys, first generating what is missing: a key for an algorithm that has none able to
    * sign (signing at once), and a successor for a signing key older than `rotationSeconds`.
+   * @param options.saml keep the SAML signing key too (config `saml.enabled`)
    * @throws Error when stored keys are encrypted and no (or the wrong) data key is given.
    */
-  static async load(store: KeyStore, algorithms: SigningAlgorithm[], policy: KeyPolicy): Promise<KeyRing> {
+  static async load(
+    store: KeyStore,
+    algorithms: SigningAlgorithm[],
+    policy: KeyPolicy,
+    options: { saml?: boolean } = {},
+  ): Promise<KeyRing> {
     if (algorithms.length === 0) throw new Error('signingAlgorithms is empty');
-    const ring = new KeyRing(store, algorithms, policy);
+    const ring = new KeyRing(store, algorithms, policy, options.saml === true);
     await ring.refresh();
     return ring;
   }
@@ -175,8 +209,8 @@ export class KeyRing {
   /** Re-reads the store (after rotation on any node), creating keys as `load` does. */
   async refresh(now = nowSeconds()): Promise<void> {
     let read = await this.read(now);
-    const missing = this.algorithms.filter((alg) => !read.infos.some((k) => k.alg === alg && k.status === 'active'));
-    const stale = this.algorithms.filter((alg) => {
+    const missing = this.kinds.filter((alg) => !read.infos.some((k) => k.alg === alg && k.status === 'active'));
+    const stale = this.kinds.filter((alg) => {
       const active = read.infos.find((k) => k.alg === alg && k.status === 'active');
       const pending = read.infos.some((k) => k.alg === alg && k.status === 'pending');
       return active !== undefined && !pending && active.activatesAt + this.policy.rotationSeconds <= now;
@@ -201,15 +235,28 @@ export class KeyRing {
   private async use({ seq, infos }: { seq: number; infos: KeyInfo[] }): Promise<void> {
     const signers: Loaded['signers'] = new Map();
     const published: JWK[] = [];
+    const saml: SamlKeys = { certificates: [] };
     for (const k of infos) {
       if (k.status === 'expired') continue;
+      if (k.alg === SAML_KEY_KIND) {
+        // Published in the SAML metadata only: it signs XML, never a JWT.
+        const certificate = certificateOf(k.publicJwk);
+        saml.certificates.push(certificate);
+        if (k.status === 'active') saml.signer = { kid: k.kid, certificate, privateKey: await this.samlKey(k) };
+        continue;
+      }
       published.push({ ...(k.publicJwk as JWK), kid: k.kid, use: 'sig', alg: k.alg });
       if (k.status === 'active')
         signers.set(k.alg, { kid: k.kid, alg: k.alg, key: await this.privateKey(k), activatesAt: k.activatesAt });
     }
     if (seq < this.usedRead) return;
     this.usedRead = seq;
-    this.loaded = { signers, published, verify: createLocalJWKSet({ keys: published }) };
+    this.loaded = { signers, published, verify: createLocalJWKSet({ keys: published }), saml };
+  }
+
+  /** The SAML signing keys in force (empty when SAML is off or before the first load). */
+  saml(): SamlKeys {
+    return this.loaded.saml;
   }
 
   /**
@@ -275,6 +322,15 @@ export class KeyRing {
       .sign(key.key);
   }
 
+  private async samlKey(k: StoredKey): Promise<KeyObject> {
+    let key = this.samlKeys.get(k.kid);
+    if (!key) {
+      key = privateKeyObject(await openPrivateKey(k.privateKey, this.policy.dataKey));
+      this.samlKeys.set(k.kid, key);
+    }
+    return key;
+  }
+
   private async privateKey(k: StoredKey): Promise<CryptoKey> {
     let key = this.imported.get(k.kid);
     if (!key) {
@@ -286,11 +342,24 @@ export class KeyRing {
 }
 
 async function generateKey(
-  alg: SigningAlgorithm,
+  alg: KeyKind,
   now: number,
   activatesAt: number,
   dataKey: Uint8Array | undefined,
 ): Promise<StoredKey> {
+  if (alg === SAML_KEY_KIND) {
+    const saml = await generateSamlKey(now);
+    const stored = await sealJson(JSON.stringify(saml.privateJwk), dataKey, saml.kid);
+    return {
+      kid: saml.kid,
+      alg,
+      privateKey: stored,
+      publicJwk: { ...saml.publicJwk },
+      createdAt: now,
+      activatesAt,
+      retiredAt: null,
+    };
+  }
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true, modulusLength: 2048 });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);

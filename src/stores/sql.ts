@@ -18,6 +18,7 @@ import { SqlDirectory } from './directory.js';
 import { SqlAuditEvents } from './audit-events.js';
 import { SqlManagedResources } from './managed-resources.js';
 import { SqlOrganizationGroups } from './sql-organization-groups.js';
+import { SqlServerSecrets } from './sql-secrets.js';
 import { SqlOrganizations } from './sql-organizations.js';
 import { grantRecords } from './records/index.js';
 import { SqlGrantStore } from './sql-grants.js';
@@ -195,6 +196,7 @@ function composeStore(
     resources: new SqlManagedResources(db),
     organizations: new SqlOrganizations(db),
     organizationGroups: new SqlOrganizationGroups(db),
+    secrets: new SqlServerSecrets(db),
     registrations: new SqlRegistrationStore(db),
     emails: new SqlUserEmails(db),
     directory,

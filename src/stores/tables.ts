@@ -244,6 +244,13 @@ export interface OrganizationGroupsTable {
   updated_at: number;
 }
 
+/** Named server secrets that never rotate, e.g. the key of SAML persistent NameIDs (0020_server_secrets). */
+export interface ServerSecretsTable {
+  name: string;
+  value: string;
+  created_at: number;
+}
+
 /** The store's schema, as every store module's Kysely instance is typed. */
 export interface Database {
   grants: GrantsTable;
@@ -270,4 +277,5 @@ export interface Database {
   organization_domains: OrganizationDomainsTable;
   organization_members: OrganizationMembersTable;
   organization_groups: OrganizationGroupsTable;
+  server_secrets: ServerSecretsTable;
 }

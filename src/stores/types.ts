@@ -16,6 +16,7 @@ import type { UserEmailStore } from './user-emails.js';
 import type { SqlDirectory } from './directory.js';
 import type { AuditEventStore } from './audit-events.js';
 import type { ManagedResourceStore } from './managed-resources.js';
+import type { ServerSecretStore } from './sql-secrets.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -476,4 +477,6 @@ export interface Store {
   organizations: OrganizationStore;
   /** Organizations' roles as SCIM Groups, and which members SCIM provisioned (migration 0019_organization_scim). */
   organizationGroups: OrganizationGroupStore;
+  /** Secrets that never rotate, the same on every node (migration 0020_server_secrets). */
+  secrets: ServerSecretStore;
 }
