@@ -23,7 +23,13 @@ export type { ResourceOwnerValidator, ResourceOwnerRequest } from './grants/pass
 export { TOKEN_EXCHANGE, ACCESS_TOKEN_TYPE } from './grants/token-exchange.js';
 export type { User } from './users/users.js';
 export { DirectoryUnavailable, type UserDirectory } from './users/directory.js';
-export type { ProfileService, ProfileDataRequest, ProfileCaller } from './tokens/profile.js';
+export type {
+  ClientProfileRequest,
+  ProfileCaller,
+  ProfileDataRequest,
+  ProfileService,
+  SamlProfileRequest,
+} from './tokens/profile.js';
 
 /** A provider instance. */
 export interface Sigil {

@@ -4,6 +4,8 @@
  * @peculiar/x509 over WebCrypto (node:crypto reads certificates but makes none); stored as any
  * other key (keys.ts), its certificate in the public JWK's `x5c` (RFC 7517 §4.7).
  */
+// @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata API first.
+import 'reflect-metadata';
 import { createPrivateKey, type JsonWebKey, type KeyObject, webcrypto } from 'node:crypto';
 import { BasicConstraintsExtension, KeyUsageFlags, KeyUsagesExtension, X509CertificateGenerator } from '@peculiar/x509';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';

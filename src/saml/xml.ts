@@ -101,7 +101,7 @@ export function textOf(el: Element | undefined): string | undefined {
 
 /** An attribute's value, undefined when absent. */
 export function attr(el: Element, name: string): string | undefined {
-  return el.hasAttribute(name) ? el.getAttribute(name) ?? undefined : undefined;
+  return el.hasAttribute(name) ? (el.getAttribute(name) ?? undefined) : undefined;
 }
 
 /** A new XML document whose root is `qualifiedName` in `ns`, to build a message on. */

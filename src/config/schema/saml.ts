@@ -97,9 +97,11 @@ export const samlServiceProvider = z
   .superRefine((sp, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
     // Honest refusals: what a later version does is not silently skipped by this one.
-    if (sp.metadataUrl !== undefined) issue('metadataUrl', 'fetching SP metadata is not supported yet: give metadataXml');
+    if (sp.metadataUrl !== undefined)
+      issue('metadataUrl', 'fetching SP metadata is not supported yet: give metadataXml');
     if (sp.encryptAssertion) issue('encryptAssertion', 'assertion encryption is not supported yet');
-    if (sp.organization !== null) issue('organization', 'organizations of SAML service providers are not supported yet');
+    if (sp.organization !== null)
+      issue('organization', 'organizations of SAML service providers are not supported yet');
     if (sp.acsUrls.length === 0 && sp.metadataXml === undefined)
       issue('acsUrls', 'an SP needs acsUrls or metadataXml with an AssertionConsumerService');
     if (sp.requireSignedAuthnRequests && sp.metadataXml === undefined)
