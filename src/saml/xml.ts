@@ -50,7 +50,10 @@ export function parseUntrusted(xml: string, maxLength: number): Document {
     throw new XmlRefused('the XML is not well-formed');
   }
   if (problems.length > 0) throw new XmlRefused('the XML is not well-formed');
-  const tops = [...nodes(doc.childNodes)].filter((n) => n.nodeType !== 7 && n.nodeType !== 8);
+  // At the top: the root, and only processing instructions (the XML declaration), comments and whitespace besides.
+  const tops = [...nodes(doc.childNodes)].filter(
+    (n) => n.nodeType !== 7 && n.nodeType !== 8 && !(n.nodeType === 3 && (n.nodeValue ?? '').trim() === ''),
+  );
   if (tops.length !== 1 || tops[0]?.nodeType !== 1 || !doc.documentElement)
     throw new XmlRefused('the XML must have exactly one root element');
   if (depthOf(doc.documentElement) > MAX_XML_DEPTH) throw new XmlRefused('the XML nests too deeply');
