@@ -22,9 +22,12 @@ export class KeyAdmin {
     this.policy = { ...config.signingKeys, ...(dataKey ? { dataKey } : {}) };
   }
 
-  /** Every stored key with its status at `now` (Unix seconds), oldest first. */
-  async list(now = nowSeconds()): Promise<KeyInfo[]> {
-    return describeKeys(await this.store.listKeys(), this.policy, now);
+  /**
+   * Every stored key with its status at `now` (Unix seconds), oldest first, without its private
+   * part: what the CLI, /admin/v1/keys and the console show.
+   */
+  async list(now = nowSeconds()): Promise<Omit<KeyInfo, 'privateKey'>[]> {
+    return describeKeys(await this.store.listKeys(), this.policy, now).map(({ privateKey: _, ...shown }) => shown);
   }
 
   /**
