@@ -29,10 +29,11 @@ import {
   samlDecision,
   samlInteraction,
   samlPendingOf,
+  takeSamlRequestQuota,
 } from '../interaction/saml.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
-import { type BindingMessage, MAX_RELAY_STATE_BYTES, SamlRefused } from '../saml/authn-request.js';
+import { type AuthnRequest, type BindingMessage, MAX_RELAY_STATE_BYTES, SamlRefused } from '../saml/authn-request.js';
 import { claimsFor, type SamlAnswer, type SamlTarget } from '../saml/identity-provider.js';
 import { rawQuery } from '../saml/query.js';
 import { STATUS } from '../saml/response.js';
@@ -105,7 +106,10 @@ function bindingMessage(request: FastifyRequest): BindingMessage {
   return { binding: 'post', form: { SAMLRequest: one('SAMLRequest'), RelayState: one('RelayState') } };
 }
 
-/** An SP's AuthnRequest: checked (refused on the error page), then answered or sent to the pages. */
+/**
+ * An SP's AuthnRequest: checked (refused on the error page), counted against its address's quota,
+ * its ID recorded as used, then answered or sent to the pages.
+ */
 async function receive(
   ctx: SamlEndpointServices,
   request: FastifyRequest,
@@ -113,10 +117,13 @@ async function receive(
   message: BindingMessage,
 ): Promise<FastifyReply> {
   const now = nowSeconds();
-  let authn: Awaited<ReturnType<SamlEndpointServices['saml']['receive']>>;
+  let authn: AuthnRequest;
   try {
-    authn = await ctx.saml.receive(message, now);
+    authn = ctx.saml.read(message, now);
+    await takeSamlRequestQuota(ctx, request.ip);
+    await ctx.saml.markUsed(authn, now);
   } catch (err) {
+    if (err instanceof OAuthError) return tooMany(ctx, request, reply, err);
     if (!(err instanceof SamlRefused)) throw err;
     return refuse(ctx, request, reply, err.message);
   }
@@ -200,8 +207,7 @@ async function toPage(
       await takeInteractionQuota(ctx, browser, request.ip);
     } catch (err) {
       if (!(err instanceof OAuthError)) throw err;
-      reply.headers(err.headers);
-      return sendErrorPage(ctx, reply, err, language(request), err.status);
+      return tooMany(ctx, request, reply, err);
     }
     id = await ctx.interactions.create(samlClientId(sp.entityId), samlInteraction(saml, sp, browser));
   }
@@ -284,6 +290,17 @@ function targetOf(saml: SamlPending): SamlTarget {
 /** The HTTP-POST binding (SAML Bindings §3.5.4): the auto-posting form, its script allowed by hash. */
 function post(ctx: SamlEndpointServices, reply: FastifyReply, answer: SamlAnswer): FastifyReply {
   return ctx.pages.sendFormPost(reply, answer.acsUrl, { ...answer.fields });
+}
+
+/** A quota's refusal: the 429 error page with `Retry-After`; nothing is stored. */
+function tooMany(
+  ctx: SamlEndpointServices,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  err: OAuthError,
+): FastifyReply {
+  reply.headers(err.headers);
+  return sendErrorPage(ctx, reply, err, language(request), err.status);
 }
 
 /** A refused request: the error page (400), with the reason and nothing posted to any ACS. */

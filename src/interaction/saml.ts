@@ -9,6 +9,7 @@
  */
 import type { Services } from '../services.js';
 import { nowSeconds } from '../crypto/handles.js';
+import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { sessionHasMfa } from '../mfa/factors.js';
 import type { AuthnRequest } from '../saml/authn-request.js';
 import type { ServiceProvider } from '../saml/service-providers.js';
@@ -19,7 +20,23 @@ import type { User } from '../users/users.js';
 import { type Decision, type DecisionFacts, type DecisionRequest, decide } from './decide.js';
 
 /** The services this module uses. */
-export type SamlInteractionServices = Pick<Services, 'mfa' | 'saml' | 'store'>;
+export type SamlInteractionServices = Pick<Services, 'config' | 'limiter' | 'mfa' | 'saml' | 'store'>;
+
+/**
+ * Counts a checked AuthnRequest against its address's quota (config `pendingLimits`:
+ * `interactionsPerAddress` per `windowSeconds`) before its ID is stored: every request leaves a
+ * replay record, also one answered at once from a live session, and nobody has authenticated yet.
+ * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` over the limit.
+ */
+export async function takeSamlRequestQuota(ctx: SamlInteractionServices, ip: string): Promise<void> {
+  const limits = ctx.config.pendingLimits;
+  await chargeQuota(
+    ctx.limiter,
+    'interaction_quota',
+    [{ key: `saml-request:address:${addressQuotaKey(ip)}`, limit: limits.interactionsPerAddress }],
+    limits.windowSeconds,
+  );
+}
 
 /** The client id a SAML SP's pending requests, consents and events carry: never a client's (no `saml:` client exists). */
 export function samlClientId(entityId: string): string {

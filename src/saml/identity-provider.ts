@@ -96,18 +96,24 @@ export class SamlIdentityProvider {
   }
 
   /**
-   * Reads and checks an AuthnRequest (authn-request.ts), then records its ID as used for the SP
-   * (SAML Profiles §4.1.4.5), as the last check: a refused request stores nothing.
+   * Reads and checks an AuthnRequest (authn-request.ts); nothing is stored.
    * @param now Unix seconds
-   * @throws SamlRefused for every refusal, a replayed ID included.
+   * @throws SamlRefused for every refusal.
    */
-  async receive(message: BindingMessage, now: number): Promise<AuthnRequest> {
-    const request = readAuthnRequest(message, this.serviceProviders, this.ssoUrl, now);
-    // Remembered for as long as an IssueInstant could let the same request in again.
+  read(message: BindingMessage, now: number): AuthnRequest {
+    return readAuthnRequest(message, this.serviceProviders, this.ssoUrl, now);
+  }
+
+  /**
+   * Records a checked request's ID as used by its SP (SAML Profiles §4.1.4.5): the last check, so
+   * that a refused request stores nothing. Remembered for as long as its IssueInstant could let
+   * the same request in again.
+   * @throws SamlRefused when the SP sent that ID before (also when two copies race: one wins).
+   */
+  async markUsed(request: AuthnRequest, now: number): Promise<void> {
     const until = now + REQUEST_MAX_AGE + 2 * CLOCK_SKEW;
     if (!(await this.replay.firstUse('saml_request', request.sp.entityId, request.id, until, now)))
       throw new SamlRefused('the request was used before');
-    return request;
   }
 
   /**

@@ -448,6 +448,24 @@ describe('refusals, each next to a control of the same shape', () => {
     expect((await b.post('/saml/sso', postForm(xml))).status).toBe(303);
   });
 
+  it('requests beyond the address quota: 429 with Retry-After, before the ID is stored', async () => {
+    const limited = await startSigil({
+      saml: { enabled: true },
+      samlServiceProviders: [{ entityId: SP_ENTITY, metadataXml: spMetadata(SP_ENTITY, [SP_ACS]) }],
+      pendingLimits: { windowSeconds: 600, interactionsPerBrowser: 30, interactionsPerAddress: 2 },
+    });
+    try {
+      const b = new Browser(limited);
+      for (let i = 0; i < 2; i++) expect((await b.get(redirectPath(authnRequest(ISSUER)))).status).toBe(303);
+      const over = await b.get(redirectPath(authnRequest(ISSUER)));
+      expect(over.status).toBe(429);
+      expect(over.headers['retry-after']).toBeDefined();
+      expect(over.body).not.toContain('SAMLResponse');
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('SAML is served only when enabled', async () => {
     const off = await startSigil({});
     try {
