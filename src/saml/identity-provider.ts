@@ -240,10 +240,12 @@ export function claimsFor(sp: ServiceProvider): Set<string> {
 }
 
 /**
- * The authentication context class of a sign-in (SAML Authn Context §3.4): the REFEDS MFA
- * Profile's class after a second factor (what SPs of research and education federations, and
- * Keycloak's and Shibboleth's step-up, ask for), PasswordProtectedTransport after a password alone
- * (over TLS: the issuer is https outside development), else unspecified.
+ * The authentication context class of a sign-in: after a second factor, the REFEDS MFA Profile's
+ * class (https://refeds.org/profile/mfa), the one published for "multi-factor, whatever the
+ * factors" and asked for by SPs of the research and education federations; SAML Authn Context 2.0
+ * has no such class (TimeSyncToken describes a hardware token's declaration, not an authenticator
+ * app or a security key). After a password alone PasswordProtectedTransport (over TLS: the issuer
+ * is https outside development); else unspecified.
  */
 export function authnContextOf(amr: readonly string[]): string {
   if (amr.includes('mfa')) return AUTHN_CONTEXT.mfa;
