@@ -6,7 +6,9 @@
  * `rotationSeconds`. Private keys are encrypted at rest (JWE `dir` + `A256GCM`) when a data key is
  * given. Every node reloads the keys periodically, so rotation needs no restart, and at once when
  * it meets a JWT signed with a key it does not know: another node or worker may have added the key
- * since, and its tokens must not be refused meanwhile.
+ * since, and its tokens must not be refused meanwhile. With SAML on, the SAML signing key (kind
+ * `saml-rsa`, certificates.ts) lives the same life beside them: generated, rotated, published
+ * (in the SAML metadata, never in the JWKS) and retired as they are.
  */
 import {
   calculateJwkThumbprint,
