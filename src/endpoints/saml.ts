@@ -17,11 +17,11 @@ import type { Services } from '../services.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { queryString } from '../http/fields.js';
 import { browserParams, methodNotAllowed, originOf } from '../http/request.js';
+import { toInteractionPage } from './browser-endpoint.js';
 import { browserOf, sessionOf } from '../interaction/browser.js';
 import type { BrowserServices } from '../interaction/browser.js';
 import { pageOf } from '../interaction/decide.js';
 import type { Pending } from '../interaction/interactions.js';
-import { takeInteractionQuota } from '../interaction/interactions.js';
 import type { InteractionsServices } from '../interaction/interactions.js';
 import {
   type SamlInteractionServices,
@@ -190,8 +190,8 @@ async function proceed(
   return answerSuccess(ctx, request, reply, saml, sp, session as Session, user as User);
 }
 
-/** Stores the request as pending (unless it is already) and sends the browser to `page`. */
-async function toPage(
+/** Stores the request as pending (unless it is already) and sends the browser to `page` (`toInteractionPage`). */
+function toPage(
   ctx: SamlEndpointServices,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -201,19 +201,10 @@ async function toPage(
   pending: Pending | undefined,
   page: string,
 ): Promise<FastifyReply> {
-  let id = pending?.id;
-  if (!id) {
-    try {
-      await takeInteractionQuota(ctx, browser, request.ip);
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-      return tooMany(ctx, request, reply, err);
-    }
-    id = await ctx.interactions.create(samlClientId(sp.entityId), samlInteraction(saml, sp, browser));
-  }
-  return reply
-    .header('cache-control', 'no-store')
-    .redirect(`${ctx.basePath}${page}?interaction=${encodeURIComponent(id)}`, 303);
+  const create = () => ctx.interactions.create(samlClientId(sp.entityId), samlInteraction(saml, sp, browser));
+  return toInteractionPage(ctx, request, reply, browser, pending, page, create, (err) =>
+    sendErrorPage(ctx, reply, err, language(request), err.status),
+  );
 }
 
 /** Posts a successful Response about the session's user to the SP's ACS. */
