@@ -526,6 +526,7 @@ async function measurePair(sigilServer, providerServer, scenario, opts, ceilingS
       total,
       p50: side.rounds.reduce((n, r) => n + r.latency.p50, 0) / side.rounds.length,
       p99: Math.max(...side.rounds.map((r) => r.latency.p99)),
+      roundRps: side.rounds.map((r) => r.requests.total / (opts.duration / opts.rounds)),
       cpuSeconds: side.cpuSeconds,
       perCpuSecond: side.cpuSeconds > 0 ? total / side.cpuSeconds : undefined,
       non2xx: sum('non2xx'),
@@ -581,6 +582,7 @@ function printTable(rows) {
   const row = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   console.log(`\n${row(head)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
   for (const l of lines) console.log(row(l));
+  printRoundRatios(rows);
   for (const { scenario: s, sigil, provider } of rows) {
     if (s.comparedWith)
       console.log(`\n${s.id}. the provider columns are ${s.comparedWith}; Sigil's CPU includes slapd's`);
@@ -597,6 +599,21 @@ function printTable(rows) {
       console.log(`   ${r.retried ? 'the same request sent again after the run got' : 'response'}: ${r.response}`);
     }
   }
+}
+
+/**
+ * Prints Sigil/provider per round of each scenario (a round loads both, one after the other), with
+ * their spread: how far one run's ratio moves on the shared machine.
+ */
+function printRoundRatios(rows) {
+  const lines = [];
+  for (const { scenario: s, sigil, provider } of rows) {
+    if (!sigil.roundRps || !provider.roundRps || sigil.error || provider.error) continue;
+    const ratios = sigil.roundRps.map((rps, i) => rps / provider.roundRps[i]);
+    const spread = Math.max(...ratios) - Math.min(...ratios);
+    lines.push(`  ${s.id}: ${ratios.map((r) => `${r.toFixed(2)}x`).join(' ')}  (spread ${spread.toFixed(2)})`);
+  }
+  if (lines.length > 0) console.log(`\nSigil/provider per round:\n${lines.join('\n')}`);
 }
 
 // ---- Ceilings, the default-config scenario and workers -----------------------------------------
