@@ -619,8 +619,8 @@ function printRoundRatios(rows) {
 // ---- Ceilings, the default-config scenario and workers -----------------------------------------
 
 /**
- * jose signatures for `alg` with as many under way as the bench has connections, measured alone
- * in a child process: `{ perSecond, perCpuSecond }`.
+ * Signatures for `alg` made as Sigil makes them (node:crypto, synchronous), from as many loops as
+ * the bench has connections, measured alone in a child process: `{ perSecond, perCpuSecond }`.
  */
 function signCeiling(alg, seconds, inFlight) {
   const out = execFileSync(
@@ -659,7 +659,7 @@ const isJwtIssuance = (scenario) => scenario.kind === 'token' && scenario.client
 
 /**
  * Starts the measured issuance ceiling: a bare Fastify server whose `/token` answers each form POST
- * with a JWT it signed with jose (`alg`), and nothing else. Loaded as a third server in the rounds
+ * with a JWT it signed as Sigil signs (`alg`), and nothing else. Loaded as a third server in the rounds
  * of the JWT scenarios (see `measurePair`).
  */
 async function startCeilingServer(alg) {
@@ -813,7 +813,7 @@ function treeCpuSeconds(pid) {
 }
 
 /**
- * The CPU figures: the ceilings (jose signing per core for ES256 and RS256, a bare Fastify form
+ * The CPU figures: the ceilings (Sigil's signing per core for ES256 and RS256, a bare Fastify form
  * POST), scenario f (client_credentials ES256 with Sigil's default config) and, as g, requests per
  * CPU-second of the server processes with 1 and 2 workers (default config; CPU read from /proc,
  * so the figure holds although autocannon shares the cores).
@@ -822,7 +822,7 @@ async function measureExtras(wanted, opts) {
   const extras = {};
   const wantsCeilings = ['a', 'b', 'c', 'd', 'f'].some((id) => wanted.has(id));
   if (wantsCeilings) {
-    process.stdout.write('ceilings: jose signing...');
+    process.stdout.write('ceilings: signing...');
     const seconds = Math.min(opts.duration, 5);
     extras.ceilings = {
       sign: {
@@ -890,7 +890,7 @@ function printExtras(extras, rows) {
       RS256: combined(c.sign.RS256.perCpuSecond, c.fastify.perCpuSecond),
     };
     console.log(
-      `\nCeilings per CPU-second: jose signs ES256 ${fmt(c.sign.ES256.perCpuSecond)}, RS256 ${fmt(c.sign.RS256.perCpuSecond)} ` +
+      `\nCeilings per CPU-second: Sigil's signer signs ES256 ${fmt(c.sign.ES256.perCpuSecond)}, RS256 ${fmt(c.sign.RS256.perCpuSecond)} ` +
         `(${fmt(c.sign.ES256.perSecond)}/s and ${fmt(c.sign.RS256.perSecond)}/s on the whole machine); bare Fastify answers ` +
         `${fmt(c.fastify.perCpuSecond)} form POSTs with JSON (${fmt(c.fastify.perSecond)} req/s under the same autocannon load)`,
     );
@@ -901,8 +901,8 @@ function printExtras(extras, rows) {
     if (measured.length > 0) {
       console.log(
         `measured ceiling (loaded in the same rounds as ${measured.map((r) => r.scenario.id).join(' and ')}): bare Fastify signing each answer's ES256 JWT ` +
-          `with jose answers ${measured.map((r) => `${fmt(r.ceiling.perCpuSecond)}`).join(' and ')} per CPU-second ` +
-          `(${measured.map((r) => fmt(r.ceiling.rps)).join(' and ')} req/s); the thread pool's hand-offs under HTTP load are in it, not in the combined figure`,
+          `answers ${measured.map((r) => `${fmt(r.ceiling.perCpuSecond)}`).join(' and ')} per CPU-second ` +
+          `(${measured.map((r) => fmt(r.ceiling.rps)).join(' and ')} req/s); HTTP under load is in it, not in the combined figure`,
       );
     }
     for (const { scenario: s, sigil, ceiling: sameRounds } of rows) {

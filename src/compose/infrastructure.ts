@@ -60,10 +60,10 @@ export interface BuiltInfrastructure {
  * The log: lines are buffered and written to stdout 4 KB at a time (one system call for some
  * fifteen audit events under load, instead of one each), and at least once a second when traffic
  * is low. The writes are synchronous, as pino's are by default: an asynchronous write is a job on
- * libuv's thread pool, which also signs every JWT, and under load those jobs cost more CPU per
- * token than the write itself (measured in the README's Performance notes). pino flushes only an
- * asynchronous destination at exit, so Sigil writes what is still buffered when it closes and,
- * should it die of an error, when the process exits. A SIGKILL may lose up to the last second.
+ * libuv's thread pool, and under load those jobs cost more CPU per token than the write itself
+ * (measured in the README's Performance notes). pino flushes only an asynchronous destination at
+ * exit, so Sigil writes what is still buffered when it closes and, should it die of an error, when
+ * the process exits. A SIGKILL may lose up to the last second.
  */
 function openLog(
   cfg: ResolvedConfig,
