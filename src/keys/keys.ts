@@ -122,16 +122,17 @@ export async function rotateKeys(
   now = nowSeconds(),
   immediate = false,
 ): Promise<StoredKey[]> {
-  const added: StoredKey[] = [];
   const stored = await store.listKeys();
-  for (const alg of algorithms) {
-    const planned = immediate ? now : now + policy.propagationSeconds;
-    const newest = immediate ? undefined : newestLive(stored, alg, Infinity);
-    const activatesAt = newest === undefined ? planned : Math.max(planned, newest.activatesAt + 1);
-    const key = await generateKey(alg, now, activatesAt, policy.dataKey);
-    await store.addKey(key);
-    added.push(key);
-  }
+  // Generated side by side (each on a thread of libuv's pool), stored in the order given.
+  const added = await Promise.all(
+    algorithms.map((alg) => {
+      const planned = immediate ? now : now + policy.propagationSeconds;
+      const newest = immediate ? undefined : newestLive(stored, alg, Infinity);
+      const activatesAt = newest === undefined ? planned : Math.max(planned, newest.activatesAt + 1);
+      return generateKey(alg, now, activatesAt, policy.dataKey);
+    }),
+  );
+  for (const key of added) await store.addKey(key);
   return added;
 }
 
@@ -199,10 +200,29 @@ export class KeyRing {
     policy: KeyPolicy,
     options: { saml?: boolean } = {},
   ): Promise<KeyRing> {
+    const { ring, ready } = KeyRing.open(store, algorithms, policy, options);
+    await ready;
+    return ring;
+  }
+
+  /**
+   * Starts loading the keys as `load` does, and returns the ring at once: a start can build the
+   * rest meanwhile, e.g. while a first start generates an RSA key on libuv's thread pool (a tenth
+   * of a second or more). Until `ready` resolves the ring signs nothing and publishes no key, so
+   * the caller awaits it before anything signs, verifies or refreshes.
+   * @param options.saml keep the SAML signing key too (config `saml.enabled`)
+   * @returns the ring, and `ready`, which rejects as `load` throws.
+   * @throws Error when `algorithms` is empty.
+   */
+  static open(
+    store: KeyStore,
+    algorithms: SigningAlgorithm[],
+    policy: KeyPolicy,
+    options: { saml?: boolean } = {},
+  ): { ring: KeyRing; ready: Promise<void> } {
     if (algorithms.length === 0) throw new Error('signingAlgorithms is empty');
     const ring = new KeyRing(store, algorithms, policy, options.saml === true);
-    await ring.refresh();
-    return ring;
+    return { ring, ready: ring.refresh() };
   }
 
   /** Re-reads the store (after rotation on any node), creating keys as `load` does. */
