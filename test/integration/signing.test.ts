@@ -6,6 +6,7 @@
  * Ed25519), and across a rotation through /admin/v1 new tokens carry the new key while tokens of the
  * old key verify until it is no longer published.
  */
+import { generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
 import {
   CompactSign,
@@ -19,6 +20,7 @@ import {
 } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIGNING_ALGORITHMS, type SigningAlgorithm } from '../../src/config/schema.js';
+import { compactSigner } from '../../src/keys/compact-jws.js';
 import { clientTokens, fetchJwks, introspect, startSigil, type TestSigil, testConfig } from '../helpers.js';
 
 const ISSUER = 'http://127.0.0.1:5999';
@@ -136,6 +138,17 @@ describe('every signing algorithm', () => {
 
   it('refuses to sign with an algorithm that has no key', () => {
     expect(() => sigil.context.keys.sign({}, 'JWT', 'HS256')).toThrow('no signing key for HS256');
+  });
+
+  it('refuses a key that does not fit its algorithm: type, curve, RSA size', () => {
+    const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey.export({ format: 'jwk' }) as JWK;
+    const ed25519 = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' }) as JWK;
+    const rsa1024 = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'jwk' }) as JWK;
+    expect(() => compactSigner('ES256', 'k', p384)).toThrow('ES256 needs a key on prime256v1');
+    expect(() => compactSigner('ES384', 'k', p384)).not.toThrow();
+    expect(() => compactSigner('EdDSA', 'k', p384)).toThrow('EdDSA needs an ed25519 key');
+    expect(() => compactSigner('PS256', 'k', ed25519)).toThrow('PS256 needs an rsa key');
+    expect(() => compactSigner('RS256', 'k', rsa1024)).toThrow('RS256 needs an RSA key of at least 2048 bits');
   });
 });
 
