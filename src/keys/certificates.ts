@@ -4,12 +4,22 @@
  * @peculiar/x509 over WebCrypto (node:crypto reads certificates but makes none); stored as any
  * other key (keys.ts), its certificate in the public JWK's `x5c` (RFC 7517 §4.7).
  */
-// @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata API first.
-import 'reflect-metadata';
 import { createPrivateKey, type JsonWebKey, type KeyObject, webcrypto } from 'node:crypto';
-import { BasicConstraintsExtension, KeyUsageFlags, KeyUsagesExtension, X509CertificateGenerator } from '@peculiar/x509';
+import { createRequire } from 'node:module';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose';
 import { newHandle } from '../crypto/handles.js';
+
+/**
+ * @peculiar/x509, loaded when a SAML key is first made: only a config with SAML on makes one, and
+ * the module (with tsyringe and the ASN.1 schemas it sets up) cost every start tens of
+ * milliseconds. It resolves its algorithms through tsyringe, which needs the Reflect metadata API
+ * first.
+ */
+function x509(): typeof import('@peculiar/x509') {
+  const load = createRequire(import.meta.url);
+  load('reflect-metadata');
+  return load('@peculiar/x509') as typeof import('@peculiar/x509');
+}
 
 /** The key kind ("algorithm" in the key store) of the SAML signing key; never published in the JWKS. */
 export const SAML_KEY_KIND = 'saml-rsa';
@@ -24,6 +34,7 @@ const CERTIFICATE_LIFETIME = 10 * 365 * 24 * 3600;
 
 /** A new SAML signing key: the public JWK with the certificate in `x5c`, the private JWK, the `kid`. */
 export async function generateSamlKey(now: number): Promise<{ kid: string; publicJwk: JWK; privateJwk: JWK }> {
+  const { BasicConstraintsExtension, KeyUsageFlags, KeyUsagesExtension, X509CertificateGenerator } = x509();
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true, modulusLength: 2048 });
   const cert = await X509CertificateGenerator.createSelfSigned(
     {

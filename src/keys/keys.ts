@@ -13,14 +13,11 @@
 import {
   calculateJwkThumbprint,
   CompactEncrypt,
-  CompactSign,
   compactDecrypt,
   createLocalJWKSet,
   errors as joseErrors,
   exportJWK,
   generateKeyPair,
-  importJWK,
-  type CryptoKey,
   type JWK,
   type JWTPayload,
   type JWTVerifyGetKey,
@@ -30,6 +27,7 @@ import type { SigningAlgorithm } from '../config/schema.js';
 import type { KeyStore, StoredKey } from '../stores/types.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { certificateOf, generateSamlKey, privateKeyObject, SAML_KEY_KIND } from './certificates.js';
+import { type CompactSigner, compactSigner } from './compact-jws.js';
 
 export { SAML_KEY_KIND } from './certificates.js';
 
@@ -44,8 +42,6 @@ export interface SamlKeys {
   certificates: string[];
   signer?: { kid: string; certificate: string; privateKey: KeyObject };
 }
-
-const UTF8 = new TextEncoder();
 
 /** Lifecycle settings, in seconds (config `signingKeys`). */
 export interface KeyPolicy {
@@ -126,21 +122,22 @@ export async function rotateKeys(
   now = nowSeconds(),
   immediate = false,
 ): Promise<StoredKey[]> {
-  const added: StoredKey[] = [];
   const stored = await store.listKeys();
-  for (const alg of algorithms) {
-    const planned = immediate ? now : now + policy.propagationSeconds;
-    const newest = immediate ? undefined : newestLive(stored, alg, Infinity);
-    const activatesAt = newest === undefined ? planned : Math.max(planned, newest.activatesAt + 1);
-    const key = await generateKey(alg, now, activatesAt, policy.dataKey);
-    await store.addKey(key);
-    added.push(key);
-  }
+  // Generated side by side (each on a thread of libuv's pool), stored in the order given.
+  const added = await Promise.all(
+    algorithms.map((alg) => {
+      const planned = immediate ? now : now + policy.propagationSeconds;
+      const newest = immediate ? undefined : newestLive(stored, alg, Infinity);
+      const activatesAt = newest === undefined ? planned : Math.max(planned, newest.activatesAt + 1);
+      return generateKey(alg, now, activatesAt, policy.dataKey);
+    }),
+  );
+  for (const key of added) await store.addKey(key);
   return added;
 }
 
 interface Loaded {
-  signers: Map<string, { kid: string; alg: string; key: CryptoKey; activatesAt: number }>;
+  signers: Map<string, { alg: string; signer: CompactSigner; activatesAt: number }>;
   published: JWK[];
   verify: JWTVerifyGetKey;
   saml: SamlKeys;
@@ -155,7 +152,8 @@ export const UNKNOWN_KEY_RELOAD_INTERVAL_MS = 1000;
 /** The keys a Sigil instance signs with and publishes; reloadable. */
 export class KeyRing {
   private loaded: Loaded;
-  private readonly imported = new Map<string, CryptoKey>();
+  /** The signer of each key that has signed here, by `kid`: the private key is read once. */
+  private readonly compactSigners = new Map<string, CompactSigner>();
   /** The next reload for JWTs of unknown keys, shared by every such JWT until it starts. */
   private unknownKeyReload: Promise<void> | undefined;
   /** When the last such reload started (`performance.now()`). */
@@ -202,10 +200,29 @@ export class KeyRing {
     policy: KeyPolicy,
     options: { saml?: boolean } = {},
   ): Promise<KeyRing> {
+    const { ring, ready } = KeyRing.open(store, algorithms, policy, options);
+    await ready;
+    return ring;
+  }
+
+  /**
+   * Starts loading the keys as `load` does, and returns the ring at once: a start can build the
+   * rest meanwhile, e.g. while a first start generates an RSA key on libuv's thread pool (a tenth
+   * of a second or more). Until `ready` resolves the ring signs nothing and publishes no key, so
+   * the caller awaits it before anything signs, verifies or refreshes.
+   * @param options.saml keep the SAML signing key too (config `saml.enabled`)
+   * @returns the ring, and `ready`, which rejects as `load` throws.
+   * @throws Error when `algorithms` is empty.
+   */
+  static open(
+    store: KeyStore,
+    algorithms: SigningAlgorithm[],
+    policy: KeyPolicy,
+    options: { saml?: boolean } = {},
+  ): { ring: KeyRing; ready: Promise<void> } {
     if (algorithms.length === 0) throw new Error('signingAlgorithms is empty');
     const ring = new KeyRing(store, algorithms, policy, options.saml === true);
-    await ring.refresh();
-    return ring;
+    return { ring, ready: ring.refresh() };
   }
 
   /** Re-reads the store (after rotation on any node), creating keys as `load` does. */
@@ -249,7 +266,7 @@ export class KeyRing {
       }
       published.push({ ...(k.publicJwk as JWK), kid: k.kid, use: 'sig', alg: k.alg });
       if (k.status === 'active')
-        signers.set(k.alg, { kid: k.kid, alg: k.alg, key: await this.privateKey(k), activatesAt: k.activatesAt });
+        signers.set(k.alg, { alg: k.alg, signer: await this.signerOf(k), activatesAt: k.activatesAt });
     }
     if (seq < this.usedRead) return;
     this.usedRead = seq;
@@ -311,17 +328,17 @@ export class KeyRing {
   }
 
   /**
-   * Signs a JWT with the active key of `alg` (default: the first configured algorithm).
+   * Signs a JWT with the active key of `alg` (default: the first configured algorithm), at once on
+   * this thread: header `{"alg","kid","typ"}`, the claims' JSON text as the payload (RFC 7519 §7.1).
    * @param typ the JOSE `typ` header, e.g. `at+jwt` (RFC 9068 §2.1) or `JWT`.
+   * @throws Error when no key of `alg` can sign.
    */
-  async sign(payload: JWTPayload, typ: string, alg: string = this.defaultAlgorithm): Promise<string> {
+  sign(payload: JWTPayload, typ: string, alg: string = this.defaultAlgorithm): string {
     const key = this.loaded.signers.get(alg);
     if (!key) throw new Error(`no signing key for ${alg}`);
     // The claims are Sigil's own plain JSON, so the JWS payload is their JSON text as is: SignJWT
-    // would copy and re-check every claim on each token (a tenth of the signing time for ES256).
-    return new CompactSign(UTF8.encode(JSON.stringify(payload)))
-      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ })
-      .sign(key.key);
+    // would copy and re-check every claim on each token.
+    return key.signer.sign(payload, typ);
   }
 
   private async samlKey(k: StoredKey): Promise<KeyObject> {
@@ -333,13 +350,14 @@ export class KeyRing {
     return key;
   }
 
-  private async privateKey(k: StoredKey): Promise<CryptoKey> {
-    let key = this.imported.get(k.kid);
-    if (!key) {
-      key = (await importJWK(await openPrivateKey(k.privateKey, this.policy.dataKey), k.alg)) as CryptoKey;
-      this.imported.set(k.kid, key);
+  /** The signer of a stored key, made when the key first signs here (a load, rotation or reload). */
+  private async signerOf(k: StoredKey): Promise<CompactSigner> {
+    let signer = this.compactSigners.get(k.kid);
+    if (!signer) {
+      signer = compactSigner(k.alg as SigningAlgorithm, k.kid, await openPrivateKey(k.privateKey, this.policy.dataKey));
+      this.compactSigners.set(k.kid, signer);
     }
-    return key;
+    return signer;
   }
 }
 

@@ -13,9 +13,21 @@
  *   `SAMLRequest=…&RelayState=…&SigAlg=…` exactly as they were URL-encoded in the query.
  */
 import { createVerify, type KeyObject, X509Certificate } from 'node:crypto';
-import { SignedXml } from 'xml-crypto';
+import { createRequire } from 'node:module';
+import type { SignedXml as SignedXmlClass } from 'xml-crypto';
 import { formDecode } from './query.js';
 import { childrenNamed, NS, XmlRefused } from './xml.js';
+
+let signedXml: typeof SignedXmlClass | undefined;
+
+/**
+ * xml-crypto's SignedXml, loaded when a signature is first checked or made: only a config with
+ * SAML on does, and a start without it does not pay for the module (xml.ts loads xmldom alike).
+ */
+function signedXmlClass(): typeof SignedXmlClass {
+  signedXml ??= (createRequire(import.meta.url)('xml-crypto') as typeof import('xml-crypto')).SignedXml;
+  return signedXml;
+}
 
 /** Signature algorithms accepted from SPs and used by Sigil (XML Signature 1.1 §6.4.2; no SHA-1). */
 export const SIGNATURE_ALGORITHMS: Readonly<Record<string, 'sha256' | 'sha512'>> = {
@@ -72,7 +84,7 @@ export function verifyEnvelopedSignature(xml: string, doc: Document, certificate
   const method = signedInfo ? childrenNamed(signedInfo, NS.dsig, 'SignatureMethod')[0]?.getAttribute('Algorithm') : '';
   if (!method || !(method in SIGNATURE_ALGORITHMS)) throw new XmlRefused('the signature algorithm is not accepted');
   for (const cert of certificates) {
-    const sig = new SignedXml({ publicCert: certificatePem(cert), getCertFromKeyInfo: () => null });
+    const sig = new (signedXmlClass())({ publicCert: certificatePem(cert), getCertFromKeyInfo: () => null });
     sig.loadSignature(signature);
     let valid = false;
     try {
@@ -139,7 +151,7 @@ export interface SamlSigner {
  */
 export function signElement(xml: string, target: string, signer: SamlSigner): string {
   const hash = SIGNATURE_ALGORITHMS[signer.algorithm] ?? 'sha256';
-  const sig = new SignedXml({
+  const sig = new (signedXmlClass())({
     privateKey: signer.privateKey,
     publicCert: certificatePem(signer.certificate),
     signatureAlgorithm: signer.algorithm as never,

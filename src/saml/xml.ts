@@ -7,7 +7,19 @@
  * beside the one read: CVE-2022-39353). Writing: elements and attributes through the DOM only, so
  * no value ever becomes markup.
  */
-import { DOMImplementation, DOMParser, XMLSerializer } from '@xmldom/xmldom';
+import { createRequire } from 'node:module';
+
+let xmldom: typeof import('@xmldom/xmldom') | undefined;
+
+/**
+ * @xmldom/xmldom, loaded when XML is first read or written: only a config with SAML on does, and a
+ * start without it does not pay for the module. The `sigil` command leaves it outside its bundle,
+ * as xml-crypto, so that both load the one instance in node_modules.
+ */
+function dom(): typeof import('@xmldom/xmldom') {
+  xmldom ??= createRequire(import.meta.url)('@xmldom/xmldom') as typeof import('@xmldom/xmldom');
+  return xmldom;
+}
 
 /** Namespaces of SAML 2.0 (SAML Core §1.2, Metadata §2.1) and XML Signature. */
 export const NS = {
@@ -43,7 +55,7 @@ export function parseUntrusted(xml: string, maxLength: number): Document {
   };
   let doc: Document;
   try {
-    doc = new DOMParser({
+    doc = new (dom().DOMParser)({
       errorHandler: { warning: record, error: record, fatalError: record },
     }).parseFromString(xml, 'text/xml') as unknown as Document;
   } catch {
@@ -109,7 +121,7 @@ export function attr(el: Element, name: string): string | undefined {
 
 /** A new XML document whose root is `qualifiedName` in `ns`, to build a message on. */
 export function newDocument(ns: string, qualifiedName: string): Document {
-  return new DOMImplementation().createDocument(ns, qualifiedName, null) as unknown as Document;
+  return new (dom().DOMImplementation)().createDocument(ns, qualifiedName, null) as unknown as Document;
 }
 
 /**
@@ -133,5 +145,5 @@ export function addElement(
 
 /** Serializes a node; refuses what would not be well-formed XML (xmldom's `requireWellFormed`). */
 export function serialize(node: Node): string {
-  return new XMLSerializer().serializeToString(node as never, false, undefined, { requireWellFormed: true });
+  return new (dom().XMLSerializer)().serializeToString(node as never, false, undefined, { requireWellFormed: true });
 }

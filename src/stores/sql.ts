@@ -88,6 +88,10 @@ export async function openStore(
         db,
         provider: migrationProvider,
         ...(migrationTableSchema ? { migrationTableSchema } : {}),
+        // Migrations run together share a timestamp and are then ordered by name. Kysely's default,
+        // localeCompare, sets up ICU's collator on its first call (5-9 ms of every start); the names
+        // begin with distinct four-digit numbers, which order the same either way.
+        nameComparator: (a, b) => (a < b ? -1 : a > b ? 1 : 0),
       }).migrateToLatest(),
     (err: unknown) => ({ error: err }),
   );
