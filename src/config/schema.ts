@@ -23,6 +23,7 @@ import { MAX_CONFIG_ORGANIZATIONS, organization } from './schema/organizations.j
 import { clientIdMetadataDocuments, registration } from './schema/registration.js';
 import { apiResource, apiScope, identityResource } from './schema/resources.js';
 import { identityProvider, user } from './schema/users.js';
+import { MAX_CONFIG_WEBHOOKS, webhook, webhookDelivery } from './schema/webhooks.js';
 
 export { EDITABLE_CLAIMS } from './schema/account.js';
 export { CSS_HEX_COLOUR } from './schema/branding.js';
@@ -65,6 +66,15 @@ export {
 } from './schema/organizations.js';
 export { DYNAMIC_AUTH_METHODS, DYNAMIC_GRANT_TYPES, REGISTRATION_DEFAULTS } from './schema/registration.js';
 export { apiResource, apiScope, identityResource, isResourceIndicator } from './schema/resources.js';
+export {
+  isWebhookSecret,
+  MAX_WEBHOOK_NAME,
+  type WebhookConfig,
+  webhook,
+  webhookEvents,
+  webhookName,
+  webhookUrl,
+} from './schema/webhooks.js';
 export {
   identityProvider,
   type IdentityProviderConfig,
@@ -147,6 +157,20 @@ export const configSchema = z
       .meta({
         description: `Customer organizations (B2B), read-only through /admin/v1/organizations; their members are managed at run time. At most ${MAX_CONFIG_ORGANIZATIONS}; more may be stored through the API`,
       }),
+    webhooks: z
+      .array(webhook)
+      .max(MAX_CONFIG_WEBHOOKS)
+      .default([])
+      .superRefine((hooks, ctx) =>
+        hooks.forEach((h, i) => {
+          if (hooks.findIndex((o) => o.name === h.name) !== i)
+            ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate webhook name "${h.name}"` });
+        }),
+      )
+      .meta({
+        description: `Event webhooks (Standard Webhooks), read-only through /admin/v1/webhooks; more may be stored there. At most ${MAX_CONFIG_WEBHOOKS}`,
+      }),
+    webhookDelivery,
     rateLimits: rateLimits.prefault({}).meta({
       description:
         'Limits on failed credential checks (client secrets, API secrets, passwords, user codes), shared through Redis when SIGIL_REDIS_URL is set',
