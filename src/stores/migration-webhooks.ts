@@ -66,7 +66,11 @@ export const webhooksMigration: Migration = {
       .on('webhook_deliveries')
       .columns(['webhook', 'order_key', 'seq'])
       .execute();
-    await db.schema.createIndex('webhook_deliveries_log').on('webhook_deliveries').columns(['webhook', 'seq']).execute();
+    await db.schema
+      .createIndex('webhook_deliveries_log')
+      .on('webhook_deliveries')
+      .columns(['webhook', 'seq'])
+      .execute();
     await db.schema.createIndex('webhook_deliveries_created').on('webhook_deliveries').column('created_at').execute();
   },
 };

@@ -39,10 +39,12 @@ export const webhookName = z
   });
 
 /** Where deliveries are POSTed. */
-export const webhookUrl = httpsOrLoopback.refine((u) => u.length <= MAX_WEBHOOK_URL, 'too long').meta({
-  description:
-    'Where deliveries are POSTed: https, or plain http on a loopback host; never a private, link-local or other special-use address (checked at each delivery)',
-});
+export const webhookUrl = httpsOrLoopback
+  .refine((u) => u.length <= MAX_WEBHOOK_URL, 'too long')
+  .meta({
+    description:
+      'Where deliveries are POSTed: https, or plain http on a loopback host; never a private, link-local or other special-use address (checked at each delivery)',
+  });
 
 /** The events a webhook receives: names of the catalogue, or `["*"]` for all. */
 export const webhookEvents = z
