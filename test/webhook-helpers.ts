@@ -4,7 +4,6 @@
  * for what a receiver gets.
  */
 import type { ConfigInput } from '../src/index.js';
-import { authorizeClients } from './authorize-helpers.js';
 import {
   clientTokens,
   POSTGRES_URL,
@@ -44,7 +43,7 @@ export async function startWebhookSigil(
   const base = testConfig();
   const sigil = await startSigil({
     ...(storage ? { storage } : {}),
-    clients: [...(base.clients ?? []), ...authorizeClients(), ADMIN_CLIENT],
+    clients: [...(base.clients ?? []), ADMIN_CLIENT],
     webhookDelivery: SHORT_DELIVERY,
     ...overrides,
   });

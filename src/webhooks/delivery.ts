@@ -126,8 +126,9 @@ export class WebhookDeliverer {
 
   /** One attempt of a claimed delivery, its outcome recorded. Never throws for a receiver's failure. */
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
-    const now = nowSeconds();
     const answer = await this.post(delivery);
+    // After the answer: a timeout's wait does not count as back-off.
+    const now = nowSeconds();
     const { webhook } = delivery;
     if (answer.status !== undefined && answer.status >= 200 && answer.status < 300) {
       await this.outbox.settle(delivery.seq, this.holder, { status: 'delivered', statusCode: answer.status });
