@@ -5,8 +5,10 @@
  * event (`subscribers`, the outbox's routing at each write) and where and with which secrets a
  * delivery goes (`get`).
  */
+import type { ResolvedConfig } from '../config/loader.js';
 import type { WebhookConfig } from '../config/schema.js';
 import type { DisabledWebhook } from '../stores/sql-webhooks.js';
+import type { Store } from '../stores/types.js';
 
 /** A signing secret that still signs until `expiresAt` (Unix seconds), after a rotation. */
 export interface RetiringWebhookSecret {
@@ -100,4 +102,20 @@ export class WebhookRegistry {
     }
     this.byName = byName;
   }
+}
+
+/**
+ * Routes the events a one-off process writes (`sigil users`, `sigil clients`) to the webhooks in
+ * force, for the running nodes to deliver: the config file's and the stored ones, less the
+ * disabled. It sends nothing, so the stored secrets stay sealed (no data key needed).
+ */
+export async function routeToStoredWebhooks(
+  store: Pick<Store, 'webhooks' | 'webhookOutbox'>,
+  cfg: Pick<ResolvedConfig, 'webhooks' | 'webhookDelivery'>,
+): Promise<void> {
+  const registry = new WebhookRegistry(cfg.webhooks);
+  const unsigned = { current: '', retiring: [] };
+  registry.setStored((await store.webhooks.list()).map((w) => ({ ...w, source: 'store' as const, secrets: unsigned })));
+  registry.setDisabled(await store.webhooks.disabled());
+  store.webhookOutbox.configure(registry.subscribers, cfg.webhookDelivery.retrySeconds);
 }

@@ -3,9 +3,16 @@
  * posts a user's `user.created` to a receiver that never answers, a `user.updated` of the same user
  * waits behind it in the outbox, and the process is killed with SIGKILL mid-send. Started again on
  * the same store, it sends both once the dead process's lease has run out, in order, with the same
- * `webhook-id` as before (at least once: the receiver sees the first message twice).
+ * `webhook-id` as before (at least once: the receiver sees the first message twice). A user added
+ * by `sigil users add` is told too, by a running node.
  */
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createSigil } from '../../src/index.js';
 import {
   dropSchema,
   POSTGRES_URL,
@@ -19,6 +26,9 @@ import {
 import { ADMIN_CLIENT, CONFIG_SECRET } from '../webhook-helpers.js';
 import { startReceiver } from '../webhook-receiver.js';
 import { freePort } from './ports.js';
+
+const run = promisify(execFile);
+const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js');
 
 const DIALECTS: [string, string | undefined][] = [
   ['SQLite', undefined],
@@ -88,6 +98,45 @@ describe.each(DIALECTS)('webhooks after SIGKILL on %s', (_dialect, storage) => {
       await receiver.close();
     }
   }, 90_000);
+});
+
+describe('webhooks of the command line', () => {
+  it('tells a user added by sigil users add, delivered by a running node', async () => {
+    const { dir, cleanup } = tempDir();
+    const receiver = await startReceiver([CONFIG_SECRET]);
+    const storage = `sqlite:${join(dir, 'sigil.db')}`;
+    const config = testConfig({
+      storage,
+      logLevel: 'silent',
+      webhooks: [{ name: 'crm', url: `${receiver.url}/crm`, events: ['user.created'], secret: CONFIG_SECRET }],
+      webhookDelivery: { timeoutSeconds: 2, firstRetrySeconds: 1, maxRetrySeconds: 2, pollSeconds: 1 },
+    });
+    const configFile = join(dir, 'sigil.json');
+    writeFileSync(configFile, JSON.stringify(config));
+    const node = await createSigil(config, { logger: pino({ level: 'silent' }) });
+    try {
+      await run(process.execPath, [
+        CLI,
+        'users',
+        'add',
+        'lee',
+        '--password',
+        'harbour-violet-1959',
+        '--config',
+        configFile,
+      ]);
+      const bodies = await settled(
+        async () => receiver.verified(),
+        (v) => v.length === 1,
+      );
+      expect(bodies[0]).toMatchObject({ type: 'user.created', data: { username: 'lee' } });
+      expect(receiver.received[0]?.body).not.toContain('harbour-violet-1959');
+    } finally {
+      await node.close();
+      await receiver.close();
+      cleanup();
+    }
+  });
 });
 
 /** The management API of a running process, as the admin client. */

@@ -21,7 +21,7 @@ describe.each(DIALECTS)('two nodes on %s', (dialect, storage) => {
   beforeAll(async () => {
     receiver = await startReceiver([CONFIG_SECRET]);
     const webhooks = [
-      { name: 'shared', url: `${receiver.url}/shared`, events: ['user.created'], secret: CONFIG_SECRET },
+      { name: 'shared', url: `${receiver.url}/shared`, events: ['user.created' as const], secret: CONFIG_SECRET },
     ];
     a = await startWebhookSigil(url, { webhooks });
     b = await startWebhookSigil(url, { webhooks });

@@ -97,10 +97,12 @@ describe('the webhook events of audit events', () => {
     expect(webhookEventsOf(event({ name: 'user_login_succeeded', subjectId: 's', method: 'password' }))).toEqual([
       { type: 'user.signed_in', orderKey: 'user:s', data: { subject: 's', method: 'password' } },
     ]);
-    expect(webhookEventsOf(event({ name: 'webauthn_registered', subjectId: 's', factor: 'passkey' }))[0]).toMatchObject({
-      type: 'user.mfa_enrolled',
-      data: { factor: 'passkey' },
-    });
+    expect(webhookEventsOf(event({ name: 'webauthn_registered', subjectId: 's', factor: 'passkey' }))[0]).toMatchObject(
+      {
+        type: 'user.mfa_enrolled',
+        data: { factor: 'passkey' },
+      },
+    );
     expect(webhookEventsOf(event({ name: 'token_issued', subjectId: 's' }))).toEqual([]);
     expect(webhookEventsOf(event({ name: 'session_ended', subjectId: 's' }))).toEqual([]);
   });
