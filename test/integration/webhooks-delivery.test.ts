@@ -27,6 +27,8 @@ describe.each(DIALECTS)('webhook delivery on %s', (_dialect, storage) => {
   const receivers: Receiver[] = [];
   let sigil: TestSigil;
   let api: Api;
+  let metrics: string;
+  const scrape = async () => (await fetch(`${metrics}/metrics`)).text();
 
   const receiver = async (secrets: string[] = []) => {
     const r = await startReceiver(secrets);
@@ -66,7 +68,9 @@ describe.each(DIALECTS)('webhook delivery on %s', (_dialect, storage) => {
         // A private address: refused by the SSRF guard before any connection.
         { name: 'private', url: 'https://192.168.7.7/hook', events: ['client.deleted'], secret: CONFIG_SECRET },
       ],
+      metrics: { host: '127.0.0.1', port: 0 },
     }));
+    metrics = (await sigil.listenMetrics()) as string;
   });
   afterAll(async () => {
     await sigil?.close();
@@ -107,6 +111,9 @@ describe.each(DIALECTS)('webhook delivery on %s', (_dialect, storage) => {
       ['client.updated', 'delivered', 1, 204],
       ['client.created', 'delivered', 3, 204],
     ]);
+    const counted = await scrape();
+    expect(counted).toContain('sigil_webhook_deliveries_total{webhook="retrying",outcome="delivered"} 2');
+    expect(counted).toContain('sigil_webhook_deliveries_total{webhook="retrying",outcome="retried"} 2');
   });
 
   it('disables a webhook whose receiver answers 410, until an admin enables it again', async () => {
@@ -193,6 +200,9 @@ describe.each(DIALECTS)('webhook delivery on %s', (_dialect, storage) => {
     );
     expect(retried.deliveries[0]).toMatchObject({ status: 'pending', attempts: 1, lastStatusCode: null });
     expect(retried.deliveries[0]?.lastError).toMatch(/no complete answer within 2 s/);
+    const pending = await scrape();
+    expect(pending).toContain('sigil_webhook_pending{webhook="slow"} 1');
+    expect(pending).toMatch(/sigil_webhook_oldest_pending_age_seconds\{webhook="slow"\} \d/);
     const delivered = await settled(
       () => log('slow'),
       (l) => l.deliveries[0]?.status === 'delivered',
