@@ -35,6 +35,14 @@ export const ADMIN_CLIENT = {
   allowedScopes: ['sigil:admin'],
 };
 
+/** A client that may only read the management API. */
+export const READER_CLIENT = {
+  clientId: 'auditor',
+  clientSecrets: ['auditor-secret'],
+  allowedGrantTypes: ['client_credentials'],
+  allowedScopes: ['sigil:admin:read'],
+};
+
 /** A provider on `storage` (default: a SQLite file) with the shared clients, an admin client and `overrides`. */
 export async function startWebhookSigil(
   storage: string | undefined,
@@ -43,7 +51,7 @@ export async function startWebhookSigil(
   const base = testConfig();
   const sigil = await startSigil({
     ...(storage ? { storage } : {}),
-    clients: [...(base.clients ?? []), ADMIN_CLIENT],
+    clients: [...(base.clients ?? []), ADMIN_CLIENT, READER_CLIENT],
     webhookDelivery: SHORT_DELIVERY,
     ...overrides,
   });

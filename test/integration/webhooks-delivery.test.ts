@@ -8,8 +8,8 @@
  * grace; If-Match, read-only config-file webhooks and problem+json.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dropSchema, settled, sleep, type TestSigil } from '../helpers.js';
-import { type Api, CONFIG_SECRET, DIALECTS, startWebhookSigil } from '../webhook-helpers.js';
+import { clientTokens, dropSchema, settled, sleep, type TestSigil } from '../helpers.js';
+import { type Api, adminApi, CONFIG_SECRET, DIALECTS, startWebhookSigil } from '../webhook-helpers.js';
 import { type Receiver, startReceiver } from '../webhook-receiver.js';
 
 interface Delivery {
@@ -322,6 +322,22 @@ describe.each(DIALECTS)('webhook delivery on %s', (_dialect, storage) => {
     ];
     expect(refusals.map((x) => x.status)).toEqual([409, 422, 422, 422, 404]);
     for (const x of refusals) expect(x.body).toMatchObject({ type: 'about:blank', status: x.status });
+    // A read-only token reads webhooks (never a secret) and changes none; no token gets nothing.
+    const reader = adminApi(
+      sigil,
+      (await clientTokens(sigil, 'sigil:admin:read', ['auditor', 'auditor-secret'])).access_token,
+    );
+    expect((await reader('GET', '/webhooks')).status).toBe(200);
+    expect((await reader('GET', '/webhooks/configured/deliveries')).status).toBe(200);
+    for (const [method, path] of [
+      ['POST', '/webhooks'],
+      ['PATCH', '/webhooks/configured'],
+      ['POST', '/webhooks/configured/ping'],
+      ['POST', '/webhooks/configured/secret'],
+      ['POST', '/webhooks/configured/deliveries/x/retry'],
+    ] as const)
+      expect((await reader(method, path, {}, { 'if-match': '*' })).status, path).toBe(403);
+    expect((await adminApi(sigil, 'not-a-token')('GET', '/webhooks')).status).toBe(401);
     const document = await sigil.app.inject({ method: 'GET', url: '/admin/v1/openapi.json' });
     const paths = Object.keys((document.json() as { paths: Record<string, unknown> }).paths);
     for (const path of [
