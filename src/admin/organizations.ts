@@ -157,7 +157,9 @@ export class OrganizationAdmin {
    */
   async delete(name: string, ifMatch?: string): Promise<void> {
     const saved = await this.writable(name, ifMatch);
-    if (!(await this.store.organizations.remove(saved.id, saved.version))) throw changedMeanwhile(name);
+    const left = (subjects: string[]) =>
+      subjects.map((s) => memberEvent('organization.member_removed', saved.id, s, []));
+    if (!(await this.store.organizations.remove(saved.id, saved.version, left))) throw changedMeanwhile(name);
     await this.reload();
   }
 

@@ -50,7 +50,7 @@ import type {
   UsernameHolder,
 } from './user-types.js';
 import { configUserView, pageOfUsers, storedUserView, type UserView } from './user-views.js';
-import { userChanged, userCreated, userDeleted } from './webhook-data.js';
+import { memberEvent, userChanged, userCreated, userDeleted } from './webhook-data.js';
 
 /** Tries of a change that names no version, each against the newest one, before it is refused as concurrent. */
 const UPDATE_TRIES = 3;
@@ -347,7 +347,8 @@ export class UserAdmin {
         { reason: 'changed', item: { kind: 'user', name: user.username } },
       );
     const ended = await this.signOutEverywhere(subjectId);
-    if (!(await this.store.users.removeUser(subjectId, userDeleted(subjectId, user.username))))
+    const left = (ids: string[]) => ids.map((id) => memberEvent('organization.member_removed', id, subjectId, []));
+    if (!(await this.store.users.removeUser(subjectId, userDeleted(subjectId, user.username), left)))
       throw this.notStored(subjectId, null, 'subject');
     if (!audit.recordsChanges)
       emitUserChange(audit, 'user.remove', subjectId, {

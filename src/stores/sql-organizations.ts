@@ -89,7 +89,7 @@ export class SqlOrganizations implements OrganizationStore {
     });
   }
 
-  async remove(id: string, version: number): Promise<boolean> {
+  async remove(id: string, version: number, left?: (subjects: string[]) => WebhookEvent[]): Promise<boolean> {
     const refusal = await this.write(async (trx) => {
       const removed = await trx
         .deleteFrom('organizations')
@@ -98,7 +98,12 @@ export class SqlOrganizations implements OrganizationStore {
         .executeTakeFirst();
       if (removed.numDeletedRows !== 1n) throw new Refused({ reason: 'changed' });
       await trx.deleteFrom('organization_domains').where('organization_id', '=', id).execute();
-      await trx.deleteFrom('organization_members').where('organization_id', '=', id).execute();
+      const members = await trx
+        .deleteFrom('organization_members')
+        .where('organization_id', '=', id)
+        .returning('subject')
+        .execute();
+      if (left) await this.outbox?.append(trx, left(members.map((m) => m.subject)));
       await trx.deleteFrom('organization_groups').where('organization_id', '=', id).execute();
     });
     return refusal === undefined;

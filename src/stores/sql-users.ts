@@ -100,7 +100,11 @@ export class SqlUserStore implements UserStore {
     return rows.map(toUser);
   }
 
-  async removeUser(subjectId: string, events?: readonly WebhookEvent[]): Promise<boolean> {
+  async removeUser(
+    subjectId: string,
+    events?: readonly WebhookEvent[],
+    left?: (organizationIds: string[]) => WebhookEvent[],
+  ): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
       await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
@@ -118,10 +122,14 @@ export class SqlUserStore implements UserStore {
       await trx.deleteFrom('group_members').where('subject_id', '=', subjectId).execute();
       // Their organization memberships (0018_organizations): a later user with the same subject is
       // a member of nothing.
-      await trx.deleteFrom('organization_members').where('subject', '=', subjectId).execute();
+      const memberships = await trx
+        .deleteFrom('organization_members')
+        .where('subject', '=', subjectId)
+        .returning('organization_id')
+        .execute();
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
       if (result.numDeletedRows !== 1n) return false;
-      await this.outbox?.append(trx, events);
+      await this.outbox?.append(trx, [...(left?.(memberships.map((m) => m.organization_id)) ?? []), ...(events ?? [])]);
       return true;
     });
   }

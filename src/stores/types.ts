@@ -142,10 +142,15 @@ export interface UserStore {
   listUsers(): Promise<StoredUser[]>;
   /**
    * Removes a user, the upstream identities linked to them, their WebAuthn credentials, email
-   * addresses, group and organization memberships, in one transaction with its webhook `events`;
-   * returns false when there was no such user (no event is written).
+   * addresses, group and organization memberships, in one transaction with the webhook events
+   * `left` gives for the organizations (ids) they were a member of, then `events`; returns false
+   * when there was no such user (no event is written).
    */
-  removeUser(subjectId: string, events?: readonly WebhookEvent[]): Promise<boolean>;
+  removeUser(
+    subjectId: string,
+    events?: readonly WebhookEvent[],
+    left?: (organizationIds: string[]) => WebhookEvent[],
+  ): Promise<boolean>;
   /**
    * Whether any upstream identity of the provider named `provider` is linked to a local user (a full scan:
    * management only).
@@ -348,8 +353,12 @@ export interface OrganizationStore {
    * it is not, or when one of the new domains is another stored organization's.
    */
   update(id: string, version: number, settings: OrganizationSettings): Promise<OrganizationRefusal | undefined>;
-  /** Removes an organization at `version` with its domains and members; false when it is not at it (or gone). */
-  remove(id: string, version: number): Promise<boolean>;
+  /**
+   * Removes an organization at `version` with its domains and members, and writes the webhook
+   * events `left` gives for the members it had in the same transaction; false when it is not at it
+   * (or gone).
+   */
+  remove(id: string, version: number, left?: (subjects: string[]) => WebhookEvent[]): Promise<boolean>;
   /** The `organizations` change counter: 0 before the first change. */
   version(): Promise<number>;
   /** Up to `limit` members of an organization by subject, after the subject `after` when given. */

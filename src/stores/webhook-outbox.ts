@@ -62,6 +62,11 @@ export type RequeueOutcome = 'requeued' | 'pending' | 'not_found';
 
 /** The longest `last_error`, characters. */
 const MAX_ERROR = 500;
+/**
+ * The longest body, characters: past it an event's `data` keeps its plain members (ids, names)
+ * and says `"truncated": true` (a user's claims can be long; a receiver reads them over the API).
+ */
+export const MAX_PAYLOAD = 256 * 1024;
 
 /** The outbox over the SQL store's database (both dialects). */
 export class SqlWebhookOutbox {
@@ -89,7 +94,7 @@ export class SqlWebhookOutbox {
     if (!events || events.length === 0) return;
     const timestamp = new Date(now * 1000).toISOString();
     const rows = events.flatMap((e) => {
-      const payload = JSON.stringify({ type: e.type, timestamp, data: e.data });
+      const payload = bounded(JSON.stringify({ type: e.type, timestamp, data: e.data }), e, timestamp);
       return this.route(e.type).map((webhook) => this.row(webhook, e.type, e.orderKey, payload, now));
     });
     for (let i = 0; i < rows.length; i += 200)
@@ -311,6 +316,14 @@ export class SqlWebhookOutbox {
       .executeTakeFirst();
     return Number(expired.numUpdatedRows) + Number(removed.numDeletedRows);
   }
+}
+
+/** `payload`, or when longer than MAX_PAYLOAD the event's plain `data` members marked truncated. */
+function bounded(payload: string, event: WebhookEvent, timestamp: string): string {
+  if (payload.length <= MAX_PAYLOAD) return payload;
+  const plain = Object.entries(event.data).filter(([, v]) => v === null || typeof v !== 'object');
+  const data = { ...Object.fromEntries(plain.filter(([, v]) => String(v).length <= 1000)), truncated: true };
+  return JSON.stringify({ type: event.type, timestamp, data });
 }
 
 function logEntry(row: {

@@ -210,6 +210,38 @@ describe.each(DIALECTS)('webhook delivery on %s', (_dialect, storage) => {
     expect(delivered.deliveries[0]).toMatchObject({ status: 'delivered', attempts: 2, lastStatusCode: 200 });
   });
 
+  it('bounds a body: past 256 KiB an event keeps its plain members and says it is truncated', async () => {
+    const r = await receiver();
+    await hook('bounded', r, ['user.updated']);
+    const created = await api('POST', '/users', { username: 'long-claims' });
+    let etag = created.etag ?? '';
+    const subject = String(created.body.subjectId);
+    for (let i = 0; i < 6; i++) {
+      const patched = await api(
+        'PATCH',
+        `/users/${subject}`,
+        { claims: { [`c${i}`]: 'x'.repeat(48_000) } },
+        { 'if-match': etag },
+      );
+      expect(patched.status, patched.text).toBe(200);
+      etag = patched.etag ?? '';
+    }
+    const bodies = await settled(
+      async () => r.verified(),
+      (v) => v.length === 6,
+    );
+    expect(bodies[0]?.data).toMatchObject({ subject, username: 'long-claims', claims: { c0: 'x'.repeat(48_000) } });
+    expect(bodies[5]?.data).toEqual({
+      subject,
+      username: 'long-claims',
+      tenant: null,
+      externalId: null,
+      active: true,
+      truncated: true,
+    });
+    expect(Math.max(...r.received.map((x) => x.body.length))).toBeLessThanOrEqual(256 * 1024);
+  });
+
   it('refuses URLs of special-use addresses, and never connects to a private one', async () => {
     for (const target of [
       'https://169.254.169.254/latest/meta-data',

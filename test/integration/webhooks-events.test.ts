@@ -133,6 +133,15 @@ describe.each(DIALECTS)('webhook events on %s', (_dialect, storage) => {
     expect((await api('PUT', `/organizations/acme/members/${subject}`, { roles: ['billing'] })).status).toBe(201);
     expect((await api('DELETE', `/organizations/acme/members/${subject}`)).status).toBe(204);
 
+    // Memberships ended with their organization, and with the user: organization.member_removed.
+    const initech = await api('POST', '/organizations', { name: 'initech', displayName: 'Initech' });
+    const initechId = String((initech.body.organization as { id: string }).id);
+    expect((await api('PUT', `/organizations/initech/members/${subject}`, { roles: [] })).status).toBe(201);
+    expect((await api('DELETE', '/organizations/initech')).status).toBe(204);
+    const globex = await api('POST', '/organizations', { name: 'globex', displayName: 'Globex' });
+    const globexId = String((globex.body.organization as { id: string }).id);
+    expect((await api('PUT', `/organizations/globex/members/${subject}`, { roles: [] })).status).toBe(201);
+
     // user.deleted, the last of erin's.
     expect((await api('DELETE', `/users/${subject}`)).status).toBe(204);
 
@@ -171,6 +180,9 @@ describe.each(DIALECTS)('webhook events on %s', (_dialect, storage) => {
     expect(of('client.updated')).toMatchObject({ clientId: 'billing', clientName: 'Billing', changed: ['clientName'] });
     expect(of('organization.member_added')).toMatchObject({ subject, roles: ['billing'] });
     expect(of('user.deleted')).toEqual({ subject, username: 'erin' });
+    const removals = bodies.filter((b) => b.type === 'organization.member_removed').map((b) => b.data.organizationId);
+    expect(removals.slice(1)).toEqual([initechId, globexId]);
+    expect(erin.slice(-2)).toEqual(['organization.member_removed', 'user.deleted']);
 
     // No secret, password, hash, token or code in any body.
     for (const r of receiver.received) {
