@@ -13,7 +13,12 @@
  *   node that dies mid-send holds it until the lease ends, then another (or the same after its
  *   restart) sends it again: at least once.
  * - Order per subject: a delivery is due only when no delivery of the same webhook and
- *   `order_key` with a smaller `seq` is still pending (retried, or leased).
+ *   `order_key` with a smaller `seq` is still pending (retried, or leased). `seq` is taken at the
+ *   insert, which comes last in its transaction: the changes of one user or client lock its row
+ *   first, so the later of two concurrent ones takes its `seq` after the earlier committed. Two
+ *   events of one subject that lock nothing in common (a sign-in's, written after its outcome, and
+ *   a change of the user) may on PostgreSQL commit in the other order than their `seq` within
+ *   milliseconds, and then be delivered in their commit order.
  * - Rows that ended (delivered, failed) stay for the delivery log until `prune`.
  */
 import { type Kysely, type SqlBool, sql } from 'kysely';
