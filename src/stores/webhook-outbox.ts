@@ -163,6 +163,31 @@ export class SqlWebhookOutbox {
     ids?: readonly string[],
   ): Promise<ClaimedDelivery[]> {
     if (webhooks.length === 0 || ids?.length === 0) return [];
+    const claimed: ClaimedDelivery[] = [];
+    for (const row of await this.due(now, limit, webhooks, ids)) {
+      const taken = await this.db
+        .updateTable('webhook_deliveries')
+        .set({ lease_holder: holder, lease_until: leaseUntil })
+        .where('seq', '=', row.seq)
+        .where('status', '=', 'pending')
+        .where('lease_until', '<=', now)
+        .executeTakeFirst();
+      if (taken.numUpdatedRows !== 1n) continue;
+      claimed.push({
+        seq: Number(row.seq),
+        id: row.id,
+        webhook: row.webhook,
+        type: row.type,
+        payload: row.payload,
+        attempts: Number(row.attempts),
+        giveUpAt: Number(row.give_up_at),
+      });
+    }
+    return claimed;
+  }
+
+  /** Up to `limit` due, unleased deliveries of `webhooks` that no earlier pending one of their subject holds back. */
+  private due(now: number, limit: number, webhooks: readonly string[], ids?: readonly string[]) {
     let due = this.db
       .selectFrom('webhook_deliveries as d')
       .select(['d.seq', 'd.id', 'd.webhook', 'd.type', 'd.payload', 'd.attempts', 'd.give_up_at'])
@@ -184,28 +209,7 @@ export class SqlWebhookOutbox {
         ),
       );
     if (ids) due = due.where('d.id', 'in', ids);
-    const candidates = await due.orderBy('d.seq').limit(limit).execute();
-    const claimed: ClaimedDelivery[] = [];
-    for (const row of candidates) {
-      const taken = await this.db
-        .updateTable('webhook_deliveries')
-        .set({ lease_holder: holder, lease_until: leaseUntil })
-        .where('seq', '=', row.seq)
-        .where('status', '=', 'pending')
-        .where('lease_until', '<=', now)
-        .executeTakeFirst();
-      if (taken.numUpdatedRows !== 1n) continue;
-      claimed.push({
-        seq: Number(row.seq),
-        id: row.id,
-        webhook: row.webhook,
-        type: row.type,
-        payload: row.payload,
-        attempts: Number(row.attempts),
-        giveUpAt: Number(row.give_up_at),
-      });
-    }
-    return claimed;
+    return due.orderBy('d.seq').limit(limit).execute();
   }
 
   /**

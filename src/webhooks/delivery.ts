@@ -127,28 +127,34 @@ export class WebhookDeliverer {
   /** One attempt of a claimed delivery, its outcome recorded. Never throws for a receiver's failure. */
   private async attempt(delivery: ClaimedDelivery): Promise<void> {
     const answer = await this.post(delivery);
-    // After the answer: a timeout's wait does not count as back-off.
-    const now = nowSeconds();
-    const { webhook } = delivery;
     if (answer.status !== undefined && answer.status >= 200 && answer.status < 300) {
       await this.outbox.settle(delivery.seq, this.holder, { status: 'delivered', statusCode: answer.status });
-      this.onOutcome(webhook, 'delivered');
+      this.onOutcome(delivery.webhook, 'delivered');
       return;
     }
-    const statusCode = answer.status ?? null;
-    const error = answer.error ?? `HTTP ${answer.status}`;
-    if (answer.status === 410) {
-      await this.outbox.settle(delivery.seq, this.holder, { status: 'failed', statusCode, error });
-      this.onOutcome(webhook, 'failed');
-      await this.hooks.disable(webhook, 'the receiver answered 410 Gone');
-      this.log.warn(
-        { webhook, delivery: delivery.id },
-        'webhook disabled: its receiver answered 410 Gone; its pending deliveries are given up (enable it again with PATCH /admin/v1/webhooks/{name} {"enabled": true})',
-      );
-      return;
-    }
+    if (answer.status === 410) return this.gone(delivery);
+    await this.failed(delivery, answer.status ?? null, answer.error ?? `HTTP ${answer.status}`);
+  }
+
+  /** A 410 Gone: the delivery fails and the webhook is disabled, with a warning. */
+  private async gone(delivery: ClaimedDelivery): Promise<void> {
+    const { webhook } = delivery;
+    await this.outbox.settle(delivery.seq, this.holder, { status: 'failed', statusCode: 410, error: 'HTTP 410' });
+    this.onOutcome(webhook, 'failed');
+    await this.hooks.disable(webhook, 'the receiver answered 410 Gone');
+    this.log.warn(
+      { webhook, delivery: delivery.id },
+      'webhook disabled: its receiver answered 410 Gone; its pending deliveries are given up (enable it again with PATCH /admin/v1/webhooks/{name} {"enabled": true})',
+    );
+  }
+
+  /** Any other answer, or none: retried after the back-off, or given up past the delivery's give-up time. */
+  private async failed(delivery: ClaimedDelivery, statusCode: number | null, error: string): Promise<void> {
+    const { webhook } = delivery;
+    // After the answer: a timeout's wait does not count as back-off.
     const next =
-      now + retryDelaySeconds(delivery.attempts + 1, this.options.firstRetrySeconds, this.options.maxRetrySeconds);
+      nowSeconds() +
+      retryDelaySeconds(delivery.attempts + 1, this.options.firstRetrySeconds, this.options.maxRetrySeconds);
     if (next > delivery.giveUpAt) {
       await this.outbox.settle(delivery.seq, this.holder, { status: 'failed', statusCode, error });
       this.onOutcome(webhook, 'failed');
