@@ -19,7 +19,7 @@ const LAYERS = [
   ['interaction', '^src/interaction/'],
   ['grants', '^src/grants/'],
   ['services', '^src/services\\.ts$'],
-  ['application services', '^src/(admin|federation|email|scim|organizations)/'],
+  ['application services', '^src/(admin|federation|email|scim|organizations|saml)/'],
   ['mfa', '^src/mfa/'],
   ['users', '^src/users/'],
   ['logout', '^src/logout/'],

@@ -2,16 +2,17 @@
 //
 //   node bench/ceilings.mjs sign --alg ES256 --seconds 3 [--in-flight 32]
 //                                                          prints
-// {"alg":"ES256","perSecond":N,"perCpuSecond":M}: jose compact
+// {"alg":"ES256","perSecond":N,"perCpuSecond":M}: compact
 //                                                          JWS signatures of a typical access-token payload,
-// 32 under way
+//                                                          made as Sigil makes them (dist/keys/compact-jws.js)
 //   node bench/ceilings.mjs fastify --port N               a bare Fastify server: POST /token with a form body answers
 //                                                          a small JSON object; prints "listening on <url>"
-//   node bench/ceilings.mjs fastify --port N --sign ES256  the same, each answer carrying a new JWT signed with jose
-//                                                          (the same payload as `sign`): issuance and nothing else
+//   node bench/ceilings.mjs fastify --port N --sign ES256  the same, each answer carrying a new JWT signed as Sigil
+//                                                          signs (the same payload as `sign`): issuance and nothing else
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
-import { CompactSign, generateKeyPair } from 'jose';
+import { exportJWK, generateKeyPair } from 'jose';
+import { compactSigner } from '../dist/keys/compact-jws.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -25,10 +26,9 @@ const { positionals, values } = parseArgs({
 });
 
 /**
- * Signs the same kind of payload Sigil signs for `client_credentials` for `seconds`, keeping
- * `inFlight` signatures under way as a server under load does (jose's WebCrypto signing runs on
- * libuv's thread pool). Returns signatures per second of wall time and per CPU-second of this
- * process (every thread: the event loop's glue and the pool's signing).
+ * Signs the same kind of payload Sigil signs for `client_credentials` for `seconds`, from
+ * `inFlight` loops at once as a server under load does (Sigil signs on the event loop, so they
+ * take turns). Returns signatures per second of wall time and per CPU-second of this process.
  */
 async function signRate(alg, seconds, inFlight) {
   const sign = await signer(alg);
@@ -47,14 +47,14 @@ async function signRate(alg, seconds, inFlight) {
 
 /**
  * `sign(n)`: a compact JWS of the payload Sigil signs for `client_credentials`, with `jti-n`, under a new
- * `alg` key.
+ * `alg` key, signed by Sigil's own signer (node:crypto, synchronous; `npm run build` writes it).
  */
 async function signer(alg) {
-  const { privateKey } = await generateKeyPair(alg, { modulusLength: 2048 });
-  const encoder = new TextEncoder();
-  const payload = (n) =>
-    encoder.encode(
-      JSON.stringify({
+  const { privateKey } = await generateKeyPair(alg, { modulusLength: 2048, extractable: true });
+  const jws = compactSigner(alg, 'k1', await exportJWK(privateKey));
+  return (n) =>
+    jws.sign(
+      {
         iss: 'http://127.0.0.1:5000',
         exp: 1_900_000_000,
         iat: 1_800_000_000,
@@ -64,9 +64,9 @@ async function signer(alg) {
         client_id: 'bench-jwt',
         jti: `jti-${n}`,
         scope: 'api1',
-      }),
+      },
+      'at+jwt',
     );
-  return (n) => new CompactSign(payload(n)).setProtectedHeader({ alg, kid: 'k1', typ: 'at+jwt' }).sign(privateKey);
 }
 
 /**
@@ -82,7 +82,7 @@ async function bareFastify(port, alg) {
   );
   app.post('/token', async (request, reply) =>
     reply.header('cache-control', 'no-store').send({
-      access_token: sign ? await sign(n++) : 'x'.repeat(40),
+      access_token: sign ? sign(n++) : 'x'.repeat(40),
       token_type: 'Bearer',
       expires_in: 3600,
       scope: request.body.scope,

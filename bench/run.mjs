@@ -526,6 +526,7 @@ async function measurePair(sigilServer, providerServer, scenario, opts, ceilingS
       total,
       p50: side.rounds.reduce((n, r) => n + r.latency.p50, 0) / side.rounds.length,
       p99: Math.max(...side.rounds.map((r) => r.latency.p99)),
+      roundRps: side.rounds.map((r) => r.requests.total / (opts.duration / opts.rounds)),
       cpuSeconds: side.cpuSeconds,
       perCpuSecond: side.cpuSeconds > 0 ? total / side.cpuSeconds : undefined,
       non2xx: sum('non2xx'),
@@ -581,6 +582,7 @@ function printTable(rows) {
   const row = (cells) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   console.log(`\n${row(head)}\n${widths.map((w) => '-'.repeat(w)).join('  ')}`);
   for (const l of lines) console.log(row(l));
+  printRoundRatios(rows);
   for (const { scenario: s, sigil, provider } of rows) {
     if (s.comparedWith)
       console.log(`\n${s.id}. the provider columns are ${s.comparedWith}; Sigil's CPU includes slapd's`);
@@ -599,11 +601,26 @@ function printTable(rows) {
   }
 }
 
+/**
+ * Prints Sigil/provider per round of each scenario (a round loads both, one after the other), with
+ * their spread: how far one run's ratio moves on the shared machine.
+ */
+function printRoundRatios(rows) {
+  const lines = [];
+  for (const { scenario: s, sigil, provider } of rows) {
+    if (!sigil.roundRps || !provider.roundRps || sigil.error || provider.error) continue;
+    const ratios = sigil.roundRps.map((rps, i) => rps / provider.roundRps[i]);
+    const spread = Math.max(...ratios) - Math.min(...ratios);
+    lines.push(`  ${s.id}: ${ratios.map((r) => `${r.toFixed(2)}x`).join(' ')}  (spread ${spread.toFixed(2)})`);
+  }
+  if (lines.length > 0) console.log(`\nSigil/provider per round:\n${lines.join('\n')}`);
+}
+
 // ---- Ceilings, the default-config scenario and workers -----------------------------------------
 
 /**
- * jose signatures for `alg` with as many under way as the bench has connections, measured alone
- * in a child process: `{ perSecond, perCpuSecond }`.
+ * Signatures for `alg` made as Sigil makes them (node:crypto, synchronous), from as many loops as
+ * the bench has connections, measured alone in a child process: `{ perSecond, perCpuSecond }`.
  */
 function signCeiling(alg, seconds, inFlight) {
   const out = execFileSync(
@@ -642,7 +659,7 @@ const isJwtIssuance = (scenario) => scenario.kind === 'token' && scenario.client
 
 /**
  * Starts the measured issuance ceiling: a bare Fastify server whose `/token` answers each form POST
- * with a JWT it signed with jose (`alg`), and nothing else. Loaded as a third server in the rounds
+ * with a JWT it signed as Sigil signs (`alg`), and nothing else. Loaded as a third server in the rounds
  * of the JWT scenarios (see `measurePair`).
  */
 async function startCeilingServer(alg) {
@@ -796,7 +813,7 @@ function treeCpuSeconds(pid) {
 }
 
 /**
- * The CPU figures: the ceilings (jose signing per core for ES256 and RS256, a bare Fastify form
+ * The CPU figures: the ceilings (Sigil's signing per core for ES256 and RS256, a bare Fastify form
  * POST), scenario f (client_credentials ES256 with Sigil's default config) and, as g, requests per
  * CPU-second of the server processes with 1 and 2 workers (default config; CPU read from /proc,
  * so the figure holds although autocannon shares the cores).
@@ -805,7 +822,7 @@ async function measureExtras(wanted, opts) {
   const extras = {};
   const wantsCeilings = ['a', 'b', 'c', 'd', 'f'].some((id) => wanted.has(id));
   if (wantsCeilings) {
-    process.stdout.write('ceilings: jose signing...');
+    process.stdout.write('ceilings: signing...');
     const seconds = Math.min(opts.duration, 5);
     extras.ceilings = {
       sign: {
@@ -873,7 +890,7 @@ function printExtras(extras, rows) {
       RS256: combined(c.sign.RS256.perCpuSecond, c.fastify.perCpuSecond),
     };
     console.log(
-      `\nCeilings per CPU-second: jose signs ES256 ${fmt(c.sign.ES256.perCpuSecond)}, RS256 ${fmt(c.sign.RS256.perCpuSecond)} ` +
+      `\nCeilings per CPU-second: Sigil's signer signs ES256 ${fmt(c.sign.ES256.perCpuSecond)}, RS256 ${fmt(c.sign.RS256.perCpuSecond)} ` +
         `(${fmt(c.sign.ES256.perSecond)}/s and ${fmt(c.sign.RS256.perSecond)}/s on the whole machine); bare Fastify answers ` +
         `${fmt(c.fastify.perCpuSecond)} form POSTs with JSON (${fmt(c.fastify.perSecond)} req/s under the same autocannon load)`,
     );
@@ -884,8 +901,8 @@ function printExtras(extras, rows) {
     if (measured.length > 0) {
       console.log(
         `measured ceiling (loaded in the same rounds as ${measured.map((r) => r.scenario.id).join(' and ')}): bare Fastify signing each answer's ES256 JWT ` +
-          `with jose answers ${measured.map((r) => `${fmt(r.ceiling.perCpuSecond)}`).join(' and ')} per CPU-second ` +
-          `(${measured.map((r) => fmt(r.ceiling.rps)).join(' and ')} req/s); the thread pool's hand-offs under HTTP load are in it, not in the combined figure`,
+          `answers ${measured.map((r) => `${fmt(r.ceiling.perCpuSecond)}`).join(' and ')} per CPU-second ` +
+          `(${measured.map((r) => fmt(r.ceiling.rps)).join(' and ')} req/s); HTTP under load is in it, not in the combined figure`,
       );
     }
     for (const { scenario: s, sigil, ceiling: sameRounds } of rows) {

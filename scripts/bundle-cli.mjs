@@ -11,7 +11,10 @@
  * - packages with native code, which find their binaries relative to their own files:
  *   better-sqlite3 and @node-rs/argon2;
  * - packages Sigil loads only when first used, so that they cost nothing at start:
- *   pg, ioredis, yaml, qrcode and @simplewebauthn/server;
+ *   pg, ioredis, yaml, qrcode, @simplewebauthn/server, nodemailer (config `email`), zxcvbn-ts
+ *   (the password policy, when a password is set: its word lists were a third of the bundle) and
+ *   SAML's XML and certificate libraries (@xmldom/xmldom and xml-crypto, which must share one
+ *   instance of xmldom; @peculiar/x509 with reflect-metadata);
  * - OpenTelemetry (@opentelemetry/*), loaded only when the OTEL_* variables ask for traces
  *   (src/telemetry/otel.ts imports it with import()), so that tracing off costs nothing at start.
  * A package missing from this list still works: it is bundled, and loaded at start.
@@ -40,6 +43,12 @@ await build({
     'yaml',
     'qrcode',
     '@simplewebauthn/server',
+    'nodemailer',
+    '@zxcvbn-ts/*',
+    '@xmldom/xmldom',
+    'xml-crypto',
+    '@peculiar/x509',
+    'reflect-metadata',
     '@opentelemetry/*',
   ],
   // CommonJS dependencies call require(); an ES module has none, so the bundle makes one.

@@ -79,11 +79,18 @@ function oauthErrorOf(err: FastifyError | OAuthError, request: FastifyRequest): 
  * Fastify's server options of the standalone app: logger, body limit, `trustProxy`,
  * timeouts and request ids. Mounted in a host app, the host's own options apply instead.
  */
+/** The longest path parameter the router takes: a subject of 255 characters, each percent-encoded. */
+const MAX_PATH_PARAMETER = 3 * 255;
+
 function serverOptions(ctx: AppServices): FastifyServerOptions {
   return {
     loggerInstance: ctx.log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
+    // A path parameter may be a subject (OIDC Core §2: up to 255 characters), percent-encoded up to
+    // three times as long; Fastify's default of 100 answered 414 for valid subjects past 100. Every
+    // route bounds its own parameters below this. (In a host app, its own router decides.)
+    routerOptions: { maxParamLength: MAX_PATH_PARAMETER },
     trustProxy: trustedProxies(ctx.config.trustProxy),
     requestTimeout: 30_000,
     return503OnClosing: true,

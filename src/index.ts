@@ -23,7 +23,13 @@ export type { ResourceOwnerValidator, ResourceOwnerRequest } from './grants/pass
 export { TOKEN_EXCHANGE, ACCESS_TOKEN_TYPE } from './grants/token-exchange.js';
 export type { User } from './users/users.js';
 export { DirectoryUnavailable, type UserDirectory } from './users/directory.js';
-export type { ProfileService, ProfileDataRequest, ProfileCaller } from './tokens/profile.js';
+export type {
+  ClientProfileRequest,
+  ProfileCaller,
+  ProfileDataRequest,
+  ProfileService,
+  SamlProfileRequest,
+} from './tokens/profile.js';
 
 /** A provider instance. */
 export interface Sigil {
@@ -62,6 +68,8 @@ export async function createSigil(config: unknown, options: SigilOptions = {}): 
   try {
     app = await buildApp(services, routeTable(services, grantTypes), stop, metrics, tracing);
     services.pages.checkOverrides(); // every page is registered now (branding.templatesDir)
+    // The keys loaded (on a first start, were generated) while the app was built.
+    await started.begin();
   } catch (err) {
     await stop();
     throw err;
@@ -110,10 +118,10 @@ export async function sigilPlugin(fastify: FastifyInstance, opts: SigilPluginOpt
       "sigil: the config's trustProxy applies to the standalone server only; in a host app, its own Fastify trustProxy decides",
     );
   const { routes } = routeTable(services, started.grantTypes);
-  await mountSigil(fastify, services, routes, started.stop, started.metrics, started.tracing).catch(
-    async (err: unknown) => {
+  await mountSigil(fastify, services, routes, started.stop, started.metrics, started.tracing)
+    .then(() => started.begin())
+    .catch(async (err: unknown) => {
       await started.stop();
       throw err;
-    },
-  );
+    });
 }

@@ -1,7 +1,7 @@
 /**
  * The services of one Sigil instance, in groups, each built by its own builder (src/compose/):
  * infrastructure (configuration, storage, counters, keys, log, events), the protocol core
- * (clients, resources, upstream providers, organizations, tokens, proofs, pending requests, logout), sign-in
+ * (clients, resources, upstream providers, organizations, tokens, proofs, pending requests, logout, SAML), sign-in
  * (users, sessions, second factors, passkeys, self-service), mail, pages (the page kit) and
  * management (the admin services and dynamic client registration). No module takes them all: each endpoint, grant,
  * page and service names the members it uses, as a `Pick<Services, ...>` of its own.
@@ -46,6 +46,7 @@ import type { ScimService } from './scim/service.js';
 import type { OrganizationAdmin } from './admin/organizations.js';
 import type { OrganizationInvitations } from './email/organization-invitations.js';
 import type { Organizations } from './organizations/registry.js';
+import type { SamlIdentityProvider } from './saml/identity-provider.js';
 import type { WebhookAdmin } from './admin/webhooks.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
@@ -104,7 +105,7 @@ export interface Infrastructure {
   log: Logger;
 }
 
-/** The protocol core: clients, resources, upstream providers, organizations, tokens, proofs, pending requests and logout. */
+/** The protocol core: clients, resources, upstream providers, organizations, tokens, proofs, pending requests, logout and SAML. */
 export interface ProtocolServices {
   clients: ClientRegistry;
   /**
@@ -133,6 +134,11 @@ export interface ProtocolServices {
    * stored ones (`management.organizations`); the same object for the server's life.
    */
   organizations: Organizations;
+  /**
+   * The SAML 2.0 identity provider: the config file's service providers, metadata, AuthnRequests
+   * and Responses (src/saml/); its routes exist only with `saml.enabled`.
+   */
+  saml: SamlIdentityProvider;
 }
 
 /** Signing users in and their self-service: users, sessions, second factors, passkeys. */

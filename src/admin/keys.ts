@@ -4,7 +4,7 @@
  * retire, for `sigil keys` and, later, the management API.
  */
 import type { ResolvedConfig } from '../config/loader.js';
-import { describeKeys, type KeyInfo, type KeyPolicy, rotateKeys } from '../keys/keys.js';
+import { describeKeys, type KeyInfo, type KeyKind, type KeyPolicy, rotateKeys, SAML_KEY_KIND } from '../keys/keys.js';
 import type { KeyStore, StoredKey } from '../stores/types.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { AdminError } from './errors.js';
@@ -22,21 +22,29 @@ export class KeyAdmin {
     this.policy = { ...config.signingKeys, ...(dataKey ? { dataKey } : {}) };
   }
 
-  /** Every stored key with its status at `now` (Unix seconds), oldest first. */
-  async list(now = nowSeconds()): Promise<KeyInfo[]> {
-    return describeKeys(await this.store.listKeys(), this.policy, now);
+  /**
+   * Every stored key with its status at `now` (Unix seconds), oldest first, without its private
+   * part: what the CLI, /admin/v1/keys and the console show.
+   */
+  async list(now = nowSeconds()): Promise<Omit<KeyInfo, 'privateKey'>[]> {
+    return describeKeys(await this.store.listKeys(), this.policy, now).map(({ privateKey: _, ...shown }) => shown);
   }
 
   /**
-   * Adds a successor key for `alg`, or for each of `signingAlgorithms` when undefined: published
-   * from `now` (Unix seconds), signing after `signingKeys.propagationSeconds`.
+   * Adds a successor key for `alg`, or for each kind of key when undefined (every one of
+   * `signingAlgorithms`, and the SAML signing key `saml-rsa` when `saml.enabled`): published from
+   * `now` (Unix seconds; the SAML one in the metadata's certificates), signing after
+   * `signingKeys.propagationSeconds`.
    * @returns the keys added.
-   * @throws AdminError `invalid` (field `alg`) when `alg` is not one of `signingAlgorithms`.
+   * @throws AdminError `invalid` (field `alg`) when `alg` is none of those kinds.
    */
   async rotate(alg?: string, now = nowSeconds()): Promise<StoredKey[]> {
-    const algorithms =
-      alg === undefined ? this.config.signingAlgorithms : this.config.signingAlgorithms.filter((a) => a === alg);
-    if (algorithms.length === 0) throw new AdminError('invalid', `${alg} is not one of signingAlgorithms`, 'alg');
+    const kinds: KeyKind[] = [...this.config.signingAlgorithms];
+    if (this.config.saml.enabled) kinds.push(SAML_KEY_KIND);
+    const algorithms = alg === undefined ? kinds : kinds.filter((a) => a === alg);
+
+    if (algorithms.length === 0)
+      throw new AdminError('invalid', `${alg} is not one of signingAlgorithms (or saml-rsa with saml enabled)`, 'alg');
     return rotateKeys(this.store, algorithms, this.policy, now);
   }
 

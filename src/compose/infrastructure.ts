@@ -18,6 +18,7 @@ import { FailureLimiter, MemoryFailureCounters, RedisFailureCounters } from '../
 import { PrimaryFailureCounters } from '../limits/primary-counters.js';
 import { ReplayCache } from '../limits/replay-cache.js';
 import type { Infrastructure } from '../services.js';
+import { withHashedPasswords } from '../users/users.js';
 import type { SigilOptions } from './options.js';
 
 /** The store calls that get a span of their own when tracing is on: every grant-table and logout-store call. */
@@ -50,6 +51,11 @@ export interface BuiltInfrastructure {
   metrics: RequestMetrics;
   domainMetrics: DomainMetrics;
   tracing: Tracing | undefined;
+  /**
+   * Settles when the signing keys are loaded (generated on a first start): await it before
+   * anything signs or the keys' periodic reload starts. Rejects as `KeyRing.load` throws.
+   */
+  keysReady: Promise<void>;
   /** Writes the log lines still buffered (at close, and at exit). */
   flushLog(): void;
   /** Closes the store and the counters, and flushes the log. */
@@ -60,10 +66,10 @@ export interface BuiltInfrastructure {
  * The log: lines are buffered and written to stdout 4 KB at a time (one system call for some
  * fifteen audit events under load, instead of one each), and at least once a second when traffic
  * is low. The writes are synchronous, as pino's are by default: an asynchronous write is a job on
- * libuv's thread pool, which also signs every JWT, and under load those jobs cost more CPU per
- * token than the write itself (measured in the README's Performance notes). pino flushes only an
- * asynchronous destination at exit, so Sigil writes what is still buffered when it closes and,
- * should it die of an error, when the process exits. A SIGKILL may lose up to the last second.
+ * libuv's thread pool, and under load those jobs cost more CPU per token than the write itself
+ * (measured in the README's Performance notes). pino flushes only an asynchronous destination at
+ * exit, so Sigil writes what is still buffered when it closes and, should it die of an error, when
+ * the process exits. A SIGKILL may lose up to the last second.
  */
 function openLog(
   cfg: ResolvedConfig,
@@ -83,19 +89,26 @@ function openLog(
 }
 
 /**
- * Opens what every other group stands on. `cfg` is the resolved config, its users' passwords
- * hashed (`withHashedPasswords`).
+ * Opens what every other group stands on. `resolved` is the resolved config with the config users'
+ * clear-text passwords: they are hashed (`withHashedPasswords`, argon2id on libuv's pool) while the
+ * store opens, and `infrastructure.config` holds only the hashes.
  * @throws ConfigError when a config client's id is a stored user's subject (RFC 9068 §5); Error
- *   when the store cannot be opened or the keys cannot be loaded (the store and counters are
- *   closed again first)
+ *   when the store cannot be opened, a password cannot be hashed or the keys cannot be loaded (the
+ *   store and counters are closed again first)
  */
-export async function buildInfrastructure(cfg: ResolvedConfig, options: SigilOptions): Promise<BuiltInfrastructure> {
-  const { log, flushLog } = openLog(cfg, options);
+export async function buildInfrastructure(
+  resolved: ResolvedConfig,
+  options: SigilOptions,
+): Promise<BuiltInfrastructure> {
+  const hashedUsers = withHashedPasswords(resolved.users);
+  // Awaited below once the store is open; a store that fails to open leaves it unobserved.
+  hashedUsers.catch(() => {});
+  const { log, flushLog } = openLog(resolved, options);
   // Before the store: pg is loaded with a PostgreSQL store, and its instrumentation must be there first.
   const tracing = await startTracing();
   const metrics = new RequestMetrics();
   const domainMetrics = new DomainMetrics(metrics.registry);
-  const store = await openStore(cfg.storage, cfg.accessTokenCache, domainMetrics.timedCommit);
+  const store = await openStore(resolved.storage, resolved.accessTokenCache, domainMetrics.timedCommit);
   tracing?.traceMethods(store.grants, 'store.grants', TRACED_GRANT_CALLS);
   tracing?.traceMethods(store.logout, 'store.logout', TRACED_LOGOUT_CALLS);
   const counters = options.redisUrl
@@ -103,20 +116,31 @@ export async function buildInfrastructure(cfg: ResolvedConfig, options: SigilOpt
     : options.countersInPrimary
       ? new PrimaryFailureCounters()
       : new MemoryFailureCounters();
-  const limiter = new FailureLimiter(cfg.rateLimits, counters);
+  const limiter = new FailureLimiter(resolved.rateLimits, counters);
   limiter.onRefused = domainMetrics.refused;
+  let keysReady: Promise<void> = Promise.resolve();
   const close = async () => {
+    // Keys being generated are stored before the store closes.
+    await keysReady.catch(() => {});
     await store.close();
     await limiter.counters.close();
     flushLog();
   };
   try {
-    const collisions = await clientsNamingStoredUsers(cfg.clients, store.users);
+    const collisions = await clientsNamingStoredUsers(resolved.clients, store.users);
     if (collisions.length > 0) throw new ConfigError(collisions);
-    const keys = await KeyRing.load(store.keys, cfg.signingAlgorithms, {
-      ...cfg.signingKeys,
-      ...(options.dataKey ? { dataKey: options.dataKey } : {}),
-    });
+    // Loaded while the other groups are built (see `startServices`).
+    const { ring: keys, ready } = KeyRing.open(
+      store.keys,
+      resolved.signingAlgorithms,
+      { ...resolved.signingKeys, ...(options.dataKey ? { dataKey: options.dataKey } : {}) },
+      { saml: resolved.saml.enabled },
+    );
+    keysReady = ready;
+    // Awaited by the caller; until then a failure is not an unhandled rejection.
+    ready.catch(() => {});
+    // No clear-text password is kept past this point: every service sees the config users' hashes.
+    const cfg: ResolvedConfig = { ...resolved, users: await hashedUsers };
     domainMetrics.watch({
       outbox: () => store.logout.outbox(),
       liveInteractions: (now) => store.maintenance.liveInteractions(now),
@@ -142,7 +166,7 @@ export async function buildInfrastructure(cfg: ResolvedConfig, options: SigilOpt
       replay: new ReplayCache(store.grants),
       log,
     };
-    return { infrastructure, metrics, domainMetrics, tracing, flushLog, close };
+    return { infrastructure, metrics, domainMetrics, tracing, keysReady, flushLog, close };
   } catch (err) {
     await close();
     throw err;

@@ -1,7 +1,7 @@
 /**
  * Builds the protocol group: clients (with client metadata documents), resources, upstream
- * providers, organizations, tokens, client keys, DPoP, pending interactions and logout with its deliverer; and
- * the token endpoint's grant registry.
+ * providers, organizations, tokens, client keys, DPoP, pending interactions, logout with its
+ * deliverer and the SAML identity provider; and the token endpoint's grant registry.
  */
 import { ClientRegistry, type ApiSecrets } from '../clients/registry.js';
 import { ClientKeys, hasCallerChosenUrls } from '../clients/client-keys.js';
@@ -15,6 +15,7 @@ import { Organizations } from '../organizations/registry.js';
 import { LogoutDeliverer } from '../logout/delivery.js';
 import { LogoutService } from '../logout/logout.js';
 import { Resources } from '../resources/scopes.js';
+import { SamlIdentityProvider } from '../saml/identity-provider.js';
 import { Interactions } from '../stores/records/interactions.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import { TokenService } from '../tokens/tokens.js';
@@ -33,7 +34,8 @@ export interface BuiltProtocol {
 
 /**
  * Builds the protocol group over the infrastructure.
- * @throws Error when an extension grant reuses a registered grant type's name
+ * @throws Error when an extension grant reuses a registered grant type's name; ConfigError when a
+ *   SAML service provider's metadata is refused
  */
 export function buildProtocol(
   infra: Infrastructure,
@@ -81,6 +83,15 @@ export function buildProtocol(
     interactions: new Interactions(store.grants),
     // The config file's; the organization admin's reload adds the stored ones.
     organizations: new Organizations(cfg.organizations),
+    saml: new SamlIdentityProvider(
+      cfg.saml,
+      cfg.samlServiceProviders,
+      cfg.issuer,
+      keys,
+      store.secrets,
+      infra.replay,
+      options.dataKey,
+    ),
   };
   return { protocol, grantTypes, deliverer };
 }

@@ -22,6 +22,7 @@ import { PAR_PATH, pushedAuthorizationEndpoint } from '../endpoints/par.js';
 import { callerWithScope, checkAccessToken } from '../endpoints/protected-resource.js';
 import { REGISTRATION_PATH, registrationEndpoint } from '../endpoints/registration.js';
 import { REVOCATION_PATH, revocationEndpoint } from '../endpoints/revocation.js';
+import { samlEndpoints } from '../endpoints/saml.js';
 import { scimEndpoints } from '../endpoints/scim.js';
 import { TOKEN_PATH, tokenEndpoint } from '../endpoints/token.js';
 import { USERINFO_PATH, userinfoEndpoint } from '../endpoints/userinfo.js';
@@ -99,6 +100,8 @@ function pageRoutes(s: Services): RouteRegistration[] {
       metadata: { end_session_endpoint: END_SESSION_PATH },
       register: (app) => endSessionEndpoint(app, s),
     },
+    // The SAML 2.0 identity provider (/saml/*), registered only with saml.enabled.
+    { kind: 'page', register: (app) => samlEndpoints(app, s) },
     { kind: 'page', register: (app) => accountPages(app, s) },
     { kind: 'page', register: (app) => accountMfaPages(app, s) },
     { kind: 'page', register: (app) => accountSelfServicePages(app, s) },

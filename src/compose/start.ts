@@ -1,7 +1,8 @@
 /**
  * Starts a provider's services: resolves the config, builds each group in turn (infrastructure,
- * protocol, sign-in, management, mail, pages), then starts what runs in the background (the audit
- * log's batches, the change poll, housekeeping, back-channel logout delivery, webhook delivery).
+ * protocol, sign-in, management, mail, pages) while the signing keys load, then, once the caller
+ * has built its app (`begin`), starts what runs in the background (the audit log's batches, the
+ * change poll, housekeeping, back-channel logout delivery, webhook delivery).
  */
 import type { FastifyInstance } from 'fastify';
 import { issuerPath, resolveConfig, type ResolvedConfig } from '../config/loader.js';
@@ -11,7 +12,6 @@ import { buildMetricsApp, type RequestMetrics } from '../http/metrics.js';
 import { parseDataKey } from '../keys/keys.js';
 import { loadLook } from '../page-kit/look.js';
 import { Pages } from '../page-kit/pages.js';
-import { withHashedPasswords } from '../users/users.js';
 import type { Services } from '../services.js';
 import { startHousekeeping } from '../stores/housekeeping.js';
 import type { Tracing } from '../telemetry/tracing.js';
@@ -38,35 +38,41 @@ export interface StartedServices {
   listenMetrics(): Promise<string | null>;
   /** Subscribes to audit events; returns the unsubscribe function. */
   subscribe(listener: EventListener): () => void;
+  /**
+   * Waits for the signing keys, which load (on a first start, are generated) while the services
+   * and the app are built, then starts the background work: the audit log's batches, the change
+   * poll, housekeeping (with the keys' reload) and logout delivery. Call it once the app is built,
+   * before it takes requests; after a failure, call `stop`.
+   * @throws Error when the keys cannot be loaded, as `KeyRing.load`
+   */
+  begin(): Promise<void>;
   /** Stops housekeeping and logout delivery, closes the management app, the store and the counters; once. */
   stop(): Promise<void>;
 }
 
 /**
- * Resolves the config, hashes its users' passwords, and the options' defaults (`SIGIL_REDIS_URL`,
- * `SIGIL_DATA_KEY`).
+ * Resolves the config and the options' defaults (`SIGIL_REDIS_URL`, `SIGIL_DATA_KEY`). The config
+ * users' passwords are still clear text: `buildInfrastructure` hashes them.
  * @param mountedAt the prefix of the host app's plugin, checked against the issuer's path before
  *   anything is opened
  * @throws ConfigError naming each invalid field; Error when the prefix is not the issuer's path
  */
-async function resolve(
+function resolve(
   config: unknown,
   options: SigilOptions,
   mountedAt: string | undefined,
-): Promise<{ cfg: ResolvedConfig; options: SigilOptions }> {
+): { resolved: ResolvedConfig; options: SigilOptions } {
   // A client may list the extension grants registered here; any other unknown name is a typo.
   const extensionGrants = (options.extensionGrants ?? []).map((g) => g.grantType);
   const resolved = resolveConfig(config, options.overrides, { extensionGrants });
-  // No clear-text password is kept past this point: every service sees the config users' hashes.
-  const cfg = { ...resolved, users: await withHashedPasswords(resolved.users) };
-  const basePath = issuerPath(cfg.issuer);
+  const basePath = issuerPath(resolved.issuer);
   if (mountedAt !== undefined && mountedAt !== basePath)
     throw new Error(
-      `sigil: the plugin is registered at prefix '${mountedAt}' but the issuer ${cfg.issuer} has the path '${basePath}'; the prefix must be the issuer's path (OIDC Discovery §4)`,
+      `sigil: the plugin is registered at prefix '${mountedAt}' but the issuer ${resolved.issuer} has the path '${basePath}'; the prefix must be the issuer's path (OIDC Discovery §4)`,
     );
   const redisUrl = options.redisUrl ?? process.env.SIGIL_REDIS_URL;
   return {
-    cfg,
+    resolved,
     options: {
       ...options,
       dataKey: options.dataKey ?? parseDataKey(process.env.SIGIL_DATA_KEY),
@@ -86,9 +92,10 @@ export async function startServices(
   given: SigilOptions,
   mountedAt?: string,
 ): Promise<StartedServices> {
-  const { cfg, options } = await resolve(config, given, mountedAt);
-  const built = await buildInfrastructure(cfg, options);
+  const { resolved, options } = resolve(config, given, mountedAt);
+  const built = await buildInfrastructure(resolved, options);
   const { infrastructure: infra, tracing } = built;
+  const cfg = infra.config;
   try {
     const { protocol, grantTypes, deliverer } = buildProtocol(infra, options, tracing);
     const users = buildUserManagement(infra, protocol, options);
@@ -103,9 +110,7 @@ export async function startServices(
     const webhookMetrics = new WebhookMetrics(built.metrics.registry, () => infra.store.webhookOutbox.pending());
     webhookDeliverer.onOutcome = webhookMetrics.count;
     await changes.start();
-    const stopBackground = await startBackground(services, changes);
-    deliverer.start();
-    webhookDeliverer.start();
+    let stopBackground: (() => Promise<void>) | undefined;
     let stopped: Promise<void> | undefined;
     return {
       services,
@@ -115,9 +120,16 @@ export async function startServices(
       metricsApp,
       listenMetrics: () => listenMetrics(metricsApp, cfg.metrics),
       subscribe: (listener) => infra.events.subscribe(listener),
+      begin: async () => {
+        // Nothing has signed yet, and the keys' periodic reload starts only now.
+        await built.keysReady;
+        stopBackground = await startBackground(services, changes);
+        deliverer.start();
+        webhookDeliverer.start();
+      },
       stop: () =>
         (stopped ??= (async () => {
-          await stopBackground();
+          await stopBackground?.();
           await metricsApp.close();
           await deliverer.stop();
           await webhookDeliverer.stop();

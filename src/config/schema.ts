@@ -21,6 +21,7 @@ import { metrics, trustProxy } from './schema/network.js';
 import { DEFAULT_SIGNING_ALGORITHMS, SIGNING_ALGORITHMS } from './schema/protocol.js';
 import { MAX_CONFIG_ORGANIZATIONS, organization } from './schema/organizations.js';
 import { clientIdMetadataDocuments, registration } from './schema/registration.js';
+import { saml, samlServiceProvider } from './schema/saml.js';
 import { apiResource, apiScope, identityResource } from './schema/resources.js';
 import { identityProvider, user } from './schema/users.js';
 import { MAX_CONFIG_WEBHOOKS, webhook, webhookDelivery } from './schema/webhooks.js';
@@ -64,6 +65,14 @@ export {
   ORGANIZATION_NAME,
   type OrganizationConfig,
 } from './schema/organizations.js';
+export {
+  MAX_ENTITY_ID_LENGTH,
+  MAX_SP_METADATA_LENGTH,
+  SAML_NAME_ID_FORMATS,
+  SAML_SIGNATURE_ALGORITHMS,
+  type SamlConfig,
+  type SamlServiceProviderConfig,
+} from './schema/saml.js';
 export { DYNAMIC_AUTH_METHODS, DYNAMIC_GRANT_TYPES, REGISTRATION_DEFAULTS } from './schema/registration.js';
 export { apiResource, apiScope, identityResource, isResourceIndicator } from './schema/resources.js';
 export {
@@ -157,6 +166,18 @@ export const configSchema = z
       .meta({
         description: `Customer organizations (B2B), read-only through /admin/v1/organizations; their members are managed at run time. At most ${MAX_CONFIG_ORGANIZATIONS}; more may be stored through the API`,
       }),
+    saml: saml.meta({
+      description: 'The SAML 2.0 identity provider: the same users, sessions and second factors for SAML applications',
+      spec: 'SAML Core, Bindings, Profiles, Metadata 2.0',
+    }),
+    samlServiceProviders: z
+      .array(samlServiceProvider)
+      .default([])
+      .refine(
+        (sps) => new Set(sps.map((sp) => sp.entityId)).size === sps.length,
+        'two service providers have the same entityId',
+      )
+      .meta({ description: 'SAML service providers, read-only at run time' }),
     webhooks: z
       .array(webhook)
       .max(MAX_CONFIG_WEBHOOKS)

@@ -130,11 +130,17 @@ export class AccountEmail {
     return { ok: true, subjectId: user.subjectId, username: user.username };
   }
 
-  /** Mails a link that confirms the user's primary address (nothing when they have none, or the cap holds). */
-  async requestVerification(subjectId: string, lang: string): Promise<void> {
+  /**
+   * Mails a link that confirms the user's primary address.
+   * @returns false when nothing was sent: no stored user or address, the address already confirmed,
+   *   or the account's mail cap (`mailsPerAccount` in the window) holds.
+   * @throws Error when the SMTP server does not take the message.
+   */
+  async requestVerification(subjectId: string, lang: string): Promise<boolean> {
     const user = await this.deps.store.users.findUserBySubject(subjectId);
     const email = await this.deps.store.emails.primary(subjectId);
-    if (user && email && !email.verified) await this.sendLink('verify', user, email.value, lang);
+    if (!user || !email || email.verified) return false;
+    return this.sendLink('verify', user, email.value, lang);
   }
 
   /**
@@ -257,8 +263,8 @@ export class AccountEmail {
     user: StoredUser,
     to: string,
     lang: string,
-  ): Promise<void> {
-    if (!(await this.capAllows(`account:${user.subjectId}`))) return;
+  ): Promise<boolean> {
+    if (!(await this.capAllows(`account:${user.subjectId}`))) return false;
     const handle = newHandle();
     const lifetime = kind === 'reset' ? RESET_LINK_SECONDS : CONFIRM_LINK_SECONDS;
     await this.deps.store.records.emailLinks.issue(
@@ -275,6 +281,7 @@ export class AccountEmail {
       link: this.linkUrl(kind, handle),
       values: { username: user.username },
     });
+    return true;
   }
 
   /** The per-account (or per-address) mail cap: false once `mailsPerAccount` mails went out in the window. */

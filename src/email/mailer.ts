@@ -5,8 +5,9 @@
  * addresses, usernames and links never reach the markup unescaped. TLS follows the URL: `smtps://`
  * from the first byte, `smtp://` upgraded with STARTTLS when the server offers it (nodemailer).
  */
+import { createRequire } from 'node:module';
 import { Eta } from 'eta';
-import { createTransport, type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Config } from '../config/schema.js';
 import { CATALOGUES, format, type Messages } from '../page-kit/i18n.js';
 
@@ -62,6 +63,8 @@ export class Mailer {
     private readonly config: NonNullable<Config['email']>,
     private readonly productName: string,
   ) {
+    // Loaded here, not at start: a config without `email` never pays for the module in start time.
+    const { createTransport } = createRequire(import.meta.url)('nodemailer') as typeof import('nodemailer');
     // Bounded waits: a server that hangs must not hold background sends (and their sockets) for
     // nodemailer's default of minutes. The URL's own settings win over these.
     this.transport = createTransport({

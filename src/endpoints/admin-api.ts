@@ -61,7 +61,10 @@ const UNREADABLE = Symbol('unreadable JSON');
 const WRONG_TYPE = Symbol('not JSON');
 
 const rotateKeysBody = z.strictObject({
-  alg: z.string().min(1).max(10).optional().meta({ description: 'One of signingAlgorithms; all of them when absent' }),
+  alg: z.string().min(1).max(10).optional().meta({
+    description:
+      'One of signingAlgorithms, or saml-rsa (the SAML signing key, with saml.enabled); all of them when absent',
+  }),
 });
 const kid = name(200);
 /**

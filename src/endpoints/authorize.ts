@@ -21,11 +21,11 @@ import { DirectoryUnavailable } from '../users/directory.js';
 import { AuthorizeError, type AuthorizeRequest, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { releasableClaims } from '../validation/claims-parameter.js';
 import { sendErrorToClient, sendToClient } from '../http/authorization-response.js';
-import { browserEndpoint } from './browser-endpoint.js';
+import { browserEndpoint, toInteractionPage } from './browser-endpoint.js';
 import { decide, pageOf } from '../interaction/decide.js';
 import { decisionFacts } from '../interaction/facts.js';
 import { joinIfNew, type OrganizationJoinServices } from '../interaction/organization-join.js';
-import { type Pending, pendingRequest, takeInteractionQuota } from '../interaction/interactions.js';
+import { type Pending, pendingRequest } from '../interaction/interactions.js';
 import type { AuthorizationCodeData } from '../stores/records/authorization-codes.js';
 import { originOf } from '../http/request.js';
 import type { ResponseDelivery } from '../http/authorization-response.js';
@@ -167,12 +167,10 @@ async function authorize(
 }
 
 /**
- * Sends the browser to a page (login, consent, an upstream provider) for the request, storing it
- * as a pending interaction first unless it already is one. A new one counts against the browser's
- * and the address's quota (`pendingLimits`); over either, the 429 error page with `Retry-After`
- * answers and nothing is stored.
+ * Sends the browser to a page for the request (`toInteractionPage`); over the quota of pending
+ * requests, the 429 error page, recorded as a refused authorization.
  */
-async function toPage(
+function toPage(
   ctx: AuthorizeEndpointServices,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -181,30 +179,17 @@ async function toPage(
   pending: Pending | undefined,
   page: string,
 ): Promise<FastifyReply> {
-  let id = pending?.id;
-  if (!id) {
-    try {
-      await takeInteractionQuota(ctx, browser, request.ip);
-    } catch (err) {
-      if (!(err instanceof OAuthError)) throw err;
-      ctx.events.emit({
-        name: 'token_issue_failed',
-        endpoint: 'authorize',
-        clientId: req.client.clientId,
-        error: err.code,
-      });
-      reply.headers(err.headers);
-      return sendErrorPage(ctx, reply, err, language(request, req.uiLocales), err.status, req.client.clientId);
-    }
-    id = await ctx.interactions.create(req.client.clientId, {
-      request: pendingRequest(req),
-      params: req.params,
-      browser,
+  const create = () =>
+    ctx.interactions.create(req.client.clientId, { request: pendingRequest(req), params: req.params, browser });
+  return toInteractionPage(ctx, request, reply, browser, pending, page, create, (err) => {
+    ctx.events.emit({
+      name: 'token_issue_failed',
+      endpoint: 'authorize',
+      clientId: req.client.clientId,
+      error: err.code,
     });
-  }
-  return reply
-    .header('cache-control', 'no-store')
-    .redirect(`${ctx.basePath}${page}?interaction=${encodeURIComponent(id)}`, 303);
+    return sendErrorPage(ctx, reply, err, language(request, req.uiLocales), err.status, req.client.clientId);
+  });
 }
 
 /**

@@ -107,5 +107,5 @@ export async function rememberKnownBrowser(
   user: { subjectId: string },
 ): Promise<void> {
   if (!ctx.users.hasDirectories) return;
-  setKnownBrowserCookie(reply, ctx.issuer, await ctx.knownBrowsers.issue(user.subjectId));
+  setKnownBrowserCookie(reply, ctx.issuer, ctx.knownBrowsers.issue(user.subjectId));
 }

@@ -34,7 +34,11 @@ export type OutcomesServices = Pick<Services, 'basePath' | 'clients' | 'events' 
 
 /** Where a pending request continues after the login or consent page, relative to the issuer's path. */
 export function resumePath(id: string, interaction: Interaction): string {
-  const base = interaction.device ? '/device/resume' : '/connect/authorize/resume';
+  const base = interaction.device
+    ? '/device/resume'
+    : interaction.saml
+      ? '/saml/sso/resume'
+      : '/connect/authorize/resume';
   return `${base}?interaction=${encodeURIComponent(id)}`;
 }
 
@@ -131,20 +135,29 @@ export async function grantConsent(
 
 /**
  * How a denied request is answered: `access_denied` to the client's validated target; a device's
- * request is answered by its next poll (the page says it was denied); `expired` when it was
- * already answered or ran out, or the client or its redirect URI has gone since it was validated.
+ * request is answered by its next poll (the page says it was denied); a SAML SP's by its SSO
+ * endpoint, where the request resumes marked denied (`resume`); `expired` when it was already
+ * answered or ran out, or the client or its redirect URI has gone since it was validated.
  */
-export type Denial = { to: 'client'; target: ResponseTarget; error: OAuthError } | { to: 'device' } | { to: 'expired' };
+export type Denial =
+  | { to: 'client'; target: ResponseTarget; error: OAuthError }
+  | { to: 'device' }
+  | { to: 'resume' }
+  | { to: 'expired' };
 
 /**
  * The user cancelled the sign-in or declined consent: ends the pending request with
  * `access_denied` (RFC 6749 §4.1.2.1; a device's with `access_denied` at its next poll, RFC 8628
- * §3.5) and records `token_issue_failed`.
+ * §3.5; a SAML SP's with a RequestDenied Response from its SSO endpoint) and records `token_issue_failed`.
  * @param address the browser's address (a client metadata document fetched again counts against it)
  */
 export async function deny(ctx: OutcomesServices, pending: Pending, address: string): Promise<Denial> {
   const { id, interaction } = pending;
   if (interaction.device) return (await answerDevice(ctx, pending, undefined)) ? { to: 'device' } : { to: 'expired' };
+  if (interaction.saml) {
+    await ctx.interactions.update(id, { ...interaction, saml: { ...interaction.saml, denied: true } });
+    return { to: 'resume' };
+  }
   if (!(await ctx.interactions.finish(id))) return { to: 'expired' };
   const { clientId, target } = interaction.request;
   // A metadata document's client is fetched again if its document left the cache; gone if refused now.

@@ -6,28 +6,42 @@
  * `rotationSeconds`. Private keys are encrypted at rest (JWE `dir` + `A256GCM`) when a data key is
  * given. Every node reloads the keys periodically, so rotation needs no restart, and at once when
  * it meets a JWT signed with a key it does not know: another node or worker may have added the key
- * since, and its tokens must not be refused meanwhile.
+ * since, and its tokens must not be refused meanwhile. With SAML on, the SAML signing key (kind
+ * `saml-rsa`, certificates.ts) lives the same life beside them: generated, rotated, published
+ * (in the SAML metadata, never in the JWKS) and retired as they are.
  */
 import {
   calculateJwkThumbprint,
   CompactEncrypt,
-  CompactSign,
   compactDecrypt,
   createLocalJWKSet,
   errors as joseErrors,
   exportJWK,
   generateKeyPair,
-  importJWK,
-  type CryptoKey,
   type JWK,
   type JWTPayload,
   type JWTVerifyGetKey,
 } from 'jose';
+import type { KeyObject } from 'node:crypto';
 import type { SigningAlgorithm } from '../config/schema.js';
 import type { KeyStore, StoredKey } from '../stores/types.js';
 import { nowSeconds } from '../crypto/handles.js';
+import { certificateOf, generateSamlKey, privateKeyObject, SAML_KEY_KIND } from './certificates.js';
+import { type CompactSigner, compactSigner } from './compact-jws.js';
 
-const UTF8 = new TextEncoder();
+export { SAML_KEY_KIND } from './certificates.js';
+
+/** What a stored key is for: a JWT signing algorithm, or the SAML signing key (`SAML_KEY_KIND`). */
+export type KeyKind = SigningAlgorithm | typeof SAML_KEY_KIND;
+
+/**
+ * The SAML signing keys in force: the certificates to publish in metadata (base64 DER; a pending
+ * key's before it signs, a retired key's while it is kept, as the JWKS does) and the one that signs.
+ */
+export interface SamlKeys {
+  certificates: string[];
+  signer?: { kid: string; certificate: string; privateKey: KeyObject };
+}
 
 /** Lifecycle settings, in seconds (config `signingKeys`). */
 export interface KeyPolicy {
@@ -103,28 +117,30 @@ export function describeKeys(keys: readonly StoredKey[], policy: KeyPolicy, now:
  */
 export async function rotateKeys(
   store: KeyStore,
-  algorithms: readonly SigningAlgorithm[],
+  algorithms: readonly KeyKind[],
   policy: KeyPolicy,
   now = nowSeconds(),
   immediate = false,
 ): Promise<StoredKey[]> {
-  const added: StoredKey[] = [];
   const stored = await store.listKeys();
-  for (const alg of algorithms) {
-    const planned = immediate ? now : now + policy.propagationSeconds;
-    const newest = immediate ? undefined : newestLive(stored, alg, Infinity);
-    const activatesAt = newest === undefined ? planned : Math.max(planned, newest.activatesAt + 1);
-    const key = await generateKey(alg, now, activatesAt, policy.dataKey);
-    await store.addKey(key);
-    added.push(key);
-  }
+  // Generated side by side (each on a thread of libuv's pool), stored in the order given.
+  const added = await Promise.all(
+    algorithms.map((alg) => {
+      const planned = immediate ? now : now + policy.propagationSeconds;
+      const newest = immediate ? undefined : newestLive(stored, alg, Infinity);
+      const activatesAt = newest === undefined ? planned : Math.max(planned, newest.activatesAt + 1);
+      return generateKey(alg, now, activatesAt, policy.dataKey);
+    }),
+  );
+  for (const key of added) await store.addKey(key);
   return added;
 }
 
 interface Loaded {
-  signers: Map<string, { kid: string; alg: string; key: CryptoKey; activatesAt: number }>;
+  signers: Map<string, { alg: string; signer: CompactSigner; activatesAt: number }>;
   published: JWK[];
   verify: JWTVerifyGetKey;
+  saml: SamlKeys;
 }
 
 /**
@@ -136,7 +152,8 @@ export const UNKNOWN_KEY_RELOAD_INTERVAL_MS = 1000;
 /** The keys a Sigil instance signs with and publishes; reloadable. */
 export class KeyRing {
   private loaded: Loaded;
-  private readonly imported = new Map<string, CryptoKey>();
+  /** The signer of each key that has signed here, by `kid`: the private key is read once. */
+  private readonly compactSigners = new Map<string, CompactSigner>();
   /** The next reload for JWTs of unknown keys, shared by every such JWT until it starts. */
   private unknownKeyReload: Promise<void> | undefined;
   /** When the last such reload started (`performance.now()`). */
@@ -147,12 +164,23 @@ export class KeyRing {
   /** The time of the last read's statuses (Unix seconds). */
   private readAt = 0;
 
+  /** Every kind of key this ring keeps: the JWT algorithms, and the SAML key when SAML is on. */
+  readonly kinds: KeyKind[];
+  private readonly samlKeys = new Map<string, KeyObject>();
+
   private constructor(
     private readonly store: KeyStore,
     readonly algorithms: SigningAlgorithm[],
     private readonly policy: KeyPolicy,
+    saml: boolean,
   ) {
-    this.loaded = { signers: new Map(), published: [], verify: createLocalJWKSet({ keys: [] }) };
+    this.kinds = saml ? [...algorithms, SAML_KEY_KIND] : [...algorithms];
+    this.loaded = {
+      signers: new Map(),
+      published: [],
+      verify: createLocalJWKSet({ keys: [] }),
+      saml: { certificates: [] },
+    };
   }
 
   /** The algorithm tokens are signed with by default: the first configured. */
@@ -163,20 +191,45 @@ export class KeyRing {
   /**
    * Loads the keys, first generating what is missing: a key for an algorithm that has none able to
    * sign (signing at once), and a successor for a signing key older than `rotationSeconds`.
+   * @param options.saml keep the SAML signing key too (config `saml.enabled`)
    * @throws Error when stored keys are encrypted and no (or the wrong) data key is given.
    */
-  static async load(store: KeyStore, algorithms: SigningAlgorithm[], policy: KeyPolicy): Promise<KeyRing> {
-    if (algorithms.length === 0) throw new Error('signingAlgorithms is empty');
-    const ring = new KeyRing(store, algorithms, policy);
-    await ring.refresh();
+  static async load(
+    store: KeyStore,
+    algorithms: SigningAlgorithm[],
+    policy: KeyPolicy,
+    options: { saml?: boolean } = {},
+  ): Promise<KeyRing> {
+    const { ring, ready } = KeyRing.open(store, algorithms, policy, options);
+    await ready;
     return ring;
+  }
+
+  /**
+   * Starts loading the keys as `load` does, and returns the ring at once: a start can build the
+   * rest meanwhile, e.g. while a first start generates an RSA key on libuv's thread pool (a tenth
+   * of a second or more). Until `ready` resolves the ring signs nothing and publishes no key, so
+   * the caller awaits it before anything signs, verifies or refreshes.
+   * @param options.saml keep the SAML signing key too (config `saml.enabled`)
+   * @returns the ring, and `ready`, which rejects as `load` throws.
+   * @throws Error when `algorithms` is empty.
+   */
+  static open(
+    store: KeyStore,
+    algorithms: SigningAlgorithm[],
+    policy: KeyPolicy,
+    options: { saml?: boolean } = {},
+  ): { ring: KeyRing; ready: Promise<void> } {
+    if (algorithms.length === 0) throw new Error('signingAlgorithms is empty');
+    const ring = new KeyRing(store, algorithms, policy, options.saml === true);
+    return { ring, ready: ring.refresh() };
   }
 
   /** Re-reads the store (after rotation on any node), creating keys as `load` does. */
   async refresh(now = nowSeconds()): Promise<void> {
     let read = await this.read(now);
-    const missing = this.algorithms.filter((alg) => !read.infos.some((k) => k.alg === alg && k.status === 'active'));
-    const stale = this.algorithms.filter((alg) => {
+    const missing = this.kinds.filter((alg) => !read.infos.some((k) => k.alg === alg && k.status === 'active'));
+    const stale = this.kinds.filter((alg) => {
       const active = read.infos.find((k) => k.alg === alg && k.status === 'active');
       const pending = read.infos.some((k) => k.alg === alg && k.status === 'pending');
       return active !== undefined && !pending && active.activatesAt + this.policy.rotationSeconds <= now;
@@ -201,15 +254,28 @@ export class KeyRing {
   private async use({ seq, infos }: { seq: number; infos: KeyInfo[] }): Promise<void> {
     const signers: Loaded['signers'] = new Map();
     const published: JWK[] = [];
+    const saml: SamlKeys = { certificates: [] };
     for (const k of infos) {
       if (k.status === 'expired') continue;
+      if (k.alg === SAML_KEY_KIND) {
+        // Published in the SAML metadata only: it signs XML, never a JWT.
+        const certificate = certificateOf(k.publicJwk);
+        saml.certificates.push(certificate);
+        if (k.status === 'active') saml.signer = { kid: k.kid, certificate, privateKey: await this.samlKey(k) };
+        continue;
+      }
       published.push({ ...(k.publicJwk as JWK), kid: k.kid, use: 'sig', alg: k.alg });
       if (k.status === 'active')
-        signers.set(k.alg, { kid: k.kid, alg: k.alg, key: await this.privateKey(k), activatesAt: k.activatesAt });
+        signers.set(k.alg, { alg: k.alg, signer: await this.signerOf(k), activatesAt: k.activatesAt });
     }
     if (seq < this.usedRead) return;
     this.usedRead = seq;
-    this.loaded = { signers, published, verify: createLocalJWKSet({ keys: published }) };
+    this.loaded = { signers, published, verify: createLocalJWKSet({ keys: published }), saml };
+  }
+
+  /** The SAML signing keys in force (empty when SAML is off or before the first load). */
+  saml(): SamlKeys {
+    return this.loaded.saml;
   }
 
   /**
@@ -262,35 +328,58 @@ export class KeyRing {
   }
 
   /**
-   * Signs a JWT with the active key of `alg` (default: the first configured algorithm).
+   * Signs a JWT with the active key of `alg` (default: the first configured algorithm), at once on
+   * this thread: header `{"alg","kid","typ"}`, the claims' JSON text as the payload (RFC 7519 §7.1).
    * @param typ the JOSE `typ` header, e.g. `at+jwt` (RFC 9068 §2.1) or `JWT`.
+   * @throws Error when no key of `alg` can sign.
    */
-  async sign(payload: JWTPayload, typ: string, alg: string = this.defaultAlgorithm): Promise<string> {
+  sign(payload: JWTPayload, typ: string, alg: string = this.defaultAlgorithm): string {
     const key = this.loaded.signers.get(alg);
     if (!key) throw new Error(`no signing key for ${alg}`);
     // The claims are Sigil's own plain JSON, so the JWS payload is their JSON text as is: SignJWT
-    // would copy and re-check every claim on each token (a tenth of the signing time for ES256).
-    return new CompactSign(UTF8.encode(JSON.stringify(payload)))
-      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ })
-      .sign(key.key);
+    // would copy and re-check every claim on each token.
+    return key.signer.sign(payload, typ);
   }
 
-  private async privateKey(k: StoredKey): Promise<CryptoKey> {
-    let key = this.imported.get(k.kid);
+  private async samlKey(k: StoredKey): Promise<KeyObject> {
+    let key = this.samlKeys.get(k.kid);
     if (!key) {
-      key = (await importJWK(await openPrivateKey(k.privateKey, this.policy.dataKey), k.alg)) as CryptoKey;
-      this.imported.set(k.kid, key);
+      key = privateKeyObject(await openPrivateKey(k.privateKey, this.policy.dataKey));
+      this.samlKeys.set(k.kid, key);
     }
     return key;
+  }
+
+  /** The signer of a stored key, made when the key first signs here (a load, rotation or reload). */
+  private async signerOf(k: StoredKey): Promise<CompactSigner> {
+    let signer = this.compactSigners.get(k.kid);
+    if (!signer) {
+      signer = compactSigner(k.alg as SigningAlgorithm, k.kid, await openPrivateKey(k.privateKey, this.policy.dataKey));
+      this.compactSigners.set(k.kid, signer);
+    }
+    return signer;
   }
 }
 
 async function generateKey(
-  alg: SigningAlgorithm,
+  alg: KeyKind,
   now: number,
   activatesAt: number,
   dataKey: Uint8Array | undefined,
 ): Promise<StoredKey> {
+  if (alg === SAML_KEY_KIND) {
+    const saml = await generateSamlKey(now);
+    const stored = await sealJson(JSON.stringify(saml.privateJwk), dataKey, saml.kid);
+    return {
+      kid: saml.kid,
+      alg,
+      privateKey: stored,
+      publicJwk: { ...saml.publicJwk },
+      createdAt: now,
+      activatesAt,
+      retiredAt: null,
+    };
+  }
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true, modulusLength: 2048 });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);

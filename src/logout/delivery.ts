@@ -153,7 +153,7 @@ export class LogoutDeliverer {
    */
   private async post(delivery: LogoutDelivery, now: number): Promise<{ message: string; final: boolean } | undefined> {
     try {
-      const token = await signLogoutToken(this.keys, this.issuer, delivery, now);
+      const token = signLogoutToken(this.keys, this.issuer, delivery, now);
       const form = new URLSearchParams({ logout_token: token }).toString();
       const status = await this.send(delivery, form);
       if (status === 200 || status === 204) return undefined;

@@ -18,7 +18,7 @@ export const LOGOUT_TOKEN_LIFETIME = 120;
  * @param now Unix seconds
  * @throws Error when no signing key is loaded (the delivery is then retried).
  */
-export function signLogoutToken(keys: KeyRing, issuer: string, delivery: LogoutDelivery, now: number): Promise<string> {
+export function signLogoutToken(keys: KeyRing, issuer: string, delivery: LogoutDelivery, now: number): string {
   return keys.sign(
     {
       iss: issuer,

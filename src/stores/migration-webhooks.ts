@@ -1,11 +1,11 @@
 /**
- * Migration `0020_webhooks` (listed in `migrations.ts`, which it keeps under its size bound): the
+ * Migration `0021_webhooks` (listed in `migrations.ts`, which it keeps under its size bound): the
  * stored webhooks, the webhooks disabled (a 410 answer, or an admin), and the durable outbox of
  * deliveries (DESIGN §6b "Webhooks and hooks"; `sql-webhooks.ts`, `webhook-outbox.ts`).
  */
 import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
 
-/** `0020_webhooks`. Never edited once released: add a new migration. */
+/** `0021_webhooks`. Never edited once released: add a new migration. */
 export const webhooksMigration: Migration = {
   async up(db: Kysely<unknown>) {
     const postgres = db.getExecutor().adapter instanceof PostgresAdapter;

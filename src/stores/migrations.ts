@@ -519,7 +519,20 @@ const migrations: Record<string, Migration> = {
           .execute();
     },
   },
-  '0020_webhooks': webhooksMigration,
+  '0020_server_secrets': {
+    async up(db: Kysely<unknown>) {
+      // Secrets that stay the same for the deployment's life on every node (stores/sql-secrets.ts),
+      // unlike signing keys: the key of SAML persistent NameIDs, which an SP keeps as the user's
+      // identity. `value` is sealed under SIGIL_DATA_KEY when one is set.
+      await db.schema
+        .createTable('server_secrets')
+        .addColumn('name', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
+  '0021_webhooks': webhooksMigration,
 };
 
 /** Kysely migration provider over the list above. */

@@ -50,7 +50,7 @@ export async function withStatementTimeout<T>(
 /**
  * A change counter of `admin_versions` (0012_admin): `clients` for the stored clients, `resources`
  * for the managed items, `organizations` for the stored organizations (not their members),
- * `webhooks` for the stored webhooks and which webhooks are disabled (0020_webhooks).
+ * `webhooks` for the stored webhooks and which webhooks are disabled (0021_webhooks).
  */
 export type ChangeCounter = 'clients' | 'resources' | 'organizations' | 'webhooks';
 

@@ -1,5 +1,5 @@
 /**
- * Webhooks managed at run time and the disabled ones (migration `0020_webhooks`;
+ * Webhooks managed at run time and the disabled ones (migration `0021_webhooks`;
  * `admin/webhooks.ts` is the one door to them). Every write raises the `webhooks` change counter
  * in its transaction, so that every node re-reads them within its change poll's second; the
  * outbox is `webhook-outbox.ts`.

@@ -244,7 +244,14 @@ export interface OrganizationGroupsTable {
   updated_at: number;
 }
 
-/** Webhooks managed at run time (0020_webhooks): `events` a JSON array, `secrets` JSON, sealed when a data key is set. */
+/** Named server secrets that never rotate, e.g. the key of SAML persistent NameIDs (0020_server_secrets). */
+export interface ServerSecretsTable {
+  name: string;
+  value: string;
+  created_at: number;
+}
+
+/** Webhooks managed at run time (0021_webhooks): `events` a JSON array, `secrets` JSON, sealed when a data key is set. */
 export interface WebhooksTable {
   name: string;
   url: string;
@@ -255,14 +262,14 @@ export interface WebhooksTable {
   updated_at: number;
 }
 
-/** Disabled webhooks, config-file and stored alike (0020_webhooks). */
+/** Disabled webhooks, config-file and stored alike (0021_webhooks). */
 export interface WebhookDisabledTable {
   name: string;
   disabled_at: number;
   reason: string;
 }
 
-/** The webhook outbox: one delivery per webhook and event (0020_webhooks). */
+/** The webhook outbox: one delivery per webhook and event (0021_webhooks). */
 export interface WebhookDeliveriesTable {
   seq: Generated<number>;
   id: string;
@@ -309,6 +316,7 @@ export interface Database {
   organization_domains: OrganizationDomainsTable;
   organization_members: OrganizationMembersTable;
   organization_groups: OrganizationGroupsTable;
+  server_secrets: ServerSecretsTable;
   webhooks: WebhooksTable;
   webhook_disabled: WebhookDisabledTable;
   webhook_deliveries: WebhookDeliveriesTable;

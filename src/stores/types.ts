@@ -16,6 +16,7 @@ import type { UserEmailStore } from './user-emails.js';
 import type { SqlDirectory } from './directory.js';
 import type { AuditEventStore } from './audit-events.js';
 import type { ManagedResourceStore } from './managed-resources.js';
+import type { ServerSecretStore } from './sql-secrets.js';
 import type { WebhookEvent } from '../events/webhook-events.js';
 import type { SqlWebhookStore } from './sql-webhooks.js';
 import type { SqlWebhookOutbox } from './webhook-outbox.js';
@@ -509,8 +510,10 @@ export interface Store {
   organizations: OrganizationStore;
   /** Organizations' roles as SCIM Groups, and which members SCIM provisioned (migration 0019_organization_scim). */
   organizationGroups: OrganizationGroupStore;
-  /** Webhooks managed at run time and the disabled ones (migration 0020_webhooks). */
+  /** Secrets that never rotate, the same on every node (migration 0020_server_secrets). */
+  secrets: ServerSecretStore;
+  /** Webhooks managed at run time and the disabled ones (migration 0021_webhooks). */
   webhooks: SqlWebhookStore;
-  /** The webhook outbox: deliveries per webhook and event (migration 0020_webhooks). */
+  /** The webhook outbox: deliveries per webhook and event (migration 0021_webhooks). */
   webhookOutbox: SqlWebhookOutbox;
 }

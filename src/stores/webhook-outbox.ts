@@ -1,5 +1,5 @@
 /**
- * The webhook outbox (migration `0020_webhooks`, DESIGN §6b "Webhooks and hooks"): one row of
+ * The webhook outbox (migration `0021_webhooks`, DESIGN §6b "Webhooks and hooks"): one row of
  * `webhook_deliveries` per webhook and event, written by `append` in the transaction of the change
  * the event tells of (or, for events that follow no transaction of the store, right after their
  * outcome), so that no committed change goes untold and no rolled-back one is told.

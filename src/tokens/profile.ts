@@ -7,25 +7,40 @@
  */
 import type { Client } from '../clients/registry.js';
 
-/** Where the released claims go. */
-export type ProfileCaller = 'id_token' | 'userinfo' | 'access_token';
+/** Where the released claims go: a token or userinfo answer of a client, or a SAML assertion. */
+export type ProfileCaller = 'id_token' | 'userinfo' | 'access_token' | 'saml_assertion';
 
-/** What the profile service is asked for one token or userinfo answer. */
-export interface ProfileDataRequest {
+/** What every profile request carries. */
+interface ProfileRequestBase {
   /** The user's subject (`sub`). */
   subject: string;
-  /** The client the claims are released to. */
-  client: Readonly<Client>;
   /**
    * The claim names the granted scopes and the `claims` parameter ask for here (OIDC Core §5.4,
-   * §5.5; for access tokens the API scopes' and resources' `userClaims`). Never empty: with
-   * nothing requested the service is not called.
+   * §5.5; for access tokens the API scopes' and resources' `userClaims`; for a SAML assertion the
+   * claims of the service provider's `attributes`). Never empty: with nothing requested the service
+   * is not called.
    */
   requestedClaims: string[];
-  caller: ProfileCaller;
   /** The user's claims as Sigil knows them (config, store or directory), to start from. */
   userClaims: Readonly<Record<string, unknown>>;
 }
+
+/** Claims for a client's token or userinfo answer. */
+export interface ClientProfileRequest extends ProfileRequestBase {
+  caller: 'id_token' | 'userinfo' | 'access_token';
+  /** The client the claims are released to. */
+  client: Readonly<Client>;
+}
+
+/** Claims for the attributes of a SAML assertion (they become attributes by the SP's `attributes` map). */
+export interface SamlProfileRequest extends ProfileRequestBase {
+  caller: 'saml_assertion';
+  /** The SAML service provider the assertion goes to. */
+  serviceProvider: { entityId: string };
+}
+
+/** What the profile service is asked for one token, userinfo answer or SAML assertion (tell them by `caller`). */
+export type ProfileDataRequest = ClientProfileRequest | SamlProfileRequest;
 
 /**
  * A library user's profile service, passed as `createSigil(config, { profileService })`.

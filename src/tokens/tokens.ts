@@ -16,7 +16,7 @@ import type { GrantRecords } from '../stores/records/index.js';
 import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
 import type { OrganizationStore } from '../stores/types.js';
 import { ORGANIZATION_CLAIMS, organizationClaims } from './organization-claims.js';
-import type { ProfileCaller, ProfileService } from './profile.js';
+import type { ClientProfileRequest, ProfileDataRequest, ProfileService, SamlProfileRequest } from './profile.js';
 
 /** The authenticated user a token is issued for: the grant's user with their profile claims. */
 export interface Subject extends GrantSubject {
@@ -152,20 +152,39 @@ export class TokenService {
    * user's profile, or, with a profile service, what its `getProfileData` answers (protocol claims
    * dropped). Nothing requested, nothing released (the service is not asked).
    */
-  async releasedClaims(
+  releasedClaims(
     subject: { subjectId: string; claims: Record<string, unknown> },
     client: Client,
     names: Set<string>,
-    caller: ProfileCaller,
+    caller: ClientProfileRequest['caller'],
+  ): Promise<Record<string, unknown>> {
+    return this.released(subject, names, { caller, client });
+  }
+
+  /**
+   * The user claims released into a SAML assertion for the SP `entityId` (its `attributes`' claims
+   * in `names`), as `releasedClaims` releases them to a client (caller `saml_assertion`).
+   */
+  releasedSamlClaims(
+    subject: { subjectId: string; claims: Record<string, unknown> },
+    entityId: string,
+    names: Set<string>,
+  ): Promise<Record<string, unknown>> {
+    return this.released(subject, names, { caller: 'saml_assertion', serviceProvider: { entityId } });
+  }
+
+  private async released(
+    subject: { subjectId: string; claims: Record<string, unknown> },
+    names: Set<string>,
+    to: Pick<ClientProfileRequest, 'caller' | 'client'> | Pick<SamlProfileRequest, 'caller' | 'serviceProvider'>,
   ): Promise<Record<string, unknown>> {
     if (!this.profile || names.size === 0) return pickClaims(subject.claims, names);
     const released = await this.profile.getProfileData({
       subject: subject.subjectId,
-      client,
       requestedClaims: [...names],
-      caller,
       userClaims: subject.claims,
-    });
+      ...to,
+    } as ProfileDataRequest);
     const out: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(released))
       if (!PROTOCOL_CLAIMS.has(name) && value !== undefined) out[name] = value;

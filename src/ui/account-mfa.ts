@@ -42,7 +42,7 @@ import { ACCOUNT_PATH, signInReturningTo } from './return-path.js';
 /** The services this module uses. */
 export type AccountMfaPageServices = Pick<
   Services,
-  'basePath' | 'enrollment' | 'interactions' | 'issuer' | 'mfa' | 'pages' | 'secondStep' | 'users'
+  'account' | 'basePath' | 'email' | 'enrollment' | 'interactions' | 'issuer' | 'mfa' | 'pages' | 'secondStep' | 'users'
 > &
   BrowserServices &
   ErrorPageServices &
@@ -364,9 +364,27 @@ async function accountPage(
       canChange: await ctx.mfa.mayChangeFactors(session),
       reauth: signInReturningTo(ACCOUNT_PATH),
       notice: notice ? ctx.pages.text(lang, notice) : undefined,
+      ...(await addressOf(ctx, session.subjectId, user?.claims)),
     },
     status,
   );
+}
+
+/**
+ * The user's address as the account page shows it: `email` and whether it is confirmed, and
+ * `verifyEmail` when a new confirmation link can be asked for (a stored user's unconfirmed
+ * address, with config `email`: `/account/email/verify`).
+ */
+async function addressOf(
+  ctx: AccountMfaPageServices,
+  subjectId: string,
+  claims: Record<string, unknown> | undefined,
+): Promise<{ email?: string; emailVerified?: boolean; verifyEmail?: boolean }> {
+  const email = claims?.email;
+  if (typeof email !== 'string') return {};
+  const emailVerified = claims?.email_verified === true;
+  const verifyEmail = !emailVerified && ctx.email !== undefined && (await ctx.account.kind(subjectId)) === 'stored';
+  return { email, emailVerified, verifyEmail };
 }
 
 async function mfaPage(

@@ -27,7 +27,7 @@ import { language } from './language.js';
 import { allowFrames } from '../page-kit/pages.js';
 import { SELF_SERVICE_TEMPLATES } from '../page-kit/self-service-pages.js';
 import { describeUserAgent } from './user-agent.js';
-import type { ErrorPageServices } from './error-page.js';
+import { notFoundPage, type ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
 
 import type { FormServices } from './forms.js';
@@ -35,7 +35,7 @@ import { ACCOUNT_PATH, signInReturningTo } from './return-path.js';
 /** The services this module uses. */
 export type AccountSelfServicePageServices = Pick<
   Services,
-  'account' | 'basePath' | 'issuer' | 'mfa' | 'pages' | 'users'
+  'account' | 'basePath' | 'email' | 'issuer' | 'mfa' | 'pages' | 'users'
 > &
   BrowserServices &
   ErrorPageServices &
@@ -105,6 +105,25 @@ export function accountSelfServicePages(app: FastifyInstance, ctx: AccountSelfSe
     );
     if (change.outcome === 'refused') refused(reply, change.refusal);
     return passwordPage(ctx, request, reply, session, change);
+  });
+
+  // A new link that confirms the user's address, asked for from /account (which offers it for a
+  // stored user's unconfirmed address): an expired link no longer leaves only the CLI.
+  app.post('/account/email/verify', form, async (request, reply) => {
+    const session = await signedIn(request, reply);
+    if (!session) return reply;
+    const lang = language(request);
+    if (!ctx.email) return notFoundPage(ctx, request, reply);
+    let sent: boolean;
+    try {
+      sent = await ctx.email.requestVerification(session.subjectId, lang);
+    } catch (err) {
+      request.log.warn({ err }, 'confirmation link: the mail could not be sent');
+      return ctx.pages.send(reply, 'message', lang, { titleKey: 'errorTitle', textKey: 'mailNotSent' }, 503);
+    }
+    const textKey = sent ? 'accountEmailLinkSent' : 'accountEmailLinkNotSent';
+    const next = { path: ACCOUNT_PATH, textKey: 'accountTitle' };
+    return ctx.pages.send(reply, 'message', lang, { titleKey: 'accountTitle', textKey, next }, sent ? 200 : 429);
   });
 
   app.get('/account/sessions', async (request, reply) => {

@@ -4,7 +4,8 @@
  * `switch` ("not you?") signs out and returns to the login page of the same request, as
  * `prompt=login` would. `yes` lets the pending request go on with the consented scopes
  * (remembered per subject and client when asked, except for native clients: RFC 8252 §8.6);
- * `no` answers the client with `access_denied`.
+ * `no` answers the client with `access_denied`. A SAML service provider's request shows its name and
+ * the attributes it would receive.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../services.js';
@@ -19,11 +20,12 @@ import { allowImagesFrom } from '../page-kit/pages.js';
 import { format } from '../page-kit/i18n.js';
 import type { OutcomesServices } from '../interaction/outcomes.js';
 import type { BrowserServices } from '../interaction/browser.js';
+import { samlPartyName } from '../interaction/saml.js';
 
 /** The services this module uses. */
 export type ConsentPageServices = Pick<
   Services,
-  'basePath' | 'clients' | 'interactions' | 'issuer' | 'pages' | 'resources' | 'users'
+  'basePath' | 'clients' | 'interactions' | 'issuer' | 'pages' | 'resources' | 'saml' | 'users'
 > &
   BrowserServices &
   OutcomesServices;
@@ -36,12 +38,25 @@ export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): voi
     const interaction = await ctx.interactions.get(id, browser);
     const session = await sessionOf(ctx, request);
     // A client of a metadata document whose document can no longer be fetched has gone.
-    const client = interaction
-      ? await ctx.clients.resolve(interaction.request.clientId, request.ip).catch(() => undefined)
-      : undefined;
-    if (!id || !interaction || !session || !client) return expiredPage(ctx, request, reply);
+    const client =
+      interaction && !interaction.saml
+        ? await ctx.clients.resolve(interaction.request.clientId, request.ip).catch(() => undefined)
+        : undefined;
+    const samlName = samlPartyName(ctx, interaction);
+    if (!id || !interaction || !session || !(client || samlName)) return expiredPage(ctx, request, reply);
     const lang = language(request, interaction.request.uiLocales);
     const user = await ctx.users.findBySubject(session.subjectId);
+    // A SAML service provider's request: its name, and its attributes as what is released.
+    if (!client)
+      return ctx.pages.send(reply, 'consent', lang, {
+        csrf: reply.generateCsrf(),
+        interaction: id,
+        client: { name: samlName, links: [] },
+        user: user?.username ?? session.subjectId,
+        scopes: interaction.request.scopes.map((name) => ({ name })),
+        canRemember: true,
+        device: false,
+      });
     const links = (['policyUri', 'tosUri', 'clientUri'] as const).flatMap((k) =>
       client[k] ? [{ href: client[k], key: LINK_TEXTS[k] }] : [],
     );
@@ -95,9 +110,10 @@ export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): voi
 const LINK_TEXTS = { policyUri: 'clientPolicy', tosUri: 'clientTos', clientUri: 'clientLinks' } as const;
 
 /**
- * A person-readable name for a scope in the page language, and its description: the built-in
- * texts of the standard scopes (OIDC Core §5.4, translated), else the scope's `displayName`
- * (as Duende's DisplayName), else "Use <scope>"; the `description` from the config when given.
+ * A person-readable name for a scope in the page language, and its description: the scope's
+ * configured `displayName` (as Duende's DisplayName; the operator's words win, also for the
+ * standard scopes), else the built-in texts of the standard scopes (OIDC Core §5.4, translated),
+ * else "Use <scope>"; the `description` from the config when given.
  */
 function describeScope(
   ctx: ConsentPageServices,
@@ -112,8 +128,8 @@ function describeScope(
   };
   const configured = ctx.resources.identity.get(scope) ?? ctx.resources.apiScopes.get(scope);
   const key = known[scope];
-  const name = key
-    ? ctx.pages.text(lang, key)
-    : (configured?.displayName ?? format(ctx.pages.text(lang, 'scopeOther'), { scope }));
+  const name =
+    configured?.displayName ??
+    (key ? ctx.pages.text(lang, key) : format(ctx.pages.text(lang, 'scopeOther'), { scope }));
   return { name, description: configured?.description };
 }

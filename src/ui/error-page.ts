@@ -92,13 +92,16 @@ export function expiredPage(ctx: ErrorPageServices, request: FastifyRequest, rep
   return ctx.pages.send(reply, 'message', language(request), { titleKey: 'errorTitle', textKey: 'expired' }, 400);
 }
 
-/** The page of an unknown path (404), for a browser (see `prefersHtml`). */
+/**
+ * The page of an unknown path (404), for a browser (see `prefersHtml`), with a way on: the user's
+ * account page, the one page of Sigil's own that every visitor may open (it signs in first).
+ */
 export function notFoundPage(ctx: ErrorPageServices, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return ctx.pages.send(
     reply,
     'message',
     language(request),
-    { titleKey: 'notFoundTitle', textKey: 'notFoundText' },
+    { titleKey: 'notFoundTitle', textKey: 'notFoundText', next: { path: '/account', textKey: 'accountTitle' } },
     404,
   );
 }

@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
 import { sendErrorToClient } from '../http/authorization-response.js';
 import type { Pending } from '../interaction/interactions.js';
-import { deny } from '../interaction/outcomes.js';
+import { deny, resume } from '../interaction/outcomes.js';
 import { expiredPage } from './error-page.js';
 import { language } from './language.js';
 import type { ResponseDelivery } from '../http/authorization-response.js';
@@ -27,6 +27,7 @@ export async function denyPage(
   const denial = await deny(ctx, pending, request.ip);
   if (denial.to === 'client') return sendErrorToClient(ctx, reply, denial.target, denial.error);
   if (denial.to === 'device') return deviceAnsweredPage(ctx, request, reply, false);
+  if (denial.to === 'resume') return resume(ctx, reply, pending);
   return expiredPage(ctx, request, reply);
 }
 

@@ -15,11 +15,12 @@ import { language } from './language.js';
 import type { OutcomesServices } from '../interaction/outcomes.js';
 import { homeRealmProvider, identityFirst } from '../interaction/home-realm.js';
 import { returnPath } from './return-path.js';
+import { samlPartyName } from '../interaction/saml.js';
 
 /** The services this module uses. */
 export type SignInPageServices = Pick<
   Services,
-  'basePath' | 'clients' | 'config' | 'email' | 'organizations' | 'pages' | 'upstream'
+  'basePath' | 'clients' | 'config' | 'email' | 'organizations' | 'pages' | 'saml' | 'upstream'
 > &
   OutcomesServices;
 
@@ -115,7 +116,7 @@ export function loginPage(
           : undefined,
       username,
       step: identityFirst(ctx.organizations) ? (username === '' ? 'identify' : 'password') : undefined,
-      clientName: client ? (client.clientName ?? client.clientId) : undefined,
+      clientName: client ? (client.clientName ?? client.clientId) : samlPartyName(ctx, interaction),
       tenant: pending?.tenant ?? null,
       // The upstream providers the client may use (federation), as links that keep the request.
       providers:

@@ -36,9 +36,9 @@ export class KnownBrowsers {
   ) {}
 
   /** The cookie that makes this browser known for the user with `subjectId` (Max-Age the lifetime). */
-  async issue(subjectId: string): Promise<CookieValue> {
+  issue(subjectId: string): CookieValue {
     const now = nowSeconds();
-    const value = await this.keys.sign(
+    const value = this.keys.sign(
       { iss: this.issuer, iat: now, exp: now + this.lifetime, known_for: digest(subjectId) },
       TYP,
     );

@@ -23,9 +23,8 @@
  *   containment counts only for names of at least 4 code points (a 2-letter username would
  *   otherwise forbid every password holding those letters).
  */
-import { ZxcvbnFactory } from '@zxcvbn-ts/core';
-import * as common from '@zxcvbn-ts/language-common';
-import * as english from '@zxcvbn-ts/language-en';
+import { createRequire } from 'node:module';
+import type { ZxcvbnFactory } from '@zxcvbn-ts/core';
 import type { Messages } from '../page-kit/i18n.js';
 
 /** Fewest code points of a chosen password (NIST SP 800-63B-4 §3.1.1.2). */
@@ -65,14 +64,24 @@ const MIN_CONTAINED_NAME = 4;
 
 let matcher: ZxcvbnFactory | undefined;
 
-/** The zxcvbn matcher, built once on first use (ranking the dictionaries takes a moment). */
+/**
+ * The zxcvbn matcher, built once on first use (ranking the dictionaries takes a moment). The
+ * packages are loaded then too, not at start: their word lists are a third of the `sigil`
+ * command's code and are unpacked when loaded, and only a password being set needs them.
+ */
 function zxcvbn(): ZxcvbnFactory {
-  matcher ??= new ZxcvbnFactory({
-    dictionary: { ...common.dictionary, ...english.dictionary },
-    graphs: common.adjacencyGraphs,
-    translations: english.translations,
-    maxLength: MAX_PASSWORD_LENGTH,
-  });
+  if (!matcher) {
+    const load = createRequire(import.meta.url);
+    const { ZxcvbnFactory: Factory } = load('@zxcvbn-ts/core') as typeof import('@zxcvbn-ts/core');
+    const common = load('@zxcvbn-ts/language-common') as typeof import('@zxcvbn-ts/language-common');
+    const english = load('@zxcvbn-ts/language-en') as typeof import('@zxcvbn-ts/language-en');
+    matcher = new Factory({
+      dictionary: { ...common.dictionary, ...english.dictionary },
+      graphs: common.adjacencyGraphs,
+      translations: english.translations,
+      maxLength: MAX_PASSWORD_LENGTH,
+    });
+  }
   return matcher;
 }
 

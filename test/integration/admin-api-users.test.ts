@@ -194,6 +194,16 @@ describe('/admin/v1/users', () => {
     expect((await call('POST', '/users', { username: 'mimic', subjectId: 'm2m' })).statusCode).toBe(422);
   });
 
+  it('addresses a user by a subject of the longest length (255, percent-encoded in the path)', async () => {
+    const subjectId = `é-${'s'.repeat(253)}`;
+    const res = await call('POST', '/users', { username: 'longsub', password: 'orchard-lantern-58', subjectId });
+    expect(res.statusCode, res.body).toBe(201);
+    const read = await call('GET', `/users/${encodeURIComponent(subjectId)}`);
+    expect(read.statusCode, read.body).toBe(200);
+    expect(read.json<{ subjectId: string }>().subjectId).toBe(subjectId);
+    expect((await call('DELETE', `/users/${encodeURIComponent(subjectId)}`)).statusCode).toBe(204);
+  });
+
   it('refuses bad input with field paths (422); an unknown subject is 404', async () => {
     expect((await call('POST', '/users', { username: 'u'.repeat(101) })).json()).toMatchObject({
       status: 422,

@@ -393,7 +393,7 @@ describe('admin services over SQLite', () => {
       expect(await refusal(keys.rotate('HS256', now))).toMatchObject({
         code: 'invalid',
         field: 'alg',
-        message: 'HS256 is not one of signingAlgorithms',
+        message: 'HS256 is not one of signingAlgorithms (or saml-rsa with saml enabled)',
       });
       expect((await keys.list(now)).map((k) => k.status)).toEqual(['pending', 'pending', 'pending']);
       const later = now + cfg.signingKeys.propagationSeconds;

@@ -4,7 +4,7 @@
  * i18n, escaping, consent with remember.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSigil, type TestSigil } from '../helpers.js';
+import { startSigil, testConfig, type TestSigil } from '../helpers.js';
 import {
   authorizeUrl,
   Browser,
@@ -403,6 +403,26 @@ describe('consent page', () => {
     expect(consent.body).toContain('name="button" value="yes"');
     expect(consent.body).toContain('name="button" value="no"');
     expect(consent.body).toContain('name="csrf_token"');
+  });
+
+  it("names a standard scope by the config's displayName when given (the operator's words win)", async () => {
+    const resources = (testConfig().identityResources ?? []).map((r) =>
+      r.name === 'profile' ? { ...r, displayName: 'Your Example Corp profile', description: 'Name and picture' } : r,
+    );
+    const named = await startAuthorizeSigil([], { identityResources: resources });
+    try {
+      const b = new Browser(named);
+      await b.signIn('alice');
+      const consent = await b.follow(await b.get(authorizeUrl(consentClient({ scope: 'openid profile email' }))));
+      expect(isConsentPage(consent), consent.body).toBe(true);
+      expect(consent.body).toContain('Your Example Corp profile');
+      expect(consent.body).toContain('Name and picture');
+      expect(consent.body).not.toContain('See your name');
+      // Without a configured displayName the built-in text stays.
+      expect(consent.body).toContain('See your email address');
+    } finally {
+      await named.close();
+    }
   });
 
   it('answering no → access_denied to the client, with state and iss', async () => {

@@ -141,6 +141,7 @@ describe('errors', () => {
     const page = await sigil.app.inject({ method: 'GET', url: '/nope/<script>', headers: HTML });
     expect(page.statusCode).toBe(404);
     expect(page.body).toContain('<h1>Page not found</h1>');
+    expect(page.body).toContain('<a href="/account">Your account</a>');
     expect(page.body).not.toContain('<script>');
     for (const [method, accept] of [
       ['GET', 'application/json'],

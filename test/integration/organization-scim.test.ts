@@ -651,8 +651,9 @@ describe.each([
   it('answers bad input with SCIM errors, never a 500, and a failed request changes nothing', async () => {
     const user = await created(acme, 'fuzzed');
     const team = await group(acme, 'fuzzers', [user.id]);
-    // The longest path parameter the router takes (longer ones are 414 before any route runs).
+    // A subject's longest (255), percent-encoded, the router takes; longer ones are 414 before any route runs.
     expectError(await acme('GET', `/Users/${'x'.repeat(100)}`), 404);
+    expectError(await acme('GET', `/Users/${'%C3%A9'.repeat(127)}`), 404);
     expectError(await acme('GET', '/Users/a%00b'), 404);
     expectError(await acme('GET', '/Groups/a%00b'), 404);
     expectError(await acme('GET', `/Groups/${'x'.repeat(100)}`), 404);

@@ -20,12 +20,12 @@ import {
 
 /** A profile service over a table of extra claims kept by the library user, with an off switch per user. */
 class TableProfile implements ProfileService {
-  readonly asked: Array<Omit<ProfileDataRequest, 'client' | 'userClaims'> & { clientId: string }> = [];
+  readonly asked: Array<Pick<ProfileDataRequest, 'subject' | 'requestedClaims' | 'caller'> & { clientId: string }> = [];
   readonly inactive = new Set<string>();
   async getProfileData(req: ProfileDataRequest): Promise<Record<string, unknown>> {
     this.asked.push({
       subject: req.subject,
-      clientId: req.client.clientId,
+      clientId: req.caller === 'saml_assertion' ? req.serviceProvider.entityId : req.client.clientId,
       requestedClaims: req.requestedClaims,
       caller: req.caller,
     });

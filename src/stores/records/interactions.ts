@@ -1,6 +1,6 @@
 /**
  * Pending authorization requests waiting for a page (login, second factor, consent, an upstream
- * provider), as `interaction` grant rows. Each is stored under the SHA-256 of a random id, bound
+ * provider), an OpenID client's, a device's or a SAML service provider's, as `interaction` grant rows. Each is stored under the SHA-256 of a random id, bound
  * to the browser that started it (another browser cannot take it over), and lives
  * `INTERACTION_LIFETIME` seconds. Pages carry only the id, never a return URL, so there is nothing
  * to redirect openly to. The flow around them (quotas, decisions, outcomes) is src/interaction/'s.
@@ -43,6 +43,25 @@ export interface PendingRequest {
   organization?: { id: string; name: string };
 }
 
+/**
+ * A SAML service provider's request waiting for the pages (interaction/saml.ts): whom to answer,
+ * where, and what it asked (SAML Core §3.4.1), as its validation left it.
+ */
+export interface SamlPending {
+  entityId: string;
+  /** The registered ACS URL the Response goes to. */
+  acsUrl: string;
+  /** The AuthnRequest's ID (InResponseTo); absent for an IdP-initiated sign-in. */
+  requestId?: string;
+  relayState?: string;
+  forceAuthn: boolean;
+  isPassive: boolean;
+  /** The SP asked for MFA (REFEDS MFA). */
+  mfa: boolean;
+  /** The user cancelled or declined: the SP gets a Response saying so. */
+  denied?: boolean;
+}
+
 /** A pending authorization request. */
 export interface Interaction {
   /** The validated request, as pages need it. */
@@ -62,6 +81,8 @@ export interface Interaction {
   pickedOrganization?: string;
   /** Set when the request is a device's (RFC 8628 §3.3): the device code and user code rows. */
   device?: { deviceKey: string; userCodeKey: string };
+  /** Set when the request is a SAML service provider's (its `request.clientId` is `saml:<entity ID>`). */
+  saml?: SamlPending;
 }
 
 /** Stores, reads and updates pending requests. */

@@ -1,0 +1,139 @@
+/**
+ * A SAML service provider's request as a pending request of the interaction layer: the same login,
+ * second factor and consent pages, and the same Sigil session, as an OpenID client's. Its record
+ * (stores/records/interactions.ts) carries `saml`, the pages see it as any other (its client id is
+ * `saml:<entity ID>`, no client of Sigil's). What happens next is `decide`'s, over the SAML request
+ * put in its terms: ForceAuthn is `prompt=login` (sign in again, SAML Core §3.4.1), IsPassive is
+ * `prompt=none` (no page; its errors become NoPassive), an SP asking for the REFEDS MFA class asks
+ * for MFA as `acr_values` would, and consent covers the SP's attributes.
+ */
+import type { Services } from '../services.js';
+import { nowSeconds } from '../crypto/handles.js';
+import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
+import { sessionHasMfa } from '../mfa/factors.js';
+import type { AuthnRequest } from '../saml/authn-request.js';
+import type { ServiceProvider } from '../saml/service-providers.js';
+import type { Interaction, SamlPending } from '../stores/records/interactions.js';
+import { ACR_MFA, requestsMfa } from '../users/acr.js';
+import type { Session } from '../users/sessions.js';
+import type { User } from '../users/users.js';
+import { type Decision, type DecisionFacts, type DecisionRequest, decide } from './decide.js';
+
+/** The services this module uses. */
+export type SamlInteractionServices = Pick<Services, 'config' | 'limiter' | 'mfa' | 'saml' | 'store'>;
+
+/**
+ * Counts a checked AuthnRequest against its address's quota (config `pendingLimits`:
+ * `interactionsPerAddress` per `windowSeconds`) before its ID is stored: every request leaves a
+ * replay record, also one answered at once from a live session, and nobody has authenticated yet.
+ * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` over the limit.
+ */
+export async function takeSamlRequestQuota(ctx: SamlInteractionServices, ip: string): Promise<void> {
+  const limits = ctx.config.pendingLimits;
+  await chargeQuota(
+    ctx.limiter,
+    'interaction_quota',
+    [{ key: `saml-request:address:${addressQuotaKey(ip)}`, limit: limits.interactionsPerAddress }],
+    limits.windowSeconds,
+  );
+}
+
+/** The client id a SAML SP's pending requests, consents and events carry: never a client's (no `saml:` client exists). */
+export function samlClientId(entityId: string): string {
+  return `saml:${entityId}`;
+}
+
+/**
+ * The name pages show for a SAML SP's pending request (its `displayName`, else its entity ID), or
+ * undefined for any other request.
+ */
+export function samlPartyName(ctx: Pick<Services, 'saml'>, interaction: Interaction | undefined): string | undefined {
+  return interaction?.saml && ctx.saml.serviceProviders.get(interaction.saml.entityId)?.displayName;
+}
+
+/** What a pending request keeps of a validated AuthnRequest. */
+export function samlPendingOf(req: AuthnRequest): SamlPending {
+  return {
+    entityId: req.sp.entityId,
+    acsUrl: req.acsUrl,
+    requestId: req.id,
+    ...(req.relayState !== undefined ? { relayState: req.relayState } : {}),
+    forceAuthn: req.forceAuthn,
+    isPassive: req.isPassive,
+    mfa: req.mfa,
+  };
+}
+
+/**
+ * The pending request of `saml` in this browser, for the pages: the SP's attributes are what
+ * consent is asked for.
+ * @param browser the browser id's hash
+ */
+export function samlInteraction(saml: SamlPending, sp: ServiceProvider, browser: string): Interaction {
+  return {
+    request: {
+      clientId: samlClientId(sp.entityId),
+      scopes: Object.keys(sp.attributes),
+      tenant: null,
+      acrValues: saml.mfa ? [ACR_MFA] : [],
+    },
+    params: {},
+    browser,
+    saml,
+  };
+}
+
+/**
+ * What happens to a SAML request for this session and user (`decide`'s rules, see the module
+ * comment): a page, the answer, or an error that IsPassive turns into NoPassive.
+ * @param pending the stored request being resumed, if any
+ */
+export async function samlDecision(
+  ctx: SamlInteractionServices,
+  saml: SamlPending,
+  sp: ServiceProvider,
+  session: Session | undefined,
+  user: User | undefined,
+  pending: Interaction | undefined,
+): Promise<Decision> {
+  const acrValues = saml.mfa ? [ACR_MFA] : [];
+  const request: DecisionRequest = {
+    prompt: new Set([...(saml.forceAuthn ? ['login'] : []), ...(saml.isPassive ? ['none'] : [])]),
+    acr: { idp: null, tenant: null, acr: acrValues },
+    acrRequested: false,
+    scopes: Object.keys(sp.attributes),
+    redirectUri: saml.acsUrl,
+  };
+  return decide(
+    request,
+    session,
+    user,
+    { enableLocalLogin: true, identityProviderRestrictions: [], requireConsent: sp.requireConsent },
+    await facts(ctx, sp, session, user, acrValues, pending),
+  );
+}
+
+/** The facts of `decide` for an SP: no upstream provider, no organization. */
+async function facts(
+  ctx: SamlInteractionServices,
+  sp: ServiceProvider,
+  session: Session | undefined,
+  user: User | undefined,
+  acrValues: string[],
+  pending: Interaction | undefined,
+): Promise<DecisionFacts> {
+  const now = nowSeconds();
+  const live = session && user?.isActive ? session : undefined;
+  const required = live ? ctx.mfa.requiredFor(undefined) || requestsMfa(live, acrValues, undefined) : false;
+  return {
+    now,
+    upstreams: [],
+    secondStep: live && !sessionHasMfa(live) ? await ctx.mfa.nextStep(live.subjectId, required) : 'none',
+    freshSignInSeconds: ctx.mfa.config.freshSignInSeconds,
+    pending,
+    rememberedConsent:
+      live && sp.requireConsent
+        ? await ctx.store.records.consents.remembered(live.subjectId, samlClientId(sp.entityId), now)
+        : undefined,
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * The SAML service providers in force: the config file's `samlServiceProviders`, each completed
+ * from its `metadataXml` (SAML Metadata §2.4.4 SPSSODescriptor): the HTTP-POST
+ * AssertionConsumerService locations (default first, then by index), the SingleLogoutService
+ * location, the signing certificates, and `AuthnRequestsSigned` / `WantAssertionsSigned`, which can
+ * only make the settings stricter. The metadata is untrusted XML (xml.ts: bounded, no DTD).
+ */
+import { X509Certificate } from 'node:crypto';
+import { ConfigError } from '../config/loader.js';
+import { LOOPBACK } from '../config/hosts.js';
+import { MAX_SP_METADATA_LENGTH, type SamlServiceProviderConfig } from '../config/schema.js';
+import { attr, childrenNamed, NS, parseUntrusted, textOf, XmlRefused } from './xml.js';
+
+/** The HTTP-POST binding (SAML Bindings §3.5), the only one Sigil answers an ACS with. */
+export const POST_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST';
+/** The HTTP-Redirect binding (SAML Bindings §3.4). */
+export const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
+
+/** A service provider as the SSO endpoint uses it. */
+export interface ServiceProvider {
+  entityId: string;
+  /** Where assertions may go, matched exactly; the first is where they go when the request names none. */
+  acsUrls: string[];
+  /** The metadata's ACS locations by their `index` (AssertionConsumerServiceIndex, SAML Core §3.4.1). */
+  acsByIndex: ReadonlyMap<number, string>;
+  sloUrl: string | null;
+  /** Certificates its requests are signed with (base64 DER), from its metadata. */
+  certificates: string[];
+  nameIdFormat: SamlServiceProviderConfig['nameIdFormat'];
+  attributes: Readonly<Record<string, string>>;
+  signResponse: boolean;
+  signAssertion: boolean;
+  requireSignedAuthnRequests: boolean;
+  requireConsent: boolean;
+  /** What pages call it: the configured display name, else the entity ID. */
+  displayName: string;
+}
+
+/** What an SP's metadata says. */
+interface SpMetadata {
+  acs: { location: string; index: number | undefined; isDefault: boolean }[];
+  sloUrl?: string;
+  certificates: string[];
+  authnRequestsSigned: boolean;
+  wantAssertionsSigned: boolean;
+}
+
+/** The service providers in force, by entity ID. */
+export class ServiceProviders {
+  private readonly byEntityId: Map<string, ServiceProvider>;
+
+  /**
+   * @throws ConfigError naming each SP (`samlServiceProviders[i]`) whose metadata is refused or
+   *   contradicts its settings.
+   */
+  constructor(configured: readonly SamlServiceProviderConfig[]) {
+    const problems: string[] = [];
+    this.byEntityId = new Map();
+    for (const [i, sp] of configured.entries()) {
+      try {
+        this.byEntityId.set(sp.entityId, serviceProviderOf(sp));
+      } catch (err) {
+        if (!(err instanceof XmlRefused)) throw err;
+        problems.push(`samlServiceProviders[${i}]: ${err.message}`);
+      }
+    }
+    if (problems.length > 0) throw new ConfigError(problems);
+  }
+
+  /** The SP of that entity ID, or undefined. */
+  get(entityId: string): ServiceProvider | undefined {
+    return this.byEntityId.get(entityId);
+  }
+
+  /** Every SP, in config order. */
+  list(): ServiceProvider[] {
+    return [...this.byEntityId.values()];
+  }
+}
+
+/**
+ * One SP from its settings and metadata.
+ * @throws XmlRefused when the metadata is refused (see `readMetadata`) or leaves it without an ACS URL.
+ */
+export function serviceProviderOf(sp: SamlServiceProviderConfig): ServiceProvider {
+  const meta = sp.metadataXml === undefined ? undefined : readMetadata(sp.metadataXml, sp.entityId);
+  const ordered = [...(meta?.acs ?? [])].sort(
+    (a, b) => Number(b.isDefault) - Number(a.isDefault) || (a.index ?? 0) - (b.index ?? 0),
+  );
+  const acsUrls = sp.acsUrls.length > 0 ? sp.acsUrls : ordered.map((a) => a.location);
+  if (acsUrls.length === 0) throw new XmlRefused('the metadata has no HTTP-POST AssertionConsumerService');
+  const acsByIndex = new Map<number, string>();
+  for (const a of meta?.acs ?? []) if (a.index !== undefined) acsByIndex.set(a.index, a.location);
+  return {
+    entityId: sp.entityId,
+    acsUrls,
+    acsByIndex,
+    sloUrl: sp.sloUrl ?? meta?.sloUrl ?? null,
+    certificates: meta?.certificates ?? [],
+    nameIdFormat: sp.nameIdFormat,
+    attributes: sp.attributes,
+    signResponse: sp.signResponse,
+    signAssertion: sp.signAssertion || meta?.wantAssertionsSigned === true,
+    requireSignedAuthnRequests: sp.requireSignedAuthnRequests || meta?.authnRequestsSigned === true,
+    requireConsent: sp.requireConsent,
+    displayName: sp.displayName ?? sp.entityId,
+  };
+}
+
+/**
+ * Reads an SP's metadata: an EntityDescriptor (the root) of `entityId` with one SPSSODescriptor.
+ * @throws XmlRefused when the XML is refused (xml.ts), the root is not that EntityDescriptor, an
+ *   ACS or SLO location is not https (or http on loopback), or a certificate cannot be read.
+ */
+function readMetadata(xml: string, entityId: string): SpMetadata {
+  const root = parseUntrusted(xml, MAX_SP_METADATA_LENGTH).documentElement;
+  if (root.namespaceURI !== NS.metadata || root.localName !== 'EntityDescriptor')
+    throw new XmlRefused('metadataXml must be an EntityDescriptor');
+  if (attr(root, 'entityID') !== entityId) throw new XmlRefused('metadataXml is of another entityID');
+  const [sso, ...more] = childrenNamed(root, NS.metadata, 'SPSSODescriptor');
+  if (!sso || more.length > 0) throw new XmlRefused('metadataXml must have one SPSSODescriptor');
+  const acs = childrenNamed(sso, NS.metadata, 'AssertionConsumerService')
+    .filter((el) => attr(el, 'Binding') === POST_BINDING)
+    .map((el) => {
+      const index = attr(el, 'index');
+      return {
+        location: location(el),
+        index: index !== undefined && /^\d{1,5}$/.test(index) ? Number(index) : undefined,
+        isDefault: attr(el, 'isDefault') === 'true',
+      };
+    });
+  const slo = childrenNamed(sso, NS.metadata, 'SingleLogoutService').find((el) =>
+    [REDIRECT_BINDING, POST_BINDING].includes(attr(el, 'Binding') ?? ''),
+  );
+  const certificates = childrenNamed(sso, NS.metadata, 'KeyDescriptor')
+    .filter((kd) => (attr(kd, 'use') ?? 'signing') === 'signing')
+    .flatMap((kd) => childrenNamed(kd, NS.dsig, 'KeyInfo'))
+    .flatMap((ki) => childrenNamed(ki, NS.dsig, 'X509Data'))
+    .flatMap((xd) => childrenNamed(xd, NS.dsig, 'X509Certificate'))
+    .map((el) => certificate(textOf(el) ?? ''));
+  return {
+    acs,
+    ...(slo ? { sloUrl: location(slo) } : {}),
+    certificates,
+    authnRequestsSigned: attr(sso, 'AuthnRequestsSigned') === 'true',
+    wantAssertionsSigned: attr(sso, 'WantAssertionsSigned') === 'true',
+  };
+}
+
+/** An endpoint's `Location`: https, or http on a loopback host, as configured URLs must be. */
+function location(el: Element): string {
+  const value = attr(el, 'Location') ?? '';
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (!url || !(url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname))))
+    throw new XmlRefused('a metadata Location must be https (http only for loopback hosts)');
+  return value;
+}
+
+/** A certificate's base64 DER, checked to be one (node:crypto parses it). */
+function certificate(base64: string): string {
+  const der = base64.replace(/\s+/g, '');
+  try {
+    new X509Certificate(Buffer.from(der, 'base64'));
+  } catch {
+    throw new XmlRefused('a metadata X509Certificate cannot be read');
+  }
+  return der;
+}

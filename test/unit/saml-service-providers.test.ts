@@ -1,0 +1,85 @@
+/**
+ * SAML service providers from the config file: what their metadataXml gives (ACS URLs in default
+ * and index order, certificates, AuthnRequestsSigned and WantAssertionsSigned making the settings
+ * stricter), and the metadata refused at start with the SP's path: a DTD, another entityID, an
+ * ACS over plain http to another host, an unreadable certificate, no ACS at all.
+ */
+import { describe, expect, it } from 'vitest';
+import { configSchema } from '../../src/config/schema.js';
+import { ConfigError } from '../../src/config/loader.js';
+import { ServiceProviders } from '../../src/saml/service-providers.js';
+import { spMetadata } from '../saml-helpers.js';
+
+const ENTITY = 'https://sp.example/metadata';
+
+function providers(sps: unknown[]): ServiceProviders {
+  const cfg = configSchema.parse({ samlServiceProviders: sps });
+  return new ServiceProviders(cfg.samlServiceProviders);
+}
+
+function refusal(sps: unknown[]): string {
+  try {
+    providers(sps);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems.join('\n');
+    throw err;
+  }
+  return 'accepted';
+}
+
+describe('SAML service providers', () => {
+  it('reads ACS URLs (default first, then by index), and signing requirements from metadata', () => {
+    const xml = spMetadata(ENTITY, ['https://sp.example/a', 'https://sp.example/b'], undefined, {
+      authnRequestsSigned: true,
+    })
+      .replace('index="1"', 'index="1" isDefault="true"')
+      .replace('AuthnRequestsSigned="true"', 'AuthnRequestsSigned="true" WantAssertionsSigned="true"');
+    const sp = providers([{ entityId: ENTITY, metadataXml: xml, signAssertion: false }]).get(ENTITY);
+    expect(sp?.acsUrls).toEqual(['https://sp.example/b', 'https://sp.example/a']);
+    expect(sp?.acsByIndex.get(0)).toBe('https://sp.example/a');
+    expect(sp?.requireSignedAuthnRequests).toBe(true);
+    expect(sp?.signAssertion).toBe(true);
+  });
+
+  it('configured acsUrls win over the metadata', () => {
+    const sp = providers([
+      {
+        entityId: ENTITY,
+        acsUrls: ['https://sp.example/own'],
+        metadataXml: spMetadata(ENTITY, ['https://sp.example/a']),
+      },
+    ]).get(ENTITY);
+    expect(sp?.acsUrls).toEqual(['https://sp.example/own']);
+  });
+
+  it('refuses metadata with a DTD, of another entity, with a plain http ACS, or an unreadable certificate', () => {
+    const good = spMetadata(ENTITY, ['https://sp.example/a']);
+    expect(refusal([{ entityId: ENTITY, metadataXml: good }])).toBe('accepted');
+    expect(refusal([{ entityId: ENTITY, metadataXml: `<!DOCTYPE x [<!ENTITY e "e">]>${good}` }])).toMatch(
+      /samlServiceProviders\[0\]: a DTD is not allowed/,
+    );
+    expect(refusal([{ entityId: 'https://other.example', metadataXml: good }])).toMatch(/another entityID/);
+    expect(refusal([{ entityId: ENTITY, metadataXml: spMetadata(ENTITY, ['http://sp.example/a']) }])).toMatch(/https/);
+    expect(
+      refusal([{ entityId: ENTITY, metadataXml: spMetadata(ENTITY, ['https://sp.example/a'], 'bm90IGEgY2VydA==') }]),
+    ).toMatch(/X509Certificate cannot be read/);
+    expect(refusal([{ entityId: ENTITY, metadataXml: spMetadata(ENTITY, []) }])).toMatch(
+      /no HTTP-POST AssertionConsumerService/,
+    );
+  });
+
+  it('refuses at config check what a later version does (metadataUrl, encryption, organization), and a duplicate entityId', () => {
+    const parse = (sp: Record<string, unknown>) => configSchema.safeParse({ samlServiceProviders: [sp] });
+    const base = { entityId: ENTITY, acsUrls: ['https://sp.example/a'] };
+    expect(parse(base).success).toBe(true);
+    for (const extra of [
+      { metadataUrl: 'https://sp.example/metadata' },
+      { encryptAssertion: true },
+      { organization: 'acme' },
+      { signResponse: false, signAssertion: false },
+      { acsUrls: ['http://sp.example/a'] },
+    ])
+      expect(parse({ ...base, ...extra }).success, JSON.stringify(extra)).toBe(false);
+    expect(configSchema.safeParse({ samlServiceProviders: [base, base] }).success).toBe(false);
+  });
+});
