@@ -23,6 +23,7 @@ const LAYERS = [
   ['mfa', '^src/mfa/'],
   ['users', '^src/users/'],
   ['logout', '^src/logout/'],
+  ['webhooks', '^src/webhooks/'],
   ['tokens', '^src/tokens/'],
   ['keys', '^src/keys/'],
   ['validation', '^src/validation/'],

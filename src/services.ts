@@ -47,6 +47,7 @@ import type { OrganizationAdmin } from './admin/organizations.js';
 import type { OrganizationInvitations } from './email/organization-invitations.js';
 import type { Organizations } from './organizations/registry.js';
 import type { SamlIdentityProvider } from './saml/identity-provider.js';
+import type { WebhookAdmin } from './admin/webhooks.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
 export interface Management {
@@ -75,6 +76,11 @@ export interface Management {
    * `organizations`), on the others within about a second.
    */
   organizations: OrganizationAdmin;
+  /**
+   * Webhooks (config-file read-only, stored ones managed), their delivery log, retries and pings;
+   * each change is in force on this node when it returns, on the others within about a second.
+   */
+  webhooks: WebhookAdmin;
   /** Re-reads the stored clients on this node now (other nodes do within `signingKeys.reloadSeconds`). */
   reloadClients(): Promise<void>;
   /** Re-reads the signing keys on this node now. */

@@ -170,19 +170,21 @@ const CLI = resolve(import.meta.dirname, '../dist/cli/main.js');
  * (host `options.issuerHost`, default 127.0.0.1; the process listens on 127.0.0.1).
  * `options.dir`: a folder of the caller's holding the SQLite file `sigil.db`, kept on `stop` (to
  * start again on the same store); `options.args`: more `sigil start` flags (e.g. `--workers 2`);
- * `options.env`: more environment variables (e.g. `NODE_EXTRA_CA_CERTS` for a test's own CA).
+ * `options.env`: more environment variables (e.g. `NODE_EXTRA_CA_CERTS` for a test's own CA);
+ * `options.storage`: another store than the SQLite file (a PostgreSQL schema).
  */
 export async function startProcess(
   config: ConfigInput,
   port: number,
-  options: { dir?: string; args?: string[]; issuerHost?: string; env?: Record<string, string> } = {},
+  options: { dir?: string; args?: string[]; issuerHost?: string; env?: Record<string, string>; storage?: string } = {},
 ): Promise<ServerProcess> {
   const issuerHost = options.issuerHost ?? '127.0.0.1';
   const { dir, cleanup } = options.dir ? { dir: options.dir, cleanup: () => {} } : tempDir();
   const file = join(dir, 'sigil.json');
   // issuerHost: `localhost` for WebAuthn, whose RP ID must be a domain name, not an IP address.
   const issuer = `http://${issuerHost}:${port}`;
-  writeFileSync(file, JSON.stringify({ ...config, issuer, storage: `sqlite:${join(dir, 'sigil.db')}` }));
+  const storage = options.storage ?? `sqlite:${join(dir, 'sigil.db')}`;
+  writeFileSync(file, JSON.stringify({ ...config, issuer, storage }));
   const child = spawn(
     process.execPath,
     [CLI, 'start', '--config', file, '--port', String(port), '--host', '127.0.0.1', ...(options.args ?? [])],

@@ -13,6 +13,8 @@ import type { GrantAdmin } from './grants.js';
 import type { KeyAdmin } from './keys.js';
 import type { ManagedKind, ResourceAdmin, ResourceView } from './resources.js';
 import type { SessionAdmin } from './sessions.js';
+import type { DeliveryLogEntry } from '../stores/webhook-outbox.js';
+import type { WebhookAdmin, WebhookView } from './webhooks.js';
 
 /** The services a change uses (the running node's `ctx.management`, and its event bus). */
 export interface ChangeServices {
@@ -22,6 +24,7 @@ export interface ChangeServices {
   grants: GrantAdmin;
   resources: ResourceAdmin;
   organizations: OrganizationAdmin;
+  webhooks: WebhookAdmin;
   reloadClients(): Promise<void>;
   reloadKeys(): Promise<void>;
 }
@@ -252,6 +255,74 @@ export class AuditedChanges {
   async removeOrganizationMember(name: string, subject: string): Promise<void> {
     await this.services.organizations.removeMember(name, subject);
     this.audit('organization.member_remove', { type: 'organization', id: name }, { subject });
+  }
+}
+
+/**
+ * The changes of webhooks (/admin/v1/webhooks), each audited `webhook.*`; a secret never appears
+ * in an event (a generated or rotated one is named, not given).
+ */
+export class AuditedWebhookChanges {
+  constructor(
+    private readonly webhooks: WebhookAdmin,
+    private readonly origin: ChangeOrigin,
+  ) {}
+
+  private audit(action: string, name: string, changes: Record<string, unknown> = {}): void {
+    emitAdminChange(
+      this.origin.events,
+      this.origin.endpoint,
+      this.origin.actor,
+      action,
+      { type: 'webhook', id: name },
+      changes,
+    );
+  }
+
+  /** `WebhookAdmin.create`; the event lists the settings and names the generated secret. */
+  async create(body: unknown): Promise<{ view: WebhookView; secret: string }> {
+    const created = await this.webhooks.create(body);
+    const { view } = created;
+    this.audit('webhook.create', view.name, { url: view.url, events: view.events, secret: '(generated)' });
+    return created;
+  }
+
+  /** `WebhookAdmin.update`; the event lists the changed fields with their new values. */
+  async update(name: string, patch: unknown, ifMatch: string): Promise<WebhookView> {
+    const { view, changed } = await this.webhooks.update(name, patch, ifMatch);
+    this.audit('webhook.update', name, Object.fromEntries(changed.map((f) => [f, view[f]])));
+    return view;
+  }
+
+  /** `WebhookAdmin.delete`. */
+  async delete(name: string, ifMatch: string | undefined): Promise<void> {
+    await this.webhooks.delete(name, ifMatch);
+    this.audit('webhook.delete', name);
+  }
+
+  /** `WebhookAdmin.rotateSecret`; the event names the rotation, never the secret. */
+  async rotateSecret(
+    name: string,
+    graceSeconds: number,
+    ifMatch: string | undefined,
+  ): Promise<{ view: WebhookView; secret: string }> {
+    const rotated = await this.webhooks.rotateSecret(name, graceSeconds, ifMatch);
+    this.audit('webhook.rotate_secret', name, { secret: '(rotated)', graceSeconds });
+    return rotated;
+  }
+
+  /** `WebhookAdmin.retry`. */
+  async retry(name: string, id: string): Promise<DeliveryLogEntry> {
+    const entry = await this.webhooks.retry(name, id);
+    this.audit('webhook.retry', name, { delivery: id });
+    return entry;
+  }
+
+  /** `WebhookAdmin.ping`. */
+  async ping(name: string): Promise<DeliveryLogEntry> {
+    const entry = await this.webhooks.ping(name);
+    this.audit('webhook.ping', name, { delivery: entry.id });
+    return entry;
   }
 }
 

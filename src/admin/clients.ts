@@ -24,6 +24,7 @@ import { newHandle, nowSeconds } from '../crypto/handles.js';
 import type { ClientRegistry } from '../clients/registry.js';
 import { applyMergePatch, changedMembers } from '../protocol/merge-patch.js';
 import { AdminError, etagOf, ifMatchHolds, isJsonObject, problemsOfItem, storedSecret } from './errors.js';
+import { clientEvent } from './webhook-data.js';
 
 /** The longest grace period of a secret rotation: 30 days, in seconds. */
 export const MAX_SECRET_GRACE_SECONDS = 30 * 24 * 3600;
@@ -216,7 +217,7 @@ export class ClientAdmin {
     const checked = given ? client : { ...client, clientSecrets: secret === undefined ? [] : [storedSecret(secret)] };
     await this.validate(checked);
     const config = given ? digested(client) : checked;
-    await this.store.clients.saveClient(clientId, config);
+    await this.store.clients.saveClient(clientId, config, clientEvent('client.created', clientId, config));
     const shadowedByConfig = this.configClient(clientId) !== undefined;
     return { clientId, shadowedByConfig, ...(secret === undefined ? {} : { secret }) };
   }
@@ -248,10 +249,8 @@ export class ClientAdmin {
         );
     const next = applyMergePatch(saved.config, patch) as Record<string, unknown>;
     await this.validate(next);
-    return {
-      view: await this.replace(clientId, saved, next, saved.retiringSecrets),
-      changed: changedMembers(saved.config, next),
-    };
+    const changed = changedMembers(saved.config, next);
+    return { view: await this.replace(clientId, saved, next, saved.retiringSecrets, changed), changed };
   }
 
   /**
@@ -286,7 +285,9 @@ export class ClientAdmin {
         : []),
     ];
     return {
-      view: await this.replace(clientId, saved, { ...saved.config, clientSecrets: [storedSecret(secret)] }, retiring),
+      view: await this.replace(clientId, saved, { ...saved.config, clientSecrets: [storedSecret(secret)] }, retiring, [
+        'clientSecrets',
+      ]),
       secret,
     };
   }
@@ -314,7 +315,7 @@ export class ClientAdmin {
     }
     if (
       !ifMatchHolds(options.ifMatch, etagOf(text)) ||
-      !(await this.store.clients.replaceClientIf(clientId, text, undefined))
+      !(await this.store.clients.replaceClientIf(clientId, text, undefined, clientEvent('client.deleted', clientId)))
     ) {
       const item = { kind: 'client' as const, name: clientId };
       const message = `client "${clientId}" is not at the version If-Match names`;
@@ -337,7 +338,9 @@ export class ClientAdmin {
     initialToken: string | undefined,
     now: number,
   ): Promise<boolean> {
-    return this.store.registrations.register(this.prepare(client), registration, initialToken, now);
+    const prepared = this.prepare(client);
+    const events = clientEvent('client.created', registration.clientId, prepared);
+    return this.store.registrations.register(prepared, registration, initialToken, now, events);
   }
 
   /**
@@ -354,7 +357,9 @@ export class ClientAdmin {
     newTokenHash: string,
     now: number,
   ): Promise<boolean> {
-    return this.store.registrations.update(clientId, oldTokenHash, this.prepare(client), metadata, newTokenHash, now);
+    const prepared = this.prepare(client);
+    const events = clientEvent('client.updated', clientId, prepared);
+    return this.store.registrations.update(clientId, oldTokenHash, prepared, metadata, newTokenHash, now, events);
   }
 
   /**
@@ -362,7 +367,7 @@ export class ClientAdmin {
    * (`revokeIssuedTo`). @returns false when there was no such dynamic client.
    */
   async deleteRegistered(clientId: string): Promise<boolean> {
-    if (!(await this.store.registrations.remove(clientId))) return false;
+    if (!(await this.store.registrations.remove(clientId, clientEvent('client.deleted', clientId)))) return false;
     await this.revokeIssuedTo(clientId);
     return true;
   }
@@ -372,7 +377,9 @@ export class ClientAdmin {
    * everything issued to it (`revokeIssuedTo`). @returns their ids.
    */
   async deleteUnused(before: number, now: number, limit: number): Promise<string[]> {
-    const removed = await this.store.registrations.removeUnused(before, now, limit);
+    const removed = await this.store.registrations.removeUnused(before, now, limit, (id) =>
+      clientEvent('client.deleted', id),
+    );
     for (const id of removed) await this.revokeIssuedTo(id, now);
     return removed;
   }
@@ -442,14 +449,17 @@ export class ClientAdmin {
     return saved;
   }
 
+  /** Writes `config` over `saved` with its `client.updated` event naming the settings `changed`. */
   private async replace(
     clientId: string,
     saved: SavedClient,
     config: Record<string, unknown>,
     retiring: RetiringSecret[],
+    changed: readonly string[],
   ): Promise<ClientView> {
     const next = retiring.length > 0 ? { ...config, retiringSecrets: retiring } : config;
-    if (!(await this.store.clients.replaceClientIf(clientId, saved.text, next)))
+    const events = clientEvent('client.updated', clientId, config, changed);
+    if (!(await this.store.clients.replaceClientIf(clientId, saved.text, next, events)))
       throw new AdminError('precondition_failed', `client "${clientId}" changed meanwhile`, undefined, undefined, {
         reason: 'changed',
         item: { kind: 'client', name: clientId },

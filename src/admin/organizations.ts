@@ -49,6 +49,7 @@ import type { UserService } from '../users/users.js';
 import { cursorAfter, MAX_MEMBER_ROLES, parseRoles, subjectOfCursor } from './organization-members.js';
 import { type Membership, newOrganizationId, type Organization } from '../organizations/organization.js';
 import type { Organizations } from '../organizations/registry.js';
+import { memberEvent } from './webhook-data.js';
 
 /** An organization as the management API shows it, with the strong ETag of its version (quotes included). */
 export interface OrganizationView extends Organization {
@@ -156,7 +157,9 @@ export class OrganizationAdmin {
    */
   async delete(name: string, ifMatch?: string): Promise<void> {
     const saved = await this.writable(name, ifMatch);
-    if (!(await this.store.organizations.remove(saved.id, saved.version))) throw changedMeanwhile(name);
+    const left = (subjects: string[]) =>
+      subjects.map((s) => memberEvent('organization.member_removed', saved.id, s, []));
+    if (!(await this.store.organizations.remove(saved.id, saved.version, left))) throw changedMeanwhile(name);
     await this.reload();
   }
 
@@ -193,7 +196,8 @@ export class OrganizationAdmin {
     const { id } = await this.anyOrganization(name);
     const checked = parseRoles(roles);
     await this.userExists(subject);
-    const outcome = await this.store.organizations.putMember(id, subject, checked);
+    const added = memberEvent('organization.member_added', id, subject, checked);
+    const outcome = await this.store.organizations.putMember(id, subject, checked, [added]);
     return { member: { subject, roles: checked }, added: outcome === 'added' };
   }
 
@@ -214,7 +218,11 @@ export class OrganizationAdmin {
     const { id } = await this.anyOrganization(name);
     const checked = parseRoles(roles);
     await this.userExists(subject);
-    if (await this.store.organizations.addMember(id, subject, checked))
+    if (
+      await this.store.organizations.addMember(id, subject, checked, [
+        memberEvent('organization.member_added', id, subject, checked),
+      ])
+    )
       return { member: { subject, roles: checked }, added: true };
     const member = await this.store.organizations.member(id, subject);
     if (!member) throw new AdminError('not_found', `"${subject}" is not a member of organization "${name}"`);
@@ -299,7 +307,11 @@ export class OrganizationAdmin {
    */
   async removeMember(name: string, subject: string): Promise<void> {
     const { id } = await this.anyOrganization(name);
-    if (!(await this.store.organizations.removeMember(id, subject)))
+    if (
+      !(await this.store.organizations.removeMember(id, subject, [
+        memberEvent('organization.member_removed', id, subject, []),
+      ]))
+    )
       throw new AdminError('not_found', `"${subject}" is not a member of organization "${name}"`);
   }
 

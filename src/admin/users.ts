@@ -50,6 +50,7 @@ import type {
   UsernameHolder,
 } from './user-types.js';
 import { configUserView, pageOfUsers, storedUserView, type UserView } from './user-views.js';
+import { memberEvent, userChanged, userCreated, userDeleted } from './webhook-data.js';
 
 /** Tries of a change that names no version, each against the newest one, before it is refused as concurrent. */
 const UPDATE_TRIES = 3;
@@ -206,7 +207,8 @@ export class UserAdmin {
   async commit(user: PreparedUser, audit?: AdminAudit, membership?: NewMembership): Promise<AddedUser> {
     const { subjectId, write } = user;
     try {
-      await this.store.directory.addUser(subjectId, write, nowSeconds(), membership);
+      const events = userCreated(subjectId, write, membership?.organizationId);
+      await this.store.directory.addUser(subjectId, write, nowSeconds(), membership, events);
     } catch (err) {
       throw conflictOf(err, write.username);
     }
@@ -265,7 +267,8 @@ export class UserAdmin {
       const write = await this.changed(before, change);
       let written: boolean;
       try {
-        written = await this.store.directory.replaceUser(subjectId, write, before.version, nowSeconds());
+        const events = userChanged(before, write);
+        written = await this.store.directory.replaceUser(subjectId, write, before.version, nowSeconds(), events);
       } catch (err) {
         throw conflictOf(err, write.username);
       }
@@ -344,7 +347,9 @@ export class UserAdmin {
         { reason: 'changed', item: { kind: 'user', name: user.username } },
       );
     const ended = await this.signOutEverywhere(subjectId);
-    if (!(await this.store.users.removeUser(subjectId))) throw this.notStored(subjectId, null, 'subject');
+    const left = (ids: string[]) => ids.map((id) => memberEvent('organization.member_removed', id, subjectId, []));
+    if (!(await this.store.users.removeUser(subjectId, userDeleted(subjectId, user.username), left)))
+      throw this.notStored(subjectId, null, 'subject');
     if (!audit.recordsChanges)
       emitUserChange(audit, 'user.remove', subjectId, {
         username: user.username,
@@ -401,14 +406,9 @@ export class UserAdmin {
       const free =
         readable.length <= MAX_USERNAME_LENGTH && !(await this.store.users.findUserByUsername(readable, tenant ?? ''));
       const username = free ? readable : `${provider}:${fresh}`.slice(-MAX_USERNAME_LENGTH);
-      subjectId = await this.store.users.addExternalUser(link, {
-        subjectId: fresh,
-        username,
-        tenant,
-        passwordHash: null,
-        claims,
-        isActive: true,
-      });
+      const user = { subjectId: fresh, username, tenant, passwordHash: null, claims, isActive: true };
+      const created = userCreated(fresh, { username, tenant, claims, isActive: true, externalId: null, emails: [] });
+      subjectId = await this.store.users.addExternalUser(link, user, created);
     }
     const existing = await this.store.users.findUserBySubject(subjectId);
     if (!existing) throw new Error('the linked local user no longer exists');

@@ -30,6 +30,7 @@ import { UpstreamProviders } from '../federation/upstream.js';
 import { Resources } from '../resources/scopes.js';
 import { FailureLimiter, MemoryFailureCounters } from '../limits/failure-limiter.js';
 import { DirectoryUnavailable } from '../users/directory.js';
+import { routeToStoredWebhooks } from '../webhooks/registry.js';
 import { LdapDirectory } from '../users/ldap/ldap-directory.js';
 import type { Store } from '../stores/types.js';
 
@@ -118,6 +119,8 @@ export async function usersCommand(cfg: ResolvedConfig, args: string[], flags: A
     (d) => new LdapDirectory(d, new FailureLimiter(cfg.rateLimits, new MemoryFailureCounters())),
   );
   try {
+    // The users added, changed and removed here are told to the webhooks by the running nodes.
+    await routeToStoredWebhooks(store, cfg);
     const users = new UserAdmin(store, cfg, undefined, directories);
     if (action === 'list') {
       console.log(['subject'.padEnd(24), 'username'.padEnd(24), 'tenant'.padEnd(16), 'active', 'source'].join(' '));
@@ -291,6 +294,7 @@ export async function clientsCommand(
   const store = await openStore(cfg.storage);
   const [action, id] = args;
   try {
+    await routeToStoredWebhooks(store, cfg);
     const resources =
       action === 'add' || action === 'update' ? await storedResources(store, cfg, raw, overrides) : undefined;
     const clients = new ClientAdmin(store, {

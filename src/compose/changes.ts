@@ -1,5 +1,5 @@
 /**
- * Keeps a node's stored clients, resources and organizations current: re-reads them when their
+ * Keeps a node's stored clients, resources, organizations and webhooks current: re-reads them when their
  * version in the store changed (a change on any node, or by the CLI), when a request names a
  * client this node does not know, and periodically.
  */
@@ -7,17 +7,19 @@ import type { ClientAdmin } from '../admin/clients.js';
 import type { ResourceAdmin } from '../admin/resources.js';
 import type { ClientRegistry } from '../clients/registry.js';
 import type { OrganizationAdmin } from '../admin/organizations.js';
+import type { WebhookAdmin } from '../admin/webhooks.js';
 import type { Store } from '../stores/types.js';
 import type { UserService } from '../users/users.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 
 /** What `StoredChanges` reads and reloads. */
 export interface StoredChangesDeps {
-  store: Pick<Store, 'clients' | 'resources' | 'organizations'>;
+  store: Pick<Store, 'clients' | 'resources' | 'organizations' | 'webhooks'>;
   clients: ClientRegistry;
   clientAdmin: Pick<ClientAdmin, 'reload'>;
   resourceAdmin: Pick<ResourceAdmin, 'reload'>;
   organizationAdmin: Pick<OrganizationAdmin, 'reload'>;
+  webhookAdmin: Pick<WebhookAdmin, 'reload'>;
   users: Pick<UserService, 'findBySubject'>;
 }
 
@@ -33,6 +35,7 @@ export class StoredChanges {
   private clientsVersion = 0;
   private resourcesVersion = 0;
   private organizationsVersion = 0;
+  private webhooksVersion = 0;
 
   constructor(private readonly deps: StoredChangesDeps) {}
 
@@ -74,6 +77,11 @@ export class StoredChanges {
     return this.inOrder(() => this.deps.organizationAdmin.reload());
   }
 
+  /** Re-reads the stored webhooks and the disabled ones on this node now. */
+  reloadWebhooks(): Promise<void> {
+    return this.inOrder(() => this.deps.webhookAdmin.reload());
+  }
+
   /**
    * The first read, at start: the versions seen, then resources (a client may name a new scope, an
    * organization a new provider), then organizations, then clients.
@@ -82,6 +90,8 @@ export class StoredChanges {
     this.clientsVersion = await this.deps.store.clients.clientsVersion();
     this.resourcesVersion = await this.deps.store.resources.version();
     this.organizationsVersion = await this.deps.store.organizations.version();
+    this.webhooksVersion = await this.deps.store.webhooks.version();
+    await this.reloadWebhooks();
     await this.reloadResources();
     await this.reloadOrganizations();
     await this.reloadClients();
@@ -113,6 +123,11 @@ export class StoredChanges {
       if (version !== this.clientsVersion) {
         await clientAdmin.reload(clients, this.isUserSubject);
         this.clientsVersion = version;
+      }
+      const webhooksNow = await store.webhooks.version();
+      if (webhooksNow !== this.webhooksVersion) {
+        await this.deps.webhookAdmin.reload();
+        this.webhooksVersion = webhooksNow;
       }
     });
     return this.queued;

@@ -22,6 +22,9 @@ import type { UserDirectory } from '../users/directory.js';
 import { LdapDirectory } from '../users/ldap/ldap-directory.js';
 import type { SigilOptions } from './options.js';
 import { StoredChanges } from './changes.js';
+import { WebhookAdmin } from '../admin/webhooks.js';
+import { WebhookDeliverer } from '../webhooks/delivery.js';
+import { WebhookRegistry } from '../webhooks/registry.js';
 
 /** Where the config came from: a stored client or resource is checked as if it were in the config file. */
 export interface ConfigSource {
@@ -33,10 +36,32 @@ export interface ConfigSource {
   dataKey: Uint8Array | undefined;
 }
 
-/** The management group and the reads of stored changes. */
+/** The management group, the reads of stored changes, and the node's webhook deliverer (not started). */
 export interface BuiltManagement {
   management: ManagementServices;
   changes: StoredChanges;
+  webhookDeliverer: WebhookDeliverer;
+}
+
+/**
+ * The webhooks of a node: the registry in force (which also routes every event the store writes
+ * to the outbox), their admin, and the deliverer, which disables a webhook through the admin.
+ */
+function buildWebhooks(infra: Infrastructure, dataKey: Uint8Array | undefined) {
+  const { config: cfg, store, log } = infra;
+  const registry = new WebhookRegistry(cfg.webhooks);
+  store.webhookOutbox.configure(registry.subscribers, cfg.webhookDelivery.retrySeconds);
+  let deliverer: WebhookDeliverer | undefined;
+  const admin = new WebhookAdmin(store, {
+    registry,
+    log,
+    ...(dataKey ? { dataKey } : {}),
+    deliverNow: (ids) => deliverer?.deliverNow(ids) ?? Promise.resolve(),
+  });
+  deliverer = new WebhookDeliverer(store.webhookOutbox, registry, cfg.webhookDelivery, log, {
+    disable: (name, reason) => admin.disableGone(name, reason),
+  });
+  return { admin, deliverer };
 }
 
 /** The user administration: built before the sign-in group, which writes users through it. */
@@ -106,12 +131,14 @@ export function buildManagement(
     organizations: () => organizations.all().map((o) => o.name),
   });
   const organizationAdmin = new OrganizationAdmin(store, { live: organizations, upstream, users: signIn.users, log });
+  const webhooks = buildWebhooks(infra, source.dataKey);
   const changes = new StoredChanges({
     store,
     clients,
     clientAdmin,
     resourceAdmin,
     organizationAdmin,
+    webhookAdmin: webhooks.admin,
     users: signIn.users,
   });
   const registrations = new ClientRegistrations(store.registrations, {
@@ -158,9 +185,10 @@ export function buildManagement(
       grants: new GrantAdmin(store.grants),
       resources: resourceAdmin,
       organizations: organizationAdmin,
+      webhooks: webhooks.admin,
       reloadClients: () => changes.reloadClients(),
       reloadKeys: () => keys.refresh(),
     },
   };
-  return { management, changes };
+  return { management, changes, webhookDeliverer: webhooks.deliverer };
 }

@@ -2,7 +2,7 @@
  * Starts a provider's services: resolves the config, builds each group in turn (infrastructure,
  * protocol, sign-in, management, mail, pages) while the signing keys load, then, once the caller
  * has built its app (`begin`), starts what runs in the background (the audit log's batches, the
- * change poll, housekeeping, back-channel logout delivery).
+ * change poll, housekeeping, back-channel logout delivery, webhook delivery).
  */
 import type { FastifyInstance } from 'fastify';
 import { issuerPath, resolveConfig, type ResolvedConfig } from '../config/loader.js';
@@ -22,6 +22,9 @@ import { buildManagement, buildUserManagement } from './management.js';
 import type { SigilOptions } from './options.js';
 import { buildProtocol } from './protocol.js';
 import { buildSignIn } from './sign-in.js';
+import { nowSeconds } from '../crypto/handles.js';
+import { WebhookMetrics } from '../telemetry/webhook-metrics.js';
+import { webhookEventsOf } from '../webhooks/audit-events.js';
 
 /** A provider's services, not yet mounted on any app: what `createSigil` and `sigilPlugin` share. */
 export interface StartedServices {
@@ -99,11 +102,13 @@ export async function startServices(
     const signIn = await buildSignIn(infra, protocol, users.userAdmin, users.directories, options);
     const extensionGrants = (options.extensionGrants ?? []).map((g) => g.grantType);
     const source = { raw: config, overrides: options.overrides, extensionGrants, dataKey: options.dataKey };
-    const { management, changes } = buildManagement(infra, protocol, signIn, users, source);
+    const { management, changes, webhookDeliverer } = buildManagement(infra, protocol, signIn, users, source);
     const { mail, mailer } = buildMail(infra, users.userAdmin, management.management);
     const pages = { pages: new Pages(loadLook(cfg.branding, cfg.localesDir), infra.basePath) };
     const services: Services = { ...infra, ...protocol, ...signIn, ...mail, ...pages, ...management };
     const metricsApp = buildMetricsApp(built.metrics, infra.log);
+    const webhookMetrics = new WebhookMetrics(built.metrics.registry, () => infra.store.webhookOutbox.pending());
+    webhookDeliverer.onOutcome = webhookMetrics.count;
     await changes.start();
     let stopBackground: (() => Promise<void>) | undefined;
     let stopped: Promise<void> | undefined;
@@ -120,12 +125,14 @@ export async function startServices(
         await built.keysReady;
         stopBackground = await startBackground(services, changes);
         deliverer.start();
+        webhookDeliverer.start();
       },
       stop: () =>
         (stopped ??= (async () => {
           await stopBackground?.();
           await metricsApp.close();
           await deliverer.stop();
+          await webhookDeliverer.stop();
           await services.users.close();
           mailer?.close();
           await tracing?.flush();
@@ -152,6 +159,11 @@ async function startBackground(services: Services, changes: StoredChanges): Prom
   services.clients.onMiss = () => changes.check().catch(() => {});
   await registrations.removeUnused();
   const unsubscribeAudit = events.subscribe(audit.record);
+  // Sign-ins, enrolments and consents tell webhooks after their outcome (webhooks/audit-events.ts).
+  const unsubscribeWebhooks = events.subscribe((event) => {
+    const told = webhookEventsOf(event);
+    return told.length > 0 ? store.webhookOutbox.record(told) : undefined;
+  });
   // Every second: the audit events of the last second are stored in one batch, and stored clients,
   // resources and organizations changed on any node (or by the CLI) are re-read now, not at the
   // next reload. A failed flush of the audit events (kept for the next flush) is logged and does
@@ -173,8 +185,11 @@ async function startBackground(services: Services, changes: StoredChanges): Prom
       () => changes.reloadResources(),
       () => changes.reloadOrganizations(),
       () => changes.reloadClients(),
+      () => changes.reloadWebhooks(),
       removeUnusedClients,
       async () => void (await audit.prune()),
+      // The delivery log is kept as long as the audit events.
+      async () => void (await store.webhookOutbox.prune(nowSeconds() - cfg.admin.auditRetentionSeconds)),
     ],
     store.maintenance,
     log,
@@ -188,6 +203,7 @@ async function startBackground(services: Services, changes: StoredChanges): Prom
   return async () => {
     housekeeping.stop();
     unsubscribeAudit();
+    unsubscribeWebhooks();
     await audit.flush().catch((err: unknown) => log.error({ err }, 'storing the last audit events failed'));
   };
 }

@@ -24,6 +24,7 @@ import { clientIdMetadataDocuments, registration } from './schema/registration.j
 import { saml, samlServiceProvider } from './schema/saml.js';
 import { apiResource, apiScope, identityResource } from './schema/resources.js';
 import { identityProvider, user } from './schema/users.js';
+import { MAX_CONFIG_WEBHOOKS, webhook, webhookDelivery } from './schema/webhooks.js';
 
 export { EDITABLE_CLAIMS } from './schema/account.js';
 export { CSS_HEX_COLOUR } from './schema/branding.js';
@@ -74,6 +75,15 @@ export {
 } from './schema/saml.js';
 export { DYNAMIC_AUTH_METHODS, DYNAMIC_GRANT_TYPES, REGISTRATION_DEFAULTS } from './schema/registration.js';
 export { apiResource, apiScope, identityResource, isResourceIndicator } from './schema/resources.js';
+export {
+  isWebhookSecret,
+  MAX_WEBHOOK_NAME,
+  type WebhookConfig,
+  webhook,
+  webhookEvents,
+  webhookName,
+  webhookUrl,
+} from './schema/webhooks.js';
 export {
   identityProvider,
   type IdentityProviderConfig,
@@ -168,6 +178,20 @@ export const configSchema = z
         'two service providers have the same entityId',
       )
       .meta({ description: 'SAML service providers, read-only at run time' }),
+    webhooks: z
+      .array(webhook)
+      .max(MAX_CONFIG_WEBHOOKS)
+      .default([])
+      .superRefine((hooks, ctx) =>
+        hooks.forEach((h, i) => {
+          if (hooks.findIndex((o) => o.name === h.name) !== i)
+            ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate webhook name "${h.name}"` });
+        }),
+      )
+      .meta({
+        description: `Event webhooks (Standard Webhooks), read-only through /admin/v1/webhooks; more may be stored there. At most ${MAX_CONFIG_WEBHOOKS}`,
+      }),
+    webhookDelivery,
     rateLimits: rateLimits.prefault({}).meta({
       description:
         'Limits on failed credential checks (client secrets, API secrets, passwords, user codes), shared through Redis when SIGIL_REDIS_URL is set',

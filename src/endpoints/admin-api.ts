@@ -3,7 +3,7 @@
  * src/organizations/) for clients, signing keys, users with their sessions and grants
  * (`admin-api-users.ts`), audit events, identity resources, API scopes, API resources and upstream
  * identity providers (`admin-api-resources.ts`), and organizations with their members
- * (`admin-api-organizations.ts`), guarded by Sigil's own tokens (`requireScope`: `sigil:admin` for
+ * (`admin-api-organizations.ts`), and webhooks with their delivery log (`admin-api-webhooks.ts`), guarded by Sigil's own tokens (`requireScope`: `sigil:admin` for
  * everything, `sigil:admin:read` for GET requests; `sigil:org:admin` for the members and invitations
  * of an organization the token's user administers, `authorized`). Conventions:
  * - JSON bodies; PATCH is a JSON Merge Patch (RFC 7396, `application/merge-patch+json`) and needs
@@ -49,6 +49,7 @@ import {
 import { ORGANIZATION_ROUTES } from './admin-api-organizations.js';
 import { RESOURCE_ROUTES } from './admin-api-resources.js';
 import { USER_ROUTES } from './admin-api-users.js';
+import { WEBHOOK_ROUTES } from './admin-api-webhooks.js';
 import type { ProtectedResourceEndpointServices } from './protected-resource.js';
 
 /** The services this module uses. */
@@ -235,6 +236,7 @@ const ROUTES: Route[] = [
   ...USER_ROUTES,
   ...RESOURCE_ROUTES,
   ...ORGANIZATION_ROUTES,
+  ...WEBHOOK_ROUTES,
 ];
 
 const STATUS: Record<AdminError['code'], { status: number; title: string }> = {

@@ -44,6 +44,11 @@ export type SigilEventName =
   | 'session_ended'
   /** A user revoked a client's consent and tokens (Duende `GrantsRevokedEvent`; `clientId` names it). */
   | 'grants_revoked'
+  /**
+   * A user allowed a client the requested `scopes` on the consent page (Duende `ConsentGrantedEvent`);
+   * `remembered` when the consent is kept for later requests.
+   */
+  | 'consent_granted'
   /** A user edited their profile claims (`claims` names them, never their values). */
   | 'profile_updated'
   // Management: a user or group created, changed or deleted through SCIM; `clientId`
@@ -87,6 +92,8 @@ export interface SigilEvent {
   method?: SignInMethod;
   /** The session an event is about (`sid`), for `session_ended`. */
   sessionId?: string;
+  /** Whether a `consent_granted` event's consent is remembered for later requests. */
+  remembered?: boolean;
   /** The claim names a `profile_updated` event changed (never their values: personal data). */
   claims?: string[];
   /**

@@ -1,7 +1,7 @@
 /**
  * Requests to URLs that callers choose (Client ID Metadata Documents and the `jwks_uri` they
  * name; what a dynamically registered client names: `jwks_uri`, `sector_identifier_uri`,
- * `request_uris`, `backchannel_logout_uri`), guarded against server-side request forgery
+ * `request_uris`, `backchannel_logout_uri`; webhook URLs), guarded against server-side request forgery
  * (draft-ietf-oauth-client-id-metadata-document
  * §"SSRF Attacks": never to special-use addresses of RFC 6890). The host is resolved here, every
  * address it resolves to must be an ordinary public one, and the connection goes to the vetted
@@ -124,13 +124,25 @@ export async function guardedGet(url: URL, accept: string, limits: OutboundLimit
  * @throws OutboundRefused as `guardedGet`, but for the status
  */
 export async function guardedPostForm(url: URL, form: string, limits: OutboundLimits): Promise<number> {
-  const headers = {
-    'content-type': 'application/x-www-form-urlencoded',
-    'cache-control': 'no-store',
-    'content-length': String(Buffer.byteLength(form)),
-  };
+  return guardedPost(url, form, { 'content-type': 'application/x-www-form-urlencoded' }, limits);
+}
+
+/**
+ * POSTs `body` with `headers` (its media type among them) to an https URL under the SSRF guard
+ * and `limits`, as webhook deliveries do. The deadline runs until the answer's status line and
+ * headers; its body is never read (however large, it costs nothing).
+ * @returns the answer's HTTP status (a redirect is returned as such, never followed)
+ * @throws OutboundRefused as `guardedGet`, but for the status
+ */
+export async function guardedPost(
+  url: URL,
+  body: string,
+  headers: Record<string, string>,
+  limits: OutboundLimits,
+): Promise<number> {
+  const all = { ...headers, 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(body)) };
   const { status } = await guarded(url, limits, (host, address, signal) =>
-    exchange(url, host, address, { method: 'POST', headers, body: form }, 0, signal),
+    exchange(url, host, address, { method: 'POST', headers: all, body }, 0, signal),
   );
   return status;
 }

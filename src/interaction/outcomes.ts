@@ -101,7 +101,7 @@ export function mayRememberConsent(interaction: Interaction): boolean {
 /**
  * The user allowed the pending request's scopes (OIDC Core §3.1.2.4): they become its consented
  * scopes and, when asked (`remember`) and allowed (`mayRememberConsent`), the remembered consent
- * of the session's subject for the client.
+ * of the session's subject for the client; records `consent_granted`.
  */
 export async function grantConsent(
   ctx: OutcomesServices,
@@ -111,7 +111,8 @@ export async function grantConsent(
 ): Promise<void> {
   const { id, interaction } = pending;
   const scopes = interaction.request.scopes;
-  if (remember && mayRememberConsent(interaction)) {
+  const remembered = remember && mayRememberConsent(interaction);
+  if (remembered) {
     const now = nowSeconds();
     await ctx.store.records.consents.remember(
       session.subjectId,
@@ -122,6 +123,14 @@ export async function grantConsent(
     );
   }
   await ctx.interactions.update(id, { ...interaction, consented: scopes });
+  ctx.events.emit({
+    name: 'consent_granted',
+    endpoint: 'consent',
+    subjectId: session.subjectId,
+    clientId: interaction.request.clientId,
+    scopes,
+    remembered,
+  });
 }
 
 /**

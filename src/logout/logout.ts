@@ -1,11 +1,13 @@
 /**
  * Ending sessions: which clients took part in a session, and what ending it
  * sets off. The session row is revoked and the back-channel logout tokens for its clients are
- * queued in one store transaction (OIDC Back-Channel Logout 1.0 §2.5, durable); the front-channel
+ * queued in one store transaction (OIDC Back-Channel Logout 1.0 §2.5, durable), with the webhook
+ * event `session.ended` of a live session; the front-channel
  * clients are returned for the signed-out page (OIDC Front-Channel Logout 1.0 §3).
  */
 import type { ClientConfig } from '../config/schema.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
+import { userOrderKey } from '../events/webhook-events.js';
 import type { LogoutDelivery, LogoutStore, SessionParticipant } from '../stores/types.js';
 
 /** Looks up a client by id (the registry: config-file and stored clients). */
@@ -88,10 +90,16 @@ export class LogoutService {
 
   private async end(sid: string, now: number): Promise<EndedSession> {
     let deliveries: LogoutDelivery[] = [];
-    const participants = await this.store.endSession(sid, now, (found) => {
-      deliveries = this.plan(found, now);
-      return deliveries;
-    });
+    const participants = await this.store.endSession(
+      sid,
+      now,
+      (found) => {
+        deliveries = this.plan(found, now);
+        return deliveries;
+      },
+      // Webhooks hear of it in the same transaction (`session.ended`).
+      (subject) => [{ type: 'session.ended', orderKey: userOrderKey(subject), data: { subject, sessionId: sid } }],
+    );
     const clients = participants
       .map((p) => this.clients.get(p.clientId))
       .filter((c): c is ClientConfig => c !== undefined);

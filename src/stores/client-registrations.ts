@@ -12,8 +12,10 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { nowSeconds } from '../crypto/handles.js';
+import type { WebhookEvent } from '../events/webhook-events.js';
 import { deleteClientRow } from './client-removals.js';
 import type { ClientRegistrationsTable, Database } from './tables.js';
+import type { SqlWebhookOutbox } from './webhook-outbox.js';
 
 /** A dynamically registered client's registration record. */
 export interface ClientRegistration {
@@ -56,6 +58,7 @@ export interface RegistrationStore {
     registration: ClientRegistration,
     initialToken: string | undefined,
     now: number,
+    events?: readonly WebhookEvent[],
   ): Promise<boolean>;
   /** The registration record of a client, or undefined. */
   find(clientId: string): Promise<ClientRegistration | undefined>;
@@ -71,34 +74,47 @@ export interface RegistrationStore {
     metadata: Record<string, unknown>,
     newTokenHash: string,
     now: number,
+    events?: readonly WebhookEvent[],
   ): Promise<boolean>;
   /** Removes a client and its registration record; false when there was none. */
-  remove(clientId: string): Promise<boolean>;
+  remove(clientId: string, events?: readonly WebhookEvent[]): Promise<boolean>;
   /** Records a use at `now` when the last recorded one is older than `notBefore` (Unix seconds). */
   touch(clientId: string, now: number, notBefore: number): Promise<void>;
   /** The ids of every dynamically registered client. */
   ids(): Promise<string[]>;
   /**
    * Removes up to `limit` dynamic clients last used before `before` (Unix seconds), and initial
-   * access tokens expired before `now`.
+   * access tokens expired before `now`; each removal with the webhook events `eventsOf` gives.
    * @returns the removed clients' ids
    */
-  removeUnused(before: number, now: number, limit: number): Promise<string[]>;
+  removeUnused(
+    before: number,
+    now: number,
+    limit: number,
+    eventsOf?: (clientId: string) => WebhookEvent[],
+  ): Promise<string[]>;
   /** Stores an initial access token (minted ones), or does nothing when its hash is known already. */
   addInitialToken(token: InitialAccessToken): Promise<void>;
   /** An initial access token by its hash, or undefined. */
   findInitialToken(tokenHash: string): Promise<InitialAccessToken | undefined>;
 }
 
-/** `RegistrationStore` over the store's Kysely instance (SQLite and PostgreSQL alike). */
+/**
+ * `RegistrationStore` over the store's Kysely instance (SQLite and PostgreSQL alike); each write
+ * puts its webhook events (`client.created`, ...) in the outbox in its transaction.
+ */
 export class SqlRegistrationStore implements RegistrationStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly outbox?: SqlWebhookOutbox,
+  ) {}
 
   async register(
     config: Record<string, unknown>,
     r: ClientRegistration,
     initialToken: string | undefined,
     now: number,
+    events?: readonly WebhookEvent[],
   ): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       if (initialToken !== undefined) {
@@ -116,6 +132,7 @@ export class SqlRegistrationStore implements RegistrationStore {
         .values({ client_id: r.clientId, config: JSON.stringify(config), created_at: r.issuedAt })
         .execute();
       await trx.insertInto('client_registrations').values(toRow(r)).execute();
+      await this.outbox?.append(trx, events, now);
       return true;
     });
   }
@@ -136,6 +153,7 @@ export class SqlRegistrationStore implements RegistrationStore {
     metadata: Record<string, unknown>,
     newTokenHash: string,
     now: number,
+    events?: readonly WebhookEvent[],
   ): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const changed = await trx
@@ -150,15 +168,18 @@ export class SqlRegistrationStore implements RegistrationStore {
         .set({ config: JSON.stringify(config) })
         .where('client_id', '=', clientId)
         .execute();
+      await this.outbox?.append(trx, events, now);
       return true;
     });
   }
 
-  async remove(clientId: string): Promise<boolean> {
+  async remove(clientId: string, events?: readonly WebhookEvent[]): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       const gone = await trx.deleteFrom('client_registrations').where('client_id', '=', clientId).executeTakeFirst();
       await deleteClientRow(trx, clientId, nowSeconds());
-      return gone.numDeletedRows === 1n;
+      if (gone.numDeletedRows !== 1n) return false;
+      await this.outbox?.append(trx, events);
+      return true;
     });
   }
 
@@ -176,7 +197,12 @@ export class SqlRegistrationStore implements RegistrationStore {
     return rows.map((r) => r.client_id);
   }
 
-  async removeUnused(before: number, now: number, limit: number): Promise<string[]> {
+  async removeUnused(
+    before: number,
+    now: number,
+    limit: number,
+    eventsOf?: (clientId: string) => WebhookEvent[],
+  ): Promise<string[]> {
     await this.db.deleteFrom('initial_access_tokens').where('expires_at', '<', now).execute();
     const rows = await this.db
       .selectFrom('client_registrations')
@@ -195,6 +221,7 @@ export class SqlRegistrationStore implements RegistrationStore {
           .executeTakeFirst();
         if (r.numDeletedRows !== 1n) return false;
         await deleteClientRow(trx, client_id, now);
+        await this.outbox?.append(trx, eventsOf?.(client_id), now);
         return true;
       });
       if (gone) removed.push(client_id);

@@ -34,9 +34,11 @@ import {
   USER_SORT,
   userCondition,
 } from './directory-filter.js';
+import type { WebhookEvent } from '../events/webhook-events.js';
 import { bumpUsers, insertEmails, setMembers } from './directory-writes.js';
 import { type Dialect, isStatementTimeout, isUniqueViolation, withStatementTimeout } from './sql-support.js';
 import type { Database, UserGroupsTable, UsersTable } from './tables.js';
+import type { SqlWebhookOutbox } from './webhook-outbox.js';
 
 /** How long one list query may run on PostgreSQL, milliseconds; beyond it the answer is `tooMany`. */
 export const LIST_TIMEOUT_MS = 2000;
@@ -157,11 +159,13 @@ export class SqlDirectory {
   /**
    * @param db a migrated database (migrations up to `0015_scim_indexes`)
    * @param limits the bounds of list queries; defaults `LIST_TIMEOUT_MS`, `SQLITE_SCAN_USERS`
+   * @param outbox where user writes put their webhook events, in their transaction
    */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: Dialect,
     limits: Partial<DirectoryLimits> = {},
+    private readonly outbox?: SqlWebhookOutbox,
   ) {
     this.limits = { listTimeoutMs: LIST_TIMEOUT_MS, sqliteScanUsers: SQLITE_SCAN_USERS, ...limits };
   }
@@ -248,11 +252,18 @@ export class SqlDirectory {
 
   /**
    * Adds a user with their emails and, with `membership`, makes them a member of that
-   * organization (without roles) in the same transaction: both or neither are stored.
+   * organization (without roles) in the same transaction: both or neither are stored, and so are
+   * their webhook `events`.
    * @param membership `provisioned`: the organization's SCIM client creates the user
    * @throws DirectoryConflict `userName` when a user of that name exists.
    */
-  async addUser(subjectId: string, user: UserWrite, now: number, membership?: NewMembership): Promise<void> {
+  async addUser(
+    subjectId: string,
+    user: UserWrite,
+    now: number,
+    membership?: NewMembership,
+    events?: readonly WebhookEvent[],
+  ): Promise<void> {
     await this.unique('userName', () =>
       this.db.transaction().execute(async (trx) => {
         await trx
@@ -283,17 +294,24 @@ export class SqlDirectory {
               provisioned: membership.provisioned ? 1 : 0,
             })
             .execute();
+        await this.outbox?.append(trx, events, now);
       }),
     );
   }
 
   /**
    * Replaces a user's SCIM attributes and emails, when their version is still `expected` (when
-   * given), and adds one to the version.
+   * given), and adds one to the version; the webhook `events` in the same transaction.
    * @returns false when there is no such user or the version moved on (checked by the caller).
    * @throws DirectoryConflict `userName` when another user has that name.
    */
-  async replaceUser(subjectId: string, user: UserWrite, expected: number | undefined, now: number): Promise<boolean> {
+  async replaceUser(
+    subjectId: string,
+    user: UserWrite,
+    expected: number | undefined,
+    now: number,
+    events?: readonly WebhookEvent[],
+  ): Promise<boolean> {
     return this.unique('userName', () =>
       this.db.transaction().execute(async (trx) => {
         let update = trx
@@ -314,6 +332,7 @@ export class SqlDirectory {
         if (result.numUpdatedRows !== 1n) return false;
         await trx.deleteFrom('user_emails').where('subject_id', '=', subjectId).execute();
         await insertEmails(trx, subjectId, user.emails);
+        await this.outbox?.append(trx, events, now);
         return true;
       }),
     );

@@ -4,6 +4,7 @@
  */
 import { type Kysely, type Migration, type MigrationProvider, PostgresAdapter, sql } from 'kysely';
 import { newId } from '../crypto/handles.js';
+import { webhooksMigration } from './migration-webhooks.js';
 import { externalLinkKey } from './types.js';
 
 const migrations: Record<string, Migration> = {
@@ -531,6 +532,7 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0021_webhooks': webhooksMigration,
 };
 
 /** Kysely migration provider over the list above. */

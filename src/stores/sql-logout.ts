@@ -3,12 +3,18 @@
  * outbox), on the same Kysely instance as the rest of the store, both dialects.
  */
 import type { Kysely } from 'kysely';
+import type { WebhookEvent } from '../events/webhook-events.js';
 import type { LogoutDelivery, LogoutStore, SessionParticipant } from './types.js';
 import type { Database } from './tables.js';
+import type { SqlWebhookOutbox } from './webhook-outbox.js';
 
 /** `LogoutStore` over a Kysely instance whose schema has the `0006_logout` migration. */
 export class SqlLogoutStore implements LogoutStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** @param outbox where a session's end puts its webhook events (`session.ended`), in its transaction */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly webhooks?: SqlWebhookOutbox,
+  ) {}
 
   async addParticipant(p: SessionParticipant, expiresAt: number): Promise<void> {
     await this.db
@@ -33,15 +39,20 @@ export class SqlLogoutStore implements LogoutStore {
     sid: string,
     now: number,
     plan: (participants: SessionParticipant[]) => LogoutDelivery[],
+    ended?: (subjectId: string) => WebhookEvent[],
   ): Promise<SessionParticipant[]> {
     return this.db.transaction().execute(async (trx) => {
-      await trx
+      const revoked = await trx
         .updateTable('grants')
         .set({ revoked_at: now })
         .where('family_id', '=', sid)
         .where('type', '=', 'session')
         .where('revoked_at', 'is', null)
+        .returning(['subject_id', 'expires_at'])
         .execute();
+      // A live session ended here (not one found expired by the sweep): its webhook event.
+      const live = revoked.find((r) => r.subject_id !== null && Number(r.expires_at) > now);
+      if (live?.subject_id && ended) await this.webhooks?.append(trx, ended(live.subject_id), now);
       // The delete is the claim: of concurrent callers, one gets the rows.
       const rows = await trx
         .deleteFrom('session_participants')

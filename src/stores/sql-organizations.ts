@@ -15,9 +15,11 @@
  */
 import { type Kysely, type SqlBool, sql, type Transaction } from 'kysely';
 import { nowSeconds } from '../crypto/handles.js';
+import type { WebhookEvent } from '../events/webhook-events.js';
 import { addRoleGroups } from './sql-organization-groups.js';
 import { raiseChangeCounter, readChangeCounter } from './sql-support.js';
 import type { Database } from './tables.js';
+import type { SqlWebhookOutbox } from './webhook-outbox.js';
 import type {
   OrganizationMember,
   OrganizationRefusal,
@@ -36,7 +38,11 @@ class Refused {
 
 /** `OrganizationStore` over the SQL store's database (SQLite or PostgreSQL). */
 export class SqlOrganizations implements OrganizationStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** @param outbox where membership changes put their webhook events, in their transaction */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly outbox?: SqlWebhookOutbox,
+  ) {}
 
   async list(): Promise<StoredOrganization[]> {
     const rows = await this.db
@@ -83,7 +89,7 @@ export class SqlOrganizations implements OrganizationStore {
     });
   }
 
-  async remove(id: string, version: number): Promise<boolean> {
+  async remove(id: string, version: number, left?: (subjects: string[]) => WebhookEvent[]): Promise<boolean> {
     const refusal = await this.write(async (trx) => {
       const removed = await trx
         .deleteFrom('organizations')
@@ -92,7 +98,12 @@ export class SqlOrganizations implements OrganizationStore {
         .executeTakeFirst();
       if (removed.numDeletedRows !== 1n) throw new Refused({ reason: 'changed' });
       await trx.deleteFrom('organization_domains').where('organization_id', '=', id).execute();
-      await trx.deleteFrom('organization_members').where('organization_id', '=', id).execute();
+      const members = await trx
+        .deleteFrom('organization_members')
+        .where('organization_id', '=', id)
+        .returning('subject')
+        .execute();
+      if (left) await this.outbox?.append(trx, left(members.map((m) => m.subject)));
       await trx.deleteFrom('organization_groups').where('organization_id', '=', id).execute();
     });
     return refusal === undefined;
@@ -134,18 +145,32 @@ export class SqlOrganizations implements OrganizationStore {
     return rows.map((r) => ({ organizationId: r.organization_id, roles: JSON.parse(r.roles) as string[] }));
   }
 
-  async addMember(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean> {
+  async addMember(
+    organizationId: string,
+    subject: string,
+    roles: readonly string[],
+    events?: readonly WebhookEvent[],
+  ): Promise<boolean> {
     await addRoleGroups(this.db, organizationId, roles);
-    const inserted = await this.db
-      .insertInto('organization_members')
-      .values({ organization_id: organizationId, subject, roles: JSON.stringify(roles), created_at: nowSeconds() })
-      .onConflict((oc) => oc.columns(['organization_id', 'subject']).doNothing())
-      .executeTakeFirst();
-    return inserted.numInsertedOrUpdatedRows === 1n;
+    return this.db.transaction().execute(async (trx) => {
+      const inserted = await trx
+        .insertInto('organization_members')
+        .values({ organization_id: organizationId, subject, roles: JSON.stringify(roles), created_at: nowSeconds() })
+        .onConflict((oc) => oc.columns(['organization_id', 'subject']).doNothing())
+        .executeTakeFirst();
+      if (inserted.numInsertedOrUpdatedRows !== 1n) return false;
+      await this.outbox?.append(trx, events);
+      return true;
+    });
   }
 
-  async putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'> {
-    if (await this.addMember(organizationId, subject, roles)) return 'added';
+  async putMember(
+    organizationId: string,
+    subject: string,
+    roles: readonly string[],
+    events?: readonly WebhookEvent[],
+  ): Promise<'added' | 'replaced'> {
+    if (await this.addMember(organizationId, subject, roles, events)) return 'added';
     // addMember added the Groups of the roles (0019_organization_scim).
     // A removal between the two statements leaves no member: as if it came after this replacement.
     await this.db
@@ -196,13 +221,17 @@ export class SqlOrganizations implements OrganizationStore {
     }
   }
 
-  async removeMember(organizationId: string, subject: string): Promise<boolean> {
-    const result = await this.db
-      .deleteFrom('organization_members')
-      .where('organization_id', '=', organizationId)
-      .where('subject', '=', subject)
-      .executeTakeFirst();
-    return result.numDeletedRows === 1n;
+  async removeMember(organizationId: string, subject: string, events?: readonly WebhookEvent[]): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const result = await trx
+        .deleteFrom('organization_members')
+        .where('organization_id', '=', organizationId)
+        .where('subject', '=', subject)
+        .executeTakeFirst();
+      if (result.numDeletedRows !== 1n) return false;
+      await this.outbox?.append(trx, events);
+      return true;
+    });
   }
 
   /**

@@ -49,9 +49,10 @@ export async function withStatementTimeout<T>(
 
 /**
  * A change counter of `admin_versions` (0012_admin): `clients` for the stored clients, `resources`
- * for the managed items, `organizations` for the stored organizations (not their members).
+ * for the managed items, `organizations` for the stored organizations (not their members),
+ * `webhooks` for the stored webhooks and which webhooks are disabled (0021_webhooks).
  */
-export type ChangeCounter = 'clients' | 'resources' | 'organizations';
+export type ChangeCounter = 'clients' | 'resources' | 'organizations' | 'webhooks';
 
 /** The value of a change counter: 0 before the first change. */
 export async function readChangeCounter(db: Kysely<Database>, kind: ChangeCounter): Promise<number> {

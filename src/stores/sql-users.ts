@@ -6,16 +6,22 @@
  */
 import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
 import { nowSeconds } from '../crypto/handles.js';
+import type { WebhookEvent } from '../events/webhook-events.js';
 import type { SqlDirectory } from './directory.js';
 import type { ExternalLink, StoredUser, UserStore } from './types.js';
 import type { Database, UsersTable } from './tables.js';
+import type { SqlWebhookOutbox } from './webhook-outbox.js';
 
 /** `UserStore` over the store's Kysely instance. */
 export class SqlUserStore implements UserStore {
-  /** @param directory answers `groupNames` (the groups are SCIM's). */
+  /**
+   * @param directory answers `groupNames` (the groups are SCIM's).
+   * @param outbox where removals and first sign-ins put their webhook events, in their transaction
+   */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly directory: SqlDirectory,
+    private readonly outbox?: SqlWebhookOutbox,
   ) {}
 
   async findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined> {
@@ -55,7 +61,7 @@ export class SqlUserStore implements UserStore {
     return row !== undefined;
   }
 
-  async addExternalUser(link: ExternalLink, user: StoredUser): Promise<string> {
+  async addExternalUser(link: ExternalLink, user: StoredUser, events?: readonly WebhookEvent[]): Promise<string> {
     return this.db.transaction().execute(async (trx) => {
       // The link first: of two first sign-ins at once, the second waits here for the first's
       // commit, then inserts nothing and takes the first's subject.
@@ -79,6 +85,7 @@ export class SqlUserStore implements UserStore {
         return row.subject_id;
       }
       await trx.insertInto('users').values(toUserRow(user)).execute();
+      await this.outbox?.append(trx, events);
       return user.subjectId;
     });
   }
@@ -93,7 +100,11 @@ export class SqlUserStore implements UserStore {
     return rows.map(toUser);
   }
 
-  async removeUser(subjectId: string): Promise<boolean> {
+  async removeUser(
+    subjectId: string,
+    events?: readonly WebhookEvent[],
+    left?: (organizationIds: string[]) => WebhookEvent[],
+  ): Promise<boolean> {
     return this.db.transaction().execute(async (trx) => {
       await trx.deleteFrom('external_links').where('subject_id', '=', subjectId).execute();
       await trx.deleteFrom('mfa_factors').where('subject_id', '=', subjectId).execute();
@@ -111,9 +122,15 @@ export class SqlUserStore implements UserStore {
       await trx.deleteFrom('group_members').where('subject_id', '=', subjectId).execute();
       // Their organization memberships (0018_organizations): a later user with the same subject is
       // a member of nothing.
-      await trx.deleteFrom('organization_members').where('subject', '=', subjectId).execute();
+      const memberships = await trx
+        .deleteFrom('organization_members')
+        .where('subject', '=', subjectId)
+        .returning('organization_id')
+        .execute();
       const result = await trx.deleteFrom('users').where('subject_id', '=', subjectId).executeTakeFirst();
-      return result.numDeletedRows === 1n;
+      if (result.numDeletedRows !== 1n) return false;
+      await this.outbox?.append(trx, [...(left?.(memberships.map((m) => m.organization_id)) ?? []), ...(events ?? [])]);
+      return true;
     });
   }
 

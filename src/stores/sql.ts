@@ -31,6 +31,8 @@ import type { LookupCacheOptions } from './recent-lookups.js';
 import type { Dialect } from './sql-support.js';
 import type { Database } from './tables.js';
 import type { Store } from './types.js';
+import { SqlWebhookStore } from './sql-webhooks.js';
+import { SqlWebhookOutbox } from './webhook-outbox.js';
 
 /** Where a store lives, from its storage URL. */
 export type StorageTarget =
@@ -180,14 +182,16 @@ function composeStore(
   timedCommit?: (seconds: number) => void,
 ): Store {
   const grants = new SqlGrantStore(db, dialect, lookups, timedCommit);
-  const directory = new SqlDirectory(db, dialect);
+  // The writers of the changes webhooks tell of put their events in the outbox, in their transactions.
+  const webhookOutbox = new SqlWebhookOutbox(db);
+  const directory = new SqlDirectory(db, dialect, {}, webhookOutbox);
   return {
     grants,
     records: grantRecords(grants),
-    logout: new SqlLogoutStore(db),
+    logout: new SqlLogoutStore(db, webhookOutbox),
     keys: new SqlKeyStore(db),
-    users: new SqlUserStore(db, directory),
-    clients: new SqlClientStore(db),
+    users: new SqlUserStore(db, directory, webhookOutbox),
+    clients: new SqlClientStore(db, webhookOutbox),
     factors: new SqlFactorStore(db),
     maintenance: new SqlMaintenance(db),
     // Modules of their own over the same database: WebAuthn credentials, the stored
@@ -198,12 +202,15 @@ function composeStore(
     webauthn: new SqlWebAuthnCredentials(db),
     audit: new SqlAuditEvents(db),
     resources: new SqlManagedResources(db),
-    organizations: new SqlOrganizations(db),
+    organizations: new SqlOrganizations(db, webhookOutbox),
     organizationGroups: new SqlOrganizationGroups(db),
     secrets: new SqlServerSecrets(db),
-    registrations: new SqlRegistrationStore(db),
+    registrations: new SqlRegistrationStore(db, webhookOutbox),
     emails: new SqlUserEmails(db),
     directory,
+    // Webhooks (0021_webhooks): the stored ones and the disabled ones, and the outbox.
+    webhooks: new SqlWebhookStore(db),
+    webhookOutbox,
     async ping() {
       await db.selectFrom('signing_keys').select('kid').limit(1).execute();
     },

@@ -251,6 +251,45 @@ export interface ServerSecretsTable {
   created_at: number;
 }
 
+/** Webhooks managed at run time (0021_webhooks): `events` a JSON array, `secrets` JSON, sealed when a data key is set. */
+export interface WebhooksTable {
+  name: string;
+  url: string;
+  events: string;
+  secrets: string;
+  version: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Disabled webhooks, config-file and stored alike (0021_webhooks). */
+export interface WebhookDisabledTable {
+  name: string;
+  disabled_at: number;
+  reason: string;
+}
+
+/** The webhook outbox: one delivery per webhook and event (0021_webhooks). */
+export interface WebhookDeliveriesTable {
+  seq: Generated<number>;
+  id: string;
+  webhook: string;
+  type: string;
+  order_key: string;
+  payload: string;
+  /** `pending`, `delivered` or `failed`. */
+  status: string;
+  attempts: number;
+  created_at: number;
+  next_attempt_at: number;
+  give_up_at: number;
+  lease_holder: string | null;
+  lease_until: number;
+  last_status_code: number | null;
+  last_attempt_at: number | null;
+  last_error: string | null;
+}
+
 /** The store's schema, as every store module's Kysely instance is typed. */
 export interface Database {
   grants: GrantsTable;
@@ -278,4 +317,7 @@ export interface Database {
   organization_members: OrganizationMembersTable;
   organization_groups: OrganizationGroupsTable;
   server_secrets: ServerSecretsTable;
+  webhooks: WebhooksTable;
+  webhook_disabled: WebhookDisabledTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }

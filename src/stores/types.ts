@@ -17,6 +17,9 @@ import type { SqlDirectory } from './directory.js';
 import type { AuditEventStore } from './audit-events.js';
 import type { ManagedResourceStore } from './managed-resources.js';
 import type { ServerSecretStore } from './sql-secrets.js';
+import type { WebhookEvent } from '../events/webhook-events.js';
+import type { SqlWebhookStore } from './sql-webhooks.js';
+import type { SqlWebhookOutbox } from './webhook-outbox.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -81,8 +84,8 @@ export interface ClientStore {
    * its record in the deletion's transaction.
    */
   listClientRemovals(now: number): Promise<Map<string, number>>;
-  /** Adds or replaces a client. */
-  saveClient(clientId: string, config: Record<string, unknown>): Promise<void>;
+  /** Adds or replaces a client, with its webhook `events` in the same transaction. */
+  saveClient(clientId: string, config: Record<string, unknown>, events?: readonly WebhookEvent[]): Promise<void>;
   /**
    * Returns false when there was no such client; records the removal (`listClientRemovals`) in the same
    * transaction.
@@ -93,10 +96,16 @@ export interface ClientStore {
   /**
    * Replaces a stored client only while its saved JSON text is still `expected` (one conditional
    * UPDATE, so two concurrent changes cannot both win); with `config` undefined, deletes it so and
-   * records the removal (`listClientRemovals`) in the same transaction.
+   * records the removal (`listClientRemovals`) in the same transaction; the webhook `events` too,
+   * when it was replaced (or deleted).
    * @returns whether it was replaced (or deleted).
    */
-  replaceClientIf(clientId: string, expected: string, config: Record<string, unknown> | undefined): Promise<boolean>;
+  replaceClientIf(
+    clientId: string,
+    expected: string,
+    config: Record<string, unknown> | undefined,
+    events?: readonly WebhookEvent[],
+  ): Promise<boolean>;
   /**
    * A counter every change of the stored clients raises (0 before the first): nodes poll it to re-read them
    * at once.
@@ -134,10 +143,15 @@ export interface UserStore {
   listUsers(): Promise<StoredUser[]>;
   /**
    * Removes a user, the upstream identities linked to them, their WebAuthn credentials, email
-   * addresses, group and organization memberships, in one transaction; returns false when there
-   * was no such user.
+   * addresses, group and organization memberships, in one transaction with the webhook events
+   * `left` gives for the organizations (ids) they were a member of, then `events`; returns false
+   * when there was no such user (no event is written).
    */
-  removeUser(subjectId: string): Promise<boolean>;
+  removeUser(
+    subjectId: string,
+    events?: readonly WebhookEvent[],
+    left?: (organizationIds: string[]) => WebhookEvent[],
+  ): Promise<boolean>;
   /**
    * Whether any upstream identity of the provider named `provider` is linked to a local user (a full scan:
    * management only).
@@ -147,10 +161,11 @@ export interface UserStore {
   findExternalLink(key: string): Promise<string | undefined>;
   /**
    * Adds `user` linked to the upstream identity `link`, atomically. When `link.key` is linked
-   * already (two first sign-ins at once), adds nothing and returns the subject linked first.
+   * already (two first sign-ins at once), adds nothing and returns the subject linked first; the
+   * webhook `events` are written only with a user added.
    * @returns the linked local subject.
    */
-  addExternalUser(link: ExternalLink, user: StoredUser): Promise<string>;
+  addExternalUser(link: ExternalLink, user: StoredUser, events?: readonly WebhookEvent[]): Promise<string>;
   /** Returns false when there was no such user. */
   setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean>;
   /** The display names of the SCIM groups a user is a member of (their `role` claim gets them). */
@@ -244,12 +259,15 @@ export interface LogoutStore {
   /**
    * Ends the session `sid` in one transaction: revokes its session row, removes its participants
    * and queues what `plan` returns for them. Of concurrent callers for one session only one gets
-   * the participants; the others get an empty list and queue nothing.
+   * the participants; the others get an empty list and queue nothing. When its live session row
+   * (not yet expired) is revoked here, the webhook events `ended` gives for its subject are written
+   * in the same transaction.
    */
   endSession(
     sid: string,
     now: number,
     plan: (participants: SessionParticipant[]) => LogoutDelivery[],
+    ended?: (subjectId: string) => WebhookEvent[],
   ): Promise<SessionParticipant[]>;
   /**
    * Forgets that `clientId` took part in any session (a client deleted, RFC 7592 §2.3): a client
@@ -336,8 +354,12 @@ export interface OrganizationStore {
    * it is not, or when one of the new domains is another stored organization's.
    */
   update(id: string, version: number, settings: OrganizationSettings): Promise<OrganizationRefusal | undefined>;
-  /** Removes an organization at `version` with its domains and members; false when it is not at it (or gone). */
-  remove(id: string, version: number): Promise<boolean>;
+  /**
+   * Removes an organization at `version` with its domains and members, and writes the webhook
+   * events `left` gives for the members it had in the same transaction; false when it is not at it
+   * (or gone).
+   */
+  remove(id: string, version: number, left?: (subjects: string[]) => WebhookEvent[]): Promise<boolean>;
   /** The `organizations` change counter: 0 before the first change. */
   version(): Promise<number>;
   /** Up to `limit` members of an organization by subject, after the subject `after` when given. */
@@ -348,11 +370,22 @@ export interface OrganizationStore {
   memberships(subject: string, limit: number): Promise<{ organizationId: string; roles: string[] }[]>;
   /**
    * Makes `subject` a member with `roles` unless they are one already, whose roles then stay as
-   * they are (one statement: a concurrent change of the member is never overwritten); true when added.
+   * they are (one statement: a concurrent change of the member is never overwritten); true when
+   * added, and then with the webhook `events` in the same transaction.
    */
-  addMember(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean>;
-  /** Makes `subject` a member with `roles`, or replaces their roles; says which. */
-  putMember(organizationId: string, subject: string, roles: readonly string[]): Promise<'added' | 'replaced'>;
+  addMember(
+    organizationId: string,
+    subject: string,
+    roles: readonly string[],
+    events?: readonly WebhookEvent[],
+  ): Promise<boolean>;
+  /** Makes `subject` a member with `roles` (with `events`, as `addMember`), or replaces their roles; says which. */
+  putMember(
+    organizationId: string,
+    subject: string,
+    roles: readonly string[],
+    events?: readonly WebhookEvent[],
+  ): Promise<'added' | 'replaced'>;
   /** Replaces the roles of `subject` if they are a member (never makes one); false when they are none. */
   replaceRoles(organizationId: string, subject: string, roles: readonly string[]): Promise<boolean>;
   /** Whether `subject` holds `role` in any membership (of any organization id, in force or not). */
@@ -362,8 +395,8 @@ export interface OrganizationStore {
    * organization id, in force or not); however many memberships without it come between.
    */
   membershipsWithRole(subject: string, role: string, limit: number): Promise<{ organizationId: string }[]>;
-  /** Ends a membership; false when there was none. */
-  removeMember(organizationId: string, subject: string): Promise<boolean>;
+  /** Ends a membership, with its webhook `events` in the same transaction; false when there was none. */
+  removeMember(organizationId: string, subject: string, events?: readonly WebhookEvent[]): Promise<boolean>;
 }
 
 /** An organization's role as a SCIM Group (0019_organization_scim). */
@@ -479,4 +512,8 @@ export interface Store {
   organizationGroups: OrganizationGroupStore;
   /** Secrets that never rotate, the same on every node (migration 0020_server_secrets). */
   secrets: ServerSecretStore;
+  /** Webhooks managed at run time and the disabled ones (migration 0021_webhooks). */
+  webhooks: SqlWebhookStore;
+  /** The webhook outbox: deliveries per webhook and event (migration 0021_webhooks). */
+  webhookOutbox: SqlWebhookOutbox;
 }
