@@ -97,6 +97,16 @@ export function ifMatch(request: FastifyRequest): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
+/**
+ * The request's `If-Match`, which a change by merge patch requires (RFC 6585 §3).
+ * @throws PreconditionRequired (428) without one.
+ */
+export function requiredIfMatch(request: FastifyRequest): string {
+  const etag = ifMatch(request);
+  if (etag === undefined) throw new PreconditionRequired();
+  return etag;
+}
+
 /** Parses `body` with `schema`, or refuses it with each zod issue's path. @throws AdminError `invalid`. */
 export function parsed<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
   const result = schema.safeParse(body ?? {});

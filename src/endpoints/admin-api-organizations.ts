@@ -24,11 +24,11 @@ import {
   type Answer,
   changes,
   ifMatch,
+  requiredIfMatch,
   MERGE_PATCH,
   name,
   parsed,
   paging,
-  PreconditionRequired,
   type Route,
 } from './admin-api-kit.js';
 
@@ -110,8 +110,7 @@ export const ORGANIZATION_ROUTES: Route[] = [
     mediaType: MERGE_PATCH,
     response: oneOrganization,
     handle: async (ctx, caller, p, body, request) => {
-      const etag = ifMatch(request);
-      if (etag === undefined) throw new PreconditionRequired();
+      const etag = requiredIfMatch(request);
       return organizationAnswer(await changes(ctx, caller).updateOrganization(p.name ?? '', body, etag));
     },
   },

@@ -11,10 +11,10 @@ import {
   type Answer,
   changes,
   ifMatch,
+  requiredIfMatch,
   MERGE_PATCH,
   name,
   parsed,
-  PreconditionRequired,
   type Route,
   rotateSecretBody,
 } from './admin-api-kit.js';
@@ -129,8 +129,7 @@ function resourceRoutes({ kind, path, member, plural, label, schema }: (typeof R
       mediaType: MERGE_PATCH,
       response: out,
       handle: async (ctx, caller, p, body, request) => {
-        const etag = ifMatch(request);
-        if (etag === undefined) throw new PreconditionRequired();
+        const etag = requiredIfMatch(request);
         return resourceAnswer(member, await changes(ctx, caller).updateResource(kind, p.name ?? '', body, etag));
       },
     },

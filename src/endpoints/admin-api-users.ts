@@ -20,11 +20,11 @@ import {
   changes,
   clientIdParam,
   ifMatch,
+  requiredIfMatch,
   MERGE_PATCH,
   name,
   parsed,
   paging,
-  PreconditionRequired,
   type Route,
 } from './admin-api-kit.js';
 import type { Caller } from './protected-resource.js';
@@ -184,8 +184,7 @@ export const USER_ROUTES: Route[] = [
     mediaType: MERGE_PATCH,
     response: userOut,
     handle: async (ctx, caller, p, body, request) => {
-      const etag = ifMatch(request);
-      if (etag === undefined) throw new PreconditionRequired();
+      const etag = requiredIfMatch(request);
       const patch = parsed(userPatch, body);
       const id = p.subject ?? '';
       await ctx.management.users.update(id, changeOf(await ctx.management.users.get(id), patch), {

@@ -17,11 +17,11 @@ import {
   type Answer,
   type ApiCaller,
   ifMatch,
+  requiredIfMatch,
   MERGE_PATCH,
   name,
   parsed,
   paging,
-  PreconditionRequired,
   type Route,
 } from './admin-api-kit.js';
 
@@ -140,8 +140,7 @@ export const WEBHOOK_ROUTES: Route[] = [
     mediaType: MERGE_PATCH,
     response: webhookAnswer,
     handle: async (ctx, caller, p, body, request) => {
-      const etag = ifMatch(request);
-      if (etag === undefined) throw new PreconditionRequired();
+      const etag = requiredIfMatch(request);
       return answer(await changes(ctx, caller).update(p.name ?? '', body, etag));
     },
   },

@@ -37,6 +37,7 @@ import {
   changes,
   clientIdParam as clientId,
   ifMatch,
+  requiredIfMatch,
   MERGE_PATCH,
   name,
   type Params,
@@ -148,8 +149,7 @@ const ROUTES: Route[] = [
     mediaType: MERGE_PATCH,
     response: clientOut,
     handle: async (ctx, caller, p, body, request) => {
-      const etag = ifMatch(request);
-      if (etag === undefined) throw new PreconditionRequired();
+      const etag = requiredIfMatch(request);
       return clientAnswer(await changes(ctx, caller).updateClient(p.clientId ?? '', body, etag));
     },
   },
