@@ -255,6 +255,7 @@ function printStart(
     trustProxy: unknown;
     clients: { clientId: string }[];
     users: { username: string }[];
+    admin: { console: boolean; userRole: string };
   },
   demo: boolean,
   address: string,
@@ -274,6 +275,10 @@ function printStart(
   console.log(`sigil: discovery ${cfg.issuer}/.well-known/openid-configuration`);
   console.log(`sigil: clients ${cfg.clients.map((c) => c.clientId).join(', ') || '(none)'}`);
   console.log(`sigil: users ${cfg.users.map((u) => u.username).join(', ') || '(none)'}`);
+  // The two pages a newcomer looks for first: their own account, and the console.
+  console.log(`sigil: account ${cfg.issuer}/account`);
+  if (cfg.admin.console)
+    console.log(`sigil: console ${cfg.issuer}/admin (users with the role ${cfg.admin.userRole}, with a second factor)`);
   // With workers, each scrape of the shared metrics port is answered by one worker, for its own requests.
   console.log(`sigil: metrics ${metricsUrl ? `${metricsUrl}/metrics` : 'off'}${workers > 1 ? ' (per worker)' : ''}`);
   if (workers > 1) console.log(`sigil: workers ${workers}`);

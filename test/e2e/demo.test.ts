@@ -175,6 +175,8 @@ describe('npm start (examples/start-demo.mjs)', () => {
       expect(out).toContain(`sigil: discovery ${issuer}/.well-known/openid-configuration`);
       expect(out).toMatch(/sigil: clients .*\bdemo\b.*\bdemo-web\b/);
       expect(out).toContain('sigil: users alice, bob');
+      expect(out).toContain(`sigil: account ${issuer}/account`);
+      expect(out).toContain(`sigil: console ${issuer}/admin (users with the role sigil-admin, with a second factor)`);
       expect(out).toContain(
         'sigil: demo credentials: client "demo" with secret "demo-secret", user "alice" with password "alice"',
       );
