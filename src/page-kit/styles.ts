@@ -3,15 +3,17 @@ import { PASSKEY_STYLES } from './passkeys-pages.js';
 /**
  * The pages' style sheet, served at `/assets/sigil.css` (same origin, so CSP `style-src 'self'`).
  * Colours meet WCAG 2.2 AA in light and dark schemes: text 4.5:1, field borders and the focus
- * ring 3:1 (1.4.11); touch targets are at least 44px high; on phones the card fills the screen.
+ * ring 3:1 (1.4.11; the ring is the accent, so a brand's `primaryColor` colours it too, as the
+ * buttons); every kind of text field looks alike; touch targets are at least 44px high; on phones
+ * the card fills the screen.
  */
 export const STYLES = `
 :root { color-scheme: light dark; --fg: #1b1f24; --muted: #57606a; --bg: #f6f8fa; --card: #fff; --line: #d0d7de;
   --field: #848d97; --accent: #0b5cad; --accent-hover: #094c8f; --accent-fg: #fff; --danger: #b42318; --danger-bg: #fef3f2;
-  --focus: #b45309; --chip: #eef1f4; }
+  --focus: var(--accent); --chip: #eef1f4; }
 @media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --muted: #9da7b3; --bg: #0d1117; --card: #161b22;
   --line: #30363d; --field: #6e7681; --accent: #4493f8; --accent-hover: #6aa8fa; --accent-fg: #0d1117; --danger: #ff7b72;
-  --danger-bg: #2d1214; --focus: #f59e0b; --chip: #0d1117; } }
+  --danger-bg: #2d1214; --focus: var(--accent); --chip: #0d1117; } }
 * { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; text-size-adjust: 100%; }
 body { margin: 0; min-height: 100vh; display: flex; align-items: center; justify-content: center; padding: 1.5rem 1rem;
@@ -25,9 +27,10 @@ main { width: 100%; max-width: 26rem; background: var(--card); border: 1px solid
 h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; }
 p { margin: .25rem 0 1rem; color: var(--muted); }
 label { display: block; font-weight: 600; margin: 1rem 0 .35rem; }
-input[type=text], input[type=password] { display: block; width: 100%; min-height: 2.75rem; padding: .6rem .75rem; font: inherit;
+input:not([type]), input[type=text], input[type=password], input[type=email], input[type=search], input[type=url],
+input[type=tel], input[type=number], input[type=date], select, textarea { display: block; width: 100%; min-height: 2.75rem; padding: .6rem .75rem; font: inherit;
   color: var(--fg); background: var(--card); border: 1px solid var(--field); border-radius: 8px; }
-input[type=text]:focus, input[type=password]:focus { border-color: var(--accent); }
+input:focus, select:focus, textarea:focus { border-color: var(--accent); }
 input[type=checkbox], input[type=radio] { width: 1.25rem; height: 1.25rem; margin: 0; flex: none; accent-color: var(--accent); }
 input:focus-visible, button:focus-visible, a:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .actions { display: flex; gap: .75rem; margin-top: 1.5rem; flex-wrap: wrap; }

@@ -134,6 +134,11 @@ describe('branding', () => {
       'rgb(11, 95, 255)',
     );
     expect(await page.locator('main').evaluate((m) => getComputedStyle(m).borderTopWidth)).toBe('4px');
+    // The focus ring takes the brand colour too.
+    await page.locator('input[name=username]').focus();
+    expect(await page.locator('input[name=username]').evaluate((i) => getComputedStyle(i).outlineColor)).toBe(
+      'rgb(11, 95, 255)',
+    );
     const theme = (await page.locator('link[rel=stylesheet]').nth(1).getAttribute('href')) as string;
     const themed = await page.context().request.get(`${f.sigil.url}${theme}`);
     expect(themed.headers()['cache-control']).toBe('public, max-age=31536000, immutable');
