@@ -13,6 +13,7 @@ import { newId, nowSeconds } from '../crypto/handles.js';
 import { guardedPostForm } from '../http/outbound.js';
 import type { LogoutDelivery, LogoutStore } from '../stores/types.js';
 import { signLogoutToken } from './logout-token.js';
+import { type Polling, startPolling } from '../events/polling.js';
 
 /** Delivery settings, in seconds (config `backChannelLogout`). */
 export interface DeliveryOptions {
@@ -45,8 +46,7 @@ export function backoffSeconds(attempts: number): number {
 /** Sends queued logout tokens; one per node. */
 export class LogoutDeliverer {
   private readonly holder = newId();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private polling: Polling | undefined;
 
   /**
    * @param guard which clients' URIs are posted to under the SSRF guard
@@ -63,31 +63,27 @@ export class LogoutDeliverer {
     private readonly sweep: () => Promise<void> = async () => {},
   ) {}
 
-  /** Starts polling every `pollSeconds`; the timer does not keep the process alive. */
+  /** Starts polling every `pollSeconds` (`startPolling`: one poll at a time, the process not kept alive). */
   start(): void {
-    this.timer = setInterval(() => this.poll(), this.options.pollSeconds * 1000);
-    this.timer.unref();
-    this.poll();
+    this.polling = startPolling(
+      () => this.poll(),
+      this.options.pollSeconds,
+      (err) => this.log.error({ err }, 'back-channel logout delivery failed'),
+    );
   }
 
   /** Stops polling and waits for a poll under way. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.polling?.stop();
   }
 
-  /** One poll (no-op while one runs): sweep expired sessions, then send what is due. */
-  private poll(): void {
-    if (this.running) return;
-    this.running = (async () => {
-      await this.sweep();
-      for (;;) {
-        const sent = await this.sendDue();
-        if (sent < BATCH) break;
-      }
-    })()
-      .catch((err: unknown) => this.log.error({ err }, 'back-channel logout delivery failed'))
-      .finally(() => (this.running = undefined));
+  /** One poll: sweep expired sessions, then send what is due. */
+  private async poll(): Promise<void> {
+    await this.sweep();
+    for (;;) {
+      const sent = await this.sendDue();
+      if (sent < BATCH) break;
+    }
   }
 
   /**

@@ -17,6 +17,7 @@ import type { ClaimedDelivery, SqlWebhookOutbox } from '../stores/webhook-outbox
 import type { DeliveryOutcome } from '../telemetry/webhook-metrics.js';
 import type { WebhookRegistry } from './registry.js';
 import { signatureHeaders } from './signing.js';
+import { type Polling, startPolling } from '../events/polling.js';
 
 /** Delivery settings, seconds (config `webhookDelivery`). */
 export interface WebhookDeliveryOptions {
@@ -49,10 +50,9 @@ export function retryDelaySeconds(attempts: number, first: number, max: number, 
 /** Sends the outbox's deliveries; one per node. */
 export class WebhookDeliverer {
   private readonly holder = newId();
-  private timer: NodeJS.Timeout | undefined;
+  private polling: Polling | undefined;
   /** Told each attempt's outcome (the webhook metrics). */
   onOutcome: (webhook: string, outcome: DeliveryOutcome) => void = () => {};
-  private running: Promise<void> | undefined;
 
   constructor(
     private readonly outbox: SqlWebhookOutbox,
@@ -62,30 +62,26 @@ export class WebhookDeliverer {
     private readonly hooks: DeliveryHooks,
   ) {}
 
-  /** Starts polling every `pollSeconds`; the timer does not keep the process alive. */
+  /** Starts polling every `pollSeconds` (`startPolling`: one poll at a time, the process not kept alive). */
   start(): void {
-    this.timer = setInterval(() => this.poll(), this.options.pollSeconds * 1000);
-    this.timer.unref();
-    this.poll();
+    this.polling = startPolling(
+      () => this.poll(),
+      this.options.pollSeconds,
+      (err) => this.log.error({ err }, 'webhook delivery failed'),
+    );
   }
 
   /** Stops polling and waits for a poll under way. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+    await this.polling?.stop();
   }
 
   /**
-   * One poll (none while one runs): batch after batch until none is due. A delivery settled in one
-   * batch lets the next of its subject be claimed in the next batch, at once rather than a poll later.
+   * One poll: batch after batch until none is due. A delivery settled in one batch lets the next
+   * of its subject be claimed in the next batch, at once rather than a poll later.
    */
-  private poll(): void {
-    if (this.running) return;
-    this.running = (async () => {
-      for (;;) if ((await this.sendDue()) === 0) break;
-    })()
-      .catch((err: unknown) => this.log.error({ err }, 'webhook delivery failed'))
-      .finally(() => (this.running = undefined));
+  private async poll(): Promise<void> {
+    for (;;) if ((await this.sendDue()) === 0) break;
   }
 
   /**
