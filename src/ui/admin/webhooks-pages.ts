@@ -11,6 +11,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditedWebhookChanges } from '../../admin/audited-changes.js';
 import type { WebhookView } from '../../admin/webhooks.js';
+import { MAX_WEBHOOK_NAME, WEBHOOK_NAME } from '../../config/schema/webhooks.js';
 import { WEBHOOK_EVENT_TYPES } from '../../events/webhook-events.js';
 import { queryString, single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
@@ -21,13 +22,32 @@ import type { Console, Notice } from './console-page.js';
 const PAGE_SIZE = 20;
 /** The longest cursor a log page accepts, characters (a base64url sequence number is far shorter). */
 const MAX_CURSOR = 64;
+/** The longest delivery id of a path, characters (as /admin/v1 bounds it). */
+const MAX_DELIVERY_ID = 64;
 /** The events offered as checkboxes: every one of the catalogue, or `*` for all. */
 const EVENT_CHOICES = ['*', ...WEBHOOK_EVENT_TYPES];
 
 /** A Unix time (seconds) as the console shows it, in UTC. */
 function shownTime(seconds: number | null): string {
   if (seconds === null) return '';
-  return new Date(seconds * 1000).toISOString().replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC');
+  return new Date(seconds * 1000)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/(\.\d+)?Z$/, ' UTC');
+}
+
+/**
+ * Whether a path's webhook name and delivery id can name anything: a webhook name as the config
+ * and the service take it, an id bounded and without control characters. Anything else is the
+ * 404 page before the service is asked (PostgreSQL refuses a NUL in text, which would otherwise
+ * surface as a server error).
+ */
+function plausible(name: string, id: string | undefined): boolean {
+  return (
+    name.length <= MAX_WEBHOOK_NAME &&
+    WEBHOOK_NAME.test(name) &&
+    (id === undefined || (id.length <= MAX_DELIVERY_ID && /^[^\u0000-\u001f\u007f]+$/.test(id)))
+  );
 }
 
 /** A delivery as a row of the log. */
@@ -76,6 +96,7 @@ export function webhookPages(admin: Console): void {
     status = 200,
   ) => {
     let view: WebhookView;
+    if (!plausible(name, undefined)) return reply.callNotFound();
     try {
       view = await webhooks.get(name);
     } catch (err) {
@@ -114,6 +135,7 @@ export function webhookPages(admin: Console): void {
       const w = await admin.writer(request, reply);
       if (!w) return reply;
       const { name, id } = params(request);
+      if (!plausible(name, id)) return reply.callNotFound();
       let notice: Notice;
       try {
         notice = await run(admin.webhookChanges(w.caller), name, w.form, id ?? '');
