@@ -12,7 +12,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditedChanges } from '../../src/admin/audited-changes.js';
+import { AuditedChanges, AuditedWebhookChanges } from '../../src/admin/audited-changes.js';
 import type { SigilEvent } from '../../src/events/events.js';
 import { Params } from '../../src/protocol/params.js';
 import type { Console } from '../../src/ui/admin/console-page.js';
@@ -49,6 +49,8 @@ function consoleOver(host: FastifyInstance, s: TestSigil): Console {
     text: (_request, key) => text(key),
     refused: (_request, err) => refusalOf(err, text),
     changes: (caller) => new AuditedChanges(ctx.management, { events: ctx.events, endpoint: '/org', actor: caller }),
+    webhookChanges: (caller) =>
+      new AuditedWebhookChanges(ctx.management.webhooks, { events: ctx.events, endpoint: '/org', actor: caller }),
     audit: () => {},
     userAudit: (caller) => ({ events: ctx.events, endpoint: '/org', clientId: caller.clientId, sub: caller.sub }),
   };

@@ -5,7 +5,7 @@
  * `sessionReader`/`sessionWriter` and checks the organization itself.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuditedChanges } from '../../admin/audited-changes.js';
+import type { AuditedChanges, AuditedWebhookChanges } from '../../admin/audited-changes.js';
 import { AdminError, type ItemKind, type ItemRef, type RefusalReason } from '../../admin/errors.js';
 import type { AdminAudit } from '../../admin/user-types.js';
 import type { Services } from '../../services.js';
@@ -51,6 +51,11 @@ export const NOTICES = [
   'consoleMemberRemoved',
   'consoleInvitationSent',
   'consoleInvitationRevoked',
+  'consoleWebhookPinged',
+  'consoleDeliveryRetried',
+  'consoleWebhookEnabled',
+  'consoleWebhookDisabled',
+  'consoleWebhookDeleted',
 ] as const satisfies readonly (keyof Messages)[];
 
 /** A confirmation a change's redirect names. */
@@ -65,7 +70,15 @@ export function noticeOf(value: string | undefined): Notice | undefined {
  * The console's sections, as the navigation names them: the full console's, and `my-organizations`,
  * the one section of an organization admin's console.
  */
-export type Section = 'users' | 'organizations' | 'clients' | 'resources' | 'keys' | 'events' | 'my-organizations';
+export type Section =
+  | 'users'
+  | 'organizations'
+  | 'clients'
+  | 'resources'
+  | 'keys'
+  | 'webhooks'
+  | 'events'
+  | 'my-organizations';
 
 /** A console session's user and the console they get. */
 export interface SignedIn {
@@ -122,6 +135,8 @@ export interface Console {
   refused(request: FastifyRequest, err: unknown): Refusal | undefined;
   /** The changes /admin/v1 makes too, reloaded and audited as there, made by `caller` in the console. */
   changes(caller: ConsoleCaller): AuditedChanges;
+  /** The webhook changes /admin/v1/webhooks makes too, audited as there, made by `caller` in the console. */
+  webhookChanges(caller: ConsoleCaller): AuditedWebhookChanges;
   /** Emits the `admin_changed` event of a change only the console makes. */
   audit(
     caller: ConsoleCaller,

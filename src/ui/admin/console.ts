@@ -15,7 +15,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { emitAdminChange } from '../../admin/audit.js';
-import { AuditedChanges } from '../../admin/audited-changes.js';
+import { AuditedChanges, AuditedWebhookChanges } from '../../admin/audited-changes.js';
 import { CONSOLE_PATH } from '../../config/console-client.js';
 import { signOut } from '../../interaction/browser.js';
 import type { Services } from '../../services.js';
@@ -37,6 +37,8 @@ import { keyPages } from './keys-pages.js';
 import { eventsPage } from './events-page.js';
 import { organizationPages } from './organizations-pages.js';
 import { ORGANIZATION_STYLES, ORGANIZATION_TEMPLATES } from './organization-templates.js';
+import { WEBHOOK_TEMPLATES } from './webhook-templates.js';
+import { webhookPages } from './webhooks-pages.js';
 import type { ConsoleSessionServices } from './console-session.js';
 import type { ErrorPageServices } from '../error-page.js';
 import type { BrowserServices } from '../../interaction/browser.js';
@@ -60,7 +62,11 @@ const CONSOLE_SIGNED_OUT_PATH = `${CONSOLE_PATH}/signed-out`;
  */
 export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: ConsoleDeps): void {
   if (!ctx.config.admin.console) return;
-  for (const [name, template] of Object.entries({ ...CONSOLE_TEMPLATES, ...ORGANIZATION_TEMPLATES }))
+  for (const [name, template] of Object.entries({
+    ...CONSOLE_TEMPLATES,
+    ...ORGANIZATION_TEMPLATES,
+    ...WEBHOOK_TEMPLATES,
+  }))
     ctx.pages.register(name, template);
   const session = new ConsoleSession(app, ctx, deps);
   session.routes();
@@ -97,6 +103,8 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
     refused: (request, err) => refusalOf(err, (key) => ctx.pages.text(language(request), key)),
     changes: (caller) =>
       new AuditedChanges(ctx.management, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
+    webhookChanges: (caller) =>
+      new AuditedWebhookChanges(ctx.management.webhooks, { events: ctx.events, endpoint: CONSOLE_PATH, actor: caller }),
     audit: (caller, action, target, changes) =>
       emitAdminChange(ctx.events, CONSOLE_PATH, caller, action, target, changes),
     userAudit: (caller) => ({ events: ctx.events, endpoint: CONSOLE_PATH, clientId: caller.clientId, sub: caller.sub }),
@@ -140,6 +148,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   clientPages(admin);
   resourcesPage(admin);
   keyPages(admin);
+  webhookPages(admin);
   eventsPage(admin);
 }
 
