@@ -17,7 +17,7 @@
 import { isIP } from 'node:net';
 import type { Logger } from 'pino';
 import * as z from 'zod';
-import { MAX_WEBHOOK_NAME, webhookEvents, webhookName, webhookUrl } from '../config/schema.js';
+import { MAX_WEBHOOK_NAME, WEBHOOK_NAME, webhookEvents, webhookName, webhookUrl } from '../config/schema.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { isFetchableAddress } from '../http/outbound.js';
 import { openJson, sealJson } from '../keys/keys.js';
@@ -282,7 +282,9 @@ export class WebhookAdmin {
 
   /** @throws AdminError `not_found`. */
   private async stored(name: string): Promise<StoredWebhook> {
-    const stored = name.length <= MAX_WEBHOOK_NAME ? await this.store.webhooks.get(name) : undefined;
+    // A name no webhook can have (a NUL, which PostgreSQL refuses, among them) asks the store nothing.
+    const named = name.length <= MAX_WEBHOOK_NAME && WEBHOOK_NAME.test(name);
+    const stored = named ? await this.store.webhooks.get(name) : undefined;
     if (!stored) throw new AdminError('not_found', `no webhook "${name}"`);
     return stored;
   }

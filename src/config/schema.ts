@@ -82,6 +82,7 @@ export {
   webhook,
   webhookEvents,
   webhookName,
+  WEBHOOK_NAME,
   webhookUrl,
 } from './schema/webhooks.js';
 export {

@@ -326,6 +326,8 @@ describe.each(DIALECTS)('webhook delivery on %s', (_dialect, storage) => {
     expect((await api('DELETE', '/webhooks/managed', undefined, { 'if-match': created.etag ?? '' })).status).toBe(412);
     expect((await api('DELETE', '/webhooks/managed', undefined, { 'if-match': changed.etag ?? '' })).status).toBe(204);
     expect((await api('GET', '/webhooks/managed')).status).toBe(404);
+    // A name no webhook can have is not found by the service itself, whoever calls it (PostgreSQL refuses a NUL).
+    await expect(sigil.context.management.webhooks.get('a\u0000b')).rejects.toMatchObject({ code: 'not_found' });
 
     const configured = await api('GET', '/webhooks/configured');
     expect(configured.body.webhook).toMatchObject({ source: 'config', enabled: true });
