@@ -66,9 +66,7 @@ function config(receiverUrl) {
     organizations: [{ name: ORGANIZATION, displayName: 'Bench' }],
     // The drain holds answers while the backlog is written: longer than the default 10 s timeout.
     webhookDelivery: { timeoutSeconds: 60 },
-    ...(receiverUrl
-      ? { webhooks: [{ name: WEBHOOK, url: receiverUrl, events: ['*'], secret: WEBHOOK_SECRET }] }
-      : {}),
+    ...(receiverUrl ? { webhooks: [{ name: WEBHOOK, url: receiverUrl, events: ['*'], secret: WEBHOOK_SECRET }] } : {}),
   };
 }
 
@@ -179,7 +177,9 @@ async function changes(node, count, connections, answered, measured, delivered =
         const i = node.next++;
         const at = await change(node, i);
         if (!delivered) continue;
-        (answered[subject(i)] ??= []).push({ at, measured });
+        const list = answered[subject(i)] ?? [];
+        list.push({ at, measured });
+        answered[subject(i)] = list;
         node.events++;
       }
     }),
@@ -224,10 +224,20 @@ async function alternate(node, state, opts, answered) {
   let enabled = true;
   for (let done = 0, turn = 0; done < opts.events; done += CHUNK, turn++)
     for (const name of turn % 2 === 0 ? names : [...names].reverse()) {
-      if (enabled !== (name !== 'without')) await setWebhook(node, (enabled = name !== 'without'));
+      if (enabled !== (name !== 'without')) {
+        enabled = name !== 'without';
+        await setWebhook(node, enabled);
+      }
       state.held = name === 'outbox';
       const started = performance.now();
-      await changes(node, Math.min(CHUNK, opts.events - done), opts.connections, answered, name === 'delivering', enabled);
+      await changes(
+        node,
+        Math.min(CHUNK, opts.events - done),
+        opts.connections,
+        answered,
+        name === 'delivering',
+        enabled,
+      );
       seconds[name] += (performance.now() - started) / 1000;
       state.release();
       await received(state, node.events, 120);
@@ -281,7 +291,8 @@ function lagsOf(times, answered) {
   const afterAnswer = [];
   const afterTimestamp = [];
   for (const t of times) {
-    const k = (seen[t.subject] = (seen[t.subject] ?? -1) + 1);
+    const k = (seen[t.subject] ?? -1) + 1;
+    seen[t.subject] = k;
     const change = answered[t.subject]?.[k];
     if (!change?.measured) continue;
     afterAnswer.push(t.at - change.at);
@@ -299,7 +310,9 @@ function report(kind, r) {
   console.log(`\n${kind}`);
   console.log('scenario      changes/s   vs without');
   for (const [name, perSecond] of Object.entries(r.perSecond))
-    console.log(`${name.padEnd(12)} ${Math.round(perSecond).toString().padStart(10)} ${(perSecond / base).toFixed(2).padStart(11)}x`);
+    console.log(
+      `${name.padEnd(12)} ${Math.round(perSecond).toString().padStart(10)} ${(perSecond / base).toFixed(2).padStart(11)}x`,
+    );
   const ms = (n) => `${Math.round(n)} ms`;
   console.log(
     `delivery lag behind the change's answer: p50 ${ms(r.lags.afterAnswer.p50)}, p99 ${ms(r.lags.afterAnswer.p99)}` +
