@@ -60,12 +60,17 @@ export const webhooksMigration: Migration = {
       .columns(['next_attempt_at', 'seq'])
       .where(sql.ref('status'), '=', 'pending')
       .execute();
-    // The earlier pending delivery of the same subject (order), and a webhook's delivery log.
+    // The earlier pending delivery of the same subject (order): only pending ones are indexed, so
+    // the check reads the few still pending, never a subject's delivered history. Unindexed, the
+    // planner of a young, unanalysed table on PostgreSQL walked that history for every candidate
+    // (about 0.8 s a batch with 1,900 pending: a backlog drained at 50 a second).
     await db.schema
       .createIndex('webhook_deliveries_order')
       .on('webhook_deliveries')
       .columns(['webhook', 'order_key', 'seq'])
+      .where(sql.ref('status'), '=', 'pending')
       .execute();
+    // A webhook's delivery log.
     await db.schema
       .createIndex('webhook_deliveries_log')
       .on('webhook_deliveries')
