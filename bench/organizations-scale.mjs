@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { children, freePort, percentile, runCli, startSigil, stopSigil } from './scale-kit.mjs';
+import { cleanUp, freePort, percentile, runCli, startSigil, stopSigil } from './scale-kit.mjs';
 
 const SECRET = 'bench-org-secret';
 const LOOKUP_TARGET_MS = 5;
@@ -376,13 +376,7 @@ async function main() {
   try {
     for (const kind of values.stores.split(',')) report(kind, await benchStore(kind, opts, configFile, dir));
   } finally {
-    for (const child of children) child.kill('SIGKILL');
-    if (opts.schemas.length > 0) {
-      const c = new pg.Client({ connectionString: opts.pgUrl });
-      await c.connect();
-      for (const schema of opts.schemas) await c.query(`drop schema if exists ${schema} cascade`);
-      await c.end();
-    }
+    await cleanUp(opts.pgUrl, opts.schemas);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,10 +1,12 @@
 // What the store-scale benches share (grants-scale.mjs, scim-scale.mjs, organizations-scale.mjs):
 // a free port, the environment without the variables that would override a config file, the CLI
-// (`sigil migrate`), and a `sigil start` process that resolves once it listens.
+// (`sigil migrate`), a `sigil start` process that resolves once it listens, and the clean-up of a
+// run: its processes killed, its PostgreSQL schemas dropped.
 import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const CLI = join(ROOT, 'dist/cli/main.js');
@@ -102,4 +104,14 @@ export function stopSigil(child) {
 /** The `p`th percentile (0 to 100) of ascending `sorted` (nearest rank). */
 export function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+/** Ends a run: kills the `sigil start` processes still running and drops `schemas` at `pgUrl`. */
+export async function cleanUp(pgUrl, schemas) {
+  for (const child of children) child.kill('SIGKILL');
+  if (schemas.length === 0) return;
+  const c = new pg.Client({ connectionString: pgUrl });
+  await c.connect();
+  for (const schema of schemas) await c.query(`drop schema if exists ${schema} cascade`);
+  await c.end();
 }

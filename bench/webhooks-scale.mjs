@@ -33,10 +33,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { Pool } from 'undici';
-import { children, freePort, HOST, percentile, runCli, startSigil, stopSigil } from './scale-kit.mjs';
+import { cleanUp, freePort, HOST, percentile, runCli, startSigil, stopSigil } from './scale-kit.mjs';
 
 const SECRET = 'bench-webhook-secret';
 const WEBHOOK_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
@@ -341,13 +340,7 @@ async function main() {
   try {
     for (const kind of values.stores.split(',')) report(kind, await benchStore(kind, opts, dir));
   } finally {
-    for (const child of children) child.kill('SIGKILL');
-    if (opts.schemas.length > 0) {
-      const c = new pg.Client({ connectionString: opts.pgUrl });
-      await c.connect();
-      for (const schema of opts.schemas) await c.query(`drop schema if exists ${schema} cascade`);
-      await c.end();
-    }
+    await cleanUp(opts.pgUrl, opts.schemas);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -13,13 +13,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
 import { Browser, input, type Step, startAuthorizeSigil, unescapeHtml } from '../authorize-helpers.js';
-import { consoleBrowser } from '../console-helpers.js';
+import {
+  CONSOLE_ROOT,
+  consoleBrowser,
+  consoleChanges,
+  consolePage,
+  consoleSubmit,
+  postFields,
+} from '../console-helpers.js';
 import { dropSchema, POSTGRES_URL, testConfig, type TestSigil, uniqueSchema } from '../helpers.js';
 import { enrollTotp, submitCode, totpCode } from '../mfa-helpers.js';
 import { SmtpReceiver } from '../smtp-receiver.js';
 
-/** The console admin: a config-file user with the admin role. */
-const ROOT = { subjectId: 'adm-1', username: 'root', password: 'root', claims: { role: 'sigil-admin' } };
+const ROOT = CONSOLE_ROOT;
 
 /** The config: one config-file organization with a provider, the admin, and `extra`. */
 function config(extra: Record<string, unknown> = {}) {
@@ -33,23 +39,6 @@ function config(extra: Record<string, unknown> = {}) {
     organizations: [{ name: 'acme', displayName: 'Acme', domains: ['acme.example'], identityProviders: ['acme-sso'] }],
     ...extra,
   };
-}
-
-/** Posts a form of repeated fields (checkboxes) as the browser does. */
-function postForm(b: Browser, url: string, fields: [string, string][]): Promise<Step> {
-  return b.send('POST', url, new URLSearchParams(fields).toString());
-}
-
-/** The `admin_changed` events of `action` the console made as the admin. */
-function consoleChanges(events: SigilEvent[], action: string): SigilEvent[] {
-  return events.filter(
-    (e) =>
-      e.name === 'admin_changed' &&
-      e.action === action &&
-      e.clientId === 'sigil-console' &&
-      e.subjectId === ROOT.subjectId &&
-      e.endpoint === '/admin',
-  );
 }
 
 describe.each(['sqlite', 'postgres'] as const)('the console organization pages on %s', (dialect) => {
@@ -77,19 +66,9 @@ describe.each(['sqlite', 'postgres'] as const)('the console organization pages o
     if (dialect === 'postgres') await dropSchema(schema);
   });
 
-  /** A page of the console, which must answer 200. */
-  async function page(url: string): Promise<Step> {
-    const res = await admin.get(url);
-    expect(res.status, res.body).toBe(200);
-    // Every value the page shows is one it has: no template reads a missing one.
-    expect(res.body).not.toContain('undefined');
-    return res;
-  }
-
-  /** Posts `fields` with the CSRF token of the page at `from`. */
-  async function submit(from: string, url: string, fields: [string, string][]): Promise<Step> {
-    return postForm(admin, url, [['csrf_token', input((await page(from)).body, 'csrf_token')], ...fields]);
-  }
+  const page = (url: string): Promise<Step> => consolePage(admin, url);
+  const submit = (from: string, url: string, fields: [string, string][]): Promise<Step> =>
+    consoleSubmit(admin, from, url, fields);
 
   it('lists every organization with its source, under its own navigation entry', async () => {
     const list = await page('/admin/organizations');
@@ -451,7 +430,7 @@ describe.each(['sqlite', 'postgres'] as const)('the console organization pages o
     ]) {
       // With the console session, but without the token, and with a wrong one.
       for (const csrf of [[], [['csrf_token', 'not-a-token']]] as [string, string][][]) {
-        const res = await postForm(admin, url, [...csrf, ...fields]);
+        const res = await postFields(admin, url, [...csrf, ...fields]);
         expect(res.status, url).toBe(403);
       }
     }
@@ -478,7 +457,7 @@ describe('an invitation whose mail the SMTP server does not take', () => {
     const at = '/admin/organizations/acme/invitations';
     const shown = await admin.get(at);
     expect(shown.body).not.toContain('Mail is not configured');
-    const failed = await postForm(admin, at, [
+    const failed = await postFields(admin, at, [
       ['csrf_token', input(shown.body, 'csrf_token')],
       ['email', 'vera@example.net'],
       ['roles', 'viewer'],
@@ -506,7 +485,7 @@ describe('the console organization pages without config email, and for a user wi
     const shown = await admin.get(at);
     expect(shown.status).toBe(200);
     expect(shown.body).toContain('Mail is not configured on this server');
-    const refused = await postForm(admin, at, [
+    const refused = await postFields(admin, at, [
       ['csrf_token', input(shown.body, 'csrf_token')],
       ['email', 'vera@example.net'],
       ['roles', 'viewer'],

@@ -13,30 +13,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
 import { Browser, input, type Step, startAuthorizeSigil, unescapeHtml } from '../authorize-helpers.js';
 import { enrollTotp, submitCode, totpCode } from '../mfa-helpers.js';
-import { consoleBrowser } from '../console-helpers.js';
+import {
+  CONSOLE_ROOT,
+  consoleBrowser,
+  consoleChanges,
+  consolePage,
+  consoleSubmit,
+  postFields,
+} from '../console-helpers.js';
 import { dropSchema, POSTGRES_URL, settled, testConfig, type TestSigil, uniqueSchema } from '../helpers.js';
 import { CONFIG_SECRET, SHORT_DELIVERY } from '../webhook-helpers.js';
 import { type Receiver, startReceiver } from '../webhook-receiver.js';
 
-/** The console admin: a config-file user with the admin role. */
-const ROOT = { subjectId: 'adm-1', username: 'root', password: 'root', claims: { role: 'sigil-admin' } };
-
-/** Posts a form of repeated fields (checkboxes) as the browser does. */
-function postForm(b: Browser, url: string, fields: [string, string][]): Promise<Step> {
-  return b.send('POST', url, new URLSearchParams(fields).toString());
-}
-
-/** The `admin_changed` events of `action` the console made as the admin. */
-function consoleChanges(events: SigilEvent[], action: string): SigilEvent[] {
-  return events.filter(
-    (e) =>
-      e.name === 'admin_changed' &&
-      e.action === action &&
-      e.clientId === 'sigil-console' &&
-      e.subjectId === ROOT.subjectId &&
-      e.endpoint === '/admin',
-  );
-}
+const ROOT = CONSOLE_ROOT;
 
 /** The table row of delivery `id` on a webhook's page. */
 function deliveryRow(html: string, id: string): string {
@@ -71,19 +60,9 @@ describe.each(['sqlite', 'postgres'] as const)('the console webhook pages on %s'
     if (dialect === 'postgres') await dropSchema(schema);
   });
 
-  /** A page of the console, which must answer 200. */
-  async function page(url: string): Promise<Step> {
-    const res = await admin.get(url);
-    expect(res.status, res.body).toBe(200);
-    // Every value the page shows is one it has: no template reads a missing one.
-    expect(res.body).not.toContain('undefined');
-    return res;
-  }
-
-  /** Posts `fields` with the CSRF token of the page at `from`. */
-  async function submit(from: string, url: string, fields: [string, string][]): Promise<Step> {
-    return postForm(admin, url, [['csrf_token', input((await page(from)).body, 'csrf_token')], ...fields]);
-  }
+  const page = (url: string): Promise<Step> => consolePage(admin, url);
+  const submit = (from: string, url: string, fields: [string, string][]): Promise<Step> =>
+    consoleSubmit(admin, from, url, fields);
 
   /** The version a webhook's page holds in its forms. */
   async function etagOf(name: string): Promise<string> {
@@ -405,7 +384,7 @@ describe.each(['sqlite', 'postgres'] as const)('the console webhook pages on %s'
       '/admin/webhooks/hooky/delete',
     ])
       for (const csrf of [[], [['csrf_token', 'not-a-token']]] as [string, string][][]) {
-        const res = await postForm(admin, url, [...csrf, ...fields]);
+        const res = await postFields(admin, url, [...csrf, ...fields]);
         expect(res.status, url).toBe(403);
       }
     expect(await sigil.context.management.webhooks.list()).toEqual(before);
