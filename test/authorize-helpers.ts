@@ -410,17 +410,26 @@ export function halfHash(value: string, alg: string): string {
   return digest.subarray(0, digest.length / 2).toString('base64url');
 }
 
-/** Verifies an identity token against the published JWKS; returns its claims and `alg`. */
+/**
+ * Verifies an identity token against the published JWKS; returns its claims and `alg`.
+ * @param clockTolerance seconds of leeway on `exp` (a token of a one-second lifetime may be past it
+ *   by the time it is checked)
+ */
 export async function verifyIdToken(
   sigil: TestSigil,
   token: string,
   clientId: string,
+  clockTolerance = 0,
 ): Promise<{ claims: JWTPayload & Record<string, unknown>; alg: string }> {
   const header = decodeProtectedHeader(token);
   expect(header.alg).not.toBe('none');
   expect(header.kid).toBeTypeOf('string');
   for (const h of ['jwk', 'jku', 'x5u', 'x5c']) expect(header).not.toHaveProperty(h);
-  const { payload } = await jwtVerify(token, await fetchJwks(sigil), { issuer: ISSUER, audience: clientId });
+  const { payload } = await jwtVerify(token, await fetchJwks(sigil), {
+    issuer: ISSUER,
+    audience: clientId,
+    clockTolerance,
+  });
   expect(typeof payload.exp === 'number' && typeof payload.iat === 'number' && payload.exp > payload.iat).toBe(true);
   return { claims: payload as JWTPayload & Record<string, unknown>, alg: header.alg as string };
 }
