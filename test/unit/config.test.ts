@@ -340,6 +340,23 @@ describe('resolveConfig: errors name the field path', () => {
     ).not.toThrow();
   });
 
+  it('email: the smtp transport needs smtpUrl and from; the log transport needs neither', () => {
+    expect(problems({ email: { transport: 'smtp' } })).toEqual([
+      expect.stringMatching(/^email\.smtpUrl: required with the smtp transport/),
+      expect.stringMatching(/^email\.from: required with the smtp transport/),
+    ]);
+    expect(problems({ email: { from: 'id@acme.example' } })).toEqual([
+      expect.stringMatching(/^email\.smtpUrl: required with the smtp transport/),
+    ]);
+    expect(resolveConfig({ email: { transport: 'log' } }).email).toMatchObject({
+      transport: 'log',
+      passwordReset: true,
+    });
+    expect(problems({ email: { transport: 'carrier-pigeon' } })).toEqual([
+      expect.stringMatching(/^email\.transport: /),
+    ]);
+  });
+
   it('reports every problem at once', () => {
     const list = problems({ colour: 1, port: 'x', clients: [cc({ allowedScopes: ['nope'], bogus: true })] });
     expect(list).toEqual(
