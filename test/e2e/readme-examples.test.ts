@@ -21,6 +21,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '../../src/index.js';
+import { resolveConfig } from '../../src/config/loader.js';
 import { type ServerProcess, startProcess, tempDir } from '../helpers.js';
 import { freePort } from './ports.js';
 
@@ -130,6 +131,16 @@ describe('the shell examples of README.md and docs/ run as printed against the d
     expect(count('docs/agents.md')).toBeGreaterThanOrEqual(2);
     expect(count('docs/managing.md')).toBeGreaterThanOrEqual(4);
     expect(count('docs/organizations.md')).toBeGreaterThanOrEqual(4);
+  });
+
+  it("the README's config for your own application is one Sigil starts with", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Connecting your own application'));
+    const json = /```json\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(json).toBeDefined();
+    const config = resolveConfig(JSON.parse(json!), {}, { env: { MY_APP_SECRET: 'x'.repeat(32) } });
+    expect(config.clients.map((c) => c.clientId)).toContain('my-app');
+    expect(() => resolveConfig(JSON.parse(json!), {}, { env: {} })).toThrow(/MY_APP_SECRET is not set/);
   });
 
   /** Runs a block's `script` with the curl wrapper; its exit code, output and HTTP statuses (200 and up). */
