@@ -168,7 +168,7 @@ export function discoveryEndpoints(
  * location §3.1 gives it: the well-known segment between the host and the issuer's path, so a
  * client of issuer `https://h/tenant` asks `https://h/.well-known/oauth-authorization-server/tenant`.
  * The standalone server does (its listener is Sigil's alone); a host app mounting `sigilPlugin`
- * under a path routes that URL itself (README, "Sigil inside your app").
+ * under a path routes that URL itself (docs/library.md, "Sigil inside your app").
  */
 export function pathInsertedMetadataEndpoint(
   app: FastifyInstance,

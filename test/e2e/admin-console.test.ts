@@ -12,7 +12,7 @@
  * session too, so the next visit asks for the password again. A user without the admin role gets the "not allowed"
  * page; a POST without the CSRF token is refused and changes nothing; each page is axe-clean,
  * uncached and unframeable, and reads German for a German browser (a service's refusal too). Each page's screenshot
- * (1000 px wide) is saved as console-<page>.png, for the README with CONSOLE_SCREENSHOTS=docs.
+ * (1000 px wide) is saved as console-<page>.png, for docs/managing.md with CONSOLE_SCREENSHOTS=docs.
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -31,7 +31,7 @@ import {
 import { audit } from './accessibility.js';
 
 /**
- * Where the page screenshots go: the README's images in docs/images with
+ * Where the page screenshots go: the images of docs/managing.md in docs/images with
  * `CONSOLE_SCREENSHOTS=docs` (run it so when the pages change, and commit them), else
  * test-results/screenshots, so that an ordinary run leaves the work tree as it was.
  */
