@@ -111,12 +111,9 @@ export const email = z
         description:
           'The SMTP server (required with the smtp transport): smtp://host:port (STARTTLS when the server offers it; add ?requireTLS=true to insist) or smtps://host:port (TLS from the start); user and password in the URL when it asks for them',
       }),
-    from: nonEmpty
-      .max(200)
-      .optional()
-      .meta({
-        description: 'The From of every message, e.g. "Acme ID <id@acme.example>" (required with the smtp transport)',
-      }),
+    from: nonEmpty.max(200).optional().meta({
+      description: 'The From of every message, e.g. "Acme ID <id@acme.example>" (required with the smtp transport)',
+    }),
     passwordReset: z.boolean().default(true).meta({
       description:
         '"Forgot password?" on the login page: a single-use link by mail, valid 15 minutes, for stored users with a verified primary address',
