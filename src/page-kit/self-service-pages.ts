@@ -3,6 +3,7 @@
  * their templates (Eta, auto-escaped like every page, see `pages.ts`; their texts are in the
  * catalogues of `locales/`).
  */
+import { SHOW_PASSWORD_SCRIPT_TAG, showPasswordButton } from './show-password.js';
 
 /** The way back to /account. */
 const BACK = `<p><a href="<%= it.base %>/account"><%= it.t.accountBack %></a></p>`;
@@ -24,14 +25,17 @@ ${NOTICE}${READ_ONLY}
 <% if (it.recent) { %><p id="current-note"><%= it.t.currentPasswordOptional %></p><% } else { %>
 <label for="current_password"><%= it.t.currentPassword %></label>
 <input type="password" id="current_password" name="current_password" autocomplete="current-password" maxlength="256" required<% if (it.error) { %> aria-describedby="password-error"<% } %>>
+${showPasswordButton("'current_password'")}
 <% } %>
 <label for="new_password"><%= it.t.newPassword %></label>
 <input type="password" id="new_password" name="new_password" autocomplete="new-password" maxlength="256" required aria-describedby="password-hint<% if (it.error) { %> password-error<% } %>">
+${showPasswordButton("'new_password'")}
 <p id="password-hint"><%= it.t.passwordHint %></p>
 <label for="confirm_password"><%= it.t.confirmPassword %></label>
 <input type="password" id="confirm_password" name="confirm_password" autocomplete="new-password" maxlength="256" required>
+${showPasswordButton("'confirm_password'")}
 <div class="actions"><button type="submit" name="button" value="change" class="primary"><%= it.t.changePassword %></button></div>
-</form><% } %>
+</form>${SHOW_PASSWORD_SCRIPT_TAG}<% } %>
 ${BACK}`;
 
 /** The user's live sessions (`/account/sessions`), the others each with a button that ends it. */

@@ -1,4 +1,5 @@
 import { PASSKEY_STYLES } from './passkeys-pages.js';
+import { SHOW_PASSWORD_STYLES } from './show-password.js';
 
 /**
  * The pages' style sheet, served at `/assets/sigil.css` (same origin, so CSP `style-src 'self'`).
@@ -87,4 +88,4 @@ ul.client-links a { display: inline-block; padding: .5rem 0; }
   h1 { font-size: 1.375rem; }
 }
 @media (forced-colors: active) { .brand::before { background: CanvasText; } ul.scopes li::before { color: CanvasText; } }
-${/* passkey pages: src/page-kit/passkeys-pages.ts */ PASSKEY_STYLES}`;
+${/* passkey pages: src/page-kit/passkeys-pages.ts */ PASSKEY_STYLES}${/* src/page-kit/show-password.ts */ SHOW_PASSWORD_STYLES}`;

@@ -311,7 +311,7 @@ describe('the demo shows what a stored user can do', () => {
       const token = link.searchParams.get('token') ?? '';
       const reset = await browser.submit(
         `/account/reset?token=${token}`,
-        { token, password: 'copper-kettle-77' },
+        { token, password: 'copper-kettle-77', confirm_password: 'copper-kettle-77' },
         '/account/reset',
       );
       expect(reset.status, reset.body).toBe(200);
