@@ -9,6 +9,7 @@ import { MAX_ORGANIZATION_NAME, ORGANIZATION_NAME } from './organizations.js';
 import {
   ASSERTION_ALGORITHMS,
   ASYMMETRIC_ASSERTION_ALGORITHMS,
+  JWT_BEARER_GRANT,
   SYMMETRIC_ASSERTION_ALGORITHMS,
   TOKEN_ENDPOINT_AUTH_METHODS,
 } from './protocol.js';
@@ -260,6 +261,11 @@ export const clientSchema = z
     // Private key members (RFC 7518 §6.2.2, §6.3.2, §6.4.1): the provider must never hold the client's signing key.
     if (c.jwks?.keys.some((k) => ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'].some((m) => m in k)))
       issue('jwks', 'must hold public keys only (a key has private or symmetric members)');
+    // draft-ietf-oauth-identity-assertion-authz-grant §"Client Authentication": confidential clients only.
+    if (isPublic && c.allowedGrantTypes.includes(JWT_BEARER_GRANT))
+      issue('allowedGrantTypes', 'the JWT bearer grant needs a confidential client (requireClientSecret true)');
+    if (isPublic && c.idJagAudiences.length > 0)
+      issue('idJagAudiences', 'ID-JAGs are for confidential clients only (requireClientSecret true)');
     if (method === 'none' && !isPublic)
       issue('tokenEndpointAuthMethod', '"none" is for public clients (requireClientSecret false)');
     if (method !== null && method !== 'none' && isPublic)

@@ -6,7 +6,6 @@
 import type * as z from 'zod';
 import type { clientSchema } from './client.js';
 import { fapi2SigningAlgorithm } from './fapi2.js';
-import { JWT_BEARER_GRANT } from './protocol.js';
 import type { OrganizationConfig } from './organizations.js';
 import { isManagementScope, MANAGEMENT_RESOURCE, MANAGEMENT_SCOPES } from './management.js';
 import type { SigningAlgorithm } from './protocol.js';
@@ -95,11 +94,6 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
     const isPublic = !c.requireClientSecret;
     if (isPublic && grants.has('client_credentials'))
       issue(at('allowedGrantTypes'), 'client_credentials needs a confidential client (requireClientSecret true)');
-    // draft-ietf-oauth-identity-assertion-authz-grant §"Client Authentication": confidential clients only.
-    if (isPublic && grants.has(JWT_BEARER_GRANT))
-      issue(at('allowedGrantTypes'), 'the JWT bearer grant needs a confidential client (requireClientSecret true)');
-    if (isPublic && c.idJagAudiences.length > 0)
-      issue(at('idJagAudiences'), 'ID-JAGs are for confidential clients only (requireClientSecret true)');
     const hasKeys = c.jwks !== null || c.jwksUri !== null;
     if (!isPublic && c.clientSecrets.length === 0 && !hasKeys && !(grants.size === 1 && grants.has('implicit')))
       issue(at('clientSecrets'), 'a confidential client needs at least one secret');
