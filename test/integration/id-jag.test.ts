@@ -344,6 +344,21 @@ describe('ID-JAG across two trust domains', () => {
       expect(answer.body.error_description).toMatch(/not issued to this client/);
     });
 
+    it('a user made inactive since the identity token was issued gets no ID-JAG', async () => {
+      const { subjectId } = await a.context.management.users.create({
+        username: 'frank',
+        password: 'Lantern-Quiet-42',
+      });
+      const { verifier, challenge } = pkce();
+      const b1 = new Browser(a);
+      await b1.signIn('frank', 'Lantern-Quiet-42');
+      const code = await getCode(b1, codeParams(challenge, { client_id: 'agent', scope: 'openid' }), 'frank');
+      const idToken = (await redeem(a, code, { client: 'agent', verifier })).json<{ id_token: string }>().id_token;
+      expect((await exchange(idToken, bIssuer)).status).toBe(200);
+      await a.context.management.users.update(subjectId, { active: false });
+      expectError(await exchange(idToken, bIssuer), 'invalid_grant');
+    });
+
     it('an access token passed as the subject token is refused', async () => {
       const { accessToken } = await signInAtA('alice');
       expectError(await exchange(accessToken, bIssuer), 'invalid_request');
