@@ -2,7 +2,9 @@
  * A client's public keys (OIDC Core §10.1, RFC 7591 §2 `jwks` / `jwks_uri`) for verifying what it
  * signs: client assertions (RFC 7523 §3) and request objects (RFC 9101 §6.1). From the config's
  * `jwks`, or fetched from its `jwksUri`: with a timeout and a size limit, cached, and fetched again
- * when an unknown `kid` arrives, at most once per `JWKS_REFETCH_SECONDS` (successful or not).
+ * when an unknown `kid` arrives, at most once per `JWKS_REFETCH_SECONDS` (successful or not). The
+ * keys of a trusted identity issuer (the ID-JAGs of the JWT bearer grant) are fetched the same way,
+ * always under the SSRF guard.
  */
 import { createLocalJWKSet, createRemoteJWKSet, customFetch, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { guardedGet } from '../http/outbound.js';
@@ -43,8 +45,9 @@ export function hasCallerChosenUrls(client: Pick<KeySource, 'metadataDocument' |
 }
 
 /**
- * Key resolvers by client, for jose's `jwtVerify`. One resolver per `jwksUri` lives as long as
- * this object (one per Sigil instance), so its cache serves every request.
+ * Key resolvers by client (and by trusted identity issuer), for jose's `jwtVerify`. One resolver
+ * per `jwksUri` lives as long as this object (one per Sigil instance), so its cache serves every
+ * request.
  */
 export class ClientKeys {
   private readonly remote = new Map<string, JWTVerifyGetKey>();

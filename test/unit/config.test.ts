@@ -319,6 +319,14 @@ describe('resolveConfig: errors name the field path', () => {
     });
     expect(cfg.clients[0]!.idJagAudiences).toEqual([audience]);
     expect(cfg.trustedIdentityIssuers).toHaveLength(1);
+    expect(
+      problems({
+        issuer: 'https://idp.example/',
+        trustedIdentityIssuers: [{ ...trusted, jwksUri: 'https://idp.example/jwks' }],
+      }),
+    ).toEqual([
+      "trustedIdentityIssuers[0].issuer: Sigil's own issuer cannot be trusted: it must not redeem the ID-JAGs it issues",
+    ]);
   });
 
   it('refuses tokenExchangeSubjectAudiences that are not API resources, naming the entry', () => {
