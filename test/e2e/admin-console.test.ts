@@ -548,7 +548,14 @@ describe('the web console', () => {
     expect(providerUpdates).toHaveLength(2);
     expect(providerUpdates.filter((r) => r.includes('clientSecret'))).toHaveLength(1);
     for (const row of rows) expect(row).not.toMatch(/upstream-secret/);
-    for (const row of rows) expect(row).toContain(`sigil-console${ADMIN_SUB}`);
+    // Each row names the client and the admin as people read them, not by id alone.
+    for (const row of rows) expect(row).toContain('Sigil console sigil-consolealice');
+    const links = await admin
+      .locator('table tbody tr')
+      .first()
+      .locator('a')
+      .evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    expect(links).toEqual(['/admin/clients/sigil-console', `/admin/users/${ADMIN_SUB}`]);
     await check(admin, null, 'events');
   });
 

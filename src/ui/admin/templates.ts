@@ -314,9 +314,9 @@ ${NOTICE}
 </form>
 <table>
 <caption><%= it.t.consoleEventsList %></caption>
-<thead><tr><th scope="col"><%= it.t.consoleTime %></th><th scope="col"><%= it.t.consoleEventType %></th><th scope="col">client_id</th><th scope="col"><%= it.t.consoleSubject %></th><th scope="col"><%= it.t.consoleDetails %></th></tr></thead>
+<thead><tr><th scope="col"><%= it.t.consoleTime %></th><th scope="col"><%= it.t.consoleEventType %></th><th scope="col"><%= it.t.consoleClient %></th><th scope="col"><%= it.t.consoleUser %></th><th scope="col"><%= it.t.consoleDetails %></th></tr></thead>
 <tbody>
-<% it.events.forEach(function (e) { %><tr><td><%= e.time %></td><td><%= e.name %></td><td><%= e.clientId %></td><td><%= e.subjectId %></td><td><%= e.details %></td></tr>
+<% it.events.forEach(function (e) { %><tr><td><%= e.time %></td><td><code><%= e.name %></code></td><td><% if (e.clientId) { %><a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(e.clientId) %>"><%= e.clientName || e.clientId %></a><% if (e.clientName) { %> <code><%= e.clientId %></code><% } %><% } %></td><td><% if (e.subjectId) { %><% if (e.username) { %><a href="<%= it.base %>/admin/users/<%= encodeURIComponent(e.subjectId) %>"><%= e.username %></a><% } else { %><code><%= e.subjectId %></code><% } %><% } %></td><td><%= e.details %></td></tr>
 <% }) %><% if (it.events.length === 0) { %><tr><td colspan="5"><%= it.t.consoleNone %></td></tr><% } %>
 </tbody>
 </table>
