@@ -225,6 +225,10 @@ describe('the web console', () => {
     const response = await admin.goto(`${f.sigil.url}/admin/users/${encodeURIComponent(erin)}`);
     await check(admin, response, 'user');
     await expect(admin.locator('ul.factors li').count()).resolves.toBe(1);
+    // The session as people read it: when, and in which browser (Chromium's own User-Agent).
+    expect(await admin.locator('ul.factors li span').innerText()).toMatch(
+      /^Signed in \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · (Headless )?Chrome on Linux\n\S+$/,
+    );
     await admin.locator('ul.factors li button').click();
     await admin.getByText('The session has been ended.').waitFor();
     await expect(admin.getByText('No live sessions.').count()).resolves.toBe(1);

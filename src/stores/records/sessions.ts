@@ -25,6 +25,7 @@ export interface Session {
    * The browser's `User-Agent` at sign-in, cut to `USER_AGENT_MAX` characters, and its address
    * (after `trustProxy`): shown on the user's own /account/sessions page only. Personal data
    * (GDPR Art. 4(1)); gone with the session row. Absent on sessions stored before they were kept.
+   * The console shows the browser (never the address) to administrators.
    */
   userAgent?: string;
   address?: string;

@@ -9,7 +9,7 @@ import { queryString } from '../../http/fields.js';
 import type { SigilEvent } from '../../events/events.js';
 import { DirectoryUnavailable } from '../../users/directory.js';
 import { type Console, shownTime } from './console-page.js';
-import { describeUserAgent } from '../user-agent.js';
+import { browserName } from '../../users/user-agent.js';
 
 /** Events per page. */
 const PAGE_SIZE = 50;
@@ -28,15 +28,9 @@ function details(e: SigilEvent): string {
     e.error ? `error ${e.error}${e.errorDescription ? `: ${e.errorDescription}` : ''}` : undefined,
     e.endpoint ? `at ${e.endpoint}` : undefined,
     e.remoteAddress ? `from ${e.remoteAddress}` : undefined,
-    browserOf(e.userAgent),
+    browserName(e.userAgent),
   ];
   return parts.filter((p) => p !== undefined && p !== '').join(' · ');
-}
-
-/** "Firefox on Linux", or the one of them known; undefined when neither is. */
-function browserOf(userAgent: string | undefined): string | undefined {
-  const ua = describeUserAgent(userAgent);
-  return ua && [ua.browser, ua.system].filter((p) => p !== undefined).join(' on ');
 }
 
 /**

@@ -133,11 +133,11 @@ ${NOTICE}
 <h2 id="sessions-heading"><%= it.t.consoleSessions %></h2>
 <% if (it.sessions.length === 0) { %><p><%= it.t.consoleNoSessions %></p><% } else { %>
 <ul class="factors" aria-labelledby="sessions-heading">
-<% it.sessions.forEach(function (sid) { %><li><code><%= sid %></code>
+<% it.sessions.forEach(function (s) { %><li><span><%= it.f(it.t.consoleSessionSince, { time: s.time }) %><% if (s.browser) { %> · <%= s.browser %><% } %><br><code><%= s.sid %></code></span>
 <form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/sessions/revoke" class="inline">
 <%~ include('@csrf', it) %>
-<input type="hidden" name="sid" value="<%= sid %>">
-<button type="submit" name="button" value="revoke" aria-label="<%= it.f(it.t.consoleRevokeSessionLabel, { sid: sid }) %>"><%= it.t.consoleRevoke %></button>
+<input type="hidden" name="sid" value="<%= s.sid %>">
+<button type="submit" name="button" value="revoke" aria-label="<%= it.f(it.t.consoleRevokeSessionLabel, { sid: s.sid }) %>"><%= it.t.consoleRevoke %></button>
 </form></li>
 <% }) %></ul><% } %>`;
 
