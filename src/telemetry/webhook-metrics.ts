@@ -3,7 +3,8 @@
  * webhook, the attempts that delivered, failed and will be retried (counted by the node that made
  * them), and the deliveries pending in the outbox with the age of the oldest (read from the store,
  * for the whole deployment, when Prometheus scrapes). The label is the webhook's name: the config
- * file's and the admins' webhooks, a bounded set.
+ * file's and the admins' webhooks, a bounded set. Beside them, the synchronous hooks' calls by hook
+ * and outcome.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { nowSeconds } from '../crypto/handles.js';
@@ -17,6 +18,7 @@ export type PendingSource = () => Promise<{ webhook: string; count: number; olde
 /** The webhook counters and gauges of one node. */
 export class WebhookMetrics {
   private readonly attempts: Counter;
+  private readonly hookCalls: Counter;
 
   /** Registers the counters and the gauges, which read `pending` at every scrape. */
   constructor(registry: Registry, pending: PendingSource) {
@@ -25,6 +27,12 @@ export class WebhookMetrics {
       name: 'sigil_webhook_deliveries_total',
       help: 'Webhook delivery attempts by webhook and outcome: delivered (2xx), failed (given up, or 410), retried',
       labelNames: ['webhook', 'outcome'],
+      registers,
+    });
+    this.hookCalls = new Counter({
+      name: 'sigil_hook_calls_total',
+      help: 'Synchronous hook calls by hook (preToken, postLogin, preRegistration) and outcome: allowed, denied, failed_denied, failed_continued',
+      labelNames: ['hook', 'outcome'],
       registers,
     });
     // Both gauges come from one read of the store per scrape (prom-client collects them at once).
@@ -61,5 +69,10 @@ export class WebhookMetrics {
   /** Counts one attempt's outcome. */
   readonly count = (webhook: string, outcome: DeliveryOutcome): void => {
     this.attempts.inc({ webhook, outcome });
+  };
+
+  /** Counts one synchronous hook call's outcome (`SyncHooks.onOutcome`); both labels are fixed sets. */
+  readonly hookCalled = (hook: string, outcome: string): void => {
+    this.hookCalls.inc({ hook, outcome });
   };
 }
