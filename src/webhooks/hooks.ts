@@ -98,8 +98,8 @@ type Hook = { receiver: HookReceiverConfig } | { fn: (event: unknown) => unknown
 /** The synchronous hooks of one provider. */
 export class SyncHooks {
   private readonly hooks = new Map<HookName, Hook>();
-  /** Told each call's outcome (the hook metrics). */
-  onOutcome: (hook: HookName, outcome: HookOutcome) => void = () => {};
+  /** Told each call's outcome and duration in seconds (the hook metrics). */
+  onOutcome: (hook: HookName, outcome: HookOutcome, seconds: number) => void = () => {};
 
   /**
    * @param receivers the config's `hooks`
@@ -149,18 +149,20 @@ export class SyncHooks {
   private async ask(name: HookName, event: unknown): Promise<HookVerdict> {
     const hook = this.hooks.get(name);
     if (!hook) return ALLOW;
+    const started = performance.now();
     const answer = await this.call(name, hook, event);
+    const seconds = (performance.now() - started) / 1000;
     if (typeof answer === 'string') {
       const deny = 'fn' in hook || hook.receiver.onFailure === 'deny';
       this.log.warn({ hook: name, reason: answer, onFailure: deny ? 'deny' : 'continue' }, 'hook call failed');
-      this.onOutcome(name, deny ? 'failed_denied' : 'failed_continued');
+      this.onOutcome(name, deny ? 'failed_denied' : 'failed_continued', seconds);
       return deny ? { allowed: false, description: HOOK_FAILED_DESCRIPTION } : ALLOW;
     }
     if (answer.kind === 'deny') {
-      this.onOutcome(name, 'denied');
+      this.onOutcome(name, 'denied', seconds);
       return { allowed: false, description: answer.description || HOOK_DENIED_DESCRIPTION };
     }
-    this.onOutcome(name, 'allowed');
+    this.onOutcome(name, 'allowed', seconds);
     return { allowed: true, accessToken: answer.accessToken, idToken: answer.idToken };
   }
 
