@@ -134,6 +134,7 @@ export async function startServices(
           await metricsApp.close();
           await deliverer.stop();
           await webhookDeliverer.stop();
+          services.hooks.close();
           await services.users.close();
           mailer?.close();
           await tracing?.flush();

@@ -11,7 +11,7 @@
  * read up to a size cap; redirects are never followed.
  */
 import { lookup } from 'node:dns/promises';
-import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
+import { type Agent, type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
@@ -148,6 +148,9 @@ export async function guardedPost(
  * POSTs `body` as `guardedPost` does and, for a 2xx answer, reads its body up to
  * `limits.maxBytes` within the same deadline, as the synchronous hooks need their receiver's
  * answer; another status comes back with an empty body, unread.
+ * @param agent keeps connections alive between calls to the same receiver (an `http.Agent` for an
+ *   http URL, an `https.Agent` for https, with `keepAlive`): a kept connection goes to an address
+ *   vetted when it was opened; absent, each call opens its own
  * @returns the status, the headers and the body (empty unless 2xx); a redirect is returned as such
  * @throws OutboundRefused as `guardedGet`, but for the status; also when a 2xx body is larger
  *   than `limits.maxBytes` (the reading stops there: a huge answer costs no memory)
@@ -157,10 +160,11 @@ export async function guardedPostReading(
   body: string,
   headers: Record<string, string>,
   limits: OutboundLimits,
+  agent?: Agent,
 ): Promise<OutboundResponse & { status: number }> {
   const all = { ...headers, 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(body)) };
   return guarded(url, limits, (host, address, signal) =>
-    exchange(url, host, address, { method: 'POST', headers: all, body }, limits.maxBytes, signal),
+    exchange(url, host, address, { method: 'POST', headers: all, body, agent }, limits.maxBytes, signal),
   );
 }
 
@@ -226,6 +230,8 @@ interface OutboundRequest {
   method: 'GET' | 'POST';
   headers: Record<string, string>;
   body?: string;
+  /** A keep-alive agent; absent, the connection is the request's own. */
+  agent?: Agent | undefined;
 }
 
 /**
@@ -255,7 +261,7 @@ function exchange(
         path: `${url.pathname}${url.search}`,
         method: out.method,
         headers: { ...out.headers, 'user-agent': 'Sigil' },
-        agent: false,
+        agent: out.agent ?? false,
         lookup: pinned,
         signal,
       },

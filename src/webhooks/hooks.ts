@@ -11,6 +11,8 @@
  * follows the hook's `onFailure`: `deny` refuses with a generic description, `continue` goes on
  * unchanged. No failure of a hook ever makes a request fail with a 500.
  */
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import type { HookName, HookReceiverConfig } from '../config/schema.js';
@@ -93,7 +95,12 @@ export type HookVerdict =
 const ALLOW: HookVerdict = { allowed: true, accessToken: {}, idToken: {} };
 
 /** One hook: a receiver of the config or a function. */
-type Hook = { receiver: HookReceiverConfig } | { fn: (event: unknown) => unknown };
+type Hook = { receiver: HookReceiverConfig; agent: HttpAgent } | { fn: (event: unknown) => unknown };
+
+/** Connections kept open to one receiver at most (its calls beyond wait for one). */
+const MAX_CONNECTIONS = 64;
+/** How long a kept connection may stay idle, milliseconds. */
+const IDLE_MS = 3000;
 
 /** The synchronous hooks of one provider. */
 export class SyncHooks {
@@ -112,13 +119,25 @@ export class SyncHooks {
     private readonly log: Logger,
   ) {
     for (const [name, receiver] of Object.entries(receivers) as [HookName, HookReceiverConfig | undefined][])
-      if (receiver) this.hooks.set(name, { receiver });
+      if (receiver) {
+        // Kept-alive connections: a new connection per call would cost more than the call itself.
+        // An idle one is closed after IDLE_MS, before a receiver's own idle timeout (Node's 5 s)
+        // would close it under a call about to reuse it.
+        const options = { keepAlive: true, maxSockets: MAX_CONNECTIONS, maxFreeSockets: 8, timeout: IDLE_MS };
+        const agent = receiver.url.startsWith('https:') ? new HttpsAgent(options) : new HttpAgent(options);
+        this.hooks.set(name, { receiver, agent });
+      }
     for (const [name, fn] of Object.entries(functions) as [HookName, ((event: never) => unknown) | undefined][]) {
       if (!fn) continue;
       if (this.hooks.has(name))
         throw new Error(`hooks.${name} is set both in the config and in createSigil's options; keep one`);
       this.hooks.set(name, { fn: fn as (event: unknown) => unknown });
     }
+  }
+
+  /** Closes the connections kept open to the receivers. */
+  close(): void {
+    for (const hook of this.hooks.values()) if ('agent' in hook) hook.agent.destroy();
   }
 
   /** Whether `name` has a receiver or a function. */
@@ -176,7 +195,7 @@ export class SyncHooks {
         return `the function threw: ${err instanceof Error ? err.message : String(err)}`;
       }
     } else {
-      const received = await this.post(hook.receiver, event);
+      const received = await this.post(hook.receiver, hook.agent, event);
       if (typeof received === 'string') return received;
       answer = received.value;
     }
@@ -184,7 +203,11 @@ export class SyncHooks {
   }
 
   /** POSTs the event to the receiver, signed; its parsed answer, or why there was none. */
-  private async post(receiver: HookReceiverConfig, event: unknown): Promise<{ value: unknown } | string> {
+  private async post(
+    receiver: HookReceiverConfig,
+    agent: HttpAgent,
+    event: unknown,
+  ): Promise<{ value: unknown } | string> {
     const id = `msg_${newId()}`;
     const payload = JSON.stringify(event);
     const headers = signatureHeaders(id, payload, { current: receiver.secret, retiring: [] }, new Date());
@@ -197,6 +220,7 @@ export class SyncHooks {
         // Plain http and loopback addresses are allowed for hooks (DESIGN §6b); private,
         // link-local and other special-use ones never.
         { timeoutMs: receiver.timeoutMs, maxBytes: MAX_HOOK_ANSWER_BYTES, allowLoopback: true },
+        agent,
       );
     } catch (err) {
       return err instanceof Error ? err.message : String(err);
