@@ -12,12 +12,14 @@ import { HOOK_FAILED_DESCRIPTION } from '../../src/webhooks/hooks.js';
 import {
   clientTokens,
   dropSchema,
+  form,
   POSTGRES_URL,
+  sleep,
   startSigil,
   testConfig,
+  type TestSigil,
   tokenRequest,
   uniqueSchema,
-  type TestSigil,
 } from '../helpers.js';
 import { registrationConfig } from '../registration-helpers.js';
 import { SmtpReceiver } from '../smtp-receiver.js';
@@ -25,13 +27,23 @@ import { CONFIG_SECRET } from '../webhook-helpers.js';
 import { startReceiver, type Receiver } from '../webhook-receiver.js';
 
 const M2M = ['m2m', 'm2m-secret'] as const;
+const ROPC = ['ropc', 'ropc-secret'] as const;
+const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 /** A secret the receiver may sign with that is not the hook's. */
 const OTHER_SECRET = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 
 /** The test config's clients and the authorize suites' browser clients (ids of both sets apart). */
 function clients(): NonNullable<ConfigInput['clients']> {
   const browser = authorizeClients().filter((c) => !['spa', 'other'].includes(c.clientId));
-  return [...(testConfig().clients ?? []), ...browser];
+  const tv = {
+    clientId: 'tv',
+    requireClientSecret: false,
+    allowedGrantTypes: [DEVICE_GRANT],
+    allowedScopes: ['openid', 'profile', 'api1'],
+    pollingInterval: 1,
+  };
+  return [...(testConfig().clients ?? []), ...browser, tv];
 }
 
 /** A provider whose `hooks.preToken` posts to `receiver` with `onFailure`. */
@@ -190,13 +202,71 @@ describe('preToken with onFailure deny', () => {
 
   it('the password grant asks too, with the user', async () => {
     receiver.replies = [{ json: { accessToken: { claims: { via: 'ropc' } } } }];
-    const res = await tokenRequest(sigil, { grant_type: 'password', username: 'bob', password: 'bob', scope: 'api1' }, [
-      'ropc',
-      'ropc-secret',
-    ]);
+    const res = await tokenRequest(
+      sigil,
+      { grant_type: 'password', username: 'bob', password: 'bob', scope: 'api1' },
+      ROPC,
+    );
     expect(res.statusCode, res.body).toBe(200);
     expect(decodeJwt(res.json().access_token).via).toBe('ropc');
     expect(lastEvent(receiver)).toMatchObject({ grantType: 'password', subject: '2' });
+  });
+
+  it('device code: a denial leaves the device code redeemable; the next poll gets the claims', async () => {
+    const started = await sigil.app.inject({
+      method: 'POST',
+      url: '/connect/deviceauthorization',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form({ client_id: 'tv', scope: 'openid api1' }),
+    });
+    const d = started.json();
+    const b = new Browser(sigil);
+    const page = await b.get(`/device?userCode=${d.user_code}`);
+    const entered = await b.post('/device', {
+      csrf_token: input(page.body, 'csrf_token'),
+      userCode: d.user_code,
+      button: 'submit',
+    });
+    const consent = await b.login(entered.location ?? '', 'alice');
+    expect(consent.body).toContain('value="yes"');
+    await b.consent(consent, 'yes');
+    const poll = () =>
+      sigil.app.inject({
+        method: 'POST',
+        url: '/connect/token',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: form({ grant_type: DEVICE_GRANT, client_id: 'tv', device_code: d.device_code }),
+      });
+    receiver.replies = [{ json: { deny: { description: 'devices need a second look' } } }];
+    expect((await poll()).json()).toEqual({ error: 'invalid_grant', error_description: 'devices need a second look' });
+    expect(lastEvent(receiver)).toMatchObject({ grantType: DEVICE_GRANT, subject: '1' });
+    // Past the 1 s polling interval.
+    await sleep(1100);
+    receiver.replies = [{ json: { accessToken: { claims: { device: 'tv' } } } }];
+    const granted = await poll();
+    expect(granted.statusCode, granted.body).toBe(200);
+    expect(decodeJwt(granted.json().access_token).device).toBe('tv');
+  });
+
+  it('token exchange asks with its grant type', async () => {
+    receiver.replies = [{ json: {} }];
+    const subjectToken = (
+      await tokenRequest(sigil, { grant_type: 'password', username: 'alice', password: 'alice', scope: 'api1' }, ROPC)
+    ).json().access_token;
+    receiver.replies = [{ json: { accessToken: { claims: { exchanged: true } } } }];
+    const res = await tokenRequest(
+      sigil,
+      {
+        grant_type: TOKEN_EXCHANGE,
+        subject_token: subjectToken,
+        subject_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+        scope: 'api1',
+      },
+      ROPC,
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    expect(decodeJwt(res.json().access_token).exchanged).toBe(true);
+    expect(lastEvent(receiver)).toMatchObject({ grantType: TOKEN_EXCHANGE, subject: '1' });
   });
 
   it.each([
