@@ -36,7 +36,7 @@ export interface HookDenial {
 }
 
 /** What a `postLogin` or `preRegistration` hook answers: nothing (allow), or a denial. */
-export type DenyAnswer = Partial<HookDenial> & Record<string, never>;
+export type DenyAnswer = Partial<HookDenial>;
 
 /** What a `preToken` hook answers: claims to add to either token, or a denial. */
 export interface PreTokenAnswer extends Partial<HookDenial> {

@@ -396,6 +396,29 @@ describe('hooks as functions (createSigil options)', () => {
     }
   });
 
+  it('a postLogin function that denies keeps the user out, with its description', async () => {
+    const sigil = await startSigil(
+      {},
+      {
+        hooks: {
+          postLogin: async ({ subject }) =>
+            subject === '2' ? { deny: { error: 'access_denied', description: 'bob is suspended' } } : {},
+        },
+      },
+    );
+    try {
+      const b = new Browser(sigil);
+      const page = await b.get('/account/login');
+      const denied = await b.submitLogin(page, 'bob', 'bob');
+      expect(denied.status).toBe(403);
+      expect(denied.body).toContain('bob is suspended');
+      expect(b.cookies.has('sigil.session')).toBe(false);
+      await b.signIn('alice');
+    } finally {
+      await sigil.close();
+    }
+  });
+
   it('a hook both in the config and a function stops the start', async () => {
     await expect(
       startSigil(
