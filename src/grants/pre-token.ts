@@ -1,7 +1,7 @@
 /**
  * The `preToken` hook at the token endpoint (DESIGN §6b "Webhooks and hooks"): asked by every grant
  * that issues tokens there (client_credentials, refresh_token, device code, password, token
- * exchange and extension grants), after the grant's own checks and before anything single-use is
+ * exchange, the JWT bearer grant of ID-JAG and extension grants), after the grant's own checks and before anything single-use is
  * consumed, so that a denial (or a failed call with `onFailure: deny`) leaves the code, device code
  * or refresh token as it was. The authorization code flow asks it at the authorization endpoint
  * instead, where a denial can reach the client as `access_denied` (endpoints/authorize.ts); the
