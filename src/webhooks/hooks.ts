@@ -195,7 +195,11 @@ export class SyncHooks {
         return `the function threw: ${err instanceof Error ? err.message : String(err)}`;
       }
     } else {
-      const received = await this.post(hook.receiver, hook.agent, event);
+      // Whatever goes wrong on the way (an event a custom directory's claims make unserialisable,
+      // say) is a failed call, never a 500.
+      const received = await this.post(hook.receiver, hook.agent, event).catch(
+        (err: unknown) => `the call could not be made: ${err instanceof Error ? err.message : String(err)}`,
+      );
       if (typeof received === 'string') return received;
       answer = received.value;
     }
