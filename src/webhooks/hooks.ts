@@ -190,7 +190,8 @@ export class SyncHooks {
     let answer: unknown;
     if ('fn' in hook) {
       try {
-        answer = await hook.fn(event);
+        // A copy: the event holds the user's claims, which a function must not change under Sigil.
+        answer = await hook.fn(structuredClone(event));
       } catch (err) {
         return `the function threw: ${err instanceof Error ? err.message : String(err)}`;
       }
