@@ -48,6 +48,7 @@ import type { OrganizationInvitations } from './email/organization-invitations.j
 import type { Organizations } from './organizations/registry.js';
 import type { SamlIdentityProvider } from './saml/identity-provider.js';
 import type { WebhookAdmin } from './admin/webhooks.js';
+import type { SyncHooks } from './webhooks/hooks.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
 export interface Management {
@@ -114,6 +115,8 @@ export interface ProtocolServices {
    * its maps replaced on each change (`Resources.sourceOf` tells where an item is defined).
    */
   resources: Resources;
+  /** The synchronous hooks (preToken, postLogin, preRegistration): receivers of the config or a library user's functions. */
+  hooks: SyncHooks;
   tokens: TokenService;
   /** Clients' public keys (`jwks`, `jwksUri`) for client assertions and request objects. */
   clientKeys: ClientKeys;

@@ -153,6 +153,7 @@ export function buildManagement(
     // The registrant chose sector_identifier_uri: fetched under the SSRF guard.
     fetchText: (url) => fetchBoundedText(url, {}, clientKeys.guardedGet),
     events,
+    hooks: protocol.hooks,
     log,
   });
   clients.onLookup = (id) => registrations.touch(id);

@@ -23,7 +23,7 @@ const MAX_ATTEMPTS = 4;
 /**
  * Handles a device code poll.
  * @throws OAuthError `invalid_request` (no device_code), `invalid_grant` (unknown, another
- *   client's, already redeemed, user inactive), `authorization_pending`, `slow_down`,
+ *   client's, already redeemed, user inactive, denied by the `preToken` hook), `authorization_pending`, `slow_down`,
  *   `access_denied`, `expired_token`, `invalid_target` (any `resource`).
  */
 export const deviceCodeGrant: GrantHandler = async (ctx, req) => {
@@ -56,13 +56,9 @@ export const deviceCodeGrant: GrantHandler = async (ctx, req) => {
     if (data.status === 'pending' || !data.subject)
       throw new OAuthError('authorization_pending', 'the user has not answered yet');
     const grant = { familyId: row.familyId, consume: (now: number) => devices.consume(key, now) };
-    return redeemApproval(
-      ctx,
-      client,
-      grant,
-      { subject: data.subject, scopes: data.scopes },
-      async () => undefined,
-      bindingOf(req),
-    );
+    return redeemApproval(ctx, client, grant, { subject: data.subject, scopes: data.scopes }, async () => undefined, {
+      ...bindingOf(req),
+      preToken: DEVICE_CODE_GRANT,
+    });
   }
 };
