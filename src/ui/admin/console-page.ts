@@ -56,6 +56,8 @@ export const NOTICES = [
   'consoleWebhookEnabled',
   'consoleWebhookDisabled',
   'consoleWebhookDeleted',
+  'consoleSamlCreated',
+  'consoleSamlDeleted',
 ] as const satisfies readonly (keyof Messages)[];
 
 /** A confirmation a change's redirect names. */
@@ -77,6 +79,7 @@ export type Section =
   | 'resources'
   | 'keys'
   | 'webhooks'
+  | 'saml-service-providers'
   | 'events'
   | 'my-organizations';
 
