@@ -94,11 +94,11 @@ ${NOTICE}
 </dl>
 <% if (sp.metadataXml) { %><details><summary><%= it.t.consoleSamlMetadataXml %></summary><pre><code><%= sp.metadataXml %></code></pre></details><% } %>
 <% if (sp.source === 'config') { %><p class="notice" role="note"><%= it.t.consoleSamlReadOnly %></p><% } else { %>
-<form method="post" action="<%= at %>/delete" class="inline">
+<div class="actions"><form method="post" action="<%= at %>/delete" class="inline">
 <%~ include('@csrf', it) %>
 <input type="hidden" name="etag" value="<%= sp.etag %>">
 <button type="submit" name="button" value="delete"><%= it.t.consoleSamlDelete %></button>
-</form><% } %>`;
+</form></div><% } %>`;
 
 /** The SAML service provider templates by page name. */
 export const SAML_TEMPLATES: Readonly<Record<string, string>> = {
