@@ -122,7 +122,8 @@ export class SamlServiceProviderAdmin {
     if (!isJsonObject(patch)) throw invalidField('', 'a merge patch of a service provider must be a JSON object');
     if ('entityId' in patch && patch.entityId !== entityId)
       throw invalidField('entityId', 'an entity ID cannot change');
-    const merged = applyMergePatch(stored.settings, await this.withMetadata(patch));
+    // The entity ID stays: new metadata of another entity is refused, not taken as a rename.
+    const merged = applyMergePatch(stored.settings, await this.withMetadata({ ...patch, entityId }));
     const next = this.checked(merged as Record<string, unknown>);
     const changed = Object.keys({ ...stored.settings, ...next }).filter(
       (k) =>

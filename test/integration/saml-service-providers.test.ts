@@ -101,6 +101,17 @@ describe.each(DIALECTS)('/admin/v1/saml-service-providers on %s', (dialect, stor
     expect(changed.status, changed.text).toBe(200);
     expect(changed.body.serviceProvider).toMatchObject({ nameIdFormat: 'emailAddress' });
     expect(changed.etag).not.toBe(created.etag);
+    // New metadata of another entity is refused, not taken as a rename.
+    const other = await api(
+      'PATCH',
+      path(entityId),
+      { metadataXml: spMetadata('https://else.example/sp', [NEW_ACS]) },
+      { 'if-match': changed.etag ?? '' },
+    );
+    expect(other.status).toBe(422);
+    expect((other.body.errors as { path: string }[])[0]?.path).toBe('metadataXml');
+    const renamed = await api('PATCH', path(entityId), { entityId: NEW_SP }, { 'if-match': changed.etag ?? '' });
+    expect(renamed.status).toBe(422);
     const stale = await api('PATCH', path(entityId), { displayName: 'Late' }, { 'if-match': created.etag ?? '' });
     expect(stale.status).toBe(412);
     expect(stale.body).toMatchObject({ status: 412 });
