@@ -3,7 +3,8 @@
  * (enrolling an authenticator app on the way), opens the SAML section from the navigation, sends
  * the registration form with an ACS URL that is not http(s) (refused on its field, what was typed
  * kept), then registers an SP by pasting its metadata, sees its page, and deletes it. Each page is
- * axe-clean (WCAG 2.x A and AA) with the basics, uncached and unframeable. Sigil runs in this
+ * axe-clean (WCAG 2.x A and AA) with the basics, uncached and unframeable, and nothing scrolls
+ * sideways at 390 px. Sigil runs in this
  * process, listening on a free port. Screenshots go to test-results/screenshots.
  */
 import type { Browser, Page, Response } from 'playwright-core';
@@ -101,6 +102,13 @@ describe('the console SAML pages in Chromium', () => {
     await check(admin, null, 'saml-service-provider');
     expect(await admin.locator('dl').textContent()).toContain(ACS);
     expect(sigil.context.saml.serviceProviders.get(SP)?.displayName).toBe('Pasted App');
+    // Nothing scrolls sideways on a phone, the list with a long metadata form included.
+    await admin.setViewportSize({ width: 390, height: 844 });
+    expect(await audit(admin), 'phone: one SP').toEqual([]);
+    await admin.goto(`${url}/admin/saml-service-providers`);
+    expect(await audit(admin), 'phone: the list').toEqual([]);
+    await admin.goBack();
+    await admin.setViewportSize({ width: 1000, height: 700 });
   });
 
   it('deletes the stored SP', async () => {

@@ -375,6 +375,7 @@ form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(12r
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 1rem 0; }
 dt { font-weight: 600; }
 dd { margin: 0; overflow-wrap: anywhere; }
+@media (max-width: 40rem) { dl { grid-template-columns: minmax(0, 1fr); gap: 0; } dd { margin-bottom: .5rem; } }
 .notice { border: 1px solid var(--line); background: var(--chip); color: var(--fg); border-radius: 8px; padding: .6rem .75rem; margin: 1rem 0 0; }
 .secret { border: 2px solid var(--accent); border-radius: 8px; padding: .5rem .75rem; margin: 1rem 0; }
 .secret p { color: var(--fg); }
