@@ -12,8 +12,18 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigilEvent } from '../../src/index.js';
 import { dropSchema, type TestSigil } from '../helpers.js';
-import { ssoThrough } from '../saml-admin-helpers.js';
-import { element, SP_ACS, SP_ENTITY, spKeys, spMetadata, statusCodes } from '../saml-helpers.js';
+import { Browser } from '../authorize-helpers.js';
+import { ISSUER, ssoThrough } from '../saml-admin-helpers.js';
+import {
+  authnRequest,
+  element,
+  redirectPath,
+  SP_ACS,
+  SP_ENTITY,
+  spKeys,
+  spMetadata,
+  statusCodes,
+} from '../saml-helpers.js';
 import { type Api, DIALECTS, startWebhookSigil } from '../webhook-helpers.js';
 
 const NEW_SP = 'https://stored.example/sp';
@@ -80,6 +90,30 @@ describe.each(DIALECTS)('/admin/v1/saml-service-providers on %s', (dialect, stor
     const one = await api('GET', path(NEW_SP));
     expect(one.status).toBe(200);
     expect(one.etag).toBe(created.etag);
+  });
+
+  it("checks a stored SP's signed requests with the certificate of its metadata", async () => {
+    const keys = await spKeys();
+    const signer = 'https://signer.example/sp';
+    const acs = 'https://signer.example/acs';
+    const created = await api('POST', '/saml-service-providers', {
+      metadataXml: spMetadata(signer, [acs], keys.certificate, { authnRequestsSigned: true }),
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.serviceProvider).toMatchObject({
+      effective: { requireSignedAuthnRequests: true, signingCertificates: 1 },
+    });
+    const unsigned = await new Browser(sigil).get(redirectPath(authnRequest(ISSUER, { issuer: signer, acs })));
+    expect(unsigned.status).toBe(400);
+    const stranger = await spKeys();
+    const forged = await new Browser(sigil).get(
+      redirectPath(authnRequest(ISSUER, { issuer: signer, acs }), undefined, stranger),
+    );
+    expect(forged.status).toBe(400);
+    const signed = await new Browser(sigil).get(
+      redirectPath(authnRequest(ISSUER, { issuer: signer, acs }), undefined, keys),
+    );
+    expect(signed.status).toBe(303);
   });
 
   it('changes with If-Match only (428 without, 412 when stale), deletes, and audits each change', async () => {
@@ -220,5 +254,21 @@ describe.each(DIALECTS)('/admin/v1/saml-service-providers on %s', (dialect, stor
       expect.arrayContaining(['/admin/v1/saml-service-providers', '/admin/v1/saml-service-providers/{id}']),
     );
     expect(dialect).toBeTruthy();
+  });
+});
+
+describe('metadataUrl without clientIdMetadataDocuments.allowLoopback', () => {
+  it('refuses a loopback URL, which only development allows', async () => {
+    const served = await metadataServer(() => spMetadata('https://loopback.example/sp', [NEW_ACS]));
+    const { sigil, api } = await startWebhookSigil(undefined, {});
+    try {
+      const res = await api('POST', '/saml-service-providers', { metadataUrl: served.url });
+      expect(res.status).toBe(422);
+      expect((res.body.errors as { path: string }[])[0]?.path).toBe('metadataUrl');
+      expect(served.hits()).toBe(0);
+    } finally {
+      served.server.close();
+      await sigil.close();
+    }
   });
 });
