@@ -74,7 +74,7 @@ export class SamlServiceProviderAdmin {
     return [
       ...this.options.configured.map(configView),
       ...stored.flatMap((s) => {
-        const view = this.storedViewOrLog(s);
+        const view = this.orLogged(s, storedView);
         return view ? [view] : [];
       }),
     ];
@@ -84,7 +84,7 @@ export class SamlServiceProviderAdmin {
   async get(entityId: string): Promise<SamlServiceProviderView> {
     const configured = this.configured(entityId);
     if (configured) return configView(configured);
-    const view = this.storedViewOrLog(await this.stored(entityId));
+    const view = this.orLogged(await this.stored(entityId), storedView);
     if (!view)
       throw new AdminError('not_found', `SAML service provider "${entityId}" is stored with settings refused now`);
     return view;
@@ -158,23 +158,19 @@ export class SamlServiceProviderAdmin {
   private async load(): Promise<void> {
     const inForce: ServiceProvider[] = [];
     for (const s of await this.store.samlServiceProviders.list()) {
-      const sp = this.inForceOrLog(s);
+      const sp = this.orLogged(s, inForceOf);
       if (sp) inForce.push(sp.sp);
     }
     this.options.live.setStored(inForce);
   }
 
-  /** A stored SP's view, or undefined (logged) when its stored settings no longer pass the checks. */
-  private storedViewOrLog(s: StoredSamlServiceProvider): SamlServiceProviderView | undefined {
-    return this.inForceOrLog(s) && storedView(s);
-  }
-
-  /** A stored SP as in force, or undefined (logged) when its stored settings no longer pass the checks. */
-  private inForceOrLog(
-    s: StoredSamlServiceProvider,
-  ): { settings: SamlServiceProviderConfig; sp: ServiceProvider } | undefined {
+  /**
+   * `read(s)`, or undefined when it throws: settings stored by an earlier version that this one
+   * refuses leave that SP out (logged), never the others nor the answer.
+   */
+  private orLogged<T>(s: StoredSamlServiceProvider, read: (s: StoredSamlServiceProvider) => T): T | undefined {
     try {
-      return inForceOf(s);
+      return read(s);
     } catch (err) {
       this.options.log.error(
         { entityId: s.entityId, err: (err as Error).message },

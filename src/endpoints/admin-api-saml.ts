@@ -37,8 +37,10 @@ const createBody = z.strictObject({
   }),
 });
 
+/** The settings as stored: a fetched `metadataUrl` is kept as `metadataXml` only. */
+const { metadataUrl: _fetchedOnce, ...storedFields } = fields;
 const spOut = z.object({
-  ...fields,
+  ...storedFields,
   source: z
     .enum(['config', 'store'])
     .meta({ description: "config: the config file's, read-only; store: managed here" }),
