@@ -1,7 +1,7 @@
 /**
- * Keeps a node's stored clients, resources, organizations, webhooks and SAML service providers current: re-reads them when their
- * version in the store changed (a change on any node, or by the CLI), when a request names a
- * client this node does not know, and periodically.
+ * Keeps a node's stored clients, resources, organizations, webhooks and SAML service providers
+ * current: re-reads them when their version in the store changed (a change on any node, or by the
+ * CLI), when a request names a client this node does not know, and periodically.
  */
 import type { ClientAdmin } from '../admin/clients.js';
 import type { ResourceAdmin } from '../admin/resources.js';
