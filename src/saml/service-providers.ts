@@ -67,14 +67,27 @@ export class ServiceProviders {
     if (problems.length > 0) throw new ConfigError(problems);
   }
 
-  /** The SP of that entity ID, or undefined. */
+  /** The SPs managed at run time (`setStored`), by entity ID. */
+  private stored = new Map<string, ServiceProvider>();
+
+  /** The SP of that entity ID, or undefined: the config file's first, then a stored one. */
   get(entityId: string): ServiceProvider | undefined {
-    return this.byEntityId.get(entityId);
+    return this.byEntityId.get(entityId) ?? this.stored.get(entityId);
   }
 
-  /** Every SP, in config order. */
+  /** Every SP: the config file's in config order, then the stored ones. */
   list(): ServiceProvider[] {
-    return [...this.byEntityId.values()];
+    return [...this.byEntityId.values(), ...this.stored.values()];
+  }
+
+  /** Whether the config file defines that entity ID (such an SP is read-only at run time). */
+  isConfigured(entityId: string): boolean {
+    return this.byEntityId.has(entityId);
+  }
+
+  /** Replaces the stored SPs in force (the SP admin's reload); one of a config-file entity ID is ignored. */
+  setStored(sps: readonly ServiceProvider[]): void {
+    this.stored = new Map(sps.filter((sp) => !this.byEntityId.has(sp.entityId)).map((sp) => [sp.entityId, sp]));
   }
 }
 

@@ -290,6 +290,16 @@ export interface WebhookDeliveriesTable {
   last_error: string | null;
 }
 
+/** SAML service providers managed at run time (0023_saml_service_providers): `settings` JSON, `key` the entity ID's SHA-256. */
+export interface SamlServiceProvidersTable {
+  key: string;
+  entity_id: string;
+  settings: string;
+  version: number;
+  created_at: number;
+  updated_at: number;
+}
+
 /** The store's schema, as every store module's Kysely instance is typed. */
 export interface Database {
   grants: GrantsTable;
@@ -320,4 +330,5 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_disabled: WebhookDisabledTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  saml_service_providers: SamlServiceProvidersTable;
 }

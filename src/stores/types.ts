@@ -20,6 +20,7 @@ import type { ServerSecretStore } from './sql-secrets.js';
 import type { WebhookEvent } from '../events/webhook-events.js';
 import type { SqlWebhookStore } from './sql-webhooks.js';
 import type { SqlWebhookOutbox } from './webhook-outbox.js';
+import type { SqlSamlServiceProviderStore } from './sql-saml-service-providers.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -516,4 +517,6 @@ export interface Store {
   webhooks: SqlWebhookStore;
   /** The webhook outbox: deliveries per webhook and event (migration 0021_webhooks). */
   webhookOutbox: SqlWebhookOutbox;
+  /** SAML service providers managed at run time (migration 0023_saml_service_providers). */
+  samlServiceProviders: SqlSamlServiceProviderStore;
 }

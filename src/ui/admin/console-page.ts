@@ -56,6 +56,8 @@ export const NOTICES = [
   'consoleWebhookEnabled',
   'consoleWebhookDisabled',
   'consoleWebhookDeleted',
+  'consoleSamlCreated',
+  'consoleSamlDeleted',
 ] as const satisfies readonly (keyof Messages)[];
 
 /** A Unix time (seconds) as the console shows it: UTC, to the second ("2026-11-29 14:03:07 UTC"); '' for none. */
@@ -86,6 +88,7 @@ export type Section =
   | 'resources'
   | 'keys'
   | 'webhooks'
+  | 'saml-service-providers'
   | 'events'
   | 'my-organizations';
 

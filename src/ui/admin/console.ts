@@ -39,6 +39,8 @@ import { organizationPages } from './organizations-pages.js';
 import { ORGANIZATION_STYLES, ORGANIZATION_TEMPLATES } from './organization-templates.js';
 import { WEBHOOK_TEMPLATES } from './webhook-templates.js';
 import { webhookPages } from './webhooks-pages.js';
+import { SAML_TEMPLATES } from './saml-templates.js';
+import { samlServiceProviderPages } from './saml-pages.js';
 import type { ConsoleSessionServices } from './console-session.js';
 import type { ErrorPageServices } from '../error-page.js';
 import type { BrowserServices } from '../../interaction/browser.js';
@@ -66,6 +68,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
     ...CONSOLE_TEMPLATES,
     ...ORGANIZATION_TEMPLATES,
     ...WEBHOOK_TEMPLATES,
+    ...SAML_TEMPLATES,
   }))
     ctx.pages.register(name, template);
   const session = new ConsoleSession(app, ctx, deps);
@@ -149,6 +152,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   resourcesPage(admin);
   keyPages(admin);
   webhookPages(admin);
+  samlServiceProviderPages(admin);
   eventsPage(admin);
 }
 

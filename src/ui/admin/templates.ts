@@ -24,7 +24,7 @@ const LAYOUT = `<!doctype html>
 <header class="console-bar">
 <p class="brand<%= it.brand.logo ? ' with-logo' : '' %>"><% if (it.brand.logo) { %><img src="<%= it.brand.logo %>" alt=""><% } %><%= it.brand.productName %> <span><%= it.t.consoleTitle %></span></p>
 <nav aria-label="<%= it.t.consoleNav %>"><ul>
-<% (it.fullConsole ? [['users', it.t.consoleUsers], ['organizations', it.t.consoleOrganizations], ['clients', it.t.consoleClients], ['resources', it.t.consoleResources], ['keys', it.t.consoleKeys], ['webhooks', it.t.consoleWebhooks], ['events', it.t.consoleEvents]] : [['my-organizations', it.t.consoleYourOrganizations]]).forEach(function (s) { %><li><a href="<%= it.base %>/admin/<%= s[0] %>"<% if (it.section === s[0]) { %> aria-current="page"<% } %>><%= s[1] %></a></li>
+<% (it.fullConsole ? [['users', it.t.consoleUsers], ['organizations', it.t.consoleOrganizations], ['clients', it.t.consoleClients], ['resources', it.t.consoleResources], ['keys', it.t.consoleKeys], ['webhooks', it.t.consoleWebhooks], ['saml-service-providers', it.t.consoleSamlNav], ['events', it.t.consoleEvents]] : [['my-organizations', it.t.consoleYourOrganizations]]).forEach(function (s) { %><li><a href="<%= it.base %>/admin/<%= s[0] %>"<% if (it.section === s[0]) { %> aria-current="page"<% } %>><%= s[1] %></a></li>
 <% }) %></ul></nav>
 <form method="post" action="<%= it.base %>/admin/logout" class="inline">
 <%~ include('@csrf', it) %>
@@ -375,6 +375,7 @@ form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(12r
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 1rem 0; }
 dt { font-weight: 600; }
 dd { margin: 0; overflow-wrap: anywhere; }
+@media (max-width: 40rem) { dl { grid-template-columns: minmax(0, 1fr); gap: 0; } dd { margin-bottom: .5rem; } }
 .secret { border: 2px solid var(--accent); border-radius: 8px; padding: .5rem .75rem; margin: 1rem 0; }
 .secret p { color: var(--fg); }
 `;
