@@ -222,11 +222,30 @@ export interface FactorStore {
   replaceFactors(subjectId: string, kind: string, factors: readonly StoredFactor[]): Promise<void>;
 }
 
-/** A client that took part in a session (received a code or tokens for it). */
+/**
+ * A client that took part in a session (received a code or tokens for it), or a SAML service
+ * provider (client id `samlParticipantId`, logout/logout.ts) that received an assertion for it, with what a
+ * LogoutRequest to it must name.
+ */
 export interface SessionParticipant {
   sid: string;
   clientId: string;
   subjectId: string;
+  saml?: SamlParticipation;
+}
+
+/**
+ * What a SAML SP was told about the session (SAML Core §2.2.3, §2.7.2): the NameID exactly as
+ * asserted (a LogoutRequest must repeat it, SAML Core §3.7.1) and the AuthnStatement's SessionIndex.
+ */
+export interface SamlParticipation {
+  /** The SP's entity ID (the participant's client id is a digest of it: entity IDs are long). */
+  entityId: string;
+  nameId: string;
+  /** The NameID's Format URI. */
+  format: string;
+  spNameQualifier?: string;
+  sessionIndex: string;
 }
 
 /**
@@ -252,10 +271,15 @@ export interface LogoutDelivery {
  */
 export interface LogoutStore {
   /**
-   * Records that `participant.clientId` took part in the session (idempotent). `expiresAt`: the session's
-   * end, Unix seconds.
+   * Records that `participant.clientId` took part in the session (idempotent; a SAML participant's
+   * `saml` is replaced by the latest assertion's, which is what the SP now holds). `expiresAt`: the
+   * session's end, Unix seconds.
    */
   addParticipant(participant: SessionParticipant, expiresAt: number): Promise<void>;
+  /**
+   * The participant `clientId` of session `sid`, while the session has not been ended, or undefined.
+   */
+  participant(sid: string, clientId: string): Promise<SessionParticipant | undefined>;
   /**
    * Ends the session `sid` in one transaction: revokes its session row, removes its participants
    * and queues what `plan` returns for them. Of concurrent callers for one session only one gets

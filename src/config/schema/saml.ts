@@ -52,7 +52,9 @@ export const samlServiceProvider = z
       spec: 'SAML Profiles §4.1.4.1',
     }),
     sloUrl: httpsOrLoopback.nullable().default(null).meta({
-      description: "Single logout URL (a later version sends LogoutRequests there); else the metadata's",
+      description:
+        "Single logout URL (HTTP-Redirect binding): LogoutRequests and LogoutResponses go there; else the metadata's SingleLogoutService",
+      spec: 'SAML Profiles §4.4',
     }),
     metadataXml: nonEmpty.max(MAX_SP_METADATA_LENGTH).optional().meta({
       description:
