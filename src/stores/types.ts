@@ -10,6 +10,7 @@
 import { hashHandle } from '../crypto/handles.js';
 import type { GrantStore } from './grant-store.js';
 import type { GrantRecords } from './records/index.js';
+import type { SamlParticipation } from './records/saml-logouts.js';
 import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
 import type { RegistrationStore } from './client-registrations.js';
 import type { UserEmailStore } from './user-emails.js';
@@ -222,6 +223,8 @@ export interface FactorStore {
   replaceFactors(subjectId: string, kind: string, factors: readonly StoredFactor[]): Promise<void>;
 }
 
+export type { SamlParticipation } from './records/saml-logouts.js';
+
 /**
  * A client that took part in a session (received a code or tokens for it), or a SAML service
  * provider (client id `samlParticipantId`, logout/logout.ts) that received an assertion for it, with what a
@@ -232,20 +235,6 @@ export interface SessionParticipant {
   clientId: string;
   subjectId: string;
   saml?: SamlParticipation;
-}
-
-/**
- * What a SAML SP was told about the session (SAML Core §2.2.3, §2.7.2): the NameID exactly as
- * asserted (a LogoutRequest must repeat it, SAML Core §3.7.1) and the AuthnStatement's SessionIndex.
- */
-export interface SamlParticipation {
-  /** The SP's entity ID (the participant's client id is a digest of it: entity IDs are long). */
-  entityId: string;
-  nameId: string;
-  /** The NameID's Format URI. */
-  format: string;
-  spNameQualifier?: string;
-  sessionIndex: string;
 }
 
 /**
