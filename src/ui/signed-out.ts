@@ -39,6 +39,11 @@ export async function sendLoggedOut(
       { kind: 'signed-out', frames, ...(redirect !== undefined ? { redirect } : {}) },
       nowSeconds(),
     );
+    // The logout was mostly confirmed by a form of Sigil's, whose CSP form-action Chromium applies to
+    // the redirects that answer it: the first LogoutRequest leaves from the signed-out page (its
+    // link and script), not from a 303 to the SP's origin, which the policy would block.
+    if (step.kind === 'send' && step.message.binding === 'redirect')
+      return ctx.pages.sendSignedOut(reply, lang, [], frameSources([]), asciiUri(step.message.url));
     return sendSamlLogoutStep(ctx, reply, step);
   }
   return sendSignedOutPage(ctx, reply, lang, frames, redirect);
