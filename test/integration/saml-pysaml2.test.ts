@@ -104,8 +104,9 @@ describe('pysaml2 as the service provider', () => {
       status: string;
     };
     expect(verified).toEqual({ inResponseTo: logout.id, status: 'urn:oasis:names:tc:SAML:2.0:status:Success' });
-    // pysaml2's check of the query signature is real: a parameter slipped into the signed octets fails it.
-    const altered = (answer.location ?? '').replace('&SigAlg=', '&RelayState=elsewhere&SigAlg=');
+    // pysaml2's check of the query signature is real: a changed RelayState fails it.
+    expect(answer.location).toContain('&RelayState=pysaml2-logout&');
+    const altered = (answer.location ?? '').replace('&RelayState=pysaml2-logout&', '&RelayState=elsewhere&');
     expect(() => pysaml2('logout-response', altered)).toThrow(/does not verify/);
   });
 });
