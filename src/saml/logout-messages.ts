@@ -1,8 +1,9 @@
 /**
  * The messages of SAML Single Logout (SAML Core §3.7; Profiles §4.4) at /saml/slo: an SP's
  * LogoutRequest and LogoutResponse as Sigil reads them, and Sigil's own, built with the DOM
- * (xml.ts) so that no value becomes markup. Both read messages must be signed by the SP (Profiles
- * §4.4.4.1 and §4.4.4.2: signed, or protected by the binding, which the browser bindings are not);
+ * (xml.ts) so that no value becomes markup. A LogoutRequest must be signed by the SP (Profiles
+ * §4.4.4.1: signed, or protected by the binding, which the browser bindings are not), and so must a
+ * LogoutResponse from an SP that has a signing certificate (§4.4.4.2);
  * besides message.ts's checks, a LogoutRequest must not be past its NotOnOrAfter, names its
  * principal by a NameID (no BaseID, no EncryptedID, which Sigil never issues) and may name
  * SessionIndexes; a LogoutResponse must name the request it answers (InResponseTo).
@@ -101,7 +102,11 @@ export function readLogoutResponse(
   now: number,
 ): LogoutResponseIn {
   const { root, sp, signed, relayState } = receiveMessage(message, 'SAMLResponse', 'LogoutResponse', sps);
-  if (!signed) throw new XmlRefused('the service provider must sign its logout responses');
+  // An SP without a certificate cannot sign: its response is still bound to the request Sigil sent
+  // (InResponseTo, and RelayState naming the chain, both random and known to the browser only), and
+  // the most a forged one could do is skip that SP. An SP with a certificate must sign.
+  if (!signed && sp.certificates.length > 0)
+    throw new XmlRefused('the service provider must sign its logout responses');
   checkIdAndTime(root, { destination: sloUrl, signed, now });
   const inResponseTo = attr(root, 'InResponseTo');
   if (!inResponseTo) throw new XmlRefused('the logout response answers no request');

@@ -51,6 +51,9 @@ const SP_SLO = 'https://sp.example/slo';
 const POST_SP = 'https://post.example/sp';
 const POST_ACS = 'https://post.example/acs';
 const POST_SLO = 'https://post.example/slo';
+const NO_CERT_SP = 'https://nocert.example/sp';
+const NO_CERT_ACS = 'https://nocert.example/acs';
+const NO_CERT_SLO = 'https://nocert.example/slo';
 const SUCCESS = 'urn:oasis:names:tc:SAML:2.0:status:Success';
 const PERSISTENT = 'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent';
 const SLO = { path: '/saml/slo', field: 'SAMLRequest' } as const;
@@ -80,6 +83,7 @@ beforeAll(async () => {
         entityId: POST_SP,
         metadataXml: spMetadata(POST_SP, [POST_ACS], keys.certificate, { slo: { url: POST_SLO, binding: 'post' } }),
       },
+      { entityId: NO_CERT_SP, acsUrls: [NO_CERT_ACS], sloUrl: NO_CERT_SLO, nameIdFormat: 'transient' },
     ],
   });
   idpCert = metadataCertificates((await new Browser(sigil).get('/saml/metadata')).body)[0] as string;
@@ -231,6 +235,31 @@ describe('IdP-initiated single logout', () => {
     const done = await b.get(redirectPath(right, request.relayState, keys, SLO_RESPONSE));
     expect(done.status, done.body).toBe(200);
     expect(done.body).not.toContain('SAMLRequest');
+  });
+});
+
+describe('an SP without a signing certificate', () => {
+  it('is logged out by Sigil (its unsigned LogoutResponse answers the request) but cannot log out at Sigil', async () => {
+    const b = new Browser(sigil);
+    const asserted = await ssoInto(b, NO_CERT_SP, NO_CERT_ACS);
+    expectRefused(
+      await b.get(
+        redirectPath(logoutRequest(ISSUER, { issuer: NO_CERT_SP, nameId: asserted.nameId }), undefined, undefined, SLO),
+      ),
+      /must sign/,
+    );
+    expect(await signedIn(b)).toBe(true);
+    const prompt = await b.get('/account/logout');
+    const step = await b.post('/account/logout', { csrf_token: input(prompt.body, 'csrf_token') });
+    const request = redirectedMessage(unescapeHtml(/id="continue" href="([^"]+)"/.exec(step.body)?.[1] ?? ''));
+    expect(request.location).toBe(NO_CERT_SLO);
+    expect(element(request.doc, 'NameID')?.textContent).toBe(asserted.nameId);
+    const inResponseTo = request.doc.documentElement.getAttribute('ID') ?? '';
+    const answer = logoutResponse(ISSUER, { inResponseTo, issuer: NO_CERT_SP });
+    const done = await b.get(redirectPath(answer, request.relayState, undefined, SLO_RESPONSE));
+    expect(done.status, done.body).toBe(200);
+    // Once only.
+    expectRefused(await b.get(redirectPath(answer, request.relayState, undefined, SLO_RESPONSE)), /in progress/);
   });
 });
 
