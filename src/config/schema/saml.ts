@@ -26,7 +26,7 @@ export const saml = z
   .strictObject({
     enabled: z.boolean().default(false).meta({
       description:
-        'Serve the SAML 2.0 identity provider: /saml/metadata, /saml/sso, /saml/initiate (and a signing key with a certificate in the key store)',
+        'Serve the SAML 2.0 identity provider: /saml/metadata, /saml/sso, /saml/slo, /saml/initiate (and a signing key with a certificate in the key store)',
     }),
     signatureAlgorithm: z.enum(SAML_SIGNATURE_ALGORITHMS).default('rsa-sha256').meta({
       description: 'How responses and assertions are signed',
