@@ -96,7 +96,6 @@ async function receiveRequest(
   const step = await startSamlLogout(
     ctx,
     (ended?.samlParticipants ?? []).filter((p) => p.entityId !== logout.sp.entityId),
-    session?.subjectId ?? null,
     language(request),
     {
       kind: 'respond',

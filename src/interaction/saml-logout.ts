@@ -70,14 +70,12 @@ function sameNameId(p: SamlParticipation, request: LogoutRequestIn): boolean {
 /**
  * Starts sending LogoutRequests to `participants` (those still registered with a single logout
  * endpoint), one at a time, the chain stored under the RelayState handle.
- * @param subjectId the session's user, kept with the chain
  * @param now Unix seconds
  * @returns the first LogoutRequest, or the end when there is none to send
  */
 export async function startSamlLogout(
   ctx: SamlLogoutServices,
   participants: readonly SamlParticipation[],
-  subjectId: string | null,
   lang: string,
   finish: SamlLogoutFinish,
   now: number,
@@ -88,7 +86,6 @@ export async function startSamlLogout(
   await ctx.store.records.samlLogouts.put(
     handle,
     { remaining: next.remaining, awaiting: next.awaiting, lang, finish },
-    subjectId ?? '',
     now,
     now + CHAIN_LIFETIME,
   );

@@ -30,11 +30,11 @@ export async function sendLoggedOut(
   redirect: string | undefined,
 ): Promise<FastifyReply> {
   const frames = ended ? frontChannelFrames(ctx.issuer, ended.sid, ended.clients) : [];
-  if (ended && ended.samlParticipants.length > 0) {
+  // With SAML turned off since the SPs joined, /saml/slo is not served: their answers would find nothing.
+  if (ended && ended.samlParticipants.length > 0 && ctx.saml.config.enabled) {
     const step = await startSamlLogout(
       ctx,
       ended.samlParticipants,
-      null,
       lang,
       { kind: 'signed-out', frames, ...(redirect !== undefined ? { redirect } : {}) },
       nowSeconds(),

@@ -60,7 +60,7 @@ beforeAll(async () => {
   expect(metadata.status).toBe(200);
   writeFileSync(join(dir, 'idp.xml'), metadata.body);
   expect(readFileSync(join(dir, 'idp.xml'), 'utf8')).toContain(ISSUER);
-});
+}, 60_000);
 afterAll(async () => {
   await sigil?.close();
   rmSync(dir, { recursive: true, force: true });
@@ -108,5 +108,6 @@ describe('pysaml2 as the service provider', () => {
     expect(answer.location).toContain('&RelayState=pysaml2-logout&');
     const altered = (answer.location ?? '').replace('&RelayState=pysaml2-logout&', '&RelayState=elsewhere&');
     expect(() => pysaml2('logout-response', altered)).toThrow(/does not verify/);
-  });
+    // Each pysaml2 command is a Python process that loads pysaml2 (a second or more on a loaded machine).
+  }, 120_000);
 });

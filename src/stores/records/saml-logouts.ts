@@ -50,9 +50,9 @@ export class SamlLogouts {
     this.kind = new RecordKind(grants, 'saml_logout');
   }
 
-  /** Stores a new chain under `handle` until `expiresAt`. */
-  put(handle: string, data: SamlLogoutChain, subjectId: string, now: number, expiresAt: number): Promise<void> {
-    return this.kind.put({ key: hashHandle(handle), clientId: '', subjectId, data, createdAt: now, expiresAt });
+  /** Stores a new chain under `handle` until `expiresAt` (the session it ends is over: no subject is kept). */
+  put(handle: string, data: SamlLogoutChain, now: number, expiresAt: number): Promise<void> {
+    return this.kind.put({ key: hashHandle(handle), clientId: '', subjectId: null, data, createdAt: now, expiresAt });
   }
 
   /** The live chain of `handle`, or undefined. */
