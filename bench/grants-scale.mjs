@@ -25,7 +25,7 @@
 //               that every request reads the store)
 // and prints median p50 / p99 latency and req/s per size over the rounds, with the ratio largest /
 // smallest size.
-// At the largest size it also measures, for the README's sizing table, client_credentials with a
+// At the largest size it also measures, for the sizing table of docs/performance.md, client_credentials with a
 // JWT and password grants (argon2id); for every scenario the Sigil process's CPU time (requests per
 // CPU-second = per core) and the database rows written per request (counted by triggers, in
 // separate runs of a fixed number of requests). Rows created by a run are deleted after it, so every

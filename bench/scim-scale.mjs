@@ -18,7 +18,7 @@
 //   sw           GET /scim/v2/Users?filter=userName sw "<random 6-char prefix>" (for the docs)
 //   co           GET /scim/v2/Users?filter=userName co "<random 5 chars>"       (a scan: the bound)
 //   deep         GET /scim/v2/Users?count=100&startIndex=<near the last user>   (what deep paging costs)
-// and prints p50 / p99 in milliseconds per scenario. A scan is bounded (README, SCIM): on SQLite above
+// and prints p50 / p99 in milliseconds per scenario. A scan is bounded (docs/managing.md, SCIM): on SQLite above
 // 250,000 users `co` is refused at once with 400 tooMany, which the co row counts ("refused").
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Prints a DPoP proof (RFC 9449 §4.2) for one request, made with jose, for the README's DPoP
-// example and for trying DPoP with curl:
+// Prints a DPoP proof (RFC 9449 §4.2) for one request, made with jose, for the DPoP
+// example of docs/fapi-and-dpop.md and for trying DPoP with curl:
 //
 //   PROOF=$(node examples/dpop-proof.mjs POST http://localhost:5000/connect/token)
 //   PROOF=$(node examples/dpop-proof.mjs GET http://localhost:5000/connect/userinfo "$AT")

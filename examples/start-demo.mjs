@@ -2,7 +2,8 @@
 /**
  * `npm start`: the plain `sigil start` server (with the demo config of examples/sigil.json unless
  * --config or SIGIL_CONFIG says otherwise; every flag is passed on), plus the demo relying party
- * of examples/demo-rp.mjs on http://localhost:5001 when the config has its client `demo-web`.
+ * of examples/demo-rp.mjs on http://localhost:5001 when the config has its client `demo-web`. With the
+ * demo config it first adds the stored user `carol` (once), whose password and profile can change.
  *
  * Sigil runs as a child process and prints its own lines (issuer, discovery URL, clients, users,
  * `listening on <url>`); once it listens, the demo relying party starts in this process against
@@ -13,7 +14,7 @@
  * reaches Sigil twice (from the terminal and forwarded from here); Sigil stops on the first and
  * ignores the rest.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +26,43 @@ const DEMO_CONFIG = resolve(here, 'sigil.json');
 const args = process.argv.slice(2);
 const hasConfig =
   args.some((a) => a === '--config' || a.startsWith('--config=')) || process.env.SIGIL_CONFIG !== undefined;
+
+/**
+ * The demo's stored user: config-file users are read-only, so without one the password change,
+ * the profile and "Forgot password?" (whose mail the demo's `log` transport prints) could not be
+ * shown. Added through the CLI, as an administrator would, the first time the demo's store lacks it.
+ */
+const STORED_USER = { username: 'carol', password: 'paper-lantern-42', email: 'carol@example.com' };
+
+function addStoredUser() {
+  const storage = args.flatMap((a, i) =>
+    a === '--storage' ? ['--storage', args[i + 1]] : a.startsWith('--storage=') ? [a] : [],
+  );
+  const claims = { name: 'Carol Diaz', given_name: 'Carol', family_name: 'Diaz', role: ['user'] };
+  const added = spawnSync(
+    process.execPath,
+    [
+      CLI,
+      'users',
+      'add',
+      STORED_USER.username,
+      '--password-stdin',
+      '--email',
+      STORED_USER.email,
+      '--email-verified',
+      '--claims',
+      JSON.stringify(claims),
+      '--config',
+      DEMO_CONFIG,
+      ...storage,
+    ],
+    { input: `${STORED_USER.password}\n`, encoding: 'utf8' },
+  );
+  if (added.status !== 0 && !/exists already/.test(added.stderr))
+    console.log(`sigil demo: the stored user ${STORED_USER.username} was not added: ${added.stderr.trim()}`);
+}
+if (!hasConfig) addStoredUser();
+
 const sigil = spawn(process.execPath, [CLI, 'start', ...(hasConfig ? [] : ['--config', DEMO_CONFIG]), ...args], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });
@@ -54,6 +92,10 @@ async function startRp() {
     console.log(
       `sigil demo: open ${rp.url} in a browser for the demo application (client "demo-web"), sign in as alice / alice`,
     );
+    if (!hasConfig)
+      console.log(
+        `sigil demo: stored user ${STORED_USER.username} / ${STORED_USER.password} (${STORED_USER.email}) may change the password and profile at ${issuer}/account; mail (password reset, registration) is printed here`,
+      );
   } catch (err) {
     const reason =
       err?.code === 'ERR_MODULE_NOT_FOUND'

@@ -240,7 +240,7 @@ async function pagesPlugin(
   const secureCookies = ctx.issuer.startsWith('https:');
   await pages.register(helmet, {
     contentSecurityPolicy: {
-      // img-src: the https origins of a branding logo or icon, and no other (README "Look and language").
+      // img-src: the https origins of a branding logo or icon, and no other (docs/sign-in-and-pages.md, "Look and language").
       directives: {
         'frame-ancestors': ["'none'"],
         'style-src': ["'self'"],

@@ -65,7 +65,9 @@ export class SmtpReceiver {
 
 /** The first link to `path` in a message's text. */
 export function linkIn(mail: ReceivedMail, path: string): string {
-  const found = mail.text.match(new RegExp(`https?://\\S+${path.replace(/\//g, '\\/')}\\?token=[A-Za-z0-9_%-]+`));
+  const found = mail.text.match(
+    new RegExp(`https?://\\S+${path.replace(/\//g, '\\/')}\\?token=[A-Za-z0-9_%-]+(&interaction=[A-Za-z0-9_-]+)?`),
+  );
   if (!found) throw new Error(`no ${path} link in:\n${mail.text}`);
   return found[0];
 }

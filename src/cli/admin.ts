@@ -241,7 +241,7 @@ async function sendVerification(cfg: ResolvedConfig, store: Store, users: UserAd
     console.log('the address is not verified (no "email" in the config to send a verification link)');
     return;
   }
-  const mailer = new Mailer(cfg.email, productName(cfg));
+  const mailer = new Mailer(cfg.email, productName(cfg), (line) => console.log(line));
   const log = pino({ level: 'silent' });
   try {
     const counters = new MemoryFailureCounters();

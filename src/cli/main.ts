@@ -4,7 +4,8 @@
  * schema up to date, `sigil keys|users|clients` administer the store (see `admin.ts`), `sigil config
  * schema` prints the config file's JSON Schema, `sigil config check FILE` validates a config file. `sigil
  * --version`; `sigil <command> --help` prints that
- * command's usage. Flags: --config FILE, --port N, --host H, --issuer URL, --storage URL,
+ * command's usage. Flags: --config FILE (without it and SIGIL_CONFIG, `sigil start` serves the demo
+ * config, says so, and refuses under NODE_ENV=production unless --demo), --port N, --host H, --issuer URL, --storage URL,
  * --metrics-port N, --workers N|auto (`sigil start`: N processes on one port, see `workers.ts`); environment:
  * SIGIL_CONFIG, PORT, HOST, SIGIL_ISSUER, SIGIL_STORAGE, SIGIL_METRICS_PORT (flags win).
  * An unknown command or option is named, with the closest known one when there is one.
@@ -37,7 +38,7 @@ const DEMO_CONFIG = resolve(ROOT, 'examples/sigil.json');
 /** Each command's usage; continuation lines are indented under the command. */
 const COMMANDS: Record<string, string> = {
   start:
-    'sigil start   [--config FILE] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N] [--workers N|auto]',
+    'sigil start   [--config FILE | --demo] [--port N] [--host H] [--issuer URL] [--storage URL] [--metrics-port N] [--workers N|auto]',
   migrate: 'sigil migrate [--config FILE] [--storage URL]',
   backup: 'sigil backup FILE [--config FILE] [--storage URL]',
   keys: 'sigil keys list | rotate [--alg ALG] | retire KID   [--config FILE] [--storage URL]',
@@ -61,6 +62,7 @@ const OPTIONS = {
   storage: { type: 'string' },
   'metrics-port': { type: 'string' },
   workers: { type: 'string' },
+  demo: { type: 'boolean' },
   alg: { type: 'string' },
   subject: { type: 'string' },
   tenant: { type: 'string' },
@@ -93,6 +95,9 @@ class UsageError extends Error {
     this.name = 'UsageError';
   }
 }
+
+/** `sigil start` without a config where the demo must not run: one line, exit code 2. */
+class DemoRefused extends Error {}
 
 /** `unknown <what> "<name>"`, with the closest known name when one is near enough to be a typo. */
 function unknown(what: string, name: string, known: Iterable<string>): string {
@@ -135,8 +140,20 @@ async function main(argv: string[]): Promise<number> {
   if (!(command in COMMANDS)) throw new UsageError(unknown('command', command, Object.keys(COMMANDS)));
   if (command === 'config') return configCommand(positionals.slice(1));
 
-  const configPath = values.config ?? process.env.SIGIL_CONFIG ?? DEMO_CONFIG;
+  const configGiven = values.config ?? process.env.SIGIL_CONFIG;
+  const configPath = configGiven ?? DEMO_CONFIG;
   const demo = isDemo(configPath);
+  if (command === 'start' && configGiven === undefined) {
+    // The demo's client secrets and passwords are in the README: a production host that lost its
+    // --config must not quietly serve them.
+    if (values.demo !== true && process.env.NODE_ENV === 'production')
+      throw new DemoRefused(
+        'no config given (--config FILE or SIGIL_CONFIG) and NODE_ENV is production: refusing to serve the demo config, whose secrets are published (pass --demo to run the demo anyway)',
+      );
+    console.error(
+      `sigil: no config given: serving the demo config ${DEMO_CONFIG}, whose secrets are published (pass --config FILE for your own)`,
+    );
+  }
   const overrides: ConfigOverrides = { ...overridesFromEnv(process.env) };
   if (values.port !== undefined) overrides.port = parsePort(values.port, '--port');
   if (values.host !== undefined) overrides.host = values.host;
@@ -303,7 +320,7 @@ function isDemo(path: string): boolean {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof DemoRefused) {
       console.error(`sigil: ${err.message}`);
       process.exit(2);
     }

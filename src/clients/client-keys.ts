@@ -2,7 +2,9 @@
  * A client's public keys (OIDC Core §10.1, RFC 7591 §2 `jwks` / `jwks_uri`) for verifying what it
  * signs: client assertions (RFC 7523 §3) and request objects (RFC 9101 §6.1). From the config's
  * `jwks`, or fetched from its `jwksUri`: with a timeout and a size limit, cached, and fetched again
- * when an unknown `kid` arrives, at most once per `JWKS_REFETCH_SECONDS` (successful or not).
+ * when an unknown `kid` arrives, at most once per `JWKS_REFETCH_SECONDS` (successful or not). The
+ * keys of a trusted identity issuer (the ID-JAGs of the JWT bearer grant) are fetched the same way,
+ * always under the SSRF guard.
  */
 import { createLocalJWKSet, createRemoteJWKSet, customFetch, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { guardedGet } from '../http/outbound.js';
@@ -43,12 +45,14 @@ export function hasCallerChosenUrls(client: Pick<KeySource, 'metadataDocument' |
 }
 
 /**
- * Key resolvers by client, for jose's `jwtVerify`. One resolver per `jwksUri` lives as long as
- * this object (one per Sigil instance), so its cache serves every request.
+ * Key resolvers by client (and by trusted identity issuer), for jose's `jwtVerify`. One resolver
+ * per `jwksUri` lives as long as this object (one per Sigil instance), so its cache serves every
+ * request.
  */
 export class ClientKeys {
   private readonly remote = new Map<string, JWTVerifyGetKey>();
   private readonly guarded = new Map<string, JWTVerifyGetKey>();
+  private readonly issuers = new Map<string, JWTVerifyGetKey>();
   private readonly local = new WeakMap<object, JWTVerifyGetKey>();
 
   /**
@@ -78,18 +82,39 @@ export class ClientKeys {
       const sets = guarded ? this.guarded : this.remote;
       let set = sets.get(client.jwksUri);
       if (!set) {
-        set = createRemoteJWKSet(new URL(client.jwksUri), {
-          timeoutDuration: JWKS_FETCH_TIMEOUT_MS,
-          cooldownDuration: JWKS_REFETCH_SECONDS * 1000,
-          cacheMaxAge: JWKS_CACHE_SECONDS * 1000,
-          [customFetch]: boundedFetch(guarded ? this.guardedGet : fetch),
-        });
+        set = this.remoteSet(client.jwksUri, guarded);
         if (guarded && sets.size >= MAX_GUARDED_KEY_SETS) sets.delete(sets.keys().next().value as string);
         sets.set(client.jwksUri, set);
       }
       return set;
     }
     return undefined;
+  }
+
+  /**
+   * The resolver of the keys at `jwksUri` of a trusted identity issuer (`trustedIdentityIssuers`,
+   * whose ID-JAGs the JWT bearer grant verifies): always fetched under the SSRF guard, as keys at
+   * caller-chosen URLs are, with the same bounds and cache. The issuers come from the config alone,
+   * so their resolvers are few and kept for the server's life.
+   * Resolving throws as `forClient`'s resolvers do.
+   */
+  forIssuer(jwksUri: string): JWTVerifyGetKey {
+    let set = this.issuers.get(jwksUri);
+    if (!set) {
+      set = this.remoteSet(jwksUri, true);
+      this.issuers.set(jwksUri, set);
+    }
+    return set;
+  }
+
+  /** jose's remote key set of `jwksUri` within the JWKS bounds, under the SSRF guard when `guarded`. */
+  private remoteSet(jwksUri: string, guarded: boolean): JWTVerifyGetKey {
+    return createRemoteJWKSet(new URL(jwksUri), {
+      timeoutDuration: JWKS_FETCH_TIMEOUT_MS,
+      cooldownDuration: JWKS_REFETCH_SECONDS * 1000,
+      cacheMaxAge: JWKS_CACHE_SECONDS * 1000,
+      [customFetch]: boundedFetch(guarded ? this.guardedGet : fetch),
+    });
   }
 
   /**

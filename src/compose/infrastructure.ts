@@ -67,7 +67,7 @@ export interface BuiltInfrastructure {
  * fifteen audit events under load, instead of one each), and at least once a second when traffic
  * is low. The writes are synchronous, as pino's are by default: an asynchronous write is a job on
  * libuv's thread pool, and under load those jobs cost more CPU per token than the write itself
- * (measured in the README's Performance notes). pino flushes only an asynchronous destination at
+ * (measured in docs/performance.md). pino flushes only an asynchronous destination at
  * exit, so Sigil writes what is still buffered when it closes and, should it die of an error, when
  * the process exits. A SIGKILL may lose up to the last second.
  */

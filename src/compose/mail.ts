@@ -23,7 +23,10 @@ export interface BuiltMail {
  */
 export function buildMail(infra: Infrastructure, users: UserAdmin, management: Management): BuiltMail {
   const { config: cfg, store, limiter, log, events } = infra;
-  const mailer = cfg.email ? new Mailer(cfg.email, productName(cfg)) : undefined;
+  // The `log` transport's lines go to the output beside `sigil start`'s own, for a person to read.
+  const mailer = cfg.email
+    ? new Mailer(cfg.email, productName(cfg), (line) => process.stdout.write(`${line}\n`))
+    : undefined;
   const invitations = new OrganizationInvitations({
     store,
     management,

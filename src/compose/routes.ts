@@ -38,6 +38,7 @@ import { organizationPickerPage } from '../ui/organization-picker.js';
 import { devicePages } from '../ui/device.js';
 import { emailPages } from '../ui/email-pages.js';
 import { federationRoutes } from '../ui/federation.js';
+import { pageScripts } from '../ui/page-scripts.js';
 import { passkeyPages } from '../ui/passkeys.js';
 
 /** The JSON APIs of clients and resource servers, and the management APIs. */
@@ -102,6 +103,7 @@ function pageRoutes(s: Services): RouteRegistration[] {
     },
     // The SAML 2.0 identity provider (/saml/*), registered only with saml.enabled.
     { kind: 'page', register: (app) => samlEndpoints(app, s) },
+    { kind: 'page', register: (app) => pageScripts(app) }, // "Show password"
     { kind: 'page', register: (app) => accountPages(app, s) },
     { kind: 'page', register: (app) => accountMfaPages(app, s) },
     { kind: 'page', register: (app) => accountSelfServicePages(app, s) },

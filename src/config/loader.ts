@@ -136,6 +136,13 @@ export function resolveConfig(
     throw new ConfigError([
       `${formatPath(['apiResources', ownAudience, 'name'])}: "${issuer}/resources" is the audience of access tokens for Sigil's own userinfo endpoint and cannot be declared`,
     ]);
+  // draft-ietf-oauth-identity-assertion-authz-grant §"Cross-Domain Use": an identity provider must
+  // not issue access tokens for the ID-JAGs it issued itself.
+  const selfTrusted = cfg.trustedIdentityIssuers.findIndex((t) => t.issuer.replace(/\/+$/, '') === issuer);
+  if (selfTrusted >= 0)
+    throw new ConfigError([
+      `${formatPath(['trustedIdentityIssuers', selfTrusted, 'issuer'])}: Sigil's own issuer cannot be trusted: it must not redeem the ID-JAGs it issues`,
+    ]);
   if (!cfg.admin.console) return { ...cfg, issuer, port, host: cfg.host ?? DEFAULT_HOST };
   // The web console's built-in client joins the config file's clients (read-only like them).
   const taken = cfg.clients.findIndex((c) => c.clientId === CONSOLE_CLIENT_ID);

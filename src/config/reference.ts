@@ -140,20 +140,28 @@ export function configReference(): string {
 
 Sigil reads one config file: JSON, or YAML when its name ends in \`.yaml\`/\`.yml\`
 (\`sigil start --config FILE\`, or \`SIGIL_CONFIG\`). Unknown fields are refused, and every problem
-is reported with its field path; \`sigil config check FILE\` checks a file without starting.
+is reported with its field path; \`sigil config check FILE\` checks a file without starting. A
+client's grant type that is neither built in nor a registered extension grant stops the start
+with the closest known name ("did you mean").
 Every lifetime is in seconds. Defaults are Duende IdentityServer's, except \`refreshTokenUsage\`
 (\`oneTime\`, as RFC 9700 §4.14 recommends).
 
 **Secrets outside the file.** Any string value may be written as \`{ "$env": "NAME" }\` (the
 environment variable's value) or \`{ "$file": "/run/secrets/x" }\` (the file's content, one trailing
-newline dropped). An unset variable or an unreadable file stops the start, naming the field; the
-value itself never appears in a message or a log line.
+newline dropped), e.g. \`"clientSecret": { "$env": "UPSTREAM_SECRET" }\` or
+\`"storage": { "$file": "/run/secrets/sigil-storage" }\`. An unset variable or an unreadable file
+stops the start with exit code 2, naming the field path
+(\`identityProviders[0].clientSecret: environment variable UPSTREAM_SECRET is not set\`); the value
+itself never appears in a message or a log line.
 
 **Editor support.** \`sigil config schema\` prints the JSON Schema of this file, which the package
 also ships as \`dist/sigil.schema.json\`; a config may name it in \`"$schema"\`, e.g.
 \`"$schema": "./node_modules/sigil/dist/sigil.schema.json"\`, for completion and checks.
 
-\`field[]\` is each element of a list. "required" marks a field without default that must be given.
+This page lists every field, client fields included, with its type, default, meaning and spec
+section. It is generated from the schema in \`src/config/schema.ts\` (\`npm run docs:config\`; a
+test fails when it is stale), as is that JSON Schema. \`field[]\` is each element of a list.
+"required" marks a field without default that must be given.
 
 | field | type | default | meaning | spec |
 |---|---|---|---|---|

@@ -15,6 +15,7 @@ import { branding } from './schema/branding.js';
 import { clientSchema } from './schema/client.js';
 import { CROSS_CHECKED, crossCheck } from './schema/cross-checks.js';
 import { lifetime, nonEmpty } from './schema/field-kinds.js';
+import { trustedIdentityIssuers } from './schema/id-jag.js';
 import { dpop, PENDING_LIMITS_DEFAULTS, pendingLimits, rateLimits } from './schema/limits.js';
 import { admin } from './schema/management.js';
 import { metrics, trustProxy } from './schema/network.js';
@@ -38,6 +39,7 @@ export {
   fapi2SigningAlgorithm,
 } from './schema/fapi2.js';
 export { DPOP_DEFAULTS, PENDING_LIMITS_DEFAULTS } from './schema/limits.js';
+export { SUBJECT_MAPPINGS, type TrustedIdentityIssuer } from './schema/id-jag.js';
 export {
   isManagementScope,
   MANAGEMENT_RESOURCE,
@@ -51,6 +53,7 @@ export {
   ASYMMETRIC_ASSERTION_ALGORITHMS,
   BUILT_IN_GRANT_TYPES,
   DEFAULT_SIGNING_ALGORITHMS,
+  JWT_BEARER_GRANT,
   SIGNING_ALGORITHMS,
   type SigningAlgorithm,
   SYMMETRIC_ASSERTION_ALGORITHMS,
@@ -160,6 +163,7 @@ export const configSchema = z
       .default([])
       .meta({ description: 'Upstream OpenID Connect providers (federation, acr_values=idp:<name>)' }),
     userDirectories,
+    trustedIdentityIssuers,
     organizations: z
       .array(organization)
       .max(MAX_CONFIG_ORGANIZATIONS)

@@ -88,8 +88,11 @@ export class AccountEmail {
    * Mails a reset link to every active stored user named by `identifier` (their username, or their
    * verified primary address), at most one per account per the mail cap. Config-file users have
    * no stored password to reset; an unverified address is never trusted with one.
+   * @param interaction the pending sign-in the request came from (its id, checked for its shape
+   *   by the caller): the link carries it, so that after the reset the page leads back into that
+   *   sign-in. It grants nothing: a pending sign-in answers only the browser that started it.
    */
-  async requestReset(identifier: string, lang: string): Promise<void> {
+  async requestReset(identifier: string, lang: string, interaction?: string): Promise<void> {
     const value = identifier.trim();
     const byName =
       value.length <= MAX_USERNAME_LENGTH ? await this.deps.store.users.findUserByUsername(value, null) : undefined;
@@ -101,7 +104,7 @@ export class AccountEmail {
       const user = await this.deps.store.users.findUserBySubject(subjectId);
       const email = await this.deps.store.emails.primary(subjectId);
       if (!user?.isActive || !email?.verified) continue;
-      await this.sendLink('reset', user, email.value, lang);
+      await this.sendLink('reset', user, email.value, lang, interaction);
     }
   }
 
@@ -263,6 +266,7 @@ export class AccountEmail {
     user: StoredUser,
     to: string,
     lang: string,
+    interaction?: string,
   ): Promise<boolean> {
     if (!(await this.capAllows(`account:${user.subjectId}`))) return false;
     const handle = newHandle();
@@ -278,7 +282,7 @@ export class AccountEmail {
       to,
       kind,
       lang,
-      link: this.linkUrl(kind, handle),
+      link: this.linkUrl(kind, handle) + (interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''),
       values: { username: user.username },
     });
     return true;

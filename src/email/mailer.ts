@@ -52,17 +52,31 @@ export interface Mail {
   values?: Record<string, string>;
 }
 
+/**
+ * Where the `log` transport writes a message instead of sending it: one line naming the address,
+ * the subject and the link (the link is all a reader needs; the text around it is the catalogue's).
+ */
+export type MailPrinter = (line: string) => void;
+
 /** Renders and sends the messages of one Sigil instance. */
 export class Mailer {
-  private readonly transport: Transporter;
+  /** The SMTP transport; none with the `log` transport. */
+  private readonly transport: Transporter | undefined;
   private readonly html = new Eta({ autoEscape: true, cache: true });
   private readonly text = new Eta({ autoEscape: false, cache: true });
 
-  /** @param productName the name the messages carry (`productName(config)`) */
+  /**
+   * @param productName the name the messages carry (`productName(config)`)
+   * @param print where the `log` transport writes each message
+   */
   constructor(
     private readonly config: NonNullable<Config['email']>,
     private readonly productName: string,
+    private readonly print: MailPrinter = () => {},
   ) {
+    this.html.loadTemplate('@mail', HTML);
+    this.text.loadTemplate('@mail', TEXT);
+    if (config.transport === 'log') return;
     // Loaded here, not at start: a config without `email` never pays for the module in start time.
     const { createTransport } = createRequire(import.meta.url)('nodemailer') as typeof import('nodemailer');
     // Bounded waits: a server that hangs must not hold background sends (and their sockets) for
@@ -73,8 +87,6 @@ export class Mailer {
       greetingTimeout: 10_000,
       socketTimeout: 30_000,
     });
-    this.html.loadTemplate('@mail', HTML);
-    this.text.loadTemplate('@mail', TEXT);
   }
 
   /** The subject, text and HTML of `mail`, as sent. */
@@ -94,16 +106,21 @@ export class Mailer {
   }
 
   /**
-   * Sends `mail` through the configured SMTP server.
+   * Sends `mail` through the configured SMTP server, or with the `log` transport writes its line.
    * @throws Error from nodemailer when the server cannot be reached or refuses the message.
    */
   async send(mail: Mail): Promise<void> {
     const { subject, text, html } = this.render(mail);
+    if (!this.transport) {
+      // JSON strings: an address or subject cannot break the line or forge another one.
+      this.print(`sigil: mail to ${JSON.stringify(mail.to)}, ${JSON.stringify(subject)}: ${mail.link}`);
+      return;
+    }
     await this.transport.sendMail({ from: this.config.from, to: mail.to, subject, text, html });
   }
 
   /** Closes the SMTP connections. */
   close(): void {
-    this.transport.close();
+    this.transport?.close();
   }
 }

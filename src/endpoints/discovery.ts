@@ -13,6 +13,7 @@ import { attainableAcrs } from '../users/acr.js';
 import { RESPONSE_TYPES } from '../validation/authorize-request.js';
 import { OFFLINE_ACCESS } from '../resources/scopes.js';
 import { DPOP_ALGORITHMS } from '../validation/dpop.js';
+import { ID_JAG_TOKEN_TYPE } from '../grants/id-jag-exchange.js';
 import { ORGANIZATION_CLAIMS } from '../tokens/organization-claims.js';
 import { REQUEST_OBJECT_ASYMMETRIC, REQUEST_OBJECT_SYMMETRIC } from '../validation/request-object.js';
 
@@ -102,6 +103,11 @@ export function discoveryDocument(
     frontchannel_logout_supported: true,
     frontchannel_logout_session_supported: true,
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
+    // draft-ietf-oauth-identity-assertion-authz-grant §"Authorization Server (IdP) Metadata", once
+    // some client may ask for an ID-JAG.
+    ...(clients.some((c) => c.idJagAudiences.length > 0)
+      ? { identity_chaining_requested_token_types_supported: [ID_JAG_TOKEN_TYPE] }
+      : {}),
     // draft-ietf-oauth-client-id-metadata-document §6 (also in the RFC 8414 document built here).
     client_id_metadata_document_supported: documents,
   };
@@ -168,7 +174,7 @@ export function discoveryEndpoints(
  * location §3.1 gives it: the well-known segment between the host and the issuer's path, so a
  * client of issuer `https://h/tenant` asks `https://h/.well-known/oauth-authorization-server/tenant`.
  * The standalone server does (its listener is Sigil's alone); a host app mounting `sigilPlugin`
- * under a path routes that URL itself (README, "Sigil inside your app").
+ * under a path routes that URL itself (docs/library.md, "Sigil inside your app").
  */
 export function pathInsertedMetadataEndpoint(
   app: FastifyInstance,

@@ -76,7 +76,7 @@ export function tokenEndpoint(app: FastifyInstance, ctx: TokenEndpointServices, 
           clientId,
           subjectId: outcome.subjectId,
           grantType,
-          scopes: outcome.response.scope.split(' '),
+          scopes: outcome.response.scope?.split(' ') ?? [],
           tokenTypes: ['access_token', 'refresh_token', 'id_token'].filter((t) => t in outcome.response),
           ...originOf(request),
         });

@@ -14,7 +14,20 @@ import type { RequestOrigin } from '../events/events.js';
 /** The services a grant handler is given: what the built-in grants use together (the token endpoint hands them on). */
 export type GrantServices = Pick<
   Services,
-  'clients' | 'events' | 'limiter' | 'mfa' | 'resources' | 'store' | 'tokens' | 'users'
+  | 'clientKeys'
+  | 'clients'
+  | 'config'
+  | 'events'
+  | 'issuer'
+  | 'keys'
+  | 'limiter'
+  | 'mfa'
+  | 'replay'
+  | 'resources'
+  | 'store'
+  | 'tokens'
+  | 'upstream'
+  | 'users'
 >;
 
 /** One authenticated token request, as a grant sees it. */
@@ -35,9 +48,23 @@ export function bindingOf(req: Pick<GrantRequest, 'dpop'>): { jkt?: string } {
   return req.dpop ? { jkt: req.dpop.jkt } : {};
 }
 
+/**
+ * The answer of a token exchange for an ID-JAG (draft-ietf-oauth-identity-assertion-authz-grant
+ * §"Response"; RFC 8693 §2.2.1): the grant travels as `access_token` though it is none, so
+ * `token_type` is `N_A`; `scope` only when the request named scopes; never a refresh token.
+ */
+export interface IdJagResponse {
+  access_token: string;
+  issued_token_type: string;
+  token_type: 'N_A';
+  /** Seconds until the ID-JAG expires. */
+  expires_in: number;
+  scope?: string;
+}
+
 /** What a grant produced: the response and, for events, who it was for. */
 export interface GrantOutcome {
-  response: TokenResponse;
+  response: TokenResponse | IdJagResponse;
   subjectId?: string;
 }
 

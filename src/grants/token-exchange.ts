@@ -1,5 +1,8 @@
 /**
- * OAuth 2.0 Token Exchange (RFC 8693) for delegation, as a built-in extension grant: a client that
+ * OAuth 2.0 Token Exchange (RFC 8693), one grant type for two exchanges told apart by
+ * `requested_token_type` (`tokenExchangeHandler`): an identity token for an ID-JAG
+ * (draft-ietf-oauth-identity-assertion-authz-grant, `id-jag-exchange.ts`), and, for any other,
+ * delegation, as a built-in extension grant (below): a client that
  * received a user's access token (`subject_token`) obtains a new access token for that user,
  * carrying an `act` claim that names the acting party (§4.1).
  *
@@ -30,7 +33,9 @@ import { OFFLINE_ACCESS } from '../resources/scopes.js';
 import { mayActPermits } from '../tokens/may-act.js';
 import { boundKey } from '../tokens/tokens.js';
 import { accessTokenHash, invalidDPoPProof } from '../validation/dpop.js';
-import type { ExtensionGrant } from './extension.js';
+import { type ExtensionGrant, extensionGrantHandler } from './extension.js';
+import { ID_JAG_TOKEN_TYPE, idJagExchange } from './id-jag-exchange.js';
+import type { GrantHandler } from './registry.js';
 
 /** `grant_type` of RFC 8693 §2.1. */
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -53,7 +58,7 @@ export const tokenExchangeGrant: ExtensionGrant = {
       throw invalidRequest('subject_token_type must be an access token type');
     const requested = ctx.params.get('requested_token_type');
     if (requested !== undefined && requested !== ACCESS_TOKEN_TYPE)
-      throw invalidRequest('only access tokens can be requested');
+      throw invalidRequest('only access tokens and ID-JAGs can be requested');
     const subject = await ctx.validateAccessToken(subjectToken);
     if (!subject) throw invalidRequest('subject_token is invalid or expired');
     // validateAccessToken matched the proof's key to a bound token's; ath ties the proof to it.
@@ -117,6 +122,17 @@ export const tokenExchangeGrant: ExtensionGrant = {
     };
   },
 };
+
+const delegation = extensionGrantHandler(tokenExchangeGrant);
+
+/**
+ * The token endpoint's handler of `grant_type=urn:ietf:params:oauth:grant-type:token-exchange`:
+ * `requested_token_type=urn:ietf:params:oauth:token-type:id-jag` asks for an ID-JAG
+ * (`idJagExchange`), anything else for a delegated access token (`tokenExchangeGrant`). Errors
+ * are theirs.
+ */
+export const tokenExchangeHandler: GrantHandler = (ctx, req) =>
+  req.params.get('requested_token_type') === ID_JAG_TOKEN_TYPE ? idJagExchange(ctx, req) : delegation(ctx, req);
 
 /** The organization a subject token carries (`org_id`, `org_name`, `org_roles`), as a grant keeps it. */
 function organizationOf(claims: Record<string, unknown>): { organization?: GrantOrganization } {

@@ -1,5 +1,5 @@
 /**
- * The look of the pages (config `branding`, `localesDir`; README "Look and language"), read once
+ * The look of the pages (config `branding`, `localesDir`; docs/sign-in-and-pages.md, "Look and language"), read once
  * at start: the product name, the logo and icon, the theme style sheet (the primary colour as CSS
  * custom properties, then the deployment's `customCss`), template overrides and the catalogues.
  *

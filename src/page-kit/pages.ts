@@ -10,6 +10,7 @@ import { ConfigError } from '../config/loader.js';
 import { format, type Locales, type Messages } from './i18n.js';
 import { DEFAULT_LOOK, type Look } from './look.js';
 import { PASSKEY_TEMPLATES } from './passkeys-pages.js';
+import { SHOW_PASSWORD_SCRIPT_TAG, showPasswordButton } from './show-password.js';
 
 /**
  * The layout of every page: the product name and logo (config `branding`), the icon, the style
@@ -59,6 +60,7 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="username" readonly>
 <label for="password"><%= it.t.password %></label>
 <input type="password" id="password" name="password" autocomplete="current-password" required autofocus>
+${showPasswordButton("'password'")}
 <div class="actions">
 <button type="submit" name="button" value="login" class="primary"><%= it.t.signIn %></button>
 <button type="submit" name="button" value="back" formnovalidate><%= it.t.otherAccount %></button>
@@ -67,13 +69,15 @@ const LOGIN = `<% layout('@layout', { lang: it.lang, title: it.t.signInTitle }) 
 <input type="text" id="username" name="username" value="<%= it.username %>" autocomplete="<%= it.passkeys ? 'username webauthn' : 'username' %>" autocapitalize="none" spellcheck="false" required autofocus>
 <label for="password"><%= it.t.password %></label>
 <input type="password" id="password" name="password" autocomplete="current-password" required>
+${showPasswordButton("'password'")}
 <div class="actions">
 <button type="submit" name="button" value="login" class="primary"><%= it.t.signIn %></button>
 <% } %>
 <button type="submit" name="button" value="cancel" formnovalidate><%= it.t.cancel %></button>
 </div>
 </form>
-<% if (it.forgot || it.register) { %><p class="links"><% if (it.forgot) { %><a href="<%= it.base %>/account/forgot"><%= it.t.forgotPassword %></a><% } %><% if (it.forgot && it.register) { %> · <% } %><% if (it.register) { %><a href="<%= it.base %>/account/register"><%= it.t.registerTitle %></a><% } %></p><% } %>
+<% if (it.forgot || it.register) { %><p class="links"><% if (it.forgot) { %><a href="<%= it.base %>/account/forgot<% if (it.interaction) { %>?interaction=<%= encodeURIComponent(it.interaction) %><% } %>"><%= it.t.forgotPassword %></a><% } %><% if (it.forgot && it.register) { %> · <% } %><% if (it.register) { %><a href="<%= it.base %>/account/register"><%= it.t.registerTitle %></a><% } %></p><% } %>
+<% if (it.step !== 'identify') { %>${SHOW_PASSWORD_SCRIPT_TAG}<% } %>
 <% if (it.passkeys) { %><%~ include('@passkey-login', it) %><% } %>
 <% if (it.providers && it.providers.length > 0) { %><p class="or"><%= it.t.orSignInWith %></p>
 <ul class="providers"><% it.providers.forEach(function (p) { %><li><a class="provider" href="<%= it.base %><%= p.href %>"><%= p.label %></a></li><% }) %></ul><% } %>`;
@@ -89,8 +93,8 @@ const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle 
 <h1><%= it.t.consentTitle %></h1>
 <p class="signed-in"><%= it.f(it.t.consentSignedInAs, { user: it.user }) %> <button type="submit" form="consent" name="button" value="switch" class="link" formnovalidate><%= it.t.notYou %></button></p>
 <p><%= it.f(it.t.consentIntro, { client: it.client.name }) %></p>
-<% if (it.clientHost) { %><p class="alert" role="note"><%= it.f(it.t.consentClientHost, { host: it.clientHost }) %></p><% } %>
-<% if (it.device) { %><p class="alert" role="note"><%= it.t.deviceWarning %></p><% } %>
+<% if (it.clientHost) { %><p class="notice" role="note"><%= it.f(it.t.consentClientHost, { host: it.clientHost }) %></p><% } %>
+<% if (it.device) { %><p class="notice" role="note"><%= it.t.deviceWarning %></p><% } %>
 <ul class="scopes">
 <% it.scopes.forEach(function (s) { %><li><span><%= s.name %><% if (s.description) { %><small><%= s.description %></small><% } %></span></li><% }) %>
 </ul>

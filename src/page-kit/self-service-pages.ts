@@ -3,15 +3,16 @@
  * their templates (Eta, auto-escaped like every page, see `pages.ts`; their texts are in the
  * catalogues of `locales/`).
  */
+import { SHOW_PASSWORD_SCRIPT_TAG, showPasswordButton } from './show-password.js';
 
 /** The way back to /account. */
 const BACK = `<p><a href="<%= it.base %>/account"><%= it.t.accountBack %></a></p>`;
 
 /** What the last change did. */
-const NOTICE = `<% if (it.notice) { %><p class="alert" role="status"><%= it.notice %></p><% } %>`;
+const NOTICE = `<% if (it.notice) { %><p class="notice" role="status"><%= it.notice %></p><% } %>`;
 
 /** Why the password or profile cannot be changed here (config-file and external users). */
-const READ_ONLY = `<% if (it.readOnly) { %><p class="alert" role="note" id="read-only"><%= it.readOnly %></p><% } %>`;
+const READ_ONLY = `<% if (it.readOnly) { %><p class="notice" role="note" id="read-only"><%= it.readOnly %></p><% } %>`;
 
 /** A new password (`/account/password`), and the current one unless the sign-in is recent and strong. */
 const PASSWORD = `<% layout('@layout', { lang: it.lang, title: it.t.accountPasswordTitle }) %>
@@ -24,14 +25,17 @@ ${NOTICE}${READ_ONLY}
 <% if (it.recent) { %><p id="current-note"><%= it.t.currentPasswordOptional %></p><% } else { %>
 <label for="current_password"><%= it.t.currentPassword %></label>
 <input type="password" id="current_password" name="current_password" autocomplete="current-password" maxlength="256" required<% if (it.error) { %> aria-describedby="password-error"<% } %>>
+${showPasswordButton("'current_password'")}
 <% } %>
 <label for="new_password"><%= it.t.newPassword %></label>
 <input type="password" id="new_password" name="new_password" autocomplete="new-password" maxlength="256" required aria-describedby="password-hint<% if (it.error) { %> password-error<% } %>">
+${showPasswordButton("'new_password'")}
 <p id="password-hint"><%= it.t.passwordHint %></p>
 <label for="confirm_password"><%= it.t.confirmPassword %></label>
 <input type="password" id="confirm_password" name="confirm_password" autocomplete="new-password" maxlength="256" required>
+${showPasswordButton("'confirm_password'")}
 <div class="actions"><button type="submit" name="button" value="change" class="primary"><%= it.t.changePassword %></button></div>
-</form><% } %>
+</form>${SHOW_PASSWORD_SCRIPT_TAG}<% } %>
 ${BACK}`;
 
 /** The user's live sessions (`/account/sessions`), the others each with a button that ends it. */

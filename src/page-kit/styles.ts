@@ -1,4 +1,5 @@
 import { PASSKEY_STYLES } from './passkeys-pages.js';
+import { SHOW_PASSWORD_STYLES } from './show-password.js';
 
 /**
  * The pages' style sheet, served at `/assets/sigil.css` (same origin, so CSP `style-src 'self'`).
@@ -42,6 +43,7 @@ button.primary:hover { background: var(--accent-hover); border-color: var(--acce
 a { color: var(--accent); }
 .alert { border: 1px solid var(--danger); background: var(--danger-bg); color: var(--danger); border-radius: 8px;
   padding: .6rem .75rem; margin: 1rem 0 0; }
+.notice { border: 1px solid var(--line); background: var(--chip); color: var(--fg); border-radius: 8px; padding: .6rem .75rem; margin: 1rem 0 0; }
 ul.scopes { list-style: none; padding: 0; margin: 1rem 0; border-top: 1px solid var(--line); }
 ul.scopes li { display: flex; gap: .65rem; align-items: baseline; padding: .6rem 0; border-bottom: 1px solid var(--line); }
 ul.scopes li::before { content: "\\2713"; content: "\\2713" / ""; color: var(--accent); font-weight: 700; flex: none; }
@@ -87,4 +89,4 @@ ul.client-links a { display: inline-block; padding: .5rem 0; }
   h1 { font-size: 1.375rem; }
 }
 @media (forced-colors: active) { .brand::before { background: CanvasText; } ul.scopes li::before { color: CanvasText; } }
-${/* passkey pages: src/page-kit/passkeys-pages.ts */ PASSKEY_STYLES}`;
+${/* passkey pages: src/page-kit/passkeys-pages.ts */ PASSKEY_STYLES}${/* src/page-kit/show-password.ts */ SHOW_PASSWORD_STYLES}`;

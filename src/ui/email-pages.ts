@@ -22,12 +22,17 @@ import { PASSWORD_PROBLEM_TEXTS, type PasswordProblem } from '../users/password-
 import { formOf, formRoute } from './forms.js';
 import { EMAIL_TEMPLATES } from '../page-kit/email-pages.js';
 import type { Messages } from '../page-kit/i18n.js';
+import { browserOf, type BrowserServices } from '../interaction/browser.js';
 import { language } from './language.js';
 import type { ErrorPageServices } from './error-page.js';
 
 import type { FormServices } from './forms.js';
 /** The services this module uses. */
-export type EmailPageServices = Pick<Services, 'config' | 'email' | 'events' | 'issuer' | 'limiter' | 'pages'> &
+export type EmailPageServices = Pick<
+  Services,
+  'config' | 'email' | 'events' | 'interactions' | 'issuer' | 'limiter' | 'pages'
+> &
+  BrowserServices &
   ErrorPageServices &
   FormServices;
 
@@ -43,6 +48,8 @@ interface FormData {
   values?: Record<string, string>;
   action: string;
   token?: string;
+  /** The pending sign-in a reset started from, carried to the end (see `interactionOf`). */
+  interaction?: string;
   fields: Field[];
   buttonKey: keyof Messages;
   errors?: string[];
@@ -58,6 +65,7 @@ interface PageKit {
     textKey: keyof Messages,
     signIn?: boolean,
     status?: number,
+    interaction?: string,
   ): FastifyReply;
   invalidLink(reply: FastifyReply, lang: string): FastifyReply;
   /** The options of the pages' form POST routes: the CSRF check (ui/forms.ts). */
@@ -70,6 +78,8 @@ interface Field {
   labelKey: keyof Messages;
   autocomplete: string;
   value?: string;
+  /** A hint under the field (the password policy), tied to it by `aria-describedby`. */
+  hintKey?: keyof Messages;
 }
 
 /** Registers the pages of the configured email features (none without `email`). */
@@ -82,8 +92,8 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
   const kit: PageKit = {
     form: (reply, lang, data, status = 200) =>
       ctx.pages.send(reply, 'email-form', lang, { ...data, csrf: reply.generateCsrf() }, status),
-    done: (reply, lang, titleKey, textKey, signIn = false, status = 200) =>
-      ctx.pages.send(reply, 'email-done', lang, { titleKey, textKey, signIn }, status),
+    done: (reply, lang, titleKey, textKey, signIn = false, status = 200, interaction = undefined) =>
+      ctx.pages.send(reply, 'email-done', lang, { titleKey, textKey, signIn, interaction }, status),
     invalidLink: (reply, lang) => kit.done(reply, lang, 'errorTitle', 'linkInvalid', false, 400),
     post: formRoute(app, ctx),
   };
@@ -125,17 +135,49 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
         },
         status,
       );
-    const resetForm = (reply: FastifyReply, lang: string, token: string, errors?: string[]) =>
-      form(reply, lang, {
-        titleKey: 'resetTitle',
-        action: '/account/reset',
-        token,
-        fields: [{ name: 'password', type: 'password', labelKey: 'newPassword', autocomplete: 'new-password' }],
-        buttonKey: 'savePassword',
-        errors,
-      });
+    // Asked twice, with the policy stated, as on /account/password.
+    const resetFields: Field[] = [
+      {
+        name: 'password',
+        type: 'password',
+        labelKey: 'newPassword',
+        autocomplete: 'new-password',
+        hintKey: 'passwordHint',
+      },
+      { name: 'confirm_password', type: 'password', labelKey: 'confirmPassword', autocomplete: 'new-password' },
+    ];
+    const resetForm = (
+      reply: FastifyReply,
+      lang: string,
+      token: string,
+      interaction: string | undefined,
+      errors?: string[],
+    ) =>
+      form(
+        reply,
+        lang,
+        {
+          titleKey: 'resetTitle',
+          action: '/account/reset',
+          token,
+          interaction,
+          fields: resetFields,
+          buttonKey: 'savePassword',
+          errors,
+        },
+        errors ? 400 : 200,
+      );
 
-    app.get('/account/forgot', async (request, reply) => forgotForm(reply, language(request)));
+    app.get('/account/forgot', async (request, reply) =>
+      form(reply, language(request), {
+        titleKey: 'forgotTitle',
+        introKey: 'forgotIntro',
+        action: '/account/forgot',
+        interaction: interactionOf(queryString(request, 'interaction')),
+        fields: forgotFields,
+        buttonKey: 'sendLink',
+      }),
+    );
 
     app.post('/account/forgot', post, async (request, reply) => {
       const lang = language(request);
@@ -143,8 +185,9 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
       if (!(await addressAllows(request, reply)))
         return forgotForm(reply, lang, [ctx.pages.text(lang, 'tooManyRequests')], 429);
       const identifier = (single(body, 'identifier') ?? '').trim();
+      const interaction = interactionOf(single(body, 'interaction'));
       if (identifier.length > 0 && identifier.length <= MAX_IDENTIFIER_LENGTH)
-        email.inBackground(() => email.requestReset(identifier, lang));
+        email.inBackground(() => email.requestReset(identifier, lang, interaction));
       return done(reply, lang, 'checkEmailTitle', 'checkEmail');
     });
 
@@ -154,23 +197,41 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
       const user = token ? await email.resetLinkUser(token) : undefined;
       // An inactive user's link shows no form: resetPassword would refuse it.
       if (!token || !user?.isActive) return invalidLink(reply, lang);
-      return resetForm(reply, lang, token);
+      return resetForm(reply, lang, token, interactionOf(queryString(request, 'interaction')));
     });
 
     app.post('/account/reset', post, async (request, reply) => {
       const lang = language(request);
       const body = formOf(request);
       const token = tokenOf(single(body, 'token'));
-      const outcome = token ? await email.resetPassword(token, single(body, 'password') ?? '') : undefined;
-      if (!token || !outcome || (!outcome.ok && outcome.reason === 'invalid_link')) return invalidLink(reply, lang);
-      if (!outcome.ok) return resetForm(reply, lang, token, problemTexts(lang, outcome.problems));
+      const interaction = interactionOf(single(body, 'interaction'));
+      const password = single(body, 'password') ?? '';
+      const user = token ? await email.resetLinkUser(token) : undefined;
+      if (!token || !user?.isActive) return invalidLink(reply, lang);
+      // A mistyped confirmation changes nothing and keeps the link usable.
+      if (password !== (single(body, 'confirm_password') ?? ''))
+        return resetForm(reply, lang, token, interaction, [ctx.pages.text(lang, 'passwordMismatch')]);
+      const outcome = await email.resetPassword(token, password);
+      if (!outcome.ok && outcome.reason === 'invalid_link') return invalidLink(reply, lang);
+      if (!outcome.ok) return resetForm(reply, lang, token, interaction, problemTexts(lang, outcome.problems));
       ctx.events.emit({
         name: 'password_reset',
         endpoint: 'reset',
         subjectId: outcome.subjectId,
         ...originOf(request),
       });
-      return done(reply, lang, 'resetTitle', 'passwordResetDone', true);
+      // Back into the application's sign-in only while it is pending for this browser; a link
+      // opened elsewhere, or after the sign-in expired, leads to the plain sign-in page.
+      const pending = interaction && (await ctx.interactions.get(interaction, browserOf(ctx, request, reply)));
+      return done(
+        reply,
+        lang,
+        'passwordChangedTitle',
+        'passwordResetDone',
+        true,
+        200,
+        pending ? interaction : undefined,
+      );
     });
   }
 
@@ -218,6 +279,7 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
       type: 'password',
       labelKey: 'password',
       autocomplete: 'new-password',
+      hintKey: 'passwordHint',
     };
     const registration = {
       path: '/account/register/confirm',
@@ -314,6 +376,14 @@ function confirmPages(
     if (typeof answer !== 'string') return confirmForm(reply, lang, token, to, answer.errors);
     return kit.done(reply, lang, titleKey, answer, true);
   });
+}
+
+/**
+ * A pending sign-in's id from a link or form, when it has the shape of one (a random handle);
+ * anything else is dropped, so nothing else reaches a mail or a page.
+ */
+function interactionOf(value: string | undefined): string | undefined {
+  return value !== undefined && /^[A-Za-z0-9_-]{16,100}$/.test(value) ? value : undefined;
 }
 
 /** A handle from a link or form, when of a plausible length. */

@@ -12,7 +12,7 @@
  * session too, so the next visit asks for the password again. A user without the admin role gets the "not allowed"
  * page; a POST without the CSRF token is refused and changes nothing; each page is axe-clean,
  * uncached and unframeable, and reads German for a German browser (a service's refusal too). Each page's screenshot
- * (1000 px wide) is saved as console-<page>.png, for the README with CONSOLE_SCREENSHOTS=docs.
+ * (1000 px wide) is saved as console-<page>.png, for docs/managing.md with CONSOLE_SCREENSHOTS=docs.
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -31,7 +31,7 @@ import {
 import { audit } from './accessibility.js';
 
 /**
- * Where the page screenshots go: the README's images in docs/images with
+ * Where the page screenshots go: the images of docs/managing.md in docs/images with
  * `CONSOLE_SCREENSHOTS=docs` (run it so when the pages change, and commit them), else
  * test-results/screenshots, so that an ordinary run leaves the work tree as it was.
  */
@@ -548,7 +548,14 @@ describe('the web console', () => {
     expect(providerUpdates).toHaveLength(2);
     expect(providerUpdates.filter((r) => r.includes('clientSecret'))).toHaveLength(1);
     for (const row of rows) expect(row).not.toMatch(/upstream-secret/);
-    for (const row of rows) expect(row).toContain(`sigil-console${ADMIN_SUB}`);
+    // Each row names the client and the admin as people read them, not by id alone.
+    for (const row of rows) expect(row).toContain('Sigil console sigil-consolealice');
+    const links = await admin
+      .locator('table tbody tr')
+      .first()
+      .locator('a')
+      .evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    expect(links).toEqual(['/admin/clients/sigil-console', `/admin/users/${ADMIN_SUB}`]);
     await check(admin, null, 'events');
   });
 

@@ -1,6 +1,6 @@
 /**
- * compose.yaml against what the README says of it: every service, volume and
- * Sigil setting the README's "Containers, services, backups" paragraph names is there, the storage
+ * compose.yaml against what docs/deployment.md says of it: every service, volume and
+ * Sigil setting the Docker Compose section's sentence on `compose.yaml` names is there, the storage
  * and Redis URLs point at the compose services, and Sigil waits for both to be healthy. No Docker
  * daemon runs here, so the file is read with the `yaml` package, as `docker compose` reads it.
  */
@@ -31,12 +31,10 @@ function interpolated(value: string): string {
 }
 
 describe('compose.yaml', () => {
-  it('has every service, volume and Sigil setting the README names', () => {
-    const readme = readFileSync(resolve(ROOT, 'README.md'), 'utf8');
-    // The sentence of the "Containers, services, backups" paragraph that starts with `compose.yaml`.
-    const sentence = /^- \*\*Containers, services, backups\.\*\*[\s\S]*?(`compose\.yaml`[\s\S]*?\.)\s/m.exec(
-      readme,
-    )?.[1];
+  it('has every service, volume and Sigil setting docs/deployment.md names', () => {
+    const page = readFileSync(resolve(ROOT, 'docs/deployment.md'), 'utf8');
+    // The sentence of the Docker Compose section that starts with `compose.yaml`.
+    const sentence = /^(\[`compose\.yaml`\]\(\.\.\/compose\.yaml\)[\s\S]*?\.)\s/m.exec(page)?.[1];
     expect(sentence).toBeTruthy();
     const named = [...sentence!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!).filter((n) => /^[\w-]+$/.test(n));
     const known = new Set([

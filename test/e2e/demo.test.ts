@@ -243,6 +243,134 @@ describe('npm start (examples/start-demo.mjs)', () => {
   });
 });
 
+/** A cookie-keeping form client of a spawned Sigil (fetch, no redirects followed). */
+class FormClient {
+  private readonly cookies = new Map<string, string>();
+  constructor(private readonly base: string) {}
+
+  async request(path: string, fields?: Record<string, string>): Promise<{ status: number; body: string }> {
+    const res = await fetch(`${this.base}${path}`, {
+      method: fields ? 'POST' : 'GET',
+      redirect: 'manual',
+      headers: {
+        cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+        ...(fields ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      },
+      ...(fields ? { body: new URLSearchParams(fields).toString() } : {}),
+    });
+    for (const c of res.headers.getSetCookie()) {
+      const [pair = ''] = c.split(';');
+      const at = pair.indexOf('=');
+      this.cookies.set(pair.slice(0, at), pair.slice(at + 1));
+    }
+    return { status: res.status, body: await res.text() };
+  }
+
+  /** Sends the form of the page at `path` with its CSRF token and `fields`. */
+  async submit(path: string, fields: Record<string, string>, action = path): Promise<{ status: number; body: string }> {
+    const page = await this.request(path);
+    expect(page.status, page.body).toBe(200);
+    const csrf = /name="csrf_token" value="([^"]+)"/.exec(page.body)?.[1] ?? '';
+    return this.request(action, { csrf_token: csrf, ...fields });
+  }
+
+  has(cookie: string): boolean {
+    return this.cookies.has(cookie);
+  }
+}
+
+describe('the demo shows what a stored user can do', () => {
+  it('adds the stored user carol with an email once, and "Forgot password?" works through the printed mail', async () => {
+    const { dir, cleanup } = tempDir();
+    const [port, rpPort] = [await freePort(), await freePort()];
+    const issuer = `http://127.0.0.1:${port}`;
+    const args = [
+      'examples/start-demo.mjs',
+      '--port',
+      String(port),
+      '--issuer',
+      issuer,
+      '--storage',
+      `sqlite:${join(dir, 'sigil.db')}`,
+      '--metrics-port',
+      '0',
+    ];
+    let p = run(args, { DEMO_RP_URL: `http://127.0.0.1:${rpPort}` }, /sigil demo: stored user/);
+    try {
+      await p.ready;
+      expect(p.output()).toContain(
+        `sigil demo: stored user carol / paper-lantern-42 (carol@example.com) may change the password and profile at ${issuer}/account`,
+      );
+      const browser = new FormClient(issuer);
+      const asked = await browser.submit('/account/forgot', { identifier: 'carol' });
+      expect(asked.status, asked.body).toBe(200);
+      // The demo's `log` transport: the message is a line of the output, with its link.
+      await eventually(() => /sigil: mail to "carol@example\.com"/.test(p.output()), 'the reset mail is printed');
+      const link = new URL(/sigil: mail to "carol@example\.com", "[^"]*": (\S+)/.exec(p.output())?.[1] ?? '');
+      expect(link.origin + link.pathname).toBe(`${issuer}/account/reset`);
+      const token = link.searchParams.get('token') ?? '';
+      const reset = await browser.submit(
+        `/account/reset?token=${token}`,
+        { token, password: 'copper-kettle-77', confirm_password: 'copper-kettle-77' },
+        '/account/reset',
+      );
+      expect(reset.status, reset.body).toBe(200);
+      const signedIn = await browser.submit('/account/login', {
+        username: 'carol',
+        password: 'copper-kettle-77',
+        button: 'login',
+      });
+      expect(signedIn.status, signedIn.body).toBe(200);
+      expect(signedIn.body).toContain('You are signed in as carol.');
+      expect(browser.has('sigil.session')).toBe(true);
+    } finally {
+      expect(await stop(p)).toBe(0);
+    }
+    // A second start finds carol in the store and leaves her (and her new password) alone.
+    p = run(args, { DEMO_RP_URL: `http://127.0.0.1:${rpPort}` }, /sigil demo: stored user/);
+    try {
+      await p.ready;
+      expect(p.output()).not.toContain('was not added');
+      const again = await new FormClient(issuer).submit('/account/login', {
+        username: 'carol',
+        password: 'copper-kettle-77',
+        button: 'login',
+      });
+      expect(again.body).toContain('You are signed in as carol.');
+    } finally {
+      expect(await stop(p)).toBe(0);
+      cleanup();
+    }
+  });
+});
+
+describe('sigil start without a config', () => {
+  it('says it serves the demo config and its published secrets, and refuses under NODE_ENV=production unless --demo', async () => {
+    const { dir, cleanup } = tempDir();
+    const port = await freePort();
+    const storage = `sqlite:${join(dir, 'sigil.db')}`;
+    const common = ['dist/cli/main.js', 'start', '--port', String(port), '--storage', storage, '--metrics-port', '0'];
+    try {
+      const refused = run(common, { NODE_ENV: 'production' }, /listening on/);
+      await expect(refused.ready).rejects.toThrow(/exited with 2/);
+      expect(refused.output().trim()).toBe(
+        'sigil: no config given (--config FILE or SIGIL_CONFIG) and NODE_ENV is production: refusing to serve the demo config, whose secrets are published (pass --demo to run the demo anyway)',
+      );
+      const told = run([...common, '--demo'], { NODE_ENV: 'production' }, /listening on/);
+      try {
+        await told.ready;
+        expect(told.output()).toMatch(
+          /^sigil: no config given: serving the demo config \S+examples\/sigil\.json, whose secrets are published/m,
+        );
+      } finally {
+        expect(await stop(told)).toBe(0);
+      }
+    } finally {
+      cleanup();
+    }
+  });
+});
+
 /** Live processes (zombies have no command line) whose command line contains `marker`. */
 function processesWith(marker: string): number[] {
   return readdirSync('/proc')

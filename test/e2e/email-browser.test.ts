@@ -26,6 +26,18 @@ const run = promisify(execFile);
 const CLI = resolve(import.meta.dirname, '../../dist/cli/main.js');
 const ERIN = { username: 'erin', email: 'Erin@Example.org', password: 'harbour-violet-19' };
 const NEW_PASSWORD = 'lantern-orchard-74';
+/**
+ * An application whose sign-in the user leaves for "Forgot password?" and comes back to; its
+ * redirect URI is a path of Sigil's own origin (answered 404: only the URL matters here).
+ */
+const app = (issuer: string) => ({
+  clientId: 'app',
+  requireClientSecret: false,
+  allowedGrantTypes: ['authorization_code'],
+  redirectUris: [`${issuer}/app/cb`],
+  allowedScopes: ['openid'],
+  requireConsent: false,
+});
 
 let smtp: SmtpReceiver;
 let sigil: Sigil;
@@ -41,6 +53,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${port}`;
   sigil = await createSigil(
     testConfig({
+      clients: [...(testConfig().clients ?? []), app(`http://127.0.0.1:${port}`)],
       issuer: base,
       storage: `sqlite:${join(dir, 'sigil.db')}`,
       branding: { productName: 'Acme ID' },
@@ -90,6 +103,13 @@ async function go(selector: string): Promise<void> {
 /** The visible text of the first element matching `selector`. */
 function text(selector: string): Promise<string> {
   return page.locator(selector).first().innerText();
+}
+
+/** Asks for a reset link for `identifier` on the page of its own browser. */
+async function forgotIn(p: Page, identifier: string): Promise<void> {
+  await p.goto(`${base}/account/forgot`);
+  await p.fill('#identifier', identifier);
+  await Promise.all([p.waitForNavigation(), p.click('button[type=submit]')]);
 }
 
 /** Submits the "forgot password" form in Chromium; returns the answer's status and visible text. */
@@ -142,12 +162,31 @@ describe('password reset by mail', () => {
     await page.goto(link);
     expect(await text('h1')).toBe('Choose a new password');
     expect(await audit(page)).toEqual([]);
+    // The policy is stated, tied to the field; the password is asked twice.
+    expect(await page.getAttribute('#password', 'aria-describedby')).toBe('password-hint');
+    expect(await text('#password-hint')).toContain('At least 8 characters');
+    // "Show password": a toggle button the page script reveals; the field shows its text while pressed.
+    const toggle = page.locator('button[aria-controls=password]');
+    await page.fill('#password', 'password1');
+    expect(await toggle.getAttribute('aria-pressed')).toBe('false');
+    await toggle.click();
+    expect(await page.getAttribute('#password', 'type')).toBe('text');
+    expect(await toggle.getAttribute('aria-pressed')).toBe('true');
+    await toggle.click();
+    expect(await page.getAttribute('#password', 'type')).toBe('password');
+    // Two different entries change nothing; the link stays usable.
+    await page.fill('#confirm_password', 'password2');
+    await go('button[type=submit]');
+    expect(await text('[role=alert]')).toContain('The two new passwords are not the same.');
     // A weak password is refused with the policy's reason; the link stays usable.
     await page.fill('#password', 'password1');
+    await page.fill('#confirm_password', 'password1');
     await go('button[type=submit]');
     expect(await text('[role=alert]')).toContain('This password is common or has appeared in data breaches.');
     await page.fill('#password', NEW_PASSWORD);
+    await page.fill('#confirm_password', NEW_PASSWORD);
     await go('button[type=submit]');
+    expect(await text('h1')).toBe('Password changed');
     expect(await text('main')).toContain('Your password was changed and you were signed out everywhere.');
 
     // The client's refresh token fails, the session is gone, the old password no longer works.
@@ -195,6 +234,68 @@ describe('password reset by mail', () => {
     }
     // Before the deadline the same link shows the form.
     expect((await page.goto(link))?.status()).toBe(200);
+  });
+
+  it("started from an application's sign-in, the reset leads back into it: the application gets its code", async () => {
+    const context = await chromium.newContext();
+    const browser = await context.newPage();
+    const authorize = (state: string) =>
+      `${base}/connect/authorize?${new URLSearchParams({
+        client_id: 'app',
+        redirect_uri: `${base}/app/cb`,
+        response_type: 'code',
+        scope: 'openid',
+        state,
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+      })}`;
+    try {
+      await browser.goto(authorize('st-42'));
+      const interaction = new URL(browser.url()).searchParams.get('interaction') ?? '';
+      expect(interaction).not.toBe('');
+      await Promise.all([browser.waitForNavigation(), browser.click('text=Forgot password?')]);
+      expect(new URL(browser.url()).searchParams.get('interaction')).toBe(interaction);
+      const sent = smtp.mails.length;
+      await browser.fill('#identifier', ERIN.username);
+      await Promise.all([browser.waitForNavigation(), browser.click('button[type=submit]')]);
+      const link = linkIn(await smtp.waitFor(sent + 1), '/account/reset');
+      expect(new URL(link).searchParams.get('interaction')).toBe(interaction);
+      await browser.goto(link);
+      const password = 'meadow-compass-31';
+      await browser.fill('#password', password);
+      await browser.fill('#confirm_password', password);
+      await Promise.all([browser.waitForNavigation(), browser.click('button[type=submit]')]);
+      expect(await browser.locator('h1').innerText()).toBe('Password changed');
+      await Promise.all([browser.waitForNavigation(), browser.click('text=Sign in and go back to the application')]);
+      expect(new URL(browser.url()).searchParams.get('interaction')).toBe(interaction);
+      await browser.fill('#username', ERIN.username);
+      await browser.fill('#password', password);
+      await Promise.all([browser.waitForURL(`${base}/app/cb?**`), browser.click('button[value=login]')]);
+      const back = new URL(browser.url());
+      expect(back.searchParams.get('state')).toBe('st-42');
+      expect(back.searchParams.get('code')).toBeTruthy();
+
+      // A pending sign-in answers only the browser that started it: the same id in a link opened
+      // in another browser leads to the plain sign-in page.
+      await browser.goto(authorize('st-43'));
+      const pending = new URL(browser.url()).searchParams.get('interaction') ?? '';
+      const other = await chromium.newContext();
+      try {
+        const elsewhere = await other.newPage();
+        await forgotIn(elsewhere, ERIN.username);
+        const plain = linkIn(await smtp.waitFor(sent + 2), '/account/reset');
+        await elsewhere.goto(`${plain}&interaction=${pending}`);
+        await elsewhere.fill('#password', NEW_PASSWORD);
+        await elsewhere.fill('#confirm_password', NEW_PASSWORD);
+        await Promise.all([elsewhere.waitForNavigation(), elsewhere.click('button[type=submit]')]);
+        expect(await elsewhere.locator('h1').innerText()).toBe('Password changed');
+        expect(await elsewhere.locator('main a').last().getAttribute('href')).toBe('/account/login');
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await context.close();
+    }
   });
 
   it('refuses a form without its CSRF token and never sends for it', async () => {

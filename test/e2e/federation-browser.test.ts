@@ -8,7 +8,7 @@
  * Covered: acr_values=idp:corp straight to the upstream login page, the linked local subject in
  * the client's tokens and its stability across sign-ins, restrictions and enableLocalLogin, the
  * provider link on the login page, tenant:, upstream failures (unreachable, access_denied,
- * forged state, the upstream stopping before the code is redeemed), and the README's
+ * forged state, the upstream stopping before the code is redeemed), and docs/federation.md's
  * two-instance example with the demo relying party.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -651,13 +651,12 @@ describe("upstream failures end on the downstream's error page, with nothing cre
   });
 });
 
-describe("the README's two-instance example (examples/federation/, examples/demo-rp.mjs)", () => {
+describe("docs/federation.md's two-instance example (examples/federation/, examples/demo-rp.mjs)", () => {
   it('works as printed: the demo signs in through the upstream login page with the downstream subject', async () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const section = readme.slice(
-      readme.indexOf('## Federation'),
-      readme.indexOf('\n## ', readme.indexOf('## Federation') + 1),
-    );
+    const page = readFileSync(join(ROOT, 'docs/federation.md'), 'utf8');
+    const start = page.indexOf('## Upstream OpenID Connect providers');
+    expect(start).toBeGreaterThanOrEqual(0);
+    const section = page.slice(start, page.indexOf('\n## ', start + 1));
     const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
     expect(block).toBeDefined();
     const commands = block!
@@ -682,7 +681,7 @@ describe("the README's two-instance example (examples/federation/, examples/demo
         remap(readFileSync(join(ROOT, 'examples/federation', name), 'utf8')),
       );
 
-    // The three terminals of the README, started at once.
+    // The three terminals of the page, started at once.
     const started = await Promise.allSettled(
       commands.map((command) => {
         const words = remap(command).split(/\s+/);

@@ -1,10 +1,12 @@
 /**
- * The README runs as printed: every ```sh block of README.md, then of the docs pages with a
- * walk-through (`WALK_THROUGHS`), that talks to the demo server (it names `http://localhost:5000`, or the management listener
- * `http://127.0.0.1:9464`) runs, in the order printed, against `sigil start` with the demo config
- * of `npm start` (examples/sigil.json) on a free port. The only change to a block is those two
- * URLs, rewritten to this run's server, whose issuer is that URL (so tokens' `iss`, `aud` and
- * DPoP's `htu` match as they do for a reader of the README).
+ * The documentation runs as printed: every ```sh block of README.md, then of each page of docs/
+ * (in the order of their names), that talks to the demo server (it names `http://localhost:5000`,
+ * or the management listener `http://127.0.0.1:9464`) runs, in the order printed, against
+ * `sigil start` with the demo config of `npm start` (examples/sigil.json) on a free port; one
+ * server for all of them, as a reader runs them against one demo. The only change to a block is
+ * those two URLs, rewritten to this run's server, whose issuer is that URL (so tokens' `iss`,
+ * `aud` and DPoP's `htu` match as they do for a reader of the docs). A page's blocks may build on
+ * each other (a walk-through), never on another page's.
  *
  * How a failure shows: each block runs in bash with `set -euo pipefail` and `inherit_errexit`, so
  * any failing command fails it (a curl that cannot connect, a `grep` that finds nothing, a node
@@ -15,10 +17,11 @@
  * and an announced status (of any class) that does not occur fails it too: the text would be wrong.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '../../src/index.js';
+import { resolveConfig } from '../../src/config/loader.js';
 import { type ServerProcess, startProcess, tempDir } from '../helpers.js';
 import { freePort } from './ports.js';
 
@@ -90,12 +93,17 @@ function bash(script: string, env: Record<string, string>): Promise<{ code: numb
   });
 }
 
-/** The docs pages whose walk-through runs against the demo after the README's examples. */
-const WALK_THROUGHS = ['docs/organizations.md'];
-const README_BLOCKS = demoBlocks('README.md');
-const BLOCKS = [...README_BLOCKS, ...WALK_THROUGHS.flatMap((file) => demoBlocks(file))];
+/** The README, then the pages of docs/ by name. */
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .sort()
+    .map((name) => `docs/${name}`),
+];
+const BLOCKS = PAGES.flatMap((file) => demoBlocks(file));
 
-describe('README examples run as printed against the demo server', () => {
+describe('the shell examples of README.md and docs/ run as printed against the demo server', () => {
   let server: ServerProcess;
   let metricsUrl: string;
 
@@ -112,13 +120,27 @@ describe('README examples run as printed against the demo server', () => {
     await server?.stop();
   });
 
-  it('finds the examples of the endpoint, DPoP and resource-indicator sections', () => {
-    const headings = new Set(README_BLOCKS.map((b) => b.heading));
-    expect(headings).toContain('Endpoints, with a `curl` for each');
-    expect(headings).toContain('DPoP: sender-constrained tokens (RFC 9449)');
-    expect(headings).toContain('Resource indicators (RFC 8707)');
-    expect(README_BLOCKS.length).toBeGreaterThanOrEqual(14);
-    expect(BLOCKS.filter((b) => b.file === 'docs/organizations.md').length).toBeGreaterThanOrEqual(4);
+  it('finds the examples of the README and of the pages that have them', () => {
+    const count = (file: string) => BLOCKS.filter((b) => b.file === file).length;
+    const headings = new Set(BLOCKS.map((b) => `${b.file}: ${b.heading}`));
+    expect(headings).toContain('README.md: A tour of the demo');
+    expect(headings).toContain('docs/endpoints.md: Endpoints, with a `curl` for each');
+    expect(headings).toContain('docs/fapi-and-dpop.md: DPoP: sender-constrained tokens (RFC 9449)');
+    expect(headings).toContain('docs/fapi-and-dpop.md: Resource indicators (RFC 8707)');
+    expect(count('docs/endpoints.md')).toBeGreaterThanOrEqual(12);
+    expect(count('docs/agents.md')).toBeGreaterThanOrEqual(2);
+    expect(count('docs/managing.md')).toBeGreaterThanOrEqual(4);
+    expect(count('docs/organizations.md')).toBeGreaterThanOrEqual(4);
+  });
+
+  it("the README's config for your own application is one Sigil starts with", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Connecting your own application'));
+    const json = /```json\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(json).toBeDefined();
+    const config = resolveConfig(JSON.parse(json!), {}, { env: { MY_APP_SECRET: 'x'.repeat(32) } });
+    expect(config.clients.map((c) => c.clientId)).toContain('my-app');
+    expect(() => resolveConfig(JSON.parse(json!), {}, { env: {} })).toThrow(/MY_APP_SECRET is not set/);
   });
 
   /** Runs a block's `script` with the curl wrapper; its exit code, output and HTTP statuses (200 and up). */

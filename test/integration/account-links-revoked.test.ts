@@ -70,6 +70,7 @@ async function resetWith(link: string, password: string) {
     csrf_token: input(form.body, 'csrf_token'),
     token: input(form.body, 'token'),
     password,
+    confirm_password: password,
   });
 }
 
@@ -84,7 +85,8 @@ async function expectRefused(link: string, path: string, fields: Record<string, 
   const opened = await b.get(link);
   expect(opened.status).toBe(400);
   expect(opened.body).toContain(LINK_INVALID);
-  const posted = await submit(b, '/account/forgot', path, { token: tokenOf(link), ...fields });
+  const confirm: Record<string, string> = fields.password === undefined ? {} : { confirm_password: fields.password };
+  const posted = await submit(b, '/account/forgot', path, { token: tokenOf(link), ...fields, ...confirm });
   expect(posted.status).toBe(400);
   expect(posted.body).toContain(LINK_INVALID);
 }

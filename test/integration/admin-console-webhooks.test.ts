@@ -3,12 +3,14 @@
  * PostgreSQL): the list shows every webhook with its events, state and source; one is created (its
  * signing secret shown on the answer page once, never again, never in an event), pinged (the
  * receiver verifies the signed ping), a delivery retried (the receiver gets the same message id
- * again; a pending one is refused on the page), disabled and enabled with the version the page
+ * again; a pending one is refused on the page), its secret rotated (shown once; old and new both
+ * sign through the grace period), disabled and enabled with the version the page
  * was read at, and deleted; a config-file webhook is read-only but for `enabled`. The delivery log
  * is paged. Every POST without the CSRF token is a 403 that changes nothing; bad input is a 4xx
  * page naming the field, never a 500; every change is an `admin_changed` event naming the console
  * client and the admin.
  */
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
 import { Browser, input, type Step, startAuthorizeSigil, unescapeHtml } from '../authorize-helpers.js';
@@ -126,6 +128,39 @@ describe.each(['sqlite', 'postgres'] as const)('the console webhook pages on %s'
     expect(row).toMatch(/<td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<\/td>/);
     expect(row).toContain(`/admin/webhooks/hooky/deliveries/${got[0]?.id}/retry`);
     expect(consoleChanges(events, 'webhook.ping')).toHaveLength(1);
+  });
+
+  it("rotates a stored webhook's secret: the new one shown once, both signing through the grace period", async () => {
+    const rotated = await submit('/admin/webhooks/hooky', '/admin/webhooks/hooky/secret', [
+      ['etag', await etagOf('hooky')],
+      ['button', 'rotate'],
+    ]);
+    expect(rotated.status, rotated.body).toBe(200);
+    expect(rotated.headers['cache-control']).toContain('no-store');
+    const fresh = unescapeHtml(/<code id="webhook-secret">(whsec_[^<]+)<\/code>/.exec(rotated.body)?.[1] ?? '');
+    expect(fresh).toMatch(/^whsec_/);
+    expect(fresh).not.toBe(secret);
+    expect((await page('/admin/webhooks/hooky')).body).not.toContain(fresh);
+    const before = receiver.received.length;
+    await submit('/admin/webhooks/hooky', '/admin/webhooks/hooky/ping', [['button', 'ping']]);
+    const [ping] = receiver.received.slice(before);
+    // A receiver holding either secret alone verifies the delivery: it carries a signature by each.
+    const headers = {
+      'webhook-id': ping?.id ?? '',
+      'webhook-timestamp': ping?.timestamp ?? '',
+      'webhook-signature': ping?.signature ?? '',
+    };
+    for (const s of [secret, fresh])
+      expect(new Webhook(s).verify(ping?.body ?? '', headers)).toMatchObject({ type: 'webhook.ping' });
+    const audited = consoleChanges(events, 'webhook.rotate_secret');
+    expect(audited).toHaveLength(1);
+    expect(JSON.stringify(events)).not.toContain(fresh.slice('whsec_'.length));
+    // A stale version changes nothing.
+    const stale = await submit('/admin/webhooks/hooky', '/admin/webhooks/hooky/secret', [['etag', '"0"']]);
+    expect(stale.status).toBe(412);
+    expect(stale.body).not.toContain('webhook-secret');
+    receiver.secrets.push(fresh);
+    secret = fresh;
   });
 
   it('retries a delivered one (the same message again); a pending one is refused on the page', async () => {

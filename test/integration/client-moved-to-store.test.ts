@@ -1,5 +1,5 @@
 /**
- * A client moved from the config file into the store (README, "From the config file to run time":
+ * A client moved from the config file into the store (docs/managing.md, "From the config file to run time":
  * remove it from the file and restart, then POST it to /admin/v1) keeps the tokens issued to it
  * before the move: its refresh token still refreshes and its JWT access token is still active at
  * introspection. Only a removal from the store (`client_removals`) ends an id's earlier tokens, and
@@ -119,7 +119,7 @@ describe.each(['sqlite', 'postgres'] as const)(
     });
 
     it("moved back into the config file, ending with sigil clients remove: the file's client keeps its tokens", async () => {
-      // Runs after the test above, which left 'mover' in the store. README, 'From run time to the
+      // Runs after the test above, which left 'mover' in the store. docs/managing.md, 'From run time to the
       // config file': the file takes the client (and wins over the stored one), then the stored one
       // is removed, here through the service `sigil clients remove` uses.
       await sigil?.close();

@@ -86,6 +86,7 @@ describe('limits on reset requests', () => {
       csrf_token: input(form.body, 'csrf_token'),
       token: input(form.body, 'token'),
       password: 'lantern-orchard-74',
+      confirm_password: 'lantern-orchard-74',
     });
     expect(done.status).toBe(200);
     expect(done.body).toContain('Your password was changed');

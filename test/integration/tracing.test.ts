@@ -495,6 +495,7 @@ describe('tracing with OTEL_* set', () => {
       csrf_token: input(resetPage.body, 'csrf_token'),
       token: linkToken,
       password: newPassword,
+      confirm_password: newPassword,
     });
     expect(reset.status, reset.body).toBe(200);
     for (const value of mailer.cookies.values()) secrets.add(value);

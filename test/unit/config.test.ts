@@ -291,6 +291,44 @@ describe('resolveConfig: errors name the field path', () => {
     ).toMatch(/^users\[0\]: /);
   });
 
+  it('ID-JAG settings: confidential clients only, unique issuers, https or loopback URLs', () => {
+    const jwtBearer = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+    const audience = { issuer: 'https://chat.example', clientId: 'wiki' };
+    const spa = { requireClientSecret: false, clientSecrets: [] };
+    expect(problems({ clients: [cc({ ...spa, allowedGrantTypes: [jwtBearer] })] })).toEqual([
+      'clients[0].allowedGrantTypes: the JWT bearer grant needs a confidential client (requireClientSecret true)',
+    ]);
+    expect(
+      problems({ clients: [cc({ ...spa, allowedGrantTypes: ['authorization_code'], idJagAudiences: [audience] })] }),
+    ).toContain('clients[0].idJagAudiences: ID-JAGs are for confidential clients only (requireClientSecret true)');
+    expect(problems({ clients: [cc({ idJagAudiences: [audience, { ...audience, clientId: 'x' }] })] })).toEqual([
+      'clients[0].idJagAudiences: two entries have the same issuer',
+    ]);
+    const trusted = { issuer: 'https://idp.example', jwksUri: 'http://10.0.0.1/jwks', subjectMapping: 'link' };
+    expect(problems({ trustedIdentityIssuers: [trusted] })).toEqual([
+      'trustedIdentityIssuers[0].jwksUri: must be https (http only for loopback hosts)',
+    ]);
+    expect(
+      problems({
+        trustedIdentityIssuers: [{ ...trusted, jwksUri: 'https://idp.example/jwks', subjectMapping: 'name' }],
+      }),
+    ).toHaveLength(1);
+    const cfg = resolveConfig({
+      clients: [cc({ allowedGrantTypes: [jwtBearer], idJagAudiences: [audience] })],
+      trustedIdentityIssuers: [{ ...trusted, jwksUri: 'https://idp.example/jwks' }],
+    });
+    expect(cfg.clients[0]!.idJagAudiences).toEqual([audience]);
+    expect(cfg.trustedIdentityIssuers).toHaveLength(1);
+    expect(
+      problems({
+        issuer: 'https://idp.example/',
+        trustedIdentityIssuers: [{ ...trusted, jwksUri: 'https://idp.example/jwks' }],
+      }),
+    ).toEqual([
+      "trustedIdentityIssuers[0].issuer: Sigil's own issuer cannot be trusted: it must not redeem the ID-JAGs it issues",
+    ]);
+  });
+
   it('refuses tokenExchangeSubjectAudiences that are not API resources, naming the entry', () => {
     const resources = { apiScopes: [{ name: 's1' }], apiResources: [{ name: 'r1', scopes: ['s1'] }] };
     const exchanger = (audiences: string[]) =>
@@ -338,6 +376,23 @@ describe('resolveConfig: errors name the field path', () => {
         clients: [cc({ allowedGrantTypes: ['password'], allowOfflineAccess: true, refreshTokenUsage: 'reuse' })],
       }),
     ).not.toThrow();
+  });
+
+  it('email: the smtp transport needs smtpUrl and from; the log transport needs neither', () => {
+    expect(problems({ email: { transport: 'smtp' } })).toEqual([
+      expect.stringMatching(/^email\.smtpUrl: required with the smtp transport/),
+      expect.stringMatching(/^email\.from: required with the smtp transport/),
+    ]);
+    expect(problems({ email: { from: 'id@acme.example' } })).toEqual([
+      expect.stringMatching(/^email\.smtpUrl: required with the smtp transport/),
+    ]);
+    expect(resolveConfig({ email: { transport: 'log' } }).email).toMatchObject({
+      transport: 'log',
+      passwordReset: true,
+    });
+    expect(problems({ email: { transport: 'carrier-pigeon' } })).toEqual([
+      expect.stringMatching(/^email\.transport: /),
+    ]);
   });
 
   it('reports every problem at once', () => {

@@ -4,6 +4,7 @@ import { Mailer } from '../../src/email/mailer.js';
 // Rendering only: nodemailer connects on the first send, which these tests never make.
 const mailer = new Mailer(
   {
+    transport: 'smtp',
     smtpUrl: 'smtp://127.0.0.1:1',
     from: 'id@acme.example',
     passwordReset: true,

@@ -100,11 +100,20 @@ export const webauthn = z
 /** `email`: email through SMTP for password reset, email verification and self-registration. */
 export const email = z
   .strictObject({
-    smtpUrl: z.url({ protocol: /^smtps?$/ }).meta({
+    transport: z.enum(['smtp', 'log']).default('smtp').meta({
       description:
-        'The SMTP server: smtp://host:port (STARTTLS when the server offers it; add ?requireTLS=true to insist) or smtps://host:port (TLS from the start); user and password in the URL when it asks for them',
+        'smtp: send through `smtpUrl`. log: send nothing and write each message (its address, subject and link) to the output, for a demo or a laptop without a mail server',
     }),
-    from: nonEmpty.max(200).meta({ description: 'The From of every message, e.g. "Acme ID <id@acme.example>"' }),
+    smtpUrl: z
+      .url({ protocol: /^smtps?$/ })
+      .optional()
+      .meta({
+        description:
+          'The SMTP server (required with the smtp transport): smtp://host:port (STARTTLS when the server offers it; add ?requireTLS=true to insist) or smtps://host:port (TLS from the start); user and password in the URL when it asks for them',
+      }),
+    from: nonEmpty.max(200).optional().meta({
+      description: 'The From of every message, e.g. "Acme ID <id@acme.example>" (required with the smtp transport)',
+    }),
     passwordReset: z.boolean().default(true).meta({
       description:
         '"Forgot password?" on the login page: a single-use link by mail, valid 15 minutes, for stored users with a verified primary address',
@@ -124,8 +133,14 @@ export const email = z
         'Messages one account or email address is sent per 15 minutes; more requests get the same answer but no mail',
     }),
   })
+  .superRefine((e, ctx) => {
+    if (e.transport !== 'smtp') return;
+    for (const field of ['smtpUrl', 'from'] as const)
+      if (e[field] === undefined)
+        ctx.addIssue({ code: 'custom', path: [field], message: 'required with the smtp transport' });
+  })
   .optional()
   .meta({
     description:
-      'Email through SMTP: password reset, email verification and self-registration. Without it no mail is sent and those pages do not exist',
+      'Email through SMTP (or written to the output: `transport` log): password reset, email verification and self-registration. Without it no mail is sent and those pages do not exist',
   });

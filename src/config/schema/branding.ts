@@ -16,7 +16,7 @@ const brandImage = nonEmpty
     'must be an https URL without fragment, or the path of a file to serve',
   );
 
-/** The look of the pages (README "Look and language"). Paths are relative to the working directory. */
+/** The look of the pages (docs/sign-in-and-pages.md, "Look and language"). Paths are relative to the working directory. */
 export const branding = z.strictObject({
   productName: nonEmpty.max(64).default('Sigil').meta({ description: 'Shown on every page (heading and title)' }),
   logoUrl: brandImage.optional().meta({

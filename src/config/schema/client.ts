@@ -4,10 +4,12 @@ import { LOOPBACK } from '../hosts.js';
 import { redirectUriProblem } from '../redirect-uris.js';
 import { CLIENT_PROFILES, fapi2Contradictions, withProfileDefaults } from './fapi2.js';
 import { httpsOrLoopback, lifetime, nonEmpty, secret } from './field-kinds.js';
+import { idJagAudiences } from './id-jag.js';
 import { MAX_ORGANIZATION_NAME, ORGANIZATION_NAME } from './organizations.js';
 import {
   ASSERTION_ALGORITHMS,
   ASYMMETRIC_ASSERTION_ALGORITHMS,
+  JWT_BEARER_GRANT,
   SYMMETRIC_ASSERTION_ALGORITHMS,
   TOKEN_ENDPOINT_AUTH_METHODS,
 } from './protocol.js';
@@ -57,8 +59,8 @@ export const clientSchema = z
       .meta({ description: 'false makes a public client, identified by client_id alone', spec: 'RFC 6749 §2.1' }),
     allowedGrantTypes: z.array(nonEmpty).min(1).meta({
       description:
-        "client_credentials, password, authorization_code, refresh_token, implicit, hybrid, the device code and token exchange URNs, or a registered extension grant's name; any other name stops the start",
-      spec: 'RFC 6749 §4; RFC 8628; RFC 8693',
+        "client_credentials, password, authorization_code, refresh_token, implicit, hybrid, the device code, token exchange and JWT bearer URNs, or a registered extension grant's name; any other name stops the start",
+      spec: 'RFC 6749 §4; RFC 8628; RFC 8693; RFC 7523 §2.1',
     }),
     allowedScopes: z.array(nonEmpty).default([]).meta({
       description:
@@ -203,6 +205,7 @@ export const clientSchema = z
         "API resource names whose users' access tokens this client may exchange, acting as that API; empty: only tokens issued to this client",
       spec: 'RFC 8693 §2.1',
     }),
+    idJagAudiences,
     requireMfa: z.boolean().optional().meta({
       description: 'A second factor (or a passkey) at every sign-in to this client; absent: the global mfa.required',
     }),
@@ -258,6 +261,11 @@ export const clientSchema = z
     // Private key members (RFC 7518 §6.2.2, §6.3.2, §6.4.1): the provider must never hold the client's signing key.
     if (c.jwks?.keys.some((k) => ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k'].some((m) => m in k)))
       issue('jwks', 'must hold public keys only (a key has private or symmetric members)');
+    // draft-ietf-oauth-identity-assertion-authz-grant §"Client Authentication": confidential clients only.
+    if (isPublic && c.allowedGrantTypes.includes(JWT_BEARER_GRANT))
+      issue('allowedGrantTypes', 'the JWT bearer grant needs a confidential client (requireClientSecret true)');
+    if (isPublic && c.idJagAudiences.length > 0)
+      issue('idJagAudiences', 'ID-JAGs are for confidential clients only (requireClientSecret true)');
     if (method === 'none' && !isPublic)
       issue('tokenEndpointAuthMethod', '"none" is for public clients (requireClientSecret false)');
     if (method !== null && method !== 'none' && isPublic)

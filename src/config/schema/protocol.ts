@@ -52,7 +52,11 @@ export const BUILT_IN_GRANT_TYPES = [
   'hybrid',
   'urn:ietf:params:oauth:grant-type:device_code',
   'urn:ietf:params:oauth:grant-type:token-exchange',
+  'urn:ietf:params:oauth:grant-type:jwt-bearer',
 ] as const;
+
+/** The JWT bearer authorization grant (RFC 7523 §2.1), by which clients redeem ID-JAGs of `trustedIdentityIssuers`. */
+export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
 /**
  * Default `signingAlgorithms`: RS256 signs by default; ES256 serves FAPI 2.0 clients.

@@ -1,6 +1,7 @@
 /**
  * One-time identifiers seen once (a client assertion's `jti`, RFC 7523 §3 item 7; a DPoP proof's
- * `jti`, RFC 9449 §11.1; a SAML request's `ID`, SAML Profiles §4.1.4.5): stored under the SHA-256 of (kind, issuer, jti) until they expire; the
+ * `jti`, RFC 9449 §11.1; a SAML request's `ID`, SAML Profiles §4.1.4.5; an ID-JAG's `jti`, per
+ * issuer, RFC 7523 §3 item 7): stored under the SHA-256 of (kind, issuer, jti) until they expire; the
  * first use inserts the row, a reuse finds it taken (`GrantStore.putOnce`, atomic).
  */
 import { hashHandle } from '../../crypto/handles.js';
@@ -8,7 +9,7 @@ import type { GrantStore } from '../grant-store.js';
 import { RecordKind } from './record-kind.js';
 
 /** What a one-time identifier belongs to; the same `jti` in two kinds are two entries. */
-export type ReplayKind = 'client_assertion' | 'dpop_proof' | 'saml_request';
+export type ReplayKind = 'client_assertion' | 'dpop_proof' | 'saml_request' | 'id_jag';
 
 /** The `replay` records (no data). Times are Unix seconds. */
 export class ReplayMarks {
@@ -19,7 +20,8 @@ export class ReplayMarks {
   }
 
   /**
-   * Records the first use of `jti` by `issuer` (a client id, a DPoP key thumbprint, an SP's entity ID) until
+   * Records the first use of `jti` by `issuer` (a client id, a DPoP key thumbprint, an SP's entity ID, an ID-JAG's
+   * issuer) until
    * `expiresAt`.
    * @returns true for the first use, false for a replay (also when two uses race: exactly one wins)
    */

@@ -314,9 +314,9 @@ ${NOTICE}
 </form>
 <table>
 <caption><%= it.t.consoleEventsList %></caption>
-<thead><tr><th scope="col"><%= it.t.consoleTime %></th><th scope="col"><%= it.t.consoleEventType %></th><th scope="col">client_id</th><th scope="col"><%= it.t.consoleSubject %></th><th scope="col"><%= it.t.consoleDetails %></th></tr></thead>
+<thead><tr><th scope="col"><%= it.t.consoleTime %></th><th scope="col"><%= it.t.consoleEventType %></th><th scope="col"><%= it.t.consoleClient %></th><th scope="col"><%= it.t.consoleUser %></th><th scope="col"><%= it.t.consoleDetails %></th></tr></thead>
 <tbody>
-<% it.events.forEach(function (e) { %><tr><td><%= e.time %></td><td><%= e.name %></td><td><%= e.clientId %></td><td><%= e.subjectId %></td><td><%= e.details %></td></tr>
+<% it.events.forEach(function (e) { %><tr><td><%= e.time %></td><td><code><%= e.name %></code></td><td><% if (e.clientId) { %><a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(e.clientId) %>"><%= e.clientName || e.clientId %></a><% if (e.clientName) { %> <code><%= e.clientId %></code><% } %><% } %></td><td><% if (e.subjectId) { %><% if (e.username) { %><a href="<%= it.base %>/admin/users/<%= encodeURIComponent(e.subjectId) %>"><%= e.username %></a><% } else { %><code><%= e.subjectId %></code><% } %><% } %></td><td><%= e.details %></td></tr>
 <% }) %><% if (it.events.length === 0) { %><tr><td colspan="5"><%= it.t.consoleNone %></td></tr><% } %>
 </tbody>
 </table>
@@ -375,7 +375,6 @@ form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(12r
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 1rem 0; }
 dt { font-weight: 600; }
 dd { margin: 0; overflow-wrap: anywhere; }
-.notice { border: 1px solid var(--line); background: var(--chip); color: var(--fg); border-radius: 8px; padding: .6rem .75rem; margin: 1rem 0 0; }
 .secret { border: 2px solid var(--accent); border-radius: 8px; padding: .5rem .75rem; margin: 1rem 0; }
 .secret p { color: var(--fg); }
 `;

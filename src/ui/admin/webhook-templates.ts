@@ -3,7 +3,7 @@
  * `branding.templatesDir` like every page): the list with the create form (a refused field marked
  * on the field, `aria-invalid` and its message by `aria-describedby`), and one webhook's page: the
  * generated secret when this answer created it (`it.secret`, shown this once), its settings, the
- * Ping, enable/disable and (stored webhooks only) delete forms, each carrying the version the page
+ * Ping, enable/disable and (stored webhooks only) delete and secret rotation forms, each carrying the version the page
  * was read at, and the delivery log with a Retry form per delivery that may be sent again.
  */
 import { MAX_WEBHOOK_NAME, MAX_WEBHOOK_URL } from '../../config/schema/webhooks.js';
@@ -78,6 +78,13 @@ ${NOTICE}
 <button type="submit" name="button" value="delete"><%= it.t.consoleWebhookDelete %></button>
 </form><% } %>
 </div>
+<% if (w.source === 'store') { %><h2 id="rotate-secret"><%= it.t.consoleRotateSecret %></h2>
+<p><%= it.t.consoleRotateSecretHint %></p>
+<form method="post" action="<%= at %>/secret" aria-labelledby="rotate-secret">
+<%~ include('@csrf', it) %>
+<input type="hidden" name="etag" value="<%= w.etag %>">
+<div class="actions"><button type="submit" name="button" value="rotate"><%= it.t.consoleRotateSecret %></button></div>
+</form><% } %>
 <h2 id="deliveries-heading"><%= it.t.consoleWebhookDeliveries %></h2>
 <table aria-labelledby="deliveries-heading">
 <thead><tr><th scope="col">ID</th><th scope="col"><%= it.t.consoleDeliveryType %></th><th scope="col"><%= it.t.consoleStatus %></th><th scope="col"><%= it.t.consoleDeliveryAttempts %></th><th scope="col"><%= it.t.consoleDeliveryLastCode %></th><th scope="col"><%= it.t.consoleDeliveryLastAttempt %></th><th scope="col"><%= it.t.consoleActions %></th></tr></thead>

@@ -4,19 +4,21 @@
  * only, as a client's), and one webhook's page: its settings, its delivery log a page at a time
  * (newest first, the service's opaque cursor), a Retry button per delivered or failed delivery
  * (the service refuses a pending one: it is being tried), a Ping button, enable/disable, and
- * delete for a stored webhook (a config-file webhook is read-only but for `enabled`, which the
+ * delete and secret rotation (the new secret shown once, the replaced one signing 24 hours more)
+ * for a stored webhook (a config-file webhook is read-only but for `enabled`, which the
  * service enforces). Every change goes through `AuditedWebhookChanges`, audited as /admin/v1's,
  * and answers Post/Redirect/Get but for the creation, whose page shows the secret once.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditedWebhookChanges } from '../../admin/audited-changes.js';
+import { DEFAULT_SECRET_GRACE_SECONDS } from '../../admin/clients.js';
 import type { WebhookView } from '../../admin/webhooks.js';
 import { MAX_WEBHOOK_NAME, WEBHOOK_NAME } from '../../config/schema/webhooks.js';
 import { WEBHOOK_EVENT_TYPES } from '../../events/webhook-events.js';
 import { queryString, single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
 import type { DeliveryLogEntry } from '../../stores/webhook-outbox.js';
-import type { Console, Notice } from './console-page.js';
+import { type Console, type Notice, shownTime } from './console-page.js';
 
 /** Deliveries per page of the log. */
 const PAGE_SIZE = 20;
@@ -24,15 +26,6 @@ const PAGE_SIZE = 20;
 const MAX_DELIVERY_ID = 64;
 /** The events offered as checkboxes: every one of the catalogue, or `*` for all. */
 const EVENT_CHOICES = ['*', ...WEBHOOK_EVENT_TYPES];
-
-/** A Unix time (seconds) as the console shows it, in UTC. */
-function shownTime(seconds: number | null): string {
-  if (seconds === null) return '';
-  return new Date(seconds * 1000)
-    .toISOString()
-    .replace('T', ' ')
-    .replace(/(\.\d+)?Z$/, ' UTC');
-}
 
 /**
  * Whether a path's webhook name and delivery id can name anything: a webhook name as the config
@@ -187,6 +180,28 @@ export function webhookPages(admin: Console): void {
     const enabled = single(form, 'enabled') === 'true';
     await changes.update(name, { enabled }, single(form, 'etag') ?? '');
     return enabled ? 'consoleWebhookEnabled' : 'consoleWebhookDisabled';
+  });
+  app.post('/admin/webhooks/:name/secret', async (request, reply) => {
+    const w = await admin.writer(request, reply);
+    if (!w) return reply;
+    const { name } = params(request);
+    if (!plausible(name, undefined)) return reply.callNotFound();
+    let secret: string;
+    try {
+      // The replaced secret keeps signing beside the new one (two `v1,` signatures) for the
+      // grace period, so receivers can move over without refusing a delivery.
+      secret = (
+        await admin
+          .webhookChanges(w.caller)
+          .rotateSecret(name, DEFAULT_SECRET_GRACE_SECONDS, single(w.form, 'etag') ?? '')
+      ).secret;
+    } catch (err) {
+      const refusal = admin.refused(request, err);
+      if (!refusal) throw err;
+      return webhookPage(request, reply, name, { error: refusal.message }, refusal.status);
+    }
+    // Shown on this answer only (no-store), as at creation: a redirect would lose it.
+    return webhookPage(request, reply, name, { notice: admin.text(request, 'consoleSecretRotated'), secret });
   });
   change(
     '/admin/webhooks/:name/delete',
