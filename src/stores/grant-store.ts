@@ -36,7 +36,9 @@ export type GrantType =
   /** A link sent by mail: password reset, address verification, registration (`records/email-links.ts`). */
   | 'email_link'
   /** An invitation to join an organization, sent by mail (`records/organization-invitations.ts`). */
-  | 'org_invitation';
+  | 'org_invitation'
+  /** A SAML single logout under way through the browser, from SP to SP (`records/saml-logouts.ts`). */
+  | 'saml_logout';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {

@@ -534,6 +534,13 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0021_webhooks': webhooksMigration,
+  '0022_saml_participants': {
+    async up(db: Kysely<unknown>) {
+      // A SAML service provider joins a session as a participant (SAML Profiles §4.4): its single
+      // logout repeats the NameID and SessionIndex it was given, kept here as JSON.
+      await db.schema.alterTable('session_participants').addColumn('saml', 'text').execute();
+    },
+  },
   '0023_saml_service_providers': samlServiceProvidersMigration,
 };
 

@@ -147,6 +147,8 @@ export interface SessionParticipantsTable {
   client_id: string;
   subject_id: string;
   expires_at: number;
+  /** A SAML SP's NameID and SessionIndex as JSON (`SamlParticipation`, 0022_saml_participants); null for a client. */
+  saml: string | null;
 }
 
 /** The back-channel logout outbox (0006_logout). */

@@ -25,7 +25,7 @@ import { checkCsrf } from '../csrf.js';
 import { formExpiredPage } from '../error-page.js';
 import { formRoute } from '../forms.js';
 import { language } from '../language.js';
-import { sendLoggedOut } from '../signed-out.js';
+import { type SignedOutPageServices, sendLoggedOut } from '../signed-out.js';
 import { type ConsoleDeps, consoleHome, type ConsoleRole, ConsoleSession } from './console-session.js';
 import { type Console, type ConsolePageServices, noticeOf, refusalOf, type SignedIn } from './console-page.js';
 import { organizationAdminPages } from './organization-admin-pages.js';
@@ -52,7 +52,8 @@ export type ConsoleServices = Pick<Services, 'basePath' | 'config' | 'events' | 
   BrowserServices &
   ConsoleSessionServices &
   ErrorPageServices &
-  FormServices;
+  FormServices &
+  SignedOutPageServices;
 
 /** The page a console sign-out ends on, below the issuer's path. */
 const CONSOLE_SIGNED_OUT_PATH = `${CONSOLE_PATH}/signed-out`;
