@@ -32,7 +32,7 @@
 // run starts from the filled size. Full results: bench/results/grants-scale-<timestamp>.json.
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -40,7 +40,7 @@ import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { Client } from 'undici';
-import { CLI, children, freePort, HOST, ROOT, runCli, startSigil, stopSigil } from './scale-kit.mjs';
+import { CLI, children, cpuSeconds, freePort, HOST, ROOT, runCli, startSigil, stopSigil } from './scale-kit.mjs';
 
 const SECRET = 'bench-secret';
 const FORM = 'application/x-www-form-urlencoded';
@@ -413,21 +413,6 @@ class PostgresDb {
 
 // ---------------------------------------------------------------------------------------------
 // The Sigil process.
-
-const CLK_TCK = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** CPU seconds (user + system, all threads) the process has used so far. */
-function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Scenarios.

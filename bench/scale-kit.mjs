@@ -1,8 +1,9 @@
 // What the store-scale benches share (grants-scale.mjs, scim-scale.mjs, organizations-scale.mjs):
 // a free port, the environment without the variables that would override a config file, the CLI
-// (`sigil migrate`), a `sigil start` process that resolves once it listens, and the clean-up of a
-// run: its processes killed, its PostgreSQL schemas dropped.
+// (`sigil migrate`), a `sigil start` process that resolves once it listens, the CPU time a process
+// used, and the clean-up of a run: its processes killed, its PostgreSQL schemas dropped.
 import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -99,6 +100,21 @@ export function stopSigil(child) {
     });
     child.kill('SIGTERM');
   });
+}
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU seconds (user + system, all threads) process `pid` has used so far. */
+export function cpuSeconds(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
 }
 
 /** The `p`th percentile (0 to 100) of ascending `sorted` (nearest rank). */

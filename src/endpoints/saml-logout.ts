@@ -76,10 +76,11 @@ async function receiveRequest(
 ): Promise<FastifyReply> {
   const now = nowSeconds();
   let logout: ReturnType<typeof ctx.saml.readLogoutRequest>;
+  const session = await sessionOf(ctx, request);
   try {
     logout = ctx.saml.readLogoutRequest(message, now);
-    // Every checked request leaves a replay record: the address's quota first, as for AuthnRequests.
-    await takeSamlRequestQuota(ctx, request.ip);
+    // Every checked request leaves a replay record: the quota first, as for AuthnRequests.
+    await takeSamlRequestQuota(ctx, request.ip, session?.subjectId);
     await ctx.saml.markUsed(logout, now);
   } catch (err) {
     if (err instanceof OAuthError) {
@@ -89,7 +90,6 @@ async function receiveRequest(
     if (!(err instanceof SamlRefused)) throw err;
     return refuse(ctx, request, reply, err.message);
   }
-  const session = await sessionOf(ctx, request);
   const ended = await endSessionOfRequest(ctx, logout, session?.sid);
   if (ended && ended.sid === session?.sid) clearSessionCookie(reply, ctx.issuer);
   request.log.info({ sp: logout.sp.entityId, ended: ended !== undefined }, 'SAML logout request');

@@ -104,7 +104,8 @@ export function samlEndpoints(app: FastifyInstance, ctx: SamlEndpointServices): 
 }
 
 /**
- * An SP's AuthnRequest: checked (refused on the error page), counted against its address's quota,
+ * An SP's AuthnRequest: checked (refused on the error page), counted against its user's quota (its
+ * address's without a session),
  * its ID recorded as used, then answered or sent to the pages.
  */
 async function receive(
@@ -117,7 +118,7 @@ async function receive(
   let authn: AuthnRequest;
   try {
     authn = ctx.saml.read(message, now);
-    await takeSamlRequestQuota(ctx, request.ip);
+    await takeSamlRequestQuota(ctx, request.ip, (await sessionOf(ctx, request))?.subjectId);
     await ctx.saml.markUsed(authn, now);
   } catch (err) {
     if (err instanceof OAuthError) return tooMany(ctx, request, reply, err);

@@ -23,17 +23,27 @@ import { type Decision, type DecisionFacts, type DecisionRequest, decide } from 
 export type SamlInteractionServices = Pick<Services, 'config' | 'limiter' | 'mfa' | 'saml' | 'store'>;
 
 /**
- * Counts a checked AuthnRequest against its address's quota (config `pendingLimits`:
- * `interactionsPerAddress` per `windowSeconds`) before its ID is stored: every request leaves a
- * replay record, also one answered at once from a live session, and nobody has authenticated yet.
+ * Counts a checked AuthnRequest against a quota (config `pendingLimits`: `interactionsPerAddress`
+ * per `windowSeconds`) before its ID is stored, since every request leaves a replay record, also
+ * one answered at once from a live session. A browser signed in counts against its user's quota:
+ * an office behind one address signs in to its SAML applications all morning, and one person
+ * there must not use up everyone's single sign-on. A browser without a session, of whom nothing
+ * is known, counts against its address's.
+ * @param subjectId the user of the browser's live session, if it has one
  * @throws OAuthError 429 `temporarily_unavailable` with `Retry-After` over the limit.
  */
-export async function takeSamlRequestQuota(ctx: SamlInteractionServices, ip: string): Promise<void> {
+export async function takeSamlRequestQuota(
+  ctx: SamlInteractionServices,
+  ip: string,
+  subjectId: string | undefined,
+): Promise<void> {
   const limits = ctx.config.pendingLimits;
+  const key =
+    subjectId !== undefined ? `saml-request:subject:${subjectId}` : `saml-request:address:${addressQuotaKey(ip)}`;
   await chargeQuota(
     ctx.limiter,
     'interaction_quota',
-    [{ key: `saml-request:address:${addressQuotaKey(ip)}`, limit: limits.interactionsPerAddress }],
+    [{ key, limit: limits.interactionsPerAddress }],
     limits.windowSeconds,
   );
 }

@@ -451,7 +451,7 @@ describe('refusals, each next to a control of the same shape', () => {
     expect((await b.post('/saml/sso', postForm(xml))).status).toBe(303);
   });
 
-  it('requests beyond the address quota: 429 with Retry-After, before the ID is stored', async () => {
+  it("requests beyond the quota (the address's, a signed-in user's own): 429 with Retry-After, before the ID is stored", async () => {
     const limited = await startSigil({
       saml: { enabled: true },
       samlServiceProviders: [{ entityId: SP_ENTITY, metadataXml: spMetadata(SP_ENTITY, [SP_ACS]) }],
@@ -464,6 +464,18 @@ describe('refusals, each next to a control of the same shape', () => {
       expect(over.status).toBe(429);
       expect(over.headers['retry-after']).toBeDefined();
       expect(over.body).not.toContain('SAMLResponse');
+      // A signed-in browser at the same address counts against its user's quota, not the
+      // address's: one person there does not use up the others' single sign-on.
+      for (const user of ['alice', 'bob']) {
+        const signedIn = new Browser(limited);
+        await signedIn.signIn(user);
+        for (let i = 0; i < 2; i++) {
+          const answered = await signedIn.get(redirectPath(authnRequest(ISSUER)));
+          expect(answered.status, answered.body).toBe(200);
+          expect(answered.body).toContain('SAMLResponse');
+        }
+        expect((await signedIn.get(redirectPath(authnRequest(ISSUER)))).status).toBe(429);
+      }
     } finally {
       await limited.close();
     }
