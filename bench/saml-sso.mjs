@@ -129,7 +129,9 @@ async function turn(base, child, cookie, kind) {
     connections: CONNECTIONS,
     duration: DURATION,
     headers: { cookie },
-    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: kind === 'oidc' ? OIDC_PATH : samlPath(base) }) }],
+    requests: [
+      { method: 'GET', setupRequest: (req) => ({ ...req, path: kind === 'oidc' ? OIDC_PATH : samlPath(base) }) },
+    ],
     setupClient: (client) =>
       client.on('response', (status) => {
         if (status !== expected) wrong++;
