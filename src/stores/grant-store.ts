@@ -36,7 +36,9 @@ export type GrantType =
   /** A link sent by mail: password reset, address verification, registration (`records/email-links.ts`). */
   | 'email_link'
   /** An invitation to join an organization, sent by mail (`records/organization-invitations.ts`). */
-  | 'org_invitation';
+  | 'org_invitation'
+  /** A CIBA request waiting for, or holding, its user's answer (`records/backchannel-requests.ts`). */
+  | 'backchannel_request';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {
