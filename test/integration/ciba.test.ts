@@ -5,7 +5,9 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { jwtVerify } from 'jose';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientSchema } from '../../src/config/schema/client.js';
 import { hashHandle } from '../../src/crypto/handles.js';
@@ -40,6 +42,8 @@ let sigil: TestSigil;
 let smtp: SmtpReceiver;
 let receiver: Server;
 const pings: Ping[] = [];
+/** Sigil's log lines (warnings and above). */
+const logLines: string[] = [];
 
 beforeAll(async () => {
   smtp = await new SmtpReceiver().start();
@@ -59,22 +63,40 @@ beforeAll(async () => {
     allowOfflineAccess: true,
     pollingInterval: 1,
   };
-  sigil = await startSigil({
-    email: { smtpUrl: smtp.url, from: 'id@acme.example' },
-    pendingLimits: { backchannelRequestsPerUser: 25 },
-    clients: [
-      ...(testConfig().clients ?? []),
-      { clientId: 'speaker', clientName: 'Smart Speaker', clientSecrets: ['speaker-secret'], ...ciba },
-      {
-        clientId: 'kiosk',
-        clientName: 'Bank Kiosk',
-        clientSecrets: ['kiosk-secret'],
-        ...ciba,
-        backchannelTokenDeliveryMode: 'ping',
-        backchannelClientNotificationEndpoint: `http://127.0.0.1:${port}/cb`,
-      },
-    ],
+  const log = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logLines.push(chunk.toString());
+      done();
+    },
   });
+  sigil = await startSigil(
+    {
+      email: { smtpUrl: smtp.url, from: 'id@acme.example' },
+      pendingLimits: { backchannelRequestsPerUser: 25 },
+      clients: [
+        ...(testConfig().clients ?? []),
+        { clientId: 'speaker', clientName: 'Smart Speaker', clientSecrets: ['speaker-secret'], ...ciba },
+        {
+          clientId: 'kiosk',
+          clientName: 'Bank Kiosk',
+          clientSecrets: ['kiosk-secret'],
+          ...ciba,
+          backchannelTokenDeliveryMode: 'ping',
+          backchannelClientNotificationEndpoint: `http://127.0.0.1:${port}/cb`,
+        },
+        // Its URLs were chosen by whoever registered it: the ping goes under the SSRF guard.
+        {
+          clientId: 'agent',
+          clientSecrets: ['agent-secret'],
+          ...ciba,
+          registeredDynamically: true,
+          backchannelTokenDeliveryMode: 'ping',
+          backchannelClientNotificationEndpoint: `http://127.0.0.1:${port}/cb`,
+        },
+      ],
+    },
+    { logger: pino({ level: 'warn' }, log) },
+  );
 });
 afterAll(async () => {
   await sigil?.close();
@@ -198,7 +220,24 @@ describe('ping mode', () => {
     expect(ping.headers.authorization).toBe('Bearer ping-token.123');
     expect(ping.headers['content-type']).toBe('application/json');
     expect(JSON.parse(ping.body)).toEqual({ auth_req_id: id });
-    expect((await poll(id, PING)).statusCode).toBe(200);
+    // Two polls at once after the ping: exactly one gets tokens.
+    const both = await Promise.all([poll(id, PING), poll(id, PING)]);
+    expect(both.map((r) => r.statusCode).sort()).toEqual([200, 400]);
+  });
+
+  it('never pings a loopback address for a client whose URLs a caller chose; the client still polls', async () => {
+    const agent: BasicCredentials = ['agent', 'agent-secret'];
+    const before = pings.length;
+    const id = await start({ client_notification_token: 'agent-token' }, agent);
+    const alice = await signedIn('alice');
+    expect((await answer(alice, id, 'approve')).status).toBe(200);
+    const logged = await settled(
+      async () => logLines.some((l) => l.includes('CIBA ping failed') && l.includes('"agent"')),
+      (found) => found,
+    );
+    expect(logged).toBe(true);
+    expect(pings.length).toBe(before);
+    expect((await poll(id, agent)).statusCode).toBe(200);
   });
 
   it('needs a client_notification_token, a bearer token of at most 1024 characters', async () => {
