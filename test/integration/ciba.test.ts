@@ -14,9 +14,11 @@ import { hashHandle } from '../../src/crypto/handles.js';
 import { Browser, input } from '../authorize-helpers.js';
 import {
   type BasicCredentials,
+  dropSchema,
   expectNoLeak,
   fetchJwks,
   passwordTokens,
+  POSTGRES_URL,
   postForm,
   settled,
   sleep,
@@ -25,12 +27,21 @@ import {
   type TestSigil,
   tokenRequest,
   type TokenBody,
+  uniqueSchema,
 } from '../helpers.js';
 import { SmtpReceiver } from '../smtp-receiver.js';
 
 const GRANT = 'urn:openid:params:grant-type:ciba';
 const POLL: BasicCredentials = ['speaker', 'speaker-secret'];
 const PING: BasicCredentials = ['kiosk', 'kiosk-secret'];
+
+/** The settings of the suite's CIBA clients. */
+const ciba = {
+  allowedGrantTypes: [GRANT],
+  allowedScopes: ['openid', 'profile', 'email', 'offline_access'],
+  allowOfflineAccess: true,
+  pollingInterval: 1,
+};
 
 /** What the loopback notification endpoint received. */
 interface Ping {
@@ -57,12 +68,6 @@ beforeAll(async () => {
   });
   await new Promise<void>((ok) => receiver.listen(0, '127.0.0.1', ok));
   const port = (receiver.address() as AddressInfo).port;
-  const ciba = {
-    allowedGrantTypes: [GRANT],
-    allowedScopes: ['openid', 'profile', 'email', 'offline_access'],
-    allowOfflineAccess: true,
-    pollingInterval: 1,
-  };
   const log = new Writable({
     write(chunk: Buffer, _encoding, done) {
       logLines.push(chunk.toString());
@@ -105,13 +110,13 @@ afterAll(async () => {
 });
 
 /** `POST /connect/ciba`. */
-function cibaRequest(params: Record<string, string>, auth: BasicCredentials | undefined = POLL) {
-  return postForm(sigil, '/connect/ciba', params, auth);
+function cibaRequest(params: Record<string, string>, auth: BasicCredentials | undefined = POLL, s = sigil) {
+  return postForm(s, '/connect/ciba', params, auth);
 }
 
 /** A CIBA request that must succeed; its `auth_req_id`. */
-async function start(params: Record<string, string> = {}, auth = POLL): Promise<string> {
-  const res = await cibaRequest({ scope: 'openid profile', login_hint: 'alice', ...params }, auth);
+async function start(params: Record<string, string> = {}, auth = POLL, s = sigil): Promise<string> {
+  const res = await cibaRequest({ scope: 'openid profile', login_hint: 'alice', ...params }, auth, s);
   expect(res.statusCode, res.body).toBe(200);
   expect(res.headers['cache-control']).toBe('no-store');
   const body = res.json<{ auth_req_id: string; expires_in: number; interval: number }>();
@@ -120,8 +125,8 @@ async function start(params: Record<string, string> = {}, auth = POLL): Promise<
 }
 
 /** A token request of the CIBA grant. */
-function poll(authReqId: string, auth = POLL) {
-  return tokenRequest(sigil, { grant_type: GRANT, auth_req_id: authReqId }, auth);
+function poll(authReqId: string, auth = POLL, s = sigil) {
+  return tokenRequest(s, { grant_type: GRANT, auth_req_id: authReqId }, auth);
 }
 
 /** Expects an OAuth error answer. */
@@ -132,8 +137,8 @@ function expectError(res: { statusCode: number; body: string; json: <T>() => T }
 }
 
 /** A browser signed in as `user`. */
-async function signedIn(user: string): Promise<Browser> {
-  const b = new Browser(sigil);
+async function signedIn(user: string, s = sigil): Promise<Browser> {
+  const b = new Browser(s);
   await b.signIn(user);
   return b;
 }
@@ -368,5 +373,31 @@ describe('discovery', () => {
     expect(doc.backchannel_user_code_parameter_supported).toBe(false);
     expect(doc).not.toHaveProperty('backchannel_authentication_request_signing_alg_values_supported');
     expect(doc.grant_types_supported).toContain(GRANT);
+  });
+});
+
+describe('on PostgreSQL', () => {
+  const schema = uniqueSchema('sigil_ciba');
+  let pg: TestSigil;
+  beforeAll(async () => {
+    pg = await startSigil({
+      storage: `${POSTGRES_URL}?schema=${schema}`,
+      clients: [{ clientId: 'speaker', clientName: 'Smart Speaker', clientSecrets: ['speaker-secret'], ...ciba }],
+    });
+  });
+  afterAll(async () => {
+    await pg?.close();
+    await dropSchema(schema);
+  });
+
+  it('lists the request to its user, who approves it; tokens once', async () => {
+    const id = await start({ binding_message: 'PG-1' }, POLL, pg);
+    expectError(await poll(id, POLL, pg), 'authorization_pending');
+    const alice = await signedIn('alice', pg);
+    expect((await requestForm(alice)).body).toContain('PG-1');
+    expect((await answer(alice, id, 'approve')).status).toBe(200);
+    await sleep(1100);
+    expect((await poll(id, POLL, pg)).statusCode).toBe(200);
+    expectError(await poll(id, POLL, pg), 'invalid_grant');
   });
 });
