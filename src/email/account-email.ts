@@ -112,7 +112,7 @@ export class AccountEmail {
    * Tells a user that an application asks for their approval (OpenID CIBA Core 1.0 §7): a mail
    * linking to the approval page. It carries no handle: the page needs the user signed in, and
    * shows the requests waiting for them. The number of such mails is bounded by the requests a
-   * user may be asked (`pendingLimits.backchannelRequestsPerUser`).
+   * client may make for a user (`pendingLimits.backchannelRequestsPerUserAndClient`).
    * @param link the absolute URL of `/account/requests`
    * @throws Error when the SMTP server does not take the message.
    */

@@ -8,8 +8,8 @@
  * a ping-mode request keeps the id itself too, since the ping must carry it (§10.2). It grants
  * nothing alone: redeeming it takes the authentication of a confidential client (§7.1).
  *
- * Nobody is flooded: requests count per client and per user (`pendingLimits`), so no client can
- * fill one user's page or mailbox; and only the user the request names sees it and may answer it.
+ * Nobody is flooded: requests count per client and per user and client (`pendingLimits`), so no
+ * client can fill one user's page or mailbox, nor use up what other clients may ask; and only the user the request names sees it and may answer it.
  */
 import type { Logger } from 'pino';
 import type { Services } from '../services.js';
@@ -113,7 +113,8 @@ export async function startBackchannelRequest(
     'backchannel_quota',
     [
       { key: `ciba:client:${client.clientId}`, limit: limits.backchannelRequestsPerClient },
-      { key: `ciba:user:${user.subjectId}`, limit: limits.backchannelRequestsPerUser },
+      // Per user and client, not per user: a client that asks too often holds back its own requests only.
+      { key: `ciba:user:${client.clientId}:${user.subjectId}`, limit: limits.backchannelRequestsPerUserAndClient },
     ],
     limits.windowSeconds,
   );

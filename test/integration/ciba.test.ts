@@ -77,7 +77,7 @@ beforeAll(async () => {
   sigil = await startSigil(
     {
       email: { smtpUrl: smtp.url, from: 'id@acme.example' },
-      pendingLimits: { backchannelRequestsPerUser: 25 },
+      pendingLimits: { backchannelRequestsPerUserAndClient: 25 },
       clients: [
         ...(testConfig().clients ?? []),
         { clientId: 'speaker', clientName: 'Smart Speaker', clientSecrets: ['speaker-secret'], ...ciba },
@@ -355,12 +355,12 @@ describe('the approval page', () => {
 });
 
 describe('limits', () => {
-  it('bounds the requests one user may be asked, whatever the client', async () => {
-    // Bob was asked once above.
+  it('bounds the requests one client may make for one user, and holds back no other client', async () => {
+    // The speaker asked Bob once above.
     for (let i = 0; i < 24; i++) await start({ login_hint: 'bob' });
-    const over = await cibaRequest({ scope: 'openid', login_hint: 'bob', client_notification_token: 't' }, PING);
-    expectError(over, 'temporarily_unavailable', 429);
-    // Nothing else is held back: another user is still asked.
+    expectError(await cibaRequest({ scope: 'openid', login_hint: 'bob' }), 'temporarily_unavailable', 429);
+    // Nothing else is held back: another client still asks Bob, the speaker still asks Alice.
+    await start({ login_hint: 'bob', client_notification_token: 'kiosk-token' }, PING);
     await start({ login_hint: 'alice' });
   });
 });

@@ -58,9 +58,9 @@ export const pendingLimits = z.strictObject({
     description: 'CIBA requests (/connect/ciba) one client may start per window',
     spec: 'OpenID CIBA Core 1.0 §7',
   }),
-  backchannelRequestsPerUser: z.number().int().positive().default(10).meta({
+  backchannelRequestsPerUserAndClient: z.number().int().positive().default(10).meta({
     description:
-      'CIBA requests one user may be asked per window, of all clients together: no client floods a user with requests or mails',
+      "CIBA requests one client may make for one user per window: no client floods a user with requests or mails, and none uses up another client's",
     spec: 'OpenID CIBA Core 1.0 §7',
   }),
   dpopProofsPerAddress: z.number().int().positive().default(600).meta({
@@ -78,7 +78,7 @@ export const PENDING_LIMITS_DEFAULTS = {
   deviceAuthorizationsPerAddress: 30,
   deviceAuthorizationsPerClient: 1000,
   backchannelRequestsPerClient: 1000,
-  backchannelRequestsPerUser: 10,
+  backchannelRequestsPerUserAndClient: 10,
   dpopProofsPerAddress: 600,
 };
 
