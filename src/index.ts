@@ -22,6 +22,15 @@ export type { DPoPProof } from './validation/dpop.js';
 export type { ResourceOwnerValidator, ResourceOwnerRequest } from './grants/password.js';
 export { TOKEN_EXCHANGE, ACCESS_TOKEN_TYPE } from './grants/token-exchange.js';
 export type { User } from './users/users.js';
+export type {
+  HookClient,
+  HookFunction,
+  HookFunctions,
+  PostLoginEvent,
+  PreRegistrationEvent,
+  PreTokenEvent,
+} from './webhooks/hooks.js';
+export type { DenyAnswer, HookDenial, PreTokenAnswer } from './webhooks/hook-answers.js';
 export { DirectoryUnavailable, type UserDirectory } from './users/directory.js';
 export type {
   ClientProfileRequest,

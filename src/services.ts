@@ -32,6 +32,7 @@ import type { LogoutService } from './logout/logout.js';
 import type { WebAuthnService } from './mfa/webauthn.js';
 import type { PasskeyCeremonies } from './mfa/passkey-ceremonies.js';
 import type { ClientRegistrations } from './admin/registrations.js';
+import type { SamlServiceProviderAdmin } from './admin/saml-service-providers.js';
 import type { AccountEmail } from './email/account-email.js';
 import type { AccountService } from './users/account.js';
 import type { ClientAdmin } from './admin/clients.js';
@@ -48,6 +49,7 @@ import type { OrganizationInvitations } from './email/organization-invitations.j
 import type { Organizations } from './organizations/registry.js';
 import type { SamlIdentityProvider } from './saml/identity-provider.js';
 import type { WebhookAdmin } from './admin/webhooks.js';
+import type { SyncHooks } from './webhooks/hooks.js';
 
 /** The admin services (src/admin/) as the management API uses them on a running node. */
 export interface Management {
@@ -81,6 +83,12 @@ export interface Management {
    * each change is in force on this node when it returns, on the others within about a second.
    */
   webhooks: WebhookAdmin;
+  /**
+   * SAML service providers (config-file read-only, stored ones managed); each change is in force
+   * on this node when it returns (it reloads the SSO endpoints' registry), on the others within
+   * about a second.
+   */
+  samlServiceProviders: SamlServiceProviderAdmin;
   /** Re-reads the stored clients on this node now (other nodes do within `signingKeys.reloadSeconds`). */
   reloadClients(): Promise<void>;
   /** Re-reads the signing keys on this node now. */
@@ -114,6 +122,8 @@ export interface ProtocolServices {
    * its maps replaced on each change (`Resources.sourceOf` tells where an item is defined).
    */
   resources: Resources;
+  /** The synchronous hooks (preToken, postLogin, preRegistration): receivers of the config or a library user's functions. */
+  hooks: SyncHooks;
   tokens: TokenService;
   /** Clients' public keys (`jwks`, `jwksUri`) for client assertions and request objects. */
   clientKeys: ClientKeys;

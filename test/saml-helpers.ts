@@ -8,10 +8,10 @@
 // @peculiar/x509 resolves its algorithms through tsyringe, which needs the Reflect metadata API first.
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
-import { createSign, generateKeyPairSync, randomBytes, webcrypto } from 'node:crypto';
+import { createSign, createVerify, generateKeyPairSync, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { deflateRawSync } from 'node:zlib';
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import { X509CertificateGenerator } from '@peculiar/x509';
 import { DOMParser } from '@xmldom/xmldom';
 import { SignedXml } from 'xml-crypto';
@@ -55,7 +55,7 @@ export function spMetadata(
   entityId: string,
   acs: string[],
   certificate?: string,
-  extra: { authnRequestsSigned?: boolean } = {},
+  extra: { authnRequestsSigned?: boolean; slo?: { url: string; binding: 'redirect' | 'post' } } = {},
 ): string {
   const key = certificate
     ? `<md:KeyDescriptor use="signing"><ds:KeyInfo xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:X509Data><ds:X509Certificate>${certificate}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor>`
@@ -67,7 +67,10 @@ export function spMetadata(
     )
     .join('');
   const signed = extra.authnRequestsSigned ? ' AuthnRequestsSigned="true"' : '';
-  return `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="${entityId}"><md:SPSSODescriptor protocolSupportEnumeration="${NS_P}"${signed}>${key}${services}</md:SPSSODescriptor></md:EntityDescriptor>`;
+  const slo = extra.slo
+    ? `<md:SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:${extra.slo.binding === 'post' ? 'HTTP-POST' : 'HTTP-Redirect'}" Location="${extra.slo.url}"/>`
+    : '';
+  return `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="${entityId}"><md:SPSSODescriptor protocolSupportEnumeration="${NS_P}"${signed}>${key}${slo}${services}</md:SPSSODescriptor></md:EntityDescriptor>`;
 }
 
 /** What an AuthnRequest says. */
@@ -116,6 +119,83 @@ export function idOf(xml: string): string {
   return /\bID="([^"]+)"/.exec(xml)?.[1] ?? '';
 }
 
+/** What an SP's LogoutRequest says (SAML Core §3.7.1). */
+export interface LogoutShape {
+  id?: string;
+  issuer?: string;
+  destination?: string | null;
+  nameId: string;
+  format?: string;
+  spNameQualifier?: string;
+  sessionIndex?: string;
+  notOnOrAfter?: string;
+  issueInstant?: string;
+}
+
+/** An SP's LogoutRequest's XML. */
+export function logoutRequest(idp: string, shape: LogoutShape): string {
+  const attrs = [
+    `ID="${shape.id ?? requestId()}"`,
+    'Version="2.0"',
+    `IssueInstant="${shape.issueInstant ?? new Date().toISOString()}"`,
+    ...(shape.destination === null ? [] : [`Destination="${shape.destination ?? `${idp}/saml/slo`}"`]),
+    ...(shape.notOnOrAfter ? [`NotOnOrAfter="${shape.notOnOrAfter}"`] : []),
+  ];
+  const format = shape.format ? ` Format="${shape.format}"` : '';
+  const qualifier = shape.spNameQualifier ? ` SPNameQualifier="${shape.spNameQualifier}"` : '';
+  const index = shape.sessionIndex ? `<samlp:SessionIndex>${shape.sessionIndex}</samlp:SessionIndex>` : '';
+  return `<samlp:LogoutRequest xmlns:samlp="${NS_P}" xmlns:saml="${NS_A}" ${attrs.join(' ')}><saml:Issuer>${shape.issuer ?? SP_ENTITY}</saml:Issuer><saml:NameID${qualifier}${format}>${shape.nameId}</saml:NameID>${index}</samlp:LogoutRequest>`;
+}
+
+/** An SP's LogoutResponse's XML (Success unless `status` says otherwise). */
+export function logoutResponse(
+  idp: string,
+  shape: { inResponseTo: string; issuer?: string; status?: string; destination?: string },
+): string {
+  const status = shape.status ?? 'urn:oasis:names:tc:SAML:2.0:status:Success';
+  return `<samlp:LogoutResponse xmlns:samlp="${NS_P}" xmlns:saml="${NS_A}" ID="${requestId()}" Version="2.0" IssueInstant="${new Date().toISOString()}" Destination="${shape.destination ?? `${idp}/saml/slo`}" InResponseTo="${shape.inResponseTo}"><saml:Issuer>${shape.issuer ?? SP_ENTITY}</saml:Issuer><samlp:Status><samlp:StatusCode Value="${status}"/></samlp:Status></samlp:LogoutResponse>`;
+}
+
+/** A message Sigil sent through the browser in the HTTP-Redirect binding, decoded from its URL. */
+export interface RedirectedMessage {
+  /** The URL without its query. */
+  location: string;
+  xml: string;
+  doc: Document;
+  relayState: string | undefined;
+  /** Whether the query's signature (SAML Bindings §3.4.4.1) verifies with `certificate`. */
+  verifies(certificate: string): boolean;
+}
+
+/** Decodes a SAMLRequest or SAMLResponse redirect URL of Sigil's. */
+export function redirectedMessage(url: string): RedirectedMessage {
+  const at = url.indexOf('?');
+  const raw = Object.fromEntries(
+    url
+      .slice(at + 1)
+      .split('&')
+      .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+  ) as Record<string, string>;
+  const field = raw.SAMLRequest !== undefined ? 'SAMLRequest' : 'SAMLResponse';
+  const xml = inflateRawSync(Buffer.from(decodeURIComponent(raw[field] ?? ''), 'base64')).toString('utf8');
+  return {
+    location: url.slice(0, at),
+    xml,
+    doc: new DOMParser().parseFromString(xml, 'text/xml') as unknown as Document,
+    relayState: raw.RelayState === undefined ? undefined : decodeURIComponent(raw.RelayState),
+    verifies(certificate) {
+      const octets = [field, 'RelayState', 'SigAlg']
+        .filter((name) => raw[name] !== undefined)
+        .map((name) => `${name}=${raw[name]}`)
+        .join('&');
+      const pem = `-----BEGIN CERTIFICATE-----\n${certificate.match(/.{1,64}/g)?.join('\n')}\n-----END CERTIFICATE-----\n`;
+      return createVerify('RSA-SHA256')
+        .update(octets)
+        .verify(new X509Certificate(pem).publicKey, Buffer.from(decodeURIComponent(raw.Signature ?? ''), 'base64'));
+    },
+  };
+}
+
 /** Signs an AuthnRequest with an enveloped signature after its Issuer, as an SP does for HTTP-POST. */
 export function signRequest(xml: string, keys: SpKeys): string {
   const sig = new SignedXml({
@@ -135,27 +215,37 @@ export function signRequest(xml: string, keys: SpKeys): string {
   return sig.getSignedXml();
 }
 
-/** The form of an HTTP-POST binding request. */
-export function postForm(xml: string, relayState?: string): Record<string, string> {
+/** The form of an HTTP-POST binding message (a request unless `field` says otherwise). */
+export function postForm(
+  xml: string,
+  relayState?: string,
+  field: 'SAMLRequest' | 'SAMLResponse' = 'SAMLRequest',
+): Record<string, string> {
   return {
-    SAMLRequest: Buffer.from(xml).toString('base64'),
+    [field]: Buffer.from(xml).toString('base64'),
     ...(relayState !== undefined ? { RelayState: relayState } : {}),
   };
 }
 
 /**
- * The path and query of an HTTP-Redirect binding request (DEFLATE, base64, URL-encoded), signed over
- * the query octets (SAML Bindings §3.4.4.1) when `keys` are given.
+ * The path and query of an HTTP-Redirect binding message (DEFLATE, base64, URL-encoded), signed over
+ * the query octets (SAML Bindings §3.4.4.1) when `keys` are given: an AuthnRequest to /saml/sso
+ * unless `to` says otherwise.
  */
-export function redirectPath(xml: string, relayState?: string, keys?: SpKeys): string {
-  const parts = [`SAMLRequest=${encodeURIComponent(deflateRawSync(Buffer.from(xml)).toString('base64'))}`];
+export function redirectPath(
+  xml: string,
+  relayState?: string,
+  keys?: SpKeys,
+  to: { path: string; field: 'SAMLRequest' | 'SAMLResponse' } = { path: '/saml/sso', field: 'SAMLRequest' },
+): string {
+  const parts = [`${to.field}=${encodeURIComponent(deflateRawSync(Buffer.from(xml)).toString('base64'))}`];
   if (relayState !== undefined) parts.push(`RelayState=${encodeURIComponent(relayState)}`);
   if (keys) {
     parts.push(`SigAlg=${encodeURIComponent(RSA_SHA256)}`);
     const signature = createSign('RSA-SHA256').update(parts.join('&')).sign(keys.privateKeyPem, 'base64');
     parts.push(`Signature=${encodeURIComponent(signature)}`);
   }
-  return `/saml/sso?${parts.join('&')}`;
+  return `${to.path}?${parts.join('&')}`;
 }
 
 /** What an auto-posting Response page carries: where it posts and the decoded Response. */
@@ -166,15 +256,15 @@ export interface PostedResponse {
   relayState: string | undefined;
 }
 
-/** Reads the form_post page that carries a SAML Response; fails when the page is not one. */
+/** Reads the form_post page that carries a SAML Response (or a request, as a LogoutRequest); fails when the page is not one. */
 export function postedResponse(html: string): PostedResponse {
   const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1];
   const value = (name: string) => {
     const m = new RegExp(`name="${name}" value="([^"]*)"`).exec(html);
     return m ? unescapeHtml(m[1] ?? '') : undefined;
   };
-  const response = value('SAMLResponse');
-  if (!action || response === undefined) throw new Error(`not a SAML Response page:\n${html.slice(0, 2000)}`);
+  const response = value('SAMLResponse') ?? value('SAMLRequest');
+  if (!action || response === undefined) throw new Error(`not a SAML message page:\n${html.slice(0, 2000)}`);
   const xml = Buffer.from(response, 'base64').toString('utf8');
   return {
     action: unescapeHtml(action),
@@ -211,10 +301,15 @@ export function attributes(doc: Document): Record<string, string[]> {
 }
 
 /**
- * Verifies the signature of the element `node` (`urn:…:protocol:Response` or `urn:…:assertion:Assertion`)
- * of a Response with xmlsec1 against the IdP's certificate from its metadata; returns whether it verified.
+ * Verifies the signature of the element `node` (a protocol message of `urn:…:protocol`, or
+ * `urn:…:assertion:Assertion` in a Response) with xmlsec1 against the IdP's certificate from its metadata; returns whether it verified.
  */
-export function xmlsecVerifies(dir: string, xml: string, certificate: string, node: 'Response' | 'Assertion'): boolean {
+export function xmlsecVerifies(
+  dir: string,
+  xml: string,
+  certificate: string,
+  node: 'Response' | 'Assertion' | 'LogoutRequest' | 'LogoutResponse',
+): boolean {
   const file = join(dir, `response-${randomBytes(4).toString('hex')}.xml`);
   const pem = join(dir, `idp-${randomBytes(4).toString('hex')}.pem`);
   writeFileSync(file, xml);
@@ -222,7 +317,7 @@ export function xmlsecVerifies(dir: string, xml: string, certificate: string, no
     pem,
     `-----BEGIN CERTIFICATE-----\n${certificate.match(/.{1,64}/g)?.join('\n')}\n-----END CERTIFICATE-----\n`,
   );
-  const ns = node === 'Response' ? NS_P : NS_A;
+  const ns = node === 'Assertion' ? NS_A : NS_P;
   try {
     execFileSync(
       'xmlsec1',

@@ -1,7 +1,8 @@
 /**
  * A webhook receiver for the tests: a real HTTP server on a loopback port that verifies every
  * delivery with the `standardwebhooks` package (as a receiver would), records it, and answers as
- * the test says (a status per delivery, a hang, a huge body).
+ * the test says (a status per delivery, a hang, a huge body, or a JSON answer, optionally signed,
+ * as a synchronous hook's receiver gives).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,8 +19,22 @@ export interface Received {
   path: string;
 }
 
-/** How the receiver answers one delivery: a status (default 204), `hang` (never answers), `huge` (200 and 50 MB). */
-export type Reply = number | 'hang' | 'huge';
+/**
+ * A JSON answer (a synchronous hook's): `status` (default 200), the body, and a Standard Webhooks
+ * signature with `signWith` (a secret) for message `signId` (default: the request's `webhook-id`).
+ */
+export interface JsonReply {
+  status?: number;
+  json: unknown;
+  signWith?: string;
+  signId?: string;
+}
+
+/**
+ * How the receiver answers one delivery: a status (default 204), `hang` (never answers), `huge`
+ * (200 and 50 MB, streamed without a length), or a JSON answer.
+ */
+export type Reply = number | 'hang' | 'huge' | JsonReply;
 
 /** A running receiver. */
 export interface Receiver {
@@ -95,6 +110,19 @@ export async function startReceiver(secrets: string[] = []): Promise<Receiver> {
         };
         res.on('error', () => {});
         more();
+        return;
+      }
+      if (typeof reply === 'object') {
+        const text = JSON.stringify(reply.json);
+        const signature: Record<string, string> = {};
+        if (reply.signWith) {
+          const id = reply.signId ?? headers['webhook-id'];
+          const at = new Date();
+          signature['webhook-id'] = id;
+          signature['webhook-timestamp'] = String(Math.floor(at.getTime() / 1000));
+          signature['webhook-signature'] = new Webhook(reply.signWith).sign(id, at, text);
+        }
+        res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...signature }).end(text);
         return;
       }
       res.writeHead(reply).end();

@@ -15,6 +15,7 @@ import type { ManagedKind, ResourceAdmin, ResourceView } from './resources.js';
 import type { SessionAdmin } from './sessions.js';
 import type { DeliveryLogEntry } from '../stores/webhook-outbox.js';
 import type { WebhookAdmin, WebhookView } from './webhooks.js';
+import type { SamlServiceProviderAdmin, SamlServiceProviderView } from './saml-service-providers.js';
 
 /** The services a change uses (the running node's `ctx.management`, and its event bus). */
 export interface ChangeServices {
@@ -324,6 +325,60 @@ export class AuditedWebhookChanges {
     this.audit('webhook.ping', name, { delivery: entry.id });
     return entry;
   }
+}
+
+/**
+ * The changes of SAML service providers (/admin/v1/saml-service-providers), each audited
+ * `saml_service_provider.*` with the entity ID as its target; the metadata appears as `(set)` or
+ * `(changed)`, never its text (up to 100,000 characters).
+ */
+export class AuditedSamlServiceProviderChanges {
+  constructor(
+    private readonly sps: SamlServiceProviderAdmin,
+    private readonly origin: ChangeOrigin,
+  ) {}
+
+  private audit(action: string, entityId: string, changes: Record<string, unknown> = {}): void {
+    emitAdminChange(
+      this.origin.events,
+      this.origin.endpoint,
+      this.origin.actor,
+      action,
+      { type: 'saml_service_provider', id: entityId },
+      changes,
+    );
+  }
+
+  /** `SamlServiceProviderAdmin.create`; the event lists the settings. */
+  async create(body: unknown): Promise<SamlServiceProviderView> {
+    const view = await this.sps.create(body);
+    const { etag: _etag, effective: _effective, source: _source, ...settings } = view;
+    this.audit('saml_service_provider.create', view.entityId, spChanges(settings));
+    return view;
+  }
+
+  /** `SamlServiceProviderAdmin.update`; the event lists the changed settings with their new values. */
+  async update(entityId: string, patch: unknown, ifMatch: string): Promise<SamlServiceProviderView> {
+    const { view, changed } = await this.sps.update(entityId, patch, ifMatch);
+    const settings = view as unknown as Record<string, unknown>;
+    this.audit(
+      'saml_service_provider.update',
+      entityId,
+      spChanges(Object.fromEntries(changed.map((f) => [f, settings[f] ?? null])), '(changed)'),
+    );
+    return view;
+  }
+
+  /** `SamlServiceProviderAdmin.delete`. */
+  async delete(entityId: string, ifMatch: string | undefined): Promise<void> {
+    await this.sps.delete(entityId, ifMatch);
+    this.audit('saml_service_provider.delete', entityId);
+  }
+}
+
+/** An SP's settings as an audit event's changes: `metadataXml` named, not given. */
+function spChanges(settings: Record<string, unknown>, mark = '(set)'): Record<string, unknown> {
+  return 'metadataXml' in settings && settings.metadataXml != null ? { ...settings, metadataXml: mark } : settings;
 }
 
 /** An organization as an audit event's changes: every field but its ETag. */

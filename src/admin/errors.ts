@@ -4,6 +4,7 @@
  * an exit code, a management API to an HTTP status (409 for a config-file item, which is
  * read-only through it).
  */
+import type * as z from 'zod';
 import { secretDigest, sha256 } from '../crypto/handles.js';
 
 /**
@@ -89,6 +90,14 @@ export class AdminError extends Error {
 /** An `invalid` AdminError naming `field` (a path within the input: `domains.2`). */
 export function invalidField(field: string, message: string): AdminError {
   return new AdminError('invalid', `${field}: ${message}`, field, [{ path: field, message }]);
+}
+
+/** `body` parsed by `schema`. @throws AdminError `invalid` naming each problem by its field path. */
+export function parseOrRefuse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const problems: FieldProblem[] = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+  throw new AdminError('invalid', `${problems[0]?.path}: ${problems[0]?.message}`, problems[0]?.path, problems);
 }
 
 /** Whether `value` is a JSON object (not null, not an array), as client metadata and user claims must be. */

@@ -27,6 +27,7 @@ import { OAuthError } from '../protocol/errors.js';
 import type { ClientRegistration, InitialAccessToken, RegistrationStore } from '../stores/client-registrations.js';
 import type { EventBus, RequestOrigin } from '../events/events.js';
 import type { TokenService } from '../tokens/tokens.js';
+import type { SyncHooks } from '../webhooks/hooks.js';
 import { boundKey } from '../tokens/tokens.js';
 import { AdminError } from './errors.js';
 import type { ClientAdmin } from './clients.js';
@@ -65,6 +66,8 @@ export interface RegistrationServices {
   fetchText: (url: string) => Promise<string>;
   /** Audit events: `client_registered`, `client_updated`, `client_deleted`. */
   events: EventBus;
+  /** The `preRegistration` hook, asked before a client is registered. */
+  hooks: Pick<SyncHooks, 'has' | 'preRegistration'>;
   log: Logger;
 }
 
@@ -135,7 +138,8 @@ export class ClientRegistrations {
    * @param origin who asked, for the audit event
    * @returns the 201 response body, with the client secret (shown this once) and the registration access token
    * @throws OAuthError 401 without or with a bad, expired or used-up initial access token
-   *   (unless open), 403 `insufficient_scope`, 400 RFC 7591 §3.2.2 errors
+   *   (unless open), 403 `insufficient_scope`, 400 RFC 7591 §3.2.2 errors, 400 `access_denied`
+   *   when the `preRegistration` hook denies
    */
   async register(
     body: unknown,
@@ -146,6 +150,7 @@ export class ClientRegistrations {
     // The token first (no sector fetch for a caller without one), recorded only once the metadata passed.
     const slot = await this.initialTokenSlot(initialToken, now);
     const checked = await this.check(body);
+    await this.askHook(checked, origin);
     if (slot?.first) await this.store.addInitialToken(slot.first);
     const clientId = newId();
     const secret = checked.needsSecret ? newHandle() : undefined;
@@ -173,6 +178,24 @@ export class ClientRegistrations {
       registration_access_token: token,
       ...(secret !== undefined ? { client_secret: secret } : {}),
     });
+  }
+
+  /**
+   * Asks the `preRegistration` hook about metadata that passed the checks, before anything is
+   * stored (the initial access token's use included).
+   * @throws OAuthError 400 `access_denied` with the hook's description: RFC 7591 §3.2.2 defines
+   *   codes for faulty metadata and software statements, none for a refusal by policy; DESIGN §6b
+   *   names `access_denied` (RFC 6749's code for a refusal) for every hook's denial, and the status
+   *   is §3.2.2's 400.
+   */
+  private async askHook(checked: CheckedMetadata, origin: RequestOrigin | undefined): Promise<void> {
+    if (!this.services.hooks.has('preRegistration')) return;
+    const verdict = await this.services.hooks.preRegistration({
+      kind: 'client',
+      metadata: checked.metadata,
+      ip: origin?.remoteAddress ?? '',
+    });
+    if (!verdict.allowed) throw new OAuthError('access_denied', verdict.description);
   }
 
   /**

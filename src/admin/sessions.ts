@@ -11,6 +11,16 @@ import { ClientRegistry } from '../clients/registry.js';
 import { AdminError } from './errors.js';
 import { configUsersNamed } from './config-users.js';
 import { nowSeconds } from '../crypto/handles.js';
+import { browserName } from '../users/user-agent.js';
+
+/** A live session as the console lists it (`SessionAdmin.listedSessionsOf`). */
+export interface ListedSession {
+  sid: string;
+  /** When the user signed in, Unix seconds. */
+  authTime: number;
+  /** "Firefox on Linux", or the one of them known; undefined when neither is. */
+  browser: string | undefined;
+}
 
 /** Ends the live sessions of config-file and stored users. */
 export class SessionAdmin {
@@ -20,7 +30,7 @@ export class SessionAdmin {
    * without it a one-off service queues them
    */
   constructor(
-    private readonly store: Pick<Store, 'users' | 'clients' | 'logout'>,
+    private readonly store: Pick<Store, 'users' | 'clients' | 'logout' | 'records'>,
     private readonly config: ResolvedConfig,
     private readonly log: Logger,
     private readonly logout?: LogoutService,
@@ -29,6 +39,19 @@ export class SessionAdmin {
   /** The ids (`sid`) of a user's live sessions at `now` (Unix seconds). */
   async sessionsOf(subjectId: string, now = nowSeconds()): Promise<string[]> {
     return this.store.logout.liveSessions(subjectId, now);
+  }
+
+  /**
+   * A user's live sessions as the console lists them, newest first (at most `SESSIONS_LISTED`):
+   * the id, when the user signed in (Unix seconds) and the browser as "Firefox on Linux" (from the
+   * `User-Agent` kept with it; undefined when it tells neither). The sign-in address stays on the
+   * user's own page.
+   */
+  async listedSessionsOf(subjectId: string, now = nowSeconds()): Promise<ListedSession[]> {
+    const live = await this.store.records.sessions.liveOf(subjectId, now);
+    return live
+      .map((s) => ({ sid: s.sid, authTime: s.authTime, browser: browserName(s.userAgent) }))
+      .sort((a, b) => b.authTime - a.authTime);
   }
 
   /**

@@ -27,7 +27,7 @@ import type { Store } from '../stores/types.js';
 import type { DeliveryLogEntry, DeliveryStatus } from '../stores/webhook-outbox.js';
 import type { WebhookInForce, WebhookRegistry, WebhookSecrets } from '../webhooks/registry.js';
 import { newWebhookSecret } from '../webhooks/signing.js';
-import { AdminError, etagOf, type FieldProblem, ifMatchHolds, invalidField, isJsonObject } from './errors.js';
+import { AdminError, etagOf, ifMatchHolds, invalidField, isJsonObject, parseOrRefuse } from './errors.js';
 
 /** A webhook as the management API shows it (never its secret), with its ETag. */
 export interface WebhookView {
@@ -101,7 +101,7 @@ export class WebhookAdmin {
   async create(body: unknown): Promise<{ view: WebhookView; secret: string }> {
     if (isJsonObject(body) && 'secret' in body)
       throw invalidField('secret', 'Sigil generates the secret; it is shown once in the response');
-    const settings = parse(storedBody, body);
+    const settings = parseOrRefuse(storedBody, body);
     refuseSpecialUse(settings.url);
     if (this.configured(settings.name)) throw exists(settings.name);
     const secret = newWebhookSecret();
@@ -127,7 +127,7 @@ export class WebhookAdmin {
     if (!isJsonObject(patch)) throw invalidField('', 'a merge patch of a webhook must be a JSON object');
     if ('name' in patch) throw invalidField('name', 'a name cannot change');
     if (before.source === 'config' && Object.keys(patch).some((k) => k !== 'enabled')) throw readOnly(name);
-    const next = parse(
+    const next = parseOrRefuse(
       patchResult,
       applyMergePatch({ url: before.url, events: before.events, enabled: before.enabled }, patch),
     );
@@ -324,14 +324,6 @@ function enabledOf(
   return disabled
     ? { enabled: false, disabled: { at: disabled.disabledAt, reason: disabled.reason } }
     : { enabled: true };
-}
-
-/** `body` parsed by `schema`. @throws AdminError `invalid` naming each problem. */
-function parse<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
-  const result = schema.safeParse(body);
-  if (result.success) return result.data;
-  const problems: FieldProblem[] = result.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-  throw new AdminError('invalid', `${problems[0]?.path}: ${problems[0]?.message}`, problems[0]?.path, problems);
 }
 
 /**

@@ -1,25 +1,27 @@
 /**
- * Keeps a node's stored clients, resources, organizations and webhooks current: re-reads them when their
- * version in the store changed (a change on any node, or by the CLI), when a request names a
- * client this node does not know, and periodically.
+ * Keeps a node's stored clients, resources, organizations, webhooks and SAML service providers
+ * current: re-reads them when their version in the store changed (a change on any node, or by the
+ * CLI), when a request names a client this node does not know, and periodically.
  */
 import type { ClientAdmin } from '../admin/clients.js';
 import type { ResourceAdmin } from '../admin/resources.js';
 import type { ClientRegistry } from '../clients/registry.js';
 import type { OrganizationAdmin } from '../admin/organizations.js';
 import type { WebhookAdmin } from '../admin/webhooks.js';
+import type { SamlServiceProviderAdmin } from '../admin/saml-service-providers.js';
 import type { Store } from '../stores/types.js';
 import type { UserService } from '../users/users.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 
 /** What `StoredChanges` reads and reloads. */
 export interface StoredChangesDeps {
-  store: Pick<Store, 'clients' | 'resources' | 'organizations' | 'webhooks'>;
+  store: Pick<Store, 'clients' | 'resources' | 'organizations' | 'webhooks' | 'samlServiceProviders'>;
   clients: ClientRegistry;
   clientAdmin: Pick<ClientAdmin, 'reload'>;
   resourceAdmin: Pick<ResourceAdmin, 'reload'>;
   organizationAdmin: Pick<OrganizationAdmin, 'reload'>;
   webhookAdmin: Pick<WebhookAdmin, 'reload'>;
+  samlServiceProviderAdmin: Pick<SamlServiceProviderAdmin, 'reload'>;
   users: Pick<UserService, 'findBySubject'>;
 }
 
@@ -36,6 +38,7 @@ export class StoredChanges {
   private resourcesVersion = 0;
   private organizationsVersion = 0;
   private webhooksVersion = 0;
+  private samlServiceProvidersVersion = 0;
 
   constructor(private readonly deps: StoredChangesDeps) {}
 
@@ -82,6 +85,11 @@ export class StoredChanges {
     return this.inOrder(() => this.deps.webhookAdmin.reload());
   }
 
+  /** Re-reads the stored SAML service providers on this node now. */
+  reloadSamlServiceProviders(): Promise<void> {
+    return this.inOrder(() => this.deps.samlServiceProviderAdmin.reload());
+  }
+
   /**
    * The first read, at start: the versions seen, then resources (a client may name a new scope, an
    * organization a new provider), then organizations, then clients.
@@ -91,7 +99,9 @@ export class StoredChanges {
     this.resourcesVersion = await this.deps.store.resources.version();
     this.organizationsVersion = await this.deps.store.organizations.version();
     this.webhooksVersion = await this.deps.store.webhooks.version();
+    this.samlServiceProvidersVersion = await this.deps.store.samlServiceProviders.version();
     await this.reloadWebhooks();
+    await this.reloadSamlServiceProviders();
     await this.reloadResources();
     await this.reloadOrganizations();
     await this.reloadClients();
@@ -128,6 +138,11 @@ export class StoredChanges {
       if (webhooksNow !== this.webhooksVersion) {
         await this.deps.webhookAdmin.reload();
         this.webhooksVersion = webhooksNow;
+      }
+      const samlNow = await store.samlServiceProviders.version();
+      if (samlNow !== this.samlServiceProvidersVersion) {
+        await this.deps.samlServiceProviderAdmin.reload();
+        this.samlServiceProvidersVersion = samlNow;
       }
     });
     return this.queued;

@@ -23,6 +23,7 @@ import { LdapDirectory } from '../users/ldap/ldap-directory.js';
 import type { SigilOptions } from './options.js';
 import { StoredChanges } from './changes.js';
 import { WebhookAdmin } from '../admin/webhooks.js';
+import { SamlServiceProviderAdmin } from '../admin/saml-service-providers.js';
 import { WebhookDeliverer } from '../webhooks/delivery.js';
 import { WebhookRegistry } from '../webhooks/registry.js';
 
@@ -132,6 +133,14 @@ export function buildManagement(
   });
   const organizationAdmin = new OrganizationAdmin(store, { live: organizations, upstream, users: signIn.users, log });
   const webhooks = buildWebhooks(infra, source.dataKey);
+  // Stored SAML SPs join the config file's in the SSO endpoints' registry; a metadataUrl is
+  // fetched under the one development switch of every fetch of a caller-chosen URL.
+  const samlServiceProviders = new SamlServiceProviderAdmin(store, {
+    live: protocol.saml.serviceProviders,
+    configured: cfg.samlServiceProviders,
+    allowLoopback: cfg.clientIdMetadataDocuments.allowLoopback,
+    log,
+  });
   const changes = new StoredChanges({
     store,
     clients,
@@ -139,6 +148,7 @@ export function buildManagement(
     resourceAdmin,
     organizationAdmin,
     webhookAdmin: webhooks.admin,
+    samlServiceProviderAdmin: samlServiceProviders,
     users: signIn.users,
   });
   const registrations = new ClientRegistrations(store.registrations, {
@@ -153,6 +163,7 @@ export function buildManagement(
     // The registrant chose sector_identifier_uri: fetched under the SSRF guard.
     fetchText: (url) => fetchBoundedText(url, {}, clientKeys.guardedGet),
     events,
+    hooks: protocol.hooks,
     log,
   });
   clients.onLookup = (id) => registrations.touch(id);
@@ -186,6 +197,7 @@ export function buildManagement(
       resources: resourceAdmin,
       organizations: organizationAdmin,
       webhooks: webhooks.admin,
+      samlServiceProviders,
       reloadClients: () => changes.reloadClients(),
       reloadKeys: () => keys.refresh(),
     },

@@ -1,6 +1,6 @@
 /**
  * The options of `createSigil` and `sigilPlugin` beyond the config file: the hooks a host app
- * plugs in (extension grants, user directories, profile service, password check), the logger,
+ * plugs in (extension grants, user directories, profile service, password check, hooks), the logger,
  * Redis and the data key.
  */
 import type { Logger } from 'pino';
@@ -9,6 +9,7 @@ import type { ExtensionGrant } from '../grants/extension.js';
 import type { ResourceOwnerValidator } from '../grants/password.js';
 import type { UserDirectory } from '../users/directory.js';
 import type { ProfileService } from '../tokens/profile.js';
+import type { HookFunctions } from '../webhooks/hooks.js';
 
 /** Options of `createSigil` beyond the config file. */
 export interface SigilOptions {
@@ -34,6 +35,13 @@ export interface SigilOptions {
    * (`ProfileService`).
    */
   profileService?: ProfileService;
+  /**
+   * Synchronous hooks as functions, instead of the config's receivers (`hooks`): e.g.
+   * `{ preToken: async (event) => ({ accessToken: { claims: { tier: 'gold' } } }) }`. Each gets the
+   * event a receiver would and answers as one would (undefined or `{}` allows); a function that
+   * throws or answers what the schema refuses denies. A hook both here and in the config stops the start.
+   */
+  hooks?: HookFunctions;
   /** Redis for counters shared by several nodes (failure limits); default: `SIGIL_REDIS_URL`. */
   redisUrl?: string;
   /**

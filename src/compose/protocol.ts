@@ -1,6 +1,6 @@
 /**
  * Builds the protocol group: clients (with client metadata documents), resources, upstream
- * providers, organizations, tokens, client keys, DPoP, pending interactions, logout with its
+ * providers, organizations, synchronous hooks, tokens, client keys, DPoP, pending interactions, logout with its
  * deliverer and the SAML identity provider; and the token endpoint's grant registry.
  */
 import { ClientRegistry, type ApiSecrets } from '../clients/registry.js';
@@ -19,6 +19,7 @@ import { SamlIdentityProvider } from '../saml/identity-provider.js';
 import { Interactions } from '../stores/records/interactions.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import { TokenService } from '../tokens/tokens.js';
+import { SyncHooks } from '../webhooks/hooks.js';
 import { DPoPVerifier } from '../validation/dpop.js';
 import type { Infrastructure, ProtocolServices } from '../services.js';
 import type { SigilOptions } from './options.js';
@@ -65,10 +66,14 @@ export function buildProtocol(
   // private method that posts one logout token) get spans too.
   tracing?.traceMethods(upstream, 'upstream', ['start', 'finish'] satisfies (keyof UpstreamProviders)[]);
   tracing?.traceMethods(deliverer, 'logout.delivery', ['attempt'], true);
+  const hooks = new SyncHooks(cfg.hooks, options.hooks ?? {}, log);
+  // Each hook call is a span of its own (`hook.preToken`, ...), a child of the request's.
+  tracing?.traceMethods(hooks, 'hook', hooks.names());
   const protocol: ProtocolServices = {
     clients,
     resources,
     upstream,
+    hooks,
     tokens: new TokenService(cfg.issuer, keys, store.records, resources, options.profileService, store.organizations),
     // One development switch (clientIdMetadataDocuments.allowLoopback) for every fetch of a caller-chosen URL.
     clientKeys: new ClientKeys(cfg.clientIdMetadataDocuments.allowLoopback),

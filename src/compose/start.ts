@@ -109,6 +109,7 @@ export async function startServices(
     const metricsApp = buildMetricsApp(built.metrics, infra.log);
     const webhookMetrics = new WebhookMetrics(built.metrics.registry, () => infra.store.webhookOutbox.pending());
     webhookDeliverer.onOutcome = webhookMetrics.count;
+    protocol.hooks.onOutcome = webhookMetrics.hookCalled;
     await changes.start();
     let stopBackground: (() => Promise<void>) | undefined;
     let stopped: Promise<void> | undefined;
@@ -133,6 +134,7 @@ export async function startServices(
           await metricsApp.close();
           await deliverer.stop();
           await webhookDeliverer.stop();
+          services.hooks.close();
           await services.users.close();
           mailer?.close();
           await tracing?.flush();

@@ -26,6 +26,7 @@ import { saml, samlServiceProvider } from './schema/saml.js';
 import { apiResource, apiScope, identityResource } from './schema/resources.js';
 import { identityProvider, user } from './schema/users.js';
 import { MAX_CONFIG_WEBHOOKS, webhook, webhookDelivery } from './schema/webhooks.js';
+import { hooks } from './schema/hooks.js';
 
 export { EDITABLE_CLAIMS } from './schema/account.js';
 export { CSS_HEX_COLOUR } from './schema/branding.js';
@@ -89,6 +90,7 @@ export {
   WEBHOOK_NAME,
   webhookUrl,
 } from './schema/webhooks.js';
+export { HOOK_NAMES, type HookName, type HookReceiverConfig } from './schema/hooks.js';
 export {
   identityProvider,
   type IdentityProviderConfig,
@@ -198,6 +200,7 @@ export const configSchema = z
         description: `Event webhooks (Standard Webhooks), read-only through /admin/v1/webhooks; more may be stored there. At most ${MAX_CONFIG_WEBHOOKS}`,
       }),
     webhookDelivery,
+    hooks,
     rateLimits: rateLimits.prefault({}).meta({
       description:
         'Limits on failed credential checks (client secrets, API secrets, passwords, user codes), shared through Redis when SIGIL_REDIS_URL is set',

@@ -51,6 +51,7 @@ import { ORGANIZATION_ROUTES } from './admin-api-organizations.js';
 import { RESOURCE_ROUTES } from './admin-api-resources.js';
 import { USER_ROUTES } from './admin-api-users.js';
 import { WEBHOOK_ROUTES } from './admin-api-webhooks.js';
+import { SAML_SERVICE_PROVIDER_ROUTES } from './admin-api-saml.js';
 import type { ProtectedResourceEndpointServices } from './protected-resource.js';
 
 /** The services this module uses. */
@@ -237,6 +238,7 @@ const ROUTES: Route[] = [
   ...RESOURCE_ROUTES,
   ...ORGANIZATION_ROUTES,
   ...WEBHOOK_ROUTES,
+  ...SAML_SERVICE_PROVIDER_ROUTES,
 ];
 
 const STATUS: Record<AdminError['code'], { status: number; title: string }> = {

@@ -20,6 +20,8 @@ import type { Session } from '../users/sessions.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 import { AuthorizeError, type AuthorizeRequest, validateAuthorizeRequest } from '../validation/authorize-request.js';
 import { releasableClaims } from '../validation/claims-parameter.js';
+import { preTokenEvent } from '../grants/pre-token.js';
+import type { AddedClaims } from '../stores/records/grant-data.js';
 import { sendErrorToClient, sendToClient } from '../http/authorization-response.js';
 import { browserEndpoint, toInteractionPage } from './browser-endpoint.js';
 import { decide, pageOf } from '../interaction/decide.js';
@@ -41,7 +43,7 @@ export const AUTHORIZE_PATH = '/connect/authorize';
 /** The services this module uses. */
 export type AuthorizeEndpointServices = Pick<
   Services,
-  'basePath' | 'events' | 'interactions' | 'logout' | 'resources' | 'sessions' | 'store' | 'tokens' | 'users'
+  'basePath' | 'events' | 'hooks' | 'interactions' | 'logout' | 'resources' | 'sessions' | 'store' | 'tokens' | 'users'
 > &
   AuthorizeValidationServices &
   BrowserServices &
@@ -151,7 +153,19 @@ async function authorize(
     ...(organization && roles ? { organization: { id: organization.id, name: organization.name, roles } } : {}),
   };
   const scopes = decision.scopes;
-  const fields = await issue(ctx, req, subject, scopes);
+  // The preToken hook of the authorization code flow (and of implicit and hybrid responses) is
+  // asked here, once the user is signed in and consented, not at the token endpoint: its denial
+  // then reaches the client as access_denied with the hook's description, and no code exists to
+  // be refused later. The code carries the added claims to the token request, and the refresh
+  // token they give keeps them.
+  let hookClaims: AddedClaims | undefined;
+  if (ctx.hooks.has('preToken')) {
+    const grantType = req.responseType.split(' ').includes('code') ? 'authorization_code' : 'implicit';
+    const verdict = await ctx.hooks.preToken(preTokenEvent(req.client, subject, scopes, grantType));
+    if (!verdict.allowed) return fail('access_denied', verdict.description);
+    hookClaims = { accessToken: verdict.accessToken, idToken: verdict.idToken };
+  }
+  const fields = await issue(ctx, req, subject, scopes, hookClaims);
   // The client now takes part in the session: it is told when the session ends (back-/front-channel logout).
   await ctx.logout.participate(live, ctx.sessions.expiryOf(live), req.client);
   ctx.events.emit({
@@ -195,13 +209,14 @@ function toPage(
 /**
  * Issues what the response type asks for: a code (stored hashed, single use), an access token
  * (browser-allowed clients only, no refresh token), an identity token with `nonce`, `at_hash`,
- * `c_hash` (OIDC Core §3.3.2.11).
+ * `c_hash` (OIDC Core §3.3.2.11); each with the claims the preToken hook added (`hookClaims`).
  */
 async function issue(
   ctx: AuthorizeEndpointServices,
   req: AuthorizeRequest,
   subject: Subject,
   scopes: string[],
+  hookClaims: AddedClaims | undefined,
 ): Promise<Record<string, string>> {
   const now = nowSeconds();
   const parts = req.responseType.split(' ');
@@ -232,6 +247,7 @@ async function issue(
         : {}),
       ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}),
       ...(req.resources !== undefined ? { resources: req.resources } : {}),
+      ...(hookClaims ? { hookClaims } : {}),
     };
     await ctx.store.records.codes.issue(code, {
       clientId: client.clientId,
@@ -247,7 +263,14 @@ async function issue(
   const browserScopes = scopes.filter((s) => s !== 'offline_access');
   if (parts.includes('token')) {
     fields.access_token = await ctx.tokens.accessToken(
-      { client, scopes: browserScopes, subject, familyId, ...(requestedClaims ? { requestedClaims } : {}) },
+      {
+        client,
+        scopes: browserScopes,
+        subject,
+        familyId,
+        ...(requestedClaims ? { requestedClaims } : {}),
+        ...(hookClaims ? { hookClaims } : {}),
+      },
       () => familyId,
       now,
     );
@@ -265,6 +288,7 @@ async function issue(
       nonce: req.nonce,
       scopes,
       claims,
+      ...(hookClaims ? { added: hookClaims.idToken } : {}),
       ...(fields.access_token ? { accessToken: fields.access_token } : {}),
       ...(fields.code ? { code: fields.code } : {}),
     });

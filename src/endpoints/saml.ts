@@ -5,7 +5,8 @@
  * - `GET`/`POST /saml/sso`: an SP's AuthnRequest in the HTTP-Redirect or HTTP-POST binding,
  *   and `GET /saml/sso/resume?interaction=<id>` after the pages;
  * - `GET /saml/initiate?sp=<entity ID>[&RelayState=…]`: an IdP-initiated sign-in to a registered SP,
- *   at its first ACS, with no InResponseTo.
+ *   at its first ACS, with no InResponseTo;
+ * - `GET`/`POST /saml/slo`: single logout (saml-logout.ts).
  * A request refused before its SP and ACS are known good ends on Sigil's error page: nothing is
  * posted anywhere. After that, the answer is a Response posted to the registered ACS (SAML Bindings
  * §3.5, the auto-posting form of form_post): a success, or NoPassive, InvalidNameIDPolicy,
@@ -16,8 +17,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { queryString } from '../http/fields.js';
-import { browserParams, methodNotAllowed, originOf } from '../http/request.js';
+import { methodNotAllowed, originOf } from '../http/request.js';
 import { toInteractionPage } from './browser-endpoint.js';
+import { bindingMessage } from './saml-binding.js';
+import { type SamlLogoutEndpointServices, samlLogoutEndpoint } from './saml-logout.js';
 import { browserOf, sessionOf } from '../interaction/browser.js';
 import type { BrowserServices } from '../interaction/browser.js';
 import { pageOf } from '../interaction/decide.js';
@@ -32,10 +35,14 @@ import {
   takeSamlRequestQuota,
 } from '../interaction/saml.js';
 import { OAuthError } from '../protocol/errors.js';
-import type { Params } from '../protocol/params.js';
-import { type AuthnRequest, type BindingMessage, MAX_RELAY_STATE_BYTES, SamlRefused } from '../saml/authn-request.js';
+import {
+  type AuthnRequest,
+  type BindingMessage,
+  MAX_RELAY_STATE_BYTES,
+  NAME_ID_FORMATS,
+  SamlRefused,
+} from '../saml/authn-request.js';
 import { claimsFor, type SamlAnswer, type SamlTarget } from '../saml/identity-provider.js';
-import { rawQuery } from '../saml/query.js';
 import { STATUS } from '../saml/response.js';
 import type { ServiceProvider } from '../saml/service-providers.js';
 import { XmlRefused } from '../saml/xml.js';
@@ -53,8 +60,9 @@ export const SAML_METADATA_PATH = '/saml/metadata';
 /** The services this module uses. */
 export type SamlEndpointServices = Pick<
   Services,
-  'basePath' | 'events' | 'interactions' | 'pages' | 'saml' | 'sessions' | 'tokens' | 'users'
+  'basePath' | 'events' | 'interactions' | 'logout' | 'pages' | 'saml' | 'sessions' | 'tokens' | 'users'
 > &
+  SamlLogoutEndpointServices &
   BrowserServices &
   ErrorPageServices &
   InteractionsServices &
@@ -75,7 +83,7 @@ export function samlEndpoints(app: FastifyInstance, ctx: SamlEndpointServices): 
     handler: async (request, reply) => {
       let message: BindingMessage;
       try {
-        message = bindingMessage(request);
+        message = bindingMessage(request, 'SAMLRequest');
       } catch (err) {
         if (!(err instanceof XmlRefused || err instanceof OAuthError)) throw err;
         return refuse(ctx, request, reply, err.message);
@@ -92,18 +100,7 @@ export function samlEndpoints(app: FastifyInstance, ctx: SamlEndpointServices): 
     return proceed(ctx, request, reply, interaction.saml, { id, interaction });
   });
   app.get('/saml/initiate', async (request, reply) => initiate(ctx, request, reply));
-}
-
-/** The AuthnRequest as its binding carries it: the raw query of a GET, the form of a POST. */
-function bindingMessage(request: FastifyRequest): BindingMessage {
-  if (request.method === 'GET') return { binding: 'redirect', raw: rawQuery(request.url) };
-  const form: Params = browserParams(request);
-  const one = (name: string) => {
-    const values = form.getAll(name);
-    if (values.length > 1) throw new XmlRefused(`${name} is repeated`);
-    return values[0];
-  };
-  return { binding: 'post', form: { SAMLRequest: one('SAMLRequest'), RelayState: one('RelayState') } };
+  samlLogoutEndpoint(app, ctx);
 }
 
 /**
@@ -236,7 +233,16 @@ async function answerSuccess(
     now,
   );
   // An emailAddress NameID for a user without an email: the SP hears that no assertion can be made.
-  if (!answer) return answerFailure(ctx, request, reply, saml, STATUS.responder, STATUS.invalidNameIdPolicy);
+  if (!answer?.nameId) return answerFailure(ctx, request, reply, saml, STATUS.responder, STATUS.invalidNameIdPolicy);
+  // The SP joins the session (SAML Profiles §4.4): its single logout names this NameID and SessionIndex.
+  if (sp.sloUrl)
+    await ctx.logout.participateSaml(session, ctx.sessions.expiryOf(session), {
+      entityId: sp.entityId,
+      nameId: answer.nameId.value,
+      format: answer.nameId.format ?? NAME_ID_FORMATS.unspecified,
+      ...(answer.nameId.spNameQualifier !== undefined ? { spNameQualifier: answer.nameId.spNameQualifier } : {}),
+      sessionIndex: session.sid,
+    });
   ctx.events.emit({
     name: 'token_issued',
     endpoint: 'saml_sso',

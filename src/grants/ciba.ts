@@ -17,7 +17,7 @@ export { CIBA_GRANT };
 /**
  * Handles a CIBA token request.
  * @throws OAuthError `invalid_request` (no auth_req_id), `invalid_grant` (unknown, another
- *   client's, already redeemed, user inactive), `authorization_pending`, `slow_down`,
+ *   client's, already redeemed, user inactive, denied by the `preToken` hook), `authorization_pending`, `slow_down`,
  *   `access_denied`, `expired_token`, `invalid_target` (any `resource`: the request named none).
  */
 export const cibaGrant: GrantHandler = async (ctx, req) => {
@@ -34,6 +34,7 @@ export const cibaGrant: GrantHandler = async (ctx, req) => {
     grant,
     { subject: row.data.subject, scopes: row.data.scopes },
     async () => undefined,
-    bindingOf(req),
+    // The approval page asks no hook, so the `preToken` hook is asked here, as for the device code.
+    { ...bindingOf(req), preToken: CIBA_GRANT },
   );
 };

@@ -5,11 +5,12 @@
 import { bindingOf, type GrantHandler } from './registry.js';
 import { requestedResources, scopesForResources } from '../resources/resource-indicators.js';
 import { validateScopes } from '../resources/scopes.js';
+import { askPreToken } from './pre-token.js';
 
 /**
  * Handles `grant_type=client_credentials`; `resource` (RFC 8707) narrows the token's audience and
  * scopes, a DPoP proof binds it (RFC 9449 §5).
- * @throws OAuthError `invalid_scope`, `invalid_target`.
+ * @throws OAuthError `invalid_scope`, `invalid_target`; `invalid_grant` when the `preToken` hook denies.
  */
 export const clientCredentialsGrant: GrantHandler = async (ctx, req) => {
   const { params, client } = req;
@@ -19,9 +20,11 @@ export const clientCredentialsGrant: GrantHandler = async (ctx, req) => {
     targets,
     ctx.resources,
   );
+  const hookClaims = await askPreToken(ctx, client, undefined, scopes, 'client_credentials');
   const response = await ctx.tokens.issue({
     client,
     scopes,
+    ...(hookClaims ? { hookClaims } : {}),
     ...bindingOf(req),
     ...(targets ? { audiences: targets } : {}),
   });

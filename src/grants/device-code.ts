@@ -14,7 +14,7 @@ export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 /**
  * Handles a device code poll.
  * @throws OAuthError `invalid_request` (no device_code), `invalid_grant` (unknown, another
- *   client's, already redeemed, user inactive), `authorization_pending`, `slow_down`,
+ *   client's, already redeemed, user inactive, denied by the `preToken` hook), `authorization_pending`, `slow_down`,
  *   `access_denied`, `expired_token`, `invalid_target` (any `resource`).
  */
 export const deviceCodeGrant: GrantHandler = async (ctx, req) => {
@@ -32,6 +32,6 @@ export const deviceCodeGrant: GrantHandler = async (ctx, req) => {
     grant,
     { subject: row.data.subject, scopes: row.data.scopes },
     async () => undefined,
-    bindingOf(req),
+    { ...bindingOf(req), preToken: DEVICE_CODE_GRANT },
   );
 };

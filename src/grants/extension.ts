@@ -13,6 +13,7 @@ import { type DPoPProof, invalidDPoPProof } from '../validation/dpop.js';
 import { OFFLINE_ACCESS, validateScopes } from '../resources/scopes.js';
 import { newRefreshPlan } from './password.js';
 import { bindingOf, type GrantHandler } from './registry.js';
+import { askPreToken } from './pre-token.js';
 
 /** What an extension grant's `validate` receives. */
 export interface ExtensionGrantContext {
@@ -81,7 +82,8 @@ export interface ExtensionGrant {
  * active; a named family validated in this request; an expiry cap not yet past), then issues an
  * access token and, with `offline_access` and a user, a refresh token, in the named family and
  * within the cap, bound to the request's DPoP key if it sent a proof (RFC 9449 §5).
- * @throws OAuthError `invalid_scope`, `invalid_grant` (unknown or inactive user, cap past),
+ * @throws OAuthError `invalid_scope`, `invalid_grant` (unknown or inactive user, cap past, denied by
+ *   the `preToken` hook),
  *   `invalid_request` (the named family was revoked meanwhile; a DPoP-bound token validated without
  *   a proof), `invalid_dpop_proof` (a bound token validated with another key's proof), or whatever
  *   `validate` throws.
@@ -151,10 +153,12 @@ export function extensionGrantHandler(grant: ExtensionGrant): GrantHandler {
       } else scopes = scopes.filter((s) => !userOnly(s));
       if (scopes.length === 0) throw invalidScope('no scope can be granted');
     }
+    const hookClaims = await askPreToken(ctx, client, subject, scopes, grant.grantType);
     const response = await ctx.tokens.issue({
       client,
       scopes,
       ...(subject ? { subject } : {}),
+      ...(hookClaims ? { hookClaims } : {}),
       refresh: subject ? capRefreshPlan(newRefreshPlan(client, scopes, now), result.expiresAt) : { kind: 'none' },
       ...(result.claims ? { extraClaims: result.claims } : {}),
       // A DPoP proof binds extension grants' tokens as any other grant's (RFC 9449 §5), and is the

@@ -29,7 +29,7 @@
  * `invalid_target`.
  */
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, type JWTPayload, jwtVerify } from 'jose';
-import { ASYMMETRIC_ASSERTION_ALGORITHMS, type TrustedIdentityIssuer } from '../config/schema.js';
+import { ASYMMETRIC_ASSERTION_ALGORITHMS, JWT_BEARER_GRANT, type TrustedIdentityIssuer } from '../config/schema.js';
 import { ASSERTION_CLOCK_SKEW, MAX_ASSERTION_LENGTH } from '../clients/authentication.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { invalidGrant, invalidScope } from '../protocol/errors.js';
@@ -40,6 +40,7 @@ import { externalLinkKey } from '../stores/types.js';
 import { claimsOf, type User } from '../users/users.js';
 import { ID_JAG_TYP } from './id-jag-exchange.js';
 import { bindingOf, type GrantHandler, type GrantServices } from './registry.js';
+import { askPreToken } from './pre-token.js';
 
 /** Longest lifetime (`exp` − `iat`) of an ID-JAG accepted, and how far ahead its `exp` may be, in seconds. */
 export const MAX_ID_JAG_LIFETIME = 600;
@@ -69,7 +70,7 @@ interface IdJagClaims extends JWTPayload {
 /**
  * Handles `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer` with an ID-JAG `assertion`.
  * @throws OAuthError `invalid_request` (missing or repeated `assertion`), `invalid_grant` (any
- *   check of the assertion, an unmapped or inactive user, a replay), `invalid_scope` (a `scope`
+ *   check of the assertion, an unmapped or inactive user, a replay, a `preToken` hook's denial), `invalid_scope` (a `scope`
  *   beyond the assertion's, nothing left to grant), `invalid_target` (an unknown resource).
  */
 export const jwtBearerGrant: GrantHandler = async (ctx, req) => {
@@ -92,18 +93,22 @@ export const jwtBearerGrant: GrantHandler = async (ctx, req) => {
   const scopes = scopesForResources(granted, targets, ctx.resources);
 
   const now = nowSeconds();
+  const subject = {
+    subjectId: user.subjectId,
+    authTime: typeof claims.auth_time === 'number' ? claims.auth_time : now,
+    amr: ['external'],
+    idp: trusted.issuer,
+    claims: claimsOf(user),
+  };
+  // Before the jti is recorded: a denial uses up nothing.
+  const hookClaims = await askPreToken(ctx, client, subject, scopes, JWT_BEARER_GRANT);
   if (!(await ctx.replay.firstUse('id_jag', trusted.issuer, claims.jti, claims.exp + ASSERTION_CLOCK_SKEW, now)))
     throw invalidGrant('the assertion was used before (jti)');
   const response = await ctx.tokens.issue({
     client,
     scopes,
-    subject: {
-      subjectId: user.subjectId,
-      authTime: typeof claims.auth_time === 'number' ? claims.auth_time : now,
-      amr: ['external'],
-      idp: trusted.issuer,
-      claims: claimsOf(user),
-    },
+    subject,
+    ...(hookClaims ? { hookClaims } : {}),
     refresh: { kind: 'none' },
     ...bindingOf(req),
     ...(targets ? { audiences: targets } : {}),

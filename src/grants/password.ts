@@ -15,6 +15,7 @@ import { requestedResources, scopesForResources } from '../resources/resource-in
 import { validateScopes } from '../resources/scopes.js';
 import type { Services } from '../services.js';
 import { bindingOf, type GrantHandler } from './registry.js';
+import { askPreToken } from './pre-token.js';
 import { claimsOf } from '../users/users.js';
 import { MAX_USERNAME_LENGTH } from '../config/schema.js';
 
@@ -51,7 +52,7 @@ export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) 
  * @throws OAuthError `invalid_request` (missing username/password), `invalid_grant` (wrong
  *   credentials or inactive user, one description for both; excluded `idp:`; a user with a second
  *   factor or a client with `requireMfa`, unless `allowPasswordGrantForMfaUsers`), `invalid_scope`,
- *   `invalid_target` (RFC 8707), 429 while the address or the (user, address) pair is blocked after repeated failures.
+ *   `invalid_target` (RFC 8707), `invalid_grant` when the `preToken` hook denies, 429 while the address or the (user, address) pair is blocked after repeated failures.
  */
 export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
   return async (ctx, req) => {
@@ -125,10 +126,12 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
       idp: validator === defaultResourceOwnerValidator ? 'local' : (acr.idp ?? 'local'),
       ...(acr.tenant ? { tenant: acr.tenant } : {}),
     };
+    const hookClaims = await askPreToken(ctx, client, subject, scopes, 'password');
     const response = await ctx.tokens.issue({
       client,
       scopes,
       subject,
+      ...(hookClaims ? { hookClaims } : {}),
       identityToken: true,
       refresh: newRefreshPlan(client, granted, now, targets),
       ...bindingOf(req),

@@ -13,9 +13,11 @@ import { newRefreshPlan } from './password.js';
 import type { GrantOutcome } from './registry.js';
 import { claimsOf } from '../users/users.js';
 import { scopesForResources } from '../resources/resource-indicators.js';
+import type { AddedClaims } from '../stores/records/grant-data.js';
+import { askPreToken, mergeAddedClaims } from './pre-token.js';
 
 /** The services this module uses. */
-export type RedeemServices = Pick<Services, 'resources' | 'tokens' | 'users'>;
+export type RedeemServices = Pick<Services, 'hooks' | 'resources' | 'tokens' | 'users'>;
 
 /** What the stored grant holds about its approval. */
 export interface Approval {
@@ -26,6 +28,8 @@ export interface Approval {
   requestedClaims?: RequestedClaims;
   /** The API resources (names) the approval was limited to (RFC 8707 §2.1), if any. */
   resources?: string[];
+  /** The claims the `preToken` hook added when the approval was made (authorization endpoint). */
+  hookClaims?: AddedClaims;
 }
 
 /**
@@ -44,13 +48,19 @@ export interface Redemption {
   jkt?: string;
   /** The API resources (names) the access token is for (RFC 8707 §2.2); absent: no limit. */
   targets?: string[];
+  /**
+   * The grant type to ask the `preToken` hook about, before the grant is consumed (the device
+   * code); absent when it was asked where the approval was made (the authorization code).
+   */
+  preToken?: string;
 }
 
 /**
  * Redeems `grant` for `client`.
  * @param onLostRace called when another request consumed the grant first (reuse handling)
  * @param redemption the DPoP binding and resource indicators of the token request
- * @throws OAuthError `invalid_grant` when the user is gone or inactive, or the grant was used;
+ * @throws OAuthError `invalid_grant` when the user is gone or inactive, the grant was used, or the
+ *   `preToken` hook denies;
  *   `invalid_target` when the targets define none of the approved API scopes.
  */
 export async function redeemApproval(
@@ -65,6 +75,12 @@ export async function redeemApproval(
   const now = nowSeconds();
   const user = await ctx.users.findBySubject(approval.subject.subjectId);
   if (!user?.isActive) throw invalidGrant('the user is no longer active');
+  const subject = { ...approval.subject, claims: claimsOf(user) };
+  const asked =
+    redemption.preToken === undefined
+      ? undefined
+      : await askPreToken(ctx, client, subject, scopes, redemption.preToken);
+  const hookClaims = mergeAddedClaims(approval.hookClaims, asked);
   if (!(await grant.consume(now))) {
     await onLostRace();
     throw invalidGrant('the grant was already used');
@@ -72,8 +88,9 @@ export async function redeemApproval(
   const response = await ctx.tokens.issue({
     client,
     scopes,
-    subject: { ...approval.subject, claims: claimsOf(user) },
+    subject,
     familyId: grant.familyId,
+    ...(hookClaims ? { hookClaims } : {}),
     refresh: newRefreshPlan(client, approval.scopes, now, approval.resources),
     ...(redemption.jkt !== undefined ? { jkt: redemption.jkt } : {}),
     ...(redemption.targets ? { audiences: redemption.targets } : {}),

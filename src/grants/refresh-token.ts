@@ -12,6 +12,7 @@ import { narrowResources, requestedResources, scopesForResources } from '../reso
 import { narrowScopes } from '../resources/scopes.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 import { claimsOf } from '../users/users.js';
+import { askPreToken, mergeAddedClaims } from './pre-token.js';
 
 /**
  * Handles `grant_type=refresh_token`.
@@ -23,7 +24,7 @@ import { claimsOf } from '../users/users.js';
  * @throws OAuthError `invalid_request` (missing token), `invalid_grant` (unknown, expired,
  *   revoked, consumed, another client's (also an earlier client's of the same id), no or another
  *   DPoP key than it is bound to, bound by a concurrent use meanwhile, user gone or inactive, no
- *   longer a member of the grant's organization),
+ *   longer a member of the grant's organization, denied by the `preToken` hook),
  *   `invalid_scope`, `invalid_target`.
  */
 export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
@@ -58,6 +59,11 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
     if (member === undefined) throw invalidGrant('the user is no longer a member of the organization');
     subject.organization = { ...data.subject.organization, roles: member.roles };
   }
+  // Asked again at each refresh, before the token is consumed: a denial leaves it usable.
+  const hookClaims = mergeAddedClaims(
+    data.hookClaims,
+    await askPreToken(ctx, client, subject, scopes, 'refresh_token'),
+  );
 
   let refresh: RefreshPlan;
   if (client.refreshTokenUsage === 'oneTime') {
@@ -95,6 +101,7 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
     refresh,
     identityToken: true,
     ...(data.requestedClaims ? { requestedClaims: data.requestedClaims } : {}),
+    ...(hookClaims ? { hookClaims } : {}),
     ...bindingOf(req),
     ...(targets ? { audiences: targets } : {}),
   });

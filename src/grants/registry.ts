@@ -18,6 +18,7 @@ export type GrantServices = Pick<
   | 'clients'
   | 'config'
   | 'events'
+  | 'hooks'
   | 'issuer'
   | 'keys'
   | 'limiter'

@@ -11,7 +11,7 @@
  * read up to a size cap; redirects are never followed.
  */
 import { lookup } from 'node:dns/promises';
-import { type IncomingHttpHeaders, request as httpRequest } from 'node:http';
+import { type Agent, type IncomingHttpHeaders, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
@@ -140,11 +140,32 @@ export async function guardedPost(
   headers: Record<string, string>,
   limits: OutboundLimits,
 ): Promise<number> {
-  const all = { ...headers, 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(body)) };
-  const { status } = await guarded(url, limits, (host, address, signal) =>
-    exchange(url, host, address, { method: 'POST', headers: all, body }, 0, signal),
-  );
+  const { status } = await guardedPostReading(url, body, headers, { ...limits, maxBytes: 0 });
   return status;
+}
+
+/**
+ * POSTs `body` as `guardedPost` does and, for a 2xx answer, reads its body up to
+ * `limits.maxBytes` within the same deadline, as the synchronous hooks need their receiver's
+ * answer; another status comes back with an empty body, unread.
+ * @param agent keeps connections alive between calls to the same receiver (an `http.Agent` for an
+ *   http URL, an `https.Agent` for https, with `keepAlive`): a kept connection goes to an address
+ *   vetted when it was opened; absent, each call opens its own
+ * @returns the status, the headers and the body (empty unless 2xx); a redirect is returned as such
+ * @throws OutboundRefused as `guardedGet`, but for the status; also when a 2xx body is larger
+ *   than `limits.maxBytes` (the reading stops there: a huge answer costs no memory)
+ */
+export async function guardedPostReading(
+  url: URL,
+  body: string,
+  headers: Record<string, string>,
+  limits: OutboundLimits,
+  agent?: Agent,
+): Promise<OutboundResponse & { status: number }> {
+  const all = { ...headers, 'cache-control': 'no-store', 'content-length': String(Buffer.byteLength(body)) };
+  return guarded(url, limits, (host, address, signal) =>
+    exchange(url, host, address, { method: 'POST', headers: all, body, agent }, limits.maxBytes, signal),
+  );
 }
 
 /** Vets the URL's host, then runs `send` to the vetted address under one deadline. */
@@ -209,12 +230,14 @@ interface OutboundRequest {
   method: 'GET' | 'POST';
   headers: Record<string, string>;
   body?: string;
+  /** A keep-alive agent; absent, the connection is the request's own. */
+  agent?: Agent | undefined;
 }
 
 /**
  * One request to `address` (TLS verified against `host`). A GET resolves with a 200's headers and
- * body read up to `maxBytes`, and rejects any other status; a POST resolves with any status and
- * an empty body (`maxBytes` unused), the answer's body unread.
+ * body read up to `maxBytes`, and rejects any other status; a POST resolves with any status, its
+ * body read up to `maxBytes` for a 2xx when `maxBytes` is over 0, else unread and empty.
  */
 function exchange(
   url: URL,
@@ -238,17 +261,18 @@ function exchange(
         path: `${url.pathname}${url.search}`,
         method: out.method,
         headers: { ...out.headers, 'user-agent': 'Sigil' },
-        agent: false,
+        agent: out.agent ?? false,
         lookup: pinned,
         signal,
       },
       (res) => {
-        if (out.method === 'POST') {
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.alloc(0) });
+        const status = res.statusCode ?? 0;
+        if (out.method === 'POST' && (maxBytes === 0 || status < 200 || status >= 300)) {
+          resolve({ status, headers: res.headers, body: Buffer.alloc(0) });
           res.destroy();
           return;
         }
-        if (res.statusCode !== 200) {
+        if (out.method === 'GET' && status !== 200) {
           reject(
             new OutboundRefused(
               res.statusCode !== undefined && res.statusCode >= 300 && res.statusCode < 400
@@ -260,7 +284,7 @@ function exchange(
           return;
         }
         const declared = Number(res.headers['content-length'] ?? 0);
-        const tooLarge = () => new OutboundRefused(`the document is larger than ${maxBytes / 1024} KB`);
+        const tooLarge = () => new OutboundRefused(`the answer is larger than ${maxBytes / 1024} KB`);
         if (declared > maxBytes) {
           reject(tooLarge());
           res.destroy();
@@ -276,7 +300,7 @@ function exchange(
             res.destroy();
           } else chunks.push(chunk);
         });
-        res.on('end', () => resolve({ status: 200, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('end', () => resolve({ status, headers: res.headers, body: Buffer.concat(chunks) }));
         res.on('error', reject);
         res.on('aborted', () => reject(new OutboundRefused('the connection was closed early')));
       },

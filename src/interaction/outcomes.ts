@@ -28,7 +28,7 @@ import type { BrowserServices } from './browser.js';
 
 import type { DeviceServices } from './device.js';
 /** The services this module uses. */
-export type OutcomesServices = Pick<Services, 'basePath' | 'clients' | 'events' | 'interactions' | 'store'> &
+export type OutcomesServices = Pick<Services, 'basePath' | 'clients' | 'events' | 'hooks' | 'interactions' | 'store'> &
   BrowserServices &
   DeviceServices;
 
@@ -60,11 +60,22 @@ export interface SignIn {
   endpoint: 'login' | 'federation';
 }
 
+/** A sign-in the `postLogin` hook denied: no session was started; `description` is the hook's. */
+export interface SignInDenied {
+  denied: string;
+}
+
 /**
- * Ends a successful sign-in: starts a new session (ending this browser's previous one), records
- * `user_login_succeeded`, and for a pending request records the sign-in's time (`loginAt`), with
- * which its `prompt=login` and `max_age` count as met when it resumes (OIDC Core §3.1.2.1).
- * @returns the new session
+ * Ends a successful sign-in: asks the `postLogin` hook (DESIGN §6b), then starts a new session
+ * (ending this browser's previous one), records `user_login_succeeded`, and for a pending request
+ * records the sign-in's time (`loginAt`), with which its `prompt=login` and `max_age` count as met
+ * when it resumes (OIDC Core §3.1.2.1).
+ *
+ * A denial starts no session at all and leaves the browser's previous one as it was: the hook is
+ * asked once per sign-in, so a session started despite it would let the next request (or another
+ * client's) through without the hook; it is recorded as `user_login_failed`.
+ * @returns the new session, or the denial (the caller answers the pending request with
+ *   `access_denied` and the description)
  */
 export async function finishSignIn(
   ctx: OutcomesServices,
@@ -73,11 +84,34 @@ export async function finishSignIn(
   user: User,
   how: SignIn,
   pending: Pending | undefined,
-): Promise<Session> {
+): Promise<Session | SignInDenied> {
   const { endpoint, ...start } = how;
-  const session = await startSession(ctx, request, reply, user, start);
   // A sign-in at Sigil without a password (`pwd` in `amr`, RFC 8176 §2) was a passkey's.
   const method = endpoint === 'federation' ? 'upstream' : start.amr.includes('pwd') ? 'password' : 'passkey';
+  const clientId = pending?.interaction.request.clientId;
+  if (ctx.hooks.has('postLogin')) {
+    const client = clientId === undefined ? undefined : ctx.clients.get(clientId);
+    const verdict = await ctx.hooks.postLogin({
+      subject: user.subjectId,
+      client: client ? { clientId: client.clientId, clientName: client.clientName ?? null } : null,
+      amr: start.amr,
+      ip: request.ip,
+    });
+    if (!verdict.allowed) {
+      ctx.events.emit({
+        name: 'user_login_failed',
+        endpoint,
+        method,
+        subjectId: user.subjectId,
+        ...(clientId !== undefined ? { clientId } : {}),
+        error: 'access_denied',
+        errorDescription: 'denied by the postLogin hook',
+        ...originOf(request),
+      });
+      return { denied: verdict.description };
+    }
+  }
+  const session = await startSession(ctx, request, reply, user, start);
   ctx.events.emit({
     name: 'user_login_succeeded',
     endpoint,
@@ -150,8 +184,14 @@ export type Denial =
  * `access_denied` (RFC 6749 §4.1.2.1; a device's with `access_denied` at its next poll, RFC 8628
  * §3.5; a SAML SP's with a RequestDenied Response from its SSO endpoint) and records `token_issue_failed`.
  * @param address the browser's address (a client metadata document fetched again counts against it)
+ * @param description the `error_description` the client gets (a hook's denial gives its own)
  */
-export async function deny(ctx: OutcomesServices, pending: Pending, address: string): Promise<Denial> {
+export async function deny(
+  ctx: OutcomesServices,
+  pending: Pending,
+  address: string,
+  description = 'the user denied the request',
+): Promise<Denial> {
   const { id, interaction } = pending;
   if (interaction.device) return (await answerDevice(ctx, pending, undefined)) ? { to: 'device' } : { to: 'expired' };
   if (interaction.saml) {
@@ -164,5 +204,5 @@ export async function deny(ctx: OutcomesServices, pending: Pending, address: str
   const client = await ctx.clients.resolve(clientId, address).catch(() => undefined);
   if (!client || !target || !matchRedirectUri(target.redirectUri, client.redirectUris)) return { to: 'expired' };
   ctx.events.emit({ name: 'token_issue_failed', endpoint: 'authorize', clientId, error: 'access_denied' });
-  return { to: 'client', target, error: new OAuthError('access_denied', 'the user denied the request') };
+  return { to: 'client', target, error: new OAuthError('access_denied', description) };
 }

@@ -1,14 +1,15 @@
 /**
- * Ending sessions: which clients took part in a session, and what ending it
+ * Ending sessions: which clients and SAML service providers took part in a session, and what ending it
  * sets off. The session row is revoked and the back-channel logout tokens for its clients are
  * queued in one store transaction (OIDC Back-Channel Logout 1.0 §2.5, durable), with the webhook
  * event `session.ended` of a live session; the front-channel
- * clients are returned for the signed-out page (OIDC Front-Channel Logout 1.0 §3).
+ * clients are returned for the signed-out page (OIDC Front-Channel Logout 1.0 §3), and the SAML
+ * service providers for the LogoutRequests sent through the browser (SAML Profiles §4.4).
  */
 import type { ClientConfig } from '../config/schema.js';
-import { newId, nowSeconds } from '../crypto/handles.js';
+import { hashHandle, newId, nowSeconds } from '../crypto/handles.js';
 import { userOrderKey } from '../events/webhook-events.js';
-import type { LogoutDelivery, LogoutStore, SessionParticipant } from '../stores/types.js';
+import type { LogoutDelivery, LogoutStore, SamlParticipation, SessionParticipant } from '../stores/types.js';
 
 /** Looks up a client by id (the registry: config-file and stored clients). */
 export interface ClientLookup {
@@ -22,6 +23,16 @@ export interface EndedSession {
   clients: ClientConfig[];
   /** The ids of the back-channel deliveries queued. */
   deliveryIds: string[];
+  /** The SAML service providers that took part in it, for their LogoutRequests. */
+  samlParticipants: SamlParticipation[];
+}
+
+/**
+ * The participant id of a SAML SP (`SessionParticipant.clientId`): `saml:` and the SHA-256 of its
+ * entity ID, which may be 1024 characters long; never the id of a client.
+ */
+export function samlParticipantId(entityId: string): string {
+  return `saml:${hashHandle(entityId)}`;
 }
 
 /** Expired sessions ended per sweep. */
@@ -56,6 +67,27 @@ export class LogoutService {
       { sid: session.sid, clientId: client.clientId, subjectId: session.subjectId },
       expiresAt,
     );
+  }
+
+  /**
+   * Records that a SAML SP received an assertion for `session`, with the NameID and SessionIndex its
+   * LogoutRequest repeats (SAML Core §3.7.1); the latest assertion's replace an earlier one's.
+   * @param expiresAt the session's end, Unix seconds
+   */
+  async participateSaml(
+    session: { sid: string; subjectId: string },
+    expiresAt: number,
+    saml: SamlParticipation,
+  ): Promise<void> {
+    await this.store.addParticipant(
+      { sid: session.sid, clientId: samlParticipantId(saml.entityId), subjectId: session.subjectId, saml },
+      expiresAt,
+    );
+  }
+
+  /** What SAML SP `entityId` was told about session `sid`, while the session has not been ended. */
+  async samlParticipant(sid: string, entityId: string): Promise<SamlParticipation | undefined> {
+    return (await this.store.participant(sid, samlParticipantId(entityId)))?.saml;
   }
 
   /**
@@ -103,7 +135,8 @@ export class LogoutService {
     const clients = participants
       .map((p) => this.clients.get(p.clientId))
       .filter((c): c is ClientConfig => c !== undefined);
-    return { sid, clients, deliveryIds: deliveries.map((d) => d.id) };
+    const samlParticipants = participants.flatMap((p) => (p.saml ? [p.saml] : []));
+    return { sid, clients, deliveryIds: deliveries.map((d) => d.id), samlParticipants };
   }
 
   private plan(participants: SessionParticipant[], now: number): LogoutDelivery[] {

@@ -47,13 +47,13 @@ const RECOVERY = `<% layout('@layout', { lang: it.lang, title: it.t.recoveryTitl
 const ACCOUNT = `<% layout('@layout', { lang: it.lang, title: it.t.accountTitle }) %>
 <h1><%= it.t.accountTitle %></h1>
 <p><%= it.f(it.t.signedInAs, { user: it.username }) %></p>
-<% if (it.notice) { %><p class="alert" role="status"><%= it.notice %></p><% } %>
+<% if (it.notice) { %><p class="notice" role="status"><%= it.notice %></p><% } %>
 <% if (it.email) { %><p><%= it.f(it.emailVerified ? it.t.accountEmailConfirmed : it.t.accountEmailUnconfirmed, { email: it.email }) %></p>
 <% if (it.verifyEmail) { %><form method="post" action="<%= it.base %>/account/email/verify">
 <%~ include('@csrf', it) %>
 <button type="submit" name="button" value="send"><%= it.t.accountEmailSendLink %></button>
 </form><% } %><% } %>
-<% if (!it.canChange) { %><p class="alert" role="note"><%= it.t.freshSignInNeeded %> <a href="<%= it.base %><%= it.reauth %>"><%= it.t.signInAgain %></a></p><% } %>
+<% if (!it.canChange) { %><p class="notice" role="note"><%= it.t.freshSignInNeeded %> <a href="<%= it.base %><%= it.reauth %>"><%= it.t.signInAgain %></a></p><% } %>
 <h2 id="factors-heading"><%= it.t.accountFactors %></h2>
 <% if (it.factors.length === 0) { %><p><%= it.t.accountNoFactors %></p><% } else { %>
 <ul class="factors" aria-labelledby="factors-heading">

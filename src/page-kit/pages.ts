@@ -93,8 +93,8 @@ const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle 
 <h1><%= it.t.consentTitle %></h1>
 <p class="signed-in"><%= it.f(it.t.consentSignedInAs, { user: it.user }) %> <button type="submit" form="consent" name="button" value="switch" class="link" formnovalidate><%= it.t.notYou %></button></p>
 <p><%= it.f(it.t.consentIntro, { client: it.client.name }) %></p>
-<% if (it.clientHost) { %><p class="alert" role="note"><%= it.f(it.t.consentClientHost, { host: it.clientHost }) %></p><% } %>
-<% if (it.device) { %><p class="alert" role="note"><%= it.t.deviceWarning %></p><% } %>
+<% if (it.clientHost) { %><p class="notice" role="note"><%= it.f(it.t.consentClientHost, { host: it.clientHost }) %></p><% } %>
+<% if (it.device) { %><p class="notice" role="note"><%= it.t.deviceWarning %></p><% } %>
 <ul class="scopes">
 <% it.scopes.forEach(function (s) { %><li><span><%= s.name %><% if (s.description) { %><small><%= s.description %></small><% } %></span></li><% }) %>
 </ul>

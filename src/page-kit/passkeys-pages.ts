@@ -83,7 +83,6 @@ export const PASSKEY_TEMPLATES: Readonly<Record<string, string>> = {
 /** Style rules of these pages, appended to the style sheet. */
 export const PASSKEY_STYLES = `
 h2 { font-size: 1.125rem; margin: 1.5rem 0 .5rem; }
-.notice { border: 1px solid var(--line); border-radius: 8px; padding: .6rem .75rem; color: var(--fg); }
 ul.credentials { list-style: none; padding: 0; margin: 0 0 1rem; border-top: 1px solid var(--line); }
 ul.credentials li { display: flex; gap: .75rem; align-items: center; justify-content: space-between; padding: .6rem 0; border-bottom: 1px solid var(--line); }
 ul.credentials button { flex: none; }

@@ -9,10 +9,10 @@ import { SHOW_PASSWORD_SCRIPT_TAG, showPasswordButton } from './show-password.js
 const BACK = `<p><a href="<%= it.base %>/account"><%= it.t.accountBack %></a></p>`;
 
 /** What the last change did. */
-const NOTICE = `<% if (it.notice) { %><p class="alert" role="status"><%= it.notice %></p><% } %>`;
+const NOTICE = `<% if (it.notice) { %><p class="notice" role="status"><%= it.notice %></p><% } %>`;
 
 /** Why the password or profile cannot be changed here (config-file and external users). */
-const READ_ONLY = `<% if (it.readOnly) { %><p class="alert" role="note" id="read-only"><%= it.readOnly %></p><% } %>`;
+const READ_ONLY = `<% if (it.readOnly) { %><p class="notice" role="note" id="read-only"><%= it.readOnly %></p><% } %>`;
 
 /** A new password (`/account/password`), and the current one unless the sign-in is recent and strong. */
 const PASSWORD = `<% layout('@layout', { lang: it.lang, title: it.t.accountPasswordTitle }) %>

@@ -43,6 +43,7 @@ button.primary:hover { background: var(--accent-hover); border-color: var(--acce
 a { color: var(--accent); }
 .alert { border: 1px solid var(--danger); background: var(--danger-bg); color: var(--danger); border-radius: 8px;
   padding: .6rem .75rem; margin: 1rem 0 0; }
+.notice { border: 1px solid var(--line); background: var(--chip); color: var(--fg); border-radius: 8px; padding: .6rem .75rem; margin: 1rem 0 0; }
 ul.scopes { list-style: none; padding: 0; margin: 1rem 0; border-top: 1px solid var(--line); }
 ul.scopes li { display: flex; gap: .65rem; align-items: baseline; padding: .6rem 0; border-bottom: 1px solid var(--line); }
 ul.scopes li::before { content: "\\2713"; content: "\\2713" / ""; color: var(--accent); font-weight: 700; flex: none; }

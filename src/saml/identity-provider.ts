@@ -1,7 +1,9 @@
 /**
- * Sigil as a SAML 2.0 identity provider (SAML Profiles §4.1, Web Browser SSO): its metadata, the
- * reading of AuthnRequests (authn-request.ts) with the replay check of their IDs, and the Responses
- * to registered service providers: NameIDs, attributes, the authentication context, signatures.
+ * Sigil as a SAML 2.0 identity provider (SAML Profiles §4.1, Web Browser SSO; §4.4, Single Logout):
+ * its metadata, the reading of AuthnRequests (authn-request.ts) and of logout messages
+ * (logout-messages.ts) with the replay check of request IDs, the Responses to registered service
+ * providers (NameIDs, attributes, the authentication context, signatures), and its LogoutRequests
+ * and LogoutResponses in each SP's single logout binding.
  * Which user, which session and which pages come first is the interaction layer's
  * (interaction/saml.ts); this service only speaks SAML.
  */
@@ -20,10 +22,22 @@ import {
   readAuthnRequest,
   SamlRefused,
 } from './authn-request.js';
+import type { SamlParticipation } from '../stores/types.js';
+import { type MessageField, type OutgoingMessage, postMessage, redirectMessage } from './binding.js';
+import {
+  type LogoutRequestIn,
+  type LogoutResponseIn,
+  logoutRequestXml,
+  logoutResponseXml,
+  type NameIdValue,
+  readLogoutRequest,
+  readLogoutResponse,
+} from './logout-messages.js';
 import { idpMetadata } from './metadata.js';
-import { AUTHN_CONTEXT, type AssertionFacts, buildResponse, STATUS } from './response.js';
+import { AUTHN_CONTEXT, type AssertionFacts, buildResponse, newSamlId, STATUS } from './response.js';
 import { type ServiceProvider, ServiceProviders } from './service-providers.js';
-import { SIGNATURE_ALGORITHM_URIS, type SamlSigner } from './signatures.js';
+import { SIGNATURE_ALGORITHM_URIS, type SamlSigner, signElement } from './signatures.js';
+import { XmlRefused } from './xml.js';
 
 /** The SSO endpoint (SAML Profiles §4.1.3.2), below the issuer. */
 export const SSO_PATH = '/saml/sso';
@@ -56,6 +70,8 @@ export interface SamlSubject {
 export interface SamlAnswer {
   acsUrl: string;
   fields: { SAMLResponse: string; RelayState?: string };
+  /** A success's NameID, which the SP's single logout will name (`SamlParticipation`). */
+  nameId?: NameIdValue;
 }
 
 /** The identity provider's SAML side; one per instance. */
@@ -84,12 +100,17 @@ export class SamlIdentityProvider {
     return `${this.issuer}${SSO_PATH}`;
   }
 
+  /** The single logout endpoint's URL: what a LogoutRequest's or LogoutResponse's Destination names. */
+  get sloUrl(): string {
+    return `${this.issuer}${SLO_PATH}`;
+  }
+
   /** The metadata document (SAML Metadata §2.3.2) with the certificates in force. */
   metadata(): string {
     return idpMetadata({
       entityId: this.issuer,
       ssoUrl: this.ssoUrl,
-      sloUrl: `${this.issuer}${SLO_PATH}`,
+      sloUrl: this.sloUrl,
       certificates: this.keys.saml().certificates,
       wantAuthnRequestsSigned: false,
     });
@@ -105,15 +126,94 @@ export class SamlIdentityProvider {
   }
 
   /**
-   * Records a checked request's ID as used by its SP (SAML Profiles §4.1.4.5): the last check, so
-   * that a refused request stores nothing. Remembered for as long as its IssueInstant could let
-   * the same request in again.
+   * Reads and checks an SP's LogoutRequest (logout-messages.ts); nothing is stored.
+   * @param now Unix seconds
+   * @throws SamlRefused for every refusal.
+   */
+  readLogoutRequest(message: BindingMessage, now: number): LogoutRequestIn {
+    return refusing(() => readLogoutRequest(message, this.serviceProviders, this.sloUrl, now));
+  }
+
+  /**
+   * Reads and checks an SP's LogoutResponse (logout-messages.ts); nothing is stored.
+   * @throws SamlRefused for every refusal.
+   */
+  readLogoutResponse(message: BindingMessage, now: number): LogoutResponseIn {
+    return refusing(() => readLogoutResponse(message, this.serviceProviders, this.sloUrl, now));
+  }
+
+  /**
+   * Records a checked request's ID (an AuthnRequest's or a LogoutRequest's) as used by its SP
+   * (SAML Profiles §4.1.4.5): the last check, so that a refused request stores nothing.
+   * Remembered for as long as its IssueInstant could let the same request in again.
    * @throws SamlRefused when the SP sent that ID before (also when two copies race: one wins).
    */
-  async markUsed(request: AuthnRequest, now: number): Promise<void> {
+  async markUsed(request: { id: string; sp: Pick<ServiceProvider, 'entityId'> }, now: number): Promise<void> {
     const until = now + REQUEST_MAX_AGE + 2 * CLOCK_SKEW;
     if (!(await this.replay.firstUse('saml_request', request.sp.entityId, request.id, until, now)))
       throw new SamlRefused('the request was used before');
+  }
+
+  /**
+   * Sigil's LogoutRequest to an SP that took part in a session (SAML Profiles §4.4.3.3), naming
+   * the NameID and SessionIndex it was given, in the binding of its single logout endpoint, signed.
+   * @param relayState what the SP must send back with its LogoutResponse
+   * @returns the request's ID (its LogoutResponse's InResponseTo) and the message; undefined when
+   *   the SP is no longer registered or takes no single logout.
+   */
+  logoutRequest(
+    participation: SamlParticipation,
+    relayState: string,
+    now: number,
+  ): { id: string; message: OutgoingMessage } | undefined {
+    const sp = this.serviceProviders.get(participation.entityId);
+    if (!sp?.sloUrl) return undefined;
+    const id = newSamlId();
+    const xml = logoutRequestXml({
+      id,
+      issuer: this.issuer,
+      destination: sp.sloUrl,
+      nameId: {
+        value: participation.nameId,
+        format: participation.format,
+        ...(participation.spNameQualifier !== undefined ? { spNameQualifier: participation.spNameQualifier } : {}),
+      },
+      sessionIndex: participation.sessionIndex,
+      now,
+      lifetime: this.config.assertionLifetime,
+    });
+    return { id, message: this.outgoing(sp, sp.sloUrl, 'SAMLRequest', xml, relayState) };
+  }
+
+  /**
+   * Sigil's LogoutResponse to an SP's LogoutRequest (SAML Core §3.7.2), at the SP's single logout
+   * endpoint (its ResponseLocation), signed; undefined when the SP takes no single logout.
+   * @param status a top-level status code (`STATUS`)
+   */
+  logoutResponse(
+    sp: ServiceProvider,
+    inResponseTo: string,
+    status: string,
+    relayState: string | undefined,
+    now: number,
+  ): OutgoingMessage | undefined {
+    if (!sp.sloResponseUrl) return undefined;
+    const xml = logoutResponseXml({ issuer: this.issuer, destination: sp.sloResponseUrl, inResponseTo, status, now });
+    return this.outgoing(sp, sp.sloResponseUrl, 'SAMLResponse', xml, relayState);
+  }
+
+  /** A message in the SP's single logout binding, signed in the query or in the XML. */
+  private outgoing(
+    sp: ServiceProvider,
+    location: string,
+    field: MessageField,
+    xml: string,
+    relayState: string | undefined,
+  ): OutgoingMessage {
+    const signer = this.signer();
+    if (!signer) throw new Error('no SAML signing key');
+    if (sp.sloBinding === 'redirect') return redirectMessage(location, field, xml, relayState, signer);
+    return postMessage(location, field, signElement(xml, '/*', signer), relayState);
   }
 
   /**
@@ -133,7 +233,7 @@ export class SamlIdentityProvider {
       authnContext: authnContextOf(subject.amr),
       attributes: attributesOf(sp, subject.claims),
     };
-    return this.answer(target, sp, { code: STATUS.success }, assertion, now);
+    return { ...this.answer(target, sp, { code: STATUS.success }, assertion, now), nameId };
   }
 
   /**
@@ -229,6 +329,16 @@ export class SamlIdentityProvider {
       this.nameIdKey = undefined;
     });
     return this.nameIdKey;
+  }
+}
+
+/** Runs a reader, its XmlRefused as SamlRefused (the endpoint's error page). */
+function refusing<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (err instanceof XmlRefused) throw new SamlRefused(err.message);
+    throw err;
   }
 }
 

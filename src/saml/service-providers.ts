@@ -2,7 +2,7 @@
  * The SAML service providers in force: the config file's `samlServiceProviders`, each completed
  * from its `metadataXml` (SAML Metadata §2.4.4 SPSSODescriptor): the HTTP-POST
  * AssertionConsumerService locations (default first, then by index), the SingleLogoutService
- * location, the signing certificates, and `AuthnRequestsSigned` / `WantAssertionsSigned`, which can
+ * (HTTP-Redirect preferred, its ResponseLocation), the signing certificates, and `AuthnRequestsSigned` / `WantAssertionsSigned`, which can
  * only make the settings stricter. The metadata is untrusted XML (xml.ts: bounded, no DTD).
  */
 import { X509Certificate } from 'node:crypto';
@@ -23,7 +23,12 @@ export interface ServiceProvider {
   acsUrls: string[];
   /** The metadata's ACS locations by their `index` (AssertionConsumerServiceIndex, SAML Core §3.4.1). */
   acsByIndex: ReadonlyMap<number, string>;
+  /** Where LogoutRequests go (SAML Profiles §4.4.3.3); null when the SP takes no single logout. */
   sloUrl: string | null;
+  /** Where LogoutResponses go: the metadata's ResponseLocation, else `sloUrl` (SAML Metadata §2.2.2). */
+  sloResponseUrl: string | null;
+  /** The binding of `sloUrl`: HTTP-Redirect unless the metadata offers HTTP-POST only. */
+  sloBinding: 'redirect' | 'post';
   /** Certificates its requests are signed with (base64 DER), from its metadata. */
   certificates: string[];
   nameIdFormat: SamlServiceProviderConfig['nameIdFormat'];
@@ -39,7 +44,7 @@ export interface ServiceProvider {
 /** What an SP's metadata says. */
 interface SpMetadata {
   acs: { location: string; index: number | undefined; isDefault: boolean }[];
-  sloUrl?: string;
+  slo?: { location: string; responseLocation?: string; binding: 'redirect' | 'post' };
   certificates: string[];
   authnRequestsSigned: boolean;
   wantAssertionsSigned: boolean;
@@ -67,14 +72,27 @@ export class ServiceProviders {
     if (problems.length > 0) throw new ConfigError(problems);
   }
 
-  /** The SP of that entity ID, or undefined. */
+  /** The SPs managed at run time (`setStored`), by entity ID. */
+  private stored = new Map<string, ServiceProvider>();
+
+  /** The SP of that entity ID, or undefined: the config file's first, then a stored one. */
   get(entityId: string): ServiceProvider | undefined {
-    return this.byEntityId.get(entityId);
+    return this.byEntityId.get(entityId) ?? this.stored.get(entityId);
   }
 
-  /** Every SP, in config order. */
+  /** Every SP: the config file's in config order, then the stored ones. */
   list(): ServiceProvider[] {
-    return [...this.byEntityId.values()];
+    return [...this.byEntityId.values(), ...this.stored.values()];
+  }
+
+  /** Whether the config file defines that entity ID (such an SP is read-only at run time). */
+  isConfigured(entityId: string): boolean {
+    return this.byEntityId.has(entityId);
+  }
+
+  /** Replaces the stored SPs in force (the SP admin's reload); one of a config-file entity ID is ignored. */
+  setStored(sps: readonly ServiceProvider[]): void {
+    this.stored = new Map(sps.filter((sp) => !this.byEntityId.has(sp.entityId)).map((sp) => [sp.entityId, sp]));
   }
 }
 
@@ -95,7 +113,7 @@ export function serviceProviderOf(sp: SamlServiceProviderConfig): ServiceProvide
     entityId: sp.entityId,
     acsUrls,
     acsByIndex,
-    sloUrl: sp.sloUrl ?? meta?.sloUrl ?? null,
+    ...sloOf(sp, meta),
     certificates: meta?.certificates ?? [],
     nameIdFormat: sp.nameIdFormat,
     attributes: sp.attributes,
@@ -105,6 +123,20 @@ export function serviceProviderOf(sp: SamlServiceProviderConfig): ServiceProvide
     requireConsent: sp.requireConsent,
     displayName: sp.displayName ?? sp.entityId,
   };
+}
+
+/**
+ * The SP's single logout endpoint: the configured `sloUrl` (HTTP-Redirect binding), else the
+ * metadata's SingleLogoutService.
+ */
+function sloOf(
+  sp: SamlServiceProviderConfig,
+  meta: SpMetadata | undefined,
+): Pick<ServiceProvider, 'sloUrl' | 'sloResponseUrl' | 'sloBinding'> {
+  if (sp.sloUrl !== null) return { sloUrl: sp.sloUrl, sloResponseUrl: sp.sloUrl, sloBinding: 'redirect' };
+  const slo = meta?.slo;
+  if (!slo) return { sloUrl: null, sloResponseUrl: null, sloBinding: 'redirect' };
+  return { sloUrl: slo.location, sloResponseUrl: slo.responseLocation ?? slo.location, sloBinding: slo.binding };
 }
 
 /**
@@ -129,9 +161,11 @@ function readMetadata(xml: string, entityId: string): SpMetadata {
         isDefault: attr(el, 'isDefault') === 'true',
       };
     });
-  const slo = childrenNamed(sso, NS.metadata, 'SingleLogoutService').find((el) =>
-    [REDIRECT_BINDING, POST_BINDING].includes(attr(el, 'Binding') ?? ''),
-  );
+  // HTTP-Redirect first: every SP that takes front-channel logout takes it (mod_auth_mellon takes no other).
+  const services = childrenNamed(sso, NS.metadata, 'SingleLogoutService');
+  const slo =
+    services.find((el) => attr(el, 'Binding') === REDIRECT_BINDING) ??
+    services.find((el) => attr(el, 'Binding') === POST_BINDING);
   const certificates = childrenNamed(sso, NS.metadata, 'KeyDescriptor')
     .filter((kd) => (attr(kd, 'use') ?? 'signing') === 'signing')
     .flatMap((kd) => childrenNamed(kd, NS.dsig, 'KeyInfo'))
@@ -140,16 +174,26 @@ function readMetadata(xml: string, entityId: string): SpMetadata {
     .map((el) => certificate(textOf(el) ?? ''));
   return {
     acs,
-    ...(slo ? { sloUrl: location(slo) } : {}),
+    ...(slo
+      ? {
+          slo: {
+            location: location(slo),
+            ...(attr(slo, 'ResponseLocation') !== undefined
+              ? { responseLocation: location(slo, 'ResponseLocation') }
+              : {}),
+            binding: attr(slo, 'Binding') === POST_BINDING ? ('post' as const) : ('redirect' as const),
+          },
+        }
+      : {}),
     certificates,
     authnRequestsSigned: attr(sso, 'AuthnRequestsSigned') === 'true',
     wantAssertionsSigned: attr(sso, 'WantAssertionsSigned') === 'true',
   };
 }
 
-/** An endpoint's `Location`: https, or http on a loopback host, as configured URLs must be. */
-function location(el: Element): string {
-  const value = attr(el, 'Location') ?? '';
+/** An endpoint's `Location` (or `ResponseLocation`): https, or http on a loopback host, as configured URLs must be. */
+function location(el: Element, name = 'Location'): string {
+  const value = attr(el, name) ?? '';
   const url = URL.canParse(value) ? new URL(value) : undefined;
   if (!url || !(url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname))))
     throw new XmlRefused('a metadata Location must be https (http only for loopback hosts)');

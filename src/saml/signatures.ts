@@ -112,15 +112,20 @@ function elementsWithId(doc: Document, id: string): number {
 
 /**
  * Verifies an HTTP-Redirect binding signature (SAML Bindings §3.4.4.1).
- * @param raw the query's parameters as they were sent, still URL-encoded (`SAMLRequest`,
- *   `RelayState` when sent, `SigAlg`, `Signature`)
+ * @param raw the query's parameters as they were sent, still URL-encoded (`SAMLRequest` or
+ *   `SAMLResponse`, `RelayState` when sent, `SigAlg`, `Signature`)
+ * @param field which of `SAMLRequest` and `SAMLResponse` carries the message
  * @throws XmlRefused when `SigAlg` is not accepted or the signature verifies with none of the certificates.
  */
-export function verifyRedirectSignature(raw: Readonly<Record<string, string>>, certificates: readonly string[]): void {
+export function verifyRedirectSignature(
+  raw: Readonly<Record<string, string>>,
+  field: 'SAMLRequest' | 'SAMLResponse',
+  certificates: readonly string[],
+): void {
   const sigAlg = formDecode(raw.SigAlg ?? '');
   const hash = SIGNATURE_ALGORITHMS[sigAlg];
   if (!hash) throw new XmlRefused('the signature algorithm is not accepted');
-  const octets = ['SAMLRequest', 'RelayState', 'SigAlg']
+  const octets = [field, 'RelayState', 'SigAlg']
     .filter((name) => raw[name] !== undefined)
     .map((name) => `${name}=${raw[name]}`)
     .join('&');

@@ -37,6 +37,8 @@ export type GrantType =
   | 'email_link'
   /** An invitation to join an organization, sent by mail (`records/organization-invitations.ts`). */
   | 'org_invitation'
+  /** A SAML single logout under way through the browser, from SP to SP (`records/saml-logouts.ts`). */
+  | 'saml_logout'
   /** A CIBA request waiting for, or holding, its user's answer (`records/backchannel-requests.ts`). */
   | 'backchannel_request';
 

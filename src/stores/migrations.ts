@@ -5,6 +5,7 @@
 import { type Kysely, type Migration, type MigrationProvider, PostgresAdapter, sql } from 'kysely';
 import { newId } from '../crypto/handles.js';
 import { webhooksMigration } from './migration-webhooks.js';
+import { samlServiceProvidersMigration } from './migration-saml-service-providers.js';
 import { externalLinkKey } from './types.js';
 
 const migrations: Record<string, Migration> = {
@@ -533,6 +534,14 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0021_webhooks': webhooksMigration,
+  '0022_saml_participants': {
+    async up(db: Kysely<unknown>) {
+      // A SAML service provider joins a session as a participant (SAML Profiles §4.4): its single
+      // logout repeats the NameID and SessionIndex it was given, kept here as JSON.
+      await db.schema.alterTable('session_participants').addColumn('saml', 'text').execute();
+    },
+  },
+  '0023_saml_service_providers': samlServiceProvidersMigration,
 };
 
 /** Kysely migration provider over the list above. */

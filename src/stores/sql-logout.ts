@@ -4,7 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { WebhookEvent } from '../events/webhook-events.js';
-import type { LogoutDelivery, LogoutStore, SessionParticipant } from './types.js';
+import type { LogoutDelivery, LogoutStore, SamlParticipation, SessionParticipant } from './types.js';
 import type { Database } from './tables.js';
 import type { SqlWebhookOutbox } from './webhook-outbox.js';
 
@@ -17,11 +17,26 @@ export class SqlLogoutStore implements LogoutStore {
   ) {}
 
   async addParticipant(p: SessionParticipant, expiresAt: number): Promise<void> {
+    const saml = p.saml ? JSON.stringify(p.saml) : null;
     await this.db
       .insertInto('session_participants')
-      .values({ sid: p.sid, client_id: p.clientId, subject_id: p.subjectId, expires_at: expiresAt })
-      .onConflict((oc) => oc.columns(['sid', 'client_id']).doNothing())
+      .values({ sid: p.sid, client_id: p.clientId, subject_id: p.subjectId, expires_at: expiresAt, saml })
+      .onConflict((oc) =>
+        saml === null
+          ? oc.columns(['sid', 'client_id']).doNothing()
+          : oc.columns(['sid', 'client_id']).doUpdateSet({ saml }),
+      )
       .execute();
+  }
+
+  async participant(sid: string, clientId: string): Promise<SessionParticipant | undefined> {
+    const row = await this.db
+      .selectFrom('session_participants')
+      .select(['sid', 'client_id', 'subject_id', 'saml'])
+      .where('sid', '=', sid)
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
+    return row && participantOf(row);
   }
 
   async forgetClient(clientId: string): Promise<number> {
@@ -57,9 +72,9 @@ export class SqlLogoutStore implements LogoutStore {
       const rows = await trx
         .deleteFrom('session_participants')
         .where('sid', '=', sid)
-        .returning(['sid', 'client_id', 'subject_id'])
+        .returning(['sid', 'client_id', 'subject_id', 'saml'])
         .execute();
-      const participants = rows.map((r) => ({ sid: r.sid, clientId: r.client_id, subjectId: r.subject_id }));
+      const participants = rows.map(participantOf);
       const deliveries = plan(participants);
       if (deliveries.length > 0)
         await trx
@@ -172,4 +187,19 @@ export class SqlLogoutStore implements LogoutStore {
       .where('lease_holder', '=', holder)
       .execute();
   }
+}
+
+/** A participant row as the store hands it out. */
+function participantOf(row: {
+  sid: string;
+  client_id: string;
+  subject_id: string;
+  saml: string | null;
+}): SessionParticipant {
+  return {
+    sid: row.sid,
+    clientId: row.client_id,
+    subjectId: row.subject_id,
+    ...(row.saml !== null ? { saml: JSON.parse(row.saml) as SamlParticipation } : {}),
+  };
 }

@@ -50,9 +50,10 @@ export async function withStatementTimeout<T>(
 /**
  * A change counter of `admin_versions` (0012_admin): `clients` for the stored clients, `resources`
  * for the managed items, `organizations` for the stored organizations (not their members),
- * `webhooks` for the stored webhooks and which webhooks are disabled (0021_webhooks).
+ * `webhooks` for the stored webhooks and which webhooks are disabled (0021_webhooks),
+ * `saml_service_providers` for the stored SAML service providers (0023_saml_service_providers).
  */
-export type ChangeCounter = 'clients' | 'resources' | 'organizations' | 'webhooks';
+export type ChangeCounter = 'clients' | 'resources' | 'organizations' | 'webhooks' | 'saml_service_providers';
 
 /** The value of a change counter: 0 before the first change. */
 export async function readChangeCounter(db: Kysely<Database>, kind: ChangeCounter): Promise<number> {

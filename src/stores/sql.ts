@@ -33,6 +33,7 @@ import type { Database } from './tables.js';
 import type { Store } from './types.js';
 import { SqlWebhookStore } from './sql-webhooks.js';
 import { SqlWebhookOutbox } from './webhook-outbox.js';
+import { SqlSamlServiceProviderStore } from './sql-saml-service-providers.js';
 
 /** Where a store lives, from its storage URL. */
 export type StorageTarget =
@@ -211,6 +212,8 @@ function composeStore(
     // Webhooks (0021_webhooks): the stored ones and the disabled ones, and the outbox.
     webhooks: new SqlWebhookStore(db),
     webhookOutbox,
+    // SAML service providers managed at run time (0023_saml_service_providers).
+    samlServiceProviders: new SqlSamlServiceProviderStore(db),
     async ping() {
       await db.selectFrom('signing_keys').select('kid').limit(1).execute();
     },

@@ -147,6 +147,8 @@ export interface SessionParticipantsTable {
   client_id: string;
   subject_id: string;
   expires_at: number;
+  /** A SAML SP's NameID and SessionIndex as JSON (`SamlParticipation`, 0022_saml_participants); null for a client. */
+  saml: string | null;
 }
 
 /** The back-channel logout outbox (0006_logout). */
@@ -290,6 +292,16 @@ export interface WebhookDeliveriesTable {
   last_error: string | null;
 }
 
+/** SAML service providers managed at run time (0023_saml_service_providers): `settings` JSON, `key` the entity ID's SHA-256. */
+export interface SamlServiceProvidersTable {
+  key: string;
+  entity_id: string;
+  settings: string;
+  version: number;
+  created_at: number;
+  updated_at: number;
+}
+
 /** The store's schema, as every store module's Kysely instance is typed. */
 export interface Database {
   grants: GrantsTable;
@@ -320,4 +332,5 @@ export interface Database {
   webhooks: WebhooksTable;
   webhook_disabled: WebhookDisabledTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  saml_service_providers: SamlServiceProvidersTable;
 }

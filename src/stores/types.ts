@@ -10,6 +10,7 @@
 import { hashHandle } from '../crypto/handles.js';
 import type { GrantStore } from './grant-store.js';
 import type { GrantRecords } from './records/index.js';
+import type { SamlParticipation } from './records/saml-logouts.js';
 import type { WebAuthnCredentialStore } from './webauthn-credentials.js';
 import type { RegistrationStore } from './client-registrations.js';
 import type { UserEmailStore } from './user-emails.js';
@@ -20,6 +21,7 @@ import type { ServerSecretStore } from './sql-secrets.js';
 import type { WebhookEvent } from '../events/webhook-events.js';
 import type { SqlWebhookStore } from './sql-webhooks.js';
 import type { SqlWebhookOutbox } from './webhook-outbox.js';
+import type { SqlSamlServiceProviderStore } from './sql-saml-service-providers.js';
 
 export { newGrantRecord, type GrantRecord, type GrantStore, type GrantType, type NewGrant } from './grant-store.js';
 
@@ -222,11 +224,18 @@ export interface FactorStore {
   replaceFactors(subjectId: string, kind: string, factors: readonly StoredFactor[]): Promise<void>;
 }
 
-/** A client that took part in a session (received a code or tokens for it). */
+export type { SamlParticipation } from './records/saml-logouts.js';
+
+/**
+ * A client that took part in a session (received a code or tokens for it), or a SAML service
+ * provider (client id `samlParticipantId`, logout/logout.ts) that received an assertion for it, with what a
+ * LogoutRequest to it must name.
+ */
 export interface SessionParticipant {
   sid: string;
   clientId: string;
   subjectId: string;
+  saml?: SamlParticipation;
 }
 
 /**
@@ -252,10 +261,15 @@ export interface LogoutDelivery {
  */
 export interface LogoutStore {
   /**
-   * Records that `participant.clientId` took part in the session (idempotent). `expiresAt`: the session's
-   * end, Unix seconds.
+   * Records that `participant.clientId` took part in the session (idempotent; a SAML participant's
+   * `saml` is replaced by the latest assertion's, which is what the SP now holds). `expiresAt`: the
+   * session's end, Unix seconds.
    */
   addParticipant(participant: SessionParticipant, expiresAt: number): Promise<void>;
+  /**
+   * The participant `clientId` of session `sid`, while the session has not been ended, or undefined.
+   */
+  participant(sid: string, clientId: string): Promise<SessionParticipant | undefined>;
   /**
    * Ends the session `sid` in one transaction: revokes its session row, removes its participants
    * and queues what `plan` returns for them. Of concurrent callers for one session only one gets
@@ -516,4 +530,6 @@ export interface Store {
   webhooks: SqlWebhookStore;
   /** The webhook outbox: deliveries per webhook and event (migration 0021_webhooks). */
   webhookOutbox: SqlWebhookOutbox;
+  /** SAML service providers managed at run time (migration 0023_saml_service_providers). */
+  samlServiceProviders: SqlSamlServiceProviderStore;
 }

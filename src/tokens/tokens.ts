@@ -11,7 +11,7 @@ import type { KeyRing } from '../keys/keys.js';
 import type { Client } from '../clients/registry.js';
 import { OFFLINE_ACCESS, scopesForUser, type Resources } from '../resources/scopes.js';
 import { newFamilyId, newHandle, newId, nowSeconds } from '../crypto/handles.js';
-import type { GrantSubject, RequestedClaims } from '../stores/records/grant-data.js';
+import type { AddedClaims, GrantSubject, RequestedClaims } from '../stores/records/grant-data.js';
 import type { GrantRecords } from '../stores/records/index.js';
 import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
 import type { OrganizationStore } from '../stores/types.js';
@@ -112,6 +112,11 @@ export interface Issuance {
    * `may_act` (§4.4), which the caller is responsible for.
    */
   extraClaims?: Record<string, unknown>;
+  /**
+   * Claims a `preToken` hook added to the access token and the identity token (protocol claims
+   * dropped here too, whatever the caller passes); kept with a new refresh token.
+   */
+  hookClaims?: AddedClaims;
 }
 
 /** An access token that Sigil accepted back. */
@@ -223,6 +228,7 @@ export class TokenService {
         // the key give no Bearer tokens, and a refresh needs a proof with that key.
         ...(req.jkt !== undefined ? { jkt: req.jkt } : {}),
         ...(plan.resources !== undefined ? { resources: plan.resources } : {}),
+        ...(req.hookClaims ? { hookClaims: req.hookClaims } : {}),
       };
       await this.records.refreshTokens.issue(handle, {
         clientId: client.clientId,
@@ -241,6 +247,7 @@ export class TokenService {
         scopes,
         nonce: req.nonce,
         claims: await this.releasedClaims(subject, client, new Set(req.requestedClaims?.id_token ?? []), 'id_token'),
+        ...(req.hookClaims ? { added: req.hookClaims.idToken } : {}),
       });
     return response;
   }
@@ -324,6 +331,7 @@ export class TokenService {
     }
     for (const [name, value] of Object.entries(req.extraClaims ?? {}))
       if (!PROTOCOL_CLAIMS.has(name) || DELEGATION_CLAIMS.has(name)) claims[name] = value;
+    addClaims(claims, req.hookClaims?.accessToken);
 
     if (client.accessTokenType === 'reference') {
       const handle = newHandle();
@@ -382,6 +390,8 @@ export class TokenService {
       nonce?: string | undefined;
       claims?: Record<string, unknown>;
       scopes?: readonly string[];
+      /** Claims a `preToken` hook added (protocol claims dropped). */
+      added?: Record<string, unknown>;
     },
   ): Promise<string> {
     const alg = this.signingAlgorithmFor(client);
@@ -399,6 +409,7 @@ export class TokenService {
     if (subject.acr) claims.acr = subject.acr;
     Object.assign(claims, organizationClaims(subject.organization, opts.scopes ?? []));
     for (const [name, value] of Object.entries(opts.claims ?? {})) if (!PROTOCOL_CLAIMS.has(name)) claims[name] = value;
+    addClaims(claims, opts.added);
     if (opts.nonce !== undefined) claims.nonce = opts.nonce;
     if (opts.accessToken) claims.at_hash = leftHalfHash(opts.accessToken, alg);
     if (opts.code) claims.c_hash = leftHalfHash(opts.code, alg);
@@ -495,6 +506,11 @@ export function pickClaims(claims: Record<string, unknown>, names: Set<string>):
   const out: Record<string, unknown> = {};
   for (const name of names) if (!PROTOCOL_CLAIMS.has(name) && Object.hasOwn(claims, name)) out[name] = claims[name];
   return out;
+}
+
+/** Adds a hook's `added` claims to `claims`, never a protocol claim (`PROTOCOL_CLAIMS`, the delegation ones too). */
+function addClaims(claims: Record<string, unknown>, added: Record<string, unknown> | undefined): void {
+  for (const [name, value] of Object.entries(added ?? {})) if (!PROTOCOL_CLAIMS.has(name)) claims[name] = value;
 }
 
 /**

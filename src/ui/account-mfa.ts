@@ -26,7 +26,7 @@ import { amrWith, FACTOR_KINDS, type PendingSignIn } from '../mfa/factors.js';
 import { RECOVERY_KIND } from '../mfa/recovery.js';
 import { subjectOf, type Who } from '../mfa/second-step.js';
 import type { Session } from '../users/sessions.js';
-import { denyPage } from './outcome-pages.js';
+import { denyPage, signInDeniedPage } from './outcome-pages.js';
 import { formOf, formRoute } from './forms.js';
 import { ACCOUNT_TEMPLATES } from '../page-kit/account-pages.js';
 import type { Messages } from '../page-kit/i18n.js';
@@ -259,7 +259,9 @@ export async function completeSecondFactor(
     const { user, amr } = finished;
     const interaction = p.interaction ? await ctx.interactions.get(p.interaction, browser) : undefined;
     const pending = p.interaction && interaction ? { id: p.interaction, interaction } : undefined;
-    await finishSignIn(ctx, request, reply, user, { amr, idp: p.idp, tenant: p.tenant, endpoint: 'login' }, pending);
+    const how = { amr, idp: p.idp, tenant: p.tenant, endpoint: 'login' } as const;
+    const signedIn = await finishSignIn(ctx, request, reply, user, how, pending);
+    if ('denied' in signedIn) return signInDeniedPage(ctx, request, reply, pending, signedIn);
     if (pending) next = { interaction: pending.id };
     else next = p.returnTo ? { returnTo: p.returnTo } : { done: user.username };
   } else {

@@ -26,7 +26,7 @@ import { format, type Messages } from '../page-kit/i18n.js';
 import { language } from './language.js';
 import { allowFrames } from '../page-kit/pages.js';
 import { SELF_SERVICE_TEMPLATES } from '../page-kit/self-service-pages.js';
-import { describeUserAgent } from './user-agent.js';
+import { describeUserAgent } from '../users/user-agent.js';
 import { notFoundPage, type ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
 

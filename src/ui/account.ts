@@ -13,7 +13,7 @@ import { language } from './language.js';
 import { OAuthError } from '../protocol/errors.js';
 import { userAttempt } from '../limits/failure-limiter.js';
 import { type LogoutRequest, logoutRedirect, validateLogoutRequest } from '../logout/logout-request.js';
-import { sendLoggedOut } from './signed-out.js';
+import { type SignedOutPageServices, sendLoggedOut } from './signed-out.js';
 import { formOf, formRoute } from './forms.js';
 import { secondStepAfterPassword } from './account-mfa.js';
 import { denyPage } from './outcome-pages.js';
@@ -35,6 +35,7 @@ export type AccountPageServices = Pick<Services, 'events' | 'interactions' | 'is
   BrowserServices &
   ErrorPageServices &
   LogoutRequestServices &
+  SignedOutPageServices &
   SignInPageServices;
 
 /** Registers the login and logout pages. */

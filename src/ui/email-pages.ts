@@ -30,7 +30,7 @@ import type { FormServices } from './forms.js';
 /** The services this module uses. */
 export type EmailPageServices = Pick<
   Services,
-  'config' | 'email' | 'events' | 'interactions' | 'issuer' | 'limiter' | 'pages'
+  'config' | 'email' | 'events' | 'hooks' | 'interactions' | 'issuer' | 'limiter' | 'pages'
 > &
   BrowserServices &
   ErrorPageServices &
@@ -270,6 +270,11 @@ export function emailPages(app: FastifyInstance, ctx: EmailPageServices): void {
         return registerForm(reply, lang, '', [ctx.pages.text(lang, 'tooManyRequests')], 429);
       const address = (single(body, 'email') ?? '').trim();
       if (!isEmailAddress(address)) return registerForm(reply, lang, '', [ctx.pages.text(lang, 'invalidEmail')], 400);
+      // The preRegistration hook, before the link is sent: its denial's description on the form.
+      if (ctx.hooks.has('preRegistration')) {
+        const verdict = await ctx.hooks.preRegistration({ kind: 'user', email: address, ip: request.ip });
+        if (!verdict.allowed) return registerForm(reply, lang, address, [verdict.description], 403);
+      }
       email.inBackground(() => email.register(address, lang));
       return done(reply, lang, 'checkEmailTitle', 'checkEmail');
     });

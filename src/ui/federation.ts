@@ -19,12 +19,14 @@ import type { UpstreamStep } from '../federation/sign-in.js';
 import type { BrowserServices } from '../interaction/browser.js';
 import type { OutcomesServices } from '../interaction/outcomes.js';
 import type { ErrorPageServices } from './error-page.js';
+import { type OutcomePageServices, signInDeniedPage } from './outcome-pages.js';
 
 /** The services this module uses. */
 export type FederationPageServices = Pick<Services, 'federation'> &
   BrowserServices &
   ErrorPageServices &
-  OutcomesServices;
+  OutcomesServices &
+  OutcomePageServices;
 
 /** Registers the federation routes. */
 export function federationRoutes(app: FastifyInstance, ctx: FederationPageServices): void {
@@ -43,7 +45,8 @@ export function federationRoutes(app: FastifyInstance, ctx: FederationPageServic
     const { user, claims, pending } = step;
     // An upstream that asserts MFA passes its amr and acr on (src/mfa/factors.ts).
     const how = { ...upstreamAuthentication(claims), idp: name, tenant: user.tenant, endpoint: 'federation' as const };
-    await finishSignIn(ctx, request, reply, user, how, pending);
+    const signedIn = await finishSignIn(ctx, request, reply, user, how, pending);
+    if ('denied' in signedIn) return signInDeniedPage(ctx, request, reply, pending, signedIn);
     return resume(ctx, reply, pending);
   });
 }

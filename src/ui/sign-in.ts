@@ -16,13 +16,15 @@ import type { OutcomesServices } from '../interaction/outcomes.js';
 import { homeRealmProvider, identityFirst } from '../interaction/home-realm.js';
 import { returnPath } from './return-path.js';
 import { samlPartyName } from '../interaction/saml.js';
+import { type OutcomePageServices, signInDeniedPage } from './outcome-pages.js';
 
 /** The services this module uses. */
 export type SignInPageServices = Pick<
   Services,
   'basePath' | 'clients' | 'config' | 'email' | 'organizations' | 'pages' | 'saml' | 'upstream'
 > &
-  OutcomesServices;
+  OutcomesServices &
+  OutcomePageServices;
 
 /** Where the sign-in through upstream provider `name` starts for pending request `id` (below the base path). */
 function providerStart(name: string, id: string): string {
@@ -64,7 +66,9 @@ export async function continueAfterSignIn(
   lang: string,
   returnTo?: string,
 ): Promise<FastifyReply> {
-  await finishSignIn(ctx, request, reply, user, { amr, idp: 'local', tenant: user.tenant, endpoint: 'login' }, pending);
+  const how = { amr, idp: 'local', tenant: user.tenant, endpoint: 'login' } as const;
+  const signedIn = await finishSignIn(ctx, request, reply, user, how, pending);
+  if ('denied' in signedIn) return signInDeniedPage(ctx, request, reply, pending, signedIn);
   if (pending) return resume(ctx, reply, pending);
   if (returnTo) return reply.redirect(`${ctx.basePath}${returnTo}`, 303);
   return ctx.pages.send(reply, 'message', lang, {

@@ -225,6 +225,10 @@ describe('the web console', () => {
     const response = await admin.goto(`${f.sigil.url}/admin/users/${encodeURIComponent(erin)}`);
     await check(admin, response, 'user');
     await expect(admin.locator('ul.factors li').count()).resolves.toBe(1);
+    // The session as people read it: when, and in which browser (Chromium's own User-Agent).
+    expect(await admin.locator('ul.factors li span').innerText()).toMatch(
+      /^Signed in \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC · (Headless )?Chrome on Linux\n\S+$/,
+    );
     await admin.locator('ul.factors li button').click();
     await admin.getByText('The session has been ended.').waitFor();
     await expect(admin.getByText('No live sessions.').count()).resolves.toBe(1);
@@ -548,7 +552,14 @@ describe('the web console', () => {
     expect(providerUpdates).toHaveLength(2);
     expect(providerUpdates.filter((r) => r.includes('clientSecret'))).toHaveLength(1);
     for (const row of rows) expect(row).not.toMatch(/upstream-secret/);
-    for (const row of rows) expect(row).toContain(`sigil-console${ADMIN_SUB}`);
+    // Each row names the client and the admin as people read them, not by id alone.
+    for (const row of rows) expect(row).toContain('Sigil console sigil-consolealice');
+    const links = await admin
+      .locator('table tbody tr')
+      .first()
+      .locator('a')
+      .evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    expect(links).toEqual(['/admin/clients/sigil-console', `/admin/users/${ADMIN_SUB}`]);
     await check(admin, null, 'events');
   });
 

@@ -5,11 +5,17 @@
  * HTTP-POST binding. SP-initiated: the protected page sends the browser to Sigil's login page,
  * and after the password the page shows the attributes mellon took from the assertion.
  * IdP-initiated: /saml/initiate signs in at Sigil, then posts an unsolicited Response to mellon's ACS.
+ * Single logout (SAML Profiles §4.4), with an OpenID client in the same Sigil session: mellon's
+ * logout URL sends Sigil a LogoutRequest, which ends the Sigil session (the client gets its
+ * back-channel logout token) and answers mellon; a logout at Sigil sends mellon a LogoutRequest
+ * through the browser, after which mellon's protected page asks to sign in again.
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pkce } from '../authorize-helpers.js';
 import { startProcess, testConfig, type ServerProcess } from '../helpers.js';
-import { launchChromium, newPage, submitLogin } from './browser-fixture.js';
+import { LogoutReceiver } from '../logout-receiver.js';
+import { CallbackServer, launchChromium, newPage, submitLogin } from './browser-fixture.js';
 import { type MellonSp, prepareMellon } from './mellon-sp.js';
 import { freePort } from './ports.js';
 import type { Browser } from 'playwright-core';
@@ -17,12 +23,31 @@ import type { Browser } from 'playwright-core';
 let sp: MellonSp;
 let sigil: ServerProcess;
 let browser: Browser;
+let receiver: LogoutReceiver;
+let rp: CallbackServer;
 
 beforeAll(async () => {
   sp = await prepareMellon();
   browser = await launchChromium();
+  receiver = await LogoutReceiver.start();
+  rp = await new CallbackServer().start();
+  const base = testConfig();
   sigil = await startProcess(
     testConfig({
+      // An OpenID client that takes back-channel logout, beside mellon in one Sigil session.
+      clients: [
+        ...(base.clients ?? []),
+        {
+          clientId: 'bc',
+          clientSecrets: ['bc-secret'],
+          allowedGrantTypes: ['authorization_code'],
+          allowedScopes: ['openid'],
+          redirectUris: [`${rp.url}/cb`],
+          allowHttpRedirectUris: true,
+          backChannelLogoutUri: `${receiver.url}/bc`,
+        },
+      ],
+      backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },
       saml: { enabled: true },
       samlServiceProviders: [
         {
@@ -41,8 +66,44 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.allSettled([browser?.close(), sigil?.stop(), sp?.stop()]);
+  await Promise.allSettled([browser?.close(), sigil?.stop(), sp?.stop(), receiver?.close(), rp?.close()]);
 });
+
+/** Signs in at mellon's protected page through Sigil as `user`; the page shows mellon's variables. */
+async function signInAtMellon(page: Page, user: string): Promise<void> {
+  await page.goto(sp.protectedUrl);
+  await page.waitForURL((url) => url.href.startsWith(`${sigil.url}/account/login`));
+  await submitLogin(page, user);
+  await page.waitForURL(sp.protectedUrl, { timeout: 15_000 }).catch(() => {
+    throw new Error(`not back at the SP: ${page.url()}\n${sp.errorLog()}`);
+  });
+  expect((await mellonVariables(page)).MELLON_NAME_ID, sp.errorLog()).toBeTruthy();
+}
+
+/** The OpenID client `bc` joins the browser's Sigil session: an authorization code, no page shown. */
+async function oidcJoins(page: Page): Promise<void> {
+  const params = new URLSearchParams({
+    client_id: 'bc',
+    response_type: 'code',
+    scope: 'openid',
+    redirect_uri: `${rp.url}/cb`,
+    code_challenge: pkce().challenge,
+    code_challenge_method: 'S256',
+    state: 'st',
+  });
+  await page.goto(`${sigil.url}/connect/authorize?${params}`);
+  await page.waitForURL((url) => url.href.startsWith(`${rp.url}/cb`));
+  expect(rp.hits.at(-1)?.params.code).toBeTruthy();
+}
+
+/** Whether mellon's protected page shows its variables (a session at mellon) rather than Sigil's login page. */
+async function mellonSessionAlive(page: Page): Promise<boolean> {
+  await page.goto(sp.protectedUrl);
+  await page.waitForURL(
+    (url) => url.href.startsWith(sp.protectedUrl) || url.href.startsWith(`${sigil.url}/account/login`),
+  );
+  return page.url().startsWith(sp.protectedUrl);
+}
 
 /** The MELLON_ variables the protected page printed. */
 async function mellonVariables(page: Page): Promise<Record<string, string>> {
@@ -91,6 +152,54 @@ describe('mod_auth_mellon as the service provider', () => {
       const vars = await mellonVariables(page);
       expect(vars, sp.errorLog()).toMatchObject({ MELLON_displayName: 'Bob', MELLON_role: 'user' });
       expect(vars.MELLON_role_1).toBe('dev');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("single logout from mellon's logout URL ends the Sigil session; the OpenID client gets its logout token", async () => {
+    const { context, page } = await newPage(browser);
+    try {
+      await signInAtMellon(page, 'alice');
+      await oidcJoins(page);
+      receiver.received.length = 0;
+      // mellon's logout endpoint: a signed LogoutRequest (HTTP-Redirect) to Sigil, then back to ReturnTo.
+      await page.goto(`${sp.origin}/mellon/logout?ReturnTo=${encodeURIComponent(`${sp.origin}/protected/echo`)}`);
+      // ReturnTo is protected: with both sessions gone, mellon sends the browser to Sigil's login page.
+      await page
+        .waitForURL((url) => url.href.startsWith(`${sigil.url}/account/login`), { timeout: 15_000 })
+        .catch(async () => {
+          throw new Error(`not at Sigil's login page: ${page.url()}\n${await page.content()}\n${sp.errorLog()}`);
+        });
+      await receiver.waitFor(() => receiver.delivered.length, 1);
+      expect(receiver.delivered.map((r) => [r.path, r.aud])).toEqual([['/bc', 'bc']]);
+      const account = await page.goto(`${sigil.url}/account`);
+      expect(page.url()).toContain('/account/login');
+      expect(account?.status()).toBe(200);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("a logout at Sigil sends mellon a LogoutRequest: mellon's protected page asks to sign in again", async () => {
+    const { context, page } = await newPage(browser);
+    try {
+      // A user with no other session at mellon: mellon finds the session a LogoutRequest ends by its
+      // NameID alone, and with two of one user's sessions it may pick the other and refuse.
+      await signInAtMellon(page, 'carol');
+      await oidcJoins(page);
+      receiver.received.length = 0;
+      await page.goto(`${sigil.url}/account/logout`);
+      await page.locator('form[action="/account/logout"] button').first().click();
+      // Through mellon's logout endpoint and back (its LogoutResponse) to Sigil's signed-out page.
+      await page
+        .waitForURL((url) => url.href.startsWith(`${sigil.url}/saml/slo`), { timeout: 15_000 })
+        .catch(async () => {
+          throw new Error(`mellon did not answer: ${page.url()}\n${await page.content()}\n${sp.errorLog()}`);
+        });
+      expect(await page.locator('body').innerText()).not.toMatch(/went wrong/i);
+      await receiver.waitFor(() => receiver.delivered.length, 1);
+      expect(await mellonSessionAlive(page), sp.errorLog()).toBe(false);
     } finally {
       await context.close();
     }

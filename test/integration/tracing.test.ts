@@ -281,6 +281,30 @@ describe('tracing with OTEL_* set', () => {
     expect((audit?.event as { traceId?: string } | undefined)?.traceId).toBe(request!.traceId);
   });
 
+  it('gives each preToken hook call a span under the token request', async () => {
+    const hooked = await startSigil({}, { hooks: { preToken: () => ({ accessToken: { claims: { traced: true } } }) } });
+    try {
+      await hooked.app.listen({ host: '127.0.0.1', port: 0 });
+      const { port } = hooked.app.server.address() as { port: number };
+      const res = await fetch(`http://127.0.0.1:${port}/connect/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic('m2m', 'm2m-secret') },
+        body: form({ grant_type: 'client_credentials', scope: 'api2' }),
+      });
+      expect(res.status).toBe(200);
+      let request: OtlpSpan | undefined;
+      let hook: OtlpSpan | undefined;
+      await waitForSpans((spans) => {
+        hook = spans.find((s) => s.name === 'hook.preToken');
+        request = hook && spans.find((s) => s.spanId === hook!.parentSpanId);
+        return Boolean(request);
+      });
+      expect(request?.name).toBe('POST /connect/token');
+    } finally {
+      await hooked.close();
+    }
+  });
+
   it('records no query value and no caller address of a request', async () => {
     const { port } = sigil.app.server.address() as { port: number };
     const hint = 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJzZWNyZXQtaGludCJ9.';

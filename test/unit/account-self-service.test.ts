@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { describeUserAgent } from '../../src/ui/user-agent.js';
+import { describeUserAgent } from '../../src/users/user-agent.js';
 import { PROFILE_VALUE_MAX, profileProblem } from '../../src/users/account.js';
 import { EDITABLE_CLAIMS } from '../../src/config/schema.js';
 import { ConfigError, resolveConfig } from '../../src/config/loader.js';

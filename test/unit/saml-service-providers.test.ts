@@ -28,6 +28,43 @@ function refusal(sps: unknown[]): string {
 }
 
 describe('SAML service providers', () => {
+  it('takes the single logout endpoint from the config, else the metadata (HTTP-Redirect first, its ResponseLocation)', () => {
+    const acs = ['https://sp.example/acs'];
+    const both = spMetadata(ENTITY, acs, undefined, {
+      slo: { url: 'https://sp.example/slo-post', binding: 'post' },
+    }).replace(
+      '<md:AssertionConsumerService',
+      '<md:SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="https://sp.example/slo" ResponseLocation="https://sp.example/slo-done"/><md:AssertionConsumerService',
+    );
+    expect(providers([{ entityId: ENTITY, metadataXml: both }]).get(ENTITY)).toMatchObject({
+      sloUrl: 'https://sp.example/slo',
+      sloResponseUrl: 'https://sp.example/slo-done',
+      sloBinding: 'redirect',
+    });
+    const postOnly = spMetadata(ENTITY, acs, undefined, {
+      slo: { url: 'https://sp.example/slo-post', binding: 'post' },
+    });
+    expect(providers([{ entityId: ENTITY, metadataXml: postOnly }]).get(ENTITY)).toMatchObject({
+      sloUrl: 'https://sp.example/slo-post',
+      sloResponseUrl: 'https://sp.example/slo-post',
+      sloBinding: 'post',
+    });
+    const configured = { entityId: ENTITY, metadataXml: postOnly, sloUrl: 'https://sp.example/own' };
+    expect(providers([configured]).get(ENTITY)).toMatchObject({
+      sloUrl: 'https://sp.example/own',
+      sloBinding: 'redirect',
+    });
+    expect(providers([{ entityId: ENTITY, acsUrls: acs }]).get(ENTITY)).toMatchObject({
+      sloUrl: null,
+      sloResponseUrl: null,
+    });
+    const plain = both.replace(
+      'ResponseLocation="https://sp.example/slo-done"',
+      'ResponseLocation="http://evil.example/"',
+    );
+    expect(refusal([{ entityId: ENTITY, metadataXml: plain }])).toMatch(/https/);
+  });
+
   it('reads ACS URLs (default first, then by index), and signing requirements from metadata', () => {
     const xml = spMetadata(ENTITY, ['https://sp.example/a', 'https://sp.example/b'], undefined, {
       authnRequestsSigned: true,

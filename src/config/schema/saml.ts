@@ -26,7 +26,7 @@ export const saml = z
   .strictObject({
     enabled: z.boolean().default(false).meta({
       description:
-        'Serve the SAML 2.0 identity provider: /saml/metadata, /saml/sso, /saml/initiate (and a signing key with a certificate in the key store)',
+        'Serve the SAML 2.0 identity provider: /saml/metadata, /saml/sso, /saml/slo, /saml/initiate (and a signing key with a certificate in the key store)',
     }),
     signatureAlgorithm: z.enum(SAML_SIGNATURE_ALGORITHMS).default('rsa-sha256').meta({
       description: 'How responses and assertions are signed',
@@ -52,7 +52,9 @@ export const samlServiceProvider = z
       spec: 'SAML Profiles §4.1.4.1',
     }),
     sloUrl: httpsOrLoopback.nullable().default(null).meta({
-      description: "Single logout URL (a later version sends LogoutRequests there); else the metadata's",
+      description:
+        "Single logout URL (HTTP-Redirect binding): LogoutRequests and LogoutResponses go there; else the metadata's SingleLogoutService",
+      spec: 'SAML Profiles §4.4',
     }),
     metadataXml: nonEmpty.max(MAX_SP_METADATA_LENGTH).optional().meta({
       description:

@@ -5,7 +5,7 @@
  */
 import { hashHandle } from '../../crypto/handles.js';
 import type { GrantRecord, GrantStore } from '../grant-store.js';
-import type { GrantSubject, RequestedClaims } from './grant-data.js';
+import type { AddedClaims, GrantSubject, RequestedClaims } from './grant-data.js';
 import { RecordKind } from './record-kind.js';
 
 /** Data stored with an authorization code (RFC 6749 §4.1.2: bound to client, redirect URI, PKCE, nonce). */
@@ -22,6 +22,8 @@ export interface AuthorizationCodeData {
   subject: GrantSubject;
   /** Claims the `claims` parameter asked for and may be released (OIDC Core §5.5): names only. */
   requestedClaims?: RequestedClaims;
+  /** The claims the `preToken` hook added at the authorization endpoint: the token request issues them. */
+  hookClaims?: AddedClaims;
   [key: string]: unknown;
 }
 

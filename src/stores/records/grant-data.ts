@@ -37,6 +37,15 @@ export interface GrantOrganization {
 }
 
 /**
+ * Claims a `preToken` hook added (DESIGN §6b "Webhooks and hooks"), kept with a code or a refresh
+ * token so that the tokens issued from it carry them too; protected claims are already dropped.
+ */
+export interface AddedClaims {
+  accessToken: Record<string, unknown>;
+  idToken: Record<string, unknown>;
+}
+
+/**
  * The requested claims that travel with a code, a refresh token and an access token (OIDC Core
  * §5.5): claim names only, already filtered to what may be released (see
  * `validation/claims-parameter.ts`, `releasableClaims`). Absent members mean none.

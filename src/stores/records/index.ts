@@ -18,6 +18,7 @@ import { OrganizationInvitationRecords } from './organization-invitations.js';
 import { PushedRequests } from './pushed-requests.js';
 import { AccessTokens } from './reference-tokens.js';
 import { RefreshTokens } from './refresh-tokens.js';
+import { SamlLogouts } from './saml-logouts.js';
 import { SessionRecords } from './sessions.js';
 import { WebAuthnChallenges } from './webauthn-challenges.js';
 import { WebAuthnPendingSteps } from './webauthn-pending.js';
@@ -41,6 +42,7 @@ export interface GrantRecords {
   families: GrantFamilies;
   emailLinks: EmailLinks;
   invitations: OrganizationInvitationRecords;
+  samlLogouts: SamlLogouts;
 }
 
 /** The repositories over `grants` (once per store: `Store.records`). */
@@ -63,5 +65,6 @@ export function grantRecords(grants: GrantStore): GrantRecords {
     families: new GrantFamilies(grants),
     emailLinks: new EmailLinks(grants),
     invitations: new OrganizationInvitationRecords(grants),
+    samlLogouts: new SamlLogouts(grants),
   };
 }

@@ -6,7 +6,7 @@
  */
 import { hashHandle } from '../../crypto/handles.js';
 import type { GrantRecord, GrantStore } from '../grant-store.js';
-import type { GrantSubject, RequestedClaims } from './grant-data.js';
+import type { AddedClaims, GrantSubject, RequestedClaims } from './grant-data.js';
 import { RecordKind } from './record-kind.js';
 
 /** Stored data of a refresh token. */
@@ -25,6 +25,8 @@ export interface RefreshTokenData {
   absoluteExpiresAt: number;
   /** The `claims` request of the original authorization (OIDC Core §5.5), when it released any. */
   requestedClaims?: RequestedClaims;
+  /** The claims a `preToken` hook added when the grant was made (or last refreshed). */
+  hookClaims?: AddedClaims;
   [key: string]: unknown;
 }
 

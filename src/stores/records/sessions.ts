@@ -23,8 +23,9 @@ export interface Session {
   expiresAt?: number;
   /**
    * The browser's `User-Agent` at sign-in, cut to `USER_AGENT_MAX` characters, and its address
-   * (after `trustProxy`): shown on the user's own /account/sessions page only. Personal data
-   * (GDPR Art. 4(1)); gone with the session row. Absent on sessions stored before they were kept.
+   * (after `trustProxy`): both shown on the user's own /account/sessions page, the browser alone
+   * (never the address) on the console's user page. Personal data (GDPR Art. 4(1)); gone with the
+   * session row. Absent on sessions stored before they were kept.
    */
   userAgent?: string;
   address?: string;

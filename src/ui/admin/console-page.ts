@@ -18,7 +18,7 @@ import type { ConsoleCaller, ConsoleRole } from './console-session.js';
 /** The services this module uses. */
 export type ConsolePageServices = Pick<
   Services,
-  'basePath' | 'config' | 'events' | 'invitations' | 'management' | 'upstream' | 'users'
+  'basePath' | 'clients' | 'config' | 'events' | 'invitations' | 'management' | 'upstream' | 'users'
 >;
 
 /**
@@ -56,7 +56,18 @@ export const NOTICES = [
   'consoleWebhookEnabled',
   'consoleWebhookDisabled',
   'consoleWebhookDeleted',
+  'consoleSamlCreated',
+  'consoleSamlDeleted',
 ] as const satisfies readonly (keyof Messages)[];
+
+/** A Unix time (seconds) as the console shows it: UTC, to the second ("2026-11-29 14:03:07 UTC"); '' for none. */
+export function shownTime(seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds)) return '';
+  return new Date(Math.floor(seconds) * 1000)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/(\.\d+)?Z$/, ' UTC');
+}
 
 /** A confirmation a change's redirect names. */
 export type Notice = (typeof NOTICES)[number];
@@ -77,6 +88,7 @@ export type Section =
   | 'resources'
   | 'keys'
   | 'webhooks'
+  | 'saml-service-providers'
   | 'events'
   | 'my-organizations';
 

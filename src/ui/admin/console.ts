@@ -25,7 +25,7 @@ import { checkCsrf } from '../csrf.js';
 import { formExpiredPage } from '../error-page.js';
 import { formRoute } from '../forms.js';
 import { language } from '../language.js';
-import { sendLoggedOut } from '../signed-out.js';
+import { type SignedOutPageServices, sendLoggedOut } from '../signed-out.js';
 import { type ConsoleDeps, consoleHome, type ConsoleRole, ConsoleSession } from './console-session.js';
 import { type Console, type ConsolePageServices, noticeOf, refusalOf, type SignedIn } from './console-page.js';
 import { organizationAdminPages } from './organization-admin-pages.js';
@@ -39,6 +39,8 @@ import { organizationPages } from './organizations-pages.js';
 import { ORGANIZATION_STYLES, ORGANIZATION_TEMPLATES } from './organization-templates.js';
 import { WEBHOOK_TEMPLATES } from './webhook-templates.js';
 import { webhookPages } from './webhooks-pages.js';
+import { SAML_TEMPLATES } from './saml-templates.js';
+import { samlServiceProviderPages } from './saml-pages.js';
 import type { ConsoleSessionServices } from './console-session.js';
 import type { ErrorPageServices } from '../error-page.js';
 import type { BrowserServices } from '../../interaction/browser.js';
@@ -50,7 +52,8 @@ export type ConsoleServices = Pick<Services, 'basePath' | 'config' | 'events' | 
   BrowserServices &
   ConsoleSessionServices &
   ErrorPageServices &
-  FormServices;
+  FormServices &
+  SignedOutPageServices;
 
 /** The page a console sign-out ends on, below the issuer's path. */
 const CONSOLE_SIGNED_OUT_PATH = `${CONSOLE_PATH}/signed-out`;
@@ -66,6 +69,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
     ...CONSOLE_TEMPLATES,
     ...ORGANIZATION_TEMPLATES,
     ...WEBHOOK_TEMPLATES,
+    ...SAML_TEMPLATES,
   }))
     ctx.pages.register(name, template);
   const session = new ConsoleSession(app, ctx, deps);
@@ -149,6 +153,7 @@ export function adminConsole(app: FastifyInstance, ctx: ConsoleServices, deps: C
   resourcesPage(admin);
   keyPages(admin);
   webhookPages(admin);
+  samlServiceProviderPages(admin);
   eventsPage(admin);
 }
 

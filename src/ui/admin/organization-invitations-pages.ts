@@ -14,20 +14,13 @@ import { OAuthError } from '../../protocol/errors.js';
 import type { Params } from '../../protocol/params.js';
 import { language } from '../language.js';
 import { type OrganizationPage, type OrganizationPageKit, rolesOf, wellFormed } from './organization-access.js';
+import { shownTime } from './console-page.js';
 
 /** The longest invitation id (as /admin/v1 bounds it). */
 const MAX_INVITATION_ID = 64;
 
 /** A form field, trimmed. */
 const field = (form: Params, name: string) => (single(form, name) ?? '').trim();
-
-/** A time as the page shows it: UTC, to the second. */
-function shownTime(seconds: number): string {
-  return new Date(seconds * 1000)
-    .toISOString()
-    .replace('T', ' ')
-    .replace(/\.\d+Z$/, ' UTC');
-}
 
 /** Registers `<route>/invitations` and its changes: invite, `revoke`. */
 export function organizationInvitationPages(kit: OrganizationPageKit): void {

@@ -24,7 +24,7 @@ const LAYOUT = `<!doctype html>
 <header class="console-bar">
 <p class="brand<%= it.brand.logo ? ' with-logo' : '' %>"><% if (it.brand.logo) { %><img src="<%= it.brand.logo %>" alt=""><% } %><%= it.brand.productName %> <span><%= it.t.consoleTitle %></span></p>
 <nav aria-label="<%= it.t.consoleNav %>"><ul>
-<% (it.fullConsole ? [['users', it.t.consoleUsers], ['organizations', it.t.consoleOrganizations], ['clients', it.t.consoleClients], ['resources', it.t.consoleResources], ['keys', it.t.consoleKeys], ['webhooks', it.t.consoleWebhooks], ['events', it.t.consoleEvents]] : [['my-organizations', it.t.consoleYourOrganizations]]).forEach(function (s) { %><li><a href="<%= it.base %>/admin/<%= s[0] %>"<% if (it.section === s[0]) { %> aria-current="page"<% } %>><%= s[1] %></a></li>
+<% (it.fullConsole ? [['users', it.t.consoleUsers], ['organizations', it.t.consoleOrganizations], ['clients', it.t.consoleClients], ['resources', it.t.consoleResources], ['keys', it.t.consoleKeys], ['webhooks', it.t.consoleWebhooks], ['saml-service-providers', it.t.consoleSamlNav], ['events', it.t.consoleEvents]] : [['my-organizations', it.t.consoleYourOrganizations]]).forEach(function (s) { %><li><a href="<%= it.base %>/admin/<%= s[0] %>"<% if (it.section === s[0]) { %> aria-current="page"<% } %>><%= s[1] %></a></li>
 <% }) %></ul></nav>
 <form method="post" action="<%= it.base %>/admin/logout" class="inline">
 <%~ include('@csrf', it) %>
@@ -133,11 +133,11 @@ ${NOTICE}
 <h2 id="sessions-heading"><%= it.t.consoleSessions %></h2>
 <% if (it.sessions.length === 0) { %><p><%= it.t.consoleNoSessions %></p><% } else { %>
 <ul class="factors" aria-labelledby="sessions-heading">
-<% it.sessions.forEach(function (sid) { %><li><code><%= sid %></code>
+<% it.sessions.forEach(function (s) { %><li><span><%= it.f(it.t.consoleSessionSince, { time: s.time }) %><% if (s.browser) { %> · <%= s.browser %><% } %><br><code><%= s.sid %></code></span>
 <form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/sessions/revoke" class="inline">
 <%~ include('@csrf', it) %>
-<input type="hidden" name="sid" value="<%= sid %>">
-<button type="submit" name="button" value="revoke" aria-label="<%= it.f(it.t.consoleRevokeSessionLabel, { sid: sid }) %>"><%= it.t.consoleRevoke %></button>
+<input type="hidden" name="sid" value="<%= s.sid %>">
+<button type="submit" name="button" value="revoke" aria-label="<%= it.f(it.t.consoleRevokeSessionLabel, { sid: s.sid }) %>"><%= it.t.consoleRevoke %></button>
 </form></li>
 <% }) %></ul><% } %>`;
 
@@ -314,9 +314,9 @@ ${NOTICE}
 </form>
 <table>
 <caption><%= it.t.consoleEventsList %></caption>
-<thead><tr><th scope="col"><%= it.t.consoleTime %></th><th scope="col"><%= it.t.consoleEventType %></th><th scope="col">client_id</th><th scope="col"><%= it.t.consoleSubject %></th><th scope="col"><%= it.t.consoleDetails %></th></tr></thead>
+<thead><tr><th scope="col"><%= it.t.consoleTime %></th><th scope="col"><%= it.t.consoleEventType %></th><th scope="col"><%= it.t.consoleClient %></th><th scope="col"><%= it.t.consoleUser %></th><th scope="col"><%= it.t.consoleDetails %></th></tr></thead>
 <tbody>
-<% it.events.forEach(function (e) { %><tr><td><%= e.time %></td><td><%= e.name %></td><td><%= e.clientId %></td><td><%= e.subjectId %></td><td><%= e.details %></td></tr>
+<% it.events.forEach(function (e) { %><tr><td><%= e.time %></td><td><code><%= e.name %></code></td><td><% if (e.clientId) { %><a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(e.clientId) %>"><%= e.clientName || e.clientId %></a><% if (e.clientName) { %> <code><%= e.clientId %></code><% } %><% } %></td><td><% if (e.subjectId) { %><% if (e.username) { %><a href="<%= it.base %>/admin/users/<%= encodeURIComponent(e.subjectId) %>"><%= e.username %></a><% } else { %><code><%= e.subjectId %></code><% } %><% } %></td><td><%= e.details %></td></tr>
 <% }) %><% if (it.events.length === 0) { %><tr><td colspan="5"><%= it.t.consoleNone %></td></tr><% } %>
 </tbody>
 </table>
@@ -375,7 +375,7 @@ form.filters { display: grid; grid-template-columns: repeat(auto-fit, minmax(12r
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .35rem 1rem; margin: 1rem 0; }
 dt { font-weight: 600; }
 dd { margin: 0; overflow-wrap: anywhere; }
-.notice { border: 1px solid var(--line); background: var(--chip); color: var(--fg); border-radius: 8px; padding: .6rem .75rem; margin: 1rem 0 0; }
+@media (max-width: 40rem) { dl { grid-template-columns: minmax(0, 1fr); gap: 0; } dd { margin-bottom: .5rem; } }
 .secret { border: 2px solid var(--accent); border-radius: 8px; padding: .5rem .75rem; margin: 1rem 0; }
 .secret p { color: var(--fg); }
 `;

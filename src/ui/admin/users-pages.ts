@@ -11,7 +11,7 @@ import { AdminError } from '../../admin/errors.js';
 import { MAX_SUBJECT_LENGTH } from '../../config/schema.js';
 import { queryString, single } from '../../http/fields.js';
 import { format } from '../../page-kit/i18n.js';
-import type { Console } from './console-page.js';
+import { type Console, shownTime } from './console-page.js';
 import type { ConsoleCaller } from './console-session.js';
 
 /** Users listed per search. */
@@ -100,7 +100,11 @@ export function userPages(admin: Console): void {
         factors:
           factors.length > 0 ? [...new Set(factors.map((f) => f.kind))].join(', ') : admin.text(request, 'consoleNone'),
         claims: claimsText ?? JSON.stringify(user.claims, null, 2),
-        sessions: await ctx.management.sessions.sessionsOf(sub),
+        sessions: (await ctx.management.sessions.listedSessionsOf(sub)).map((s) => ({
+          sid: s.sid,
+          time: shownTime(s.authTime),
+          browser: s.browser,
+        })),
         error,
       },
       status,

@@ -10,12 +10,12 @@ import { MAX_WEBHOOK_NAME, MAX_WEBHOOK_URL } from '../../config/schema/webhooks.
 import { NOTICE } from './templates.js';
 
 /** The attributes tying form field `field` (element `id`) to its refusal (`<id>-error`). */
-function described(id: string, field: string): string {
+export function described(id: string, field: string): string {
   return `<% if (it.fields && it.fields.${field}) { %> aria-describedby="${id}-error" aria-invalid="true"<% } %>`;
 }
 
 /** A refused field's message, next to it. */
-function fieldError(id: string, field: string): string {
+export function fieldError(id: string, field: string): string {
   return `<% if (it.fields && it.fields.${field}) { %><p class="alert" id="${id}-error"><%= it.fields.${field} %></p><% } %>`;
 }
 

@@ -18,7 +18,7 @@ import { WEBHOOK_EVENT_TYPES } from '../../events/webhook-events.js';
 import { queryString, single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
 import type { DeliveryLogEntry } from '../../stores/webhook-outbox.js';
-import type { Console, Notice } from './console-page.js';
+import { type Console, type Notice, shownTime } from './console-page.js';
 
 /** Deliveries per page of the log. */
 const PAGE_SIZE = 20;
@@ -26,15 +26,6 @@ const PAGE_SIZE = 20;
 const MAX_DELIVERY_ID = 64;
 /** The events offered as checkboxes: every one of the catalogue, or `*` for all. */
 const EVENT_CHOICES = ['*', ...WEBHOOK_EVENT_TYPES];
-
-/** A Unix time (seconds) as the console shows it, in UTC. */
-function shownTime(seconds: number | null): string {
-  if (seconds === null) return '';
-  return new Date(seconds * 1000)
-    .toISOString()
-    .replace('T', ' ')
-    .replace(/(\.\d+)?Z$/, ' UTC');
-}
 
 /**
  * Whether a path's webhook name and delivery id can name anything: a webhook name as the config

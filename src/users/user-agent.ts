@@ -42,3 +42,9 @@ export function describeUserAgent(userAgent: string | undefined): { browser?: st
   if (browser === undefined && system === undefined) return undefined;
   return { ...(browser !== undefined ? { browser } : {}), ...(system !== undefined ? { system } : {}) };
 }
+
+/** "Firefox on Linux", or the one of them known; undefined when neither is (console lists). */
+export function browserName(userAgent: string | undefined): string | undefined {
+  const ua = describeUserAgent(userAgent);
+  return ua && [ua.browser, ua.system].filter((p) => p !== undefined).join(' on ');
+}

@@ -1,0 +1,120 @@
+/**
+ * The console's SAML service provider pages in a real Chromium: the admin signs in to the console
+ * (enrolling an authenticator app on the way), opens the SAML section from the navigation, sends
+ * the registration form with an ACS URL that is not http(s) (refused on its field, what was typed
+ * kept), then registers an SP by pasting its metadata, sees its page, and deletes it. Each page is
+ * axe-clean (WCAG 2.x A and AA) with the basics, uncached and unframeable, and nothing scrolls
+ * sideways at 390 px. Sigil runs in this
+ * process, listening on a free port. Screenshots go to test-results/screenshots.
+ */
+import type { Browser, Page, Response } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSigil, testConfig, type TestSigil } from '../helpers.js';
+import { totpCode } from '../mfa-helpers.js';
+import { spMetadata } from '../saml-helpers.js';
+import { audit } from './accessibility.js';
+import { launchChromium, newPage, screenshot } from './browser-fixture.js';
+import { freePort } from './ports.js';
+
+const SP = 'https://pasted.example/sp';
+const ACS = 'https://pasted.example/acs';
+
+let browser: Browser;
+let sigil: TestSigil;
+let url: string;
+let admin: Page;
+
+beforeAll(async () => {
+  const port = await freePort();
+  url = `http://127.0.0.1:${port}`;
+  const base = testConfig();
+  [browser, sigil] = await Promise.all([
+    launchChromium(),
+    startSigil({
+      issuer: url,
+      users: (base.users ?? []).map((u) =>
+        u.username === 'alice' ? { ...u, claims: { ...u.claims, role: ['admin', 'sigil-admin'] } } : u,
+      ),
+      saml: { enabled: true },
+    }),
+  ]);
+  await sigil.app.listen({ host: '127.0.0.1', port });
+  admin = (await newPage(browser, { viewport: { width: 1000, height: 700 } })).page;
+  admin.setDefaultTimeout(10_000);
+}, 60_000);
+afterAll(async () => {
+  await Promise.allSettled([browser?.close(), sigil?.close()]);
+});
+
+/** A console page's checks: uncached, unframeable, axe-clean with the basics; its screenshot. */
+async function check(page: Page, response: Response | null, name: string): Promise<void> {
+  await page.locator('h1').waitFor();
+  if (response) {
+    expect(response.headers()['cache-control'], name).toContain('no-store');
+    expect(response.headers()['content-security-policy'], name).toContain("frame-ancestors 'none'");
+  }
+  expect(await audit(page), name).toEqual([]);
+  await screenshot(page, `console-${name}`);
+}
+
+describe('the console SAML pages in Chromium', () => {
+  it('opens the SAML section from the navigation', async () => {
+    await admin.goto(`${url}/admin`);
+    await admin.waitForURL(/\/account\/login\?interaction=/);
+    await admin.locator('input[name=username]').fill('alice');
+    await admin.locator('input[name=password]').fill('alice');
+    await admin.locator('button[name=button][value=login]').click();
+    await admin.waitForURL(/\/account\/totp/);
+    const secret = ((await admin.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
+    await admin.locator('input[name=code]').fill(totpCode(secret));
+    await admin.keyboard.press('Enter');
+    await admin.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
+    await admin.locator('a.button.primary').click();
+    await admin.waitForURL(/\/admin\/users$/);
+    await admin.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'SAML' }).click();
+    await admin.waitForURL(/\/admin\/saml-service-providers$/);
+    const response = await admin.reload();
+    await check(admin, response, 'saml-service-providers');
+    expect(await admin.getByRole('link', { name: 'SAML' }).first().getAttribute('aria-current')).toBe('page');
+  });
+
+  it('refuses an ACS URL that is not http(s) on its field, then registers an SP from pasted metadata', async () => {
+    await admin.getByLabel('Entity ID').fill(SP);
+    await admin.getByLabel('Assertion consumer service URLs').fill('javascript:alert(1)');
+    await admin.getByLabel('Display name').fill('Pasted App');
+    const [refused] = await Promise.all([
+      admin.waitForResponse((r) => r.request().method() === 'POST'),
+      admin.getByRole('button', { name: 'Register a service provider' }).click(),
+    ]);
+    expect(refused.status()).toBe(400);
+    await admin.locator('#sp-acs-urls-error').waitFor();
+    expect(await admin.locator('#sp-acs-urls').getAttribute('aria-invalid')).toBe('true');
+    expect(await admin.locator('#sp-acs-urls').getAttribute('aria-describedby')).toContain('sp-acs-urls-error');
+    expect(await admin.getByLabel('Display name').inputValue()).toBe('Pasted App');
+    expect(await audit(admin)).toEqual([]);
+
+    await admin.getByLabel('Entity ID').fill('');
+    await admin.getByLabel('Assertion consumer service URLs').fill('');
+    await admin.getByLabel('Metadata XML').fill(spMetadata(SP, [ACS]));
+    await admin.getByRole('button', { name: 'Register a service provider' }).click();
+    await admin.getByText('The service provider has been registered').waitFor();
+    expect(admin.url()).toBe(`${url}/admin/saml-service-providers/${encodeURIComponent(SP)}?done=consoleSamlCreated`);
+    await check(admin, null, 'saml-service-provider');
+    expect(await admin.locator('dl').textContent()).toContain(ACS);
+    expect(sigil.context.saml.serviceProviders.get(SP)?.displayName).toBe('Pasted App');
+    // Nothing scrolls sideways on a phone, the list with a long metadata form included.
+    await admin.setViewportSize({ width: 390, height: 844 });
+    expect(await audit(admin), 'phone: one SP').toEqual([]);
+    await admin.goto(`${url}/admin/saml-service-providers`);
+    expect(await audit(admin), 'phone: the list').toEqual([]);
+    await admin.goBack();
+    await admin.setViewportSize({ width: 1000, height: 700 });
+  });
+
+  it('deletes the stored SP', async () => {
+    await admin.getByRole('button', { name: 'Delete service provider' }).click();
+    await admin.getByText('The service provider has been deleted.').waitFor();
+    await check(admin, null, 'saml-service-providers-after-delete');
+    expect(sigil.context.saml.serviceProviders.get(SP)).toBeUndefined();
+  });
+});
