@@ -11,7 +11,6 @@
  * Nobody is flooded: requests count per client and per user and client (`pendingLimits`), so no
  * client can fill one user's page or mailbox, nor use up what other clients may ask; and only the user the request names sees it and may answer it.
  */
-import type { Logger } from 'pino';
 import type { Services } from '../services.js';
 import type { Client } from '../clients/registry.js';
 import { hasCallerChosenUrls } from '../clients/client-keys.js';
@@ -245,7 +244,7 @@ export async function answerBackchannelRequest(
     if (!(await requests.answer(id, row.data, answered))) continue;
     const client = ctx.clients.get(row.clientId);
     const { authReqId, notificationToken } = row.data;
-    if (client && typeof authReqId === 'string' && notificationToken !== undefined)
+    if (client && authReqId !== undefined && notificationToken !== undefined)
       void ping(ctx, client, authReqId, notificationToken);
     return true;
   }
@@ -258,7 +257,7 @@ export async function answerBackchannelRequest(
  * URL; a failure is logged (the client still learns the answer by polling). Never throws.
  */
 async function ping(ctx: BackchannelServices, client: Client, authReqId: string, token: string): Promise<void> {
-  const log: Logger = ctx.log;
+  const log = ctx.log;
   const uri = client.backchannelClientNotificationEndpoint;
   if (uri === null) return;
   try {

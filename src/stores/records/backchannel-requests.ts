@@ -25,6 +25,11 @@ export interface BackchannelRequestData {
   acrValues?: string;
   /** Ping mode: the `client_notification_token` the callback carries as Bearer (CIBA §10.2). */
   notificationToken?: string;
+  /**
+   * Ping mode: the `auth_req_id` itself, which the callback carries (CIBA §10.2); it redeems
+   * nothing without the client's credentials.
+   */
+  authReqId?: string;
   /** How the user signed in when they approved (their session), once approved. */
   subject?: GrantSubject;
   [key: string]: unknown;
