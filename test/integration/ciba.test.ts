@@ -189,9 +189,12 @@ describe('poll mode', () => {
     expectError(await poll(id), 'invalid_grant');
   }, 20_000);
 
-  it('answers access_denied after a denial', async () => {
-    const id = await start();
+  it('answers access_denied after a denial; the page shows the binding message as text', async () => {
+    const id = await start({ binding_message: '<i>Order 42</i>' });
     const alice = await signedIn('alice');
+    const { body } = await requestForm(alice);
+    expect(body).toContain('&lt;i&gt;Order 42&lt;/i&gt;');
+    expect(body).not.toContain('<i>Order 42');
     expect((await answer(alice, id, 'deny')).status).toBe(200);
     expectError(await poll(id), 'access_denied');
   });
