@@ -7,6 +7,7 @@ import { invitationPages } from '../ui/invitations.js';
 import { CONSOLE_PATH } from '../config/console-client.js';
 import { adminApiEndpoints } from '../endpoints/admin-api.js';
 import { AUTHORIZE_PATH, authorizeEndpoint } from '../endpoints/authorize.js';
+import { CIBA_PATH, cibaEndpoint } from '../endpoints/ciba.js';
 import { DEVICE_AUTHORIZATION_PATH, deviceAuthorizationEndpoint } from '../endpoints/device-authorization.js';
 import {
   DISCOVERY_PATH,
@@ -30,6 +31,7 @@ import type { GrantRegistry } from '../grants/registry.js';
 import type { RouteRegistration, RouteTable } from '../http/routes.js';
 import type { Services } from '../services.js';
 import { accountPages } from '../ui/account.js';
+import { backchannelRequestPages } from '../ui/backchannel-requests.js';
 import { accountMfaPages } from '../ui/account-mfa.js';
 import { accountSelfServicePages } from '../ui/account-self-service.js';
 import { adminConsole } from '../ui/admin/console.js';
@@ -77,6 +79,11 @@ function apiRoutes(s: Services, grantTypes: GrantRegistry): RouteRegistration[] 
       metadata: { device_authorization_endpoint: DEVICE_AUTHORIZATION_PATH },
       register: (app) => deviceAuthorizationEndpoint(app, s),
     },
+    {
+      kind: 'api',
+      metadata: { backchannel_authentication_endpoint: CIBA_PATH },
+      register: (app) => cibaEndpoint(app, s),
+    },
     // RFC 7591 §3, RFC 8414 §2: advertised only where registration is served.
     {
       kind: 'api',
@@ -111,6 +118,7 @@ function pageRoutes(s: Services): RouteRegistration[] {
     { kind: 'page', register: (app) => emailPages(app, s) }, // password reset, address verification, self-registration
     { kind: 'page', register: (app) => consentPage(app, s) },
     { kind: 'page', register: (app) => invitationPages(app, s) }, // accepting an invitation to an organization
+    { kind: 'page', register: (app) => backchannelRequestPages(app, s) }, // answering CIBA requests
     { kind: 'page', register: (app) => organizationPickerPage(app, s) }, // after sign-in, under organizationUsage require
     { kind: 'page', register: (app) => devicePages(app, s) },
     { kind: 'page', register: (app) => federationRoutes(app, s) },

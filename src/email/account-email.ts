@@ -108,6 +108,18 @@ export class AccountEmail {
     }
   }
 
+  /**
+   * Tells a user that an application asks for their approval (OpenID CIBA Core 1.0 §7): a mail
+   * linking to the approval page. It carries no handle: the page needs the user signed in, and
+   * shows the requests waiting for them. The number of such mails is bounded by the requests a
+   * client may make for a user (`pendingLimits.backchannelRequestsPerUserAndClient`).
+   * @param link the absolute URL of `/account/requests`
+   * @throws Error when the SMTP server does not take the message.
+   */
+  async notifyBackchannelRequest(to: string, lang: string, link: string): Promise<void> {
+    await this.deps.mailer.send({ to, kind: 'ciba', lang, link });
+  }
+
   /** The stored user a live reset link is for (to show the form), or undefined. */
   async resetLinkUser(handle: string): Promise<StoredUser | undefined> {
     const link = await this.deps.store.records.emailLinks.findLive(handle, 'reset', nowSeconds());

@@ -12,7 +12,7 @@ import type { Config } from '../config/schema.js';
 import { CATALOGUES, format, type Messages } from '../page-kit/i18n.js';
 
 /** The messages Sigil sends, each a subject, a paragraph, a link and the "ignore this" line. */
-export type MailKind = 'reset' | 'verify' | 'register' | 'registered' | 'invitation';
+export type MailKind = 'reset' | 'verify' | 'register' | 'registered' | 'invitation' | 'ciba';
 
 const TEXTS: Record<MailKind, { subject: keyof Messages; body: keyof Messages }> = {
   reset: { subject: 'mailResetSubject', body: 'mailResetBody' },
@@ -20,6 +20,7 @@ const TEXTS: Record<MailKind, { subject: keyof Messages; body: keyof Messages }>
   register: { subject: 'mailRegisterSubject', body: 'mailRegisterBody' },
   registered: { subject: 'mailRegisteredSubject', body: 'mailRegisteredBody' },
   invitation: { subject: 'mailInvitationSubject', body: 'mailInvitationBody' },
+  ciba: { subject: 'mailCibaSubject', body: 'mailCibaBody' },
 };
 
 const HTML = `<!doctype html>

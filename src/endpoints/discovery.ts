@@ -102,6 +102,10 @@ export function discoveryDocument(
     backchannel_logout_session_supported: true,
     frontchannel_logout_supported: true,
     frontchannel_logout_session_supported: true,
+    // OpenID CIBA Core 1.0 §4: no push mode, no user_code; no signed requests, so no
+    // backchannel_authentication_request_signing_alg_values_supported.
+    backchannel_token_delivery_modes_supported: ['poll', 'ping'],
+    backchannel_user_code_parameter_supported: false,
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
     // draft-ietf-oauth-identity-assertion-authz-grant §"Authorization Server (IdP) Metadata", once
     // some client may ask for an ID-JAG.

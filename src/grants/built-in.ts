@@ -6,6 +6,7 @@
  */
 import { type BUILT_IN_GRANT_TYPES, JWT_BEARER_GRANT } from '../config/schema.js';
 import { authorizationCodeGrant } from './authorization-code.js';
+import { CIBA_GRANT, cibaGrant } from './ciba.js';
 import { clientCredentialsGrant } from './client-credentials.js';
 import { DEVICE_CODE_GRANT, deviceCodeGrant } from './device-code.js';
 import { type ExtensionGrant, extensionGrantHandler } from './extension.js';
@@ -19,7 +20,7 @@ import { TOKEN_EXCHANGE, tokenExchangeHandler } from './token-exchange.js';
 export type TokenGrantType = Exclude<(typeof BUILT_IN_GRANT_TYPES)[number], 'implicit' | 'hybrid'>;
 
 /**
- * The built-in grants by `grant_type` (RFC 6749 §4, RFC 8628 §3.4, RFC 8693 §2.1, RFC 7523 §2.1). A new grant is
+ * The built-in grants by `grant_type` (RFC 6749 §4, RFC 8628 §3.4, RFC 8693 §2.1, RFC 7523 §2.1, CIBA Core §10.1). A new grant is
  * one entry here plus its name in `BUILT_IN_GRANT_TYPES`; the record's type makes either alone a
  * compile error.
  * @param validator the password grant's check of the resource owner's credentials
@@ -33,6 +34,7 @@ function builtInGrants(validator: ResourceOwnerValidator): Record<TokenGrantType
     refresh_token: refreshTokenGrant,
     [TOKEN_EXCHANGE]: tokenExchangeHandler,
     [JWT_BEARER_GRANT]: jwtBearerGrant,
+    [CIBA_GRANT]: cibaGrant,
   };
 }
 

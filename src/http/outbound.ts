@@ -309,3 +309,32 @@ function exchange(
     req.end(out.body);
   });
 }
+
+/**
+ * POSTs `body` to a URL a client registered (back-channel logout, the CIBA ping): under the SSRF
+ * guard (`guardedPost`) when a caller chose the URL (dynamic registration, metadata documents),
+ * else straight to where the operator's config points; either way no-store, within `timeoutMs`,
+ * never following a redirect, the answer's body unread.
+ * @param callerChosen the URL was chosen by a caller, not the operator (`hasCallerChosenUrls`)
+ * @param allowLoopback loopback addresses pass the guard (development only)
+ * @returns the answer's HTTP status
+ * @throws OutboundRefused (guarded) or fetch's error (unguarded) when no answer came
+ */
+export async function postToClientUrl(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  options: { callerChosen: boolean; allowLoopback: boolean; timeoutMs: number },
+): Promise<number> {
+  const { timeoutMs, allowLoopback } = options;
+  if (options.callerChosen) return guardedPost(new URL(url), body, headers, { timeoutMs, maxBytes: 0, allowLoopback });
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { ...headers, 'cache-control': 'no-store' },
+    body,
+    redirect: 'manual',
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  await res.body?.cancel();
+  return res.status;
+}

@@ -291,6 +291,7 @@ export type LimitName =
   | 'failed_attempts'
   | 'interaction_quota'
   | 'device_quota'
+  | 'backchannel_quota'
   | 'passkey_challenge_quota'
   | 'dpop_proof_quota'
   | 'client_metadata_quota'

@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import type { KeyRing } from '../keys/keys.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
-import { guardedPostForm } from '../http/outbound.js';
+import { postToClientUrl } from '../http/outbound.js';
 import type { LogoutDelivery, LogoutStore } from '../stores/types.js';
 import { signLogoutToken } from './logout-token.js';
 import { type Polling, startPolling } from '../events/polling.js';
@@ -162,21 +162,15 @@ export class LogoutDeliverer {
 
   /** POSTs the form to the delivery's URI, under the SSRF guard for a caller-chosen URI; the answer's status. */
   private async send(delivery: LogoutDelivery, form: string): Promise<number> {
-    const timeoutMs = this.options.timeoutSeconds * 1000;
-    if (this.guard.callerChosen(delivery.clientId))
-      return guardedPostForm(new URL(delivery.uri), form, {
-        timeoutMs,
-        maxBytes: 0,
+    return postToClientUrl(
+      delivery.uri,
+      form,
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      {
+        callerChosen: this.guard.callerChosen(delivery.clientId),
         allowLoopback: this.guard.allowLoopback,
-      });
-    const res = await fetch(delivery.uri, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'cache-control': 'no-store' },
-      body: form,
-      redirect: 'manual',
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    await res.body?.cancel();
-    return res.status;
+        timeoutMs: this.options.timeoutSeconds * 1000,
+      },
+    );
   }
 }

@@ -38,7 +38,9 @@ export type GrantType =
   /** An invitation to join an organization, sent by mail (`records/organization-invitations.ts`). */
   | 'org_invitation'
   /** A SAML single logout under way through the browser, from SP to SP (`records/saml-logouts.ts`). */
-  | 'saml_logout';
+  | 'saml_logout'
+  /** A CIBA request waiting for, or holding, its user's answer (`records/backchannel-requests.ts`). */
+  | 'backchannel_request';
 
 /** One persisted grant artefact. */
 export interface GrantRecord<D = Record<string, unknown>> {

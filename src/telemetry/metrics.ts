@@ -108,7 +108,7 @@ export class DomainMetrics {
     this.refusals = new CountedSeries(
       registry,
       'sigil_limiter_refusals_total',
-      'Requests refused (429) by each limit: failed_attempts, interaction_quota, device_quota, passkey_challenge_quota, dpop_proof_quota, client_metadata_quota, registration_quota, email_quota',
+      'Requests refused (429) by each limit: failed_attempts, interaction_quota, device_quota, backchannel_quota, passkey_challenge_quota, dpop_proof_quota, client_metadata_quota, registration_quota, email_quota',
       ['limiter'],
     );
     this.commits = new Histogram({

@@ -7,16 +7,18 @@
 
 /** The account page itself. */
 export const ACCOUNT_PATH = '/account';
+/** The page where a user answers applications' requests (CIBA, `backchannel-requests.ts`). */
+const REQUESTS_PATH = '/account/requests';
 /** An invitation's link (`invitations.ts`): its token is base64url, at most 100 characters. */
 const INVITATION_RETURN = /^\/account\/invitations\/[A-Za-z0-9_-]{1,100}$/;
 
 /**
- * `value` when it is a path a sign-in may return to (`/account` or an invitation's link), else
+ * `value` when it is a path a sign-in may return to (`/account`, `/account/requests` or an invitation's link), else
  * undefined (the sign-in then ends on the "signed in" page).
  */
 export function returnPath(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
-  return value === ACCOUNT_PATH || INVITATION_RETURN.test(value) ? value : undefined;
+  return value === ACCOUNT_PATH || value === REQUESTS_PATH || INVITATION_RETURN.test(value) ? value : undefined;
 }
 
 /** The login page's path that returns to `path` (one `returnPath` takes) after the sign-in. */

@@ -133,6 +133,33 @@ export class UserService {
     return undefined;
   }
 
+  /**
+   * The user a CIBA `login_hint` names (OpenID CIBA Core 1.0 §7.1): a username (config and stored
+   * users, then each directory, as at sign-in without a tenant: it must name exactly one user), else
+   * an address that is exactly one user's: a stored user's verified primary address or a config
+   * user's verified `email` claim. Active or not; undefined when it names nobody or several.
+   * @throws DirectoryUnavailable when a directory asked cannot answer.
+   */
+  async findByLoginHint(hint: string): Promise<User | undefined> {
+    const candidate = await this.findCandidate(hint, null);
+    if (candidate) return this.checked(candidate.user);
+    for (const directory of this.directories) {
+      const user = await directory.findByUsername(hint);
+      if (user) return this.checked(user);
+    }
+    if (!hint.includes('@')) return undefined;
+    const address = hint.trim().toLowerCase();
+    const subjects = new Set(
+      this.configUsers
+        .filter((c) => c.user.claims.email_verified === true && String(c.user.claims.email).toLowerCase() === address)
+        .map((c) => c.user.subjectId),
+    );
+    for (const e of (await this.emails?.findByValue(hint)) ?? [])
+      if (e.isPrimary && e.verified) subjects.add(e.subjectId);
+    const [only] = subjects;
+    return subjects.size === 1 && only !== undefined ? this.findBySubject(only) : undefined;
+  }
+
   /** Closes the directories' connections. */
   async close(): Promise<void> {
     await Promise.all(this.directories.map((d) => d.close?.()));

@@ -9,6 +9,7 @@ import { MAX_ORGANIZATION_NAME, ORGANIZATION_NAME } from './organizations.js';
 import {
   ASSERTION_ALGORITHMS,
   ASYMMETRIC_ASSERTION_ALGORITHMS,
+  CIBA_GRANT,
   JWT_BEARER_GRANT,
   SYMMETRIC_ASSERTION_ALGORITHMS,
   TOKEN_ENDPOINT_AUTH_METHODS,
@@ -59,8 +60,8 @@ export const clientSchema = z
       .meta({ description: 'false makes a public client, identified by client_id alone', spec: 'RFC 6749 §2.1' }),
     allowedGrantTypes: z.array(nonEmpty).min(1).meta({
       description:
-        "client_credentials, password, authorization_code, refresh_token, implicit, hybrid, the device code, token exchange and JWT bearer URNs, or a registered extension grant's name; any other name stops the start",
-      spec: 'RFC 6749 §4; RFC 8628; RFC 8693; RFC 7523 §2.1',
+        "client_credentials, password, authorization_code, refresh_token, implicit, hybrid, the device code, token exchange, JWT bearer and CIBA URNs, or a registered extension grant's name; any other name stops the start",
+      spec: 'RFC 6749 §4; RFC 8628; RFC 8693; RFC 7523 §2.1; OpenID CIBA Core 1.0 §10.1',
     }),
     allowedScopes: z.array(nonEmpty).default([]).meta({
       description:
@@ -218,6 +219,22 @@ export const clientSchema = z
       description: 'Where logout tokens are POSTed: https, or http on a loopback host; no fragment',
       spec: 'OIDC Back-Channel Logout §2.2',
     }),
+    backchannelTokenDeliveryMode: z.enum(['poll', 'ping']).default('poll').meta({
+      description:
+        "How a CIBA client learns of the user's answer: poll (it polls the token endpoint) or ping (Sigil POSTs the auth_req_id to backchannelClientNotificationEndpoint, then it calls the token endpoint)",
+      spec: 'OpenID CIBA Core 1.0 §5, §10.2',
+    }),
+    backchannelClientNotificationEndpoint: z
+      .string()
+      .max(2048)
+      .refine(isLogoutUri, LOGOUT_URI_RULE)
+      .nullable()
+      .default(null)
+      .meta({
+        description:
+          "Where the ping of a CIBA request is POSTed, with the request's client_notification_token as Bearer: https, or http on a loopback host; no fragment",
+        spec: 'OpenID CIBA Core 1.0 §4, §10.2',
+      }),
     backChannelLogoutSessionRequired: z.boolean().default(true).meta({
       description: 'The client needs sid in logout tokens (Sigil always sends it)',
       spec: 'OIDC Back-Channel Logout §2.2',
@@ -264,6 +281,11 @@ export const clientSchema = z
     // draft-ietf-oauth-identity-assertion-authz-grant §"Client Authentication": confidential clients only.
     if (isPublic && c.allowedGrantTypes.includes(JWT_BEARER_GRANT))
       issue('allowedGrantTypes', 'the JWT bearer grant needs a confidential client (requireClientSecret true)');
+    // OpenID CIBA Core 1.0 §7.1: the backchannel authentication request is made by an authenticated client.
+    if (isPublic && c.allowedGrantTypes.includes(CIBA_GRANT))
+      issue('allowedGrantTypes', 'the CIBA grant needs a confidential client (requireClientSecret true)');
+    if (c.backchannelTokenDeliveryMode === 'ping' && c.backchannelClientNotificationEndpoint === null)
+      issue('backchannelClientNotificationEndpoint', 'the ping mode needs a client notification endpoint');
     if (isPublic && c.idJagAudiences.length > 0)
       issue('idJagAudiences', 'ID-JAGs are for confidential clients only (requireClientSecret true)');
     if (method === 'none' && !isPublic)

@@ -54,6 +54,15 @@ export const pendingLimits = z.strictObject({
     description: 'Device authorizations one client may start per window, from all addresses together',
     spec: 'RFC 8628 §3.1',
   }),
+  backchannelRequestsPerClient: z.number().int().positive().default(1000).meta({
+    description: 'CIBA requests (/connect/ciba) one client may start per window',
+    spec: 'OpenID CIBA Core 1.0 §7',
+  }),
+  backchannelRequestsPerUserAndClient: z.number().int().positive().default(10).meta({
+    description:
+      "CIBA requests one client may make for one user per window: no client floods a user with requests or mails, and none uses up another client's",
+    spec: 'OpenID CIBA Core 1.0 §7',
+  }),
   dpopProofsPerAddress: z.number().int().positive().default(600).meta({
     description:
       "DPoP proofs of public clients one address (an IPv6 /64) may send to the token endpoint per window (each proof's jti is a stored row)",
@@ -68,6 +77,8 @@ export const PENDING_LIMITS_DEFAULTS = {
   interactionsPerAddress: 300,
   deviceAuthorizationsPerAddress: 30,
   deviceAuthorizationsPerClient: 1000,
+  backchannelRequestsPerClient: 1000,
+  backchannelRequestsPerUserAndClient: 10,
   dpopProofsPerAddress: 600,
 };
 

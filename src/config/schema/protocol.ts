@@ -53,10 +53,14 @@ export const BUILT_IN_GRANT_TYPES = [
   'urn:ietf:params:oauth:grant-type:device_code',
   'urn:ietf:params:oauth:grant-type:token-exchange',
   'urn:ietf:params:oauth:grant-type:jwt-bearer',
+  'urn:openid:params:grant-type:ciba',
 ] as const;
 
 /** The JWT bearer authorization grant (RFC 7523 §2.1), by which clients redeem ID-JAGs of `trustedIdentityIssuers`. */
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+
+/** The CIBA grant (OpenID CIBA Core 1.0 §10.1), redeeming an `auth_req_id` of `/connect/ciba`. */
+export const CIBA_GRANT = 'urn:openid:params:grant-type:ciba';
 
 /**
  * Default `signingAlgorithms`: RS256 signs by default; ES256 serves FAPI 2.0 clients.

@@ -16,14 +16,14 @@ export class GrantFamilies {
 
   /**
    * Revokes everything a user holds, of every family: refresh tokens, reference access tokens,
-   * JWT access-token marks (introspection says inactive), unused authorization and device codes
+   * JWT access-token marks (introspection says inactive), unused authorization and device codes, CIBA requests
    * (a password reset by mail; a user made inactive, `admin/users.ts`); returns how many rows
    * changed. Sessions are ended by the logout service, consents stay.
    */
   revokeAllOf(subjectId: string, now: number): Promise<number> {
     return this.grants.revokeSubject(
       subjectId,
-      ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code'],
+      ['refresh_token', 'reference_token', 'access_token', 'authorization_code', 'device_code', 'backchannel_request'],
       now,
     );
   }
@@ -45,6 +45,7 @@ export class GrantFamilies {
         'authorization_code',
         'device_code',
         'user_code',
+        'backchannel_request',
         'pushed_request',
         'interaction',
         'consent',

@@ -5,6 +5,7 @@
  */
 import type { GrantStore } from '../grant-store.js';
 import { AuthorizationCodes } from './authorization-codes.js';
+import { BackchannelRequests } from './backchannel-requests.js';
 import { Consents } from './consents.js';
 import { DeviceCodes } from './device-codes.js';
 import { DPoPNonceRecords } from './dpop-nonces.js';
@@ -26,6 +27,7 @@ import { WebAuthnPendingSteps } from './webauthn-pending.js';
 export interface GrantRecords {
   codes: AuthorizationCodes;
   deviceCodes: DeviceCodes;
+  backchannelRequests: BackchannelRequests;
   refreshTokens: RefreshTokens;
   accessTokens: AccessTokens;
   consents: Consents;
@@ -48,6 +50,7 @@ export function grantRecords(grants: GrantStore): GrantRecords {
   return {
     codes: new AuthorizationCodes(grants),
     deviceCodes: new DeviceCodes(grants),
+    backchannelRequests: new BackchannelRequests(grants),
     refreshTokens: new RefreshTokens(grants),
     accessTokens: new AccessTokens(grants),
     consents: new Consents(grants),
