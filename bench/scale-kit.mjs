@@ -55,7 +55,9 @@ export function startSigil(configFile, storage, port, metricsPort) {
   const args = ['start', '--config', configFile, '--port', String(port), '--host', HOST];
   args.push('--issuer', `http://${HOST}:${port}`, '--storage', storage);
   if (metricsPort !== undefined) args.push('--metrics-port', String(metricsPort));
-  const child = spawn(process.execPath, [CLI, ...args], {
+  // BENCH_CPU_PROF (a directory): a CPU profile of each Sigil process, as bench/run.mjs writes them.
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, CLI, ...args], {
     cwd: ROOT,
     env: cleanEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -158,9 +158,14 @@ export function signElement(xml: string, target: string, signer: SamlSigner): st
   const hash = SIGNATURE_ALGORITHMS[signer.algorithm] ?? 'sha256';
   const sig = new (signedXmlClass())({
     privateKey: signer.privateKey,
-    publicCert: certificatePem(signer.certificate),
     signatureAlgorithm: signer.algorithm as never,
     canonicalizationAlgorithm: EXCLUSIVE_C14N,
+    // KeyInfo from the certificate as stored (base64 DER, checked when the key was made): given the
+    // PEM instead, xml-crypto parses the certificate again for every signature, two per Response.
+    getKeyInfoContent: ({ prefix }: { prefix?: string | null }) => {
+      const p = prefix ? `${prefix}:` : '';
+      return `<${p}X509Data><${p}X509Certificate>${signer.certificate}</${p}X509Certificate></${p}X509Data>`;
+    },
   });
   // `xs` is used in attribute values only (xsi:type="xs:string"), which exclusive canonicalization
   // does not see as used: named in the prefix list, its declaration stays in what is signed.
