@@ -14,7 +14,7 @@
  * reaches Sigil twice (from the terminal and forwarded from here); Sigil stops on the first and
  * ignores the rest.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -31,15 +31,23 @@ const hasConfig =
  * The demo's stored user: config-file users are read-only, so without one the password change,
  * the profile and "Forgot password?" (whose mail the demo's `log` transport prints) could not be
  * shown. Added through the CLI, as an administrator would, the first time the demo's store lacks it.
+ * Its password is printed with the demo's other credentials: this store is the demo's alone.
  */
 const STORED_USER = { username: 'carol', password: 'paper-lantern-42', email: 'carol@example.com' };
+/** The CLI adding it while it runs, stopped with the rest. */
+let adding;
 
+/**
+ * Adds the stored user unless the store has it; resolves once done, never rejects. Run once Sigil
+ * listens (its store migrated), beside it: the password hash and the CLI's start do not hold up
+ * `npm start`.
+ */
 function addStoredUser() {
   const storage = args.flatMap((a, i) =>
     a === '--storage' ? ['--storage', args[i + 1]] : a.startsWith('--storage=') ? [a] : [],
   );
   const claims = { name: 'Carol Diaz', given_name: 'Carol', family_name: 'Diaz', role: ['user'] };
-  const added = spawnSync(
+  const add = (adding = spawn(
     process.execPath,
     [
       CLI,
@@ -56,12 +64,19 @@ function addStoredUser() {
       DEMO_CONFIG,
       ...storage,
     ],
-    { input: `${STORED_USER.password}\n`, encoding: 'utf8' },
+    { stdio: ['pipe', 'ignore', 'pipe'] },
+  ));
+  let stderr = '';
+  add.stderr.on('data', (chunk) => (stderr += chunk));
+  add.stdin.end(`${STORED_USER.password}\n`);
+  return new Promise((resolve) =>
+    add.on('exit', (code) => {
+      if (code !== 0 && !/exists already/.test(stderr))
+        console.log(`sigil demo: the stored user ${STORED_USER.username} was not added: ${stderr.trim()}`);
+      resolve();
+    }),
   );
-  if (added.status !== 0 && !/exists already/.test(added.stderr))
-    console.log(`sigil demo: the stored user ${STORED_USER.username} was not added: ${added.stderr.trim()}`);
 }
-if (!hasConfig) addStoredUser();
 
 const sigil = spawn(process.execPath, [CLI, 'start', ...(hasConfig ? [] : ['--config', DEMO_CONFIG]), ...args], {
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -78,7 +93,13 @@ createInterface({ input: sigil.stdout }).on('line', (line) => {
   const m = /^sigil: (issuer|clients) (.*)$/.exec(line);
   if (m?.[1] === 'issuer') issuer = m[2];
   if (m?.[1] === 'clients') clients = m[2].split(', ');
-  if (/^sigil: listening on http/.test(line)) void startRp();
+  if (/^sigil: listening on http/.test(line))
+    void Promise.all([startRp(), hasConfig ? undefined : addStoredUser()]).then(() => {
+      if (!hasConfig && !stopping)
+        console.log(
+          `sigil demo: stored user ${STORED_USER.username} / ${STORED_USER.password} (${STORED_USER.email}) may change the password and profile at ${issuer}/account; mail (password reset, registration) is printed here`,
+        );
+    });
 });
 
 async function startRp() {
@@ -92,10 +113,6 @@ async function startRp() {
     console.log(
       `sigil demo: open ${rp.url} in a browser for the demo application (client "demo-web"), sign in as alice / alice`,
     );
-    if (!hasConfig)
-      console.log(
-        `sigil demo: stored user ${STORED_USER.username} / ${STORED_USER.password} (${STORED_USER.email}) may change the password and profile at ${issuer}/account; mail (password reset, registration) is printed here`,
-      );
   } catch (err) {
     const reason =
       err?.code === 'ERR_MODULE_NOT_FOUND'
@@ -110,6 +127,7 @@ async function startRp() {
 function stop(signal) {
   if (stopping) return;
   stopping = true;
+  if (adding?.exitCode === null) adding.kill('SIGTERM');
   if (sigil.exitCode === null && sigil.signalCode === null) sigil.kill(signal === 'SIGHUP' ? 'SIGTERM' : signal);
   void rp?.close();
 }

@@ -280,6 +280,7 @@ class FormClient {
 }
 
 describe('the demo shows what a stored user can do', () => {
+  // Two starts of the demo, each adding or finding the stored user through the CLI, and a reset.
   it('adds the stored user carol with an email once, and "Forgot password?" works through the printed mail', async () => {
     const { dir, cleanup } = tempDir();
     const [port, rpPort] = [await freePort(), await freePort()];
@@ -341,7 +342,7 @@ describe('the demo shows what a stored user can do', () => {
       expect(await stop(p)).toBe(0);
       cleanup();
     }
-  });
+  }, 90_000);
 });
 
 describe('sigil start without a config', () => {
@@ -418,7 +419,8 @@ describe('npm start in a process group of its own', () => {
         '0',
       ],
       { DEMO_RP_URL: `http://127.0.0.1:${rpPort}` },
-      /sigil demo: open/,
+      // Ready once the stored user is added too: the CLI that adds it is then gone.
+      /sigil demo: stored user/,
       true,
     );
     await p.ready;
