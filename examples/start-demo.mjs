@@ -47,7 +47,7 @@ function addStoredUser() {
     a === '--storage' ? ['--storage', args[i + 1]] : a.startsWith('--storage=') ? [a] : [],
   );
   const claims = { name: 'Carol Diaz', given_name: 'Carol', family_name: 'Diaz', role: ['user'] };
-  const add = (adding = spawn(
+  const add = spawn(
     process.execPath,
     [
       CLI,
@@ -65,7 +65,8 @@ function addStoredUser() {
       ...storage,
     ],
     { stdio: ['pipe', 'ignore', 'pipe'] },
-  ));
+  );
+  adding = add;
   let stderr = '';
   add.stderr.on('data', (chunk) => (stderr += chunk));
   add.stdin.end(`${STORED_USER.password}\n`);
