@@ -94,6 +94,7 @@ describe('sigil users and clients write to the store; a running node picks them 
     ).toBe(400);
   });
 
+  // One CLI process after another: each start takes seconds on a loaded machine (90 s).
   it("refuses a weak password on users add and set-password with the policy's reason (NIST SP 800-63B-4 §3.1.1.2), storing nothing", async () => {
     const refused = (...args: string[]) =>
       sigilCli(...args).then(
@@ -126,7 +127,7 @@ describe('sigil users and clients write to the store; a running node picks them 
     });
     expect(ok.statusCode).toBe(200);
     await sigilCli('users', 'remove', 'walter');
-  });
+  }, 90_000);
 
   it("lists and resets a user's second factors (sigil users mfa list|reset), with an audit event", async () => {
     const b = new Browser(sigil);

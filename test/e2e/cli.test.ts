@@ -272,6 +272,7 @@ describe('sigil start', () => {
       }
     });
 
+    // One CLI process after another: each start takes seconds on a loaded machine (90 s).
     it("<command> --help prints that command's usage only", async () => {
       for (const command of ['start', 'migrate', 'keys', 'users', 'clients', 'config']) {
         const r = run([command, '--help']);
@@ -286,7 +287,7 @@ describe('sigil start', () => {
       expect(await all.exited).toBe(0);
       for (const command of ['start', 'migrate', 'keys', 'users', 'clients', 'config'])
         expect(all.output()).toContain(`sigil ${command} `);
-    });
+    }, 90_000);
 
     it('an unknown command or option names itself and suggests the closest one, exit code 2', async () => {
       const cases: [string[], RegExp][] = [
