@@ -120,6 +120,19 @@ export class AccountEmail {
     await this.deps.mailer.send({ to, kind: 'ciba', lang, link });
   }
 
+  /**
+   * Mails a reset link to one stored user, for an administrator (the console): as a request on
+   * "Forgot password?" would, to the verified primary address only, within the mail cap.
+   * @returns false when nothing was sent: no active stored user, no verified primary address, or
+   *   the cap reached.
+   */
+  async sendReset(subjectId: string, lang: string): Promise<boolean> {
+    const user = await this.deps.store.users.findUserBySubject(subjectId);
+    const email = user?.isActive ? await this.deps.store.emails.primary(subjectId) : undefined;
+    if (!user || !email?.verified) return false;
+    return this.sendLink('reset', user, email.value, lang);
+  }
+
   /** The stored user a live reset link is for (to show the form), or undefined. */
   async resetLinkUser(handle: string): Promise<StoredUser | undefined> {
     const link = await this.deps.store.records.emailLinks.findLive(handle, 'reset', nowSeconds());

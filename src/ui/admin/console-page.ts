@@ -18,7 +18,7 @@ import type { ConsoleCaller, ConsoleRole } from './console-session.js';
 /** The services this module uses. */
 export type ConsolePageServices = Pick<
   Services,
-  'basePath' | 'clients' | 'config' | 'events' | 'invitations' | 'management' | 'upstream' | 'users'
+  'basePath' | 'clients' | 'config' | 'email' | 'events' | 'invitations' | 'management' | 'upstream' | 'users'
 >;
 
 /**
@@ -33,6 +33,9 @@ export const NOTICES = [
   'consoleGroupsSaved',
   'consoleMfaReset',
   'consoleSessionRevoked',
+  'consoleResetMailSent',
+  'consoleVerifyMailSent',
+  'consoleMailNotSent',
   'consoleGroupCreated',
   'consoleGroupDeleted',
   'consoleClientCreated',

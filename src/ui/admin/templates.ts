@@ -124,6 +124,18 @@ ${NOTICE}
 <% }) %></fieldset>
 <div class="actions"><button type="submit" name="button" value="groups"><%= it.t.consoleSave %></button></div>
 </form><% } else { %><p><%= it.t.consoleNoGroups %></p><% } %>
+<% if (it.mail) { %><h2 id="mail-heading"><%= it.t.consoleMail %></h2>
+<p><%= it.t.consoleMailHint %></p>
+<div class="actions">
+<form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/mail" class="inline">
+<%~ include('@csrf', it) %>
+<button type="submit" name="button" value="reset"><%= it.t.consoleSendReset %></button>
+</form>
+<form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/mail" class="inline">
+<%~ include('@csrf', it) %>
+<button type="submit" name="button" value="verify"><%= it.t.consoleSendVerify %></button>
+</form>
+</div><% } %>
 <% } else { %><p class="notice" role="note"><%= it.t.consoleUserReadOnly %></p><% } %>
 <h2 id="mfa-heading"><%= it.t.consoleFactors %></h2>
 <form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/mfa" aria-labelledby="mfa-heading">
