@@ -62,7 +62,9 @@ export const samlServiceProvider = z
       spec: 'SAML Metadata §2.4.4',
     }),
     metadataUrl: httpsOrLoopback.optional().meta({
-      description: 'Where to fetch the metadata from: not supported yet, give metadataXml',
+      description:
+        "Where to fetch the SP's metadata from instead of metadataXml: once, at start, under the SSRF guard (5 s, 100 KB, no redirects, never from private or other special-use addresses; loopback only with clientIdMetadataDocuments.allowLoopback); a failed fetch stops the start",
+      spec: 'SAML Metadata §2.4.4',
     }),
     nameIdFormat: z.enum(SAML_NAME_ID_FORMATS).default('persistent').meta({
       description:
@@ -100,16 +102,17 @@ export const samlServiceProvider = z
   .superRefine((sp, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
     // Honest refusals: what a later version does is not silently skipped by this one.
-    if (sp.metadataUrl !== undefined)
-      issue('metadataUrl', 'fetching SP metadata is not supported yet: give metadataXml');
-    if (sp.encryptAssertion && sp.metadataXml === undefined && sp.metadataUrl === undefined)
-      issue('encryptAssertion', "needs metadataXml with the SP's encryption certificate");
+    if (sp.metadataUrl !== undefined && sp.metadataXml !== undefined)
+      issue('metadataUrl', 'give metadataXml or metadataUrl, not both');
+    const metadata = sp.metadataXml !== undefined || sp.metadataUrl !== undefined;
+    if (sp.encryptAssertion && !metadata)
+      issue('encryptAssertion', "needs metadataXml (or metadataUrl) with the SP's encryption certificate");
     if (sp.organization !== null)
       issue('organization', 'organizations of SAML service providers are not supported yet');
-    if (sp.acsUrls.length === 0 && sp.metadataXml === undefined)
-      issue('acsUrls', 'an SP needs acsUrls or metadataXml with an AssertionConsumerService');
-    if (sp.requireSignedAuthnRequests && sp.metadataXml === undefined)
-      issue('requireSignedAuthnRequests', "needs metadataXml with the SP's signing certificate");
+    if (sp.acsUrls.length === 0 && !metadata)
+      issue('acsUrls', 'an SP needs acsUrls or metadataXml (or metadataUrl) with an AssertionConsumerService');
+    if (sp.requireSignedAuthnRequests && !metadata)
+      issue('requireSignedAuthnRequests', "needs metadataXml (or metadataUrl) with the SP's signing certificate");
     if (!sp.signResponse && !sp.signAssertion)
       issue('signAssertion', 'the Response or the Assertion must be signed (SAML Profiles §4.1.3.5)');
   });
