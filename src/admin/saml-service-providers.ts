@@ -9,7 +9,8 @@
  * - `metadataUrl` is fetched once, when a create or change names it, under the SSRF guard
  *   (http/outbound.ts: https only, no special-use address, loopback only where the guarded fetches
  *   allow it, bounded in size and time), and stored as `metadataXml`; the URL itself is not kept.
- *   A refresh is a change naming it again.
+ *   A refresh is a change naming it again. A config-file SP's `metadataUrl` is fetched by the same
+ *   code, once at start (`withFetchedMetadata`).
  * - A config-file SP is read-only (409), and no stored SP can take its entity ID.
  * - Every change is in force on this node when the call returns (`reload`), on the others within
  *   about a second (the store's `saml_service_providers` change counter, polled by
