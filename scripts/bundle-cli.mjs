@@ -14,7 +14,8 @@
  *   pg, ioredis, yaml, qrcode, @simplewebauthn/server, nodemailer (config `email`), zxcvbn-ts
  *   (the password policy, when a password is set: its word lists were a third of the bundle) and
  *   SAML's XML and certificate libraries (@xmldom/xmldom and xml-crypto, which must share one
- *   instance of xmldom; @peculiar/x509 with reflect-metadata);
+ *   instance of xmldom; xml-encryption, only for SPs that take encrypted assertions;
+ *   @peculiar/x509 with reflect-metadata);
  * - OpenTelemetry (@opentelemetry/*), loaded only when the OTEL_* variables ask for traces
  *   (src/telemetry/otel.ts imports it with import()), so that tracing off costs nothing at start.
  * A package missing from this list still works: it is bundled, and loaded at start.
@@ -47,6 +48,7 @@ await build({
     '@zxcvbn-ts/*',
     '@xmldom/xmldom',
     'xml-crypto',
+    'xml-encryption',
     '@peculiar/x509',
     'reflect-metadata',
     '@opentelemetry/*',

@@ -14,7 +14,9 @@ non-zero with its reason on stderr.
                                 SP's single logout URL, its query signature checked: {"inResponseTo", "status"}
 
 Settings come from the environment: SP_ENTITY_ID, SP_BASE (the ACS is SP_BASE/acs, the single
-logout endpoint SP_BASE/slo), SP_KEY and SP_CERT (PEM files), IDP_METADATA (a file).
+logout endpoint SP_BASE/slo), SP_KEY and SP_CERT (PEM files), IDP_METADATA (a file); with SP_ENC_KEY
+and SP_ENC_CERT (PEM files), a second key pair for encryption: its certificate is in the metadata
+(KeyDescriptor use="encryption") and pysaml2 decrypts encrypted assertions with its key.
 """
 import json
 import os
@@ -55,6 +57,10 @@ def config(with_idp=True):
             }
         },
     }
+    if os.environ.get("SP_ENC_KEY"):
+        settings["encryption_keypairs"] = [
+            {"key_file": os.environ["SP_ENC_KEY"], "cert_file": os.environ["SP_ENC_CERT"]}
+        ]
     if with_idp:
         settings["metadata"] = {"local": [os.environ["IDP_METADATA"]]}
     sp = SPConfig()

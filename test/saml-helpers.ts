@@ -50,16 +50,34 @@ export async function spKeys(): Promise<SpKeys> {
   };
 }
 
-/** An SP's metadata naming `acs` (HTTP-POST, in order) and, when given, its signing certificate. */
+/** A KeyDescriptor of `use` (none when null) holding a certificate (base64 DER). */
+function keyDescriptor(use: 'signing' | 'encryption' | null, certificate: string): string {
+  return `<md:KeyDescriptor${use ? ` use="${use}"` : ''}><ds:KeyInfo xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:X509Data><ds:X509Certificate>${certificate}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor>`;
+}
+
+/**
+ * An SP's metadata naming `acs` (HTTP-POST, in order) and, when given, its signing certificate and
+ * its encryption certificate (`use` "encryption" unless `encryptionUse` says none).
+ */
 export function spMetadata(
   entityId: string,
   acs: string[],
   certificate?: string,
-  extra: { authnRequestsSigned?: boolean; slo?: { url: string; binding: 'redirect' | 'post' } } = {},
+  extra: {
+    authnRequestsSigned?: boolean;
+    slo?: { url: string; binding: 'redirect' | 'post' };
+    encryptionCertificate?: string;
+    encryptionUse?: 'encryption' | null;
+  } = {},
 ): string {
-  const key = certificate
-    ? `<md:KeyDescriptor use="signing"><ds:KeyInfo xmlns:ds="http://www.w3.org/2000/09/xmldsig#"><ds:X509Data><ds:X509Certificate>${certificate}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></md:KeyDescriptor>`
-    : '';
+  const key =
+    (certificate ? keyDescriptor('signing', certificate) : '') +
+    (extra.encryptionCertificate
+      ? keyDescriptor(
+          extra.encryptionUse === undefined ? 'encryption' : extra.encryptionUse,
+          extra.encryptionCertificate,
+        )
+      : '');
   const services = acs
     .map(
       (url, i) =>

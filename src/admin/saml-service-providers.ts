@@ -9,7 +9,8 @@
  * - `metadataUrl` is fetched once, when a create or change names it, under the SSRF guard
  *   (http/outbound.ts: https only, no special-use address, loopback only where the guarded fetches
  *   allow it, bounded in size and time), and stored as `metadataXml`; the URL itself is not kept.
- *   A refresh is a change naming it again.
+ *   A refresh is a change naming it again. A config-file SP's `metadataUrl` is fetched by the same
+ *   code, once at start (`withFetchedMetadata`).
  * - A config-file SP is read-only (409), and no stored SP can take its entity ID.
  * - Every change is in force on this node when the call returns (`reload`), on the others within
  *   about a second (the store's `saml_service_providers` change counter, polled by
@@ -17,6 +18,7 @@
  */
 import type { Logger } from 'pino';
 import * as z from 'zod';
+import { ConfigError } from '../config/loader.js';
 import type { SamlServiceProviderConfig } from '../config/schema.js';
 import { MAX_ENTITY_ID_LENGTH, MAX_SP_METADATA_LENGTH, samlServiceProvider } from '../config/schema/saml.js';
 import { guardedGet, OutboundRefused } from '../http/outbound.js';
@@ -204,7 +206,7 @@ export class SamlServiceProviderAdmin {
   }
 
   /**
-   * The metadata at `url`, fetched once under the SSRF guard.
+   * The metadata at `url`, fetched once under the SSRF guard (`fetchServiceProviderMetadata`).
    * @throws AdminError `invalid` (field `metadataUrl`) for a URL that is not https (http on
    *   loopback where allowed), a fetch refused or failed, a document larger than
    *   `MAX_SP_METADATA_LENGTH` or not UTF-8.
@@ -214,20 +216,9 @@ export class SamlServiceProviderAdmin {
       metadataUrl: value,
     }).metadataUrl as string;
     try {
-      const { body } = await guardedGet(
-        new URL(url),
-        'application/samlmetadata+xml, application/xml;q=0.9, text/xml;q=0.8',
-        {
-          timeoutMs: METADATA_FETCH_TIMEOUT_MS,
-          maxBytes: MAX_SP_METADATA_LENGTH,
-          allowLoopback: this.options.allowLoopback,
-        },
-      );
-      return new TextDecoder('utf-8', { fatal: true }).decode(body);
+      return await fetchServiceProviderMetadata(url, this.options.allowLoopback);
     } catch (err) {
-      if (err instanceof OutboundRefused)
-        throw invalidField('metadataUrl', `the metadata was not fetched: ${err.message}`);
-      if (err instanceof TypeError) throw invalidField('metadataUrl', 'the metadata is not UTF-8 text');
+      if (err instanceof MetadataNotFetched) throw invalidField('metadataUrl', err.message);
       throw err;
     }
   }
@@ -263,6 +254,58 @@ export class SamlServiceProviderAdmin {
     if (!stored) throw new AdminError('not_found', `no SAML service provider "${entityId}"`);
     return stored;
   }
+}
+
+/** An SP's metadata could not be fetched; the message says why, without the URL. */
+export class MetadataNotFetched extends Error {}
+
+/**
+ * An SP's metadata at `url` (https, or http on loopback where allowed), fetched once under the
+ * SSRF guard (http/outbound.ts: no special-use address, loopback only with `allowLoopback`, at
+ * most `METADATA_FETCH_TIMEOUT_MS` and `MAX_SP_METADATA_LENGTH` bytes, no redirects): the one
+ * fetcher of SP metadata, for the admin API and the config file alike.
+ * @throws MetadataNotFetched when the fetch is refused or fails, or the document is not UTF-8.
+ */
+export async function fetchServiceProviderMetadata(url: string, allowLoopback: boolean): Promise<string> {
+  try {
+    const { body } = await guardedGet(
+      new URL(url),
+      'application/samlmetadata+xml, application/xml;q=0.9, text/xml;q=0.8',
+      { timeoutMs: METADATA_FETCH_TIMEOUT_MS, maxBytes: MAX_SP_METADATA_LENGTH, allowLoopback },
+    );
+    return new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch (err) {
+    if (err instanceof OutboundRefused) throw new MetadataNotFetched(`the metadata was not fetched: ${err.message}`);
+    if (err instanceof TypeError) throw new MetadataNotFetched('the metadata is not UTF-8 text');
+    throw err;
+  }
+}
+
+/**
+ * The config file's SPs with each `metadataUrl` fetched (once, at start, by
+ * `fetchServiceProviderMetadata`) into `metadataXml`, as a stored SP's is; the URL is not kept.
+ * @throws ConfigError naming each SP whose metadata was not fetched
+ *   (`samlServiceProviders[i].metadataUrl`), its URL and why: nothing is started without it.
+ */
+export async function withFetchedMetadata(
+  configured: readonly SamlServiceProviderConfig[],
+  allowLoopback: boolean,
+): Promise<SamlServiceProviderConfig[]> {
+  const problems: string[] = [];
+  const fetched = await Promise.all(
+    configured.map(async ({ metadataUrl, ...sp }, i) => {
+      if (metadataUrl === undefined) return sp;
+      try {
+        return { ...sp, metadataXml: await fetchServiceProviderMetadata(metadataUrl, allowLoopback) };
+      } catch (err) {
+        if (!(err instanceof MetadataNotFetched)) throw err;
+        problems.push(`samlServiceProviders[${i}].metadataUrl: ${metadataUrl}: ${err.message}`);
+        return sp;
+      }
+    }),
+  );
+  if (problems.length > 0) throw new ConfigError(problems);
+  return fetched;
 }
 
 /** A stored SP's settings (defaults filled) and the SP they put in force. @throws Error when refused now. */

@@ -5,6 +5,7 @@
  * change poll, housekeeping, back-channel logout delivery, webhook delivery).
  */
 import type { FastifyInstance } from 'fastify';
+import { withFetchedMetadata } from '../admin/saml-service-providers.js';
 import { issuerPath, resolveConfig, type ResolvedConfig } from '../config/loader.js';
 import type { EventListener } from '../events/events.js';
 import type { GrantRegistry } from '../grants/registry.js';
@@ -85,14 +86,23 @@ function resolve(
  * Builds a provider's services: validates the config, opens the store and runs its migrations,
  * loads or generates the signing keys, starts housekeeping and logout delivery.
  * @throws ConfigError naming each invalid field, also a config client whose id is a stored
- *   user's subject (RFC 9068 §5); Error when the store cannot be opened
+ *   user's subject (RFC 9068 §5) and a SAML SP whose `metadataUrl` was not fetched; Error when
+ *   the store cannot be opened
  */
 export async function startServices(
   config: unknown,
   given: SigilOptions,
   mountedAt?: string,
 ): Promise<StartedServices> {
-  const { resolved, options } = resolve(config, given, mountedAt);
+  const { resolved: checked, options } = resolve(config, given, mountedAt);
+  // Before anything opens: an SP whose metadata cannot be fetched stops the start here.
+  const resolved = {
+    ...checked,
+    samlServiceProviders: await withFetchedMetadata(
+      checked.samlServiceProviders,
+      checked.clientIdMetadataDocuments.allowLoopback,
+    ),
+  };
   const built = await buildInfrastructure(resolved, options);
   const { infrastructure: infra, tracing } = built;
   const cfg = infra.config;

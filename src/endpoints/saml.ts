@@ -256,15 +256,15 @@ async function answerSuccess(
 }
 
 /** Posts a Response of another status, without an assertion, to the SP's registered ACS. */
-function answerFailure(
+async function answerFailure(
   ctx: SamlEndpointServices,
   request: FastifyRequest,
   reply: FastifyReply,
   saml: SamlPending,
   code: string,
   subCode: string,
-): FastifyReply {
-  const answer = ctx.saml.failure(targetOf(saml), { code, subCode }, nowSeconds());
+): Promise<FastifyReply> {
+  const answer = await ctx.saml.failure(targetOf(saml), { code, subCode }, nowSeconds());
   if (!answer) return expiredPage(ctx, request, reply);
   ctx.events.emit({
     name: 'token_issue_failed',

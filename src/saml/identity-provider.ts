@@ -233,30 +233,30 @@ export class SamlIdentityProvider {
       authnContext: authnContextOf(subject.amr),
       attributes: attributesOf(sp, subject.claims),
     };
-    return { ...this.answer(target, sp, { code: STATUS.success }, assertion, now), nameId };
+    return { ...(await this.answer(target, sp, { code: STATUS.success }, assertion, now)), nameId };
   }
 
   /**
    * A Response of another status, without an assertion (SAML Core §3.2.2.2), to a registered ACS.
    * @param status the top-level code (`STATUS.requester` or `STATUS.responder`) and a second-level one
    */
-  failure(
+  async failure(
     target: SamlTarget,
     status: { code: string; subCode: string; message?: string },
     now: number,
-  ): SamlAnswer | undefined {
+  ): Promise<SamlAnswer | undefined> {
     const sp = this.serviceProviders.get(target.entityId);
-    return sp && this.answer(target, sp, status, undefined, now);
+    return sp && (await this.answer(target, sp, status, undefined, now));
   }
 
-  private answer(
+  private async answer(
     target: SamlTarget,
     sp: ServiceProvider,
     status: { code: string; subCode?: string; message?: string },
     assertion: AssertionFacts | undefined,
     now: number,
-  ): SamlAnswer {
-    const xml = buildResponse(
+  ): Promise<SamlAnswer> {
+    const xml = await buildResponse(
       {
         issuer: this.issuer,
         destination: target.acsUrl,
@@ -267,6 +267,7 @@ export class SamlIdentityProvider {
         status,
         ...(assertion ? { assertion } : {}),
         sign: { response: sp.signResponse, assertion: sp.signAssertion },
+        ...(assertion && sp.encryptionCertificate ? { encryptTo: sp.encryptionCertificate } : {}),
       },
       this.signer(),
     );

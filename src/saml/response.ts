@@ -5,9 +5,12 @@
  * Assertion: Issuer, Subject (NameID; a bearer SubjectConfirmation with Recipient, NotOnOrAfter and
  * InResponseTo), Conditions (NotBefore, NotOnOrAfter, the SP as the only Audience), an
  * AuthnStatement (AuthnInstant, SessionIndex, the authentication context class) and the
- * attributes. Any other status carries no assertion (§3.2.2.2).
+ * attributes. Any other status carries no assertion (§3.2.2.2). For an SP that asks for it, the
+ * signed Assertion is then encrypted to it (encryption.ts) before the Response is signed around the
+ * EncryptedAssertion.
  */
 import { randomBytes } from 'node:crypto';
+import { encryptAssertion } from './encryption.js';
 import { type SamlSigner, signElement } from './signatures.js';
 import { addElement, newDocument, NS, serialize } from './xml.js';
 
@@ -65,6 +68,8 @@ export interface ResponseFacts {
   status: { code: string; subCode?: string; message?: string };
   assertion?: AssertionFacts;
   sign: { response: boolean; assertion: boolean };
+  /** The SP's encryption certificate (base64 DER, RSA) when the assertion goes encrypted. */
+  encryptTo?: string;
 }
 
 /** An `xs:ID` (an NCName: never starting with a digit), 160 random bits. */
@@ -79,10 +84,11 @@ export function instant(seconds: number): string {
 
 /**
  * The Response as XML text, signed as `facts.sign` asks (by `signer`; a Response with an assertion
- * is never left unsigned: SAML Profiles §4.1.3.5).
+ * is never left unsigned: SAML Profiles §4.1.3.5), its assertion encrypted to `facts.encryptTo`
+ * when given (after the Assertion's signature, before the Response's).
  * @throws Error when a signature is asked for and there is no signer
  */
-export function buildResponse(facts: ResponseFacts, signer: SamlSigner | undefined): string {
+export async function buildResponse(facts: ResponseFacts, signer: SamlSigner | undefined): Promise<string> {
   const doc = newDocument(NS.protocol, 'samlp:Response');
   const response = doc.documentElement;
   response.setAttribute('xmlns:saml', NS.assertion);
@@ -102,6 +108,7 @@ export function buildResponse(facts: ResponseFacts, signer: SamlSigner | undefin
   if (!wantsSignature) return xml;
   if (!signer) throw new Error('no SAML signing key');
   if (facts.sign.assertion) xml = signElement(xml, "/*/*[local-name(.)='Assertion']", signer);
+  if (facts.encryptTo !== undefined) xml = await encryptAssertion(xml, facts.encryptTo);
   if (facts.sign.response) xml = signElement(xml, '/*', signer);
   return xml;
 }

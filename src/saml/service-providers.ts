@@ -2,13 +2,15 @@
  * The SAML service providers in force: the config file's `samlServiceProviders`, each completed
  * from its `metadataXml` (SAML Metadata §2.4.4 SPSSODescriptor): the HTTP-POST
  * AssertionConsumerService locations (default first, then by index), the SingleLogoutService
- * (HTTP-Redirect preferred, its ResponseLocation), the signing certificates, and `AuthnRequestsSigned` / `WantAssertionsSigned`, which can
+ * (HTTP-Redirect preferred, its ResponseLocation), the signing certificates, the encryption
+ * certificate (for `encryptAssertion`), and `AuthnRequestsSigned` / `WantAssertionsSigned`, which can
  * only make the settings stricter. The metadata is untrusted XML (xml.ts: bounded, no DTD).
  */
 import { X509Certificate } from 'node:crypto';
 import { ConfigError } from '../config/loader.js';
 import { LOOPBACK } from '../config/hosts.js';
 import { MAX_SP_METADATA_LENGTH, type SamlServiceProviderConfig } from '../config/schema.js';
+import { isEncryptionCertificate } from './encryption.js';
 import { attr, childrenNamed, NS, parseUntrusted, textOf, XmlRefused } from './xml.js';
 
 /** The HTTP-POST binding (SAML Bindings §3.5), the only one Sigil answers an ACS with. */
@@ -31,6 +33,11 @@ export interface ServiceProvider {
   sloBinding: 'redirect' | 'post';
   /** Certificates its requests are signed with (base64 DER), from its metadata. */
   certificates: string[];
+  /**
+   * The certificate its assertions are encrypted to (base64 DER, an RSA key), from its metadata;
+   * null when its assertions go unencrypted (`encryptAssertion` false).
+   */
+  encryptionCertificate: string | null;
   nameIdFormat: SamlServiceProviderConfig['nameIdFormat'];
   attributes: Readonly<Record<string, string>>;
   signResponse: boolean;
@@ -46,6 +53,8 @@ interface SpMetadata {
   acs: { location: string; index: number | undefined; isDefault: boolean }[];
   slo?: { location: string; responseLocation?: string; binding: 'redirect' | 'post' };
   certificates: string[];
+  /** From KeyDescriptors for encryption or of no stated use, in order. */
+  encryptionCertificates: string[];
   authnRequestsSigned: boolean;
   wantAssertionsSigned: boolean;
 }
@@ -98,7 +107,8 @@ export class ServiceProviders {
 
 /**
  * One SP from its settings and metadata.
- * @throws XmlRefused when the metadata is refused (see `readMetadata`) or leaves it without an ACS URL.
+ * @throws XmlRefused when the metadata is refused (see `readMetadata`), leaves it without an ACS
+ *   URL, or without an RSA encryption certificate for `encryptAssertion`.
  */
 export function serviceProviderOf(sp: SamlServiceProviderConfig): ServiceProvider {
   const meta = sp.metadataXml === undefined ? undefined : readMetadata(sp.metadataXml, sp.entityId);
@@ -115,14 +125,31 @@ export function serviceProviderOf(sp: SamlServiceProviderConfig): ServiceProvide
     acsByIndex,
     ...sloOf(sp, meta),
     certificates: meta?.certificates ?? [],
+    encryptionCertificate: sp.encryptAssertion ? encryptionCertificateOf(meta) : null,
     nameIdFormat: sp.nameIdFormat,
     attributes: sp.attributes,
     signResponse: sp.signResponse,
-    signAssertion: sp.signAssertion || meta?.wantAssertionsSigned === true,
+    // An encrypted Assertion is always signed: decrypted, it is read apart from the Response's signature.
+    signAssertion: sp.signAssertion || sp.encryptAssertion || meta?.wantAssertionsSigned === true,
     requireSignedAuthnRequests: sp.requireSignedAuthnRequests || meta?.authnRequestsSigned === true,
     requireConsent: sp.requireConsent,
     displayName: sp.displayName ?? sp.entityId,
   };
+}
+
+/**
+ * The certificate assertions are encrypted to: the metadata's first for encryption (or of no stated use).
+ * @throws XmlRefused when there is none, or it holds no RSA key.
+ */
+function encryptionCertificateOf(meta: SpMetadata | undefined): string {
+  const [certificate] = meta?.encryptionCertificates ?? [];
+  if (certificate === undefined)
+    throw new XmlRefused(
+      'encryptAssertion needs an encryption certificate in the metadata (a KeyDescriptor use="encryption" or without use)',
+    );
+  if (!isEncryptionCertificate(certificate))
+    throw new XmlRefused("encryptAssertion needs an RSA key in the metadata's encryption certificate");
+  return certificate;
 }
 
 /**
@@ -166,12 +193,6 @@ function readMetadata(xml: string, entityId: string): SpMetadata {
   const slo =
     services.find((el) => attr(el, 'Binding') === REDIRECT_BINDING) ??
     services.find((el) => attr(el, 'Binding') === POST_BINDING);
-  const certificates = childrenNamed(sso, NS.metadata, 'KeyDescriptor')
-    .filter((kd) => (attr(kd, 'use') ?? 'signing') === 'signing')
-    .flatMap((kd) => childrenNamed(kd, NS.dsig, 'KeyInfo'))
-    .flatMap((ki) => childrenNamed(ki, NS.dsig, 'X509Data'))
-    .flatMap((xd) => childrenNamed(xd, NS.dsig, 'X509Certificate'))
-    .map((el) => certificate(textOf(el) ?? ''));
   return {
     acs,
     ...(slo
@@ -185,7 +206,8 @@ function readMetadata(xml: string, entityId: string): SpMetadata {
           },
         }
       : {}),
-    certificates,
+    certificates: certificatesFor(sso, 'signing'),
+    encryptionCertificates: certificatesFor(sso, 'encryption'),
     authnRequestsSigned: attr(sso, 'AuthnRequestsSigned') === 'true',
     wantAssertionsSigned: attr(sso, 'WantAssertionsSigned') === 'true',
   };
@@ -198,6 +220,16 @@ function location(el: Element, name = 'Location'): string {
   if (!url || !(url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname))))
     throw new XmlRefused('a metadata Location must be https (http only for loopback hosts)');
   return value;
+}
+
+/** The certificates of the KeyDescriptors for `use`, or of no stated use (SAML Metadata §2.4.1.1: both uses). */
+function certificatesFor(sso: Element, use: 'signing' | 'encryption'): string[] {
+  return childrenNamed(sso, NS.metadata, 'KeyDescriptor')
+    .filter((kd) => (attr(kd, 'use') ?? use) === use)
+    .flatMap((kd) => childrenNamed(kd, NS.dsig, 'KeyInfo'))
+    .flatMap((ki) => childrenNamed(ki, NS.dsig, 'X509Data'))
+    .flatMap((xd) => childrenNamed(xd, NS.dsig, 'X509Certificate'))
+    .map((el) => certificate(textOf(el) ?? ''));
 }
 
 /** A certificate's base64 DER, checked to be one (node:crypto parses it). */

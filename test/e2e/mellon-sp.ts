@@ -140,12 +140,13 @@ async function waitForPort(port: number, failed: () => string | undefined): Prom
   throw new Error(`apache2 did not listen on ${port}`);
 }
 
-/** The SP's metadata: signed requests, signed assertions wanted, the ACS and SLO of mellon's endpoint. */
+/** The SP's metadata: signed requests, signed assertions wanted, its key for encryption too (MellonSPPrivateKeyFile decrypts), the ACS and SLO of mellon's endpoint. */
 function spMetadata(origin: string, entityId: string, cert: string): string {
   return `<?xml version="1.0"?>
 <EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="${entityId}">
   <SPSSODescriptor AuthnRequestsSigned="true" WantAssertionsSigned="true" protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
     <KeyDescriptor use="signing"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${cert}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></KeyDescriptor>
+    <KeyDescriptor use="encryption"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${cert}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></KeyDescriptor>
     <SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${origin}/mellon/logout"/>
     <NameIDFormat>urn:oasis:names:tc:SAML:2.0:nameid-format:persistent</NameIDFormat>
     <AssertionConsumerService index="0" isDefault="true" Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${origin}/mellon/postResponse"/>

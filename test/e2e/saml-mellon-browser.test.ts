@@ -4,6 +4,8 @@
  * signs its AuthnRequests (HTTP-Redirect) and wants signed assertions; Sigil answers with the
  * HTTP-POST binding. SP-initiated: the protected page sends the browser to Sigil's login page,
  * and after the password the page shows the attributes mellon took from the assertion.
+ * A second mellon SP registered with `encryptAssertion` gets an EncryptedAssertion, which mellon
+ * (lasso, xmlsec1) decrypts with its MellonSPPrivateKeyFile.
  * IdP-initiated: /saml/initiate signs in at Sigil, then posts an unsolicited Response to mellon's ACS.
  * Single logout (SAML Profiles §4.4), with an OpenID client in the same Sigil session: mellon's
  * logout URL sends Sigil a LogoutRequest, which ends the Sigil session (the client gets its
@@ -21,6 +23,8 @@ import { freePort } from './ports.js';
 import type { Browser } from 'playwright-core';
 
 let sp: MellonSp;
+/** A second mellon SP, registered with `encryptAssertion`: it decrypts with its MellonSPPrivateKeyFile. */
+let encSp: MellonSp;
 let sigil: ServerProcess;
 let browser: Browser;
 let receiver: LogoutReceiver;
@@ -28,6 +32,7 @@ let rp: CallbackServer;
 
 beforeAll(async () => {
   sp = await prepareMellon();
+  encSp = await prepareMellon();
   browser = await launchChromium();
   receiver = await LogoutReceiver.start();
   rp = await new CallbackServer().start();
@@ -56,17 +61,31 @@ beforeAll(async () => {
           nameIdFormat: 'persistent',
           attributes: { mail: 'email', displayName: 'name', role: 'role' },
         },
+        {
+          entityId: encSp.entityId,
+          metadataXml: encSp.metadataXml,
+          attributes: { mail: 'email' },
+          encryptAssertion: true,
+        },
       ],
     }),
     await freePort(),
   );
   const metadata = await fetch(`${sigil.url}/saml/metadata`);
   expect(metadata.status).toBe(200);
-  await sp.start(await metadata.text());
+  const idpMetadata = await metadata.text();
+  await Promise.all([sp.start(idpMetadata), encSp.start(idpMetadata)]);
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.allSettled([browser?.close(), sigil?.stop(), sp?.stop(), receiver?.close(), rp?.close()]);
+  await Promise.allSettled([
+    browser?.close(),
+    sigil?.stop(),
+    sp?.stop(),
+    encSp?.stop(),
+    receiver?.close(),
+    rp?.close(),
+  ]);
 });
 
 /** Signs in at mellon's protected page through Sigil as `user`; the page shows mellon's variables. */
@@ -133,6 +152,30 @@ describe('mod_auth_mellon as the service provider', () => {
         MELLON_role: 'admin',
       });
       expect(vars.MELLON_NAME_ID).toMatch(/^[\w-]{43}$/);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('an encrypted assertion: the posted Response has no plaintext Assertion, and mellon decrypts it', async () => {
+    const { context, page } = await newPage(browser);
+    try {
+      const posted: string[] = [];
+      page.on('request', (request) => {
+        if (request.url() === `${encSp.origin}/mellon/postResponse`) posted.push(request.postData() ?? '');
+      });
+      await page.goto(encSp.protectedUrl);
+      await page.waitForURL((url) => url.href.startsWith(`${sigil.url}/account/login`));
+      await submitLogin(page, 'alice');
+      await page.waitForURL(encSp.protectedUrl, { timeout: 15_000 }).catch(() => {
+        throw new Error(`not back at the SP: ${page.url()}\n${encSp.errorLog()}`);
+      });
+      expect(await mellonVariables(page), encSp.errorLog()).toMatchObject({ MELLON_mail: 'alice@example.com' });
+      expect(posted).toHaveLength(1);
+      const response = Buffer.from(new URLSearchParams(posted[0]).get('SAMLResponse') ?? '', 'base64').toString('utf8');
+      expect(response).toContain('<saml:EncryptedAssertion>');
+      expect(response).not.toContain('<saml:Assertion');
+      expect(response).not.toContain('alice@example.com');
     } finally {
       await context.close();
     }

@@ -3,7 +3,9 @@
  * test/pysaml2-sp.py: its own metadata registers it, it builds a signed AuthnRequest (HTTP-Redirect)
  * for Sigil's metadata, the sign-in runs on Sigil's login page over HTTP, and pysaml2 reads the
  * posted Response, checking its signatures against Sigil's metadata. Then single logout: pysaml2's
- * signed LogoutRequest ends the Sigil session and pysaml2 verifies Sigil's LogoutResponse.
+ * signed LogoutRequest ends the Sigil session and pysaml2 verifies Sigil's LogoutResponse. A second
+ * pysaml2 SP with an encryption key in its metadata gets its assertion encrypted (`encryptAssertion`),
+ * which pysaml2 (xmlsec1) decrypts before it checks the assertion's signature.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,43 +19,64 @@ import { postedResponse } from '../saml-helpers.js';
 const SCRIPT = join(import.meta.dirname, '..', 'pysaml2-sp.py');
 const SP_BASE = 'http://127.0.0.1:8999/pysaml2';
 const SP_ENTITY = `${SP_BASE}/metadata`;
+/** The pysaml2 SP that takes encrypted assertions. */
+const ENC_BASE = 'http://127.0.0.1:8999/pysaml2-enc';
 
 let dir: string;
 let sigil: TestSigil;
 
-/** Runs a command of the pysaml2 SP; its stdout. */
-function pysaml2(...args: string[]): string {
+/** Runs a command of the pysaml2 SP (the one at `base`); its stdout. */
+function pysaml2On(base: string, ...args: string[]): string {
   return execFileSync('/usr/bin/python3', [SCRIPT, ...args], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: '/usr/bin:/bin',
-      SP_ENTITY_ID: SP_ENTITY,
-      SP_BASE,
+      SP_ENTITY_ID: `${base}/metadata`,
+      SP_BASE: base,
       SP_KEY: join(dir, 'sp.key'),
       SP_CERT: join(dir, 'sp.crt'),
       IDP_METADATA: join(dir, 'idp.xml'),
+      ...(base === ENC_BASE ? { SP_ENC_KEY: join(dir, 'enc.key'), SP_ENC_CERT: join(dir, 'enc.crt') } : {}),
     },
   });
 }
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'sigil-pysaml2-'));
+function pysaml2(...args: string[]): string {
+  return pysaml2On(SP_BASE, ...args);
+}
+
+/** A fresh RSA key and self-signed certificate in `dir` (name.key, name.crt). */
+function keyPair(name: string): void {
   execFileSync(
     'openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=pysaml2 sp'].concat([
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=pysaml2 ${name}`].concat([
       '-keyout',
-      join(dir, 'sp.key'),
+      join(dir, `${name}.key`),
       '-out',
-      join(dir, 'sp.crt'),
+      join(dir, `${name}.crt`),
     ]),
     { stdio: 'pipe' },
   );
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'sigil-pysaml2-'));
+  keyPair('sp');
+  keyPair('enc');
   const metadataXml = pysaml2('metadata');
+  const encMetadataXml = pysaml2On(ENC_BASE, 'metadata');
+  expect(encMetadataXml).toContain('use="encryption"');
   sigil = await startAuthorizeSigil([], {
     saml: { enabled: true },
     samlServiceProviders: [
       { entityId: SP_ENTITY, metadataXml, attributes: { mail: 'email', displayName: 'name', role: 'role' } },
+      {
+        entityId: `${ENC_BASE}/metadata`,
+        metadataXml: encMetadataXml,
+        attributes: { mail: 'email', displayName: 'name' },
+        encryptAssertion: true,
+      },
     ],
   });
   const metadata = await new Browser(sigil).get('/saml/metadata');
@@ -109,5 +132,25 @@ describe('pysaml2 as the service provider', () => {
     const altered = (answer.location ?? '').replace('&RelayState=pysaml2-logout&', '&RelayState=elsewhere&');
     expect(() => pysaml2('logout-response', altered)).toThrow(/does not verify/);
     // Each pysaml2 command is a Python process that loads pysaml2 (a second or more on a loaded machine).
+  }, 120_000);
+
+  it('an SP with encryptAssertion: pysaml2 decrypts the assertion and verifies its signature', async () => {
+    const login = JSON.parse(pysaml2On(ENC_BASE, 'login')) as { url: string; id: string };
+    const b = new Browser(sigil);
+    let step = await b.follow(await b.get(login.url));
+    expect(isLoginPage(step), step.body).toBe(true);
+    step = await b.follow(await b.submitLogin(step, 'alice', 'alice'));
+    const posted = postedResponse(step.body);
+    expect(posted.action).toBe(`${ENC_BASE}/acs`);
+    expect(posted.xml).toContain('<saml:EncryptedAssertion>');
+    expect(posted.xml).not.toContain('<saml:Assertion');
+    expect(posted.xml).not.toContain('alice@example.com');
+    const response = Buffer.from(posted.xml).toString('base64');
+    const read = JSON.parse(pysaml2On(ENC_BASE, 'acs', response, login.id)) as {
+      nameIdFormat: string;
+      attributes: Record<string, string[]>;
+    };
+    expect(read.nameIdFormat).toBe('urn:oasis:names:tc:SAML:2.0:nameid-format:persistent');
+    expect(read.attributes).toEqual({ mail: ['alice@example.com'], displayName: ['Alice Smith'] });
   }, 120_000);
 });

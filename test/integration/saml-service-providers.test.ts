@@ -221,6 +221,12 @@ describe.each(DIALECTS)('/admin/v1/saml-service-providers on %s', (dialect, stor
     // A DTD or an entity, however harmless it looks.
     const dtd = `<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>${spMetadata(entityId, ['https://hostile.example/acs'])}`;
     await refused({ metadataXml: dtd }, 'metadataXml');
+    // Encryption asked for without an encryption certificate: none in the metadata, or no metadata.
+    await refused(
+      { metadataXml: spMetadata(entityId, ['https://hostile.example/acs']), encryptAssertion: true },
+      'metadataXml',
+    );
+    await refused({ entityId, acsUrls: ['https://hostile.example/acs'], encryptAssertion: true }, 'encryptAssertion');
     // Oversized: beyond the API's JSON bound (400), beyond every body's bound (413), and a fetched
     // document beyond the metadata bound.
     const xml = spMetadata(entityId, ['https://hostile.example/acs']);

@@ -4,11 +4,13 @@
  * stricter), and the metadata refused at start with the SP's path: a DTD, another entityID, an
  * ACS over plain http to another host, an unreadable certificate, no ACS at all.
  */
+import { execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config/schema.js';
 import { ConfigError } from '../../src/config/loader.js';
 import { ServiceProviders } from '../../src/saml/service-providers.js';
-import { spMetadata } from '../saml-helpers.js';
+import { spKeys, spMetadata } from '../saml-helpers.js';
 
 const ENTITY = 'https://sp.example/metadata';
 
@@ -105,12 +107,64 @@ describe('SAML service providers', () => {
     );
   });
 
-  it('refuses at config check what a later version does (metadataUrl, encryption, organization), and a duplicate entityId', () => {
+  it("encryptAssertion takes the metadata's encryption certificate (or one of no stated use); without one, or an RSA key, the SP is refused at start", async () => {
+    const [sign, enc] = [await spKeys(), await spKeys()];
+    const acs = ['https://sp.example/acs'];
+    const sp = (metadataXml: string) => [{ entityId: ENTITY, metadataXml, encryptAssertion: true }];
+    const encrypted = providers(
+      sp(spMetadata(ENTITY, acs, sign.certificate, { encryptionCertificate: enc.certificate })),
+    );
+    expect(encrypted.get(ENTITY)).toMatchObject({
+      encryptionCertificate: enc.certificate,
+      certificates: [sign.certificate],
+      signAssertion: true,
+    });
+    const unstated = spMetadata(ENTITY, acs, undefined, {
+      encryptionCertificate: enc.certificate,
+      encryptionUse: null,
+    });
+    expect(providers(sp(unstated)).get(ENTITY)?.encryptionCertificate).toBe(enc.certificate);
+    // Without encryptAssertion, no certificate is taken for it.
+    expect(providers([{ entityId: ENTITY, metadataXml: unstated }]).get(ENTITY)?.encryptionCertificate).toBeNull();
+    // A signing certificate is not an encryption one.
+    expect(refusal(sp(spMetadata(ENTITY, acs, sign.certificate)))).toMatch(
+      /^samlServiceProviders\[0\]: encryptAssertion needs an encryption certificate/,
+    );
+    const ec = Buffer.from(
+      new X509Certificate(
+        execFileSync(
+          'openssl',
+          [
+            'req',
+            '-x509',
+            '-newkey',
+            'ec',
+            '-pkeyopt',
+            'ec_paramgen_curve:P-256',
+            '-nodes',
+            '-keyout',
+            '/dev/null',
+            '-days',
+            '1',
+            '-subj',
+            '/CN=ec',
+          ],
+          { stdio: 'pipe' },
+        ),
+      ).raw,
+    ).toString('base64');
+    expect(refusal(sp(spMetadata(ENTITY, acs, undefined, { encryptionCertificate: ec })))).toMatch(
+      /encryptAssertion needs an RSA key/,
+    );
+  });
+
+  it('refuses at config check what a later version does (organization), encryption without metadata, metadataUrl beside metadataXml, and a duplicate entityId', () => {
     const parse = (sp: Record<string, unknown>) => configSchema.safeParse({ samlServiceProviders: [sp] });
     const base = { entityId: ENTITY, acsUrls: ['https://sp.example/a'] };
     expect(parse(base).success).toBe(true);
     for (const extra of [
-      { metadataUrl: 'https://sp.example/metadata' },
+      { metadataUrl: 'https://sp.example/metadata', metadataXml: spMetadata(ENTITY, ['https://sp.example/a']) },
+      // Encryption needs the SP's metadata, where its encryption certificate is.
       { encryptAssertion: true },
       { organization: 'acme' },
       { signResponse: false, signAssertion: false },

@@ -62,7 +62,9 @@ export const samlServiceProvider = z
       spec: 'SAML Metadata §2.4.4',
     }),
     metadataUrl: httpsOrLoopback.optional().meta({
-      description: 'Where to fetch the metadata from: not supported yet, give metadataXml',
+      description:
+        "Where to fetch the SP's metadata from instead of metadataXml: once, at start, under the SSRF guard (5 s, 100 KB, no redirects, never from private or other special-use addresses; loopback only with clientIdMetadataDocuments.allowLoopback); a failed fetch stops the start",
+      spec: 'SAML Metadata §2.4.4',
     }),
     nameIdFormat: z.enum(SAML_NAME_ID_FORMATS).default('persistent').meta({
       description:
@@ -79,10 +81,11 @@ export const samlServiceProvider = z
       }),
     signResponse: z.boolean().default(true).meta({ description: 'Sign the Response' }),
     signAssertion: z.boolean().default(true).meta({ description: 'Sign the Assertion' }),
-    encryptAssertion: z
-      .boolean()
-      .default(false)
-      .meta({ description: 'Encrypt the assertion to the SP: not supported yet (must stay false)' }),
+    encryptAssertion: z.boolean().default(false).meta({
+      description:
+        "Encrypt the signed assertion to the SP's encryption certificate from its metadata (AES-256-GCM, the key by RSA-OAEP): an EncryptedAssertion; the assertion is then always signed",
+      spec: 'SAML Core §2.3.4, XML Encryption 1.1',
+    }),
     requireSignedAuthnRequests: z.boolean().default(false).meta({
       description:
         "Refuse AuthnRequests not signed with one of the SP's certificates (from metadataXml); a signed request is verified either way",
@@ -99,15 +102,17 @@ export const samlServiceProvider = z
   .superRefine((sp, ctx) => {
     const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
     // Honest refusals: what a later version does is not silently skipped by this one.
-    if (sp.metadataUrl !== undefined)
-      issue('metadataUrl', 'fetching SP metadata is not supported yet: give metadataXml');
-    if (sp.encryptAssertion) issue('encryptAssertion', 'assertion encryption is not supported yet');
+    if (sp.metadataUrl !== undefined && sp.metadataXml !== undefined)
+      issue('metadataUrl', 'give metadataXml or metadataUrl, not both');
+    const metadata = sp.metadataXml !== undefined || sp.metadataUrl !== undefined;
+    if (sp.encryptAssertion && !metadata)
+      issue('encryptAssertion', "needs metadataXml (or metadataUrl) with the SP's encryption certificate");
     if (sp.organization !== null)
       issue('organization', 'organizations of SAML service providers are not supported yet');
-    if (sp.acsUrls.length === 0 && sp.metadataXml === undefined)
-      issue('acsUrls', 'an SP needs acsUrls or metadataXml with an AssertionConsumerService');
-    if (sp.requireSignedAuthnRequests && sp.metadataXml === undefined)
-      issue('requireSignedAuthnRequests', "needs metadataXml with the SP's signing certificate");
+    if (sp.acsUrls.length === 0 && !metadata)
+      issue('acsUrls', 'an SP needs acsUrls or metadataXml (or metadataUrl) with an AssertionConsumerService');
+    if (sp.requireSignedAuthnRequests && !metadata)
+      issue('requireSignedAuthnRequests', "needs metadataXml (or metadataUrl) with the SP's signing certificate");
     if (!sp.signResponse && !sp.signAssertion)
       issue('signAssertion', 'the Response or the Assertion must be signed (SAML Profiles §4.1.3.5)');
   });
