@@ -6,7 +6,18 @@
 import fc from 'fast-check';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testConfig, introspect, startSigil, tokenRequest, type TestSigil } from '../helpers.js';
+import {
+  Browser,
+  authorizeUrl,
+  codeParams,
+  expectClientError,
+  getCode,
+  pkce,
+  redeem,
+  startAuthorizeSigil,
+  webLike,
+} from '../authorize-helpers.js';
+import { introspect, postForm, startSigil, testConfig, tokenRequest, type TestSigil } from '../helpers.js';
 
 /** The RFC 9396 §2 example's shape, as a schema that allows exactly it. */
 const PAYMENT_SCHEMA = {
@@ -205,6 +216,78 @@ describe('authorization_details with client_credentials', () => {
         expect(res.json().error).toBe('invalid_authorization_details');
       }),
       { numRuns: 40 },
+    );
+  });
+});
+
+describe('authorization_details in the code flow', () => {
+  let sigil: TestSigil;
+  beforeAll(async () => {
+    const scopes = ['openid', 'payments', 'offline_access'];
+    sigil = await startAuthorizeSigil(
+      [webLike('payweb', { allowedScopes: scopes, authorizationDetailsTypes: ['payment_initiation'] })],
+      { ...rarResources(), rateLimits: { maxFailures: 1000, windowSeconds: 60 } },
+    );
+  });
+  afterAll(async () => sigil.close());
+
+  const params = (challenge: string, details: unknown) =>
+    codeParams(challenge, {
+      client_id: 'payweb',
+      scope: 'openid payments offline_access',
+      authorization_details: typeof details === 'string' ? details : JSON.stringify(details),
+    });
+
+  it('carries pushed details through the code into the tokens, and a refresh keeps them', async () => {
+    const { verifier, challenge } = pkce();
+    const pushed = await postForm(sigil, '/connect/par', params(challenge, [PAYMENT]), ['payweb', 'payweb-secret']);
+    expect(pushed.statusCode, pushed.body).toBe(201);
+    const b = new Browser(sigil);
+    await b.signIn('alice');
+    const code = await getCode(b, { client_id: 'payweb', request_uri: pushed.json().request_uri });
+    const res = await redeem(sigil, code, { client: 'payweb', verifier });
+    expect(res.statusCode, res.body).toBe(200);
+    const tokens = res.json();
+    expect(tokens.authorization_details).toStrictEqual([PAYMENT]);
+    expect(decodeJwt(tokens.access_token).authorization_details).toStrictEqual([PAYMENT]);
+    const asRefresh = await introspect(sigil, tokens.refresh_token, ['payweb', 'payweb-secret']);
+    expect(asRefresh.json().authorization_details).toStrictEqual([PAYMENT]);
+
+    const refreshed = await tokenRequest(sigil, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token }, [
+      'payweb',
+      'payweb-secret',
+    ]);
+    expect(refreshed.statusCode, refreshed.body).toBe(200);
+    expect(refreshed.json().authorization_details).toStrictEqual([PAYMENT]);
+    expect(decodeJwt(refreshed.json().access_token).authorization_details).toStrictEqual([PAYMENT]);
+  });
+
+  it('keeps details sent to /connect/authorize across the sign-in', async () => {
+    const { verifier, challenge } = pkce();
+    const code = await getCode(new Browser(sigil), params(challenge, [PAYMENT]));
+    const res = await redeem(sigil, code, { client: 'payweb', verifier });
+    expect(res.json().authorization_details).toStrictEqual([PAYMENT]);
+  });
+
+  it('refuses bad details at PAR with 400 and at authorize with an error redirect to the client', async () => {
+    const { challenge } = pkce();
+    for (const bad of ['"payment_initiation"', [{ type: 'teleport' }], [{ ...PAYMENT, extra: 1 }]]) {
+      const pushed = await postForm(sigil, '/connect/par', params(challenge, bad), ['payweb', 'payweb-secret']);
+      expect(pushed.statusCode, pushed.body).toBe(400);
+      expect(pushed.json().error).toBe('invalid_authorization_details');
+      const b = new Browser(sigil);
+      await b.signIn('alice');
+      expectClientError(await b.get(authorizeUrl(params(challenge, bad))), 'invalid_authorization_details', {
+        state: 'st',
+      });
+    }
+    const b = new Browser(sigil);
+    const deep = `[${'['.repeat(1000)}${']'.repeat(1000)}]`;
+    expectClientError(await b.get(authorizeUrl(params(challenge, deep))), 'invalid_authorization_details');
+    // The web client may not use the type at all.
+    expectClientError(
+      await b.get(authorizeUrl(codeParams(challenge, { authorization_details: JSON.stringify([PAYMENT]) }))),
+      'invalid_authorization_details',
     );
   });
 });
