@@ -12,7 +12,9 @@ import {
   codeParams,
   expectClientError,
   getCode,
+  isConsentPage,
   pkce,
+  readResponse,
   redeem,
   startAuthorizeSigil,
   webLike,
@@ -225,7 +227,14 @@ describe('authorization_details in the code flow', () => {
   beforeAll(async () => {
     const scopes = ['openid', 'payments', 'offline_access'];
     sigil = await startAuthorizeSigil(
-      [webLike('payweb', { allowedScopes: scopes, authorizationDetailsTypes: ['payment_initiation'] })],
+      [
+        webLike('payweb', { allowedScopes: scopes, authorizationDetailsTypes: ['payment_initiation'] }),
+        webLike('payconsent', {
+          allowedScopes: scopes,
+          authorizationDetailsTypes: ['payment_initiation'],
+          requireConsent: true,
+        }),
+      ],
       { ...rarResources(), rateLimits: { maxFailures: 1000, windowSeconds: 60 } },
     );
   });
@@ -267,6 +276,28 @@ describe('authorization_details in the code flow', () => {
     const code = await getCode(new Browser(sigil), params(challenge, [PAYMENT]));
     const res = await redeem(sigil, code, { client: 'payweb', verifier });
     expect(res.json().authorization_details).toStrictEqual([PAYMENT]);
+  });
+
+  it('shows the details on the consent page, escaped, every time, and issues them once allowed', async () => {
+    const detail = { ...PAYMENT, creditorName: '<b>Merchant</b> & "Co"' };
+    const b = new Browser(sigil);
+    await b.signIn('alice');
+    for (const round of [1, 2]) {
+      const { verifier, challenge } = pkce();
+      const page = await b.follow(
+        await b.get(authorizeUrl({ ...params(challenge, [detail]), client_id: 'payconsent' })),
+      );
+      expect(isConsentPage(page), `round ${round}: ${page.body.slice(0, 200)}`).toBe(true);
+      expect(page.body).toContain('payment_initiation');
+      expect(page.body).toContain('&lt;b&gt;Merchant&lt;/b&gt; &amp;');
+      expect(page.body).not.toContain('<b>Merchant');
+      expect(page.body).toContain('DE02100100109307118603');
+      // Nothing to remember: the next request with details asks again.
+      expect(page.body).not.toContain('name="remember"');
+      const answer = await b.consent(page, 'yes', round === 1);
+      const res = await redeem(sigil, readResponse(answer).params.get('code')!, { client: 'payconsent', verifier });
+      expect(res.json().authorization_details).toStrictEqual([detail]);
+    }
   });
 
   it('refuses bad details at PAR with 400 and at authorize with an error redirect to the client', async () => {
