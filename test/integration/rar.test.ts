@@ -334,6 +334,17 @@ describe('authorizationDetailsTypes in the config', () => {
     );
   });
 
+  it('compiles two schemas with the same $id, each as written', async () => {
+    const resources = rarResources();
+    const id = 'https://payments.example/schemas/detail';
+    resources.apiResources[2]!.authorizationDetailsTypes = [
+      { type: 'payment_initiation', schema: { ...PAYMENT_SCHEMA, $id: id } },
+    ];
+    resources.apiResources[3]!.authorizationDetailsTypes = [{ type: 'account_information', schema: { $id: id } }];
+    const sigil = await startSigil({ ...resources, clients: [] });
+    await sigil.close();
+  });
+
   it('refuses a client type no API declares', async () => {
     await expect(
       startSigil({

@@ -13,7 +13,14 @@ const TYPE_NAME = /^[\x21-\x7E]+$/;
 
 // Strict about the schema itself (an unknown keyword or format is a typo the operator should
 // see), lenient about styles Ajv's strict mode only warns of (types spelled across subschemas).
-const ajv = new Ajv({ allErrors: false, strictSchema: true, strictTypes: false, strictTuples: false });
+// Schemas are not registered by their `$id`: an edited stored schema keeping its `$id` compiles again.
+const ajv = new Ajv({
+  allErrors: false,
+  strictSchema: true,
+  strictTypes: false,
+  strictTuples: false,
+  addUsedSchema: false,
+});
 /** Compiled validators by the schema's JSON text: a stored resource saved again compiles nothing. */
 const compiled = new Map<string, ValidateFunction>();
 
