@@ -457,7 +457,15 @@ export class ResourceAdmin {
   private builtIns(kind: ManagedKind): Record<string, unknown>[] {
     if (kind === 'api_scope') return MANAGEMENT_SCOPES.map((name) => ({ name, userClaims: [] }));
     if (kind === 'api_resource')
-      return [{ name: MANAGEMENT_RESOURCE, scopes: [...MANAGEMENT_SCOPES], userClaims: [], resourceUris: [] }];
+      return [
+        {
+          name: MANAGEMENT_RESOURCE,
+          scopes: [...MANAGEMENT_SCOPES],
+          userClaims: [],
+          resourceUris: [],
+          authorizationDetailsTypes: [],
+        },
+      ];
     return [];
   }
 

@@ -248,6 +248,7 @@ async function issue(
       ...(req.dpopJkt !== undefined ? { dpopJkt: req.dpopJkt } : {}),
       ...(req.resources !== undefined ? { resources: req.resources } : {}),
       ...(hookClaims ? { hookClaims } : {}),
+      ...(req.authorizationDetails ? { authorizationDetails: req.authorizationDetails } : {}),
     };
     await ctx.store.records.codes.issue(code, {
       clientId: client.clientId,

@@ -107,6 +107,10 @@ export function discoveryDocument(
     backchannel_token_delivery_modes_supported: ['poll', 'ping'],
     backchannel_user_code_parameter_supported: false,
     dpop_signing_alg_values_supported: [...DPOP_ALGORITHMS],
+    // RFC 9396 §10, once some API resource declares a type.
+    ...(ctx.resources.authorizationDetailsTypes.size > 0
+      ? { authorization_details_types_supported: [...ctx.resources.authorizationDetailsTypes.keys()] }
+      : {}),
     // draft-ietf-oauth-identity-assertion-authz-grant §"Authorization Server (IdP) Metadata", once
     // some client may ask for an ID-JAG.
     ...(clients.some((c) => c.idJagAudiences.length > 0)

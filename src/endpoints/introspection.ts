@@ -129,6 +129,8 @@ function describe(ctx: IntrospectionEndpointServices, found: FoundToken): Record
     ...(data.subject.amr ? { amr: data.subject.amr } : {}),
     ...(data.subject.acr ? { acr: data.subject.acr } : {}),
     ...(data.jkt !== undefined ? { cnf: { jkt: data.jkt } } : {}),
+    // RFC 9396 §9.2: the grant's authorization details, as with its access tokens.
+    ...(data.authorizationDetails ? { authorization_details: data.authorizationDetails } : {}),
     token_type: 'refresh_token',
   };
 }

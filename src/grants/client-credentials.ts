@@ -5,12 +5,15 @@
 import { bindingOf, type GrantHandler } from './registry.js';
 import { requestedResources, scopesForResources } from '../resources/resource-indicators.js';
 import { validateScopes } from '../resources/scopes.js';
+import { parseAuthorizationDetails } from '../resources/authorization-details.js';
 import { askPreToken } from './pre-token.js';
 
 /**
  * Handles `grant_type=client_credentials`; `resource` (RFC 8707) narrows the token's audience and
- * scopes, a DPoP proof binds it (RFC 9449 §5).
- * @throws OAuthError `invalid_scope`, `invalid_target`; `invalid_grant` when the `preToken` hook denies.
+ * scopes, a DPoP proof binds it (RFC 9449 §5); `authorization_details` (RFC 9396 §6) goes into
+ * the token and the response as sent.
+ * @throws OAuthError `invalid_scope`, `invalid_target`, `invalid_authorization_details`;
+ *   `invalid_grant` when the `preToken` hook denies.
  */
 export const clientCredentialsGrant: GrantHandler = async (ctx, req) => {
   const { params, client } = req;
@@ -20,6 +23,7 @@ export const clientCredentialsGrant: GrantHandler = async (ctx, req) => {
     targets,
     ctx.resources,
   );
+  const authorizationDetails = parseAuthorizationDetails(params.get('authorization_details'), client, ctx.resources);
   const hookClaims = await askPreToken(ctx, client, undefined, scopes, 'client_credentials');
   const response = await ctx.tokens.issue({
     client,
@@ -27,6 +31,7 @@ export const clientCredentialsGrant: GrantHandler = async (ctx, req) => {
     ...(hookClaims ? { hookClaims } : {}),
     ...bindingOf(req),
     ...(targets ? { audiences: targets } : {}),
+    ...(authorizationDetails ? { authorizationDetails } : {}),
   });
   return { response };
 };

@@ -13,7 +13,7 @@ import { newRefreshPlan } from './password.js';
 import type { GrantOutcome } from './registry.js';
 import { claimsOf } from '../users/users.js';
 import { scopesForResources } from '../resources/resource-indicators.js';
-import type { AddedClaims } from '../stores/records/grant-data.js';
+import type { AddedClaims, AuthorizationDetail } from '../stores/records/grant-data.js';
 import { askPreToken, mergeAddedClaims } from './pre-token.js';
 
 /** The services this module uses. */
@@ -30,6 +30,8 @@ export interface Approval {
   resources?: string[];
   /** The claims the `preToken` hook added when the approval was made (authorization endpoint). */
   hookClaims?: AddedClaims;
+  /** The authorization details approved (RFC 9396 §2): the tokens and the response carry them. */
+  authorizationDetails?: AuthorizationDetail[];
 }
 
 /**
@@ -97,6 +99,7 @@ export async function redeemApproval(
     identityToken: true,
     ...(approval.nonce !== undefined ? { nonce: approval.nonce } : {}),
     ...(approval.requestedClaims ? { requestedClaims: approval.requestedClaims } : {}),
+    ...(approval.authorizationDetails ? { authorizationDetails: approval.authorizationDetails } : {}),
   });
   return { response, subjectId: user.subjectId };
 }

@@ -104,6 +104,8 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
     ...(hookClaims ? { hookClaims } : {}),
     ...bindingOf(req),
     ...(targets ? { audiences: targets } : {}),
+    // RFC 9396 §7.2 would let a refresh narrow the details; Sigil keeps the grant's as they are.
+    ...(data.authorizationDetails ? { authorizationDetails: data.authorizationDetails } : {}),
   });
   // A concurrent reuse may have revoked the family while the new tokens were being written; the
   // consumed token's row then carries the revocation, and the new tokens must share it: a replayed

@@ -33,9 +33,10 @@ export async function decisionFacts(
     ? mfaRequired(ctx.mfa.requiredFor(req.client), live, { acrValues: req.acr.acr, essentialAcr: req.essentialAcr })
     : false;
   const now = nowSeconds();
-  // A metadata document's client is asked every time (its consent page shows no remember box).
+  // A metadata document's client is asked every time (its consent page shows no remember box),
+  // and so is a request with authorization details: each asks for something of its own (RFC 9396 §2).
   const remembered =
-    live && req.client.requireConsent && !req.client.metadataDocument
+    live && req.client.requireConsent && !req.client.metadataDocument && req.authorizationDetails === undefined
       ? await ctx.store.records.consents.remembered(live.subjectId, req.client.clientId, now)
       : undefined;
   return {

@@ -49,5 +49,6 @@ export function pendingRequest(req: AuthorizeRequest): PendingRequest {
     ...(req.loginHint !== undefined ? { loginHint: req.loginHint } : {}),
     ...(req.essentialAcr !== undefined ? { essentialAcr: req.essentialAcr } : {}),
     ...(req.organization !== undefined ? { organization: req.organization } : {}),
+    ...(req.authorizationDetails !== undefined ? { authorizationDetails: req.authorizationDetails } : {}),
   };
 }

@@ -125,11 +125,16 @@ export async function finishSignIn(
 }
 
 /**
- * Whether consent to a pending request may be remembered: not for a device, and not for a native
- * app's redirect URI, whose owner a redirect cannot prove (RFC 8252 §8.6).
+ * Whether consent to a pending request may be remembered: not for a device, not for a native
+ * app's redirect URI, whose owner a redirect cannot prove (RFC 8252 §8.6), and not for a request
+ * with authorization details, which is asked every time (RFC 9396 §2).
  */
 export function mayRememberConsent(interaction: Interaction): boolean {
-  return !interaction.device && !isNativeRedirect(interaction.request.target?.redirectUri ?? '');
+  return (
+    !interaction.device &&
+    !isNativeRedirect(interaction.request.target?.redirectUri ?? '') &&
+    interaction.request.authorizationDetails === undefined
+  );
 }
 
 /**

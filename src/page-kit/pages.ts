@@ -98,6 +98,8 @@ const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle 
 <ul class="scopes">
 <% it.scopes.forEach(function (s) { %><li><span><%= s.name %><% if (s.description) { %><small><%= s.description %></small><% } %></span></li><% }) %>
 </ul>
+<% if (it.details && it.details.length > 0) { %><p><%= it.t.consentDetails %></p>
+<ul class="authorization-details"><% it.details.forEach(function (d) { %><li><strong><%= d.type %></strong><pre><code><%= d.json %></code></pre></li><% }) %></ul><% } %>
 <% if (it.client.links.length > 0) { %><nav aria-label="<%= it.f(it.t.clientLinks, { client: it.client.name }) %>"><ul class="client-links"><% it.client.links.forEach(function (l) { %><li><a href="<%= l.href %>" rel="noopener"><%= it.f(it.t[l.key], { client: it.client.name }) %></a></li><% }) %></ul></nav><% } %>
 <form method="post" action="<%= it.base %>/consent" id="consent">
 <%~ include('@csrf', it) %>

@@ -11,7 +11,9 @@ import {
   type Config,
   type IdentityResource,
 } from '../config/schema.js';
+import { detailValidator } from '../config/schema/authorization-details.js';
 import { invalidScope } from '../protocol/errors.js';
+import type { ValidateFunction } from 'ajv';
 
 /** The built-in scope that asks for a refresh token (OIDC Core §11). */
 export const OFFLINE_ACCESS = 'offline_access';
@@ -42,6 +44,8 @@ interface ResourceIndex {
   apiScopes: Map<string, ApiScope>;
   apiResources: ApiResource[];
   byResourceUri: Map<string, ApiResource>;
+  /** The validators of the authorization details types (RFC 9396 §2), by type; the first declaration wins. */
+  detailTypes: Map<string, ValidateFunction>;
   /** Names of the stored items, per map (`identity`, `apiScopes`, `apiResources`). */
   stored: { identity: Set<string>; apiScopes: Set<string>; apiResources: Set<string> };
 }
@@ -94,6 +98,11 @@ export class Resources {
     return this.index.byResourceUri;
   }
 
+  /** The compiled JSON Schema of each authorization details type the API resources declare (RFC 9396 §2). */
+  get authorizationDetailsTypes(): ReadonlyMap<string, ValidateFunction> {
+    return this.index.detailTypes;
+  }
+
   /**
    * Where an identity resource, API scope or API resource of that name is defined, or undefined
    * when there is none (the admin console tells config-file items from stored ones by it).
@@ -134,6 +143,7 @@ export class Resources {
       secrets: [],
       userClaims: [],
       resourceUris: [],
+      authorizationDetailsTypes: [],
     };
     const fresh = <T extends { name: string }>(taken: readonly T[], more: readonly T[]) =>
       more.filter((m) => !taken.some((t) => t.name === m.name));
@@ -146,6 +156,7 @@ export class Resources {
       apiScopes: new Map([...cfg.apiScopes, ...builtInScopes, ...scopes].map((s) => [s.name, s])),
       apiResources,
       byResourceUri: new Map(apiResources.flatMap((r) => (r.resourceUris ?? []).map((u) => [u, r] as const))),
+      detailTypes: detailTypesOf(apiResources),
       stored: {
         identity: new Set(identity.map((r) => r.name)),
         apiScopes: new Set(scopes.map((s) => s.name)),
@@ -181,6 +192,19 @@ export class Resources {
       if (r.scopes.some((s) => scopes.includes(s))) for (const c of r.userClaims) out.add(c);
     return out;
   }
+}
+
+/**
+ * The validators of the authorization details types `apis` declare, by type, in declaration
+ * order; the first declaration of a type wins (the config refuses a second, a stored API's is
+ * ignored).
+ */
+function detailTypesOf(apis: readonly ApiResource[]): Map<string, ValidateFunction> {
+  const out = new Map<string, ValidateFunction>();
+  for (const api of apis)
+    for (const t of api.authorizationDetailsTypes ?? [])
+      if (!out.has(t.type)) out.set(t.type, detailValidator(t.schema));
+  return out;
 }
 
 /**

@@ -11,7 +11,7 @@ import type { KeyRing } from '../keys/keys.js';
 import type { Client } from '../clients/registry.js';
 import { OFFLINE_ACCESS, scopesForUser, type Resources } from '../resources/scopes.js';
 import { newFamilyId, newHandle, newId, nowSeconds } from '../crypto/handles.js';
-import type { AddedClaims, GrantSubject, RequestedClaims } from '../stores/records/grant-data.js';
+import type { AddedClaims, AuthorizationDetail, GrantSubject, RequestedClaims } from '../stores/records/grant-data.js';
 import type { GrantRecords } from '../stores/records/index.js';
 import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
 import type { OrganizationStore } from '../stores/types.js';
@@ -49,6 +49,7 @@ export const PROTOCOL_CLAIMS = new Set([
   'act',
   'may_act',
   'typ',
+  'authorization_details',
   ...ORGANIZATION_CLAIMS,
 ]);
 
@@ -62,6 +63,8 @@ export interface TokenResponse {
   refresh_token?: string;
   id_token?: string;
   issued_token_type?: string;
+  /** The authorization details granted, as requested (RFC 9396 §7). */
+  authorization_details?: AuthorizationDetail[];
 }
 
 /** How a refresh token accompanies an issuance. */
@@ -117,6 +120,11 @@ export interface Issuance {
    * dropped here too, whatever the caller passes); kept with a new refresh token.
    */
   hookClaims?: AddedClaims;
+  /**
+   * The authorization details granted (RFC 9396): in the token response (§7), the access token's
+   * `authorization_details` claim (§9.1) and a new refresh token, unchanged.
+   */
+  authorizationDetails?: AuthorizationDetail[];
 }
 
 /** An access token that Sigil accepted back. */
@@ -213,6 +221,7 @@ export class TokenService {
       token_type: req.jkt !== undefined ? 'DPoP' : 'Bearer',
       expires_in: accessTokenExpiry(req, now) - now,
       scope: scopes.join(' '),
+      ...(req.authorizationDetails ? { authorization_details: req.authorizationDetails } : {}),
     };
     const plan = req.refresh ?? { kind: 'none' };
     if (plan.kind === 'existing') response.refresh_token = plan.handle;
@@ -229,6 +238,7 @@ export class TokenService {
         ...(req.jkt !== undefined ? { jkt: req.jkt } : {}),
         ...(plan.resources !== undefined ? { resources: plan.resources } : {}),
         ...(req.hookClaims ? { hookClaims: req.hookClaims } : {}),
+        ...(req.authorizationDetails ? { authorizationDetails: req.authorizationDetails } : {}),
       };
       await this.records.refreshTokens.issue(handle, {
         clientId: client.clientId,
@@ -316,6 +326,7 @@ export class TokenService {
       scope: scopes.join(' '),
     };
     if (req.jkt !== undefined) claims.cnf = { jkt: req.jkt };
+    if (req.authorizationDetails) claims.authorization_details = req.authorizationDetails;
     if (subject) {
       claims.auth_time = subject.authTime;
       claims.amr = subject.amr;

@@ -76,6 +76,12 @@ export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): voi
         // asked every time (interaction/facts.ts remembers none).
         ...(client.metadataDocument ? { clientHost: new URL(client.clientId).host } : {}),
         scopes: interaction.request.scopes.map((s) => describeScope(ctx, lang, s)),
+        // RFC 9396 §2: what exactly is asked (a payment's amount and creditor, say), each object
+        // as the client sent it; the page escapes it like any other text.
+        details: (interaction.request.authorizationDetails ?? []).map((d) => ({
+          type: d.type,
+          json: JSON.stringify(d, null, 2),
+        })),
         canRemember: mayRememberConsent(interaction) && !client.metadataDocument,
         device: interaction.device !== undefined,
       },

@@ -16,6 +16,7 @@
  * | `checkScopes`            | scopes.ts               |                                    |
  * | `checkOptionalParameters`| optional-parameters.ts  |                                    |
  * | `checkResourceIndicators`| scopes.ts               |                                    |
+ * | `checkAuthorizationDetails`| scopes.ts             |                                    |
  * | `checkOrganization`      | organization.ts         |                                    |
  * | `idTokenHintSubject`     | optional-parameters.ts  |                                    |
  * Only `loadClient` (a client metadata document fetched) and `loadRequestParameters` have side
@@ -30,7 +31,7 @@ import { checkOptionalParameters, idTokenHintSubject } from './authorize/optiona
 import { checkOrganization } from './authorize/organization.js';
 import { checkParameterLengths, keptParameters } from './authorize/parameters.js';
 import { loadRequestParameters } from './authorize/request-object.js';
-import { checkResourceIndicators, checkScopes } from './authorize/scopes.js';
+import { checkAuthorizationDetails, checkResourceIndicators, checkScopes } from './authorize/scopes.js';
 import type { AuthorizeValidationServices } from './authorize/services.js';
 import { AuthorizeError, type AuthorizeRequest, type ResponseTarget } from './authorize/types.js';
 
@@ -66,6 +67,7 @@ export {
  *   object, is `invalid_request` to the client when malformed, beyond `CLAIMS_JSON_BOUNDS`, sent
  *   without the `openid` scope, asking `userinfo` claims of `response_type=id_token`, or naming
  *   `sub` with anything but one string value, or `acr` as essential with an empty `values`.
+ *   `authorization_details` (RFC 9396) is `invalid_authorization_details` to the client when refused.
  *   Other errors (the store failing) are thrown as they are.
  */
 export async function validateAuthorizeRequest(
@@ -87,6 +89,7 @@ export async function validateAuthorizeRequest(
     const scopes = checkScopes(params.get('scope'), flow, client, services.resources);
     const optional = checkOptionalParameters(params, flow, scopes, client);
     const resources = checkResourceIndicators(params, flow, client, services.resources);
+    const authorizationDetails = checkAuthorizationDetails(params, flow, client, services.resources);
     const organization = checkOrganization(params.get('organization'), client, services.organizations);
     const hintSubject = await idTokenHintSubject(params.get('id_token_hint'), services.tokens);
     return {
@@ -98,6 +101,7 @@ export async function validateAuthorizeRequest(
       params: keptParameters(params),
       ...(hintSubject !== undefined ? { hintSubject } : {}),
       ...(resources !== undefined ? { resources } : {}),
+      ...(authorizationDetails !== undefined ? { authorizationDetails } : {}),
       ...(organization !== undefined ? { organization } : {}),
     };
   } catch (err) {

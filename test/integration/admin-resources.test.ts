@@ -120,6 +120,7 @@ describe.each(['sqlite', 'postgres'] as const)('/admin/v1 resources on %s', (dia
       scopes: ['billing.read'],
       userClaims: [],
       resourceUris: ['https://billing.example/'],
+      authorizationDetailsTypes: [],
     });
     const bot = await call('POST', '/clients', {
       clientId: 'billing-bot',

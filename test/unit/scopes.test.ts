@@ -168,6 +168,7 @@ describe('Resources.setStored', () => {
           secrets: [],
           userClaims: [],
           resourceUris: ['https://billing.example/'],
+          authorizationDetailsTypes: [],
         },
       ],
     });
@@ -194,6 +195,7 @@ describe('Resources.setStored', () => {
           secrets: [],
           userClaims: [],
           resourceUris: ['https://billing.example/'],
+          authorizationDetailsTypes: [],
         },
       ],
     });

@@ -207,6 +207,11 @@ export const clientSchema = z
       spec: 'RFC 8693 §2.1',
     }),
     idJagAudiences,
+    authorizationDetailsTypes: z.array(nonEmpty.max(200)).max(50).default([]).meta({
+      description:
+        'Authorization details types (declared on apiResources) this client may send in authorization_details; any other is invalid_authorization_details',
+      spec: 'RFC 9396 §2, §5',
+    }),
     requireMfa: z.boolean().optional().meta({
       description: 'A second factor (or a passkey) at every sign-in to this client; absent: the global mfa.required',
     }),

@@ -83,6 +83,14 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
         issue(['apiResources', i, 'resourceUris', j], `"${u}" is also a resource URI of "${owner}"`);
       resourceUriOwners.set(u, r.name);
     }
+  const detailTypeOwners = new Map<string, string>();
+  for (const [i, r] of cfg.apiResources.entries())
+    for (const [j, t] of r.authorizationDetailsTypes.entries()) {
+      const owner = detailTypeOwners.get(t.type);
+      if (owner !== undefined)
+        issue(['apiResources', i, 'authorizationDetailsTypes', j, 'type'], `"${t.type}" is also a type of "${owner}"`);
+      detailTypeOwners.set(t.type, r.name);
+    }
   const apiResourceNames = new Set(cfg.apiResources.map((r) => r.name));
   cfg.clients.forEach((c, i) => {
     const at = (...rest: (string | number)[]) => ['clients', i, ...rest];
@@ -102,6 +110,10 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
       issue(at('refreshTokenUsage'), 'public clients must use "oneTime" refresh tokens (RFC 9700 §4.14.2)');
     if (grants.has('implicit') && grants.has('authorization_code'))
       issue(at('allowedGrantTypes'), 'list "hybrid" instead of "implicit" with "authorization_code"');
+    c.authorizationDetailsTypes.forEach((t, j) => {
+      if (!detailTypeOwners.has(t))
+        issue(at('authorizationDetailsTypes', j), `no API resource declares the type "${t}"`);
+    });
     c.tokenExchangeSubjectAudiences.forEach((a, j) => {
       if (!apiResourceNames.has(a)) issue(at('tokenExchangeSubjectAudiences', j), `unknown API resource "${a}"`);
     });

@@ -3,6 +3,7 @@
  * indicators (RFC 8707).
  */
 import * as z from 'zod';
+import { authorizationDetailsType } from './authorization-details.js';
 import { nonEmpty, secret } from './field-kinds.js';
 
 /** One entry of `identityResources` (also a stored identity resource, /admin/v1/identity-resources). */
@@ -52,6 +53,11 @@ export const apiResource = z.strictObject({
     description:
       "Resource indicators that name this API: absolute URIs without fragment, at most 512 characters, each owned by one API; a resource parameter naming one narrows the token's aud and scopes to this API",
     spec: 'RFC 8707 §2',
+  }),
+  authorizationDetailsTypes: z.array(authorizationDetailsType).max(50).default([]).meta({
+    description:
+      'Authorization details types this API accepts in authorization_details, each with its JSON Schema; a type belongs to one API',
+    spec: 'RFC 9396 §2',
   }),
 });
 

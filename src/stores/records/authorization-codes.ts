@@ -5,7 +5,7 @@
  */
 import { hashHandle } from '../../crypto/handles.js';
 import type { GrantRecord, GrantStore } from '../grant-store.js';
-import type { AddedClaims, GrantSubject, RequestedClaims } from './grant-data.js';
+import type { AddedClaims, AuthorizationDetail, GrantSubject, RequestedClaims } from './grant-data.js';
 import { RecordKind } from './record-kind.js';
 
 /** Data stored with an authorization code (RFC 6749 §4.1.2: bound to client, redirect URI, PKCE, nonce). */
@@ -24,6 +24,8 @@ export interface AuthorizationCodeData {
   requestedClaims?: RequestedClaims;
   /** The claims the `preToken` hook added at the authorization endpoint: the token request issues them. */
   hookClaims?: AddedClaims;
+  /** The authorization details of the request (RFC 9396 §2): the tokens carry them. */
+  authorizationDetails?: AuthorizationDetail[];
   [key: string]: unknown;
 }
 

@@ -54,3 +54,12 @@ export interface RequestedClaims {
   id_token?: string[];
   userinfo?: string[];
 }
+
+/**
+ * One authorization details object of Rich Authorization Requests (RFC 9396 §2): its `type` and
+ * whatever members its type's schema allowed, kept exactly as the client sent them.
+ */
+export interface AuthorizationDetail {
+  type: string;
+  [member: string]: unknown;
+}

@@ -6,6 +6,7 @@
  * to redirect openly to. The flow around them (quotas, decisions, outcomes) is src/interaction/'s.
  */
 import type { ResponseTarget } from '../../http/authorization-response.js';
+import type { AuthorizationDetail } from './grant-data.js';
 import { hashHandle, newHandle, nowSeconds } from '../../crypto/handles.js';
 import { type GrantStore, newGrantRecord } from '../grant-store.js';
 
@@ -41,6 +42,8 @@ export interface PendingRequest {
   essentialAcr?: unknown[];
   /** The organization `organization=<name>` named (stable id and name), when sent. */
   organization?: { id: string; name: string };
+  /** The authorization details of the request (RFC 9396 §2), shown on the consent page. */
+  authorizationDetails?: AuthorizationDetail[];
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { hashHandle } from '../../crypto/handles.js';
 import type { GrantRecord, GrantStore } from '../grant-store.js';
-import type { AddedClaims, GrantSubject, RequestedClaims } from './grant-data.js';
+import type { AddedClaims, AuthorizationDetail, GrantSubject, RequestedClaims } from './grant-data.js';
 import { RecordKind } from './record-kind.js';
 
 /** Stored data of a refresh token. */
@@ -27,6 +27,8 @@ export interface RefreshTokenData {
   requestedClaims?: RequestedClaims;
   /** The claims a `preToken` hook added when the grant was made (or last refreshed). */
   hookClaims?: AddedClaims;
+  /** The authorization details of the grant (RFC 9396), which every refresh carries on unchanged. */
+  authorizationDetails?: AuthorizationDetail[];
   [key: string]: unknown;
 }
 

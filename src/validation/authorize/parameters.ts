@@ -17,7 +17,8 @@ import { MAX_CLAIMS_LENGTH } from '../claims-parameter.js';
  * never stored. `request` and `request_uri` have their own errors (RFC 9101 §6.3): a request
  * object over `MAX_REQUEST_OBJECT` is `invalid_request_object`, a `request_uri` that is not one of
  * the client's registered ones is `invalid_request_uri`. `claims` (OIDC Core §5.5) is also held to
- * `CLAIMS_JSON_BOUNDS` (depth) when parsed.
+ * `CLAIMS_JSON_BOUNDS` (depth) when parsed. `authorization_details` (RFC 9396) has its own bounds
+ * and error (`AUTHORIZATION_DETAILS_BOUNDS`, `invalid_authorization_details`).
  */
 export const PARAM_MAX_LENGTH: Readonly<Record<string, number>> = {
   client_id: 100,
@@ -98,6 +99,7 @@ const PARAMS_KEPT = [
   'claims',
   'dpop_jkt',
   'organization',
+  'authorization_details',
 ];
 
 /**

@@ -1,10 +1,15 @@
 /**
  * What an authorization request asks access to: its scopes (RFC 6749 §3.3; OIDC Core §3.1.2.1,
- * §11) and its resource indicators (RFC 8707 §2.1).
+ * §11), its resource indicators (RFC 8707 §2.1) and its authorization details (RFC 9396 §2).
  */
 import { invalidRequest, invalidScope } from '../../protocol/errors.js';
 import type { Params } from '../../protocol/params.js';
 import type { Client } from '../../clients/registry.js';
+import {
+  type AuthorizationDetail,
+  invalidAuthorizationDetails,
+  parseAuthorizationDetails,
+} from '../../resources/authorization-details.js';
 import { invalidTarget, requestedResources } from '../../resources/resource-indicators.js';
 import { OFFLINE_ACCESS, parseScope, type Resources } from '../../resources/scopes.js';
 import type { ResponseFlow } from './core-parameters.js';
@@ -66,4 +71,23 @@ export function checkResourceIndicators(
       'resource indicators are supported with the code flow only (the token endpoint narrows the tokens)',
     );
   return names;
+}
+
+/**
+ * The authorization details of `authorization_details` (RFC 9396 §2), exactly as sent, or
+ * undefined when it was not sent.
+ * @throws OAuthError `invalid_authorization_details` as `parseAuthorizationDetails`, and when the
+ *   response type returns an access token or no code (the details reach the client with the
+ *   token endpoint's response, RFC 9396 §7).
+ */
+export function checkAuthorizationDetails(
+  params: Params,
+  flow: ResponseFlow,
+  client: Client,
+  resources: Resources,
+): AuthorizationDetail[] | undefined {
+  const details = parseAuthorizationDetails(params.get('authorization_details'), client, resources);
+  if (details !== undefined && (flow.returnsToken || !flow.returnsCode))
+    throw invalidAuthorizationDetails('authorization_details is supported with the code flow only');
+  return details;
 }

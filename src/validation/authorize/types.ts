@@ -8,6 +8,7 @@ import type { Client } from '../../clients/registry.js';
 import type { AcrValues } from '../acr-values.js';
 import type { ClaimsParameter } from '../claims-parameter.js';
 import type { PkceMethod } from '../pkce.js';
+import type { AuthorizationDetail } from '../../stores/records/grant-data.js';
 import type { ResponseTarget } from '../../http/authorization-response.js';
 
 export type { ResponseMode, ResponseTarget } from '../../http/authorization-response.js';
@@ -65,6 +66,8 @@ export interface AuthorizeRequest extends ResponseTarget {
   dpopJkt?: string;
   /** API resources (names) named by `resource` (RFC 8707 §2.1): the grant is limited to them. */
   resources?: string[];
+  /** The authorization details of `authorization_details` (RFC 9396 §2), exactly as sent. */
+  authorizationDetails?: AuthorizationDetail[];
   /** The organization `organization=<name>` names, when sent (the client's `organizationUsage` allows it). */
   organization?: RequestedOrganization;
   /** The effective parameters (after a request object), to resume the request after login. */
