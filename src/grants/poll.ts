@@ -12,6 +12,8 @@ import type { GrantRecord } from '../stores/grant-store.js';
 import type { GrantSubject } from '../stores/records/grant-data.js';
 import { OAuthError, invalidGrant } from '../protocol/errors.js';
 import { nowSeconds } from '../crypto/handles.js';
+import { redeemApproval } from './redeem.js';
+import { bindingOf, type GrantHandler, type GrantServices } from './registry.js';
 
 /** What a polled grant stores: the user's answer and the polling state. */
 export interface PolledData {
@@ -74,4 +76,47 @@ export async function pollAnswer<D extends PolledData>(
       throw new OAuthError('authorization_pending', 'the user has not answered yet');
     return { ...row, data: { ...data, subject } };
   }
+}
+
+/** What tells one polled grant from another: its parameter, its records, its grant type. */
+export interface PolledGrant<D extends PolledData & { scopes: string[] }> {
+  /** The token request's parameter naming the grant (`device_code`, `auth_req_id`). */
+  param: string;
+  /** Its name in error descriptions. */
+  what: string;
+  /** The `grant_type`, as the `preToken` hook is told it. */
+  grantType: string;
+  records: (
+    ctx: GrantServices,
+  ) => PolledRecords<D> & { keyOf(handle: string): string; consume(key: string, now: number): Promise<boolean> };
+}
+
+/**
+ * The token endpoint's handler of a polled grant: `pollAnswer`, then tokens exactly once (the row
+ * consumed atomically: of concurrent polls after the approval one gets them). The request named no
+ * resource indicator, so the token request cannot narrow to one. The user answered on a page that
+ * asks no hook, so the `preToken` hook is asked here.
+ * @throws OAuthError `invalid_request` (no handle), `invalid_target` (any `resource`), and what
+ *   `pollAnswer` and `redeemApproval` throw.
+ */
+export function polledGrant<D extends PolledData & { scopes: string[] }>(grant: PolledGrant<D>): GrantHandler {
+  return async (ctx, req) => {
+    const { params, client } = req;
+    const handle = params.require(grant.param);
+    if (params.has('resource'))
+      throw new OAuthError(
+        'invalid_target',
+        `resource indicators are not supported with a ${grant.what}: its request named none`,
+      );
+    const records = grant.records(ctx);
+    const row = await pollAnswer(records, handle, client.clientId, grant.what);
+    return redeemApproval(
+      ctx,
+      client,
+      { familyId: row.familyId, consume: (now: number) => records.consume(row.key, now) },
+      { subject: row.data.subject, scopes: row.data.scopes },
+      async () => undefined,
+      { ...bindingOf(req), preToken: grant.grantType },
+    );
+  };
 }
