@@ -114,7 +114,14 @@ describe('resolveConfig: defaults', () => {
       users: [{ subjectId: '1', username: 'a', claims: { role: ['x'], n: 1, b: false } }],
     });
     expect(cfg.apiScopes[0]).toEqual({ name: 'api1', userClaims: [] });
-    expect(cfg.apiResources[0]).toEqual({ name: 'r', scopes: [], secrets: [], userClaims: [], resourceUris: [] });
+    expect(cfg.apiResources[0]).toEqual({
+      name: 'r',
+      scopes: [],
+      secrets: [],
+      userClaims: [],
+      resourceUris: [],
+      authorizationDetailsTypes: [],
+    });
     expect(cfg.users[0]).toMatchObject({ isActive: true, claims: { role: ['x'], n: 1, b: false } });
   });
 
