@@ -115,10 +115,12 @@ async function receive(
   message: BindingMessage,
 ): Promise<FastifyReply> {
   const now = nowSeconds();
+  // Read once: the quota is its user's, and the answer is made from it.
+  const session = await sessionOf(ctx, request);
   let authn: AuthnRequest;
   try {
     authn = ctx.saml.read(message, now);
-    await takeSamlRequestQuota(ctx, request.ip, (await sessionOf(ctx, request))?.subjectId);
+    await takeSamlRequestQuota(ctx, request.ip, session?.subjectId);
     await ctx.saml.markUsed(authn, now);
   } catch (err) {
     if (err instanceof OAuthError) return tooMany(ctx, request, reply, err);
@@ -128,7 +130,7 @@ async function receive(
   const saml = samlPendingOf(authn);
   if (authn.unsatisfiedNameIdFormat !== undefined)
     return answerFailure(ctx, request, reply, saml, STATUS.requester, STATUS.invalidNameIdPolicy);
-  return proceed(ctx, request, reply, saml, undefined);
+  return proceed(ctx, request, reply, saml, undefined, { session });
 }
 
 /** `GET /saml/initiate`: an IdP-initiated sign-in to a registered SP (SAML Profiles §4.1.5). */
@@ -152,6 +154,7 @@ async function initiate(ctx: SamlEndpointServices, request: FastifyRequest, repl
 /**
  * Where a SAML request goes with this browser's session: a page (stored as a pending request first,
  * under the browser's and address's quota), or the answer to the SP.
+ * @param read the browser's session when the caller has read it already (not read twice)
  */
 async function proceed(
   ctx: SamlEndpointServices,
@@ -159,6 +162,7 @@ async function proceed(
   reply: FastifyReply,
   saml: SamlPending,
   pending: Pending | undefined,
+  read?: { session: Session | undefined },
 ): Promise<FastifyReply> {
   const sp = ctx.saml.serviceProviders.get(saml.entityId);
   if (!sp) return expiredPage(ctx, request, reply);
@@ -167,7 +171,7 @@ async function proceed(
     return answerFailure(ctx, request, reply, saml, STATUS.responder, STATUS.requestDenied);
   }
   const browser = browserOf(ctx, request, reply);
-  const session = await sessionOf(ctx, request);
+  const session = read ? read.session : await sessionOf(ctx, request);
   let user: User | undefined;
   try {
     user = session ? await ctx.users.findBySubject(session.subjectId) : undefined;
