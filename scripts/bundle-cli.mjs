@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
- * The second step of `npm run build`: writes the `sigil` command, dist/cli/main.js, as one file
- * with its imports inlined, so that `sigil start` starts in under 500 ms.
+ * The second step of `npm run build`: writes the `sigil` command, dist/cli/main.js, with its
+ * imports inlined into it and its chunks (dist/cli/chunks/), so that `sigil start` starts in under
+ * 500 ms and the administration commands load only what they use.
  *
  * Why: Node 20 loads ES modules one file at a time (resolve, read, compile, link), and Sigil's
  * dependencies are about a thousand files; that loading was most of the start-up time. The library
@@ -21,17 +22,25 @@
  * A package missing from this list still works: it is bundled, and loaded at start.
  *
  * It runs after tsc, which type-checks and writes every other file; this overwrites tsc's
- * dist/cli/main.js with the bundle of src/cli/main.ts, so running it again gives the same file.
+ * dist/cli/main.js with the bundle of src/cli/main.ts, so running it again gives the same files.
  */
 import { build } from 'esbuild';
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
+// The chunks' names are content hashes: a new build leaves the old ones behind unless removed.
+rmSync(join(ROOT, 'dist/cli/chunks'), { recursive: true, force: true });
+
 await build({
   entryPoints: [join(ROOT, 'src/cli/main.ts')],
-  outfile: join(ROOT, 'dist/cli/main.js'),
+  outdir: join(ROOT, 'dist/cli'),
+  // Split at main.ts's dynamic imports: a command loads only its own chunks (dist/cli/chunks/),
+  // so `sigil --help` and `sigil users ...` do not parse the server's megabytes.
+  splitting: true,
+  chunkNames: 'chunks/[hash]',
   bundle: true,
   platform: 'node',
   format: 'esm',

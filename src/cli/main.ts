@@ -25,10 +25,6 @@ import {
 } from '../config/loader.js';
 import { configJsonSchema } from '../config/reference.js';
 import { closest } from '../config/suggest.js';
-import { clientsCommand, keysCommand, usersCommand } from './admin.js';
-import { backupCommand } from './backup.js';
-import { createSigil } from '../index.js';
-import { openStore } from '../stores/sql.js';
 import { isWorker, parseWorkers, reportListening, runPrimary } from './workers.js';
 
 /** The package's root: dist/cli/ is two levels below it, in the bundle as in tsc's output. */
@@ -165,15 +161,22 @@ async function main(argv: string[]): Promise<number> {
     overrides.issuer = `http://localhost:${overrides.port}`;
   const raw = readConfigFile(configPath);
 
+  // Each command imports what it uses when it runs (the bundle is split at these imports), so
+  // that `sigil --help` or `sigil users list` does not load the server, its pages and Fastify.
   if (command === 'migrate') {
+    const { openStore } = await import('../stores/sql.js');
     const store = await openStore(resolveConfig(raw, overrides).storage);
     await store.close();
     console.log('migrations are up to date');
     return 0;
   }
-  if (command === 'backup') return backupCommand(resolveConfig(raw, overrides).storage, positionals.slice(1));
+  if (command === 'backup') {
+    const { backupCommand } = await import('./backup.js');
+    return backupCommand(resolveConfig(raw, overrides).storage, positionals.slice(1));
+  }
   if (command === 'keys' || command === 'users' || command === 'clients') {
     const cfg = resolveConfig(raw, overrides);
+    const { clientsCommand, keysCommand, usersCommand } = await import('./admin.js');
     const args = positionals.slice(1);
     if (command === 'keys') return keysCommand(cfg, args, values.alg);
     if (command === 'users') return usersCommand(cfg, args, values);
@@ -181,6 +184,7 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const workers = parseWorkers(values.workers);
+  const { createSigil } = await import('../index.js');
   if (workers > 1 && !isWorker) {
     if (resolveConfig(raw, overrides).storage === 'memory')
       throw new ConfigError([
