@@ -43,11 +43,25 @@ export function checkSubject(subjectId: string): void {
 }
 
 /**
- * A user's claims: a JSON object of claim names and values (values keep their JSON type).
+ * Claims that a stored user's primary address gives (OIDC Core §5.1): one source of truth, so
+ * that the address in tokens is always the one a password reset or a confirmation link goes to.
+ */
+const ADDRESS_CLAIMS = ['email', 'email_verified'] as const;
+
+/**
+ * A user's claims: a JSON object of claim names and values (values keep their JSON type), without
+ * `email` or `email_verified`, which come from the user's primary address (`email`, `--email`).
  * @throws AdminError `invalid` (field `claims`).
  */
 export function checkClaims(claims: unknown): Record<string, unknown> {
   if (!isJsonObject(claims)) throw new AdminError('invalid', 'claims must be a JSON object', 'claims');
+  const address = ADDRESS_CLAIMS.find((name) => Object.hasOwn(claims, name));
+  if (address !== undefined)
+    throw new AdminError(
+      'invalid',
+      `claims must not hold "${address}": a stored user's email is their primary address, set as email (sigil users add --email, set-email)`,
+      'claims',
+    );
   return claims;
 }
 

@@ -5,7 +5,6 @@
  * Pure functions.
  */
 import type { UserEmail } from '../admin/user-types.js';
-import { carriedOver } from '../admin/user-rules.js';
 import type { DirectoryUser } from '../stores/directory.js';
 import { attributeList, type ListParams, project } from './listing.js';
 import { etagOf, field, invalidValue, type Json, optionalString, usernameOf } from './representation.js';
@@ -62,10 +61,9 @@ export function userInput(o: Json, before: DirectoryUser | undefined): UserInput
   set('given_name', givenName);
   set('family_name', familyName);
   set('display_name', displayName);
-  const stated = carriedOver(emails, before?.emails ?? []);
-  const primary = stated.find((e) => e.primary) ?? stated[0];
-  set('email', primary?.value);
-  set('email_verified', primary?.verified);
+  // The primary address alone gives `email` and `email_verified` (checkClaims refuses them as claims).
+  delete claims.email;
+  delete claims.email_verified;
   return {
     username,
     externalId,

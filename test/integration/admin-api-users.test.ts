@@ -225,6 +225,32 @@ describe('/admin/v1/users', () => {
     expect((await call('GET', '/users/nobody')).statusCode).toBe(404);
   });
 
+  it('keeps one source of truth for an email: claims may not hold email or email_verified, the address field sets it', async () => {
+    for (const claims of [{ email: 'eve@example.org' }, { name: 'Eve', email_verified: true }]) {
+      const refused = await call('POST', '/users', { username: 'eve', claims });
+      expect(refused.json()).toMatchObject({ status: 422, errors: [{ path: 'claims' }] });
+    }
+    // Nothing was stored by the refusals; the control with the address field succeeds.
+    expect(await storedNamed('eve')).toEqual([]);
+    const id = await created({
+      username: 'eve',
+      claims: { name: 'Eve' },
+      email: 'eve@example.org',
+      emailVerified: true,
+    });
+    const read = await call('GET', `/users/${id}`);
+    expect(read.json()).toMatchObject({ email: 'eve@example.org', emailVerified: true });
+    const patched = await call(
+      'PATCH',
+      `/users/${id}`,
+      { claims: { email: 'other@example.org' } },
+      {
+        'if-match': String(read.headers.etag),
+      },
+    );
+    expect(patched.json()).toMatchObject({ status: 422, errors: [{ path: 'claims' }] });
+  });
+
   it("lists the config file's users, then the stored ones by username, a page at a time, each once", async () => {
     await created({ username: 'aaron' });
     const seen: string[] = [];
