@@ -2,18 +2,21 @@
  * The newcomer's path: `npm start` (examples/start-demo.mjs) prints Sigil's lines and the demo
  * application's URL and stops both on SIGTERM; the demo relying party (examples/demo-rp.mjs)
  * signs in through Sigil's pages in Chromium with the code flow and PKCE, shows the identity
- * token's claims and the userinfo response (escaped), and signs out through end session.
+ * token's claims and the userinfo response (escaped), and signs out through end session. The
+ * newcomer tour walks the README's demo in Chromium: sign-in, password change, reset, console.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '../../src/index.js';
 import { type ServerProcess, sleep, startProcess, tempDir } from '../helpers.js';
 import { launchChromium, newPage, screenshot, submitLogin, VIEWPORTS } from './browser-fixture.js';
+import { totpCode } from '../mfa-helpers.js';
+import { audit } from './accessibility.js';
 import { freePort } from './ports.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -564,4 +567,151 @@ describe('the demo relying party in Chromium', () => {
     expect(await page.textContent('main')).toContain('access_denied');
     await context.close();
   });
+});
+
+/** Where `TOUR_SCREENSHOTS=docs` writes the tour's pictures for the documentation. */
+const DOCS_IMAGES = resolve(ROOT, 'docs/images');
+const PHONE = { width: 390, height: 844 };
+const DESKTOP = { width: 1280, height: 800 };
+
+/**
+ * Checks the page the tour is on: axe-clean, and nothing scrolls sideways at 390 px. With
+ * `TOUR_SCREENSHOTS=docs` it is pictured at 1280 and 390 px, light and dark, into docs/images
+ * (`<name>-1280-light.png`, ...); otherwise once into test-results, so an ordinary run leaves the
+ * work tree as it was.
+ */
+async function tourStop(page: Page, name: string): Promise<void> {
+  await page.locator('h1').first().waitFor();
+  expect(await audit(page), name).toEqual([]);
+  await page.setViewportSize(PHONE);
+  const sideways = await page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+  expect(sideways, `${name} scrolls sideways at 390 px`).toBeLessThanOrEqual(0);
+  if (process.env.TOUR_SCREENSHOTS === 'docs') {
+    for (const size of [DESKTOP, PHONE])
+      for (const colorScheme of ['light', 'dark'] as const) {
+        await page.setViewportSize(size);
+        await page.emulateMedia({ colorScheme });
+        await page.screenshot({ path: join(DOCS_IMAGES, `${name}-${size.width}-${colorScheme}.png`), fullPage: true });
+      }
+    await page.emulateMedia({ colorScheme: 'light' });
+  } else await screenshot(page, `tour-${name}`);
+  await page.setViewportSize(DESKTOP);
+}
+
+describe('the newcomer tour in Chromium', () => {
+  // What the README's tour promises, after `npm install` and `npm start` and nothing else: the demo
+  // application's sign-in as the stored user, a password change at /account, a reset through the
+  // printed mail leading back to the application, and the console.
+  it('npm start, then sign-in, password change, a reset through the printed link and the console, with no other step', async () => {
+    const { dir, cleanup } = tempDir();
+    const port = await freePort();
+    const issuer = `http://127.0.0.1:${port}`;
+    // The demo application keeps its default address: the demo config's redirect URI names it.
+    const p = run(
+      [
+        'examples/start-demo.mjs',
+        '--port',
+        String(port),
+        '--issuer',
+        issuer,
+        '--storage',
+        `sqlite:${join(dir, 'sigil.db')}`,
+        '--metrics-port',
+        '0',
+      ],
+      {},
+      /sigil demo: stored user/,
+    );
+    const browser = await launchChromium();
+    try {
+      await p.ready;
+      const rpUrl = /sigil demo: open (\S+) in a browser/.exec(p.output())?.[1] ?? '';
+      expect(rpUrl, p.output()).toBe('http://localhost:5001');
+
+      // Sign-in at the demo application as the stored user, with consent.
+      const first = await newPage(browser, { viewport: DESKTOP });
+      let page = first.page;
+      await page.goto(rpUrl);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(/\/account\/login\?interaction=/);
+      await tourStop(page, 'sign-in');
+      await submitLogin(page, 'carol', 'paper-lantern-42');
+      await page.waitForURL(/\/consent\?interaction=/);
+      await tourStop(page, 'consent');
+      await page.locator('button[name=button][value=yes]').click();
+      await page.waitForURL(`${rpUrl}/`);
+      await page.getByRole('heading', { name: 'Hello, Carol Diaz' }).waitFor();
+
+      // The account: her address, and a password change.
+      await page.goto(`${issuer}/account`);
+      expect(await page.textContent('main')).toContain('carol@example.com');
+      await tourStop(page, 'account');
+      await page.goto(`${issuer}/account/password`);
+      await page.locator('#current_password').fill('paper-lantern-42');
+      await page.locator('#new_password').fill('copper-kettle-77');
+      await page.locator('#confirm_password').fill('copper-kettle-77');
+      await page.locator('button[name=button][value=change]').click();
+      await page.getByText('Your password has been changed').waitFor();
+      expect(first.dialogs).toEqual([]);
+      await first.context.close();
+
+      // Another browser: "Forgot password?" from the application's sign-in, the printed link, and back.
+      const second = await newPage(browser, { viewport: DESKTOP });
+      page = second.page;
+      await page.goto(rpUrl);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(/\/account\/login\?interaction=/);
+      await page.getByRole('link', { name: 'Forgot password?' }).click();
+      await page.locator('input[name=identifier]').fill('carol');
+      await page.locator('button[type=submit]').click();
+      await eventually(() => /sigil: mail to "carol@example\.com"/.test(p.output()), 'the reset mail is printed');
+      const link = /sigil: mail to "carol@example\.com", "[^"]*": (\S+)/.exec(p.output())?.[1] ?? '';
+      expect(link.startsWith(`${issuer}/account/reset?`), p.output()).toBe(true);
+      await page.goto(link);
+      await tourStop(page, 'reset');
+      await page.locator('input[name=password]').fill('tidal-ember-58');
+      await page.locator('input[name=confirm_password]').fill('tidal-ember-58');
+      await page.locator('button[type=submit]').click();
+      await page.getByRole('heading', { name: 'Password changed' }).waitFor();
+      await page.getByRole('link', { name: 'Sign in and go back to the application' }).click();
+      await submitLogin(page, 'carol', 'tidal-ember-58');
+      // The first browser's consent was not remembered: this one is asked again.
+      await page.waitForURL(/\/consent\?interaction=/);
+      await page.locator('button[name=button][value=yes]').click();
+      await page.waitForURL((u) => u.href.startsWith(`${rpUrl}/`));
+      await page.getByRole('heading', { name: 'Hello, Carol Diaz' }).waitFor();
+      expect(second.dialogs).toEqual([]);
+      await second.context.close();
+
+      // The console, as the demo's admin alice: an authenticator app enrolled on the way.
+      const third = await newPage(browser, { viewport: DESKTOP });
+      page = third.page;
+      await page.goto(`${issuer}/admin`);
+      await page.waitForURL(/\/account\/login\?interaction=/);
+      await submitLogin(page, 'alice', 'alice');
+      await page.waitForURL(/\/account\/totp/);
+      const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
+      await page.locator('input[name=code]').fill(totpCode(secret));
+      await page.locator('input[name=code]').press('Enter');
+      await page.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
+      await page.locator('a.button.primary').click();
+      await page.waitForURL(`${issuer}/admin/users`);
+      await tourStop(page, 'console-tour-users');
+      await page.getByRole('link', { name: 'carol' }).first().click();
+      await page.waitForURL(/\/admin\/users\/[^/]+$/);
+      expect(await page.locator('h1').textContent()).toContain('carol');
+      await tourStop(page, 'console-tour-user');
+      await page.goto(`${issuer}/admin/clients`);
+      expect(await page.textContent('main')).toContain('demo-web');
+      await tourStop(page, 'console-tour-clients');
+      expect(third.dialogs).toEqual([]);
+      await third.context.close();
+    } finally {
+      await browser.close();
+      expect(await stop(p)).toBe(0);
+      cleanup();
+    }
+  }, 180_000);
 });
