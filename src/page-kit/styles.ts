@@ -2,6 +2,15 @@ import { PASSKEY_STYLES } from './passkeys-pages.js';
 import { SHOW_PASSWORD_STYLES } from './show-password.js';
 
 /**
+ * Sigil's default mark, shown beside the product name until `branding.logoUrl` gives a logo: a
+ * rounded seal with a keyhole cut out (an even-odd path), used as a mask so that it takes the
+ * accent colour, and a brand's `primaryColor` with it. A data: URL, which CSP `img-src` allows.
+ */
+const LOGO_MASK = `url("data:image/svg+xml,${encodeURIComponent(
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><path fill-rule="evenodd" d="M6 0h12a6 6 0 0 1 6 6v12a6 6 0 0 1-6 6H6a6 6 0 0 1-6-6V6a6 6 0 0 1 6-6zM12 5.5a3.75 3.75 0 0 0-1.6 7.15L9.4 18.5h5.2l-1-5.85A3.75 3.75 0 0 0 12 5.5z"/></svg>',
+)}")`;
+
+/**
  * The pages' style sheet, served at `/assets/sigil.css` (same origin, so CSP `style-src 'self'`).
  * Colours meet WCAG 2.2 AA in light and dark schemes: text 4.5:1, field borders and the focus
  * ring 3:1 (1.4.11; the ring is the accent, so a brand's `primaryColor` colours it too, as the
@@ -23,8 +32,8 @@ main { width: 100%; max-width: 26rem; background: var(--card); border: 1px solid
   padding: 2rem 1.75rem; box-shadow: 0 1px 2px rgba(0,0,0,.04), 0 8px 24px rgba(0,0,0,.06); }
 .brand { display: flex; align-items: center; gap: .5rem; font-weight: 700; letter-spacing: .02em; color: var(--fg);
   margin: 0 0 1.5rem; font-size: 1rem; }
-.brand::before { content: ""; width: 1.5rem; height: 1.5rem; border-radius: 6px; flex: none;
-  background: linear-gradient(135deg, var(--accent) 0%, var(--accent) 45%, #7c3aed 100%); }
+.brand::before { content: ""; width: 1.5rem; height: 1.5rem; flex: none; background: var(--accent);
+  -webkit-mask: ${LOGO_MASK} center / contain no-repeat; mask: ${LOGO_MASK} center / contain no-repeat; }
 h1 { font-size: 1.5rem; line-height: 1.25; margin: 0 0 .5rem; }
 p { margin: .25rem 0 1rem; color: var(--muted); }
 label { display: block; font-weight: 600; margin: 1rem 0 .35rem; }
