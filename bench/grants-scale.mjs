@@ -2,6 +2,7 @@
 //
 //   npm run build && npm run bench:scale      (= node bench/grants-scale.mjs)
 //   node bench/grants-scale.mjs --stores sqlite --sizes 10000,100000
+//   node bench/grants-scale.mjs --cleanup      (the clean-up pace at the largest size: see cleanupPace)
 //   env: BENCH_DURATION (s per measured run, default 10), BENCH_WARMUP (s, default 2),
 //        BENCH_CONNECTIONS (default 8), BENCH_ROUNDS (default 3), BENCH_LATENCY_SECONDS (s of
 //        one-at-a-time requests per scenario and size, default 4),
@@ -301,6 +302,9 @@ class SqliteDb {
   async count() {
     return this.db.prepare('select count(*) as n from grants').get().n;
   }
+  async countExpired(now) {
+    return this.db.prepare('select count(*) as n from grants where expires_at < ?').get(now).n;
+  }
   async deleteCreatedSince(t) {
     return this.db.prepare('delete from grants where created_at >= ?').run(t).changes;
   }
@@ -369,6 +373,10 @@ class PostgresDb {
   }
   async count() {
     const { rows } = await this.pool.query('select count(*)::int as n from grants');
+    return rows[0].n;
+  }
+  async countExpired(now) {
+    const { rows } = await this.pool.query('select count(*)::int as n from grants where expires_at < $1', [now]);
     return rows[0].n;
   }
   async deleteCreatedSince(t) {
@@ -578,6 +586,7 @@ async function main() {
     options: {
       stores: { type: 'string', default: 'sqlite,postgres' },
       sizes: { type: 'string', default: '10000,1000000' },
+      cleanup: { type: 'boolean', default: false },
     },
   });
   const stores = values.stores.split(',');
@@ -603,11 +612,12 @@ async function main() {
         .map((l) => l.toFixed(2))
         .join(' ')}`,
   );
-  console.log(
-    `per scenario: ${opts.warmup} s warm-up (discarded), ${opts.duration} s of autocannon with ${opts.connections} connections (throughput, ` +
-      `loaded latency), then ${opts.latency} s of requests one at a time (latency, in half-second slices alternating between the sizes); ` +
-      `${opts.rounds} rounds on ${sizes.join(' and ')} grants; medians reported`,
-  );
+  if (!values.cleanup)
+    console.log(
+      `per scenario: ${opts.warmup} s warm-up (discarded), ${opts.duration} s of autocannon with ${opts.connections} connections (throughput, ` +
+        `loaded latency), then ${opts.latency} s of requests one at a time (latency, in half-second slices alternating between the sizes); ` +
+        `${opts.rounds} rounds on ${sizes.join(' and ')} grants; medians reported`,
+    );
 
   const work = mkdtempSync(join(tmpdir(), 'sigil-scale-'));
   const configFile = join(work, 'sigil.json');
@@ -654,7 +664,9 @@ async function main() {
           state: { sample: [], seen: 0, refresh: [], refreshNext: 0 },
         });
       }
-      results.stores[kind] = await benchStore(kind, targets, configFile, opts);
+      results.stores[kind] = values.cleanup
+        ? await cleanupPace(kind, targets.at(-1), configFile)
+        : await benchStore(kind, targets, configFile, opts);
       for (const t of targets) {
         await t.db.close();
         dbs.splice(dbs.indexOf(t.db), 1);
@@ -674,6 +686,7 @@ async function main() {
   }
   results.loadavgEnd = loadavg();
   results.seconds = Math.round((Date.now() - started) / 1000);
+  if (values.cleanup) return reportCleanup(results);
   report(results, sizes);
   const file = join(ROOT, 'bench/results', `grants-scale-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
@@ -751,7 +764,7 @@ function benchConfig() {
 }
 
 /** Fills `target.db` with `target.size` realistic rows by bulk inserts, sampling reference-token handles. */
-async function fill(kind, target) {
+async function fill(kind, target, ageSeconds = 0) {
   const { db, size, state } = target;
   const issuer = `http://${HOST}:${target.port}`;
   const t0 = Date.now();
@@ -760,7 +773,7 @@ async function fill(kind, target) {
   let filled = 0;
   while (filled < size) {
     const n = Math.min(batch, size - filled);
-    const now = nowSeconds();
+    const now = nowSeconds() - ageSeconds;
     const rows = [];
     for (let i = 0; i < n; i++) {
       const { row, handle } = fillRow(pickType(), now, issuer);
@@ -788,6 +801,87 @@ async function fill(kind, target) {
       `grants table with indexes ${(bytes / 2 ** 20).toFixed(0)} MiB`,
   );
   return { rows, seconds, bytes };
+}
+
+/** Older than every expiry fillRow gives (at most 30 days after a creation up to 7 days back). */
+const EXPIRED_AGE_SECONDS = 40 * 86400;
+
+/**
+ * The clean-up pace (`--cleanup`): the largest size filled with rows that have all expired, then a
+ * `sigil start` with the default `cleanup` settings (every 60 s, batches of 1,000) removes them
+ * while requests for reference tokens (a row written each) go on one at a time. Reports how long
+ * the store took to be emptied, rows removed per second, and the requests' latency while the
+ * clean-up ran against the same requests once it was done.
+ */
+async function cleanupPace(kind, target, configFile) {
+  const filled = await fill(kind, target, EXPIRED_AGE_SECONDS);
+  const sigil = await startSigil(configFile, target.storage, target.port, target.metricsPort);
+  const pid = sigil.child.pid;
+  const probe = sequentialProbe(scenarioRequest('token', sigil.base, target.state));
+  let firstRemoval;
+  let emptied;
+  const started = Date.now();
+  const cpuAtStart = cpuSeconds(pid);
+  try {
+    const expiredLeft = () => target.db.countExpired(nowSeconds());
+    for (;;) {
+      await probe.slice(1);
+      const left = await expiredLeft();
+      if (firstRemoval === undefined && left < filled.rows) firstRemoval = Date.now();
+      if (left === 0) {
+        emptied = Date.now();
+        break;
+      }
+      if (Date.now() - started > 30 * 60_000) throw new Error(`${left} expired rows still there after 30 minutes`);
+    }
+    const cleaning = await probe.result();
+    const after = sequentialProbe(scenarioRequest('token', sigil.base, target.state));
+    await after.slice(5);
+    return {
+      storage: kind,
+      rows: filled.rows,
+      fillSeconds: filled.seconds,
+      firstRemovalAfterStartSeconds: (firstRemoval - started) / 1000,
+      removalSeconds: (emptied - firstRemoval) / 1000,
+      rowsPerSecond: Math.round(filled.rows / ((emptied - firstRemoval) / 1000)),
+      sigilCpuSeconds: cpuSeconds(pid) - cpuAtStart,
+      latencyWhileCleaning: cleaning,
+      latencyAfter: await after.result(),
+    };
+  } finally {
+    await stopSigil(sigil.child);
+  }
+}
+
+/** The clean-up pace per store. */
+function reportCleanup(results) {
+  console.log(
+    '\nclean-up of expired grants (default cleanup settings), reference tokens issued one at a time meanwhile',
+  );
+  printTable(
+    '',
+    [
+      'store',
+      'rows',
+      'first removal after start s',
+      'emptied in s',
+      'rows/s',
+      'Sigil CPU s (requests too)',
+      'p50/p99 ms cleaning',
+      'p50/p99 ms after',
+    ],
+    Object.values(results.stores).map((r) => [
+      r.storage,
+      r.rows.toLocaleString('en'),
+      fmt(r.firstRemovalAfterStartSeconds, 1),
+      fmt(r.removalSeconds, 1),
+      r.rowsPerSecond.toLocaleString('en'),
+      fmt(r.sigilCpuSeconds, 1),
+      `${fmt(r.latencyWhileCleaning.p50, 1)} / ${fmt(r.latencyWhileCleaning.p99, 1)}`,
+      `${fmt(r.latencyAfter.p50, 1)} / ${fmt(r.latencyAfter.p99, 1)}`,
+    ]),
+  );
+  return 0;
 }
 
 const SCALE_SCENARIOS = ['token', 'refresh', 'introspect'];
