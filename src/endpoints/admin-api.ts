@@ -20,7 +20,7 @@
  * reloads and events, are `AuditedChanges` (src/admin/audited-changes.ts), which the web console
  * makes too; a user's are `UserAdmin`'s, as at every door that changes users.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AdminError, type FieldProblem } from '../admin/errors.js';
 import type { ClientView } from '../admin/clients.js';
@@ -431,6 +431,14 @@ export async function adminApiEndpoints(app: FastifyInstance, ctx: AdminApiEndpo
     };
     api.addContentTypeParser(['application/json', MERGE_PATCH], { parseAs: 'string' }, parseJson);
     api.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, _body, done) => done(null, WRONG_TYPE));
+    // What Fastify refuses before a handler runs (a body over the limit: 413; a Content-Length
+    // that does not match: 400) is a problem detail too, like every other answer of this API. Any
+    // other error goes on to the server's handler, which logs it and answers without details.
+    api.setErrorHandler((err: FastifyError, _request, reply) => {
+      const status = err.statusCode ?? 500;
+      if (status < 400 || status >= 500) throw err;
+      return sendProblem(reply, status, status === 413 ? 'Content too large' : 'Bad request', err.message);
+    });
     let document: Record<string, unknown> | undefined;
     api.get(`${ADMIN_API_PATH}/openapi.json`, async (_request, reply) => {
       document ??= openApiDocument(ctx);

@@ -223,6 +223,12 @@ describe('/admin/v1/users', () => {
     });
     expect((await call('POST', '/users', { username: 'extra', role: 'admin' })).statusCode).toBe(422);
     expect((await call('GET', '/users/nobody')).statusCode).toBe(404);
+    // A body over the server's limit is refused before any handler, as a problem detail too.
+    const huge = await call('POST', '/users', { username: 'huge', claims: { note: 'x'.repeat(2 ** 20) } });
+    expect(huge.statusCode).toBe(413);
+    expect(huge.headers['content-type']).toContain('application/problem+json');
+    expect(huge.json()).toMatchObject({ status: 413, title: 'Content too large' });
+    expect(await storedNamed('huge')).toEqual([]);
   });
 
   it('keeps one source of truth for an email: claims may not hold email or email_verified, the address field sets it', async () => {
