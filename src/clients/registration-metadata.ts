@@ -227,6 +227,11 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     allowedScopes: scopes,
     redirectUris,
     postLogoutRedirectUris,
+    // A browser-based client (an MCP client in a web page) calls the token endpoint from the
+    // origin it is redirected to: the origins of its web redirect URIs, as Keycloak's "+" web
+    // origin. CORS never carries credentials (app.ts), so this lets its page read answers its
+    // requests earned by themselves, nothing more.
+    allowedCorsOrigins: webOrigins(redirectUris),
     // A client anyone may have registered is never trusted with a silent grant (as Keycloak's
     // anonymous registration policy): the user always sees who asks.
     requireConsent: true,
@@ -249,6 +254,12 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     needsSecret: method !== 'none' && method !== 'private_key_jwt',
     ...(sectorIdentifierUri ? { sectorIdentifierUri } : {}),
   };
+}
+
+/** The origins (RFC 6454) of the http and https URIs among `uris`, each once, in order. */
+function webOrigins(uris: readonly string[]): string[] {
+  const origins = uris.map((u) => new URL(u)).filter((u) => u.protocol === 'https:' || u.protocol === 'http:');
+  return [...new Set(origins.map((u) => u.origin))];
 }
 
 /**
