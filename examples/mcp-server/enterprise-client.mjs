@@ -29,9 +29,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { discoverOAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+/** The token exchange grant (RFC 8693 §2.1), asked at the IdP. */
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+/** The JWT bearer grant (RFC 7523 §2.1), asked at the MCP server's authorization server. */
 export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
+/** The ID-JAG's token type (the draft's "Token Exchange"). */
 export const ID_JAG = 'urn:ietf:params:oauth:token-type:id-jag';
+/** An OpenID Connect identity token as the subject token (RFC 8693 §3). */
 export const ID_TOKEN = 'urn:ietf:params:oauth:token-type:id_token';
 
 /**
