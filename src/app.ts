@@ -153,7 +153,10 @@ export async function mountSigil(
   app.setErrorHandler((err: FastifyError | OAuthError, request, reply) =>
     sendOAuthError(reply, oauthErrorOf(err, request)),
   );
-  await crossOrigin(app, ctx, new Set(routes.flatMap((r) => r.cors ?? [])));
+  await crossOrigin(app, ctx, {
+    listed: new Set(routes.flatMap((r) => r.cors ?? [])),
+    anyOrigin: new Set(routes.flatMap((r) => r.anyOriginCors ?? [])),
+  });
   metrics.observe(app);
   tracing?.observe(app);
   // The JSON APIs of clients and resource servers use no cookie and render no page: they are
@@ -184,18 +187,21 @@ function bodyParsers(app: FastifyInstance): void {
 }
 
 /**
- * CORS on `paths` only, from the clients' `allowedCorsOrigins`, decided per route at
- * registration: every other route opts out, so the plugin does no work for it per request, and
- * the options are built once, not per request. The policy travels in the route's config, which
- * @fastify/cors reads over its plugin-wide options: a host app that registered @fastify/cors for
- * all its routes (Sigil cannot register it a second time below it) applies Sigil's policy to
- * Sigil's routes, and Sigil's never reaches the host's routes. Every field a host's options could
- * set to something wider is named.
+ * CORS on `paths.listed` from the clients' `allowedCorsOrigins`, and on `paths.anyOrigin` from
+ * any origin (`*`), decided per route at registration: every other route opts out, so the plugin
+ * does no work for it per request, and the options are built once, not per request. Neither
+ * policy allows credentials (`Access-Control-Allow-Credentials` is never sent): a browser sends
+ * no cookie or client certificate with these requests, so any origin gets no more than a
+ * server-side caller would. The policy travels in the route's config, which @fastify/cors reads
+ * over its plugin-wide options: a host app that registered @fastify/cors for all its routes
+ * (Sigil cannot register it a second time below it) applies Sigil's policy to Sigil's routes,
+ * and Sigil's never reaches the host's routes. Every field a host's options could set to
+ * something wider is named.
  */
 async function crossOrigin(
   app: FastifyInstance,
   ctx: Pick<AppServices, 'clients'>,
-  paths: ReadonlySet<string>,
+  paths: { listed: ReadonlySet<string>; anyOrigin: ReadonlySet<string> },
 ): Promise<void> {
   let origins = { version: -1, set: new Set<string>() };
   const allowedOrigins = () => {
@@ -214,15 +220,22 @@ async function crossOrigin(
     preflightContinue: false,
     strictPreflight: false,
   };
+  // RFC 7592's management methods too; `*` is the Fetch standard's wildcard, valid without credentials only.
+  const anyOriginPolicy = { ...corsPolicy, origin: '*', methods: ['GET', 'POST', 'PUT', 'DELETE'] };
   app.addHook('onRoute', (route) => {
-    route.config = { ...route.config, cors: paths.has(route.routePath) ? corsPolicy : false };
+    const cors = paths.anyOrigin.has(route.routePath)
+      ? anyOriginPolicy
+      : paths.listed.has(route.routePath)
+        ? corsPolicy
+        : false;
+    route.config = { ...route.config, cors };
   });
   if (!app.hasRequestDecorator('corsPreflightEnabled')) await app.register(cors, corsPolicy);
   // Else the host's catch-all OPTIONS route would answer preflights under the prefix with its policy.
   else app.options('*', (_request, reply) => reply.callNotFound());
   // Preflight requests: the plugin's catch-all OPTIONS route has opted out like any other route
   // (404), so each CORS path answers its own, as the plugin's would.
-  for (const path of paths)
+  for (const path of [...paths.listed, ...paths.anyOrigin])
     app.options(path, (request, reply) =>
       (request as { corsPreflightEnabled?: boolean }).corsPreflightEnabled ? reply.send() : reply.callNotFound(),
     );

@@ -19,9 +19,10 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/loader.js';
-import { isManagementScope, type MANAGEMENT_SCOPES } from '../config/schema.js';
+import type { MANAGEMENT_SCOPES } from '../config/schema.js';
 import type { ClientRegistry } from '../clients/registry.js';
 import { checkMetadata, type CheckedMetadata, type RegistrationPolicy } from '../clients/registration-metadata.js';
+import { clientCredentialsScopes, consentedScopes, type KnownScopes } from '../clients/unvetted-scopes.js';
 import { hashHandle, newHandle, newId, nowSeconds } from '../crypto/handles.js';
 import { OAuthError } from '../protocol/errors.js';
 import type { ClientRegistration, InitialAccessToken, RegistrationStore } from '../stores/client-registrations.js';
@@ -54,7 +55,7 @@ export interface RegistrationServices {
    * API, `offline_access`), and `identity`, the identity scopes' names; the config file's and
    * those stored through /admin/v1 (`Resources`).
    */
-  scopes: () => { all: readonly string[]; identity: readonly string[] };
+  scopes: () => KnownScopes;
   /** The algorithm of dynamic clients' identity tokens (the first of `signingAlgorithms`). */
   idTokenAlg: string;
   /** Re-reads the stored clients into `clients` (this node; others on their reload). */
@@ -85,8 +86,8 @@ function unauthorized(description?: string): OAuthError {
 
 /** Registration, read, update and delete of dynamic clients; last-use records and their removal. */
 export class ClientRegistrations {
-  /** The policy of config `registration`, but for `allowedScopes` (`policy()` adds the scopes known then). */
-  private readonly fixedPolicy: Omit<RegistrationPolicy, 'allowedScopes'>;
+  /** The policy of config `registration`, but for the scopes (`policy()` adds the scopes known then). */
+  private readonly fixedPolicy: Omit<RegistrationPolicy, 'allowedScopes' | 'clientCredentialsScopes' | 'defaultScopes'>;
   /** The ids of dynamic clients (refreshed by `refresh`), so `touch` ignores every other client cheaply. */
   private dynamic = new Set<string>();
   /** Client id → the day (Unix days) its use was last recorded by this node. */
@@ -107,22 +108,28 @@ export class ClientRegistrations {
   }
 
   /**
-   * The registration policy with the scopes a dynamic client may have now: config
-   * `registration.allowedScopes`, by default every identity scope (config file's and stored) and
-   * `offline_access`, less the scopes no longer known, never `sigil:*`, and `offline_access` only
-   * when `refresh_token` is allowed.
+   * The registration policy with the scopes a dynamic client may have now (`unvetted-scopes.ts`,
+   * the policy of metadata-document clients too): by default every known scope but `scim` and
+   * `sigil:*`, granted only through the user's consent; with `client_credentials`, only those
+   * config `registration.allowedScopes` lists (without a list: identity scopes and
+   * `offline_access`); `offline_access` only when `refresh_token` is allowed. Read at each
+   * registration and update, so stored scopes count and deleted ones no longer do.
    */
   private policy(): RegistrationPolicy {
     const r = this.services.config.registration;
     const known = this.services.scopes();
-    const scopes = (r.allowedScopes ?? [...known.identity, 'offline_access']).filter(
-      (s) => !isManagementScope(s) && known.all.includes(s),
-    );
+    const offline = (scopes: string[]) =>
+      r.allowedGrantTypes.includes('refresh_token') ? scopes : scopes.filter((s) => s !== 'offline_access');
+    const allowedScopes = offline(consentedScopes(known, r.allowedScopes));
     return {
       ...this.fixedPolicy,
-      allowedScopes: r.allowedGrantTypes.includes('refresh_token')
-        ? scopes
-        : scopes.filter((s) => s !== 'offline_access'),
+      allowedScopes,
+      clientCredentialsScopes: offline(clientCredentialsScopes(known, r.allowedScopes)),
+      // No scope asked (RFC 7591 §2 lets the server pick): the configured list, else the identity
+      // scopes; never an API scope the registrant did not name.
+      defaultScopes: allowedScopes.filter(
+        (s) => s !== 'offline_access' && (r.allowedScopes !== undefined || known.identity.includes(s)),
+      ),
     };
   }
 

@@ -11,8 +11,8 @@
  *
  * Such clients are kept narrow: public (`none`) or `private_key_jwt` with public keys from
  * `jwks` or `jwks_uri` (draft §4.1: no shared secrets), the authorization code grant with PKCE
- * and refresh tokens only, never a management scope (`scim`, `sigil:*`), and consent is asked every time, naming the
- * URL's host (draft §"OAuth Phishing Attacks").
+ * and refresh tokens only, the scopes of every unvetted client (`unvetted-scopes.ts`: never a
+ * management scope, `scim` or `sigil:*`), and consent is asked every time, naming the URL's host (draft §"OAuth Phishing Attacks").
  */
 import { redirectUriProblem } from '../config/redirect-uris.js';
 import { type ClientConfig, clientSchema, isManagementScope } from '../config/schema.js';
@@ -21,6 +21,7 @@ import type { FailureLimiter } from '../limits/failure-limiter.js';
 import { addressQuotaKey, chargeQuota } from '../limits/request-quota.js';
 import { CALLER_JSON_BOUNDS, jsonBoundsViolation } from '../protocol/json-bounds.js';
 import type { Client } from './registry.js';
+import { consentedScopes } from './unvetted-scopes.js';
 
 /** Most bytes of a metadata document read. */
 export const MAX_DOCUMENT_BYTES = 64 * 1024;
@@ -192,9 +193,9 @@ export class ClientMetadataDocuments {
     return client;
   }
 
+  /** The scopes of every unvetted client (`consentedScopes`: the dynamic clients' policy too). */
   private allowedScopes(): string[] {
-    const allowed = this.settings.allowedScopes;
-    return allowed === null ? this.scopeNames() : this.scopeNames().filter((s) => allowed.includes(s));
+    return consentedScopes({ all: this.scopeNames() }, this.settings.allowedScopes);
   }
 }
 

@@ -14,8 +14,10 @@
  *   §2 keeps `web` clients off localhost only for the implicit grant, which dynamic clients never
  *   get; MCP clients register loopback redirects without naming an `application_type` (default
  *   `web`), and refusing them would break their sign-in;
- * - grant types, scopes and authentication methods only from the policy's lists; `sigil:*`
- *   scopes, password and token exchange never (the config cannot list them);
+ * - grant types, scopes and authentication methods only from the policy's lists; `scim` and
+ *   `sigil:*` scopes, password and token exchange never (the config cannot list them); with
+ *   `client_credentials`, only the scopes the administrator listed; the registered `scope` is
+ *   exactly the one asked, never widened;
  * - only `response_types` `code` (with `authorization_code`): implicit and hybrid are not
  *   offered to dynamic clients (RFC 9700 §2.1.2);
  * - what Sigil cannot honour is refused rather than silently ignored: `subject_type` pairwise,
@@ -33,8 +35,15 @@ import { OAuthError } from '../protocol/errors.js';
 /** What a registration may ask for (config `registration`, resolved against the scopes known). */
 export interface RegistrationPolicy {
   allowedGrantTypes: readonly string[];
-  /** Scopes a dynamic client may have (never `sigil:*`); `offline_access` only with `refresh_token`. */
+  /**
+   * Scopes a dynamic client may have (never `scim` or `sigil:*`; `unvetted-scopes.ts`), granted
+   * through the user's consent; `offline_access` only with `refresh_token`.
+   */
   allowedScopes: readonly string[];
+  /** Scopes a client registering `client_credentials` may have: no consent protects them. */
+  clientCredentialsScopes: readonly string[];
+  /** The scopes registered when the metadata names none (RFC 7591 §2 `scope`). */
+  defaultScopes: readonly string[];
   allowedAuthMethods: readonly string[];
   /** The algorithm Sigil signs a dynamic client's identity tokens with. */
   idTokenAlg: string;
@@ -143,15 +152,19 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     throw metadataError('token_endpoint_auth_signing_alg is for private_key_jwt');
 
   const scopeText = optionalString(m, 'scope', 1000);
-  const requested =
-    scopeText === undefined
-      ? policy.allowedScopes.filter((s) => s !== 'offline_access')
-      : scopeText.split(' ').filter((s) => s !== '');
+  const requested = scopeText === undefined ? policy.defaultScopes : scopeText.split(' ').filter((s) => s !== '');
+  // A client_credentials token has no user to consent: only what the administrator listed.
+  const permitted = grants.has('client_credentials') ? policy.clientCredentialsScopes : policy.allowedScopes;
   for (const s of requested)
-    if (!policy.allowedScopes.includes(s)) throw metadataError(`scope "${s.slice(0, 60)}" is not allowed`);
+    if (!permitted.includes(s))
+      throw metadataError(
+        `scope "${s.slice(0, 60)}" is not allowed${grants.has('client_credentials') ? ' with client_credentials' : ''}`,
+      );
   if (requested.includes('offline_access') && !grants.has('refresh_token'))
     throw metadataError('offline_access needs the refresh_token grant type');
-  const scopes = [...new Set(grants.has('refresh_token') ? [...requested, 'offline_access'] : requested)];
+  // Exactly what was asked (RFC 7591 §2): refresh tokens come with the refresh_token grant type
+  // (`allowOfflineAccess`), not by widening the registered scope.
+  const scopes = [...new Set(requested)];
 
   const subjectType = optionalEnum(m, 'subject_type', ['public', 'pairwise']) ?? 'public';
   if (subjectType === 'pairwise') throw metadataError('subject_type "pairwise" is not supported (public only)');
@@ -214,6 +227,11 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     allowedScopes: scopes,
     redirectUris,
     postLogoutRedirectUris,
+    // A browser-based client (an MCP client in a web page) calls the token endpoint from the
+    // origin it is redirected to: the origins of its web redirect URIs, as Keycloak's "+" web
+    // origin. CORS never carries credentials (app.ts), so this lets its page read answers its
+    // requests earned by themselves, nothing more.
+    allowedCorsOrigins: webOrigins(redirectUris),
     // A client anyone may have registered is never trusted with a silent grant (as Keycloak's
     // anonymous registration policy): the user always sees who asks.
     requireConsent: true,
@@ -236,6 +254,12 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     needsSecret: method !== 'none' && method !== 'private_key_jwt',
     ...(sectorIdentifierUri ? { sectorIdentifierUri } : {}),
   };
+}
+
+/** The origins (RFC 6454) of the http and https URIs among `uris`, each once, in order. */
+function webOrigins(uris: readonly string[]): string[] {
+  const origins = uris.map((u) => new URL(u)).filter((u) => u.protocol === 'https:' || u.protocol === 'http:');
+  return [...new Set(origins.map((u) => u.origin))];
 }
 
 /**

@@ -21,7 +21,7 @@ import { healthEndpoints } from '../endpoints/health.js';
 import { INTROSPECTION_PATH, introspectionEndpoint } from '../endpoints/introspection.js';
 import { PAR_PATH, pushedAuthorizationEndpoint } from '../endpoints/par.js';
 import { callerWithScope, checkAccessToken } from '../endpoints/protected-resource.js';
-import { REGISTRATION_PATH, registrationEndpoint } from '../endpoints/registration.js';
+import { CONFIGURATION_PATH, REGISTRATION_PATH, registrationEndpoint } from '../endpoints/registration.js';
 import { REVOCATION_PATH, revocationEndpoint } from '../endpoints/revocation.js';
 import { samlEndpoints } from '../endpoints/saml.js';
 import { scimEndpoints } from '../endpoints/scim.js';
@@ -85,8 +85,10 @@ function apiRoutes(s: Services, grantTypes: GrantRegistry): RouteRegistration[] 
       register: (app) => cibaEndpoint(app, s),
     },
     // RFC 7591 §3, RFC 8414 §2: advertised only where registration is served.
+    // Any origin: a browser client registers before anyone could list its origin (bearer tokens only).
     {
       kind: 'api',
+      anyOriginCors: s.config.registration.enabled ? [REGISTRATION_PATH, CONFIGURATION_PATH] : [],
       metadata: s.config.registration.enabled ? { registration_endpoint: REGISTRATION_PATH } : {},
       register: (app) => registrationEndpoint(app, s),
     },

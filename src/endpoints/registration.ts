@@ -20,6 +20,8 @@ export type RegistrationEndpointServices = Pick<Services, 'config' | 'limiter' |
 
 /** The registration endpoint's path (RFC 7591 §3; discovery's `registration_endpoint`). */
 export const REGISTRATION_PATH = '/connect/register';
+/** The client configuration endpoint (RFC 7592 §2), one per dynamic client. */
+export const CONFIGURATION_PATH = `${REGISTRATION_PATH}/:clientId`;
 
 /** A parsed JSON request body, told apart from forms and other bodies. */
 class JsonBody {
@@ -69,26 +71,25 @@ export async function registrationEndpoint(app: FastifyInstance, ctx: Registrati
       handler: methodNotAllowed('POST'),
     });
 
-    const configurationPath = `${REGISTRATION_PATH}/:clientId`;
     const clientIdOf = (request: FastifyRequest) => (request.params as { clientId: string }).clientId;
     const send = (reply: FastifyReply, body: unknown) =>
       noStore(reply).type('application/json; charset=utf-8').send(body);
-    scope.get(configurationPath, async (request, reply) =>
+    scope.get(CONFIGURATION_PATH, async (request, reply) =>
       send(reply, await registrations.read(clientIdOf(request), bearerOf(request))),
     );
-    scope.put(configurationPath, async (request, reply) => {
+    scope.put(CONFIGURATION_PATH, async (request, reply) => {
       await charge(request);
       return send(
         reply,
         await registrations.update(clientIdOf(request), bearerOf(request), jsonOf(request), originOf(request)),
       );
     });
-    scope.delete(configurationPath, async (request, reply) => {
+    scope.delete(CONFIGURATION_PATH, async (request, reply) => {
       await charge(request);
       await registrations.remove(clientIdOf(request), bearerOf(request), originOf(request));
       return noStore(reply).code(204).send();
     });
-    scope.route({ method: ['POST', 'PATCH'], url: configurationPath, handler: methodNotAllowed('GET, PUT, DELETE') });
+    scope.route({ method: ['POST', 'PATCH'], url: CONFIGURATION_PATH, handler: methodNotAllowed('GET, PUT, DELETE') });
   });
 }
 

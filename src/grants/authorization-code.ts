@@ -7,6 +7,7 @@
 import { invalidGrant, invalidRequest } from '../protocol/errors.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { verifyPkce } from '../validation/pkce.js';
+import { narrowAuthorizationDetails } from '../resources/authorization-details.js';
 import { narrowResources, requestedResources } from '../resources/resource-indicators.js';
 import { redeemApproval } from './redeem.js';
 import { bindingOf, type GrantHandler } from './registry.js';
@@ -14,10 +15,13 @@ import { bindingOf, type GrantHandler } from './registry.js';
 /**
  * Handles `grant_type=authorization_code`.
  * A code issued for a `dpop_jkt` (RFC 9449 §10) needs a DPoP proof with that key; a code issued
- * for resources (RFC 8707 §2.1) gives tokens for those or, with `resource`, some of them.
+ * for resources (RFC 8707 §2.1) gives tokens for those or, with `resource`, some of them; a code
+ * with authorization details gives all of them or, with `authorization_details`, some of them
+ * (RFC 9396 §6.1; `narrowAuthorizationDetails`), while its refresh token keeps them all.
  * @throws OAuthError `invalid_request` (missing code or redirect_uri), `invalid_grant` (unknown,
  *   expired, used, another client's, redirect_uri or PKCE mismatch, no or another DPoP key than
- *   `dpop_jkt`, user inactive), `invalid_target` (a resource outside the code's).
+ *   `dpop_jkt`, user inactive), `invalid_target` (a resource outside the code's),
+ *   `invalid_authorization_details` (an object that is not one of the code's).
  */
 export const authorizationCodeGrant: GrantHandler = async (ctx, req) => {
   const { params, client } = req;
@@ -46,6 +50,12 @@ export const authorizationCodeGrant: GrantHandler = async (ctx, req) => {
     throw invalidGrant('no code_challenge was sent for this code');
   }
   const targets = narrowResources(requestedResources(params.getAll('resource'), client, ctx.resources), data.resources);
+  const details = narrowAuthorizationDetails(
+    params.get('authorization_details'),
+    data.authorizationDetails,
+    client,
+    ctx.resources,
+  );
   const grant = { familyId: row.familyId, consume: (at: number) => codes.consume(code, at) };
   return redeemApproval(
     ctx,
@@ -56,6 +66,7 @@ export const authorizationCodeGrant: GrantHandler = async (ctx, req) => {
     {
       ...bindingOf(req),
       ...(targets ? { targets } : {}),
+      ...(details ? { authorizationDetails: details } : {}),
     },
   );
 };

@@ -5,7 +5,7 @@
  */
 import { invalidGrant } from '../protocol/errors.js';
 import { nowSeconds } from '../crypto/handles.js';
-import type { Subject } from '../tokens/tokens.js';
+import type { RefreshPlan, Subject } from '../tokens/tokens.js';
 import type { RequestedClaims } from '../stores/records/grant-data.js';
 import type { Client } from '../clients/registry.js';
 import type { Services } from '../services.js';
@@ -51,6 +51,11 @@ export interface Redemption {
   /** The API resources (names) the access token is for (RFC 8707 §2.2); absent: no limit. */
   targets?: string[];
   /**
+   * The authorization details the access token carries, some of the approval's (RFC 9396 §6.1);
+   * absent: all of the approval's. A new refresh token keeps the approval's either way (§7.2).
+   */
+  authorizationDetails?: AuthorizationDetail[];
+  /**
    * The grant type to ask the `preToken` hook about, before the grant is consumed (the device
    * code); absent when it was asked where the approval was made (the authorization code).
    */
@@ -87,19 +92,27 @@ export async function redeemApproval(
     await onLostRace();
     throw invalidGrant('the grant was already used');
   }
+  const details = redemption.authorizationDetails ?? approval.authorizationDetails;
   const response = await ctx.tokens.issue({
     client,
     scopes,
     subject,
     familyId: grant.familyId,
     ...(hookClaims ? { hookClaims } : {}),
-    refresh: newRefreshPlan(client, approval.scopes, now, approval.resources),
+    refresh: refreshPlan(newRefreshPlan(client, approval.scopes, now, approval.resources), approval),
     ...(redemption.jkt !== undefined ? { jkt: redemption.jkt } : {}),
     ...(redemption.targets ? { audiences: redemption.targets } : {}),
     identityToken: true,
     ...(approval.nonce !== undefined ? { nonce: approval.nonce } : {}),
     ...(approval.requestedClaims ? { requestedClaims: approval.requestedClaims } : {}),
-    ...(approval.authorizationDetails ? { authorizationDetails: approval.authorizationDetails } : {}),
+    ...(details ? { authorizationDetails: details } : {}),
   });
   return { response, subjectId: user.subjectId };
+}
+
+/** `plan` keeping the approval's authorization details, whatever the access token carries (RFC 9396 §7.2). */
+function refreshPlan(plan: ReturnType<typeof newRefreshPlan>, approval: Approval): RefreshPlan {
+  return plan.kind === 'new' && approval.authorizationDetails
+    ? { ...plan, authorizationDetails: approval.authorizationDetails }
+    : plan;
 }

@@ -2,7 +2,9 @@
  * `refresh_token` (RFC 6749 §6; RFC 9700 §4.14.2): bound to its client; `oneTime` tokens rotate
  * and are consumed atomically, and presenting a consumed one revokes the whole grant family;
  * `reuse` tokens stay the same; `absolute` or `sliding` expiration. A narrower `scope` is allowed,
- * a wider one is `invalid_scope`; the refresh token keeps the original scopes (§6).
+ * a wider one is `invalid_scope`; the refresh token keeps the original scopes (§6). Likewise
+ * `authorization_details` may ask for some of the grant's (RFC 9396 §7.2), which the refresh
+ * token keeps all of.
  */
 import { invalidGrant } from '../protocol/errors.js';
 import { nowSeconds } from '../crypto/handles.js';
@@ -10,6 +12,7 @@ import type { RefreshPlan } from '../tokens/tokens.js';
 import type { RefreshTokenData } from '../stores/records/refresh-tokens.js';
 import { narrowResources, requestedResources, scopesForResources } from '../resources/resource-indicators.js';
 import { narrowScopes } from '../resources/scopes.js';
+import { narrowAuthorizationDetails } from '../resources/authorization-details.js';
 import { bindingOf, type GrantHandler } from './registry.js';
 import { claimsOf } from '../users/users.js';
 import { askPreToken, mergeAddedClaims } from './pre-token.js';
@@ -25,7 +28,8 @@ import { askPreToken, mergeAddedClaims } from './pre-token.js';
  *   revoked, consumed, another client's (also an earlier client's of the same id), no or another
  *   DPoP key than it is bound to, bound by a concurrent use meanwhile, user gone or inactive, no
  *   longer a member of the grant's organization, denied by the `preToken` hook),
- *   `invalid_scope`, `invalid_target`.
+ *   `invalid_scope`, `invalid_target`, `invalid_authorization_details` (an object that is not one
+ *   of the grant's).
  */
 export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
   const { params, client } = req;
@@ -49,6 +53,12 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
     throw invalidGrant('the refresh token is bound to another DPoP key');
   const targets = narrowResources(requestedResources(params.getAll('resource'), client, ctx.resources), data.resources);
   const scopes = scopesForResources(narrowScopes(params.get('scope'), data.scopes), targets, ctx.resources);
+  const details = narrowAuthorizationDetails(
+    params.get('authorization_details'),
+    data.authorizationDetails,
+    client,
+    ctx.resources,
+  );
   const user = await ctx.users.findBySubject(data.subject.subjectId);
   if (!user?.isActive) throw invalidGrant('the user is no longer active');
   const subject = { ...data.subject, claims: claimsOf(user) };
@@ -78,6 +88,8 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
       absoluteExpiresAt: data.absoluteExpiresAt,
       scopes: data.scopes,
       ...(data.resources ? { resources: data.resources } : {}),
+      // The grant's, whatever this access token carries (RFC 9396 §7.2): a later refresh may ask for all again.
+      ...(data.authorizationDetails ? { authorizationDetails: data.authorizationDetails } : {}),
     };
   } else {
     // The token stays: it records the binding itself. Compare-and-set of the data (with the new
@@ -104,8 +116,7 @@ export const refreshTokenGrant: GrantHandler = async (ctx, req) => {
     ...(hookClaims ? { hookClaims } : {}),
     ...bindingOf(req),
     ...(targets ? { audiences: targets } : {}),
-    // RFC 9396 §7.2 would let a refresh narrow the details; Sigil keeps the grant's as they are.
-    ...(data.authorizationDetails ? { authorizationDetails: data.authorizationDetails } : {}),
+    ...(details ? { authorizationDetails: details } : {}),
   });
   // A concurrent reuse may have revoked the family while the new tokens were being written; the
   // consumed token's row then carries the revocation, and the new tokens must share it: a replayed

@@ -16,6 +16,13 @@ export interface RouteRegistration {
   /** Paths below the issuer's that answer cross-origin requests from the clients' `allowedCorsOrigins`. */
   cors?: readonly string[];
   /**
+   * Paths below the issuer's that answer cross-origin requests from any origin, never in
+   * credentials mode: endpoints that read no cookie and take their authority from the request
+   * alone (a bearer token), called by clients whose origin nobody could list yet (a browser-based
+   * MCP client registering itself).
+   */
+  anyOriginCors?: readonly string[];
+  /**
    * The authorization server metadata fields naming this entry's endpoints (RFC 8414 §2, OIDC
    * Discovery §3), each a path below the issuer's; discovery lists them as absolute URLs.
    */

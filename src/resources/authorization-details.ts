@@ -4,6 +4,7 @@
  * against its type's JSON Schema. Shared by the authorization request (authorize, PAR) and the
  * token endpoint, so that each refuses the same input the same way.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { OAuthError } from '../protocol/errors.js';
 import { CALLER_JSON_BOUNDS, jsonBoundsViolation, type JsonBounds } from '../protocol/json-bounds.js';
 import type { Client } from '../clients/registry.js';
@@ -68,4 +69,32 @@ export function parseAuthorizationDetails(
       );
   }
   return value as AuthorizationDetail[];
+}
+
+/**
+ * The authorization details a token request asks for out of those its grant holds (RFC 9396 §6.1
+ * at the code's redemption, §7.2 at a refresh): without the parameter, all of them; with it, each
+ * object must be one the grant holds, compared as a whole (deep equality of the JSON values,
+ * members in any order). §6.1 leaves the comparison to each type ("type-specific"); Sigil knows
+ * no type's semantics (types are the API resources' JSON Schemas), so it takes no object as
+ * narrower than another: a client narrows by leaving whole objects out.
+ * @param text the parameter's value, or undefined when it was not sent
+ * @param granted the grant's authorization details, if any
+ * @returns the objects asked for, in request order (or `granted` when none were asked)
+ * @throws OAuthError `invalid_authorization_details` as `parseAuthorizationDetails`, when the grant
+ *   holds none, or when an object is not one of the grant's.
+ */
+export function narrowAuthorizationDetails(
+  text: string | undefined,
+  granted: readonly AuthorizationDetail[] | undefined,
+  client: Pick<Client, 'authorizationDetailsTypes'>,
+  resources: Resources,
+): AuthorizationDetail[] | undefined {
+  const requested = parseAuthorizationDetails(text, client, resources);
+  if (requested === undefined) return granted ? [...granted] : undefined;
+  if (granted === undefined) throw invalidAuthorizationDetails('the grant holds no authorization details');
+  for (const [i, detail] of requested.entries())
+    if (!granted.some((g) => isDeepStrictEqual(g, detail)))
+      throw invalidAuthorizationDetails(`authorization_details[${i}] is not one of the granted ones`);
+  return requested;
 }

@@ -71,7 +71,18 @@ export interface TokenResponse {
 export type RefreshPlan =
   | { kind: 'none' }
   /** Create a new refresh token in `familyId`, valid until `expiresAt` (Unix seconds). */
-  | { kind: 'new'; expiresAt: number; absoluteExpiresAt: number; scopes: string[]; resources?: string[] }
+  | {
+      kind: 'new';
+      expiresAt: number;
+      absoluteExpiresAt: number;
+      scopes: string[];
+      resources?: string[];
+      /**
+       * The grant's authorization details (RFC 9396 §7.2), which the refresh token keeps when the
+       * access token carries only some of them; absent: the issuance's `authorizationDetails`.
+       */
+      authorizationDetails?: AuthorizationDetail[];
+    }
   /** Return this existing refresh token (usage `reuse`). */
   | { kind: 'existing'; handle: string };
 
@@ -121,8 +132,9 @@ export interface Issuance {
    */
   hookClaims?: AddedClaims;
   /**
-   * The authorization details granted (RFC 9396): in the token response (§7), the access token's
-   * `authorization_details` claim (§9.1) and a new refresh token, unchanged.
+   * The authorization details of this access token (RFC 9396): in the token response (§7), the
+   * access token's `authorization_details` claim (§9.1) and, unless the refresh plan names the
+   * grant's own, a new refresh token, unchanged.
    */
   authorizationDetails?: AuthorizationDetail[];
 }
@@ -238,7 +250,9 @@ export class TokenService {
         ...(req.jkt !== undefined ? { jkt: req.jkt } : {}),
         ...(plan.resources !== undefined ? { resources: plan.resources } : {}),
         ...(req.hookClaims ? { hookClaims: req.hookClaims } : {}),
-        ...(req.authorizationDetails ? { authorizationDetails: req.authorizationDetails } : {}),
+        ...((plan.authorizationDetails ?? req.authorizationDetails)
+          ? { authorizationDetails: plan.authorizationDetails ?? req.authorizationDetails }
+          : {}),
       };
       await this.records.refreshTokens.issue(handle, {
         clientId: client.clientId,

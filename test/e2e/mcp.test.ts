@@ -164,8 +164,10 @@ beforeAll(async () => {
       {
         ...base,
         clientIdMetadataDocuments: { allowLoopback: true },
-        // Open registration for the DCR case (this process only): the SDK registers without an initial access token.
-        registration: { enabled: true, open: true, allowedScopes: ['openid', SCOPE] },
+        // Open registration for the DCR case (this process only): the SDK registers without an initial access
+        // token. The scope policy is the default one: the SDK registers the server's mcp:tools, granted after
+        // consent, as a metadata document's client gets it.
+        registration: { enabled: true, open: true },
         apiScopes: [...(base.apiScopes ?? []), { name: SCOPE, displayName: 'Use the example MCP tools' }],
         // The API resource is named by the MCP server's URL, so that URL is the tokens' aud.
         apiResources: [...(base.apiResources ?? []), { name: mcpUrl, scopes: [SCOPE], resourceUris: [mcpUrl] }],
@@ -276,7 +278,11 @@ describe.each(REGISTRATIONS)('an MCP client registered by $name', (registration)
       // Registered through the advertised registration endpoint, and shown by its registered name.
       expect(fetched).toContain(`${sigil.url}/connect/register`);
       expect(consentText).toContain('MCP test agent');
+      // The scope the SDK took from the resource metadata, registered as asked (not widened).
+      expect((provider.clientInformation() as { scope?: string }).scope).toBe(SCOPE);
     }
+    // Either way the user was asked for the MCP server's scope.
+    expect(consentText).toContain('Use the example MCP tools');
 
     const tokens = provider.tokens() as OAuthTokens;
     const claims = decodeJwt(tokens.access_token);

@@ -317,17 +317,24 @@ describe('dynamic client registration', () => {
       await expectError({ ...web, grant_types: ['refresh_token'] }, 'invalid_client_metadata');
       await expectError({ ...web, response_types: ['code id_token'] }, 'invalid_client_metadata');
       await expectError({ ...web, response_types: ['token'] }, 'invalid_client_metadata');
-      for (const scope of ['openid sigil:register', 'openid scim', 'openid api1', 'openid nope', 'offline_access'])
+      for (const scope of [
+        'openid sigil:register',
+        'openid sigil:admin',
+        'openid scim',
+        'openid nope',
+        'offline_access',
+      ])
         await expectError({ ...web, scope }, 'invalid_client_metadata');
+      // Exactly the scope asked: refresh tokens come with the grant type, offline_access is not added.
       const ok = await accepted({
         ...web,
         grant_types: ['authorization_code', 'refresh_token'],
         scope: 'openid profile',
       });
-      expect(ok.scope).toBe('openid profile offline_access');
+      expect(ok.scope).toBe('openid profile');
     });
 
-    it('reads the scopes at each registration: a stored identity scope is registrable by default, a stored API scope not, a deleted one no longer', async () => {
+    it('reads the scopes at each registration: stored identity and API scopes are registrable by default, a deleted one no longer', async () => {
       // Its own server: the stored scopes must not change what the other tests' clients get.
       const own = await startSigil(registrationConfig());
       try {
@@ -349,9 +356,14 @@ describe('dynamic client registration', () => {
         const badge = await registerOn('openid reg-badge');
         expect(badge.statusCode, badge.body).toBe(201);
         expect(badge.json<Json>().scope).toBe('openid reg-badge');
-        // No scope asked: every identity scope the policy allows, the stored one included.
-        expect(String((await registerOn()).json<Json>().scope).split(' ')).toContain('reg-badge');
-        for (const scope of ['openid reg-api', 'openid reg-gone']) {
+        // No scope asked: every identity scope the policy allows, the stored one included, no API scope.
+        const defaults = String((await registerOn()).json<Json>().scope).split(' ');
+        expect(defaults).toContain('reg-badge');
+        expect(defaults).not.toContain('reg-api');
+        const api = await registerOn('openid reg-api');
+        expect(api.statusCode, api.body).toBe(201);
+        expect(api.json<Json>().scope).toBe('openid reg-api');
+        for (const scope of ['openid reg-gone']) {
           const refused = await registerOn(scope);
           expect(refused.statusCode, scope).toBe(400);
           expect(refused.json<Json>().error).toBe('invalid_client_metadata');

@@ -50,7 +50,7 @@ export const registration = z
       }),
     allowedScopes: z.array(nonEmpty).optional().meta({
       description:
-        'Scopes a dynamic client may register; default every identity scope (those of the config file and those created through /admin/v1) and offline_access; sigil:* scopes never',
+        "Scopes a dynamic client may register, granted only through the user's consent. Default: every identity and API scope (those of the config file and those created through /admin/v1) and offline_access, as for Client ID Metadata Documents; scim and sigil:* never. A client registering client_credentials may register only the scopes listed here (without a list: identity scopes and offline_access, so its own tokens carry no API scope)",
       spec: 'RFC 7591 §2',
     }),
     allowedTokenEndpointAuthMethods: z
@@ -102,7 +102,7 @@ export const clientIdMetadataDocuments = z
     }),
     allowedScopes: z.array(nonEmpty).nullable().default(null).meta({
       description:
-        'The scopes such clients may request; null: every identity and API scope except sigil:* ones (never allowed). Names not defined are ignored',
+        "The scopes such clients may request, granted only through the user's consent; null: every identity and API scope except scim and sigil:* ones (never allowed), as for dynamically registered clients. Names not defined are ignored",
     }),
   })
   .default({ enabled: true, allowLoopback: false, fetchesPerAddress: 60, allowedScopes: null })
