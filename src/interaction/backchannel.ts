@@ -25,11 +25,15 @@ import type { BackchannelRequestData } from '../stores/records/backchannel-reque
 import type { Session } from '../stores/records/sessions.js';
 import type { User } from '../users/user.js';
 import { idTokenHintSubject } from '../validation/authorize/optional-parameters.js';
+import { parseAcrValues } from '../validation/acr-values.js';
+import { achievedAcr, preferredAcr } from '../users/acr.js';
+import { sessionHasMfa } from '../mfa/factors.js';
+import { mfaRequired } from './decide.js';
 
 /** The services this module uses. */
 export type BackchannelServices = Pick<
   Services,
-  'clients' | 'config' | 'email' | 'issuer' | 'limiter' | 'log' | 'resources' | 'store' | 'tokens' | 'users'
+  'clients' | 'config' | 'email' | 'issuer' | 'limiter' | 'log' | 'mfa' | 'resources' | 'store' | 'tokens' | 'users'
 >;
 
 /** The approval page, below the issuer's path: where the user answers and where the mail links. */
@@ -43,7 +47,7 @@ export const MAX_BINDING_MESSAGE = 100;
 const MAX_NOTIFICATION_TOKEN = 1024;
 /** Longest login hint (a username or an address, RFC 5321 §4.5.3.1) and `acr_values`. */
 const MAX_HINT = 320;
-const MAX_ACR_VALUES = 512;
+const MAX_ACR_VALUES = 300;
 /** How long the ping may take, milliseconds. */
 const PING_TIMEOUT_MS = 5_000;
 /** Requests the page lists at most. */
@@ -96,6 +100,9 @@ export async function startBackchannelRequest(
   const acrValues = params.get('acr_values');
   if (acrValues !== undefined && (acrValues.length > MAX_ACR_VALUES || UNPRINTABLE.test(acrValues)))
     throw invalidRequest('acr_values is too long or holds control characters');
+  // As at authorize: bounded there too; values Sigil does not know are a preference it cannot meet
+  // (OIDC Core §3.1.2.1: voluntary), so they ask for nothing.
+  parseAcrValues(acrValues);
   const lifetime = requestedLifetime(params.get('requested_expiry'));
   const notificationToken = params.get('client_notification_token');
   if (client.backchannelTokenDeliveryMode === 'ping') {
@@ -191,24 +198,54 @@ export interface ListedRequest {
   client: string;
   scopes: string[];
   bindingMessage?: string;
+  /** Approving it takes a second factor this session has not passed yet (`needsSecondFactor`). */
+  secondFactor: boolean;
 }
 
 /** The signed-in user's requests waiting for an answer, newest first. */
-export async function pendingRequestsOf(ctx: BackchannelServices, subjectId: string): Promise<ListedRequest[]> {
-  const rows = await ctx.store.records.backchannelRequests.pendingOf(subjectId, nowSeconds(), LISTED);
+export async function pendingRequestsOf(ctx: BackchannelServices, session: Session): Promise<ListedRequest[]> {
+  const rows = await ctx.store.records.backchannelRequests.pendingOf(session.subjectId, nowSeconds(), LISTED);
   return rows.map((r) => ({
     id: r.key,
     client: ctx.clients.get(r.clientId)?.clientName ?? r.clientId,
     scopes: r.data.scopes,
     ...(r.data.bindingMessage !== undefined ? { bindingMessage: r.data.bindingMessage } : {}),
+    secondFactor: needsSecondFactor(ctx, session, r.clientId, r.data.acrValues),
   }));
 }
 
 /**
+ * Whether approving a request of `clientId` with `acrValues` needs a second factor the session has
+ * not passed: the request's `acr_values` ask for MFA and the session meets none of its values
+ * (`requestsMfa`, as authorize decides), or the client's or the server's policy
+ * (`MfaService.requiredFor`) needs MFA. Unknown values ask for nothing, as at authorize.
+ */
+function needsSecondFactor(
+  ctx: BackchannelServices,
+  session: Session,
+  clientId: string,
+  acrValues: string | undefined,
+): boolean {
+  if (sessionHasMfa(session)) return false;
+  return mfaRequired(ctx.mfa.requiredFor(ctx.clients.get(clientId)), session, {
+    acrValues: parseAcrValues(acrValues).acr,
+  });
+}
+
+/**
+ * The outcome of an answer: recorded; `gone` (no such request waiting for this user); or, for an
+ * approval that needs a second factor first (`needsSecondFactor`), `second-factor` (the user has
+ * one: step up, then approve) or `enroll` (the user has none yet).
+ */
+export type BackchannelAnswer = 'answered' | 'gone' | 'second-factor' | 'enroll';
+
+/**
  * Records the user's answer to the request `id` (its store key): approved with the session's
- * authentication, or denied; then, in ping mode, pings the client in the background. Only the
- * user the request names may answer it, once, while it waits.
- * @returns false when there is no such request waiting for this user (unknown, another user's,
+ * authentication (and, when the request had `acr_values`, the class to assert, OIDC Core
+ * §3.1.2.1), or denied; then, in ping mode, pings the client in the background. Only the user
+ * the request names may answer it, once, while it waits; an approval that needs a second factor
+ * the session has not passed records nothing (`BackchannelAnswer`).
+ * @returns `gone` when there is no such request waiting for this user (unknown, another user's,
  *   already answered, expired).
  */
 export async function answerBackchannelRequest(
@@ -216,7 +253,7 @@ export async function answerBackchannelRequest(
   session: Session,
   id: string,
   approve: boolean,
-): Promise<boolean> {
+): Promise<BackchannelAnswer> {
   const requests = ctx.store.records.backchannelRequests;
   for (let attempt = 0; attempt < ANSWER_ATTEMPTS; attempt++) {
     const row = id.length <= 100 ? await requests.findByKey(id) : undefined;
@@ -228,7 +265,10 @@ export async function answerBackchannelRequest(
       row.expiresAt <= nowSeconds() ||
       row.data.status !== 'pending'
     )
-      return false;
+      return 'gone';
+    const { acrValues } = row.data;
+    if (approve && needsSecondFactor(ctx, session, row.clientId, acrValues))
+      return (await ctx.mfa.nextStep(session.subjectId, true)) === 'enroll' ? 'enroll' : 'second-factor';
     const subject = {
       subjectId: session.subjectId,
       authTime: session.authTime,
@@ -236,6 +276,7 @@ export async function answerBackchannelRequest(
       idp: session.idp,
       sid: session.sid,
       ...(session.tenant ? { tenant: session.tenant } : {}),
+      ...(acrValues !== undefined ? { acr: assertedAcr(session, parseAcrValues(acrValues).acr) } : {}),
     };
     const answered: BackchannelRequestData = approve
       ? { ...row.data, status: 'approved', subject }
@@ -246,9 +287,18 @@ export async function answerBackchannelRequest(
     const { authReqId, notificationToken } = row.data;
     if (client && authReqId !== undefined && notificationToken !== undefined)
       void ping(ctx, client, authReqId, notificationToken);
-    return true;
+    return 'answered';
   }
-  return false;
+  return 'gone';
+}
+
+/**
+ * The `acr` of an approval whose request had `acr_values`, as authorize asserts it: the most
+ * preferred requested value the session meets, else the class it achieved (its upstream's own,
+ * when it sent one).
+ */
+function assertedAcr(session: Session, requested: readonly string[]): string {
+  return preferredAcr(session, requested) ?? session.upstreamAcr ?? achievedAcr(session);
 }
 
 /**

@@ -14,6 +14,7 @@ const REQUESTS = `<% layout('@layout', { lang: it.lang, title: it.t.cibaTitle })
 <h2><%= r.client %></h2>
 <% if (r.bindingMessage !== undefined) { %><p><%= it.t.cibaMessage %>: <strong><%= r.bindingMessage %></strong></p><% } %>
 <p><%= it.t.cibaScopes %>: <%= r.scopes.join(', ') %></p>
+<% if (r.secondFactor) { %><p role="note"><%= it.t.cibaSecondFactor %></p><% } %>
 <form method="post" action="<%= it.base %>/account/requests">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <input type="hidden" name="request" value="<%= r.id %>">
