@@ -20,6 +20,7 @@ import { postToClientUrl } from '../http/outbound.js';
 import { chargeQuota } from '../limits/request-quota.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
+import type { RequestOrigin } from '../events/events.js';
 import { validateScopes } from '../resources/scopes.js';
 import type { BackchannelRequestData } from '../stores/records/backchannel-requests.js';
 import type { Session } from '../stores/records/sessions.js';
@@ -33,7 +34,18 @@ import { mfaRequired } from './decide.js';
 /** The services this module uses. */
 export type BackchannelServices = Pick<
   Services,
-  'clients' | 'config' | 'email' | 'issuer' | 'limiter' | 'log' | 'mfa' | 'resources' | 'store' | 'tokens' | 'users'
+  | 'clients'
+  | 'config'
+  | 'email'
+  | 'events'
+  | 'issuer'
+  | 'limiter'
+  | 'log'
+  | 'mfa'
+  | 'resources'
+  | 'store'
+  | 'tokens'
+  | 'users'
 >;
 
 /** The approval page, below the issuer's path: where the user answers and where the mail links. */
@@ -71,8 +83,9 @@ export interface BackchannelResponse {
 
 /**
  * Checks and stores a backchannel authentication request of an authenticated `client` (CIBA §7.1,
- * §7.2), then mails its user (with config `email`) in the background. A refused request stores
- * nothing.
+ * §7.2), then mails its user (with config `email`) in the background and records
+ * `backchannel_authentication_succeeded`. A refused request stores nothing (the endpoint records
+ * the failure).
  * @throws OAuthError `unauthorized_client` (a public client, or one without the CIBA grant),
  *   `invalid_request` (no hint or both, a signed request, a repeated parameter, a bad
  *   `requested_expiry`, `acr_values` or `client_notification_token`, no `openid` scope),
@@ -83,6 +96,7 @@ export async function startBackchannelRequest(
   ctx: BackchannelServices,
   client: Client,
   params: Params,
+  origin: RequestOrigin,
 ): Promise<BackchannelResponse> {
   if (client.isPublic) throw new OAuthError('unauthorized_client', 'CIBA is for confidential clients only');
   if (!client.allowedGrantTypes.includes(CIBA_GRANT))
@@ -148,6 +162,14 @@ export async function startBackchannelRequest(
     const lang = typeof user.claims.locale === 'string' ? user.claims.locale : 'en';
     email.inBackground(() => email.notifyBackchannelRequest(to, lang, `${ctx.issuer}${REQUESTS_PAGE_PATH}`));
   }
+  ctx.events.emit({
+    name: 'backchannel_authentication_succeeded',
+    endpoint: 'ciba',
+    clientId: client.clientId,
+    subjectId: user.subjectId,
+    scopes,
+    ...origin,
+  });
   return { auth_req_id: authReqId, expires_in: lifetime, interval: client.pollingInterval };
 }
 
@@ -253,6 +275,7 @@ export async function answerBackchannelRequest(
   session: Session,
   id: string,
   approve: boolean,
+  origin: RequestOrigin,
 ): Promise<BackchannelAnswer> {
   const requests = ctx.store.records.backchannelRequests;
   for (let attempt = 0; attempt < ANSWER_ATTEMPTS; attempt++) {
@@ -283,6 +306,16 @@ export async function answerBackchannelRequest(
       : { ...row.data, status: 'denied' };
     // A poll between the read and this write makes it fail: read again.
     if (!(await requests.answer(id, row.data, answered))) continue;
+    // As Duende audits a CIBA answer: the consent given or refused, the scopes it was about.
+    ctx.events.emit({
+      name: approve ? 'consent_granted' : 'consent_denied',
+      endpoint: 'ciba_approval',
+      subjectId: session.subjectId,
+      clientId: row.clientId,
+      scopes: row.data.scopes,
+      ...(approve ? { remembered: false } : {}),
+      ...origin,
+    });
     const client = ctx.clients.get(row.clientId);
     const { authReqId, notificationToken } = row.data;
     if (client && authReqId !== undefined && notificationToken !== undefined)

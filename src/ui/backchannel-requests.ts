@@ -18,6 +18,7 @@ import {
 } from '../interaction/backchannel.js';
 import type { Session } from '../stores/records/sessions.js';
 import { single } from '../http/fields.js';
+import { originOf } from '../http/request.js';
 import { BACKCHANNEL_TEMPLATES } from '../page-kit/backchannel-pages.js';
 import type { ErrorPageServices } from './error-page.js';
 import { formOf, formRoute, type FormServices } from './forms.js';
@@ -58,7 +59,7 @@ export function backchannelRequestPages(app: FastifyInstance, ctx: BackchannelPa
     const id = single(body, 'request') ?? '';
     const answered =
       button === 'approve' || button === 'deny'
-        ? await answerBackchannelRequest(ctx, session, id, button === 'approve')
+        ? await answerBackchannelRequest(ctx, session, id, button === 'approve', originOf(request))
         : 'gone';
     // A request whose acr_values ask for MFA: the second factor first (step-up at the MFA pages),
     // then back to this list, where the user approves again.

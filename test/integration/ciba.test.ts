@@ -450,6 +450,77 @@ describe('acr_values', () => {
   });
 });
 
+describe('audit events', () => {
+  // A server of its own: these requests count against no other test's quota.
+  let audited: TestSigil;
+  beforeAll(async () => {
+    audited = await startSigil({
+      clients: [{ clientId: 'speaker', clientName: 'Smart Speaker', clientSecrets: ['speaker-secret'], ...ciba }],
+    });
+  });
+  afterAll(async () => audited?.close());
+
+  /** The stored audit events of the speaker (about `subjectId`, when given), oldest first, after a flush. */
+  async function eventsOf(subjectId?: string) {
+    const audit = audited.context.management.audit;
+    await audit.flush();
+    const { events } = await audit.query({ clientId: 'speaker', ...(subjectId ? { subjectId } : {}), limit: 200 });
+    return events.reverse();
+  }
+
+  it('records the request, the approval or denial, the tokens issued and the expired poll', async () => {
+    const bob = '2';
+    const approved = await start({ login_hint: 'bob' }, POLL, audited);
+    const denied = await start({ login_hint: 'bob', scope: 'openid' }, POLL, audited);
+    const b = await signedIn('bob', audited);
+    await answer(b, approved, 'approve');
+    await answer(b, denied, 'deny');
+    await sleep(1100);
+    expect((await poll(approved, POLL, audited)).statusCode).toBe(200);
+    expectError(await poll(denied, POLL, audited), 'access_denied');
+    const expiring = await cibaRequest({ scope: 'openid', login_hint: 'bob', requested_expiry: '1' }, POLL, audited);
+    const { auth_req_id: expired } = expiring.json<{ auth_req_id: string }>();
+    await sleep(1100);
+    expectError(await poll(expired, POLL, audited), 'expired_token');
+
+    const about = await eventsOf(bob);
+    expect(about.map((e) => [e.name, e.endpoint, e.scopes?.join(' ')])).toEqual([
+      ['backchannel_authentication_succeeded', 'ciba', 'openid profile'],
+      ['backchannel_authentication_succeeded', 'ciba', 'openid'],
+      ['consent_granted', 'ciba_approval', 'openid profile'],
+      ['consent_denied', 'ciba_approval', 'openid'],
+      ['token_issued', 'token', 'openid profile'],
+      ['backchannel_authentication_succeeded', 'ciba', 'openid'],
+    ]);
+    for (const e of about) expect(e.remoteAddress).toBeDefined();
+    expect(about.find((e) => e.name === 'token_issued')?.grantType).toBe(GRANT);
+    // A refused poll names the client and its error (the token endpoint names no user then).
+    const failed = (await eventsOf()).filter((e) => e.name === 'token_issue_failed' && e.grantType === GRANT);
+    expect(failed.map((e) => e.error)).toEqual(['access_denied', 'expired_token']);
+    // No auth_req_id in any event.
+    const all = JSON.stringify(await eventsOf());
+    for (const id of [approved, denied, expired]) expect(all).not.toContain(id);
+  });
+
+  it('records a refused request with its error, and a failed client authentication as at the token endpoint', async () => {
+    expectError(await cibaRequest({ scope: 'openid', login_hint: 'nobody' }, POLL, audited), 'unknown_user_id');
+    expectError(
+      await cibaRequest({ scope: 'openid', login_hint: 'alice' }, ['speaker', 'wrong'], audited),
+      'invalid_client',
+      401,
+    );
+    const events = await eventsOf();
+    expect(events.find((e) => e.name === 'backchannel_authentication_failed')).toMatchObject({
+      endpoint: 'ciba',
+      error: 'unknown_user_id',
+    });
+    expect(events.find((e) => e.name === 'client_authentication_failed')).toMatchObject({
+      endpoint: 'ciba',
+      error: 'invalid_client',
+    });
+  });
+});
+
 describe('limits', () => {
   it('bounds the requests one client may make for one user, and holds back no other client', async () => {
     // The speaker asked Bob once above.
