@@ -22,6 +22,7 @@ import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
 import type { RequestOrigin } from '../events/events.js';
 import { validateScopes } from '../resources/scopes.js';
+import { type AuthorizationDetail, parseAuthorizationDetails } from '../resources/authorization-details.js';
 import type { BackchannelRequestData } from '../stores/records/backchannel-requests.js';
 import type { Session } from '../stores/records/sessions.js';
 import type { User } from '../users/user.js';
@@ -90,6 +91,7 @@ export interface BackchannelResponse {
  *   `invalid_request` (no hint or both, a signed request, a repeated parameter, a bad
  *   `requested_expiry`, `acr_values` or `client_notification_token`, no `openid` scope),
  *   `invalid_scope`, `unknown_user_id` (no active user matches the hint), `invalid_binding_message`,
+ *   `invalid_authorization_details` (RFC 9396 §5: `parseAuthorizationDetails`),
  *   429 `temporarily_unavailable` over the client's or the user's quota.
  */
 export async function startBackchannelRequest(
@@ -117,6 +119,7 @@ export async function startBackchannelRequest(
   // As at authorize: bounded there too; values Sigil does not know are a preference it cannot meet
   // (OIDC Core §3.1.2.1: voluntary), so they ask for nothing.
   parseAcrValues(acrValues);
+  const authorizationDetails = parseAuthorizationDetails(params.get('authorization_details'), client, ctx.resources);
   const lifetime = requestedLifetime(params.get('requested_expiry'));
   const notificationToken = params.get('client_notification_token');
   if (client.backchannelTokenDeliveryMode === 'ping') {
@@ -146,6 +149,7 @@ export async function startBackchannelRequest(
     interval: client.pollingInterval,
     ...(bindingMessage !== undefined ? { bindingMessage } : {}),
     ...(acrValues !== undefined ? { acrValues } : {}),
+    ...(authorizationDetails !== undefined ? { authorizationDetails } : {}),
     ...(ping && notificationToken !== undefined ? { notificationToken, authReqId } : {}),
   };
   const now = nowSeconds();
@@ -220,6 +224,8 @@ export interface ListedRequest {
   client: string;
   scopes: string[];
   bindingMessage?: string;
+  /** The `authorization_details` asked for (RFC 9396 §2), as the client sent them. */
+  authorizationDetails?: AuthorizationDetail[];
   /** Approving it takes a second factor this session has not passed yet (`needsSecondFactor`). */
   secondFactor: boolean;
 }
@@ -232,6 +238,7 @@ export async function pendingRequestsOf(ctx: BackchannelServices, session: Sessi
     client: ctx.clients.get(r.clientId)?.clientName ?? r.clientId,
     scopes: r.data.scopes,
     ...(r.data.bindingMessage !== undefined ? { bindingMessage: r.data.bindingMessage } : {}),
+    ...(r.data.authorizationDetails !== undefined ? { authorizationDetails: r.data.authorizationDetails } : {}),
     secondFactor: needsSecondFactor(ctx, session, r.clientId, r.data.acrValues),
   }));
 }

@@ -20,6 +20,7 @@ import type { Session } from '../stores/records/sessions.js';
 import { single } from '../http/fields.js';
 import { originOf } from '../http/request.js';
 import { BACKCHANNEL_TEMPLATES } from '../page-kit/backchannel-pages.js';
+import { shownDetails } from '../page-kit/authorization-details-view.js';
 import type { ErrorPageServices } from './error-page.js';
 import { formOf, formRoute, type FormServices } from './forms.js';
 import { language } from './language.js';
@@ -82,7 +83,10 @@ async function requestsPage(
   notice?: string,
   status = 200,
 ): Promise<FastifyReply> {
-  const requests = await pendingRequestsOf(ctx, session);
+  const requests = (await pendingRequestsOf(ctx, session)).map((r) => ({
+    ...r,
+    details: shownDetails(r.authorizationDetails),
+  }));
   return ctx.pages.send(
     reply.header('cache-control', 'no-store'),
     'requests',
