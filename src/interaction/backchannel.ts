@@ -28,7 +28,7 @@ import type { Session } from '../stores/records/sessions.js';
 import type { User } from '../users/user.js';
 import { idTokenHintSubject } from '../validation/authorize/optional-parameters.js';
 import { parseAcrValues } from '../validation/acr-values.js';
-import { achievedAcr, preferredAcr } from '../users/acr.js';
+import { assertedAcr } from '../users/acr.js';
 import { sessionHasMfa } from '../mfa/factors.js';
 import { mfaRequired } from './decide.js';
 
@@ -58,8 +58,12 @@ export const MAX_REQUEST_SECONDS = 300;
 export const MAX_BINDING_MESSAGE = 100;
 /** Longest `client_notification_token` (CIBA §7.1: at most 1024 characters). */
 const MAX_NOTIFICATION_TOKEN = 1024;
-/** Longest login hint (a username or an address, RFC 5321 §4.5.3.1) and `acr_values`. */
+/** Longest login hint (a username or an address, RFC 5321 §4.5.3.1). */
 const MAX_HINT = 320;
+/**
+ * Longest `acr_values`, as at authorize (`parseAcrValues`). Values Sigil does not know are a
+ * preference it cannot meet (OIDC Core §3.1.2.1: voluntary), so they ask for nothing.
+ */
 const MAX_ACR_VALUES = 300;
 /** How long the ping may take, milliseconds. */
 const PING_TIMEOUT_MS = 5_000;
@@ -116,9 +120,6 @@ export async function startBackchannelRequest(
   const acrValues = params.get('acr_values');
   if (acrValues !== undefined && (acrValues.length > MAX_ACR_VALUES || UNPRINTABLE.test(acrValues)))
     throw invalidRequest('acr_values is too long or holds control characters');
-  // As at authorize: bounded there too; values Sigil does not know are a preference it cannot meet
-  // (OIDC Core §3.1.2.1: voluntary), so they ask for nothing.
-  parseAcrValues(acrValues);
   const authorizationDetails = parseAuthorizationDetails(params.get('authorization_details'), client, ctx.resources);
   const lifetime = requestedLifetime(params.get('requested_expiry'));
   const notificationToken = params.get('client_notification_token');
@@ -330,15 +331,6 @@ export async function answerBackchannelRequest(
     return 'answered';
   }
   return 'gone';
-}
-
-/**
- * The `acr` of an approval whose request had `acr_values`, as authorize asserts it: the most
- * preferred requested value the session meets, else the class it achieved (its upstream's own,
- * when it sent one).
- */
-function assertedAcr(session: Session, requested: readonly string[]): string {
-  return preferredAcr(session, requested) ?? session.upstreamAcr ?? achievedAcr(session);
 }
 
 /**
