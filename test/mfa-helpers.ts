@@ -53,7 +53,7 @@ export function isMfaPage(step: { status: number; body: string }): boolean {
   return step.status === 200 && step.body.includes('action="/account/mfa"');
 }
 
-/** Submits a code on the second-factor page (already fetched), following redirects on the server. */
+/** Submits a code on the second-factor page (already fetched) with its hidden fields, following redirects on the server. */
 export async function submitCode(
   b: Browser,
   page: { body: string },
@@ -62,5 +62,7 @@ export async function submitCode(
   const fields: Record<string, string> = { csrf_token: input(page.body, 'csrf_token'), code, button: 'verify' };
   const m = /name="interaction" value="([^"]*)"/.exec(page.body);
   if (m) fields.interaction = unescapeHtml(m[1] ?? '');
+  const back = /name="return" value="([^"]*)"/.exec(page.body);
+  if (back) fields.return = unescapeHtml(back[1] ?? '');
   return b.follow(await b.post('/account/mfa', fields));
 }

@@ -104,6 +104,7 @@ export class ClientRegistrations {
       idTokenAlg: services.idTokenAlg,
       // Development: an http issuer on a loopback host accepts loopback http URIs, as the config file does.
       loopbackHttp: /^http:\/\/(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?(\/|$)/.test(services.issuer),
+      notificationLoopback: services.config.clientIdMetadataDocuments.allowLoopback,
     };
   }
 

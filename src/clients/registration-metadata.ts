@@ -24,13 +24,20 @@
  *   `default_max_age`, signed or encrypted userinfo, encrypted identity tokens, an
  *   `id_token_signed_response_alg` other than the one Sigil signs with, `request_object_signing_alg`
  *   and the encryption members, software statements (`unapproved_software_statement`);
+ * - CIBA (OpenID CIBA Core 1.0 §4): `backchannel_token_delivery_mode` `poll` or `ping` (not
+ *   `push`), required with the CIBA grant and only with it, which needs a confidential client;
+ *   `backchannel_client_notification_endpoint` for ping only, and required then, under the rule
+ *   the ping's SSRF guard applies; no signed requests, no user code;
  * - every string, list and URI is bounded; members Sigil does not know are ignored (RFC 7591 §2),
  *   `client_name#<tag>` (language tags, §2.2) among them: the untagged name is the one shown.
  */
+import { isIP } from 'node:net';
 import { LOOPBACK } from '../config/hosts.js';
 import { redirectUriProblem } from '../config/redirect-uris.js';
 import { ASYMMETRIC_ASSERTION_ALGORITHMS } from '../config/schema.js';
 import { OAuthError } from '../protocol/errors.js';
+import { isFetchableAddress } from '../http/outbound.js';
+import { CIBA_GRANT } from '../config/schema.js';
 
 /** What a registration may ask for (config `registration`, resolved against the scopes known). */
 export interface RegistrationPolicy {
@@ -49,6 +56,11 @@ export interface RegistrationPolicy {
   idTokenAlg: string;
   /** Accept http on a loopback host for fetched and called URIs (an http loopback issuer: development). */
   loopbackHttp: boolean;
+  /**
+   * The CIBA ping's SSRF guard lets loopback addresses (and plain http to them) pass (config
+   * `clientIdMetadataDocuments.allowLoopback`): a notification endpoint is checked by the same rule.
+   */
+  notificationLoopback: boolean;
 }
 
 /** A checked registration: the metadata as registered and the client settings it makes. */
@@ -86,6 +98,8 @@ const UNSUPPORTED = [
   'authorization_encrypted_response_alg',
   'authorization_encrypted_response_enc',
   'tls_client_certificate_bound_access_tokens',
+  // CIBA §7.1.1: signed authentication requests are not supported (discovery names no algorithm).
+  'backchannel_authentication_request_signing_alg',
 ];
 
 const metadataError = (description: string) => new OAuthError('invalid_client_metadata', description);
@@ -178,6 +192,7 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
   const backchannel = optionalUri(m, 'backchannel_logout_uri', fetched);
   const frontchannel = optionalUri(m, 'frontchannel_logout_uri', fetched);
   const contacts = stringList(m, 'contacts', MAX_LIST_LENGTH, 254);
+  const ciba = cibaMetadata(m, grants.has(CIBA_GRANT), method === 'none', policy.notificationLoopback);
 
   const metadata: Record<string, unknown> = {
     redirect_uris: redirectUris,
@@ -211,6 +226,7 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
   // OIDC DCR §2: Sigil puts auth_time into every identity token, so true is always honoured.
   copy('require_auth_time', optionalBoolean(m, 'require_auth_time'));
   copy('dpop_bound_access_tokens', optionalBoolean(m, 'dpop_bound_access_tokens'));
+  Object.assign(metadata, ciba.metadata);
 
   const client: Record<string, unknown> = {
     ...(metadata.client_name !== undefined ? { clientName: metadata.client_name } : {}),
@@ -245,6 +261,7 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
     frontChannelLogoutUri: frontchannel ?? null,
     frontChannelLogoutSessionRequired: optionalBoolean(m, 'frontchannel_logout_session_required') ?? true,
     requireDPoP: optionalBoolean(m, 'dpop_bound_access_tokens') ?? false,
+    ...ciba.client,
     // Its URLs are the registrant's choice (with open registration, anyone's): fetched under the SSRF guard.
     registeredDynamically: true,
   };
@@ -260,6 +277,67 @@ export function checkMetadata(body: unknown, policy: RegistrationPolicy): Checke
 function webOrigins(uris: readonly string[]): string[] {
   const origins = uris.map((u) => new URL(u)).filter((u) => u.protocol === 'https:' || u.protocol === 'http:');
   return [...new Set(origins.map((u) => u.origin))];
+}
+
+/**
+ * The CIBA members (OpenID CIBA Core 1.0 §4): as registered (RFC 7591 names) and as client
+ * settings; both empty for a client without the CIBA grant, which may not name them.
+ * @param ciba the grant types include the CIBA grant
+ * @param isPublic the client has no credentials (`token_endpoint_auth_method` `none`)
+ * @param loopback the ping's SSRF guard lets loopback pass (`RegistrationPolicy.notificationLoopback`)
+ * @throws OAuthError `invalid_client_metadata`
+ */
+function cibaMetadata(
+  m: Record<string, unknown>,
+  ciba: boolean,
+  isPublic: boolean,
+  loopback: boolean,
+): { metadata: Record<string, unknown>; client: Record<string, unknown> } {
+  const mode = optionalEnum(m, 'backchannel_token_delivery_mode', ['poll', 'ping', 'push']);
+  const endpoint = optionalUri(m, 'backchannel_client_notification_endpoint', (name, value) =>
+    notificationEndpointProblem(name, value, loopback),
+  );
+  const userCode = optionalBoolean(m, 'backchannel_user_code_parameter');
+  if (!ciba) {
+    if (mode !== undefined || endpoint !== undefined || userCode !== undefined)
+      throw metadataError(`the backchannel_* members need the grant type ${CIBA_GRANT}`);
+    return { metadata: {}, client: {} };
+  }
+  if (isPublic) throw metadataError('the CIBA grant needs a confidential client');
+  if (mode === undefined) throw metadataError('backchannel_token_delivery_mode is required with the CIBA grant');
+  if (mode === 'push') throw metadataError('backchannel_token_delivery_mode "push" is not supported (poll or ping)');
+  if (mode === 'ping' && endpoint === undefined)
+    throw metadataError('the ping mode needs backchannel_client_notification_endpoint');
+  if (mode === 'poll' && endpoint !== undefined)
+    throw metadataError('backchannel_client_notification_endpoint is for the ping mode only');
+  if (userCode === true) throw metadataError('backchannel_user_code_parameter is not supported (false only)');
+  return {
+    metadata: {
+      backchannel_token_delivery_mode: mode,
+      ...(endpoint !== undefined ? { backchannel_client_notification_endpoint: endpoint } : {}),
+      ...(userCode !== undefined ? { backchannel_user_code_parameter: userCode } : {}),
+    },
+    client: { backchannelTokenDeliveryMode: mode, backchannelClientNotificationEndpoint: endpoint ?? null },
+  };
+}
+
+/**
+ * Why a CIBA notification endpoint is refused, by the rule the ping's SSRF guard applies
+ * (http/outbound.ts): https, or http to a loopback host only where the guard lets loopback pass;
+ * an address for a host must be an ordinary public one (`isFetchableAddress`), and `localhost`
+ * counts as loopback. A host name is resolved and checked again at each ping.
+ */
+function notificationEndpointProblem(name: string, value: string, loopback: boolean): string | undefined {
+  const url = new URL(value);
+  if (url.username !== '' || url.password !== '') return `${name} must have no user info`;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const loopbackHost = LOOPBACK.test(url.hostname) || host.endsWith('.localhost');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback && loopbackHost))
+    return `${name} must be an https URL`;
+  if (loopbackHost && !loopback) return `${name} must not point at a loopback host`;
+  if (isIP(host) !== 0 && !isFetchableAddress(host, loopback))
+    return `${name} must not point at a private, loopback or other special-use address`;
+  return undefined;
 }
 
 /**

@@ -49,6 +49,15 @@ export type SigilEventName =
    * `remembered` when the consent is kept for later requests.
    */
   | 'consent_granted'
+  /**
+   * A user denied a client the requested `scopes` (Duende `ConsentDeniedEvent`): a backchannel
+   * authentication request (CIBA) answered "deny" on /account/requests.
+   */
+  | 'consent_denied'
+  // CIBA (Duende `BackchannelAuthenticationSuccessEvent` / `...FailureEvent`): a request accepted
+  // at `/connect/ciba` (`subjectId` the user it names, `scopes`), or refused (`error`).
+  | 'backchannel_authentication_succeeded'
+  | 'backchannel_authentication_failed'
   /** A user edited their profile claims (`claims` names them, never their values). */
   | 'profile_updated'
   // Management: a user or group created, changed or deleted through SCIM; `clientId`
@@ -153,6 +162,7 @@ const FAILURES = new Set<SigilEventName>([
   'mfa_failed',
   'webauthn_failed',
   'password_change_failed',
+  'backchannel_authentication_failed',
 ]);
 
 /** Publishes audit events to the log and to subscribers. */

@@ -9,7 +9,7 @@
  * write fail, and the poll judges the row again as it is now.
  */
 import type { GrantRecord } from '../stores/grant-store.js';
-import type { GrantSubject } from '../stores/records/grant-data.js';
+import type { AuthorizationDetail, GrantSubject } from '../stores/records/grant-data.js';
 import { OAuthError, invalidGrant } from '../protocol/errors.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { redeemApproval } from './redeem.js';
@@ -31,6 +31,12 @@ export interface PolledRecords<D extends PolledData> {
   findByKey(key: string): Promise<GrantRecord<D> | undefined>;
   /** Replaces the data only while it is still `expected`; false when it changed first. */
   recordPoll(key: string, expected: D, next: D): Promise<boolean>;
+}
+
+/** What the user approved: the scopes and the authorization details (RFC 9396 §2), if any. */
+export interface ApprovedRequest {
+  scopes: string[];
+  authorizationDetails?: AuthorizationDetail[];
 }
 
 /** Reads of a changing row before a poll gives up: whoever keeps changing it polls too fast. */
@@ -79,7 +85,7 @@ export async function pollAnswer<D extends PolledData>(
 }
 
 /** What tells one polled grant from another: its parameter, its records, its grant type. */
-export interface PolledGrant<D extends PolledData & { scopes: string[] }> {
+export interface PolledGrant<D extends PolledData & ApprovedRequest> {
   /** The token request's parameter naming the grant (`device_code`, `auth_req_id`). */
   param: string;
   /** Its name in error descriptions. */
@@ -95,11 +101,12 @@ export interface PolledGrant<D extends PolledData & { scopes: string[] }> {
  * The token endpoint's handler of a polled grant: `pollAnswer`, then tokens exactly once (the row
  * consumed atomically: of concurrent polls after the approval one gets them). The request named no
  * resource indicator, so the token request cannot narrow to one. The user answered on a page that
- * asks no hook, so the `preToken` hook is asked here.
+ * asks no hook, so the `preToken` hook is asked here. The tokens carry the approved authorization
+ * details (RFC 9396 §7), if the request had any.
  * @throws OAuthError `invalid_request` (no handle), `invalid_target` (any `resource`), and what
  *   `pollAnswer` and `redeemApproval` throw.
  */
-export function polledGrant<D extends PolledData & { scopes: string[] }>(grant: PolledGrant<D>): GrantHandler {
+export function polledGrant<D extends PolledData & ApprovedRequest>(grant: PolledGrant<D>): GrantHandler {
   return async (ctx, req) => {
     const { params, client } = req;
     const handle = params.require(grant.param);
@@ -110,11 +117,12 @@ export function polledGrant<D extends PolledData & { scopes: string[] }>(grant: 
       );
     const records = grant.records(ctx);
     const row = await pollAnswer(records, handle, client.clientId, grant.what);
+    const { subject, scopes, authorizationDetails } = row.data;
     return redeemApproval(
       ctx,
       client,
       { familyId: row.familyId, consume: (now: number) => records.consume(row.key, now) },
-      { subject: row.data.subject, scopes: row.data.scopes },
+      { subject, scopes, ...(authorizationDetails ? { authorizationDetails } : {}) },
       async () => undefined,
       { ...bindingOf(req), preToken: grant.grantType },
     );

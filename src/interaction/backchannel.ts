@@ -20,16 +20,33 @@ import { postToClientUrl } from '../http/outbound.js';
 import { chargeQuota } from '../limits/request-quota.js';
 import { OAuthError, invalidRequest } from '../protocol/errors.js';
 import type { Params } from '../protocol/params.js';
+import type { RequestOrigin } from '../events/events.js';
 import { validateScopes } from '../resources/scopes.js';
+import { type AuthorizationDetail, parseAuthorizationDetails } from '../resources/authorization-details.js';
 import type { BackchannelRequestData } from '../stores/records/backchannel-requests.js';
 import type { Session } from '../stores/records/sessions.js';
 import type { User } from '../users/user.js';
 import { idTokenHintSubject } from '../validation/authorize/optional-parameters.js';
+import { parseAcrValues } from '../validation/acr-values.js';
+import { assertedAcr } from '../users/acr.js';
+import { sessionHasMfa } from '../mfa/factors.js';
+import { mfaRequired } from './decide.js';
 
 /** The services this module uses. */
 export type BackchannelServices = Pick<
   Services,
-  'clients' | 'config' | 'email' | 'issuer' | 'limiter' | 'log' | 'resources' | 'store' | 'tokens' | 'users'
+  | 'clients'
+  | 'config'
+  | 'email'
+  | 'events'
+  | 'issuer'
+  | 'limiter'
+  | 'log'
+  | 'mfa'
+  | 'resources'
+  | 'store'
+  | 'tokens'
+  | 'users'
 >;
 
 /** The approval page, below the issuer's path: where the user answers and where the mail links. */
@@ -41,9 +58,13 @@ export const MAX_REQUEST_SECONDS = 300;
 export const MAX_BINDING_MESSAGE = 100;
 /** Longest `client_notification_token` (CIBA §7.1: at most 1024 characters). */
 const MAX_NOTIFICATION_TOKEN = 1024;
-/** Longest login hint (a username or an address, RFC 5321 §4.5.3.1) and `acr_values`. */
+/** Longest login hint (a username or an address, RFC 5321 §4.5.3.1). */
 const MAX_HINT = 320;
-const MAX_ACR_VALUES = 512;
+/**
+ * Longest `acr_values`, as at authorize (`parseAcrValues`). Values Sigil does not know are a
+ * preference it cannot meet (OIDC Core §3.1.2.1: voluntary), so they ask for nothing.
+ */
+const MAX_ACR_VALUES = 300;
 /** How long the ping may take, milliseconds. */
 const PING_TIMEOUT_MS = 5_000;
 /** Requests the page lists at most. */
@@ -67,18 +88,21 @@ export interface BackchannelResponse {
 
 /**
  * Checks and stores a backchannel authentication request of an authenticated `client` (CIBA §7.1,
- * §7.2), then mails its user (with config `email`) in the background. A refused request stores
- * nothing.
+ * §7.2), then mails its user (with config `email`) in the background and records
+ * `backchannel_authentication_succeeded`. A refused request stores nothing (the endpoint records
+ * the failure).
  * @throws OAuthError `unauthorized_client` (a public client, or one without the CIBA grant),
  *   `invalid_request` (no hint or both, a signed request, a repeated parameter, a bad
  *   `requested_expiry`, `acr_values` or `client_notification_token`, no `openid` scope),
  *   `invalid_scope`, `unknown_user_id` (no active user matches the hint), `invalid_binding_message`,
+ *   `invalid_authorization_details` (RFC 9396 §5: `parseAuthorizationDetails`),
  *   429 `temporarily_unavailable` over the client's or the user's quota.
  */
 export async function startBackchannelRequest(
   ctx: BackchannelServices,
   client: Client,
   params: Params,
+  origin: RequestOrigin,
 ): Promise<BackchannelResponse> {
   if (client.isPublic) throw new OAuthError('unauthorized_client', 'CIBA is for confidential clients only');
   if (!client.allowedGrantTypes.includes(CIBA_GRANT))
@@ -96,6 +120,7 @@ export async function startBackchannelRequest(
   const acrValues = params.get('acr_values');
   if (acrValues !== undefined && (acrValues.length > MAX_ACR_VALUES || UNPRINTABLE.test(acrValues)))
     throw invalidRequest('acr_values is too long or holds control characters');
+  const authorizationDetails = parseAuthorizationDetails(params.get('authorization_details'), client, ctx.resources);
   const lifetime = requestedLifetime(params.get('requested_expiry'));
   const notificationToken = params.get('client_notification_token');
   if (client.backchannelTokenDeliveryMode === 'ping') {
@@ -125,6 +150,7 @@ export async function startBackchannelRequest(
     interval: client.pollingInterval,
     ...(bindingMessage !== undefined ? { bindingMessage } : {}),
     ...(acrValues !== undefined ? { acrValues } : {}),
+    ...(authorizationDetails !== undefined ? { authorizationDetails } : {}),
     ...(ping && notificationToken !== undefined ? { notificationToken, authReqId } : {}),
   };
   const now = nowSeconds();
@@ -141,6 +167,14 @@ export async function startBackchannelRequest(
     const lang = typeof user.claims.locale === 'string' ? user.claims.locale : 'en';
     email.inBackground(() => email.notifyBackchannelRequest(to, lang, `${ctx.issuer}${REQUESTS_PAGE_PATH}`));
   }
+  ctx.events.emit({
+    name: 'backchannel_authentication_succeeded',
+    endpoint: 'ciba',
+    clientId: client.clientId,
+    subjectId: user.subjectId,
+    scopes,
+    ...origin,
+  });
   return { auth_req_id: authReqId, expires_in: lifetime, interval: client.pollingInterval };
 }
 
@@ -191,24 +225,57 @@ export interface ListedRequest {
   client: string;
   scopes: string[];
   bindingMessage?: string;
+  /** The `authorization_details` asked for (RFC 9396 §2), as the client sent them. */
+  authorizationDetails?: AuthorizationDetail[];
+  /** Approving it takes a second factor this session has not passed yet (`needsSecondFactor`). */
+  secondFactor: boolean;
 }
 
 /** The signed-in user's requests waiting for an answer, newest first. */
-export async function pendingRequestsOf(ctx: BackchannelServices, subjectId: string): Promise<ListedRequest[]> {
-  const rows = await ctx.store.records.backchannelRequests.pendingOf(subjectId, nowSeconds(), LISTED);
+export async function pendingRequestsOf(ctx: BackchannelServices, session: Session): Promise<ListedRequest[]> {
+  const rows = await ctx.store.records.backchannelRequests.pendingOf(session.subjectId, nowSeconds(), LISTED);
   return rows.map((r) => ({
     id: r.key,
     client: ctx.clients.get(r.clientId)?.clientName ?? r.clientId,
     scopes: r.data.scopes,
     ...(r.data.bindingMessage !== undefined ? { bindingMessage: r.data.bindingMessage } : {}),
+    ...(r.data.authorizationDetails !== undefined ? { authorizationDetails: r.data.authorizationDetails } : {}),
+    secondFactor: needsSecondFactor(ctx, session, r.clientId, r.data.acrValues),
   }));
 }
 
 /**
+ * Whether approving a request of `clientId` with `acrValues` needs a second factor the session has
+ * not passed: the request's `acr_values` ask for MFA and the session meets none of its values
+ * (`requestsMfa`, as authorize decides), or the client's or the server's policy
+ * (`MfaService.requiredFor`) needs MFA. Unknown values ask for nothing, as at authorize.
+ */
+function needsSecondFactor(
+  ctx: BackchannelServices,
+  session: Session,
+  clientId: string,
+  acrValues: string | undefined,
+): boolean {
+  if (sessionHasMfa(session)) return false;
+  return mfaRequired(ctx.mfa.requiredFor(ctx.clients.get(clientId)), session, {
+    acrValues: parseAcrValues(acrValues).acr,
+  });
+}
+
+/**
+ * The outcome of an answer: recorded; `gone` (no such request waiting for this user); or, for an
+ * approval that needs a second factor first (`needsSecondFactor`), `second-factor` (the user has
+ * one: step up, then approve) or `enroll` (the user has none yet).
+ */
+export type BackchannelAnswer = 'answered' | 'gone' | 'second-factor' | 'enroll';
+
+/**
  * Records the user's answer to the request `id` (its store key): approved with the session's
- * authentication, or denied; then, in ping mode, pings the client in the background. Only the
- * user the request names may answer it, once, while it waits.
- * @returns false when there is no such request waiting for this user (unknown, another user's,
+ * authentication (and, when the request had `acr_values`, the class to assert, OIDC Core
+ * §3.1.2.1), or denied; then, in ping mode, pings the client in the background. Only the user
+ * the request names may answer it, once, while it waits; an approval that needs a second factor
+ * the session has not passed records nothing (`BackchannelAnswer`).
+ * @returns `gone` when there is no such request waiting for this user (unknown, another user's,
  *   already answered, expired).
  */
 export async function answerBackchannelRequest(
@@ -216,7 +283,8 @@ export async function answerBackchannelRequest(
   session: Session,
   id: string,
   approve: boolean,
-): Promise<boolean> {
+  origin: RequestOrigin,
+): Promise<BackchannelAnswer> {
   const requests = ctx.store.records.backchannelRequests;
   for (let attempt = 0; attempt < ANSWER_ATTEMPTS; attempt++) {
     const row = id.length <= 100 ? await requests.findByKey(id) : undefined;
@@ -228,7 +296,10 @@ export async function answerBackchannelRequest(
       row.expiresAt <= nowSeconds() ||
       row.data.status !== 'pending'
     )
-      return false;
+      return 'gone';
+    const { acrValues } = row.data;
+    if (approve && needsSecondFactor(ctx, session, row.clientId, acrValues))
+      return (await ctx.mfa.nextStep(session.subjectId, true)) === 'enroll' ? 'enroll' : 'second-factor';
     const subject = {
       subjectId: session.subjectId,
       authTime: session.authTime,
@@ -236,19 +307,30 @@ export async function answerBackchannelRequest(
       idp: session.idp,
       sid: session.sid,
       ...(session.tenant ? { tenant: session.tenant } : {}),
+      ...(acrValues !== undefined ? { acr: assertedAcr(session, parseAcrValues(acrValues).acr) } : {}),
     };
     const answered: BackchannelRequestData = approve
       ? { ...row.data, status: 'approved', subject }
       : { ...row.data, status: 'denied' };
     // A poll between the read and this write makes it fail: read again.
     if (!(await requests.answer(id, row.data, answered))) continue;
+    // As Duende audits a CIBA answer: the consent given or refused, the scopes it was about.
+    ctx.events.emit({
+      name: approve ? 'consent_granted' : 'consent_denied',
+      endpoint: 'ciba_approval',
+      subjectId: session.subjectId,
+      clientId: row.clientId,
+      scopes: row.data.scopes,
+      ...(approve ? { remembered: false } : {}),
+      ...origin,
+    });
     const client = ctx.clients.get(row.clientId);
     const { authReqId, notificationToken } = row.data;
     if (client && authReqId !== undefined && notificationToken !== undefined)
       void ping(ctx, client, authReqId, notificationToken);
-    return true;
+    return 'answered';
   }
-  return false;
+  return 'gone';
 }
 
 /**

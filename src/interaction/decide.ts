@@ -26,20 +26,11 @@
  * 5. Consent (§3.1.2.4, `needsConsent`), unless given for this request; with `prompt=none`,
  *    `consent_required`.
  * 6. Issue, with the scopes consented for this request (all requested ones when none was asked)
- *    and, when the client asked for `acr`, the class to assert (§3.1.2.1, `preferredAcr`).
+ *    and, when the client asked for `acr`, the class to assert (§3.1.2.1, `assertedAcr`).
  */
 import type { Client } from '../clients/registry.js';
 import { type SecondStep, sessionHasMfa } from '../mfa/factors.js';
-import {
-  ACR_MFA,
-  type AcrSession,
-  achievedAcr,
-  acrMeets,
-  attainableAcrs,
-  metAcrs,
-  preferredAcr,
-  requestsMfa,
-} from '../users/acr.js';
+import { ACR_MFA, type AcrSession, acrMeets, assertedAcr, attainableAcrs, metAcrs, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
 import { type AuthorizeRequest, isNativeRedirect } from '../validation/authorize-request.js';
@@ -182,13 +173,11 @@ export function decide(
     return { kind: 'consent' };
   }
   if (!req.acrRequested) return { kind: 'issue', scopes, ...withOrganization };
-  // OIDC Core §3.1.2.1: acr is returned when asked for: the most preferred requested value the
-  // sign-in meets, else the class actually achieved (the upstream's own, when it sent one).
-  const achieved = achievedAcr(session);
+  // OIDC Core §3.1.2.1: acr is returned when asked for.
   return {
     kind: 'issue',
     scopes,
-    acr: preferredAcr(session, [...(req.essentialAcr ?? []), ...req.acr.acr]) ?? session.upstreamAcr ?? achieved,
+    acr: assertedAcr(session, [...(req.essentialAcr ?? []), ...req.acr.acr]),
     ...withOrganization,
   };
 }

@@ -12,6 +12,7 @@ const MFA = `<% layout('@layout', { lang: it.lang, title: it.t.mfaTitle }) %>
 <form method="post" action="<%= it.base %>/account/mfa">
 <%~ include('@csrf', it) %>
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
+<% if (it.returnTo) { %><input type="hidden" name="return" value="<%= it.returnTo %>"><% } %>
 <label for="code"><%= it.t.oneTimeCode %></label>
 <input type="text" id="code" name="code" inputmode="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" maxlength="100" required autofocus aria-describedby="mfa-intro<% if (it.error) { %> mfa-error<% } %>"<% if (it.error) { %> aria-invalid="true"<% } %>>
 <div class="actions">
@@ -31,6 +32,7 @@ const TOTP = `<% layout('@layout', { lang: it.lang, title: it.t.totpTitle }) %>
 <form method="post" action="<%= it.base %>/account/totp">
 <%~ include('@csrf', it) %>
 <% if (it.interaction) { %><input type="hidden" name="interaction" value="<%= it.interaction %>"><% } %>
+<% if (it.returnTo) { %><input type="hidden" name="return" value="<%= it.returnTo %>"><% } %>
 <label for="code"><%= it.t.oneTimeCode %></label>
 <input type="text" id="code" name="code" inputmode="numeric" autocomplete="one-time-code" maxlength="10" pattern="[0-9 ]*" required autofocus aria-describedby="totp-intro<% if (it.error) { %> totp-error<% } %>"<% if (it.error) { %> aria-invalid="true"<% } %>>
 <div class="actions"><button type="submit" name="button" value="confirm" class="primary"><%= it.t.activate %></button></div>

@@ -1,9 +1,11 @@
 /**
  * The page where a signed-in user answers applications' backchannel authentication requests
  * (OpenID CIBA Core 1.0; route in ui/backchannel-requests.ts): each waiting request with the
- * client's display name, the scopes and the binding message, and a form per request
+ * client's display name, the scopes, the binding message and the authorization details (shown as
+ * the consent page shows them), and a form per request
  * (`button=approve` / `button=deny`, CSRF-checked). Eta escapes every value.
  */
+import { authorizationDetailsFragment } from './authorization-details-view.js';
 
 /** One template: `requests` the list (may be empty), `notice` a text key shown above it. */
 const REQUESTS = `<% layout('@layout', { lang: it.lang, title: it.t.cibaTitle }) %>
@@ -14,6 +16,8 @@ const REQUESTS = `<% layout('@layout', { lang: it.lang, title: it.t.cibaTitle })
 <h2><%= r.client %></h2>
 <% if (r.bindingMessage !== undefined) { %><p><%= it.t.cibaMessage %>: <strong><%= r.bindingMessage %></strong></p><% } %>
 <p><%= it.t.cibaScopes %>: <%= r.scopes.join(', ') %></p>
+${authorizationDetailsFragment('r.details')}
+<% if (r.secondFactor) { %><p role="note"><%= it.t.cibaSecondFactor %></p><% } %>
 <form method="post" action="<%= it.base %>/account/requests">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
 <input type="hidden" name="request" value="<%= r.id %>">

@@ -9,6 +9,7 @@ import type { FastifyReply } from 'fastify';
 import { ConfigError } from '../config/loader.js';
 import { format, type Locales, type Messages } from './i18n.js';
 import { DEFAULT_LOOK, type Look } from './look.js';
+import { authorizationDetailsFragment } from './authorization-details-view.js';
 import { PASSKEY_TEMPLATES } from './passkeys-pages.js';
 import { SHOW_PASSWORD_SCRIPT_TAG, showPasswordButton } from './show-password.js';
 
@@ -98,8 +99,7 @@ const CONSENT = `<% layout('@layout', { lang: it.lang, title: it.t.consentTitle 
 <ul class="scopes">
 <% it.scopes.forEach(function (s) { %><li><span><%= s.name %><% if (s.description) { %><small><%= s.description %></small><% } %></span></li><% }) %>
 </ul>
-<% if (it.details && it.details.length > 0) { %><p><%= it.t.consentDetails %></p>
-<ul class="authorization-details"><% it.details.forEach(function (d) { %><li><strong><%= d.type %></strong><pre><code><%= d.json %></code></pre></li><% }) %></ul><% } %>
+${authorizationDetailsFragment('it.details')}
 <% if (it.client.links.length > 0) { %><nav aria-label="<%= it.f(it.t.clientLinks, { client: it.client.name }) %>"><ul class="client-links"><% it.client.links.forEach(function (l) { %><li><a href="<%= l.href %>" rel="noopener"><%= it.f(it.t[l.key], { client: it.client.name }) %></a></li><% }) %></ul></nav><% } %>
 <form method="post" action="<%= it.base %>/consent" id="consent">
 <%~ include('@csrf', it) %>

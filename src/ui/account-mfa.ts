@@ -37,7 +37,7 @@ import type { OutcomesServices } from '../interaction/outcomes.js';
 import type { PasskeysPageServices } from './passkeys.js';
 import type { ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
-import { ACCOUNT_PATH, signInReturningTo } from './return-path.js';
+import { ACCOUNT_PATH, returnPath, signInReturningTo } from './return-path.js';
 
 /** The services this module uses. */
 export type AccountMfaPageServices = Pick<
@@ -64,6 +64,9 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
     const who = await ctx.secondStep.who(browser, () => sessionOf(ctx, request));
     if (!who) return expiredPage(ctx, request, reply);
     const id = who.pending ? who.pending.interaction : queryString(request, 'interaction');
+    // A live session's step-up asked for by one of Sigil's own account pages (an approval on
+    // /account/requests) goes back there afterwards.
+    const returnTo = who.session && !id ? returnPath(queryString(request, 'return')) : undefined;
     // Step-up of a live session whose user has a WebAuthn credential: the security key step,
     // unless the user chose the code instead (its link). A pending sign-in got the key step at once.
     if (who.session && queryString(request, 'use') !== 'code') {
@@ -73,11 +76,11 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
         reply,
         who.session.subjectId,
         await liveInteraction(ctx, id, browser),
-        undefined,
+        returnTo,
       );
       if (sent) return reply;
     }
-    return mfaPage(ctx, request, reply, id, undefined);
+    return mfaPage(ctx, request, reply, { interaction: id, returnTo }, undefined);
   });
 
   app.post('/account/mfa', stepForm, async (request, reply) => {
@@ -88,6 +91,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
     const id = who.pending ? who.pending.interaction : single(body, 'interaction');
     const interaction = id ? await ctx.interactions.get(id, browser) : undefined;
     if (id && !interaction) return expiredPage(ctx, request, reply);
+    const returnTo = who.session && !id ? returnPath(single(body, 'return')) : undefined;
     if (single(body, 'button') === 'cancel') {
       if (who.pending) await ctx.mfa.finishPending(browser);
       if (id && interaction) return denyPage(ctx, request, reply, { id, interaction });
@@ -99,9 +103,10 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
     });
     if (check.outcome === 'refused') {
       refused(reply, check.refusal);
-      return mfaPage(ctx, request, reply, id, 'tooManyAttempts', 429);
+      return mfaPage(ctx, request, reply, { interaction: id, returnTo }, 'tooManyAttempts', 429);
     }
-    if (check.outcome === 'invalid') return mfaPage(ctx, request, reply, id, 'invalidOneTimeCode');
+    if (check.outcome === 'invalid')
+      return mfaPage(ctx, request, reply, { interaction: id, returnTo }, 'invalidOneTimeCode');
     return completeSecondFactor(
       ctx,
       request,
@@ -109,7 +114,7 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
       browser,
       who,
       check.kind,
-      id && interaction ? { interaction: id } : undefined,
+      id && interaction ? { interaction: id } : returnTo ? { returnTo } : undefined,
     );
   });
 
@@ -220,7 +225,9 @@ async function keyStep(
   const user = await ctx.users.findBySubject(subjectId);
   if (!user?.isActive) return false;
   const codeLink = (await ctx.secondStep.offersCode(subjectId))
-    ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}`
+    ? `/account/mfa?use=code${interaction ? `&interaction=${encodeURIComponent(interaction)}` : ''}${
+        returnTo ? `&return=${encodeURIComponent(returnTo)}` : ''
+      }`
     : undefined;
   const lang = await pendingLanguage(ctx, request, reply, interaction);
   return securityKeyStep(ctx, request, reply, user, interaction, lang, {
@@ -235,7 +242,8 @@ async function keyStep(
  * and `mfa` (RFC 8176); a live session gets them added (step-up). Then continues the
  * authorization request, /account, or shows "signed in".
  * @param who from `SecondStepService.who`
- * @param stepUpNext the pending request a step-up continues (a pending sign-in knows its own)
+ * @param stepUpNext the pending request, or the account page, a step-up continues (a pending
+ *   sign-in knows its own); absent: /account
  * @param asLink return where to continue (a path) instead of answering
  * @returns the reply, or the path when `asLink`; the expired page when the pending sign-in was
  *   finished by another request first.
@@ -247,7 +255,7 @@ export async function completeSecondFactor(
   browser: string,
   who: Who,
   kind: string,
-  stepUpNext: { interaction: string } | undefined,
+  stepUpNext: { interaction: string } | { returnTo: string } | undefined,
   asLink = false,
 ): Promise<FastifyReply | string> {
   const lang = language(request);
@@ -389,20 +397,26 @@ async function addressOf(
   return { email, emailVerified, verifyEmail };
 }
 
+/**
+ * The one-time code form of the second step.
+ * @param step the pending request it continues, or the account page a live session's step-up
+ *   returns to (`returnPath`)
+ */
 async function mfaPage(
   ctx: AccountMfaPageServices,
   request: FastifyRequest,
   reply: FastifyReply,
-  interaction: string | undefined,
+  step: { interaction: string | undefined; returnTo: string | undefined },
   error: 'invalidOneTimeCode' | 'tooManyAttempts' | undefined,
   status = 200,
 ): Promise<FastifyReply> {
+  const { interaction, returnTo } = step;
   const lang = await pendingLanguage(ctx, request, reply, interaction);
   return ctx.pages.send(
     reply,
     'mfa',
     lang,
-    { csrf: reply.generateCsrf(), interaction, error: error ? ctx.pages.text(lang, error) : undefined },
+    { csrf: reply.generateCsrf(), interaction, returnTo, error: error ? ctx.pages.text(lang, error) : undefined },
     status,
     interaction !== undefined,
   );

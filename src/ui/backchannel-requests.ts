@@ -3,7 +3,9 @@
  * applications made for them (OpenID CIBA Core 1.0; interaction/backchannel.ts). GET lists the
  * requests waiting for this user; POST (CSRF-checked) approves or denies one, named by its store
  * key, and only one of this user's own: any other id gets the "no longer waiting" answer (404)
- * and changes nothing. A visitor who is not signed in is sent to sign in, then back here.
+ * and changes nothing. A visitor who is not signed in is sent to sign in, then back here. An
+ * approval whose request asks for a second factor the session has not passed (`acr_values`) sends
+ * the user through the second step (`/account/mfa`), then back here.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
@@ -16,7 +18,9 @@ import {
 } from '../interaction/backchannel.js';
 import type { Session } from '../stores/records/sessions.js';
 import { single } from '../http/fields.js';
+import { originOf } from '../http/request.js';
 import { BACKCHANNEL_TEMPLATES } from '../page-kit/backchannel-pages.js';
+import { shownDetails } from '../page-kit/authorization-details-view.js';
 import type { ErrorPageServices } from './error-page.js';
 import { formOf, formRoute, type FormServices } from './forms.js';
 import { language } from './language.js';
@@ -55,9 +59,17 @@ export function backchannelRequestPages(app: FastifyInstance, ctx: BackchannelPa
     const button = single(body, 'button');
     const id = single(body, 'request') ?? '';
     const answered =
-      (button === 'approve' || button === 'deny') &&
-      (await answerBackchannelRequest(ctx, session, id, button === 'approve'));
-    if (!answered) return requestsPage(ctx, request, reply, session, 'cibaGone', 404);
+      button === 'approve' || button === 'deny'
+        ? await answerBackchannelRequest(ctx, session, id, button === 'approve', originOf(request))
+        : 'gone';
+    // A request whose acr_values ask for MFA: the second factor first (step-up at the MFA pages),
+    // then back to this list, where the user approves again.
+    if (answered === 'second-factor')
+      return reply
+        .header('cache-control', 'no-store')
+        .redirect(`${ctx.basePath}/account/mfa?return=${encodeURIComponent(REQUESTS_PAGE_PATH)}`, 303);
+    if (answered === 'enroll') return requestsPage(ctx, request, reply, session, 'cibaNeedsFactor', 403);
+    if (answered === 'gone') return requestsPage(ctx, request, reply, session, 'cibaGone', 404);
     return requestsPage(ctx, request, reply, session, button === 'approve' ? 'cibaApproved' : 'cibaDenied');
   });
 }
@@ -71,7 +83,10 @@ async function requestsPage(
   notice?: string,
   status = 200,
 ): Promise<FastifyReply> {
-  const requests = await pendingRequestsOf(ctx, session.subjectId);
+  const requests = (await pendingRequestsOf(ctx, session)).map((r) => ({
+    ...r,
+    details: shownDetails(r.authorizationDetails),
+  }));
   return ctx.pages.send(
     reply.header('cache-control', 'no-store'),
     'requests',

@@ -21,6 +21,7 @@ import { format } from '../page-kit/i18n.js';
 import type { OutcomesServices } from '../interaction/outcomes.js';
 import type { BrowserServices } from '../interaction/browser.js';
 import { samlPartyName } from '../interaction/saml.js';
+import { shownDetails } from '../page-kit/authorization-details-view.js';
 
 /** The services this module uses. */
 export type ConsentPageServices = Pick<
@@ -78,10 +79,7 @@ export function consentPage(app: FastifyInstance, ctx: ConsentPageServices): voi
         scopes: interaction.request.scopes.map((s) => describeScope(ctx, lang, s)),
         // RFC 9396 §2: what exactly is asked (a payment's amount and creditor, say), each object
         // as the client sent it; the page escapes it like any other text.
-        details: (interaction.request.authorizationDetails ?? []).map((d) => ({
-          type: d.type,
-          json: JSON.stringify(d, null, 2),
-        })),
+        details: shownDetails(interaction.request.authorizationDetails),
         canRemember: mayRememberConsent(interaction) && !client.metadataDocument,
         device: interaction.device !== undefined,
       },

@@ -99,6 +99,16 @@ export function preferredAcr(session: AcrSession, requested: readonly unknown[])
   return requested.find((v): v is string => typeof v === 'string' && met.includes(v));
 }
 
+/**
+ * The `acr` to assert when the client asked for one (OIDC Core §3.1.2.1): the most preferred
+ * requested value the sign-in meets (`preferredAcr`), else the class the upstream provider said,
+ * when it said one, else the class achieved (`achievedAcr`).
+ * @param requested the essential `acr` values, then the plain values of `acr_values`
+ */
+export function assertedAcr(session: AcrSession & { upstreamAcr?: string }, requested: readonly unknown[]): string {
+  return preferredAcr(session, requested) ?? session.upstreamAcr ?? achievedAcr(session);
+}
+
 /** Whether an achieved class meets a requested value (the same class, or a stronger one per `ACR_SATISFIES`). */
 export function acrMeets(achieved: string, requested: unknown): boolean {
   return (

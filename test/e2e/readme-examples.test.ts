@@ -131,6 +131,7 @@ describe('the shell examples of README.md and docs/ run as printed against the d
     expect(count('docs/agents.md')).toBeGreaterThanOrEqual(2);
     expect(count('docs/managing.md')).toBeGreaterThanOrEqual(4);
     expect(count('docs/organizations.md')).toBeGreaterThanOrEqual(4);
+    expect(count('docs/agents-ciba.md')).toBeGreaterThanOrEqual(1);
   });
 
   it("the README's config for your own application is one Sigil starts with", () => {

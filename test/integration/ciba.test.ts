@@ -30,6 +30,7 @@ import {
   uniqueSchema,
 } from '../helpers.js';
 import { SmtpReceiver } from '../smtp-receiver.js';
+import { enrollTotp, isMfaPage, submitCode, totpCode } from '../mfa-helpers.js';
 
 const GRANT = 'urn:openid:params:grant-type:ciba';
 const POLL: BasicCredentials = ['speaker', 'speaker-secret'];
@@ -354,6 +355,169 @@ describe('the approval page', () => {
     const tried = await alice.post('/account/requests', { request: hashHandle(id), button: 'approve' });
     expect(tried.status).toBe(403);
     expectError(await poll(id), 'authorization_pending');
+  });
+});
+
+describe('acr_values', () => {
+  const MFA = 'urn:sigil:acr:mfa';
+  const PASSWORD = 'urn:sigil:acr:password';
+  // A server of its own: Alice enrolls a second factor here, which the other tests' sign-ins lack.
+  let mfa: TestSigil;
+  beforeAll(async () => {
+    mfa = await startSigil({
+      clients: [{ clientId: 'speaker', clientName: 'Smart Speaker', clientSecrets: ['speaker-secret'], ...ciba }],
+    });
+  });
+  afterAll(async () => mfa?.close());
+
+  /** The claims of the identity token that redeeming the approved `id` gives. */
+  async function idTokenOf(id: string): Promise<Record<string, unknown>> {
+    await sleep(1100);
+    const res = await poll(id, POLL, mfa);
+    expect(res.statusCode, res.body).toBe(200);
+    const { payload } = await jwtVerify(res.json<TokenBody>().id_token as string, await fetchJwks(mfa), {
+      audience: 'speaker',
+    });
+    return payload;
+  }
+
+  it('asking for MFA: approval takes the second factor first (step-up, then back), and the identity token says so', async () => {
+    const id = await start({ acr_values: `urn:example:gold ${MFA}`, binding_message: 'MFA-1' }, POLL, mfa);
+    // Signed in with the password only, before Alice had a second factor.
+    const alice = await signedIn('alice', mfa);
+    const listed = await requestForm(alice);
+    expect(listed.body).toContain('Approving this request takes your second factor first.');
+
+    // No factor at all: the approval is refused with the way to add one; nothing is recorded.
+    const none = await answer(alice, id, 'approve');
+    expect(none.status).toBe(403);
+    expect(none.body).toContain('your account has none yet');
+    expectError(await poll(id, POLL, mfa), 'authorization_pending');
+
+    // Alice adds an authenticator app in another browser; this session still has no MFA.
+    const other = await signedIn('alice', mfa);
+    const { secret } = await enrollTotp(other);
+    const stepUp = await answer(alice, id, 'approve');
+    expect(stepUp.status).toBe(303);
+    expect(stepUp.location).toBe('/account/mfa?return=%2Faccount%2Frequests');
+    await sleep(1100);
+    expectError(await poll(id, POLL, mfa), 'authorization_pending');
+
+    const codePage = await alice.follow(stepUp);
+    expect(isMfaPage(codePage)).toBe(true);
+    expect(codePage.body).toContain('name="return" value="/account/requests"');
+    const back = await submitCode(alice, codePage, totpCode(secret, 1));
+    // Back on the list, which no longer asks for the second factor.
+    expect(back.status, back.body).toBe(200);
+    expect(back.body).toContain('MFA-1');
+    expect(back.body).not.toContain('Approving this request takes your second factor first.');
+    expect((await answer(alice, id, 'approve')).status).toBe(200);
+
+    const claims = await idTokenOf(id);
+    expect(claims.acr).toBe(MFA);
+    expect(claims.amr).toEqual(expect.arrayContaining(['pwd', 'otp', 'mfa']));
+  });
+
+  it('a value Sigil does not know asks for nothing, as at authorize: the achieved class is asserted', async () => {
+    const id = await start({ acr_values: 'urn:example:gold', login_hint: 'bob' }, POLL, mfa);
+    const bob = await signedIn('bob', mfa);
+    expect((await answer(bob, id, 'approve')).status).toBe(200);
+    const claims = await idTokenOf(id);
+    expect(claims.acr).toBe(PASSWORD);
+    expect(claims.amr).toEqual(['pwd']);
+  });
+
+  it('a password request is met by a password sign-in; a denial never needs the second factor', async () => {
+    const met = await start({ acr_values: `${PASSWORD} ${MFA}`, login_hint: 'bob' }, POLL, mfa);
+    const bob = await signedIn('bob', mfa);
+    expect((await answer(bob, met, 'approve')).status).toBe(200);
+    expect((await idTokenOf(met)).acr).toBe(PASSWORD);
+    const denied = await start({ acr_values: MFA, login_hint: 'bob' }, POLL, mfa);
+    expect((await answer(bob, denied, 'deny')).status).toBe(200);
+    expectError(await poll(denied, POLL, mfa), 'access_denied');
+  });
+
+  it('a step-up never returns to a place outside the account pages', async () => {
+    const bob = await signedIn('bob', mfa);
+    const page = await bob.get('/account/mfa?use=code&return=https%3A%2F%2Fevil.example%2F');
+    expect(page.body).not.toContain('evil.example');
+    expect(page.body).not.toContain('name="return"');
+  });
+
+  it('is bounded as at authorize', async () => {
+    const res = await cibaRequest({ scope: 'openid', login_hint: 'alice', acr_values: 'x'.repeat(301) }, POLL, mfa);
+    expectError(res, 'invalid_request');
+  });
+});
+
+describe('audit events', () => {
+  // A server of its own: these requests count against no other test's quota.
+  let audited: TestSigil;
+  beforeAll(async () => {
+    audited = await startSigil({
+      clients: [{ clientId: 'speaker', clientName: 'Smart Speaker', clientSecrets: ['speaker-secret'], ...ciba }],
+    });
+  });
+  afterAll(async () => audited?.close());
+
+  /** The stored audit events of the speaker (about `subjectId`, when given), oldest first, after a flush. */
+  async function eventsOf(subjectId?: string) {
+    const audit = audited.context.management.audit;
+    await audit.flush();
+    const { events } = await audit.query({ clientId: 'speaker', ...(subjectId ? { subjectId } : {}), limit: 200 });
+    return events.reverse();
+  }
+
+  it('records the request, the approval or denial, the tokens issued and the expired poll', async () => {
+    const bob = '2';
+    const approved = await start({ login_hint: 'bob' }, POLL, audited);
+    const denied = await start({ login_hint: 'bob', scope: 'openid' }, POLL, audited);
+    const b = await signedIn('bob', audited);
+    await answer(b, approved, 'approve');
+    await answer(b, denied, 'deny');
+    await sleep(1100);
+    expect((await poll(approved, POLL, audited)).statusCode).toBe(200);
+    expectError(await poll(denied, POLL, audited), 'access_denied');
+    const expiring = await cibaRequest({ scope: 'openid', login_hint: 'bob', requested_expiry: '1' }, POLL, audited);
+    const { auth_req_id: expired } = expiring.json<{ auth_req_id: string }>();
+    await sleep(1100);
+    expectError(await poll(expired, POLL, audited), 'expired_token');
+
+    const about = await eventsOf(bob);
+    expect(about.map((e) => [e.name, e.endpoint, e.scopes?.join(' ')])).toEqual([
+      ['backchannel_authentication_succeeded', 'ciba', 'openid profile'],
+      ['backchannel_authentication_succeeded', 'ciba', 'openid'],
+      ['consent_granted', 'ciba_approval', 'openid profile'],
+      ['consent_denied', 'ciba_approval', 'openid'],
+      ['token_issued', 'token', 'openid profile'],
+      ['backchannel_authentication_succeeded', 'ciba', 'openid'],
+    ]);
+    for (const e of about) expect(e.remoteAddress).toBeDefined();
+    expect(about.find((e) => e.name === 'token_issued')?.grantType).toBe(GRANT);
+    // A refused poll names the client and its error (the token endpoint names no user then).
+    const failed = (await eventsOf()).filter((e) => e.name === 'token_issue_failed' && e.grantType === GRANT);
+    expect(failed.map((e) => e.error)).toEqual(['access_denied', 'expired_token']);
+    // No auth_req_id in any event.
+    const all = JSON.stringify(await eventsOf());
+    for (const id of [approved, denied, expired]) expect(all).not.toContain(id);
+  });
+
+  it('records a refused request with its error, and a failed client authentication as at the token endpoint', async () => {
+    expectError(await cibaRequest({ scope: 'openid', login_hint: 'nobody' }, POLL, audited), 'unknown_user_id');
+    expectError(
+      await cibaRequest({ scope: 'openid', login_hint: 'alice' }, ['speaker', 'wrong'], audited),
+      'invalid_client',
+      401,
+    );
+    const events = await eventsOf();
+    expect(events.find((e) => e.name === 'backchannel_authentication_failed')).toMatchObject({
+      endpoint: 'ciba',
+      error: 'unknown_user_id',
+    });
+    expect(events.find((e) => e.name === 'client_authentication_failed')).toMatchObject({
+      endpoint: 'ciba',
+      error: 'invalid_client',
+    });
   });
 });
 

@@ -4,9 +4,10 @@
  */
 import * as z from 'zod';
 import { lifetime, nonEmpty } from './field-kinds.js';
+import { CIBA_GRANT } from './protocol.js';
 
 /** Grant types a dynamically registered client may be given (never password or token exchange). */
-export const DYNAMIC_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+export const DYNAMIC_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', CIBA_GRANT] as const;
 /**
  * Token endpoint methods a dynamically registered client may use: no client_secret_jwt, its secret is kept as
  * a digest only.
@@ -45,7 +46,7 @@ export const registration = z
       .default(REGISTRATION_DEFAULTS.allowedGrantTypes)
       .meta({
         description:
-          'Grant types a dynamic client may register: authorization_code, refresh_token, client_credentials (password and token exchange never)',
+          'Grant types a dynamic client may register: authorization_code, refresh_token, client_credentials, urn:openid:params:grant-type:ciba (password and token exchange never)',
         spec: 'RFC 7591 §2',
       }),
     allowedScopes: z.array(nonEmpty).optional().meta({

@@ -7,7 +7,7 @@
  */
 import { hashHandle } from '../../crypto/handles.js';
 import type { GrantRecord, GrantStore } from '../grant-store.js';
-import type { GrantSubject } from './grant-data.js';
+import type { AuthorizationDetail, GrantSubject } from './grant-data.js';
 import { RecordKind } from './record-kind.js';
 
 /** Stored state of a CIBA request. */
@@ -23,6 +23,8 @@ export interface BackchannelRequestData {
   bindingMessage?: string;
   /** The `acr_values` sent, as sent (CIBA §7.1). */
   acrValues?: string;
+  /** The `authorization_details` asked for (RFC 9396 §2), checked: the approval grants them. */
+  authorizationDetails?: AuthorizationDetail[];
   /** Ping mode: the `client_notification_token` the callback carries as Bearer (CIBA §10.2). */
   notificationToken?: string;
   /**
