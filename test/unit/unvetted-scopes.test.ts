@@ -25,6 +25,7 @@ function policy(configured: string[] | undefined): RegistrationPolicy {
     allowedAuthMethods: ['client_secret_basic', 'none'],
     idTokenAlg: 'RS256',
     loopbackHttp: false,
+    notificationLoopback: false,
     allowedScopes,
     clientCredentialsScopes: clientCredentialsScopes(KNOWN, configured),
     defaultScopes: allowedScopes.filter(
