@@ -363,6 +363,9 @@ export class ResourceAdmin {
   ): Promise<Record<string, unknown>> {
     if (containsReference(settings))
       throw new AdminError('invalid', 'a stored item cannot take values from $env or $file');
+    // A stored item's settings are shown to admins: Apple's private key stays in the config file.
+    if (kind === 'identity_provider' && settings.privateKey !== undefined)
+      throw invalidField('privateKey', 'an Apple private key is given in the config file only (as { "$file": ... })');
     // Tokens for the management scopes name `sigil` alone: no stored API may be their audience too.
     if (kind === 'api_resource' && Array.isArray(settings.scopes))
       for (const [i, scope] of settings.scopes.entries())
