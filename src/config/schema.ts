@@ -98,6 +98,7 @@ export {
   IDENTITY_PROVIDER_TYPES,
   type IdentityProviderConfig,
   type IdentityProviderType,
+  withDefaultScope,
 } from './schema/identity-providers.js';
 
 /** The whole config file. */

@@ -3,7 +3,7 @@
  * provider's endpoints (GitHub's OAuth web flow and REST API, Google's, Microsoft's and Apple's
  * OpenID issuers), the scopes asked, and which upstream claim says an email address is verified.
  */
-import type { IdentityProviderConfig } from '../config/schema.js';
+import { type IdentityProviderConfig, withDefaultScope } from '../config/schema.js';
 
 /** GitHub's OAuth web flow and REST API (docs.github.com, "Authorizing OAuth apps", "Users", "Emails"). */
 export const GITHUB_ENDPOINTS = {
@@ -19,16 +19,6 @@ export const GITHUB_CLAIM_MAPPINGS: Record<string, string> = { sub: 'id', name: 
 const GOOGLE_AUTHORITY = 'https://accounts.google.com';
 const APPLE_AUTHORITY = 'https://appleid.apple.com';
 const MICROSOFT_LOGIN = 'https://login.microsoftonline.com';
-
-/** The scopes asked when the config names none, by type. */
-const DEFAULT_SCOPES: Record<IdentityProviderConfig['type'], string> = {
-  oidc: 'openid profile',
-  oauth2: '',
-  github: 'read:user user:email',
-  google: 'openid profile email',
-  microsoft: 'openid profile email',
-  apple: 'openid name email',
-};
 
 /** Whether the provider speaks OpenID Connect (an identity token, discovery at its authority). */
 export function isOpenIdProvider(p: IdentityProviderConfig): boolean {
@@ -54,9 +44,9 @@ export function authorityOf(p: IdentityProviderConfig): string {
   throw new Error(`a provider of type ${p.type} has no authority`);
 }
 
-/** The scopes asked of the provider: its `scope`, else its type's default. */
+/** The scopes asked of the provider: its `scope`, else its type's default (a stored entry read before `resolveConfig`). */
 export function scopeOf(p: IdentityProviderConfig): string {
-  return p.scope ?? DEFAULT_SCOPES[p.type];
+  return withDefaultScope(p).scope ?? '';
 }
 
 /** The endpoints of a plain OAuth 2.0 provider (github, oauth2): configured, else GitHub's. */

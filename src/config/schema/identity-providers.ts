@@ -41,7 +41,7 @@ export const identityProvider = z.strictObject({
   }),
   scope: z.string().optional().meta({
     description:
-      'The scopes asked of the upstream provider; default by type: oidc "openid profile", github "read:user user:email", google and microsoft "openid profile email", apple "openid name email", oauth2 none',
+      'The scopes asked of the upstream provider; when left out, by type: oidc "openid profile", github "read:user user:email", google and microsoft "openid profile email", apple "openid name email", oauth2 none',
   }),
   claimMapping: claimNames.optional().meta({
     description:
@@ -92,6 +92,21 @@ export const identityProvider = z.strictObject({
 
 /** An upstream identity provider (federation, `acr_values=idp:<name>`). */
 export type IdentityProviderConfig = z.output<typeof identityProvider>;
+
+/** The scopes asked when an entry names none, by type (filled in by `resolveConfig`, `withDefaultScope`). */
+export const DEFAULT_SCOPES: Record<IdentityProviderType, string> = {
+  oidc: 'openid profile',
+  oauth2: '',
+  github: 'read:user user:email',
+  google: 'openid profile email',
+  microsoft: 'openid profile email',
+  apple: 'openid name email',
+};
+
+/** The entry with its type's default `scope` when it names none. */
+export function withDefaultScope(p: IdentityProviderConfig): IdentityProviderConfig {
+  return p.scope === undefined ? { ...p, scope: DEFAULT_SCOPES[p.type] } : p;
+}
 
 type Field = keyof IdentityProviderConfig;
 const COMMON: readonly Field[] = ['name', 'displayName', 'type', 'clientId', 'clientSecret', 'scope'];
