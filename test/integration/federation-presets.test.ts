@@ -375,5 +375,12 @@ describe('sign-in presets: config checks', () => {
     expect(provider({ type: 'microsoft', clientSecret: 's', tenant: 'common/../x' })).toThrow(ConfigError);
     expect(provider({ type: 'microsoft', clientSecret: 's', tenant: 'organizations' })).not.toThrow();
     expect(provider({})).toThrow(/needs authority/);
+    const pem = (namedCurve: string) =>
+      generateKeyPairSync('ec', { namedCurve }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const apple = (privateKey: string) => provider({ type: 'apple', teamId: 't', keyId: 'k', privateKey });
+    expect(apple(pem('P-384'))).toThrow(/P-256/);
+    expect(apple('-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----')).toThrow(/P-256/);
+    expect(apple(pem('P-256'))).not.toThrow();
+    expect(provider({ type: 'apple', teamId: 't', privateKey: pem('P-256') })).toThrow(/needs keyId/);
   });
 });

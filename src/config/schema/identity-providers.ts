@@ -4,6 +4,7 @@
  * `type` decides which fields it may and must have (`identityProviderIssues`, run with the config's
  * cross-field rules), so that the admin API keeps one object schema for stored providers.
  */
+import { createPrivateKey } from 'node:crypto';
 import * as z from 'zod';
 import { httpsOrLoopback, nonEmpty } from './field-kinds.js';
 
@@ -144,10 +145,17 @@ export function identityProviderIssues(p: IdentityProviderConfig): { field: stri
     if (p[field] === undefined) issues.push({ field, message: `a provider of type ${p.type} needs ${field}` });
   if (p.type === 'oauth2' && p.claimMappings && p.claimMappings.sub === undefined)
     issues.push({ field: 'claimMappings', message: 'must map sub, the stable user id of the userinfo answer' });
-  if (
-    p.privateKey !== undefined &&
-    !/^-----BEGIN PRIVATE KEY-----[\s\S]+-----END PRIVATE KEY-----\s*$/.test(p.privateKey.trim())
-  )
-    issues.push({ field: 'privateKey', message: 'must be a PKCS #8 PEM key (-----BEGIN PRIVATE KEY-----)' });
+  if (p.privateKey !== undefined && !isP256Key(p.privateKey))
+    issues.push({ field: 'privateKey', message: 'must be a PKCS #8 PEM P-256 key (-----BEGIN PRIVATE KEY-----)' });
   return issues;
+}
+
+/** Whether `pem` is a PKCS #8 PEM private key on P-256, the curve of Apple's ES256 keys. */
+function isP256Key(pem: string): boolean {
+  if (!pem.trim().startsWith('-----BEGIN PRIVATE KEY-----')) return false;
+  try {
+    return createPrivateKey(pem).asymmetricKeyDetails?.namedCurve === 'prime256v1';
+  } catch {
+    return false;
+  }
 }
