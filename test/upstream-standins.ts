@@ -55,6 +55,14 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
+/** The client id and secret of an `Authorization: Basic` header (RFC 6749 §2.3.1), or undefined. */
+function basicCredentials(req: IncomingMessage): [string, string] | undefined {
+  const header = req.headers.authorization;
+  if (!header?.startsWith('Basic ')) return undefined;
+  const [id = '', secret = ''] = Buffer.from(header.slice(6), 'base64').toString().split(':').map(decodeURIComponent);
+  return [id, secret];
+}
+
 function s256(verifier: string): string {
   return createHash('sha256').update(verifier).digest('base64url');
 }
@@ -136,8 +144,10 @@ export class GitHubStandIn extends StandIn {
     if (method === 'POST' && path === '/login/oauth/access_token') {
       const grant = this.codes.get(p.code);
       this.codes.delete(p.code);
-      // GitHub answers an error with 200 and a JSON `error`.
-      if (p.client_id !== this.clientId || p.client_secret !== this.clientSecret)
+      // GitHub answers an error with 200 and a JSON `error`. Credentials in the form, or Basic
+      // (RFC 6749 §2.3.1, as a generic OAuth 2.0 client sends them).
+      const [id, secret] = basicCredentials(req) ?? [p.client_id, p.client_secret];
+      if (id !== this.clientId || secret !== this.clientSecret)
         return json(res, 200, { error: 'incorrect_client_credentials' });
       if (!grant || grant.redirectUri !== p.redirect_uri || s256(p.code_verifier ?? '') !== grant.challenge)
         return json(res, 200, { error: 'bad_verification_code' });
@@ -298,10 +308,8 @@ export class OidcStandIn extends StandIn {
   private async clientAuthenticated(p: Params, req: IncomingMessage): Promise<boolean> {
     const cred = this.clientCredential;
     if ('secret' in cred) {
-      const basic = req.headers.authorization?.startsWith('Basic ')
-        ? Buffer.from(req.headers.authorization.slice(6), 'base64').toString().split(':').map(decodeURIComponent)
-        : [p.client_id, p.client_secret];
-      return basic[0] === this.clientId && basic[1] === cred.secret;
+      const [id, secret] = basicCredentials(req) ?? [p.client_id, p.client_secret];
+      return id === this.clientId && secret === cred.secret;
     }
     if (p.client_id !== this.clientId) return false;
     try {

@@ -62,6 +62,18 @@ describe('sign-in presets: github, apple, microsoft, google', () => {
           privateKey: appleKey.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
         },
         {
+          // A plain OAuth 2.0 server: here the GitHub stand-in's endpoints, mapped by hand.
+          name: 'intranet',
+          type: 'oauth2',
+          clientId: 'gh-client',
+          clientSecret: 'gh-secret',
+          scope: 'read:user',
+          authorizationEndpoint: `${gh.url}/login/oauth/authorize`,
+          tokenEndpoint: `${gh.url}/login/oauth/access_token`,
+          userinfoEndpoint: `${gh.url}/user`,
+          claimMappings: { sub: 'login', name: 'name', email: 'email', email_verified: 'site_admin' },
+        },
+        {
           name: 'microsoft',
           type: 'microsoft',
           authority: ms.authority,
@@ -231,6 +243,38 @@ describe('sign-in presets: github, apple, microsoft, google', () => {
       const forged = await browser.get(`${back.pathname}${back.search}`);
       expect(forged.status).toBe(502);
       expect(forged.body).toContain('could not be verified');
+    });
+  });
+
+  describe('oauth2', () => {
+    it('maps the userinfo answer by claimMappings; an email it does not vouch for is not verified', async () => {
+      gh.next = {
+        ...github(401, 'ivy', 'ivy@example.org', true),
+        user: { id: 401, login: 'ivy', name: 'Ivy', email: 'carol@example.com' },
+      };
+      const ivy = await signIn('intranet');
+      expect(ivy.info).toMatchObject({ name: 'Ivy', email: 'carol@example.com', email_verified: false });
+      expect(ivy.sub).not.toBe('carol-1');
+      // The mapped `sub` (the login here) is the link.
+      expect((await signIn('intranet')).sub).toBe(ivy.sub);
+      // Client authentication by Basic (RFC 6749 §2.3.1), not in the form.
+      const token = gh.seen.filter((s) => s.path === '/login/oauth/access_token').at(-1);
+      expect(token?.headers.authorization).toMatch(/^Basic /);
+      expect(token?.params.client_secret).toBe('');
+    });
+
+    it('refuses a userinfo answer larger than 64 KiB (control: the same user with a short name signs in)', async () => {
+      gh.next = {
+        ...github(402, 'big', 'big@example.org', true),
+        user: { id: 402, login: 'big', name: 'B'.repeat(70_000), email: null },
+      };
+      const { answer } = await upstreamSignIn('intranet');
+      expect(answer.status).toBe(502);
+      gh.next = {
+        ...github(402, 'big', 'big@example.org', true),
+        user: { id: 402, login: 'big', name: 'B', email: null },
+      };
+      expect((await signIn('intranet')).info.name).toBe('B');
     });
   });
 

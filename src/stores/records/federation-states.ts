@@ -53,14 +53,16 @@ export class FederationStates {
   }
 
   /**
-   * Keeps the fields of a form_post answer with the live, unused sign-in of `state`, once.
+   * Keeps the fields of a form_post answer with the live, unused sign-in of `state`, once
+   * (atomically).
    * @returns false when there is no such sign-in, it is not provider's, or it was posted already.
    */
   async post(state: string, provider: string, posted: PostedCallback, now: number): Promise<boolean> {
     const key = hashHandle(state);
     const row = await this.kind.findLive(key, now);
     if (!row || row.data.provider !== provider || row.data.posted !== undefined) return false;
-    return this.kind.update(key, { ...row.data, posted }, row.expiresAt);
+    // Compare-and-set: of two posts for one state, only the first is kept.
+    return this.kind.replaceData(key, row.data, { ...row.data, posted });
   }
 
   /** Uses `state`, atomically: false when used already or expired. */
