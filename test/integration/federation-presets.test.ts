@@ -8,6 +8,7 @@ import { createHash, generateKeyPairSync } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, resolveConfig } from '../../src/config/loader.js';
+import { CONSUMERS_TENANT } from '../../src/federation/microsoft.js';
 import { InjectBrowser } from '../browser-helpers.js';
 import { basic, form, startSigil } from '../helpers.js';
 import { type GitHubAccount, GitHubStandIn, OidcStandIn } from '../upstream-standins.js';
@@ -72,6 +73,14 @@ describe('sign-in presets: github, apple, microsoft, google', () => {
           tokenEndpoint: `${gh.url}/login/oauth/access_token`,
           userinfoEndpoint: `${gh.url}/user`,
           claimMappings: { sub: 'login', name: 'name', email: 'email', email_verified: 'site_admin' },
+        },
+        {
+          name: 'ms-orgs',
+          type: 'microsoft',
+          tenant: 'organizations',
+          authority: ms.authority,
+          clientId: 'ms-client',
+          clientSecret: 'ms-secret',
         },
         {
           name: 'microsoft',
@@ -360,6 +369,17 @@ describe('sign-in presets: github, apple, microsoft, google', () => {
       const { answer } = await upstreamSignIn('microsoft');
       expect(answer.status).toBe(502);
       expect(answer.body).toContain('could not be verified');
+    });
+
+    it('organizations refuses the personal accounts tenant (control: a work tenant signs in)', async () => {
+      ms.next = { sub: 'ms-sub-5', tid: CONSUMERS_TENANT, claims: { name: 'Personal' } };
+      const { answer } = await upstreamSignIn('ms-orgs');
+      expect(answer.status).toBe(502);
+      ms.next = { sub: 'ms-sub-6', tid: TENANT, claims: { name: 'Work' } };
+      expect((await signIn('ms-orgs')).info.name).toBe('Work');
+      // The same personal account is welcome where the tenant is common.
+      ms.next = { sub: 'ms-sub-5', tid: CONSUMERS_TENANT, claims: { name: 'Personal' } };
+      expect((await signIn('microsoft')).info.name).toBe('Personal');
     });
 
     it('trusts an email for linking only with xms_edov', async () => {
