@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, resolveConfig } from '../../src/config/loader.js';
 import { CONSUMERS_TENANT } from '../../src/federation/microsoft.js';
 import { InjectBrowser } from '../browser-helpers.js';
-import { basic, form, startSigil } from '../helpers.js';
+import { basic, dropSchema, form, POSTGRES_URL, startSigil, uniqueSchema } from '../helpers.js';
 import { type GitHubAccount, GitHubStandIn, OidcStandIn } from '../upstream-standins.js';
 
 const verifier = 'v'.repeat(43);
@@ -30,7 +30,8 @@ function github(id: number, login: string, email: string, verified: boolean): Gi
   };
 }
 
-describe('sign-in presets: github, apple, microsoft, google', () => {
+describe.each(['sqlite', 'postgres'] as const)('sign-in presets on %s: github, apple, microsoft, google', (dialect) => {
+  const schema = uniqueSchema('presets');
   let down: Awaited<ReturnType<typeof startSigil>>;
   let gh: GitHubStandIn;
   let apple: OidcStandIn;
@@ -97,6 +98,7 @@ describe('sign-in presets: github, apple, microsoft, google', () => {
           clientSecret: 'google-secret',
         },
       ],
+      ...(dialect === 'postgres' ? { storage: `${POSTGRES_URL}?schema=${schema}` } : {}),
       clients: [
         {
           clientId: 'web',
@@ -127,6 +129,7 @@ describe('sign-in presets: github, apple, microsoft, google', () => {
   afterAll(async () => {
     await down?.close();
     await Promise.all([gh, apple, ms, google].map((s) => s?.close()));
+    if (dialect === 'postgres') await dropSchema(schema);
   });
 
   const authorizeUrl = (idp: string) =>
