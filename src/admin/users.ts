@@ -391,9 +391,9 @@ export class UserAdmin {
    * the one stored user of that tenant whose primary address is that email and verified; an
    * unverified email never links to anyone. Otherwise a new user is made, with no password; their
    * username, for display only, is `<provider>:<sub>` when that fits and is free, else
-   * `<provider>:<local subject>`. A user with a password of their own keeps the claims the
-   * upstream does not send; an upstream-made user keeps only the `keep` claims (Apple's name,
-   * sent on the first sign-in only).
+   * `<provider>:<local subject>`. The provider owns the claims named in `owned`: one it
+   * does not send is removed; every other claim of the user (set locally, or by another provider)
+   * stays.
    * @param sub the upstream subject, 1 to 255 characters (`upstreamSubject`)
    * @returns the user, with the claims written.
    * @throws Error when the link names a user that no longer exists.
@@ -403,7 +403,7 @@ export class UserAdmin {
     sub: string,
     claims: Record<string, unknown>,
     tenant: string | null,
-    keep: readonly string[] = [],
+    owned: readonly string[] = Object.keys(claims),
   ): Promise<User> {
     const link = { key: externalLinkKey(provider, sub), provider, upstreamSubject: sub };
     let subjectId = await this.store.users.findExternalLink(link.key);
@@ -415,10 +415,7 @@ export class UserAdmin {
     }
     const existing = await this.store.users.findUserBySubject(subjectId);
     if (!existing) throw new Error('the linked local user no longer exists');
-    const kept =
-      existing.passwordHash !== null
-        ? existing.claims
-        : Object.fromEntries(keep.filter((c) => c in existing.claims).map((c) => [c, existing.claims[c]]));
+    const kept = Object.fromEntries(Object.entries(existing.claims).filter(([c]) => !owned.includes(c)));
     const written = { ...kept, ...claims };
     await this.store.users.updateClaims(existing.subjectId, written);
     return {

@@ -13,8 +13,7 @@ import { nowSeconds } from '../crypto/handles.js';
 import type { FederationStates, PostedCallback } from '../stores/records/federation-states.js';
 import type { Interaction, Interactions } from '../stores/records/interactions.js';
 import type { User } from '../users/users.js';
-import { APPLE_FIRST_SIGN_IN_CLAIMS } from './apple.js';
-import { mappedClaims, upstreamSubject, type UpstreamProviders } from './upstream.js';
+import { mappedClaims, ownedClaims, upstreamSubject, type UpstreamProviders } from './upstream.js';
 
 /** Seconds a browser has to come back from the upstream provider. */
 const UPSTREAM_TIMEOUT = 600;
@@ -67,7 +66,7 @@ export interface UpstreamUserLinks {
     sub: string,
     claims: Record<string, unknown>,
     tenant: string | null,
-    keep?: readonly string[],
+    owned?: readonly string[],
   ): Promise<User>;
 }
 
@@ -187,7 +186,7 @@ export class UpstreamSignIn {
       sub,
       mappedClaims(provider, claims),
       interaction.request.tenant,
-      provider.type === 'apple' ? APPLE_FIRST_SIGN_IN_CLAIMS : [],
+      ownedClaims(provider),
     );
     if (!user.isActive) return failed('the account is not active', interaction);
     return { outcome: 'signed_in', user, claims, pending: { id: data.interactionId, interaction } };

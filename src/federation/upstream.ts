@@ -8,10 +8,10 @@
  */
 import * as oidc from 'openid-client';
 import type { IdentityProviderConfig } from '../config/schema.js';
-import { AppleClientSecrets, appleFormPost, appleUserName } from './apple.js';
+import { APPLE_FIRST_SIGN_IN_CLAIMS, AppleClientSecrets, appleFormPost, appleUserName } from './apple.js';
 import { microsoftCodeGrant } from './microsoft.js';
 import { oauth2Configuration, oauth2Finish } from './oauth2.js';
-import { authorityOf, emailVerified, isOpenIdProvider, scopeOf } from './presets.js';
+import { authorityOf, emailVerified, GITHUB_CLAIM_MAPPINGS, isOpenIdProvider, scopeOf } from './presets.js';
 
 /** Local claim → upstream claim used when a provider has no `claimMapping`. */
 export const DEFAULT_CLAIM_MAPPING: Record<string, string> = {
@@ -238,4 +238,23 @@ export function mappedClaims(
     if (typeof claims.email === 'string') claims.email_verified = emailVerified(provider, upstream);
   }
   return claims;
+}
+
+/**
+ * The local claims a provider owns on its linked users: those its mapping can write (`mappedClaims`),
+ * which follow the upstream (one it stops sending is removed), but Apple's name, sent on the first
+ * sign-in only and kept after it. Every other claim of the user stays as it is.
+ */
+export function ownedClaims(provider: IdentityProviderConfig): string[] {
+  const mapping =
+    provider.type === 'oidc'
+      ? (provider.claimMapping ?? DEFAULT_CLAIM_MAPPING)
+      : isOpenIdProvider(provider)
+        ? DEFAULT_CLAIM_MAPPING
+        : { ...(provider.type === 'github' ? GITHUB_CLAIM_MAPPINGS : {}), ...provider.claimMappings };
+  // A preset writes email_verified as it reads the provider (`emailVerified`), with the email.
+  const owned = new Set([...Object.keys(mapping), ...(provider.type === 'oidc' ? [] : ['email', 'email_verified'])]);
+  owned.delete('sub');
+  if (provider.type === 'apple') for (const c of APPLE_FIRST_SIGN_IN_CLAIMS) owned.delete(c);
+  return [...owned];
 }

@@ -120,7 +120,7 @@ describe.each(['sqlite', 'postgres'] as const)('sign-in presets on %s: github, a
         username,
         tenant: null,
         passwordHash: null,
-        claims: { name: username },
+        claims: { name: username, department: 'sales' },
         isActive: true,
       });
       await down.context.store.emails.setPrimary(subjectId, email, true);
@@ -240,6 +240,12 @@ describe.each(['sqlite', 'postgres'] as const)('sign-in presets on %s: github, a
       expect(carol.info.email).toBe('carol@example.com');
       // The link holds at the next sign-in, and the user's own claims stay beside the upstream's.
       expect((await signIn('github')).sub).toBe('carol-1');
+      const stored = await down.context.store.users.findUserBySubject('carol-1');
+      expect(stored?.claims).toMatchObject({
+        department: 'sales',
+        name: 'User carol-gh',
+        preferred_username: 'carol-gh',
+      });
     });
 
     it('refuses a callback whose state is not the browser’s, and a code GitHub does not know', async () => {
