@@ -201,11 +201,14 @@ export class ResourceAdmin {
     if (kind === 'api_resource' && 'secrets' in patch) throw invalidField('secrets', 'secrets change by rotation only');
     // Upstream users are linked by (provider name, upstream sub) (OIDC Core §2): under another
     // issuer the same sub is another person, who must not get the linked local account.
-    if (kind === 'identity_provider' && 'authority' in patch && patch.authority !== saved.settings.authority)
-      throw invalidField(
-        'authority',
-        'users are linked by provider name and upstream subject: another authority needs a provider of another name',
-      );
+    // The same holds for what names the upstream of a preset: its type, GitHub's or an OAuth 2.0
+    // server's userinfo endpoint, Microsoft's tenant.
+    for (const field of ['authority', 'type', 'userinfoEndpoint', 'tenant'])
+      if (kind === 'identity_provider' && field in patch && patch[field] !== saved.settings[field])
+        throw invalidField(
+          field,
+          `users are linked by provider name and upstream subject: another ${field} needs a provider of another name`,
+        );
     const next = await this.validate(kind, name, applyMergePatch(saved.settings, patch) as Record<string, unknown>);
     // A sealed client secret stays unless the patch sets or removes `clientSecret`.
     const sealed = 'clientSecret' in patch ? undefined : saved.sealedClientSecret;
@@ -363,6 +366,9 @@ export class ResourceAdmin {
   ): Promise<Record<string, unknown>> {
     if (containsReference(settings))
       throw new AdminError('invalid', 'a stored item cannot take values from $env or $file');
+    // A stored item's settings are shown to admins: Apple's private key stays in the config file.
+    if (kind === 'identity_provider' && settings.privateKey !== undefined)
+      throw invalidField('privateKey', 'an Apple private key is given in the config file only (as { "$file": ... })');
     // Tokens for the management scopes name `sigil` alone: no stored API may be their audience too.
     if (kind === 'api_resource' && Array.isArray(settings.scopes))
       for (const [i, scope] of settings.scopes.entries())

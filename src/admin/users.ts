@@ -11,7 +11,7 @@
 import { hash } from '@node-rs/argon2';
 import { pino } from 'pino';
 import type { ResolvedConfig } from '../config/loader.js';
-import { MAX_USERNAME_LENGTH, type UserConfig } from '../config/schema.js';
+import type { UserConfig } from '../config/schema.js';
 import { MfaService } from '../mfa/factors.js';
 import type { DirectoryUser, NewMembership, UserWrite } from '../stores/directory.js';
 import { externalLinkKey, type Store, type StoredFactor, type StoredUser } from '../stores/types.js';
@@ -23,6 +23,7 @@ import { AdminError, ifMatchHolds } from './errors.js';
 import { configUsersNamed } from './config-users.js';
 import { SessionAdmin } from './sessions.js';
 import { UserNames } from './user-names.js';
+import { addUpstreamUser, verifiedOwner } from './upstream-links.js';
 import { auditChanged, auditCreated, emitUserChange } from './user-audit.js';
 import {
   carriedOver,
@@ -383,11 +384,16 @@ export class UserAdmin {
 
   /**
    * Finds or creates the local user linked to an upstream identity (a sign-in at an upstream
-   * OpenID provider, federation/upstream.ts) and writes the claims the provider mapped, at every
+   * provider, federation/upstream.ts) and writes the claims the provider mapped, at every
    * sign-in, so that they follow the upstream. The link is the exact pair (provider, upstream
    * `sub`: `externalLinkKey`), so the subject stays the same across sign-ins and two upstream users
-   * never share a local account. A new user has no password; their username, for display only, is
-   * `<provider>:<sub>` when that fits and is free, else `<provider>:<local subject>`.
+   * never share a local account. A first sign-in whose claims say `email_verified: true` links to
+   * the one stored user of that tenant whose primary address is that email and verified; an
+   * unverified email never links to anyone. Otherwise a new user is made, with no password; their
+   * username, for display only, is `<provider>:<sub>` when that fits and is free, else
+   * `<provider>:<local subject>`. The provider owns the claims named in `owned`: one it
+   * does not send is removed; every other claim of the user (set locally, or by another provider)
+   * stays.
    * @param sub the upstream subject, 1 to 255 characters (`upstreamSubject`)
    * @returns the user, with the claims written.
    * @throws Error when the link names a user that no longer exists.
@@ -397,28 +403,27 @@ export class UserAdmin {
     sub: string,
     claims: Record<string, unknown>,
     tenant: string | null,
+    owned: readonly string[] = Object.keys(claims),
   ): Promise<User> {
     const link = { key: externalLinkKey(provider, sub), provider, upstreamSubject: sub };
     let subjectId = await this.store.users.findExternalLink(link.key);
     if (subjectId === undefined) {
-      const fresh = newId();
-      const readable = `${provider}:${sub}`;
-      const free =
-        readable.length <= MAX_USERNAME_LENGTH && !(await this.store.users.findUserByUsername(readable, tenant ?? ''));
-      const username = free ? readable : `${provider}:${fresh}`.slice(-MAX_USERNAME_LENGTH);
-      const user = { subjectId: fresh, username, tenant, passwordHash: null, claims, isActive: true };
-      const created = userCreated(fresh, { username, tenant, claims, isActive: true, externalId: null, emails: [] });
-      subjectId = await this.store.users.addExternalUser(link, user, created);
+      const owner = await verifiedOwner(this.store, claims, tenant);
+      subjectId = owner
+        ? await this.store.users.addExternalLink(link, owner)
+        : await addUpstreamUser(this.store, link, claims, tenant);
     }
     const existing = await this.store.users.findUserBySubject(subjectId);
     if (!existing) throw new Error('the linked local user no longer exists');
-    await this.store.users.updateClaims(existing.subjectId, claims);
+    const kept = Object.fromEntries(Object.entries(existing.claims).filter(([c]) => !owned.includes(c)));
+    const written = { ...kept, ...claims };
+    await this.store.users.updateClaims(existing.subjectId, written);
     return {
       subjectId: existing.subjectId,
       username: existing.username,
       tenant: existing.tenant,
       isActive: existing.isActive,
-      claims,
+      claims: written,
     };
   }
 

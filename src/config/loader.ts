@@ -11,6 +11,7 @@ import {
   type Config,
   type ConfigInput,
   unknownClientOrganizations,
+  withDefaultScope,
 } from './schema.js';
 import { closest } from './suggest.js';
 import { CONSOLE_CLIENT_ID, consoleClient } from './console-client.js';
@@ -126,7 +127,8 @@ export function resolveConfig(
       ),
     ]);
   }
-  const cfg = result.data;
+  // A provider's default scope depends on its type, so it is filled in here rather than by the schema.
+  const cfg = { ...result.data, identityProviders: result.data.identityProviders.map(withDefaultScope) };
   const port = cfg.port ?? 5000;
   const issuer = (cfg.issuer ?? `http://localhost:${port}`).replace(/\/+$/, '');
   // Access tokens for no API name `<issuer>/resources` (TokenService.accessToken): an API resource

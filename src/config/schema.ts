@@ -24,7 +24,8 @@ import { MAX_CONFIG_ORGANIZATIONS, organization } from './schema/organizations.j
 import { clientIdMetadataDocuments, registration } from './schema/registration.js';
 import { saml, samlServiceProvider } from './schema/saml.js';
 import { apiResource, apiScope, identityResource } from './schema/resources.js';
-import { identityProvider, user } from './schema/users.js';
+import { user } from './schema/users.js';
+import { identityProvider } from './schema/identity-providers.js';
 import { MAX_CONFIG_WEBHOOKS, webhook, webhookDelivery } from './schema/webhooks.js';
 import { hooks } from './schema/hooks.js';
 
@@ -91,12 +92,14 @@ export {
   webhookUrl,
 } from './schema/webhooks.js';
 export { HOOK_NAMES, type HookName, type HookReceiverConfig } from './schema/hooks.js';
+export { MAX_SUBJECT_LENGTH, MAX_USERNAME_LENGTH } from './schema/users.js';
 export {
   identityProvider,
+  IDENTITY_PROVIDER_TYPES,
   type IdentityProviderConfig,
-  MAX_SUBJECT_LENGTH,
-  MAX_USERNAME_LENGTH,
-} from './schema/users.js';
+  type IdentityProviderType,
+  withDefaultScope,
+} from './schema/identity-providers.js';
 
 /** The whole config file. */
 export const configSchema = z
@@ -161,10 +164,10 @@ export const configSchema = z
       .array(user)
       .default([])
       .meta({ description: 'Users of the config file; clear-text passwords are hashed at start' }),
-    identityProviders: z
-      .array(identityProvider)
-      .default([])
-      .meta({ description: 'Upstream OpenID Connect providers (federation, acr_values=idp:<name>)' }),
+    identityProviders: z.array(identityProvider).default([]).meta({
+      description:
+        'Upstream identity providers: any OpenID provider, GitHub, Google, Microsoft, Apple or a plain OAuth 2.0 server (federation, acr_values=idp:<name>)',
+    }),
     userDirectories,
     trustedIdentityIssuers,
     organizations: z

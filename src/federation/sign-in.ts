@@ -10,16 +10,18 @@
 import type { Logger } from 'pino';
 import type { ClientRegistry } from '../clients/registry.js';
 import { nowSeconds } from '../crypto/handles.js';
-import type { FederationStates } from '../stores/records/federation-states.js';
+import type { FederationStates, PostedCallback } from '../stores/records/federation-states.js';
 import type { Interaction, Interactions } from '../stores/records/interactions.js';
 import type { User } from '../users/users.js';
-import { mappedClaims, upstreamSubject, type UpstreamProviders } from './upstream.js';
+import { mappedClaims, ownedClaims, upstreamSubject, type UpstreamProviders } from './upstream.js';
 
 /** Seconds a browser has to come back from the upstream provider. */
 const UPSTREAM_TIMEOUT = 600;
 
 /** Longest `state` accepted at the callback (ours are 43 characters). */
 const MAX_STATE_LENGTH = 200;
+/** Longest posted `code` or `error` kept (Apple's codes are under 100 characters). */
+const MAX_POSTED_FIELD = 2_000;
 
 /**
  * Where a step of an upstream sign-in ended up:
@@ -59,7 +61,13 @@ export interface UpstreamCallback {
  * writes the mapped claims.
  */
 export interface UpstreamUserLinks {
-  linkUpstream(provider: string, sub: string, claims: Record<string, unknown>, tenant: string | null): Promise<User>;
+  linkUpstream(
+    provider: string,
+    sub: string,
+    claims: Record<string, unknown>,
+    tenant: string | null,
+    owned?: readonly string[],
+  ): Promise<User>;
 }
 
 /** What the sign-in through upstream providers stands on. */
@@ -109,6 +117,23 @@ export class UpstreamSignIn {
   }
 
   /**
+   * Receives a form_post answer (Apple's, response_mode=form_post): a cross-site POST, which
+   * carries none of the browser's SameSite=Lax cookies, so nothing is decided here. Its fields
+   * are kept with the sign-in of its `state` (once), and the browser is sent on by a 303 to the
+   * callback with that `state` alone: a top-level GET, which carries the cookies, and `complete`
+   * checks the browser there as for any callback.
+   * @returns the path to send the browser to, or undefined for an unknown, used, expired or
+   *   already posted `state`, or fields that are too long.
+   */
+  async receivePost(name: string, state: string | undefined, posted: PostedCallback): Promise<string | undefined> {
+    if (!state || state.length > MAX_STATE_LENGTH) return undefined;
+    const fields = Object.entries(posted).filter(([, v]) => v !== undefined);
+    if (fields.some(([, v]) => v.length > MAX_POSTED_FIELD)) return undefined;
+    if (!(await this.deps.states.post(state, name, Object.fromEntries(fields), nowSeconds()))) return undefined;
+    return `/federation/${encodeURIComponent(name)}/callback?${new URLSearchParams({ state })}`;
+  }
+
+  /**
    * Completes a sign-in at provider `name` when the browser comes back: the `state` must be
    * live, unused, this provider's and this browser's (it is used up here); the upstream's
    * answer is verified, its `sub` (at most 255 characters, OIDC Core §2, never cut) linked to a
@@ -133,14 +158,21 @@ export class UpstreamSignIn {
     if (!interaction) return { outcome: 'expired' };
 
     let claims: Record<string, unknown>;
+    const posted = data.posted;
+    const error = posted ? posted.error : callback.error;
     try {
       const base = upstream.callbackUrl(name);
-      const url = new URL(`${base}${new URL(callback.url, base).search}`);
-      claims = await upstream.finish(provider, url, { state, nonce: data.nonce, codeVerifier: data.codeVerifier });
+      // A form_post answer's fields were kept by `receivePost`; the GET that follows carries only its state.
+      const search = posted
+        ? `?${new URLSearchParams({ state, ...(posted.code ? { code: posted.code } : {}), ...(posted.error ? { error: posted.error } : {}) })}`
+        : new URL(callback.url, base).search;
+      const url = new URL(`${base}${search}`);
+      const pending = { state, nonce: data.nonce, codeVerifier: data.codeVerifier };
+      claims = await upstream.finish(provider, url, pending, posted?.user ? { user: posted.user } : {});
     } catch (err) {
       log.warn({ err, provider: name }, 'upstream sign-in failed');
-      const because = callback.error
-        ? `the identity provider answered ${callback.error}`
+      const because = error
+        ? `the identity provider answered ${error}`
         : 'the identity provider sign-in could not be verified';
       return failed(because, interaction);
     }
@@ -154,6 +186,7 @@ export class UpstreamSignIn {
       sub,
       mappedClaims(provider, claims),
       interaction.request.tenant,
+      ownedClaims(provider),
     );
     if (!user.isActive) return failed('the account is not active', interaction);
     return { outcome: 'signed_in', user, claims, pending: { id: data.interactionId, interaction } };

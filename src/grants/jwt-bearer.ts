@@ -36,6 +36,7 @@ import { invalidGrant, invalidScope } from '../protocol/errors.js';
 import { CALLER_JSON_BOUNDS, jwsBoundsViolation } from '../protocol/json-bounds.js';
 import { narrowResources, requestedResources, scopesForResources } from '../resources/resource-indicators.js';
 import { allowedScopes, narrowScopes, OFFLINE_ACCESS, parseScope } from '../resources/scopes.js';
+import { authorityOf, isOpenIdProvider } from '../federation/presets.js';
 import { externalLinkKey } from '../stores/types.js';
 import { claimsOf, type User } from '../users/users.js';
 import { ID_JAG_TYP } from './id-jag-exchange.js';
@@ -209,7 +210,7 @@ async function mappedUser(
   const subjects = new Set<string>();
   if (trusted.subjectMapping === 'link') {
     for (const provider of ctx.upstream.all())
-      if (provider.authority === trusted.issuer) {
+      if (isOpenIdProvider(provider) && authorityOf(provider) === trusted.issuer) {
         const linked = await ctx.store.users.findExternalLink(externalLinkKey(provider.name, claims.sub));
         if (linked !== undefined) subjects.add(linked);
       }

@@ -90,6 +90,21 @@ export class SqlUserStore implements UserStore {
     });
   }
 
+  async addExternalLink(link: ExternalLink, subjectId: string): Promise<string> {
+    await this.db
+      .insertInto('external_links')
+      .values({
+        key: link.key,
+        provider: link.provider,
+        upstream_subject: link.upstreamSubject,
+        subject_id: subjectId,
+        created_at: nowSeconds(),
+      })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+    return (await this.findExternalLink(link.key)) ?? subjectId;
+  }
+
   async listUsers(): Promise<StoredUser[]> {
     const rows = await this.db
       .selectFrom('users')

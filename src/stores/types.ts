@@ -168,6 +168,12 @@ export interface UserStore {
    * @returns the linked local subject.
    */
   addExternalUser(link: ExternalLink, user: StoredUser, events?: readonly WebhookEvent[]): Promise<string>;
+  /**
+   * Links the upstream identity `link` to the existing user `subjectId` (an upstream sign-in with
+   * the user's verified address). When `link.key` is linked already, changes nothing.
+   * @returns the linked local subject.
+   */
+  addExternalLink(link: ExternalLink, subjectId: string): Promise<string>;
   /** Returns false when there was no such user. */
   setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean>;
   /** The display names of the SCIM groups a user is a member of (their `role` claim gets them). */

@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Services } from '../services.js';
 import { browserOf } from '../interaction/browser.js';
 import { queryString } from '../http/fields.js';
+import { formBody } from '../http/request.js';
 import { expiredPage, sendErrorPage } from './error-page.js';
 import { language } from './language.js';
 import { finishSignIn, resume } from '../interaction/outcomes.js';
@@ -22,7 +23,7 @@ import type { ErrorPageServices } from './error-page.js';
 import { type OutcomePageServices, signInDeniedPage } from './outcome-pages.js';
 
 /** The services this module uses. */
-export type FederationPageServices = Pick<Services, 'federation'> &
+export type FederationPageServices = Pick<Services, 'federation' | 'basePath'> &
   BrowserServices &
   ErrorPageServices &
   OutcomesServices &
@@ -48,6 +49,19 @@ export function federationRoutes(app: FastifyInstance, ctx: FederationPageServic
     const signedIn = await finishSignIn(ctx, request, reply, user, how, pending);
     if ('denied' in signedIn) return signInDeniedPage(ctx, request, reply, pending, signedIn);
     return resume(ctx, reply, pending);
+  });
+
+  // response_mode=form_post (Apple): the fields are kept with the state, then the browser comes
+  // back by GET (federation/sign-in.ts, `receivePost`). No CSRF token: the upstream's state is the
+  // request's proof (RFC 6749 §10.12), checked against this browser at the GET.
+  app.post('/federation/:name/callback', async (request, reply) => {
+    const name = (request.params as { name: string }).name;
+    const form = formBody(request, 'invalid_request');
+    const posted = { code: form.get('code'), error: form.get('error'), user: form.get('user') };
+    const next = await ctx.federation.receivePost(name, form.get('state'), posted);
+    if (!next)
+      return stepFailed(ctx, request, reply, { outcome: 'failed', description: 'the sign-in response is not valid' });
+    return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${next}`, 303);
   });
 }
 

@@ -404,6 +404,25 @@ describe.each(['sqlite', 'postgres'] as const)('/admin/v1 resources on %s', (dia
     );
     expect(moved.statusCode).toBe(422);
     expect(moved.json().errors[0].path).toBe('authority');
+    const retyped = await call(
+      'PATCH',
+      '/identity-providers/corp',
+      { type: 'google' },
+      { 'if-match': read.headers.etag as string },
+    );
+    expect(retyped.statusCode).toBe(422);
+    expect(retyped.json().errors[0].path).toBe('type');
+    // Apple's private key stays in the config file.
+    const apple = await call('POST', '/identity-providers', {
+      name: 'apple',
+      type: 'apple',
+      clientId: 'com.example',
+      teamId: 'TEAM123456',
+      keyId: 'KEY1234567',
+      privateKey: '-----BEGIN PRIVATE KEY-----\nMIGH\n-----END PRIVATE KEY-----',
+    });
+    expect(apple.statusCode).toBe(422);
+    expect(apple.json().errors[0].path).toBe('privateKey');
     const patched = await call(
       'PATCH',
       '/identity-providers/corp',
@@ -438,6 +457,15 @@ describe.each(['sqlite', 'postgres'] as const)('/admin/v1 resources on %s', (dia
       'identity_provider.update',
       'identity_provider.delete',
     ]);
+    // A preset is stored like any provider, its type's default scope filled in.
+    const github = await created('/identity-providers', {
+      name: 'gh',
+      type: 'github',
+      clientId: 'c',
+      clientSecret: 's',
+    });
+    expect(github.json().identityProvider).toMatchObject({ type: 'github', scope: 'read:user user:email' });
+    expect((await call('DELETE', '/identity-providers/gh')).statusCode).toBe(204);
     expect(changes[0]?.changes).toMatchObject({ name: 'corp', clientSecret: '(set)' });
     expect(changes[1]?.changes).toEqual({ clientSecret: '(changed)', displayName: 'Corp' });
     expect(

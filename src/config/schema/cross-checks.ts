@@ -11,7 +11,8 @@ import { isManagementScope, MANAGEMENT_RESOURCE, MANAGEMENT_SCOPES } from './man
 import type { SigningAlgorithm } from './protocol.js';
 import type { registration } from './registration.js';
 import { type apiResource, type apiScope, type identityResource, isResourceIndicator } from './resources.js';
-import type { identityProvider, user } from './users.js';
+import type { user } from './users.js';
+import { type identityProvider, identityProviderIssues } from './identity-providers.js';
 
 /**
  * Why a client id may not equal a user's subject (RFC 9068 §5): the client's own tokens
@@ -146,6 +147,9 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
   });
   for (const d of duplicates(cfg.identityProviders.map((p) => p.name)))
     issue(['identityProviders'], `duplicate name "${d}"`);
+  cfg.identityProviders.forEach((p, i) => {
+    for (const { field, message } of identityProviderIssues(p)) issue(['identityProviders', i, field], message);
+  });
   checkOrganizations(cfg, issue);
   cfg.clients.forEach((c, i) => {
     if (c.organization === null) return;

@@ -1,6 +1,6 @@
-/** Users of the config file and upstream identity providers. */
+/** Users of the config file. */
 import * as z from 'zod';
-import { httpsOrLoopback, nonEmpty } from './field-kinds.js';
+import { nonEmpty } from './field-kinds.js';
 
 const jsonValue: z.ZodType<unknown> = z.unknown();
 
@@ -42,28 +42,3 @@ export const user = z
   .refine((u) => !(u.password !== undefined && u.passwordHash !== undefined), {
     message: 'give either password or passwordHash, not both',
   });
-
-/** One entry of `identityProviders` (also a stored upstream provider, /admin/v1/identity-providers). */
-export const identityProvider = z.strictObject({
-  name: nonEmpty.regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, - and _ only').meta({
-    description: "The name in acr_values=idp:<name> and in the login page's button: letters, digits, - and _",
-  }),
-  displayName: z.string().optional().meta({ description: 'Shown on the login page' }),
-  type: z.literal('oidc').default('oidc').meta({ description: 'The provider kind; oidc only' }),
-  authority: httpsOrLoopback.meta({
-    description: 'The upstream issuer: https (http only on a loopback host)',
-    spec: 'OIDC Discovery §4',
-  }),
-  clientId: nonEmpty.meta({ description: "Sigil's client id at the upstream provider" }),
-  clientSecret: z.string().optional().meta({
-    description: 'Sigil\'s client secret at the upstream provider (best given as { "$env": ... } or { "$file": ... })',
-  }),
-  scope: z.string().default('openid profile').meta({ description: 'The scopes asked of the upstream provider' }),
-  claimMapping: z
-    .record(z.string(), z.string())
-    .optional()
-    .meta({ description: 'Local claim name → upstream claim name; default maps name, given_name, family_name, email' }),
-});
-
-/** An upstream OpenID Connect provider (federation, `acr_values=idp:<name>`). */
-export type IdentityProviderConfig = z.output<typeof identityProvider>;

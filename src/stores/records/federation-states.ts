@@ -18,7 +18,17 @@ export interface FederationState {
   codeVerifier: string;
   /** Hashed browser id: the callback must come back to the same browser. */
   browser: string;
+  /** The fields of a form_post answer (Apple), kept until the browser comes back by GET with its cookies. */
+  posted?: PostedCallback;
   [key: string]: unknown;
+}
+
+/** The fields an upstream posted to the callback (response_mode=form_post), each as sent once. */
+export interface PostedCallback {
+  code?: string;
+  error?: string;
+  /** Apple's `user` JSON (the name, first sign-in only). */
+  user?: string;
 }
 
 /** The `federation` records, by upstream `state`. Times are Unix seconds. */
@@ -40,6 +50,19 @@ export class FederationStates {
   /** The record of `state` whatever its state, or undefined. */
   find(state: string): Promise<GrantRecord<FederationState> | undefined> {
     return this.kind.find(hashHandle(state));
+  }
+
+  /**
+   * Keeps the fields of a form_post answer with the live, unused sign-in of `state`, once
+   * (atomically).
+   * @returns false when there is no such sign-in, it is not provider's, or it was posted already.
+   */
+  async post(state: string, provider: string, posted: PostedCallback, now: number): Promise<boolean> {
+    const key = hashHandle(state);
+    const row = await this.kind.findLive(key, now);
+    if (!row || row.data.provider !== provider || row.data.posted !== undefined) return false;
+    // Compare-and-set: of two posts for one state, only the first is kept.
+    return this.kind.replaceData(key, row.data, { ...row.data, posted });
   }
 
   /** Uses `state`, atomically: false when used already or expired. */
