@@ -387,9 +387,10 @@ export class UserAdmin {
    * provider, federation/upstream.ts) and writes the claims the provider mapped, at every
    * sign-in, so that they follow the upstream. The link is the exact pair (provider, upstream
    * `sub`: `externalLinkKey`), so the subject stays the same across sign-ins and two upstream users
-   * never share a local account. A first sign-in whose claims say `email_verified: true` links to
-   * the one stored user of that tenant whose primary address is that email and verified; an
-   * unverified email never links to anyone. Otherwise a new user is made, with no password; their
+   * never share a local account. With `linkByEmail` (the provider's `linkVerifiedEmail`), a first
+   * sign-in whose claims say `email_verified: true` links to the one stored user of that tenant
+   * whose primary address is that email and verified; an unverified email never links to anyone.
+   * Otherwise a new user is made, with no password; their
    * username, for display only, is `<provider>:<sub>` when that fits and is free, else
    * `<provider>:<local subject>`. The provider owns the claims named in `owned`: one it
    * does not send is removed; every other claim of the user (set locally, or by another provider)
@@ -404,11 +405,12 @@ export class UserAdmin {
     claims: Record<string, unknown>,
     tenant: string | null,
     owned: readonly string[] = Object.keys(claims),
+    linkByEmail = false,
   ): Promise<User> {
     const link = { key: externalLinkKey(provider, sub), provider, upstreamSubject: sub };
     let subjectId = await this.store.users.findExternalLink(link.key);
     if (subjectId === undefined) {
-      const owner = await verifiedOwner(this.store, claims, tenant);
+      const owner = linkByEmail ? await verifiedOwner(this.store, claims, tenant) : undefined;
       subjectId = owner
         ? await this.store.users.addExternalLink(link, owner)
         : await addUpstreamUser(this.store, link, claims, tenant);

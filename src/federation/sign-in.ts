@@ -67,6 +67,7 @@ export interface UpstreamUserLinks {
     claims: Record<string, unknown>,
     tenant: string | null,
     owned?: readonly string[],
+    linkByEmail?: boolean,
   ): Promise<User>;
 }
 
@@ -187,6 +188,7 @@ export class UpstreamSignIn {
       mappedClaims(provider, claims),
       interaction.request.tenant,
       ownedClaims(provider),
+      provider.linkVerifiedEmail,
     );
     if (!user.isActive) return failed('the account is not active', interaction);
     return { outcome: 'signed_in', user, claims, pending: { id: data.interactionId, interaction } };

@@ -49,6 +49,7 @@ describe.each(['sqlite', 'postgres'] as const)('sign-in presets on %s: github, a
         {
           name: 'github',
           type: 'github',
+          linkVerifiedEmail: true,
           clientId: 'gh-client',
           clientSecret: 'gh-secret',
           authorizationEndpoint: `${gh.url}/login/oauth/authorize`,
@@ -59,14 +60,27 @@ describe.each(['sqlite', 'postgres'] as const)('sign-in presets on %s: github, a
         {
           name: 'apple',
           type: 'apple',
+          linkVerifiedEmail: true,
           authority: apple.url,
           ...APPLE,
           privateKey: appleKey.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
         },
         {
+          // The same GitHub without linkVerifiedEmail: a first sign-in never joins a stored user.
+          name: 'github-unlinked',
+          type: 'github',
+          clientId: 'gh-client',
+          clientSecret: 'gh-secret',
+          authorizationEndpoint: `${gh.url}/login/oauth/authorize`,
+          tokenEndpoint: `${gh.url}/login/oauth/access_token`,
+          userinfoEndpoint: `${gh.url}/user`,
+          emailsEndpoint: `${gh.url}/user/emails`,
+        },
+        {
           // A plain OAuth 2.0 server: here the GitHub stand-in's endpoints, mapped by hand.
           name: 'intranet',
           type: 'oauth2',
+          linkVerifiedEmail: true,
           clientId: 'gh-client',
           clientSecret: 'gh-secret',
           scope: 'read:user',
@@ -78,6 +92,7 @@ describe.each(['sqlite', 'postgres'] as const)('sign-in presets on %s: github, a
         {
           name: 'ms-orgs',
           type: 'microsoft',
+          linkVerifiedEmail: true,
           tenant: 'organizations',
           authority: ms.authority,
           clientId: 'ms-client',
@@ -86,6 +101,7 @@ describe.each(['sqlite', 'postgres'] as const)('sign-in presets on %s: github, a
         {
           name: 'microsoft',
           type: 'microsoft',
+          linkVerifiedEmail: true,
           authority: ms.authority,
           clientId: 'ms-client',
           clientSecret: 'ms-secret',
@@ -93,6 +109,7 @@ describe.each(['sqlite', 'postgres'] as const)('sign-in presets on %s: github, a
         {
           name: 'google',
           type: 'google',
+          linkVerifiedEmail: true,
           authority: google.url,
           clientId: 'google-client',
           clientSecret: 'google-secret',
@@ -246,6 +263,13 @@ describe.each(['sqlite', 'postgres'] as const)('sign-in presets on %s: github, a
         name: 'User carol-gh',
         preferred_username: 'carol-gh',
       });
+    });
+
+    it('without linkVerifiedEmail, even a verified email makes a new user instead of joining the stored one', async () => {
+      gh.next = github(203, 'carol-elsewhere', 'carol@example.com', true);
+      const other = await signIn('github-unlinked');
+      expect(other.sub).not.toBe('carol-1');
+      expect(other.info.email).toBe('carol@example.com');
     });
 
     it('refuses a callback whose state is not the browser’s, and a code GitHub does not know', async () => {

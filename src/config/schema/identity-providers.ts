@@ -85,6 +85,10 @@ export const identityProvider = z.strictObject({
     .max(100)
     .optional()
     .meta({ description: "apple only: the Sign in with Apple key's id (the client secret's kid)" }),
+  linkVerifiedEmail: z.boolean().default(false).meta({
+    description:
+      "A first sign-in through this provider may join the one stored user whose verified primary address is the email the provider says is verified (see each type's rule), instead of making a new user. Off by default: the local account's password and second factors are then bypassed by whoever holds that address at the provider, so turn it on only for a provider whose verification you trust (Keycloak likewise asks the user to re-authenticate before linking)",
+  }),
   privateKey: z.string().max(MAX_PRIVATE_KEY_LENGTH).optional().meta({
     description:
       'apple only: the Sign in with Apple private key, PKCS #8 PEM (best given as { "$file": "AuthKey_<keyId>.p8" }); Sigil signs the ES256 client secret with it and renews it',
@@ -110,7 +114,15 @@ export function withDefaultScope(p: IdentityProviderConfig): IdentityProviderCon
 }
 
 type Field = keyof IdentityProviderConfig;
-const COMMON: readonly Field[] = ['name', 'displayName', 'type', 'clientId', 'clientSecret', 'scope'];
+const COMMON: readonly Field[] = [
+  'name',
+  'displayName',
+  'type',
+  'clientId',
+  'clientSecret',
+  'scope',
+  'linkVerifiedEmail',
+];
 
 /** The fields each type takes beyond the common ones, and those it needs. */
 const FIELDS: Record<IdentityProviderType, { takes: readonly Field[]; needs: readonly Field[] }> = {
