@@ -239,8 +239,9 @@ async function answerSuccess(
   );
   // An emailAddress NameID for a user without an email: the SP hears that no assertion can be made.
   if (!answer?.nameId) return answerFailure(ctx, request, reply, saml, STATUS.responder, STATUS.invalidNameIdPolicy);
-  // The SP joins the session (SAML Profiles §4.4): its single logout names this NameID and SessionIndex.
-  if (sp.sloUrl)
+  // The SP joins the session (SAML Profiles §4.4): its single logout, through the browser or over
+  // SOAP, names this NameID and SessionIndex.
+  if (sp.sloUrl || sp.soapSloUrl)
     await ctx.logout.participateSaml(session, ctx.sessions.expiryOf(session), {
       entityId: sp.entityId,
       nameId: answer.nameId.value,
