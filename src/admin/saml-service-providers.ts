@@ -58,6 +58,8 @@ export interface SamlServiceProviderAdminOptions {
   configured: readonly SamlServiceProviderConfig[];
   /** The guarded fetch of `metadataUrl` may reach loopback addresses (development and tests). */
   allowLoopback: boolean;
+  /** Whether an organization of that name is in force (config-file or stored), which an SP's `organization` must name. */
+  organizationExists: (name: string) => boolean;
   log: Pick<Logger, 'error'>;
 }
 
@@ -224,7 +226,7 @@ export class SamlServiceProviderAdmin {
   }
 
   /**
-   * The settings checked as the config file's are, and its metadata read.
+   * The settings checked as the config file's are, its organization one in force, and its metadata read.
    * @throws AdminError `invalid` with each problem's field.
    */
   private checked(input: Record<string, unknown>): SamlServiceProviderConfig {
@@ -232,6 +234,8 @@ export class SamlServiceProviderAdmin {
     if (typeof input.entityId === 'string' && /[\u0000-\u001f\u007f]/.test(input.entityId))
       throw invalidField('entityId', 'control characters are not allowed');
     const settings = parseOrRefuse(samlServiceProvider, input);
+    if (settings.organization !== null && !this.options.organizationExists(settings.organization))
+      throw invalidField('organization', `unknown organization "${settings.organization}"`);
     try {
       serviceProviderOf(settings);
     } catch (err) {

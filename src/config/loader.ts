@@ -5,13 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import {
-  BUILT_IN_GRANT_TYPES,
-  configSchema,
-  type Config,
-  type ConfigInput,
-  unknownClientOrganizations,
-} from './schema.js';
+import { BUILT_IN_GRANT_TYPES, configSchema, type Config, type ConfigInput, unknownOrganizations } from './schema.js';
 import { closest } from './suggest.js';
 import { CONSOLE_CLIENT_ID, consoleClient } from './console-client.js';
 
@@ -50,7 +44,7 @@ export interface ResolveOptions {
   extensionGrants?: readonly string[];
   /**
    * Names of the organizations in force besides the config file's (the stored ones), which a
-   * client's `organization` may name; default none (`unknownClientOrganizations`).
+   * client's `organization` may name; default none (`unknownOrganizations`).
    */
   organizations?: readonly string[];
 }
@@ -110,7 +104,7 @@ export function resolveConfig(
   const result = configSchema.safeParse(merged);
   const grantProblems = unknownGrantTypes(merged.clients, options.extensionGrants ?? []);
   const organizationProblems = result.success
-    ? unknownClientOrganizations(result.data, options.organizations ?? []).map(
+    ? unknownOrganizations(result.data, options.organizations ?? []).map(
         (p) => `${formatPath(p.path)}: ${redact(p.message, references.secrets)}`,
       )
     : [];

@@ -51,6 +51,8 @@ export interface ServiceProvider {
   signAssertion: boolean;
   requireSignedAuthnRequests: boolean;
   requireConsent: boolean;
+  /** The name of the organization whose members alone get its assertions; null: anyone. */
+  organization: string | null;
   /** What pages call it: the configured display name, else the entity ID. */
   displayName: string;
 }
@@ -142,6 +144,7 @@ export function serviceProviderOf(sp: SamlServiceProviderConfig): ServiceProvide
     signAssertion: sp.signAssertion || sp.encryptAssertion || meta?.wantAssertionsSigned === true,
     requireSignedAuthnRequests: sp.requireSignedAuthnRequests || meta?.authnRequestsSigned === true,
     requireConsent: sp.requireConsent,
+    organization: sp.organization,
     displayName: sp.displayName ?? sp.entityId,
   };
 }
