@@ -38,6 +38,7 @@ const UNSIGNED = 'https://unsigned.example/sp';
 const BIG = 'https://big.example/sp';
 const PRIVATE = 'https://private.example/sp';
 const NO_SOAP = 'https://nosoap.example/sp';
+const FORGED = 'https://forged.example/sp';
 const SOAP_ENV = 'http://schemas.xmlsoap.org/soap/envelope/';
 
 /** What the SOAP endpoint got: the path and the body. */
@@ -47,19 +48,21 @@ let soap: Server;
 let soapUrl: string;
 let sigil: TestSigil;
 let keys: SpKeys;
+let stranger: SpKeys;
 let idpCert: string;
 let admin: string;
 let dir: string;
 
-/** The SP's answer in a SOAP envelope: a LogoutResponse to `requestId` from `issuer`, signed unless `signed` is false. */
-function soapAnswer(requestId: string, issuer: string, signed: boolean): string {
+/** The SP's answer in a SOAP envelope: a LogoutResponse to `requestId` from `issuer`, signed by `signer` (none: unsigned). */
+function soapAnswer(requestId: string, issuer: string, signer: SpKeys | undefined): string {
   const response = logoutResponse(ISSUER, { inResponseTo: requestId, issuer });
-  const message = signed ? signRequest(response, keys) : response;
+  const message = signer ? signRequest(response, signer) : response;
   return `<SOAP-ENV:Envelope xmlns:SOAP-ENV="${SOAP_ENV}"><SOAP-ENV:Body>${message}</SOAP-ENV:Body></SOAP-ENV:Envelope>`;
 }
 
 beforeAll(async () => {
   keys = await spKeys();
+  stranger = await spKeys();
   dir = mkdtempSync(join(tmpdir(), 'sigil-soap-'));
   soap = createServer((req, res) => {
     let body = '';
@@ -68,8 +71,9 @@ beforeAll(async () => {
       received.push({ path: req.url ?? '', body });
       const id = /<samlp:LogoutRequest[^>]* ID="([^"]+)"/.exec(body)?.[1] ?? '';
       res.setHeader('content-type', 'text/xml');
-      if (req.url === '/good') res.end(soapAnswer(id, GOOD, true));
-      else if (req.url === '/unsigned') res.end(soapAnswer(id, UNSIGNED, false));
+      if (req.url === '/good') res.end(soapAnswer(id, GOOD, keys));
+      else if (req.url === '/unsigned') res.end(soapAnswer(id, UNSIGNED, undefined));
+      else if (req.url === '/forged') res.end(soapAnswer(id, FORGED, stranger));
       else res.end(`<x>${'a'.repeat(200 * 1024)}</x>`);
     });
   });
@@ -99,6 +103,7 @@ beforeAll(async () => {
         sp(GOOD, { soapSlo: `${soapUrl}/good`, slo: { url: `${GOOD}/slo`, binding: 'redirect' } }),
         sp(UNSIGNED, { soapSlo: `${soapUrl}/unsigned` }),
         sp(BIG, { soapSlo: `${soapUrl}/big` }),
+        sp(FORGED, { soapSlo: `${soapUrl}/forged` }),
         // TEST-NET-1 (RFC 5737): a special-use address the SSRF guard never lets a request reach.
         sp(PRIVATE, { soapSlo: 'https://192.0.2.10/soap' }),
         sp(NO_SOAP, { slo: { url: `${NO_SOAP}/slo`, binding: 'redirect' } }),
@@ -136,7 +141,7 @@ describe('SAML single logout over SOAP', () => {
   it('an administrator ends the session: each SP with a SOAP endpoint is sent a signed LogoutRequest; refused answers are recorded', async () => {
     const b = new Browser(sigil);
     const asserted = await ssoInto(b, GOOD);
-    for (const sp of [UNSIGNED, BIG, PRIVATE, NO_SOAP]) await ssoInto(b, sp);
+    for (const sp of [UNSIGNED, BIG, FORGED, PRIVATE, NO_SOAP]) await ssoInto(b, sp);
     const sid = asserted.sessionIndex;
     const ended = await sigil.app.inject({
       method: 'DELETE',
@@ -172,6 +177,12 @@ describe('SAML single logout over SOAP', () => {
       (lines) => lines.some((l) => l.msg === 'back-channel logout given up'),
     );
     expect(String(unsigned.find((l) => l.msg === 'back-channel logout given up')?.error)).toMatch(/must sign/);
+    // An answer signed with a key that is not the SP's is refused alike.
+    const forged = await settled(
+      async () => logsOf(FORGED, sid),
+      (lines) => lines.some((l) => l.msg === 'back-channel logout given up'),
+    );
+    expect(String(forged.find((l) => l.msg === 'back-channel logout given up')?.error)).toMatch(/does not verify/);
     // An answer past the size bound is cut off and recorded as a failure.
     const big = await settled(
       async () => logsOf(BIG, sid),
@@ -186,7 +197,9 @@ describe('SAML single logout over SOAP', () => {
     expect(String(refused.find((l) => l.msg === 'back-channel logout failed; will retry')?.error)).toMatch(
       /special-use/,
     );
-    expect(received.map((r) => r.path).filter((p) => !['/good', '/unsigned', '/big'].includes(p))).toEqual([]);
+    expect(received.map((r) => r.path).filter((p) => !['/good', '/unsigned', '/big', '/forged'].includes(p))).toEqual(
+      [],
+    );
     // The SP without a SOAP endpoint is skipped, and that is logged.
     expect(logsOf(NO_SOAP, sid).map((l) => l.msg)).toEqual([
       'SAML service provider not told of the logout: it has no SOAP SingleLogoutService',
