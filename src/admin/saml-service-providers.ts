@@ -312,6 +312,36 @@ export async function withFetchedMetadata(
   return fetched;
 }
 
+/**
+ * The SOAP single logout endpoints (`ServiceProvider.soapSloUrl`) of the SPs in force, by entity
+ * ID, read without a running node (the command line's one-off logout service, whose queued SOAP
+ * LogoutRequests the running nodes send): the config file's SPs, then the stored ones of other
+ * entity IDs. An SP whose settings are refused here is left out, as a node's registry leaves it
+ * (a config-file SP known by a `metadataUrl` alone among them: its metadata is fetched at start only).
+ */
+export async function soapLogoutEndpoints(
+  configured: readonly SamlServiceProviderConfig[],
+  store: Pick<Store, 'samlServiceProviders'>,
+): Promise<Map<string, string>> {
+  const endpoints = new Map<string, string>();
+  const read = (settings: () => SamlServiceProviderConfig) => {
+    try {
+      return serviceProviderOf(settings());
+    } catch {
+      return undefined;
+    }
+  };
+  const known = new Set(configured.map((sp) => sp.entityId));
+  const sps = [
+    ...configured.map((sp) => read(() => sp)),
+    ...(await store.samlServiceProviders.list())
+      .filter((s) => !known.has(s.entityId))
+      .map((s) => read(() => samlServiceProvider.parse(s.settings))),
+  ];
+  for (const sp of sps) if (sp?.soapSloUrl) endpoints.set(sp.entityId, sp.soapSloUrl);
+  return endpoints;
+}
+
 /** A stored SP's settings (defaults filled) and the SP they put in force. @throws Error when refused now. */
 function inForceOf(s: StoredSamlServiceProvider): { settings: SamlServiceProviderConfig; sp: ServiceProvider } {
   const settings = samlServiceProvider.parse(s.settings);

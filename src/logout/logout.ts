@@ -75,7 +75,7 @@ export class LogoutService {
    * @param retrySeconds how long a back-channel delivery is retried (config `backChannelLogout.retrySeconds`)
    * @param deliverNow tries queued deliveries at once (the node's deliverer); absent on the command line,
    *   where running nodes send them.
-   * @param saml the SAML SPs' logout endpoints; absent (the command line), SAML SPs are not told
+   * @param saml the SAML SPs' logout endpoints; absent, SAML SPs are not told
    * @param log where an SP that cannot be told without the browser is reported
    */
   constructor(

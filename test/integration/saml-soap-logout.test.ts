@@ -5,7 +5,8 @@
  * the test; the request's signature is checked by xmlsec1. The SP's answer must be a LogoutResponse
  * signed by it: an unsigned or oversize answer is recorded as a failure (in the log), an endpoint
  * the SSRF guard refuses is not contacted, an SP without a SOAP endpoint is skipped and logged;
- * none of them is a crash. A logout in the browser sends an SP with a front-channel endpoint its
+ * none of them is a crash. Sessions the command line ends are told by the running node's deliverer.
+ * A logout in the browser sends an SP with a front-channel endpoint its
  * LogoutRequest through the browser, not over SOAP.
  */
 import { DOMParser } from '@xmldom/xmldom';
@@ -16,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SessionAdmin } from '../../src/admin/sessions.js';
 import { Browser, input, ISSUER, isLoginPage } from '../authorize-helpers.js';
 import { clientTokens, settled, startSigil, testConfig, type TestSigil } from '../helpers.js';
 import {
@@ -206,6 +208,21 @@ describe('SAML single logout over SOAP', () => {
     ]);
     // Sigil still answers.
     expect((await b.get('/saml/metadata')).status).toBe(200);
+  });
+
+  it('the command line ends the session (a one-off service): the running node sends the queued LogoutRequest', async () => {
+    const b = new Browser(sigil);
+    const { sessionIndex: sid } = await ssoInto(b, GOOD);
+    // As `sigil users sessions revoke alice` does: no deliverer of its own, the store and the config.
+    const cli = new SessionAdmin(sigil.context.store, sigil.context.config, pino({ level: 'silent' }));
+    expect(await cli.revokeAll('alice', null)).toMatchObject({ ended: 1 });
+    const lines = await settled(
+      async () => logsOf(GOOD, sid),
+      (found) => found.some((l) => l.msg === 'back-channel logout delivered'),
+    );
+    expect(lines.find((l) => l.msg === 'back-channel logout delivered')).toMatchObject({
+      status: 'urn:oasis:names:tc:SAML:2.0:status:Success',
+    });
   });
 
   it('a logout in the browser sends an SP with a front-channel endpoint nothing over SOAP', async () => {
