@@ -66,6 +66,8 @@ export function spMetadata(
   extra: {
     authnRequestsSigned?: boolean;
     slo?: { url: string; binding: 'redirect' | 'post' };
+    /** A SingleLogoutService of the SOAP binding (SAML Bindings §3.2). */
+    soapSlo?: string;
     encryptionCertificate?: string;
     encryptionUse?: 'encryption' | null;
   } = {},
@@ -88,7 +90,10 @@ export function spMetadata(
   const slo = extra.slo
     ? `<md:SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:${extra.slo.binding === 'post' ? 'HTTP-POST' : 'HTTP-Redirect'}" Location="${extra.slo.url}"/>`
     : '';
-  return `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="${entityId}"><md:SPSSODescriptor protocolSupportEnumeration="${NS_P}"${signed}>${key}${slo}${services}</md:SPSSODescriptor></md:EntityDescriptor>`;
+  const soap = extra.soapSlo
+    ? `<md:SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:SOAP" Location="${extra.soapSlo}"/>`
+    : '';
+  return `<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="${entityId}"><md:SPSSODescriptor protocolSupportEnumeration="${NS_P}"${signed}>${key}${slo}${soap}${services}</md:SPSSODescriptor></md:EntityDescriptor>`;
 }
 
 /** What an AuthnRequest says. */

@@ -58,6 +58,8 @@ export interface SamlServiceProviderAdminOptions {
   configured: readonly SamlServiceProviderConfig[];
   /** The guarded fetch of `metadataUrl` may reach loopback addresses (development and tests). */
   allowLoopback: boolean;
+  /** Whether an organization of that name is in force (config-file or stored), which an SP's `organization` must name. */
+  organizationExists: (name: string) => boolean;
   log: Pick<Logger, 'error'>;
 }
 
@@ -224,7 +226,7 @@ export class SamlServiceProviderAdmin {
   }
 
   /**
-   * The settings checked as the config file's are, and its metadata read.
+   * The settings checked as the config file's are, its organization one in force, and its metadata read.
    * @throws AdminError `invalid` with each problem's field.
    */
   private checked(input: Record<string, unknown>): SamlServiceProviderConfig {
@@ -232,6 +234,8 @@ export class SamlServiceProviderAdmin {
     if (typeof input.entityId === 'string' && /[\u0000-\u001f\u007f]/.test(input.entityId))
       throw invalidField('entityId', 'control characters are not allowed');
     const settings = parseOrRefuse(samlServiceProvider, input);
+    if (settings.organization !== null && !this.options.organizationExists(settings.organization))
+      throw invalidField('organization', `unknown organization "${settings.organization}"`);
     try {
       serviceProviderOf(settings);
     } catch (err) {
@@ -306,6 +310,36 @@ export async function withFetchedMetadata(
   );
   if (problems.length > 0) throw new ConfigError(problems);
   return fetched;
+}
+
+/**
+ * The SOAP single logout endpoints (`ServiceProvider.soapSloUrl`) of the SPs in force, by entity
+ * ID, read without a running node (the command line's one-off logout service, whose queued SOAP
+ * LogoutRequests the running nodes send): the config file's SPs, then the stored ones of other
+ * entity IDs. An SP whose settings are refused here is left out, as a node's registry leaves it
+ * (a config-file SP known by a `metadataUrl` alone among them: its metadata is fetched at start only).
+ */
+export async function soapLogoutEndpoints(
+  configured: readonly SamlServiceProviderConfig[],
+  store: Pick<Store, 'samlServiceProviders'>,
+): Promise<Map<string, string>> {
+  const endpoints = new Map<string, string>();
+  const read = (settings: () => SamlServiceProviderConfig) => {
+    try {
+      return serviceProviderOf(settings());
+    } catch {
+      return undefined;
+    }
+  };
+  const known = new Set(configured.map((sp) => sp.entityId));
+  const sps = [
+    ...configured.map((sp) => read(() => sp)),
+    ...(await store.samlServiceProviders.list())
+      .filter((s) => !known.has(s.entityId))
+      .map((s) => read(() => samlServiceProvider.parse(s.settings))),
+  ];
+  for (const sp of sps) if (sp?.soapSloUrl) endpoints.set(sp.entityId, sp.soapSloUrl);
+  return endpoints;
 }
 
 /** A stored SP's settings (defaults filled) and the SP they put in force. @throws Error when refused now. */

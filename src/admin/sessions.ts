@@ -9,6 +9,7 @@ import { loadStoredClients } from '../clients/stored-clients.js';
 import type { Store } from '../stores/types.js';
 import { ClientRegistry } from '../clients/registry.js';
 import { AdminError } from './errors.js';
+import { soapLogoutEndpoints } from './saml-service-providers.js';
 import { configUsersNamed } from './config-users.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { browserName } from '../users/user-agent.js';
@@ -30,7 +31,9 @@ export class SessionAdmin {
    * without it a one-off service queues them
    */
   constructor(
-    private readonly store: Pick<Store, 'users' | 'clients' | 'logout' | 'records'>,
+    /** With `samlServiceProviders`, a one-off service queues SOAP LogoutRequests for the SAML SPs too. */
+    private readonly store: Pick<Store, 'users' | 'clients' | 'logout' | 'records'> &
+      Partial<Pick<Store, 'samlServiceProviders'>>,
     private readonly config: ResolvedConfig,
     private readonly log: Logger,
     private readonly logout?: LogoutService,
@@ -73,10 +76,22 @@ export class SessionAdmin {
 
   private async logoutService(): Promise<LogoutService> {
     if (this.logout) return this.logout;
-    // A one-off registry, as the nodes' is not at hand: only the logout URIs of the clients are needed.
+    // A one-off registry, as the nodes' is not at hand: only the logout URIs of the clients are needed,
+    // and the SAML SPs' SOAP endpoints (no browser is at hand: none is told through one).
     const clients = new ClientRegistry(this.config.clients);
     clients.setStoredClients(await loadStoredClients(this.store.clients, this.log));
-    return new LogoutService(this.store.logout, clients, this.config.backChannelLogout.retrySeconds);
+    const stored = this.store.samlServiceProviders;
+    const soap =
+      stored && (await soapLogoutEndpoints(this.config.samlServiceProviders, { samlServiceProviders: stored }));
+    const saml = soap && { soapUrl: (entityId: string) => soap.get(entityId), frontChannel: () => false };
+    return new LogoutService(
+      this.store.logout,
+      clients,
+      this.config.backChannelLogout.retrySeconds,
+      undefined,
+      saml,
+      this.log,
+    );
   }
 
   /**

@@ -139,6 +139,7 @@ export function buildManagement(
     live: protocol.saml.serviceProviders,
     configured: cfg.samlServiceProviders,
     allowLoopback: cfg.clientIdMetadataDocuments.allowLoopback,
+    organizationExists: (name) => organizations.byName(name) !== undefined,
     log,
   });
   const changes = new StoredChanges({

@@ -60,7 +60,16 @@ export function buildProtocol(
       'clientIdMetadataDocuments.allowLoopback is on: client metadata documents may be fetched from loopback addresses (development only)',
     );
   const clients = new ClientRegistry(cfg.clients, documents);
-  const { deliverer, logout } = logoutServices(infra, clients);
+  const saml = new SamlIdentityProvider(
+    cfg.saml,
+    cfg.samlServiceProviders,
+    cfg.issuer,
+    keys,
+    store.secrets,
+    infra.replay,
+    options.dataKey,
+  );
+  const { deliverer, logout } = logoutServices(infra, clients, saml);
   const upstream = new UpstreamProviders(cfg.identityProviders, cfg.issuer);
   // Upstream providers' calls and each back-channel logout delivery (`attempt`, the deliverer's
   // private method that posts one logout token) get spans too.
@@ -88,26 +97,20 @@ export function buildProtocol(
     interactions: new Interactions(store.grants),
     // The config file's; the organization admin's reload adds the stored ones.
     organizations: new Organizations(cfg.organizations),
-    saml: new SamlIdentityProvider(
-      cfg.saml,
-      cfg.samlServiceProviders,
-      cfg.issuer,
-      keys,
-      store.secrets,
-      infra.replay,
-      options.dataKey,
-    ),
+    saml,
   };
   return { protocol, grantTypes, deliverer };
 }
 
 /**
  * Logout and its deliverer. They refer to each other: the deliverer's sweep ends expired sessions
- * through the service, which sends through the deliverer.
+ * through the service, which sends through the deliverer. The SAML SPs in force say where their
+ * SOAP LogoutRequests go, and the identity provider sends them.
  */
 function logoutServices(
   infra: Infrastructure,
   clients: ClientRegistry,
+  saml: SamlIdentityProvider,
 ): { deliverer: LogoutDeliverer; logout: LogoutService } {
   const { config: cfg, store, keys, log } = infra;
   const callerChosen = (clientId: string) => {
@@ -123,9 +126,19 @@ function logoutServices(
     cfg.backChannelLogout,
     guard,
     () => logout.endExpired(),
+    saml.soapLogout,
   );
-  const logout = new LogoutService(store.logout, clients, cfg.backChannelLogout.retrySeconds, (ids) =>
-    deliverer.deliverNow(ids),
+  const samlEndpoints = {
+    soapUrl: (entityId: string) => saml.serviceProviders.get(entityId)?.soapSloUrl ?? undefined,
+    frontChannel: (entityId: string) => Boolean(saml.serviceProviders.get(entityId)?.sloUrl),
+  };
+  const logout = new LogoutService(
+    store.logout,
+    clients,
+    cfg.backChannelLogout.retrySeconds,
+    (ids) => deliverer.deliverNow(ids),
+    samlEndpoints,
+    log,
   );
   return { deliverer, logout };
 }

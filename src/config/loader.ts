@@ -10,7 +10,7 @@ import {
   configSchema,
   type Config,
   type ConfigInput,
-  unknownClientOrganizations,
+  unknownOrganizations,
   withDefaultScope,
 } from './schema.js';
 import { closest } from './suggest.js';
@@ -51,7 +51,7 @@ export interface ResolveOptions {
   extensionGrants?: readonly string[];
   /**
    * Names of the organizations in force besides the config file's (the stored ones), which a
-   * client's `organization` may name; default none (`unknownClientOrganizations`).
+   * client's `organization` may name; default none (`unknownOrganizations`).
    */
   organizations?: readonly string[];
 }
@@ -111,7 +111,7 @@ export function resolveConfig(
   const result = configSchema.safeParse(merged);
   const grantProblems = unknownGrantTypes(merged.clients, options.extensionGrants ?? []);
   const organizationProblems = result.success
-    ? unknownClientOrganizations(result.data, options.organizations ?? []).map(
+    ? unknownOrganizations(result.data, options.organizations ?? []).map(
         (p) => `${formatPath(p.path)}: ${redact(p.message, references.secrets)}`,
       )
     : [];

@@ -32,7 +32,7 @@ import { hooks } from './schema/hooks.js';
 export { EDITABLE_CLAIMS } from './schema/account.js';
 export { CSS_HEX_COLOUR } from './schema/branding.js';
 export { clientSchema } from './schema/client.js';
-export { clientSubjectCollision, unknownClientOrganizations } from './schema/cross-checks.js';
+export { clientSubjectCollision, unknownOrganizations } from './schema/cross-checks.js';
 export {
   CLIENT_PROFILES,
   FAPI2_ALGORITHMS,

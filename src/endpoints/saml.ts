@@ -23,7 +23,8 @@ import { bindingMessage } from './saml-binding.js';
 import { type SamlLogoutEndpointServices, samlLogoutEndpoint } from './saml-logout.js';
 import { browserOf, sessionOf } from '../interaction/browser.js';
 import type { BrowserServices } from '../interaction/browser.js';
-import { pageOf } from '../interaction/decide.js';
+import { type IssuedOrganization, pageOf } from '../interaction/decide.js';
+import { joinIfNew, type OrganizationJoinServices } from '../interaction/organization-join.js';
 import type { Pending } from '../interaction/interactions.js';
 import type { InteractionsServices } from '../interaction/interactions.js';
 import {
@@ -51,6 +52,8 @@ import { expiredPage, sendErrorPage } from '../ui/error-page.js';
 import type { ErrorPageServices } from '../ui/error-page.js';
 import { language } from '../ui/language.js';
 import { claimsOf, type User } from '../users/users.js';
+import { AdminError } from '../admin/errors.js';
+import { ORGANIZATION_CLAIMS, organizationClaims, ROLES_SCOPE } from '../tokens/organization-claims.js';
 import type { Session } from '../users/sessions.js';
 import { DirectoryUnavailable } from '../users/directory.js';
 
@@ -66,6 +69,7 @@ export type SamlEndpointServices = Pick<
   BrowserServices &
   ErrorPageServices &
   InteractionsServices &
+  OrganizationJoinServices &
   SamlInteractionServices;
 
 /** Registers the SAML routes (see the module comment); nothing when `saml.enabled` is false. */
@@ -184,12 +188,38 @@ async function proceed(
   const decision = await samlDecision(ctx, saml, sp, session, user, pending?.interaction);
   if (decision.kind === 'error') {
     if (pending && !(await ctx.interactions.finish(pending.id))) return expiredPage(ctx, request, reply);
-    // Only IsPassive leads here (prompt=none): SAML Core §3.4.1.
-    return answerFailure(ctx, request, reply, saml, STATUS.responder, STATUS.noPassive);
+    // A user the SP's organization does not admit; else IsPassive (prompt=none): SAML Core §3.4.1.
+    const subCode = decision.error === 'access_denied' ? STATUS.requestDenied : STATUS.noPassive;
+    return answerFailure(ctx, request, reply, saml, STATUS.responder, subCode);
   }
   if (decision.kind !== 'issue') return toPage(ctx, request, reply, saml, sp, browser, pending, pageOf(decision));
   if (pending && !(await ctx.interactions.finish(pending.id))) return expiredPage(ctx, request, reply);
-  return answerSuccess(ctx, request, reply, saml, sp, session as Session, user as User);
+  let organization: Record<string, unknown> = {};
+  try {
+    organization = await organizationOf(ctx, decision.organization, sp, session as Session);
+  } catch (err) {
+    // The organization was deleted between the decision and the membership.
+    if (!(err instanceof AdminError)) throw err;
+    return answerFailure(ctx, request, reply, saml, STATUS.responder, STATUS.requestDenied);
+  }
+  return answerSuccess(ctx, request, reply, saml, sp, session as Session, user as User, organization);
+}
+
+/**
+ * The organization claims (`org_id`, `org_name`, `org_roles`) of a sign-in to an SP with an
+ * `organization`, the user made a member first where the decision admits them now (`joinIfNew`);
+ * none without one. Sigil sets them: they are there for the SP's `attributes` to map.
+ * @throws AdminError when the organization is gone meanwhile.
+ */
+async function organizationOf(
+  ctx: SamlEndpointServices,
+  organization: IssuedOrganization | undefined,
+  sp: ServiceProvider,
+  session: Session,
+): Promise<Record<string, unknown>> {
+  if (!organization) return {};
+  const roles = await joinIfNew(ctx, organization, session.subjectId, samlClientId(sp.entityId), '/saml/sso');
+  return organizationClaims({ id: organization.id, name: organization.name, roles }, [ROLES_SCOPE]);
 }
 
 /** Stores the request as pending (unless it is already) and sends the browser to `page` (`toInteractionPage`). */
@@ -209,7 +239,7 @@ function toPage(
   );
 }
 
-/** Posts a successful Response about the session's user to the SP's ACS. */
+/** Posts a successful Response about the session's user to the SP's ACS, with the claims of the organization signed in to. */
 async function answerSuccess(
   ctx: SamlEndpointServices,
   request: FastifyRequest,
@@ -218,13 +248,17 @@ async function answerSuccess(
   sp: ServiceProvider,
   session: Session,
   user: User,
+  organization: Record<string, unknown>,
 ): Promise<FastifyReply> {
   const now = nowSeconds();
-  const claims = await ctx.tokens.releasedSamlClaims(
+  const released = await ctx.tokens.releasedSamlClaims(
     { subjectId: user.subjectId, claims: claimsOf(user) },
     sp.entityId,
     claimsFor(sp),
   );
+  // Organization claims are Sigil's alone (as in tokens): never a user's claim of that name.
+  const own = Object.entries(released).filter(([name]) => !(ORGANIZATION_CLAIMS as readonly string[]).includes(name));
+  const claims = { ...Object.fromEntries(own), ...organization };
   const answer = await ctx.saml.success(
     targetOf(saml),
     {
@@ -239,8 +273,9 @@ async function answerSuccess(
   );
   // An emailAddress NameID for a user without an email: the SP hears that no assertion can be made.
   if (!answer?.nameId) return answerFailure(ctx, request, reply, saml, STATUS.responder, STATUS.invalidNameIdPolicy);
-  // The SP joins the session (SAML Profiles §4.4): its single logout names this NameID and SessionIndex.
-  if (sp.sloUrl)
+  // The SP joins the session (SAML Profiles §4.4): its single logout, through the browser or over
+  // SOAP, names this NameID and SessionIndex.
+  if (sp.sloUrl || sp.soapSloUrl)
     await ctx.logout.participateSaml(session, ctx.sessions.expiryOf(session), {
       entityId: sp.entityId,
       nameId: answer.nameId.value,

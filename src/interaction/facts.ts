@@ -6,6 +6,7 @@
 import type { Services } from '../services.js';
 import { nowSeconds } from '../crypto/handles.js';
 import { type SecondStep, sessionHasMfa } from '../mfa/factors.js';
+import type { Organization } from '../organizations/organization.js';
 import type { Interaction } from '../stores/records/interactions.js';
 import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
@@ -64,24 +65,36 @@ async function organizationFacts(
   pending: Interaction | undefined,
 ): Promise<Pick<DecisionFacts, 'organization'>> {
   const id = req.organization?.id ?? pending?.pickedOrganization;
-  if (id !== undefined) {
-    const organization = ctx.organizations.byId(id);
-    if (organization === undefined) return { organization: { kind: 'choose', choices: [] } };
-    const member = await ctx.store.organizations.member(id, session.subjectId);
-    const domain = verifiedEmailDomain(user.claims);
-    return {
-      organization: {
-        kind: 'chosen',
-        facts: {
-          organization,
-          ...(member ? { roles: member.roles } : {}),
-          ...(domain !== undefined ? { verifiedEmailDomain: domain } : {}),
-        },
-      },
-    };
-  }
+  if (id !== undefined) return chosenOrganizationFacts(ctx, ctx.organizations.byId(id), session, user);
   if (req.client.organizationUsage !== 'require') return {};
   return { organization: { kind: 'choose', choices: await userOrganizations(ctx, session.subjectId, session.idp) } };
+}
+
+/**
+ * The facts of a request for one given organization (named, picked, or fixed by a SAML service
+ * provider's `organization`): the user's membership and verified email domain, which `decide`
+ * weighs (`organizationAccess`). An organization not in force (undefined: gone, or renamed) is one
+ * no user may enter.
+ */
+export async function chosenOrganizationFacts(
+  ctx: Pick<FactsServices, 'store'>,
+  organization: Organization | undefined,
+  session: Session,
+  user: User,
+): Promise<Pick<DecisionFacts, 'organization'>> {
+  if (organization === undefined) return { organization: { kind: 'choose', choices: [] } };
+  const member = await ctx.store.organizations.member(organization.id, session.subjectId);
+  const domain = verifiedEmailDomain(user.claims);
+  return {
+    organization: {
+      kind: 'chosen',
+      facts: {
+        organization,
+        ...(member ? { roles: member.roles } : {}),
+        ...(domain !== undefined ? { verifiedEmailDomain: domain } : {}),
+      },
+    },
+  };
 }
 
 /**

@@ -49,7 +49,7 @@ export async function endSessionOfRequest(
   const candidates = request.sessionIndexes.length > 0 ? request.sessionIndexes : browserSid ? [browserSid] : [];
   for (const sid of candidates) {
     const participation = await ctx.logout.samlParticipant(sid, request.sp.entityId);
-    if (participation && sameNameId(participation, request)) return ctx.logout.endSession(sid);
+    if (participation && sameNameId(participation, request)) return ctx.logout.endSession(sid, { browser: true });
   }
   return undefined;
 }

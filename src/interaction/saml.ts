@@ -5,7 +5,8 @@
  * `saml:<entity ID>`, no client of Sigil's). What happens next is `decide`'s, over the SAML request
  * put in its terms: ForceAuthn is `prompt=login` (sign in again, SAML Core §3.4.1), IsPassive is
  * `prompt=none` (no page; its errors become NoPassive), an SP asking for the REFEDS MFA class asks
- * for MFA as `acr_values` would, and consent covers the SP's attributes.
+ * for MFA as `acr_values` would, consent covers the SP's attributes, and an SP's `organization`
+ * is the organization of every request of it (only its members, or those it admits, get an assertion).
  */
 import type { Services } from '../services.js';
 import { nowSeconds } from '../crypto/handles.js';
@@ -18,9 +19,10 @@ import { ACR_MFA, requestsMfa } from '../users/acr.js';
 import type { Session } from '../users/sessions.js';
 import type { User } from '../users/users.js';
 import { type Decision, type DecisionFacts, type DecisionRequest, decide } from './decide.js';
+import { chosenOrganizationFacts } from './facts.js';
 
 /** The services this module uses. */
-export type SamlInteractionServices = Pick<Services, 'config' | 'limiter' | 'mfa' | 'saml' | 'store'>;
+export type SamlInteractionServices = Pick<Services, 'config' | 'limiter' | 'mfa' | 'organizations' | 'saml' | 'store'>;
 
 /**
  * Counts a checked AuthnRequest against a quota (config `pendingLimits`: `interactionsPerAddress`
@@ -123,7 +125,10 @@ export async function samlDecision(
   );
 }
 
-/** The facts of `decide` for an SP: no upstream provider, no organization. */
+/**
+ * The facts of `decide` for an SP: no upstream provider; the SP's organization, if it has one, as
+ * if the request had named it (a non-member is refused unless `organizationAccess` lets them join).
+ */
 async function facts(
   ctx: SamlInteractionServices,
   sp: ServiceProvider,
@@ -145,5 +150,8 @@ async function facts(
       live && sp.requireConsent
         ? await ctx.store.records.consents.remembered(live.subjectId, samlClientId(sp.entityId), now)
         : undefined,
+    ...(live && user && sp.organization !== null
+      ? await chosenOrganizationFacts(ctx, ctx.organizations.byName(sp.organization), live, user)
+      : {}),
   };
 }

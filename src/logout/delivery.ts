@@ -6,12 +6,15 @@
  * leaves a lease that runs out; another node (or the same after restart) then sends it again.
  * The URI of a client whose URLs a caller chose (dynamic registration) is posted to under the
  * SSRF guard (`http/outbound.ts`): a registrant cannot make Sigil post into its own network.
+ * A delivery for a SAML SP (`LogoutDelivery.saml`) is the same outbox entry, claimed, retried and
+ * given up alike; its LogoutRequest goes over SOAP through the `SamlLogoutSender` (the SAML
+ * identity provider's, which sits above this layer).
  */
 import type { Logger } from 'pino';
 import type { KeyRing } from '../keys/keys.js';
 import { newId, nowSeconds } from '../crypto/handles.js';
 import { postToClientUrl } from '../http/outbound.js';
-import type { LogoutDelivery, LogoutStore } from '../stores/types.js';
+import type { LogoutDelivery, LogoutStore, SamlParticipation } from '../stores/types.js';
 import { signLogoutToken } from './logout-token.js';
 import { type Polling, startPolling } from '../events/polling.js';
 
@@ -31,6 +34,22 @@ export interface DeliveryGuard {
   /** Loopback addresses are allowed (development; `clientIdMetadataDocuments.allowLoopback`). */
   allowLoopback: boolean;
 }
+
+/** A failed attempt: why, and whether retrying cannot help. */
+export interface DeliveryFailure {
+  message: string;
+  final: boolean;
+}
+
+/**
+ * Sends a SAML SP its LogoutRequest over SOAP for a delivery with `saml` (SAML Bindings §3.2),
+ * under the SSRF guard with `limits`; never throws.
+ * @returns the LogoutResponse's top-level status on Success, or the failure
+ */
+export type SamlLogoutSender = (
+  delivery: LogoutDelivery & { saml: SamlParticipation },
+  limits: { timeoutMs: number; allowLoopback: boolean },
+) => Promise<{ status: string } | DeliveryFailure>;
 
 /** Seconds before the first retry; doubled after each failure, at most `MAX_BACKOFF`. */
 const FIRST_BACKOFF = 1;
@@ -52,6 +71,7 @@ export class LogoutDeliverer {
    * @param guard which clients' URIs are posted to under the SSRF guard
    * @param sweep called at each poll before sending: ends sessions found expired (queueing their
    *   deliveries).
+   * @param saml sends the SAML SPs' LogoutRequests; absent, such deliveries fail and are retried
    */
   constructor(
     private readonly store: LogoutStore,
@@ -61,6 +81,7 @@ export class LogoutDeliverer {
     private readonly options: DeliveryOptions,
     private readonly guard: DeliveryGuard,
     private readonly sweep: () => Promise<void> = async () => {},
+    private readonly saml?: SamlLogoutSender,
   ) {}
 
   /** Starts polling every `pollSeconds` (`startPolling`: one poll at a time, the process not kept alive). */
@@ -117,29 +138,42 @@ export class LogoutDeliverer {
   /** One attempt of a claimed delivery; records the outcome. Never throws for a client's failure. */
   private async attempt(delivery: LogoutDelivery): Promise<void> {
     const now = nowSeconds();
-    const error = await this.post(delivery, now);
-    if (error === undefined) {
+    const outcome = await this.send(delivery, now);
+    // A SAML SP is named by its entity ID (its client id is a digest of it).
+    const who = {
+      clientId: delivery.clientId,
+      ...(delivery.saml ? { entityId: delivery.saml.entityId } : {}),
+      sid: delivery.sid,
+      attempts: delivery.attempts + 1,
+    };
+    if (!('message' in outcome)) {
       await this.store.finishDelivery(delivery.id, this.holder);
-      this.log.info(
-        { clientId: delivery.clientId, sid: delivery.sid, attempts: delivery.attempts + 1 },
-        'back-channel logout delivered',
-      );
+      this.log.info({ ...who, ...outcome }, 'back-channel logout delivered');
       return;
     }
     const next = now + backoffSeconds(delivery.attempts + 1);
-    if (error.final || next > delivery.giveUpAt) {
+    if (outcome.final || next > delivery.giveUpAt) {
       await this.store.finishDelivery(delivery.id, this.holder);
-      this.log.warn(
-        { clientId: delivery.clientId, sid: delivery.sid, attempts: delivery.attempts + 1, error: error.message },
-        'back-channel logout given up',
-      );
+      this.log.warn({ ...who, error: outcome.message }, 'back-channel logout given up');
       return;
     }
-    await this.store.retryDelivery(delivery.id, this.holder, next, error.message);
-    this.log.warn(
-      { clientId: delivery.clientId, attempts: delivery.attempts + 1, retryAt: next, error: error.message },
-      'back-channel logout failed; will retry',
-    );
+    await this.store.retryDelivery(delivery.id, this.holder, next, outcome.message);
+    this.log.warn({ ...who, retryAt: next, error: outcome.message }, 'back-channel logout failed; will retry');
+  }
+
+  /** One attempt: a logout token, or a SAML SP's LogoutRequest; never throws. */
+  private async send(delivery: LogoutDelivery, now: number): Promise<{ status?: string } | DeliveryFailure> {
+    const { saml } = delivery;
+    if (!saml) return (await this.post(delivery, now)) ?? {};
+    if (!this.saml) return { message: 'SAML single logout is not available on this node', final: false };
+    try {
+      return await this.saml(
+        { ...delivery, saml },
+        { timeoutMs: this.options.timeoutSeconds * 1000, allowLoopback: this.guard.allowLoopback },
+      );
+    } catch (err) {
+      return { message: err instanceof Error ? err.message : String(err), final: false };
+    }
   }
 
   /**
@@ -147,11 +181,11 @@ export class LogoutDeliverer {
    * @returns undefined on 200/204, else the error; `final` when retrying cannot help (a 4xx other
    *   than 408 and 429: the client refused the token).
    */
-  private async post(delivery: LogoutDelivery, now: number): Promise<{ message: string; final: boolean } | undefined> {
+  private async post(delivery: LogoutDelivery, now: number): Promise<DeliveryFailure | undefined> {
     try {
       const token = signLogoutToken(this.keys, this.issuer, delivery, now);
       const form = new URLSearchParams({ logout_token: token }).toString();
-      const status = await this.send(delivery, form);
+      const status = await this.postForm(delivery, form);
       if (status === 200 || status === 204) return undefined;
       const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
       return { message: `HTTP ${status}`, final };
@@ -161,7 +195,7 @@ export class LogoutDeliverer {
   }
 
   /** POSTs the form to the delivery's URI, under the SSRF guard for a caller-chosen URI; the answer's status. */
-  private async send(delivery: LogoutDelivery, form: string): Promise<number> {
+  private async postForm(delivery: LogoutDelivery, form: string): Promise<number> {
     return postToClientUrl(
       delivery.uri,
       form,

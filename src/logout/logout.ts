@@ -4,8 +4,13 @@
  * queued in one store transaction (OIDC Back-Channel Logout 1.0 §2.5, durable), with the webhook
  * event `session.ended` of a live session; the front-channel
  * clients are returned for the signed-out page (OIDC Front-Channel Logout 1.0 §3), and the SAML
- * service providers for the LogoutRequests sent through the browser (SAML Profiles §4.4).
+ * service providers for the LogoutRequests sent through the browser (SAML Profiles §4.4). A session
+ * ended without its browser (by an administrator, from another session, by expiry, a user deleted
+ * or deactivated) queues a LogoutRequest over SOAP (SAML Bindings §3.2) for each of its SPs that
+ * has a SOAP single logout endpoint, in the same transaction as the logout tokens; so does one
+ * ended in the browser for an SP that takes no LogoutRequest through it.
  */
+import type { Logger } from 'pino';
 import type { ClientConfig } from '../config/schema.js';
 import { hashHandle, newId, nowSeconds } from '../crypto/handles.js';
 import { userOrderKey } from '../events/webhook-events.js';
@@ -23,8 +28,34 @@ export interface EndedSession {
   clients: ClientConfig[];
   /** The ids of the back-channel deliveries queued. */
   deliveryIds: string[];
-  /** The SAML service providers that took part in it, for their LogoutRequests. */
+  /**
+   * The SAML service providers that took part in it and are left for LogoutRequests through the
+   * browser (none when it was ended without one: those with a SOAP endpoint are queued).
+   */
   samlParticipants: SamlParticipation[];
+}
+
+/** How a session's SAML SPs are told of its end: the SPs in force (config-file and stored). */
+export interface SamlLogoutEndpoints {
+  /** The SP's SOAP SingleLogoutService, or undefined (unknown SP, or none in its metadata). */
+  soapUrl(entityId: string): string | undefined;
+  /** Whether the SP takes LogoutRequests through the browser (a front-channel SingleLogoutService). */
+  frontChannel(entityId: string): boolean;
+}
+
+/** How a session is ended. */
+export interface EndOptions {
+  /**
+   * Also try to send the back-channel deliveries before returning (bounded by the delivery
+   * timeout), as a logout does before its redirect (§2.5); otherwise the next poll sends them.
+   * Default true.
+   */
+  sendNow?: boolean;
+  /**
+   * The session's browser is at hand and will carry LogoutRequests to its SAML SPs (SAML Profiles
+   * §4.4.3.3); only SPs without a front-channel endpoint are then sent one over SOAP. Default false.
+   */
+  browser?: boolean;
 }
 
 /**
@@ -44,12 +75,16 @@ export class LogoutService {
    * @param retrySeconds how long a back-channel delivery is retried (config `backChannelLogout.retrySeconds`)
    * @param deliverNow tries queued deliveries at once (the node's deliverer); absent on the command line,
    *   where running nodes send them.
+   * @param saml the SAML SPs' logout endpoints; absent, SAML SPs are not told
+   * @param log where an SP that cannot be told without the browser is reported
    */
   constructor(
     private readonly store: LogoutStore,
     private readonly clients: ClientLookup,
     private readonly retrySeconds: number,
     private readonly deliverNow?: (ids: string[]) => Promise<void>,
+    private readonly saml?: SamlLogoutEndpoints,
+    private readonly log?: Logger,
   ) {}
 
   /**
@@ -92,41 +127,40 @@ export class LogoutService {
 
   /**
    * Ends session `sid`: revokes it and queues a logout token for each participating client with
-   * a `backChannelLogoutUri`, in one transaction. A session already ended by someone else yields
-   * no clients.
-   * @param sendNow also try to send them before returning (bounded by the delivery timeout), as a
-   *   logout does before its redirect (§2.5); otherwise the next poll sends them.
+   * a `backChannelLogoutUri`, and a SOAP LogoutRequest for each SAML SP the browser does not carry
+   * one to (`EndOptions.browser`), in one transaction. A session already ended by someone else
+   * yields no clients.
    */
-  async endSession(sid: string, sendNow = true): Promise<EndedSession> {
-    const ended = await this.end(sid, nowSeconds());
-    if (sendNow && this.deliverNow) await this.deliverNow(ended.deliveryIds);
+  async endSession(sid: string, options: EndOptions = {}): Promise<EndedSession> {
+    const ended = await this.end(sid, nowSeconds(), options.browser ?? false);
+    if ((options.sendNow ?? true) && this.deliverNow) await this.deliverNow(ended.deliveryIds);
     return ended;
   }
 
   /**
    * Ends every live session of a user (`sigil users sessions revoke`), or every one but `keepSid`
-   * (a password change on /account keeps the browser's own); returns how many.
-   * @param sendNow as for `endSession`
+   * (a password change on /account keeps the browser's own), none with its browser; returns how many.
+   * @param sendNow as `EndOptions.sendNow`
    */
   async endSessionsOf(subjectId: string, keepSid?: string, sendNow = true): Promise<number> {
     const sids = (await this.store.liveSessions(subjectId, nowSeconds())).filter((sid) => sid !== keepSid);
-    for (const sid of sids) await this.endSession(sid, sendNow);
+    for (const sid of sids) await this.endSession(sid, { sendNow });
     return sids.length;
   }
 
   /** Ends sessions found past their end that have participants (their deliveries are sent by the next poll). */
   async endExpired(): Promise<void> {
     const now = nowSeconds();
-    for (const sid of await this.store.expiredSessions(now, SWEEP_BATCH)) await this.end(sid, now);
+    for (const sid of await this.store.expiredSessions(now, SWEEP_BATCH)) await this.end(sid, now, false);
   }
 
-  private async end(sid: string, now: number): Promise<EndedSession> {
+  private async end(sid: string, now: number, browser: boolean): Promise<EndedSession> {
     let deliveries: LogoutDelivery[] = [];
     const participants = await this.store.endSession(
       sid,
       now,
       (found) => {
-        deliveries = this.plan(found, now);
+        deliveries = [...this.plan(found, now), ...this.planSaml(found, now, browser)];
         return deliveries;
       },
       // Webhooks hear of it in the same transaction (`session.ended`).
@@ -135,8 +169,41 @@ export class LogoutService {
     const clients = participants
       .map((p) => this.clients.get(p.clientId))
       .filter((c): c is ClientConfig => c !== undefined);
-    const samlParticipants = participants.flatMap((p) => (p.saml ? [p.saml] : []));
+    const soap = new Set(deliveries.flatMap((d) => (d.saml ? [d.saml.entityId] : [])));
+    const samlParticipants = browser
+      ? participants.flatMap((p) => (p.saml && !soap.has(p.saml.entityId) ? [p.saml] : []))
+      : [];
+    for (const p of participants)
+      if (p.saml && !soap.has(p.saml.entityId) && !(browser && this.saml?.frontChannel(p.saml.entityId)))
+        this.log?.warn(
+          { entityId: p.saml.entityId, sid },
+          'SAML service provider not told of the logout: it has no SOAP SingleLogoutService',
+        );
     return { sid, clients, deliveryIds: deliveries.map((d) => d.id), samlParticipants };
+  }
+
+  /**
+   * The SOAP LogoutRequests of a session's SAML SPs (SAML Profiles §4.4.3.3): to each with a SOAP
+   * endpoint, unless the browser carries one to it.
+   */
+  private planSaml(participants: SessionParticipant[], now: number, browser: boolean): LogoutDelivery[] {
+    const out: LogoutDelivery[] = [];
+    for (const p of participants) {
+      if (!p.saml || (browser && this.saml?.frontChannel(p.saml.entityId))) continue;
+      const uri = this.saml?.soapUrl(p.saml.entityId);
+      if (uri)
+        out.push({
+          id: newId(),
+          clientId: p.clientId,
+          uri,
+          subjectId: p.subjectId,
+          sid: p.sid,
+          attempts: 0,
+          giveUpAt: now + this.retrySeconds,
+          saml: p.saml,
+        });
+    }
+    return out;
   }
 
   private plan(participants: SessionParticipant[], now: number): LogoutDelivery[] {

@@ -9,7 +9,8 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { SamlConfig, SamlServiceProviderConfig } from '../config/schema.js';
-import { newHandle } from '../crypto/handles.js';
+import { newHandle, nowSeconds } from '../crypto/handles.js';
+import type { SamlLogoutSender } from '../logout/delivery.js';
 import { type KeyRing, openJson, sealJson } from '../keys/keys.js';
 import type { ReplayCache } from '../limits/replay-cache.js';
 import type { ServerSecretStore } from '../stores/sql-secrets.js';
@@ -25,6 +26,7 @@ import {
 import type { SamlParticipation } from '../stores/types.js';
 import { type MessageField, type OutgoingMessage, postMessage, redirectMessage } from './binding.js';
 import {
+  type LogoutRequestFacts,
   type LogoutRequestIn,
   type LogoutResponseIn,
   logoutRequestXml,
@@ -37,6 +39,7 @@ import { idpMetadata } from './metadata.js';
 import { AUTHN_CONTEXT, type AssertionFacts, buildResponse, newSamlId, STATUS } from './response.js';
 import { type ServiceProvider, ServiceProviders } from './service-providers.js';
 import { SIGNATURE_ALGORITHM_URIS, type SamlSigner, signElement } from './signatures.js';
+import { exchangeSoapLogout, soapLogoutRequest } from './soap-logout.js';
 import { XmlRefused } from './xml.js';
 
 /** The SSO endpoint (SAML Profiles §4.1.3.2), below the issuer. */
@@ -169,10 +172,38 @@ export class SamlIdentityProvider {
     const sp = this.serviceProviders.get(participation.entityId);
     if (!sp?.sloUrl) return undefined;
     const id = newSamlId();
-    const xml = logoutRequestXml({
+    const xml = logoutRequestXml(this.logoutRequestFacts(id, sp.sloUrl, participation, now));
+    return { id, message: this.outgoing(sp, sp.sloUrl, 'SAMLRequest', xml, relayState) };
+  }
+
+  /**
+   * Sends an SP its LogoutRequest over SOAP for a session ended without its browser (SAML Profiles
+   * §4.4.3.3, soap-logout.ts), to the delivery's `uri` (its SOAP SingleLogoutService when the
+   * logout was queued); the back-channel deliverer's `SamlLogoutSender`.
+   * @returns the SP's Success status, or the failure (final for an SP no longer registered)
+   */
+  readonly soapLogout: SamlLogoutSender = async (delivery, limits) => {
+    const sp = this.serviceProviders.get(delivery.saml.entityId);
+    if (!sp) return { message: 'the service provider is no longer registered', final: true };
+    const signer = this.signer();
+    if (!signer) return { message: 'no SAML signing key', final: false };
+    const id = newSamlId();
+    const now = nowSeconds();
+    const envelope = soapLogoutRequest(this.logoutRequestFacts(id, delivery.uri, delivery.saml, now), signer);
+    return exchangeSoapLogout(delivery.uri, envelope, sp, id, limits, now);
+  };
+
+  /** What Sigil's LogoutRequest to `destination` says of a participation (the NameID as the SP was given it). */
+  private logoutRequestFacts(
+    id: string,
+    destination: string,
+    participation: SamlParticipation,
+    now: number,
+  ): LogoutRequestFacts {
+    return {
       id,
       issuer: this.issuer,
-      destination: sp.sloUrl,
+      destination,
       nameId: {
         value: participation.nameId,
         format: participation.format,
@@ -181,8 +212,7 @@ export class SamlIdentityProvider {
       sessionIndex: participation.sessionIndex,
       now,
       lifetime: this.config.assertionLifetime,
-    });
-    return { id, message: this.outgoing(sp, sp.sloUrl, 'SAMLRequest', xml, relayState) };
+    };
   }
 
   /**

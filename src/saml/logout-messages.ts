@@ -133,7 +133,12 @@ export interface LogoutRequestFacts {
 /** Sigil's LogoutRequest as XML text, unsigned (the binding signs it). */
 export function logoutRequestXml(f: LogoutRequestFacts): string {
   const doc = newDocument(NS.protocol, 'samlp:LogoutRequest');
-  const root = doc.documentElement;
+  fillLogoutRequest(doc.documentElement, f);
+  return serialize(doc);
+}
+
+/** Makes `root`, a `samlp:LogoutRequest` element, Sigil's LogoutRequest (SAML Core §3.7.1). */
+export function fillLogoutRequest(root: Element, f: LogoutRequestFacts): void {
   root.setAttribute('xmlns:saml', NS.assertion);
   root.setAttribute('ID', f.id);
   root.setAttribute('Version', '2.0');
@@ -150,7 +155,6 @@ export function logoutRequestXml(f: LogoutRequestFacts): string {
     f.nameId.value,
   );
   addElement(root, NS.protocol, 'samlp:SessionIndex', {}, f.sessionIndex);
-  return serialize(doc);
 }
 
 /** Sigil's LogoutResponse as XML text, unsigned (the binding signs it); a new ID. */

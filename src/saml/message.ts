@@ -71,18 +71,20 @@ export function receiveMessage(
 
 /**
  * Checks a message's ID, IssueInstant (within `REQUEST_MAX_AGE`, at most `CLOCK_SKEW` ahead) and
- * Destination (`destination` exactly; required when signed).
+ * Destination (`destination` exactly; required when signed). Without `destination` (an answer over
+ * SOAP, which comes back on the connection Sigil opened, SAML Bindings §3.2.3.3) it is not read.
  * @param now Unix seconds
  * @returns the ID
  * @throws XmlRefused when one of them is wrong.
  */
-export function checkIdAndTime(root: Element, at: { destination: string; signed: boolean; now: number }): string {
+export function checkIdAndTime(root: Element, at: { destination?: string; signed: boolean; now: number }): string {
   const id = attr(root, 'ID') ?? '';
   if (!/^[A-Za-z_][\w.-]*$/.test(id) || id.length > MAX_ID_LENGTH) throw new XmlRefused('the message has no valid ID');
   const issued = Date.parse(attr(root, 'IssueInstant') ?? '') / 1000;
   if (!Number.isFinite(issued) || issued > at.now + CLOCK_SKEW || issued < at.now - REQUEST_MAX_AGE)
     throw new XmlRefused('the message is not fresh');
   const destination = attr(root, 'Destination');
+  if (at.destination === undefined) return id;
   if (destination !== undefined ? destination !== at.destination : at.signed)
     throw new XmlRefused('the message is for another destination');
   return id;

@@ -2,7 +2,7 @@
  * The SAML service providers in force: the config file's `samlServiceProviders`, each completed
  * from its `metadataXml` (SAML Metadata §2.4.4 SPSSODescriptor): the HTTP-POST
  * AssertionConsumerService locations (default first, then by index), the SingleLogoutService
- * (HTTP-Redirect preferred, its ResponseLocation), the signing certificates, the encryption
+ * (HTTP-Redirect preferred, its ResponseLocation; and the SOAP one), the signing certificates, the encryption
  * certificate (for `encryptAssertion`), and `AuthnRequestsSigned` / `WantAssertionsSigned`, which can
  * only make the settings stricter. The metadata is untrusted XML (xml.ts: bounded, no DTD).
  */
@@ -17,6 +17,8 @@ import { attr, childrenNamed, NS, parseUntrusted, textOf, XmlRefused } from './x
 export const POST_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST';
 /** The HTTP-Redirect binding (SAML Bindings §3.4). */
 export const REDIRECT_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect';
+/** The SOAP binding (SAML Bindings §3.2), of single logout without the browser. */
+export const SOAP_BINDING = 'urn:oasis:names:tc:SAML:2.0:bindings:SOAP';
 
 /** A service provider as the SSO endpoint uses it. */
 export interface ServiceProvider {
@@ -31,6 +33,11 @@ export interface ServiceProvider {
   sloResponseUrl: string | null;
   /** The binding of `sloUrl`: HTTP-Redirect unless the metadata offers HTTP-POST only. */
   sloBinding: 'redirect' | 'post';
+  /**
+   * The metadata's SingleLogoutService of the SOAP binding, where a LogoutRequest goes when the
+   * session ends without its browser (SAML Profiles §4.4.3.3); null when it has none.
+   */
+  soapSloUrl: string | null;
   /** Certificates its requests are signed with (base64 DER), from its metadata. */
   certificates: string[];
   /**
@@ -44,6 +51,8 @@ export interface ServiceProvider {
   signAssertion: boolean;
   requireSignedAuthnRequests: boolean;
   requireConsent: boolean;
+  /** The name of the organization whose members alone get its assertions; null: anyone. */
+  organization: string | null;
   /** What pages call it: the configured display name, else the entity ID. */
   displayName: string;
 }
@@ -52,6 +61,7 @@ export interface ServiceProvider {
 interface SpMetadata {
   acs: { location: string; index: number | undefined; isDefault: boolean }[];
   slo?: { location: string; responseLocation?: string; binding: 'redirect' | 'post' };
+  soapSlo?: string;
   certificates: string[];
   /** From KeyDescriptors for encryption or of no stated use, in order. */
   encryptionCertificates: string[];
@@ -124,6 +134,7 @@ export function serviceProviderOf(sp: SamlServiceProviderConfig): ServiceProvide
     acsUrls,
     acsByIndex,
     ...sloOf(sp, meta),
+    soapSloUrl: meta?.soapSlo ?? null,
     certificates: meta?.certificates ?? [],
     encryptionCertificate: sp.encryptAssertion ? encryptionCertificateOf(meta) : null,
     nameIdFormat: sp.nameIdFormat,
@@ -133,6 +144,7 @@ export function serviceProviderOf(sp: SamlServiceProviderConfig): ServiceProvide
     signAssertion: sp.signAssertion || sp.encryptAssertion || meta?.wantAssertionsSigned === true,
     requireSignedAuthnRequests: sp.requireSignedAuthnRequests || meta?.authnRequestsSigned === true,
     requireConsent: sp.requireConsent,
+    organization: sp.organization,
     displayName: sp.displayName ?? sp.entityId,
   };
 }
@@ -193,8 +205,10 @@ function readMetadata(xml: string, entityId: string): SpMetadata {
   const slo =
     services.find((el) => attr(el, 'Binding') === REDIRECT_BINDING) ??
     services.find((el) => attr(el, 'Binding') === POST_BINDING);
+  const soap = services.find((el) => attr(el, 'Binding') === SOAP_BINDING);
   return {
     acs,
+    ...(soap ? { soapSlo: location(soap) } : {}),
     ...(slo
       ? {
           slo: {

@@ -65,12 +65,18 @@ export function hasEnvelopedSignature(doc: Document): boolean {
  * Verifies the enveloped signature of `doc`'s root element (see the module comment) with any of
  * `certificates`.
  * @param xml the text `doc` was parsed from (what xml-crypto verifies)
- * @returns the canonical XML of the signed root element, to be read instead of `doc`
- * @throws XmlRefused when the signature is not the root's own, references anything else, uses an
+ * @param root the signed element: the document's root, or the message in a SOAP Body (SAML
+ *   Bindings §3.2.3), which must then meet the same rules
+ * @returns the canonical XML of the signed element, to be read instead of `doc`
+ * @throws XmlRefused when the signature is not the element's own, references anything else, uses an
  *   algorithm not accepted, or verifies with none of the certificates.
  */
-export function verifyEnvelopedSignature(xml: string, doc: Document, certificates: readonly string[]): string {
-  const root = doc.documentElement;
+export function verifyEnvelopedSignature(
+  xml: string,
+  doc: Document,
+  certificates: readonly string[],
+  root: Element = doc.documentElement,
+): string {
   const all = doc.getElementsByTagNameNS(NS.dsig, 'Signature');
   const [signature, ...others] = childrenNamed(root, NS.dsig, 'Signature');
   if (!signature || others.length > 0 || all.length !== 1)

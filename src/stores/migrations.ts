@@ -542,6 +542,13 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0023_saml_service_providers': samlServiceProvidersMigration,
+  '0024_saml_soap_logout': {
+    async up(db: Kysely<unknown>) {
+      // A session ended without its browser sends its SAML SPs a LogoutRequest over SOAP (SAML
+      // Bindings §3.2) from the back-channel outbox: the delivery keeps what the request names (JSON).
+      await db.schema.alterTable('logout_deliveries').addColumn('saml', 'text').execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

@@ -93,6 +93,7 @@ export class SqlLogoutStore implements LogoutStore {
               lease_holder: null,
               lease_until: 0,
               last_error: null,
+              saml: d.saml ? JSON.stringify(d.saml) : null,
             })),
           )
           .execute();
@@ -157,6 +158,7 @@ export class SqlLogoutStore implements LogoutStore {
         sid: row.sid,
         attempts: Number(row.attempts),
         giveUpAt: Number(row.give_up_at),
+        ...(row.saml !== null ? { saml: JSON.parse(row.saml) as SamlParticipation } : {}),
       });
     }
     return claimed;

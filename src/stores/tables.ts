@@ -165,6 +165,8 @@ export interface LogoutDeliveriesTable {
   lease_holder: string | null;
   lease_until: number;
   last_error: string | null;
+  /** A SAML SP's LogoutRequest over SOAP: its `SamlParticipation` as JSON (0024_saml_soap_logout); null for a logout token. */
+  saml: string | null;
 }
 
 /** A change counter per kind of managed item (`clients`, `resources`, `organizations`; 0012_admin). */

@@ -247,6 +247,8 @@ export interface SessionParticipant {
 /**
  * A back-channel logout token waiting to be sent (OIDC Back-Channel Logout 1.0 §2.5). The token
  * is signed at each attempt from these fields; `id` is its `jti`, the same on every attempt.
+ * With `saml`, it is a SAML LogoutRequest to an SP over SOAP instead (SAML Bindings §3.2, Profiles
+ * §4.4.3.3): `clientId` is the SP's participant id, `uri` its SOAP SingleLogoutService.
  */
 export interface LogoutDelivery {
   id: string;
@@ -258,6 +260,8 @@ export interface LogoutDelivery {
   attempts: number;
   /** Unix seconds: no attempt after this; the delivery is dropped. */
   giveUpAt: number;
+  /** What the SP was told, which the LogoutRequest repeats; absent for a logout token. */
+  saml?: SamlParticipation;
 }
 
 /**

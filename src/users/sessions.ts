@@ -116,7 +116,7 @@ export class SessionService {
     const handle = handleOf(cookie);
     if (!handle) return undefined;
     const row = await this.records.find(handle);
-    return row && row.revokedAt === null ? this.logout.endSession(row.familyId, sendNow) : undefined;
+    return row && row.revokedAt === null ? this.logout.endSession(row.familyId, { sendNow, browser: true }) : undefined;
   }
 
   /** The end of a session in Unix seconds (for sessions stored without it: a lifetime from now). */

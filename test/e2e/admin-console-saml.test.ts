@@ -2,7 +2,9 @@
  * The console's SAML service provider pages in a real Chromium: the admin signs in to the console
  * (enrolling an authenticator app on the way), opens the SAML section from the navigation, sends
  * the registration form with an ACS URL that is not http(s) (refused on its field, what was typed
- * kept), then registers an SP by pasting its metadata, sees its page, and deletes it. Each page is
+ * kept), then registers an SP by pasting its metadata, sees its page, changes its settings there
+ * (an unknown organization refused on its field, then every setting saved; a form read before
+ * another admin's change refused with the current settings shown), and deletes it. Each page is
  * axe-clean (WCAG 2.x A and AA) with the basics, uncached and unframeable, and nothing scrolls
  * sideways at 390 px. Sigil runs in this
  * process, listening on a free port. Screenshots go to test-results/screenshots.
@@ -36,6 +38,7 @@ beforeAll(async () => {
         u.username === 'alice' ? { ...u, claims: { ...u.claims, role: ['admin', 'sigil-admin'] } } : u,
       ),
       saml: { enabled: true },
+      organizations: [{ name: 'acme', displayName: 'Acme' }],
     }),
   ]);
   await sigil.app.listen({ host: '127.0.0.1', port });
@@ -109,6 +112,68 @@ describe('the console SAML pages in Chromium', () => {
     expect(await audit(admin), 'phone: the list').toEqual([]);
     await admin.goBack();
     await admin.setViewportSize({ width: 1000, height: 700 });
+  });
+
+  it('changes every setting of the stored SP on its page; a refused field is marked on the field', async () => {
+    await admin.getByLabel('Organization').fill('nope');
+    const [refused] = await Promise.all([
+      admin.waitForResponse((r) => r.request().method() === 'POST'),
+      admin.getByRole('button', { name: 'Save the settings' }).click(),
+    ]);
+    expect(refused.status()).toBe(400);
+    await admin.locator('#sp-organization-error').waitFor();
+    expect(await admin.locator('#sp-organization').getAttribute('aria-invalid')).toBe('true');
+    expect(await admin.locator('#sp-organization').getAttribute('aria-describedby')).toContain('sp-organization-error');
+    expect(await admin.locator('#sp-organization-error').textContent()).toContain('unknown organization');
+    expect(await audit(admin)).toEqual([]);
+    expect(sigil.context.saml.serviceProviders.get(SP)?.organization).toBeNull();
+
+    await admin.getByLabel('Organization').fill('acme');
+    await admin.getByLabel('Display name').fill('Renamed App');
+    await admin.getByLabel('Attributes').fill('mail = email\ndisplayName = name');
+    await admin.getByLabel('NameID format').selectOption('emailAddress');
+    await admin.getByLabel("Ask for the user's consent").check();
+    await admin.getByLabel('Sign the Response').uncheck();
+    await admin.getByRole('button', { name: 'Save the settings' }).click();
+    await admin.getByText("The service provider's settings have been saved").waitFor();
+    expect(admin.url()).toBe(`${url}/admin/saml-service-providers/${encodeURIComponent(SP)}?done=consoleSamlSaved`);
+    await check(admin, null, 'saml-service-provider-saved');
+    expect(sigil.context.saml.serviceProviders.get(SP)).toMatchObject({
+      displayName: 'Renamed App',
+      attributes: { mail: 'email', displayName: 'name' },
+      nameIdFormat: 'emailAddress',
+      organization: 'acme',
+      requireConsent: true,
+      signResponse: false,
+      acsUrls: [ACS],
+    });
+    // The form shows what is in force now; an attribute left out is removed.
+    expect(await admin.getByLabel('Display name').inputValue()).toBe('Renamed App');
+    await admin.getByLabel('Attributes').fill('mail = email');
+    await admin.getByRole('button', { name: 'Save the settings' }).click();
+    await admin.getByText("The service provider's settings have been saved").waitFor();
+    expect(sigil.context.saml.serviceProviders.get(SP)?.attributes).toEqual({ mail: 'email' });
+  });
+
+  it('refuses a form read before another change, showing the settings now in force', async () => {
+    // Another admin changes the SP after this page was read.
+    await sigil.context.management.samlServiceProviders.update(SP, { displayName: 'Changed Elsewhere' }, '*');
+    await admin.getByLabel('Display name').fill('Mine');
+    const [stale] = await Promise.all([
+      admin.waitForResponse((r) => r.request().method() === 'POST'),
+      admin.getByRole('button', { name: 'Save the settings' }).click(),
+    ]);
+    expect(stale.status()).toBe(412);
+    await admin.getByRole('alert').waitFor();
+    expect(await admin.getByRole('alert').textContent()).toContain('Someone changed this service provider');
+    expect(await admin.getByLabel('Display name').inputValue()).toBe('Changed Elsewhere');
+    expect(sigil.context.saml.serviceProviders.get(SP)?.displayName).toBe('Changed Elsewhere');
+    await check(admin, null, 'saml-service-provider-stale');
+    // Sent again from the page now shown, it is saved.
+    await admin.getByLabel('Display name').fill('Mine');
+    await admin.getByRole('button', { name: 'Save the settings' }).click();
+    await admin.getByText("The service provider's settings have been saved").waitFor();
+    expect(sigil.context.saml.serviceProviders.get(SP)?.displayName).toBe('Mine');
   });
 
   it('deletes the stored SP', async () => {

@@ -140,7 +140,11 @@ async function waitForPort(port: number, failed: () => string | undefined): Prom
   throw new Error(`apache2 did not listen on ${port}`);
 }
 
-/** The SP's metadata: signed requests, signed assertions wanted, its key for encryption too (MellonSPPrivateKeyFile decrypts), the ACS and SLO of mellon's endpoint. */
+/**
+ * The SP's metadata: signed requests, signed assertions wanted, its key for encryption too
+ * (MellonSPPrivateKeyFile decrypts), the ACS and the SLO of mellon's endpoint in the HTTP-Redirect
+ * and SOAP bindings (as mellon's own generated metadata lists them).
+ */
 function spMetadata(origin: string, entityId: string, cert: string): string {
   return `<?xml version="1.0"?>
 <EntityDescriptor xmlns="urn:oasis:names:tc:SAML:2.0:metadata" xmlns:ds="http://www.w3.org/2000/09/xmldsig#" entityID="${entityId}">
@@ -148,6 +152,7 @@ function spMetadata(origin: string, entityId: string, cert: string): string {
     <KeyDescriptor use="signing"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${cert}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></KeyDescriptor>
     <KeyDescriptor use="encryption"><ds:KeyInfo><ds:X509Data><ds:X509Certificate>${cert}</ds:X509Certificate></ds:X509Data></ds:KeyInfo></KeyDescriptor>
     <SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-Redirect" Location="${origin}/mellon/logout"/>
+    <SingleLogoutService Binding="urn:oasis:names:tc:SAML:2.0:bindings:SOAP" Location="${origin}/mellon/logout"/>
     <NameIDFormat>urn:oasis:names:tc:SAML:2.0:nameid-format:persistent</NameIDFormat>
     <AssertionConsumerService index="0" isDefault="true" Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${origin}/mellon/postResponse"/>
   </SPSSODescriptor>

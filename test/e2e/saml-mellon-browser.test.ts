@@ -10,7 +10,9 @@
  * Single logout (SAML Profiles §4.4), with an OpenID client in the same Sigil session: mellon's
  * logout URL sends Sigil a LogoutRequest, which ends the Sigil session (the client gets its
  * back-channel logout token) and answers mellon; a logout at Sigil sends mellon a LogoutRequest
- * through the browser, after which mellon's protected page asks to sign in again.
+ * through the browser, after which mellon's protected page asks to sign in again; an administrator
+ * ending the Sigil session through /admin/v1 (no browser) sends mellon a signed LogoutRequest over
+ * SOAP, after which the protected page asks to sign in again too.
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -51,7 +53,17 @@ beforeAll(async () => {
           allowHttpRedirectUris: true,
           backChannelLogoutUri: `${receiver.url}/bc`,
         },
+        {
+          clientId: 'automation',
+          clientSecrets: ['automation-secret'],
+          allowedGrantTypes: ['client_credentials'],
+          allowedScopes: ['sigil:admin'],
+        },
       ],
+      // A user of the SOAP logout test alone: mellon finds the session to end by its NameID.
+      users: [...(base.users ?? []), { subjectId: '5', username: 'erin', password: 'erin', claims: { name: 'Erin' } }],
+      // mellon's SOAP endpoint is plain http on loopback.
+      clientIdMetadataDocuments: { allowLoopback: true },
       backChannelLogout: { pollSeconds: 1, timeoutSeconds: 2, retrySeconds: 60 },
       saml: { enabled: true },
       samlServiceProviders: [
@@ -87,6 +99,20 @@ afterAll(async () => {
     rp?.close(),
   ]);
 });
+
+/** An access token of the `automation` client for /admin/v1. */
+async function adminToken(): Promise<string> {
+  const res = await fetch(`${sigil.url}/connect/token`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from('automation:automation-secret').toString('base64')}`,
+    },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'sigil:admin' }).toString(),
+  });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { access_token: string }).access_token;
+}
 
 /** Signs in at mellon's protected page through Sigil as `user`; the page shows mellon's variables. */
 async function signInAtMellon(page: Page, user: string): Promise<void> {
@@ -243,6 +269,25 @@ describe('mod_auth_mellon as the service provider', () => {
       expect(await page.locator('body').innerText()).not.toMatch(/went wrong/i);
       await receiver.waitFor(() => receiver.delivered.length, 1);
       expect(await mellonSessionAlive(page), sp.errorLog()).toBe(false);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('an administrator ends the Sigil session: mellon gets a LogoutRequest over SOAP and its page asks to sign in again', async () => {
+    const { context, page } = await newPage(browser);
+    try {
+      await signInAtMellon(page, 'erin');
+      expect(await mellonSessionAlive(page)).toBe(true);
+      // No browser involved: the session ends at /admin/v1, and its SOAP LogoutRequest goes out before the answer.
+      const ended = await fetch(`${sigil.url}/admin/v1/users/5/sessions`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${await adminToken()}` },
+      });
+      expect(ended.status).toBe(200);
+      expect(await ended.json()).toEqual({ ended: 1 });
+      expect(await mellonSessionAlive(page), sp.errorLog()).toBe(false);
+      expect(page.url()).toContain(`${sigil.url}/account/login`);
     } finally {
       await context.close();
     }

@@ -4,8 +4,8 @@
  * an SP is registered by pasting its metadata (and signs a user in at once), or from its metadata
  * URL (a loopback server, fetched once), or from its settings; a refused field is marked on the
  * field (`aria-invalid`, `aria-describedby`) with a 4xx page, nothing stored; a config-file SP is
- * read-only (no delete form; a forged delete is 409); a stored one is deleted with the version its
- * page was read at (412 when stale). Every POST without the CSRF token is a 403 that changes
+ * read-only (no edit or delete form; a forged one is 409); a stored one is changed by its edit
+ * form and deleted, each with the version its page was read at (412 when stale). Every POST without the CSRF token is a 403 that changes
  * nothing; every change is an `admin_changed` event naming the console client and the admin.
  */
 import { createServer } from 'node:http';
@@ -155,9 +155,45 @@ describe.each(['sqlite', 'postgres'] as const)('the console SAML pages on %s', (
     const shown = await page(at(SP_ENTITY));
     expect(shown.body).toContain('defined in the config file');
     expect(shown.body).not.toContain('value="delete"');
+    expect(shown.body).not.toContain('value="save"');
+    const edit = await submit(at(SP_ENTITY), at(SP_ENTITY), [
+      ['etag', '*'],
+      ['displayName', 'Forged'],
+    ]);
+    expect(edit.status).toBe(409);
+    expect(sigil.context.saml.serviceProviders.get(SP_ENTITY)?.displayName).toBe(SP_ENTITY);
     const forged = await submit(at(SP_ENTITY), `${at(SP_ENTITY)}/delete`, [['etag', '*']]);
     expect(forged.status).toBe(409);
     expect((await admin.get(at('https://nowhere.example/sp'))).status).toBe(404);
+  });
+
+  it('changes a stored SP by its edit form at the version its page was read at; 412 when stale', async () => {
+    const shown = await page(at(PASTED));
+    expect(input(shown.body, 'etag')).toBeTruthy();
+    const fields = (etag: string, displayName: string): [string, string][] => [
+      ['etag', etag],
+      ['metadataXml', spMetadata(PASTED, [PASTED_ACS])],
+      ['displayName', displayName],
+      ['nameIdFormat', 'transient'],
+      ['attributes', 'mail = email'],
+      ['signAssertion', 'yes'],
+    ];
+    const saved = await submit(at(PASTED), at(PASTED), fields(input(shown.body, 'etag'), 'Edited'));
+    expect(saved.status, saved.body).toBe(303);
+    expect(saved.location).toBe(`${at(PASTED)}?done=consoleSamlSaved`);
+    expect(sigil.context.saml.serviceProviders.get(PASTED)).toMatchObject({
+      displayName: 'Edited',
+      nameIdFormat: 'transient',
+      attributes: { mail: 'email' },
+      signResponse: false,
+    });
+    expect(consoleChanges(events, 'saml_service_provider.update')).toHaveLength(1);
+    // The etag of the page read before that change is stale now.
+    const stale = await submit(at(PASTED), at(PASTED), fields(input(shown.body, 'etag'), 'Stale'));
+    expect(stale.status).toBe(412);
+    expect(stale.body).toContain('Someone changed this service provider');
+    expect(stale.body).toContain('value="Edited"');
+    expect(sigil.context.saml.serviceProviders.get(PASTED)?.displayName).toBe('Edited');
   });
 
   it('deletes a stored SP with the version its page was read at; 412 when stale', async () => {
@@ -177,6 +213,13 @@ describe.each(['sqlite', 'postgres'] as const)('the console SAML pages on %s', (
     for (const [url, fields] of [
       [LIST, [['metadataXml', spMetadata('https://csrf.example/sp', [PASTED_ACS])]]],
       [`${at('https://typed.example/sp')}/delete`, [['etag', '*']]],
+      [
+        at('https://typed.example/sp'),
+        [
+          ['etag', '*'],
+          ['displayName', 'CSRF'],
+        ],
+      ],
     ] as [string, [string, string][]][])
       for (const csrf of [[], [['csrf_token', 'not-a-token']]] as [string, string][][]) {
         const res = await postFields(admin, url, [...csrf, ...fields]);

@@ -158,7 +158,7 @@ describe('SAML service providers', () => {
     );
   });
 
-  it('refuses at config check what a later version does (organization), encryption without metadata, metadataUrl beside metadataXml, and a duplicate entityId', () => {
+  it('refuses at config check encryption without metadata, metadataUrl beside metadataXml, and a duplicate entityId', () => {
     const parse = (sp: Record<string, unknown>) => configSchema.safeParse({ samlServiceProviders: [sp] });
     const base = { entityId: ENTITY, acsUrls: ['https://sp.example/a'] };
     expect(parse(base).success).toBe(true);
@@ -166,7 +166,6 @@ describe('SAML service providers', () => {
       { metadataUrl: 'https://sp.example/metadata', metadataXml: spMetadata(ENTITY, ['https://sp.example/a']) },
       // Encryption needs the SP's metadata, where its encryption certificate is.
       { encryptAssertion: true },
-      { organization: 'acme' },
       { signResponse: false, signAssertion: false },
       { acsUrls: ['http://sp.example/a'] },
     ])

@@ -167,28 +167,31 @@ export function crossCheck(cfg: CrossChecked, ctx: z.RefinementCtx): void {
 const DEPLOYMENT_SCOPES = ['sigil:admin', 'sigil:admin:read', 'sigil:register'] as const;
 
 /**
- * The clients whose `organization` names no organization known: neither one of the config file's
- * nor one of `others` (the stored organizations in force, when a stored client is checked). The
- * config file is checked before the store is read, so a config-file client names a config-file
- * organization, as a config-file organization names a config-file provider; a stored client may
- * name a stored one. Checked after the schema (it needs `others`, which the schema cannot see).
- * @returns each problem's path (`clients`, index, `organization`) and message.
+ * The clients and SAML service providers whose `organization` names no organization known:
+ * neither one of the config file's nor one of `others` (the stored organizations in force, when a
+ * stored client is checked). The config file is checked before the store is read, so a
+ * config-file client or SP names a config-file organization, as a config-file organization names a
+ * config-file provider; a stored client may name a stored one. Checked after the schema (it needs
+ * `others`, which the schema cannot see).
+ * @returns each problem's path (`clients` or `samlServiceProviders`, index, `organization`) and message.
  */
-export function unknownClientOrganizations(
-  cfg: Pick<CrossChecked, 'clients' | 'organizations'>,
+export function unknownOrganizations(
+  cfg: Pick<CrossChecked, 'clients' | 'organizations'> & { samlServiceProviders?: { organization: string | null }[] },
   others: readonly string[],
 ): { path: (string | number)[]; message: string }[] {
   const known = new Set([...cfg.organizations.map((o) => o.name), ...others]);
-  return cfg.clients.flatMap((c, i) =>
-    c.organization === null || known.has(c.organization)
-      ? []
-      : [
-          {
-            path: ['clients', i, 'organization'],
-            message: `unknown organization "${c.organization}"${others.length === 0 ? ' (a config-file client names an organization of the config file)' : ''}`,
-          },
-        ],
-  );
+  const unknown = (section: string, items: readonly { organization: string | null }[]) =>
+    items.flatMap((item, i) =>
+      item.organization === null || known.has(item.organization)
+        ? []
+        : [
+            {
+              path: [section, i, 'organization'],
+              message: `unknown organization "${item.organization}"${others.length === 0 ? ' (a config-file entry names an organization of the config file)' : ''}`,
+            },
+          ],
+    );
+  return [...unknown('clients', cfg.clients), ...unknown('samlServiceProviders', cfg.samlServiceProviders ?? [])];
 }
 
 /**

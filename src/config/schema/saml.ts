@@ -95,8 +95,9 @@ export const samlServiceProvider = z
       description: 'Ask the user on the consent page before the first assertion goes to this SP (remembered if chosen)',
     }),
     displayName: nonEmpty.max(200).optional().meta({ description: 'The name the login and consent pages show' }),
-    organization: nonEmpty.nullable().default(null).meta({
-      description: 'The organization whose members the SP is for: not supported yet (must stay null)',
+    organization: nonEmpty.max(64).nullable().default(null).meta({
+      description:
+        'The name of the organization whose members the SP is for: only they get an assertion (as for a client with organizationUsage require and that organization: membership domain admits a verified email at its domains, arriving through one of its identity providers makes a member); anyone else gets a Response with the status Responder/RequestDenied. The claims org_id, org_name and org_roles may then be mapped in attributes',
     }),
   })
   .superRefine((sp, ctx) => {
@@ -107,8 +108,6 @@ export const samlServiceProvider = z
     const metadata = sp.metadataXml !== undefined || sp.metadataUrl !== undefined;
     if (sp.encryptAssertion && !metadata)
       issue('encryptAssertion', "needs metadataXml (or metadataUrl) with the SP's encryption certificate");
-    if (sp.organization !== null)
-      issue('organization', 'organizations of SAML service providers are not supported yet');
     if (sp.acsUrls.length === 0 && !metadata)
       issue('acsUrls', 'an SP needs acsUrls or metadataXml (or metadataUrl) with an AssertionConsumerService');
     if (sp.requireSignedAuthnRequests && !metadata)

@@ -60,6 +60,7 @@ export const NOTICES = [
   'consoleWebhookDisabled',
   'consoleWebhookDeleted',
   'consoleSamlCreated',
+  'consoleSamlSaved',
   'consoleSamlDeleted',
 ] as const satisfies readonly (keyof Messages)[];
 

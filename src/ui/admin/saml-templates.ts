@@ -3,7 +3,8 @@
  * through `branding.templatesDir` like every page): the list with the registration form (metadata
  * XML pasted, a metadata URL, or the settings; a refused field marked on the field, `aria-invalid`
  * and its message by `aria-describedby`), and one SP's page: its settings, what its metadata put
- * in force, and (stored SPs only) the delete form carrying the version the page was read at.
+ * in force, and (stored SPs only) the edit form with every setting and the delete form, each
+ * carrying the version the page was read at (`it.etag`, `sp.etag`).
  */
 import { MAX_ENTITY_ID_LENGTH, MAX_SP_METADATA_LENGTH, SAML_NAME_ID_FORMATS } from '../../config/schema.js';
 import { NOTICE } from './templates.js';
@@ -23,32 +24,27 @@ function check(name: string, label: string, byDefault: boolean): string {
 ${fieldError(id, name)}`;
 }
 
-const LIST = `<% layout('@console-layout', { title: it.t.consoleSamlServiceProviders }) %>
-<h1><%= it.t.consoleSamlServiceProviders %></h1>
-${NOTICE}
-<table>
-<caption><%= it.t.consoleSamlList %></caption>
-<thead><tr><th scope="col"><%= it.t.consoleSamlEntityId %></th><th scope="col"><%= it.t.consoleDisplayName %></th><th scope="col"><%= it.t.consoleSamlAcsUrls %></th><th scope="col"><%= it.t.consoleSource %></th></tr></thead>
-<tbody>
-<% it.serviceProviders.forEach(function (sp) { %><tr><td><a href="<%= it.base %>/admin/saml-service-providers/<%= encodeURIComponent(sp.entityId) %>"><%= sp.entityId %></a></td><td><%= sp.displayName || '' %></td><td><% sp.effective.acsUrls.forEach(function (u) { %><code><%= u %></code> <% }) %></td><td>${SOURCE}</td></tr>
-<% }) %><% if (it.serviceProviders.length === 0) { %><tr><td colspan="4"><%= it.t.consoleNone %></td></tr><% } %>
-</tbody>
-</table>
-<h2 id="register-sp"><%= it.t.consoleSamlRegister %></h2>
-<p id="register-sp-hint"><%= it.t.consoleSamlRegisterHint %></p>
-<form method="post" action="<%= it.base %>/admin/saml-service-providers" aria-labelledby="register-sp" aria-describedby="register-sp-hint">
-<%~ include('@csrf', it) %>
-<label for="sp-metadata-xml"><%= it.t.consoleSamlMetadataXml %></label>
+/** The entity ID field of the registration form (an SP's entity ID never changes afterwards). */
+const ENTITY_ID = `<label for="sp-entity-id"><%= it.t.consoleSamlEntityId %></label>
+<input type="text" id="sp-entity-id" name="entityId" value="<%= it.form.entityId || '' %>" maxlength="${MAX_ENTITY_ID_LENGTH}" autocomplete="off" spellcheck="false"${described('sp-entity-id', 'entityId')}>
+${fieldError('sp-entity-id', 'entityId')}
+`;
+
+/**
+ * The settings fields of the registration form and of a stored SP's edit form (the metadata, then
+ * the settings of a `samlServiceProviders` entry), each refusal marked on its field; `it.form`
+ * holds the values shown: what was sent, or the SP's settings.
+ * @param entityId the entity ID field, where it may be given
+ */
+function settingsFields(entityId: string): string {
+  return `<label for="sp-metadata-xml"><%= it.t.consoleSamlMetadataXml %></label>
 <textarea id="sp-metadata-xml" name="metadataXml" rows="6" maxlength="${MAX_SP_METADATA_LENGTH}" spellcheck="false"${described('sp-metadata-xml', 'metadataXml')}><%= it.form.metadataXml || '' %></textarea>
 ${fieldError('sp-metadata-xml', 'metadataXml')}
 <label for="sp-metadata-url"><%= it.t.consoleSamlMetadataUrl %></label>
 <input type="url" id="sp-metadata-url" name="metadataUrl" value="<%= it.form.metadataUrl || '' %>" maxlength="2000" autocomplete="off" spellcheck="false"${described('sp-metadata-url', 'metadataUrl')}>
 ${fieldError('sp-metadata-url', 'metadataUrl')}
 <fieldset><legend><%= it.t.consoleSamlSettings %></legend>
-<label for="sp-entity-id"><%= it.t.consoleSamlEntityId %></label>
-<input type="text" id="sp-entity-id" name="entityId" value="<%= it.form.entityId || '' %>" maxlength="${MAX_ENTITY_ID_LENGTH}" autocomplete="off" spellcheck="false"${described('sp-entity-id', 'entityId')}>
-${fieldError('sp-entity-id', 'entityId')}
-<label for="sp-acs-urls"><%= it.t.consoleSamlAcsUrls %></label>
+${entityId}<label for="sp-acs-urls"><%= it.t.consoleSamlAcsUrls %></label>
 <textarea id="sp-acs-urls" name="acsUrls" rows="2" maxlength="8000" spellcheck="false"${described('sp-acs-urls', 'acsUrls')}><%= it.form.acsUrls || '' %></textarea>
 ${fieldError('sp-acs-urls', 'acsUrls')}
 <label for="sp-slo-url"><%= it.t.consoleSamlSloUrl %></label>
@@ -66,11 +62,34 @@ ${fieldError('sp-name-id-format', 'nameIdFormat')}
 <p class="hint" id="sp-attributes-hint"><%= it.t.consoleSamlAttributesHint %></p>
 <textarea id="sp-attributes" name="attributes" rows="3" maxlength="8000" spellcheck="false" aria-describedby="sp-attributes-hint<% if (it.fields && it.fields.attributes) { %> sp-attributes-error<% } %>"<% if (it.fields && it.fields.attributes) { %> aria-invalid="true"<% } %>><%= it.form.attributes || '' %></textarea>
 ${fieldError('sp-attributes', 'attributes')}
+<label for="sp-organization"><%= it.t.consoleSamlOrganization %></label>
+<p class="hint" id="sp-organization-hint"><%= it.t.consoleSamlOrganizationHint %></p>
+<input type="text" id="sp-organization" name="organization" value="<%= it.form.organization || '' %>" maxlength="64" autocomplete="off" spellcheck="false" aria-describedby="sp-organization-hint<% if (it.fields && it.fields.organization) { %> sp-organization-error<% } %>"<% if (it.fields && it.fields.organization) { %> aria-invalid="true"<% } %>>
+${fieldError('sp-organization', 'organization')}
 ${check('signResponse', 'consoleSamlSignResponse', true)}
 ${check('signAssertion', 'consoleSamlSignAssertion', true)}
+${check('encryptAssertion', 'consoleSamlEncryptAssertion', false)}
 ${check('requireSignedAuthnRequests', 'consoleSamlRequireSigned', false)}
 ${check('requireConsent', 'consoleSamlRequireConsent', false)}
-</fieldset>
+</fieldset>`;
+}
+
+const LIST = `<% layout('@console-layout', { title: it.t.consoleSamlServiceProviders }) %>
+<h1><%= it.t.consoleSamlServiceProviders %></h1>
+${NOTICE}
+<table>
+<caption><%= it.t.consoleSamlList %></caption>
+<thead><tr><th scope="col"><%= it.t.consoleSamlEntityId %></th><th scope="col"><%= it.t.consoleDisplayName %></th><th scope="col"><%= it.t.consoleSamlAcsUrls %></th><th scope="col"><%= it.t.consoleSource %></th></tr></thead>
+<tbody>
+<% it.serviceProviders.forEach(function (sp) { %><tr><td><a href="<%= it.base %>/admin/saml-service-providers/<%= encodeURIComponent(sp.entityId) %>"><%= sp.entityId %></a></td><td><%= sp.displayName || '' %></td><td><% sp.effective.acsUrls.forEach(function (u) { %><code><%= u %></code> <% }) %></td><td>${SOURCE}</td></tr>
+<% }) %><% if (it.serviceProviders.length === 0) { %><tr><td colspan="4"><%= it.t.consoleNone %></td></tr><% } %>
+</tbody>
+</table>
+<h2 id="register-sp"><%= it.t.consoleSamlRegister %></h2>
+<p id="register-sp-hint"><%= it.t.consoleSamlRegisterHint %></p>
+<form method="post" action="<%= it.base %>/admin/saml-service-providers" aria-labelledby="register-sp" aria-describedby="register-sp-hint">
+<%~ include('@csrf', it) %>
+${settingsFields(ENTITY_ID)}
 <div class="actions"><button type="submit" name="button" value="create" class="primary"><%= it.t.consoleSamlRegister %></button></div>
 </form>`;
 
@@ -90,10 +109,20 @@ ${NOTICE}
 <dt><%= it.t.consoleSamlSignAssertion %></dt><dd>${YES_NO('sp.effective.signAssertion')}</dd>
 <dt><%= it.t.consoleSamlRequireSigned %></dt><dd>${YES_NO('sp.effective.requireSignedAuthnRequests')}</dd>
 <dt><%= it.t.consoleSamlRequireConsent %></dt><dd>${YES_NO('sp.requireConsent')}</dd>
+<dt><%= it.t.consoleSamlEncryptAssertion %></dt><dd>${YES_NO('sp.encryptAssertion')}</dd>
+<dt><%= it.t.consoleSamlOrganization %></dt><dd><% if (sp.organization) { %><code><%= sp.organization %></code><% } else { %><%= it.t.consoleNone %><% } %></dd>
 <dt><%= it.t.consoleSamlCertificates %></dt><dd><%= sp.effective.signingCertificates %></dd>
 </dl>
-<% if (sp.metadataXml) { %><details><summary><%= it.t.consoleSamlMetadataXml %></summary><pre><code><%= sp.metadataXml %></code></pre></details><% } %>
-<% if (sp.source === 'config') { %><p class="notice" role="note"><%= it.t.consoleSamlReadOnly %></p><% } else { %>
+<% if (sp.source === 'config') { %><% if (sp.metadataXml) { %><details><summary><%= it.t.consoleSamlMetadataXml %></summary><pre><code><%= sp.metadataXml %></code></pre></details><% } %>
+<p class="notice" role="note"><%= it.t.consoleSamlReadOnly %></p><% } else { %>
+<h2 id="edit-sp"><%= it.t.consoleSamlEdit %></h2>
+<p id="edit-sp-hint"><%= it.t.consoleSamlEditHint %></p>
+<form method="post" action="<%= at %>" aria-labelledby="edit-sp" aria-describedby="edit-sp-hint">
+<%~ include('@csrf', it) %>
+<input type="hidden" name="etag" value="<%= it.etag %>">
+${settingsFields('')}
+<div class="actions"><button type="submit" name="button" value="save" class="primary"><%= it.t.consoleSamlSave %></button></div>
+</form>
 <div class="actions"><form method="post" action="<%= at %>/delete" class="inline">
 <%~ include('@csrf', it) %>
 <input type="hidden" name="etag" value="<%= sp.etag %>">
