@@ -40,6 +40,7 @@ export const NOTICES = [
   'consoleGroupDeleted',
   'consoleClientCreated',
   'consoleClientSaved',
+  'consoleClientDeleted',
   'consoleResourceCreated',
   'consoleResourceSaved',
   'consoleResourceDeleted',
