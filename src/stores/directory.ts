@@ -75,6 +75,8 @@ export interface DirectoryUser {
   isActive: boolean;
   claims: Record<string, unknown>;
   hasPassword: boolean;
+  /** The password is a temporary one an administrator set: the next sign-in must change it. */
+  passwordChangeRequired: boolean;
   /** Grows by one at every change (SCIM `meta.version`). */
   version: number;
   /** Unix seconds. */
@@ -96,6 +98,8 @@ export interface UserWrite {
   claims: Record<string, unknown>;
   /** An argon2id hash to set; undefined keeps the stored one (replace) or none (create). */
   passwordHash?: string;
+  /** Whether the password must be changed at the next sign-in; undefined keeps the stored flag (replace) or none (create). */
+  passwordChangeRequired?: boolean;
   emails: DirectoryEmail[];
 }
 
@@ -274,6 +278,7 @@ export class SqlDirectory {
             username_normalized: user.username.toLowerCase(),
             tenant: user.tenant ?? '',
             password_hash: user.passwordHash ?? null,
+            password_change_required: user.passwordChangeRequired ? 1 : 0,
             claims: JSON.stringify(user.claims),
             is_active: user.isActive ? 1 : 0,
             created_at: now,
@@ -325,6 +330,9 @@ export class SqlDirectory {
             updated_at: now,
             version: sql<number>`version + 1`,
             ...(user.passwordHash !== undefined ? { password_hash: user.passwordHash } : {}),
+            ...(user.passwordChangeRequired !== undefined
+              ? { password_change_required: user.passwordChangeRequired ? 1 : 0 }
+              : {}),
           })
           .where('subject_id', '=', subjectId);
         if (expected !== undefined) update = update.where('version', '=', expected);
@@ -546,6 +554,7 @@ export class SqlDirectory {
       isActive: Number(r.is_active) === 1,
       claims: JSON.parse(r.claims) as Record<string, unknown>,
       hasPassword: r.password_hash !== null,
+      passwordChangeRequired: Number(r.password_change_required) === 1,
       version: Number(r.version),
       createdAt: Number(r.created_at),
       updatedAt: Number(r.updated_at),

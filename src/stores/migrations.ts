@@ -542,6 +542,16 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0023_saml_service_providers': samlServiceProvidersMigration,
+  '0028_password_change_required': {
+    async up(db: Kysely<unknown>) {
+      // A temporary password an administrator set: the next sign-in with it must choose a new one
+      // before any session or code is issued (ui/password-change-required.ts).
+      await db.schema
+        .alterTable('users')
+        .addColumn('password_change_required', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

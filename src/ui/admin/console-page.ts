@@ -30,6 +30,7 @@ export const NOTICES = [
   'consoleUserEnabled',
   'consoleUserDisabled',
   'consoleClaimsSaved',
+  'consoleTemporaryPasswordSet',
   'consoleGroupsSaved',
   'consoleMfaReset',
   'consoleSessionRevoked',

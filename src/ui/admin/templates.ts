@@ -100,6 +100,7 @@ ${NOTICE}
 <dt><%= it.t.consoleSource %></dt><dd><%= it.user.source === 'config' ? it.t.consoleSourceConfig : it.t.consoleSourceStore %></dd>
 <dt><%= it.t.consoleGroups %></dt><dd><%= it.groups.length > 0 ? it.groups.join(', ') : it.t.consoleNone %></dd>
 <dt><%= it.t.consoleFactors %></dt><dd><%= it.factors %></dd>
+<% if (it.user.passwordChangeRequired) { %><dt><%= it.t.password %></dt><dd><%= it.t.consolePasswordChangeRequired %></dd><% } %>
 </dl>
 <% if (it.user.source === 'store') { %>
 <h2 id="status-heading"><%= it.t.consoleStatus %></h2>
@@ -107,6 +108,12 @@ ${NOTICE}
 <%~ include('@csrf', it) %>
 <input type="hidden" name="active" value="<%= it.user.active ? 'false' : 'true' %>">
 <div class="actions"><button type="submit" name="button" value="active"><%= it.user.active ? it.t.consoleDisable : it.t.consoleEnable %></button></div>
+</form>
+<h2 id="password-heading"><%= it.t.consoleTemporaryPassword %></h2>
+<form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/password" aria-labelledby="password-heading">
+<%~ include('@csrf', it) %>
+<%~ include('@form-fields', it) %>
+<div class="actions"><button type="submit" name="button" value="password"><%= it.t.consoleSetTemporaryPassword %></button></div>
 </form>
 <h2 id="claims-heading"><%= it.t.consoleClaims %></h2>
 <form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/claims" aria-labelledby="claims-heading">
