@@ -137,6 +137,13 @@ describe.each(['sqlite', 'postgres'] as const)('a temporary password on %s', (di
     await admin.getByText('The temporary password has been set').waitFor();
     expect(await admin.locator('main dl').textContent()).toContain('Must change the password at the next sign-in');
     await screenshot(admin, `console-user-temporary-password-${dialect}`);
+    // Nothing scrolls sideways on a phone.
+    await admin.setViewportSize({ width: 390, height: 844 });
+    expect(
+      await admin.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth),
+    ).toBe(true);
+    expect(await audit(admin)).toEqual([]);
+    await admin.setViewportSize({ width: 1000, height: 700 });
     expect(await apiRead()).toBe(true);
     const set = events.find((e) => e.name === 'admin_changed' && e.action === 'user.password');
     expect(set).toMatchObject({
@@ -173,6 +180,9 @@ describe.each(['sqlite', 'postgres'] as const)('a temporary password on %s', (di
       await page.waitForURL(`${url}/account/password/required`);
       expect(await page.locator('main').textContent()).toContain('Your administrator set a temporary password');
       expect(await audit(page)).toEqual([]);
+      expect(
+        await page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth),
+      ).toBe(true);
       await screenshot(page, `password-change-required-${dialect}`);
       // Nothing was issued, and no session exists yet.
       expect(cb.hits.filter((h) => h.path === '/cb')).toEqual([]);

@@ -164,13 +164,13 @@ export function shownValue(setting: ClientSetting, stored: unknown): FormValue {
 }
 
 /**
- * A setting's form value as sent (bounded), before it is read as the setting; undefined for a
- * text field the form does not have (an unchecked checkbox is absent too, and reads as unchecked).
+ * A setting's form value as sent (bounded), before it is read as the setting. The form is the
+ * whole of the settings: an absent field reads as an empty one (a form's empty field is not sent,
+ * RFC 6749 §3.1 as `Params` reads it, and an unchecked checkbox never is).
  */
-export function typedValue(setting: ClientSetting, form: Params): FormValue | undefined {
+export function typedValue(setting: ClientSetting, form: Params): FormValue {
   if (setting.kind === 'check') return single(form, setting.name) === 'yes';
   if (setting.kind === 'checks') return form.getAll(setting.name).slice(0, MAX_ITEMS);
-  if (!form.has(setting.name)) return undefined;
   return (single(form, setting.name) ?? '').slice(0, setting.max);
 }
 

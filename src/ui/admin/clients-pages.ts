@@ -34,12 +34,7 @@ const MAX_CLIENT_ID = 100;
 
 /** The form values of `settings` as sent. */
 function typedValues(settings: readonly ClientSetting[], form: Params): Record<string, FormValue> {
-  const typed: Record<string, FormValue> = {};
-  for (const s of settings) {
-    const value = typedValue(s, form);
-    if (value !== undefined) typed[s.name] = value;
-  }
-  return typed;
+  return Object.fromEntries(settings.map((s) => [s.name, typedValue(s, form)]));
 }
 
 /** The refusal of settings whose JSON does not parse, each named as the service names a field. */

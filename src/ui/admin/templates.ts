@@ -164,11 +164,11 @@ const CLIENTS = `<% layout('@console-layout', { title: it.t.consoleClients }) %>
 <h1><%= it.t.consoleClients %></h1>
 ${NOTICE}
 <p><a href="<%= it.base %>/admin/clients/new" class="button primary"><%= it.t.consoleNewClient %></a></p>
-<table class="stack">
+<table>
 <caption><%= it.t.consoleClientsList %></caption>
 <thead><tr><th scope="col">client_id</th><th scope="col"><%= it.t.consoleGrantTypes %></th><th scope="col"><%= it.t.consoleSource %></th></tr></thead>
 <tbody>
-<% it.clients.forEach(function (c) { %><tr><td data-label="client_id"><a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(c.clientId) %>"><%= c.clientId %></a></td><td data-label="<%= it.t.consoleGrantTypes %>"><%= c.allowedGrantTypes.join(', ') %></td><td data-label="<%= it.t.consoleSource %>"><%= c.source === 'config' ? it.t.consoleSourceConfig : it.t.consoleSourceStore %></td></tr>
+<% it.clients.forEach(function (c) { %><tr><td><a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(c.clientId) %>"><%= c.clientId %></a></td><td><%= c.allowedGrantTypes.join(', ') %></td><td><%= c.source === 'config' ? it.t.consoleSourceConfig : it.t.consoleSourceStore %></td></tr>
 <% }) %></tbody>
 </table>`;
 
