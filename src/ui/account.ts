@@ -132,10 +132,11 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
       ...(returnTo ? { returnTo } : {}),
     };
     // A temporary password an administrator set: a new one first, before anything else is issued.
-    const change = await passwordChangeStep(ctx, request, reply, first);
-    if (change) return change;
+    if (await passwordChangeStep(ctx, request, reply, first)) return reply;
     const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
-    if (second) return second;
+    // A reply returned from an async function resolves to undefined once sent (it is a thenable):
+    // the sent reply says that the second step answered.
+    if (second || reply.sent) return reply;
     return continueAfterSignIn(
       ctx,
       request,

@@ -33,17 +33,20 @@ const PATH = '/account/password/required';
 /**
  * After the password of `first` proved right: when it is a temporary one, saves the sign-in as
  * waiting for a new password and redirects to the page that asks for it.
- * @returns the redirect, or undefined when the password is the user's own (the sign-in goes on).
+ * @returns whether it answered (the redirect); false when the password is the user's own and the
+ *   sign-in goes on. A boolean, not the reply: an async function's returned reply, a thenable,
+ *   would resolve to undefined.
  */
 export async function passwordChangeStep(
   ctx: PasswordChangeRequiredServices,
   request: FastifyRequest,
   reply: FastifyReply,
   first: PendingSignIn,
-): Promise<FastifyReply | undefined> {
-  if (!(await ctx.users.passwordChangeRequired(first.subjectId))) return undefined;
+): Promise<boolean> {
+  if (!(await ctx.users.passwordChangeRequired(first.subjectId))) return false;
   await ctx.mfa.savePending(browserOf(ctx, request, reply), { ...first, passwordChange: true });
-  return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${PATH}`, 303);
+  reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${PATH}`, 303);
+  return true;
 }
 
 /** Registers `/account/password/required`. */
@@ -104,7 +107,8 @@ export function passwordChangeRequiredPages(app: FastifyInstance, ctx: PasswordC
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
     if (id !== undefined && !interaction) return expiredPage(ctx, request, reply);
     const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
-    if (second) return second;
+    // Its reply, once sent, resolves to undefined (a thenable): the sent reply says it answered.
+    if (second || reply.sent) return reply;
     const user = await ctx.users.findBySubject(first.subjectId);
     if (!user?.isActive) return expiredPage(ctx, request, reply);
     return continueAfterSignIn(
