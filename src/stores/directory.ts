@@ -35,7 +35,7 @@ import {
   userCondition,
 } from './directory-filter.js';
 import type { WebhookEvent } from '../events/webhook-events.js';
-import { bumpUsers, insertEmails, setMembers } from './directory-writes.js';
+import { bumpUsers, insertEmails, passwordColumns, setMembers } from './directory-writes.js';
 import { type Dialect, isStatementTimeout, isUniqueViolation, withStatementTimeout } from './sql-support.js';
 import type { Database, UserGroupsTable, UsersTable } from './tables.js';
 import type { SqlWebhookOutbox } from './webhook-outbox.js';
@@ -98,7 +98,7 @@ export interface UserWrite {
   claims: Record<string, unknown>;
   /** An argon2id hash to set; undefined keeps the stored one (replace) or none (create). */
   passwordHash?: string;
-  /** Whether the password must be changed at the next sign-in; undefined keeps the stored flag (replace) or none (create). */
+  /** Whether the password must be changed at the next sign-in (a replace; undefined keeps the flag, a new user has none). */
   passwordChangeRequired?: boolean;
   emails: DirectoryEmail[];
 }
@@ -278,7 +278,6 @@ export class SqlDirectory {
             username_normalized: user.username.toLowerCase(),
             tenant: user.tenant ?? '',
             password_hash: user.passwordHash ?? null,
-            password_change_required: user.passwordChangeRequired ? 1 : 0,
             claims: JSON.stringify(user.claims),
             is_active: user.isActive ? 1 : 0,
             created_at: now,
@@ -329,10 +328,7 @@ export class SqlDirectory {
             external_id: user.externalId,
             updated_at: now,
             version: sql<number>`version + 1`,
-            ...(user.passwordHash !== undefined ? { password_hash: user.passwordHash } : {}),
-            ...(user.passwordChangeRequired !== undefined
-              ? { password_change_required: user.passwordChangeRequired ? 1 : 0 }
-              : {}),
+            ...passwordColumns(user.passwordHash, user.passwordChangeRequired),
           })
           .where('subject_id', '=', subjectId);
         if (expected !== undefined) update = update.where('version', '=', expected);
