@@ -61,7 +61,11 @@ export function auditChanged(
         : {}),
     });
   if (audit.recordsChanges) return;
-  if (write.passwordHash !== undefined) emit('user.password', { password: '(set)' });
+  if (write.passwordHash !== undefined)
+    emit('user.password', {
+      password: '(set)',
+      ...(write.passwordChangeRequired ? { passwordChangeRequired: true } : {}),
+    });
   if (change.claims !== undefined && JSON.stringify(write.claims) !== JSON.stringify(before.claims))
     emit('user.claims', { claims: Object.keys(write.claims) });
   const other = {

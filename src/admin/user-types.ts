@@ -63,6 +63,11 @@ export interface UserChange {
   active?: boolean;
   /** Clear text, checked by the password policy and stored as an argon2id hash. */
   password?: string;
+  /**
+   * With `password`: it is a temporary one an administrator chose, which the user must change at
+   * their next sign-in. Any other password set (by the user, a reset by mail) clears the flag.
+   */
+  passwordChangeRequired?: boolean;
 }
 
 /** A user named by subject, or by username within a tenant (null: the one user of that name in any tenant). */

@@ -23,6 +23,8 @@ export interface UserView {
   emailVerified: boolean;
   /** Whether the user has a password (else they sign in upstream, at a directory or with passkeys only). */
   hasPassword: boolean;
+  /** Whether the password is a temporary one an administrator set, to be changed at the next sign-in. */
+  passwordChangeRequired: boolean;
   /** The SCIM groups the user is a direct member of (their `role` claim gets the names). */
   groups: { id: string; displayName: string }[];
   /** The strong ETag (RFC 9110 §8.8.3) of this view, quotes included. */
@@ -46,6 +48,7 @@ export function configUserView(u: UserConfig): UserView {
     email: typeof u.claims.email === 'string' ? u.claims.email : null,
     emailVerified: u.claims.email_verified === true,
     hasPassword: u.password !== undefined || u.passwordHash !== undefined,
+    passwordChangeRequired: false,
     groups: [],
   });
 }
@@ -63,6 +66,7 @@ export function storedUserView(u: DirectoryUser): UserView {
     email: primary?.value ?? null,
     emailVerified: primary?.verified ?? false,
     hasPassword: u.hasPassword,
+    passwordChangeRequired: u.passwordChangeRequired,
     groups: u.groups,
   });
 }

@@ -493,7 +493,9 @@ export class UserAdmin {
       isActive: change.active ?? before.isActive,
       claims,
       emails,
-      ...(change.password !== undefined ? { passwordHash: await hash(change.password) } : {}),
+      ...(change.password !== undefined
+        ? { passwordHash: await hash(change.password), passwordChangeRequired: change.passwordChangeRequired === true }
+        : {}),
     };
   }
 

@@ -48,6 +48,10 @@ const userOut = z.object({
   email: z.string().nullable().meta({ description: 'The primary address (the email claim)' }),
   emailVerified: z.boolean(),
   hasPassword: z.boolean().meta({ description: 'Whether the user has a password; the password itself is never shown' }),
+  passwordChangeRequired: z.boolean().meta({
+    description:
+      'Whether the password is a temporary one an administrator set (in the console): the next sign-in with it must choose a new one before any session or code is issued',
+  }),
   groups: z
     .array(z.object({ id: z.string(), displayName: z.string() }))
     .meta({ description: 'The SCIM groups the user is a member of (their role claim)' }),

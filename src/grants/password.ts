@@ -51,7 +51,8 @@ export const defaultResourceOwnerValidator: ResourceOwnerValidator = (ctx, req) 
  * `defaultResourceOwnerValidator`, or a library user's `resourceOwnerValidator`).
  * @throws OAuthError `invalid_request` (missing username/password), `invalid_grant` (wrong
  *   credentials or inactive user, one description for both; excluded `idp:`; a user with a second
- *   factor or a client with `requireMfa`, unless `allowPasswordGrantForMfaUsers`), `invalid_scope`,
+ *   factor or a client with `requireMfa`, unless `allowPasswordGrantForMfaUsers`; a temporary password
+ *   an administrator set), `invalid_scope`,
  *   `invalid_target` (RFC 8707), `invalid_grant` when the `preToken` hook denies, 429 while the address or the (user, address) pair is blocked after repeated failures.
  */
 export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
@@ -106,6 +107,18 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
       throw invalidGrant(
         'this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser',
       );
+    }
+    // A temporary password an administrator set issues nothing until the user replaced it at sign-in.
+    if (await ctx.users.passwordChangeRequired(user.subjectId)) {
+      ctx.events.emit({
+        name: 'user_login_failed',
+        endpoint: 'token',
+        method: 'password_grant',
+        clientId: client.clientId,
+        subjectId: user.subjectId,
+        errorDescription: 'password change required',
+      });
+      throw invalidGrant('the password is a temporary one: sign in through the browser to choose a new password');
     }
     ctx.events.emit({
       name: 'user_login_succeeded',

@@ -284,9 +284,17 @@ export class MfaService {
     await this.records.pendingSignIns.save(browser, pending, now, now + PENDING_SIGN_IN_LIFETIME);
   }
 
-  /** This browser's live pending sign-in, or undefined. */
+  /** This browser's live sign-in waiting for its second factor, or undefined. */
   async pending(browser: string): Promise<PendingSignIn | undefined> {
-    return this.records.pendingSignIns.find(browser, nowSeconds());
+    const pending = await this.records.pendingSignIns.find(browser, nowSeconds());
+    // One waiting for a new password is no second step's to finish.
+    return pending?.passwordChange ? undefined : pending;
+  }
+
+  /** This browser's live sign-in waiting for a new password (`PendingSignIn.passwordChange`), or undefined. */
+  async pendingPasswordChange(browser: string): Promise<PendingSignIn | undefined> {
+    const pending = await this.records.pendingSignIns.find(browser, nowSeconds());
+    return pending?.passwordChange ? pending : undefined;
   }
 
   /** Ends this browser's pending sign-in, atomically: false when another request ended it first. */

@@ -10,6 +10,7 @@ import { ConfigError } from '../config/loader.js';
 import { format, type Locales, type Messages } from './i18n.js';
 import { DEFAULT_LOOK, type Look } from './look.js';
 import { authorizationDetailsFragment } from './authorization-details-view.js';
+import { FORM_FIELDS } from './form-fields.js';
 import { PASSKEY_TEMPLATES } from './passkeys-pages.js';
 import { SHOW_PASSWORD_SCRIPT_TAG, showPasswordButton } from './show-password.js';
 
@@ -270,6 +271,7 @@ export class Pages {
     this.overrides = look.templates;
     this.eta.loadTemplate('@csrf', CSRF_FIELD);
     this.eta.loadTemplate('@form_post', FORM_POST);
+    this.eta.loadTemplate('@form-fields', FORM_FIELDS);
     this.register('layout', LAYOUT);
     this.register('login', LOGIN);
     this.register('consent', CONSENT);

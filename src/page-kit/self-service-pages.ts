@@ -14,15 +14,20 @@ const NOTICE = `<% if (it.notice) { %><p class="notice" role="status"><%= it.not
 /** Why the password or profile cannot be changed here (config-file and external users). */
 const READ_ONLY = `<% if (it.readOnly) { %><p class="notice" role="note" id="read-only"><%= it.readOnly %></p><% } %>`;
 
-/** A new password (`/account/password`), and the current one unless the sign-in is recent and strong. */
+/**
+ * A new password (`/account/password`), and the current one unless the sign-in is recent and
+ * strong; or, at a sign-in with a temporary password an administrator set (`it.required`), the new
+ * password the user must choose before going on (`/account/password/required`), without the way
+ * back to /account (no session exists yet).
+ */
 const PASSWORD = `<% layout('@layout', { lang: it.lang, title: it.t.accountPasswordTitle }) %>
 <h1><%= it.t.accountPasswordTitle %></h1>
 ${NOTICE}${READ_ONLY}
 <% if (!it.readOnly) { %>
 <% if (it.error) { %><p class="alert" role="alert" id="password-error"><%= it.error %></p><% } %>
-<form method="post" action="<%= it.base %>/account/password">
+<form method="post" action="<%= it.base %>/account/password<%= it.required ? '/required' : '' %>">
 <input type="hidden" name="csrf_token" value="<%= it.csrf %>">
-<% if (it.recent) { %><p id="current-note"><%= it.t.currentPasswordOptional %></p><% } else { %>
+<% if (it.required) { %><p id="required-note"><%= it.t.passwordChangeRequired %></p><% } else if (it.recent) { %><p id="current-note"><%= it.t.currentPasswordOptional %></p><% } else { %>
 <label for="current_password"><%= it.t.currentPassword %></label>
 <input type="password" id="current_password" name="current_password" autocomplete="current-password" maxlength="256" required<% if (it.error) { %> aria-describedby="password-error"<% } %>>
 ${showPasswordButton("'current_password'")}
@@ -36,7 +41,7 @@ ${showPasswordButton("'new_password'")}
 ${showPasswordButton("'confirm_password'")}
 <div class="actions"><button type="submit" name="button" value="change" class="primary"><%= it.t.changePassword %></button></div>
 </form>${SHOW_PASSWORD_SCRIPT_TAG}<% } %>
-${BACK}`;
+<% if (!it.required) { %>${BACK}<% } %>`;
 
 /** The user's live sessions (`/account/sessions`), the others each with a button that ends it. */
 const SESSIONS = `<% layout('@layout', { lang: it.lang, title: it.t.accountSessionsTitle }) %>

@@ -1,6 +1,7 @@
 /**
  * The directory's row writes that several of its transactions share (`directory.ts`): a user's
- * addresses, a group's members, and the version bump of users whose representation changed.
+ * addresses, a group's members, the version bump of users whose representation changed, and the
+ * password columns of a user replace.
  */
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './tables.js';
@@ -58,4 +59,18 @@ export async function bumpUsers(trx: Kysely<Database>, subjectIds: readonly stri
       .set({ version: sql<number>`version + 1` })
       .where('subject_id', 'in', subjectIds.slice(i, i + 500))
       .execute();
+}
+
+/**
+ * The password columns a user replace writes: the hash and the flag of a temporary password
+ * (`users.password_change_required`), each only when given (else the stored one stays).
+ */
+export function passwordColumns(
+  passwordHash: string | undefined,
+  changeRequired: boolean | undefined,
+): { password_hash?: string; password_change_required?: number } {
+  return {
+    ...(passwordHash === undefined ? {} : { password_hash: passwordHash }),
+    ...(changeRequired === undefined ? {} : { password_change_required: changeRequired ? 1 : 0 }),
+  };
 }

@@ -35,7 +35,7 @@ import {
   userCondition,
 } from './directory-filter.js';
 import type { WebhookEvent } from '../events/webhook-events.js';
-import { bumpUsers, insertEmails, setMembers } from './directory-writes.js';
+import { bumpUsers, insertEmails, passwordColumns, setMembers } from './directory-writes.js';
 import { type Dialect, isStatementTimeout, isUniqueViolation, withStatementTimeout } from './sql-support.js';
 import type { Database, UserGroupsTable, UsersTable } from './tables.js';
 import type { SqlWebhookOutbox } from './webhook-outbox.js';
@@ -75,6 +75,8 @@ export interface DirectoryUser {
   isActive: boolean;
   claims: Record<string, unknown>;
   hasPassword: boolean;
+  /** The password is a temporary one an administrator set: the next sign-in must change it. */
+  passwordChangeRequired: boolean;
   /** Grows by one at every change (SCIM `meta.version`). */
   version: number;
   /** Unix seconds. */
@@ -96,6 +98,8 @@ export interface UserWrite {
   claims: Record<string, unknown>;
   /** An argon2id hash to set; undefined keeps the stored one (replace) or none (create). */
   passwordHash?: string;
+  /** Whether the password must be changed at the next sign-in (a replace; undefined keeps the flag, a new user has none). */
+  passwordChangeRequired?: boolean;
   emails: DirectoryEmail[];
 }
 
@@ -324,7 +328,7 @@ export class SqlDirectory {
             external_id: user.externalId,
             updated_at: now,
             version: sql<number>`version + 1`,
-            ...(user.passwordHash !== undefined ? { password_hash: user.passwordHash } : {}),
+            ...passwordColumns(user.passwordHash, user.passwordChangeRequired),
           })
           .where('subject_id', '=', subjectId);
         if (expected !== undefined) update = update.where('version', '=', expected);
@@ -546,6 +550,7 @@ export class SqlDirectory {
       isActive: Number(r.is_active) === 1,
       claims: JSON.parse(r.claims) as Record<string, unknown>,
       hasPassword: r.password_hash !== null,
+      passwordChangeRequired: Number(r.password_change_required) === 1,
       version: Number(r.version),
       createdAt: Number(r.created_at),
       updatedAt: Number(r.updated_at),

@@ -549,6 +549,16 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('logout_deliveries').addColumn('saml', 'text').execute();
     },
   },
+  '0025_password_change_required': {
+    async up(db: Kysely<unknown>) {
+      // A temporary password an administrator set: the next sign-in with it must choose a new one
+      // before any session or code is issued (ui/password-change-required.ts).
+      await db.schema
+        .alterTable('users')
+        .addColumn('password_change_required', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
 };
 
 /** Kysely migration provider over the list above. */

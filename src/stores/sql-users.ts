@@ -203,5 +203,6 @@ function toUser(row: Selectable<UsersTable>): StoredUser {
     passwordHash: row.password_hash,
     claims: JSON.parse(row.claims) as Record<string, unknown>,
     isActive: row.is_active === 1,
+    passwordChangeRequired: Number(row.password_change_required) === 1,
   };
 }

@@ -71,6 +71,8 @@ export interface UsersTable {
   /** Grows by one at every change (SCIM `meta.version`). */
   version: Generated<number>;
   updated_at: Generated<number>;
+  /** 1: the password was set by an administrator, to be changed at the next sign-in (0025). */
+  password_change_required: Generated<number>;
 }
 
 /** The number of users, kept by triggers on `users` (0011_scim); one row, id 1. */

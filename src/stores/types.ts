@@ -74,6 +74,8 @@ export interface StoredUser {
   passwordHash: string | null;
   claims: Record<string, unknown>;
   isActive: boolean;
+  /** The password is a temporary one an administrator set: the next sign-in must change it. */
+  passwordChangeRequired?: boolean;
 }
 
 /** Clients kept in the database (`sigil clients`), as the config file's client objects. */

@@ -2,7 +2,8 @@
  * The login page (`/account/login`) and the logout confirmation (`/account/logout`).
  * Login checks the password against the user store (equal time and equal text for unknown users
  * and wrong passwords; failures rate-limited per user and address), starts a new session and
- * resumes the pending authorization request by its interaction id.
+ * resumes the pending authorization request by its interaction id. A temporary password an
+ * administrator set is replaced first (`password-change-required.ts`).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Services } from '../services.js';
@@ -28,6 +29,11 @@ import type { AccountMfaPageServices } from './account-mfa.js';
 import type { ErrorPageServices } from './error-page.js';
 import type { BrowserServices } from '../interaction/browser.js';
 import { returnPath } from './return-path.js';
+import {
+  passwordChangeRequiredPages,
+  type PasswordChangeRequiredServices,
+  passwordChangeStep,
+} from './password-change-required.js';
 
 /** The services this module uses. */
 export type AccountPageServices = Pick<Services, 'events' | 'interactions' | 'issuer' | 'limiter' | 'pages' | 'users'> &
@@ -35,12 +41,14 @@ export type AccountPageServices = Pick<Services, 'events' | 'interactions' | 'is
   BrowserServices &
   ErrorPageServices &
   LogoutRequestServices &
+  PasswordChangeRequiredServices &
   SignedOutPageServices &
   SignInPageServices;
 
 /** Registers the login and logout pages. */
 export function accountPages(app: FastifyInstance, ctx: AccountPageServices): void {
   const form = formRoute(app, ctx, 'page-in-form-locales');
+  passwordChangeRequiredPages(app, ctx);
 
   app.get('/account/login', async (request, reply) => {
     const id = queryString(request, 'interaction');
@@ -123,8 +131,12 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
       ...(id ? { interaction: id } : {}),
       ...(returnTo ? { returnTo } : {}),
     };
+    // A temporary password an administrator set: a new one first, before anything else is issued.
+    if (await passwordChangeStep(ctx, request, reply, first)) return reply;
     const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
-    if (second) return second;
+    // A reply returned from an async function resolves to undefined once sent (it is a thenable):
+    // the sent reply says that the second step answered.
+    if (second || reply.sent) return reply;
     return continueAfterSignIn(
       ctx,
       request,

@@ -202,6 +202,37 @@ export class AccountService {
     return { outcome: 'changed', endedSessions, revokedTokens };
   }
 
+  /**
+   * Replaces the temporary password an administrator set (`StoredUser.passwordChangeRequired`) at
+   * the sign-in that just proved it, before any session exists: the new password is given twice
+   * and checked by the policy (NIST SP 800-63B-4 §3.1.1.2); storing it clears the flag.
+   * @returns `read_only` when the user has no temporary password (any more); else as `changePassword`,
+   *   with nothing ended (the user had been signed out everywhere when it was set).
+   */
+  async replaceTemporaryPassword(
+    subjectId: string,
+    form: { password: string; confirm: string },
+    origin: RequestOrigin,
+  ): Promise<PasswordChange> {
+    const user = await this.store.findUserBySubject(subjectId);
+    if (!user?.passwordChangeRequired) return { outcome: 'read_only' };
+    if (form.password !== form.confirm) return { outcome: 'mismatch' };
+    const problems = this.writes.passwordProblems(form.password, user.username);
+    if (problems.length > 0) {
+      this.events.emit({
+        name: 'password_change_failed',
+        endpoint: 'account',
+        subjectId,
+        errorDescription: `the new password is refused: ${problems.join(', ')}`,
+        ...origin,
+      });
+      return { outcome: 'weak', problems };
+    }
+    await this.writes.update(subjectId, { password: form.password });
+    this.events.emit({ name: 'password_changed', endpoint: 'account', subjectId, method: 'password', ...origin });
+    return { outcome: 'changed', endedSessions: 0, revokedTokens: 0 };
+  }
+
   /** The user's live sessions, newest first (at most `SESSIONS_LISTED`), the current one marked. */
   async sessions(session: Session): Promise<ListedSession[]> {
     const live = await this.records.sessions.liveOf(session.subjectId, nowSeconds());

@@ -121,6 +121,16 @@ export class UserService {
     return this.checked(await this.lookUp(subjectId));
   }
 
+  /**
+   * Whether the user signs in with a temporary password an administrator set, which they must
+   * change before any session or code is issued (`StoredUser.passwordChangeRequired`). Only a
+   * stored user not shadowed by a config-file one has such a password.
+   */
+  async passwordChangeRequired(subjectId: string): Promise<boolean> {
+    if (this.configUsers.some((c) => c.user.subjectId === subjectId)) return false;
+    return (await this.store.findUserBySubject(subjectId))?.passwordChangeRequired === true;
+  }
+
   private async lookUp(subjectId: string): Promise<User | undefined> {
     const fromConfig = this.configUsers.find((c) => c.user.subjectId === subjectId);
     if (fromConfig) return fromConfig.user;

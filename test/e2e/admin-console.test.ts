@@ -269,8 +269,9 @@ describe('the web console', () => {
     const list = await admin.goto(`${f.sigil.url}/admin/clients`);
     await check(admin, list, 'clients');
     expect(await admin.locator('table').textContent()).toContain('sigil-console');
-    await admin.getByLabel('client_id').fill('made-in-console');
-    await admin.getByLabel('Name', { exact: true }).fill('Made in the console');
+    await admin.getByRole('link', { name: 'New client' }).click();
+    await admin.getByLabel('clientId').fill('made-in-console');
+    await admin.locator('#f-clientName').fill('Made in the console');
     await admin.getByLabel('authorization_code').check();
     await admin.getByLabel('Redirect URIs').fill('https://app.example/cb');
     await admin.getByLabel('Scopes').fill('openid profile');
@@ -371,8 +372,8 @@ describe('the web console', () => {
     expect(admin.url()).toBe(`${f.sigil.url}/admin/resources/api-resources/reports?done=consoleResourceSaved`);
     expect(await admin.getByLabel('User claims').inputValue()).toBe('role');
 
-    await admin.goto(`${f.sigil.url}/admin/clients`);
-    await admin.getByLabel('client_id').fill('reporter');
+    await admin.goto(`${f.sigil.url}/admin/clients/new`);
+    await admin.getByLabel('clientId').fill('reporter');
     await admin.getByLabel('client_credentials').check();
     await admin.getByLabel('Scopes').fill('reports.read');
     await admin.getByRole('button', { name: 'Create', exact: true }).click();

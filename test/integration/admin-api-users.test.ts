@@ -131,6 +131,7 @@ describe('/admin/v1/users', () => {
       email: 'nadia@example.org',
       emailVerified: false,
       hasPassword: true,
+      passwordChangeRequired: false,
       groups: [],
     });
     expect(res.headers.etag).toMatch(/^"[\w-]+"$/);

@@ -170,16 +170,16 @@ describe("the console's client forms", () => {
 
   it('refuses a new client with a bad redirect URI, naming the field, storing nothing', async () => {
     for (const [i, uri] of [...BAD.filter((u) => u.trim() === u), ...PLAIN_HTTP].entries()) {
-      const page = await b.get('/admin/clients');
+      const page = await b.get('/admin/clients/new');
       expect(page.status, page.body).toBe(200);
       const id = `console-bad-${i}`;
-      const res = await b.post('/admin/clients', {
+      const res = await b.post('/admin/clients/new', {
         csrf_token: input(page.body, 'csrf_token'),
-        client_id: id,
+        clientId: id,
         public: 'yes',
-        grant: 'authorization_code',
-        redirect_uris: `https://rp.example/ok\n${uri}`,
-        scopes: 'openid',
+        allowedGrantTypes: 'authorization_code',
+        redirectUris: `https://rp.example/ok\n${uri}`,
+        allowedScopes: 'openid',
       });
       expect(res.status, `${JSON.stringify(uri)}: ${res.body}`).toBe(400);
       expect(res.body).toContain('redirectUris.1');
@@ -195,9 +195,9 @@ describe("the console's client forms", () => {
       const res = await b.post('/admin/clients/console-rp', {
         csrf_token: input(page.body, 'csrf_token'),
         etag: input(page.body, 'etag'),
-        grant: 'authorization_code',
-        redirect_uris: uri,
-        scopes: 'openid',
+        allowedGrantTypes: 'authorization_code',
+        redirectUris: uri,
+        allowedScopes: 'openid',
       });
       expect(res.status, `${uri}: ${res.body}`).toBe(400);
       expect(res.body).toContain('redirectUris.0');

@@ -25,6 +25,12 @@ export interface PendingSignIn {
    * may add a factor (/account/totp), and only while the user still has none.
    */
   enroll?: true;
+  /**
+   * The password was a temporary one an administrator set: this sign-in waits for the user to
+   * choose a new password (/account/password/required), not for a second factor, and no second
+   * step may finish it.
+   */
+  passwordChange?: true;
 }
 
 function keyOf(browser: string): string {

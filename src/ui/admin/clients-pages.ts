@@ -1,79 +1,103 @@
 /**
- * The console's client pages, through `ctx.management.clients` as `/admin/v1/clients`: the list,
- * creation (a confidential client's generated secret shown on the next page only), and one
- * client's redirect URIs, grant types and scopes (a merge patch guarded by the version the form
- * was read at, so two admins cannot overwrite each other unknowingly) and secret rotation (the
- * replaced secret keeps working for `DEFAULT_SECRET_GRACE_SECONDS`). Config-file clients, the
- * console's own among them, are shown read-only.
+ * The console's client pages, through `ctx.management.clients` as `/admin/v1/clients` and
+ * audited as there (`AuditedChanges`): the list (`/admin/clients`), creation
+ * (`/admin/clients/new`; a confidential client's generated secret shown on the next page only),
+ * and one client's page (`/admin/clients/{id}`) with every setting of a stored client
+ * (`client-settings.ts`) saved as a merge patch guarded by the version the form was read at, so two
+ * admins cannot overwrite each other unknowingly (a stale form is refused and the page shows the
+ * current values), secret rotation (the replaced secret keeps working for
+ * `DEFAULT_SECRET_GRACE_SECONDS`), and deletion after a confirmation page
+ * (`/admin/clients/{id}/delete`). A refused setting is marked on its field. Config-file clients,
+ * the console's own among them, are shown read-only.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DEFAULT_SECRET_GRACE_SECONDS } from '../../admin/clients.js';
+import { AdminError } from '../../admin/errors.js';
 import { single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
-import type { Console } from './console-page.js';
+import { format } from '../../page-kit/i18n.js';
+import { language } from '../language.js';
+import {
+  CLIENT_SETTINGS,
+  type ClientSetting,
+  CREATION_SETTINGS,
+  type FormValue,
+  patchOf,
+  settingFields,
+  shownValue,
+  typedValue,
+} from './client-settings.js';
+import type { Console, Refusal } from './console-page.js';
 
-/** The grant types offered as checkboxes (a client's own others are kept and shown too). */
-const GRANT_TYPES = [
-  'authorization_code',
-  'refresh_token',
-  'client_credentials',
-  'urn:ietf:params:oauth:grant-type:device_code',
-];
-/** The most redirect URIs and scopes a form may list. */
-const MAX_ITEMS = 50;
+/** The longest client id a URL of these pages may name (the schema's limit). */
+const MAX_CLIENT_ID = 100;
 
-/** A form's lines (redirect URIs) or space-separated words (scopes), bounded. */
-function items(value: string | undefined, separator: RegExp): string[] {
-  return (value ?? '')
-    .split(separator)
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0)
-    .slice(0, MAX_ITEMS);
+/** The form values of `settings` as sent. */
+function typedValues(settings: readonly ClientSetting[], form: Params): Record<string, FormValue> {
+  return Object.fromEntries(settings.map((s) => [s.name, typedValue(s, form)]));
 }
 
-/** The client settings a console form edits. */
-function editedSettings(form: Params): {
-  allowedGrantTypes: string[];
-  redirectUris: string[];
-  allowedScopes: string[];
-} {
-  return {
-    allowedGrantTypes: form.getAll('grant').slice(0, MAX_ITEMS),
-    redirectUris: items(single(form, 'redirect_uris'), /\r?\n/),
-    allowedScopes: items(single(form, 'scopes'), /\s+/),
-  };
+/** The refusal of settings whose JSON does not parse, each named as the service names a field. */
+function unreadableJson(fields: readonly string[]): AdminError {
+  const problems = fields.map((path) => ({ path, message: 'is not valid JSON' }));
+  return new AdminError('invalid', `${fields.join(', ')}: not valid JSON`, fields[0], problems);
 }
 
-/** Registers `/admin/clients` and the pages of one client. */
+/** What a client's page shows besides the client: a confirmation, a secret, a refusal and what was typed. */
+interface PageExtra {
+  notice?: string;
+  secret?: string;
+  refusal?: Refusal;
+  typed?: Record<string, FormValue>;
+  /** The page's status when it is not refused: 201 for a client just created. */
+  status?: number;
+}
+
+/** Registers `/admin/clients`, `/admin/clients/new` and the pages of one client. */
 export function clientPages(admin: Console): void {
   const { ctx, app } = admin;
   const clients = ctx.management.clients;
-  const clientId = (request: FastifyRequest) => (request.params as { clientId: string }).clientId;
   const clientPath = (id: string) => `/admin/clients/${encodeURIComponent(id)}`;
+  const refusalText = (request: FastifyRequest, refusal: Refusal | undefined) =>
+    refusal ? { error: format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }) } : {};
+  const fields = (
+    request: FastifyRequest,
+    settings: readonly ClientSetting[],
+    values: Record<string, FormValue>,
+    refusal: Refusal | undefined,
+  ) => settingFields(settings, values, refusal?.fields ?? {}, (key) => admin.text(request, key), language(request));
 
-  const listPage = async (
+  /** The client id of the URL, or undefined after the 404 page. */
+  const clientId = (request: FastifyRequest, reply: FastifyReply): string | undefined => {
+    const { clientId: id } = request.params as { clientId: string };
+    if (id.length > MAX_CLIENT_ID) {
+      reply.callNotFound();
+      return undefined;
+    }
+    return id;
+  };
+
+  const newPage = (
     request: FastifyRequest,
     reply: FastifyReply,
-    form: Record<string, unknown>,
-    error?: string,
-    status = 200,
+    typed: Record<string, FormValue>,
+    isPublic: boolean,
+    refusal?: Refusal,
   ) =>
     admin.render(
       request,
       reply,
-      'console-clients',
+      'console-client-new',
       'clients',
-      { clients: await clients.list(), grantTypes: GRANT_TYPES, form, error },
-      status,
+      {
+        fields: fields(request, CREATION_SETTINGS, typed, refusal),
+        public: isPublic,
+        ...refusalText(request, refusal),
+      },
+      refusal?.status ?? 200,
     );
 
-  const clientPage = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    id: string,
-    extra: { notice?: string; error?: string; secret?: string } = {},
-    status = 200,
-  ) => {
+  const clientPage = async (request: FastifyRequest, reply: FastifyReply, id: string, extra: PageExtra = {}) => {
     let view;
     try {
       view = await clients.get(id);
@@ -81,80 +105,91 @@ export function clientPages(admin: Console): void {
       if (!admin.refused(request, err)) throw err;
       return reply.callNotFound();
     }
-    const c = view.client as { allowedGrantTypes?: string[]; redirectUris?: string[]; allowedScopes?: string[] };
-    const grants = c.allowedGrantTypes ?? [];
-    const form = {
-      grants,
-      redirect_uris: (c.redirectUris ?? []).join('\n'),
-      scopes: (c.allowedScopes ?? []).join(' '),
-    };
-    const grantTypes = [...GRANT_TYPES, ...grants.filter((g) => !GRANT_TYPES.includes(g))];
+    const { client } = view;
+    const shown = Object.fromEntries(CLIENT_SETTINGS.map((s) => [s.name, shownValue(s, client[s.name])]));
+    // Read-only clients list the settings they have, as the config file has them.
+    const settings = Object.entries(client)
+      .filter(([key]) => key !== 'clientId')
+      .map(([key, value]) => ({ key, value: typeof value === 'string' ? value : JSON.stringify(value) }));
     return admin.render(
       request,
       reply,
       'console-client',
       'clients',
-      { client: view.client, source: view.source, etag: view.etag, form, grantTypes, ...extra },
-      status,
+      {
+        client,
+        source: view.source,
+        etag: view.etag,
+        settings,
+        fields: fields(request, CLIENT_SETTINGS, { ...shown, ...extra.typed }, extra.refusal),
+        notice: extra.notice,
+        secret: extra.secret,
+        ...refusalText(request, extra.refusal),
+      },
+      extra.refusal?.status ?? extra.status ?? 200,
     );
   };
 
   app.get('/admin/clients', async (request, reply) =>
-    (await admin.reader(request, reply)) ? listPage(request, reply, {}) : reply,
+    (await admin.reader(request, reply))
+      ? admin.render(request, reply, 'console-clients', 'clients', { clients: await clients.list() })
+      : reply,
   );
 
-  app.post('/admin/clients', async (request, reply) => {
+  app.get('/admin/clients/new', async (request, reply) =>
+    (await admin.reader(request, reply)) ? newPage(request, reply, {}, false) : reply,
+  );
+
+  app.post('/admin/clients/new', async (request, reply) => {
     const w = await admin.writer(request, reply);
     if (!w) return reply;
     const isPublic = single(w.form, 'public') === 'yes';
-    const settings = editedSettings(w.form);
-    const id = single(w.form, 'client_id')?.trim() ?? '';
-    const name = single(w.form, 'client_name')?.trim() ?? '';
+    const typed = typedValues(CREATION_SETTINGS, w.form);
     try {
+      const { patch } = patchOf({}, typed, CREATION_SETTINGS);
       const { view, secret } = await admin.changes(w.caller).createClient({
-        clientId: id,
-        ...(name ? { clientName: name } : {}),
-        ...settings,
+        clientId: '',
+        ...patch,
         ...(isPublic ? { requireClientSecret: false, tokenEndpointAuthMethod: 'none' } : {}),
       });
+      const id = String(view.client.clientId);
       // A confidential client's secret is shown on this answer only (no-store); a public one's page is a redirect.
-      if (!secret) return admin.done(reply, clientPath(String(view.client.clientId)), 'consoleClientCreated');
-      return clientPage(
-        request,
-        reply,
-        String(view.client.clientId),
-        { notice: admin.text(request, 'consoleClientCreated'), secret },
-        201,
-      );
+      if (!secret) return admin.done(reply, clientPath(id), 'consoleClientCreated');
+      return clientPage(request, reply, id, {
+        notice: admin.text(request, 'consoleClientCreated'),
+        secret,
+        status: 201,
+      });
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
-      const form = {
-        client_id: id,
-        client_name: name,
-        public: isPublic,
-        grants: settings.allowedGrantTypes,
-        redirect_uris: settings.redirectUris.join('\n'),
-        scopes: settings.allowedScopes.join(' '),
-      };
-      return listPage(request, reply, form, refusal.message, refusal.status);
+      return newPage(request, reply, typed, isPublic, refusal);
     }
   });
 
-  app.get('/admin/clients/:clientId', async (request, reply) =>
-    (await admin.reader(request, reply)) ? clientPage(request, reply, clientId(request)) : reply,
-  );
+  app.get('/admin/clients/:clientId', async (request, reply) => {
+    if (!(await admin.reader(request, reply))) return reply;
+    const id = clientId(request, reply);
+    return id === undefined ? reply : clientPage(request, reply, id);
+  });
 
   app.post('/admin/clients/:clientId', async (request, reply) => {
     const w = await admin.writer(request, reply);
     if (!w) return reply;
-    const id = clientId(request);
+    const id = clientId(request, reply);
+    if (id === undefined) return reply;
+    const typed = typedValues(CLIENT_SETTINGS, w.form);
     try {
-      await admin.changes(w.caller).updateClient(id, editedSettings(w.form), single(w.form, 'etag') ?? '');
+      // The patch is taken against the version the form was read at, which the service then checks.
+      const read = await clients.get(id);
+      const { patch, unreadable } = patchOf(read.client, typed);
+      if (unreadable.length > 0) throw unreadableJson(unreadable);
+      await admin.changes(w.caller).updateClient(id, patch, single(w.form, 'etag') ?? '');
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
-      return clientPage(request, reply, id, { error: refusal.message }, refusal.status);
+      // A stale form shows the current values; a refused one what was typed, to correct it.
+      return clientPage(request, reply, id, { refusal, ...(refusal.status === 412 ? {} : { typed }) });
     }
     return admin.done(reply, clientPath(id), 'consoleClientSaved');
   });
@@ -162,7 +197,8 @@ export function clientPages(admin: Console): void {
   app.post('/admin/clients/:clientId/secret', async (request, reply) => {
     const w = await admin.writer(request, reply);
     if (!w) return reply;
-    const id = clientId(request);
+    const id = clientId(request, reply);
+    if (id === undefined) return reply;
     let secret: string;
     try {
       secret = (
@@ -171,8 +207,38 @@ export function clientPages(admin: Console): void {
     } catch (err) {
       const refusal = admin.refused(request, err);
       if (!refusal) throw err;
-      return clientPage(request, reply, id, { error: refusal.message }, refusal.status);
+      return clientPage(request, reply, id, { refusal });
     }
     return clientPage(request, reply, id, { notice: admin.text(request, 'consoleSecretRotated'), secret });
+  });
+
+  app.get('/admin/clients/:clientId/delete', async (request, reply) => {
+    if (!(await admin.reader(request, reply))) return reply;
+    const id = clientId(request, reply);
+    if (id === undefined) return reply;
+    let view;
+    try {
+      view = await clients.get(id);
+    } catch (err) {
+      if (!admin.refused(request, err)) throw err;
+      return reply.callNotFound();
+    }
+    if (view.source !== 'store') return clientPage(request, reply, id);
+    return admin.render(request, reply, 'console-client-delete', 'clients', { client: view.client, etag: view.etag });
+  });
+
+  app.post('/admin/clients/:clientId/delete', async (request, reply) => {
+    const w = await admin.writer(request, reply);
+    if (!w) return reply;
+    const id = clientId(request, reply);
+    if (id === undefined) return reply;
+    try {
+      await admin.changes(w.caller).deleteClient(id, single(w.form, 'etag') ?? '');
+    } catch (err) {
+      const refusal = admin.refused(request, err);
+      if (!refusal) throw err;
+      return clientPage(request, reply, id, { refusal });
+    }
+    return admin.done(reply, '/admin/clients', 'consoleClientDeleted');
   });
 }

@@ -12,6 +12,7 @@ import { DEFAULT_SECRET_GRACE_SECONDS } from '../../admin/clients.js';
 import type { ManagedKind, ResourceView } from '../../admin/resources.js';
 import { single } from '../../http/fields.js';
 import type { Params } from '../../protocol/params.js';
+import type { FormField, FormFieldType } from '../../page-kit/form-fields.js';
 import { format, type Messages } from '../../page-kit/i18n.js';
 import { type Console, KIND_LABELS, type Refusal } from './console-page.js';
 
@@ -124,21 +125,44 @@ function read(spec: FieldSpec, form: Params): unknown {
   return text === '' ? undefined : text;
 }
 
-/** The fields of a form as the template draws them: value, error next to it. */
+/** The hint of each field type that has one: how to write the value. */
+const HINTS: Partial<Record<FieldType, keyof Messages>> = {
+  words: 'consoleSpaceSeparated',
+  lines: 'consoleOnePerLine',
+  secret: 'consoleWriteOnlySecret',
+};
+/** How `@form-fields` draws each field type. */
+const DRAWN: Record<FieldType, FormFieldType> = {
+  text: 'text',
+  words: 'text',
+  lines: 'textarea',
+  secret: 'password',
+  check: 'check',
+};
+
+/** The fields of a form as `@form-fields` draws them: value, error next to it. */
 function formFields(
   kind: ManagedKind,
   values: Record<string, unknown>,
   errors: Record<string, string>,
   editing: boolean,
-) {
+  t: (key: keyof Messages) => string,
+): FormField[] {
   return KINDS[kind].fields
     .filter((spec) => !(editing && spec.fixed))
-    .map((spec) => ({
-      ...spec,
-      required: spec.required === true && !editing,
-      value: shown(spec, values[spec.name]),
-      error: errors[spec.name],
-    }));
+    .map((spec) => {
+      const hint = HINTS[spec.type];
+      return {
+        name: spec.name,
+        type: DRAWN[spec.type],
+        label: t(spec.label),
+        hint: hint && t(hint),
+        ...(spec.max > 0 ? { max: spec.max } : {}),
+        required: spec.required === true && !editing,
+        value: shown(spec, values[spec.name]),
+        error: errors[spec.name],
+      };
+    });
 }
 
 /** The list's detail column of an item. */
@@ -190,7 +214,7 @@ export function resourcesPage(admin: Console): void {
       {
         slug: KINDS[kind].slug,
         title: admin.text(request, KINDS[kind].create),
-        fields: formFields(kind, values, refusal?.fields ?? {}, false),
+        fields: formFields(kind, values, refusal?.fields ?? {}, false, (key) => admin.text(request, key)),
         ...(refusal
           ? { error: format(admin.text(request, 'consoleChangeRefused'), { message: refusal.message }) }
           : {}),
@@ -234,7 +258,9 @@ export function resourcesPage(admin: Console): void {
         etag: view.etag,
         settings,
         rotatable: kind === 'api_resource',
-        fields: formFields(kind, extra.values ?? view.settings, refusal?.fields ?? {}, true),
+        fields: formFields(kind, extra.values ?? view.settings, refusal?.fields ?? {}, true, (key) =>
+          admin.text(request, key),
+        ),
         notice: extra.notice,
         secret: extra.secret,
         ...(refusal

@@ -100,6 +100,7 @@ ${NOTICE}
 <dt><%= it.t.consoleSource %></dt><dd><%= it.user.source === 'config' ? it.t.consoleSourceConfig : it.t.consoleSourceStore %></dd>
 <dt><%= it.t.consoleGroups %></dt><dd><%= it.groups.length > 0 ? it.groups.join(', ') : it.t.consoleNone %></dd>
 <dt><%= it.t.consoleFactors %></dt><dd><%= it.factors %></dd>
+<% if (it.user.passwordChangeRequired) { %><dt><%= it.t.password %></dt><dd><%= it.t.consolePasswordChangeRequired %></dd><% } %>
 </dl>
 <% if (it.user.source === 'store') { %>
 <h2 id="status-heading"><%= it.t.consoleStatus %></h2>
@@ -107,6 +108,12 @@ ${NOTICE}
 <%~ include('@csrf', it) %>
 <input type="hidden" name="active" value="<%= it.user.active ? 'false' : 'true' %>">
 <div class="actions"><button type="submit" name="button" value="active"><%= it.user.active ? it.t.consoleDisable : it.t.consoleEnable %></button></div>
+</form>
+<h2 id="password-heading"><%= it.t.consoleTemporaryPassword %></h2>
+<form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/password" aria-labelledby="password-heading">
+<%~ include('@csrf', it) %>
+<%~ include('@form-fields', it) %>
+<div class="actions"><button type="submit" name="button" value="password"><%= it.t.consoleSetTemporaryPassword %></button></div>
 </form>
 <h2 id="claims-heading"><%= it.t.consoleClaims %></h2>
 <form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/claims" aria-labelledby="claims-heading">
@@ -153,36 +160,27 @@ ${NOTICE}
 </form></li>
 <% }) %></ul><% } %>`;
 
-/** The grant type checkboxes, checked per `it.form.grants`. */
-const GRANTS = `<fieldset><legend><%= it.t.consoleGrantTypes %></legend>
-<% it.grantTypes.forEach(function (g) { %><label class="check"><input type="checkbox" name="grant" value="<%= g %>"<% if ((it.form.grants || []).includes(g)) { %> checked<% } %>> <code><%= g %></code></label>
-<% }) %></fieldset>`;
-
 const CLIENTS = `<% layout('@console-layout', { title: it.t.consoleClients }) %>
 <h1><%= it.t.consoleClients %></h1>
 ${NOTICE}
+<p><a href="<%= it.base %>/admin/clients/new" class="button primary"><%= it.t.consoleNewClient %></a></p>
 <table>
 <caption><%= it.t.consoleClientsList %></caption>
 <thead><tr><th scope="col">client_id</th><th scope="col"><%= it.t.consoleGrantTypes %></th><th scope="col"><%= it.t.consoleSource %></th></tr></thead>
 <tbody>
 <% it.clients.forEach(function (c) { %><tr><td><a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(c.clientId) %>"><%= c.clientId %></a></td><td><%= c.allowedGrantTypes.join(', ') %></td><td><%= c.source === 'config' ? it.t.consoleSourceConfig : it.t.consoleSourceStore %></td></tr>
 <% }) %></tbody>
-</table>
-<h2 id="create-client"><%= it.t.consoleCreateClient %></h2>
-<form method="post" action="<%= it.base %>/admin/clients" aria-labelledby="create-client">
+</table>`;
+
+const CLIENT_NEW = `<% layout('@console-layout', { title: it.t.consoleCreateClient }) %>
+<p><a href="<%= it.base %>/admin/clients"><%= it.t.consoleBackToClients %></a></p>
+<h1 id="create-client"><%= it.t.consoleCreateClient %></h1>
+${NOTICE}
+<p><%= it.t.consoleCreateClientHint %></p>
+<form method="post" action="<%= it.base %>/admin/clients/new" aria-labelledby="create-client">
 <%~ include('@csrf', it) %>
-<label for="client-id">client_id</label>
-<input type="text" id="client-id" name="client_id" value="<%= it.form.client_id || '' %>" maxlength="100" autocomplete="off" required>
-<label for="client-name"><%= it.t.consoleName %></label>
-<input type="text" id="client-name" name="client_name" value="<%= it.form.client_name || '' %>" maxlength="200" autocomplete="off">
-<label class="check"><input type="checkbox" name="public" value="yes"<% if (it.form.public) { %> checked<% } %>> <%= it.t.consolePublicClient %></label>
-${GRANTS}
-<label for="new-redirect-uris"><%= it.t.consoleRedirectUris %></label>
-<textarea id="new-redirect-uris" name="redirect_uris" rows="3" maxlength="8000" spellcheck="false" aria-describedby="uris-hint"><%= it.form.redirect_uris || '' %></textarea>
-<p id="uris-hint"><%= it.t.consoleOnePerLine %></p>
-<label for="new-scopes"><%= it.t.consoleScopes %></label>
-<input type="text" id="new-scopes" name="scopes" value="<%= it.form.scopes || '' %>" maxlength="2000" autocomplete="off" spellcheck="false" aria-describedby="scopes-hint">
-<p id="scopes-hint"><%= it.t.consoleSpaceSeparated %></p>
+<div class="field"><label class="check"><input type="checkbox" id="f-public" name="public" value="yes"<% if (it.public) { %> checked<% } %>> <%= it.t.consolePublicClient %></label></div>
+<%~ include('@form-fields', it) %>
 <div class="actions"><button type="submit" name="button" value="create" class="primary"><%= it.t.consoleCreate %></button></div>
 </form>`;
 
@@ -200,13 +198,7 @@ ${NOTICE}
 <form method="post" action="<%= it.base %>/admin/clients/<%= encodeURIComponent(it.client.clientId) %>" aria-labelledby="edit-client">
 <%~ include('@csrf', it) %>
 <input type="hidden" name="etag" value="<%= it.etag %>">
-${GRANTS}
-<label for="redirect-uris"><%= it.t.consoleRedirectUris %></label>
-<textarea id="redirect-uris" name="redirect_uris" rows="4" maxlength="8000" spellcheck="false" aria-describedby="uris-hint"><%= it.form.redirect_uris %></textarea>
-<p id="uris-hint"><%= it.t.consoleOnePerLine %></p>
-<label for="scopes"><%= it.t.consoleScopes %></label>
-<input type="text" id="scopes" name="scopes" value="<%= it.form.scopes %>" maxlength="2000" autocomplete="off" spellcheck="false" aria-describedby="scopes-hint">
-<p id="scopes-hint"><%= it.t.consoleSpaceSeparated %></p>
+<%~ include('@form-fields', it) %>
 <div class="actions"><button type="submit" name="button" value="save" class="primary"><%= it.t.consoleSave %></button></div>
 </form>
 <% if (it.client.requireClientSecret !== false) { %><h2 id="rotate-secret"><%= it.t.consoleRotateSecret %></h2>
@@ -216,8 +208,24 @@ ${GRANTS}
 <input type="hidden" name="etag" value="<%= it.etag %>">
 <div class="actions"><button type="submit" name="button" value="rotate"><%= it.t.consoleRotateSecret %></button></div>
 </form><% } %>
+<h2 id="delete-client"><%= it.t.consoleDeleteClient %></h2>
+<p><%= it.t.consoleDeleteClientHint %></p>
+<p><a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(it.client.clientId) %>/delete" class="button"><%= it.t.consoleDeleteClient %></a></p>
 <% } else { %><p class="notice" role="note"><%= it.t.consoleClientReadOnly %></p>
-<dl><dt><%= it.t.consoleRedirectUris %></dt><dd><%= it.form.redirect_uris || it.t.consoleNone %></dd><dt><%= it.t.consoleScopes %></dt><dd><%= it.form.scopes || it.t.consoleNone %></dd></dl><% } %>`;
+<dl><% it.settings.forEach(function (s) { %><dt><code><%= s.key %></code></dt><dd><%= s.value %></dd>
+<% }) %></dl><% } %>`;
+
+const CLIENT_DELETE = `<% layout('@console-layout', { title: it.t.consoleDeleteClient }) %>
+<p><a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(it.client.clientId) %>"><%= it.f(it.t.consoleBackToClient, { client: it.client.clientId }) %></a></p>
+<h1 id="delete-client"><%= it.f(it.t.consoleDeleteClientTitle, { client: it.client.clientId }) %></h1>
+${NOTICE}
+<p><%= it.t.consoleDeleteClientHint %></p>
+<form method="post" action="<%= it.base %>/admin/clients/<%= encodeURIComponent(it.client.clientId) %>/delete" aria-labelledby="delete-client">
+<%~ include('@csrf', it) %>
+<input type="hidden" name="etag" value="<%= it.etag %>">
+<div class="actions"><button type="submit" name="button" value="delete" class="primary"><%= it.t.consoleDeleteClientConfirm %></button>
+<a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(it.client.clientId) %>" class="button"><%= it.t.cancel %></a></div>
+</form>`;
 
 const SOURCE = `<%= it.source === 'config' ? it.t.consoleSourceConfig : it.source === 'built-in' ? it.t.consoleSourceBuiltIn : it.t.consoleSourceStore %>`;
 
@@ -234,26 +242,13 @@ ${NOTICE}
 <p><a href="<%= it.base %>/admin/resources/new/<%= tb.slug %>"><%= tb.create %></a></p>
 <% }) %>`;
 
-/**
- * A resource form's fields (`it.fields`: name, type, label key, max, required, value, error), each
- * refused field's message next to it (`aria-describedby`, `aria-invalid`).
- */
-const RESOURCE_FIELDS = `<% it.fields.forEach(function (fd) { var id = 'f-' + fd.name; var hint = fd.type === 'words' ? it.t.consoleSpaceSeparated : fd.type === 'lines' ? it.t.consoleOnePerLine : fd.type === 'secret' ? it.t.consoleWriteOnlySecret : ''; var described = [hint ? id + '-hint' : '', fd.error ? id + '-error' : ''].filter(Boolean).join(' '); %>
-<% if (fd.type === 'check') { %><label class="check"><input type="checkbox" id="<%= id %>" name="<%= fd.name %>" value="yes"<% if (fd.value) { %> checked<% } %><% if (described) { %> aria-describedby="<%= described %>"<% } %>> <%= it.t[fd.label] %></label>
-<% } else { %><label for="<%= id %>"><%= it.t[fd.label] %></label>
-<% if (fd.type === 'lines') { %><textarea id="<%= id %>" name="<%= fd.name %>" rows="3" maxlength="<%= fd.max %>" spellcheck="false"<% if (described) { %> aria-describedby="<%= described %>"<% } %><% if (fd.error) { %> aria-invalid="true"<% } %>><%= fd.value %></textarea>
-<% } else { %><input type="<%= fd.type === 'secret' ? 'password' : 'text' %>" id="<%= id %>" name="<%= fd.name %>" value="<%= fd.value %>" maxlength="<%= fd.max %>" autocomplete="<%= fd.type === 'secret' ? 'new-password' : 'off' %>" spellcheck="false"<% if (fd.required) { %> required<% } %><% if (described) { %> aria-describedby="<%= described %>"<% } %><% if (fd.error) { %> aria-invalid="true"<% } %>>
-<% } %><% } %><% if (hint) { %><p id="<%= id %>-hint"><%= hint %></p><% } %>
-<% if (fd.error) { %><p class="alert" id="<%= id %>-error"><%= fd.error %></p><% } %>
-<% }) %>`;
-
 const RESOURCE_NEW = `<% layout('@console-layout', { title: it.title }) %>
 <p><a href="<%= it.base %>/admin/resources"><%= it.t.consoleBackToResources %></a></p>
 <h1><%= it.title %></h1>
 ${NOTICE}
 <form method="post" action="<%= it.base %>/admin/resources/new/<%= it.slug %>" aria-label="<%= it.title %>">
 <%~ include('@csrf', it) %>
-${RESOURCE_FIELDS}
+<%~ include('@form-fields', it) %>
 <div class="actions"><button type="submit" name="button" value="create" class="primary"><%= it.t.consoleCreate %></button></div>
 </form>`;
 
@@ -272,7 +267,7 @@ ${NOTICE}
 <form method="post" action="<%= it.base %>/admin/resources/<%= it.slug %>/<%= encodeURIComponent(it.name) %>" aria-labelledby="edit-resource">
 <%~ include('@csrf', it) %>
 <input type="hidden" name="etag" value="<%= it.etag %>">
-${RESOURCE_FIELDS}
+<%~ include('@form-fields', it) %>
 <div class="actions"><button type="submit" name="button" value="save" class="primary"><%= it.t.consoleSave %></button></div>
 </form>
 <% if (it.rotatable) { %><h2 id="rotate-secret"><%= it.t.consoleRotateSecret %></h2>
@@ -341,6 +336,8 @@ export const CONSOLE_TEMPLATES: Readonly<Record<string, string>> = {
   'console-user': USER,
   'console-clients': CLIENTS,
   'console-client': CLIENT,
+  'console-client-new': CLIENT_NEW,
+  'console-client-delete': CLIENT_DELETE,
   'console-resources': RESOURCES,
   'console-resource-new': RESOURCE_NEW,
   'console-resource': RESOURCE,
@@ -390,4 +387,8 @@ dd { margin: 0; overflow-wrap: anywhere; }
 @media (max-width: 40rem) { dl { grid-template-columns: minmax(0, 1fr); gap: 0; } dd { margin-bottom: .5rem; } }
 .secret { border: 2px solid var(--accent); border-radius: 8px; padding: .5rem .75rem; margin: 1rem 0; }
 .secret p { color: var(--fg); }
+.field { margin: 0 0 .75rem; }
+p.help, p.hint { margin: .25rem 0 0; color: var(--muted); font-size: .9rem; overflow-wrap: anywhere; }
+main a.button { display: inline-flex; }
+.actions a.button { margin-left: .5rem; }
 `;

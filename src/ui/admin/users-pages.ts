@@ -1,7 +1,7 @@
 /**
  * The console's user pages: search and create (`UserAdmin`, as /admin/v1/users; config-file users
  * are listed read-only), and one user's page: disable or enable (disabling ends their sessions and
- * revokes their tokens), claims, second factors reset (`UserAdmin.resetSecondFactors`) and live
+ * revokes their tokens), a temporary password to be changed at the next sign-in, claims, second factors reset (`UserAdmin.resetSecondFactors`) and live
  * sessions (`ctx.management.sessions`, as `/admin/v1/users/:subject/sessions`). Groups exist only
  * in the SCIM service: the users page lists, creates and deletes them, and a user's page sets
  * their memberships, through its group operations (as `/scim/v2/Groups`).
@@ -10,6 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AdminError } from '../../admin/errors.js';
 import { MAX_SUBJECT_LENGTH } from '../../config/schema.js';
 import { queryString, single } from '../../http/fields.js';
+import type { FormField } from '../../page-kit/form-fields.js';
 import { format } from '../../page-kit/i18n.js';
 import { type Console, shownTime } from './console-page.js';
 import type { ConsoleCaller } from './console-session.js';
@@ -18,6 +19,8 @@ import type { ConsoleCaller } from './console-session.js';
 const PAGE_SIZE = 50;
 /** The longest claims document, characters. */
 const MAX_CLAIMS = 16_000;
+/** The longest password a form takes, characters (the sign-in page's bound). */
+const MAX_PASSWORD = 256;
 /** The most groups whose memberships one form sets. */
 const MAX_GROUPS = 200;
 
@@ -81,6 +84,7 @@ export function userPages(admin: Console): void {
     error?: string,
     status = 200,
     claimsText?: string,
+    passwordError?: string,
   ) => {
     const user = await find(reply, sub);
     if (!user) return reply;
@@ -107,6 +111,19 @@ export function userPages(admin: Console): void {
         })),
         // Mail only with `email` configured, for a stored user (a config-file user has no address to confirm).
         mail: ctx.email !== undefined && user.source === 'store',
+        // The temporary password's form (`@form-fields`): never shown back.
+        fields: [
+          {
+            name: 'password',
+            type: 'password',
+            label: admin.text(request, 'consoleTemporaryPassword'),
+            hint: `${admin.text(request, 'consoleTemporaryPasswordHint')} ${admin.text(request, 'passwordHint')}`,
+            max: MAX_PASSWORD,
+            required: true,
+            value: '',
+            error: passwordError,
+          },
+        ] satisfies FormField[],
         error,
       },
       status,
@@ -225,6 +242,29 @@ export function userPages(admin: Console): void {
       return userPage(request, reply, sub, refusal.message, refusal.status, text);
     }
     return admin.done(reply, userPath(sub), 'consoleClaimsSaved');
+  });
+
+  // A temporary password (checked by the policy), which the user must replace at the next sign-in
+  // (ui/password-change-required.ts); whoever knew the old one is signed out, as by a reset.
+  app.post('/admin/users/:sub/password', async (request, reply) => {
+    const w = await admin.writer(request, reply);
+    if (!w) return reply;
+    const { sub } = request.params as { sub: string };
+    const user = await find(reply, sub);
+    if (!user) return reply;
+    const password = (single(w.form, 'password') ?? '').slice(0, MAX_PASSWORD);
+    try {
+      await users.update(
+        user.subjectId,
+        { password, passwordChangeRequired: true },
+        { audit: admin.userAudit(w.caller), signOut: true },
+      );
+    } catch (err) {
+      const refusal = admin.refused(request, err);
+      if (!refusal) throw err;
+      return userPage(request, reply, sub, refusal.message, refusal.status, undefined, refusal.fields.password);
+    }
+    return admin.done(reply, userPath(sub), 'consoleTemporaryPasswordSet');
   });
 
   app.post('/admin/users/:sub/groups', async (request, reply) => {
