@@ -187,8 +187,9 @@ export function accountMfaPages(app: FastifyInstance, ctx: AccountMfaPageService
  * After the first factor (password at the login page): the second step the service decides
  * (`SecondStepService.afterFirstFactor`): the security key step, the code form, or the enrollment
  * of an authenticator app.
- * @returns the reply (the step's page or a redirect to it) or undefined when no second step is
- *   needed (the caller starts the session).
+ * @returns true when the step answered (its page or a redirect to it); false when no second step
+ *   is needed (the caller starts the session). A boolean, not the reply: a reply is a thenable that
+ *   resolves to undefined once sent, so a caller awaiting it could not tell the two apart.
  */
 export async function secondStepAfterPassword(
   ctx: AccountMfaPageServices,
@@ -196,17 +197,18 @@ export async function secondStepAfterPassword(
   reply: FastifyReply,
   pending: PendingSignIn,
   interaction: Interaction | undefined,
-): Promise<FastifyReply | undefined> {
+): Promise<boolean> {
   // Saved for the key step too: its page links to the code form, which continues this sign-in.
   const step = await ctx.secondStep.afterFirstFactor(browserOf(ctx, request, reply), pending, interaction);
-  if (step === 'none') return undefined;
+  if (step === 'none') return false;
   if (
     step === 'security-key' &&
     (await keyStep(ctx, request, reply, pending.subjectId, pending.interaction, pending.returnTo))
   )
-    return reply;
+    return true;
   const page = step === 'enroll' ? '/account/totp' : '/account/mfa';
-  return reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${page}`, 303);
+  reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${page}`, 303);
+  return true;
 }
 
 /**

@@ -133,10 +133,7 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
     };
     // A temporary password an administrator set: a new one first, before anything else is issued.
     if (await passwordChangeStep(ctx, request, reply, first)) return reply;
-    const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
-    // A reply returned from an async function resolves to undefined once sent (it is a thenable):
-    // the sent reply says that the second step answered.
-    if (second || reply.sent) return reply;
+    if (await secondStepAfterPassword(ctx, request, reply, first, interaction)) return reply;
     return continueAfterSignIn(
       ctx,
       request,

@@ -106,9 +106,7 @@ export function passwordChangeRequiredPages(app: FastifyInstance, ctx: PasswordC
     const id = first.interaction;
     const interaction = id === undefined ? undefined : await ctx.interactions.get(id, browser);
     if (id !== undefined && !interaction) return expiredPage(ctx, request, reply);
-    const second = await secondStepAfterPassword(ctx, request, reply, first, interaction);
-    // Its reply, once sent, resolves to undefined (a thenable): the sent reply says it answered.
-    if (second || reply.sent) return reply;
+    if (await secondStepAfterPassword(ctx, request, reply, first, interaction)) return reply;
     const user = await ctx.users.findBySubject(first.subjectId);
     if (!user?.isActive) return expiredPage(ctx, request, reply);
     return continueAfterSignIn(

@@ -85,11 +85,16 @@ describe('TOTP second step', () => {
   it('asks a user with TOTP for a code after the password and puts pwd, otp, mfa in the tokens and introspection', async () => {
     const { secret } = await aliceWithTotp();
     const b = new Browser(sigil);
+    const sessions = async () =>
+      (await sigil.context.store.records.sessions.liveOf('1', Math.floor(Date.now() / 1000))).length;
+    const before = await sessions();
     const { step, verifier } = await passwordStep(b, { acr_values: ACR_MFA });
     expect(isMfaPage(step), step.body).toBe(true);
     expect(step.body).toContain('name="code"');
     expect(step.body).toContain('name="button" value="verify"');
     expect(b.cookies.has('sigil.session')).toBe(false);
+    // Nothing of the sign-in goes on behind the step's redirect: no session starts before the code.
+    expect(await sessions()).toBe(before);
     // The enrollment used the current step; the next step's code is still inside the window.
     const code = readResponse(await submitCode(b, step, totpCode(secret, 1))).params.get('code') ?? '';
     const tokens = (await redeem(sigil, code, { verifier })).json<{
