@@ -49,13 +49,17 @@ export function checkSubject(subjectId: string): void {
 const ADDRESS_CLAIMS = ['email', 'email_verified'] as const;
 
 /**
- * A user's claims: a JSON object of claim names and values (values keep their JSON type), without
- * `email` or `email_verified`, which come from the user's primary address (`email`, `--email`).
+ * A user's claims: a JSON object of claim names and values (values keep their JSON type), that
+ * sets or changes neither `email` nor `email_verified`, which come from the user's primary address
+ * (`email`, `--email`). Values the user already had (`before`: an upstream provider's, or written
+ * before this rule) may stay, so that rewriting other claims keeps them.
  * @throws AdminError `invalid` (field `claims`).
  */
-export function checkClaims(claims: unknown): Record<string, unknown> {
+export function checkClaims(claims: unknown, before: Record<string, unknown> = {}): Record<string, unknown> {
   if (!isJsonObject(claims)) throw new AdminError('invalid', 'claims must be a JSON object', 'claims');
-  const address = ADDRESS_CLAIMS.find((name) => Object.hasOwn(claims, name));
+  const address = ADDRESS_CLAIMS.find(
+    (name) => Object.hasOwn(claims, name) && JSON.stringify(claims[name]) !== JSON.stringify(before[name]),
+  );
   if (address !== undefined)
     throw new AdminError(
       'invalid',

@@ -478,7 +478,7 @@ export class UserAdmin {
       if (username.toLowerCase() !== before.username.toLowerCase())
         await this.names.checkNameFree(username, before.tenant === '' ? null : before.tenant, before.subjectId, true);
     }
-    const claims = change.claims === undefined ? before.claims : checkClaims(change.claims);
+    const claims = change.claims === undefined ? before.claims : checkClaims(change.claims, before.claims);
     if (change.email !== undefined) checkEmail(change.email.value);
     const emails = change.emails
       ? carriedOver(change.emails, before.emails)

@@ -367,7 +367,8 @@ body.console main:focus { outline: none; }
 table { width: 100%; border-collapse: collapse; margin: 1rem 0 1.5rem; font-size: .95rem; }
 caption { text-align: left; font-weight: 600; padding: .25rem 0 .5rem; }
 th, td { text-align: left; padding: .5rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: anywhere; }
-th { color: var(--muted); font-weight: 600; }
+th { color: var(--muted); font-weight: 600; overflow-wrap: normal; }
+td:first-child { min-width: 5.5rem; }
 td form.inline button { min-height: 2.25rem; padding: .25rem .75rem; }
 textarea, select, input[type=search], input[type=email] { display: block; width: 100%; padding: .6rem .75rem; font: inherit; color: var(--fg); background: var(--card);
   border: 1px solid var(--field); border-radius: 8px; min-height: 2.75rem; }
