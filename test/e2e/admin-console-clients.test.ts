@@ -13,9 +13,8 @@ import type { Browser, Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SigilEvent } from '../../src/events/events.js';
 import { dropSchema, POSTGRES_URL, startSigil, testConfig, type TestSigil, uniqueSchema } from '../helpers.js';
-import { totpCode } from '../mfa-helpers.js';
 import { audit } from './accessibility.js';
-import { launchChromium, newPage, screenshot } from './browser-fixture.js';
+import { launchChromium, newPage, screenshot, signInEnrollingTotp } from './browser-fixture.js';
 import { freePort } from './ports.js';
 
 const CIBA = 'urn:openid:params:grant-type:ciba';
@@ -72,16 +71,7 @@ describe.each(['sqlite', 'postgres'] as const)('the console client pages on %s',
     admin = (await newPage(browser, { viewport: { width: 1000, height: 700 } })).page;
     admin.setDefaultTimeout(10_000);
     await admin.goto(`${url}/admin`);
-    await admin.waitForURL(/\/account\/login\?interaction=/);
-    await admin.locator('input[name=username]').fill('alice');
-    await admin.locator('input[name=password]').fill('alice');
-    await admin.locator('button[name=button][value=login]').click();
-    await admin.waitForURL(/\/account\/totp/);
-    const secret = ((await admin.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
-    await admin.locator('input[name=code]').fill(totpCode(secret));
-    await admin.keyboard.press('Enter');
-    await admin.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
-    await admin.locator('a.button.primary').click();
+    await signInEnrollingTotp(admin);
     await admin.waitForURL(/\/admin\/users$/);
   }, 60_000);
   afterAll(async () => {

@@ -12,10 +12,9 @@
 import type { Browser, Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSigil, testConfig, type TestSigil } from '../helpers.js';
-import { totpCode } from '../mfa-helpers.js';
 import { spMetadata } from '../saml-helpers.js';
 import { audit } from './accessibility.js';
-import { launchChromium, newPage, screenshot } from './browser-fixture.js';
+import { launchChromium, newPage, screenshot, signInEnrollingTotp } from './browser-fixture.js';
 import { freePort } from './ports.js';
 
 const SP = 'https://pasted.example/sp';
@@ -63,16 +62,7 @@ async function check(page: Page, response: Response | null, name: string): Promi
 describe('the console SAML pages in Chromium', () => {
   it('opens the SAML section from the navigation', async () => {
     await admin.goto(`${url}/admin`);
-    await admin.waitForURL(/\/account\/login\?interaction=/);
-    await admin.locator('input[name=username]').fill('alice');
-    await admin.locator('input[name=password]').fill('alice');
-    await admin.locator('button[name=button][value=login]').click();
-    await admin.waitForURL(/\/account\/totp/);
-    const secret = ((await admin.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
-    await admin.locator('input[name=code]').fill(totpCode(secret));
-    await admin.keyboard.press('Enter');
-    await admin.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
-    await admin.locator('a.button.primary').click();
+    await signInEnrollingTotp(admin);
     await admin.waitForURL(/\/admin\/users$/);
     await admin.getByRole('navigation', { name: 'Console sections' }).getByRole('link', { name: 'SAML' }).click();
     await admin.waitForURL(/\/admin\/saml-service-providers$/);

@@ -11,6 +11,7 @@ import * as oidc from 'openid-client';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { ConfigInput } from '../../src/index.js';
 import { type ServerProcess, startProcess, testConfig } from '../helpers.js';
+import { totpCode } from '../mfa-helpers.js';
 import { freePort } from './ports.js';
 
 /** Host name of the callback server as the browser sees it (mapped to 127.0.0.1). */
@@ -182,6 +183,22 @@ export async function submitLogin(page: Page, username = 'alice', password = use
   await page.locator('input[name=username]').fill(username);
   await page.locator('input[name=password]').fill(password);
   await page.locator('button[name=button][value=login]').click();
+}
+
+/**
+ * From the login page the browser is on (sent there by the console), signs `username` in and
+ * enrolls an authenticator app on the way, as the console's second factor asks the first time;
+ * ends where the recovery codes page's "continue" leads (the console).
+ */
+export async function signInEnrollingTotp(page: Page, username = 'alice', password = username): Promise<void> {
+  await page.waitForURL(/\/account\/login\?interaction=/);
+  await submitLogin(page, username, password);
+  await page.waitForURL(/\/account\/totp/);
+  const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
+  await page.locator('input[name=code]').fill(totpCode(secret));
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
+  await page.locator('a.button.primary').click();
 }
 
 /** Signs in at `/account/login` without a pending request (starts a session in the context). */

@@ -14,8 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConfigInput } from '../../src/index.js';
 import { type ServerProcess, sleep, startProcess, tempDir } from '../helpers.js';
-import { launchChromium, newPage, screenshot, submitLogin, VIEWPORTS } from './browser-fixture.js';
-import { totpCode } from '../mfa-helpers.js';
+import { launchChromium, newPage, screenshot, signInEnrollingTotp, submitLogin, VIEWPORTS } from './browser-fixture.js';
 import { audit } from './accessibility.js';
 import { freePort } from './ports.js';
 
@@ -701,14 +700,7 @@ describe('the newcomer tour in Chromium', () => {
       const third = await newPage(browser, { viewport: DESKTOP });
       page = third.page;
       await page.goto(`${issuer}/admin`);
-      await page.waitForURL(/\/account\/login\?interaction=/);
-      await submitLogin(page, 'alice', 'alice');
-      await page.waitForURL(/\/account\/totp/);
-      const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
-      await page.locator('input[name=code]').fill(totpCode(secret));
-      await page.locator('input[name=code]').press('Enter');
-      await page.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
-      await page.locator('a.button.primary').click();
+      await signInEnrollingTotp(page, 'alice', 'alice');
       await page.waitForURL(`${issuer}/admin/users`);
       await tourStop(page, 'console-tour-users', CONSOLE_VARIANTS);
       await page.getByRole('link', { name: 'carol' }).first().click();

@@ -11,10 +11,9 @@
 import type { Browser, Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSigil, testConfig, type TestSigil } from '../helpers.js';
-import { totpCode } from '../mfa-helpers.js';
 import { SmtpReceiver } from '../smtp-receiver.js';
 import { audit } from './accessibility.js';
-import { launchChromium, newPage, screenshot } from './browser-fixture.js';
+import { launchChromium, newPage, screenshot, signInEnrollingTotp } from './browser-fixture.js';
 import { freePort } from './ports.js';
 
 let browser: Browser;
@@ -65,16 +64,7 @@ async function check(response: Response | null, name: string): Promise<void> {
 describe("an organization admin's console in Chromium", () => {
   it('signs her in with a second factor to the list of the organizations she administers', async () => {
     await page.goto(`${url}/admin`);
-    await page.waitForURL(/\/account\/login\?interaction=/);
-    await page.locator('input[name=username]').fill('alice');
-    await page.locator('input[name=password]').fill('alice');
-    await page.locator('button[name=button][value=login]').click();
-    await page.waitForURL(/\/account\/totp/);
-    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
-    await page.locator('input[name=code]').fill(totpCode(secret));
-    await page.keyboard.press('Enter');
-    await page.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
-    await page.locator('a.button.primary').click();
+    await signInEnrollingTotp(page);
     await page.waitForURL(/\/admin\/my-organizations$/);
     const response = await page.reload();
     await check(response, 'my-organizations');
