@@ -21,7 +21,14 @@ export interface ListedSession {
   authTime: number;
   /** "Firefox on Linux", or the one of them known; undefined when neither is. */
   browser: string | undefined;
+  /** The clients holding live tokens from this session (refresh, reference or JWT access tokens), by id, sorted. */
+  clients: string[];
 }
+
+/** The kinds of record that show a client holds tokens from a session. */
+const TOKEN_KINDS = ['refresh_token', 'reference_token', 'access_token'] as const;
+/** The most records of each kind read for one user's listing. */
+const TOKENS_READ = 500;
 
 /** Ends the live sessions of config-file and stored users. */
 export class SessionAdmin {
@@ -32,7 +39,7 @@ export class SessionAdmin {
    */
   constructor(
     /** With `samlServiceProviders`, a one-off service queues SOAP LogoutRequests for the SAML SPs too. */
-    private readonly store: Pick<Store, 'users' | 'clients' | 'logout' | 'records'> &
+    private readonly store: Pick<Store, 'users' | 'clients' | 'logout' | 'records' | 'grants'> &
       Partial<Pick<Store, 'samlServiceProviders'>>,
     private readonly config: ResolvedConfig,
     private readonly log: Logger,
@@ -51,9 +58,21 @@ export class SessionAdmin {
    * user's own page.
    */
   async listedSessionsOf(subjectId: string, now = nowSeconds()): Promise<ListedSession[]> {
-    const live = await this.store.records.sessions.liveOf(subjectId, now);
+    const [live, ...tokens] = await Promise.all([
+      this.store.records.sessions.liveOf(subjectId, now),
+      ...TOKEN_KINDS.map((kind) => this.store.grants.listLive(subjectId, kind, now, TOKENS_READ)),
+    ]);
+    // Each read follows the grants_subject index: the user's own live tokens, never the table.
+    const clients = new Map<string, Set<string>>();
+    for (const t of tokens.flat())
+      if (t.sessionId) clients.set(t.sessionId, (clients.get(t.sessionId) ?? new Set()).add(t.clientId));
     return live
-      .map((s) => ({ sid: s.sid, authTime: s.authTime, browser: browserName(s.userAgent) }))
+      .map((s) => ({
+        sid: s.sid,
+        authTime: s.authTime,
+        browser: browserName(s.userAgent),
+        clients: [...(clients.get(s.sid) ?? [])].sort(),
+      }))
       .sort((a, b) => b.authTime - a.authTime);
   }
 

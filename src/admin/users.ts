@@ -70,7 +70,7 @@ export class UserAdmin {
   constructor(
     private readonly store: Pick<
       Store,
-      'users' | 'clients' | 'factors' | 'records' | 'webauthn' | 'emails' | 'logout' | 'directory'
+      'users' | 'clients' | 'factors' | 'records' | 'webauthn' | 'emails' | 'logout' | 'directory' | 'grants'
     >,
     private readonly config: ResolvedConfig,
     private readonly sessions = new SessionAdmin(store, config, pino({ level: 'silent' })),

@@ -706,6 +706,8 @@ describe('the newcomer tour in Chromium', () => {
       await page.getByRole('link', { name: 'carol' }).first().click();
       await page.waitForURL(/\/admin\/users\/[^/]+$/);
       expect(await page.locator('h1').textContent()).toContain('carol');
+      // Her session from the second browser, with the application holding its tokens.
+      expect(await page.locator('ul.factors li').first().innerText()).toMatch(/Applications: demo-web\n/);
       await tourStop(page, 'console-tour-user', CONSOLE_VARIANTS);
       await page.goto(`${issuer}/admin/clients`);
       expect(await page.textContent('main')).toContain('demo-web');

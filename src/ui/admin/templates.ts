@@ -152,7 +152,7 @@ ${NOTICE}
 <h2 id="sessions-heading"><%= it.t.consoleSessions %></h2>
 <% if (it.sessions.length === 0) { %><p><%= it.t.consoleNoSessions %></p><% } else { %>
 <ul class="factors" aria-labelledby="sessions-heading">
-<% it.sessions.forEach(function (s) { %><li><span><%= it.f(it.t.consoleSessionSince, { time: s.time }) %><% if (s.browser) { %> · <%= s.browser %><% } %><br><code><%= s.sid %></code></span>
+<% it.sessions.forEach(function (s) { %><li><span><%= it.f(it.t.consoleSessionSince, { time: s.time }) %><% if (s.browser) { %> · <%= s.browser %><% } %><% if (s.clients.length > 0) { %><br><%= it.t.consoleSessionApps %> <% s.clients.forEach(function (c, i) { %><% if (i > 0) { %>, <% } %><a href="<%= it.base %>/admin/clients/<%= encodeURIComponent(c) %>"><%= c %></a><% }) %><% } %><br><code><%= s.sid %></code></span>
 <form method="post" action="<%= it.base %>/admin/users/<%= encodeURIComponent(it.user.subjectId) %>/sessions/revoke" class="inline">
 <%~ include('@csrf', it) %>
 <input type="hidden" name="sid" value="<%= s.sid %>">

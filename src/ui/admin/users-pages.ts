@@ -108,6 +108,7 @@ export function userPages(admin: Console): void {
           sid: s.sid,
           time: shownTime(s.authTime),
           browser: s.browser,
+          clients: s.clients,
         })),
         // Mail only with `email` configured, for a stored user (a config-file user has no address to confirm).
         mail: ctx.email !== undefined && user.source === 'store',
