@@ -90,36 +90,35 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
       });
       throw invalidGrant('invalid username or password');
     }
+    /** A right password that still signs nobody in here: the event says why, the client is told. */
+    const refuse = (errorDescription: string, message: string): never => {
+      ctx.events.emit({
+        name: 'user_login_failed',
+        endpoint: 'token',
+        method: 'password_grant',
+        clientId: client.clientId,
+        subjectId: user.subjectId,
+        errorDescription,
+        ...origin,
+      });
+      throw invalidGrant(message);
+    };
     // A password alone does not sign in a user who has a second factor, nor anyone at a client that
     // requires one, unless the client is allowed (`allowPasswordGrantForMfaUsers`).
     if (
       !client.allowPasswordGrantForMfaUsers &&
       (await ctx.mfa.nextStep(user.subjectId, ctx.mfa.requiredFor(client))) !== 'none'
-    ) {
-      ctx.events.emit({
-        name: 'user_login_failed',
-        endpoint: 'token',
-        method: 'password_grant',
-        clientId: client.clientId,
-        subjectId: user.subjectId,
-        errorDescription: 'second factor required',
-      });
-      throw invalidGrant(
+    )
+      refuse(
+        'second factor required',
         'this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser',
       );
-    }
     // A temporary password an administrator set issues nothing until the user replaced it at sign-in.
-    if (await ctx.users.passwordChangeRequired(user.subjectId)) {
-      ctx.events.emit({
-        name: 'user_login_failed',
-        endpoint: 'token',
-        method: 'password_grant',
-        clientId: client.clientId,
-        subjectId: user.subjectId,
-        errorDescription: 'password change required',
-      });
-      throw invalidGrant('the password is a temporary one: sign in through the browser to choose a new password');
-    }
+    if (await ctx.users.passwordChangeRequired(user.subjectId))
+      refuse(
+        'password change required',
+        'the password is a temporary one: sign in through the browser to choose a new password',
+      );
     ctx.events.emit({
       name: 'user_login_succeeded',
       endpoint: 'token',

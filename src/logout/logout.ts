@@ -191,17 +191,7 @@ export class LogoutService {
     for (const p of participants) {
       if (!p.saml || (browser && this.saml?.frontChannel(p.saml.entityId))) continue;
       const uri = this.saml?.soapUrl(p.saml.entityId);
-      if (uri)
-        out.push({
-          id: newId(),
-          clientId: p.clientId,
-          uri,
-          subjectId: p.subjectId,
-          sid: p.sid,
-          attempts: 0,
-          giveUpAt: now + this.retrySeconds,
-          saml: p.saml,
-        });
+      if (uri) out.push({ ...this.delivery(p, uri, now), saml: p.saml });
     }
     return out;
   }
@@ -210,17 +200,21 @@ export class LogoutService {
     const out: LogoutDelivery[] = [];
     for (const p of participants) {
       const uri = this.clients.get(p.clientId)?.backChannelLogoutUri;
-      if (uri)
-        out.push({
-          id: newId(),
-          clientId: p.clientId,
-          uri,
-          subjectId: p.subjectId,
-          sid: p.sid,
-          attempts: 0,
-          giveUpAt: now + this.retrySeconds,
-        });
+      if (uri) out.push(this.delivery(p, uri, now));
     }
     return out;
+  }
+
+  /** A new delivery to `uri` for a participant, not yet tried, given up after `retrySeconds`. */
+  private delivery(p: SessionParticipant, uri: string, now: number): LogoutDelivery {
+    return {
+      id: newId(),
+      clientId: p.clientId,
+      uri,
+      subjectId: p.subjectId,
+      sid: p.sid,
+      attempts: 0,
+      giveUpAt: now + this.retrySeconds,
+    };
   }
 }
