@@ -493,6 +493,7 @@ describe.each(backends)('store contract on $name', (backend) => {
       passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaA',
       claims: { name: 'Alice', role: ['admin', 'dev'], email_verified: true },
       isActive: true,
+      passwordChangeRequired: false,
     };
     const acmeAlice: StoredUser = {
       ...alice,
@@ -507,6 +508,7 @@ describe.each(backends)('store contract on $name', (backend) => {
       passwordHash: null,
       claims: {},
       isActive: false,
+      passwordChangeRequired: false,
     };
     const carol: StoredUser = {
       subjectId: 'u-carol',
@@ -515,6 +517,7 @@ describe.each(backends)('store contract on $name', (backend) => {
       passwordHash: null,
       claims: { name: 'Carol' },
       isActive: true,
+      passwordChangeRequired: false,
     };
 
     beforeAll(async () => {
