@@ -34,10 +34,9 @@
 import { isIP } from 'node:net';
 import { LOOPBACK } from '../config/hosts.js';
 import { redirectUriProblem } from '../config/redirect-uris.js';
-import { ASYMMETRIC_ASSERTION_ALGORITHMS } from '../config/schema.js';
+import { ASYMMETRIC_ASSERTION_ALGORITHMS, CIBA_GRANT } from '../config/schema.js';
 import { OAuthError } from '../protocol/errors.js';
 import { isFetchableAddress } from '../http/outbound.js';
-import { CIBA_GRANT } from '../config/schema.js';
 
 /** What a registration may ask for (config `registration`, resolved against the scopes known). */
 export interface RegistrationPolicy {
