@@ -28,6 +28,20 @@ const CLEAN_ENV = Object.fromEntries(
   ),
 );
 
+/** `npm start`'s script with this run's port, its store in `dir`, a free metrics port, and `more` flags. */
+function startDemoArgs(port: number, dir: string, ...more: string[]): string[] {
+  return [
+    'examples/start-demo.mjs',
+    '--port',
+    String(port),
+    ...more,
+    '--storage',
+    `sqlite:${join(dir, 'sigil.db')}`,
+    '--metrics-port',
+    '0',
+  ];
+}
+
 /**
  * A spawned process with its output, resolving `ready` once a line matches. `detached`: in a
  * process group of its own (as a supervisor or a terminal starts `npm start`).
@@ -106,16 +120,7 @@ describe('npm start listens where it says', () => {
       for (const host of [undefined, '0.0.0.0']) {
         const port = await freePort();
         const p = run(
-          [
-            'examples/start-demo.mjs',
-            '--port',
-            String(port),
-            ...(host ? ['--host', host] : []),
-            '--storage',
-            `sqlite:${join(dir, 'sigil.db')}`,
-            '--metrics-port',
-            '0',
-          ],
+          startDemoArgs(port, dir, ...(host ? ['--host', host] : [])),
           { DEMO_RP_URL: `http://127.0.0.1:${await freePort()}` },
           /sigil demo: open/,
         );
@@ -154,19 +159,7 @@ describe('npm start (examples/start-demo.mjs)', () => {
     const issuer = `http://127.0.0.1:${port}`;
     const rpUrl = `http://127.0.0.1:${rpPort}`;
     const p = run(
-      [
-        'examples/start-demo.mjs',
-        '--port',
-        String(port),
-        '--host',
-        '127.0.0.1',
-        '--issuer',
-        issuer,
-        '--storage',
-        `sqlite:${join(dir, 'sigil.db')}`,
-        '--metrics-port',
-        '0',
-      ],
+      startDemoArgs(port, dir, '--host', '127.0.0.1', '--issuer', issuer),
       { DEMO_RP_URL: rpUrl },
       /sigil demo: open/,
     );
@@ -209,21 +202,7 @@ describe('npm start (examples/start-demo.mjs)', () => {
     const { dir, cleanup } = tempDir();
     const [port, rpPort] = [await freePort(), await freePort()];
     const rpUrl = `http://127.0.0.1:${rpPort}`;
-    const p = run(
-      [
-        'examples/start-demo.mjs',
-        '--port',
-        String(port),
-        '--host',
-        '127.0.0.1',
-        '--storage',
-        `sqlite:${join(dir, 'sigil.db')}`,
-        '--metrics-port',
-        '0',
-      ],
-      { DEMO_RP_URL: rpUrl },
-      /sigil demo: open/,
-    );
+    const p = run(startDemoArgs(port, dir, '--host', '127.0.0.1'), { DEMO_RP_URL: rpUrl }, /sigil demo: open/);
     try {
       await p.ready;
       const issuer = `http://localhost:${port}`;
@@ -287,17 +266,7 @@ describe('the demo shows what a stored user can do', () => {
     const { dir, cleanup } = tempDir();
     const [port, rpPort] = [await freePort(), await freePort()];
     const issuer = `http://127.0.0.1:${port}`;
-    const args = [
-      'examples/start-demo.mjs',
-      '--port',
-      String(port),
-      '--issuer',
-      issuer,
-      '--storage',
-      `sqlite:${join(dir, 'sigil.db')}`,
-      '--metrics-port',
-      '0',
-    ];
+    const args = startDemoArgs(port, dir, '--issuer', issuer);
     let p = run(args, { DEMO_RP_URL: `http://127.0.0.1:${rpPort}` }, /sigil demo: stored user/);
     try {
       await p.ready;
@@ -409,17 +378,7 @@ describe('npm start in a process group of its own', () => {
     const { dir, cleanup } = tempDir();
     const [port, rpPort] = [await freePort(), await freePort()];
     const p = run(
-      [
-        'examples/start-demo.mjs',
-        '--port',
-        String(port),
-        '--host',
-        '127.0.0.1',
-        '--storage',
-        `sqlite:${join(dir, 'sigil.db')}`,
-        '--metrics-port',
-        '0',
-      ],
+      startDemoArgs(port, dir, '--host', '127.0.0.1'),
       { DEMO_RP_URL: `http://127.0.0.1:${rpPort}` },
       // Ready once the stored user is added too: the CLI that adds it is then gone.
       /sigil demo: stored user/,
@@ -620,21 +579,7 @@ describe('the newcomer tour in Chromium', () => {
     const port = await freePort();
     const issuer = `http://127.0.0.1:${port}`;
     // The demo application keeps its default address: the demo config's redirect URI names it.
-    const p = run(
-      [
-        'examples/start-demo.mjs',
-        '--port',
-        String(port),
-        '--issuer',
-        issuer,
-        '--storage',
-        `sqlite:${join(dir, 'sigil.db')}`,
-        '--metrics-port',
-        '0',
-      ],
-      {},
-      /sigil demo: stored user/,
-    );
+    const p = run(startDemoArgs(port, dir, '--issuer', issuer), {}, /sigil demo: stored user/);
     const browser = await launchChromium();
     try {
       await p.ready;
