@@ -6,13 +6,15 @@
  */
 import type { Logger } from 'pino';
 import type { EventBus, SigilEvent } from '../events/events.js';
-import type { AuditEventStore } from '../stores/audit-events.js';
+import type { AuditEventStore, StoredAuditEvent } from '../stores/audit-events.js';
 import { auditIdAt } from '../stores/audit-events.js';
 import { newId } from '../crypto/handles.js';
 import { AdminError } from './errors.js';
 
 /** The most events held for the next batch; beyond it the oldest are dropped and counted in the log. */
 export const MAX_PENDING_EVENTS = 10_000;
+/** The count at the end of an event id takes six base-36 digits. */
+const ID_COUNT_RANGE = 36 ** 6;
 /** The largest page of a query. */
 export const MAX_PAGE_SIZE = 200;
 /** Events removed per housekeeping round. */
@@ -67,8 +69,19 @@ export function emitAdminChange(
 
 /** Stores the bus's events and answers queries over them. */
 export class AuditLog {
-  private pending: SigilEvent[] = [];
+  /** The rows of the events recorded since the last flush, oldest first. */
+  private pending: StoredAuditEvent[] = [];
   private dropped = 0;
+  /**
+   * An event's id is its time, this log's 16 random characters, then a count of the events it has
+   * recorded: unique across nodes and restarts, in order within one log, and without a random
+   * draw per event.
+   */
+  private readonly idPrefix = newId().slice(0, 16);
+  private recorded = 0;
+  /** The last event's time string and its value: events of one millisecond share it. */
+  private lastIso = '';
+  private lastTime = 0;
 
   /** @param retentionSeconds how long events are kept */
   constructor(
@@ -77,17 +90,34 @@ export class AuditLog {
     private readonly log: Logger,
   ) {}
 
-  /** The bus subscriber: queues an event for the next `flush`. */
+  /**
+   * The bus subscriber: queues the event's row for the next `flush`. The row is made now, so that
+   * the event object is not held until then: holding a second of event objects moved them all
+   * into the old generation of the heap, which cost a token request more than storing its row.
+   */
   readonly record = (event: SigilEvent): void => {
     if (this.pending.length >= MAX_PENDING_EVENTS) {
       this.pending.shift();
       this.dropped += 1;
     }
-    this.pending.push(event);
+    if (event.time !== this.lastIso) {
+      this.lastIso = event.time;
+      this.lastTime = Date.parse(event.time);
+    }
+    this.recorded = (this.recorded + 1) % ID_COUNT_RANGE;
+    this.pending.push({
+      id: `${auditIdAt(this.lastTime)}${this.idPrefix}${this.recorded.toString(36).padStart(6, '0')}`,
+      time: this.lastTime,
+      name: event.name,
+      clientId: event.clientId ?? null,
+      subjectId: event.subjectId ?? null,
+      event: JSON.stringify(event),
+    });
   };
 
   /**
-   * Writes the queued events in one statement.
+   * Writes the queued events, all or none. Storing is idempotent (a row whose id is stored is
+   * skipped), so a batch whose commit succeeded but was reported as failed is not stored twice.
    * @throws the store's error; the events are then queued again for the next flush.
    */
   async flush(): Promise<void> {
@@ -99,19 +129,7 @@ export class AuditLog {
     if (batch.length === 0) return;
     this.pending = [];
     try {
-      await this.store.append(
-        batch.map((e) => {
-          const time = Date.parse(e.time);
-          return {
-            id: `${auditIdAt(time)}${newId()}`,
-            time,
-            name: e.name,
-            clientId: e.clientId ?? null,
-            subjectId: e.subjectId ?? null,
-            event: JSON.stringify(e),
-          };
-        }),
-      );
+      await this.store.append(batch);
     } catch (err) {
       // Kept for the next flush, oldest first, within the same bound as the queue (the oldest go
       // first when it overflows, counted as dropped).

@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditIdAt } from '../../src/stores/audit-events.js';
 import { openStore } from '../../src/stores/sql.js';
 import type {
   GrantRecord,
@@ -787,5 +788,38 @@ describe.each(backends)('store contract on $name', (backend) => {
     await store.webauthn.add({ ...credential, id: key() });
     expect(await store.users.removeUser(subjectId)).toBe(true);
     expect(await store.webauthn.list(subjectId)).toEqual([]);
+  });
+  it('stores a batch of audit events of any size whole and once, or nothing of a batch that fails', async () => {
+    // More events than one statement could carry on SQLite (32,766 parameters, six per event).
+    const name = `bulk_${key().slice(0, 8)}`;
+    const time = 1_900_000_000_000;
+    const events = Array.from({ length: 6_007 }, (_, i) => ({
+      id: `${auditIdAt(time + i)}${key().slice(0, 22)}`,
+      time: time + i,
+      name,
+      clientId: i % 2 === 0 ? 'client-a' : null,
+      subjectId: i % 3 === 0 ? `user-${i}` : null,
+      event: JSON.stringify({ name, n: i }),
+    }));
+    await store.audit.append(events);
+    const stored = await store.audit.query({ name }, 10_000);
+    expect(stored).toHaveLength(events.length);
+    expect(stored[0]).toEqual(events.at(-1));
+    expect(stored.at(-1)).toEqual(events[0]);
+    expect(await store.audit.query({ name, subjectId: 'user-3' }, 10)).toEqual([events[3]]);
+    expect(await store.audit.query({ name, clientId: 'client-a' }, 10_000)).toHaveLength(3_004);
+
+    // The same batch again (a retry after a commit reported as failed) stores nothing twice.
+    await store.audit.append(events.slice(0, 300));
+    expect(await store.audit.query({ name }, 10_000)).toHaveLength(events.length);
+
+    // A row the table refuses past the first chunks: the whole batch is refused, nothing of it kept.
+    const failing = `bulk_${key().slice(0, 8)}`;
+    const batch = events
+      .slice(0, 450)
+      .map((e) => ({ ...e, id: `${e.id.slice(0, 12)}${key().slice(0, 22)}`, name: failing }));
+    batch.push({ ...(batch[0] as (typeof batch)[number]), id: key().slice(0, 34), event: null as unknown as string });
+    await expect(store.audit.append(batch)).rejects.toThrow();
+    expect(await store.audit.query({ name: failing }, 10)).toEqual([]);
   });
 });
