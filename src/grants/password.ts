@@ -114,7 +114,7 @@ export function passwordGrant(validator: ResourceOwnerValidator): GrantHandler {
         'this sign-in needs a second factor, which the password grant cannot carry: sign in through the browser',
       );
     // A temporary password an administrator set issues nothing until the user replaced it at sign-in.
-    if (await ctx.users.passwordChangeRequired(user.subjectId))
+    if (user.passwordChangeRequired)
       refuse(
         'password change required',
         'the password is a temporary one: sign in through the browser to choose a new password',

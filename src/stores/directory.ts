@@ -462,18 +462,6 @@ export class SqlDirectory {
     });
   }
 
-  /** The display names of the groups a user is a direct member of (their `role` claim values). */
-  async groupNamesOf(subjectId: string): Promise<string[]> {
-    const rows = await this.db
-      .selectFrom('group_members')
-      .innerJoin('user_groups', 'user_groups.id', 'group_members.group_id')
-      .select('user_groups.display_name')
-      .where('group_members.subject_id', '=', subjectId)
-      .orderBy('user_groups.display_name_normalized')
-      .execute();
-    return rows.map((r) => r.display_name);
-  }
-
   /**
    * Runs a list query; on PostgreSQL inside a transaction whose statements time out after
    * `listTimeoutMs` (`SET LOCAL`, so the pooled connection keeps no setting).

@@ -7,20 +7,19 @@
 import { type Insertable, type Kysely, type Selectable, sql } from 'kysely';
 import { nowSeconds } from '../crypto/handles.js';
 import type { WebhookEvent } from '../events/webhook-events.js';
-import type { SqlDirectory } from './directory.js';
-import type { ExternalLink, StoredUser, UserStore } from './types.js';
+import type { Dialect } from './sql-support.js';
+import type { ExternalLink, StoredProfile, StoredUser, UserStore } from './types.js';
 import type { Database, UsersTable } from './tables.js';
 import type { SqlWebhookOutbox } from './webhook-outbox.js';
 
 /** `UserStore` over the store's Kysely instance. */
 export class SqlUserStore implements UserStore {
   /**
-   * @param directory answers `groupNames` (the groups are SCIM's).
    * @param outbox where removals and first sign-ins put their webhook events, in their transaction
    */
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly directory: SqlDirectory,
+    private readonly dialect: Dialect,
     private readonly outbox?: SqlWebhookOutbox,
   ) {}
 
@@ -35,6 +34,57 @@ export class SqlUserStore implements UserStore {
   async findUserBySubject(subjectId: string): Promise<StoredUser | undefined> {
     const row = await this.db.selectFrom('users').selectAll().where('subject_id', '=', subjectId).executeTakeFirst();
     return row ? toUser(row) : undefined;
+  }
+
+  async findProfile(
+    by: { subjectId: string } | { username: string; tenant: string | null },
+  ): Promise<StoredProfile | undefined> {
+    // Scalar subqueries rather than joins: one row per user whatever their addresses and groups,
+    // each served by an index on the subject (user_emails_pk, group_members_subject).
+    const aggregate = this.dialect === 'postgres' ? sql.raw('json_agg') : sql.raw('json_group_array');
+    let query = this.db
+      .selectFrom('users')
+      .selectAll('users')
+      .select((eb) => [
+        eb
+          .selectFrom('user_emails')
+          .select('value')
+          .whereRef('user_emails.subject_id', '=', 'users.subject_id')
+          .where('is_primary', '=', 1)
+          .limit(1)
+          .as('email_value'),
+        eb
+          .selectFrom('user_emails')
+          .select('verified')
+          .whereRef('user_emails.subject_id', '=', 'users.subject_id')
+          .where('is_primary', '=', 1)
+          .limit(1)
+          .as('email_verified'),
+        sql<
+          string | string[] | null
+        >`(select ${aggregate}(user_groups.display_name order by user_groups.display_name_normalized)
+          from group_members join user_groups on user_groups.id = group_members.group_id
+          where group_members.subject_id = users.subject_id)`.as('group_names'),
+      ]);
+    if ('subjectId' in by) query = query.where('subject_id', '=', by.subjectId);
+    else {
+      query = query.where('username_normalized', '=', by.username.toLowerCase());
+      if (by.tenant !== null) query = query.where('tenant', '=', by.tenant);
+    }
+    // Without a tenant the username must name exactly one user, as for config users.
+    const rows = await query.limit(2).execute();
+    const [row] = rows;
+    if (rows.length !== 1 || !row) return undefined;
+    // PostgreSQL's driver parses json; SQLite returns the text (and '[]' for no group, where
+    // PostgreSQL's json_agg gives null).
+    const groups = typeof row.group_names === 'string' ? (JSON.parse(row.group_names) as string[]) : row.group_names;
+    return {
+      ...toUser(row),
+      ...(row.email_value != null
+        ? { primaryEmail: { value: row.email_value, verified: Number(row.email_verified) === 1 } }
+        : {}),
+      groups: groups ?? [],
+    };
   }
 
   async addUser(user: StoredUser): Promise<void> {
@@ -156,10 +206,6 @@ export class SqlUserStore implements UserStore {
       .where('subject_id', '=', subjectId)
       .executeTakeFirst();
     return result.numUpdatedRows === 1n;
-  }
-
-  async groupNames(subjectId: string): Promise<string[]> {
-    return this.directory.groupNamesOf(subjectId);
   }
 
   async setUserActive(subjectId: string, active: boolean): Promise<boolean> {

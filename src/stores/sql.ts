@@ -191,7 +191,7 @@ function composeStore(
     records: grantRecords(grants),
     logout: new SqlLogoutStore(db, webhookOutbox),
     keys: new SqlKeyStore(db),
-    users: new SqlUserStore(db, directory, webhookOutbox),
+    users: new SqlUserStore(db, dialect, webhookOutbox),
     clients: new SqlClientStore(db, webhookOutbox),
     factors: new SqlFactorStore(db),
     maintenance: new SqlMaintenance(db),

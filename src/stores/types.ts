@@ -78,6 +78,17 @@ export interface StoredUser {
   passwordChangeRequired?: boolean;
 }
 
+/**
+ * A stored user with what the protocol reads beside their row (`UserService`): their primary
+ * address and the display names of their SCIM groups.
+ */
+export interface StoredProfile extends StoredUser {
+  /** The primary address (`user_emails`), if any, and whether it is verified. */
+  primaryEmail?: { value: string; verified: boolean };
+  /** The display names of the groups they are a direct member of, in order of their lower-cased form. */
+  groups: string[];
+}
+
 /** Clients kept in the database (`sigil clients`), as the config file's client objects. */
 export interface ClientStore {
   listClients(): Promise<Record<string, unknown>[]>;
@@ -143,6 +154,13 @@ export interface UserStore {
    */
   findUserByUsername(username: string, tenant: string | null): Promise<StoredUser | undefined>;
   findUserBySubject(subjectId: string): Promise<StoredUser | undefined>;
+  /**
+   * `findUserByUsername` and `findUserBySubject` with the user's primary address and groups, read
+   * in one query: a sign-in, a token refresh and userinfo each look their user up this way.
+   */
+  findProfile(
+    by: { subjectId: string } | { username: string; tenant: string | null },
+  ): Promise<StoredProfile | undefined>;
   addUser(user: StoredUser): Promise<void>;
   listUsers(): Promise<StoredUser[]>;
   /**
@@ -178,8 +196,6 @@ export interface UserStore {
   addExternalLink(link: ExternalLink, subjectId: string): Promise<string>;
   /** Returns false when there was no such user. */
   setPasswordHash(subjectId: string, passwordHash: string): Promise<boolean>;
-  /** The display names of the SCIM groups a user is a member of (their `role` claim gets them). */
-  groupNames(subjectId: string): Promise<string[]>;
   /** Replaces a user's claims (external users, at each sign-in). */
   updateClaims(subjectId: string, claims: Record<string, unknown>): Promise<void>;
   /**

@@ -132,7 +132,7 @@ export function accountPages(app: FastifyInstance, ctx: AccountPageServices): vo
       ...(returnTo ? { returnTo } : {}),
     };
     // A temporary password an administrator set: a new one first, before anything else is issued.
-    if (await passwordChangeStep(ctx, request, reply, first)) return reply;
+    if (await passwordChangeStep(ctx, request, reply, first, user)) return reply;
     if (await secondStepAfterPassword(ctx, request, reply, first, interaction)) return reply;
     return continueAfterSignIn(
       ctx,

@@ -16,6 +16,7 @@ import type { Messages } from '../page-kit/i18n.js';
 import type { PasswordChange } from '../users/account.js';
 import { PASSWORD_PROBLEM_TEXTS } from '../users/password-policy.js';
 import type { PendingSignIn } from '../mfa/factors.js';
+import type { User } from '../users/user.js';
 import { type AccountMfaPageServices, secondStepAfterPassword } from './account-mfa.js';
 import { expiredPage } from './error-page.js';
 import { formOf, formRoute } from './forms.js';
@@ -31,8 +32,9 @@ export type PasswordChangeRequiredServices = Pick<Services, 'account' | 'interac
 const PATH = '/account/password/required';
 
 /**
- * After the password of `first` proved right: when it is a temporary one, saves the sign-in as
- * waiting for a new password and redirects to the page that asks for it.
+ * After the password of `first` proved right: when it is a temporary one (`user`, as the password
+ * check found them), saves the sign-in as waiting for a new password and redirects to the page
+ * that asks for it.
  * @returns whether it answered (the redirect); false when the password is the user's own and the
  *   sign-in goes on. A boolean, not the reply: an async function's returned reply, a thenable,
  *   would resolve to undefined.
@@ -42,8 +44,9 @@ export async function passwordChangeStep(
   request: FastifyRequest,
   reply: FastifyReply,
   first: PendingSignIn,
+  user: User,
 ): Promise<boolean> {
-  if (!(await ctx.users.passwordChangeRequired(first.subjectId))) return false;
+  if (!user.passwordChangeRequired) return false;
   await ctx.mfa.savePending(browserOf(ctx, request, reply), { ...first, passwordChange: true });
   reply.header('cache-control', 'no-store').redirect(`${ctx.basePath}${PATH}`, 303);
   return true;

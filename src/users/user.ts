@@ -10,6 +10,12 @@ export interface User {
   isActive: boolean;
   /** Profile claims; a claim given as an array stays an array. */
   claims: Record<string, unknown>;
+  /**
+   * Set on a stored user whose password is a temporary one an administrator set: a sign-in with it
+   * must choose a new one before any session, code or token is issued. Config-file and directory
+   * users never have it.
+   */
+  passwordChangeRequired?: boolean;
 }
 
 /**

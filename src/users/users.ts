@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 import type { UserConfig } from '../config/schema.js';
-import type { UserStore } from '../stores/types.js';
+import type { StoredProfile, UserStore } from '../stores/types.js';
 import type { PasswordCheckContext, UserDirectory } from './directory.js';
 import type { User } from './user.js';
 import type { UserEmailStore } from '../stores/user-emails.js';
@@ -56,10 +56,9 @@ export class UserService {
    * the first request: a lazy hash would make the first check of an existing username slower
    * (username enumeration). No clear-text password is kept.
    * @param sources the directories asked after config and stored users, the library's
-   *   `ProfileService.isActive`, and `emails`: the stored users' addresses: a stored user's primary address
-   * is their `email`
-   *   claim, its verified flag `email_verified` (OIDC Core §5.1), over any such claims they have;
-   *   `log` takes the warning of a username both a stored user and a directory hold
+   *   `ProfileService.isActive`, `emails`: the stored users' addresses, which a CIBA `login_hint`
+   *   may name (`findByLoginHint`); `log` takes the warning of a username both a stored user and
+   *   a directory hold
    */
   static async create(
     configUsers: readonly UserConfig[],
@@ -121,21 +120,11 @@ export class UserService {
     return this.checked(await this.lookUp(subjectId));
   }
 
-  /**
-   * Whether the user signs in with a temporary password an administrator set, which they must
-   * change before any session or code is issued (`StoredUser.passwordChangeRequired`). Only a
-   * stored user not shadowed by a config-file one has such a password.
-   */
-  async passwordChangeRequired(subjectId: string): Promise<boolean> {
-    if (this.configUsers.some((c) => c.user.subjectId === subjectId)) return false;
-    return (await this.store.findUserBySubject(subjectId))?.passwordChangeRequired === true;
-  }
-
   private async lookUp(subjectId: string): Promise<User | undefined> {
     const fromConfig = this.configUsers.find((c) => c.user.subjectId === subjectId);
     if (fromConfig) return fromConfig.user;
-    const stored = await this.store.findUserBySubject(subjectId);
-    if (stored) return this.storedToUser(stored);
+    const stored = await this.store.findProfile({ subjectId });
+    if (stored) return storedToUser(stored);
     for (const directory of this.directories) {
       const user = await directory.findBySubject(subjectId);
       if (user) return user;
@@ -282,31 +271,31 @@ export class UserService {
     );
     if (matches.length === 1) return matches[0];
     if (matches.length > 1) return undefined;
-    const stored = await this.store.findUserByUsername(username, tenant);
-    return stored
-      ? { user: await this.storedToUser(stored), passwordHash: stored.passwordHash, stored: true }
-      : undefined;
+    const stored = await this.store.findProfile({ username, tenant });
+    return stored ? { user: storedToUser(stored), passwordHash: stored.passwordHash, stored: true } : undefined;
   }
+}
 
-  /**
-   * A stored user as the protocol sees them: their primary address is the `email` claim and its
-   * verified flag `email_verified` (OIDC Core §5.1); the display names of their SCIM groups join
-   * their `role` claim. Read per request, so a change is in force on every node at once.
-   */
-  private async storedToUser(s: {
-    subjectId: string;
-    username: string;
-    tenant: string | null;
-    isActive: boolean;
-    claims: Record<string, unknown>;
-  }): Promise<User> {
-    const [email, groups] = await Promise.all([this.emails?.primary(s.subjectId), this.store.groupNames(s.subjectId)]);
-    let claims = email ? { ...s.claims, email: email.value, email_verified: email.verified } : s.claims;
-    if (groups.length > 0) {
-      const own = claims.role;
-      const roles = own === undefined ? [] : Array.isArray(own) ? own : [own];
-      claims = { ...claims, role: [...new Set([...roles, ...groups])] };
-    }
-    return { subjectId: s.subjectId, username: s.username, tenant: s.tenant, isActive: s.isActive, claims };
+/**
+ * A stored user as the protocol sees them: their primary address is the `email` claim and its
+ * verified flag `email_verified` (OIDC Core §5.1); the display names of their SCIM groups join
+ * their `role` claim. Read per request, so a change is in force on every node at once.
+ */
+function storedToUser(s: StoredProfile): User {
+  let claims = s.primaryEmail
+    ? { ...s.claims, email: s.primaryEmail.value, email_verified: s.primaryEmail.verified }
+    : s.claims;
+  if (s.groups.length > 0) {
+    const own = claims.role;
+    const roles = own === undefined ? [] : Array.isArray(own) ? own : [own];
+    claims = { ...claims, role: [...new Set([...roles, ...s.groups])] };
   }
+  return {
+    subjectId: s.subjectId,
+    username: s.username,
+    tenant: s.tenant,
+    isActive: s.isActive,
+    claims,
+    ...(s.passwordChangeRequired ? { passwordChangeRequired: true } : {}),
+  };
 }

@@ -441,6 +441,43 @@ describe.each(backends)('store contract on $name', (backend) => {
       ]);
     });
 
+    it('reads a user with their primary address and groups in one lookup, by subject or username', async () => {
+      const subjectId = `pf-${key()}`;
+      const username = `Pf-${subjectId.slice(3, 15)}`;
+      const user = {
+        subjectId,
+        username,
+        tenant: null,
+        passwordHash: null,
+        claims: { role: 'own' },
+        isActive: true,
+        passwordChangeRequired: false,
+      };
+      await store.users.addUser(user);
+      expect(await other.users.findProfile({ subjectId })).toEqual({ ...user, groups: [] });
+      await store.emails.setPrimary(subjectId, 'Other@Example.org', true);
+      await store.emails.setPrimary(subjectId, 'Primary@Example.org', false);
+      for (const [id, displayName] of [
+        [`g-${key()}`, 'zeta'],
+        [`g-${key()}`, 'Alpha'],
+        [`g-${key()}`, 'beta'],
+      ] as const)
+        await store.directory.addGroup(id, { displayName, externalId: null, members: [subjectId] }, NOW);
+      const profile = {
+        ...user,
+        primaryEmail: { value: 'Primary@Example.org', verified: false },
+        groups: ['Alpha', 'beta', 'zeta'],
+      };
+      expect(await other.users.findProfile({ subjectId })).toEqual(profile);
+      expect(await other.users.findProfile({ username: username.toUpperCase(), tenant: null })).toEqual(profile);
+      expect(await other.users.findProfile({ username, tenant: 'elsewhere' })).toBeUndefined();
+      expect(await other.users.findProfile({ subjectId: `${subjectId}-none` })).toBeUndefined();
+      // Without a tenant, a username two tenants hold names nobody.
+      await store.users.addUser({ ...user, subjectId: `${subjectId}-2`, tenant: 'second' });
+      expect(await other.users.findProfile({ username, tenant: null })).toBeUndefined();
+      expect((await other.users.findProfile({ username, tenant: 'second' }))?.subjectId).toBe(`${subjectId}-2`);
+    });
+
     it('removing a user removes their addresses', async () => {
       const subjectId = `em-${key()}`;
       await store.users.addUser({
