@@ -91,27 +91,22 @@ export class SqlUserStore implements UserStore {
     let query = this.db
       .selectFrom('users')
       .selectAll('users')
-      .select((eb) => [
-        eb
+      .select((eb) => {
+        const primary = eb
           .selectFrom('user_emails')
-          .select('value')
           .whereRef('user_emails.subject_id', '=', 'users.subject_id')
           .where('is_primary', '=', sql.lit(1))
-          .limit(sql.lit(1))
-          .as('email_value'),
-        eb
-          .selectFrom('user_emails')
-          .select('verified')
-          .whereRef('user_emails.subject_id', '=', 'users.subject_id')
-          .where('is_primary', '=', sql.lit(1))
-          .limit(sql.lit(1))
-          .as('email_verified'),
-        sql<
-          string | string[] | null
-        >`(select ${aggregate}(user_groups.display_name order by user_groups.display_name_normalized)
+          .limit(sql.lit(1));
+        return [
+          primary.select('value').as('email_value'),
+          primary.select('verified').as('email_verified'),
+          sql<
+            string | string[] | null
+          >`(select ${aggregate}(user_groups.display_name order by user_groups.display_name_normalized)
           from group_members join user_groups on user_groups.id = group_members.group_id
           where group_members.subject_id = users.subject_id)`.as('group_names'),
-      ]);
+        ];
+      });
     if (shape === 'subject') query = query.where('subject_id', '=', SUBJECT_SLOT);
     else query = query.where('username_normalized', '=', USERNAME_SLOT);
     if (shape === 'usernameInTenant') query = query.where('tenant', '=', TENANT_SLOT);
