@@ -4,9 +4,11 @@
  * `store.audit`. Rows are written in batches off the request path and removed after the
  * retention period (`admin.auditRetentionSeconds`).
  *
- * An event's id starts with its time in milliseconds as 12 hex digits, then random characters:
- * ids sort by time, so one index per filter (the primary key, and name, client or subject with
- * the id) serves the time range, the order and the cursor.
+ * An event's id starts with its time in milliseconds as 12 hex digits, then 22 characters that make
+ * it unique (`AuditLog` writes a random part per log and a count): ids sort by time, so one index
+ * per filter (the primary key, and name, client or subject with the id; the client and subject
+ * indexes hold only rows that have one, 0026_audit_partial_indexes) serves the time range, the
+ * order and the cursor.
  */
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from './tables.js';
