@@ -91,9 +91,9 @@ export class AuditLog {
   ) {}
 
   /**
-   * The bus subscriber: queues the event's row for the next `flush`. The row is made now, so that
-   * the event object is not held until then: holding a second of event objects moved them all
-   * into the old generation of the heap, which cost a token request more than storing its row.
+   * The bus subscriber: queues the event's row for the next `flush`. The row is made now: only its
+   * flat strings wait for the flush, not the event object with its arrays, and an event that cannot
+   * be serialised fails here, in the bus's guard, alone, instead of failing every later flush.
    */
   readonly record = (event: SigilEvent): void => {
     if (this.pending.length >= MAX_PENDING_EVENTS) {

@@ -74,7 +74,8 @@ export class SqlAuditEvents implements AuditEventStore {
   async append(events: readonly StoredAuditEvent[]): Promise<void> {
     if (events.length === 0) return;
     // Parameters are passed to a statement compiled once rather than built into a query per batch:
-    // building thousands of value nodes was half the cost of storing an event.
+    // with the batch built into one query of thousands of value nodes (and a random id drawn per
+    // event), storing an event took 8.5 µs of CPU in a loop of 5,000, against about 4 µs now.
     const write = async (db: Kysely<Database>) => {
       let at = 0;
       while (at < events.length) {
