@@ -383,6 +383,30 @@ describe('admin services over SQLite', () => {
     });
   });
 
+  describe('audit log, an event that cannot be serialised', () => {
+    it('is left out alone: the events around it are stored', async () => {
+      const log = new AuditLog(store.audit, 3600, silent);
+      const events = new EventBus(silent);
+      events.subscribe(log.record);
+      const change = (id: string, extra: Record<string, unknown> = {}) =>
+        events.emit({
+          name: 'admin_changed',
+          endpoint: 'test',
+          clientId: 'cli-serialise',
+          action: 'client.update',
+          target: { type: 'client', id },
+          changes: extra,
+        });
+      change('before');
+      // JSON has no BigInt: JSON.stringify throws on it.
+      change('broken', { size: 1n });
+      change('after');
+      await log.flush();
+      const { events: stored } = await log.query({ clientId: 'cli-serialise', limit: 10 });
+      expect(stored.map((e) => e.target?.id)).toEqual(['after', 'before']);
+    });
+  });
+
   describe('keys', () => {
     it('rotates (all algorithms or one), lists with status, retires; an unknown algorithm or key is refused', async () => {
       const keys = new KeyAdmin(store.keys, cfg);
