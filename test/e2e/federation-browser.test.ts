@@ -635,9 +635,12 @@ describe("upstream failures end on the downstream's error page, with nothing cre
         }
       },
     );
+    // The click waits for the held navigation: the upstream's login, resume and whole shutdown.
+    // Under a loaded CI run that took past Playwright's default 30 s once; alone it takes 3 s.
+    page.setDefaultTimeout(90_000);
     await submitLogin(page, 'carol');
     await page
-      .waitForURL((u) => u.origin === down.issuer && u.pathname === '/federation/corp/callback', { timeout: 10_000 })
+      .waitForURL((u) => u.origin === down.issuer && u.pathname === '/federation/corp/callback', { timeout: 30_000 })
       .catch((err: unknown) => {
         throw routeError ?? err;
       });
@@ -649,7 +652,7 @@ describe("upstream failures end on the downstream's error page, with nothing cre
     expect(storedUsers(down.db).some((u) => u.username === 'corp:3')).toBe(false);
     // The log line is written as the page is answered; the process's output may come a moment later.
     await expect.poll(() => down.output(), { timeout: 5_000 }).toContain('upstream sign-in failed');
-  }, 60_000);
+  }, 150_000);
 });
 
 describe("docs/federation.md's two-instance example (examples/federation/, examples/demo-rp.mjs)", () => {
