@@ -10,9 +10,8 @@
 import type { Browser, Page, Response } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig, startSigil, type TestSigil } from '../helpers.js';
-import { totpCode } from '../mfa-helpers.js';
 import { audit } from './accessibility.js';
-import { launchChromium, newPage, screenshot } from './browser-fixture.js';
+import { enrollTotpAfterPassword, launchChromium, newPage, screenshot } from './browser-fixture.js';
 import { freePort } from './ports.js';
 
 let browser: Browser;
@@ -70,12 +69,7 @@ async function signIn(page: Page): Promise<void> {
   await page.locator('button[name=button][value=next]').click();
   await page.locator('input[name=password]').fill('alice');
   await page.locator('button[name=button][value=login]').click();
-  await page.waitForURL(/\/account\/totp/);
-  const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
-  await page.locator('input[name=code]').fill(totpCode(secret));
-  await page.keyboard.press('Enter');
-  await page.getByRole('heading', { name: 'Your recovery codes' }).waitFor();
-  await page.locator('a.button.primary').click();
+  await enrollTotpAfterPassword(page);
 }
 
 describe('the console organization pages in Chromium', () => {

@@ -193,6 +193,14 @@ export async function submitLogin(page: Page, username = 'alice', password = use
 export async function signInEnrollingTotp(page: Page, username = 'alice', password = username): Promise<void> {
   await page.waitForURL(/\/account\/login\?interaction=/);
   await submitLogin(page, username, password);
+  await enrollTotpAfterPassword(page);
+}
+
+/**
+ * After a right password, on the way to the authenticator app's enrolment the console asks for
+ * the first time: enrolls it with a code from its secret and continues past the recovery codes.
+ */
+export async function enrollTotpAfterPassword(page: Page): Promise<void> {
   await page.waitForURL(/\/account\/totp/);
   const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s+/g, '');
   await page.locator('input[name=code]').fill(totpCode(secret));
